@@ -1,0 +1,1 @@
+"""perfonto dsl layer."""

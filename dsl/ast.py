@@ -1,0 +1,121 @@
+"""The metric language's syntax tree: small frozen dataclasses, each with its source span.
+
+Every expression node carries ``span`` (file, 1-based line and column) so that the compiler can point
+at the exact spot of a unit mismatch or an unknown name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ontology.diagnostics import Span
+
+
+@dataclass(frozen=True)
+class Number:
+    """A literal, optionally with a unit: ``64 B``, ``1.5 GHz``, ``100 %``, ``2 [GB/s]``."""
+
+    value: float
+    unit: str | None
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Name:
+    """A dotted name: a signal (``hbm.read_bytes``), a metric, a spec constant (``spec.hbm.capacity``)
+    or ``interval``."""
+
+    name: str
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "-" or "not"
+    operand: "Expr"
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """``op`` is one of + - * / ** < <= > >= == != and or."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Call:
+    """``sum(x)``/``avg``/``min``/``max`` with one argument roll up a block's instances; ``min(a, b)``,
+    ``max(a, b)``, ``clamp(x, lo, hi)``, ``abs(x)`` are element-wise."""
+
+    func: str
+    args: tuple["Expr", ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class IfElse:
+    """``then if cond else otherwise`` (Python order)."""
+
+    then: "Expr"
+    cond: "Expr"
+    otherwise: "Expr"
+    span: Span = field(compare=False)
+
+
+Expr = Number | Name | Unary | Binary | Call | IfElse
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A literal in a ``bounds`` or ``threshold`` clause; a bare number is in the metric's own unit."""
+
+    value: float
+    unit: str | None
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    op: str
+    value: Bound
+    message: str
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True)
+class MetricDecl:
+    """One ``metric NAME [UNIT] = EXPR`` declaration with its clauses."""
+
+    name: str
+    unit: str
+    expr: Expr
+    formula: str
+    span: Span = field(compare=False)
+    unit_span: Span = field(compare=False)
+    description: str = ""
+    groups: tuple[str, ...] = ()
+    bounds: tuple[Bound, Bound] | None = None
+    threshold: Threshold | None = None
+    parent: str | None = None
+    parent_span: Span | None = field(default=None, compare=False)
+    source: str = ""
+
+
+def walk(expr: Expr):
+    """Yield ``expr`` and all its sub-expressions, parents first."""
+    yield expr
+    if isinstance(expr, Unary):
+        yield from walk(expr.operand)
+    elif isinstance(expr, Binary):
+        yield from walk(expr.left)
+        yield from walk(expr.right)
+    elif isinstance(expr, Call):
+        for a in expr.args:
+            yield from walk(a)
+    elif isinstance(expr, IfElse):
+        yield from walk(expr.then)
+        yield from walk(expr.cond)
+        yield from walk(expr.otherwise)

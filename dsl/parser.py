@@ -1,0 +1,243 @@
+"""Parse metric files (``*.metrics``) into ``MetricDecl`` lists, with diagnostics for syntax errors.
+
+Grammar: ``dsl/metrics.lark`` (LALR, positions propagated). A syntax error is reported as
+``file:line:col`` with the offending token, what was expected, and a caret under the spot; parsing of
+other files goes on, so one bad file does not hide the problems of the rest.
+"""
+from __future__ import annotations
+
+import ast as pyast
+import functools
+from importlib import resources
+
+from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
+
+from ontology.diagnostics import Diagnostic, Span, with_source
+
+from . import ast
+
+_TOKEN_NAMES = {
+    "NAME": "a name", "NUMBER": "a number", "UNIT_BRACKET": "a unit in brackets like [GB/s]",
+    "STRING": "a quoted string", "CMP_OP": "a comparison", "ADD_OP": "`+`", "NEG": "`-`", "MUL_OP": "`*` or `/`",
+    "LPAR": "`(`", "RPAR": "`)`", "EQUAL": "`=`", "COMMA": "`,`", "COLON": "`:`", "PERCENT": "`%`",
+    "$END": "end of file",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("dsl").joinpath("metrics.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def _unquote(tok: str) -> str:
+    return pyast.literal_eval(tok)
+
+
+class _ToAst(Transformer):
+    def __init__(self, file: str, text: str):
+        super().__init__()
+        self.file = file
+        self.text = text
+
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", False):
+            return Span(self.file)
+        end = meta.end_column if meta.end_line == meta.line else 0
+        return Span(self.file, meta.line, meta.column, end)
+
+    def _tspan(self, tok: Token) -> Span:
+        end = tok.end_column if tok.end_line == tok.line else 0
+        return Span(self.file, tok.line, tok.column, end)
+
+    @v_args(meta=True)
+    def start(self, meta, items):
+        return list(items)
+
+    @v_args(meta=True)
+    def metric(self, meta, items):
+        name, unit_tok, expr, *clauses = items
+        kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
+              "parent_span": None, "source": ""}
+        for kind, value in clauses:
+            if kind == "parent":
+                kw["parent"], kw["parent_span"] = value
+            elif kind == "groups":
+                kw["groups"] = kw["groups"] + value
+            else:
+                kw[kind] = value
+        return ast.MetricDecl(
+            name=str(name), unit=unit_tok[1:-1].strip(), expr=expr, formula=_formula(self.text, expr_meta(expr)),
+            span=self._tspan(name), unit_span=self._tspan(unit_tok), **kw)
+
+    def description(self, items):
+        return ("description", _unquote(items[0]))
+
+    def source(self, items):
+        return ("source", _unquote(items[0]))
+
+    def groups(self, items):
+        return ("groups", tuple(str(t) for t in items))
+
+    def bounds(self, items):
+        return ("bounds", (items[0], items[1]))
+
+    @v_args(meta=True)
+    def threshold(self, meta, items):
+        op, bound, msg = items
+        return ("threshold", ast.Threshold(str(op), bound, _unquote(msg), self._span(meta)))
+
+    def parent(self, items):
+        return ("parent", (str(items[0]), self._tspan(items[0])))
+
+    @v_args(meta=True)
+    def bound(self, meta, items):
+        sign = 1.0
+        if items and isinstance(items[0], Token) and items[0].type == "NEG":
+            sign = -1.0
+            items = items[1:]
+        unit = items[1] if len(items) > 1 else None
+        return ast.Bound(sign * float(items[0]), unit, self._span(meta))
+
+    def unit(self, items):
+        t = str(items[0])
+        return t[1:-1].strip() if t.startswith("[") else t
+
+    @v_args(meta=True)
+    def number(self, meta, items):
+        unit = items[1] if len(items) > 1 else None
+        return _with_meta(ast.Number(float(items[0]), unit, self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def name(self, meta, items):
+        return _with_meta(ast.Name(str(items[0]), self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def call(self, meta, items):
+        return _with_meta(ast.Call(str(items[0]), tuple(items[1:]), self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def binary(self, meta, items):
+        left, op, right = items
+        return _with_meta(ast.Binary(str(op), left, right, self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def compare(self, meta, items):
+        return self.binary(meta, items)
+
+    @v_args(meta=True)
+    def pow(self, meta, items):
+        return _with_meta(ast.Binary("**", items[0], items[1], self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def or_(self, meta, items):
+        return _with_meta(ast.Binary("or", items[0], items[1], self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def and_(self, meta, items):
+        return _with_meta(ast.Binary("and", items[0], items[1], self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def not_(self, meta, items):
+        return _with_meta(ast.Unary("not", items[0], self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def neg(self, meta, items):
+        return _with_meta(ast.Unary("-", items[1], self._span(meta)), meta)
+
+    @v_args(meta=True)
+    def ifelse(self, meta, items):
+        then, cond, other = items
+        return _with_meta(ast.IfElse(then, cond, other, self._span(meta)), meta)
+
+
+# Source offsets of expression nodes, kept outside the frozen dataclasses (keyed by id) only while
+# one file is being transformed, to cut the formula text out of the source.
+_META: dict[int, tuple[int, int]] = {}
+
+
+def _with_meta(node, meta):
+    if not getattr(meta, "empty", False):
+        _META[id(node)] = (meta.start_pos, meta.end_pos)
+    return node
+
+
+def expr_meta(expr):
+    return _META.get(id(expr))
+
+
+def _formula(text: str, pos) -> str:
+    if not pos:
+        return ""
+    return " ".join(text[pos[0]:pos[1]].split())
+
+
+def _token_name(t: str) -> str:
+    if t in _TOKEN_NAMES:
+        return _TOKEN_NAMES[t]
+    try:
+        pattern = _parser().get_terminal(t).pattern
+        return f"`{pattern.value}`" if pattern.type == "str" else t.lower()
+    except KeyError:
+        return t.lower()
+
+
+def _expected(exc: UnexpectedInput) -> str:
+    names = sorted({_token_name(t) for t in getattr(exc, "expected", ()) or ()})
+    if not names:
+        return ""
+    if len(names) > 6:
+        names = names[:6] + ["…"]
+    return "expected " + ", ".join(names)
+
+
+def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse one metric file's text. Returns the declarations and any syntax diagnostic.
+
+    On a syntax error the declarations are empty and one diagnostic names ``file:line:col``, the
+    offending token and what was expected.
+    """
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as exc:
+        line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
+        if isinstance(exc, UnexpectedCharacters):
+            msg = f"unexpected character {text[exc.pos_in_stream]!r}"
+            hint = "metric names and units use letters, digits, `_` and `.`; strings use double quotes"
+        elif isinstance(exc, UnexpectedEOF):
+            msg = "unexpected end of file"
+            lines = text.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+            hint = _expected(exc)
+        elif isinstance(exc, UnexpectedToken):
+            tok = exc.token
+            shown = "end of file" if tok.type == "$END" else f"`{tok}`"
+            msg = f"unexpected {shown}"
+            hint = _expected(exc)
+            if tok.type == "$END":
+                lines = text.splitlines() or [""]
+                line, col = len(lines), len(lines[-1]) + 1
+        else:  # pragma: no cover - lark has no other subclasses today
+            msg, hint = str(exc), ""
+        d = Diagnostic("error", "syntax", msg, Span(file, line, col), hint=hint)
+        return [], [with_source(d, text)]
+    try:
+        decls = _ToAst(file, text).transform(tree)
+    finally:
+        _META.clear()
+    return decls, []
+
+
+def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse a metric file from disk (UTF-8); unreadable or non-UTF-8 files give one diagnostic."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [], [Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte offset {exc.start})", Span(str(p), 1, 1),
+                               hint="save the file as UTF-8")]
+    except OSError as exc:
+        return [], [Diagnostic("error", "io", f"cannot read file: {exc.strerror}", Span(str(p)))]
+    return parse_text(text, str(p))

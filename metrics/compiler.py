@@ -1,0 +1,231 @@
+"""Compile metric files against a resolved generation into a ``MetricGraph``.
+
+Passes, each a pure function of the previous result:
+1. parse every file (``dsl.parser``) — a syntax error skips that file only;
+2. collect declarations — duplicate names, names that shadow signals or spec constants;
+3. resolve names — signals, ``spec.*`` constants, metrics, ``interval``; unknown names get a
+   "did you mean";
+4. build the dependency graph (networkx) — every cycle is an error naming the cycle;
+5. infer units (pint), instance axes and chip degree in topological order, make every unit conversion
+   an explicit factor, and check the declared unit, bounds and threshold (``metrics.infer``).
+Every problem is a ``Diagnostic``; a metric with an error is left out of the graph, and every other
+metric still compiles.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import pint
+
+from dsl import ast
+from dsl.parser import parse_file, parse_text
+from ontology.diagnostics import Diagnostic, Span, did_you_mean, with_source
+from ontology.generation import Generation
+
+from . import ir
+from .infer import Fail, Typer
+
+METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class CompiledMetric:
+    """One metric after compilation. Values are computed in ``unit``; ``ir`` already includes the
+    conversion to it. ``bounds``/``threshold`` values are in ``unit`` too."""
+
+    name: str
+    unit: pint.Unit
+    unit_text: str
+    ir: ir.Node
+    axes: ir.Axes
+    degree: int
+    formula: str
+    description: str
+    groups: tuple[str, ...]
+    bounds: tuple[float, float] | None
+    threshold: tuple[str, float, str] | None
+    parent: str | None
+    source: str
+    span: Span
+    metric_deps: tuple[str, ...]
+    signal_deps: tuple[str, ...]
+    spec_deps: tuple[str, ...]
+
+
+@dataclass
+class MetricGraph:
+    """The compiled catalog: metrics in topological order plus the dependency DAG.
+
+    ``graph`` nodes are metric, signal and ``spec.*`` names (attribute ``kind``); an edge ``u → v``
+    means v's formula uses u.
+    """
+
+    generation: Generation
+    metrics: dict[str, CompiledMetric]
+    graph: nx.DiGraph
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    content_hash: str = ""
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def dependents(self, name: str) -> list[str]:
+        return sorted(n for n in self.graph.successors(name) if n in self.metrics)
+
+    def dependencies(self, name: str) -> list[str]:
+        return sorted(self.graph.predecessors(name))
+
+
+def library_files() -> list[Path]:
+    """The shipped metric library (package data ``metrics/library/*.metrics``)."""
+    from importlib import resources
+
+    return sorted(Path(str(resources.files("metrics").joinpath("library"))).glob("*.metrics"))
+
+
+def compile_files(gen: Generation, files: list[Path] | None = None) -> MetricGraph:
+    """Compile metric files from disk (default: the shipped library) against ``gen``."""
+    files = library_files() if files is None else files
+    decls: list[ast.MetricDecl] = []
+    diags: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    for f in files:
+        d, dg = parse_file(f)
+        decls += d
+        diags += dg
+        try:
+            texts[str(f)] = Path(f).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+    return _compile(gen, decls, diags, texts)
+
+
+def compile_texts(gen: Generation, sources: dict[str, str]) -> MetricGraph:
+    """Compile metric sources given as ``{file name: text}`` (tests, imports)."""
+    decls: list[ast.MetricDecl] = []
+    diags: list[Diagnostic] = []
+    for name, text in sources.items():
+        d, dg = parse_text(text, name)
+        decls += d
+        diags += dg
+    return _compile(gen, decls, diags, dict(sources))
+
+
+def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnostic], texts: dict[str, str]) -> MetricGraph:
+    diags = list(diags)
+    by_name: dict[str, ast.MetricDecl] = {}
+    bad: set[str] = set()
+    for d in decls:
+        if not METRIC_NAME.match(d.name):
+            diags.append(Diagnostic("error", "metric-name", f"metric name `{d.name}` is not lower-case snake_case with dots",
+                                    d.span, hint="use names like `hbm.read_bandwidth`"))
+        if d.name in by_name:
+            first = by_name[d.name].span
+            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` is defined twice (first at {first})", d.span,
+                                    hint="rename or remove one of the definitions"))
+            bad.add(d.name)
+            continue
+        if d.name in gen.signals or d.name in gen.spec or d.name == "interval":
+            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` has the name of a signal or spec constant", d.span,
+                                    hint="metric names must differ from signal names; add a suffix such as `_rate`"))
+            bad.add(d.name)
+        by_name[d.name] = d
+
+    known = set(gen.signals) | set(gen.spec) | set(by_name) | {"interval"}
+    graph = nx.DiGraph()
+    for s in gen.signals:
+        graph.add_node(s, kind="signal")
+    for c in gen.spec:
+        graph.add_node(c, kind="spec")
+    ref_span: dict[tuple[str, str], Span] = {}
+    for name, d in by_name.items():
+        graph.add_node(name, kind="metric")
+        for node in ast.walk(d.expr):
+            if isinstance(node, ast.Name):
+                if node.name not in known:
+                    hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
+                    diags.append(Diagnostic("error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint))
+                    bad.add(name)
+                elif node.name != "interval":
+                    graph.add_edge(node.name, name)
+                    ref_span.setdefault((node.name, name), node.span)
+        if d.parent is not None and d.parent not in by_name:
+            diags.append(Diagnostic("error", "unknown-name", f"unknown parent metric `{d.parent}` of `{name}`", d.parent_span or d.span,
+                                    hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog"))
+            bad.add(name)
+
+    metric_sub = graph.subgraph(by_name)
+    for comp in nx.strongly_connected_components(metric_sub):
+        if len(comp) == 1:
+            (only,) = comp
+            if not metric_sub.has_edge(only, only):
+                continue
+        cyc = nx.find_cycle(metric_sub.subgraph(comp))
+        names = [u for u, _ in cyc] + [cyc[0][0]]
+        start = min(comp)
+        # point at the reference that closes the cycle inside the first metric (alphabetically)
+        i = names.index(start)
+        path = names[i:-1] + names[:i] + [start]
+        prev = path[-2]
+        span = ref_span.get((start, path[1]), by_name[start].span) if len(path) > 1 else by_name[start].span
+        span = ref_span.get((prev, start), span)
+        diags.append(Diagnostic("error", "cycle", "dependency cycle: " + " → ".join(path), span,
+                                hint="a metric cannot depend on itself, directly or through other metrics; break the cycle"))
+        bad.update(comp)
+
+    typer = Typer(gen)
+    compiled: dict[str, CompiledMetric] = {}
+    order = [n for n in nx.lexicographical_topological_sort(graph.subgraph(set(by_name) - _downstream(graph, bad, by_name))) if n in by_name]
+    excluded = set(by_name) - set(order)
+    for name in order:
+        d = by_name[name]
+        try:
+            typed = typer.metric(d, compiled)
+        except Fail as f:
+            diags.append(f.diagnostic)
+            excluded.add(name)
+            continue
+        if typed is None:
+            excluded.add(name)
+            continue
+        node, unit, bounds, threshold = typed
+        deps_m = tuple(sorted(p for p in graph.predecessors(name) if p in by_name))
+        if any(dm in excluded for dm in deps_m):
+            excluded.add(name)
+            continue
+        compiled[name] = CompiledMetric(
+            name=name, unit=unit, unit_text=d.unit, ir=node, axes=node_axes(node), degree=node_degree(node),
+            formula=d.formula, description=d.description, groups=d.groups, bounds=bounds, threshold=threshold,
+            parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
+            signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
+            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)))
+    diags = [with_source(dg, texts.get(dg.span.file)) if not dg.source_line else dg for dg in diags]
+    h = hashlib.sha256()
+    h.update(gen.content_hash.encode())
+    for name in sorted(texts):
+        h.update(name.encode())
+        h.update(texts[name].encode())
+    return MetricGraph(gen, compiled, graph, diags, h.hexdigest()[:16])
+
+
+def _downstream(graph: nx.DiGraph, bad: set[str], by_name) -> set[str]:
+    """Bad metrics and every metric that depends on one."""
+    out = set()
+    for b in bad:
+        if b in graph:
+            out.add(b)
+            out |= {n for n in nx.descendants(graph, b) if n in by_name}
+    return out
+
+
+def node_axes(n: ir.Node) -> ir.Axes:
+    return n.axes
+
+
+def node_degree(n: ir.Node) -> int:
+    return n.degree

@@ -1,0 +1,293 @@
+"""Unit, axis and chip-degree inference: AST expression → typed IR (``metrics.ir``).
+
+Rules (each enforced with a diagnostic that points at the offending sub-expression):
+- units (pint, perfonto's registry): ``+ - min max clamp``, comparisons and the branches of ``if`` need
+  the same dimension; the right operand is converted to the left's unit by an explicit factor. A
+  declared unit the expression cannot be converted to is an error; the conversion is a factor.
+- axes: an operation between values over different instance axes is an error unless one side has
+  none (a chip-level value broadcasts over a block's instances). ``sum/avg/min/max(x)`` roll up all of
+  x's instance axes.
+- chip degree: counters and per-chip spec constants have degree 1 (they add up across chips), the
+  interval and ratios degree 0; ``*`` adds degrees, ``/`` subtracts; adding unlike degrees is an error
+  (a literal adapts to its partner). A metric's degree must be 0 (evaluated as a ratio of server
+  totals) or 1 (a server total).
+"""
+from __future__ import annotations
+
+import pint
+
+from dsl import ast
+from ontology.diagnostics import Diagnostic, Span, did_you_mean
+from ontology.generation import Generation
+from ontology.model import Scope, SignalKind
+from ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
+
+from . import ir
+
+ROLLUPS = {"sum", "avg", "min", "max"}
+FUNCTIONS = ROLLUPS | {"clamp", "abs"}
+CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+class Fail(Exception):
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class _T:
+    """A typed sub-expression: IR node, its unit (None for booleans), and whether it is a bare literal."""
+
+    __slots__ = ("node", "unit", "literal")
+
+    def __init__(self, node: ir.Node, unit: pint.Unit | None, literal: bool = False):
+        self.node, self.unit, self.literal = node, unit, literal
+
+    @property
+    def is_bool(self) -> bool:
+        return self.unit is None
+
+
+class Typer:
+    """Types the metrics of one generation; ``metric()`` is called in topological order."""
+
+    def __init__(self, gen: Generation):
+        self.gen = gen
+        self.reg = gen.registry
+        self.compiled: dict = {}
+        self.metric_name = ""
+
+    def fail(self, code: str, msg: str, span: Span, hint: str = "") -> Fail:
+        return Fail(Diagnostic("error", code, msg, span, hint=hint))
+
+    def unit(self, text: str | None, span: Span) -> pint.Unit:
+        if text is None:
+            return self.reg.dimensionless
+        try:
+            return parse_unit(self.reg, text)
+        except UnitError as exc:
+            raise self.fail("unknown-unit", str(exc), span,
+                            hint="units: B, KiB, GB/s, FLOP, TFLOP/s, token, request, J, W, s, ms, %, ratio, <domain>_cycle") from None
+
+    def factor(self, src: pint.Unit, dst: pint.Unit, span: Span, what: str) -> float:
+        try:
+            return conversion_factor(self.reg, src, dst)
+        except UnitError:
+            raise self.fail("unit-mismatch", f"{what}: {fmt_unit(src)} ({_dim(self.reg, src)}) is not convertible to "
+                            f"{fmt_unit(dst)} ({_dim(self.reg, dst)})", span,
+                            hint="both sides must measure the same kind of quantity; check the formula or the declared unit") from None
+
+    # -- metric --------------------------------------------------------------------------------
+    def metric(self, d: ast.MetricDecl, compiled: dict):
+        self.compiled = compiled
+        self.metric_name = d.name
+        declared = self.unit(d.unit, d.unit_span)
+        t = self.expr(d.expr)
+        if t.is_bool:
+            raise self.fail("bool-metric", f"metric `{d.name}` is a condition, not a quantity", d.expr.span,
+                            hint="use it inside `a if cond else b`")
+        f = self.factor(t.unit, declared, d.unit_span, f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}")
+        node = t.node if f == 1.0 else self._mul_const(t.node, f)
+        if node.degree not in (0, 1):
+            raise self.fail("chip-degree", f"metric `{d.name}` scales as chips^{node.degree} at server level", d.expr.span,
+                            hint="a metric is either a per-chip amount that adds across chips (bytes/s) or a ratio of such amounts")
+        bounds = None
+        if d.bounds:
+            bounds = (self._bound(d.bounds[0], declared), self._bound(d.bounds[1], declared))
+            if bounds[0] > bounds[1]:
+                raise self.fail("bounds-order", f"bounds of `{d.name}` are reversed ({d.bounds[0].value} > {d.bounds[1].value})",
+                                d.bounds[0].span, hint="write `bounds LOW .. HIGH`")
+        threshold = None
+        if d.threshold:
+            threshold = (d.threshold.op, self._bound(d.threshold.value, declared), d.threshold.message)
+        return node, declared, bounds, threshold
+
+    def _bound(self, b: ast.Bound, declared: pint.Unit) -> float:
+        if b.unit is None:
+            return b.value
+        return b.value * self.factor(self.unit(b.unit, b.span), declared, b.span, "bound")
+
+    @staticmethod
+    def _mul_const(node: ir.Node, f: float) -> ir.Node:
+        return ir.Op("mul", (node, ir.Const(f)), node.axes, node.degree)
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expr(self, e: ast.Expr) -> _T:
+        meth = getattr(self, "_" + type(e).__name__.lower())
+        return meth(e)
+
+    def _number(self, e: ast.Number) -> _T:
+        return _T(ir.Const(e.value), self.unit(e.unit, e.span), literal=True)
+
+    def _name(self, e: ast.Name) -> _T:
+        n = e.name
+        if n == "interval":
+            return _T(ir.Interval(), self.reg.second)
+        if n in self.gen.signals:
+            s = self.gen.signals[n]
+            axes = tuple((f"{s.block}.{a}", size) for a, size in s.axes)
+            degree = 1 if (s.kind is SignalKind.counter or s.across_chips == "sum") else 0
+            return _T(ir.Input(n, axes, degree), s.unit)
+        if n in self.gen.spec:
+            c = self.gen.spec[n]
+            power = 1 if c.scope is Scope.chip else 0
+            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit)
+        if n in self.compiled:
+            m = self.compiled[n]
+            return _T(ir.MetricRef(n, m.axes, m.degree), m.unit)
+        raise self.fail("unknown-name", f"unknown name `{n}`", e.span)  # resolved earlier; kept for safety
+
+    def _unary(self, e: ast.Unary) -> _T:
+        t = self.expr(e.operand)
+        if e.op == "not":
+            if not t.is_bool:
+                raise self.fail("type", "`not` needs a condition", e.span)
+            return _T(ir.Op("not", (t.node,), t.node.axes, 0), None)
+        self._need_number(t, e.operand.span, "`-`")
+        return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal)
+
+    def _binary(self, e: ast.Binary) -> _T:
+        if e.op in ("and", "or"):
+            a, b = self.expr(e.left), self.expr(e.right)
+            for t, sub in ((a, e.left), (b, e.right)):
+                if not t.is_bool:
+                    raise self.fail("type", f"`{e.op}` needs conditions on both sides", sub.span)
+            return _T(ir.Op(e.op, (a.node, b.node), self._axes(a, b, e.span), 0), None)
+        a, b = self.expr(e.left), self.expr(e.right)
+        self._need_number(a, e.left.span, f"`{e.op}`")
+        self._need_number(b, e.right.span, f"`{e.op}`")
+        axes = self._axes(a, b, e.span)
+        if e.op in ("+", "-") or e.op in CMP:
+            a, b = self._same_unit(a, b, e, f"`{e.op}` of unlike quantities")
+            deg = self._same_degree(a, b, e.span, e.op)
+            if e.op in CMP:
+                return _T(ir.Op(CMP[e.op], (a.node, b.node), axes, 0), None)
+            op = "add" if e.op == "+" else "sub"
+            return _T(ir.Op(op, (a.node, b.node), axes, deg), a.unit, a.literal and b.literal)
+        if e.op == "*":
+            return _T(ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree), a.unit * b.unit, a.literal and b.literal)
+        if e.op == "/":
+            return _T(ir.Op("div", (a.node, b.node), axes, a.node.degree - b.node.degree), a.unit / b.unit, a.literal and b.literal)
+        if e.op == "**":
+            if not (isinstance(e.right, ast.Number) and e.right.unit is None):
+                raise self.fail("type", "the exponent must be a plain number", e.right.span, hint="write e.g. `x ** 2`")
+            p = e.right.value
+            if p != int(p) and not a.unit.dimensionless:
+                raise self.fail("unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.unit)}", e.span)
+            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), a.unit ** p, a.literal)
+        raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
+
+    def _ifelse(self, e: ast.IfElse) -> _T:
+        c = self.expr(e.cond)
+        if not c.is_bool:
+            raise self.fail("type", "the condition of `if` must be a comparison", e.cond.span, hint="e.g. `a if x > 0 else b`")
+        a, b = self.expr(e.then), self.expr(e.otherwise)
+        self._need_number(a, e.then.span, "`if`")
+        self._need_number(b, e.otherwise.span, "`else`")
+        a, b = self._same_unit(a, b, e, "the branches of `if` have unlike units")
+        deg = self._same_degree(a, b, e.span, "if/else")
+        axes = self._axes(self._axes_t(c, a, e.span), b, e.span)
+        return _T(ir.Op("where", (c.node, a.node, b.node), axes, deg), a.unit)
+
+    def _call(self, e: ast.Call) -> _T:
+        f = e.func
+        if f not in FUNCTIONS:
+            raise self.fail("unknown-function", f"unknown function `{f}`", e.span,
+                            hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}")
+        args = [self.expr(a) for a in e.args]
+        for t, sub in zip(args, e.args):
+            self._need_number(t, sub.span, f"`{f}`")
+        if f in ROLLUPS and len(args) == 1:
+            (t,) = args
+            if not t.node.axes:
+                raise self.fail("rollup", f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
+                                e.span, hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)")
+            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit)
+        if f == "abs":
+            if len(args) != 1:
+                raise self.fail("arity", "`abs` takes one argument", e.span)
+            (t,) = args
+            return _T(ir.Op("abs", (t.node,), t.node.axes, t.node.degree), t.unit)
+        want = 3 if f == "clamp" else None
+        if (want and len(args) != want) or (not want and len(args) < 2):
+            raise self.fail("arity", f"`{f}` takes {'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}", e.span)
+        first = args[0]
+        out = [first] + [self._same_unit(first, t, sub, f"the arguments of `{f}` have unlike units")[1]
+                         for t, sub in zip(args[1:], e.args[1:])]
+        degrees = {t.node.degree for t in out if not t.literal}
+        if len(degrees) > 1:
+            raise self.fail("chip-degree", f"`{f}` combines a quantity that adds up across chips with one that does not", e.span,
+                            hint="make all arguments per-chip amounts, or all ratios")
+        deg = degrees.pop() if degrees else 0
+        axes: ir.Axes = ()
+        for t in out:
+            axes = self._axes_t(_T(ir.Const(0, axes=axes), None), t, e.span)
+        nodes = [self._adapt(t, deg) for t in out]
+        if f == "clamp":
+            return _T(ir.Op("clamp", tuple(nodes), axes, deg), first.unit)
+        node = nodes[0]
+        for n in nodes[1:]:
+            node = ir.Op(f, (node, n), axes, deg)
+        return _T(node, first.unit)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _need_number(self, t: _T, span: Span, what: str) -> None:
+        if t.is_bool:
+            raise self.fail("type", f"{what} needs a quantity, not a condition", span)
+
+    def _same_unit(self, a: _T, b: _T, e, what: str) -> tuple[_T, _T]:
+        f = self.factor(b.unit, a.unit, e.span, what)
+        if f == 1.0:
+            return a, b
+        return a, _T(self._mul_const(b.node, f), a.unit, b.literal)
+
+    def _adapt(self, t: _T, degree: int) -> ir.Node:
+        """A literal operand takes its partner's chip degree (``x + 64 B`` adds 64 B per chip)."""
+        if t.literal and t.node.degree != degree:
+            return _scale_literal(t.node, degree)
+        return t.node
+
+    def _same_degree(self, a: _T, b: _T, span: Span, op: str) -> int:
+        da, db = a.node.degree, b.node.degree
+        if da == db:
+            return da
+        if b.literal:
+            b.node = _scale_literal(b.node, da)
+            return da
+        if a.literal:
+            a.node = _scale_literal(a.node, db)
+            return db
+        raise self.fail("chip-degree", f"`{op}` combines a quantity that adds up across chips with one that does not",
+                        span, hint="e.g. bytes + bytes/s, or a counter + a ratio; make both sides per-chip amounts or both ratios")
+
+    def _axes(self, a: _T, b: _T, span: Span) -> ir.Axes:
+        return self._axes_t(a, b, span)
+
+    def _axes_t(self, a: _T, b: _T, span: Span) -> ir.Axes:
+        x, y = a.node.axes, b.node.axes
+        if x == y or not y:
+            return x
+        if not x:
+            return y
+        raise self.fail("axes-mismatch", f"operands vary over different instance axes: {_fmt_axes(x)} and {_fmt_axes(y)}", span,
+                        hint="roll one side up with sum(), avg(), min() or max() first")
+
+
+def _scale_literal(node: ir.Node, degree: int) -> ir.Node:
+    """Give a literal sub-expression chip degree ``degree``: multiply it by chips**degree at server level."""
+    if isinstance(node, ir.Const) and node.chip_power == 0:
+        return ir.Const(node.value, chip_power=degree, axes=node.axes, degree=degree)
+    return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree)), node.axes, degree)
+
+
+def _fmt_axes(axes: ir.Axes) -> str:
+    return ", ".join(f"{a}[{n}]" for a, n in axes)
+
+
+def _dim(reg, u) -> str:
+    d = str(reg.Quantity(1, u).dimensionality)
+    return "dimensionless" if d == "dimensionless" else d
+
+
+def _short(e: ast.Expr) -> str:
+    return e.name if isinstance(e, ast.Name) else "…"

@@ -1,0 +1,102 @@
+"""Typed intermediate form of a compiled metric expression.
+
+The compiler turns each AST expression into these nodes, with every unit conversion made explicit
+(a ``Const`` factor multiplied in), every name resolved, and each node annotated with:
+
+- ``axes``: instance axes the value varies over (``(("hbm.stack", 6),)``), besides windows and chips;
+- ``degree``: how the value scales with the number of chips when evaluated at server level
+  (1 for a per-chip amount that adds up across chips — counters, per-chip peaks; 0 for a quantity
+  that does not — ratios, the interval, a gauge averaged across chips).
+
+Both the reference interpreter (``metrics.interpreter``) and the code generators read this form;
+neither looks at units again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Axes = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Const:
+    """A number already in the unit the compiler decided for it. At server level it is multiplied by
+    ``chips ** chip_power``: 1 for a per-chip spec constant (peak FLOP/s of one chip), 1 for a literal
+    added to a per-chip amount, 0 otherwise."""
+
+    value: float
+    chip_power: int = 0
+    axes: Axes = ()
+    degree: int = 0
+
+
+@dataclass(frozen=True)
+class Input:
+    """A signal's prepared window value (counter delta × scale, or gauge mean), in the signal's unit."""
+
+    signal: str
+    axes: Axes = ()
+    degree: int = 1
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The window's duration in seconds, from the counter timestamps."""
+
+    axes: Axes = ()
+    degree: int = 0
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """Another metric's value, in that metric's declared unit."""
+
+    metric: str
+    axes: Axes = ()
+    degree: int = 0
+
+
+@dataclass(frozen=True)
+class Op:
+    """Element-wise operation. ``op``: add sub mul div pow neg abs min max clamp lt le gt ge eq ne
+    and or not where (where = (cond, then, otherwise)). Division by zero gives null."""
+
+    op: str
+    args: tuple["Node", ...]
+    axes: Axes = ()
+    degree: int = 0
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """``func`` (sum avg min max) over all instance axes of ``arg``; the result has no instance axes."""
+
+    func: str
+    arg: "Node"
+    axes: Axes = ()
+    degree: int = 0
+
+
+Node = Const | Input | Interval | MetricRef | Op | Rollup
+
+BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"}
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Op):
+        return node.args
+    if isinstance(node, Rollup):
+        return (node.arg,)
+    return ()
+
+
+def signals_of(node: Node) -> set[str]:
+    """Signals read directly by this expression (not through other metrics)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Input):
+            out.add(n.signal)
+        stack.extend(children(n))
+    return out

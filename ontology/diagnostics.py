@@ -1,0 +1,98 @@
+"""One diagnostic type for every layer: severity, code, message, location, hint.
+
+Rendered in the style of rustc and ruff: ``file:line:col: error[code]: message``, the source line,
+a caret under the column, and the hint. Lines and columns are 1-based. Lower layers (dsl, metrics,
+codegen, perfonto) reuse this type, so a check reports all problems of all files in one list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A place in a source file: 1-based line and column; ``end_col`` is exclusive (0 = one char)."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+    end_col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A problem found in a catalog, with where it is and what to do about it."""
+
+    severity: Severity
+    code: str
+    message: str
+    span: Span
+    hint: str = ""
+    source_line: str = field(default="", compare=False)
+
+    def render(self) -> str:
+        """Multi-line human text: location, message, source line with caret, hint."""
+        out = [f"{self.span}: {self.severity}[{self.code}]: {self.message}"]
+        if self.source_line and self.span.line > 0:
+            gutter = " " * len(str(self.span.line))
+            out.append(f"{gutter} |")
+            out.append(f"{self.span.line} | {self.source_line.rstrip()}")
+            width = max(1, (self.span.end_col - self.span.col) if self.span.end_col > self.span.col else 1)
+            out.append(f"{gutter} | {' ' * max(0, self.span.col - 1)}{'^' * width}")
+        if self.hint:
+            out.append(f"  = help: {self.hint}")
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "file": self.span.file,
+            "line": self.span.line,
+            "col": self.span.col,
+            "hint": self.hint,
+        }
+
+
+def with_source(diag: Diagnostic, text: str | None) -> Diagnostic:
+    """Attach the source line the diagnostic points at, taken from the file's ``text``."""
+    if text is None or diag.span.line <= 0:
+        return diag
+    lines = text.splitlines()
+    if diag.span.line - 1 < len(lines):
+        return Diagnostic(diag.severity, diag.code, diag.message, diag.span, diag.hint, lines[diag.span.line - 1])
+    return diag
+
+
+def has_errors(diags: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diags)
+
+
+class CatalogError(Exception):
+    """Raised by APIs that need a clean catalog; carries every diagnostic found."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = list(diagnostics)
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        head = errors[0].render() if errors else "catalog has errors"
+        more = f"\n(and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+        super().__init__(head + more)
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """A "did you mean …?" hint for ``word`` among ``candidates``, or "" when nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?"

@@ -1,0 +1,127 @@
+"""Load generation YAML files into resolved generations, with errors that name file:line:col.
+
+Entry points:
+- ``load_generation(name_or_path)`` — a shipped generation by name (``"sohu"``) or a YAML path.
+- ``load_generation_files(paths, name)`` — pick generation ``name`` among several files (``perfonto
+  check --catalog DIR``).
+Both return ``(Generation | None, diagnostics)`` and never raise on bad input.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .diagnostics import Diagnostic, Span, did_you_mean, with_source
+from .generation import Generation, resolve
+from .model import GenerationFile
+from .yaml_source import YamlSource, read_yaml
+
+
+def catalog_dir() -> Path:
+    """Folder of the shipped generation files (package data)."""
+    return Path(str(resources.files("ontology").joinpath("catalog")))
+
+
+def shipped_generations() -> list[str]:
+    return sorted(p.stem for p in catalog_dir().glob("*.yaml"))
+
+
+def _validate(src: YamlSource) -> GenerationFile | None:
+    if not isinstance(src.data, dict):
+        if src.data is not None:
+            src.diagnostics.append(Diagnostic("error", "schema", "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
+                                              Span(src.path, 1, 1)))
+        return None
+    try:
+        return GenerationFile.model_validate(src.data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                key = loc[-1]
+                parent = _parent_model(loc[:-1])
+                hint = did_you_mean(str(key), parent.model_fields) if parent else ""
+                allowed = ", ".join(parent.model_fields) if parent else ""
+                src.diagnostics.append(Diagnostic("error", "unknown-field", f"unknown field `{key}`",
+                                                  src.span(loc + ("<key>",)),
+                                                  hint=hint or (f"allowed fields: {allowed}" if allowed else "")))
+            elif err["type"] == "missing":
+                src.diagnostics.append(Diagnostic("error", "missing-field", f"missing field `{loc[-1]}`", src.span(loc[:-1]),
+                                                  hint=f"add `{loc[-1]}:`"))
+            else:
+                where = ".".join(str(p) for p in loc)
+                src.diagnostics.append(Diagnostic("error", "schema", f"`{where}`: {err['msg']} (got {err.get('input')!r})", src.span(loc)))
+        return None
+
+
+def _parent_model(loc: tuple):
+    """Pydantic model class that holds the field at ``loc`` (skipping dict keys)."""
+    from . import model as m
+
+    cur = m.GenerationFile
+    i = 0
+    while i < len(loc):
+        f = cur.model_fields.get(loc[i])
+        if f is None:
+            return None
+        ann = f.annotation
+        import typing
+
+        origin = typing.get_origin(ann)
+        args = typing.get_args(ann)
+        if origin is dict:
+            inner = args[1]
+            i += 2  # field name, then the dict key
+            cur = typing.get_args(inner)[0] if typing.get_origin(inner) is typing.Annotated else inner
+        else:
+            if typing.get_origin(ann) in (typing.Union, __import__("types").UnionType):
+                ann = next(a for a in args if a is not type(None))
+            cur = ann
+            i += 1
+        if not (isinstance(cur, type) and hasattr(cur, "model_fields")):
+            return None
+    return cur
+
+
+def load_generation_source(src: YamlSource) -> tuple[Generation | None, list[Diagnostic]]:
+    gf = _validate(src) if not src.diagnostics else None
+    gen = None
+    diags = list(src.diagnostics)
+    if gf is not None:
+        gen, more = resolve(gf, src)
+        diags += more
+    return gen, [with_source(d, src.text) for d in diags]
+
+
+def load_generation(name_or_path: str | Path) -> tuple[Generation | None, list[Diagnostic]]:
+    """Load a shipped generation by name or a generation YAML file by path."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return load_generation_source(read_yaml(p))
+    shipped = catalog_dir() / f"{name_or_path}.yaml"
+    if not shipped.exists():
+        hint = did_you_mean(str(name_or_path), shipped_generations()) or f"shipped generations: {', '.join(shipped_generations())}"
+        return None, [Diagnostic("error", "unknown-generation", f"no generation named `{name_or_path}`", Span(str(name_or_path)), hint=hint)]
+    return load_generation_source(read_yaml(shipped))
+
+
+def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | None, list[Diagnostic]]:
+    """Among the YAML files ``paths``, load the one declaring ``generation: name``."""
+    diags: list[Diagnostic] = []
+    names = []
+    for p in sorted(paths):
+        src = read_yaml(p)
+        if src.diagnostics:
+            diags += [with_source(d, src.text) for d in src.diagnostics]
+            continue
+        gname = src.data.get("generation") if isinstance(src.data, dict) else None
+        names.append(gname)
+        if gname == name:
+            gen, more = load_generation_source(src)
+            return gen, diags + more
+    diags.append(Diagnostic("error", "unknown-generation", f"no file declares `generation: {name}`",
+                            Span(str(paths[0].parent) if paths else "."),
+                            hint=did_you_mean(name, [n for n in names if n]) or f"generations found: {', '.join(str(n) for n in names) or 'none'}"))
+    return None, diags

@@ -1,0 +1,157 @@
+"""Read a YAML file into plain data while remembering where every value came from.
+
+PyYAML's safe loader silently keeps the last of two duplicate keys and forgets positions. This reader
+composes the node tree itself, so that it can (a) report duplicate keys, (b) refuse alias expansion
+past a sane size (billion-laughs), and (c) give every value's 1-based line and column by its path
+(``("blocks", "hbm", "signals", "read_bytes", "width")``) for later error messages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .diagnostics import Diagnostic, Span
+
+MAX_NODES = 200_000  # after alias expansion; a real catalog has a few thousand
+
+
+@dataclass
+class YamlSource:
+    """Plain data of one YAML document plus the position of every mapping key and value."""
+
+    path: str
+    text: str | None
+    data: object = None
+    positions: dict[tuple, Span] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def span(self, loc: tuple) -> Span:
+        """Position of the value at ``loc``, or of its nearest enclosing value."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.positions:
+                return self.positions[loc]
+            loc = loc[:-1]
+        return self.positions.get((), Span(self.path, 1, 1))
+
+
+def _span(path: str, mark) -> Span:
+    return Span(path, mark.line + 1, mark.column + 1)
+
+
+class _Builder:
+    def __init__(self, src: YamlSource):
+        self.src = src
+        self.count = 0
+
+    def build(self, node, loc: tuple):
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _TooBig(node)
+        self.src.positions.setdefault(loc, _span(self.src.path, node.start_mark))
+        if isinstance(node, yaml.MappingNode):
+            out: dict = {}
+            keypos: dict = {}
+            for knode, vnode in node.value:
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    raise _Unsupported(knode, "YAML merge keys (`<<`) are not supported in catalogs; write the keys out")
+                key = self.build(knode, loc + ("<key>",))
+                if not isinstance(key, (str, int, float, bool)):
+                    raise _Unsupported(knode, "mapping keys must be plain scalars")
+                if key in out:
+                    first = keypos[key]
+                    self.src.diagnostics.append(Diagnostic(
+                        "error", "yaml-duplicate-key",
+                        f"duplicate key `{key}` (first defined at line {first.line})",
+                        _span(self.src.path, knode.start_mark),
+                        hint="YAML keeps only the last value of a duplicated key; remove or rename one of them"))
+                keypos[key] = _span(self.src.path, knode.start_mark)
+                self.src.positions[loc + (key,)] = _span(self.src.path, vnode.start_mark)
+                self.src.positions[loc + (key, "<key>")] = keypos[key]
+                out[key] = self.build(vnode, loc + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(v, loc + (i,)) for i, v in enumerate(node.value)]
+        # scalar: let the safe constructor resolve the tag (int, float, bool, null, str)
+        return yaml.SafeLoader.construct_object(_CONSTRUCTOR, node, deep=True)
+
+
+class _TooBig(Exception):
+    def __init__(self, node):
+        self.node = node
+
+
+class _Unsupported(Exception):
+    def __init__(self, node, msg):
+        self.node, self.msg = node, msg
+
+
+class _Constructor(yaml.SafeLoader):
+    def __init__(self):
+        super().__init__("")
+
+
+_CONSTRUCTOR = _Constructor()
+
+
+def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
+    """Parse one YAML file. Never raises for bad input: problems are in ``.diagnostics``.
+
+    Detects: undecodable bytes (not UTF-8), YAML syntax errors, duplicate keys, merge keys, alias
+    expansion past ``MAX_NODES`` values, more than one document.
+    """
+    spath = str(path)
+    if text is None:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            src = YamlSource(spath, None)
+            src.diagnostics.append(Diagnostic("error", "io", f"cannot read file: {exc.strerror}", Span(spath)))
+            return src
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+            src = YamlSource(spath, None)
+            src.diagnostics.append(Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte 0x{raw[exc.start]:02x})",
+                                              Span(spath, line, col), hint="save the file as UTF-8"))
+            return src
+    src = YamlSource(spath, text)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        span = _span(spath, mark) if mark else Span(spath, 1, 1)
+        msg = f"malformed YAML: {exc.problem or exc.context}"
+        src.diagnostics.append(Diagnostic("error", "yaml-syntax", msg, span,
+                                          hint="check indentation and quoting near this position"))
+        return src
+    except yaml.YAMLError as exc:
+        src.diagnostics.append(Diagnostic("error", "yaml-syntax", f"malformed YAML: {exc}", Span(spath, 1, 1)))
+        return src
+    if not nodes or nodes[0] is None:
+        src.diagnostics.append(Diagnostic("error", "yaml-empty", "the file holds no YAML document", Span(spath, 1, 1)))
+        return src
+    if len(nodes) > 1:
+        src.diagnostics.append(Diagnostic("error", "yaml-multi-doc", "a catalog file holds exactly one YAML document",
+                                          _span(spath, nodes[1].start_mark), hint="split it into one file per generation"))
+    builder = _Builder(src)
+    try:
+        src.data = builder.build(nodes[0], ())
+    except _TooBig as exc:
+        src.diagnostics.append(Diagnostic("error", "yaml-too-large",
+                                          f"the document expands to more than {MAX_NODES} values (alias/anchor expansion?)",
+                                          _span(spath, exc.node.start_mark), hint="remove the recursive or repeated aliases"))
+        src.data = None
+    except _Unsupported as exc:
+        src.diagnostics.append(Diagnostic("error", "yaml-unsupported", exc.msg, _span(spath, exc.node.start_mark)))
+        src.data = None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        src.diagnostics.append(Diagnostic("error", "yaml-syntax", f"malformed YAML: {exc}",
+                                          _span(spath, mark) if mark else Span(spath, 1, 1)))
+        src.data = None
+    return src
