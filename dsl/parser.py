@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast as pyast
 import functools
+import re
 from importlib import resources
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
@@ -191,12 +192,39 @@ def _expected(exc: UnexpectedInput) -> str:
     return "expected " + ", ".join(names)
 
 
-def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
-    """Parse one metric file's text. Returns the declarations and any syntax diagnostic.
+_DECL_START = re.compile(r"^[ \t]*metric\b", re.M)
 
-    On a syntax error the declarations are empty and one diagnostic names ``file:line:col``, the
-    offending token and what was expected.
+
+def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse one metric file's text. Returns the declarations and the syntax diagnostics.
+
+    On a syntax error the file is parsed again one declaration at a time (a declaration starts at a
+    line beginning with ``metric``), so every broken declaration is reported — each with
+    ``file:line:col``, the offending token and what was expected — and the others are kept.
     """
+    decls, diags = _parse_one(text, file)
+    if not diags:
+        return decls, diags
+    starts = [m.start() for m in _DECL_START.finditer(text)]
+    if len(starts) <= 1:
+        return decls, diags
+    decls, diags = [], []
+    bounds = [0] + starts[1:] + [len(text)]
+    for a, b in zip(bounds, bounds[1:]):
+        # keep line numbers: blank out everything outside the chunk but newlines
+        chunk = _blank(text[:a]) + text[a:b]
+        d, dg = _parse_one(chunk, file, text)
+        decls += d
+        diags += dg
+    return decls, diags
+
+
+def _blank(prefix: str) -> str:
+    return "".join(c if c == "\n" else " " for c in prefix)
+
+
+def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    shown = full_text if full_text is not None else text
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
@@ -211,8 +239,8 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
             hint = _expected(exc)
         elif isinstance(exc, UnexpectedToken):
             tok = exc.token
-            shown = "end of file" if tok.type == "$END" else f"`{tok}`"
-            msg = f"unexpected {shown}"
+            tok_text = "end of file" if tok.type == "$END" else f"`{tok}`"
+            msg = f"unexpected {tok_text}"
             hint = _expected(exc)
             if tok.type == "$END":
                 lines = text.splitlines() or [""]
@@ -220,9 +248,9 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
         else:  # pragma: no cover - lark has no other subclasses today
             msg, hint = str(exc), ""
         d = Diagnostic("error", "syntax", msg, Span(file, line, col), hint=hint)
-        return [], [with_source(d, text)]
+        return [], [with_source(d, shown)]
     try:
-        decls = _ToAst(file, text).transform(tree)
+        decls = _ToAst(file, shown).transform(tree)
     finally:
         _META.clear()
     return decls, []

@@ -170,11 +170,10 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
         start = min(comp)
         # point at the reference that closes the cycle inside the first metric (alphabetically)
         i = names.index(start)
-        path = names[i:-1] + names[:i] + [start]
-        prev = path[-2]
-        span = ref_span.get((start, path[1]), by_name[start].span) if len(path) > 1 else by_name[start].span
-        span = ref_span.get((prev, start), span)
-        diags.append(Diagnostic("error", "cycle", "dependency cycle: " + " → ".join(path), span,
+        # edges run from a dependency to its user; print the cycle as "uses" links from `start`
+        uses = list(reversed(names[i:-1] + names[:i] + [start]))
+        span = ref_span.get((uses[1], start), by_name[start].span)
+        diags.append(Diagnostic("error", "cycle", "dependency cycle: " + " uses ".join(f"`{u}`" for u in uses), span,
                                 hint="a metric cannot depend on itself, directly or through other metrics; break the cycle"))
         bad.update(comp)
 
@@ -205,6 +204,7 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
             spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)))
     diags = [with_source(dg, texts.get(dg.span.file)) if not dg.source_line else dg for dg in diags]
+    diags.sort(key=lambda dg: (dg.span.file, dg.span.line, dg.span.col))
     h = hashlib.sha256()
     h.update(gen.content_hash.encode())
     for name in sorted(texts):

@@ -186,7 +186,7 @@ class Typer:
         self._need_number(b, e.otherwise.span, "`else`")
         a, b = self._same_unit(a, b, e, "the branches of `if` have unlike units")
         deg = self._same_degree(a, b, e.span, "if/else")
-        axes = self._axes(self._axes_t(c, a, e.span), b, e.span)
+        axes = self._join(self._join(c.node.axes, a.node.axes, e.span), b.node.axes, e.span)
         return _T(ir.Op("where", (c.node, a.node, b.node), axes, deg), a.unit)
 
     def _call(self, e: ast.Call) -> _T:
@@ -221,7 +221,7 @@ class Typer:
         deg = degrees.pop() if degrees else 0
         axes: ir.Axes = ()
         for t in out:
-            axes = self._axes_t(_T(ir.Const(0, axes=axes), None), t, e.span)
+            axes = self._join(axes, t.node.axes, e.span)
         nodes = [self._adapt(t, deg) for t in out]
         if f == "clamp":
             return _T(ir.Op("clamp", tuple(nodes), axes, deg), first.unit)
@@ -261,10 +261,9 @@ class Typer:
                         span, hint="e.g. bytes + bytes/s, or a counter + a ratio; make both sides per-chip amounts or both ratios")
 
     def _axes(self, a: _T, b: _T, span: Span) -> ir.Axes:
-        return self._axes_t(a, b, span)
+        return self._join(a.node.axes, b.node.axes, span)
 
-    def _axes_t(self, a: _T, b: _T, span: Span) -> ir.Axes:
-        x, y = a.node.axes, b.node.axes
+    def _join(self, x: ir.Axes, y: ir.Axes, span: Span) -> ir.Axes:
         if x == y or not y:
             return x
         if not x:

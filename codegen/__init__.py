@@ -1,0 +1,1 @@
+"""perfonto codegen layer."""

@@ -1,0 +1,1 @@
+"""perfonto perfonto layer."""

@@ -1,0 +1,55 @@
+"""Load a generation and compile a metric catalog: the shipped one, or a folder of a user's files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metrics.compiler import MetricGraph, compile_files, library_files
+from ontology.diagnostics import Diagnostic, Span
+from ontology.generation import Generation
+from ontology.loader import load_generation, load_generation_files
+
+
+@dataclass
+class Catalog:
+    """Result of loading and compiling: ``graph`` is None when the ontology itself failed."""
+
+    generation: Generation | None
+    graph: MetricGraph | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu") -> Catalog:
+    """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
+
+    Without ``catalog_dir``: the shipped generation and metric library. A folder with metric files but
+    no YAML uses the shipped generation (noted in ``notes``); a folder with neither is an error.
+    """
+    notes: list[str] = []
+    if catalog_dir is None:
+        gen, diags = load_generation(generation)
+        files = library_files()
+    else:
+        d = Path(catalog_dir)
+        if not d.is_dir():
+            return Catalog(None, None, [Diagnostic("error", "io", "not a folder", Span(str(d)),
+                                                   hint="give a folder holding *.yaml ontology and *.metrics files")])
+        yamls = sorted(list(d.glob("*.yaml")) + list(d.glob("*.yml")))
+        files = sorted(d.glob("*.metrics"))
+        if not yamls and not files:
+            return Catalog(None, None, [Diagnostic("error", "empty-catalog", "the folder holds no *.yaml or *.metrics files", Span(str(d)),
+                                                   hint="put ontology YAML and metric files in it")])
+        if yamls:
+            gen, diags = load_generation_files(yamls, generation)
+        else:
+            gen, diags = load_generation(generation)
+            notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
+    if gen is None:
+        return Catalog(None, None, diags, notes)
+    graph = compile_files(gen, files)
+    return Catalog(gen, graph, diags + graph.diagnostics, notes)

@@ -1,0 +1,123 @@
+"""The main job: compile the catalog, emulate a workload, generate the evaluator, evaluate, analyse.
+
+``run_job`` writes into ``out``: ``counters.parquet`` and ``ground_truth.json`` (emulator),
+``evaluator.py`` (generated), ``docs/<generation>.md`` (generated), ``metrics.parquet`` (per window and
+chip) and ``report.json`` (the run-level result). Progress messages go to ``log`` (stderr in the CLI).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import emulator
+from codegen.docs import generate_markdown
+from codegen.python_evaluator import generate
+from ontology.diagnostics import CatalogError
+
+from .analysis import Analysis, analyse
+from .catalog import Catalog, load_catalog
+from .evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
+
+
+@dataclass
+class JobResult:
+    catalog: Catalog
+    evaluation: Evaluation
+    analysis: Analysis
+    ground_truth: dict
+    outputs: dict[str, str]
+    model: str
+    chips: int
+    timings: dict[str, float]
+
+    def to_json(self) -> dict:
+        graph = self.catalog.graph
+        metrics = {}
+        for name, m in graph.metrics.items():
+            v = self.evaluation.server[name]
+            if np.ndim(v) == 0:
+                metrics[name] = {"value": _num(v), "unit": m.unit_text}
+            else:
+                metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
+                                 "axes": [list(a) for a in m.axes]}
+        per_chip = []
+        for ci, chip in enumerate(self.evaluation.chips):
+            per_chip.append({"chip": int(chip), "metrics": {
+                n: _num(self.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes}})
+        a = self.analysis
+        return {
+            "generation": graph.generation.name,
+            "model": self.model,
+            "chips": self.chips,
+            "metrics": metrics,
+            "bottleneck": a.bottleneck,
+            "bottleneck_label": a.bottleneck_label,
+            "topdown": {k: _num(v) for k, v in a.topdown.items()},
+            "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
+            "bounds_violations": {"counts": a.violation_counts,
+                                  "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},
+            "null_windows": a.null_windows,
+            "per_chip": per_chip,
+            "outputs": self.outputs,
+            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def _num(v) -> float | None:
+    f = float(v)
+    return f if np.isfinite(f) else None
+
+
+def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
+            isl: int = 2048, osl: int = 128, seed: int = 0, generation: str = "sohu", out: str | Path = "perfonto-out",
+            log: Callable[[str], None] = lambda s: None) -> JobResult:
+    """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile."""
+    timings: dict[str, float] = {}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    cat = load_catalog(None, generation)
+    if cat.errors or cat.graph is None:
+        raise CatalogError(cat.diagnostics)
+    graph = cat.graph
+    timings["compile"] = time.perf_counter() - t0
+    log(f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
+        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({timings['compile']:.2f} s)")
+
+    t0 = time.perf_counter()
+    log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
+        f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, seed {seed}")
+    emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
+                       isl=isl, osl=osl, seed=seed, out_dir=out)
+    timings["emulate"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    evaluator_path = out / "evaluator.py"
+    evaluator_path.write_text(generate(graph), encoding="utf-8")
+    docs_path = out / "docs" / f"{graph.generation.name}.md"
+    docs_path.parent.mkdir(parents=True, exist_ok=True)
+    docs_path.write_text(generate_markdown(graph), encoding="utf-8")
+    timings["codegen"] = time.perf_counter() - t0
+    log(f"generated evaluator {evaluator_path} and docs {docs_path}")
+
+    t0 = time.perf_counter()
+    evaluator = load_evaluator(evaluator_path)
+    ev = evaluate_dump(graph, evaluator, emu.counters_path)
+    metrics_path = out / "metrics.parquet"
+    write_metrics_parquet(ev, graph, metrics_path)
+    timings["evaluate"] = time.perf_counter() - t0
+    W, C = ev.windows.interval.shape
+    log(f"evaluated {len(graph.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
+
+    analysis = analyse(graph, ev)
+    outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path), "metrics": str(metrics_path),
+               "evaluator": str(evaluator_path), "docs": str(docs_path)}
+    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings)
+    (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
+    outputs["report"] = str(out / "report.json")
+    return result

@@ -1,0 +1,103 @@
+"""Human report of a job (rich): headline metrics at server level, the top-down split, the dominant
+bottleneck with its drill-down, thresholds crossed, bound violations, and a per-chip table."""
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from .job import JobResult
+
+HEADLINE = [
+    "tokens_per_second", "output_tokens_per_second", "mfu", "mxu.utilization", "mxu.achieved_flops",
+    "hbm.read_bandwidth", "hbm.write_bandwidth", "hbm.bandwidth_utilization", "arithmetic_intensity",
+    "roofline.attainable_flops", "roofline.ridge_point", "c2c.bandwidth_utilization", "pcie.bandwidth_utilization",
+    "power.average", "energy_per_token",
+]
+PER_CHIP = ["mxu.utilization", "mfu", "hbm.bandwidth", "c2c.tx_bandwidth", "pcie.bandwidth_utilization", "power.average"]
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "null"
+    v = float(v)
+    if unit in ("percent", "%"):
+        return f"{v:.2f} %"
+    a = abs(v)
+    if a != 0 and (a >= 1e6 or a < 1e-3):
+        s = f"{v:.4g}"
+    else:
+        s = f"{v:,.3f}" if a < 1000 else f"{v:,.1f}"
+    return f"{s} {unit}".strip()
+
+
+def render(result: JobResult, console: Console) -> None:
+    graph = result.catalog.graph
+    ev, a = result.evaluation, result.analysis
+    gen = graph.generation
+    W, C = ev.windows.interval.shape
+    duration = float(ev.windows.interval.sum(axis=0).mean())
+    console.print(f"[bold]perfonto[/bold] — {result.model} on {result.chips} x {gen.name}, "
+                  f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
+
+    t = Table(title="Server level (rates are totals over all chips; ratios are ratios of totals)", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_column("note")
+    for name in HEADLINE:
+        if name not in graph.metrics:
+            continue
+        m = graph.metrics[name]
+        note = ""
+        if name == "hbm.read_bandwidth":
+            peak = gen.spec["spec.hbm.peak_bandwidth"]
+            note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
+        t.add_row(name, _fmt(ev.server[name], m.unit_text), note)
+    console.print(t)
+
+    td = Table(title="Top-down level 1 (share of core cycles)", title_justify="left")
+    td.add_column("node")
+    td.add_column("share", justify="right")
+    td.add_column("")
+    for name, v in a.topdown.items():
+        bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
+        td.add_row(name, _fmt(v, "percent"), bar)
+    total = sum(v for v in a.topdown.values() if np.isfinite(v))
+    td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
+    console.print(td)
+    if a.bottleneck:
+        console.print(f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}")
+        for child, v in a.children.items():
+            console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
+    if a.thresholds:
+        console.print("[bold]Thresholds crossed[/bold] (server level):")
+        for name, v, msg in a.thresholds:
+            console.print(f"  • {name} = {_fmt(v, graph.metrics[name].unit_text)}: {msg}")
+    if a.violation_counts:
+        console.print("[bold red]Values outside declared bounds[/bold red]:")
+        for v in a.violations:
+            console.print(f"  • {v.metric} = {v.value:.6g} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})")
+        for name, n in a.violation_counts.items():
+            console.print(f"    {name}: {n} window(s) in all")
+    if a.null_windows:
+        console.print("[dim]Null windows (a value that could not be computed, e.g. division by zero): "
+                      + ", ".join(f"{k}: {v}" for k, v in sorted(a.null_windows.items())) + "[/dim]")
+
+    pc = Table(title="Per chip (run level)", title_justify="left")
+    pc.add_column("chip", justify="right")
+    for name in PER_CHIP:
+        if name in graph.metrics:
+            pc.add_column(f"{name} [{graph.metrics[name].unit_text}]", justify="right")
+    pc.add_column("dominant", justify="left")
+    for ci, chip in enumerate(ev.chips):
+        row = [str(int(chip))]
+        for name in PER_CHIP:
+            if name in graph.metrics:
+                row.append(_fmt(ev.per_chip[name][ci]))
+        shares = {n: float(ev.per_chip[n][ci]) for n in a.topdown}
+        fin = {k: v for k, v in shares.items() if np.isfinite(v)}
+        dom = max(fin, key=fin.get) if fin else "—"
+        row.append(f"{dom} ({fin.get(dom, float('nan')):.1f} %)" if fin else "—")
+        pc.add_row(*row)
+    console.print(pc)
+    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
