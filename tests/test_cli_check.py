@@ -1,0 +1,46 @@
+"""`perfonto check`: all four kinds of error in one run, each with file:line:col, exit 1."""
+import json
+import re
+import shutil
+
+from perfonto.cli import main
+from conftest import FIXTURES
+
+
+def test_check_shipped_catalog_is_clean(capsys):
+    assert main(["check"]) == 0
+    assert "0 error(s)" in capsys.readouterr().out
+
+
+def test_check_reports_all_four_errors(tmp_path, capsys):
+    d = tmp_path / "cat"
+    shutil.copytree(FIXTURES / "bad_catalog", d)
+    assert main(["check", "--catalog", str(d)]) == 1
+    out = capsys.readouterr().out
+    found = dict(re.findall(r"^(\S+\.metrics:\d+:\d+): error\[([a-z-]+)\]", out, re.M))
+    assert found == {
+        f"{d}/a_units.metrics:1:22": "unit-mismatch",
+        f"{d}/b_unknown.metrics:1:33": "unknown-name",
+        f"{d}/c_cycle.metrics:1:20": "cycle",
+        f"{d}/d_syntax.metrics:2:50": "syntax",
+    }
+    assert "did you mean `hbm.read_bytes`" in out
+
+
+def test_check_json(tmp_path, capsys):
+    d = tmp_path / "cat"
+    shutil.copytree(FIXTURES / "bad_catalog", d)
+    assert main(["check", "--catalog", str(d), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(x["code"] for x in doc["diagnostics"]) == ["cycle", "syntax", "unit-mismatch", "unknown-name"]
+
+
+def test_usage_errors_exit_2(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--chips", "zero"])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["frobnicate"])
+    assert e.value.code == 2
