@@ -51,13 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="compile the catalog, emulate a workload, evaluate every metric and report the bottleneck")
-    r.add_argument("--model", default="llama3-70b", help="model to emulate (default: llama3-70b)")
+    from emulator import MODELS
+
+    r.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
     r.add_argument("--chips", type=_positive_int, default=8, help="chips in the tensor-parallel group (default: 8)")
     r.add_argument("--duration", type=_duration, default=1.0, help="simulated time, e.g. 1s, 500ms (default: 1s)")
     r.add_argument("--sample-period", type=_duration, default=1e-3, help="counter sampling period (default: 1ms)")
     r.add_argument("--isl", type=_positive_int, default=2048, help="input tokens per request (default: 2048)")
     r.add_argument("--osl", type=_positive_int, default=128, help="output tokens per request (default: 128)")
     r.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    r.add_argument("--warmup-steps", type=int, default=400,
+                   help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
     r.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -103,7 +107,8 @@ def cmd_run(args) -> int:
     err = _stderr()
     try:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
-                         isl=args.isl, osl=args.osl, seed=args.seed, generation=args.generation, out=args.out,
+                         isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
+                         generation=args.generation, out=args.out,
                          log=lambda s: err.print(s))
     except CatalogError as exc:
         for d in exc.diagnostics:
@@ -116,7 +121,10 @@ def cmd_run(args) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        render(result, Console(highlight=False))
+        console = Console(highlight=False)
+        if not console.is_terminal:  # files and pipes: wide enough for the tables, no wrapping
+            console = Console(highlight=False, width=120)
+        render(result, console)
     return 0
 
 

@@ -74,7 +74,7 @@ def _num(v) -> float | None:
 
 
 def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
-            isl: int = 2048, osl: int = 128, seed: int = 0, generation: str = "sohu", out: str | Path = "perfonto-out",
+            isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu", out: str | Path = "perfonto-out",
             log: Callable[[str], None] = lambda s: None) -> JobResult:
     """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile."""
     timings: dict[str, float] = {}
@@ -91,9 +91,9 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
 
     t0 = time.perf_counter()
     log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
-        f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, seed {seed}")
+        f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
     emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
-                       isl=isl, osl=osl, seed=seed, out_dir=out)
+                       isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=out)
     timings["emulate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -14,7 +14,10 @@ HEADLINE = [
     "roofline.attainable_flops", "roofline.ridge_point", "c2c.bandwidth_utilization", "pcie.bandwidth_utilization",
     "power.average", "energy_per_token",
 ]
-PER_CHIP = ["mxu.utilization", "mfu", "hbm.bandwidth", "c2c.tx_bandwidth", "pcie.bandwidth_utilization", "power.average"]
+PER_CHIP = {  # metric -> short column header
+    "mxu.utilization": "MXU %", "mfu": "MFU %", "hbm.bandwidth": "HBM GB/s", "c2c.tx_bandwidth": "C2C tx GB/s",
+    "pcie.bandwidth_utilization": "PCIe %", "power.average": "power W",
+}
 
 
 def _fmt(v, unit: str = "") -> str:
@@ -85,10 +88,10 @@ def render(result: JobResult, console: Console) -> None:
 
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
-    for name in PER_CHIP:
+    for name, header in PER_CHIP.items():
         if name in graph.metrics:
-            pc.add_column(f"{name} [{graph.metrics[name].unit_text}]", justify="right")
-    pc.add_column("dominant", justify="left")
+            pc.add_column(header, justify="right")
+    pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
         row = [str(int(chip))]
         for name in PER_CHIP:
@@ -97,7 +100,8 @@ def render(result: JobResult, console: Console) -> None:
         shares = {n: float(ev.per_chip[n][ci]) for n in a.topdown}
         fin = {k: v for k, v in shares.items() if np.isfinite(v)}
         dom = max(fin, key=fin.get) if fin else "—"
-        row.append(f"{dom} ({fin.get(dom, float('nan')):.1f} %)" if fin else "—")
+        row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
         pc.add_row(*row)
     console.print(pc)
+    console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")

@@ -1,0 +1,121 @@
+"""Hardware parameters of one chip, read from a resolved ``ontology.Generation``.
+
+Nothing here is a Sohu figure: every rate, size and clock is read from the generation's ``spec``
+constants and converted to base SI units (s, Hz, B, B/s, FLOP/s, W) with the generation's own pint
+registry; instance counts come from the blocks' instance axes (``gen.blocks[b]["axes"]``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ontology import Generation
+
+
+class HardwareSpecError(ValueError):
+    """The generation lacks a spec constant the emulator needs, or it has the wrong dimension."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Per-chip hardware parameters in base SI units.
+
+    Attributes:
+        generation: generation name.
+        clock_hz: clock frequency per clock domain, in cycles/s (``{"core": 1.5e9, ...}``).
+        peak_fp8, peak_bf16: dense matrix-engine peak, FLOP/s.
+        vpu_peak: vector-unit peak, FLOP/s.
+        hbm_capacity: bytes; hbm_bw: read+write peak, B/s.
+        sram_capacity: bytes; sram_bw: B/s.
+        c2c_bw: chip-to-chip transmit bandwidth over all links, B/s.
+        pcie_bw: host interface bandwidth per direction, B/s.
+        tdp, idle_power: W.
+        cores, banks, stacks, dma_engines, links: instance counts of mxu/vpu, sram, hbm, dma, c2c.
+    """
+
+    generation: str
+    clock_hz: dict[str, float]
+    peak_fp8: float
+    peak_bf16: float
+    vpu_peak: float
+    hbm_capacity: float
+    hbm_bw: float
+    sram_capacity: float
+    sram_bw: float
+    c2c_bw: float
+    pcie_bw: float
+    tdp: float
+    idle_power: float
+    cores: int
+    banks: int
+    stacks: int
+    dma_engines: int
+    links: int
+
+    @property
+    def core_hz(self) -> float:
+        return self.clock_hz["core"]
+
+    @property
+    def link_bw(self) -> float:
+        """Transmit bandwidth of one chip-to-chip link, B/s (``c2c_bw / links``)."""
+        return self.c2c_bw / self.links
+
+
+def _spec(gen: Generation, name: str, to: str) -> float:
+    """Magnitude of spec constant ``name`` converted to unit ``to``."""
+    const = gen.spec.get(name)
+    if const is None:
+        raise HardwareSpecError(f"generation `{gen.name}` has no spec constant `{name}`; the emulator needs it "
+                                f"(declare it under `spec:` in {gen.source_file})")
+    try:
+        return float(gen.registry.Quantity(const.value, const.unit).to(to).magnitude)
+    except Exception as exc:  # pint DimensionalityError and friends
+        raise HardwareSpecError(f"spec constant `{name}` of `{gen.name}` is in {const.unit_text}, "
+                                f"which does not convert to {to}: {exc}") from None
+
+
+def _instances(gen: Generation, block: str, default: int = 1) -> int:
+    """Product of a block's instance axis sizes (``default`` when the block is absent)."""
+    b = gen.blocks.get(block)
+    if b is None:
+        return default
+    return int(math.prod(size for _, size in b["axes"])) if b["axes"] else 1
+
+
+def hardware_from_generation(gen: Generation) -> Hardware:
+    """Build the per-chip ``Hardware`` of ``gen``.
+
+    Reads ``spec.clock.<domain>`` for every clock domain, and ``spec.mxu.peak_flops_fp8``,
+    ``spec.mxu.peak_flops_bf16``, ``spec.vpu.peak_flops``, ``spec.hbm.capacity``,
+    ``spec.hbm.peak_bandwidth``, ``spec.sram.capacity``, ``spec.sram.peak_bandwidth``,
+    ``spec.c2c.peak_bandwidth``, ``spec.pcie.peak_bandwidth``, ``spec.power.tdp``, ``spec.power.idle``.
+
+    Raises:
+        HardwareSpecError: a constant is missing or has the wrong dimension.
+    """
+    clocks = {}
+    for dom in gen.clock_domains:
+        clocks[dom] = _spec(gen, f"spec.clock.{dom}", f"{dom}_cycle/s")
+    if "core" not in clocks:
+        raise HardwareSpecError(f"generation `{gen.name}` has no `core` clock domain")
+    return Hardware(
+        generation=gen.name,
+        clock_hz=clocks,
+        peak_fp8=_spec(gen, "spec.mxu.peak_flops_fp8", "FLOP/s"),
+        peak_bf16=_spec(gen, "spec.mxu.peak_flops_bf16", "FLOP/s"),
+        vpu_peak=_spec(gen, "spec.vpu.peak_flops", "FLOP/s"),
+        hbm_capacity=_spec(gen, "spec.hbm.capacity", "B"),
+        hbm_bw=_spec(gen, "spec.hbm.peak_bandwidth", "B/s"),
+        sram_capacity=_spec(gen, "spec.sram.capacity", "B"),
+        sram_bw=_spec(gen, "spec.sram.peak_bandwidth", "B/s"),
+        c2c_bw=_spec(gen, "spec.c2c.peak_bandwidth", "B/s"),
+        pcie_bw=_spec(gen, "spec.pcie.peak_bandwidth", "B/s"),
+        tdp=_spec(gen, "spec.power.tdp", "W"),
+        idle_power=_spec(gen, "spec.power.idle", "W"),
+        cores=_instances(gen, "mxu"),
+        banks=_instances(gen, "sram"),
+        stacks=_instances(gen, "hbm"),
+        dma_engines=_instances(gen, "dma"),
+        links=_instances(gen, "c2c"),
+    )

@@ -1,0 +1,197 @@
+"""What each signal of the generation counts, in terms of the timeline's quantities.
+
+Every counter that grows with the work is a linear combination of timeline quantities, split over
+the block's instances and converted to the signal's unit. The combination for all counters of all
+chips is one matrix ``M`` (quantities × chips·columns), so that the raw values of a block of samples
+are one matrix product ``relcum @ M``. Other signals are step-end impulses (tokens, requests, steps;
+exact integers), random events (ECC corrections, link retries), gauges, or constant zero.
+
+Instance splits (per chip, over the signal's instances):
+- ``each``: every instance sees the whole amount (per-core busy time: work is split evenly over
+  the cores, so each is busy the same time);
+- ``even``: the amount is divided evenly (FLOPs over cores);
+- ``jitter``: divided near-evenly with a per-chip split drawn once from the seed (bytes over HBM
+  stacks, SRAM banks and DMA engines: address interleaving is close to uniform);
+- ``links`` / ``links_each``: divided over / given to each of the links a ring collective uses
+  (``Assumptions.ring_links``; all links by default), 0 on the others;
+- ``one``: a block without instances.
+Quantities in ``ops.LEADER_ONLY`` (tokens to the host) and the token/request impulses count on the
+leader chip (chip 0) only.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+from ontology import Generation, ResolvedSignal
+from ontology.model import SignalKind
+
+from .assumptions import Assumptions
+from .hardware import Hardware
+from .ops import LEADER_ONLY
+from .timeline import QUANTITY_NAMES, QUANTITY_UNITS
+
+LINEAR: dict[str, list[tuple[str, str]]] = {
+    "mxu.busy_cycles": [("mxu_busy", "each")],
+    "mxu.flops_fp8": [("mxu_flops_fp8", "even")],
+    "mxu.flops_bf16": [("mxu_flops_bf16", "even")],
+    "mxu.instructions": [("mxu_instructions", "even")],
+    "mxu.operand_stall_cycles": [("mxu_stall", "each")],
+    "vpu.busy_cycles": [("vpu_busy", "each")],
+    "vpu.flops": [("vpu_flops", "even")],
+    "vpu.instructions": [("vpu_instructions", "even")],
+    "sram.read_bytes": [("sram_read", "jitter")],
+    "sram.write_bytes": [("sram_write", "jitter")],
+    "sram.bank_conflict_cycles": [("sram_conflict", "jitter")],
+    "hbm.read_bytes": [("hbm_read", "jitter")],
+    "hbm.write_bytes": [("hbm_write", "jitter")],
+    "hbm.active_cycles": [("hbm_active", "each")],
+    "hbm.refresh_cycles": [("hbm_refresh", "each")],
+    "dma.bytes": [("dma_bytes", "jitter"), ("pcie_tx", "jitter")],
+    "dma.descriptors": [("dma_bytes", "even")],  # scaled by 1 / Assumptions.dma_descriptor_bytes
+    "dma.busy_cycles": [("dma_busy", "each")],
+    "c2c.tx_bytes": [("c2c_tx", "links")],
+    "c2c.rx_bytes": [("c2c_rx", "links")],
+    "c2c.busy_cycles": [("c2c_busy", "links_each")],
+    "pcie.rx_bytes": [("pcie_rx", "one")],
+    "pcie.tx_bytes": [("pcie_tx", "one")],
+    "pcie.doorbells": [("doorbells", "one")],
+    "seq.elapsed_cycles": [("elapsed", "one")],
+    "seq.compute_cycles": [("compute", "one")],
+    "seq.memory_cycles": [("memory", "one")],
+    "seq.collective_cycles": [("collective", "one")],
+    "seq.host_wait_cycles": [("host_wait", "one")],
+    "seq.idle_cycles": [("idle", "one")],
+    "seq.instructions": [("seq_instructions", "one")],
+    "power.energy": [("energy", "one")],
+}
+#: step-end impulses: signal -> (impulse name, leader only)
+IMPULSES = {"seq.steps": ("steps", False), "seq.input_tokens": ("input_tokens", True),
+            "seq.output_tokens": ("output_tokens", True), "seq.requests_completed": ("requests_completed", True)}
+#: random events: signal -> (Assumptions rate attribute (per instance per second), split)
+EVENTS = {"hbm.ecc_corrected": ("ecc_rate_per_stack_s", "each"), "c2c.retries": ("retry_rate_per_link_s", "links_each")}
+#: gauges: signal -> (level name, level unit, split)
+GAUGES = {"seq.batch_size": ("batch", "request", "one"), "seq.kv_cache_tokens": ("kv_tokens", "token", "one"),
+          "hbm.allocated_bytes": ("hbm_alloc_bytes", "B", "even"), "sram.occupancy": ("sram_bytes", "B", "even"),
+          "power.power": ("power", "W", "one"), "power.temperature": ("temperature", "degC", "one")}
+#: counters that stay 0 in this model (power never exceeds TDP, so the clock is never throttled)
+ZERO = {"power.throttle_cycles"}
+
+
+class SignalMappingError(ValueError):
+    """A signal's unit does not match what the emulator counts for it."""
+
+
+@dataclass
+class SignalPlan:
+    """How one signal is produced. ``kind``: linear | impulse | events | gauge | zero."""
+
+    signal: ResolvedSignal
+    kind: str
+    instances: int
+    col: int = 0                       # linear: first column in the chip's block of ``M``
+    impulse: str = ""
+    leader_only: bool = False
+    event_times: list = field(default_factory=list)  # events: [chip][inst] sorted int64 cycles
+    gauge: str = ""
+    gauge_weights: np.ndarray | None = None  # (chips, inst)
+    gauge_unit: str = ""
+
+
+@dataclass
+class ColumnPlan:
+    """All signals of a generation, in ``gen.signals`` order.
+
+    M: (Q, chips, C) coefficients of the linear counters (raw units per quantity unit).
+    mod: (C,) int64 ``2**width`` per linear column.
+    unmodelled: signals the emulator does not model (emitted as 0).
+    """
+
+    signals: list[SignalPlan]
+    M: np.ndarray
+    mod: np.ndarray
+    unmodelled: list[str]
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    """Child generator of ``seed`` for ``key``: deterministic and independent of draw order."""
+    return np.random.default_rng([int(seed), zlib.crc32(key.encode())])
+
+
+def split_weights(split: str, n: int, chips: int, block: str, hw: Hardware, a: Assumptions, seed: int) -> np.ndarray:
+    """(chips, n) instance weights of a split (see the module docstring)."""
+    if split in ("one", "each"):
+        return np.ones((chips, n))
+    if split == "even":
+        return np.full((chips, n), 1.0 / n)
+    if split == "jitter":
+        w = 1.0 + a.interleave_jitter * _rng(seed, f"jitter:{block}").standard_normal((chips, n))
+        return w / w.sum(axis=1, keepdims=True)
+    used = min(a.ring_links or n, n)
+    on = (np.arange(n) < used).astype(np.float64)
+    return np.tile(on / used if split == "links" else on, (chips, 1))
+
+
+def unit_factor(gen: Generation, q_unit: str, sig: ResolvedSignal) -> float:
+    """Multiplier from a quantity in ``q_unit`` to ``sig``'s unit (seconds → cycles via its clock).
+
+    Raises:
+        SignalMappingError: the dimensions do not match.
+    """
+    reg = gen.registry
+    q = reg.Quantity(1.0, q_unit)
+    target = reg.Quantity(1.0, sig.unit)
+    if q.dimensionality == reg.Quantity(1.0, "s").dimensionality and target.dimensionality != q.dimensionality:
+        clock = gen.clock_domains[sig.clock]
+        q = q * reg.Quantity(clock.value, clock.unit)
+    try:
+        return float(q.to(sig.unit).magnitude)
+    except Exception:
+        raise SignalMappingError(f"signal `{sig.name}` is in {sig.unit_text}, but the emulator counts it in {q_unit}") from None
+
+
+def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed: int, duration_cycles: int) -> ColumnPlan:
+    """Plan every signal of ``gen`` (linear-counter matrix, impulses, events, gauges)."""
+    idx = {name: i for i, name in enumerate(QUANTITY_NAMES)}
+    plans, cols, mods, unmodelled = [], [], [], []
+    f_core = hw.core_hz
+    for sig in gen.signals.values():
+        n = sig.instances
+        name = sig.name
+        if sig.kind is SignalKind.counter and name in LINEAR:
+            p = SignalPlan(sig, "linear", n, col=sum(c.shape[2] for c in cols))
+            block = np.zeros((len(QUANTITY_NAMES), chips, n))
+            for qname, split in LINEAR[name]:
+                w = split_weights(split, n, chips, sig.block, hw, a, seed)
+                if qname in LEADER_ONLY:
+                    w[1:] = 0.0
+                f = unit_factor(gen, "event", sig) / a.dma_descriptor_bytes if name == "dma.descriptors" \
+                    else unit_factor(gen, QUANTITY_UNITS[qname], sig)
+                block[idx[qname]] += w * f / sig.scale
+            cols.append(block)
+            mods += [1 << sig.width] * n
+        elif sig.kind is SignalKind.counter and name in IMPULSES:
+            imp, leader = IMPULSES[name]
+            unit_factor(gen, {"steps": "event", "input_tokens": "token", "output_tokens": "token",
+                              "requests_completed": "request"}[imp], sig)
+            p = SignalPlan(sig, "impulse", n, impulse=imp, leader_only=leader)
+        elif sig.kind is SignalKind.counter and name in EVENTS:
+            attr, split = EVENTS[name]
+            rate = getattr(a, attr) * split_weights(split, n, chips, sig.block, hw, a, seed)
+            rng = _rng(seed, f"events:{name}")
+            lam = rate * duration_cycles / f_core
+            counts = rng.poisson(lam)
+            times = [[np.sort(rng.integers(0, duration_cycles + 1, counts[c, i])) for i in range(n)] for c in range(chips)]
+            p = SignalPlan(sig, "events", n, event_times=times)
+        elif sig.kind is SignalKind.gauge and name in GAUGES:
+            level, unit, split = GAUGES[name]
+            p = SignalPlan(sig, "gauge", n, gauge=level, gauge_unit=unit,
+                           gauge_weights=split_weights(split, n, chips, sig.block, hw, a, seed))
+        else:
+            if name not in ZERO:
+                unmodelled.append(name)
+            p = SignalPlan(sig, "zero", n)
+        plans.append(p)
+    M = np.concatenate(cols, axis=2) if cols else np.zeros((len(QUANTITY_NAMES), chips, 0))
+    return ColumnPlan(plans, M, np.array(mods, np.int64), unmodelled)

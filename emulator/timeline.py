@@ -1,0 +1,178 @@
+"""The step sequence as a piecewise-linear cumulative function of time (in core cycles).
+
+Every slot of every step is a segment ``[start, end)`` (whole core cycles) during which each
+quantity grows at a constant rate; the layer slots repeat ``L`` times back to back. The cumulative
+value of a quantity at cycle ``s`` is the sum of the finished segments plus the elapsed part of the
+current one — linear interpolation between segment boundaries, evaluated in closed form (no loop
+over samples, ops or layers): the step comes from ``searchsorted`` over step ends, the layer
+repetition from an integer division, the slot from a comparison against the slot ends.
+
+Cycle-class quantities (``elapsed``, ``compute`` … ``idle``) grow at rate exactly 0 or 1 per cycle
+with integer boundaries, so their cumulative values are exact integers in float64 (< 2**53).
+Step-end impulses (tokens, requests, steps) are exact integer step counts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ops import CLASSES, GROUP, QUANTITIES, OpTable
+
+#: Column order of the timeline's quantity axis: cycle classes first, then the ops' quantities.
+CYCLE_QUANTITIES = ("elapsed",) + CLASSES
+QUANTITY_NAMES = CYCLE_QUANTITIES + tuple(QUANTITIES)
+QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
+
+
+def concat_tables(parts: list[OpTable]) -> OpTable:
+    """Stack the steps of several ``OpTable`` blocks."""
+    cat = np.concatenate
+    return OpTable(dur=cat([p.dur for p in parts]), cls=cat([p.cls for p in parts]),
+                   q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
+                   gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
+                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses})
+
+
+def take_steps(t: OpTable, n: int) -> OpTable:
+    """The first ``n`` steps of ``t``."""
+    return OpTable(dur=t.dur[:n], cls=t.cls[:n], q={k: v[:n] for k, v in t.q.items()},
+                   gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()})
+
+
+def step_lengths(t: OpTable, layers: int) -> np.ndarray:
+    """Core cycles of each step: prefix + ``layers`` × layer slots + suffix."""
+    rep = np.where(GROUP == 1, layers, 1)
+    return (t.dur * rep).sum(axis=1)
+
+
+@dataclass
+class Timeline:
+    """Steps laid end to end from cycle 0.
+
+    Attributes:
+        table: the steps' slots.
+        layers: repetitions of the layer slots per step.
+        starts, ends: (steps,) int64 first and one-past-last core cycle of each step.
+        inc: (steps, slots, Q) float64 amount of each quantity in one execution of a slot
+            (``QUANTITY_NAMES`` order).
+        cinc: exclusive running sum of ``inc`` over the slots of the same group.
+        sstart, send: (steps, slots) int64 slot start/end cycles within one execution of its group.
+        glen: (steps, 3) int64 cycles of one execution of each group; gtot: (steps, 3, Q).
+        step_total: (steps, Q) amount per step ``(gtot0 + L·gtot1) + gtot2``.
+    """
+
+    table: OpTable
+    layers: int
+    starts: np.ndarray
+    ends: np.ndarray
+    inc: np.ndarray
+    cinc: np.ndarray
+    sstart: np.ndarray
+    send: np.ndarray
+    glen: np.ndarray
+    gtot: np.ndarray
+    step_total: np.ndarray
+
+    @classmethod
+    def build(cls, table: OpTable, layers: int) -> "Timeline":
+        """Lay the steps of ``table`` end to end starting at cycle 0."""
+        n, S = table.dur.shape
+        dur = table.dur
+        inc = np.empty((n, S, len(QUANTITY_NAMES)))
+        inc[:, :, 0] = dur
+        for k in range(len(CLASSES)):
+            inc[:, :, 1 + k] = np.where(table.cls == k, dur, 0)
+        for i, name in enumerate(QUANTITIES):
+            inc[:, :, 1 + len(CLASSES) + i] = table.q[name]
+        cinc = np.zeros_like(inc)
+        sstart = np.zeros_like(dur)
+        glen = np.zeros((n, 3), np.int64)
+        gtot = np.zeros((n, 3, inc.shape[2]))
+        for g in range(3):
+            idx = np.flatnonzero(GROUP == g)
+            a, b = idx[0], idx[-1] + 1
+            cs = np.cumsum(inc[:, a:b], axis=1)
+            cinc[:, a + 1:b] = cs[:, :-1]
+            gtot[:, g] = cs[:, -1]
+            cd = np.cumsum(dur[:, a:b], axis=1)
+            sstart[:, a + 1:b] = cd[:, :-1]
+            glen[:, g] = cd[:, -1]
+        send = sstart + dur
+        step_total = (gtot[:, 0] + layers * gtot[:, 1]) + gtot[:, 2]
+        lens = glen[:, 0] + layers * glen[:, 1] + glen[:, 2]
+        ends = np.cumsum(lens)
+        starts = ends - lens
+        return cls(table, layers, starts, ends, inc, cinc, sstart, send, glen, gtot, step_total)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def step_at(self, s: np.ndarray) -> np.ndarray:
+        """Index of the step containing cycle ``s`` (``starts[j] ≤ s < ends[j]``).
+
+        Raises:
+            ValueError: ``s`` is past the last simulated step.
+        """
+        j = np.searchsorted(self.ends, s, side="right")
+        if np.any(j >= len(self.ends)):
+            raise ValueError("sample past the last simulated step")
+        return j
+
+    def relcum(self, anchor: int, s: np.ndarray) -> np.ndarray:
+        """Cumulative amount of every quantity at cycles ``s`` since the start of step ``anchor``.
+
+        Args:
+            anchor: step index with ``starts[anchor] ≤ min(s)``.
+            s: (k,) int64 core cycles.
+        Returns:
+            (k, Q) float64 in ``QUANTITY_NAMES`` order.
+        """
+        s = np.asarray(s, np.int64)
+        j = self.step_at(s)
+        hi = int(j.max()) if len(j) else anchor
+        cs = np.zeros((hi - anchor + 1, self.step_total.shape[1]))
+        np.cumsum(self.step_total[anchor:hi], axis=0, out=cs[1:])
+        return cs[j - anchor] + self._within(j, s - self.starts[j])
+
+    def _within(self, j: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        L = self.layers
+        g0, g1 = self.glen[j, 0], self.glen[j, 1]
+        off2 = g0 + L * g1
+        g = (tau >= g0).astype(np.int64) + (tau >= off2)
+        r = tau - g0
+        lyr = np.where(g == 1, r // np.maximum(g1, 1), 0)
+        u = np.where(g == 0, tau, np.where(g == 1, r - lyr * g1, tau - off2))
+        gt = self.gtot[j]
+        base = np.where((g == 0)[:, None], 0.0,
+                        np.where((g == 1)[:, None], gt[:, 0] + lyr[:, None] * gt[:, 1], gt[:, 0] + L * gt[:, 1]))
+        in_group = GROUP[None, :] == g[:, None]
+        done = (in_group & (self.send[j] <= u[:, None])).sum(axis=1)
+        first = np.searchsorted(GROUP, g, side="left")
+        k = first + done
+        dur = self.table.dur[j, k]
+        rate = self.inc[j, k] / np.maximum(dur, 1)[:, None]
+        return base + (self.cinc[j, k] + (u - self.sstart[j, k])[:, None] * rate)
+
+    def impulses_at(self, s: np.ndarray) -> dict[str, np.ndarray]:
+        """Step-end impulse counts at cycles ``s`` (steps ending at or before ``s``), exact int64."""
+        n_done = np.searchsorted(self.ends, np.asarray(s, np.int64), side="right")
+        out = {}
+        for name, v in self.table.impulses.items():
+            cs = np.concatenate([[0], np.cumsum(v, dtype=np.int64)])
+            out[name] = cs[n_done]
+        return out
+
+    def gauges_at(self, s: np.ndarray) -> dict[str, np.ndarray]:
+        """Level of every step gauge at cycles ``s`` (the level of the step in progress)."""
+        j = self.step_at(np.asarray(s, np.int64))
+        return {name: v[j] for name, v in self.table.gauges.items()}
+
+    def totals_at(self, s: int) -> dict[str, float]:
+        """Cumulative amount of every quantity from cycle 0 to cycle ``s`` (ground truth)."""
+        v = self.relcum(0, np.array([s], np.int64))[0]
+        return dict(zip(QUANTITY_NAMES, v.tolist()))
+
+
+__all__ = ["Timeline", "QUANTITY_NAMES", "QUANTITY_UNITS", "CYCLE_QUANTITIES", "concat_tables", "take_steps",
+           "step_lengths"]
