@@ -1,0 +1,5 @@
+"""One module per CLI command. Each defines ``register(subparsers)``, which adds its parser and sets
+``func`` (a callable taking the parsed args and returning the exit code). ``COMMANDS`` lists them in
+help order; adding a command is adding a module and one name here."""
+
+COMMANDS = ["run", "check"]

@@ -1,0 +1,40 @@
+"""``perfonto check``: compile a catalog and print every diagnostic (exit 1 on errors)."""
+from __future__ import annotations
+
+import json
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    c = sub.add_parser("check", help="compile a catalog and print every diagnostic")
+    c.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
+    c.add_argument("--generation", default="sohu", help="generation to compile against (default: sohu)")
+    c.add_argument("--json", action="store_true", help="print diagnostics as one JSON object")
+    c.set_defaults(func=cmd_check)
+
+
+def cmd_check(args) -> int:
+    from ..catalog import load_catalog
+
+    cat = load_catalog(args.catalog, args.generation)
+    err = stderr()
+    for n in cat.notes:
+        err.print(f"note: {n}", markup=False)
+    errors = cat.errors
+    if args.json:
+        doc = {"ok": not errors, "generation": args.generation,
+               "metrics": len(cat.graph.metrics) if cat.graph else 0,
+               "signals": len(cat.generation.signals) if cat.generation else 0,
+               "diagnostics": [d.to_json() for d in cat.diagnostics]}
+        print(json.dumps(doc, indent=2))
+    else:
+        for d in cat.diagnostics:
+            print(d.render())
+            print()
+        if cat.graph is not None:
+            print(f"{args.generation}: {len(cat.generation.signals)} signals, {len(cat.graph.metrics)} metrics compiled, "
+                  f"{len(errors)} error(s), {len(cat.diagnostics) - len(errors)} warning(s)")
+        else:
+            print(f"{len(errors)} error(s)")
+    return 1 if errors else 0
