@@ -38,6 +38,15 @@ class ResolvedSignal:
     clock: str
     across_chips: str  # "sum" for counters; the gauge's rule otherwise
     span: Span
+    wrap_width: int | None = None  # effective wrap width (effective_width, else width)
+    sentinel: tuple[int, ...] = ()
+    reset_indicator: str | None = None
+    max_rate: float | None = None  # in unit/s
+    buckets: tuple[float, ...] = ()
+    since: str = ""
+    stability: str = "stable"
+    renamed_to: str | None = None
+    broken: bool = False  # listed on this generation but known not to count (broken_on)
 
     @property
     def instances(self) -> int:
@@ -45,6 +54,24 @@ class ResolvedSignal:
         for _, size in self.axes:
             n *= size
         return n
+
+
+@dataclass(frozen=True)
+class ResolvedField:
+    """A bit field of a packed register, referenced as ``<block>.<register>.<field>``; its window value
+    is the field at the window's end sample, × scale."""
+
+    name: str
+    register: str
+    lo: int
+    hi: int
+    unit: pint.Unit
+    unit_text: str
+    scale: float
+    description: str
+    axes: tuple[tuple[str, int], ...]
+    block: str
+    span: Span
 
 
 @dataclass(frozen=True)
@@ -75,13 +102,23 @@ class Generation:
     source_file: str
     content_hash: str
     clock_domains: dict[str, ResolvedConstant] = field(default_factory=dict)
+    fields: dict[str, ResolvedField] = field(default_factory=dict)
+    lineage: tuple[str, ...] = ()  # root first, this generation last
+    aliases: dict[str, str] = field(default_factory=dict)  # old signal name -> current name
+    removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
 
     def signal(self, name: str) -> ResolvedSignal:
         return self.signals[name]
 
 
-def resolve(gf: GenerationFile, src: YamlSource) -> tuple[Generation | None, list[Diagnostic]]:
-    """Resolve a validated ``GenerationFile``; returns the generation (None on errors) and diagnostics."""
+def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generation | None, list[Diagnostic]]:
+    """Resolve a validated (and merged, see ``ontology.extends``) ``GenerationFile``.
+
+    Returns the generation (None when there are errors) and the diagnostics.
+    """
+    from .extends import Lineage
+
+    lineage = lineage or Lineage(chain=[gf.generation])
     diags: list[Diagnostic] = []
     domains = tuple(sorted(gf.clock_domains))
     reg = registry_for(domains)
@@ -127,6 +164,7 @@ def resolve(gf: GenerationFile, src: YamlSource) -> tuple[Generation | None, lis
 
     blocks: dict[str, dict] = {}
     signals: dict[str, ResolvedSignal] = {}
+    fields: dict[str, ResolvedField] = {}
     for bname, block in gf.blocks.items():
         bloc = ("blocks", bname)
         if block.clock not in gf.clock_domains:
@@ -137,16 +175,35 @@ def resolve(gf: GenerationFile, src: YamlSource) -> tuple[Generation | None, lis
         for sname, sig in block.signals.items():
             sloc = bloc + ("signals", sname)
             full = f"{bname}.{sname}"
-            u = unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
-            if sig.kind is SignalKind.counter and sig.width is None:
-                diags.append(Diagnostic("error", "counter-width", f"counter `{full}` has no `width`", src.span(sloc),
-                                        hint="give the register width in bits (e.g. width: 32); it decides where the counter wraps"))
-            if sig.kind is SignalKind.gauge and sig.width is not None:
-                diags.append(Diagnostic("error", "gauge-width", f"gauge `{full}` has a `width`; gauges are levels and never wrap",
-                                        src.span(sloc + ("width",)), hint="remove `width`, or make the signal a counter"))
-            if sig.kind is SignalKind.counter and sig.across_chips is not None:
-                diags.append(Diagnostic("error", "counter-across-chips", f"counter `{full}` has `across_chips`; counters always sum across chips",
-                                        src.span(sloc + ("across_chips",)), hint="remove `across_chips`"))
+            if sig.kind is SignalKind.packed:
+                u = reg.dimensionless if not sig.unit else unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
+            elif not sig.unit:
+                diags.append(Diagnostic("error", "missing-unit", f"signal `{full}` has no `unit`", src.span(sloc),
+                                        hint="every counter, gauge and histogram has a unit (B, FLOP, token, event, core_cycle, W, ...)"))
+                u = None
+            else:
+                u = unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
+            _check_signal(full, sig, sloc, src, diags)
+            sizes = axes
+            if sig.kind is SignalKind.histogram:
+                sizes = axes + (("bucket", len(sig.buckets) + 1),)
+            max_rate = None
+            if sig.max_rate is not None and u is not None:
+                try:
+                    q = reg.Quantity(sig.max_rate)
+                    max_rate = float(q.to(u / reg.second).magnitude)
+                    if max_rate <= 0:
+                        raise ValueError
+                except Exception:
+                    diags.append(Diagnostic("error", "unit-mismatch", f"signal `{full}`: max_rate `{sig.max_rate}` is not a positive rate in {sig.unit}/s",
+                                            src.span(sloc + ("max_rate",)), hint=f"write e.g. `max_rate: 2 T{sig.unit}/s`"))
+            if sig.kind is SignalKind.packed:
+                for fname, f in sig.fields.items():
+                    floc = sloc + ("fields", fname)
+                    fu = unit(f.unit, floc + ("unit",), f"field `{full}.{fname}`")
+                    if fu is not None:
+                        fields[f"{full}.{fname}"] = ResolvedField(f"{full}.{fname}", full, f.bits[0], f.bits[1], fu, f.unit, f.scale,
+                                                                  f.description, axes, bname, src.span(floc))
             if u is None:
                 continue
             for dim in reg.Quantity(1, u).dimensionality:
@@ -155,11 +212,77 @@ def resolve(gf: GenerationFile, src: YamlSource) -> tuple[Generation | None, lis
                     diags.append(Diagnostic("error", "clock-domain-mismatch",
                                             f"signal `{full}` counts `{dname}` but block `{bname}` runs on clock `{block.clock}`",
                                             src.span(sloc + ("unit",)), hint=f"use `{cycle_unit(block.clock)}`, or move the signal to a block on that clock"))
-            across = "sum" if sig.kind is SignalKind.counter else (sig.across_chips.value if sig.across_chips else "avg")
-            signals[full] = ResolvedSignal(full, bname, sig.kind, u, sig.unit, sig.description, sig.width, sig.scale,
-                                           axes, block.clock, across, src.span(sloc))
+            counting = sig.kind in (SignalKind.counter, SignalKind.histogram)
+            across = "sum" if counting else (sig.across_chips.value if sig.across_chips else "avg")
+            signals[full] = ResolvedSignal(
+                full, bname, sig.kind, u, sig.unit, sig.description, sig.width, sig.scale, sizes, block.clock, across,
+                src.span(sloc), wrap_width=sig.effective_width or sig.width, sentinel=tuple(sig.sentinel),
+                reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
+                since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
+                renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on)
+    for full, s_ in signals.items():
+        sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
+        if s_.reset_indicator is not None and s_.reset_indicator not in signals:
+            diags.append(Diagnostic("error", "unknown-name", f"signal `{full}`: reset indicator `{s_.reset_indicator}` is not a signal",
+                                    src.span(sloc + ("reset_indicator",)), hint=did_you_mean(s_.reset_indicator, signals) or "name a signal of this generation"))
+        if s_.renamed_to is not None and s_.renamed_to not in signals:
+            diags.append(Diagnostic("error", "unknown-name", f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
+                                    src.span(sloc + ("renamed_to",)), hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it"))
+    for f in fields:
+        if f in signals:
+            diags.append(Diagnostic("error", "duplicate-name", f"packed field `{f}` has the name of a signal", fields[f].span))
     if any(d.severity == "error" for d in diags):
         return None, diags
     digest = hashlib.sha256((src.text or "").encode()).hexdigest()[:16]
-    gen = Generation(gf.generation, gf.description, reg, blocks, signals, spec, src.path, digest, clocks)
+    gen = Generation(gf.generation, gf.description, reg, blocks, signals, spec, src.path, digest, clocks, fields,
+                     tuple(lineage.chain), dict(lineage.aliases), dict(lineage.removed))
     return gen, diags
+
+
+def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diagnostic]) -> None:
+    """Rules that depend on the kind of signal (each a located error)."""
+    def err(code, msg, key, hint=""):
+        diags.append(Diagnostic("error", code, f"signal `{full}`: {msg}", src.span(sloc + ((key,) if key else ())), hint=hint))
+
+    k = sig.kind
+    if k in (SignalKind.counter, SignalKind.histogram, SignalKind.packed) and sig.width is None:
+        err("counter-width", f"a {k.value} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
+    if k is SignalKind.gauge and sig.width is not None:
+        err("gauge-width", "a gauge has no `width`: gauges are levels and never wrap", "width", "remove `width`, or make the signal a counter")
+    if k is not SignalKind.gauge and sig.across_chips is not None:
+        err("counter-across-chips", "`across_chips` is for gauges; counters always sum across chips", "across_chips", "remove `across_chips`")
+    if sig.effective_width is not None:
+        if k is not SignalKind.counter:
+            err("effective-width", "`effective_width` is for counters", "effective_width")
+        elif sig.width is not None and sig.effective_width > sig.width:
+            err("effective-width", f"effective_width {sig.effective_width} exceeds the register width {sig.width}", "effective_width",
+                "the wrap width cannot exceed the stored width")
+    bits = sig.effective_width or sig.width
+    for v in sig.sentinel:
+        if v < 0 or (bits is not None and v >= (1 << (sig.width or 64))):
+            err("sentinel", f"sentinel {v} does not fit in {sig.width or 64} bits", "sentinel")
+    if sig.max_rate is not None and k is not SignalKind.counter:
+        err("max-rate", "`max_rate` is for counters", "max_rate")
+    if k is SignalKind.packed:
+        if not sig.fields:
+            err("packed-fields", "a packed register needs `fields`", None, "give each bit range: fields: {state: {bits: [0, 3], description: ...}}")
+        used: list[tuple[int, int, str]] = []
+        for fname, f in sig.fields.items():
+            lo, hi = f.bits
+            if lo > hi or lo < 0 or (sig.width is not None and hi >= sig.width):
+                err("packed-fields", f"field `{fname}` bits [{lo}, {hi}] do not fit in {sig.width} bits", "fields")
+            for a, b, other in used:
+                if lo <= b and a <= hi:
+                    err("packed-fields", f"fields `{other}` and `{fname}` overlap", "fields")
+            used.append((lo, hi, fname))
+    elif sig.fields:
+        err("packed-fields", "`fields` are for packed registers", "fields")
+    if k is SignalKind.histogram:
+        if not sig.buckets or any(b >= c for b, c in zip(sig.buckets, sig.buckets[1:])):
+            err("histogram-buckets", "a histogram needs ascending `buckets`", "buckets", "e.g. buckets: [64, 256, 1024, 4096]")
+    elif sig.buckets:
+        err("histogram-buckets", "`buckets` are for histograms", "buckets")
+    if sig.stability.value == "deprecated" and not sig.renamed_to:
+        pass  # deprecated without a replacement is allowed; metrics using it get a warning
+    if sig.renamed_to and sig.stability.value != "deprecated":
+        err("stability", "`renamed_to` is only for deprecated signals", "renamed_to", "set `stability: deprecated`")

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from .diagnostics import Diagnostic, Span, did_you_mean, with_source
 from .generation import Generation, resolve
 from .model import GenerationFile
+from .extends import load_chain
 from .yaml_source import YamlSource, read_yaml
 
 
@@ -85,30 +86,35 @@ def _parent_model(loc: tuple):
     return cur
 
 
-def load_generation_source(src: YamlSource) -> tuple[Generation | None, list[Diagnostic]]:
-    gf = _validate(src) if not src.diagnostics else None
+def _load_path(path: Path) -> tuple[Generation | None, list[Diagnostic]]:
+    merged = load_chain(path, catalog_dir())
+    src = merged.source
+    diags = list(merged.diagnostics)
     gen = None
-    diags = list(src.diagnostics)
-    if gf is not None:
-        gen, more = resolve(gf, src)
-        diags += more
-    return gen, [with_source(d, src.text) for d in diags]
+    if not diags:
+        gf = _validate(src)
+        diags += src.diagnostics
+        if gf is not None:
+            gen, more = resolve(gf, src, merged.lineage)
+            diags += more
+    return gen, [with_source(d, merged.texts.get(d.span.file)) for d in diags]
 
 
 def load_generation(name_or_path: str | Path) -> tuple[Generation | None, list[Diagnostic]]:
-    """Load a shipped generation by name or a generation YAML file by path."""
+    """Load a shipped generation by name or a generation YAML file by path (with its ``extends`` chain)."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
-        return load_generation_source(read_yaml(p))
+        return _load_path(p)
     shipped = catalog_dir() / f"{name_or_path}.yaml"
     if not shipped.exists():
         hint = did_you_mean(str(name_or_path), shipped_generations()) or f"shipped generations: {', '.join(shipped_generations())}"
         return None, [Diagnostic("error", "unknown-generation", f"no generation named `{name_or_path}`", Span(str(name_or_path)), hint=hint)]
-    return load_generation_source(read_yaml(shipped))
+    return _load_path(shipped)
 
 
 def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | None, list[Diagnostic]]:
-    """Among the YAML files ``paths``, load the one declaring ``generation: name``."""
+    """Among the YAML files ``paths``, load the one declaring ``generation: name`` (parents are looked
+    up next to it first, then among the shipped generations)."""
     diags: list[Diagnostic] = []
     names = []
     for p in sorted(paths):
@@ -119,7 +125,7 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
         gname = src.data.get("generation") if isinstance(src.data, dict) else None
         names.append(gname)
         if gname == name:
-            gen, more = load_generation_source(src)
+            gen, more = _load_path(Path(p))
             return gen, diags + more
     diags.append(Diagnostic("error", "unknown-generation", f"no file declares `generation: {name}`",
                             Span(str(paths[0].parent) if paths else "."),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -62,12 +62,23 @@ class ClockDomain(_Model):
 
 
 class SignalKind(str, Enum):
-    """``counter``: a monotonic register of `width` bits that wraps modulo 2^width; inside a metric its
-    name means its increase over the window. ``gauge``: an instantaneous level; inside a metric its
-    name means its time-weighted mean over the window."""
+    """How a signal's raw register is read.
+
+    - ``counter``: a monotonic register of ``width`` bits that wraps modulo 2^width (or 2^effective_width);
+      inside a metric its name means its increase over the window.
+    - ``gauge``: an instantaneous level; inside a metric its name means its time-weighted mean.
+    - ``packed``: one register holding several bit ranges (``fields``), each with its own meaning; never
+      differenced. A field ``f`` of signal ``blk.s`` is referenced as ``blk.s.f`` and means its value
+      at the window's end sample.
+    - ``histogram``: a vector of counters, one per bucket (``buckets`` gives the upper edges; one more
+      bucket holds the overflow); each bucket is read like a counter, and a decrease in any bucket
+      marks a reset.
+    """
 
     counter = "counter"
     gauge = "gauge"
+    packed = "packed"
+    histogram = "histogram"
 
 
 class ChipRollup(str, Enum):
@@ -79,15 +90,46 @@ class ChipRollup(str, Enum):
     max = "max"
 
 
+class Stability(str, Enum):
+    """Lifecycle of a signal, as in OpenTelemetry semantic conventions: experimental signals may change;
+    stable ones may only change through deprecation (``renamed_to``) — a compatibility rule that
+    ``perfonto diff`` enforces."""
+
+    experimental = "experimental"
+    stable = "stable"
+    deprecated = "deprecated"
+
+
+class PackedField(_Model):
+    """One bit range of a packed register: bits ``lo``..``hi`` inclusive, value = field × scale in unit."""
+
+    bits: tuple[int, int] = Field(description="[lo, hi] bit positions, inclusive, 0 = least significant.")
+    unit: str = Field(default="1", description="Unit of the scaled field value.")
+    scale: float = Field(default=1.0, gt=0, description="field × scale = value in `unit`.")
+    description: str = Field(min_length=1, description="What the field means.")
+
+
 class Signal(_Model):
     """A base hardware signal of a block."""
 
-    kind: SignalKind = Field(description="counter or gauge.")
-    unit: str = Field(description="Unit of the scaled value (raw × scale), a pint unit string.")
+    kind: SignalKind = Field(description="counter, gauge, packed or histogram.")
+    unit: str = Field(default="", description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.")
     description: str = Field(min_length=1, description="What the signal counts or measures.")
-    width: int | None = Field(default=None, ge=1, le=64, description="Counters: register width in bits; the raw value wraps modulo 2^width.")
+    width: int | None = Field(default=None, ge=1, le=64, description="Register width in bits (counters, packed registers, histogram buckets).")
+    effective_width: int | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
+    sentinel: list[int] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")
+    reset_indicator: str | None = Field(default=None, description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.")
+    max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
     across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
+    fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
+    buckets: list[float] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
+    bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
+    since: Ident | None = Field(default=None, description="First generation with this signal (derived from `extends` when omitted).")
+    removed_in: Ident | None = Field(default=None, description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).")
+    broken_on: list[Ident] = Field(default_factory=list, description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.")
+    stability: Stability = Field(default=Stability.stable, description="experimental, stable or deprecated.")
+    renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
 
 
 class Block(_Model):
@@ -104,10 +146,11 @@ class GenerationFile(_Model):
 
     generation: Ident = Field(description="Generation name, e.g. `sohu`.")
     description: str = Field(min_length=1, description="What this generation is.")
-    extends: Ident | None = Field(default=None, description="Parent generation (not yet supported by this loader).")
+    extends: Ident | None = Field(default=None, description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, blocks and signals.")
+    removed: list[DottedIdent] = Field(default_factory=list, description="Full names of the parent's signals that this generation removes.")
+    renamed: dict[DottedIdent, DottedIdent] = Field(default_factory=dict, description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated alias.")
     clock_domains: dict[Ident, ClockDomain] = Field(description="Clock domains by name.")
     spec: dict[DottedIdent, SpecConstant] = Field(default_factory=dict, description="Spec constants; `hbm.peak_bandwidth` is referenced as `spec.hbm.peak_bandwidth`.")
     blocks: dict[Ident, Block] = Field(description="Blocks by name.")
 
 
-Kind = Literal["counter", "gauge"]

@@ -1,0 +1,180 @@
+"""``extends`` between generations: merge a generation file onto its parent's, as written.
+
+Rules (applied from the root of the chain down, one generation at a time):
+- mappings merge key by key, recursively (a child that writes ``blocks.hbm.instances.stack: 8``
+  changes only that); any other value written by the child replaces the parent's;
+- ``removed: [blk.sig, ...]`` deletes the parent's signals (recorded, so metrics that need them are
+  reported unavailable with the reason);
+- ``renamed: {old: new}`` moves a signal to a new full name; the old name stays as a deprecated alias;
+- ``generation``, ``description``, ``extends``, ``removed`` and ``renamed`` are never inherited.
+Positions travel with the values, so an error in an inherited value points into the parent's file.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .diagnostics import Diagnostic, Span, did_you_mean
+from .yaml_source import YamlSource, read_yaml
+
+NOT_INHERITED = ("generation", "description", "extends", "removed", "renamed")
+
+
+@dataclass
+class Lineage:
+    """What the chain of generations did to the signals, for the resolved generation."""
+
+    chain: list[str] = field(default_factory=list)  # root first, this generation last
+    since: dict[str, str] = field(default_factory=dict)  # signal -> first generation with it
+    removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
+    aliases: dict[str, str] = field(default_factory=dict)  # old name -> current name
+    renamed_in: dict[str, str] = field(default_factory=dict)  # old name -> generation that renamed it
+
+
+@dataclass
+class Merged:
+    source: YamlSource  # merged data and positions (positions point into the files of the chain)
+    texts: dict[str, str]
+    lineage: Lineage
+    diagnostics: list[Diagnostic]
+
+
+def _split(name: str) -> tuple[str, str] | None:
+    if name.count(".") < 1:
+        return None
+    block, sig = name.split(".", 1)
+    return block, sig
+
+
+def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple) -> None:
+    for key, val in over.items():
+        loc = prefix + (key,)
+        if isinstance(val, dict) and isinstance(base.get(key), dict):
+            base_pos[loc] = over_pos.get(loc, base_pos.get(loc))
+            base_pos[loc + ("<key>",)] = over_pos.get(loc + ("<key>",), base_pos.get(loc + ("<key>",)))
+            _merge(base[key], val, base_pos, over_pos, loc)
+        else:
+            base[key] = copy.deepcopy(val)
+            for k in [k for k in base_pos if k[: len(loc)] == loc]:
+                del base_pos[k]
+            for k, v in over_pos.items():
+                if k[: len(loc)] == loc:
+                    base_pos[k] = v
+
+
+def _move_positions(pos: dict, old: tuple, new: tuple) -> None:
+    for k in [k for k in pos if k[: len(old)] == old]:
+        pos[new + k[len(old):]] = pos.pop(k)
+
+
+def find_parent(name: str, child_path: Path, shipped: Path) -> Path | None:
+    for d in (child_path.parent, shipped):
+        p = d / f"{name}.yaml"
+        if p.exists():
+            return p
+    return None
+
+
+def load_chain(path: Path, shipped: Path) -> Merged:
+    """Read ``path`` and its ``extends`` ancestors, and merge them (see the module docstring)."""
+    diags: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    chain: list[YamlSource] = []
+    seen: list[str] = []
+    cur: Path | None = path
+    while cur is not None:
+        src = read_yaml(cur)
+        if src.text is not None:
+            texts[src.path] = src.text
+        if src.diagnostics:
+            diags += src.diagnostics
+            return Merged(src, texts, Lineage(), diags)
+        if not isinstance(src.data, dict):
+            diags.append(Diagnostic("error", "schema", "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
+                                    Span(src.path, 1, 1)))
+            return Merged(src, texts, Lineage(), diags)
+        chain.append(src)
+        name = str(src.data.get("generation", cur.stem))
+        if name in seen:
+            cycle = " extends ".join(seen[seen.index(name):] + [name])
+            diags.append(Diagnostic("error", "extends-cycle", f"`extends` cycle: {cycle}", chain[-2].span(("extends",)),
+                                    hint="a generation cannot extend itself, directly or through its parents"))
+            return Merged(chain[0], texts, Lineage(), diags)
+        seen.append(name)
+        parent = src.data.get("extends")
+        if parent is None:
+            break
+        ppath = find_parent(str(parent), cur, shipped)
+        if ppath is None:
+            known = sorted({p.stem for p in list(cur.parent.glob("*.yaml")) + list(shipped.glob("*.yaml"))})
+            diags.append(Diagnostic("error", "unknown-parent", f"`extends: {parent}`: no generation file `{parent}.yaml` next to this file or shipped",
+                                    src.span(("extends",)), hint=did_you_mean(str(parent), known) or f"known generations: {', '.join(known)}"))
+            return Merged(chain[0], texts, Lineage(), diags)
+        cur = ppath
+
+    chain.reverse()  # root first
+    lineage = Lineage()
+    data: dict = {}
+    pos: dict = {}
+    for src in chain:
+        gname = str(src.data.get("generation", Path(src.path).stem))
+        lineage.chain.append(gname)
+        child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
+        before = _signal_names(data)
+        for k in NOT_INHERITED:
+            data.pop(k, None)
+        _merge(data, child, pos, src.positions, ())
+        for removed in src.data.get("removed", []) or []:
+            sp = _split(str(removed))
+            blocks = data.get("blocks", {})
+            if not sp or sp[0] not in blocks or sp[1] not in (blocks[sp[0]].get("signals") or {}):
+                diags.append(Diagnostic("error", "unknown-name", f"`removed`: the parent has no signal `{removed}`",
+                                        src.span(("removed", src.data["removed"].index(removed))),
+                                        hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`"))
+                continue
+            del blocks[sp[0]]["signals"][sp[1]]
+            lineage.removed[str(removed)] = gname
+        for old, new in (src.data.get("renamed") or {}).items():
+            so, sn = _split(str(old)), _split(str(new))
+            blocks = data.get("blocks", {})
+            loc = ("renamed", old)
+            if not so or so[0] not in blocks or so[1] not in (blocks[so[0]].get("signals") or {}):
+                diags.append(Diagnostic("error", "unknown-name", f"`renamed`: the parent has no signal `{old}`", src.span(loc + ("<key>",)),
+                                        hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`"))
+                continue
+            if not sn or sn[0] not in blocks:
+                diags.append(Diagnostic("error", "unknown-name", f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`", src.span(loc)))
+                continue
+            if sn[1] in (blocks[sn[0]].get("signals") or {}) and sn != so:
+                existing = blocks[sn[0]]["signals"][sn[1]]
+                moved = blocks[so[0]]["signals"].pop(so[1])
+                merged = copy.deepcopy(moved)
+                merged.update(existing)  # the child may override fields of the renamed signal
+                blocks[sn[0]]["signals"][sn[1]] = merged
+            else:
+                blocks[sn[0]].setdefault("signals", {})[sn[1]] = blocks[so[0]]["signals"].pop(so[1])
+                _move_positions(pos, ("blocks", so[0], "signals", so[1]), ("blocks", sn[0], "signals", sn[1]))
+            lineage.aliases[str(old)] = str(new)
+            lineage.renamed_in[str(old)] = gname
+            for a, b in list(lineage.aliases.items()):
+                if b == str(old):
+                    lineage.aliases[a] = str(new)
+            if str(old) in lineage.since:
+                lineage.since[str(new)] = lineage.since[str(old)]
+        for s in _signal_names(data) - before:
+            lineage.since.setdefault(s, gname)
+        data["removed"] = list(src.data.get("removed", []) or [])
+        data["renamed"] = dict(src.data.get("renamed", {}) or {})
+    last = chain[-1]
+    merged = YamlSource(last.path, last.text, data, pos, [])
+    return Merged(merged, texts, lineage, diags)
+
+
+def _signal_names(data: dict) -> set[str]:
+    out = set()
+    for b, block in (data.get("blocks") or {}).items():
+        if isinstance(block, dict):
+            for s in (block.get("signals") or {}):
+                out.add(f"{b}.{s}")
+    return out
