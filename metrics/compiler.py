@@ -69,6 +69,8 @@ class MetricGraph:
     graph: nx.DiGraph
     diagnostics: list[Diagnostic] = field(default_factory=list)
     content_hash: str = ""
+    unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it cannot be computed here
+    declarations: dict[str, ast.MetricDecl] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -136,7 +138,9 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
             bad.add(d.name)
         by_name[d.name] = d
 
-    known = set(gen.signals) | set(gen.spec) | set(by_name) | {"interval"}
+    known = set(gen.signals) | set(gen.fields) | set(gen.spec) | set(by_name) | {"interval"}
+    elsewhere = _names_in_other_generations(gen)
+    unavailable: dict[str, str] = {}
     graph = nx.DiGraph()
     for s in gen.signals:
         graph.add_node(s, kind="signal")
@@ -147,7 +151,22 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
         graph.add_node(name, kind="metric")
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name):
-                if node.name not in known:
+                reason = _unavailable_reason(gen, node.name, elsewhere)
+                if node.name in gen.aliases:
+                    new = gen.aliases[node.name]
+                    diags.append(Diagnostic("warning", "renamed-signal", f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
+                                            node.span, hint=f"write `{new}`"))
+                    graph.add_edge(new, name)
+                    ref_span.setdefault((new, name), node.span)
+                elif reason is not None:
+                    unavailable.setdefault(name, reason)
+                elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
+                    repl = gen.signals[node.name].renamed_to
+                    diags.append(Diagnostic("warning", "deprecated-signal", f"metric `{name}` reads deprecated signal `{node.name}`",
+                                            node.span, hint=f"use `{repl}`" if repl else "it may be removed in a later generation"))
+                    graph.add_edge(node.name, name)
+                    ref_span.setdefault((node.name, name), node.span)
+                elif node.name not in known:
                     hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
                     diags.append(Diagnostic("error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint))
                     bad.add(name)
@@ -177,6 +196,11 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
                                 hint="a metric cannot depend on itself, directly or through other metrics; break the cycle"))
         bad.update(comp)
 
+    for name in list(unavailable):
+        for dep in nx.descendants(graph, name) if name in graph else ():
+            if dep in by_name:
+                unavailable.setdefault(dep, f"needs metric `{name}`, unavailable: {unavailable[name]}")
+    bad |= set(unavailable)
     typer = Typer(gen)
     compiled: dict[str, CompiledMetric] = {}
     order = [n for n in nx.lexicographical_topological_sort(graph.subgraph(set(by_name) - _downstream(graph, bad, by_name))) if n in by_name]
@@ -210,7 +234,47 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
     for name in sorted(texts):
         h.update(name.encode())
         h.update(texts[name].encode())
-    return MetricGraph(gen, compiled, graph, diags, h.hexdigest()[:16])
+    return MetricGraph(gen, compiled, graph, diags, h.hexdigest()[:16], unavailable, dict(by_name))
+
+
+def _unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[str]]) -> str | None:
+    """Why a signal name that this generation cannot provide makes a metric unavailable (not an error):
+    removed in this generation's lineage, listed but broken here, or defined only on other generations."""
+    if name in gen.removed:
+        return f"signal `{name}` was removed in generation `{gen.removed[name]}`"
+    sig = gen.signals.get(name)
+    if sig is not None and sig.broken:
+        return f"signal `{name}` is listed on `{gen.name}` but known not to count (broken_on)"
+    if sig is None and name not in gen.fields and name in elsewhere:
+        return f"signal `{name}` does not exist on `{gen.name}` (it exists on: {', '.join(elsewhere[name])})"
+    return None
+
+
+def _names_in_other_generations(gen: Generation) -> dict[str, list[str]]:
+    """Signal names of the shipped generations other than ``gen`` (name -> generations)."""
+    from ontology.loader import load_generation, shipped_generations
+
+    out: dict[str, list[str]] = {}
+    for g in shipped_generations():
+        if g == gen.name:
+            continue
+        other = _cached_generation(g)
+        if other is None:
+            continue
+        for s in list(other.signals) + list(other.fields):
+            out.setdefault(s, []).append(g)
+    return out
+
+
+_GEN_CACHE: dict[str, Generation | None] = {}
+
+
+def _cached_generation(name: str) -> Generation | None:
+    from ontology.loader import load_generation
+
+    if name not in _GEN_CACHE:
+        _GEN_CACHE[name] = load_generation(name)[0]
+    return _GEN_CACHE[name]
 
 
 def _downstream(graph: nx.DiGraph, bad: set[str], by_name) -> set[str]:

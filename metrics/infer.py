@@ -120,7 +120,11 @@ class Typer:
         return _T(ir.Const(e.value), self.unit(e.unit, e.span), literal=True)
 
     def _name(self, e: ast.Name) -> _T:
-        n = e.name
+        n = self.gen.aliases.get(e.name, e.name)
+        if n in self.gen.fields:
+            f = self.gen.fields[n]
+            axes = tuple((f"{f.block}.{a}", size) for a, size in f.axes)
+            return _T(ir.Input(n, axes, 0), f.unit)
         if n == "interval":
             return _T(ir.Interval(), self.reg.second)
         if n in self.gen.signals:

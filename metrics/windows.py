@@ -1,19 +1,36 @@
 """Counter windows: from raw register samples to the per-window values that metrics read.
 
-The rules, in one place:
-- a counter's value in a window is its *increase*: the modular difference of two raw register reads
-  in the counter's integer width, taken in unsigned 64-bit integer arithmetic before any conversion to
-  float (so a 64-bit counter near 2^60 keeps every unit), then multiplied by the signal's ``scale``;
-- a gauge's value in a window is its time-weighted mean, i.e. the mean of the two endpoint reads
-  (trapezoid rule on a piecewise-linear level), times ``scale``;
-- ``interval`` is the difference of the two samples' timestamps (ns → s), never wall-clock time;
-- the first sample only sets the baseline: S samples give S − 1 windows.
+The window rules, in one place (each has its own tests in ``tests/test_windows*.py``):
 
-Levels (``Windows.level``): ``window`` (W windows × C chips), ``run`` (one window per chip: counters
-summed, gauges time-weighted, intervals summed) and ``server`` (one value: counters summed over chips,
-gauges combined by their ``across_chips`` rule, interval the run duration, per-chip spec constants
-multiplied by the number of chips). A metric at run or server level is computed from these summed base
-quantities, so a run-level utilisation is a ratio of sums, never a mean of per-window ratios.
+1. **Baseline.** S samples of a chip give S − 1 windows; the first sample only sets the baseline.
+2. **Interval.** ``interval`` is the difference of the window's two sample timestamps (ns → s), never
+   wall-clock time.
+3. **Counters.** The value is the increase: ``(cur − prev) mod 2^w`` in unsigned 64-bit integer
+   arithmetic before any conversion to float (so a 64-bit counter near 2^60 keeps every unit), where
+   ``w`` is the signal's effective wrap width (``effective_width``, else ``width``); then × ``scale``.
+4. **Resets.** A window is a reset — null, reason ``reset`` — when (a) the signal's
+   ``reset_indicator`` changed between the two samples, or (b) the modular increase is implausible:
+   larger than ``max_rate × interval`` (plus one raw unit) when the signal declares ``max_rate``, else
+   larger than half the counter's range (2^(w−1)): a counter that really advanced that far between
+   two samples would be indistinguishable from one that was reset, so the window is not trusted.
+   A counter of ``width: unknown`` cannot wrap in a way we could undo: any decrease is a reset.
+   A histogram is reset when any of its buckets decreases.
+5. **Sentinels.** A raw value listed in ``sentinel`` means "no data": every window touching it is
+   null, reason ``sentinel`` (never a number like 9.2e18 %).
+6. **Missing samples.** A sample that is absent (a gap in the chip's sampling grid) or holds a null
+   register makes the windows touching it null, reason ``missing sample``.
+7. **Gauges** are time-weighted means: the mean of the two endpoint reads (trapezoid rule on a
+   piecewise-linear level), × scale.
+8. **Packed fields** are never differenced: a field's value is its bits at the window's end sample,
+   × scale.
+Null values are NaN inside arrays; ``Windows.null`` holds the reason code of every null value.
+
+Levels: ``run_level`` (one window per chip: counters summed, gauges time-weighted, intervals summed)
+and ``server_level`` (counters summed over chips, gauges combined by their ``across_chips`` rule,
+interval the run duration, per-chip spec constants × the number of chips). Both take a mask of the
+windows to include; ``metrics.levels`` picks, per metric, the windows where its inputs are valid, so
+a run-level value is a ratio of sums over the same windows — never a mean of per-window ratios, and
+never a total that silently lost a window.
 """
 from __future__ import annotations
 
@@ -28,6 +45,10 @@ import pyarrow.parquet as pq
 from ontology.generation import Generation
 from ontology.model import SignalKind
 
+VALID, SENTINEL, RESET, RESET_INFERRED, MISSING = 0, 1, 2, 3, 4
+REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",
+           MISSING: "missing sample"}
+
 
 class DumpError(ValueError):
     """A counter dump that cannot be read as the generation's signals (message says what and how to fix)."""
@@ -35,33 +56,45 @@ class DumpError(ValueError):
 
 @dataclass
 class CounterDump:
-    """Raw samples of one run. ``raw[name]`` has shape (samples, chips, instances) as uint64;
-    ``timestamps_ns`` has shape (samples, chips)."""
+    """Raw samples of one run on a common sampling grid.
+
+    ``raw[name]``: uint64 (samples, chips, instances); ``timestamps_ns``: int64 (samples, chips);
+    ``present``: bool (samples, chips) — False where the chip has no sample at that grid point;
+    ``missing[name]``: bool like ``raw`` — True where the register was null in the dump.
+    """
 
     path: str
     chips: np.ndarray
     timestamps_ns: np.ndarray
     raw: dict[str, np.ndarray]
+    present: np.ndarray
+    missing: dict[str, np.ndarray] = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
 
 
 @dataclass
 class Windows:
-    """Prepared values. ``values[name]``: float64 of shape (W, C, *axis sizes) in the signal's unit;
-    ``interval``: (W, C) seconds; ``chips``: factor for per-chip spec constants (1, or C at server level)."""
+    """Prepared values. ``values[name]``: float64 (W, C, *axis sizes) in the signal's unit, NaN where
+    null; ``null[name]``: uint8 reason codes of the same shape (0 = valid); ``interval``: (W, C)
+    seconds; ``chips``: factor for per-chip spec constants (1, or C at server level)."""
 
     interval: np.ndarray
     values: dict[str, np.ndarray]
     chips: float = 1.0
     level: str = "window"
     start_ns: np.ndarray | None = None
+    null: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def read_counters(path: str | Path, gen: Generation) -> CounterDump:
     """Read a counter Parquet file (columns ``chip``, ``timestamp_ns`` and one per signal).
 
+    Samples are placed on a grid: with ``sample_period_ns`` in the file's metadata, a chip's sample
+    lands at index round((t − t0) / period), so a dropped sample leaves a hole; without it, every
+    chip must have the same number of samples.
+
     Raises:
-        DumpError: unreadable file, missing or mistyped columns, chips with different sample counts,
+        DumpError: unreadable file, missing or mistyped columns, uneven chips without a period,
             timestamps that do not increase.
     """
     p = str(path)
@@ -71,66 +104,82 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
         raise DumpError(f"{p}: not a readable Parquet counter dump ({exc}); re-run the emulator or check the file") from None
     cols = set(table.column_names)
     need = {"chip", "timestamp_ns"} | set(gen.signals)
-    missing = sorted(need - cols)
-    if missing:
-        raise DumpError(f"{p}: missing columns for generation `{gen.name}`: {', '.join(missing[:8])}"
-                        f"{' …' if len(missing) > 8 else ''}; was the dump written for another generation?")
+    missing_cols = sorted(need - cols)
+    if missing_cols:
+        raise DumpError(f"{p}: missing columns for generation `{gen.name}`: {', '.join(missing_cols[:8])}"
+                        f"{' …' if len(missing_cols) > 8 else ''}; was the dump written for another generation?")
     meta = {}
     if table.schema.metadata and b"perfonto" in table.schema.metadata:
         try:
             meta = json.loads(table.schema.metadata[b"perfonto"])
         except ValueError:
             meta = {}
+    if table.column("chip").null_count or table.column("timestamp_ns").null_count:
+        raise DumpError(f"{p}: `chip` or `timestamp_ns` holds nulls; every row needs both")
     chip = table.column("chip").to_numpy()
     ts = table.column("timestamp_ns").to_numpy().astype(np.int64)
     chips = np.unique(chip)
-    n_chips = len(chips)
-    if n_chips == 0:
+    if len(chips) == 0:
         raise DumpError(f"{p}: the dump holds no samples")
-    order = np.lexsort((ts, chip))  # by chip, then time
-    counts = np.bincount(np.searchsorted(chips, chip), minlength=n_chips)
-    if not np.all(counts == counts[0]):
-        raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(chips.tolist(), counts.tolist()))}); the dump is truncated or corrupt")
-    S = int(counts[0])
-    ts_sc = ts[order].reshape(n_chips, S).T
-    if S > 1 and np.any(np.diff(ts_sc, axis=0) <= 0):
-        raise DumpError(f"{p}: timestamps do not increase within a chip (duplicate or out-of-order samples)")
+    order = np.lexsort((ts, chip))
+    chip_idx = np.searchsorted(chips, chip[order])
+    ts_sorted = ts[order]
+    counts = np.bincount(chip_idx, minlength=len(chips))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(len(order)) - starts[chip_idx]  # rank within the chip
+    for c in range(len(chips)):
+        seg = ts_sorted[starts[c]:starts[c] + counts[c]]
+        if len(seg) > 1 and np.any(np.diff(seg) <= 0):
+            raise DumpError(f"{p}: timestamps of chip {chips[c]} do not increase (duplicate or out-of-order samples)")
+    period = int(meta.get("sample_period_ns", 0) or 0)
+    if period > 0:
+        t0 = ts_sorted[starts][chip_idx]
+        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
+        if np.any(np.diff(grid)[np.diff(chip_idx) == 0] <= 0):
+            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
+    else:
+        if not np.all(counts == counts[0]):
+            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(chips.tolist(), counts.tolist()))}) "
+                            "and the file's metadata gives no sample_period_ns to align them")
+        grid = pos
+    S, C = int(grid.max()) + 1, len(chips)
+    present = np.zeros((S, C), dtype=bool)
+    present[grid, chip_idx] = True
+    stamps = np.zeros((S, C), dtype=np.int64)
+    stamps[grid, chip_idx] = ts_sorted
+    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
+        for c in range(C):
+            have = np.nonzero(present[:, c])[0]
+            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
     raw: dict[str, np.ndarray] = {}
+    missing: dict[str, np.ndarray] = {}
     for name, sig in gen.signals.items():
         col = table.column(name).combine_chunks()
         n_inst = sig.instances
         if pa.types.is_fixed_size_list(col.type):
             if col.type.list_size != n_inst:
                 raise DumpError(f"{p}: column `{name}` has {col.type.list_size} instances, the generation declares {n_inst}")
-            arr = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+            flat = col.flatten()
+            if col.null_count:  # a null list row: every instance missing
+                row_null = np.repeat(col.is_null().to_numpy(zero_copy_only=False), n_inst)
+                flat = pa.array(np.where(row_null, 0, flat.fill_null(0).to_numpy(zero_copy_only=False)), mask=row_null)
+            nulls = flat.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+            arr = flat.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
         else:
             if n_inst != 1:
                 raise DumpError(f"{p}: column `{name}` is a scalar but `{sig.block}` has {n_inst} instances")
-            arr = col.to_numpy(zero_copy_only=False).reshape(-1, 1)
-        if col.null_count:
-            raise DumpError(f"{p}: column `{name}` holds {col.null_count} nulls; raw registers cannot be null")
-        arr = arr.astype(np.uint64, copy=False)[order]
-        raw[name] = arr.reshape(n_chips, S, n_inst).transpose(1, 0, 2)
-    return CounterDump(p, chips, ts_sc, raw, meta)
-
-
-def prepare(dump: CounterDump, gen: Generation) -> Windows:
-    """Turn raw samples into windows (see the module docstring for the rules)."""
-    ts = dump.timestamps_ns
-    interval = np.diff(ts, axis=0).astype(np.float64) * 1e-9
-    values: dict[str, np.ndarray] = {}
-    for name, sig in gen.signals.items():
-        raw = dump.raw[name]
-        shape = raw.shape[:2]
-        sizes = tuple(s for _, s in sig.axes)
-        if sig.kind is SignalKind.counter:
-            delta = modular_delta(raw[:-1], raw[1:], sig.width)
-            v = delta.astype(np.float64) * sig.scale
-        else:
-            r = raw.astype(np.float64)
-            v = (r[:-1] + r[1:]) * (0.5 * sig.scale)
-        values[name] = v.reshape((shape[0] - 1, shape[1]) + sizes)
-    return Windows(interval, values, 1.0, "window", ts[:-1])
+            nulls = col.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
+            arr = col.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
+        if not (pa.types.is_integer(col.type) or (pa.types.is_fixed_size_list(col.type) and pa.types.is_integer(col.type.value_type))):
+            raise DumpError(f"{p}: column `{name}` has type {col.type}; raw registers are unsigned integers")
+        out = np.zeros((S, C, n_inst), dtype=np.uint64)
+        out[grid, chip_idx] = arr.astype(np.uint64, copy=False)[order]
+        raw[name] = out
+        if nulls.any():
+            m = np.zeros((S, C, n_inst), dtype=bool)
+            m[grid, chip_idx] = nulls[order]
+            missing[name] = m
+    return CounterDump(p, chips, stamps, raw, present, missing, meta)
 
 
 def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
@@ -145,19 +194,96 @@ def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
     return d
 
 
-def run_level(w: Windows, gen: Generation) -> Windows:
-    """One window per chip: counters summed, gauges time-weighted over the windows, intervals summed."""
-    dt = w.interval
+def _touching(bad_sample: np.ndarray) -> np.ndarray:
+    """Windows whose start or end sample is bad."""
+    return bad_sample[:-1] | bad_sample[1:]
+
+
+def prepare(dump: CounterDump, gen: Generation) -> Windows:
+    """Turn raw samples into windows by the rules of the module docstring."""
+    ts = dump.timestamps_ns
+    interval = np.diff(ts, axis=0).astype(np.float64) * 1e-9
+    values: dict[str, np.ndarray] = {}
+    nulls: dict[str, np.ndarray] = {}
+    absent = ~dump.present[:, :, None]
+    for name, sig in gen.signals.items():
+        raw = dump.raw[name]
+        W = raw.shape[0] - 1
+        reason = np.zeros((W,) + raw.shape[1:], dtype=np.uint8)
+        bad = absent | dump.missing.get(name, False)
+        sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
+        if sig.kind in (SignalKind.counter, SignalKind.histogram):
+            prev, cur = raw[:-1], raw[1:]
+            if sig.wrap_width is None:  # unknown width: a decrease cannot be told from a reset
+                delta = cur - prev
+                implausible = cur < prev
+            elif sig.kind is SignalKind.histogram:
+                delta = modular_delta(prev, cur, sig.wrap_width)
+                dec = (cur < prev).reshape(cur.shape[:2] + (-1, len(sig.buckets) + 1)).any(axis=-1, keepdims=True)
+                implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
+            else:
+                delta = modular_delta(prev, cur, sig.wrap_width)
+                if sig.max_rate is not None:
+                    limit = sig.max_rate * interval[:, :, None] / sig.scale + 1.0
+                    implausible = delta.astype(np.float64) > limit
+                else:
+                    implausible = delta > np.uint64(1 << (sig.wrap_width - 1))
+            v = delta.astype(np.float64) * sig.scale
+            reason[implausible] = RESET_INFERRED
+            if sig.reset_indicator is not None:
+                ind = dump.raw[sig.reset_indicator]
+                changed = (ind[1:] != ind[:-1]).any(axis=2, keepdims=True)
+                reason[np.broadcast_to(changed, reason.shape)] = RESET
+        elif sig.kind is SignalKind.gauge:
+            r = raw.astype(np.float64)
+            v = (r[:-1] + r[1:]) * (0.5 * sig.scale)
+        else:  # packed register: only its fields are values
+            v = raw[1:].astype(np.float64)
+        if sent is not None:
+            reason[_touching(sent)] = SENTINEL
+        reason[_touching(np.broadcast_to(bad, raw.shape))] = MISSING
+        v = np.where(reason == VALID, v, np.nan)
+        sizes = tuple(s for _, s in sig.axes)
+        shape = (W, raw.shape[1]) + sizes
+        values[name] = v.reshape(shape)
+        nulls[name] = reason.reshape(shape)
+    for fname, f in gen.fields.items():
+        reg = gen.signals[f.register]
+        raw = dump.raw[f.register][1:]
+        mask = np.uint64((1 << (f.hi - f.lo + 1)) - 1)
+        v = ((raw >> np.uint64(f.lo)) & mask).astype(np.float64) * f.scale
+        reason = np.zeros(raw.shape, dtype=np.uint8)
+        if reg.sentinel:
+            reason[np.isin(raw, np.array(reg.sentinel, dtype=np.uint64))] = SENTINEL
+        bad = (absent | dump.missing.get(f.register, False))[1:]
+        reason[np.broadcast_to(bad, raw.shape)] = MISSING
+        shape = (raw.shape[0], raw.shape[1]) + tuple(s for _, s in f.axes)
+        values[fname] = np.where(reason == VALID, v, np.nan).reshape(shape)
+        nulls[fname] = reason.reshape(shape)
+    return Windows(interval, values, 1.0, "window", ts[:-1], nulls)
+
+
+def _kind(gen: Generation, name: str) -> str:
+    if name in gen.fields:
+        return "field"
+    return gen.signals[name].kind.value
+
+
+def run_level(w: Windows, gen: Generation, mask: np.ndarray | None = None) -> Windows:
+    """One window per chip over the windows where ``mask`` (W, C) is True (default: all windows):
+    counters summed, gauges and fields time-weighted, intervals summed."""
+    dt = w.interval if mask is None else np.where(mask, w.interval, 0.0)
     total = dt.sum(axis=0, keepdims=True)
     values = {}
     for name, v in w.values.items():
-        sig = gen.signals[name]
-        if sig.kind is SignalKind.counter:
-            values[name] = v.sum(axis=0, keepdims=True)
+        extra = (1,) * (v.ndim - 2)
+        keep = np.ones(v.shape, dtype=bool) if mask is None else np.broadcast_to(mask.reshape(mask.shape + extra), v.shape)
+        vv = np.where(keep, v, 0.0)
+        if _kind(gen, name) in ("counter", "histogram"):
+            values[name] = vv.sum(axis=0, keepdims=True)
         else:
-            wt = dt.reshape(dt.shape + (1,) * (v.ndim - 2))
             with np.errstate(invalid="ignore", divide="ignore"):
-                values[name] = (v * wt).sum(axis=0, keepdims=True) / total.reshape(total.shape + (1,) * (v.ndim - 2))
+                values[name] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0, keepdims=True) / total.reshape(total.shape + extra)
     return Windows(total, values, w.chips, "run")
 
 
@@ -166,8 +292,8 @@ def server_level(run: Windows, gen: Generation) -> Windows:
     n = run.interval.shape[1]
     values = {}
     for name, v in run.values.items():
-        sig = gen.signals[name]
-        rule = "sum" if sig.kind is SignalKind.counter else sig.across_chips
+        kind = _kind(gen, name)
+        rule = "sum" if kind in ("counter", "histogram") else ("max" if kind == "field" else gen.signals[name].across_chips)
         if rule == "sum":
             values[name] = v.sum(axis=1, keepdims=True)
         elif rule == "max":

@@ -7,6 +7,7 @@ signal's cycle unit belongs to its block's clock domain.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 
@@ -159,6 +160,12 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         u = unit(const.unit, loc + ("unit",), f"spec constant `{full}`")
         if u is None:
             continue
+        if const.scope is Scope.instance:
+            blk = gf.blocks.get(cname.split(".")[0])
+            if blk is None or not blk.instances:
+                diags.append(Diagnostic("error", "scope", f"spec constant `{full}` has scope `instance` but `{cname.split('.')[0]}` is not a block with instances",
+                                        src.span(loc + ("scope",)), hint="name per-instance constants after their block, e.g. `hbm.stack_peak_bandwidth`"))
+                continue
         spec[full] = ResolvedConstant(full, const.value, u, const.unit, const.provenance.value, const.source,
                                       const.description, const.scope, src.span(loc))
 
@@ -220,6 +227,8 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
                 since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
                 renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on)
+            if sig.width == "unknown":
+                signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
     for full, s_ in signals.items():
         sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
         if s_.reset_indicator is not None and s_.reset_indicator not in signals:
@@ -245,6 +254,8 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
         diags.append(Diagnostic("error", code, f"signal `{full}`: {msg}", src.span(sloc + ((key,) if key else ())), hint=hint))
 
     k = sig.kind
+    if sig.width == "unknown" and k is not SignalKind.counter:
+        err("counter-width", "`width: unknown` is only for counters", "width")
     if k in (SignalKind.counter, SignalKind.histogram, SignalKind.packed) and sig.width is None:
         err("counter-width", f"a {k.value} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
     if k is SignalKind.gauge and sig.width is not None:
@@ -254,13 +265,15 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
     if sig.effective_width is not None:
         if k is not SignalKind.counter:
             err("effective-width", "`effective_width` is for counters", "effective_width")
-        elif sig.width is not None and sig.effective_width > sig.width:
+        elif isinstance(sig.width, int) and sig.effective_width > sig.width:
             err("effective-width", f"effective_width {sig.effective_width} exceeds the register width {sig.width}", "effective_width",
                 "the wrap width cannot exceed the stored width")
-    bits = sig.effective_width or sig.width
+    stored = sig.width if isinstance(sig.width, int) else 64
+    if sig.effective_width is not None and sig.width == "unknown":
+        err("effective-width", "`effective_width` needs a known `width`", "effective_width")
     for v in sig.sentinel:
-        if v < 0 or (bits is not None and v >= (1 << (sig.width or 64))):
-            err("sentinel", f"sentinel {v} does not fit in {sig.width or 64} bits", "sentinel")
+        if v < 0 or v >= (1 << stored):
+            err("sentinel", f"sentinel {v} does not fit in {stored} bits", "sentinel")
     if sig.max_rate is not None and k is not SignalKind.counter:
         err("max-rate", "`max_rate` is for counters", "max_rate")
     if k is SignalKind.packed:
@@ -269,7 +282,7 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
         used: list[tuple[int, int, str]] = []
         for fname, f in sig.fields.items():
             lo, hi = f.bits
-            if lo > hi or lo < 0 or (sig.width is not None and hi >= sig.width):
+            if lo > hi or lo < 0 or (isinstance(sig.width, int) and hi >= sig.width):
                 err("packed-fields", f"field `{fname}` bits [{lo}, {hi}] do not fit in {sig.width} bits", "fields")
             for a, b, other in used:
                 if lo <= b and a <= hi:

@@ -38,8 +38,21 @@ def _validate(src: YamlSource) -> GenerationFile | None:
     try:
         return GenerationFile.model_validate(src.data)
     except ValidationError as exc:
+        seen_union: dict[tuple, int] = {}
         for err in exc.errors():
             loc = tuple(err["loc"])
+            # a value that fits no member of a union gives one error per member: report one, naming all
+            member = next((i for i, part in enumerate(loc) if isinstance(part, str) and (part in ("int", "str", "float", "constrained-int")
+                                                                                          or part.startswith(("literal[", "function-")))), None)
+            if member is not None:
+                field_loc = loc[:member]
+                if field_loc in seen_union:
+                    prev = src.diagnostics[seen_union[field_loc]]
+                    src.diagnostics[seen_union[field_loc]] = Diagnostic(prev.severity, prev.code, prev.message + f"; or {err['msg'][0].lower()}{err['msg'][1:]}",
+                                                                        prev.span, prev.hint)
+                    continue
+                seen_union[field_loc] = len(src.diagnostics)
+                loc = field_loc
             if err["type"] == "extra_forbidden":
                 key = loc[-1]
                 parent = _parent_model(loc[:-1])

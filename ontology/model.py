@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -35,12 +35,16 @@ class Provenance(str, Enum):
 class Scope(str, Enum):
     """What a spec constant is a quantity *of*.
 
+    ``instance``: one instance's amount of the block the constant is named after (``spec.die.peak_bw``
+    with ``die: 8`` instances is per die); it carries the block's instance axes, so it can only meet
+    per-instance values, or be rolled up first (``sum(spec.die.peak_bw)`` is the chip's total).
     ``chip``: one chip's amount (peak FLOP/s, HBM bandwidth, capacity, clock cycles per second); a
-    server of N chips has N times it. ``global``: independent of the number of chips (bytes per
-    element, a ratio)."""
+    server of N chips has N times it. ``system``: independent of the number of chips (bytes per
+    element, a ratio, a server-wide budget)."""
 
+    instance = "instance"
     chip = "chip"
-    global_ = "global"
+    system = "system"
 
 
 class SpecConstant(_Model):
@@ -115,7 +119,7 @@ class Signal(_Model):
     kind: SignalKind = Field(description="counter, gauge, packed or histogram.")
     unit: str = Field(default="", description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.")
     description: str = Field(min_length=1, description="What the signal counts or measures.")
-    width: int | None = Field(default=None, ge=1, le=64, description="Register width in bits (counters, packed registers, histogram buckets).")
+    width: Annotated[int, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")
     effective_width: int | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
     sentinel: list[int] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")

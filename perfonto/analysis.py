@@ -33,7 +33,7 @@ class Analysis:
     thresholds: list[tuple[str, float, str]]
     violations: list[BoundViolation] = field(default_factory=list)
     violation_counts: dict[str, int] = field(default_factory=dict)
-    null_windows: dict[str, int] = field(default_factory=dict)
+    null_windows: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def topdown_level1(graph: MetricGraph) -> list[str]:
@@ -67,12 +67,8 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20) -> Analysi
                 crossed.append((name, v, msg))
     violations: list[BoundViolation] = []
     counts: dict[str, int] = {}
-    nulls: dict[str, int] = {}
     for name, m in graph.metrics.items():
         v = ev.window[name]
-        nn = int(np.isnan(v).reshape(v.shape[0], v.shape[1], -1).any(axis=2).sum())
-        if nn:
-            nulls[name] = nn
         if not m.bounds:
             continue
         lo, hi = m.bounds
@@ -87,4 +83,4 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20) -> Analysi
                     break
                 val = v[wi, ci]
                 violations.append(BoundViolation(name, int(ev.chips[ci]), int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds))
-    return Analysis(td, bottleneck, label, children, crossed, violations, counts, nulls)
+    return Analysis(td, bottleneck, label, children, crossed, violations, counts, ev.nulls)

@@ -12,18 +12,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from metrics.compiler import MetricGraph
-from metrics.windows import Windows, prepare, read_counters, run_level, server_level
+from metrics.levels import evaluate_levels, null_reasons
+from metrics.windows import Windows, prepare, read_counters
 
 
 @dataclass
 class Evaluation:
-    """Metric values: ``window[name]`` (W, C, …), ``per_chip[name]`` (C, …), ``server[name]`` (…)."""
+    """Metric values: ``window[name]`` (W, C, …), ``per_chip[name]`` (C, …), ``server[name]`` (…);
+    ``nulls[name]``: {reason: count} of null window values; ``coverage[name]``: share of the run
+    that the server-level value covers."""
 
     windows: Windows
     window: dict[str, np.ndarray]
     per_chip: dict[str, np.ndarray]
     server: dict[str, np.ndarray]
     chips: np.ndarray
+    nulls: dict[str, dict[str, int]]
+    coverage: dict[str, float]
 
 
 def load_evaluator(path: str | Path):
@@ -40,11 +45,8 @@ def evaluate_dump(graph: MetricGraph, evaluator, counters_path: str | Path) -> E
     dump = read_counters(counters_path, gen)
     w = prepare(dump, gen)
     window = evaluator.evaluate(w.values, w.interval, w.chips)
-    run = run_level(w, gen)
-    per_chip = {k: v[0] for k, v in evaluator.evaluate(run.values, run.interval, run.chips).items()}
-    srv = server_level(run, gen)
-    server = {k: v[0, 0] for k, v in evaluator.evaluate(srv.values, srv.interval, srv.chips).items()}
-    return Evaluation(w, window, per_chip, server, dump.chips)
+    levels = evaluate_levels(graph, w, evaluator.evaluate)
+    return Evaluation(w, window, levels.per_chip, levels.server, dump.chips, null_reasons(graph, w, window), levels.coverage)
 
 
 def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) -> None:

@@ -45,6 +45,9 @@ class JobResult:
             else:
                 metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
                                  "axes": [list(a) for a in m.axes]}
+        decls = graph.declarations
+        for name, why in graph.unavailable.items():
+            metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
         per_chip = []
         for ci, chip in enumerate(self.evaluation.chips):
             per_chip.append({"chip": int(chip), "metrics": {
@@ -62,6 +65,8 @@ class JobResult:
             "bounds_violations": {"counts": a.violation_counts,
                                   "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},
             "null_windows": a.null_windows,
+            "coverage": {k: round(v, 6) for k, v in self.evaluation.coverage.items() if v < 0.999999},
+            "unavailable": graph.unavailable,
             "per_chip": per_chip,
             "outputs": self.outputs,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},

@@ -83,8 +83,18 @@ def render(result: JobResult, console: Console) -> None:
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
     if a.null_windows:
-        console.print("[dim]Null windows (a value that could not be computed, e.g. division by zero): "
-                      + ", ".join(f"{k}: {v}" for k, v in sorted(a.null_windows.items())) + "[/dim]")
+        console.print("[bold]Null window values[/bold] (not computable; never NaN or a made-up number):")
+        for k, reasons in sorted(a.null_windows.items()):
+            console.print(f"  • {k}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()), markup=False)
+    partial = {k: c for k, c in ev.coverage.items() if c < 0.999999}
+    if partial:
+        console.print("[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):")
+        for k, c in sorted(partial.items()):
+            console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
+    if result.catalog.graph.unavailable:
+        console.print("[bold]Unavailable metrics[/bold] on this generation:")
+        for k, why in sorted(result.catalog.graph.unavailable.items()):
+            console.print(f"  • {k}: {why}", markup=False)
 
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")

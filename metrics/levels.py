@@ -1,0 +1,104 @@
+"""Evaluate metrics at the run and server levels, and say why window values are null.
+
+A run-level or server-level value is computed from summed base quantities (``metrics.windows``),
+over the windows where every signal the metric reads (directly or through other metrics) is valid:
+a reset on chip 3 removes that window from chip 3's run-level totals *and* its interval, instead of
+silently undercounting. The server level uses the windows valid on every chip. Metrics that read
+the same set of affected signals share one evaluation, so a clean run costs one call per level.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import networkx as nx
+import numpy as np
+
+from .compiler import MetricGraph
+from .windows import REASONS, VALID, Windows, run_level, server_level
+
+EvalFn = Callable[[dict, np.ndarray, float], dict]
+
+
+@dataclass
+class Levels:
+    """``per_chip[m]``: (C, …); ``server[m]``: (…); ``coverage[m]``: fraction of run time included at
+    server level (1.0 when no window was dropped)."""
+
+    per_chip: dict[str, np.ndarray]
+    server: dict[str, np.ndarray]
+    coverage: dict[str, float]
+
+
+def signal_deps(graph: MetricGraph) -> dict[str, set[str]]:
+    """Every metric's signals and packed fields, read directly or through other metrics."""
+    out: dict[str, set[str]] = {}
+    inputs = set(graph.generation.signals) | set(graph.generation.fields)
+    for name in graph.metrics:
+        out[name] = {n for n in nx.ancestors(graph.graph, name) if n in inputs}
+    return out
+
+
+def _invalid(w: Windows, signals) -> np.ndarray:
+    """(W, C) True where any of ``signals`` is null in the window (any instance)."""
+    bad = np.zeros(w.interval.shape, dtype=bool)
+    for s in signals:
+        r = w.null.get(s)
+        if r is not None and r.any():
+            bad |= (r != VALID).reshape(r.shape[0], r.shape[1], -1).any(axis=2)
+    return bad
+
+
+def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn) -> Levels:
+    """Run- and server-level values of every metric with ``evaluate(inputs, interval, chips)``."""
+    gen = graph.generation
+    deps = signal_deps(graph)
+    dirty = {s for s, r in w.null.items() if r.any()}
+    groups: dict[tuple, list[str]] = {}
+    for name in graph.metrics:
+        groups.setdefault(tuple(sorted(deps[name] & dirty)), []).append(name)
+    per_chip: dict[str, np.ndarray] = {}
+    server: dict[str, np.ndarray] = {}
+    coverage: dict[str, float] = {}
+    total_time = float(w.interval.sum(axis=0).mean()) if w.interval.size else 0.0
+    for key, names in groups.items():
+        bad = _invalid(w, key)
+        run = run_level(w, gen, ~bad if key else None)
+        out = evaluate(run.values, run.interval, run.chips)
+        common = ~bad.any(axis=1, keepdims=True) if key else None
+        run_all = run_level(w, gen, np.broadcast_to(common, bad.shape) if key else None)
+        srv = server_level(run_all, gen)
+        out_srv = evaluate(srv.values, srv.interval, srv.chips)
+        kept = float(srv.interval[0, 0]) if srv.interval.size else 0.0
+        for n in names:
+            per_chip[n] = out[n][0]
+            server[n] = out_srv[n][0, 0]
+            coverage[n] = kept / total_time if total_time > 0 else 0.0
+    return Levels(per_chip, server, coverage)
+
+
+def null_reasons(graph: MetricGraph, w: Windows, values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
+    """For each metric with null windows: {reason: number of (window, chip) values}. A null whose
+    inputs are all valid comes from the formula itself (division by zero, an undefined power)."""
+    deps = signal_deps(graph)
+    out: dict[str, dict[str, int]] = {}
+    for name, v in values.items():
+        nullmask = np.isnan(v).reshape(v.shape[0], v.shape[1], -1).any(axis=2)
+        if not nullmask.any():
+            continue
+        counts: dict[str, int] = {}
+        remaining = nullmask.copy()
+        for code, label in REASONS.items():
+            hit = np.zeros_like(remaining)
+            for s in deps.get(name, ()):
+                r = w.null.get(s)
+                if r is not None:
+                    hit |= (r == code).reshape(r.shape[0], r.shape[1], -1).any(axis=2)
+            hit &= remaining
+            if hit.any():
+                counts[label] = int(hit.sum())
+                remaining &= ~hit
+        if remaining.any():
+            counts["undefined (division by zero)"] = int(remaining.sum())
+        out[name] = counts
+    return out

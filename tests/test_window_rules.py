@@ -1,0 +1,192 @@
+"""Window rules (metrics/windows.py docstring), one test per rule and the cases of issue 4."""
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metrics.levels import evaluate_levels, null_reasons
+from metrics.interpreter import evaluate
+from metrics.windows import MISSING, RESET, RESET_INFERRED, SENTINEL, VALID, prepare, read_counters
+from ontology import load_generation
+
+GEN_YAML = """\
+generation: t
+description: test generation for window rules
+clock_domains:
+  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
+blocks:
+  c:
+    description: counters
+    clock: core
+    signals:
+      c32: {kind: counter, unit: event, width: 32, description: a 32-bit counter}
+      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}
+      c48in64: {kind: counter, unit: event, width: 64, effective_width: 32, description: "stored in 64 bits, wraps at 32"}
+      unk: {kind: counter, unit: event, width: unknown, description: undocumented width}
+      scaled: {kind: counter, unit: B, width: 32, scale: 4, description: counts 4-byte units}
+      rated: {kind: counter, unit: B, width: 48, max_rate: 1 GB/s, description: declared max rate}
+      withind: {kind: counter, unit: event, width: 32, reset_indicator: c.boot, description: reset by indicator}
+      boot: {kind: gauge, unit: event, description: boot count}
+      sent: {kind: counter, unit: event, width: 32, sentinel: [4294967295], description: with a sentinel}
+      level: {kind: gauge, unit: W, sentinel: [65535], description: a gauge}
+      hist: {kind: histogram, unit: event, width: 32, buckets: [10, 100], description: a histogram}
+      reg:
+        kind: packed
+        width: 16
+        description: a packed register
+        fields:
+          low: {bits: [0, 3], description: low nibble}
+          flag: {bits: [8, 8], description: a flag}
+"""
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory):
+    p = tmp_path_factory.mktemp("g") / "t.yaml"
+    p.write_text(GEN_YAML)
+    g, diags = load_generation(p)
+    assert g is not None, [d.render() for d in diags]
+    return g
+
+
+def dump(tmp_path, gen, rows, ts=None, period_ns=None):
+    """rows: list of {signal: raw} per sample (one chip); missing signals are 0; None = null register."""
+    n = len(rows)
+    ts = ts if ts is not None else [i * 10_000_000 for i in range(n)]
+    cols = {"chip": pa.array(np.zeros(n, np.int32)), "timestamp_ns": pa.array(np.asarray(ts, np.int64))}
+    for name, sig in gen.signals.items():
+        vals = [r.get(name, [0] * sig.instances if sig.instances > 1 else 0) for r in rows]
+        if sig.instances > 1:
+            cols[name] = pa.FixedSizeListArray.from_arrays(pa.array([x for v in vals for x in v], pa.uint64()), sig.instances)
+        else:
+            cols[name] = pa.array(vals, pa.uint64())
+    t = pa.table(cols)
+    if period_ns:
+        t = t.replace_schema_metadata({b"perfonto": json.dumps({"sample_period_ns": period_ns}).encode()})
+    p = tmp_path / "d.parquet"
+    pq.write_table(t, p)
+    return prepare(read_counters(p, gen), gen)
+
+
+def test_case1_32bit_wrap(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.c32": 4_294_967_000}, {"c.c32": 200}])
+    assert w.values["c.c32"][0, 0] == 496 and w.null["c.c32"][0, 0] == VALID
+
+
+def test_case2_effective_width(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.c48in64": 4_294_967_000}, {"c.c48in64": 300}])
+    assert w.values["c.c48in64"][0, 0] == 596
+
+
+def test_case3_64bit_exact(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.c64": 2**60}, {"c.c64": 2**60 + 1000}])
+    assert w.values["c.c64"][0, 0] == 1000
+
+
+def test_case4_unknown_width_drop_is_flagged(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.unk": 3_000_000_000}, {"c.unk": 4_000_000_000}, {"c.unk": 10_000}, {"c.unk": 20_000}])
+    v, r = w.values["c.unk"][:, 0], w.null["c.unk"][:, 0]
+    assert v[0] == 1_000_000_000 and np.isnan(v[1]) and r[1] == RESET_INFERRED and v[2] == 10_000
+    running = np.nancumsum(v)
+    assert np.all(np.diff(running) >= 0)  # running totals never decrease
+
+
+def test_case8_scale(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.scaled": 0}, {"c.scaled": 1000}])
+    assert w.values["c.scaled"][0, 0] == 4000
+
+
+def test_case14_sentinel_is_null(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.sent": 5}, {"c.sent": 4294967295}, {"c.sent": 20}])
+    assert np.isnan(w.values["c.sent"][:, 0]).all() and (w.null["c.sent"][:, 0] == SENTINEL).all()
+    w = dump(tmp_path, gen, [{"c.level": 100}, {"c.level": 65535}])
+    assert np.isnan(w.values["c.level"][0, 0]) and w.null["c.level"][0, 0] == SENTINEL
+
+
+def test_half_range_rule_without_max_rate(tmp_path, gen):
+    # a 32-bit counter read as 100 then 50: the modular increase 2^32 - 50 is above half the range -> reset
+    w = dump(tmp_path, gen, [{"c.c32": 100}, {"c.c32": 50}])
+    assert np.isnan(w.values["c.c32"][0, 0]) and w.null["c.c32"][0, 0] == RESET_INFERRED
+
+
+def test_max_rate_rule(tmp_path, gen):
+    # 1 GB/s over a 10 ms window allows at most 10 MB
+    ok = dump(tmp_path, gen, [{"c.rated": 0}, {"c.rated": 9_000_000}])
+    assert ok.values["c.rated"][0, 0] == 9_000_000
+    bad = dump(tmp_path, gen, [{"c.rated": 0}, {"c.rated": 11_000_000}])
+    assert bad.null["c.rated"][0, 0] == RESET_INFERRED
+
+
+def test_reset_indicator(tmp_path, gen):
+    # a decrease with the indicator changed is a reset, never read as a wrap
+    w = dump(tmp_path, gen, [{"c.withind": 4_000_000_000, "c.boot": 1}, {"c.withind": 100, "c.boot": 2}, {"c.withind": 300, "c.boot": 2}])
+    assert w.null["c.withind"][0, 0] == RESET and np.isnan(w.values["c.withind"][0, 0])
+    assert w.values["c.withind"][1, 0] == 200
+
+
+def test_histogram_decrease_in_any_bucket_is_reset(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.hist": [5, 5, 5]}, {"c.hist": [6, 4, 9]}, {"c.hist": [7, 5, 9]}])
+    assert (w.null["c.hist"][0, 0] == RESET_INFERRED).all()
+    assert w.values["c.hist"][1, 0].tolist() == [1, 1, 0]
+
+
+def test_packed_fields_are_read_not_differenced(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.reg": 0x0105}, {"c.reg": 0x0003}])
+    assert w.values["c.reg.low"][0, 0] == 3 and w.values["c.reg.flag"][0, 0] == 0
+
+
+def test_gauge_time_weighted(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.level": 100}, {"c.level": 300}])
+    assert w.values["c.level"][0, 0] == 200
+
+
+def test_missing_sample_leaves_windows_null(tmp_path, gen):
+    # samples at 0, 10, 30 ms on a 10 ms grid: the 20 ms sample is missing
+    w = dump(tmp_path, gen, [{"c.c32": 0}, {"c.c32": 10}, {"c.c32": 30}], ts=[0, 10_000_000, 30_000_000], period_ns=10_000_000)
+    assert w.values["c.c32"].shape[0] == 3
+    assert w.values["c.c32"][0, 0] == 10
+    assert (w.null["c.c32"][1:, 0] == MISSING).all() and np.isnan(w.values["c.c32"][1:, 0]).all()
+
+
+def test_null_register_is_missing(tmp_path, gen):
+    w = dump(tmp_path, gen, [{"c.c32": 0}, {"c.c32": None}, {"c.c32": 30}])
+    assert (w.null["c.c32"][:, 0] == MISSING).all()
+
+
+def test_case13_interval_from_timestamps(tmp_path, gen):
+    # 1e12 counted over a 100 ms window -> 1e13 per second whatever the wall-clock time between reads
+    w = dump(tmp_path, gen, [{"c.c64": 0}, {"c.c64": 10**12}], ts=[5_000_000_000, 5_100_000_000])
+    assert w.interval[0, 0] == pytest.approx(0.1) and w.values["c.c64"][0, 0] / w.interval[0, 0] == pytest.approx(1e13)
+
+
+def test_run_level_leaves_out_invalid_windows_and_says_why(tmp_path, gen):
+    from metrics.compiler import compile_texts
+
+    g = compile_texts(gen, {"m.metrics": "metric rate [event/s] = c.c32 / interval\nmetric lvl [W] = c.level"})
+    rows = [{"c.c32": 0}, {"c.c32": 100}, {"c.c32": 50}, {"c.c32": 150}, {"c.c32": 250}]
+    w = dump(tmp_path, gen, rows)
+    window = evaluate(g, w)
+    lv = evaluate_levels(g, w, lambda v, i, c: evaluate(g, type(w)(i, v, c)))
+    # windows: +100, reset, +100, +100 -> 300 events over 30 ms of valid time
+    assert lv.per_chip["rate"][0] == pytest.approx(300 / 0.03)
+    assert lv.coverage["rate"] == pytest.approx(0.75) and lv.coverage["lvl"] == 1.0
+    assert null_reasons(g, w, window) == {"rate": {"reset (implausible increase or decrease)": 1}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**31), min_size=2, max_size=30), st.integers(0, 2**32 - 1))
+def test_property_wrapped_series_sum_to_true_total(tmp_path_factory, incs, start):
+    """For increments below half the range, the deltas of the wrapped 32-bit register sum to the
+    true total, and no window is flagged."""
+    regs = [start]
+    for i in incs:
+        regs.append((regs[-1] + i) % 2**32)
+    from metrics.windows import modular_delta
+
+    r = np.array(regs, np.uint64)
+    d = modular_delta(r[:-1], r[1:], 32)
+    assert int(d.sum()) == sum(incs)
