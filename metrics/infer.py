@@ -7,6 +7,11 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
 - axes: an operation between values over different instance axes is an error unless one side has
   none (a chip-level value broadcasts over a block's instances). ``sum/avg/min/max(x)`` roll up all of
   x's instance axes.
+- scope of spec constants: a per-instance constant (``scope: instance``) carries its block's axes and
+  may not meet a chip-wide amount (a counter or chip-level total) until rolled up —
+  ``sum(spec.die.peak_bw)`` is the chip's total; a chip-scope constant of a block with instances is a
+  chip-wide capacity and may not meet a per-instance value of that block — so dividing a chip-wide
+  measurement by a per-die peak, or a per-stack measurement by a chip-wide peak, is a compile error.
 - chip degree: counters and per-chip spec constants have degree 1 (they add up across chips), the
   interval and ratios degree 0; ``*`` adds degrees, ``/`` subtracts; adding unlike degrees is an error
   (a literal adapts to its partner). A metric's degree must be 0 (evaluated as a ratio of server
@@ -38,10 +43,13 @@ class Fail(Exception):
 class _T:
     """A typed sub-expression: IR node, its unit (None for booleans), and whether it is a bare literal."""
 
-    __slots__ = ("node", "unit", "literal")
+    __slots__ = ("node", "unit", "literal", "inst", "total")
 
-    def __init__(self, node: ir.Node, unit: pint.Unit | None, literal: bool = False):
+    def __init__(self, node: ir.Node, unit: pint.Unit | None, literal: bool = False,
+                 inst: bool = False, total: frozenset = frozenset()):
         self.node, self.unit, self.literal = node, unit, literal
+        self.inst = inst  # derived from a per-instance spec constant, not rolled up
+        self.total = total  # instance axes this value is a chip-wide capacity over (chip-scope constants)
 
     @property
     def is_bool(self) -> bool:
@@ -134,8 +142,13 @@ class Typer:
             return _T(ir.Input(n, axes, degree), s.unit)
         if n in self.gen.spec:
             c = self.gen.spec[n]
-            power = 1 if c.scope is Scope.chip else 0
-            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit)
+            power = 0 if c.scope is Scope.system else 1
+            block = self.gen.blocks.get(n.split(".")[1]) if n.count(".") >= 2 else None
+            block_axes = tuple((f"{n.split('.')[1]}.{a}", size) for a, size in block["axes"]) if block else ()
+            if c.scope is Scope.instance:
+                return _T(ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True)
+            total = frozenset(a for a, _ in block_axes) if c.scope is Scope.chip else frozenset()
+            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit, total=total)
         if n in self.compiled:
             m = self.compiled[n]
             return _T(ir.MetricRef(n, m.axes, m.degree), m.unit)
@@ -151,6 +164,29 @@ class Typer:
         return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal)
 
     def _binary(self, e: ast.Binary) -> _T:
+        operands = []
+        out = self._binary_typed(e, operands)
+        return self._scope(out, operands, e.span)
+
+    def _scope(self, out: _T, operands: list, span: Span) -> _T:
+        """Scope rules between spec constants and measurements (see the module docstring)."""
+        for a in operands:
+            for b in operands:
+                if a is b:
+                    continue
+                if a.inst and not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst:
+                    raise self.fail("scope", "a per-instance spec constant meets a chip-wide amount", span,
+                                    hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
+                                         "or compare it with a per-instance measurement")
+                clash = a.total & {ax for ax, _ in b.node.axes}
+                if clash and not b.literal:
+                    raise self.fail("scope", f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})", span,
+                                    hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)")
+        out.inst = any(t.inst for t in operands) and bool(out.node.axes)
+        out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
+        return out
+
+    def _binary_typed(self, e: ast.Binary, operands: list) -> _T:
         if e.op in ("and", "or"):
             a, b = self.expr(e.left), self.expr(e.right)
             for t, sub in ((a, e.left), (b, e.right)):
@@ -158,6 +194,7 @@ class Typer:
                     raise self.fail("type", f"`{e.op}` needs conditions on both sides", sub.span)
             return _T(ir.Op(e.op, (a.node, b.node), self._axes(a, b, e.span), 0), None)
         a, b = self.expr(e.left), self.expr(e.right)
+        operands += [a, b]
         self._need_number(a, e.left.span, f"`{e.op}`")
         self._need_number(b, e.right.span, f"`{e.op}`")
         axes = self._axes(a, b, e.span)
@@ -182,10 +219,15 @@ class Typer:
         raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
 
     def _ifelse(self, e: ast.IfElse) -> _T:
+        operands: list = []
+        return self._scope(self._ifelse_typed(e, operands), operands, e.span)
+
+    def _ifelse_typed(self, e: ast.IfElse, operands: list) -> _T:
         c = self.expr(e.cond)
         if not c.is_bool:
             raise self.fail("type", "the condition of `if` must be a comparison", e.cond.span, hint="e.g. `a if x > 0 else b`")
         a, b = self.expr(e.then), self.expr(e.otherwise)
+        operands += [a, b]
         self._need_number(a, e.then.span, "`if`")
         self._need_number(b, e.otherwise.span, "`else`")
         a, b = self._same_unit(a, b, e, "the branches of `if` have unlike units")
@@ -194,11 +236,19 @@ class Typer:
         return _T(ir.Op("where", (c.node, a.node, b.node), axes, deg), a.unit)
 
     def _call(self, e: ast.Call) -> _T:
+        operands: list = []
+        out = self._call_typed(e, operands)
+        if e.func in ROLLUPS and len(e.args) == 1:
+            return out
+        return self._scope(out, operands, e.span)
+
+    def _call_typed(self, e: ast.Call, operands: list) -> _T:
         f = e.func
         if f not in FUNCTIONS:
             raise self.fail("unknown-function", f"unknown function `{f}`", e.span,
                             hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}")
         args = [self.expr(a) for a in e.args]
+        operands += args
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
         if f in ROLLUPS and len(args) == 1:
@@ -206,6 +256,13 @@ class Typer:
             if not t.node.axes:
                 raise self.fail("rollup", f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
                                 e.span, hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)")
+            if _constant_only(t.node):  # a per-instance constant: sum is value x count, avg/min/max the value
+                n_inst = 1
+                for _, size in t.node.axes:
+                    n_inst *= size
+                node = ir.Op("mul", (t.node, ir.Const(float(n_inst) if f == "sum" else 1.0)), (), t.node.degree)
+                total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
+                return _T(node, t.unit, total=total)
             return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit)
         if f == "abs":
             if len(args) != 1:
@@ -281,6 +338,14 @@ def _scale_literal(node: ir.Node, degree: int) -> ir.Node:
     if isinstance(node, ir.Const) and node.chip_power == 0:
         return ir.Const(node.value, chip_power=degree, axes=node.axes, degree=degree)
     return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree)), node.axes, degree)
+
+
+def _constant_only(node: ir.Node) -> bool:
+    if isinstance(node, ir.Const):
+        return True
+    if isinstance(node, (ir.Op, ir.Rollup)):
+        return all(_constant_only(c) for c in ir.children(node))
+    return False
 
 
 def _fmt_axes(axes: ir.Axes) -> str:

@@ -1,0 +1,53 @@
+"""``perfonto diff OLD NEW``: compatibility of two generations (exit 1 when a policy is broken)."""
+from __future__ import annotations
+
+import json
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    d = sub.add_parser("diff", help="what changes between two generations, and whether the change is compatible")
+    d.add_argument("old", help="generation name (e.g. sohu) or path to a generation YAML file")
+    d.add_argument("new", help="generation name (e.g. caelius) or path to a generation YAML file")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.set_defaults(func=cmd_diff)
+
+
+def cmd_diff(args) -> int:
+    from ontology.loader import load_generation
+
+    from ..diff import diff_generations
+
+    err = stderr()
+    gens = []
+    for which in (args.old, args.new):
+        g, diags = load_generation(which)
+        if g is None:
+            for dg in diags:
+                err.print(dg.render(), markup=False)
+            err.print(f"cannot load generation `{which}`", markup=False)
+            return 2
+        gens.append(g)
+    doc = diff_generations(*gens)
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        s = doc["signals"]
+        print(f"{doc['old']} -> {doc['new']}")
+        print(f"signals added ({len(s['added'])}): {', '.join(s['added']) or '-'}")
+        print(f"signals removed ({len(s['removed'])}): {', '.join(s['removed']) or '-'}")
+        print(f"signals renamed ({len(s['renamed'])}): " + (", ".join(f"{r['from']} -> {r['to']}" for r in s["renamed"]) or "-"))
+        print(f"signals changed ({len(s['changed'])}):")
+        for c in s["changed"]:
+            print(f"  {c['signal']}: {c['field']} {c['old']} -> {c['new']}")
+        m = doc["metrics"]
+        print(f"metrics that become unavailable ({len(m['became_unavailable'])}):")
+        for x in m["became_unavailable"]:
+            print(f"  {x['metric']}: {x['reason']}")
+        print(f"metrics whose meaning changes ({len(m['changed'])}):")
+        for x in m["changed"]:
+            print(f"  {x['metric']}: {'; '.join(x['why'])}")
+        for e in doc["errors"]:
+            print(f"error: {e}")
+    return 1 if doc["errors"] else 0

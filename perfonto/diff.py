@@ -1,0 +1,41 @@
+"""``perfonto diff OLD NEW``: signal changes (``ontology.diff``) plus what they do to the metrics."""
+from __future__ import annotations
+
+from metrics.compiler import compile_files
+from ontology.diff import diff_signals
+from ontology.generation import Generation
+
+
+def diff_generations(old: Generation, new: Generation) -> dict:
+    """The diff document: ``{"signals": {...}, "metrics": {"became_unavailable", "changed"}, "errors"}``."""
+    sd = diff_signals(old, new)
+    go, gn = compile_files(old), compile_files(new)
+    became = []
+    for name in sorted(gn.unavailable):
+        if name in go.metrics:
+            became.append({"metric": name, "reason": gn.unavailable[name]})
+    changed = []
+    for name in sorted(set(go.metrics) & set(gn.metrics)):
+        mo, mn = go.metrics[name], gn.metrics[name]
+        why = []
+        if mo.unit_text != mn.unit_text:
+            why.append(f"unit {mo.unit_text} -> {mn.unit_text}")
+        if mo.axes != mn.axes:
+            why.append(f"axes {mo.axes} -> {mn.axes}")
+        deps_old = set(mo.signal_deps)
+        deps_new = set(mn.signal_deps)
+        for r in sd.renamed:
+            if r["from"] in deps_old and r["to"] in deps_new:
+                why.append(f"reads `{r['to']}` (renamed from `{r['from']}`)")
+        for c in sd.changed:  # a wider register or more instances behind a rollup keep the meaning
+            if c["signal"] in deps_new and c["field"] in ("unit", "kind"):
+                why.append(f"`{c['signal']}` {c['field']} {c['old']} -> {c['new']}")
+        if why:
+            changed.append({"metric": name, "why": why})
+    return {
+        "old": old.name,
+        "new": new.name,
+        "signals": {"added": sd.added, "removed": sd.removed, "renamed": sd.renamed, "changed": sd.changed},
+        "metrics": {"became_unavailable": became, "changed": changed},
+        "errors": sd.errors,
+    }
