@@ -102,6 +102,8 @@ class MetricDecl:
     parent: str | None = None
     parent_span: Span | None = field(default=None, compare=False)
     source: str = ""
+    peak: str | None = None
+    peak_span: Span | None = field(default=None, compare=False)
 
 
 def walk(expr: Expr):

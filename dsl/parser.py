@@ -59,10 +59,12 @@ class _ToAst(Transformer):
     def metric(self, meta, items):
         name, unit_tok, expr, *clauses = items
         kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
-              "parent_span": None, "source": ""}
+              "parent_span": None, "source": "", "peak": None, "peak_span": None}
         for kind, value in clauses:
             if kind == "parent":
                 kw["parent"], kw["parent_span"] = value
+            elif kind == "peak":
+                kw["peak"], kw["peak_span"] = value
             elif kind == "groups":
                 kw["groups"] = kw["groups"] + value
             else:
@@ -90,6 +92,9 @@ class _ToAst(Transformer):
 
     def parent(self, items):
         return ("parent", (str(items[0]), self._tspan(items[0])))
+
+    def peak(self, items):
+        return ("peak", (str(items[0]), self._tspan(items[0])))
 
     @v_args(meta=True)
     def bound(self, meta, items):

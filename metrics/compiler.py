@@ -28,6 +28,7 @@ from ontology.generation import Generation
 
 from . import ir
 from .infer import Fail, Typer
+from .submetrics import expand as expand_submetrics
 
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
@@ -119,7 +120,8 @@ def compile_texts(gen: Generation, sources: dict[str, str]) -> MetricGraph:
 
 
 def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnostic], texts: dict[str, str]) -> MetricGraph:
-    diags = list(diags)
+    decls, more = expand_submetrics(gen, decls)
+    diags = list(diags) + more
     by_name: dict[str, ast.MetricDecl] = {}
     bad: set[str] = set()
     for d in decls:

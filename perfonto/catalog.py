@@ -7,6 +7,7 @@ from pathlib import Path
 from metrics.compiler import MetricGraph, compile_files, library_files
 from ontology.diagnostics import Diagnostic, Span
 from ontology.generation import Generation
+from ontology.lint import lint_generation
 from ontology.loader import load_generation, load_generation_files
 
 
@@ -52,4 +53,14 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu"
     if gen is None:
         return Catalog(None, None, diags, notes)
     graph = compile_files(gen, files)
-    return Catalog(gen, graph, diags + graph.diagnostics, notes)
+    lint = lint_generation(gen) + lint_metrics(graph)
+    return Catalog(gen, graph, diags + lint + graph.diagnostics, notes)
+
+
+def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:
+    out = []
+    for name, d in graph.declarations.items():
+        if not d.description.strip():
+            out.append(Diagnostic("warning", "lint-description", f"metric `{name}` has no description", d.span,
+                                  hint='add a quoted description after the formula: "What it measures."'))
+    return out
