@@ -64,6 +64,8 @@ class Typer:
         self.reg = gen.registry
         self.compiled: dict = {}
         self.metric_name = ""
+        self.trace: list | None = None  # (ast node, unit or None) in evaluation order, for `explain`
+        self.intensive: set[str] = set()  # chip-scope constants read per chip in this metric
 
     def fail(self, code: str, msg: str, span: Span, hint: str = "") -> Fail:
         return Fail(Diagnostic("error", code, msg, span, hint=hint))
@@ -87,10 +89,40 @@ class Typer:
 
     # -- metric --------------------------------------------------------------------------------
     def metric(self, d: ast.MetricDecl, compiled: dict):
+        """Type one metric. Chip-scope spec constants are per-chip amounts (scaled with the number of
+        chips at server level) unless that would make the metric scale as chips^k with k not 0 or 1;
+        then the fewest constants that must be read per chip (a clock used to convert cycles to time,
+        say) are taken as chip-independent."""
+        chip_consts = sorted({n.name for n in ast.walk(d.expr) if isinstance(n, ast.Name) and n.name in self.gen.spec
+                              and self.gen.spec[n.name].scope is Scope.chip})
+        first: Fail | None = None
+        import itertools
+
+        for k in range(len(chip_consts) + 1):
+            for subset in itertools.combinations(chip_consts, k):
+                self.intensive = set(subset)
+                trace = None if self.trace is None else []
+                saved, self.trace = self.trace, trace
+                try:
+                    out = self._metric(d, compiled)
+                    if saved is not None:
+                        saved.extend(trace)
+                    self.trace = saved
+                    return out
+                except Fail as f:
+                    self.trace = saved
+                    if f.diagnostic.code != "chip-degree":
+                        raise
+                    first = first or f
+        raise first
+
+    def _metric(self, d: ast.MetricDecl, compiled: dict):
         self.compiled = compiled
         self.metric_name = d.name
         declared = self.unit(d.unit, d.unit_span)
         t = self.expr(d.expr)
+        if not t.is_bool:
+            self._gauge_rate_check(d, t, declared)
         if t.is_bool:
             raise self.fail("bool-metric", f"metric `{d.name}` is a condition, not a quantity", d.expr.span,
                             hint="use it inside `a if cond else b`")
@@ -110,6 +142,23 @@ class Typer:
             threshold = (d.threshold.op, self._bound(d.threshold.value, declared), d.threshold.message)
         return node, declared, bounds, threshold
 
+    def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
+        """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
+        the rate's amount (B for a B/s gauge) is told so by name."""
+        e_dim = self.reg.Quantity(1, t.unit).dimensionality
+        want = self.reg.Quantity(1, declared).dimensionality
+        if e_dim == want:
+            return
+        sec = self.reg.Quantity(1, self.reg.second).dimensionality
+        for node in ast.walk(d.expr):
+            if isinstance(node, ast.Name) and node.name in self.gen.signals:
+                s = self.gen.signals[node.name]
+                if s.kind is SignalKind.gauge and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0 \
+                        and e_dim * sec == want:
+                    raise self.fail("unit-mismatch", f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
+                                    f"window, not accumulated, so `{d.name}` cannot be an amount in [{d.unit}]", node.span,
+                                    hint="declare a rate, or multiply by `interval` if the time integral is really meant")
+
     def _bound(self, b: ast.Bound, declared: pint.Unit) -> float:
         if b.unit is None:
             return b.value
@@ -122,7 +171,10 @@ class Typer:
     # -- expressions ---------------------------------------------------------------------------
     def expr(self, e: ast.Expr) -> _T:
         meth = getattr(self, "_" + type(e).__name__.lower())
-        return meth(e)
+        t = meth(e)
+        if self.trace is not None:
+            self.trace.append((e, t.unit, t.node.axes, t.node.degree))
+        return t
 
     def _number(self, e: ast.Number) -> _T:
         return _T(ir.Const(e.value), self.unit(e.unit, e.span), literal=True)
@@ -142,7 +194,7 @@ class Typer:
             return _T(ir.Input(n, axes, degree), s.unit)
         if n in self.gen.spec:
             c = self.gen.spec[n]
-            power = 0 if c.scope is Scope.system else 1
+            power = 0 if (c.scope is Scope.system or n in self.intensive) else 1
             block = self.gen.blocks.get(n.split(".")[1]) if n.count(".") >= 2 else None
             block_axes = tuple((f"{n.split('.')[1]}.{a}", size) for a, size in block["axes"]) if block else ()
             if c.scope is Scope.instance:

@@ -34,6 +34,8 @@ class Analysis:
     violations: list[BoundViolation] = field(default_factory=list)
     violation_counts: dict[str, int] = field(default_factory=dict)
     null_windows: dict[str, dict[str, int]] = field(default_factory=dict)
+    tree_violations: list[str] = field(default_factory=list)
+    drilldown: list[tuple[str, float]] = field(default_factory=list)  # path from level 1 to the deepest node above threshold
 
 
 def topdown_level1(graph: MetricGraph) -> list[str]:
@@ -83,4 +85,58 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20) -> Analysi
                     break
                 val = v[wi, ci]
                 violations.append(BoundViolation(name, int(ev.chips[ci]), int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds))
-    return Analysis(td, bottleneck, label, children, crossed, violations, counts, ev.nulls)
+    tree = check_tree(graph, ev)
+    path = drill_down(graph, ev.server)
+    return Analysis(td, bottleneck, label, children, crossed, violations, counts, ev.nulls, tree, path)
+
+
+def tree_children(graph: MetricGraph) -> dict[str | None, list[str]]:
+    """The top-down tree: metrics of group ``topdown`` by parent (None for level 1)."""
+    out: dict[str | None, list[str]] = {}
+    for n, m in graph.metrics.items():
+        if "topdown" in m.groups and m.unit_text in ("percent", "%", "ratio", "1"):
+            out.setdefault(m.parent, []).append(n)
+    return out
+
+
+def _as_fraction(graph: MetricGraph, name: str, v):
+    return v / 100.0 if graph.metrics[name].unit_text in ("percent", "%") else v
+
+
+def check_tree(graph: MetricGraph, ev: Evaluation, tol: float = 1e-6) -> list[str]:
+    """Siblings must add up: level-1 shares to 1 in every window, and the children of a node to the
+    node (Yasin's top-down hierarchy). Returns one message per rule broken, with its worst window."""
+    msgs = []
+    kids = tree_children(graph)
+    for parent, names in kids.items():
+        total = sum(_as_fraction(graph, n, ev.window[n]) for n in names)
+        want = 1.0 if parent is None else _as_fraction(graph, parent, ev.window[parent])
+        err = np.abs(total - want)
+        bad = np.nan_to_num(err, nan=0.0) > tol
+        if bad.any():
+            w, c = np.unravel_index(np.argmax(np.nan_to_num(err, nan=0.0)), err.shape)
+            what = "level-1 top-down shares" if parent is None else f"children of {parent}"
+            msgs.append(f"{what} ({', '.join(names)}) do not add up in {int(bad.sum())} window(s); "
+                        f"worst: window {w}, chip {int(ev.chips[c])}, off by {float(err[w, c]):.3g}")
+    return msgs
+
+
+def drill_down(graph: MetricGraph, values: dict) -> list[tuple[str, float]]:
+    """From level 1, follow the largest node above its threshold down the top-down tree; the path ends
+    at the deepest node above its threshold (each with its share of time, as a fraction)."""
+    kids = tree_children(graph)
+    path: list[tuple[str, float]] = []
+    level = kids.get(None, [])
+    while level:
+        above = []
+        for n in level:
+            v = float(values[n]) if np.ndim(values[n]) == 0 else float("nan")
+            thr = graph.metrics[n].threshold
+            if np.isfinite(v) and thr is not None and _crossed(thr[0], v, thr[1]):
+                above.append((v, n))
+        if not above:
+            break
+        v, n = max(above)
+        path.append((n, _as_fraction(graph, n, v)))
+        level = kids.get(n, [])
+    return path

@@ -18,7 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"perfonto.commands.{name.replace('-', '_')}").register(sub)
+        module = name.replace("-", "_")
+        if module in ("import",):  # Python keywords: the module is named with a trailing underscore
+            module += "_"
+        importlib.import_module(f"perfonto.commands.{module}").register(sub)
     return p
 
 

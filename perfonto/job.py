@@ -61,6 +61,8 @@ class JobResult:
             "bottleneck": a.bottleneck,
             "bottleneck_label": a.bottleneck_label,
             "topdown": {k: _num(v) for k, v in a.topdown.items()},
+            "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
+            "topdown_tree_violations": a.tree_violations,
             "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
             "bounds_violations": {"counts": a.violation_counts,
                                   "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},

@@ -72,6 +72,11 @@ def render(result: JobResult, console: Console) -> None:
         console.print(f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}")
         for child, v in a.children.items():
             console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
+    if a.drilldown:
+        console.print("[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
+                      + " > ".join(f"{n} ({v * 100:.1f} % of time)" for n, v in a.drilldown), markup=True)
+    for msg in a.tree_violations:
+        console.print(f"[bold red]Top-down tree:[/bold red] {msg}")
     if a.thresholds:
         console.print("[bold]Thresholds crossed[/bold] (server level):")
         for name, v, msg in a.thresholds:

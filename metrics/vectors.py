@@ -1,0 +1,151 @@
+"""Catalog test vectors: inputs of one window → expected metric values, in YAML next to the metrics.
+
+Format (JSON Schema: ``schemas/vectors.schema.json``)::
+
+    generation: sohu
+    vectors:
+      - name: busy window                 # what the case is
+        interval: 1 ms                    # window duration (a quantity)
+        chips: 1                          # per-chip spec constants are multiplied by this (server level)
+        inputs:                           # window values in each signal's unit: a counter's increase,
+          seq.elapsed_cycles: 1500000     # a gauge's mean; a number is the same on every instance,
+          hbm.read_bytes: [8e8, 8e8, 8e8, 8e8, 8e8, 8e8]   # a list gives each instance; "1 GB" converts
+        expect:                           # metric → value in the metric's unit, a quantity, or null
+          hbm.read_bandwidth: 4800 GB/s
+          energy_per_token: null
+        rel: 1e-9                         # relative tolerance (default 1e-9)
+
+Signals not listed are 0. ``run_vectors`` evaluates with the reference interpreter and with the
+generated evaluator, and both must match every expectation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ontology.diagnostics import Diagnostic, Span
+from ontology.units import UnitError, parse_unit
+from ontology.yaml_source import read_yaml
+
+from .compiler import MetricGraph
+from .interpreter import evaluate
+from .windows import Windows
+
+Value = float | int | str | None
+
+
+class Vector(BaseModel):
+    """One window and what each metric must give for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="What the case is (shown when it fails).")
+    interval: str = Field(default="1 s", description="Window duration, a quantity such as `1 ms`.")
+    chips: float = Field(default=1.0, ge=1, description="Factor for per-chip spec constants (1 per chip; N for a server-level window).")
+    inputs: dict[str, float | int | str | list[float | int | str]] = Field(default_factory=dict, description="Signal → window value (number, quantity string, or a list per instance).")
+    expect: dict[str, Value] = Field(description="Metric → expected value (number in the metric's unit, quantity string, or null).")
+    rel: float = Field(default=1e-9, ge=0, description="Relative tolerance.")
+    abs: float = Field(default=1e-12, ge=0, description="Absolute tolerance.")
+
+
+class VectorFile(BaseModel):
+    """A file of test vectors for one generation."""
+
+    model_config = ConfigDict(extra="forbid")
+    generation: str = Field(description="Generation the vectors are written for.")
+    vectors: list[Vector] = Field(description="The cases.")
+
+
+@dataclass
+class Outcome:
+    file: str
+    vector: str
+    metric: str
+    ok: bool
+    message: str
+    span: Span
+
+
+def vector_files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.vectors.yaml")) if path.is_dir() else [path]
+
+
+def _quantity(reg, value, unit) -> float:
+    if isinstance(value, str):
+        q = reg.Quantity(value)
+        return float(q.to(unit).magnitude) if not q.dimensionless or unit.dimensionless else float(q.magnitude)
+    return float(value)
+
+
+def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Outcome], list[Diagnostic]]:
+    """Evaluate every vector of the file (or folder) ``path``; returns outcomes and file diagnostics."""
+    gen = graph.generation
+    reg = gen.registry
+    outcomes: list[Outcome] = []
+    diags: list[Diagnostic] = []
+    for f in vector_files(Path(path)):
+        src = read_yaml(f)
+        if src.diagnostics:
+            diags += src.diagnostics
+            continue
+        try:
+            vf = VectorFile.model_validate(src.data)
+        except Exception as exc:  # pydantic ValidationError: report with the file's position
+            diags.append(Diagnostic("error", "schema", f"not a vector file: {str(exc).splitlines()[0]}", Span(str(f), 1, 1),
+                                    hint="see schemas/vectors.schema.json"))
+            continue
+        if vf.generation != gen.name:
+            continue
+        for i, v in enumerate(vf.vectors):
+            vloc = ("vectors", i)
+            try:
+                interval = float(reg.Quantity(v.interval).to("s").magnitude)
+            except Exception:
+                diags.append(Diagnostic("error", "unit-mismatch", f"interval `{v.interval}` is not a duration", src.span(vloc + ("interval",))))
+                continue
+            values = {}
+            bad = False
+            for name, sig in list(gen.signals.items()) + list(gen.fields.items()):
+                sizes = tuple(s for _, s in sig.axes)
+                arr = np.zeros((1, 1) + sizes)
+                if name in v.inputs:
+                    raw = v.inputs[name]
+                    try:
+                        if isinstance(raw, list):
+                            vals = [_quantity(reg, x, sig.unit) for x in raw]
+                            arr[0, 0] = np.asarray(vals, dtype=float).reshape(sizes)
+                        else:
+                            arr[:] = _quantity(reg, raw, sig.unit)
+                    except (ValueError, UnitError, Exception) as exc:  # wrong length, wrong unit
+                        diags.append(Diagnostic("error", "vector-input", f"input `{name}`: {exc}", src.span(vloc + ("inputs", name))))
+                        bad = True
+                values[name] = arr
+            unknown = [n for n in v.inputs if n not in values]
+            for n in unknown:
+                diags.append(Diagnostic("error", "unknown-name", f"input `{n}` is not a signal of `{gen.name}`", src.span(vloc + ("inputs", n))))
+            if bad or unknown:
+                continue
+            w = Windows(np.array([[interval]]), values, v.chips)
+            results = [("interpreter", evaluate(graph, w))]
+            if evaluator is not None:
+                results.append(("generated evaluator", evaluator.evaluate(values, w.interval, v.chips)))
+            for metric, want in v.expect.items():
+                span = src.span(vloc + ("expect", metric))
+                if metric not in graph.metrics:
+                    msg = graph.unavailable.get(metric)
+                    outcomes.append(Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span))
+                    continue
+                m = graph.metrics[metric]
+                target = None if want is None else _quantity(reg, want, m.unit)
+                for engine, res in results:
+                    got = np.asarray(res[metric])[0, 0]
+                    if target is None:
+                        ok = bool(np.isnan(got).all())
+                    else:
+                        ok = bool(np.all(np.abs(got - target) <= v.abs + v.rel * abs(target)))
+                    shown = np.array2string(np.asarray(got), precision=10) if np.ndim(got) else f"{float(got):.10g}"
+                    outcomes.append(Outcome(str(f), v.name, metric, ok,
+                                            f"{engine}: got {shown} {m.unit_text}, expected {'null' if target is None else f'{target:.10g}'}", span))
+    return outcomes, diags

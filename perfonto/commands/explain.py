@@ -1,0 +1,57 @@
+"""``perfonto explain METRIC`` and ``perfonto graph METRIC``."""
+from __future__ import annotations
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    for name, help_ in (("explain", "formula, unit derivation, dependency tree, availability and source of a metric"),
+                        ("graph", "dependency graph of a metric as Mermaid or DOT")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("metric", help="metric name, e.g. mfu")
+        p.add_argument("--generation", default="sohu", help="generation (default: sohu)")
+        p.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
+        if name == "graph":
+            p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="output format (default: mermaid)")
+        p.set_defaults(func=cmd_explain if name == "explain" else cmd_graph)
+
+
+def _graph(args):
+    from ontology.diagnostics import did_you_mean
+
+    from ..catalog import load_catalog
+
+    err = stderr()
+    cat = load_catalog(args.catalog, args.generation)
+    if cat.graph is None:
+        for d in cat.errors:
+            err.print(d.render(), markup=False)
+        return None, 1
+    if args.metric not in cat.graph.metrics:
+        if args.metric in cat.graph.unavailable:
+            err.print(f"`{args.metric}` is unavailable on {args.generation}: {cat.graph.unavailable[args.metric]}", markup=False)
+            return None, 1
+        hint = did_you_mean(args.metric, cat.graph.metrics)
+        err.print(f"no metric named `{args.metric}`" + (f"; {hint}" if hint else ""), markup=False)
+        return None, 2
+    return cat.graph, 0
+
+
+def cmd_explain(args) -> int:
+    from ..explain import explain
+
+    graph, rc = _graph(args)
+    if graph is None:
+        return rc
+    print(explain(graph, args.metric))
+    return 0
+
+
+def cmd_graph(args) -> int:
+    from ..explain import graph_text
+
+    graph, rc = _graph(args)
+    if graph is None:
+        return rc
+    print(graph_text(graph, args.metric, args.format), end="")
+    return 0

@@ -1,0 +1,68 @@
+"""``perfonto test [PATH]``: run catalog test vectors (exit 1 on any failure, or when none is found)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    t = sub.add_parser("test", help="run the catalog's test vectors (*.vectors.yaml)")
+    t.add_argument("path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)")
+    t.add_argument("--generation", default=None, help="only vectors of this generation (default: every generation the files name)")
+    t.add_argument("--catalog", default=None, help="catalog folder to compile (default: the shipped catalog)")
+    t.add_argument("--json", action="store_true", help="print the outcomes as one JSON object")
+    t.set_defaults(func=cmd_test)
+
+
+def cmd_test(args) -> int:
+    import yaml
+
+    from codegen.python_evaluator import generate, load
+    from metrics.compiler import library_files
+    from metrics.vectors import run_vectors, vector_files
+
+    from ..catalog import load_catalog
+
+    err = stderr()
+    path = Path(args.path) if args.path else library_files()[0].parent
+    files = vector_files(path) if path.exists() else []
+    if not files:
+        err.print(f"no test vectors (*.vectors.yaml) found at {path}", markup=False)
+        return 1
+    gens = set()
+    for f in files:
+        try:
+            g = (yaml.safe_load(f.read_text()) or {}).get("generation")
+        except Exception:
+            g = None
+        if g and (args.generation is None or g == args.generation):
+            gens.add(g)
+    outcomes, diags = [], []
+    for g in sorted(gens) or [args.generation or "sohu"]:
+        cat = load_catalog(args.catalog, g)
+        if cat.graph is None:
+            diags += cat.errors
+            continue
+        evaluator = load(generate(cat.graph))
+        for f in files:
+            o, d = run_vectors(cat.graph, f, evaluator)
+            outcomes += o
+            diags += d
+    failed = [o for o in outcomes if not o.ok]
+    if args.json:
+        print(json.dumps({"passed": len(outcomes) - len(failed), "failed": len(failed),
+                          "failures": [vars(o) | {"span": str(o.span)} for o in failed],
+                          "diagnostics": [d.to_json() for d in diags]}, indent=2))
+    else:
+        for d in diags:
+            print(d.render())
+        for o in failed:
+            print(f"{o.span}: FAIL {o.vector!r}: {o.metric}: {o.message}")
+        metrics = {o.metric for o in outcomes}
+        print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, {len(files)} file(s))")
+    if not outcomes:
+        err.print("no vector matched a compiled generation", markup=False)
+        return 1
+    return 1 if failed or diags else 0

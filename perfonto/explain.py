@@ -1,0 +1,175 @@
+"""``perfonto explain METRIC`` and ``perfonto graph METRIC``: what a metric is, how its unit is
+derived step by step, what it depends on down to signals, where it is available, and its source."""
+from __future__ import annotations
+
+import networkx as nx
+
+from dsl.printer import to_text
+from metrics.compiler import MetricGraph, compile_files
+from metrics.infer import Fail, Typer
+from ontology.loader import load_generation, shipped_generations
+from ontology.units import fmt_unit
+
+
+def availability(name: str) -> dict[str, str]:
+    """Generation → "available" or the reason the metric is unavailable there (shipped generations)."""
+    out = {}
+    for g in shipped_generations():
+        gen, _ = load_generation(g)
+        if gen is None:
+            continue
+        graph = compile_files(gen)
+        if name in graph.metrics:
+            out[g] = "available"
+        elif name in graph.unavailable:
+            out[g] = f"unavailable: {graph.unavailable[name]}"
+        else:
+            out[g] = "does not compile"
+    return out
+
+
+def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
+    """(sub-expression, unit, note) for every sub-expression, innermost first, then the conversion."""
+    decl = graph.declarations[name]
+    typer = Typer(graph.generation)
+    typer.trace = []
+    deps = {n: graph.metrics[n] for n in nx.ancestors(graph.graph, name) if n in graph.metrics}
+    try:
+        typer.metric(decl, deps)
+    except Fail as f:
+        return [("(error)", "", f.diagnostic.message)]
+    gen = graph.generation
+    steps = []
+    for node, unit, axes, degree in typer.trace:
+        text = to_text(node)
+        note = []
+        if text in gen.signals:
+            s = gen.signals[text]
+            note.append(f"{s.kind.value}: {'increase over the window' if s.kind.value == 'counter' else 'time-weighted mean'}")
+        elif text in gen.spec:
+            c = gen.spec[text]
+            note.append(f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)")
+        elif text in graph.metrics:
+            note.append("metric")
+        elif text == "interval":
+            note.append("window duration from the sample timestamps")
+        if axes:
+            note.append("over " + ", ".join(f"{a}[{n}]" for a, n in axes))
+        note.append("adds up across chips" if degree == 1 else ("independent of chip count" if degree == 0 else f"chips^{degree}"))
+        steps.append((text, "condition" if unit is None else fmt_unit(unit), "; ".join(note)))
+    m = graph.metrics[name]
+    last_unit = typer.trace[-1][1]
+    factor = graph.generation.registry.Quantity(1, last_unit).to(m.unit).magnitude if last_unit is not None else 1
+    steps.append((f"declared [{m.unit_text}]", fmt_unit(m.unit), f"conversion factor {factor:g}"))
+    return steps
+
+
+def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set | None = None) -> list[str]:
+    """Indented tree of what ``name`` depends on, down to signals and spec constants."""
+    seen = set() if seen is None else seen
+    gen = graph.generation
+    lines = []
+    deps = sorted(graph.graph.predecessors(name))
+    from dsl import ast as dast
+
+    decl = graph.declarations.get(name)
+    if decl is not None and any(isinstance(n, dast.Name) and n.name == "interval" for n in dast.walk(decl.expr)):
+        deps.append("interval")
+    for i, d in enumerate(deps):
+        last = i == len(deps) - 1
+        branch = "└── " if last else "├── "
+        if d in graph.metrics:
+            m = graph.metrics[d]
+            lines.append(f"{prefix}{branch}{d} [{m.unit_text}] = {m.formula}")
+            if d not in seen:
+                seen.add(d)
+                lines += dependency_tree(graph, d, prefix + ("    " if last else "│   "), seen)
+        elif d in gen.signals:
+            s = gen.signals[d]
+            inst = ", ".join(f"{a} x{n}" for a, n in s.axes) or "per chip"
+            width = f"{s.width}-bit" if s.width else "level"
+            lines.append(f"{prefix}{branch}{d} ({s.kind.value}, {s.unit_text}, {width}, scale {s.scale:g}, {inst})")
+        elif d in gen.fields:
+            f = gen.fields[d]
+            lines.append(f"{prefix}{branch}{d} (bits {f.lo}..{f.hi} of {f.register})")
+        elif d == "interval":
+            lines.append(f"{prefix}{branch}interval (window duration from the sample timestamps, s)")
+        elif d in gen.spec:
+            c = gen.spec[d]
+            lines.append(f"{prefix}{branch}{d} = {c.value:g} {c.unit_text} ({c.provenance}{': ' + c.source if c.source else ''})")
+    return lines
+
+
+def explain(graph: MetricGraph, name: str) -> str:
+    m = graph.metrics[name]
+    out = [f"{name} [{m.unit_text}]  — defined at {m.span}"]
+    if m.description:
+        out.append(f"  {m.description}")
+    out.append("")
+    out.append(f"formula: {m.formula}")
+    if m.bounds:
+        out.append(f"bounds: {m.bounds[0]:g} .. {m.bounds[1]:g} {m.unit_text}")
+    if m.threshold:
+        out.append(f"threshold: {m.threshold[0]} {m.threshold[1]:g} {m.unit_text}: {m.threshold[2]}")
+    if m.parent:
+        out.append(f"parent (top-down tree): {m.parent}")
+    children = sorted(n for n, x in graph.metrics.items() if x.parent == name)
+    if children:
+        out.append(f"children: {', '.join(children)}")
+    out.append(f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}")
+    out.append("")
+    out.append("unit, step by step:")
+    steps = unit_steps(graph, name)
+    w = max(len(s[0]) for s in steps)
+    uw = max(len(s[1]) for s in steps)
+    for text, unit, note in steps:
+        out.append(f"  {text:<{w}}  {unit:<{uw}}  {note}")
+    out.append("")
+    out.append("depends on:")
+    out.append(f"  {name}")
+    out += ["  " + line for line in dependency_tree(graph, name)]
+    out.append("")
+    out.append("availability:")
+    for g, what in availability(name).items():
+        out.append(f"  {g}: {what}")
+    out.append("")
+    out.append(f"source: {m.source or '—'}")
+    return "\n".join(out)
+
+
+def graph_text(graph: MetricGraph, name: str, fmt: str = "mermaid") -> str:
+    """The dependency graph of ``name`` (its ancestors) as Mermaid or DOT; ids are indices, names are
+    quoted labels, so catalog text cannot break the syntax."""
+    nodes = sorted(nx.ancestors(graph.graph, name) | {name})
+    ids = {n: f"n{i}" for i, n in enumerate(nodes)}
+    kind = nx.get_node_attributes(graph.graph, "kind")
+    edges = sorted((u, v) for u, v in graph.graph.subgraph(nodes).edges())
+
+    def label(n: str) -> str:
+        k = kind.get(n, "metric")
+        unit = graph.metrics[n].unit_text if n in graph.metrics else ""
+        text = f"{n} [{unit}]" if unit else n
+        return f"{text} ({k})" if k != "metric" else text
+
+    if fmt == "dot":
+        def q(s: str) -> str:
+            return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = ["digraph perfonto {", "  rankdir=LR;"]
+        for n in nodes:
+            shape = {"signal": "box", "spec": "note"}.get(kind.get(n, "metric"), "ellipse")
+            lines.append(f"  {ids[n]} [label={q(label(n))}, shape={shape}];")
+        lines += [f"  {ids[u]} -> {ids[v]};" for u, v in edges]
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def mq(s: str) -> str:
+        return '"' + s.replace('"', "#quot;") + '"'
+
+    lines = ["flowchart LR"]
+    for n in nodes:
+        k = kind.get(n, "metric")
+        open_, close = {"signal": ("[", "]"), "spec": ("[(", ")]")}.get(k, ("(", ")"))
+        lines.append(f"  {ids[n]}{open_}{mq(label(n))}{close}")
+    lines += [f"  {ids[u]} --> {ids[v]}" for u, v in edges]
+    return "\n".join(lines) + "\n"
