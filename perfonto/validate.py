@@ -1,0 +1,117 @@
+"""``perfonto validate``: emulate several workloads and check every metric that has a ground-truth
+counterpart against the emulator's ground truth (the counters pass through the whole pipeline: raw
+registers, windows, the generated evaluator, run and server levels)."""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import emulator
+from codegen.python_evaluator import generate, load
+
+from .catalog import load_catalog
+from .evaluate import evaluate_dump
+
+WORKLOADS = [
+    {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "duration_s": 1.0},
+    {"model": "llama3-70b", "chips": 4, "isl": 1000, "osl": 1000, "duration_s": 1.0},
+    {"model": "llama3-8b", "chips": 1, "isl": 128, "osl": 128, "duration_s": 1.0},
+]
+
+
+def _peak(gen, name: str, unit: str) -> float:
+    c = gen.spec[name]
+    return float(gen.registry.Quantity(c.value, c.unit).to(unit).magnitude)
+
+
+def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
+    """Metric → its value computed from ground truth alone (server level, in the metric's unit)."""
+    d, n = gt["duration_s"], gt["chips"]
+    td = gt["topdown_s"]
+    cyc = sum(td.values())
+    busy = gt.get("busy_s", {})
+    hbm_bw = _peak(gen, "spec.hbm.peak_bandwidth", "B/s")
+    peak8 = _peak(gen, "spec.mxu.peak_flops_fp8", "FLOP/s")
+    t = {
+        "mfu": lambda: 100 * gt["flops"] / (n * peak8 * d),
+        "mxu.achieved_flops": lambda: gt["flops"] / d / 1e12,
+        "mxu.flops": lambda: gt["flops"] / 1e12,
+        "mxu.flops.per_second": lambda: gt["flops"] / d / 1e12,
+        "mxu.flops.pct_of_peak": lambda: 100 * gt["flops"] / (n * peak8 * d),
+        "vpu.achieved_flops": lambda: gt["vector_flops"] / d / 1e12,
+        "hbm.read_bandwidth": lambda: gt["hbm_read_bytes"] / d / 1e9,
+        "hbm.write_bandwidth": lambda: gt["hbm_write_bytes"] / d / 1e9,
+        "hbm.bandwidth": lambda: (gt["hbm_read_bytes"] + gt["hbm_write_bytes"]) / d / 1e9,
+        "hbm.bytes": lambda: (gt["hbm_read_bytes"] + gt["hbm_write_bytes"]) / 1e9,
+        "hbm.bandwidth_utilization": lambda: 100 * (gt["hbm_read_bytes"] + gt["hbm_write_bytes"]) / (n * hbm_bw * d),
+        "c2c.tx_bandwidth": lambda: gt["c2c_tx_bytes"] / d / 1e9,
+        "c2c.bytes_sent": lambda: gt["c2c_tx_bytes"] / 1e9,
+        "pcie.rx_bandwidth": lambda: gt["pcie_rx_bytes"] / d / 1e9,
+        "pcie.tx_bandwidth": lambda: gt["pcie_tx_bytes"] / d / 1e9,
+        "tokens_per_second": lambda: gt["tokens"] / d,
+        "input_tokens_per_second": lambda: gt["input_tokens"] / d,
+        "output_tokens_per_second": lambda: gt["output_tokens"] / d,
+        "power.average": lambda: gt["energy_j"] / d,
+        "energy_per_token": lambda: gt["energy_j"] / gt["tokens"],
+        "energy_per_output_token": lambda: gt["energy_j"] / gt["output_tokens"],
+        "topdown.compute_bound": lambda: 100 * td["compute"] / cyc,
+        "topdown.memory_bound": lambda: 100 * td["memory"] / cyc,
+        "topdown.interconnect_bound": lambda: 100 * td["collective"] / cyc,
+        "topdown.host_bound": lambda: 100 * td["host_wait"] / cyc,
+        "topdown.idle": lambda: 100 * td["idle"] / cyc,
+    }
+    if "c2c_rx_bytes" in gt:
+        t["c2c.rx_bandwidth"] = lambda: gt["c2c_rx_bytes"] / d / 1e9
+    if "mxu" in busy:
+        t["mxu.utilization"] = lambda: 100 * busy["mxu"] / (n * d)
+    if "vpu" in busy:
+        t["vpu.utilization"] = lambda: 100 * busy["vpu"] / (n * d)
+    return t
+
+
+@dataclass
+class Check:
+    workload: str
+    metric: str
+    measured: float
+    truth: float
+
+    @property
+    def error(self) -> float:
+        if self.truth == 0:
+            return 0.0 if self.measured == 0 else float("inf")
+        return abs(self.measured / self.truth - 1.0)
+
+
+def validate(generation: str = "sohu", workloads=None, log=lambda s: None, tol: float = 5e-3) -> tuple[list[Check], float]:
+    """Run every workload and compare; returns the checks and the elapsed seconds."""
+    t0 = time.perf_counter()
+    cat = load_catalog(None, generation)
+    graph = cat.graph
+    ev_mod = load(generate(graph))
+    checks: list[Check] = []
+    for wl in workloads or WORKLOADS:
+        label = f"{wl['model']} x{wl['chips']} {wl['isl']}/{wl['osl']}"
+        with tempfile.TemporaryDirectory() as tmp:
+            res = emulator.run(graph.generation, model=wl["model"], chips=wl["chips"], duration_s=wl["duration_s"],
+                               sample_period_s=1e-3, isl=wl["isl"], osl=wl["osl"], seed=wl.get("seed", 0),
+                               warmup_steps=wl.get("warmup_steps", 400), out_dir=Path(tmp))
+            ev = evaluate_dump(graph, ev_mod, res.counters_path)
+        gt = res.ground_truth
+        for metric, fn in truth_table(graph.generation, gt).items():
+            if metric not in graph.metrics:
+                continue
+            try:
+                truth = float(fn())
+            except ZeroDivisionError:
+                continue
+            checks.append(Check(label, metric, float(ev.server[metric]), truth))
+        worst = max((c for c in checks if c.workload == label), key=lambda c: c.error, default=None)
+        log(f"{label}: {sum(c.workload == label for c in checks)} metrics checked, worst {worst.metric if worst else '-'} "
+            f"{(worst.error if worst else 0) * 100:.4f} %")
+    return checks, time.perf_counter() - t0
