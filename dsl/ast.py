@@ -104,6 +104,8 @@ class MetricDecl:
     source: str = ""
     peak: str | None = None
     peak_span: Span | None = field(default=None, compare=False)
+    rollup: str | None = None  # max / min: run and server values are the extreme window, not re-derived
+    rollup_span: Span | None = field(default=None, compare=False)
 
 
 def walk(expr: Expr):

@@ -59,12 +59,14 @@ class _ToAst(Transformer):
     def metric(self, meta, items):
         name, unit_tok, expr, *clauses = items
         kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
-              "parent_span": None, "source": "", "peak": None, "peak_span": None}
+              "parent_span": None, "source": "", "peak": None, "peak_span": None, "rollup": None, "rollup_span": None}
         for kind, value in clauses:
             if kind == "parent":
                 kw["parent"], kw["parent_span"] = value
             elif kind == "peak":
                 kw["peak"], kw["peak_span"] = value
+            elif kind == "rollup":
+                kw["rollup"], kw["rollup_span"] = value
             elif kind == "groups":
                 kw["groups"] = kw["groups"] + value
             else:
@@ -92,6 +94,9 @@ class _ToAst(Transformer):
 
     def parent(self, items):
         return ("parent", (str(items[0]), self._tspan(items[0])))
+
+    def rollup(self, items):
+        return ("rollup", (str(items[0]), self._tspan(items[0])))
 
     def peak(self, items):
         return ("peak", (str(items[0]), self._tspan(items[0])))

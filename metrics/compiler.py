@@ -55,6 +55,7 @@ class CompiledMetric:
     metric_deps: tuple[str, ...]
     signal_deps: tuple[str, ...]
     spec_deps: tuple[str, ...]
+    rollup: str | None = None  # declared time/chip rollup ("max", "min"); None = re-derived from summed inputs
 
 
 @dataclass
@@ -175,6 +176,10 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
                 elif node.name != "interval":
                     graph.add_edge(node.name, name)
                     ref_span.setdefault((node.name, name), node.span)
+        if d.rollup is not None and d.rollup not in ("max", "min"):
+            diags.append(Diagnostic("error", "rollup", f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
+                                    d.rollup_span or d.span, hint="anything else is re-derived from summed inputs; omit the clause"))
+            bad.add(name)
         if d.parent is not None and d.parent not in by_name:
             diags.append(Diagnostic("error", "unknown-name", f"unknown parent metric `{d.parent}` of `{name}`", d.parent_span or d.span,
                                     hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog"))
@@ -228,7 +233,7 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
             formula=d.formula, description=d.description, groups=d.groups, bounds=bounds, threshold=threshold,
             parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
-            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)))
+            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup)
     diags = [with_source(dg, texts.get(dg.span.file)) if not dg.source_line else dg for dg in diags]
     diags.sort(key=lambda dg: (dg.span.file, dg.span.line, dg.span.col))
     h = hashlib.sha256()

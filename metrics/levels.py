@@ -49,8 +49,13 @@ def _invalid(w: Windows, signals) -> np.ndarray:
     return bad
 
 
-def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn) -> Levels:
-    """Run- and server-level values of every metric with ``evaluate(inputs, interval, chips)``."""
+def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_values: dict | None = None) -> Levels:
+    """Run- and server-level values of every metric with ``evaluate(inputs, interval, chips)``.
+
+    A metric that declares ``rollup max`` (or ``min``) cannot be re-derived from sums (the hottest
+    window is not the temperature of the summed run): its run value is the extreme of its window
+    values (``window_values``, evaluated here when not given), its server value the extreme over chips.
+    """
     gen = graph.generation
     deps = signal_deps(graph)
     dirty = {s for s, r in w.null.items() if r.any()}
@@ -74,6 +79,20 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn) -> Levels:
             per_chip[n] = out[n][0]
             server[n] = out_srv[n][0, 0]
             coverage[n] = kept / total_time if total_time > 0 else 0.0
+    declared = [n for n, m in graph.metrics.items() if m.rollup]
+    if declared:
+        window_values = window_values if window_values is not None else evaluate(w.values, w.interval, w.chips)
+        for n in declared:
+            fn = np.nanmax if graph.metrics[n].rollup == "max" else np.nanmin
+            v = window_values[n]
+            with np.errstate(all="ignore"):
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # all-null columns give null
+                    per_chip[n] = fn(v, axis=0)
+                    server[n] = fn(per_chip[n], axis=0)
+            coverage[n] = 1.0
     return Levels(per_chip, server, coverage)
 
 

@@ -45,7 +45,7 @@ def evaluate_dump(graph: MetricGraph, evaluator, counters_path: str | Path) -> E
     dump = read_counters(counters_path, gen)
     w = prepare(dump, gen)
     window = evaluator.evaluate(w.values, w.interval, w.chips)
-    levels = evaluate_levels(graph, w, evaluator.evaluate)
+    levels = evaluate_levels(graph, w, evaluator.evaluate, window)
     return Evaluation(w, window, levels.per_chip, levels.server, dump.chips, null_reasons(graph, w, window), levels.coverage)
 
 

@@ -190,3 +190,22 @@ def test_property_wrapped_series_sum_to_true_total(tmp_path_factory, incs, start
     r = np.array(regs, np.uint64)
     d = modular_delta(r[:-1], r[1:], 32)
     assert int(d.sum()) == sum(incs)
+
+
+def test_declared_rollup_max_is_the_hottest_window(tmp_path, gen):
+    from metrics.compiler import compile_texts
+
+    g = compile_texts(gen, {"m.metrics": "metric hot [W] = c.level\n  rollup max\nmetric mean [W] = c.level"})
+    w = dump(tmp_path, gen, [{"c.level": 100}, {"c.level": 300}, {"c.level": 100}, {"c.level": 100}])
+    window = evaluate(g, w)
+    lv = evaluate_levels(g, w, lambda v, i, c: evaluate(g, type(w)(i, v, c)), window)
+    assert window["hot"][:, 0].tolist() == [200, 200, 100]
+    assert lv.per_chip["hot"][0] == 200 and lv.server["hot"] == 200
+    assert lv.per_chip["mean"][0] == pytest.approx(500 / 3)  # re-derived: time-weighted over the run
+
+
+def test_rollup_other_than_max_min_is_an_error(gen):
+    from metrics.compiler import compile_texts
+
+    g = compile_texts(gen, {"m.metrics": "metric hot [W] = c.level\n  rollup avg"})
+    assert [d.code for d in g.errors] == ["rollup"]
