@@ -43,11 +43,12 @@ class Fail(Exception):
 class _T:
     """A typed sub-expression: IR node, its unit (None for booleans), and whether it is a bare literal."""
 
-    __slots__ = ("node", "unit", "literal", "inst", "total")
+    __slots__ = ("node", "unit", "literal", "inst", "total", "sparsity")
 
     def __init__(self, node: ir.Node, unit: pint.Unit | None, literal: bool = False,
-                 inst: bool = False, total: frozenset = frozenset()):
+                 inst: bool = False, total: frozenset = frozenset(), sparsity: frozenset = frozenset()):
         self.node, self.unit, self.literal = node, unit, literal
+        self.sparsity = sparsity  # {"dense"} / {"sparse"} for FLOP quantities that declare it
         self.inst = inst  # derived from a per-instance spec constant, not rolled up
         self.total = total  # instance axes this value is a chip-wide capacity over (chip-scope constants)
 
@@ -66,6 +67,7 @@ class Typer:
         self.metric_name = ""
         self.trace: list | None = None  # (ast node, unit or None) in evaluation order, for `explain`
         self.intensive: set[str] = set()  # chip-scope constants read per chip in this metric
+        self.sparsity_of: dict[str, frozenset] = {}  # metric -> sparsity of its FLOPs
 
     def fail(self, code: str, msg: str, span: Span, hint: str = "") -> Fail:
         return Fail(Diagnostic("error", code, msg, span, hint=hint))
@@ -123,6 +125,7 @@ class Typer:
         t = self.expr(d.expr)
         if not t.is_bool:
             self._gauge_rate_check(d, t, declared)
+            self.sparsity_of[d.name] = t.sparsity
         if t.is_bool:
             raise self.fail("bool-metric", f"metric `{d.name}` is a condition, not a quantity", d.expr.span,
                             hint="use it inside `a if cond else b`")
@@ -191,19 +194,20 @@ class Typer:
             s = self.gen.signals[n]
             axes = tuple((f"{s.block}.{a}", size) for a, size in s.axes)
             degree = 1 if (s.kind is SignalKind.counter or s.across_chips == "sum") else 0
-            return _T(ir.Input(n, axes, degree), s.unit)
+            return _T(ir.Input(n, axes, degree), s.unit, sparsity=frozenset({s.sparsity}) if s.sparsity else frozenset())
         if n in self.gen.spec:
             c = self.gen.spec[n]
             power = 0 if (c.scope is Scope.system or n in self.intensive) else 1
             block = self.gen.blocks.get(n.split(".")[1]) if n.count(".") >= 2 else None
             block_axes = tuple((f"{n.split('.')[1]}.{a}", size) for a, size in block["axes"]) if block else ()
+            sp = frozenset({c.sparsity}) if c.sparsity else frozenset()
             if c.scope is Scope.instance:
-                return _T(ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True)
+                return _T(ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True, sparsity=sp)
             total = frozenset(a for a, _ in block_axes) if c.scope is Scope.chip else frozenset()
-            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit, total=total)
+            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit, total=total, sparsity=sp)
         if n in self.compiled:
             m = self.compiled[n]
-            return _T(ir.MetricRef(n, m.axes, m.degree), m.unit)
+            return _T(ir.MetricRef(n, m.axes, m.degree), m.unit, sparsity=frozenset(self.sparsity_of.get(n, ())))
         raise self.fail("unknown-name", f"unknown name `{n}`", e.span)  # resolved earlier; kept for safety
 
     def _unary(self, e: ast.Unary) -> _T:
@@ -213,7 +217,7 @@ class Typer:
                 raise self.fail("type", "`not` needs a condition", e.span)
             return _T(ir.Op("not", (t.node,), t.node.axes, 0), None)
         self._need_number(t, e.operand.span, "`-`")
-        return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal)
+        return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal, t.inst, t.total, t.sparsity)
 
     def _binary(self, e: ast.Binary) -> _T:
         operands = []
@@ -234,6 +238,11 @@ class Typer:
                 if clash and not b.literal:
                     raise self.fail("scope", f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})", span,
                                     hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)")
+        sp = [t.sparsity for t in operands if t.sparsity]
+        if len(sp) >= 2 and len(frozenset().union(*sp)) > 1:
+            raise self.fail("sparsity", "dense FLOPs meet a sparse peak (or the reverse)", span,
+                            hint="compare dense work with the dense peak; vendors' sparse peaks are twice the dense figure")
+        out.sparsity = frozenset().union(*sp) if sp else frozenset()
         out.inst = any(t.inst for t in operands) and bool(out.node.axes)
         out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
         return out
@@ -314,8 +323,8 @@ class Typer:
                     n_inst *= size
                 node = ir.Op("mul", (t.node, ir.Const(float(n_inst) if f == "sum" else 1.0)), (), t.node.degree)
                 total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
-                return _T(node, t.unit, total=total)
-            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit)
+                return _T(node, t.unit, total=total, sparsity=t.sparsity)
+            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
         if f == "abs":
             if len(args) != 1:
                 raise self.fail("arity", "`abs` takes one argument", e.span)
@@ -352,7 +361,7 @@ class Typer:
         f = self.factor(b.unit, a.unit, e.span, what)
         if f == 1.0:
             return a, b
-        return a, _T(self._mul_const(b.node, f), a.unit, b.literal)
+        return a, _T(self._mul_const(b.node, f), a.unit, b.literal, b.inst, b.total, b.sparsity)
 
     def _adapt(self, t: _T, degree: int) -> ir.Node:
         """A literal operand takes its partner's chip degree (``x + 64 B`` adds 64 B per chip)."""

@@ -48,6 +48,8 @@ class ResolvedSignal:
     stability: str = "stable"
     renamed_to: str | None = None
     broken: bool = False  # listed on this generation but known not to count (broken_on)
+    precision: str | None = None
+    sparsity: str | None = None
 
     @property
     def instances(self) -> int:
@@ -88,6 +90,8 @@ class ResolvedConstant:
     description: str
     scope: Scope
     span: Span
+    precision: str | None = None
+    sparsity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,8 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                                         src.span(loc + ("scope",)), hint="name per-instance constants after their block, e.g. `hbm.stack_peak_bandwidth`"))
                 continue
         spec[full] = ResolvedConstant(full, const.value, u, const.unit, const.provenance.value, const.source,
-                                      const.description, const.scope, src.span(loc))
+                                      const.description, const.scope, src.span(loc), const.precision,
+                                      const.sparsity.value if const.sparsity else None)
 
     blocks: dict[str, dict] = {}
     signals: dict[str, ResolvedSignal] = {}
@@ -226,7 +231,8 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 src.span(sloc), wrap_width=sig.effective_width or sig.width, sentinel=tuple(sig.sentinel),
                 reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
                 since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
-                renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on)
+                renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on, precision=sig.precision,
+                sparsity=sig.sparsity.value if sig.sparsity else None)
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
     for full, s_ in signals.items():

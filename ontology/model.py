@@ -47,6 +47,14 @@ class Scope(str, Enum):
     system = "system"
 
 
+class Sparsity(str, Enum):
+    """Whether a FLOP count or peak assumes structured sparsity (vendors quote 2:4-sparse peaks at twice
+    the dense figure)."""
+
+    dense = "dense"
+    sparse = "sparse"
+
+
 class SpecConstant(_Model):
     """One figure of a generation's datasheet, with its unit and how it is known."""
 
@@ -55,7 +63,9 @@ class SpecConstant(_Model):
     provenance: Provenance = Field(description="measured, claimed, estimated or assumed.")
     source: str = Field(default="", description="Where the figure comes from (datasheet, paper, or the reasoning behind an assumption).")
     description: str = Field(default="", description="What the figure is.")
-    scope: Scope = Field(default=Scope.chip, description="`chip` (per-chip amount; N chips have N times it) or `global`.")
+    scope: Scope = Field(default=Scope.chip, description="`instance` (per instance of the block it is named after), `chip` (per-chip amount; N chips have N times it) or `system` (independent of the chip count).")
+    precision: str | None = Field(default=None, description="For peak rates: the number format (`fp8`, `bf16`, `fp4`, ...).")
+    sparsity: Sparsity | None = Field(default=None, description="For peak FLOP rates: `dense`, or `sparse` (2:4 structured sparsity doubles vendor peaks); dense work over a sparse peak is a compile error.")
 
 
 class ClockDomain(_Model):
@@ -133,6 +143,8 @@ class Signal(_Model):
     removed_in: Ident | None = Field(default=None, description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).")
     broken_on: list[Ident] = Field(default_factory=list, description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.")
     stability: Stability = Field(default=Stability.stable, description="experimental, stable or deprecated.")
+    precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
+    sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
 
 
