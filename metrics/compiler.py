@@ -27,7 +27,7 @@ from ontology.diagnostics import Diagnostic, Span, did_you_mean, with_source
 from ontology.generation import Generation
 
 from . import ir
-from .infer import Fail, Typer
+from .infer import Fail, Typer, _reads_windows
 from .submetrics import expand as expand_submetrics
 
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
@@ -56,6 +56,8 @@ class CompiledMetric:
     signal_deps: tuple[str, ...]
     spec_deps: tuple[str, ...]
     rollup: str | None = None  # declared time/chip rollup ("max", "min"); None = re-derived from summed inputs
+    population: str | None = None  # record type this metric has one value per record of (request, token_gap)
+    from_records: bool = False  # computed from record fields (per record, or a percentile over them)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class MetricGraph:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     content_hash: str = ""
     unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it cannot be computed here
+    record_metrics: dict[str, CompiledMetric] = field(default_factory=dict)  # metrics over request/token records
     declarations: dict[str, ast.MetricDecl] = field(default_factory=dict)
 
     @property
@@ -141,12 +144,16 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
             bad.add(d.name)
         by_name[d.name] = d
 
-    known = set(gen.signals) | set(gen.fields) | set(gen.spec) | set(by_name) | {"interval"}
+    known = set(gen.signals) | set(gen.fields) | set(gen.record_fields) | set(gen.spec) | set(by_name) | {"interval"}
     elsewhere = _names_in_other_generations(gen)
     unavailable: dict[str, str] = {}
     graph = nx.DiGraph()
     for s in gen.signals:
         graph.add_node(s, kind="signal")
+    for s in gen.fields:
+        graph.add_node(s, kind="signal")
+    for s in gen.record_fields:
+        graph.add_node(s, kind="record field")
     for c in gen.spec:
         graph.add_node(c, kind="spec")
     ref_span: dict[tuple[str, str], Span] = {}
@@ -214,6 +221,9 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
     excluded = set(by_name) - set(order)
     for name in order:
         d = by_name[name]
+        if any(p in excluded for p in graph.predecessors(name)):
+            excluded.add(name)  # a dependency failed; its own diagnostic says why
+            continue
         try:
             typed = typer.metric(d, compiled)
         except Fail as f:
@@ -228,12 +238,21 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
         if any(dm in excluded for dm in deps_m):
             excluded.add(name)
             continue
+        pop_axes = [a for a, _ in node_axes(node) if a.startswith("population.")]
+        from_records = bool(pop_axes) or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m) or \
+            any(p in gen.record_fields for p in graph.predecessors(name))
+        if from_records and _reads_windows(node, compiled):
+            diags.append(Diagnostic("error", "population", f"metric `{name}` combines request records with counter windows", d.expr.span,
+                                    hint="metrics over request/token records stand alone (run level); combine them only with constants"))
+            excluded.add(name)
+            continue
         compiled[name] = CompiledMetric(
             name=name, unit=unit, unit_text=d.unit, ir=node, axes=node_axes(node), degree=node_degree(node),
             formula=d.formula, description=d.description, groups=d.groups, bounds=bounds, threshold=threshold,
             parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
-            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup)
+            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup,
+            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records)
     diags = [with_source(dg, texts.get(dg.span.file)) if not dg.source_line else dg for dg in diags]
     diags.sort(key=lambda dg: (dg.span.file, dg.span.line, dg.span.col))
     h = hashlib.sha256()
@@ -241,7 +260,10 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
     for name in sorted(texts):
         h.update(name.encode())
         h.update(texts[name].encode())
-    return MetricGraph(gen, compiled, graph, diags, h.hexdigest()[:16], unavailable, dict(by_name))
+    window_metrics = {n: m for n, m in compiled.items() if not m.from_records}
+    record_metrics = {n: m for n, m in compiled.items() if m.from_records}
+    return MetricGraph(gen, window_metrics, graph, diags, h.hexdigest()[:16], unavailable=unavailable,
+                       declarations=dict(by_name), record_metrics=record_metrics)
 
 
 def _unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[str]]) -> str | None:

@@ -30,7 +30,9 @@ from ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
 from . import ir
 
 ROLLUPS = {"sum", "avg", "min", "max"}
-FUNCTIONS = ROLLUPS | {"clamp", "abs"}
+POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
+FUNCTIONS = ROLLUPS | POPULATION_REDUCTIONS | {"clamp", "abs"}
+POP = "population."  # axis-name prefix of record populations
 CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
 
@@ -188,6 +190,12 @@ class Typer:
             f = self.gen.fields[n]
             axes = tuple((f"{f.block}.{a}", size) for a, size in f.axes)
             return _T(ir.Input(n, axes, 0), f.unit)
+        if n in self.gen.record_fields:
+            f = self.gen.record_fields[n]
+            if f.times:
+                raise self.fail("type", f"`{n}` is a list of instants per record, not a value",
+                                e.span, hint="use a derived population, e.g. `token_gap.duration`")
+            return _T(ir.Input(n, ((POP + f.record, 0),), 0), f.unit)
         if n == "interval":
             return _T(ir.Interval(), self.reg.second)
         if n in self.gen.signals:
@@ -230,6 +238,11 @@ class Typer:
             for b in operands:
                 if a is b:
                     continue
+                if any(x.startswith(POP) for x, _ in a.node.axes) and not any(x.startswith(POP) for x, _ in b.node.axes) \
+                        and _reads_windows(b.node, self.compiled):
+                    raise self.fail("population", "a per-record value meets a per-window quantity", span,
+                                    hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
+                                         "reduce them first (p50, p99, mean, count)")
                 if a.inst and not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst:
                     raise self.fail("scope", "a per-instance spec constant meets a chip-wide amount", span,
                                     hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
@@ -312,6 +325,12 @@ class Typer:
         operands += args
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
+        if f in POPULATION_REDUCTIONS:
+            if len(args) != 1 or not any(a.startswith(POP) for a, _ in args[0].node.axes):
+                raise self.fail("rollup", f"`{f}` takes one per-record value (a metric over request or token_gap records)", e.span,
+                                hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields")
+            (t,) = args
+            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit if f != "count" else self.reg.dimensionless)
         if f in ROLLUPS and len(args) == 1:
             (t,) = args
             if not t.node.axes:
@@ -399,6 +418,18 @@ def _scale_literal(node: ir.Node, degree: int) -> ir.Node:
     if isinstance(node, ir.Const) and node.chip_power == 0:
         return ir.Const(node.value, chip_power=degree, axes=node.axes, degree=degree)
     return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree)), node.axes, degree)
+
+
+def _reads_windows(node: ir.Node, compiled: dict) -> bool:
+    """True when the value comes from counter windows (signals, interval, window metrics)."""
+    if isinstance(node, ir.Interval):
+        return True
+    if isinstance(node, ir.Input):
+        return not any(a.startswith(POP) for a, _ in node.axes)
+    if isinstance(node, ir.MetricRef):
+        m = compiled.get(node.metric)
+        return m is not None and getattr(m, "population", None) is None and not getattr(m, "from_records", False)
+    return any(_reads_windows(c, compiled) for c in ir.children(node))
 
 
 def _constant_only(node: ir.Node) -> bool:

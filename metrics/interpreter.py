@@ -69,6 +69,16 @@ def _eval(n: ir.Node, w: Windows, done: dict[str, np.ndarray]):
     if isinstance(n, ir.Rollup):
         v = np.asarray(_eval(n.arg, w, done), dtype=np.float64)
         axes = tuple(range(v.ndim - len(n.arg.axes), v.ndim))
+        if n.func in ("p50", "p90", "p99", "mean", "count"):  # over a record population, nulls ignored
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an empty population gives null
+                if n.func == "count":
+                    return np.sum(~np.isnan(v), axis=axes).astype(np.float64)
+                if n.func == "mean":
+                    return np.nanmean(v, axis=axes)
+                return np.nanpercentile(v, float(n.func[1:]), axis=axes, method="linear")
         fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
         return fn(v, axis=axes)
     assert isinstance(n, ir.Op)

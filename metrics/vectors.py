@@ -32,6 +32,7 @@ from ontology.yaml_source import read_yaml
 
 from .compiler import MetricGraph
 from .interpreter import evaluate
+from .population import evaluate_records, records_from_columns
 from .windows import Windows
 
 Value = float | int | str | None
@@ -45,7 +46,8 @@ class Vector(BaseModel):
     interval: str = Field(default="1 s", description="Window duration, a quantity such as `1 ms`.")
     chips: float = Field(default=1.0, ge=1, description="Factor for per-chip spec constants (1 per chip; N for a server-level window).")
     inputs: dict[str, float | int | str | list[float | int | str]] = Field(default_factory=dict, description="Signal → window value (number, quantity string, or a list per instance).")
-    expect: dict[str, Value] = Field(description="Metric → expected value (number in the metric's unit, quantity string, or null).")
+    records: dict[str, list] = Field(default_factory=dict, description="Record fields → one value per record (`request.arrival_time: [0, 0.1]`); a `times` field takes a list per record. Derived populations (token gaps) are made from them.")
+    expect: dict[str, Value | list[Value]] = Field(description="Metric → expected value (number in the metric's unit, quantity string, or null; a list for a per-record metric).")
     rel: float = Field(default=1e-9, ge=0, description="Relative tolerance.")
     abs: float = Field(default=1e-12, ge=0, description="Absolute tolerance.")
 
@@ -131,21 +133,40 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
             results = [("interpreter", evaluate(graph, w))]
             if evaluator is not None:
                 results.append(("generated evaluator", evaluator.evaluate(values, w.interval, v.chips)))
+            if v.records:
+                unknown_f = [k for k in v.records if k not in gen.record_fields]
+                for k in unknown_f:
+                    diags.append(Diagnostic("error", "unknown-name", f"record field `{k}` is not declared", src.span(vloc + ("records", k))))
+                if unknown_f:
+                    continue
+                rec = evaluate_records(graph, records_from_columns(gen, v.records))
+                results = [(engine, {**res, **{k: np.asarray(x).reshape(1, 1, -1) if np.ndim(x) else np.full((1, 1), x)
+                                               for k, x in rec.items()}}) for engine, res in results]
             for metric, want in v.expect.items():
                 span = src.span(vloc + ("expect", metric))
-                if metric not in graph.metrics:
+                m = graph.metrics.get(metric) or graph.record_metrics.get(metric)
+                if m is None:
                     msg = graph.unavailable.get(metric)
                     outcomes.append(Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span))
                     continue
-                m = graph.metrics[metric]
-                target = None if want is None else _quantity(reg, want, m.unit)
+                if isinstance(want, list):
+                    target = np.array([np.nan if x is None else _quantity(reg, x, m.unit) for x in want])
+                else:
+                    target = None if want is None else _quantity(reg, want, m.unit)
                 for engine, res in results:
+                    if metric not in res:
+                        continue  # record metrics without records in this vector
                     got = np.asarray(res[metric])[0, 0]
                     if target is None:
                         ok = bool(np.isnan(got).all())
+                    elif isinstance(target, np.ndarray):
+                        ok = got.shape == target.shape and bool(np.all((np.isnan(got) & np.isnan(target)) |
+                                                                        (np.abs(got - target) <= v.abs + v.rel * np.abs(target))))
                     else:
                         ok = bool(np.all(np.abs(got - target) <= v.abs + v.rel * abs(target)))
                     shown = np.array2string(np.asarray(got), precision=10) if np.ndim(got) else f"{float(got):.10g}"
-                    outcomes.append(Outcome(str(f), v.name, metric, ok,
-                                            f"{engine}: got {shown} {m.unit_text}, expected {'null' if target is None else f'{target:.10g}'}", span))
+                    shown_target = "null" if target is None else (np.array2string(target, precision=10) if isinstance(target, np.ndarray) else f"{target:.10g}")
+                    outcomes.append(Outcome(str(f), v.name, metric, ok, f"{engine}: got {shown} {m.unit_text}, expected {shown_target}", span))
+                    if metric in graph.record_metrics:
+                        break  # record metrics are evaluated once, by the reference path
     return outcomes, diags

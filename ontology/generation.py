@@ -78,6 +78,20 @@ class ResolvedField:
 
 
 @dataclass(frozen=True)
+class ResolvedRecordField:
+    """``<record>.<field>``: a value per record of population ``record``."""
+
+    name: str
+    record: str
+    field: str
+    unit: pint.Unit
+    unit_text: str
+    description: str
+    times: bool
+    span: Span
+
+
+@dataclass(frozen=True)
 class ResolvedConstant:
     """A spec constant, referenced in metrics as ``spec.<name>`` (``name`` here includes ``spec.``)."""
 
@@ -111,6 +125,8 @@ class Generation:
     lineage: tuple[str, ...] = ()  # root first, this generation last
     aliases: dict[str, str] = field(default_factory=dict)  # old signal name -> current name
     removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
+    record_fields: dict[str, ResolvedRecordField] = field(default_factory=dict)
+    records: dict[str, dict] = field(default_factory=dict)  # record type -> {"description", "derived_from"}
 
     def signal(self, name: str) -> ResolvedSignal:
         return self.signals[name]
@@ -243,6 +259,25 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         if s_.renamed_to is not None and s_.renamed_to not in signals:
             diags.append(Diagnostic("error", "unknown-name", f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
                                     src.span(sloc + ("renamed_to",)), hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it"))
+    record_fields: dict[str, ResolvedRecordField] = {}
+    records: dict[str, dict] = {}
+    for rname, rt in gf.records.items():
+        rloc = ("records", rname)
+        if rname in gf.blocks:
+            diags.append(Diagnostic("error", "duplicate-name", f"record type `{rname}` has the name of a block", src.span(rloc + ("<key>",)),
+                                    hint="record fields and signals share the `<name>.<field>` namespace"))
+            continue
+        records[rname] = {"description": rt.description, "derived_from": rt.derived.consecutive_gaps_of if rt.derived else None}
+        for fname, f in rt.fields.items():
+            u = unit(f.unit, rloc + ("fields", fname, "unit"), f"record field `{rname}.{fname}`")
+            if u is not None:
+                record_fields[f"{rname}.{fname}"] = ResolvedRecordField(f"{rname}.{fname}", rname, fname, u, f.unit, f.description,
+                                                                        f.times, src.span(rloc + ("fields", fname)))
+    for rname, info in records.items():
+        src_field = info["derived_from"]
+        if src_field is not None and (src_field not in record_fields or not record_fields[src_field].times):
+            diags.append(Diagnostic("error", "unknown-name", f"record type `{rname}` derives from `{src_field}`, which is not a `times` field",
+                                    src.span(("records", rname, "derived")), hint="name a record field declared with `times: true`"))
     for f in fields:
         if f in signals:
             diags.append(Diagnostic("error", "duplicate-name", f"packed field `{f}` has the name of a signal", fields[f].span))
@@ -250,7 +285,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         return None, diags
     digest = hashlib.sha256((src.text or "").encode()).hexdigest()[:16]
     gen = Generation(gf.generation, gf.description, reg, blocks, signals, spec, src.path, digest, clocks, fields,
-                     tuple(lineage.chain), dict(lineage.aliases), dict(lineage.removed))
+                     tuple(lineage.chain), dict(lineage.aliases), dict(lineage.removed), record_fields, records)
     return gen, diags
 
 

@@ -157,6 +157,29 @@ class Block(_Model):
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 
 
+class RecordField(_Model):
+    """One field of a record type: a value per record, or (``times``) a list of instants per record."""
+
+    unit: str = Field(description="Unit of the field, e.g. `s`, `token`.")
+    description: str = Field(min_length=1, description="What the field holds.")
+    times: bool = Field(default=False, description="True for a list of instants per record (e.g. the emission time of every output token).")
+
+
+class DerivedPopulation(_Model):
+    """A population derived from a ``times`` field: one record per gap between consecutive instants."""
+
+    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with n instants gives n - 1 gaps.")
+
+
+class RecordType(_Model):
+    """Event records written beside the counters (one row per request, say). Metrics over record fields
+    have that record type as their *population*; percentiles are taken over it."""
+
+    description: str = Field(min_length=1, description="What one record is.")
+    fields: dict[Ident, RecordField] = Field(description="Fields by name; referenced as `<record>.<field>`.")
+    derived: DerivedPopulation | None = Field(default=None, description="For derived populations (token gaps): how records are made.")
+
+
 class GenerationFile(_Model):
     """One generation's YAML file: `ontology/catalog/<name>.yaml`."""
 
@@ -168,5 +191,6 @@ class GenerationFile(_Model):
     clock_domains: dict[Ident, ClockDomain] = Field(description="Clock domains by name.")
     spec: dict[DottedIdent, SpecConstant] = Field(default_factory=dict, description="Spec constants; `hbm.peak_bandwidth` is referenced as `spec.hbm.peak_bandwidth`.")
     blocks: dict[Ident, Block] = Field(description="Blocks by name.")
+    records: dict[Ident, RecordType] = Field(default_factory=dict, description="Record types written beside the counters (serving runtime events).")
 
 

@@ -1,0 +1,104 @@
+"""Metrics over event records (one row per request; one per gap between consecutive output tokens).
+
+Records are written beside the counters (``requests.parquet``): one row per request with the fields
+of the generation's ``request`` record type; ``token_times`` is a list per request. A derived
+population (``token_gap``) has one record per gap between consecutive instants of a ``times`` field:
+a request with n output tokens gives n − 1 gaps, and the time to the first token is never a gap.
+A metric over record fields has one value per record of its population (``ttft`` per request,
+``itl`` per gap); ``p50``/``p90``/``p99``/``mean``/``count`` reduce a population to one value over
+that population only, ignoring nulls (a TPOT of a one-token reply is null, not 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .compiler import MetricGraph
+from .interpreter import _eval
+from .windows import DumpError, Windows
+
+
+@dataclass
+class Records:
+    """``fields[name]``: float64 (N,) per record field (``request.arrival_time``), nulls as NaN;
+    derived populations included (``token_gap.duration``)."""
+
+    fields: dict[str, np.ndarray]
+
+    def size(self, record: str) -> int:
+        for k, v in self.fields.items():
+            if k.split(".", 1)[0] == record:
+                return len(v)
+        return 0
+
+
+def records_from_columns(gen, columns: dict[str, object]) -> Records:
+    """Records from plain columns ``{"request.arrival_time": [...], "request.token_times": [[...], ...]}``;
+    derives every derived population."""
+    fields: dict[str, np.ndarray] = {}
+    lists: dict[str, list] = {}
+    for name, f in gen.record_fields.items():
+        if gen.records[f.record]["derived_from"] is not None:
+            continue
+        if name not in columns:
+            continue
+        if f.times:
+            lists[name] = [np.asarray([] if x is None else x, dtype=np.float64) for x in columns[name]]
+        else:
+            fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
+    for rname, info in gen.records.items():
+        src = info["derived_from"]
+        if src is None or src not in lists:
+            continue
+        gaps = np.concatenate([np.diff(t) for t in lists[src]]) if lists[src] else np.zeros(0)
+        for name, f in gen.record_fields.items():
+            if f.record == rname:
+                fields[name] = gaps  # a derived population of gaps has one field: its duration
+    return Records(fields)
+
+
+def read_records(path: str | Path, gen) -> Records:
+    """Read ``requests.parquet``: one column per field of the ``request`` record type (without the
+    ``request.`` prefix), ``token_times`` a list column.
+
+    Raises:
+        DumpError: unreadable file or missing columns.
+    """
+    p = str(path)
+    try:
+        table = pq.read_table(p)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise DumpError(f"{p}: not a readable request-records file ({exc})") from None
+    cols = {}
+    for name, f in gen.record_fields.items():
+        if gen.records[f.record]["derived_from"] is not None:
+            continue
+        col = f.field
+        if col not in table.column_names:
+            raise DumpError(f"{p}: missing column `{col}` of record field `{name}`")
+        cols[name] = table.column(col).to_pylist()
+    return records_from_columns(gen, cols)
+
+
+def evaluate_records(graph: MetricGraph, records: Records) -> dict[str, np.ndarray | float]:
+    """Every record metric: per-record metrics as (N,) arrays, reductions as floats (NaN = null)."""
+    done: dict[str, np.ndarray] = {}
+    order = [n for n in nx.lexicographical_topological_sort(graph.graph) if n in graph.record_metrics]
+    values = {name: v.reshape(1, 1, -1) for name, v in records.fields.items()}
+    w = Windows(np.ones((1, 1)), values, 1.0, "records")
+    out: dict[str, np.ndarray | float] = {}
+    for name in order:
+        m = graph.record_metrics[name]
+        with np.errstate(all="ignore"):
+            v = np.asarray(_eval(m.ir, w, done), dtype=np.float64)
+        v = np.where(np.isinf(v), np.nan, v)
+        if m.population is None:
+            v = v.reshape(-1)[0] if v.size else np.nan
+        done[name] = np.asarray(v) if m.population else np.asarray(v).reshape(1, 1)
+        out[name] = v.reshape(-1) if m.population else float(v)
+    return out
