@@ -78,11 +78,16 @@ class MetricGraph:
     declarations: dict[str, ast.MetricDecl] = field(default_factory=dict)
 
     @property
+    def all_metrics(self) -> dict[str, CompiledMetric]:
+        """Window metrics and record metrics together."""
+        return {**self.metrics, **self.record_metrics}
+
+    @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]
 
     def dependents(self, name: str) -> list[str]:
-        return sorted(n for n in self.graph.successors(name) if n in self.metrics)
+        return sorted(n for n in self.graph.successors(name) if n in self.metrics or n in self.record_metrics)
 
     def dependencies(self, name: str) -> list[str]:
         return sorted(self.graph.predecessors(name))

@@ -19,7 +19,7 @@ def availability(name: str) -> dict[str, str]:
         if gen is None:
             continue
         graph = compile_files(gen)
-        if name in graph.metrics:
+        if name in graph.all_metrics:
             out[g] = "available"
         elif name in graph.unavailable:
             out[g] = f"unavailable: {graph.unavailable[name]}"
@@ -33,7 +33,7 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
     decl = graph.declarations[name]
     typer = Typer(graph.generation)
     typer.trace = []
-    deps = {n: graph.metrics[n] for n in nx.ancestors(graph.graph, name) if n in graph.metrics}
+    deps = {n: graph.all_metrics[n] for n in nx.ancestors(graph.graph, name) if n in graph.all_metrics}
     try:
         typer.metric(decl, deps)
     except Fail as f:
@@ -49,15 +49,17 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
         elif text in gen.spec:
             c = gen.spec[text]
             note.append(f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)")
-        elif text in graph.metrics:
+        elif text in graph.all_metrics:
             note.append("metric")
+        elif text in gen.record_fields:
+            note.append(f"record field: one value per `{gen.record_fields[text].record}` record")
         elif text == "interval":
             note.append("window duration from the sample timestamps")
         if axes:
             note.append("over " + ", ".join(f"{a}[{n}]" for a, n in axes))
         note.append("adds up across chips" if degree == 1 else ("independent of chip count" if degree == 0 else f"chips^{degree}"))
         steps.append((text, "condition" if unit is None else fmt_unit(unit), "; ".join(note)))
-    m = graph.metrics[name]
+    m = graph.all_metrics[name]
     last_unit = typer.trace[-1][1]
     factor = graph.generation.registry.Quantity(1, last_unit).to(m.unit).magnitude if last_unit is not None else 1
     steps.append((f"declared [{m.unit_text}]", fmt_unit(m.unit), f"conversion factor {factor:g}"))
@@ -78,8 +80,8 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
     for i, d in enumerate(deps):
         last = i == len(deps) - 1
         branch = "└── " if last else "├── "
-        if d in graph.metrics:
-            m = graph.metrics[d]
+        if d in graph.all_metrics:
+            m = graph.all_metrics[d]
             lines.append(f"{prefix}{branch}{d} [{m.unit_text}] = {m.formula}")
             if d not in seen:
                 seen.add(d)
@@ -92,6 +94,9 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
         elif d in gen.fields:
             f = gen.fields[d]
             lines.append(f"{prefix}{branch}{d} (bits {f.lo}..{f.hi} of {f.register})")
+        elif d in gen.record_fields:
+            rf = gen.record_fields[d]
+            lines.append(f"{prefix}{branch}{d} (record field, {rf.unit_text}, one per {rf.record})")
         elif d == "interval":
             lines.append(f"{prefix}{branch}interval (window duration from the sample timestamps, s)")
         elif d in gen.spec:
@@ -101,7 +106,7 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
 
 
 def explain(graph: MetricGraph, name: str) -> str:
-    m = graph.metrics[name]
+    m = graph.all_metrics[name]
     out = [f"{name} [{m.unit_text}]  — defined at {m.span}"]
     if m.description:
         out.append(f"  {m.description}")
@@ -116,7 +121,10 @@ def explain(graph: MetricGraph, name: str) -> str:
     children = sorted(n for n, x in graph.metrics.items() if x.parent == name)
     if children:
         out.append(f"children: {', '.join(children)}")
-    out.append(f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}")
+    if m.from_records:
+        out.append(f"population: {'one value per ' + m.population + ' record' if m.population else 'one value over the run (a reduction over records)'}")
+    else:
+        out.append(f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}")
     out.append("")
     out.append("unit, step by step:")
     steps = unit_steps(graph, name)
@@ -147,7 +155,7 @@ def graph_text(graph: MetricGraph, name: str, fmt: str = "mermaid") -> str:
 
     def label(n: str) -> str:
         k = kind.get(n, "metric")
-        unit = graph.metrics[n].unit_text if n in graph.metrics else ""
+        unit = graph.all_metrics[n].unit_text if n in graph.all_metrics else ""
         text = f"{n} [{unit}]" if unit else n
         return f"{text} ({k})" if k != "metric" else text
 

@@ -27,11 +27,11 @@ def _graph(args):
         for d in cat.errors:
             err.print(d.render(), markup=False)
         return None, 1
-    if args.metric not in cat.graph.metrics:
+    if args.metric not in cat.graph.all_metrics:
         if args.metric in cat.graph.unavailable:
             err.print(f"`{args.metric}` is unavailable on {args.generation}: {cat.graph.unavailable[args.metric]}", markup=False)
             return None, 1
-        hint = did_you_mean(args.metric, cat.graph.metrics)
+        hint = did_you_mean(args.metric, cat.graph.all_metrics)
         err.print(f"no metric named `{args.metric}`" + (f"; {hint}" if hint else ""), markup=False)
         return None, 2
     return cat.graph, 0
