@@ -1,0 +1,55 @@
+"""``perfonto export perf-json [--generation G] --out FILE``: write generation G's compiled metric
+catalog (default: the shipped Sohu catalog) as Linux perf pmu-events metrics JSON.
+
+Exit 0 when the file was written, 1 when the catalog does not compile or the file cannot be written.
+Metrics perf cannot express are listed on stderr with the reason (or in the JSON under ``--json``)."""
+from __future__ import annotations
+
+import json
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="export the metric catalog in another tool's format (perf pmu-events JSON)")
+    p.add_argument("target", choices=["perf-json"], help="output format")
+    p.add_argument("--generation", default="sohu", help="generation whose catalog to export (default: sohu)")
+    p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
+    p.add_argument("--out", required=True, help="output file")
+    p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    from codegen.perf_json import export
+
+    from ..catalog import load_catalog
+
+    err = stderr()
+    cat = load_catalog(args.catalog, args.generation)
+    if cat.graph is None or cat.errors:
+        for d in cat.errors:
+            err.print(d.render(), markup=False)
+        err.print("the catalog does not compile; run `perfonto check` for the full list", markup=False)
+        return 1
+    result = export(cat.graph)
+    try:
+        Path(args.out).write_text(result.to_json(), encoding="utf-8")
+    except OSError as exc:
+        err.print(f"error: cannot write {args.out}: {exc.strerror}", markup=False)
+        return 1
+    n_const = sum(1 for e in result.entries if e["MetricName"].startswith("spec."))
+    summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const,
+               "constants": n_const, "skipped": result.skipped, "lost": result.lost}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        err.print(f"wrote {args.out}: {summary['metrics']} metrics and {n_const} constant metrics of `{args.generation}` "
+                  f"as perf pmu-events JSON", markup=False)
+        if result.skipped:
+            err.print(f"not expressible in perf ({len(result.skipped)}):", markup=False)
+            for name, why in result.skipped.items():
+                err.print(f"  - {name}: {why}", markup=False)
+    return 0

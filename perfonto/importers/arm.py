@@ -1,0 +1,127 @@
+"""Import an Arm Telemetry Solution CPU specification (``data/pmu/cpu/<family>/<cpu>.json``).
+
+The file holds ``events`` (name → code, title, description), ``metrics`` (name → title, formula,
+units as free text, events), ``groups.metrics`` (group → metrics), ``groups.function`` (event
+groups) and ``methodologies.topdown_methodology`` whose ``decision_tree`` has root metrics and, for
+each, the metric groups to look at next.
+
+Translation:
+- formulas are plain arithmetic over event names (``+ - * /``, brackets, numbers); division by zero is
+  not defined by the format and is read as NaN (Arm's topdown-tool computes in floating point), i.e.
+  perfonto's null;
+- ``units`` text → pint: ``percent of cycles/operations`` → percent (the formula's trailing ``* 100``
+  is removed, value kept), ``MPKI`` → ``event/kevent`` (the ``* 1000`` removed), ``per cycle``,
+  ``per branch``, ``per TLB access``, ``per cache access`` → ``event/event``;
+- metric groups → ``groups``; the decision tree: root metrics get group ``topdown``; every metric of
+  a group listed under a root's ``next_items`` gets that root as ``parent`` (the first root that
+  lists it; a metric under two roots keeps the first and the other is reported);
+- ``product_configuration.num_slots`` / ``num_bus_slots`` → spec constants (as given, ``claimed``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import ir
+from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric
+from .exprparse import ParseError, SBin, SId, SNeg, SNum, parse
+from .names import NameTable, ident, metric_name
+
+TRANSLATIONS = [
+    "Arm `units` text is mapped to pint (percent, MPKI → event/kevent, `per <x>` → event/event) and the formula's own ×100 / ×1000 removed, value kept",
+    "Arm formulas are plain arithmetic; division by zero is read as NaN, i.e. perfonto's null",
+    "the top-down decision tree: roots get group `topdown`, metrics of a root's next groups get it as `parent`",
+    "events are counters with unit `event` and width 64 (the specification gives no width)",
+]
+
+
+def read(path: str | Path, generation: str, constants: dict[str, float] | None = None) -> SourceCatalog:
+    """Read an Arm telemetry CPU specification into a ``SourceCatalog``."""
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        raise ValueError(f"{path}: an Arm telemetry specification is an object with `events` and `metrics`")
+    prod = data.get("product_configuration") or {}
+    cat = SourceCatalog("arm", str(path), generation,
+                        f"Imported from the Arm telemetry specification {path.name}"
+                        + (f" ({prod.get('product_name')})" if prod.get("product_name") else "") + ".")
+    cat.translations = list(TRANSLATIONS)
+    events = data.get("events") or {}
+    table = NameTable()
+    for name, ev in events.items():
+        ev = ev if isinstance(ev, dict) else {}
+        desc = ": ".join(x for x in (str(ev.get("title") or ""), str(ev.get("description") or "")) if x)
+        code = f" (event code {ev['code']})" if ev.get("code") else ""
+        cat.event(name, "cpu", table.get(name, ident(name)), (desc or f"Arm event {name}") + code)
+    for field in ("num_slots", "num_bus_slots"):
+        if isinstance(prod.get(field), (int, float)):
+            value = float(prod[field])
+            if field in (constants or {}):
+                value = float(constants[field])
+            cat.constants[field] = SourceConstant(field, field, value, f"Arm product configuration `{field}`",
+                                                  "given by the specification's product_configuration", "claimed")
+
+    groups: dict[str, list[str]] = {}
+    for g, body in ((data.get("groups") or {}).get("metrics") or {}).items():
+        for mname in (body or {}).get("metrics") or []:
+            groups.setdefault(mname, []).append(g)
+    tree = ((data.get("methodologies") or {}).get("topdown_methodology") or {}).get("decision_tree") or {}
+    roots = list(tree.get("root_nodes") or [])
+    parent: dict[str, str] = {}
+    for node in tree.get("metrics") or []:
+        root = node.get("name")
+        for g in node.get("next_items") or []:
+            for body_name, body in ((data.get("groups") or {}).get("metrics") or {}).items():
+                if body_name != g:
+                    continue
+                for mname in body.get("metrics") or []:
+                    if mname == root:
+                        continue
+                    if mname in parent and parent[mname] != root:
+                        cat.findings.append(Finding("second-parent", mname, f"also next to `{root}` in the decision tree: "
+                                                                            f"perfonto keeps one parent (`{parent[mname]}`)", "info"))
+                    else:
+                        parent.setdefault(mname, root)
+
+    names = NameTable()
+    for key, body in data["metrics"].items():
+        body = body if isinstance(body, dict) else {}
+        formula = str(body.get("formula") or "").strip()
+        desc = str(body.get("description") or body.get("title") or "")
+        gs = list(groups.get(key, [])) + (["topdown"] if key in roots else [])
+        m = SourceMetric(key, names.get(key, metric_name(key.lower())), formula, None, unit_text=body.get("units") or None,
+                         description=desc, groups=gs, parent=parent.get(key), origin=f"metric {key}")
+        cat.metrics[key] = m
+        listed = set(body.get("events") or [])
+        try:
+            m.expr = _expr(parse(formula, "arm"), cat, data["metrics"])
+        except ParseError as exc:
+            m.problem = f"syntax: {exc}"
+            continue
+        except ir.Unsupported as exc:
+            m.problem = str(exc)
+            continue
+        used = ir.leaves(m.expr, ir.Event)
+        if listed and listed != used:
+            cat.findings.append(Finding("event-list", key, f"the metric's `events` list {sorted(listed)} differs from the "
+                                                           f"events its formula uses {sorted(used)}", "info"))
+    for key in list(parent):
+        if key not in cat.metrics:
+            cat.findings.append(Finding("unknown-metric", key, "the decision tree names a metric the file does not define"))
+    return cat
+
+
+def _expr(t, cat: SourceCatalog, metrics: dict) -> ir.Node:
+    if isinstance(t, SNum):
+        return ir.Num(t.value)
+    if isinstance(t, SId):
+        if t.name in metrics:
+            return ir.Ref(t.name)
+        if t.name not in cat.events:
+            cat.event(t.name, "cpu", ident(t.name), f"Arm event {t.name} (not defined in the specification)", defined=False)
+        return ir.Event(t.name)
+    if isinstance(t, SNeg):
+        return ir.Neg(_expr(t.operand, cat, metrics))
+    if isinstance(t, SBin) and t.op in ("+", "-", "*", "/"):
+        return ir.Bin(t.op, _expr(t.left, cat, metrics), _expr(t.right, cat, metrics))
+    raise ir.Unsupported(f"Arm formulas are plain arithmetic; `{t}` is not")

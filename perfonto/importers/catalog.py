@@ -1,0 +1,107 @@
+"""What an importer reads out of a source file, before anything is written: a ``SourceCatalog``.
+
+The catalog is source-neutral: events (base counters, by block), machine constants, and metrics
+whose formulas are already in ``perfonto.importers.ir`` form with the source's semantics decided.
+A metric the importer cannot translate keeps ``expr=None`` and a ``problem`` saying why, so nothing
+is dropped silently: it is reported as rejected with that reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+
+
+@dataclass
+class SourceEvent:
+    """A base counter of the source. ``block``/``name`` are perfonto identifiers (already valid)."""
+
+    key: str          # the source's own name, e.g. "CPU_CLK_UNHALTED.THREAD" or "SQ_WAVES"
+    block: str
+    name: str
+    description: str
+    defined: bool = True  # False: the file references it but does not define it
+
+
+@dataclass
+class SourceConstant:
+    """A machine constant (dimensionless in every source): ``value`` is an assumption unless given."""
+
+    key: str
+    name: str         # perfonto spec name without "spec."
+    value: float
+    description: str
+    source: str       # why this value
+    provenance: str = "assumed"
+    unit: str = "1"
+    may_be_zero: bool = False  # a flag (smt_on), or a property the tool reads as 0 when unknown
+
+
+@dataclass
+class Threshold:
+    """The metric's own comparison (``op``, ``value`` in the space the source compares: perf's raw
+    expression value, Intel's displayed value), plus what could not be carried over."""
+
+    op: str
+    value: float
+    message: str
+    implied: list[str] = field(default_factory=list)   # conjuncts on ancestors, carried by `parent`
+
+
+@dataclass
+class SourceMetric:
+    key: str                      # the source's name (unique in the catalog)
+    name: str                     # perfonto metric name
+    formula: str                  # original text, for the report and the `source` clause
+    expr: ir.Node | None
+    problem: str = ""             # why expr is None (a rejection reason)
+    unit_text: str | None = None  # the source's unit label as written
+    scale: float = 1.0            # displayed value = formula value × scale (perf ScaleUnit)
+    description: str = ""
+    groups: list[str] = field(default_factory=list)
+    parent: str | None = None     # source key of the parent metric
+    threshold: Threshold | None = None
+    threshold_problem: str = ""   # a threshold that exists but cannot be expressed
+    weight: int = 1               # how many source definitions this metric stands for (rocprof archs)
+    origin: str = ""              # where in the file (for the `source` clause)
+
+
+@dataclass
+class Finding:
+    """A lint finding on an imported formula (or a note about the translation)."""
+
+    code: str
+    metric: str       # source key, or "" for file-level findings
+    message: str
+    severity: str = "warning"
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "metric": self.metric, "message": self.message, "severity": self.severity}
+
+
+@dataclass
+class SourceCatalog:
+    """Everything one generation of an import needs."""
+
+    format: str
+    path: str
+    generation: str
+    description: str
+    clock: str = "core"
+    clock_description: str = "Clock of the imported PMU (its frequency is not in the source file)."
+    events: dict[str, SourceEvent] = field(default_factory=dict)
+    constants: dict[str, SourceConstant] = field(default_factory=dict)
+    metrics: dict[str, SourceMetric] = field(default_factory=dict)
+    block_instances: dict[str, int] = field(default_factory=dict)   # block -> instances (rocprof)
+    block_descriptions: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    translations: list[str] = field(default_factory=list)            # semantics applied, for the report
+    extends: str | None = None    # import against an existing generation (perf --generation)
+    archs: list[str] = field(default_factory=list)
+
+    def event(self, key: str, block: str, name: str, description: str, defined: bool = True) -> SourceEvent:
+        """Register (once) and return the event ``key``."""
+        ev = self.events.get(key)
+        if ev is None:
+            ev = self.events[key] = SourceEvent(key, block, name, description, defined)
+        return ev

@@ -1,0 +1,217 @@
+"""Import Intel perfmon native metric files (``<PLATFORM>/metrics/<platform>_metrics.json``).
+
+The format, as intel/perfmon's README describes it: each metric has a ``Formula`` over short aliases
+bound by its ``Events`` (``{"Name", "Alias"}``) and ``Constants`` lists, a ``UnitOfMeasure``, a
+``Level`` and ``ParentCategory`` (the TMA tree; roots have level 1), a ``Threshold`` whose formula
+is over the aliases of ``ThresholdMetrics`` (metrics by ``LegacyName``; ``&`` and, ``|`` or; the
+parent's own condition repeated for "the parent must pass"), ``MetricGroup`` (``;``-separated) and
+``ThresholdIssues`` (``$issueXX`` tags that relate nodes across the tree).
+
+Translation:
+- percent: Intel formulas compute percent values (``100 * (...)``) and thresholds compare percent
+  values (``a > 15``). The metric is declared ``[percent]`` and the leading ``100 *`` is removed, so
+  perfonto holds the fraction and shows the same number in percent; a formula without that factor
+  is divided by 100 explicitly (and flagged). Threshold bounds stay the same numbers, in percent.
+- the formula language is C-like (``a if c else b``, ``min``/``max``); a condition is true when non-zero
+  (``smt_on`` → ``spec.hyperthreading_on != 0``); division by zero is not defined by the README and is
+  read as IEEE NaN (as perf, which runs these formulas after Intel's ``create_perf_json.py``), i.e. null;
+- constants are machine values: dimensionless ``spec`` constants with assumed values, except
+  ``DURATIONTIMEINMILLISECONDS`` and ``DURATIONTIMEINSECONDS``, which are the window's duration as a
+  number (``interval / 1 ms``, ``interval / 1 s``);
+- ``UnitOfMeasure`` ``percent`` → percent, ``per instruction`` → ``event/event``; empty → no unit;
+- the threshold's own comparison → ``threshold``; conjuncts that repeat an ancestor's condition are
+  carried by ``parent``; disjunctions and conditions on other metrics are reported, not translated;
+- TMA tree nodes get the group ``topdown`` (level-1 nodes are perfonto's top-down level 1); ``$issue``
+  tags become groups ``issue_<tag>``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import ir
+from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
+from .exprparse import ParseError, SBin, SCall, SId, SIf, SNeg, SNum, parse
+from .names import NameTable, ident, metric_name
+from .thresholds import comparison, split
+
+CONSTANT_DEFAULTS = {
+    "HYPERTHREADING_ON": (1.0, "1 when Hyper-Threading is on (the collecting tool supplies it)"),
+    "THREADS_PER_CORE": (2.0, "hardware threads per core"),
+    "SYSTEM_TSC_FREQ": (2.5e9, "TSC frequency, as the collecting tool supplies it"),
+    "SOCKET_COUNT": (1.0, "sockets"), "CORES_PER_SOCKET": (8.0, "cores per socket"),
+    "CHAS_PER_SOCKET": (8.0, "CHA units per socket"),
+}
+DURATIONS = {"DURATIONTIMEINMILLISECONDS": "ms", "DURATIONTIMEINSECONDS": "s"}
+
+TRANSLATIONS = [
+    "Intel formulas give percent values: declared [percent], the leading `100 *` removed (perfonto stores the fraction, shows the same number)",
+    "Intel thresholds compare percent values: bounds are kept as numbers in the metric's unit (percent)",
+    "Intel `a if c else b` takes b when c is 0: written `a if c != 0 else b`",
+    "Intel division by zero (undefined in the README) is read as NaN, i.e. perfonto's null",
+    "DURATIONTIMEINMILLISECONDS is the window duration as a number of ms: `interval / 1 ms`",
+    "other Intel constants are machine values: dimensionless `spec.*` constants with assumed values",
+    "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent`",
+    "events are counters with unit `event` and width 64 (the metrics file gives neither)",
+]
+
+
+def read(path: str | Path, generation: str, constants: dict[str, float] | None = None) -> SourceCatalog:
+    """Read an Intel perfmon metrics JSON file into a ``SourceCatalog``."""
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    metrics = data.get("Metrics") if isinstance(data, dict) else data
+    if not isinstance(metrics, list):
+        raise ValueError(f"{path}: an Intel perfmon metrics file has a `Metrics` list")
+    info = data.get("Header", {}).get("Info", "") if isinstance(data, dict) else ""
+    cat = SourceCatalog("intel", str(path), generation,
+                        f"Imported from the Intel perfmon metrics file {path.name}" + (f" ({info})" if info else "") + ".")
+    cat.translations = list(TRANSLATIONS)
+    return _Reader(cat, metrics, constants or {}).run()
+
+
+class _Reader:
+    def __init__(self, cat: SourceCatalog, metrics: list, overrides: dict[str, float]):
+        self.cat, self.raw, self.overrides = cat, metrics, overrides
+        self.names = NameTable()
+        self.events: dict[str, NameTable] = {}
+        self.by_legacy: dict[str, str] = {}
+        self.by_name: dict[str, str] = {}
+
+    def run(self) -> SourceCatalog:
+        entries = []
+        for i, e in enumerate(self.raw):
+            if not isinstance(e, dict) or not isinstance(e.get("MetricName"), str):
+                self.cat.findings.append(Finding("malformed", "", f"metric entry {i} has no MetricName; skipped", "error"))
+                continue
+            key = e["MetricName"]
+            if key in self.by_name:
+                self.cat.metrics[key + f"#{i}"] = SourceMetric(key + f"#{i}", self.names.get(key + f"#{i}", metric_name(key.lower())),
+                                                               str(e.get("Formula", "")), None, problem=f"duplicate metric `{key}`")
+                continue
+            self.by_name[key] = key
+            if e.get("LegacyName"):
+                self.by_legacy[str(e["LegacyName"])] = key
+            entries.append(e)
+        children = {str(e.get("ParentCategory")) for e in entries if e.get("ParentCategory")}
+        for e in entries:
+            self._metric(e, children)
+        for e in sorted(entries, key=lambda e: int(e.get("Level") or 1)):
+            self._threshold(e)
+        return self.cat
+
+    def _metric(self, e: dict, children: set[str]) -> None:
+        key = e["MetricName"]
+        formula = str(e.get("Formula", "")).strip()
+        unit = str(e.get("UnitOfMeasure", "") or "").strip() or None
+        groups = [g for g in str(e.get("MetricGroup", "") or "").split(";") if g.strip()]
+        parent = e.get("ParentCategory")
+        in_tree = bool(parent) or key in children
+        if in_tree:
+            groups.append("topdown")
+        issues = str((e.get("Threshold") or {}).get("ThresholdIssues", "") or "")
+        groups += [f"issue_{t}" for t in re.findall(r"\$issue(\w+)", issues)]
+        m = SourceMetric(key, self.names.get(key, metric_name(key.lower())), formula, None, unit_text=unit, scale=1.0,
+                         description=str(e.get("BriefDescription", "") or ""), groups=groups,
+                         parent=str(parent) if parent else None, origin=f"MetricName {key} (level {e.get('Level', '?')})")
+        self.cat.metrics[key] = m
+        if parent and parent not in self.by_name:
+            self.cat.findings.append(Finding("unknown-parent", key, f"ParentCategory `{parent}` is not a metric of the file"))
+            m.parent = None
+        aliases: dict[str, ir.Node] = {}
+        for ev in e.get("Events") or []:
+            if isinstance(ev, dict) and ev.get("Alias") and ev.get("Name"):
+                aliases[str(ev["Alias"])] = self._event(str(ev["Name"]))
+        for c in e.get("Constants") or []:
+            if isinstance(c, dict) and c.get("Alias") and c.get("Name"):
+                aliases[str(c["Alias"])] = self._constant(str(c["Name"]))
+        if not formula:
+            m.problem = "no Formula"
+            return
+        try:
+            m.expr = ir.as_number(self._expr(parse(formula, "intel"), aliases))
+        except ParseError as exc:
+            m.problem = f"syntax: {exc}"
+        except ir.Unsupported as exc:
+            m.problem = str(exc)
+
+    def _event(self, name: str) -> ir.Node:
+        key = name.upper()
+        block = "uncore" if key.startswith("UNC_") else "cpu"
+        table = self.events.setdefault(block, NameTable())
+        self.cat.event(key, block, table.get(key, ident(name)), f"Intel event {name}")
+        return ir.Event(key)
+
+    def _constant(self, name: str) -> ir.Node:
+        if name.upper() in DURATIONS:
+            return ir.Bin("/", ir.Interval(), ir.Num(1.0, DURATIONS[name.upper()]))
+        key = name
+        if key not in self.cat.constants:
+            cname = ident(name)
+            value, why = CONSTANT_DEFAULTS.get(name.upper(), (1.0, "an Intel constant this importer does not know; 1 assumed"))
+            prov = "assumed"
+            if cname in self.overrides:
+                value, why, prov = self.overrides[cname], "given on the command line (--constant)", "claimed"
+            self.cat.constants[key] = SourceConstant(key, cname, value, f"Intel constant {name}", why, prov,
+                                                     may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS)
+        return ir.Const(key)
+
+    def _expr(self, t, aliases: dict[str, ir.Node]) -> ir.Node:
+        num = lambda x: ir.as_number(self._expr(x, aliases))  # noqa: E731
+        cond = lambda x: ir.as_truth(self._expr(x, aliases))  # noqa: E731
+        if isinstance(t, SNum):
+            return ir.Num(t.value)
+        if isinstance(t, SId):
+            if t.name not in aliases:
+                raise ir.Unsupported(f"alias `{t.name}` is bound neither in Events nor in Constants")
+            return aliases[t.name]
+        if isinstance(t, SNeg):
+            return ir.Neg(num(t.operand))
+        if isinstance(t, SIf):
+            return ir.If(num(t.then), cond(t.cond), num(t.other))
+        if isinstance(t, SCall) and t.fn in ("min", "max") and len(t.args) == 2:
+            return ir.Call(t.fn, (num(t.args[0]), num(t.args[1])))
+        if isinstance(t, SCall) and t.fn == "not":
+            return ir.Not(cond(t.args[0]))
+        if isinstance(t, SBin):
+            if t.op in ("+", "-", "*", "/"):
+                return ir.Bin(t.op, num(t.left), num(t.right))
+            if t.op in ir.CMP_OPS:
+                return ir.Bin(t.op, num(t.left), num(t.right))
+            if t.op in ("&", "and"):
+                return ir.Bin("and", cond(t.left), cond(t.right))
+            if t.op in ("|", "or"):
+                return ir.Bin("or", cond(t.left), cond(t.right))
+        raise ir.Unsupported(f"Intel formula construct `{t}` is not supported")
+
+    # -- thresholds ---------------------------------------------------------------------------------
+    def _threshold(self, e: dict) -> None:
+        key = e["MetricName"]
+        m = self.cat.metrics[key]
+        thr = e.get("Threshold") or {}
+        text = str(thr.get("Formula", "") or "").strip()
+        if not text or m.expr is None:
+            return
+        alias = {str(a.get("Alias")): self.by_legacy.get(str(a.get("Value"))) for a in thr.get("ThresholdMetrics") or []
+                 if isinstance(a, dict)}
+        try:
+            tree = parse(text, "intel")
+        except ParseError as exc:
+            m.threshold_problem = f"Threshold syntax: {exc}"
+            return
+        own, implied, other = split(tree, key, self.cat.metrics, alias.get)
+        issues = str(thr.get("ThresholdIssues", "") or "").strip()
+        msg = f"Intel threshold: {thr.get('BaseFormula') or text}" + (f" ({issues})" if issues else "")
+        if own is None or other:
+            m.threshold_problem = (f"Threshold `{text}` is not the metric's own comparison (and its ancestors'): "
+                                   f"perfonto's threshold clause compares the metric itself with one bound")
+            self.cat.findings.append(Finding("threshold-not-translated", key, m.threshold_problem, "warning"))
+            for c in other:
+                cmp = comparison(c, alias.get)
+                if cmp and cmp[0] in self.cat.metrics and (self.cat.metrics[cmp[0]].unit_text or "") == "percent" \
+                        and 0 < abs(cmp[2]) < 1:
+                    self.cat.findings.append(Finding("percent-vs-fraction", key, f"threshold compares percent metric "
+                                                                                f"`{cmp[0]}` with {cmp[2]:g}, a fraction"))
+            return
+        m.threshold = Threshold(own[1], own[2], msg, implied)

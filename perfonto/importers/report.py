@@ -1,0 +1,145 @@
+"""The import report: what was imported, with or without a unit, what was rejected and why, and the
+lint findings — as text for stderr or as one JSON document."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .build import BuiltGeneration
+from .catalog import Finding, SourceCatalog
+
+PASS_RATIO = 0.95
+
+
+@dataclass
+class ImportReport:
+    format: str
+    source: str
+    generations: list[BuiltGeneration] = field(default_factory=list)
+    catalogs: list[SourceCatalog] = field(default_factory=list)
+    error: str = ""
+
+    # -- counts (weighted: a rocprofiler counter defined for 4 architectures counts 4 times) --------
+    def _outcomes(self):
+        for g in self.generations:
+            for o in g.outcomes.values():
+                yield g, o
+
+    @property
+    def total(self) -> int:
+        return sum(o.weight for _, o in self._outcomes())
+
+    @property
+    def imported(self) -> int:
+        return sum(o.weight for _, o in self._outcomes() if o.status != "rejected")
+
+    @property
+    def with_unit(self) -> int:
+        return sum(o.weight for _, o in self._outcomes() if o.status == "with_unit")
+
+    @property
+    def without_unit(self) -> int:
+        return sum(o.weight for _, o in self._outcomes() if o.status == "without_unit")
+
+    @property
+    def ratio(self) -> float:
+        return self.imported / self.total if self.total else 0.0
+
+    @property
+    def ok(self) -> bool:
+        """The file was read and at least 95 % of its metrics compile."""
+        return not self.error and self.total > 0 and self.ratio >= PASS_RATIO
+
+    def rejected(self) -> list[dict]:
+        return [{"metric": o.key, "name": o.name, "generation": g.generation, "definitions": o.weight, "reason": o.reason}
+                for g, o in self._outcomes() if o.status == "rejected"]
+
+    def units_not_applied(self) -> list[dict]:
+        return [{"metric": o.key, "generation": g.generation, "note": o.unit_note}
+                for g, o in self._outcomes() if o.unit_note and o.status != "rejected"]
+
+    def findings(self) -> list[tuple[str, Finding]]:
+        seen, out = set(), []
+        for g in self.generations:
+            for f in g.findings:
+                k = (f.code, f.metric, f.message)
+                if k not in seen:
+                    seen.add(k)
+                    out.append((g.generation, f))
+        return out
+
+    def thresholds_not_translated(self) -> list[dict]:
+        return [{"metric": m.key, "generation": c.generation, "reason": m.threshold_problem}
+                for c in self.catalogs for m in c.metrics.values() if m.threshold_problem]
+
+    def translations(self) -> list[str]:
+        return self.catalogs[0].translations if self.catalogs else []
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok, "format": self.format, "source": self.source, "error": self.error,
+            "metrics": self.total, "imported": self.imported, "with_unit": self.with_unit,
+            "without_unit": self.without_unit, "rejected_count": self.total - self.imported,
+            "compiled_ratio": round(self.ratio, 6),
+            "generations": [{"generation": g.generation, "ontology": str(g.yaml_path) if g.yaml_path else None,
+                             "metrics_file": str(g.metrics_path), "metrics": len(g.graph.metrics), "archs": g.archs,
+                             "signals": len(g.gen.signals)} for g in self.generations],
+            "rejected": self.rejected(),
+            "units_not_applied": self.units_not_applied(),
+            "thresholds_not_translated": self.thresholds_not_translated(),
+            "findings": [{"generation": gname, **f.to_json()} for gname, f in self.findings()],
+            "translations": self.translations(),
+            "names": {g.generation: g.names for g in self.generations},
+        }
+
+    def render(self) -> str:
+        lines = [f"perfonto import {self.format}: {self.source}"]
+        if self.error:
+            lines.append(f"error: {self.error}")
+            return "\n".join(lines)
+        for g in self.generations:
+            archs = f" ({', '.join(g.archs)})" if g.archs else ""
+            lines.append(f"  generation {g.generation}{archs}: {g.yaml_path} + {g.metrics_path} "
+                         f"({len(g.gen.signals)} signals, {len(g.graph.metrics)} metrics)")
+        lines.append(f"  metrics: {self.total} in the file, {self.imported} imported ({100 * self.ratio:.1f} %): "
+                     f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
+                     f" — {'OK' if self.ok else 'below the 95 % needed'}")
+        multi = len(self.generations) > 1
+        rej = _grouped(self.rejected(), "reason")
+        if rej:
+            lines.append(f"  rejected ({len(rej)}):")
+            lines += [f"    - {key}{_gens(gens, multi)}: {why}" for (key, why), gens in rej.items()]
+        una = _grouped(self.units_not_applied(), "note")
+        if una:
+            lines.append(f"  units given but not applied ({len(una)}):")
+            lines += [f"    - {key}{_gens(gens, multi)}: {why}" for (key, why), gens in una.items()]
+        thr = self.thresholds_not_translated()
+        if thr:
+            lines.append(f"  thresholds not translated ({len(thr)}):")
+            lines += [f"    - {t['metric']}: {t['reason']}" for t in thr]
+        fs = [f for _, f in self.findings() if f.code not in ("unit-not-applied", "threshold-not-translated")]
+        if fs:
+            lines.append(f"  lint findings ({len(fs)}):")
+            by_code: dict[str, list[Finding]] = {}
+            for f in fs:
+                by_code.setdefault(f.code, []).append(f)
+            for code, items in by_code.items():
+                shown = items if len(items) <= 6 else items[:4]
+                lines += [f"    - {f.severity}[{code}] {f.metric + ': ' if f.metric else ''}{f.message}" for f in shown]
+                if len(items) > len(shown):
+                    lines.append(f"    - … and {len(items) - len(shown)} more [{code}] (all in the JSON report)")
+        if self.translations():
+            lines.append("  translations:")
+            lines += [f"    - {t}" for t in self.translations()]
+        return "\n".join(lines)
+
+
+def _grouped(rows: list[dict], field: str) -> dict[tuple[str, str], list[str]]:
+    """Rows with the same metric and reason, across generations (rocprofiler architectures)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        out.setdefault((r["metric"], r[field]), []).append(r["generation"])
+    return out
+
+
+def _gens(gens: list[str], multi: bool) -> str:
+    return f" [{', '.join(gens)}]" if multi else ""

@@ -1,0 +1,80 @@
+"""Unit labels of the sources mapped to pint units of perfonto's registry.
+
+Imported events are counters with unit ``event`` (the sources give event counts, not bytes or
+cycles), so the mapping is chosen in that world:
+
+| source label | pint unit | why |
+|---|---|---|
+| ``%``, ``percent``, ``percent of slots/cycles/operations`` | ``percent`` | |
+| ``MPKI``, ``PKI`` (misses / items per kilo-instruction) | ``event/kevent`` | per 1000 counted instructions |
+| ``per cycle``, ``per branch``, ``per cache access`` … (Arm), ``per instruction`` (Intel), ``conflicts/access`` | ``event/event`` | a ratio of two counts |
+| ``cycles`` | ``event`` | cycles are counted like any event |
+| anything pint parses (``GB/s``, ``ns``, ``W``; ``/sec`` read as ``/s``) | itself | |
+
+A label that maps to nothing is reported ("unit … has no pint equivalent") and the metric is
+imported without a unit. Sources: perf's ``ScaleUnit`` (``<scale><unit>``, parsed like
+``perf_pmu__convert_scale``: a leading C float, the rest is the unit), Intel's ``UnitOfMeasure``,
+Arm's ``units``, rocprofiler's ``Unit: …`` in descriptions.
+"""
+from __future__ import annotations
+
+import re
+
+import pint
+
+from ontology.units import UnitError, parse_unit
+
+_SCALE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+_FIXED = {
+    "%": "percent", "percent": "percent", "percentage": "percent",
+    "mpki": "event/kevent", "pki": "event/kevent",
+    "cycles": "event", "cycle": "event", "count": "event", "counts": "event", "events": "event",
+}
+
+
+def split_scale_unit(text: str) -> tuple[float, str]:
+    """perf ``ScaleUnit`` → (scale, unit label): ``"100%"`` → (100.0, "%"), ``"1MPKI"`` → (1.0, "MPKI").
+
+    A text without a leading number has scale 1 (as perf's metric.py writes ``1<unit>``).
+    """
+    m = _SCALE.match(text or "")
+    if not m:
+        return 1.0, (text or "").strip()
+    return float(m.group(1)), m.group(2)
+
+
+def map_label(reg: pint.UnitRegistry, label: str | None) -> tuple[str | None, str]:
+    """A source unit label → (pint unit text or None, note). ``None`` with a note when unmappable."""
+    if label is None or not label.strip():
+        return None, ""
+    t = label.strip()
+    low = t.lower()
+    if low in _FIXED:
+        return _FIXED[low], ""
+    if low.startswith("percent"):
+        return "percent", ""
+    if low.startswith("per ") or re.fullmatch(r"[a-z_ ]+/[a-z_ ]+", low) and not _parses(reg, t):
+        return "event/event", f"`{t}` is a ratio of two counts"
+    cand = re.sub(r"/sec\b", "/s", t)
+    cand = re.sub(r"\s+per\s+sec(ond)?\b", "/s", cand)
+    if _parses(reg, cand):
+        return cand, ""
+    return None, f"unit `{t}` has no pint equivalent"
+
+
+def _parses(reg, text: str) -> bool:
+    try:
+        parse_unit(reg, text)
+        return True
+    except UnitError:
+        return False
+
+
+def unit_text(u: pint.Unit) -> str:
+    """A unit as text that ``ontology.units.parse_unit`` reads back (``event/second``, ``1``)."""
+    s = str(u).replace(" ", "")
+    return "1" if s in ("dimensionless", "") else s
+
+
+def base_units(reg: pint.UnitRegistry, u: pint.Unit) -> pint.Unit:
+    return reg.Quantity(1.0, u).to_base_units().units

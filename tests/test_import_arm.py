@@ -1,0 +1,52 @@
+"""`perfonto import arm`: the real Neoverse N1 telemetry specification (events, units as text, groups,
+the top-down decision tree), and equivalence with a reference evaluation of each formula."""
+import json
+
+import pytest
+
+from perfonto.importers import import_file
+from ref_pyexpr import evaluate as ref_eval
+from ref_windows import perfonto_values, random_windows, real_file, same
+
+ARM = "arm_telemetry_neoverse-n1.json"
+
+
+@pytest.fixture(scope="module")
+def arm_import(tmp_path_factory):
+    path = real_file(ARM)
+    return path, import_file("arm", path, tmp_path_factory.mktemp("arm"))
+
+
+def test_real_file_imports(arm_import):
+    _, report = arm_import
+    assert report.ok and report.total == 31 and report.imported == 31 and report.with_unit == 31
+    built = report.generations[0]
+    g = built.graph
+    assert len(built.gen.signals) == 110  # every event of the specification is a counter
+    assert g.metrics["backend_stalled_cycles"].unit_text == "percent"
+    assert g.metrics["branch_mpki"].unit_text == "event/kevent"
+    assert g.metrics["ipc"].unit_text == "event/event"
+    # decision tree: roots in group topdown, next groups' metrics under the root
+    assert "topdown" in g.metrics["frontend_stalled_cycles"].groups
+    assert g.metrics["branch_mpki"].parent == "frontend_stalled_cycles"
+    assert g.metrics["dtlb_mpki"].parent == "backend_stalled_cycles"
+    assert "MPKI" in g.metrics["branch_mpki"].groups
+    assert any(f.code == "second-parent" for _, f in report.findings())
+
+
+def test_equivalence_with_arm_reference(arm_import):
+    path, report = arm_import
+    built = report.generations[0]
+    spec = json.loads(path.read_text())["metrics"]
+    trials = 12
+    w = random_windows(built.gen, trials, seed=2)
+    ours = perfonto_values(built.graph, w)
+    n = 0
+    for t in range(trials):
+        env = {k: float(w.values[s][t, 0]) for k, s in built.signals.items()}
+        for key, o in built.outcomes.items():
+            expected = ref_eval(spec[key]["formula"], env)  # Arm's value in its own unit (percent, MPKI …)
+            got = ours[built.names[key]][t, 0]
+            assert same(got, expected), f"{key}: {got!r} != {expected!r}"
+            n += 1
+    assert n == trials * 31

@@ -1,0 +1,86 @@
+"""`perfonto import` on the command line: exit codes, the report on stderr or as JSON on stdout, the
+generated files pass `perfonto check`, and catalog text can never inject into the generated files."""
+import json
+
+import pytest
+import yaml
+
+from perfonto.cli import main
+from perfonto.importers import import_file
+from ref_windows import real_file
+
+
+def test_import_real_perf_file_then_check(tmp_path, capsys):
+    path = real_file("perf_arm64_neoverse-n2-v2_metrics.json")
+    assert main(["import", "perf", str(path), "--out", str(tmp_path), "--name", "n2"]) == 0
+    err = capsys.readouterr().err
+    assert "41 imported (100.0 %)" in err and "translations:" in err
+    assert (tmp_path / "n2.yaml").is_file() and (tmp_path / "n2.metrics").is_file()
+    assert json.loads((tmp_path / "import-report.json").read_text())["imported"] == 41
+    assert main(["check", "--catalog", str(tmp_path), "--generation", "n2"]) == 0
+
+
+def test_json_report_on_stdout(tmp_path, capsys):
+    path = real_file("arm_telemetry_neoverse-n1.json")
+    assert main(["import", "arm", str(path), "--out", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out)  # stdout holds one JSON document and nothing else
+    assert doc["ok"] and doc["metrics"] == 31 and doc["with_unit"] == 31 and doc["rejected"] == []
+    assert {"findings", "translations", "units_not_applied", "thresholds_not_translated", "names"} <= set(doc)
+
+
+def test_exit_1_below_95_percent(tmp_path, capsys):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps([{"MetricName": "ok", "MetricExpr": "a / b"}, {"MetricName": "bad", "MetricExpr": "a % b"}]))
+    assert main(["import", "perf", str(p), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "bad" in err and "`%`" in err and "below the 95 %" in err
+
+
+@pytest.mark.parametrize("content", ["not json", "{\"a\": 1}"])
+def test_exit_1_when_the_file_cannot_be_read(tmp_path, capsys, content):
+    p = tmp_path / "m.json"
+    p.write_text(content)
+    assert main(["import", "perf", str(p), "--out", str(tmp_path / "o"), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert not doc["ok"] and doc["error"].startswith("cannot read")
+    assert main(["import", "intel", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 1
+
+
+def test_usage_errors_exit_2(tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["import", "csv", "x", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["import", "perf", "x"])  # --out is required
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["import", "perf", "x", "--out", str(tmp_path), "--constant", "slots"])
+    assert e.value.code == 2
+
+
+def test_catalog_text_cannot_inject(tmp_path):
+    nasty = 'quote " backslash \\ newline\nmetric pwned [1] = 1\n# comment? {yaml: [x]} \u00e9 \u2603'
+    entries = [
+        {"EventName": "a", "BriefDescription": "events: {also: 'nasty'}\n- list\n" + nasty},
+        {"MetricName": "x\"\nmetric pwned [1] = 2", "MetricExpr": "a / b", "BriefDescription": nasty,
+         "MetricGroup": "g;h i;metric;x\"y", "ScaleUnit": "100%"},
+        {"MetricName": "threshold", "MetricExpr": "cpu@weird\\,ev\\=1@ + uncore_imc@cas_count_read@ + a", "BriefDescription": "keyword name"},
+    ]
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(entries))
+    report = import_file("perf", p, tmp_path / "o")
+    assert report.ok, report.render()
+    built = report.generations[0]
+    g = built.graph
+    assert "pwned" not in g.metrics and len(g.metrics) == 2
+    x = g.metrics[built.names['x"\nmetric pwned [1] = 2']]
+    assert x.description == nasty  # escaped on the way out, read back unchanged
+    assert set(x.groups) == {"g", "h_i", "metric_", "x_y"}
+    assert built.names["threshold"] == "threshold_"  # a keyword of the language is never a bare name
+    doc = yaml.safe_load(built.yaml_path.read_text())
+    assert doc["blocks"]["cpu"]["signals"]["a"]["description"].endswith(nasty)
+    assert built.gen.signals["cpu.a"].description.endswith(nasty)
+    assert {"cpu.weird_ev_1", "uncore_imc.cas_count_read"} <= set(built.gen.signals)  # pmu@event@ → block pmu
+    text = built.metrics_path.read_text()
+    assert "\nmetric pwned" not in text and text.count("\nmetric ") == 2

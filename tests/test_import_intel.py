@@ -1,0 +1,99 @@
+"""`perfonto import intel`: the real Haswell file (TMA tree, percent, thresholds, constants), and
+equivalence of every imported metric with a reference evaluation of Intel's formula (tests/ref_pyexpr.py)."""
+import json
+
+import pytest
+
+from perfonto.importers import import_file
+from ref_pyexpr import evaluate as ref_eval
+from ref_windows import perfonto_values, random_windows, real_file, same
+
+INTEL = "intel_perfmon_HSW_haswell_metrics.json"
+
+
+@pytest.fixture(scope="module")
+def intel_import(tmp_path_factory):
+    path = real_file(INTEL)
+    return path, import_file("intel", path, tmp_path_factory.mktemp("intel"))
+
+
+def check_equivalence(report, path, trials=12) -> int:
+    (built,) = report.generations
+    gen = built.gen
+    metrics = {m["MetricName"]: m for m in json.loads(path.read_text())["Metrics"]}
+    w = random_windows(gen, trials, seed=1)
+    ours = perfonto_values(built.graph, w)
+    checked = 0
+    for t in range(trials):
+        interval = float(w.interval[t, 0])
+        for key, o in built.outcomes.items():
+            if o.status == "rejected":
+                continue
+            m = metrics[key]
+            env = {e["Alias"]: float(w.values[built.signals[e["Name"].upper()]][t, 0]) for e in m["Events"]}
+            for c in m["Constants"]:
+                name = c["Name"]
+                if name.upper() == "DURATIONTIMEINMILLISECONDS":
+                    env[c["Alias"]] = interval * 1000.0
+                else:
+                    env[c["Alias"]] = gen.spec[built.constants[name]].value
+            expected = ref_eval(m["Formula"], env)  # Intel's value: percent metrics in percent
+            got = ours[built.names[key]][t, 0]
+            assert same(got, expected), f"{key}: perfonto {got!r} != Intel {expected!r} (trial {t}): {m['Formula']}"
+            checked += 1
+    return checked
+
+
+def test_real_file_imports(intel_import):
+    _, report = intel_import
+    assert report.ok and report.total == 112 and report.imported == 112
+    assert (report.with_unit, report.without_unit) == (63, 49)  # 61 percent + 2 "per instruction"
+    g = report.generations[0].graph
+    fe = g.metrics["frontend_bound"]
+    assert fe.unit_text == "percent" and fe.threshold[:2] == (">", 15.0) and "topdown" in fe.groups
+    assert "100 *" not in fe.formula  # Intel's percent factor is the declared unit's conversion
+    fl = g.metrics["fetch_latency"]
+    assert fl.parent == "frontend_bound" and fl.threshold[:2] == (">", 10.0)  # `& b > 15` is the parent's
+    assert g.metrics["icache_misses"].parent == "fetch_latency"
+    assert g.metrics["info_thread_cpi"].unit_text == "event/event"
+    # level-1 TMA nodes are perfonto's top-down level 1
+    from perfonto.analysis import topdown_level1
+    assert set(topdown_level1(g)) == {"frontend_bound", "bad_speculation", "backend_bound", "retiring"}
+    not_done = {t["metric"] for t in report.thresholds_not_translated()}
+    assert not_done == {"Retiring", "Info_Frontend_DSB_Coverage", "Info_System_MUX"}
+
+
+@pytest.mark.parametrize("smt", [1.0, 0.0])
+def test_equivalence_with_intel_reference(tmp_path, smt):
+    """Both sides of every `if smt_on`: Hyper-Threading on and off."""
+    path = real_file(INTEL)
+    report = import_file("intel", path, tmp_path, constants={"hyperthreading_on": smt})
+    assert check_equivalence(report, path) == 12 * 112
+
+
+def test_unbound_alias_is_rejected(tmp_path):
+    doc = {"Metrics": [
+        {"MetricName": "Good", "Formula": "100 * a / b", "UnitOfMeasure": "percent", "Level": 1,
+         "Events": [{"Name": "X.Y", "Alias": "a"}, {"Name": "Z", "Alias": "b"}], "Constants": []},
+        {"MetricName": "Bad", "Formula": "a / q", "UnitOfMeasure": "", "Level": 1,
+         "Events": [{"Name": "X.Y", "Alias": "a"}], "Constants": []},
+    ]}
+    p = tmp_path / "i.json"
+    p.write_text(json.dumps(doc))
+    report = import_file("intel", p, tmp_path / "o")
+    (r,) = report.rejected()
+    assert r["metric"] == "Bad" and "`q`" in r["reason"]
+    assert report.generations[0].graph.metrics["good"].unit_text == "percent"
+
+
+def test_percent_compared_with_a_fraction_is_flagged(tmp_path):
+    doc = {"Metrics": [
+        {"MetricName": "Stalls", "Formula": "100 * a / b", "UnitOfMeasure": "percent", "Level": 1, "LegacyName": "m_S(%)",
+         "Events": [{"Name": "A", "Alias": "a"}, {"Name": "B", "Alias": "b"}], "Constants": [],
+         "Threshold": {"Formula": "a > 0.5", "ThresholdMetrics": [{"Alias": "a", "Value": "m_S(%)"}]}},
+    ]}
+    p = tmp_path / "i.json"
+    p.write_text(json.dumps(doc))
+    report = import_file("intel", p, tmp_path / "o")
+    assert report.generations[0].graph.metrics["stalls"].threshold[:2] == (">", 0.5)
+    assert any(f.code == "percent-vs-fraction" and f.metric == "Stalls" for _, f in report.findings())

@@ -1,0 +1,179 @@
+"""`perfonto import perf`: the real Neoverse N2/V2 metrics file, equivalence with a reference evaluator
+of perf's expression language (tests/ref_perf.py), and one-line cases for each perf construct."""
+import json
+import re
+
+import pytest
+
+from perfonto.importers import import_file
+from perfonto.importers.perf import ARM64_SBSA
+from ref_perf import PerfEval
+from ref_windows import perfonto_values, random_windows, real_file, same
+
+PERF = "perf_arm64_neoverse-n2-v2_metrics.json"
+
+
+def _scale(scale_unit: str | None) -> float:
+    if not scale_unit:
+        return 1.0
+    m = re.match(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", scale_unit)
+    return float(m.group(1)) if m else 1.0
+
+
+def _formulas(path) -> dict[str, tuple[str, float]]:
+    """MetricName → (MetricExpr, scale), ArchStdEvent entries completed from the arm64 standard table."""
+    out = {}
+    for e in json.loads(path.read_text()):
+        if "ArchStdEvent" in e and "MetricName" not in e:
+            e = {**ARM64_SBSA[e["ArchStdEvent"].lower()], **{k: v for k, v in e.items() if k != "ArchStdEvent"}}
+        if "MetricName" in e:
+            out[e["MetricName"]] = (e["MetricExpr"], _scale(e.get("ScaleUnit")))
+    return out
+
+
+def check_equivalence(report, path, trials=12):
+    """Every imported metric equals the reference evaluation of its original formula × scale."""
+    (built,) = report.generations
+    gen, graph = built.gen, built.graph
+    formulas = _formulas(path)
+    w = random_windows(gen, trials)
+    ours = perfonto_values(graph, w)
+    literals = {k[1:]: gen.spec[s].value for k, s in built.constants.items() if k.startswith("#")}
+    checked = 0
+    for t in range(trials):
+        events = {k: float(w.values[s][t, 0]) for k, s in built.signals.items()}
+        ref = PerfEval({k: f for k, (f, _) in formulas.items()}, events, literals, float(w.interval[t, 0]))
+        for key, o in built.outcomes.items():
+            if o.status == "rejected":
+                continue
+            expected = ref.metric(key) * formulas[key][1]
+            got = ours[built.names[key]][t, 0]
+            assert same(got, expected), f"{key}: perfonto {got!r} != perf {expected!r} (trial {t})"
+            checked += 1
+    return checked
+
+
+@pytest.fixture(scope="module")
+def perf_import(tmp_path_factory):
+    path = real_file(PERF)
+    return path, import_file("perf", path, tmp_path_factory.mktemp("perf"))
+
+
+def test_real_file_imports_with_units_and_report(perf_import):
+    path, report = perf_import
+    assert report.ok and report.total == 41 and report.imported == 41
+    assert (report.with_unit, report.without_unit) == (38, 3)  # ipc, retired_ipc, spec_ipc have no ScaleUnit
+    graph = report.generations[0].graph
+    assert graph.metrics["l1d_tlb_miss_rate"].unit_text == "percent"
+    assert graph.metrics["dtlb_mpki"].unit_text == "event/kevent"
+    assert graph.metrics["ipc"].unit_text == "1"
+    # ArchStdEvent: the override's formula, the standard's name, unit and groups
+    fb = graph.metrics["frontend_bound"]
+    assert fb.unit_text == "percent" and set(fb.groups) == {"Default", "TopdownL1"}
+    assert "backend_bound" in graph.metrics  # no MetricExpr in the file: the standard formula
+    doc = report.to_json()
+    assert doc["ok"] and doc["rejected"] == [] and any(f["code"] == "undefined-event" for f in doc["findings"])
+
+
+@pytest.mark.parametrize("slots", [5.0, 8.0])
+def test_equivalence_with_perf_reference(tmp_path, slots):
+    """Both branches of the file's `if (#slots - 5)`: N2 (5 slots) and V2 (8 slots)."""
+    path = real_file(PERF)
+    report = import_file("perf", path, tmp_path, constants={"slots": slots})
+    assert report.generations[0].gen.spec["spec.slots"].value == slots
+    assert check_equivalence(report, path) == 12 * 41
+
+
+def _one(tmp_path, entries, **kw):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(entries))
+    return p, import_file("perf", p, tmp_path / "out", **kw)
+
+
+def _value(report, name, events, duration=1.0, literals=None):
+    """Evaluate one imported metric on given event values (one window)."""
+    built = report.generations[0]
+    w = random_windows(built.gen, 1)
+    for k, s in built.signals.items():
+        w.values[s][...] = events[k]
+    w.interval[...] = duration
+    return float(perfonto_values(built.graph, w)[built.names[name]][0, 0])
+
+
+CASES = [  # (MetricExpr, ScaleUnit, events, duration, perf's displayed value)
+    ("a / b", "1", {"a": 6, "b": 3}, 1, 2.0),
+    ("a / b", "1", {"a": 6, "b": 0}, 1, float("nan")),          # perf: NaN; perfonto: null
+    ("d_ratio(a, b)", "1", {"a": 6, "b": 0}, 1, 0.0),           # d_ratio: 0 when b is 0
+    ("d_ratio(a, b)", "1", {"a": 6, "b": 4}, 1, 1.5),
+    ("a if b else c", "1", {"a": 1, "b": 0, "c": 2}, 1, 2.0),
+    ("a if b - 3 else c", "1", {"a": 1, "b": 5, "c": 2}, 1, 1.0),
+    ("(a > b) * 10", "1", {"a": 2, "b": 1}, 1, 10.0),
+    ("a < b | b < a", "1", {"a": 2, "b": 2}, 1, 0.0),
+    ("min(a, b) + max(a, b)", "1", {"a": 2, "b": 7}, 1, 9.0),
+    ("a / duration_time", "1e-9GB/s", {"a": 4e9}, 2, 2.0),
+    ("a / b", "100%", {"a": 1, "b": 4}, 1, 25.0),
+    ("1000 * a / b", "1MPKI", {"a": 1, "b": 4}, 1, 250.0),
+    ("-a + 2 * b", "1", {"a": 1, "b": 4}, 1, 7.0),
+]
+
+
+@pytest.mark.parametrize("expr,unit,events,duration,want", CASES)
+def test_perf_construct(tmp_path, expr, unit, events, duration, want):
+    _, report = _one(tmp_path, [{"MetricName": "m", "MetricExpr": expr, "ScaleUnit": unit}])
+    assert report.ok, report.render()
+    got = _value(report, "m", {k: events[k] for k in events}, duration)
+    assert same(got, want), (expr, got, want)
+    ref = PerfEval({"m": expr}, {k: float(v) for k, v in events.items()}, {}, float(duration)).metric("m") * _scale(unit)
+    assert same(ref, want)  # the reference evaluator agrees with the hand value
+
+
+def test_literals_metric_refs_thresholds_and_tree(tmp_path):
+    entries = [
+        {"MetricName": "tma_frontend_bound", "MetricExpr": "stalls / (#slots * cycles)", "ScaleUnit": "100%",
+         "MetricGroup": "TopdownL1", "MetricThreshold": "tma_frontend_bound > 0.15", "BriefDescription": "FE"},
+        {"MetricName": "tma_fetch_latency", "MetricExpr": "lat / (#slots * cycles)", "ScaleUnit": "100%",
+         "MetricGroup": "TopdownL2;tma_frontend_bound_group",
+         "MetricThreshold": "tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15"},
+        {"MetricName": "half_fe", "MetricExpr": "tma_frontend_bound / 2", "ScaleUnit": "100%"},
+        {"MetricName": "odd", "MetricExpr": "stalls % 2"},
+        {"MetricName": "mixed", "MetricExpr": "stalls", "MetricThreshold": "stalls > 1 | cycles > 2"},
+    ]
+    _, report = _one(tmp_path, entries, constants={"slots": 4})
+    g = report.generations[0].graph
+    fe, fl = g.metrics["tma_frontend_bound"], g.metrics["tma_fetch_latency"]
+    assert fe.threshold[:2] == (">", pytest.approx(15.0))       # raw 0.15 × ScaleUnit 100
+    assert fl.threshold[:2] == (">", pytest.approx(10.0)) and fl.parent == "tma_frontend_bound"
+    assert "tma_frontend_bound_group" not in fl.groups
+    assert report.generations[0].gen.spec["spec.slots"].value == 4
+    # a reference uses the referenced metric's unscaled value: half of the fraction, shown in percent
+    v = _value(report, "half_fe", {"stalls": 2, "cycles": 1, "lat": 1})
+    assert v == pytest.approx(100 * (2 / 4) / 2)
+    rejected = {r["metric"]: r["reason"] for r in report.rejected()}
+    assert set(rejected) == {"odd"} and "%" in rejected["odd"]
+    assert [t["metric"] for t in report.thresholds_not_translated()] == ["mixed"]
+
+
+def test_unknown_arch_std_event_is_rejected_with_reason(tmp_path):
+    _, report = _one(tmp_path, [{"ArchStdEvent": "NO_SUCH_METRIC"}, {"MetricName": "x", "MetricExpr": "a"}])
+    (r,) = report.rejected()
+    assert "NO_SUCH_METRIC" in r["reason"] and "--arch-std" in r["reason"]
+    assert report.total == 2 and not report.ok  # 50 % < 95 %
+
+
+def test_unsupported_and_syntax_errors_are_listed(tmp_path):
+    _, report = _one(tmp_path, [{"MetricName": "a", "MetricExpr": "strcmp_cpuid_str(0x41)"},
+                                {"MetricName": "b", "MetricExpr": "x / (y"},
+                                {"MetricName": "c", "MetricExpr": "b * 2"}])
+    rej = {r["metric"]: r["reason"] for r in report.rejected()}
+    assert set(rej) == {"a", "b", "c"}
+    assert "strcmp_cpuid_str" in rej["a"] and rej["b"].startswith("syntax") and "`b`" in rej["c"]
+
+
+def test_zero_divisor_and_self_cancelling_lint(tmp_path):
+    _, report = _one(tmp_path, [{"MetricName": "z", "MetricExpr": "a / (#slots - 5)"},
+                                {"MetricName": "s", "MetricExpr": "(a + b - a) / (c * d / d)"},
+                                {"MetricName": "t", "MetricExpr": "a / #smt_on"}])
+    codes = [(f.code, f.metric, f.severity) for _, f in report.findings()]
+    assert ("zero-divisor", "z", "error") in codes            # #slots is assumed 5: always null
+    assert ("zero-divisor", "t", "warning") in codes          # SMT can be off
+    assert sum(1 for c in codes if c[:2] == ("self-cancelling", "s")) == 2
