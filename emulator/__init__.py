@@ -1,21 +1,32 @@
-"""perfonto emulator layer: an analytical, iteration-level model of transformer inference on Sohu.
+"""perfonto emulator layer: an analytical, iteration-level model of transformer inference.
 
-``run(gen, ...)`` schedules the forward passes of an offline serving scenario (continuous batching
-with chunked prefill, tensor parallelism over all chips), times every op with a roofline, samples
-every signal of the generation as raw registers (``counters.parquet``) and writes the ground truth
-(``ground_truth.json``). Imports only ``ontology`` (plus numpy and pyarrow).
+``run(gen, ...)`` serves a scenario (offline or online; continuous batching with chunked or whole
+prompts; tensor, expert, pipeline and data parallelism), times every op with a roofline whose
+efficiencies are fitted on public GPU measurements, samples every signal of the generation as raw
+registers (``counters.parquet``) and writes the ground truth (``ground_truth.json``).
+``project(gen, ...)`` replays a whole benchmark without counters (throughput, TTFT, TPOT).
+Imports only ``ontology`` (plus numpy, pyarrow, PyYAML; scipy for ``calibration.fit``).
 
-Modules: ``models`` (shapes), ``hardware`` (spec constants), ``assumptions`` (efficiency and other
-modelling constants), ``scheduler`` (continuous batching), ``ops`` (per-op work and roofline time),
-``timeline`` (piecewise-linear cumulative counters), ``signals`` (signal ↔ quantity mapping),
-``thermal`` (power/temperature telemetry), ``counters`` (raw register writer), ``groundtruth``,
-``run``.
+Modules: ``models`` (shapes, ``data/models.yaml``), ``hardware`` (spec constants), ``parallel``
+(mappings, dtypes, per-chip shares), ``assumptions`` (efficiency and other modelling constants;
+fitted ones in ``data/fitted.yaml``), ``presets`` (named assumption sets, ``data/presets.yaml``),
+``scheduler`` (continuous batching), ``serving`` (engine sizing, step loop, throughput), ``work``
+(the slots of a step and their FLOPs and bytes), ``ops`` (roofline time and counter quantities), ``timeline`` (piecewise-linear cumulative counters), ``signals``
+(signal ↔ quantity mapping), ``thermal``, ``counters`` (raw register writer), ``groundtruth``,
+``run``, ``project``, ``calibration`` (fit and validation against ``data/calibration.yaml``).
 """
-from .assumptions import Assumptions
+from . import project as project_module
+from .assumptions import Assumptions, fitted_assumptions
 from .hardware import Hardware, HardwareSpecError, hardware_from_generation
 from .models import MODELS, ModelShape, get_model
+from .parallel import Mapping, MappingError, Precision
+from .project import Projection
 from .run import EmulationResult, run, sample_grid
 from .scheduler import ContinuousBatcher, SchedulerError, StepBatch
+from .serving import Engine
 
-__all__ = ["Assumptions", "ContinuousBatcher", "EmulationResult", "Hardware", "HardwareSpecError", "MODELS",
-           "ModelShape", "SchedulerError", "StepBatch", "get_model", "hardware_from_generation", "run", "sample_grid"]
+project = project_module
+
+__all__ = ["Assumptions", "ContinuousBatcher", "EmulationResult", "Engine", "Hardware", "HardwareSpecError", "MODELS",
+           "Mapping", "MappingError", "ModelShape", "Precision", "Projection", "SchedulerError", "StepBatch",
+           "fitted_assumptions", "get_model", "hardware_from_generation", "project", "run", "sample_grid"]

@@ -1,84 +1,120 @@
-"""Modelling assumptions of the emulator: efficiency curves, latencies, power and telemetry constants.
+"""Modelling assumptions of the emulator: efficiency curves, overheads, latencies, memory, power.
 
-Everything here is an assumption (not a Sohu figure) and is meant to be fitted later (issue 6,
-against ``shared/data/calibration``). The efficiency curves follow the size-dependent efficiency
-factors of analytical LLM-inference models (LLM-Viewer, GenZ, Calculon): an operation reaches a
-fraction ``e_max`` of the peak rate for large problems, and half of that at a "half size"::
+Nothing here is a datasheet figure. Six constants are *fitted* by ``perfonto calibrate`` on the
+public measurements of ``emulator/data/calibration.yaml`` and stored in ``emulator/data/fitted.yaml``
+(``FITTED``); ``fitted_assumptions()`` applies them. The others are fixed with the reason given
+beside each. Presets (``emulator/data/presets.yaml``) change named constants on top.
+
+Size-dependent efficiency, as in the analytical LLM-inference models Calculon (Isaev et al., SC'23)
+and GenZ (Bambhaniya et al., 2024): an operation reaches a fraction ``e_max`` of the peak rate for
+large problems and half of that at a "half size"::
 
     eff(n) = e_max · n / (n + n_half)
 
-with ``n`` the tokens (rows) of a matmul or vector op, or the bytes of a memory transfer.
+with ``n`` the rows of a GEMM (tokens per weight matrix; for grouped expert GEMMs, tokens per expert)
+or of a vector op, or the bytes of a memory transfer. The efficiency of FP4 GEMMs is
+``fp4_eff_ratio`` × that of FP8/BF16 GEMMs at the same size (block-scale handling in NVFP4 kernels).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+import yaml
+
+DATA = Path(__file__).parent / "data"
+
+#: The constants ``perfonto calibrate`` fits, with their bounds (physical ranges) and units.
+FITTED_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "mxu_eff_max": (0.30, 1.00, "fraction of the dtype's dense peak a large GEMM sustains"),
+    "mxu_half_rows": (1.0, 2048.0, "GEMM rows (tokens per weight matrix) at which efficiency is half of mxu_eff_max"),
+    "fp4_eff_ratio": (0.30, 1.00, "FP4 GEMM efficiency over FP8 GEMM efficiency at the same size"),
+    "kv_read_eff": (0.20, 1.00, "fraction of the HBM peak that decode attention's paged KV-cache reads sustain"),
+    "op_overhead_s": (0.0, 50e-6, "fixed time per executed op (kernel launch, ramp-up and tail), s"),
+    "host_step_s": (0.0, 20e-3, "host scheduling and launch time per step, before the forward pass, s"),
+}
 
 
 @dataclass(frozen=True)
 class Assumptions:
     """Modelling constants (units in the names or the comments).
 
-    Efficiency (dimensionless, ``eff(n) = e_max · n / (n + n_half)``):
-        mxu_eff_max, mxu_half_tokens: matrix engine vs. rows of the GEMM (tokens).
+    Fitted (``FITTED_BOUNDS``; the defaults here are the Sohu design assumptions, replaced by the
+    fitted values in ``fitted_assumptions()``):
+        mxu_eff_max, mxu_half_rows, fp4_eff_ratio, kv_read_eff, op_overhead_s, host_step_s.
+    Efficiency (fixed):
+        hbm_eff_max: fraction of the HBM peak that weight and activation streams sustain (0.90:
+            refresh, bank conflicts and read/write turnarounds cost HBM3 ~10 %; left out of the fit
+            because the calibration rows barely depend on it — their decode steps are
+            compute-bound at trtllm-bench's batch sizes — and a free fit runs it to its bound).
         vpu_eff_max, vpu_half_tokens: vector unit vs. rows (tokens).
-        hbm_eff_max, hbm_half_bytes: HBM vs. bytes moved by the op (row-buffer misses, refresh and
-            turnarounds cap sustained bandwidth near 90 % on HBM3-class memory).
+        hbm_half_bytes: bytes of one op's transfer at which HBM efficiency halves (small transfers
+            cannot keep every channel busy).
         sram_eff_max: SRAM bandwidth efficiency (SRAM time counts on the compute side).
-        link_eff: payload fraction of the chip-to-chip link rate (flit headers, CRC).
+        link_eff: payload fraction of the chip-to-chip link rate a collective sustains (NVLink ring
+            all-reduce reaches ~80 % of the link rate in nccl-tests' bus bandwidth).
         pcie_eff: payload fraction of the PCIe rate (TLP headers).
+    Execution model:
+        activations_in_hbm: every op reads its input activations from HBM and writes its outputs
+            back (a GPU running one kernel per op); False: activations stay in on-chip SRAM between
+            ops (a fused dataflow pipeline, the Sohu design).
+        overlap_collectives: collectives run on the links while the next op computes (only their
+            latency is exposed); False: they are serialised with compute (as NCCL/TRT-LLM do).
+        overlap_ops: the units work concurrently on different ops (a pipelined dataflow design
+            streams weights and KV and runs norms and activations while the matrix engine works on
+            other ops): a layer takes as long as its busiest unit, ``max(Σ MXU, Σ VPU, Σ SRAM,
+            Σ HBM)`` over its ops, instead of ``Σ max(...)`` (one kernel at a time, as on a GPU).
     Latency (s):
-        hop_latency_s: per ring step of a collective (software + SerDes + switchless hop).
-        host_step_s: host scheduling and launch overhead per step (before the forward pass).
+        hop_latency_s: per ring step of a collective (software + SerDes + switch hop).
         pcie_latency_s: one PCIe round of sampled tokens back to the host (after the pass).
     Collectives:
-        ring_links: links a chip uses for a ring collective (0 = all links: a bidirectional ring
-            with half the links towards each neighbour, the message split between directions).
+        ring_links: links a chip uses for a ring collective (0 = all links).
         sample_topk: candidates per token all-gathered for sampling (value + index, 8 B each).
     Host traffic (B):
-        token_id_bytes: one token ID over PCIe; request_meta_bytes: per-request step metadata
-        (positions, block table delta); command_bytes: command buffer per step.
+        token_id_bytes, request_meta_bytes, command_bytes.
     Memory:
-        kv_memory_fraction: share of HBM the runtime may use for weights + KV cache (the rest is
-            workspace, as vLLM's ``gpu_memory_utilization``).
+        kv_memory_fraction: share of the HBM left after the weights and the runtime reserve that the
+            KV cache takes (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, default 0.90).
+        runtime_reserve_bytes: HBM the runtime keeps besides weights and KV cache (CUDA context,
+            activation workspace, CUDA graphs, communication buffers; ~4 GB on TRT-LLM).
         kv_page_tokens: tokens per KV-cache page (allocation granularity).
+        head_dtype: dtype of the embedding and LM head (ModelOpt FP8/FP4 checkpoints keep them BF16).
     Vector work (FLOP per element):
-        norm_flops: RMSNorm with the residual add (square, sum, scale, weight, add).
-        rope_flops: rotary embedding (2 mul + 1 add per element) plus FP8 quantisation of K/V.
-        softmax_flops: online softmax per attention score (max, sub, exp, sum, rescale).
-        silu_mul_flops: SiLU(x)·y per element (neg, exp, add, div, mul, mul).
-        sample_flops: per logit (scale, max, exp, sum, top-k compare).
+        norm_flops, rope_flops, softmax_flops, silu_mul_flops, sample_flops, router_flops.
     Instruction/descriptor granularity:
-        mxu_tile_flops: FLOP of one matrix tile instruction (128×128×128 MACs = 2·128³).
-        vpu_instruction_flops: FLOP of one vector instruction (512 lanes × FMA).
-        seq_instructions_per_op: sequencer instructions to launch one op.
-        dma_descriptor_bytes: bytes per DMA descriptor.
+        mxu_tile_flops, vpu_instruction_flops, seq_instructions_per_op, dma_descriptor_bytes.
     Power (P = idle + (tdp − idle) · activity; activity = Σ weight · utilisation ≤ 1):
-        power_w_mxu, power_w_hbm, power_w_vpu, power_w_c2c: weights (sum to 1).
+        power_w_mxu, power_w_hbm, power_w_vpu, power_w_c2c (sum to 1).
     Thermal (first-order: T → ambient + R·P with time constant tau):
         ambient_c (°C), r_th_c_per_w (°C/W), tau_th_s (s).
     Telemetry:
-        hbm_refresh_fraction: HBM controller cycles in refresh (tRFC/tREFI-like, all the time).
-        sram_conflict_fraction: bank-conflict cycles per bank access cycle.
-        ecc_rate_per_stack_s: corrected single-bit errors per stack per second (Poisson).
-        retry_rate_per_link_s: link retransmissions per used link per second (Poisson).
-        interleave_jitter: relative spread of the bytes per HBM stack / SRAM bank / DMA engine
-            (address interleaving is near-uniform; the split is drawn once per chip from the seed).
+        hbm_refresh_fraction, sram_conflict_fraction, ecc_rate_per_stack_s, retry_rate_per_link_s,
+        interleave_jitter.
     """
 
     mxu_eff_max: float = 0.90
-    mxu_half_tokens: float = 64.0
+    mxu_half_rows: float = 64.0
+    fp4_eff_ratio: float = 1.0
+    hbm_eff_max: float = 0.90
+    kv_read_eff: float = 0.80
+    op_overhead_s: float = 0.0
+    host_step_s: float = 50.0e-6
+
     vpu_eff_max: float = 0.70
     vpu_half_tokens: float = 16.0
-    hbm_eff_max: float = 0.90
     hbm_half_bytes: float = 256 * 1024
     sram_eff_max: float = 0.80
     link_eff: float = 0.90
     pcie_eff: float = 0.85
 
+    activations_in_hbm: bool = False
+    overlap_collectives: bool = False
+    overlap_ops: bool = False
+
     hop_latency_s: float = 1.0e-6
-    host_step_s: float = 50.0e-6
     pcie_latency_s: float = 2.0e-6
 
     ring_links: int = 0
@@ -89,13 +125,16 @@ class Assumptions:
     command_bytes: float = 4096.0
 
     kv_memory_fraction: float = 0.90
+    runtime_reserve_bytes: float = 4.0e9
     kv_page_tokens: int = 16
+    head_dtype: str = "bf16"
 
     norm_flops: float = 5.0
     rope_flops: float = 3.0
     softmax_flops: float = 5.0
     silu_mul_flops: float = 6.0
     sample_flops: float = 5.0
+    router_flops: float = 6.0
 
     mxu_tile_flops: float = 2.0 * 128**3
     vpu_instruction_flops: float = 1024.0
@@ -117,12 +156,24 @@ class Assumptions:
     retry_rate_per_link_s: float = 0.02
     interleave_jitter: float = 0.005
 
+    def replace(self, **changes) -> "Assumptions":
+        """A copy with ``changes``; unknown names raise ``ValueError`` with the known ones."""
+        types = {f.name: type(f.default) for f in dataclasses.fields(self)}
+        bad = sorted(set(changes) - set(types))
+        if bad:
+            raise ValueError(f"unknown assumption(s) {', '.join(bad)}; known: {', '.join(sorted(types))}")
+        try:  # YAML reads 4.0e9 as a string: coerce to the field's type
+            return dataclasses.replace(self, **{k: types[k](v) if types[k] is not bool else bool(v)
+                                                for k, v in changes.items()})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bad assumption value: {exc}") from None
+
 
 def efficiency(n: np.ndarray, e_max: float, n_half: float) -> np.ndarray:
     """Size-dependent efficiency ``e_max · n / (n + n_half)`` (0 where ``n ≤ 0``).
 
     Args:
-        n: problem size (tokens or bytes), any shape.
+        n: problem size (rows or bytes), any shape.
     Returns:
         Array of the same shape, in [0, e_max).
     """
@@ -130,3 +181,24 @@ def efficiency(n: np.ndarray, e_max: float, n_half: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = e_max * n / (n + n_half)
     return np.where(n > 0, out, 0.0)
+
+
+@lru_cache(maxsize=None)
+def load_fitted(path: str | None = None) -> dict:
+    """The fitted-parameter file (``emulator/data/fitted.yaml``): ``{"parameters": {...}, ...}``.
+
+    Returns an empty ``parameters`` mapping when the file does not exist yet (before the first
+    ``perfonto calibrate``).
+    """
+    p = Path(path) if path else DATA / "fitted.yaml"
+    if not p.exists():
+        return {"parameters": {}}
+    doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    doc.setdefault("parameters", {})
+    return doc
+
+
+def fitted_assumptions(base: Assumptions | None = None, **changes) -> Assumptions:
+    """``base`` (default ``Assumptions()``) with the fitted parameters of ``fitted.yaml``, then ``changes``."""
+    params = {k: float(v) for k, v in load_fitted()["parameters"].items() if k in FITTED_BOUNDS}
+    return (base or Assumptions()).replace(**params, **changes)

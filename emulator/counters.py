@@ -69,6 +69,11 @@ class _Registers:
         self.b_frac = v - fl
 
 
+def _modulus(width: int) -> int:
+    """``2**width`` as an int64 modulus (a 64-bit register cannot wrap within int64 values)."""
+    return min(1 << int(width), int(np.iinfo(np.int64).max))
+
+
 def _column(arr: np.ndarray, listed: bool) -> pa.Array:
     """(rows, n) uint64 → Arrow column (fixed-size list when the signal has instance axes)."""
     if listed:
@@ -77,11 +82,12 @@ def _column(arr: np.ndarray, listed: bool) -> pa.Array:
 
 
 def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, t_ns: np.ndarray, s_cyc: np.ndarray,
-                   chips: int, thermal: Thermal, metadata: dict, block_values: int = 4_000_000) -> None:
+                   chips: int, thermal: Thermal, metadata: dict, block_values: int = 4_000_000, progress=None) -> None:
     """Write the raw registers of every chip at samples ``t_ns`` (ns) / ``s_cyc`` (core cycles).
 
     Args:
         block_values: about how many register values to hold in memory at once.
+        progress: ``progress(samples_done, samples)`` after each block, or None.
     """
     n = len(s_cyc)
     per_sample = chips * max(1, sum(p.instances for p in plan.signals))
@@ -110,16 +116,16 @@ def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, 
                 if p.kind == "linear":
                     out = lin[:, :, p.col:p.col + ni]
                 elif p.kind == "impulse":
-                    v = imp[p.impulse] % (1 << sig.width)
+                    v = imp[p.impulse] % _modulus(sig.width)
                     out = np.zeros((m, chips, 1), np.int64)
-                    out[:, :1 if p.leader_only else chips, 0] = v[:, None]
+                    out[:, plan.leaders if p.leader_only else slice(None), 0] = v[:, None]
                     out = np.broadcast_to(out, (m, chips, ni))
                 elif p.kind == "events":
                     out = np.empty((m, chips, ni), np.int64)
                     for c in range(chips):
                         for i in range(ni):
                             out[:, c, i] = np.searchsorted(p.event_times[c][i], s, side="right")
-                    out %= 1 << sig.width
+                    out %= _modulus(sig.width)
                 elif p.kind == "gauge":
                     level = lev[p.gauge][:, None, None] * p.gauge_weights[None]
                     level = reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
@@ -128,6 +134,8 @@ def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, 
                     out = np.zeros((m, chips, ni), np.int64)
                 cols.append(_column(np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, ni), bool(sig.axes)))
             writer.write_table(pa.Table.from_arrays(cols, schema=sch))
+            if progress is not None:
+                progress(i1, n)
             if i1 < n:
                 nxt = int(tl.step_at(s_cyc[i1:i1 + 1])[0])
                 at = tl.relcum(anchor, tl.starts[nxt:nxt + 1])

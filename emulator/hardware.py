@@ -24,6 +24,8 @@ class Hardware:
         generation: generation name.
         clock_hz: clock frequency per clock domain, in cycles/s (``{"core": 1.5e9, ...}``).
         peak_fp8, peak_bf16: dense matrix-engine peak, FLOP/s.
+        peak_fp4: dense FP4 matrix-engine peak, FLOP/s; None when the generation has no FP4 math
+            (no ``spec.mxu.peak_flops_fp4``): FP4 weights then run FP8 math (dequantised on load).
         vpu_peak: vector-unit peak, FLOP/s.
         hbm_capacity: bytes; hbm_bw: read+write peak, B/s.
         sram_capacity: bytes; sram_bw: B/s.
@@ -51,6 +53,23 @@ class Hardware:
     stacks: int
     dma_engines: int
     links: int
+    peak_fp4: float | None = None
+
+    def peak(self, math: str) -> float:
+        """Dense matrix peak for math dtype ``math`` (``"fp4"``, ``"fp8"``, ``"bf16"``), FLOP/s.
+
+        Raises:
+            HardwareSpecError: ``fp4`` on a generation without FP4 math.
+        """
+        if math == "fp4":
+            if self.peak_fp4 is None:
+                raise HardwareSpecError(f"generation `{self.generation}` has no FP4 matrix math (spec.mxu.peak_flops_fp4)")
+            return self.peak_fp4
+        return {"fp8": self.peak_fp8, "bf16": self.peak_bf16}[math]
+
+    def math_dtype(self, dtype: str) -> str:
+        """Math dtype of a GEMM whose weights are ``dtype``: FP4 falls back to FP8 without FP4 math."""
+        return "fp8" if dtype == "fp4" and self.peak_fp4 is None else dtype
 
     @property
     def core_hz(self) -> float:
@@ -86,7 +105,8 @@ def _instances(gen: Generation, block: str, default: int = 1) -> int:
 def hardware_from_generation(gen: Generation) -> Hardware:
     """Build the per-chip ``Hardware`` of ``gen``.
 
-    Reads ``spec.clock.<domain>`` for every clock domain, and ``spec.mxu.peak_flops_fp8``,
+    Reads ``spec.clock.<domain>`` for every clock domain, ``spec.mxu.peak_flops_fp4`` when present, and
+    ``spec.mxu.peak_flops_fp8``,
     ``spec.mxu.peak_flops_bf16``, ``spec.vpu.peak_flops``, ``spec.hbm.capacity``,
     ``spec.hbm.peak_bandwidth``, ``spec.sram.capacity``, ``spec.sram.peak_bandwidth``,
     ``spec.c2c.peak_bandwidth``, ``spec.pcie.peak_bandwidth``, ``spec.power.tdp``, ``spec.power.idle``.
@@ -118,4 +138,5 @@ def hardware_from_generation(gen: Generation) -> Hardware:
         stacks=_instances(gen, "hbm"),
         dma_engines=_instances(gen, "dma"),
         links=_instances(gen, "c2c"),
+        peak_fp4=_spec(gen, "spec.mxu.peak_flops_fp4", "FLOP/s") if "spec.mxu.peak_flops_fp4" in gen.spec else None,
     )

@@ -1,39 +1,62 @@
-"""Model shapes as data, and the parameter counts that follow from a shape.
+"""Model shapes as data (``emulator/data/models.yaml``), and the parameter counts and attention work
+that follow from a shape.
 
-A dense decoder-only transformer with grouped-query attention (GQA), RMSNorm and a SwiGLU
-feed-forward network (gate, up, down projections), as in Llama 3. Shapes come from the models'
-published ``config.json`` files (Hugging Face ``meta-llama/Meta-Llama-3-70B``,
-``meta-llama/Llama-3.1-8B``).
+Shapes come from the models' published Hugging Face ``config.json`` files (the YAML names each
+source). Supported blocks:
 
-Parameter counts are computed from the shape (no bias terms, as in Llama):
+- attention: grouped-query attention (GQA; Llama 3, Mixtral, Qwen3 with per-head QK-norm) or
+  multi-head latent attention (MLA; DeepSeek-V2/V3: low-rank query, a compressed KV latent of
+  ``kv_lora_rank`` plus a shared rotary key of ``qk_rope_head_dim`` per token);
+- feed-forward: dense SwiGLU (gate, up, down) or mixture of experts (MoE: a router, ``experts``
+  SwiGLU experts of width ``expert_ffn`` of which ``top_k`` run per token, plus ``shared_experts``
+  that every token runs; the first ``dense_layers`` layers keep a dense FFN of width ``ffn``).
 
-- attention per layer: ``d·(H·dh)`` (Q) + ``2·d·(Hkv·dh)`` (K, V) + ``(H·dh)·d`` (O)
-- FFN per layer (SwiGLU): ``3·d·F`` (gate, up, down)
-- norms: ``2·d`` per layer (input and post-attention RMSNorm) + ``d`` (final norm)
-- embedding: ``V·d``; LM head: ``V·d`` (untied) or 0 (tied to the embedding)
+Parameter counts (no bias terms, as in every model shipped; per layer):
 
-Llama-3-70B: 80 × 855,654,400 + 8,192 = 68,452,360,192 non-embedding parameters,
-1,050,673,152 embedding and 1,050,673,152 LM-head parameters: 70,553,706,496 in all (≈ 70.55e9).
+- GQA: Q ``d·H·dh``, K and V ``2·d·Hkv·dh``, O ``H·dh·d``; QK-norm ``2·dh``.
+- MLA (DeepSeek-V2 paper, §2.1): ``q_a`` ``d·q_lora``, ``q_b`` ``q_lora·H·(nope+rope)``,
+  ``kv_a`` ``d·(kv_lora+rope)``, ``kv_b`` ``kv_lora·H·(nope+v)``, O ``H·v·d``; norms ``q_lora + kv_lora``.
+- dense FFN ``3·d·F``; expert ``3·d·Fe``; router ``d·E``.
+- two RMSNorms of width ``d`` per layer, one final norm; embedding ``V·d``; LM head ``V·d`` unless tied.
+
+Llama-3-70B: 80 × 855,654,400 + 8,192 = 68,452,360,192 non-embedding parameters, 70,553,706,496
+in all; DeepSeek-V3: 671,026,419,200 (the model card's 671 B, without the 14 B MTP module).
+
+Attention work per (query, key) pair, all heads of one layer, in FLOP (one MAC = 2 FLOP):
+
+- GQA: ``4·H·dh`` (QKᵀ and PV);
+- MLA prefill (keys decompressed through ``kv_b``): ``H·(2·(nope+rope) + 2·v)``, plus
+  ``2·kv_lora·H·(nope+v)`` per history key re-decompressed by a later prompt chunk;
+- MLA decode (``kv_b`` absorbed into the query and output, DeepSeek-V2 §2.1.3):
+  ``H·(2·(kv_lora+rope) + 2·kv_lora)`` over the latent cache.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+DATA = Path(__file__).parent / "data"
 
 
 @dataclass(frozen=True)
 class ModelShape:
-    """Shape of a dense GQA transformer with a SwiGLU FFN.
+    """Shape of a decoder-only transformer.
 
     Attributes:
-        name: short identifier (``"llama3-70b"``).
-        layers: decoder layers ``L``.
-        hidden: model width ``d``.
-        heads: attention (query) heads ``H``.
-        kv_heads: key/value heads ``Hkv`` (GQA; ``Hkv == H`` is plain multi-head attention).
-        head_dim: per-head width ``dh``.
-        ffn: FFN intermediate width ``F`` (per projection).
-        vocab: vocabulary size ``V``.
-        tied_embeddings: the LM head reuses the embedding matrix.
+        name: canonical identifier (``"llama-3.3-70b"``); aliases map to it.
+        layers: decoder layers ``L``; hidden: model width ``d``; vocab: ``V``.
+        heads: query heads ``H``; kv_heads: key/value heads ``Hkv`` (GQA; MLA: ``H``);
+        head_dim: per-head width ``dh`` (GQA; MLA: ``nope + rope``).
+        ffn: dense FFN width ``F`` (0 when every layer is MoE).
+        attention: ``"gqa"`` or ``"mla"``; qk_norm: per-head RMSNorm on Q and K.
+        q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim: MLA ranks (0 for GQA).
+        experts, top_k, shared_experts, expert_ffn: MoE (0 for dense models).
+        dense_layers: leading layers with a dense FFN in a MoE model.
+        router_bias: the router has one bias per expert (DeepSeek-V3 ``e_score_correction_bias``).
+        tied_embeddings: LM head shares the embedding matrix.
         source: where the shape comes from.
     """
 
@@ -47,47 +70,128 @@ class ModelShape:
     vocab: int
     tied_embeddings: bool = False
     source: str = ""
+    attention: str = "gqa"
+    qk_norm: bool = False
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    experts: int = 0
+    top_k: int = 0
+    shared_experts: int = 0
+    expert_ffn: int = 0
+    dense_layers: int = 0
+    router_bias: bool = False
+    aliases: tuple[str, ...] = field(default=(), compare=False)
 
-    # ---- per-layer parameter counts -----------------------------------------------------------
+    # ---- kinds ---------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.attention == "mla"
+
+    def layer_kinds(self) -> list[tuple[str, int]]:
+        """``[(kind, count), ...]`` in layer order; kind is ``"dense"`` or ``"moe"``."""
+        if not self.is_moe:
+            return [("dense", self.layers)]
+        kinds = [("dense", self.dense_layers), ("moe", self.layers - self.dense_layers)]
+        return [(k, n) for k, n in kinds if n > 0]
+
+    # ---- attention parameters per layer --------------------------------------------------------
     @property
     def q_params(self) -> int:
-        """Q projection ``d × H·dh`` (parameters per layer)."""
+        """Query projection(s): GQA ``d·H·dh``; MLA ``d·q_lora + q_lora·H·(nope+rope)``."""
+        if self.is_mla:
+            return self.hidden * self.q_lora_rank + self.q_lora_rank * self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
         return self.hidden * self.heads * self.head_dim
 
     @property
     def kv_params(self) -> int:
-        """K and V projections ``2 × d × Hkv·dh`` (parameters per layer)."""
+        """Key/value projection(s): GQA ``2·d·Hkv·dh``; MLA ``d·(kv_lora+rope) + kv_lora·H·(nope+v)``."""
+        if self.is_mla:
+            return self.hidden * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_b_params
         return 2 * self.hidden * self.kv_heads * self.head_dim
 
     @property
-    def o_params(self) -> int:
-        """O projection ``H·dh × d`` (parameters per layer)."""
-        return self.heads * self.head_dim * self.hidden
+    def kv_b_params(self) -> int:
+        """MLA ``kv_b``: latent → per-head keys (nope part) and values, ``kv_lora·H·(nope+v)``."""
+        return self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim) if self.is_mla else 0
 
     @property
+    def o_params(self) -> int:
+        """Output projection ``H·dh·d`` (MLA: ``H·v·d``)."""
+        return self.heads * (self.v_head_dim if self.is_mla else self.head_dim) * self.hidden
+
+    @property
+    def attn_params(self) -> int:
+        """Matrix parameters of one layer's attention."""
+        return self.q_params + self.kv_params + self.o_params
+
+    @property
+    def attn_norm_params(self) -> int:
+        """Norm weights inside attention: QK-norm ``2·dh``; MLA ``q_lora + kv_lora``."""
+        if self.is_mla:
+            return self.q_lora_rank + self.kv_lora_rank
+        return 2 * self.head_dim if self.qk_norm else 0
+
+    # ---- FFN parameters per layer --------------------------------------------------------------
+    @property
     def ffn_params(self) -> int:
-        """SwiGLU gate, up and down projections ``3 × d × F`` (parameters per layer)."""
+        """Dense SwiGLU gate, up and down ``3·d·F``."""
         return 3 * self.hidden * self.ffn
 
     @property
+    def expert_params(self) -> int:
+        """One SwiGLU expert ``3·d·Fe``."""
+        return 3 * self.hidden * self.expert_ffn
+
+    @property
+    def router_params(self) -> int:
+        """Router (gate) ``d·E``."""
+        return self.hidden * self.experts
+
+    def ffn_matmul_params(self, kind: str, active: bool = False) -> int:
+        """FFN matrix parameters of a layer of ``kind``; ``active``: those one token runs."""
+        if kind == "dense":
+            return self.ffn_params
+        routed = self.top_k if active else self.experts
+        return self.router_params + (routed + self.shared_experts) * self.expert_params
+
+    @property
     def norm_params_per_layer(self) -> int:
-        """Two RMSNorm weight vectors of width ``d`` per layer."""
-        return 2 * self.hidden
+        """Two RMSNorm weight vectors of width ``d`` per layer, plus the attention's own norms."""
+        return 2 * self.hidden + self.attn_norm_params
+
+    def layer_params(self, kind: str) -> int:
+        """All parameters of one layer of ``kind``."""
+        bias = self.experts if kind == "moe" and self.router_bias else 0
+        return self.attn_params + self.ffn_matmul_params(kind) + self.norm_params_per_layer + bias
 
     @property
     def matmul_params_per_layer(self) -> int:
-        """Parameters of the layer's matrix multiplications (everything but the norms)."""
-        return self.q_params + self.kv_params + self.o_params + self.ffn_params
+        """Matrix parameters of one layer of a dense model (everything but the norms)."""
+        return self.attn_params + self.ffn_params
 
     @property
     def params_per_layer(self) -> int:
-        return self.matmul_params_per_layer + self.norm_params_per_layer
+        """Parameters of one layer (dense models; MoE: see ``layer_params``)."""
+        (kind, _), = self.layer_kinds() if len(self.layer_kinds()) == 1 else [("dense", 0)]
+        return self.layer_params(kind)
 
     # ---- whole-model counts -------------------------------------------------------------------
     @property
     def non_embedding_params(self) -> int:
         """All decoder-layer parameters plus the final norm (no embedding, no LM head)."""
-        return self.layers * self.params_per_layer + self.hidden
+        return sum(n * self.layer_params(k) for k, n in self.layer_kinds()) + self.hidden
+
+    @property
+    def active_matmul_params(self) -> int:
+        """Decoder matrix parameters one token runs through (MoE: router, top-k and shared experts)."""
+        return sum(n * (self.attn_params + self.ffn_matmul_params(k, active=True)) for k, n in self.layer_kinds())
 
     @property
     def embedding_params(self) -> int:
@@ -103,25 +207,99 @@ class ModelShape:
     def total_params(self) -> int:
         return self.non_embedding_params + self.embedding_params + self.lm_head_params
 
+    # ---- KV cache and attention work -----------------------------------------------------------
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """Cached elements per token per layer: GQA ``2·Hkv·dh``; MLA ``kv_lora + rope`` (shared by all heads)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_heads * self.head_dim
+
     def kv_bytes_per_token(self, bytes_per_element: float = 1.0) -> float:
-        """KV-cache bytes of one token over all layers: ``2 · L · Hkv · dh · bytes`` (K and V)."""
-        return 2.0 * self.layers * self.kv_heads * self.head_dim * bytes_per_element
+        """KV-cache bytes of one token over all layers (whole model, unsharded)."""
+        return float(self.layers * self.kv_elements_per_token_layer * bytes_per_element)
+
+    @property
+    def prefill_pair_flops(self) -> int:
+        """Attention FLOP per causal (query, key) pair, all heads, one layer, prompt (unabsorbed)."""
+        if self.is_mla:
+            return self.heads * (2 * (self.qk_nope_head_dim + self.qk_rope_head_dim) + 2 * self.v_head_dim)
+        return 4 * self.heads * self.head_dim
+
+    @property
+    def decode_pair_flops(self) -> int:
+        """Attention FLOP per (query, key) pair, all heads, one layer, decode (MLA: absorbed)."""
+        if self.is_mla:
+            return self.heads * (2 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.kv_lora_rank)
+        return 4 * self.heads * self.head_dim
+
+    @property
+    def history_decompress_flops(self) -> int:
+        """MLA: FLOP to decompress one cached latent through ``kv_b`` again (a later prompt chunk)."""
+        return 2 * self.kv_b_params
+
+    def attention_flops(self, prefill_pairs: float, decode_pairs: float, prefill_history: float = 0.0) -> float:
+        """Attention matrix FLOP of the whole model (all layers, unsharded) for the given pair counts.
+
+        ``prefill_pairs``: causal (query, key) pairs of prompt chunks; ``decode_pairs``: Σ over decode
+        tokens of the keys each attends to; ``prefill_history``: Σ over chunks of the history keys.
+        """
+        hist = self.history_decompress_flops * prefill_history if self.is_mla else 0.0
+        return self.layers * (self.prefill_pair_flops * prefill_pairs + self.decode_pair_flops * decode_pairs + hist)
 
 
-MODELS: dict[str, ModelShape] = {
-    "llama3-70b": ModelShape(
-        name="llama3-70b", layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672,
-        vocab=128256, tied_embeddings=False,
-        source="meta-llama/Meta-Llama-3-70B config.json (also Llama-3.1/3.3-70B)"),
-    "llama3-8b": ModelShape(
-        name="llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336,
-        vocab=128256, tied_embeddings=False,
-        source="meta-llama/Llama-3.1-8B config.json"),
-}
+def _shape(name: str, d: dict) -> ModelShape:
+    at, ffn = d["attention"], d["ffn"]
+    mla = at["kind"] == "mla"
+    moe = ffn["kind"] == "moe"
+    heads = int(at["heads"])
+    return ModelShape(
+        name=name, layers=int(d["layers"]), hidden=int(d["hidden"]), vocab=int(d["vocab"]),
+        tied_embeddings=bool(d.get("tied", False)), source=str(d.get("source", "")),
+        heads=heads, kv_heads=heads if mla else int(at["kv_heads"]),
+        head_dim=int(at["qk_nope_head_dim"] + at["qk_rope_head_dim"]) if mla else int(at.get("head_dim", d["hidden"] // heads)),
+        attention=at["kind"], qk_norm=bool(at.get("qk_norm", False)),
+        q_lora_rank=int(at.get("q_lora_rank", 0)), kv_lora_rank=int(at.get("kv_lora_rank", 0)),
+        qk_nope_head_dim=int(at.get("qk_nope_head_dim", 0)), qk_rope_head_dim=int(at.get("qk_rope_head_dim", 0)),
+        v_head_dim=int(at.get("v_head_dim", 0)),
+        ffn=int(ffn.get("intermediate", 0)),
+        experts=int(ffn.get("experts", 0)) if moe else 0, top_k=int(ffn.get("top_k", 0)) if moe else 0,
+        shared_experts=int(ffn.get("shared_experts", 0)) if moe else 0,
+        expert_ffn=int(ffn.get("expert_intermediate", 0)) if moe else 0,
+        dense_layers=int(ffn.get("dense_layers", 0)) if moe else 0,
+        router_bias=bool(ffn.get("router_bias", False)) if moe else False,
+        aliases=tuple(d.get("aliases", ())),
+    )
+
+
+@lru_cache(maxsize=None)
+def load_models(path: str | None = None) -> dict[str, ModelShape]:
+    """Model shapes of ``path`` (default ``emulator/data/models.yaml``), keyed by name and alias.
+
+    Raises:
+        ValueError: a model is missing a field or has an unknown kind.
+    """
+    p = Path(path) if path else DATA / "models.yaml"
+    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    out: dict[str, ModelShape] = {}
+    for name, d in doc["models"].items():
+        try:
+            if d["attention"]["kind"] not in ("gqa", "mla") or d["ffn"]["kind"] not in ("dense", "moe"):
+                raise ValueError(f"unknown attention/ffn kind {d['attention']['kind']!r}/{d['ffn']['kind']!r}")
+            m = _shape(name, d)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{p}: model {name!r}: {exc}") from None
+        out[name] = m
+        for a in m.aliases:
+            out[a] = m
+    return out
+
+
+MODELS: dict[str, ModelShape] = load_models()
 
 
 def get_model(name: str) -> ModelShape:
-    """The shape registered under ``name``.
+    """The shape registered under ``name`` (canonical name or alias).
 
     Raises:
         KeyError: unknown model; the message lists the known ones.
@@ -129,4 +307,6 @@ def get_model(name: str) -> ModelShape:
     try:
         return MODELS[name]
     except KeyError:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(sorted(MODELS))}") from None
+        canon = sorted({m.name for m in MODELS.values()})
+        raise KeyError(f"unknown model {name!r}; known models: {', '.join(canon)} "
+                       f"(aliases: {', '.join(sorted(set(MODELS) - set(canon)))})") from None

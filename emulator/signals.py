@@ -16,7 +16,8 @@ Instance splits (per chip, over the signal's instances):
   (``Assumptions.ring_links``; all links by default), 0 on the others;
 - ``one``: a block without instances.
 Quantities in ``ops.LEADER_ONLY`` (tokens to the host) and the token/request impulses count on the
-leader chip (chip 0) only.
+leader chip of each scheduler rank only (``ColumnPlan.leaders``; chip 0 alone for one tensor-parallel
+group).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ LINEAR: dict[str, list[tuple[str, str]]] = {
     "mxu.busy_cycles": [("mxu_busy", "each")],
     "mxu.flops_fp8": [("mxu_flops_fp8", "even")],
     "mxu.flops_bf16": [("mxu_flops_bf16", "even")],
+    "mxu.flops_fp4": [("mxu_flops_fp4", "even")],
     "mxu.instructions": [("mxu_instructions", "even")],
     "mxu.operand_stall_cycles": [("mxu_stall", "each")],
     "vpu.busy_cycles": [("vpu_busy", "each")],
@@ -97,6 +99,7 @@ class SignalPlan:
     gauge: str = ""
     gauge_weights: np.ndarray | None = None  # (chips, inst)
     gauge_unit: str = ""
+    key: str = ""  # the emulator's name for the signal (its name before a later generation renamed it)
 
 
 @dataclass
@@ -106,12 +109,14 @@ class ColumnPlan:
     M: (Q, chips, C) coefficients of the linear counters (raw units per quantity unit).
     mod: (C,) int64 ``2**width`` per linear column.
     unmodelled: signals the emulator does not model (emitted as 0).
+    leaders: (chips,) bool, the chips that count tokens, requests and host-bound bytes.
     """
 
     signals: list[SignalPlan]
     M: np.ndarray
     mod: np.ndarray
     unmodelled: list[str]
+    leaders: np.ndarray
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:
@@ -151,26 +156,35 @@ def unit_factor(gen: Generation, q_unit: str, sig: ResolvedSignal) -> float:
         raise SignalMappingError(f"signal `{sig.name}` is in {sig.unit_text}, but the emulator counts it in {q_unit}") from None
 
 
-def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed: int, duration_cycles: int) -> ColumnPlan:
-    """Plan every signal of ``gen`` (linear-counter matrix, impulses, events, gauges)."""
+def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed: int, duration_cycles: int,
+                 leaders: np.ndarray | None = None) -> ColumnPlan:
+    """Plan every signal of ``gen`` (linear-counter matrix, impulses, events, gauges).
+
+    ``leaders``: (chips,) bool mask of the chips that count leader-only quantities (default: chip 0).
+    """
+    if leaders is None:
+        leaders = np.arange(chips) == 0
+    leaders = np.asarray(leaders, bool)
     idx = {name: i for i, name in enumerate(QUANTITY_NAMES)}
     plans, cols, mods, unmodelled = [], [], [], []
     f_core = hw.core_hz
+    renamed = {new: old for old, new in getattr(gen, "aliases", {}).items()}
+    known = set(LINEAR) | set(IMPULSES) | set(EVENTS) | set(GAUGES) | ZERO
     for sig in gen.signals.values():
         n = sig.instances
-        name = sig.name
+        name = sig.name if sig.name in known else renamed.get(sig.name, sig.name)  # renamed by a later generation
         if sig.kind is SignalKind.counter and name in LINEAR:
             p = SignalPlan(sig, "linear", n, col=sum(c.shape[2] for c in cols))
             block = np.zeros((len(QUANTITY_NAMES), chips, n))
             for qname, split in LINEAR[name]:
                 w = split_weights(split, n, chips, sig.block, hw, a, seed)
                 if qname in LEADER_ONLY:
-                    w[1:] = 0.0
+                    w[~leaders] = 0.0
                 f = unit_factor(gen, "event", sig) / a.dma_descriptor_bytes if name == "dma.descriptors" \
                     else unit_factor(gen, QUANTITY_UNITS[qname], sig)
                 block[idx[qname]] += w * f / sig.scale
             cols.append(block)
-            mods += [1 << sig.width] * n
+            mods += [min(1 << sig.width, np.iinfo(np.int64).max)] * n  # a 64-bit register never wraps here
         elif sig.kind is SignalKind.counter and name in IMPULSES:
             imp, leader = IMPULSES[name]
             unit_factor(gen, {"steps": "event", "input_tokens": "token", "output_tokens": "token",
@@ -190,8 +204,9 @@ def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed
                            gauge_weights=split_weights(split, n, chips, sig.block, hw, a, seed))
         else:
             if name not in ZERO:
-                unmodelled.append(name)
+                unmodelled.append(sig.name)
             p = SignalPlan(sig, "zero", n)
+        p.key = name
         plans.append(p)
     M = np.concatenate(cols, axis=2) if cols else np.zeros((len(QUANTITY_NAMES), chips, 0))
-    return ColumnPlan(plans, M, np.array(mods, np.int64), unmodelled)
+    return ColumnPlan(plans, M, np.array(mods, np.int64), unmodelled, leaders)

@@ -1,11 +1,13 @@
 """The step sequence as a piecewise-linear cumulative function of time (in core cycles).
 
 Every slot of every step is a segment ``[start, end)`` (whole core cycles) during which each
-quantity grows at a constant rate; the layer slots repeat ``L`` times back to back. The cumulative
-value of a quantity at cycle ``s`` is the sum of the finished segments plus the elapsed part of the
-current one — linear interpolation between segment boundaries, evaluated in closed form (no loop
-over samples, ops or layers): the step comes from ``searchsorted`` over step ends, the layer
-repetition from an integer division, the slot from a comparison against the slot ends.
+quantity grows at a constant rate; a step is a sequence of slot groups (prefix, one group per layer
+kind, suffix, see ``ops.StepPlan``), each group repeated back to back (the layer groups once per
+layer). The cumulative value of a quantity at cycle ``s`` is the sum of the finished segments plus
+the elapsed part of the current one — linear interpolation between segment boundaries, evaluated in
+closed form (no loop over samples, ops or layers): the step comes from ``searchsorted`` over step
+ends, the group from a comparison against the group ends, the repetition from an integer division,
+the slot from a comparison against the slot ends.
 
 Cycle-class quantities (``elapsed``, ``compute`` … ``idle``) grow at rate exactly 0 or 1 per cycle
 with integer boundaries, so their cumulative values are exact integers in float64 (< 2**53).
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ops import CLASSES, GROUP, QUANTITIES, OpTable
+from .ops import CLASSES, QUANTITIES, OpTable, StepPlan
 
 #: Column order of the timeline's quantity axis: cycle classes first, then the ops' quantities.
 CYCLE_QUANTITIES = ("elapsed",) + CLASSES
@@ -40,10 +42,9 @@ def take_steps(t: OpTable, n: int) -> OpTable:
                    gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()})
 
 
-def step_lengths(t: OpTable, layers: int) -> np.ndarray:
-    """Core cycles of each step: prefix + ``layers`` × layer slots + suffix."""
-    rep = np.where(GROUP == 1, layers, 1)
-    return (t.dur * rep).sum(axis=1)
+def step_lengths(t: OpTable, plan: StepPlan) -> np.ndarray:
+    """Core cycles of each step: Σ over slots of duration × the repetitions of the slot's group."""
+    return (t.dur * plan.slot_reps[None, :]).sum(axis=1)
 
 
 @dataclass
@@ -52,18 +53,20 @@ class Timeline:
 
     Attributes:
         table: the steps' slots.
-        layers: repetitions of the layer slots per step.
+        plan: slot groups and their repetitions (``ops.StepPlan``).
         starts, ends: (steps,) int64 first and one-past-last core cycle of each step.
         inc: (steps, slots, Q) float64 amount of each quantity in one execution of a slot
             (``QUANTITY_NAMES`` order).
         cinc: exclusive running sum of ``inc`` over the slots of the same group.
         sstart, send: (steps, slots) int64 slot start/end cycles within one execution of its group.
-        glen: (steps, 3) int64 cycles of one execution of each group; gtot: (steps, 3, Q).
-        step_total: (steps, Q) amount per step ``(gtot0 + L·gtot1) + gtot2``.
+        glen: (steps, G) int64 cycles of one execution of each group; gtot: (steps, G, Q).
+        goff: (steps, G) int64 first cycle of each group in the step; gbase: (steps, G, Q) amount
+            before each group.
+        step_total: (steps, Q) amount per step ``Σ_g reps_g · gtot_g``.
     """
 
     table: OpTable
-    layers: int
+    plan: StepPlan
     starts: np.ndarray
     ends: np.ndarray
     inc: np.ndarray
@@ -72,13 +75,16 @@ class Timeline:
     send: np.ndarray
     glen: np.ndarray
     gtot: np.ndarray
+    goff: np.ndarray
+    gbase: np.ndarray
     step_total: np.ndarray
 
     @classmethod
-    def build(cls, table: OpTable, layers: int) -> "Timeline":
+    def build(cls, table: OpTable, plan: StepPlan) -> "Timeline":
         """Lay the steps of ``table`` end to end starting at cycle 0."""
         n, S = table.dur.shape
         dur = table.dur
+        G = len(plan.reps)
         inc = np.empty((n, S, len(QUANTITY_NAMES)))
         inc[:, :, 0] = dur
         for k in range(len(CLASSES)):
@@ -87,10 +93,10 @@ class Timeline:
             inc[:, :, 1 + len(CLASSES) + i] = table.q[name]
         cinc = np.zeros_like(inc)
         sstart = np.zeros_like(dur)
-        glen = np.zeros((n, 3), np.int64)
-        gtot = np.zeros((n, 3, inc.shape[2]))
-        for g in range(3):
-            idx = np.flatnonzero(GROUP == g)
+        glen = np.zeros((n, G), np.int64)
+        gtot = np.zeros((n, G, inc.shape[2]))
+        for g in range(G):
+            idx = np.flatnonzero(plan.group == g)
             a, b = idx[0], idx[-1] + 1
             cs = np.cumsum(inc[:, a:b], axis=1)
             cinc[:, a + 1:b] = cs[:, :-1]
@@ -99,14 +105,24 @@ class Timeline:
             sstart[:, a + 1:b] = cd[:, :-1]
             glen[:, g] = cd[:, -1]
         send = sstart + dur
-        step_total = (gtot[:, 0] + layers * gtot[:, 1]) + gtot[:, 2]
-        lens = glen[:, 0] + layers * glen[:, 1] + glen[:, 2]
+        reps = plan.reps
+        full = glen * reps[None, :]
+        goff = np.cumsum(full, axis=1) - full
+        fulltot = gtot * reps[None, :, None]
+        gbase = np.cumsum(fulltot, axis=1) - fulltot
+        step_total = fulltot.sum(axis=1)
+        lens = full.sum(axis=1)
         ends = np.cumsum(lens)
         starts = ends - lens
-        return cls(table, layers, starts, ends, inc, cinc, sstart, send, glen, gtot, step_total)
+        return cls(table, plan, starts, ends, inc, cinc, sstart, send, glen, gtot, goff, gbase, step_total)
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    @property
+    def layers(self) -> int:
+        """Layer repetitions per step (all layer kinds)."""
+        return int(self.plan.reps[1:-1].sum())
 
     def step_at(self, s: np.ndarray) -> np.ndarray:
         """Index of the step containing cycle ``s`` (``starts[j] ≤ s < ends[j]``).
@@ -136,19 +152,19 @@ class Timeline:
         return cs[j - anchor] + self._within(j, s - self.starts[j])
 
     def _within(self, j: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        L = self.layers
-        g0, g1 = self.glen[j, 0], self.glen[j, 1]
-        off2 = g0 + L * g1
-        g = (tau >= g0).astype(np.int64) + (tau >= off2)
-        r = tau - g0
-        lyr = np.where(g == 1, r // np.maximum(g1, 1), 0)
-        u = np.where(g == 0, tau, np.where(g == 1, r - lyr * g1, tau - off2))
-        gt = self.gtot[j]
-        base = np.where((g == 0)[:, None], 0.0,
-                        np.where((g == 1)[:, None], gt[:, 0] + lyr[:, None] * gt[:, 1], gt[:, 0] + L * gt[:, 1]))
-        in_group = GROUP[None, :] == g[:, None]
+        plan = self.plan
+        goff = self.goff[j]
+        gend = goff + self.glen[j] * plan.reps[None, :]
+        g = (tau[:, None] >= gend).sum(axis=1)
+        rows = np.arange(len(j))
+        gl = self.glen[j, g]
+        r = tau - goff[rows, g]
+        rep = np.where(plan.reps[g] > 1, r // np.maximum(gl, 1), 0)
+        u = r - rep * gl
+        base = self.gbase[j, g] + rep[:, None] * self.gtot[j, g]
+        in_group = plan.group[None, :] == g[:, None]
         done = (in_group & (self.send[j] <= u[:, None])).sum(axis=1)
-        first = np.searchsorted(GROUP, g, side="left")
+        first = np.searchsorted(plan.group, g, side="left")
         k = first + done
         dur = self.table.dur[j, k]
         rate = self.inc[j, k] / np.maximum(dur, 1)[:, None]

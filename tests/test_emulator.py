@@ -14,7 +14,8 @@ import emulator
 from emulator.assumptions import Assumptions
 from emulator.hardware import hardware_from_generation
 from emulator.models import get_model
-from emulator.ops import CLASSES, GROUP, LAYER, SLOTS, build_ops
+from emulator.ops import CLASSES, EmuConfig, build_ops
+from emulator.parallel import Mapping, Precision
 from emulator.scheduler import ContinuousBatcher, StepBatch
 from emulator.thermal import first_order_filter
 from ontology import load_generation
@@ -67,9 +68,12 @@ def _batch(**kw) -> StepBatch:
     return StepBatch(**{k: np.array([v], np.int64) for k, v in fields.items()})
 
 
-def _layer_sum(table, quantity, chips):
-    cols = [SLOTS.index(s) for s in LAYER]
-    return float(table.q[quantity][0, cols].sum()) * chips
+def _cfg(m, hw, chips, a=None):
+    return EmuConfig(m, hw, a or Assumptions(), Mapping(tp=chips), Precision.of("fp8"))
+
+
+def _layer_sum(table, quantity, chips, cfg):
+    return float(table.q[quantity][0, cfg.plan.layer_slots].sum()) * chips
 
 
 # ---- model shape -------------------------------------------------------------------------------
@@ -89,37 +93,41 @@ def test_llama3_70b_parameter_count():
 
 def test_prefill_layer_flops_by_hand(hw):
     m, chips = get_model("llama3-70b"), 8
+    cfg = _cfg(m, hw, chips)
     # one 2048-token prompt from scratch: causal pairs 2048·2049/2
-    t = build_ops(_batch(prefill_tokens=2048, prefill_chunks=1, prefill_pairs=2048 * 2049 // 2, head_tokens=1),
-                  m, hw, Assumptions(), chips)
+    t = build_ops(_batch(prefill_tokens=2048, prefill_chunks=1, prefill_pairs=2048 * 2049 // 2, head_tokens=1), cfg)
+    SLOTS = cfg.plan.slots
     matmul = 2 * 2048 * 855_638_016            # 2·tokens·(layer matmul params), all chips
     attention = 4 * 64 * 128 * 2_098_176       # QKᵀ + PV: 4·H·dh per (query, key) pair
     assert matmul + attention == 3_573_446_344_704
-    assert _layer_sum(t, "mxu_flops_fp8", chips) == pytest.approx(3_573_446_344_704, rel=1e-12)
-    gemm = [SLOTS.index(s) for s in ("qkv_proj", "o_proj", "ffn_gate", "ffn_up", "ffn_down")]
+    assert _layer_sum(t, "mxu_flops_fp8", chips, cfg) == pytest.approx(3_573_446_344_704, rel=1e-12)
+    gemm = [SLOTS.index(s) for s in ("qkv_proj", "o_proj", "ffn_gate_up", "ffn_down")]
     assert float(t.q["hbm_read"][0, gemm].sum()) * chips == pytest.approx(855_638_016, rel=1e-12)  # FP8 weights
-    assert _layer_sum(t, "hbm_write", chips) == pytest.approx(2048 * 2 * 8 * 128, rel=1e-12)  # FP8 K,V written
-    # LM head on the last prompt token only: 2·d·V
-    assert float(t.q["mxu_flops_fp8"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(2 * 8192 * 128_256)
+    assert _layer_sum(t, "hbm_write", chips, cfg) == pytest.approx(2048 * 2 * 8 * 128, rel=1e-12)  # FP8 K,V written
+    # LM head (BF16, as ModelOpt checkpoints keep it) on the last prompt token only: 2·d·V
+    assert float(t.q["mxu_flops_bf16"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(2 * 8192 * 128_256)
+    assert float(t.q["hbm_read"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(2 * 8192 * 128_256)  # 2 B each
 
 
 def test_decode_layer_flops_by_hand(hw):
     m, chips = get_model("llama3-70b"), 8
+    cfg = _cfg(m, hw, chips)
+    SLOTS = cfg.plan.slots
     # one decode token after a 2048-token prompt and one sampled token: attends to 2049 keys
-    t = build_ops(_batch(decode_tokens=1, decode_keys=2049, head_tokens=1), m, hw, Assumptions(), chips)
-    assert _layer_sum(t, "mxu_flops_fp8", chips) == pytest.approx(2 * 855_638_016 + 4 * 64 * 128 * 2049, rel=1e-12)
+    t = build_ops(_batch(decode_tokens=1, decode_keys=2049, head_tokens=1), cfg)
+    assert _layer_sum(t, "mxu_flops_fp8", chips, cfg) == pytest.approx(2 * 855_638_016 + 4 * 64 * 128 * 2049, rel=1e-12)
     assert 2 * 855_638_016 + 4 * 64 * 128 * 2049 == 1_778_417_664
     # decode attention reads the 2048-token history: 2·Hkv·dh bytes per token
     assert float(t.q["hbm_read"][0, SLOTS.index("attn_decode")]) * chips == pytest.approx(2048 * 2 * 8 * 128)
     # decode is memory-bound: every GEMM of the layer is on the memory side of the roofline
-    assert all(CLASSES[t.cls[0, SLOTS.index(s)]] == "memory" for s in ("qkv_proj", "o_proj", "ffn_gate", "ffn_down"))
+    assert all(CLASSES[t.cls[0, SLOTS.index(s)]] == "memory" for s in ("qkv_proj", "o_proj", "ffn_gate_up", "ffn_down"))
 
 
 def test_ring_all_reduce_bytes_and_time(hw):
     m, chips, a = get_model("llama3-70b"), 8, Assumptions()
-    t = build_ops(_batch(prefill_tokens=2048, prefill_chunks=1, prefill_pairs=2048 * 2049 // 2, head_tokens=1),
-                  m, hw, a, chips)
-    j = SLOTS.index("attn_allreduce")
+    cfg = _cfg(m, hw, chips, a)
+    t = build_ops(_batch(prefill_tokens=2048, prefill_chunks=1, prefill_pairs=2048 * 2049 // 2, head_tokens=1), cfg)
+    j = cfg.plan.index("attn_allreduce")
     msg = 2048 * 8192 * 2                            # BF16 hidden states of the step
     sent = 2 * 7 / 8 * msg                           # ring: 2(N−1)/N · M per chip
     assert t.q["c2c_tx"][0, j] == pytest.approx(sent) == 58_720_256
@@ -183,7 +191,7 @@ def test_cycle_counters_wrap_and_deltas_recover_ground_truth(long_run):
     for c in CLASSES:
         assert d.total(f"seq.{c}_cycles") / 1.5e9 == pytest.approx(gt["topdown_s"][c], rel=1e-3, abs=1e-6)
     assert sum(gt["topdown_s"].values()) == pytest.approx(8 * 4.0, rel=1e-12)
-    for name, key in [("mxu.flops_fp8", "flops"), ("vpu.flops", "vector_flops"), ("hbm.read_bytes", "hbm_read_bytes"),
+    for name, key in [("mxu.flops_fp8", "flops_fp8"), ("mxu.flops_bf16", "flops_bf16"), ("vpu.flops", "vector_flops"), ("hbm.read_bytes", "hbm_read_bytes"),
                       ("hbm.write_bytes", "hbm_write_bytes"), ("c2c.tx_bytes", "c2c_tx_bytes"),
                       ("pcie.rx_bytes", "pcie_rx_bytes"), ("pcie.tx_bytes", "pcie_tx_bytes"), ("power.energy", "energy_j"),
                       ("seq.input_tokens", "input_tokens"), ("seq.output_tokens", "output_tokens"),
@@ -235,12 +243,13 @@ def test_energy_is_the_integral_of_power(long_run):
 def test_matrix_flops_are_2_params_per_token_plus_head_and_attention(gen, tmp_path):
     """Finite offline run that drains: totals follow from the request shape alone."""
     R, isl, osl = 16, 512, 32
-    r = emulator.run(gen, duration_s=0.5, sample_period_s=0.01, isl=isl, osl=osl, num_requests=R, out_dir=tmp_path)
+    r = emulator.run(gen, duration_s=0.5, sample_period_s=0.01, isl=isl, osl=osl, num_requests=R, out_dir=tmp_path,
+                     assumptions=Assumptions())
     gt, m = r.ground_truth, get_model("llama3-70b")
     assert (gt["requests_completed"], gt["input_tokens"], gt["output_tokens"]) == (R, R * isl, R * osl)
     forward = R * (isl + osl - 1)                   # the last sampled token is never fed back
     pairs = R * (isl * (isl + 1) // 2 + sum(isl + g for g in range(1, osl)))
-    expected = 2 * m.non_embedding_params * forward + 2 * m.hidden * m.vocab * R * osl + 4 * m.heads * m.head_dim * pairs
+    expected = 2 * m.active_matmul_params * forward + 2 * m.hidden * m.vocab * R * osl + 4 * m.heads * m.head_dim * pairs
     assert gt["flops"] == pytest.approx(expected, rel=0.01)
     assert gt["topdown_s"]["idle"] > 0                # drained before the end: idle
     d = Dump(gen, r.counters_path)
@@ -265,12 +274,15 @@ def test_sample_grid_ends_exactly_at_duration(hw):
 
 # ---- the closed-form timeline against an explicit expansion -------------------------------------
 
-def test_timeline_matches_explicit_segments(gen, tmp_path):
-    r = emulator.run(gen, model="llama3-8b", chips=2, duration_s=0.05, sample_period_s=0.001, isl=256, osl=8,
-                     num_requests=40, token_budget=1024, out_dir=tmp_path)
+@pytest.mark.parametrize("model,chips,requests,duration", [("llama3-8b", 2, 40, 0.05), ("deepseek-v3", 8, 40, 0.5)])
+def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, requests, duration):
+    """Closed-form cumulative values = a plain expansion of every slot of every layer (DeepSeek-V3:
+    two layer groups, 3 dense and 58 MoE layers)."""
+    r = emulator.run(gen, model=model, chips=chips, duration_s=duration, sample_period_s=0.001, isl=256, osl=8,
+                     num_requests=requests, token_budget=1024, out_dir=tmp_path, assumptions=Assumptions())
     tl = r.timeline
-    pre, layer, post = (list(np.flatnonzero(GROUP == g)) for g in range(3))
-    seq = pre + layer * tl.layers + post            # one step, every layer spelled out
+    plan = tl.plan
+    seq = [i for g, n in enumerate(plan.reps) for i in list(np.flatnonzero(plan.group == g)) * int(n)]  # one step, spelled out
     dur = np.concatenate([tl.table.dur[j, seq] for j in range(len(tl))])
     inc = np.concatenate([tl.inc[j, seq] for j in range(len(tl))])
     bounds = np.concatenate([[0], np.cumsum(dur)])

@@ -1,0 +1,132 @@
+"""Execution presets (``emulator/data/presets.yaml``): named sets of assumptions per hardware family.
+
+``resolve(gen, name)`` gives a ``Preset``: the ``Assumptions`` (fitted or not, plus the preset's
+own), hardware overrides, how ``--chips N`` maps when no mapping is given, the engine settings, and
+the assumptions in words. A generation belongs to the family of the first name of its lineage
+(itself first) that a family lists, so a generation that extends ``sohu`` gets Sohu's presets.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from ontology import Generation, load_generation
+
+from .assumptions import Assumptions, fitted_assumptions
+from .hardware import Hardware
+from .models import ModelShape
+from .parallel import Mapping
+
+DATA = Path(__file__).parent / "data"
+
+
+class PresetError(ValueError):
+    """Unknown preset or family, or a malformed preset file."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One preset of a family (see ``emulator/data/presets.yaml``)."""
+
+    family: str
+    name: str
+    description: str
+    assumptions: Assumptions
+    hardware: dict
+    mapping: str
+    engine: object  # "trtllm" or a dict
+    named: tuple[str, ...]
+
+    def apply(self, hw: Hardware) -> Hardware:
+        """``hw`` with the preset's hardware overrides."""
+        if not self.hardware:
+            return hw
+        bad = sorted(set(self.hardware) - {f.name for f in dataclasses.fields(hw)})
+        if bad:
+            raise PresetError(f"preset {self.family}/{self.name}: unknown hardware field(s) {', '.join(bad)}")
+        return dataclasses.replace(hw, **{k: float(v) for k, v in self.hardware.items()})  # float("1e15") too
+
+    def mapping_for(self, m: ModelShape, chips: int) -> Mapping:
+        """Mapping of ``chips`` chips when the caller gives none."""
+        if self.mapping == "dp":
+            return Mapping(tp=1, dp=chips)
+        return Mapping.default(m, chips)
+
+
+@lru_cache(maxsize=None)
+def _doc(path: str | None = None) -> dict:
+    p = Path(path) if path else DATA / "presets.yaml"
+    return yaml.safe_load(p.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=16)
+def generation(name: str) -> Generation:
+    """A generation by name (shipped catalog) or path, loaded once per process.
+
+    Raises:
+        ValueError: it does not load (the loader's messages).
+    """
+    loaded, diags = load_generation(name)
+    if loaded is None:
+        raise ValueError("; ".join(str(d.message) for d in diags))
+    return loaded
+
+
+def family_of(gen: Generation | str) -> str:
+    """Family of ``gen`` (a generation or a generation name): the first name of its lineage, itself
+    first, that a family lists; ``gpu`` when none does."""
+    fams = _doc()["families"]
+    if isinstance(gen, str):
+        try:
+            gen = generation(gen)
+        except ValueError:
+            return "gpu"
+    names = [gen.name, *reversed(tuple(gen.lineage))]
+    for n in names:
+        for fam, d in fams.items():
+            if n in d["generations"]:
+                return fam
+    return "gpu"
+
+
+def _name(gen: Generation | str) -> str:
+    return gen if isinstance(gen, str) else gen.name
+
+
+def family_claim(gen: Generation | str) -> dict | None:
+    """The public performance claim recorded for ``gen``'s family (``claim:`` in presets.yaml), when
+    ``gen`` is one the family lists by name; None otherwise."""
+    d = _doc()["families"][family_of(gen)]
+    return d.get("claim") if _name(gen) in d["generations"] else None
+
+
+def preset_names(gen: Generation | str) -> list[str]:
+    """Presets that apply to ``gen`` (its family's, less those ``only`` for other generations), default first."""
+    d = _doc()["families"][family_of(gen)]
+    names = [n for n, p in d["presets"].items() if _name(gen) in p.get("only", [_name(gen)])]
+    names.remove(d["default"])
+    return [d["default"], *names]
+
+
+def resolve(gen: Generation | str, name: str | None = None) -> Preset:
+    """The preset ``name`` (None: the family's default) of ``gen``'s family.
+
+    Raises:
+        PresetError: unknown preset (the message lists the family's presets).
+    """
+    fam = family_of(gen)
+    d = _doc()["families"][fam]
+    name = name or d["default"]
+    if name not in preset_names(gen):
+        raise PresetError(f"no preset {name!r} for {_name(gen)} ({fam} family); presets: {', '.join(preset_names(gen))}")
+    p = d["presets"][name]
+    base = fitted_assumptions() if p.get("fitted") else Assumptions()
+    try:
+        a = base.replace(**p.get("assumptions", {}))
+    except ValueError as exc:
+        raise PresetError(f"preset {fam}/{name}: {exc}") from None
+    return Preset(fam, name, str(p.get("description", "")), a, dict(p.get("hardware", {}) or {}),
+                  str(p.get("mapping", "default")), p.get("engine", "trtllm"), tuple(p.get("named", ())))

@@ -1,0 +1,156 @@
+"""Projection: the offline (or online) serving figures of a model on a generation, without counters.
+
+``project`` runs a whole benchmark the way ``trtllm-bench throughput`` does: ``num_requests``
+requests (by default the count the TensorRT-LLM performance page uses for these lengths, enough to
+reach steady state: ``default_requests``) are queued at t = 0 and served to the last token;
+throughput is tokens over the makespan, TTFT and TPOT come from every request. The schedule is
+bounded (``max_steps``) so that a projection takes seconds.
+
+``claim_requirements`` says what a throughput claim needs from the hardware (sustained matrix
+FLOP/s per chip, KV cache, memory) for a request shape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import yaml
+from ontology import Generation
+
+from .assumptions import Assumptions
+from .ops import EmuConfig
+from .parallel import Mapping
+from .run import engine_for, setup
+from .serving import Engine, Served, Throughput, make_batchers, rank_kv_capacity, serve, throughput
+
+DATA = Path(__file__).parent / "data"
+MAX_STEPS = 400_000
+
+
+@lru_cache(maxsize=None)
+def _requests_table() -> dict[tuple[int, int], int]:
+    doc = yaml.safe_load((DATA / "calibration.yaml").read_text(encoding="utf-8"))
+    return {tuple(int(x) for x in k.split("/")): int(v) for k, v in doc.get("num_requests", {}).items()}
+
+
+def default_requests(isl: int, osl: int) -> int:
+    """Requests of a benchmark run: TensorRT-LLM's count for these lengths, else by sequence length
+    as that table goes (30,000 up to 256 tokens, 3,000 up to 2,500, 1,500 up to 6,000, then 1,000)."""
+    t = _requests_table()
+    if (isl, osl) in t:
+        return t[(isl, osl)]
+    seq = isl + osl
+    return 30000 if seq <= 256 else 3000 if seq <= 2500 else 1500 if seq <= 6000 else 1000
+
+
+@dataclass
+class Projection:
+    """Figures of one projection and what produced them."""
+
+    generation: str
+    model: str
+    chips: int
+    isl: int
+    osl: int
+    dtype: str
+    kv_dtype: str
+    preset: str
+    mapping: Mapping
+    engine: Engine
+    kv_capacity_tokens: int
+    figures: Throughput
+    named: tuple[str, ...]
+    config: EmuConfig = field(repr=False)
+    served: Served | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict:
+        return {"generation": self.generation, "model": self.model, "chips": self.chips, "isl": self.isl,
+                "osl": self.osl, "dtype": self.dtype, "kv_dtype": self.kv_dtype, "preset": self.preset,
+                "mapping": self.mapping.describe(), "engine": self.engine.describe(),
+                "kv_capacity_tokens_per_rank": self.kv_capacity_tokens, **self.figures.to_json(),
+                "assumptions": list(self.named)}
+
+
+def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int, dtype: str = "fp8",
+            kv_dtype: str | None = None, preset: str | None = None, mapping: Mapping | None = None,
+            assumptions: Assumptions | None = None, engine: Engine | None = None, num_requests: int | None = None,
+            rate: float | None = None, seed: int = 0, max_steps: int = MAX_STEPS, progress=None) -> Projection:
+    """Serve ``num_requests`` requests (default ``default_requests``) and measure the server.
+
+    Offline unless ``rate`` (requests/s, Poisson arrivals). Engine: the preset's (trtllm-bench's
+    sizing for the GPU and conservative presets) unless ``engine``. ``progress(done, total)`` is
+    called with the requests completed so far (of one rank) as the schedule advances.
+
+    Raises:
+        ValueError: unknown names, a mapping or a request that does not fit.
+    """
+    g, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
+                      assumptions=assumptions)
+    eng = engine or engine_for(cfg, p, isl, osl)
+    n = num_requests or default_requests(isl, osl)
+    batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, seed=seed)
+    total = sum(bt.total or 0 for bt in batchers)
+    tick = (lambda now: progress(sum(bt.completed for bt in batchers), total)) if progress else None
+    sv = serve(cfg, batchers, max_steps=max_steps, progress=tick)
+    fig = throughput(cfg, sv, osl)
+    return Projection(g.name, model, int(chips), int(isl), int(osl), cfg.prec.weights, cfg.prec.kv,
+                      p.name if assumptions is None else "custom", cfg.mapping, eng, rank_kv_capacity(cfg, eng), fig,
+                      p.named if assumptions is None else (), cfg, sv)
+
+
+def request_flops(cfg: EmuConfig, isl: int, osl: int) -> float:
+    """Matrix FLOP of one request (whole model): ``2 × active params × (isl + osl − 1)`` forward
+    tokens + the LM head on ``osl`` sampled tokens + attention over its causal pairs."""
+    m = cfg.model
+    fwd = isl + osl - 1
+    pairs = isl * (isl + 1) / 2
+    decode = sum(isl + g for g in range(1, osl))
+    return 2.0 * m.active_matmul_params * fwd + 2.0 * m.lm_head_params * osl + m.attention_flops(pairs, decode)
+
+
+def hbm_bytes_per_token(pr: Projection) -> float:
+    """HBM bytes (weights, KV reads and writes, activations when they go through HBM) per token
+    processed, over the steady window of a projection, per chip."""
+    from .ops import stack_work
+    from .serving import steady_window
+
+    sv, cfg = pr.served, pr.config
+    w = steady_window(np.cumsum(sv.seconds + sv.idle_s))
+    b = sv.batch.select(np.flatnonzero(w))
+    if len(b) == 0:
+        return 0.0
+    W = stack_work(b, cfg)
+    act = (W["act_r"] + W["act_w"]) if cfg.a.activations_in_hbm else 0.0
+    per_step = (W["w"] + W["kv_r"] + W["kv_w"] + act) @ cfg.plan.slot_reps.astype(float)
+    return float(per_step.sum() / max(b.tokens.sum(), 1))
+
+
+def claim_requirements(cfg: EmuConfig, *, tokens_per_second: float, chips: int, isl: int, osl: int,
+                       hbm_bytes_per_token: float | None = None) -> dict:
+    """What serving ``tokens_per_second`` (input + output) on ``chips`` chips needs for requests of
+    ``isl``/``osl`` tokens: sustained matrix FLOP/s per chip (and as a share of the peak), the HBM
+    bandwidth per chip (given the HBM bytes per token of a schedule), and whether one chip holds the
+    whole model (data parallelism)."""
+    per_req = request_flops(cfg, isl, osl)
+    req_s = tokens_per_second / (isl + osl)
+    flops_chip = per_req * req_s / chips
+    peak = cfg.hw.peak(cfg.hw.math_dtype(cfg.prec.weights))
+    from .parallel import Precision, chip_shape
+    whole = chip_shape(cfg.model, Mapping(tp=1), Precision.of(cfg.prec.weights, cfg.prec.kv, cfg.prec.head))
+    return {"tokens_per_second": tokens_per_second, "requests_per_second": req_s,
+            "flops_per_token": per_req / (isl + osl), "sustained_flops_per_chip": flops_chip,
+            "share_of_catalog_peak": flops_chip / peak, "catalog_peak_flops": peak,
+            "peak_needed_at_90pct": flops_chip / 0.9,
+            "model_bytes_one_chip": whole.weight_bytes, "hbm_capacity": cfg.hw.hbm_capacity,
+            "hbm_bytes_per_token": hbm_bytes_per_token,
+            "hbm_bandwidth_needed": None if hbm_bytes_per_token is None else hbm_bytes_per_token * tokens_per_second / chips,
+            "hbm_peak_bandwidth": cfg.hw.hbm_bw,
+            "fits_one_chip": bool(whole.weight_bytes < cfg.hw.hbm_capacity)}
+
+
+def geomean_error(predicted: np.ndarray, measured: np.ndarray) -> float:
+    """``exp(mean |ln(predicted / measured)|) − 1`` (a fraction)."""
+    r = np.abs(np.log(np.asarray(predicted, float) / np.asarray(measured, float)))
+    return float(np.exp(r.mean()) - 1.0) if len(r) else 0.0

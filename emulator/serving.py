@@ -1,0 +1,274 @@
+"""Serving scenarios: engine settings, the schedulers of a mapping, and the step loop with timing.
+
+Engine settings (``Engine``): the scheduler's ``max_batch`` (TensorRT-LLM ``max_batch_size``),
+``token_budget`` (``max_num_tokens``), whether prompts are chunked, and the KV cache admission
+(``kv_capacity_tokens`` per scheduler rank, from ``parallel.kv_capacity_tokens``).
+``trtllm_bench_engine`` reproduces how ``trtllm-bench throughput`` sizes them when the user gives
+neither (its heuristic in ``tensorrt_llm/bench/build/tuning.py``, described here in our words):
+
+- requests that fit in the KV cache: ``fraction × (HBM of the group − weights) / (KV bytes per
+  token × (isl + osl))``, at most 4096, divided by ``pp``;
+- ``max_batch``: that count rounded up — to a multiple of 32 (at least 64) below 256, of 128 below
+  1024, of 256 above;
+- ``token_budget``: ``max_batch × (1 + isl/osl)``, at most 32768, rounded up — to a multiple of 256
+  (at least 2048) below 4096, of 512 below 8192, of 1024 above; without chunked prefill (the
+  default) at least ``isl + max_batch`` so a whole prompt fits a step.
+
+Schedulers: one ``ContinuousBatcher`` per scheduler rank and pipeline micro-batch. All ranks of a
+mapping are symmetric (identical requests, identical load), so one rank's ``pp`` micro-batches are
+simulated and the others are copies; the ``pp`` micro-batches of a rank take turns (step ``k`` runs
+micro-batch ``k mod pp`` on every stage), each with ``max_batch/pp`` requests and ``1/pp`` of the KV
+cache. A micro-batch's tokens come out ``pp − 1`` steps after its step on the first stage.
+
+``serve`` runs the step loop: offline it schedules blocks of steps ahead (the schedule does not
+depend on time) and times them afterwards; online it times every step before scheduling the next
+(admission depends on the clock) and idles until the next arrival when nothing is queued.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ops import EmuConfig, stack_work, step_seconds
+from .parallel import dtype_bytes, kv_capacity_tokens
+from .scheduler import ContinuousBatcher, SchedulerError, StepBatch, latency, poisson_arrivals
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Scheduler settings of one serving engine (per scheduler rank)."""
+
+    max_batch: int = 1024
+    token_budget: int = 8192
+    chunked_prefill: bool = True
+    kv_capacity_tokens: int | None = None  # None: from HBM, weights and Assumptions
+
+    def describe(self) -> str:
+        return (f"max batch {self.max_batch}, {self.token_budget} tokens per step, "
+                f"{'chunked' if self.chunked_prefill else 'whole'} prompts")
+
+
+def _round_up(x: float, m: int) -> int:
+    return int(m * math.ceil(x / m))
+
+
+def trtllm_bench_engine(cfg: EmuConfig, isl: int, osl: int, *, chunked_prefill: bool = False) -> Engine:
+    """The engine settings ``trtllm-bench throughput`` picks for this model, mapping and lengths
+    (see the module docstring), with the KV fraction of ``cfg.a.kv_memory_fraction``."""
+    m, mp, cs = cfg.model, cfg.mapping, cfg.cs
+    group = mp.tp * mp.pp
+    weights = m.total_params * dtype_bytes(cfg.prec.weights)
+    kv_token = cs.kv_bytes_per_token * group / (mp.tp if mp.attn_dp else 1)
+    avail = cfg.hw.hbm_capacity * group - weights
+    req = max(cfg.a.kv_memory_fraction * avail / (kv_token * (isl + osl)), 1.0)
+    bs = min(req, 4096.0) / mp.pp
+    if bs < 256:
+        max_bs = max(64, _round_up(bs, 32))
+    elif bs < 1024:
+        max_bs = _round_up(bs, 128)
+    else:
+        max_bs = _round_up(bs, 256)
+    tok = min(bs * (1 + isl / osl), 32768.0)
+    if tok < 4096:
+        max_tok = max(2048, _round_up(tok, 256))
+    elif tok < 8192:
+        max_tok = _round_up(tok, 512)
+    else:
+        max_tok = _round_up(tok, 1024)
+    if not chunked_prefill:
+        max_tok = max(max_tok, isl + max_bs)
+    return Engine(max_batch=max_bs, token_budget=max_tok, chunked_prefill=chunked_prefill)
+
+
+def rank_kv_capacity(cfg: EmuConfig, engine: Engine) -> int:
+    """KV tokens one scheduler rank can hold (``engine.kv_capacity_tokens`` or from the HBM left)."""
+    if engine.kv_capacity_tokens is not None:
+        return int(engine.kv_capacity_tokens)
+    return kv_capacity_tokens(cfg.hw.hbm_capacity, cfg.cs, cfg.a.kv_memory_fraction, cfg.a.runtime_reserve_bytes)
+
+
+def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_requests: int | None = None,
+                  rate: float | None = None, seed: int = 0) -> list[ContinuousBatcher]:
+    """The ``pp`` micro-batch schedulers of one rank. ``num_requests`` and ``rate`` are server totals,
+    split evenly over the ``Mapping.ranks`` ranks (and the micro-batches).
+
+    Raises:
+        SchedulerError: a request does not fit, or bad parameters.
+    """
+    mp = cfg.mapping
+    pp, ranks = mp.pp, mp.ranks
+    cap = rank_kv_capacity(cfg, engine) // pp
+    out = []
+    for i in range(pp):
+        if rate is not None:
+            if num_requests is None:
+                raise SchedulerError("an online scenario needs a number of requests")
+            n = -(-int(num_requests) // (ranks * pp))
+            arrivals = poisson_arrivals(rate / (ranks * pp), n, seed * 1000 + i)
+            nreq = None
+        else:
+            arrivals = None
+            nreq = None if num_requests is None else -(-int(num_requests) // (ranks * pp))
+        out.append(ContinuousBatcher(isl=isl, osl=osl, token_budget=engine.token_budget,
+                                     max_batch=max(engine.max_batch // pp, 1), kv_capacity_tokens=cap,
+                                     num_requests=nreq, page_tokens=cfg.a.kv_page_tokens,
+                                     chunked_prefill=engine.chunked_prefill, arrivals=arrivals))
+    return out
+
+
+@dataclass
+class Served:
+    """The steps of one rank's schedule: ``batch`` (all steps, interleaved micro-batches), ``idle_s``
+    (s of idle before each step, online), ``seconds`` (duration of each step, s; None until timed),
+    ``owner`` (micro-batch of each step), and the batchers with their request logs."""
+
+    batch: StepBatch
+    idle_s: np.ndarray
+    owner: np.ndarray
+    batchers: list[ContinuousBatcher]
+    seconds: np.ndarray | None = None
+    local_index: list[np.ndarray] = field(default_factory=list)  # per batcher: global index of each local step
+    warmup: list[int] = field(default_factory=list)
+
+
+def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float | None = None, max_steps: int | None = None,
+          warmup_steps: int = 0, progress=None) -> Served:
+    """Run the step loop until every request is done, or past ``until_s`` simulated seconds, or
+    ``max_steps`` steps; times every step (``Served.seconds``). ``progress(done_s)`` is called as
+    simulated time advances."""
+    pp = len(batchers)
+    warm = []
+    for bt in batchers:
+        w0 = bt.steps
+        bt.run(warmup_steps)
+        warm.append(bt.steps - w0)
+    online = any(bt.arrivals is not None for bt in batchers)
+    rows, owner, idle, secs = [], [], [], []
+    local = [[] for _ in batchers]
+    now, k, blk = 0.0, 0, 16
+    limit = max_steps if max_steps is not None else 1 << 62
+
+    def done_all():
+        return all(bt.finished for bt in batchers)
+
+    while len(rows) < limit and not done_all() and (until_s is None or now <= until_s):
+        if online:
+            order = [(k + j) % pp for j in range(pp)]
+            i = next((c for c in order if not batchers[c].finished and not batchers[c].idle(now)), None)
+            if i is None:  # nothing queued anywhere: idle until the next arrival
+                nxt = min((b.next_arrival() for b in batchers if b.next_arrival() is not None), default=None)
+                if nxt is None:
+                    break
+                gap = nxt - now if until_s is None else min(nxt, until_s + 1e-9) - now
+                rows.append(None), owner.append(-1), idle.append(max(gap, 0.0)), secs.append(0.0)
+                now += max(gap, 0.0)
+                continue
+            k = i + 1
+            bt = batchers[i]
+            local[i].append(len(rows))
+            row = bt.step(now)
+            s = float(step_seconds(stack_work(StepBatch.from_rows([row]), cfg), cfg)[0])
+            rows.append(row), owner.append(i), idle.append(0.0), secs.append(s)
+            now += s
+        else:
+            block = []
+            for _ in range(blk):
+                i = k % pp
+                k += 1
+                if batchers[i].finished:
+                    if done_all():
+                        break
+                    continue
+                local[i].append(len(rows) + len(block))
+                block.append(batchers[i].step(0.0))
+                owner.append(i)
+            if not block:
+                break
+            b = StepBatch.from_rows(block)
+            s = step_seconds(stack_work(b, cfg), cfg)
+            rows.extend(block), idle.extend([0.0] * len(block)), secs.extend(s.tolist())
+            now += float(s.sum())
+            blk = min(2 * blk, 1024)
+        if progress is not None:
+            progress(now)
+    real = [r if r is not None else (0,) * 11 for r in rows]
+    return Served(StepBatch.from_rows(real), np.array(idle), np.array(owner, np.int64), batchers,
+                  np.array(secs), [np.array(x, np.int64) for x in local], warm)
+
+
+def request_times(sv: Served, step_end_s: np.ndarray) -> dict[str, np.ndarray]:
+    """Per request of every batcher: ``arrival_s``, ``first_s``, ``last_s`` (NaN when not in the timed range).
+
+    A micro-batch's tokens leave the pipeline ``pp − 1`` steps after its step (``step_end_s`` is the
+    end time of every global step)."""
+    pp = len(sv.batchers)
+    out = {"arrival_s": [], "first_s": [], "last_s": []}
+    n = len(step_end_s)
+    for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
+        log = bt.request_log()
+
+        def when(local_step):
+            j = local_step - w
+            ok = (local_step >= 0) & (j >= 0) & (j < len(idx))
+            g = np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1) + (pp - 1)
+            ok &= (g >= 0) & (g < n)
+            return np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+
+        out["arrival_s"].append(log["arrival_s"])
+        out["first_s"].append(when(log["first_step"]))
+        out["last_s"].append(when(log["last_step"]))
+    return {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+
+
+@dataclass
+class Throughput:
+    """Offline or online serving figures of the whole server (all ranks)."""
+
+    output_tokens_per_second: float
+    tokens_per_second: float
+    input_tokens_per_second: float
+    makespan_s: float
+    requests: int
+    steps: int
+    latency: dict
+    steady_tokens_per_second: float = 0.0
+    steady_output_tokens_per_second: float = 0.0
+
+    def to_json(self) -> dict:
+        lat = self.latency
+        return {"output_tokens_per_second": self.output_tokens_per_second, "tokens_per_second": self.tokens_per_second,
+                "input_tokens_per_second": self.input_tokens_per_second,
+                "steady_tokens_per_second": self.steady_tokens_per_second,
+                "steady_output_tokens_per_second": self.steady_output_tokens_per_second, "makespan_s": self.makespan_s,
+                "requests": self.requests, "steps": self.steps,
+                "ttft_p50_s": lat["ttft_s"]["p50"], "ttft_p99_s": lat["ttft_s"]["p99"],
+                "tpot_p50_s": lat["tpot_s"]["p50"], "tpot_p99_s": lat["tpot_s"]["p99"]}
+
+
+def steady_window(ends: np.ndarray) -> np.ndarray:
+    """Steps whose end falls in the middle half of the run (25 % to 75 % of the makespan): the server
+    at full load, away from the ramp-up of an offline benchmark and its drain."""
+    span = float(ends[-1]) if len(ends) else 0.0
+    return (ends > 0.25 * span) & (ends <= 0.75 * span)
+
+
+def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None = None) -> Throughput:
+    """Server throughput of a served schedule: tokens ÷ makespan (first arrival to last token), × ranks
+    (what ``trtllm-bench`` reports); ``steady_*``: the same over ``steady_window``."""
+    s = sv.seconds if seconds is None else seconds
+    ends = np.cumsum(s + sv.idle_s)
+    span = float(ends[-1]) if len(ends) else 0.0
+    ranks = cfg.mapping.ranks
+    b = sv.batch
+    out_tok = float(b.head_tokens.sum()) * ranks
+    in_tok = float(b.prefill_tokens.sum()) * ranks
+    w = steady_window(ends)
+    wt = float((s + sv.idle_s)[w].sum())
+    st_out = float(b.head_tokens[w].sum()) * ranks / wt if wt else 0.0
+    st_all = float((b.head_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0
+    t = request_times(sv, ends)
+    lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl)
+    return Throughput(out_tok / span if span else 0.0, (out_tok + in_tok) / span if span else 0.0,
+                      in_tok / span if span else 0.0, span, int(b.completed.sum()) * ranks, len(b), lat, st_all, st_out)

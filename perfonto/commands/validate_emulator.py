@@ -1,0 +1,61 @@
+"""``perfonto validate-emulator``: the emulator's predicted throughput against every calibration row.
+
+For each row of ``emulator/data/calibration.yaml`` (public TensorRT-LLM measurements), the row's
+benchmark is replayed with the fitted constants and its output tokens/s compared with the
+measurement. Summary: ``geomean_error = exp(mean |ln(predicted/measured)|) − 1`` and ``worst_error``
+(the largest ``max(p/m, m/p) − 1``), as fractions. Exit 0 when it ran.
+"""
+from __future__ import annotations
+
+import json
+
+from .common import stderr, stdout
+from .project import EmuProgress
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate-emulator", help="compare the emulator's throughput with the public measurements it is calibrated on")
+    p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
+    p.add_argument("--json", action="store_true", help='print {"rows": [...], "geomean_error": F, "worst_error": F} and nothing else')
+    p.set_defaults(func=cmd_validate_emulator)
+
+
+def prepare_rows(path, json_mode: bool, label: str):
+    """Prepared rows of ``path`` with a progress bar (none under --json)."""
+    from emulator.calibration import load_rows, prepare
+
+    header, rows = load_rows(path)
+    preps = []
+    with EmuProgress(label, enabled=not json_mode) as bar:
+        for i, r in enumerate(rows):
+            preps.append(prepare(r))
+            bar(i + 1, len(rows))
+    return header, preps
+
+
+def cmd_validate_emulator(args) -> int:
+    from emulator.calibration import validate
+
+    try:
+        _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
+    except (ValueError, KeyError, OSError) as exc:
+        stderr().print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
+        return 1
+    res = validate(preps)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    from rich.table import Table
+
+    t = Table(title="Emulator vs public measurements (output tokens/s of the group)")
+    for col in ("model", "gpu", "par.", "dtype", "isl/osl", "measured", "predicted", "error"):
+        t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for r in res["rows"]:
+        par = f"TP{r['tp']}" + (f"PP{r['pp']}" if r.get("pp", 1) > 1 else "")
+        t.add_row(r["model"], r["gpu"], par, r["dtype"], f"{r['isl']}/{r['osl']}", f"{r['measured']:,.0f}",
+                  f"{r['predicted']:,.0f}", f"{r['error'] * 100:+.1f} %")
+    out = stdout()
+    out.print(t)
+    out.print(f"geomean_error {res['geomean_error']:.4f} ({res['geomean_error'] * 100:.1f} %), "
+              f"worst_error {res['worst_error']:.4f} ({res['worst_error'] * 100:.1f} %) over {len(res['rows'])} rows")
+    return 0

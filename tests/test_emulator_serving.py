@@ -1,0 +1,170 @@
+"""Serving: the scheduler (offline, online, chunked or whole prompts, against a plain reference), engine
+sizing, parallel mappings, latency figures, presets and the ``project`` command."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import emulator
+from emulator.models import get_model
+from emulator.ops import EmuConfig
+from emulator.parallel import Mapping, Precision
+from emulator.scheduler import ContinuousBatcher, poisson_arrivals
+from emulator.serving import trtllm_bench_engine
+from perfonto.cli import main
+
+
+class _Reference:
+    """Per-request arrays, one numpy pass per step: the plain statement of the scheduling rules."""
+
+    def __init__(self, isl, osl, budget, max_batch, cap, n, page, chunked):
+        self.isl, self.osl, self.budget, self.max_batch, self.cap, self.left, self.page = isl, osl, budget, max_batch, cap, n, page
+        self.chunked = chunked
+        self.reserve = -(-(isl + osl - 1) // page) * page
+        self.done = np.zeros(0, np.int64)
+        self.gen = np.zeros(0, np.int64)
+        self.reserved = 0
+
+    def step(self):
+        isl, osl = self.isl, self.osl
+        done, gen = self.done, self.gen
+        dec = done >= isl
+        n_dec = int(dec.sum())
+        keys = int((isl + gen[dec]).sum())
+        budget = max(self.budget - n_dec, 0)
+        need = isl - done
+        alloc = np.clip(budget - (np.cumsum(need) - need), 0, need)
+        if not self.chunked:
+            alloc = np.where(alloc == need, alloc, 0)
+        left = budget - int(alloc.sum())
+        per = -(-left // isl) if self.chunked else left // isl
+        n_new = max(0, min(self.max_batch - len(done), (self.cap - self.reserved) // self.reserve, per, self.left)) if left > 0 else 0
+        if n_new:
+            new = np.full(n_new, isl, np.int64)
+            if self.chunked and left < n_new * isl:
+                new[-1] = left - (n_new - 1) * isl
+            done, gen = np.concatenate([done, np.zeros(n_new, np.int64)]), np.concatenate([gen, np.zeros(n_new, np.int64)])
+            alloc, dec = np.concatenate([alloc, new]), np.concatenate([dec, np.zeros(n_new, bool)])
+            self.reserved += n_new * self.reserve
+            self.left -= n_new
+        chunk = alloc > 0
+        p, q = done[chunk], alloc[chunk]
+        new_done = done + alloc
+        first = chunk & (new_done == isl)
+        gen = gen + dec + first
+        fin = gen >= osl
+        kv = new_done + np.maximum(gen - 1, 0)
+        self.done, self.gen = new_done[~fin], gen[~fin]
+        self.reserved -= int(fin.sum()) * self.reserve
+        return (n_dec, keys, int(q.sum()), len(q), int((q * p + q * (q + 1) // 2).sum()), int(p.sum()),
+                n_dec + int(first.sum()), int(fin.sum()), len(new_done), int(kv.sum()),
+                int((-(-kv // self.page) * self.page).sum()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(isl=st.integers(1, 300), osl=st.integers(1, 40), budget=st.integers(1, 700), max_batch=st.integers(1, 64),
+       cap_mult=st.integers(1, 20), n=st.integers(1, 60), chunked=st.booleans())
+def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, n, chunked):
+    if not chunked:
+        budget = max(budget, isl)
+    page = 16
+    reserve = -(-(isl + osl - 1) // page) * page
+    s = ContinuousBatcher(isl=isl, osl=osl, token_budget=budget, max_batch=max_batch, kv_capacity_tokens=reserve * cap_mult,
+                          num_requests=n, page_tokens=page, chunked_prefill=chunked)
+    ref = _Reference(isl, osl, budget, max_batch, reserve * cap_mult, n, page, chunked)
+    rows = []
+    while not s.finished:
+        rows.append(s.step())
+        assert rows[-1] == ref.step(), len(rows)
+    b = emulator.StepBatch.from_rows(rows)
+    assert b.prefill_tokens.sum() == n * isl and b.head_tokens.sum() == n * osl and b.completed.sum() == n
+    if not chunked:
+        assert (b.prefill_tokens % isl == 0).all() and b.prefill_history.sum() == 0  # whole prompts only
+    log = s.request_log()
+    assert (log["first_step"] >= 0).all() and (log["last_step"] - log["first_step"] == osl - 1).all()
+
+
+def test_online_admits_only_arrived_requests_and_reports_latency():
+    arr = poisson_arrivals(20.0, 200, seed=3)
+    assert len(arr) / arr[-1] == pytest.approx(20.0, rel=0.15) and (np.diff(arr) > 0).all()
+    r = emulator.project.project("h100", model="llama-3.1-8b", chips=1, isl=256, osl=32, rate=20.0, num_requests=200)
+    f = r.figures.to_json()
+    assert r.figures.requests == 200
+    # under light load a request waits for nothing: TTFT ≈ one prefill step, TPOT ≈ one decode step
+    assert 0 < f["ttft_p50_s"] < 0.1 and 0 < f["tpot_p50_s"] < 0.02 and f["ttft_p99_s"] >= f["ttft_p50_s"]
+    assert f["output_tokens_per_second"] == pytest.approx(20.0 * 32, rel=0.2)  # the offered load
+    sv = r.served
+    assert (sv.idle_s > 0).any()  # the server idles between arrivals
+
+
+def test_trtllm_bench_engine_by_hand():
+    from ontology import load_generation
+
+    from emulator.assumptions import fitted_assumptions
+    from emulator.hardware import hardware_from_generation
+
+    g, _ = load_generation("h200")
+    hw = hardware_from_generation(g)
+    cfg = EmuConfig(get_model("llama-3.3-70b"), hw, fitted_assumptions(), Mapping(tp=1), Precision.of("fp8"))
+    # 0.9 × (141e9 − 70.55e9) / (163,840 B × 2176) = 177.9 requests → batch 192 (multiple of 32);
+    # tokens 177.9 × (1 + 2048/128) = 3024 → 3072 (multiple of 256); whole prompts: ≥ 2048 + 192
+    e = trtllm_bench_engine(cfg, 2048, 128)
+    assert (e.max_batch, e.token_budget, e.chunked_prefill) == (192, 3072, False)
+    e = trtllm_bench_engine(cfg, 128, 128)   # 1512 requests → 1536; tokens 3024 → 3072
+    assert (e.max_batch, e.token_budget) == (1536, 3072)
+
+
+def test_pipeline_and_attention_dp_keep_the_work(tmp_path):
+    """The same requests under PP2 × TP2 or with data-parallel attention do the same matrix work."""
+    m = get_model("mixtral-8x7b")
+    runs = {}
+    for name, mp in {"tp4": Mapping(tp=4, ep=4), "pp2": Mapping(tp=2, pp=2, ep=2),
+                     "adp": Mapping(tp=4, ep=4, attn_dp=True)}.items():
+        runs[name] = emulator.run("h100", model=m.name, chips=4, mapping=mp, duration_s=0.5, sample_period_s=5e-3,
+                                  isl=64, osl=4, num_requests=8, chunked_prefill=False, out_dir=tmp_path / name).ground_truth
+    for g in runs.values():
+        assert g["requests_completed"] == 8 and g["output_tokens"] == 32
+    assert runs["pp2"]["flops"] == pytest.approx(runs["tp4"]["flops"], rel=0.01)
+    assert runs["adp"]["flops"] == pytest.approx(runs["tp4"]["flops"], rel=0.01)
+    assert runs["pp2"]["c2c_bytes_by_collective"]["send_recv"] > 0
+    assert runs["adp"]["c2c_bytes_by_collective"]["all_to_all"] > 0 and runs["adp"]["c2c_bytes_by_collective"]["allreduce"] == 0
+    assert runs["tp4"]["c2c_bytes_by_collective"]["all_to_all"] == 0 and runs["tp4"]["c2c_bytes_by_collective"]["allreduce"] > 0
+
+
+def test_fp4_weights_without_fp4_math_run_fp8(tmp_path):
+    h100 = emulator.run("h100", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3,
+                        out_dir=tmp_path / "a").ground_truth
+    b200 = emulator.run("b200", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3,
+                        out_dir=tmp_path / "b").ground_truth
+    assert h100["flops_fp4"] == 0 and h100["flops_fp8"] > 0
+    assert b200["flops_fp4"] > 0 and b200["weight_bytes_per_chip"] < 0.6 * 8.03e9 + 2.2e9
+
+
+def test_sohu_presets_beside_the_claim(capsys):
+    assert main(["project", "--generation", "sohu", "--model", "llama3-70b", "--chips", "8", "--isl", "2048", "--osl", "128",
+                 "--dtype", "fp8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for k in ("output_tokens_per_second", "tokens_per_second", "ttft_p50_s", "tpot_p50_s"):
+        assert doc[k] > 0, k
+    assert set(doc["presets"]) == {"conservative", "claim"}
+    c = doc["claim"]
+    assert c["tokens_per_second"] == 500000 and c["scenario_matches"]
+    assert c["by_preset"]["claim"]["reaches_claim"] and not c["by_preset"]["conservative"]["reaches_claim"]
+    assert c["needs"]["sustained_flops_per_chip"] == pytest.approx(500000 * c["needs"]["flops_per_token"] / 8)
+    assert c["assumptions_needed"] and all(doc["presets"][p]["assumptions"] for p in ("claim", "conservative"))
+    assert main(["project", "--generation", "sohu", "--chips", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "Public claim" in out and "What the claim needs" in out and "conservative" in out
+
+
+def test_project_errors_exit_1_and_usage_errors_2(capsys):
+    assert main(["project", "--generation", "h100", "--model", "llama-3.1-405b", "--chips", "1", "--json"]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == "" and "410.1 GB per chip" in cap.err and "use more chips" in cap.err
+    with pytest.raises(SystemExit) as e:
+        main(["project", "--model", "gpt-17"])
+    assert e.value.code == 2
