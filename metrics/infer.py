@@ -86,7 +86,9 @@ class Typer:
     def factor(self, src: pint.Unit, dst: pint.Unit, span: Span, what: str) -> float:
         try:
             return conversion_factor(self.reg, src, dst)
-        except UnitError:
+        except UnitError as exc:
+            if "offset unit" in str(exc):
+                raise self.fail("unit-mismatch", f"{what}: {exc}", span, hint="declare the metric in the signal's own unit") from None
             raise self.fail("unit-mismatch", f"{what}: {fmt_unit(src)} ({_dim(self.reg, src)}) is not convertible to "
                             f"{fmt_unit(dst)} ({_dim(self.reg, dst)})", span,
                             hint="both sides must measure the same kind of quantity; check the formula or the declared unit") from None

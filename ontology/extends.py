@@ -113,6 +113,10 @@ def load_chain(path: Path, shipped: Path) -> Merged:
             return Merged(chain[0], texts, Lineage(), diags)
         cur = ppath
 
+    for src in chain:
+        bad = _shape_errors(src)
+        if bad:
+            return Merged(chain[0], texts, Lineage(), diags + bad)
     chain.reverse()  # root first
     lineage = Lineage()
     data: dict = {}
@@ -169,6 +173,39 @@ def load_chain(path: Path, shipped: Path) -> Merged:
     last = chain[-1]
     merged = YamlSource(last.path, last.text, data, pos, [])
     return Merged(merged, texts, lineage, diags)
+
+
+def _shape_errors(src: YamlSource) -> list[Diagnostic]:
+    """The shapes merging relies on (the schema checks the rest after merging)."""
+    out = []
+    d = src.data
+    want = {"removed": list, "renamed": dict, "blocks": dict, "spec": dict, "clock_domains": dict, "records": dict}
+    for key, typ in want.items():
+        if key in d and d[key] is not None and not isinstance(d[key], typ):
+            out.append(Diagnostic("error", "schema", f"`{key}` must be a {'list' if typ is list else 'mapping'}, got {type(d[key]).__name__}",
+                                  src.span((key,)), hint="see schemas/generation.schema.json"))
+    if isinstance(d.get("extends"), (dict, list)):
+        out.append(Diagnostic("error", "schema", "`extends` names one generation", src.span(("extends",))))
+    for b, block in (d.get("blocks") or {}).items() if isinstance(d.get("blocks"), dict) else ():
+        if not isinstance(block, dict):
+            out.append(Diagnostic("error", "schema", f"block `{b}` must be a mapping", src.span(("blocks", b))))
+        elif "signals" in block and block["signals"] is not None and not isinstance(block["signals"], dict):
+            out.append(Diagnostic("error", "schema", f"`blocks.{b}.signals` must be a mapping", src.span(("blocks", b, "signals"))))
+    for i, r in enumerate(d.get("removed") or [] if isinstance(d.get("removed"), list) else []):
+        if not isinstance(r, str):
+            out.append(Diagnostic("error", "schema", "`removed` lists full signal names", src.span(("removed", i))))
+    if isinstance(d.get("renamed"), dict):
+        olds, news = set(), set()
+        for k, v in d["renamed"].items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                out.append(Diagnostic("error", "schema", "`renamed` maps old full names to new ones", src.span(("renamed", k))))
+                continue
+            olds.add(k)
+            news.add(v)
+        for both in sorted(olds & news):
+            out.append(Diagnostic("error", "schema", f"`{both}` is both renamed and a rename target", src.span(("renamed", both)),
+                                  hint="rename in one direction only; a swap needs two generations"))
+    return out
 
 
 def _signal_names(data: dict) -> set[str]:

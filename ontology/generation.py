@@ -15,8 +15,11 @@ import pint
 
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .model import GenerationFile, Scope, SignalKind
-from .units import UnitError, conversion_factor, cycle_unit, parse_unit, registry_for
+from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, parse_unit, registry_for
 from .yaml_source import YamlSource
+
+
+RESERVED = {"spec", "interval", "clock"}  # names the metric language gives a meaning of its own
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         u = unit(dom.frequency.unit, loc + ("unit",), f"clock domain `{dname}`")
         if u is None:
             continue
+        if not (dom.frequency.value > 0):
+            diags.append(Diagnostic("error", "spec-value", f"clock domain `{dname}` frequency must be positive, got {dom.frequency.value}",
+                                    src.span(loc + ("value",)), hint="give the clock frequency, e.g. `value: 1.5, unit: GHz`"))
+            continue
         try:
             hz = dom.frequency.value * conversion_factor(reg, u, reg.hertz)
         except UnitError as exc:
@@ -180,6 +187,10 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         u = unit(const.unit, loc + ("unit",), f"spec constant `{full}`")
         if u is None:
             continue
+        if not u.dimensionless and not (const.value > 0):
+            diags.append(Diagnostic("error", "spec-value", f"spec constant `{full}` must be positive, got {const.value} {const.unit}",
+                                    src.span(loc + ("value",)), hint="peaks, bandwidths, capacities and powers are positive figures"))
+            continue
         if const.scope is Scope.instance:
             blk = gf.blocks.get(cname.split(".")[0])
             if blk is None or not blk.instances:
@@ -193,6 +204,10 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
     blocks: dict[str, dict] = {}
     signals: dict[str, ResolvedSignal] = {}
     fields: dict[str, ResolvedField] = {}
+    for bname in gf.blocks:
+        if bname in RESERVED:
+            diags.append(Diagnostic("error", "reserved-name", f"block `{bname}` uses a reserved name",
+                                    src.span(("blocks", bname, "<key>")), hint=f"{', '.join(sorted(RESERVED))} are reserved by the metric language"))
     for bname, block in gf.blocks.items():
         bloc = ("blocks", bname)
         if block.clock not in gf.clock_domains:
@@ -218,11 +233,10 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             max_rate = None
             if sig.max_rate is not None and u is not None:
                 try:
-                    q = reg.Quantity(sig.max_rate)
-                    max_rate = float(q.to(u / reg.second).magnitude)
+                    max_rate = parse_quantity(reg, sig.max_rate, u / reg.second)
                     if max_rate <= 0:
-                        raise ValueError
-                except Exception:
+                        raise UnitError("not positive")
+                except UnitError:
                     diags.append(Diagnostic("error", "unit-mismatch", f"signal `{full}`: max_rate `{sig.max_rate}` is not a positive rate in {sig.unit}/s",
                                             src.span(sloc + ("max_rate",)), hint=f"write e.g. `max_rate: 2 T{sig.unit}/s`"))
             if sig.kind is SignalKind.packed:
@@ -263,7 +277,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
     records: dict[str, dict] = {}
     for rname, rt in gf.records.items():
         rloc = ("records", rname)
-        if rname in gf.blocks:
+        if rname in gf.blocks or rname in RESERVED:
             diags.append(Diagnostic("error", "duplicate-name", f"record type `{rname}` has the name of a block", src.span(rloc + ("<key>",)),
                                     hint="record fields and signals share the `<name>.<field>` namespace"))
             continue

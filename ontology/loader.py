@@ -136,10 +136,16 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
             diags += [with_source(d, src.text) for d in src.diagnostics]
             continue
         gname = src.data.get("generation") if isinstance(src.data, dict) else None
+        if not isinstance(gname, str):
+            diags.append(Diagnostic("error", "schema", "`generation` must be the generation's name (a string)",
+                                    src.span(("generation",)) if isinstance(src.data, dict) else Span(str(p), 1, 1)))
+            continue
         names.append(gname)
         if gname == name:
             gen, more = _load_path(Path(p))
             return gen, diags + more
+    if diags and not any(n == name for n in names):
+        return None, diags  # the files that failed to read may be the one declaring it: their errors say why
     diags.append(Diagnostic("error", "unknown-generation", f"no file declares `generation: {name}`",
                             Span(str(paths[0].parent) if paths else "."),
                             hint=did_you_mean(name, [n for n in names if n]) or f"generations found: {', '.join(str(n) for n in names) or 'none'}"))

@@ -11,7 +11,7 @@ import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StringConstraints
 
 Ident = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
 DottedIdent = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")]
@@ -19,7 +19,7 @@ IDENT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=False, allow_inf_nan=False)
 
 
 class Provenance(str, Enum):
@@ -117,7 +117,7 @@ class Stability(str, Enum):
 class PackedField(_Model):
     """One bit range of a packed register: bits ``lo``..``hi`` inclusive, value = field × scale in unit."""
 
-    bits: tuple[int, int] = Field(description="[lo, hi] bit positions, inclusive, 0 = least significant.")
+    bits: tuple[StrictInt, StrictInt] = Field(description="[lo, hi] bit positions, inclusive, 0 = least significant.")
     unit: str = Field(default="1", description="Unit of the scaled field value.")
     scale: float = Field(default=1.0, gt=0, description="field × scale = value in `unit`.")
     description: str = Field(min_length=1, description="What the field means.")
@@ -129,19 +129,19 @@ class Signal(_Model):
     kind: SignalKind = Field(description="counter, gauge, packed or histogram.")
     unit: str = Field(default="", description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.")
     description: str = Field(min_length=1, description="What the signal counts or measures.")
-    width: Annotated[int, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")
-    effective_width: int | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
+    width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")
+    effective_width: StrictInt | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
-    sentinel: list[int] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")
+    sentinel: Annotated[list[StrictInt], Strict()] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")
     reset_indicator: str | None = Field(default=None, description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.")
     max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
     across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
-    buckets: list[float] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
+    buckets: Annotated[list[float], Strict()] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
     since: Ident | None = Field(default=None, description="First generation with this signal (derived from `extends` when omitted).")
     removed_in: Ident | None = Field(default=None, description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).")
-    broken_on: list[Ident] = Field(default_factory=list, description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.")
+    broken_on: Annotated[list[Ident], Strict()] = Field(default_factory=list, description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.")
     stability: Stability = Field(default=Stability.stable, description="experimental, stable or deprecated.")
     precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
@@ -153,7 +153,7 @@ class Block(_Model):
 
     description: str = Field(min_length=1, description="What the block is.")
     clock: Ident = Field(description="Clock domain of the block's cycle counters.")
-    instances: dict[Ident, Annotated[int, Field(ge=1)]] = Field(default_factory=dict, description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.")
+    instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(default_factory=dict, description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.")
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 
 
@@ -186,7 +186,7 @@ class GenerationFile(_Model):
     generation: Ident = Field(description="Generation name, e.g. `sohu`.")
     description: str = Field(min_length=1, description="What this generation is.")
     extends: Ident | None = Field(default=None, description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, blocks and signals.")
-    removed: list[DottedIdent] = Field(default_factory=list, description="Full names of the parent's signals that this generation removes.")
+    removed: Annotated[list[DottedIdent], Strict()] = Field(default_factory=list, description="Full names of the parent's signals that this generation removes.")
     renamed: dict[DottedIdent, DottedIdent] = Field(default_factory=dict, description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated alias.")
     clock_domains: dict[Ident, ClockDomain] = Field(description="Clock domains by name.")
     spec: dict[DottedIdent, SpecConstant] = Field(default_factory=dict, description="Spec constants; `hbm.peak_bandwidth` is referenced as `spec.hbm.peak_bandwidth`.")

@@ -47,6 +47,38 @@ def registry_for(clock_domains: tuple[str, ...] = ()) -> pint.UnitRegistry:
     return reg
 
 
+# A unit expression: names, `%`, numbers, `*`, `/`, brackets, and `**` with a small integer exponent
+# after a name or a bracket. pint evaluates unit strings as expressions, so anything else (e.g.
+# `9 ** 9 ** 9`, which would never finish) is refused before it reaches pint.
+_UNIT_TOKENS = re.compile(r"""\s*(?:
+    (?P<name>[A-Za-zµ_][A-Za-z0-9µ_]*)
+  | (?P<pct>%)
+  | (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d{1,3})?)
+  | (?P<pow>\*\*\s*-?\d{1,2}(?!\d))
+  | (?P<op>\*(?!\*)|/)
+  | (?P<paren>[()])
+)""", re.X)
+_MAX_UNIT_LEN = 200
+
+
+def _check_unit_text(text: str) -> None:
+    if len(text) > _MAX_UNIT_LEN:
+        raise UnitError(f"unit {text[:40]!r}… is longer than {_MAX_UNIT_LEN} characters")
+    pos, prev = 0, None
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        m = _UNIT_TOKENS.match(text, pos)
+        if not m or m.end() == pos:
+            raise UnitError(f"unit {text!r}: unexpected {text[pos:pos + 10].strip()!r} (units are names, numbers, `*`, `/`, "
+                            "brackets, and `**` with an integer exponent after a name)")
+        kind = m.lastgroup
+        if kind == "pow" and prev not in ("name", "paren", "pct"):
+            raise UnitError(f"unit {text!r}: a power applies to a unit name or a bracket, not to a number or another power")
+        prev = kind
+        pos = m.end()
+
+
 def parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     """Parse ``text`` (``"GB/s"``, ``"%"``, ``"1"``) into a unit of ``reg``.
 
@@ -58,11 +90,48 @@ def parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     t = text.strip()
     if t in ("", "1"):
         return reg.dimensionless
+    _check_unit_text(t)
     try:
         q = reg.parse_units(t)
     except Exception as exc:  # pint raises several exception types for bad input
         raise UnitError(f"unknown unit {text!r}: {exc}") from None
     return q
+
+
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
+
+
+def parse_quantity(reg: pint.UnitRegistry, text, unit: pint.Unit | None = None) -> float:
+    """A magnitude from ``"2 TB/s"``, ``"500 ms"``, ``"1e9"`` or a number, converted to ``unit`` when given.
+
+    Only a number followed by a unit expression is accepted (pint alone would evaluate arbitrary
+    arithmetic such as ``9 ** 9 ** 9``). The result is finite.
+
+    Raises:
+        UnitError: not a number with a unit, an unknown unit, a unit of another dimension, or not finite.
+    """
+    import math
+
+    if isinstance(text, bool):
+        raise UnitError(f"{text!r} is not a quantity")
+    if isinstance(text, (int, float)):
+        value, unit_text = float(text), ""
+    else:
+        m = _NUMBER.match(str(text))
+        if not m:
+            raise UnitError(f"{text!r} is not a number followed by a unit (e.g. `2 TB/s`, `500 ms`)")
+        value, unit_text = float(m.group(1)), m.group(2)
+    if not math.isfinite(value):
+        raise UnitError(f"{text!r} is not finite")
+    src = parse_unit(reg, unit_text)
+    if unit is None:
+        return value
+    if not unit_text:
+        return value  # a bare number is taken in the target unit
+    out = value * conversion_factor(reg, src, unit)
+    if not math.isfinite(out):
+        raise UnitError(f"{text!r} overflows in {fmt_unit(unit)}")
+    return out
 
 
 def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -> float:
@@ -73,6 +142,9 @@ def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) ->
     """
     if src == dst:
         return 1.0
+    if not (reg.Quantity(1.0, src)._is_multiplicative and reg.Quantity(1.0, dst)._is_multiplicative):
+        raise UnitError(f"cannot convert {fmt_unit(src)} to {fmt_unit(dst)}: an offset unit (°C) is not a scale of another "
+                        "unit; keep the signal's own unit")
     try:
         return float(reg.Quantity(1.0, src).to(dst).magnitude)
     except pint.DimensionalityError:

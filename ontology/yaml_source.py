@@ -50,6 +50,8 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             raise _TooBig(node)
+        if len(loc) > 64:
+            raise _Unsupported(node, "the document is nested more than 64 levels deep (or an alias refers to itself)")
         self.src.positions.setdefault(loc, _span(self.src.path, node.start_mark))
         if isinstance(node, yaml.MappingNode):
             out: dict = {}
@@ -120,8 +122,19 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
                                               Span(spath, line, col), hint="save the file as UTF-8"))
             return src
     src = YamlSource(spath, text)
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        src.diagnostics.append(Diagnostic("error", "yaml-syntax", "the file holds a NUL character", Span(spath, line, col),
+                                          hint="remove the NUL byte; catalogs are plain text"))
+        return src
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except RecursionError:
+        src.diagnostics.append(Diagnostic("error", "yaml-too-deep", "the document is nested too deeply to read", Span(spath, 1, 1),
+                                          hint="flatten the structure; catalogs need only a few levels"))
+        return src
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         span = _span(spath, mark) if mark else Span(spath, 1, 1)
@@ -145,6 +158,10 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
         src.diagnostics.append(Diagnostic("error", "yaml-too-large",
                                           f"the document expands to more than {MAX_NODES} values (alias/anchor expansion?)",
                                           _span(spath, exc.node.start_mark), hint="remove the recursive or repeated aliases"))
+        src.data = None
+    except RecursionError:
+        src.diagnostics.append(Diagnostic("error", "yaml-too-deep", "the document is nested too deeply or an alias refers to itself",
+                                          Span(spath, 1, 1), hint="remove recursive anchors/aliases"))
         src.data = None
     except _Unsupported as exc:
         src.diagnostics.append(Diagnostic("error", "yaml-unsupported", exc.msg, _span(spath, exc.node.start_mark)))

@@ -111,3 +111,58 @@ def test_cycle_unit_must_match_block_clock(tmp_path):
 def test_unknown_generation_has_hint():
     gen, diags = load_generation("sohuu")
     assert gen is None and "`sohu`" in diags[0].hint
+
+
+@pytest.mark.parametrize("change, code", [
+    (("value: 1, unit: GHz", "value: 0, unit: GHz"), "spec-value"),
+    (("width: 32", "width: true"), "schema"),
+    (("mxu:\n", "spec:\n"), "reserved-name"),
+])
+def test_impossible_values_and_coercions_are_refused(tmp_path, change, code):
+    gen, diags = load_text(tmp_path, GOOD.replace(*change))
+    assert gen is None and code in [d.code for d in diags], [d.render() for d in diags]
+
+
+def test_spec_values_must_be_finite_and_positive(tmp_path):
+    text = GOOD.replace("blocks:", "spec:\n  mxu.peak: {value: -9000, unit: TFLOP/s, provenance: assumed, source: x}\nblocks:")
+    gen, diags = load_text(tmp_path, text)
+    assert gen is None and [d.code for d in diags] == ["spec-value"] and diags[0].span.line == 6
+    gen, diags = load_text(tmp_path, text.replace("-9000", ".inf"))
+    assert gen is None and diags[0].code == "schema" and "finite" in diags[0].message
+
+
+def test_unit_expression_bombs_are_refused_fast(tmp_path):
+    import time
+
+    t0 = time.perf_counter()
+    gen, diags = load_text(tmp_path, GOOD.replace("width: 32,", 'width: 32, max_rate: "9 ** 9 ** 9 core_cycle/s",'))
+    assert gen is None and diags[0].code == "unit-mismatch"
+    gen, diags = load_text(tmp_path, GOOD.replace("unit: core_cycle", "unit: B ** (9 ** 9 ** 9)"))
+    assert gen is None and diags[0].code == "unknown-unit"
+    assert time.perf_counter() - t0 < 5
+
+
+def test_recursive_alias_and_deep_nesting(tmp_path):
+    gen, diags = load_text(tmp_path, "generation: x\ndescription: &a [x, *a]\n")
+    assert gen is None and diags[0].code in ("yaml-unsupported", "yaml-too-deep", "yaml-too-large")
+    gen, diags = load_text(tmp_path, "generation: x\ndescription: " + "[" * 800 + "]" * 800 + "\n")
+    assert gen is None and diags[0].code in ("yaml-unsupported", "yaml-too-deep")
+
+
+@pytest.mark.parametrize("extra", ["removed: 5", "renamed: [a, b]", "blocks: 5", "blocks: {hbm: 5}",
+                                   "renamed: {mxu.busy_cycles: mxu.b2, mxu.b2: mxu.busy_cycles}"])
+def test_bad_extends_data_is_a_diagnostic(tmp_path, extra):
+    gen, diags = load_text(tmp_path, f"generation: g\nextends: sohu\ndescription: d\n{extra}\n")
+    assert gen is None and diags and all(d.span.line >= 1 for d in diags), [d.render() for d in diags]
+
+
+def test_nul_byte_is_located(tmp_path):
+    gen, diags = load_text(tmp_path, GOOD.replace("matrix", "mat\x00rix"))
+    assert gen is None and (diags[0].span.line, diags[0].span.col) == (7, 21)
+
+
+def test_offset_unit_conversion_is_refused(sohu):
+    from helpers import compile_src
+
+    g = compile_src(sohu, "metric t [K] = power.temperature")
+    assert [d.code for d in g.errors] == ["unit-mismatch"] and "offset unit" in g.errors[0].message
