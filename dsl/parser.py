@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast as pyast
 import functools
+import math
 import re
 from importlib import resources
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
+from lark.exceptions import VisitError
 
 from ontology.diagnostics import Diagnostic, Span, with_source
 
@@ -31,8 +33,21 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
-def _unquote(tok: str) -> str:
-    return pyast.literal_eval(tok)
+class _ClauseError(Exception):
+    def __init__(self, msg, span):
+        super().__init__(msg)
+        self.msg, self.span = msg, span
+
+
+def _unquote(tok) -> str:
+    """The string a quoted token means (Python escapes); a bad escape or a lone surrogate is an error."""
+    try:
+        text = pyast.literal_eval(str(tok))
+        text.encode("utf-8")
+    except (ValueError, SyntaxError, UnicodeEncodeError) as exc:
+        span = Span("", getattr(tok, "line", 0) or 0, getattr(tok, "column", 0) or 0)
+        raise _ClauseError(f"invalid string {str(tok)[:40]}: {str(exc).splitlines()[0]}", span) from None
+    return text
 
 
 class _ToAst(Transformer):
@@ -60,7 +75,12 @@ class _ToAst(Transformer):
         name, unit_tok, expr, *clauses = items
         kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
               "parent_span": None, "source": "", "peak": None, "peak_span": None, "rollup": None, "rollup_span": None}
+        seen: dict[str, int] = {}
         for kind, value in clauses:
+            if kind != "groups":
+                seen[kind] = seen.get(kind, 0) + 1
+                if seen[kind] == 2:
+                    raise _ClauseError(f"metric `{name}` has two `{kind}` clauses", self._tspan(name))
             if kind == "parent":
                 kw["parent"], kw["parent_span"] = value
             elif kind == "peak":
@@ -107,8 +127,11 @@ class _ToAst(Transformer):
         if items and isinstance(items[0], Token) and items[0].type == "NEG":
             sign = -1.0
             items = items[1:]
+        value = float(items[0])
+        if not math.isfinite(value):
+            raise _ClauseError(f"number {items[0]} is out of range", self._span(meta))
         unit = items[1] if len(items) > 1 else None
-        return ast.Bound(sign * float(items[0]), unit, self._span(meta))
+        return ast.Bound(sign * value, unit, self._span(meta))
 
     def unit(self, items):
         t = str(items[0])
@@ -117,7 +140,10 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def number(self, meta, items):
         unit = items[1] if len(items) > 1 else None
-        return _with_meta(ast.Number(float(items[0]), unit, self._span(meta)), meta)
+        value = float(items[0])
+        if not math.isfinite(value):
+            raise _ClauseError(f"number {items[0]} is out of range", self._span(meta))
+        return _with_meta(ast.Number(value, unit, self._span(meta)), meta)
 
     @v_args(meta=True)
     def name(self, meta, items):
@@ -237,6 +263,9 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
     shown = full_text if full_text is not None else text
     try:
         tree = _parser().parse(text)
+    except RecursionError:
+        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, 1, 1),
+                               hint="split it into several metrics")]
     except UnexpectedInput as exc:
         line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
         if isinstance(exc, UnexpectedCharacters):
@@ -261,6 +290,18 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
         return [], [with_source(d, shown)]
     try:
         decls = _ToAst(file, shown).transform(tree)
+    except VisitError as exc:
+        inner = exc.orig_exc
+        if isinstance(inner, _ClauseError):
+            span = Span(file, inner.span.line, inner.span.col) if inner.span.line else Span(file, 1, 1)
+            return [], [with_source(Diagnostic("error", "syntax", inner.msg, span), shown)]
+        if isinstance(inner, RecursionError):
+            return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to compile", Span(file, 1, 1),
+                                   hint="split it into several metrics")]
+        raise
+    except RecursionError:
+        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to compile", Span(file, 1, 1),
+                               hint="split it into several metrics")]
     finally:
         _META.clear()
     return decls, []

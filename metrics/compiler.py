@@ -143,7 +143,8 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
                                     hint="rename or remove one of the definitions"))
             bad.add(d.name)
             continue
-        if d.name in gen.signals or d.name in gen.spec or d.name == "interval":
+        if d.name in gen.signals or d.name in gen.spec or d.name in gen.fields or d.name in gen.record_fields or d.name == "interval" \
+                or d.name.split(".")[0] in ("spec", "interval"):
             diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` has the name of a signal or spec constant", d.span,
                                     hint="metric names must differ from signal names; add a suffix such as `_rate`"))
             bad.add(d.name)
@@ -233,6 +234,11 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
             typed = typer.metric(d, compiled)
         except Fail as f:
             diags.append(f.diagnostic)
+            excluded.add(name)
+            continue
+        except RecursionError:
+            diags.append(Diagnostic("error", "too-deep", f"metric `{name}` is nested too deeply to compile", d.span,
+                                    hint="split it into several metrics"))
             excluded.add(name)
             continue
         if typed is None:

@@ -289,6 +289,8 @@ class Typer:
             if not (isinstance(e.right, ast.Number) and e.right.unit is None):
                 raise self.fail("type", "the exponent must be a plain number", e.right.span, hint="write e.g. `x ** 2`")
             p = e.right.value
+            if abs(p) > 16:
+                raise self.fail("type", f"exponent {p:g} is out of range (|exponent| <= 16)", e.right.span)
             if p != int(p) and not a.unit.dimensionless:
                 raise self.fail("unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.unit)}", e.span)
             return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), a.unit ** p, a.literal)
@@ -346,6 +348,9 @@ class Typer:
                 total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
                 return _T(node, t.unit, total=total, sparsity=t.sparsity)
             return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
+        if f in ("sum", "avg"):
+            raise self.fail("arity", f"`{f}` takes one argument: it rolls up a block's instances", e.span,
+                            hint=f"`{f}(a) + {f}(b)` for two signals; element-wise functions are min, max, clamp, abs")
         if f == "abs":
             if len(args) != 1:
                 raise self.fail("arity", "`abs` takes one argument", e.span)

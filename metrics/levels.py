@@ -75,9 +75,12 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
         srv = server_level(run_all, gen)
         out_srv = evaluate(srv.values, srv.interval, srv.chips)
         kept = float(srv.interval[0, 0]) if srv.interval.size else 0.0
+        empty_chip = run.interval[0] <= 0  # no valid window on that chip: nothing to report, not 0
         for n in names:
-            per_chip[n] = out[n][0]
-            server[n] = out_srv[n][0, 0]
+            v = np.array(out[n][0], dtype=np.float64)
+            v[empty_chip] = np.nan
+            per_chip[n] = v
+            server[n] = np.full_like(np.asarray(out_srv[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out_srv[n][0, 0]
             coverage[n] = kept / total_time if total_time > 0 else 0.0
     declared = [n for n, m in graph.metrics.items() if m.rollup]
     if declared:

@@ -42,15 +42,31 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
     derives every derived population."""
     fields: dict[str, np.ndarray] = {}
     lists: dict[str, list] = {}
+    lengths = {}
+    for name, f in gen.record_fields.items():
+        if name in columns and gen.records[f.record]["derived_from"] is None:
+            col = columns[name]
+            if not isinstance(col, (list, tuple)):
+                raise ValueError(f"`{name}` must list one value per record")
+            lengths.setdefault(f.record, {})[name] = len(col)
+    for record, by_field in lengths.items():
+        if len(set(by_field.values())) > 1:
+            raise ValueError(f"`{record}` fields have different numbers of records: "
+                             + ", ".join(f"{k}: {n}" for k, n in sorted(by_field.items())))
     for name, f in gen.record_fields.items():
         if gen.records[f.record]["derived_from"] is not None:
             continue
         if name not in columns:
             continue
-        if f.times:
-            lists[name] = [np.asarray([] if x is None else x, dtype=np.float64) for x in columns[name]]
-        else:
-            fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
+        try:
+            if f.times:
+                if any(x is not None and not isinstance(x, (list, tuple)) for x in columns[name]):
+                    raise ValueError(f"`{name}` takes a list of instants per record")
+                lists[name] = [np.asarray([] if x is None else x, dtype=np.float64) for x in columns[name]]
+            else:
+                fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"`{name}`: {exc}") from None
     for rname, info in gen.records.items():
         src = info["derived_from"]
         if src is None or src not in lists:

@@ -27,7 +27,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ontology.diagnostics import Diagnostic, Span
-from ontology.units import UnitError, parse_unit
+from ontology.diagnostics import with_source
+from ontology.loader import validate_model
+from ontology.units import UnitError, parse_quantity, parse_unit
 from ontology.yaml_source import read_yaml
 
 from .compiler import MetricGraph
@@ -75,10 +77,8 @@ def vector_files(path: Path) -> list[Path]:
 
 
 def _quantity(reg, value, unit) -> float:
-    if isinstance(value, str):
-        q = reg.Quantity(value)
-        return float(q.to(unit).magnitude) if not q.dimensionless or unit.dimensionless else float(q.magnitude)
-    return float(value)
+    """A number (in ``unit``) or a quantity string converted to ``unit``."""
+    return parse_quantity(reg, value, unit)
 
 
 def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Outcome], list[Diagnostic]]:
@@ -92,20 +92,25 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
         if src.diagnostics:
             diags += src.diagnostics
             continue
-        try:
-            vf = VectorFile.model_validate(src.data)
-        except Exception as exc:  # pydantic ValidationError: report with the file's position
-            diags.append(Diagnostic("error", "schema", f"not a vector file: {str(exc).splitlines()[0]}", Span(str(f), 1, 1),
+        if not isinstance(src.data, dict):
+            diags.append(Diagnostic("error", "schema", "a vector file is a mapping with `generation` and `vectors`", Span(str(f), 1, 1),
                                     hint="see schemas/vectors.schema.json"))
+            continue
+        vf = validate_model(src, VectorFile)
+        if vf is None:
+            diags += [with_source(d, src.text) for d in src.diagnostics]
             continue
         if vf.generation != gen.name:
             continue
         for i, v in enumerate(vf.vectors):
             vloc = ("vectors", i)
             try:
-                interval = float(reg.Quantity(v.interval).to("s").magnitude)
-            except Exception:
-                diags.append(Diagnostic("error", "unit-mismatch", f"interval `{v.interval}` is not a duration", src.span(vloc + ("interval",))))
+                interval = parse_quantity(reg, v.interval, reg.second)
+                if interval <= 0:
+                    raise UnitError("not positive")
+            except UnitError as exc:
+                diags.append(Diagnostic("error", "unit-mismatch", f"interval `{v.interval}` is not a positive duration ({exc})",
+                                        src.span(vloc + ("interval",)), hint="write e.g. `interval: 1 ms`"))
                 continue
             values = {}
             bad = False
@@ -120,7 +125,7 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                             arr[0, 0] = np.asarray(vals, dtype=float).reshape(sizes)
                         else:
                             arr[:] = _quantity(reg, raw, sig.unit)
-                    except (ValueError, UnitError, Exception) as exc:  # wrong length, wrong unit
+                    except (ValueError, UnitError) as exc:  # wrong length, wrong unit
                         diags.append(Diagnostic("error", "vector-input", f"input `{name}`: {exc}", src.span(vloc + ("inputs", name))))
                         bad = True
                 values[name] = arr
@@ -139,7 +144,12 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     diags.append(Diagnostic("error", "unknown-name", f"record field `{k}` is not declared", src.span(vloc + ("records", k))))
                 if unknown_f:
                     continue
-                rec = evaluate_records(graph, records_from_columns(gen, v.records))
+                try:
+                    rec = evaluate_records(graph, records_from_columns(gen, v.records))
+                except ValueError as exc:
+                    diags.append(Diagnostic("error", "vector-records", f"records: {exc}", src.span(vloc + ("records",)),
+                                            hint="one value per record in every field; a `times` field takes a list per record"))
+                    continue
                 results = [(engine, {**res, **{k: np.asarray(x).reshape(1, 1, -1) if np.ndim(x) else np.full((1, 1), x)
                                                for k, x in rec.items()}}) for engine, res in results]
             for metric, want in v.expect.items():
@@ -149,10 +159,15 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     msg = graph.unavailable.get(metric)
                     outcomes.append(Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span))
                     continue
-                if isinstance(want, list):
-                    target = np.array([np.nan if x is None else _quantity(reg, x, m.unit) for x in want])
-                else:
-                    target = None if want is None else _quantity(reg, want, m.unit)
+                try:
+                    if isinstance(want, list):
+                        target = np.array([np.nan if x is None else _quantity(reg, x, m.unit) for x in want])
+                    else:
+                        target = None if want is None else _quantity(reg, want, m.unit)
+                except (UnitError, ValueError) as exc:
+                    diags.append(Diagnostic("error", "vector-expect", f"expected value of `{metric}`: {exc}", span,
+                                            hint=f"a number in [{m.unit_text}], a quantity such as `5 {m.unit_text}`, or null"))
+                    continue
                 for engine, res in results:
                     if metric not in res:
                         continue  # record metrics without records in this vector

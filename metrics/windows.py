@@ -14,6 +14,11 @@ The window rules, in one place (each has its own tests in ``tests/test_windows*.
    larger than half the counter's range (2^(w−1)): a counter that really advanced that far between
    two samples would be indistinguishable from one that was reset, so the window is not trusted.
    A counter of ``width: unknown`` cannot wrap in a way we could undo: any decrease is a reset.
+   A cycle counter's maximum rate is its clock (one count per cycle per register) unless it declares
+   another ``max_rate``.
+4b. **Ambiguous wraps.** When ``max_rate × interval`` reaches the counter's range (2^w × scale), the
+   counter may have wrapped more than once in the window and its increase cannot be known: null,
+   reason ``window longer than the counter's wrap period`` (sample faster, or use a wider counter).
    A histogram is reset when any of its buckets decreases.
 5. **Sentinels.** A raw value listed in ``sentinel`` means "no data": every window touching it is
    null, reason ``sentinel`` (never a number like 9.2e18 %).
@@ -45,9 +50,9 @@ import pyarrow.parquet as pq
 from ontology.generation import Generation
 from ontology.model import SignalKind
 
-VALID, SENTINEL, RESET, RESET_INFERRED, MISSING = 0, 1, 2, 3, 4
+VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS = 0, 1, 2, 3, 4, 5
 REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",
-           MISSING: "missing sample"}
+           MISSING: "missing sample", WRAP_AMBIGUOUS: "window longer than the counter's wrap period"}
 
 
 class DumpError(ValueError):
@@ -99,10 +104,14 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
     """
     p = str(path)
     try:
-        table = pq.read_table(p)
+        table = pq.ParquetFile(p).read()  # the file as written (the dataset reader would read dots as nesting)
     except (OSError, pa.ArrowInvalid) as exc:
         raise DumpError(f"{p}: not a readable Parquet counter dump ({exc}); re-run the emulator or check the file") from None
-    cols = set(table.column_names)
+    names = table.column_names
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
+    cols = set(names)
     need = {"chip", "timestamp_ns"} | set(gen.signals)
     missing_cols = sorted(need - cols)
     if missing_cols:
@@ -114,6 +123,14 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
             meta = json.loads(table.schema.metadata[b"perfonto"])
         except ValueError:
             meta = {}
+        if not isinstance(meta, dict):
+            meta = {}
+    if meta.get("generation") not in (None, gen.name):
+        raise DumpError(f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
+                        f"evaluate it with --generation {meta['generation']}")
+    for key in ("chip", "timestamp_ns"):
+        if not pa.types.is_integer(table.column(key).type):
+            raise DumpError(f"{p}: column `{key}` has type {table.column(key).type}; it must be an integer column")
     if table.column("chip").null_count or table.column("timestamp_ns").null_count:
         raise DumpError(f"{p}: `chip` or `timestamp_ns` holds nulls; every row needs both")
     chip = table.column("chip").to_numpy()
@@ -121,6 +138,8 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
     chips = np.unique(chip)
     if len(chips) == 0:
         raise DumpError(f"{p}: the dump holds no samples")
+    if "sample" in cols and not pa.types.is_integer(table.column("sample").type):
+        raise DumpError(f"{p}: column `sample` has type {table.column('sample').type}; it must hold sample numbers")
     order = np.lexsort((ts, chip))
     chip_idx = np.searchsorted(chips, chip[order])
     ts_sorted = ts[order]
@@ -131,8 +150,20 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
         seg = ts_sorted[starts[c]:starts[c] + counts[c]]
         if len(seg) > 1 and np.any(np.diff(seg) <= 0):
             raise DumpError(f"{p}: timestamps of chip {chips[c]} do not increase (duplicate or out-of-order samples)")
-    period = int(meta.get("sample_period_ns", 0) or 0)
-    if period > 0:
+    try:
+        period = int(meta.get("sample_period_ns", 0) or 0)
+    except (TypeError, ValueError):
+        raise DumpError(f"{p}: metadata sample_period_ns is {meta.get('sample_period_ns')!r}, not a number of nanoseconds") from None
+    if counts.min() < 2:
+        raise DumpError(f"{p}: chip {chips[int(np.argmin(counts))]} has {int(counts.min())} sample(s); a window needs two")
+    if "sample" in cols:  # the writer numbered its samples: that is the grid
+        grid = table.column("sample").to_numpy().astype(np.int64)[order]
+        if np.any(grid < 0):
+            raise DumpError(f"{p}: negative sample numbers")
+        if np.any(np.diff(grid)[np.diff(chip_idx) == 0] <= 0):
+            raise DumpError(f"{p}: sample numbers of one chip do not increase")
+        grid = grid - grid.min()
+    elif period > 0:
         t0 = ts_sorted[starts][chip_idx]
         grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
         if np.any(np.diff(grid)[np.diff(chip_idx) == 0] <= 0):
@@ -143,6 +174,9 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
                             "and the file's metadata gives no sample_period_ns to align them")
         grid = pos
     S, C = int(grid.max()) + 1, len(chips)
+    if S > 2 * int(counts.max()) + 16:
+        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
+                        "sampling grid (corrupt?) or sample_period_ns is wrong")
     present = np.zeros((S, C), dtype=bool)
     present[grid, chip_idx] = True
     stamps = np.zeros((S, C), dtype=np.int64)
@@ -156,22 +190,25 @@ def read_counters(path: str | Path, gen: Generation) -> CounterDump:
     for name, sig in gen.signals.items():
         col = table.column(name).combine_chunks()
         n_inst = sig.instances
+        value_type = col.type.value_type if pa.types.is_fixed_size_list(col.type) else col.type
+        if not pa.types.is_integer(value_type):
+            raise DumpError(f"{p}: column `{name}` has type {col.type}; raw registers are unsigned integers")
         if pa.types.is_fixed_size_list(col.type):
             if col.type.list_size != n_inst:
                 raise DumpError(f"{p}: column `{name}` has {col.type.list_size} instances, the generation declares {n_inst}")
-            flat = col.flatten()
-            if col.null_count:  # a null list row: every instance missing
-                row_null = np.repeat(col.is_null().to_numpy(zero_copy_only=False), n_inst)
-                flat = pa.array(np.where(row_null, 0, flat.fill_null(0).to_numpy(zero_copy_only=False)), mask=row_null)
-            nulls = flat.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst)
-            arr = flat.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+            row_null = col.is_null().to_numpy(zero_copy_only=False)
+            values = col.values  # every row's slots, null rows included (unlike flatten())
+            offset = col.offset * n_inst
+            values = values.slice(offset, len(col) * n_inst)
+            nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
+            arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
         else:
             if n_inst != 1:
                 raise DumpError(f"{p}: column `{name}` is a scalar but `{sig.block}` has {n_inst} instances")
             nulls = col.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
             arr = col.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
-        if not (pa.types.is_integer(col.type) or (pa.types.is_fixed_size_list(col.type) and pa.types.is_integer(col.type.value_type))):
-            raise DumpError(f"{p}: column `{name}` has type {col.type}; raw registers are unsigned integers")
+        if pa.types.is_signed_integer(value_type) and arr.size and (arr < 0).any():
+            raise DumpError(f"{p}: column `{name}` holds negative values; raw registers are unsigned")
         out = np.zeros((S, C, n_inst), dtype=np.uint64)
         out[grid, chip_idx] = arr.astype(np.uint64, copy=False)[order]
         raw[name] = out
@@ -192,6 +229,20 @@ def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
     if width < 64:
         d &= np.uint64((1 << width) - 1)
     return d
+
+
+def max_rate(gen: Generation, sig) -> float | None:
+    """The fastest a counter can grow, in its unit per second: its declared ``max_rate``, or for a
+    cycle counter its clock (one count per cycle per register); None when unknown."""
+    if sig.max_rate is not None:
+        return sig.max_rate
+    clock = gen.clock_domains.get(sig.clock)
+    if clock is None:
+        return None
+    reg = gen.registry
+    if reg.Quantity(1, sig.unit).dimensionality != reg.Quantity(1, clock.unit * reg.second).dimensionality:
+        return None
+    return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude)
 
 
 def _touching(bad_sample: np.ndarray) -> np.ndarray:
@@ -223,13 +274,16 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
                 implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
             else:
                 delta = modular_delta(prev, cur, sig.wrap_width)
-                if sig.max_rate is not None:
-                    limit = sig.max_rate * interval[:, :, None] / sig.scale + 1.0
+                rate = max_rate(gen, sig)
+                if rate is not None:
+                    limit = rate * interval[:, :, None] / sig.scale + 1.0
                     implausible = delta.astype(np.float64) > limit
+                    ambiguous = limit >= float(1 << sig.wrap_width)
+                    reason[np.broadcast_to(ambiguous, reason.shape)] = WRAP_AMBIGUOUS
                 else:
                     implausible = delta > np.uint64(1 << (sig.wrap_width - 1))
             v = delta.astype(np.float64) * sig.scale
-            reason[implausible] = RESET_INFERRED
+            reason[implausible & (reason == VALID)] = RESET_INFERRED
             if sig.reset_indicator is not None:
                 ind = dump.raw[sig.reset_indicator]
                 changed = (ind[1:] != ind[:-1]).any(axis=2, keepdims=True)

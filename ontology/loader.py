@@ -35,8 +35,14 @@ def _validate(src: YamlSource) -> GenerationFile | None:
             src.diagnostics.append(Diagnostic("error", "schema", "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
                                               Span(src.path, 1, 1)))
         return None
+    return validate_model(src, GenerationFile)
+
+
+def validate_model(src: YamlSource, model):
+    """Validate ``src.data`` against a pydantic ``model``; every error becomes a located diagnostic in
+    ``src.diagnostics`` (unknown fields with a "did you mean"). Returns the model instance or None."""
     try:
-        return GenerationFile.model_validate(src.data)
+        return model.model_validate(src.data)
     except ValidationError as exc:
         seen_union: dict[tuple, int] = {}
         for err in exc.errors():
@@ -55,7 +61,7 @@ def _validate(src: YamlSource) -> GenerationFile | None:
                 loc = field_loc
             if err["type"] == "extra_forbidden":
                 key = loc[-1]
-                parent = _parent_model(loc[:-1])
+                parent = _parent_model(loc[:-1], model)
                 hint = did_you_mean(str(key), parent.model_fields) if parent else ""
                 allowed = ", ".join(parent.model_fields) if parent else ""
                 src.diagnostics.append(Diagnostic("error", "unknown-field", f"unknown field `{key}`",
@@ -70,11 +76,9 @@ def _validate(src: YamlSource) -> GenerationFile | None:
         return None
 
 
-def _parent_model(loc: tuple):
-    """Pydantic model class that holds the field at ``loc`` (skipping dict keys)."""
-    from . import model as m
-
-    cur = m.GenerationFile
+def _parent_model(loc: tuple, root):
+    """Pydantic model class that holds the field at ``loc`` (skipping dict keys and list indices)."""
+    cur = root
     i = 0
     while i < len(loc):
         f = cur.model_fields.get(loc[i])
@@ -85,6 +89,12 @@ def _parent_model(loc: tuple):
 
         origin = typing.get_origin(ann)
         args = typing.get_args(ann)
+        if origin is list:
+            i += 2  # field name, then the list index
+            cur = args[0]
+            if not (isinstance(cur, type) and hasattr(cur, "model_fields")):
+                return None
+            continue
         if origin is dict:
             inner = args[1]
             i += 2  # field name, then the dict key

@@ -55,7 +55,7 @@ def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) 
     W, C = ev.windows.interval.shape
     cols = {
         "window": pa.array(np.repeat(np.arange(W, dtype=np.int64), C)),
-        "chip": pa.array(np.tile(ev.chips.astype(np.int32), W)),
+        "chip": pa.array(np.tile(ev.chips.astype(np.int64), W)),
         "start_ns": pa.array(ev.windows.start_ns.reshape(-1).astype(np.int64)),
         "interval_s": pa.array(ev.windows.interval.reshape(-1)),
     }

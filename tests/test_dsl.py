@@ -98,3 +98,30 @@ def test_one_bad_declaration_keeps_the_others():
     decls, diags = parse_text(src, "f.metrics")
     assert [d.name for d in decls] == ["a", "c"]
     assert [(d.span.line, d.span.col) for d in diags] == [(2, 16), (4, 18)]
+
+
+@pytest.mark.parametrize("src, words", [
+    ('metric a [1] = 1\n  "one"\n  "two"', "two `description` clauses"),
+    ("metric a [1] = 1\n  bounds 0 .. 1\n  bounds 5 .. 6", "two `bounds` clauses"),
+    ('metric a [1] = 1\n  "bad escape \\x4"', "invalid string"),
+    ('metric a [1] = 1\n  source "\\ud800"', "invalid string"),
+    ("metric a [1] = 1e999", "out of range"),
+])
+def test_bad_clauses_are_diagnostics(src, words):
+    decls, diags = parse_text(src, "f.metrics")
+    assert decls == [] and len(diags) == 1 and words in diags[0].message, [d.render() for d in diags]
+    assert diags[0].span.line >= 1
+
+
+def test_very_long_expression_is_a_diagnostic():
+    decls, diags = parse_text("metric a [1] = " + "+".join(["1"] * 5000), "f.metrics")
+    assert decls == [] and diags[0].code == "too-deep"
+
+
+def test_compile_refuses_what_codegen_could_not_emit(sohu):
+    from helpers import compile_src
+
+    assert [d.code for d in compile_src(sohu, "metric a [B] = sum(hbm.read_bytes, hbm.write_bytes)").errors] == ["arity"]
+    assert [d.code for d in compile_src(sohu, "metric a [1] = 2 ** 400").errors] == ["type"]
+    g = compile_src(sohu, "metric power.status.pstate [1] = 1\nmetric request.arrival_time [s] = 1 s\nmetric spec.x [1] = 1")
+    assert [d.code for d in g.errors] == ["duplicate-name"] * 3

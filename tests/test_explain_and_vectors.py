@@ -167,3 +167,22 @@ def test_case12_rewrites_keep_values(sohu):
     vals["seq.output_tokens"][:] = 20
     out = mod.evaluate(vals, np.ones((1, 1)))
     assert [float(out[k][0, 0]) for k in "abcd"] == [120.0, 100.0, 180.0, 240.0]
+
+
+@pytest.mark.parametrize("body, code, line", [
+    ("  - name: x\n    intervall: 1 s\n    expect: {mfu: 1}\n", "unknown-field", 4),
+    ("  - name: x\n    expect: {mxu.utilization: 5 GHz}\n", "vector-expect", 4),
+    ("  - name: x\n    expect: {mxu.utilization: eighty}\n", "vector-expect", 4),
+    ("  - name: x\n    interval: 9 ** 9 ** 9 ms\n    expect: {mfu: 1}\n", "unit-mismatch", 4),
+    ("  - name: x\n    records: {request.arrival_time: [abc]}\n    expect: {ttft: [1]}\n", "vector-records", 4),
+    ("  - name: x\n    records: {request.arrival_time: [0, 1], request.first_token_time: [0.3]}\n    expect: {ttft: [1]}\n",
+     "vector-records", 4),
+    ("  - name: x\n    records: {request.token_times: [0.3]}\n    expect: {itl: [1]}\n", "vector-records", 4),
+])
+def test_bad_vectors_are_located_diagnostics(tmp_path, capsys, body, code, line):
+    p = tmp_path / "x.vectors.yaml"
+    p.write_text("generation: sohu\nvectors:\n" + body)
+    assert main(["test", str(p), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    hit = [d for d in doc["diagnostics"] if d["code"] == code]
+    assert hit and hit[0]["line"] == line, doc["diagnostics"]

@@ -209,3 +209,92 @@ def test_rollup_other_than_max_min_is_an_error(gen):
 
     g = compile_texts(gen, {"m.metrics": "metric hot [W] = c.level\n  rollup avg"})
     assert [d.code for d in g.errors] == ["rollup"]
+
+
+def test_window_longer_than_the_wrap_period_is_null(tmp_path, gen):
+    # c.c32 counts core cycles? no: events. Use a cycle counter of a 1 GHz clock: 32 bits wrap in 4.29 s.
+    from metrics.windows import WRAP_AMBIGUOUS
+    from ontology import load_generation
+
+    p = tmp_path / "cyc.yaml"
+    p.write_text(GEN_YAML.replace("generation: t", "generation: cyc").replace(
+        "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}",
+        "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}\n"
+        "      cyc: {kind: counter, unit: core_cycle, width: 32, description: core cycles}"))
+    g2, d = load_generation(p)
+    assert g2 is not None, [x.render() for x in d]
+    ok = dump(tmp_path, g2, [{"c.cyc": 0}, {"c.cyc": 3_000_000_000}], ts=[0, 3_000_000_000])
+    assert ok.values["c.cyc"][0, 0] == 3e9
+    bad = dump(tmp_path, g2, [{"c.cyc": 0}, {"c.cyc": 705_032_704}], ts=[0, 5_000_000_000])  # 5e9 mod 2^32
+    assert bad.null["c.cyc"][0, 0] == WRAP_AMBIGUOUS and np.isnan(bad.values["c.cyc"][0, 0])
+
+
+def test_no_valid_window_gives_null_not_zero(tmp_path, gen):
+    from metrics.compiler import compile_texts
+
+    g = compile_texts(gen, {"m.metrics": "metric total [event] = c.sent"})
+    w = dump(tmp_path, gen, [{"c.sent": 4294967295}, {"c.sent": 4294967295}, {"c.sent": 4294967295}])
+    lv = evaluate_levels(g, w, lambda v, i, c: evaluate(g, type(w)(i, v, c)))
+    assert np.isnan(lv.per_chip["total"][0]) and np.isnan(lv.server["total"]) and lv.coverage["total"] == 0
+
+
+def _dump_table(gen, n=4):
+    cols = {"chip": pa.array(np.zeros(n, np.int32)), "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 10_000_000)}
+    for name, sig in gen.signals.items():
+        if sig.instances > 1:
+            cols[name] = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(n * sig.instances, np.uint64)), sig.instances)
+        else:
+            cols[name] = pa.array(np.zeros(n, np.uint64))
+    return pa.table(cols)
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda t: t.set_column(t.column_names.index("c.level"), "c.level", pa.array(np.array([1, -5, 3, 4], np.int64))), "negative"),
+    (lambda t: t.set_column(t.column_names.index("c.c32"), "c.c32", pa.array(["a", "b", "c", "d"])), "unsigned integers"),
+    (lambda t: t.append_column("c.c32", pa.array(np.zeros(4, np.uint64))), "duplicate column"),
+    (lambda t: t.slice(0, 1), "a window needs two"),
+    (lambda t: t.set_column(1, "timestamp_ns", pa.array(np.array([0, 10, 20, 10**15], np.int64))), None),
+    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"generation": "other"}'}), "written for generation `other`"),
+    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": "abc"}'}), "not a number"),
+    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": 1}'}), "far off the sampling grid"),
+])
+def test_corrupt_dumps_are_dump_errors(tmp_path, gen, mutate, match):
+    from metrics.windows import DumpError
+
+    p = tmp_path / "d.parquet"
+    pq.write_table(mutate(_dump_table(gen)), p)
+    if match is None:  # a far-off timestamp without a period is just a long window
+        read_counters(p, gen)
+        return
+    with pytest.raises(DumpError, match=match):
+        read_counters(p, gen)
+
+
+def test_null_list_row_is_missing(tmp_path, gen):
+    t = _dump_table(gen)
+    col = t.column("c.hist").combine_chunks()
+    rows = col.to_pylist()
+    rows[1] = None
+    t = t.set_column(t.column_names.index("c.hist"), "c.hist", pa.array(rows, type=col.type))
+    p = tmp_path / "d.parquet"
+    pq.write_table(t, p)
+    w = prepare(read_counters(p, gen), gen)
+    assert (w.null["c.hist"][:2, 0] == MISSING).all() and (w.null["c.hist"][2, 0] == VALID).all()
+
+
+def test_sample_column_aligns_late_chips(tmp_path, gen):
+    # chip 1 lost its first two samples: with sample numbers it still lands on the right grid rows
+    rows = []
+    for s_ in range(4):
+        for c in (0, 1):
+            if c == 1 and s_ < 2:
+                continue
+            rows.append((c, s_, s_ * 10_000_000 + c * 7))
+    t = _dump_table(gen, len(rows))
+    t = t.set_column(0, "chip", pa.array(np.array([r[0] for r in rows], np.int32)))
+    t = t.set_column(1, "timestamp_ns", pa.array(np.array([r[2] for r in rows], np.int64)))
+    t = t.append_column("sample", pa.array(np.array([r[1] for r in rows], np.int64)))
+    p = tmp_path / "d.parquet"
+    pq.write_table(t, p)
+    d = read_counters(p, gen)
+    assert d.present[:, 1].tolist() == [False, False, True, True]
