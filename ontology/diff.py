@@ -19,6 +19,7 @@ class SignalDiff:
     renamed: list[dict] = field(default_factory=list)  # {"from", "to"}
     changed: list[dict] = field(default_factory=list)  # {"signal", "field", "old", "new"}
     errors: list[str] = field(default_factory=list)
+    spec: list[dict] = field(default_factory=list)  # {"constant", "old", "new"} (value with unit, provenance)
 
 
 def _props(s: ResolvedSignal) -> dict:
@@ -53,6 +54,12 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
                                     "deprecate it and add a new signal instead")
                 if key == "kind" and stable:
                     d.errors.append(f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal")
+    for name in sorted(set(old.spec) | set(new.spec)):
+        o, n = old.spec.get(name), new.spec.get(name)
+        fo = f"{o.value:g} {o.unit_text} ({o.provenance})" if o else None
+        fn = f"{n.value:g} {n.unit_text} ({n.provenance})" if n else None
+        if fo != fn:
+            d.spec.append({"constant": name, "old": fo, "new": fn})
     for r in d.removed:
         if old.signals[r].stability == "stable":
             d.errors.append(f"stable signal `{r}` disappears without deprecation; mark it `stability: deprecated` "

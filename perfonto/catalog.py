@@ -40,7 +40,7 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu"
         if not d.is_dir():
             return Catalog(None, None, [Diagnostic("error", "io", "not a folder", Span(str(d)),
                                                    hint="give a folder holding *.yaml ontology and *.metrics files")])
-        yamls = sorted(list(d.glob("*.yaml")) + list(d.glob("*.yml")))
+        yamls = sorted(p for p in list(d.glob("*.yaml")) + list(d.glob("*.yml")) if not p.name.endswith((".vectors.yaml", ".vectors.yml")))
         files = sorted(d.glob("*.metrics"))
         if not yamls and not files:
             return Catalog(None, None, [Diagnostic("error", "empty-catalog", "the folder holds no *.yaml or *.metrics files", Span(str(d)),

@@ -34,7 +34,36 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return args.func(args)
+    from .commands.common import CommandError, stderr
+
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        return _fail(args, exc.message, exc.code, exc.diagnostics)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal error: say so plainly, keep --json's promise
+        import os
+
+        if os.environ.get("PERFONTO_DEBUG"):
+            raise
+        return _fail(args, f"internal error: {type(exc).__name__}: {exc} (set PERFONTO_DEBUG=1 for the traceback, "
+                           "and please report it)", 1, [])
+
+
+def _fail(args, message: str, code: int, diagnostics) -> int:
+    import json
+
+    from .commands.common import stderr
+
+    err = stderr()
+    for d in diagnostics:
+        err.print(d.render(), markup=False)
+    err.print(f"error: {message}", markup=False)
+    if getattr(args, "json", False):
+        print(json.dumps({"ok": False, "error": message, "exit_code": code,
+                          "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
+    return code
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ def diff_generations(old: Generation, new: Generation) -> dict:
         "old": old.name,
         "new": new.name,
         "signals": {"added": sd.added, "removed": sd.removed, "renamed": sd.renamed, "changed": sd.changed},
+        "spec": sd.spec,
         "metrics": {"became_unavailable": became, "changed": changed},
         "errors": sd.errors,
+        "compatible": not sd.errors,
     }

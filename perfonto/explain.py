@@ -11,14 +11,35 @@ from ontology.loader import load_generation, shipped_generations
 from ontology.units import fmt_unit
 
 
-def availability(name: str) -> dict[str, str]:
-    """Generation → "available" or the reason the metric is unavailable there (shipped generations)."""
+def availability(name: str, catalog_dir=None) -> dict[str, str]:
+    """Generation → "available" or the reason the metric is unavailable there: the shipped generations
+    and library, or (``catalog_dir``) the generations and metric files of a user's catalog."""
+    from pathlib import Path
+
+    from .catalog import load_catalog
+
     out = {}
-    for g in shipped_generations():
-        gen, _ = load_generation(g)
-        if gen is None:
+    names = shipped_generations()
+    if catalog_dir is not None:
+        import yaml
+
+        found = []
+        for p in sorted(Path(catalog_dir).glob("*.yaml")):
+            if p.name.endswith(".vectors.yaml"):
+                continue
+            try:
+                g = (yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("generation")
+            except Exception:
+                g = None
+            if isinstance(g, str):
+                found.append(g)
+        names = found or names
+    for g in names:
+        cat = load_catalog(catalog_dir, g)
+        if cat.graph is None:
+            out[g] = "generation does not load"
             continue
-        graph = compile_files(gen)
+        graph = cat.graph
         if name in graph.all_metrics:
             out[g] = "available"
         elif name in graph.unavailable:
@@ -105,7 +126,45 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
     return lines
 
 
-def explain(graph: MetricGraph, name: str) -> str:
+def explain_input(gen, name: str) -> str | None:
+    """What a signal, packed field, record field or spec constant is (None if ``name`` is none of them)."""
+    out = []
+    if name in gen.signals:
+        s = gen.signals[name]
+        out.append(f"{name}: {s.kind.value} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}")
+        out.append(f"  {s.description}")
+        out.append(f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)")
+        out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
+        if s.sentinel:
+            out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
+        if s.reset_indicator:
+            out.append(f"reset indicator: {s.reset_indicator}")
+        if s.max_rate:
+            out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
+        out.append(f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
+                   + ("; BROKEN on this generation" if s.broken else ""))
+        out.append("in a metric: " + ("its increase over the window" if s.kind.value in ("counter", "histogram")
+                                      else "its time-weighted mean over the window" if s.kind.value == "gauge" else "read through its fields"))
+    elif name in gen.fields:
+        f = gen.fields[name]
+        out.append(f"{name}: bits {f.lo}..{f.hi} of packed register `{f.register}` [{f.unit_text}] — {f.description}")
+    elif name in gen.record_fields:
+        f = gen.record_fields[name]
+        out.append(f"{name}: field of `{f.record}` records [{f.unit_text}] — {f.description}")
+    elif name in gen.spec:
+        c = gen.spec[name]
+        out.append(f"{name} = {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope) — defined at {c.span}")
+        if c.description:
+            out.append(f"  {c.description}")
+        if c.precision or c.sparsity:
+            out.append(f"precision: {c.precision or '—'}; sparsity: {c.sparsity or '—'}")
+        out.append(f"source: {c.source or '—'}")
+    else:
+        return None
+    return "\n".join(out)
+
+
+def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
     m = graph.all_metrics[name]
     out = [f"{name} [{m.unit_text}]  — defined at {m.span}"]
     if m.description:
@@ -138,7 +197,7 @@ def explain(graph: MetricGraph, name: str) -> str:
     out += ["  " + line for line in dependency_tree(graph, name)]
     out.append("")
     out.append("availability:")
-    for g, what in availability(name).items():
+    for g, what in availability(name, catalog_dir).items():
         out.append(f"  {g}: {what}")
     out.append("")
     out.append(f"source: {m.source or '—'}")

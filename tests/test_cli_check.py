@@ -44,3 +44,30 @@ def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         main(["frobnicate"])
     assert e.value.code == 2
+
+
+def test_json_failures_still_print_one_document(tmp_path, capsys):
+    import json as _json
+
+    cases = [(["run", "--json", "--generation", "nosuch", "--out", str(tmp_path / "o")], 2),
+             (["test", "--json", str(tmp_path / "none")], 1),
+             (["diff", "--json", "sohu", "nosuch"], 2),
+             (["explain", "mfu", "--generation", "nosuch"], 2),
+             (["check", "--generation", "nosuch"], 2),
+             (["validate", "--generation", "nosuch"], 2)]
+    for argv, code in cases:
+        assert main(argv) == code, argv
+        out = capsys.readouterr().out
+        if "--json" in argv:
+            doc = _json.loads(out)
+            assert doc["ok"] is False and doc["exit_code"] == code
+
+
+def test_usage_errors_for_bad_numbers(capsys):
+    import pytest
+
+    for argv in (["run", "--seed", "-1"], ["run", "--warmup-steps", "-5"], ["run", "--duration", "nan s"],
+                 ["run", "--duration", "inf s"], ["run", "--duration", "9 ** 9 ** 9 ms"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2, argv

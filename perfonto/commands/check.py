@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
@@ -18,6 +18,8 @@ def cmd_check(args) -> int:
     from ..catalog import load_catalog
 
     cat = load_catalog(args.catalog, args.generation)
+    if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):
+        raise CommandError(f"no generation named `{args.generation}`", 2, cat.diagnostics)
     err = stderr()
     for n in cat.notes:
         err.print(f"note: {n}", markup=False)

@@ -6,6 +6,37 @@ import argparse
 from rich.console import Console
 
 
+class CommandError(Exception):
+    """A command could not do its job. ``code`` is the exit code (2 usage, 1 failure); ``diagnostics``
+    are printed to stderr, and under ``--json`` a JSON document describing the failure goes to stdout."""
+
+    def __init__(self, message: str, code: int = 1, diagnostics=()):
+        super().__init__(message)
+        self.message, self.code, self.diagnostics = message, code, list(diagnostics)
+
+
+def load_generation_arg(name: str):
+    """Load ``--generation``/a positional generation: an unknown name is a usage error (2), a file that
+    does not load is a failure (1)."""
+    from ontology.loader import load_generation
+
+    gen, diags = load_generation(name)
+    if gen is None:
+        usage = any(d.code == "unknown-generation" for d in diags)
+        raise CommandError(f"cannot load generation `{name}`", 2 if usage else 1, diags)
+    return gen, diags
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return v
+
+
 def stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -21,14 +52,19 @@ def duration(text: str) -> float:
     """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (pint, the project's registry)."""
     from ontology.units import registry_for
 
+    from ontology.units import UnitError, parse_quantity
+
     reg = registry_for(())
     try:
-        q = reg.Quantity(text)
-        value = float(q.magnitude) if q.dimensionless else float(q.to(reg.second).magnitude)
-    except Exception:
+        value = parse_quantity(reg, text, reg.second)
+    except UnitError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (write e.g. 1s, 500ms, 2min)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
+    import math
+
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be positive and finite: {text!r}")
+    if value > 86400:
+        raise argparse.ArgumentTypeError(f"duration {text!r} is longer than a day; emulate in pieces")
     return value
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr
+from .common import load_generation_arg
 
 
 def register(sub) -> None:
@@ -15,20 +15,9 @@ def register(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from ontology.loader import load_generation
-
     from ..diff import diff_generations
 
-    err = stderr()
-    gens = []
-    for which in (args.old, args.new):
-        g, diags = load_generation(which)
-        if g is None:
-            for dg in diags:
-                err.print(dg.render(), markup=False)
-            err.print(f"cannot load generation `{which}`", markup=False)
-            return 2
-        gens.append(g)
+    gens = [load_generation_arg(which)[0] for which in (args.old, args.new)]
     doc = diff_generations(*gens)
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
@@ -41,6 +30,9 @@ def cmd_diff(args) -> int:
         print(f"signals changed ({len(s['changed'])}):")
         for c in s["changed"]:
             print(f"  {c['signal']}: {c['field']} {c['old']} -> {c['new']}")
+        print(f"spec constants changed ({len(doc['spec'])}):")
+        for c in doc["spec"]:
+            print(f"  {c['constant']}: {c['old'] or '-'} -> {c['new'] or '-'}")
         m = doc["metrics"]
         print(f"metrics that become unavailable ({len(m['became_unavailable'])}):")
         for x in m["became_unavailable"]:
@@ -50,4 +42,6 @@ def cmd_diff(args) -> int:
             print(f"  {x['metric']}: {'; '.join(x['why'])}")
         for e in doc["errors"]:
             print(f"error: {e}")
+        print(f"compatible: {'yes' if doc['compatible'] else 'no'} "
+              f"({len(doc['errors'])} policy error(s): stable signals may change only through deprecation)")
     return 1 if doc["errors"] else 0

@@ -1,7 +1,7 @@
 """``perfonto explain METRIC`` and ``perfonto graph METRIC``."""
 from __future__ import annotations
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
@@ -24,10 +24,16 @@ def _graph(args):
     err = stderr()
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None:
-        for d in cat.errors:
-            err.print(d.render(), markup=False)
-        return None, 1
+        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+        raise CommandError(f"cannot load generation `{args.generation}`", 2 if usage else 1, cat.errors)
     if args.metric not in cat.graph.all_metrics:
+        if getattr(args, "func", None) is cmd_explain:
+            from ..explain import explain_input
+
+            text = explain_input(cat.generation, args.metric)
+            if text is not None:
+                print(text)
+                return None, 0
         if args.metric in cat.graph.unavailable:
             err.print(f"`{args.metric}` is unavailable on {args.generation}: {cat.graph.unavailable[args.metric]}", markup=False)
             return None, 1
@@ -43,7 +49,7 @@ def cmd_explain(args) -> int:
     graph, rc = _graph(args)
     if graph is None:
         return rc
-    print(explain(graph, args.metric))
+    print(explain(graph, args.metric, args.catalog))
     return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .common import duration, positive_int, stderr, stdout
+from .common import CommandError, duration, non_negative_int, positive_int, stderr, stdout
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -18,8 +18,8 @@ def register(sub) -> None:
     r.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
     r.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
     r.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
-    r.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    r.add_argument("--warmup-steps", type=int, default=400,
+    r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
+    r.add_argument("--warmup-steps", type=non_negative_int, default=400,
                    help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
     r.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
@@ -39,13 +39,11 @@ def cmd_run(args) -> int:
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
                          generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False))
     except CatalogError as exc:
-        for d in exc.diagnostics:
-            err.print(d.render(), markup=False)
-        err.print("the catalog does not compile; run `perfonto check` for the full list")
-        return 1
+        usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
+        raise CommandError("the catalog does not compile; run `perfonto check` for the full list"
+                           if not usage else f"no generation named `{args.generation}`", 2 if usage else 1, exc.diagnostics) from None
     except (ValueError, OSError) as exc:
-        err.print(f"error: {exc}", markup=False)
-        return 1
+        raise CommandError(str(exc), 1) from None
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
@@ -29,8 +29,7 @@ def cmd_test(args) -> int:
     path = Path(args.path) if args.path else library_files()[0].parent
     files = vector_files(path) if path.exists() else []
     if not files:
-        err.print(f"no test vectors (*.vectors.yaml) found at {path}", markup=False)
-        return 1
+        raise CommandError(f"no test vectors (*.vectors.yaml) found at {path}", 1)
     gens = set()
     for f in files:
         try:

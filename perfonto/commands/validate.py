@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr
+from .common import load_generation_arg, stderr
 
 
 def register(sub) -> None:
@@ -20,6 +20,7 @@ def cmd_validate(args) -> int:
     from ..validate import validate
 
     err = stderr()
+    load_generation_arg(args.generation)
     checks, elapsed = validate(args.generation, log=lambda s: err.print(s, markup=False))
     bad = [c for c in checks if not np.isfinite(c.error) or c.error > 5e-3]
     worst = max(checks, key=lambda c: c.error)
