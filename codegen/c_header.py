@@ -7,6 +7,7 @@ never inject C.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from ontology.generation import Generation
@@ -16,9 +17,11 @@ _KIND = {"counter": 0, "gauge": 1, "packed": 2, "histogram": 3}
 
 
 def _c_ident(name: str) -> str:
+    """Upper-case C identifier; the dot between block and signal becomes a double underscore so that
+    `hbm.read_bytes` and `hbm_read.bytes` stay distinct."""
     if not _IDENT.match(name):
         raise ValueError(f"not a catalog identifier: {name!r}")
-    return name.replace(".", "_").upper()
+    return name.replace(".", "__").upper()
 
 
 def _c_string(text: str) -> str:
@@ -58,12 +61,17 @@ def generate_header(gen: Generation) -> str:
         n = 1
         for _, size in gen.blocks[b]["axes"]:
             n *= size
-        lines.append(f"#define {p}_{_c_ident(b)}_INSTANCES {n}u")
+        lines.append(f"#define {p}_BLOCK_{_c_ident(b)}_INSTANCES {n}u")
         for axis, size in gen.blocks[b]["axes"]:
-            lines.append(f"#define {p}_{_c_ident(b)}_{_c_ident(axis)}_COUNT {size}u")
+            lines.append(f"#define {p}_BLOCK_{_c_ident(b)}_AXIS_{_c_ident(axis)} {size}u")
     lines += ["", "/* Signal IDs, in catalog order. */", f"enum {p.lower()}_signal {{"]
+    idents: dict[str, str] = {}
     for i, name in enumerate(gen.signals):
-        lines.append(f"    {p}_{_c_ident(name)} = {i},")
+        ident = f"{p}_SIG_{_c_ident(name)}"
+        if ident in idents:
+            raise ValueError(f"signals `{idents[ident]}` and `{name}` map to the same C identifier {ident}; rename one")
+        idents[ident] = name
+        lines.append(f"    {ident} = {i},")
     lines += [f"    {p}_SIGNAL_COUNT = {len(gen.signals)}", "};", ""]
     lines += [
         f"struct {p.lower()}_signal_info {{",
@@ -81,7 +89,10 @@ def generate_header(gen: Generation) -> str:
     for name, s in gen.signals.items():
         width = s.width if s.width is not None else 0
         wrap = s.wrap_width if (s.wrap_width is not None and s.kind.value == "counter") else 0
+        scale = float(s.scale)
+        if not math.isfinite(scale):
+            raise ValueError(f"signal `{name}` has a non-finite scale")
         lines.append(f"    {{{_c_string(name)}, {_c_string(s.unit_text)}, {_KIND[s.kind.value]}u, {width}u, {wrap}u, "
-                     f"{s.instances}u, {float(s.scale)!r}}},")
+                     f"{s.instances}u, {scale!r}}},")
     lines += ["};", "", f"#endif /* {p}_H */", ""]
     return "\n".join(lines)

@@ -58,8 +58,20 @@ def test_c_header_compiles(tmp_path, gen_name):
     proc = subprocess.run([cc, "-fsyntax-only", "-std=c99", "-Wall", "-Wextra", "-Werror", str(main)], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = h.read_text()
-    assert f"PERFONTO_{gen_name.upper()}_HBM_STACK_COUNT {dict(gen.blocks['hbm']['axes'])['stack']}u" in text
+    assert f"PERFONTO_{gen_name.upper()}_BLOCK_HBM_AXIS_STACK {dict(gen.blocks['hbm']['axes'])['stack']}u" in text
+    assert f"PERFONTO_{gen_name.upper()}_SIG_HBM__READ_BYTES = " in text
     assert '"hbm.read_bytes", "B", 0u, ' in text
+
+
+def test_c_identifier_collisions_are_refused(tmp_path):
+    from ontology import load_generation
+
+    p = tmp_path / "c.yaml"
+    p.write_text("generation: c\nextends: sohu\ndescription: d\nblocks:\n  mxu:\n    signals:\n"
+                 "      instances: {kind: counter, unit: event, width: 32, description: a signal named like a macro}\n")
+    gen, _ = load_generation(p)
+    text = generate_header(gen)  # macros and enumerators live in different prefixes: no clash
+    assert "PERFONTO_C_SIG_MXU__INSTANCES" in text and "PERFONTO_C_BLOCK_MXU_INSTANCES" in text
 
 
 def test_c_strings_are_escaped():
