@@ -3,7 +3,9 @@
 ``run(gen, ...)`` serves a scenario (offline or online; continuous batching with chunked or whole
 prompts; tensor, expert, pipeline and data parallelism), times every op with a roofline whose
 efficiencies are fitted on public GPU measurements, samples every signal of the generation as raw
-registers (``counters.parquet``) and writes the ground truth (``ground_truth.json``).
+registers on each chip's own clock (``counters.parquet``), and writes the request records
+(``requests.parquet``), the driver's clock-sync reads (``sync.parquet``), the host-side event trace
+(``trace.parquet``) and the ground truth (``ground_truth.json``).
 ``project(gen, ...)`` replays a whole benchmark without counters (throughput, TTFT, TPOT).
 Imports only ``ontology`` (plus numpy, pyarrow, PyYAML; scipy for ``calibration.fit``).
 
@@ -11,9 +13,13 @@ Modules: ``models`` (shapes, ``data/models.yaml``), ``hardware`` (spec constants
 (mappings, dtypes, per-chip shares), ``assumptions`` (efficiency and other modelling constants;
 fitted ones in ``data/fitted.yaml``), ``presets`` (named assumption sets, ``data/presets.yaml``),
 ``scheduler`` (continuous batching), ``serving`` (engine sizing, step loop, throughput), ``work``
-(the slots of a step and their FLOPs and bytes), ``ops`` (roofline time and counter quantities), ``timeline`` (piecewise-linear cumulative counters), ``signals``
-(signal ↔ quantity mapping), ``thermal``, ``counters`` (raw register writer), ``groundtruth``,
-``run``, ``project``, ``calibration`` (fit and validation against ``data/calibration.yaml``).
+(the slots of a step and their FLOPs and bytes), ``model_flops`` (the definitions of model FLOPs),
+``ops`` (roofline time and counter quantities), ``knobs`` (slow chip, throttled link, router skew;
+lock-step collectives) and ``lockstep`` (the chips' tables in lock step), ``timeline``
+(piecewise-linear cumulative counters), ``signals`` (signal ↔ quantity mapping), ``thermal``,
+``clocks`` (device clocks, sync reads), ``counters`` (raw register writer), ``records`` (request
+records), ``trace`` (host-side events, collective waits), ``groundtruth``, ``run``, ``project``,
+``calibration`` (fit and validation against ``data/calibration.yaml``).
 """
 from . import project as project_module
 from .assumptions import Assumptions, fitted_assumptions
@@ -21,12 +27,13 @@ from .hardware import Hardware, HardwareSpecError, hardware_from_generation
 from .models import MODELS, ModelShape, get_model
 from .parallel import Mapping, MappingError, Precision
 from .project import Projection
-from .run import EmulationResult, run, sample_grid
+from .knobs import Knobs
+from .run import MAX_CHIPS, EmulationResult, run, sample_grid
 from .scheduler import ContinuousBatcher, SchedulerError, StepBatch
 from .serving import Engine
 
 project = project_module
 
 __all__ = ["Assumptions", "ContinuousBatcher", "EmulationResult", "Engine", "Hardware", "HardwareSpecError", "MODELS",
-           "Mapping", "MappingError", "ModelShape", "Precision", "Projection", "SchedulerError", "StepBatch",
+           "Knobs", "MAX_CHIPS", "Mapping", "MappingError", "ModelShape", "Precision", "Projection", "SchedulerError", "StepBatch",
            "fitted_assumptions", "get_model", "hardware_from_generation", "project", "run", "sample_grid"]

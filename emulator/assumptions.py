@@ -86,6 +86,10 @@ class Assumptions:
         norm_flops, rope_flops, softmax_flops, silu_mul_flops, sample_flops, router_flops.
     Instruction/descriptor granularity:
         mxu_tile_flops, vpu_instruction_flops, seq_instructions_per_op, dma_descriptor_bytes.
+        mxu_pad_rows: the matrix engine processes a GEMM's rows (tokens) in blocks of this many; a
+            partial block is padded, and the padding is hardware work (counted by ``mxu.flops_*``,
+            so HFU ≥ MFU) though not model work. Time is unaffected: the size-dependent efficiency
+            ``eff(rows)`` already charges small GEMMs for it.
     Power (P = idle + (tdp − idle) · activity; activity = Σ weight · utilisation ≤ 1):
         power_w_mxu, power_w_hbm, power_w_vpu, power_w_c2c (sum to 1).
     Thermal (first-order: T → ambient + R·P with time constant tau):
@@ -137,6 +141,7 @@ class Assumptions:
     router_flops: float = 6.0
 
     mxu_tile_flops: float = 2.0 * 128**3
+    mxu_pad_rows: int = 16
     vpu_instruction_flops: float = 1024.0
     seq_instructions_per_op: float = 24.0
     dma_descriptor_bytes: float = 65536.0

@@ -14,6 +14,11 @@ the anchor is carried exactly as an integer plus a fraction in [0, 1)::
 Values are made non-decreasing across samples (a float tie can never step a register backwards),
 then reduced modulo ``2**width``. Impulse and event counters are exact integers throughout.
 
+Chips: each chip samples at its own instants (its device clock's grid, ``emulator.clocks``: ``s_cyc``
+has one column per chip) and reads the timeline of its own profile (``emulator.knobs``; all
+profiles share their step boundaries, so one anchor step serves every chip). ``timestamp_ns`` is
+the chip's device-clock time of the sample.
+
 Layout: columns ``chip`` (int32), ``timestamp_ns`` (int64), then one column per signal in
 ``gen.signals`` order, ``uint64`` or ``fixed_size_list<uint64>[instances]`` for blocks with
 instance axes; rows ordered by sample, then chip.
@@ -49,21 +54,28 @@ class _Registers:
 
     def __init__(self, M: np.ndarray):
         q, chips, c = M.shape
+        self.M3 = M
         self.M = M.reshape(q, chips * c)
         self.b_int = np.zeros(chips * c, np.int64)
         self.b_frac = np.zeros(chips * c)
         self.last = np.zeros(chips * c, np.int64)
 
+    def _apply(self, rel: np.ndarray) -> np.ndarray:
+        """``rel`` (k, Q) for every chip alike, or (k, chips, Q) per chip → (k, chips·C)."""
+        if rel.ndim == 2:
+            return rel @ self.M
+        return np.einsum("kcq,qcn->kcn", rel, self.M3).reshape(rel.shape[0], -1)
+
     def values(self, rel: np.ndarray) -> np.ndarray:
-        """(k, chips·C) unwrapped raw values for relative quantities ``rel`` (k, Q)."""
-        v = np.floor(self.b_frac + rel @ self.M).astype(np.int64) + self.b_int
+        """(k, chips·C) unwrapped raw values for relative quantities ``rel`` (k, Q) or (k, chips, Q)."""
+        v = np.floor(self.b_frac + self._apply(rel)).astype(np.int64) + self.b_int
         v = np.maximum.accumulate(np.vstack([self.last[None], v]), axis=0)[1:]
         if len(v):
             self.last = v[-1]
         return v
 
     def advance(self, rel_at_new_anchor: np.ndarray) -> None:
-        v = self.b_frac + (rel_at_new_anchor @ self.M).reshape(-1)
+        v = self.b_frac + self._apply(rel_at_new_anchor).reshape(-1)
         fl = np.floor(v)
         self.b_int += fl.astype(np.int64)
         self.b_frac = v - fl
@@ -81,15 +93,30 @@ def _column(arr: np.ndarray, listed: bool) -> pa.Array:
     return pa.array(arr[:, 0])
 
 
-def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, t_ns: np.ndarray, s_cyc: np.ndarray,
-                   chips: int, thermal: Thermal, metadata: dict, block_values: int = 4_000_000, progress=None) -> None:
-    """Write the raw registers of every chip at samples ``t_ns`` (ns) / ``s_cyc`` (core cycles).
+def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, plan: ColumnPlan, t_ns: np.ndarray,
+                   s_cyc: np.ndarray, chips: int, thermal: Thermal, metadata: dict, block_values: int = 4_000_000,
+                   progress=None, profile_of: np.ndarray | None = None) -> None:
+    """Write the raw registers of every chip at samples ``t_ns`` (timestamps, ns) / ``s_cyc`` (core
+    cycles of the timeline), each (samples,) for every chip alike or (samples, chips) per chip.
 
     Args:
+        tls: the timeline of each chip profile (or one timeline for every chip).
+        thermal: the telemetry model (copied per chip).
         block_values: about how many register values to hold in memory at once.
         progress: ``progress(samples_done, samples)`` after each block, or None.
+        profile_of: (chips,) profile index of each chip (default: all 0).
     """
-    n = len(s_cyc)
+    import copy
+
+    tls = [tls] if isinstance(tls, Timeline) else list(tls)
+    prof = np.zeros(chips, np.int64) if profile_of is None else np.asarray(profile_of, np.int64)
+    s_cyc = np.asarray(s_cyc, np.int64)
+    t_ns = np.asarray(t_ns, np.int64)
+    if s_cyc.ndim == 1:
+        s_cyc = np.repeat(s_cyc[:, None], chips, axis=1)
+    if t_ns.ndim == 1:
+        t_ns = np.repeat(t_ns[:, None], chips, axis=1)
+    n = s_cyc.shape[0]
     per_sample = chips * max(1, sum(p.instances for p in plan.signals))
     k = max(1, block_values // per_sample)
     C = plan.M.shape[2]
@@ -98,19 +125,27 @@ def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, 
     reg = gen.registry
     sch = schema(gen, metadata)
     anchor = 0
-    e_anchor = 0.0
+    e_anchor = np.zeros(chips)
+    thermals = [copy.deepcopy(thermal) for _ in range(chips)]
+    tl0 = tls[0]
     with pq.ParquetWriter(str(path), sch) as writer:
         for i0 in range(0, n, k):
             i1 = min(n, i0 + k)
             s, ts = s_cyc[i0:i1], t_ns[i0:i1]
             m = len(s)
-            rel = tl.relcum(anchor, s)
+            rel = np.stack([tls[prof[c]].relcum(anchor, s[:, c]) for c in range(chips)], axis=1)  # (m, chips, Q)
             lin = (regs.values(rel) % mod).reshape(m, chips, C)
-            imp = tl.impulses_at(s)
-            lev = tl.gauges_at(s)
-            power, temp = thermal.update(ts * 1e-9, e_anchor + rel[:, _ENERGY])
+            imp_c = [tl0.impulses_at(s[:, c]) for c in range(chips)]
+            imp = {name: np.stack([d[name] for d in imp_c], axis=1) for name in imp_c[0]}
+            lev_c = [tl0.gauges_at(s[:, c]) for c in range(chips)]
+            lev = {name: np.stack([d[name] for d in lev_c], axis=1) for name in lev_c[0]}
+            power = np.empty((m, chips))
+            temp = np.empty((m, chips))
+            for c in range(chips):
+                # the board averages power over its own sample period (device clock)
+                power[:, c], temp[:, c] = thermals[c].update(ts[:, c] * 1e-9, e_anchor[c] + rel[:, c, _ENERGY])
             lev = {**lev, "power": power, "temperature": temp}
-            cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), m)), pa.array(np.repeat(ts, chips))]
+            cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), m)), pa.array(ts.reshape(-1))]
             for p in plan.signals:
                 sig, ni = p.signal, p.instances
                 if p.kind == "linear":
@@ -118,16 +153,17 @@ def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, 
                 elif p.kind == "impulse":
                     v = imp[p.impulse] % _modulus(sig.width)
                     out = np.zeros((m, chips, 1), np.int64)
-                    out[:, plan.leaders if p.leader_only else slice(None), 0] = v[:, None]
+                    mask = plan.leaders if p.leader_only else np.ones(chips, bool)
+                    out[:, mask, 0] = v[:, mask]
                     out = np.broadcast_to(out, (m, chips, ni))
                 elif p.kind == "events":
                     out = np.empty((m, chips, ni), np.int64)
                     for c in range(chips):
                         for i in range(ni):
-                            out[:, c, i] = np.searchsorted(p.event_times[c][i], s, side="right")
+                            out[:, c, i] = np.searchsorted(p.event_times[c][i], s[:, c], side="right")
                     out %= _modulus(sig.width)
                 elif p.kind == "gauge":
-                    level = lev[p.gauge][:, None, None] * p.gauge_weights[None]
+                    level = lev[p.gauge][:, :, None] * p.gauge_weights[None]
                     level = reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
                     out = np.rint(np.maximum(level, 0.0) / sig.scale).astype(np.int64)
                 else:
@@ -137,8 +173,8 @@ def write_counters(path: Path, gen: Generation, tl: Timeline, plan: ColumnPlan, 
             if progress is not None:
                 progress(i1, n)
             if i1 < n:
-                nxt = int(tl.step_at(s_cyc[i1:i1 + 1])[0])
-                at = tl.relcum(anchor, tl.starts[nxt:nxt + 1])
+                nxt = int(tl0.step_at(np.array([s_cyc[i1].min()]))[0])
+                at = np.stack([tls[prof[c]].relcum(anchor, tl0.starts[nxt:nxt + 1]) for c in range(chips)], axis=1)
                 regs.advance(at)
-                e_anchor += float(at[0, _ENERGY])
+                e_anchor += at[0, :, _ENERGY]
                 anchor = nxt

@@ -1,26 +1,43 @@
-"""Ground truth of a run, computed from the emulated events over exactly [0, duration].
+"""Ground truth of a run, computed from the emulated events.
 
-Read from the timeline (segment amounts, with the step in progress at ``duration`` cut there) and
-the step-end impulses — never from the counter dump, so that metrics computed from the raw
-registers can be checked against it.
+Read from each chip's timeline (segment amounts, with the step in progress at the end cut there)
+and the step-end impulses — never from the counter dump, so that metrics computed from the raw
+registers can be checked against it. Each chip's counter totals are taken over the span its samples
+cover: host time [0, duration / (1 + drift)], i.e. ``duration`` on its own clock (``emulator.clocks``;
+within ±100 ppm of [0, duration] on the host clock), so that a counter-derived rate divided by the
+chips' own ``interval`` is compared with the same span.
 
 Per chip and summed over chips:
 - bytes: ``hbm_read_bytes``, ``hbm_write_bytes``, ``sram_read_bytes``, ``sram_write_bytes``,
   ``c2c_tx_bytes``, ``c2c_rx_bytes``, ``pcie_rx_bytes``, ``pcie_tx_bytes`` (B);
-- ``flops`` (matrix-engine FLOP, FP4 + FP8 + BF16; also ``flops_fp4``, ``flops_fp8``, ``flops_bf16``),
-  ``vector_flops`` (FLOP), ``energy_j`` (J);
+- ``flops`` (matrix-engine hardware FLOP, FP4 + FP8 + BF16, padding included; also ``flops_fp4``,
+  ``flops_fp8``, ``flops_bf16``), ``model_flops`` (the model FLOPs of ``emulator.model_flops``: no
+  padding, causal attention, LM head once per sampled row; the chip's share), ``vector_flops``
+  (FLOP), ``energy_j`` and ``job_energy_j`` (J; every chip is assigned to the job the whole run),
+  ``job_time_s``;
 - ``hbm_bytes_by_tag``: HBM bytes by what they carry (``weights``, ``kv_read``, ``kv_write``,
   ``activations``), which add up to ``hbm_read_bytes + hbm_write_bytes``; ``c2c_bytes_by_collective``:
   transmitted bytes by collective (``allreduce``, ``all_to_all``, ``all_gather``, ``send_recv``),
   which add up to ``c2c_tx_bytes``;
 - ``topdown_s``: seconds in each cycle class (compute, memory, collective, host_wait, idle), which
-  add up to the duration on each chip;
+  add up to the chip's span; collective time includes the time waiting for other chips;
 - ``busy_s``: busy seconds of mxu, vpu, hbm, c2c, dma, as the mean over the block's instances;
+  ``link_busy_s``: busy seconds of each chip-to-chip link;
 - token counts (leader chip of each scheduler rank only, so the server total counts each token once): ``input_tokens``
   (prefilled prompt tokens, at the end of their step), ``output_tokens`` (sampled), ``tokens``
-  (input + output), ``requests_completed``; ``steps`` (forward passes finished, every chip).
-Server-level: ``mfu`` = flops ÷ (chips × FP8 peak × duration); ``tokens_per_second`` = tokens ÷
-duration; ``output_tokens_per_second``; ``steps`` counts forward passes of the TP group once.
+  (input + output), ``requests_completed``; ``steps`` (forward passes finished, every chip);
+- ``collective_wait_s``: time from the chip's arrival at each collective to the last chip's arrival,
+  over host time [0, duration]; ``waits_for``: {chip: seconds} it waited with that chip last to arrive.
+Server-level: ``mfu`` = model_flops ÷ (chips × the dense peak of the model's math precision ×
+duration); ``hfu`` = flops ÷ the same (hfu ≥ mfu); ``tokens_per_second`` = tokens ÷ duration;
+``output_tokens_per_second``; ``idle_power_w`` (a chip's idle floor, spec.power.idle);
+``steps`` counts forward passes of the TP group once. Multi-chip: ``clocks`` (each chip's
+``offset_ns`` and ``drift_ppm``; also ``clock_offsets_ns``, ``clock_drifts_ppm``), ``straggler``
+(the chip the others' collective waits are blamed on, when the total wait is ≥ 0.5 % of the chips'
+time and one chip carries most of the blame; else None), ``step_skew_s`` (p50/max over steps of
+the largest arrival spread at a collective), ``load_imbalance`` (1 − mean/max over chips of the
+matrix-engine busy time), ``throttled_link`` (the knob, when set). Latency (``emulator.records``):
+``ttft_p50_s`` … ``itl_p99_s``.
 """
 from __future__ import annotations
 
@@ -34,40 +51,58 @@ from .timeline import Timeline
 BLOCK_BUSY = {"mxu": "mxu_busy", "vpu": "vpu_busy", "hbm": "hbm_active", "c2c": "c2c_busy", "dma": "dma_busy"}
 
 
-def ground_truth(tl: Timeline, plan: ColumnPlan, hw: Hardware, chips: int, duration_s: float, duration_cycles: int,
-                 links_used: int, extra: dict) -> dict:
-    """Ground-truth dictionary (JSON-serialisable) of the run; ``extra`` is merged at the top level."""
-    tot = tl.totals_at(duration_cycles)
-    imp = {k: int(v[0]) for k, v in tl.impulses_at(np.array([duration_cycles])).items()}
-    events = {p.key or p.signal.name: [int(sum(np.count_nonzero(t <= duration_cycles) for t in chip)) for chip in p.event_times]
-              for p in plan.signals if p.kind == "events"}
+def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw: Hardware, cfg, chips: int,
+                 duration_s: float, end_cycles: np.ndarray, links_used: int, extra: dict, *, clocks=(), waits=None,
+                 knobs=None) -> dict:
+    """Ground-truth dictionary (JSON-serialisable) of the run; ``extra`` is merged at the top level.
+
+    Args:
+        tls, prof_of: the timeline of each chip profile and each chip's profile index.
+        end_cycles: (chips,) core cycle of each chip's last sample.
+        waits: ``trace.collective_waits`` (None: no waits).
+    """
     f = hw.core_hz
+    used = min(links_used, hw.links)
+    peak = hw.peak(hw.math_dtype(cfg.prec.weights))
+    slow = knobs.throttled_link if knobs is not None else None
     per_chip = []
     for c in range(chips):
+        tl = tls[int(prof_of[c])]
+        e = int(end_cycles[c])
+        tot = tl.totals_at(e)
+        imp = {k: int(v[0]) for k, v in tl.impulses_at(np.array([e])).items()}
         lead = bool(plan.leaders[c])
         busy = {b: tot[q] for b, q in BLOCK_BUSY.items()}
-        busy["c2c"] *= min(links_used, hw.links) / hw.links
+        link_busy = [tot["c2c_busy"] if i < used else 0.0 for i in range(hw.links)]
+        if slow is not None and int(slow[0]) == c:
+            link_busy[int(slow[1])] = tot["c2c_busy_slow"]
+        busy["c2c"] = sum(link_busy) / hw.links
         d = {
             "chip": c,
             "hbm_read_bytes": tot["hbm_read"], "hbm_write_bytes": tot["hbm_write"],
             "sram_read_bytes": tot["sram_read"], "sram_write_bytes": tot["sram_write"],
             "flops": tot["mxu_flops_fp4"] + tot["mxu_flops_fp8"] + tot["mxu_flops_bf16"], "flops_fp8": tot["mxu_flops_fp8"],
-            "flops_bf16": tot["mxu_flops_bf16"], "flops_fp4": tot["mxu_flops_fp4"], "vector_flops": tot["vpu_flops"],
+            "flops_bf16": tot["mxu_flops_bf16"], "flops_fp4": tot["mxu_flops_fp4"], "model_flops": tot["model_flops"],
+            "vector_flops": tot["vpu_flops"],
             "hbm_bytes_by_tag": {t: tot[q] for t, q in HBM_TAGS.items()},
             "c2c_bytes_by_collective": {t: tot[q] for t, q in C2C_TAGS.items()},
             "c2c_tx_bytes": tot["c2c_tx"], "c2c_rx_bytes": tot["c2c_rx"],
             "pcie_rx_bytes": tot["pcie_rx"], "pcie_tx_bytes": tot["pcie_tx"] if lead else 0.0,
-            "energy_j": tot["energy"],
+            "energy_j": tot["energy"], "job_energy_j": tot["energy"], "job_time_s": tot["job_time"],
             "input_tokens": imp["input_tokens"] if lead else 0, "output_tokens": imp["output_tokens"] if lead else 0,
             "requests_completed": imp["requests_completed"] if lead else 0, "steps": imp["steps"],
             "topdown_s": {k: tot[k] / f for k in CLASSES},
-            "busy_s": busy,
-            "ecc_corrected": events.get("hbm.ecc_corrected", [0] * chips)[c],
-            "c2c_retries": events.get("c2c.retries", [0] * chips)[c],
+            "busy_s": busy, "link_busy_s": link_busy,
+            "ecc_corrected": int(sum(np.count_nonzero(t <= e) for t in _events(plan, "hbm.ecc_corrected", c))),
+            "c2c_retries": int(sum(np.count_nonzero(t <= e) for t in _events(plan, "c2c.retries", c))),
         }
         d["tokens"] = d["input_tokens"] + d["output_tokens"]
-        d["mfu"] = d["flops"] / (hw.peak_fp8 * duration_s)
+        d["mfu"] = d["model_flops"] / (peak * duration_s)
+        d["hfu"] = d["flops"] / (peak * duration_s)
         d["avg_power_w"] = d["energy_j"] / duration_s
+        if waits is not None:
+            d["collective_wait_s"] = float(waits["wait_cycles"][c] / f)
+            d["waits_for"] = {str(j): float(waits["waits_for"][c, j] / f) for j in range(chips) if waits["waits_for"][c, j] > 0}
         per_chip.append(d)
 
     def total(key):
@@ -76,20 +111,61 @@ def ground_truth(tl: Timeline, plan: ColumnPlan, hw: Hardware, chips: int, durat
     gt = {
         "duration_s": duration_s, "chips": chips,
         **{k: total(k) for k in ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
-                                 "flops_fp8", "flops_bf16", "flops_fp4", "vector_flops", "c2c_tx_bytes", "c2c_rx_bytes",
-                                 "pcie_rx_bytes", "pcie_tx_bytes", "energy_j", "input_tokens", "output_tokens",
-                                 "tokens", "requests_completed", "ecc_corrected", "c2c_retries")},
-        "steps": imp["steps"],
+                                 "flops_fp8", "flops_bf16", "flops_fp4", "model_flops", "vector_flops", "c2c_tx_bytes",
+                                 "c2c_rx_bytes", "pcie_rx_bytes", "pcie_tx_bytes", "energy_j", "job_energy_j",
+                                 "job_time_s", "input_tokens", "output_tokens", "tokens", "requests_completed",
+                                 "ecc_corrected", "c2c_retries")},
+        "steps": per_chip[0]["steps"],
         "topdown_s": {k: sum(p["topdown_s"][k] for p in per_chip) for k in CLASSES},
         "busy_s": {k: sum(p["busy_s"][k] for p in per_chip) for k in BLOCK_BUSY},
         "hbm_bytes_by_tag": {t: sum(p["hbm_bytes_by_tag"][t] for p in per_chip) for t in HBM_TAGS},
         "c2c_bytes_by_collective": {t: sum(p["c2c_bytes_by_collective"][t] for p in per_chip) for t in C2C_TAGS},
     }
-    gt["mfu"] = gt["flops"] / (chips * hw.peak_fp8 * duration_s)
+    gt["peak_flops_model_precision"] = peak
+    gt["mfu"] = gt["model_flops"] / (chips * peak * duration_s)
+    gt["hfu"] = gt["flops"] / (chips * peak * duration_s)
     gt["tokens_per_second"] = gt["tokens"] / duration_s
     gt["output_tokens_per_second"] = gt["output_tokens"] / duration_s
     gt["input_tokens_per_second"] = gt["input_tokens"] / duration_s
     gt["avg_power_w"] = gt["energy_j"] / duration_s
+    gt["idle_power_w"] = hw.idle_power
+    gt["clocks"] = [{"chip": c, "offset_ns": int(k.offset_ns), "drift_ppm": float(k.drift_ppm)} for c, k in enumerate(clocks)]
+    gt["clock_offsets_ns"] = [int(k.offset_ns) for k in clocks]
+    gt["clock_drifts_ppm"] = [float(k.drift_ppm) for k in clocks]
+    gt.update(_multichip(per_chip, waits, f, chips, duration_s, tls[0], knobs))
     gt.update(extra)
     gt["per_chip"] = per_chip
     return gt
+
+
+def _events(plan: ColumnPlan, name: str, chip: int) -> list:
+    for p in plan.signals:
+        if p.kind == "events" and (p.key or p.signal.name) == name:
+            return p.event_times[chip]
+    return []
+
+
+def _multichip(per_chip: list[dict], waits, f: float, chips: int, duration_s: float, tl0, knobs) -> dict:
+    """Straggler, skew, imbalance and the throttled link (see the module docstring)."""
+    mxu = np.array([p["busy_s"]["mxu"] for p in per_chip])
+    out = {"load_imbalance": {"mxu_busy": float(1 - mxu.mean() / mxu.max()) if mxu.max() > 0 else 0.0},
+           "collective_wait_s": [p.get("collective_wait_s", 0.0) for p in per_chip], "straggler": None,
+           "step_skew_s": {"p50": 0.0, "max": 0.0}, "throttled_link": None}
+    if knobs is not None and knobs.throttled_link is not None:
+        c, link, fac = knobs.throttled_link
+        out["throttled_link"] = {"chip": int(c), "link": int(link), "factor": float(fac)}
+    if waits is None:
+        return out
+    in_run = tl0.starts < duration_s * f
+    skew = waits["step_skew_cycles"][: len(tl0)][in_run] / f
+    if len(skew):
+        out["step_skew_s"] = {"p50": float(np.percentile(skew, 50)), "max": float(skew.max())}
+    total = float(waits["wait_cycles"].sum() / f)
+    blame = waits["blame_cycles"] / f
+    if chips > 1 and total >= 0.005 * chips * duration_s:
+        c = int(np.argmax(blame))
+        share = float(blame[c] / blame.sum()) if blame.sum() > 0 else 0.0
+        if share > 0.5:
+            out["straggler"] = {"chip": c, "blamed_wait_s": float(blame[c]), "share": share}
+    out["collective_wait_total_s"] = total
+    return out

@@ -81,17 +81,28 @@ class Hardware:
         return self.c2c_bw / self.links
 
 
-def _spec(gen: Generation, name: str, to: str) -> float:
-    """Magnitude of spec constant ``name`` converted to unit ``to``."""
+def _spec(gen: Generation, name: str, to: str, allow_zero: bool = False) -> float:
+    """Magnitude of spec constant ``name`` converted to unit ``to``.
+
+    Raises:
+        HardwareSpecError: missing, wrong dimension, or not a finite positive number (``allow_zero``:
+            finite and ≥ 0) — a zero, negative, NaN or infinite peak or clock would make every time
+            in the model meaningless.
+    """
     const = gen.spec.get(name)
     if const is None:
         raise HardwareSpecError(f"generation `{gen.name}` has no spec constant `{name}`; the emulator needs it "
                                 f"(declare it under `spec:` in {gen.source_file})")
     try:
-        return float(gen.registry.Quantity(const.value, const.unit).to(to).magnitude)
+        v = float(gen.registry.Quantity(const.value, const.unit).to(to).magnitude)
     except Exception as exc:  # pint DimensionalityError and friends
         raise HardwareSpecError(f"spec constant `{name}` of `{gen.name}` is in {const.unit_text}, "
                                 f"which does not convert to {to}: {exc}") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        need = "a finite number ≥ 0" if allow_zero else "a finite number > 0"
+        raise HardwareSpecError(f"spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}; the emulator "
+                                f"needs {need} (fix it under `spec:` in {gen.source_file})")
+    return v
 
 
 def _instances(gen: Generation, block: str, default: int = 1) -> int:
@@ -119,6 +130,13 @@ def hardware_from_generation(gen: Generation) -> Hardware:
         clocks[dom] = _spec(gen, f"spec.clock.{dom}", f"{dom}_cycle/s")
     if "core" not in clocks:
         raise HardwareSpecError(f"generation `{gen.name}` has no `core` clock domain")
+    tdp, idle = _spec(gen, "spec.power.tdp", "W"), _spec(gen, "spec.power.idle", "W", allow_zero=True)
+    if idle > tdp:
+        raise HardwareSpecError(f"generation `{gen.name}`: idle power {idle:g} W exceeds the TDP {tdp:g} W "
+                                f"(spec.power.idle, spec.power.tdp in {gen.source_file})")
+    for block in ("mxu", "vpu", "sram", "hbm", "dma", "c2c"):
+        if block in gen.blocks and _instances(gen, block) < 1:
+            raise HardwareSpecError(f"generation `{gen.name}`: block `{block}` has no instances")
     return Hardware(
         generation=gen.name,
         clock_hz=clocks,
@@ -131,8 +149,8 @@ def hardware_from_generation(gen: Generation) -> Hardware:
         sram_bw=_spec(gen, "spec.sram.peak_bandwidth", "B/s"),
         c2c_bw=_spec(gen, "spec.c2c.peak_bandwidth", "B/s"),
         pcie_bw=_spec(gen, "spec.pcie.peak_bandwidth", "B/s"),
-        tdp=_spec(gen, "spec.power.tdp", "W"),
-        idle_power=_spec(gen, "spec.power.idle", "W"),
+        tdp=tdp,
+        idle_power=idle,
         cores=_instances(gen, "mxu"),
         banks=_instances(gen, "sram"),
         stacks=_instances(gen, "hbm"),

@@ -13,6 +13,12 @@ The work of each slot comes from ``emulator.work``. Timing:
 - Host: ``host_step_s`` + the PCIe transfer before the pass; ``pcie_latency_s`` + transfer after it.
 - Busy time of a unit is its own side of the roofline, capped at the op's duration; the rest of a
   matrix op counts as MXU operand stall. Power: ``P = idle + (tdp − idle) · activity``.
+- Chips that differ (``emulator.knobs``): a ``ChipProfile`` scales the op times of a slow chip and
+  the link time of a throttled ring; ``knobs.synchronise`` then makes the chips wait for each other
+  at collectives, and ``op_table`` derives the counter quantities from the lock-step durations.
+- Matrix FLOPs: ``mxu_flops_*`` count the hardware's work, padding included (``work.padded_rows``);
+  ``model_flops`` is the chip's share of the model FLOPs (``work.model_flops``), spread over the
+  step's slots in proportion to their unpadded matrix work.
 """
 from __future__ import annotations
 
@@ -21,11 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .assumptions import Assumptions, efficiency
+from .knobs import NOMINAL, ChipProfile
 from .scheduler import StepBatch
-from .work import EmuConfig, StepPlan, stack_work
+from .work import EmuConfig, StepPlan, model_flops, stack_work
 
 __all__ = ["CLASSES", "QUANTITIES", "LEADER_ONLY", "HBM_TAGS", "C2C_TAGS", "EmuConfig", "OpTable", "StepPlan", "build_ops",
-           "slot_seconds", "stack_work", "step_seconds"]
+           "op_table", "op_timing", "slot_seconds", "stack_work", "step_seconds"]
 
 #: Cycle classes of ``seq.*_cycles`` (index = class code in ``OpTable.cls``).
 CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
@@ -43,6 +50,7 @@ QUANTITIES: dict[str, str] = {
     "c2c_allreduce": "B", "c2c_all_to_all": "B", "c2c_all_gather": "B", "c2c_send_recv": "B",
     "pcie_rx": "B", "pcie_tx": "B", "doorbells": "event",
     "seq_instructions": "instruction", "energy": "J",
+    "model_flops": "FLOP", "c2c_busy_slow": "s", "job_time": "s",
 }
 LEADER_ONLY = frozenset({"pcie_tx"})
 HBM_TAGS = {"weights": "hbm_weights", "kv_read": "hbm_kv_read", "kv_write": "hbm_kv_write", "activations": "hbm_activations"}
@@ -61,6 +69,8 @@ class OpTable:
         ``sram_bytes``).
     impulses: name → (steps,) int64 counted at the step's end (``steps``, ``input_tokens``,
         ``output_tokens``, ``requests_completed``).
+    wait: (steps, slots) int64 core cycles of each slot execution spent waiting for other chips at a
+        collective (part of ``dur``), or None (no waiting).
     """
 
     dur: np.ndarray
@@ -68,12 +78,15 @@ class OpTable:
     q: dict[str, np.ndarray]
     gauges: dict[str, np.ndarray]
     impulses: dict[str, np.ndarray]
+    wait: np.ndarray | None = None
 
 
-def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None) -> dict[str, np.ndarray]:
+def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None,
+                 profile: ChipProfile = NOMINAL) -> dict[str, np.ndarray]:
     """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem``, ``link``, ``pcie``, ``comp``.
 
-    ``a`` overrides ``cfg.a`` (the calibration varies the fitted constants).
+    ``a`` overrides ``cfg.a`` (the calibration varies the fitted constants). ``profile``: the unit
+    times and per-op overhead × ``compute_factor``; the link time × ``ring_factor``.
     """
     a = a or cfg.a
     hw, plan = cfg.hw, cfg.plan
@@ -94,12 +107,15 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
         W["kv_r"] / (hw.hbm_bw * a.kv_read_eff)
     sram = act + 2 * W["w"] + 2 * W["kv_r"] + W["sram_x"]
     t_sram = sram / (hw.sram_bw * a.sram_eff_max)
+    cf = float(profile.compute_factor)
+    if cf != 1.0:
+        t_mxu, t_vpu, t_mem, t_sram = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf
     links = a.ring_links or hw.links
-    t_link = W["tx"] / (hw.link_bw * links * a.link_eff)
+    t_link = W["tx"] / (hw.link_bw * links * a.link_eff) * float(profile.ring_factor)
     t_pcie = np.maximum(W["pcie_rx"], W["pcie_tx"]) / (hw.pcie_bw * a.pcie_eff)
     comp = np.maximum(np.maximum(t_mxu, t_vpu), t_sram)
     active = (W["fp4"] + W["fp8"] + W["bf16"] + W["vpu"] + stream + W["kv_r"] + W["tx"]) > 0
-    over = np.where(active, a.op_overhead_s, 0.0)
+    over = np.where(active, a.op_overhead_s * cf, 0.0)
     lat = W["hops"] * a.hop_latency_s
     coll = lat + over + (0.0 if a.overlap_collectives else np.maximum(np.maximum(t_link, comp), t_mem))
     t = np.where(kinds == "collective", coll, np.maximum(comp, t_mem) + over)
@@ -124,8 +140,34 @@ def step_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     return slot_seconds(W, cfg, a)["t"] @ cfg.plan.slot_reps.astype(np.float64)
 
 
+def op_timing(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = None, profile: ChipProfile = NOMINAL
+              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """Work, roofline times and whole-cycle durations of every slot of the steps in ``b`` on a chip
+    of ``profile``: ``(W, tm, dur)``, ``dur`` (steps, slots) int64 core cycles (the idle slot from
+    ``idle_cycles``)."""
+    W = stack_work(b, cfg, profile)
+    tm = slot_seconds(W, cfg, profile=profile)
+    dur = np.ceil(tm["t"] * cfg.hw.core_hz - 1e-9).astype(np.int64)
+    dur[:, cfg.plan.index("idle")] = 0 if idle_cycles is None else np.asarray(idle_cycles, np.int64)
+    return W, tm, dur
+
+
+def matrix_work(W: dict[str, np.ndarray], plan: StepPlan) -> np.ndarray:
+    """(steps,) unpadded matrix FLOPs of one chip per step (every slot × its repetitions)."""
+    return (W["fp4"] + W["fp8"] + W["bf16"]) @ plan.slot_reps.astype(np.float64)
+
+
+def model_flop_scale(b: StepBatch, cfg: EmuConfig, mean_matrix_work: np.ndarray) -> np.ndarray:
+    """(steps,) factor turning a chip's unpadded matrix FLOPs into its share of the model FLOPs:
+    ``model_flops(b) × ranks / chips ÷ mean over chips of the chip's matrix work`` (so the shares of
+    all chips add up to the model total)."""
+    mf = model_flops(b, cfg.model) * cfg.mapping.ranks / cfg.mapping.chips
+    return np.divide(mf, mean_matrix_work, out=np.zeros(len(mf)), where=mean_matrix_work > 0)
+
+
 def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = None) -> OpTable:
-    """Durations, cycle classes and counter quantities of every slot of the steps in ``b``.
+    """Durations, cycle classes and counter quantities of every slot of the steps in ``b`` (every
+    chip nominal: ``op_timing`` then ``op_table``).
 
     All arithmetic is on (steps, slots) matrices: no loop over steps or slots.
 
@@ -136,21 +178,28 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
     Returns:
         ``OpTable`` (per chip; leader-only quantities carry the leader's value).
     """
+    W, tm, dur = op_timing(b, cfg, idle_cycles)
+    return op_table(b, cfg, W, tm, dur, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
+
+
+def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[str, np.ndarray], dur: np.ndarray, *,
+             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, model_scale: np.ndarray | None = None) -> OpTable:
+    """The ``OpTable`` of one chip profile from its work ``W``, roofline times ``tm`` and (lock-step)
+    durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives;
+    ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
     a, hw, plan, cs = cfg.a, cfg.hw, cfg.plan, cfg.cs
-    W = stack_work(b, cfg)
     n, S = W["rows"].shape
     f_core = hw.core_hz
-    tm = slot_seconds(W, cfg)
     kinds = np.array(plan.kinds)[None, :]
-    dur = np.ceil(tm["t"] * f_core - 1e-9).astype(np.int64)
-    dur[:, plan.index("idle")] = 0 if idle_cycles is None else np.asarray(idle_cycles, np.int64)
     cls = np.where(tm["comp"] >= tm["mem"], 0, 1)
     cls = np.where(kinds == "collective", 2, np.where((kinds == "host_in") | (kinds == "host_out"), 3,
                                                         np.where(kinds == "idle", 4, cls))).astype(np.int8)
     ds = dur / f_core
+    ring = float(profile.ring_factor)
     busy = {"mxu": np.minimum(tm["mxu"], ds), "vpu": np.minimum(tm["vpu"], ds), "hbm": np.minimum(tm["mem"], ds),
-            "c2c": np.minimum(tm["link"], ds)}
+            "c2c": np.minimum(tm["link"] / ring, ds)}
     flops = W["fp4"] + W["fp8"] + W["bf16"]
+    hw_flops = flops + W["pad_fp4"] + W["pad_fp8"] + W["pad_bf16"]
     act_hbm = (W["act_r"] + W["act_w"]) if a.activations_in_hbm else np.zeros((n, S))
     hbm_r = W["w"] + W["kv_r"] + (W["act_r"] if a.activations_in_hbm else 0.0)
     hbm_w = W["kv_w"] + (W["act_w"] if a.activations_in_hbm else 0.0)
@@ -159,8 +208,9 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
     tags = np.array(plan.tags)[None, :]
     q = {
         "mxu_busy": busy["mxu"], "mxu_stall": np.where(flops > 0, ds - busy["mxu"], 0.0),
-        "mxu_flops_fp8": W["fp8"], "mxu_flops_bf16": W["bf16"], "mxu_flops_fp4": W["fp4"],
-        "mxu_instructions": flops / a.mxu_tile_flops,
+        "mxu_flops_fp8": W["fp8"] + W["pad_fp8"], "mxu_flops_bf16": W["bf16"] + W["pad_bf16"],
+        "mxu_flops_fp4": W["fp4"] + W["pad_fp4"],
+        "mxu_instructions": hw_flops / a.mxu_tile_flops,
         "vpu_busy": busy["vpu"], "vpu_flops": W["vpu"], "vpu_instructions": W["vpu"] / a.vpu_instruction_flops,
         "sram_read": sram_r, "sram_write": sram_w,
         "sram_conflict": hw.banks * a.sram_conflict_fraction * np.minimum((sram_r + sram_w) / hw.sram_bw, ds),
@@ -169,9 +219,12 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
         "dma_bytes": hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"],
         "dma_busy": np.minimum(np.maximum(np.maximum(tm["mem"], tm["link"]), tm["pcie"]), ds),
         "c2c_tx": W["tx"], "c2c_rx": W["rx"], "c2c_busy": busy["c2c"],
+        "c2c_busy_slow": np.minimum(tm["link"], ds) if profile.slow_link is not None else busy["c2c"],
         **{qn: np.where(tags == tag, W["tx"], 0.0) for tag, qn in C2C_TAGS.items()},
         "pcie_rx": W["pcie_rx"], "pcie_tx": W["pcie_tx"], "doorbells": np.where(W["pcie_rx"] > 0, 1.0, 0.0),
         "seq_instructions": np.where((dur > 0) & (kinds != "idle"), a.seq_instructions_per_op, 0.0),
+        "model_flops": flops * (model_scale[:, None] if model_scale is not None else 0.0),
+        "job_time": ds,
     }
     act = a.power_w_mxu * busy["mxu"] + a.power_w_hbm * busy["hbm"] + a.power_w_vpu * busy["vpu"] + a.power_w_c2c * busy["c2c"]
     act = np.clip(np.divide(act, ds, out=np.zeros((n, S)), where=ds > 0), 0.0, 1.0)
@@ -185,4 +238,5 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
                 "hbm_alloc_bytes": alloc.astype(np.float64), "sram_bytes": np.where(busy_step, sram_level, 0.0)},
         impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),
                   "output_tokens": b.head_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64)},
+        wait=wait,
     )

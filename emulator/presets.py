@@ -8,6 +8,7 @@ the assumptions in words. A generation belongs to the family of the first name o
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -47,7 +48,15 @@ class Preset:
         bad = sorted(set(self.hardware) - {f.name for f in dataclasses.fields(hw)})
         if bad:
             raise PresetError(f"preset {self.family}/{self.name}: unknown hardware field(s) {', '.join(bad)}")
-        return dataclasses.replace(hw, **{k: float(v) for k, v in self.hardware.items()})  # float("1e15") too
+        values = {}
+        for k, v in self.hardware.items():
+            try:
+                values[k] = float(v)  # float("1e15") too
+            except (TypeError, ValueError):
+                values[k] = math.nan
+            if not (math.isfinite(values[k]) and values[k] > 0):
+                raise PresetError(f"preset {self.family}/{self.name}: hardware {k} = {v!r}; it must be a finite number > 0")
+        return dataclasses.replace(hw, **values)
 
     def mapping_for(self, m: ModelShape, chips: int) -> Mapping:
         """Mapping of ``chips`` chips when the caller gives none."""

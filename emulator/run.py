@@ -1,31 +1,55 @@
-"""Run the emulator: schedule steps, time them, sample the counters, write dump and ground truth."""
+"""Run the emulator: schedule steps, time them, sample the counters, write dump, records, trace and
+ground truth.
+
+Outputs of ``run`` in ``out_dir``:
+
+- ``counters.parquet``: raw registers of every signal, one row per chip per sample, timestamps on
+  each chip's device clock (``emulator.counters``, ``emulator.clocks``);
+- ``requests.parquet``: one row per request, with the time of every output token (``emulator.records``);
+- ``sync.parquet``: the driver's clock-synchronisation reads (``emulator.clocks.sync_reads``);
+- ``trace.parquet``: host-side events (API calls, submissions, PCIe transfers, step markers) and the
+  chips' execution spans (``emulator.trace``);
+- ``ground_truth.json``: ``emulator.groundtruth``.
+"""
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import pyarrow.parquet as pq
 from ontology import Generation
 
 from .assumptions import Assumptions
+from .clocks import DeviceClock, draw_clocks, sync_reads
 from .counters import write_counters
 from .groundtruth import ground_truth
 from .hardware import Hardware, hardware_from_generation
+from .knobs import Knobs
+from .lockstep import lockstep_seconds, lockstep_tables
 from .models import get_model
-from .ops import EmuConfig, build_ops
+from .ops import EmuConfig
 from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
+from .records import latency_truth, request_records, write_records
 from .scheduler import StepBatch, latency
 from .serving import Engine, make_batchers, rank_kv_capacity, request_times, serve, trtllm_bench_engine
 from .signals import plan_columns
 from .thermal import Thermal
 from .timeline import Timeline, concat_tables, step_lengths, take_steps
+from .trace import collective_waits, write_trace
 
 #: ``progress(phase, done, total)``: ``phase`` is ``"schedule"`` (simulated s) or ``"counters"`` (samples).
 Progress = Callable[[str, float, float], None]
+
+#: Most chips one emulation takes (the per-chip trace, clocks and counter columns grow with them).
+MAX_CHIPS = 1024
+#: Shortest sampling period (a driver cannot read thousands of registers faster).
+MIN_SAMPLE_PERIOD_S = 1e-6
 
 
 @dataclass
@@ -33,7 +57,9 @@ class EmulationResult:
     """Outputs of ``run``.
 
     counters_path: ``out_dir/counters.parquet``; ground_truth_path: ``out_dir/ground_truth.json``;
-    ground_truth: its contents; timeline: the simulated steps (for inspection and tests).
+    ground_truth: its contents; timeline: the simulated steps of chip 0's profile (for inspection
+    and tests); timelines: one per chip profile, ``profile_of`` (chips,) its index per chip;
+    requests_path, sync_path, trace_path: the other outputs; clocks: each chip's device clock.
     """
 
     counters_path: Path
@@ -42,21 +68,34 @@ class EmulationResult:
     timeline: Timeline | None = field(default=None, repr=False)
     hardware: Hardware | None = field(default=None, repr=False)
     config: EmuConfig | None = field(default=None, repr=False)
+    requests_path: Path | None = None
+    sync_path: Path | None = None
+    trace_path: Path | None = None
+    timelines: list[Timeline] = field(default_factory=list, repr=False)
+    profile_of: np.ndarray | None = field(default=None, repr=False)
+    clocks: list[DeviceClock] = field(default_factory=list, repr=False)
 
 
 def sample_grid(duration_s: float, period_s: float, core_hz: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sample times 0, P, 2P, … and exactly ``duration`` last: (ns int64, core cycles int64).
+    """Sample times 0, P, 2P, … up to ``duration``, plus a final sample at ``duration`` when it is at
+    least half a period after the last grid point (so that every sample lands on its own point of the
+    grid a reader rebuilds from the period, ``metrics.windows``): (ns int64, core cycles int64). The
+    run's duration is the last sample's time.
 
     Raises:
-        ValueError: non-positive duration or period.
+        ValueError: a duration or period that is not finite and positive, or a period under 1 ns.
     """
-    if not duration_s > 0 or not period_s > 0:
-        raise ValueError(f"duration_s and sample_period_s must be > 0 (got {duration_s}, {period_s})")
+    if not (math.isfinite(duration_s) and duration_s > 0) or not (math.isfinite(period_s) and period_s > 0):
+        raise ValueError(f"duration_s and sample_period_s must be finite and > 0 (got {duration_s}, {period_s})")
     d_ns, p_ns = int(round(duration_s * 1e9)), int(round(period_s * 1e9))
     if p_ns < 1:
         raise ValueError("sample_period_s must be at least 1 ns")
+    if p_ns > d_ns:
+        raise ValueError(f"the sample period ({period_s:g} s) is longer than the duration ({duration_s:g} s): "
+                         f"no window would fit")
     t = np.arange(0, d_ns, p_ns, dtype=np.int64)
-    t = np.append(t, np.int64(d_ns))
+    if d_ns - t[-1] >= p_ns / 2:
+        t = np.append(t, np.int64(d_ns))
     return t, np.rint(t * (core_hz / 1e9)).astype(np.int64)
 
 
@@ -79,8 +118,8 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
     """
     if isinstance(gen, str):
         gen = generation(gen)
-    if int(chips) < 1:
-        raise ValueError(f"chips must be ≥ 1 (got {chips})")
+    if not 1 <= int(chips) <= MAX_CHIPS:
+        raise ValueError(f"chips must be between 1 and {MAX_CHIPS} (got {chips})")
     try:
         shape = get_model(model)
     except KeyError as exc:
@@ -110,7 +149,10 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
         token_budget: int = 8192, max_batch: int = 1024, num_requests: int | None = None, warmup_steps: int = 0,
         assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
         mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool = True,
-        rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None) -> EmulationResult:
+        rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None,
+        slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
+        router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
+        trace_detail: str = "auto") -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
@@ -126,69 +168,121 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     ``preset`` (``emulator/data/presets.yaml``; default: the generation family's) gives the
     assumptions unless ``assumptions`` is given.
 
-    Writes ``out_dir/counters.parquet`` (raw registers of every signal of ``gen`` at t = 0, P, 2P, …,
-    duration; see ``emulator.counters``) and ``out_dir/ground_truth.json`` (see
-    ``emulator.groundtruth``; plus ``latency``: TTFT and TPOT p50/p99 of the requests whose first
-    token falls in the run). Deterministic for a given ``seed``. ``progress(phase, done, total)`` is
-    called while scheduling (simulated s) and while writing counters (samples).
+    Chips that differ (``emulator.knobs``): ``slow_chip=(chip, factor)`` (its ops take factor × as
+    long), ``throttled_link=(chip, link, factor)`` (the link carries 1/factor of its rate),
+    ``router_skew`` (Zipf exponent of the routed-expert load over the chips). Clocks
+    (``emulator.clocks``): each chip's device clock has an offset uniform in ±``clock_offset_max_s``
+    and a drift uniform in ±``clock_drift_max_ppm``, drawn from the seed (0 and 0: ideal clocks).
+    ``trace_detail``: ``auto``, ``op`` or ``step`` (``emulator.trace``).
+
+    Writes into ``out_dir`` (see the module docstring): ``counters.parquet`` (raw registers of every
+    signal of ``gen``, each chip sampled on its own clock at 0, P, 2P, … and a final sample, see
+    ``sample_grid``), ``requests.parquet``, ``sync.parquet``, ``trace.parquet`` and
+    ``ground_truth.json`` (``emulator.groundtruth``). Deterministic for a given ``seed``.
+    ``progress(phase, done, total)`` is called while scheduling (simulated s) and while writing
+    counters (samples).
 
     Raises:
-        ValueError: bad parameters; ``HardwareSpecError`` / ``SchedulerError`` / ``MappingError``
-            (all ValueError) when the generation lacks a constant or the model does not fit.
+        ValueError: bad parameters (a duration or period that is not finite and positive, a period
+            under 1 µs or over the duration, more than ``MAX_CHIPS`` chips, a knob that does not
+            apply); ``HardwareSpecError`` / ``SchedulerError`` / ``MappingError`` (all ValueError)
+            when the generation lacks a constant, has one that is not a finite positive number, or
+            the model does not fit.
     """
+    for name, v in (("duration_s", duration_s), ("sample_period_s", sample_period_s)):
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a finite number of seconds > 0 (got {v})")
+    if sample_period_s < MIN_SAMPLE_PERIOD_S:
+        raise ValueError(f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)")
     gen, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
                         assumptions=assumptions)
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
+    chips = int(chips)
     if warmup_steps < 0:
         raise ValueError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
+    knobs = Knobs(slow_chip=tuple(slow_chip) if slow_chip is not None else None,
+                  throttled_link=tuple(throttled_link) if throttled_link is not None else None,
+                  router_skew=float(router_skew))
+    knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
+    profiles, prof_of = knobs.profiles(chips, mp)
+    counts = np.bincount(prof_of, minlength=len(profiles))
+    clocks = draw_clocks(chips, seed, clock_offset_max_s * 1e9, clock_drift_max_ppm)
     eng = engine or Engine(max_batch=max_batch, token_budget=token_budget, chunked_prefill=chunked_prefill)
-    t_ns, s_cyc = sample_grid(duration_s, sample_period_s, hw.core_hz)
-    end = int(s_cyc[-1])
+    f = hw.core_hz
+    t_grid, _ = sample_grid(duration_s, sample_period_s, f)
+    d_ns = int(t_grid[-1])                                            # the run's duration (each chip's own clock)
+    drift = np.array([c.drift for c in clocks])
+    host_ns = t_grid[:, None] / (1.0 + drift[None, :])                # when each chip's sample happens, host time
+    s_cyc = np.rint(host_ns * (f / 1e9)).astype(np.int64)            # (samples, chips)
+    t_dev = np.array([c.offset_ns for c in clocks], np.int64)[None, :] + t_grid[:, None]
+    end = int(s_cyc[-1].max())                                        # the last sample of any chip
+    end_host = int(round(d_ns * f / 1e9))                             # host time d_ns, in core cycles
+    until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, seed=seed)
-    tick = (lambda now: progress("schedule", min(now, duration_s), duration_s)) if progress else None
-    sv = serve(cfg, batchers, until_s=duration_s, warmup_steps=warmup_steps, progress=tick)
+    tick = (lambda now: progress("schedule", min(now, until_s), until_s)) if progress else None
+    seconds_fn = (lambda batch: lockstep_seconds(batch, cfg, profiles)) if len(profiles) > 1 else None
+    sv = serve(cfg, batchers, until_s=until_s, warmup_steps=warmup_steps, progress=tick, seconds_fn=seconds_fn)
 
-    f = hw.core_hz
     b, idle = sv.batch, np.rint(sv.idle_s * f).astype(np.int64)
-    table = build_ops(b, cfg, idle) if len(b) else None
-    if table is not None:  # keep the steps up to the one in progress at the end
-        ends = np.cumsum(step_lengths(table, cfg.plan))
-        k = int(np.searchsorted(ends, end, side="right"))
+    horizon = max(end, end_host)
+    tables = lockstep_tables(b, cfg, idle, profiles, counts) if len(b) else None
+    if tables is not None:  # keep the steps up to the one in progress at the end
+        ends = np.cumsum(step_lengths(tables[0], cfg.plan))
+        k = int(np.searchsorted(ends, horizon, side="right"))
         if k < len(b):
-            table, b = take_steps(table, k + 1), b.take(k + 1)
-    tl = Timeline.build(table, cfg.plan) if table is not None else None
-    if tl is None or tl.ends[-1] <= end:  # drained (or nothing to do) before the end: idle to the end
-        tail = end - (int(tl.ends[-1]) if tl is not None else 0) + 1
-        extra = build_ops(StepBatch.empty(1), cfg, np.array([tail]))
-        table = extra if table is None else concat_tables([table, extra])
-        tl = Timeline.build(table, cfg.plan)
+            tables, b = [take_steps(t, k + 1) for t in tables], b.take(k + 1)
+    tl0 = Timeline.build(tables[0], cfg.plan) if tables is not None else None
+    if tl0 is None or tl0.ends[-1] <= horizon:  # drained (or nothing to do) before the end: idle to the end
+        tail = horizon - (int(tl0.ends[-1]) if tl0 is not None else 0) + 1
+        extra = lockstep_tables(StepBatch.empty(1), cfg, np.array([tail]), profiles, counts)
+        tables = extra if tables is None else [concat_tables([t, e]) for t, e in zip(tables, extra)]
+    tls = [Timeline.build(t, cfg.plan) for t in tables]
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     leaders = leader_mask(mp)
-    plan = plan_columns(gen, hw, a, chips, seed, end, leaders)
-    meta = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "chips": int(chips),
+    slow_link = (int(knobs.throttled_link[0]), int(knobs.throttled_link[1])) if knobs.throttled_link else None
+    plan = plan_columns(gen, hw, a, chips, seed, end, leaders, slow_link=slow_link)
+    meta = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "chips": chips,
             "sample_period_ns": int(round(sample_period_s * 1e9)), "seed": int(seed), "isl": int(isl), "osl": int(osl)}
     counters_path = out / "counters.parquet"
     cb = (lambda i, n: progress("counters", i, n)) if progress else None
-    write_counters(counters_path, gen, tl, plan, t_ns, s_cyc, chips,
+    write_counters(counters_path, gen, tls, plan, t_dev, s_cyc, chips,
                    Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
-                   {**meta, "duration_ns": int(t_ns[-1]), "unmodelled_signals": plan.unmodelled}, progress=cb)
-    ends_s = tl.ends[:min(len(b), len(tl))] / f
+                   {**meta, "duration_ns": d_ns, "unmodelled_signals": plan.unmodelled,
+                    "clock": "device: each chip's timestamps are on its own clock; align with sync.parquet"},
+                   progress=cb, profile_of=prof_of)
+
+    # request records and the latencies they give (host time)
+    n_timed = min(len(b), len(tls[0]))
+    starts_s, ends_s = tls[0].starts[:n_timed] / f, tls[0].ends[:n_timed] / f
+    records = request_records(sv, starts_s, ends_s, isl=isl, osl=osl, ranks=mp.ranks, duration_s=d_ns * 1e-9)
+    requests_path = out / "requests.parquet"
+    write_records(requests_path, records)
+    sync_path = out / "sync.parquet"
+    pq.write_table(sync_reads(clocks, d_ns, seed), str(sync_path))
+    trace_path = out / "trace.parquet"
+    trace_info = write_trace(trace_path, tls, prof_of, clocks, cfg, leaders, end_host, trace_detail)
+
     rt = request_times(sv, ends_s)
     lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0)
+    waits = collective_waits(tls, prof_of, end_host)
     extra = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "seed": int(seed),
              "isl": int(isl), "osl": int(osl), "sample_period_s": float(sample_period_s),
+             "requested_duration_s": float(duration_s),
              "token_budget": int(eng.token_budget), "max_batch": int(eng.max_batch),
              "chunked_prefill": bool(eng.chunked_prefill), "num_requests": num_requests, "rate": rate,
              "warmup_steps": int(warmup_steps), "dtype": cfg.prec.weights, "kv_dtype": cfg.prec.kv,
              "mapping": dataclasses.asdict(mp), "preset": p.name if assumptions is None else "custom",
              "hardware_overrides": p.hardware if assumptions is None else {},
              "kv_capacity_tokens": rank_kv_capacity(cfg, eng), "weight_bytes_per_chip": cfg.cs.weight_bytes,
-             "peak_flops_per_chip": hw.peak_fp8, "latency": lat, "assumptions": dataclasses.asdict(a)}
-    gt = ground_truth(tl, plan, hw, chips, float(t_ns[-1]) * 1e-9, end, a.ring_links or hw.links, extra)
+             "peak_flops_per_chip": hw.peak_fp8, "latency": lat, **latency_truth(records),
+             "knobs": knobs.to_json(), "trace": trace_info, "assumptions": dataclasses.asdict(a)}
+    gt = ground_truth(tls, prof_of, plan, hw, cfg, chips, d_ns * 1e-9, s_cyc[-1], a.ring_links or hw.links, extra,
+                      clocks=clocks, waits=waits, knobs=knobs)
     gt_path = out / "ground_truth.json"
     gt_path.write_text(json.dumps(gt, indent=1, sort_keys=False))
-    return EmulationResult(counters_path, gt_path, gt, tl, hw, cfg)
+    return EmulationResult(counters_path, gt_path, gt, tls[0], hw, cfg, requests_path, sync_path, trace_path, tls, prof_of,
+                           clocks)

@@ -159,6 +159,7 @@ class ContinuousBatcher:
         self._sum_fn = 0  # Σ n·f over the groups
         self._first: list[tuple[int, np.ndarray]] = []
         self._last: list[tuple[int, np.ndarray]] = []
+        self._admit_log: list[tuple[int, int, int]] = []  # (step, first request id, count)
 
     @property
     def running(self) -> int:
@@ -217,6 +218,7 @@ class ContinuousBatcher:
                 full, last = n_new - 1, budget - (n_new - 1) * isl
             a0 = self.admitted
             if n_new:
+                self._admit_log.append((self.steps, self.admitted, n_new))
                 self.reserved += n_new * self.reserve
                 self.admitted += n_new
             pages_isl = -(-isl // page) * page
@@ -241,6 +243,7 @@ class ContinuousBatcher:
             done = np.concatenate([done, np.zeros(n_new, np.int64)])
             ids = np.concatenate([ids, np.arange(self.admitted, self.admitted + n_new, dtype=np.int64)])
             alloc = np.concatenate([alloc, new])
+            self._admit_log.append((self.steps, self.admitted, n_new))
             self.reserved += n_new * self.reserve
             self.admitted += n_new
         chunk = alloc > 0
@@ -306,17 +309,21 @@ class ContinuousBatcher:
 
     # ---- per-request log ------------------------------------------------------------------------
     def request_log(self) -> dict[str, np.ndarray]:
-        """Per admitted request (index = admission order): ``arrival_s`` (0 offline), ``first_step`` and
-        ``last_step`` (the batcher's step indices of its first and last token; −1 if not yet)."""
+        """Per admitted request (index = admission order): ``arrival_s`` (0 offline), ``admit_step``,
+        ``first_step`` and ``last_step`` (the batcher's step indices of its admission and of its first
+        and last token; −1 if not yet)."""
         n = self.admitted
         first = np.full(n, -1, np.int64)
         last = np.full(n, -1, np.int64)
+        admit = np.full(n, -1, np.int64)
         for s, ids in self._first:
             first[ids] = s
         for s, ids in self._last:
             last[ids] = s
+        for s, a0, k in self._admit_log:
+            admit[a0:a0 + k] = s
         arr = self.arrivals[:n] if self.arrivals is not None else np.zeros(n)
-        return {"arrival_s": arr, "first_step": first, "last_step": last}
+        return {"arrival_s": arr, "admit_step": admit, "first_step": first, "last_step": last}
 
 
 def percentiles(x: np.ndarray) -> dict[str, float | None]:

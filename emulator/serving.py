@@ -134,10 +134,14 @@ class Served:
 
 
 def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float | None = None, max_steps: int | None = None,
-          warmup_steps: int = 0, progress=None) -> Served:
+          warmup_steps: int = 0, progress=None, seconds_fn=None) -> Served:
     """Run the step loop until every request is done, or past ``until_s`` simulated seconds, or
     ``max_steps`` steps; times every step (``Served.seconds``). ``progress(done_s)`` is called as
-    simulated time advances."""
+    simulated time advances. ``seconds_fn(StepBatch) -> (steps,) s`` times the steps (default: the
+    nominal chip, ``step_seconds``; ``lockstep.lockstep_seconds`` when the chips differ)."""
+    if seconds_fn is None:
+        def seconds_fn(batch):
+            return step_seconds(stack_work(batch, cfg), cfg)
     pp = len(batchers)
     warm = []
     for bt in batchers:
@@ -169,7 +173,7 @@ def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float |
             bt = batchers[i]
             local[i].append(len(rows))
             row = bt.step(now)
-            s = float(step_seconds(stack_work(StepBatch.from_rows([row]), cfg), cfg)[0])
+            s = float(seconds_fn(StepBatch.from_rows([row]))[0])
             rows.append(row), owner.append(i), idle.append(0.0), secs.append(s)
             now += s
         else:
@@ -187,7 +191,7 @@ def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float |
             if not block:
                 break
             b = StepBatch.from_rows(block)
-            s = step_seconds(stack_work(b, cfg), cfg)
+            s = seconds_fn(b)
             rows.extend(block), idle.extend([0.0] * len(block)), secs.extend(s.tolist())
             now += float(s.sum())
             blk = min(2 * blk, 1024)

@@ -67,6 +67,9 @@ LINEAR: dict[str, list[tuple[str, str]]] = {
     "seq.idle_cycles": [("idle", "one")],
     "seq.instructions": [("seq_instructions", "one")],
     "power.energy": [("energy", "one")],
+    "seq.model_flops": [("model_flops", "one")],
+    "power.job_energy": [("energy", "one")],   # every chip of the run is assigned to its job all along
+    "seq.job_time": [("job_time", "one")],
 }
 #: step-end impulses: signal -> (impulse name, leader only)
 IMPULSES = {"seq.steps": ("steps", False), "seq.input_tokens": ("input_tokens", True),
@@ -157,10 +160,12 @@ def unit_factor(gen: Generation, q_unit: str, sig: ResolvedSignal) -> float:
 
 
 def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed: int, duration_cycles: int,
-                 leaders: np.ndarray | None = None) -> ColumnPlan:
+                 leaders: np.ndarray | None = None, slow_link: tuple[int, int] | None = None) -> ColumnPlan:
     """Plan every signal of ``gen`` (linear-counter matrix, impulses, events, gauges).
 
     ``leaders``: (chips,) bool mask of the chips that count leader-only quantities (default: chip 0).
+    ``slow_link``: (chip, link) of a throttled link, whose ``c2c.busy_cycles`` reads the timeline's
+    ``c2c_busy_slow`` (``emulator.knobs``).
     """
     if leaders is None:
         leaders = np.arange(chips) == 0
@@ -183,6 +188,10 @@ def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed
                 f = unit_factor(gen, "event", sig) / a.dma_descriptor_bytes if name == "dma.descriptors" \
                     else unit_factor(gen, QUANTITY_UNITS[qname], sig)
                 block[idx[qname]] += w * f / sig.scale
+            if name == "c2c.busy_cycles" and slow_link is not None and slow_link[1] < n:
+                c, link = slow_link
+                block[idx["c2c_busy_slow"], c, link] = block[idx["c2c_busy"], c, link]
+                block[idx["c2c_busy"], c, link] = 0.0
             cols.append(block)
             mods += [min(1 << sig.width, np.iinfo(np.int64).max)] * n  # a 64-bit register never wraps here
         elif sig.kind is SignalKind.counter and name in IMPULSES:

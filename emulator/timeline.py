@@ -30,16 +30,20 @@ QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
 def concat_tables(parts: list[OpTable]) -> OpTable:
     """Stack the steps of several ``OpTable`` blocks."""
     cat = np.concatenate
+    wait = None
+    if any(p.wait is not None for p in parts):
+        wait = cat([p.wait if p.wait is not None else np.zeros_like(p.dur) for p in parts])
     return OpTable(dur=cat([p.dur for p in parts]), cls=cat([p.cls for p in parts]),
                    q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
                    gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
-                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses})
+                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait)
 
 
 def take_steps(t: OpTable, n: int) -> OpTable:
     """The first ``n`` steps of ``t``."""
     return OpTable(dur=t.dur[:n], cls=t.cls[:n], q={k: v[:n] for k, v in t.q.items()},
-                   gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()})
+                   gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()},
+                   wait=None if t.wait is None else t.wait[:n])
 
 
 def step_lengths(t: OpTable, plan: StepPlan) -> np.ndarray:

@@ -47,10 +47,12 @@ from .assumptions import Assumptions
 from .hardware import Hardware
 from .models import ModelShape
 from .parallel import ChipShape, Mapping, MappingError, Precision, chip_shape, dtype_bytes, p_chip_touched
+from .knobs import NOMINAL, ChipProfile
+from .model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops
 from .scheduler import StepBatch
 
 _FIELDS = ("fp4", "fp8", "bf16", "vpu", "w", "kv_r", "kv_w", "act_r", "act_w", "sram_x", "tx", "rx", "pcie_rx",
-           "pcie_tx", "hops", "rows")
+           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16")
 ACT_BYTES = 2.0  # BF16 activations
 
 
@@ -139,8 +141,37 @@ def _plan(m: ModelShape, mp: Mapping) -> StepPlan:
 
 # ---- work ---------------------------------------------------------------------------------------
 
-def _work(b: StepBatch, cfg: EmuConfig) -> dict[str, dict[str, np.ndarray]]:
-    """Work of every slot (FLOP, bytes, rows), per step: ``{slot: {field: (steps,) array}}``."""
+def padded_rows(rows, block: float, groups=None) -> np.ndarray:
+    """Rows a matrix engine processes for ``rows`` rows in blocks of ``block``: each of ``groups``
+    separate GEMMs (default one; e.g. the experts a step touches, sharing ``rows`` evenly) rounds its
+    rows up to a whole block. 0 rows stay 0."""
+    rows = np.asarray(rows, np.float64)
+    if groups is None:
+        return np.where(rows > 0, np.ceil(rows / block - 1e-9) * block, 0.0)
+    g = np.asarray(groups, np.float64)
+    per = np.divide(rows, g, out=np.zeros(np.broadcast(rows, g).shape), where=g > 0)
+    return np.where(rows > 0, g * np.ceil(per / block - 1e-9) * block, 0.0)
+
+
+def model_flops(b: StepBatch, m) -> np.ndarray:
+    """(steps,) model FLOPs of one scheduler rank's steps, whole model (every layer, every chip of the
+    rank), by the definitions of ``emulator.model_flops``: 2 × the matrix parameters a token runs
+    through (the decoder's; MoE: router, top-k and shared experts; no embedding, no LM head) per
+    token, the LM head once per sampled row (each decode token, each finished prompt), attention over
+    the causal (query, key) pairs actually attended (``prefill_pairs + decode_keys``) at
+    ``d_attn = prefill_pair_flops / 4`` (GQA ``H·dh``; MLA unabsorbed ``H·(nope + rope + v)/2``) — no
+    padding, no replicated heads, no MLA decompression of history."""
+    T = b.tokens.astype(np.float64)
+    pairs = (b.prefill_pairs + b.decode_keys).astype(np.float64)
+    per_pair = attention_flops_per_token(m.layers, m.prefill_pair_flops / 4.0, 1.0, causal=False)
+    return (dense_flops_per_token(m.active_matmul_params) * T + lm_head_flops(m.hidden, m.vocab, b.head_tokens.astype(np.float64))
+            + per_pair * pairs)
+
+
+def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[str, dict[str, np.ndarray]]:
+    """Work of every slot (FLOP, bytes, rows), per step: ``{slot: {field: (steps,) array}}``.
+
+    ``profile.expert_load`` scales the routed-expert rows of this chip (router skew)."""
     m, mp, a, prec, cs = cfg.model, cfg.mapping, cfg.a, cfg.prec, cfg.cs
     n = len(b)
     T = b.tokens.astype(np.float64)
@@ -169,11 +200,13 @@ def _work(b: StepBatch, cfg: EmuConfig) -> dict[str, dict[str, np.ndarray]]:
             w[k] = np.broadcast_to(np.asarray(v, np.float64), (n,))
         out[name] = w
 
-    def gemm(rows, k, cols, math, bpe, *, touched=None, mrows=None):
-        """rows × k · k × cols; ``touched``: weight bytes actually read (MoE); ``mrows``: efficiency size."""
+    def gemm(rows, k, cols, math, bpe, *, touched=None, mrows=None, groups=None):
+        """rows × k · k × cols; ``touched``: weight bytes actually read (MoE); ``mrows``: efficiency size;
+        ``groups``: separate GEMMs the rows are split over (padding is per GEMM)."""
         wt = np.where(rows > 0, k * cols * bpe, 0.0) if touched is None else touched
-        return {math: 2 * rows * k * cols, "w": wt, "act_r": rows * k * ab, "act_w": rows * cols * ab,
-                "rows": rows if mrows is None else mrows}
+        pad = padded_rows(rows, a.mxu_pad_rows, groups) - rows
+        return {math: 2 * rows * k * cols, "pad_" + math: 2 * pad * k * cols, "w": wt, "act_r": rows * k * ab,
+                "act_w": rows * cols * ab, "rows": rows if mrows is None else mrows}
 
     def norm(rows, width=d):
         return {"vpu": a.norm_flops * rows * width, "w": np.where(rows > 0, width * 2.0, 0.0),
@@ -245,13 +278,16 @@ def _work(b: StepBatch, cfg: EmuConfig) -> dict[str, dict[str, np.ndarray]]:
             else:
                 a2a = {}
             put(pre + "moe_dispatch", **a2a)
-            rows = Tg * k * cs.local_experts / E             # token-expert rows on this chip
-            per_expert = Tg * k / E
-            touched = cs.local_experts * (1.0 - (1.0 - k / E) ** Tg)
+            load = float(profile.expert_load)
+            rows = Tg * k * cs.local_experts / E * load      # token-expert rows on this chip
+            per_expert = Tg * k / E * load
+            touched = cs.local_experts * (1.0 - (1.0 - min(k / E * load, 1.0)) ** Tg)
             fe = cs.expert_ffn
-            put(pre + "experts_gate_up", **gemm(rows, d, 2 * fe, wmath, wb, touched=touched * d * 2 * fe * wb, mrows=per_expert))
+            put(pre + "experts_gate_up", **gemm(rows, d, 2 * fe, wmath, wb, touched=touched * d * 2 * fe * wb, mrows=per_expert,
+                                                groups=touched))
             put(pre + "experts_silu_mul", vpu=a.silu_mul_flops * rows * fe, act_r=2 * rows * fe * ab, act_w=rows * fe * ab, rows=rows)
-            put(pre + "experts_down", **gemm(rows, fe, d, wmath, wb, touched=touched * fe * d * wb, mrows=per_expert))
+            put(pre + "experts_down", **gemm(rows, fe, d, wmath, wb, touched=touched * fe * d * wb, mrows=per_expert,
+                                             groups=touched))
             if m.shared_experts:
                 fs = cs.shared_ffn
                 put(pre + "shared_gate_up", **gemm(T, d, 2 * fs, wmath, wb))
@@ -280,8 +316,8 @@ def _work(b: StepBatch, cfg: EmuConfig) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
-def stack_work(b: StepBatch, cfg: EmuConfig) -> dict[str, np.ndarray]:
+def stack_work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[str, np.ndarray]:
     """``_work`` as (steps, slots) matrices in ``cfg.plan.slots`` order (independent of the
     fitted assumptions, so a calibration computes it once per scenario)."""
-    per_slot = _work(b, cfg)
+    per_slot = _work(b, cfg, profile)
     return {k: np.stack([per_slot[s][k] for s in cfg.plan.slots], axis=1) for k in _FIELDS}

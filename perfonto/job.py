@@ -1,8 +1,10 @@
 """The main job: compile the catalog, emulate a workload, generate the evaluator, evaluate, analyse.
 
-``run_job`` writes into ``out``: ``counters.parquet`` and ``ground_truth.json`` (emulator),
-``evaluator.py`` (generated), ``docs/<generation>.md`` (generated), ``metrics.parquet`` (per window and
-chip) and ``report.json`` (the run-level result). Progress messages go to ``log`` (stderr in the CLI).
+``run_job`` writes into ``out``: ``counters.parquet``, ``requests.parquet``, ``sync.parquet``,
+``trace.parquet`` and ``ground_truth.json`` (emulator), ``evaluator.py`` (generated),
+``docs/<generation>.md`` (generated), ``metrics.parquet`` (per window and chip) and ``report.json``
+(the run-level result, with the multi-chip analysis of ``perfonto.crosschip`` under ``multichip``).
+Progress messages go to ``log`` (stderr in the CLI).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from codegen.docs import generate_markdown
 from codegen.python_evaluator import generate
 from ontology.diagnostics import CatalogError
 
+from . import crosschip
 from .analysis import Analysis, analyse
 from .catalog import Catalog, load_catalog
 from .evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
@@ -34,6 +37,7 @@ class JobResult:
     model: str
     chips: int
     timings: dict[str, float]
+    multichip: dict | None = None
 
     def to_json(self) -> dict:
         graph = self.catalog.graph
@@ -72,7 +76,22 @@ class JobResult:
             "per_chip": per_chip,
             "outputs": self.outputs,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+            "multichip": multichip_json(self.multichip),
         }
+
+
+def multichip_json(mc: dict | None) -> dict | None:
+    """The multi-chip section of the JSON report: ``straggler`` (or None), ``collective_wait_s`` per
+    chip, ``waits_for``, ``skew`` (per-step arrival skew, forward-pass start skew), ``imbalance``
+    (across chips and within chips, 1 − mean/max), ``saturation`` (PCIe and link windows at or above
+    the threshold), ``slow_links``, and ``alignment`` (clock-fit error against the ground truth)."""
+    if mc is None:
+        return None
+    coll = mc.get("collective", {})
+    return {"straggler": coll.get("straggler"), "collective_wait_s": coll.get("wait_s"), "waits_for": coll.get("waits_for"),
+            "collective_wait_share": coll.get("wait_share_of_time"), "skew": coll.get("skew"),
+            "imbalance": mc.get("imbalance"), "saturation": mc.get("saturation"), "slow_links": mc.get("slow_links"),
+            "alignment": {k: v for k, v in mc.get("alignment", {}).items() if k in ("error_ns", "samples")}}
 
 
 def _num(v) -> float | None:
@@ -82,8 +101,12 @@ def _num(v) -> float | None:
 
 def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
             isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu", out: str | Path = "perfonto-out",
-            log: Callable[[str], None] = lambda s: None) -> JobResult:
-    """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile."""
+            log: Callable[[str], None] = lambda s: None, progress=None, slow_chip: tuple[int, float] | None = None,
+            throttled_link: tuple[int, int, float] | None = None, router_skew: float = 0.0) -> JobResult:
+    """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile.
+
+    ``progress(phase, done, total)`` is passed to ``emulator.run``; ``slow_chip``, ``throttled_link``
+    and ``router_skew`` are its knobs (``emulator.knobs``)."""
     timings: dict[str, float] = {}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -100,7 +123,8 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
         f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
     emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
-                       isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=out)
+                       isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=out, progress=progress,
+                       slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew)
     timings["emulate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -122,9 +146,13 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     log(f"evaluated {len(graph.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
 
     analysis = analyse(graph, ev)
+    t0 = time.perf_counter()
+    multichip = crosschip.analyse(out, gen=graph.generation)
+    timings["crosschip"] = time.perf_counter() - t0
     outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path), "metrics": str(metrics_path),
-               "evaluator": str(evaluator_path), "docs": str(docs_path)}
-    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings)
+               "evaluator": str(evaluator_path), "docs": str(docs_path), "requests": str(emu.requests_path),
+               "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip)
     (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
     outputs["report"] = str(out / "report.json")
     return result

@@ -1,5 +1,6 @@
 """Human report of a job (rich): headline metrics at server level, the top-down split, the dominant
-bottleneck with its drill-down, thresholds crossed, bound violations, and a per-chip table."""
+bottleneck with its drill-down, thresholds crossed, bound violations, a per-chip table, and the
+multi-chip section (``render_multichip``: straggler, collective waits, skew, imbalance, saturation)."""
 from __future__ import annotations
 
 import numpy as np
@@ -119,4 +120,79 @@ def render(result: JobResult, console: Console) -> None:
         pc.add_row(*row)
     console.print(pc)
     console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
+    if result.multichip is not None and result.chips > 1:
+        render_multichip(result.multichip, console)
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+
+
+def _ms(v: float) -> str:
+    return f"{v * 1e3:,.3f} ms" if abs(v) >= 1e-4 else f"{v * 1e6:,.2f} µs"
+
+
+def _wait_table(mc: dict, coll: dict, console: Console) -> None:
+    t = Table(title="Collective wait per chip (arrival to the last chip's arrival)", title_justify="left")
+    t.add_column("chip", justify="right")
+    t.add_column("wait", justify="right")
+    t.add_column("share of run", justify="right")
+    t.add_column("waits mostly for", justify="left")
+    dur = mc.get("duration_s", 0) or 1.0
+    for c, w in enumerate(coll["wait_s"]):
+        wf = coll["waits_for"].get(str(c), {})
+        top = max(wf, key=wf.get) if wf else None
+        t.add_row(str(c), _ms(w), f"{w / dur * 100:.2f} %",
+                  f"chip {top} ({wf[top] / w * 100:.0f} %)" if top is not None and w > 0 else "—")
+    console.print(t)
+
+
+def render_multichip(mc: dict, console: Console) -> None:
+    """The multi-chip section, from ``perfonto.crosschip.analyse``: the straggler (or that there is
+    none), each chip's collective wait and whom it waits for, the per-step skew, load imbalance
+    (1 − mean/max) across and within chips, slow links, and the windows where PCIe or a link
+    saturates (host time)."""
+    chips = mc.get("chips", 0)
+    coll = mc.get("collective")
+    console.print(f"[bold]Multi-chip[/bold] ({chips} chips, on the host timeline)")
+    al = mc.get("alignment", {})
+    if "error_ns" in al:
+        e = al["error_ns"]
+        console.print(f"  clocks aligned from the sync reads: error median {e['median']:.0f} ns, p99 {e['p99']:.0f} ns "
+                      f"over {al['samples']:,} timestamps")
+    if coll:
+        st = coll.get("straggler")
+        if st:
+            console.print(f"  [bold red]Straggler: chip {st['chip']}[/bold red] — the others wait for it "
+                          f"{_ms(st['blamed_wait_s'])} in collectives ({st['share'] * 100:.0f} % of all collective wait)")
+        else:
+            console.print(f"  no straggler: collective wait is {coll['wait_share_of_time'] * 100:.2f} % of the chips' time"
+                          + (" (within the clock-alignment noise)" if coll["wait_share_of_time"] < 1e-3 else ""))
+        if st or coll["wait_share_of_time"] >= 1e-3:
+            _wait_table(mc, coll, console)
+        sk = coll["skew"]
+        console.print(f"  per-step skew (largest arrival spread at a collective): median {_ms(sk['arrival_p50_s'])}, "
+                      f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps; forward-pass start skew max "
+                      f"{_ms(sk['exec_start_max_s'])}")
+    imb = mc.get("imbalance", {})
+    if imb:
+        across = ", ".join(f"{b} {v * 100:.1f} %" for b, v in imb.get("across_chips", {}).items())
+        within = ", ".join(f"{b} {d['value'] * 100:.1f} % (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items())
+        console.print(f"  load imbalance 1 − mean/max across chips: {across}")
+        if within:
+            console.print(f"  load imbalance across instances within a chip (worst chip): {within}")
+    for sl in mc.get("slow_links", [])[:4]:
+        console.print(f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "
+                      f"{sl['rate_ratio'] * 100:.0f} % of the median link's rate (busy {_ms(sl['busy_s'])} vs "
+                      f"{_ms(sl['median_busy_s'])})")
+    sat = mc.get("saturation", {})
+    if sat:
+        ivs = sat.get("intervals", [])
+        if not ivs:
+            console.print(f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
+                          f"(peaks: PCIe {sat['pcie_util_max'] * 100:.1f} %, link {sat['link_util_max'] * 100:.1f} %)")
+        else:
+            console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window):")
+            for iv in ivs[:8]:
+                what = f"chip {iv['chip']} PCIe" if iv["kind"] == "pcie" else f"chip {iv['chip']} link {iv['link']}"
+                console.print(f"    {what}: {iv['start_s'] * 1e3:,.3f} – {iv['end_s'] * 1e3:,.3f} ms "
+                              f"({iv['windows']} window(s), peak {iv['peak_util'] * 100:.1f} %)")
+            if len(ivs) > 8:
+                console.print(f"    … {sat['count'] - 8} more in report.json")

@@ -104,19 +104,29 @@ def test_prefill_layer_flops_by_hand(hw):
     gemm = [SLOTS.index(s) for s in ("qkv_proj", "o_proj", "ffn_gate_up", "ffn_down")]
     assert float(t.q["hbm_read"][0, gemm].sum()) * chips == pytest.approx(855_638_016, rel=1e-12)  # FP8 weights
     assert _layer_sum(t, "hbm_write", chips, cfg) == pytest.approx(2048 * 2 * 8 * 128, rel=1e-12)  # FP8 K,V written
-    # LM head (BF16, as ModelOpt checkpoints keep it) on the last prompt token only: 2·d·V
-    assert float(t.q["mxu_flops_bf16"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(2 * 8192 * 128_256)
+    # LM head (BF16, as ModelOpt checkpoints keep it) on the last prompt token only: 2·d·V of model
+    # work, but the matrix engine pads its one row to a block of 16 rows (hardware work, HFU)
+    assert float(t.q["mxu_flops_bf16"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(16 * 2 * 8192 * 128_256)
     assert float(t.q["hbm_read"][0, SLOTS.index("lm_head")]) * chips == pytest.approx(2 * 8192 * 128_256)  # 2 B each
+    # model FLOPs of the step, all chips: 2 · 68,451,041,280 params · 2048 tokens + the head once
+    # (one prefill request) + causal attention 4·H·dh·L per pair over 2048·2049/2 pairs
+    model = 2 * 68_451_041_280 * 2048 + 2 * 8192 * 128_256 + 4 * 64 * 128 * 80 * 2_098_176
+    assert model == 285_877_808_922_624
+    assert float((t.q["model_flops"][0] * cfg.plan.slot_reps).sum()) * chips == pytest.approx(model, rel=1e-12)
 
 
 def test_decode_layer_flops_by_hand(hw):
     m, chips = get_model("llama3-70b"), 8
     cfg = _cfg(m, hw, chips)
     SLOTS = cfg.plan.slots
-    # one decode token after a 2048-token prompt and one sampled token: attends to 2049 keys
+    # one decode token after a 2048-token prompt and one sampled token: attends to 2049 keys; the
+    # matrix engine runs its one row as a block of 16 (padding: hardware work, not model work)
     t = build_ops(_batch(decode_tokens=1, decode_keys=2049, head_tokens=1), cfg)
-    assert _layer_sum(t, "mxu_flops_fp8", chips, cfg) == pytest.approx(2 * 855_638_016 + 4 * 64 * 128 * 2049, rel=1e-12)
+    assert _layer_sum(t, "mxu_flops_fp8", chips, cfg) == pytest.approx(16 * 2 * 855_638_016 + 4 * 64 * 128 * 2049, rel=1e-12)
     assert 2 * 855_638_016 + 4 * 64 * 128 * 2049 == 1_778_417_664
+    model = 80 * 1_778_417_664 + 2 * 8192 * 128_256      # every layer, plus the head once
+    assert model == 144_374_759_424
+    assert float((t.q["model_flops"][0] * cfg.plan.slot_reps).sum()) * chips == pytest.approx(model, rel=1e-12)
     # decode attention reads the 2048-token history: 2·Hkv·dh bytes per token
     assert float(t.q["hbm_read"][0, SLOTS.index("attn_decode")]) * chips == pytest.approx(2048 * 2 * 8 * 128)
     # decode is memory-bound: every GEMM of the layer is on the memory side of the roofline
@@ -170,8 +180,13 @@ def test_dump_layout(gen, long_run):
         "sample_period_ns": 10_000_000, "seed": 0, "isl": 2048, "osl": 128}
     chip = d.table.column("chip").to_numpy().reshape(d.samples, 8)
     ts = d.table.column("timestamp_ns").to_numpy().reshape(d.samples, 8)
-    assert (chip == np.arange(8)).all() and (ts == ts[:, :1]).all()
-    assert ts[0, 0] == 0 and ts[-1, 0] == 4_000_000_000 and (np.diff(ts[:, 0]) == 10_000_000).all()
+    assert (chip == np.arange(8)).all()
+    # each chip stamps its samples with its own device clock: first sample at the start of the run
+    # (its offset), then exactly one period apart on that clock, the last 4 s later
+    assert ts[0].tolist() == r.ground_truth["clock_offsets_ns"] and len(set(ts[0].tolist())) == 8
+    assert (np.diff(ts, axis=0) == 10_000_000).all() and (ts[-1] - ts[0] == 4_000_000_000).all()
+    assert all(abs(o) <= 10_000_000 for o in r.ground_truth["clock_offsets_ns"])
+    assert all(abs(x) <= 100 for x in r.ground_truth["clock_drifts_ppm"])
 
 
 def test_raw_registers_fit_their_width_and_never_step_back(gen, long_run):
@@ -187,10 +202,12 @@ def test_cycle_counters_wrap_and_deltas_recover_ground_truth(long_run):
     gt = r.ground_truth
     el = d.raw("seq.elapsed_cycles")
     assert el.max() < 2**32 and (np.diff(el[:, 0, 0].astype(np.int64)) < 0).any()  # it wrapped
-    assert d.total("seq.elapsed_cycles") == 8 * 4.0 * 1.5e9
+    # each chip's samples span 4 s of its own clock: 4 s / (1 + drift) of host time, in core cycles
+    span = [round(4e9 / (1 + c["drift_ppm"] * 1e-6) * 1.5) for c in gt["clocks"]]
+    assert d.total("seq.elapsed_cycles") == sum(span) == pytest.approx(8 * 4.0 * 1.5e9, rel=1e-4)
     for c in CLASSES:
         assert d.total(f"seq.{c}_cycles") / 1.5e9 == pytest.approx(gt["topdown_s"][c], rel=1e-3, abs=1e-6)
-    assert sum(gt["topdown_s"].values()) == pytest.approx(8 * 4.0, rel=1e-12)
+    assert sum(gt["topdown_s"].values()) == pytest.approx(sum(span) / 1.5e9, rel=1e-12)
     for name, key in [("mxu.flops_fp8", "flops_fp8"), ("mxu.flops_bf16", "flops_bf16"), ("vpu.flops", "vector_flops"), ("hbm.read_bytes", "hbm_read_bytes"),
                       ("hbm.write_bytes", "hbm_write_bytes"), ("c2c.tx_bytes", "c2c_tx_bytes"),
                       ("pcie.rx_bytes", "pcie_rx_bytes"), ("pcie.tx_bytes", "pcie_tx_bytes"), ("power.energy", "energy_j"),
@@ -202,7 +219,11 @@ def test_cycle_counters_wrap_and_deltas_recover_ground_truth(long_run):
     assert d.total("hbm.active_cycles") / (6 * 4.8e9) == pytest.approx(gt["busy_s"]["hbm"], rel=1e-3)
     assert gt["tokens"] == gt["input_tokens"] + gt["output_tokens"]
     assert gt["tokens_per_second"] == gt["tokens"] / 4.0
-    assert gt["mfu"] == pytest.approx(gt["flops"] / (8 * 9e15 * 4.0))
+    assert gt["hfu"] == pytest.approx(gt["flops"] / (8 * 9e15 * 4.0))
+    assert gt["mfu"] == pytest.approx(gt["model_flops"] / (8 * 9e15 * 4.0)) and gt["mfu"] <= gt["hfu"]
+    assert d.total("seq.model_flops") == pytest.approx(gt["model_flops"], rel=1e-3)
+    assert d.total("power.job_energy") == pytest.approx(gt["job_energy_j"], rel=1e-3)
+    assert d.total("seq.job_time") == pytest.approx(gt["job_time_s"], rel=1e-6) == pytest.approx(8 * 4.0, rel=1e-4)
 
 
 def test_cycle_classes_sum_to_elapsed_in_every_window(long_run):
@@ -262,14 +283,27 @@ def test_deterministic_for_a_seed(gen, tmp_path):
     c = emulator.run(gen, duration_s=0.2, out_dir=tmp_path / "c", seed=8)
     ta, tb, tc = (pq.read_table(x.counters_path) for x in (a, b, c))
     assert ta.equals(tb) and a.ground_truth == b.ground_truth
+    for name in ("requests.parquet", "sync.parquet", "trace.parquet"):
+        assert pq.read_table(tmp_path / "a" / name).equals(pq.read_table(tmp_path / "b" / name)), name
     assert not ta.column("hbm.read_bytes").equals(tc.column("hbm.read_bytes"))  # per-stack split comes from the seed
-    assert c.ground_truth["hbm_read_bytes"] == a.ground_truth["hbm_read_bytes"]
+    # the clocks come from the seed too, so each chip's sampled span differs by its drift (≤ 100 ppm)
+    assert c.ground_truth["hbm_read_bytes"] == pytest.approx(a.ground_truth["hbm_read_bytes"], rel=2e-4)
+    ideal = dict(duration_s=0.2, clock_offset_max_s=0.0, clock_drift_max_ppm=0.0)
+    i7 = emulator.run(gen, out_dir=tmp_path / "i7", seed=7, **ideal).ground_truth
+    i8 = emulator.run(gen, out_dir=tmp_path / "i8", seed=8, **ideal).ground_truth
+    assert i7["hbm_read_bytes"] == i8["hbm_read_bytes"]
 
 
 def test_sample_grid_ends_exactly_at_duration(hw):
-    t, s = emulator.sample_grid(0.0105, 0.002, hw.core_hz)
-    assert t.tolist() == [0, 2_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000, 10_500_000]
-    assert s[-1] == 15_750_000
+    t, s = emulator.sample_grid(0.0115, 0.002, hw.core_hz)
+    assert t.tolist() == [0, 2_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000, 11_500_000]
+    assert s[-1] == 17_250_000
+    # a final sample closer than half a period to the last grid point would share its grid point
+    # (metrics.windows rebuilds the grid from the period): the run ends on the grid point instead
+    t, _ = emulator.sample_grid(0.0105, 0.002, hw.core_hz)
+    assert t.tolist() == [0, 2_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000]
+    t, _ = emulator.sample_grid(0.011, 0.002, hw.core_hz)   # exactly half a period: kept
+    assert t[-1] == 11_000_000
 
 
 # ---- the closed-form timeline against an explicit expansion -------------------------------------

@@ -119,7 +119,8 @@ def test_trtllm_bench_engine_by_hand():
 
 
 def test_pipeline_and_attention_dp_keep_the_work(tmp_path):
-    """The same requests under PP2 × TP2 or with data-parallel attention do the same matrix work."""
+    """The same requests under PP2 × TP2 or with data-parallel attention do the same model work (the
+    matrix engine's padding differs with the rows per GEMM)."""
     m = get_model("mixtral-8x7b")
     runs = {}
     for name, mp in {"tp4": Mapping(tp=4, ep=4), "pp2": Mapping(tp=2, pp=2, ep=2),
@@ -128,8 +129,9 @@ def test_pipeline_and_attention_dp_keep_the_work(tmp_path):
                                   isl=64, osl=4, num_requests=8, chunked_prefill=False, out_dir=tmp_path / name).ground_truth
     for g in runs.values():
         assert g["requests_completed"] == 8 and g["output_tokens"] == 32
-    assert runs["pp2"]["flops"] == pytest.approx(runs["tp4"]["flops"], rel=0.01)
-    assert runs["adp"]["flops"] == pytest.approx(runs["tp4"]["flops"], rel=0.01)
+    assert runs["pp2"]["model_flops"] == pytest.approx(runs["tp4"]["model_flops"], rel=1e-9)
+    assert runs["adp"]["model_flops"] == pytest.approx(runs["tp4"]["model_flops"], rel=1e-9)
+    assert all(g["flops"] >= g["model_flops"] for g in runs.values())
     assert runs["pp2"]["c2c_bytes_by_collective"]["send_recv"] > 0
     assert runs["adp"]["c2c_bytes_by_collective"]["all_to_all"] > 0 and runs["adp"]["c2c_bytes_by_collective"]["allreduce"] == 0
     assert runs["tp4"]["c2c_bytes_by_collective"]["all_to_all"] == 0 and runs["tp4"]["c2c_bytes_by_collective"]["allreduce"] > 0

@@ -56,7 +56,8 @@ def test_default_run_json(capsys, tmp_path):
     assert m["hbm.read_bandwidth"]["value"] * 1e9 == pytest.approx(truth["hbm_read_bytes"] / truth["duration_s"], rel=5e-3)
     assert m["energy_per_token"]["value"] == pytest.approx(truth["energy_j"] / truth["tokens"], rel=5e-3)
     # rates are server totals: one chip's value times 8 for this symmetric TP job
-    assert m["mxu.achieved_flops"]["value"] == pytest.approx(8 * doc["per_chip"][0]["metrics"]["mxu.achieved_flops"], rel=1e-9)
+    # (each chip measures its windows on its own clock, so chips differ by their drift, ~1e-4)
+    assert m["mxu.achieved_flops"]["value"] == pytest.approx(sum(pc["metrics"]["mxu.achieved_flops"] for pc in doc["per_chip"]), rel=1e-9)
     # the window table is written with one row per window and chip
     t = pq.read_table(doc["outputs"]["metrics"])
     assert t.num_rows == 1000 * 8 and "mfu" in t.column_names

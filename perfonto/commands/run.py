@@ -1,7 +1,9 @@
 """``perfonto run``: the main job (see ``perfonto.job``)."""
 from __future__ import annotations
 
+import argparse
 import json
+import math
 
 from .common import CommandError, duration, non_negative_int, positive_int, stderr, stdout
 
@@ -13,18 +15,87 @@ def register(sub) -> None:
 
     r = sub.add_parser("run", help="compile the catalog, emulate a workload, evaluate every metric and report the bottleneck")
     r.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
-    r.add_argument("--chips", type=positive_int, default=8, help="chips in the tensor-parallel group (default: 8)")
+    r.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group, 1 … 1024 (default: 8)")
     r.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 500ms (default: 1s)")
-    r.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
+    r.add_argument("--sample-period", type=duration, default=1e-3,
+                   help="counter sampling period, from 1us to the duration (default: 1ms)")
     r.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
     r.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
     r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     r.add_argument("--warmup-steps", type=non_negative_int, default=400,
                    help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
     r.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
+    r.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR",
+                   help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)")
+    r.add_argument("--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR",
+                   help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
+    r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
+                   help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     r.set_defaults(func=cmd_run)
+
+
+def _chips(text: str) -> int:
+    from emulator.run import MAX_CHIPS
+
+    v = positive_int(text)
+    if v > MAX_CHIPS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_CHIPS} chips: {text!r}")
+    return v
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number ≥ 0: {text!r}")
+    return v
+
+
+def _parts(text: str, n: int, what: str) -> list[str]:
+    parts = text.split(":")
+    if len(parts) != n:
+        raise argparse.ArgumentTypeError(f"write {what}, got {text!r}")
+    return parts
+
+
+def _factor(text: str) -> float:
+    v = _non_negative_float(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"a slowdown factor is ≥ 1 (1.2 = 20 % slower): {text!r}")
+    return v
+
+
+def _slow_chip(text: str) -> tuple[int, float]:
+    c, f = _parts(text, 2, "CHIP:FACTOR, e.g. 3:1.2")
+    return non_negative_int(c), _factor(f)
+
+
+def _throttled_link(text: str) -> tuple[int, int, float]:
+    c, link, f = _parts(text, 3, "CHIP:LINK:FACTOR, e.g. 2:5:4")
+    return non_negative_int(c), non_negative_int(link), _factor(f)
+
+
+class _Progress:
+    """``emulator.run``'s ``progress(phase, done, total)`` on ``EmuProgress`` (a terminal only)."""
+
+    LABELS = {"schedule": "emulating: scheduling steps", "counters": "emulating: writing counters"}
+
+    def __init__(self, enabled: bool):
+        from .project import EmuProgress
+
+        self.bar = EmuProgress("emulating", enabled=enabled)
+
+    def __call__(self, phase: str, done: float, total: float) -> None:
+        self.bar(done, total)
+        if self.bar.bar is not None:
+            self.bar.bar.update(self.bar.task, description=self.LABELS.get(phase, phase))
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def cmd_run(args) -> int:
@@ -34,16 +105,25 @@ def cmd_run(args) -> int:
     from ..report import render
 
     err = stderr()
+    if args.sample_period < 1e-6:
+        raise CommandError(f"--sample-period must be at least 1us (got {args.sample_period:g} s)", 2)
+    if args.sample_period > args.duration:
+        raise CommandError(f"--sample-period ({args.sample_period:g} s) is longer than --duration ({args.duration:g} s): "
+                           f"no window would fit", 2)
+    bar = _Progress(enabled=not args.json)
     try:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
-                         generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False))
+                         generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False), progress=bar,
+                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
     except CatalogError as exc:
         usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
         raise CommandError("the catalog does not compile; run `perfonto check` for the full list"
                            if not usage else f"no generation named `{args.generation}`", 2 if usage else 1, exc.diagnostics) from None
     except (ValueError, OSError) as exc:
         raise CommandError(str(exc), 1) from None
+    finally:
+        bar.close()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -1,0 +1,166 @@
+"""Request records (``requests.parquet``): one row per request that arrived in the run, with the time
+of every output token, and the serving latencies they give (ground truth).
+
+Times are seconds since the start of the run on the host clock (``emulator.clocks``). A request is
+*admitted* at the start of the step whose scheduler first gives it prompt tokens; a token is
+*emitted* at the end of the step that samples it (the end of that step's host transfer), ``pp − 1``
+steps later with pipeline stages. Every step samples one token per decoding request (no
+speculative or multi-token decoding is modelled, so ``token_times`` are one step apart).
+
+Which requests: offline, every request is queued at t = 0 (arrival 0); those the warm-up admitted
+(before t = 0) belong to the warm-up and are left out; an unbounded queue lists the requests
+admitted in the run, a bounded one also those still queued at the end (admission null). Online,
+every request whose arrival is within the run. Fields not reached by the end of the run are null
+(``completion_time`` of a request still decoding); ``output_tokens`` counts the tokens emitted so far.
+Scheduler ranks are identical copies (``serving``), so each request row appears once per rank
+(column ``rank``), as the server's token counters count every rank.
+
+Latency ground truth (``latency_truth``), definitions of ``metrics/library/latency.metrics``:
+TTFT = first token − arrival over requests with a first token; TPOT = (completion − first token) ÷
+(output tokens − 1) over completed requests with ≥ 2 output tokens; ITL = every gap between
+consecutive tokens of a request (never the TTFT); percentiles linear-interpolated (numpy's default).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([
+    pa.field("request_id", pa.int64()), pa.field("rank", pa.int32()),
+    pa.field("arrival_time", pa.float64()), pa.field("admission_time", pa.float64()),
+    pa.field("first_token_time", pa.float64()), pa.field("completion_time", pa.float64()),
+    pa.field("input_tokens", pa.int64()), pa.field("output_tokens", pa.int64()),
+    pa.field("token_times", pa.list_(pa.float64())),
+])
+
+
+def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl: int, osl: int, ranks: int,
+                    duration_s: float) -> pa.Table:
+    """The request records of a served schedule (``serving.Served``) whose global steps start and end
+    at ``step_start_s`` / ``step_end_s`` (host s; only the timed steps). See the module docstring."""
+    pp = len(sv.batchers)
+    n = len(step_end_s)
+    eps = 1e-12
+    cols: dict[str, list] = {k: [] for k in ("arrival", "admission", "first", "completion", "out", "times")}
+    for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
+        log = bt.request_log()
+
+        def glob(local):
+            j = np.asarray(local, np.int64) - w
+            ok = (j >= 0) & (j < len(idx))
+            return np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1)
+
+        def emitted(local):
+            g = glob(local)
+            g = np.where(g >= 0, g + pp - 1, -1)
+            ok = (g >= 0) & (g < n)
+            t = np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+            return np.where(t <= duration_s + eps, t, np.nan)
+
+        ga = glob(log["admit_step"])
+        ok_a = (ga >= 0) & (ga < n) & (log["admit_step"] >= w)
+        adm = np.where(ok_a, step_start_s[np.clip(ga, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+        adm = np.where(adm <= duration_s + eps, adm, np.nan)
+        before_run = (log["admit_step"] >= 0) & (log["admit_step"] < w)
+        arrival = np.asarray(log["arrival_s"], np.float64)
+        if bt.arrivals is None:
+            keep = ~before_run & (np.isfinite(adm) | (bt.total is not None))
+        else:
+            keep = ~before_run & (arrival <= duration_s + eps)
+        first, last = log["first_step"], log["last_step"]
+        # tokens at local steps first … first + k − 1 (k = osl when finished, else the steps scheduled since)
+        k = np.where(first < 0, 0, np.where(last >= 0, last - first + 1, bt.steps - first))
+        k = np.where(keep, k, 0)
+        loc = np.repeat(first, k) + (np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k))
+        t = emitted(loc)
+        owner = np.repeat(np.arange(len(k)), k)
+        good = np.isfinite(t)
+        t, owner = t[good], owner[good]
+        cnt = np.bincount(owner, minlength=len(k))
+        splits = np.split(t, np.cumsum(cnt)[:-1]) if len(k) else []
+        first_t = np.array([s[0] if len(s) else np.nan for s in splits])
+        done = (last >= 0) & (cnt == np.where(last >= 0, last - first + 1, -1))
+        comp = np.where(done & (cnt > 0), np.array([s[-1] if len(s) else np.nan for s in splits]), np.nan)
+        sel = np.flatnonzero(keep)
+        cols["arrival"].append(arrival[sel])
+        cols["admission"].append(adm[sel])
+        cols["first"].append(first_t[sel] if len(sel) else np.zeros(0))
+        cols["completion"].append(comp[sel] if len(sel) else np.zeros(0))
+        cols["out"].append(cnt[sel])
+        cols["times"].extend(splits[i] for i in sel)
+        # requests never admitted (queued at the end of a bounded offline run, or arrived online)
+        total = bt.total if bt.arrivals is None else int(np.searchsorted(bt.arrivals, duration_s + eps, side="right"))
+        if total is not None and total > bt.admitted:
+            m = total - bt.admitted
+            arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted:total], np.float64)
+            cols["arrival"].append(arr)
+            for key in ("admission", "first", "completion"):
+                cols[key].append(np.full(m, np.nan))
+            cols["out"].append(np.zeros(m, np.int64))
+            cols["times"].extend(np.zeros(0) for _ in range(m))
+    cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items() if k != "times"}
+    rows = len(cat["arrival"])
+    times = cols["times"]
+
+    def nullable(x):
+        x = np.tile(x, ranks)
+        return pa.array(x, pa.float64(), mask=~np.isfinite(x))
+
+    flat = np.concatenate(times) if times else np.zeros(0)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in times])]).astype(np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float64()))
+    return pa.table({
+        "request_id": pa.array(np.arange(rows * ranks, dtype=np.int64)),
+        "rank": pa.array(np.repeat(np.arange(ranks, dtype=np.int32), rows)),
+        "arrival_time": nullable(cat["arrival"]), "admission_time": nullable(cat["admission"]),
+        "first_token_time": nullable(cat["first"]), "completion_time": nullable(cat["completion"]),
+        "input_tokens": pa.array(np.full(rows * ranks, int(isl), np.int64)),
+        "output_tokens": pa.array(np.tile(cat["out"].astype(np.int64), ranks)),
+        "token_times": pa.concat_arrays([lists] * ranks) if ranks > 1 and rows else lists,
+    }, schema=SCHEMA)
+
+
+def write_records(path: Path, table: pa.Table) -> None:
+    pq.write_table(table, str(path))
+
+
+def _pct(x: np.ndarray) -> tuple[float | None, float | None]:
+    if len(x) == 0:
+        return None, None
+    return float(np.percentile(x, 50)), float(np.percentile(x, 99))
+
+
+def latency_truth(table: pa.Table) -> dict:
+    """``ttft_p50_s`` … ``itl_p99_s`` (s; None over an empty population) and the population sizes
+    (``latency_requests``, ``latency_tpot_requests``, ``latency_itl_gaps``) of the records."""
+    def col(name):
+        return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+
+    arrival, first, comp = col("arrival_time"), col("first_token_time"), col("completion_time")
+    out = table.column("output_tokens").to_numpy()
+    ttft = (first - arrival)[np.isfinite(first) & np.isfinite(arrival)]
+    ok = np.isfinite(comp) & np.isfinite(first) & (out >= 2)
+    tpot = ((comp - first) / np.maximum(out - 1, 1))[ok]
+    lists = table.column("token_times").combine_chunks() if table.num_rows else None
+    if lists is not None and len(lists):
+        offs = lists.offsets.to_numpy()
+        offs = offs - offs[0]
+        vals = lists.flatten().to_numpy(zero_copy_only=False)
+        d = np.diff(vals)
+        inner = np.ones(len(d), bool)
+        inner[offs[1:-1][(offs[1:-1] > 0) & (offs[1:-1] < len(vals))] - 1] = False  # gaps across two requests
+        itl = d[inner] if len(vals) else np.zeros(0)
+    else:
+        itl = np.zeros(0)
+    res = {}
+    for name, x in (("ttft", ttft), ("tpot", tpot), ("itl", itl)):
+        p50, p99 = _pct(x)
+        res[f"{name}_p50_s"], res[f"{name}_p99_s"] = p50, p99
+    res.update(latency_requests=int(len(ttft)), latency_tpot_requests=int(len(tpot)), latency_itl_gaps=int(len(itl)))
+    return res
+
+
+__all__ = ["SCHEMA", "latency_truth", "request_records", "write_records"]

@@ -1,0 +1,83 @@
+"""``perfonto align RUN``: fit each chip's clock from the sync reads, map every counter sample and
+trace event to the host timeline, report the error against the ground truth, and the cross-chip
+analysis on that timeline (straggler, collective waits, skew, imbalance, saturation; see
+``perfonto.crosschip``).
+
+Writes ``RUN/alignment.json`` (the fits, the errors and the analysis), ``RUN/aligned_counters.parquet``
+(``chip``, ``timestamp_ns``, ``host_ns``) and ``RUN/aligned_trace.parquet`` (the trace with
+``host_start_ns`` and ``host_end_ns``). Exit 0 when it produced them, 1 when the run folder lacks
+what it needs."""
+from __future__ import annotations
+
+import json
+
+from .common import stderr, stdout
+
+
+def register(sub) -> None:
+    p = sub.add_parser("align", help="align the chips' clocks of a run to the host timeline and analyse it across chips")
+    p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
+    p.add_argument("--saturation", type=float, default=0.9,
+                   help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    p.set_defaults(func=cmd_align)
+
+
+def cmd_align(args) -> int:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
+    from ..report import render_multichip
+
+    err = stderr()
+    if not 0 < args.saturation <= 1:
+        err.print(f"error: --saturation must be in (0, 1] (got {args.saturation})", markup=False)
+        return 2
+    try:
+        run = Run.open(args.run)
+        fits = fit_clocks(run)
+        doc = analyse(run.path, threshold=args.saturation, with_alignment=False)
+        doc["alignment"] = alignment_errors(run, fits)
+        t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
+        chip, ts = t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
+        pq.write_table(t.append_column("host_ns", pa.array(to_host(fits, chip, ts))), str(run.file("aligned_counters.parquet")))
+        outputs = {"alignment": str(run.file("alignment.json")), "aligned_counters": str(run.file("aligned_counters.parquet"))}
+        if run.file("trace.parquet").exists():
+            pq.write_table(aligned_trace(run, fits), str(run.file("aligned_trace.parquet")))
+            outputs["aligned_trace"] = str(run.file("aligned_trace.parquet"))
+        doc["outputs"] = outputs
+        run.file("alignment.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    except (RunError, ValueError, OSError) as exc:
+        err.print(f"error: {exc}", markup=False)
+        return 1
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    out = stdout()
+    _render_alignment(doc["alignment"], out)
+    render_multichip(doc, out)
+    out.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in doc["outputs"].items()) + "[/dim]")
+    return 0
+
+
+def _render_alignment(al: dict, out) -> None:
+    from rich.table import Table
+
+    t = Table(title="Clock alignment (device = offset + (1 + drift) × host)", title_justify="left")
+    for col in ("chip", "offset ns", "true offset ns", "drift ppm", "true drift ppm", "reads kept", "median err ns",
+                "p99 err ns"):
+        t.add_column(col, justify="right")
+    for r in al["chips"]:
+        e = r.get("error_ns", {})
+        t.add_row(str(r["chip"]), f"{r['offset_ns']:,.1f}", f"{r['true_offset_ns']:,.0f}" if "true_offset_ns" in r else "—",
+                  f"{r['drift_ppm']:.4f}", f"{r['true_drift_ppm']:.4f}" if "true_drift_ppm" in r else "—",
+                  f"{r['reads_kept']}/{r['reads']}", f"{e['median']:.1f}" if e else "—", f"{e['p99']:.1f}" if e else "—")
+    out.print(t)
+    if "error_ns" in al:
+        e = al["error_ns"]
+        out.print(f"alignment error over {al['samples']:,} counter samples and device events: median {e['median']:.1f} ns, "
+                  f"p99 {e['p99']:.1f} ns, max {e['max']:.1f} ns")
+    else:
+        out.print("no ground truth with clocks in the run folder: the error against the truth is not reported")

@@ -1,0 +1,44 @@
+"""``perfonto timeline RUN --out FILE [--format json|proto] [--metrics a,b]``: a correlated timeline
+of a run for Perfetto's UI (see ``perfonto.timeline``): one process per chip with a thread per
+execution unit, counter tracks for selected metrics, and flows from each step's launch call to its
+submission, PCIe transfer and forward pass on every chip. Exit 0 when the file was written, 1 when
+the run folder lacks what it needs."""
+from __future__ import annotations
+
+import json
+
+from .common import stderr
+
+
+def register(sub) -> None:
+    p = sub.add_parser("timeline", help="write a run's correlated timeline (Chrome/Perfetto trace-event JSON or Perfetto protobuf)")
+    p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
+    p.add_argument("--out", required=True, help="output file (open it in https://ui.perfetto.dev)")
+    p.add_argument("--format", default="json", choices=["json", "proto"],
+                   help="json: Chrome trace-event JSON; proto: Perfetto's protobuf format, for long runs (default: json)")
+    p.add_argument("--metrics", default=None,
+                   help="comma-separated metrics of RUN/metrics.parquet for counter tracks "
+                        "(default: mxu.utilization, hbm.bandwidth_utilization, c2c.bandwidth_utilization, power.average)")
+    p.add_argument("--json", action="store_true", help="print a summary as one JSON object on stdout")
+    p.set_defaults(func=cmd_timeline)
+
+
+def cmd_timeline(args) -> int:
+    from ..crosschip import RunError
+    from ..timeline import TimelineError, write
+
+    err = stderr()
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
+    try:
+        info = write(args.run, args.out, args.format, metrics)
+    except (RunError, TimelineError, ValueError, OSError) as exc:
+        err.print(f"error: {exc}", markup=False)
+        return 1
+    info = {"out": args.out, "format": args.format, **info}
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        err.print(f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
+                  f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
+                  f"open it in https://ui.perfetto.dev", markup=False)
+    return 0

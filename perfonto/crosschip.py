@@ -1,0 +1,385 @@
+"""Cross-chip analysis of a run on the host timeline: clock alignment, collective waits and the
+straggler, per-step skew, load imbalance, and PCIe / link saturation.
+
+A run folder (``RUN``, written by ``emulator.run`` or ``perfonto run``) holds ``sync.parquet`` (the
+driver's host/device/host clock reads), ``trace.parquet`` (host events on the host clock, device
+events on each chip's clock) and ``counters.parquet`` (samples stamped by each chip's clock).
+
+- Alignment (``fit_clocks``): one ``perfonto.align.fit_clock`` per chip; a device timestamp maps to
+  host time as ``(device − offset) / (1 + drift)``. With the emulator's ground truth, the error of
+  every mapped counter sample and device event is reported (``alignment_errors``).
+- Collective wait (op-detail traces): a chip's wait in one collective call is the time from its
+  arrival (the start of its collective span, on the host timeline) to the last chip's arrival, as
+  NCCL's profiler and Nsight Systems define it; it is blamed on the last-arriving chip. Waits are
+  counted within host time [0, duration]. The *straggler* is the chip blamed for most of the wait,
+  named when the total wait is at least ``STRAGGLER_MIN_WAIT`` of the chips' time and that chip
+  carries more than half of it. Step-detail traces carry each chip's own count of cycles waited
+  per step instead; the chip that waited least in a step is blamed for the others' wait.
+- Per-step skew: the largest spread of the chips' arrival times over the step's collectives, and the
+  spread of the chips' forward-pass start times.
+- Load imbalance, 1 − mean/max (Nsight Compute's workload-distribution view): across chips of each
+  block's busy time or bytes over the run, and across the instances of a block within each chip.
+- Saturation: windows where a chip's PCIe traffic (the busier direction) or a link's busy time
+  reaches ``threshold`` of the window (merged into intervals of consecutive windows, host time);
+  a *slow link* is a link whose payload rate while busy is under ``SLOW_LINK_RATIO`` of the median
+  over the links that carried traffic (a throttled or degraded link: it is busy longest for the
+  same bytes).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from .align import ClockFit, fit_clock
+
+STRAGGLER_MIN_WAIT = 0.005
+SLOW_LINK_RATIO = 0.67
+#: block → (signals summed for its load, whether it is a cycle count)
+LOAD = {"mxu": (("mxu.busy_cycles",), True), "vpu": (("vpu.busy_cycles",), True),
+        "hbm": (("hbm.read_bytes", "hbm.write_bytes"), False), "sram": (("sram.read_bytes", "sram.write_bytes"), False),
+        "dma": (("dma.bytes",), False), "c2c": (("c2c.busy_cycles",), True)}
+
+
+class RunError(ValueError):
+    """A run folder without the files the analysis needs."""
+
+
+@dataclass
+class Run:
+    """The files of a run folder."""
+
+    path: Path
+    meta: dict
+    ground_truth: dict | None
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Run":
+        """Raises ``RunError`` when ``sync.parquet`` or ``counters.parquet`` is missing."""
+        p = Path(path)
+        for name in ("sync.parquet", "counters.parquet"):
+            if not (p / name).exists():
+                raise RunError(f"{p}: no {name}; is this the output folder of `perfonto run` or emulator.run?")
+        schema = pq.read_schema(str(p / "counters.parquet"))
+        meta = json.loads(schema.metadata[b"perfonto"]) if schema.metadata and b"perfonto" in schema.metadata else {}
+        gt_path = p / "ground_truth.json"
+        gt = json.loads(gt_path.read_text()) if gt_path.exists() else None
+        return cls(p, meta, gt)
+
+    @property
+    def duration_ns(self) -> float:
+        if "duration_ns" in self.meta:
+            return float(self.meta["duration_ns"])
+        if self.ground_truth:
+            return float(self.ground_truth["duration_s"]) * 1e9
+        raise RunError(f"{self.path}: the counters' metadata gives no duration_ns")
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+
+def fit_clocks(run: Run) -> dict[int, ClockFit]:
+    """Offset and drift of every chip from its sync reads."""
+    t = pq.read_table(str(run.file("sync.parquet")))
+    chip = t.column("chip").to_numpy()
+    h0, d, h1 = (t.column(k).to_numpy() for k in ("host_before_ns", "device_ns", "host_after_ns"))
+    return {int(c): fit_clock(h0[chip == c], d[chip == c], h1[chip == c]) for c in np.unique(chip)}
+
+
+def to_host(fits: dict[int, ClockFit], chip: np.ndarray, device_ns: np.ndarray) -> np.ndarray:
+    """Host time (ns, float64) of device timestamps of the given chips."""
+    out = np.full(len(device_ns), np.nan)
+    for c, f in fits.items():
+        sel = chip == c
+        out[sel] = f.to_host(device_ns[sel])
+    return out
+
+
+def _true_host(gt: dict, chip: np.ndarray, device_ns: np.ndarray) -> np.ndarray:
+    off = np.array(gt["clock_offsets_ns"], np.float64)
+    drift = np.array(gt["clock_drifts_ppm"], np.float64) * 1e-6
+    return (device_ns.astype(np.float64) - off[chip]) / (1.0 + drift[chip])
+
+
+def text(table, name: str) -> np.ndarray:
+    """A string (or dictionary-encoded string) column as a numpy array of str."""
+    import pyarrow as pa
+
+    return table.column(name).cast(pa.string()).to_numpy(zero_copy_only=False).astype(str)
+
+
+def _device_events(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    if not run.file("trace.parquet").exists():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    t = pq.read_table(str(run.file("trace.parquet")), columns=["clock", "chip", "start_ns", "end_ns"])
+    dev = text(t, "clock") == "device"
+    chip = t.column("chip").to_numpy()[dev]
+    return np.concatenate([chip, chip]), np.concatenate([t.column("start_ns").to_numpy()[dev], t.column("end_ns").to_numpy()[dev]])
+
+
+def alignment_errors(run: Run, fits: dict[int, ClockFit]) -> dict:
+    """Per chip, the fitted and true offset and drift, and the error (ns) of the mapped counter
+    timestamps and device-event timestamps against the ground truth: median, p99, max, overall and
+    per chip. Empty without a ground truth holding the clocks."""
+    out = {"chips": [{"chip": c, "offset_ns": f.offset_ns, "drift_ppm": f.drift_ppm, "reads_kept": f.kept,
+                      "reads": f.total, "residual_ns": f.residual_ns} for c, f in sorted(fits.items())]}
+    gt = run.ground_truth
+    if not gt or "clock_offsets_ns" not in gt:
+        return out
+    t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
+    chip = t.column("chip").to_numpy().astype(np.int64)
+    ts = t.column("timestamp_ns").to_numpy()
+    ec, et = _device_events(run)
+    chip = np.concatenate([chip, ec.astype(np.int64)])
+    ts = np.concatenate([ts, et])
+    err = np.abs(to_host(fits, chip, ts) - _true_host(gt, chip, ts))
+    out["samples"] = int(len(err))
+    out["error_ns"] = {"median": float(np.median(err)), "p99": float(np.quantile(err, 0.99)), "max": float(err.max())}
+    for row in out["chips"]:
+        c = row["chip"]
+        e = err[chip == c]
+        row["true_offset_ns"] = float(gt["clock_offsets_ns"][c])
+        row["true_drift_ppm"] = float(gt["clock_drifts_ppm"][c])
+        row["error_ns"] = {"median": float(np.median(e)), "p99": float(np.quantile(e, 0.99)), "max": float(e.max())}
+    return out
+
+
+def aligned_trace(run: Run, fits: dict[int, ClockFit]):
+    """``trace.parquet`` with ``host_start_ns`` and ``host_end_ns`` (float64): device events mapped
+    through their chip's clock fit, host events as they are."""
+    import pyarrow as pa
+
+    t = pq.read_table(str(run.file("trace.parquet")))
+    dev = text(t, "clock") == "device"
+    chip = t.column("chip").to_numpy()
+    hs = t.column("start_ns").to_numpy().astype(np.float64)
+    he = t.column("end_ns").to_numpy().astype(np.float64)
+    hs[dev] = to_host(fits, chip[dev], t.column("start_ns").to_numpy()[dev])
+    he[dev] = to_host(fits, chip[dev], t.column("end_ns").to_numpy()[dev])
+    return t.append_column("host_start_ns", pa.array(hs)).append_column("host_end_ns", pa.array(he))
+
+
+# ---- collective waits, straggler, skew -------------------------------------------------------------
+
+def instance_waits(instance: np.ndarray, chip: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective span (same order as the inputs): the time (ns) from its chip's arrival to the
+    last arrival of the same collective call (``instance``), and the chip that arrived last."""
+    order = np.argsort(instance, kind="stable")
+    inst, a, c = instance[order], arrival[order], chip[order]
+    if len(inst) == 0:
+        return np.zeros(0), np.zeros(0, np.int64)
+    start = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
+    g = np.repeat(np.arange(len(start)), np.diff(np.r_[start, len(inst)]))
+    last = np.maximum.reduceat(a, start)
+    who = np.full(len(start), -1, np.int64)
+    is_last = a == last[g]
+    who[g[is_last]] = c[is_last]
+    wait, last_chip = np.empty(len(a)), np.empty(len(a), np.int64)
+    wait[order] = last[g] - a
+    last_chip[order] = who[g]
+    return wait, last_chip
+
+
+def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
+    """Waits, blame, straggler and per-step skew from an aligned trace (see the module docstring)."""
+    kind = text(trace, "kind")
+    chip = trace.column("chip").to_numpy()
+    step = trace.column("step").to_numpy()
+    hs = trace.column("host_start_ns").to_numpy()
+    coll = kind == "collective"
+    wait = np.zeros(chips)
+    blame = np.zeros(chips)
+    waits_for = np.zeros((chips, chips))
+    skew_steps: dict[int, float] = {}
+    detail = "op" if coll.any() else "step"
+    if coll.any():
+        inst = trace.column("instance").to_numpy()[coll]
+        c, a, st = chip[coll], hs[coll], step[coll]
+        order = np.lexsort((c, inst))
+        inst, c, a, st = inst[order], c[order], a[order], st[order]
+        start = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
+        last = np.maximum.reduceat(a, start)
+        first = np.minimum.reduceat(a, start)
+        size = np.diff(np.r_[start, len(inst)])
+        g = np.repeat(np.arange(len(start)), size)
+        clip = lambda x: np.clip(x, 0.0, duration_ns)  # noqa: E731
+        w = clip(last[g]) - clip(a)
+        is_last = a == last[g]
+        n_last = np.bincount(g, weights=is_last.astype(float))
+        total_i = np.bincount(g, weights=w)
+        np.add.at(wait, c, w)
+        np.add.at(blame, c[is_last], (total_i[g] / n_last[g])[is_last])
+        # whom chip i waited for: the last chip to arrive at each call (one of them when several tie)
+        owner = np.full(len(start), -1)
+        owner[g[is_last]] = c[is_last]                  # one last chip per instance (ties: any of them)
+        np.add.at(waits_for, (c, owner[g]), w)
+        np.fill_diagonal(waits_for, 0.0)
+        spread = last - first
+        st_first = st[start]
+        in_run = (first >= 0) & (first <= duration_ns)
+        steps_u, inv = np.unique(st_first[in_run], return_inverse=True)
+        mx = np.full(len(steps_u), -np.inf)
+        np.maximum.at(mx, inv, spread[in_run])
+        skew_steps = {int(k): float(v) for k, v in zip(steps_u, mx)}
+    else:
+        ex = (kind == "exec") & (trace.column("wait_ns").to_numpy() >= 0)
+        if ex.any():
+            wn = trace.column("wait_ns").to_numpy()[ex].astype(np.float64)
+            c, st, a = chip[ex], step[ex], hs[ex]
+            ok = a <= duration_ns
+            np.add.at(wait, c[ok], wn[ok])
+            for s_ in np.unique(st[ok]):
+                sel = ok & (st == s_)
+                least = c[sel][np.argmin(wn[sel])]
+                blame[least] += wn[sel].sum()
+                np.add.at(waits_for, (c[sel], np.full(sel.sum(), least)), wn[sel])
+                skew_steps[int(s_)] = float(wn[sel].max() - wn[sel].min())
+            np.fill_diagonal(waits_for, 0.0)
+    total = float(wait.sum())
+    straggler = None
+    if chips > 1 and total >= STRAGGLER_MIN_WAIT * chips * duration_ns and blame.sum() > 0:
+        j = int(np.argmax(blame))
+        share = float(blame[j] / blame.sum())
+        if share > 0.5:
+            straggler = {"chip": j, "blamed_wait_s": float(blame[j] * 1e-9), "share": share}
+    exec_skew = _exec_skew(kind, chip, step, hs, duration_ns)
+    sk = np.array(list(skew_steps.values())) if skew_steps else np.zeros(0)
+    return {
+        "detail": detail,
+        "wait_s": [float(x * 1e-9) for x in wait],
+        "waits_for": {str(i): {str(j): float(waits_for[i, j] * 1e-9) for j in np.flatnonzero(waits_for[i] > 0)}
+                      for i in range(chips)},
+        "total_wait_s": total * 1e-9,
+        "wait_share_of_time": total / (chips * duration_ns) if duration_ns > 0 else 0.0,
+        "blame_s": [float(x * 1e-9) for x in blame],
+        "straggler": straggler,
+        "skew": {"steps": int(len(sk)),
+                 "arrival_p50_s": float(np.percentile(sk, 50) * 1e-9) if len(sk) else 0.0,
+                 "arrival_max_s": float(sk.max() * 1e-9) if len(sk) else 0.0,
+                 "exec_start_max_s": exec_skew,
+                 "per_step_s": {str(k): v * 1e-9 for k, v in sorted(skew_steps.items())[:64]}},
+    }
+
+
+def _exec_skew(kind, chip, step, hs, duration_ns) -> float:
+    ex = (kind == "exec") & (hs <= duration_ns)
+    if not ex.any():
+        return 0.0
+    st, a = step[ex], hs[ex]
+    order = np.argsort(st, kind="stable")
+    st, a = st[order], a[order]
+    start = np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
+    spread = np.maximum.reduceat(a, start) - np.minimum.reduceat(a, start)
+    return float(spread.max() * 1e-9)
+
+
+# ---- counters: imbalance and saturation -------------------------------------------------------------
+
+def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9) -> dict:
+    """Load imbalance and saturation windows from the counters (see the module docstring)."""
+    from emulator.hardware import hardware_from_generation
+    from metrics.windows import prepare, read_counters
+
+    if gen is None:
+        from emulator.presets import generation
+
+        gen = generation(run.meta.get("generation", "sohu"))
+    dump = read_counters(run.file("counters.parquet"), gen)
+    w = prepare(dump, gen)
+    hw = hardware_from_generation(gen)
+    chips = dump.chips.astype(np.int64)
+    C = len(chips)
+    interval = w.interval                                                   # (W, C) s, device clock
+    imbalance = {"across_chips": {}, "within_chip": {}}
+    for block, (names, _) in LOAD.items():
+        names = [n for n in names if n in w.values]
+        if not names:
+            continue
+        per_inst = sum(np.nansum(w.values[n], axis=0) for n in names)      # (C, instances...)
+        per_inst = per_inst.reshape(C, -1)
+        per_chip = per_inst.sum(axis=1)
+        if per_chip.max() > 0:
+            imbalance["across_chips"][block] = float(1 - per_chip.mean() / per_chip.max())
+        if per_inst.shape[1] > 1:
+            used = per_inst[:, per_inst.max(axis=0) > 0] if block == "c2c" else per_inst
+            if used.shape[1] > 1:
+                v = np.where(used.max(axis=1) > 0, 1 - used.mean(axis=1) / np.where(used.max(axis=1) > 0, used.max(axis=1), 1), 0.0)
+                j = int(np.argmax(v))
+                imbalance["within_chip"][block] = {"value": float(v[j]), "chip": int(chips[j]),
+                                                   "per_chip": [float(x) for x in v]}
+    # window bounds on the host timeline
+    stamps = dump.timestamps_ns
+    h0 = np.stack([fits[int(c)].to_host(stamps[:-1, i]) for i, c in enumerate(chips)], axis=1)
+    h1 = np.stack([fits[int(c)].to_host(stamps[1:, i]) for i, c in enumerate(chips)], axis=1)
+    saturated = []
+    util_pcie = None
+    if "pcie.rx_bytes" in w.values and "pcie.tx_bytes" in w.values:
+        rx = w.values["pcie.rx_bytes"].reshape(len(interval), C)
+        tx = w.values["pcie.tx_bytes"].reshape(len(interval), C)
+        util_pcie = np.maximum(rx, tx) / (hw.pcie_bw * interval)
+        for i, c in enumerate(chips):
+            saturated += _runs(util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)})
+    slow = []
+    link_util_max = 0.0
+    if "c2c.busy_cycles" in w.values:
+        link_hz = hw.clock_hz.get("link", hw.core_hz)
+        busy = w.values["c2c.busy_cycles"]                                 # (W, C, L) link cycles
+        util = busy / (link_hz * interval[:, :, None])
+        link_util_max = float(np.nanmax(util)) if util.size else 0.0
+        for i, c in enumerate(chips):
+            for link in range(util.shape[2]):
+                saturated += _runs(util[:, i, link] >= threshold, h0[:, i], h1[:, i], util[:, i, link],
+                                   {"kind": "link", "chip": int(c), "link": int(link)})
+        if "c2c.tx_bytes" in w.values:
+            busy_s = np.nansum(busy, axis=0) / link_hz                      # (C, L)
+            bytes_ = np.nansum(w.values["c2c.tx_bytes"], axis=0)
+            ok = (busy_s > 0) & (bytes_ > 0)
+            if ok.sum() >= 2:
+                rate = np.where(ok, bytes_ / np.where(busy_s > 0, busy_s, 1), np.nan)
+                med = float(np.nanmedian(rate))
+                for i, link in zip(*np.nonzero(ok & (rate < SLOW_LINK_RATIO * med))):
+                    slow.append({"chip": int(chips[i]), "link": int(link), "rate_ratio": float(rate[i, link] / med),
+                                 "busy_s": float(busy_s[i, link]), "median_busy_s": float(np.median(busy_s[ok]))})
+    slow.sort(key=lambda d: d["rate_ratio"])
+    return {"imbalance": imbalance,
+            "saturation": {"threshold": threshold, "intervals": saturated[:200], "count": len(saturated),
+                           "pcie_util_max": float(np.nanmax(util_pcie)) if util_pcie is not None and util_pcie.size else 0.0,
+                           "link_util_max": link_util_max},
+            "slow_links": slow}
+
+
+def _runs(mask: np.ndarray, t0: np.ndarray, t1: np.ndarray, util: np.ndarray, label: dict) -> list[dict]:
+    """Consecutive True windows merged into host-time intervals."""
+    if not mask.any():
+        return []
+    m = np.r_[False, mask, False]
+    starts = np.flatnonzero(~m[:-1] & m[1:])
+    ends = np.flatnonzero(m[:-1] & ~m[1:])
+    return [{**label, "start_s": float(t0[a] * 1e-9), "end_s": float(t1[b - 1] * 1e-9), "windows": int(b - a),
+             "peak_util": float(np.nanmax(util[a:b]))} for a, b in zip(starts, ends)]
+
+
+def analyse(path: str | Path, gen=None, threshold: float = 0.9, with_alignment: bool = True) -> dict:
+    """Everything above for one run folder: ``{"alignment", "collective", "imbalance",
+    "saturation", "slow_links", "chips", "duration_s"}``.
+
+    Raises:
+        RunError: the folder lacks the sync reads or the counters.
+    """
+    run = Run.open(path)
+    fits = fit_clocks(run)
+    chips = len(fits)
+    out = {"chips": chips, "duration_s": run.duration_ns * 1e-9}
+    if with_alignment:
+        out["alignment"] = alignment_errors(run, fits)
+    if run.file("trace.parquet").exists():
+        out["collective"] = collective_analysis(aligned_trace(run, fits), chips, run.duration_ns)
+    out.update(counter_analysis(run, fits, gen, threshold))
+    return out
+
+
+__all__ = ["Run", "RunError", "aligned_trace", "alignment_errors", "analyse", "collective_analysis", "counter_analysis",
+           "fit_clocks", "to_host"]

@@ -1,0 +1,106 @@
+"""Issue 8 acceptance: cross-chip metrics on the aligned timeline. One chip slowed by 20 % is named
+the straggler and the others' collective wait matches the ground truth within 2 %; a throttled link
+is named; the main job's report and JSON carry the multi-chip section."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import emulator
+from perfonto.cli import main
+from perfonto.crosschip import analyse, instance_waits
+
+KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400)
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    out = tmp_path_factory.mktemp("slow")
+    return out, emulator.run("sohu", slow_chip=(6, 1.2), out_dir=out, **KW).ground_truth
+
+
+def test_instance_waits_by_hand():
+    # two collective calls over three chips; arrivals in ns
+    inst = np.array([7, 7, 7, 9, 9, 9])
+    chip = np.array([0, 1, 2, 0, 1, 2])
+    arr = np.array([100.0, 130.0, 160.0, 500.0, 450.0, 470.0])
+    w, last = instance_waits(inst, chip, arr)
+    assert w.tolist() == [60, 30, 0, 0, 50, 30] and last.tolist() == [2, 2, 2, 0, 0, 0]
+
+
+def test_slow_chip_is_the_straggler_and_waits_match_truth(slow):
+    out, gt = slow
+    a = analyse(out)
+    c = a["collective"]
+    assert c["detail"] == "op" and c["straggler"]["chip"] == 6 and c["straggler"]["share"] > 0.99
+    truth = np.array(gt["collective_wait_s"])
+    got = np.array(c["wait_s"])
+    others = np.arange(8) != 6
+    assert truth[others].min() > 0.04
+    assert got[others] == pytest.approx(truth[others], rel=0.02)
+    assert got[6] < 0.001 * truth[others].mean()
+    assert all(max(c["waits_for"][str(i)], key=c["waits_for"][str(i)].get) == "6" for i in range(8) if i != 6)
+    assert c["skew"]["arrival_max_s"] == pytest.approx(gt["step_skew_s"]["max"], rel=0.01)
+    assert a["imbalance"]["across_chips"]["mxu"] == pytest.approx(gt["load_imbalance"]["mxu_busy"], rel=0.01)
+    assert a["slow_links"] == []
+
+
+def test_step_detail_trace_still_names_the_straggler(tmp_path):
+    gt = emulator.run("sohu", slow_chip=(2, 1.2), trace_detail="step", out_dir=tmp_path, **KW).ground_truth
+    c = analyse(tmp_path)["collective"]
+    assert c["detail"] == "step" and c["straggler"]["chip"] == 2
+    others = np.arange(8) != 2
+    assert np.array(c["wait_s"])[others] == pytest.approx(np.array(gt["collective_wait_s"])[others], rel=0.02)
+
+
+def test_throttled_link_is_named(tmp_path):
+    emulator.run("sohu", throttled_link=(4, 7, 4.0), out_dir=tmp_path, **{**KW, "sample_period_s": 0.001})
+    a = analyse(tmp_path)
+    assert [(s["chip"], s["link"]) for s in a["slow_links"]] == [(4, 7)]
+    assert a["slow_links"][0]["rate_ratio"] == pytest.approx(1 / 4, rel=0.01)
+    assert a["imbalance"]["within_chip"]["c2c"]["chip"] == 4
+    assert a["collective"]["straggler"] is None            # a slow ring slows every chip alike
+    sat = a["saturation"]
+    assert sat["link_util_max"] > 0.9 and {(i["chip"], i["link"]) for i in sat["intervals"]} == {(4, 7)}
+
+
+def test_balanced_run_has_no_straggler(tmp_path):
+    emulator.run("sohu", out_dir=tmp_path, **KW)
+    a = analyse(tmp_path)
+    assert a["collective"]["straggler"] is None and a["slow_links"] == [] and a["saturation"]["count"] == 0
+    assert a["collective"]["wait_share_of_time"] < 1e-3          # alignment noise only
+    assert a["imbalance"]["across_chips"]["mxu"] < 1e-3
+
+
+def test_router_skew_names_the_hot_chip(tmp_path):
+    emulator.run("sohu", model="mixtral-8x7b", router_skew=1.0, duration_s=0.3, sample_period_s=0.002, warmup_steps=100,
+                 out_dir=tmp_path)
+    a = analyse(tmp_path)
+    assert a["collective"]["straggler"]["chip"] == 0 and a["imbalance"]["across_chips"]["mxu"] > 0.3
+
+
+def test_main_job_report_names_the_straggler(capsys, tmp_path):
+    rc = main(["run", "--json", "--out", str(tmp_path / "j"), "--duration", "300ms", "--slow-chip", "3:1.2"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    doc = json.loads(cap.out)
+    mc = doc["multichip"]
+    assert mc["straggler"]["chip"] == 3 and len(mc["collective_wait_s"]) == 8
+    assert {"skew", "imbalance", "saturation", "slow_links", "alignment", "waits_for"} <= set(mc)
+    assert mc["alignment"]["error_ns"]["p99"] < 5000
+    assert main(["run", "--out", str(tmp_path / "t"), "--duration", "300ms", "--throttled-link", "1:2:4"]) == 0
+    text = capsys.readouterr().out
+    assert "Multi-chip" in text and "Slow link: chip 1 link 2" in text and "saturated interval" in text
+    assert main(["run", "--out", str(tmp_path / "s"), "--duration", "300ms", "--slow-chip", "3:1.2"]) == 0
+    assert "Straggler: chip 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", [["--slow-chip", "3"], ["--slow-chip", "3:0.5"], ["--throttled-link", "1:2"],
+                                  ["--chips", "2048"], ["--sample-period", "500ns"], ["--sample-period", "2s"]])
+def test_run_rejects_bad_knobs(capsys, tmp_path, flag):
+    with pytest.raises(SystemExit) as e:
+        rc = main(["run", "--json", "--out", str(tmp_path), "--duration", "1s", *flag])
+        raise SystemExit(rc)
+    assert e.value.code == 2
