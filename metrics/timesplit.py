@@ -27,7 +27,7 @@ def union(intervals, lo: float, hi: float) -> np.ndarray:
     new[1:] = a[1:, 0] > ends[:-1]
     starts = a[new, 0]
     group = np.cumsum(new) - 1
-    stops = np.zeros(len(starts))
+    stops = np.full(len(starts), -np.inf)
     np.maximum.at(stops, group, a[:, 1])
     return np.stack([starts, stops], axis=1)
 

@@ -22,6 +22,7 @@ from codegen.python_evaluator import generate
 from ontology.diagnostics import CatalogError
 
 from . import crosschip
+from .serving import record_metrics, trace_time_split
 from .analysis import Analysis, analyse
 from .catalog import Catalog, load_catalog
 from .evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
@@ -38,6 +39,8 @@ class JobResult:
     chips: int
     timings: dict[str, float]
     multichip: dict | None = None
+    records: dict | None = None  # record metric -> value (scalars) or per-record array
+    time_split: dict | None = None
 
     def to_json(self) -> dict:
         graph = self.catalog.graph
@@ -49,6 +52,16 @@ class JobResult:
             else:
                 metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
                                  "axes": [list(a) for a in m.axes]}
+        for name, m in graph.record_metrics.items():
+            v = (self.records or {}).get(name)
+            if v is None:
+                continue
+            if np.ndim(v) == 0:
+                metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": "run (over records)"}
+            else:
+                arr = np.asarray(v, dtype=np.float64)
+                metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,
+                                 "count": int(np.isfinite(arr).sum()), "nulls": int(np.isnan(arr).sum())}
         decls = graph.declarations
         for name, why in graph.unavailable.items():
             metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
@@ -77,6 +90,7 @@ class JobResult:
             "outputs": self.outputs,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
             "multichip": multichip_json(self.multichip),
+            "time_split": self.time_split,
         }
 
 
@@ -146,13 +160,15 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     log(f"evaluated {len(graph.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
 
     analysis = analyse(graph, ev)
+    records = record_metrics(graph, emu.requests_path)
+    split = trace_time_split(emu.trace_path, ev.windows)
     t0 = time.perf_counter()
     multichip = crosschip.analyse(out, gen=graph.generation)
     timings["crosschip"] = time.perf_counter() - t0
     outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path), "metrics": str(metrics_path),
                "evaluator": str(evaluator_path), "docs": str(docs_path), "requests": str(emu.requests_path),
                "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
-    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip)
-    (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
+    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip, records, split)
     outputs["report"] = str(out / "report.json")
+    (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
     return result

@@ -35,6 +35,34 @@ def _fmt(v, unit: str = "") -> str:
     return f"{s} {unit}".strip()
 
 
+SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "e2e_latency_p50", "requests_completed"]
+
+
+def render_serving(result: JobResult, console: Console) -> None:
+    """Latencies over request records and the time split from the device trace."""
+    graph = result.catalog.graph
+    rec = result.records or {}
+    rows = [(n, rec[n]) for n in SERVING if n in rec and np.ndim(rec[n]) == 0]
+    if rows:
+        t = Table(title="Serving latency (percentiles over each metric's own population: requests, or token gaps for ITL)",
+                  title_justify="left")
+        t.add_column("metric")
+        t.add_column("value", justify="right")
+        for n, v in rows:
+            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text))
+        console.print(t)
+    ts = result.time_split
+    if ts and all(v is not None for v in ts.values()):
+        console.print("Time split (device trace, unions of spans, all chips): "
+                      + ", ".join(f"{k.replace('_', ' ')} {v * 100:.1f} %" for k, v in ts.items())
+                      + f" (sum {sum(ts.values()) * 100:.1f} %)")
+    steps = result.ground_truth.get("steps")
+    if isinstance(steps, (int, float)) and 0 < steps < 20:
+        console.print(f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
+                      f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
+                      f"{100 / steps:.0f} % — run longer for steadier serving figures.")
+
+
 def render(result: JobResult, console: Console) -> None:
     graph = result.catalog.graph
     ev, a = result.evaluation, result.analysis
@@ -58,6 +86,8 @@ def render(result: JobResult, console: Console) -> None:
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
         t.add_row(name, _fmt(ev.server[name], m.unit_text), note)
     console.print(t)
+
+    render_serving(result, console)
 
     td = Table(title="Top-down level 1 (share of core cycles)", title_justify="left")
     td.add_column("node")

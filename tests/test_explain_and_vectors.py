@@ -13,9 +13,9 @@ from perfonto.cli import main
 def test_explain_mfu(capsys):
     assert main(["explain", "mfu"]) == 0
     out = capsys.readouterr().out
-    assert "formula: mxu.achieved_flops / spec.mxu.peak_flops_fp8" in out
+    assert "formula: model_flops_rate / spec.mxu.peak_flops_fp8" in out
     assert "declared [percent]" in out and "conversion factor 100" in out      # unit derivation
-    assert "mxu.flops_fp8 (counter, FLOP, 48-bit, scale 1024, core x8)" in out  # tree down to signals
+    assert "seq.model_flops (counter, FLOP, 64-bit, scale 1024, per chip)" in out  # tree down to signals
     assert "interval (window duration" in out
     assert "caelius: available" in out and "source: Chowdhery" in out
 

@@ -19,6 +19,8 @@ from ref_windows import random_windows, same
 NOT_EXPRESSIBLE = {  # metric -> what the reason names
     "c2c.link_imbalance": "max()", "hbm.stack_imbalance": "max()",
     "power.temperature_mean": "offset unit", "power.temperature_peak": "offset unit",
+    # a per-chip constant used per chip (idle power x time): perf's constants cannot say so
+    "dynamic_energy_per_token": "adds up across chips",
 }
 
 

@@ -98,3 +98,10 @@ def test_time_split_shares_sum_to_one(c, m):
     ts = time_split([tuple(sorted(x)) for x in c], [tuple(sorted(x)) for x in m], 0, 100)
     assert sum(ts.shares.values()) == pytest.approx(1.0, abs=1e-9)
     assert min(ts.shares.values()) >= -1e-12
+
+
+def test_time_split_with_negative_clock_times():
+    from metrics.timesplit import time_split
+
+    ts = time_split([(-100, -60), (-80, -40)], [(-40, -20)], -100, 0)
+    assert (ts.compute, ts.communication, ts.idle, ts.overlap) == (60, 20, 20, 0)

@@ -89,6 +89,7 @@ def test_server_level_sums_counters_and_scales_peaks(sohu, library):
     vals = {n: np.zeros((1, 8) + tuple(s for _, s in sig.axes)) for n, sig in sohu.signals.items()}
     per_chip = 0.25 * 9000e12
     vals["mxu.flops_fp8"][:] = per_chip / 8  # spread over 8 cores
+    vals["seq.model_flops"][:] = per_chip
     srv = server_level(Windows(np.ones((1, 8)), vals, level="run"), sohu)
     out = evaluate(library, srv, ["mfu", "mxu.achieved_flops"])
     assert out["mfu"][0, 0] == pytest.approx(25.0)
