@@ -72,7 +72,7 @@ LINEAR: dict[str, list[tuple[str, str]]] = {
     "seq.job_time": [("job_time", "one")],
 }
 #: step-end impulses: signal -> (impulse name, leader only)
-IMPULSES = {"seq.steps": ("steps", False), "seq.input_tokens": ("input_tokens", True),
+IMPULSES = {"seq.steps": ("steps", True), "seq.input_tokens": ("input_tokens", True),
             "seq.output_tokens": ("output_tokens", True), "seq.requests_completed": ("requests_completed", True)}
 #: random events: signal -> (Assumptions rate attribute (per instance per second), split)
 EVENTS = {"hbm.ecc_corrected": ("ecc_rate_per_stack_s", "each"), "c2c.retries": ("retry_rate_per_link_s", "links_each")}
