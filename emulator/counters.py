@@ -2,7 +2,7 @@
 
 Raw values (what a driver would read from the chip):
 - counter: ``floor(cumulative value in the signal's unit / scale) mod 2**width``;
-- gauge: ``round(level / scale)``.
+- gauge: ``floor(level / scale)`` (a level register truncates, so a full SRAM never reads above its capacity).
 
 Exactness: cumulative counts (bytes, FLOPs) can pass 2**53 in long runs, where float64 cannot hold
 them to one unit. Each block of samples is therefore evaluated *relative to an anchor* (the start of
@@ -165,7 +165,7 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
                 elif p.kind == "gauge":
                     level = lev[p.gauge][:, :, None] * p.gauge_weights[None]
                     level = reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
-                    out = np.rint(np.maximum(level, 0.0) / sig.scale).astype(np.int64)
+                    out = np.floor(np.maximum(level, 0.0) / sig.scale * (1 + 1e-12)).astype(np.int64)
                 else:
                     out = np.zeros((m, chips, ni), np.int64)
                 cols.append(_column(np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, ni), bool(sig.axes)))
