@@ -105,3 +105,19 @@ def test_time_split_with_negative_clock_times():
 
     ts = time_split([(-100, -60), (-80, -40)], [(-40, -20)], -100, 0)
     assert (ts.compute, ts.communication, ts.idle, ts.overlap) == (60, 20, 20, 0)
+
+
+def test_case9_bandwidth_in_gb_gib_and_share_of_peak():
+    from metrics.interpreter import evaluate
+    from metrics.windows import Windows
+    from ontology import load_generation
+
+    h100, _ = load_generation("h100")  # HBM peak 3.35 TB/s
+    g = compile_src(h100, "metric bw [GB/s] = sum(hbm.read_bytes) / interval\nmetric bw_gib [GiB/s] = bw\n"
+                          "metric util [percent] = bw / spec.hbm.peak_bandwidth")
+    vals = {n: np.zeros((1, 1) + tuple(s for _, s in sig.axes)) for n, sig in list(h100.signals.items()) + list(h100.fields.items())}
+    vals["hbm.read_bytes"][:] = 3.0e9 / 5  # five stacks
+    out = evaluate(g, Windows(np.full((1, 1), 1e-3), vals))
+    assert out["bw"][0, 0] == pytest.approx(3000.0)
+    assert out["bw_gib"][0, 0] == pytest.approx(2794.0, abs=0.5)
+    assert out["util"][0, 0] == pytest.approx(89.6, abs=0.05)

@@ -28,6 +28,7 @@ blocks:
       c48in64: {kind: counter, unit: event, width: 64, effective_width: 32, description: "stored in 64 bits, wraps at 32"}
       unk: {kind: counter, unit: event, width: unknown, description: undocumented width}
       scaled: {kind: counter, unit: B, width: 32, scale: 4, description: counts 4-byte units}
+      scaled_ev: {kind: counter, unit: event, width: 32, scale: 4, description: counts events in fours}
       rated: {kind: counter, unit: B, width: 48, max_rate: 1 GB/s, description: declared max rate}
       withind: {kind: counter, unit: event, width: 32, reset_indicator: c.boot, description: reset by indicator}
       boot: {kind: gauge, unit: event, description: boot count}
@@ -298,3 +299,51 @@ def test_sample_column_aligns_late_chips(tmp_path, gen):
     pq.write_table(t, p)
     d = read_counters(p, gen)
     assert d.present[:, 1].tolist() == [False, False, True, True]
+
+
+def test_case8_scaled_counter_ratio_within_bounds(tmp_path, gen):
+    from metrics.compiler import compile_texts
+
+    g = compile_texts(gen, {"m.metrics": "metric r [1] = c.c32 / c.scaled_ev\n  bounds 0 .. 1"})
+    w = dump(tmp_path, gen, [{"c.scaled_ev": 0, "c.c32": 0}, {"c.scaled_ev": 1000, "c.c32": 3000}])
+    assert w.values["c.scaled_ev"][0, 0] == 4000
+    v = evaluate(g, w)["r"][0, 0]
+    lo, hi = g.metrics["r"].bounds
+    assert v == 0.75 and lo <= v <= hi
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**20), st.booleans()), min_size=2, max_size=25))
+def test_property_resets_never_make_totals_decrease(tmp_path_factory, steps):
+    """A 32-bit counter that advances, and sometimes restarts from 0 with its reset indicator bumped:
+    every window is either the true increase or null (reset), and running totals never decrease."""
+    tmp = tmp_path_factory.mktemp("p")
+    g = _gen_for_property(tmp_path_factory)
+    raw, boot, rows, truth = 0, 0, [], []
+    rows.append({"c.withind": 0, "c.boot": 0})
+    for inc, reset in steps:
+        if reset:
+            raw, boot = inc, boot + 1
+            truth.append(None)
+        else:
+            raw = (raw + inc) % 2**32
+            truth.append(inc)
+        rows.append({"c.withind": raw, "c.boot": boot})
+    w = dump(tmp, g, rows)
+    v = w.values["c.withind"][:, 0]
+    for got, want in zip(v, truth):
+        assert (np.isnan(got) if want is None else got == want)
+    assert np.all(np.diff(np.nancumsum(v)) >= 0)
+
+
+_GEN = {}
+
+
+def _gen_for_property(factory):
+    if "g" not in _GEN:
+        from ontology import load_generation
+
+        p = factory.mktemp("gp") / "t.yaml"
+        p.write_text(GEN_YAML)
+        _GEN["g"] = load_generation(p)[0]
+    return _GEN["g"]
