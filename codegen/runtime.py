@@ -1,31 +1,24 @@
-"""Helper functions copied verbatim into every generated evaluator (which must import NumPy only).
+"""Formula helpers copied verbatim into every generated evaluator (which must import NumPy only).
 
-Null is NaN inside arrays. Division by zero gives NaN (null), never inf; comparisons and conditions
-with a null operand are null; inf from overflow is turned into null at the end (``_finish``).
+The null rules are those of the reference interpreter (``metrics/interpreter.py``): null is NaN inside
+arrays; division by zero gives null, never inf; comparisons and conditions with a null operand are
+null; a metric's inf (overflow) becomes null when the metric is finished (``_fin``), before any other
+metric reads it. Every helper takes and returns float64 arrays (or Python floats) that broadcast
+against ``(windows, chips, *instance sizes)``.
 """
 import numpy as np
 
 
-def _div(a, b):
-    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-    out = np.full(a.shape, np.nan)
-    np.divide(a, b, out=out, where=(b != 0))
-    return out
-
-
-def _lift(x, k):
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0:
-        return x
-    return x.reshape(x.shape + (1,) * k)
-
-
-def _rollup(fn, x, k):
-    x = np.asarray(x, dtype=np.float64)
-    return fn(x, axis=tuple(range(x.ndim - k, x.ndim)))
+def _nz(b):
+    """The denominator ``b`` with zeros replaced by NaN, so that ``a / _nz(b)`` is null where b == 0
+    and exactly ``a / b`` elsewhere (same rounding as the interpreter's masked ``np.divide``)."""
+    if isinstance(b, float):
+        return b if b != 0 else np.nan
+    return np.where(b == 0, np.nan, b)
 
 
 def _cmp(fn, a, b):
+    """Comparison ``fn`` as 1.0/0.0, null when either operand is null."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return np.where(np.isnan(a) | np.isnan(b), np.nan, fn(a, b).astype(np.float64))
 
@@ -44,11 +37,12 @@ def _not(a):
 
 
 def _where(c, a, b):
+    """``a if c else b``; null when the condition is null."""
     c = np.asarray(c, dtype=np.float64)
     return np.where(np.isnan(c), np.nan, np.where(c != 0, a, b))
 
 
-def _finish(v, shape):
-    v = np.asarray(v, dtype=np.float64)
-    v = np.broadcast_to(v.reshape(v.shape + (1,) * (len(shape) - v.ndim)) if 0 < v.ndim < len(shape) else v, shape)
-    return np.where(np.isinf(v), np.nan, v)
+def _fin(o):
+    """Finish a metric in place: inf (overflow) becomes null."""
+    np.copyto(o, np.nan, where=np.isinf(o))
+    return o

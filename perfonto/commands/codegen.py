@@ -1,19 +1,30 @@
-"""``perfonto codegen --target T [--generation G] --out DIR``: write generated artefacts."""
+"""``perfonto codegen --target T [--generation G] --out DIR``: write generated artefacts.
+
+Targets: ``python`` (standalone NumPy evaluator), ``sql`` (the metrics query, DuckDB dialect by
+default, ``--dialect spark`` for Spark SQL), ``c-header``, ``docs`` (one Markdown page; ``perfonto docs``
+writes the whole site), ``schemas``."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from .common import stderr
+from .common import duration, stderr
 
-TARGETS = ("python", "c-header", "docs", "schemas")
+TARGETS = ("python", "sql", "c-header", "docs", "schemas")
 
 
 def register(sub) -> None:
-    c = sub.add_parser("codegen", help="generate an evaluator, a C header, docs or the JSON Schemas")
+    c = sub.add_parser("codegen", help="generate an evaluator, the SQL query, a C header, docs or the JSON Schemas")
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
     c.add_argument("--generation", default="sohu", help="generation (default: sohu)")
     c.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
     c.add_argument("--out", required=True, help="output folder")
+    c.add_argument("--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)")
+    c.add_argument("--counters", default=None,
+                   help="sql: the counter table — a Parquet path read with read_parquet (duckdb; default counters.parquet) "
+                        "or a table name (spark; default counters)")
+    c.add_argument("--sample-period", type=duration, default=None,
+                   help="sql: sampling period (e.g. 1ms); samples are placed on that grid and gaps give null windows, "
+                        "as `perfonto run` does with the dump's sample_period_ns (default: consecutive samples form windows)")
     c.set_defaults(func=cmd_codegen)
 
 
@@ -42,6 +53,16 @@ def cmd_codegen(args) -> int:
 
         path = out / f"{gen.name}.h"
         path.write_text(generate_header(gen), encoding="utf-8")
+    elif args.target == "sql":
+        from codegen.sql import generate_sql, parquet_source
+
+        if args.dialect == "duckdb":
+            source = parquet_source(args.counters or "counters.parquet")
+        else:
+            source = args.counters or "counters"
+        period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
+        path = out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql")
+        path.write_text(generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect), encoding="utf-8")
     elif args.target == "python":
         from codegen.python_evaluator import generate
 

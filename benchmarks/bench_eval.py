@@ -1,0 +1,541 @@
+"""Evaluation speed of the generated evaluators, one table of ratios measured in one run.
+
+Install the engines it compares against, then run (a few minutes on 2 cores; the data is cached):
+
+    pip install -e '.[test,bench]'          # duckdb comes with `test`, polars with `bench`
+    python benchmarks/bench_eval.py [--samples 250000] [--chips 8] [--data-dir DIR]
+
+What it measures (each engine in its own process, so its peak memory is its own):
+- the full shipped metric set over CHIPS × SAMPLES raw-register rows (every shipped signal a column,
+  uncompressed Parquet in row groups of 8,192 samples) — window rules and formulas, output written to
+  Parquet (one row per window and chip, nulls as nulls) — by the generated Python evaluator
+  (``Stream.push_block`` per row group), the reference (``metrics.windows.prepare`` + the reference
+  interpreter per row group), DuckDB running the generated SQL (``COPY … TO``), and Polars
+  expressions of the same formulas (``benchmarks/polars_backend.py``, ``sink_parquet``);
+- the memory floor: bytes of the register columns the metrics need plus bytes of the metric table,
+  divided by this machine's copy bandwidth (read + write bytes per second of a large ``np.copyto``,
+  best of one and two threads), measured in the same run;
+- compile time of the shipped catalog and of a synthetic catalog of 10,000 metrics over 2,000
+  signals (with a profile of ``metrics/compiler.py`` when it is slower than the 5 s target);
+- streaming latency per sample (``Stream.push``, 8 chips, full metric set): median and p99;
+- peak resident memory of each.
+Engines are cross-checked on the first row group (values within 1e-9 relative, same nulls).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROW_GROUP_SAMPLES = 8192
+PERIOD_NS = 1_000_000
+WRITE = {"compression": "none", "use_dictionary": False, "write_statistics": False}  # metric tables, pyarrow engines
+TARGETS = {"vs_best_engine": 1.0, "vs_floor": 3.0, "compile_10k_s": 5.0, "stream_median_us": 200.0, "peak_gb": 2.0}
+
+
+def _catalog(generation: str = "sohu"):
+    from metrics.compiler import compile_files
+    from ontology import load_generation
+
+    gen, _ = load_generation(generation)
+    return compile_files(gen)
+
+
+def _peak_mb() -> float:
+    """Peak resident memory of this process (VmHWM: unlike ru_maxrss it is not inherited across exec)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# -- data -------------------------------------------------------------------------------------------
+def make_data(path: Path, samples: int, chips: int, seed: int = 0) -> None:
+    """Synthetic raw registers of every signal of the shipped Sohu generation on a complete 1 ms grid:
+    counters advance by random amounts (32-bit cycle counters wrap every few thousand samples; rates
+    stay under any declared max rate), gauges hold random levels, the temperature sensor reports its
+    sentinel now and then, the boot counter never changes."""
+    graph = _catalog()
+    gen = graph.generation
+    rng = np.random.default_rng(seed)
+    fields = [pa.field("chip", pa.int32()), pa.field("timestamp_ns", pa.int64())]
+    for s in gen.signals.values():
+        fields.append(pa.field(s.name, pa.list_(pa.uint64(), s.instances) if s.axes else pa.uint64()))
+    schema = pa.schema(fields, metadata={"perfonto": json.dumps({"sample_period_ns": PERIOD_NS, "synthetic": True})})
+    carry = {n: rng.integers(0, 1 << 20, size=(chips, s.instances), dtype=np.uint64) for n, s in gen.signals.items()}
+    tmp = path.with_suffix(".tmp")
+    with pq.ParquetWriter(str(tmp), schema, compression="none", use_dictionary=False, write_statistics=False) as w:
+        for s0 in range(0, samples, ROW_GROUP_SAMPLES):
+            S = min(ROW_GROUP_SAMPLES, samples - s0)
+            cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), S)),
+                    pa.array(np.repeat(np.arange(s0, s0 + S, dtype=np.int64) * PERIOD_NS, chips))]
+            for name, sig in gen.signals.items():
+                n = sig.instances
+                if sig.kind.value in ("counter", "histogram"):
+                    hi = 1 << 20 if (sig.wrap_width or 64) <= 32 else 1 << 26
+                    if sig.max_rate is not None:
+                        hi = max(2, int(0.5 * sig.max_rate * PERIOD_NS * 1e-9 / sig.scale))
+                    inc = rng.integers(0, hi, size=(S, chips, n), dtype=np.uint64)
+                    raw = np.cumsum(inc, axis=0) + carry[name]
+                    carry[name] = raw[-1]
+                    if sig.wrap_width is not None and sig.wrap_width < 64:
+                        raw &= np.uint64((1 << sig.wrap_width) - 1)
+                elif name == "seq.boot_count":
+                    raw = np.zeros((S, chips, n), dtype=np.uint64)
+                else:
+                    raw = rng.integers(0, 1 << 16, size=(S, chips, n), dtype=np.uint64)
+                    if sig.sentinel:
+                        raw[rng.random((S, chips, n)) < 1e-3] = np.uint64(sig.sentinel[0])
+                flat = raw.reshape(S * chips, n)
+                cols.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), n) if sig.axes else pa.array(flat[:, 0]))
+            w.write_table(pa.Table.from_arrays(cols, schema=schema), row_group_size=S * chips)
+    tmp.rename(path)
+
+
+# -- engines (each runs in its own process) ---------------------------------------------------------
+def _column_array(col: pa.ChunkedArray | pa.Array, n: int) -> np.ndarray:
+    """(rows, n) view of a column of registers without nulls (zero-copy when it is one chunk)."""
+    if isinstance(col, pa.ChunkedArray):
+        a = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    else:
+        a = col
+    if pa.types.is_fixed_size_list(a.type):
+        a = a.flatten()
+    if a.null_count == 0 and pa.types.is_uint64(a.type):
+        return np.frombuffer(a.buffers()[1], dtype=np.uint64, count=len(a), offset=a.offset * 8).reshape(-1, n)
+    return a.to_numpy(zero_copy_only=False).reshape(-1, n)
+
+
+def _metric_table(chip: np.ndarray, start: np.ndarray, interval: np.ndarray, values: dict, names) -> pa.Table:
+    cols = {"chip": pa.array(chip), "start_ns": pa.array(start), "interval_s": pa.array(interval)}
+    for n in names:
+        v = values[n]
+        cols[n] = pa.array(v.reshape(-1), from_pandas=True) if v.ndim == 2 else \
+            pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), from_pandas=True), int(np.prod(v.shape[2:])))
+    return pa.table(cols)
+
+
+def engine_generated(data: Path, out: Path) -> dict:
+    """Row groups flow through three stages: a reader thread decodes the next row group (pyarrow, one
+    thread), the main thread runs the window rules and formulas (``Stream.push_block``), a writer
+    thread converts and writes the previous metric table; NumPy and pyarrow release the GIL."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codegen.python_evaluator import generate, load
+
+    graph = _catalog()
+    mod = load(generate(graph))
+    pf = pq.ParquetFile(str(data))
+    names = [r[0] for r in mod._REGS]
+    sizes = {n: b - a for n, a, b in mod._REGS}
+    stream = mod.Stream()
+    state = {"writer": None, "rows": 0}
+    prev_ts = None
+    t_start = time.perf_counter()
+
+    def read(i):
+        return pf.read_row_group(i, columns=["chip", "timestamp_ns"] + names, use_threads=False)
+
+    def write(C, start, interval, res):
+        tab = _metric_table(np.tile(np.arange(C, dtype=np.int32), len(start)), start.reshape(-1), interval.reshape(-1), res, mod.METRICS)
+        if state["writer"] is None:
+            state["writer"] = pq.ParquetWriter(str(out), tab.schema, **WRITE)
+        state["writer"].write_table(tab)
+        state["rows"] += tab.num_rows
+
+    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
+        pending = reader.submit(read, 0)
+        written = None
+        for i in range(pf.num_row_groups):
+            t = pending.result()
+            if i + 1 < pf.num_row_groups:
+                pending = reader.submit(read, i + 1)
+            chip = t.column("chip").to_numpy()
+            C = int(chip.max()) + 1
+            S = len(chip) // C
+            if not np.array_equal(chip.reshape(S, C), np.broadcast_to(np.arange(C, dtype=chip.dtype), (S, C))):
+                raise SystemExit("rows are not ordered by sample, then chip, on a complete grid")
+            ts = t.column("timestamp_ns").to_numpy().reshape(S, C)
+            regs = {n: _column_array(t.column(n), sizes[n]).reshape(S, C, sizes[n]) for n in names}
+            res = stream.push_block(ts, regs)
+            if res is not None:
+                full = np.concatenate([prev_ts[None], ts]) if prev_ts is not None else ts
+                W = len(next(iter(res.values())))
+                start, end = full[:-1][-W:], full[1:][-W:]
+                if written is not None:
+                    written.result()
+                written = writer.submit(write, C, start, (end - start).astype(np.float64) * 1e-9, res)
+            prev_ts = ts[-1]
+        if written is not None:
+            written.result()
+    state["writer"].close()
+    return {"rows": state["rows"], "seconds": time.perf_counter() - t_start}
+
+
+def engine_reference(data: Path, out: Path) -> dict:
+    from metrics.interpreter import evaluate
+    from metrics.windows import CounterDump, prepare
+
+    graph = _catalog()
+    gen = graph.generation
+    pf = pq.ParquetFile(str(data))
+    writer = None
+    last = None
+    rows = 0
+    t_start = time.perf_counter()
+    for i in range(pf.num_row_groups):
+        t = pf.read_row_group(i)
+        chip = t.column("chip").to_numpy()
+        C = int(chip.max()) + 1
+        S = len(chip) // C
+        ts = t.column("timestamp_ns").to_numpy().reshape(S, C)
+        raw = {n: _column_array(t.column(n), s.instances).reshape(S, C, s.instances) for n, s in gen.signals.items()}
+        if last is not None:
+            ts = np.concatenate([last[0][None], ts])
+            raw = {n: np.concatenate([last[1][n][None], v]) for n, v in raw.items()}
+        last = (ts[-1], {n: v[-1] for n, v in raw.items()})
+        dump = CounterDump(str(data), np.arange(C), ts, raw, np.ones(ts.shape, dtype=bool))
+        w = prepare(dump, gen)
+        res = evaluate(graph, w)
+        W = w.interval.shape[0]
+        tab = _metric_table(np.tile(np.arange(C, dtype=np.int32), W), ts[:-1].reshape(-1), w.interval.reshape(-1), res, graph.metrics)
+        if writer is None:
+            writer = pq.ParquetWriter(str(out), tab.schema, **WRITE)
+        writer.write_table(tab)
+        rows += tab.num_rows
+    writer.close()
+    return {"rows": rows, "seconds": time.perf_counter() - t_start}
+
+
+def engine_duckdb(data: Path, out: Path) -> dict:
+    import duckdb
+
+    from codegen.sql import generate_sql, parquet_source
+
+    graph = _catalog()
+    sql = generate_sql(graph, parquet_source(str(data)), order=False).rstrip().rstrip(";")
+    con = duckdb.connect()
+    con.execute(f"SET threads = {os.cpu_count()}")
+    con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/perfonto-duckdb-spill'")
+    t_start = time.perf_counter()
+    n = con.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet, COMPRESSION uncompressed)").fetchone()[0]
+    return {"rows": int(n), "seconds": time.perf_counter() - t_start}
+
+
+def engine_polars(data: Path, out: Path) -> dict:
+    import polars as pl
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from polars_backend import PolarsBackend
+
+    graph = _catalog()
+    t_start = time.perf_counter()
+    lf = PolarsBackend(graph).query(pl.scan_parquet(str(data)))
+    lf.sink_parquet(str(out), compression="uncompressed")
+    return {"rows": pq.ParquetFile(str(out)).metadata.num_rows, "seconds": time.perf_counter() - t_start}
+
+
+def engine_stream(data: Path, out: Path, n: int = 5000) -> dict:
+    """Latency of ``Stream.push`` for one sample of every chip (registers as a dict of arrays)."""
+    from codegen.python_evaluator import generate, load
+
+    mod = load(generate(_catalog()))
+    t = pq.ParquetFile(str(data)).read_row_group(0)
+    chip = t.column("chip").to_numpy()
+    C = int(chip.max()) + 1
+    S = min(len(chip) // C, n + 1)
+    ts = t.column("timestamp_ns").to_numpy()[:S * C].reshape(S, C)
+    regs = {name: _column_array(t.column(name), b - a)[:S * C].reshape(S, C, b - a) for name, a, b in mod._REGS}
+    samples = [{k: v[i] for k, v in regs.items()} for i in range(S)]
+    stream = mod.Stream()
+    stream.push(ts[0], samples[0])
+    lat = []
+    for i in range(1, S):
+        t0 = time.perf_counter()
+        stream.push(ts[i], samples[i])
+        lat.append(time.perf_counter() - t0)
+    lat = np.array(lat[100:] if len(lat) > 200 else lat)
+    return {"median_us": float(np.median(lat) * 1e6), "p99_us": float(np.percentile(lat, 99) * 1e6), "samples": len(lat)}
+
+
+ENGINES = {"generated": engine_generated, "reference": engine_reference, "duckdb": engine_duckdb, "polars": engine_polars,
+           "stream": engine_stream}
+
+
+def run_engine(name: str, data: Path, out: Path) -> dict:
+    """Run one engine in a child process; returns its wall time, peak memory and result."""
+    proc = subprocess.run([sys.executable, __file__, "--engine", name, "--data", str(data), "--out", str(out)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1] if (proc.stderr or proc.stdout) else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _child(name: str, data: Path, out: Path) -> None:
+    t0 = time.perf_counter()
+    res = ENGINES[name](data, out)
+    res["process_seconds"] = time.perf_counter() - t0
+    res["peak_mb"] = _peak_mb()
+    print(json.dumps(res))
+
+
+# -- machine and compiler -----------------------------------------------------------------------------
+def copy_bandwidth(size_mb: int = 512) -> float:
+    """Bytes read + written per second by ``np.copyto`` of a large array, best of 1 and 2 threads."""
+    n = size_mb * (1 << 20) // 8
+    src = np.ones(n)
+    dst = np.empty(n)
+    best = 0.0
+    for threads in (1, 2):
+        parts = np.array_split(np.arange(n), threads)
+        for _ in range(3):
+            def work(p):
+                np.copyto(dst[p[0]:p[-1] + 1], src[p[0]:p[-1] + 1])
+            ths = [threading.Thread(target=work, args=(p,)) for p in parts]
+            t0 = time.perf_counter()
+            for th in ths:
+                th.start()
+            for th in ths:
+                th.join()
+            best = max(best, 2 * n * 8 / (time.perf_counter() - t0))
+    return best
+
+
+def synthetic_catalog(folder: Path, n_signals: int = 2000, n_metrics: int = 10000, seed: int = 0) -> tuple[Path, Path]:
+    """A generation of ``n_signals`` signals (40 blocks, every fourth with 8 instances) and a metric file
+    of ``n_metrics`` metrics: rates, ratios, rollups and metrics of metrics, every unit consistent."""
+    rng = np.random.default_rng(seed)
+    blocks = 40
+    per = n_signals // blocks
+    lines = ["generation: synth", "description: synthetic catalog for the compile-time benchmark", "clock_domains:",
+             "  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}", "spec:",
+             "  peak: {value: 100, unit: GB/s, provenance: assumed}", "blocks:"]
+    sigs: list[tuple[str, str, bool]] = []
+    for b in range(blocks):
+        inst = b % 4 == 0
+        lines += [f"  b{b}:", f"    description: block {b}", "    clock: core"]
+        if inst:
+            lines.append("    instances: {unit: 8}")
+        lines.append("    signals:")
+        for s in range(per):
+            kind = "gauge" if s % 10 == 9 else "counter"
+            unit = ("B", "core_cycle", "event")[s % 3]
+            width = "" if kind == "gauge" else ", width: 48"
+            lines.append(f"      s{s}: {{kind: {kind}, unit: {unit}{width}, description: signal {s}}}")
+            if kind == "counter":
+                sigs.append((f"b{b}.s{s}", unit, inst))
+    ypath = folder / "synth.yaml"
+    ypath.write_text("\n".join(lines) + "\n")
+    out = []
+    made: list[tuple[str, str]] = []  # (name, unit) of ratio metrics
+    for i in range(n_metrics):
+        a = sigs[int(rng.integers(len(sigs)))]
+        ta = f"sum({a[0]})" if a[2] else a[0]
+        k = i % 4
+        if k == 0:
+            out.append(f"metric m{i}.rate [{a[1]}/s] = {ta} / interval\n  \"rate {i}\"\n")
+        elif k == 1:
+            b = sigs[int(rng.integers(len(sigs)))]
+            tb = f"max({b[0]})" if b[2] else b[0]
+            out.append(f"metric m{i}.ratio [{a[1]}/{b[1]}] = {ta} / {tb}\n  \"ratio {i}\"\n  bounds 0 .. 1e12\n")
+            made.append((f"m{i}.ratio", f"{a[1]}/{b[1]}"))
+        elif k == 2 and made:
+            m, u = made[int(rng.integers(len(made)))]
+            out.append(f"metric m{i}.scaled [percent] = {m} / ({m} + 1 [{u}])\n  \"metric of a metric {i}\"\n")
+        else:
+            out.append(f"metric m{i}.amount [{a[1]}] = {ta} * 2 + {ta}\n  \"amount {i}\"\n")
+    mpath = folder / "synth.metrics"
+    mpath.write_text("\n".join(out))
+    return ypath, mpath
+
+
+def compile_times(profile: bool) -> dict:
+    from metrics.compiler import compile_files
+    from ontology import load_generation
+
+    t0 = time.perf_counter()
+    g = _catalog()
+    shipped = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as d:
+        y, m = synthetic_catalog(Path(d))
+        t0 = time.perf_counter()
+        gen, diags = load_generation(y)
+        t_load = time.perf_counter() - t0
+        assert gen is not None, [x.render() for x in diags]
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile() if profile else None
+        t0 = time.perf_counter()
+        if prof:
+            prof.enable()
+        graph = compile_files(gen, [m])
+        if prof:
+            prof.disable()
+        t_comp = time.perf_counter() - t0
+        errors = [x for x in graph.diagnostics if x.severity == "error"]
+        assert not errors and len(graph.metrics) == 10000, (errors[:3], len(graph.metrics))
+        from codegen.python_evaluator import generate
+
+        t0 = time.perf_counter()
+        generate(graph)
+        t_gen = time.perf_counter() - t0
+        top = []
+        if prof:
+            st = pstats.Stats(prof)
+            rows = sorted(((v[3], f"{Path(k[0]).name}:{k[1]}({k[2]})") for k, v in st.stats.items()), reverse=True)
+            top = [f"{name} {cum:.2f} s" for cum, name in rows if "compiler.py" in name or "infer.py" in name or "parser.py" in name][:6]
+    return {"shipped_s": shipped, "shipped_metrics": len(g.metrics), "synthetic_load_s": t_load, "synthetic_compile_s": t_comp,
+            "synthetic_codegen_s": t_gen, "profile": top}
+
+
+# -- cross-check and report ---------------------------------------------------------------------------
+def cross_check(outputs: dict[str, Path], names: list[str], rows: int) -> dict[str, str]:
+    """Compare each engine's first ``rows`` windows (ordered by chip, start) with the generated ones."""
+    def first(path):
+        t = pq.ParquetFile(str(path)).read_row_group(0)
+        order = np.lexsort((t.column("start_ns").to_numpy(), t.column("chip").to_numpy()))
+        return t.take(pa.array(order[:rows]))
+
+    base = first(outputs["generated"])
+    key = (base.column("chip").to_numpy(), base.column("start_ns").to_numpy())
+    verdict = {}
+    for eng, path in outputs.items():
+        if eng == "generated" or not path.exists():
+            continue
+        t = pq.read_table(str(path), columns=["chip", "start_ns"] + names)
+        mask = pa.compute.is_in(t.column("start_ns"), value_set=pa.array(np.unique(key[1])))
+        t = t.filter(mask)
+        order = np.lexsort((t.column("start_ns").to_numpy(), t.column("chip").to_numpy()))
+        t = t.take(pa.array(order))
+        sel = np.isin(t.column("chip").to_numpy().astype(np.int64) * 10**15 + t.column("start_ns").to_numpy(),
+                      key[0].astype(np.int64) * 10**15 + key[1])
+        t = t.filter(pa.array(sel))
+        bad = []
+        for n in names:
+            a = base.column(n).to_numpy(zero_copy_only=False).astype(float)
+            b = t.column(n).to_numpy(zero_copy_only=False).astype(float)
+            if a.shape != b.shape or not np.allclose(a, b, rtol=1e-9, atol=1e-300, equal_nan=True):
+                bad.append(n)
+        verdict[eng] = "agrees" if not bad else f"differs on {len(bad)} metrics (e.g. {bad[0]})"
+    return verdict
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=250_000)
+    ap.add_argument("--chips", type=int, default=8)
+    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "perfonto-bench"))
+    ap.add_argument("--engines", default="generated,reference,duckdb,polars")
+    ap.add_argument("--profile", action="store_true", help="always profile the 10,000-metric compile")
+    ap.add_argument("--keep", action="store_true", help="keep the engines' metric tables in the data folder")
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.engine:
+        _child(args.engine, Path(args.data), Path(args.out))
+        return
+    graph = _catalog()
+    d = Path(args.data_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    data = d / f"counters-{graph.generation.content_hash}-{args.chips}x{args.samples}.parquet"
+    if not data.exists():
+        for stale in d.glob(f"counters-*-{args.chips}x{args.samples}.parquet"):  # written for an older ontology
+            stale.unlink()
+        t0 = time.perf_counter()
+        print(f"writing {data} ...", file=sys.stderr)
+        make_data(data, args.samples, args.chips)
+        print(f"  {time.perf_counter() - t0:.1f} s, {data.stat().st_size / 1e9:.2f} GB", file=sys.stderr)
+    rows = args.samples * args.chips
+    from codegen.plan import layout
+
+    lay = layout(graph)
+    n_values = sum(int(np.prod([s for _, s in m.axes])) if m.axes else 1 for m in graph.metrics.values())
+    bytes_in = rows * (lay.n * 8 + 8 + 4)
+    bytes_out = (rows - args.chips) * (n_values * 8 + 4 + 8 + 8)
+    bw = copy_bandwidth()
+    floor = (bytes_in + bytes_out) / bw
+    results, outputs = {}, {}
+    for eng in [e for e in args.engines.split(",") if e]:
+        out = d / f"out-{eng}.parquet"
+        out.unlink(missing_ok=True)
+        print(f"running {eng} ...", file=sys.stderr)
+        results[eng] = run_engine(eng, data, out)
+        outputs[eng] = out
+        print(f"  {results[eng]}", file=sys.stderr)
+    stream = run_engine("stream", data, d / "unused")
+    comp = compile_times(args.profile)
+    if comp["synthetic_compile_s"] > TARGETS["compile_10k_s"] and not comp["profile"]:
+        comp = compile_times(True)
+    check = cross_check({k: v for k, v in outputs.items() if "error" not in results[k]}, list(graph.metrics), 4096) \
+        if "generated" in outputs and "error" not in results["generated"] else {}
+
+    report(args, graph, lay, rows, bw, floor, bytes_in + bytes_out, results, check, stream, comp)
+    if not args.keep:
+        for out in outputs.values():
+            out.unlink(missing_ok=True)
+
+
+def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, comp) -> None:
+    """One table: every engine's time (and ratio to the generated evaluator), then the issue's ratios
+    and measures against their targets."""
+    nan = float("nan")
+    gen_s = results.get("generated", {}).get("seconds", nan)
+    best = min((results[e]["seconds"] for e in ("duckdb", "polars") if e in results and "error" not in results[e]), default=nan)
+    print(f"\nperfonto evaluation benchmark — {args.chips} chips × {args.samples:,} samples = {rows:,} rows, "
+          f"{len(graph.generation.signals)} signal columns ({lay.n} register values read per row), {len(graph.metrics)} metrics; "
+          f"{os.cpu_count()} cores; copy bandwidth {bw / 1e9:.1f} GB/s (read + write), {moved / 1e9:.2f} GB to move\n")
+    label = {"generated": "generated Python evaluator", "reference": "reference interpreter", "duckdb": "DuckDB, generated SQL",
+             "polars": "Polars expressions"}
+    table = []  # (measure, value, unit, ratio text, target text, met)
+    for eng, r in results.items():
+        if "error" in r:
+            table.append((f"{label.get(eng, eng)}: failed ({r['error'][:60]})", nan, "", "", "", None))
+            continue
+        note = f", {check[eng]}" if eng in check else ""
+        table.append((f"{label.get(eng, eng)}, time", r["seconds"], "s", f"{r['seconds'] / gen_s:.2f} × generated{note}", "", None))
+    table.append(("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × generated", "", None))
+    table.append(("generated ÷ faster of DuckDB and Polars", gen_s / best, "", "", f"≤ {TARGETS['vs_best_engine']}",
+                  gen_s / best <= TARGETS["vs_best_engine"]))
+    table.append(("generated ÷ memory floor", gen_s / floor, "", "", f"≤ {TARGETS['vs_floor']}", gen_s / floor <= TARGETS["vs_floor"]))
+    table.append(("compile, shipped catalog", comp["shipped_s"], "s", "", "", None))
+    table.append(("compile, 10,000 metrics over 2,000 signals", comp["synthetic_compile_s"], "s",
+                  f"{comp['synthetic_compile_s'] / TARGETS['compile_10k_s']:.2f} × target", f"< {TARGETS['compile_10k_s']:g} s",
+                  comp["synthetic_compile_s"] < TARGETS["compile_10k_s"]))
+    table.append(("codegen (Python), 10,000 metrics", comp["synthetic_codegen_s"], "s", "", "", None))
+    med = stream.get("median_us", nan)
+    table.append(("streaming latency per sample, median", med, "µs", f"{med / TARGETS['stream_median_us']:.2f} × target",
+                  f"< {TARGETS['stream_median_us']:g} µs", med < TARGETS["stream_median_us"]))
+    table.append(("streaming latency per sample, p99", stream.get("p99_us", nan), "µs", "", "", None))
+    for eng, r in results.items():
+        if "error" not in r:
+            gb = r["peak_mb"] / 1024
+            target = eng == "generated"
+            table.append((f"peak memory, {label.get(eng, eng)}", gb, "GB", f"{gb / TARGETS['peak_gb']:.2f} × target" if target else "",
+                          f"< {TARGETS['peak_gb']:g} GB" if target else "", gb < TARGETS["peak_gb"] if target else None))
+    table.append(("peak memory, streaming", stream.get("peak_mb", nan) / 1024, "GB", "", "", None))
+    print(f"{'measure':<46}{'value':>10} {'unit':<4} {'ratio':<30}{'target':<12}met")
+    for name, value, unit, ratio, target, ok in table:
+        met = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:<46}{value:>10.3f} {unit:<4} {ratio:<30}{target:<12}{met}")
+    print(f"(synthetic catalog: generation loaded in {comp['synthetic_load_s']:.2f} s, not counted in its compile time)")
+    if comp["profile"]:
+        print("slowest compiler functions (cumulative, profiled run): " + "; ".join(comp["profile"]))
+
+if __name__ == "__main__":
+    main()

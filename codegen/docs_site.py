@@ -1,0 +1,298 @@
+"""The docs site: Markdown pages per generation and per metric group, and an index.
+
+``generate_site(graphs, primary)`` takes one compiled catalog per generation (``{name: MetricGraph}``,
+as ``metrics.compiler.compile_files`` gives) and returns ``{relative path: Markdown text}``:
+
+- ``index.md`` — the generations, the metric groups, and every metric with its unit, groups and
+  availability on each generation;
+- ``generations/<name>.md`` — spec constants (value, unit, provenance, source), signals by block
+  (kind, unit, width, scale, description, availability across generations, metrics that read it), and
+  which metrics are unavailable there and why;
+- ``groups/<group>.md`` — every metric of the group: unit, formula, description, source, bounds,
+  threshold, parent, server-level meaning, availability across generations, dependencies, dependents,
+  and a Mermaid graph of its dependencies (transitively, down to signals and spec constants).
+
+Metric details come from the ``primary`` generation's catalog (its declared units and formulas);
+availability comes from every catalog. Output is deterministic: sorted, no timestamps, no hashes of
+anything but the inputs. Text from catalogs is escaped for Markdown (``codegen.docs._esc``) and
+Mermaid labels are quoted and entity-escaped.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from metrics.compiler import MetricGraph
+from ontology.units import fmt_unit
+
+from .docs import _anchor, _code, _esc, _n
+
+YES, NO = "✓", "—"
+
+
+def _mermaid_label(text: str) -> str:
+    out = []
+    for ch in str(text):
+        if ch.isalnum() or ch in "._-/ ":
+            out.append(ch)
+        else:
+            out.append(f"#{ord(ch)};")
+    return '"' + "".join(out) + '"'
+
+
+def _file(name: str) -> str:
+    """A file name for a group or generation name (they are identifiers; anything else is replaced)."""
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name).lstrip(".") or "_"
+
+
+def _all(g: MetricGraph) -> dict:
+    """Window metrics and, where the compiler has them, metrics over request records."""
+    return getattr(g, "all_metrics", g.metrics)
+
+
+def _groups_of(decl) -> tuple[str, ...]:
+    return tuple(decl.groups) or ("ungrouped",)
+
+
+class _Site:
+    def __init__(self, graphs: dict[str, MetricGraph], primary: str):
+        self.graphs = dict(sorted(graphs.items(), key=lambda kv: (kv[0] != primary, kv[0])))
+        self.primary = primary
+        self.g = graphs[primary]
+        self.names = sorted({n for g in graphs.values() for n in g.declarations})
+        self.decl = {}
+        for n in self.names:  # the primary generation's declaration, else the first that has one
+            for g in self.graphs.values():
+                if n in g.declarations:
+                    self.decl[n] = g.declarations[n]
+                    break
+        self.groups: dict[str, list[str]] = {}
+        for n in self.names:
+            for grp in _groups_of(self.decl[n]):
+                self.groups.setdefault(grp, []).append(n)
+
+    # -- shared pieces -------------------------------------------------------------------------------
+    def status(self, gen: str, metric: str) -> tuple[bool, str]:
+        g = self.graphs[gen]
+        if metric in _all(g):
+            return True, ""
+        if metric in g.unavailable:
+            return False, g.unavailable[metric]
+        if metric not in g.declarations:
+            return False, "not declared for this generation"
+        errs = [d for d in g.errors if d.span.line == g.declarations[metric].span.line and d.span.file == g.declarations[metric].span.file]
+        return False, "does not compile: " + (errs[0].message if errs else "it depends on a metric that does not compile")
+
+    def metric_link(self, name: str, from_root: bool = False) -> str:
+        """A link to the metric's entry on its first group's page (from the index, or from a page in a
+        sub-folder)."""
+        grp = _groups_of(self.decl[name])[0]
+        prefix = "groups/" if from_root else "../groups/"
+        return f"[`{_n(name)}`]({prefix}{_file(grp)}.md#{_anchor(name)})"
+
+    def signal_link(self, name: str, gen: str | None = None, from_root: bool = False) -> str:
+        gen = gen or self.primary
+        prefix = "generations/" if from_root else "../generations/"
+        return f"[`{_n(name)}`]({prefix}{_file(gen)}.md#{_anchor(name)})"
+
+    def availability_row(self, metric: str) -> str:
+        return " | ".join(YES if self.status(gen, metric)[0] else NO for gen in self.graphs)
+
+    # -- pages --------------------------------------------------------------------------------------
+    def index(self) -> str:
+        out = ["# perfonto metric reference", "",
+               f"Metric details as compiled for `{_n(self.primary)}`; availability on every generation "
+               f"({', '.join(f'`{_n(g)}`' for g in self.graphs)}). {len(self.names)} metrics in {len(self.groups)} groups.", "",
+               "## Generations", "", "| generation | lineage | signals | spec constants | metrics available | unavailable | description |",
+               "|---|---|---|---|---|---|---|"]
+        for name, g in self.graphs.items():
+            gen = g.generation
+            lineage = " → ".join(_esc(x) for x in gen.lineage) or _esc(name)
+            n_ok = sum(self.status(name, n)[0] for n in self.names)
+            out.append(f"| [`{_n(name)}`](generations/{_file(name)}.md) | {lineage} | {len(gen.signals)} | {len(gen.spec)} | {n_ok} | "
+                       f"{len(self.names) - n_ok} | {_esc(gen.description)} |")
+        out += ["", "## Metric groups", "", "| group | metrics |", "|---|---|"]
+        for grp, names in sorted(self.groups.items()):
+            out.append(f"| [{_esc(grp)}](groups/{_file(grp)}.md) | {len(names)} |")
+        out += ["", "## All metrics", "", f"{YES} available, {NO} unavailable (the generation page says why).", "",
+                "| metric | unit | groups | " + " | ".join(f"`{_n(g)}`" for g in self.graphs) + " |",
+                "|---|---|---|" + "---|" * len(self.graphs)]
+        for n in self.names:
+            d = self.decl[n]
+            out.append(f"| {self.metric_link(n, True)} | {_esc(d.unit)} | {', '.join(_esc(x) for x in _groups_of(d))} | {self.availability_row(n)} |")
+        return "\n".join(out) + "\n"
+
+    def generation_page(self, name: str) -> str:
+        g = self.graphs[name]
+        gen = g.generation
+        out = [f"# Generation `{_n(name)}`", "", _esc(gen.description), "",
+               f"Lineage: {' → '.join(f'`{_n(x)}`' for x in gen.lineage) or f'`{_n(name)}`'}. {len(gen.signals)} signals, "
+               f"{len(gen.fields)} packed fields, {len(gen.spec)} spec constants; "
+               f"{sum(self.status(name, n)[0] for n in self.names)} of {len(self.names)} metrics available. "
+               "[Index](../index.md).", "", "## Spec constants", "",
+               "| constant | value | unit | provenance | scope | source | description |", "|---|---|---|---|---|---|---|"]
+        for c in sorted(gen.spec):
+            k = gen.spec[c]
+            out.append(f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
+                       f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |")
+        out += ["", "## Signals", ""]
+        gens = list(self.graphs)
+        for block in sorted(gen.blocks):
+            b = gen.blocks[block]
+            axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+            out += [f"### Block `{_n(block)}`", "", f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.", "",
+                    "| signal | kind | unit | width | scale | description | " + " | ".join(f"`{_n(x)}`" for x in gens) + " | read by |",
+                    "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|"]
+            for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
+                s = gen.signals[sname]
+                width = "unknown" if s.wrap_width is None and s.kind.value == "counter" else (str(s.width) if s.width else NO)
+                if s.wrap_width and s.width and s.wrap_width != s.width:
+                    width += f" (wraps at {s.wrap_width})"
+                avail = " | ".join(self._signal_status(x, sname) for x in gens)
+                users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
+                used = ", ".join(self.metric_link(u) for u in users) or NO
+                out.append(f"| <a id=\"{_anchor(sname)}\"></a>`{_n(sname)}` | {s.kind.value} | {_esc(s.unit_text) or '1'} | {width} | "
+                           f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |")
+            fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
+            if fields:
+                out += ["", "| packed field | register | bits | unit | scale | description |", "|---|---|---|---|---|---|"]
+                for fname in fields:
+                    f = gen.fields[fname]
+                    out.append(f"| <a id=\"{_anchor(fname)}\"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | "
+                               f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |")
+            out.append("")
+        missing = [n for n in self.names if not self.status(name, n)[0]]
+        out += ["## Unavailable metrics", ""]
+        if not missing:
+            out.append("Every metric is available on this generation.")
+        else:
+            out += ["| metric | why |", "|---|---|"]
+            out += [f"| {self.metric_link(n)} | {_esc(self.status(name, n)[1])} |" for n in missing]
+        return "\n".join(out).rstrip() + "\n"
+
+    @staticmethod
+    def _signal_notes(s) -> str:
+        notes = []
+        if s.sentinel:
+            notes.append("sentinel " + ", ".join(str(v) for v in s.sentinel))
+        if s.reset_indicator:
+            notes.append(f"reset indicator `{_n(s.reset_indicator)}`")
+        if s.max_rate is not None:
+            notes.append(f"max rate {s.max_rate:g} {_esc(s.unit_text)}/s")
+        if s.stability != "stable":
+            notes.append(_esc(s.stability) + (f", renamed to `{_n(s.renamed_to)}`" if s.renamed_to else ""))
+        if s.broken:
+            notes.append("known not to count here")
+        return f" ({'; '.join(notes)})" if notes else ""
+
+    def _signal_status(self, gen: str, signal: str) -> str:
+        g = self.graphs[gen].generation
+        if signal in g.signals and not g.signals[signal].broken:
+            return YES
+        if signal in g.aliases:
+            return f"as `{_n(g.aliases[signal])}`"
+        return NO
+
+    def group_page(self, group: str) -> str:
+        names = sorted(self.groups[group])
+        out = [f"# Metric group `{_n(group)}`", "", f"{len(names)} metrics. Details as compiled for `{_n(self.primary)}`. "
+               "[Index](../index.md).", ""]
+        for n in names:
+            out += self.metric_entry(n)
+        return "\n".join(out).rstrip() + "\n"
+
+    def metric_entry(self, name: str) -> list[str]:
+        d = self.decl[name]
+        g = next((gr for gr in self.graphs.values() if name in _all(gr)), self.g)
+        m = _all(g).get(name)
+        out = [f"<a id=\"{_anchor(name)}\"></a>", "", f"## `{_n(name)}`", "", _esc(d.description) or "(no description)", ""]
+        unit = _esc(d.unit) + (f" ({_esc(fmt_unit(m.unit))})" if m is not None else "")
+        out.append(f"- **unit**: {unit}")
+        out.append(f"- **formula**: {_code(d.formula)}")
+        out.append(f"- **source**: {_esc(d.source) if d.source else NO}")
+        if m is not None and m.bounds:
+            out.append(f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(d.unit)}")
+        elif d.bounds:
+            out.append(f"- **bounds**: {d.bounds[0].value:g} .. {d.bounds[1].value:g}")
+        else:
+            out.append(f"- **bounds**: {NO}")
+        if m is not None and m.threshold:
+            op, v, msg = m.threshold
+            out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(d.unit)}: {_esc(msg)}")
+        if d.parent:
+            out.append(f"- **parent**: {self.metric_link(d.parent) if d.parent in self.decl else _esc(d.parent)}")
+        out.append(f"- **groups**: {', '.join(f'[{_esc(x)}]({_file(x)}.md)' for x in _groups_of(d))}")
+        if m is not None and getattr(m, "population", None):
+            out.append(f"- **per record of**: `{_n(m.population)}` (computed from records, at run level)")
+        elif m is not None:
+            out.append(f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
+                       + (f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else ""))
+        if m is not None:
+            deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [self.metric_link(x)
+                                                                                   for x in m.metric_deps]
+            out.append(f"- **depends on**: {', '.join(deps) or NO}")
+            users = sorted(n for n in g.graph.successors(name) if n in _all(g)) if name in g.graph else []
+            out.append(f"- **used by**: {', '.join(self.metric_link(u) for u in users) or NO}")
+        out += ["", "| generation | available |", "|---|---|"]
+        for gen in self.graphs:
+            ok, why = self.status(gen, name)
+            out.append(f"| `{_n(gen)}` | {YES if ok else NO + ' ' + _esc(why)} |")
+        if m is not None:
+            out += ["", "```mermaid", *self.mermaid(name, g), "```"]
+        out.append("")
+        return out
+
+    def _dep_link(self, name: str, g: MetricGraph) -> str:
+        if name in g.generation.spec:
+            return f"`{_n(name)}`"
+        return self.signal_link(name, g.generation.name)
+
+    def mermaid(self, name: str, g: MetricGraph) -> list[str]:
+        """``flowchart LR``: every metric, signal and spec constant the metric depends on, transitively;
+        edges point from a dependency to its user."""
+        nodes: dict[str, str] = {}
+        edges: set[tuple[str, str]] = set()
+        todo = [name]
+        while todo:
+            cur = todo.pop()
+            if cur in nodes:
+                continue
+            nodes[cur] = f"n{len(nodes)}"
+            m = _all(g).get(cur)
+            if m is None:
+                continue
+            for dep in m.signal_deps + m.spec_deps + m.metric_deps:
+                edges.add((dep, cur))
+                todo.append(dep)
+        ids = {n: f"n{i}" for i, n in enumerate(sorted(nodes))}
+        lines = ["flowchart LR"]
+        for n in sorted(nodes):
+            kind = "metric" if n in _all(g) else ("spec" if n in g.generation.spec else "signal")
+            shape = {"metric": ("[", "]"), "spec": ("[/", "/]"), "signal": ("([", "])")}[kind]
+            lines.append(f"  {ids[n]}{shape[0]}{_mermaid_label(n)}{shape[1]}")
+        for a, b in sorted(edges):
+            lines.append(f"  {ids[a]} --> {ids[b]}")
+        lines.append(f"  style {ids[name]} stroke-width:3px")
+        return lines
+
+
+def generate_site(graphs: dict[str, MetricGraph], primary: str) -> dict[str, str]:
+    """``{relative path: Markdown}`` of the docs site (see the module docstring). ``graphs`` holds one
+    compiled catalog per generation; ``primary`` (a key of ``graphs``) supplies the metric details."""
+    site = _Site(graphs, primary)
+    pages = {"index.md": site.index()}
+    for name in site.graphs:
+        pages[f"generations/{_file(name)}.md"] = site.generation_page(name)
+    for grp in sorted(site.groups):
+        pages[f"groups/{_file(grp)}.md"] = site.group_page(grp)
+    return dict(sorted(pages.items()))
+
+
+def write_site(pages: dict[str, str], out: Path) -> list[Path]:
+    """Write the pages under ``out`` (creating folders); returns the paths written."""
+    written = []
+    for rel, text in pages.items():
+        p = Path(out) / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        written.append(p)
+    return written

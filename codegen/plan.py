@@ -1,0 +1,168 @@
+"""What an evaluator must read, and how: the inputs of a compiled catalog and the window rule of each
+register, in one place for every backend (Python, SQL).
+
+``plan(graph)`` lists the signals and packed fields the metrics read (``inputs``) and the raw
+registers behind them (``registers``: the inputs' signals, the packed registers of the fields, and the
+reset indicators of the counters, transitively). ``layout(graph)`` places those registers in the flat
+column layout of the generated Python evaluator (``codegen/runtime_stream.py``).
+The rules themselves are those of ``metrics/windows.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from metrics import ir
+from metrics.compiler import MetricGraph
+from ontology.generation import Generation, ResolvedSignal
+from ontology.model import SignalKind
+
+U64_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``inputs``: signal and field names in first-use order (metrics in topological order);
+    ``registers``: signal names whose raw registers are needed, in generation order."""
+
+    inputs: tuple[str, ...]
+    registers: tuple[str, ...]
+
+
+def plan(graph: MetricGraph) -> Plan:
+    gen = graph.generation
+    inputs: list[str] = []
+    seen: set[str] = set()
+    for m in graph.metrics.values():
+        stack = [m.ir]
+        found: list[str] = []
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ir.Input):
+                found.append(n.signal)
+            stack.extend(reversed(ir.children(n)))
+        for s in found:
+            if s not in seen:
+                seen.add(s)
+                inputs.append(s)
+    need = set()
+    for s in inputs:
+        need.add(gen.fields[s].register if s in gen.fields else s)
+    todo = list(need)
+    while todo:  # reset indicators, transitively
+        sig = gen.signals[todo.pop()]
+        ind = sig.reset_indicator if sig.kind in (SignalKind.counter, SignalKind.histogram) else None
+        if ind is not None and ind not in need:
+            need.add(ind)
+            todo.append(ind)
+    return Plan(tuple(inputs), tuple(s for s in gen.signals if s in need))
+
+
+def max_rate(gen: Generation, sig: ResolvedSignal) -> float | None:
+    """The counter's maximum rate in its unit per second, as ``metrics.windows`` decides it (declared,
+    or a cycle counter's clock), or None."""
+    from metrics import windows
+
+    rule = getattr(windows, "max_rate", None)
+    return rule(gen, sig) if rule is not None else sig.max_rate
+
+
+def register_class(sig: ResolvedSignal, gen: Generation | None = None) -> int:
+    """Column class in the layout: 0 counters with a known width and no max rate (half-range rule),
+    1 counters with a max rate (rule 4 with max_rate, and ambiguous wraps), 2 counters of unknown width,
+    3 histograms, 4 gauges, 5 packed."""
+    if sig.kind is SignalKind.counter:
+        if sig.wrap_width is None:
+            return 2
+        rate = max_rate(gen, sig) if gen is not None else sig.max_rate
+        return 1 if rate is not None else 0
+    return {SignalKind.histogram: 3, SignalKind.gauge: 4}.get(sig.kind, 5)
+
+
+@dataclass
+class Layout:
+    """The flat register layout and its rule tables (see ``codegen/runtime_stream.py``): columns
+    ``[0, k1)`` half-range counters, ``[k1, k2)`` max-rate counters, ``[k2, k3)`` counters of unknown
+    width, ``[k3, k)`` histograms, ``[k, g)`` gauges, ``[g, n)`` packed registers."""
+
+    inputs: tuple[str, ...]
+    regs: list[tuple[str, int, int]] = field(default_factory=list)  # (signal, first column, stop)
+    bounds: list[int] = field(default_factory=lambda: [0] * 6)  # k1, k2, k3, k, g, n
+    mask: list[int] = field(default_factory=list)  # per counter/histogram column: 2^w - 1
+    half: list[int] = field(default_factory=list)  # per half-range column: 2^(w-1)
+    scale: list[float] = field(default_factory=list)  # per counter/histogram column
+    rate: list[float] = field(default_factory=list)  # per max-rate column: max rate in unit/s
+    wrap: list[float] = field(default_factory=list)  # per max-rate column: 2^w, the counter's range in raw units
+    gscale: list[float] = field(default_factory=list)  # per gauge column: scale / 2
+    hist: list[tuple[int, int, int]] = field(default_factory=list)  # (first, instances, buckets)
+    reset: list[tuple[int, int, tuple[tuple[int, int], ...]]] = field(default_factory=list)  # indicator cols, reset cols
+    sent: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
+    field_src: list[int] = field(default_factory=list)  # per field column: its register column
+    field_lo: list[int] = field(default_factory=list)
+    field_mask: list[int] = field(default_factory=list)
+    field_scale: list[float] = field(default_factory=list)
+    field_sent: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
+    input_src: list[tuple[int, int, int, tuple[int, ...]]] = field(default_factory=list)  # (0 V / 1 F, first, stop, sizes)
+
+    @property
+    def n(self) -> int:
+        return self.bounds[5]
+
+    @property
+    def nf(self) -> int:
+        return len(self.field_src)
+
+
+def layout(graph: MetricGraph) -> Layout:
+    gen: Generation = graph.generation
+    p = plan(graph)
+    lay = Layout(p.inputs)
+    regs = sorted(p.registers, key=lambda s: register_class(gen.signals[s], gen))  # stable: generation order within a class
+    col: dict[str, tuple[int, int]] = {}
+    n = 0
+    for name in regs:
+        sig = gen.signals[name]
+        a, n = n, n + sig.instances
+        col[name] = (a, n)
+        lay.regs.append((name, a, n))
+        cls = register_class(sig, gen)
+        for c in range(cls, 6):
+            lay.bounds[c] = n
+        if cls <= 3:
+            lay.mask += [U64_MAX if sig.wrap_width is None else (1 << sig.wrap_width) - 1] * sig.instances
+            lay.scale += [float(sig.scale)] * sig.instances
+        if cls == 0:
+            lay.half += [1 << (sig.wrap_width - 1)] * sig.instances
+        elif cls == 1:
+            lay.rate += [float(max_rate(gen, sig))] * sig.instances
+            lay.wrap += [float(1 << sig.wrap_width)] * sig.instances
+        elif cls == 3:
+            nb = len(sig.buckets) + 1
+            lay.hist.append((a, sig.instances // nb, nb))
+        elif cls == 4:
+            lay.gscale += [0.5 * sig.scale] * sig.instances
+        if sig.sentinel:
+            lay.sent.append((a, n, tuple(int(v) for v in sig.sentinel)))
+    by_indicator: dict[str, list[tuple[int, int]]] = {}
+    for name in regs:
+        sig = gen.signals[name]
+        if sig.reset_indicator is not None and register_class(sig, gen) <= 3 and sig.reset_indicator in col:
+            by_indicator.setdefault(sig.reset_indicator, []).append(col[name])
+    for ind, cols in by_indicator.items():
+        lay.reset.append((col[ind][0], col[ind][1], tuple(cols)))
+    for name in p.inputs:
+        if name in gen.fields:
+            f = gen.fields[name]
+            a, b = col[f.register]
+            reg = gen.signals[f.register]
+            first = lay.nf
+            lay.field_src += list(range(a, b))
+            lay.field_lo += [f.lo] * (b - a)
+            lay.field_mask += [(1 << (f.hi - f.lo + 1)) - 1] * (b - a)
+            lay.field_scale += [float(f.scale)] * (b - a)
+            if reg.sentinel:
+                lay.field_sent.append((first, lay.nf, tuple(int(v) for v in reg.sentinel)))
+            lay.input_src.append((1, first, lay.nf, tuple(s for _, s in f.axes)))
+        else:
+            a, b = col[name]
+            lay.input_src.append((0, a, b, tuple(s for _, s in gen.signals[name].axes)))
+    return lay

@@ -1,0 +1,292 @@
+"""SQL target: one query that computes every metric per window and chip from the raw counter table.
+
+The query is built as one sqlglot expression tree and printed by a sqlglot dialect (DuckDB by
+default; ``dialect="spark"`` prints Spark SQL), so identifiers from catalogs are quoted and escaped by
+the printer, never pasted. Its shape, one CTE per stage:
+
+1. ``src`` — one column per register instance (``r<j>_<k>``) and the sample's grid index ``g``
+   (rank within the chip, or ``round_half_even((t − t0) / period)`` when ``sample_period_ns`` is given);
+2. ``filled`` (period only) — every grid point of every chip; an absent sample has null registers and
+   an interpolated timestamp (as ``np.interp`` in ``metrics.windows.read_counters``);
+3. ``lagged`` — the previous sample's registers by ``LAG … OVER (PARTITION BY chip ORDER BY g)``;
+   ``deltas`` — the modular increase of every counter instance;
+4. ``win`` — one row per window: ``interval_s`` and each input's window value by the rules of
+   ``metrics/windows.py`` (modular delta in the effective width, resets by indicator or implausible
+   increase, sentinels, missing samples, gauges as endpoint means, packed fields);
+5. ``l1 … ln`` — formula layers: shared sub-expressions and raw metric values, then finished metric
+   values (inf and NaN → NULL), each layer reading only earlier columns;
+6. the final ``SELECT``: ``window``, ``chip``, ``start_ns``, ``interval_s`` and one column per metric
+   (a list for metrics with instance axes).
+
+Null rules, as in the reference interpreter (``metrics/interpreter.py``): null is SQL NULL; division
+by zero is NULL (``a / NULLIF(b, 0)``); comparisons, ``and``/``or``, ``if`` and ``min``/``max`` with
+a NULL operand are NULL (SQL's ``LEAST``/``GREATEST`` skip NULLs and three-valued ``AND`` does not
+propagate them, so these are spelled out); a NaN reaching a comparison or ``min``/``max`` is made NULL
+first, and a metric's inf or NaN is NULL.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlglot import exp
+
+from metrics import ir
+from metrics.compiler import MetricGraph
+
+from .ir_passes import fold, nonfinite_sensitive
+from .sql_windows import DIALECTS, Windows, _alias, _case, _cast, _col, _int, _is_null, _num, _or, _window, fill_grid
+
+
+class SqlEmitter:
+    """Typed IR → SQL, per instance: ``expr(node)`` gives one expression per instance of the node
+    (one when it has no instance axes) and the formula layer it can be computed in. A table from node
+    type (and ``Op`` name) to handler, so another dialect overrides only what differs."""
+
+    def __init__(self, graph: MetricGraph, inputs: dict[str, list[str]]):
+        self.graph = graph
+        self.inputs = inputs
+        self.metric_cols: dict[str, tuple[list[str], int]] = {}
+        self.cse: dict[ir.Node, tuple[list[str], int]] = {}
+        self.shared: set[ir.Node] = set()
+        self.sensitive: set[ir.Node] = set()
+        self.layers: dict[int, list[exp.Expression]] = {}
+        self.handlers: dict[type, Callable] = {ir.Const: self.const, ir.Input: self.input, ir.Interval: self.interval,
+                                               ir.MetricRef: self.metric_ref, ir.Rollup: self.rollup, ir.Op: self.op}
+        self.ops: dict[str, Callable] = {
+            "add": self.binary(exp.Add), "sub": self.binary(exp.Sub), "mul": self.binary(exp.Mul), "div": self.div,
+            "pow": self.pow, "neg": self.neg, "abs": self.abs, "min": self.extreme(exp.Least), "max": self.extreme(exp.Greatest),
+            "clamp": self.clamp, "lt": self.cmp(exp.LT), "le": self.cmp(exp.LTE), "gt": self.cmp(exp.GT), "ge": self.cmp(exp.GTE),
+            "eq": self.cmp(exp.EQ), "ne": self.cmp(exp.NEQ), "and": self.logic(exp.And), "or": self.logic(exp.Or),
+            "not": self.not_, "where": self.where}
+        self.n_cols = 0
+
+    def add_column(self, level: int, e: exp.Expression, prefix: str) -> str:
+        name = f"{prefix}{self.n_cols}"
+        self.n_cols += 1
+        self.layers.setdefault(level, []).append(_alias(e, name))
+        return name
+
+    def expr(self, n: ir.Node) -> tuple[list[exp.Expression], int]:
+        if n in self.cse:
+            cols, level = self.cse[n]
+            return [_col(c) for c in cols], level
+        es, level = self.handlers[type(n)](n)
+        if n in self.shared and not isinstance(n, (ir.Const, ir.Input, ir.Interval, ir.MetricRef)):
+            cols = [self.add_column(level + 1, e, "t") for e in es]
+            self.cse[n] = (cols, level + 1)
+            return [_col(c) for c in cols], level + 1
+        return es, level
+
+    def args(self, n: ir.Op) -> tuple[list[list[exp.Expression]], int]:
+        """Operands per instance of ``n`` (an operand without axes repeats for every instance)."""
+        size = 1
+        for _, s in n.axes:
+            size *= s
+        out, level = [], 0
+        for a in n.args:
+            es, lv = self.expr(a)
+            level = max(level, lv)
+            out.append(es if len(es) == size else es * size)
+        return [list(t) for t in zip(*out)], level
+
+    def nan_null(self, e: exp.Expression, node: ir.Node) -> exp.Expression:
+        """NaN → NULL where NaN and null would differ (SQL orders NaN above every number)."""
+        if isinstance(node, (ir.Const, ir.Input, ir.Interval, ir.MetricRef)) or isinstance(e, exp.Column):
+            return e
+        return exp.Nullif(this=e, expression=_num(float("nan")))
+
+    # -- leaves -------------------------------------------------------------------------------------
+    def const(self, n: ir.Const):
+        return [_num(n.value)], 0  # per window and chip: chips = 1
+
+    def input(self, n: ir.Input):
+        return [_col(c) for c in self.inputs[n.signal]], 0
+
+    def interval(self, n: ir.Interval):
+        return [_col("interval_s")], 0
+
+    def metric_ref(self, n: ir.MetricRef):
+        cols, level = self.metric_cols[n.metric]
+        return [_col(c) for c in cols], level
+
+    def rollup(self, n: ir.Rollup):
+        es, level = self.expr(n.arg)
+        if n.func in ("sum", "avg"):
+            total = es[0]
+            for e in es[1:]:
+                total = exp.Add(this=total, expression=e)
+            if n.func == "avg":
+                total = exp.Div(this=exp.Paren(this=total), expression=_num(len(es)))
+            return [exp.Paren(this=total)], level
+        es = [self.nan_null(e, n.arg) for e in es]
+        fn = exp.Least if n.func == "min" else exp.Greatest
+        return [self._null_if_any(es, fn(this=es[0], expressions=es[1:]))], level
+
+    # -- operations ---------------------------------------------------------------------------------
+    def op(self, n: ir.Op):
+        return self.ops[n.op](n)
+
+    def binary(self, cls):
+        def emit(n: ir.Op):
+            rows, level = self.args(n)
+            return [exp.Paren(this=cls(this=a, expression=b)) for a, b in rows], level
+        return emit
+
+    def div(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Paren(this=exp.Div(this=a, expression=exp.Nullif(this=b, expression=_num(0.0)))) for a, b in rows], level
+
+    def pow(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Pow(this=a, expression=b) for a, b in rows], level
+
+    def neg(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Paren(this=exp.Neg(this=a)) for (a,) in rows], level
+
+    def abs(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Abs(this=a) for (a,) in rows], level
+
+    @staticmethod
+    def _null_if_any(es: list[exp.Expression], value: exp.Expression) -> exp.Expression:
+        return _case(_or([_is_null(e) for e in es]), exp.Null(), value)
+
+    def extreme(self, cls):
+        def emit(n: ir.Op):
+            rows, level = self.args(n)
+            out = []
+            for row in rows:
+                row = [self.nan_null(e, a) for e, a in zip(row, n.args)]
+                out.append(self._null_if_any(row, cls(this=row[0], expressions=row[1:])))
+            return out, level
+        return emit
+
+    def clamp(self, n: ir.Op):
+        rows, level = self.args(n)
+        out = []
+        for row in rows:
+            x, lo, hi = (self.nan_null(e, a) for e, a in zip(row, n.args))
+            out.append(self._null_if_any([x, lo, hi], exp.Least(this=exp.Greatest(this=x, expressions=[lo]), expressions=[hi])))
+        return out, level
+
+    def cmp(self, cls):
+        def emit(n: ir.Op):
+            rows, level = self.args(n)
+            return [exp.Paren(this=cls(this=self.nan_null(a, n.args[0]), expression=self.nan_null(b, n.args[1]))) for a, b in rows], level
+        return emit
+
+    def logic(self, cls):
+        def emit(n: ir.Op):
+            rows, level = self.args(n)
+            return [self._null_if_any([a, b], exp.Paren(this=cls(this=a, expression=b))) for a, b in rows], level
+        return emit
+
+    def not_(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Paren(this=exp.Not(this=a)) for (a,) in rows], level
+
+    def where(self, n: ir.Op):
+        rows, level = self.args(n)
+        return [exp.Case(ifs=[exp.If(this=_is_null(c), true=exp.Null()), exp.If(this=c, true=a)], default=b) for c, a, b in rows], level
+
+    # -- metrics ------------------------------------------------------------------------------------
+    def metric(self, name: str, root: ir.Node) -> None:
+        es, level = self.expr(root)
+        raw = [self.add_column(level + 1, e, "v") for e in es]
+        fin = []
+        for c in raw:  # inf and NaN become NULL: x − x is 0 only for a finite x
+            r = _col(c)
+            fin.append(self.add_column(level + 2, _case(exp.EQ(this=exp.Sub(this=r, expression=r), expression=_num(0.0)), r), "m"))
+        self.metric_cols[name] = (fin, level + 2)
+
+
+def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                dialect: str = "duckdb", order: bool = True) -> exp.Select:
+    """The sqlglot tree of the metrics query (see the module docstring).
+
+    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
+    ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per instance).
+    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
+    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
+    samples of a chip form the windows.
+    order: sort the result by chip and window.
+    """
+    d = DIALECTS[dialect]
+    wins = Windows(graph, d)
+    src_table = exp.to_table(source) if isinstance(source, str) else source
+    regs = wins.all_reg_cols()
+    ctes: list[tuple[str, exp.Select]] = []
+    if sample_period_ns:
+        t0 = _window(exp.Min(this=_col("timestamp_ns")), "chip", "timestamp_ns")
+        t0.set("order", None)
+        grid = _cast(exp.Anonymous(this=d.round_even, expressions=[
+            exp.Div(this=_cast(exp.Sub(this=_col("timestamp_ns"), expression=t0), "DOUBLE"), expression=_num(float(sample_period_ns))),
+            _int(0)]), "BIGINT")
+    else:
+        grid = exp.Sub(this=_window(exp.RowNumber(), "chip", "timestamp_ns"), expression=_int(1))
+    src = exp.select(_col("chip"), _alias(_col("timestamp_ns"), "ts"), _alias(grid, "g"), *wins.src_columns()).from_(src_table, copy=False)
+    ctes.append(("src", src))
+    base = "src"
+    if sample_period_ns:
+        ctes += fill_grid(regs, d)
+        base = "filled"
+    lag_cols = [_alias(_window(exp.Lag(this=_col(c)), "chip", "g"), "p" + c[1:]) for c in ["ts"] + regs]
+    lag_cols[0] = _alias(_window(exp.Lag(this=_col("ts")), "chip", "g"), "p_ts")
+    ctes.append(("lagged", exp.select(_col("chip"), _col("g"), _col("ts"), *[_col(c) for c in regs], *lag_cols).from_(base, copy=False)))
+    ctes.append(("deltas", exp.select(exp.Star(), *wins.delta_columns()).from_("lagged", copy=False)
+                 .where(exp.Not(this=_is_null(_col("p_ts"))), copy=False)))
+    win = exp.select(_col("chip"), _alias(exp.Sub(this=_col("g"), expression=_int(1)), "window"), _alias(_col("p_ts"), "start_ns"),
+                     *wins.window_values()).from_("deltas", copy=False)
+    ctes.append(("win", win))
+
+    em = SqlEmitter(graph, wins.input_cols)
+    roots = {name: fold(m.ir) for name, m in graph.metrics.items()}
+    counts: dict[ir.Node, int] = {}
+
+    def visit(n):
+        if isinstance(n, (ir.Op, ir.Rollup)):
+            counts[n] = counts.get(n, 0) + 1
+            if counts[n] > 1:
+                return
+        for c in ir.children(n):
+            visit(c)
+
+    for r in roots.values():
+        visit(r)
+    em.shared = {n for n, c in counts.items() if c > 1}
+    em.sensitive = nonfinite_sensitive(list(roots.values()))
+    for name, root in roots.items():
+        em.metric(name, root)
+    prev = "win"
+    for level in sorted(em.layers):
+        cte = f"l{level}"
+        ctes.append((cte, exp.select(exp.Star(), *em.layers[level]).from_(prev, copy=False)))
+        prev = cte
+    outputs = [_col("window"), _col("chip"), _col("start_ns"), _col("interval_s")]
+    for name, m in graph.metrics.items():
+        cols, _ = em.metric_cols[name]
+        value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
+        outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
+    query = exp.select(*outputs).from_(prev, copy=False)
+    for name, sel in ctes:
+        query = query.with_(name, as_=sel, copy=False)
+    return query.order_by(_col("chip"), _col("window"), copy=False) if order else query
+
+
+def generate_sql(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                 dialect: str = "duckdb", pretty: bool = True, order: bool = True) -> str:
+    """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
+    naming the generation and the catalog hash. See ``build_query`` for the arguments."""
+    gen = graph.generation
+    q = build_query(graph, source, sample_period_ns, dialect, order)
+    header = (f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
+              f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n")
+    if not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum():  # pragma: no cover - validated names
+        header = "-- perfonto generated metrics query\n"
+    return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"  # the tree is ours to consume
+
+
+def parquet_source(path: str) -> exp.Expression:
+    """``read_parquet('<path>')`` (DuckDB) as a table expression; the path is a SQL string literal."""
+    return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=[exp.Literal.string(path)]))

@@ -1,0 +1,195 @@
+"""Differential tests on random catalogs: a random generation (counters of every width, effective
+widths, scales, sentinels, max rates, reset indicators, unknown widths, gauges, histograms, packed
+fields; blocks with and without instances), random metric formulas typed by construction (units,
+chip degree and instance axes check; metrics of metrics), and independent raw counter series (wraps,
+zeros, implausible jumps, decreases, sentinels, null registers, absent samples on a jittered grid).
+Every backend must agree with the reference interpreter (``test_differential_backends``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_differential_backends import Sig, check_all, generations
+
+UNITS = {"B": {"byte": 1}, "FLOP": {"flop": 1}, "event": {"event": 1}, "core_cycle": {"core_cycle": 1}, "token": {"token": 1},
+         "J": {"energy": 1}, "W": {"energy": 1, "time": -1}, "request": {"request": 1}, "1": {}}
+EXAMPLES = int(os.environ.get("PERFONTO_DIFF_EXAMPLES", 700))  # catalogs per run
+SERIES = 3  # independent counter series per catalog: EXAMPLES × SERIES generated cases
+
+
+# -- metric formulas, typed by construction ------------------------------------------------------------------
+@dataclass
+class Term:
+    text: str
+    dims: dict
+    unit: str
+    degree: int
+    axes: tuple
+    literal: bool = False
+    boolean: bool = False
+
+
+def _mul_dims(a: dict, b: dict, k: int = 1) -> dict:
+    out = dict(a)
+    for d, e in b.items():
+        out[d] = out.get(d, 0) + k * e
+    return {d: e for d, e in out.items() if e}
+
+
+def leaves(sigs: list[Sig], metrics: list[Term]) -> list[Term]:
+    out = []
+    for s in sigs:
+        if s.kind == "packed":
+            for f in s.fields:
+                out.append(Term(f"{s.name}.{f}", {}, "1", 0, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
+            continue
+        degree = 1 if s.kind in ("counter", "histogram") or s.across == "sum" else 0
+        out.append(Term(s.name, UNITS[s.unit], s.unit, degree, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
+    out.append(Term("interval", {"time": 1}, "s", 0, ()))
+    out.append(Term("spec.k0", {"byte": 1, "time": -1}, "B/s", 1, ()))
+    out.append(Term("spec.k1", {}, "1", 0, ()))
+    return out + metrics
+
+
+@st.composite
+def terms(draw, pool: list[Term], depth: int) -> Term:
+    if depth <= 0 or draw(st.integers(0, 5)) == 0:
+        t = draw(st.sampled_from(pool))
+        if t.axes and draw(st.booleans()):
+            t = rollup(draw, t)
+        return t
+    a = draw(terms(pool, depth - 1))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "*", "/", "min", "max", "clamp", "abs", "neg", "pow", "if", "roll"]))
+    if op == "roll":
+        return rollup(draw, a) if a.axes else a
+    if op == "abs":
+        return Term(f"abs({a.text})", a.dims, a.unit, a.degree, a.axes, a.literal)
+    if op == "neg":
+        return Term(f"(-{a.text})", a.dims, a.unit, a.degree, a.axes, a.literal)
+    if op == "pow":
+        p = draw(st.sampled_from([2, 3]))
+        return Term(f"({a.text}) ** {p}", _mul_dims({}, a.dims, p), f"({a.unit})**{p}", a.degree * p, a.axes, a.literal)
+    if op in ("*", "/"):
+        b = draw(terms(pool, depth - 1))
+        a, b = same_axes(draw, a, b)
+        k = 1 if op == "*" else -1
+        unit = f"({a.unit})*({b.unit})" if op == "*" else f"({a.unit})/({b.unit})"
+        return Term(f"({a.text} {op} {b.text})", _mul_dims(a.dims, b.dims, k), unit, a.degree + k * b.degree, join(a.axes, b.axes),
+                    a.literal and b.literal)
+    b = partner(draw, pool, a)
+    a, b = same_axes(draw, a, b)
+    axes = join(a.axes, b.axes)
+    degree = a.degree if not a.literal else b.degree
+    if op in ("+", "-"):
+        return Term(f"({a.text} {op} {b.text})", a.dims, a.unit, degree, axes, a.literal and b.literal)
+    if op in ("min", "max"):
+        return Term(f"{op}({a.text}, {b.text})", a.dims, a.unit, degree, axes)
+    if op == "clamp":
+        lo = Term(f"{draw(st.sampled_from([0.5, 2, 10]))} [{a.unit}]", a.dims, a.unit, a.degree, (), True)
+        return Term(f"clamp({a.text}, {lo.text}, {b.text})", a.dims, a.unit, degree, axes)
+    cond = condition(draw, pool)
+    if cond.axes and axes and cond.axes != axes:
+        cond = condition(draw, pool, flat=True)
+    return Term(f"({a.text} if {cond.text} else {b.text})", a.dims, a.unit, degree, join(axes, cond.axes))
+
+
+def condition(draw, pool: list[Term], flat: bool = False) -> Term:
+    x = draw(st.sampled_from(pool))
+    if flat and x.axes:
+        x = rollup(draw, x)
+    y = partner(draw, pool, x)
+    x, y = same_axes(draw, x, y)
+    if flat and (x.axes or y.axes):
+        x = rollup(draw, x) if x.axes else x
+        y = rollup(draw, y) if y.axes else y
+    cmp = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+    c = Term(f"({x.text} {cmp} {y.text})", {}, "1", 0, join(x.axes, y.axes), boolean=True)
+    shape = draw(st.sampled_from(["plain", "not", "and", "or"]))
+    if shape == "not":
+        return Term(f"(not {c.text})", {}, "1", 0, c.axes, boolean=True)
+    if shape in ("and", "or") and not c.axes:
+        d = condition(draw, pool, flat=True)
+        d = d if not d.axes else c
+        return Term(f"({c.text} {shape} {d.text})", {}, "1", 0, (), boolean=True)
+    return c
+
+
+def partner(draw, pool: list[Term], a: Term) -> Term:
+    """An operand for ``+ - min max`` comparisons and branches: same dimension, same chip degree (or a literal)."""
+    same = [t for t in pool if t.dims == a.dims and t.degree == a.degree and not t.boolean]
+    if same and draw(st.booleans()):
+        return draw(st.sampled_from(same))
+    v = draw(st.sampled_from([0.5, 1, 3, 100, 1e-3]))
+    return Term(f"{v} [{a.unit}]", a.dims, a.unit, a.degree, (), True)
+
+
+def rollup(draw, t: Term) -> Term:
+    f = draw(st.sampled_from(["sum", "avg", "min", "max"]))
+    return Term(f"{f}({t.text})", t.dims, t.unit, t.degree, (), False)
+
+
+def join(x: tuple, y: tuple) -> tuple:
+    return x or y
+
+
+def same_axes(draw, a: Term, b: Term) -> tuple[Term, Term]:
+    if a.axes and b.axes and a.axes != b.axes:
+        return (rollup(draw, a), b) if draw(st.booleans()) else (a, rollup(draw, b))
+    return a, b
+
+
+@st.composite
+def catalogs(draw, sigs: list[Sig]):
+    """Metric source text: one identity metric per signal or field (window values) and random formulas."""
+    lines = []
+    made: list[Term] = []
+    pool = leaves(sigs, [])
+    for i, t in enumerate(pool[:-3]):
+        if draw(st.integers(0, 2)) == 0:
+            continue
+        unit = t.unit if t.unit != "1" else "1"
+        lines.append(f'metric w{i} [{unit}] = {t.text}\n  "window value"')
+    for i in range(draw(st.integers(2, 6))):
+        t = draw(terms(leaves(sigs, made), draw(st.integers(2, 4))))
+        fix = [x for x in pool if x.degree == 1 and not x.axes and not x.literal]
+        while t.degree > 1 or t.degree < 0:
+            f = draw(st.sampled_from(fix))
+            if t.degree > 1:
+                t = Term(f"({t.text} / {f.text})", _mul_dims(t.dims, f.dims, -1), f"({t.unit})/({f.unit})", t.degree - 1, t.axes)
+            else:
+                t = Term(f"({t.text} * {f.text})", _mul_dims(t.dims, f.dims), f"({t.unit})*({f.unit})", t.degree + 1, t.axes)
+        unit = "percent" if not t.dims and draw(st.booleans()) else t.unit
+        lines.append(f'metric f{i} [{unit}] = {t.text}\n  "formula {i}"')
+        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", t.degree, t.axes))
+    return "\n".join(lines) + "\n"
+
+
+RATES = st.fixed_dictionaries({"absent": st.sampled_from([0.0, 0.0, 0.1]), "sentinel": st.sampled_from([0.0, 0.1]),
+                               "missing": st.sampled_from([0.0, 0.0, 0.05])})
+
+
+RUNS = st.tuples(st.integers(0, 2**32 - 1), st.integers(2, 8), st.integers(1, 3), RATES, st.integers(1, 7))
+
+
+@st.composite
+def cases(draw):
+    """A random generation, a random catalog over it, and SERIES independent counter series."""
+    sigs = draw(generations())
+    return sigs, draw(catalogs(sigs)), draw(st.lists(RUNS, min_size=SERIES, max_size=SERIES))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases())
+def test_differential_all_backends(case):
+    check_all(*case)
+
+
+def test_enough_cases():
+    """Issue 5: at least 2,000 generated cases (catalog × series) per run."""
+    assert EXAMPLES * SERIES >= 2000 or "PERFONTO_DIFF_EXAMPLES" in __import__("os").environ
+
+
