@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import duration, stderr
+from .common import CommandError, duration, stderr
 
 TARGETS = ("python", "sql", "c-header", "docs", "schemas")
 
@@ -29,9 +29,21 @@ def register(sub) -> None:
 
 
 def cmd_codegen(args) -> int:
+    try:
+        return _codegen(args)
+    except ValueError as exc:  # a catalog the target cannot express (e.g. C identifiers that collide)
+        raise CommandError(str(exc), 1) from None
+
+
+def _codegen(args) -> int:
     err = stderr()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"--out {out} is a file; give a folder", 2)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create {out}: {exc.strerror}", 1) from None
     if args.target == "schemas":
         from codegen.schemas import schemas
 
