@@ -269,7 +269,7 @@ def _compile(gen: Generation, decls: list[ast.MetricDecl], diags: list[Diagnosti
     h = hashlib.sha256()
     h.update(gen.content_hash.encode())
     for name in sorted(texts):
-        h.update(name.encode())
+        h.update(Path(name).name.encode())  # the file name, not where the checkout lives
         h.update(texts[name].encode())
     window_metrics = {n: m for n, m in compiled.items() if not m.from_records}
     record_metrics = {n: m for n, m in compiled.items() if m.from_records}
