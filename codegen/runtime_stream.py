@@ -44,11 +44,11 @@ _PRE = _PRE_SEGS = _INPUTS_ONE = ()
 
 
 def _metrics(inp, interval, chips, O, A, pre):  # replaced by the generated formula function (chunks)
-    raise NotImplementedError
+    raise RuntimeError("template placeholder: a generated evaluator module defines _metrics")
 
 
 def _metrics_one(inp, interval, chips, O, A, pre):  # replaced by the generated formula function (one window)
-    raise NotImplementedError
+    raise RuntimeError("template placeholder: a generated evaluator module defines _metrics_one")
 
 
 def _buf(ws, key, shape, dtype=np.float64):
