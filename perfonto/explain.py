@@ -11,6 +11,12 @@ from ontology.loader import load_generation, shipped_generations
 from ontology.units import fmt_unit
 
 
+def window_meaning(kind: str) -> str:
+    """What a signal's name means inside a metric (the window rules of ``metrics.windows``)."""
+    return {"counter": "its increase over the window", "histogram": "each bucket's increase over the window",
+            "gauge": "its time-weighted mean over the window"}.get(kind, "read through its fields")
+
+
 def availability(name: str, catalog_dir=None) -> dict[str, str]:
     """Generation → "available" or the reason the metric is unavailable there: the shipped generations
     and library, or (``catalog_dir``) the generations and metric files of a user's catalog."""
@@ -66,7 +72,7 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
         note = []
         if text in gen.signals:
             s = gen.signals[text]
-            note.append(f"{s.kind.value}: {'increase over the window' if s.kind.value == 'counter' else 'time-weighted mean'}")
+            note.append(f"{s.kind.value}: {window_meaning(s.kind.value)}")
         elif text in gen.spec:
             c = gen.spec[text]
             note.append(f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)")
@@ -143,8 +149,7 @@ def explain_input(gen, name: str) -> str | None:
             out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
         out.append(f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
                    + ("; BROKEN on this generation" if s.broken else ""))
-        out.append("in a metric: " + ("its increase over the window" if s.kind.value in ("counter", "histogram")
-                                      else "its time-weighted mean over the window" if s.kind.value == "gauge" else "read through its fields"))
+        out.append(f"in a metric: {window_meaning(s.kind.value)}")
     elif name in gen.fields:
         f = gen.fields[name]
         out.append(f"{name}: bits {f.lo}..{f.hi} of packed register `{f.register}` [{f.unit_text}] — {f.description}")

@@ -27,14 +27,22 @@ def load_generation_arg(name: str):
     return gen, diags
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return v
+def _int_at_least(minimum: int):
+    """An argparse type: an integer ≥ ``minimum``, else a usage error (exit 2) naming the text."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {text!r}")
+        return v
+
+    return parse
+
+
+non_negative_int = _int_at_least(0)
+positive_int = _int_at_least(1)
 
 
 def stderr() -> Console:
@@ -50,29 +58,18 @@ def stdout() -> Console:
 
 def duration(text: str) -> float:
     """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (pint, the project's registry)."""
-    from ontology.units import registry_for
+    import math
 
-    from ontology.units import UnitError, parse_quantity
+    from ontology.units import UnitError, parse_quantity, registry_for
 
     reg = registry_for(())
     try:
         value = parse_quantity(reg, text, reg.second)
     except UnitError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (write e.g. 1s, 500ms, 2min)") from None
-    import math
-
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"duration must be positive and finite: {text!r}")
     if value > 86400:
         raise argparse.ArgumentTypeError(f"duration {text!r} is longer than a day; emulate in pieces")
     return value
 
-
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return v
