@@ -33,6 +33,20 @@ class Term:
     boolean: bool = False
 
 
+_BASE = {"byte": "B", "flop": "FLOP", "event": "event", "core_cycle": "core_cycle", "token": "token", "energy": "J",
+         "time": "s", "request": "request"}
+
+
+def _unit_text(dims: dict) -> str:
+    """A compact unit string for ``dims`` (e.g. ``request**7/s``), as an engineer would write it."""
+    def part(d, e):
+        return _BASE[d] if e == 1 else f"{_BASE[d]}**{e}"
+
+    num = "*".join(part(d, e) for d, e in sorted(dims.items()) if e > 0) or "1"
+    den = [part(d, -e) for d, e in sorted(dims.items()) if e < 0]
+    return num if not den else f"{num}/({'*'.join(den)})"
+
+
 def _mul_dims(a: dict, b: dict, k: int = 1) -> dict:
     out = dict(a)
     for d, e in b.items():
@@ -72,13 +86,14 @@ def terms(draw, pool: list[Term], depth: int) -> Term:
         return Term(f"(-{a.text})", a.dims, a.unit, a.degree, a.axes, a.literal)
     if op == "pow":
         p = draw(st.sampled_from([2, 3]))
-        return Term(f"({a.text}) ** {p}", _mul_dims({}, a.dims, p), f"({a.unit})**{p}", a.degree * p, a.axes, a.literal)
+        dims = _mul_dims({}, a.dims, p)
+        return Term(f"({a.text}) ** {p}", dims, _unit_text(dims), a.degree * p, a.axes, a.literal)
     if op in ("*", "/"):
         b = draw(terms(pool, depth - 1))
         a, b = same_axes(draw, a, b)
         k = 1 if op == "*" else -1
-        unit = f"({a.unit})*({b.unit})" if op == "*" else f"({a.unit})/({b.unit})"
-        return Term(f"({a.text} {op} {b.text})", _mul_dims(a.dims, b.dims, k), unit, a.degree + k * b.degree, join(a.axes, b.axes),
+        dims = _mul_dims(a.dims, b.dims, k)
+        return Term(f"({a.text} {op} {b.text})", dims, _unit_text(dims), a.degree + k * b.degree, join(a.axes, b.axes),
                     a.literal and b.literal)
     b = partner(draw, pool, a)
     a, b = same_axes(draw, a, b)
