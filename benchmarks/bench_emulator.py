@@ -24,7 +24,7 @@ import time
 
 CHILD = r"""
 import json, resource, sys, tempfile, time
-import emulator
+from perfonto import emulator
 chips, dur = int(sys.argv[1]), float(sys.argv[2])
 t0 = time.perf_counter()
 with tempfile.TemporaryDirectory() as d:
@@ -79,8 +79,8 @@ def main() -> None:
         print(f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {per / ref:.2f}{slope}")
         prev = (c, m["wall_s"])
 
-    from emulator.calibration import load_rows, prepare
-    from emulator.project import project
+    from perfonto.emulator.calibration import load_rows, prepare
+    from perfonto.emulator.project import project
 
     t0 = time.perf_counter()
     project("sohu", model="llama3-70b", chips=8, isl=2048, osl=128, dtype="fp8")

@@ -45,8 +45,8 @@ TARGETS = {"vs_best_engine": 1.0, "vs_floor": 3.0, "compile_10k_s": 5.0, "stream
 
 
 def _catalog(generation: str = "sohu"):
-    from metrics.compiler import compile_files
-    from ontology import load_generation
+    from perfonto.metrics.compiler import compile_files
+    from perfonto.ontology import load_generation
 
     gen, _ = load_generation(generation)
     return compile_files(gen)
@@ -135,7 +135,7 @@ def engine_generated(data: Path, out: Path) -> dict:
     thread converts and writes the previous metric table; NumPy and pyarrow release the GIL."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from codegen.python_evaluator import generate, load
+    from perfonto.codegen.python_evaluator import generate, load
 
     graph = _catalog()
     mod = load(generate(graph))
@@ -187,8 +187,8 @@ def engine_generated(data: Path, out: Path) -> dict:
 
 
 def engine_reference(data: Path, out: Path) -> dict:
-    from metrics.interpreter import evaluate
-    from metrics.windows import CounterDump, prepare
+    from perfonto.metrics.interpreter import evaluate
+    from perfonto.metrics.windows import CounterDump, prepare
 
     graph = _catalog()
     gen = graph.generation
@@ -224,7 +224,7 @@ def engine_reference(data: Path, out: Path) -> dict:
 def engine_duckdb(data: Path, out: Path) -> dict:
     import duckdb
 
-    from codegen.sql import generate_sql, parquet_source
+    from perfonto.codegen.sql import generate_sql, parquet_source
 
     graph = _catalog()
     sql = generate_sql(graph, parquet_source(str(data)), order=False).rstrip().rstrip(";")
@@ -251,7 +251,7 @@ def engine_polars(data: Path, out: Path) -> dict:
 
 def engine_stream(data: Path, out: Path, n: int = 5000) -> dict:
     """Latency of ``Stream.push`` for one sample of every chip (registers as a dict of arrays)."""
-    from codegen.python_evaluator import generate, load
+    from perfonto.codegen.python_evaluator import generate, load
 
     mod = load(generate(_catalog()))
     t = pq.ParquetFile(str(data)).read_row_group(0)
@@ -364,8 +364,8 @@ def synthetic_catalog(folder: Path, n_signals: int = 2000, n_metrics: int = 1000
 
 
 def compile_times(profile: bool) -> dict:
-    from metrics.compiler import compile_files
-    from ontology import load_generation
+    from perfonto.metrics.compiler import compile_files
+    from perfonto.ontology import load_generation
 
     t0 = time.perf_counter()
     g = _catalog()
@@ -389,7 +389,7 @@ def compile_times(profile: bool) -> dict:
         t_comp = time.perf_counter() - t0
         errors = [x for x in graph.diagnostics if x.severity == "error"]
         assert not errors and len(graph.metrics) == 10000, (errors[:3], len(graph.metrics))
-        from codegen.python_evaluator import generate
+        from perfonto.codegen.python_evaluator import generate
 
         t0 = time.perf_counter()
         generate(graph)
@@ -462,7 +462,7 @@ def main() -> None:
         make_data(data, args.samples, args.chips)
         print(f"  {time.perf_counter() - t0:.1f} s, {data.stat().st_size / 1e9:.2f} GB", file=sys.stderr)
     rows = args.samples * args.chips
-    from codegen.plan import layout
+    from perfonto.codegen.plan import layout
 
     lay = layout(graph)
     n_values = sum(int(np.prod([s for _, s in m.axes])) if m.axes else 1 for m in graph.metrics.values())

@@ -35,12 +35,12 @@ def time_cli(repeat: int) -> tuple[list[float], dict]:
 
 
 def time_evaluators(repeat: int) -> tuple[float, float, int]:
-    import emulator
-    from codegen.python_evaluator import generate, load
-    from metrics.compiler import compile_files
-    from metrics.interpreter import evaluate
-    from metrics.windows import prepare, read_counters
-    from ontology import load_generation
+    from perfonto import emulator
+    from perfonto.codegen.python_evaluator import generate, load
+    from perfonto.metrics.compiler import compile_files
+    from perfonto.metrics.interpreter import evaluate
+    from perfonto.metrics.windows import prepare, read_counters
+    from perfonto.ontology import load_generation
 
     gen, _ = load_generation("sohu")
     graph = compile_files(gen)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from codegen.plan import max_rate, plan, register_class
-from codegen.ir_passes import fold
-from metrics import ir
-from metrics.compiler import MetricGraph
-from ontology.model import SignalKind
+from perfonto.codegen.plan import max_rate, plan, register_class
+from perfonto.codegen.ir_passes import fold
+from perfonto.metrics import ir
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology.model import SignalKind
 
 U64 = pl.UInt64
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from ontology.generation import Generation
+from perfonto.ontology.generation import Generation
 
 _IDENT = re.compile(r"^[a-z][a-z0-9_.]*$")
 _KIND = {"counter": 0, "gauge": 1, "packed": 2, "histogram": 3}

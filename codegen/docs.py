@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metrics.compiler import MetricGraph
-from ontology.units import fmt_unit
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology.units import fmt_unit
 
 
 _PUNCT = set("\\`*_{}[]()#!|<>~&")

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metrics.compiler import MetricGraph
-from ontology.units import fmt_unit
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology.units import fmt_unit
 
 from .docs import _anchor, _code, _esc, _n
 

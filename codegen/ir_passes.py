@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from metrics import ir
+from perfonto.metrics import ir
 
 
 def _fold_op(op: str, v: list[float]) -> float:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from metrics import ir
-from metrics.compiler import MetricGraph
-from ontology.generation import Generation, ResolvedSignal
-from ontology.model import SignalKind
+from perfonto.metrics import ir
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology.generation import Generation, ResolvedSignal
+from perfonto.ontology.model import SignalKind
 
 U64_MAX = (1 << 64) - 1
 
@@ -60,7 +60,7 @@ def plan(graph: MetricGraph) -> Plan:
 def max_rate(gen: Generation, sig: ResolvedSignal) -> float | None:
     """The counter's maximum rate in its unit per second, as ``metrics.windows`` decides it (declared,
     or a cycle counter's clock), or None."""
-    from metrics import windows
+    from perfonto.metrics import windows
 
     rule = getattr(windows, "max_rate", None)
     return rule(gen, sig) if rule is not None else sig.max_rate

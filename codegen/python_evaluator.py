@@ -31,8 +31,8 @@ import gc
 from collections import Counter
 from importlib import resources
 
-from metrics import ir
-from metrics.compiler import MetricGraph
+from perfonto.metrics import ir
+from perfonto.metrics.compiler import MetricGraph
 
 from .ir_passes import fold, is_array, nonfinite_sensitive
 from .plan import layout
@@ -362,7 +362,7 @@ def _metrics_function(graph: MetricGraph, inputs: tuple[str, ...], fn_name: str 
 @functools.lru_cache(maxsize=None)
 def _runtime(module: str) -> str:
     """The functions and classes of a runtime module, as source text (copied verbatim)."""
-    src = resources.files("codegen").joinpath(module).read_text(encoding="utf-8")
+    src = resources.files("perfonto.codegen").joinpath(module).read_text(encoding="utf-8")
     parts = [ast.get_source_segment(src, s) for s in ast.parse(src).body
              if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in ("_metrics", "_metrics_one")]
     return "\n\n\n".join(parts) + "\n"

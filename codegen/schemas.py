@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import json
 
-from ontology.model import GenerationFile
+from perfonto.ontology.model import GenerationFile
 
 
 def _extension(schema: dict) -> dict:
@@ -37,7 +37,7 @@ def schemas() -> dict[str, str]:
     out["generation.schema.json"] = json.dumps(gen, indent=2, sort_keys=True) + "\n"
     out["generation-extension.schema.json"] = json.dumps(_extension(gen), indent=2, sort_keys=True) + "\n"
     try:
-        from metrics.vectors import VectorFile
+        from perfonto.metrics.vectors import VectorFile
     except ImportError:  # pragma: no cover - the vector format ships with the metrics layer
         return out
     vec = VectorFile.model_json_schema()

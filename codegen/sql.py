@@ -30,8 +30,8 @@ from typing import Callable
 
 from sqlglot import exp
 
-from metrics import ir
-from metrics.compiler import MetricGraph
+from perfonto.metrics import ir
+from perfonto.metrics.compiler import MetricGraph
 
 from .ir_passes import fold, nonfinite_sensitive
 from .sql_windows import DIALECTS, Windows, _alias, _case, _cast, _col, _int, _is_null, _num, _or, _window, fill_grid

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from metrics.compiler import MetricGraph
-from ontology.model import SignalKind
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology.model import SignalKind
 
 from .plan import max_rate, plan, register_class
 

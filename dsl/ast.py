@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ontology.diagnostics import Span
+from perfonto.ontology.diagnostics import Span
 
 
 @dataclass(frozen=True)

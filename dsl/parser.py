@@ -15,7 +15,7 @@ from importlib import resources
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
 from lark.exceptions import VisitError
 
-from ontology.diagnostics import Diagnostic, Span, with_source
+from perfonto.ontology.diagnostics import Diagnostic, Span, with_source
 
 from . import ast
 
@@ -29,7 +29,7 @@ _TOKEN_NAMES = {
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    grammar = resources.files("dsl").joinpath("metrics.lark").read_text(encoding="utf-8")
+    grammar = resources.files("perfonto.dsl").joinpath("metrics.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 

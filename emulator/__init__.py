@@ -1,4 +1,5 @@
-"""perfonto emulator layer: an analytical, iteration-level model of transformer inference.
+"""perfonto.emulator: the reference emulator — an analytical, iteration-level model of transformer
+inference on modelled chips that writes raw counter registers and the ground truth to check them by.
 
 ``run(gen, ...)`` serves a scenario (offline or online; continuous batching with chunked or whole
 prompts; tensor, expert, pipeline and data parallelism), times every op with a roofline whose

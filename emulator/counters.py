@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from ontology import Generation
+from perfonto.ontology import Generation
 
 from .signals import ColumnPlan
 from .thermal import Thermal

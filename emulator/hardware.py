@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ontology import Generation
+from perfonto.ontology import Generation
 
 
 class HardwareSpecError(ValueError):

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from ontology import Generation, load_generation
+from perfonto.ontology import Generation, load_generation
 
 from .assumptions import Assumptions, fitted_assumptions
 from .hardware import Hardware

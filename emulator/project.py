@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from ontology import Generation
+from perfonto.ontology import Generation
 
 from .assumptions import Assumptions
 from .ops import EmuConfig

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 import pyarrow.parquet as pq
-from ontology import Generation
+from perfonto.ontology import Generation
 
 from .assumptions import Assumptions
 from .clocks import DeviceClock, draw_clocks, sync_reads

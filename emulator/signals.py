@@ -25,8 +25,8 @@ import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
-from ontology import Generation, ResolvedSignal
-from ontology.model import SignalKind
+from perfonto.ontology import Generation, ResolvedSignal
+from perfonto.ontology.model import SignalKind
 
 from .assumptions import Assumptions
 from .hardware import Hardware

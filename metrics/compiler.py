@@ -21,10 +21,10 @@ from pathlib import Path
 import networkx as nx
 import pint
 
-from dsl import ast
-from dsl.parser import parse_file, parse_text
-from ontology.diagnostics import Diagnostic, Span, did_you_mean, with_source
-from ontology.generation import Generation
+from perfonto.dsl import ast
+from perfonto.dsl.parser import parse_file, parse_text
+from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean, with_source
+from perfonto.ontology.generation import Generation
 
 from . import ir
 from .infer import Fail, Typer, _reads_windows
@@ -97,7 +97,7 @@ def library_files() -> list[Path]:
     """The shipped metric library (package data ``metrics/library/*.metrics``)."""
     from importlib import resources
 
-    return sorted(Path(str(resources.files("metrics").joinpath("library"))).glob("*.metrics"))
+    return sorted(Path(str(resources.files("perfonto.metrics").joinpath("library"))).glob("*.metrics"))
 
 
 def compile_files(gen: Generation, files: list[Path] | None = None) -> MetricGraph:
@@ -292,7 +292,7 @@ def _unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[st
 
 def _names_in_other_generations(gen: Generation) -> dict[str, list[str]]:
     """Signal names of the shipped generations other than ``gen`` (name -> generations)."""
-    from ontology.loader import load_generation, shipped_generations
+    from perfonto.ontology.loader import load_generation, shipped_generations
 
     out: dict[str, list[str]] = {}
     for g in shipped_generations():
@@ -310,7 +310,7 @@ _GEN_CACHE: dict[str, Generation | None] = {}
 
 
 def _cached_generation(name: str) -> Generation | None:
-    from ontology.loader import load_generation
+    from perfonto.ontology.loader import load_generation
 
     if name not in _GEN_CACHE:
         _GEN_CACHE[name] = load_generation(name)[0]

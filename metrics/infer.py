@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import pint
 
-from dsl import ast
-from ontology.diagnostics import Diagnostic, Span, did_you_mean
-from ontology.generation import Generation
-from ontology.model import Scope, SignalKind
-from ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
+from perfonto.dsl import ast
+from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.model import Scope, SignalKind
+from perfonto.ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
 
 from . import ir
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dsl import ast
-from dsl.printer import to_text
-from ontology.diagnostics import Diagnostic
-from ontology.generation import Generation
-from ontology.units import UnitError, fmt_unit, parse_unit
+from perfonto.dsl import ast
+from perfonto.dsl.printer import to_text
+from perfonto.ontology.diagnostics import Diagnostic
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.units import UnitError, fmt_unit, parse_unit
 
 
 def _unit_over(unit: str, by: str) -> str:

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ontology.diagnostics import Diagnostic, Span
-from ontology.diagnostics import with_source
-from ontology.loader import validate_model
-from ontology.units import UnitError, parse_quantity, parse_unit
-from ontology.yaml_source import read_yaml
+from perfonto.ontology.diagnostics import Diagnostic, Span
+from perfonto.ontology.diagnostics import with_source
+from perfonto.ontology.loader import validate_model
+from perfonto.ontology.units import UnitError, parse_quantity, parse_unit
+from perfonto.ontology.yaml_source import read_yaml
 
 from .compiler import MetricGraph
 from .interpreter import evaluate

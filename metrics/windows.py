@@ -47,8 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ontology.generation import Generation
-from ontology.model import SignalKind
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.model import SignalKind
 
 VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS = 0, 1, 2, 3, 4, 5
 REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",

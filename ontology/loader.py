@@ -22,7 +22,7 @@ from .yaml_source import YamlSource, read_yaml
 
 def catalog_dir() -> Path:
     """Folder of the shipped generation files (package data)."""
-    return Path(str(resources.files("ontology").joinpath("catalog")))
+    return Path(str(resources.files("perfonto.ontology").joinpath("catalog")))
 
 
 def shipped_generations() -> list[str]:

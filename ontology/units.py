@@ -37,7 +37,7 @@ def registry_for(clock_domains: tuple[str, ...] = ()) -> pint.UnitRegistry:
         UnitError: a clock domain name is not a lower-case identifier.
     """
     reg = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False, cache_folder=None)
-    text = resources.files("ontology").joinpath("units.txt").read_text(encoding="utf-8")
+    text = resources.files("perfonto.ontology").joinpath("units.txt").read_text(encoding="utf-8")
     reg.load_definitions(text.splitlines())
     for domain in clock_domains:
         if not _CYCLE_NAME.match(domain):

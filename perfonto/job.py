@@ -16,16 +16,15 @@ from typing import Callable
 
 import numpy as np
 
-import emulator
-from codegen.docs import generate_markdown
-from codegen.python_evaluator import generate
-from ontology.diagnostics import CatalogError
-
-from . import crosschip
-from .serving import record_metrics, trace_time_split
-from .analysis import Analysis, analyse
-from .catalog import Catalog, load_catalog
-from .evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
+from perfonto import emulator
+from perfonto.analysis import crosschip
+from perfonto.analysis.bottleneck import Analysis, analyse
+from perfonto.analysis.evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
+from perfonto.analysis.records import record_metrics, trace_time_split
+from perfonto.codegen.docs import generate_markdown
+from perfonto.codegen.python_evaluator import generate
+from perfonto.metrics.catalog import Catalog, load_catalog
+from perfonto.ontology.diagnostics import CatalogError
 
 
 @dataclass

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from metrics.compiler import compile_files
-from ontology import load_generation
+from perfonto.metrics.compiler import compile_files
+from perfonto.ontology import load_generation
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -1,5 +1,5 @@
 """Small helpers shared by tests (importable as `helpers`; pytest puts tests/ on sys.path)."""
-from metrics.compiler import compile_texts
+from perfonto.metrics.compiler import compile_texts
 
 
 def compile_src(gen, text: str, name: str = "t.metrics"):

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metrics.interpreter import evaluate
-from metrics.windows import Windows
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import Windows
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-catalogs"
 

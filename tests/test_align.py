@@ -4,7 +4,7 @@ reads delayed by up to 200 µs)."""
 import numpy as np
 import pytest
 
-from perfonto.align import fit_clock
+from perfonto.analysis.align import fit_clock
 
 
 def synth(rng, offset_ns, drift, seconds=10.0, every_s=0.01, sigma=0.5):

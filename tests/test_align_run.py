@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import emulator
+from perfonto import emulator
 from perfonto.cli import main
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen.docs_site import generate_site, write_site
-from metrics.compiler import compile_files
-from ontology import load_generation
+from perfonto.codegen.docs_site import generate_site, write_site
+from perfonto.metrics.compiler import compile_files
+from perfonto.ontology import load_generation
 from perfonto.cli import main
 
 HERE = Path(__file__).parent

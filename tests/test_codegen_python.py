@@ -7,9 +7,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from codegen.python_evaluator import generate, load
+from perfonto.codegen.python_evaluator import generate, load
 from helpers import compile_src
-from metrics.interpreter import evaluate
+from perfonto.metrics.interpreter import evaluate
 
 SRC = '''
 metric a.rate [GB/s] = sum(hbm.read_bytes + hbm.write_bytes) / interval
@@ -64,7 +64,7 @@ def test_evaluate_is_chunked_and_matches_the_interpreter(graph, sohu):
     tracemalloc.stop()
     result_bytes = sum(v.nbytes for v in out.values())
     assert peak < result_bytes + 2_000_000, (peak, result_bytes)  # temporaries: a few chunks of 256 rows, not W
-    from metrics.windows import Windows
+    from perfonto.metrics.windows import Windows
 
     want = evaluate(graph, Windows(interval, inputs))
     for name in graph.metrics:
@@ -115,9 +115,9 @@ def test_stream_baseline_absent_chip_and_blocks(graph, sohu):
 
 
 def test_generated_module_for_every_shipped_generation():
-    from metrics.compiler import compile_files
-    from ontology import load_generation
-    from ontology.loader import shipped_generations
+    from perfonto.metrics.compiler import compile_files
+    from perfonto.ontology import load_generation
+    from perfonto.ontology.loader import shipped_generations
 
     for name in shipped_generations():
         gen, _ = load_generation(name)

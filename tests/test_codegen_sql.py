@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import sqlglot
 
-import emulator
-from codegen.python_evaluator import generate, load
-from codegen.sql import generate_sql, parquet_source
-from metrics.windows import prepare, read_counters
+from perfonto import emulator
+from perfonto.codegen.python_evaluator import generate, load
+from perfonto.codegen.sql import generate_sql, parquet_source
+from perfonto.metrics.windows import prepare, read_counters
 from perfonto.cli import main
 
 duckdb = pytest.importorskip("duckdb")

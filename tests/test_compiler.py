@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from metrics.interpreter import evaluate
-from metrics.windows import Windows
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import Windows
 
 from helpers import compile_src
 

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-import emulator
+from perfonto import emulator
 from perfonto.cli import main
-from perfonto.crosschip import analyse, instance_waits
+from perfonto.analysis.crosschip import analyse, instance_waits
 
 KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400)
 

@@ -25,17 +25,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.python_evaluator import generate, load
-from codegen.sql import generate_sql
+from perfonto.codegen.python_evaluator import generate, load
+from perfonto.codegen.sql import generate_sql
 from helpers import compile_src
-from metrics import ir
-from metrics.interpreter import evaluate
-from metrics.windows import prepare, read_counters, run_level, server_level
-from ontology import load_generation
-from ontology.diagnostics import Span
-from ontology.generation import Generation, ResolvedConstant, ResolvedField, ResolvedSignal
-from ontology.model import Scope, SignalKind
-from ontology.units import parse_unit, registry_for
+from perfonto.metrics import ir
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import prepare, read_counters, run_level, server_level
+from perfonto.ontology import load_generation
+from perfonto.ontology.diagnostics import Span
+from perfonto.ontology.generation import Generation, ResolvedConstant, ResolvedField, ResolvedSignal
+from perfonto.ontology.model import Scope, SignalKind
+from perfonto.ontology.units import parse_unit, registry_for
 
 duckdb = pytest.importorskip("duckdb")
 

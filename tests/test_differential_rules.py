@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from metrics import windows
+from perfonto.metrics import windows
 from test_differential_backends import BACKENDS, PERIOD, Sig, _compile, run_backends
 
 N = None

@@ -1,6 +1,6 @@
 """The per-run Markdown reference: serving metrics state definition, population and source; catalog
 text cannot inject Markdown structure."""
-from codegen.docs import _esc, generate_markdown
+from perfonto.codegen.docs import _esc, generate_markdown
 
 
 def test_serving_metric_pages_state_definition_population_source(library):

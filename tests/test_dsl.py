@@ -1,8 +1,8 @@
 """The metric language: precedence, literals with units, clauses, and syntax errors with positions."""
 import pytest
 
-from dsl import ast
-from dsl.parser import parse_text
+from perfonto.dsl import ast
+from perfonto.dsl.parser import parse_text
 
 
 def one(expr: str) -> ast.Expr:

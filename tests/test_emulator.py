@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import emulator
-from emulator.assumptions import Assumptions
-from emulator.hardware import hardware_from_generation
-from emulator.models import get_model
-from emulator.ops import CLASSES, EmuConfig, build_ops
-from emulator.parallel import Mapping, Precision
-from emulator.scheduler import ContinuousBatcher, StepBatch
-from emulator.thermal import first_order_filter
-from ontology import load_generation
+from perfonto import emulator
+from perfonto.emulator.assumptions import Assumptions
+from perfonto.emulator.hardware import hardware_from_generation
+from perfonto.emulator.models import get_model
+from perfonto.emulator.ops import CLASSES, EmuConfig, build_ops
+from perfonto.emulator.parallel import Mapping, Precision
+from perfonto.emulator.scheduler import ContinuousBatcher, StepBatch
+from perfonto.emulator.thermal import first_order_filter
+from perfonto.ontology import load_generation
 
 CYCLE_CLASSES = [f"seq.{c}_cycles" for c in CLASSES]
 
@@ -365,7 +365,7 @@ def test_register_bases_stay_exact_past_2_to_the_53():
     """Cumulative counts past 2**53 (where float64 loses units) are carried as exact integers."""
     from fractions import Fraction
 
-    from emulator.counters import _Registers
+    from perfonto.emulator.counters import _Registers
 
     regs = _Registers(np.ones((1, 1, 1)))
     step = 1.5e15 + 0.25                       # exactly representable

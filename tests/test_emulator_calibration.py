@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
-from emulator.assumptions import FITTED_BOUNDS, load_fitted
-from emulator.calibration import fit, load_rows, prepare, validate
-from emulator.project import geomean_error
+from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
+from perfonto.emulator.calibration import fit, load_rows, prepare, validate
+from perfonto.emulator.project import geomean_error
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "calibration" / "trtllm-offline-throughput.yaml"
 

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import emulator
-from emulator.models import get_model
-from emulator.parallel import Mapping, Precision, chip_shape
-from ontology import load_generation
+from perfonto import emulator
+from perfonto.emulator.models import get_model
+from perfonto.emulator.parallel import Mapping, Precision, chip_shape
+from perfonto.ontology import load_generation
 
 GENERATIONS = ["sohu", "h100", "h200", "b200", "caelius"]
 MODELS = ["llama-3.1-8b", "llama-3.3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "qwen3-235b-a22b"]
@@ -30,7 +30,7 @@ R, ISL, OSL = 6, 96, 6
 def _chips(m, gen) -> int:
     """Fewest chips (1, 2, 4, 8, 16) that hold the FP8 model beside 8 GB of KV and reserve; tensor
     parallelism never past the KV heads (replicated K/V projections are hardware work, not model work)."""
-    from emulator.hardware import hardware_from_generation
+    from perfonto.emulator.hardware import hardware_from_generation
 
     hw = hardware_from_generation(gen)
     for n in (1, 2, 4, 8, 16):

@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulator.assumptions import Assumptions
-from emulator.hardware import hardware_from_generation
-from emulator.models import MODELS, get_model
-from emulator.ops import EmuConfig, stack_work
-from emulator.parallel import Mapping, MappingError, Precision, chip_shape, p_chip_touched
-from emulator.scheduler import StepBatch
-from ontology import load_generation
+from perfonto.emulator.assumptions import Assumptions
+from perfonto.emulator.hardware import hardware_from_generation
+from perfonto.emulator.models import MODELS, get_model
+from perfonto.emulator.ops import EmuConfig, stack_work
+from perfonto.emulator.parallel import Mapping, MappingError, Precision, chip_shape, p_chip_touched
+from perfonto.emulator.scheduler import StepBatch
+from perfonto.ontology import load_generation
 
 
 @pytest.mark.parametrize("name,total", [

@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import emulator
-from emulator.clocks import DeviceClock, draw_clocks
-from emulator.hardware import HardwareSpecError
-from emulator.knobs import Knobs, synchronise
-from emulator.parallel import Mapping
-from ontology import load_generation
+from perfonto import emulator
+from perfonto.emulator.clocks import DeviceClock, draw_clocks
+from perfonto.emulator.hardware import HardwareSpecError
+from perfonto.emulator.knobs import Knobs, synchronise
+from perfonto.emulator.parallel import Mapping
+from perfonto.ontology import load_generation
 
 KINDS = ("op", "op", "collective", "op", "collective", "idle")
 GROUP = np.array([0, 0, 0, 0, 0, 0])
@@ -186,7 +186,7 @@ def test_bad_spec_values_are_refused(tmp_path, sohu, name, value):
     override) still meets a clear error from the emulator, not an IndexError or an endless run."""
     import dataclasses
 
-    from emulator.hardware import hardware_from_generation
+    from perfonto.emulator.hardware import hardware_from_generation
 
     gen = dataclasses.replace(sohu, spec={**sohu.spec, name: dataclasses.replace(sohu.spec[name], value=value)})
     with pytest.raises(HardwareSpecError, match=f"{name}.*finite number > 0"):
@@ -197,7 +197,7 @@ def test_bad_spec_values_are_refused(tmp_path, sohu, name, value):
 
 
 def test_preset_hardware_overrides_are_checked(sohu):
-    from emulator.presets import PresetError, resolve
+    from perfonto.emulator.presets import PresetError, resolve
 
     p = resolve(sohu)
     bad = dataclasses_replace(p, hardware={"peak_fp8": 0})
@@ -212,7 +212,7 @@ def dataclasses_replace(obj, **kw):
 
 
 def test_duration_off_the_sampling_grid_reads_back(sohu, tmp_path):
-    from metrics.windows import prepare, read_counters
+    from perfonto.metrics.windows import prepare, read_counters
 
     for d, last in ((0.0104, 10_000_000), (0.0106, 10_600_000)):
         r = emulator.run(sohu, duration_s=d, sample_period_s=0.001, out_dir=tmp_path / str(d))

@@ -5,10 +5,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import emulator
-from emulator.records import latency_truth
-from emulator.parallel import Mapping
-from metrics.population import read_records
+from perfonto import emulator
+from perfonto.emulator.records import latency_truth
+from perfonto.emulator.parallel import Mapping
+from perfonto.metrics.population import read_records
 
 COLUMNS = ["request_id", "rank", "arrival_time", "admission_time", "first_token_time", "completion_time",
            "input_tokens", "output_tokens", "token_times"]

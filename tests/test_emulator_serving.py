@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import emulator
-from emulator.models import get_model
-from emulator.ops import EmuConfig
-from emulator.parallel import Mapping, Precision
-from emulator.scheduler import ContinuousBatcher, poisson_arrivals
-from emulator.serving import trtllm_bench_engine
+from perfonto import emulator
+from perfonto.emulator.models import get_model
+from perfonto.emulator.ops import EmuConfig
+from perfonto.emulator.parallel import Mapping, Precision
+from perfonto.emulator.scheduler import ContinuousBatcher, poisson_arrivals
+from perfonto.emulator.serving import trtllm_bench_engine
 from perfonto.cli import main
 
 
@@ -102,10 +102,10 @@ def test_online_admits_only_arrived_requests_and_reports_latency():
 
 
 def test_trtllm_bench_engine_by_hand():
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
-    from emulator.assumptions import fitted_assumptions
-    from emulator.hardware import hardware_from_generation
+    from perfonto.emulator.assumptions import fitted_assumptions
+    from perfonto.emulator.hardware import hardware_from_generation
 
     g, _ = load_generation("h200")
     hw = hardware_from_generation(g)

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import emulator
-from codegen.python_evaluator import generate
-from metrics.interpreter import evaluate
-from metrics.windows import prepare, read_counters, run_level, server_level
+from perfonto import emulator
+from perfonto.codegen.python_evaluator import generate
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import prepare, read_counters, run_level, server_level
 
 CHILD = r"""
 import importlib.util, json, sys

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from helpers import compile_src
-from metrics.interpreter import evaluate
-from metrics.windows import Windows
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import Windows
 from perfonto.cli import main
 
 
@@ -63,7 +63,7 @@ def test_no_vectors_exits_1(tmp_path, capsys):
 
 
 def test_case5_cycles_per_instruction_to_ns(tmp_path):
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
     p = tmp_path / "g.yaml"
     p.write_text("generation: g\ndescription: 2 GHz\nclock_domains:\n  core: {frequency: {value: 2, unit: GHz, provenance: assumed}}\n"
@@ -81,7 +81,7 @@ def test_case5_cycles_per_instruction_to_ns(tmp_path):
 
 @pytest.fixture(scope="module")
 def dies(tmp_path_factory):
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
     p = tmp_path_factory.mktemp("d") / "dies.yaml"
     p.write_text("""\
@@ -139,7 +139,7 @@ def test_chip_wide_peak_against_per_instance_value_is_a_scope_error(sohu):
 
 
 def test_case9_gauge_holding_a_rate_is_not_a_total(sohu, tmp_path):
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
     p = tmp_path / "r.yaml"
     p.write_text("generation: r\nextends: sohu\ndescription: adds a rate gauge\nblocks:\n  pcie:\n    signals:\n"
@@ -156,7 +156,7 @@ def test_case9_gauge_holding_a_rate_is_not_a_total(sohu, tmp_path):
 
 
 def test_case12_rewrites_keep_values(sohu):
-    from codegen.python_evaluator import generate, load
+    from perfonto.codegen.python_evaluator import generate, load
 
     text = ("metric a [tok] = seq.input_tokens + seq.output_tokens\nmetric b [tok] = a - seq.output_tokens\n"
             "metric c [tok] = a + 3 * seq.output_tokens\nmetric d [tok] = (seq.input_tokens + seq.output_tokens) * 2\n")

@@ -7,12 +7,12 @@ import re
 import numpy as np
 import pytest
 
-from codegen.perf_json import export
-from metrics.interpreter import evaluate
-from metrics.windows import Windows
-from perfonto.catalog import load_catalog
+from perfonto.interop.perf_export import export
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import Windows
+from perfonto.metrics.catalog import load_catalog
 from perfonto.cli import main
-from perfonto.importers import import_file
+from perfonto.interop import import_file
 from ref_perf import PerfEval
 from ref_windows import random_windows, same
 

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import yaml
 
-import emulator
-from metrics.compiler import compile_files
-from ontology import load_generation
-from ontology.loader import catalog_dir
+from perfonto import emulator
+from perfonto.metrics.compiler import compile_files
+from perfonto.ontology import load_generation
+from perfonto.ontology.loader import catalog_dir
 from perfonto.cli import main
-from perfonto.diff import diff_generations
-from perfonto.evaluate import evaluate_dump
-from codegen.python_evaluator import generate, load
+from perfonto.metrics.diff import diff_generations
+from perfonto.analysis.evaluate import evaluate_dump
+from perfonto.codegen.python_evaluator import generate, load
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_unavailable_metric_and_the_rest_evaluate(tmp_path, caelius):
 
 
 def test_metric_on_a_signal_of_another_generation_is_unavailable_not_an_error(sohu):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(sohu, {"m.metrics": "metric fp4 [TFLOP/s] = sum(mxu.flops_fp4) / interval\nmetric ok [1] = 1"})
     assert not g.errors and list(g.metrics) == ["ok"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from perfonto.importers import import_file
+from perfonto.interop import import_file
 from ref_pyexpr import evaluate as ref_eval
 from ref_windows import perfonto_values, random_windows, real_file, same
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from perfonto.cli import main
-from perfonto.importers import import_file
+from perfonto.interop import import_file
 from ref_windows import real_file
 
 

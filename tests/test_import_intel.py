@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from perfonto.importers import import_file
+from perfonto.interop import import_file
 from ref_pyexpr import evaluate as ref_eval
 from ref_windows import perfonto_values, random_windows, real_file, same
 
@@ -57,7 +57,7 @@ def test_real_file_imports(intel_import):
     assert g.metrics["icache_misses"].parent == "fetch_latency"
     assert g.metrics["info_thread_cpi"].unit_text == "event/event"
     # level-1 TMA nodes are perfonto's top-down level 1
-    from perfonto.analysis import topdown_level1
+    from perfonto.analysis.bottleneck import topdown_level1
     assert set(topdown_level1(g)) == {"frontend_bound", "bad_speculation", "backend_bound", "retiring"}
     not_done = {t["metric"] for t in report.thresholds_not_translated()}
     assert not_done == {"Retiring", "Info_Frontend_DSB_Coverage", "Info_System_MUX"}

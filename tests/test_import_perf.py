@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from perfonto.importers import import_file
-from perfonto.importers.perf import ARM64_SBSA
+from perfonto.interop import import_file
+from perfonto.interop.perf import ARM64_SBSA
 from ref_perf import PerfEval
 from ref_windows import perfonto_values, random_windows, real_file, same
 

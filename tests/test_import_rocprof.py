@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import yaml
 
-from perfonto.importers import import_file
+from perfonto.interop import import_file
 from ref_rocprof import RocprofEval
 from ref_windows import perfonto_values, random_windows, real_file, same
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from ontology import load_generation
-from ontology.model import Provenance, SignalKind
+from perfonto.ontology import load_generation
+from perfonto.ontology.model import Provenance, SignalKind
 
 
 def test_sohu_catalog(sohu):

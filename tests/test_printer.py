@@ -2,10 +2,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import ast
-from dsl.parser import parse_text
-from dsl.printer import to_text
-from ontology.diagnostics import Span
+from perfonto.dsl import ast
+from perfonto.dsl.parser import parse_text
+from perfonto.dsl.printer import to_text
+from perfonto.ontology.diagnostics import Span
 
 S = Span("t")
 names = st.sampled_from(["a", "b.c", "interval", "spec.x.y"]).map(lambda n: ast.Name(n, S))

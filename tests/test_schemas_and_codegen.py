@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 import yaml
 
-from codegen.c_header import generate_header
-from codegen.schemas import schemas
-from ontology import load_generation
-from ontology.loader import catalog_dir
+from perfonto.codegen.c_header import generate_header
+from perfonto.codegen.schemas import schemas
+from perfonto.ontology import load_generation
+from perfonto.ontology.loader import catalog_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def test_c_header_compiles(tmp_path, gen_name):
 
 
 def test_c_identifier_collisions_are_refused(tmp_path):
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
     p = tmp_path / "c.yaml"
     p.write_text("generation: c\nextends: sohu\ndescription: d\nblocks:\n  mxu:\n    signals:\n"
@@ -75,7 +75,7 @@ def test_c_identifier_collisions_are_refused(tmp_path):
 
 
 def test_c_strings_are_escaped():
-    from codegen.c_header import _c_string
+    from perfonto.codegen.c_header import _c_string
 
     assert _c_string('a"b\\c\n*/??=') == '"a\\"b\\\\c\\012*/\\077\\077="'
 

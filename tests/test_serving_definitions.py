@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from emulator.model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops, mfu
+from perfonto.emulator.model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops, mfu
 from helpers import compile_src
 
 
@@ -28,7 +28,7 @@ def test_case7_lm_head_once_per_prefill_request():
 
 
 def test_case8_dense_work_over_sparse_peak_is_refused():
-    from ontology import load_generation
+    from perfonto.ontology import load_generation
 
     h100, _ = load_generation("h100")
     ok = compile_src(h100, "metric u [percent] = mxu.achieved_flops_x / spec.mxu.peak_flops_fp8\n"
@@ -41,9 +41,9 @@ def test_case8_dense_work_over_sparse_peak_is_refused():
 
 
 def test_case8_per_die_measurement_needs_the_die_peak(tmp_path):
-    from metrics.interpreter import evaluate
-    from metrics.windows import Windows
-    from ontology import load_generation
+    from perfonto.metrics.interpreter import evaluate
+    from perfonto.metrics.windows import Windows
+    from perfonto.ontology import load_generation
 
     p = tmp_path / "two_die.yaml"
     p.write_text("""\
@@ -71,7 +71,7 @@ blocks:
 
 
 def test_case12_time_split_is_a_union():
-    from metrics.timesplit import time_split
+    from perfonto.metrics.timesplit import time_split
 
     ts = time_split([(0, 40), (20, 60)], [(60, 80)], 0, 100)
     assert (ts.compute, ts.communication, ts.idle, ts.overlap) == (60, 20, 20, 0)
@@ -79,7 +79,7 @@ def test_case12_time_split_is_a_union():
 
 
 def test_time_split_overlap():
-    from metrics.timesplit import time_split
+    from perfonto.metrics.timesplit import time_split
 
     ts = time_split([(0, 50)], [(40, 70), (65, 90)], 0, 100)
     assert (ts.compute, ts.communication, ts.overlap, ts.idle) == (50, 50, 10, 10)
@@ -93,7 +93,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 @given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8),
        st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8))
 def test_time_split_shares_sum_to_one(c, m):
-    from metrics.timesplit import time_split
+    from perfonto.metrics.timesplit import time_split
 
     ts = time_split([tuple(sorted(x)) for x in c], [tuple(sorted(x)) for x in m], 0, 100)
     assert sum(ts.shares.values()) == pytest.approx(1.0, abs=1e-9)
@@ -101,16 +101,16 @@ def test_time_split_shares_sum_to_one(c, m):
 
 
 def test_time_split_with_negative_clock_times():
-    from metrics.timesplit import time_split
+    from perfonto.metrics.timesplit import time_split
 
     ts = time_split([(-100, -60), (-80, -40)], [(-40, -20)], -100, 0)
     assert (ts.compute, ts.communication, ts.idle, ts.overlap) == (60, 20, 20, 0)
 
 
 def test_case9_bandwidth_in_gb_gib_and_share_of_peak():
-    from metrics.interpreter import evaluate
-    from metrics.windows import Windows
-    from ontology import load_generation
+    from perfonto.metrics.interpreter import evaluate
+    from perfonto.metrics.windows import Windows
+    from perfonto.ontology import load_generation
 
     h100, _ = load_generation("h100")  # HBM peak 3.35 TB/s
     g = compile_src(h100, "metric bw [GB/s] = sum(hbm.read_bytes) / interval\nmetric bw_gib [GiB/s] = bw\n"

@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-import emulator
+from perfonto import emulator
 from perfonto.cli import main
 
 PHASES = {"X", "M", "C", "s", "t", "f"}
@@ -128,7 +128,7 @@ def test_selected_metrics_and_errors(run, tmp_path, capsys):
 
 def test_emulator_only_run_has_no_counter_tracks(tmp_path):
     emulator.run("sohu", duration_s=0.2, sample_period_s=0.002, warmup_steps=400, out_dir=tmp_path)
-    from perfonto.timeline import build
+    from perfonto.analysis.timeline import build
 
     m = build(tmp_path)
     assert m.counters == [] and len(m.flows) == m.stats["steps"] * 8
@@ -176,7 +176,7 @@ def test_proto_timeline(run, tmp_path):
 def test_flows_bind_inside_short_slices():
     """A flow endpoint at a slice's midpoint stays strictly inside it after the µs rebasing, even for
     a 2 ns slice far from the trace start."""
-    from perfonto.timeline import _dur, _ns, _ts
+    from perfonto.analysis.timeline import _dur, _ns, _ts
 
     t0 = -12_345.0
     for start in (0.0, 9_999_999_999.0, 123_456_789.0):

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.levels import evaluate_levels, null_reasons
-from metrics.interpreter import evaluate
-from metrics.windows import MISSING, RESET, RESET_INFERRED, SENTINEL, VALID, prepare, read_counters
-from ontology import load_generation
+from perfonto.metrics.levels import evaluate_levels, null_reasons
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import MISSING, RESET, RESET_INFERRED, SENTINEL, VALID, prepare, read_counters
+from perfonto.ontology import load_generation
 
 GEN_YAML = """\
 generation: t
@@ -165,7 +165,7 @@ def test_case13_interval_from_timestamps(tmp_path, gen):
 
 
 def test_run_level_leaves_out_invalid_windows_and_says_why(tmp_path, gen):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(gen, {"m.metrics": "metric rate [event/s] = c.c32 / interval\nmetric lvl [W] = c.level"})
     rows = [{"c.c32": 0}, {"c.c32": 100}, {"c.c32": 50}, {"c.c32": 150}, {"c.c32": 250}]
@@ -186,7 +186,7 @@ def test_property_wrapped_series_sum_to_true_total(tmp_path_factory, incs, start
     regs = [start]
     for i in incs:
         regs.append((regs[-1] + i) % 2**32)
-    from metrics.windows import modular_delta
+    from perfonto.metrics.windows import modular_delta
 
     r = np.array(regs, np.uint64)
     d = modular_delta(r[:-1], r[1:], 32)
@@ -194,7 +194,7 @@ def test_property_wrapped_series_sum_to_true_total(tmp_path_factory, incs, start
 
 
 def test_declared_rollup_max_is_the_hottest_window(tmp_path, gen):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(gen, {"m.metrics": "metric hot [W] = c.level\n  rollup max\nmetric mean [W] = c.level"})
     w = dump(tmp_path, gen, [{"c.level": 100}, {"c.level": 300}, {"c.level": 100}, {"c.level": 100}])
@@ -206,7 +206,7 @@ def test_declared_rollup_max_is_the_hottest_window(tmp_path, gen):
 
 
 def test_rollup_other_than_max_min_is_an_error(gen):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(gen, {"m.metrics": "metric hot [W] = c.level\n  rollup avg"})
     assert [d.code for d in g.errors] == ["rollup"]
@@ -214,8 +214,8 @@ def test_rollup_other_than_max_min_is_an_error(gen):
 
 def test_window_longer_than_the_wrap_period_is_null(tmp_path, gen):
     # c.c32 counts core cycles? no: events. Use a cycle counter of a 1 GHz clock: 32 bits wrap in 4.29 s.
-    from metrics.windows import WRAP_AMBIGUOUS
-    from ontology import load_generation
+    from perfonto.metrics.windows import WRAP_AMBIGUOUS
+    from perfonto.ontology import load_generation
 
     p = tmp_path / "cyc.yaml"
     p.write_text(GEN_YAML.replace("generation: t", "generation: cyc").replace(
@@ -231,7 +231,7 @@ def test_window_longer_than_the_wrap_period_is_null(tmp_path, gen):
 
 
 def test_no_valid_window_gives_null_not_zero(tmp_path, gen):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(gen, {"m.metrics": "metric total [event] = c.sent"})
     w = dump(tmp_path, gen, [{"c.sent": 4294967295}, {"c.sent": 4294967295}, {"c.sent": 4294967295}])
@@ -260,7 +260,7 @@ def _dump_table(gen, n=4):
     (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": 1}'}), "far off the sampling grid"),
 ])
 def test_corrupt_dumps_are_dump_errors(tmp_path, gen, mutate, match):
-    from metrics.windows import DumpError
+    from perfonto.metrics.windows import DumpError
 
     p = tmp_path / "d.parquet"
     pq.write_table(mutate(_dump_table(gen)), p)
@@ -302,7 +302,7 @@ def test_sample_column_aligns_late_chips(tmp_path, gen):
 
 
 def test_case8_scaled_counter_ratio_within_bounds(tmp_path, gen):
-    from metrics.compiler import compile_texts
+    from perfonto.metrics.compiler import compile_texts
 
     g = compile_texts(gen, {"m.metrics": "metric r [1] = c.c32 / c.scaled_ev\n  bounds 0 .. 1"})
     w = dump(tmp_path, gen, [{"c.scaled_ev": 0, "c.c32": 0}, {"c.scaled_ev": 1000, "c.c32": 3000}])
@@ -341,7 +341,7 @@ _GEN = {}
 
 def _gen_for_property(factory):
     if "g" not in _GEN:
-        from ontology import load_generation
+        from perfonto.ontology import load_generation
 
         p = factory.mktemp("gp") / "t.yaml"
         p.write_text(GEN_YAML)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metrics.interpreter import evaluate
-from metrics.windows import DumpError, Windows, modular_delta, prepare, read_counters, run_level, server_level
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import DumpError, Windows, modular_delta, prepare, read_counters, run_level, server_level
 
 
 def test_32_bit_wrap():

@@ -28,7 +28,7 @@ def cmd_align(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
+    from perfonto.analysis.crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
     from ..report import render_multichip
 
     err = stderr()

@@ -25,8 +25,8 @@ def register(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from emulator.assumptions import DATA
-    from emulator.calibration import fit, leave_one_out, validate, write_fitted
+    from perfonto.emulator.assumptions import DATA
+    from perfonto.emulator.calibration import fit, leave_one_out, validate, write_fitted
 
     err = stderr()
     try:

@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def cmd_check(args) -> int:
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):

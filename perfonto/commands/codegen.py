@@ -45,13 +45,13 @@ def _codegen(args) -> int:
     except OSError as exc:
         raise CommandError(f"cannot create {out}: {exc.strerror}", 1) from None
     if args.target == "schemas":
-        from codegen.schemas import schemas
+        from perfonto.codegen.schemas import schemas
 
         for name, text in schemas().items():
             (out / name).write_text(text, encoding="utf-8")
             err.print(f"wrote {out / name}", markup=False)
         return 0
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.generation is None or (args.target != "c-header" and cat.errors):
@@ -61,12 +61,12 @@ def _codegen(args) -> int:
         return 1
     gen = cat.generation
     if args.target == "c-header":
-        from codegen.c_header import generate_header
+        from perfonto.codegen.c_header import generate_header
 
         path = out / f"{gen.name}.h"
         path.write_text(generate_header(gen), encoding="utf-8")
     elif args.target == "sql":
-        from codegen.sql import generate_sql, parquet_source
+        from perfonto.codegen.sql import generate_sql, parquet_source
 
         if args.dialect == "duckdb":
             source = parquet_source(args.counters or "counters.parquet")
@@ -76,12 +76,12 @@ def _codegen(args) -> int:
         path = out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql")
         path.write_text(generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect), encoding="utf-8")
     elif args.target == "python":
-        from codegen.python_evaluator import generate
+        from perfonto.codegen.python_evaluator import generate
 
         path = out / f"{gen.name}_evaluator.py"
         path.write_text(generate(cat.graph), encoding="utf-8")
     else:
-        from codegen.docs import generate_markdown
+        from perfonto.codegen.docs import generate_markdown
 
         path = out / f"{gen.name}.md"
         path.write_text(generate_markdown(cat.graph), encoding="utf-8")

@@ -18,7 +18,7 @@ class CommandError(Exception):
 def load_generation_arg(name: str):
     """Load ``--generation``/a positional generation: an unknown name is a usage error (2), a file that
     does not load is a failure (1)."""
-    from ontology.loader import load_generation
+    from perfonto.ontology.loader import load_generation
 
     gen, diags = load_generation(name)
     if gen is None:
@@ -60,7 +60,7 @@ def duration(text: str) -> float:
     """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (pint, the project's registry)."""
     import math
 
-    from ontology.units import UnitError, parse_quantity, registry_for
+    from perfonto.ontology.units import UnitError, parse_quantity, registry_for
 
     reg = registry_for(())
     try:

@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from ..diff import diff_generations
+    from perfonto.metrics.diff import diff_generations
 
     gens = [load_generation_arg(which)[0] for which in (args.old, args.new)]
     doc = diff_generations(*gens)

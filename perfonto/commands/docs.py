@@ -20,10 +20,10 @@ def register(sub) -> None:
 
 
 def cmd_docs(args) -> int:
-    from codegen.docs_site import generate_site, write_site
-    from ontology.loader import shipped_generations
+    from perfonto.codegen.docs_site import generate_site, write_site
+    from perfonto.ontology.loader import shipped_generations
 
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
     names = shipped_generations()

@@ -17,9 +17,9 @@ def register(sub) -> None:
 
 
 def _graph(args):
-    from ontology.diagnostics import did_you_mean
+    from perfonto.ontology.diagnostics import did_you_mean
 
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
     cat = load_catalog(args.catalog, args.generation)
@@ -28,7 +28,7 @@ def _graph(args):
         raise CommandError(f"cannot load generation `{args.generation}`", 2 if usage else 1, cat.errors)
     if args.metric not in cat.graph.all_metrics:
         if getattr(args, "func", None) is cmd_explain:
-            from ..explain import explain_input
+            from perfonto.metrics.explain import explain_input
 
             text = explain_input(cat.generation, args.metric)
             if text is not None:
@@ -44,7 +44,7 @@ def _graph(args):
 
 
 def cmd_explain(args) -> int:
-    from ..explain import explain
+    from perfonto.metrics.explain import explain
 
     graph, rc = _graph(args)
     if graph is None:
@@ -54,7 +54,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    from ..explain import graph_text
+    from perfonto.metrics.explain import graph_text
 
     graph, rc = _graph(args)
     if graph is None:

@@ -23,9 +23,9 @@ def register(sub) -> None:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from codegen.perf_json import export
+    from perfonto.interop.perf_export import export
 
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
     cat = load_catalog(args.catalog, args.generation)

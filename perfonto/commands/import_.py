@@ -22,7 +22,7 @@ def _constant(text: str) -> tuple[str, float]:
 
 
 def register(sub) -> None:
-    from ..importers import FORMATS
+    from perfonto.interop import FORMATS
 
     p = sub.add_parser("import", help="import a perf, Intel perfmon, Arm telemetry or rocprofiler metric catalog")
     p.add_argument("format", choices=FORMATS, help="source format")
@@ -42,7 +42,7 @@ def register(sub) -> None:
 def cmd_import(args) -> int:
     from pathlib import Path
 
-    from ..importers import import_file
+    from perfonto.interop import import_file
 
     err = stderr()
     if args.generation and args.format != "perf":

@@ -52,7 +52,7 @@ class EmuProgress:
 
 
 def register(sub) -> None:
-    from emulator import MODELS
+    from perfonto.emulator import MODELS
 
     p = sub.add_parser("project", help="project serving throughput, TTFT and TPOT of a model on a generation (offline benchmark)")
     p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
@@ -78,8 +78,8 @@ def register(sub) -> None:
 
 def mapping_from_args(args, chips: int, model: str):
     """A ``Mapping`` when any of --tp/--pp/--dp/--ep/--attention-dp is given, else None (the preset's)."""
-    from emulator.models import get_model
-    from emulator.parallel import Mapping, MappingError
+    from perfonto.emulator.models import get_model
+    from perfonto.emulator.parallel import Mapping, MappingError
 
     if all(getattr(args, k) is None for k in ("tp", "pp", "dp", "ep", "attention_dp")):
         return None
@@ -101,8 +101,8 @@ def _fmt_s(v) -> str:
 
 
 def cmd_project(args) -> int:
-    from emulator.presets import family_claim, preset_names, resolve
-    from emulator.project import claim_requirements, hbm_bytes_per_token, project
+    from perfonto.emulator.presets import family_claim, preset_names, resolve
+    from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token, project
 
     err = stderr()
     try:

@@ -11,7 +11,7 @@ DEFAULT_OUT = "perfonto-out"
 
 
 def register(sub) -> None:
-    from emulator import MODELS
+    from perfonto.emulator import MODELS
 
     r = sub.add_parser("run", help="compile the catalog, emulate a workload, evaluate every metric and report the bottleneck")
     r.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 
 def _chips(text: str) -> int:
-    from emulator.run import MAX_CHIPS
+    from perfonto.emulator.run import MAX_CHIPS
 
     v = positive_int(text)
     if v > MAX_CHIPS:
@@ -99,7 +99,7 @@ class _Progress:
 
 
 def cmd_run(args) -> int:
-    from ontology.diagnostics import CatalogError
+    from perfonto.ontology.diagnostics import CatalogError
 
     from ..job import run_job
     from ..report import render

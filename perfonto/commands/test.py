@@ -19,11 +19,11 @@ def register(sub) -> None:
 def cmd_test(args) -> int:
     import yaml
 
-    from codegen.python_evaluator import generate, load
-    from metrics.compiler import library_files
-    from metrics.vectors import run_vectors, vector_files
+    from perfonto.codegen.python_evaluator import generate, load
+    from perfonto.metrics.compiler import library_files
+    from perfonto.metrics.vectors import run_vectors, vector_files
 
-    from ..catalog import load_catalog
+    from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
     path = Path(args.path) if args.path else library_files()[0].parent

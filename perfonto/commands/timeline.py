@@ -24,8 +24,8 @@ def register(sub) -> None:
 
 
 def cmd_timeline(args) -> int:
-    from ..crosschip import RunError
-    from ..timeline import TimelineError, write
+    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.timeline import TimelineError, write
 
     err = stderr()
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None

@@ -17,7 +17,7 @@ def register(sub) -> None:
 def cmd_validate(args) -> int:
     import numpy as np
 
-    from ..validate import validate
+    from perfonto.validation import validate
 
     err = stderr()
     load_generation_arg(args.generation)

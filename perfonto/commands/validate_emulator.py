@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 def prepare_rows(path, json_mode: bool, label: str):
     """Prepared rows of ``path`` with a progress bar (none under --json)."""
-    from emulator.calibration import load_rows, prepare
+    from perfonto.emulator.calibration import load_rows, prepare
 
     header, rows = load_rows(path)
     preps = []
@@ -34,7 +34,7 @@ def prepare_rows(path, json_mode: bool, label: str):
 
 
 def cmd_validate_emulator(args) -> int:
-    from emulator.calibration import validate
+    from perfonto.emulator.calibration import validate
 
     try:
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")

@@ -280,16 +280,12 @@ def _exec_skew(kind, chip, step, hs, duration_ns) -> float:
 
 def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9) -> dict:
     """Load imbalance and saturation windows from the counters (see the module docstring)."""
-    from emulator.hardware import hardware_from_generation
-    from metrics.windows import prepare, read_counters
+    from perfonto.metrics.windows import prepare, read_counters
 
     if gen is None:
-        from emulator.presets import generation
-
-        gen = generation(run.meta.get("generation", "sohu"))
+        gen = _generation(run.meta.get("generation", "sohu"))
     dump = read_counters(run.file("counters.parquet"), gen)
     w = prepare(dump, gen)
-    hw = hardware_from_generation(gen)
     chips = dump.chips.astype(np.int64)
     C = len(chips)
     interval = w.interval                                                   # (W, C) s, device clock
@@ -319,13 +315,13 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
     if "pcie.rx_bytes" in w.values and "pcie.tx_bytes" in w.values:
         rx = w.values["pcie.rx_bytes"].reshape(len(interval), C)
         tx = w.values["pcie.tx_bytes"].reshape(len(interval), C)
-        util_pcie = np.maximum(rx, tx) / (hw.pcie_bw * interval)
+        util_pcie = np.maximum(rx, tx) / (_spec(gen, "spec.pcie.peak_bandwidth", "B/s") * interval)
         for i, c in enumerate(chips):
             saturated += _runs(util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)})
     slow = []
     link_util_max = 0.0
     if "c2c.busy_cycles" in w.values:
-        link_hz = hw.clock_hz.get("link", hw.core_hz)
+        link_hz = _spec(gen, "spec.clock.link", "link_cycle/s") if "spec.clock.link" in gen.spec else _spec(gen, "spec.clock.core", "core_cycle/s")
         busy = w.values["c2c.busy_cycles"]                                 # (W, C, L) link cycles
         util = busy / (link_hz * interval[:, :, None])
         link_util_max = float(np.nanmax(util)) if util.size else 0.0
@@ -349,6 +345,24 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
                            "pcie_util_max": float(np.nanmax(util_pcie)) if util_pcie is not None and util_pcie.size else 0.0,
                            "link_util_max": link_util_max},
             "slow_links": slow}
+
+
+def _generation(name: str):
+    """The shipped generation ``name``; raises ``RunError`` when it does not load."""
+    from perfonto.ontology.loader import load_generation
+
+    gen, diags = load_generation(name)
+    if gen is None:
+        raise RunError("; ".join(d.message for d in diags) or f"cannot load generation `{name}`")
+    return gen
+
+
+def _spec(gen, name: str, unit: str) -> float:
+    """Spec constant ``name`` of ``gen`` in ``unit``; raises ``RunError`` naming the constant when absent."""
+    const = gen.spec.get(name)
+    if const is None:
+        raise RunError(f"generation `{gen.name}` has no `{name}`, which the saturation analysis needs")
+    return float(gen.registry.Quantity(const.value, const.unit).to(unit).magnitude)
 
 
 def _runs(mask: np.ndarray, t0: np.ndarray, t1: np.ndarray, util: np.ndarray, label: dict) -> list[dict]:

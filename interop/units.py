@@ -22,7 +22,7 @@ import re
 
 import pint
 
-from ontology.units import UnitError, parse_unit
+from perfonto.ontology.units import UnitError, parse_unit
 
 _SCALE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 _FIXED = {

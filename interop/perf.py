@@ -37,8 +37,8 @@ import json
 import re
 from pathlib import Path
 
-from ontology.generation import Generation
-from ontology.loader import load_generation
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.loader import load_generation
 
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold

@@ -1,5 +1,6 @@
-"""Importers of the field's metric catalogs: Linux perf pmu-events JSON, Intel perfmon metrics, Arm
-telemetry specifications, AMD rocprofiler-sdk counter definitions.
+"""perfonto.interop: other tools' catalogs in and out, side by side — importers of Linux perf pmu-events
+JSON, Intel perfmon metrics, Arm telemetry specifications and AMD rocprofiler-sdk counter definitions,
+and the exporter to perf's metric JSON (``perf_export``).
 
 ``import_file(fmt, path, out)`` reads a file (one module per format turns it into a source-neutral
 ``SourceCatalog``), writes one generation YAML and one ``.metrics`` file per generation into ``out``,

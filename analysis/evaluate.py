@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metrics.compiler import MetricGraph
-from metrics.levels import evaluate_levels, null_reasons
-from metrics.windows import Windows, prepare, read_counters
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.levels import evaluate_levels, null_reasons
+from perfonto.metrics.windows import Windows, prepare, read_counters
 
 
 @dataclass

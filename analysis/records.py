@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from metrics.compiler import MetricGraph
-from metrics.population import evaluate_records, read_records
-from metrics.timesplit import time_split
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.population import evaluate_records, read_records
+from perfonto.metrics.timesplit import time_split
 
 
 def record_metrics(graph: MetricGraph, requests_path: str | Path) -> dict[str, np.ndarray | float]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-from dsl.printer import to_text
-from metrics.compiler import MetricGraph, compile_files
-from metrics.infer import Fail, Typer
-from ontology.loader import load_generation, shipped_generations
-from ontology.units import fmt_unit
+from perfonto.dsl.printer import to_text
+from perfonto.metrics.compiler import MetricGraph, compile_files
+from perfonto.metrics.infer import Fail, Typer
+from perfonto.ontology.loader import load_generation, shipped_generations
+from perfonto.ontology.units import fmt_unit
 
 
 def window_meaning(kind: str) -> str:
@@ -99,7 +99,7 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
     gen = graph.generation
     lines = []
     deps = sorted(graph.graph.predecessors(name))
-    from dsl import ast as dast
+    from perfonto.dsl import ast as dast
 
     decl = graph.declarations.get(name)
     if decl is not None and any(isinstance(n, dast.Name) and n.name == "interval" for n in dast.walk(decl.expr)):

@@ -23,11 +23,11 @@ from pathlib import Path
 import networkx as nx
 import yaml
 
-from metrics.compiler import MetricGraph, compile_files, compile_texts
-from ontology.diagnostics import Diagnostic
-from ontology.generation import Generation
-from ontology.loader import load_generation
-from ontology.units import UnitError, conversion_factor, parse_unit
+from perfonto.metrics.compiler import MetricGraph, compile_files, compile_texts
+from perfonto.ontology.diagnostics import Diagnostic
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.loader import load_generation
+from perfonto.ontology.units import UnitError, conversion_factor, parse_unit
 
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceMetric

@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metrics.compiler import MetricGraph, compile_files, library_files
-from ontology.diagnostics import Diagnostic, Span
-from ontology.generation import Generation
-from ontology.lint import lint_generation
-from ontology.loader import load_generation, load_generation_files
+from perfonto.metrics.compiler import MetricGraph, compile_files, library_files
+from perfonto.ontology.diagnostics import Diagnostic, Span
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.lint import lint_generation
+from perfonto.ontology.loader import load_generation, load_generation_files
 
 
 @dataclass

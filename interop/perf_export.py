@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 
 import pint
 
-from dsl import ast
-from metrics.compiler import MetricGraph
-from metrics.infer import Fail, Typer
-from ontology.units import UnitError, conversion_factor
+from perfonto.dsl import ast
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.infer import Fail, Typer
+from perfonto.ontology.units import UnitError, conversion_factor
 
 PREC = {"|": 1, "^": 2, "&": 3, "<": 4, ">": 4, "+": 5, "-": 5, "*": 6, "/": 6}
 NEG, ATOM = 7, 9

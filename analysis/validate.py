@@ -1,28 +1,14 @@
-"""``perfonto validate``: emulate several workloads and check every metric that has a ground-truth
-counterpart against the emulator's ground truth (the counters pass through the whole pipeline: raw
-registers, windows, the generated evaluator, run and server levels)."""
+"""Metrics against ground truth: for each metric with a ground-truth counterpart, the value computed
+from the ground truth alone (``truth_table``), and the checks of an evaluated run against it
+(``check_run``). The emulated workloads themselves are run by ``perfonto.validation``."""
 from __future__ import annotations
 
-import tempfile
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-import emulator
-from codegen.python_evaluator import generate, load
-
-from .catalog import load_catalog
-from .evaluate import evaluate_dump
-from .serving import record_metrics
-
-WORKLOADS = [
-    {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "duration_s": 1.0},
-    {"model": "llama3-70b", "chips": 4, "isl": 1000, "osl": 1000, "duration_s": 1.0},
-    {"model": "llama3-8b", "chips": 1, "isl": 128, "osl": 128, "duration_s": 1.0},
-]
+from .evaluate import Evaluation
 
 
 def _peak(gen, name: str, unit: str) -> float:
@@ -98,34 +84,21 @@ class Check:
         return abs(self.measured / self.truth - 1.0)
 
 
-def validate(generation: str = "sohu", workloads=None, log=lambda s: None, tol: float = 5e-3) -> tuple[list[Check], float]:
-    """Run every workload and compare; returns the checks and the elapsed seconds."""
-    t0 = time.perf_counter()
-    cat = load_catalog(None, generation)
-    graph = cat.graph
-    ev_mod = load(generate(graph))
+
+
+def check_run(graph, ev: Evaluation, records: dict, gt: dict, label: str) -> list[Check]:
+    """One ``Check`` per metric of ``truth_table`` that the run evaluated (server level, or a scalar
+    record metric) and whose truth is finite; ``label`` names the workload."""
+    measured = {**dict(ev.server), **{k: v for k, v in records.items() if np.ndim(v) == 0}}
     checks: list[Check] = []
-    for wl in workloads or WORKLOADS:
-        label = f"{wl['model']} x{wl['chips']} {wl['isl']}/{wl['osl']}"
-        with tempfile.TemporaryDirectory() as tmp:
-            res = emulator.run(graph.generation, model=wl["model"], chips=wl["chips"], duration_s=wl["duration_s"],
-                               sample_period_s=1e-3, isl=wl["isl"], osl=wl["osl"], seed=wl.get("seed", 0),
-                               warmup_steps=wl.get("warmup_steps", 400), out_dir=Path(tmp))
-            ev = evaluate_dump(graph, ev_mod, res.counters_path)
-            rec = record_metrics(graph, res.requests_path)
-        gt = res.ground_truth
-        measured = {**{k: v for k, v in ev.server.items()}, **{k: v for k, v in rec.items() if np.ndim(v) == 0}}
-        for metric, fn in truth_table(graph.generation, gt).items():
-            if metric not in measured:
-                continue
-            try:
-                truth = float(fn())
-            except (ZeroDivisionError, KeyError, TypeError):
-                continue
-            if not np.isfinite(truth):
-                continue
-            checks.append(Check(label, metric, float(measured[metric]), truth))
-        worst = max((c for c in checks if c.workload == label), key=lambda c: c.error, default=None)
-        log(f"{label}: {sum(c.workload == label for c in checks)} metrics checked, worst {worst.metric if worst else '-'} "
-            f"{(worst.error if worst else 0) * 100:.4f} %")
-    return checks, time.perf_counter() - t0
+    for metric, fn in truth_table(graph.generation, gt).items():
+        if metric not in measured:
+            continue
+        try:
+            truth = float(fn())
+        except (ZeroDivisionError, KeyError, TypeError):
+            continue
+        if not np.isfinite(truth):
+            continue
+        checks.append(Check(label, metric, float(measured[metric]), truth))
+    return checks

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from metrics.compiler import MetricGraph
+from perfonto.metrics.compiler import MetricGraph
 
 from .evaluate import Evaluation
 

@@ -1,9 +1,9 @@
 """``perfonto diff OLD NEW``: signal changes (``ontology.diff``) plus what they do to the metrics."""
 from __future__ import annotations
 
-from metrics.compiler import compile_files
-from ontology.diff import diff_signals
-from ontology.generation import Generation
+from perfonto.metrics.compiler import compile_files
+from perfonto.ontology.diff import diff_signals
+from perfonto.ontology.generation import Generation
 
 
 def diff_generations(old: Generation, new: Generation) -> dict:
