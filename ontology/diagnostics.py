@@ -42,6 +42,11 @@ class Diagnostic:
     hint: str = ""
     source_line: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        from .codes import check_code
+
+        check_code(self.code)
+
     def render(self) -> str:
         """Multi-line human text: location, message, source line with caret, hint."""
         out = [f"{self.span}: {self.severity}[{self.code}]: {self.message}"]
