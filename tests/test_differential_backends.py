@@ -345,11 +345,12 @@ def _compile(sigs: list[Sig], src: str):
 
 
 def _sql_values(graph, tables: list[pa.Table], shapes: list[tuple[int, int]]) -> list[dict[str, np.ndarray]]:
-    """Run the generated SQL once over all series (chip ids offset, so they stay independent: windows
-    are partitioned by chip) and split the result back per series, as (W, C, *sizes) arrays."""
+    """Run the generated SQL once over all series (each series on its own host, its chips numbered
+    from 0 as every host numbers them: windows are partitioned by (host, chip), so the series stay
+    independent) and split the result back per series, as (W, C, *sizes) arrays."""
     offset, parts = 0, []
-    for t, (_, C) in zip(tables, shapes):
-        parts.append(t.set_column(0, "chip", pa.compute.add(t.column("chip"), pa.scalar(offset, pa.int32()))))
+    for i, (t, (_, C)) in enumerate(zip(tables, shapes)):
+        parts.append(t.append_column("host", pa.array([f"h{i:04d}"] * t.num_rows, pa.string())))
         offset += C
     _CON.register("counters", pa.concat_tables(parts).replace_schema_metadata(tables[0].schema.metadata))
     out = _CON.sql(generate_sql(graph, "counters", sample_period_ns=PERIOD, pretty=False)).arrow()

@@ -71,15 +71,17 @@ def _codegen(args) -> list[Path]:
 
         path = write_file(out / f"{gen.name}.h", generate_header(gen))
     elif args.target == "sql":
-        from perfonto.codegen.sql import generate_sql, parquet_source
+        from perfonto.codegen.sql import dump_source, generate_sql
 
+        host = True  # the table names each row's host (a chip is (host, chip)), unless the dump given has none
         if args.dialect == "duckdb":
-            source = parquet_source(args.counters or "counters.parquet")
+            source, found = dump_source(args.counters or "counters.parquet")
+            host = found or args.counters is None
         else:
             source = args.counters or "counters"
         period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
         path = write_file(out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql"),
-                          generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect))
+                          generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host))
     elif args.target == "collector":
         from perfonto.metrics.collector import wide_schema_json
 
