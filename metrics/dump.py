@@ -38,6 +38,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
+from .dump_grid import Grid, _grid  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
 from .dump_io import DumpError, load
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -340,56 +341,9 @@ def _period(meta: dict, override: int | None, p: str) -> int:
 
 
 def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> CounterDump:
-    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
-    host_names = None if host is None else np.unique(host)
-    pair = np.stack([hk, chip], axis=1)
-    keys, chip_idx = np.unique(pair, axis=0, return_inverse=True)
-    chip_idx = chip_idx.reshape(-1)
-    if len(keys) == 0:
-        raise DumpError(f"{p}: the dump holds no samples")
-    order = np.lexsort((ts, chip_idx))
-    ci = chip_idx[order]
-    ts_sorted = ts[order]
-    C = len(keys)
-    counts = np.bincount(ci, minlength=C)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
-    same = np.diff(ci) == 0
-    if np.any(np.diff(ts_sorted)[same] <= 0):
-        c = int(ci[1:][same & (np.diff(ts_sorted) <= 0)][0])
-        raise DumpError(f"{p}: timestamps of chip {label[c]} do not increase (duplicate or out-of-order samples)")
-    if counts.min() < 2:
-        c = int(np.argmin(counts))
-        raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
-    if sample is not None:
-        grid = sample[order]
-        if np.any(grid < 0):
-            raise DumpError(f"{p}: negative sample numbers")
-        if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: sample numbers of one chip do not increase")
-        grid = grid - grid.min()
-    elif period > 0:
-        t0 = ts_sorted[starts][ci]
-        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
-        if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
-    else:
-        if not np.all(counts == counts[0]):
-            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
-                            "sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
-        grid = np.arange(len(order)) - starts[ci]
-    S = int(grid.max()) + 1
-    if S > 2 * int(counts.max()) + 16:
-        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
-                        "sampling grid (corrupt?) or the sample period is wrong")
-    present = np.zeros((S, C), dtype=bool)
-    present[grid, ci] = True
-    stamps = np.zeros((S, C), dtype=np.int64)
-    stamps[grid, ci] = ts_sorted
-    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
-        for c in range(C):
-            have = np.nonzero(present[:, c])[0]
-            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
+    g = _grid(p, chip, host, ts, period, sample)
+    keys, host_names, order, ci, grid, stamps, present = g.keys, g.host_names, g.order, g.ci, g.grid, g.stamps, g.present
+    S, C = present.shape
     raw: dict[str, np.ndarray] = {}
     missing: dict[str, np.ndarray] = {}
     for name in gen.signals:
