@@ -65,6 +65,8 @@ class Report:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    fleet: object | None = None  # analysis.fleet.Fleet: rollups per host, rack, pod and fleet (fleet-scale path)
+    engine: str = "memory"  # memory (whole dump in memory), embedded (in pieces) or spark
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
