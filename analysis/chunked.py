@@ -121,7 +121,8 @@ def evaluate_chunked(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: st
         if progress:
             progress("evaluate", done, total_rows)
     ev = _levels(graph, evaluator, dump_plan, sums, bad_any, nulls, extremes, signals, chunk_rows, progress, chip_time)
-    ev.windows = Windows(np.zeros((W, C)), {}, 1.0, "window", None, {})
+    ev.windows = Windows(chip_time[None, :], {}, 1.0, "run", None, {})  # the run per chip; the windows were written
+    ev.n_windows = W
     res = ChunkedResult(ev, sums, checks, files, done, extremes, {"start_ns": first_start, "end_ns": last_end})
     return res
 

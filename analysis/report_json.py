@@ -59,7 +59,25 @@ def report_json(report) -> dict:
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
         "multichip": multichip_json(report.multichip),
         "time_split": report.time_split,
-    } | ({"notes": report.notes} if report.notes else {})
+    } | ({"notes": report.notes} if report.notes else {}) | (
+        {"fleet": fleet_json(report.fleet, graph), "engine": report.engine} if getattr(report, "fleet", None) is not None else {})
+
+
+def fleet_json(fleet, graph) -> dict:
+    """The fleet section: ``levels`` {host|rack|pod|fleet: [{node, chips, metrics {name: value}}]} (scalar
+    metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold}}
+    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation}]}}, and
+    ``chips`` [{host, chip, rack, pod}]."""
+    scalar = [n for n, m in graph.metrics.items() if not m.axes]
+    levels = {}
+    for level, nodes in fleet.nodes.items():
+        if level == "chip":
+            continue
+        levels[level] = [{"node": node, "chips": int(fleet.chips[level][i]),
+                          "metrics": {n: _num(fleet.values[level][n][i]) for n in scalar if n in fleet.values[level]}}
+                         for i, node in enumerate(nodes)]
+    return {"levels": levels, "spread": fleet.spread, "outliers": fleet.outliers,
+            "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place]}
 
 
 def multichip_json(mc: dict | None) -> dict | None:

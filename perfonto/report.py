@@ -71,6 +71,7 @@ def render(result: JobResult, console: Console) -> None:
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
     W, C = ev.windows.interval.shape
+    W = getattr(ev, "n_windows", W)  # evaluated in pieces: the windows were written, the run is kept per chip
     duration = float(ev.windows.interval.sum(axis=0).mean())
     console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
                   f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
@@ -231,3 +232,43 @@ def render_multichip(mc: dict, console: Console) -> None:
                               f"({iv['windows']} window(s), peak {iv['peak_util'] * 100:.1f} %)")
             if len(ivs) > 8:
                 console.print(f"    … {sat['count'] - 8} more in report.json")
+
+
+FLEET = ["tokens_per_second", "mfu", "mxu.utilization", "hbm.bandwidth_utilization", "c2c.bandwidth_utilization",
+         "topdown.interconnect_bound", "power.average", "power.temperature_mean"]
+
+
+def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
+    """The fleet section: headline metrics per pod, rack and host (ratios of totals; the largest
+    levels cut to ``max_rows`` rows), their spread across chips, and the chips that stand out."""
+    fleet = result.fleet
+    graph = result.evaluated
+    names = [n for n in FLEET if n in graph.metrics and n in fleet.values.get("fleet", {})]
+    for level in ("fleet", "pod", "rack", "host"):
+        if level not in fleet.nodes:
+            continue
+        nodes = fleet.nodes[level]
+        t = Table(title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips)", title_justify="left")
+        t.add_column(level)
+        t.add_column("chips", justify="right")
+        for n in names:
+            t.add_column(n, justify="right")
+        for i, node in enumerate(nodes[:max_rows]):
+            t.add_row(node, str(int(fleet.chips[level][i])), *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names])
+        if len(nodes) > max_rows:
+            t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
+        console.print(t)
+    t = Table(title="Spread across chips", title_justify="left")
+    for col in ("metric", "p50", "p99", "max", "past threshold", "highest chips (host/chip, rack)", "lowest chips"):
+        t.add_column(col)
+    for n in names:
+        sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
+        if not sp or sp.get("p50") is None:
+            continue
+        unit = graph.metrics[n].unit_text
+        thr = sp.get("threshold")
+        side = {k: ", ".join(f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3])
+                for k in ("high", "low")}
+        t.add_row(n, _fmt(sp["p50"], unit), _fmt(sp["p99"], unit), _fmt(sp["max"], unit),
+                  f"{thr['share_of_chips'] * 100:.1f} %" if thr else "", side["high"], side["low"])
+    console.print(t)
