@@ -13,8 +13,9 @@ Rules (what a fleet operator's collector does, and what a reader cannot know):
   once, when it appears. Windows continue across parts: a part's first sample closes the window that
   the previous part's last sample opened.
 - **One file.** When its size or modification time changes, it is read again and the samples after
-  the ones already pushed are new. If its first samples are no longer the ones pushed (the file was
-  replaced), the whole file is pushed from a new baseline.
+  the ones already pushed are new; trailing samples that some chip has not written yet are held back
+  until it has. If its first samples are no longer the ones pushed (the file was replaced), the whole
+  file is pushed from a new baseline.
 - **Unreadable parts.** A part that does not read may still be being written: it is retried until it
   has not changed for ``settle_s`` seconds; then it is reported (``errors``) and skipped. Later parts
   wait for it, so samples are never pushed out of order.
@@ -164,21 +165,24 @@ class Follower:
             return [], [f"skipped this version of {self.path.name}: {err}"]
         self._pending.pop(self.path.name, None)
         self._file_sig = sig
-        n, S = self._file_n, block.samples
+        S = block.samples
+        if block.present is not None:  # trailing samples some chip has not written yet: wait for them
+            while S > 0 and not block.present[S - 1].all():
+                S -= 1
+        n = self._file_n
         same = (n > 0 and S >= n and self._last_ts is not None and block.timestamps_ns.shape[1] == len(self._last_ts)
                 and np.array_equal(block.timestamps_ns[n - 1], self._last_ts))
-        self._file_n = S
+        if S < 2 or (same and S == n):
+            return [], []
         self.parts += 1
+        self._file_n = S
+        self._last_ts = np.array(block.timestamps_ns[S - 1])
         if same:
-            if S == n:
-                return [], []
-            new = block.slice(n, S)
-            self._last_ts = np.array(block.timestamps_ns[-1])
-            return [new], []
+            return [block.slice(n, S)], []
         msgs = [] if n == 0 else [f"{self.path.name} was replaced (its first samples changed): new baseline"]
-        block.new_baseline = n > 0
-        self._last_ts = np.array(block.timestamps_ns[-1])
-        return [block], msgs
+        new = block.slice(0, S)
+        new.new_baseline = n > 0
+        return [new], msgs
 
 
 class FollowSource:
