@@ -43,14 +43,22 @@ def _version() -> str:
 
 
 class _OneLine(logging.Handler):
-    """OpenTelemetry SDK log records as one line each on ``log`` (no tracebacks)."""
+    """OpenTelemetry SDK log records as one line each on ``log`` (no tracebacks); a message already
+    said in the last minute (an endpoint that stays down) is not repeated."""
 
     def __init__(self, log: Callable[[str], None]):
         super().__init__(logging.WARNING)
         self.log = log
+        self._said: dict[str, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.log(f"warning: OTLP export: {record.getMessage()}")
+        msg, now = record.getMessage(), time.monotonic()
+        if now - self._said.get(msg, -1e9) < 60.0:
+            return
+        if len(self._said) > 100:
+            self._said.clear()
+        self._said[msg] = now
+        self.log(f"warning: OTLP export: {msg}")
 
 
 class Server:
