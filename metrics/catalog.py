@@ -8,7 +8,7 @@ from perfonto.metrics.compiler import MetricGraph, compile_files, library_files
 from perfonto.ontology.diagnostics import Diagnostic, Span
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.lint import lint_generation
-from perfonto.ontology.loader import load_generation, load_generation_files
+from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
 
 
 @dataclass
@@ -25,11 +25,26 @@ class Catalog:
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
-def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu") -> Catalog:
+def shipped_others(gen: Generation | str | None = None) -> tuple[Generation, ...]:
+    """The shipped generations other than ``gen`` (a generation or its name), for the compiler's
+    "exists on …" availability reasons. Generations that do not load are left out."""
+    name = gen.name if isinstance(gen, Generation) else gen
+    out = []
+    for g in shipped_generations():
+        if g != name:
+            loaded, _ = load_generation(g)
+            if loaded is not None:
+                out.append(loaded)
+    return tuple(out)
+
+
+def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu", *, others=None) -> Catalog:
     """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
 
     Without ``catalog_dir``: the shipped generation and metric library. A folder with metric files but
     no YAML uses the shipped generation (noted in ``notes``); a folder with neither is an error.
+    ``others``: the other generations a metric may need (default: ``shipped_others``), so that a
+    metric over a signal of another generation is unavailable here rather than an error.
     """
     notes: list[str] = []
     if catalog_dir is None:
@@ -52,7 +67,7 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu"
             notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
     if gen is None:
         return Catalog(None, None, diags, notes)
-    graph = compile_files(gen, files)
+    graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
     return Catalog(gen, graph, diags + lint + graph.diagnostics, notes)
 
