@@ -78,7 +78,11 @@ class Server:
         self.push_errors = 0
         self.scrapes = {"openmetrics": 0, "text": 0}
         self.started_s = time.time()
-        self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
+        try:
+            self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
+        except BaseException:
+            self._tmp.cleanup()
+            raise
         self.httpd.daemon_threads = True
         self.url = f"http://{bind}:{self.httpd.server_address[1]}"
         self.otlp = None

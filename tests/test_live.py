@@ -170,3 +170,45 @@ def test_naming_conventions_pinned(graph):
     assert e["power.temperature_peak"].instrument == "gauge"  # declared `rollup max`
     # a generated submetric and a hand-written metric that would collide once dots become underscores
     assert e["mxu.flops.per_cycle"].prom_name != e["mxu.flops_per_cycle"].prom_name
+
+
+def _emulated_source(graph, **kw):
+    from perfonto.live_emulate import EmulatedSource
+
+    knobs = dict(model="llama-3.1-8b", chips=2, sample_period_s=1e-3, isl=2048, osl=128, warmup_steps=50,
+                 slow_chip=None, throttled_link=None, router_skew=0.0)
+    return EmulatedSource(graph.generation, seed=0, **kw, **knobs)
+
+
+def test_emulation_in_chunks_follows_on_with_a_new_baseline_per_chunk(graph, evaluator):
+    import threading
+
+    src = _emulated_source(graph, duration_s=0.4, chunk_s=0.2, realtime=False)
+    try:
+        src.start()
+        blocks = list(src.blocks(threading.Event()))
+    finally:
+        src.close()
+    assert [b.new_baseline for b in blocks] == [False, True] and src.chunks == 2
+    assert np.all(blocks[1].timestamps_ns[0] == blocks[0].timestamps_ns[-1] + 1_000_000)  # one period on, per chip
+    live = LiveMetrics(graph, evaluator, host="h")
+    assert sum(live.push(b) for b in blocks) == sum(b.samples - 1 for b in blocks)  # no window spans two chunks
+
+
+def test_emulation_is_paced_by_the_wall_clock(graph):
+    import threading
+    import time
+
+    src = _emulated_source(graph, duration_s=0.3, chunk_s=1.0, tick_s=0.02)
+    try:
+        src.start()
+        t0, seen = time.monotonic(), []
+        for b in src.blocks(threading.Event()):
+            seen.append((time.monotonic() - t0, b.samples))
+    finally:
+        src.close()
+    total = np.cumsum([n for _, n in seen])
+    assert total[-1] == 301 and len(seen) >= 5  # pushed in several paced slices, not at once
+    for (t, _), n in zip(seen, total):
+        assert n <= t / 1e-3 + 1 + 30  # never ahead of the wall clock (30 ms of slack for the first slice)
+    assert seen[-1][0] >= 0.29
