@@ -89,7 +89,7 @@ def export_unit(reg: pint.UnitRegistry, unit: pint.Unit) -> Unit:
         return Unit(1.0, "celsius", "Cel")
     q = reg.Quantity(1.0, unit).to_base_units()
     factor = float(q.magnitude)
-    items = sorted(((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in q.units._units.items()),
+    items = sorted(((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in q.unit_items()),
                    key=lambda kv: (kv[1] < 0, kv[0]))
     if not items:
         return Unit(factor, "ratio", "1")
