@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from .job import JobResult
+from perfonto.analysis.capture import Report
+
+JobResult = Report
 
 HEADLINE = [
     "tokens_per_second", "output_tokens_per_second", "mfu", "mxu.utilization", "mxu.achieved_flops",
@@ -40,7 +43,7 @@ SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99",
 
 def render_serving(result: JobResult, console: Console) -> None:
     """Latencies over request records and the time split from the device trace."""
-    graph = result.catalog.graph
+    graph = result.evaluated
     rec = result.records or {}
     rows = [(n, rec[n]) for n in SERVING if n in rec and np.ndim(rec[n]) == 0]
     if rows:
@@ -56,7 +59,7 @@ def render_serving(result: JobResult, console: Console) -> None:
         console.print("Time split (device trace, unions of spans, all chips): "
                       + ", ".join(f"{k.replace('_', ' ')} {v * 100:.1f} %" for k, v in ts.items())
                       + f" (sum {sum(ts.values()) * 100:.1f} %)")
-    steps = result.ground_truth.get("steps")
+    steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20:
         console.print(f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
                       f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
@@ -64,12 +67,12 @@ def render_serving(result: JobResult, console: Console) -> None:
 
 
 def render(result: JobResult, console: Console) -> None:
-    graph = result.catalog.graph
+    graph = result.evaluated
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
     W, C = ev.windows.interval.shape
     duration = float(ev.windows.interval.sum(axis=0).mean())
-    console.print(f"[bold]perfonto[/bold] — {result.model} on {result.chips} x {gen.name}, "
+    console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
                   f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
 
     t = Table(title="Server level (rates are totals over all chips; ratios are ratios of totals)", title_justify="left")
@@ -127,10 +130,12 @@ def render(result: JobResult, console: Console) -> None:
         console.print("[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):")
         for k, c in sorted(partial.items()):
             console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
-    if result.catalog.graph.unavailable:
-        console.print("[bold]Unavailable metrics[/bold] on this generation:")
-        for k, why in sorted(result.catalog.graph.unavailable.items()):
+    if result.unavailable:
+        console.print("[bold]Unavailable metrics[/bold] (on this generation, or not fed by this capture):")
+        for k, why in sorted(result.unavailable.items()):
             console.print(f"  • {k}: {why}", markup=False)
+    for note in result.notes:
+        console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
 
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
@@ -139,7 +144,7 @@ def render(result: JobResult, console: Console) -> None:
             pc.add_column(header, justify="right")
     pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
-        row = [str(int(chip))]
+        row = [f"{ev.hosts[ci]}/{int(chip)}" if ev.hosts is not None else str(int(chip))]
         for name in PER_CHIP:
             if name in graph.metrics:
                 row.append(_fmt(ev.per_chip[name][ci]))

@@ -5,7 +5,7 @@ import argparse
 import json
 import math
 
-from .common import CommandError, duration, non_negative_int, positive_int, stderr, stdout
+from .common import CommandError, catalog_failure, duration, non_negative_int, positive_int, stderr, stdout
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -24,14 +24,18 @@ def register(sub) -> None:
     r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     r.add_argument("--warmup-steps", type=non_negative_int, default=400,
                    help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
-    r.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
+    r.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)")
+    r.add_argument("--catalog", default=None, metavar="DIR",
+                   help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the shipped metric library")
+    r.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     r.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR",
                    help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)")
     r.add_argument("--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR",
                    help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
-    r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
+    r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
+    r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     r.set_defaults(func=cmd_run)
 
@@ -99,9 +103,12 @@ class _Progress:
 
 
 def cmd_run(args) -> int:
+    import sys
+
     from perfonto.ontology.diagnostics import CatalogError
 
     from ..job import run_job
+    from ..outputs import OutputError
     from ..report import render
 
     err = stderr()
@@ -114,12 +121,13 @@ def cmd_run(args) -> int:
     try:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
-                         generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False), progress=bar,
-                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
+                         generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
+                         force=args.force, command=["perfonto", *sys.argv[1:]], log=lambda s: err.print(s, markup=False),
+                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
     except CatalogError as exc:
-        usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
-        raise CommandError("the catalog does not compile; run `perfonto check` for the full list"
-                           if not usage else f"no generation named `{args.generation}`", 2 if usage else 1, exc.diagnostics) from None
+        raise catalog_failure(exc, args) from None
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
     except (ValueError, OSError) as exc:
         raise CommandError(str(exc), 1) from None
     finally:
