@@ -1,14 +1,13 @@
 """Follow a counter dump that grows: a folder of Parquet part files appended over time, or one dump
 file rewritten with more samples.
 
-Each part is read by ``read_part``, a small adapter over today's reader (``metrics.windows.read_counters``:
-the wide layout, columns ``chip``, ``timestamp_ns``, one per signal, fixed-size lists for instances).
-When the dump readers learn other layouts (long layout, CSV, partial dumps, host + chip keys), point
-``read_part`` — or the ``reader`` argument of ``Follower`` — at the new reader: ``Follower`` only needs
-a ``SampleBlock`` per part.
+Each part is read by ``read_part``, a small adapter over the collector-format reader
+(``metrics.dump.read_counters``: wide or long layout, Parquet/Arrow/CSV, host + chip keys, partial
+dumps). Another reader can be passed as the ``reader`` argument of ``Follower``: it only needs a
+``SampleBlock`` per part.
 
 Rules (what a fleet operator's collector does, and what a reader cannot know):
-- **Folder.** Parts are the folder's ``*.parquet`` files, taken in name order (``part-000001.parquet``,
+- **Folder.** Parts are the folder's ``*.parquet``, ``*.arrow`` and ``*.csv`` files, taken in name order (``part-000001.parquet``,
   …; names starting with ``.`` or ``_`` are a writer's temporary files and ignored); a part is read
   once, when it appears. Windows continue across parts: a part's first sample closes the window that
   the previous part's last sample opened.
@@ -42,9 +41,10 @@ class PartError(ValueError):
 
 
 def read_part(path: str | Path, gen: Generation) -> SampleBlock:
-    """Read one part (or a whole dump) as a ``SampleBlock``: today's wide Parquet layout through
-    ``metrics.windows.read_counters`` (so a part holds at least two samples per chip, as that reader
-    asks; its grid, null and sentinel handling apply).
+    """Read one part (or a whole dump) as a ``SampleBlock`` through the collector-format reader
+    (``metrics.dump.read_counters``: wide or long layout, Parquet, Arrow or CSV, host + chip keys; its
+    grid, null and sentinel handling apply). A signal the part does not hold is read as a null
+    register, so the metrics that need it have null windows (their series are left out).
 
     Raises:
         PartError: the reader's ``DumpError``, or an ``OSError`` reading the file.
@@ -53,8 +53,15 @@ def read_part(path: str | Path, gen: Generation) -> SampleBlock:
         dump = read_counters(path, gen)
     except (DumpError, OSError) as exc:
         raise PartError(str(exc)) from None
+    raw, missing = dict(dump.raw), dict(dump.missing)
+    S, C = dump.timestamps_ns.shape
+    for name in dump.absent:
+        n = gen.signals[name].instances
+        raw[name] = np.zeros((S, C, n), dtype=np.uint64)
+        missing[name] = np.ones((S, C, n), dtype=bool)
     present = None if dump.present.all() else dump.present
-    return SampleBlock(dump.timestamps_ns, dump.raw, dump.chips, present, dump.missing, None, False, str(path))
+    hosts = None if dump.hosts is None else tuple(str(h) for h in dump.hosts)
+    return SampleBlock(dump.timestamps_ns, raw, dump.chips, present, missing, hosts, False, str(path))
 
 
 Reader = Callable[[Path, Generation], SampleBlock]
@@ -96,7 +103,7 @@ class Follower:
 
     def _candidates(self) -> list[Path]:
         try:
-            names = sorted(e.name for e in os.scandir(self.path) if e.name.endswith(".parquet")
+            names = sorted(e.name for e in os.scandir(self.path) if e.name.endswith((".parquet", ".arrow", ".csv"))
                            and not e.name.startswith((".", "_")) and e.is_file() and e.name > self._last_name)
         except OSError as exc:
             raise PartError(f"{self.path}: cannot list the folder ({exc.strerror})") from None

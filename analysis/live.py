@@ -105,28 +105,31 @@ class LiveMetrics:
 
     def _start(self, block: SampleBlock) -> None:
         C = block.timestamps_ns.shape[1]
-        hosts = block.hosts or (self.host,) * C
         self._chips = np.asarray(block.chips).copy()
-        self._series = tuple((str(h), str(int(c))) for h, c in zip(hosts, self._chips))
+        self._series = self._keys(block)
         for name, e in self.expositions.items():
             shape = (C,) + tuple(s for _, s in e.axes)
             self._values[name] = np.full(shape, np.nan)  # absent until a valid window
         self._last_ts = np.full(C, -1, dtype=np.int64)
 
+    def _keys(self, block: SampleBlock) -> tuple[tuple[str, str], ...]:
+        hosts = block.hosts if block.hosts is not None else (self.host,) * len(block.chips)
+        return tuple((str(h), str(int(c))) for h, c in zip(hosts, block.chips))
+
     def push(self, block: SampleBlock) -> int:
         """Evaluate the windows that ``block`` closes and fold them into the state; returns their number.
 
         Raises:
-            ValueError: the block's chips differ from the first block's (the series of a server do
+            ValueError: the block's (host, chip) keys differ from the first block's (the series of a server do
                 not change while it is served; restart ``serve`` for a new server).
         """
         if block.samples == 0:
             return 0
         if self._chips is None:
             self._start(block)
-        elif len(block.chips) != len(self._chips) or np.any(np.asarray(block.chips) != self._chips):
-            raise ValueError(f"{block.source or 'block'}: chips {list(map(int, block.chips))} differ from the served chips "
-                             f"{list(map(int, self._chips))}; restart `perfonto serve` for another server")
+        elif self._keys(block) != self._series:
+            raise ValueError(f"{block.source or 'block'}: chips {[':'.join(k) for k in self._keys(block)]} differ from the "
+                             f"served (host:chip) {[':'.join(k) for k in self._series]}; restart `perfonto serve` for another server")
         if self._stream is None or block.new_baseline:
             self._stream = self.evaluator.Stream()
             self._baselines += 1

@@ -132,7 +132,7 @@ def test_chips_may_not_change(graph, evaluator, dump):
     live.push(block)
     other = block.slice(0, block.samples)
     other.chips = np.array([5, 6])
-    with pytest.raises(ValueError, match="differ from the served chips"):
+    with pytest.raises(ValueError, match=r"differ from the served \(host:chip\)"):
         live.push(other)
 
 
@@ -212,3 +212,24 @@ def test_emulation_is_paced_by_the_wall_clock(graph):
     for (t, _), n in zip(seen, total):
         assert n <= t / 1e-3 + 1 + 30  # never ahead of the wall clock (30 ms of slack for the first slice)
     assert seen[-1][0] >= 0.29
+
+
+def test_parts_keyed_by_host_and_chip_and_parts_without_a_signal(graph, evaluator, dump, tmp_path):
+    import pyarrow as pa
+
+    _, ev, table = dump
+    two = pa.concat_tables([table.append_column("host", pa.array([h] * table.num_rows)) for h in ("rack1-a", "rack1-b")])
+    pq.write_table(two.replace_schema_metadata(table.schema.metadata), str(tmp_path / "hosts.parquet"))
+    live = LiveMetrics(graph, evaluator, host="ignored")
+    live.push(read_part(tmp_path / "hosts.parquet", graph.generation))
+    snap = live.snapshot()
+    assert snap.series == (("rack1-a", "0"), ("rack1-a", "1"), ("rack1-b", "0"), ("rack1-b", "1"))
+    np.testing.assert_allclose(snap.values["mfu"], np.tile(ev.window["mfu"][-1], 2) * 0.01, rtol=1e-12)
+    # a collector that does not read the HBM counters: their metrics are null (left out), the others serve
+    part = table.drop_columns(["hbm.read_bytes"]).replace_schema_metadata(table.schema.metadata)
+    pq.write_table(part, str(tmp_path / "partial.parquet"))
+    live = LiveMetrics(graph, evaluator, host="h")
+    live.push(read_part(tmp_path / "partial.parquet", graph.generation))
+    snap = live.snapshot()
+    assert np.isnan(snap.values["hbm.read_bandwidth"]).all() and np.isnan(snap.values["hbm.bytes"]).all()
+    np.testing.assert_allclose(snap.values["mfu"], ev.window["mfu"][-1] * 0.01, rtol=1e-12)
