@@ -104,6 +104,11 @@ def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
+    version = meta.get("collector_format", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DumpError(f"{p}: metadata collector_format is {version!r}; it is the format's version number (1)")
+    if version > 1:
+        raise DumpError(f"{p}: written in collector format {version}; this perfonto reads format 1 — upgrade perfonto")
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
                         f"evaluate it with --generation {meta['generation']}")

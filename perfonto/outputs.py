@@ -140,6 +140,27 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
             pass
 
 
+def write_file(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename): a reader sees
+    the old file or the new one, never half of one.
+
+    Raises:
+        OutputError: the folder cannot be created or written, or ``path`` is a folder.
+    """
+    p = Path(path)
+    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        if p.is_dir():
+            raise OutputError(f"{p}: is a folder; give a file name")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); choose another place") from None
+    return p
+
+
 def relocate(value, tmp: Path, final: Path):
     """Paths under ``tmp`` (strings in nested dicts/lists) rewritten to where they will be, under ``final``."""
     t = str(tmp)

@@ -94,4 +94,4 @@ def test_docs_cli(tmp_path, capsys):
     assert main(["docs", "--generation", "caelius", "--out", str(tmp_path)]) == 0
     assert "Metric details as compiled for `caelius`" in (tmp_path / "index.md").read_text()
     assert main(["docs"]) == 2
-    assert main(["docs", "--generation", "nosuch", "--out", str(tmp_path / "x")]) == 1
+    assert main(["docs", "--generation", "nosuch", "--out", str(tmp_path / "x")]) == 2  # an unknown generation is a usage error
