@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 
 from perfonto.codegen.python_evaluator import generate, load
 from perfonto.metrics.catalog import select_metrics

@@ -25,16 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import networkx as nx
-import pint
 
 from perfonto.dsl import ast
 from perfonto.dsl.parser import parse_file, parse_text
-from perfonto.ontology.diagnostics import Diagnostic, Span, with_source
+from perfonto.ontology.diagnostics import Diagnostic, with_source
 from perfonto.ontology.generation import Generation
 
 from . import ir
 from . import passes
-from .passes import METRIC_NAME
 from .stages import CompiledMetric, Parsed, Typed, frozen
 from .submetrics import expand as expand_submetrics
 

@@ -223,6 +223,14 @@ def _partition_like(t: pa.Table, col: str) -> bool:
 def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple[np.ndarray, np.ndarray]:
     c = t.column(col).combine_chunks()
     n_inst = 1 if scalar else sig.instances
+    if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:
+        lengths = pc.list_value_length(c).to_numpy(zero_copy_only=False)
+        ok = np.isnan(lengths.astype(np.float64)) | (lengths == n_inst)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            raise DumpError(f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
+                            f"declares {n_inst}")
+        c = c.cast(pa.list_(c.type.value_type, n_inst))  # a list column (pandas, CSV-less writers) as fixed-size
     if pa.types.is_fixed_size_list(c.type):
         if scalar or c.type.list_size != n_inst:
             raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from perfonto.dsl.printer import to_text
-from perfonto.metrics.compiler import MetricGraph, compile_files
+from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology.loader import load_generation, shipped_generations
 from perfonto.ontology.units import fmt_unit

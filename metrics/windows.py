@@ -39,13 +39,9 @@ never a total that silently lost a window.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind

@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         if "--json" in argv:
             print(json.dumps({"ok": False, "error": exc.message, "exit_code": 2, "diagnostics": []}, indent=2))
         return 2
+    args.argv = ["perfonto", *argv]  # what the output manifests record
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    from .commands.common import CommandError, stderr
+    from .commands.common import CommandError
 
     try:
         return args.func(args)

@@ -36,7 +36,6 @@ def test_check_json(tmp_path, capsys):
 
 
 def test_usage_errors_exit_2(capsys):
-    import pytest
 
     assert main(["run", "--chips", "zero"]) == 2
     assert main(["frobnicate"]) == 2
@@ -60,7 +59,6 @@ def test_json_failures_still_print_one_document(tmp_path, capsys):
 
 
 def test_usage_errors_for_bad_numbers(capsys):
-    import pytest
 
     for argv in (["run", "--seed", "-1"], ["run", "--warmup-steps", "-5"], ["run", "--duration", "nan s"],
                  ["run", "--duration", "inf s"], ["run", "--duration", "9 ** 9 ** 9 ms"]):

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from perfonto.codegen.docs_site import generate_site, write_site
 from perfonto.metrics.catalog import shipped_others

@@ -1,6 +1,5 @@
 """Generations that extend each other: caelius on sohu, aliases, removal, availability, and diff."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

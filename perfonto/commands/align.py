@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr, stdout
+from .common import CommandError, stdout
 
 
 def register(sub) -> None:
@@ -31,10 +31,8 @@ def cmd_align(args) -> int:
     from perfonto.analysis.crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
     from ..report import render_multichip
 
-    err = stderr()
     if not 0 < args.saturation <= 1:
-        err.print(f"error: --saturation must be in (0, 1] (got {args.saturation})", markup=False)
-        return 2
+        raise CommandError(f"--saturation must be in (0, 1] (got {args.saturation})", 2)
     try:
         run = Run.open(args.run)
         fits = fit_clocks(run)
@@ -50,8 +48,7 @@ def cmd_align(args) -> int:
         doc["outputs"] = outputs
         run.file("alignment.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
     except (RunError, ValueError, OSError) as exc:
-        err.print(f"error: {exc}", markup=False)
-        return 1
+        raise CommandError(str(exc), 1) from None
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0

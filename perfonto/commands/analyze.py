@@ -7,7 +7,6 @@ catalog could not be read, 2 for usage errors."""
 from __future__ import annotations
 
 import json
-import sys
 
 from .common import CommandError, catalog_failure, duration, stderr, stdout
 
@@ -55,7 +54,7 @@ def cmd_analyze(args) -> int:
     try:
         report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
                              library=not args.no_library, metrics=metrics, force=args.force,
-                             command=["perfonto", *sys.argv[1:]], log=lambda s: err.print(s, markup=False))
+                             command=args.argv, log=lambda s: err.print(s, markup=False))
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except KeyError as exc:

@@ -27,6 +27,15 @@ def catalog_failure(exc, args) -> CommandError:
     return CommandError(f"the catalog does not compile; run `{check}` for the full list", 1, exc.diagnostics)
 
 
+def why(exc: BaseException) -> str:
+    """A readable message for an exception from a lower layer: an OSError names its file and what
+    the system said (never a bare errno), others give their message."""
+    if isinstance(exc, OSError):
+        where = exc.filename or ""
+        return f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
+    return str(exc.args[0]) if exc.args else type(exc).__name__
+
+
 def load_generation_arg(name: str):
     """Load ``--generation``/a positional generation: an unknown name is a usage error (2), a file that
     does not load is a failure (1)."""

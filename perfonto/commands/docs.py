@@ -25,7 +25,6 @@ def register(sub) -> None:
 
 def cmd_docs(args) -> int:
     import json
-    import sys
 
     from perfonto.codegen.docs_site import generate_site, write_site
     from perfonto.metrics.catalog import folder_generation, load_catalog
@@ -53,7 +52,7 @@ def cmd_docs(args) -> int:
         graphs[name] = cat.graph
     out = Path(args.out)
     try:
-        with output_folder(out, command=["perfonto", *sys.argv[1:]], force=args.force) as tmp:
+        with output_folder(out, command=args.argv, force=args.force) as tmp:
             pages = generate_site(graphs, chosen) | guide_pages()
             written = [str(p) for p in write_site(pages, tmp)]
     except OutputError as exc:

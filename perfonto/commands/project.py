@@ -10,7 +10,7 @@ import argparse
 import json
 import time
 
-from .common import positive_int, stderr, stdout
+from .common import CommandError, positive_int, stderr, stdout, why as _why
 
 
 class EmuProgress:
@@ -104,7 +104,6 @@ def cmd_project(args) -> int:
     from perfonto.emulator.presets import family_claim, preset_names, resolve
     from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token, project
 
-    err = stderr()
     try:
         mapping = mapping_from_args(args, args.chips, args.model)
         resolve(args.generation, args.preset)  # unknown preset: fail early
@@ -119,8 +118,7 @@ def cmd_project(args) -> int:
                                         dtype=args.dtype, kv_dtype=args.kv_dtype, preset=name, mapping=mapping,
                                         num_requests=args.requests, rate=args.rate, progress=bar)
     except (ValueError, KeyError, OSError) as exc:
-        err.print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
-        return 1
+        raise CommandError(_why(exc), 1) from None
     main = results[chosen]
     doc = main.to_json()
     if claim:

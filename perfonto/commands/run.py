@@ -103,7 +103,6 @@ class _Progress:
 
 
 def cmd_run(args) -> int:
-    import sys
 
     from perfonto.ontology.diagnostics import CatalogError
 
@@ -122,7 +121,7 @@ def cmd_run(args) -> int:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
                          generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
-                         force=args.force, command=["perfonto", *sys.argv[1:]], log=lambda s: err.print(s, markup=False),
+                         force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
                          progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None

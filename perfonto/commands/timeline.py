@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
@@ -32,8 +32,7 @@ def cmd_timeline(args) -> int:
     try:
         info = write(args.run, args.out, args.format, metrics)
     except (RunError, TimelineError, ValueError, OSError) as exc:
-        err.print(f"error: {exc}", markup=False)
-        return 1
+        raise CommandError(str(exc), 1) from None
     info = {"out": args.out, "format": args.format, **info}
     if args.json:
         print(json.dumps(info, indent=2))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr, stdout
+from .common import CommandError, stdout, why as _why
 from .project import EmuProgress
 
 
@@ -39,8 +39,7 @@ def cmd_validate_emulator(args) -> int:
     try:
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
-        stderr().print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
-        return 1
+        raise CommandError(_why(exc), 1) from None
     res = validate(preps)
     if args.json:
         print(json.dumps(res, indent=2))
