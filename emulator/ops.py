@@ -28,6 +28,7 @@ import numpy as np
 
 from .assumptions import Assumptions, efficiency
 from .knobs import NOMINAL, ChipProfile
+from .quantities import of_kind
 from .scheduler import StepBatch
 from .work import EmuConfig, StepPlan, model_flops, stack_work
 
@@ -37,22 +38,12 @@ __all__ = ["CLASSES", "QUANTITIES", "LEADER_ONLY", "HBM_TAGS", "C2C_TAGS", "EmuC
 #: Cycle classes of ``seq.*_cycles`` (index = class code in ``OpTable.cls``).
 CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
 
-#: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders).
-QUANTITIES: dict[str, str] = {
-    "mxu_busy": "s", "mxu_stall": "s", "mxu_flops_fp8": "FLOP", "mxu_flops_bf16": "FLOP", "mxu_flops_fp4": "FLOP",
-    "mxu_instructions": "instruction",
-    "vpu_busy": "s", "vpu_flops": "FLOP", "vpu_instructions": "instruction",
-    "sram_read": "B", "sram_write": "B", "sram_conflict": "s",
-    "hbm_read": "B", "hbm_write": "B", "hbm_active": "s", "hbm_refresh": "s",
-    "hbm_weights": "B", "hbm_kv_read": "B", "hbm_kv_write": "B", "hbm_activations": "B",
-    "dma_bytes": "B", "dma_busy": "s",
-    "c2c_tx": "B", "c2c_rx": "B", "c2c_busy": "s",
-    "c2c_allreduce": "B", "c2c_all_to_all": "B", "c2c_all_gather": "B", "c2c_send_recv": "B",
-    "pcie_rx": "B", "pcie_tx": "B", "doorbells": "event",
-    "seq_instructions": "instruction", "energy": "J",
-    "model_flops": "FLOP", "c2c_busy_slow": "s", "job_time": "s",
-}
-LEADER_ONLY = frozenset({"pcie_tx"})
+#: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders): the
+#: registry's amounts (``emulator/data/quantities.yaml``) after the cycle classes, then the internal
+#: ``c2c_busy_slow`` (the busy time of a throttled link, which its ``links`` split reads, see ``signals``).
+QUANTITIES: dict[str, str] = {**{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES},
+                              "c2c_busy_slow": "s"}
+LEADER_ONLY = frozenset(n for n, q in of_kind("amount").items() if q.leader_only)
 HBM_TAGS = {"weights": "hbm_weights", "kv_read": "hbm_kv_read", "kv_write": "hbm_kv_write", "activations": "hbm_activations"}
 C2C_TAGS = {"allreduce": "c2c_allreduce", "all_to_all": "c2c_all_to_all", "all_gather": "c2c_all_gather",
             "send_recv": "c2c_send_recv"}
@@ -217,6 +208,7 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
         "hbm_read": hbm_r, "hbm_write": hbm_w, "hbm_active": busy["hbm"], "hbm_refresh": a.hbm_refresh_fraction * ds,
         "hbm_weights": W["w"], "hbm_kv_read": W["kv_r"], "hbm_kv_write": W["kv_w"], "hbm_activations": act_hbm,
         "dma_bytes": hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"],
+        "dma_descriptors": (hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"]) / a.dma_descriptor_bytes,
         "dma_busy": np.minimum(np.maximum(np.maximum(tm["mem"], tm["link"]), tm["pcie"]), ds),
         "c2c_tx": W["tx"], "c2c_rx": W["rx"], "c2c_busy": busy["c2c"],
         "c2c_busy_slow": np.minimum(tm["link"], ds) if profile.slow_link is not None else busy["c2c"],

@@ -251,7 +251,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     cb = (lambda i, n: progress("counters", i, n)) if progress else None
     write_counters(counters_path, gen, tls, plan, t_dev, s_cyc, chips,
                    Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
-                   {**meta, "duration_ns": d_ns, "unmodelled_signals": plan.unmodelled,
+                   {**meta, "duration_ns": d_ns, "unbound_signals": plan.unbound,
                     "clock": "device: each chip's timestamps are on its own clock; align with sync.parquet"},
                    progress=cb, profile_of=prof_of)
 

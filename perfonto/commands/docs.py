@@ -42,5 +42,17 @@ def cmd_docs(args) -> int:
         graphs[name] = cat.graph
     out = Path(args.out)
     written = write_site(generate_site(graphs, args.generation), out)
+    written.append(_emulator_page(graphs[args.generation].generation, out))
     err.print(f"wrote {len(written)} pages under {out} (index: {out / 'index.md'})", markup=False)
     return 0
+
+
+def _emulator_page(gen, out: Path) -> Path:
+    """``emulator-quantities.md``: the quantities a signal's emulator binding may name (``perfonto emulator-quantities``)."""
+    from perfonto.emulator.quantities import registry
+
+    from .emulator_quantities import bound_by, markdown
+
+    path = out / "emulator-quantities.md"
+    path.write_text(markdown(registry(), bound_by(gen), gen.name), encoding="utf-8")
+    return path
