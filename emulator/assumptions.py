@@ -95,8 +95,8 @@ class Assumptions:
     Thermal (first-order: T → ambient + R·P with time constant tau):
         ambient_c (°C), r_th_c_per_w (°C/W), tau_th_s (s).
     Telemetry:
-        hbm_refresh_fraction, sram_conflict_fraction, ecc_rate_per_stack_s, retry_rate_per_link_s,
-        interleave_jitter.
+        hbm_refresh_fraction, sram_conflict_fraction, interleave_jitter (the rates of random events,
+        ECC corrections and link retries, are the signals' ``event_rate`` bindings in the ontology).
     """
 
     mxu_eff_max: float = 0.90
@@ -157,8 +157,6 @@ class Assumptions:
 
     hbm_refresh_fraction: float = 0.035
     sram_conflict_fraction: float = 0.02
-    ecc_rate_per_stack_s: float = 0.05
-    retry_rate_per_link_s: float = 0.02
     interleave_jitter: float = 0.005
 
     def replace(self, **changes) -> "Assumptions":

@@ -51,7 +51,7 @@ def test_registry_is_what_the_emulator_computes():
     assert all(q.meaning and q.unit for q in registry().values())
 
 
-def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path):
+def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path, capsys):
     path, gen, diags = _gen(tmp_path, """\
         blocks:
           hbm:
@@ -72,6 +72,11 @@ def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path):
         emulator.run(gen, duration_s=0.01, sample_period_s=0.005, out_dir=tmp_path / "run")
     assert f"{path}:{line}:" in str(exc.value)
     assert main(["emulator-quantities", "--generation", str(path)]) == 1
+    capsys.readouterr()
+    assert main(["check", "--catalog", str(tmp_path), "--generation", "x", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [d["code"] for d in doc["diagnostics"] if d["severity"] == "error"] == ["unknown-quantity", "unknown-quantity"]
+    assert doc["diagnostics"][0]["line"] == line
 
 
 def test_unit_that_does_not_convert_is_located(tmp_path):
