@@ -26,6 +26,9 @@ Per chip and summed over chips:
   events of each signal bound to ``event_rate``;
 - ``topdown_s``: seconds in each cycle class (compute, memory, collective, host_wait, idle), which
   add up to the chip's span; collective time includes the time waiting for other chips;
+  ``topdown2_s``: seconds in each level-2 class (``emulator.subclasses``: compute_matrix,
+  compute_vector, memory_weights, memory_kv, memory_activations, collective_wait,
+  collective_transfer, host_launch, host_pcie), which add up to their level-1 class;
 - ``busy_s``: busy seconds of mxu, vpu, hbm, c2c, dma, as the mean over the block's instances;
   ``link_busy_s``: busy seconds of each chip-to-chip link;
 - token counts (leader chip of each scheduler rank only, so the server total counts each token once): ``input_tokens``
@@ -51,6 +54,7 @@ import numpy as np
 from .hardware import Hardware
 from .ops import C2C_TAGS, CLASSES, HBM_TAGS
 from .quantities import of_kind
+from .subclasses import SUBCLASSES
 from .signals import ColumnPlan
 from .timeline import Timeline
 
@@ -99,6 +103,7 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
             "input_tokens": imp["input_tokens"] if lead else 0, "output_tokens": imp["output_tokens"] if lead else 0,
             "requests_completed": imp["requests_completed"] if lead else 0, "steps": imp["steps"],
             "topdown_s": {k: tot[k] / f for k in CLASSES},
+            "topdown2_s": {k: tot[k] / f for k in SUBCLASSES},
             "busy_s": busy, "link_busy_s": link_busy,
             "events": {p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
                        for p in plan.signals if p.kind == "events"},
@@ -127,6 +132,7 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
         "quantities": {k: sum(p["quantities"][k] for p in per_chip) for k in per_chip[0]["quantities"]},
         "steps": per_chip[0]["steps"],
         "topdown_s": {k: sum(p["topdown_s"][k] for p in per_chip) for k in CLASSES},
+        "topdown2_s": {k: sum(p["topdown2_s"][k] for p in per_chip) for k in SUBCLASSES},
         "busy_s": {k: sum(p["busy_s"][k] for p in per_chip) for k in BLOCK_BUSY},
         "hbm_bytes_by_tag": {t: sum(p["hbm_bytes_by_tag"][t] for p in per_chip) for t in HBM_TAGS},
         "c2c_bytes_by_collective": {t: sum(p["c2c_bytes_by_collective"][t] for p in per_chip) for t in C2C_TAGS},

@@ -22,13 +22,14 @@ The work of each slot comes from ``emulator.work``. Timing:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .assumptions import Assumptions, efficiency
 from .knobs import NOMINAL, ChipProfile
 from .quantities import of_kind
+from .subclasses import SUBCLASSES, subclass_phases
 from .scheduler import StepBatch
 from .work import EmuConfig, StepPlan, model_flops, stack_work
 
@@ -41,7 +42,7 @@ CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
 #: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders): the
 #: registry's amounts (``emulator/data/quantities.yaml``) after the cycle classes, then the internal
 #: ``c2c_busy_slow`` (the busy time of a throttled link, which its ``links`` split reads, see ``signals``).
-QUANTITIES: dict[str, str] = {**{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES},
+QUANTITIES: dict[str, str] = {**{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES + SUBCLASSES},
                               "c2c_busy_slow": "s"}
 LEADER_ONLY = frozenset(n for n, q in of_kind("amount").items() if q.leader_only)
 HBM_TAGS = {"weights": "hbm_weights", "kv_read": "hbm_kv_read", "kv_write": "hbm_kv_write", "activations": "hbm_activations"}
@@ -62,6 +63,8 @@ class OpTable:
         ``output_tokens``, ``requests_completed``).
     wait: (steps, slots) int64 core cycles of each slot execution spent waiting for other chips at a
         collective (part of ``dur``), or None (no waiting).
+    phases: level-2 cycle class → ``(amount, offset)``, each (steps, slots) int64: the slot's cycles of
+        that sub-class and where within the slot they start (``emulator.subclasses``).
     """
 
     dur: np.ndarray
@@ -70,11 +73,14 @@ class OpTable:
     gauges: dict[str, np.ndarray]
     impulses: dict[str, np.ndarray]
     wait: np.ndarray | None = None
+    phases: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None,
                  profile: ChipProfile = NOMINAL) -> dict[str, np.ndarray]:
-    """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem``, ``link``, ``pcie``, ``comp``.
+    """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem`` (of which
+    ``mem_kv_read``: the paged KV-cache reads), ``link``, ``pcie``, ``comp``; ``stream``: the bytes
+    streamed through HBM besides the KV reads.
 
     ``a`` overrides ``cfg.a`` (the calibration varies the fitted constants). ``profile``: the unit
     times and per-op overhead × ``compute_factor``; the link time × ``ring_factor``.
@@ -94,13 +100,13 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     t_vpu = div(W["vpu"], hw.vpu_peak * efficiency(W["rows"], a.vpu_eff_max, a.vpu_half_tokens))
     act = W["act_r"] + W["act_w"]
     stream = W["w"] + W["kv_w"] + (act if a.activations_in_hbm else 0.0)
-    t_mem = div(stream, hw.hbm_bw * efficiency(stream + W["kv_r"], a.hbm_eff_max, a.hbm_half_bytes)) + \
-        W["kv_r"] / (hw.hbm_bw * a.kv_read_eff)
+    t_kvr = W["kv_r"] / (hw.hbm_bw * a.kv_read_eff)
+    t_mem = div(stream, hw.hbm_bw * efficiency(stream + W["kv_r"], a.hbm_eff_max, a.hbm_half_bytes)) + t_kvr
     sram = act + 2 * W["w"] + 2 * W["kv_r"] + W["sram_x"]
     t_sram = sram / (hw.sram_bw * a.sram_eff_max)
     cf = float(profile.compute_factor)
     if cf != 1.0:
-        t_mxu, t_vpu, t_mem, t_sram = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf
+        t_mxu, t_vpu, t_mem, t_sram, t_kvr = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf, t_kvr * cf
     links = a.ring_links or hw.links
     t_link = W["tx"] / (hw.link_bw * links * a.link_eff) * float(profile.ring_factor)
     t_pcie = np.maximum(W["pcie_rx"], W["pcie_tx"]) / (hw.pcie_bw * a.pcie_eff)
@@ -123,7 +129,7 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
             f = np.divide(need, tot, out=np.ones_like(tot), where=tot > 0)
             t = np.where(sel, t * f[:, None], t)
     return {"t": t, "mxu": t_mxu, "vpu": t_vpu, "mem": t_mem, "link": t_link, "pcie": t_pcie, "comp": comp,
-            "sram": sram, "stream": stream}
+            "sram": sram, "stream": stream, "mem_kv_read": t_kvr}
 
 
 def step_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None) -> np.ndarray:
@@ -225,7 +231,7 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
     sram_level = np.minimum(hw.sram_capacity, cs.layer_weight_bytes + b.tokens * cfg.model.hidden * 2.0 + 8 * 2**20)
     busy_step = b.tokens > 0
     return OpTable(
-        dur=dur, cls=cls, q=q,
+        dur=dur, cls=cls, q=q, phases=subclass_phases(W, tm, dur, cls, wait, kinds, a),
         gauges={"batch": b.batch.astype(np.float64), "kv_tokens": b.kv_tokens.astype(np.float64),
                 "hbm_alloc_bytes": alloc.astype(np.float64), "sram_bytes": np.where(busy_step, sram_level, 0.0)},
         impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),

@@ -19,6 +19,7 @@ import numpy as np
 from perfonto import emulator
 from perfonto.analysis import crosschip
 from perfonto.analysis.bottleneck import Analysis, analyse
+from perfonto.analysis.headline import headline
 from perfonto.analysis.evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
 from perfonto.analysis.records import record_metrics, trace_time_split
 from perfonto.codegen.docs import generate_markdown
@@ -40,6 +41,7 @@ class JobResult:
     multichip: dict | None = None
     records: dict | None = None  # record metric -> value (scalars) or per-record array
     time_split: dict | None = None
+    headline: dict | None = None  # analysis.headline: the finding to read first
 
     def to_json(self) -> dict:
         graph = self.catalog.graph
@@ -74,6 +76,7 @@ class JobResult:
             "model": self.model,
             "chips": self.chips,
             "metrics": metrics,
+            "headline": self.headline,
             "bottleneck": a.bottleneck,
             "bottleneck_label": a.bottleneck_label,
             "topdown": {k: _num(v) for k, v in a.topdown.items()},
@@ -167,7 +170,8 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path), "metrics": str(metrics_path),
                "evaluator": str(evaluator_path), "docs": str(docs_path), "requests": str(emu.requests_path),
                "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
-    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip, records, split)
+    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip, records, split,
+                       headline(graph, ev, analysis, multichip))
     outputs["report"] = str(out / "report.json")
     (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
     return result

@@ -7,6 +7,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from perfonto.analysis.bottleneck import tree_children
+
 from .job import JobResult
 
 HEADLINE = [
@@ -89,13 +91,19 @@ def render(result: JobResult, console: Console) -> None:
 
     render_serving(result, console)
 
-    td = Table(title="Top-down level 1 (share of core cycles)", title_justify="left")
+    if result.headline:
+        console.print(f"[bold]Headline:[/bold] {result.headline['message']} ({result.headline['metric']})", highlight=False)
+    td = Table(title="Top-down levels 1 and 2 (share of core cycles)", title_justify="left")
     td.add_column("node")
     td.add_column("share", justify="right")
     td.add_column("")
+    kids = tree_children(graph)
     for name, v in a.topdown.items():
         bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
         td.add_row(name, _fmt(v, "percent"), bar)
+        for child in kids.get(name, []):  # level 2
+            cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
+            td.add_row(f"  └ {child}", _fmt(cv, "percent"), "[dim]" + "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40)) + "[/dim]")
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
     td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
     console.print(td)

@@ -17,6 +17,8 @@ from perfonto.emulator.models import get_model
 from perfonto.emulator.ops import CLASSES, EmuConfig, build_ops
 from perfonto.emulator.parallel import Mapping, Precision
 from perfonto.emulator.scheduler import ContinuousBatcher, StepBatch
+from perfonto.emulator.subclasses import CHILDREN, SUBCLASSES
+from perfonto.emulator.timeline import CYCLE_QUANTITIES
 from perfonto.emulator.thermal import first_order_filter
 from perfonto.ontology import load_generation
 
@@ -323,9 +325,20 @@ def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, request
     cum = np.vstack([np.zeros(tl.inc.shape[2]), np.cumsum(inc, axis=0)])
     s = np.random.default_rng(0).integers(0, int(tl.ends[-1]) - 1, 300)
     got = tl.relcum(0, s)
+    phased = [CYCLE_QUANTITIES.index(n) for n in SUBCLASSES]  # level-2 classes: each a whole-cycle phase of its slot
+    off = np.concatenate([tl.phase_off[j, seq] for j in range(len(tl))])
+    amt = np.concatenate([tl.phase_amt[j, seq] for j in range(len(tl))])
+    e = np.searchsorted(bounds, s, side="right") - 1          # the execution holding each sample
     for q in range(cum.shape[1]):
         want = np.interp(s, bounds, cum[:, q])
+        if q in phased:
+            i = phased.index(q)
+            want = cum[e, q] + np.clip(s - bounds[e] - off[e, i], 0, amt[e, i])
         assert np.allclose(got[:, q], want, rtol=1e-9, atol=1e-6), q
+    sub = got[:, phased]
+    for parent, kids in CHILDREN.items():  # children add up to their parent at every cycle, exactly
+        cols = [SUBCLASSES.index(k) for k in kids]
+        assert (sub[:, cols].sum(axis=1) == got[:, 1 + parent]).all()
     assert len(tl) > 10 and r.ground_truth["topdown_s"]["idle"] > 0   # prefill, decode and idle steps
     a = len(tl) // 2                                                   # anchored evaluation = difference
     later = s[s >= tl.starts[a]]
