@@ -73,6 +73,9 @@ class Assumptions:
     Collectives:
         ring_links: links a chip uses for a ring collective (0 = all links).
         sample_topk: candidates per token all-gathered for sampling (value + index, 8 B each).
+        draft_layers: decoder layers of the draft network of speculative decoding, in layers of the
+            target model's shape, run once per draft token (DeepSeek-V3's multi-token-prediction
+            module is one layer sharing the embedding and LM head: DeepSeek-V3 report, §2.2).
     Host traffic (B):
         token_id_bytes, request_meta_bytes, command_bytes.
     Memory:
@@ -123,6 +126,7 @@ class Assumptions:
 
     ring_links: int = 0
     sample_topk: int = 64
+    draft_layers: float = 1.0
 
     token_id_bytes: float = 4.0
     request_meta_bytes: float = 16.0

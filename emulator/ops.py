@@ -60,7 +60,7 @@ class OpTable:
     gauges: name → (steps,) level during the step (``batch``, ``kv_tokens``, ``hbm_alloc_bytes``,
         ``sram_bytes``).
     impulses: name → (steps,) int64 counted at the step's end (``steps``, ``input_tokens``,
-        ``output_tokens``, ``requests_completed``).
+        ``output_tokens``, ``requests_completed``, ``accepted_draft_tokens``).
     wait: (steps, slots) int64 core cycles of each slot execution spent waiting for other chips at a
         collective (part of ``dur``), or None (no waiting).
     phases: level-2 cycle class → ``(amount, offset)``, each (steps, slots) int64: the slot's cycles of
@@ -235,6 +235,7 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
         gauges={"batch": b.batch.astype(np.float64), "kv_tokens": b.kv_tokens.astype(np.float64),
                 "hbm_alloc_bytes": alloc.astype(np.float64), "sram_bytes": np.where(busy_step, sram_level, 0.0)},
         impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),
-                  "output_tokens": b.head_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64)},
+                  "output_tokens": b.emitted_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64),
+                  "accepted_draft_tokens": b.accepted_tokens.astype(np.int64)},
         wait=wait,
     )

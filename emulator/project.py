@@ -22,8 +22,8 @@ from perfonto.ontology import Generation
 from .assumptions import Assumptions
 from .ops import EmuConfig
 from .parallel import Mapping
-from .run import engine_for, setup
-from .serving import Engine, Served, Throughput, make_batchers, rank_kv_capacity, serve, throughput
+from .run import setup
+from .serving import Engine, Served, Throughput, engine_for, make_batchers, rank_kv_capacity, serve, throughput
 
 DATA = Path(__file__).parent / "data"
 MAX_STEPS = 400_000

@@ -37,7 +37,7 @@ from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth, request_records, write_records
 from .scheduler import StepBatch, latency
-from .serving import Engine, make_batchers, rank_kv_capacity, request_times, serve, trtllm_bench_engine
+from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, request_times, serve
 from .signals import plan_columns
 from .thermal import Thermal
 from .timeline import Timeline, concat_tables, step_lengths, take_steps
@@ -135,20 +135,11 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
     return gen, cfg, p
 
 
-def engine_for(cfg: EmuConfig, preset, isl: int, osl: int) -> Engine:
-    """The engine a preset prescribes (``trtllm``: trtllm-bench's sizing; or explicit settings)."""
-    if preset.engine == "trtllm":
-        return trtllm_bench_engine(cfg, isl, osl)
-    e = dict(preset.engine)
-    return Engine(max_batch=int(e.get("max_batch", 1024)), token_budget=int(e.get("token_budget", 8192)),
-                  chunked_prefill=bool(e.get("chunked_prefill", True)))
-
-
 def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0,
         sample_period_s: float = 1e-3, isl: int = 2048, osl: int = 128, seed: int = 0, out_dir: str | Path,
-        token_budget: int = 8192, max_batch: int = 1024, num_requests: int | None = None, warmup_steps: int = 0,
-        assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
-        mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool = True,
+        token_budget: int | None = None, max_batch: int | None = None, num_requests: int | None = None,
+        warmup_steps: int = 0, assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
+        mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool | None = None,
         rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None,
         slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
         router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
@@ -157,10 +148,12 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
     (``num_requests``; None = unbounded); online with ``rate`` (requests/s, Poisson arrivals,
-    ``num_requests`` of them, default enough for the duration). Continuous batching with chunked
-    prefill (``token_budget`` tokens per step, at most ``max_batch`` requests running per scheduler
-    rank; ``engine`` replaces the three). ``warmup_steps`` steps are scheduled before t = 0 and not
-    measured (the server starts warm); with 0 it starts empty at t = 0.
+    ``num_requests`` of them, default enough for the duration). Continuous batching sized as the
+    preset prescribes (``serving.engine_for``, the same sizing as ``project``): ``token_budget``
+    tokens per step, at most ``max_batch`` requests running per scheduler rank, prompts chunked or
+    whole (``chunked_prefill``); each given one replaces the preset's, ``engine`` replaces all three.
+    ``warmup_steps`` steps are scheduled before t = 0 and not measured (the server starts warm); with
+    0 it starts empty at t = 0.
 
     Model and hardware: ``dtype`` of the weights (``fp8``, ``fp4``, ``bf16``), ``kv_dtype`` of the KV
     cache (default FP8, BF16 for BF16 weights); ``mapping`` (default: the preset's — tensor parallel
@@ -207,7 +200,8 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     profiles, prof_of = knobs.profiles(chips, mp)
     counts = np.bincount(prof_of, minlength=len(profiles))
     clocks = draw_clocks(chips, seed, clock_offset_max_s * 1e9, clock_drift_max_ppm)
-    eng = engine or Engine(max_batch=max_batch, token_budget=token_budget, chunked_prefill=chunked_prefill)
+    eng = engine or engine_for(cfg, p, isl, osl, max_batch=max_batch, token_budget=token_budget,
+                               chunked_prefill=chunked_prefill)
     f = hw.core_hz
     t_grid, _ = sample_grid(duration_s, sample_period_s, f)
     d_ns = int(t_grid[-1])                                            # the run's duration (each chip's own clock)

@@ -11,7 +11,7 @@ one group of slots per layer kind repeated ``layers`` times (the chip's stage), 
     then (dense FFN):      ffn_norm, ffn_gate_up, silu_mul, ffn_down, ffn_allreduce
     or (MoE FFN):          ffn_norm, router, moe_dispatch, experts_gate_up, experts_silu_mul, experts_down,
                            [shared_gate_up, shared_silu_mul, shared_down,] moe_combine, ffn_allreduce
-    suffix: final_norm, lm_head, sample, sample_gather, pp_send, host_out, idle
+    suffix: final_norm, lm_head, sample, draft, sample_gather, pp_send, host_out, idle
 
 With two layer kinds (DeepSeek-V3: dense then MoE layers) the layer slots are named ``dense.<op>``
 and ``moe.<op>``. Slots a mapping does not use (a collective on one chip) do no work and take no time.
@@ -33,6 +33,10 @@ head; d hidden; dtypes from ``Precision``; activations BF16, 2 B):
   hidden state goes once to every other chip holding one of its experts (``parallel.p_chip_touched``),
   ``N−1`` exchange steps. Pipeline send/receive: ``T·d`` activations to the next stage. Sampling
   all-gathers ``sample_topk`` (value, index) candidates per row.
+- Speculative decoding (``draft``): ``k`` sequential passes of a draft network of
+  ``Assumptions.draft_layers`` layers (the target's average active matrix parameters per layer) and
+  the LM head over the decoding requests, each pass re-reading its weights; FLOP ``2 · draft rows ·
+  params``; the draft's attention and collectives are left out.
 - Host: prompt token IDs, request metadata and a command buffer over PCIe before the pass; the
   sampled IDs after it.
 """
@@ -117,7 +121,8 @@ def _layer_ops(m: ModelShape, kind: str) -> list[tuple[str, str, str]]:
 
 
 PREFIX = [("host_in", "host_in", ""), ("embed", "op", ""), ("embed_allreduce", "collective", "allreduce")]
-SUFFIX = [("final_norm", "op", ""), ("lm_head", "op", ""), ("sample", "op", ""), ("sample_gather", "collective", "all_gather"),
+SUFFIX = [("final_norm", "op", ""), ("lm_head", "op", ""), ("sample", "op", ""), ("draft", "op", ""),
+          ("sample_gather", "collective", "all_gather"),
           ("pp_send", "collective", "send_recv"), ("host_out", "host_out", ""), ("idle", "idle", "")]
 
 
@@ -301,6 +306,14 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
     head = gemm(Th, d, cs.vocab, hmath, hb)
     put("lm_head", **{k: v * inv_pp if k != "rows" else v for k, v in head.items()})
     put("sample", rows=Th, vpu=a.sample_flops * Th * cs.vocab * inv_pp, act_r=Th * cs.vocab * ab * inv_pp)
+    passes, drows = b.draft_passes.astype(np.float64), b.draft_rows.astype(np.float64)
+    split = 1.0 if mp.attn_dp else float(mp.tp)
+    p_layer = a.draft_layers * m.active_matmul_params / m.layers / split
+    p_head = d * cs.vocab
+    dr = {wmath: 2 * drows * p_layer * inv_pp}
+    dr[hmath] = dr.get(hmath, 0.0) + 2 * drows * p_head * inv_pp
+    put("draft", rows=np.divide(drows, passes, out=np.zeros(n), where=passes > 0), **dr,
+        w=passes * (p_layer * wb + p_head * hb) * inv_pp, act_r=drows * d * ab * inv_pp, act_w=drows * d * ab * inv_pp)
     if N > 1:
         g = Th * a.sample_topk * 8.0 * (N - 1) * inv_pp
         put("sample_gather", rows=Th, tx=g, rx=g, act_r=g, act_w=g, hops=np.where(g > 0, N - 1, 0.0))

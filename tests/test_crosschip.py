@@ -11,8 +11,9 @@ import pytest
 from perfonto import emulator
 from perfonto.cli import main
 from perfonto.analysis.crosschip import analyse, instance_waits
+from helpers import SHORT_STEPS
 
-KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400)
+KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400, **SHORT_STEPS)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ LEAVES = ["topdown.compute.matrix", "topdown.compute.vector", "topdown.memory.we
 
 
 def _job(tmp_path, **knobs):
-    return run_job(duration_s=0.2, sample_period_s=0.002, out=tmp_path, **knobs)
+    return run_job(duration_s=3.0, sample_period_s=0.01, out=tmp_path, **knobs)  # several ~0.3-0.5 s steps
 
 
 def _share(gt, key, chip=None):
