@@ -36,7 +36,8 @@ from .ops import EmuConfig
 from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth, request_records, write_records
-from .scheduler import StepBatch, latency
+from .latency import latency
+from .steps import StepBatch
 from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, request_times, serve
 from .signals import plan_columns
 from .thermal import Thermal
@@ -143,12 +144,17 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
         rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None,
         slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
         router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
-        trace_detail: str = "auto") -> EmulationResult:
+        trace_detail: str = "auto", concurrency: int | None = None, draft_tokens: int = 0,
+        acceptance: float = 0.0) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
     (``num_requests``; None = unbounded); online with ``rate`` (requests/s, Poisson arrivals,
-    ``num_requests`` of them, default enough for the duration). Continuous batching sized as the
+    ``num_requests`` of them, default enough for the duration); closed loop with ``concurrency``
+    requests in flight (a client sends its next request when its last one completes; ``num_requests``
+    in all, None = without end). Speculative decoding: ``draft_tokens`` drafts verified per decoding
+    request and step, each accepted with probability ``acceptance`` (``scheduler``; the draft
+    network's cost in ``work``). Continuous batching sized as the
     preset prescribes (``serving.engine_for``, the same sizing as ``project``): ``token_budget``
     tokens per step, at most ``max_batch`` requests running per scheduler rank, prompts chunked or
     whole (``chunked_prefill``); each given one replaces the preset's, ``engine`` replaces all three.
@@ -201,7 +207,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     counts = np.bincount(prof_of, minlength=len(profiles))
     clocks = draw_clocks(chips, seed, clock_offset_max_s * 1e9, clock_drift_max_ppm)
     eng = engine or engine_for(cfg, p, isl, osl, max_batch=max_batch, token_budget=token_budget,
-                               chunked_prefill=chunked_prefill)
+                               chunked_prefill=chunked_prefill, draft_tokens=draft_tokens, acceptance=acceptance)
     f = hw.core_hz
     t_grid, _ = sample_grid(duration_s, sample_period_s, f)
     d_ns = int(t_grid[-1])                                            # the run's duration (each chip's own clock)
@@ -214,7 +220,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
-    batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, seed=seed)
+    batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed)
     tick = (lambda now: progress("schedule", min(now, until_s), until_s)) if progress else None
     seconds_fn = (lambda batch: lockstep_seconds(batch, cfg, profiles)) if len(profiles) > 1 else None
     sv = serve(cfg, batchers, until_s=until_s, warmup_steps=warmup_steps, progress=tick, seconds_fn=seconds_fn)
@@ -260,14 +266,15 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     trace_path = out / "trace.parquet"
     trace_info = write_trace(trace_path, tls, prof_of, clocks, cfg, leaders, end_host, trace_detail)
 
-    rt = request_times(sv, ends_s)
-    lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0)
+    rt = request_times(sv, ends_s, tokens=True)
+    lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0, itl_s=rt["itl_s"])
     waits = collective_waits(tls, prof_of, end_host)
     extra = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "seed": int(seed),
              "isl": int(isl), "osl": int(osl), "sample_period_s": float(sample_period_s),
              "requested_duration_s": float(duration_s),
              "token_budget": int(eng.token_budget), "max_batch": int(eng.max_batch),
              "chunked_prefill": bool(eng.chunked_prefill), "num_requests": num_requests, "rate": rate,
+             "concurrency": concurrency, "speculative": speculative_truth(b, eng, mp.ranks),
              "warmup_steps": int(warmup_steps), "dtype": cfg.prec.weights, "kv_dtype": cfg.prec.kv,
              "mapping": dataclasses.asdict(mp), "preset": p.name if assumptions is None else "custom",
              "hardware_overrides": p.hardware if assumptions is None else {},
@@ -280,3 +287,16 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     gt_path.write_text(json.dumps(gt, indent=1, sort_keys=False))
     return EmulationResult(counters_path, gt_path, gt, tls[0], hw, cfg, requests_path, sync_path, trace_path, tls, prof_of,
                            clocks)
+
+
+def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:
+    """Speculative decoding over the scheduled steps (whole server): ``draft_tokens`` (k), ``acceptance``
+    (α), ``accepted_draft_tokens``, ``decode_steps`` (steps with a decoding request) and
+    ``tokens_per_decode_step`` (the mean tokens a decoding request emits per step; expected
+    ``(1 − α^(k+1)) / (1 − α)``)."""
+    dec = b.decode_tokens > 0
+    n_req = float(b.decode_tokens[dec].sum()) / (eng.draft_tokens + 1)
+    accepted = float(b.accepted_tokens.sum())
+    return {"draft_tokens": int(eng.draft_tokens), "acceptance": float(eng.acceptance),
+            "accepted_draft_tokens": accepted * ranks, "decode_steps": int(dec.sum()),
+            "tokens_per_decode_step": (n_req + accepted) / n_req if n_req else None}

@@ -118,11 +118,13 @@ def _num(v) -> float | None:
 def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
             isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu", out: str | Path = "perfonto-out",
             log: Callable[[str], None] = lambda s: None, progress=None, slow_chip: tuple[int, float] | None = None,
-            throttled_link: tuple[int, int, float] | None = None, router_skew: float = 0.0) -> JobResult:
+            throttled_link: tuple[int, int, float] | None = None, router_skew: float = 0.0,
+            serving: dict | None = None) -> JobResult:
     """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile.
 
     ``progress(phase, done, total)`` is passed to ``emulator.run``; ``slow_chip``, ``throttled_link``
-    and ``router_skew`` are its knobs (``emulator.knobs``)."""
+    and ``router_skew`` are its knobs (``emulator.knobs``); ``serving``: more of its keyword
+    arguments (``preset``, ``num_requests``, ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``)."""
     timings: dict[str, float] = {}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +142,7 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
         f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
     emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
                        isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=out, progress=progress,
-                       slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew)
+                       slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
     timings["emulate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

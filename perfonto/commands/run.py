@@ -6,6 +6,7 @@ import json
 import math
 
 from .common import CommandError, duration, non_negative_int, positive_int, stderr, stdout
+from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -31,6 +32,9 @@ def register(sub) -> None:
                    help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
+    r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
+    r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
+    add_scenario_args(r)
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     r.set_defaults(func=cmd_run)
@@ -115,7 +119,9 @@ def cmd_run(args) -> int:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
                          generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False), progress=bar,
-                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
+                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
+                         serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
+                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0))
     except CatalogError as exc:
         usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
         raise CommandError("the catalog does not compile; run `perfonto check` for the full list"
