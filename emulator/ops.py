@@ -65,6 +65,8 @@ class OpTable:
         collective (part of ``dur``), or None (no waiting).
     phases: level-2 cycle class → ``(amount, offset)``, each (steps, slots) int64: the slot's cycles of
         that sub-class and where within the slot they start (``emulator.subclasses``).
+    own_wait: (steps, slots) int64 part of ``wait`` spent waiting for the hottest expert-parallel
+        rank of the routing model (``moe``), or None.
     """
 
     dur: np.ndarray
@@ -74,6 +76,15 @@ class OpTable:
     impulses: dict[str, np.ndarray]
     wait: np.ndarray | None = None
     phases: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    own_wait: np.ndarray | None = None
+
+    @property
+    def arrival_wait(self) -> np.ndarray | None:
+        """(steps, slots) cycles waited for other chips to *arrive* (``wait`` less ``own_wait``, the
+        modelled wait for the hottest expert rank, which no chip of this run arrives late for)."""
+        if self.wait is None or self.own_wait is None:
+            return self.wait
+        return self.wait - self.own_wait
 
 
 def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None,
@@ -108,7 +119,8 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     if cf != 1.0:
         t_mxu, t_vpu, t_mem, t_sram, t_kvr = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf, t_kvr * cf
     links = a.ring_links or hw.links
-    t_link = W["tx"] / (hw.link_bw * links * a.link_eff) * float(profile.ring_factor)
+    a2a = np.array([t == "all_to_all" for t in plan.tags])[None, :]
+    t_link = W["tx"] / (hw.link_bw * links * np.where(a2a, a.a2a_eff, a.link_eff)) * float(profile.ring_factor)
     t_pcie = np.maximum(W["pcie_rx"], W["pcie_tx"]) / (hw.pcie_bw * a.pcie_eff)
     comp = np.maximum(np.maximum(t_mxu, t_vpu), t_sram)
     active = (W["fp4"] + W["fp8"] + W["bf16"] + W["vpu"] + stream + W["kv_r"] + W["tx"]) > 0
@@ -119,6 +131,8 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     t = np.where(kinds == "host_in", np.where(W["pcie_rx"] > 0, a.host_step_s + t_pcie, 0.0), t)
     t = np.where(kinds == "host_out", np.where(W["pcie_tx"] > 0, a.pcie_latency_s + t_pcie, 0.0), t)
     t = np.where(kinds == "idle", 0.0, t)
+    imb_wait = _imbalance_wait(W, t, plan, a.expert_imbalance)
+    t = t + imb_wait
     if a.overlap_ops:  # layer-level roofline: scale each layer's ops to the time of its busiest unit
         is_op = kinds == "op"
         for g in range(1, len(plan.reps) - 1):
@@ -129,7 +143,21 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
             f = np.divide(need, tot, out=np.ones_like(tot), where=tot > 0)
             t = np.where(sel, t * f[:, None], t)
     return {"t": t, "mxu": t_mxu, "vpu": t_vpu, "mem": t_mem, "link": t_link, "pcie": t_pcie, "comp": comp,
-            "sram": sram, "stream": stream, "mem_kv_read": t_kvr}
+            "sram": sram, "stream": stream, "mem_kv_read": t_kvr, "imb_wait": imb_wait}
+
+
+def _imbalance_wait(W: dict[str, np.ndarray], t: np.ndarray, plan: StepPlan, skew: float) -> np.ndarray:
+    """(steps, slots) s each MoE combine waits for the hottest expert-parallel rank: (imbalance − 1) ×
+    the time of the routed-expert ops of its layer, the imbalance being ``skew`` × the routing noise
+    of ``W["imb"]`` (``moe``)."""
+    out = np.zeros_like(t)
+    imb = W["imb"]
+    if not imb.any():
+        return out
+    for k in np.flatnonzero(imb.any(axis=0)):
+        experts = [i for i, s in enumerate(plan.slots) if plan.group[i] == plan.group[k] and ".experts_" in f".{s}"]
+        out[:, k] = np.where(imb[:, k] > 0, np.maximum(skew * imb[:, k] - 1.0, 0.0), 0.0) * t[:, experts].sum(axis=1)
+    return out
 
 
 def step_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None) -> np.ndarray:
@@ -147,6 +175,14 @@ def op_timing(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
     dur = np.ceil(tm["t"] * cfg.hw.core_hz - 1e-9).astype(np.int64)
     dur[:, cfg.plan.index("idle")] = 0 if idle_cycles is None else np.asarray(idle_cycles, np.int64)
     return W, tm, dur
+
+
+def own_wait(tm: dict[str, np.ndarray], dur: np.ndarray, core_hz: float) -> np.ndarray | None:
+    """(steps, slots) int64 core cycles a chip waits in its own collective slots for the hottest
+    expert-parallel rank (``moe``), or None when it never does."""
+    if not tm["imb_wait"].any():
+        return None
+    return np.minimum(np.rint(tm["imb_wait"] * core_hz).astype(np.int64), dur)
 
 
 def matrix_work(W: dict[str, np.ndarray], plan: StepPlan) -> np.ndarray:
@@ -176,14 +212,16 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
         ``OpTable`` (per chip; leader-only quantities carry the leader's value).
     """
     W, tm, dur = op_timing(b, cfg, idle_cycles)
-    return op_table(b, cfg, W, tm, dur, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
+    own = own_wait(tm, dur, cfg.hw.core_hz)
+    return op_table(b, cfg, W, tm, dur, wait=own, own=own, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
 
 
 def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[str, np.ndarray], dur: np.ndarray, *,
-             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, model_scale: np.ndarray | None = None) -> OpTable:
+             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, own: np.ndarray | None = None,
+             model_scale: np.ndarray | None = None) -> OpTable:
     """The ``OpTable`` of one chip profile from its work ``W``, roofline times ``tm`` and (lock-step)
-    durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives;
-    ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
+    durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives (of which
+    ``own``: for the hottest expert rank); ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
     a, hw, plan, cs = cfg.a, cfg.hw, cfg.plan, cfg.cs
     n, S = W["rows"].shape
     f_core = hw.core_hz
@@ -237,5 +275,5 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
         impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),
                   "output_tokens": b.emitted_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64),
                   "accepted_draft_tokens": b.accepted_tokens.astype(np.int64)},
-        wait=wait,
+        wait=wait, own_wait=own,
     )

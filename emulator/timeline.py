@@ -36,13 +36,15 @@ QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
 def concat_tables(parts: list[OpTable]) -> OpTable:
     """Stack the steps of several ``OpTable`` blocks."""
     cat = np.concatenate
-    wait = None
+    wait = own = None
     if any(p.wait is not None for p in parts):
         wait = cat([p.wait if p.wait is not None else np.zeros_like(p.dur) for p in parts])
+    if any(p.own_wait is not None for p in parts):
+        own = cat([p.own_wait if p.own_wait is not None else np.zeros_like(p.dur) for p in parts])
     return OpTable(dur=cat([p.dur for p in parts]), cls=cat([p.cls for p in parts]),
                    q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
                    gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
-                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait,
+                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait, own_wait=own,
                    phases={k: (cat([p.phases[k][0] for p in parts]), cat([p.phases[k][1] for p in parts]))
                            for k in parts[0].phases})
 
@@ -51,7 +53,8 @@ def take_steps(t: OpTable, n: int) -> OpTable:
     """The first ``n`` steps of ``t``."""
     return OpTable(dur=t.dur[:n], cls=t.cls[:n], q={k: v[:n] for k, v in t.q.items()},
                    gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()},
-                   wait=None if t.wait is None else t.wait[:n], phases={k: (a[:n], o[:n]) for k, (a, o) in t.phases.items()})
+                   wait=None if t.wait is None else t.wait[:n], phases={k: (a[:n], o[:n]) for k, (a, o) in t.phases.items()},
+                   own_wait=None if t.own_wait is None else t.own_wait[:n])
 
 
 def step_lengths(t: OpTable, plan: StepPlan) -> np.ndarray:

@@ -31,7 +31,8 @@ head; d hidden; dtypes from ``Precision``; activations BF16, 2 B):
 - Ring all-reduce of ``M`` bytes over ``N`` chips: ``2(N−1)/N · M`` sent and received per chip in
   ``2(N−1)`` steps (Patarasuk & Yuan 2009; NCCL ring). All-to-all (MoE dispatch/combine): each token's
   hidden state goes once to every other chip holding one of its experts (``parallel.p_chip_touched``),
-  ``N−1`` exchange steps. Pipeline send/receive: ``T·d`` activations to the next stage. Sampling
+  ``N−1`` exchange steps; the combine waits for the hottest expert-parallel rank (``moe``, field
+  ``imb``: its load ÷ the mean). Pipeline send/receive: ``T·d`` activations to the next stage. Sampling
   all-gathers ``sample_topk`` (value, index) candidates per row.
 - Speculative decoding (``draft``): ``k`` sequential passes of a draft network of
   ``Assumptions.draft_layers`` layers (the target's average active matrix parameters per layer) and
@@ -52,11 +53,12 @@ from .hardware import Hardware
 from .models import ModelShape
 from .parallel import ChipShape, Mapping, MappingError, Precision, chip_shape, dtype_bytes, p_chip_touched
 from .knobs import NOMINAL, ChipProfile
+from .moe import imbalance
 from .model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops
 from .scheduler import StepBatch
 
 _FIELDS = ("fp4", "fp8", "bf16", "vpu", "w", "kv_r", "kv_w", "act_r", "act_w", "sram_x", "tx", "rx", "pcie_rx",
-           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16")
+           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16", "imb")
 ACT_BYTES = 2.0  # BF16 activations
 
 
@@ -298,7 +300,10 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
                 put(pre + "shared_gate_up", **gemm(T, d, 2 * fs, wmath, wb))
                 put(pre + "shared_silu_mul", vpu=a.silu_mul_flops * T * fs, act_r=2 * T * fs * ab, act_w=T * fs * ab)
                 put(pre + "shared_down", **gemm(T, fs, d, wmath, wb))
-            put(pre + "moe_combine", **a2a, vpu=T * d * k)  # weighted sum of the top-k expert outputs
+            # the combine waits for the hottest expert-parallel rank (moe.imbalance: the routing noise here,
+            # × Assumptions.expert_imbalance in ops.slot_seconds, so that a calibration can vary it)
+            imb = imbalance(rows, mp.ep, 1.0) if mp.ep > 1 and not profile.routed else np.zeros(n)
+            put(pre + "moe_combine", **a2a, vpu=T * d * k, imb=np.where(rows > 0, imb, 0.0))  # + the top-k weighted sum
         put(pre + "ffn_allreduce", **allreduce(T))
 
     # suffix (embedding/head work spread evenly over pipeline stages)

@@ -310,7 +310,7 @@ def test_sample_grid_ends_exactly_at_duration(hw):
 
 # ---- the closed-form timeline against an explicit expansion -------------------------------------
 
-@pytest.mark.parametrize("model,chips,requests,duration", [("llama3-8b", 2, 40, 0.05), ("deepseek-v3", 8, 40, 0.5)])
+@pytest.mark.parametrize("model,chips,requests,duration", [("llama3-8b", 2, 40, 0.05), ("deepseek-v3", 8, 160, 0.5)])
 def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, requests, duration):
     """Closed-form cumulative values = a plain expansion of every slot of every layer (DeepSeek-V3:
     two layer groups, 3 dense and 58 MoE layers)."""
