@@ -83,7 +83,7 @@ def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int
             kv_dtype: str | None = None, preset: str | None = None, mapping: Mapping | None = None,
             assumptions: Assumptions | None = None, engine: Engine | None = None, num_requests: int | None = None,
             rate: float | None = None, concurrency: int | None = None, draft_tokens: int = 0, acceptance: float = 0.0,
-            seed: int = 0, max_steps: int = MAX_STEPS, progress=None) -> Projection:
+            seed: int = 0, max_steps: int = MAX_STEPS, progress=None, hardware: dict | None = None) -> Projection:
     """Serve ``num_requests`` requests and measure the server.
 
     Offline unless ``rate`` (requests/s, Poisson arrivals) or ``concurrency`` (closed loop: that many
@@ -91,14 +91,15 @@ def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int
     GenAI-Perf ``--concurrency``). Requests: ``default_requests`` (offline, online) or
     ``concurrency_requests`` (closed loop) unless given. Engine: the preset's (``serving.engine_for``,
     the sizing ``run`` uses too) unless ``engine``; speculative decoding with ``draft_tokens`` drafts
-    per step at ``acceptance``. ``progress(done, total)`` is called with the requests completed so far
-    (of one rank) as the schedule advances.
+    per step at ``acceptance``. ``hardware`` overrides ``Hardware`` fields (SI units) after the
+    preset's. ``progress(done, total)`` is called with the requests completed so far (of one rank) as
+    the schedule advances.
 
     Raises:
         ValueError: unknown names, a mapping or a request that does not fit, a rate with a concurrency.
     """
     g, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
-                      assumptions=assumptions)
+                      assumptions=assumptions, hardware=hardware)
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)

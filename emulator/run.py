@@ -110,9 +110,10 @@ def leader_mask(mp: Mapping) -> np.ndarray:
 
 
 def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", kv_dtype: str | None = None,
-          mapping: Mapping | None = None, preset: str | None = None, assumptions: Assumptions | None = None
-          ) -> tuple[Generation, EmuConfig, object]:
-    """Generation, ``EmuConfig`` and preset of a scenario (``assumptions`` replaces the preset's).
+          mapping: Mapping | None = None, preset: str | None = None, assumptions: Assumptions | None = None,
+          hardware: dict | None = None) -> tuple[Generation, EmuConfig, object]:
+    """Generation, ``EmuConfig`` and preset of a scenario (``assumptions`` replaces the preset's;
+    ``hardware``: ``Hardware`` fields to override after the preset's, SI units).
 
     Raises:
         ValueError: unknown generation, model, dtype or preset, or a mapping that does not fit.
@@ -127,6 +128,8 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
         raise ValueError(exc.args[0]) from None
     p = resolve(gen, preset)
     hw = p.apply(hardware_from_generation(gen))
+    if hardware:
+        hw = dataclasses.replace(hw, **{k: float(v) for k, v in hardware.items()})
     a = assumptions if assumptions is not None else p.assumptions
     mp = mapping or p.mapping_for(shape, int(chips))
     if mp.chips != int(chips):

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from perfonto import emulator
+from perfonto.emulator.claim import run_context
 from perfonto.analysis import crosschip
 from perfonto.analysis.bottleneck import Analysis, analyse
 from perfonto.analysis.headline import headline
@@ -42,6 +43,7 @@ class JobResult:
     records: dict | None = None  # record metric -> value (scalars) or per-record array
     time_split: dict | None = None
     headline: dict | None = None  # analysis.headline: the finding to read first
+    context: dict | None = None  # emulator.claim.run_context: modelling assumptions, the public claim
 
     def to_json(self) -> dict:
         graph = self.catalog.graph
@@ -93,6 +95,8 @@ class JobResult:
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
             "multichip": multichip_json(self.multichip),
             "time_split": self.time_split,
+            "assumptions": (self.context or {}).get("assumptions"),
+            "claim": (self.context or {}).get("claim"),
         }
 
 
@@ -173,7 +177,7 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
                "evaluator": str(evaluator_path), "docs": str(docs_path), "requests": str(emu.requests_path),
                "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
     result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip, records, split,
-                       headline(graph, ev, analysis, multichip))
+                       headline(graph, ev, analysis, multichip), run_context(graph.generation, emu.ground_truth))
     outputs["report"] = str(out / "report.json")
     (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
     return result

@@ -10,6 +10,7 @@ from rich.table import Table
 from perfonto.analysis.bottleneck import tree_children
 
 from .job import JobResult
+from .report_claim import render_context
 
 HEADLINE = [
     "tokens_per_second", "output_tokens_per_second", "mfu", "mxu.utilization", "mxu.achieved_flops",
@@ -160,6 +161,7 @@ def render(result: JobResult, console: Console) -> None:
     console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
     if result.multichip is not None and result.chips > 1:
         render_multichip(result.multichip, console)
+    render_context(result.context, console)
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
 
 
