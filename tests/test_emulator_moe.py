@@ -55,7 +55,7 @@ def test_dispatch_bytes_and_tokens_per_expert_by_hand(qwen):
     assert W["tx"][0, S.index("moe_combine")] == W["tx"][0, S.index("moe_dispatch")]
     # the grouped expert GEMMs see the whole group's tokens: 8 × 512 × 8 / 128 = 256 rows per expert
     assert W["rows"][0, S.index("experts_gate_up")] == pytest.approx(8 * T * 8 / 128)
-    assert W["rows"][0, S.index("attn_allreduce")] == 0 and W["tx"][0, S.index("attn_allreduce")] == 0  # no TP all-reduce
+    assert W["tx"][0, S.index("attn_allreduce")] == 0 and W["hops"][0, S.index("attn_allreduce")] == 0  # no TP all-reduce
 
 
 def test_the_combine_waits_for_the_hottest_rank_as_peer_wait(qwen):
