@@ -20,9 +20,11 @@ simulated and the others are copies; the ``pp`` micro-batches of a rank take tur
 micro-batch ``k mod pp`` on every stage), each with ``max_batch/pp`` requests and ``1/pp`` of the KV
 cache. A micro-batch's tokens come out ``pp − 1`` steps after its step on the first stage.
 
-``serve`` runs the step loop: offline it schedules blocks of steps ahead (the schedule does not
-depend on time) and times them afterwards; online it times every step before scheduling the next
-(admission depends on the clock) and idles until the next arrival when nothing is queued.
+``serve`` runs the step loop: offline and closed-loop it schedules blocks of steps ahead (the
+schedule does not depend on time: a closed-loop request arrives at the end of the step that
+completes the one it replaces) and times them afterwards; online it times every step before
+scheduling the next (admission depends on the clock) and idles until the next arrival when nothing
+is queued. ``engine_for`` sizes the engine for both ``run`` and ``project``.
 """
 from __future__ import annotations
 
