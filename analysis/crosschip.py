@@ -28,10 +28,11 @@ events on each chip's clock) and ``counters.parquet`` (samples stamped by each c
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .align import ClockFit, fit_clock
@@ -44,30 +45,73 @@ LOAD = {"mxu": (("mxu.busy_cycles",), True), "vpu": (("vpu.busy_cycles",), True)
         "dma": (("dma.bytes",), False), "c2c": (("c2c.busy_cycles",), True)}
 
 
+MANIFEST = "perfonto.json"  # what a perfonto command wrote into its output folder (``perfonto.outputs``)
+
+
 class RunError(ValueError):
     """A run folder without the files the analysis needs."""
 
 
 @dataclass
 class Run:
-    """The files of a run folder."""
+    """The files of a run: a run folder, or a capture's files wherever they are (``files`` maps a
+    run-folder file name such as ``sync.parquet`` to where that part of the capture is)."""
 
     path: Path
     meta: dict
     ground_truth: dict | None
+    files: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
     def open(cls, path: str | Path) -> "Run":
-        """Raises ``RunError`` when ``sync.parquet`` or ``counters.parquet`` is missing."""
+        """A run folder. Files the folder does not hold are looked up in its manifest's ``inputs``
+        (``perfonto analyze`` records where the capture it analysed lives).
+
+        Raises ``RunError`` when the sync reads or the counters are missing."""
         p = Path(path)
+        files: dict[str, Path] = {}
+        manifest = p / MANIFEST
+        if manifest.is_file():
+            try:
+                inputs = json.loads(manifest.read_text(encoding="utf-8")).get("inputs", {}) or {}
+            except (OSError, ValueError, AttributeError):
+                inputs = {}
+            for name, where in inputs.items() if isinstance(inputs, dict) else ():
+                if isinstance(where, str) and not (p / name).exists():
+                    files[name] = Path(where)
+        run = cls(p, {}, None, files)
         for name in ("sync.parquet", "counters.parquet"):
-            if not (p / name).exists():
-                raise RunError(f"{p}: no {name}; is this the output folder of `perfonto run` or emulator.run?")
-        schema = pq.read_schema(str(p / "counters.parquet"))
-        meta = json.loads(schema.metadata[b"perfonto"]) if schema.metadata and b"perfonto" in schema.metadata else {}
-        gt_path = p / "ground_truth.json"
-        gt = json.loads(gt_path.read_text()) if gt_path.exists() else None
-        return cls(p, meta, gt)
+            if not run.file(name).exists():
+                raise RunError(f"{p}: no {name}; is this the output folder of `perfonto run`, `perfonto analyze` "
+                               f"(given --sync) or emulator.run?")
+        return run._with_meta()
+
+    @classmethod
+    def of(cls, counters, sync, trace=None, ground_truth: dict | None = None, meta: dict | None = None) -> "Run":
+        """A capture's files wherever they are (``perfonto analyze``)."""
+        files = {"counters.parquet": Path(str(counters)), "sync.parquet": Path(str(sync))}
+        if trace is not None:
+            files["trace.parquet"] = Path(str(trace))
+        run = cls(files["sync.parquet"].parent, dict(meta or {}), ground_truth, files)
+        return run if meta is not None else run._with_meta()
+
+    def _with_meta(self) -> "Run":
+        c = self.file("counters.parquet")
+        meta = {}
+        if c.is_file() and c.suffix in (".parquet", ".pq"):
+            try:
+                schema = pq.read_schema(str(c))
+                meta = json.loads(schema.metadata[b"perfonto"]) if schema.metadata and b"perfonto" in schema.metadata else {}
+            except (OSError, ValueError, pa.ArrowInvalid):
+                meta = {}
+        gt_path = self.file("ground_truth.json")
+        gt = self.ground_truth
+        if gt is None and gt_path.is_file():
+            try:
+                gt = json.loads(gt_path.read_text())
+            except (OSError, ValueError):
+                gt = None
+        return Run(self.path, meta if isinstance(meta, dict) else {}, gt, self.files)
 
     @property
     def duration_ns(self) -> float:
@@ -78,7 +122,7 @@ class Run:
         raise RunError(f"{self.path}: the counters' metadata gives no duration_ns")
 
     def file(self, name: str) -> Path:
-        return self.path / name
+        return self.files.get(name, self.path / name)
 
 
 def fit_clocks(run: Run) -> dict[int, ClockFit]:
@@ -120,7 +164,7 @@ def _device_events(run: Run) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([chip, chip]), np.concatenate([t.column("start_ns").to_numpy()[dev], t.column("end_ns").to_numpy()[dev]])
 
 
-def alignment_errors(run: Run, fits: dict[int, ClockFit]) -> dict:
+def alignment_errors(run: Run, fits: dict[int, ClockFit], dump=None) -> dict:
     """Per chip, the fitted and true offset and drift, and the error (ns) of the mapped counter
     timestamps and device-event timestamps against the ground truth: median, p99, max, overall and
     per chip. Empty without a ground truth holding the clocks."""
@@ -129,9 +173,7 @@ def alignment_errors(run: Run, fits: dict[int, ClockFit]) -> dict:
     gt = run.ground_truth
     if not gt or "clock_offsets_ns" not in gt:
         return out
-    t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
-    chip = t.column("chip").to_numpy().astype(np.int64)
-    ts = t.column("timestamp_ns").to_numpy()
+    chip, ts = _sample_times(run, dump)
     ec, et = _device_events(run)
     chip = np.concatenate([chip, ec.astype(np.int64)])
     ts = np.concatenate([ts, et])
@@ -145,6 +187,15 @@ def alignment_errors(run: Run, fits: dict[int, ClockFit]) -> dict:
         row["true_drift_ppm"] = float(gt["clock_drifts_ppm"][c])
         row["error_ns"] = {"median": float(np.median(e)), "p99": float(np.quantile(e, 0.99)), "max": float(e.max())}
     return out
+
+
+def _sample_times(run: Run, dump=None) -> tuple[np.ndarray, np.ndarray]:
+    """(chip, device timestamp) of every counter sample: from the read dump, else the run's file."""
+    if dump is not None:
+        chip = np.broadcast_to(dump.chips.astype(np.int64), dump.timestamps_ns.shape)[dump.present]
+        return chip, dump.timestamps_ns[dump.present]
+    t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
+    return t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
 
 
 def aligned_trace(run: Run, fits: dict[int, ClockFit]):
@@ -278,14 +329,16 @@ def _exec_skew(kind, chip, step, hs, duration_ns) -> float:
 
 # ---- counters: imbalance and saturation -------------------------------------------------------------
 
-def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9) -> dict:
-    """Load imbalance and saturation windows from the counters (see the module docstring)."""
+def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9, dump=None, windows=None) -> dict:
+    """Load imbalance and saturation windows from the counters (see the module docstring); ``dump``
+    and ``windows``, when the caller has read and prepared the counters already."""
     from perfonto.metrics.windows import prepare, read_counters
 
     if gen is None:
         gen = _generation(run.meta.get("generation", "sohu"))
-    dump = read_counters(run.file("counters.parquet"), gen)
-    w = prepare(dump, gen)
+    if dump is None:
+        dump = read_counters(run.file("counters.parquet"), gen)
+    w = prepare(dump, gen) if windows is None else windows
     chips = dump.chips.astype(np.int64)
     C = len(chips)
     interval = w.interval                                                   # (W, C) s, device clock
@@ -376,22 +429,37 @@ def _runs(mask: np.ndarray, t0: np.ndarray, t1: np.ndarray, util: np.ndarray, la
              "peak_util": float(np.nanmax(util[a:b]))} for a, b in zip(starts, ends)]
 
 
-def analyse(path: str | Path, gen=None, threshold: float = 0.9, with_alignment: bool = True) -> dict:
-    """Everything above for one run folder: ``{"alignment", "collective", "imbalance",
-    "saturation", "slow_links", "chips", "duration_s"}``.
+def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True, dump=None, windows=None) -> dict:
+    """Everything above for one run (a folder, or a ``Run``): ``{"alignment", "collective",
+    "imbalance", "saturation", "slow_links", "chips", "duration_s"}``. ``dump``/``windows``: the
+    counters already read and prepared. The duration is the metadata's, the ground truth's, or
+    the longest chip's span of samples on the host timeline.
 
     Raises:
-        RunError: the folder lacks the sync reads or the counters.
+        RunError: the run lacks the sync reads or the counters, or a chip of the counters has no
+            sync reads.
     """
-    run = Run.open(path)
+    run = path if isinstance(path, Run) else Run.open(path)
     fits = fit_clocks(run)
+    if dump is not None:
+        no_sync = sorted(set(int(c) for c in dump.chips) - set(fits))
+        if no_sync:
+            raise RunError(f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, no_sync))} of the counters; "
+                           "the driver's host/device clock reads are needed for every chip")
     chips = len(fits)
-    out = {"chips": chips, "duration_s": run.duration_ns * 1e-9}
+    try:
+        duration_ns = run.duration_ns
+    except RunError:
+        if dump is None:
+            raise
+        host = [fits[int(c)].to_host(dump.timestamps_ns[[0, -1], i]) for i, c in enumerate(dump.chips)]
+        duration_ns = float(max(h[1] - h[0] for h in host))
+    out = {"chips": chips, "duration_s": duration_ns * 1e-9}
     if with_alignment:
-        out["alignment"] = alignment_errors(run, fits)
+        out["alignment"] = alignment_errors(run, fits, dump)
     if run.file("trace.parquet").exists():
-        out["collective"] = collective_analysis(aligned_trace(run, fits), chips, run.duration_ns)
-    out.update(counter_analysis(run, fits, gen, threshold))
+        out["collective"] = collective_analysis(aligned_trace(run, fits), chips, duration_ns)
+    out.update(counter_analysis(run, fits, gen, threshold, dump, windows))
     return out
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.levels import evaluate_levels, null_reasons
-from perfonto.metrics.windows import Windows, prepare, read_counters
+from perfonto.metrics.windows import DumpError, Windows, prepare, read_counters
 
 
 @dataclass
@@ -29,6 +29,7 @@ class Evaluation:
     chips: np.ndarray
     nulls: dict[str, dict[str, int]]
     coverage: dict[str, float]
+    hosts: np.ndarray | None = None  # host of each chip column, when the dump names hosts
 
 
 def load_evaluator(path: str | Path):
@@ -40,21 +41,45 @@ def load_evaluator(path: str | Path):
 
 
 def evaluate_dump(graph: MetricGraph, evaluator, counters_path: str | Path) -> Evaluation:
-    """Read the dump, prepare windows and evaluate every metric at the three levels."""
+    """Read the dump, prepare windows and evaluate every metric at the three levels (every signal
+    the metrics read must be in the dump; ``analysis.capture`` handles partial dumps)."""
     gen = graph.generation
     dump = read_counters(counters_path, gen)
-    w = prepare(dump, gen)
+    return evaluate_windows(graph, evaluator, prepare(dump, gen), dump)
+
+
+def evaluate_windows(graph: MetricGraph, evaluator, w: Windows, dump) -> Evaluation:
+    """Evaluate every metric of ``graph`` over prepared windows ``w`` (of ``dump``) at the three levels.
+
+    Raises:
+        DumpError: a signal the metrics read is not in the dump.
+    """
+    lacking = sorted(set(getattr(evaluator, "INPUTS", ())) - set(w.values))
+    if lacking:
+        raise DumpError(f"{dump.path}: the dump has no {', '.join(lacking[:6])}, which the metrics read; "
+                        "evaluate the metrics it can feed (perfonto analyze does)")
     window = evaluator.evaluate(w.values, w.interval, w.chips)
     levels = evaluate_levels(graph, w, evaluator.evaluate, window)
-    return Evaluation(w, window, levels.per_chip, levels.server, dump.chips, null_reasons(graph, w, window), levels.coverage)
+    return Evaluation(w, window, levels.per_chip, levels.server, dump.chips, null_reasons(graph, w, window), levels.coverage,
+                      dump.hosts)
 
 
 def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) -> None:
-    """One row per window and chip: ``window``, ``chip``, ``start_ns``, ``interval_s`` and one column
-    per metric (null where the metric could not be computed; per-instance metrics as fixed-size lists)."""
+    """``metrics_table`` as Parquet, with the generation and catalog hash in the metadata."""
+    table = metrics_table(ev, graph)
+    meta = {b"perfonto": json.dumps({"generation": graph.generation.name, "catalog_hash": graph.content_hash}).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), str(path))
+
+
+def metrics_table(ev: Evaluation, graph: MetricGraph) -> pa.Table:
+    """One row per window and chip: ``window``, (``host``), ``chip``, ``start_ns``, ``interval_s`` and
+    one column per metric (null where the metric could not be computed; per-instance metrics as
+    fixed-size lists)."""
     W, C = ev.windows.interval.shape
-    cols = {
-        "window": pa.array(np.repeat(np.arange(W, dtype=np.int64), C)),
+    cols = {"window": pa.array(np.repeat(np.arange(W, dtype=np.int64), C))}
+    if ev.hosts is not None:
+        cols["host"] = pa.array(np.tile(np.asarray(ev.hosts, dtype=object), W), pa.string())
+    cols |= {
         "chip": pa.array(np.tile(ev.chips.astype(np.int64), W)),
         "start_ns": pa.array(ev.windows.start_ns.reshape(-1).astype(np.int64)),
         "interval_s": pa.array(ev.windows.interval.reshape(-1)),
@@ -69,6 +94,4 @@ def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) 
         else:
             flat = v.reshape(-1)
             cols[name] = pa.array(flat, mask=np.isnan(flat))
-    table = pa.table(cols)
-    meta = {b"perfonto": json.dumps({"generation": graph.generation.name, "catalog_hash": graph.content_hash}).encode()}
-    pq.write_table(table.replace_schema_metadata(meta), str(path))
+    return pa.table(cols)

@@ -37,13 +37,14 @@ def time_cli(repeat: int) -> tuple[list[float], dict]:
 def time_evaluators(repeat: int) -> tuple[float, float, int]:
     from perfonto import emulator
     from perfonto.codegen.python_evaluator import generate, load
+    from perfonto.metrics.catalog import shipped_others
     from perfonto.metrics.compiler import compile_files
     from perfonto.metrics.interpreter import evaluate
     from perfonto.metrics.windows import prepare, read_counters
     from perfonto.ontology import load_generation
 
     gen, _ = load_generation("sohu")
-    graph = compile_files(gen)
+    graph = compile_files(gen, others=shipped_others(gen))
     mod = load(generate(graph))
     with tempfile.TemporaryDirectory() as d:
         res = emulator.run(gen, model="llama3-70b", chips=8, duration_s=1.0, sample_period_s=1e-3, seed=0, out_dir=Path(d))

@@ -60,7 +60,7 @@ class _ToAst(Transformer):
         if getattr(meta, "empty", False):
             return Span(self.file)
         end = meta.end_column if meta.end_line == meta.line else 0
-        return Span(self.file, meta.line, meta.column, end)
+        return Span(self.file, meta.line, meta.column, end, meta.start_pos, meta.end_pos)
 
     def _tspan(self, tok: Token) -> Span:
         end = tok.end_column if tok.end_line == tok.line else 0
@@ -92,7 +92,7 @@ class _ToAst(Transformer):
             else:
                 kw[kind] = value
         return ast.MetricDecl(
-            name=str(name), unit=unit_tok[1:-1].strip(), expr=expr, formula=_formula(self.text, expr_meta(expr)),
+            name=str(name), unit=unit_tok[1:-1].strip(), expr=expr, formula=_formula(self.text, expr.span),
             span=self._tspan(name), unit_span=self._tspan(unit_tok), **kw)
 
     def description(self, items):
@@ -143,20 +143,20 @@ class _ToAst(Transformer):
         value = float(items[0])
         if not math.isfinite(value):
             raise _ClauseError(f"number {items[0]} is out of range", self._span(meta))
-        return _with_meta(ast.Number(value, unit, self._span(meta)), meta)
+        return ast.Number(value, unit, self._span(meta))
 
     @v_args(meta=True)
     def name(self, meta, items):
-        return _with_meta(ast.Name(str(items[0]), self._span(meta)), meta)
+        return ast.Name(str(items[0]), self._span(meta))
 
     @v_args(meta=True)
     def call(self, meta, items):
-        return _with_meta(ast.Call(str(items[0]), tuple(items[1:]), self._span(meta)), meta)
+        return ast.Call(str(items[0]), tuple(items[1:]), self._span(meta))
 
     @v_args(meta=True)
     def binary(self, meta, items):
         left, op, right = items
-        return _with_meta(ast.Binary(str(op), left, right, self._span(meta)), meta)
+        return ast.Binary(str(op), left, right, self._span(meta))
 
     @v_args(meta=True)
     def compare(self, meta, items):
@@ -164,49 +164,35 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def pow(self, meta, items):
-        return _with_meta(ast.Binary("**", items[0], items[1], self._span(meta)), meta)
+        return ast.Binary("**", items[0], items[1], self._span(meta))
 
     @v_args(meta=True)
     def or_(self, meta, items):
-        return _with_meta(ast.Binary("or", items[0], items[1], self._span(meta)), meta)
+        return ast.Binary("or", items[0], items[1], self._span(meta))
 
     @v_args(meta=True)
     def and_(self, meta, items):
-        return _with_meta(ast.Binary("and", items[0], items[1], self._span(meta)), meta)
+        return ast.Binary("and", items[0], items[1], self._span(meta))
 
     @v_args(meta=True)
     def not_(self, meta, items):
-        return _with_meta(ast.Unary("not", items[0], self._span(meta)), meta)
+        return ast.Unary("not", items[0], self._span(meta))
 
     @v_args(meta=True)
     def neg(self, meta, items):
-        return _with_meta(ast.Unary("-", items[1], self._span(meta)), meta)
+        return ast.Unary("-", items[1], self._span(meta))
 
     @v_args(meta=True)
     def ifelse(self, meta, items):
         then, cond, other = items
-        return _with_meta(ast.IfElse(then, cond, other, self._span(meta)), meta)
+        return ast.IfElse(then, cond, other, self._span(meta))
 
 
-# Source offsets of expression nodes, kept outside the frozen dataclasses (keyed by id) only while
-# one file is being transformed, to cut the formula text out of the source.
-_META: dict[int, tuple[int, int]] = {}
-
-
-def _with_meta(node, meta):
-    if not getattr(meta, "empty", False):
-        _META[id(node)] = (meta.start_pos, meta.end_pos)
-    return node
-
-
-def expr_meta(expr):
-    return _META.get(id(expr))
-
-
-def _formula(text: str, pos) -> str:
-    if not pos:
+def _formula(text: str, span: Span) -> str:
+    """The formula's source text (whitespace runs folded to one space), cut out by its span's offsets."""
+    if span.start < 0 or span.end < span.start:
         return ""
-    return " ".join(text[pos[0]:pos[1]].split())
+    return " ".join(text[span.start:span.end].split())
 
 
 def _token_name(t: str) -> str:
@@ -302,8 +288,6 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
     except RecursionError:
         return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to compile", Span(file, 1, 1),
                                hint="split it into several metrics")]
-    finally:
-        _META.clear()
     return decls, []
 
 

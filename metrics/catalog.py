@@ -8,7 +8,7 @@ from perfonto.metrics.compiler import MetricGraph, compile_files, library_files
 from perfonto.ontology.diagnostics import Diagnostic, Span
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.lint import lint_generation
-from perfonto.ontology.loader import load_generation, load_generation_files
+from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
 
 
 @dataclass
@@ -25,14 +25,34 @@ class Catalog:
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
-def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu") -> Catalog:
+def shipped_others(gen: Generation | str | None = None) -> tuple[Generation, ...]:
+    """The shipped generations other than ``gen`` (a generation or its name), for the compiler's
+    "exists on …" availability reasons. Generations that do not load are left out."""
+    name = gen.name if isinstance(gen, Generation) else gen
+    out = []
+    for g in shipped_generations():
+        if g != name:
+            loaded, _ = load_generation(g)
+            if loaded is not None:
+                out.append(loaded)
+    return tuple(out)
+
+
+def load_catalog(catalog_dir: str | Path | None = None, generation: str | None = "sohu", *, others=None,
+                 library: bool = True) -> Catalog:
     """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
 
     Without ``catalog_dir``: the shipped generation and metric library. A folder with metric files but
     no YAML uses the shipped generation (noted in ``notes``); a folder with neither is an error.
+    ``others``: the other generations a metric may need (default: ``shipped_others``), so that a
+    metric over a signal of another generation is unavailable here rather than an error.
+    A folder whose generation extends a shipped one gets the shipped metric library as well as its
+    own metric files, unless ``library`` is False (noted in ``notes``). ``generation=None``: the
+    folder's generation (the one no other file of the folder extends), else ``sohu``.
     """
     notes: list[str] = []
     if catalog_dir is None:
+        generation = generation or "sohu"
         gen, diags = load_generation(generation)
         files = library_files()
     else:
@@ -45,6 +65,8 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu"
         if not yamls and not files:
             return Catalog(None, None, [Diagnostic("error", "empty-catalog", "the folder holds no *.yaml or *.metrics files", Span(str(d)),
                                                    hint="put ontology YAML and metric files in it")])
+        if generation is None:
+            generation = folder_generation(yamls) or "sohu"
         if yamls:
             gen, diags = load_generation_files(yamls, generation)
         else:
@@ -52,7 +74,12 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str = "sohu"
             notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
     if gen is None:
         return Catalog(None, None, diags, notes)
-    graph = compile_files(gen, files)
+    if catalog_dir is not None and yamls and library and set(gen.lineage[:-1]) & set(shipped_generations()):
+        base = [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]
+        files = library_files() + files
+        notes.append(f"`{gen.name}` extends the shipped generation `{base}`: the shipped metric library is compiled "
+                     f"with the folder's metric files (--no-library to leave it out)")
+    graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
     return Catalog(gen, graph, diags + lint + graph.diagnostics, notes)
 
@@ -64,3 +91,45 @@ def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:
             out.append(Diagnostic("warning", "lint-description", f"metric `{name}` has no description", d.span,
                                   hint='add a quoted description after the formula: "What it measures."'))
     return out
+
+
+def folder_generation(yamls: list[Path]) -> str | None:
+    """The generation a catalog folder is about: the one its other YAML files do not extend, when
+    there is exactly one such; None otherwise (unreadable files are left to the loader to report)."""
+    from perfonto.ontology.yaml_source import read_yaml
+
+    names, parents = [], set()
+    for p in yamls:
+        src = read_yaml(p)  # guarded against alias bombs, deep nesting and bad bytes
+        doc = src.data if not src.diagnostics else None
+        if isinstance(doc, dict) and isinstance(doc.get("generation"), str):
+            names.append(doc["generation"])
+            if isinstance(doc.get("extends"), str):
+                parents.add(doc["extends"])
+    leaves = [n for n in names if n not in parents]
+    return leaves[0] if len(leaves) == 1 else None
+
+
+def select_metrics(graph: MetricGraph, names) -> MetricGraph:
+    """The part of ``graph`` that computes ``names`` (window or record metrics) and the metrics they
+    need, in the same order; the dependency graph, generation and hash are shared.
+
+    Raises:
+        KeyError: a name that is not a compiled metric of ``graph`` (the message has a did-you-mean).
+    """
+    import networkx as nx
+
+    from perfonto.ontology.diagnostics import did_you_mean
+
+    every = graph.all_metrics
+    need: set[str] = set()
+    for n in names:
+        if n not in every:
+            why = graph.unavailable.get(n)
+            raise KeyError(f"`{n}` is unavailable: {why}" if why else
+                           f"no metric `{n}` in the catalog" + (f"; {did_you_mean(n, every)}" if did_you_mean(n, every) else ""))
+        need.add(n)
+        need |= {a for a in nx.ancestors(graph.graph, n) if a in every}
+    return MetricGraph(graph.generation, {k: v for k, v in graph.metrics.items() if k in need}, graph.graph,
+                       graph.diagnostics, graph.content_hash, dict(graph.unavailable),
+                       {k: v for k, v in graph.record_metrics.items() if k in need}, graph.declarations)

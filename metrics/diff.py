@@ -9,7 +9,10 @@ from perfonto.ontology.generation import Generation
 def diff_generations(old: Generation, new: Generation) -> dict:
     """The diff document: ``{"signals": {...}, "metrics": {"became_unavailable", "changed"}, "errors"}``."""
     sd = diff_signals(old, new)
-    go, gn = compile_files(old), compile_files(new)
+    from perfonto.metrics.catalog import shipped_others
+
+    go = compile_files(old, others=shipped_others(old) + (new,))
+    gn = compile_files(new, others=shipped_others(new) + (old,))
     became = []
     for name in sorted(gn.unavailable):
         if name in go.metrics:

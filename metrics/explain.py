@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from perfonto.dsl.printer import to_text
-from perfonto.metrics.compiler import MetricGraph, compile_files
+from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology.loader import load_generation, shipped_generations
 from perfonto.ontology.units import fmt_unit
@@ -40,8 +40,9 @@ def availability(name: str, catalog_dir=None) -> dict[str, str]:
             if isinstance(g, str):
                 found.append(g)
         names = found or names
+    shipped = {g: load_generation(g)[0] for g in shipped_generations()}
     for g in names:
-        cat = load_catalog(catalog_dir, g)
+        cat = load_catalog(catalog_dir, g, others=tuple(v for k, v in shipped.items() if k != g and v is not None))
         if cat.graph is None:
             out[g] = "generation does not load"
             continue

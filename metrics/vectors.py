@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfonto.ontology.diagnostics import Diagnostic, Span
 from perfonto.ontology.diagnostics import with_source
 from perfonto.ontology.loader import validate_model
-from perfonto.ontology.units import UnitError, parse_quantity, parse_unit
+from perfonto.ontology.units import UnitError, parse_quantity
 from perfonto.ontology.yaml_source import read_yaml
 
 from .compiler import MetricGraph

@@ -39,42 +39,18 @@ never a total that silently lost a window.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
+from .dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
+
 VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS = 0, 1, 2, 3, 4, 5
 REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",
            MISSING: "missing sample", WRAP_AMBIGUOUS: "window longer than the counter's wrap period"}
-
-
-class DumpError(ValueError):
-    """A counter dump that cannot be read as the generation's signals (message says what and how to fix)."""
-
-
-@dataclass
-class CounterDump:
-    """Raw samples of one run on a common sampling grid.
-
-    ``raw[name]``: uint64 (samples, chips, instances); ``timestamps_ns``: int64 (samples, chips);
-    ``present``: bool (samples, chips) — False where the chip has no sample at that grid point;
-    ``missing[name]``: bool like ``raw`` — True where the register was null in the dump.
-    """
-
-    path: str
-    chips: np.ndarray
-    timestamps_ns: np.ndarray
-    raw: dict[str, np.ndarray]
-    present: np.ndarray
-    missing: dict[str, np.ndarray] = field(default_factory=dict)
-    metadata: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -89,134 +65,6 @@ class Windows:
     level: str = "window"
     start_ns: np.ndarray | None = None
     null: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-def read_counters(path: str | Path, gen: Generation) -> CounterDump:
-    """Read a counter Parquet file (columns ``chip``, ``timestamp_ns`` and one per signal).
-
-    Samples are placed on a grid: with ``sample_period_ns`` in the file's metadata, a chip's sample
-    lands at index round((t − t0) / period), so a dropped sample leaves a hole; without it, every
-    chip must have the same number of samples.
-
-    Raises:
-        DumpError: unreadable file, missing or mistyped columns, uneven chips without a period,
-            timestamps that do not increase.
-    """
-    p = str(path)
-    try:
-        table = pq.ParquetFile(p).read()  # the file as written (the dataset reader would read dots as nesting)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise DumpError(f"{p}: not a readable Parquet counter dump ({exc}); re-run the emulator or check the file") from None
-    names = table.column_names
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
-    cols = set(names)
-    need = {"chip", "timestamp_ns"} | set(gen.signals)
-    missing_cols = sorted(need - cols)
-    if missing_cols:
-        raise DumpError(f"{p}: missing columns for generation `{gen.name}`: {', '.join(missing_cols[:8])}"
-                        f"{' …' if len(missing_cols) > 8 else ''}; was the dump written for another generation?")
-    meta = {}
-    if table.schema.metadata and b"perfonto" in table.schema.metadata:
-        try:
-            meta = json.loads(table.schema.metadata[b"perfonto"])
-        except ValueError:
-            meta = {}
-        if not isinstance(meta, dict):
-            meta = {}
-    if meta.get("generation") not in (None, gen.name):
-        raise DumpError(f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
-                        f"evaluate it with --generation {meta['generation']}")
-    for key in ("chip", "timestamp_ns"):
-        if not pa.types.is_integer(table.column(key).type):
-            raise DumpError(f"{p}: column `{key}` has type {table.column(key).type}; it must be an integer column")
-    if table.column("chip").null_count or table.column("timestamp_ns").null_count:
-        raise DumpError(f"{p}: `chip` or `timestamp_ns` holds nulls; every row needs both")
-    chip = table.column("chip").to_numpy()
-    ts = table.column("timestamp_ns").to_numpy().astype(np.int64)
-    chips = np.unique(chip)
-    if len(chips) == 0:
-        raise DumpError(f"{p}: the dump holds no samples")
-    if "sample" in cols and not pa.types.is_integer(table.column("sample").type):
-        raise DumpError(f"{p}: column `sample` has type {table.column('sample').type}; it must hold sample numbers")
-    order = np.lexsort((ts, chip))
-    chip_idx = np.searchsorted(chips, chip[order])
-    ts_sorted = ts[order]
-    counts = np.bincount(chip_idx, minlength=len(chips))
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(len(order)) - starts[chip_idx]  # rank within the chip
-    for c in range(len(chips)):
-        seg = ts_sorted[starts[c]:starts[c] + counts[c]]
-        if len(seg) > 1 and np.any(np.diff(seg) <= 0):
-            raise DumpError(f"{p}: timestamps of chip {chips[c]} do not increase (duplicate or out-of-order samples)")
-    try:
-        period = int(meta.get("sample_period_ns", 0) or 0)
-    except (TypeError, ValueError):
-        raise DumpError(f"{p}: metadata sample_period_ns is {meta.get('sample_period_ns')!r}, not a number of nanoseconds") from None
-    if counts.min() < 2:
-        raise DumpError(f"{p}: chip {chips[int(np.argmin(counts))]} has {int(counts.min())} sample(s); a window needs two")
-    if "sample" in cols:  # the writer numbered its samples: that is the grid
-        grid = table.column("sample").to_numpy().astype(np.int64)[order]
-        if np.any(grid < 0):
-            raise DumpError(f"{p}: negative sample numbers")
-        if np.any(np.diff(grid)[np.diff(chip_idx) == 0] <= 0):
-            raise DumpError(f"{p}: sample numbers of one chip do not increase")
-        grid = grid - grid.min()
-    elif period > 0:
-        t0 = ts_sorted[starts][chip_idx]
-        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
-        if np.any(np.diff(grid)[np.diff(chip_idx) == 0] <= 0):
-            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
-    else:
-        if not np.all(counts == counts[0]):
-            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(chips.tolist(), counts.tolist()))}) "
-                            "and the file's metadata gives no sample_period_ns to align them")
-        grid = pos
-    S, C = int(grid.max()) + 1, len(chips)
-    if S > 2 * int(counts.max()) + 16:
-        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
-                        "sampling grid (corrupt?) or sample_period_ns is wrong")
-    present = np.zeros((S, C), dtype=bool)
-    present[grid, chip_idx] = True
-    stamps = np.zeros((S, C), dtype=np.int64)
-    stamps[grid, chip_idx] = ts_sorted
-    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
-        for c in range(C):
-            have = np.nonzero(present[:, c])[0]
-            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
-    raw: dict[str, np.ndarray] = {}
-    missing: dict[str, np.ndarray] = {}
-    for name, sig in gen.signals.items():
-        col = table.column(name).combine_chunks()
-        n_inst = sig.instances
-        value_type = col.type.value_type if pa.types.is_fixed_size_list(col.type) else col.type
-        if not pa.types.is_integer(value_type):
-            raise DumpError(f"{p}: column `{name}` has type {col.type}; raw registers are unsigned integers")
-        if pa.types.is_fixed_size_list(col.type):
-            if col.type.list_size != n_inst:
-                raise DumpError(f"{p}: column `{name}` has {col.type.list_size} instances, the generation declares {n_inst}")
-            row_null = col.is_null().to_numpy(zero_copy_only=False)
-            values = col.values  # every row's slots, null rows included (unlike flatten())
-            offset = col.offset * n_inst
-            values = values.slice(offset, len(col) * n_inst)
-            nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
-            arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
-        else:
-            if n_inst != 1:
-                raise DumpError(f"{p}: column `{name}` is a scalar but `{sig.block}` has {n_inst} instances")
-            nulls = col.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
-            arr = col.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
-        if pa.types.is_signed_integer(value_type) and arr.size and (arr < 0).any():
-            raise DumpError(f"{p}: column `{name}` holds negative values; raw registers are unsigned")
-        out = np.zeros((S, C, n_inst), dtype=np.uint64)
-        out[grid, chip_idx] = arr.astype(np.uint64, copy=False)[order]
-        raw[name] = out
-        if nulls.any():
-            m = np.zeros((S, C, n_inst), dtype=bool)
-            m[grid, chip_idx] = nulls[order]
-            missing[name] = m
-    return CounterDump(p, chips, stamps, raw, present, missing, meta)
 
 
 def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
@@ -258,6 +106,8 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
     nulls: dict[str, np.ndarray] = {}
     absent = ~dump.present[:, :, None]
     for name, sig in gen.signals.items():
+        if name not in dump.raw:  # not in the dump: metrics over it are unavailable
+            continue
         raw = dump.raw[name]
         W = raw.shape[0] - 1
         reason = np.zeros((W,) + raw.shape[1:], dtype=np.uint8)
@@ -284,7 +134,7 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
                     implausible = delta > np.uint64(1 << (sig.wrap_width - 1))
             v = delta.astype(np.float64) * sig.scale
             reason[implausible & (reason == VALID)] = RESET_INFERRED
-            if sig.reset_indicator is not None:
+            if sig.reset_indicator is not None and sig.reset_indicator in dump.raw:
                 ind = dump.raw[sig.reset_indicator]
                 changed = (ind[1:] != ind[:-1]).any(axis=2, keepdims=True)
                 reason[np.broadcast_to(changed, reason.shape)] = RESET
@@ -302,6 +152,8 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         values[name] = v.reshape(shape)
         nulls[name] = reason.reshape(shape)
     for fname, f in gen.fields.items():
+        if f.register not in dump.raw:
+            continue
         reg = gen.signals[f.register]
         raw = dump.raw[f.register][1:]
         mask = np.uint64((1 << (f.hi - f.lo + 1)) - 1)

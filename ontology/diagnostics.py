@@ -14,12 +14,16 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True)
 class Span:
-    """A place in a source file: 1-based line and column; ``end_col`` is exclusive (0 = one char)."""
+    """A place in a source file: 1-based line and column; ``end_col`` is exclusive (0 = one char).
+    ``start``/``end`` are 0-based character offsets into the file's text (-1 when unknown), so a
+    node's source text is ``text[start:end]``."""
 
     file: str
     line: int = 0
     col: int = 0
     end_col: int = 0
+    start: int = -1
+    end: int = -1
 
     def __str__(self) -> str:
         if self.line <= 0:
@@ -37,6 +41,11 @@ class Diagnostic:
     span: Span
     hint: str = ""
     source_line: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        from .codes import check_code
+
+        check_code(self.code)
 
     def render(self) -> str:
         """Multi-line human text: location, message, source line with caret, hint."""

@@ -1,1 +1,32 @@
-"""perfonto perfonto layer."""
+"""perfonto: one place where every hardware signal of an AI accelerator is defined, every derived
+metric is derived from those signals, checked and documented, and every capture becomes the same
+report. This module is the public Python API (see the guide ``api.md``: ``load_catalog``,
+``evaluate``, ``emulate``); the CLI calls only it and the layers' public functions. The names are
+imported on first use, so ``import perfonto`` stays cheap."""
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+from typing import TYPE_CHECKING
+
+try:
+    __version__ = _metadata.version("perfonto")
+except _metadata.PackageNotFoundError:  # a checkout that is not installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = ["Catalog", "CatalogError", "Diagnostic", "DumpError", "Emulation", "Result", "__version__", "emulate",
+           "evaluate", "load_catalog"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import Catalog, CatalogError, Diagnostic, DumpError, Emulation, Result, emulate, evaluate, load_catalog
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'perfonto' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

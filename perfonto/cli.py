@@ -14,9 +14,32 @@ import sys
 from .commands import COMMANDS
 
 
+class UsageError(Exception):
+    """A command line argparse refused; ``message`` is argparse's, ``usage`` the command's usage line."""
+
+    def __init__(self, message: str, usage: str):
+        super().__init__(message)
+        self.message, self.usage = message, usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse without abbreviations (``--chip`` is not ``--chips``) and whose errors are raised,
+    so that ``main`` can keep ``--json``'s promise of one JSON document on stdout."""
+
+    def __init__(self, *a, **kw):
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*a, **kw)
+
+    def error(self, message: str):
+        raise UsageError(message, self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    from perfonto import __version__
+
+    p = _Parser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.")
+    p.add_argument("--version", action="version", version=f"perfonto {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         module = name.replace("-", "_")
         if module in ("import",):  # Python keywords: the module is named with a trailing underscore
@@ -30,11 +53,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         argv = ["run"]  # `perfonto` alone runs the main job on its defaults
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        import json
+
+        sys.stderr.write(exc.usage)
+        sys.stderr.write(f"perfonto: error: {exc.message}\n")
+        if "--json" in argv:
+            print(json.dumps({"ok": False, "error": exc.message, "exit_code": 2, "diagnostics": []}, indent=2))
+        return 2
+    args.argv = ["perfonto", *argv]  # what the output manifests record
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    from .commands.common import CommandError, stderr
+    from .commands.common import CommandError
 
     try:
         return args.func(args)

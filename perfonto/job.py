@@ -1,183 +1,155 @@
-"""The main job: compile the catalog, emulate a workload, generate the evaluator, evaluate, analyse.
+"""The main job and the analysis job: ``run_job`` emulates a workload and analyses the capture it
+wrote; ``analyze_job`` analyses a capture the user already has. Both go through
+``analysis.capture.analyse_capture``, so ``perfonto run`` and ``perfonto analyze`` cannot drift.
 
-``run_job`` writes into ``out``: ``counters.parquet``, ``requests.parquet``, ``sync.parquet``,
-``trace.parquet`` and ``ground_truth.json`` (emulator), ``evaluator.py`` (generated),
-``docs/<generation>.md`` (generated), ``metrics.parquet`` (per window and chip) and ``report.json``
-(the run-level result, with the multi-chip analysis of ``perfonto.crosschip`` under ``multichip``).
-Progress messages go to ``log`` (stderr in the CLI).
+Each writes one output folder atomically (``perfonto.outputs``): ``evaluator.py`` (the generated
+evaluator of the catalog), ``docs/<generation>.md``, ``metrics.parquet`` (per window and chip),
+``report.json`` (the run-level result, with the multi-chip analysis under ``multichip``) and the
+manifest; ``run_job`` also the emulator's ``counters.parquet``, ``requests.parquet``,
+``sync.parquet``, ``trace.parquet`` and ``ground_truth.json``. Progress messages go to ``log``.
 """
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from perfonto import emulator
 from perfonto.emulator.claim import run_context
-from perfonto.analysis import crosschip
-from perfonto.analysis.bottleneck import Analysis, analyse
-from perfonto.analysis.headline import headline
-from perfonto.analysis.evaluate import Evaluation, evaluate_dump, load_evaluator, write_metrics_parquet
-from perfonto.analysis.records import record_metrics, trace_time_split
+from perfonto.analysis.capture import Capture, Report, analyse_capture
+from perfonto.analysis.evaluate import load_evaluator, write_metrics_parquet
 from perfonto.codegen.docs import generate_markdown
 from perfonto.codegen.python_evaluator import generate
 from perfonto.metrics.catalog import Catalog, load_catalog
 from perfonto.ontology.diagnostics import CatalogError
 
+from .outputs import output_folder, relocate
 
-@dataclass
-class JobResult:
-    catalog: Catalog
-    evaluation: Evaluation
-    analysis: Analysis
-    ground_truth: dict
-    outputs: dict[str, str]
-    model: str
-    chips: int
-    timings: dict[str, float]
-    multichip: dict | None = None
-    records: dict | None = None  # record metric -> value (scalars) or per-record array
-    time_split: dict | None = None
-    headline: dict | None = None  # analysis.headline: the finding to read first
-    context: dict | None = None  # emulator.claim.run_context: modelling assumptions, the public claim
-
-    def to_json(self) -> dict:
-        graph = self.catalog.graph
-        metrics = {}
-        for name, m in graph.metrics.items():
-            v = self.evaluation.server[name]
-            if np.ndim(v) == 0:
-                metrics[name] = {"value": _num(v), "unit": m.unit_text}
-            else:
-                metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
-                                 "axes": [list(a) for a in m.axes]}
-        for name, m in graph.record_metrics.items():
-            v = (self.records or {}).get(name)
-            if v is None:
-                continue
-            if np.ndim(v) == 0:
-                metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": "run (over records)"}
-            else:
-                arr = np.asarray(v, dtype=np.float64)
-                metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,
-                                 "count": int(np.isfinite(arr).sum()), "nulls": int(np.isnan(arr).sum())}
-        decls = graph.declarations
-        for name, why in graph.unavailable.items():
-            metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
-        per_chip = []
-        for ci, chip in enumerate(self.evaluation.chips):
-            per_chip.append({"chip": int(chip), "metrics": {
-                n: _num(self.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes}})
-        a = self.analysis
-        return {
-            "generation": graph.generation.name,
-            "model": self.model,
-            "chips": self.chips,
-            "metrics": metrics,
-            "headline": self.headline,
-            "bottleneck": a.bottleneck,
-            "bottleneck_label": a.bottleneck_label,
-            "topdown": {k: _num(v) for k, v in a.topdown.items()},
-            "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
-            "topdown_tree_violations": a.tree_violations,
-            "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
-            "bounds_violations": {"counts": a.violation_counts,
-                                  "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},
-            "null_windows": a.null_windows,
-            "coverage": {k: round(v, 6) for k, v in self.evaluation.coverage.items() if v < 0.999999},
-            "unavailable": graph.unavailable,
-            "per_chip": per_chip,
-            "outputs": self.outputs,
-            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
-            "multichip": multichip_json(self.multichip),
-            "time_split": self.time_split,
-            "assumptions": (self.context or {}).get("assumptions"),
-            "claim": (self.context or {}).get("claim"),
-        }
+JobResult = Report  # what ``run_job`` returns (the name the main job had before it shared the analysis)
 
 
-def multichip_json(mc: dict | None) -> dict | None:
-    """The multi-chip section of the JSON report: ``straggler`` (or None), ``collective_wait_s`` per
-    chip, ``waits_for``, ``skew`` (per-step arrival skew, forward-pass start skew), ``imbalance``
-    (across chips and within chips, 1 − mean/max), ``saturation`` (PCIe and link windows at or above
-    the threshold), ``slow_links``, and ``alignment`` (clock-fit error against the ground truth)."""
-    if mc is None:
-        return None
-    coll = mc.get("collective", {})
-    return {"straggler": coll.get("straggler"), "collective_wait_s": coll.get("wait_s"), "waits_for": coll.get("waits_for"),
-            "collective_wait_share": coll.get("wait_share_of_time"), "skew": coll.get("skew"),
-            "imbalance": mc.get("imbalance"), "saturation": mc.get("saturation"), "slow_links": mc.get("slow_links"),
-            "alignment": {k: v for k, v in mc.get("alignment", {}).items() if k in ("error_ns", "samples")}}
-
-
-def _num(v) -> float | None:
-    f = float(v)
-    return f if np.isfinite(f) else None
-
-
-def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
-            isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu", out: str | Path = "perfonto-out",
-            log: Callable[[str], None] = lambda s: None, progress=None, slow_chip: tuple[int, float] | None = None,
-            throttled_link: tuple[int, int, float] | None = None, router_skew: float = 0.0,
-            serving: dict | None = None) -> JobResult:
-    """Run the main job end to end. Raises ``CatalogError`` when the catalog does not compile.
-
-    ``progress(phase, done, total)`` is passed to ``emulator.run``; ``slow_chip``, ``throttled_link``
-    and ``router_skew`` are its knobs (``emulator.knobs``); ``serving``: more of its keyword
-    arguments (``preset``, ``num_requests``, ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``)."""
-    timings: dict[str, float] = {}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+def compile_catalog(catalog_dir=None, generation: str = "sohu", library: bool = True, log=lambda s: None) -> tuple[Catalog, float]:
+    """Load and compile the catalog; raises ``CatalogError`` when it does not compile."""
     t0 = time.perf_counter()
-    cat = load_catalog(None, generation)
+    cat = load_catalog(catalog_dir, generation, library=library)
     if cat.errors or cat.graph is None:
         raise CatalogError(cat.diagnostics)
     graph = cat.graph
-    timings["compile"] = time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    for note in cat.notes:
+        log(note)
     log(f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
-        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({timings['compile']:.2f} s)")
+        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({dt:.2f} s)")
+    return cat, dt
 
-    t0 = time.perf_counter()
-    log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
-        f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
-    emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
-                       isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=out, progress=progress,
-                       slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
-    timings["emulate"] = time.perf_counter() - t0
 
+def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict) -> None:
     t0 = time.perf_counter()
-    evaluator_path = out / "evaluator.py"
-    evaluator_path.write_text(generate(graph), encoding="utf-8")
-    docs_path = out / "docs" / f"{graph.generation.name}.md"
+    docs_path = tmp / "docs" / f"{graph.generation.name}.md"
     docs_path.parent.mkdir(parents=True, exist_ok=True)
     docs_path.write_text(generate_markdown(graph), encoding="utf-8")
-    timings["codegen"] = time.perf_counter() - t0
-    log(f"generated evaluator {evaluator_path} and docs {docs_path}")
+    write_metrics_parquet(report.evaluation, report.evaluated, tmp / "metrics.parquet")
+    timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - t0
+    outputs |= {"metrics": str(tmp / "metrics.parquet"), "evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
+    outputs["report"] = str(tmp / "report.json")
+    report.outputs = relocate(outputs, tmp, final)
+    report.timings = timings
+    (tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
 
-    t0 = time.perf_counter()
-    evaluator = load_evaluator(evaluator_path)
-    ev = evaluate_dump(graph, evaluator, emu.counters_path)
-    metrics_path = out / "metrics.parquet"
-    write_metrics_parquet(ev, graph, metrics_path)
-    timings["evaluate"] = time.perf_counter() - t0
-    W, C = ev.windows.interval.shape
-    log(f"evaluated {len(graph.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
 
-    analysis = analyse(graph, ev)
-    records = record_metrics(graph, emu.requests_path)
-    split = trace_time_split(emu.trace_path, ev.windows)
-    t0 = time.perf_counter()
-    multichip = crosschip.analyse(out, gen=graph.generation)
-    timings["crosschip"] = time.perf_counter() - t0
-    outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path), "metrics": str(metrics_path),
-               "evaluator": str(evaluator_path), "docs": str(docs_path), "requests": str(emu.requests_path),
-               "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
-    result = JobResult(cat, ev, analysis, emu.ground_truth, outputs, model, chips, timings, multichip, records, split,
-                       headline(graph, ev, analysis, multichip), run_context(graph.generation, emu.ground_truth))
-    outputs["report"] = str(out / "report.json")
-    (out / "report.json").write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
-    return result
+def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
+            isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu",
+            out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
+            command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
+            slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
+            router_skew: float = 0.0, serving: dict | None = None) -> Report:
+    """Run the main job end to end: compile, emulate into the output folder, analyse.
+
+    ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
+    passed to ``emulator.run``; ``slow_chip``, ``throttled_link`` and ``router_skew`` are its knobs
+    (``emulator.knobs``); ``serving``: more of its keyword arguments (``preset``, ``num_requests``,
+    ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``). The report gets the run's modelling
+    assumptions and, for a generation with a public claim, the comparison (``emulator.claim``).
+
+    Raises:
+        CatalogError: the catalog does not compile.
+        perfonto.outputs.OutputError: ``out`` cannot be written (not perfonto's, being written).
+    """
+    cat, t_compile = compile_catalog(catalog, generation, library, log)
+    graph = cat.graph
+    timings = {"compile": t_compile}
+    final = Path(out)
+    with output_folder(final, command=command, force=force) as tmp:
+        t0 = time.perf_counter()
+        log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
+            f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
+        emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
+                           isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
+                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
+        timings["emulate"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        src = generate(graph)
+        (tmp / "evaluator.py").write_text(src, encoding="utf-8")
+        timings["codegen"] = time.perf_counter() - t0
+        log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
+        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth)
+        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log)
+        report.chips = chips
+        report.context = run_context(graph.generation, emu.ground_truth)
+        timings |= report.timings
+        outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
+                   "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+        _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
+    return report
+
+
+def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: str = "sohu", library: bool = True,
+                metrics: list[str] | None = None, force: bool = False, command: list[str] | None = None,
+                log: Callable[[str], None] = lambda s: None) -> Report:
+    """Analyse a capture the user has (``perfonto analyze``) into ``out``.
+
+    Raises:
+        CatalogError: the catalog does not compile.
+        KeyError: a name in ``metrics`` that is not a metric of the catalog.
+        DumpError: a part of the capture cannot be read.
+        perfonto.outputs.OutputError: ``out`` cannot be written.
+    """
+    from perfonto.metrics.catalog import select_metrics
+
+    cat, t_compile = compile_catalog(catalog, generation, library, log)
+    graph = cat.graph
+    if metrics:
+        select_metrics(graph, metrics)  # unknown names fail before anything is written
+    timings = {"compile": t_compile}
+    inputs = {"counters.parquet": _where(capture.counters), "requests.parquet": _where(capture.requests),
+              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync)}
+    if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
+        inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
+    final = Path(out)
+    with output_folder(final, command=command, force=force, inputs={k: v for k, v in inputs.items() if v}) as tmp:
+        t0 = time.perf_counter()
+        src = generate(graph)
+        (tmp / "evaluator.py").write_text(src, encoding="utf-8")
+        timings["codegen"] = time.perf_counter() - t0
+        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log)
+        if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
+            report.context = run_context(graph.generation, capture.ground_truth)
+        timings |= report.timings
+        outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
+        _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
+    return report
+
+
+def _where(source) -> str | None:
+    if source is None or not isinstance(source, (str, Path)):
+        return None
+    return str(Path(source).resolve()) if Path(source).exists() else str(source)
+
+
+def _ordered(t: dict) -> dict:
+    order = ["compile", "emulate", "codegen", "evaluate", "crosschip"]
+    return {k: t[k] for k in order if k in t} | {k: v for k, v in t.items() if k not in order}
+
+
+__all__ = ["JobResult", "analyze_job", "compile_catalog", "run_job"]

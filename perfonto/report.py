@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from perfonto.analysis.bottleneck import tree_children
+from perfonto.analysis.capture import Report
 
-from .job import JobResult
 from .report_claim import render_context
+
+JobResult = Report
 
 HEADLINE = [
     "tokens_per_second", "output_tokens_per_second", "mfu", "mxu.utilization", "mxu.achieved_flops",
@@ -43,7 +46,7 @@ SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99",
 
 def render_serving(result: JobResult, console: Console) -> None:
     """Latencies over request records and the time split from the device trace."""
-    graph = result.catalog.graph
+    graph = result.evaluated
     rec = result.records or {}
     rows = [(n, rec[n]) for n in SERVING if n in rec and np.ndim(rec[n]) == 0]
     if rows:
@@ -59,7 +62,7 @@ def render_serving(result: JobResult, console: Console) -> None:
         console.print("Time split (device trace, unions of spans, all chips): "
                       + ", ".join(f"{k.replace('_', ' ')} {v * 100:.1f} %" for k, v in ts.items())
                       + f" (sum {sum(ts.values()) * 100:.1f} %)")
-    steps = result.ground_truth.get("steps")
+    steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20:
         console.print(f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
                       f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
@@ -67,12 +70,12 @@ def render_serving(result: JobResult, console: Console) -> None:
 
 
 def render(result: JobResult, console: Console) -> None:
-    graph = result.catalog.graph
+    graph = result.evaluated
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
     W, C = ev.windows.interval.shape
     duration = float(ev.windows.interval.sum(axis=0).mean())
-    console.print(f"[bold]perfonto[/bold] — {result.model} on {result.chips} x {gen.name}, "
+    console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
                   f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
 
     t = Table(title="Server level (rates are totals over all chips; ratios are ratios of totals)", title_justify="left")
@@ -92,8 +95,8 @@ def render(result: JobResult, console: Console) -> None:
 
     render_serving(result, console)
 
-    if result.headline:
-        console.print(f"[bold]Headline:[/bold] {result.headline['message']} ({result.headline['metric']})", highlight=False)
+    if getattr(result, "headline", None):
+        console.print(Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})"))
     td = Table(title="Top-down levels 1 and 2 (share of core cycles)", title_justify="left")
     td.add_column("node")
     td.add_column("share", justify="right")
@@ -102,9 +105,9 @@ def render(result: JobResult, console: Console) -> None:
     for name, v in a.topdown.items():
         bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
         td.add_row(name, _fmt(v, "percent"), bar)
-        for child in kids.get(name, []):  # level 2
+        for child in (c for c in kids.get(name, []) if c in ev.server):  # level 2
             cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
-            td.add_row(f"  └ {child}", _fmt(cv, "percent"), "[dim]" + "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40)) + "[/dim]")
+            td.add_row(f"  └ {child}", _fmt(cv, "percent"), "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40)))
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
     td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
     console.print(td)
@@ -136,10 +139,12 @@ def render(result: JobResult, console: Console) -> None:
         console.print("[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):")
         for k, c in sorted(partial.items()):
             console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
-    if result.catalog.graph.unavailable:
-        console.print("[bold]Unavailable metrics[/bold] on this generation:")
-        for k, why in sorted(result.catalog.graph.unavailable.items()):
+    if result.unavailable:
+        console.print("[bold]Unavailable metrics[/bold] (on this generation, or not fed by this capture):")
+        for k, why in sorted(result.unavailable.items()):
             console.print(f"  • {k}: {why}", markup=False)
+    for note in result.notes:
+        console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
 
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
@@ -148,7 +153,7 @@ def render(result: JobResult, console: Console) -> None:
             pc.add_column(header, justify="right")
     pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
-        row = [str(int(chip))]
+        row = [f"{ev.hosts[ci]}/{int(chip)}" if ev.hosts is not None else str(int(chip))]
         for name in PER_CHIP:
             if name in graph.metrics:
                 row.append(_fmt(ev.per_chip[name][ci]))
@@ -161,7 +166,7 @@ def render(result: JobResult, console: Console) -> None:
     console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
     if result.multichip is not None and result.chips > 1:
         render_multichip(result.multichip, console)
-    render_context(result.context, console)
+    render_context(getattr(result, "context", None), console)
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
 
 

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from perfonto.metrics.catalog import shipped_others
 from perfonto.metrics.compiler import compile_files
 from perfonto.ontology import load_generation
 
@@ -24,6 +25,6 @@ def sohu():
 
 @pytest.fixture(scope="session")
 def library(sohu):
-    graph = compile_files(sohu)
+    graph = compile_files(sohu, others=shipped_others(sohu))
     assert not graph.errors, [d.render() for d in graph.errors]
     return graph

@@ -75,8 +75,8 @@ def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", "--catalog", str(tmp_path), "--generation", "x", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert [d["code"] for d in doc["diagnostics"] if d["severity"] == "error"] == ["unknown-quantity", "unknown-quantity"]
-    assert doc["diagnostics"][0]["line"] == line
+    errors = [d for d in doc["diagnostics"] if d["severity"] == "error"]
+    assert [d["code"] for d in errors] == ["unknown-quantity", "unknown-quantity"] and errors[0]["line"] == line
 
 
 def test_unit_that_does_not_convert_is_located(tmp_path):
@@ -187,3 +187,26 @@ def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
     assert float(ev.server["hbm.weight_gigabytes"]) == pytest.approx(truth / 1e9, rel=1e-6)
     hbm = gt["hbm_read_bytes"] + gt["hbm_write_bytes"]
     assert float(ev.server["hbm.weight_share"]) == pytest.approx(100 * truth / hbm, rel=1e-6)
+
+
+def test_perfonto_run_catalog_reports_the_new_counter_and_its_metric(tmp_path, capsys):
+    """The same acceptance through the command line: ``perfonto run --catalog DIR``."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "caelius_plus.yaml").write_text(textwrap.dedent("""\
+        generation: caelius_plus
+        extends: caelius
+        description: Caelius with a counter of HBM weight bytes, per stack.
+        blocks:
+          hbm:
+            signals:
+              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64, description: "Weight bytes read, in 64-byte bursts.", emulator: {linear: {hbm_weights: 1}, split: jitter}}
+        """))
+    (folder / "weights.metrics").write_text('metric hbm.weight_gigabytes [GB] = sum(hbm.weight_read_bytes)\n  "Weight bytes read from HBM."\n  groups memory\n')
+    out = tmp_path / "run"
+    assert main(["run", "--catalog", str(folder), "--duration", "0.3s", "--sample-period", "10ms", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    gt = json.loads((out / "ground_truth.json").read_text())
+    assert doc["generation"] == "caelius_plus" and "hbm.weight_read_bytes" in pq.read_schema(out / "counters.parquet").names
+    assert doc["metrics"]["hbm.weight_gigabytes"]["value"] == pytest.approx(gt["quantities"]["hbm_weights"] / 1e9, rel=1e-6)
+    assert doc["metrics"]["mfu"]["value"] is not None      # the shipped library comes with the extension

@@ -8,7 +8,6 @@ test checks that by failing to import pyarrow, pint and the project itself there
 import json
 import subprocess
 import sys
-import sysconfig
 import venv
 from pathlib import Path
 

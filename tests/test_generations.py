@@ -1,12 +1,12 @@
 """Generations that extend each other: caelius on sohu, aliases, removal, availability, and diff."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
 from perfonto import emulator
+from perfonto.metrics.catalog import shipped_others
 from perfonto.metrics.compiler import compile_files
 from perfonto.ontology import load_generation
 from perfonto.ontology.loader import catalog_dir
@@ -77,7 +77,7 @@ def test_removing_a_stable_signal_without_deprecation_is_an_error(tmp_path, caps
 
 
 def test_unavailable_metric_and_the_rest_evaluate(tmp_path, caelius):
-    graph = compile_files(caelius)
+    graph = compile_files(caelius, others=shipped_others(caelius))
     assert graph.unavailable == {"hbm.refresh_overhead": "signal `hbm.refresh_cycles` was removed in generation `caelius`"}
     assert not graph.errors
     res = emulator.run(caelius, chips=2, duration_s=0.05, sample_period_s=5e-3, warmup_steps=50, out_dir=tmp_path)
@@ -89,7 +89,10 @@ def test_unavailable_metric_and_the_rest_evaluate(tmp_path, caelius):
 def test_metric_on_a_signal_of_another_generation_is_unavailable_not_an_error(sohu):
     from perfonto.metrics.compiler import compile_texts
 
-    g = compile_texts(sohu, {"m.metrics": "metric fp4 [TFLOP/s] = sum(mxu.flops_fp4) / interval\nmetric ok [1] = 1"})
+    src = {"m.metrics": "metric fp4 [TFLOP/s] = sum(mxu.flops_fp4) / interval\nmetric ok [1] = 1"}
+    alone = compile_texts(sohu, src)  # the compiler knows only the generations it is given
+    assert [d.code for d in alone.errors] == ["unknown-name"]
+    g = compile_texts(sohu, src, others=shipped_others(sohu))
     assert not g.errors and list(g.metrics) == ["ok"]
     assert "exists on: b200, caelius" in g.unavailable["fp4"]
 

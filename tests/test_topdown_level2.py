@@ -26,7 +26,7 @@ def _share(gt, key, chip=None):
 
 def test_level2_tree_adds_up_and_matches_the_truth(tmp_path):
     r = _job(tmp_path)
-    kids = tree_children(r.catalog.graph)
+    kids = tree_children(r.graph)
     assert kids["topdown.compute_bound"] == ["topdown.compute.matrix", "topdown.compute.vector"]
     assert kids["topdown.interconnect_bound"] == ["topdown.interconnect.link_transfer", "topdown.interconnect.peer_wait"]
     assert r.analysis.tree_violations == []        # siblings add up in every window, as at level 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import stderr, stdout
+from .common import CommandError, stderr, stdout, why as _why
 from .project import EmuProgress
 from .validate_emulator import prepare_rows
 
@@ -32,8 +32,7 @@ def cmd_calibrate(args) -> int:
     try:
         header, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
-        err.print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
-        return 1
+        raise CommandError(_why(exc), 1) from None
     if not args.json:
         err.print(f"fitting {len(preps)} rows …")
     f = fit(preps)
@@ -46,8 +45,7 @@ def cmd_calibrate(args) -> int:
     try:
         write_fitted(out, f, res, header, loo)
     except OSError as exc:
-        err.print(f"error: cannot write {out}: {exc}", markup=False)
-        return 1
+        raise CommandError(f"cannot write {out}: {exc.strerror or exc}", 1) from None
     doc = {"parameters": f["parameters"], "fit": res, "leave_one_family_out": loo, "written": str(out)}
     if args.json:
         print(json.dumps(doc, indent=2))

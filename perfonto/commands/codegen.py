@@ -2,22 +2,24 @@
 
 Targets: ``python`` (standalone NumPy evaluator), ``sql`` (the metrics query, DuckDB dialect by
 default, ``--dialect spark`` for Spark SQL), ``c-header``, ``docs`` (one Markdown page; ``perfonto docs``
-writes the whole site), ``schemas``."""
+writes the whole site), ``schemas``, ``collector`` (the generation's wide-layout dump schema, JSON)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from .common import CommandError, duration, stderr
 
-TARGETS = ("python", "sql", "c-header", "docs", "schemas")
+TARGETS = ("python", "sql", "c-header", "docs", "schemas", "collector")
 
 
 def register(sub) -> None:
     c = sub.add_parser("codegen", help="generate an evaluator, the SQL query, a C header, docs or the JSON Schemas")
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
-    c.add_argument("--generation", default="sohu", help="generation (default: sohu)")
+    c.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
     c.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
-    c.add_argument("--out", required=True, help="output folder")
+    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
+    c.add_argument("--out", required=True, help="output folder (each file is written atomically)")
+    c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
     c.add_argument("--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)")
     c.add_argument("--counters", default=None,
                    help="sql: the counter table — a Parquet path read with read_parquet (duckdb; default counters.parquet) "
@@ -29,42 +31,45 @@ def register(sub) -> None:
 
 
 def cmd_codegen(args) -> int:
+    import json
+
+    from ..outputs import OutputError
+
     try:
-        return _codegen(args)
+        written = _codegen(args)
     except ValueError as exc:  # a catalog the target cannot express (e.g. C identifiers that collide)
         raise CommandError(str(exc), 1) from None
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
+    for path in written:
+        stderr().print(f"wrote {path}", markup=False)
+    if args.json:
+        print(json.dumps({"ok": True, "target": args.target, "written": [str(p) for p in written]}, indent=2))
+    return 0
 
 
-def _codegen(args) -> int:
-    err = stderr()
+def _codegen(args) -> list[Path]:
+    from ..outputs import write_file
+
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a folder", 2)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommandError(f"cannot create {out}: {exc.strerror}", 1) from None
     if args.target == "schemas":
         from perfonto.codegen.schemas import schemas
 
-        for name, text in schemas().items():
-            (out / name).write_text(text, encoding="utf-8")
-            err.print(f"wrote {out / name}", markup=False)
-        return 0
+        return [write_file(out / name, text) for name, text in schemas().items()]
     from perfonto.metrics.catalog import load_catalog
 
-    cat = load_catalog(args.catalog, args.generation)
+    cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
     if cat.generation is None or (args.target != "c-header" and cat.errors):
-        for d in cat.diagnostics:
-            err.print(d.render(), markup=False)
-        err.print("the catalog does not compile; nothing written", markup=False)
-        return 1
+        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+        raise CommandError("the catalog does not compile; nothing written" if not usage else
+                           f"no generation named `{args.generation}`", 2 if usage else 1, cat.diagnostics)
     gen = cat.generation
     if args.target == "c-header":
         from perfonto.codegen.c_header import generate_header
 
-        path = out / f"{gen.name}.h"
-        path.write_text(generate_header(gen), encoding="utf-8")
+        path = write_file(out / f"{gen.name}.h", generate_header(gen))
     elif args.target == "sql":
         from perfonto.codegen.sql import generate_sql, parquet_source
 
@@ -73,17 +78,18 @@ def _codegen(args) -> int:
         else:
             source = args.counters or "counters"
         period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
-        path = out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql")
-        path.write_text(generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect), encoding="utf-8")
+        path = write_file(out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql"),
+                          generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect))
+    elif args.target == "collector":
+        from perfonto.metrics.collector import wide_schema_json
+
+        path = write_file(out / f"{gen.name}.collector.json", wide_schema_json(gen))
     elif args.target == "python":
         from perfonto.codegen.python_evaluator import generate
 
-        path = out / f"{gen.name}_evaluator.py"
-        path.write_text(generate(cat.graph), encoding="utf-8")
+        path = write_file(out / f"{gen.name}_evaluator.py", generate(cat.graph))
     else:
         from perfonto.codegen.docs import generate_markdown
 
-        path = out / f"{gen.name}.md"
-        path.write_text(generate_markdown(cat.graph), encoding="utf-8")
-    err.print(f"wrote {path}", markup=False)
-    return 0
+        path = write_file(out / f"{gen.name}.md", generate_markdown(cat.graph))
+    return [path]

@@ -15,6 +15,27 @@ class CommandError(Exception):
         self.message, self.code, self.diagnostics = message, code, list(diagnostics)
 
 
+def catalog_failure(exc, args) -> CommandError:
+    """The ``CommandError`` for a ``CatalogError``: an unknown generation is a usage error (2), a
+    catalog that does not compile a failure (1)."""
+    usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
+    gen = getattr(args, "generation", None) or "sohu"
+    if usage:
+        return CommandError(f"no generation named `{gen}`" + (f" in {args.catalog}" if getattr(args, "catalog", None) else ""),
+                            2, exc.diagnostics)
+    check = "perfonto check" + (f" --catalog {args.catalog}" if getattr(args, "catalog", None) else "")
+    return CommandError(f"the catalog does not compile; run `{check}` for the full list", 1, exc.diagnostics)
+
+
+def why(exc: BaseException) -> str:
+    """A readable message for an exception from a lower layer: an OSError names its file and what
+    the system said (never a bare errno), others give their message."""
+    if isinstance(exc, OSError):
+        where = exc.filename or ""
+        return f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
+    return str(exc.args[0]) if exc.args else type(exc).__name__
+
+
 def load_generation_arg(name: str):
     """Load ``--generation``/a positional generation: an unknown name is a usage error (2), a file that
     does not load is a failure (1)."""

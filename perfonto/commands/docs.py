@@ -8,51 +8,68 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
     c = sub.add_parser("docs", help="write the Markdown docs site of the catalog (pages per generation and per metric group)")
-    c.add_argument("--generation", default="sohu", help="generation whose catalog gives the metric details (default: sohu)")
+    c.add_argument("--generation", default=None, help="generation whose catalog gives the metric details (default: sohu, "
+                                                       "or the --catalog folder's)")
     c.add_argument("--catalog", default=None, help="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)")
-    c.add_argument("--out", required=True, help="output folder")
+    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
+    c.add_argument("--out", required=True, help="output folder, written atomically")
+    c.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
+    c.add_argument("--json", action="store_true", help="print one JSON object (the pages written) on stdout")
     c.set_defaults(func=cmd_docs)
 
 
 def cmd_docs(args) -> int:
+    import json
+
     from perfonto.codegen.docs_site import generate_site, write_site
+    from perfonto.metrics.catalog import folder_generation, load_catalog
     from perfonto.ontology.loader import shipped_generations
 
-    from perfonto.metrics.catalog import load_catalog
+    from ..guides import guide_pages
+    from ..outputs import OutputError, output_folder, relocate
 
     err = stderr()
+    chosen = args.generation
+    if chosen is None and args.catalog is not None and Path(args.catalog).is_dir():
+        chosen = folder_generation(sorted(Path(args.catalog).glob("*.yaml")))
+    chosen = chosen or "sohu"
     names = shipped_generations()
-    if args.generation not in names:
-        names.append(args.generation)
+    if chosen not in names:
+        names.append(chosen)
     graphs = {}
     for name in names:
-        cat = load_catalog(args.catalog, name)
+        cat = load_catalog(args.catalog, name, library=not args.no_library)
         if cat.graph is None:
-            if name != args.generation and args.catalog is not None:
+            if name != chosen and args.catalog is not None:
                 continue  # a user's catalog folder need not hold every shipped generation
-            for d in cat.diagnostics:
-                err.print(d.render(), markup=False)
-            err.print(f"generation `{name}` does not load; nothing written", markup=False)
-            return 1
+            usage = any(d.code == "unknown-generation" for d in cat.diagnostics) and args.catalog is None
+            raise CommandError(f"generation `{name}` does not load; nothing written", 2 if usage else 1, cat.diagnostics)
         graphs[name] = cat.graph
     out = Path(args.out)
-    written = write_site(generate_site(graphs, args.generation), out)
-    written.append(_emulator_page(graphs[args.generation].generation, out))
+    try:
+        with output_folder(out, command=args.argv, force=args.force) as tmp:
+            pages = generate_site(graphs, chosen) | guide_pages() | {"emulator-quantities.md": _emulator_page(graphs[chosen].generation)}
+            written = [str(p) for p in write_site(pages, tmp)]
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
+    except OSError as exc:
+        raise CommandError(f"{out}: cannot write the site ({exc.strerror or exc}); choose another --out", 1) from None
+    written = relocate(written, tmp, out)
     err.print(f"wrote {len(written)} pages under {out} (index: {out / 'index.md'})", markup=False)
+    if args.json:
+        print(json.dumps({"ok": True, "out": str(out), "pages": written}, indent=2))
     return 0
 
 
-def _emulator_page(gen, out: Path) -> Path:
+def _emulator_page(gen) -> str:
     """``emulator-quantities.md``: the quantities a signal's emulator binding may name (``perfonto emulator-quantities``)."""
     from perfonto.emulator.quantities import registry
 
     from .emulator_quantities import bound_by, markdown
 
-    path = out / "emulator-quantities.md"
-    path.write_text(markdown(registry(), bound_by(gen), gen.name), encoding="utf-8")
-    return path
+    return markdown(registry(), bound_by(gen), gen.name)

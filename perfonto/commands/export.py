@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr
+from .common import CommandError, stderr
 
 
 def register(sub) -> None:
@@ -30,16 +30,14 @@ def cmd_export(args) -> int:
     err = stderr()
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
-        for d in cat.errors:
-            err.print(d.render(), markup=False)
-        err.print("the catalog does not compile; run `perfonto check` for the full list", markup=False)
-        return 1
+        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+        raise CommandError(f"no generation named `{args.generation}`" if usage else
+                           "the catalog does not compile; run `perfonto check` for the full list", 2 if usage else 1, cat.errors)
     result = export(cat.graph)
     try:
         Path(args.out).write_text(result.to_json(), encoding="utf-8")
     except OSError as exc:
-        err.print(f"error: cannot write {args.out}: {exc.strerror}", markup=False)
-        return 1
+        raise CommandError(f"cannot write {args.out}: {exc.strerror}", 1) from None
     n_const = sum(1 for e in result.entries if e["MetricName"].startswith("spec."))
     summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const,
                "constants": n_const, "skipped": result.skipped, "lost": result.lost}

@@ -10,7 +10,7 @@ import argparse
 import json
 import time
 
-from .common import non_negative_int, positive_int, stderr, stdout
+from .common import CommandError, non_negative_int, positive_int, stderr, stdout, why as _why
 
 
 class EmuProgress:
@@ -140,7 +140,6 @@ def cmd_project(args) -> int:
     from perfonto.emulator.presets import family_claim, preset_names, resolve
     from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token, project
 
-    err = stderr()
     try:
         mapping = mapping_from_args(args, args.chips, args.model)
         resolve(args.generation, args.preset)  # unknown preset: fail early
@@ -157,8 +156,7 @@ def cmd_project(args) -> int:
                                         draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0,
                                         progress=bar)
     except (ValueError, KeyError, OSError) as exc:
-        err.print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
-        return 1
+        raise CommandError(_why(exc), 1) from None
     main = results[chosen]
     doc = main.to_json()
     if claim:

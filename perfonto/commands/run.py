@@ -5,7 +5,7 @@ import argparse
 import json
 import math
 
-from .common import CommandError, duration, non_negative_int, positive_int, stderr, stdout
+from .common import CommandError, catalog_failure, duration, non_negative_int, positive_int, stderr, stdout
 from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
@@ -25,7 +25,10 @@ def register(sub) -> None:
     r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     r.add_argument("--warmup-steps", type=non_negative_int, default=400,
                    help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
-    r.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
+    r.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)")
+    r.add_argument("--catalog", default=None, metavar="DIR",
+                   help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the shipped metric library")
+    r.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     r.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR",
                    help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)")
     r.add_argument("--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR",
@@ -35,7 +38,8 @@ def register(sub) -> None:
     r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
     r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
     add_scenario_args(r)
-    r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
+    r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
+    r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     r.set_defaults(func=cmd_run)
 
@@ -103,9 +107,11 @@ class _Progress:
 
 
 def cmd_run(args) -> int:
+
     from perfonto.ontology.diagnostics import CatalogError
 
     from ..job import run_job
+    from ..outputs import OutputError
     from ..report import render
 
     err = stderr()
@@ -118,14 +124,15 @@ def cmd_run(args) -> int:
     try:
         result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
-                         generation=args.generation, out=args.out, log=lambda s: err.print(s, markup=False), progress=bar,
-                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
+                         generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
+                         force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
+                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
                          serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
                                       draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0))
     except CatalogError as exc:
-        usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
-        raise CommandError("the catalog does not compile; run `perfonto check` for the full list"
-                           if not usage else f"no generation named `{args.generation}`", 2 if usage else 1, exc.diagnostics) from None
+        raise catalog_failure(exc, args) from None
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
     except (ValueError, OSError) as exc:
         raise CommandError(str(exc), 1) from None
     finally:

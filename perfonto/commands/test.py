@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def cmd_test(args) -> int:
-    import yaml
+    from perfonto.ontology.yaml_source import read_yaml
 
     from perfonto.codegen.python_evaluator import generate, load
     from perfonto.metrics.compiler import library_files
@@ -33,7 +33,8 @@ def cmd_test(args) -> int:
     gens = set()
     for f in files:
         try:
-            g = (yaml.safe_load(f.read_text()) or {}).get("generation")
+            src = read_yaml(f)  # guarded against alias bombs and bad bytes
+            g = src.data.get("generation") if not src.diagnostics and isinstance(src.data, dict) else None
         except Exception:
             g = None
         if g and (args.generation is None or g == args.generation):

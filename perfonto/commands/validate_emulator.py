@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from .common import stderr, stdout
+from .common import CommandError, stdout, why as _why
 from .project import EmuProgress
 
 
@@ -46,8 +46,7 @@ def cmd_validate_emulator(args) -> int:
     try:
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
-        stderr().print(f"error: {exc.args[0] if exc.args else exc}", markup=False)
-        return 1
+        raise CommandError(_why(exc), 1) from None
     res = validate(preps)
     if not args.no_loo:
         params = {k: v for k, v in load_fitted()["parameters"].items() if k in FITTED_BOUNDS}

@@ -1,0 +1,176 @@
+"""Analyse a capture — any counter dump in the collector format, with request records, a trace and
+sync reads where the collector gives them — with any compiled catalog: the one code path behind
+``perfonto analyze`` and ``perfonto run`` (which emulates, then calls this).
+
+Steps: read the dump (``metrics.dump``); keep the metrics the dump can feed and the user asked for
+(the others are unavailable with the reason, e.g. "not in the dump: hbm.read_bytes"); evaluate
+them with the generated evaluator at window, chip and server level (``analysis.evaluate``); the
+top-down split, bottleneck, thresholds and bounds (``analysis.bottleneck``); record metrics over the
+request records; the time split from the trace; and, with sync reads, the multi-chip analysis on
+the host timeline (``analysis.crosschip``). The result is a ``Report``; ``Report.to_json`` is the
+JSON document both commands print and write as ``report.json``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+
+from perfonto.codegen.python_evaluator import generate, load
+from perfonto.metrics.catalog import select_metrics
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.windows import prepare, read_counters
+
+from . import crosschip
+from .bottleneck import Analysis, analyse
+from .evaluate import Evaluation, evaluate_windows
+from .headline import headline
+from .records import record_metrics, trace_time_split
+from .report_json import report_json
+
+
+@dataclass
+class Capture:
+    """Where a capture's parts are. ``counters``: a path, folder, glob or ``pa.Table`` in the
+    collector format; ``requests``, ``trace``, ``sync``: paths or None; ``ground_truth``: the
+    emulator's, when the capture came from it (used for the alignment error only)."""
+
+    counters: object
+    requests: object | None = None
+    trace: str | Path | None = None
+    sync: str | Path | None = None
+    ground_truth: dict | None = None
+    timestamp_unit: str | None = None
+    sample_period_ns: int | None = None
+
+
+@dataclass
+class Report:
+    """What a capture says. ``graph``: the catalog as compiled; ``evaluated``: the part of it that
+    was evaluated; ``unavailable``: metric → why it has no value on this capture (the catalog's
+    reasons and the dump's); ``notes``: what the readers ignored or could not do."""
+
+    graph: MetricGraph
+    evaluated: MetricGraph
+    evaluation: Evaluation
+    analysis: Analysis
+    unavailable: dict[str, str]
+    model: str | None = None
+    chips: int = 0
+    records: dict | None = None
+    time_split: dict | None = None
+    multichip: dict | None = None
+    ground_truth: dict | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    headline: dict | None = None  # analysis.headline: the finding to read first
+    context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
+
+    def to_json(self) -> dict:
+        """The report as one JSON document (``analysis.report_json``)."""
+        return report_json(self)
+
+
+def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit: str | None = None,
+               sample_period_ns: int | None = None) -> Capture:
+    """A ``Capture`` from what a user points at. ``counters`` may be a run folder (it holds
+    ``counters.parquet``, as ``perfonto run`` and ``emulator.run`` write it): its request records,
+    trace, sync reads and ``ground_truth.json`` are used unless given. Otherwise ``counters`` is the
+    dump itself (a file, a folder of dump files, a glob or a table)."""
+    import json
+
+    truth = None
+    if isinstance(counters, (str, Path)) and Path(counters).is_dir() and (Path(counters) / "counters.parquet").is_file():
+        run = Path(counters)
+        counters = run / "counters.parquet"
+
+        def pick(given, name):
+            return given if given is not None else (run / name if (run / name).is_file() else None)
+
+        requests, trace, sync = pick(requests, "requests.parquet"), pick(trace, "trace.parquet"), pick(sync, "sync.parquet")
+        gt = run / "ground_truth.json"
+        if gt.is_file():
+            try:
+                truth = json.loads(gt.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                truth = None
+            truth = truth if isinstance(truth, dict) else None
+    return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns)
+
+
+def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | None = None) -> dict[str, str]:
+    """Metrics of ``graph`` that read (directly or through other metrics) a signal in ``absent``:
+    metric → "not in the dump: a, b"."""
+    import networkx as nx
+
+    out = {}
+    for name in list(graph.metrics) + list(graph.record_metrics):
+        if wanted is not None and name not in wanted:
+            continue
+        missing = sorted(n for n in nx.ancestors(graph.graph, name) if n in absent)
+        if missing:
+            out[name] = "not in the dump: " + ", ".join(missing[:6]) + (" …" if len(missing) > 6 else "")
+    return out
+
+
+def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,
+                    model: str | None = None, log: Callable[[str], None] = lambda s: None) -> Report:
+    """Analyse ``capture`` with the compiled catalog ``graph``.
+
+    ``metrics``: evaluate only these and what they need (names checked by the caller, see
+    ``metrics.catalog.select_metrics``). ``evaluator``: a generated evaluator module for the whole
+    ``graph`` (generated here when not given, or when only part of the catalog can be evaluated).
+    ``model``: the workload's name, else the dump's metadata's.
+
+    Raises:
+        DumpError: the counters, request records or trace cannot be read.
+        crosschip.RunError: sync reads that do not cover the dump's chips.
+    """
+    gen = graph.generation
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    dump = read_counters(capture.counters, gen, timestamp_unit=capture.timestamp_unit,
+                         sample_period_ns=capture.sample_period_ns)
+    notes = list(dump.notes)
+    wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
+    absent = set(dump.absent) | {f for f, fd in gen.fields.items() if fd.register in dump.absent}
+    gone = dump_unavailable(graph, absent, wanted)
+    keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
+    evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
+    if evaluator is None or evaluated is not graph:
+        evaluator = load(generate(evaluated))
+    w = prepare(dump, gen)
+    ev = evaluate_windows(evaluated, evaluator, w, dump)
+    timings["evaluate"] = time.perf_counter() - t0
+    W, C = w.interval.shape
+    log(f"evaluated {len(evaluated.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
+    if gone:
+        log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(dump.absent)} signal(s) they read")
+    analysis = analyse(evaluated, ev)
+    records = None
+    if capture.requests is not None and evaluated.record_metrics:
+        records = record_metrics(evaluated, capture.requests)
+    elif evaluated.record_metrics:
+        notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
+    split = trace_time_split(capture.trace, ev.windows) if capture.trace is not None else None
+    multichip = None
+    if capture.sync is not None:
+        if dump.hosts is not None and len(set(dump.hosts)) > 1:
+            notes.append("the dump spans several hosts: the multi-chip analysis (one host's chips on its timeline) is skipped")
+        else:
+            t0 = time.perf_counter()
+            run = crosschip.Run.of(dump.path, capture.sync, capture.trace, capture.ground_truth, meta=dict(dump.metadata))
+            multichip = crosschip.analyse(run, gen=gen, dump=dump, windows=w)
+            timings["crosschip"] = time.perf_counter() - t0
+    unavailable = dict(graph.unavailable) | gone
+    if wanted is not None:
+        unavailable = {k: v for k, v in unavailable.items() if k in wanted}
+    return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
+                  records, split, multichip, capture.ground_truth, {}, timings, notes,
+                  headline(evaluated, ev, analysis, multichip))
+
+
+__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]

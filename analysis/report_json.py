@@ -1,0 +1,88 @@
+"""The JSON document of an analysed capture (``analysis.capture.Report``): the same for
+``perfonto run`` and ``perfonto analyze``."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def report_json(report) -> dict:
+    """The JSON document of a ``Report`` (``analysis.capture``): ``generation``, ``model``, ``chips``,
+    ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
+    the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
+    windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
+    ``time_split``, ``headline`` (``analysis.headline``), ``notes`` when a reader ignored something,
+    and for an emulated run its ``assumptions`` and ``claim`` (``Report.context``)."""
+    graph = report.evaluated
+    metrics = {}
+    for name, m in graph.metrics.items():
+        v = report.evaluation.server[name]
+        if np.ndim(v) == 0:
+            metrics[name] = {"value": _num(v), "unit": m.unit_text}
+        else:
+            metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
+                             "axes": [list(a) for a in m.axes]}
+    for name, m in graph.record_metrics.items():
+        v = (report.records or {}).get(name)
+        if v is None:
+            continue
+        if np.ndim(v) == 0:
+            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": "run (over records)"}
+        else:
+            arr = np.asarray(v, dtype=np.float64)
+            metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,
+                             "count": int(np.isfinite(arr).sum()), "nulls": int(np.isnan(arr).sum())}
+    decls = graph.declarations
+    for name, why in report.unavailable.items():
+        metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
+    per_chip = []
+    for ci, chip in enumerate(report.evaluation.chips):
+        per_chip.append(({"host": str(report.evaluation.hosts[ci])} if report.evaluation.hosts is not None else {}) | {"chip": int(chip), "metrics": {
+            n: _num(report.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes}})
+    a = report.analysis
+    return {
+        "generation": graph.generation.name,
+        "model": report.model,
+        "chips": report.chips,
+        "metrics": metrics,
+        "headline": getattr(report, "headline", None),
+        "bottleneck": a.bottleneck,
+        "bottleneck_label": a.bottleneck_label,
+        "topdown": {k: _num(v) for k, v in a.topdown.items()},
+        "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
+        "topdown_tree_violations": a.tree_violations,
+        "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
+        "bounds_violations": {"counts": a.violation_counts,
+                              "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},
+        "null_windows": a.null_windows,
+        "coverage": {k: round(v, 6) for k, v in report.evaluation.coverage.items() if v < 0.999999},
+        "unavailable": report.unavailable,
+        "per_chip": per_chip,
+        "outputs": report.outputs,
+        "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
+        "multichip": multichip_json(report.multichip),
+        "time_split": report.time_split,
+    } | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
+
+
+def _context(ctx: dict | None) -> dict:
+    """``assumptions`` and ``claim`` of an emulated run (``emulator.claim.run_context``), when known."""
+    return {"assumptions": ctx.get("assumptions"), "claim": ctx.get("claim")} if ctx else {}
+
+
+def multichip_json(mc: dict | None) -> dict | None:
+    """The multi-chip section of the JSON report: ``straggler`` (or None), ``collective_wait_s`` per
+    chip, ``waits_for``, ``skew`` (per-step arrival skew, forward-pass start skew), ``imbalance``
+    (across chips and within chips, 1 − mean/max), ``saturation`` (PCIe and link windows at or above
+    the threshold), ``slow_links``, and ``alignment`` (clock-fit error against the ground truth)."""
+    if mc is None:
+        return None
+    coll = mc.get("collective", {})
+    return {"straggler": coll.get("straggler"), "collective_wait_s": coll.get("wait_s"), "waits_for": coll.get("waits_for"),
+            "collective_wait_share": coll.get("wait_share_of_time"), "skew": coll.get("skew"),
+            "imbalance": mc.get("imbalance"), "saturation": mc.get("saturation"), "slow_links": mc.get("slow_links"),
+            "alignment": {k: v for k, v in mc.get("alignment", {}).items() if k in ("error_ns", "samples")}}
+
+
+def _num(v) -> float | None:
+    f = float(v)
+    return f if np.isfinite(f) else None

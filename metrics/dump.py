@@ -1,0 +1,413 @@
+"""The collector format: a counter dump read into raw registers on a common sampling grid.
+
+What a collector writes (the full description, for people who write collectors, is the guide
+``collector-format.md``; ``schemas/collector.schema.json`` is its machine-readable form):
+
+- **Layouts.** *Wide*: one row per chip and sample — key columns, then one column per signal
+  (a block with instances as a fixed-size list, or one column per instance named ``signal[i]``).
+  *Long*: one row per chip, sample, signal and instance — ``signal``, ``instance`` (empty or null
+  for a signal without instances; the flat index over the block's axes otherwise) and ``value``.
+- **Keys.** ``chip`` (integer, required), ``host`` (optional; chips are keyed by (host, chip), so two
+  hosts may both number their chips 0..7), an optional ``sample`` number, and the timestamp:
+  ``timestamp_ns``, ``timestamp_us``, ``timestamp_ms`` or ``timestamp_s``, or ``timestamp`` with its
+  unit given (metadata ``timestamp_unit`` or the reader's argument).
+- **Files.** Parquet, Arrow IPC or CSV; one file, a folder (Hive partitions become columns) or a glob
+  (``metrics.dump_io``). Parquet/Arrow metadata under the key ``perfonto`` (JSON) may give
+  ``generation``, ``sample_period_ns``, ``timestamp_unit``, ``model``, ``duration_ns``.
+- **Subsets.** A dump may hold any subset of the generation's signals; the absent ones are listed
+  in ``CounterDump.absent`` and the metrics that read them are unavailable ("not in the dump").
+  Columns that are not signals are ignored with a note (and a "did you mean").
+- **Types.** Registers are unsigned integers. A counter column of a signed or floating type, or of a
+  storage type narrower than the counter's register width, or with another instance count than the
+  generation declares, is a ``DumpError`` naming the file, the column and the fix. A gauge may be
+  stored signed as long as it holds no negative value.
+
+Samples are placed on a grid: with a sample period (metadata or argument), a chip's sample lands at
+index round((t − t0) / period), so a dropped sample leaves a hole; with a ``sample`` column, that is
+the grid; otherwise every chip must have the same number of samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from perfonto.ontology.diagnostics import did_you_mean
+from perfonto.ontology.generation import Generation
+from perfonto.ontology.model import SignalKind
+
+from .dump_io import DumpError, load
+
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+KEYS = {"host", "chip", "sample", "timestamp", "signal", "instance", "value"} | {f"timestamp_{u}" for u in TIME_UNITS}
+LONG_TYPES = {"chip": pa.int64(), "value": pa.uint64(), "instance": pa.int64(), "signal": pa.string(), "host": pa.string()}
+
+
+@dataclass
+class CounterDump:
+    """Raw samples of one capture on a common sampling grid.
+
+    ``raw[name]``: uint64 (samples, chips, instances), only for the signals the dump holds;
+    ``timestamps_ns``: int64 (samples, chips); ``present``: bool (samples, chips) — False where the
+    chip has no sample at that grid point; ``missing[name]``: bool like ``raw`` — True where the
+    register was null; ``chips``: chip number of each chip column; ``hosts``: host of each chip
+    column (None when the dump names no hosts); ``absent``: the generation's signals not in the dump;
+    ``notes``: what the reader ignored.
+    """
+
+    path: str
+    chips: np.ndarray
+    timestamps_ns: np.ndarray
+    raw: dict[str, np.ndarray]
+    present: np.ndarray
+    missing: dict[str, np.ndarray] = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+    hosts: np.ndarray | None = None
+    absent: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def keys(self) -> list[tuple[str | None, int]]:
+        """(host, chip) of every chip column."""
+        hosts = self.hosts if self.hosts is not None else [None] * len(self.chips)
+        return [(h, int(c)) for h, c in zip(hosts, self.chips)]
+
+
+def csv_types(gen: Generation) -> dict[str, pa.DataType]:
+    """Column types a CSV dump is read with: registers unsigned 64-bit, keys as the format says."""
+    types = dict(LONG_TYPES)
+    types.update({"timestamp_ns": pa.int64(), "timestamp_us": pa.float64(), "timestamp_ms": pa.float64(),
+                  "timestamp_s": pa.float64(), "timestamp": pa.float64(), "sample": pa.int64()})
+    for name, sig in gen.signals.items():
+        types[name] = pa.uint64()
+        for i in range(sig.instances if sig.instances > 1 else 0):
+            types[f"{name}[{i}]"] = pa.uint64()
+    return types
+
+
+def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
+                  sample_period_ns: int | None = None) -> CounterDump:
+    """Read a counter dump in the collector format (see the module docstring) for ``gen``.
+
+    ``source``: a path, folder, glob or ``pa.Table``. ``timestamp_unit`` (ns, us, ms, s) for a bare
+    ``timestamp`` column; ``sample_period_ns`` overrides the metadata's.
+
+    Raises:
+        DumpError: unreadable or corrupt input, a column that contradicts the ontology, keys that
+            are missing or null, timestamps that do not increase, no signal of ``gen`` at all.
+    """
+    loaded = load(source, "counter dump", csv_types(gen))
+    t, p, meta = loaded.table, loaded.label, loaded.meta
+    names = t.column_names
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
+    version = meta.get("collector_format", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DumpError(f"{p}: metadata collector_format is {version!r}; it is the format's version number (1)")
+    if version > 1:
+        raise DumpError(f"{p}: written in collector format {version}; this perfonto reads format 1 — upgrade perfonto")
+    if meta.get("generation") not in (None, gen.name):
+        raise DumpError(f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
+                        f"evaluate it with --generation {meta['generation']}")
+    unit = timestamp_unit or meta.get("timestamp_unit")
+    chip, host, ts = _keys(t, p, unit)
+    long = "signal" in names and "value" in names
+    notes: list[str] = []
+    columns = _long_columns(t, p, gen, notes) if long else _wide_columns(t, p, gen, notes)
+    if not columns:
+        raise DumpError(f"{p}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
+                        f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?")
+    if long:
+        chip, host, ts, columns = _pivot(chip, host, ts, t, p, columns)
+    period = _period(meta, sample_period_ns, p)
+    sample = None
+    if "sample" in names and not long:
+        if not pa.types.is_integer(t.column("sample").type):
+            raise DumpError(f"{p}: column `sample` has type {t.column('sample').type}; it must hold sample numbers")
+        sample = t.column("sample").to_numpy(zero_copy_only=False).astype(np.int64)
+    return _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes)
+
+
+def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    names = t.column_names
+    if "chip" not in names:
+        raise DumpError(f"{p}: no `chip` column; every row names its chip (and `host` where there are several)")
+    stamp = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
+    if len(stamp) != 1:
+        raise DumpError(f"{p}: {'no' if not stamp else 'more than one'} timestamp column ({', '.join(stamp) or 'none'}); "
+                        "write one of timestamp_ns, timestamp_us, timestamp_ms, timestamp_s")
+    col = stamp[0]
+    u = col[10:] if col != "timestamp" else unit
+    if u not in TIME_UNITS:
+        raise DumpError(f"{p}: column `timestamp` has no unit; name it timestamp_ns/_us/_ms/_s or give --timestamp-unit")
+    for key in ("chip", col):
+        c = t.column(key)
+        if c.null_count:
+            raise DumpError(f"{p}: `{key}` holds nulls; every row needs a chip and a timestamp")
+        if key == "chip" and not pa.types.is_integer(c.type):
+            raise DumpError(f"{p}: column `chip` has type {c.type}; it must be an integer column")
+        if key != "chip" and not (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)):
+            raise DumpError(f"{p}: column `{key}` has type {c.type}; it must be an integer column")
+    chip = t.column("chip").to_numpy(zero_copy_only=False).astype(np.int64)
+    raw_ts = t.column(col).to_numpy(zero_copy_only=False)
+    if u == "ns" and pa.types.is_integer(t.column(col).type):
+        ts = raw_ts.astype(np.int64)
+    else:
+        f = raw_ts.astype(np.float64) * TIME_UNITS[u]
+        if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
+            raise DumpError(f"{p}: column `{col}` holds a non-finite or out-of-range timestamp")
+        ts = np.rint(f).astype(np.int64)
+    host = None
+    if "host" in names:
+        hc = t.column("host")
+        if hc.null_count:
+            raise DumpError(f"{p}: `host` holds nulls; name every row's host, or drop the column")
+        host = np.asarray(pc.cast(hc, pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+    return chip, host, ts
+
+
+def _check_type(p: str, col: str, sig, typ: pa.DataType) -> None:
+    if not pa.types.is_integer(typ):
+        raise DumpError(f"{p}: column `{col}` has type {typ}; raw registers are unsigned integers "
+                        "(write the register's raw value, not a scaled or converted one)")
+    if sig.kind in (SignalKind.counter, SignalKind.histogram):
+        if pa.types.is_signed_integer(typ):
+            raise DumpError(f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
+                            f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)")
+        if sig.width is not None and typ.bit_width < sig.width:
+            raise DumpError(f"{p}: column `{col}` is {typ}, narrower than the counter's {sig.width}-bit register; "
+                            f"write it as uint{64 if sig.width > 32 else 32} so the high bits are not lost")
+
+
+def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """signal → (values (N, I) uint64, nulls (N, I) bool) from a wide table."""
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    flat: dict[str, dict[int, str]] = {}
+    for col in t.column_names:
+        if col in KEYS:
+            continue
+        if col.endswith("]") and "[" in col:
+            base, _, idx = col[:-1].rpartition("[")
+            if base in gen.signals and idx.isdigit():
+                flat.setdefault(base, {})[int(idx)] = col
+                continue
+        if col in gen.signals:
+            out[col] = _wide_one(t, p, col, gen.signals[col])
+        elif not _partition_like(t, col):
+            hint = did_you_mean(col, gen.signals)
+            notes.append(f"column `{col}` is not a signal of `{gen.name}`; ignored" + (f" ({hint})" if hint else ""))
+    for base, cols in flat.items():
+        sig = gen.signals[base]
+        if base in out:
+            raise DumpError(f"{p}: `{base}` is both one column and per-instance columns `{base}[i]`; keep one form")
+        if sorted(cols) != list(range(sig.instances)):
+            raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in sorted(cols))}; "
+                            f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+        vals, nulls = [], []
+        for i in range(sig.instances):
+            v, n = _wide_one(t, p, cols[i], sig, scalar=True)
+            vals.append(v[:, 0])
+            nulls.append(n[:, 0])
+        out[base] = (np.stack(vals, axis=1), np.stack(nulls, axis=1))
+    return out
+
+
+def _partition_like(t: pa.Table, col: str) -> bool:
+    """A string column of few distinct values (a Hive partition or a label) is ignored without a note."""
+    return pa.types.is_string(t.column(col).type) or pa.types.is_large_string(t.column(col).type)
+
+
+def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    c = t.column(col).combine_chunks()
+    n_inst = 1 if scalar else sig.instances
+    if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:
+        lengths = pc.list_value_length(c).to_numpy(zero_copy_only=False)
+        ok = np.isnan(lengths.astype(np.float64)) | (lengths == n_inst)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            raise DumpError(f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
+                            f"declares {n_inst}")
+        c = c.cast(pa.list_(c.type.value_type, n_inst))  # a list column (pandas, CSV-less writers) as fixed-size
+    if pa.types.is_fixed_size_list(c.type):
+        if scalar or c.type.list_size != n_inst:
+            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}")
+        _check_type(p, col, sig, c.type.value_type)
+        row_null = c.is_null().to_numpy(zero_copy_only=False)
+        values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
+        nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
+        arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+    else:
+        if n_inst != 1:
+            raise DumpError(f"{p}: column `{col}` is a scalar but `{sig.block}` has {n_inst} instances; write a "
+                            f"fixed-size list or one column per instance (`{col}[0]` …)")
+        _check_type(p, col, sig, c.type)
+        nulls = c.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
+        arr = c.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
+    if arr.dtype.kind == "i" and arr.size and (arr < 0).any():
+        raise DumpError(f"{p}: column `{col}` holds negative values; raw registers are unsigned")
+    return arr.astype(np.uint64, copy=False), nulls
+
+
+def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,)) of a long table, packed in a tuple."""
+    if t.column("signal").null_count:
+        raise DumpError(f"{p}: `signal` holds nulls; every row names its signal")
+    val = t.column("value")
+    if not pa.types.is_integer(val.type):
+        raise DumpError(f"{p}: column `value` has type {val.type}; raw registers are unsigned integers")
+    sig_col = pc.cast(t.column("signal"), pa.string()).combine_chunks()
+    dic = sig_col.dictionary_encode()
+    codes = dic.indices.to_numpy(zero_copy_only=False)
+    labels = dic.dictionary.to_pylist()
+    if "instance" in t.column_names:
+        inst_col = t.column("instance")
+        if not pa.types.is_integer(inst_col.type) and not pa.types.is_null(inst_col.type):
+            raise DumpError(f"{p}: column `instance` has type {inst_col.type}; it is the instance's flat index (an integer)")
+        inst = inst_col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if not pa.types.is_null(inst_col.type) \
+            else np.full(t.num_rows, -1, np.int64)
+    else:
+        inst = np.full(t.num_rows, -1, np.int64)
+    vnull = val.is_null().to_numpy(zero_copy_only=False)
+    values = val.fill_null(0).to_numpy(zero_copy_only=False)
+    if values.dtype.kind == "i" and values.size and (values < 0).any():
+        bad = int(np.flatnonzero(values < 0)[0])
+        raise DumpError(f"{p}: row {bad + 1}: `value` is negative; raw registers are unsigned")
+    out = {}
+    for k, name in enumerate(labels):
+        if name not in gen.signals:
+            hint = did_you_mean(name, gen.signals)
+            notes.append(f"signal `{name}` is not a signal of `{gen.name}`; its rows are ignored" + (f" ({hint})" if hint else ""))
+            continue
+        sig = gen.signals[name]
+        _check_type(p, "value", sig, val.type)
+        rows = np.flatnonzero(codes == k)
+        ii = inst[rows]
+        n = sig.instances
+        if n == 1:
+            if np.any(ii > 0):
+                raise DumpError(f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty")
+            ii = np.zeros(len(rows), np.int64)
+        elif np.any((ii < 0) | (ii >= n)):
+            bad = ii[(ii < 0) | (ii >= n)][0]
+            raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
+                            f"{'none' if bad < 0 else int(bad)}")
+        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows])
+    return out
+
+
+def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
+    """Long rows → one row per (host, chip, timestamp) and signal columns (N, I)."""
+    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
+    key = np.stack([hk, chip, ts], axis=1)
+    uniq, row_of = np.unique(key, axis=0, return_inverse=True)
+    row_of = row_of.reshape(-1)
+    N = len(uniq)
+    wide = {}
+    for name, (rows, inst, vals, nulls) in columns.items():
+        n_inst = int(inst.max()) + 1 if len(inst) else 1
+        size = max(n_inst, 1)
+        arr = np.zeros((N, size), np.uint64)
+        missing = np.ones((N, size), bool)
+        r = row_of[rows]
+        seen = np.zeros((N, size), np.int32)
+        np.add.at(seen, (r, inst), 1)
+        if (seen > 1).any():
+            i = np.argwhere(seen > 1)[0]
+            raise DumpError(f"{p}: signal `{name}` instance {int(i[1])} has two rows for one chip and timestamp; "
+                            "each register is sampled once per sample")
+        arr[r, inst] = vals
+        missing[r, inst] = nulls
+        wide[name] = (arr, missing)
+    hosts = None
+    if host is not None:
+        names = np.unique(host)
+        hosts = names[uniq[:, 0]]
+    return uniq[:, 1], hosts, uniq[:, 2], wide
+
+
+def _period(meta: dict, override: int | None, p: str) -> int:
+    raw = override if override is not None else meta.get("sample_period_ns", 0)
+    try:
+        value = float(raw or 0)
+    except (TypeError, ValueError):
+        raise DumpError(f"{p}: metadata sample_period_ns is {raw!r}, not a number of nanoseconds") from None
+    if not np.isfinite(value) or value < 0 or value > 8.64e13:
+        raise DumpError(f"{p}: sample_period_ns is {raw!r}; give a finite period of at most a day in ns")
+    return int(value)
+
+
+def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> CounterDump:
+    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
+    host_names = None if host is None else np.unique(host)
+    pair = np.stack([hk, chip], axis=1)
+    keys, chip_idx = np.unique(pair, axis=0, return_inverse=True)
+    chip_idx = chip_idx.reshape(-1)
+    if len(keys) == 0:
+        raise DumpError(f"{p}: the dump holds no samples")
+    order = np.lexsort((ts, chip_idx))
+    ci = chip_idx[order]
+    ts_sorted = ts[order]
+    C = len(keys)
+    counts = np.bincount(ci, minlength=C)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
+    same = np.diff(ci) == 0
+    if np.any(np.diff(ts_sorted)[same] <= 0):
+        c = int(ci[1:][same & (np.diff(ts_sorted) <= 0)][0])
+        raise DumpError(f"{p}: timestamps of chip {label[c]} do not increase (duplicate or out-of-order samples)")
+    if counts.min() < 2:
+        c = int(np.argmin(counts))
+        raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
+    if sample is not None:
+        grid = sample[order]
+        if np.any(grid < 0):
+            raise DumpError(f"{p}: negative sample numbers")
+        if np.any(np.diff(grid)[same] <= 0):
+            raise DumpError(f"{p}: sample numbers of one chip do not increase")
+        grid = grid - grid.min()
+    elif period > 0:
+        t0 = ts_sorted[starts][ci]
+        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
+        if np.any(np.diff(grid)[same] <= 0):
+            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
+    else:
+        if not np.all(counts == counts[0]):
+            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
+                            "sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
+        grid = np.arange(len(order)) - starts[ci]
+    S = int(grid.max()) + 1
+    if S > 2 * int(counts.max()) + 16:
+        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
+                        "sampling grid (corrupt?) or the sample period is wrong")
+    present = np.zeros((S, C), dtype=bool)
+    present[grid, ci] = True
+    stamps = np.zeros((S, C), dtype=np.int64)
+    stamps[grid, ci] = ts_sorted
+    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
+        for c in range(C):
+            have = np.nonzero(present[:, c])[0]
+            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
+    raw: dict[str, np.ndarray] = {}
+    missing: dict[str, np.ndarray] = {}
+    for name in gen.signals:
+        if name not in columns:
+            continue
+        arr, nulls = columns[name]
+        n_inst = arr.shape[1]
+        out = np.zeros((S, C, n_inst), dtype=np.uint64)
+        out[grid, ci] = arr[order]
+        raw[name] = out
+        if nulls.any():
+            m = np.zeros((S, C, n_inst), dtype=bool)
+            m[grid, ci] = nulls[order]
+            missing[name] = m
+    absent = tuple(n for n in gen.signals if n not in raw)
+    for name, sig in gen.signals.items():
+        ind = sig.reset_indicator
+        if name in raw and ind is not None and ind not in raw:
+            notes.append(f"`{name}` declares reset indicator `{ind}`, which is not in the dump: resets are inferred from implausible increases only")
+    return CounterDump(p, keys[:, 1].astype(np.int64), stamps, raw, present, missing, dict(meta),
+                       hosts=None if host is None else host_names[keys[:, 0]], absent=absent, notes=notes)

@@ -1,0 +1,160 @@
+"""Read the tables of a capture from wherever a collector left them: one file, a folder or a glob of
+Parquet, Arrow IPC (``.arrow``, ``.ipc``, ``.feather``) or CSV files, or an Arrow table in memory.
+
+A folder is read recursively; a path component ``key=value`` (Hive partitioning, as Spark, DuckDB
+and pyarrow write it) becomes a string column ``key`` of that file's rows unless the file has that
+column itself. The parts are concatenated in sorted path order. Every failure is a ``DumpError``
+naming the file and, where the format says, the row and column, and what to do.
+"""
+from __future__ import annotations
+
+import glob as globmod
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.ipc as pipc
+import pyarrow.parquet as pq
+
+PARQUET = (".parquet", ".pq")
+ARROW = (".arrow", ".ipc", ".feather")
+CSV = (".csv",)
+SUFFIXES = PARQUET + ARROW + CSV
+MAX_FILES = 200_000
+
+
+class DumpError(ValueError):
+    """A capture that cannot be read as the generation's signals (the message says what and how to fix)."""
+
+
+@dataclass
+class Loaded:
+    """A capture table: ``table`` (all parts), ``label`` (file, folder or glob, for messages),
+    ``files`` (the parts read), ``meta`` (the ``perfonto`` key of the first part's schema metadata)."""
+
+    table: pa.Table
+    label: str
+    files: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+
+def is_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def parts_of(source: str | Path, what: str) -> tuple[str, list[Path]]:
+    """The files behind ``source`` (a file, a folder read recursively, or a glob), sorted.
+
+    Raises:
+        DumpError: nothing there, a folder without capture files, a device or other non-regular file.
+    """
+    text = str(source)
+    if is_glob(text) and not Path(text).exists():
+        files = sorted(Path(p) for p in globmod.glob(text, recursive=True) if Path(p).is_file())
+        if not files:
+            raise DumpError(f"{text}: no file matches this pattern; check the path of the {what}")
+        return text, files
+    p = Path(text)
+    try:
+        if p.is_dir():
+            files = []
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.name.lower().endswith(SUFFIXES) and not f.name.startswith((".", "_")):
+                    files.append(f)
+                    if len(files) > MAX_FILES:
+                        raise DumpError(f"{p}: more than {MAX_FILES} files; point at a narrower folder")
+            if not files:
+                raise DumpError(f"{p}: the folder holds no {', '.join(SUFFIXES)} files; is it the {what}?")
+            return text, files
+        if not p.exists():
+            raise DumpError(f"{p}: no such file or folder; check the path of the {what}")
+        if not p.is_file():
+            raise DumpError(f"{p}: not a regular file (a device or a pipe?); give the {what} as a file or folder")
+    except OSError as exc:
+        raise DumpError(f"{text}: cannot read ({exc.strerror or exc}); check the path of the {what}") from None
+    return text, [p]
+
+
+def _partition_columns(path: Path, root: Path | None) -> dict[str, str]:
+    rel = path.parent.relative_to(root).parts if root is not None and path.is_relative_to(root) else path.parent.parts
+    out = {}
+    for part in rel:
+        if "=" in part:
+            k, _, v = part.partition("=")
+            if k:
+                out[k] = v
+    return out
+
+
+def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = None) -> pa.Table:
+    """One file by its suffix (CSV with ``csv_types`` for the columns it names).
+
+    Raises:
+        DumpError: unreadable, not of its suffix's format, a CSV value that does not convert.
+    """
+    name = path.name.lower()
+    try:
+        if name.endswith(PARQUET):
+            return pq.ParquetFile(str(path)).read()  # as written: the dataset reader would read dots as nesting
+        if name.endswith(ARROW):
+            with pa.memory_map(str(path)) as src:
+                try:
+                    return pipc.open_file(src).read_all()
+                except pa.ArrowInvalid:
+                    src.seek(0)
+                    return pipc.open_stream(src).read_all()
+        if name.endswith(CSV):
+            opts = pcsv.ConvertOptions(column_types=csv_types or {}, strings_can_be_null=True)
+            return pcsv.read_csv(str(path), convert_options=opts)
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        msg = " ".join(str(exc).split())[:400]
+        raise DumpError(f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again") from None
+    raise DumpError(f"{path}: unknown file type; a {what} is {', '.join(SUFFIXES)}")
+
+
+def _kind(name: str) -> str:
+    return "Parquet" if name.endswith(PARQUET) else "Arrow IPC" if name.endswith(ARROW) else "CSV"
+
+
+def _meta(table: pa.Table, label: str) -> dict:
+    md = table.schema.metadata or {}
+    if b"perfonto" not in md:
+        return {}
+    try:
+        meta = json.loads(md[b"perfonto"])
+    except ValueError:
+        raise DumpError(f"{label}: the `perfonto` schema metadata is not JSON; rewrite it or drop it") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] | None = None) -> Loaded:
+    """Read ``source`` (a path, folder, glob or ``pa.Table``) into one table.
+
+    Raises:
+        DumpError: see ``parts_of`` and ``read_one``; parts whose columns have conflicting types.
+    """
+    if isinstance(source, pa.Table):
+        return Loaded(source, "<table>", [], _meta(source, "<table>"))
+    label, files = parts_of(source, what)
+    root = Path(label) if Path(label).is_dir() else None
+    tables = []
+    meta: dict = {}
+    for f in files:
+        t = read_one(f, what, csv_types)
+        if not meta:
+            meta = _meta(t, str(f))
+        for k, v in _partition_columns(f, root).items():
+            if k not in t.column_names:
+                t = t.append_column(k, pa.array([v] * t.num_rows, pa.string()))
+        tables.append(t.replace_schema_metadata(None))
+    if len(tables) == 1:
+        table = tables[0]
+    else:
+        try:
+            table = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise DumpError(f"{label}: the parts have conflicting columns ({' '.join(str(exc).split())[:300]}); "
+                            "write every part with the same schema") from None
+    return Loaded(table, label, [str(f) for f in files], meta)

@@ -1,0 +1,231 @@
+"""The compiler's passes: plain functions, each from one stage (``metrics.stages``) to the next.
+
+``declare`` → ``resolve_names`` → ``check_cycles`` → ``availability`` → ``infer_units`` (then
+``metrics.compiler.classify`` builds the ``MetricGraph``). A metric with an error is left out
+(``bad``) with its diagnostic, and every other metric still compiles.
+"""
+from __future__ import annotations
+
+import re
+import networkx as nx
+
+from perfonto.dsl import ast
+from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
+from perfonto.ontology.generation import Generation
+
+from .infer import Fail, Typer, _reads_windows
+from .stages import Available, CompiledMetric, Declared, Graphed, Parsed, Resolved, Typed, advance, frozen
+
+METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+
+
+def declare(p: Parsed) -> Declared:
+    """One declaration per name: a name that is not dotted snake_case, defined twice, or taken by a
+    signal, field, record field, spec constant or ``interval`` is an error."""
+    gen = p.gen
+    by_name: dict[str, ast.MetricDecl] = {}
+    bad: set[str] = set()
+    diags = list(p.diagnostics)
+    for d in p.decls:
+        if not METRIC_NAME.match(d.name):
+            diags.append(Diagnostic("error", "metric-name", f"metric name `{d.name}` is not lower-case snake_case with dots",
+                                    d.span, hint="use names like `hbm.read_bandwidth`"))
+        if d.name in by_name:
+            first = by_name[d.name].span
+            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` is defined twice (first at {first})", d.span,
+                                    hint="rename or remove one of the definitions"))
+            bad.add(d.name)
+            continue
+        if d.name in gen.signals or d.name in gen.spec or d.name in gen.fields or d.name in gen.record_fields or d.name == "interval" \
+                or d.name.split(".")[0] in ("spec", "interval"):
+            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` has the name of a signal or spec constant", d.span,
+                                    hint="metric names must differ from signal names; add a suffix such as `_rate`"))
+            bad.add(d.name)
+        by_name[d.name] = d
+    return advance(Declared, p, diagnostics=tuple(diags), by_name=frozen(by_name), bad=frozenset(bad))
+
+
+def resolve_names(s: Declared) -> Resolved:
+    """Every name a formula reads becomes an edge of the dependency graph (dependency → user):
+    renamed signals resolve through their alias (warning), deprecated ones warn, names this
+    generation cannot provide make the metric unavailable (not an error), unknown names are errors
+    with a "did you mean"; unknown parents and undeclarable rollups are errors."""
+    gen, by_name = s.gen, s.by_name
+    diags, bad = list(s.diagnostics), set(s.bad)
+    known = set(gen.signals) | set(gen.fields) | set(gen.record_fields) | set(gen.spec) | set(by_name) | {"interval"}
+    elsewhere = names_in(s.others, gen)
+    unavailable: dict[str, str] = {}
+    graph = nx.DiGraph()
+    for n in list(gen.signals) + list(gen.fields):
+        graph.add_node(n, kind="signal")
+    for n in gen.record_fields:
+        graph.add_node(n, kind="record field")
+    for n in gen.spec:
+        graph.add_node(n, kind="spec")
+    ref_span: dict[tuple[str, str], Span] = {}
+
+    def use(dep: str, user: str, span: Span) -> None:
+        graph.add_edge(dep, user)
+        ref_span.setdefault((dep, user), span)
+
+    for name, d in by_name.items():
+        graph.add_node(name, kind="metric")
+        for node in ast.walk(d.expr):
+            if not isinstance(node, ast.Name):
+                continue
+            reason = unavailable_reason(gen, node.name, elsewhere)
+            if node.name in gen.aliases:
+                new = gen.aliases[node.name]
+                diags.append(Diagnostic("warning", "renamed-signal", f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
+                                        node.span, hint=f"write `{new}`"))
+                use(new, name, node.span)
+            elif reason is not None:
+                unavailable.setdefault(name, reason)
+            elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
+                repl = gen.signals[node.name].renamed_to
+                diags.append(Diagnostic("warning", "deprecated-signal", f"metric `{name}` reads deprecated signal `{node.name}`",
+                                        node.span, hint=f"use `{repl}`" if repl else "it may be removed in a later generation"))
+                use(node.name, name, node.span)
+            elif node.name not in known:
+                hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
+                diags.append(Diagnostic("error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint))
+                bad.add(name)
+            elif node.name != "interval":
+                use(node.name, name, node.span)
+        if d.rollup is not None and d.rollup not in ("max", "min"):
+            diags.append(Diagnostic("error", "rollup", f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
+                                    d.rollup_span or d.span, hint="anything else is re-derived from summed inputs; omit the clause"))
+            bad.add(name)
+        if d.parent is not None and d.parent not in by_name:
+            diags.append(Diagnostic("error", "unknown-name", f"unknown parent metric `{d.parent}` of `{name}`", d.parent_span or d.span,
+                                    hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog"))
+            bad.add(name)
+    return advance(Resolved, s, diagnostics=tuple(diags), bad=frozenset(bad), graph=graph,
+                   ref_span=frozen(ref_span), unavailable=frozen(unavailable))
+
+
+def check_cycles(s: Resolved) -> Graphed:
+    """Every dependency cycle among metrics is one error naming the cycle, pointing at the reference
+    that closes it inside its alphabetically first metric; the metrics on it are left out."""
+    diags, bad = list(s.diagnostics), set(s.bad)
+    metric_sub = s.graph.subgraph(s.by_name)
+    for comp in nx.strongly_connected_components(metric_sub):
+        if len(comp) == 1:
+            (only,) = comp
+            if not metric_sub.has_edge(only, only):
+                continue
+        cyc = nx.find_cycle(metric_sub.subgraph(comp))
+        names = [u for u, _ in cyc] + [cyc[0][0]]
+        start = min(comp)
+        i = names.index(start)
+        # edges run from a dependency to its user; print the cycle as "uses" links from `start`
+        uses = list(reversed(names[i:-1] + names[:i] + [start]))
+        span = s.ref_span.get((uses[1], start), s.by_name[start].span)
+        diags.append(Diagnostic("error", "cycle", "dependency cycle: " + " uses ".join(f"`{u}`" for u in uses), span,
+                                hint="a metric cannot depend on itself, directly or through other metrics; break the cycle"))
+        bad.update(comp)
+    return advance(Graphed, s, diagnostics=tuple(diags), bad=frozenset(bad))
+
+
+def availability(s: Graphed) -> Available:
+    """A metric that needs an unavailable metric is unavailable too, with the reason chained."""
+    unavailable = dict(s.unavailable)
+    for name in list(unavailable):
+        for dep in nx.descendants(s.graph, name) if name in s.graph else ():
+            if dep in s.by_name:
+                unavailable.setdefault(dep, f"needs metric `{name}`, unavailable: {unavailable[name]}")
+    return advance(Available, s, unavailable=frozen(unavailable), bad=s.bad | frozenset(unavailable))
+
+
+def infer_units(s: Available) -> Typed:
+    """Type every metric that is not left out, in topological order (``metrics.infer.Typer``): units
+    and their conversion factors, instance axes, chip degree, bounds and threshold in the declared
+    unit, and the record-population rules. A metric whose dependency failed is left out silently (the
+    dependency's own diagnostic says why)."""
+    gen, graph, by_name = s.gen, s.graph, s.by_name
+    diags = list(s.diagnostics)
+    typer = Typer(gen)
+    compiled: dict[str, CompiledMetric] = {}
+    order = [n for n in nx.lexicographical_topological_sort(graph.subgraph(set(by_name) - _downstream(graph, s.bad, by_name)))
+             if n in by_name]
+    excluded = set(by_name) - set(order)
+    for name in order:
+        d = by_name[name]
+        if any(p in excluded for p in graph.predecessors(name)):
+            excluded.add(name)
+            continue
+        try:
+            typed = typer.metric(d, compiled)
+        except Fail as f:
+            diags.append(f.diagnostic)
+            excluded.add(name)
+            continue
+        except RecursionError:
+            diags.append(Diagnostic("error", "too-deep", f"metric `{name}` is nested too deeply to compile", d.span,
+                                    hint="split it into several metrics"))
+            excluded.add(name)
+            continue
+        if typed is None:
+            excluded.add(name)
+            continue
+        node, unit, bounds, threshold = typed
+        deps_m = tuple(sorted(p for p in graph.predecessors(name) if p in by_name))
+        if any(dm in excluded for dm in deps_m):
+            excluded.add(name)
+            continue
+        pop_axes = [a for a, _ in node.axes if a.startswith("population.")]
+        from_records = bool(pop_axes) or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m) or \
+            any(p in gen.record_fields for p in graph.predecessors(name))
+        if from_records and _reads_windows(node, compiled):
+            diags.append(Diagnostic("error", "population", f"metric `{name}` combines request records with counter windows", d.expr.span,
+                                    hint="metrics over request/token records stand alone (run level); combine them only with constants"))
+            excluded.add(name)
+            continue
+        compiled[name] = CompiledMetric(
+            name=name, unit=unit, unit_text=d.unit, ir=node, axes=node.axes, degree=node.degree,
+            formula=d.formula, description=d.description, groups=d.groups, bounds=bounds, threshold=threshold,
+            parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
+            signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
+            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup,
+            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records)
+    return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+
+def unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[str]]) -> str | None:
+    """Why a signal name that this generation cannot provide makes a metric unavailable (not an error):
+    removed in this generation's lineage, listed but broken here, or defined only on other generations."""
+    if name in gen.removed:
+        return f"signal `{name}` was removed in generation `{gen.removed[name]}`"
+    sig = gen.signals.get(name)
+    if sig is not None and sig.broken:
+        return f"signal `{name}` is listed on `{gen.name}` but known not to count (broken_on)"
+    if sig is None and name not in gen.fields and name in elsewhere:
+        return f"signal `{name}` does not exist on `{gen.name}` (it exists on: {', '.join(elsewhere[name])})"
+    return None
+
+
+def names_in(others, gen: Generation) -> dict[str, list[str]]:
+    """Signal and field names of the generations ``others`` other than ``gen`` (name -> generations)."""
+    out: dict[str, list[str]] = {}
+    for other in others:
+        if other.name == gen.name:
+            continue
+        for n in list(other.signals) + list(other.fields):
+            out.setdefault(n, []).append(other.name)
+    return out
+
+
+def _downstream(graph: nx.DiGraph, bad, by_name) -> set[str]:
+    """Bad metrics and every metric that depends on one."""
+    out = set()
+    for b in bad:
+        if b in graph:
+            out.add(b)
+            out |= {n for n in nx.descendants(graph, b) if n in by_name}
+    return out
+
+
+__all__ = ["METRIC_NAME", "availability", "check_cycles", "declare", "infer_units", "names_in", "resolve_names",
+           "unavailable_reason"]

@@ -1,0 +1,85 @@
+"""Every diagnostic code perfonto reports, with its one-line meaning — one registry for all layers.
+
+A ``Diagnostic`` refuses a code that is not here (a programming error, caught by the tests), so the
+list in the docs (``perfonto codes``, the docs site's ``diagnostics.md``) is complete by construction.
+Codes are kebab-case; ``lint-*`` codes are warnings about style, the others mostly errors.
+"""
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    # files and YAML
+    "io": "a file or folder cannot be read or written",
+    "not-utf8": "a file is not UTF-8 text",
+    "yaml-syntax": "malformed YAML (or a NUL character in it)",
+    "yaml-empty": "a YAML file holds no document",
+    "yaml-multi-doc": "a YAML file holds more than one document",
+    "yaml-duplicate-key": "a key appears twice in one YAML mapping",
+    "yaml-too-deep": "a YAML document is nested too deeply to read",
+    "yaml-too-large": "a YAML document expands past the size limit (alias bomb)",
+    "yaml-unsupported": "a YAML feature perfonto does not accept (tags, recursive aliases, non-string keys)",
+    "schema": "a catalog file does not have the shape its JSON Schema describes",
+    "missing-field": "a required key is absent",
+    "unknown-field": "a key the model does not know (see the did-you-mean)",
+    # generations and signals
+    "unknown-generation": "no generation of that name is shipped or in the catalog folder",
+    "empty-catalog": "a catalog folder holds no ontology YAML and no metric files",
+    "extends-cycle": "generations extend each other in a cycle",
+    "reserved-name": "a block or signal uses a name reserved by the language (spec, interval, …)",
+    "unknown-clock": "a signal or spec constant names a clock domain the generation does not declare",
+    "clock-domain-mismatch": "a cycle counter's unit is not its clock domain's cycle",
+    "missing-unit": "a signal or constant has no unit",
+    "unknown-unit": "a unit expression pint cannot parse in perfonto's registry",
+    "spec-value": "a spec constant is not a finite positive number",
+    "counter-width": "a counter's register width is missing or outside 1..64",
+    "effective-width": "a counter's effective width is not within its storage width",
+    "gauge-width": "a gauge declares a register width (gauges are levels and never wrap)",
+    "max-rate": "a `max_rate` on a signal that is not a counter, or one that is not a positive rate",
+    "sentinel": "a sentinel value does not fit the register",
+    "histogram-buckets": "a histogram's bucket edges are not increasing",
+    "packed-fields": "a packed register's fields overlap, leave its width or are missing",
+    "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",
+    "emulator-binding": "a signal's `emulator:` binding has the wrong shape (kind, split, coefficients) for the signal",
+    "unknown-quantity": "an emulator binding names a quantity the emulator does not have, or one of the wrong kind",
+    "stability": "a stability or rename declaration is inconsistent",
+    "scope": "a spec constant's scope is used against an amount of another scope",
+    "sparsity": "dense work divided by a sparse peak (or the reverse)",
+    # metric language and compiler
+    "syntax": "the metric file does not parse (the token, what was expected, a caret)",
+    "too-deep": "an expression is nested too deeply to parse or compile",
+    "metric-name": "a metric name is not dotted lower-case snake_case",
+    "duplicate-name": "a metric is defined twice or takes the name of a signal or constant",
+    "unknown-name": "a formula reads a name that is not a signal, field, constant or metric",
+    "unknown-parent": "`extends` names a generation that is neither next to the file nor shipped",
+    "unknown-function": "a call to a function the language does not have",
+    "arity": "a function called with the wrong number of arguments",
+    "cycle": "metrics depend on each other in a cycle",
+    "rollup": "a declared rollup other than max or min, or a rollup over nothing",
+    "unit-mismatch": "units that cannot be converted (declared unit, addition, comparison)",
+    "axes-mismatch": "an operation between values over different instance axes, not rolled up",
+    "chip-degree": "a metric that scales as chips^k with k not 0 or 1, or adds unlike degrees",
+    "type": "an operand of the wrong kind: a condition where a quantity is needed, a non-literal exponent, a list of instants",
+    "bool-metric": "a metric whose formula is a condition, not a quantity",
+    "bounds-order": "bounds written HIGH .. LOW",
+    "population": "request/token records combined with counter windows",
+    "renamed-signal": "a formula reads a signal by its old name (resolved through the alias)",
+    "deprecated-signal": "a formula reads a deprecated signal",
+    # lint (warnings)
+    "lint-description": "a metric or signal without a description",
+    "lint-source": "a metric without the source of its formula",
+    "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
+    # test vectors
+    "vector-input": "a test vector's inputs do not match the generation's signals",
+    "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
+    "vector-records": "a test vector's request records are malformed",
+}
+
+
+def meaning(code: str) -> str:
+    """The one-line meaning of ``code``; raises ``KeyError`` for an unregistered code."""
+    return CODES[code]
+
+
+def check_code(code: str) -> None:
+    """Raise ``ValueError`` when ``code`` is not registered (add it, with its meaning, above)."""
+    if code not in CODES:
+        raise ValueError(f"diagnostic code `{code}` is not registered in perfonto/ontology/codes.py; add it with its meaning")

@@ -1,0 +1,70 @@
+"""``perfonto analyze COUNTERS``: the report of ``perfonto run`` for a capture the user already has —
+a counter dump in the collector format (any subset of the signals; wide or long layout; Parquet,
+Arrow IPC or CSV; a file, a folder or a glob), with request records, a trace and sync reads where
+the collector wrote them. Writes the same ``report.json`` and ``metrics.parquet`` into ``--out``
+(atomically) and prints the same report. Exit 0 when the report was produced, 1 when the capture or
+catalog could not be read, 2 for usage errors."""
+from __future__ import annotations
+
+import json
+
+from .common import CommandError, catalog_failure, duration, stderr, stdout
+
+
+def register(sub) -> None:
+    a = sub.add_parser("analyze", help="evaluate a catalog over a counter dump you already have and print the report")
+    a.add_argument("counters", metavar="COUNTERS",
+                   help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
+                        "(its requests, trace, sync reads and ground truth are used unless given)")
+    a.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
+    a.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
+    a.add_argument("--generation", default=None, help="generation of the dump (default: sohu, or the --catalog folder's)")
+    a.add_argument("--requests", default=None, metavar="R", help="request records (latency metrics: ttft, tpot, itl, e2e)")
+    a.add_argument("--trace", default=None, metavar="T", help="device/host trace (time split; collective waits with --sync)")
+    a.add_argument("--sync", default=None, metavar="S", help="driver host/device clock reads (the multi-chip section)")
+    a.add_argument("--metrics", default=None, metavar="a,b,…", help="evaluate only these metrics and what they need")
+    a.add_argument("--timestamp-unit", default=None, choices=["ns", "us", "ms", "s"],
+                   help="unit of a bare `timestamp` column (columns named timestamp_ns/_us/_ms/_s say it themselves)")
+    a.add_argument("--sample-period", type=duration, default=None,
+                   help="the collector's sampling period, e.g. 1ms (aligns chips and finds dropped samples; "
+                        "default: the dump's metadata)")
+    a.add_argument("--out", required=True, help="output folder, written atomically")
+    a.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
+    a.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    a.set_defaults(func=cmd_analyze)
+
+
+def cmd_analyze(args) -> int:
+    from perfonto.analysis.capture import capture_of
+    from perfonto.analysis.crosschip import RunError
+    from perfonto.metrics.windows import DumpError
+    from perfonto.ontology.diagnostics import CatalogError
+
+    from ..job import analyze_job
+    from ..outputs import OutputError
+    from ..report import render
+
+    err = stderr()
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.metrics is not None and not metrics:
+        raise CommandError("--metrics is empty; name at least one metric, e.g. --metrics mfu,hbm.bandwidth", 2)
+    period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
+    capture = capture_of(args.counters, args.requests, args.trace, args.sync, timestamp_unit=args.timestamp_unit,
+                         sample_period_ns=period)
+    try:
+        report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
+                             library=not args.no_library, metrics=metrics, force=args.force,
+                             command=args.argv, log=lambda s: err.print(s, markup=False))
+    except CatalogError as exc:
+        raise catalog_failure(exc, args) from None
+    except KeyError as exc:
+        raise CommandError(str(exc.args[0]), 2) from None
+    except (DumpError, RunError, OutputError) as exc:
+        raise CommandError(str(exc), 1) from None
+    except OSError as exc:
+        raise CommandError(f"{exc.filename or args.counters}: {exc.strerror or exc}", 1) from None
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        render(report, stdout())
+    return 0

@@ -1,0 +1,120 @@
+"""The public API (issue: one namespace, a public API): the documented example runs, the names are
+explicit, the package installs as one import namespace, and a user's own `metrics.py` / `ontology/`
+/ `codegen.py` do not shadow perfonto."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import perfonto
+from perfonto.guides import guide_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_documented_example_runs(capsys):
+    code = re.search(r"```python\n(.*?)```", guide_text("api.md"), re.S).group(1)
+    exec(compile(code, "api.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "<perfonto.Catalog sohu:" in out and "GB/s" in out
+
+
+def test_all_is_explicit_and_resolves():
+    assert sorted(perfonto.__all__) == sorted(set(perfonto.__all__))
+    for name in perfonto.__all__:
+        assert getattr(perfonto, name) is not None, name
+    assert (Path(perfonto.__file__).parent / "py.typed").exists()
+    with pytest.raises(AttributeError):
+        perfonto.no_such_name  # noqa: B018
+
+
+def test_catalog_errors_and_raise(tmp_path):
+    (tmp_path / "bad.metrics").write_text("metric x [GB] = sum(hbm.read_byte)\n")
+    cat = perfonto.load_catalog(tmp_path)
+    assert not cat.ok and [d.code for d in cat.errors] == ["unknown-name"]
+    with pytest.raises(perfonto.CatalogError) as e:
+        perfonto.load_catalog(tmp_path, raise_on_error=True)
+    assert e.value.diagnostics[0].span.line == 1
+    good = perfonto.load_catalog()
+    assert "hbm.read_bytes" in good.signals and "mfu" in good.metrics
+    assert "hbm.read_bytes" in good.explain("hbm.read_bytes")
+    with pytest.raises(KeyError, match="did you mean"):
+        good.explain("hbm.read_byte")
+
+
+def test_evaluate_takes_tables_and_frames(tmp_path):
+    import pyarrow.parquet as pq
+
+    cat = perfonto.load_catalog()
+    emu = perfonto.emulate(model="llama-3.1-8b", chips=1, duration=0.02, isl=128, osl=16, out=tmp_path / "run")
+    table = pq.read_table(emu.counters)
+    by_path = perfonto.evaluate(cat, emu.counters)
+    by_table = perfonto.evaluate(cat, table)
+    by_frame = perfonto.evaluate(cat, table.to_pandas())
+    for r in (by_table, by_frame):
+        assert r.value("hbm.bandwidth") == pytest.approx(by_path.value("hbm.bandwidth"), rel=1e-12)
+    assert isinstance(by_path.window, pa.Table) and by_path.window.num_rows == 20
+    assert by_path.per_chip.num_rows == 1 and by_path.server.num_rows == 1
+    assert by_path.to_polars("server").shape[0] == 1
+    assert by_path.bounds.num_rows == 0
+    with pytest.raises(TypeError, match="pyarrow Table"):
+        perfonto.evaluate(cat, 42)
+    with pytest.raises(KeyError, match="did you mean"):
+        perfonto.evaluate(cat, emu.counters, metrics=["hbm.bandwith"])
+
+
+def test_version_flag(capsys):
+    from perfonto.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"perfonto {perfonto.__version__}"
+
+
+@pytest.mark.slow
+def test_wheel_holds_one_top_level_package(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+                   check=True, timeout=600, capture_output=True)
+    (whl,) = tmp_path.glob("perfonto-*.whl")
+    names = zipfile.ZipFile(whl).namelist()
+    top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
+    assert top == {"perfonto"}, top
+    for must in ("perfonto/ontology/catalog/sohu.yaml", "perfonto/schemas/generation.schema.json",
+                 "perfonto/metrics/library/serving.metrics", "perfonto/guides/api.md", "perfonto/py.typed"):
+        assert must in names, must
+    import posixpath
+
+    z = zipfile.ZipFile(whl)
+    for y in [n for n in names if n.startswith("perfonto/ontology/catalog/") and n.endswith(".yaml")]:
+        rel = re.match(r"# yaml-language-server: \$schema=(\S+)$", z.read(y).decode().splitlines()[0]).group(1)
+        assert posixpath.normpath(posixpath.join(posixpath.dirname(y), rel)) in names, (y, rel)
+
+
+def test_users_own_modules_do_not_shadow_perfonto(tmp_path):
+    (tmp_path / "metrics.py").write_text("raise SystemExit('the user metrics.py was imported')\n")
+    (tmp_path / "codegen.py").write_text("raise SystemExit('the user codegen.py was imported')\n")
+    (tmp_path / "ontology").mkdir()
+    (tmp_path / "ontology" / "__init__.py").write_text("raise SystemExit('the user ontology/ was imported')\n")
+    run = lambda *a: subprocess.run([sys.executable, *a], cwd=tmp_path, capture_output=True, text=True, timeout=300)  # noqa: E731
+    r = run("-c", "import perfonto, perfonto.metrics.compiler, perfonto.ontology; print('ok')")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    r = run("-m", "perfonto", "check")
+    assert r.returncode == 0, r.stderr
+    r = run("-m", "perfonto", "run", "--duration", "0.1s", "--out", str(tmp_path / "out"), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_schema_modelines_resolve_in_the_installed_layout():
+    from perfonto.ontology.loader import catalog_dir
+
+    for y in catalog_dir().glob("*.yaml"):
+        first = y.read_text().splitlines()[0]
+        rel = re.match(r"# yaml-language-server: \$schema=(\S+)$", first).group(1)
+        assert (y.parent / rel).resolve().is_file(), (y, rel)
+        assert (y.parent / rel).resolve().parent.name == "schemas"

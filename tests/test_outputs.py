@@ -1,0 +1,168 @@
+"""Safe outputs: folders are complete or absent, never mixed; a folder perfonto did not write is
+refused; `--json` keeps its promise of one JSON document on every failure of every command."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perfonto.cli import main
+from perfonto.commands import COMMANDS
+from perfonto.outputs import OutputError, output_folder
+
+PERFONTO = [sys.executable, "-m", "perfonto"]
+
+
+def _popen(args, cwd):
+    return subprocess.Popen([*PERFONTO, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_concurrent_runs_into_one_folder(tmp_path):
+    out = tmp_path / "X"
+    a = _popen(["run", "--duration", "300ms", "--chips", "2", "--out", str(out), "--json"], tmp_path)
+    time.sleep(0.05)
+    b = _popen(["run", "--duration", "300ms", "--chips", "4", "--out", str(out), "--json"], tmp_path)
+    ra, rb = a.communicate(timeout=300), b.communicate(timeout=300)
+    codes = sorted([a.returncode, b.returncode])
+    assert codes == [0, 1], (ra[1][-800:], rb[1][-800:])
+    loser = ra if a.returncode else rb
+    assert "another perfonto" in json.loads(loser[0])["error"]
+    report = json.loads((out / "report.json").read_text())
+    import pyarrow.parquet as pq
+
+    chips = len(set(pq.read_table(out / "counters.parquet", columns=["chip"]).column("chip").to_pylist()))
+    assert report["chips"] == chips == len(report["per_chip"])  # one consistent run
+    assert not list(tmp_path.glob(".X.*"))  # no temporary folder or lock left behind
+
+
+def test_interrupted_run_leaves_no_folder(tmp_path):
+    out = tmp_path / "Y"
+    p = _popen(["run", "--duration", "20s", "--out", str(out)], tmp_path)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob(".Y.tmp-*")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=120)
+    assert p.returncode != 0
+    assert not out.exists() and not list(tmp_path.glob(".Y*"))
+    assert main(["analyze", str(out), "--out", str(tmp_path / "z")]) == 1
+    assert main(["timeline", str(out), "--out", str(tmp_path / "t.json")]) == 1
+
+
+def test_sigterm_cleans_up_too(tmp_path):
+    out = tmp_path / "T"
+    p = _popen(["run", "--duration", "20s", "--out", str(out)], tmp_path)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob(".T.tmp-*")):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=120)
+    assert not out.exists() and not list(tmp_path.glob(".T*"))
+
+
+def test_a_folder_perfonto_did_not_write_is_refused(tmp_path, capsys):
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("precious")
+    assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine), "--json"]) == 1
+    assert "perfonto did not write it" in json.loads(capsys.readouterr().out)["error"]
+    assert (mine / "chapter1.tex").read_text() == "precious"
+    assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine), "--force"]) == 0
+    assert not (mine / "chapter1.tex").exists() and (mine / "perfonto.json").exists()
+    # a folder perfonto wrote is replaced by the next run without --force
+    assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine)]) == 0
+
+
+def test_failure_inside_leaves_the_old_folder(tmp_path):
+    out = tmp_path / "o"
+    with output_folder(out) as tmp:
+        (tmp / "a.txt").write_text("first")
+    with pytest.raises(RuntimeError):
+        with output_folder(out) as tmp:
+            (tmp / "a.txt").write_text("second")
+            raise RuntimeError("boom")
+    assert (out / "a.txt").read_text() == "first" and not list(tmp_path.glob(".o.*"))
+
+
+def test_stale_lock_is_taken_over(tmp_path):
+    out = tmp_path / "o"
+    (tmp_path / ".o.lock").write_text("999999999")  # no such process
+    with output_folder(out) as tmp:
+        (tmp / "x").write_text("ok")
+    assert (out / "x").exists()
+    (tmp_path / ".o.lock").write_text(str(os.getppid()))  # a live process holds it
+    with pytest.raises(OutputError, match="another perfonto"):
+        with output_folder(out):
+            pass
+
+
+def test_abbreviations_are_off(tmp_path, capsys):
+    assert main(["run", "--chip", "4", "--out", str(tmp_path / "r"), "--json"]) == 2
+    assert "unrecognized arguments: --chip" in json.loads(capsys.readouterr().out)["error"]
+
+
+def _one_json(out: str) -> dict:
+    doc = json.loads(out)  # exactly one document: json.loads refuses trailing data
+    assert isinstance(doc, dict) and doc.get("ok") is False
+    return doc
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_prints_one_json_document_on_an_unknown_flag(command, capsys):
+    assert main([command, "--json", "--no-such-flag"]) == 2
+    assert _one_json(capsys.readouterr().out)["exit_code"] == 2
+
+
+MISSING_FILE = {
+    "analyze": ["analyze", "{m}", "--out", "{t}/o"], "test": ["test", "{m}"], "align": ["align", "{m}"],
+    "timeline": ["timeline", "{m}", "--out", "{t}/t.json"], "import": ["import", "perf", "{m}", "--out", "{t}/i"],
+    "check": ["check", "--catalog", "{m}"], "codegen": ["codegen", "--target", "python", "--catalog", "{m}", "--out", "{t}/g"],
+    "docs": ["docs", "--catalog", "{m}", "--out", "{t}/d"], "explain": ["explain", "mfu", "--catalog", "{m}"],
+    "run": ["run", "--catalog", "{m}", "--out", "{t}/r"], "diff": ["diff", "sohu", "{m}"],
+    "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
+    "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
+}
+BAD_VALUE = {
+    "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
+    "project": ["project", "--chips", "-3"], "align": ["align", "x", "--saturation", "2"],
+    "codegen": ["codegen", "--target", "fortran", "--out", "o"], "timeline": ["timeline", "x", "--out", "o", "--format", "pdf"],
+    "export": ["export", "csv", "--out", "o"], "import": ["import", "csv", "x", "--out", "o"],
+    "graph": ["graph", "mfu", "--format", "png"], "explain": ["explain", "no.such.metric"],
+    "diff": ["diff", "sohu", "nosuch"], "validate": ["validate", "--generation", "nosuch"],
+    "check": ["check", "--generation", "nosuch"], "docs": ["docs", "--generation", "nosuch", "--out", "o"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(MISSING_FILE))
+def test_missing_file_gives_one_json_document(command, tmp_path, capsys):
+    argv = [a.format(m=str(tmp_path / "missing"), t=str(tmp_path)) for a in MISSING_FILE[command]] + ["--json"]
+    code = main(argv)
+    assert code in (1, 2), argv
+    _one_json(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("command", sorted(BAD_VALUE))
+def test_bad_value_gives_one_json_document(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = main(BAD_VALUE[command] + ["--json"])
+    assert code in (1, 2), command
+    _one_json(capsys.readouterr().out)
+
+
+def test_names_too_long_for_the_file_system(tmp_path, capsys):
+    long = str(tmp_path / ("x" * 300))
+    assert main(["run", "--duration", "50ms", "--chips", "1", "--out", long, "--json"]) == 1
+    assert "too long" in _one_json(capsys.readouterr().out)["error"]
+    assert main(["analyze", long, "--out", str(tmp_path / "o"), "--json"]) == 1
+    _one_json(capsys.readouterr().out)
+
+
+def test_all_commands_are_covered():
+    assert Path(__file__).exists() and set(COMMANDS) <= set(MISSING_FILE) | set(BAD_VALUE) | {"validate", "project", "export", "graph"}
