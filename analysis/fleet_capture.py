@@ -26,6 +26,7 @@ from .bottleneck import analyse
 from .capture import Capture, Report, dump_unavailable
 from .chunked import evaluate_chunked
 from .fleet import rollups
+from .headline import headline
 from .records import record_metrics
 
 
@@ -93,7 +94,8 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     report = Report(graph, evaluated, ev, analysis, unavailable, plan.meta.get("model"), len(ev.chips), records, None, None,
-                    capture.ground_truth, {}, timings, notes, fleet, engine)
+                    capture.ground_truth, {}, timings, notes, fleet=fleet, engine=engine)
+    report.headline = headline(evaluated, ev, analysis, None)
     report.outputs = {"metrics": str(spark_out or out_metrics)} if (spark_out or out_metrics) else {}
     report.rows = res.rows
     return report

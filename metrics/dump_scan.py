@@ -63,6 +63,7 @@ class DumpPlan:
     columns: dict[str, list[str]]
     absent: tuple[str, ...]
     chips: dict[str | None, int] = field(default_factory=dict)
+    chip_numbers: dict[str | None, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -217,6 +218,7 @@ def _scan_grid(plan: DumpPlan) -> None:
         chip, hs, ts, sample, _ = _group_keys(plan, host)
         g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
         plan.chips[host] = len(g.keys)
+        plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)
         first = 0 if sample is None else int(sample.min())
         end = max(end, first + int(g.grid.max()) + 1)
         count_max = max(count_max, int(g.counts.max()))
