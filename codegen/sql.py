@@ -204,20 +204,10 @@ class SqlEmitter:
         self.metric_cols[name] = (fin, level + 2)
 
 
-def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                dialect: str = "duckdb", order: bool = True, host: bool = True) -> exp.Select:
-    """The sqlglot tree of the metrics query (see the module docstring).
-
-    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
-    ``host``, ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per
-    instance). A chip is (``host``, ``chip``): windows are partitioned by both, so hosts that each
-    number their chips 0..7 stay apart. host: False for a table without a ``host`` column (one host,
-    printed as ``''``).
-    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
-    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
-    samples of a chip form the windows.
-    order: sort the result by host, chip and window.
-    """
+def window_stages(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                  dialect: str = "duckdb", host: bool = True) -> tuple[list[tuple[str, exp.Select]], Windows]:
+    """The ``src`` … ``win`` stages of the metrics query (CTE name → select) and the ``Windows`` that
+    built them (``input_cols``: each input's columns in ``win``); see ``build_query``."""
     d = DIALECTS[dialect]
     wins = (d.windows or Windows)(graph, d)
     src_table = exp.to_table(source) if isinstance(source, str) else source
@@ -250,6 +240,24 @@ def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", s
                      _alias(_col("p_ts"), "start_ns"), *wins.window_values()).from_("deltas", copy=False)
     ctes.append(("win", win))
 
+    return ctes, wins
+
+
+def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                dialect: str = "duckdb", order: bool = True, host: bool = True) -> exp.Select:
+    """The sqlglot tree of the metrics query (see the module docstring).
+
+    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
+    ``host``, ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per
+    instance). A chip is (``host``, ``chip``): windows are partitioned by both, so hosts that each
+    number their chips 0..7 stay apart. host: False for a table without a ``host`` column (one host,
+    printed as ``''``).
+    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
+    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
+    samples of a chip form the windows.
+    order: sort the result by host, chip and window.
+    """
+    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
     em = SqlEmitter(graph, wins.input_cols)
     roots = {name: fold(m.ir) for name, m in graph.metrics.items()}
     counts: dict[ir.Node, int] = {}

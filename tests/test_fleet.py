@@ -167,3 +167,35 @@ def test_parse_fleet():
         with pytest.raises(ValueError, match="HOSTSxCHIPS"):
             parse_fleet(bad)
     assert main(["emulate", "--fleet", "4by8", "--out", "x", "--json"]) == 2
+
+
+def test_rollup_sql_equals_the_report(fleet, library):
+    """The generated rollup query (DuckDB) gives the report's rollups at every level."""
+    import pyarrow as pa
+
+    from perfonto.codegen.sql import dump_source
+    from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+    duckdb = pytest.importorskip("duckdb")
+    out, _, rep = fleet
+    chips = rep["fleet"]["chips"]
+    con = duckdb.connect()
+    con.register("topology", pa.table({k: [c[k] for c in chips] for k in ("host", "chip", "rack", "pod")}))
+    source, host = dump_source(str(out / "data" / "counters"))
+    res = con.sql(generate_rollup_sql(library, source, topology="topology")).df()
+    assert sorted(res.level.unique()) == ["chip", "fleet", "host", "pod", "rack"] and len(res) == 32 + 8 + 2 + 1 + 1
+    compared = 0
+    for level in ("host", "rack", "pod", "fleet"):
+        for node in rep["fleet"]["levels"][level]:
+            row = res[(res.level == level) & (res.node == node["node"])].iloc[0]
+            assert row.chips == node["chips"]
+            for m, v in node["metrics"].items():
+                if m in res.columns and v is not None:
+                    assert row[m] == pytest.approx(v, rel=1e-9, abs=1e-12), (level, node["node"], m)
+                    compared += 1
+    assert compared > 4 * 60
+    chip_rows = res[res.level == "chip"].set_index("node")
+    for c in rep["per_chip"]:
+        for m, v in c["metrics"].items():
+            if m in chip_rows.columns and v is not None:
+                assert chip_rows.loc[f"{c['host']}/{c['chip']}", m] == pytest.approx(v, rel=1e-9, abs=1e-12), m
