@@ -27,6 +27,10 @@ def register(sub) -> None:
     c.add_argument("--sample-period", type=duration, default=None,
                    help="sql: sampling period (e.g. 1ms); samples are placed on that grid and gaps give null windows, "
                         "as `perfonto run` does with the dump's sample_period_ns (default: consecutive samples form windows)")
+    c.add_argument("--rollup", action="store_true",
+                   help="sql: the fleet rollup query instead (every metric per chip, host, rack, pod and fleet)")
+    c.add_argument("--topology-table", default=None, metavar="NAME",
+                   help="sql --rollup: a table with host, chip, rack, pod (default: no rack or pod level)")
     c.set_defaults(func=cmd_codegen)
 
 
@@ -80,8 +84,15 @@ def _codegen(args) -> list[Path]:
         else:
             source = args.counters or "counters"
         period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
-        path = write_file(out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql"),
-                          generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host))
+        name = gen.name + (".rollup" if args.rollup else "") + ("" if args.dialect == "duckdb" else f".{args.dialect}")
+        if args.rollup:
+            from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+            text = generate_rollup_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host,
+                                       topology=args.topology_table)
+        else:
+            text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host)
+        path = write_file(out / f"{name}.sql", text)
     elif args.target == "collector":
         from perfonto.metrics.collector import wide_schema_json
 
