@@ -43,9 +43,15 @@ def _duration(text: str) -> float:
 
 def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
     """One engine over ``data`` (a folder of host=… partitions) in this process."""
-    from perfonto.metrics.catalog import load_catalog
+    from perfonto.analysis.capture import dump_unavailable
+    from perfonto.metrics.catalog import load_catalog, select_metrics
+    from perfonto.metrics.dump_scan import plan_dump
 
     graph = load_catalog(None, "sohu").graph
+    plan = plan_dump(data, graph.generation)  # the SQL engines evaluate what the dump can feed, as analyze does
+    gone = dump_unavailable(graph, set(plan.absent))
+    if gone:
+        graph = select_metrics(graph, [n for n in graph.metrics if n not in gone])
     t0 = time.perf_counter()
     if engine == "embedded":
         from perfonto.analysis.capture import Capture
