@@ -17,6 +17,7 @@ of its memory, so it is the default engine; DuckDB and Spark run the generated S
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,7 @@ from typing import Callable
 import numpy as np
 import pyarrow.parquet as pq
 
+from perfonto.codegen.plan import plan
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.dump_scan import CHUNK_ROWS, DumpPlan, iter_chunks
 from perfonto.metrics.levels import null_reasons
@@ -52,10 +54,7 @@ class ChunkedResult:
 
 
 def _signals(graph: MetricGraph) -> list[str]:
-    gen = graph.generation
-    from perfonto.codegen.plan import plan
-
-    return list(plan(graph).registers) or [s for s in gen.signals]
+    return list(plan(graph).registers) or list(graph.generation.signals)
 
 
 def evaluate_chunked(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: str | Path | None, *,
@@ -103,15 +102,12 @@ def evaluate_chunked(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: st
             for k, v in counts.items():
                 nulls.setdefault(name, {})[k] = nulls.setdefault(name, {}).get(k, 0) + v
         checks.add(values, ch.first, ch.dump.chips, col0)
-        for n, how in rollup.items():
-            with np.errstate(all="ignore"):
-                import warnings
-
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    ext = (np.nanmax if how == "max" else np.nanmin)(values[n], axis=0)
-                    cur = extremes[n][col0:col0 + Cc]
-                    extremes[n][col0:col0 + Cc] = (np.fmax if how == "max" else np.fmin)(cur, ext)
+        for n, how in rollup.items():  # ``rollup max|min`` metrics: the extreme window per chip
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-null column gives null
+                ext = (np.nanmax if how == "max" else np.nanmin)(values[n], axis=0)
+                cur = extremes[n][col0:col0 + Cc]
+                extremes[n][col0:col0 + Cc] = (np.fmax if how == "max" else np.fmin)(cur, ext)
         if ch.first == 0:
             first_start[col0:col0 + Cc] = w.start_ns[0]
         last_end[col0:col0 + Cc] = ch.dump.timestamps_ns[-1]
@@ -148,6 +144,7 @@ def _write(graph, w, values, ch, out: Path, part_no: dict, meta: dict | None) ->
 
 
 def pa_add(col, k: int):
+    """``col + k`` (an int64 column)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -157,8 +154,6 @@ def pa_add(col, k: int):
 def _levels(graph, evaluator, dump_plan, sums: list[ChipSums], bad_any, nulls, extremes, signals, chunk_rows, progress,
             chip_time: np.ndarray) -> Evaluation:
     """Per-chip and server-level values from the carried sums (and a second pass where needed)."""
-    import warnings
-
     gen = graph.generation
     deps = ChipSums(graph).deps
     dirty = frozenset().union(*[s.dirty for s in sums]) if sums else frozenset()

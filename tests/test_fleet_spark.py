@@ -40,20 +40,21 @@ def _same(got, want, what):
 
 @pytest.mark.slow
 def test_spark_equals_duckdb_and_the_embedded_engine(tmp_path, library):
-    from perfonto.analysis.spark_engine import session, window_values
+    import json
+
+    from perfonto.cli import main
 
     src = dirty_fleet(tmp_path, library.generation)
     source, host = dump_source(str(src))
     assert host  # host=… folders
     duck = duckdb.sql(generate_sql(library, source, sample_period_ns=PERIOD_NS)).arrow()
     duck = duck.read_all() if hasattr(duck, "read_all") else duck
-    spark = session("local[2]")
-    try:
-        window_values(spark, library, src, tmp_path / "spark", sample_period_ns=PERIOD_NS)
-    finally:
-        spark.stop()
+    assert main(["analyze", str(src), "--engine", "spark", "--spark-master", "local[2]", "--sample-period", "2ms",
+                 "--out", str(tmp_path / "run"), "--json"]) == 0  # starts a local SparkSession and stops it
+    rep = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert rep["engine"] == "spark" and rep["outputs"]["metrics"].endswith("metrics")
     keys_d, want = _frame(duck, library)
-    keys_s, got = _frame(pq.read_table(tmp_path / "spark"), library)
+    keys_s, got = _frame(pq.read_table(tmp_path / "run" / "metrics"), library)
     assert len(keys_d) == 3 * 2 * 150 and keys_d.drop_duplicates().shape[0] == len(keys_d)  # one row per (host, chip, window)
     assert (keys_s.values == keys_d.values).all()
     assert all(np.isnan(want[n]).any() for n in ("mxu.utilization", "power.temperature_mean", "dma.bandwidth"))  # the rules fired
