@@ -139,6 +139,7 @@ BAD_VALUE = {
     "diff": ["diff", "sohu", "nosuch"], "validate": ["validate", "--generation", "nosuch"],
     "check": ["check", "--generation", "nosuch"], "docs": ["docs", "--generation", "nosuch", "--out", "o"],
     "serve": ["serve", "--follow", "x", "--port", "70000"],
+    "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
 }
 
 
