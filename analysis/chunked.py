@@ -11,9 +11,13 @@ server-level values up to the order of floating-point sums. The server level use
 windows valid on every chip: when a signal was null on some chips only, a second pass over the dump
 sums those metrics' inputs over the windows valid everywhere.
 
-Measured on this machine (``benchmarks/bench_fleet.py``): the generated NumPy evaluator over pieces
-runs several times faster than DuckDB on the generated SQL over the same Parquet and needs a fraction
-of its memory, so it is the default engine; DuckDB and Spark run the generated SQL (``analysis.sql_engine``).
+Why this engine is the default (``benchmarks/bench_fleet.py``, 125 hosts × 8 chips × 1 h at 100 ms =
+36M rows, 2 shared cores): its peak memory stays flat — 0.93 GB over the whole fleet, 0.86 GB over
+one host — while DuckDB on the generated SQL holds the window partitions (1.41 GB for one host's
+288k rows, 6.2 GB for 1.28M rows in issue 14); DuckDB was 1.16× its rows/s on one host (and 5× slower
+in ``benchmarks/bench_eval.py`` on uncompressed Parquet), and it carries the run-level sums, null
+reasons and checks that DuckDB would need further queries for. DuckDB and Spark run the generated
+SQL (``codegen.sql``, ``codegen.sql_rollup``, ``analysis.spark_engine``).
 """
 from __future__ import annotations
 
