@@ -5,7 +5,7 @@ import argparse
 import json
 import math
 
-from .common import CommandError, catalog_failure, duration, non_negative_int, positive_int, stderr, stdout
+from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, non_negative_int, positive_int, stderr, stdout
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -34,6 +34,7 @@ def register(sub) -> None:
                    help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
+    r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -122,7 +123,8 @@ def cmd_run(args) -> int:
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
                          generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
                          force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
-                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
+                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
+                         by=args.by)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:
