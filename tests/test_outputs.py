@@ -127,6 +127,7 @@ MISSING_FILE = {
     "docs": ["docs", "--catalog", "{m}", "--out", "{t}/d"], "explain": ["explain", "mfu", "--catalog", "{m}"],
     "run": ["run", "--catalog", "{m}", "--out", "{t}/r"], "diff": ["diff", "sohu", "{m}"],
     "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
+    "report": ["report", "{m}", "--html", "{t}/r.html"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
