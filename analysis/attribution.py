@@ -223,10 +223,10 @@ def nnls_many(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
 def _factor(A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``R``, ``C`` with ``||R x − C[:, j]||² = ||A x − Y[:, j]||² + const``: the Cholesky factor of
     ``AᵀA`` (QR of ``A`` when it is singular)."""
-    G = A.T @ A
+    G = np.einsum("ij,ik->jk", A, A)  # einsum: no multi-threaded BLAS for these thin products
     try:
         L = np.linalg.cholesky(G + 1e-12 * np.trace(G) * np.eye(len(G)) / max(len(G), 1))
-        return L.T, np.linalg.solve(L, A.T @ Y)
+        return L.T, np.linalg.solve(L, np.einsum("ij,ik->jk", A, Y))
     except np.linalg.LinAlgError:
         Q, R = np.linalg.qr(A)
         return R, Q.T @ Y
@@ -260,7 +260,7 @@ def fit_rates(T, D: np.ndarray, cell_class: np.ndarray, cell_seg: np.ndarray) ->
         rows = frac >= HALF
         if rows.sum() < max(2 * len(cols), 4):
             continue
-        target = D[rows] - T[rows] @ rates + sub[rows] @ rates[cols]
+        target = D[rows] - T[rows] @ rates + np.einsum("ij,jk->ik", sub[rows], rates[cols])
         x = nnls_many(sub[rows], target)
         good = np.isfinite(x).all(axis=0) & ~failed
         rates[np.ix_(cols, np.flatnonzero(good))] = x[:, good]
