@@ -66,13 +66,14 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
             command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
             slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-            router_skew: float = 0.0, by: tuple[str, ...] = ()) -> Report:
+            router_skew: float = 0.0, by: tuple[str, ...] = (), op_snapshots: bool = False) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
     ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
     passed to ``emulator.run``; ``slow_chip``, ``throttled_link`` and ``router_skew`` are its knobs
     (``emulator.knobs``); ``by``: groupings for every metric per layer / op / phase
-    (``metrics_by_<by>.parquet``, ``analysis.groups``).
+    (``metrics_by_<by>.parquet``, ``analysis.groups``); ``op_snapshots``: the emulator also reads the
+    counters at every op boundary (``snapshots.parquet``), which makes the attribution exact.
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -88,20 +89,24 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
         emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
                            isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
-                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew)
+                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew,
+                           op_snapshots=op_snapshots)
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
-        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth)
+        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth,
+                          snapshots=emu.snapshots_path)
         report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log,
                                  by=by)
         report.chips = chips
         timings |= report.timings
         outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
                    "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+        if emu.snapshots_path is not None:
+            outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
 

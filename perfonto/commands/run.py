@@ -35,6 +35,8 @@ def register(sub) -> None:
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
     r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
+    r.add_argument("--op-snapshots", action="store_true",
+                   help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution")
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -124,7 +126,7 @@ def cmd_run(args) -> int:
                          generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
                          force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
                          progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
-                         by=args.by)
+                         by=args.by, op_snapshots=args.op_snapshots)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:
