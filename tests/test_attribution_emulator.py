@@ -5,6 +5,8 @@ within 0.2 % of the run total) and within the hard bound always; with op-boundar
 (``emulator.run(op_snapshots=True)``) they are exact to the registers' resolution."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from perfonto import emulator
 from perfonto.analysis.attribution import attribute
 from perfonto.analysis.snapshots import merged_windows, read_snapshots
 from perfonto.analysis.spans import NO_SPAN, read_spans
+from perfonto.cli import main
 from perfonto.metrics.windows import prepare, read_counters
 
 FLOPS = ("mxu.flops_fp8", "mxu.flops_bf16")
@@ -81,3 +84,15 @@ def test_op_boundary_snapshots_make_the_attribution_exact(case, sohu, tmp_path):
             if t[what] > 0:
                 worst = max(worst, abs(a - t[what]) / t[what])
     assert worst < 1e-4, worst
+
+
+def test_run_and_analyze_use_the_snapshots_of_a_run_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["run", "--model", "llama-3.1-8b", "--chips", "1", "--duration", "100ms", "--op-snapshots", "--by", "op",
+                 "--out", str(run), "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out)
+    assert main(["analyze", str(run), "--by", "op", "--out", str(tmp_path / "a"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert ran["attribution"]["source"] == got["attribution"]["source"] == "snapshots"
+    assert ran["ops"] == got["ops"] and ran["by"] == got["by"]
+    assert got["outputs"]["snapshots"].endswith("snapshots.parquet")
