@@ -21,7 +21,6 @@ Groupings (``--by``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
