@@ -27,6 +27,7 @@ from . import crosschip
 from .bottleneck import Analysis, analyse
 from .evaluate import Evaluation, evaluate_windows
 from .groups import analyse_groups
+from .headline import headline
 from .links import link_utilization
 from .records import record_metrics, trace_time_split
 from .report_json import report_json
@@ -68,6 +69,8 @@ class Report:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    headline: dict | None = None  # analysis.headline: the finding to read first
+    context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
     attribution: object | None = None       # analysis.attribution.Attribution: counters per span group
     groups: dict = field(default_factory=dict)  # by -> analysis.groups.GroupMetrics (the groupings asked for)
     ops: list | None = None                 # analysis.roofline.op_rows: per op class, by time
@@ -185,8 +188,9 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
-                  records, split, multichip, capture.ground_truth, {}, timings, notes, per["attribution"], per["groups"],
-                  per["ops"], link_utilization(gen, w, dump.chips))
+                  records, split, multichip, capture.ground_truth, {}, timings, notes,
+                  headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
+                  ops=per["ops"], links=link_utilization(gen, w, dump.chips))
 
 
 __all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]

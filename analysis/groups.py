@@ -128,10 +128,11 @@ def error_shares(gen, totals: GroupTotals, k: int) -> dict:
 
 
 def attribution_json(att: Attribution) -> dict:
-    """How the counters were attributed: ``source`` and the rule, for the report."""
+    """How the counters were attributed: ``source``, the rule, and ``fit`` {counter: {residual,
+    model}} (``Attribution.fit``), for the report."""
     rule = ("exact: counter snapshots at op boundaries" if att.source.startswith("snapshots") else
             "window increases shared among overlapping spans by time x fitted per-op-class rate (analysis.attribution)")
-    return {"source": att.source, "rule": rule} | ({"notes": att.notes} if att.notes else {})
+    return {"source": att.source, "rule": rule, "fit": att.fit} | ({"notes": att.notes} if att.notes else {})
 
 
 def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapshots=None) -> dict:
@@ -146,7 +147,7 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
         DumpError: the snapshot dump cannot be read.
     """
     from .attribution import attribute
-    from .roofline import op_rows
+    from .roofline import op_rows, signal_sets
     from .snapshots import merged_windows, read_snapshots
     from .spans import AttributionError, read_spans
 
@@ -177,9 +178,27 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
     gms = {g: group_metrics(graph, evaluator, att.groupings[g], att.source) for g in groupings}
     result["attribution"] = att
     result["groups"] = {g: gms[g] for g in by}
-    result["ops"] = op_rows(gen, att.groupings["op"], gms["op"].dominant(graph))
-    result["notes"] += att.notes
+    rows = op_rows(gen, att.groupings["op"], gms["op"].dominant(graph))
+    sets = signal_sets(gen)
+    for r in rows:
+        r["reliable"] = att.reliable(sets["hbm_bytes"] + sets["matrix_flops" if r["work"] == "matrix" else "vector_flops"])
+    result["ops"] = rows
+    result["notes"] += att.notes + _fit_notes(att, sets)
     return result
+
+
+def _fit_notes(att: Attribution, sets: dict) -> list[str]:
+    """A note when the rate model does not fit the work counters behind the per-op table."""
+    names = sets["matrix_flops"] + sets["vector_flops"] + sets["hbm_bytes"]
+    loose = {n: att.fit[n] for n in names if n in att.fit and att.fit[n]["model"] in ("approximate", "time-weighted")}
+    if not loose:
+        return []
+    worst = max(loose, key=lambda n: loose[n]["residual"])
+    return [f"per-op attribution is approximate for {', '.join(sorted(loose))}: one rate per op class explains the "
+            f"windows only to {loose[worst]['residual'] * 100:.2g} % ({worst}"
+            f"{'; plain time weighting used' if loose[worst]['model'] == 'time-weighted' else ''}) — the ops are shorter "
+            "than a window and change rate from step to step; sample faster, or take op-boundary snapshots "
+            "(perfonto run --op-snapshots, perfonto analyze --snapshots)"]
 
 
 def ops_json(gen, rows: list[dict], totals: GroupTotals | None = None, top: int | None = None) -> dict:

@@ -95,7 +95,10 @@ def _summary(r: dict, sections: list[str]) -> str:
              ("attribution", att.get("rule"))]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in items if v is not None)
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in sections if s != "summary")
-    return f'<section id="summary"><nav>{nav}</nav><table>{rows}</table></section>'
+    hl = r.get("headline") or {}
+    head = (f'<p id="headline-finding" data-metric="{e(hl.get("metric"))}"><strong>Read first:</strong> {e(hl.get("message"))}</p>'
+            if hl.get("message") else "")
+    return f'<section id="summary"><nav>{nav}</nav>{head}<table>{rows}</table></section>'
 
 
 def _headline(r: dict, names) -> str:
@@ -159,7 +162,7 @@ def _ops(r: dict, pics: dict) -> str:
                     f"{_cell(eff, fmt(eff, 'percent') if eff is not None else '—', 'field', 'efficiency')}"
                     f"<td>{e(row.get('side') or '—')}{' (' + e(row['ceiling']) + ')' if row.get('side') else ''}</td>"
                     f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>"
-                    f"{_cell(err, fmt(err * 100, 'percent') if err is not None else '—', 'field', 'error_estimate')}</tr>")
+                    f"{_cell(err, _err_text(err, row), 'field', 'error_estimate')}</tr>")
     no_span = ops.get("no_span_share")
     src = (r.get("attribution") or {}).get("source", "windows")
     out = ['<section id="ops"><h2>Per op (top op classes by time)</h2>',
@@ -171,6 +174,12 @@ def _ops(r: dict, pics: dict) -> str:
         out.append(_img(pics["roofline"], "Each op class at its measured arithmetic intensity and FLOP/s, under the "
                                           "compute ceilings per dtype and the HBM and SRAM ceilings (Williams et al., CACM 2009)."))
     return "".join(out) + "</section>"
+
+
+def _err_text(err, row: dict) -> str:
+    if row.get("reliable") is False:
+        return '<span class="warn">approximate</span>'
+    return fmt(err * 100, "percent") if err is not None else "—"
 
 
 def _groups(r: dict) -> str:

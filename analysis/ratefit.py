@@ -1,12 +1,14 @@
 """Fitting each op class's counter rates to the windows (``analysis.attribution``): non-negative
 least squares ``D_w ≈ Σ_k T_wk r_k`` (Lawson & Hanson, *Solving Least Squares Problems*, 1974;
 ``scipy.optimize.nnls``), one rate per op class over the run, then per step for the classes that
-occur often enough to have one."""
+occur often enough to have one — kept only where they predict that step's held-out windows
+clearly better (split-half: fitted on the even windows, judged on the odd ones)."""
 from __future__ import annotations
 
 import numpy as np
 
 HALF = 0.5         # a step's own fit uses the windows its frequent ops fill at least half of
+BETTER = 0.25      # ... and is kept where it leaves under a quarter of the run rates' held-out squared error
 
 
 def nnls_many(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -61,7 +63,8 @@ def fit_rates(T, D: np.ndarray, cell_class: np.ndarray, cell_seg: np.ndarray) ->
     """Rates (counter units per ns) of every rate cell (gap last) for every column of ``D`` (rows ×
     counters of window increases; NaN windows left out) from the windows' time per cell ``T`` (csr,
     rows × cells + 1, ns): one rate per op class over the run, then per step for the cells that have
-    one (``cell_seg`` ≥ 0, module docstring). Returns (cells + 1, counters); equal rates (plain time
+    one (``cell_seg`` ≥ 0, module docstring) where they predict the step's odd windows, fitted on
+    its even ones, with under ``BETTER`` of the run rates' squared error. Returns (cells + 1, counters); equal rates (plain time
     weighting) where a fit fails."""
     from scipy import sparse
 
@@ -85,11 +88,19 @@ def fit_rates(T, D: np.ndarray, cell_class: np.ndarray, cell_seg: np.ndarray) ->
         rows = frac >= HALF
         if rows.sum() < max(2 * len(cols), 4):
             continue
-        target = D[rows] - T[rows] @ rates + np.einsum("ij,jk->ik", sub[rows], rates[cols])
-        x = nnls_many(sub[rows], target)
-        good = np.isfinite(x).all(axis=0) & ~failed
+        A = sub[rows]
+        target = D[rows] - T[rows] @ rates + np.einsum("ij,jk->ik", A, rates[cols])
+        # keep the step's own rates only where they predict the step's held-out (odd) windows much
+        # better than the run's rates do: identical steps, or too few windows, keep the run's
+        odd = np.arange(len(A)) % 2 == 1
+        x_even = nnls_many(A[~odd], np.where(odd[:, None], np.nan, target)[~odd])
+        run_r = rates[cols]
+        sse = lambda x: np.nansum((target[odd] - np.einsum("ij,jk->ik", A[odd], x)) ** 2, axis=0)  # noqa: E731
+        better = np.isfinite(x_even).all(axis=0) & (sse(np.nan_to_num(x_even)) < BETTER * sse(run_r))
+        x = nnls_many(A, target)
+        good = better & np.isfinite(x).all(axis=0) & ~failed
         rates[np.ix_(cols, np.flatnonzero(good))] = x[:, good]
     return rates
 
 
-__all__ = ["HALF", "fit_rates", "nnls_many"]
+__all__ = ["BETTER", "HALF", "fit_rates", "nnls_many"]

@@ -10,8 +10,9 @@ def report_json(report) -> dict:
     ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
     the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
     windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
-    ``time_split``, the attribution sections (``per_group_json``), and ``notes`` when a reader
-    ignored something."""
+    ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
+    (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
+    ``assumptions`` and ``claim`` (``Report.context``)."""
     graph = report.evaluated
     metrics = {}
     for name, m in graph.metrics.items():
@@ -44,6 +45,7 @@ def report_json(report) -> dict:
         "model": report.model,
         "chips": report.chips,
         "metrics": metrics,
+        "headline": getattr(report, "headline", None),
         "bottleneck": a.bottleneck,
         "bottleneck_label": a.bottleneck_label,
         "topdown": {k: _num(v) for k, v in a.topdown.items()},
@@ -60,7 +62,7 @@ def report_json(report) -> dict:
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
         "multichip": multichip_json(report.multichip),
         "time_split": report.time_split,
-    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {})
+    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
 
 
 def per_group_json(report) -> dict:
@@ -81,6 +83,11 @@ def per_group_json(report) -> dict:
     if getattr(report, "links", None) is not None:
         out["links"] = report.links
     return out
+
+
+def _context(ctx: dict | None) -> dict:
+    """``assumptions`` and ``claim`` of an emulated run (``emulator.claim.run_context``), when known."""
+    return {"assumptions": ctx.get("assumptions"), "claim": ctx.get("claim")} if ctx else {}
 
 
 def multichip_json(mc: dict | None) -> dict | None:

@@ -84,6 +84,26 @@ def test_constant_rates_are_recovered_through_mixed_windows(sohu):
     assert abs(plain["b"] - truth["b"]) > 0.1 * truth["c"]  # the case is one where time weighting fails
 
 
+def test_a_rate_model_that_does_not_fit_falls_back_to_time_weighting_and_says_so(sohu):
+    # increases that have nothing to do with the ops (noise): no per-op rate explains them, so the
+    # windows are shared by time alone and the fit is reported as not holding
+    rng = np.random.default_rng(5)
+    dur = rng.integers(50, 150, 400)
+    start = np.r_[0, np.cumsum(dur)[:-1]]
+    end = start + dur
+    names = rng.choice(["a", "b"], 400)
+    b = np.arange(0, int(end[-1]) + 1, 500)
+    D = rng.exponential(100.0, len(b) - 1)
+    dump, w = _capture(b, {FL: D})
+    att = attribute(sohu, dump, w, _spans(np.zeros(400), start, end, names), ("op",))
+    assert att.fit[FL]["model"] == "time-weighted" and att.fit[FL]["residual"] > 0.05 and not att.reliable([FL])
+    span, win, o = overlaps(b, start, end)
+    length = np.diff(b).astype(float)
+    plain = {n: float(np.sum((D[win] * o / length[win])[names[span] == n])) for n in ("a", "b")}
+    got = dict(zip(att.groupings["op"].groups, _total(att.groupings["op"], FL)))
+    assert got["a"] == pytest.approx(plain["a"], rel=1e-9) and got["b"] == pytest.approx(plain["b"], rel=1e-9)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from("abc"), st.floats(0, 10), st.integers(0, 15)),
                 min_size=2, max_size=40),

@@ -6,6 +6,7 @@ import json
 import math
 
 from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, non_negative_int, positive_int, stderr, stdout
+from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -34,6 +35,9 @@ def register(sub) -> None:
                    help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
+    r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
+    r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
+    add_scenario_args(r)
     r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
     r.add_argument("--op-snapshots", action="store_true",
                    help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution")
@@ -126,6 +130,8 @@ def cmd_run(args) -> int:
                          generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
                          force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
                          progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
+                         serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
+                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0),
                          by=args.by, op_snapshots=args.op_snapshots)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
