@@ -179,7 +179,9 @@ def _ops(r: dict, pics: dict) -> str:
 def _err_text(err, row: dict) -> str:
     if row.get("reliable") is False:
         return '<span class="warn">approximate</span>'
-    return fmt(err * 100, "percent") if err is not None else "—"
+    if err is None:
+        return "—"
+    return fmt(err * 100, "percent") if err <= 1.0 else "&gt; 100 %"
 
 
 def _groups(r: dict) -> str:
