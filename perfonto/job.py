@@ -19,6 +19,7 @@ from perfonto import emulator
 from perfonto.emulator.claim import run_context
 from perfonto.analysis.capture import Capture, Report, analyse_capture
 from perfonto.analysis.evaluate import load_evaluator, write_metrics_parquet
+from perfonto.analysis.groups import write_group_parquet
 from perfonto.codegen.docs import generate_markdown
 from perfonto.codegen.python_evaluator import generate
 from perfonto.metrics.catalog import Catalog, load_catalog
@@ -52,6 +53,10 @@ def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src
     docs_path.write_text(generate_markdown(graph), encoding="utf-8")
     if metrics_file:  # else the engine wrote metrics/host=…/part-*.parquet
         write_metrics_parquet(report.evaluation, report.evaluated, tmp / "metrics.parquet")
+    for by, gm in report.groups.items():  # --by: every metric per layer / op / phase
+        write_group_parquet(gm, report.evaluated, tmp / f"metrics_by_{by}.parquet")
+        outputs[f"metrics_by_{by}"] = str(tmp / f"metrics_by_{by}.parquet")
+    if metrics_file:
         outputs["metrics"] = str(tmp / "metrics.parquet")
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - t0
     outputs |= {"evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
@@ -66,7 +71,8 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
             command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
             slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-            router_skew: float = 0.0, serving: dict | None = None) -> Report:
+            router_skew: float = 0.0, serving: dict | None = None, by: tuple[str, ...] = (),
+            op_snapshots: bool = False) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
     ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
@@ -74,6 +80,9 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     (``emulator.knobs``); ``serving``: more of its keyword arguments (``preset``, ``num_requests``,
     ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``). The report gets the run's modelling
     assumptions and, for a generation with a public claim, the comparison (``emulator.claim``).
+    ``by``: groupings for every metric per layer / op / phase (``metrics_by_<by>.parquet``,
+    ``analysis.groups``); ``op_snapshots``: the emulator also reads the counters at every op
+    boundary (``snapshots.parquet``), which makes the attribution exact.
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -89,29 +98,34 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
         emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
                            isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
-                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
+                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew,
+                           op_snapshots=op_snapshots, **(serving or {}))
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
-        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth)
-        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log)
+        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth,
+                          snapshots=emu.snapshots_path)
+        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log,
+                                 by=by)
         report.chips = chips
         report.context = run_context(graph.generation, emu.ground_truth)
         timings |= report.timings
         outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
                    "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+        if emu.snapshots_path is not None:
+            outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
 
 
 def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: str = "sohu", library: bool = True,
                 metrics: list[str] | None = None, force: bool = False, command: list[str] | None = None,
-                log: Callable[[str], None] = lambda s: None, topology=None, engine: str = "auto",
+                log: Callable[[str], None] = lambda s: None, by: tuple[str, ...] = (), topology=None, engine: str = "auto",
                 spark_master: str = "local[2]", chunk_rows: int | None = None, progress=None) -> Report:
-    """Analyse a capture the user has (``perfonto analyze``) into ``out``.
+    """Analyse a capture the user has (``perfonto analyze``) into ``out``; ``by`` as for ``run_job``.
 
     ``engine``: ``auto`` (the whole dump in memory when it is small, else the embedded engine),
     ``memory``, ``embedded`` (in pieces, bounded memory: ``analysis.chunked``) or ``spark``
@@ -137,10 +151,11 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     plan = None
     if engine != "memory" and isinstance(capture.counters, (str, Path)):
         plan = plan_capture(graph, capture)
-    at_scale = engine in ("embedded", "spark") or topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)
+    at_scale = engine in ("embedded", "spark") or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
     timings = {"compile": t_compile}
     inputs = {"counters.parquet": _where(capture.counters), "requests.parquet": _where(capture.requests),
-              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync)}
+              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync),
+              "snapshots.parquet": _where(capture.snapshots)}
     if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
         inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
     final = Path(out)
@@ -154,11 +169,14 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
             report = analyse_fleet(graph, capture, tmp / "metrics", plan=plan, topology=topology, metrics=metrics,
                                    evaluator=load_evaluator(tmp / "evaluator.py"), engine="spark" if engine == "spark" else "embedded",
                                    spark_master=spark_master, chunk_rows=chunk_rows, progress=progress, log=log)
+            if by:
+                report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
             return report
-        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log)
+        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log,
+                                 by=by)
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
             report.context = run_context(graph.generation, capture.ground_truth)
         timings |= report.timings
