@@ -423,6 +423,8 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         const("_GSCALE", _array(lay.gscale, "float64")),
         const("_HIST", literal(tuple(lay.hist))),
         const("_RESET", literal(tuple(lay.reset))),
+        const("_MODC", literal(tuple(lay.modc))),
+        const("_USCALE", literal(tuple(lay.uscale))),
         const("_SENT", _sentinels(lay.sent)),
         const("_FIELD_SRC", _array(lay.field_src, "intp")),
         const("_FIELD_LO", _array(lay.field_lo, "uint64")),

@@ -12,7 +12,11 @@ Rules, as in ``metrics.windows.prepare``:
 - rule 2: interval = (t − t_prev) ns × 1e-9 s;
 - rule 3: counter increase = ((cur − prev) mod 2^64) & (2^w − 1) in uint64, × scale, w the effective
   wrap width;
-- rule 4: reset when the reset indicator changed (any instance), or the increase is implausible: above
+- rule 4c: a counter with a declared range M (``_MODC``) takes ``cur − prev`` (+ M where it went down),
+  reads M // 2 and M for the half-range and wrap-period tests, and a raw value ≥ M nulls its windows;
+- rule 4d: a counter with a unit field (``_USCALE``) is × base^field of the end sample; the field
+  changing in the window, or its register null, absent or a sentinel at either end, nulls the window;
+- rule 4: reset when the reset indicator changed (any instance; for an uptime: decreased), or the increase is implausible: above
   max_rate × interval / scale + 1 when the counter has a max rate (declared, or a cycle counter's
   clock: ``metrics.windows.max_rate``), else above 2^(w−1); any decrease for a counter of unknown
   width, or in any bucket of a histogram instance; rule 4b: null when max_rate × interval / scale + 1
@@ -36,7 +40,7 @@ _REGS = ()
 _K1 = _K2 = _K3 = _K = _G = _N = _NF = 0
 _MASK = _HALF = _SCALE = _RATE = _WRAP = _GSCALE = np.zeros(0)
 _FIELD_SRC = _FIELD_LO = _FIELD_MASK = _FIELD_SCALE = np.zeros(0)
-_HIST = _RESET = _SENT = _FIELD_SENT = ()
+_HIST = _RESET = _SENT = _FIELD_SENT = _MODC = _USCALE = ()
 _CHUNK_ROWS = 1024
 
 
@@ -79,6 +83,8 @@ def _windows(T, R, B, ws):
         d = _buf(ws, "d", (S, C, K), np.uint64)
         np.subtract(cur[..., :K], prev[..., :K], out=d)
         np.bitwise_and(d, _MASK, out=d)
+        for a, b, m in _MODC:  # rule 4c: modulo a declared range
+            d[..., a:b] += np.where(cur[..., a:b] < prev[..., a:b], np.uint64(m), np.uint64(0))
         np.multiply(d, _SCALE, out=V[..., :K])
         if _K1:
             np.greater(d[..., :_K1], _HALF, out=bad[..., :_K1])
@@ -92,8 +98,19 @@ def _windows(T, R, B, ws):
             b = a + n * nb
             dec = (cur[..., a:b] < prev[..., a:b]).reshape(S, C, n, nb).any(axis=3, keepdims=True)
             bad[..., a:b] = np.broadcast_to(dec, (S, C, n, nb)).reshape(S, C, n * nb)
-        for ia, ib, cols in _RESET:
-            changed = (cur[..., ia:ib] != prev[..., ia:ib]).any(axis=2, keepdims=True)
+        for a, b, ra, rb, lo, mask, fs, base, rate, m in _USCALE:  # rule 4d: the unit of each sample
+            ec = (cur[..., ra:rb] >> np.uint64(lo)) & np.uint64(mask)
+            mult = base ** (ec * fs)
+            V[..., a:b] *= mult
+            if rate:
+                limit = rate * interval[..., None] / (_SCALE[a:b] * mult) + 1.0
+                bad[..., a:b] = (d[..., a:b].astype(np.float64) > limit) | (limit >= m)
+            bad[..., a:b] |= ec != ((prev[..., ra:rb] >> np.uint64(lo)) & np.uint64(mask))
+        for a, b, m in _MODC:  # rule 4c: a raw value at or beyond the range
+            bad[..., a:b] |= (cur[..., a:b] >= np.uint64(m)) | (prev[..., a:b] >= np.uint64(m))
+        for ia, ib, cols, dec in _RESET:
+            hit = (cur[..., ia:ib] < prev[..., ia:ib]) if dec else (cur[..., ia:ib] != prev[..., ia:ib])
+            changed = hit.any(axis=2, keepdims=True)
             for a, b in cols:
                 bad[..., a:b] |= changed
     if _N > K:
@@ -108,6 +125,8 @@ def _windows(T, R, B, ws):
     if B is not None:
         bad |= B[1:]
         bad |= B[:-1]
+    for a, b, ra, rb, *_ in _USCALE:  # the unit register null, absent or a sentinel at either end
+        bad[..., a:b] |= bad[..., ra:rb]
     np.copyto(V, np.nan, where=bad)
     if not _NF:
         return V, None, interval

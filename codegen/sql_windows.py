@@ -9,6 +9,10 @@ Rules, as ``metrics.windows.prepare`` applies them (numbers as in its docstring)
   when the increase is above half the range or above ``max_rate × interval / scale + 1``, when that
   limit reaches the range, on any decrease for an unknown width, on a decrease in any bucket of a
   histogram instance;
+- 4c: a declared range M (``wrap_range``): the increase modulo M, the half-range test at M // 2 and
+  the wrap-period test at M; a raw value ≥ M at either end is null;
+- 4d: a unit field (``scale_field``): × POWER(base, field at the end sample); null when the field
+  differs between the two samples or its register is NULL or a sentinel at either end;
 - 5: a sentinel at either end (fields: the end sample);
 - 6: a missing sample is a NULL register (absent samples come from ``filled``), and NULL propagates;
 - 7, 8: gauges as ``(prev + cur) × scale / 2``; packed fields as ``(cur // 2^lo) mod 2^bits × scale``.
@@ -111,6 +115,9 @@ class Windows:
             sig = self.gen.signals[name]
             for k, c in enumerate(cols):
                 e = exp.Bracket(this=_col(name), expressions=[_int(k)], offset=0) if sig.axes else _col(name)
+                if sig.slots is not None:  # a dump of every slot, or of the present ones only
+                    full = exp.EQ(this=exp.ArraySize(this=_col(name)), expression=_int(sig.full_instances))
+                    e = _case(full, exp.Bracket(this=_col(name), expressions=[_int(sig.slots[k])], offset=0), e)
                 out.append(_alias(e, c))
         return out
 
@@ -129,7 +136,9 @@ class Windows:
         w = sig.wrap_width
         if w is None:  # unknown width: a decrease is a reset, never a wrap
             return exp.Sub(this=_cast(cur, self.d.wide_int), expression=_cast(prev, self.d.wide_int))
-        m = _int(1 << w)
+        if sig.modulus is not None:  # rule 4c: values at or beyond the range are nulled in ``_input``
+            w = max(sig.modulus - 1, 1).bit_length()
+        m = _int(1 << w if sig.modulus is None else sig.modulus)
         if w <= 62:
             diff = exp.Sub(this=_cast(exp.Mod(this=cur, expression=m), "BIGINT"), expression=_cast(exp.Mod(this=prev, expression=m), "BIGINT"))
         else:
@@ -167,6 +176,23 @@ class Windows:
             self.input_cols[name] = cols
         return out
 
+    def _unit_scale(self, sig, k: int) -> tuple[exp.Expression, list[exp.Expression]]:
+        """Rule 4d for instance ``k``: scale × POWER(base, field at the end sample), and the null tests
+        (the field changed, its register NULL or a sentinel at either end)."""
+        fname, base = sig.scale_field
+        f = self.gen.fields[fname]
+        reg = self.gen.signals[f.register]
+        rc = self.reg_cols[f.register]
+        c = rc[k] if len(rc) > 1 else rc[0]
+        cur, prev = _col(c), _col("p" + c[1:])
+        bits = _field_bits(cur, f.lo, f.hi, self.d.wide_int)
+        e = exp.Mul(this=_cast(bits, "DOUBLE"), expression=_num(f.scale))
+        scale = exp.Paren(this=exp.Mul(this=_num(sig.scale), expression=exp.Pow(this=_num(base), expression=e)))
+        bad = [_is_null(cur), _is_null(prev), exp.NEQ(this=bits, expression=_field_bits(prev, f.lo, f.hi, self.d.wide_int))]
+        if reg.sentinel:
+            bad.append(self._touching(c, reg.sentinel))
+        return scale, bad
+
     def _input(self, name: str, interval: exp.Expression) -> list[exp.Expression]:
         gen = self.gen
         if name in gen.fields:
@@ -190,22 +216,31 @@ class Windows:
             bad: list[exp.Expression] = []
             if sig.kind in (SignalKind.counter, SignalKind.histogram):
                 d = _col("d" + c[1:])
-                v = exp.Mul(this=_cast(d, "DOUBLE"), expression=_num(sig.scale))
+                M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
+                scale = _num(sig.scale)
+                if sig.scale_field is not None:  # rule 4d
+                    scale, unit_bad = self._unit_scale(sig, k)
+                    bad += unit_bad
+                v = exp.Mul(this=_cast(d, "DOUBLE"), expression=scale)
                 if cls == 0:
-                    bad.append(exp.GT(this=d, expression=_int(1 << (sig.wrap_width - 1))))
+                    bad.append(exp.GT(this=d, expression=_int(M // 2)))
                 elif cls == 1:
-                    limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=_num(sig.scale)),
+                    limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
                                     expression=_num(1.0))
                     bad.append(exp.GT(this=_cast(d, "DOUBLE"), expression=limit))
-                    bad.append(exp.GTE(this=limit, expression=_num(float(1 << sig.wrap_width))))  # rule 4b
+                    bad.append(exp.GTE(this=limit, expression=_num(float(M))))  # rule 4b
                 elif cls == 2:
                     bad.append(exp.LT(this=cur, expression=prev))
                 else:  # histogram: any bucket of this instance decreased
                     nb = len(sig.buckets) + 1
                     group = cols[(k // nb) * nb:(k // nb) * nb + nb]
                     bad.append(_or([exp.LT(this=self._zero(b), expression=self._zero("p" + b[1:])) for b in group]))
+                if sig.modulus is not None:  # rule 4c: a raw value at or beyond the range
+                    bad.append(exp.GTE(this=cur, expression=_int(M)))
+                    bad.append(exp.GTE(this=prev, expression=_int(M)))
                 if sig.reset_indicator is not None:
-                    bad.append(_or([exp.NEQ(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in self.reg_cols[sig.reset_indicator]]))
+                    test = exp.LT if sig.reset_kind == "decrease" else exp.NEQ  # an uptime resets when it goes down
+                    bad.append(_or([test(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in self.reg_cols[sig.reset_indicator]]))
             elif sig.kind is SignalKind.gauge:
                 v = exp.Mul(this=exp.Paren(this=exp.Add(this=_cast(prev, "DOUBLE"), expression=_cast(cur, "DOUBLE"))),
                             expression=_num(0.5 * sig.scale))
@@ -215,6 +250,10 @@ class Windows:
                 bad.append(self._touching(c, sig.sentinel))
             out.append(_case(_or(bad), exp.Null(), v) if bad else v)
         return out
+
+
+def _field_bits(c: exp.Expression, lo: int, hi: int, wide: str) -> exp.Expression:
+    return exp.Mod(this=exp.IntDiv(this=_cast(c, wide), expression=_int(1 << lo)), expression=_int(1 << (hi - lo + 1)))
 
 
 def fill_grid(regs: list[str], d: Dialect) -> list[tuple[str, exp.Select]]:
