@@ -235,11 +235,18 @@ class Stream:
     chip (``chips`` = 1 for spec constants).
     """
 
-    def __init__(self):
+    def __init__(self, metrics=None, jit=None):
+        """``metrics``: names of the metrics to return (None: all); the compiled kernel evaluates only
+        those and the metrics they read. ``jit``: use the compiled kernel (numba) when it is installed
+        (None: unless ``PERFONTO_NO_JIT`` is set; False: never, the NumPy path only)."""
         self._T = None  # int64 (C,) previous timestamps
         self._R = None  # uint64 (C, _N) previous registers
         self._B = None  # bool (C, _N) previous null/absent flags, or None
         self._ws = {}  # work arrays reused from chunk to chunk
+        self._metrics = None if metrics is None else tuple(metrics)
+        self._want = _wanted(self._metrics)
+        self._jit = jit
+        self._push = None  # pre-allocated buffers of ``push``, by chip count
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -301,7 +308,7 @@ class Stream:
             return dict(zip(_SCALAR_METRICS, O[:, 0]))
         return {k: v[0] for k, v in _result(O, A).items()}
 
-    def push_block(self, timestamps_ns, registers, present=None, missing=None):
+    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
         present bool (S, C) and missing {signal: bool (S, C, *sizes)} optional, as in ``push``.
         Returns {metric: float64 (S', C, *sizes)} for the S' new windows (S' = S, or S − 1 when the
@@ -310,6 +317,8 @@ class Stream:
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
+        if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
+            return _kernel_block(self, T, registers)
         lead = (C,)
         start = 0
         if self._T is None:
@@ -346,7 +355,22 @@ class Stream:
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
-        return _result(O, A)
+        return self._select(_result(O, A))
+
+    def push_flat(self, timestamps_ns, X, colmap=None):
+        """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
+        (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
+        collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
+        the row of ``X`` holding each column of ``FLAT_COLUMNS`` (default: X holds them in order).
+        Returns None when there is no window yet, else {metric: (values float64 (S', C, *sizes) with
+        NaN where null, validity uint8 — the Arrow bitmap of the values' S' × C × n slots, LSB first)}.
+        Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results)."""
+        return _push_flat(self, timestamps_ns, X, colmap)
+
+    def _select(self, res):
+        if res is None or self._metrics is None:
+            return res
+        return {k: res[k] for k in self._metrics}
 
     def _set_last(self, t, r, b):
         self._T = np.array(t, dtype=np.int64)
