@@ -85,13 +85,15 @@ class ScalarEmitter:
                               ast.BinOp(_n("chips"), ast.Pow(), ast.Constant(n.chip_power)))
             return c
         if isinstance(n, ir.Interval):
-            return _n("interval")
+            return _sub("iv", _n("q"))
         if isinstance(n, ir.Input):
             src, a, _, _ = self.src[n.signal]
-            return _sub("f" if src else "v", _add(i, a) if i is not None else ast.Constant(a))
+            col = _add(i, a) if i is not None else ast.Constant(a)
+            return _sub("f" if src else "v", ast.Tuple(elts=[col, _n("q")], ctx=ast.Load()))
         if isinstance(n, ir.MetricRef):
             off = self.metric_off[n.metric]
-            return _sub("mv", _add(i, off) if i is not None else ast.Constant(off))
+            col = _add(i, off) if i is not None else ast.Constant(off)
+            return _sub("mv", ast.Tuple(elts=[col, _n("q")], ctx=ast.Load()))
         if isinstance(n, ir.Rollup):
             return _n(self.rollup(n))
         return self.op(n, i)
@@ -165,11 +167,11 @@ def metric_table(graph: MetricGraph) -> list[tuple[str, int, int, tuple[int, ...
 
 
 def kernel_source(graph: MetricGraph, lay: Layout) -> str:
-    """Source of ``_kernel_body(v, f, interval, chips, mv, r, want, OUT, BITS, OFF, BOFF)``: the metrics of
-    one window-chip row ``r`` (window values ``v``, fields ``f``) into the flat output buffer ``OUT``
-    (metric k's value for row r, instance i at ``OFF[k] + r * n_k + i``) and the validity bitmap
-    ``BITS`` (from bit ``BOFF[k]``, LSB first, as Arrow's); ``want[k]`` says which metrics to compute
-    (the ones asked for and the metrics they read)."""
+    """Source of ``_kernel_body(v, f, iv, n, chips, mv, want)``: the metrics of a block of ``n``
+    window-chip rows — window values ``v[:, q]``, fields ``f[:, q]``, intervals ``iv[q]`` — into
+    ``mv`` (metric instances, rows): metric k's instance i of row q at ``mv[off_k + i, q]`` (inf
+    finished to null), for the metrics with ``want[k]`` (the ones asked for and the metrics they
+    read). One loop over the rows per metric, so each reads and writes contiguous rows."""
     table = metric_table(graph)
     em = ScalarEmitter(lay, {name: off for name, off, _, _ in table})
     body: list[ast.stmt] = []
@@ -177,22 +179,21 @@ def kernel_source(graph: MetricGraph, lay: Layout) -> str:
         m = graph.metrics[name]
         root = fold(m.ir)
         em.stmts = []
-        em.cse = {}  # rollups are shared within a metric; across metrics a guarded block may be skipped
+        em.cse = {}  # rollups are shared within a metric
         idx = _n("i0") if m.axes else None
         value = em.expr(root, idx)
-        inner: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id="x", ctx=ast.Store())], value=value)]
-        store = ast.Expr(_call("_kstore", _n("x"), _n("mv"), ast.Constant(off) if idx is None else _add(idx, off),
-                               _n("OUT"), _n("BITS"), _sub("OFF", ast.Constant(k)), _sub("BOFF", ast.Constant(k)),
-                               ast.BinOp(_n("r"), ast.Mult(), ast.Constant(n)) if idx is None else
-                               _add(ast.BinOp(_n("r"), ast.Mult(), ast.Constant(n)), idx)))
-        inner.append(store)
+        x = ast.Name(id="x", ctx=ast.Store())
+        slot = ast.Tuple(elts=[ast.Constant(off) if idx is None else _add(idx, off), _n("q")], ctx=ast.Store())
+        inner: list[ast.stmt] = [ast.Assign(targets=[x], value=value),
+                                 ast.Assign(targets=[ast.Subscript(value=_n("mv"), slice=slot, ctx=ast.Store())],
+                                            value=_call("_kfin", _n("x")))]
         if idx is not None:
             inner = [ast.For(target=ast.Name(id="i0", ctx=ast.Store()), iter=_call("range", ast.Constant(n)), body=inner, orelse=[])]
-        block = em.stmts + inner
-        body.append(ast.If(test=_sub("want", ast.Constant(k)), body=block, orelse=[]))
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in ("v", "f", "interval", "chips", "mv", "r", "want", "OUT", "BITS", "OFF", "BOFF")],
+        rows = ast.For(target=ast.Name(id="q", ctx=ast.Store()), iter=_call("range", _n("n")), body=em.stmts + inner, orelse=[])
+        body.append(ast.If(test=_sub("want", ast.Constant(k)), body=[rows], orelse=[]))
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in ("v", "f", "iv", "n", "chips", "mv", "want")],
                          kwonlyargs=[], kw_defaults=[], defaults=[])
-    doc = ast.Expr(ast.Constant("The metrics of one window-chip row (generated; see codegen/kernel.py)."))
+    doc = ast.Expr(ast.Constant("The metrics of one block of window-chip rows (generated; see codegen/kernel.py)."))
     fn = ast.FunctionDef(name="_kernel_body", args=args, body=[doc] + (body or [ast.Pass()]), decorator_list=[], returns=None,
                          type_params=[])
     mod = ast.Module(body=[fn], type_ignores=[])

@@ -473,6 +473,7 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
     body = [ast.Assign(targets=[_store("_NAN")], value=_np("nan")), ast.Assign(targets=[_store("_INF")], value=_np("inf")),
             ast.Assign(targets=[_store("_KT")], value=ast.Constant(None)), ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
             ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
+            ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
             ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),
             ast.Assign(targets=[_store("_MOFF")], value=_array([o for _, o, _, _ in table], "int64")),
             ast.Assign(targets=[_store("_MN")], value=_array([n for _, _, n, _ in table], "int64")),
@@ -485,7 +486,7 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
 def _runtime_kernel_names() -> tuple:
     from . import runtime_kernel
 
-    return None, None, tuple(runtime_kernel._JITTED)
+    return None, tuple(runtime_kernel._KNAMES), tuple(runtime_kernel._JITTED)
 
 
 def load(source: str, name: str = "perfonto_evaluator"):

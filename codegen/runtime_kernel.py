@@ -22,7 +22,7 @@ _KT = None  # the kernel's tables (``_kernel_tables``), built on first use
 _KFN = None  # the compiled row loop, or False when numba is not available
 
 
-def _kernel_body(v, f, interval, chips, mv, r, want, OUT, BITS, OFF, BOFF):  # replaced by the generated body
+def _kernel_body(v, f, iv, n, chips, mv, want):  # replaced by the generated body
     raise RuntimeError("template placeholder: a generated evaluator module defines _kernel_body")
 
 
@@ -92,16 +92,27 @@ def _kwhere(c, a, b):
     return a if c != 0 else b
 
 
-def _kstore(x, mv, moff, OUT, BITS, off, boff, pos):
-    """A metric's value for one row: inf (overflow) becomes null; the value goes to the row scratch
-    (for the metrics that read it) and the output, and a valid value sets its validity bit."""
-    if x - x != 0:  # inf or NaN
-        x = _NAN
-    mv[moff] = x
-    OUT[off + pos] = x
-    if x == x:
-        q = boff + pos
-        BITS[q >> 3] |= np.uint8(1 << (q & 7))
+def _kfin(x):
+    """A metric's value: inf (overflow) is null."""
+    return _NAN if x - x != 0 else x
+
+
+def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
+    """A block's metric values into the output buffers, and the validity bit of every valid one:
+    metric k's instance i of row r at ``OUT[OFF[k] + r * n_k + i]`` and bit ``BOFF[k] + r * n_k + i``."""
+    for k in range(want.shape[0]):
+        if not want[k]:
+            continue
+        nk, mo, off, boff = MN[k], MOFF[k], OFF[k], BOFF[k]
+        for i in range(nk):
+            src = mv[mo + i]
+            for q in range(n):
+                pos = (r0 + q) * nk + i
+                x = src[q]
+                OUT[off + pos] = x
+                if x == x:
+                    b = boff + pos
+                    BITS[b >> 3] |= np.uint8(1 << (b & 7))
 
 
 def _kernel_tables():
@@ -157,118 +168,205 @@ def _csr(entries, n):
     return off, np.array([x for p in per for x in p], np.uint64)
 
 
-def _rules_row(cur, prv, interval, v, f, bad, K, G, N, cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals,
-               reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals, gflag, dd):
-    """Window values of one row from its two samples (rules 3–8 of ``metrics/windows.py``)."""
-    for j in range(K):
-        c, p = cur[j], prv[j]
-        d = (c - p) & mask[j]
-        if modm[j] != 0 and c < p:  # rule 4c
-            d += modm[j]
-        dd[j] = d
-        v[j] = float(d) * scale[j]
+def _load(X, colmap, R0, C, j, r0, n, cc, pp):
+    """The raw registers of layout column ``j`` for rows ``r0 .. r0 + n`` into ``cc`` and the same
+    chips' previous samples into ``pp`` (the baseline ``R0`` before the chunk's first sample)."""
+    x = X[colmap[j]]
+    for q in range(n):
+        cc[q] = x[r0 + q]
+    if r0 >= C:
+        for q in range(n):
+            pp[q] = x[r0 + q - C]
+    else:
+        for q in range(n):
+            r = r0 + q
+            pp[q] = x[r - C] if r >= C else R0[r % C, j]
+
+
+def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
+                 hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals):
+    """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
+    ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
+    The same integer and float operations as the NumPy path, in the same order."""
+    n = r1 - r0
+    for q in range(n):
+        r = r0 + q
+        IV[q] = float(T[r] - (T[r - C] if r >= C else T0[r % C])) * 1e-9
+    for j in range(N):
         k = cls[j]
-        if k == 0:
-            bad[j] = d > half[j]
-        elif k == 1:
-            limit = rate[j] * interval / scale[j] + 1.0
-            bad[j] = float(d) > limit or limit >= wrap[j]
-        elif k == 2:
-            bad[j] = c < p
+        _load(X, colmap, R0, C, j, r0, n, cc, pp)
+        v, bd = V[j], BD[j]
+        if k <= 3:
+            mj, sj, mod, dd = mask[j], scale[j], modm[j], DD[j]
+            for q in range(n):
+                dd[q] = (cc[q] - pp[q]) & mj
+            if mod != 0:  # rule 4c
+                for q in range(n):
+                    if cc[q] < pp[q]:
+                        dd[q] += mod
+            for q in range(n):
+                v[q] = float(dd[q]) * sj
+            if k == 0:
+                hj = half[j]
+                for q in range(n):
+                    bd[q] = dd[q] > hj
+            elif k == 1:
+                rj, wj = rate[j], wrap[j]
+                for q in range(n):
+                    limit = rj * IV[q] / sj + 1.0
+                    bd[q] = float(dd[q]) > limit or limit >= wj
+            elif k == 2:
+                for q in range(n):
+                    bd[q] = cc[q] < pp[q]
+            else:
+                for q in range(n):
+                    bd[q] = False
+        elif k == 4:
+            gj = gscale[j]
+            for q in range(n):
+                v[q] = (float(cc[q]) + float(pp[q])) * gj
+                bd[q] = False
         else:
-            bad[j] = False
+            for q in range(n):
+                v[q] = float(cc[q])
+                bd[q] = False
+        for s in range(sent_off[j], sent_off[j + 1]):  # rule 5
+            sv = sent_vals[s]
+            for q in range(n):
+                if cc[q] == sv or pp[q] == sv:
+                    bd[q] = True
+        if modm[j] != 0:  # rule 4c: a raw value at or beyond the range
+            mod = modm[j]
+            for q in range(n):
+                if cc[q] >= mod or pp[q] >= mod:
+                    bd[q] = True
     for h in range(hist.shape[0]):
-        a, n, nb = hist[h, 0], hist[h, 1], hist[h, 2]
-        for i in range(n):
-            dec = False
+        a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
+        for i in range(ni):
+            for q in range(n):
+                GF[groups.shape[0], q] = False
             for b in range(a + i * nb, a + (i + 1) * nb):
-                if cur[b] < prv[b]:
-                    dec = True
+                _load(X, colmap, R0, C, b, r0, n, cc, pp)
+                for q in range(n):
+                    if cc[q] < pp[q]:
+                        GF[groups.shape[0], q] = True
             for b in range(a + i * nb, a + (i + 1) * nb):
-                bad[b] = dec
+                sent = sent_off[b + 1] > sent_off[b]
+                for q in range(n):
+                    if not sent or not BD[b, q]:
+                        BD[b, q] = GF[groups.shape[0], q]
+                    if sent and GF[groups.shape[0], q]:
+                        BD[b, q] = True
     for j in range(K):
         ra = us_i[j, 0]
         if ra >= 0:  # rule 4d
             lo, um = np.uint64(us_i[j, 1]), np.uint64(us_i[j, 2])
-            ec = (cur[ra] >> lo) & um
-            mult = us_f[j, 1] ** (float(ec) * us_f[j, 0])
-            v[j] *= mult
-            if us_i[j, 3]:
-                limit = us_f[j, 2] * interval / (scale[j] * mult) + 1.0
-                bad[j] = float(dd[j]) > limit or limit >= us_f[j, 3]
-            if ec != ((prv[ra] >> lo) & um):
-                bad[j] = True
-        if modm[j] != 0 and (cur[j] >= modm[j] or prv[j] >= modm[j]):  # rule 4c
-            bad[j] = True
+            _load(X, colmap, R0, C, ra, r0, n, cc, pp)
+            for q in range(n):
+                ec = (cc[q] >> lo) & um
+                mult = us_f[j, 1] ** (float(ec) * us_f[j, 0])
+                V[j, q] *= mult
+                if us_i[j, 3]:
+                    limit = us_f[j, 2] * IV[q] / (scale[j] * mult) + 1.0
+                    if not (float(DD[j, q]) > limit or limit >= us_f[j, 3]):
+                        if not _flagged(X, colmap, R0, C, j, r0 + q, modm, sent_off, sent_vals):
+                            BD[j, q] = False
+                    else:
+                        BD[j, q] = True
+                if ec != ((pp[q] >> lo) & um):
+                    BD[j, q] = True
     for g in range(groups.shape[0]):
-        hit = False
+        for q in range(n):
+            GF[g, q] = False
         for b in range(groups[g, 0], groups[g, 1]):
-            if (cur[b] < prv[b]) if groups[g, 2] else (cur[b] != prv[b]):
-                hit = True
-        gflag[g] = hit
+            _load(X, colmap, R0, C, b, r0, n, cc, pp)
+            for q in range(n):
+                if (cc[q] < pp[q]) if groups[g, 2] else (cc[q] != pp[q]):
+                    GF[g, q] = True
     for j in range(K):
-        if reset_of[j] >= 0 and gflag[reset_of[j]]:
-            bad[j] = True
-    for j in range(K, G):
-        v[j] = (float(cur[j]) + float(prv[j])) * gscale[j]
-        bad[j] = False
-    for j in range(G, N):
-        v[j] = float(cur[j])
-        bad[j] = False
-    for j in range(N):
-        for q in range(sent_off[j], sent_off[j + 1]):
-            if cur[j] == sent_vals[q] or prv[j] == sent_vals[q]:
-                bad[j] = True
+        g = reset_of[j]
+        if g >= 0:
+            for q in range(n):
+                if GF[g, q]:
+                    BD[j, q] = True
     for j in range(K):
-        if us_i[j, 0] >= 0 and bad[us_i[j, 0]]:
-            bad[j] = True
+        ra = us_i[j, 0]
+        if ra >= 0:
+            for q in range(n):
+                if BD[ra, q]:
+                    BD[j, q] = True
     for j in range(N):
-        if bad[j]:
-            v[j] = _NAN
+        v, bd = V[j], BD[j]
+        for q in range(n):
+            if bd[q]:
+                v[q] = _NAN
     for k in range(fsrc.shape[0]):
-        raw = cur[fsrc[k]]
-        x = float((raw >> flo[k]) & fmask[k]) * fscale[k]
-        for q in range(fsent_off[k], fsent_off[k + 1]):
-            if raw == fsent_vals[q]:
-                x = _NAN
-        f[k] = x
+        _load(X, colmap, R0, C, fsrc[k], r0, n, cc, pp)
+        for q in range(n):
+            raw = cc[q]
+            x = float((raw >> flo[k]) & fmask[k]) * fscale[k]
+            for s in range(fsent_off[k], fsent_off[k + 1]):
+                if raw == fsent_vals[s]:
+                    x = _NAN
+            F[k, q] = x
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, chips, want, OUT, BITS, OFF, BOFF, NV, K, G,
+def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
+    """Whether column ``j``'s window at row ``r`` is null by a sentinel or a declared range (rules 5
+    and 4c, which no later rule clears)."""
+    c = X[colmap[j], r]
+    p = X[colmap[j], r - C] if r >= C else R0[r % C, j]
+    if modm[j] != 0 and (c >= modm[j] or p >= modm[j]):
+        return True
+    for s in range(sent_off[j], sent_off[j + 1]):
+        if c == sent_vals[s] or p == sent_vals[s]:
+            return True
+    return False
+
+
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals):
-    """Every window-chip row of a chunk: ``X`` uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64
-    (C,) and ``R0`` uint64 (C, N) the sample before the chunk (the baseline of its first windows)."""
+    """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
+    only the baseline), in blocks of 128 rows: window values column by column (``_rules_block``), then
+    the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
+    uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
+    sample before the chunk (the baseline of its first windows when ``start`` is 0)."""
     N = colmap.shape[0]
     rows = T.shape[0]
-    cur = np.empty(N, np.uint64)
-    prv = np.empty(N, np.uint64)
-    dd = np.empty(max(K, 1), np.uint64)
-    v = np.empty(N + 1)
-    f = np.empty(fsrc.shape[0] + 1)
-    bad = np.empty(N, np.bool_)
-    gflag = np.empty(groups.shape[0] + 1, np.bool_)
-    mv = np.empty(NV + 1)
-    for r in range(rows):
-        c = r % C
-        if r >= C:
-            for j in range(N):
-                cur[j] = X[colmap[j], r]
-                prv[j] = X[colmap[j], r - C]
-            t0 = T[r - C]
-        else:
-            for j in range(N):
-                cur[j] = X[colmap[j], r]
-                prv[j] = R0[c, j]
-            t0 = T0[c]
-        interval = float(T[r] - t0) * 1e-9
-        _rules_row(cur, prv, interval, v, f, bad, K, G, N, cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals,
-                   reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals, gflag, dd)
-        _kernel_body(v, f, interval, chips, mv, r, want, OUT, BITS, OFF, BOFF)
+    B = 128
+    V = np.empty((N + 1, B))
+    F = np.empty((fsrc.shape[0] + 1, B))
+    IV = np.empty(B)
+    BD = np.empty((N + 1, B), np.bool_)
+    DD = np.empty((max(K, 1), B), np.uint64)
+    GF = np.empty((groups.shape[0] + 1, B), np.bool_)
+    cc = np.empty(B, np.uint64)
+    pp = np.empty(B, np.uint64)
+    mv = np.empty((NV + 1, B))
+    for r0 in range(start, rows, B):
+        r1 = min(rows, r0 + B)
+        _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
+                     hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals)
+        _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
+        _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
+
+
+_KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE", "_KHIST", "_KSENT_OFF", "_KSENT_VALS",
+           "_KRESET_OF", "_KGROUPS", "_KMODM", "_KUS_I", "_KUS_F", "_KFSRC", "_KFLO", "_KFMASK", "_KFSCALE", "_KFSENT_OFF",
+           "_KFSENT_VALS")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
+
+
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF):
+    """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
+    type-checks only these)."""
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, _NV, _MOFF, _MN, _K, _G,
+                 _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
+                 _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS)
 
 
 _JITTED = ("_kdiv", "_kpow", "_kmin", "_kmax", "_kclamp", "_kcmp_lt", "_kcmp_le", "_kcmp_gt", "_kcmp_ge", "_kcmp_eq", "_kcmp_ne",
-           "_kand", "_kor", "_knot", "_kwhere", "_kstore", "_rules_row", "_kernel_body", "_kernel_loop")
+           "_kand", "_kor", "_knot", "_kwhere", "_kfin", "_emit_block", "_load", "_flagged", "_rules_block", "_kernel_body", "_kernel_loop", "_kernel_call")
 
 
 def _jit():
@@ -286,10 +384,11 @@ def _jit():
             _KFN = False
             return None
         g = globals()
+        _KT = _kernel_tables()
+        g.update(zip(_KNAMES, _KT))
         for name in _JITTED:
             g[name] = numba.njit(cache=False, nogil=True, error_model="numpy")(g[name])
-        _KT = _kernel_tables()
-        _KFN = g["_kernel_loop"]
+        _KFN = g["_kernel_call"]
     return _KFN or None
 
 
@@ -313,12 +412,12 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, chips, want):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
     BITS uint8 flat, OFF, BOFF): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
     validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``."""
     fn = _jit()
-    rows = T.shape[0]
+    rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
     OFF = np.zeros(len(sizes), np.int64)
     OFF[1:] = np.cumsum(sizes)[:-1]
@@ -327,7 +426,7 @@ def _run_kernel(X, colmap, T, T0, R0, C, chips, want):
     BOFF[1:] = np.cumsum(bsizes)[:-1]
     OUT = np.empty(int(sizes.sum()) + 1)
     BITS = np.zeros(int(bsizes.sum()) // 8 + 1, np.uint8)
-    fn(X, colmap, T, T0, R0, C, float(chips), want, OUT, BITS, OFF, BOFF, _NV, _K, _G, *_KT)
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF)
     return OUT, BITS, OFF, BOFF
 
 
@@ -370,8 +469,7 @@ def _push_flat(stream, timestamps_ns, X, colmap):
         first = 1
     if S - first <= 0:
         return None
-    Xw = X[:, first * C:] if first else X
-    OUT, BITS, OFF, BOFF = _run_kernel(Xw, colmap, T[first:].reshape(-1), stream._T, stream._R, C, 1.0, stream._want)
+    OUT, BITS, OFF, BOFF = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first
@@ -392,3 +490,46 @@ def _push_flat(stream, timestamps_ns, X, colmap):
 def _bitmap(values):
     """Arrow validity bitmap (LSB first) of ``values``: 1 where not NaN."""
     return np.packbits(~np.isnan(values.reshape(-1)), bitorder="little")
+
+
+def _kernel_push(stream, ts, registers):
+    """``Stream.push`` through the kernel: one sample of all chips, into buffers allocated once per
+    chip count (metrics without instance axes first, so that they come back as rows of one block)."""
+    C = ts.shape[0]
+    P = stream._push
+    if P is None or P[0] != C:
+        want = stream._want
+        names = [n for k, n in enumerate(METRICS) if want[k] and (stream._metrics is None or n in stream._metrics)]
+        order = sorted(np.flatnonzero(want), key=lambda k: (_MN[k] > 1 or bool(METRICS[list(METRICS)[k]]["axes"]), k))
+        sizes = np.zeros(len(want), np.int64)
+        sizes[want] = _MN[want] * C
+        OFF = np.zeros(len(want), np.int64)
+        BOFF = np.zeros(len(want), np.int64)
+        pos = bpos = 0
+        for k in order:
+            OFF[k], BOFF[k] = pos, bpos
+            pos += sizes[k]
+            bpos += (sizes[k] + 7) // 8 * 8
+        keys = list(METRICS)
+        scalar = [keys[k] for k in order if not METRICS[keys[k]]["axes"]]
+        rest = [(keys[k], int(OFF[k]), (C,) + tuple(sz for _, sz in METRICS[keys[k]]["axes"])) for k in order if METRICS[keys[k]]["axes"]]
+        P = (C, np.empty((_N, C), np.uint64), np.empty(C, np.int64), np.arange(_N, dtype=np.int64), np.empty(pos + 1),
+             np.zeros(bpos // 8 + 1, np.uint8), OFF, BOFF, scalar, rest, set(names))
+        stream._push = P
+    _, X, T, colmap, OUT, BITS, OFF, BOFF, scalar, rest, keep = P
+    if isinstance(registers, np.ndarray):
+        X[...] = registers.T
+    else:
+        for name, a, b in _REGS:
+            X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
+    T[...] = ts
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF)
+    stream._T[...] = T
+    stream._R[...] = X.T
+    out = OUT.copy()
+    res = dict(zip(scalar, out[:len(scalar) * C].reshape(len(scalar), C)))
+    for name, off, shape in rest:
+        res[name] = out[off:off + int(np.prod(shape))].reshape(shape)
+    if len(keep) != len(res):
+        res = {k: v for k, v in res.items() if k in keep}
+    return res

@@ -272,16 +272,22 @@ class Stream:
         """Add one sample of every chip.
 
         timestamp_ns: int array (C,) — sample times in ns (for an absent chip, its grid time);
-        registers: {signal: uint64 array (C, *instance sizes)} raw registers;
+        registers: {signal: uint64 array (C, *instance sizes)} raw registers, or one uint64 array
+        (C, len(FLAT_COLUMNS)) holding every chip's registers in the order of ``FLAT_COLUMNS``;
         present: optional bool (C,), False where a chip has no sample;
         missing: optional {signal: bool (C, *instance sizes)}, True where a register is null.
         Returns None for the first sample (it only sets the baseline), else {metric: float64 array
-        (C, *instance sizes)} for the window that ends at this sample; NaN is null.
+        (C, *instance sizes)} for the window that ends at this sample; NaN is null. With the compiled
+        kernel, all chips go through one call into buffers allocated once per chip count.
         """
         ts = np.asarray(timestamp_ns, dtype=np.int64)
         C = ts.shape[0]
+        if present is None and not missing and self._B is None and self._T is not None and _use_kernel(self):
+            return _kernel_push(self, ts, registers)
         R = np.empty((2, C, _N), dtype=np.uint64)
-        if _REGS:
+        if isinstance(registers, np.ndarray):
+            R[1] = registers
+        elif _REGS:
             np.concatenate([np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS], axis=1, out=R[1], casting="unsafe")
         B = None
         if present is not None or missing:

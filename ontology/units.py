@@ -198,15 +198,12 @@ def _conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -
 
 def fmt_unit(u: pint.Unit) -> str:
     """Short human form of a unit (``GB/s``, ``%``, ``1`` for dimensionless)."""
-    hit = _FMT.get(u)
+    cache = _cache(u._REGISTRY, "fmt")  # pint's formatter is slow, and a catalog has few distinct units
+    hit = cache.get(u)
     if hit is None:
         if u.dimensionless and str(u) in ("dimensionless", ""):
             hit = "1"
         else:
             hit = f"{u:~}".replace(" ", "") or "1"
-        if len(_FMT) < 65536:
-            _FMT[u] = hit
+        cache[u] = hit
     return hit
-
-
-_FMT: dict = {}  # unit -> its short form (pint's formatter is slow; units are few)
