@@ -6,18 +6,23 @@ Install the engines it compares against, then run (a few minutes on 2 cores; the
     python benchmarks/bench_eval.py [--samples 250000] [--chips 8] [--data-dir DIR]
 
 What it measures (each engine in its own process, so its peak memory is its own):
-- the full shipped metric set over CHIPS × SAMPLES raw-register rows (every shipped signal a column,
-  uncompressed Parquet in row groups of 8,192 samples) — window rules and formulas, output written to
-  Parquet (one row per window and chip, nulls as nulls) — by the generated Python evaluator
-  (``Stream.push_block`` per row group), the reference (``metrics.windows.prepare`` + the reference
-  interpreter per row group), DuckDB running the generated SQL (``COPY … TO``), and Polars
-  expressions of the same formulas (``benchmarks/polars_backend.py``, ``sink_parquet``);
+- the full shipped metric set over CHIPS × SAMPLES raw-register rows — window rules and formulas, one
+  output row per window and chip, nulls as nulls — by the generated evaluator's compiled kernel
+  (``Stream.push_flat`` per record batch of a flat-layout, uncompressed Arrow IPC copy of the capture,
+  memory-mapped and read in place; metrics written to Arrow IPC with the kernel's validity bitmaps;
+  the JIT compilation is done before the clock starts and reported), the reference
+  (``metrics.windows.prepare`` + the reference interpreter per row group of the Parquet file, output
+  Parquet), DuckDB running the generated SQL (``COPY … TO`` Parquet), and Polars expressions of the same
+  formulas (``benchmarks/polars_backend.py``, ``sink_parquet``); the engines other than the generated
+  one read the same registers from uncompressed Parquet in row groups of 8,192 samples (every shipped
+  signal a column, fixed-size lists for instance signals);
 - the memory floor: bytes of the register columns the metrics need plus bytes of the metric table,
   divided by this machine's copy bandwidth (read + write bytes per second of a large ``np.copyto``,
   best of one and two threads), measured in the same run;
 - compile time of the shipped catalog and of a synthetic catalog of 10,000 metrics over 2,000
   signals (with a profile of ``metrics/compiler.py`` when it is slower than the 5 s target);
-- streaming latency per sample (``Stream.push``, 8 chips, full metric set): median and p99;
+- streaming latency per sample (``Stream.push``, 8 chips, full metric set): median and p99, with the
+  registers as a dict of arrays and as one (chips, FLAT_COLUMNS) array;
 - peak resident memory of each.
 Engines are cross-checked on the first row group (values within 1e-9 relative, same nulls).
 """
@@ -41,7 +46,8 @@ import pyarrow.parquet as pq
 ROW_GROUP_SAMPLES = 8192
 PERIOD_NS = 1_000_000
 WRITE = {"compression": "none", "use_dictionary": False, "write_statistics": False}  # metric tables, pyarrow engines
-TARGETS = {"vs_best_engine": 1.0, "vs_floor": 3.0, "compile_10k_s": 5.0, "stream_median_us": 200.0, "peak_gb": 2.0}
+TARGETS = {"vs_best_engine": 0.5, "vs_floor": 10.0, "compile_10k_s": 2.0, "stream_median_us": 100.0, "peak_gb": 2.0}  # issue 19
+STRETCH = {"vs_floor": 3.0, "compile_10k_s": 1.0, "stream_median_us": 50.0}
 
 
 def _catalog(generation: str = "sohu"):
@@ -212,11 +218,25 @@ def engine_generated(data: Path, out: Path) -> dict:
     graph = _catalog()
     t0 = time.perf_counter()
     mod = load(generate(graph))
-    src = pa.memory_map(str(flat_path(data)))
-    reader = pa.ipc.open_file(src)
-    src.seek(0)
-    file_buf = src.read_buffer()
+    import mmap
+
+    fh = open(flat_path(data), "rb")
+    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    file_buf = pa.py_buffer(mm)
+    reader = pa.ipc.open_file(pa.BufferReader(file_buf))  # batches are slices of the mapping: no copy
     base = file_buf.address
+
+    def populate(i):
+        """Map batch ``i``'s pages ahead of the kernel (MADV_POPULATE_READ, else WILLNEED), on the other core."""
+        b = reader.get_batch(i)
+        spans = [(buf.address, buf.size) for col in b.columns for buf in col.buffers() if buf is not None]
+        lo = min(a for a, _ in spans) - base
+        hi = max(a + n for a, n in spans) - base
+        lo -= lo % mmap.PAGESIZE
+        try:
+            mm.madvise(22, lo, hi - lo)  # MADV_POPULATE_READ (Linux 5.14)
+        except OSError:
+            mm.madvise(mmap.MADV_WILLNEED, lo, hi - lo)
     names = list(mod.FLAT_COLUMNS)
     warm = mod.Stream()  # compile the kernel for the batches' array types before the clock starts
     b0 = reader.get_batch(0)
@@ -236,9 +256,13 @@ def engine_generated(data: Path, out: Path) -> dict:
         state["writer"].write_batch(batch)
         state["rows"] += batch.num_rows
 
-    with ThreadPoolExecutor(1) as writer:
+    with ThreadPoolExecutor(1) as writer, ThreadPoolExecutor(1) as pager:
         written = None
+        paged = pager.submit(populate, 0)
         for i in range(reader.num_record_batches):
+            paged.result()
+            if i + 1 < reader.num_record_batches:
+                paged = pager.submit(populate, i + 1)
             b = reader.get_batch(i)
             chip = b.column("chip").to_numpy()
             C = int(chip.max()) + 1
@@ -247,7 +271,7 @@ def engine_generated(data: Path, out: Path) -> dict:
             X, colmap, view = _register_view(b, file_buf, base, names)
             state["views"] += view
             tk = time.perf_counter()
-            res = stream.push_flat(ts, X, colmap)
+            res = stream.push_flat(ts, X, colmap, reuse=True)
             state["kernel_s"] = state.get("kernel_s", 0.0) + time.perf_counter() - tk
             if res is not None:
                 full = np.concatenate([prev_ts[None], ts]) if prev_ts is not None else ts
@@ -262,6 +286,7 @@ def engine_generated(data: Path, out: Path) -> dict:
         if written is not None:
             written.result()
     state["writer"].close()
+    del X, b
     return {"rows": state["rows"], "seconds": time.perf_counter() - t_start, "jit_s": jit_s,
             "kernel_s": round(state.get("kernel_s", 0.0), 3), "writer_wait_s": round(state.get("wait_s", 0.0), 3),
             "zero_copy_batches": f"{state['views']}/{reader.num_record_batches}"}
@@ -342,15 +367,22 @@ def engine_stream(data: Path, out: Path, n: int = 5000) -> dict:
     ts = t.column("timestamp_ns").to_numpy()[:S * C].reshape(S, C)
     regs = {name: _column_array(t.column(name), b - a)[:S * C].reshape(S, C, b - a) for name, a, b in mod._REGS}
     samples = [{k: v[i] for k, v in regs.items()} for i in range(S)]
-    stream = mod.Stream()
-    stream.push(ts[0], samples[0])
-    lat = []
-    for i in range(1, S):
-        t0 = time.perf_counter()
-        stream.push(ts[i], samples[i])
-        lat.append(time.perf_counter() - t0)
-    lat = np.array(lat[100:] if len(lat) > 200 else lat)
-    return {"median_us": float(np.median(lat) * 1e6), "p99_us": float(np.percentile(lat, 99) * 1e6), "samples": len(lat)}
+    packed = np.concatenate([regs[name] for name, _, _ in mod._REGS], axis=2)  # (S, C, FLAT_COLUMNS)
+    out = {}
+    for label, feed in (("", samples), ("_array", packed)):
+        stream = mod.Stream()
+        stream.push(ts[0], feed[0])
+        stream.push(ts[1], feed[1])  # the first window compiles the kernel (numba): not a latency
+        lat = []
+        for i in range(2, S):
+            t0 = time.perf_counter()
+            stream.push(ts[i], feed[i])
+            lat.append(time.perf_counter() - t0)
+        lat = np.array(lat[100:] if len(lat) > 200 else lat)
+        out.update({f"median_us{label}": float(np.median(lat) * 1e6), f"p99_us{label}": float(np.percentile(lat, 99) * 1e6)})
+    out["samples"] = len(lat)
+    out["kernel"] = mod._jit() is not None
+    return out
 
 
 ENGINES = {"generated": engine_generated, "reference": engine_reference, "duckdb": engine_duckdb, "polars": engine_polars,
@@ -608,10 +640,17 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
             continue
         note = f", {check[eng]}" if eng in check else ""
         table.append((f"{label.get(eng, eng)}, time", r["seconds"], "s", f"{r['seconds'] / gen_s:.2f} × generated{note}", "", None))
+    g = results.get("generated", {})
+    if "jit_s" in g:
+        table.append(("generated: kernel JIT compile (before the clock)", g["jit_s"], "s", "", "", None))
+        table.append(("generated: of its time, in the kernel", g.get("kernel_s", nan), "s", f"{g.get('kernel_s', nan) / gen_s:.2f} × generated",
+                      "", None))
+        table.append(("generated: of its time, waiting for the writer", g.get("writer_wait_s", nan), "s", "", "", None))
     table.append(("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × generated", "", None))
     table.append(("generated ÷ faster of DuckDB and Polars", gen_s / best, "", "", f"≤ {TARGETS['vs_best_engine']}",
                   gen_s / best <= TARGETS["vs_best_engine"]))
-    table.append(("generated ÷ memory floor", gen_s / floor, "", "", f"≤ {TARGETS['vs_floor']}", gen_s / floor <= TARGETS["vs_floor"]))
+    table.append(("generated ÷ memory floor", gen_s / floor, "", f"stretch ≤ {STRETCH['vs_floor']:g}: "
+                  f"{'yes' if gen_s / floor <= STRETCH['vs_floor'] else 'no'}", f"≤ {TARGETS['vs_floor']:g}", gen_s / floor <= TARGETS["vs_floor"]))
     table.append(("compile, shipped catalog", comp["shipped_s"], "s", "", "", None))
     table.append(("compile, 10,000 metrics over 2,000 signals", comp["synthetic_compile_s"], "s",
                   f"{comp['synthetic_compile_s'] / TARGETS['compile_10k_s']:.2f} × target", f"< {TARGETS['compile_10k_s']:g} s",
@@ -621,6 +660,10 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
     table.append(("streaming latency per sample, median", med, "µs", f"{med / TARGETS['stream_median_us']:.2f} × target",
                   f"< {TARGETS['stream_median_us']:g} µs", med < TARGETS["stream_median_us"]))
     table.append(("streaming latency per sample, p99", stream.get("p99_us", nan), "µs", "", "", None))
+    med_a = stream.get("median_us_array", nan)
+    table.append(("streaming, registers as one array, median", med_a, "µs", f"{med_a / TARGETS['stream_median_us']:.2f} × target",
+                  f"< {STRETCH['stream_median_us']:g} µs (stretch)", med_a < STRETCH["stream_median_us"]))
+    table.append(("streaming, registers as one array, p99", stream.get("p99_us_array", nan), "µs", "", "", None))
     for eng, r in results.items():
         if "error" not in r:
             gb = r["peak_mb"] / 1024

@@ -67,6 +67,7 @@ class ScalarEmitter:
         self.metric_off = metric_off
         self.stmts: list[ast.stmt] = []
         self.cse: dict[ir.Node, str] = {}
+        self.depth = 0  # rollup loops being emitted around the current statement
         self.k = 0
 
     def fresh(self, p: str) -> str:
@@ -107,7 +108,9 @@ class ScalarEmitter:
         acc, j = self.fresh("t"), self.fresh("i")
         body: list[ast.stmt] = []
         saved, self.stmts = self.stmts, body
+        self.depth += 1
         x = self.expr(n.arg, _n(j))
+        self.depth -= 1
         self.stmts = saved
         xv = self.fresh("t")
         body.append(ast.Assign(targets=[ast.Name(id=xv, ctx=ast.Store())], value=x))
@@ -130,7 +133,8 @@ class ScalarEmitter:
             rng = _call("range", ast.Constant(size))
         body.append(ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=upd))
         self.stmts.append(ast.For(target=ast.Name(id=j, ctx=ast.Store()), iter=rng, body=body, orelse=[]))
-        self.cse[n] = acc
+        if self.depth == 0:  # defined before every later statement of the metric: shared with them
+            self.cse[n] = acc
         return acc
 
     def op(self, n: ir.Op, i) -> ast.expr:

@@ -104,6 +104,17 @@ def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
         if not want[k]:
             continue
         nk, mo, off, boff = MN[k], MOFF[k], OFF[k], BOFF[k]
+        if nk == 1 and r0 % 8 == 0:  # one value per row: eight rows make one bitmap byte
+            src = mv[mo]
+            for q0 in range(0, n, 8):
+                byte = 0
+                for q in range(q0, min(n, q0 + 8)):
+                    x = src[q]
+                    OUT[off + r0 + q] = x
+                    if x == x:
+                        byte |= 1 << (q - q0)
+                BITS[(boff + r0 + q0) >> 3] = byte
+            continue
         for i in range(nk):
             src = mv[mo + i]
             for q in range(n):
@@ -335,21 +346,27 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     N = colmap.shape[0]
     rows = T.shape[0]
     B = 128
-    V = np.empty((N + 1, B))
-    F = np.empty((fsrc.shape[0] + 1, B))
-    IV = np.empty(B)
-    BD = np.empty((N + 1, B), np.bool_)
-    DD = np.empty((max(K, 1), B), np.uint64)
-    GF = np.empty((groups.shape[0] + 1, B), np.bool_)
-    cc = np.empty(B, np.uint64)
-    pp = np.empty(B, np.uint64)
-    mv = np.empty((NV + 1, B))
-    for r0 in range(start, rows, B):
-        r1 = min(rows, r0 + B)
-        _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
-                     hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals)
-        _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
-        _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
+    nblk = (rows - start + B - 1) // B
+    nth = 1  # one thread: on a 2-core machine shared with the writer (and other work) a second one did not pay
+    per = nblk
+    for t in range(nth):
+        V = np.empty((N + 1, B))
+        F = np.empty((fsrc.shape[0] + 1, B))
+        IV = np.empty(B)
+        BD = np.empty((N + 1, B), np.bool_)
+        DD = np.empty((max(K, 1), B), np.uint64)
+        GF = np.empty((groups.shape[0] + 1, B), np.bool_)
+        cc = np.empty(B, np.uint64)
+        pp = np.empty(B, np.uint64)
+        mv = np.empty((NV + 1, B))
+        for blk in range(t * per, min(nblk, (t + 1) * per)):
+            r0 = start + blk * B
+            r1 = min(rows, r0 + B)
+            _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap,
+                         gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
+                         fsent_vals)
+            _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
+            _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
 _KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE", "_KHIST", "_KSENT_OFF", "_KSENT_VALS",
@@ -412,7 +429,7 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
     BITS uint8 flat, OFF, BOFF): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
     validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``."""
@@ -424,8 +441,15 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want):
     bsizes = (sizes + 7) // 8 * 8
     BOFF = np.zeros(len(sizes), np.int64)
     BOFF[1:] = np.cumsum(bsizes)[:-1]
-    OUT = np.empty(int(sizes.sum()) + 1)
-    BITS = np.zeros(int(bsizes.sum()) // 8 + 1, np.uint8)
+    n_out, n_bits = int(sizes.sum()) + 1, int(bsizes.sum()) // 8 + 1
+    if pool is None:
+        OUT, BITS = np.empty(n_out), np.zeros(n_bits, np.uint8)
+    else:  # two buffers used in turn: no fresh pages to fault in per chunk
+        pool.append(pool.pop(0))
+        OUT, BITS = pool[-1]
+        if OUT.size < n_out or BITS.size < n_bits:
+            OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
+        BITS[:n_bits] = 0
     fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF)
     return OUT, BITS, OFF, BOFF
 
@@ -452,7 +476,7 @@ def _kernel_block(stream, T, registers):
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
-def _push_flat(stream, timestamps_ns, X, colmap):
+def _push_flat(stream, timestamps_ns, X, colmap, reuse=False):
     T = np.asarray(timestamps_ns, dtype=np.int64)
     S, C = T.shape
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
@@ -469,7 +493,10 @@ def _push_flat(stream, timestamps_ns, X, colmap):
         first = 1
     if S - first <= 0:
         return None
-    OUT, BITS, OFF, BOFF = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want)
+    pool = None
+    if reuse:
+        pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
+    OUT, BITS, OFF, BOFF = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want, pool)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first

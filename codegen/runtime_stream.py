@@ -363,15 +363,17 @@ class Stream:
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
         return self._select(_result(O, A))
 
-    def push_flat(self, timestamps_ns, X, colmap=None):
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
         (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
         collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
         the row of ``X`` holding each column of ``FLAT_COLUMNS`` (default: X holds them in order).
         Returns None when there is no window yet, else {metric: (values float64 (S', C, *sizes) with
         NaN where null, validity uint8 — the Arrow bitmap of the values' S' × C × n slots, LSB first)}.
-        Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results)."""
-        return _push_flat(self, timestamps_ns, X, colmap)
+        Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
+        ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
+        after the next one (no fresh memory per call; for callers that consume each result at once)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse)
 
     def _select(self, res):
         if res is None or self._metrics is None:

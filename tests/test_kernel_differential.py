@@ -6,6 +6,8 @@ the hand-worked rules of ``test_differential_rules``. Same tolerance and ambigui
 backends; ``push_flat``'s validity bitmap must mark exactly the non-null values."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -59,7 +61,8 @@ def _check(sigs, src, seed, S, C):
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+@settings(max_examples=int(os.environ.get("PERFONTO_KERNEL_EXAMPLES", 12)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
           phases=(Phase.explicit, Phase.reuse, Phase.generate))  # each example compiles a kernel: no long shrinking
 @given(st.data())
 def test_kernel_matches_numpy_and_reference_on_random_catalogs(data):
