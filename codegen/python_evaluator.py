@@ -444,7 +444,7 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
     module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
     return (ast.unparse(module) + "\n\n\n" + _runtime("runtime.py") + "\n\n" + _runtime("runtime_stream.py") + "\n\n"
-            + _runtime("runtime_kernel.py"))
+            + _runtime("runtime_kernel.py") + "\n\n" + _runtime("runtime_kernel_drive.py"))
 
 
 def _flat_columns(gen, lay) -> tuple[str, ...]:

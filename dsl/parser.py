@@ -7,7 +7,6 @@ other files goes on, so one bad file does not hide the problems of the rest.
 from __future__ import annotations
 
 import ast as pyast
-import dataclasses
 import functools
 import math
 import re
