@@ -166,9 +166,13 @@ def _kernel_tables():
         for j in range(a, b):
             us_i[j] = (ra + (j - a if rb - ra > 1 else 0), lo, fmask, 1 if rt else 0)
             us_f[j] = (fs, base, rt, m)
+    late = np.zeros(N, np.bool_)  # columns whose null flags later rules may still change (histograms, unit fields, resets)
+    late[_K3:_K] = True
+    late[reset_of >= 0] = True
+    late[us_i[:, 0] >= 0] = True
     return (cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
             np.asarray(_FIELD_SRC, np.int64), np.asarray(_FIELD_LO, np.uint64), np.asarray(_FIELD_MASK, np.uint64),
-            np.asarray(_FIELD_SCALE, np.float64), fsent_off, fsent_vals)
+            np.asarray(_FIELD_SCALE, np.float64), fsent_off, fsent_vals, late)
 
 
 def _csr(entries, n):
@@ -196,8 +200,67 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
             pp[q] = x[r - C] if r >= C else R0[r % C, j]
 
 
+def _column(j, k, ca, co, pa_, po, n, v, bd, dd, IV, mask, scale, half, rate, wrap, gscale, modm, sent_off, sent_vals, late):
+    """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
+    previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies)."""
+    if k <= 3:
+        mj, sj, mod = mask[j], scale[j], modm[j]
+        if mod != 0:  # rule 4c
+            for q in range(n):
+                c, p = ca[co + q], pa_[po + q]
+                d = (c - p) & mj
+                dd[q] = d + mod if c < p else d
+        else:
+            for q in range(n):
+                dd[q] = (ca[co + q] - pa_[po + q]) & mj
+        if k == 0:
+            hj = half[j]
+            for q in range(n):
+                d = dd[q]
+                v[q] = float(d) * sj
+                bd[q] = d > hj
+        elif k == 1:
+            rj, wj = rate[j], wrap[j]
+            for q in range(n):
+                d = dd[q]
+                v[q] = float(d) * sj
+                limit = rj * IV[q] / sj + 1.0
+                bd[q] = float(d) > limit or limit >= wj
+        elif k == 2:
+            for q in range(n):
+                v[q] = float(dd[q]) * sj
+                bd[q] = ca[co + q] < pa_[po + q]
+        else:
+            for q in range(n):
+                v[q] = float(dd[q]) * sj
+                bd[q] = False
+    elif k == 4:
+        gj = gscale[j]
+        for q in range(n):
+            v[q] = (float(ca[co + q]) + float(pa_[po + q])) * gj
+            bd[q] = False
+    else:
+        for q in range(n):
+            v[q] = float(ca[co + q])
+            bd[q] = False
+    for s in range(sent_off[j], sent_off[j + 1]):  # rule 5
+        sv = sent_vals[s]
+        for q in range(n):
+            if ca[co + q] == sv or pa_[po + q] == sv:
+                bd[q] = True
+    if modm[j] != 0:  # rule 4c: a raw value at or beyond the range
+        mod = modm[j]
+        for q in range(n):
+            if ca[co + q] >= mod or pa_[po + q] >= mod:
+                bd[q] = True
+    if not late[j]:  # no later rule changes this column: null it now, while it is in cache
+        for q in range(n):
+            if bd[q]:
+                v[q] = _NAN
+
+
 def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
-                 hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals):
+                 hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
     ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
     The same integer and float operations as the NumPy path, in the same order."""
@@ -207,52 +270,14 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         IV[q] = float(T[r] - (T[r - C] if r >= C else T0[r % C])) * 1e-9
     for j in range(N):
         k = cls[j]
-        _load(X, colmap, R0, C, j, r0, n, cc, pp)
-        v, bd = V[j], BD[j]
-        if k <= 3:
-            mj, sj, mod, dd = mask[j], scale[j], modm[j], DD[j]
-            for q in range(n):
-                dd[q] = (cc[q] - pp[q]) & mj
-            if mod != 0:  # rule 4c
-                for q in range(n):
-                    if cc[q] < pp[q]:
-                        dd[q] += mod
-            for q in range(n):
-                v[q] = float(dd[q]) * sj
-            if k == 0:
-                hj = half[j]
-                for q in range(n):
-                    bd[q] = dd[q] > hj
-            elif k == 1:
-                rj, wj = rate[j], wrap[j]
-                for q in range(n):
-                    limit = rj * IV[q] / sj + 1.0
-                    bd[q] = float(dd[q]) > limit or limit >= wj
-            elif k == 2:
-                for q in range(n):
-                    bd[q] = cc[q] < pp[q]
-            else:
-                for q in range(n):
-                    bd[q] = False
-        elif k == 4:
-            gj = gscale[j]
-            for q in range(n):
-                v[q] = (float(cc[q]) + float(pp[q])) * gj
-                bd[q] = False
-        else:
-            for q in range(n):
-                v[q] = float(cc[q])
-                bd[q] = False
-        for s in range(sent_off[j], sent_off[j + 1]):  # rule 5
-            sv = sent_vals[s]
-            for q in range(n):
-                if cc[q] == sv or pp[q] == sv:
-                    bd[q] = True
-        if modm[j] != 0:  # rule 4c: a raw value at or beyond the range
-            mod = modm[j]
-            for q in range(n):
-                if cc[q] >= mod or pp[q] >= mod:
-                    bd[q] = True
+        if r0 >= C:  # registers read in place: this and the previous sample of each row
+            x = X[colmap[j]]
+            _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], IV, mask, scale, half, rate, wrap, gscale,
+                    modm, sent_off, sent_vals, late)
+        else:  # the chunk's first sample: the previous one is the baseline
+            _load(X, colmap, R0, C, j, r0, n, cc, pp)
+            _column(j, k, cc, 0, pp, 0, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], IV, mask, scale, half, rate, wrap, gscale,
+                    modm, sent_off, sent_vals, late)
     for h in range(hist.shape[0]):
         a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
         for i in range(ni):
@@ -309,10 +334,11 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
                 if BD[ra, q]:
                     BD[j, q] = True
     for j in range(N):
-        v, bd = V[j], BD[j]
-        for q in range(n):
-            if bd[q]:
-                v[q] = _NAN
+        if late[j]:
+            v, bd = V[j], BD[j]
+            for q in range(n):
+                if bd[q]:
+                    v[q] = _NAN
     for k in range(fsrc.shape[0]):
         _load(X, colmap, R0, C, fsrc[k], r0, n, cc, pp)
         for q in range(n):
@@ -339,7 +365,7 @@ def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
 
 def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
-                 fsrc, flo, fmask, fscale, fsent_off, fsent_vals):
+                 fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 512 rows: window values column by column (``_rules_block``), then
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
@@ -366,14 +392,14 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
             r1 = min(rows, r0 + B)
             _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap,
                          gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
-                         fsent_vals)
+                         fsent_vals, late)
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
 _KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE", "_KHIST", "_KSENT_OFF", "_KSENT_VALS",
            "_KRESET_OF", "_KGROUPS", "_KMODM", "_KUS_I", "_KUS_F", "_KFSRC", "_KFLO", "_KFMASK", "_KFSCALE", "_KFSENT_OFF",
-           "_KFSENT_VALS")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
+           "_KFSENT_VALS", "_KLATE")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
 
 
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF):
@@ -381,8 +407,8 @@ def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     type-checks only these)."""
     _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
-                 _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS)
+                 _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 
 
 _JITTED = ("_kdiv", "_kpow", "_kmin", "_kmax", "_kclamp", "_kcmp_lt", "_kcmp_le", "_kcmp_gt", "_kcmp_ge", "_kcmp_eq", "_kcmp_ne",
-           "_kand", "_kor", "_knot", "_kwhere", "_kfin", "_emit_block", "_load", "_flagged", "_rules_block", "_kernel_body", "_kernel_loop", "_kernel_call")
+           "_kand", "_kor", "_knot", "_kwhere", "_kfin", "_emit_block", "_load", "_flagged", "_column", "_rules_block", "_kernel_body", "_kernel_loop", "_kernel_call")
