@@ -58,6 +58,7 @@ class ModelShape:
         router_bias: the router has one bias per expert (DeepSeek-V3 ``e_score_correction_bias``).
         tied_embeddings: LM head shares the embedding matrix.
         source: where the shape comes from.
+        family: the model family (``family:`` in the YAML; the name by default).
     """
 
     name: str
@@ -84,6 +85,7 @@ class ModelShape:
     dense_layers: int = 0
     router_bias: bool = False
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    family: str = ""  # model family (``llama-3``, ``qwen3``, …): the unit of the calibration's hold-out
 
     # ---- kinds ---------------------------------------------------------------------------------
     @property
@@ -268,7 +270,7 @@ def _shape(name: str, d: dict) -> ModelShape:
         expert_ffn=int(ffn.get("expert_intermediate", 0)) if moe else 0,
         dense_layers=int(ffn.get("dense_layers", 0)) if moe else 0,
         router_bias=bool(ffn.get("router_bias", False)) if moe else False,
-        aliases=tuple(d.get("aliases", ())),
+        aliases=tuple(d.get("aliases", ())), family=str(d.get("family", name)),
     )
 
 

@@ -42,6 +42,8 @@ CODES: dict[str, str] = {
     "histogram-buckets": "a histogram's bucket edges are not increasing",
     "packed-fields": "a packed register's fields overlap, leave its width or are missing",
     "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",
+    "emulator-binding": "a signal's `emulator:` binding has the wrong shape (kind, split, coefficients) for the signal",
+    "unknown-quantity": "an emulator binding names a quantity the emulator does not have, or one of the wrong kind",
     "stability": "a stability or rename declaration is inconsistent",
     "scope": "a spec constant's scope is used against an amount of another scope",
     "sparsity": "dense work divided by a sparse peak (or the reverse)",

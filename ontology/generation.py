@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pint
 
+from .binding import ResolvedBinding, resolve_binding
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
 from .model import GenerationFile, ResetIndicatorKind, Scope, SignalKind
@@ -59,6 +60,7 @@ class ResolvedSignal:
     scale_field: tuple[str, float] | None = None  # (packed field full name, base): value = raw × scale × base ^ field, per sample
     slots: tuple[int, ...] | None = None  # flat indices, over the block's full axes, of the present instances (None: all)
     full_instances: int = 0  # instance count over the full axes (a dump may hold them all); 0: same as ``instances``
+    emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
 
     @property
     def instances(self) -> int:
@@ -280,6 +282,9 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 slots=slot_idx, full_instances=n_full)
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
+            if sig.emulator is not None:
+                bound = resolve_binding(full, sig.kind, sig.emulator, sizes, signals[full].width, sloc, src, diags)
+                signals[full] = dataclasses.replace(signals[full], emulator=bound)
     for full, s_ in signals.items():
         sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
         if s_.reset_indicator is not None and s_.reset_indicator not in signals:

@@ -128,6 +128,7 @@ MISSING_FILE = {
     "run": ["run", "--catalog", "{m}", "--out", "{t}/r"], "diff": ["diff", "sohu", "{m}"],
     "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
     "serve": ["serve", "--follow", "{m}", "--port", "0"],
+    "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
