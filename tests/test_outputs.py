@@ -129,6 +129,7 @@ MISSING_FILE = {
     "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
     "serve": ["serve", "--follow", "{m}", "--port", "0"],
     "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
+    "report": ["report", "{m}", "--html", "{t}/r.html"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
