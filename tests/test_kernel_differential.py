@@ -51,6 +51,20 @@ def _check(sigs, src, seed, S, C):
         agree(name, "kernel", got[name], ref[name], oracle)
         agree(name, "NumPy fallback", fallback[name], ref[name], oracle)
         agree(name, "kernel vs fallback", got[name], fallback[name], oracle)
+    # Stream.push through the kernel, sample by sample: registers as a dict, and as one (chips, columns) array
+    names = [n for n, _, _ in mod._REGS]
+    for as_array in (False, True):
+        kp, per = mod.Stream(jit=True), []
+        for i in range(S):
+            regs = {n: dump.raw[n][i] for n in names}
+            if as_array:
+                regs = np.concatenate([regs[n].reshape(C, -1) for n in names] + [np.zeros((C, 0), np.uint64)], axis=1)
+            r = kp.push(dump.timestamps_ns[i], regs)
+            assert (r is None) == (i == 0)
+            if r is not None:
+                per.append(r)
+        for name in graph.metrics:
+            agree(name, f"kernel push ({'array' if as_array else 'dict'})", np.stack([o[name] for o in per]), ref[name], oracle)
     # push_flat: the same values through the columns API, with Arrow validity bitmaps
     X = np.concatenate([dump.raw[n].reshape(S * C, b - a).T for n, a, b in mod._REGS] + [np.zeros((0, S * C), np.uint64)])
     flat = mod.Stream(jit=True).push_flat(dump.timestamps_ns, X)
