@@ -91,6 +91,12 @@ class SparkWindows(Windows):
     def _delta(self, sig, c: str) -> exp.Expression:
         w = sig.wrap_width
         cur, prev = _col(c), _col("p" + c[1:])
+        if sig.modulus is not None:  # a declared range: PMOD keeps every operand below it
+            if sig.modulus > 1 << 62:
+                raise ValueError(f"`{sig.name}`: the Spark target holds registers as BIGINT and cannot take a wrap range "
+                                 f"above 2^62 ({sig.modulus}); use the DuckDB target or the Python evaluator")
+            m = sig.modulus
+            return _pmod(exp.Sub(this=_pmod(cur, m), expression=_pmod(prev, m)), m)
         if w is not None and w <= 62:
             m = 1 << w
             return _pmod(exp.Sub(this=_pmod(cur, m), expression=_pmod(prev, m)), m)
@@ -100,7 +106,7 @@ class SparkWindows(Windows):
         return exp.Add(this=exp.Mul(this=_cast(h, "DOUBLE"), expression=_num(4294967296.0)), expression=_cast(a, "DOUBLE"))
 
     def _delta_extra(self, sig, cols: list[str]) -> list[exp.Expression]:
-        if sig.wrap_width is None or sig.wrap_width <= 63 or register_class(sig, self.gen) != 0:
+        if sig.modulus is not None or sig.wrap_width is None or sig.wrap_width <= 63 or register_class(sig, self.gen) != 0:
             return []  # only the half-range rule (no max rate) reads the comparison
         out = []
         for c in cols:  # h · 2^32 + a > 2^63  ⇔  h > 2^31, or h = 2^31 and a > 0
@@ -114,7 +120,7 @@ class SparkWindows(Windows):
         return _cast(_col("d" + c[1:]), "DOUBLE")
 
     def _over_half(self, sig, c: str) -> exp.Expression:
-        if sig.wrap_width is not None and sig.wrap_width <= 63:
+        if sig.modulus is not None or (sig.wrap_width is not None and sig.wrap_width <= 63):
             return super()._over_half(sig, c)
         return _col("x" + c[1:])
 

@@ -9,6 +9,10 @@ Rules, as ``metrics.windows.prepare`` applies them (numbers as in its docstring)
   when the increase is above half the range or above ``max_rate × interval / scale + 1``, when that
   limit reaches the range, on any decrease for an unknown width, on a decrease in any bucket of a
   histogram instance;
+- 4c: a declared range M (``wrap_range``): the increase modulo M, the half-range test at M // 2 and
+  the wrap-period test at M; a raw value ≥ M at either end is null;
+- 4d: a unit field (``scale_field``): × POWER(base, field at the end sample); null when the field
+  differs between the two samples or its register is NULL or a sentinel at either end;
 - 5: a sentinel at either end (fields: the end sample);
 - 6: a missing sample is a NULL register (absent samples come from ``filled``), and NULL propagates;
 - 7, 8: gauges as ``(prev + cur) × scale / 2``; packed fields as ``(cur // 2^lo) mod 2^bits × scale``.
@@ -117,6 +121,9 @@ class Windows:
             sig = self.gen.signals[name]
             for k, c in enumerate(cols):
                 e = exp.Bracket(this=_col(name), expressions=[_int(k)], offset=0) if sig.axes else _col(name)
+                if sig.slots is not None:  # a dump of every slot, or of the present ones only
+                    full = exp.EQ(this=exp.ArraySize(this=_col(name)), expression=_int(sig.full_instances))
+                    e = _case(full, exp.Bracket(this=_col(name), expressions=[_int(sig.slots[k])], offset=0), e)
                 out.append(_alias(self._register(e), c))
         return out
 
@@ -148,7 +155,7 @@ class Windows:
 
     def _over_half(self, sig, c: str) -> exp.Expression:
         """The increase of ``c`` is above half the counter's range (rule 4, no max rate)."""
-        return exp.GT(this=_col("d" + c[1:]), expression=_int(1 << (sig.wrap_width - 1)))
+        return exp.GT(this=_col("d" + c[1:]), expression=_int(modulus(sig) // 2))
 
     def all_reg_cols(self) -> list[str]:
         return [c for cols in self.reg_cols.values() for c in cols]
@@ -165,12 +172,31 @@ class Windows:
         w = sig.wrap_width
         if w is None:  # unknown width: a decrease is a reset, never a wrap
             return exp.Sub(this=_cast(cur, self.d.wide_int), expression=_cast(prev, self.d.wide_int))
-        m = _int(1 << w)
+        if sig.modulus is not None:  # rule 4c: values at or beyond the range are nulled in ``_input``
+            w = max(sig.modulus - 1, 1).bit_length()
+        m = _int(1 << w if sig.modulus is None else sig.modulus)
         if w <= 62:
             diff = exp.Sub(this=_cast(exp.Mod(this=cur, expression=m), "BIGINT"), expression=_cast(exp.Mod(this=prev, expression=m), "BIGINT"))
         else:
             diff = exp.Sub(this=_cast(cur, self.d.wide_int), expression=_cast(prev, self.d.wide_int))
         return exp.Mod(this=exp.Paren(this=exp.Add(this=exp.Mod(this=exp.Paren(this=diff), expression=m), expression=m)), expression=m)
+
+    def _unit_scale(self, sig, k: int) -> tuple[exp.Expression, list[exp.Expression]]:
+        """Rule 4d for instance ``k``: scale × POWER(base, field at the end sample), and the null tests
+        (the field changed, its register NULL or a sentinel at either end)."""
+        fname, base = sig.scale_field
+        f = self.gen.fields[fname]
+        reg = self.gen.signals[f.register]
+        rc = self.reg_cols[f.register]
+        c = rc[k] if len(rc) > 1 else rc[0]
+        cur, prev = _col(c), _col("p" + c[1:])
+        bits = _field_bits(cur, f.lo, f.hi, self.d.wide_int)
+        e = exp.Mul(this=_cast(bits, "DOUBLE"), expression=_num(f.scale))
+        scale = exp.Paren(this=exp.Mul(this=_num(sig.scale), expression=exp.Pow(this=_num(base), expression=e)))
+        bad = [_is_null(cur), _is_null(prev), exp.NEQ(this=bits, expression=_field_bits(prev, f.lo, f.hi, self.d.wide_int))]
+        if reg.sentinel:
+            bad.append(self._touching(c, reg.sentinel))
+        return scale, bad
 
     def delta_columns(self) -> list[exp.Expression]:
         """``d<j>_<k>``: the modular increase of every counter and histogram instance the inputs read."""
@@ -234,22 +260,34 @@ class Windows:
             bad: list[exp.Expression] = []
             if sig.kind in (SignalKind.counter, SignalKind.histogram):
                 dd = self._delta_double(sig, c)
-                v = exp.Mul(this=dd, expression=_num(sig.scale))
+                M = modulus(sig)
+                scale = _num(sig.scale)
+                if sig.scale_field is not None:  # rule 4d
+                    scale, unit_bad = self._unit_scale(sig, k)
+                    bad += unit_bad
+                v = exp.Mul(this=dd, expression=scale)
                 if cls == 0:
                     bad.append(self._over_half(sig, c))
                 elif cls == 1:
-                    limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=_num(sig.scale)),
+                    limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
                                     expression=_num(1.0))
                     bad.append(exp.GT(this=dd.copy(), expression=limit))
-                    bad.append(exp.GTE(this=limit, expression=_num(float(1 << sig.wrap_width))))  # rule 4b
+                    bad.append(exp.GTE(this=limit, expression=_num(float(M))))  # rule 4b
                 elif cls == 2:
                     bad.append(self._less(cur, prev))
                 else:  # histogram: any bucket of this instance decreased
                     nb = len(sig.buckets) + 1
                     group = cols[(k // nb) * nb:(k // nb) * nb + nb]
                     bad.append(_or([self._less(self._zero(b), self._zero("p" + b[1:])) for b in group]))
+                if sig.modulus is not None:  # rule 4c: a raw value at or beyond the range
+                    bad.append(exp.Not(this=self._less(cur.copy(), self._literal(M))))
+                    bad.append(exp.Not(this=self._less(prev.copy(), self._literal(M))))
                 if sig.reset_indicator is not None:
-                    bad.append(_or([exp.NEQ(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in self.reg_cols[sig.reset_indicator]]))
+                    ind = self.reg_cols[sig.reset_indicator]
+                    if sig.reset_kind == "decrease":  # an uptime resets when it goes down
+                        bad.append(_or([self._less(self._zero(r), self._zero("p" + r[1:])) for r in ind]))
+                    else:
+                        bad.append(_or([exp.NEQ(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in ind]))
             elif sig.kind is SignalKind.gauge:
                 v = exp.Mul(this=exp.Paren(this=exp.Add(this=self._to_double(prev), expression=self._to_double(cur))),
                             expression=_num(0.5 * sig.scale))
@@ -259,6 +297,17 @@ class Windows:
                 bad.append(self._touching(c, sig.sentinel))
             out.append(_case(_or(bad), exp.Null(), v) if bad else v)
         return out
+
+
+def modulus(sig) -> int:
+    """The counter's raw modulus: its declared range, else 2^wrap width (0 for an unknown width)."""
+    if sig.modulus is not None:
+        return sig.modulus
+    return 1 << sig.wrap_width if sig.wrap_width is not None else 0
+
+
+def _field_bits(c: exp.Expression, lo: int, hi: int, wide: str) -> exp.Expression:
+    return exp.Mod(this=exp.IntDiv(this=_cast(c, wide), expression=_int(1 << lo)), expression=_int(1 << (hi - lo + 1)))
 
 
 def fill_grid(regs: list[str], d: Dialect, wins: Windows) -> list[tuple[str, exp.Select]]:

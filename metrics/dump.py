@@ -21,6 +21,11 @@ What a collector writes (the full description, for people who write collectors, 
   storage type narrower than the counter's register width, or with another instance count than the
   generation declares, is a ``DumpError`` naming the file, the column and the fix. A gauge may be
   stored signed as long as it holds no negative value.
+- **Slots.** On a block whose generation declares ``slots`` (a SKU with 4 of its 8 memory channels
+  populated), a signal holds the present slots only: a list column of every slot (8) or of the
+  present ones (4, in slot order), ``name[i]`` columns of every slot or of the present slots (``i``
+  the slot's flat index), long rows whose ``instance`` is a slot's flat index (rows of slots that
+  are not present are left out).
 
 Samples are placed on a grid: with a sample period (metadata or argument), a chip's sample lands at
 index round((t − t0) / period), so a dropped sample leaves a hole; with a ``sample`` column, that is
@@ -83,7 +88,7 @@ def csv_types(gen: Generation) -> dict[str, pa.DataType]:
                   "timestamp_s": pa.float64(), "timestamp": pa.float64(), "sample": pa.int64()})
     for name, sig in gen.signals.items():
         types[name] = pa.uint64()
-        for i in range(sig.instances if sig.instances > 1 else 0):
+        for i in range(max(sig.instances, sig.full_instances) if sig.instances > 1 or sig.full_instances else 0):
             types[f"{name}[{i}]"] = pa.uint64()
     return types
 
@@ -204,16 +209,31 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
         sig = gen.signals[base]
         if base in out:
             raise DumpError(f"{p}: `{base}` is both one column and per-instance columns `{base}[i]`; keep one form")
-        if sorted(cols) != list(range(sig.instances)):
-            raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in sorted(cols))}; "
-                            f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+        order = _flat_order(p, base, sig, cols)
         vals, nulls = [], []
-        for i in range(sig.instances):
+        for i in order:
             v, n = _wide_one(t, p, cols[i], sig, scalar=True)
             vals.append(v[:, 0])
             nulls.append(n[:, 0])
         out[base] = (np.stack(vals, axis=1), np.stack(nulls, axis=1))
     return out
+
+
+def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
+    """The ``name[i]`` indices to read, in instance order: 0 … n−1; on a block with ``slots``, the
+    present slots' flat indices, read from a dump of every slot or of the present slots only."""
+    have = sorted(cols)
+    if sig.slots is None:
+        if have == list(range(sig.instances)):
+            return have
+        raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; "
+                        f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+    if have == list(range(sig.full_instances)) or have == sorted(sig.slots):
+        return list(sig.slots)
+    raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
+                    f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "
+                    f"`{base}[{sig.full_instances - 1}]`, or the present slots only ({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
+                    f"{' …' if sig.instances > 8 else ''})")
 
 
 def _partition_like(t: pa.Table, col: str) -> bool:
@@ -224,17 +244,28 @@ def _partition_like(t: pa.Table, col: str) -> bool:
 def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple[np.ndarray, np.ndarray]:
     c = t.column(col).combine_chunks()
     n_inst = 1 if scalar else sig.instances
+    wide = 0 if scalar or sig.slots is None else sig.full_instances  # a dump of every slot, present or not
     if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:
         lengths = pc.list_value_length(c).to_numpy(zero_copy_only=False)
-        ok = np.isnan(lengths.astype(np.float64)) | (lengths == n_inst)
+        first = lengths[~np.isnan(lengths.astype(np.float64))][:1]
+        size = wide if wide and first.size and first[0] == wide else n_inst
+        ok = np.isnan(lengths.astype(np.float64)) | (lengths == size)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             raise DumpError(f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
-                            f"declares {n_inst}")
-        c = c.cast(pa.list_(c.type.value_type, n_inst))  # a list column (pandas, CSV-less writers) as fixed-size
-    if pa.types.is_fixed_size_list(c.type):
+                            f"declares {n_inst}" + (f" present of {wide} slots" if wide else ""))
+        c = c.cast(pa.list_(c.type.value_type, size))  # a list column (pandas, CSV-less writers) as fixed-size
+    if pa.types.is_fixed_size_list(c.type) and wide and c.type.list_size == wide:
+        _check_type(p, col, sig, c.type.value_type)
+        row_null = c.is_null().to_numpy(zero_copy_only=False)
+        values = c.values.slice(c.offset * wide, len(c) * wide)
+        keep = np.asarray(sig.slots)
+        nulls = (values.is_null().to_numpy(zero_copy_only=False).reshape(-1, wide) | row_null[:, None])[:, keep]
+        arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, wide)[:, keep]
+    elif pa.types.is_fixed_size_list(c.type):
         if scalar or c.type.list_size != n_inst:
-            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}")
+            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
+                            + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else ""))
         _check_type(p, col, sig, c.type.value_type)
         row_null = c.is_null().to_numpy(zero_copy_only=False)
         values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
@@ -291,11 +322,21 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             if np.any(ii > 0):
                 raise DumpError(f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty")
             ii = np.zeros(len(rows), np.int64)
+        elif sig.slots is not None:  # instance = the slot's flat index; rows of slots that are not present are left out
+            n_full = sig.full_instances
+            if np.any((ii < 0) | (ii >= n_full)):
+                bad = ii[(ii < 0) | (ii >= n_full)][0]
+                raise DumpError(f"{p}: signal `{name}` has {n_full} slots (0 … {n_full - 1}); a row gives instance "
+                                f"{'none' if bad < 0 else int(bad)}")
+            pos = np.full(n_full, -1, np.int64)
+            pos[list(sig.slots)] = np.arange(n)
+            keep = pos[ii] >= 0
+            rows, ii = rows[keep], pos[ii[keep]]
         elif np.any((ii < 0) | (ii >= n)):
             bad = ii[(ii < 0) | (ii >= n)][0]
             raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
                             f"{'none' if bad < 0 else int(bad)}")
-        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows])
+        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows], n)
     return out
 
 
@@ -307,9 +348,7 @@ def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
     row_of = row_of.reshape(-1)
     N = len(uniq)
     wide = {}
-    for name, (rows, inst, vals, nulls) in columns.items():
-        n_inst = int(inst.max()) + 1 if len(inst) else 1
-        size = max(n_inst, 1)
+    for name, (rows, inst, vals, nulls, size) in columns.items():
         arr = np.zeros((N, size), np.uint64)
         missing = np.ones((N, size), bool)
         r = row_of[rows]
@@ -358,6 +397,12 @@ def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> Co
             m = np.zeros((S, C, n_inst), dtype=bool)
             m[grid, ci] = nulls[order]
             missing[name] = m
+    for name, sig in gen.signals.items():
+        if name in raw and sig.scale_field is not None and gen.fields[sig.scale_field[0]].register not in raw:
+            del raw[name]
+            missing.pop(name, None)
+            notes.append(f"`{name}` takes its unit from `{sig.scale_field[0]}`, whose register is not in the dump: "
+                         "it is left out (metrics over it are unavailable)")
     absent = tuple(n for n in gen.signals if n not in raw)
     for name, sig in gen.signals.items():
         ind = sig.reset_indicator

@@ -25,7 +25,7 @@ from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import Scope, SignalKind
-from perfonto.ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
+from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, parse_unit
 
 from . import ir
 
@@ -152,11 +152,11 @@ class Typer:
     def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
         """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
         the rate's amount (B for a B/s gauge) is told so by name."""
-        e_dim = self.reg.Quantity(1, t.unit).dimensionality
-        want = self.reg.Quantity(1, declared).dimensionality
+        e_dim = dimensionality(self.reg, t.unit)
+        want = dimensionality(self.reg, declared)
         if e_dim == want:
             return
-        sec = self.reg.Quantity(1, self.reg.second).dimensionality
+        sec = dimensionality(self.reg, self.reg.second)
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name) and node.name in self.gen.signals:
                 s = self.gen.signals[node.name]
