@@ -80,7 +80,9 @@ def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit
     import json
 
     truth = None
-    if isinstance(counters, (str, Path)) and Path(counters).is_dir() and (Path(counters) / "counters.parquet").is_file():
+    from perfonto.ontology.files import is_dir, is_file
+
+    if isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
         run = Path(counters)
         counters = run / "counters.parquet"
 

@@ -87,6 +87,8 @@ def generate_header(gen: Generation) -> str:
         f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{",
     ]
     for name, s in gen.signals.items():
+        if s.instances > 0xFFFFFFFF:
+            raise ValueError(f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds")
         width = s.width if s.width is not None else 0
         wrap = s.wrap_width if (s.wrap_width is not None and s.kind.value == "counter") else 0
         scale = float(s.scale)

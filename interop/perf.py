@@ -33,7 +33,6 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SLit, SNeg, SNum, parse, perf_symbol
 from .names import NameTable, ident, metric_name
+from .source_io import load_json
 from .thresholds import ancestors, split
 from .units import split_scale_unit
 
@@ -90,7 +90,7 @@ TRANSLATIONS = [
 
 def load_arch_std(path: str | Path) -> dict[str, dict]:
     """An architecture-standard JSON file (events or metrics) as ``{lower-case name: entry}``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path, "architecture-standard file")
     out = {}
     for e in data if isinstance(data, list) else []:
         if isinstance(e, dict):
@@ -104,7 +104,7 @@ def read(path: str | Path, generation: str, extends: str | None = None, constant
          arch_std: list[str] | None = None) -> SourceCatalog:
     """Read a perf metrics JSON file into a ``SourceCatalog`` (see the module docstring)."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = load_json(path, "perf metrics file")
     if not isinstance(data, list):
         raise ValueError(f"{path}: a perf pmu-events file is a JSON list of objects")
     std = {k: dict(v) for k, v in ARM64_SBSA.items()}

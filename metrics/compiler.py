@@ -29,6 +29,7 @@ import networkx as nx
 from perfonto.dsl import ast
 from perfonto.dsl.parser import parse_file, parse_text
 from perfonto.ontology.diagnostics import Diagnostic, with_source
+from perfonto.ontology.files import FileReadError, newlines, read_text
 from perfonto.ontology.generation import Generation
 
 from . import ir
@@ -90,15 +91,15 @@ def parse(gen: Generation, files: list[Path] | None = None, *, sources: dict[str
             d, dg = parse_text(text, name)
             decls += d
             diags += dg
-        texts = dict(sources)
+        texts = {name: newlines(text) for name, text in sources.items()}
     else:
         for f in library_files() if files is None else files:
             d, dg = parse_file(f)
             decls += d
             diags += dg
             try:
-                texts[str(f)] = Path(f).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                texts[str(f)] = newlines(read_text(f, "metric file"))  # as the parser read it
+            except FileReadError:
                 pass
     decls, more = expand_submetrics(gen, decls)
     return Parsed(gen, tuple(decls), tuple(diags) + tuple(more), frozen(texts), tuple(others))

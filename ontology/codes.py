@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "unknown-unit": "a unit expression pint cannot parse in perfonto's registry",
     "spec-value": "a spec constant is not a finite positive number",
     "counter-width": "a counter's register width is missing or outside 1..64",
+    "instances": "a block's instance axes (with a histogram's buckets) multiply to more registers than a chip can have",
     "effective-width": "a counter's effective width is not within its storage width",
     "gauge-width": "a gauge declares a register width (gauges are levels and never wrap)",
     "max-rate": "a `max_rate` on a signal that is not a counter, or one that is not a positive rate",

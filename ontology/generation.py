@@ -19,7 +19,8 @@ from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, par
 from .yaml_source import YamlSource
 
 
-RESERVED = {"spec", "interval", "clock"}  # names the metric language gives a meaning of its own
+RESERVED = {"spec", "interval", "clock"}
+MAX_INSTANCES = 1_000_000  # registers of one signal per chip (instance axes x histogram buckets)  # names the metric language gives a meaning of its own
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,14 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             diags.append(Diagnostic("error", "unknown-clock", f"block `{bname}` uses clock domain `{block.clock}`, which is not declared",
                                     src.span(bloc + ("clock",)), hint=did_you_mean(block.clock, gf.clock_domains) or "declare it under clock_domains"))
         axes = tuple(block.instances.items())
+        n_inst = 1
+        for _, size in axes:
+            n_inst *= size
+        if n_inst > MAX_INSTANCES:
+            diags.append(Diagnostic("error", "instances", f"block `{bname}` has {n_inst:,} instances "
+                                    f"({' x '.join(str(s) for _, s in axes)}); at most {MAX_INSTANCES:,} per chip",
+                                    src.span(bloc + ("instances",)), hint="a block's instance axes name real units (cores, stacks, links)"))
+            continue
         blocks[bname] = {"clock": block.clock, "axes": axes, "description": block.description}
         for sname, sig in block.signals.items():
             sloc = bloc + ("signals", sname)
@@ -230,6 +239,11 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             sizes = axes
             if sig.kind is SignalKind.histogram:
                 sizes = axes + (("bucket", len(sig.buckets) + 1),)
+                if n_inst * (len(sig.buckets) + 1) > MAX_INSTANCES:
+                    diags.append(Diagnostic("error", "instances", f"signal `{full}` has {n_inst * (len(sig.buckets) + 1):,} registers "
+                                            f"per chip ({n_inst:,} instances x {len(sig.buckets) + 1} buckets); at most {MAX_INSTANCES:,}",
+                                            src.span(sloc + ("buckets",)), hint="use fewer buckets"))
+                    continue
             max_rate = None
             if sig.max_rate is not None and u is not None:
                 try:
