@@ -145,7 +145,10 @@ def read(path: str | Path, generation: str, archs: list[str] | None = None,
         if not isinstance(body, dict):
             continue
         descriptions[name] = str(body.get("description") or "")
-        for key, d in (body.get("architectures") or {}).items():
+        arch_defs = body.get("architectures") or {}
+        if not isinstance(arch_defs, dict):
+            raise ValueError(f"{path}: counter `{name}`: `architectures` must map architecture names to definitions")
+        for key, d in arch_defs.items():
             for arch in str(key).split("/"):
                 per.setdefault(arch.strip(), {})[str(name)] = d if isinstance(d, dict) else {}
     if archs:
