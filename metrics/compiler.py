@@ -13,7 +13,10 @@ The compiler is ``PASSES``, a tuple of named plain functions, each from one stag
 5. ``units`` — units (pint), instance axes and chip degree in topological order, every unit
    conversion an explicit factor, the declared unit, bounds and threshold checked
    (``metrics.infer``) → ``Typed``;
-6. ``classify`` — window metrics and record metrics apart, diagnostics sorted with their source
+6. ``lint`` — formulas that type but are wrong or suspicious (``metrics.lint``: a packed register's
+   whole word, reversed clamp bounds, a literal division by zero, a total times a ratio, a threshold
+   outside the bounds, FLOP counters left out) → ``Typed``;
+7. ``classify`` — window metrics and record metrics apart, diagnostics sorted with their source
    lines, the content hash → ``MetricGraph``.
 Every problem is a ``Diagnostic``; a metric with an error is left out of the graph, and every other
 metric still compiles. Other generations (for "exists on …" availability reasons) are passed in.
@@ -35,6 +38,7 @@ from perfonto.ontology.generation import Generation
 from . import ir
 from . import passes
 from .stages import CompiledMetric, Parsed, Typed, frozen
+from .lint import lint
 from .submetrics import expand as expand_submetrics
 
 
@@ -129,6 +133,7 @@ PASSES = (
     ("graph", passes.check_cycles),
     ("availability", passes.availability),
     ("units", passes.infer_units),
+    ("lint", lint),
     ("classify", classify),
 )
 

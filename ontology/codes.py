@@ -60,12 +60,18 @@ CODES: dict[str, str] = {
     "bool-metric": "a metric whose formula is a condition, not a quantity",
     "bounds-order": "bounds written HIGH .. LOW",
     "population": "request/token records combined with counter windows",
+    "packed-word": "a formula reads a packed register's whole word instead of one of its fields",
+    "clamp-order": "`clamp(x, lo, hi)` with literal bounds lo > hi (the result is always hi)",
+    "div-zero": "a division by a literal expression equal to zero (always null)",
+    "total-times-ratio": "a per-chip total multiplied or divided by a measured ratio (its server value means nothing)",
     "renamed-signal": "a formula reads a signal by its old name (resolved through the alias)",
     "deprecated-signal": "a formula reads a deprecated signal",
     # lint (warnings)
     "lint-description": "a metric or signal without a description",
     "lint-source": "a metric without the source of its formula",
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
+    "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
+    "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",
     # test vectors
     "vector-input": "a test vector's inputs do not match the generation's signals",
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
