@@ -67,6 +67,7 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
                 fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"`{name}`: {exc}") from None
+    _consistent(gen, fields, lists)
     for rname, info in gen.records.items():
         src = info["derived_from"]
         if src is None or src not in lists:
@@ -76,6 +77,31 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
             if f.record == rname:
                 fields[name] = gaps  # a derived population of gaps has one field: its duration
     return Records(fields)
+
+
+def _consistent(gen, fields: dict, lists: dict) -> None:
+    """Refuse records whose instants disagree with their other fields: a ``times`` field must be
+    non-decreasing, hold as many instants as the record's ``output_tokens`` (when the record type has
+    that field), start at ``first_token_time`` and end at ``completion_time`` (when given).
+
+    Raises:
+        ValueError: naming the record (0-based) and the disagreement.
+    """
+    for name, times in lists.items():
+        rec = gen.record_fields[name].record
+        count = fields.get(f"{rec}.output_tokens")
+        first, last = fields.get(f"{rec}.first_token_time"), fields.get(f"{rec}.completion_time")
+        for i, t in enumerate(times):
+            if t.size and not np.all(np.isfinite(t)):
+                raise ValueError(f"`{name}` of record {i} holds a null or non-finite instant")
+            if t.size > 1 and np.any(np.diff(t) < 0):
+                raise ValueError(f"`{name}` of record {i} goes back in time (instants must not decrease)")
+            if count is not None and i < len(count) and np.isfinite(count[i]) and int(count[i]) != t.size:
+                raise ValueError(f"record {i} has {int(count[i])} output tokens but {t.size} instants in `{name}`")
+            if t.size and first is not None and i < len(first) and np.isfinite(first[i]) and first[i] != t[0]:
+                raise ValueError(f"record {i}: first_token_time {first[i]:g} is not the first instant of `{name}` ({t[0]:g})")
+            if t.size and last is not None and i < len(last) and np.isfinite(last[i]) and last[i] != t[-1]:
+                raise ValueError(f"record {i}: completion_time {last[i]:g} is not the last instant of `{name}` ({t[-1]:g})")
 
 
 def read_records(path: str | Path, gen) -> Records:

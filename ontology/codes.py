@@ -75,7 +75,8 @@ CODES: dict[str, str] = {
     # test vectors
     "vector-input": "a test vector's inputs do not match the generation's signals",
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
-    "vector-records": "a test vector's request records are malformed",
+    "vector-records": "a test vector's request records are malformed (or their token times disagree with their counts)",
+    "vector-bounds": "a test vector expects a value outside the metric's declared bounds",
 }
 
 
