@@ -26,7 +26,7 @@ from perfonto.metrics.windows import prepare, read_counters
 from . import crosschip
 from .bottleneck import Analysis, analyse
 from .evaluate import Evaluation, evaluate_windows
-from .records import record_metrics, trace_time_split
+from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
 from .report_json import report_json
 
 
@@ -65,6 +65,7 @@ class Report:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    populations: dict | None = None  # record metric -> what it covers (analysis.records.record_populations)
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
@@ -149,9 +150,18 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if gone:
         log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(dump.absent)} signal(s) they read")
     analysis = analyse(evaluated, ev)
-    records = None
+    records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
-        records = record_metrics(evaluated, capture.requests)
+        rec, records = read_and_evaluate(evaluated, capture.requests)
+        populations = record_populations(evaluated, rec, records)
+        capped: dict[str, list[str]] = {}
+        for name, doc in populations.items():
+            if doc.get("warning"):
+                capped.setdefault(doc["warning"], []).append(name)
+        notes += [f"{', '.join(names)}: {why}" for why, names in capped.items()]
+        mismatch = records_vs_counters(gen, rec, w)
+        if mismatch:
+            notes.append(mismatch)
     elif evaluated.record_metrics:
         notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
     split = trace_time_split(capture.trace, ev.windows) if capture.trace is not None else None
@@ -168,7 +178,7 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
-                  records, split, multichip, capture.ground_truth, {}, timings, notes)
+                  records, split, multichip, capture.ground_truth, {}, timings, notes, populations)
 
 
 __all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]

@@ -72,11 +72,37 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
         src = info["derived_from"]
         if src is None or src not in lists:
             continue
-        gaps = np.concatenate([np.diff(t) for t in lists[src]]) if lists[src] else np.zeros(0)
+        gaps, tokens = emission_gaps(lists[src])
         for name, f in gen.record_fields.items():
             if f.record == rname:
-                fields[name] = gaps  # a derived population of gaps has one field: its duration
+                fields[name] = tokens if f.measure == "tokens" else gaps
     return Records(fields)
+
+
+def emission_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps between consecutive *emissions* of every record, and the instants of each gap's
+    closing emission: ``(durations, tokens)``, both (G,) float64.
+
+    An emission is a distinct instant; several instants equal to it (tokens of one speculative or
+    multi-token step, one streamed chunk) belong to it. A record with instants ``[0.1, 0.2, 0.2,
+    0.2, 0.5]`` gives gaps ``[0.1, 0.3]`` with ``[3, 1]`` tokens: the two zero gaps inside the 3-token
+    emission are not gaps, and the first emission opens no gap (that time is the TTFT's). The same
+    as vLLM benchmark_serving's ITL, one sample per streamed chunk after the first (AIPerf: inter-chunk
+    latency).
+    """
+    durs, toks = [], []
+    for t in times:
+        if t.size < 2:
+            continue
+        starts = np.flatnonzero(np.r_[True, np.diff(t) != 0])  # first instant of each emission
+        if starts.size < 2:
+            continue
+        counts = np.diff(np.r_[starts, t.size])
+        durs.append(np.diff(t[starts]))
+        toks.append(counts[1:].astype(np.float64))
+    if not durs:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(durs), np.concatenate(toks)
 
 
 def _consistent(gen, fields: dict, lists: dict) -> None:

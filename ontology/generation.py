@@ -93,6 +93,7 @@ class ResolvedRecordField:
     description: str
     times: bool
     span: Span
+    measure: str | None = None  # derived populations of gaps: "duration" (default) or "tokens"
 
 
 @dataclass(frozen=True)
@@ -300,7 +301,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             u = unit(f.unit, rloc + ("fields", fname, "unit"), f"record field `{rname}.{fname}`")
             if u is not None:
                 record_fields[f"{rname}.{fname}"] = ResolvedRecordField(f"{rname}.{fname}", rname, fname, u, f.unit, f.description,
-                                                                        f.times, src.span(rloc + ("fields", fname)))
+                                                                        f.times, src.span(rloc + ("fields", fname)), f.measure)
     for rname, info in records.items():
         src_field = info["derived_from"]
         if src_field is not None and (src_field not in record_fields or not record_fields[src_field].times):

@@ -163,12 +163,15 @@ class RecordField(_Model):
     unit: str = Field(description="Unit of the field, e.g. `s`, `token`.")
     description: str = Field(min_length=1, description="What the field holds.")
     times: bool = Field(default=False, description="True for a list of instants per record (e.g. the emission time of every output token).")
+    measure: Literal["duration", "tokens"] | None = Field(default=None, description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).")
 
 
 class DerivedPopulation(_Model):
-    """A population derived from a ``times`` field: one record per gap between consecutive instants."""
+    """A population derived from a ``times`` field: one record per gap between consecutive *emissions*
+    (distinct instants). Several tokens emitted at one instant (speculative or multi-token decoding,
+    chunked streaming) are one emission: the zero gaps inside it are not records."""
 
-    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with n instants gives n - 1 gaps.")
+    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with k distinct instants (emissions) gives k - 1 gaps.")
 
 
 class RecordType(_Model):

@@ -38,7 +38,8 @@ def _fmt(v, unit: str = "") -> str:
     return f"{s} {unit}".strip()
 
 
-SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "e2e_latency_p50", "requests_completed"]
+SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "itl_per_token_p50", "tokens_per_emission_mean",
+           "e2e_latency_p50", "requests_completed"]
 
 
 def render_serving(result: JobResult, console: Console) -> None:
@@ -51,8 +52,14 @@ def render_serving(result: JobResult, console: Console) -> None:
                   title_justify="left")
         t.add_column("metric")
         t.add_column("value", justify="right")
+        t.add_column("over")
+        pops = result.populations or {}
         for n, v in rows:
-            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text))
+            p = pops.get(n, {})
+            over = f"{p['count']:,} {p.get('population') or 'record'}(s)" if "count" in p else ""
+            if p.get("warning"):
+                over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
+            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
     ts = result.time_split
     if ts and all(v is not None for v in ts.values()):
