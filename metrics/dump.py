@@ -252,7 +252,7 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
 
 
 def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,)) of a long table, packed in a tuple."""
+    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,), declared instance count) of a long table."""
     if t.column("signal").null_count:
         raise DumpError(f"{p}: `signal` holds nulls; every row names its signal")
     val = t.column("value")
@@ -294,7 +294,7 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             bad = ii[(ii < 0) | (ii >= n)][0]
             raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
                             f"{'none' if bad < 0 else int(bad)}")
-        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows])
+        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows], n)
     return out
 
 
@@ -306,9 +306,8 @@ def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
     row_of = row_of.reshape(-1)
     N = len(uniq)
     wide = {}
-    for name, (rows, inst, vals, nulls) in columns.items():
-        n_inst = int(inst.max()) + 1 if len(inst) else 1
-        size = max(n_inst, 1)
+    for name, (rows, inst, vals, nulls, declared) in columns.items():
+        size = max(int(declared), 1)  # every declared instance; one no row gives is a null register
         arr = np.zeros((N, size), np.uint64)
         missing = np.ones((N, size), bool)
         r = row_of[rows]
