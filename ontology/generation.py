@@ -54,6 +54,7 @@ class ResolvedSignal:
     broken: bool = False  # listed on this generation but known not to count (broken_on)
     precision: str | None = None
     sparsity: str | None = None
+    counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
 
     @property
     def instances(self) -> int:
@@ -277,7 +278,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
                 since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
                 renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on, precision=sig.precision,
-                sparsity=sig.sparsity.value if sig.sparsity else None)
+                sparsity=sig.sparsity.value if sig.sparsity else None, counted_by=sig.counted_by)
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
     for full, s_ in signals.items():
@@ -330,6 +331,8 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
         err("counter-width", f"a {k.value} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
     if k is SignalKind.gauge and sig.width is not None:
         err("gauge-width", "a gauge has no `width`: gauges are levels and never wrap", "width", "remove `width`, or make the signal a counter")
+    if sig.counted_by == "leader" and k not in (SignalKind.counter, SignalKind.histogram):
+        err("counted-by", f"`counted_by: leader` is for counters; a {k.value} is read on every chip", "counted_by")
     if k is not SignalKind.gauge and sig.across_chips is not None:
         err("counter-across-chips", "`across_chips` is for gauges; counters always sum across chips", "across_chips", "remove `across_chips`")
     if sig.effective_width is not None:

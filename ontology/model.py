@@ -136,6 +136,7 @@ class Signal(_Model):
     reset_indicator: str | None = Field(default=None, description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.")
     max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
     across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
+    counted_by: Literal["chip", "leader"] = Field(default="chip", description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).")
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
     buckets: Annotated[list[float], Strict()] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
