@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "packed-fields": "a packed register's fields overlap, leave its width or are missing",
     "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",
     "counted-by": "`counted_by: leader` on a signal that is not a counter",
+    "signal-id": "a signal's C header id is given twice (or reuses a removed signal's)",
     "stability": "a stability or rename declaration is inconsistent",
     "scope": "a spec constant's scope is used against an amount of another scope",
     "sparsity": "dense work divided by a sparse peak (or the reverse)",

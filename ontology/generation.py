@@ -55,6 +55,7 @@ class ResolvedSignal:
     precision: str | None = None
     sparsity: str | None = None
     counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
+    id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
 
     @property
     def instances(self) -> int:
@@ -278,7 +279,8 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
                 since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
                 renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on, precision=sig.precision,
-                sparsity=sig.sparsity.value if sig.sparsity else None, counted_by=sig.counted_by)
+                sparsity=sig.sparsity.value if sig.sparsity else None, counted_by=sig.counted_by,
+                id=lineage.ids.get(full, sig.id if sig.id is not None else -1))
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
     for full, s_ in signals.items():

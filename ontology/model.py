@@ -147,6 +147,7 @@ class Signal(_Model):
     precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
+    id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
 
 
 class Block(_Model):
