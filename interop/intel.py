@@ -97,7 +97,7 @@ class _Reader:
         children = {str(e.get("ParentCategory")) for e in entries if e.get("ParentCategory")}
         for e in entries:
             self._metric(e, children)
-        for e in sorted(entries, key=lambda e: int(e.get("Level") or 1)):
+        for e in sorted(entries, key=_level):
             self._threshold(e)
         return self.cat
 
@@ -215,3 +215,13 @@ class _Reader:
                                                                                 f"`{cmp[0]}` with {cmp[2]:g}, a fraction"))
             return
         m.threshold = Threshold(own[1], own[2], msg, implied)
+
+
+def _level(entry: dict) -> float:
+    """A metric's TMA ``Level`` for ordering (ancestors first); anything that is not a small number
+    sorts last instead of failing the import."""
+    try:
+        v = float(entry.get("Level") or 1)
+    except (TypeError, ValueError):
+        return float("inf")
+    return v if v == v else float("inf")
