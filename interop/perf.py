@@ -84,7 +84,10 @@ TRANSLATIONS = [
     "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided back",
     "ScaleUnit `<scale><unit>`: the declared unit is the label's pint unit and the value stays expression × scale",
     "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried by `parent`",
-    "events are counters with unit `event` and width 64 (the metrics file defines neither)",
+    "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines them "
+    "with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
+    "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a scale "
+    "is read as its value / scale",
 ]
 
 
@@ -131,6 +134,7 @@ class _Reader:
         self.event_names: dict[str, NameTable] = {}
         self.metric_names = NameTable()
         self.defined_events: dict[str, str] = {}
+        self.event_defs: dict[str, tuple[dict, dict]] = {}  # lower-case name -> (entry, its [perfonto: …] tag)
 
     def run(self) -> SourceCatalog:
         cat = self.cat
@@ -139,7 +143,9 @@ class _Reader:
                 cat.findings.append(Finding("malformed", "", f"entry {i} is not an object; skipped", "error"))
                 continue
             if "EventName" in e and "MetricName" not in e:
-                self.defined_events[str(e["EventName"]).lower()] = str(e.get("BriefDescription") or e.get("PublicDescription") or "")
+                desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
+                self.defined_events[str(e["EventName"]).lower()] = desc
+                self.event_defs[str(e["EventName"]).lower()] = (e, tag)
                 continue
             entry, origin = e, ""
             if "ArchStdEvent" in e and "MetricName" not in e:
@@ -185,6 +191,9 @@ class _Reader:
         m = re.match(r"^(.*)\[(measured|claimed|estimated|assumed): (.*)\]\s*$", desc, re.S)
         if m:
             desc, prov, source = m.group(1).strip(), m.group(2), m.group(3)
+        desc, tag = _tag(desc)
+        if name.startswith("clock.") and label and label.endswith("_cycle/s"):  # a clock domain's frequency
+            self.cat.clocks[name[6:]] = (value * scale, prov, source)
         if self.gen is not None and f"spec.{name}" in self.gen.spec:
             c = self.gen.spec[f"spec.{name}"]
             if abs(c.value - value * scale) > 1e-9 * max(abs(c.value), 1e-300):
@@ -193,7 +202,8 @@ class _Reader:
             value, scale = c.value, 1.0
             label = c.unit_text
         self.cat.constants[key.lower()] = SourceConstant(key.lower(), name, value * scale, desc or key, source, prov,
-                                                         label or "1")
+                                                         label or "1", scope=tag.get("scope", "system")
+                                                         if tag.get("scope") in ("instance", "chip", "system") else "system")
         self.const_metrics[key.lower()] = key.lower()
         return True
 
@@ -219,12 +229,15 @@ class _Reader:
                     s = self.gen.signals[cand]
                     self.cat.event(cand, s.block, cand.split(".", 1)[1], s.description)
                     node = ir.Event(cand)
-                    return ir.Rollup("sum", node) if s.axes else node
+                    node = ir.Rollup("sum", node) if s.axes else node
+                    return node if s.scale == 1.0 else ir.Bin("/", node, ir.Num(s.scale))  # perf reads the raw count
                 if cand in self.gen.spec:
                     c = self.gen.spec[cand]
                     self.cat.constants.setdefault(cand, SourceConstant(cand, cand[5:], c.value, c.description, c.source,
                                                                        c.provenance, c.unit_text))
                     return ir.Const(cand)
+        if low in self.event_defs and self.event_defs[low][1]:  # perfonto's own export: the signal as it was
+            return self._tagged_event(low)
         pmu, ev = default_pmu, sym
         m = re.match(r"^([^/]+)/([^/]*)/?(.*)$", sym)
         if m:
@@ -237,9 +250,42 @@ class _Reader:
         self.cat.event(low, block, name, desc, defined)
         return ir.Event(low)
 
+    def _tagged_event(self, low: str) -> ir.Node:
+        """An event perfonto exported: its block, unit, scale, kind, width, instances and chip rule come
+        back from the definition (ScaleUnit and the ``[perfonto: …]`` tag). A metric reads the raw
+        count (perf reverses an event's scale), i.e. the signal's value / scale, summed over instances."""
+        entry, tag = self.event_defs[low]
+        block = ident(str(entry.get("Unit") or low.split(".")[0]))
+        name = ident(low.split(".", 1)[1]) if "." in low else ident(low)
+        scale, label = split_scale_unit(str(entry.get("ScaleUnit") or "1"))
+        axes = {}
+        for part in str(tag.get("instances", "")).split(","):
+            a, _, n = part.partition(":")
+            if a.strip() and n.strip().isdigit() and len(n.strip()) <= 7:
+                axes[ident(a.strip())] = int(n)
+        width = tag.get("width", 64)
+        ev = self.cat.event(low, block, name, self.defined_events.get(low, ""), True)
+        ev.unit = label or "event"
+        ev.scale = scale if scale > 0 and scale == scale and scale != float("inf") else 1.0
+        ev.kind = tag.get("kind") if tag.get("kind") in ("counter", "gauge") else "counter"
+        ev.width = int(width) if str(width).isdigit() and 1 <= int(width) <= 64 else ("unknown" if width == "unknown" else 64)
+        ev.axes = axes
+        ev.across_chips = tag.get("across_chips") if tag.get("across_chips") in ("sum", "avg", "max") else None
+        ev.counted_by = "leader" if tag.get("counted_by") == "leader" else "chip"
+        node: ir.Node = ir.Event(low)
+        if axes:
+            node = ir.Rollup("sum", node)
+        return node if ev.scale == 1.0 else ir.Bin("/", node, ir.Num(ev.scale))
+
     def _instances(self, key: str) -> int:
         if self.gen is not None and key in self.gen.signals:
             return self.gen.signals[key].instances
+        ev = self.cat.events.get(key)
+        if ev is not None and ev.axes:
+            n = 1
+            for size in ev.axes.values():
+                n *= size
+            return n
         return 1
 
     # -- formulas ----------------------------------------------------------------------------------
@@ -304,7 +350,11 @@ class _Reader:
             if op == "/" and isinstance(t.right, SCall) and t.right.fn == "source_count":
                 return self._per_source(t, pmu, num)
             if op in "+-*/":
-                return ir.Bin(op, num(t.left), num(t.right))
+                a, b = num(t.left), num(t.right)
+                if op == "*" and isinstance(a, ir.Bin) and a.op == "/" and isinstance(a.right, ir.Num) \
+                        and isinstance(b, ir.Num) and a.right.value == b.value:
+                    return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
+                return ir.Bin(op, a, b)
             if op in ("<", ">"):
                 return ir.Bin(op, num(t.left), num(t.right))
             if op == "&":
@@ -386,3 +436,16 @@ def _unsum(n: ir.Node) -> ir.Node | None:
         b = _unsum(n.right)
         return None if b is None else ir.Bin("*", n.left, b)
     return None
+
+
+def _tag(desc: str) -> tuple[str, dict]:
+    """A description without its ``[perfonto: k=v; …]`` tag (what perfonto's export writes), and the tag."""
+    m = re.search(r"\s*\[perfonto: ([^\]]*)\]", desc)
+    if not m:
+        return desc, {}
+    tag = {}
+    for part in m.group(1).split(";"):
+        k, _, v = part.partition("=")
+        if k.strip():
+            tag[k.strip()] = v.strip()
+    return (desc[: m.start()] + desc[m.end():]).strip(), tag

@@ -9,10 +9,12 @@ every metric that uses it) out of the graph, a warning keeps it. The rules:
 - ``div-zero`` (error): a division whose divisor is a literal expression equal to zero is always null.
 - ``threshold-bounds`` (warning): a threshold outside the metric's declared bounds can never fire
   (or always fires).
-- ``total-times-ratio`` (error): a per-chip total (it adds up across chips: bytes, FLOPs, energy)
-  multiplied or divided by a measured ratio (a share, an average level): the server value of such a
-  product is neither a total nor a ratio of totals, so it means nothing (README: "refuses mixing
-  per-chip totals with ratios"). Constants, ``interval`` and literals are not ratios.
+- ``total-times-ratio`` (error): a metric that is a per-chip total (it adds up across chips: bytes,
+  FLOPs, energy) made by multiplying or dividing a measured total by a measured ratio (a share, an
+  average level): the server value of such a product is neither a total nor a ratio of totals, so it
+  means nothing (README: "refuses mixing per-chip totals with ratios"). Constants, ``interval`` and
+  literals are not ratios; a metric that is itself a ratio may be scaled by ratios (Intel's
+  ``(1 - a / b) * c / d`` is a product of server ratios).
 - ``lint-flop-coverage`` (warning): a metric that reads some of a block's FLOP counters (unit FLOP,
   a declared ``precision``) but not all of them — e.g. on caelius, ``mxu.achieved_flops`` (and so
   ``hfu``) reads fp8 and bf16 but not ``mxu.flops_fp4``: FP4 work would be left out of utilisation.
@@ -122,7 +124,7 @@ def _walk(n: ir.Node):
 
 
 def _ir_rules(gen, s: Typed, name: str, m, d: ast.MetricDecl) -> list[Diagnostic]:
-    if m.from_records:
+    if m.from_records or m.degree != 1:  # a ratio may scale by ratios: (1 - a / b) * c / d is a product of ratios
         return []
     for n in _walk(m.ir):
         if isinstance(n, ir.Op) and n.op in ("mul", "div") and len(n.args) == 2:
