@@ -26,6 +26,7 @@ from perfonto.metrics.windows import prepare, read_counters
 from . import crosschip
 from .bottleneck import Analysis, analyse
 from .evaluate import Evaluation, evaluate_windows
+from .headline import headline
 from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
 from .report_json import report_json
 
@@ -66,6 +67,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     populations: dict | None = None  # record metric -> what it covers (analysis.records.record_populations)
+    headline: dict | None = None  # analysis.headline: the finding to read first
+    context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
@@ -178,7 +181,8 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
-                  records, split, multichip, capture.ground_truth, {}, timings, notes, populations)
+                  records, split, multichip, capture.ground_truth, {}, timings, notes, populations=populations,
+                  headline=headline(evaluated, ev, analysis, multichip))
 
 
 __all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]

@@ -10,7 +10,8 @@ def report_json(report) -> dict:
     ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
     the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
     windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
-    ``time_split``, and ``notes`` when a reader ignored something."""
+    ``time_split``, ``headline`` (``analysis.headline``), ``notes`` when a reader ignored something,
+    and for an emulated run its ``assumptions`` and ``claim`` (``Report.context``)."""
     graph = report.evaluated
     metrics = {}
     for name, m in graph.metrics.items():
@@ -45,6 +46,7 @@ def report_json(report) -> dict:
         "model": report.model,
         "chips": report.chips,
         "metrics": metrics,
+        "headline": getattr(report, "headline", None),
         "bottleneck": a.bottleneck,
         "bottleneck_label": a.bottleneck_label,
         "topdown": {k: _num(v) for k, v in a.topdown.items()},
@@ -61,7 +63,12 @@ def report_json(report) -> dict:
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
         "multichip": multichip_json(report.multichip),
         "time_split": report.time_split,
-    } | ({"notes": report.notes} if report.notes else {})
+    } | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
+
+
+def _context(ctx: dict | None) -> dict:
+    """``assumptions`` and ``claim`` of an emulated run (``emulator.claim.run_context``), when known."""
+    return {"assumptions": ctx.get("assumptions"), "claim": ctx.get("claim")} if ctx else {}
 
 
 def multichip_json(mc: dict | None) -> dict | None:

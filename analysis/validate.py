@@ -16,6 +16,13 @@ def _peak(gen, name: str, unit: str) -> float:
     return float(gen.registry.Quantity(c.value, c.unit).to(unit).magnitude)
 
 
+LEVEL2 = {"topdown.compute.matrix": "compute_matrix", "topdown.compute.vector": "compute_vector",
+          "topdown.memory.weights": "memory_weights", "topdown.memory.kv_cache": "memory_kv",
+          "topdown.memory.activations": "memory_activations", "topdown.interconnect.link_transfer": "collective_transfer",
+          "topdown.interconnect.peer_wait": "collective_wait", "topdown.host.pcie": "host_pcie",
+          "topdown.host.launch": "host_launch"}
+
+
 def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     """Metric → its value computed from ground truth alone (server level, in the metric's unit)."""
     d, n = gt["duration_s"], gt["chips"]
@@ -61,6 +68,9 @@ def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
         "topdown.host_bound": lambda: 100 * td["host_wait"] / cyc,
         "topdown.idle": lambda: 100 * td["idle"] / cyc,
     }
+    for metric, key in LEVEL2.items():  # top-down level 2 (emulator.subclasses), when the truth has it
+        if key in gt.get("topdown2_s", {}):
+            t[metric] = (lambda k: lambda: 100 * gt["topdown2_s"][k] / cyc)(key)
     if "c2c_rx_bytes" in gt:
         t["c2c.rx_bandwidth"] = lambda: gt["c2c_rx_bytes"] / d / 1e9
     if "mxu" in busy:

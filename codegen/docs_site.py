@@ -182,6 +182,8 @@ class _Site:
             notes.append(_esc(s.stability) + (f", renamed to `{_n(s.renamed_to)}`" if s.renamed_to else ""))
         if s.broken:
             notes.append("known not to count here")
+        if getattr(s, "emulator", None) is not None:
+            notes.append(f"emulator {_esc(s.emulator.describe())}")
         return f" ({'; '.join(notes)})" if notes else ""
 
     def _signal_status(self, gen: str, signal: str) -> str:

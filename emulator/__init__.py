@@ -13,14 +13,19 @@ Imports only ``ontology`` (plus numpy, pyarrow, PyYAML; scipy for ``calibration.
 Modules: ``models`` (shapes, ``data/models.yaml``), ``hardware`` (spec constants), ``parallel``
 (mappings, dtypes, per-chip shares), ``assumptions`` (efficiency and other modelling constants;
 fitted ones in ``data/fitted.yaml``), ``presets`` (named assumption sets, ``data/presets.yaml``),
-``scheduler`` (continuous batching), ``serving`` (engine sizing, step loop, throughput), ``work``
-(the slots of a step and their FLOPs and bytes), ``model_flops`` (the definitions of model FLOPs),
-``ops`` (roofline time and counter quantities), ``knobs`` (slow chip, throttled link, router skew;
-lock-step collectives) and ``lockstep`` (the chips' tables in lock step), ``timeline``
-(piecewise-linear cumulative counters), ``signals`` (signal ↔ quantity mapping), ``thermal``,
+``steps`` (per-step aggregates, where each request's tokens land), ``scheduler`` (continuous
+batching: offline, online, closed loop, speculative decoding), ``latency`` (TTFT, TPOT, ITL),
+``serving`` (engine sizing shared by run and project, step loop, throughput), ``work`` (the slots of
+a step and their FLOPs and bytes), ``moe`` (expert-rank imbalance), ``model_flops`` (the definitions
+of model FLOPs), ``ops`` (roofline time and counter quantities), ``subclasses`` (top-down level 2),
+``knobs`` (slow chip, throttled link, router skew; lock-step collectives) and ``lockstep`` (the
+chips' tables in lock step), ``timeline`` (piecewise-linear cumulative counters), ``quantities``
+(the named quantities a signal's emulator binding may name, ``data/quantities.yaml``, and the check
+of a generation's bindings), ``signals`` (each signal planned from its binding), ``thermal``,
 ``clocks`` (device clocks, sync reads), ``counters`` (raw register writer), ``records`` (request
 records), ``trace`` (host-side events, collective waits), ``groundtruth``, ``run``, ``project``,
-``calibration`` (fit and validation against ``data/calibration.yaml``).
+``claim`` (a run's modelling assumptions, the comparison with a public claim), ``calibration`` (fit
+and validation against ``data/calibration.yaml``).
 """
 from . import project as project_module
 from .assumptions import Assumptions, fitted_assumptions

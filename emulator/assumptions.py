@@ -1,6 +1,6 @@
 """Modelling assumptions of the emulator: efficiency curves, overheads, latencies, memory, power.
 
-Nothing here is a datasheet figure. Six constants are *fitted* by ``perfonto calibrate`` on the
+Nothing here is a datasheet figure. Eight constants are *fitted* by ``perfonto calibrate`` on the
 public measurements of ``emulator/data/calibration.yaml`` and stored in ``emulator/data/fitted.yaml``
 (``FITTED``); ``fitted_assumptions()`` applies them. The others are fixed with the reason given
 beside each. Presets (``emulator/data/presets.yaml``) change named constants on top.
@@ -35,6 +35,8 @@ FITTED_BOUNDS: dict[str, tuple[float, float, str]] = {
     "kv_read_eff": (0.20, 1.00, "fraction of the HBM peak that decode attention's paged KV-cache reads sustain"),
     "op_overhead_s": (0.0, 50e-6, "fixed time per executed op (kernel launch, ramp-up and tail), s"),
     "host_step_s": (0.0, 20e-3, "host scheduling and launch time per step, before the forward pass, s"),
+    "a2a_eff": (0.05, 1.00, "fraction of the link rate the all-to-all of MoE dispatch and combine sustains"),
+    "expert_imbalance": (1.0, 3.0, "hottest expert-parallel rank's routed load over the mean, beyond routing noise"),
 }
 
 
@@ -56,6 +58,10 @@ class Assumptions:
         sram_eff_max: SRAM bandwidth efficiency (SRAM time counts on the compute side).
         link_eff: payload fraction of the chip-to-chip link rate a collective sustains (NVLink ring
             all-reduce reaches ~80 % of the link rate in nccl-tests' bus bandwidth).
+        a2a_eff: the same for the all-to-all of MoE dispatch and combine (many small messages to every
+            peer: nccl-tests' alltoall bus bandwidth is below its all-reduce's).
+        expert_imbalance: the hottest expert-parallel rank's routed load ÷ the mean, beyond the
+            binomial noise of routing (``emulator.moe``; 1 = a perfectly balanced router).
         pcie_eff: payload fraction of the PCIe rate (TLP headers).
     Execution model:
         activations_in_hbm: every op reads its input activations from HBM and writes its outputs
@@ -73,6 +79,9 @@ class Assumptions:
     Collectives:
         ring_links: links a chip uses for a ring collective (0 = all links).
         sample_topk: candidates per token all-gathered for sampling (value + index, 8 B each).
+        draft_layers: decoder layers of the draft network of speculative decoding, in layers of the
+            target model's shape, run once per draft token (DeepSeek-V3's multi-token-prediction
+            module is one layer sharing the embedding and LM head: DeepSeek-V3 report, §2.2).
     Host traffic (B):
         token_id_bytes, request_meta_bytes, command_bytes.
     Memory:
@@ -95,8 +104,8 @@ class Assumptions:
     Thermal (first-order: T → ambient + R·P with time constant tau):
         ambient_c (°C), r_th_c_per_w (°C/W), tau_th_s (s).
     Telemetry:
-        hbm_refresh_fraction, sram_conflict_fraction, ecc_rate_per_stack_s, retry_rate_per_link_s,
-        interleave_jitter.
+        hbm_refresh_fraction, sram_conflict_fraction, interleave_jitter (the rates of random events,
+        ECC corrections and link retries, are the signals' ``event_rate`` bindings in the ontology).
     """
 
     mxu_eff_max: float = 0.90
@@ -112,6 +121,8 @@ class Assumptions:
     hbm_half_bytes: float = 256 * 1024
     sram_eff_max: float = 0.80
     link_eff: float = 0.90
+    a2a_eff: float = 0.60
+    expert_imbalance: float = 1.0
     pcie_eff: float = 0.85
 
     activations_in_hbm: bool = False
@@ -123,6 +134,7 @@ class Assumptions:
 
     ring_links: int = 0
     sample_topk: int = 64
+    draft_layers: float = 1.0
 
     token_id_bytes: float = 4.0
     request_meta_bytes: float = 16.0
@@ -157,8 +169,6 @@ class Assumptions:
 
     hbm_refresh_fraction: float = 0.035
     sram_conflict_fraction: float = 0.02
-    ecc_rate_per_stack_s: float = 0.05
-    retry_rate_per_link_s: float = 0.02
     interleave_jitter: float = 0.005
 
     def replace(self, **changes) -> "Assumptions":

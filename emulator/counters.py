@@ -19,9 +19,10 @@ has one column per chip) and reads the timeline of its own profile (``emulator.k
 profiles share their step boundaries, so one anchor step serves every chip). ``timestamp_ns`` is
 the chip's device-clock time of the sample.
 
-Layout: columns ``chip`` (int32), ``timestamp_ns`` (int64), then one column per signal in
-``gen.signals`` order, ``uint64`` or ``fixed_size_list<uint64>[instances]`` for blocks with
-instance axes; rows ordered by sample, then chip.
+Layout: columns ``chip`` (int32), ``timestamp_ns`` (int64), then one column per *bound* signal (a
+signal with an emulator binding, ``emulator.signals``) in ``gen.signals`` order, ``uint64`` or
+``fixed_size_list<uint64>[instances]`` for blocks with instance axes; rows ordered by sample, then
+chip. A signal without a binding has no column.
 """
 from __future__ import annotations
 
@@ -40,10 +41,12 @@ from .timeline import QUANTITY_NAMES, Timeline
 _ENERGY = QUANTITY_NAMES.index("energy")
 
 
-def schema(gen: Generation, metadata: dict) -> pa.Schema:
-    """Arrow schema of the counter dump of ``gen`` with ``metadata`` under the key ``perfonto``."""
+def schema(plan: ColumnPlan, metadata: dict) -> pa.Schema:
+    """Arrow schema of the counter dump of the bound signals of ``plan`` with ``metadata`` under the
+    key ``perfonto``."""
     fields = [pa.field("chip", pa.int32()), pa.field("timestamp_ns", pa.int64())]
-    for sig in gen.signals.values():
+    for p in plan.signals:
+        sig = p.signal
         t = pa.list_(pa.uint64(), sig.instances) if sig.axes else pa.uint64()
         fields.append(pa.field(sig.name, t))
     return pa.schema(fields, metadata={"perfonto": json.dumps(metadata, sort_keys=True)})
@@ -123,7 +126,7 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
     regs = _Registers(plan.M)
     mod = np.tile(plan.mod, chips)
     reg = gen.registry
-    sch = schema(gen, metadata)
+    sch = schema(plan, metadata)
     anchor = 0
     e_anchor = np.zeros(chips)
     thermals = [copy.deepcopy(thermal) for _ in range(chips)]
@@ -151,7 +154,8 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
                 if p.kind == "linear":
                     out = lin[:, :, p.col:p.col + ni]
                 elif p.kind == "impulse":
-                    v = imp[p.impulse] % _modulus(sig.width)
+                    v = imp[p.impulse] if p.factor == 1.0 else np.floor(imp[p.impulse] * p.factor + 1e-9).astype(np.int64)
+                    v = v % _modulus(sig.width)
                     out = np.zeros((m, chips, 1), np.int64)
                     mask = plan.leaders if p.leader_only else np.ones(chips, bool)
                     out[:, mask, 0] = v[:, mask]
@@ -161,13 +165,15 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
                     for c in range(chips):
                         for i in range(ni):
                             out[:, c, i] = np.searchsorted(p.event_times[c][i], s[:, c], side="right")
+                    if p.factor != 1.0:
+                        out = np.floor(out * p.factor + 1e-9).astype(np.int64)
                     out %= _modulus(sig.width)
                 elif p.kind == "gauge":
                     level = lev[p.gauge][:, :, None] * p.gauge_weights[None]
                     level = reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
                     out = np.floor(np.maximum(level, 0.0) / sig.scale * (1 + 1e-12)).astype(np.int64)
-                else:
-                    out = np.zeros((m, chips, ni), np.int64)
+                else:  # constant: one raw value all run
+                    out = np.full((m, chips, ni), p.constant, np.int64)
                 cols.append(_column(np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, ni), bool(sig.axes)))
             writer.write_table(pa.Table.from_arrays(cols, schema=sch))
             if progress is not None:

@@ -19,8 +19,16 @@ Per chip and summed over chips:
   ``activations``), which add up to ``hbm_read_bytes + hbm_write_bytes``; ``c2c_bytes_by_collective``:
   transmitted bytes by collective (``allreduce``, ``all_to_all``, ``all_gather``, ``send_recv``),
   which add up to ``c2c_tx_bytes``;
+- ``quantities``: the total of every amount of the emulator's quantity registry
+  (``emulator/data/quantities.yaml``; per chip over its span, summed over chips at the top level),
+  from which the truth of any ``linear`` binding follows (Σ coefficient × amount, then the split);
+  ``impulses`` (per chip): the step-end counts of the chip's scheduler rank; ``events``: the random
+  events of each signal bound to ``event_rate``;
 - ``topdown_s``: seconds in each cycle class (compute, memory, collective, host_wait, idle), which
   add up to the chip's span; collective time includes the time waiting for other chips;
+  ``topdown2_s``: seconds in each level-2 class (``emulator.subclasses``: compute_matrix,
+  compute_vector, memory_weights, memory_kv, memory_activations, collective_wait,
+  collective_transfer, host_launch, host_pcie), which add up to their level-1 class;
 - ``busy_s``: busy seconds of mxu, vpu, hbm, c2c, dma, as the mean over the block's instances;
   ``link_busy_s``: busy seconds of each chip-to-chip link;
 - token counts (leader chip of each scheduler rank only, so the server total counts each token once): ``input_tokens``
@@ -45,9 +53,12 @@ import numpy as np
 
 from .hardware import Hardware
 from .ops import C2C_TAGS, CLASSES, HBM_TAGS
+from .quantities import of_kind
+from .subclasses import SUBCLASSES
 from .signals import ColumnPlan
 from .timeline import Timeline
 
+AMOUNTS = frozenset(of_kind("amount"))
 BLOCK_BUSY = {"mxu": "mxu_busy", "vpu": "vpu_busy", "hbm": "hbm_active", "c2c": "c2c_busy", "dma": "dma_busy"}
 
 
@@ -92,9 +103,12 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
             "input_tokens": imp["input_tokens"] if lead else 0, "output_tokens": imp["output_tokens"] if lead else 0,
             "requests_completed": imp["requests_completed"] if lead else 0, "steps": imp["steps"],
             "topdown_s": {k: tot[k] / f for k in CLASSES},
+            "topdown2_s": {k: tot[k] / f for k in SUBCLASSES},
             "busy_s": busy, "link_busy_s": link_busy,
-            "ecc_corrected": int(sum(np.count_nonzero(t <= e) for t in _events(plan, "hbm.ecc_corrected", c))),
-            "c2c_retries": int(sum(np.count_nonzero(t <= e) for t in _events(plan, "c2c.retries", c))),
+            "events": {p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
+                       for p in plan.signals if p.kind == "events"},
+            "quantities": {k: float(v) for k, v in tot.items() if k in AMOUNTS},
+            "impulses": imp,
         }
         d["tokens"] = d["input_tokens"] + d["output_tokens"]
         d["mfu"] = d["model_flops"] / (peak * duration_s)
@@ -113,10 +127,12 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
         **{k: total(k) for k in ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
                                  "flops_fp8", "flops_bf16", "flops_fp4", "model_flops", "vector_flops", "c2c_tx_bytes",
                                  "c2c_rx_bytes", "pcie_rx_bytes", "pcie_tx_bytes", "energy_j", "job_energy_j",
-                                 "job_time_s", "input_tokens", "output_tokens", "tokens", "requests_completed",
-                                 "ecc_corrected", "c2c_retries")},
+                                 "job_time_s", "input_tokens", "output_tokens", "tokens", "requests_completed")},
+        "events": {k: sum(p["events"][k] for p in per_chip) for k in per_chip[0]["events"]},
+        "quantities": {k: sum(p["quantities"][k] for p in per_chip) for k in per_chip[0]["quantities"]},
         "steps": per_chip[0]["steps"],
         "topdown_s": {k: sum(p["topdown_s"][k] for p in per_chip) for k in CLASSES},
+        "topdown2_s": {k: sum(p["topdown2_s"][k] for p in per_chip) for k in SUBCLASSES},
         "busy_s": {k: sum(p["busy_s"][k] for p in per_chip) for k in BLOCK_BUSY},
         "hbm_bytes_by_tag": {t: sum(p["hbm_bytes_by_tag"][t] for p in per_chip) for t in HBM_TAGS},
         "c2c_bytes_by_collective": {t: sum(p["c2c_bytes_by_collective"][t] for p in per_chip) for t in C2C_TAGS},
@@ -136,13 +152,6 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
     gt.update(extra)
     gt["per_chip"] = per_chip
     return gt
-
-
-def _events(plan: ColumnPlan, name: str, chip: int) -> list:
-    for p in plan.signals:
-        if p.kind == "events" and (p.key or p.signal.name) == name:
-            return p.event_times[chip]
-    return []
 
 
 def _multichip(per_chip: list[dict], waits, f: float, chips: int, duration_s: float, tl0, knobs) -> dict:

@@ -42,12 +42,14 @@ class ChipProfile:
     expert_load: the chip's routed-expert rows ÷ the mean over chips (1 = uniform routing).
     ring_factor: multiplier of the link-transfer time of the chip's collectives (the group's slowest link).
     slow_link: index of a link of this chip that runs at ``1 / ring_factor`` of its rate, or None.
+    routed: the expert loads of the chips are the router-skew knob's, not the routing model's.
     """
 
     compute_factor: float = 1.0
     expert_load: float = 1.0
     ring_factor: float = 1.0
     slow_link: int | None = None
+    routed: bool = False  # expert loads set by router_skew: the routing model's imbalance (``moe``) is off
 
 
 NOMINAL = ChipProfile()
@@ -116,7 +118,7 @@ class Knobs:
                 load = float(w[c % mapping.tp % mapping.ep] / w.mean())
             comp = float(self.slow_chip[1]) if self.slow_chip is not None and int(self.slow_chip[0]) == c else 1.0
             slow_link = int(self.throttled_link[1]) if self.throttled_link is not None and int(self.throttled_link[0]) == c else None
-            per_chip.append(ChipProfile(comp, round(load, 12), ring, slow_link))
+            per_chip.append(ChipProfile(comp, round(load, 12), ring, slow_link, bool(self.router_skew and mapping.ep > 1)))
         distinct: list[ChipProfile] = []
         index = np.zeros(chips, np.int64)
         for c, p in enumerate(per_chip):

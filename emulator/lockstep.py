@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .knobs import ChipProfile, synchronise
-from .ops import EmuConfig, OpTable, matrix_work, model_flop_scale, op_table, op_timing
+from .ops import EmuConfig, OpTable, matrix_work, model_flop_scale, op_table, op_timing, own_wait
 from .scheduler import StepBatch
 
 
@@ -24,8 +24,14 @@ def lockstep_tables(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None
     counts = np.asarray(counts, np.float64)
     mean_u = sum(c * matrix_work(W, cfg.plan) for c, (W, _, _) in zip(counts, timings)) / counts.sum()
     scale = model_flop_scale(b, cfg, mean_u)
-    return [op_table(b, cfg, W, tm, durs[i], profile=p, wait=waits[i] if len(profiles) > 1 else None, model_scale=scale)
-            for i, (p, (W, tm, _)) in enumerate(zip(profiles, timings))]
+    out = []
+    for i, (p, (W, tm, d)) in enumerate(zip(profiles, timings)):
+        own = own_wait(tm, d, cfg.hw.core_hz)  # waiting for the hottest expert rank, part of the chip's own time
+        wait = waits[i] if len(profiles) > 1 else None
+        if own is not None:
+            wait = own if wait is None else wait + own
+        out.append(op_table(b, cfg, W, tm, durs[i], profile=p, wait=wait, own=own, model_scale=scale))
+    return out
 
 
 def lockstep_seconds(b: StepBatch, cfg: EmuConfig, profiles: list[ChipProfile]) -> np.ndarray:

@@ -66,6 +66,7 @@ class ModelShape:
             ``index_head_dim``): it scores every key, ``2·heads·dim`` FLOP per (query, key) pair.
         tied_embeddings: LM head shares the embedding matrix.
         source: where the shape comes from.
+        family: the model family (``family:`` in the YAML; the name by default).
     """
 
     name: str
@@ -95,6 +96,7 @@ class ModelShape:
     indexer_heads: int = 0
     indexer_head_dim: int = 0
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    family: str = ""  # model family (``llama-3``, ``qwen3``, …): the unit of the calibration's hold-out
 
     # ---- kinds ---------------------------------------------------------------------------------
     @property
@@ -287,7 +289,7 @@ class ModelShape:
 
 
 KEYS = {
-    "model": {"aliases", "source", "layers", "hidden", "vocab", "tied", "attention", "ffn"},
+    "model": {"aliases", "family", "source", "layers", "hidden", "vocab", "tied", "attention", "ffn"},
     "gqa": {"kind", "heads", "kv_heads", "head_dim", "qk_norm", "sparse"},
     "mla": {"kind", "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qk_norm", "sparse"},
     "dense": {"kind", "intermediate"},
@@ -339,7 +341,7 @@ def _shape(name: str, d: dict) -> ModelShape:
         router_bias=bool(ffn.get("router_bias", False)) if moe else False,
         sparse_top_k=int(sp.get("top_k", 0)), indexer_heads=int(sp.get("indexer_heads", 0)),
         indexer_head_dim=int(sp.get("indexer_head_dim", 0)),
-        aliases=tuple(d.get("aliases", ())),
+        aliases=tuple(d.get("aliases", ())), family=str(d.get("family", name)),
     )
 
 

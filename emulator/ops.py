@@ -22,12 +22,14 @@ The work of each slot comes from ``emulator.work``. Timing:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .assumptions import Assumptions, efficiency
 from .knobs import NOMINAL, ChipProfile
+from .quantities import of_kind
+from .subclasses import SUBCLASSES, subclass_phases
 from .scheduler import StepBatch
 from .work import EmuConfig, StepPlan, model_flops, stack_work
 
@@ -37,22 +39,12 @@ __all__ = ["CLASSES", "QUANTITIES", "LEADER_ONLY", "HBM_TAGS", "C2C_TAGS", "EmuC
 #: Cycle classes of ``seq.*_cycles`` (index = class code in ``OpTable.cls``).
 CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
 
-#: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders).
-QUANTITIES: dict[str, str] = {
-    "mxu_busy": "s", "mxu_stall": "s", "mxu_flops_fp8": "FLOP", "mxu_flops_bf16": "FLOP", "mxu_flops_fp4": "FLOP",
-    "mxu_instructions": "instruction",
-    "vpu_busy": "s", "vpu_flops": "FLOP", "vpu_instructions": "instruction",
-    "sram_read": "B", "sram_write": "B", "sram_conflict": "s",
-    "hbm_read": "B", "hbm_write": "B", "hbm_active": "s", "hbm_refresh": "s",
-    "hbm_weights": "B", "hbm_kv_read": "B", "hbm_kv_write": "B", "hbm_activations": "B",
-    "dma_bytes": "B", "dma_busy": "s",
-    "c2c_tx": "B", "c2c_rx": "B", "c2c_busy": "s",
-    "c2c_allreduce": "B", "c2c_all_to_all": "B", "c2c_all_gather": "B", "c2c_send_recv": "B",
-    "pcie_rx": "B", "pcie_tx": "B", "doorbells": "event",
-    "seq_instructions": "instruction", "energy": "J",
-    "model_flops": "FLOP", "c2c_busy_slow": "s", "job_time": "s",
-}
-LEADER_ONLY = frozenset({"pcie_tx"})
+#: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders): the
+#: registry's amounts (``emulator/data/quantities.yaml``) after the cycle classes, then the internal
+#: ``c2c_busy_slow`` (the busy time of a throttled link, which its ``links`` split reads, see ``signals``).
+QUANTITIES: dict[str, str] = {**{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES + SUBCLASSES},
+                              "c2c_busy_slow": "s"}
+LEADER_ONLY = frozenset(n for n, q in of_kind("amount").items() if q.leader_only)
 HBM_TAGS = {"weights": "hbm_weights", "kv_read": "hbm_kv_read", "kv_write": "hbm_kv_write", "activations": "hbm_activations"}
 C2C_TAGS = {"allreduce": "c2c_allreduce", "all_to_all": "c2c_all_to_all", "all_gather": "c2c_all_gather",
             "send_recv": "c2c_send_recv"}
@@ -68,9 +60,13 @@ class OpTable:
     gauges: name → (steps,) level during the step (``batch``, ``kv_tokens``, ``hbm_alloc_bytes``,
         ``sram_bytes``).
     impulses: name → (steps,) int64 counted at the step's end (``steps``, ``input_tokens``,
-        ``output_tokens``, ``requests_completed``).
+        ``output_tokens``, ``requests_completed``, ``accepted_draft_tokens``).
     wait: (steps, slots) int64 core cycles of each slot execution spent waiting for other chips at a
         collective (part of ``dur``), or None (no waiting).
+    phases: level-2 cycle class → ``(amount, offset)``, each (steps, slots) int64: the slot's cycles of
+        that sub-class and where within the slot they start (``emulator.subclasses``).
+    own_wait: (steps, slots) int64 part of ``wait`` spent waiting for the hottest expert-parallel
+        rank of the routing model (``moe``), or None.
     """
 
     dur: np.ndarray
@@ -79,11 +75,23 @@ class OpTable:
     gauges: dict[str, np.ndarray]
     impulses: dict[str, np.ndarray]
     wait: np.ndarray | None = None
+    phases: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    own_wait: np.ndarray | None = None
+
+    @property
+    def arrival_wait(self) -> np.ndarray | None:
+        """(steps, slots) cycles waited for other chips to *arrive* (``wait`` less ``own_wait``, the
+        modelled wait for the hottest expert rank, which no chip of this run arrives late for)."""
+        if self.wait is None or self.own_wait is None:
+            return self.wait
+        return self.wait - self.own_wait
 
 
 def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None,
                  profile: ChipProfile = NOMINAL) -> dict[str, np.ndarray]:
-    """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem``, ``link``, ``pcie``, ``comp``.
+    """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem`` (of which
+    ``mem_kv_read``: the paged KV-cache reads), ``link``, ``pcie``, ``comp``; ``stream``: the bytes
+    streamed through HBM besides the KV reads.
 
     ``a`` overrides ``cfg.a`` (the calibration varies the fitted constants). ``profile``: the unit
     times and per-op overhead × ``compute_factor``; the link time × ``ring_factor``.
@@ -103,15 +111,16 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     t_vpu = div(W["vpu"], hw.vpu_peak * efficiency(W["rows"], a.vpu_eff_max, a.vpu_half_tokens))
     act = W["act_r"] + W["act_w"]
     stream = W["w"] + W["kv_w"] + (act if a.activations_in_hbm else 0.0)
-    t_mem = div(stream, hw.hbm_bw * efficiency(stream + W["kv_r"], a.hbm_eff_max, a.hbm_half_bytes)) + \
-        W["kv_r"] / (hw.hbm_bw * a.kv_read_eff)
+    t_kvr = W["kv_r"] / (hw.hbm_bw * a.kv_read_eff)
+    t_mem = div(stream, hw.hbm_bw * efficiency(stream + W["kv_r"], a.hbm_eff_max, a.hbm_half_bytes)) + t_kvr
     sram = act + 2 * W["w"] + 2 * W["kv_r"] + W["sram_x"]
     t_sram = sram / (hw.sram_bw * a.sram_eff_max)
     cf = float(profile.compute_factor)
     if cf != 1.0:
-        t_mxu, t_vpu, t_mem, t_sram = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf
+        t_mxu, t_vpu, t_mem, t_sram, t_kvr = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf, t_kvr * cf
     links = a.ring_links or hw.links
-    t_link = W["tx"] / (hw.link_bw * links * a.link_eff) * float(profile.ring_factor)
+    a2a = np.array([t == "all_to_all" for t in plan.tags])[None, :]
+    t_link = W["tx"] / (hw.link_bw * links * np.where(a2a, a.a2a_eff, a.link_eff)) * float(profile.ring_factor)
     t_pcie = np.maximum(W["pcie_rx"], W["pcie_tx"]) / (hw.pcie_bw * a.pcie_eff)
     comp = np.maximum(np.maximum(t_mxu, t_vpu), t_sram)
     active = (W["fp4"] + W["fp8"] + W["bf16"] + W["vpu"] + stream + W["kv_r"] + W["tx"]) > 0
@@ -122,6 +131,8 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     t = np.where(kinds == "host_in", np.where(W["pcie_rx"] > 0, a.host_step_s + t_pcie, 0.0), t)
     t = np.where(kinds == "host_out", np.where(W["pcie_tx"] > 0, a.pcie_latency_s + t_pcie, 0.0), t)
     t = np.where(kinds == "idle", 0.0, t)
+    imb_wait = _imbalance_wait(W, t, plan, a.expert_imbalance)
+    t = t + imb_wait
     if a.overlap_ops:  # layer-level roofline: scale each layer's ops to the time of its busiest unit
         is_op = kinds == "op"
         for g in range(1, len(plan.reps) - 1):
@@ -132,7 +143,21 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
             f = np.divide(need, tot, out=np.ones_like(tot), where=tot > 0)
             t = np.where(sel, t * f[:, None], t)
     return {"t": t, "mxu": t_mxu, "vpu": t_vpu, "mem": t_mem, "link": t_link, "pcie": t_pcie, "comp": comp,
-            "sram": sram, "stream": stream}
+            "sram": sram, "stream": stream, "mem_kv_read": t_kvr, "imb_wait": imb_wait}
+
+
+def _imbalance_wait(W: dict[str, np.ndarray], t: np.ndarray, plan: StepPlan, skew: float) -> np.ndarray:
+    """(steps, slots) s each MoE combine waits for the hottest expert-parallel rank: (imbalance − 1) ×
+    the time of the routed-expert ops of its layer, the imbalance being ``skew`` × the routing noise
+    of ``W["imb"]`` (``moe``)."""
+    out = np.zeros_like(t)
+    imb = W["imb"]
+    if not imb.any():
+        return out
+    for k in np.flatnonzero(imb.any(axis=0)):
+        experts = [i for i, s in enumerate(plan.slots) if plan.group[i] == plan.group[k] and ".experts_" in f".{s}"]
+        out[:, k] = np.where(imb[:, k] > 0, np.maximum(skew * imb[:, k] - 1.0, 0.0), 0.0) * t[:, experts].sum(axis=1)
+    return out
 
 
 def step_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None) -> np.ndarray:
@@ -150,6 +175,14 @@ def op_timing(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
     dur = np.ceil(tm["t"] * cfg.hw.core_hz - 1e-9).astype(np.int64)
     dur[:, cfg.plan.index("idle")] = 0 if idle_cycles is None else np.asarray(idle_cycles, np.int64)
     return W, tm, dur
+
+
+def own_wait(tm: dict[str, np.ndarray], dur: np.ndarray, core_hz: float) -> np.ndarray | None:
+    """(steps, slots) int64 core cycles a chip waits in its own collective slots for the hottest
+    expert-parallel rank (``moe``), or None when it never does."""
+    if not tm["imb_wait"].any():
+        return None
+    return np.minimum(np.rint(tm["imb_wait"] * core_hz).astype(np.int64), dur)
 
 
 def matrix_work(W: dict[str, np.ndarray], plan: StepPlan) -> np.ndarray:
@@ -179,14 +212,16 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
         ``OpTable`` (per chip; leader-only quantities carry the leader's value).
     """
     W, tm, dur = op_timing(b, cfg, idle_cycles)
-    return op_table(b, cfg, W, tm, dur, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
+    own = own_wait(tm, dur, cfg.hw.core_hz)
+    return op_table(b, cfg, W, tm, dur, wait=own, own=own, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
 
 
 def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[str, np.ndarray], dur: np.ndarray, *,
-             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, model_scale: np.ndarray | None = None) -> OpTable:
+             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, own: np.ndarray | None = None,
+             model_scale: np.ndarray | None = None) -> OpTable:
     """The ``OpTable`` of one chip profile from its work ``W``, roofline times ``tm`` and (lock-step)
-    durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives;
-    ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
+    durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives (of which
+    ``own``: for the hottest expert rank); ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
     a, hw, plan, cs = cfg.a, cfg.hw, cfg.plan, cfg.cs
     n, S = W["rows"].shape
     f_core = hw.core_hz
@@ -217,6 +252,7 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
         "hbm_read": hbm_r, "hbm_write": hbm_w, "hbm_active": busy["hbm"], "hbm_refresh": a.hbm_refresh_fraction * ds,
         "hbm_weights": W["w"], "hbm_kv_read": W["kv_r"], "hbm_kv_write": W["kv_w"], "hbm_activations": act_hbm,
         "dma_bytes": hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"],
+        "dma_descriptors": (hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"]) / a.dma_descriptor_bytes,
         "dma_busy": np.minimum(np.maximum(np.maximum(tm["mem"], tm["link"]), tm["pcie"]), ds),
         "c2c_tx": W["tx"], "c2c_rx": W["rx"], "c2c_busy": busy["c2c"],
         "c2c_busy_slow": np.minimum(tm["link"], ds) if profile.slow_link is not None else busy["c2c"],
@@ -233,10 +269,11 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
     sram_level = np.minimum(hw.sram_capacity, cs.layer_weight_bytes + b.tokens * cfg.model.hidden * 2.0 + 8 * 2**20)
     busy_step = b.tokens > 0
     return OpTable(
-        dur=dur, cls=cls, q=q,
+        dur=dur, cls=cls, q=q, phases=subclass_phases(W, tm, dur, cls, wait, kinds, a),
         gauges={"batch": b.batch.astype(np.float64), "kv_tokens": b.kv_tokens.astype(np.float64),
                 "hbm_alloc_bytes": alloc.astype(np.float64), "sram_bytes": np.where(busy_step, sram_level, 0.0)},
         impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),
-                  "output_tokens": b.head_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64)},
-        wait=wait,
+                  "output_tokens": b.emitted_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64),
+                  "accepted_draft_tokens": b.accepted_tokens.astype(np.int64)},
+        wait=wait, own_wait=own,
     )

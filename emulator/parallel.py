@@ -18,10 +18,12 @@ Mapping of ``chips = dp × pp × tp`` chips (``Mapping``):
   to stage by send/receive. ``pp`` micro-batches are in flight, so every stage is always busy.
 - ``dp``: independent replicas (data parallel), each with its own requests.
 
-Default for ``--chips N`` (``Mapping.default``): tensor parallel, ``tp = N``; for MoE models the
-routed experts are expert-parallel over the same chips (``ep = N`` when ``N`` divides the experts,
-else split like a dense FFN). Data-parallel attention with all-to-all dispatch (``attn_dp``) is
-asked for explicitly (``perfonto project --attention-dp``).
+Default for ``--chips N`` (``Mapping.default``): tensor parallel, ``tp = N``, for dense models; for
+MoE models as the serving stacks run them (TensorRT-LLM's perf-overview MoE runs: ``--ep`` with
+``enable_attention_dp``; DeepSeek-V3's deployment; SGLang's DP attention): data-parallel attention
+and the routed experts expert-parallel over the same chips (``ep = N``, all-to-all dispatch and
+combine) when ``N`` divides the experts, else the experts split like a dense FFN under TP
+attention. ``perfonto project --no-attention-dp`` asks for TP attention with EP.
 
 Per-chip shares (``ChipShape``): GQA KV heads are ``max(Hkv/tp, 1)`` per chip (replicated when
 ``tp > Hkv``, as vLLM and TensorRT-LLM do); an MLA latent cache is replicated on every chip of a
@@ -97,10 +99,11 @@ class Mapping:
 
     @classmethod
     def default(cls, m: ModelShape, chips: int) -> "Mapping":
-        """``tp = chips``; for MoE models the routed experts are expert-parallel over the same chips
-        (``ep = tp``, ``E/tp`` whole experts per chip, combined by the FFN all-reduce)."""
+        """``tp = chips``; for MoE models data-parallel attention with the routed experts
+        expert-parallel over the same chips (``ep = tp``, ``E/tp`` whole experts per chip, all-to-all
+        dispatch and combine) when the chips divide the experts."""
         if m.is_moe and chips > 1 and m.experts % chips == 0:
-            return cls(tp=chips, ep=chips)
+            return cls(tp=chips, ep=chips, attn_dp=True)
         return cls(tp=chips)
 
     def check(self, m: ModelShape) -> None:

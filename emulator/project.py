@@ -22,8 +22,8 @@ from perfonto.ontology import Generation
 from .assumptions import Assumptions
 from .ops import EmuConfig
 from .parallel import Mapping
-from .run import engine_for, setup
-from .serving import Engine, Served, Throughput, make_batchers, rank_kv_capacity, serve, throughput
+from .run import setup
+from .serving import Engine, Served, Throughput, engine_for, make_batchers, rank_kv_capacity, serve, throughput
 
 DATA = Path(__file__).parent / "data"
 MAX_STEPS = 400_000
@@ -73,24 +73,36 @@ class Projection:
                 "assumptions": list(self.named)}
 
 
+def concurrency_requests(concurrency: int) -> int:
+    """Requests of a closed-loop benchmark at ``concurrency`` in flight: ten rounds of the clients, at
+    least 100 (enough requests for p99 latencies over the steady part of the run)."""
+    return max(10 * int(concurrency), 100)
+
+
 def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int, dtype: str = "fp8",
             kv_dtype: str | None = None, preset: str | None = None, mapping: Mapping | None = None,
             assumptions: Assumptions | None = None, engine: Engine | None = None, num_requests: int | None = None,
-            rate: float | None = None, seed: int = 0, max_steps: int = MAX_STEPS, progress=None) -> Projection:
-    """Serve ``num_requests`` requests (default ``default_requests``) and measure the server.
+            rate: float | None = None, concurrency: int | None = None, draft_tokens: int = 0, acceptance: float = 0.0,
+            seed: int = 0, max_steps: int = MAX_STEPS, progress=None, hardware: dict | None = None) -> Projection:
+    """Serve ``num_requests`` requests and measure the server.
 
-    Offline unless ``rate`` (requests/s, Poisson arrivals). Engine: the preset's (trtllm-bench's
-    sizing for the GPU and conservative presets) unless ``engine``. ``progress(done, total)`` is
-    called with the requests completed so far (of one rank) as the schedule advances.
+    Offline unless ``rate`` (requests/s, Poisson arrivals) or ``concurrency`` (closed loop: that many
+    requests in flight, a new one when one completes, as vLLM bench ``--max-concurrency`` and
+    GenAI-Perf ``--concurrency``). Requests: ``default_requests`` (offline, online) or
+    ``concurrency_requests`` (closed loop) unless given. Engine: the preset's (``serving.engine_for``,
+    the sizing ``run`` uses too) unless ``engine``; speculative decoding with ``draft_tokens`` drafts
+    per step at ``acceptance``. ``hardware`` overrides ``Hardware`` fields (SI units) after the
+    preset's. ``progress(done, total)`` is called with the requests completed so far (of one rank) as
+    the schedule advances.
 
     Raises:
-        ValueError: unknown names, a mapping or a request that does not fit.
+        ValueError: unknown names, a mapping or a request that does not fit, a rate with a concurrency.
     """
     g, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
-                      assumptions=assumptions)
-    eng = engine or engine_for(cfg, p, isl, osl)
-    n = num_requests or default_requests(isl, osl)
-    batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, seed=seed)
+                      assumptions=assumptions, hardware=hardware)
+    eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
+    n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
+    batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
     total = sum(bt.total or 0 for bt in batchers)
     tick = (lambda now: progress(sum(bt.completed for bt in batchers), total)) if progress else None
     sv = serve(cfg, batchers, max_steps=max_steps, progress=tick)

@@ -4,8 +4,10 @@ of every output token, and the serving latencies they give (ground truth).
 Times are seconds since the start of the run on the host clock (``emulator.clocks``). A request is
 *admitted* at the start of the step whose scheduler first gives it prompt tokens; a token is
 *emitted* at the end of the step that samples it (the end of that step's host transfer), ``pp − 1``
-steps later with pipeline stages. Every step samples one token per decoding request (no
-speculative or multi-token decoding is modelled, so ``token_times`` are one step apart).
+steps later with pipeline stages. A step emits one token per decoding request, or with speculative
+decoding 1 + its accepted drafts, all at the step's end: several ``token_times`` of a request can be
+equal (``token_gap`` then holds zeros). A closed-loop request arrives when the request it replaces
+emitted its last token.
 
 Which requests: offline, every request is queued at t = 0 (arrival 0); those the warm-up admitted
 (before t = 0) belong to the warm-up and are left out; an unbounded queue lists the requests
@@ -27,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from .steps import token_steps
 
 SCHEMA = pa.schema([
     pa.field("request_id", pa.int64()), pa.field("rank", pa.int32()),
@@ -60,6 +64,10 @@ def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl
             t = np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
             return np.where(t <= duration_s + eps, t, np.nan)
 
+        if bt.concurrency is not None:  # a closed-loop request arrives when the one it replaces has left
+            a = log["arrival_step"]
+            arr_t = emitted(a)
+            log = {**log, "arrival_s": np.where(a >= w, arr_t, 0.0)}
         ga = glob(log["admit_step"])
         ok_a = (ga >= 0) & (ga < n) & (log["admit_step"] >= w)
         adm = np.where(ok_a, step_start_s[np.clip(ga, 0, max(n - 1, 0))] if n else 0.0, np.nan)
@@ -71,18 +79,16 @@ def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl
         else:
             keep = ~before_run & (arrival <= duration_s + eps)
         first, last = log["first_step"], log["last_step"]
-        # tokens at local steps first … first + k − 1 (k = osl when finished, else the steps scheduled since)
-        k = np.where(first < 0, 0, np.where(last >= 0, last - first + 1, bt.steps - first))
-        k = np.where(keep, k, 0)
-        loc = np.repeat(first, k) + (np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k))
+        # every token's local step: one at the first step, then the step's emission count (several with
+        # speculative decoding) up to the last step (steps.token_steps)
+        owner, loc = token_steps(np.where(keep, first, -1), last, log["per_step"], osl, bt.steps)
         t = emitted(loc)
-        owner = np.repeat(np.arange(len(k)), k)
         good = np.isfinite(t)
         t, owner = t[good], owner[good]
-        cnt = np.bincount(owner, minlength=len(k))
-        splits = np.split(t, np.cumsum(cnt)[:-1]) if len(k) else []
+        cnt = np.bincount(owner, minlength=len(first))
+        splits = np.split(t, np.cumsum(cnt)[:-1]) if len(first) else []
         first_t = np.array([s[0] if len(s) else np.nan for s in splits])
-        done = (last >= 0) & (cnt == np.where(last >= 0, last - first + 1, -1))
+        done = (last >= 0) & (cnt == osl)
         comp = np.where(done & (cnt > 0), np.array([s[-1] if len(s) else np.nan for s in splits]), np.nan)
         sel = np.flatnonzero(keep)
         cols["arrival"].append(arrival[sel])
@@ -93,6 +99,8 @@ def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl
         cols["times"].extend(splits[i] for i in sel)
         # requests never admitted (queued at the end of a bounded offline run, or arrived online)
         total = bt.total if bt.arrivals is None else int(np.searchsorted(bt.arrivals, duration_s + eps, side="right"))
+        if bt.concurrency is not None:  # a closed loop's clients send their next request once admitted is done
+            total = None
         if total is not None and total > bt.admitted:
             m = total - bt.admitted
             arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted:total], np.float64)

@@ -36,8 +36,9 @@ from .ops import EmuConfig
 from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth, request_records, write_records
-from .scheduler import StepBatch, latency
-from .serving import Engine, make_batchers, rank_kv_capacity, request_times, serve, trtllm_bench_engine
+from .latency import latency
+from .steps import StepBatch
+from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, request_times, serve
 from .signals import plan_columns
 from .thermal import Thermal
 from .timeline import Timeline, concat_tables, step_lengths, take_steps
@@ -109,9 +110,10 @@ def leader_mask(mp: Mapping) -> np.ndarray:
 
 
 def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", kv_dtype: str | None = None,
-          mapping: Mapping | None = None, preset: str | None = None, assumptions: Assumptions | None = None
-          ) -> tuple[Generation, EmuConfig, object]:
-    """Generation, ``EmuConfig`` and preset of a scenario (``assumptions`` replaces the preset's).
+          mapping: Mapping | None = None, preset: str | None = None, assumptions: Assumptions | None = None,
+          hardware: dict | None = None) -> tuple[Generation, EmuConfig, object]:
+    """Generation, ``EmuConfig`` and preset of a scenario (``assumptions`` replaces the preset's;
+    ``hardware``: ``Hardware`` fields to override after the preset's, SI units).
 
     Raises:
         ValueError: unknown generation, model, dtype or preset, or a mapping that does not fit.
@@ -126,6 +128,8 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
         raise ValueError(exc.args[0]) from None
     p = resolve(gen, preset)
     hw = p.apply(hardware_from_generation(gen))
+    if hardware:
+        hw = dataclasses.replace(hw, **{k: float(v) for k, v in hardware.items()})
     a = assumptions if assumptions is not None else p.assumptions
     mp = mapping or p.mapping_for(shape, int(chips))
     if mp.chips != int(chips):
@@ -135,32 +139,30 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
     return gen, cfg, p
 
 
-def engine_for(cfg: EmuConfig, preset, isl: int, osl: int) -> Engine:
-    """The engine a preset prescribes (``trtllm``: trtllm-bench's sizing; or explicit settings)."""
-    if preset.engine == "trtllm":
-        return trtllm_bench_engine(cfg, isl, osl)
-    e = dict(preset.engine)
-    return Engine(max_batch=int(e.get("max_batch", 1024)), token_budget=int(e.get("token_budget", 8192)),
-                  chunked_prefill=bool(e.get("chunked_prefill", True)))
-
-
 def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0,
         sample_period_s: float = 1e-3, isl: int = 2048, osl: int = 128, seed: int = 0, out_dir: str | Path,
-        token_budget: int = 8192, max_batch: int = 1024, num_requests: int | None = None, warmup_steps: int = 0,
-        assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
-        mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool = True,
+        token_budget: int | None = None, max_batch: int | None = None, num_requests: int | None = None,
+        warmup_steps: int = 0, assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
+        mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool | None = None,
         rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None,
         slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
         router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
-        trace_detail: str = "auto") -> EmulationResult:
+        trace_detail: str = "auto", concurrency: int | None = None, draft_tokens: int = 0,
+        acceptance: float = 0.0) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
     (``num_requests``; None = unbounded); online with ``rate`` (requests/s, Poisson arrivals,
-    ``num_requests`` of them, default enough for the duration). Continuous batching with chunked
-    prefill (``token_budget`` tokens per step, at most ``max_batch`` requests running per scheduler
-    rank; ``engine`` replaces the three). ``warmup_steps`` steps are scheduled before t = 0 and not
-    measured (the server starts warm); with 0 it starts empty at t = 0.
+    ``num_requests`` of them, default enough for the duration); closed loop with ``concurrency``
+    requests in flight (a client sends its next request when its last one completes; ``num_requests``
+    in all, None = without end). Speculative decoding: ``draft_tokens`` drafts verified per decoding
+    request and step, each accepted with probability ``acceptance`` (``scheduler``; the draft
+    network's cost in ``work``). Continuous batching sized as the
+    preset prescribes (``serving.engine_for``, the same sizing as ``project``): ``token_budget``
+    tokens per step, at most ``max_batch`` requests running per scheduler rank, prompts chunked or
+    whole (``chunked_prefill``); each given one replaces the preset's, ``engine`` replaces all three.
+    ``warmup_steps`` steps are scheduled before t = 0 and not measured (the server starts warm); with
+    0 it starts empty at t = 0.
 
     Model and hardware: ``dtype`` of the weights (``fp8``, ``fp4``, ``bf16``), ``kv_dtype`` of the KV
     cache (default FP8, BF16 for BF16 weights); ``mapping`` (default: the preset's — tensor parallel
@@ -207,7 +209,8 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     profiles, prof_of = knobs.profiles(chips, mp)
     counts = np.bincount(prof_of, minlength=len(profiles))
     clocks = draw_clocks(chips, seed, clock_offset_max_s * 1e9, clock_drift_max_ppm)
-    eng = engine or Engine(max_batch=max_batch, token_budget=token_budget, chunked_prefill=chunked_prefill)
+    eng = engine or engine_for(cfg, p, isl, osl, max_batch=max_batch, token_budget=token_budget,
+                               chunked_prefill=chunked_prefill, draft_tokens=draft_tokens, acceptance=acceptance)
     f = hw.core_hz
     t_grid, _ = sample_grid(duration_s, sample_period_s, f)
     d_ns = int(t_grid[-1])                                            # the run's duration (each chip's own clock)
@@ -220,7 +223,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
-    batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, seed=seed)
+    batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed)
     tick = (lambda now: progress("schedule", min(now, until_s), until_s)) if progress else None
     seconds_fn = (lambda batch: lockstep_seconds(batch, cfg, profiles)) if len(profiles) > 1 else None
     sv = serve(cfg, batchers, until_s=until_s, warmup_steps=warmup_steps, progress=tick, seconds_fn=seconds_fn)
@@ -251,7 +254,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     cb = (lambda i, n: progress("counters", i, n)) if progress else None
     write_counters(counters_path, gen, tls, plan, t_dev, s_cyc, chips,
                    Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
-                   {**meta, "duration_ns": d_ns, "unmodelled_signals": plan.unmodelled,
+                   {**meta, "duration_ns": d_ns, "unbound_signals": plan.unbound,
                     "clock": "device: each chip's timestamps are on its own clock; align with sync.parquet"},
                    progress=cb, profile_of=prof_of)
 
@@ -266,14 +269,15 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     trace_path = out / "trace.parquet"
     trace_info = write_trace(trace_path, tls, prof_of, clocks, cfg, leaders, end_host, trace_detail)
 
-    rt = request_times(sv, ends_s)
-    lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0)
+    rt = request_times(sv, ends_s, tokens=True)
+    lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0, itl_s=rt["itl_s"])
     waits = collective_waits(tls, prof_of, end_host)
     extra = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "seed": int(seed),
              "isl": int(isl), "osl": int(osl), "sample_period_s": float(sample_period_s),
              "requested_duration_s": float(duration_s),
              "token_budget": int(eng.token_budget), "max_batch": int(eng.max_batch),
              "chunked_prefill": bool(eng.chunked_prefill), "num_requests": num_requests, "rate": rate,
+             "concurrency": concurrency, "speculative": speculative_truth(b, eng, mp.ranks),
              "warmup_steps": int(warmup_steps), "dtype": cfg.prec.weights, "kv_dtype": cfg.prec.kv,
              "mapping": dataclasses.asdict(mp), "preset": p.name if assumptions is None else "custom",
              "hardware_overrides": p.hardware if assumptions is None else {},
@@ -286,3 +290,16 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     gt_path.write_text(json.dumps(gt, indent=1, sort_keys=False))
     return EmulationResult(counters_path, gt_path, gt, tls[0], hw, cfg, requests_path, sync_path, trace_path, tls, prof_of,
                            clocks)
+
+
+def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:
+    """Speculative decoding over the scheduled steps (whole server): ``draft_tokens`` (k), ``acceptance``
+    (α), ``accepted_draft_tokens``, ``decode_steps`` (steps with a decoding request) and
+    ``tokens_per_decode_step`` (the mean tokens a decoding request emits per step; expected
+    ``(1 − α^(k+1)) / (1 − α)``)."""
+    dec = b.decode_tokens > 0
+    n_req = float(b.decode_tokens[dec].sum()) / (eng.draft_tokens + 1)
+    accepted = float(b.accepted_tokens.sum())
+    return {"draft_tokens": int(eng.draft_tokens), "acceptance": float(eng.acceptance),
+            "accepted_draft_tokens": accepted * ranks, "decode_steps": int(dec.sum()),
+            "tokens_per_decode_step": (n_req + accepted) / n_req if n_req else None}

@@ -20,9 +20,11 @@ simulated and the others are copies; the ``pp`` micro-batches of a rank take tur
 micro-batch ``k mod pp`` on every stage), each with ``max_batch/pp`` requests and ``1/pp`` of the KV
 cache. A micro-batch's tokens come out ``pp − 1`` steps after its step on the first stage.
 
-``serve`` runs the step loop: offline it schedules blocks of steps ahead (the schedule does not
-depend on time) and times them afterwards; online it times every step before scheduling the next
-(admission depends on the clock) and idles until the next arrival when nothing is queued.
+``serve`` runs the step loop: offline and closed-loop it schedules blocks of steps ahead (the
+schedule does not depend on time: a closed-loop request arrives at the end of the step that
+completes the one it replaces) and times them afterwards; online it times every step before
+scheduling the next (admission depends on the clock) and idles until the next arrival when nothing
+is queued. ``engine_for`` sizes the engine for both ``run`` and ``project``.
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ import numpy as np
 
 from .ops import EmuConfig, stack_work, step_seconds
 from .parallel import dtype_bytes, kv_capacity_tokens
-from .scheduler import ContinuousBatcher, SchedulerError, StepBatch, latency, poisson_arrivals
+from .latency import latency, token_gaps
+from .scheduler import ContinuousBatcher, SchedulerError, poisson_arrivals
+from .steps import ROW, StepBatch, token_steps
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,13 @@ class Engine:
     token_budget: int = 8192
     chunked_prefill: bool = True
     kv_capacity_tokens: int | None = None  # None: from HBM, weights and Assumptions
+    draft_tokens: int = 0                  # speculative decoding / MTP: drafts verified per request and step
+    acceptance: float = 0.0                # probability each draft token is accepted
 
     def describe(self) -> str:
+        spec = f"; {self.draft_tokens} draft tokens per step at {self.acceptance:.0%} acceptance" if self.draft_tokens else ""
         return (f"max batch {self.max_batch}, {self.token_budget} tokens per step, "
-                f"{'chunked' if self.chunked_prefill else 'whole'} prompts")
+                f"{'chunked' if self.chunked_prefill else 'whole'} prompts{spec}")
 
 
 def _round_up(x: float, m: int) -> int:
@@ -82,6 +89,25 @@ def trtllm_bench_engine(cfg: EmuConfig, isl: int, osl: int, *, chunked_prefill: 
     return Engine(max_batch=max_bs, token_budget=max_tok, chunked_prefill=chunked_prefill)
 
 
+def engine_for(cfg: EmuConfig, preset, isl: int, osl: int, *, max_batch: int | None = None,
+               token_budget: int | None = None, chunked_prefill: bool | None = None, draft_tokens: int = 0,
+               acceptance: float = 0.0) -> Engine:
+    """The engine a preset prescribes — ``trtllm``: trtllm-bench's sizing (``trtllm_bench_engine``), or
+    the preset's explicit ``{max_batch, token_budget, chunked_prefill}`` — with each setting given here
+    replacing the preset's. ``run`` and ``project`` both size their engine here, so that the same
+    preset and workload schedule the same steps."""
+    if preset.engine == "trtllm":
+        base = trtllm_bench_engine(cfg, isl, osl, chunked_prefill=bool(chunked_prefill))
+    else:
+        e = dict(preset.engine)
+        base = Engine(max_batch=int(e.get("max_batch", 1024)), token_budget=int(e.get("token_budget", 8192)),
+                      chunked_prefill=bool(e.get("chunked_prefill", True)))
+    return Engine(max_batch=int(max_batch) if max_batch is not None else base.max_batch,
+                  token_budget=int(token_budget) if token_budget is not None else base.token_budget,
+                  chunked_prefill=bool(chunked_prefill) if chunked_prefill is not None else base.chunked_prefill,
+                  draft_tokens=int(draft_tokens), acceptance=float(acceptance))
+
+
 def rank_kv_capacity(cfg: EmuConfig, engine: Engine) -> int:
     """KV tokens one scheduler rank can hold (``engine.kv_capacity_tokens`` or from the HBM left)."""
     if engine.kv_capacity_tokens is not None:
@@ -90,18 +116,26 @@ def rank_kv_capacity(cfg: EmuConfig, engine: Engine) -> int:
 
 
 def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_requests: int | None = None,
-                  rate: float | None = None, seed: int = 0) -> list[ContinuousBatcher]:
-    """The ``pp`` micro-batch schedulers of one rank. ``num_requests`` and ``rate`` are server totals,
-    split evenly over the ``Mapping.ranks`` ranks (and the micro-batches).
+                  rate: float | None = None, concurrency: int | None = None, seed: int = 0) -> list[ContinuousBatcher]:
+    """The ``pp`` micro-batch schedulers of one rank. ``num_requests``, ``rate`` and ``concurrency``
+    (closed loop: requests in flight) are server totals, split evenly over the ``Mapping.ranks`` ranks
+    (and the micro-batches).
 
     Raises:
-        SchedulerError: a request does not fit, or bad parameters.
+        SchedulerError: a request does not fit, bad parameters, or a concurrency and a rate together.
     """
     mp = cfg.mapping
     pp, ranks = mp.pp, mp.ranks
     cap = rank_kv_capacity(cfg, engine) // pp
+    if concurrency is not None:
+        if rate is not None:
+            raise SchedulerError("a closed loop (concurrency) and Poisson arrivals (rate) exclude each other")
+        if int(concurrency) < ranks * pp:
+            raise SchedulerError(f"concurrency {concurrency} is below the {ranks * pp} scheduler ranks × micro-batches "
+                                 f"of {mp.describe()}: some would never get a request")
     out = []
     for i in range(pp):
+        conc = None if concurrency is None else -(-int(concurrency) // (ranks * pp))
         if rate is not None:
             if num_requests is None:
                 raise SchedulerError("an online scenario needs a number of requests")
@@ -114,7 +148,8 @@ def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_req
         out.append(ContinuousBatcher(isl=isl, osl=osl, token_budget=engine.token_budget,
                                      max_batch=max(engine.max_batch // pp, 1), kv_capacity_tokens=cap,
                                      num_requests=nreq, page_tokens=cfg.a.kv_page_tokens,
-                                     chunked_prefill=engine.chunked_prefill, arrivals=arrivals))
+                                     chunked_prefill=engine.chunked_prefill, arrivals=arrivals, concurrency=conc,
+                                     draft_tokens=engine.draft_tokens, acceptance=engine.acceptance, seed=seed * 1000 + i))
     return out
 
 
@@ -197,32 +232,42 @@ def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float |
             blk = min(2 * blk, 1024)
         if progress is not None:
             progress(now)
-    real = [r if r is not None else (0,) * 11 for r in rows]
+    real = [r if r is not None else (0,) * ROW for r in rows]
     return Served(StepBatch.from_rows(real), np.array(idle), np.array(owner, np.int64), batchers,
                   np.array(secs), [np.array(x, np.int64) for x in local], warm)
 
 
-def request_times(sv: Served, step_end_s: np.ndarray) -> dict[str, np.ndarray]:
-    """Per request of every batcher: ``arrival_s``, ``first_s``, ``last_s`` (NaN when not in the timed range).
+def request_times(sv: Served, step_end_s: np.ndarray, *, tokens: bool = False) -> dict[str, np.ndarray]:
+    """Per request of every batcher: ``arrival_s``, ``first_s``, ``last_s`` (NaN when not in the timed
+    range); with ``tokens``, also ``itl_s``: every gap between consecutive output tokens of a request.
 
     A micro-batch's tokens leave the pipeline ``pp − 1`` steps after its step (``step_end_s`` is the
-    end time of every global step)."""
+    end time of every global step); a closed-loop request arrives when the request it replaces has
+    left (warm-up arrivals: at 0)."""
     pp = len(sv.batchers)
-    out = {"arrival_s": [], "first_s": [], "last_s": []}
+    out = {"arrival_s": [], "first_s": [], "last_s": [], "itl_s": []}
     n = len(step_end_s)
     for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
         log = bt.request_log()
 
         def when(local_step):
+            local_step = np.asarray(local_step, np.int64)
             j = local_step - w
             ok = (local_step >= 0) & (j >= 0) & (j < len(idx))
             g = np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1) + (pp - 1)
             ok &= (g >= 0) & (g < n)
             return np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
 
-        out["arrival_s"].append(log["arrival_s"])
+        arrival = log["arrival_s"]
+        if bt.concurrency is not None:
+            a = log["arrival_step"]
+            arrival = np.where(a >= w, when(a), 0.0)
+        out["arrival_s"].append(arrival)
         out["first_s"].append(when(log["first_step"]))
         out["last_s"].append(when(log["last_step"]))
+        if tokens:
+            owner, step = token_steps(log["first_step"], log["last_step"], log["per_step"], bt.osl, bt.steps)
+            out["itl_s"].append(token_gaps(owner, when(step)))
     return {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
 
 
@@ -248,7 +293,8 @@ class Throughput:
                 "steady_output_tokens_per_second": self.steady_output_tokens_per_second, "makespan_s": self.makespan_s,
                 "requests": self.requests, "steps": self.steps,
                 "ttft_p50_s": lat["ttft_s"]["p50"], "ttft_p99_s": lat["ttft_s"]["p99"],
-                "tpot_p50_s": lat["tpot_s"]["p50"], "tpot_p99_s": lat["tpot_s"]["p99"]}
+                "tpot_p50_s": lat["tpot_s"]["p50"], "tpot_p99_s": lat["tpot_s"]["p99"],
+                "itl_p50_s": lat.get("itl_s", {}).get("p50"), "itl_p99_s": lat.get("itl_s", {}).get("p99")}
 
 
 def steady_window(ends: np.ndarray) -> np.ndarray:
@@ -266,13 +312,13 @@ def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None 
     span = float(ends[-1]) if len(ends) else 0.0
     ranks = cfg.mapping.ranks
     b = sv.batch
-    out_tok = float(b.head_tokens.sum()) * ranks
+    out_tok = float(b.emitted_tokens.sum()) * ranks
     in_tok = float(b.prefill_tokens.sum()) * ranks
     w = steady_window(ends)
     wt = float((s + sv.idle_s)[w].sum())
-    st_out = float(b.head_tokens[w].sum()) * ranks / wt if wt else 0.0
-    st_all = float((b.head_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0
-    t = request_times(sv, ends)
-    lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl)
+    st_out = float(b.emitted_tokens[w].sum()) * ranks / wt if wt else 0.0
+    st_all = float((b.emitted_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0
+    t = request_times(sv, ends, tokens=True)
+    lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl, itl_s=t["itl_s"])
     return Throughput(out_tok / span if span else 0.0, (out_tok + in_tok) / span if span else 0.0,
                       in_tok / span if span else 0.0, span, int(b.completed.sum()) * ranks, len(b), lat, st_all, st_out)

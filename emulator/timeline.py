@@ -10,7 +10,10 @@ ends, the group from a comparison against the group ends, the repetition from an
 the slot from a comparison against the slot ends.
 
 Cycle-class quantities (``elapsed``, ``compute`` … ``idle``) grow at rate exactly 0 or 1 per cycle
-with integer boundaries, so their cumulative values are exact integers in float64 (< 2**53).
+with integer boundaries, so their cumulative values are exact integers in float64 (< 2**53). The
+level-2 classes (``emulator.subclasses``) are phases of their slot: each grows at rate 1 over its own
+contiguous whole-cycle stretch of the slot and 0 elsewhere, so they too are exact integers and add up
+to their level-1 class at every cycle.
 Step-end impulses (tokens, requests, steps) are exact integer step counts.
 """
 from __future__ import annotations
@@ -20,9 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ops import CLASSES, QUANTITIES, OpTable, StepPlan
+from .subclasses import SUBCLASSES
 
-#: Column order of the timeline's quantity axis: cycle classes first, then the ops' quantities.
-CYCLE_QUANTITIES = ("elapsed",) + CLASSES
+#: Column order of the timeline's quantity axis: cycle classes (level 1, then level 2) first, then the
+#: ops' quantities.
+CYCLE_QUANTITIES = ("elapsed",) + CLASSES + SUBCLASSES
+_PHASED = [CYCLE_QUANTITIES.index(n) for n in SUBCLASSES]
 QUANTITY_NAMES = CYCLE_QUANTITIES + tuple(QUANTITIES)
 QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
 
@@ -30,20 +36,25 @@ QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
 def concat_tables(parts: list[OpTable]) -> OpTable:
     """Stack the steps of several ``OpTable`` blocks."""
     cat = np.concatenate
-    wait = None
+    wait = own = None
     if any(p.wait is not None for p in parts):
         wait = cat([p.wait if p.wait is not None else np.zeros_like(p.dur) for p in parts])
+    if any(p.own_wait is not None for p in parts):
+        own = cat([p.own_wait if p.own_wait is not None else np.zeros_like(p.dur) for p in parts])
     return OpTable(dur=cat([p.dur for p in parts]), cls=cat([p.cls for p in parts]),
                    q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
                    gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
-                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait)
+                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait, own_wait=own,
+                   phases={k: (cat([p.phases[k][0] for p in parts]), cat([p.phases[k][1] for p in parts]))
+                           for k in parts[0].phases})
 
 
 def take_steps(t: OpTable, n: int) -> OpTable:
     """The first ``n`` steps of ``t``."""
     return OpTable(dur=t.dur[:n], cls=t.cls[:n], q={k: v[:n] for k, v in t.q.items()},
                    gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()},
-                   wait=None if t.wait is None else t.wait[:n])
+                   wait=None if t.wait is None else t.wait[:n], phases={k: (a[:n], o[:n]) for k, (a, o) in t.phases.items()},
+                   own_wait=None if t.own_wait is None else t.own_wait[:n])
 
 
 def step_lengths(t: OpTable, plan: StepPlan) -> np.ndarray:
@@ -67,6 +78,8 @@ class Timeline:
         goff: (steps, G) int64 first cycle of each group in the step; gbase: (steps, G, Q) amount
             before each group.
         step_total: (steps, Q) amount per step ``Σ_g reps_g · gtot_g``.
+        phase_amt, phase_off: (steps, slots, P) int64 amount and start within the slot of each level-2
+            cycle class (``SUBCLASSES`` order).
     """
 
     table: OpTable
@@ -82,6 +95,8 @@ class Timeline:
     goff: np.ndarray
     gbase: np.ndarray
     step_total: np.ndarray
+    phase_amt: np.ndarray | None = None
+    phase_off: np.ndarray | None = None
 
     @classmethod
     def build(cls, table: OpTable, plan: StepPlan) -> "Timeline":
@@ -93,8 +108,11 @@ class Timeline:
         inc[:, :, 0] = dur
         for k in range(len(CLASSES)):
             inc[:, :, 1 + k] = np.where(table.cls == k, dur, 0)
+        amt = np.stack([table.phases[n][0] for n in SUBCLASSES], axis=2)
+        off = np.stack([table.phases[n][1] for n in SUBCLASSES], axis=2)
+        inc[:, :, _PHASED] = amt
         for i, name in enumerate(QUANTITIES):
-            inc[:, :, 1 + len(CLASSES) + i] = table.q[name]
+            inc[:, :, len(CYCLE_QUANTITIES) + i] = table.q[name]
         cinc = np.zeros_like(inc)
         sstart = np.zeros_like(dur)
         glen = np.zeros((n, G), np.int64)
@@ -118,7 +136,7 @@ class Timeline:
         lens = full.sum(axis=1)
         ends = np.cumsum(lens)
         starts = ends - lens
-        return cls(table, plan, starts, ends, inc, cinc, sstart, send, glen, gtot, goff, gbase, step_total)
+        return cls(table, plan, starts, ends, inc, cinc, sstart, send, glen, gtot, goff, gbase, step_total, amt, off)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -172,7 +190,10 @@ class Timeline:
         k = first + done
         dur = self.table.dur[j, k]
         rate = self.inc[j, k] / np.maximum(dur, 1)[:, None]
-        return base + (self.cinc[j, k] + (u - self.sstart[j, k])[:, None] * rate)
+        tau = u - self.sstart[j, k]
+        within = tau[:, None] * rate
+        within[:, _PHASED] = np.clip(tau[:, None] - self.phase_off[j, k], 0, self.phase_amt[j, k])
+        return base + (self.cinc[j, k] + within)
 
     def impulses_at(self, s: np.ndarray) -> dict[str, np.ndarray]:
         """Step-end impulse counts at cycles ``s`` (steps ending at or before ``s``), exact int64."""

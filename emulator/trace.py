@@ -85,7 +85,8 @@ def executions(tl: Timeline, steps: np.ndarray) -> Executions:
     J = np.asarray(steps, np.int64)
     start = tl.starts[J, None] + tl.goff[J][:, g] + r[None, :] * tl.glen[J][:, g] + tl.sstart[J][:, k]
     dur = tl.table.dur[J][:, k]
-    wait = tl.table.wait[J][:, k] if tl.table.wait is not None else np.zeros_like(dur)
+    aw = tl.table.arrival_wait
+    wait = aw[J][:, k] if aw is not None else np.zeros_like(dur)
     E = len(k)
     return Executions(np.repeat(J, E), np.tile(k, len(J)), np.tile(layer, len(J)), np.tile(np.arange(E), len(J)),
                       start.reshape(-1), dur.reshape(-1), wait.reshape(-1))
@@ -106,11 +107,11 @@ def collective_waits(tls: list[Timeline], prof_of: np.ndarray, end_cycles: int) 
     n_steps = len(tl0)
     zero = {"wait_cycles": np.zeros(chips), "blame_cycles": np.zeros(chips), "waits_for": np.zeros((chips, chips)),
             "step_skew_cycles": np.zeros(n_steps)}
-    if P == 1 or any(t.table.wait is None for t in tls):
+    if P == 1 or any(t.table.arrival_wait is None for t in tls):
         return zero
     counts = np.bincount(prof_of, minlength=P).astype(np.float64)
     reps = tl0.plan.slot_reps.astype(np.float64)
-    W = np.stack([t.table.wait for t in tls]).astype(np.float64)          # (P, steps, slots) per execution
+    W = np.stack([t.table.arrival_wait for t in tls]).astype(np.float64)  # (P, steps, slots) per execution
     full = tl0.ends <= end_cycles
     Wt = W * np.where(full, 1.0, 0.0)[None, :, None] * reps[None, None, :]  # within the window, all repetitions
     for j in np.flatnonzero((tl0.starts < end_cycles) & ~full):           # the step in progress at the end
@@ -200,7 +201,8 @@ def write_trace(path: Path, tls: list[Timeline], prof_of: np.ndarray, clocks: li
             add("dma", "d2h", "pcie", "host", c, rint(ho1_ns - d2h), rint(ho1_ns), real, nbytes=tx)
         tl = tls[prof_of[c]]
         if detail == "step":
-            w = (tl.table.wait[real] @ plan.slot_reps) if tl.table.wait is not None else np.zeros(R, np.int64)
+            aw = tl.table.arrival_wait
+            w = (aw[real] @ plan.slot_reps) if aw is not None else np.zeros(R, np.int64)
             add("exec", "forward", "stream", "device", c, clk.device_int(hi1_ns), clk.device_int(ho0_ns), real,
                 wait=rint(w * ns))
             continue

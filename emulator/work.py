@@ -11,7 +11,7 @@ one group of slots per layer kind repeated ``layers`` times (the chip's stage), 
     then (dense FFN):      ffn_norm, ffn_gate_up, silu_mul, ffn_down, ffn_allreduce
     or (MoE FFN):          ffn_norm, router, moe_dispatch, experts_gate_up, experts_silu_mul, experts_down,
                            [shared_gate_up, shared_silu_mul, shared_down,] moe_combine, ffn_allreduce
-    suffix: final_norm, lm_head, sample, sample_gather, pp_send, host_out, idle
+    suffix: final_norm, lm_head, sample, draft, sample_gather, pp_send, host_out, idle
 
 With two layer kinds (DeepSeek-V3: dense then MoE layers) the layer slots are named ``dense.<op>``
 and ``moe.<op>``. Slots a mapping does not use (a collective on one chip) do no work and take no time.
@@ -31,8 +31,13 @@ head; d hidden; dtypes from ``Precision``; activations BF16, 2 B):
 - Ring all-reduce of ``M`` bytes over ``N`` chips: ``2(N−1)/N · M`` sent and received per chip in
   ``2(N−1)`` steps (Patarasuk & Yuan 2009; NCCL ring). All-to-all (MoE dispatch/combine): each token's
   hidden state goes once to every other chip holding one of its experts (``parallel.p_chip_touched``),
-  ``N−1`` exchange steps. Pipeline send/receive: ``T·d`` activations to the next stage. Sampling
+  ``N−1`` exchange steps; the combine waits for the hottest expert-parallel rank (``moe``, field
+  ``imb``: its load ÷ the mean). Pipeline send/receive: ``T·d`` activations to the next stage. Sampling
   all-gathers ``sample_topk`` (value, index) candidates per row.
+- Speculative decoding (``draft``): ``k`` sequential passes of a draft network of
+  ``Assumptions.draft_layers`` layers (the target's average active matrix parameters per layer) and
+  the LM head over the decoding requests, each pass re-reading its weights; FLOP ``2 · draft rows ·
+  params``; the draft's attention and collectives are left out.
 - Host: prompt token IDs, request metadata and a command buffer over PCIe before the pass; the
   sampled IDs after it.
 """
@@ -48,11 +53,12 @@ from .hardware import Hardware
 from .models import ModelShape
 from .parallel import ChipShape, Mapping, MappingError, Precision, chip_shape, dtype_bytes, p_chip_touched
 from .knobs import NOMINAL, ChipProfile
+from .moe import imbalance
 from .model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops
 from .scheduler import StepBatch
 
 _FIELDS = ("fp4", "fp8", "bf16", "vpu", "w", "kv_r", "kv_w", "act_r", "act_w", "sram_x", "tx", "rx", "pcie_rx",
-           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16")
+           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16", "imb")
 ACT_BYTES = 2.0  # BF16 activations
 
 
@@ -117,7 +123,8 @@ def _layer_ops(m: ModelShape, kind: str) -> list[tuple[str, str, str]]:
 
 
 PREFIX = [("host_in", "host_in", ""), ("embed", "op", ""), ("embed_allreduce", "collective", "allreduce")]
-SUFFIX = [("final_norm", "op", ""), ("lm_head", "op", ""), ("sample", "op", ""), ("sample_gather", "collective", "all_gather"),
+SUFFIX = [("final_norm", "op", ""), ("lm_head", "op", ""), ("sample", "op", ""), ("draft", "op", ""),
+          ("sample_gather", "collective", "all_gather"),
           ("pp_send", "collective", "send_recv"), ("host_out", "host_out", ""), ("idle", "idle", "")]
 
 
@@ -293,7 +300,10 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
                 put(pre + "shared_gate_up", **gemm(T, d, 2 * fs, wmath, wb))
                 put(pre + "shared_silu_mul", vpu=a.silu_mul_flops * T * fs, act_r=2 * T * fs * ab, act_w=T * fs * ab)
                 put(pre + "shared_down", **gemm(T, fs, d, wmath, wb))
-            put(pre + "moe_combine", **a2a, vpu=T * d * k)  # weighted sum of the top-k expert outputs
+            # the combine waits for the hottest expert-parallel rank (moe.imbalance: the routing noise here,
+            # × Assumptions.expert_imbalance in ops.slot_seconds, so that a calibration can vary it)
+            imb = imbalance(rows, mp.ep, 1.0) if mp.ep > 1 and not profile.routed else np.zeros(n)
+            put(pre + "moe_combine", **a2a, vpu=T * d * k, imb=np.where(rows > 0, imb, 0.0))  # + the top-k weighted sum
         put(pre + "ffn_allreduce", **allreduce(T))
 
     # suffix (embedding/head work spread evenly over pipeline stages)
@@ -301,6 +311,14 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
     head = gemm(Th, d, cs.vocab, hmath, hb)
     put("lm_head", **{k: v * inv_pp if k != "rows" else v for k, v in head.items()})
     put("sample", rows=Th, vpu=a.sample_flops * Th * cs.vocab * inv_pp, act_r=Th * cs.vocab * ab * inv_pp)
+    passes, drows = b.draft_passes.astype(np.float64), b.draft_rows.astype(np.float64)
+    split = 1.0 if mp.attn_dp else float(mp.tp)
+    p_layer = a.draft_layers * m.active_matmul_params / m.layers / split
+    p_head = d * cs.vocab
+    dr = {wmath: 2 * drows * p_layer * inv_pp}
+    dr[hmath] = dr.get(hmath, 0.0) + 2 * drows * p_head * inv_pp
+    put("draft", rows=np.divide(drows, passes, out=np.zeros(n), where=passes > 0), **dr,
+        w=passes * (p_layer * wb + p_head * hb) * inv_pp, act_r=drows * d * ab * inv_pp, act_w=drows * d * ab * inv_pp)
     if N > 1:
         g = Th * a.sample_topk * 8.0 * (N - 1) * inv_pp
         put("sample_gather", rows=Th, tx=g, rx=g, act_r=g, act_w=g, hops=np.where(g > 0, N - 1, 0.0))

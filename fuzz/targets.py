@@ -305,8 +305,11 @@ def _clean():
     from perfonto.interop.ir import Unsupported
     from perfonto.metrics.dump import DumpError
 
+    # the importers' contract is import_file's: a file of the wrong structure is reported as "malformed <format>
+    # file (<what>)" — KeyError, TypeError and AttributeError from the reader included; anything else is a crash
+    structural = (ValueError, KeyError, TypeError, AttributeError)
     return {"dsl": (), "yaml": (), "dump": (DumpError,), "parquet": (DumpError,),
-            "perf": (ValueError,), "intel": (ValueError,), "arm": (ValueError,), "rocprof": (ValueError,),
+            "perf": structural, "intel": structural, "arm": structural, "rocprof": structural,
             "formula": (ParseError, SyntaxError, Unsupported)}
 
 

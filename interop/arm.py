@@ -69,6 +69,9 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     roots = list(tree.get("root_nodes") or [])
     parent: dict[str, str] = {}
     for node in tree.get("metrics") or []:
+        if not isinstance(node, dict):
+            raise ValueError(f"{path}: methodologies.topdown_methodology.decision_tree.metrics holds {type(node).__name__} "
+                             "entries; each is an object with `name` and `next_items`")
         root = node.get("name")
         for g in node.get("next_items") or []:
             for body_name, body in ((data.get("groups") or {}).get("metrics") or {}).items():

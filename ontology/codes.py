@@ -41,6 +41,8 @@ CODES: dict[str, str] = {
     "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",
     "counted-by": "`counted_by: leader` on a signal that is not a counter",
     "signal-id": "a signal's C header id is given twice (or reuses a removed signal's)",
+    "emulator-binding": "a signal's `emulator:` binding has the wrong shape (kind, split, coefficients) for the signal",
+    "unknown-quantity": "an emulator binding names a quantity the emulator does not have, or one of the wrong kind",
     "stability": "a stability or rename declaration is inconsistent",
     "scope": "a spec constant's scope is used against an amount of another scope",
     "sparsity": "dense work divided by a sparse peak (or the reverse)",

@@ -2,7 +2,8 @@
 
 Rules (applied from the root of the chain down, one generation at a time):
 - mappings merge key by key, recursively (a child that writes ``blocks.hbm.instances.stack: 8``
-  changes only that); any other value written by the child replaces the parent's;
+  changes only that); any other value written by the child replaces the parent's, and so does a
+  signal's ``emulator`` binding as a whole (``emulator: null`` unbinds it);
 - ``removed: [blk.sig, ...]`` deletes the parent's signals (recorded, so metrics that need them are
   reported unavailable with the reason);
 - ``renamed: {old: new}`` moves a signal to a new full name; the old name stays as a deprecated alias;
@@ -49,10 +50,16 @@ def _split(name: str) -> tuple[str, str] | None:
     return block, sig
 
 
+def _replaced_whole(loc: tuple) -> bool:
+    """Values a child replaces rather than merges: a signal's emulator binding (``blocks.<b>.signals.<s>.emulator``),
+    so that a child can change the kind of a binding or drop a term."""
+    return len(loc) == 5 and loc[0] == "blocks" and loc[2] == "signals" and loc[4] == "emulator"
+
+
 def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple) -> None:
     for key, val in over.items():
         loc = prefix + (key,)
-        if isinstance(val, dict) and isinstance(base.get(key), dict):
+        if isinstance(val, dict) and isinstance(base.get(key), dict) and not _replaced_whole(loc):
             base_pos[loc] = over_pos.get(loc, base_pos.get(loc))
             base_pos[loc + ("<key>",)] = over_pos.get(loc + ("<key>",), base_pos.get(loc + ("<key>",)))
             _merge(base[key], val, base_pos, over_pos, loc)

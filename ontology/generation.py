@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pint
 
+from .binding import ResolvedBinding, resolve_binding
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .model import GenerationFile, Scope, SignalKind
 from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, parse_unit, registry_for
@@ -56,6 +57,7 @@ class ResolvedSignal:
     sparsity: str | None = None
     counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
     id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
+    emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
 
     @property
     def instances(self) -> int:
@@ -283,6 +285,9 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 id=lineage.ids.get(full, sig.id if sig.id is not None else -1))
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
+            if sig.emulator is not None:
+                bound = resolve_binding(full, sig.kind, sig.emulator, sizes, signals[full].width, sloc, src, diags)
+                signals[full] = dataclasses.replace(signals[full], emulator=bound)
     for full, s_ in signals.items():
         sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
         if s_.reset_indicator is not None and s_.reset_indicator not in signals:

@@ -123,6 +123,41 @@ class PackedField(_Model):
     description: str = Field(min_length=1, description="What the field means.")
 
 
+class InstanceSplit(str, Enum):
+    """How an emulator binding spreads a per-chip amount over the signal's instances.
+
+    - ``one``: a block without instances gets the whole amount;
+    - ``each``: every instance sees the whole amount (per-core busy time when the work is spread evenly);
+    - ``even``: the amount is divided evenly (FLOPs over cores);
+    - ``jitter``: divided near-evenly, with a per-chip split drawn once from the run's seed (bytes over
+      HBM stacks, SRAM banks and DMA engines: address interleaving is close to uniform);
+    - ``links`` / ``links_each``: divided over / given to each of the chip-to-chip links the ring
+      collectives use (the block's single instance axis is the links), 0 on the others.
+    """
+
+    one = "one"
+    each = "each"
+    even = "even"
+    jitter = "jitter"
+    links = "links"
+    links_each = "links_each"
+
+
+class EmulatorBinding(_Model):
+    """What the reference emulator counts for a signal, in terms of the emulator's named quantities
+    (listed with unit and meaning by ``perfonto emulator-quantities``). Exactly one of ``linear``,
+    ``impulse``, ``gauge``, ``event_rate`` or ``constant``. A signal without a binding is absent from an
+    emulated dump. A generation that writes a binding replaces its parent's whole binding."""
+
+    linear: dict[Ident, float] | None = Field(default=None, description="Counters: Σ coefficient × quantity over the emulator's cumulative amounts (`{hbm_read: 1}`), converted to the signal's unit (seconds become cycles of the block's clock), then divided by `scale`.")
+    impulse: Ident | None = Field(default=None, description="Counters: a count the emulator adds when a step ends (`steps`, `input_tokens`, `output_tokens`, `requests_completed`, ...); exact integers.")
+    gauge: Ident | None = Field(default=None, description="Gauges: the level the emulator holds during each step (`batch`, `kv_tokens`, `hbm_alloc_bytes`, `power`, ...), converted to the signal's unit.")
+    event_rate: float | None = Field(default=None, ge=0, description="Counters: random events (a Poisson process drawn from the run's seed), this many per instance per second.")
+    constant: StrictInt | None = Field(default=None, ge=0, description="Any kind: the raw register value, held for the whole run (a counter that never counts, a status register that never changes).")
+    split: InstanceSplit | None = Field(default=None, description="`linear`, `gauge`, `event_rate`: how the per-chip amount spreads over the block's instances (`one`, `each`, `even`, `jitter`, `links`, `links_each`); required for blocks with instances, `one` otherwise.")
+    leader_only: bool = Field(default=False, description="`linear`, `impulse`: count on the leader chip of each scheduler rank only (the chip that sends tokens to the host), 0 on the others, so that a server total counts each token once.")
+
+
 class Signal(_Model):
     """A base hardware signal of a block."""
 
@@ -148,6 +183,7 @@ class Signal(_Model):
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
     id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
+    emulator: EmulatorBinding | None = Field(default=None, description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.")
 
 
 class Block(_Model):

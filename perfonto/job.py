@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from perfonto import emulator
+from perfonto.emulator.claim import run_context
 from perfonto.analysis.capture import Capture, Report, analyse_capture
 from perfonto.analysis.evaluate import load_evaluator, write_metrics_parquet
 from perfonto.codegen.docs import generate_markdown
@@ -62,12 +63,14 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
             command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
             slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-            router_skew: float = 0.0) -> Report:
+            router_skew: float = 0.0, serving: dict | None = None) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
     ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
     passed to ``emulator.run``; ``slow_chip``, ``throttled_link`` and ``router_skew`` are its knobs
-    (``emulator.knobs``).
+    (``emulator.knobs``); ``serving``: more of its keyword arguments (``preset``, ``num_requests``,
+    ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``). The report gets the run's modelling
+    assumptions and, for a generation with a public claim, the comparison (``emulator.claim``).
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -83,7 +86,7 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
         emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
                            isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
-                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew)
+                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         src = generate(graph)
@@ -93,6 +96,7 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
         capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth)
         report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log)
         report.chips = chips
+        report.context = run_context(graph.generation, emu.ground_truth)
         timings |= report.timings
         outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
                    "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
@@ -129,6 +133,8 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log)
+        if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
+            report.context = run_context(graph.generation, capture.ground_truth)
         timings |= report.timings
         outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))

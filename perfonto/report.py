@@ -8,7 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from perfonto.analysis.bottleneck import tree_children
 from perfonto.analysis.capture import Report
+
+from .report_claim import render_context
 
 JobResult = Report
 
@@ -118,13 +121,19 @@ def render(result: JobResult, console: Console) -> None:
 
     render_serving(result, console)
 
-    td = Table(title="Top-down level 1 (share of core cycles)", title_justify="left")
+    if getattr(result, "headline", None):
+        console.print(Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})"))
+    td = Table(title="Top-down levels 1 and 2 (share of core cycles)", title_justify="left")
     td.add_column("node")
     td.add_column("share", justify="right")
     td.add_column("")
+    kids = tree_children(graph)
     for name, v in a.topdown.items():
         bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
         td.add_row(name, _fmt(v, "percent"), bar)
+        for child in (c for c in kids.get(name, []) if c in ev.server):  # level 2
+            cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
+            td.add_row(f"  └ {child}", _fmt(cv, "percent"), "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40)))
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
     td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
     console.print(td)
@@ -183,6 +192,7 @@ def render(result: JobResult, console: Console) -> None:
     console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
     if result.multichip is not None and result.chips > 1:
         render_multichip(result.multichip, console)
+    render_context(getattr(result, "context", None), console)
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
 
 

@@ -14,6 +14,7 @@ from perfonto.analysis.records import record_metrics
 from perfonto.analysis.validate import Check, check_run
 from perfonto.codegen.python_evaluator import generate, load
 from perfonto.metrics.catalog import load_catalog
+from perfonto.ontology.diagnostics import CatalogError
 
 WORKLOADS = [
     {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "duration_s": 1.0},
@@ -22,11 +23,17 @@ WORKLOADS = [
 ]
 
 
-def validate(generation: str = "sohu", workloads=None, log=lambda s: None) -> tuple[list[Check], float]:
-    """Emulate every workload (``WORKLOADS`` by default) and check it; returns the checks and the
-    elapsed seconds."""
+def validate(generation: str | None = "sohu", workloads=None, log=lambda s: None, catalog=None) -> tuple[list[Check], float]:
+    """Emulate every workload (``WORKLOADS`` by default) on the catalog's generation and check it;
+    returns the checks and the elapsed seconds.
+
+    Raises:
+        CatalogError: the catalog does not compile (or names an unknown generation).
+    """
     t0 = time.perf_counter()
-    cat = load_catalog(None, generation)
+    cat = load_catalog(catalog, generation)
+    if cat.errors or cat.graph is None:
+        raise CatalogError(cat.diagnostics)
     graph = cat.graph
     ev_mod = load(generate(graph))
     checks: list[Check] = []

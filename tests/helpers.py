@@ -4,3 +4,10 @@ from perfonto.metrics.compiler import compile_texts
 
 def compile_src(gen, text: str, name: str = "t.metrics"):
     return compile_texts(gen, {name: text})
+
+
+#: The engine of the first emulator (8192-token steps, chunked prompts, up to 1024 requests): for tests
+#: of the counters, trace and records that need many short steps in a sub-second run. ``run`` and
+#: ``project`` otherwise size the engine as the preset prescribes (trtllm-bench's sizing for Sohu's
+#: conservative preset: 32,768-token steps of whole prompts, ~0.3 s each).
+SHORT_STEPS = dict(token_budget=8192, max_batch=1024, chunked_prefill=True)

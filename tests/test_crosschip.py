@@ -11,8 +11,9 @@ import pytest
 from perfonto import emulator
 from perfonto.cli import main
 from perfonto.analysis.crosschip import analyse, instance_waits
+from helpers import SHORT_STEPS
 
-KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400)
+KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400, **SHORT_STEPS)
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +49,17 @@ def test_slow_chip_is_the_straggler_and_waits_match_truth(slow):
 
 
 def test_step_detail_trace_still_names_the_straggler(tmp_path):
-    gt = emulator.run("sohu", slow_chip=(2, 1.2), trace_detail="step", out_dir=tmp_path, **KW).ground_truth
+    r = emulator.run("sohu", slow_chip=(2, 1.2), trace_detail="step", out_dir=tmp_path, **KW)
+    gt = r.ground_truth
     c = analyse(tmp_path)["collective"]
     assert c["detail"] == "step" and c["straggler"]["chip"] == 2
     others = np.arange(8) != 2
-    assert np.array(c["wait_s"])[others] == pytest.approx(np.array(gt["collective_wait_s"])[others], rel=0.02)
+    # at step detail a step's wait is one number, counted whole for the step the run's end cuts: the
+    # analysis may exceed the truth by at most the wait of that one step
+    tl = r.timelines[int(r.profile_of[0])]
+    one_step = float((tl.table.arrival_wait @ tl.plan.slot_reps).max() / r.hardware.core_hz)
+    diff = np.array(c["wait_s"])[others] - np.array(gt["collective_wait_s"])[others]
+    assert (diff >= -1e-6).all() and (diff <= one_step * 1.001).all()
 
 
 def test_throttled_link_is_named(tmp_path):

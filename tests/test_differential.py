@@ -174,9 +174,11 @@ def catalogs(draw, sigs: list[Sig]):
         while t.degree > 1 or t.degree < 0:
             f = draw(st.sampled_from(fix))
             if t.degree > 1:
-                t = Term(f"({t.text} / {f.text})", _mul_dims(t.dims, f.dims, -1), f"({t.unit})/({f.unit})", t.degree - 1, t.axes)
+                dims = _mul_dims(t.dims, f.dims, -1)
+                t = Term(f"({t.text} / {f.text})", dims, _unit_text(dims), t.degree - 1, t.axes)
             else:
-                t = Term(f"({t.text} * {f.text})", _mul_dims(t.dims, f.dims), f"({t.unit})*({f.unit})", t.degree + 1, t.axes)
+                dims = _mul_dims(t.dims, f.dims)
+                t = Term(f"({t.text} * {f.text})", dims, _unit_text(dims), t.degree + 1, t.axes)
         unit = "percent" if not t.dims and draw(st.booleans()) else t.unit
         lines.append(f'metric f{i} [{unit}] = {t.text}\n  "formula {i}"')
         made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", t.degree, t.axes))

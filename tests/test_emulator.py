@@ -17,6 +17,8 @@ from perfonto.emulator.models import get_model
 from perfonto.emulator.ops import CLASSES, EmuConfig, build_ops
 from perfonto.emulator.parallel import Mapping, Precision
 from perfonto.emulator.scheduler import ContinuousBatcher, StepBatch
+from perfonto.emulator.subclasses import CHILDREN, SUBCLASSES
+from perfonto.emulator.timeline import CYCLE_QUANTITIES
 from perfonto.emulator.thermal import first_order_filter
 from perfonto.ontology import load_generation
 
@@ -171,7 +173,9 @@ def long_run(gen, tmp_path_factory):
 def test_dump_layout(gen, long_run):
     r, d = long_run
     names = d.table.column_names
-    assert names[:2] == ["chip", "timestamp_ns"] and names[2:] == list(gen.signals)
+    bound = [n for n, s in gen.signals.items() if s.emulator is not None]   # an unbound signal has no column
+    assert names[:2] == ["chip", "timestamp_ns"] and names[2:] == bound and "dma.transfer_sizes" not in names
+    assert d.meta["unbound_signals"] == ["dma.transfer_sizes"]
     assert str(d.table.schema.field("chip").type) == "int32" and str(d.table.schema.field("timestamp_ns").type) == "int64"
     assert str(d.table.schema.field("hbm.read_bytes").type).startswith("fixed_size_list<element: uint64>[6]")
     assert str(d.table.schema.field("seq.elapsed_cycles").type) == "uint64"
@@ -308,7 +312,7 @@ def test_sample_grid_ends_exactly_at_duration(hw):
 
 # ---- the closed-form timeline against an explicit expansion -------------------------------------
 
-@pytest.mark.parametrize("model,chips,requests,duration", [("llama3-8b", 2, 40, 0.05), ("deepseek-v3", 8, 40, 0.5)])
+@pytest.mark.parametrize("model,chips,requests,duration", [("llama3-8b", 2, 40, 0.05), ("deepseek-v3", 8, 160, 0.5)])
 def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, requests, duration):
     """Closed-form cumulative values = a plain expansion of every slot of every layer (DeepSeek-V3:
     two layer groups, 3 dense and 58 MoE layers)."""
@@ -323,9 +327,20 @@ def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, request
     cum = np.vstack([np.zeros(tl.inc.shape[2]), np.cumsum(inc, axis=0)])
     s = np.random.default_rng(0).integers(0, int(tl.ends[-1]) - 1, 300)
     got = tl.relcum(0, s)
+    phased = [CYCLE_QUANTITIES.index(n) for n in SUBCLASSES]  # level-2 classes: each a whole-cycle phase of its slot
+    off = np.concatenate([tl.phase_off[j, seq] for j in range(len(tl))])
+    amt = np.concatenate([tl.phase_amt[j, seq] for j in range(len(tl))])
+    e = np.searchsorted(bounds, s, side="right") - 1          # the execution holding each sample
     for q in range(cum.shape[1]):
         want = np.interp(s, bounds, cum[:, q])
+        if q in phased:
+            i = phased.index(q)
+            want = cum[e, q] + np.clip(s - bounds[e] - off[e, i], 0, amt[e, i])
         assert np.allclose(got[:, q], want, rtol=1e-9, atol=1e-6), q
+    sub = got[:, phased]
+    for parent, kids in CHILDREN.items():  # children add up to their parent at every cycle, exactly
+        cols = [SUBCLASSES.index(k) for k in kids]
+        assert (sub[:, cols].sum(axis=1) == got[:, 1 + parent]).all()
     assert len(tl) > 10 and r.ground_truth["topdown_s"]["idle"] > 0   # prefill, decode and idle steps
     a = len(tl) // 2                                                   # anchored evaluation = difference
     later = s[s >= tl.starts[a]]

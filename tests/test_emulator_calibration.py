@@ -21,13 +21,21 @@ def preps():
     return [prepare(r) for r in rows]
 
 
-def test_shipped_rows_are_the_public_ones():
+def test_shipped_rows_are_the_public_ones_and_the_others_cite_the_page():
     header, rows = load_rows()
-    assert "TensorRT-LLM" in header["source"] and len(rows) == 16
+    shipped = [r for r in rows if r.set == "shipped"]
+    assert "TensorRT-LLM" in header["source"] and len(shipped) == 16
     if SHARED.exists():  # a fresh clone without ../shared still has the copy
         shared = yaml.safe_load(SHARED.read_text())["rows"]
         assert [(r["model"], r["gpu"], r["tp"], r["dtype"], r["isl"], r["osl"], r["value"]) for r in shared] == \
-            [(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl, r.value) for r in rows]
+            [(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl, r.value) for r in shipped]
+    more = [r for r in rows if r.set != "shipped"]
+    assert len(more) >= 30 and all(r.set == "perf-overview" for r in more)
+    for r in more:  # every further row names the page, its table and the row of the table
+        assert r.cite.startswith("perf-overview.md @ 00f3768, ") and r.cite.endswith(f"{r.isl}/{r.osl}"), r.cite
+        assert r.gpu.upper() in r.cite and f"TP{r.tp}" in r.cite and r.dtype.upper() in r.cite
+    assert {r.family for r in rows} == {"llama-3", "qwen3"}
+    assert len({(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl) for r in rows}) == len(rows)   # no row twice
 
 
 def test_geomean_error_definition():
@@ -37,9 +45,11 @@ def test_geomean_error_definition():
 
 def test_shipped_rows_within_the_acceptance(preps):
     res = validate(preps)
-    assert res["geomean_error"] <= 0.15
+    assert res["shipped"]["n"] == 16 and res["shipped"]["geomean_error"] <= 0.05     # issue 16's acceptance
+    assert res["geomean_error"] <= 0.08                                             # every row, MoE included
     assert res["worst_error"] <= 0.35
-    assert all(abs(r["error"]) <= 0.35 for r in res["rows"])
+    qwen = [r for r in res["rows"] if r["family"] == "qwen3"]
+    assert len(qwen) == 16 and np.exp(np.mean([r["abs_log_error"] for r in qwen])) - 1 <= 0.12
 
 
 def test_fitted_file_is_what_calibrate_writes(preps):
@@ -69,12 +79,18 @@ def test_hold_out_rows_predicted_from_the_others(preps, held_out, why):
     assert geomean_error(pred, meas) <= 0.20, (why, pred / meas)
 
 
+@pytest.mark.slow
 def test_validate_emulator_cli_json(capsys):
     from perfonto.cli import main
 
     assert main(["validate-emulator", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)       # stdout holds the JSON alone
-    assert set(doc) == {"rows", "geomean_error", "worst_error"} and len(doc["rows"]) == 16
-    assert doc["geomean_error"] <= 0.15 and doc["worst_error"] <= 0.35
+    assert {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} <= set(doc) and len(doc["rows"]) >= 46
+    assert doc["shipped"]["geomean_error"] <= 0.05 and doc["worst_error"] <= 0.35
     r = doc["rows"][0]
-    assert {"model", "gpu", "tp", "dtype", "isl", "osl", "measured", "predicted", "error"} <= set(r)
+    assert {"model", "family", "gpu", "tp", "dtype", "isl", "osl", "set", "measured", "predicted", "error"} <= set(r)
+    loo = doc["leave_one_family_out"]
+    assert set(loo) == {"llama-3", "qwen3"} and loo["qwen3"]["n"] == 16
+    # the dense family predicted by a fit on the MoE rows alone, and the other way round: reported, and
+    # worse than the joint fit (the MoE constants are not identifiable from dense rows)
+    assert loo["llama-3"]["geomean_error"] > doc["shipped"]["geomean_error"] and loo["qwen3"]["geomean_error"] > 0.1

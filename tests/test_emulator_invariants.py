@@ -24,7 +24,7 @@ from perfonto.ontology import load_generation
 
 GENERATIONS = ["sohu", "h100", "h200", "b200", "caelius"]
 MODELS = ["llama-3.1-8b", "llama-3.3-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3", "qwen3-235b-a22b"]
-R, ISL, OSL = 6, 96, 6
+R, ISL, OSL = 16, 96, 6  # R: a multiple of every chip count, so every attention-DP rank gets the same share
 
 
 def _chips(m, gen) -> int:

@@ -15,6 +15,7 @@ from perfonto.emulator.hardware import HardwareSpecError
 from perfonto.emulator.knobs import Knobs, synchronise
 from perfonto.emulator.parallel import Mapping
 from perfonto.ontology import load_generation
+from helpers import SHORT_STEPS
 
 KINDS = ("op", "op", "collective", "op", "collective", "idle")
 GROUP = np.array([0, 0, 0, 0, 0, 0])
@@ -51,7 +52,7 @@ def test_knobs_are_checked():
 
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):
-    return emulator.run("sohu", duration_s=0.6, sample_period_s=0.002, warmup_steps=400, slow_chip=(5, 1.2),
+    return emulator.run("sohu", duration_s=0.6, sample_period_s=0.002, warmup_steps=400, slow_chip=(5, 1.2), **SHORT_STEPS,
                         out_dir=tmp_path_factory.mktemp("slow"))
 
 

@@ -9,6 +9,7 @@ from perfonto import emulator
 from perfonto.emulator.records import latency_truth
 from perfonto.emulator.parallel import Mapping
 from perfonto.metrics.population import read_records
+from helpers import SHORT_STEPS
 
 COLUMNS = ["request_id", "rank", "arrival_time", "admission_time", "first_token_time", "completion_time",
            "input_tokens", "output_tokens", "token_times"]
@@ -46,7 +47,7 @@ def test_offline_drained_run_has_every_token(tmp_path):
 
 
 def test_records_read_by_the_metric_layer(sohu, tmp_path):
-    r = emulator.run(sohu, duration_s=0.5, sample_period_s=0.005, warmup_steps=50, out_dir=tmp_path)
+    r = emulator.run(sohu, duration_s=0.5, sample_period_s=0.005, warmup_steps=50, out_dir=tmp_path, **SHORT_STEPS)
     recs = read_records(r.requests_path, sohu)
     ttft = recs.fields["request.first_token_time"] - recs.fields["request.arrival_time"]
     gaps = recs.fields["token_gap.duration"]

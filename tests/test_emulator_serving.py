@@ -14,35 +14,40 @@ from perfonto.emulator.models import get_model
 from perfonto.emulator.ops import EmuConfig
 from perfonto.emulator.parallel import Mapping, Precision
 from perfonto.emulator.scheduler import ContinuousBatcher, poisson_arrivals
+from perfonto.emulator.steps import token_steps
 from perfonto.emulator.serving import trtllm_bench_engine
 from perfonto.cli import main
 
 
 class _Reference:
-    """Per-request arrays, one numpy pass per step: the plain statement of the scheduling rules."""
+    """Per-request arrays, one numpy pass per step: the plain statement of the scheduling rules, with
+    ``k`` draft tokens per decoding request (emitting ``A`` tokens at each step, capped at ``osl``) and
+    an optional closed loop of ``conc`` requests in flight."""
 
-    def __init__(self, isl, osl, budget, max_batch, cap, n, page, chunked):
-        self.isl, self.osl, self.budget, self.max_batch, self.cap, self.left, self.page = isl, osl, budget, max_batch, cap, n, page
-        self.chunked = chunked
-        self.reserve = -(-(isl + osl - 1) // page) * page
+    def __init__(self, isl, osl, budget, max_batch, cap, n, page, chunked, k=0, conc=None):
+        self.isl, self.osl, self.budget, self.max_batch, self.cap, self.total, self.page = isl, osl, budget, max_batch, cap, n, page
+        self.chunked, self.k, self.conc = chunked, k, conc
+        self.reserve = -(-(isl + osl - 1 + k) // page) * page
         self.done = np.zeros(0, np.int64)
         self.gen = np.zeros(0, np.int64)
-        self.reserved = 0
+        self.reserved = self.admitted = self.completed = 0
 
-    def step(self):
-        isl, osl = self.isl, self.osl
+    def step(self, A=1):
+        isl, osl, k = self.isl, self.osl, self.k
         done, gen = self.done, self.gen
         dec = done >= isl
         n_dec = int(dec.sum())
-        keys = int((isl + gen[dec]).sum())
-        budget = max(self.budget - n_dec, 0)
+        keys = int(((k + 1) * (isl + gen[dec]) + k * (k + 1) // 2).sum())
+        budget = max(self.budget - n_dec * (k + 1), 0)
         need = isl - done
         alloc = np.clip(budget - (np.cumsum(need) - need), 0, need)
         if not self.chunked:
             alloc = np.where(alloc == need, alloc, 0)
         left = budget - int(alloc.sum())
         per = -(-left // isl) if self.chunked else left // isl
-        n_new = max(0, min(self.max_batch - len(done), (self.cap - self.reserved) // self.reserve, per, self.left)) if left > 0 else 0
+        arrived = self.total if self.conc is None else min(self.total, self.conc + self.completed)
+        n_new = max(0, min(self.max_batch - len(done), (self.cap - self.reserved) // self.reserve, per,
+                           arrived - self.admitted)) if left > 0 else 0
         if n_new:
             new = np.full(n_new, isl, np.int64)
             if self.chunked and left < n_new * isl:
@@ -50,42 +55,61 @@ class _Reference:
             done, gen = np.concatenate([done, np.zeros(n_new, np.int64)]), np.concatenate([gen, np.zeros(n_new, np.int64)])
             alloc, dec = np.concatenate([alloc, new]), np.concatenate([dec, np.zeros(n_new, bool)])
             self.reserved += n_new * self.reserve
-            self.left -= n_new
+            self.admitted += n_new
         chunk = alloc > 0
         p, q = done[chunk], alloc[chunk]
         new_done = done + alloc
         first = chunk & (new_done == isl)
-        gen = gen + dec + first
-        fin = gen >= osl
-        kv = new_done + np.maximum(gen - 1, 0)
-        self.done, self.gen = new_done[~fin], gen[~fin]
+        emit = np.where(dec, np.minimum(A, osl - gen), 0) + first
+        kv = np.where(dec, isl + gen + A - 1, new_done)
+        alloc_kv = np.where(dec, isl + gen + k, new_done)
+        gen_after = gen + emit
+        fin = gen_after >= osl
+        self.done, self.gen = new_done[~fin], gen_after[~fin]
         self.reserved -= int(fin.sum()) * self.reserve
-        return (n_dec, keys, int(q.sum()), len(q), int((q * p + q * (q + 1) // 2).sum()), int(p.sum()),
-                n_dec + int(first.sum()), int(fin.sum()), len(new_done), int(kv.sum()),
-                int((-(-kv // self.page) * self.page).sum()))
+        self.completed += int(fin.sum())
+        emitted = int(emit.sum())
+        return (n_dec * (k + 1), keys, int(q.sum()), len(q), int((q * p + q * (q + 1) // 2).sum()), int(p.sum()),
+                n_dec * (k + 1) + int(first.sum()), int(fin.sum()), len(new_done), int(kv.sum()),
+                int((-(-alloc_kv // self.page) * self.page).sum()), emitted, emitted - int(first.sum()) - n_dec,
+                n_dec * k, k if n_dec else 0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(isl=st.integers(1, 300), osl=st.integers(1, 40), budget=st.integers(1, 700), max_batch=st.integers(1, 64),
-       cap_mult=st.integers(1, 20), n=st.integers(1, 60), chunked=st.booleans())
-def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, n, chunked):
+       cap_mult=st.integers(1, 20), n=st.integers(1, 60), chunked=st.booleans(), k=st.sampled_from([0, 0, 1, 3]),
+       alpha=st.floats(0.0, 1.0), conc=st.sampled_from([None, None, 1, 5]))
+def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, n, chunked, k, alpha, conc):
+    budget = max(budget, k + 1)
     if not chunked:
         budget = max(budget, isl)
     page = 16
-    reserve = -(-(isl + osl - 1) // page) * page
+    reserve = -(-(isl + osl - 1 + k) // page) * page
     s = ContinuousBatcher(isl=isl, osl=osl, token_budget=budget, max_batch=max_batch, kv_capacity_tokens=reserve * cap_mult,
-                          num_requests=n, page_tokens=page, chunked_prefill=chunked)
-    ref = _Reference(isl, osl, budget, max_batch, reserve * cap_mult, n, page, chunked)
+                          num_requests=n, page_tokens=page, chunked_prefill=chunked, draft_tokens=k, acceptance=alpha,
+                          concurrency=conc)
+    ref = _Reference(isl, osl, budget, max_batch, reserve * cap_mult, n, page, chunked, k, conc)
     rows = []
     while not s.finished:
         rows.append(s.step())
-        assert rows[-1] == ref.step(), len(rows)
+        assert rows[-1] == ref.step(s.request_log()["per_step"][-1]), len(rows)
+        assert len(rows) < 100_000
     b = emulator.StepBatch.from_rows(rows)
-    assert b.prefill_tokens.sum() == n * isl and b.head_tokens.sum() == n * osl and b.completed.sum() == n
+    assert b.prefill_tokens.sum() == n * isl and b.emitted_tokens.sum() == n * osl and b.completed.sum() == n
     if not chunked:
         assert (b.prefill_tokens % isl == 0).all() and b.prefill_history.sum() == 0  # whole prompts only
     log = s.request_log()
-    assert (log["first_step"] >= 0).all() and (log["last_step"] - log["first_step"] == osl - 1).all()
+    assert (log["first_step"] >= 0).all()
+    if k == 0:
+        assert (log["last_step"] - log["first_step"] == osl - 1).all()
+    owner, step = token_steps(log["first_step"], log["last_step"], log["per_step"], osl, s.steps)
+    assert (np.bincount(owner, minlength=n) == osl).all()               # every request's osl tokens, no more
+    assert (np.bincount(step, minlength=len(rows)) == b.emitted_tokens).all()  # at the steps that emitted them
+    if conc is not None:  # request i >= conc arrives when the (i - conc + 1)-th request completes
+        done_at = np.sort(log["last_step"])
+        assert (log["arrival_step"][conc:] == done_at[:n - conc]).all() and (log["arrival_step"][:conc] == -1).all()
+        running = np.array([((log["admit_step"] <= t) & (log["last_step"] >= t)).sum() for t in range(len(rows))])
+        assert running.max() <= conc
 
 
 def test_online_admits_only_arrived_requests_and_reports_latency():

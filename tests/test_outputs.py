@@ -127,6 +127,8 @@ MISSING_FILE = {
     "docs": ["docs", "--catalog", "{m}", "--out", "{t}/d"], "explain": ["explain", "mfu", "--catalog", "{m}"],
     "run": ["run", "--catalog", "{m}", "--out", "{t}/r"], "diff": ["diff", "sohu", "{m}"],
     "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
+    "serve": ["serve", "--follow", "{m}", "--port", "0"],
+    "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
@@ -136,6 +138,7 @@ BAD_VALUE = {
     "graph": ["graph", "mfu", "--format", "png"], "explain": ["explain", "no.such.metric"],
     "diff": ["diff", "sohu", "nosuch"], "validate": ["validate", "--generation", "nosuch"],
     "check": ["check", "--generation", "nosuch"], "docs": ["docs", "--generation", "nosuch", "--out", "o"],
+    "serve": ["serve", "--follow", "x", "--port", "70000"],
 }
 
 

@@ -19,7 +19,7 @@ PHASES = {"X", "M", "C", "s", "t", "f"}
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tl")
-    assert main(["run", "--json", "--out", str(out), "--duration", "300ms", "--slow-chip", "2:1.2"]) == 0
+    assert main(["run", "--json", "--out", str(out), "--duration", "1500ms", "--slow-chip", "2:1.2"]) == 0  # ≥ 3 steps of ~0.35 s
     return out
 
 

@@ -2,4 +2,5 @@
 ``func`` (a callable taking the parsed args and returning the exit code). ``COMMANDS`` lists them in
 help order; adding a command is adding a module and one name here."""
 
-COMMANDS = ["run", "analyze", "check", "diff", "codegen", "docs", "explain", "test", "validate", "project", "validate-emulator", "calibrate", "import", "export", "align", "timeline"]
+COMMANDS = ["run", "analyze", "check", "diff", "codegen", "docs", "explain", "test", "validate", "project",
+            "validate-emulator", "emulator-quantities", "calibrate", "import", "export", "align", "timeline", "serve"]

@@ -19,6 +19,8 @@ def register(sub) -> None:
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
     p.add_argument("--saturation", type=float, default=0.9,
                    help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)")
+    p.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder whose generation the run's counters are (default: shipped)")
+    p.add_argument("--generation", default=None, help="generation of the counters (default: the run's metadata, or the --catalog folder's)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_align)
 
@@ -36,7 +38,7 @@ def cmd_align(args) -> int:
     try:
         run = Run.open(args.run)
         fits = fit_clocks(run)
-        doc = analyse(run.path, threshold=args.saturation, with_alignment=False)
+        doc = analyse(run.path, gen=_generation(args, run), threshold=args.saturation, with_alignment=False)
         doc["alignment"] = alignment_errors(run, fits)
         t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
         chip, ts = t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
@@ -57,6 +59,19 @@ def cmd_align(args) -> int:
     render_multichip(doc, out)
     out.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in doc["outputs"].items()) + "[/dim]")
     return 0
+
+
+def _generation(args, run):
+    """The generation the counters are read as: the catalog's, the named one, or the run's own."""
+    if args.catalog is None and args.generation is None:
+        return None  # the run's metadata names a shipped generation
+    from perfonto.metrics.catalog import load_catalog
+
+    cat = load_catalog(args.catalog, args.generation or run.meta.get("generation"), library=False)
+    if cat.generation is None:
+        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+        raise CommandError("the generation does not load", 2 if usage else 1, cat.diagnostics)
+    return cat.generation
 
 
 def _render_alignment(al: dict, out) -> None:

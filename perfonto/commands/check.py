@@ -20,6 +20,10 @@ def cmd_check(args) -> int:
     cat = load_catalog(args.catalog, args.generation)
     if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):
         raise CommandError(f"no generation named `{args.generation}`", 2, cat.diagnostics)
+    if cat.generation is not None:  # what the emulator counts for each signal: names and units it knows
+        from perfonto.emulator.quantities import check_bindings
+
+        cat.diagnostics.extend(check_bindings(cat.generation))
     err = stderr()
     for n in cat.notes:
         err.print(f"note: {n}", markup=False)

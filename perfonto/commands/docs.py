@@ -55,7 +55,7 @@ def cmd_docs(args) -> int:
     out = Path(args.out)
     try:
         with output_folder(out, command=args.argv, force=args.force) as tmp:
-            pages = generate_site(graphs, chosen) | guide_pages()
+            pages = generate_site(graphs, chosen) | guide_pages() | {"emulator-quantities.md": _emulator_page(graphs[chosen].generation)}
             written = [str(p) for p in write_site(pages, tmp)]
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
@@ -66,3 +66,12 @@ def cmd_docs(args) -> int:
     if args.json:
         print(json.dumps({"ok": True, "out": str(out), "pages": written}, indent=2))
     return 0
+
+
+def _emulator_page(gen) -> str:
+    """``emulator-quantities.md``: the quantities a signal's emulator binding may name (``perfonto emulator-quantities``)."""
+    from perfonto.emulator.quantities import registry
+
+    from .emulator_quantities import bound_by, markdown
+
+    return markdown(registry(), bound_by(gen), gen.name)

@@ -1,5 +1,7 @@
 """``perfonto export perf-json [--generation G] --out FILE``: write generation G's compiled metric
 catalog (default: the shipped Sohu catalog) as Linux perf pmu-events metrics JSON.
+``perfonto export semconv [--generation G] --out DIR``: write it as an OpenTelemetry
+semantic-conventions registry (Weaver's definition/2 YAML, ``interop.semconv``).
 
 Exit 0 when the file was written, 1 when the catalog does not compile or the file cannot be written.
 Metrics perf cannot express are listed on stderr with the reason (or in the JSON under ``--json``)."""
@@ -11,11 +13,12 @@ from .common import CommandError, stderr
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="export the metric catalog in another tool's format (perf pmu-events JSON)")
-    p.add_argument("target", choices=["perf-json"], help="output format")
+    p = sub.add_parser("export", help="export the metric catalog in another tool's format (perf pmu-events JSON, "
+                                      "OpenTelemetry semantic conventions)")
+    p.add_argument("target", choices=["perf-json", "semconv"], help="output format")
     p.add_argument("--generation", default="sohu", help="generation whose catalog to export (default: sohu)")
     p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
-    p.add_argument("--out", required=True, help="output file")
+    p.add_argument("--out", required=True, help="output file (perf-json) or folder (semconv)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")
     p.set_defaults(func=cmd_export)
 
@@ -33,6 +36,8 @@ def cmd_export(args) -> int:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
         raise CommandError(f"no generation named `{args.generation}`" if usage else
                            "the catalog does not compile; run `perfonto check` for the full list", 2 if usage else 1, cat.errors)
+    if args.target == "semconv":
+        return _semconv(args, cat.graph, err)
     result = export(cat.graph)
     try:
         Path(args.out).write_text(result.to_json(), encoding="utf-8")
@@ -52,3 +57,29 @@ def cmd_export(args) -> int:
             for name, why in result.skipped.items():
                 err.print(f"  - {name}: {why}", markup=False)
     return 0
+
+
+def _semconv(args, graph, err) -> int:
+    from perfonto.interop.semconv import export, lint
+
+    try:
+        reg = export(graph)
+        paths = reg.write(args.out)
+    except ValueError as exc:
+        raise CommandError(str(exc), 1) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", 1) from None
+    problems = lint(reg.files)
+    summary = {"ok": not problems, "generation": args.generation, "out": args.out, "files": [str(p) for p in paths],
+               **reg.counts, "skipped": reg.skipped, "problems": problems}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        err.print(f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
+                  f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} signals, "
+                  f"{reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`", markup=False)
+        for name, why in reg.skipped.items():
+            err.print(f"  skipped {name}: {why}", markup=False)
+        for p in problems:
+            err.print(f"  problem: {p}", markup=False)
+    return 1 if problems else 0

@@ -10,7 +10,7 @@ import argparse
 import json
 import time
 
-from .common import CommandError, positive_int, stderr, stdout, why as _why
+from .common import CommandError, non_negative_int, positive_int, stderr, stdout, why as _why
 
 
 class EmuProgress:
@@ -70,10 +70,44 @@ def register(sub) -> None:
     p.add_argument("--ep", type=positive_int, default=None, help="expert parallelism, 1 or tp (MoE; default: tp)")
     p.add_argument("--attention-dp", default=None, action=argparse.BooleanOptionalAction,
                    help="data-parallel attention for MoE models (default: on when tp > 1)")
-    p.add_argument("--rate", type=float, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)")
-    p.add_argument("--requests", type=positive_int, default=None, help="requests of the benchmark (default: TensorRT-LLM's count for these lengths)")
+    add_scenario_args(p)
+    p.add_argument("--requests", type=positive_int, default=None,
+                   help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the concurrency, at least 100)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_project)
+
+
+def _probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"a probability is between 0 and 1: {text!r}")
+    return v
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"a rate is a finite number of requests/s > 0: {text!r}")
+    return v
+
+
+def add_scenario_args(p) -> None:
+    """``--rate`` / ``--concurrency`` (exclusive; default offline) and speculative decoding
+    (``--draft-tokens``, ``--acceptance``), shared by ``project`` and ``run``."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--rate", type=_rate, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)")
+    g.add_argument("--concurrency", type=positive_int, default=None, metavar="N",
+                   help="closed loop: N requests in flight, a new one as soon as one completes (vLLM bench --max-concurrency)")
+    p.add_argument("--draft-tokens", type=non_negative_int, default=0, metavar="K",
+                   help="speculative decoding / MTP: K draft tokens verified per request and step (default: 0, off)")
+    p.add_argument("--acceptance", type=_probability, default=0.7, metavar="A",
+                   help="probability that each draft token is accepted (default: 0.7; with --draft-tokens)")
 
 
 def mapping_from_args(args, chips: int, model: str):
@@ -97,6 +131,8 @@ def mapping_from_args(args, chips: int, model: str):
 def _fmt_s(v) -> str:
     if v is None:
         return "—"
+    if v < 0.01:
+        return f"{v * 1e3:,.3f} ms"
     return f"{v * 1e3:,.1f} ms" if v < 1 else f"{v:,.2f} s"
 
 
@@ -116,7 +152,9 @@ def cmd_project(args) -> int:
                              enabled=not args.json) as bar:
                 results[name] = project(args.generation, model=args.model, chips=args.chips, isl=args.isl, osl=args.osl,
                                         dtype=args.dtype, kv_dtype=args.kv_dtype, preset=name, mapping=mapping,
-                                        num_requests=args.requests, rate=args.rate, progress=bar)
+                                        num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
+                                        draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0,
+                                        progress=bar)
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
     main = results[chosen]
@@ -141,28 +179,32 @@ def cmd_project(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    _render(stdout(), results, chosen, doc.get("claim"), online=args.rate is not None)
+    scenario = "online" if args.rate is not None else f"closed-loop (concurrency {args.concurrency})" if args.concurrency else "offline"
+    _render(stdout(), results, chosen, doc.get("claim"), scenario=scenario)
     return 0
 
 
-def _render(out, results: dict, chosen, claim, online: bool = False) -> None:
+def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> None:
     from rich.table import Table
 
     first = results[chosen]
     out.print(f"[bold]{first.model}[/] on {first.chips} × {first.generation}, {first.isl}/{first.osl} tokens, "
               f"{first.dtype} weights, {first.kv_dtype} KV cache, "
-              f"{'online' if online else 'offline'} benchmark of {first.figures.requests:,} requests")
+              f"{scenario} benchmark of {first.figures.requests:,} requests")
     t = Table(title="Projected serving figures (whole server)")
-    for col in ("preset", "output tok/s", "total tok/s", "steady total tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"):
-        t.add_column(col, justify="right" if "tok" in col or "T p" in col else "left")
+    for col in ("preset", "output tok/s", "total tok/s", "steady total tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
+                "ITL p50", "ITL p99"):
+        t.add_column(col, justify="right" if "tok" in col or " p" in col else "left")
     for n, r in results.items():
         f = r.figures.to_json()
         t.add_row(r.preset, f"{f['output_tokens_per_second']:,.0f}", f"{f['tokens_per_second']:,.0f}",
                   f"{f['steady_tokens_per_second']:,.0f}", _fmt_s(f["ttft_p50_s"]), _fmt_s(f["ttft_p99_s"]),
-                  _fmt_s(f["tpot_p50_s"]), _fmt_s(f["tpot_p99_s"]))
+                  _fmt_s(f["tpot_p50_s"]), _fmt_s(f["tpot_p99_s"]), _fmt_s(f["itl_p50_s"]), _fmt_s(f["itl_p99_s"]))
     out.print(t)
     out.print("output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
-              "of the run, at full load; TTFT includes queueing (every request is queued at t = 0 offline)")
+              "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0); "
+              "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive tokens of a request "
+              "(0 between tokens one speculative step emits together)")
     for n, r in results.items():
         out.print(f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}; "
                   f"KV cache {r.kv_capacity_tokens:,} tokens per rank")

@@ -6,6 +6,7 @@ import json
 import math
 
 from .common import CommandError, catalog_failure, duration, non_negative_int, positive_int, stderr, stdout
+from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -34,6 +35,9 @@ def register(sub) -> None:
                    help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
     r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
                    help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
+    r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
+    r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
+    add_scenario_args(r)
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -122,7 +126,9 @@ def cmd_run(args) -> int:
                          isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
                          generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
                          force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
-                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
+                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
+                         serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
+                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0))
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:

@@ -19,6 +19,9 @@ def register(sub) -> None:
     p.add_argument("--metrics", default=None,
                    help="comma-separated metrics of RUN/metrics.parquet for counter tracks "
                         "(default: mxu.utilization, hbm.bandwidth_utilization, c2c.bandwidth_utilization, power.average)")
+    p.add_argument("--catalog", default=None, metavar="DIR",
+                   help="catalog folder: --metrics names are checked against it (default: the shipped catalog)")
+    p.add_argument("--generation", default=None, help="generation whose metrics --metrics names (default: the run's)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON object on stdout")
     p.set_defaults(func=cmd_timeline)
 
@@ -29,6 +32,8 @@ def cmd_timeline(args) -> int:
 
     err = stderr()
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
+    if metrics and (args.catalog is not None or args.generation is not None):
+        _check_names(args, metrics)
     try:
         info = write(args.run, args.out, args.format, metrics)
     except (RunError, TimelineError, ValueError, OSError) as exc:
@@ -41,3 +46,18 @@ def cmd_timeline(args) -> int:
                   f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
                   f"open it in https://ui.perfetto.dev", markup=False)
     return 0
+
+
+def _check_names(args, metrics) -> None:
+    """Every name in --metrics is a metric of the catalog (a usage error with a did-you-mean otherwise)."""
+    from perfonto.metrics.catalog import load_catalog
+    from perfonto.ontology.diagnostics import did_you_mean
+
+    cat = load_catalog(args.catalog, args.generation)
+    if cat.graph is None:
+        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+        raise CommandError("the catalog does not load", 2 if usage else 1, cat.diagnostics)
+    for m in metrics:
+        if m not in cat.graph.metrics:
+            hint = did_you_mean(m, cat.graph.metrics)
+            raise CommandError(f"no window metric `{m}` in the catalog" + (f"; {hint}" if hint else ""), 2)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
-from .common import load_generation_arg, stderr
+from .common import CommandError, catalog_failure, stderr
 
 
 def register(sub) -> None:
     v = sub.add_parser("validate", help="check every metric with a ground-truth counterpart on several emulated workloads")
-    v.add_argument("--generation", default="sohu", help="generation (default: sohu)")
+    v.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
+    v.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=cmd_validate)
 
@@ -20,8 +21,14 @@ def cmd_validate(args) -> int:
     from perfonto.validation import validate
 
     err = stderr()
-    load_generation_arg(args.generation)
-    checks, elapsed = validate(args.generation, log=lambda s: err.print(s, markup=False))
+    from perfonto.ontology.diagnostics import CatalogError
+
+    try:
+        checks, elapsed = validate(args.generation, catalog=args.catalog, log=lambda s: err.print(s, markup=False))
+    except CatalogError as exc:
+        raise catalog_failure(exc, args) from None
+    if not checks:
+        raise CommandError("no metric of the catalog has a ground-truth counterpart; nothing was checked", 1)
     bad = [c for c in checks if not np.isfinite(c.error) or c.error > 5e-3]
     worst = max(checks, key=lambda c: c.error)
     if args.json:

@@ -1,9 +1,13 @@
-"""``perfonto validate-emulator``: the emulator's predicted throughput against every calibration row.
+"""``perfonto validate-emulator``: the emulator's predicted throughput against every calibration row,
+and against each model family when the fit never saw it.
 
-For each row of ``emulator/data/calibration.yaml`` (public TensorRT-LLM measurements), the row's
+For each row of ``emulator/data/calibration.yaml`` (public TensorRT-LLM measurements) the row's
 benchmark is replayed with the fitted constants and its output tokens/s compared with the
 measurement. Summary: ``geomean_error = exp(mean |ln(predicted/measured)|) − 1`` and ``worst_error``
-(the largest ``max(p/m, m/p) − 1``), as fractions. Exit 0 when it ran.
+(the largest ``max(p/m, m/p) − 1``), as fractions, over all rows and over the ``shipped`` ones (the
+16 public rows of ``../shared``). Then, per model family (Llama 3, Qwen3), the same errors when the
+constants are refitted without that family's rows (leave-one-family-out; ``--no-loo`` skips it).
+Exit 0 when it ran.
 """
 from __future__ import annotations
 
@@ -16,7 +20,9 @@ from .project import EmuProgress
 def register(sub) -> None:
     p = sub.add_parser("validate-emulator", help="compare the emulator's throughput with the public measurements it is calibrated on")
     p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
-    p.add_argument("--json", action="store_true", help='print {"rows": [...], "geomean_error": F, "worst_error": F} and nothing else')
+    p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
+    p.add_argument("--json", action="store_true",
+                   help='print {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} and nothing else')
     p.set_defaults(func=cmd_validate_emulator)
 
 
@@ -43,27 +49,37 @@ def prepare_rows(path, json_mode: bool, label: str):
 
 
 def cmd_validate_emulator(args) -> int:
-    from perfonto.emulator.calibration import validate
+    from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
+    from perfonto.emulator.calibration import leave_family_out, validate
 
     try:
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
     res = validate(preps)
+    if not args.no_loo:
+        params = {k: v for k, v in load_fitted()["parameters"].items() if k in FITTED_BOUNDS}
+        with EmuProgress("leave-one-family-out refits", enabled=not args.json) as bar:
+            res["leave_one_family_out"] = leave_family_out(preps, {"parameters": params}, progress=bar)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     from rich.table import Table
 
     t = Table(title="Emulator vs public measurements (output tokens/s of the group)")
-    for col in ("model", "gpu", "par.", "dtype", "isl/osl", "measured", "predicted", "error"):
+    for col in ("model", "gpu", "par.", "dtype", "isl/osl", "set", "measured", "predicted", "error"):
         t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
     for r in res["rows"]:
         par = f"TP{r['tp']}" + (f"PP{r['pp']}" if r.get("pp", 1) > 1 else "")
-        t.add_row(r["model"], r["gpu"], par, r["dtype"], f"{r['isl']}/{r['osl']}", f"{r['measured']:,.0f}",
+        t.add_row(r["model"], r["gpu"], par, r["dtype"], f"{r['isl']}/{r['osl']}", r["set"], f"{r['measured']:,.0f}",
                   f"{r['predicted']:,.0f}", f"{r['error'] * 100:+.1f} %")
     out = stdout()
     out.print(t)
+    sh = res["shipped"]
     out.print(f"geomean_error {res['geomean_error']:.4f} ({res['geomean_error'] * 100:.1f} %), "
-              f"worst_error {res['worst_error']:.4f} ({res['worst_error'] * 100:.1f} %) over {len(res['rows'])} rows")
+              f"worst_error {res['worst_error']:.4f} ({res['worst_error'] * 100:.1f} %) over {len(res['rows'])} rows; "
+              f"shipped rows: geomean {sh['geomean_error'] * 100:.1f} %, worst {sh['worst_error'] * 100:.1f} % over {sh['n']}")
+    for fam, v in res.get("leave_one_family_out", {}).items():
+        out.print(f"{fam} left out of the fit: geomean {v['geomean_error'] * 100:.1f} %, worst {v['worst_error'] * 100:.1f} % "
+                  f"over its {v['n']} rows")
     return 0

@@ -1,0 +1,69 @@
+"""The headline of a run: the one finding to read first, from the top-down tree and the multi-chip view.
+
+Rule (``headline``):
+
+1. Waiting for a slower peer first. When ``topdown.interconnect.peer_wait`` (the chips' cycles spent
+   at collectives waiting for the last chip to arrive) is above its threshold, the headline is that
+   wait and the chip waited on: the multi-chip analysis's straggler when there is one, else the chip
+   that waits least while the others wait (from the per-chip values of the same metric). A group
+   in lock step runs at its slowest chip's pace, so every other share describes a server slowed by
+   it; counting the wait as "interconnect" would send the engineer to the links.
+2. Otherwise the deepest node of the top-down drill-down (the largest node above its threshold at
+   each level, Yasin's top-down method), e.g. ``topdown.interconnect.link_transfer``.
+3. Otherwise the level-1 bottleneck.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .bottleneck import _crossed
+
+PEER_WAIT = "topdown.interconnect.peer_wait"
+
+
+def _value(x) -> float:
+    return float(x) if np.ndim(x) == 0 and np.isfinite(float(x)) else float("nan")
+
+
+def waited_on(graph, ev, multichip: dict | None) -> int | None:
+    """The chip the others wait for: the multi-chip straggler, else the chip whose per-chip peer-wait
+    share is lowest while the median chip waits at least twice as long (None when unclear)."""
+    coll = (multichip or {}).get("collective") or {}
+    st = coll.get("straggler") or (multichip or {}).get("straggler")
+    if st:
+        return int(st["chip"])
+    if PEER_WAIT not in graph.metrics or len(ev.chips) < 2:
+        return None
+    w = np.asarray(ev.per_chip[PEER_WAIT], np.float64)
+    if not np.isfinite(w).all():
+        return None
+    i = int(np.argmin(w))
+    return int(ev.chips[i]) if np.median(w) >= 2 * w[i] + 1e-9 else None
+
+
+def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
+    """``{"metric", "share", "message", "chip"}`` (share as a fraction of the chips' cycles; ``chip``:
+    the chip waited on, or None), by the rule of the module docstring; None without a top-down tree."""
+    m = graph.metrics.get(PEER_WAIT)
+    if m is not None and m.threshold is not None:
+        v = _value(ev.server[PEER_WAIT])
+        op, limit, _ = m.threshold
+        if np.isfinite(v) and _crossed(op, v, limit):
+            chip = waited_on(graph, ev, multichip)
+            who = f"chip {chip}" if chip is not None else "a slower chip"
+            return {"metric": PEER_WAIT, "share": v / 100.0, "chip": chip,
+                    "message": f"waiting for {who} at collectives: {v:.1f} % of the chips' cycles "
+                               f"(the group runs at its slowest chip's pace)"}
+    if analysis.drilldown:
+        name, share = analysis.drilldown[-1]
+        thr = graph.metrics[name].threshold
+        return {"metric": name, "share": share, "chip": None,
+                "message": f"{thr[2] if thr else name}: {share * 100:.1f} % of the chips' cycles"}
+    if analysis.bottleneck:
+        v = analysis.topdown[analysis.bottleneck]
+        return {"metric": analysis.bottleneck, "share": v / 100.0, "chip": None,
+                "message": f"{analysis.bottleneck_label}: {v:.1f} % of the chips' cycles"}
+    return None
+
+
+__all__ = ["PEER_WAIT", "headline", "waited_on"]

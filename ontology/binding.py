@@ -1,0 +1,150 @@
+"""Emulator bindings as resolved: what the reference emulator counts for a signal, checked as far as
+the ontology can check it.
+
+A binding (``model.EmulatorBinding``, ``emulator:`` under a signal) names quantities of the
+emulator. The ontology checks its shape — exactly one kind, a kind that fits the signal's kind, a
+split that fits the block's instances, finite coefficients; the emulator checks the quantity names
+and units it knows (``perfonto.emulator.quantities.check_bindings``), so the ontology never
+depends on the emulator. Both report located diagnostics.
+
+Kinds: ``linear`` (Σ coefficient × cumulative amount, counters), ``impulse`` (a step-end count,
+counters), ``gauge`` (a level, gauges), ``events`` (Poisson events at ``rate`` per instance per
+second, counters), ``constant`` (a raw register value, any kind).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .diagnostics import Diagnostic, Span
+from .model import EmulatorBinding, SignalKind
+from .yaml_source import YamlSource
+
+KINDS = ("linear", "impulse", "gauge", "event_rate", "constant")
+_KIND_NAME = {"linear": "linear", "impulse": "impulse", "gauge": "gauge", "event_rate": "events", "constant": "constant"}
+_FOR = {"linear": (SignalKind.counter,), "impulse": (SignalKind.counter,), "gauge": (SignalKind.gauge,),
+        "event_rate": (SignalKind.counter,), "constant": tuple(SignalKind)}
+_SPLIT = ("linear", "gauge", "event_rate")
+
+
+@dataclass(frozen=True)
+class ResolvedBinding:
+    """One signal's emulator binding, resolved.
+
+    kind: ``linear``, ``impulse``, ``gauge``, ``events`` or ``constant``.
+    terms: ``linear``: ((quantity, coefficient), ...); term_spans: where each quantity is written.
+    name: ``impulse`` / ``gauge``: the quantity; name_span: where it is written.
+    split: instance split (``one`` for blocks without instances).
+    leader_only: counted on the leader chip of each scheduler rank only.
+    rate: ``events``: events per instance per second.
+    constant: ``constant``: the raw register value.
+    span: where the binding is written (the ``emulator:`` key's value).
+    """
+
+    kind: str
+    span: Span
+    terms: tuple[tuple[str, float], ...] = ()
+    term_spans: tuple[Span, ...] = ()
+    name: str = ""
+    name_span: Span | None = None
+    split: str = "one"
+    leader_only: bool = False
+    rate: float = 0.0
+    constant: int = 0
+
+    @property
+    def quantities(self) -> tuple[str, ...]:
+        """Every emulator quantity the binding reads."""
+        return tuple(q for q, _ in self.terms) + ((self.name,) if self.name else ())
+
+    def describe(self) -> str:
+        """One line, e.g. ``linear: 1 × hbm_read (jitter)``."""
+        if self.kind == "linear":
+            body = " + ".join(f"{c:g} × {q}" for q, c in self.terms)
+        elif self.kind in ("impulse", "gauge"):
+            body = self.name
+        elif self.kind == "events":
+            body = f"{self.rate:g} per instance per s"
+        else:
+            body = str(self.constant)
+        extra = [self.split] if self.kind in ("linear", "gauge", "events") else []
+        if self.leader_only:
+            extra.append("leader only")
+        return f"{self.kind}: {body}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def resolve_binding(full: str, kind: SignalKind, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource,
+                    diags: list[Diagnostic]) -> ResolvedBinding | None:
+    """Resolve the binding ``b`` of signal ``full`` (of ``kind``, register ``width`` bits, on a block
+    with instance ``axes``), written at ``sloc + ("emulator",)``; every problem becomes a located
+    diagnostic in ``diags`` (then None)."""
+    loc = sloc + ("emulator",)
+
+    def err(msg, key=None, hint=""):
+        diags.append(Diagnostic("error", "emulator-binding", f"signal `{full}`: emulator binding: {msg}",
+                                src.span(loc + ((key,) if key else ())), hint=hint))
+
+    given = [k for k in KINDS if getattr(b, k) is not None]
+    if len(given) != 1:
+        err(f"give exactly one of {', '.join(KINDS)} (got {', '.join(given) or 'none'})", None,
+            "e.g. `emulator: {linear: {hbm_read: 1}, split: jitter}`; `perfonto emulator-quantities` lists the quantities")
+        return None
+    k = given[0]
+    ok = True
+    if kind not in _FOR[k]:
+        want = " or ".join(x.value for x in _FOR[k])
+        fits = [x for x in KINDS if kind in _FOR[x]]
+        err(f"`{k}` is for a {want}, but the signal is a {kind.value}", k, f"a {kind.value} takes {', '.join(fits)}")
+        ok = False
+    split = b.split.value if b.split is not None else None
+    n_axes = len(axes)
+    if k in _SPLIT:
+        if split is None:
+            if n_axes:
+                err(f"block instances {', '.join(f'{a}: {n}' for a, n in axes)} need a `split`", None,
+                    "add `split: each` (every instance sees it all), `even`, `jitter`, `links` or `links_each`")
+                ok = False
+            split = "one"
+        elif split == "one" and n_axes:
+            err("`split: one` is for blocks without instances", "split", "use `each` for every instance seeing the whole amount")
+            ok = False
+        elif split != "one" and not n_axes:
+            err(f"`split: {split}` needs a block with instances; this one has none", "split", "remove `split` (or write `one`)")
+            ok = False
+        elif split in ("links", "links_each") and n_axes != 1:
+            err(f"`split: {split}` needs one instance axis (the links)", "split")
+            ok = False
+        elif k == "event_rate" and split not in ("one", "each", "links_each"):
+            err(f"random events happen at `event_rate` on every instance; `split: {split}` does not apply", "split",
+                "use `each` (every instance) or `links_each` (the links the collectives use)")
+            ok = False
+    elif split is not None:
+        err(f"`split` does not apply to `{k}`", "split", "remove `split`")
+        ok = False
+    if b.leader_only and k not in ("linear", "impulse"):
+        err(f"`leader_only` does not apply to `{k}`", "leader_only", "leader_only is for linear and impulse bindings")
+        ok = False
+    terms: list[tuple[str, float]] = []
+    spans: list[Span] = []
+    if k == "linear":
+        if not b.linear:
+            err("`linear` needs at least one quantity", "linear", "e.g. `linear: {mxu_busy: 1}`")
+            ok = False
+        for q, c in (b.linear or {}).items():
+            if not math.isfinite(c) or c == 0:
+                err(f"coefficient of `{q}` must be a finite non-zero number (got {c})", "linear")
+                ok = False
+            terms.append((q, float(c)))
+            spans.append(src.span(loc + ("linear", q, "<key>")))
+    if k == "constant" and isinstance(width, int) and b.constant >= (1 << width):
+        err(f"constant {b.constant} does not fit in the {width}-bit register", "constant")
+        ok = False
+    if not ok:
+        return None
+    name = b.impulse if k == "impulse" else b.gauge if k == "gauge" else ""
+    return ResolvedBinding(_KIND_NAME[k], src.span(loc), tuple(terms), tuple(spans), name or "",
+                           src.span(loc + (k,)) if name else None, split or "one", bool(b.leader_only),
+                           float(b.event_rate or 0.0), int(b.constant or 0))
+
+
+__all__ = ["ResolvedBinding", "resolve_binding"]

@@ -1,0 +1,199 @@
+"""``perfonto serve``: a live source through the streaming evaluator, exposed as OpenMetrics.
+
+``Server`` generates the catalog's evaluator (``codegen.python_evaluator``), keeps the live state
+(``analysis.live.LiveMetrics``) fed from a source (``perfonto.live_emulate.EmulatedSource`` or
+``analysis.follow.FollowSource``: anything with ``start()``, ``blocks(stop)``, ``status()``,
+``close()``), and answers on ``bind:port``:
+
+- ``GET /metrics``: OpenMetrics text (``application/openmetrics-text; version=1.0.0``), or the classic
+  Prometheus text format when the client asks for ``text/plain`` only (``analysis.openmetrics``);
+- ``GET /healthz``: JSON ``{"status": "starting"|"ok"|"finished"|"failed", …}`` (with the samples and
+  windows pushed, the source's state and the scrapes served per format), 200 unless failed (503);
+- with an OTLP endpoint, also pushes over OTLP/HTTP (``analysis.otlp``).
+
+``run(stop)`` serves until ``stop`` is set (the CLI sets it on SIGINT or SIGTERM), then stops the
+source, the HTTP server and the OTLP exporter (a last export) and returns a summary.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+
+from perfonto.analysis.evaluate import load_evaluator
+from perfonto.analysis.live import LiveMetrics
+from perfonto.analysis.openmetrics import LiveCollector, registry_for
+from perfonto.codegen.python_evaluator import generate
+from perfonto.metrics.compiler import MetricGraph
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("perfonto")
+    except Exception:  # running from a checkout that is not installed
+        return "unknown"
+
+
+class _OneLine(logging.Handler):
+    """OpenTelemetry SDK log records as one line each on ``log`` (no tracebacks); a message already
+    said in the last minute (an endpoint that stays down) is not repeated."""
+
+    def __init__(self, log: Callable[[str], None]):
+        super().__init__(logging.WARNING)
+        self.log = log
+        self._said: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg, now = record.getMessage(), time.monotonic()
+        if now - self._said.get(msg, -1e9) < 60.0:
+            return
+        if len(self._said) > 100:
+            self._said.clear()
+        self._said[msg] = now
+        self.log(f"warning: OTLP export: {msg}")
+
+
+class Server:
+    """The serving process (module docstring). Raises ``OSError`` when ``bind:port`` cannot be
+    listened on, ``ValueError`` when the catalog's names collide (``metrics.telemetry.expositions``)."""
+
+    def __init__(self, graph: MetricGraph, source, *, bind: str = "127.0.0.1", port: int = 9464, host: str = "localhost",
+                 otlp: str | None = None, otlp_interval_s: float = 10.0, log: Callable[[str], None] = lambda s: None):
+        self.graph, self.source, self.log = graph, source, log
+        self._tmp = tempfile.TemporaryDirectory(prefix="perfonto-serve-eval-")
+        path = Path(self._tmp.name) / f"{graph.generation.name}_evaluator.py"
+        path.write_text(generate(graph), encoding="utf-8")
+        self.live = LiveMetrics(graph, load_evaluator(path), host)
+        self.info = {"generation": graph.generation.name, "catalog_hash": graph.content_hash, "version": _version()}
+        self.registry = registry_for(LiveCollector(self.live, self.info, self._status))
+        self.messages: collections.deque[str] = collections.deque(maxlen=20)
+        self.push_errors = 0
+        self.scrapes = {"openmetrics": 0, "text": 0}
+        self.started_s = time.time()
+        try:
+            self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        self.httpd.daemon_threads = True
+        self.url = f"http://{bind}:{self.httpd.server_address[1]}"
+        self.otlp = None
+        self.otlp_endpoint = otlp
+        if otlp:
+            from perfonto.analysis.otlp import OtlpExport
+
+            logger = logging.getLogger("opentelemetry")
+            logger.addHandler(_OneLine(log))
+            logger.propagate = False
+            self.otlp = OtlpExport(self.live, otlp, otlp_interval_s,
+                                   {"perfonto.generation": self.info["generation"], "perfonto.catalog_hash": self.info["catalog_hash"]},
+                                   version=self.info["version"])
+
+    def _note(self, msg: str) -> None:
+        self.messages.append(msg)
+        self.log(msg)
+
+    def _status(self) -> dict:
+        st = dict(self.source.status())
+        st["errors"] = st.get("errors", 0) + self.push_errors
+        return st
+
+    def health(self) -> tuple[int, dict]:
+        """(HTTP status, body) of ``/healthz``: ``status`` is ``failed`` (503) when the source failed,
+        ``finished`` when a bounded source is done (its last values stay served), ``starting`` before
+        the first window, else ``ok``."""
+        st = self._status()
+        snap = self.live.snapshot()
+        if st.get("error"):
+            status = "failed"
+        elif st.get("finished"):
+            status = "finished"
+        elif snap.windows == 0:
+            status = "starting"
+        else:
+            status = "ok"
+        body = {"status": status, "source": st, "samples": snap.samples, "windows": snap.windows,
+                "chips": [int(c) for _, c in snap.series], "metrics": len(self.live.expositions),
+                "scrapes": dict(self.scrapes), "uptime_s": round(time.time() - self.started_s, 3), "messages": list(self.messages), **self.info}
+        return (503 if status == "failed" else 200), body
+
+    def run(self, stop: threading.Event) -> dict:
+        """Serve until ``stop`` is set; returns the summary (``ok``, ``url``, samples, windows, source)."""
+        http = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="perfonto-http", daemon=True)
+        http.start()
+        try:
+            for block in self.source.blocks(stop):
+                try:
+                    self.live.push(block)
+                except ValueError as exc:
+                    self.push_errors += 1
+                    self._note(f"error: {exc}")
+            st = self._status()
+            if st.get("error"):
+                self._note(f"error: {st['error']}")
+            elif not stop.is_set():
+                self._note("the source is done; serving its last values until stopped")
+            while not stop.is_set():
+                stop.wait(0.5)
+        finally:
+            self.close()
+        snap = self.live.snapshot()
+        return {"ok": True, "url": self.url + "/metrics", "samples": snap.samples, "windows": snap.windows,
+                "chips": [int(c) for _, c in snap.series], "source": self._status(), "otlp": self.otlp_endpoint,
+                **self.info}
+
+    def close(self) -> None:
+        """Stop the source, the HTTP server and the OTLP exporter (idempotent)."""
+        self.source.close()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self.otlp is not None:
+            self.otlp.shutdown()
+            self.otlp = None
+        self._tmp.cleanup()
+
+
+def _handler(server: Server):
+    from prometheus_client import exposition, openmetrics
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "perfonto"
+
+        def log_message(self, format, *args):  # no access log on stderr
+            pass
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                accept = self.headers.get("Accept", "")
+                if "text/plain" in accept and "application/openmetrics-text" not in accept:
+                    server.scrapes["text"] += 1
+                    self._send(200, exposition.generate_latest(server.registry), exposition.CONTENT_TYPE_LATEST)
+                else:
+                    server.scrapes["openmetrics"] += 1
+                    self._send(200, openmetrics.exposition.generate_latest(server.registry),
+                               openmetrics.exposition.CONTENT_TYPE_LATEST)
+            elif path in ("/healthz", "/health"):
+                code, body = server.health()
+                self._send(code, json.dumps(body).encode(), "application/json")
+            elif path == "/":
+                self._send(200, b"perfonto serve: /metrics (OpenMetrics), /healthz (JSON)\n", "text/plain; charset=utf-8")
+            else:
+                self._send(404, b"not found: try /metrics or /healthz\n", "text/plain; charset=utf-8")
+
+    return Handler
