@@ -43,6 +43,7 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SLit, SNeg, SNum, parse, perf_symbol
 from .names import NameTable, ident, metric_name
+from .perf_tags import tag as _tag, tagged_event
 from .source_io import load_json
 from .thresholds import ancestors, split
 from .units import split_scale_unit
@@ -251,31 +252,8 @@ class _Reader:
         return ir.Event(low)
 
     def _tagged_event(self, low: str) -> ir.Node:
-        """An event perfonto exported: its block, unit, scale, kind, width, instances and chip rule come
-        back from the definition (ScaleUnit and the ``[perfonto: …]`` tag). A metric reads the raw
-        count (perf reverses an event's scale), i.e. the signal's value / scale, summed over instances."""
         entry, tag = self.event_defs[low]
-        block = ident(str(entry.get("Unit") or low.split(".")[0]))
-        name = ident(low.split(".", 1)[1]) if "." in low else ident(low)
-        scale, label = split_scale_unit(str(entry.get("ScaleUnit") or "1"))
-        axes = {}
-        for part in str(tag.get("instances", "")).split(","):
-            a, _, n = part.partition(":")
-            if a.strip() and n.strip().isdigit() and len(n.strip()) <= 7:
-                axes[ident(a.strip())] = int(n)
-        width = tag.get("width", 64)
-        ev = self.cat.event(low, block, name, self.defined_events.get(low, ""), True)
-        ev.unit = label or "event"
-        ev.scale = scale if scale > 0 and scale == scale and scale != float("inf") else 1.0
-        ev.kind = tag.get("kind") if tag.get("kind") in ("counter", "gauge") else "counter"
-        ev.width = int(width) if str(width).isdigit() and 1 <= int(width) <= 64 else ("unknown" if width == "unknown" else 64)
-        ev.axes = axes
-        ev.across_chips = tag.get("across_chips") if tag.get("across_chips") in ("sum", "avg", "max") else None
-        ev.counted_by = "leader" if tag.get("counted_by") == "leader" else "chip"
-        node: ir.Node = ir.Event(low)
-        if axes:
-            node = ir.Rollup("sum", node)
-        return node if ev.scale == 1.0 else ir.Bin("/", node, ir.Num(ev.scale))
+        return tagged_event(self.cat, low, entry, tag, self.defined_events.get(low, ""))
 
     def _instances(self, key: str) -> int:
         if self.gen is not None and key in self.gen.signals:
@@ -437,15 +415,3 @@ def _unsum(n: ir.Node) -> ir.Node | None:
         return None if b is None else ir.Bin("*", n.left, b)
     return None
 
-
-def _tag(desc: str) -> tuple[str, dict]:
-    """A description without its ``[perfonto: k=v; …]`` tag (what perfonto's export writes), and the tag."""
-    m = re.search(r"\s*\[perfonto: ([^\]]*)\]", desc)
-    if not m:
-        return desc, {}
-    tag = {}
-    for part in m.group(1).split(";"):
-        k, _, v = part.partition("=")
-        if k.strip():
-            tag[k.strip()] = v.strip()
-    return (desc[: m.start()] + desc[m.end():]).strip(), tag

@@ -36,6 +36,7 @@ from perfonto.ontology.model import Scope, SignalKind
 from perfonto.ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
 
 from . import ir
+from .across_chips import group_check, is_frequency, reads_leader
 
 ROLLUPS = {"sum", "avg", "min", "max"}
 POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
@@ -138,7 +139,7 @@ class Typer:
         self.group_rule = any(getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name))
         declared = self.unit(d.unit, d.unit_span)
         t = self.expr(d.expr)
-        self.leader_of[d.name] = self._reads_leader(d.expr)
+        self.leader_of[d.name] = reads_leader(self, d.expr)
         if not t.is_bool:
             self._gauge_rate_check(d, t, declared)
             self.sparsity_of[d.name] = t.sparsity
@@ -147,7 +148,7 @@ class Typer:
                             hint="use it inside `a if cond else b`")
         f = self.factor(t.unit, declared, d.unit_span, f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}")
         node = t.node if f == 1.0 else self._mul_const(t.node, f)
-        if node.degree == 1 and self._is_frequency(declared):  # a clock rate: the mean over chips, never their sum
+        if node.degree == 1 and is_frequency(self.reg, declared):  # a clock rate: the mean over chips, never their sum
             node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1)), node.axes, 0)
         if node.degree not in (0, 1):
             raise self.fail("chip-degree", f"metric `{d.name}` scales as chips^{node.degree} at server level", d.expr.span,
@@ -162,49 +163,6 @@ class Typer:
         if d.threshold:
             threshold = (d.threshold.op, self._bound(d.threshold.value, declared), d.threshold.message)
         return node, declared, bounds, threshold
-
-    def _is_frequency(self, u: pint.Unit) -> bool:
-        """Cycles of one clock domain per second, or a plain frequency (Hz)."""
-        dims = dict(self.reg.Quantity(1, u).dimensionality)
-        if dims == {"[time]": -1}:
-            return True
-        cyc = [k for k in dims if k.endswith("_cycle]")]
-        return len(cyc) == 1 and dims == {cyc[0]: 1, "[time]": -1}
-
-    def _is_time(self, u: pint.Unit) -> bool:
-        """Seconds, or cycles of one clock domain: a time measured on each chip."""
-        dims = dict(self.reg.Quantity(1, u).dimensionality)
-        return dims == {"[time]": 1} or (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1)
-
-    def _reads_leader(self, e: ast.Expr) -> bool:
-        """Does ``e`` read a leader-counted signal (directly or through a metric)?"""
-        for n in ast.walk(e):
-            if isinstance(n, ast.Name):
-                name = self.gen.aliases.get(n.name, n.name)
-                s = self.gen.signals.get(name)
-                if (s is not None and s.counted_by == "leader") or self.leader_of.get(name, False):
-                    return True
-        return False
-
-    def _reads_chip_time(self, e: ast.Expr) -> bool:
-        """Does ``e`` read a counter that every chip counts (not only constants and leader counts)?"""
-        for n in ast.walk(e):
-            if isinstance(n, ast.Name):
-                name = self.gen.aliases.get(n.name, n.name)
-                s = self.gen.signals.get(name)
-                if s is not None and s.kind is SignalKind.counter and s.counted_by == "chip":
-                    return True
-                m = self.compiled.get(name)
-                if m is not None and any(self.gen.signals[x].counted_by == "chip" for x in m.signal_deps):
-                    return True
-        return False
-
-    def _group_check(self, e: ast.Binary, a: _T, b: _T) -> None:
-        """Mark the metric ``group_rule`` when ``e`` multiplies or divides a per-chip time by a leader count."""
-        for t, te, other in ((a, e.left, e.right), (b, e.right, e.left)):
-            if t.node.degree >= 1 and not t.literal and self._is_time(t.unit) and self._reads_chip_time(te) \
-                    and not self._reads_leader(te) and self._reads_leader(other):
-                self.group_rule = True
 
     def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
         """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
@@ -339,7 +297,7 @@ class Typer:
             op = "add" if e.op == "+" else "sub"
             return _T(ir.Op(op, (a.node, b.node), axes, deg), a.unit, a.literal and b.literal)
         if e.op in ("*", "/"):
-            self._group_check(e, a, b)
+            group_check(self, e, a, b)
         if e.op == "*":
             return _T(ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree), a.unit * b.unit, a.literal and b.literal)
         if e.op == "/":
