@@ -331,8 +331,8 @@ def _period(meta: dict, override: int | None, p: str) -> int:
     raw = override if override is not None else meta.get("sample_period_ns", 0)
     try:
         value = float(raw or 0)
-    except (TypeError, ValueError):
-        raise DumpError(f"{p}: metadata sample_period_ns is {raw!r}, not a number of nanoseconds") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a double's range
+        raise DumpError(f"{p}: metadata sample_period_ns is {str(raw)[:40]!r}, not a number of nanoseconds") from None
     if not np.isfinite(value) or value < 0 or value > 8.64e13:
         raise DumpError(f"{p}: sample_period_ns is {raw!r}; give a finite period of at most a day in ns")
     return int(value)
