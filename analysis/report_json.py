@@ -27,7 +27,9 @@ def report_json(report) -> dict:
         if v is None:
             continue
         if np.ndim(v) == 0:
-            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": "run (over records)"}
+            pop = (report.populations or {}).get(name, {})
+            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": pop.get("population") or "run (over records)"} | \
+                {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
         else:
             arr = np.asarray(v, dtype=np.float64)
             metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,

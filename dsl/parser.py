@@ -16,6 +16,7 @@ from importlib import resources
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from perfonto.ontology.diagnostics import Diagnostic, Span, with_source
+from perfonto.ontology.files import FileReadError, newlines, read_text
 
 from . import ast
 
@@ -117,29 +118,30 @@ def _x(v):
 
 class _ToAst(Transformer):
     """Rule callbacks applied during the LALR parse (``_building_parser``). ``file`` and ``text`` are
-    set for each parse (under ``_LOCK``)."""
+    set for each parse (under ``_LOCK``), with ``line0``/``pos0``: where the parsed chunk starts in the
+    file (0-based line and offset), added to every token position so that spans point into the whole
+    file."""
 
-    def __init__(self, file: str = "<string>", text: str = ""):
+    def __init__(self, file: str = "<string>", text: str = "", line0: int = 0, pos0: int = 0):
         super().__init__()
         self.file = file
         self.text = text
+        self.line0, self.pos0 = line0, pos0
 
     # -- spans from the first and last token or node of a rule --------------------------------------
-    @staticmethod
-    def _start(v):
+    def _start(self, v):
         if isinstance(v, Token):
-            return v.line, v.column, v.start_pos
+            return v.line + self.line0, v.column, v.start_pos + self.pos0
         if isinstance(v, (_Paren, _UnitTok)):
-            return _ToAst._start(v.first if isinstance(v, _Paren) else v.tok)
+            return self._start(v.first if isinstance(v, _Paren) else v.tok)
         sp = v.span
         return sp.line, sp.col, sp.start
 
-    @staticmethod
-    def _end(v):
+    def _end(self, v):
         if isinstance(v, Token):
-            return v.end_line, v.end_column, v.end_pos
+            return v.end_line + self.line0, v.end_column, v.end_pos + self.pos0
         if isinstance(v, (_Paren, _UnitTok)):
-            return _ToAst._end(v.last if isinstance(v, _Paren) else v.tok)
+            return self._end(v.last if isinstance(v, _Paren) else v.tok)
         sp = v.span  # a node's span: end_col is 0 when it ends on a later line than it starts
         return (sp.line if sp.end_col else -1), sp.end_col, sp.end
 
@@ -150,7 +152,7 @@ class _ToAst(Transformer):
 
     def _tspan(self, tok: Token) -> Span:
         end = tok.end_column if tok.end_line == tok.line else 0
-        return Span(self.file, tok.line, tok.column, end)
+        return Span(self.file, tok.line + self.line0, tok.column, end)
 
     def start(self, items):
         return list(items)
@@ -299,10 +301,13 @@ _DECL_START = re.compile(r"^[ \t]*metric\b", re.M)
 def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
     """Parse one metric file's text. Returns the declarations and the syntax diagnostics.
 
-    On a syntax error the file is parsed again one declaration at a time (a declaration starts at a
-    line beginning with ``metric``), so every broken declaration is reported — each with
-    ``file:line:col``, the offending token and what was expected — and the others are kept.
+    Line ends CR-LF and CR are read as LF (a file saved with classic Mac OS line ends is not one long
+    comment). On a syntax error the file is parsed again one declaration at a time (a declaration
+    starts at a line beginning with ``metric``), so every broken declaration is reported — each with
+    ``file:line:col``, the offending token and what was expected — and the others are kept. Each
+    chunk is parsed on its own with its positions shifted, so recovery stays linear in the file size.
     """
+    text = newlines(text)
     decls, diags = _parse_one(text, file)
     if not diags:
         return decls, diags
@@ -311,31 +316,31 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
         return decls, diags
     decls, diags = [], []
     bounds = [0] + starts[1:] + [len(text)]
+    line = 0
     for a, b in zip(bounds, bounds[1:]):
-        # keep line numbers: blank out everything outside the chunk but newlines
-        chunk = _blank(text[:a]) + text[a:b]
-        d, dg = _parse_one(chunk, file, text)
+        d, dg = _parse_one(text[a:b], file, text, line0=line, pos0=a)
         decls += d
         diags += dg
+        line += text.count("\n", a, b)
     return decls, diags
 
 
-def _blank(prefix: str) -> str:
-    return "".join(c if c == "\n" else " " for c in prefix)
-
-
-def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+def _parse_one(text: str, file: str, full_text: str | None = None, line0: int = 0,
+               pos0: int = 0) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse ``text`` — the whole file, or a chunk of ``full_text`` starting at line ``line0 + 1``
+    (offset ``pos0``, at the start of a line)."""
     shown = full_text if full_text is not None else text
     try:
         with _LOCK:
             parser, tr = _building_parser()
-            tr.file, tr.text = file, shown
+            tr.file, tr.text, tr.line0, tr.pos0 = file, shown, line0, pos0
             decls = parser.parse(text)
     except _ClauseError as inner:
-        span = Span(file, inner.span.line, inner.span.col) if inner.span.line else Span(file, 1, 1)
+        span = Span(file, inner.span.line + (line0 if not inner.span.file else 0), inner.span.col) if inner.span.line \
+            else Span(file, line0 + 1, 1)
         return [], [with_source(Diagnostic("error", "syntax", inner.msg, span), shown)]
     except (RecursionError, _TooDeep):
-        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, 1, 1),
+        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, line0 + 1, 1),
                                hint="split it into several metrics")]
     except UnexpectedInput as exc:
         line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
@@ -344,8 +349,7 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
             hint = "metric names and units use letters, digits, `_` and `.`; strings use double quotes"
         elif isinstance(exc, UnexpectedEOF):
             msg = "unexpected end of file"
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
+            line, col = _end_of(text)
             hint = _expected(exc)
         elif isinstance(exc, UnexpectedToken):
             tok = exc.token
@@ -353,25 +357,29 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
             msg = f"unexpected {tok_text}"
             hint = _expected(exc)
             if tok.type == "$END":
-                lines = text.splitlines() or [""]
-                line, col = len(lines), len(lines[-1]) + 1
+                line, col = _end_of(text)
         else:  # pragma: no cover - lark has no other subclasses today
             msg, hint = str(exc), ""
-        d = Diagnostic("error", "syntax", msg, Span(file, line, col), hint=hint)
+        d = Diagnostic("error", "syntax", msg, Span(file, line + line0, col), hint=hint)
         return [], [with_source(d, shown)]
     return decls, []
 
 
-def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
-    """Parse a metric file from disk (UTF-8); unreadable or non-UTF-8 files give one diagnostic."""
-    from pathlib import Path
+def _end_of(text: str) -> tuple[int, int]:
+    """1-based line and column just past the last character of ``text`` (lines split at LF)."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines = lines[:-1]
+    return len(lines), len(lines[-1]) + 1
 
-    p = Path(path)
+
+def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse a metric file from disk (UTF-8); a path that cannot be read as a file (missing, a folder,
+    a device, too large, not UTF-8) gives one diagnostic."""
     try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return [], [Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte offset {exc.start})", Span(str(p), 1, 1),
-                               hint="save the file as UTF-8")]
-    except OSError as exc:
-        return [], [Diagnostic("error", "io", f"cannot read file: {exc.strerror}", Span(str(p)))]
-    return parse_text(text, str(p))
+        text = read_text(path, "metric file")
+    except FileReadError as exc:
+        code = "not-utf8" if "UTF-8" in exc.reason else "io"
+        return [], [Diagnostic("error", code, f"cannot read file: {exc.reason}", Span(str(path), 1 if code == "not-utf8" else 0, 1 if code == "not-utf8" else 0),
+                               hint=exc.hint)]
+    return parse_text(text, str(path))

@@ -197,7 +197,7 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             continue
         if col.endswith("]") and "[" in col:
             base, _, idx = col[:-1].rpartition("[")
-            if base in gen.signals and idx.isdigit():
+            if base in gen.signals and idx.isdigit() and len(idx) <= 9:  # an index, not a 5000-digit number
                 flat.setdefault(base, {})[int(idx)] = col
                 continue
         if col in gen.signals:
@@ -284,7 +284,7 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
 
 
 def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,)) of a long table, packed in a tuple."""
+    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,), declared instance count) of a long table."""
     if t.column("signal").null_count:
         raise DumpError(f"{p}: `signal` holds nulls; every row names its signal")
     val = t.column("value")
@@ -348,7 +348,8 @@ def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
     row_of = row_of.reshape(-1)
     N = len(uniq)
     wide = {}
-    for name, (rows, inst, vals, nulls, size) in columns.items():
+    for name, (rows, inst, vals, nulls, declared) in columns.items():
+        size = max(int(declared), 1)  # every declared instance; one no row gives is a null register
         arr = np.zeros((N, size), np.uint64)
         missing = np.ones((N, size), bool)
         r = row_of[rows]
@@ -372,8 +373,8 @@ def _period(meta: dict, override: int | None, p: str) -> int:
     raw = override if override is not None else meta.get("sample_period_ns", 0)
     try:
         value = float(raw or 0)
-    except (TypeError, ValueError):
-        raise DumpError(f"{p}: metadata sample_period_ns is {raw!r}, not a number of nanoseconds") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a double's range
+        raise DumpError(f"{p}: metadata sample_period_ns is {str(raw)[:40]!r}, not a number of nanoseconds") from None
     if not np.isfinite(value) or value < 0 or value > 8.64e13:
         raise DumpError(f"{p}: sample_period_ns is {raw!r}; give a finite period of at most a day in ns")
     return int(value)

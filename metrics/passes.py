@@ -181,6 +181,7 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         try:
+            typer.group_rule = False
             typed = typer.metric(d, compiled)
         except Fail as f:
             diags.append(f.diagnostic)
@@ -213,7 +214,8 @@ def infer_units(s: Available) -> Typed:
             parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
             spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup,
-            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records)
+            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records,
+            group_rule=typer.group_rule and not from_records)
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
 
 

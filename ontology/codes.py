@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "unknown-unit": "a unit expression pint cannot parse in perfonto's registry",
     "spec-value": "a spec constant is not a finite positive number",
     "counter-width": "a counter's register width is missing or outside 1..64",
+    "instances": "a block's instance axes (with a histogram's buckets) multiply to more registers than a chip can have",
     "effective-width": "a counter's effective width is not within its storage width",
     "gauge-width": "a gauge declares a register width (gauges are levels and never wrap)",
     "max-rate": "a `max_rate` on a signal that is not a counter, or one that is not a positive rate",
@@ -42,6 +43,8 @@ CODES: dict[str, str] = {
     "histogram-buckets": "a histogram's bucket edges are not increasing",
     "packed-fields": "a packed register's fields overlap, leave its width or are missing",
     "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",
+    "counted-by": "`counted_by: leader` on a signal that is not a counter",
+    "signal-id": "a signal's C header id is given twice (or reuses a removed signal's)",
     "emulator-binding": "a signal's `emulator:` binding has the wrong shape (kind, split, coefficients) for the signal",
     "unknown-quantity": "an emulator binding names a quantity the emulator does not have, or one of the wrong kind",
     "stability": "a stability or rename declaration is inconsistent",
@@ -65,16 +68,23 @@ CODES: dict[str, str] = {
     "bool-metric": "a metric whose formula is a condition, not a quantity",
     "bounds-order": "bounds written HIGH .. LOW",
     "population": "request/token records combined with counter windows",
+    "packed-word": "a formula reads a packed register's whole word instead of one of its fields",
+    "clamp-order": "`clamp(x, lo, hi)` with literal bounds lo > hi (the result is always hi)",
+    "div-zero": "a division by a literal expression equal to zero (always null)",
+    "total-times-ratio": "a per-chip total multiplied or divided by a measured ratio (its server value means nothing)",
     "renamed-signal": "a formula reads a signal by its old name (resolved through the alias)",
     "deprecated-signal": "a formula reads a deprecated signal",
     # lint (warnings)
     "lint-description": "a metric or signal without a description",
     "lint-source": "a metric without the source of its formula",
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
+    "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
+    "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",
     # test vectors
     "vector-input": "a test vector's inputs do not match the generation's signals",
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
-    "vector-records": "a test vector's request records are malformed",
+    "vector-records": "a test vector's request records are malformed (or their token times disagree with their counts)",
+    "vector-bounds": "a test vector expects a value outside the metric's declared bounds",
 }
 
 

@@ -197,6 +197,7 @@ class Signal(_Model):
     reset_indicator_kind: ResetIndicatorKind | None = Field(default=None, description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the default) or `uptime` (only a decrease is a reset).")
     max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
     across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
+    counted_by: Literal["chip", "leader"] = Field(default="chip", description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).")
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
     buckets: Annotated[list[float], Strict()] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
@@ -207,6 +208,7 @@ class Signal(_Model):
     precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
+    id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
     emulator: EmulatorBinding | None = Field(default=None, description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.")
 
 
@@ -226,12 +228,15 @@ class RecordField(_Model):
     unit: str = Field(description="Unit of the field, e.g. `s`, `token`.")
     description: str = Field(min_length=1, description="What the field holds.")
     times: bool = Field(default=False, description="True for a list of instants per record (e.g. the emission time of every output token).")
+    measure: Literal["duration", "tokens"] | None = Field(default=None, description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).")
 
 
 class DerivedPopulation(_Model):
-    """A population derived from a ``times`` field: one record per gap between consecutive instants."""
+    """A population derived from a ``times`` field: one record per gap between consecutive *emissions*
+    (distinct instants). Several tokens emitted at one instant (speculative or multi-token decoding,
+    chunked streaming) are one emission: the zero gaps inside it are not records."""
 
-    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with n instants gives n - 1 gaps.")
+    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with k distinct instants (emissions) gives k - 1 gaps.")
 
 
 class RecordType(_Model):

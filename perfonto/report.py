@@ -41,7 +41,22 @@ def _fmt(v, unit: str = "") -> str:
     return f"{s} {unit}".strip()
 
 
-SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "e2e_latency_p50", "requests_completed"]
+def bounds_mark(m, server_value, windows_out: int) -> str:
+    """The headline table's note for a metric whose values break its declared bounds ("" if none)."""
+    if not m.bounds:
+        return ""
+    lo, hi = m.bounds
+    v = float(server_value) if np.ndim(server_value) == 0 else float("nan")
+    parts = []
+    if np.isfinite(v) and not (lo - 1e-9 * max(abs(lo), abs(hi), 1.0) <= v <= hi + 1e-9 * max(abs(lo), abs(hi), 1.0)):
+        parts.append("server value")
+    if windows_out:
+        parts.append(f"{windows_out} window value(s)")
+    return f"outside bounds {lo:g} .. {hi:g}: {' and '.join(parts)}" if parts else ""
+
+
+SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "itl_per_token_p50", "tokens_per_emission_mean",
+           "e2e_latency_p50", "requests_completed"]
 
 
 def render_serving(result: JobResult, console: Console) -> None:
@@ -54,8 +69,14 @@ def render_serving(result: JobResult, console: Console) -> None:
                   title_justify="left")
         t.add_column("metric")
         t.add_column("value", justify="right")
+        t.add_column("over")
+        pops = result.populations or {}
         for n, v in rows:
-            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text))
+            p = pops.get(n, {})
+            over = f"{p['count']:,} {p.get('population') or 'record'}(s)" if "count" in p else ""
+            if p.get("warning"):
+                over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
+            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
     ts = result.time_split
     if ts and all(v is not None for v in ts.values()):
@@ -91,7 +112,12 @@ def render(result: JobResult, console: Console) -> None:
         if name == "hbm.read_bandwidth":
             peak = gen.spec["spec.hbm.peak_bandwidth"]
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
-        t.add_row(name, _fmt(ev.server[name], m.unit_text), note)
+        value = _fmt(ev.server[name], m.unit_text)
+        mark = bounds_mark(m, ev.server[name], a.violation_counts.get(name, 0))
+        if mark:
+            value = f"[bold red]⚠[/bold red] {value}"
+            note = f"[red]{mark}[/red]" + (f"; {note}" if note else "")
+        t.add_row(name, value, note)
     console.print(t)
 
     render_serving(result, console)

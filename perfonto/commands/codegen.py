@@ -55,8 +55,11 @@ def cmd_codegen(args) -> int:
 def _codegen(args) -> list[Path]:
     from ..outputs import write_file
 
+    from perfonto.ontology.files import check_path, exists, is_dir
+
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
+    check_path(out, "--out folder")
+    if exists(out) and not is_dir(out):
         raise CommandError(f"--out {out} is a file; give a folder", 2)
     if args.target == "schemas":
         from perfonto.codegen.schemas import schemas
