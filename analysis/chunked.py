@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from perfonto.codegen.plan import plan
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.dump_scan import CHUNK_ROWS, DumpPlan, iter_chunks
-from perfonto.metrics.levels import null_reasons
+from perfonto.metrics.levels import group_inputs, group_scale, null_reasons
 from perfonto.metrics.windows import VALID, Windows, prepare
 
 from .checks import WindowChecks
@@ -191,6 +191,11 @@ def _levels(graph, evaluator, dump_plan, sums: list[ChipSums], bad_any, nulls, e
         rolled, interval, _ = combine(gen, vals, dt, np.zeros(C, np.int64), 1)
         out = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in rolled.items()}, 1),
                                  interval.reshape(1, 1), float(C))
+        if any(graph.metrics[n].group_rule for n in names):  # a per-chip time over a leader count: the groups' times
+            grp = group_inputs(gen, rolled, group_scale(gen, vals, np.zeros(C, np.int64), 1))
+            out_grp = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in grp.items()}, 1),
+                                         interval.reshape(1, 1), float(C))
+            out = {n: (out_grp[n] if graph.metrics[n].group_rule else v) for n, v in out.items()}
         kept = float(interval[0]) if C else 0.0
         for n in names:
             server[n] = np.full_like(np.asarray(out[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out[n][0, 0]

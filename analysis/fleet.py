@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.levels import group_inputs, group_scale
 from perfonto.metrics.topology import Topology
 
 from .bottleneck import _crossed
@@ -91,6 +92,9 @@ def rollups(graph: MetricGraph, evaluator, res: ChunkedResult, topology: Topolog
             vals, dt = chip_values(res.sums, key)
             rolled, interval, n = combine(gen, vals, dt, idx, G)
             out = _evaluate_by_chips(gen, evaluator, rolled, interval, n)
+            if any(graph.metrics[m].group_rule for m in metrics):  # per-chip times over leader counts: each node's groups
+                grp = _evaluate_by_chips(gen, evaluator, group_inputs(gen, rolled, group_scale(gen, vals, idx, G)), interval, n)
+                out = {m: (grp[m] if graph.metrics[m].group_rule else v) for m, v in out.items()}
             for m in metrics:
                 v = out[m]
                 v[interval <= 0] = np.nan

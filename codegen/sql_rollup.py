@@ -13,6 +13,9 @@ Stages after the window stages of ``codegen.sql`` (``window_stages``):
    inputs combined as ``metrics.windows.server_level`` combines them (counters summed, gauges by
    their ``across_chips`` rule — SUM, AVG or MAX —, packed fields by MAX, the interval the chips'
    mean). The carried columns are sums (and maxima), so a rack's row is the rollup of its hosts' rows;
+   Classes with ``group_rule`` metrics (a per-chip time over a leader-counted count) also carry
+   each chip's leader flag and the node's number of groups; ``nodes_g`` adds their chip-measured
+   times scaled by groups / chips, over which those metrics are evaluated (``metrics.levels``);
 5. formula layers per class (per-chip constants × ``chips``), then ``level``, ``node``, ``chips`` and
    one column per metric (metrics with instance axes as lists; ``rollup max|min`` metrics are left out:
    their values are extremes of window values, not ratios of sums).
@@ -23,6 +26,7 @@ from sqlglot import exp
 
 from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.levels import is_chip_time
 
 from .ir_passes import fold, nonfinite_sensitive
 from .sql import DIALECTS, SqlEmitter, window_stages
@@ -84,6 +88,27 @@ class RollupEmitter(SqlEmitter):
         return [exp.Paren(this=exp.Mul(this=_num(n.value), expression=scale))], 0
 
 
+def _groups(gen, k: int, key, mapping: dict[str, list[str]], run: list, agg: dict, scaled: list) -> None:
+    """Class ``k`` holds ``group_rule`` metrics (a per-chip time over a leader-counted count): add its
+    chips' leader flag (``chip_run``: a leader-counted counter advanced), the node's number of groups
+    (``nodes``: leaders, at least 1) and, in ``nodes_g``, each chip-measured time scaled by groups /
+    chips (``metrics.levels.group_inputs``)."""
+    lead = [c for s in sorted(key) if s in gen.signals and gen.signals[s].counted_by == "leader" for c in mapping[s]]
+    if lead:
+        total = exp.Coalesce(this=_col(lead[0]), expressions=[_num(0.0)])
+        for c in lead[1:]:
+            total = exp.Add(this=total, expression=exp.Coalesce(this=_col(c), expressions=[_num(0.0)]))
+        run.append(_alias(_case(exp.GT(this=total, expression=_num(0.0)), _num(1.0), _num(0.0)), f"k{k}_lead"))
+        agg[f"k{k}_groups"] = exp.Greatest(this=exp.Sum(this=_col(f"k{k}_lead")), expressions=[_num(1.0)])
+        share = exp.Div(this=_col(f"k{k}_groups"), expression=_cast(_col("chips"), "DOUBLE"))
+    else:
+        share = _num(1.0)
+    for s in sorted(key):
+        if is_chip_time(gen, s):
+            for c in mapping[s]:
+                scaled.append(_alias(exp.Mul(this=_col(c), expression=exp.Paren(this=share.copy())), f"k{k}g_{c.split('_', 1)[1]}"))
+
+
 def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
                        dialect: str = "duckdb", host: bool = True, topology: str | None = None) -> exp.Select:
     """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
@@ -97,6 +122,7 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
             classes.setdefault(deps[m], []).append(m)
     tot, run, agg = [_col("host"), _col("chip")], [_col("host"), _col("chip")], {}
     inputs_of: list[dict[str, list[str]]] = []
+    scaled: list[exp.Expression] = []  # columns of ``nodes_g``: chip-measured times as the groups' (group_rule)
     for k, key in enumerate(classes):
         cols = [c for s in sorted(key) for c in wins.input_cols.get(s, [])]
         valid = exp.and_(*[exp.Not(this=_is_null(_col(c))) for c in cols]) if cols else exp.true()
@@ -121,6 +147,8 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
                 fn = {"sum": exp.Sum, "max": exp.Max}.get(rule, exp.Avg)
                 agg[name] = fn(this=_col(name))
         inputs_of.append(mapping)
+        if any(graph.metrics[m].group_rule for m in classes[key]):
+            _groups(gen, k, key, mapping, run, agg, scaled)
     ctes.append(("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False)))
     ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
     if topology:
@@ -151,10 +179,24 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
     for p in parts[1:]:
         union = exp.union(union, p, distinct=False, copy=False)
     ctes.append(("nodes", exp.select(exp.Star()).from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False)))
+    prev = "nodes"
+    if scaled:
+        ctes.append(("nodes_g", exp.select(exp.Star(), *scaled).from_("nodes", copy=False)))
+        prev = "nodes_g"
     layers: dict[int, list[exp.Expression]] = {}
     metric_cols: dict[str, tuple[list[str], int]] = {}
+    jobs = []
     for k, (key, names) in enumerate(classes.items()):
-        em = RollupEmitter(graph, inputs_of[k], f"c{k}", f"k{k}_dt")
+        plain = [n for n in names if not graph.metrics[n].group_rule]
+        grouped = [n for n in names if graph.metrics[n].group_rule]
+        if plain:
+            jobs.append((plain, inputs_of[k], f"c{k}", k))
+        if grouped:  # evaluated over the groups' times, as metrics.levels evaluates them
+            mapping = {s: [f"k{k}g_{c.split('_', 1)[1]}" if is_chip_time(gen, s) else c for c in cols]
+                       for s, cols in inputs_of[k].items()}
+            jobs.append((grouped, mapping, f"c{k}g", k))
+    for names, inputs, tag, k in jobs:
+        em = RollupEmitter(graph, inputs, tag, f"k{k}_dt")
         todo = _refs(graph, names)
         roots = {n: fold(graph.metrics[n].ir) for n in todo}
         counts: dict[ir.Node, int] = {}
@@ -177,7 +219,6 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
             layers.setdefault(lv, []).extend(es)
         for n in names:
             metric_cols[n] = em.metric_cols[n]
-    prev = "nodes"
     for lv in sorted(layers):
         ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
         prev = f"l{lv}"

@@ -102,39 +102,72 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
     return Levels(per_chip, server, coverage)
 
 
-def leader_chips(gen, run: Windows) -> int:
-    """How many groups a run has: the chips on which a leader-counted counter (``counted_by: leader``)
-    advanced over the run — one leader per group. At least 1; the number of chips when the dump holds
-    no leader-counted counter."""
-    C = run.interval.shape[1]
-    lead = np.zeros(C, dtype=bool)
-    seen = False
-    for name, sig in gen.signals.items():
-        v = run.values.get(name)
-        if v is None or sig.counted_by != "leader":
+def leaders(gen, values: dict[str, np.ndarray]) -> np.ndarray | None:
+    """(C,) bool: the chips on which a leader-counted counter (``counted_by: leader``) advanced,
+    from per-chip values (C, …) summed over a run — one leader per group. None when ``values`` holds
+    no leader-counted counter (then every chip is its own group)."""
+    lead = None
+    for name, v in values.items():
+        sig = gen.signals.get(name)
+        if sig is None or sig.counted_by != "leader":
             continue
-        seen = True
-        lead |= np.nan_to_num(v.reshape(v.shape[0], C, -1), nan=0.0).sum(axis=(0, 2)) > 0
-    return max(int(lead.sum()), 1) if seen else C
+        v = np.asarray(v, dtype=np.float64)
+        adv = np.nan_to_num(v.reshape(v.shape[0], -1), nan=0.0).sum(axis=1) > 0
+        lead = adv if lead is None else lead | adv
+    return lead
+
+
+def leader_chips(gen, run: Windows) -> int:
+    """How many groups a run has: the chips on which a leader-counted counter advanced over the run
+    (``leaders``). At least 1; the number of chips when the dump holds no leader-counted counter."""
+    C = run.interval.shape[1]
+    per_chip = {n: np.asarray(v).reshape(v.shape[0], C, -1).sum(axis=0) for n, v in run.values.items()
+                if n in gen.signals and gen.signals[n].counted_by == "leader"}
+    lead = leaders(gen, per_chip)
+    return C if lead is None else max(int(lead.sum()), 1)
+
+
+def group_scale(gen, values: dict[str, np.ndarray], groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """(G,) groups / chips of each rollup node, from per-chip run values (C, …) and each chip's node
+    index ``groups`` (C,): the factor ``group_inputs`` applies. 1 where no leader-counted counter is
+    in ``values`` (every chip is its own group)."""
+    n = np.bincount(groups, minlength=n_groups).astype(np.float64)
+    lead = leaders(gen, values)
+    if lead is None:
+        return np.ones(n_groups)
+    k = np.bincount(groups, weights=lead.astype(np.float64), minlength=n_groups)
+    return np.maximum(k, 1.0) / np.maximum(n, 1.0)
+
+
+def group_inputs(gen, values: dict[str, np.ndarray], scale) -> dict:
+    """Inputs for ``group_rule`` metrics: every time that each chip measures (a counter in seconds or
+    in cycles, counted by every chip), summed over chips, becomes the groups' time — scaled by groups
+    / chips (``scale``: a number, or (G,) per node row of ``values`` (G, …)), since the chips of a group
+    run in lockstep and a group's time is its chips' mean. Other inputs are unchanged."""
+    out = dict(values)
+    sc = np.asarray(scale, dtype=np.float64)
+    for name, v in values.items():
+        if is_chip_time(gen, name):
+            out[name] = v * (sc.reshape((-1,) + (1,) * (np.ndim(v) - 1)) if sc.ndim else sc)
+    return out
+
+
+def is_chip_time(gen, name: str) -> bool:
+    """Is ``name`` a time that each chip measures: a counter in seconds or in cycles of one clock
+    domain, counted by every chip (``counted_by: chip``)?"""
+    sig = gen.signals.get(name)
+    if sig is None or sig.kind.value != "counter" or sig.counted_by != "chip":
+        return False
+    reg = gen.registry
+    dims = dict(reg.Quantity(1, sig.unit).dimensionality)
+    return dims == dict(reg.Quantity(1, reg.second).dimensionality) or \
+        (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1)
 
 
 def group_times(srv: Windows, gen, run: Windows) -> dict:
-    """Server inputs for ``group_rule`` metrics: every time that each chip measures (a counter in
-    seconds or in cycles, counted by every chip) is the groups' time — summed over chips, then
-    scaled by groups / chips (the chips of a group run in lockstep, so a group's time is its chips'
-    mean). Other inputs are unchanged."""
+    """Server inputs for ``group_rule`` metrics (``group_inputs`` with the run's groups / chips)."""
     C = run.interval.shape[1]
-    scale = leader_chips(gen, run) / C if C else 1.0
-    reg = gen.registry
-    t, out = reg.Quantity(1, reg.second).dimensionality, dict(srv.values)
-    for name, v in srv.values.items():
-        sig = gen.signals.get(name)
-        if sig is None or sig.kind.value != "counter" or sig.counted_by != "chip":
-            continue
-        dims = dict(reg.Quantity(1, sig.unit).dimensionality)
-        if dims == dict(t) or (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1):
-            out[name] = v * scale
-    return out
+    return group_inputs(gen, srv.values, leader_chips(gen, run) / C if C else 1.0)
 
 
 def null_reasons(graph: MetricGraph, w: Windows, values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
