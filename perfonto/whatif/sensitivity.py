@@ -1,7 +1,7 @@
 """``perfonto sensitivity``: which spec constant buys the most throughput at one operating point.
 
 For each spec constant ``x`` the emulator reads (``knobs.emulated_spec``; those the point's preset
-sets itself are listed as fixed), the elasticity of each figure ``y`` (tokens/s, ITL, TTFT, …) is a
+sets itself are listed as fixed; clocks and power, which set no projected time, only when asked), the elasticity of each figure ``y`` (tokens/s, ITL, TTFT, …) is a
 central difference on ``ln x``::
 
     e = d ln y / d ln x ≈ (ln y(x·e^h) − ln y(x·e^−h)) / 2h
@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from .knobs import KnobError, Point, emulated_spec
 from .points import Cache, Target, base_generation, workload
 from .sweep import run_points
+
+#: Constants that do not set a projected time (the peaks are per second, not per cycle; power sets
+#: energy only): left out unless asked for.
+UNTIMED = ("spec.clock.", "spec.power.")
 
 #: Figures whose elasticities are reported: row name → (label, higher is better).
 FIGURES = {"tokens_per_second": ("tokens/s", True), "itl_p50_s": ("ITL p50", False), "ttft_p50_s": ("TTFT p50", False),
@@ -65,7 +69,7 @@ def sensitivity(target: Target, base: Point, *, step: float = 0.05, constants: l
     if not (0 < step <= 1.0):
         raise KnobError(f"--step must be in (0, 1] (a step on ln x; 0.05 is ±5 %), got {step}")
     gen = base_generation(target)
-    names = constants or emulated_spec(gen)
+    names = constants or [n for n in emulated_spec(gen) if not n.startswith(UNTIMED)]
     for n in names:
         if n not in emulated_spec(gen):
             from perfonto.ontology.diagnostics import did_you_mean
