@@ -67,6 +67,8 @@ CODES: dict[str, str] = {
     "lint-description": "a metric or signal without a description",
     "lint-source": "a metric without the source of its formula",
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
+    # what-if studies (perfonto coverage)
+    "scenario": "a coverage scenario the emulator cannot run as written (unknown key or knob, bad value)",
     # test vectors
     "vector-input": "a test vector's inputs do not match the generation's signals",
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
