@@ -97,11 +97,12 @@ def cmd_compare(args) -> int:
 def _flat(cmp, e) -> dict:
     row = dict(e["workload"])
     for side in ("a", "b"):
-        for f in ("tokens_per_second", "itl_p50_s", "ttft_p50_s", "mfu", "bottleneck", "error"):
+        for f in ("benchmark_tokens_per_second", "tokens_per_second", "itl_p50_s", "ttft_p50_s", "mfu", "bottleneck", "error"):
             row[f"{getattr(cmp, side)}.{f}"] = e[side].get(f)
-    row["ratio_tokens_per_second"] = e["ratio"]["tokens_per_second"]
+    row["ratio_tokens_per_second"] = e["ratio"]["benchmark_tokens_per_second"]
+    row["ratio_steady_tokens_per_second"] = e["ratio"]["tokens_per_second"]
     row["drives"] = e["drives"]
-    row["drives_factor"] = e["changes"][0]["factor"]["tokens_per_second"] if e["changes"] else None
+    row["drives_factor"] = e["changes"][0]["factor"]["benchmark_tokens_per_second"] if e["changes"] else None
     row["interaction"] = e["interaction"]
     return row
 
@@ -110,7 +111,7 @@ def _render(cmp, outputs: dict) -> None:
     from rich.table import Table
 
     out = stdout()
-    t = Table(title=f"{cmp.b} vs {cmp.a} (projected, steady state; ratio = {cmp.b} / {cmp.a})")
+    t = Table(title=f"{cmp.b} vs {cmp.a} (projected tokens/s over the benchmark; ratio = {cmp.b} / {cmp.a})")
     for col in ("workload", f"{cmp.a} tok/s", f"{cmp.b} tok/s", "ratio", "ITL ratio", f"{cmp.a} bound", f"{cmp.b} bound",
                 "drives (factor alone)"):
         t.add_column(col, justify="right" if "tok" in col or "ratio" in col else "left")
@@ -121,16 +122,18 @@ def _render(cmp, outputs: dict) -> None:
             t.add_row(w, "—", "—", "—", "—", "—", "—", f"error: {(a.get('error') or b.get('error'))[:60]}")
             continue
         top = e["changes"][0] if e["changes"] else None
-        t.add_row(w, f"{a['tokens_per_second']:,.0f}", f"{b['tokens_per_second']:,.0f}", f"×{r['tokens_per_second']:.2f}",
+        t.add_row(w, f"{a['benchmark_tokens_per_second']:,.0f}", f"{b['benchmark_tokens_per_second']:,.0f}",
+                  f"×{r['benchmark_tokens_per_second']:.2f}",
                   "—" if r["itl_p50_s"] is None else f"×{r['itl_p50_s']:.2f}", a["bottleneck"] or "—", b["bottleneck"] or "—",
-                  f"{top['what']} (×{top['factor']['tokens_per_second']:.2f})" if top else "—")
+                  f"{top['what']} (×{top['factor']['benchmark_tokens_per_second']:.2f})" if top else "—")
     out.print(t)
     for e in cmp.entries:
         if e["a"].get("error") or e["b"].get("error") or not e["changes"]:
             continue
         w = ", ".join(f"{k}={v}" for k, v in e["workload"].items())
-        moves = "; ".join(f"{c['what'].split(':')[0]} ×{c['factor']['tokens_per_second']:.3f}" for c in e["changes"][:5]
-                          if c["factor"]["tokens_per_second"] is not None and abs(c["factor"]["tokens_per_second"] - 1) > 5e-4)
+        f = "benchmark_tokens_per_second"
+        moves = "; ".join(f"{c['what'].split(':')[0]} ×{c['factor'][f]:.3f}" for c in e["changes"][:5]
+                          if c["factor"][f] is not None and abs(c["factor"][f] - 1) > 5e-4)
         out.print(f"{w}: one change at a time — {moves}; interaction ×{e['interaction']:.3f}", markup=False)
     if cmp.only:
         out.print(f"not moved: {'; '.join(cmp.only)}")

@@ -44,17 +44,18 @@ def cmd_sensitivity(args) -> int:
     out = stdout()
     b = res.base
     out.print(f"[bold]{b['model']}[/] on {b['chips']} × {b['generation']}, {b['isl']}/{b['osl']} tokens, preset {b['preset']}: "
-              f"{b['tokens_per_second']:,.0f} tokens/s, bottleneck {b['bottleneck']}")
+              f"{b['benchmark_tokens_per_second']:,.0f} tokens/s over the benchmark ({b['tokens_per_second']:,.0f} at full load), "
+              f"bottleneck {b['bottleneck']}")
     t = Table(title=f"elasticity d ln y / d ln x (central difference, x × e^±{res.step:g})")
     for col in ("#", "constant", "value", "tokens/s", "ITL p50", "TTFT p50", "tok/s per unit", "bottleneck −/+"):
         t.add_column(col, justify="left" if col in ("constant", "bottleneck −/+") else "right")
     for i, r in enumerate(res.ranked, 1):
-        e, m = r["elasticity"], r["marginal"]["tokens_per_second"]
+        e, m = r["elasticity"], r["marginal"]["benchmark_tokens_per_second"]
 
         def f(v):
             return "—" if v is None else f"{v:+.3f}"
         bn = r["bottleneck_down"] if r["bottleneck_down"] == r["bottleneck_up"] else f"{r['bottleneck_down']} / {r['bottleneck_up']}"
-        t.add_row(str(i), r["constant"], f"{r['value']:g} {r['unit']}", f(e["tokens_per_second"]), f(e["itl_p50_s"]),
+        t.add_row(str(i), r["constant"], f"{r['value']:g} {r['unit']}", f(e["benchmark_tokens_per_second"]), f(e["itl_p50_s"]),
                   f(e["ttft_p50_s"]), "—" if m is None else f"{m:,.4g}", str(bn))
     out.print(t)
     out.print("tok/s per unit: the marginal d y / d x, tokens/s per one more unit of the constant (in its unit, column value)")

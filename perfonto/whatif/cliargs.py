@@ -79,6 +79,7 @@ def target_of(generation: str | None, catalog: str | None) -> Target:
 
 
 def cache_of(args) -> Cache:
+    """The cache of ``--cache`` / ``--no-cache`` (default: ``points.default_cache_dir``)."""
     return Cache(None if args.no_cache else (args.cache or default_cache_dir()))
 
 

@@ -10,7 +10,7 @@ rest staying A's (as ``emulator.claim`` does for presets):
 - each setting of the presets that differs: an ``Assumptions`` field, a hardware override, the
   mapping rule, the engine.
 
-``factor = y(A with that one change) / y(A)``; the change with the largest ``|ln factor|`` drives the
+``factor = y(A with that one change) / y(A)`` for y the whole benchmark's tokens/s (``RANK_BY``); the change with the largest ``|ln factor|`` drives the
 difference. One-at-a-time factors need not multiply to ``R``: ``interaction = R / Π factors`` says how
 much the changes reinforce (> 1) or offset (< 1) each other.
 """
@@ -24,7 +24,10 @@ from .knobs import KnobError, Point, emulated_spec
 from .points import Cache, Target, base_generation, workload
 from .sweep import run_points
 
-FIGURES = ("tokens_per_second", "itl_p50_s", "ttft_p50_s", "mfu")
+FIGURES = ("benchmark_tokens_per_second", "tokens_per_second", "itl_p50_s", "ttft_p50_s", "mfu")
+#: The figure a difference is attributed by: tokens/s over the whole benchmark (both sides of a change
+#: share its schedule; the steady window may hold one prompt burst more on one side).
+RANK_BY = "benchmark_tokens_per_second"
 
 
 @dataclass(frozen=True)
@@ -152,13 +155,13 @@ def compare(a: Target, b: Target, workloads: list[Point], *, preset_a: str | Non
             r = rows_a[len(workloads) + i * len(changes) + j]
             chs.append({"what": ch.what, "kind": ch.kind, "factor": {f: _ratio(r.get(f), ra.get(f)) for f in FIGURES},
                         "bottleneck": r.get("bottleneck"), "error": r.get("error")})
-        chs.sort(key=lambda c: -abs(math.log(c["factor"]["tokens_per_second"] or 1.0)))
-        prod = math.prod(c["factor"]["tokens_per_second"] or 1.0 for c in chs)
-        t = ratio["tokens_per_second"]
+        chs.sort(key=lambda c: -abs(math.log(c["factor"][RANK_BY] or 1.0)))
+        prod = math.prod(c["factor"][RANK_BY] or 1.0 for c in chs)
+        t = ratio[RANK_BY]
         entries.append({"workload": dict(w.workload), "a": ra, "b": rb, "ratio": ratio, "changes": chs,
                         "drives": chs[0]["what"] if chs and t is not None else None,
                         "interaction": t / prod if t is not None and prod > 0 else None})
     return Comparison(ga.name, gb.name, entries, only)
 
 
-__all__ = ["Change", "Comparison", "compare", "preset_changes", "spec_changes"]
+__all__ = ["RANK_BY", "Change", "Comparison", "compare", "preset_changes", "spec_changes"]

@@ -59,6 +59,7 @@ def emulated_spec(gen) -> list[str]:
 
 
 def knob_names(gen) -> list[str]:
+    """Every knob a ``--vary`` may name on ``gen``: its emulated spec constants, then ``WORKLOAD``."""
     return emulated_spec(gen) + list(WORKLOAD)
 
 

@@ -138,7 +138,7 @@ def compare_figure(cmp, path) -> Path:
               for e in cmp.entries]
     idx = list(range(n))
     w = 0.38
-    for ax, fig_name, title in ((axes[0], "tokens_per_second", "tokens/s (steady)"), (axes[1], "itl_p50_s", "ITL p50, s")):
+    for ax, fig_name, title in ((axes[0], "benchmark_tokens_per_second", "tokens/s (benchmark)"), (axes[1], "itl_p50_s", "ITL p50, s")):
         a = [e["a"].get(fig_name) or 0 for e in cmp.entries]
         b = [e["b"].get(fig_name) or 0 for e in cmp.entries]
         ax.bar([i - w / 2 for i in idx], a, w, label=cmp.a)
@@ -147,10 +147,11 @@ def compare_figure(cmp, path) -> Path:
         ax.set_xticks(idx, labels, fontsize=7)
         ax.legend(fontsize=8)
     for i, e in enumerate(cmp.entries):
-        r = e["ratio"]["tokens_per_second"]
+        r = e["ratio"]["benchmark_tokens_per_second"]
         if r is not None:
             drv = (e["drives"] or "").split(":")[0]
-            axes[0].annotate(f"×{r:.2f}\n{drv}", (i, max(e["a"].get("tokens_per_second") or 0, e["b"].get("tokens_per_second") or 0)),
+            top = max(e["a"].get("benchmark_tokens_per_second") or 0, e["b"].get("benchmark_tokens_per_second") or 0)
+            axes[0].annotate(f"×{r:.2f}\n{drv}", (i, top),
                              xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7)
     axes[0].set_title(f"{cmp.b} vs {cmp.a}: ratio and the assumption that moves it most", fontsize=9)
     axes[0].margins(y=0.25)

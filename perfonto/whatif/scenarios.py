@@ -1,15 +1,13 @@
 """Coverage scenarios: the emulator's knobs as named runs (``scenarios.yaml`` beside this file, and a
-user's file in the same format), and running one of them — emulate, then the catalog's analysis.
+user's file in the same format), and the emulator arguments of each (``runs`` runs them).
 
 ``load_scenarios(path)`` reads the shipped file and, given ``path``, a user's on top (a scenario
 with a shipped name, or a ``nominal:``, replaces the shipped one). Every problem is a located
 ``Diagnostic`` (code ``scenario``), all reported at once (``ScenarioError``).
 
-``run_one(target, scenario, seed, folder)`` emulates the nominal workload changed by the scenario
-(``spec`` as a derived generation, ``assumptions`` over the preset's, ``run`` knobs) into
-``folder``, analyses the capture with the catalog compiled against that generation
-(``catalogs.compiled``), and returns the server-level value of every scalar metric, the per-chip
-values the headline needs, the headline and the thresholds crossed.
+``run_kwargs(nominal, scenario, gen, seed, folder)``: the ``emulator.run`` arguments of the nominal
+workload changed by the scenario (``run`` knobs; ``assumptions`` over the preset's; its ``spec`` is
+applied as a derived generation by ``runs.run_one``).
 """
 from __future__ import annotations
 
