@@ -135,6 +135,7 @@ scenarios:
 """
 
 
+@pytest.mark.slow
 def test_a_proposed_counter_is_judged_by_what_it_adds(tmp_path, capsys):
     # The shipped catalog reads an HBM-bound run and a long-context run the same way (weight
     # streaming); the proposed KV-read counter tells them apart.

@@ -51,6 +51,9 @@ def cmd_compare(args) -> int:
         if any(k.name == "preset" for k in knobs):
             raise KnobError("the presets of a comparison are --preset-a and --preset-b")
         base = base_point(args)
+        for k in knobs:
+            if k.name in dict(base.workload):
+                raise KnobError(f"--vary {k.name} and --{k.name.replace('_', '-')} both set {k.name}; give one")
         if "preset" in dict(base.workload):
             raise KnobError("give the presets as --preset-a and --preset-b")
         chosen = set(dict(base.workload)) - {"requests"}  # --requests alone applies to the default workloads
