@@ -26,7 +26,9 @@ from perfonto.metrics.windows import prepare, read_counters
 from . import crosschip
 from .bottleneck import Analysis, analyse
 from .evaluate import Evaluation, evaluate_windows
+from .groups import analyse_groups
 from .headline import headline
+from .links import link_utilization
 from .records import record_metrics, trace_time_split
 from .report_json import report_json
 
@@ -44,6 +46,7 @@ class Capture:
     ground_truth: dict | None = None
     timestamp_unit: str | None = None
     sample_period_ns: int | None = None
+    snapshots: object | None = None  # op-boundary counter snapshots (analysis.snapshots), when the collector took them
 
 
 @dataclass
@@ -68,6 +71,10 @@ class Report:
     notes: list[str] = field(default_factory=list)
     headline: dict | None = None  # analysis.headline: the finding to read first
     context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
+    attribution: object | None = None       # analysis.attribution.Attribution: counters per span group
+    groups: dict = field(default_factory=dict)  # by -> analysis.groups.GroupMetrics (the groupings asked for)
+    ops: list | None = None                 # analysis.roofline.op_rows: per op class, by time
+    links: dict | None = None               # analysis.links.link_utilization: chip x link busy share
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
@@ -75,10 +82,11 @@ class Report:
 
 
 def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit: str | None = None,
-               sample_period_ns: int | None = None) -> Capture:
+               sample_period_ns: int | None = None, snapshots=None) -> Capture:
     """A ``Capture`` from what a user points at. ``counters`` may be a run folder (it holds
     ``counters.parquet``, as ``perfonto run`` and ``emulator.run`` write it): its request records,
-    trace, sync reads and ``ground_truth.json`` are used unless given. Otherwise ``counters`` is the
+    trace, sync reads, op-boundary snapshots (``snapshots.parquet``) and ``ground_truth.json`` are
+    used unless given. Otherwise ``counters`` is the
     dump itself (a file, a folder of dump files, a glob or a table)."""
     import json
 
@@ -91,6 +99,7 @@ def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit
             return given if given is not None else (run / name if (run / name).is_file() else None)
 
         requests, trace, sync = pick(requests, "requests.parquet"), pick(trace, "trace.parquet"), pick(sync, "sync.parquet")
+        snapshots = pick(snapshots, "snapshots.parquet")
         gt = run / "ground_truth.json"
         if gt.is_file():
             try:
@@ -98,7 +107,7 @@ def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit
             except (OSError, ValueError):
                 truth = None
             truth = truth if isinstance(truth, dict) else None
-    return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns)
+    return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns, snapshots)
 
 
 def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | None = None) -> dict[str, str]:
@@ -117,16 +126,19 @@ def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | No
 
 
 def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,
-                    model: str | None = None, log: Callable[[str], None] = lambda s: None) -> Report:
+                    model: str | None = None, log: Callable[[str], None] = lambda s: None, by=()) -> Report:
     """Analyse ``capture`` with the compiled catalog ``graph``.
 
     ``metrics``: evaluate only these and what they need (names checked by the caller, see
     ``metrics.catalog.select_metrics``). ``evaluator``: a generated evaluator module for the whole
     ``graph`` (generated here when not given, or when only part of the catalog can be evaluated).
-    ``model``: the workload's name, else the dump's metadata's.
+    ``model``: the workload's name, else the dump's metadata's. ``by``: groupings (``op``, ``layer``,
+    ``phase``) to give every metric for (``analysis.groups``); the per-op table is attributed whenever
+    the trace has op spans.
 
     Raises:
-        DumpError: the counters, request records or trace cannot be read.
+        DumpError: the counters, request records, trace or snapshots cannot be read.
+        AttributionError: ``by`` is given but the capture has no usable trace.
         crosschip.RunError: sync reads that do not cover the dump's chips.
     """
     gen = graph.generation
@@ -165,12 +177,20 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
             run = crosschip.Run.of(dump.path, capture.sync, capture.trace, capture.ground_truth, meta=dict(dump.metadata))
             multichip = crosschip.analyse(run, gen=gen, dump=dump, windows=w)
             timings["crosschip"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    per = analyse_groups(evaluated, evaluator, dump, w, capture.trace, tuple(by), capture.snapshots)
+    notes += per["notes"]
+    if per["attribution"] is not None:
+        timings["attribute"] = time.perf_counter() - t0
+        log(f"attributed the counters to the trace's op spans ({per['attribution'].source})"
+            + (f", by {', '.join(by)}" if by else ""))
     unavailable = dict(graph.unavailable) | gone
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
                   records, split, multichip, capture.ground_truth, {}, timings, notes,
-                  headline(evaluated, ev, analysis, multichip))
+                  headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
+                  ops=per["ops"], links=link_utilization(gen, w, dump.chips))
 
 
 __all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]

@@ -10,8 +10,9 @@ def report_json(report) -> dict:
     ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
     the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
     windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
-    ``time_split``, ``headline`` (``analysis.headline``), ``notes`` when a reader ignored something,
-    and for an emulated run its ``assumptions`` and ``claim`` (``Report.context``)."""
+    ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
+    (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
+    ``assumptions`` and ``claim`` (``Report.context``)."""
     graph = report.evaluated
     metrics = {}
     for name, m in graph.metrics.items():
@@ -61,7 +62,27 @@ def report_json(report) -> dict:
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
         "multichip": multichip_json(report.multichip),
         "time_split": report.time_split,
-    } | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
+    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
+
+
+def per_group_json(report) -> dict:
+    """The attribution sections: ``attribution`` (source and rule), ``ops`` (roofline ceilings and
+    the op classes by time, ``analysis.groups.ops_json``), ``by`` {grouping: every metric per group}
+    for the groupings asked for, and ``links`` (chip × link utilisation); each only when present."""
+    from .groups import attribution_json, group_json, ops_json
+
+    out: dict = {}
+    att = getattr(report, "attribution", None)
+    gen = report.evaluated.generation
+    if att is not None:
+        out["attribution"] = attribution_json(att)
+        out["ops"] = ops_json(gen, report.ops or [], att.groupings.get("op"))
+    if getattr(report, "groups", None):
+        out["by"] = {g: group_json(gm, report.evaluated, att.groupings.get(g) if att is not None else None)
+                     for g, gm in report.groups.items()}
+    if getattr(report, "links", None) is not None:
+        out["links"] = report.links
+    return out
 
 
 def _context(ctx: dict | None) -> dict:

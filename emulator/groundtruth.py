@@ -45,7 +45,7 @@ duration); ``hfu`` = flops ÷ the same (hfu ≥ mfu); ``tokens_per_second`` = to
 time and one chip carries most of the blame; else None), ``step_skew_s`` (p50/max over steps of
 the largest arrival spread at a collective), ``load_imbalance`` (1 − mean/max over chips of the
 matrix-engine busy time), ``throttled_link`` (the knob, when set). Latency (``emulator.records``):
-``ttft_p50_s`` … ``itl_p99_s``.
+``ttft_p50_s`` … ``itl_p99_s``. Per op class (slot): ``by_op`` (``emulator.opsnapshots.by_op``).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ import numpy as np
 
 from .hardware import Hardware
 from .ops import C2C_TAGS, CLASSES, HBM_TAGS
+from .opsnapshots import by_op
 from .quantities import of_kind
 from .subclasses import SUBCLASSES
 from .signals import ColumnPlan
@@ -150,6 +151,7 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
     gt["clock_drifts_ppm"] = [float(k.drift_ppm) for k in clocks]
     gt.update(_multichip(per_chip, waits, f, chips, duration_s, tls[0], knobs))
     gt.update(extra)
+    gt["by_op"] = by_op(tls, prof_of, end_cycles, f)  # per slot (op class), for attribution (emulator.opsnapshots)
     gt["per_chip"] = per_chip
     return gt
 

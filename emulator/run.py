@@ -9,7 +9,9 @@ Outputs of ``run`` in ``out_dir``:
 - ``sync.parquet``: the driver's clock-synchronisation reads (``emulator.clocks.sync_reads``);
 - ``trace.parquet``: host-side events (API calls, submissions, PCIe transfers, step markers) and the
   chips' execution spans (``emulator.trace``);
-- ``ground_truth.json``: ``emulator.groundtruth``.
+- ``ground_truth.json``: ``emulator.groundtruth``;
+- with ``op_snapshots``, ``snapshots.parquet``: the counters read at every op boundary too
+  (``emulator.opsnapshots``).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from .hardware import Hardware, hardware_from_generation
 from .knobs import Knobs
 from .lockstep import lockstep_seconds, lockstep_tables
 from .models import get_model
+from .opsnapshots import write_snapshots
 from .ops import EmuConfig
 from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
@@ -75,6 +78,7 @@ class EmulationResult:
     timelines: list[Timeline] = field(default_factory=list, repr=False)
     profile_of: np.ndarray | None = field(default=None, repr=False)
     clocks: list[DeviceClock] = field(default_factory=list, repr=False)
+    snapshots_path: Path | None = None
 
 
 def sample_grid(duration_s: float, period_s: float, core_hz: float) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +152,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
         slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
         router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
         trace_detail: str = "auto", concurrency: int | None = None, draft_tokens: int = 0,
-        acceptance: float = 0.0) -> EmulationResult:
+        acceptance: float = 0.0, op_snapshots: bool = False) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
@@ -175,7 +179,9 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     ``router_skew`` (Zipf exponent of the routed-expert load over the chips). Clocks
     (``emulator.clocks``): each chip's device clock has an offset uniform in ±``clock_offset_max_s``
     and a drift uniform in ±``clock_drift_max_ppm``, drawn from the seed (0 and 0: ideal clocks).
-    ``trace_detail``: ``auto``, ``op`` or ``step`` (``emulator.trace``).
+    ``trace_detail``: ``auto``, ``op`` or ``step`` (``emulator.trace``). ``op_snapshots``: also read
+    the counters at every op boundary (trigger-on-marker) into ``snapshots.parquet``
+    (``emulator.opsnapshots``).
 
     Writes into ``out_dir`` (see the module docstring): ``counters.parquet`` (raw registers of every
     signal of ``gen``, each chip sampled on its own clock at 0, P, 2P, … and a final sample, see
@@ -268,6 +274,13 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     pq.write_table(sync_reads(clocks, d_ns, seed), str(sync_path))
     trace_path = out / "trace.parquet"
     trace_info = write_trace(trace_path, tls, prof_of, clocks, cfg, leaders, end_host, trace_detail)
+    snapshots_path = None
+    if op_snapshots:
+        snapshots_path = out / "snapshots.parquet"
+        trace_info["snapshots"] = write_snapshots(
+            snapshots_path, gen, tls, prof_of, plan, clocks, f, s_cyc, t_dev,
+            Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
+            {**meta, "duration_ns": d_ns, "clock": "device: each chip's timestamps are on its own clock"})
 
     rt = request_times(sv, ends_s, tokens=True)
     lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0, itl_s=rt["itl_s"])
@@ -289,7 +302,7 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     gt_path = out / "ground_truth.json"
     gt_path.write_text(json.dumps(gt, indent=1, sort_keys=False))
     return EmulationResult(counters_path, gt_path, gt, tls[0], hw, cfg, requests_path, sync_path, trace_path, tls, prof_of,
-                           clocks)
+                           clocks, snapshots_path)
 
 
 def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:

@@ -19,6 +19,7 @@ from perfonto import emulator
 from perfonto.emulator.claim import run_context
 from perfonto.analysis.capture import Capture, Report, analyse_capture
 from perfonto.analysis.evaluate import load_evaluator, write_metrics_parquet
+from perfonto.analysis.groups import write_group_parquet
 from perfonto.codegen.docs import generate_markdown
 from perfonto.codegen.python_evaluator import generate
 from perfonto.metrics.catalog import Catalog, load_catalog
@@ -50,6 +51,9 @@ def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src
     docs_path.parent.mkdir(parents=True, exist_ok=True)
     docs_path.write_text(generate_markdown(graph), encoding="utf-8")
     write_metrics_parquet(report.evaluation, report.evaluated, tmp / "metrics.parquet")
+    for by, gm in report.groups.items():  # --by: every metric per layer / op / phase
+        write_group_parquet(gm, report.evaluated, tmp / f"metrics_by_{by}.parquet")
+        outputs[f"metrics_by_{by}"] = str(tmp / f"metrics_by_{by}.parquet")
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - t0
     outputs |= {"metrics": str(tmp / "metrics.parquet"), "evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
     outputs["report"] = str(tmp / "report.json")
@@ -63,7 +67,8 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
             command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
             slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-            router_skew: float = 0.0, serving: dict | None = None) -> Report:
+            router_skew: float = 0.0, serving: dict | None = None, by: tuple[str, ...] = (),
+            op_snapshots: bool = False) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
     ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
@@ -71,6 +76,9 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     (``emulator.knobs``); ``serving``: more of its keyword arguments (``preset``, ``num_requests``,
     ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``). The report gets the run's modelling
     assumptions and, for a generation with a public claim, the comparison (``emulator.claim``).
+    ``by``: groupings for every metric per layer / op / phase (``metrics_by_<by>.parquet``,
+    ``analysis.groups``); ``op_snapshots``: the emulator also reads the counters at every op
+    boundary (``snapshots.parquet``), which makes the attribution exact.
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -86,28 +94,33 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
             f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
         emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
                            isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
-                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew, **(serving or {}))
+                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew,
+                           op_snapshots=op_snapshots, **(serving or {}))
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
-        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth)
-        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log)
+        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth,
+                          snapshots=emu.snapshots_path)
+        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log,
+                                 by=by)
         report.chips = chips
         report.context = run_context(graph.generation, emu.ground_truth)
         timings |= report.timings
         outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
                    "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+        if emu.snapshots_path is not None:
+            outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
 
 
 def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: str = "sohu", library: bool = True,
                 metrics: list[str] | None = None, force: bool = False, command: list[str] | None = None,
-                log: Callable[[str], None] = lambda s: None) -> Report:
-    """Analyse a capture the user has (``perfonto analyze``) into ``out``.
+                log: Callable[[str], None] = lambda s: None, by: tuple[str, ...] = ()) -> Report:
+    """Analyse a capture the user has (``perfonto analyze``) into ``out``; ``by`` as for ``run_job``.
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -123,7 +136,8 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
         select_metrics(graph, metrics)  # unknown names fail before anything is written
     timings = {"compile": t_compile}
     inputs = {"counters.parquet": _where(capture.counters), "requests.parquet": _where(capture.requests),
-              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync)}
+              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync),
+              "snapshots.parquet": _where(capture.snapshots)}
     if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
         inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
     final = Path(out)
@@ -132,7 +146,8 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
         src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
-        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log)
+        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log,
+                                 by=by)
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
             report.context = run_context(graph.generation, capture.ground_truth)
         timings |= report.timings

@@ -118,6 +118,8 @@ def render(result: JobResult, console: Console) -> None:
     if a.drilldown:
         console.print("[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
                       + " > ".join(f"{n} ({v * 100:.1f} % of time)" for n, v in a.drilldown), markup=True)
+    if result.ops:
+        render_ops(result, console)
     for msg in a.tree_violations:
         console.print(f"[bold red]Top-down tree:[/bold red] {msg}")
     if a.thresholds:
@@ -168,6 +170,46 @@ def render(result: JobResult, console: Console) -> None:
         render_multichip(result.multichip, console)
     render_context(getattr(result, "context", None), console)
     console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+
+
+TOP_OPS = 10
+
+
+def _eng(v, unit: str) -> str:
+    """A number with an SI prefix (``1.23 PFLOP/s``); ``—`` for None."""
+    if v is None or not np.isfinite(v):
+        return "—"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= factor:
+            return f"{v / factor:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def render_ops(result: JobResult, console: Console) -> None:
+    """The top op classes by time with their roofline position (intensity, FLOP/s per chip while the
+    op runs, share of the attainable roof) and bound (``analysis.roofline.op_rows``)."""
+    ops = result.ops or []
+    att = result.attribution
+    src = "exact, from op-boundary counter snapshots" if att is not None and att.source.startswith("snapshots") \
+        else "window increases shared by time x fitted per-op rate"
+    t = Table(title=f"Top ops by time (counters attributed to the trace's op spans: {src}; per chip while the op runs)",
+              title_justify="left")
+    for col, just in (("op", "left"), ("time", "right"), ("work", "left"), ("FLOP/s", "right"), ("intensity", "right"),
+                      ("of roof", "right"), ("roofline", "left"), ("bound", "left")):
+        t.add_column(col, justify=just)
+    for r in ops[:TOP_OPS]:
+        share = f"{r['time_share'] * 100:.1f} %" if r["time_share"] is not None else "—"
+        inten = f"{r['intensity']:.4g} FLOP/B" if r["intensity"] is not None else "—"
+        eff = f"{r['efficiency'] * 100:.1f} %" if r["efficiency"] is not None else "—"
+        side = f"{r['side']} ({r['ceiling']})" if r["side"] else "—"
+        bound = (r["bound"] or "—").removeprefix("topdown.")
+        name = Text(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
+        t.add_row(name, share, r["work"] or "—", _eng(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
+    console.print(t)
+    if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
+        console.print("[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]")
+    if len(ops) > TOP_OPS:
+        console.print(f"[dim]… {len(ops) - TOP_OPS} more op classes in report.json (ops.rows)[/dim]")
 
 
 def _ms(v: float) -> str:

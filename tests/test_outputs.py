@@ -133,6 +133,7 @@ MISSING_FILE = {
     "sensitivity": ["sensitivity", "--catalog", "{m}", "--no-cache"],
     "compare": ["compare", "sohu", "{m}.yaml", "--no-cache"],
     "coverage": ["coverage", "--scenarios", "{m}.yaml"],
+    "report": ["report", "{m}", "--html", "{t}/r.html"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandError, catalog_failure, duration, stderr, stdout
+from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, stderr, stdout
 
 
 def register(sub) -> None:
@@ -22,6 +22,9 @@ def register(sub) -> None:
     a.add_argument("--requests", default=None, metavar="R", help="request records (latency metrics: ttft, tpot, itl, e2e)")
     a.add_argument("--trace", default=None, metavar="T", help="device/host trace (time split; collective waits with --sync)")
     a.add_argument("--sync", default=None, metavar="S", help="driver host/device clock reads (the multi-chip section)")
+    a.add_argument("--snapshots", default=None, metavar="S",
+                   help="counter snapshots taken at op boundaries (trigger-on-marker): exact per-op attribution")
+    a.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
     a.add_argument("--metrics", default=None, metavar="a,b,…", help="evaluate only these metrics and what they need")
     a.add_argument("--timestamp-unit", default=None, choices=["ns", "us", "ms", "s"],
                    help="unit of a bare `timestamp` column (columns named timestamp_ns/_us/_ms/_s say it themselves)")
@@ -37,6 +40,7 @@ def register(sub) -> None:
 def cmd_analyze(args) -> int:
     from perfonto.analysis.capture import capture_of
     from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.spans import AttributionError
     from perfonto.metrics.windows import DumpError
     from perfonto.ontology.diagnostics import CatalogError
 
@@ -50,16 +54,16 @@ def cmd_analyze(args) -> int:
         raise CommandError("--metrics is empty; name at least one metric, e.g. --metrics mfu,hbm.bandwidth", 2)
     period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
     capture = capture_of(args.counters, args.requests, args.trace, args.sync, timestamp_unit=args.timestamp_unit,
-                         sample_period_ns=period)
+                         sample_period_ns=period, snapshots=args.snapshots)
     try:
         report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
                              library=not args.no_library, metrics=metrics, force=args.force,
-                             command=args.argv, log=lambda s: err.print(s, markup=False))
+                             command=args.argv, log=lambda s: err.print(s, markup=False), by=args.by)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except KeyError as exc:
         raise CommandError(str(exc.args[0]), 2) from None
-    except (DumpError, RunError, OutputError) as exc:
+    except (DumpError, RunError, OutputError, AttributionError) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
         raise CommandError(f"{exc.filename or args.counters}: {exc.strerror or exc}", 1) from None

@@ -66,6 +66,23 @@ non_negative_int = _int_at_least(0)
 positive_int = _int_at_least(1)
 
 
+def groupings(text: str) -> tuple[str, ...]:
+    """``--by``: a comma-separated list of ``op``, ``layer``, ``phase`` (an argparse type; anything else
+    is a usage error naming the choices)."""
+    from perfonto.analysis.spans import BY
+
+    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    bad = [p for p in parts if p not in BY]
+    if not parts or bad:
+        raise argparse.ArgumentTypeError(f"unknown grouping {', '.join(map(repr, bad)) or repr(text)}; "
+                                         f"use {', '.join(BY)} (comma-separated for several, e.g. --by op,layer)")
+    return parts
+
+
+BY_HELP = ("every metric per group: op (op class), layer, phase (prefill/decode/mixed), comma-separated; "
+           "writes metrics_by_<group>.parquet and a `by` section in report.json (needs the device trace)")
+
+
 def stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 

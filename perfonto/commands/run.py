@@ -5,7 +5,7 @@ import argparse
 import json
 import math
 
-from .common import CommandError, catalog_failure, duration, non_negative_int, positive_int, stderr, stdout
+from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, non_negative_int, positive_int, stderr, stdout
 from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
@@ -38,6 +38,9 @@ def register(sub) -> None:
     r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
     r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
     add_scenario_args(r)
+    r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
+    r.add_argument("--op-snapshots", action="store_true",
+                   help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution")
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -128,7 +131,8 @@ def cmd_run(args) -> int:
                          force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
                          progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
                          serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
-                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0))
+                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0),
+                         by=args.by, op_snapshots=args.op_snapshots)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:

@@ -1,0 +1,166 @@
+"""The roofline of a generation and where each op class sits on it.
+
+Roofline model (Williams, Waterman & Patterson, "Roofline: an insightful visual performance model
+for multicore architectures", CACM 52(4), 2009): a kernel of arithmetic intensity ``I`` (FLOP per
+byte of memory traffic) attains at most ``min(P, I × B)`` FLOP/s, with ``P`` the compute ceiling
+and ``B`` the memory bandwidth ceiling; the *ridge point* ``P / B`` separates the memory-bound side
+(``I < P/B``) from the compute-bound side.
+
+Ceilings come from the generation's spec constants: one compute ceiling per dense peak FLOP rate
+of the matrix engine (``spec.mxu.peak_flops_<precision>``, one per dtype) and the vector unit
+(``spec.vpu.peak_flops``); memory ceilings from ``spec.hbm.peak_bandwidth`` and
+``spec.sram.peak_bandwidth``. All per chip.
+
+An op class's position (from the attributed counters, ``analysis.attribution``): its *work* is its
+matrix FLOPs (the ``mxu`` block's FLOP counters, every precision) or, for an op without matrix work,
+its vector FLOPs (``vpu``); intensity ``I`` = work ÷ HBM bytes (the ``hbm`` block's byte counters,
+read + write); performance = work ÷ span time summed over chips (FLOP/s of one chip while the op
+runs). Its compute ceiling is that of its dominant precision (the vector ceiling for vector work).
+Work counts only where it is ``significant`` (above its attribution error estimate).
+``efficiency`` = performance ÷ ``min(P, I × B_HBM)``. Ops that do no floating-point work
+(collectives, host transfers) have no position.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attribution import GroupTotals
+from .spans import NO_SPAN
+
+#: memory ceilings: block -> (spec constant, label)
+MEMORY = {"hbm": ("spec.hbm.peak_bandwidth", "HBM"), "sram": ("spec.sram.peak_bandwidth", "SRAM")}
+
+
+def _dim(gen, unit_text: str, ref: str) -> bool:
+    reg = gen.registry
+    try:
+        return reg.Quantity(1.0, unit_text).dimensionality == reg.Quantity(1.0, ref).dimensionality
+    except Exception:
+        return False
+
+
+def signal_sets(gen) -> dict:
+    """The counters behind the roofline: ``matrix_flops`` (block ``mxu``, FLOP), ``vector_flops``
+    (``vpu``, FLOP), ``hbm_bytes`` and ``sram_bytes`` (bytes), and ``by_precision`` {dtype:
+    [matrix FLOP counters]}."""
+    out = {"matrix_flops": [], "vector_flops": [], "hbm_bytes": [], "sram_bytes": [], "by_precision": {}}
+    for name, s in gen.signals.items():
+        if s.kind.value != "counter":
+            continue
+        if s.block == "mxu" and _dim(gen, s.unit_text, "FLOP"):
+            out["matrix_flops"].append(name)
+            out["by_precision"].setdefault(s.precision or "", []).append(name)
+        elif s.block == "vpu" and _dim(gen, s.unit_text, "FLOP"):
+            out["vector_flops"].append(name)
+        elif s.block in ("hbm", "sram") and _dim(gen, s.unit_text, "B"):
+            out[f"{s.block}_bytes"].append(name)
+    return out
+
+
+def ceilings(gen) -> list[dict]:
+    """Compute and memory ceilings of ``gen`` (per chip): ``name``, ``kind`` (compute | memory),
+    ``value`` (FLOP/s or B/s), ``unit``, ``spec``, and ``precision`` for matrix peaks. Sparse peaks
+    are left out (the counters count dense work)."""
+    reg = gen.registry
+    out = []
+    for name, c in gen.spec.items():
+        sparsity = getattr(getattr(c, "sparsity", None), "value", getattr(c, "sparsity", None))
+        if sparsity == "sparse" or not _dim(gen, c.unit_text, "FLOP/s"):
+            continue
+        value = float(reg.Quantity(c.value, c.unit).to("FLOP/s").magnitude)
+        if name.startswith("spec.mxu.") and c.precision:
+            out.append({"name": c.precision.upper(), "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name,
+                        "precision": c.precision})
+        elif name.startswith("spec.vpu."):
+            out.append({"name": "vector", "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name,
+                        "precision": None})
+    out.sort(key=lambda d: -d["value"])
+    for block, (spec, label) in MEMORY.items():
+        c = gen.spec.get(spec)
+        if c is not None and _dim(gen, c.unit_text, "B/s"):
+            out.append({"name": label, "kind": "memory", "value": float(reg.Quantity(c.value, c.unit).to("B/s").magnitude),
+                        "unit": "B/s", "spec": spec, "precision": None})
+    return out
+
+
+def _amount(totals: GroupTotals, names: list[str], k, gen, unit: str, what: str = "sums") -> float:
+    """Sum of ``names``' attributed amounts (or error ``estimate``) of group ``k`` (an index, or
+    ``slice(None)`` for all groups) in ``unit``."""
+    reg = gen.registry
+    total = 0.0
+    for n in names:
+        src = getattr(totals, what)
+        if n in src:
+            total += float(reg.Quantity(float(np.sum(np.asarray(src[n])[k])), gen.signals[n].unit_text).to(unit).magnitude)
+    return total
+
+
+def significant(amount: float, estimate: float, total: float) -> bool:
+    """Attributed work counts as the op's own when it exceeds twice its error estimate and 0.01 %
+    of the run's total: windowed attribution leaks a little of the neighbours' work into ops that
+    do none (a norm never runs the matrix engine)."""
+    return amount > 2.0 * estimate and amount > 1e-4 * total
+
+
+def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
+    """One row per op class of an ``op`` grouping, by time (longest first; ``(no span)`` left out):
+    ``op``, ``time_s`` (summed over chips), ``time_share`` (of all chips' time), ``spans``, ``work``
+    (``matrix``, ``vector`` or None), ``precision``, ``flops`` (FLOP), ``hbm_bytes`` (B),
+    ``intensity`` (FLOP/B), ``flops_per_s`` (FLOP/s per chip), ``ceiling`` and ``peak`` (FLOP/s),
+    ``ridge`` (FLOP/B), ``attainable`` (FLOP/s), ``efficiency`` (fraction of attainable), ``side``
+    (memory | compute) and ``bound`` (the dominant top-down node, from ``bound``)."""
+    sets = signal_sets(gen)
+    cs = ceilings(gen)
+    hbm = next((c["value"] for c in cs if c["name"] == "HBM"), None)
+    total_time = float(np.sum(totals.time_s))
+    all_mat = _amount(totals, sets["matrix_flops"], slice(None), gen, "FLOP")
+    all_vec = _amount(totals, sets["vector_flops"], slice(None), gen, "FLOP")
+    rows = []
+    for k, label in enumerate(totals.groups):
+        if label == NO_SPAN:
+            continue
+        t = float(totals.time_s[k])
+        mat = _amount(totals, sets["matrix_flops"], k, gen, "FLOP")
+        vec = _amount(totals, sets["vector_flops"], k, gen, "FLOP")
+        byts = _amount(totals, sets["hbm_bytes"], k, gen, "B")
+        mat_ok = significant(mat, _amount(totals, sets["matrix_flops"], k, gen, "FLOP", "estimate"), all_mat)
+        vec_ok = significant(vec, _amount(totals, sets["vector_flops"], k, gen, "FLOP", "estimate"), all_vec)
+        work = "matrix" if mat_ok else ("vector" if vec_ok else None)
+        flops = mat if work == "matrix" else vec
+        prec = None
+        if work == "matrix":
+            per = {p: _amount(totals, names, k, gen, "FLOP") for p, names in sets["by_precision"].items()}
+            prec = max(per, key=per.get) or None
+        ceil = _ceiling(cs, work, prec)
+        row = {"op": label, "time_s": t, "time_share": t / total_time if total_time > 0 else None,
+               "spans": int(totals.spans[k]), "work": work, "precision": prec, "flops": flops if work else 0.0,
+               "hbm_bytes": byts, "intensity": None, "flops_per_s": None, "ceiling": None, "peak": None, "ridge": None,
+               "attainable": None, "efficiency": None, "side": None, "bound": bound[k] if bound else None}
+        if work and t > 0:
+            row["flops_per_s"] = flops / t
+        if work and byts > 0:
+            row["intensity"] = flops / byts
+        if ceil is not None and hbm:
+            row["ceiling"], row["peak"], row["ridge"] = ceil["name"], ceil["value"], ceil["value"] / hbm
+            if row["intensity"] is not None:
+                att = min(ceil["value"], row["intensity"] * hbm)
+                row["attainable"] = att
+                row["side"] = "memory" if row["intensity"] * hbm < ceil["value"] else "compute"
+                if row["flops_per_s"] is not None and att > 0:
+                    row["efficiency"] = row["flops_per_s"] / att
+        rows.append(row)
+    rows.sort(key=lambda r: -r["time_s"])
+    return rows
+
+
+def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | None:
+    compute = [c for c in cs if c["kind"] == "compute"]
+    if work == "vector":
+        return next((c for c in compute if c["name"] == "vector"), None)
+    if work == "matrix":
+        exact = next((c for c in compute if c["precision"] == precision), None)
+        return exact or next((c for c in compute if c["precision"]), None)
+    return None
+
+
+__all__ = ["MEMORY", "ceilings", "op_rows", "signal_sets"]

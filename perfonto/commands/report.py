@@ -1,0 +1,110 @@
+"""``perfonto report RUN --html FILE [--plots DIR]``: the report of a run folder (written by ``perfonto
+run`` or ``perfonto analyze``) as one self-contained offline HTML page (``analysis.html_report``:
+pictures inlined, no network at view time) and, with ``--plots``, the pictures as PNG and SVG
+(``analysis.plots``). Beside the page it writes the run's Perfetto timeline (``FILE`` stem +
+``.pftrace``, protobuf) when the run has a trace and sync reads, and links to it. Exit 0 when the
+outputs were written, 1 when the run folder lacks its report or a file cannot be written, 2 for
+usage errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .common import CommandError, stderr, why
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write a run's report as one self-contained HTML page (and its pictures as PNG/SVG)")
+    p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` or `perfonto analyze` (holds report.json)")
+    p.add_argument("--html", default=None, metavar="FILE", help="the HTML page to write (one file, viewable offline)")
+    p.add_argument("--plots", default=None, metavar="DIR", help="also write every picture as DIR/NAME.png and DIR/NAME.svg")
+    p.add_argument("--no-timeline", action="store_true",
+                   help="do not write the Perfetto timeline beside the page (it takes a few seconds on long runs)")
+    p.add_argument("--json", action="store_true", help="print what was written as one JSON object on stdout")
+    p.set_defaults(func=cmd_report)
+
+
+def load_run_report(run: Path) -> dict:
+    """``RUN/report.json`` as a dict; ``CommandError`` (exit 1) when it is missing or not a report."""
+    path = run / "report.json"
+    if not run.is_dir():
+        raise CommandError(f"{run}: not a folder; give the output folder of `perfonto run` or `perfonto analyze`", 1)
+    if not path.is_file():
+        raise CommandError(f"{run}: no report.json; `perfonto run --out {run}` or `perfonto analyze … --out {run}` writes it", 1)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"{path}: cannot read the report ({why(exc)})", 1) from None
+    if not isinstance(doc, dict) or "metrics" not in doc or "generation" not in doc:
+        raise CommandError(f"{path}: not a perfonto report (no `generation` or `metrics`)", 1)
+    return doc
+
+
+def cmd_report(args) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from perfonto.analysis import html_report, plots
+
+    from ..outputs import OutputError, write_file
+    from ..report import HEADLINE, PER_CHIP
+
+    if args.html is None and args.plots is None:
+        raise CommandError("nothing to write: give --html FILE and/or --plots DIR", 2)
+    err = stderr()
+    run = Path(args.run)
+    doc = load_run_report(run)
+    table = None
+    if (run / "metrics.parquet").is_file():
+        try:
+            table = pq.read_table(run / "metrics.parquet")
+        except (OSError, pa.ArrowInvalid) as exc:
+            err.print(f"note: {run / 'metrics.parquet'} cannot be read ({exc}); the top-down picture is left out", markup=False)
+    pics = plots.pictures(doc, table)
+    out: dict = {"pictures": [p.name for p in pics]}
+    if args.plots is not None:
+        try:
+            out["plots"] = plots.write_pictures(pics, args.plots)
+        except OSError as exc:
+            raise CommandError(f"{args.plots}: cannot write the pictures ({why(exc)})", 1) from None
+    if args.html is not None:
+        html_path = Path(args.html)
+        timeline = None if args.no_timeline else _timeline(run, html_path, err)
+        page = html_report.render(doc, pics, headline=HEADLINE, per_chip=PER_CHIP,
+                                  timeline=timeline.name if timeline is not None else None)
+        try:
+            write_file(html_path, page)
+        except OutputError as exc:
+            raise CommandError(str(exc), 1) from None
+        out |= {"html": str(html_path), "timeline": str(timeline) if timeline is not None else None,
+                "bytes": len(page.encode("utf-8"))}
+        err.print(f"wrote {html_path} ({len(page.encode('utf-8')) / 1e6:.1f} MB, {len(pics)} pictures"
+                  + (f"; timeline {timeline}" if timeline is not None else "") + ")", markup=False)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    return 0
+
+
+def _timeline(run: Path, html_path: Path, err) -> Path | None:
+    """Write RUN's Perfetto timeline beside the page; None (with a note) when the run has no trace
+    or sync reads."""
+    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.timeline import TimelineError, write
+
+    import os
+    import uuid
+
+    target = html_path.with_name(html_path.stem + ".pftrace")
+    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(run, tmp, "proto")
+        os.replace(tmp, target)
+    except (RunError, TimelineError) as exc:
+        err.print(f"note: no timeline beside the page: {exc}", markup=False)
+        return None
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"{target}: cannot write the timeline ({why(exc)})", 1) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

@@ -1,0 +1,240 @@
+"""`perfonto report RUN --html FILE` and the pictures (issue 17): the roofline marks each op class at
+the values the per-op table prints; the page is self-contained, has every section and prints the
+JSON report's numbers; catalog and dump text cannot add markup; pictures are titled, have axes with
+units and are deterministic; `--by` groups add up to the run; bad input fails clearly. The browser
+tests (headless Chromium loads the page offline, the DOM is checked, a screenshot taken) are in
+``test_report_browser.py``."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto.analysis import html_report, plots
+from perfonto.analysis.html_report import SECTIONS
+from perfonto.cli import main
+
+SI = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+class Page(HTMLParser):
+    """Tags with their attributes, the per-op table's cells, and every number cell of the page."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.cells: list[dict] = []
+        self.op_rows: dict[str, dict] = {}
+        self._row = None
+        self._cell = None
+        self._section = None
+        self._chip = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "section":
+            self._section = a.get("id")
+        if tag == "tr":
+            self._chip = a.get("data-chip")
+        if tag == "tr" and "data-op" in a:
+            self._row = self.op_rows.setdefault(a["data-op"], {})
+        if tag == "td" and "data-value" in a:
+            self._cell = dict(a, text="", section=self._section, chip=self._chip)
+            self.cells.append(self._cell)
+            if self._row is not None and "data-field" in a:
+                self._row[a["data-field"]] = self._cell
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._cell = None
+        if tag == "tr":
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell["text"] += data
+
+
+def printed(text: str, si: bool = False) -> tuple[float, float] | None:
+    """The number a cell prints and half its last digit's step (the printing's rounding); ``si``:
+    the unit carries an SI prefix (``5.18 PFLOP/s``)."""
+    m = re.match(r"\s*(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*([kMGTP]?)", text)
+    if not m or text.strip() in ("—", "null"):
+        return None
+    num = m.group(1).replace(",", "")
+    mant = num.split("e")[0]
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    exp = int(num.split("e")[1]) if "e" in num else 0
+    scale = SI.get(m.group(2), 1.0) if si else 1.0
+    if "e" in num:  # %.4g: significant digits
+        return float(num) * scale, 0.5 * 10.0 ** (exp - decimals) * scale
+    return float(num) * scale, 0.5 * 10.0 ** (-decimals) * scale
+
+
+def assert_prints(cell: dict, value: float | None, si: bool = False) -> None:
+    assert cell["data-value"] == ("" if value is None else repr(float(value)))
+    p = printed(cell["text"], si)
+    if value is None:
+        assert p is None, cell
+        return
+    shown, half = p
+    assert abs(shown - value) <= half * (1 + 1e-9) + 1e-12 * abs(value), (cell, value)
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    run = d / "run"
+    assert main(["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "200ms", "--by", "op,layer,phase",
+                 "--out", str(run), "--json"]) == 0
+    html = d / "page" / "report.html"
+    assert main(["report", str(run), "--html", str(html), "--plots", str(d / "plots"), "--json"]) == 0
+    return run, html, json.loads((run / "report.json").read_text()), d
+
+
+def test_roofline_marks_each_op_at_the_values_the_table_prints(reported):
+    run, html, doc, _ = reported
+    page = Page(html.read_text())
+    pic = plots.roofline_picture(doc)
+    ax = pic.figure.axes[0]
+    marks = {}
+    for coll, label in zip(ax.collections, [h.get_label() for h in ax.collections]):
+        (x, y), = coll.get_offsets()
+        marks[label.rsplit(" (", 1)[0]] = (float(x), float(y))
+    placed = {r["op"] for r in doc["ops"]["rows"] if r["intensity"] and r["flops_per_s"]}
+    assert set(marks) == placed and len(placed) >= 8
+    for op, (x, y) in marks.items():
+        row = page.op_rows[op]
+        assert float(row["intensity"]["data-value"]) == x and float(row["flops_per_s"]["data-value"]) == y
+        assert_prints(row["intensity"], x)
+        assert_prints(row["flops_per_s"], y, si=True)
+    assert [p["op"] for p in pic.data["points"]] == [r["op"] for r in doc["ops"]["rows"] if r["op"] in placed]
+    ceilings = {c["name"]: c["value"] for c in pic.data["ceilings"]}
+    assert ceilings["FP8"] == 9000e12 and ceilings["BF16"] == 4500e12 and ceilings["HBM"] == 7.2e12 and ceilings["SRAM"] == 48e12
+
+
+def test_page_is_self_contained_complete_and_prints_the_report(reported):
+    run, html, doc, _ = reported
+    text = html.read_text()
+    page = Page(text)
+    finding = next(a for t, a in page.tags if a.get("id") == "headline-finding")
+    assert finding["data-metric"] == doc["headline"]["metric"] and html_report.e(doc["headline"]["message"]) in text
+    ids = {a.get("id") for t, a in page.tags if t == "section"}
+    assert ids == set(SECTIONS)
+    for tag, a in page.tags:
+        assert tag not in ("link", "iframe", "object", "embed", "base")
+        if tag in ("img", "script", "source", "video", "audio"):
+            assert a.get("src", "data:").startswith("data:"), (tag, a)
+        if tag == "a" and a.get("href", "").startswith(("http:", "https:")):
+            assert a["href"] == html_report.PERFETTO
+    assert "url(http" not in text and "@import" not in text
+    imgs = [a for t, a in page.tags if t == "img"]
+    assert len(imgs) == 4
+    cells = {}
+    for c in page.cells:
+        cells.setdefault(c["section"], []).append(c)
+    headline = {c["data-metric"]: c for c in cells["headline"]}
+    assert {"mfu", "tokens_per_second", "hbm.bandwidth_utilization", "arithmetic_intensity"} <= set(headline)
+    for name, cell in headline.items():
+        assert_prints(cell, doc["metrics"][name]["value"])
+    td = {}
+    for c in cells["bottleneck"]:  # the level-1 table comes first (thresholds crossed may repeat a node)
+        td.setdefault(c["data-metric"], c)
+    assert [n for n in td if n in doc["topdown"]] == list(doc["topdown"])
+    td = {n: td[n] for n in doc["topdown"]}
+    for name, cell in td.items():
+        assert_prints(cell, doc["topdown"][name])
+    chips = {str(p["chip"]): p["metrics"] for p in doc["per_chip"]}
+    assert {c["chip"] for c in cells["per-chip"]} == set(chips)
+    for c in cells["per-chip"]:
+        assert_prints(c, chips[c["chip"]][c["data-metric"]])
+    rows = {r["op"]: r for r in doc["ops"]["rows"]}
+    assert set(page.op_rows) == set(rows)
+    for op, got in page.op_rows.items():
+        assert_prints(got["time_share"], rows[op]["time_share"] * 100)
+        if rows[op]["efficiency"] is not None:
+            assert_prints(got["efficiency"], rows[op]["efficiency"] * 100)
+    tl = [a for t, a in page.tags if t == "a" and a.get("id") == "timeline-file"]
+    assert tl and (html.parent / tl[0]["href"]).stat().st_size > 1000
+
+
+def test_catalog_and_dump_text_cannot_add_markup(reported):
+    _, _, doc, _ = reported
+    evil = '<img src=x onerror="alert(1)"><script>alert(2)</script>"\'&'
+    bad = json.loads(json.dumps(doc))
+    bad["model"] = evil
+    bad["bottleneck_label"] = evil
+    bad["notes"] = [evil]
+    bad["unavailable"] = {"x.y": evil}
+    bad["ops"]["rows"][0]["op"] = evil
+    bad["thresholds_crossed"] = [{"metric": "mfu", "value": 1.0, "message": evil}]
+    bad["by"]["op"]["groups"][0]["group"] = evil
+    bad["headline"] = {"metric": evil, "message": evil}
+    text = html_report.render(bad, [], headline=["mfu"])
+    page = Page(text)
+    assert [t for t, _ in page.tags].count("script") == 1 and not any(t == "img" for t, _ in page.tags)
+    assert not any(k.startswith("on") for _, a in page.tags for k in a)
+    assert text.count(html_report.e(evil)) >= 9 and evil not in text
+
+
+def test_pictures_are_titled_with_units_and_deterministic(reported):
+    run, _, doc, d = reported
+    table = pq.read_table(run / "metrics.parquet")
+    first = plots.pictures(doc, table)
+    again = plots.pictures(doc, table)
+    assert [p.name for p in first] == ["roofline", "topdown", "heatmap", "links"]
+    for a, b in zip(first, again):
+        ax = a.figure.axes[0]
+        assert a.title and ax.get_title() == a.title
+        assert re.search(r"\[.+\]", ax.get_xlabel()) or a.name in ("heatmap", "links")
+        assert re.search(r"\[.+\]", ax.get_ylabel()) or a.name in ("heatmap", "links")
+        if a.name in ("heatmap", "links"):  # the colour bar carries the unit
+            assert re.search(r"\[%\]", a.figure.axes[1].get_ylabel())
+        assert a.png() == b.png() and a.svg() == b.svg()
+        assert a.png()[:8] == b"\x89PNG\r\n\x1a\n" and a.svg().lstrip().startswith("<?xml")
+        for ext in ("png", "svg"):
+            assert (d / "plots" / f"{a.name}.{ext}").read_bytes() == (a.png() if ext == "png" else a.svg().encode())
+    td = first[1].data
+    assert td["nodes"] == list(doc["topdown"])
+    total = sum(np.nan_to_num(td["shares"][n]) for n in td["nodes"])
+    assert np.allclose(total, 100.0, atol=1e-6)
+    links = next(p for p in first if p.name == "links").data
+    assert links["values"].shape == (2, 12) and np.nanmax(links["values"]) <= 100.0
+
+
+def test_by_groups_add_up_to_the_run(reported):
+    run, _, doc, _ = reported
+    server = doc["metrics"]["mxu.flops"]["value"]  # TFLOP over the run, every chip
+    for by in ("op", "layer", "phase"):
+        t = pq.read_table(run / f"metrics_by_{by}.parquet")
+        assert set(doc["metrics"]) - {"ttft", "tpot", "itl", "e2e_latency", "e2e_per_output_token"} >= set(t.column_names) - {
+            by, "time_s", "time_share", "spans"}
+        assert "arithmetic_intensity" in t.column_names and "topdown.memory_bound" in t.column_names
+        assert t.column("mxu.flops").to_numpy(zero_copy_only=False).sum() == pytest.approx(server, rel=1e-6)
+        assert t.column("time_share").to_numpy().sum() == pytest.approx(1.0, rel=1e-9)
+        assert [g["group"] for g in doc["by"][by]["groups"]] == t.column(by).to_pylist()
+    phases = doc["by"]["phase"]["groups"]
+    assert {g["group"] for g in phases} >= {"prefill", "decode", "mixed"}
+
+
+def test_bad_input_fails_clearly(reported, tmp_path, capsys):
+    run, _, _, _ = reported
+    capsys.readouterr()
+    assert main(["report", str(tmp_path), "--html", str(tmp_path / "x.html"), "--json"]) == 1
+    assert "no report.json" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["report", str(run), "--json"]) == 2
+    assert "nothing to write" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["analyze", str(run), "--by", "opcode", "--out", str(tmp_path / "a"), "--json"]) == 2
+    assert "unknown grouping 'opcode'" in json.loads(capsys.readouterr().out)["error"]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "counters.parquet").write_bytes((run / "counters.parquet").read_bytes())
+    assert main(["analyze", str(bare), "--by", "layer", "--out", str(tmp_path / "b"), "--json"]) == 1
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert "--by layer" in err and "trace" in err and not (tmp_path / "b").exists()
