@@ -48,7 +48,10 @@ def _crossed(op: str, value: float, limit: float) -> bool:
             "==": value == limit, "!=": value != limit}[op]
 
 
-def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20) -> Analysis:
+def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=None) -> Analysis:
+    """Top-down split, bottleneck, thresholds (server level) and the window checks (bounds, top-down
+    sums) — over ``ev.window``, or taken from ``checks`` (``analysis.checks.WindowChecks``) when the
+    windows were evaluated in pieces."""
     level1 = topdown_level1(graph)
     td = {n: float(ev.server[n]) for n in level1 if np.ndim(ev.server[n]) == 0}
     finite = {k: v for k, v in td.items() if np.isfinite(v)}
@@ -69,6 +72,10 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20) -> Analysi
                 crossed.append((name, v, msg))
     violations: list[BoundViolation] = []
     counts: dict[str, int] = {}
+    if checks is not None:
+        path = drill_down(graph, ev.server)
+        return Analysis(td, bottleneck, label, children, crossed, checks.violations(), dict(checks.counts), ev.nulls,
+                        checks.tree_messages(), path)
     for name, m in graph.metrics.items():
         v = ev.window[name]
         if not m.bounds:

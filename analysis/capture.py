@@ -29,7 +29,7 @@ from .evaluate import Evaluation, evaluate_windows
 from .groups import analyse_groups
 from .headline import headline
 from .links import link_utilization
-from .records import record_metrics, trace_time_split
+from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
 from .report_json import report_json
 
 
@@ -69,12 +69,15 @@ class Report:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    populations: dict | None = None  # record metric -> what it covers (analysis.records.record_populations)
     headline: dict | None = None  # analysis.headline: the finding to read first
     context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
     attribution: object | None = None       # analysis.attribution.Attribution: counters per span group
     groups: dict = field(default_factory=dict)  # by -> analysis.groups.GroupMetrics (the groupings asked for)
     ops: list | None = None                 # analysis.roofline.op_rows: per op class, by time
     links: dict | None = None               # analysis.links.link_utilization: chip x link busy share
+    fleet: object | None = None  # analysis.fleet.Fleet: rollups per host, rack, pod and fleet (fleet-scale path)
+    engine: str = "memory"  # memory (whole dump in memory), embedded (in pieces) or spark
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
@@ -91,7 +94,9 @@ def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit
     import json
 
     truth = None
-    if isinstance(counters, (str, Path)) and Path(counters).is_dir() and (Path(counters) / "counters.parquet").is_file():
+    from perfonto.ontology.files import is_dir, is_file
+
+    if isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
         run = Path(counters)
         counters = run / "counters.parquet"
 
@@ -162,9 +167,18 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if gone:
         log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(dump.absent)} signal(s) they read")
     analysis = analyse(evaluated, ev)
-    records = None
+    records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
-        records = record_metrics(evaluated, capture.requests)
+        rec, records = read_and_evaluate(evaluated, capture.requests)
+        populations = record_populations(evaluated, rec, records)
+        capped: dict[str, list[str]] = {}
+        for name, doc in populations.items():
+            if doc.get("warning"):
+                capped.setdefault(doc["warning"], []).append(name)
+        notes += [f"{', '.join(names)}: {why}" for why, names in capped.items()]
+        mismatch = records_vs_counters(gen, rec, w)
+        if mismatch:
+            notes.append(mismatch)
     elif evaluated.record_metrics:
         notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
     split = trace_time_split(capture.trace, ev.windows) if capture.trace is not None else None
@@ -188,8 +202,8 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
-                  records, split, multichip, capture.ground_truth, {}, timings, notes,
-                  headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
+                  records, split, multichip, capture.ground_truth, {}, timings, notes, populations=populations,
+                  headline=headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
                   ops=per["ops"], links=link_utilization(gen, w, dump.chips))
 
 

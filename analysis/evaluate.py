@@ -72,9 +72,11 @@ def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) 
 
 
 def metrics_table(ev: Evaluation, graph: MetricGraph) -> pa.Table:
-    """One row per window and chip: ``window``, (``host``), ``chip``, ``start_ns``, ``interval_s`` and
+    """One row per window and chip: ``window``, (``host``), ``chip``, ``start_ns``, ``interval_s``,
     one column per metric (null where the metric could not be computed; per-instance metrics as
-    fixed-size lists)."""
+    fixed-size lists), and ``out_of_bounds``: the metrics whose value in that window and chip lies
+    outside their declared bounds (any instance), so a reader of the table sees the flag beside the
+    value (``OUT_OF_BOUNDS`` names the column)."""
     W, C = ev.windows.interval.shape
     cols = {"window": pa.array(np.repeat(np.arange(W, dtype=np.int64), C))}
     if ev.hosts is not None:
@@ -94,4 +96,32 @@ def metrics_table(ev: Evaluation, graph: MetricGraph) -> pa.Table:
         else:
             flat = v.reshape(-1)
             cols[name] = pa.array(flat, mask=np.isnan(flat))
+    flags = out_of_bounds(ev, graph)
+    lists = [[] for _ in range(W * C)]
+    for name, bad in flags.items():
+        for i in np.flatnonzero(bad.reshape(-1)):
+            lists[i].append(name)
+    cols[OUT_OF_BOUNDS] = pa.array(lists, pa.list_(pa.string()))
     return pa.table(cols)
+
+
+OUT_OF_BOUNDS = "out_of_bounds"
+
+
+def out_of_bounds(ev: Evaluation, graph: MetricGraph) -> dict[str, np.ndarray]:
+    """``{metric: bool (W, C)}`` for the metrics with declared bounds that some window breaks: True
+    where the value (any instance) is outside ``bounds`` (a relative tolerance of 1e-9 of the
+    bounds' size)."""
+    out = {}
+    for name, m in graph.metrics.items():
+        if not m.bounds:
+            continue
+        lo, hi = m.bounds
+        tol = 1e-9 * max(abs(lo), abs(hi), 1.0)
+        v = ev.window[name]
+        with np.errstate(invalid="ignore"):
+            bad = (v < lo - tol) | (v > hi + tol)
+        bad = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
+        if bad.any():
+            out[name] = bad
+    return out

@@ -1,6 +1,7 @@
 """Serving figures of a run that come from event records rather than counter windows: latency
-metrics over request records (``metrics.population``), and the compute / communication / idle
-time split from the device trace (``metrics.timesplit``)."""
+metrics over request records (``metrics.population``) with the population each one covers (and a
+warning when the run's end cut it short), the records checked against the request counters, and
+the compute / communication / idle time split from the device trace (``metrics.timesplit``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,14 +9,112 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
-from perfonto.metrics.population import evaluate_records, read_records
+from perfonto.metrics.population import Records, evaluate_records, read_records
 from perfonto.metrics.timesplit import time_split
 
 
 def record_metrics(graph: MetricGraph, requests_path: str | Path) -> dict[str, np.ndarray | float]:
     """Every record metric of the catalog over the run's ``requests.parquet``."""
     return evaluate_records(graph, read_records(requests_path, graph.generation))
+
+
+def read_and_evaluate(graph: MetricGraph, requests_path: str | Path) -> tuple[Records, dict[str, np.ndarray | float]]:
+    """The run's records and every record metric over them."""
+    rec = read_records(requests_path, graph.generation)
+    return rec, evaluate_records(graph, rec)
+
+
+def _reduced(m) -> ir.Node | None:
+    """The argument of the population reduction in a record metric's formula (None if none)."""
+    stack = [m.ir]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Rollup) and n.func in ("p50", "p90", "p99", "mean", "count"):
+            return n.arg
+        stack.extend(ir.children(n))
+    return None
+
+
+def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[str, dict]:
+    """What each reduction over records covers: ``{metric: {"population", "of", "count", "without_value",
+    "unfinished", "warning"?}}``. ``count``: records the reduction used (non-null values); ``without_value``:
+    records of the population left out (null); ``unfinished``: of those, the ones that had started (the
+    earliest instant the value needs — arrival, first token — is set) but not reached the end the
+    value needs by the end of the run: a request still waiting for its first token, or still decoding. Percentiles and means over a
+    population with unfinished records are capped by the run length (the slowest are missing), and
+    say so in ``warning``."""
+    import networkx as nx
+
+    gen = graph.generation
+    out: dict[str, dict] = {}
+    for name, m in graph.record_metrics.items():
+        if m.population is not None:
+            continue
+        arg = _reduced(m)
+        if arg is None:
+            continue
+        if isinstance(arg, ir.MetricRef):
+            of, v = arg.metric, np.asarray(values.get(arg.metric, []), dtype=np.float64)
+            fields = {a for a in nx.ancestors(graph.graph, arg.metric) if a in gen.record_fields}
+        elif isinstance(arg, ir.Input):
+            of, v, fields = arg.signal, np.asarray(rec.fields.get(arg.signal, []), dtype=np.float64), {arg.signal}
+        else:
+            continue
+        pop = (graph.record_metrics[of].population if of in graph.record_metrics else gen.record_fields[of].record) \
+            if (of in graph.record_metrics or of in gen.record_fields) else None
+        null = np.isnan(v)
+        started = np.zeros(v.shape, bool)
+        sec = gen.registry.second
+        times = [f for f in sorted(fields) if f in rec.fields and rec.fields[f].shape == v.shape
+                 and gen.registry.Quantity(1, gen.record_fields[f].unit).dimensionality == gen.registry.Quantity(1, sec).dimensionality]
+        first = next((f for f in times if all(_precedes(rec.fields[f], rec.fields[g]) for g in times if g != f)), None)
+        if first is not None:  # started: the earliest instant the value needs (arrival, first token) is there
+            started = np.isfinite(rec.fields[first])
+        unfinished = int((null & started).sum())
+        doc = {"population": pop, "of": of, "count": int((~null).sum()), "without_value": int(null.sum()), "unfinished": unfinished}
+        func = next((n.func for n in _walk(m.ir) if isinstance(n, ir.Rollup)), "")
+        if unfinished and func in ("p50", "p90", "p99", "mean"):
+            doc["warning"] = (f"capped by the run length: {unfinished} {pop or 'record'}(s) of the population had not finished "
+                              f"`{of}` by the end of the run; the slowest are the likeliest to be missing, so the value is "
+                              "biased low — run longer")
+        out[name] = doc
+    return out
+
+
+def _precedes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Instant field ``a`` comes no later than ``b`` in every record where both are set."""
+    both = np.isfinite(a) & np.isfinite(b)
+    return bool(both.any()) and bool(np.all(a[both] <= b[both]))
+
+
+def _walk(n: ir.Node):
+    yield n
+    for c in ir.children(n):
+        yield from _walk(c)
+
+
+def records_vs_counters(gen, rec: Records, windows) -> str | None:
+    """A note when the records and the counters disagree on how many requests completed in the run:
+    the records list the requests that arrived in it (admissions before the run — a warm-up — are
+    not written), while a counter of requests (unit ``request``) counts every completion."""
+    comp = rec.fields.get("request.completion_time")
+    counters = [n for n, s in gen.signals.items() if s.kind.value == "counter" and s.unit_text in ("request", "req", "requests")]
+    if comp is None or not counters or windows is None:
+        return None
+    name = counters[0]
+    v = windows.values.get(name)
+    if v is None:
+        return None
+    counted = float(np.nansum(v))
+    listed = int(np.isfinite(comp).sum())
+    if abs(counted - listed) < 0.5:
+        return None
+    return (f"the request records list {listed} request(s) completed in the run but `{name}` counts {counted:.0f}: "
+            + (f"{counted - listed:.0f} completed request(s) are not in the records (admitted before the run began, e.g. during "
+               "a warm-up), so the latency metrics (ttft, tpot, itl, e2e, requests_completed) do not cover them"
+               if counted > listed else "the records hold completions the counters did not count (another window or host?)"))
 
 
 def trace_time_split(trace_path: str | Path, windows) -> dict:

@@ -27,7 +27,9 @@ def report_json(report) -> dict:
         if v is None:
             continue
         if np.ndim(v) == 0:
-            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": "run (over records)"}
+            pop = (report.populations or {}).get(name, {})
+            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": pop.get("population") or "run (over records)"} | \
+                {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
         else:
             arr = np.asarray(v, dtype=np.float64)
             metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,
@@ -62,7 +64,8 @@ def report_json(report) -> dict:
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
         "multichip": multichip_json(report.multichip),
         "time_split": report.time_split,
-    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None))
+    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None)) | (
+        {"fleet": fleet_json(report.fleet, graph), "engine": report.engine} if getattr(report, "fleet", None) is not None else {})
 
 
 def per_group_json(report) -> dict:
@@ -88,6 +91,23 @@ def per_group_json(report) -> dict:
 def _context(ctx: dict | None) -> dict:
     """``assumptions`` and ``claim`` of an emulated run (``emulator.claim.run_context``), when known."""
     return {"assumptions": ctx.get("assumptions"), "claim": ctx.get("claim")} if ctx else {}
+
+
+def fleet_json(fleet, graph) -> dict:
+    """The fleet section: ``levels`` {host|rack|pod|fleet: [{node, chips, metrics {name: value}}]} (scalar
+    metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold}}
+    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation}]}}, and
+    ``chips`` [{host, chip, rack, pod}]."""
+    scalar = [n for n, m in graph.metrics.items() if not m.axes]
+    levels = {}
+    for level, nodes in fleet.nodes.items():
+        if level == "chip":
+            continue
+        levels[level] = [{"node": node, "chips": int(fleet.chips[level][i]),
+                          "metrics": {n: _num(fleet.values[level][n][i]) for n in scalar if n in fleet.values[level]}}
+                         for i, node in enumerate(nodes)]
+    return {"levels": levels, "spread": fleet.spread, "outliers": fleet.outliers,
+            "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place]}
 
 
 def multichip_json(mc: dict | None) -> dict | None:

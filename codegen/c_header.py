@@ -38,6 +38,21 @@ def _c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def signal_ids(gen: Generation) -> dict[str, int]:
+    """Every signal's C header id: the resolved generation's (``ResolvedSignal.id``, append-only along
+    its ``extends`` chain); signals without one (a generation resolved without its chain) get the next
+    unused ids in catalog order."""
+    ids = {n: s.id for n, s in gen.signals.items() if s.id >= 0}
+    nxt, taken = 0, set(ids.values())
+    for n in gen.signals:
+        if n not in ids:
+            while nxt in taken:
+                nxt += 1
+            ids[n] = nxt
+            taken.add(nxt)
+    return ids
+
+
 def generate_header(gen: Generation) -> str:
     """Source text of ``<generation>.h``."""
     g = _c_ident(gen.name)
@@ -64,15 +79,18 @@ def generate_header(gen: Generation) -> str:
         lines.append(f"#define {p}_BLOCK_{_c_ident(b)}_INSTANCES {n}u")
         for axis, size in gen.blocks[b]["axes"]:
             lines.append(f"#define {p}_BLOCK_{_c_ident(b)}_AXIS_{_c_ident(axis)} {size}u")
-    lines += ["", "/* Signal IDs, in catalog order. */", f"enum {p.lower()}_signal {{"]
+    ids = signal_ids(gen)
+    count = max(ids.values(), default=-1) + 1
+    lines += ["", "/* Signal IDs: stable across generations (append-only: a parent's ids are kept, new signals get",
+              "   new ids, a removed signal's id is never reused; see `id:` in the ontology). */", f"enum {p.lower()}_signal {{"]
     idents: dict[str, str] = {}
-    for i, name in enumerate(gen.signals):
+    for name in sorted(gen.signals, key=ids.get):
         ident = f"{p}_SIG_{_c_ident(name)}"
         if ident in idents:
             raise ValueError(f"signals `{idents[ident]}` and `{name}` map to the same C identifier {ident}; rename one")
         idents[ident] = name
-        lines.append(f"    {ident} = {i},")
-    lines += [f"    {p}_SIGNAL_COUNT = {len(gen.signals)}", "};", ""]
+        lines.append(f"    {ident} = {ids[name]},")
+    lines += [f"    {p}_SIGNAL_COUNT = {count}  /* one past the largest id; ids of removed signals are unused */", "};", ""]
     lines += [
         f"struct {p.lower()}_signal_info {{",
         "    const char *name;     /* full signal name */",
@@ -84,15 +102,17 @@ def generate_header(gen: Generation) -> str:
         "    double scale;         /* raw x scale = value in unit */",
         "};",
         "",
-        f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{",
+        f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{  /* by id; holes are zero */",
     ]
-    for name, s in gen.signals.items():
+    for name, s in sorted(gen.signals.items(), key=lambda kv: ids[kv[0]]):
+        if s.instances > 0xFFFFFFFF:
+            raise ValueError(f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds")
         width = s.width if s.width is not None else 0
         wrap = s.wrap_width if (s.wrap_width is not None and s.kind.value == "counter") else 0
         scale = float(s.scale)
         if not math.isfinite(scale):
             raise ValueError(f"signal `{name}` has a non-finite scale")
-        lines.append(f"    {{{_c_string(name)}, {_c_string(s.unit_text)}, {_KIND[s.kind.value]}u, {width}u, {wrap}u, "
+        lines.append(f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {_KIND[s.kind.value]}u, {width}u, {wrap}u, "
                      f"{s.instances}u, {scale!r}}},")
     lines += ["};", "", f"#endif /* {p}_H */", ""]
     return "\n".join(lines)

@@ -18,10 +18,11 @@ _PUNCT = set("\\`*_{}[]()#!|<>~&")
 def _esc(text: str) -> str:
     """Escape catalog text for Markdown (CommonMark): every ASCII punctuation character is
     backslash-escaped, so no heading, link, image, table cell or HTML can be injected; line breaks
-    (CR and LF) become spaces."""
+    (CR and LF) become spaces, and leading and trailing white space is dropped (four leading spaces
+    would make the line an indented code block)."""
     out = []
-    for ch in str(text):
-        if ch in "\r\n\t\x0b\x0c":
+    for ch in str(text).strip():
+        if ch in "\r\n\t\x0b\x0c\x85\u2028\u2029":
             out.append(" ")
         elif ch in _PUNCT:
             out.append("\\" + ch)

@@ -139,13 +139,17 @@ class _Site:
         for block in sorted(gen.blocks):
             b = gen.blocks[block]
             axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+            if b.get("slots"):
+                axes += " present (slots " + "; ".join(f"{a}: {', '.join(map(str, p))} of {n}" for (a, n), p in zip(b["full_axes"], b["slots"])) + ")"
             out += [f"### Block `{_n(block)}`", "", f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.", "",
                     "| signal | kind | unit | width | scale | description | " + " | ".join(f"`{_n(x)}`" for x in gens) + " | read by |",
                     "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|"]
             for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
                 s = gen.signals[sname]
                 width = "unknown" if s.wrap_width is None and s.kind.value == "counter" else (str(s.width) if s.width else NO)
-                if s.wrap_width and s.width and s.wrap_width != s.width:
+                if s.modulus is not None:
+                    width += f" (wraps at {s.modulus} counts)"
+                elif s.wrap_width and s.width and s.wrap_width != s.width:
                     width += f" (wraps at {s.wrap_width})"
                 avail = " | ".join(self._signal_status(x, sname) for x in gens)
                 users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
@@ -175,7 +179,9 @@ class _Site:
         if s.sentinel:
             notes.append("sentinel " + ", ".join(str(v) for v in s.sentinel))
         if s.reset_indicator:
-            notes.append(f"reset indicator `{_n(s.reset_indicator)}`")
+            notes.append(f"reset indicator `{_n(s.reset_indicator)}`" + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else ""))
+        if s.scale_field is not None:
+            notes.append(f"unit × {s.scale_field[1]:g}^`{_n(s.scale_field[0])}` per sample")
         if s.max_rate is not None:
             notes.append(f"max rate {s.max_rate:g} {_esc(s.unit_text)}/s")
         if s.stability != "stable":

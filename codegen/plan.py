@@ -29,6 +29,7 @@ class Plan:
 
 
 def plan(graph: MetricGraph) -> Plan:
+    """The inputs the metrics read and the raw registers behind them (see the module docstring)."""
     gen = graph.generation
     inputs: list[str] = []
     seen: set[str] = set()
@@ -48,12 +49,14 @@ def plan(graph: MetricGraph) -> Plan:
     for s in inputs:
         need.add(gen.fields[s].register if s in gen.fields else s)
     todo = list(need)
-    while todo:  # reset indicators, transitively
+    while todo:  # reset indicators and unit-field registers, transitively
         sig = gen.signals[todo.pop()]
         ind = sig.reset_indicator if sig.kind in (SignalKind.counter, SignalKind.histogram) else None
-        if ind is not None and ind not in need:
-            need.add(ind)
-            todo.append(ind)
+        unit = gen.fields[sig.scale_field[0]].register if sig.scale_field is not None else None
+        for extra in (ind, unit):
+            if extra is not None and extra not in need:
+                need.add(extra)
+                todo.append(extra)
     return Plan(tuple(inputs), tuple(s for s in gen.signals if s in need))
 
 
@@ -94,7 +97,9 @@ class Layout:
     wrap: list[float] = field(default_factory=list)  # per max-rate column: 2^w, the counter's range in raw units
     gscale: list[float] = field(default_factory=list)  # per gauge column: scale / 2
     hist: list[tuple[int, int, int]] = field(default_factory=list)  # (first, instances, buckets)
-    reset: list[tuple[int, int, tuple[tuple[int, int], ...]]] = field(default_factory=list)  # indicator cols, reset cols
+    reset: list[tuple[int, int, tuple[tuple[int, int], ...], bool]] = field(default_factory=list)  # indicator cols, reset cols, decrease-only (uptime)
+    modc: list[tuple[int, int, int]] = field(default_factory=list)  # counters with a declared range: (first, stop, raw modulus M)
+    uscale: list[tuple] = field(default_factory=list)  # unit fields: (first, stop, reg first, reg stop, lo, mask, field scale, base, rate, M)
     sent: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
     field_src: list[int] = field(default_factory=list)  # per field column: its register column
     field_lo: list[int] = field(default_factory=list)
@@ -127,14 +132,17 @@ def layout(graph: MetricGraph) -> Layout:
         cls = register_class(sig, gen)
         for c in range(cls, 6):
             lay.bounds[c] = n
+        M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
         if cls <= 3:
-            lay.mask += [U64_MAX if sig.wrap_width is None else (1 << sig.wrap_width) - 1] * sig.instances
+            lay.mask += [U64_MAX if sig.wrap_width is None or sig.modulus is not None else (1 << sig.wrap_width) - 1] * sig.instances
             lay.scale += [float(sig.scale)] * sig.instances
+        if sig.modulus is not None:
+            lay.modc.append((a, n, int(sig.modulus)))
         if cls == 0:
-            lay.half += [1 << (sig.wrap_width - 1)] * sig.instances
+            lay.half += [M // 2] * sig.instances
         elif cls == 1:
             lay.rate += [float(max_rate(gen, sig))] * sig.instances
-            lay.wrap += [float(1 << sig.wrap_width)] * sig.instances
+            lay.wrap += [float(M)] * sig.instances
         elif cls == 3:
             nb = len(sig.buckets) + 1
             lay.hist.append((a, sig.instances // nb, nb))
@@ -142,13 +150,21 @@ def layout(graph: MetricGraph) -> Layout:
             lay.gscale += [0.5 * sig.scale] * sig.instances
         if sig.sentinel:
             lay.sent.append((a, n, tuple(int(v) for v in sig.sentinel)))
-    by_indicator: dict[str, list[tuple[int, int]]] = {}
+    by_indicator: dict[tuple[str, bool], list[tuple[int, int]]] = {}
     for name in regs:
         sig = gen.signals[name]
         if sig.reset_indicator is not None and register_class(sig, gen) <= 3 and sig.reset_indicator in col:
-            by_indicator.setdefault(sig.reset_indicator, []).append(col[name])
-    for ind, cols in by_indicator.items():
-        lay.reset.append((col[ind][0], col[ind][1], tuple(cols)))
+            by_indicator.setdefault((sig.reset_indicator, sig.reset_kind == "decrease"), []).append(col[name])
+        if sig.scale_field is not None:
+            f = gen.fields[sig.scale_field[0]]
+            ra, rb = col[f.register]
+            rate = max_rate(gen, sig) if register_class(sig, gen) == 1 else None
+            M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
+            a, b = col[name]
+            lay.uscale.append((a, b, ra, rb, f.lo, (1 << (f.hi - f.lo + 1)) - 1, float(f.scale), float(sig.scale_field[1]),
+                               0.0 if rate is None else float(rate), float(M)))
+    for (ind, dec), cols in by_indicator.items():
+        lay.reset.append((col[ind][0], col[ind][1], tuple(cols), dec))
     for name in p.inputs:
         if name in gen.fields:
             f = gen.fields[name]

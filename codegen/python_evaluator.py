@@ -35,6 +35,7 @@ from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 
 from .ir_passes import fold, is_array, nonfinite_sensitive
+from .kernel import kernel_source, metric_table
 from .plan import layout
 
 _CMP_FN = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal"}
@@ -364,7 +365,7 @@ def _runtime(module: str) -> str:
     """The functions and classes of a runtime module, as source text (copied verbatim)."""
     src = resources.files("perfonto.codegen").joinpath(module).read_text(encoding="utf-8")
     parts = [ast.get_source_segment(src, s) for s in ast.parse(src).body
-             if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in ("_metrics", "_metrics_one")]
+             if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in ("_metrics", "_metrics_one", "_kernel_body")]
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -413,6 +414,7 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         const("_SCALAR_METRICS", literal(scalar)),
         const("_AXIS_METRICS", literal(with_axes)),
         const("_REGS", literal(tuple(lay.regs))),
+        const("FLAT_COLUMNS", literal(_flat_columns(gen, lay))),
         *(const(n, ast.Constant(v)) for n, v in zip(("_K1", "_K2", "_K3", "_K", "_G", "_N"), lay.bounds)),
         const("_NF", ast.Constant(lay.nf)),
         const("_MASK", _array(lay.mask, "uint64")),
@@ -423,6 +425,8 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         const("_GSCALE", _array(lay.gscale, "float64")),
         const("_HIST", literal(tuple(lay.hist))),
         const("_RESET", literal(tuple(lay.reset))),
+        const("_MODC", literal(tuple(lay.modc))),
+        const("_USCALE", literal(tuple(lay.uscale))),
         const("_SENT", _sentinels(lay.sent)),
         const("_FIELD_SRC", _array(lay.field_src, "intp")),
         const("_FIELD_LO", _array(lay.field_lo, "uint64")),
@@ -435,10 +439,54 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         _metrics_function(graph, lay.inputs),
         one,
         const("_INPUTS_ONE", literal(tuple(used_one))),
+        *_kernel_constants(graph, lay),
     ]
     module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
-    return ast.unparse(module) + "\n\n\n" + _runtime("runtime.py") + "\n\n" + _runtime("runtime_stream.py")
+    return (ast.unparse(module) + "\n\n\n" + _runtime("runtime.py") + "\n\n" + _runtime("runtime_stream.py") + "\n\n"
+            + _runtime("runtime_kernel.py") + "\n\n" + _runtime("runtime_kernel_drive.py"))
+
+
+def _flat_columns(gen, lay) -> tuple[str, ...]:
+    """The collector format's flat column (``name``, or ``name[i]`` with ``i`` the instance's flat slot
+    index) of every register column of the layout, in layout order."""
+    out: list[str] = []
+    for name, a, b in lay.regs:
+        sig = gen.signals[name]
+        if not sig.axes:
+            out.append(name)
+        else:
+            out += [f"{name}[{sig.slots[k] if sig.slots is not None else k}]" for k in range(b - a)]
+    return tuple(out)
+
+
+def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
+    """The fused kernel (``codegen/kernel.py``): its generated row body and the tables its runtime
+    (``codegen/runtime_kernel.py``) reads."""
+    table = metric_table(graph)
+    deps_off = [0]
+    deps: list[int] = []
+    for _, _, _, d in table:
+        deps += list(d)
+        deps_off.append(len(deps))
+    _, _, runtime_names = _runtime_kernel_names()
+    body = [ast.Assign(targets=[_store("_NAN")], value=_np("nan")), ast.Assign(targets=[_store("_INF")], value=_np("inf")),
+            ast.Assign(targets=[_store("_KT")], value=ast.Constant(None)), ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
+            ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
+            ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
+            ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),
+            ast.Assign(targets=[_store("_MOFF")], value=_array([o for _, o, _, _ in table], "int64")),
+            ast.Assign(targets=[_store("_MN")], value=_array([n for _, _, n, _ in table], "int64")),
+            ast.Assign(targets=[_store("_MDEPS_OFF")], value=_array(deps_off, "int64")),
+            ast.Assign(targets=[_store("_MDEPS")], value=_array(deps, "int64"))]
+    return body + ast.parse(kernel_source(graph, lay)).body
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime_kernel_names() -> tuple:
+    from . import runtime_kernel
+
+    return None, tuple(runtime_kernel._KNAMES), tuple(runtime_kernel._JITTED)
 
 
 def load(source: str, name: str = "perfonto_evaluator"):

@@ -12,7 +12,11 @@ Rules, as in ``metrics.windows.prepare``:
 - rule 2: interval = (t − t_prev) ns × 1e-9 s;
 - rule 3: counter increase = ((cur − prev) mod 2^64) & (2^w − 1) in uint64, × scale, w the effective
   wrap width;
-- rule 4: reset when the reset indicator changed (any instance), or the increase is implausible: above
+- rule 4c: a counter with a declared range M (``_MODC``) takes ``cur − prev`` (+ M where it went down),
+  reads M // 2 and M for the half-range and wrap-period tests, and a raw value ≥ M nulls its windows;
+- rule 4d: a counter with a unit field (``_USCALE``) is × base^field of the end sample; the field
+  changing in the window, or its register null, absent or a sentinel at either end, nulls the window;
+- rule 4: reset when the reset indicator changed (any instance; for an uptime: decreased), or the increase is implausible: above
   max_rate × interval / scale + 1 when the counter has a max rate (declared, or a cycle counter's
   clock: ``metrics.windows.max_rate``), else above 2^(w−1); any decrease for a counter of unknown
   width, or in any bucket of a histogram instance; rule 4b: null when max_rate × interval / scale + 1
@@ -36,7 +40,7 @@ _REGS = ()
 _K1 = _K2 = _K3 = _K = _G = _N = _NF = 0
 _MASK = _HALF = _SCALE = _RATE = _WRAP = _GSCALE = np.zeros(0)
 _FIELD_SRC = _FIELD_LO = _FIELD_MASK = _FIELD_SCALE = np.zeros(0)
-_HIST = _RESET = _SENT = _FIELD_SENT = ()
+_HIST = _RESET = _SENT = _FIELD_SENT = _MODC = _USCALE = ()
 _CHUNK_ROWS = 1024
 
 
@@ -79,6 +83,8 @@ def _windows(T, R, B, ws):
         d = _buf(ws, "d", (S, C, K), np.uint64)
         np.subtract(cur[..., :K], prev[..., :K], out=d)
         np.bitwise_and(d, _MASK, out=d)
+        for a, b, m in _MODC:  # rule 4c: modulo a declared range
+            d[..., a:b] += np.where(cur[..., a:b] < prev[..., a:b], np.uint64(m), np.uint64(0))
         np.multiply(d, _SCALE, out=V[..., :K])
         if _K1:
             np.greater(d[..., :_K1], _HALF, out=bad[..., :_K1])
@@ -92,8 +98,19 @@ def _windows(T, R, B, ws):
             b = a + n * nb
             dec = (cur[..., a:b] < prev[..., a:b]).reshape(S, C, n, nb).any(axis=3, keepdims=True)
             bad[..., a:b] = np.broadcast_to(dec, (S, C, n, nb)).reshape(S, C, n * nb)
-        for ia, ib, cols in _RESET:
-            changed = (cur[..., ia:ib] != prev[..., ia:ib]).any(axis=2, keepdims=True)
+        for a, b, ra, rb, lo, mask, fs, base, rate, m in _USCALE:  # rule 4d: the unit of each sample
+            ec = (cur[..., ra:rb] >> np.uint64(lo)) & np.uint64(mask)
+            mult = base ** (ec * fs)
+            V[..., a:b] *= mult
+            if rate:
+                limit = rate * interval[..., None] / (_SCALE[a:b] * mult) + 1.0
+                bad[..., a:b] = (d[..., a:b].astype(np.float64) > limit) | (limit >= m)
+            bad[..., a:b] |= ec != ((prev[..., ra:rb] >> np.uint64(lo)) & np.uint64(mask))
+        for a, b, m in _MODC:  # rule 4c: a raw value at or beyond the range
+            bad[..., a:b] |= (cur[..., a:b] >= np.uint64(m)) | (prev[..., a:b] >= np.uint64(m))
+        for ia, ib, cols, dec in _RESET:
+            hit = (cur[..., ia:ib] < prev[..., ia:ib]) if dec else (cur[..., ia:ib] != prev[..., ia:ib])
+            changed = hit.any(axis=2, keepdims=True)
             for a, b in cols:
                 bad[..., a:b] |= changed
     if _N > K:
@@ -108,6 +125,8 @@ def _windows(T, R, B, ws):
     if B is not None:
         bad |= B[1:]
         bad |= B[:-1]
+    for a, b, ra, rb, *_ in _USCALE:  # the unit register null, absent or a sentinel at either end
+        bad[..., a:b] |= bad[..., ra:rb]
     np.copyto(V, np.nan, where=bad)
     if not _NF:
         return V, None, interval
@@ -216,11 +235,18 @@ class Stream:
     chip (``chips`` = 1 for spec constants).
     """
 
-    def __init__(self):
+    def __init__(self, metrics=None, jit=None):
+        """``metrics``: names of the metrics to return (None: all); the compiled kernel evaluates only
+        those and the metrics they read. ``jit``: use the compiled kernel (numba) when it is installed
+        (None: unless ``PERFONTO_NO_JIT`` is set; False: never, the NumPy path only)."""
         self._T = None  # int64 (C,) previous timestamps
         self._R = None  # uint64 (C, _N) previous registers
         self._B = None  # bool (C, _N) previous null/absent flags, or None
         self._ws = {}  # work arrays reused from chunk to chunk
+        self._metrics = None if metrics is None else tuple(metrics)
+        self._want = _wanted(self._metrics)
+        self._jit = jit
+        self._push = None  # pre-allocated buffers of ``push``, by chip count
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -246,16 +272,22 @@ class Stream:
         """Add one sample of every chip.
 
         timestamp_ns: int array (C,) — sample times in ns (for an absent chip, its grid time);
-        registers: {signal: uint64 array (C, *instance sizes)} raw registers;
+        registers: {signal: uint64 array (C, *instance sizes)} raw registers, or one uint64 array
+        (C, len(FLAT_COLUMNS)) holding every chip's registers in the order of ``FLAT_COLUMNS``;
         present: optional bool (C,), False where a chip has no sample;
         missing: optional {signal: bool (C, *instance sizes)}, True where a register is null.
         Returns None for the first sample (it only sets the baseline), else {metric: float64 array
-        (C, *instance sizes)} for the window that ends at this sample; NaN is null.
+        (C, *instance sizes)} for the window that ends at this sample; NaN is null. With the compiled
+        kernel, all chips go through one call into buffers allocated once per chip count.
         """
         ts = np.asarray(timestamp_ns, dtype=np.int64)
         C = ts.shape[0]
+        if present is None and not missing and self._B is None and self._T is not None and _use_kernel(self):
+            return _kernel_push(self, ts, registers)
         R = np.empty((2, C, _N), dtype=np.uint64)
-        if _REGS:
+        if isinstance(registers, np.ndarray):
+            R[1] = registers
+        elif _REGS:
             np.concatenate([np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS], axis=1, out=R[1], casting="unsafe")
         B = None
         if present is not None or missing:
@@ -282,7 +314,7 @@ class Stream:
             return dict(zip(_SCALAR_METRICS, O[:, 0]))
         return {k: v[0] for k, v in _result(O, A).items()}
 
-    def push_block(self, timestamps_ns, registers, present=None, missing=None):
+    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
         present bool (S, C) and missing {signal: bool (S, C, *sizes)} optional, as in ``push``.
         Returns {metric: float64 (S', C, *sizes)} for the S' new windows (S' = S, or S − 1 when the
@@ -291,6 +323,8 @@ class Stream:
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
+        if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
+            return _kernel_block(self, T, registers)
         lead = (C,)
         start = 0
         if self._T is None:
@@ -327,7 +361,24 @@ class Stream:
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
-        return _result(O, A)
+        return self._select(_result(O, A))
+
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False):
+        """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
+        (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
+        collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
+        the row of ``X`` holding each column of ``FLAT_COLUMNS`` (default: X holds them in order).
+        Returns None when there is no window yet, else {metric: (values float64 (S', C, *sizes) with
+        NaN where null, validity uint8 — the Arrow bitmap of the values' S' × C × n slots, LSB first)}.
+        Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
+        ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
+        after the next one (no fresh memory per call; for callers that consume each result at once)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse)
+
+    def _select(self, res):
+        if res is None or self._metrics is None:
+            return res
+        return {k: res[k] for k in self._metrics}
 
     def _set_last(self, t, r, b):
         self._T = np.array(t, dtype=np.int64)

@@ -34,7 +34,10 @@ from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 
 from .ir_passes import fold, nonfinite_sensitive
-from .sql_windows import DIALECTS, Windows, _alias, _case, _cast, _col, _int, _is_null, _num, _or, _window, fill_grid
+from .sql_spark import SPARK
+from .sql_windows import CHIP_KEY, DUCKDB, Windows, _alias, _case, _cast, _col, _int, _is_null, _num, _or, _window, fill_grid
+
+DIALECTS = {"duckdb": DUCKDB, "spark": SPARK}
 
 
 class SqlEmitter:
@@ -201,45 +204,60 @@ class SqlEmitter:
         self.metric_cols[name] = (fin, level + 2)
 
 
-def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                dialect: str = "duckdb", order: bool = True) -> exp.Select:
-    """The sqlglot tree of the metrics query (see the module docstring).
-
-    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
-    ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per instance).
-    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
-    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
-    samples of a chip form the windows.
-    order: sort the result by chip and window.
-    """
+def window_stages(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                  dialect: str = "duckdb", host: bool = True) -> tuple[list[tuple[str, exp.Select]], Windows]:
+    """The ``src`` … ``win`` stages of the metrics query (CTE name → select) and the ``Windows`` that
+    built them (``input_cols``: each input's columns in ``win``); see ``build_query``."""
     d = DIALECTS[dialect]
-    wins = Windows(graph, d)
+    wins = (d.windows or Windows)(graph, d)
     src_table = exp.to_table(source) if isinstance(source, str) else source
     regs = wins.all_reg_cols()
     ctes: list[tuple[str, exp.Select]] = []
     if sample_period_ns:
-        t0 = _window(exp.Min(this=_col("timestamp_ns")), "chip", "timestamp_ns")
+        t0 = _window(exp.Min(this=_col("timestamp_ns")), CHIP_KEY, "timestamp_ns")
         t0.set("order", None)
         grid = _cast(exp.Anonymous(this=d.round_even, expressions=[
             exp.Div(this=_cast(exp.Sub(this=_col("timestamp_ns"), expression=t0), "DOUBLE"), expression=_num(float(sample_period_ns))),
             _int(0)]), "BIGINT")
     else:
-        grid = exp.Sub(this=_window(exp.RowNumber(), "chip", "timestamp_ns"), expression=_int(1))
-    src = exp.select(_col("chip"), _alias(_col("timestamp_ns"), "ts"), _alias(grid, "g"), *wins.src_columns()).from_(src_table, copy=False)
+        grid = exp.Sub(this=_window(exp.RowNumber(), CHIP_KEY, "timestamp_ns"), expression=_int(1))
+    if not host:  # one host: name it '' so that windows are still partitioned by (host, chip)
+        src_table = exp.Subquery(this=exp.select(_alias(exp.Literal.string(""), "host"), exp.Star()).from_(src_table, copy=False),
+                                 alias=exp.TableAlias(this=exp.to_identifier("c")))
+    src = exp.select(_col("host"), _col("chip"), _alias(_col("timestamp_ns"), "ts"), _alias(grid, "g"), *wins.src_columns()).from_(src_table, copy=False)
     ctes.append(("src", src))
     base = "src"
     if sample_period_ns:
-        ctes += fill_grid(regs, d)
+        ctes += fill_grid(regs, d, wins)
         base = "filled"
-    lag_cols = [_alias(_window(exp.Lag(this=_col(c)), "chip", "g"), "p" + c[1:]) for c in ["ts"] + regs]
-    lag_cols[0] = _alias(_window(exp.Lag(this=_col("ts")), "chip", "g"), "p_ts")
-    ctes.append(("lagged", exp.select(_col("chip"), _col("g"), _col("ts"), *[_col(c) for c in regs], *lag_cols).from_(base, copy=False)))
+    keys = [_col(k) for k in CHIP_KEY]
+    lag_cols = [_alias(_window(exp.Lag(this=_col(c)), CHIP_KEY, "g"), "p" + c[1:]) for c in regs]
+    lag_cols.insert(0, _alias(_window(exp.Lag(this=_col("ts")), CHIP_KEY, "g"), "p_ts"))
+    ctes.append(("lagged", exp.select(*keys, _col("g"), _col("ts"), *[_col(c) for c in regs], *lag_cols).from_(base, copy=False)))
     ctes.append(("deltas", exp.select(exp.Star(), *wins.delta_columns()).from_("lagged", copy=False)
                  .where(exp.Not(this=_is_null(_col("p_ts"))), copy=False)))
-    win = exp.select(_col("chip"), _alias(exp.Sub(this=_col("g"), expression=_int(1)), "window"), _alias(_col("p_ts"), "start_ns"),
-                     *wins.window_values()).from_("deltas", copy=False)
+    win = exp.select(*[_col(k) for k in CHIP_KEY], _alias(exp.Sub(this=_col("g"), expression=_int(1)), "window"),
+                     _alias(_col("p_ts"), "start_ns"), *wins.window_values()).from_("deltas", copy=False)
     ctes.append(("win", win))
 
+    return ctes, wins
+
+
+def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                dialect: str = "duckdb", order: bool = True, host: bool = True) -> exp.Select:
+    """The sqlglot tree of the metrics query (see the module docstring).
+
+    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
+    ``host``, ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per
+    instance). A chip is (``host``, ``chip``): windows are partitioned by both, so hosts that each
+    number their chips 0..7 stay apart. host: False for a table without a ``host`` column (one host,
+    printed as ``''``).
+    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
+    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
+    samples of a chip form the windows.
+    order: sort the result by host, chip and window.
+    """
+    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
     em = SqlEmitter(graph, wins.input_cols)
     roots = {name: fold(m.ir) for name, m in graph.metrics.items()}
     counts: dict[ir.Node, int] = {}
@@ -263,7 +281,7 @@ def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", s
         cte = f"l{level}"
         ctes.append((cte, exp.select(exp.Star(), *em.layers[level]).from_(prev, copy=False)))
         prev = cte
-    outputs = [_col("window"), _col("chip"), _col("start_ns"), _col("interval_s")]
+    outputs = [_col("window"), _col("host"), _col("chip"), _col("start_ns"), _col("interval_s")]
     for name, m in graph.metrics.items():
         cols, _ = em.metric_cols[name]
         value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
@@ -271,15 +289,15 @@ def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", s
     query = exp.select(*outputs).from_(prev, copy=False)
     for name, sel in ctes:
         query = query.with_(name, as_=sel, copy=False)
-    return query.order_by(_col("chip"), _col("window"), copy=False) if order else query
+    return query.order_by(_col("host"), _col("chip"), _col("window"), copy=False) if order else query
 
 
 def generate_sql(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                 dialect: str = "duckdb", pretty: bool = True, order: bool = True) -> str:
+                 dialect: str = "duckdb", pretty: bool = True, order: bool = True, host: bool = True) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
     naming the generation and the catalog hash. See ``build_query`` for the arguments."""
     gen = graph.generation
-    q = build_query(graph, source, sample_period_ns, dialect, order)
+    q = build_query(graph, source, sample_period_ns, dialect, order, host)
     header = (f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
               f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n")
     if not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum():  # pragma: no cover - validated names
@@ -287,6 +305,29 @@ def generate_sql(graph: MetricGraph, source: exp.Expression | str = "counters", 
     return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"  # the tree is ours to consume
 
 
-def parquet_source(path: str) -> exp.Expression:
-    """``read_parquet('<path>')`` (DuckDB) as a table expression; the path is a SQL string literal."""
-    return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=[exp.Literal.string(path)]))
+def parquet_source(path: str, hive: bool = False) -> exp.Expression:
+    """``read_parquet('<path>')`` (DuckDB) as a table expression; the path is a SQL string literal.
+    hive: read ``key=value`` folders as columns (``hive_partitioning = true``)."""
+    args: list[exp.Expression] = [exp.Literal.string(path)]
+    if hive:
+        args.append(exp.EQ(this=exp.column("hive_partitioning"), expression=exp.true()))
+    return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=args))
+
+
+def dump_source(path: str) -> tuple[exp.Expression, bool]:
+    """A Parquet dump as DuckDB reads it — a file, a glob, or a folder read recursively with its Hive
+    partitions (``host=…/``) as columns — and whether its rows name their ``host``."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(p.rglob("*.parquet"))
+        hive = any("=" in part for f in files[:1] for part in f.relative_to(p).parts[:-1])
+        host = any(part.startswith("host=") for f in files[:1] for part in f.relative_to(p).parts[:-1])
+        if files and not host:
+            host = "host" in pq.read_schema(files[0]).names
+        return parquet_source(str(p / "**" / "*.parquet"), hive=hive), host
+    host = p.is_file() and "host" in pq.read_schema(p).names
+    return parquet_source(str(p)), host

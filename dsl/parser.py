@@ -10,12 +10,13 @@ import ast as pyast
 import functools
 import math
 import re
+import threading
 from importlib import resources
 
-from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
-from lark.exceptions import VisitError
+from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from perfonto.ontology.diagnostics import Diagnostic, Span, with_source
+from perfonto.ontology.files import FileReadError, newlines, read_text
 
 from . import ast
 
@@ -29,8 +30,49 @@ _TOKEN_NAMES = {
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    grammar = resources.files("perfonto.dsl").joinpath("metrics.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    """The LALR parser, without a transformer (for error messages and terminal names)."""
+    return Lark(_grammar(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _grammar() -> str:
+    return resources.files("perfonto.dsl").joinpath("metrics.lark").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _building_parser() -> tuple[Lark, "_ToAst"]:
+    """The LALR parser with ``_ToAst`` applied as each rule is reduced: the AST is built directly,
+    without a parse tree in between (``keep_all_tokens``: the callbacks see every token, so a node's
+    span runs from its first token to its last, brackets and keywords included)."""
+    tr = _ToAst()
+    return Lark(_grammar(), parser="lalr", transformer=tr, keep_all_tokens=True, maybe_placeholders=False), tr
+
+
+_LOCK = threading.Lock()
+
+
+MAX_DEPTH = 256  # nesting levels of one expression; the compiler's passes recurse over the tree
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _depth(e) -> int:
+    """Nesting depth of an expression (iterative: a deep tree must not overflow the stack here)."""
+    best, stack = 0, [(e, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        if isinstance(n, ast.Binary):
+            stack += [(n.left, d + 1), (n.right, d + 1)]
+        elif isinstance(n, ast.Unary):
+            stack.append((n.operand, d + 1))
+        elif isinstance(n, ast.Call):
+            stack += [(a, d + 1) for a in n.args]
+        elif isinstance(n, ast.IfElse):
+            stack += [(n.then, d + 1), (n.cond, d + 1), (n.otherwise, d + 1)]
+    return best
 
 
 class _ClauseError(Exception):
@@ -41,38 +83,83 @@ class _ClauseError(Exception):
 
 def _unquote(tok) -> str:
     """The string a quoted token means (Python escapes); a bad escape or a lone surrogate is an error."""
+    raw = str(tok)
     try:
-        text = pyast.literal_eval(str(tok))
+        text = raw[1:-1] if "\\" not in raw else pyast.literal_eval(raw)  # no escape: the text between the quotes
         text.encode("utf-8")
     except (ValueError, SyntaxError, UnicodeEncodeError) as exc:
         span = Span("", getattr(tok, "line", 0) or 0, getattr(tok, "column", 0) or 0)
-        raise _ClauseError(f"invalid string {str(tok)[:40]}: {str(exc).splitlines()[0]}", span) from None
+        raise _ClauseError(f"invalid string {raw[:40]}: {str(exc).splitlines()[0]}", span) from None
     return text
 
 
+class _Paren:
+    """A parenthesised expression while it is being reduced: the expression, and the brackets, which
+    belong to the span of the node that contains it (not to the expression's own)."""
+
+    __slots__ = ("expr", "first", "last")
+
+    def __init__(self, expr, first, last):
+        self.expr, self.first, self.last = expr, first, last
+
+
+class _UnitTok:
+    """A unit after a number (its text, and its token for the span)."""
+
+    __slots__ = ("text", "tok")
+
+    def __init__(self, text, tok):
+        self.text, self.tok = text, tok
+
+
+def _x(v):
+    return v.expr if isinstance(v, _Paren) else v
+
+
 class _ToAst(Transformer):
-    def __init__(self, file: str, text: str):
+    """Rule callbacks applied during the LALR parse (``_building_parser``). ``file`` and ``text`` are
+    set for each parse (under ``_LOCK``), with ``line0``/``pos0``: where the parsed chunk starts in the
+    file (0-based line and offset), added to every token position so that spans point into the whole
+    file."""
+
+    def __init__(self, file: str = "<string>", text: str = "", line0: int = 0, pos0: int = 0):
         super().__init__()
         self.file = file
         self.text = text
+        self.line0, self.pos0 = line0, pos0
 
-    def _span(self, meta) -> Span:
-        if getattr(meta, "empty", False):
-            return Span(self.file)
-        end = meta.end_column if meta.end_line == meta.line else 0
-        return Span(self.file, meta.line, meta.column, end, meta.start_pos, meta.end_pos)
+    # -- spans from the first and last token or node of a rule --------------------------------------
+    def _start(self, v):
+        if isinstance(v, Token):
+            return v.line + self.line0, v.column, v.start_pos + self.pos0
+        if isinstance(v, (_Paren, _UnitTok)):
+            return self._start(v.first if isinstance(v, _Paren) else v.tok)
+        sp = v.span
+        return sp.line, sp.col, sp.start
+
+    def _end(self, v):
+        if isinstance(v, Token):
+            return v.end_line + self.line0, v.end_column, v.end_pos + self.pos0
+        if isinstance(v, (_Paren, _UnitTok)):
+            return self._end(v.last if isinstance(v, _Paren) else v.tok)
+        sp = v.span  # a node's span: end_col is 0 when it ends on a later line than it starts
+        return (sp.line if sp.end_col else -1), sp.end_col, sp.end
+
+    def _span_of(self, first, last) -> Span:
+        line, col, start = self._start(first)
+        end_line, end_col, end = self._end(last)
+        return Span(self.file, line, col, end_col if end_line == line else 0, start, end)
 
     def _tspan(self, tok: Token) -> Span:
         end = tok.end_column if tok.end_line == tok.line else 0
-        return Span(self.file, tok.line, tok.column, end)
+        return Span(self.file, tok.line + self.line0, tok.column, end)
 
-    @v_args(meta=True)
-    def start(self, meta, items):
+    def start(self, items):
         return list(items)
 
-    @v_args(meta=True)
-    def metric(self, meta, items):
-        name, unit_tok, expr, *clauses = items
+    def metric(self, items):
+        _, name, unit_tok, _, expr, *clauses = items
+        expr = _x(expr)
         kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
               "parent_span": None, "source": "", "peak": None, "peak_span": None, "rollup": None, "rollup_span": None}
         seen: dict[str, int] = {}
@@ -91,6 +178,8 @@ class _ToAst(Transformer):
                 kw["groups"] = kw["groups"] + value
             else:
                 kw[kind] = value
+        if _depth(expr) > MAX_DEPTH:
+            raise _TooDeep()
         return ast.MetricDecl(
             name=str(name), unit=unit_tok[1:-1].strip(), expr=expr, formula=_formula(self.text, expr.span),
             span=self._tspan(name), unit_span=self._tspan(unit_tok), **kw)
@@ -99,93 +188,85 @@ class _ToAst(Transformer):
         return ("description", _unquote(items[0]))
 
     def source(self, items):
-        return ("source", _unquote(items[0]))
+        return ("source", _unquote(items[1]))
 
     def groups(self, items):
-        return ("groups", tuple(str(t) for t in items))
+        return ("groups", tuple(str(t) for t in items[1::2]))
 
     def bounds(self, items):
-        return ("bounds", (items[0], items[1]))
+        return ("bounds", (items[1], items[3]))
 
-    @v_args(meta=True)
-    def threshold(self, meta, items):
-        op, bound, msg = items
-        return ("threshold", ast.Threshold(str(op), bound, _unquote(msg), self._span(meta)))
+    def threshold(self, items):
+        _, op, bound, _, msg = items
+        return ("threshold", ast.Threshold(str(op), bound, _unquote(msg), self._span_of(items[0], items[-1])))
 
     def parent(self, items):
-        return ("parent", (str(items[0]), self._tspan(items[0])))
+        return ("parent", (str(items[1]), self._tspan(items[1])))
 
     def rollup(self, items):
-        return ("rollup", (str(items[0]), self._tspan(items[0])))
+        return ("rollup", (str(items[1]), self._tspan(items[1])))
 
     def peak(self, items):
-        return ("peak", (str(items[0]), self._tspan(items[0])))
+        return ("peak", (str(items[1]), self._tspan(items[1])))
 
-    @v_args(meta=True)
-    def bound(self, meta, items):
+    def bound(self, items):
+        span = self._span_of(items[0], items[-1])
         sign = 1.0
-        if items and isinstance(items[0], Token) and items[0].type == "NEG":
+        rest = items
+        if isinstance(rest[0], Token) and rest[0].type == "NEG":
             sign = -1.0
-            items = items[1:]
-        value = float(items[0])
+            rest = rest[1:]
+        value = float(rest[0])
         if not math.isfinite(value):
-            raise _ClauseError(f"number {items[0]} is out of range", self._span(meta))
-        unit = items[1] if len(items) > 1 else None
-        return ast.Bound(sign * value, unit, self._span(meta))
+            raise _ClauseError(f"number {rest[0]} is out of range", span)
+        unit = rest[1].text if len(rest) > 1 else None
+        return ast.Bound(sign * value, unit, span)
 
     def unit(self, items):
         t = str(items[0])
-        return t[1:-1].strip() if t.startswith("[") else t
+        return _UnitTok(t[1:-1].strip() if t.startswith("[") else t, items[0])
 
-    @v_args(meta=True)
-    def number(self, meta, items):
-        unit = items[1] if len(items) > 1 else None
+    def number(self, items):
+        span = self._span_of(items[0], items[-1])
         value = float(items[0])
         if not math.isfinite(value):
-            raise _ClauseError(f"number {items[0]} is out of range", self._span(meta))
-        return ast.Number(value, unit, self._span(meta))
+            raise _ClauseError(f"number {items[0]} is out of range", span)
+        return ast.Number(value, items[1].text if len(items) > 1 else None, span)
 
-    @v_args(meta=True)
-    def name(self, meta, items):
-        return ast.Name(str(items[0]), self._span(meta))
+    def name(self, items):
+        return ast.Name(str(items[0]), self._span_of(items[0], items[0]))
 
-    @v_args(meta=True)
-    def call(self, meta, items):
-        return ast.Call(str(items[0]), tuple(items[1:]), self._span(meta))
+    def call(self, items):
+        args = tuple(_x(a) for a in items[2:-1:2])
+        return ast.Call(str(items[0]), args, self._span_of(items[0], items[-1]))
 
-    @v_args(meta=True)
-    def binary(self, meta, items):
+    def atom(self, items):  # "(" expr ")"
+        return _Paren(_x(items[1]), items[0], items[2])
+
+    def binary(self, items):
         left, op, right = items
-        return ast.Binary(str(op), left, right, self._span(meta))
+        return ast.Binary(str(op), _x(left), _x(right), self._span_of(left, right))
 
-    @v_args(meta=True)
-    def compare(self, meta, items):
-        return self.binary(meta, items)
+    compare = binary
 
-    @v_args(meta=True)
-    def pow(self, meta, items):
-        return ast.Binary("**", items[0], items[1], self._span(meta))
+    def pow(self, items):
+        return ast.Binary("**", _x(items[0]), _x(items[2]), self._span_of(items[0], items[2]))
 
-    @v_args(meta=True)
-    def or_(self, meta, items):
-        return ast.Binary("or", items[0], items[1], self._span(meta))
+    def or_(self, items):
+        return ast.Binary("or", _x(items[0]), _x(items[2]), self._span_of(items[0], items[2]))
 
-    @v_args(meta=True)
-    def and_(self, meta, items):
-        return ast.Binary("and", items[0], items[1], self._span(meta))
+    def and_(self, items):
+        return ast.Binary("and", _x(items[0]), _x(items[2]), self._span_of(items[0], items[2]))
 
-    @v_args(meta=True)
-    def not_(self, meta, items):
-        return ast.Unary("not", items[0], self._span(meta))
+    def not_(self, items):
+        return ast.Unary("not", _x(items[1]), self._span_of(items[0], items[1]))
 
-    @v_args(meta=True)
-    def neg(self, meta, items):
-        return ast.Unary("-", items[1], self._span(meta))
+    def neg(self, items):
+        return ast.Unary("-", _x(items[1]), self._span_of(items[0], items[1]))
 
-    @v_args(meta=True)
-    def ifelse(self, meta, items):
-        then, cond, other = items
-        return ast.IfElse(then, cond, other, self._span(meta))
+    def ifelse(self, items):
+        then, _, cond, _, other = items
+        return ast.IfElse(_x(then), _x(cond), _x(other), self._span_of(then, other))
 
 
 def _formula(text: str, span: Span) -> str:
@@ -220,10 +301,13 @@ _DECL_START = re.compile(r"^[ \t]*metric\b", re.M)
 def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
     """Parse one metric file's text. Returns the declarations and the syntax diagnostics.
 
-    On a syntax error the file is parsed again one declaration at a time (a declaration starts at a
-    line beginning with ``metric``), so every broken declaration is reported — each with
-    ``file:line:col``, the offending token and what was expected — and the others are kept.
+    Line ends CR-LF and CR are read as LF (a file saved with classic Mac OS line ends is not one long
+    comment). On a syntax error the file is parsed again one declaration at a time (a declaration
+    starts at a line beginning with ``metric``), so every broken declaration is reported — each with
+    ``file:line:col``, the offending token and what was expected — and the others are kept. Each
+    chunk is parsed on its own with its positions shifted, so recovery stays linear in the file size.
     """
+    text = newlines(text)
     decls, diags = _parse_one(text, file)
     if not diags:
         return decls, diags
@@ -232,25 +316,31 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
         return decls, diags
     decls, diags = [], []
     bounds = [0] + starts[1:] + [len(text)]
+    line = 0
     for a, b in zip(bounds, bounds[1:]):
-        # keep line numbers: blank out everything outside the chunk but newlines
-        chunk = _blank(text[:a]) + text[a:b]
-        d, dg = _parse_one(chunk, file, text)
+        d, dg = _parse_one(text[a:b], file, text, line0=line, pos0=a)
         decls += d
         diags += dg
+        line += text.count("\n", a, b)
     return decls, diags
 
 
-def _blank(prefix: str) -> str:
-    return "".join(c if c == "\n" else " " for c in prefix)
-
-
-def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+def _parse_one(text: str, file: str, full_text: str | None = None, line0: int = 0,
+               pos0: int = 0) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse ``text`` — the whole file, or a chunk of ``full_text`` starting at line ``line0 + 1``
+    (offset ``pos0``, at the start of a line)."""
     shown = full_text if full_text is not None else text
     try:
-        tree = _parser().parse(text)
-    except RecursionError:
-        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, 1, 1),
+        with _LOCK:
+            parser, tr = _building_parser()
+            tr.file, tr.text, tr.line0, tr.pos0 = file, shown, line0, pos0
+            decls = parser.parse(text)
+    except _ClauseError as inner:
+        span = Span(file, inner.span.line + (line0 if not inner.span.file else 0), inner.span.col) if inner.span.line \
+            else Span(file, line0 + 1, 1)
+        return [], [with_source(Diagnostic("error", "syntax", inner.msg, span), shown)]
+    except (RecursionError, _TooDeep):
+        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, line0 + 1, 1),
                                hint="split it into several metrics")]
     except UnexpectedInput as exc:
         line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
@@ -259,8 +349,7 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
             hint = "metric names and units use letters, digits, `_` and `.`; strings use double quotes"
         elif isinstance(exc, UnexpectedEOF):
             msg = "unexpected end of file"
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
+            line, col = _end_of(text)
             hint = _expected(exc)
         elif isinstance(exc, UnexpectedToken):
             tok = exc.token
@@ -268,39 +357,29 @@ def _parse_one(text: str, file: str, full_text: str | None = None) -> tuple[list
             msg = f"unexpected {tok_text}"
             hint = _expected(exc)
             if tok.type == "$END":
-                lines = text.splitlines() or [""]
-                line, col = len(lines), len(lines[-1]) + 1
+                line, col = _end_of(text)
         else:  # pragma: no cover - lark has no other subclasses today
             msg, hint = str(exc), ""
-        d = Diagnostic("error", "syntax", msg, Span(file, line, col), hint=hint)
+        d = Diagnostic("error", "syntax", msg, Span(file, line + line0, col), hint=hint)
         return [], [with_source(d, shown)]
-    try:
-        decls = _ToAst(file, shown).transform(tree)
-    except VisitError as exc:
-        inner = exc.orig_exc
-        if isinstance(inner, _ClauseError):
-            span = Span(file, inner.span.line, inner.span.col) if inner.span.line else Span(file, 1, 1)
-            return [], [with_source(Diagnostic("error", "syntax", inner.msg, span), shown)]
-        if isinstance(inner, RecursionError):
-            return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to compile", Span(file, 1, 1),
-                                   hint="split it into several metrics")]
-        raise
-    except RecursionError:
-        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to compile", Span(file, 1, 1),
-                               hint="split it into several metrics")]
     return decls, []
 
 
-def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
-    """Parse a metric file from disk (UTF-8); unreadable or non-UTF-8 files give one diagnostic."""
-    from pathlib import Path
+def _end_of(text: str) -> tuple[int, int]:
+    """1-based line and column just past the last character of ``text`` (lines split at LF)."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines = lines[:-1]
+    return len(lines), len(lines[-1]) + 1
 
-    p = Path(path)
+
+def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+    """Parse a metric file from disk (UTF-8); a path that cannot be read as a file (missing, a folder,
+    a device, too large, not UTF-8) gives one diagnostic."""
     try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return [], [Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte offset {exc.start})", Span(str(p), 1, 1),
-                               hint="save the file as UTF-8")]
-    except OSError as exc:
-        return [], [Diagnostic("error", "io", f"cannot read file: {exc.strerror}", Span(str(p)))]
-    return parse_text(text, str(p))
+        text = read_text(path, "metric file")
+    except FileReadError as exc:
+        code = "not-utf8" if "UTF-8" in exc.reason else "io"
+        return [], [Diagnostic("error", code, f"cannot read file: {exc.reason}", Span(str(path), 1 if code == "not-utf8" else 0, 1 if code == "not-utf8" else 0),
+                               hint=exc.hint)]
+    return parse_text(text, str(path))

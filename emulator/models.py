@@ -9,7 +9,11 @@ source). Supported blocks:
   ``kv_lora_rank`` plus a shared rotary key of ``qk_rope_head_dim`` per token);
 - feed-forward: dense SwiGLU (gate, up, down) or mixture of experts (MoE: a router, ``experts``
   SwiGLU experts of width ``expert_ffn`` of which ``top_k`` run per token, plus ``shared_experts``
-  that every token runs; the first ``dense_layers`` layers keep a dense FFN of width ``ffn``).
+  that every token runs; the first ``dense_layers`` layers keep a dense FFN of width ``ffn``);
+- top-k sparse attention (``attention.sparse: {kind: top_k, top_k: K, indexer_heads, indexer_head_dim}``,
+  as DeepSeek-V3.2's DSA): each query attends to at most K selected keys (``attended_keys``,
+  ``attended_pairs``), chosen by an indexer that scores every key (``indexer_flops``).
+Unknown keys are refused with a did-you-mean, never dropped.
 
 Parameter counts (no bias terms, as in every model shipped; per layer):
 
@@ -56,6 +60,10 @@ class ModelShape:
         experts, top_k, shared_experts, expert_ffn: MoE (0 for dense models).
         dense_layers: leading layers with a dense FFN in a MoE model.
         router_bias: the router has one bias per expert (DeepSeek-V3 ``e_score_correction_bias``).
+        sparse_top_k: top-k sparse attention — each query attends to at most this many keys, chosen by
+            a light indexer (DeepSeek-V3.2 DSA, ``index_topk``); 0 for dense attention.
+        indexer_heads, indexer_head_dim: the indexer's heads and width (``index_n_heads``,
+            ``index_head_dim``): it scores every key, ``2·heads·dim`` FLOP per (query, key) pair.
         tied_embeddings: LM head shares the embedding matrix.
         source: where the shape comes from.
         family: the model family (``family:`` in the YAML; the name by default).
@@ -84,6 +92,9 @@ class ModelShape:
     expert_ffn: int = 0
     dense_layers: int = 0
     router_bias: bool = False
+    sparse_top_k: int = 0
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
     aliases: tuple[str, ...] = field(default=(), compare=False)
     family: str = ""  # model family (``llama-3``, ``qwen3``, …): the unit of the calibration's hold-out
 
@@ -240,6 +251,33 @@ class ModelShape:
         """MLA: FLOP to decompress one cached latent through ``kv_b`` again (a later prompt chunk)."""
         return 2 * self.kv_b_params
 
+    # ---- top-k sparse attention ---------------------------------------------------------------
+    def attended_keys(self, context):
+        """Keys one query attends to with ``context`` keys visible: ``min(context, top_k)`` with top-k
+        sparse attention, ``context`` otherwise (scalars or NumPy arrays)."""
+        import numpy as np
+
+        return np.minimum(context, self.sparse_top_k) if self.sparse_top_k else context
+
+    def attended_pairs(self, q, p):
+        """(query, key) pairs a prompt chunk of ``q`` tokens after ``p`` cached tokens attends to:
+        Σ_{i=1..q} min(p + i, top_k) — ``q·p + q(q+1)/2`` for dense attention (closed form, arrays ok)."""
+        import numpy as np
+
+        q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
+        dense = q * p + q * (q + 1) / 2
+        if not self.sparse_top_k:
+            return dense
+        k = float(self.sparse_top_k)
+        # queries i = 1..m see p + i <= k keys (the causal triangle), the other q - m see k each
+        m = np.clip(k - p, 0, q)
+        return m * p + m * (m + 1) / 2 + (q - m) * k
+
+    def indexer_flops(self, scored_pairs: float) -> float:
+        """FLOP of the top-k indexer over ``scored_pairs`` (query, key) pairs (it scores every visible
+        key), all layers; 0 for dense attention."""
+        return float(self.layers * 2 * self.indexer_heads * self.indexer_head_dim * scored_pairs) if self.sparse_top_k else 0.0
+
     def attention_flops(self, prefill_pairs: float, decode_pairs: float, prefill_history: float = 0.0) -> float:
         """Attention matrix FLOP of the whole model (all layers, unsharded) for the given pair counts.
 
@@ -250,8 +288,39 @@ class ModelShape:
         return self.layers * (self.prefill_pair_flops * prefill_pairs + self.decode_pair_flops * decode_pairs + hist)
 
 
+KEYS = {
+    "model": {"aliases", "family", "source", "layers", "hidden", "vocab", "tied", "attention", "ffn"},
+    "gqa": {"kind", "heads", "kv_heads", "head_dim", "qk_norm", "sparse"},
+    "mla": {"kind", "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qk_norm", "sparse"},
+    "dense": {"kind", "intermediate"},
+    "moe": {"kind", "intermediate", "expert_intermediate", "experts", "top_k", "shared_experts", "dense_layers", "router_bias"},
+    "sparse": {"kind", "top_k", "indexer_heads", "indexer_head_dim"},
+}
+
+
+def _known(where: str, d, allowed: set[str]) -> None:
+    """Refuse a key the model description does not know (with a did-you-mean), instead of dropping it."""
+    import difflib
+
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} must be a mapping, got {type(d).__name__}")
+    for k in d:
+        if k not in allowed:
+            close = difflib.get_close_matches(str(k), sorted(allowed), n=1)
+            raise ValueError(f"unknown key `{k}` in {where}" + (f" (did you mean `{close[0]}`?)" if close else
+                                                                 f" (known: {', '.join(sorted(allowed))})"))
+
+
 def _shape(name: str, d: dict) -> ModelShape:
+    _known("the model", d, KEYS["model"])
     at, ffn = d["attention"], d["ffn"]
+    _known("attention", at, KEYS.get(at.get("kind") if isinstance(at, dict) else "", KEYS["gqa"]))
+    _known("ffn", ffn, KEYS.get(ffn.get("kind") if isinstance(ffn, dict) else "", KEYS["dense"]))
+    sp = at.get("sparse") or {}
+    if sp:
+        _known("attention.sparse", sp, KEYS["sparse"])
+        if sp.get("kind", "top_k") != "top_k" or int(sp.get("top_k", 0)) < 1:
+            raise ValueError("attention.sparse is `{kind: top_k, top_k: N}` with N >= 1 keys per query")
     mla = at["kind"] == "mla"
     moe = ffn["kind"] == "moe"
     heads = int(at["heads"])
@@ -270,6 +339,8 @@ def _shape(name: str, d: dict) -> ModelShape:
         expert_ffn=int(ffn.get("expert_intermediate", 0)) if moe else 0,
         dense_layers=int(ffn.get("dense_layers", 0)) if moe else 0,
         router_bias=bool(ffn.get("router_bias", False)) if moe else False,
+        sparse_top_k=int(sp.get("top_k", 0)), indexer_heads=int(sp.get("indexer_heads", 0)),
+        indexer_head_dim=int(sp.get("indexer_head_dim", 0)),
         aliases=tuple(d.get("aliases", ())), family=str(d.get("family", name)),
     )
 

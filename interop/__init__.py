@@ -15,6 +15,8 @@ from pathlib import Path
 import yaml
 
 from . import arm, intel, perf, rocprof
+from perfonto.ontology.files import describe_os_error
+
 from .build import ImportFailure, build
 from .names import ident
 from .report import PASS_RATIO, ImportReport
@@ -56,6 +58,9 @@ def import_file(fmt: str, path: str | Path, out: str | Path, generation: str | N
     except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
         report.error = f"cannot read {path}: {exc}"
         return report
+    except RecursionError:  # pragma: no cover - the readers bound nesting; kept so nothing can crash the command
+        report.error = f"cannot read {path}: a formula or structure is nested too deeply"
+        return report
     except (KeyError, TypeError, AttributeError) as exc:  # a structure the format does not allow
         report.error = f"cannot read {path}: malformed {fmt} file ({type(exc).__name__}: {exc})"
         return report
@@ -67,6 +72,8 @@ def import_file(fmt: str, path: str | Path, out: str | Path, generation: str | N
     except ImportFailure as exc:
         detail = "; ".join(d.message for d in exc.diagnostics[:5])
         report.error = f"{exc}" + (f": {detail}" if detail else "")
+    except OSError as exc:  # --out (or a --name that makes the file names) the system refuses
+        report.error = f"cannot write the import: {describe_os_error(exc)}"
     return report
 
 

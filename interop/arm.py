@@ -19,13 +19,13 @@ Translation:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric
 from .exprparse import ParseError, SBin, SId, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
+from .source_io import load_json
 
 TRANSLATIONS = [
     "Arm `units` text is mapped to pint (percent, MPKI → event/kevent, `per <x>` → event/event) and the formula's own ×100 / ×1000 removed, value kept",
@@ -38,7 +38,7 @@ TRANSLATIONS = [
 def read(path: str | Path, generation: str, constants: dict[str, float] | None = None) -> SourceCatalog:
     """Read an Arm telemetry CPU specification into a ``SourceCatalog``."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = load_json(path, "Arm telemetry file")
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise ValueError(f"{path}: an Arm telemetry specification is an object with `events` and `metrics`")
     prod = data.get("product_configuration") or {}
@@ -69,6 +69,9 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     roots = list(tree.get("root_nodes") or [])
     parent: dict[str, str] = {}
     for node in tree.get("metrics") or []:
+        if not isinstance(node, dict):
+            raise ValueError(f"{path}: methodologies.topdown_methodology.decision_tree.metrics holds {type(node).__name__} "
+                             "entries; each is an object with `name` and `next_items`")
         root = node.get("name")
         for g in node.get("next_items") or []:
             for body_name, body in ((data.get("groups") or {}).get("metrics") or {}).items():

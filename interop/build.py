@@ -88,28 +88,47 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
     """The generation file as a plain mapping (``yaml.safe_dump`` escapes every string)."""
     blocks: dict[str, dict] = {}
     clock = cat.clock if parent is None else sorted(parent.clock_domains)[0]
+    domains = {clock} | set(cat.clocks)
     for ev in cat.events.values():
         if parent is not None and f"{ev.block}.{ev.name}" in parent.signals:
             continue
+        cyc = ev.unit[:-len("_cycle")] if ev.unit.endswith("_cycle") else None
+        if cyc and parent is None:
+            domains.add(cyc)
         b = blocks.setdefault(ev.block, {
             "description": cat.block_descriptions.get(ev.block) or f"{cat.format} PMU `{ev.block}` (imported)",
             "clock": clock, "signals": {}})
-        if cat.block_instances.get(ev.block):
+        if cyc and parent is None:
+            b["clock"] = cyc  # a block's cycle counters name its clock domain
+        if ev.axes:
+            b["instances"] = {str(a): int(n) for a, n in ev.axes.items()}
+        elif cat.block_instances.get(ev.block):
             b["instances"] = {"instance": int(cat.block_instances[ev.block])}
-        b["signals"][ev.name] = {"kind": "counter", "unit": "event", "width": COUNTER_WIDTH,
-                                 "description": ev.description or f"{cat.format} event {ev.key}"}
+        sig = {"kind": ev.kind, "unit": ev.unit, "description": ev.description or f"{cat.format} event {ev.key}"}
+        if ev.kind != "gauge":
+            sig["width"] = ev.width
+        if ev.scale != 1.0:
+            sig["scale"] = float(ev.scale)
+        if ev.kind == "gauge" and ev.across_chips:
+            sig["across_chips"] = ev.across_chips
+        if ev.counted_by != "chip":
+            sig["counted_by"] = ev.counted_by
+        b["signals"][ev.name] = sig
     spec = {c.name: {"value": float(c.value), "unit": c.unit, "provenance": c.provenance, "source": c.source,
-                     "description": c.description or c.key, "scope": "system"}
-            for c in cat.constants.values() if parent is None or f"spec.{c.name}" not in parent.spec}
+                     "description": c.description or c.key, "scope": c.scope}
+            for c in cat.constants.values() if (parent is None or f"spec.{c.name}" not in parent.spec)
+            and not (c.name.startswith("clock.") and c.name[6:] in domains)}
     doc: dict = {"generation": cat.generation, "description": cat.description}
     if parent is not None:
         doc["extends"] = parent.name
         doc["clock_domains"] = {}
     else:
-        doc["clock_domains"] = {cat.clock: {
-            "description": cat.clock_description,
-            "frequency": {"value": 1.0, "unit": "GHz", "provenance": "assumed",
-                          "source": "not given by the source file; no imported metric depends on it"}}}
+        doc["clock_domains"] = {}
+        for d in sorted(domains):
+            hz, prov, src = cat.clocks.get(d, (1e9, "assumed", "not given by the source file; no imported metric depends on it"))
+            doc["clock_domains"][d] = {"description": cat.clock_description if d == cat.clock and d not in cat.clocks
+                                       else f"clock domain `{d}` (imported)",
+                                       "frequency": {"value": hz / 1e9, "unit": "GHz", "provenance": prov, "source": src}}
     doc["spec"] = spec
     doc["blocks"] = blocks
     return doc

@@ -21,6 +21,13 @@ class SourceEvent:
     name: str
     description: str
     defined: bool = True  # False: the file references it but does not define it
+    unit: str = "event"   # the source's unit of raw × scale (perf: an event's ScaleUnit label)
+    scale: float = 1.0    # raw count × scale = value in unit
+    kind: str = "counter"
+    width: int | str = 64
+    axes: dict = field(default_factory=dict)  # instance axes, when the source gives them
+    across_chips: str | None = None           # gauges
+    counted_by: str = "chip"
 
 
 @dataclass
@@ -35,6 +42,7 @@ class SourceConstant:
     provenance: str = "assumed"
     unit: str = "1"
     may_be_zero: bool = False  # a flag (smt_on), or a property the tool reads as 0 when unknown
+    scope: str = "system"      # instance, chip or system (perfonto's own export says which)
 
 
 @dataclass
@@ -94,6 +102,7 @@ class SourceCatalog:
     metrics: dict[str, SourceMetric] = field(default_factory=dict)
     block_instances: dict[str, int] = field(default_factory=dict)   # block -> instances (rocprof)
     block_descriptions: dict[str, str] = field(default_factory=dict)
+    clocks: dict[str, tuple[float, str, str]] = field(default_factory=dict)  # domain -> (Hz, provenance, source)
     findings: list[Finding] = field(default_factory=list)
     translations: list[str] = field(default_factory=list)            # semantics applied, for the report
     extends: str | None = None    # import against an existing generation (perf --generation)

@@ -1,6 +1,7 @@
-"""A small parser for the C-like metric expressions of perf, Intel perfmon and Arm telemetry.
+"""The parser of the C-like metric expressions of perf, Intel perfmon and Arm telemetry (lark, LALR).
 
-The grammar is perf's (``tools/perf/util/expr.y``, lexer ``expr.l``), the common ancestor:
+The grammar (``exprparse.lark``, with each flavour's terminals in ``exprparse_perf.lark`` and
+``exprparse_c.lark``) is perf's (``tools/perf/util/expr.y``, lexer ``expr.l``), the common ancestor:
 
     if_expr := expr 'if' expr 'else' if_expr | expr
     expr    := binary operators, loosest first: '|'  '^'  '&'  ('<' '>')  ('+' '-')  ('*' '/' '%')
@@ -10,17 +11,28 @@ Flavours differ in tokens only: perf symbols may hold ``. : @ ?`` and ``\\,`` ``
 for ``/`` in ``pmu@event@``), literals start with ``#``; Intel adds ``>= <= == !=`` (same level as
 ``<``/``>``, as its thresholds ``a > 10 & b > 15`` need: ``&`` binds looser than comparisons, as in perf,
 not as in Python); Arm formulas use only arithmetic. The result is a source syntax tree (``S*``
-nodes); each importer gives it its language's meaning.
+nodes); each importer gives it its language's meaning. Parsing and the conversion to ``S*`` nodes
+are iterative, and a formula may nest at most ``MAX_DEPTH`` levels, so no input reaches Python's
+recursion limit in the importers that walk the tree.
 """
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass
+from importlib import resources
+
+from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import VisitError
+from lark.visitors import Transformer_NonRecursive
 
 
 class ParseError(ValueError):
+    """A formula that does not parse: what was found, where (1-based column) and the formula
+    (shortened past 120 characters)."""
+
     def __init__(self, message: str, text: str, pos: int):
-        super().__init__(f"{message} at column {pos + 1} of `{text}`")
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        super().__init__(f"{message} at column {pos + 1} of `{shown}`")
 
 
 @dataclass(frozen=True)
@@ -63,128 +75,113 @@ class SCall:
     args: tuple
 
 
-_PERF_TOKENS = [
-    ("lit", r"#[0-9a-zA-Z_.\-]+"),
-    ("num", r"(?:[0-9]+\.?[0-9]*|[0-9]*\.?[0-9]+)(?:e-?[0-9]+)?"),
-    ("sym", r"(?:\\[-,=]|[0-9a-zA-Z_.:@?])+"),
-    ("op", r"[|^&<>\-+*/%(),]"),
-]
-_C_TOKENS = [
-    ("num", r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"),
-    ("sym", r"[A-Za-z_][A-Za-z0-9_.:]*"),
-    ("op", r">=|<=|==|!=|[|^&<>\-+*/%(),]"),
-]
 PERF_FUNCS = {"min", "max", "d_ratio", "source_count", "has_event", "strcmp_cpuid_str", "aggr_nr"}
 C_FUNCS = {"min", "max"}
-PREC = {"|": 1, "or": 1, "^": 2, "&": 3, "and": 3, "<": 4, ">": 4, "<=": 4, ">=": 4, "==": 4, "!=": 4,
-        "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
+MAX_DEPTH = 100  # nesting levels of one formula; the deepest shipped perf/Intel formula has 14
 
 
-def tokenize(text: str, flavour: str) -> list[tuple[str, str, int]]:
-    """Tokens ``(kind, text, position)``; perf's lexer takes the longest match, earlier rule on a tie."""
-    rules = _PERF_TOKENS if flavour == "perf" else _C_TOKENS
-    out, i = [], 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-            continue
-        best = None
-        for kind, pat in rules:
-            m = re.compile(pat).match(text, i)
-            if m and m.end() > i and (best is None or m.end() > best[2]):
-                best = (kind, m.group(0), m.end())
-        if best is None:
-            raise ParseError(f"unexpected character {text[i]!r}", text, i)
-        kind, tok, end = best
-        if kind == "sym" and tok in ("if", "else", "and", "or", "not"):
-            kind = "kw"
-        out.append((kind, tok, i))
-        i = end
-    out.append(("end", "", len(text)))
-    return out
+@functools.lru_cache(maxsize=2)
+def _parser(terms: str) -> Lark:
+    here = resources.files("perfonto.interop")
+    grammar = here.joinpath("exprparse.lark").read_text(encoding="utf-8") + "\n" + \
+        here.joinpath(f"exprparse_{terms}.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="basic", maybe_placeholders=False)  # keywords are keywords everywhere, as in perf's lexer
 
 
-class _Parser:
+class _ToTree(Transformer_NonRecursive):
+    """Parse tree → ``S*`` nodes, without recursion (so a formula of any depth converts)."""
+
     def __init__(self, text: str, flavour: str):
-        self.text = text
-        self.flavour = flavour
-        self.toks = tokenize(text, flavour)
-        self.i = 0
+        super().__init__()
+        self.text, self.flavour = text, flavour
         self.funcs = PERF_FUNCS if flavour == "perf" else C_FUNCS
 
-    def peek(self):
-        return self.toks[self.i]
+    def num(self, items):
+        return SNum(float(items[0]))
 
-    def take(self):
-        t = self.toks[self.i]
-        self.i += 1
-        return t
+    def lit(self, items):
+        tok = items[0]
+        if self.flavour != "perf":
+            raise ParseError(f"unexpected character {'#'!r}", self.text, tok.start_pos)
+        return SLit(str(tok)[1:])
 
-    def expect(self, tok: str):
-        t = self.take()
-        if t[1] != tok:
-            raise ParseError(f"expected `{tok}`, found `{t[1] or 'end'}`", self.text, t[2])
+    def sym(self, items):
+        return SId(str(items[0]))
 
-    def if_expr(self):
-        e = self.binary(1)
-        if self.peek()[1] == "if":
-            self.take()
-            c = self.binary(1)
-            self.expect("else")
-            return SIf(e, c, self.if_expr())
-        return e
+    def call(self, items):
+        name, args = items[0], items[1:]
+        if str(name) not in self.funcs:
+            raise ParseError("unexpected `(`", self.text, name.end_pos)
+        return SCall(str(name), tuple(args))
 
-    def binary(self, min_prec: int):
-        left = self.unary()
-        while True:
-            kind, tok, _ = self.peek()
-            prec = PREC.get(tok) if kind in ("op", "kw") else None
-            if prec is None or prec < min_prec:
-                return left
-            self.take()
-            left = SBin(tok, left, self.binary(prec + 1))
+    def binop(self, items):
+        left, op, right = items
+        return SBin(str(op), left, right)
 
-    def unary(self):
-        kind, tok, pos = self.peek()
-        if tok == "-" and kind == "op":
-            self.take()
-            return SNeg(self.unary())
-        if tok == "not" and kind == "kw":
-            self.take()
-            return SCall("not", (self.unary(),))
-        return self.primary()
+    def or_kw(self, items):
+        return SBin("or", items[0], items[2])
 
-    def primary(self):
-        kind, tok, pos = self.take()
-        if kind == "num":
-            return SNum(float(tok))
-        if kind == "lit":
-            return SLit(tok[1:])
-        if tok == "(":
-            e = self.if_expr()
-            self.expect(")")
-            return e
-        if kind == "sym":
-            if tok in self.funcs and self.peek()[1] == "(":
-                self.take()
-                args = [self.if_expr()]
-                while self.peek()[1] == ",":
-                    self.take()
-                    args.append(self.if_expr())
-                self.expect(")")
-                return SCall(tok, tuple(args))
-            return SId(tok)
-        raise ParseError(f"unexpected `{tok or 'end'}`", self.text, pos)
+    def and_kw(self, items):
+        return SBin("and", items[0], items[2])
+
+    def neg(self, items):
+        return SNeg(items[-1])
+
+    def not_(self, items):
+        return SCall("not", (items[-1],))
+
+    def ifelse(self, items):
+        then, _, cond, _, other = items
+        return SIf(then, cond, other)
+
+
+_NAMES = {"SYM": "a name", "NUM": "a number", "LIT": "a #literal", "LPAR": "`(`", "RPAR": "`)`", "COMMA": "`,`",
+          "MINUS": "`-`", "PLUS": "`+`", "MUL": "`*`", "CMP": "a comparison", "OR": "`|`", "AND": "`&`", "XOR": "`^`",
+          "KW_IF": "`if`", "KW_ELSE": "`else`", "KW_NOT": "`not`", "KW_OR": "`or`", "KW_AND": "`and`", "$END": "end"}
+
+
+def _expected(exc) -> str:
+    names = sorted({_NAMES.get(t, t.lower()) for t in (getattr(exc, "expected", None) or ())})
+    return f" (expected {', '.join(names[:6])}{', …' if len(names) > 6 else ''})" if names else ""
+
+
+def _depth(tree) -> int:
+    """Nesting depth of a lark tree (iterative)."""
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in getattr(node, "children", ()) if hasattr(c, "children"))
+    return best
 
 
 def parse(text: str, flavour: str = "perf"):
-    """Parse one expression; ``flavour`` is ``perf``, ``intel`` or ``arm``. Raises ``ParseError``."""
-    p = _Parser(text, flavour)
-    e = p.if_expr()
-    kind, tok, pos = p.peek()
-    if kind != "end":
-        raise ParseError(f"unexpected `{tok}`", text, pos)
-    return e
+    """Parse one expression; ``flavour`` is ``perf``, ``intel`` or ``arm``. Raises ``ParseError``
+    (the offending character or token and its column; also for a formula nested more than
+    ``MAX_DEPTH`` levels deep, which no real catalog comes near)."""
+    text = str(text)
+    try:
+        tree = _parser("perf" if flavour == "perf" else "c").parse(text)
+    except UnexpectedCharacters as exc:
+        raise ParseError(f"unexpected character {text[exc.pos_in_stream]!r}", text, exc.pos_in_stream) from None
+    except UnexpectedEOF:
+        raise ParseError("unexpected `end`", text, len(text)) from None
+    except UnexpectedToken as exc:
+        tok = exc.token
+        want = _expected(exc)
+        if tok.type == "$END":
+            raise ParseError("unexpected `end`" + want, text, len(text)) from None
+        raise ParseError(f"unexpected `{tok}`" + want, text, tok.start_pos if tok.start_pos is not None else 0) from None
+    except UnexpectedInput as exc:  # pragma: no cover - lark has no other subclasses today
+        raise ParseError(str(exc).splitlines()[0], text, getattr(exc, "pos_in_stream", 0) or 0) from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ParseError(f"the formula is nested more than {MAX_DEPTH} levels deep", text, 0)
+    try:
+        return _ToTree(text, flavour).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, ParseError):
+            raise exc.orig_exc from None
+        raise
 
 
 def perf_symbol(name: str) -> str:

@@ -26,7 +26,6 @@ Translation:
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
+from .source_io import load_json
 from .thresholds import comparison, split
 
 CONSTANT_DEFAULTS = {
@@ -60,7 +60,7 @@ TRANSLATIONS = [
 def read(path: str | Path, generation: str, constants: dict[str, float] | None = None) -> SourceCatalog:
     """Read an Intel perfmon metrics JSON file into a ``SourceCatalog``."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = load_json(path, "Intel perfmon metrics file")
     metrics = data.get("Metrics") if isinstance(data, dict) else data
     if not isinstance(metrics, list):
         raise ValueError(f"{path}: an Intel perfmon metrics file has a `Metrics` list")
@@ -97,7 +97,7 @@ class _Reader:
         children = {str(e.get("ParentCategory")) for e in entries if e.get("ParentCategory")}
         for e in entries:
             self._metric(e, children)
-        for e in sorted(entries, key=lambda e: int(e.get("Level") or 1)):
+        for e in sorted(entries, key=_level):
             self._threshold(e)
         return self.cat
 
@@ -215,3 +215,13 @@ class _Reader:
                                                                                 f"`{cmp[0]}` with {cmp[2]:g}, a fraction"))
             return
         m.threshold = Threshold(own[1], own[2], msg, implied)
+
+
+def _level(entry: dict) -> float:
+    """A metric's TMA ``Level`` for ordering (ancestors first); anything that is not a small number
+    sorts last instead of failing the import."""
+    try:
+        v = float(entry.get("Level") or 1)
+    except (TypeError, ValueError):
+        return float("inf")
+    return v if v == v else float("inf")

@@ -33,7 +33,6 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -44,6 +43,8 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SLit, SNeg, SNum, parse, perf_symbol
 from .names import NameTable, ident, metric_name
+from .perf_tags import tag as _tag, tagged_event
+from .source_io import load_json
 from .thresholds import ancestors, split
 from .units import split_scale_unit
 
@@ -84,13 +85,16 @@ TRANSLATIONS = [
     "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided back",
     "ScaleUnit `<scale><unit>`: the declared unit is the label's pint unit and the value stays expression × scale",
     "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried by `parent`",
-    "events are counters with unit `event` and width 64 (the metrics file defines neither)",
+    "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines them "
+    "with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
+    "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a scale "
+    "is read as its value / scale",
 ]
 
 
 def load_arch_std(path: str | Path) -> dict[str, dict]:
     """An architecture-standard JSON file (events or metrics) as ``{lower-case name: entry}``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path, "architecture-standard file")
     out = {}
     for e in data if isinstance(data, list) else []:
         if isinstance(e, dict):
@@ -104,7 +108,7 @@ def read(path: str | Path, generation: str, extends: str | None = None, constant
          arch_std: list[str] | None = None) -> SourceCatalog:
     """Read a perf metrics JSON file into a ``SourceCatalog`` (see the module docstring)."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = load_json(path, "perf metrics file")
     if not isinstance(data, list):
         raise ValueError(f"{path}: a perf pmu-events file is a JSON list of objects")
     std = {k: dict(v) for k, v in ARM64_SBSA.items()}
@@ -131,6 +135,7 @@ class _Reader:
         self.event_names: dict[str, NameTable] = {}
         self.metric_names = NameTable()
         self.defined_events: dict[str, str] = {}
+        self.event_defs: dict[str, tuple[dict, dict]] = {}  # lower-case name -> (entry, its [perfonto: …] tag)
 
     def run(self) -> SourceCatalog:
         cat = self.cat
@@ -139,7 +144,9 @@ class _Reader:
                 cat.findings.append(Finding("malformed", "", f"entry {i} is not an object; skipped", "error"))
                 continue
             if "EventName" in e and "MetricName" not in e:
-                self.defined_events[str(e["EventName"]).lower()] = str(e.get("BriefDescription") or e.get("PublicDescription") or "")
+                desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
+                self.defined_events[str(e["EventName"]).lower()] = desc
+                self.event_defs[str(e["EventName"]).lower()] = (e, tag)
                 continue
             entry, origin = e, ""
             if "ArchStdEvent" in e and "MetricName" not in e:
@@ -185,6 +192,9 @@ class _Reader:
         m = re.match(r"^(.*)\[(measured|claimed|estimated|assumed): (.*)\]\s*$", desc, re.S)
         if m:
             desc, prov, source = m.group(1).strip(), m.group(2), m.group(3)
+        desc, tag = _tag(desc)
+        if name.startswith("clock.") and label and label.endswith("_cycle/s"):  # a clock domain's frequency
+            self.cat.clocks[name[6:]] = (value * scale, prov, source)
         if self.gen is not None and f"spec.{name}" in self.gen.spec:
             c = self.gen.spec[f"spec.{name}"]
             if abs(c.value - value * scale) > 1e-9 * max(abs(c.value), 1e-300):
@@ -193,7 +203,8 @@ class _Reader:
             value, scale = c.value, 1.0
             label = c.unit_text
         self.cat.constants[key.lower()] = SourceConstant(key.lower(), name, value * scale, desc or key, source, prov,
-                                                         label or "1")
+                                                         label or "1", scope=tag.get("scope", "system")
+                                                         if tag.get("scope") in ("instance", "chip", "system") else "system")
         self.const_metrics[key.lower()] = key.lower()
         return True
 
@@ -219,12 +230,15 @@ class _Reader:
                     s = self.gen.signals[cand]
                     self.cat.event(cand, s.block, cand.split(".", 1)[1], s.description)
                     node = ir.Event(cand)
-                    return ir.Rollup("sum", node) if s.axes else node
+                    node = ir.Rollup("sum", node) if s.axes else node
+                    return node if s.scale == 1.0 else ir.Bin("/", node, ir.Num(s.scale))  # perf reads the raw count
                 if cand in self.gen.spec:
                     c = self.gen.spec[cand]
                     self.cat.constants.setdefault(cand, SourceConstant(cand, cand[5:], c.value, c.description, c.source,
                                                                        c.provenance, c.unit_text))
                     return ir.Const(cand)
+        if low in self.event_defs and self.event_defs[low][1]:  # perfonto's own export: the signal as it was
+            return self._tagged_event(low)
         pmu, ev = default_pmu, sym
         m = re.match(r"^([^/]+)/([^/]*)/?(.*)$", sym)
         if m:
@@ -237,9 +251,19 @@ class _Reader:
         self.cat.event(low, block, name, desc, defined)
         return ir.Event(low)
 
+    def _tagged_event(self, low: str) -> ir.Node:
+        entry, tag = self.event_defs[low]
+        return tagged_event(self.cat, low, entry, tag, self.defined_events.get(low, ""))
+
     def _instances(self, key: str) -> int:
         if self.gen is not None and key in self.gen.signals:
             return self.gen.signals[key].instances
+        ev = self.cat.events.get(key)
+        if ev is not None and ev.axes:
+            n = 1
+            for size in ev.axes.values():
+                n *= size
+            return n
         return 1
 
     # -- formulas ----------------------------------------------------------------------------------
@@ -304,7 +328,11 @@ class _Reader:
             if op == "/" and isinstance(t.right, SCall) and t.right.fn == "source_count":
                 return self._per_source(t, pmu, num)
             if op in "+-*/":
-                return ir.Bin(op, num(t.left), num(t.right))
+                a, b = num(t.left), num(t.right)
+                if op == "*" and isinstance(a, ir.Bin) and a.op == "/" and isinstance(a.right, ir.Num) \
+                        and isinstance(b, ir.Num) and a.right.value == b.value:
+                    return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
+                return ir.Bin(op, a, b)
             if op in ("<", ">"):
                 return ir.Bin(op, num(t.left), num(t.right))
             if op == "&":
@@ -386,3 +414,4 @@ def _unsum(n: ir.Node) -> ir.Node | None:
         b = _unsum(n.right)
         return None if b is None else ir.Bin("*", n.left, b)
     return None
+

@@ -5,15 +5,22 @@ Each metric becomes ``{"MetricName", "MetricExpr", "ScaleUnit", "MetricGroup", "
 The rules follow perf's expression language (``tools/perf/util/expr.y``):
 
 - perf evaluates a metric in plain numbers and shows ``value × scale`` with the ScaleUnit's label;
-  metric references and thresholds use the *unscaled* value. So every expression is written in the
-  registry's base units (bytes, seconds, FLOPs, cycles of each clock, events): an event name stands for
-  the signal's value in base units, a literal with a unit is converted (``80 %`` → ``0.8``), and the
+  metric references and thresholds use the *unscaled* value, and an event in a metric is its *raw*
+  count (perf reverses an event's ScaleUnit before computing metrics, ``prepare_metric`` in
+  ``util/stat-shadow.c``). So every expression is written in the registry's base units (bytes,
+  seconds, FLOPs, cycles of each clock, events): an event stands for its raw count times its scale
+  (``hbm.read_bytes * 64``: 64-byte bursts), a literal with a unit is converted (``80 %`` → ``0.8``), and the
   ScaleUnit is ``<factor from base units to the declared unit><declared unit>`` (``1e-09GB/s``,
   ``100%``); a threshold ``> 80 %`` becomes ``name > 0.8``;
 - ``interval`` is ``duration_time`` (seconds);
+- every event a metric reads is defined too (``EventName``, ``Unit`` = its block, ``ScaleUnit`` =
+  ``<scale><unit>``, so a perf user's raw counts mean the same thing), its description ending with
+  ``[perfonto: kind=…; width=…; instances=axis:n; counted_by=…; across_chips=…]`` so that ``perfonto
+  import perf`` rebuilds the same signals without any flag;
 - spec constants become constant metrics ``spec.<name>`` (their base-unit value, ScaleUnit back to
-  their unit, provenance and source at the end of the description as ``[assumed: …]``), referenced by
-  name — perf has no named constants besides its run-time ``#literals``;
+  their unit, ``[perfonto: scope=…]`` then provenance and source at the end of the description as
+  ``[assumed: …]``), referenced by name — perf has no named constants besides its run-time
+  ``#literals``; a clock domain's frequency is the constant ``spec.clock.<domain>``;
 - ``sum(x)`` is ``x`` (perf sums the instances of an uncore PMU into one count), ``avg(x)`` is
   ``x / source_count(x)``; both only over linear expressions of signals, where that is exact;
 - ``a if c else b`` → ``(a if c else b)``; ``<``/``>`` as such, ``<=``, ``>=``, ``==``, ``!=``, ``not`` through
@@ -55,6 +62,7 @@ class PerfExport:
 
     entries: list[dict] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    events: list[dict] = field(default_factory=list)  # the EventName definitions (also in entries, first)
     lost: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -88,6 +96,7 @@ def export(graph: MetricGraph) -> PerfExport:
     typer = Typer(gen)
     typer.compiled = graph.metrics
     used_specs: set[str] = set()
+    used_events: set[str] = set()
     done: list[dict] = []
     for name in graph.record_metrics:
         out.skipped[name] = "computed over request records (a population percentile or count): perf metrics are over counter windows"
@@ -105,7 +114,8 @@ def export(graph: MetricGraph) -> PerfExport:
             continue
         try:
             specs: set[str] = set()
-            text = _Emitter(graph, reg, specs).expr(d.expr)[0]
+            emitter = _Emitter(graph, reg, specs)
+            text = emitter.expr(d.expr)[0]
             u = typer.expr(d.expr).unit
             base = reg.Quantity(1.0, u).to_base_units().units
             if _offset(reg, m.unit):
@@ -118,6 +128,7 @@ def export(graph: MetricGraph) -> PerfExport:
             out.skipped[name] = exc.diagnostic.message
             continue
         used_specs |= specs
+        used_events |= emitter.events
         entry = {"MetricName": name, "MetricExpr": text, "ScaleUnit": f"{number(scale)}{unit_label(m.unit_text)}"}
         groups = list(m.groups) + ([f"{m.parent}_group"] if m.parent else [])
         if groups:
@@ -150,9 +161,27 @@ def export(graph: MetricGraph) -> PerfExport:
         desc = (c.description or s).strip()
         consts.append({"MetricName": s, "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
                        "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
-                       "BriefDescription": f"{desc} [{c.provenance}: {c.source}]".strip()})
-    out.entries = consts + sorted(done, key=lambda e: e["MetricName"])
+                       "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip()})
+    out.events = [event_entry(gen, n) for n in sorted(used_events)]
+    out.entries = out.events + consts + sorted(done, key=lambda e: e["MetricName"])
     return out
+
+
+def event_entry(gen, name: str) -> dict:
+    """The perf event definition of signal ``name``: raw count × ScaleUnit = its value, and the
+    perfonto attributes perf has no field for in a trailing ``[perfonto: …]`` tag."""
+    s = gen.signals[name]
+    tag = [f"kind={s.kind.value}"]
+    if s.width is not None:
+        tag.append(f"width={s.width}")
+    if s.axes:
+        tag.append("instances=" + ",".join(f"{a}:{n}" for a, n in s.axes))
+    if s.kind.value == "counter" and s.counted_by != "chip":
+        tag.append(f"counted_by={s.counted_by}")
+    if s.kind.value == "gauge":
+        tag.append(f"across_chips={s.across_chips}")
+    return {"EventName": name, "Unit": s.block, "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
+            "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]"}
 
 
 def _offset(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
@@ -177,6 +206,7 @@ class _Emitter:
 
     def __init__(self, graph: MetricGraph, reg: pint.UnitRegistry, specs: set[str]):
         self.graph, self.gen, self.reg, self.specs = graph, graph.generation, reg, specs
+        self.events: set[str] = set()
 
     def p(self, e, need: int, rollup: bool = False) -> str:
         s, prec = self.expr(e, rollup)
@@ -210,9 +240,17 @@ class _Emitter:
         if n == "interval":
             return "duration_time"
         if n in self.gen.signals:
-            if self.gen.signals[n].axes and not rollup:
+            s = self.gen.signals[n]
+            if s.axes and not rollup:
                 raise _Unsupported(f"`{n}` per instance: perf aggregates PMU instances; roll it up with sum() or avg()")
-            return n
+            if s.kind.value in ("packed", "histogram"):
+                raise _Unsupported(f"`{n}` is a {s.kind.value} register; perf events are counts")
+            q = self.reg.Quantity(s.scale, s.unit)
+            if _offset(self.reg, s.unit):
+                raise _Unsupported(f"`{n}` is in an offset unit ({s.unit_text})")
+            k = float(q.to_base_units().magnitude)  # the raw count's value in base units
+            self.events.add(n)
+            return n if k == 1.0 else f"({n} * {number(k)})"
         if n in self.gen.spec:
             self.specs.add(n)
             return n

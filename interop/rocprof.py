@@ -22,14 +22,19 @@ formula's ``100*`` removed, ``Unit: cycles`` → ``event``; others as pint reads
 """
 from __future__ import annotations
 
+import functools
 import re
+from importlib import resources
 from pathlib import Path
 
-import yaml
+from lark import Lark, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.visitors import Transformer_NonRecursive
+
 
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric
 from .names import NameTable, ident, metric_name
+from .source_io import load_yaml
 
 INSTANCES = 4
 AGENT_DEFAULTS = {
@@ -48,107 +53,75 @@ TRANSLATIONS = [
 ]
 
 
-class _Tok:
-    def __init__(self, text: str):
-        self.toks = re.findall(r"\d+|[A-Za-z_][A-Za-z0-9_]*|[-+*/(),\[\]=:]|\S", text)
-        self.i = 0
-        self.text = text
+MAX_DEPTH = 100  # nesting levels of one expression; the shipped definitions nest a few
 
-    def peek(self) -> str:
-        return self.toks[self.i] if self.i < len(self.toks) else ""
 
-    def take(self) -> str:
-        t = self.peek()
-        self.i += 1
-        return t
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("perfonto.interop").joinpath("rocprof.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", maybe_placeholders=True)
 
-    def expect(self, t: str) -> None:
-        got = self.take()
-        if got != t:
-            raise SyntaxError(f"expected `{t}`, found `{got or 'end'}` in `{self.text}`")
+
+class _ToTuples(Transformer_NonRecursive):
+    def num(self, items):
+        return ("num", float(items[0]))
+
+    def name(self, items):
+        return ("name", str(items[0]))
+
+    def bin(self, items):
+        a, op, b = items
+        return ("bin", str(op), a, b)
+
+    def reduce(self, items):
+        e, op, dims = items
+        return ("reduce", e, str(op), dims)
+
+    def select(self, items):
+        return ("select", items[0], items[1])
+
+    def accumulate(self, items):
+        return ("accumulate", str(items[0]), str(items[1]))
+
+    def dims(self, items):
+        return [d for d in items if d is not None]
+
+    def dim(self, items):
+        name, *idx = items
+        return str(name) if not idx or idx == [None] else f"{name}={''.join(i for i in idx if i is not None)}"
+
+    def idx(self, items):
+        return str(items[0]) if items else ":"
 
 
 def parse(text: str):
     """rocprofiler expression → nested tuples: ("num", v) ("name", n) ("bin", op, a, b)
-    ("reduce", e, op, dims|None) ("select", e, dims) ("accumulate", name, mode)."""
-    t = _Tok(text)
+    ("reduce", e, op, dims|None) ("select", e, dims) ("accumulate", name, mode).
 
-    def expr():
-        left = term()
-        while t.peek() in ("+", "-"):
-            op = t.take()
-            left = ("bin", op, left, term())
-        return left
+    Parsed with lark (``rocprof.lark``, LALR) and converted without recursion; an expression nested
+    more than ``MAX_DEPTH`` levels is refused.
 
-    def term():
-        left = atom()
-        while t.peek() in ("*", "/"):
-            op = t.take()
-            left = ("bin", op, left, atom())
-        return left
-
-    def dims():
-        t.expect("[")
-        out = []
-        while t.peek() != "]":
-            name = t.take()
-            if t.peek() == "=":
-                t.take()
-                t.expect("[")
-                idx = []
-                while t.peek() != "]":
-                    idx.append(t.take())
-                t.take()
-                out.append(f"{name}={''.join(idx)}")
-            else:
-                out.append(name)
-            if t.peek() == ",":
-                t.take()
-        t.expect("]")
-        return out
-
-    def atom():
-        tok = t.take()
-        if tok.isdigit():
-            return ("num", float(tok))
-        if tok == "(":
-            e = expr()
-            t.expect(")")
-            return e
-        if tok == "reduce" and t.peek() == "(":
-            t.take()
-            e = expr()
-            t.expect(",")
-            op = t.take()
-            d = None
-            if t.peek() == ",":
-                t.take()
-                d = dims()
-            t.expect(")")
-            return ("reduce", e, op, d)
-        if tok == "select" and t.peek() == "(":
-            t.take()
-            e = expr()
-            t.expect(",")
-            d = dims()
-            t.expect(")")
-            return ("select", e, d)
-        if tok == "accumulate" and t.peek() == "(":
-            t.take()
-            name = t.take()
-            t.expect(",")
-            mode = t.take()
-            t.expect(")")
-            return ("accumulate", name, mode)
-        if re.match(r"^[A-Za-z_]", tok or ""):
-            return ("name", tok)
-        raise SyntaxError(f"unexpected `{tok or 'end'}` in `{text}`")
-
-    e = expr()
-    if t.peek():
-        raise SyntaxError(f"unexpected `{t.peek()}` in `{text}`")
-    return e
-
+    Raises:
+        SyntaxError: the offending token or character, and the expression (shortened).
+    """
+    shown = text if len(text) <= 120 else text[:117] + "..."
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedCharacters as exc:
+        raise SyntaxError(f"unexpected `{text[exc.pos_in_stream]}` in `{shown}`") from None
+    except UnexpectedToken as exc:
+        tok = "end" if exc.token.type == "$END" else str(exc.token)
+        raise SyntaxError(f"unexpected `{tok}` in `{shown}`") from None
+    except UnexpectedInput:
+        raise SyntaxError(f"unexpected `end` in `{shown}`") from None
+    depth, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in getattr(node, "children", ()) if hasattr(c, "children"))
+    if depth > MAX_DEPTH:
+        raise SyntaxError(f"the expression is nested more than {MAX_DEPTH} levels deep: `{shown}`")
+    return _ToTuples().transform(tree)
 
 def _unit_of(description: str) -> str | None:
     m = re.search(r"Unit:\s*([^\n.]+)", description)
@@ -163,7 +136,7 @@ def read(path: str | Path, generation: str, archs: list[str] | None = None,
          constants: dict[str, float] | None = None) -> list[SourceCatalog]:
     """Read the counter definitions: one ``SourceCatalog`` per group of identical architectures."""
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path, "rocprofiler counter definitions")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: rocprofiler counter definitions are a mapping of counter names")
     per: dict[str, dict[str, dict]] = {}
@@ -172,7 +145,10 @@ def read(path: str | Path, generation: str, archs: list[str] | None = None,
         if not isinstance(body, dict):
             continue
         descriptions[name] = str(body.get("description") or "")
-        for key, d in (body.get("architectures") or {}).items():
+        arch_defs = body.get("architectures") or {}
+        if not isinstance(arch_defs, dict):
+            raise ValueError(f"{path}: counter `{name}`: `architectures` must map architecture names to definitions")
+        for key, d in arch_defs.items():
             for arch in str(key).split("/"):
                 per.setdefault(arch.strip(), {})[str(name)] = d if isinstance(d, dict) else {}
     if archs:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from perfonto.metrics.compiler import MetricGraph, compile_files, library_files
 from perfonto.ontology.diagnostics import Diagnostic, Span
+from perfonto.ontology.files import FileReadError, check_path, is_dir
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.lint import lint_generation
 from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
@@ -57,8 +58,13 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str | None =
         files = library_files()
     else:
         d = Path(catalog_dir)
-        if not d.is_dir():
-            return Catalog(None, None, [Diagnostic("error", "io", "not a folder", Span(str(d)),
+        if not is_dir(d):
+            reason = "not a folder"
+            try:
+                check_path(d, "catalog folder")
+            except FileReadError as exc:
+                reason = exc.reason
+            return Catalog(None, None, [Diagnostic("error", "io", reason, Span(str(d)),
                                                    hint="give a folder holding *.yaml ontology and *.metrics files")])
         yamls = sorted(p for p in list(d.glob("*.yaml")) + list(d.glob("*.yml")) if not p.name.endswith((".vectors.yaml", ".vectors.yml")))
         files = sorted(d.glob("*.metrics"))

@@ -13,13 +13,18 @@ The compiler is ``PASSES``, a tuple of named plain functions, each from one stag
 5. ``units`` — units (pint), instance axes and chip degree in topological order, every unit
    conversion an explicit factor, the declared unit, bounds and threshold checked
    (``metrics.infer``) → ``Typed``;
-6. ``classify`` — window metrics and record metrics apart, diagnostics sorted with their source
+6. ``lint`` — formulas that type but are wrong or suspicious (``metrics.lint``: a packed register's
+   whole word, reversed clamp bounds, a literal division by zero, a total times a ratio, a threshold
+   outside the bounds, FLOP counters left out) → ``Typed``;
+7. ``classify`` — window metrics and record metrics apart, diagnostics sorted with their source
    lines, the content hash → ``MetricGraph``.
 Every problem is a ``Diagnostic``; a metric with an error is left out of the graph, and every other
 metric still compiles. Other generations (for "exists on …" availability reasons) are passed in.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +34,13 @@ import networkx as nx
 from perfonto.dsl import ast
 from perfonto.dsl.parser import parse_file, parse_text
 from perfonto.ontology.diagnostics import Diagnostic, with_source
+from perfonto.ontology.files import FileReadError, newlines, read_text
 from perfonto.ontology.generation import Generation
 
 from . import ir
 from . import passes
 from .stages import CompiledMetric, Parsed, Typed, frozen
+from .lint import lint
 from .submetrics import expand as expand_submetrics
 
 
@@ -90,15 +97,15 @@ def parse(gen: Generation, files: list[Path] | None = None, *, sources: dict[str
             d, dg = parse_text(text, name)
             decls += d
             diags += dg
-        texts = dict(sources)
+        texts = {name: newlines(text) for name, text in sources.items()}
     else:
         for f in library_files() if files is None else files:
             d, dg = parse_file(f)
             decls += d
             diags += dg
             try:
-                texts[str(f)] = Path(f).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                texts[str(f)] = newlines(read_text(f, "metric file"))  # as the parser read it
+            except FileReadError:
                 pass
     decls, more = expand_submetrics(gen, decls)
     return Parsed(gen, tuple(decls), tuple(diags) + tuple(more), frozen(texts), tuple(others))
@@ -128,6 +135,7 @@ PASSES = (
     ("graph", passes.check_cycles),
     ("availability", passes.availability),
     ("units", passes.infer_units),
+    ("lint", lint),
     ("classify", classify),
 )
 
@@ -148,12 +156,27 @@ def run_passes(parsed: Parsed, until: str | None = None):
 def compile_files(gen: Generation, files: list[Path] | None = None, *, others=()) -> MetricGraph:
     """Compile metric files from disk (default: the shipped library) against ``gen``; ``others``
     are the other generations (``metrics.catalog.shipped_others`` gives the shipped ones)."""
-    return run_passes(parse(gen, files, others=others))
+    with _no_gc():
+        return run_passes(parse(gen, files, others=others))
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """The compiler makes many small objects and no cycles worth collecting while it runs: the cyclic
+    collector would only rescan them (a large share of a 10,000-metric compile)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def compile_texts(gen: Generation, sources: dict[str, str], *, others=()) -> MetricGraph:
     """Compile metric sources given as ``{file name: text}`` (tests, imports)."""
-    return run_passes(parse(gen, sources=sources, others=others))
+    with _no_gc():
+        return run_passes(parse(gen, sources=sources, others=others))
 
 
 def node_axes(n: ir.Node) -> ir.Axes:

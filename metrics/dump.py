@@ -21,6 +21,11 @@ What a collector writes (the full description, for people who write collectors, 
   storage type narrower than the counter's register width, or with another instance count than the
   generation declares, is a ``DumpError`` naming the file, the column and the fix. A gauge may be
   stored signed as long as it holds no negative value.
+- **Slots.** On a block whose generation declares ``slots`` (a SKU with 4 of its 8 memory channels
+  populated), a signal holds the present slots only: a list column of every slot (8) or of the
+  present ones (4, in slot order), ``name[i]`` columns of every slot or of the present slots (``i``
+  the slot's flat index), long rows whose ``instance`` is a slot's flat index (rows of slots that
+  are not present are left out).
 
 Samples are placed on a grid: with a sample period (metadata or argument), a chip's sample lands at
 index round((t − t0) / period), so a dropped sample leaves a hole; with a ``sample`` column, that is
@@ -38,6 +43,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
+from .dump_grid import Grid, _grid  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
 from .dump_io import DumpError, load
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -82,7 +88,7 @@ def csv_types(gen: Generation) -> dict[str, pa.DataType]:
                   "timestamp_s": pa.float64(), "timestamp": pa.float64(), "sample": pa.int64()})
     for name, sig in gen.signals.items():
         types[name] = pa.uint64()
-        for i in range(sig.instances if sig.instances > 1 else 0):
+        for i in range(max(sig.instances, sig.full_instances) if sig.instances > 1 or sig.full_instances else 0):
             types[f"{name}[{i}]"] = pa.uint64()
     return types
 
@@ -191,7 +197,7 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             continue
         if col.endswith("]") and "[" in col:
             base, _, idx = col[:-1].rpartition("[")
-            if base in gen.signals and idx.isdigit():
+            if base in gen.signals and idx.isdigit() and len(idx) <= 9:  # an index, not a 5000-digit number
                 flat.setdefault(base, {})[int(idx)] = col
                 continue
         if col in gen.signals:
@@ -203,16 +209,31 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
         sig = gen.signals[base]
         if base in out:
             raise DumpError(f"{p}: `{base}` is both one column and per-instance columns `{base}[i]`; keep one form")
-        if sorted(cols) != list(range(sig.instances)):
-            raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in sorted(cols))}; "
-                            f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+        order = _flat_order(p, base, sig, cols)
         vals, nulls = [], []
-        for i in range(sig.instances):
+        for i in order:
             v, n = _wide_one(t, p, cols[i], sig, scalar=True)
             vals.append(v[:, 0])
             nulls.append(n[:, 0])
         out[base] = (np.stack(vals, axis=1), np.stack(nulls, axis=1))
     return out
+
+
+def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
+    """The ``name[i]`` indices to read, in instance order: 0 … n−1; on a block with ``slots``, the
+    present slots' flat indices, read from a dump of every slot or of the present slots only."""
+    have = sorted(cols)
+    if sig.slots is None:
+        if have == list(range(sig.instances)):
+            return have
+        raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; "
+                        f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+    if have == list(range(sig.full_instances)) or have == sorted(sig.slots):
+        return list(sig.slots)
+    raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
+                    f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "
+                    f"`{base}[{sig.full_instances - 1}]`, or the present slots only ({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
+                    f"{' …' if sig.instances > 8 else ''})")
 
 
 def _partition_like(t: pa.Table, col: str) -> bool:
@@ -223,17 +244,28 @@ def _partition_like(t: pa.Table, col: str) -> bool:
 def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple[np.ndarray, np.ndarray]:
     c = t.column(col).combine_chunks()
     n_inst = 1 if scalar else sig.instances
+    wide = 0 if scalar or sig.slots is None else sig.full_instances  # a dump of every slot, present or not
     if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:
         lengths = pc.list_value_length(c).to_numpy(zero_copy_only=False)
-        ok = np.isnan(lengths.astype(np.float64)) | (lengths == n_inst)
+        first = lengths[~np.isnan(lengths.astype(np.float64))][:1]
+        size = wide if wide and first.size and first[0] == wide else n_inst
+        ok = np.isnan(lengths.astype(np.float64)) | (lengths == size)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             raise DumpError(f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
-                            f"declares {n_inst}")
-        c = c.cast(pa.list_(c.type.value_type, n_inst))  # a list column (pandas, CSV-less writers) as fixed-size
-    if pa.types.is_fixed_size_list(c.type):
+                            f"declares {n_inst}" + (f" present of {wide} slots" if wide else ""))
+        c = c.cast(pa.list_(c.type.value_type, size))  # a list column (pandas, CSV-less writers) as fixed-size
+    if pa.types.is_fixed_size_list(c.type) and wide and c.type.list_size == wide:
+        _check_type(p, col, sig, c.type.value_type)
+        row_null = c.is_null().to_numpy(zero_copy_only=False)
+        values = c.values.slice(c.offset * wide, len(c) * wide)
+        keep = np.asarray(sig.slots)
+        nulls = (values.is_null().to_numpy(zero_copy_only=False).reshape(-1, wide) | row_null[:, None])[:, keep]
+        arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, wide)[:, keep]
+    elif pa.types.is_fixed_size_list(c.type):
         if scalar or c.type.list_size != n_inst:
-            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}")
+            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
+                            + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else ""))
         _check_type(p, col, sig, c.type.value_type)
         row_null = c.is_null().to_numpy(zero_copy_only=False)
         values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
@@ -252,7 +284,7 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
 
 
 def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,)) of a long table, packed in a tuple."""
+    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,), declared instance count) of a long table."""
     if t.column("signal").null_count:
         raise DumpError(f"{p}: `signal` holds nulls; every row names its signal")
     val = t.column("value")
@@ -290,11 +322,21 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             if np.any(ii > 0):
                 raise DumpError(f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty")
             ii = np.zeros(len(rows), np.int64)
+        elif sig.slots is not None:  # instance = the slot's flat index; rows of slots that are not present are left out
+            n_full = sig.full_instances
+            if np.any((ii < 0) | (ii >= n_full)):
+                bad = ii[(ii < 0) | (ii >= n_full)][0]
+                raise DumpError(f"{p}: signal `{name}` has {n_full} slots (0 … {n_full - 1}); a row gives instance "
+                                f"{'none' if bad < 0 else int(bad)}")
+            pos = np.full(n_full, -1, np.int64)
+            pos[list(sig.slots)] = np.arange(n)
+            keep = pos[ii] >= 0
+            rows, ii = rows[keep], pos[ii[keep]]
         elif np.any((ii < 0) | (ii >= n)):
             bad = ii[(ii < 0) | (ii >= n)][0]
             raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
                             f"{'none' if bad < 0 else int(bad)}")
-        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows])
+        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows], n)
     return out
 
 
@@ -306,9 +348,8 @@ def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
     row_of = row_of.reshape(-1)
     N = len(uniq)
     wide = {}
-    for name, (rows, inst, vals, nulls) in columns.items():
-        n_inst = int(inst.max()) + 1 if len(inst) else 1
-        size = max(n_inst, 1)
+    for name, (rows, inst, vals, nulls, declared) in columns.items():
+        size = max(int(declared), 1)  # every declared instance; one no row gives is a null register
         arr = np.zeros((N, size), np.uint64)
         missing = np.ones((N, size), bool)
         r = row_of[rows]
@@ -332,64 +373,17 @@ def _period(meta: dict, override: int | None, p: str) -> int:
     raw = override if override is not None else meta.get("sample_period_ns", 0)
     try:
         value = float(raw or 0)
-    except (TypeError, ValueError):
-        raise DumpError(f"{p}: metadata sample_period_ns is {raw!r}, not a number of nanoseconds") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a double's range
+        raise DumpError(f"{p}: metadata sample_period_ns is {str(raw)[:40]!r}, not a number of nanoseconds") from None
     if not np.isfinite(value) or value < 0 or value > 8.64e13:
         raise DumpError(f"{p}: sample_period_ns is {raw!r}; give a finite period of at most a day in ns")
     return int(value)
 
 
 def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> CounterDump:
-    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
-    host_names = None if host is None else np.unique(host)
-    pair = np.stack([hk, chip], axis=1)
-    keys, chip_idx = np.unique(pair, axis=0, return_inverse=True)
-    chip_idx = chip_idx.reshape(-1)
-    if len(keys) == 0:
-        raise DumpError(f"{p}: the dump holds no samples")
-    order = np.lexsort((ts, chip_idx))
-    ci = chip_idx[order]
-    ts_sorted = ts[order]
-    C = len(keys)
-    counts = np.bincount(ci, minlength=C)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
-    same = np.diff(ci) == 0
-    if np.any(np.diff(ts_sorted)[same] <= 0):
-        c = int(ci[1:][same & (np.diff(ts_sorted) <= 0)][0])
-        raise DumpError(f"{p}: timestamps of chip {label[c]} do not increase (duplicate or out-of-order samples)")
-    if counts.min() < 2:
-        c = int(np.argmin(counts))
-        raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
-    if sample is not None:
-        grid = sample[order]
-        if np.any(grid < 0):
-            raise DumpError(f"{p}: negative sample numbers")
-        if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: sample numbers of one chip do not increase")
-        grid = grid - grid.min()
-    elif period > 0:
-        t0 = ts_sorted[starts][ci]
-        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
-        if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
-    else:
-        if not np.all(counts == counts[0]):
-            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
-                            "sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
-        grid = np.arange(len(order)) - starts[ci]
-    S = int(grid.max()) + 1
-    if S > 2 * int(counts.max()) + 16:
-        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
-                        "sampling grid (corrupt?) or the sample period is wrong")
-    present = np.zeros((S, C), dtype=bool)
-    present[grid, ci] = True
-    stamps = np.zeros((S, C), dtype=np.int64)
-    stamps[grid, ci] = ts_sorted
-    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
-        for c in range(C):
-            have = np.nonzero(present[:, c])[0]
-            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
+    g = _grid(p, chip, host, ts, period, sample)
+    keys, host_names, order, ci, grid, stamps, present = g.keys, g.host_names, g.order, g.ci, g.grid, g.stamps, g.present
+    S, C = present.shape
     raw: dict[str, np.ndarray] = {}
     missing: dict[str, np.ndarray] = {}
     for name in gen.signals:
@@ -404,6 +398,12 @@ def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> Co
             m = np.zeros((S, C, n_inst), dtype=bool)
             m[grid, ci] = nulls[order]
             missing[name] = m
+    for name, sig in gen.signals.items():
+        if name in raw and sig.scale_field is not None and gen.fields[sig.scale_field[0]].register not in raw:
+            del raw[name]
+            missing.pop(name, None)
+            notes.append(f"`{name}` takes its unit from `{sig.scale_field[0]}`, whose register is not in the dump: "
+                         "it is left out (metrics over it are unavailable)")
     absent = tuple(n for n in gen.signals if n not in raw)
     for name, sig in gen.signals.items():
         ind = sig.reset_indicator

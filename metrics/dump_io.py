@@ -107,7 +107,13 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
                     return pipc.open_stream(src).read_all()
         if name.endswith(CSV):
             opts = pcsv.ConvertOptions(column_types=csv_types or {}, strings_can_be_null=True)
-            return pcsv.read_csv(str(path), convert_options=opts)
+            table = pcsv.read_csv(str(path), convert_options=opts)
+            try:
+                table.schema.names  # pyarrow checks UTF-8 in values, not in the header
+            except UnicodeDecodeError as exc:
+                raise DumpError(f"{path}: the CSV header is not UTF-8 (byte 0x{exc.object[exc.start]:02x}); "
+                                "save the file as UTF-8") from None
+            return table
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         msg = " ".join(str(exc).split())[:400]
         raise DumpError(f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again") from None

@@ -144,8 +144,16 @@ def explain_input(gen, name: str) -> str | None:
         out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
         if s.sentinel:
             out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
+        if s.modulus is not None:
+            out.append(f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or beyond it are null)")
+        if s.scale_field is not None:
+            out.append(f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a change is null)")
+        if s.slots is not None:
+            out.append(f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices {', '.join(map(str, s.slots[:16]))}"
+                       f"{' …' if len(s.slots) > 16 else ''})")
         if s.reset_indicator:
-            out.append(f"reset indicator: {s.reset_indicator}")
+            out.append(f"reset indicator: {s.reset_indicator}" + (" (an uptime: a decrease is a reset)" if s.reset_kind == "decrease" else
+                                                                    " (any change is a reset)"))
         if s.max_rate:
             out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
         out.append(f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"

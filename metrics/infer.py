@@ -16,6 +16,14 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
   interval and ratios degree 0; ``*`` adds degrees, ``/`` subtracts; adding unlike degrees is an error
   (a literal adapts to its partner). A metric's degree must be 0 (evaluated as a ratio of server
   totals) or 1 (a server total).
+- across chips: a frequency or clock rate (a metric in cycles per second or in Hz) does not add up
+  across chips — two chips at 2 GHz are a server at 2 GHz, not 4 — so a frequency of degree 1 is
+  divided by the number of chips (the server value is the mean over chips). A time measured on every
+  chip (cycles, seconds) divided by (or multiplied with) a count that only the leader chip of a group
+  counts (``counted_by: leader``: steps, tokens) is a per-group ratio: the metric is marked
+  ``group_rule`` and at server level its times are the groups' times — the mean over each group's
+  chips, which run in lockstep — so a step latency reads the same on a group of 8 chips as on one
+  (``metrics.levels``).
 """
 from __future__ import annotations
 
@@ -25,9 +33,10 @@ from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import Scope, SignalKind
-from perfonto.ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
+from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, parse_unit
 
 from . import ir
+from .across_chips import group_check, is_frequency, reads_leader
 
 ROLLUPS = {"sum", "avg", "min", "max"}
 POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
@@ -70,6 +79,8 @@ class Typer:
         self.trace: list | None = None  # (ast node, unit or None) in evaluation order, for `explain`
         self.intensive: set[str] = set()  # chip-scope constants read per chip in this metric
         self.sparsity_of: dict[str, frozenset] = {}  # metric -> sparsity of its FLOPs
+        self.leader_of: dict[str, bool] = {}  # metric -> reads a leader-counted signal
+        self.group_rule = False  # the metric being typed divides a per-chip time by a leader count
 
     def fail(self, code: str, msg: str, span: Span, hint: str = "") -> Fail:
         return Fail(Diagnostic("error", code, msg, span, hint=hint))
@@ -125,8 +136,10 @@ class Typer:
     def _metric(self, d: ast.MetricDecl, compiled: dict):
         self.compiled = compiled
         self.metric_name = d.name
+        self.group_rule = any(getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name))
         declared = self.unit(d.unit, d.unit_span)
         t = self.expr(d.expr)
+        self.leader_of[d.name] = reads_leader(self, d.expr)
         if not t.is_bool:
             self._gauge_rate_check(d, t, declared)
             self.sparsity_of[d.name] = t.sparsity
@@ -135,6 +148,8 @@ class Typer:
                             hint="use it inside `a if cond else b`")
         f = self.factor(t.unit, declared, d.unit_span, f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}")
         node = t.node if f == 1.0 else self._mul_const(t.node, f)
+        if node.degree == 1 and is_frequency(self.reg, declared):  # a clock rate: the mean over chips, never their sum
+            node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1)), node.axes, 0)
         if node.degree not in (0, 1):
             raise self.fail("chip-degree", f"metric `{d.name}` scales as chips^{node.degree} at server level", d.expr.span,
                             hint="a metric is either a per-chip amount that adds across chips (bytes/s) or a ratio of such amounts")
@@ -152,11 +167,11 @@ class Typer:
     def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
         """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
         the rate's amount (B for a B/s gauge) is told so by name."""
-        e_dim = self.reg.Quantity(1, t.unit).dimensionality
-        want = self.reg.Quantity(1, declared).dimensionality
+        e_dim = dimensionality(self.reg, t.unit)
+        want = dimensionality(self.reg, declared)
         if e_dim == want:
             return
-        sec = self.reg.Quantity(1, self.reg.second).dimensionality
+        sec = dimensionality(self.reg, self.reg.second)
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name) and node.name in self.gen.signals:
                 s = self.gen.signals[node.name]
@@ -281,6 +296,8 @@ class Typer:
                 return _T(ir.Op(CMP[e.op], (a.node, b.node), axes, 0), None)
             op = "add" if e.op == "+" else "sub"
             return _T(ir.Op(op, (a.node, b.node), axes, deg), a.unit, a.literal and b.literal)
+        if e.op in ("*", "/"):
+            group_check(self, e, a, b)
         if e.op == "*":
             return _T(ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree), a.unit * b.unit, a.literal and b.literal)
         if e.op == "/":

@@ -74,6 +74,9 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
         run_all = run_level(w, gen, np.broadcast_to(common, bad.shape) if key else None)
         srv = server_level(run_all, gen)
         out_srv = evaluate(srv.values, srv.interval, srv.chips)
+        if any(graph.metrics[n].group_rule for n in names):
+            out_grp = evaluate(group_times(srv, gen, run_all), srv.interval, srv.chips)
+            out_srv = {n: (out_grp[n] if graph.metrics[n].group_rule else v) for n, v in out_srv.items()}
         kept = float(srv.interval[0, 0]) if srv.interval.size else 0.0
         empty_chip = run.interval[0] <= 0  # no valid window on that chip: nothing to report, not 0
         for n in names:
@@ -97,6 +100,41 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
                     server[n] = fn(per_chip[n], axis=0)
             coverage[n] = 1.0
     return Levels(per_chip, server, coverage)
+
+
+def leader_chips(gen, run: Windows) -> int:
+    """How many groups a run has: the chips on which a leader-counted counter (``counted_by: leader``)
+    advanced over the run — one leader per group. At least 1; the number of chips when the dump holds
+    no leader-counted counter."""
+    C = run.interval.shape[1]
+    lead = np.zeros(C, dtype=bool)
+    seen = False
+    for name, sig in gen.signals.items():
+        v = run.values.get(name)
+        if v is None or sig.counted_by != "leader":
+            continue
+        seen = True
+        lead |= np.nan_to_num(v.reshape(v.shape[0], C, -1), nan=0.0).sum(axis=(0, 2)) > 0
+    return max(int(lead.sum()), 1) if seen else C
+
+
+def group_times(srv: Windows, gen, run: Windows) -> dict:
+    """Server inputs for ``group_rule`` metrics: every time that each chip measures (a counter in
+    seconds or in cycles, counted by every chip) is the groups' time — summed over chips, then
+    scaled by groups / chips (the chips of a group run in lockstep, so a group's time is its chips'
+    mean). Other inputs are unchanged."""
+    C = run.interval.shape[1]
+    scale = leader_chips(gen, run) / C if C else 1.0
+    reg = gen.registry
+    t, out = reg.Quantity(1, reg.second).dimensionality, dict(srv.values)
+    for name, v in srv.values.items():
+        sig = gen.signals.get(name)
+        if sig is None or sig.kind.value != "counter" or sig.counted_by != "chip":
+            continue
+        dims = dict(reg.Quantity(1, sig.unit).dimensionality)
+        if dims == dict(t) or (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1):
+            out[name] = v * scale
+    return out
 
 
 def null_reasons(graph: MetricGraph, w: Windows, values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:

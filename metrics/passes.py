@@ -6,7 +6,9 @@
 """
 from __future__ import annotations
 
+import heapq
 import re
+
 import networkx as nx
 
 from perfonto.dsl import ast
@@ -137,6 +139,31 @@ def availability(s: Graphed) -> Available:
     return advance(Available, s, unavailable=frozen(unavailable), bad=s.bad | frozenset(unavailable))
 
 
+def _lexicographic_order(graph: nx.DiGraph, nodes: set) -> list:
+    """``nodes`` in topological order, the alphabetically first ready node first (the order of
+    ``nx.lexicographical_topological_sort`` on the subgraph, by Kahn's algorithm over the graph's own
+    adjacency: no subgraph view to filter on every step).
+
+    Raises:
+        nx.NetworkXUnfeasible: the nodes hold a cycle (``check_cycles`` has left those out).
+    """
+    indegree = {n: sum(1 for p in graph.predecessors(n) if p in nodes) for n in nodes}
+    ready = [n for n, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        n = heapq.heappop(ready)
+        out.append(n)
+        for m in graph.successors(n):
+            if m in indegree:
+                indegree[m] -= 1
+                if indegree[m] == 0:
+                    heapq.heappush(ready, m)
+    if len(out) != len(nodes):
+        raise nx.NetworkXUnfeasible("the metrics hold a dependency cycle")
+    return out
+
+
 def infer_units(s: Available) -> Typed:
     """Type every metric that is not left out, in topological order (``metrics.infer.Typer``): units
     and their conversion factors, instance axes, chip degree, bounds and threshold in the declared
@@ -146,8 +173,7 @@ def infer_units(s: Available) -> Typed:
     diags = list(s.diagnostics)
     typer = Typer(gen)
     compiled: dict[str, CompiledMetric] = {}
-    order = [n for n in nx.lexicographical_topological_sort(graph.subgraph(set(by_name) - _downstream(graph, s.bad, by_name)))
-             if n in by_name]
+    order = [n for n in _lexicographic_order(graph, set(by_name) - _downstream(graph, s.bad, by_name)) if n in by_name]
     excluded = set(by_name) - set(order)
     for name in order:
         d = by_name[name]
@@ -155,6 +181,7 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         try:
+            typer.group_rule = False
             typed = typer.metric(d, compiled)
         except Fail as f:
             diags.append(f.diagnostic)
@@ -187,7 +214,8 @@ def infer_units(s: Available) -> Typed:
             parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
             spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup,
-            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records)
+            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records,
+            group_rule=typer.group_rule and not from_records)
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
 
 

@@ -67,15 +67,67 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
                 fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"`{name}`: {exc}") from None
+    _consistent(gen, fields, lists)
     for rname, info in gen.records.items():
         src = info["derived_from"]
         if src is None or src not in lists:
             continue
-        gaps = np.concatenate([np.diff(t) for t in lists[src]]) if lists[src] else np.zeros(0)
+        gaps, tokens = emission_gaps(lists[src])
         for name, f in gen.record_fields.items():
             if f.record == rname:
-                fields[name] = gaps  # a derived population of gaps has one field: its duration
+                fields[name] = tokens if f.measure == "tokens" else gaps
     return Records(fields)
+
+
+def emission_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps between consecutive *emissions* of every record, and the instants of each gap's
+    closing emission: ``(durations, tokens)``, both (G,) float64.
+
+    An emission is a distinct instant; several instants equal to it (tokens of one speculative or
+    multi-token step, one streamed chunk) belong to it. A record with instants ``[0.1, 0.2, 0.2,
+    0.2, 0.5]`` gives gaps ``[0.1, 0.3]`` with ``[3, 1]`` tokens: the two zero gaps inside the 3-token
+    emission are not gaps, and the first emission opens no gap (that time is the TTFT's). The same
+    as vLLM benchmark_serving's ITL, one sample per streamed chunk after the first (AIPerf: inter-chunk
+    latency).
+    """
+    durs, toks = [], []
+    for t in times:
+        if t.size < 2:
+            continue
+        starts = np.flatnonzero(np.r_[True, np.diff(t) != 0])  # first instant of each emission
+        if starts.size < 2:
+            continue
+        counts = np.diff(np.r_[starts, t.size])
+        durs.append(np.diff(t[starts]))
+        toks.append(counts[1:].astype(np.float64))
+    if not durs:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(durs), np.concatenate(toks)
+
+
+def _consistent(gen, fields: dict, lists: dict) -> None:
+    """Refuse records whose instants disagree with their other fields: a ``times`` field must be
+    non-decreasing, hold as many instants as the record's ``output_tokens`` (when the record type has
+    that field), start at ``first_token_time`` and end at ``completion_time`` (when given).
+
+    Raises:
+        ValueError: naming the record (0-based) and the disagreement.
+    """
+    for name, times in lists.items():
+        rec = gen.record_fields[name].record
+        count = fields.get(f"{rec}.output_tokens")
+        first, last = fields.get(f"{rec}.first_token_time"), fields.get(f"{rec}.completion_time")
+        for i, t in enumerate(times):
+            if t.size and not np.all(np.isfinite(t)):
+                raise ValueError(f"`{name}` of record {i} holds a null or non-finite instant")
+            if t.size > 1 and np.any(np.diff(t) < 0):
+                raise ValueError(f"`{name}` of record {i} goes back in time (instants must not decrease)")
+            if count is not None and i < len(count) and np.isfinite(count[i]) and int(count[i]) != t.size:
+                raise ValueError(f"record {i} has {int(count[i])} output tokens but {t.size} instants in `{name}`")
+            if t.size and first is not None and i < len(first) and np.isfinite(first[i]) and first[i] != t[0]:
+                raise ValueError(f"record {i}: first_token_time {first[i]:g} is not the first instant of `{name}` ({t[0]:g})")
+            if t.size and last is not None and i < len(last) and np.isfinite(last[i]) and last[i] != t[-1]:
+                raise ValueError(f"record {i}: completion_time {last[i]:g} is not the last instant of `{name}` ({t[-1]:g})")
 
 
 def read_records(path: str | Path, gen) -> Records:

@@ -54,6 +54,7 @@ class CompiledMetric:
     rollup: str | None = None  # declared time/chip rollup ("max", "min"); None = re-derived from summed inputs
     population: str | None = None  # record type this metric has one value per record of (request, token_gap)
     from_records: bool = False  # computed from record fields (per record, or a percentile over them)
+    group_rule: bool = False  # a per-chip time over a leader-counted count: server times are the groups' (metrics.levels)
 
 
 @dataclass(frozen=True)

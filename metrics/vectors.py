@@ -152,9 +152,17 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     continue
                 results = [(engine, {**res, **{k: np.asarray(x).reshape(1, 1, -1) if np.ndim(x) else np.full((1, 1), x)
                                                for k, x in rec.items()}}) for engine, res in results]
+            if not v.expect:
+                diags.append(Diagnostic("error", "vector-expect", f"vector `{v.name}` expects nothing: it checks nothing",
+                                        src.span(vloc + ("expect",)), hint="give the metric values the inputs must produce"))
             for metric, want in v.expect.items():
                 span = src.span(vloc + ("expect", metric))
                 m = graph.metrics.get(metric) or graph.record_metrics.get(metric)
+                if metric in graph.record_metrics and not v.records:
+                    diags.append(Diagnostic("error", "vector-expect", f"vector `{v.name}` expects record metric `{metric}` but gives no "
+                                            "records: nothing would be checked", span,
+                                            hint="add `records:` (request fields, one value per request), or drop the expectation"))
+                    continue
                 if m is None:
                     msg = graph.unavailable.get(metric)
                     outcomes.append(Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span))
@@ -168,6 +176,14 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     diags.append(Diagnostic("error", "vector-expect", f"expected value of `{metric}`: {exc}", span,
                                             hint=f"a number in [{m.unit_text}], a quantity such as `5 {m.unit_text}`, or null"))
                     continue
+                if m.bounds is not None and target is not None:
+                    lo, hi = m.bounds
+                    vals = np.atleast_1d(np.asarray(target, dtype=float))
+                    outside = vals[np.isfinite(vals) & ((vals < lo) | (vals > hi))]
+                    if outside.size:
+                        diags.append(Diagnostic("error", "vector-bounds", f"vector `{v.name}` expects `{metric}` = {outside[0]:g} "
+                                                f"{m.unit_text}, outside its declared bounds {lo:g} .. {hi:g}", span,
+                                                hint="the expectation or the metric's bounds is wrong; fix the one that is"))
                 for engine, res in results:
                     if metric not in res:
                         continue  # record metrics without records in this vector

@@ -14,12 +14,27 @@ The window rules, in one place (each has its own tests in ``tests/test_windows*.
    larger than half the counter's range (2^(w−1)): a counter that really advanced that far between
    two samples would be indistinguishable from one that was reset, so the window is not trusted.
    A counter of ``width: unknown`` cannot wrap in a way we could undo: any decrease is a reset.
+   The indicator's kind decides what a reset looks like: a boot counter or a start-time stamp
+   (``reset_indicator_kind: boot_counter | start_time``, the default) marks one by any change, an
+   uptime (``uptime``) by a decrease only — its normal increase is not a reset.
    A cycle counter's maximum rate is its clock (one count per cycle per register) unless it declares
    another ``max_rate``.
 4b. **Ambiguous wraps.** When ``max_rate × interval`` reaches the counter's range (2^w × scale), the
    counter may have wrapped more than once in the window and its increase cannot be known: null,
    reason ``window longer than the counter's wrap period`` (sample faster, or use a wider counter).
    A histogram is reset when any of its buckets decreases.
+4c. **Declared ranges.** A counter with ``wrap_range`` wraps at M = range / scale raw counts, which
+   need not be a power of two (energy registers, Linux powercap's ``max_energy_range_uj``): the
+   increase is ``(cur − prev) mod M`` (``cur − prev``, plus M when the register went down), the
+   half-range rule reads ``M // 2`` for 2^(w−1), and rule 4b reads M for 2^w. A raw value at or
+   beyond M cannot be a reading of that register: every window touching it is null, reason
+   ``raw value at or beyond the counter's range``.
+4d. **Unit fields.** A counter with ``scale_field`` takes its unit per sample from a packed field of
+   another register (RAPL's energy-status units: ``base: 0.5`` gives 2^-field): the increase is
+   × ``scale`` × base^field at the window's end sample, and rule 4's ``max_rate`` limit uses that
+   scale. When the field differs between the window's two samples the increase mixes two units:
+   null, reason ``unit field changed within the window``. A null, absent or sentinel unit register at
+   either end makes the window null (``missing sample``, ``sentinel``).
 5. **Sentinels.** A raw value listed in ``sentinel`` means "no data": every window touching it is
    null, reason ``sentinel`` (never a number like 9.2e18 %).
 6. **Missing samples.** A sample that is absent (a gap in the chip's sampling grid) or holds a null
@@ -48,9 +63,10 @@ from perfonto.ontology.model import SignalKind
 
 from .dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
 
-VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS = 0, 1, 2, 3, 4, 5
+VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS, OUT_OF_RANGE, UNIT_CHANGED = 0, 1, 2, 3, 4, 5, 6, 7
 REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",
-           MISSING: "missing sample", WRAP_AMBIGUOUS: "window longer than the counter's wrap period"}
+           MISSING: "missing sample", WRAP_AMBIGUOUS: "window longer than the counter's wrap period",
+           OUT_OF_RANGE: "raw value at or beyond the counter's range", UNIT_CHANGED: "unit field changed within the window"}
 
 
 @dataclass
@@ -93,6 +109,34 @@ def max_rate(gen: Generation, sig) -> float | None:
     return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude)
 
 
+def range_delta(prev: np.ndarray, cur: np.ndarray, modulus: int) -> np.ndarray:
+    """``(cur - prev) mod modulus`` for registers below ``modulus`` (rule 4c), exact in uint64: the
+    difference, plus the modulus where the register went down. Values at or beyond the modulus give
+    garbage here; ``prepare`` nulls their windows."""
+    d = cur.astype(np.uint64) - prev.astype(np.uint64)
+    return np.where(cur < prev, d + np.uint64(modulus), d)
+
+
+def unit_exponent(gen: Generation, sig, dump: CounterDump) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rule 4d: the per-sample unit field of ``sig`` (``scale_field``) as (field value float64 (S, C, 1 or
+    I), its raw bits uint64 of that shape, bad-sample reason uint8 of that shape: MISSING or
+    SENTINEL per sample), or None when the counter has no unit field or its register is not in the dump."""
+    if sig.scale_field is None:
+        return None
+    f = gen.fields[sig.scale_field[0]]
+    if f.register not in dump.raw:
+        return None
+    reg = gen.signals[f.register]
+    raw = dump.raw[f.register]
+    bits = (raw >> np.uint64(f.lo)) & np.uint64((1 << (f.hi - f.lo + 1)) - 1)
+    bad = np.zeros(raw.shape, np.uint8)
+    if reg.sentinel:
+        bad[np.isin(raw, np.array(reg.sentinel, dtype=np.uint64))] = SENTINEL
+    miss = ~dump.present[:, :, None] | dump.missing.get(f.register, False)
+    bad[np.broadcast_to(miss, raw.shape)] = MISSING
+    return bits.astype(np.float64) * f.scale, bits, bad
+
+
 def _touching(bad_sample: np.ndarray) -> np.ndarray:
     """Windows whose start or end sample is bad."""
     return bad_sample[:-1] | bad_sample[1:]
@@ -113,6 +157,8 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         reason = np.zeros((W,) + raw.shape[1:], dtype=np.uint8)
         bad = absent | dump.missing.get(name, False)
         sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
+        unit = unit_exponent(gen, sig, dump)  # rule 4d (None: the counter has a constant scale)
+        scale = sig.scale if unit is None else sig.scale * sig.scale_field[1] ** unit[0][1:]
         if sig.kind in (SignalKind.counter, SignalKind.histogram):
             prev, cur = raw[:-1], raw[1:]
             if sig.wrap_width is None:  # unknown width: a decrease cannot be told from a reset
@@ -123,21 +169,29 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
                 dec = (cur < prev).reshape(cur.shape[:2] + (-1, len(sig.buckets) + 1)).any(axis=-1, keepdims=True)
                 implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
             else:
-                delta = modular_delta(prev, cur, sig.wrap_width)
+                M = sig.modulus if sig.modulus is not None else 1 << sig.wrap_width
+                delta = range_delta(prev, cur, M) if sig.modulus is not None else modular_delta(prev, cur, sig.wrap_width)
                 rate = max_rate(gen, sig)
                 if rate is not None:
-                    limit = rate * interval[:, :, None] / sig.scale + 1.0
+                    limit = rate * interval[:, :, None] / scale + 1.0
                     implausible = delta.astype(np.float64) > limit
-                    ambiguous = limit >= float(1 << sig.wrap_width)
+                    ambiguous = limit >= float(M)
                     reason[np.broadcast_to(ambiguous, reason.shape)] = WRAP_AMBIGUOUS
                 else:
-                    implausible = delta > np.uint64(1 << (sig.wrap_width - 1))
-            v = delta.astype(np.float64) * sig.scale
+                    implausible = delta > np.uint64(M // 2)
+            v = delta.astype(np.float64) * scale
             reason[implausible & (reason == VALID)] = RESET_INFERRED
             if sig.reset_indicator is not None and sig.reset_indicator in dump.raw:
                 ind = dump.raw[sig.reset_indicator]
-                changed = (ind[1:] != ind[:-1]).any(axis=2, keepdims=True)
-                reason[np.broadcast_to(changed, reason.shape)] = RESET
+                hit = (ind[1:] < ind[:-1]) if sig.reset_kind == "decrease" else (ind[1:] != ind[:-1])
+                reason[np.broadcast_to(hit.any(axis=2, keepdims=True), reason.shape)] = RESET
+            if sig.modulus is not None:
+                reason[_touching(raw >= np.uint64(sig.modulus))] = OUT_OF_RANGE
+            if unit is not None:
+                _, ubits, ubad = unit
+                reason[np.broadcast_to(ubits[1:] != ubits[:-1], reason.shape)] = UNIT_CHANGED
+                for code in (SENTINEL, MISSING):
+                    reason[np.broadcast_to(_touching(ubad == code), reason.shape)] = code
         elif sig.kind is SignalKind.gauge:
             r = raw.astype(np.float64)
             v = (r[:-1] + r[1:]) * (0.5 * sig.scale)

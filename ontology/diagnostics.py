@@ -6,6 +6,7 @@ codegen, perfonto) reuse this type, so a check reports all problems of all files
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -53,7 +54,7 @@ class Diagnostic:
         if self.source_line and self.span.line > 0:
             gutter = " " * len(str(self.span.line))
             out.append(f"{gutter} |")
-            out.append(f"{self.span.line} | {self.source_line.rstrip()}")
+            out.append(f"{self.span.line} | {_visible(self.source_line.rstrip())}")
             width = max(1, (self.span.end_col - self.span.col) if self.span.end_col > self.span.col else 1)
             out.append(f"{gutter} | {' ' * max(0, self.span.col - 1)}{'^' * width}")
         if self.hint:
@@ -72,11 +73,32 @@ class Diagnostic:
         }
 
 
+_INVISIBLE = {0x09: " ", 0x0B: "\ufffd", 0x0C: "\ufffd", 0x1C: "\ufffd", 0x1D: "\ufffd", 0x1E: "\ufffd",
+              0x85: "\ufffd", 0x2028: "\ufffd", 0x2029: "\ufffd", 0x0D: ""}
+
+
+def _visible(line: str) -> str:
+    """A source line as printed under a diagnostic: a tab as one space and every other character a
+    terminal would break the line at (FF, VT, NEL, LS, PS, …) as U+FFFD, one column each, so the caret
+    below stays under the column the diagnostic names."""
+    return line.translate(_INVISIBLE)
+
+
+@functools.lru_cache(maxsize=16)
+def _lines(text: str) -> tuple[str, ...]:
+    """``text`` split at LF, cached (a file with thousands of diagnostics is split once)."""
+    return tuple(text.split("\n"))
+
+
 def with_source(diag: Diagnostic, text: str | None) -> Diagnostic:
-    """Attach the source line the diagnostic points at, taken from the file's ``text``."""
+    """Attach the source line the diagnostic points at, taken from the file's ``text``.
+
+    Lines are split at LF only — as the readers count them (they turn CR-LF and CR into LF first);
+    ``str.splitlines`` would also split at form feeds and Unicode separators and show another line
+    than the one named."""
     if text is None or diag.span.line <= 0:
         return diag
-    lines = text.splitlines()
+    lines = _lines(text)
     if diag.span.line - 1 < len(lines):
         return Diagnostic(diag.severity, diag.code, diag.message, diag.span, diag.hint, lines[diag.span.line - 1])
     return diag

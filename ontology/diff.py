@@ -60,6 +60,12 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
         fn = f"{n.value:g} {n.unit_text} ({n.provenance})" if n else None
         if fo != fn:
             d.spec.append({"constant": name, "old": fo, "new": fn})
+    for o, n in pairs:  # the C header ABI: a signal keeps its id (ontology.model.Signal.id)
+        io, inew = old.signals[o].id, new.signals[n].id
+        if io >= 0 and inew >= 0 and io != inew:
+            d.changed.append({"signal": n, "field": "id", "old": io, "new": inew})
+            d.errors.append(f"signal `{n}` changes its C header id from {io} to {inew}: code built against `{old.name}`'s "
+                            f"header would read another register; keep `id: {io}` (add new signals with ids of their own)")
     for r in d.removed:
         if old.signals[r].stability == "stable":
             d.errors.append(f"stable signal `{r}` disappears without deprecation; mark it `stability: deprecated` "

@@ -31,6 +31,8 @@ class Lineage:
     removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
     aliases: dict[str, str] = field(default_factory=dict)  # old name -> current name
     renamed_in: dict[str, str] = field(default_factory=dict)  # old name -> generation that renamed it
+    ids: dict[str, int] = field(default_factory=dict)  # signal -> C header id (append-only, see ontology.model.Signal.id)
+    id_errors: list[Diagnostic] = field(default_factory=list)
 
 
 @dataclass
@@ -175,11 +177,47 @@ def load_chain(path: Path, shipped: Path) -> Merged:
                 lineage.since[str(new)] = lineage.since[str(old)]
         for s in _signal_names(data) - before:
             lineage.since.setdefault(s, gname)
+        _assign_ids(lineage, data, src, gname)
         data["removed"] = list(src.data.get("removed", []) or [])
         data["renamed"] = dict(src.data.get("renamed", {}) or {})
     last = chain[-1]
     merged = YamlSource(last.path, last.text, data, pos, [])
-    return Merged(merged, texts, lineage, diags)
+    return Merged(merged, texts, lineage, diags + lineage.id_errors)
+
+
+def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> None:
+    """C header ids after generation ``gname`` merged in: renamed signals take their old name's id,
+    explicit ``id:`` values written in this file win, every other signal without an id gets the next
+    id no signal ever had (so removed signals' ids are never reused), in file order."""
+    ids = lineage.ids
+    for old, new in lineage.aliases.items():
+        if old in ids and new not in ids:
+            ids[new] = ids[old]
+    taken = set(ids.values())
+    names = [f"{b}.{s}" for b, block in (data.get("blocks") or {}).items() if isinstance(block, dict)
+             for s in (block.get("signals") or {})]
+    own = {}
+    for b, block in (src.data.get("blocks") or {}).items() if isinstance(src.data.get("blocks"), dict) else ():
+        for s, sig in ((block or {}).get("signals") or {}).items() if isinstance(block, dict) else ():
+            if isinstance(sig, dict) and isinstance(sig.get("id"), int) and not isinstance(sig.get("id"), bool):
+                own[f"{b}.{s}"] = sig["id"]
+    for name, i in own.items():
+        holder = next((n for n, j in ids.items() if j == i and n != name and n not in lineage.aliases), None)
+        if holder is not None:
+            lineage.id_errors.append(Diagnostic("error", "signal-id", f"signal `{name}` takes id {i}, which is `{holder}`'s",
+                                                src.span(("blocks", name.split(".")[0], "signals", name.split(".", 1)[1], "id")),
+                                                hint="an id is never given twice, nor reused after a removal; pick an unused one"))
+            continue
+        ids[name] = i
+        taken.add(i)
+    nxt = 0
+    for name in names:
+        if name in ids:
+            continue
+        while nxt in taken:
+            nxt += 1
+        ids[name] = nxt
+        taken.add(nxt)
 
 
 def _shape_errors(src: YamlSource) -> list[Diagnostic]:

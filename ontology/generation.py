@@ -15,12 +15,14 @@ import pint
 
 from .binding import ResolvedBinding, resolve_binding
 from .diagnostics import Diagnostic, Span, did_you_mean
-from .model import GenerationFile, Scope, SignalKind
+from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
+from .model import GenerationFile, ResetIndicatorKind, Scope, SignalKind
 from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, parse_unit, registry_for
 from .yaml_source import YamlSource
 
 
-RESERVED = {"spec", "interval", "clock"}  # names the metric language gives a meaning of its own
+RESERVED = {"spec", "interval", "clock"}
+MAX_INSTANCES = 1_000_000  # registers of one signal per chip (instance axes x histogram buckets)  # names the metric language gives a meaning of its own
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,13 @@ class ResolvedSignal:
     broken: bool = False  # listed on this generation but known not to count (broken_on)
     precision: str | None = None
     sparsity: str | None = None
+    modulus: int | None = None  # raw modulus of a counter that wraps at a declared range (wrap_range / scale)
+    reset_kind: str = "change"  # how the reset indicator marks a reset: "change" (boot counter, start time) or "decrease" (uptime)
+    scale_field: tuple[str, float] | None = None  # (packed field full name, base): value = raw × scale × base ^ field, per sample
+    slots: tuple[int, ...] | None = None  # flat indices, over the block's full axes, of the present instances (None: all)
+    full_instances: int = 0  # instance count over the full axes (a dump may hold them all); 0: same as ``instances``
+    counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
+    id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
     emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
 
     @property
@@ -94,6 +103,7 @@ class ResolvedRecordField:
     description: str
     times: bool
     span: Span
+    measure: str | None = None  # derived populations of gaps: "duration" (default) or "tokens"
 
 
 @dataclass(frozen=True)
@@ -215,8 +225,20 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         if block.clock not in gf.clock_domains:
             diags.append(Diagnostic("error", "unknown-clock", f"block `{bname}` uses clock domain `{block.clock}`, which is not declared",
                                     src.span(bloc + ("clock",)), hint=did_you_mean(block.clock, gf.clock_domains) or "declare it under clock_domains"))
-        axes = tuple(block.instances.items())
+        full_axes = tuple(block.instances.items())
+        n_inst = 1
+        for _, size in full_axes:
+            n_inst *= size
+        if n_inst > MAX_INSTANCES:
+            diags.append(Diagnostic("error", "instances", f"block `{bname}` has {n_inst:,} instances "
+                                    f"({' x '.join(str(s) for _, s in full_axes)}); at most {MAX_INSTANCES:,} per chip",
+                                    src.span(bloc + ("instances",)), hint="a block's instance axes name real units (cores, stacks, links)"))
+            continue
+        axes, present = _slots(bname, block, bloc, src, diags)
         blocks[bname] = {"clock": block.clock, "axes": axes, "description": block.description}
+        if present is not None:
+            blocks[bname]["slots"] = present
+            blocks[bname]["full_axes"] = full_axes
         for sname, sig in block.signals.items():
             sloc = bloc + ("signals", sname)
             full = f"{bname}.{sname}"
@@ -232,6 +254,12 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             sizes = axes
             if sig.kind is SignalKind.histogram:
                 sizes = axes + (("bucket", len(sig.buckets) + 1),)
+                if n_inst * (len(sig.buckets) + 1) > MAX_INSTANCES:
+                    diags.append(Diagnostic("error", "instances", f"signal `{full}` has {n_inst * (len(sig.buckets) + 1):,} registers "
+                                            f"per chip ({n_inst:,} instances x {len(sig.buckets) + 1} buckets); at most {MAX_INSTANCES:,}",
+                                            src.span(sloc + ("buckets",)), hint="use fewer buckets"))
+                    continue
+            slot_idx, n_full = _flat_slots(full_axes, present, len(sig.buckets) + 1 if sig.kind is SignalKind.histogram else 1)
             max_rate = None
             if sig.max_rate is not None and u is not None:
                 try:
@@ -264,7 +292,12 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 reset_indicator=sig.reset_indicator, max_rate=max_rate, buckets=tuple(sig.buckets),
                 since=sig.since or lineage.since.get(full, gf.generation), stability=sig.stability.value,
                 renamed_to=sig.renamed_to, broken=gf.generation in sig.broken_on, precision=sig.precision,
-                sparsity=sig.sparsity.value if sig.sparsity else None)
+                sparsity=sig.sparsity.value if sig.sparsity else None, counted_by=sig.counted_by,
+                id=lineage.ids.get(full, sig.id if sig.id is not None else -1),
+                modulus=_modulus(sig, u, reg, sloc, src, diags),
+                reset_kind="decrease" if sig.reset_indicator_kind is ResetIndicatorKind.uptime else "change",
+                scale_field=(sig.scale_field.field, float(sig.scale_field.base)) if sig.scale_field else None,
+                slots=slot_idx, full_instances=n_full)
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
             if sig.emulator is not None:
@@ -275,9 +308,12 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         if s_.reset_indicator is not None and s_.reset_indicator not in signals:
             diags.append(Diagnostic("error", "unknown-name", f"signal `{full}`: reset indicator `{s_.reset_indicator}` is not a signal",
                                     src.span(sloc + ("reset_indicator",)), hint=did_you_mean(s_.reset_indicator, signals) or "name a signal of this generation"))
+        if s_.scale_field is not None:
+            _check_scale_field(full, s_, fields, sloc + ("scale_field", "field"), src, diags)
         if s_.renamed_to is not None and s_.renamed_to not in signals:
             diags.append(Diagnostic("error", "unknown-name", f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
                                     src.span(sloc + ("renamed_to",)), hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it"))
+    _check_indicator_kinds(gf, signals, src, diags)
     record_fields: dict[str, ResolvedRecordField] = {}
     records: dict[str, dict] = {}
     for rname, rt in gf.records.items():
@@ -291,7 +327,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
             u = unit(f.unit, rloc + ("fields", fname, "unit"), f"record field `{rname}.{fname}`")
             if u is not None:
                 record_fields[f"{rname}.{fname}"] = ResolvedRecordField(f"{rname}.{fname}", rname, fname, u, f.unit, f.description,
-                                                                        f.times, src.span(rloc + ("fields", fname)))
+                                                                        f.times, src.span(rloc + ("fields", fname)), f.measure)
     for rname, info in records.items():
         src_field = info["derived_from"]
         if src_field is not None and (src_field not in record_fields or not record_fields[src_field].times):
@@ -320,6 +356,8 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
         err("counter-width", f"a {k.value} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
     if k is SignalKind.gauge and sig.width is not None:
         err("gauge-width", "a gauge has no `width`: gauges are levels and never wrap", "width", "remove `width`, or make the signal a counter")
+    if sig.counted_by == "leader" and k not in (SignalKind.counter, SignalKind.histogram):
+        err("counted-by", f"`counted_by: leader` is for counters; a {k.value} is read on every chip", "counted_by")
     if k is not SignalKind.gauge and sig.across_chips is not None:
         err("counter-across-chips", "`across_chips` is for gauges; counters always sum across chips", "across_chips", "remove `across_chips`")
     if sig.effective_width is not None:
@@ -359,3 +397,4 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
         pass  # deprecated without a replacement is allowed; metrics using it get a warning
     if sig.renamed_to and sig.stability.value != "deprecated":
         err("stability", "`renamed_to` is only for deprecated signals", "renamed_to", "set `stability: deprecated`")
+

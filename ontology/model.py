@@ -123,6 +123,29 @@ class PackedField(_Model):
     description: str = Field(min_length=1, description="What the field means.")
 
 
+class ResetIndicatorKind(str, Enum):
+    """What a counter's ``reset_indicator`` is, and so which change of it marks a reset.
+
+    - ``boot_counter``: a count of boots (or resets) — any change is a reset;
+    - ``start_time``: the time the device (or its firmware) started — any change is a reset;
+    - ``uptime``: time since the device started — it grows by itself, so only a decrease is a reset
+      (a reset followed by more uptime than the previous sample showed, inside one window, cannot be
+      seen: sample faster than the shortest time between two resets).
+    """
+
+    boot_counter = "boot_counter"
+    start_time = "start_time"
+    uptime = "uptime"
+
+
+class ScaleField(_Model):
+    """A counter whose unit is given per sample by a field of another register (RAPL's energy-status-units
+    field: the energy counter counts 2^-ESU J): value = raw × ``scale`` × ``base`` ^ field."""
+
+    field: DottedIdent = Field(description="Full name of a packed field, `<block>.<register>.<field>` (e.g. `power.rapl_unit.energy`).")
+    base: float = Field(default=0.5, gt=0, description="The per-sample multiplier is base ^ (field value); 0.5 for RAPL (2^-field).")
+
+
 class InstanceSplit(str, Enum):
     """How an emulator binding spreads a per-chip amount over the signal's instances.
 
@@ -166,11 +189,15 @@ class Signal(_Model):
     description: str = Field(min_length=1, description="What the signal counts or measures.")
     width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")
     effective_width: StrictInt | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
+    wrap_range: str | StrictInt | float | None = Field(default=None, description="Counters that wrap at a range that is not a power of two, as a quantity in the signal's unit (`262143.328850 J`, as Linux powercap's max_energy_range_uj gives it): raw values run 0 … range/scale − 1 and increases are taken modulo range/scale; a raw value at or beyond it is null.")
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
+    scale_field: ScaleField | None = Field(default=None, description="Counters: a field of another register that gives the unit per sample (value = raw × scale × base ^ field); a window across which the field changes is null.")
     sentinel: Annotated[list[StrictInt], Strict()] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")
     reset_indicator: str | None = Field(default=None, description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.")
+    reset_indicator_kind: ResetIndicatorKind | None = Field(default=None, description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the default) or `uptime` (only a decrease is a reset).")
     max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
     across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
+    counted_by: Literal["chip", "leader"] = Field(default="chip", description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).")
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
     buckets: Annotated[list[float], Strict()] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
@@ -181,6 +208,7 @@ class Signal(_Model):
     precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
+    id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
     emulator: EmulatorBinding | None = Field(default=None, description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.")
 
 
@@ -190,6 +218,7 @@ class Block(_Model):
     description: str = Field(min_length=1, description="What the block is.")
     clock: Ident = Field(description="Clock domain of the block's cycle counters.")
     instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(default_factory=dict, description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.")
+    slots: dict[Ident, Annotated[list[StrictInt], Strict()]] = Field(default_factory=dict, description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of all the axis' slots or of these only is read.")
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 
 
@@ -199,12 +228,15 @@ class RecordField(_Model):
     unit: str = Field(description="Unit of the field, e.g. `s`, `token`.")
     description: str = Field(min_length=1, description="What the field holds.")
     times: bool = Field(default=False, description="True for a list of instants per record (e.g. the emission time of every output token).")
+    measure: Literal["duration", "tokens"] | None = Field(default=None, description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).")
 
 
 class DerivedPopulation(_Model):
-    """A population derived from a ``times`` field: one record per gap between consecutive instants."""
+    """A population derived from a ``times`` field: one record per gap between consecutive *emissions*
+    (distinct instants). Several tokens emitted at one instant (speculative or multi-token decoding,
+    chunked streaming) are one emission: the zero gaps inside it are not records."""
 
-    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with n instants gives n - 1 gaps.")
+    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with k distinct instants (emissions) gives k - 1 gaps.")
 
 
 class RecordType(_Model):

@@ -82,11 +82,40 @@ def _check_unit_text(text: str) -> None:
 def parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     """Parse ``text`` (``"GB/s"``, ``"%"``, ``"1"``) into a unit of ``reg``.
 
-    An empty string or ``"1"`` means dimensionless.
+    An empty string or ``"1"`` means dimensionless. Cached per registry and text: pint parses each
+    distinct unit expression once, however many metrics write it.
 
     Raises:
         UnitError: the text is not a unit of this registry (message names the text).
     """
+    cache = _cache(reg, "parse")
+    hit = cache.get(text)
+    if hit is None:
+        try:
+            hit = cache[text] = _parse_unit(reg, text)
+        except UnitError as exc:
+            hit = cache[text] = exc
+    if isinstance(hit, UnitError):
+        raise UnitError(str(hit))
+    return hit
+
+
+def _cache(reg: pint.UnitRegistry, what: str) -> dict:
+    """A memo table kept on the registry itself (so it lives and dies with the generation's registry)."""
+    caches = reg.__dict__.setdefault("_perfonto_caches", {})
+    return caches.setdefault(what, {})
+
+
+def dimensionality(reg: pint.UnitRegistry, u: pint.Unit):
+    """The dimensionality of ``u`` (cached per registry and unit)."""
+    cache = _cache(reg, "dim")
+    d = cache.get(u)
+    if d is None:
+        d = cache[u] = reg.Quantity(1, u).dimensionality
+    return d
+
+
+def _parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     t = text.strip()
     if t in ("", "1"):
         return reg.dimensionless
@@ -142,6 +171,20 @@ def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) ->
     """
     if src == dst:
         return 1.0
+    cache = _cache(reg, "factor")
+    key = (src, dst)
+    hit = cache.get(key)
+    if hit is None:
+        try:
+            hit = cache[key] = _conversion_factor(reg, src, dst)
+        except UnitError as exc:
+            hit = cache[key] = exc
+    if isinstance(hit, UnitError):
+        raise UnitError(str(hit))
+    return hit
+
+
+def _conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -> float:
     if not (reg.Quantity(1.0, src)._is_multiplicative and reg.Quantity(1.0, dst)._is_multiplicative):
         raise UnitError(f"cannot convert {fmt_unit(src)} to {fmt_unit(dst)}: an offset unit (°C) is not a scale of another "
                         "unit; keep the signal's own unit")
@@ -155,7 +198,12 @@ def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) ->
 
 def fmt_unit(u: pint.Unit) -> str:
     """Short human form of a unit (``GB/s``, ``%``, ``1`` for dimensionless)."""
-    if u.dimensionless and str(u) in ("dimensionless", ""):
-        return "1"
-    s = f"{u:~}"
-    return s.replace(" ", "") or "1"
+    cache = _cache(u._REGISTRY, "fmt")  # pint's formatter is slow, and a catalog has few distinct units
+    hit = cache.get(u)
+    if hit is None:
+        if u.dimensionless and str(u) in ("dimensionless", ""):
+            hit = "1"
+        else:
+            hit = f"{u:~}".replace(" ", "") or "1"
+        cache[u] = hit
+    return hit

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .diagnostics import Diagnostic, Span
+from .files import FileReadError, read_bytes
 
 MAX_NODES = 200_000  # after alias expansion; a real catalog has a few thousand
 
@@ -77,7 +78,11 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(v, loc + (i,)) for i, v in enumerate(node.value)]
         # scalar: let the safe constructor resolve the tag (int, float, bool, null, str)
-        return yaml.SafeLoader.construct_object(_CONSTRUCTOR, node, deep=True)
+        try:
+            return yaml.SafeLoader.construct_object(_CONSTRUCTOR, node, deep=True)
+        except ValueError:  # an integer past Python's digit limit (int("9" * 5000) refuses)
+            raise _Unsupported(node, f"the number `{str(node.value)[:20]}…` has {len(str(node.value))} digits; "
+                                     "a catalog number has at most a few dozen") from None
 
 
 class _TooBig(Exception):
@@ -98,19 +103,28 @@ class _Constructor(yaml.SafeLoader):
 _CONSTRUCTOR = _Constructor()
 
 
+def yaml_newlines(text: str) -> str:
+    """Every character YAML reads as a line break (CR-LF, CR, NEL U+0085, LS U+2028, PS U+2029) as LF."""
+    if not any(c in text for c in "\r\x85\u2028\u2029"):
+        return text
+    return text.replace("\r\n", "\n").translate({0x0D: "\n", 0x85: "\n", 0x2028: "\n", 0x2029: "\n"})
+
+
 def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
     """Parse one YAML file. Never raises for bad input: problems are in ``.diagnostics``.
 
-    Detects: undecodable bytes (not UTF-8), YAML syntax errors, duplicate keys, merge keys, alias
-    expansion past ``MAX_NODES`` values, more than one document.
+    Detects: unreadable paths (a folder, a device, a name too long), undecodable bytes (not UTF-8),
+    YAML syntax errors, duplicate keys, merge keys, alias expansion past ``MAX_NODES`` values, more
+    than one document, numbers past Python's integer digit limit. Line ends are normalised as YAML
+    reads them (CR-LF, CR, NEL, LS, PS all end a line), so diagnostics name the line an editor shows.
     """
     spath = str(path)
     if text is None:
         try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
+            raw = read_bytes(path, "YAML file")
+        except FileReadError as exc:
             src = YamlSource(spath, None)
-            src.diagnostics.append(Diagnostic("error", "io", f"cannot read file: {exc.strerror}", Span(spath)))
+            src.diagnostics.append(Diagnostic("error", "io", f"cannot read file: {exc.reason}", Span(spath), hint=exc.hint))
             return src
         try:
             text = raw.decode("utf-8")
@@ -121,6 +135,7 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
             src.diagnostics.append(Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte 0x{raw[exc.start]:02x})",
                                               Span(spath, line, col), hint="save the file as UTF-8"))
             return src
+    text = yaml_newlines(text)
     src = YamlSource(spath, text)
     nul = text.find("\x00")
     if nul >= 0:

@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, exc.message, exc.code, exc.diagnostics)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a path the system refused (too long, a device, no permission): name it and the reason
+        from perfonto.ontology.files import describe_os_error
+
+        return _fail(args, describe_os_error(exc), 1, [])
     except Exception as exc:  # an internal error: say so plainly, keep --json's promise
         import os
 

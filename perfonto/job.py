@@ -45,17 +45,21 @@ def compile_catalog(catalog_dir=None, generation: str = "sohu", library: bool = 
     return cat, dt
 
 
-def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict) -> None:
+def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict,
+                    metrics_file: bool = True) -> None:
     t0 = time.perf_counter()
     docs_path = tmp / "docs" / f"{graph.generation.name}.md"
     docs_path.parent.mkdir(parents=True, exist_ok=True)
     docs_path.write_text(generate_markdown(graph), encoding="utf-8")
-    write_metrics_parquet(report.evaluation, report.evaluated, tmp / "metrics.parquet")
+    if metrics_file:  # else the engine wrote metrics/host=…/part-*.parquet
+        write_metrics_parquet(report.evaluation, report.evaluated, tmp / "metrics.parquet")
     for by, gm in report.groups.items():  # --by: every metric per layer / op / phase
         write_group_parquet(gm, report.evaluated, tmp / f"metrics_by_{by}.parquet")
         outputs[f"metrics_by_{by}"] = str(tmp / f"metrics_by_{by}.parquet")
+    if metrics_file:
+        outputs["metrics"] = str(tmp / "metrics.parquet")
     timings["codegen"] = timings.get("codegen", 0.0) + time.perf_counter() - t0
-    outputs |= {"metrics": str(tmp / "metrics.parquet"), "evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
+    outputs |= {"evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
     outputs["report"] = str(tmp / "report.json")
     report.outputs = relocate(outputs, tmp, final)
     report.timings = timings
@@ -119,21 +123,35 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
 
 def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: str = "sohu", library: bool = True,
                 metrics: list[str] | None = None, force: bool = False, command: list[str] | None = None,
-                log: Callable[[str], None] = lambda s: None, by: tuple[str, ...] = ()) -> Report:
+                log: Callable[[str], None] = lambda s: None, by: tuple[str, ...] = (), topology=None, engine: str = "auto",
+                spark_master: str = "local[2]", chunk_rows: int | None = None, progress=None) -> Report:
     """Analyse a capture the user has (``perfonto analyze``) into ``out``; ``by`` as for ``run_job``.
+
+    ``engine``: ``auto`` (the whole dump in memory when it is small, else the embedded engine),
+    ``memory``, ``embedded`` (in pieces, bounded memory: ``analysis.chunked``) or ``spark``
+    (``analysis.spark_engine``, on ``spark_master``). The embedded and Spark engines write the window
+    values as ``metrics/host=…/part-*.parquet`` and add the fleet rollups (per host, and per rack and
+    pod with a ``topology``: ``metrics.topology.Topology``) to the report; ``progress(phase, done, total)``.
 
     Raises:
         CatalogError: the catalog does not compile.
         KeyError: a name in ``metrics`` that is not a metric of the catalog.
-        DumpError: a part of the capture cannot be read.
+        DumpError: a part of the capture cannot be read (TopologyError: the topology does not place a chip).
         perfonto.outputs.OutputError: ``out`` cannot be written.
     """
+    from perfonto.analysis.fleet_capture import analyse_fleet, plan_capture
     from perfonto.metrics.catalog import select_metrics
+    from perfonto.metrics.dump_scan import CHUNK_ROWS
 
     cat, t_compile = compile_catalog(catalog, generation, library, log)
     graph = cat.graph
     if metrics:
         select_metrics(graph, metrics)  # unknown names fail before anything is written
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    plan = None
+    if engine != "memory" and isinstance(capture.counters, (str, Path)):
+        plan = plan_capture(graph, capture)
+    at_scale = engine in ("embedded", "spark") or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
     timings = {"compile": t_compile}
     inputs = {"counters.parquet": _where(capture.counters), "requests.parquet": _where(capture.requests),
               "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync),
@@ -146,12 +164,22 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
         src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
+        outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
+        if at_scale and plan is not None:
+            report = analyse_fleet(graph, capture, tmp / "metrics", plan=plan, topology=topology, metrics=metrics,
+                                   evaluator=load_evaluator(tmp / "evaluator.py"), engine="spark" if engine == "spark" else "embedded",
+                                   spark_master=spark_master, chunk_rows=chunk_rows, progress=progress, log=log)
+            if by:
+                report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
+            timings |= report.timings
+            outputs["metrics"] = str(tmp / "metrics")
+            _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
+            return report
         report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log,
                                  by=by)
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
             report.context = run_context(graph.generation, capture.ground_truth)
         timings |= report.timings
-        outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
 

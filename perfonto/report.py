@@ -41,7 +41,22 @@ def _fmt(v, unit: str = "") -> str:
     return f"{s} {unit}".strip()
 
 
-SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "e2e_latency_p50", "requests_completed"]
+def bounds_mark(m, server_value, windows_out: int) -> str:
+    """The headline table's note for a metric whose values break its declared bounds ("" if none)."""
+    if not m.bounds:
+        return ""
+    lo, hi = m.bounds
+    v = float(server_value) if np.ndim(server_value) == 0 else float("nan")
+    parts = []
+    if np.isfinite(v) and not (lo - 1e-9 * max(abs(lo), abs(hi), 1.0) <= v <= hi + 1e-9 * max(abs(lo), abs(hi), 1.0)):
+        parts.append("server value")
+    if windows_out:
+        parts.append(f"{windows_out} window value(s)")
+    return f"outside bounds {lo:g} .. {hi:g}: {' and '.join(parts)}" if parts else ""
+
+
+SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "itl_per_token_p50", "tokens_per_emission_mean",
+           "e2e_latency_p50", "requests_completed"]
 
 
 def render_serving(result: JobResult, console: Console) -> None:
@@ -54,8 +69,14 @@ def render_serving(result: JobResult, console: Console) -> None:
                   title_justify="left")
         t.add_column("metric")
         t.add_column("value", justify="right")
+        t.add_column("over")
+        pops = result.populations or {}
         for n, v in rows:
-            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text))
+            p = pops.get(n, {})
+            over = f"{p['count']:,} {p.get('population') or 'record'}(s)" if "count" in p else ""
+            if p.get("warning"):
+                over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
+            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
     ts = result.time_split
     if ts and all(v is not None for v in ts.values()):
@@ -74,6 +95,7 @@ def render(result: JobResult, console: Console) -> None:
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
     W, C = ev.windows.interval.shape
+    W = getattr(ev, "n_windows", W)  # evaluated in pieces: the windows were written, the run is kept per chip
     duration = float(ev.windows.interval.sum(axis=0).mean())
     console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
                   f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
@@ -90,7 +112,12 @@ def render(result: JobResult, console: Console) -> None:
         if name == "hbm.read_bandwidth":
             peak = gen.spec["spec.hbm.peak_bandwidth"]
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
-        t.add_row(name, _fmt(ev.server[name], m.unit_text), note)
+        value = _fmt(ev.server[name], m.unit_text)
+        mark = bounds_mark(m, ev.server[name], a.violation_counts.get(name, 0))
+        if mark:
+            value = f"[bold red]⚠[/bold red] {value}"
+            note = f"[red]{mark}[/red]" + (f"; {note}" if note else "")
+        t.add_row(name, value, note)
     console.print(t)
 
     render_serving(result, console)
@@ -283,3 +310,43 @@ def render_multichip(mc: dict, console: Console) -> None:
                               f"({iv['windows']} window(s), peak {iv['peak_util'] * 100:.1f} %)")
             if len(ivs) > 8:
                 console.print(f"    … {sat['count'] - 8} more in report.json")
+
+
+FLEET = ["tokens_per_second", "mfu", "mxu.utilization", "hbm.bandwidth_utilization", "c2c.bandwidth_utilization",
+         "topdown.interconnect_bound", "power.average", "power.temperature_mean"]
+
+
+def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
+    """The fleet section: headline metrics per pod, rack and host (ratios of totals; the largest
+    levels cut to ``max_rows`` rows), their spread across chips, and the chips that stand out."""
+    fleet = result.fleet
+    graph = result.evaluated
+    names = [n for n in FLEET if n in graph.metrics and n in fleet.values.get("fleet", {})]
+    for level in ("fleet", "pod", "rack", "host"):
+        if level not in fleet.nodes:
+            continue
+        nodes = fleet.nodes[level]
+        t = Table(title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips)", title_justify="left")
+        t.add_column(level)
+        t.add_column("chips", justify="right")
+        for n in names:
+            t.add_column(n, justify="right")
+        for i, node in enumerate(nodes[:max_rows]):
+            t.add_row(node, str(int(fleet.chips[level][i])), *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names])
+        if len(nodes) > max_rows:
+            t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
+        console.print(t)
+    t = Table(title="Spread across chips", title_justify="left")
+    for col in ("metric", "p50", "p99", "max", "past threshold", "highest chips (host/chip, rack)", "lowest chips"):
+        t.add_column(col)
+    for n in names:
+        sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
+        if not sp or sp.get("p50") is None:
+            continue
+        unit = graph.metrics[n].unit_text
+        thr = sp.get("threshold")
+        side = {k: ", ".join(f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3])
+                for k in ("high", "low")}
+        t.add_row(n, _fmt(sp["p50"], unit), _fmt(sp["p99"], unit), _fmt(sp["max"], unit),
+                  f"{thr['share_of_chips'] * 100:.1f} %" if thr else "", side["high"], side["low"])
+    console.print(t)

@@ -2,6 +2,7 @@
 real-catalogs folder (skipping when absent), and the comparison of two values with NaN equal to null."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 from perfonto.metrics.interpreter import evaluate
 from perfonto.metrics.windows import Windows
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-catalogs"
+# ../shared/data next to the checkout; PERFONTO_SHARED_DATA points elsewhere (a git worktree lives deeper)
+REAL = Path(os.environ.get("PERFONTO_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "real-catalogs"
 
 
 def real_file(name: str) -> Path:

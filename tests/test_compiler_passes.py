@@ -48,7 +48,8 @@ def summary(stage, pass_name: str) -> str:
     if isinstance(stage, Typed):
         out.append(f"not typed: {', '.join(sorted(set(stage.by_name) - set(stage.compiled))) or '-'}")
         for name, m in stage.compiled.items():
-            out.append(f"{name} [{m.unit_text}] axes={list(m.axes)} degree={m.degree} = {ir_text(m.ir)}")
+            out.append(f"{name} [{m.unit_text}] axes={list(m.axes)} degree={m.degree} = {ir_text(m.ir)}"
+                       + (" (group times at server level)" if m.group_rule else ""))
     if pass_name == "classify":
         out.append(f"window metrics: {', '.join(stage.metrics) or '-'}")
         recs = [f"{n} ({m.population or 'run'})" for n, m in stage.record_metrics.items()]

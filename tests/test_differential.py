@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_differential_backends import Sig, check_all, generations
 
 UNITS = {"B": {"byte": 1}, "FLOP": {"flop": 1}, "event": {"event": 1}, "core_cycle": {"core_cycle": 1}, "token": {"token": 1},
-         "J": {"energy": 1}, "W": {"energy": 1, "time": -1}, "request": {"request": 1}, "1": {}}
+         "J": {"energy": 1}, "W": {"energy": 1, "time": -1}, "request": {"request": 1}, "s": {"time": 1}, "1": {}}
 EXAMPLES = int(os.environ.get("PERFONTO_DIFF_EXAMPLES", 700))  # catalogs per run
 SERIES = 3  # independent counter series per catalog: EXAMPLES × SERIES generated cases
 

@@ -25,7 +25,16 @@ SIGS = [
     Sig("a.boot", "gauge", "event", (), across="max"), Sig("a.g", "gauge", "W", (), scale=0.001, sentinel=(65535,)),
     Sig("a.p", "packed", "1", (), 16, fields={"lo": (0, 3, 1.0), "hi": (4, 9, 0.5)}), Sig("a.c", "counter", "core_cycle", (), 32),
     Sig("b.v", "counter", "event", B, 32), Sig("b.h", "histogram", "event", B + (("bucket", 3),), 16, buckets=2),
+    # issue 15.1: ranges that are not powers of two; 15.2: an uptime indicator; 15.4: a unit field (RAPL-style, 2^-field J)
+    Sig("a.e", "counter", "event", (), 32, modulus=1000), Sig("a.ej", "counter", "J", (), 32, scale=0.5, modulus=1000),
+    Sig("a.em", "counter", "event", (), 32, modulus=100, max_rate=1e4), Sig("a.ema", "counter", "event", (), 32, modulus=100, max_rate=1e5),
+    Sig("a.iu", "counter", "event", (), 32, indicator="a.up", uptime=True), Sig("a.up", "gauge", "s", (), across="max"),
+    Sig("a.rapl", "packed", "1", (), 16, fields={"esu": (8, 12, 1.0)}), Sig("a.en", "counter", "J", (), 32, scale_field="a.rapl.esu"),
+    Sig("a.enr", "counter", "J", (), 32, scale_field="a.rapl.esu", max_rate=1.0),
+    # issue 15.3: 2 of 4 slots present
+    Sig("m.q", "counter", "event", (("ch", 2),), 32, full=(("ch", 4),), slots=((1, 3),)),
 ]
+ESU14, ESU16 = 14 << 8, 16 << 8
 CLOCK_RATE = hasattr(windows, "max_rate")  # a cycle counter's clock is its max rate (rule 4)
 H0 = [10] * 9
 
@@ -46,7 +55,8 @@ CASES = [
     ("packed fields: the end sample's bits x scale", "1", "a.p.lo + a.p.hi", {"a.p": [0, 0x35, 0x1F7]}, [6.5, 22.5]),
     ("a null register nulls both windows it touches", "event", "a.x", {"a.x": [0, N, 20]}, [N, N]),
     ("division by zero is null", "1", "a.x / a.y", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 2.0]),
-    ("division by a zero constant is null", "1", "a.x / (0 [event])", {"a.x": [0, 10, 20]}, [N, N]),
+    # a literal zero divisor is refused at compile time (metrics.lint, div-zero); one that is zero at run time is null
+    ("division by a value that is zero at run time is null", "1", "a.x / (a.x - a.x)", {"a.x": [0, 10, 20]}, [N, N]),
     ("min with a null operand is null", "1", "min(a.x / a.y, 5)", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 2.0]),
     ("max with a null operand is null", "1", "max(a.x / a.y, 5)", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 5.0]),
     ("clamp with a null operand is null", "1", "clamp(a.x / a.y, 0, 1)", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 1.0]),
@@ -67,6 +77,23 @@ CASES = [
     ("a decrease in one histogram bucket nulls every bucket of that instance", "event", "b.h",
      {"b.h": [H0, [12, 9, 15, 11, 11, 11, 10, 10, 10], [13, 10, 16, 12, 12, 12, 11, 11, 11]]},
      [[[N, N, N], [1, 1, 1], [0, 0, 0]], [[1, 1, 1]] * 3]),
+    ("declared range: the increase modulo 1000", "event", "a.e", {"a.e": [990, 5, 20]}, [15, 15]),
+    ("declared range: a raw value at the range is null, both windows", "event", "a.e", {"a.e": [10, 1000, 20]}, [N, N]),
+    ("declared range: above M // 2 = 500 is a reset", "event", "a.e", {"a.e": [0, 501, 502]}, [N, 1]),
+    ("declared range: M // 2 exactly is an increase", "event", "a.e", {"a.e": [0, 500, 999]}, [500, 499]),
+    ("declared range in the unit: 500 J at 0.5 J per count is 1000 counts", "J", "a.ej", {"a.ej": [999, 1, 3]}, [1.0, 1.0]),
+    ("declared range with max rate: limit 1e4/s x 1 ms + 1 = 11 counts", "event", "a.em", {"a.em": [95, 3, 20]}, [8, N]),
+    ("declared range reached by max_rate x interval + 1 = 101 >= 100: ambiguous", "event", "a.ema", {"a.ema": [0, 1, 2]}, [N, N]),
+    ("uptime indicator: its increase is not a reset, its decrease is", "event", "a.iu",
+     {"a.iu": [0, 10, 15], "a.up": [100, 101, 50]}, [10, N]),
+    ("unit field: 2^-14 J per count", "J", "a.en", {"a.en": [0, 16384, 49152], "a.rapl": [ESU14] * 3}, [1.0, 2.0]),
+    ("unit field: 2^-16 J per count, field bits above others", "J", "a.en", {"a.en": [0, 65536, 65537], "a.rapl": [ESU16 | 3] * 3},
+     [1.0, 2**-16]),
+    ("unit field changes within the window: null", "J", "a.en", {"a.en": [0, 16384, 20000], "a.rapl": [ESU14, ESU14, ESU16]}, [1.0, N]),
+    ("unit register null: both windows it touches are null", "J", "a.en", {"a.en": [0, 16384, 32768], "a.rapl": [ESU14, N, ESU14]}, [N, N]),
+    ("unit field and max rate: 1 J/s x 1 ms / 2^-14 J + 1 = 17.384 counts", "J", "a.enr", {"a.enr": [0, 17, 35], "a.rapl": [ESU14] * 3},
+     [17 / 16384, N]),
+    ("slots: a rollup runs over the present slots only", "event", "sum(m.q)", {"m.q": [[0, 0], [2, 5], [4, 9]]}, [7, 6]),
     ("spec constants and the interval: per chip", "1", "(spec.k0 * interval) / (2.5 [B])", {}, [0.001, 0.001]),
     ("a division inside a denominator (each null-safe denominator its own variable)", "B/s",
      "spec.k0 / (spec.k1 / spec.k0) / spec.k0", {}, [0.625, 0.625]),

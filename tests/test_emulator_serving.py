@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from perfonto import emulator
@@ -79,6 +79,7 @@ class _Reference:
 @given(isl=st.integers(1, 300), osl=st.integers(1, 40), budget=st.integers(1, 700), max_batch=st.integers(1, 64),
        cap_mult=st.integers(1, 20), n=st.integers(1, 60), chunked=st.booleans(), k=st.sampled_from([0, 0, 1, 3]),
        alpha=st.floats(0.0, 1.0), conc=st.sampled_from([None, None, 1, 5]))
+@example(isl=1, osl=1, budget=1, max_batch=1, cap_mult=1, n=4, chunked=False, k=0, alpha=0.0, conc=5)  # conc > n
 def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, n, chunked, k, alpha, conc):
     budget = max(budget, k + 1)
     if not chunked:
@@ -106,8 +107,8 @@ def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, 
     assert (np.bincount(owner, minlength=n) == osl).all()               # every request's osl tokens, no more
     assert (np.bincount(step, minlength=len(rows)) == b.emitted_tokens).all()  # at the steps that emitted them
     if conc is not None:  # request i >= conc arrives when the (i - conc + 1)-th request completes
-        done_at = np.sort(log["last_step"])
-        assert (log["arrival_step"][conc:] == done_at[:n - conc]).all() and (log["arrival_step"][:conc] == -1).all()
+        done_at = np.sort(log["last_step"])  # conc > n: every request arrives at the start, none waits
+        assert (log["arrival_step"][conc:] == done_at[:max(n - conc, 0)]).all() and (log["arrival_step"][:conc] == -1).all()
         running = np.array([((log["admit_step"] <= t) & (log["last_step"] >= t)).sum() for t in range(len(rows))])
         assert running.max() <= conc
 

@@ -20,8 +20,9 @@ from perfonto.metrics.interpreter import evaluate
 from perfonto.metrics.windows import prepare, read_counters, run_level, server_level
 
 CHILD = r"""
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 import numpy as np
+os.environ.pop("PERFONTO_NO_JIT", None)  # the fallback must come from numba being absent, not from the switch
 for forbidden in ("pyarrow", "pint", "metrics", "codegen", "lark", "pydantic"):
     try:
         __import__(forbidden)
@@ -36,6 +37,12 @@ for level in ("window", "run", "server"):
     inputs = {k.split("/", 2)[2]: data[k] for k in data.files if k.startswith(level + "/in/")}
     out = mod.evaluate(inputs, data[level + "/interval"], float(data[level + "/chips"]))
     np.savez(sys.argv[3] + "." + level + ".npz", **out)
+# the streaming evaluator falls back to its NumPy path where numba is not installed
+assert mod._jit() is None
+s = mod.Stream()
+regs = {n: np.arange(3 * (b - a), dtype=np.uint64).reshape(3, 1, b - a) for n, a, b in mod._REGS}
+blk = s.push_block(np.array([[0], [1000000], [2000000]]), regs)
+assert all(v.shape[:2] == (2, 1) for v in blk.values())
 print(json.dumps({"numpy": np.__version__, "metrics": len(mod.METRICS)}))
 """
 

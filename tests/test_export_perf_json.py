@@ -1,6 +1,8 @@
 """`perfonto export perf-json`: the shipped Sohu catalog as perf pmu-events metrics JSON. Checked twice:
 perf's own semantics (tests/ref_perf.py evaluates every exported MetricExpr × ScaleUnit scale on the
-same windows), and the round trip (importing the JSON back gives the same metrics)."""
+same windows, fed the events' *raw* counts as perf does: it reverses an event's ScaleUnit before a
+metric reads it), and the round trip (`perfonto import perf FILE`, with no flag, gives the same
+signals and metrics: the export carries the event definitions with their scales and units)."""
 import json
 import re
 
@@ -38,7 +40,7 @@ def _scale(su: str) -> float:
 
 def test_every_metric_is_exported_or_listed_with_a_reason(sohu_export):
     graph, entries, _ = sohu_export
-    names = {e["MetricName"] for e in entries}
+    names = {e["MetricName"] for e in entries if "MetricName" in e}
     metrics = {n for n in names if not n.startswith("spec.")}
     skipped = export(graph).skipped
     assert metrics | set(skipped) == set(graph.metrics) | set(graph.record_metrics)
@@ -47,12 +49,17 @@ def test_every_metric_is_exported_or_listed_with_a_reason(sohu_export):
         assert word in skipped[name]
     assert set(skipped) - set(NOT_EXPRESSIBLE) == set(graph.record_metrics)  # percentiles over request records
     for e in entries:
+        if "EventName" in e:
+            assert set(e) == {"EventName", "Unit", "ScaleUnit", "BriefDescription"} and "[perfonto: kind=" in e["BriefDescription"]
+            continue
         assert set(e) <= {"MetricName", "MetricExpr", "ScaleUnit", "MetricGroup", "BriefDescription", "MetricThreshold"}
-    mu = next(e for e in entries if e["MetricName"] == "mxu.utilization")
+    mu = next(e for e in entries if e.get("MetricName") == "mxu.utilization")
     assert mu["ScaleUnit"] == "100%" and mu["MetricThreshold"] == "mxu.utilization > 0.8"
     assert "source_count(mxu.busy_cycles)" in mu["MetricExpr"] and "topdown.compute_bound_group" in mu["MetricGroup"]
-    bw = next(e for e in entries if e["MetricName"] == "hbm.read_bandwidth")
-    assert bw == {**bw, "MetricExpr": "hbm.read_bytes / duration_time", "ScaleUnit": "1e-09GB/s"}
+    bw = next(e for e in entries if e.get("MetricName") == "hbm.read_bandwidth")
+    assert bw == {**bw, "MetricExpr": "(hbm.read_bytes * 64) / duration_time", "ScaleUnit": "1e-09GB/s"}  # 64-byte bursts
+    ev = next(e for e in entries if e.get("EventName") == "hbm.read_bytes")
+    assert ev["ScaleUnit"] == "64B" and ev["Unit"] == "hbm" and "instances=stack:6" in ev["BriefDescription"]
 
 
 def test_perf_semantics_of_the_export(sohu_export):
@@ -63,30 +70,37 @@ def test_perf_semantics_of_the_export(sohu_export):
     trials = 8
     w = random_windows(gen, trials, seed=5)
     ours = evaluate(graph, w)
-    exprs = {e["MetricName"]: e["MetricExpr"] for e in entries}
+    exprs = {e["MetricName"]: e["MetricExpr"] for e in entries if "MetricName" in e}
     counts = {n: s.instances for n, s in gen.signals.items()}
     for t in range(trials):
         events = {}
-        for n, s in gen.signals.items():
-            base = float(reg.Quantity(1.0, s.unit).to_base_units().magnitude)
-            events[n] = float(np.sum(w.values[n][t, 0])) * base
+        for n, s in gen.signals.items():  # perf gives a metric the raw count: the value / scale
+            events[n] = float(np.sum(w.values[n][t, 0])) / s.scale
         ref = PerfEval(exprs, events, {}, float(w.interval[t, 0]), counts)
         for e in entries:
-            if e["MetricName"].startswith("spec."):
+            if "MetricName" not in e or e["MetricName"].startswith("spec."):
                 continue
             want = ref.metric(e["MetricName"]) * _scale(e["ScaleUnit"])
             got = ours[e["MetricName"]][t, 0]
             assert same(got, want), f"{e['MetricName']}: perfonto {got!r} != perf {want!r} ({e['MetricExpr']})"
 
 
-def test_round_trip_is_lossless_for_what_perf_expresses(sohu_export, tmp_path):
+@pytest.mark.parametrize("extends", [None, "sohu"])
+def test_round_trip_is_lossless_for_what_perf_expresses(sohu_export, tmp_path, extends):
     graph, entries, path = sohu_export
-    report = import_file("perf", path, tmp_path / "back", extends="sohu")
+    report = import_file("perf", path, tmp_path / "back", extends=extends)  # no flag needed: the file defines its events
     assert report.ok and report.rejected() == []
     back = report.generations[0].graph
-    exported = [e["MetricName"] for e in entries if not e["MetricName"].startswith("spec.")]
+    exported = [e["MetricName"] for e in entries if "MetricName" in e and not e["MetricName"].startswith("spec.")]
     assert report.total == len(exported) and set(exported) <= set(back.metrics)
-    assert not report.generations[0].gen.spec.keys() - graph.generation.spec.keys()  # constants resolved, not added
+    bgen, gen = report.generations[0].gen, graph.generation
+    assert not {k for k in bgen.spec if not k.startswith("spec.clock.")} - gen.spec.keys()  # constants resolved, not added
+    for e in entries:  # every exported event is the same signal again: unit, scale, instances, kind, chip rule
+        if "EventName" in e:
+            a, b = gen.signals[e["EventName"]], bgen.signals[e["EventName"]]
+            assert (a.unit, a.scale, a.axes, a.kind, a.counted_by, a.width) == (b.unit, b.scale, b.axes, b.kind, b.counted_by, b.width)
+    for c in ("spec.hbm.peak_bandwidth", "spec.clock.hbm"):
+        assert bgen.spec[c].value == pytest.approx(gen.spec[c].value, rel=1e-12) and bgen.spec[c].scope == gen.spec[c].scope
     trials = 8
     w = random_windows(graph.generation, trials, seed=6)
     server = Windows(w.interval, w.values, chips=8.0, level="server")  # per-chip spec constants scale with chips
@@ -111,3 +125,12 @@ def test_export_cli_json_and_bad_generation(tmp_path, capsys):
     assert doc["ok"] and doc["metrics"] > 50 and "hbm.stack_imbalance" in doc["skipped"]
     assert main(["export", "perf-json", "--generation", "nosuch", "--out", str(out)]) == 2  # an unknown generation is a usage error
     assert main(["export", "csv", "--out", str(out)]) == 2
+
+
+def test_export_then_import_on_the_command_line_needs_no_flag(tmp_path, capsys):
+    out = tmp_path / "sohu.json"
+    assert main(["export", "perf-json", "--out", str(out), "--json"]) == 0
+    n = json.loads(capsys.readouterr().out)["metrics"]
+    assert main(["import", "perf", str(out), "--out", str(tmp_path / "back"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["imported"] == doc["with_unit"] == n and doc["rejected_count"] == 0

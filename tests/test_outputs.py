@@ -146,6 +146,7 @@ BAD_VALUE = {
     "serve": ["serve", "--follow", "x", "--port", "70000"],
     "sweep": ["sweep", "--vary", "spec.hbm.peak_bandwidth=4..16TB/s:0"], "sensitivity": ["sensitivity", "--step", "-1"],
     "compare": ["compare", "sohu", "caelius", "--vary", "isl=1..2:x"], "coverage": ["coverage", "--seeds", "0"],
+    "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandError, stdout
+from .common import CommandError, stdout, why
 
 
 def register(sub) -> None:
@@ -50,7 +50,7 @@ def cmd_align(args) -> int:
         doc["outputs"] = outputs
         run.file("alignment.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
     except (RunError, ValueError, OSError) as exc:
-        raise CommandError(str(exc), 1) from None
+        raise CommandError(why(exc), 1) from None
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0

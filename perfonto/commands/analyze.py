@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, stderr, stdout
+from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, positive_int, stderr, stdout
 
 
 def register(sub) -> None:
@@ -31,6 +31,14 @@ def register(sub) -> None:
     a.add_argument("--sample-period", type=duration, default=None,
                    help="the collector's sampling period, e.g. 1ms (aligns chips and finds dropped samples; "
                         "default: the dump's metadata)")
+    a.add_argument("--topology", default=None, metavar="FILE",
+                   help="fleet topology: (host, chip) → rack, pod, as CSV, YAML or Parquet (rollups per rack and pod)")
+    a.add_argument("--engine", default="auto", choices=("auto", "memory", "embedded", "spark"),
+                   help="auto (default): the whole dump in memory when small, else embedded; embedded: in pieces, bounded "
+                        "memory, metrics/host=…/part-*.parquet; spark: the generated Spark SQL on Spark")
+    a.add_argument("--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])")
+    a.add_argument("--chunk-rows", type=positive_int, default=None, metavar="N",
+                   help="embedded engine: sample rows per piece (default: 32768; memory grows with it)")
     a.add_argument("--out", required=True, help="output folder, written atomically")
     a.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     a.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -56,9 +64,17 @@ def cmd_analyze(args) -> int:
     capture = capture_of(args.counters, args.requests, args.trace, args.sync, timestamp_unit=args.timestamp_unit,
                          sample_period_ns=period, snapshots=args.snapshots)
     try:
-        report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
-                             library=not args.no_library, metrics=metrics, force=args.force,
-                             command=args.argv, log=lambda s: err.print(s, markup=False), by=args.by)
+        topology = None
+        if args.topology is not None:
+            from perfonto.metrics.topology import read_topology
+
+            topology = read_topology(args.topology)
+        with progress_bar(err) as bar:
+            report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
+                                 library=not args.no_library, metrics=metrics, force=args.force,
+                                 command=args.argv, log=lambda s: err.print(s, markup=False), topology=topology,
+                                 engine=args.engine, spark_master=args.spark_master, chunk_rows=args.chunk_rows, progress=bar,
+                                 by=args.by)
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except KeyError as exc:
@@ -71,4 +87,34 @@ def cmd_analyze(args) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         render(report, stdout())
+        if report.fleet is not None:
+            from ..report import render_fleet
+
+            render_fleet(report, stdout())
     return 0
+
+
+class progress_bar:
+    """A rich progress bar on stderr for the engine's ``progress(phase, done, total)`` (rows)."""
+
+    def __init__(self, console):
+        self.console = console
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
+                            TimeRemainingColumn(), console=self.console, transient=True)
+        self.bar.__enter__()
+        return self
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.bar.add_task(phase, total=total)
+        self.bar.update(self.tasks[phase], completed=done)
+
+    def __exit__(self, *exc):
+        self.bar.__exit__(*exc)
+        return False

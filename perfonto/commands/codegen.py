@@ -27,6 +27,10 @@ def register(sub) -> None:
     c.add_argument("--sample-period", type=duration, default=None,
                    help="sql: sampling period (e.g. 1ms); samples are placed on that grid and gaps give null windows, "
                         "as `perfonto run` does with the dump's sample_period_ns (default: consecutive samples form windows)")
+    c.add_argument("--rollup", action="store_true",
+                   help="sql: the fleet rollup query instead (every metric per chip, host, rack, pod and fleet)")
+    c.add_argument("--topology-table", default=None, metavar="NAME",
+                   help="sql --rollup: a table with host, chip, rack, pod (default: no rack or pod level)")
     c.set_defaults(func=cmd_codegen)
 
 
@@ -51,8 +55,11 @@ def cmd_codegen(args) -> int:
 def _codegen(args) -> list[Path]:
     from ..outputs import write_file
 
+    from perfonto.ontology.files import check_path, exists, is_dir
+
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
+    check_path(out, "--out folder")
+    if exists(out) and not is_dir(out):
         raise CommandError(f"--out {out} is a file; give a folder", 2)
     if args.target == "schemas":
         from perfonto.codegen.schemas import schemas
@@ -71,15 +78,24 @@ def _codegen(args) -> list[Path]:
 
         path = write_file(out / f"{gen.name}.h", generate_header(gen))
     elif args.target == "sql":
-        from perfonto.codegen.sql import generate_sql, parquet_source
+        from perfonto.codegen.sql import dump_source, generate_sql
 
+        host = True  # the table names each row's host (a chip is (host, chip)), unless the dump given has none
         if args.dialect == "duckdb":
-            source = parquet_source(args.counters or "counters.parquet")
+            source, found = dump_source(args.counters or "counters.parquet")
+            host = found or args.counters is None
         else:
             source = args.counters or "counters"
         period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
-        path = write_file(out / (f"{gen.name}.sql" if args.dialect == "duckdb" else f"{gen.name}.{args.dialect}.sql"),
-                          generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect))
+        name = gen.name + (".rollup" if args.rollup else "") + ("" if args.dialect == "duckdb" else f".{args.dialect}")
+        if args.rollup:
+            from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+            text = generate_rollup_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host,
+                                       topology=args.topology_table)
+        else:
+            text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host)
+        path = write_file(out / f"{name}.sql", text)
     elif args.target == "collector":
         from perfonto.metrics.collector import wide_schema_json
 

@@ -31,8 +31,9 @@ def why(exc: BaseException) -> str:
     """A readable message for an exception from a lower layer: an OSError names its file and what
     the system said (never a bare errno), others give their message."""
     if isinstance(exc, OSError):
-        where = exc.filename or ""
-        return f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
+        from perfonto.ontology.files import describe_os_error
+
+        return describe_os_error(exc)
     return str(exc.args[0]) if exc.args else type(exc).__name__
 
 

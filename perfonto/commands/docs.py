@@ -35,7 +35,9 @@ def cmd_docs(args) -> int:
 
     err = stderr()
     chosen = args.generation
-    if chosen is None and args.catalog is not None and Path(args.catalog).is_dir():
+    from perfonto.ontology.files import is_dir
+
+    if chosen is None and args.catalog is not None and is_dir(args.catalog):
         chosen = folder_generation(sorted(Path(args.catalog).glob("*.yaml")))
     chosen = chosen or "sohu"
     names = shipped_generations()

@@ -43,14 +43,15 @@ def cmd_export(args) -> int:
         Path(args.out).write_text(result.to_json(), encoding="utf-8")
     except OSError as exc:
         raise CommandError(f"cannot write {args.out}: {exc.strerror}", 1) from None
-    n_const = sum(1 for e in result.entries if e["MetricName"].startswith("spec."))
-    summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const,
-               "constants": n_const, "skipped": result.skipped, "lost": result.lost}
+    n_const = sum(1 for e in result.entries if e.get("MetricName", "").startswith("spec."))
+    n_events = len(result.events)
+    summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const - n_events,
+               "constants": n_const, "events": n_events, "skipped": result.skipped, "lost": result.lost}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        err.print(f"wrote {args.out}: {summary['metrics']} metrics and {n_const} constant metrics of `{args.generation}` "
-                  f"as perf pmu-events JSON", markup=False)
+        err.print(f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event definitions "
+                  f"of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf {args.out}`)", markup=False)
         if result.skipped:
             err.print(f"not expressible in perf ({len(result.skipped)}):", markup=False)
             for name, why in result.skipped.items():

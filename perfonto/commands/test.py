@@ -26,8 +26,14 @@ def cmd_test(args) -> int:
     from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
+    from perfonto.ontology.files import FileReadError, check_path, exists
+
     path = Path(args.path) if args.path else library_files()[0].parent
-    files = vector_files(path) if path.exists() else []
+    try:
+        check_path(path, "vectors path")
+    except FileReadError as exc:
+        raise CommandError(str(exc), 1) from None
+    files = vector_files(path) if exists(path) else []
     if not files:
         raise CommandError(f"no test vectors (*.vectors.yaml) found at {path}", 1)
     gens = set()

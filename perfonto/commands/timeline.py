@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommandError, stderr
+from .common import CommandError, stderr, why
 
 
 def register(sub) -> None:
@@ -37,7 +37,7 @@ def cmd_timeline(args) -> int:
     try:
         info = write(args.run, args.out, args.format, metrics)
     except (RunError, TimelineError, ValueError, OSError) as exc:
-        raise CommandError(str(exc), 1) from None
+        raise CommandError(why(exc), 1) from None
     info = {"out": args.out, "format": args.format, **info}
     if args.json:
         print(json.dumps(info, indent=2))

@@ -27,9 +27,18 @@ def register(sub) -> None:
 
 
 def prepare_rows(path, json_mode: bool, label: str):
-    """Prepared rows of ``path`` with a progress bar (none under --json)."""
-    from perfonto.emulator.calibration import load_rows, prepare
+    """Prepared rows of ``path`` with a progress bar (none under --json).
 
+    Raises:
+        ValueError: ``path`` is not a readable regular file of bounded size (a folder, a device such
+        as /dev/full, a name too long — ``ontology.files.FileReadError`` names it and the reason), or
+        its rows do not load.
+    """
+    from perfonto.emulator.calibration import load_rows, prepare
+    from perfonto.ontology.files import read_bytes
+
+    if path is not None:
+        read_bytes(path, "calibration file")  # refuse devices and folders before the loader reads them
     header, rows = load_rows(path)
     preps = []
     with EmuProgress(label, enabled=not json_mode) as bar:

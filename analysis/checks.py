@@ -1,0 +1,74 @@
+"""Checks over every window, added up piece by piece: bound violations and the top-down tree's sums
+(``analysis.bottleneck.analyse`` and ``check_tree`` make the same checks over all windows at once;
+the results are the same: counts add up, the first violations are taken in window-then-chip order,
+the worst top-down error is kept with its window and chip)."""
+from __future__ import annotations
+
+import numpy as np
+
+from perfonto.metrics.compiler import MetricGraph
+
+from .bottleneck import BoundViolation, _as_fraction, tree_children
+
+
+class WindowChecks:
+    """Bound violations and top-down sums of a dump read in pieces."""
+
+    def __init__(self, graph: MetricGraph, max_listed: int = 20, tol: float = 1e-6):
+        self.graph = graph
+        self.max_listed = max_listed
+        self.tol = tol
+        self.counts: dict[str, int] = {}
+        self.first: list[tuple[int, int, BoundViolation]] = []
+        self.tree: dict[str | None, list] = {}  # parent -> [bad windows, worst error, window, chip number]
+
+    def add(self, values: dict[str, np.ndarray], first: int, chips: np.ndarray, col0: int) -> None:
+        """One piece: ``values`` (W, C, …) of windows ``first`` …, chip columns ``col0`` … of the whole dump."""
+        for name, m in self.graph.metrics.items():
+            if not m.bounds:
+                continue
+            v = values[name]
+            lo, hi = m.bounds
+            tol = 1e-9 * max(abs(lo), abs(hi), 1.0)
+            with np.errstate(invalid="ignore"):
+                bad = (v < lo - tol) | (v > hi + tol)
+            bad = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
+            if not bad.any():
+                continue
+            self.counts[name] = self.counts.get(name, 0) + int(bad.sum())
+            for wi, ci in list(zip(*np.nonzero(bad)))[:self.max_listed]:
+                val = v[wi, ci]
+                self.first.append((first + int(wi), col0 + int(ci), BoundViolation(
+                    name, int(chips[ci]), first + int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds)))
+        for parent, names in tree_children(self.graph).items():
+            total = sum(_as_fraction(self.graph, n, values[n]) for n in names)
+            want = 1.0 if parent is None else _as_fraction(self.graph, parent, values[parent])
+            err = np.nan_to_num(np.abs(total - want), nan=0.0)
+            bad = err > self.tol
+            if not bad.any():
+                continue
+            w, c = np.unravel_index(np.argmax(err), err.shape)
+            rec = self.tree.setdefault(parent, [0, -1.0, 0, 0, 0])
+            rec[0] += int(bad.sum())
+            key = (float(err[w, c]), -(first + int(w)), -(col0 + int(c)))
+            if key > (rec[1], -rec[2], -rec[4]):
+                rec[1:] = [float(err[w, c]), first + int(w), int(chips[c]), col0 + int(c)]
+
+    def violations(self) -> list[BoundViolation]:
+        """The first ``max_listed`` violations, in metric order, then window, then chip."""
+        order = {n: i for i, n in enumerate(self.graph.metrics)}
+        rows = sorted(self.first, key=lambda r: (order[r[2].metric], r[0], r[1]))
+        return [r[2] for r in rows[:self.max_listed]]
+
+    def tree_messages(self) -> list[str]:
+        """``check_tree``'s messages."""
+        kids = tree_children(self.graph)
+        msgs = []
+        for parent, names in kids.items():
+            if parent not in self.tree:
+                continue
+            n, err, w, chip, _ = self.tree[parent]
+            what = "level-1 top-down shares" if parent is None else f"children of {parent}"
+            msgs.append(f"{what} ({', '.join(names)}) do not add up in {n} window(s); "
+                        f"worst: window {w}, chip {chip}, off by {err:.3g}")
+        return msgs

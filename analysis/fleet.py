@@ -1,0 +1,156 @@
+"""Fleet rollups: every metric per chip, host, rack, pod and for the fleet, the spread across chips,
+and the chips that stand out.
+
+A rollup is a ratio of totals, never a mean of ratios: a node's value is the metric evaluated over
+the summed run-level inputs of its chips (``analysis.level_sums.combine``: counters summed, gauges by
+their ``across_chips`` rule, the interval the chips' mean, per-chip constants × the number of chips),
+each chip over its own valid windows. The sums are carried, so a rack is exactly the rollup of its
+hosts and the fleet of its pods. Spread: p50, p99 and max of the per-chip values and the share of
+chips past the metric's threshold. Outliers: per metric, the ``top`` chips farthest from the fleet's
+median (in units of the median absolute deviation) on either side — ``high`` and ``low`` — with their
+host and rack (a chip binned slower computes longer than its peers, which wait for it: it is the
+highest in ``mxu.utilization`` and ``topdown.compute_bound``).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.topology import Topology
+
+from .bottleneck import _crossed
+from .chunked import ChunkedResult, chip_values, with_nan_inputs
+from .level_sums import combine
+
+LEVELS = ("chip", "host", "rack", "pod", "fleet")
+
+
+@dataclass
+class Fleet:
+    """``nodes[level]``: labels of the level's nodes; ``values[level][metric]``: (nodes, …);
+    ``chips[level]``: chips per node; ``spread[metric]``: {p50, p99, max, threshold share};
+    ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation}; ``place``: (host, chip, rack, pod) per chip."""
+
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    chips: dict[str, np.ndarray] = field(default_factory=dict)
+    spread: dict[str, dict] = field(default_factory=dict)
+    outliers: dict[str, list[dict]] = field(default_factory=dict)
+    place: list[tuple[str, int, str | None, str | None]] = field(default_factory=list)
+
+    def value(self, level: str, node: str, metric: str):
+        """The value of ``metric`` at node ``node`` of ``level`` (``fleet`` has the one node ``fleet``)."""
+        return self.values[level][metric][self.nodes[level].index(node)]
+
+
+def _places(hosts, chips, topology: Topology | None):
+    out = []
+    for h, c in zip(hosts, chips):
+        rack, pod = topology.of(h, int(c)) if topology is not None else (None, None)
+        out.append((h if h is not None else "", int(c), rack, pod))
+    return out
+
+
+def rollups(graph: MetricGraph, evaluator, res: ChunkedResult, topology: Topology | None = None, top: int = 5) -> Fleet:
+    """The fleet rollups of an evaluated dump (module docstring).
+
+    Raises:
+        TopologyError: ``topology`` does not place a chip of the dump.
+    """
+    gen = graph.generation
+    ev = res.evaluation
+    hosts = list(ev.hosts) if ev.hosts is not None else [None] * len(ev.chips)
+    place = _places(hosts, ev.chips, topology)
+    f = Fleet(place=place)
+    labels = {
+        "chip": [f"{h}/{c}" if h else str(c) for h, c, _, _ in place],
+        "host": [h for h, *_ in place],
+        "rack": [r if r is not None else "(no rack)" for _, _, r, _ in place],
+        "pod": [p if p is not None else "(no pod)" for *_, p in place],
+        "fleet": ["fleet"] * len(place),
+    }
+    levels = [lv for lv in LEVELS if lv != "chip" and (topology is not None or lv not in ("rack", "pod"))]
+    f.nodes["chip"] = labels["chip"]
+    f.values["chip"] = dict(ev.per_chip)
+    f.chips["chip"] = np.ones(len(place))
+    deps = res.sums[0].deps if res.sums else {}
+    dirty = frozenset().union(*[s.dirty for s in res.sums]) if res.sums else frozenset()
+    keys: dict[frozenset, list[str]] = {}
+    for m in graph.metrics:
+        if not graph.metrics[m].rollup:
+            keys.setdefault(frozenset(deps[m] & dirty), []).append(m)
+    for level in levels:
+        names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
+        G = len(names)
+        f.nodes[level] = [str(n) for n in names]
+        f.values[level] = {}
+        for key, metrics in keys.items():
+            vals, dt = chip_values(res.sums, key)
+            rolled, interval, n = combine(gen, vals, dt, idx, G)
+            out = _evaluate_by_chips(gen, evaluator, rolled, interval, n)
+            for m in metrics:
+                v = out[m]
+                v[interval <= 0] = np.nan
+                f.values[level][m] = v
+        for m, meta in graph.metrics.items():
+            if meta.rollup:
+                v = np.asarray(ev.per_chip[m], dtype=np.float64)
+                acc = np.full((G,) + v.shape[1:], np.nan)
+                for g in range(G):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        acc[g] = (np.nanmax if meta.rollup == "max" else np.nanmin)(v[idx == g], axis=0)
+                f.values[level][m] = acc
+        f.chips[level] = np.bincount(idx, minlength=G).astype(np.float64)
+    for m, meta in graph.metrics.items():
+        v = np.asarray(ev.per_chip[m], dtype=np.float64)
+        if v.ndim != 1:
+            continue
+        f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
+    return f
+
+
+def _evaluate_by_chips(gen, evaluator, rolled: dict, interval: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """Evaluate node rows, grouped by their number of chips (the factor of per-chip constants)."""
+    out: dict[str, np.ndarray] = {}
+    for k in np.unique(n):
+        rows = np.flatnonzero(n == k)
+        inputs = with_nan_inputs(gen, evaluator, {name: v[rows][None] for name, v in rolled.items()}, len(rows))
+        res = evaluator.evaluate(inputs, interval[rows][None], float(k))
+        for name, v in res.items():
+            if name not in out:
+                out[name] = np.full((len(n),) + v.shape[2:], np.nan)
+            out[name][rows] = v[0]
+    return out
+
+
+def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
+    ok = np.isfinite(v)
+    if not ok.any():
+        return {"p50": None, "p99": None, "max": None, "chips": 0}, {"high": [], "low": []}
+    x = v[ok]
+    p50 = float(np.percentile(x, 50))
+    spread = {"p50": p50, "p99": float(np.percentile(x, 99)), "max": float(x.max()), "chips": int(ok.sum())}
+    if meta.threshold:
+        op, limit, msg = meta.threshold
+        spread["threshold"] = {"op": op, "limit": float(limit), "message": msg,
+                               "share_of_chips": float(np.mean([_crossed(op, float(y), limit) for y in x]))}
+    mad = float(np.median(np.abs(x - p50)))
+    scale = mad if mad > 0 else max(abs(p50), 1e-300) * 1e-9
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = np.where(ok, (v - p50) / scale, np.nan)
+    out: dict[str, list[dict]] = {"high": [], "low": []}
+    for side, sign in (("high", -1.0), ("low", 1.0)):
+        order = np.argsort(np.where(ok, sign * dev, np.inf), kind="stable")[:top]
+        for i in order:
+            if not ok[i] or sign * dev[i] >= 0:
+                continue
+            h, c, rack, _ = place[i]
+            out[side].append({"host": h, "chip": c, "rack": rack, "value": float(v[i]), "deviation": float(dev[i])})
+    return spread, out
+
+
+__all__ = ["Fleet", "LEVELS", "rollups"]

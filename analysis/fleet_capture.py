@@ -1,0 +1,101 @@
+"""The fleet-scale analysis of a capture: ``perfonto analyze`` on a dump too large for memory, with a
+topology, or with ``--engine spark``.
+
+The dump is planned (``metrics.dump_scan``), evaluated in pieces by the embedded engine
+(``analysis.chunked``: the generated evaluator, bounded memory, window values written as
+``metrics/host=…/part-*.parquet``) — or, with ``engine="spark"``, the window values come from the
+generated Spark SQL on Spark (``analysis.spark_engine``) and the embedded engine only carries the
+run-level sums — then rolled up per host, rack, pod and fleet (``analysis.fleet``). The result is
+the ``Report`` of ``analysis.capture`` with ``fleet`` set; request records and the trace are used as
+there; the multi-chip analysis (one host's chips on its timeline) needs the whole dump in memory and
+is left out with a note.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from perfonto.codegen.python_evaluator import generate, load
+from perfonto.metrics.catalog import select_metrics
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
+from perfonto.metrics.topology import Topology
+
+from .bottleneck import analyse
+from .capture import Capture, Report, dump_unavailable
+from .chunked import evaluate_chunked
+from .fleet import rollups
+from .headline import headline
+from .records import record_metrics
+
+
+def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
+    """The dump plan of a capture's counters (``metrics.dump_scan.plan_dump``)."""
+    return plan_dump(capture.counters, graph.generation, timestamp_unit=capture.timestamp_unit,
+                     sample_period_ns=capture.sample_period_ns)
+
+
+def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path | None, *, plan: DumpPlan | None = None,
+                  topology: Topology | None = None, metrics: list[str] | None = None, evaluator=None, engine: str = "embedded",
+                  spark_master: str = "local[2]", chunk_rows: int = CHUNK_ROWS, top: int = 5,
+                  progress: Callable[[str, int, int], None] | None = None, log: Callable[[str], None] = lambda s: None) -> Report:
+    """Analyse ``capture`` at fleet scale (module docstring); window values go to ``out_metrics``.
+
+    Raises:
+        DumpError: the counters cannot be read; TopologyError: the topology does not place a chip.
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    plan = plan or plan_capture(graph, capture)
+    gen = graph.generation
+    wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
+    absent = set(plan.absent) | {f for f, fd in gen.fields.items() if fd.register in plan.absent}
+    gone = dump_unavailable(graph, absent, wanted)
+    keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
+    evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
+    if evaluator is None or evaluated is not graph:
+        evaluator = load(generate(evaluated))
+    if topology is not None:  # every chip placed, before anything is evaluated
+        for host, chips in plan.chip_numbers.items():
+            for c in chips:
+                topology.of(host, int(c))
+    log(f"{plan.rows:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
+        f"{plan.n_grid} samples each; engine {engine}")
+    spark_out = None
+    if engine == "spark":
+        from .spark_engine import session, window_values
+
+        t1 = time.perf_counter()
+        spark = session(spark_master)
+        try:
+            has_host = list(plan.groups) != [None]
+            window_values(spark, evaluated, capture.counters, out_metrics, sample_period_ns=plan.period or None, host=has_host)
+        finally:
+            spark.stop()
+        timings["spark"] = time.perf_counter() - t1
+        spark_out, out_metrics = out_metrics, None
+    res = evaluate_chunked(evaluated, evaluator, plan, out_metrics, chunk_rows=chunk_rows, progress=progress,
+                           write_meta={"generation": gen.name, "catalog_hash": graph.content_hash})
+    timings["evaluate"] = time.perf_counter() - t0
+    ev = res.evaluation
+    analysis = analyse(evaluated, ev, checks=res.checks)
+    fleet = rollups(evaluated, evaluator, res, topology, top=top)
+    notes = list(plan.notes)
+    records = None
+    if capture.requests is not None and evaluated.record_metrics:
+        records = record_metrics(evaluated, capture.requests)
+    elif evaluated.record_metrics:
+        notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
+    if capture.sync is not None:
+        notes.append("the dump was analysed in pieces: the multi-chip analysis (one host's chips on its timeline, "
+                     "which needs the whole dump in memory) is skipped")
+    unavailable = dict(graph.unavailable) | gone
+    if wanted is not None:
+        unavailable = {k: v for k, v in unavailable.items() if k in wanted}
+    report = Report(graph, evaluated, ev, analysis, unavailable, plan.meta.get("model"), len(ev.chips), records, None, None,
+                    capture.ground_truth, {}, timings, notes, fleet=fleet, engine=engine)
+    report.headline = headline(evaluated, ev, analysis, None)
+    report.outputs = {"metrics": str(spark_out or out_metrics)} if (spark_out or out_metrics) else {}
+    report.rows = res.rows
+    return report

@@ -1,0 +1,134 @@
+"""Run-level sums that can be added up piece by piece, and the levels built from them.
+
+``metrics.levels`` evaluates a run-level value from sums over the windows where every signal the
+metric reads is valid (counters summed, gauges and packed fields time-weighted, the interval summed
+over the same windows). Over a dump read in pieces (``metrics.dump_scan``) the same sums are carried
+from piece to piece: ``ChipSums`` keeps one set of sums per *class* of metrics — the metrics that
+read the same signals among those that were null somewhere so far — and splits a class when a piece
+shows a new null signal (the new classes start from the old class's sums), so that every metric's
+sums are over exactly the windows ``metrics.levels`` would use.
+
+``combine`` rolls per-chip run-level values up to a group of chips as ``metrics.windows.server_level``
+does (counters summed, gauges by their ``across_chips`` rule, packed fields by their maximum, the
+interval the chips' mean, per-chip constants × the number of chips) — from sums and maxima, so that a
+rollup of rollups (rack of hosts, pod of racks) is the rollup of the chips.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.levels import _invalid, signal_deps
+from perfonto.metrics.windows import Windows
+
+
+def kind_of(gen, name: str) -> str:
+    """``counter`` (and histograms: summed), ``gauge`` or ``field`` (time-weighted)."""
+    if name in gen.fields:
+        return "field"
+    k = gen.signals[name].kind.value
+    return "counter" if k in ("counter", "histogram") else "gauge"
+
+
+def masked_sums(w: Windows, gen, names, mask: np.ndarray | None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per chip: ``Σ v`` of counters and ``Σ v·dt`` of gauges and fields over the windows where ``mask``
+    (W, C) is True (all when None), and ``Σ dt``. Null values in kept windows stay NaN."""
+    dt = w.interval if mask is None else np.where(mask, w.interval, 0.0)
+    out = {}
+    for n in names:
+        v = w.values[n]
+        extra = (1,) * (v.ndim - 2)
+        vv = v if mask is None else np.where(mask.reshape(mask.shape + extra), v, 0.0)
+        if kind_of(gen, n) == "counter":
+            out[n] = vv.sum(axis=0)
+        else:
+            out[n] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0)
+    return out, dt.sum(axis=0)
+
+
+class ChipSums:
+    """Run-level sums of one group of chips, piece by piece (module docstring)."""
+
+    def __init__(self, graph: MetricGraph):
+        self.graph = graph
+        self.gen = graph.generation
+        self.deps = signal_deps(graph)
+        self.dirty: frozenset[str] = frozenset()
+        self.sums: dict[frozenset, tuple[dict[str, np.ndarray], np.ndarray]] = {}
+
+    def key(self, metric: str, dirty: frozenset | None = None) -> frozenset:
+        """The class of ``metric``: the signals it reads among those null somewhere so far."""
+        return frozenset(self.deps[metric] & (self.dirty if dirty is None else dirty))
+
+    def needs(self, key: frozenset) -> set[str]:
+        """Signals the metrics of class ``key`` read."""
+        return set().union(*[self.deps[m] for m in self.graph.metrics if self.key(m) == key]) if self.graph.metrics else set()
+
+    def add(self, w: Windows) -> None:
+        """Add one piece's windows."""
+        dirty_now = frozenset(s for s, r in w.null.items() if r.any())
+        new = self.dirty | dirty_now
+        if new != self.dirty or not self.sums:
+            old, self.dirty = self.dirty, new
+            split: dict[frozenset, tuple] = {}
+            for m in self.graph.metrics:
+                k_new, k_old = self.key(m), self.key(m, old)
+                if k_new not in split:
+                    prev = self.sums.get(k_old)
+                    split[k_new] = ({n: v.copy() for n, v in prev[0].items()}, prev[1].copy()) if prev else None
+            self.sums = split
+        for key in list(self.sums):
+            names = sorted(self.needs(key))
+            bad = _invalid(w, sorted(key & dirty_now)) if key & dirty_now else None
+            sums, dt = masked_sums(w, self.gen, names, None if bad is None else ~bad)
+            prev = self.sums[key]
+            if prev is None:
+                self.sums[key] = (sums, dt)
+            else:
+                for n in names:
+                    prev[0][n] += sums[n]
+                self.sums[key] = (prev[0], prev[1] + dt)
+
+    def run_values(self, key: frozenset) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """(per-chip run-level values (C, …) of the signals of class ``key``, Σ dt (C,))."""
+        sums, dt = self.sums[key]
+        return run_values(self.gen, sums, dt), dt
+
+
+def run_values(gen, sums: dict[str, np.ndarray], dt: np.ndarray) -> dict[str, np.ndarray]:
+    """Run-level values from sums: counters as summed, gauges and fields divided by Σ dt."""
+    out = {}
+    for n, v in sums.items():
+        if kind_of(gen, n) == "counter":
+            out[n] = v
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[n] = v / dt.reshape(dt.shape + (1,) * (v.ndim - 1))
+    return out
+
+
+def combine(gen, values: dict[str, np.ndarray], dt: np.ndarray, groups: np.ndarray, n_groups: int
+            ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Roll per-chip run-level ``values`` (C, …) and intervals ``dt`` (C,) up to ``n_groups`` groups
+    (``groups``: (C,) group index of each chip): (values (G, …), interval (G,), chips (G,))."""
+    n = np.bincount(groups, minlength=n_groups).astype(np.float64)
+    out = {}
+    for name, v in values.items():
+        kind = kind_of(gen, name)
+        rule = "sum" if kind == "counter" else ("max" if kind == "field" else gen.signals[name].across_chips)
+        shape = (n_groups,) + v.shape[1:]
+        if rule == "max":
+            acc = np.full(shape, -np.inf)
+            np.maximum.at(acc, groups, v)
+            nan = np.zeros(shape, bool)
+            np.logical_or.at(nan, groups, np.isnan(v))
+            acc[nan] = np.nan
+        else:
+            acc = np.zeros(shape)
+            np.add.at(acc, groups, v)
+            if rule != "sum":
+                acc = acc / n.reshape((-1,) + (1,) * (v.ndim - 1))
+        out[name] = acc
+    interval = np.zeros(n_groups)
+    np.add.at(interval, groups, dt)
+    return out, interval / np.maximum(n, 1), n

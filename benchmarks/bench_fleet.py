@@ -1,0 +1,162 @@
+"""Fleet-scale analysis: the default (embedded) engine over a large partitioned fleet in bounded memory,
+and rows/s of the embedded engine, DuckDB on the generated SQL and Spark local[1] / local[2], printed
+as ratios measured in one run. Not a test: it prints figures.
+
+    pip install -e '.[test,bench]'
+    python benchmarks/bench_fleet.py [--hosts 125] [--chips 8] [--duration 1h] [--period 100ms] [--subset 4] [--data-dir DIR] [--keep]
+
+1. ``perfonto emulate --fleet HOSTSxCHIPS`` writes the dataset (hosts × chips × samples rows; 125 × 8 ×
+   36,000 = 36M rows for 1 h at 100 ms), unless ``--data-dir`` holds it already;
+2. ``perfonto analyze`` with the default engine over the whole fleet, with its topology, in a child
+   process: wall time, rows/s and peak resident memory (VmHWM; the target is < 2 GB);
+3. on the first ``--subset`` hosts (the same rows for every engine): the embedded engine, DuckDB
+   running the generated SQL (``COPY … TO`` Parquet), and the generated Spark SQL on Spark local[1]
+   and local[2] (``analysis.spark_engine``), each in its own child process; rows/s as ratios to the
+   embedded engine.
+The dataset is deleted at the end unless ``--keep`` (it is tens of GB at full scale).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _peak_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _duration(text: str) -> float:
+    from perfonto.commands.common import duration
+
+    return duration(text)
+
+
+def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
+    """One engine over ``data`` (a folder of host=… partitions) in this process."""
+    from perfonto.analysis.capture import dump_unavailable
+    from perfonto.metrics.catalog import load_catalog, select_metrics
+    from perfonto.metrics.dump_scan import plan_dump
+
+    graph = load_catalog(None, "sohu").graph
+    plan = plan_dump(data, graph.generation)  # the SQL engines evaluate what the dump can feed, as analyze does
+    gone = dump_unavailable(graph, set(plan.absent))
+    if gone:
+        graph = select_metrics(graph, [n for n in graph.metrics if n not in gone])
+    t0 = time.perf_counter()
+    if engine == "embedded":
+        from perfonto.analysis.capture import Capture
+        from perfonto.job import analyze_job
+        from perfonto.metrics.topology import read_topology
+
+        topo = read_topology(topology) if topology else None
+        rep = analyze_job(Capture(data), out=out, engine="embedded", topology=topo, force=True)
+        rows = rep.rows
+    elif engine == "duckdb":
+        import duckdb
+
+        from perfonto.codegen.sql import dump_source, generate_sql
+
+        source, host = dump_source(str(data))
+        sql = generate_sql(graph, source, sample_period_ns=None, order=False, host=host).rstrip().rstrip(";")
+        con = duckdb.connect()
+        con.execute(f"SET threads = {os.cpu_count()}")
+        con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/perfonto-duckdb-spill'")
+        rows = con.execute(f"COPY ({sql}) TO '{out}.parquet' (FORMAT parquet)").fetchone()[0]
+    else:
+        from perfonto.analysis.spark_engine import session, window_values
+
+        spark = session(engine.replace("spark-", ""))
+        try:
+            window_values(spark, graph, data, out, sample_period_ns=None)
+            rows = spark.read.parquet(str(out)).count()
+        finally:
+            spark.stop()
+    return {"rows": int(rows), "seconds": time.perf_counter() - t0, "peak_mb": _peak_mb()}
+
+
+def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) -> dict:
+    args = [sys.executable, __file__, "--child", engine, "--data", str(data), "--out", str(out)]
+    if topology:
+        args += ["--topology", str(topology)]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": (p.stderr or p.stdout).strip().splitlines()[-1:] or ["failed"]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--hosts", type=int, default=125)
+    ap.add_argument("--chips", type=int, default=8)
+    ap.add_argument("--duration", type=_duration, default=3600.0)
+    ap.add_argument("--period", type=_duration, default=0.1)
+    ap.add_argument("--subset", type=int, default=4, help="hosts for the engine comparison (default: 4)")
+    ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--child", default=None)
+    ap.add_argument("--data", type=Path)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--topology", type=Path, default=None)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a.child, a.data, a.out, a.topology)))
+        return
+    base = a.data_dir or Path(tempfile.mkdtemp(prefix="perfonto-fleet-bench-"))
+    data = base / f"fleet-{a.hosts}x{a.chips}-{a.duration:g}s-{a.period:g}s"
+    work = Path(tempfile.mkdtemp(prefix="perfonto-fleet-out-", dir=base))
+    try:
+        if not (data / "ground_truth.json").is_file():
+            t0 = time.perf_counter()
+            from perfonto.emulator.fleet import FleetSpec, generate_fleet
+            from perfonto.emulator.presets import generation
+
+            print(f"writing {a.hosts} hosts x {a.chips} chips, {a.duration:g} s at {a.period * 1e3:g} ms …", flush=True)
+            generate_fleet(generation("sohu"), FleetSpec(a.hosts, a.chips), data, duration_s=a.duration, sample_period_s=a.period)
+            print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
+        size = sum(f.stat().st_size for f in (data / "counters").rglob("*.parquet"))
+        full = run_child("embedded", data / "counters", work / "full", data / "topology.csv")
+        print(f"full fleet, embedded engine: {full}", flush=True)
+        sub = work / "subset"
+        for h in sorted((data / "counters").iterdir())[:a.subset]:
+            (sub / h.name).mkdir(parents=True)
+            os.link(h / "part-0.parquet", sub / h.name / "part-0.parquet")
+        res = {}
+        for eng in ("embedded", "duckdb", "spark-local[1]", "spark-local[2]"):
+            res[eng] = run_child(eng, sub, work / eng.replace("[", "").replace("]", ""))
+            print(f"subset, {eng}: {res[eng]}", flush=True)
+        rows = full.get("rows", 0)
+        print(f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × {int(round(a.duration / a.period)) + 1:,} samples "
+              f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
+              f"{os.cpu_count()} cores\n")
+        if "seconds" in full:
+            print(f"{'default engine (embedded), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
+                  f"peak {full['peak_mb'] / 1024:.2f} GB (target < 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})")
+        ref = res["embedded"]
+        for eng, r in res.items():
+            if "seconds" not in r:
+                print(f"{eng:48s} failed: {r.get('error')}")
+                continue
+            rate = r["rows"] / r["seconds"]
+            ratio = rate / (ref["rows"] / ref["seconds"]) if "seconds" in ref else float("nan")
+            print(f"{'subset (' + str(a.subset) + ' hosts), ' + eng:48s} {r['seconds']:9.1f} s  {rate:12,.0f} rows/s  "
+                  f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if not a.keep:
+            shutil.rmtree(data, ignore_errors=True)
+            if a.data_dir is None:
+                shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

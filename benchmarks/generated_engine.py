@@ -1,0 +1,192 @@
+"""The generated evaluator's engine for ``bench_eval.py``: the capture in the collector format's flat
+layout as an uncompressed Arrow IPC file (``make_flat``), memory-mapped and read in place as one
+(columns, rows) register view per batch, evaluated by the compiled kernel (``Stream.push_flat``) and
+written as Arrow IPC with the kernel's validity bitmaps.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _catalog():
+    from bench_eval import _catalog as catalog  # bench_eval imports this module: import it back lazily
+
+    return catalog()
+
+
+def _column_array(col, n):
+    from bench_eval import _column_array as column_array
+
+    return column_array(col, n)
+
+def flat_path(path: Path) -> Path:
+    return path.with_name(path.stem + "-flat.arrow")
+
+
+def make_flat(path: Path) -> None:
+    """The same capture in the collector format's flat layout (``name[i]`` columns) as an uncompressed
+    Arrow IPC file, one record batch per Parquet row group: the key columns first, then every register
+    column, so that a batch's register buffers lie back to back and read as one (columns, rows) view
+    of the memory-mapped file, without a copy."""
+    pf = pq.ParquetFile(str(path))
+    gen = _catalog().generation
+    tmp = flat_path(path).with_suffix(".tmp")
+    writer = None
+    for i in range(pf.num_row_groups):
+        t = pf.read_row_group(i)
+        cols, names = [t.column("chip").combine_chunks(), t.column("timestamp_ns").combine_chunks()], ["chip", "timestamp_ns"]
+        for name, sig in gen.signals.items():
+            c = t.column(name).combine_chunks()
+            if sig.axes:
+                flat = _column_array(c, sig.instances)
+                for k in range(sig.instances):
+                    cols.append(pa.array(np.ascontiguousarray(flat[:, k])))
+                    names.append(f"{name}[{k}]")
+            else:
+                cols.append(c)
+                names.append(name)
+        batch = pa.RecordBatch.from_arrays(cols, names=names)
+        if writer is None:
+            writer = pa.ipc.new_file(str(tmp), batch.schema.with_metadata(pf.schema_arrow.metadata))
+        writer.write_batch(batch)
+    writer.close()
+    tmp.rename(flat_path(path))
+
+
+def _register_view(batch: pa.RecordBatch, file_buf: pa.Buffer, base: int, names: list[str]):
+    """(columns, rows) uint64 view of the register columns ``names`` of a memory-mapped IPC batch and
+    the row of each name in it: zero-copy when their buffers lie at equal strides (as ``make_flat``
+    writes them), else one copy of those columns."""
+    idx = [batch.schema.get_field_index(n) for n in names]
+    arrs = [batch.column(k) for k in idx]
+    rows = batch.num_rows
+    addr = [a.buffers()[1].address + a.offset * 8 for a in arrs]
+    lo, hi = min(addr), max(addr)
+    order = sorted(range(len(addr)), key=addr.__getitem__)
+    if all(a.null_count == 0 and pa.types.is_uint64(a.type) for a in arrs) and len(addr) > 1:
+        stride = addr[order[1]] - addr[order[0]]
+        if stride >= rows * 8 and stride % 8 == 0 and (hi - lo) % stride == 0 and len(set(addr)) == len(addr) \
+                and all((x - lo) % stride == 0 for x in addr) and lo - base >= 0:
+            n = (hi - lo) // stride + 1
+            X = np.ndarray((n, rows), np.uint64, buffer=file_buf, offset=lo - base, strides=(stride, 8))
+            return X, np.array([(x - lo) // stride for x in addr], np.int64), True
+    X = np.stack([a.to_numpy(zero_copy_only=False).astype(np.uint64, copy=False) for a in arrs])
+    return X, np.arange(len(names), dtype=np.int64), False
+
+
+def _arrow_metrics(C, start, interval, res, names) -> pa.RecordBatch:
+    """The metric batch from the kernel's buffers: values and validity bitmaps as they are (Arrow's own
+    null handling; no pass over the values to find the nulls)."""
+    cols = [pa.array(np.tile(np.arange(C, dtype=np.int32), len(start) // C)), pa.array(start), pa.array(interval)]
+    for n in names:
+        v, bits = res[n]
+        flat = v.reshape(-1)
+        arr = pa.Array.from_buffers(pa.float64(), flat.size, [pa.py_buffer(bits), pa.py_buffer(flat)])
+        if v.ndim > 2:
+            arr = pa.FixedSizeListArray.from_arrays(arr, int(np.prod(v.shape[2:])))
+        cols.append(arr)
+    return pa.RecordBatch.from_arrays(cols, names=["chip", "start_ns", "interval_s"] + list(names))
+
+
+def engine_generated(data: Path, out: Path) -> dict:
+    """The generated evaluator's compiled kernel (``Stream.push_flat``) over the flat-layout Arrow IPC
+    copy of the capture, memory-mapped: each batch's registers are read in place as a (columns, rows)
+    view; metrics are written to an Arrow IPC file with their validity bitmaps as the kernel set them
+    (a writer thread; the kernel releases the GIL). The JIT compilation happens before the clock starts
+    and is reported as ``jit_s``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perfonto.codegen.python_evaluator import generate, load
+
+    graph = _catalog()
+    t0 = time.perf_counter()
+    mod = load(generate(graph))
+    import mmap
+
+    fh = open(flat_path(data), "rb")
+    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    file_buf = pa.py_buffer(mm)
+    reader = pa.ipc.open_file(pa.BufferReader(file_buf))  # batches are slices of the mapping: no copy
+    base = file_buf.address
+
+    def populate(i):
+        """Map batch ``i``'s pages ahead of the kernel (MADV_POPULATE_READ, else WILLNEED), on the other core."""
+        b = reader.get_batch(i)
+        spans = [(buf.address, buf.size) for col in b.columns for buf in col.buffers() if buf is not None]
+        lo = min(a for a, _ in spans) - base
+        hi = max(a + n for a, n in spans) - base
+        lo -= lo % mmap.PAGESIZE
+        try:
+            mm.madvise(22, lo, hi - lo)  # MADV_POPULATE_READ (Linux 5.14)
+        except OSError:
+            mm.madvise(mmap.MADV_WILLNEED, lo, hi - lo)
+        return lo, hi
+
+    def drop(span):
+        """Unmap a batch the kernel is done with (its pages stay in the page cache; the process's
+        resident memory stops growing with the file)."""
+        lo, hi = span
+        hi = min(len(mm), hi + (-hi) % mmap.PAGESIZE)
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+    names = list(mod.FLAT_COLUMNS)
+    warm = mod.Stream()  # compile the kernel for the batches' array types before the clock starts
+    b0 = reader.get_batch(0)
+    X, colmap, _ = _register_view(b0, file_buf, base, names)
+    C0 = int(b0.column("chip").to_numpy().max()) + 1
+    warm.push_flat(b0.column("timestamp_ns").to_numpy().reshape(-1, C0), X, colmap)  # the same array types as every batch
+    jit_s = time.perf_counter() - t0
+    stream = mod.Stream()
+    state = {"writer": None, "rows": 0, "views": 0}
+    prev_ts = None
+    t_start = time.perf_counter()
+
+    def write(C, start, interval, res):
+        batch = _arrow_metrics(C, start, interval, res, list(mod.METRICS))
+        if state["writer"] is None:
+            state["writer"] = pa.ipc.new_file(str(out), batch.schema)
+        state["writer"].write_batch(batch)
+        state["rows"] += batch.num_rows
+
+    with ThreadPoolExecutor(1) as writer, ThreadPoolExecutor(1) as pager:
+        written = None
+        paged = pager.submit(populate, 0)
+        for i in range(reader.num_record_batches):
+            span = paged.result()
+            if i + 1 < reader.num_record_batches:
+                paged = pager.submit(populate, i + 1)
+            b = reader.get_batch(i)
+            chip = b.column("chip").to_numpy()
+            C = int(chip.max()) + 1
+            S = len(chip) // C
+            ts = b.column("timestamp_ns").to_numpy().reshape(S, C)
+            X, colmap, view = _register_view(b, file_buf, base, names)
+            state["views"] += view
+            tk = time.perf_counter()
+            res = stream.push_flat(ts, X, colmap, reuse=True)
+            state["kernel_s"] = state.get("kernel_s", 0.0) + time.perf_counter() - tk
+            del X
+            pager.submit(drop, span)
+            if res is not None:
+                full = np.concatenate([prev_ts[None], ts]) if prev_ts is not None else ts
+                W = S if prev_ts is not None else S - 1
+                start, end = full[:-1][-W:], full[1:][-W:]
+                if written is not None:
+                    tw = time.perf_counter()
+                    written.result()
+                    state["wait_s"] = state.get("wait_s", 0.0) + time.perf_counter() - tw
+                written = writer.submit(write, C, start.reshape(-1), ((end - start).astype(np.float64) * 1e-9).reshape(-1), res)
+            prev_ts = ts[-1]
+        if written is not None:
+            written.result()
+    state["writer"].close()
+    del b
+    return {"rows": state["rows"], "seconds": time.perf_counter() - t_start, "jit_s": jit_s,
+            "kernel_s": round(state.get("kernel_s", 0.0), 3), "writer_wait_s": round(state.get("wait_s", 0.0), 3),
+            "zero_copy_batches": f"{state['views']}/{reader.num_record_batches}"}
+
+

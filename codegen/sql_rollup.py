@@ -1,0 +1,203 @@
+"""SQL target, fleet rollups: one query that gives every metric per chip, host, rack, pod and for the
+fleet, as ratios of totals — the rollups of ``analysis.fleet``, in SQL (DuckDB, Spark).
+
+Stages after the window stages of ``codegen.sql`` (``window_stages``):
+
+1. ``chip_tot`` — per (host, chip), for each *class* of metrics (the metrics that read the same
+   signals): the sums over the windows where every one of those signals is valid — counters summed,
+   gauges and packed fields as Σ value × interval, and Σ interval — as ``metrics.levels`` sums them;
+2. ``chip_run`` — the chip's run-level inputs: counters as summed, gauges ÷ Σ interval;
+3. ``placed`` — each chip with its ``rack`` and ``pod`` from the ``topology`` table (``host``,
+   ``chip``, ``rack``, ``pod``; NULL without one);
+4. ``nodes`` — one row per node of every level (``level``, ``node``, ``chips``): the chips' run-level
+   inputs combined as ``metrics.windows.server_level`` combines them (counters summed, gauges by
+   their ``across_chips`` rule — SUM, AVG or MAX —, packed fields by MAX, the interval the chips'
+   mean). The carried columns are sums (and maxima), so a rack's row is the rollup of its hosts' rows;
+5. formula layers per class (per-chip constants × ``chips``), then ``level``, ``node``, ``chips`` and
+   one column per metric (metrics with instance axes as lists; ``rollup max|min`` metrics are left out:
+   their values are extremes of window values, not ratios of sums).
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from perfonto.metrics import ir
+from perfonto.metrics.compiler import MetricGraph
+
+from .ir_passes import fold, nonfinite_sensitive
+from .sql import DIALECTS, SqlEmitter, window_stages
+from .sql_windows import _alias, _case, _cast, _col, _int, _is_null, _num
+
+LEVELS = (("chip", ("host", "chip")), ("host", ("host",)), ("rack", ("rack",)), ("pod", ("pod",)), ("fleet", ()))
+
+
+def _deps(graph: MetricGraph) -> dict[str, frozenset]:
+    import networkx as nx
+
+    gen = graph.generation
+    inputs = set(gen.signals) | set(gen.fields)
+    return {m: frozenset(n for n in nx.ancestors(graph.graph, m) if n in inputs) for m in graph.metrics}
+
+
+def _kind(gen, name: str) -> str:
+    if name in gen.fields:
+        return "field"
+    return "counter" if gen.signals[name].kind.value in ("counter", "histogram") else "gauge"
+
+
+def _refs(graph: MetricGraph, names: list[str]) -> list[str]:
+    """``names`` and the metrics they reference, in the graph's order."""
+    need, todo = set(names), list(names)
+    while todo:
+        stack = [graph.metrics[todo.pop()].ir]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ir.MetricRef) and n.metric not in need:
+                need.add(n.metric)
+                todo.append(n.metric)
+            stack.extend(ir.children(n))
+    return [m for m in graph.metrics if m in need]
+
+
+class RollupEmitter(SqlEmitter):
+    """``SqlEmitter`` over one class's rolled-up inputs: the interval is the class's, per-chip
+    constants scale with the node's chips, column names carry the class's tag."""
+
+    def __init__(self, graph, inputs, tag: str, interval: str):
+        super().__init__(graph, inputs)
+        self.tag = tag
+        self.interval_col = interval
+
+    def add_column(self, level: int, e: exp.Expression, prefix: str) -> str:
+        name = f"{prefix}{self.tag}_{self.n_cols}"
+        self.n_cols += 1
+        self.layers.setdefault(level, []).append(_alias(e, name))
+        return name
+
+    def interval(self, n: ir.Interval):
+        return [_col(self.interval_col)], 0
+
+    def const(self, n: ir.Const):
+        if not n.chip_power:
+            return [_num(n.value)], 0
+        scale = _cast(_col("chips"), "DOUBLE") if n.chip_power == 1 else exp.Pow(this=_cast(_col("chips"), "DOUBLE"), expression=_int(n.chip_power))
+        return [exp.Paren(this=exp.Mul(this=_num(n.value), expression=scale))], 0
+
+
+def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                       dialect: str = "duckdb", host: bool = True, topology: str | None = None) -> exp.Select:
+    """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
+    ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or pod level)."""
+    gen = graph.generation
+    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
+    deps = _deps(graph)
+    classes: dict[frozenset, list[str]] = {}
+    for m, meta in graph.metrics.items():
+        if not meta.rollup:
+            classes.setdefault(deps[m], []).append(m)
+    tot, run, agg = [_col("host"), _col("chip")], [_col("host"), _col("chip")], {}
+    inputs_of: list[dict[str, list[str]]] = []
+    for k, key in enumerate(classes):
+        cols = [c for s in sorted(key) for c in wins.input_cols.get(s, [])]
+        valid = exp.and_(*[exp.Not(this=_is_null(_col(c))) for c in cols]) if cols else exp.true()
+        dt = f"k{k}_dt"
+        tot.append(_alias(exp.Sum(this=_case(valid, _col("interval_s"))), dt))
+        run.append(_col(dt))
+        agg[dt] = exp.Avg(this=exp.Coalesce(this=_col(dt), expressions=[_num(0.0)]))
+        mapping: dict[str, list[str]] = {}
+        for s in sorted(key):
+            kind = _kind(gen, s)
+            rule = "sum" if kind == "counter" else ("max" if kind == "field" else gen.signals[s].across_chips)
+            mapping[s] = []
+            for c in wins.input_cols.get(s, []):
+                name = f"k{k}_{c}"
+                mapping[s].append(name)
+                if kind == "counter":
+                    tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
+                    run.append(_col(name))
+                else:
+                    tot.append(_alias(exp.Sum(this=_case(valid, exp.Mul(this=_col(c), expression=_col("interval_s")))), name))
+                    run.append(_alias(exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name))
+                fn = {"sum": exp.Sum, "max": exp.Max}.get(rule, exp.Avg)
+                agg[name] = fn(this=_col(name))
+        inputs_of.append(mapping)
+    ctes.append(("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False)))
+    ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
+    if topology:
+        placed = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
+                  .from_(exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))), copy=False)
+                  .join(exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
+                        on=exp.and_(exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
+                                    exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r"))), join_type="LEFT", copy=False))
+    else:
+        placed = exp.select(exp.Star(), _alias(_cast(exp.Null(), "VARCHAR"), "rack"), _alias(_cast(exp.Null(), "VARCHAR"), "pod")).from_("chip_run")
+    ctes.append(("placed", placed))
+    parts = []
+    for level, keys in LEVELS:
+        if level in ("rack", "pod") and not topology:
+            continue
+        if level == "chip":
+            node = exp.Concat(expressions=[_col("host"), exp.Literal.string("/"), _cast(_col("chip"), "VARCHAR")])
+        elif keys:
+            node = _cast(_col(keys[0]), "VARCHAR")
+        else:
+            node = exp.Literal.string("fleet")
+        sel = exp.select(_alias(exp.Literal.string(level), "level"), _alias(node, "node"),
+                         _alias(exp.Count(this=exp.Star()), "chips"), *[_alias(e.copy(), n) for n, e in agg.items()]).from_("placed", copy=False)
+        if keys:
+            sel = sel.group_by(*[_col(k) for k in keys], copy=False)
+        parts.append(sel)
+    union = parts[0]
+    for p in parts[1:]:
+        union = exp.union(union, p, distinct=False, copy=False)
+    ctes.append(("nodes", exp.select(exp.Star()).from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False)))
+    layers: dict[int, list[exp.Expression]] = {}
+    metric_cols: dict[str, tuple[list[str], int]] = {}
+    for k, (key, names) in enumerate(classes.items()):
+        em = RollupEmitter(graph, inputs_of[k], f"c{k}", f"k{k}_dt")
+        todo = _refs(graph, names)
+        roots = {n: fold(graph.metrics[n].ir) for n in todo}
+        counts: dict[ir.Node, int] = {}
+
+        def visit(n):
+            if isinstance(n, (ir.Op, ir.Rollup)):
+                counts[n] = counts.get(n, 0) + 1
+                if counts[n] > 1:
+                    return
+            for c in ir.children(n):
+                visit(c)
+
+        for r in roots.values():
+            visit(r)
+        em.shared = {n for n, c in counts.items() if c > 1}
+        em.sensitive = nonfinite_sensitive(list(roots.values()))
+        for n, root in roots.items():
+            em.metric(n, root)
+        for lv, es in em.layers.items():
+            layers.setdefault(lv, []).extend(es)
+        for n in names:
+            metric_cols[n] = em.metric_cols[n]
+    prev = "nodes"
+    for lv in sorted(layers):
+        ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
+        prev = f"l{lv}"
+    outputs = [_col("level"), _col("node"), _col("chips")]
+    for name, m in graph.metrics.items():
+        if name in metric_cols:
+            cols, _ = metric_cols[name]
+            value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
+            outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
+    query = exp.select(*outputs).from_(prev, copy=False)
+    for name, sel in ctes:
+        query = query.with_(name, as_=sel, copy=False)
+    return query
+
+
+def generate_rollup_sql(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
+                        dialect: str = "duckdb", host: bool = True, topology: str | None = None, pretty: bool = True) -> str:
+    """Text of the rollup query for ``dialect`` (see ``build_rollup_query``), with a header comment."""
+    assert dialect in DIALECTS, dialect
+    q = build_rollup_query(graph, source, sample_period_ns, dialect, host, topology)
+    header = (f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
+              f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n")
+    return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"

@@ -1,0 +1,64 @@
+"""Across-chips rules of the typer (``metrics.infer``): which metrics are clock rates (the mean over
+chips at server level, never their sum) and which divide a per-chip time by a leader-counted count
+(``group_rule``: at server level the groups' times, ``metrics.levels.group_times``).
+
+Each function takes the ``Typer`` whose metric is being typed (its generation, registry, compiled
+metrics and the leader flags of the metrics typed so far).
+"""
+from __future__ import annotations
+
+import pint
+
+from perfonto.dsl import ast
+from perfonto.ontology.model import SignalKind
+
+
+def is_frequency(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
+    """Cycles of one clock domain per second, or a plain frequency (Hz)."""
+    dims = dict(reg.Quantity(1, u).dimensionality)
+    if dims == {"[time]": -1}:
+        return True
+    cyc = [k for k in dims if k.endswith("_cycle]")]
+    return len(cyc) == 1 and dims == {cyc[0]: 1, "[time]": -1}
+
+
+def is_time(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
+    """Seconds, or cycles of one clock domain: a time measured on each chip."""
+    dims = dict(reg.Quantity(1, u).dimensionality)
+    return dims == {"[time]": 1} or (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1)
+
+
+def reads_leader(typer, e: ast.Expr) -> bool:
+    """Does ``e`` read a leader-counted signal (``counted_by: leader``), directly or through a metric?"""
+    gen = typer.gen
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name):
+            name = gen.aliases.get(n.name, n.name)
+            s = gen.signals.get(name)
+            if (s is not None and s.counted_by == "leader") or typer.leader_of.get(name, False):
+                return True
+    return False
+
+
+def reads_chip_time(typer, e: ast.Expr) -> bool:
+    """Does ``e`` read a counter that every chip counts (not only constants and leader counts)?"""
+    gen = typer.gen
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name):
+            name = gen.aliases.get(n.name, n.name)
+            s = gen.signals.get(name)
+            if s is not None and s.kind is SignalKind.counter and s.counted_by == "chip":
+                return True
+            m = typer.compiled.get(name)
+            if m is not None and any(gen.signals[x].counted_by == "chip" for x in m.signal_deps):
+                return True
+    return False
+
+
+def group_check(typer, e: ast.Binary, a, b) -> None:
+    """Mark the metric being typed ``group_rule`` when ``e`` (a ``*`` or ``/``, operands typed ``a``
+    and ``b``) combines a time that every chip measures with a leader-counted count."""
+    for t, te, other in ((a, e.left, e.right), (b, e.right, e.left)):
+        if t.node.degree >= 1 and not t.literal and is_time(typer.reg, t.unit) and reads_chip_time(typer, te) \
+                and not reads_leader(typer, te) and reads_leader(typer, other):
+            typer.group_rule = True

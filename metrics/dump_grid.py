@@ -1,0 +1,87 @@
+"""Rows of a counter dump placed on the sampling grid (the rules are in ``metrics.dump``'s docstring):
+with a sample period, a chip's sample lands at round((t − t0) / period) from its first sample; with
+a ``sample`` column, that is the grid; otherwise every chip must have the same number of samples.
+Absent grid points get a timestamp interpolated between their chip's neighbours."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dump_io import DumpError
+
+
+@dataclass
+class Grid:
+    """Where a dump's rows land on the sampling grid (``_grid``): ``keys`` (C, 2) host index and chip
+    number of every chip column (``host_names`` for the index, None without hosts); ``order``: the
+    rows sorted by chip column, then time; ``ci``/``grid``: the chip column and grid point of each
+    sorted row; ``stamps`` (S, C) timestamps with holes interpolated; ``present`` (S, C)."""
+
+    keys: np.ndarray
+    host_names: np.ndarray | None
+    order: np.ndarray
+    ci: np.ndarray
+    grid: np.ndarray
+    stamps: np.ndarray
+    present: np.ndarray
+    counts: np.ndarray
+    label: list[str]
+
+
+def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, n_grid: int | None = None,
+          check_span: bool = True) -> Grid:
+    """Place rows on the grid (module docstring). ``sample_base`` and ``n_grid`` come from the whole
+    dump when ``metrics.dump_scan`` places one part of it (default: this part's own); ``check_span``:
+    refuse rows that span far more grid points than they fill (``dump_scan`` checks the whole dump)."""
+    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
+    host_names = None if host is None else np.unique(host)
+    pair = np.stack([hk, chip], axis=1)
+    keys, chip_idx = np.unique(pair, axis=0, return_inverse=True)
+    chip_idx = chip_idx.reshape(-1)
+    if len(keys) == 0:
+        raise DumpError(f"{p}: the dump holds no samples")
+    order = np.lexsort((ts, chip_idx))
+    ci = chip_idx[order]
+    ts_sorted = ts[order]
+    C = len(keys)
+    counts = np.bincount(ci, minlength=C)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
+    same = np.diff(ci) == 0
+    if np.any(np.diff(ts_sorted)[same] <= 0):
+        c = int(ci[1:][same & (np.diff(ts_sorted) <= 0)][0])
+        raise DumpError(f"{p}: timestamps of chip {label[c]} do not increase (duplicate or out-of-order samples)")
+    if counts.min() < 2:
+        c = int(np.argmin(counts))
+        raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
+    if sample is not None:
+        grid = sample[order]
+        if np.any(grid < 0):
+            raise DumpError(f"{p}: negative sample numbers")
+        if np.any(np.diff(grid)[same] <= 0):
+            raise DumpError(f"{p}: sample numbers of one chip do not increase")
+        grid = grid - (grid.min() if sample_base is None else sample_base)
+    elif period > 0:
+        t0 = ts_sorted[starts][ci]
+        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
+        if np.any(np.diff(grid)[same] <= 0):
+            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
+    else:
+        if not np.all(counts == counts[0]):
+            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
+                            "sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
+        grid = np.arange(len(order)) - starts[ci]
+    S = int(grid.max()) + 1 if n_grid is None else int(n_grid)
+    if check_span and n_grid is None and S > 2 * int(counts.max()) + 16:
+        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
+                        "sampling grid (corrupt?) or the sample period is wrong")
+    present = np.zeros((S, C), dtype=bool)
+    present[grid, ci] = True
+    stamps = np.zeros((S, C), dtype=np.int64)
+    stamps[grid, ci] = ts_sorted
+    if not present.all():  # fill holes on the grid so that intervals stay defined (their windows are null)
+        for c in range(C):
+            have = np.nonzero(present[:, c])[0]
+            stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
+    return Grid(keys, host_names, order, ci, grid, stamps, present, counts, label)

@@ -1,0 +1,119 @@
+"""Where the chips of a fleet are: a topology file mapping (``host``, ``chip``) to ``rack`` and ``pod``.
+
+Columns: ``host`` (required), ``chip`` (optional: a row without a chip places every chip of the host),
+``rack`` (required), ``pod`` (optional). Files: CSV (a header row), Parquet, or YAML — a list of rows
+(``- {host: h0, rack: r0, pod: p0}``) or a mapping from host to its place (``h0: {rack: r0, pod: p0}``).
+Every failure is a ``TopologyError`` naming the file, the row and the column, and what to do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .dump_io import DumpError
+
+COLUMNS = ("host", "chip", "rack", "pod")
+
+
+class TopologyError(DumpError):
+    """A topology file that cannot be read, or that does not place a chip of the dump."""
+
+
+@dataclass
+class Topology:
+    """``place[(host, chip)]`` and ``place[(host, None)]`` (every chip of the host) → (rack, pod)."""
+
+    path: str
+    place: dict[tuple[str, int | None], tuple[str, str | None]] = field(default_factory=dict)
+
+    def of(self, host: str | None, chip: int) -> tuple[str, str | None]:
+        """(rack, pod) of a chip. Raises ``TopologyError`` when the file does not place it."""
+        key = (str(host) if host is not None else "", int(chip))
+        if key in self.place:
+            return self.place[key]
+        if (key[0], None) in self.place:
+            return self.place[(key[0], None)]
+        hosts = sorted({h for h, _ in self.place})
+        from perfonto.ontology.diagnostics import did_you_mean
+
+        hint = did_you_mean(key[0], hosts)
+        raise TopologyError(f"{self.path}: column `host`: no row places host `{key[0]}` chip {key[1]} of the dump"
+                            + (f" ({hint})" if hint else "") + "; add a row for it (a row without `chip` places every chip of a host)")
+
+
+def _rows(path: Path) -> list[dict]:
+    name = path.name.lower()
+    try:
+        if name.endswith((".yaml", ".yml")):
+            import yaml
+
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                rows = []
+                for h, v in data.items():
+                    if not isinstance(v, dict):
+                        raise TopologyError(f"{path}: host `{h}`: expected a mapping with `rack` (and `pod`), got {type(v).__name__}")
+                    rows.append({"host": h, **v})
+                return rows
+            if isinstance(data, list) and all(isinstance(r, dict) for r in data):
+                return data
+            raise TopologyError(f"{path}: a YAML topology is a list of rows or a mapping host → {{rack, pod}}")
+        if name.endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+
+            return pq.read_table(str(path)).to_pylist()
+        if name.endswith(".csv"):
+            import pyarrow as pa
+            import pyarrow.csv as pcsv
+
+            opts = pcsv.ConvertOptions(column_types={"host": pa.string(), "rack": pa.string(), "pod": pa.string()},
+                                       strings_can_be_null=True)
+            return pcsv.read_csv(str(path), convert_options=opts).to_pylist()
+    except TopologyError:
+        raise
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot read the topology ({exc.strerror or exc})") from None
+    except Exception as exc:  # a parser's own error: say which file and what it said
+        raise TopologyError(f"{path}: not a readable topology file ({' '.join(str(exc).split())[:300]})") from None
+    raise TopologyError(f"{path}: unknown file type; a topology is .csv, .parquet or .yaml")
+
+
+def read_topology(path: str | Path) -> Topology:
+    """Read a topology file (module docstring).
+
+    Raises:
+        TopologyError: unreadable file, an unknown or missing column, an empty host or rack, a chip
+            that is not a non-negative integer, a chip placed twice.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TopologyError(f"{p}: no such topology file")
+    rows = _rows(p)
+    if not rows:
+        raise TopologyError(f"{p}: the topology has no rows; give one row per host (host, rack, pod)")
+    topo = Topology(str(p))
+    for i, row in enumerate(rows, start=1):
+        unknown = sorted(set(row) - set(COLUMNS))
+        if unknown:
+            raise TopologyError(f"{p}: row {i}: column `{unknown[0]}` is not a topology column ({', '.join(COLUMNS)})")
+        for col in ("host", "rack"):
+            if row.get(col) in (None, ""):
+                raise TopologyError(f"{p}: row {i}: column `{col}` is empty; every row names its host and rack")
+        chip = row.get("chip")
+        if chip in ("", None):
+            chip = None
+        else:
+            try:
+                chip = int(chip)
+                if chip < 0 or str(row["chip"]).strip().lstrip("+") not in (str(chip), f"{chip}.0"):
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise TopologyError(f"{p}: row {i}: column `chip` is {row['chip']!r}; a chip is a non-negative integer "
+                                    "(leave it empty to place every chip of the host)") from None
+        key = (str(row["host"]), chip)
+        if key in topo.place:
+            raise TopologyError(f"{p}: row {i}: column `host`: host `{key[0]}`" + (f" chip {chip}" if chip is not None else "")
+                                + " is placed twice")
+        pod = row.get("pod")
+        topo.place[key] = (str(row["rack"]), None if pod in (None, "") else str(pod))
+    return topo

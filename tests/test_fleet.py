@@ -1,0 +1,201 @@
+"""Fleet scale (issue 14): the embedded engine in pieces equals the in-memory path; a partitioned fleet
+with chips numbered per host gives one row per (host, chip, window), rollups equal to the generator's
+ground truth and the injected slow chips among the top outliers; topology and fleet errors are clear."""
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from fleet_data import PERIOD_NS, dirty_fleet
+from perfonto.analysis.bottleneck import analyse
+from perfonto.analysis.chunked import evaluate_chunked
+from perfonto.analysis.evaluate import evaluate_windows
+from perfonto.analysis.validate import truth_table
+from perfonto.cli import main
+from perfonto.codegen.python_evaluator import generate, load
+from perfonto.emulator.fleet import FleetSpec, generate_fleet, parse_fleet
+from perfonto.emulator.partition import node_truth
+from perfonto.metrics.dump_scan import plan_dump
+from perfonto.metrics.topology import TopologyError, read_topology
+from perfonto.metrics.windows import DumpError, prepare, read_counters
+
+
+@pytest.fixture(scope="module")
+def evaluator(library):
+    return load(generate(library))
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    m = ~np.isnan(b)
+    return float(np.max(np.abs(a[m] - b[m]) / np.maximum(np.abs(b[m]), 1e-300))) if m.any() else 0.0
+
+
+def test_pieces_equal_the_in_memory_path(tmp_path, library, evaluator):
+    src = dirty_fleet(tmp_path, library.generation)
+    dump = read_counters(src, library.generation, sample_period_ns=PERIOD_NS)
+    ev = evaluate_windows(library, evaluator, prepare(dump, library.generation), dump)
+    res = evaluate_chunked(library, evaluator, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS),
+                           tmp_path / "metrics", chunk_rows=64)  # 32 samples a piece: pieces cross row groups
+    got = res.evaluation
+    assert list(got.hosts) == list(ev.hosts) and list(got.chips) == list(ev.chips) == [0, 1, 0, 1, 0, 1]
+    t = pq.read_table(tmp_path / "metrics").to_pandas().sort_values(["window", "host", "chip"])
+    W, C = ev.windows.interval.shape
+    for name in library.metrics:  # window values: bit for bit
+        if library.metrics[name].axes:
+            continue
+        col = np.array([np.nan if v is None else v for v in t[name]], float).reshape(W, C)
+        assert np.array_equal(col, ev.window[name], equal_nan=True), name
+    worst = max(max(_rel(got.per_chip[n], ev.per_chip[n]), _rel(got.server[n], ev.server[n])) for n in library.metrics)
+    assert worst <= 1e-12  # only the order of the floating-point sums differs
+    assert got.nulls == ev.nulls and set(got.nulls) >= {"mxu.utilization", "power.temperature_mean", "dma.bandwidth"}
+    assert all(abs(got.coverage[k] - ev.coverage[k]) < 1e-12 for k in ev.coverage) and min(ev.coverage.values()) < 1
+    a, b = analyse(library, ev), analyse(library, got, checks=res.checks)
+    assert (a.violation_counts, a.tree_violations, a.bottleneck) == (b.violation_counts, b.tree_violations, b.bottleneck)
+    assert [vars(v) for v in a.violations] == [vars(v) for v in b.violations]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory, sohu):
+    out = tmp_path_factory.mktemp("fleet")
+    truth = generate_fleet(sohu, FleetSpec(8, 4), out / "data", duration_s=0.4, sample_period_s=2e-3, warmup_steps=100)
+    assert main(["analyze", str(out / "data" / "counters"), "--topology", str(out / "data" / "topology.csv"),
+                 "--out", str(out / "run"), "--json"]) == 0
+    return out, truth, json.loads((out / "run" / "report.json").read_text())
+
+
+def test_fleet_rows_rollups_and_outliers(fleet, library):
+    out, truth, rep = fleet
+    t = pq.read_table(out / "run" / "metrics").to_pandas()
+    W = 200
+    assert len(t) == 8 * 4 * W and not t.duplicated(["host", "chip", "window"]).any()  # chips 0..3 on every host
+    assert sorted(t["chip"].unique()) == [0, 1, 2, 3] and t["host"].nunique() == 8
+    f = rep["fleet"]
+    assert [n["node"] for n in f["levels"]["rack"]] == ["r00", "r01"] and f["levels"]["fleet"][0]["chips"] == 32
+    checked = 0
+    for level in ("host", "rack", "pod", "fleet"):
+        for node in f["levels"][level]:
+            chips = [(c["host"], c["chip"]) for c in f["chips"] if level == "fleet" or c[level] == node["node"]]
+            for metric, fn in truth_table(library.generation, node_truth(truth, chips)).items():
+                value = node["metrics"].get(metric)
+                try:
+                    want = fn()
+                except (KeyError, ZeroDivisionError):
+                    continue
+                if value is None or not np.isfinite(want) or want == 0:
+                    continue
+                assert value == pytest.approx(want, rel=2e-4), (level, node["node"], metric)
+                checked += 1
+    assert checked > 8 * 30
+    slow = {tuple(s) for s in truth["slow_chips"]}
+    assert len(slow) == 2
+    for metric in ("mxu.utilization", "topdown.compute_bound"):
+        top = {(o["host"], o["chip"]) for o in f["outliers"][metric]["high"][:len(slow)]}
+        assert top == slow, (metric, top)
+        assert all(o["rack"] for o in f["outliers"][metric]["high"])
+    hot = set(truth["hot_racks"])
+    assert {o["rack"] for o in f["outliers"]["power.temperature_mean"]["high"]} <= hot
+    low = f["outliers"]["c2c.bandwidth_utilization"]["low"]
+    assert {o["host"] for o in low[:4]} == {truth["throttled_links"][0][0]}  # the whole host waits on its slow ring
+    assert rep["engine"] == "embedded" and f["spread"]["mxu.utilization"]["max"] >= f["spread"]["mxu.utilization"]["p99"]
+
+
+def test_rollups_of_rollups_are_exact(fleet):
+    _, _, rep = fleet
+    f = rep["fleet"]["levels"]
+    racks = {n["node"]: n["metrics"]["tokens_per_second"] for n in f["rack"]}
+    hosts = {n["node"]: n["metrics"]["tokens_per_second"] for n in f["host"]}
+    place = {c["host"]: c["rack"] for c in rep["fleet"]["chips"]}
+    for rack, v in racks.items():
+        assert v == pytest.approx(sum(x for h, x in hosts.items() if place[h] == rack), rel=1e-12)
+    assert f["fleet"][0]["metrics"]["tokens_per_second"] == pytest.approx(sum(racks.values()), rel=1e-12)
+
+
+@pytest.mark.parametrize("text, error", [
+    ("host,rack\nh0,\n", "row 1: column `rack` is empty"),
+    ("host,rack,zone\nh0,r0,z\n", "row 1: column `zone` is not a topology column"),
+    ("host,chip,rack\nh0,x,r0\n", "row 1: column `chip` is 'x'"),
+    ("host,rack\nh0,r0\nh0,r1\n", "row 2: column `host`: host `h0` is placed twice"),
+])
+def test_bad_topology_files_name_row_and_column(tmp_path, text, error):
+    p = tmp_path / "topo.csv"
+    p.write_text(text)
+    with pytest.raises(TopologyError) as e:
+        read_topology(p)
+    assert str(e.value).startswith(f"{p}: ") and error in str(e.value)
+
+
+def test_yaml_topology_and_unknown_host(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("h000: {rack: r0, pod: p0}\nh001: {rack: r0}\n")
+    topo = read_topology(p)
+    assert topo.of("h000", 3) == ("r0", "p0") and topo.of("h001", 0) == ("r0", None)
+    with pytest.raises(TopologyError, match=r"column `host`: no row places host `h002` chip 1.*did you mean"):
+        topo.of("h002", 1)
+
+
+def test_cli_unknown_host_and_mixed_generations_are_one_json_error(fleet, tmp_path, capsys):
+    out, _, _ = fleet
+    topo = tmp_path / "t.csv"
+    topo.write_text("host,rack\nh000,r0\n")
+    code = main(["analyze", str(out / "data" / "counters"), "--topology", str(topo), "--out", str(tmp_path / "o"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["ok"] is False and "no row places host `h001`" in doc["error"] and str(topo) in doc["error"]
+    mixed = tmp_path / "mixed"
+    for host, gen in (("a", "sohu"), ("b", "caelius")):
+        t = pq.read_table(out / "data" / "counters" / "host=h001" / "part-0.parquet")
+        meta = json.loads(t.schema.metadata[b"perfonto"]) | {"generation": gen}
+        (mixed / f"host={host}").mkdir(parents=True)
+        pq.write_table(t.replace_schema_metadata({b"perfonto": json.dumps(meta)}), mixed / f"host={host}" / "part-0.parquet")
+    with pytest.raises(DumpError, match=r"host=b/part-0.parquet: written for generation `caelius`, but .*host=a/part-0.parquet"):
+        plan_dump(mixed, library_generation(out))
+    assert main(["analyze", str(mixed), "--engine", "embedded", "--out", str(tmp_path / "o2"), "--json"]) == 1
+    assert "a dump holds one generation" in json.loads(capsys.readouterr().out)["error"]
+
+
+def library_generation(out):
+    from perfonto.ontology import load_generation
+
+    return load_generation("sohu")[0]
+
+
+def test_parse_fleet():
+    assert parse_fleet("16x8") == (16, 8)
+    for bad in ("16", "0x8", "ax8", "4x"):
+        with pytest.raises(ValueError, match="HOSTSxCHIPS"):
+            parse_fleet(bad)
+    assert main(["emulate", "--fleet", "4by8", "--out", "x", "--json"]) == 2
+
+
+def test_rollup_sql_equals_the_report(fleet, library):
+    """The generated rollup query (DuckDB) gives the report's rollups at every level."""
+    import pyarrow as pa
+
+    from perfonto.codegen.sql import dump_source
+    from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+    duckdb = pytest.importorskip("duckdb")
+    out, _, rep = fleet
+    chips = rep["fleet"]["chips"]
+    con = duckdb.connect()
+    con.register("topology", pa.table({k: [c[k] for c in chips] for k in ("host", "chip", "rack", "pod")}))
+    source, host = dump_source(str(out / "data" / "counters"))
+    res = con.sql(generate_rollup_sql(library, source, topology="topology")).df()
+    assert sorted(res.level.unique()) == ["chip", "fleet", "host", "pod", "rack"] and len(res) == 32 + 8 + 2 + 1 + 1
+    compared = 0
+    for level in ("host", "rack", "pod", "fleet"):
+        for node in rep["fleet"]["levels"][level]:
+            row = res[(res.level == level) & (res.node == node["node"])].iloc[0]
+            assert row.chips == node["chips"]
+            for m, v in node["metrics"].items():
+                if m in res.columns and v is not None:
+                    assert row[m] == pytest.approx(v, rel=1e-9, abs=1e-12), (level, node["node"], m)
+                    compared += 1
+    assert compared > 4 * 60
+    chip_rows = res[res.level == "chip"].set_index("node")
+    for c in rep["per_chip"]:
+        for m, v in c["metrics"].items():
+            if m in chip_rows.columns and v is not None:
+                assert chip_rows.loc[f"{c['host']}/{c['chip']}", m] == pytest.approx(v, rel=1e-9, abs=1e-12), m

