@@ -127,7 +127,7 @@ def trace_time_split(trace_path: str | Path, windows) -> dict:
     chip = np.asarray(t["chip"])
     start = np.asarray(t["start_ns"], dtype=np.float64)
     end = np.asarray(t["end_ns"], dtype=np.float64)
-    device = np.array([str(c) != "host" for c in t["clock"]])
+    device = np.array([str(c) != "host" for c in t["clock"]], dtype=bool)
     totals = {"compute_only": 0.0, "communication_only": 0.0, "overlap": 0.0, "idle": 0.0}
     window_total = 0.0
     starts = windows.start_ns

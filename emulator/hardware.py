@@ -105,6 +105,16 @@ def _spec(gen: Generation, name: str, to: str, allow_zero: bool = False) -> floa
     return v
 
 
+#: The spec constants the emulator reads and the ``Hardware`` field each sets (besides the clocks,
+#: ``spec.clock.<domain>`` → ``clock_hz[domain]``): what a what-if study can vary.
+SPEC_FIELDS: dict[str, str] = {
+    "spec.mxu.peak_flops_fp8": "peak_fp8", "spec.mxu.peak_flops_bf16": "peak_bf16", "spec.mxu.peak_flops_fp4": "peak_fp4",
+    "spec.vpu.peak_flops": "vpu_peak", "spec.hbm.capacity": "hbm_capacity", "spec.hbm.peak_bandwidth": "hbm_bw",
+    "spec.sram.capacity": "sram_capacity", "spec.sram.peak_bandwidth": "sram_bw", "spec.c2c.peak_bandwidth": "c2c_bw",
+    "spec.pcie.peak_bandwidth": "pcie_bw", "spec.power.tdp": "tdp", "spec.power.idle": "idle_power",
+}
+
+
 def _instances(gen: Generation, block: str, default: int = 1) -> int:
     """Product of a block's instance axis sizes (``default`` when the block is absent)."""
     b = gen.blocks.get(block)

@@ -80,6 +80,8 @@ CODES: dict[str, str] = {
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
     "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
     "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",
+    # what-if studies (perfonto coverage)
+    "scenario": "a coverage scenario the emulator cannot run as written (unknown key or knob, bad value)",
     # test vectors
     "vector-input": "a test vector's inputs do not match the generation's signals",
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",

@@ -129,6 +129,10 @@ MISSING_FILE = {
     "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
     "serve": ["serve", "--follow", "{m}", "--port", "0"],
     "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
+    "sweep": ["sweep", "--catalog", "{m}", "--vary", "isl=128,256", "--no-cache"],
+    "sensitivity": ["sensitivity", "--catalog", "{m}", "--no-cache"],
+    "compare": ["compare", "sohu", "{m}.yaml", "--no-cache"],
+    "coverage": ["coverage", "--scenarios", "{m}.yaml"],
     "report": ["report", "{m}", "--html", "{t}/r.html"],
 }
 BAD_VALUE = {
@@ -140,6 +144,8 @@ BAD_VALUE = {
     "diff": ["diff", "sohu", "nosuch"], "validate": ["validate", "--generation", "nosuch"],
     "check": ["check", "--generation", "nosuch"], "docs": ["docs", "--generation", "nosuch", "--out", "o"],
     "serve": ["serve", "--follow", "x", "--port", "70000"],
+    "sweep": ["sweep", "--vary", "spec.hbm.peak_bandwidth=4..16TB/s:0"], "sensitivity": ["sensitivity", "--step", "-1"],
+    "compare": ["compare", "sohu", "caelius", "--vary", "isl=1..2:x"], "coverage": ["coverage", "--seeds", "0"],
     "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
 }
 

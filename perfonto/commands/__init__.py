@@ -3,4 +3,5 @@
 help order; adding a command is adding a module and one name here."""
 
 COMMANDS = ["run", "analyze", "emulate", "check", "diff", "codegen", "docs", "explain", "test", "validate", "project",
-            "validate-emulator", "emulator-quantities", "calibrate", "import", "export", "align", "timeline", "serve", "report"]
+            "sweep", "sensitivity", "compare", "coverage", "validate-emulator", "emulator-quantities", "calibrate", "import",
+            "export", "align", "timeline", "serve", "report"]

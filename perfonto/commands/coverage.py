@@ -1,0 +1,161 @@
+"""``perfonto coverage``: run the coverage scenarios (several seeds), judge whether the catalog tells
+them apart, and what each counter buys (``whatif.coverage``). Exit 1 when a pair of scenarios is
+not told apart (a command that judges)."""
+from __future__ import annotations
+
+import json
+import tempfile
+
+from .common import CommandError, catalog_failure, positive_int, stdout
+
+
+def register(sub) -> None:
+    p = sub.add_parser("coverage", help="which metrics each scenario moves, whether the catalog tells the scenarios apart, "
+                                        "what each counter buys")
+    p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
+    p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder (a proposed counter is judged by what it adds)")
+    p.add_argument("--scenarios", default=None, metavar="FILE", help="more scenarios (YAML, the format of perfonto/whatif/scenarios.yaml)")
+    p.add_argument("--only", default=None, metavar="A,B", help="only these scenarios")
+    p.add_argument("--seeds", type=positive_int, default=3, help="runs per scenario, seeds 0..N-1, for run-to-run noise (default: 3)")
+    p.add_argument("--without", action="append", default=[], metavar="SIGNAL",
+                   help="judge the catalog recompiled without SIGNAL (repeat); every counter a diagnosis reads is judged anyway")
+    p.add_argument("--only-without", action="store_true", help="judge only the --without counters (faster)")
+    p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
+    p.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)")
+    p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    p.set_defaults(func=cmd_coverage)
+
+
+def _proposed(gen) -> list[str]:
+    """Signals of ``gen`` its parent generation does not have (a catalog folder's proposals)."""
+    from perfonto.ontology.loader import load_generation
+
+    if len(gen.lineage) < 2:
+        return []
+    parent, _ = load_generation(gen.lineage[-2])
+    return sorted(set(gen.signals) - set(parent.signals)) if parent is not None else []
+
+
+def cmd_coverage(args) -> int:
+    from perfonto.ontology.diagnostics import CatalogError
+    from perfonto.whatif.catalogs import parts
+    from perfonto.whatif.cliargs import target_of
+    from perfonto.whatif.coverage import judge
+    from perfonto.whatif.knobs import KnobError
+    from perfonto.whatif.runs import run_all
+    from perfonto.whatif.scenarios import ScenarioError, load_scenarios
+
+    from .project import EmuProgress
+
+    target = target_of(args.generation, args.catalog)
+    try:
+        gen = parts(target)[0].generation
+    except CatalogError as exc:
+        raise catalog_failure(exc, args) from None
+    try:
+        nominal, scs = load_scenarios(args.scenarios, gen)
+    except ScenarioError as exc:
+        code = 2 if any(d.code == "io" for d in exc.diagnostics) else 1
+        raise CommandError(f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics) from None
+    if args.only:
+        want = [s.strip() for s in args.only.split(",") if s.strip()]
+        names = [s.name for s in scs]
+        bad = [w for w in want if w not in names]
+        if bad or len(want) < 2:
+            from perfonto.ontology.diagnostics import did_you_mean
+
+            hint = did_you_mean(bad[0], names) if bad else ""
+            raise CommandError(f"--only: {'no scenario ' + repr(bad[0]) if bad else 'name at least two scenarios'}; "
+                               f"{hint or 'scenarios: ' + ', '.join(names)}", 2)
+        scs = [s for s in scs if s.name in want]
+    for s in args.without:
+        if s not in gen.signals:
+            from perfonto.ontology.diagnostics import did_you_mean
+
+            raise CommandError(f"--without {s}: `{gen.name}` has no signal `{s}`; {did_you_mean(s, gen.signals) or 'see perfonto explain'}", 2)
+    proposed = _proposed(gen) if args.catalog else []
+    with tempfile.TemporaryDirectory(prefix="perfonto-coverage-") as tmp:
+        work = args.keep or tmp
+        try:
+            with EmuProgress(f"coverage: {len(scs) + 1} runs × {args.seeds} seeds", enabled=not args.json, after_s=0.5) as bar:
+                runs = run_all(target, nominal, scs, list(range(args.seeds)), work, jobs=args.jobs, progress=bar)
+            cov = judge(target, scs, runs, without=args.without, all_counters=not args.only_without, proposed=proposed)
+        except KnobError as exc:
+            raise CommandError(str(exc), 1) from None
+    if not cov.scenarios:
+        first = next((r["error"] for r in runs if r.get("error")), "no run")
+        raise CommandError(f"no scenario could be emulated: {first}", 1)
+    doc = {"generation": gen.name, **cov.to_json()}
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=2, default=str)
+        except OSError as exc:
+            from .common import why
+
+            raise CommandError(why(exc), 1) from None
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        _render(cov, gen.name, args)
+    return 0 if cov.all_told_apart else 1
+
+
+def _short(m: str | None) -> str:
+    return "—" if m in (None, "None") else m.removeprefix("topdown.")
+
+
+def _render(cov, gen: str, args) -> None:
+    from rich.table import Table
+
+    out = stdout()
+    t = Table(title=f"coverage of the {gen} catalog: {len(cov.scenarios)} scenarios × {args.seeds} seeds (diagnosis = "
+                    "headline + thresholds it adds to the nominal run's)")
+    for col in ("scenario", "headline", "findings it adds", "expected", "metrics moved"):
+        t.add_column(col)
+    for s in cov.scenarios:
+        d = cov.diagnosis[s]
+        exp = cov.expected.get(s)
+        t.add_row(s, ", ".join(f"{_short(h)}" + (f" ×{n}" if len(d["headlines"]) > 1 else "") for h, n in d["headlines"].items()),
+                  ", ".join(d["findings"]) or "—", ("yes" if exp["met"] else f"no (wanted {_short(exp['expect'])})") if exp else "—",
+                  str(len(cov.moves.get(s, {}))))
+    out.print(t)
+    heads = sorted({h for s in cov.scenarios for h in cov.diagnosis[s]["headlines"]})
+    c = Table(title="confusion: headlines of each scenario's runs")
+    c.add_column("scenario")
+    for h in heads:
+        c.add_column(_short(h), justify="right")
+    for s in cov.scenarios:
+        c.add_row(s, *[str(cov.diagnosis[s]["headlines"].get(h, "")) for h in heads])
+    out.print(c)
+    missed = [k for k, v in cov.pairs.items() if v is None]
+    by_finding = {k: v for k, v in cov.pairs.items() if v and v["by"] == "finding"}
+    out.print(f"pairs told apart: {len(cov.pairs) - len(missed)} of {len(cov.pairs)}"
+              + (f" ({len(by_finding)} by a finding only: " + "; ".join(f"{k} by {v['metric']}" for k, v in by_finding.items()) + ")"
+                 if by_finding else ""))
+    for k in missed:
+        out.print(f"  [bold]not told apart[/]: {k}")
+    out.print(f"counters no metric reads ({len(cov.unread)}): {', '.join(cov.unread) or '—'}")
+    out.print(f"metrics no scenario moves ({len(cov.unmoved)}): {', '.join(cov.unmoved) or '—'}", markup=False)
+    if cov.never_evaluated:
+        out.print(f"metrics no run evaluated ({len(cov.never_evaluated)}): {', '.join(cov.never_evaluated)}", markup=False)
+    w = Table(title="without a counter: the catalog recompiled without it, every run judged again")
+    for col in ("counter", "diagnoses lost", "pairs no longer told apart"):
+        w.add_column(col)
+    quiet = []
+    for sig, e in sorted(cov.without.items(), key=lambda kv: (-len(kv[1].get("lost_diagnoses", [])), kv[0])):
+        lost = e.get("lost_diagnoses", [])
+        if not lost and sig not in args.without:
+            quiet.append(sig)
+            continue
+        text = "; ".join(f"{x['scenario']}: {_short(x['before'][0])} → {_short(x['after'][0]) if x['after'] else 'none'}"
+                         if x["what"] == "headline" else f"{x['scenario']}: {x['before'][0]} no longer flags" for x in lost)
+        w.add_row(sig, text or "—", ", ".join(e.get("lost_pairs", [])) or "—")
+    out.print(w)
+    if quiet:
+        out.print(f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): {', '.join(quiet)}")
+    for sig, e in cov.proposed.items():
+        out.print(f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
+                  f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "
+                  f"{len(e.get('lost_diagnoses', []))} diagnosis(es), tells {len(e.get('lost_pairs', []))} pair(s) apart")

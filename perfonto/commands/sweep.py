@@ -1,0 +1,119 @@
+"""``perfonto sweep``: vary spec constants and workload knobs over ranges or lists (``whatif.knobs``
+gives the syntax), project every point in parallel, mark where the bottleneck changes."""
+from __future__ import annotations
+
+import json
+
+from .common import CommandError, stdout
+
+
+def register(sub) -> None:
+    from perfonto.whatif.cliargs import add_workload_args
+
+    p = sub.add_parser("sweep", help="project a grid of spec constants and workload knobs; tokens/s, latency, MFU, bottleneck")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
+                   help="a knob and its values: spec.hbm.peak_bandwidth=4..16TB/s:7, isl=128,2048, "
+                        "concurrency=1..256:9:log, model=llama-3.1-8b,llama3-70b (repeat for a grid)")
+    add_workload_args(p)
+    p.add_argument("--out", default=None, metavar="FILE", help="the table as .csv, .parquet or .json")
+    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
+    p.add_argument("--tol", type=float, default=0.005, help="relative width to which a crossing is bisected (default: 0.005)")
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args) -> int:
+    from perfonto.whatif.cliargs import base_point, cache_of, target_of
+    from perfonto.whatif.knobs import KnobError, parse_vary
+    from perfonto.whatif.points import base_generation
+    from perfonto.whatif.sweep import sweep, write_table
+
+    from .project import EmuProgress
+
+    if not (0 < args.tol < 1):
+        raise CommandError(f"--tol must be between 0 and 1 (a relative width), got {args.tol}", 2)
+    try:
+        target = target_of(args.generation, args.catalog)
+        gen = base_generation(target)
+        knobs = [parse_vary(v, gen) for v in args.vary]
+        base = base_point(args)
+        if not knobs:
+            raise KnobError("nothing to sweep: give at least one --vary NAME=VALUES (e.g. --vary spec.hbm.peak_bandwidth=4..16TB/s:7)")
+        for k in knobs:
+            if k.name in dict(base.workload):
+                raise KnobError(f"--vary {k.name} and --{k.name.replace('_', '-')} both set {k.name}; give one")
+        for path, exts in ((args.out, (".csv", ".parquet", ".json")), (args.plot, (".png", ".svg"))):
+            if path and not str(path).lower().endswith(exts):
+                raise KnobError(f"{path}: write {' or '.join(exts)}")
+    except KnobError as exc:
+        raise CommandError(str(exc), 2) from None
+    cache = cache_of(args)
+    try:
+        with EmuProgress(f"sweeping {len(knobs)} knob(s)", enabled=not args.json, after_s=0.5) as bar:
+            res = sweep(target, base, knobs, jobs=args.jobs, cache=cache, progress=bar, tol=args.tol)
+    except KnobError as exc:
+        raise CommandError(str(exc), 2) from None
+    ok = [r for r in res.rows if not r.get("error")]
+    if not ok:
+        raise CommandError(f"no point of the sweep could be projected; the first: {res.rows[0]['error']}", 1)
+    outputs = {}
+    try:
+        if args.out:
+            write_table(res.rows, args.out)
+            outputs["table"] = str(args.out)
+        if args.plot:
+            from perfonto.whatif.plots import sweep_figure
+
+            sweep_figure(res, args.plot)
+            outputs["plot"] = str(args.plot)
+    except OSError as exc:
+        from .common import why
+
+        raise CommandError(why(exc), 1) from None
+    doc = {"generation": gen.name, **res.to_json(), "outputs": outputs, "cache": {"folder": str(cache.folder) if cache.folder else None,
+                                                                                  "hits": cache.hits},
+           "failed_points": len(res.rows) - len(ok)}
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
+    _render(res, gen.name, outputs)
+    return 0
+
+
+def _fmt(v, kind: str) -> str:
+    if v is None:
+        return "—"
+    if kind == "s":
+        return f"{v * 1e3:,.2f} ms" if v < 1 else f"{v:,.2f} s"
+    if kind == "pct":
+        return f"{v * 100:.1f} %"
+    if kind == "tok":
+        return f"{v:,.0f}"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _render(res, gen: str, outputs: dict) -> None:
+    from rich.table import Table
+
+    out = stdout()
+    t = Table(title=f"sweep of {gen}: {len(res.rows)} point(s), projected (steady state)")
+    for k in res.knobs:
+        t.add_column(k.name + (f" [{k.unit}]" if k.unit else ""), justify="right")
+    for col in ("tokens/s", "TTFT p50", "ITL p50", "MFU", "bottleneck"):
+        t.add_column(col, justify="left" if col == "bottleneck" else "right")
+    for r in res.rows:
+        cells = [_fmt(r.get(k.name), "") for k in res.knobs]
+        if r.get("error"):
+            t.add_row(*cells, "—", "—", "—", "—", f"error: {r['error'][:60]}")
+            continue
+        t.add_row(*cells, _fmt(r["tokens_per_second"], "tok"), _fmt(r["ttft_p50_s"], "s"), _fmt(r["itl_p50_s"], "s"),
+                  _fmt(r["mfu"], "pct"), r["bottleneck"] or "—")
+    out.print(t)
+    for c in res.crossings:
+        where = ", ".join(f"{k}={_fmt(v, '')}" for k, v in c["series"].items())
+        unit = next((k.unit for k in res.knobs if k.name == c["knob"]), "")
+        out.print(f"bottleneck {c['from']} → {c['to']} at {c['knob']} = {c['at']:.4g} {unit}".rstrip()
+                  + (f" ({where})" if where else "") + f", between the grid points {_fmt(c['grid'][0], '')} and {_fmt(c['grid'][1], '')}")
+    if not res.crossings:
+        out.print("the bottleneck does not change along the sweep")
+    for k, v in outputs.items():
+        out.print(f"{k}: {v}")

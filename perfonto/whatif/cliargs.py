@@ -1,0 +1,86 @@
+"""Command-line pieces shared by ``sweep``, ``sensitivity`` and ``compare``: the workload options,
+``--vary``, the cache and the job count, and the base point they make."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .knobs import KnobError, Point, parse_mapping
+from .points import DEFAULTS, Cache, Target, default_cache_dir
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0 < v < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
+    return v
+
+
+def add_workload_args(p, *, generation: bool = True) -> None:
+    """The base workload (defaults: ``points.DEFAULTS``, the preset's engine), the generation, the
+    cache and ``--jobs``."""
+    from perfonto.commands.common import positive_int
+
+    if generation:
+        p.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)")
+        p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder whose generation is the base")
+    p.add_argument("--model", default=None, help=f"model (default: {DEFAULTS['model']})")
+    p.add_argument("--chips", type=positive_int, default=None, help=f"chips (default: {DEFAULTS['chips']}, or the mapping's)")
+    p.add_argument("--isl", type=positive_int, default=None, help=f"input tokens per request (default: {DEFAULTS['isl']})")
+    p.add_argument("--osl", type=positive_int, default=None, help=f"output tokens per request (default: {DEFAULTS['osl']})")
+    p.add_argument("--dtype", default=None, choices=["fp8", "fp4", "bf16"], help="weight dtype (default: fp8)")
+    p.add_argument("--kv-dtype", default=None, choices=["fp8", "fp4", "bf16"], help="KV-cache dtype")
+    p.add_argument("--mapping", default=None, help="parallel mapping, e.g. tp8, tp4-dp2 (default: the preset's)")
+    p.add_argument("--preset", default=None, help="assumption preset (default: the generation's)")
+    p.add_argument("--batch", type=positive_int, default=None, help="the engine's max batch (default: the preset's sizing)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--concurrency", type=positive_int, default=None, help="closed loop: N requests in flight (default: offline)")
+    g.add_argument("--rate", type=_rate, default=None, help="online: Poisson arrivals, requests/s")
+    p.add_argument("--requests", type=positive_int, default=None, help="requests per projection (default: the benchmark's count)")
+    p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
+    p.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: $PERFONTO_CACHE or ~/.cache/perfonto, /whatif)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+
+
+def given_workload(args) -> dict:
+    """The workload options given on the command line (None left out)."""
+    out = {}
+    for k in ("model", "chips", "isl", "osl", "dtype", "kv_dtype", "mapping", "preset", "batch", "concurrency", "rate",
+              "requests"):
+        v = getattr(args, k, None)
+        if v is not None:
+            out[k] = v
+    if "mapping" in out:
+        parse_mapping(out["mapping"])
+    if "model" in out:
+        from perfonto.emulator.models import get_model
+
+        try:
+            get_model(out["model"])
+        except KeyError as exc:
+            raise KnobError(exc.args[0]) from None
+    return out
+
+
+def base_point(args) -> Point:
+    """The base point: the given workload options over nothing (``points.workload`` fills defaults)."""
+    return Point(workload=tuple(sorted(given_workload(args).items())))
+
+
+def target_of(generation: str | None, catalog: str | None) -> Target:
+    """A ``Target`` from a generation name (or YAML path, or catalog folder) and ``--catalog``."""
+    if catalog is None and generation is not None and Path(generation).is_dir():
+        return Target(None, generation)
+    return Target(generation if generation or catalog else "sohu", catalog)
+
+
+def cache_of(args) -> Cache:
+    """The cache of ``--cache`` / ``--no-cache`` (default: ``points.default_cache_dir``)."""
+    return Cache(None if args.no_cache else (args.cache or default_cache_dir()))
+
+
+__all__ = ["add_workload_args", "base_point", "cache_of", "given_workload", "target_of"]

@@ -1,0 +1,188 @@
+"""``perfonto sweep``: project a grid of points in parallel, find where the bottleneck changes.
+
+``run_points`` evaluates points over a process pool (``concurrent.futures.ProcessPoolExecutor``,
+``jobs`` workers), cached rows first (``points.Cache``), calling ``progress(done, total)`` as rows
+come in. ``sweep`` runs the grid of a list of knobs and locates every change of bottleneck along
+the first knob (the x axis; the other knobs make the series): between two neighbouring points
+whose bottlenecks differ, the crossing is bisected — in ln x for positive values — until the
+bracket is narrower than ``tol`` (relative; integer knobs to neighbouring integers), so the
+reported crossing does not depend on how coarse the grid is.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from .knobs import Knob, KnobError, Point, grid
+from .points import Cache, Target, check_preset, evaluate_point
+
+
+def _work(target: Target, point: Point, folder) -> dict:
+    return evaluate_point(target, point, Cache(folder))
+
+
+def run_points(target: Target, points: list[Point], *, jobs: int | None = None, cache: Cache | None = None,
+               progress=None) -> list[dict]:
+    """Rows of ``points`` in their order. ``jobs``: worker processes (default: the cores; 1 runs here).
+
+    Raises:
+        KnobError: the base generation does not load.
+    """
+    cache = cache or Cache(None)
+    rows: list[dict | None] = [None] * len(points)
+    todo = []
+    for i, pt in enumerate(points):
+        key = _key(target, pt, cache)
+        hit = cache.get(key) if key else None
+        if hit is not None:
+            rows[i] = hit
+        else:
+            todo.append(i)
+    done = len(points) - len(todo)
+    if progress:
+        progress(done, len(points))
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    if jobs == 1:
+        for i in todo:
+            rows[i] = evaluate_point(target, points[i], cache)
+            done += 1
+            if progress:
+                progress(done, len(points))
+        return rows
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futs = {pool.submit(_work, target, points[i], cache.folder): i for i in todo}
+        for fut in as_completed(futs):
+            rows[futs[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(points))
+    return rows
+
+
+def _key(target, pt, cache):
+    from .points import point_key
+
+    return point_key(target, pt) if cache.folder is not None else None
+
+
+@dataclass
+class SweepResult:
+    """Rows of a sweep (one per point, grid order), the knobs, and the crossings: ``{"knob", "series"
+    (the other knobs' values), "at" (the crossing, in the knob's unit), "low", "high" (the final
+    bracket), "from", "to" (bottlenecks below and above)}``."""
+
+    knobs: list[Knob]
+    rows: list[dict]
+    crossings: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"knobs": [{"name": k.name, "values": list(k.values), "unit": k.unit} for k in self.knobs],
+                "points": self.rows, "crossings": self.crossings}
+
+
+def _bisect(target: Target, base: Point, knob: Knob, lo, hi, b_lo: str, tol: float, cache: Cache) -> tuple:
+    integer = all(isinstance(v, int) for v in knob.values)
+    log = all(isinstance(v, (int, float)) and v > 0 for v in (lo, hi))
+    for _ in range(60):
+        if integer and hi - lo <= 1:
+            break
+        if not integer and (hi / lo - 1 if log else (hi - lo) / max(abs(hi), 1e-300)) <= tol:
+            break
+        mid = math.sqrt(lo * hi) if log else (lo + hi) / 2
+        if integer:
+            mid = int(round(mid))
+            if mid in (lo, hi):
+                break
+        row = evaluate_point(target, base.with_values(**{knob.name: mid}), cache)
+        if row.get("bottleneck") == b_lo:
+            lo = mid
+        else:
+            hi = mid
+    at = (math.sqrt(lo * hi) if log else (lo + hi) / 2) if not integer else hi
+    return lo, hi, at
+
+
+def _refine(target: Target, base: Point, knob: Knob, lo, hi, b_lo, tol, folder):
+    return _bisect(target, base, knob, lo, hi, b_lo, tol, Cache(folder))
+
+
+def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = None, cache: Cache | None = None,
+          progress=None, tol: float = 0.005) -> SweepResult:
+    """Project the grid of ``knobs`` over ``base`` and locate the bottleneck crossings along the
+    first numeric knob (module docstring); ``tol``: relative width of a refined crossing.
+
+    Raises:
+        KnobError: an empty sweep, a knob given twice, a spec constant the preset sets itself.
+    """
+    cache = cache or Cache(None)
+    points = grid(base, knobs)
+    check_preset(target, points)
+    rows = run_points(target, points, jobs=jobs, cache=cache, progress=progress)
+    xi = next((i for i, k in enumerate(knobs) if all(isinstance(v, (int, float)) for v in k.values)), None)
+    if xi is None:
+        return SweepResult(knobs, rows)
+    x = knobs[xi]
+    others = [k for i, k in enumerate(knobs) if i != xi]
+    pending = []
+    for combo in itertools.product(*(k.values for k in others)):
+        fixed = dict(zip((k.name for k in others), combo))
+        series = [(r[x.name], r) for r in rows if all(r.get(n) == v for n, v in fixed.items())]
+        series.sort(key=lambda t: t[0])
+        for (a, ra), (b, rb) in zip(series, series[1:]):
+            if ra.get("bottleneck") and rb.get("bottleneck") and ra["bottleneck"] != rb["bottleneck"]:
+                pending.append((fixed, a, b, ra["bottleneck"], rb["bottleneck"]))
+    crossings = []
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending)))
+    if pending and jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futs = [pool.submit(_refine, target, base.with_values(**fixed), x, a, b, fa, tol, cache.folder)
+                    for fixed, a, b, fa, _ in pending]
+            results = [f.result() for f in futs]
+    else:
+        results = [_bisect(target, base.with_values(**fixed), x, a, b, fa, tol, cache) for fixed, a, b, fa, _ in pending]
+    for (fixed, a, b, fa, fb), (lo, hi, at) in zip(pending, results):
+        crossings.append({"knob": x.name, "series": fixed, "at": at, "low": lo, "high": hi, "grid": [a, b],
+                          "from": fa, "to": fb})
+    return SweepResult(knobs, rows, crossings)
+
+
+def write_table(rows: list[dict], path) -> str:
+    """Write ``rows`` to ``path`` as CSV, Parquet or JSON by its extension; returns the format.
+
+    Raises:
+        KnobError: another extension.
+        OSError: it cannot be written.
+    """
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    p = Path(path)
+    ext = p.suffix.lower()
+    if ext not in (".csv", ".parquet", ".json"):
+        raise KnobError(f"{p}: the table is written as .csv, .parquet or .json, not {ext or 'a file without extension'}")
+    if ext == ".json":
+        p.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        return "json"
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    table = pa.table({c: pa.array([_cell(r.get(c)) for r in rows]) for c in cols})
+    if ext == ".csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, p)
+        return "csv"
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, p)
+    return "parquet"
+
+
+def _cell(v):
+    return v if v is None or isinstance(v, (int, float, str, bool)) else str(v)
+
+
+__all__ = ["SweepResult", "run_points", "sweep", "write_table"]
