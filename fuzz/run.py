@@ -4,8 +4,10 @@
 Inputs are the targets' seeds mutated by a small structure-aware mutator (byte and token edits,
 splices of two seeds, repeated and nested fragments, huge numbers, odd line ends and separators,
 deep brackets) — deterministic for a seed. Each input runs in-process under a per-input time limit
-(``--hang``, default 10 s, SIGALRM): an exception that is not the target's clean refusal is a
-*crash*, an input over the limit a *hang*; both are saved to ``fuzz/corpus/<target>/`` (the saved
+(``--hang``, default 10 s of the process's CPU time, SIGPROF; and 6 × that of wall-clock time,
+SIGALRM, for an input that blocks without computing): an exception that is not the target's clean
+refusal is a *crash*, an input over either limit a *hang* — CPU time, so that a loaded machine's
+stalls are not counted as hangs; both are saved to ``fuzz/corpus/<target>/`` (the saved
 corpus runs as regression tests in ``tests/test_fuzz_corpus.py``). Exit 1 when anything was found.
 """
 from __future__ import annotations
@@ -74,30 +76,38 @@ class _Hang(Exception):
 
 
 def _alarm(signum, frame):
-    raise _Hang()
+    raise _Hang("CPU" if signum == signal.SIGPROF else "wall-clock")
+
+
+WALL_FACTOR = 6  # wall-clock limit = WALL_FACTOR × the CPU-time limit (an input that blocks)
 
 
 def run_one(target: str, data: bytes, hang_s: float = 10.0) -> tuple[str, str]:
-    """``("ok" | "crash" | "hang", detail)`` of one input."""
+    """``("ok" | "crash" | "hang", detail)`` of one input: a hang is over ``hang_s`` seconds of CPU
+    time or ``WALL_FACTOR × hang_s`` of wall-clock time."""
     from .targets import TARGETS, clean_errors
 
     _, fn = TARGETS[target]
     clean = clean_errors(target)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, hang_s)
+    old = signal.signal(signal.SIGALRM, _alarm), signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, hang_s)
+    signal.setitimer(signal.ITIMER_REAL, hang_s * WALL_FACTOR)
     try:
         fn(data)
         return "ok", ""
-    except _Hang:
-        return "hang", f"over {hang_s:g} s"
+    except _Hang as h:
+        limit = hang_s if str(h) == "CPU" else hang_s * WALL_FACTOR
+        return "hang", f"over {limit:g} s of {h} time"
     except clean:
         return "ok", ""
     except (MemoryError, RecursionError, Exception) as exc:  # everything else is a crash
         tb = traceback.format_exc(limit=-6)
         return "crash", f"{type(exc).__name__}: {str(exc)[:300]}\n{tb}"
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGALRM, old[0])
+        signal.signal(signal.SIGPROF, old[1])
 
 
 def save(target: str, data: bytes, kind: str) -> Path:
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", default=None, help="time per target, e.g. 10s, 5m (default 10s unless --inputs)")
     p.add_argument("--inputs", type=int, default=None, help="inputs per target")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hang", type=float, default=10.0, help="seconds after which one input is a hang")
+    p.add_argument("--hang", type=float, default=10.0, help="CPU seconds after which one input is a hang (wall-clock: 6 times that)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     args = p.parse_args(argv)
     budget = _seconds(args.budget) if args.budget else (None if args.inputs else 10.0)

@@ -29,3 +29,27 @@ def test_every_seed_and_a_few_mutants(target):
     for data in seeds[:5] + [mutate(rng, seeds) for _ in range(20)]:
         kind, detail = run_one(target, data, hang_s=20.0)
         assert kind == "ok", detail
+
+
+def test_a_hang_is_cpu_time_or_a_block(monkeypatch):
+    """An input that computes past the CPU limit, and one that blocks past the wall-clock limit, are
+    hangs; one that finishes is not (the limits are what ``python -m fuzz.run --hang`` sets)."""
+    import time
+
+    import fuzz.run as fr
+    import fuzz.targets as ft
+
+    def spin(data):
+        while True:
+            pass
+
+    monkeypatch.setitem(ft.TARGETS, "spin", (lambda: [b""], spin))
+    monkeypatch.setitem(ft.TARGETS, "block", (lambda: [b""], lambda data: time.sleep(5)))
+    monkeypatch.setitem(ft.TARGETS, "quick", (lambda: [b""], lambda data: None))
+    monkeypatch.setattr(ft, "clean_errors", lambda target: (ValueError,))
+    monkeypatch.setattr(fr, "WALL_FACTOR", 3)
+    assert fr.run_one("spin", b"", hang_s=0.2) == ("hang", "over 0.2 s of CPU time")
+    t0 = time.monotonic()
+    assert fr.run_one("block", b"", hang_s=0.2) == ("hang", "over 0.6 s of wall-clock time")
+    assert time.monotonic() - t0 < 2
+    assert fr.run_one("quick", b"", hang_s=0.2) == ("ok", "")
