@@ -64,3 +64,32 @@ def test_spark_equals_duckdb_and_the_embedded_engine(tmp_path, library):
     keys_p, py = _frame(pq.read_table(tmp_path / "py"), library)
     assert (keys_p.values == keys_d.values).all()
     _same(py, want, "embedded engine vs DuckDB")
+
+
+@pytest.mark.slow
+def test_rollup_sql_on_spark_equals_duckdb(tmp_path, library):
+    """The generated fleet rollup query, Spark dialect, in a local SparkSession gives DuckDB's rollups
+    at every level (chip, host, fleet) on the same dirty fleet — the group rule included."""
+    from perfonto.analysis.spark_engine import counters_frame, session
+    from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+    src = dirty_fleet(tmp_path, library.generation)
+    source, _ = dump_source(str(src))
+    duck = duckdb.sql(generate_rollup_sql(library, source, sample_period_ns=PERIOD_NS)).df()
+    spark = session("local[1]", "perfonto-rollup-test")
+    try:
+        counters_frame(spark, src, library.generation).createOrReplaceTempView("counters")
+        text = generate_rollup_sql(library, "counters", sample_period_ns=PERIOD_NS, dialect="spark", pretty=False)
+        body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("--")).rstrip().rstrip(";")
+        sp = spark.sql(body).toPandas()
+    finally:
+        spark.stop()
+    key = ["level", "node"]
+    duck, sp = duck.sort_values(key).reset_index(drop=True), sp.sort_values(key).reset_index(drop=True)
+    assert list(duck.level.value_counts().sort_index().items()) == [("chip", 6), ("fleet", 1), ("host", 3)]
+    assert (duck[key].values == sp[key].values).all() and (duck.chips.values == sp.chips.values).all()
+    scalar = [n for n, m in library.metrics.items() if not m.axes and n in duck.columns]
+    assert "step_time" in scalar and len(scalar) > 50
+    want = {n: np.array([np.nan if v is None else v for v in duck[n]], float) for n in scalar}
+    got = {n: np.array([np.nan if v is None else v for v in sp[n]], float) for n in scalar}
+    _same(got, want, "rollups, Spark vs DuckDB")
