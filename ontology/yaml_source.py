@@ -46,6 +46,7 @@ class _Builder:
     def __init__(self, src: YamlSource):
         self.src = src
         self.count = 0
+        self.ctor = _Constructor()  # one per read: a constructor remembers every node it built
 
     def build(self, node, loc: tuple):
         self.count += 1
@@ -79,7 +80,7 @@ class _Builder:
             return [self.build(v, loc + (i,)) for i, v in enumerate(node.value)]
         # scalar: let the safe constructor resolve the tag (int, float, bool, null, str)
         try:
-            return yaml.SafeLoader.construct_object(_CONSTRUCTOR, node, deep=True)
+            return yaml.SafeLoader.construct_object(self.ctor, node, deep=True)
         except ValueError:  # an integer past Python's digit limit (int("9" * 5000) refuses)
             raise _Unsupported(node, f"the number `{str(node.value)[:20]}…` has {len(str(node.value))} digits; "
                                      "a catalog number has at most a few dozen") from None
@@ -100,7 +101,6 @@ class _Constructor(yaml.SafeLoader):
         super().__init__("")
 
 
-_CONSTRUCTOR = _Constructor()
 
 
 def yaml_newlines(text: str) -> str:
