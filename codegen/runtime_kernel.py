@@ -22,6 +22,8 @@ _NV = 0  # instances of all metrics (the row's scratch of metric values); set by
 _MOFF = _MN = _MDEPS_OFF = _MDEPS = np.zeros(0, np.int64)  # per metric: offset in the row scratch, instances, deps (CSR)
 _KT = None  # the kernel's tables (``_kernel_tables``), built on first use
 _KFN = None  # the compiled row loop, or False when numba is not available
+_KNTH = 1  # threads of the row loop (``_jit``: PERFONTO_KERNEL_THREADS, default 1)
+_prange = range  # numba.prange once compiled (``_jit``)
 
 
 def _kernel_body(v, f, iv, n, chips, mv, want):  # replaced by the generated body
@@ -401,9 +403,9 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     rows = T.shape[0]
     B = 512
     nblk = (rows - start + B - 1) // B
-    nth = 1  # one thread: on a 2-core machine shared with the writer (and other work) a second one did not pay
-    per = nblk
-    for t in range(nth):
+    nth = max(1, min(_KNTH, nblk))  # threads (``_KNTH``, set by ``_jit``): each its own blocks and scratch
+    per = (nblk + nth - 1) // nth
+    for t in _prange(nth):
         V = np.empty((N + 1, B))
         F = np.empty((fsrc.shape[0] + 1, B))
         IV = np.empty(B)

@@ -24,8 +24,11 @@ def _jit():
         g["_prefetch"] = _prefetch_intrinsic()
         _KT = _kernel_tables()
         g.update(zip(_KNAMES, _KT))
+        g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
+        g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
-            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy")(g[name])
+            par = name == "_kernel_loop" and g["_KNTH"] > 1  # blocks in parallel: disjoint rows, outputs and bitmap bytes
+            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
 
