@@ -180,7 +180,7 @@ def engine_duckdb(data: Path, out: Path) -> dict:
     from perfonto.codegen.sql import generate_sql, parquet_source
 
     graph = _catalog()
-    sql = generate_sql(graph, parquet_source(str(data)), order=False).rstrip().rstrip(";")
+    sql = generate_sql(graph, parquet_source(str(data)), order=False, host=False).rstrip().rstrip(";")
     con = duckdb.connect()
     con.execute(f"SET threads = {os.cpu_count()}")
     con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/perfonto-duckdb-spill'")

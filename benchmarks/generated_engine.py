@@ -156,7 +156,9 @@ def engine_generated(data: Path, out: Path) -> dict:
         written = None
         paged = pager.submit(populate, 0)
         for i in range(reader.num_record_batches):
+            tp = time.perf_counter()
             span = paged.result()
+            state["pages_s"] = state.get("pages_s", 0.0) + time.perf_counter() - tp
             if i + 1 < reader.num_record_batches:
                 paged = pager.submit(populate, i + 1)
             b = reader.get_batch(i)
@@ -183,9 +185,11 @@ def engine_generated(data: Path, out: Path) -> dict:
             prev_ts = ts[-1]
         if written is not None:
             written.result()
+    tc = time.perf_counter()
     state["writer"].close()
     del b
-    return {"rows": state["rows"], "seconds": time.perf_counter() - t_start, "jit_s": jit_s,
+    return {"rows": state["rows"], "seconds": time.perf_counter() - t_start, "jit_s": jit_s, "close_s": round(time.perf_counter() - tc, 3),
+            "pages_wait_s": round(state.get("pages_s", 0.0), 3),
             "kernel_s": round(state.get("kernel_s", 0.0), 3), "writer_wait_s": round(state.get("wait_s", 0.0), 3),
             "zero_copy_batches": f"{state['views']}/{reader.num_record_batches}"}
 
