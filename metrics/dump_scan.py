@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from perfonto.ontology.generation import Generation
 
-from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _period, _pivot, _wide_columns, csv_types
+from .dump import KEYS, TIME_UNITS, CounterDump, _keys, check_instances_seen, _long_columns, _period, _pivot, _wide_columns, csv_types
 from .dump_grid import _grid
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 
@@ -164,11 +164,24 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
 
 def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
     gen = plan.gen
-    if plan.long:
-        seen: set[str] = set()
+    if plan.long:  # the signals and, per signal, the instances the rows of the whole dump give
+        seen: dict[str, set[int]] = {}
+        typed = True  # an `instance` column of another type is refused when the part is read
         for parts in plan.groups.values():
             for part in parts:
-                seen |= {s for s in pc.unique(_read(part, gen, ["signal"]).column("signal")).to_pylist() if s is not None}
+                t = _read(part, gen, ["signal", "instance"])
+                if "instance" in t.column_names and not pa.types.is_null(t.column("instance").type):
+                    typed &= pa.types.is_integer(t.column("instance").type)
+                else:
+                    t = pa.table({"signal": t.column("signal"), "instance": pa.nulls(t.num_rows, pa.int64())})
+                pairs = pc.unique(pc.binary_join_element_wise(pc.cast(t.column("signal"), pa.string()),
+                                                              pc.cast(t.column("instance"), pa.string()).fill_null(""), "\x00"))
+                for pair in pairs.to_pylist():
+                    if pair is not None:
+                        name, _, inst = pair.partition("\x00")
+                        seen.setdefault(name, set()).update([int(inst)] if inst else [])
+        for name in sorted(seen.keys() & gen.signals.keys()) if typed else ():
+            check_instances_seen(plan.label, gen, name, seen[name])
         return {s: [s] for s in gen.signals if s in seen}
     out: dict[str, list[str]] = {}
     for col in names:
