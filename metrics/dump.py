@@ -45,9 +45,9 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
-from .dump_grid import Grid, _grid  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
+from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
 from .dump_io import DumpError, load
-from .dump_long import _long_columns, _pivot, check_instances_seen  # noqa: F401  (shared with metrics.dump_scan)
+from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with metrics.dump_scan)
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 KEYS = {"host", "chip", "sample", "timestamp", "signal", "instance", "value"} | {f"timestamp_{u}" for u in TIME_UNITS}
@@ -129,6 +129,8 @@ def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
     if not columns:
         raise DumpError(f"{p}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
                         f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?")
+    parts = list(zip(loaded.files or [p], loaded.rows))
+    notes += time_reversals(chip, host, ts, parts, _long_keys(t) if long else ())
     if long:
         for name, (_, inst, *_rest) in columns.items():
             sig = gen.signals[name]

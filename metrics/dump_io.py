@@ -34,12 +34,14 @@ class DumpError(ValueError):
 @dataclass
 class Loaded:
     """A capture table: ``table`` (all parts), ``label`` (file, folder or glob, for messages),
-    ``files`` (the parts read), ``meta`` (the ``perfonto`` key of the first part's schema metadata)."""
+    ``files`` (the parts read), ``meta`` (the ``perfonto`` key of the first part's schema metadata),
+    ``rows`` (each part's number of rows, in ``files`` order)."""
 
     table: pa.Table
     label: str
     files: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    rows: list[int] = field(default_factory=list)
 
 
 def is_glob(text: str) -> bool:
@@ -193,7 +195,7 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
         DumpError: see ``parts_of`` and ``read_one``; parts whose columns have conflicting types.
     """
     if isinstance(source, pa.Table):
-        return Loaded(source, "<table>", [], _meta(source, "<table>"))
+        return Loaded(source, "<table>", [], _meta(source, "<table>"), [source.num_rows])
     label, files = parts_of(source, what)
     root = Path(label) if Path(label).is_dir() else None
     tables = []
@@ -214,4 +216,4 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise DumpError(f"{label}: the parts have conflicting columns ({' '.join(str(exc).split())[:300]}); "
                             "write every part with the same schema") from None
-    return Loaded(table, label, [str(f) for f in files], meta)
+    return Loaded(table, label, [str(f) for f in files], meta, [t.num_rows for t in tables])

@@ -74,6 +74,15 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
     return out
 
 
+def _long_keys(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Signal code and instance (−1 for none) of every row of a long table whose columns were checked."""
+    sig = pc.cast(t.column("signal"), pa.string()).fill_null("").combine_chunks()
+    codes = sig.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    if "instance" not in t.column_names or not pa.types.is_integer(t.column("instance").type):
+        return codes, np.full(t.num_rows, -1, np.int64)
+    return codes, t.column("instance").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def check_instances_seen(p: str, gen: Generation, name: str, given) -> None:
     """Refuse a long-layout signal of which some declared instance appears in no row of the whole
     dump (a dump of another generation, or of a SKU whose ``slots`` are not declared); an instance
