@@ -118,10 +118,14 @@ def _wide_csv(rng: np.random.Generator, n: int = 5) -> str:
 
 
 def _long_csv(rng: np.random.Generator, n: int = 4) -> str:
+    """Long rows; every instance of hbm.read_bytes appears (one no row gives is refused), instance 5
+    not at t = 1 (a missing sample)."""
     rows = ["chip,timestamp_ns,signal,instance,value"]
+    hbm = [("hbm.read_bytes", str(i)) for i in range(_sohu().signals["hbm.read_bytes"].instances)]
     for t in range(n):
-        for name, inst in (("seq.elapsed_cycles", ""), ("hbm.read_bytes", "0"), ("hbm.read_bytes", "5"), ("power.temperature", "")):
-            rows.append(f"0,{t * 1000},{name},{inst},{int(rng.integers(0, 2**40)) * (t + 1)}")
+        for name, inst in (("seq.elapsed_cycles", ""), *hbm, ("power.temperature", "")):
+            if (t, inst) != (1, "5") or name != "hbm.read_bytes":
+                rows.append(f"0,{t * 1000},{name},{inst},{int(rng.integers(0, 2**40)) * (t + 1)}")
     return "\n".join(rows) + "\n"
 
 

@@ -7,6 +7,8 @@ What a collector writes (the full description, for people who write collectors, 
   (a block with instances as a fixed-size list, or one column per instance named ``signal[i]``).
   *Long*: one row per chip, sample, signal and instance — ``signal``, ``instance`` (empty or null
   for a signal without instances; the flat index over the block's axes otherwise) and ``value``.
+  Every declared instance appears in some row (``check_instances_seen``); one missing at some
+  timestamps only is a null register there.
 - **Keys.** ``chip`` (integer, required), ``host`` (optional; chips are keyed by (host, chip), so two
   hosts may both number their chips 0..7), an optional ``sample`` number, and the timestamp:
   ``timestamp_ns``, ``timestamp_us``, ``timestamp_ms`` or ``timestamp_s``, or ``timestamp`` with its
@@ -43,8 +45,9 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
-from .dump_grid import Grid, _grid  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
+from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
 from .dump_io import DumpError, load
+from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with metrics.dump_scan)
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 KEYS = {"host", "chip", "sample", "timestamp", "signal", "instance", "value"} | {f"timestamp_{u}" for u in TIME_UNITS}
@@ -126,7 +129,13 @@ def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
     if not columns:
         raise DumpError(f"{p}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
                         f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?")
+    parts = list(zip(loaded.files or [p], loaded.rows))
+    notes += time_reversals(chip, host, ts, parts, _long_keys(t) if long else ())
     if long:
+        for name, (_, inst, *_rest) in columns.items():
+            sig = gen.signals[name]
+            seen = np.unique(inst)
+            check_instances_seen(p, gen, name, np.asarray(sig.slots)[seen] if sig.slots is not None else seen)
         chip, host, ts, columns = _pivot(chip, host, ts, t, p, columns)
     period = _period(meta, sample_period_ns, p)
     sample = None
@@ -281,92 +290,6 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
     if arr.dtype.kind == "i" and arr.size and (arr < 0).any():
         raise DumpError(f"{p}: column `{col}` holds negative values; raw registers are unsigned")
     return arr.astype(np.uint64, copy=False), nulls
-
-
-def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """signal → (row indices (K,), instance (K,), values (K,), nulls (K,), declared instance count) of a long table."""
-    if t.column("signal").null_count:
-        raise DumpError(f"{p}: `signal` holds nulls; every row names its signal")
-    val = t.column("value")
-    if not pa.types.is_integer(val.type):
-        raise DumpError(f"{p}: column `value` has type {val.type}; raw registers are unsigned integers")
-    sig_col = pc.cast(t.column("signal"), pa.string()).combine_chunks()
-    dic = sig_col.dictionary_encode()
-    codes = dic.indices.to_numpy(zero_copy_only=False)
-    labels = dic.dictionary.to_pylist()
-    if "instance" in t.column_names:
-        inst_col = t.column("instance")
-        if not pa.types.is_integer(inst_col.type) and not pa.types.is_null(inst_col.type):
-            raise DumpError(f"{p}: column `instance` has type {inst_col.type}; it is the instance's flat index (an integer)")
-        inst = inst_col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if not pa.types.is_null(inst_col.type) \
-            else np.full(t.num_rows, -1, np.int64)
-    else:
-        inst = np.full(t.num_rows, -1, np.int64)
-    vnull = val.is_null().to_numpy(zero_copy_only=False)
-    values = val.fill_null(0).to_numpy(zero_copy_only=False)
-    if values.dtype.kind == "i" and values.size and (values < 0).any():
-        bad = int(np.flatnonzero(values < 0)[0])
-        raise DumpError(f"{p}: row {bad + 1}: `value` is negative; raw registers are unsigned")
-    out = {}
-    for k, name in enumerate(labels):
-        if name not in gen.signals:
-            hint = did_you_mean(name, gen.signals)
-            notes.append(f"signal `{name}` is not a signal of `{gen.name}`; its rows are ignored" + (f" ({hint})" if hint else ""))
-            continue
-        sig = gen.signals[name]
-        _check_type(p, "value", sig, val.type)
-        rows = np.flatnonzero(codes == k)
-        ii = inst[rows]
-        n = sig.instances
-        if n == 1:
-            if np.any(ii > 0):
-                raise DumpError(f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty")
-            ii = np.zeros(len(rows), np.int64)
-        elif sig.slots is not None:  # instance = the slot's flat index; rows of slots that are not present are left out
-            n_full = sig.full_instances
-            if np.any((ii < 0) | (ii >= n_full)):
-                bad = ii[(ii < 0) | (ii >= n_full)][0]
-                raise DumpError(f"{p}: signal `{name}` has {n_full} slots (0 … {n_full - 1}); a row gives instance "
-                                f"{'none' if bad < 0 else int(bad)}")
-            pos = np.full(n_full, -1, np.int64)
-            pos[list(sig.slots)] = np.arange(n)
-            keep = pos[ii] >= 0
-            rows, ii = rows[keep], pos[ii[keep]]
-        elif np.any((ii < 0) | (ii >= n)):
-            bad = ii[(ii < 0) | (ii >= n)][0]
-            raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
-                            f"{'none' if bad < 0 else int(bad)}")
-        out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows], n)
-    return out
-
-
-def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
-    """Long rows → one row per (host, chip, timestamp) and signal columns (N, I)."""
-    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
-    key = np.stack([hk, chip, ts], axis=1)
-    uniq, row_of = np.unique(key, axis=0, return_inverse=True)
-    row_of = row_of.reshape(-1)
-    N = len(uniq)
-    wide = {}
-    for name, (rows, inst, vals, nulls, declared) in columns.items():
-        size = max(int(declared), 1)  # every declared instance; one no row gives is a null register
-        arr = np.zeros((N, size), np.uint64)
-        missing = np.ones((N, size), bool)
-        r = row_of[rows]
-        seen = np.zeros((N, size), np.int32)
-        np.add.at(seen, (r, inst), 1)
-        if (seen > 1).any():
-            i = np.argwhere(seen > 1)[0]
-            raise DumpError(f"{p}: signal `{name}` instance {int(i[1])} has two rows for one chip and timestamp; "
-                            "each register is sampled once per sample")
-        arr[r, inst] = vals
-        missing[r, inst] = nulls
-        wide[name] = (arr, missing)
-    hosts = None
-    if host is not None:
-        names = np.unique(host)
-        hosts = names[uniq[:, 0]]
-    return uniq[:, 1], hosts, uniq[:, 2], wide
 
 
 def _period(meta: dict, override: int | None, p: str) -> int:

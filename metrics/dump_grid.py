@@ -1,7 +1,9 @@
 """Rows of a counter dump placed on the sampling grid (the rules are in ``metrics.dump``'s docstring):
 with a sample period, a chip's sample lands at round((t − t0) / period) from its first sample; with
 a ``sample`` column, that is the grid; otherwise every chip must have the same number of samples.
-Absent grid points get a timestamp interpolated between their chip's neighbours."""
+Absent grid points get a timestamp interpolated between their chip's neighbours. Rows are placed in
+time order whatever order a file gives them in; ``time_reversals`` says where a file's timestamps
+of one chip go backwards (a clock problem the user should see, not a silent re-sort)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,3 +87,38 @@ def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, 
             have = np.nonzero(present[:, c])[0]
             stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
     return Grid(keys, host_names, order, ci, grid, stamps, present, counts, label)
+
+
+def time_reversals(chip, host, ts, parts: list[tuple[str, int]], extra=(), file_rows=None) -> list[str]:
+    """Notes for the files in which a chip's timestamps go backwards from one row to the next of
+    that chip (the rows are sorted by timestamp anyway: parts of a dump may interleave in time, but
+    within one file time going back is a clock problem). ``parts``: (file, rows) in the order the
+    rows were concatenated; ``extra``: more key arrays (the long layout's signal and instance, whose
+    rows may come signal by signal); ``file_rows``: each row's row number in its file when the rows
+    are a subset of it (one host of a file of several). Rows are counted from 1 (below a CSV header)."""
+    hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1].reshape(-1)
+    notes, start = [], 0
+    for label, n in parts:
+        sl = slice(start, start + n)
+        start += n
+        if n < 2:
+            continue
+        keys = np.stack([hk[sl], chip[sl], *(np.asarray(e)[sl] for e in extra)], axis=1)
+        k = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        t = ts[sl]
+        order = np.argsort(k, kind="stable")
+        back = (np.diff(k[order]) == 0) & (np.diff(t[order]) < 0)
+        if not back.any():
+            continue
+        at = np.flatnonzero(back)
+        rows = order[at + 1]
+        i = int(np.argmin(rows))
+        row, prev = int(rows[i]), int(order[at[i]])
+        number = (lambda r: r + 1) if file_rows is None else (lambda r: int(np.asarray(file_rows)[r]) + 1)
+        who = str(int(chip[sl][row])) if host is None else f"{host[sl][row]}/{int(chip[sl][row])}"
+        places = len({(int(k[r]), int(t[r])) for r in rows.tolist()})
+        notes.append(f"{label}: the timestamps of chip {who} go backwards at row {number(row)} ({int(t[row])} ns, after "
+                     f"{int(t[prev])} ns in row {number(prev)})" + (f" and in {places - 1} more place(s)" if places > 1 else "")
+                     + "; samples were sorted by timestamp — check the collector's clock (windows across the "
+                     "reordered samples may read as resets)")
+    return notes

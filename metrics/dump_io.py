@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import glob as globmod
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.ipc as pipc
 import pyarrow.parquet as pq
@@ -32,12 +34,14 @@ class DumpError(ValueError):
 @dataclass
 class Loaded:
     """A capture table: ``table`` (all parts), ``label`` (file, folder or glob, for messages),
-    ``files`` (the parts read), ``meta`` (the ``perfonto`` key of the first part's schema metadata)."""
+    ``files`` (the parts read), ``meta`` (the ``perfonto`` key of the first part's schema metadata),
+    ``rows`` (each part's number of rows, in ``files`` order)."""
 
     table: pa.Table
     label: str
     files: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    rows: list[int] = field(default_factory=list)
 
 
 def is_glob(text: str) -> bool:
@@ -107,7 +111,13 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
                     return pipc.open_stream(src).read_all()
         if name.endswith(CSV):
             opts = pcsv.ConvertOptions(column_types=csv_types or {}, strings_can_be_null=True)
-            table = pcsv.read_csv(str(path), convert_options=opts)
+            try:
+                table = pcsv.read_csv(str(path), convert_options=opts)
+            except pa.ArrowInvalid as exc:
+                located = _csv_value_error(path, exc, csv_types or {})
+                if located is None:
+                    raise
+                raise DumpError(located) from None
             try:
                 table.schema.names  # pyarrow checks UTF-8 in values, not in the header
             except UnicodeDecodeError as exc:
@@ -118,6 +128,49 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
         msg = " ".join(str(exc).split())[:400]
         raise DumpError(f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again") from None
     raise DumpError(f"{path}: unknown file type; a {what} is {', '.join(SUFFIXES)}")
+
+
+_CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value")
+_WHAT = {"uint64": "is not an unsigned integer (raw registers are unsigned integer counts)",
+         "int64": "is not an integer", "double": "is not a number"}
+
+
+def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataType]) -> str | None:
+    """The message for a CSV value pyarrow could not convert, located: "FILE: row N, column `name`:
+    value 'x' is not …" (N counts the rows below the header from 1). pyarrow names only the column's
+    index, so that one column is read again as strings and the first value that does not cast is
+    found by bisection (pyarrow's own conversion, no parser of ours). None when ``exc`` is another
+    error, or the value cannot be found again."""
+    m = _CONVERSION.search(str(exc))
+    if m is None:
+        return None
+    try:
+        names = pcsv.open_csv(str(path)).schema.names
+        col = names[int(m.group(1))]
+        typ = types[col]
+        text = pcsv.read_csv(str(path), convert_options=pcsv.ConvertOptions(
+            include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True)).column(col).combine_chunks()
+    except (pa.ArrowInvalid, OSError, IndexError, KeyError):
+        return None
+    trimmed = pc.utf8_trim_whitespace(text)  # the CSV reader trims, a cast does not
+
+    def casts(n: int) -> bool:
+        try:
+            pc.cast(trimmed.slice(0, n), typ)
+            return True
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+
+    if casts(len(text)):
+        return None
+    lo, hi = 0, len(text)  # casts(lo) and not casts(hi): the first bad value is at hi - 1 when hi = lo + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if casts(mid) else (lo, mid)
+    value = str(text[lo].as_py())
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    what = _WHAT.get(str(typ), f"does not convert to {typ}")
+    return f"{path}: row {lo + 1}, column `{col}`: value {shown!r} {what}"
 
 
 def _kind(name: str) -> str:
@@ -142,7 +195,7 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
         DumpError: see ``parts_of`` and ``read_one``; parts whose columns have conflicting types.
     """
     if isinstance(source, pa.Table):
-        return Loaded(source, "<table>", [], _meta(source, "<table>"))
+        return Loaded(source, "<table>", [], _meta(source, "<table>"), [source.num_rows])
     label, files = parts_of(source, what)
     root = Path(label) if Path(label).is_dir() else None
     tables = []
@@ -163,4 +216,4 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise DumpError(f"{label}: the parts have conflicting columns ({' '.join(str(exc).split())[:300]}); "
                             "write every part with the same schema") from None
-    return Loaded(table, label, [str(f) for f in files], meta)
+    return Loaded(table, label, [str(f) for f in files], meta, [t.num_rows for t in tables])

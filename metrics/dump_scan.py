@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 from perfonto.ontology.generation import Generation
 
-from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _period, _pivot, _wide_columns, csv_types
-from .dump_grid import _grid
+from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _long_keys, _period, _pivot, _wide_columns, check_instances_seen, csv_types
+from .dump_grid import _grid, time_reversals
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 
 CHUNK_ROWS = 32_768
@@ -164,11 +164,24 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
 
 def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
     gen = plan.gen
-    if plan.long:
-        seen: set[str] = set()
+    if plan.long:  # the signals and, per signal, the instances the rows of the whole dump give
+        seen: dict[str, set[int]] = {}
+        typed = True  # an `instance` column of another type is refused when the part is read
         for parts in plan.groups.values():
             for part in parts:
-                seen |= {s for s in pc.unique(_read(part, gen, ["signal"]).column("signal")).to_pylist() if s is not None}
+                t = _read(part, gen, ["signal", "instance"])
+                if "instance" in t.column_names and not pa.types.is_null(t.column("instance").type):
+                    typed &= pa.types.is_integer(t.column("instance").type)
+                else:
+                    t = pa.table({"signal": t.column("signal"), "instance": pa.nulls(t.num_rows, pa.int64())})
+                pairs = pc.unique(pc.binary_join_element_wise(pc.cast(t.column("signal"), pa.string()),
+                                                              pc.cast(t.column("instance"), pa.string()).fill_null(""), "\x00"))
+                for pair in pairs.to_pylist():
+                    if pair is not None:
+                        name, _, inst = pair.partition("\x00")
+                        seen.setdefault(name, set()).update([int(inst)] if inst else [])
+        for name in sorted(seen.keys() & gen.signals.keys()) if typed else ():
+            check_instances_seen(plan.label, gen, name, seen[name])
         return {s: [s] for s in gen.signals if s in seen}
     out: dict[str, list[str]] = {}
     for col in names:
@@ -182,17 +195,24 @@ def _key_columns(plan: DumpPlan) -> list[str]:
     return ["host", "chip", plan.stamp] + (["sample"] if not plan.long else [])
 
 
-def _group_keys(plan: DumpPlan, host: str | None):
-    """(chip, host, ts, sample) of every sample row of a host, in part order, and each part's rows."""
+def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
+    """(chip, host, ts, sample) of every sample row of a host, in part order, and each part's rows;
+    ``reversals``: note in ``plan.notes`` where a part's timestamps go backwards (``time_reversals``)."""
     chips, hosts, stamps, samples, per_part = [], [], [], [], []
     for part in plan.groups[host]:
-        t = _read(part, plan.gen, _key_columns(plan))
+        t = _read(part, plan.gen, _key_columns(plan) + (["signal", "instance"] if reversals and plan.long else []))
+        rows = None
         if part.host is not None:  # a file of several hosts: this host's rows
             rows = np.flatnonzero(pc.equal(pc.cast(t.column("host"), pa.string()), part.host).to_numpy(zero_copy_only=False))
             if part.rows is not None:
                 part.rows = rows
             t = t.take(rows)
         chip, hs, ts = _keys(t, str(part.path), plan.unit)
+        if reversals:
+            extra = _long_keys(t) if plan.long and "signal" in t.column_names else ()
+            for note in time_reversals(chip, hs, ts, [(str(part.path), len(chip))], extra, file_rows=rows):
+                if note not in plan.notes:
+                    plan.notes.append(note)
         sample = None
         if "sample" in t.column_names:
             if not pa.types.is_integer(t.column("sample").type):
@@ -215,7 +235,7 @@ def _scan_grid(plan: DumpPlan) -> None:
     the checks ``read_counters`` makes over all chips."""
     end, count_max, base, counts = 0, 0, None, set()
     for host in plan.groups:
-        chip, hs, ts, sample, _ = _group_keys(plan, host)
+        chip, hs, ts, sample, _ = _group_keys(plan, host, reversals=True)
         g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
         plan.chips[host] = len(g.keys)
         plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)

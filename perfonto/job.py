@@ -136,13 +136,17 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     Raises:
         CatalogError: the catalog does not compile.
         KeyError: a name in ``metrics`` that is not a metric of the catalog.
-        DumpError: a part of the capture cannot be read (TopologyError: the topology does not place a chip).
+        DumpError: a part of the capture cannot be read (TopologyError: the topology does not place a chip); a
+            side file that is missing (requests, trace, sync reads, snapshots) or not Parquet (the first three)
+            fails before anything is compiled or written (``analysis.side_files``).
         perfonto.outputs.OutputError: ``out`` cannot be written.
     """
     from perfonto.analysis.fleet_capture import analyse_fleet, plan_capture
+    from perfonto.analysis.side_files import check_side_files
     from perfonto.metrics.catalog import select_metrics
     from perfonto.metrics.dump_scan import CHUNK_ROWS
 
+    check_side_files(capture)  # a wrong side file fails now, not after the evaluation
     cat, t_compile = compile_catalog(catalog, generation, library, log)
     graph = cat.graph
     if metrics:

@@ -1,0 +1,59 @@
+"""A CSV value that does not convert names the file, the row (counted from 1 below the header), the
+column by name and what the column holds — not pyarrow's "In CSV column #5: CSV conversion error to
+uint64", whose index is 0-based and names no column."""
+from __future__ import annotations
+
+import pytest
+
+from perfonto.cli import main
+from perfonto.metrics.dump import DumpError
+from perfonto.metrics.dump_scan import plan_dump
+from perfonto.metrics.windows import read_counters
+from perfonto.ontology import load_generation
+
+MS = 1_000_000
+HEADER = "chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles\n"
+
+
+@pytest.fixture(scope="module")
+def sohu():
+    return load_generation("sohu")[0]
+
+
+def _csv(path, rows: int, bad_row: int, column: int, value: str):
+    """``rows`` samples of chip 0; the value of ``column`` (0-based) in data row ``bad_row`` (1-based) is ``value``."""
+    lines = []
+    for r in range(1, rows + 1):
+        cells = ["0", str((r - 1) * MS), str(r * 1000), str(r)]
+        if r == bad_row:
+            cells[column] = value
+        lines.append(",".join(cells))
+    path.write_text(HEADER + "\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("value", ["12.5", "-3", "abc"])
+def test_a_register_value_that_is_not_an_unsigned_integer(tmp_path, sohu, capsys, value):
+    p = _csv(tmp_path / "d.csv", 5, 4, 3, value)
+    want = (f"{p}: row 4, column `seq.idle_cycles`: value '{value}' is not an unsigned integer "
+            "(raw registers are unsigned integer counts)")
+    with pytest.raises(DumpError) as exc:
+        read_counters(p, sohu)
+    assert str(exc.value) == want
+    with pytest.raises(DumpError) as exc:
+        plan_dump(p, sohu)  # the embedded engine reads CSV parts the same way
+    assert str(exc.value) == want
+    assert main(["analyze", str(p), "--out", str(tmp_path / "o")]) == 1
+    assert capsys.readouterr().err.strip().endswith(f"error: {want}")
+
+
+def test_the_row_is_found_past_the_first_block(tmp_path, sohu):
+    p = _csv(tmp_path / "big.csv", 120_000, 97_531, 2, "7e3")  # pyarrow reads a file this size in several blocks
+    with pytest.raises(DumpError, match=r"big\.csv: row 97531, column `seq\.elapsed_cycles`: value '7e3' is not an unsigned"):
+        read_counters(p, sohu)
+
+
+def test_a_key_value_says_what_the_key_holds(tmp_path, sohu):
+    p = _csv(tmp_path / "k.csv", 5, 2, 0, "chip0")
+    with pytest.raises(DumpError, match=r"k\.csv: row 2, column `chip`: value 'chip0' is not an integer$"):
+        read_counters(p, sohu)
