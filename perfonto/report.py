@@ -113,6 +113,8 @@ def render_serving(result: JobResult, console: Console) -> None:
 
 
 def render(result: JobResult, console: Console) -> None:
+    """Print the text report of ``result`` (module docstring); nulls print as ``null``, a section
+    with nothing evaluated as one line or not at all."""
     graph = result.evaluated
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
@@ -149,13 +151,28 @@ def render(result: JobResult, console: Console) -> None:
 
     if getattr(result, "headline", None):
         console.print(Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})"))
+    if a.topdown:
+        _topdown_table(graph, ev, a, console)
+    else:
+        console.print("Top-down: not evaluated (no top-down metric in this catalog selection or capture)")
+    _bottleneck(graph, a, console)
+    _findings(result, graph, ev, a, console)
+    _per_chip(graph, ev, a, console)
+    if result.multichip is not None and result.chips > 1:
+        render_multichip(result.multichip, console)
+    render_context(getattr(result, "context", None), console)
+    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+
+
+def _topdown_table(graph, ev, a, console: Console) -> None:
+    """Levels 1 and 2 of the top-down tree with their sum (only when some node was evaluated)."""
     td = Table(title="Top-down levels 1 and 2 (share of core cycles)", title_justify="left")
     td.add_column("node")
     td.add_column("share", justify="right")
     td.add_column("")
     kids = tree_children(graph)
     for name, v in a.topdown.items():
-        bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
+        bar = "█" * int(round(finite(v) / 100 * 40)) if finite(v) is not None else ""
         td.add_row(name, _fmt(v, "percent"), bar)
         for child in (c for c in kids.get(name, []) if c in ev.server):  # level 2
             cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
@@ -163,6 +180,10 @@ def render(result: JobResult, console: Console) -> None:
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
     td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
     console.print(td)
+
+
+def _bottleneck(graph, a, console: Console) -> None:
+    """The dominant bottleneck, its children and the drill-down path."""
     if a.bottleneck:
         console.print(f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}")
         for child, v in a.children.items():
@@ -170,6 +191,11 @@ def render(result: JobResult, console: Console) -> None:
     if a.drilldown:
         console.print("[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
                       + " > ".join(f"{n} ({pct(v)} of time)" for n, v in a.drilldown), markup=True)
+
+
+def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
+    """Top ops, tree violations, thresholds crossed, bound violations, nulls, partial coverage,
+    unavailable metrics and the notes."""
     if result.ops:
         render_ops(result, console)
     for msg in a.tree_violations:
@@ -200,28 +226,29 @@ def render(result: JobResult, console: Console) -> None:
     for note in result.notes:
         console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
 
+
+def _per_chip(graph, ev, a, console: Console) -> None:
+    """The per-chip table: the PER_CHIP metrics this catalog has, the dominant top-down node when
+    the tree was evaluated, and a legend of exactly the columns shown."""
+    shown = {name: header for name, header in PER_CHIP.items() if name in graph.metrics}
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
-    for name, header in PER_CHIP.items():
-        if name in graph.metrics:
-            pc.add_column(header, justify="right")
-    pc.add_column("dominant top-down node", justify="left", no_wrap=True)
+    for header in shown.values():
+        pc.add_column(header, justify="right")
+    if a.topdown:
+        pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
         row = [f"{ev.hosts[ci]}/{int(chip)}" if ev.hosts is not None else str(int(chip))]
-        for name in PER_CHIP:
-            if name in graph.metrics:
-                row.append(_fmt(ev.per_chip[name][ci]))
-        shares = {n: float(ev.per_chip[n][ci]) for n in a.topdown}
-        fin = {k: v for k, v in shares.items() if np.isfinite(v)}
-        dom = max(fin, key=fin.get) if fin else "—"
-        row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
+        row += [_fmt(ev.per_chip[name][ci]) for name in shown]
+        if a.topdown:
+            shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
+            fin = {k: v for k, v in shares.items() if v is not None}
+            dom = max(fin, key=fin.get) if fin else "—"
+            row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
         pc.add_row(*row)
     console.print(pc)
-    console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
-    if result.multichip is not None and result.chips > 1:
-        render_multichip(result.multichip, console)
-    render_context(getattr(result, "context", None), console)
-    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+    if shown:
+        console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
 
 
 TOP_OPS = 10

@@ -1,5 +1,6 @@
 """The text report never prints ``nan``: a metric whose server value is null (all its windows null)
-shows ``null`` with a pointer to the reason, as JSON and Parquet hold null."""
+shows ``null`` with a pointer to the reason, as JSON and Parquet hold null; a section with nothing
+evaluated (the top-down tree) is one line, and the per-chip legend names only the columns shown."""
 from __future__ import annotations
 
 import json
@@ -51,3 +52,18 @@ def test_a_metric_with_all_windows_null_prints_null_with_its_reason(tmp_path, ca
     assert "null" in chip                                          # the per-chip HBM GB/s column
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     assert doc["metrics"]["hbm.write_bandwidth"]["value"] is None
+
+
+def test_no_topdown_table_and_a_legend_of_the_columns_shown(tmp_path, capsys):
+    # --metrics without a top-down metric: JSON has topdown {}, so the text has no top-down table (no
+    # "sum │ 0.00 %" row), no dominant-node column, and the legend names only the two columns shown.
+    _dump(tmp_path / "d.parquet")
+    argv = ["analyze", str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o"), "--metrics", "hbm.bandwidth,pcie.bandwidth_utilization"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["topdown"] == {}
+    assert "Top-down: not evaluated" in out and "Top-down levels" not in out
+    assert not any(line.strip("│ ").startswith("sum ") for line in out.splitlines())
+    assert "dominant top-down node" not in out
+    legend = next(line for line in out.splitlines() if line.startswith("per-chip columns:"))
+    assert legend == "per-chip columns: HBM GB/s = hbm.bandwidth, PCIe % = pcie.bandwidth_utilization"
