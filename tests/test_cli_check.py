@@ -63,3 +63,28 @@ def test_usage_errors_for_bad_numbers(capsys):
     for argv in (["run", "--seed", "-1"], ["run", "--warmup-steps", "-5"], ["run", "--duration", "nan s"],
                  ["run", "--duration", "inf s"], ["run", "--duration", "9 ** 9 ** 9 ms"]):
         assert main(argv) == 2, argv
+
+
+def _folder(tmp_path, name: str):
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "mine.yaml").write_text(f'generation: {name}\nextends: sohu\ndescription: "my Sohu"\n')
+    return d
+
+
+def test_check_uses_the_catalog_folders_generation(tmp_path, capsys):
+    # was: error[unknown-generation]: no file declares `generation: sohu` (help: did you mean `sohu_mine`?)
+    d = _folder(tmp_path, "sohu_mine")
+    assert main(["check", "--catalog", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["generation"] == "sohu_mine" and doc["signals"] == 60
+    assert not any(x["code"] == "unknown-generation" for x in doc["diagnostics"])
+
+
+def test_check_reports_an_invalid_generation_name_as_such(tmp_path, capsys):
+    d = _folder(tmp_path, "sohu-mine")
+    for extra in ([], ["--generation", "sohu"]):  # the folder's generation, or another one asked for
+        assert main(["check", "--catalog", str(d), *extra]) == 1
+        out = capsys.readouterr().out
+        assert f"{d}/mine.yaml:1:13: error[schema]" in out and "sohu-mine" in out and "^[a-z][a-z0-9_]*$" in out
+        assert "unknown-generation" not in out and "did you mean" not in out
