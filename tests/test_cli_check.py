@@ -88,3 +88,25 @@ def test_check_reports_an_invalid_generation_name_as_such(tmp_path, capsys):
         out = capsys.readouterr().out
         assert f"{d}/mine.yaml:1:13: error[schema]" in out and "sohu-mine" in out and "^[a-z][a-z0-9_]*$" in out
         assert "unknown-generation" not in out and "did you mean" not in out
+
+
+MINE = 'metric my.double [GB/s] = hbm.bandwidth * 2\n  "Twice the HBM bandwidth."\n  groups memory\n'
+
+
+def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsys):
+    # was: "1 metrics compiled", and hbm.bandwidth an unknown name (did you mean spec.hbm.peak_bandwidth?)
+    from perfonto.metrics.catalog import load_catalog
+
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "mine.metrics").write_text(MINE)
+    cat = load_catalog(d, None)
+    assert not cat.errors and {"my.double", "hbm.bandwidth", "mfu"} <= set(cat.graph.metrics)
+    assert len(cat.graph.metrics) == len(load_catalog().graph.metrics) + 1
+    assert ("metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) (mine.metrics); "
+            "--no-library leaves the library out") in cat.notes
+    bare = load_catalog(d, None, library=False)
+    assert set(bare.graph.metrics) == set() and "metric files compiled: the folder's 1 metric file(s) (mine.metrics) only " \
+        "(--no-library: the shipped metric library is left out)" in bare.notes
+    assert main(["check", "--catalog", str(d)]) == 0
+    assert "sohu: 60 signals, 87 metrics compiled, 0 error(s)" in capsys.readouterr().out

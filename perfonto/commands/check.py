@@ -10,6 +10,7 @@ def register(sub) -> None:
     c = sub.add_parser("check", help="compile a catalog and print every diagnostic")
     c.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
     c.add_argument("--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)")
+    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--json", action="store_true", help="print diagnostics as one JSON object")
     c.set_defaults(func=cmd_check)
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
 def cmd_check(args) -> int:
     from perfonto.metrics.catalog import load_catalog
 
-    cat = load_catalog(args.catalog, args.generation)
+    cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
     if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):
         raise CommandError(f"no generation named `{args.generation}`", 2, cat.diagnostics)
     name = cat.generation.name if cat.generation is not None else (args.generation or "sohu")
