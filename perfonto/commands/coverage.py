@@ -51,11 +51,13 @@ def cmd_coverage(args) -> int:
 
     target = target_of(args.generation, args.catalog)
     try:
-        gen = parts(target)[0].generation
+        base = parts(target)[0]
+        gen = base.generation
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     try:
-        nominal, scs = load_scenarios(args.scenarios, gen)
+        heads = [m for m, x in base.graph.metrics.items() if "topdown" in x.groups]
+        nominal, scs = load_scenarios(args.scenarios, gen, heads or None)
     except ScenarioError as exc:
         code = 2 if any(d.code == "io" for d in exc.diagnostics) else 1
         raise CommandError(f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics) from None
