@@ -47,8 +47,9 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str | None =
     no YAML uses the shipped generation (noted in ``notes``); a folder with neither is an error.
     ``others``: the other generations a metric may need (default: ``shipped_others``), so that a
     metric over a signal of another generation is unavailable here rather than an error.
-    A folder whose generation extends a shipped one gets the shipped metric library as well as its
-    own metric files, unless ``library`` is False (noted in ``notes``). ``generation=None``: the
+    A folder whose generation extends a shipped one, or that has no YAML (the shipped generation),
+    gets the shipped metric library as well as its own metric files, unless ``library`` is False;
+    ``notes`` says which metric files were compiled. ``generation=None``: the
     folder's generation (the one no other file of the folder extends), else ``sohu``.
     """
     notes: list[str] = []
@@ -80,14 +81,26 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str | None =
             notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
     if gen is None:
         return Catalog(None, None, diags, notes)
-    if catalog_dir is not None and yamls and library and set(gen.lineage[:-1]) & set(shipped_generations()):
-        base = [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]
-        files = library_files() + files
-        notes.append(f"`{gen.name}` extends the shipped generation `{base}`: the shipped metric library is compiled "
-                     f"with the folder's metric files (--no-library to leave it out)")
+    if catalog_dir is not None:
+        notes.append(_library_note(gen, d, yamls, files, library))
+        if library and (not yamls or set(gen.lineage[:-1]) & set(shipped_generations())):
+            files = library_files() + files
     graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
     return Catalog(gen, graph, diags + lint + graph.diagnostics, notes)
+
+
+def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path], library: bool) -> str:
+    """Which metric files a catalog folder is compiled with: its own, the shipped library's, or both."""
+    own = f"the folder's {len(files)} metric file(s) ({', '.join(p.name for p in files)})" if files else "no metric file of the folder"
+    shipped = not yamls or set(gen.lineage[:-1]) & set(shipped_generations())
+    if not shipped:
+        return f"metric files compiled: {own} (`{gen.name}` extends no shipped generation: the shipped library does not apply)"
+    if not library:
+        return f"metric files compiled: {own} only (--no-library: the shipped metric library is left out)"
+    base = gen.name if not yamls else [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]
+    return (f"metric files compiled: the shipped metric library (for `{base}`) and {own}; "
+            "--no-library leaves the library out")
 
 
 def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:

@@ -9,13 +9,14 @@ Both return ``(Generation | None, diagnostics)`` and never raise on bad input.
 from __future__ import annotations
 
 from importlib import resources
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .diagnostics import Diagnostic, Span, did_you_mean, with_source
 from .generation import Generation, resolve
-from .model import GenerationFile
+from .model import IDENT_RE, GenerationFile
 from .extends import load_chain
 from .yaml_source import YamlSource, read_yaml
 
@@ -151,6 +152,10 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
                                     src.span(("generation",)) if isinstance(src.data, dict) else Span(str(p), 1, 1)))
             continue
         names.append(gname)
+        if gname != name and not IDENT_RE.match(gname):  # else the did-you-mean below would hide the real error
+            diags.append(with_source(Diagnostic("error", "schema", f"`generation`: `{gname}` is not a valid generation name "
+                                                f"(it must match {IDENT_RE.pattern})", src.span(("generation",)),
+                                                hint=f"e.g. `{re.sub('[^a-z0-9_]', '_', gname.lower())}`"), src.text))
         if gname == name:
             gen, more = _load_path(Path(p))
             return gen, diags + more

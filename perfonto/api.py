@@ -125,7 +125,8 @@ def load_catalog(path: str | Path | None = None, generation: str | None = None, 
                  raise_on_error: bool = False) -> Catalog:
     """Load and compile a catalog: the shipped one (``path=None``), or a folder of ontology ``*.yaml``
     and metric ``*.metrics`` files. ``generation``: default sohu, or the folder's generation.
-    ``library``: a folder whose generation extends a shipped one also gets the shipped metric library.
+    ``library``: a folder whose generation extends a shipped one, or that has no YAML (the shipped
+    generation), also gets the shipped metric library.
 
     Raises:
         CatalogError: with ``raise_on_error``, when there is any error (all diagnostics attached).

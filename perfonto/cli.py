@@ -37,7 +37,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from perfonto import __version__
 
-    p = _Parser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.")
+    p = _Parser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.",
+                epilog="`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults: emulate, "
+                       "analyze, report). `perfonto COMMAND --help` describes each command.")
     p.add_argument("--version", action="version", version=f"perfonto {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:

@@ -62,6 +62,7 @@ def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src
     outputs |= {"evaluator": str(tmp / "evaluator.py"), "docs": str(docs_path)}
     outputs["report"] = str(tmp / "report.json")
     report.outputs = relocate(outputs, tmp, final)
+    report.notes = [n.replace(str(tmp), str(final)) for n in report.notes]  # name the folder the user will find
     report.timings = timings
     (tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
 

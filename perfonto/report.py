@@ -27,10 +27,32 @@ PER_CHIP = {  # metric -> short column header
 }
 
 
+NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
+
+
+def finite(v) -> float | None:
+    """``v`` as a float, or None when it is None, NaN, infinite or not a number (a NumPy scalar of
+    any width, or a 0-d array, included)."""
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def pct(v, digits: int = 1, scale: float = 100.0) -> str:
+    """A share as ``12.3 %`` (``v × scale``); ``—`` when it is null or not finite."""
+    f = finite(v)
+    return "—" if f is None else f"{f * scale:.{digits}f} %"
+
+
 def _fmt(v, unit: str = "") -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "null"
-    v = float(v)
+    """A value with its unit (``12.345 GB/s``, ``1.23e+09 B``); ``null`` when not computable."""
+    v = finite(v)
+    if v is None:
+        return NULL
     if unit in ("percent", "%"):
         return f"{v:.2f} %"
     a = abs(v)
@@ -79,9 +101,9 @@ def render_serving(result: JobResult, console: Console) -> None:
             t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
     ts = result.time_split
-    if ts and all(v is not None for v in ts.values()):
+    if ts and all(finite(v) is not None for v in ts.values()):
         console.print("Time split (device trace, unions of spans, all chips): "
-                      + ", ".join(f"{k.replace('_', ' ')} {v * 100:.1f} %" for k, v in ts.items())
+                      + ", ".join(f"{k.replace('_', ' ')} {pct(v)}" for k, v in ts.items())
                       + f" (sum {sum(ts.values()) * 100:.1f} %)")
     steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20:
@@ -91,6 +113,8 @@ def render_serving(result: JobResult, console: Console) -> None:
 
 
 def render(result: JobResult, console: Console) -> None:
+    """Print the text report of ``result`` (module docstring); nulls print as ``null``, a section
+    with nothing evaluated as one line or not at all."""
     graph = result.evaluated
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
@@ -113,6 +137,9 @@ def render(result: JobResult, console: Console) -> None:
             peak = gen.spec["spec.hbm.peak_bandwidth"]
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
         value = _fmt(ev.server[name], m.unit_text)
+        if value == NULL:
+            why = "all windows null (see Null window values)" if name in a.null_windows else "not computable"
+            note = f"null: {why}" + (f"; {note}" if note else "")
         mark = bounds_mark(m, ev.server[name], a.violation_counts.get(name, 0))
         if mark:
             value = f"[bold red]⚠[/bold red] {value}"
@@ -124,13 +151,28 @@ def render(result: JobResult, console: Console) -> None:
 
     if getattr(result, "headline", None):
         console.print(Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})"))
+    if a.topdown:
+        _topdown_table(graph, ev, a, console)
+    else:
+        console.print("Top-down: not evaluated (no top-down metric in this catalog selection or capture)")
+    _bottleneck(graph, a, console)
+    _findings(result, graph, ev, a, console)
+    _per_chip(graph, ev, a, console)
+    if result.multichip is not None and result.chips > 1:
+        render_multichip(result.multichip, console)
+    render_context(getattr(result, "context", None), console)
+    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+
+
+def _topdown_table(graph, ev, a, console: Console) -> None:
+    """Levels 1 and 2 of the top-down tree with their sum (only when some node was evaluated)."""
     td = Table(title="Top-down levels 1 and 2 (share of core cycles)", title_justify="left")
     td.add_column("node")
     td.add_column("share", justify="right")
     td.add_column("")
     kids = tree_children(graph)
     for name, v in a.topdown.items():
-        bar = "█" * int(round((v or 0) / 100 * 40)) if np.isfinite(v) else ""
+        bar = "█" * int(round(finite(v) / 100 * 40)) if finite(v) is not None else ""
         td.add_row(name, _fmt(v, "percent"), bar)
         for child in (c for c in kids.get(name, []) if c in ev.server):  # level 2
             cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
@@ -138,13 +180,22 @@ def render(result: JobResult, console: Console) -> None:
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
     td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
     console.print(td)
+
+
+def _bottleneck(graph, a, console: Console) -> None:
+    """The dominant bottleneck, its children and the drill-down path."""
     if a.bottleneck:
         console.print(f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}")
         for child, v in a.children.items():
             console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
     if a.drilldown:
         console.print("[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
-                      + " > ".join(f"{n} ({v * 100:.1f} % of time)" for n, v in a.drilldown), markup=True)
+                      + " > ".join(f"{n} ({pct(v)} of time)" for n, v in a.drilldown), markup=True)
+
+
+def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
+    """Top ops, tree violations, thresholds crossed, bound violations, nulls, partial coverage,
+    unavailable metrics and the notes."""
     if result.ops:
         render_ops(result, console)
     for msg in a.tree_violations:
@@ -156,7 +207,7 @@ def render(result: JobResult, console: Console) -> None:
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
-            console.print(f"  • {v.metric} = {v.value:.6g} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})")
+            console.print(f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})")
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
     if a.null_windows:
@@ -175,36 +226,44 @@ def render(result: JobResult, console: Console) -> None:
     for note in result.notes:
         console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
 
+
+def _per_chip(graph, ev, a, console: Console) -> None:
+    """The per-chip table: the PER_CHIP metrics this catalog has, the dominant top-down node when
+    the tree was evaluated, and a legend of exactly the columns shown."""
+    shown = {name: header for name, header in PER_CHIP.items() if name in graph.metrics}
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
-    for name, header in PER_CHIP.items():
-        if name in graph.metrics:
-            pc.add_column(header, justify="right")
-    pc.add_column("dominant top-down node", justify="left", no_wrap=True)
+    for header in shown.values():
+        pc.add_column(header, justify="right")
+    if a.topdown:
+        pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
         row = [f"{ev.hosts[ci]}/{int(chip)}" if ev.hosts is not None else str(int(chip))]
-        for name in PER_CHIP:
-            if name in graph.metrics:
-                row.append(_fmt(ev.per_chip[name][ci]))
-        shares = {n: float(ev.per_chip[n][ci]) for n in a.topdown}
-        fin = {k: v for k, v in shares.items() if np.isfinite(v)}
-        dom = max(fin, key=fin.get) if fin else "—"
-        row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
+        row += [_fmt(ev.per_chip[name][ci]) for name in shown]
+        if a.topdown:
+            shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
+            fin = {k: v for k, v in shares.items() if v is not None}
+            dom = max(fin, key=fin.get) if fin else "—"
+            row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
         pc.add_row(*row)
     console.print(pc)
-    console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in PER_CHIP.items())}[/dim]")
-    if result.multichip is not None and result.chips > 1:
-        render_multichip(result.multichip, console)
-    render_context(getattr(result, "context", None), console)
-    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+    if shown:
+        console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
 
 
 TOP_OPS = 10
 
 
+def _g(v, spec: str = ".6g") -> str:
+    """A bare number (``1.23457e+09``); ``null`` when not computable."""
+    f = finite(v)
+    return NULL if f is None else format(f, spec)
+
+
 def _eng(v, unit: str) -> str:
     """A number with an SI prefix (``1.23 PFLOP/s``); ``—`` for None."""
-    if v is None or not np.isfinite(v):
+    v = finite(v)
+    if v is None:
         return "—"
     for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= factor:
@@ -225,9 +284,9 @@ def render_ops(result: JobResult, console: Console) -> None:
                       ("of roof", "right"), ("roofline", "left"), ("bound", "left")):
         t.add_column(col, justify=just)
     for r in ops[:TOP_OPS]:
-        share = f"{r['time_share'] * 100:.1f} %" if r["time_share"] is not None else "—"
-        inten = f"{r['intensity']:.4g} FLOP/B" if r["intensity"] is not None else "—"
-        eff = f"{r['efficiency'] * 100:.1f} %" if r["efficiency"] is not None else "—"
+        share = pct(r["time_share"])
+        inten = f"{_g(r['intensity'], '.4g')} FLOP/B" if finite(r["intensity"]) is not None else "—"
+        eff = pct(r["efficiency"])
         side = f"{r['side']} ({r['ceiling']})" if r["side"] else "—"
         bound = (r["bound"] or "—").removeprefix("topdown.")
         name = Text(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
@@ -240,6 +299,8 @@ def render_ops(result: JobResult, console: Console) -> None:
 
 
 def _ms(v: float) -> str:
+    if finite(v) is None:
+        return "—"
     return f"{v * 1e3:,.3f} ms" if abs(v) >= 1e-4 else f"{v * 1e6:,.2f} µs"
 
 
@@ -253,8 +314,8 @@ def _wait_table(mc: dict, coll: dict, console: Console) -> None:
     for c, w in enumerate(coll["wait_s"]):
         wf = coll["waits_for"].get(str(c), {})
         top = max(wf, key=wf.get) if wf else None
-        t.add_row(str(c), _ms(w), f"{w / dur * 100:.2f} %",
-                  f"chip {top} ({wf[top] / w * 100:.0f} %)" if top is not None and w > 0 else "—")
+        t.add_row(str(c), _ms(w), pct(w / dur, 2),
+                  f"chip {top} ({pct(wf[top] / w, 0)})" if top is not None and w > 0 else "—")
     console.print(t)
 
 
@@ -275,9 +336,9 @@ def render_multichip(mc: dict, console: Console) -> None:
         st = coll.get("straggler")
         if st:
             console.print(f"  [bold red]Straggler: chip {st['chip']}[/bold red] — the others wait for it "
-                          f"{_ms(st['blamed_wait_s'])} in collectives ({st['share'] * 100:.0f} % of all collective wait)")
+                          f"{_ms(st['blamed_wait_s'])} in collectives ({pct(st['share'], 0)} of all collective wait)")
         else:
-            console.print(f"  no straggler: collective wait is {coll['wait_share_of_time'] * 100:.2f} % of the chips' time"
+            console.print(f"  no straggler: collective wait is {pct(coll['wait_share_of_time'], 2)} of the chips' time"
                           + (" (within the clock-alignment noise)" if coll["wait_share_of_time"] < 1e-3 else ""))
         if st or coll["wait_share_of_time"] >= 1e-3:
             _wait_table(mc, coll, console)
@@ -287,27 +348,27 @@ def render_multichip(mc: dict, console: Console) -> None:
                       f"{_ms(sk['exec_start_max_s'])}")
     imb = mc.get("imbalance", {})
     if imb:
-        across = ", ".join(f"{b} {v * 100:.1f} %" for b, v in imb.get("across_chips", {}).items())
-        within = ", ".join(f"{b} {d['value'] * 100:.1f} % (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items())
+        across = ", ".join(f"{b} {pct(v)}" for b, v in imb.get("across_chips", {}).items())
+        within = ", ".join(f"{b} {pct(d['value'])} (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items())
         console.print(f"  load imbalance 1 − mean/max across chips: {across}")
         if within:
             console.print(f"  load imbalance across instances within a chip (worst chip): {within}")
     for sl in mc.get("slow_links", [])[:4]:
         console.print(f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "
-                      f"{sl['rate_ratio'] * 100:.0f} % of the median link's rate (busy {_ms(sl['busy_s'])} vs "
+                      f"{pct(sl['rate_ratio'], 0)} of the median link's rate (busy {_ms(sl['busy_s'])} vs "
                       f"{_ms(sl['median_busy_s'])})")
     sat = mc.get("saturation", {})
     if sat:
         ivs = sat.get("intervals", [])
         if not ivs:
             console.print(f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
-                          f"(peaks: PCIe {sat['pcie_util_max'] * 100:.1f} %, link {sat['link_util_max'] * 100:.1f} %)")
+                          f"(peaks: PCIe {pct(sat['pcie_util_max'])}, link {pct(sat['link_util_max'])})")
         else:
             console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window):")
             for iv in ivs[:8]:
                 what = f"chip {iv['chip']} PCIe" if iv["kind"] == "pcie" else f"chip {iv['chip']} link {iv['link']}"
                 console.print(f"    {what}: {iv['start_s'] * 1e3:,.3f} – {iv['end_s'] * 1e3:,.3f} ms "
-                              f"({iv['windows']} window(s), peak {iv['peak_util'] * 100:.1f} %)")
+                              f"({iv['windows']} window(s), peak {pct(iv['peak_util'])})")
             if len(ivs) > 8:
                 console.print(f"    … {sat['count'] - 8} more in report.json")
 
@@ -348,5 +409,5 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         side = {k: ", ".join(f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3])
                 for k in ("high", "low")}
         t.add_row(n, _fmt(sp["p50"], unit), _fmt(sp["p99"], unit), _fmt(sp["max"], unit),
-                  f"{thr['share_of_chips'] * 100:.1f} %" if thr else "", side["high"], side["low"])
+                  pct(thr["share_of_chips"]) if thr else "", side["high"], side["low"])
     console.print(t)

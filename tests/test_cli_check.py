@@ -63,3 +63,50 @@ def test_usage_errors_for_bad_numbers(capsys):
     for argv in (["run", "--seed", "-1"], ["run", "--warmup-steps", "-5"], ["run", "--duration", "nan s"],
                  ["run", "--duration", "inf s"], ["run", "--duration", "9 ** 9 ** 9 ms"]):
         assert main(argv) == 2, argv
+
+
+def _folder(tmp_path, name: str):
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "mine.yaml").write_text(f'generation: {name}\nextends: sohu\ndescription: "my Sohu"\n')
+    return d
+
+
+def test_check_uses_the_catalog_folders_generation(tmp_path, capsys):
+    # was: error[unknown-generation]: no file declares `generation: sohu` (help: did you mean `sohu_mine`?)
+    d = _folder(tmp_path, "sohu_mine")
+    assert main(["check", "--catalog", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["generation"] == "sohu_mine" and doc["signals"] == 60
+    assert not any(x["code"] == "unknown-generation" for x in doc["diagnostics"])
+
+
+def test_check_reports_an_invalid_generation_name_as_such(tmp_path, capsys):
+    d = _folder(tmp_path, "sohu-mine")
+    for extra in ([], ["--generation", "sohu"]):  # the folder's generation, or another one asked for
+        assert main(["check", "--catalog", str(d), *extra]) == 1
+        out = capsys.readouterr().out
+        assert f"{d}/mine.yaml:1:13: error[schema]" in out and "sohu-mine" in out and "^[a-z][a-z0-9_]*$" in out
+        assert "unknown-generation" not in out and "did you mean" not in out
+
+
+MINE = 'metric my.double [GB/s] = hbm.bandwidth * 2\n  "Twice the HBM bandwidth."\n  groups memory\n'
+
+
+def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsys):
+    # was: "1 metrics compiled", and hbm.bandwidth an unknown name (did you mean spec.hbm.peak_bandwidth?)
+    from perfonto.metrics.catalog import load_catalog
+
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "mine.metrics").write_text(MINE)
+    cat = load_catalog(d, None)
+    assert not cat.errors and {"my.double", "hbm.bandwidth", "mfu"} <= set(cat.graph.metrics)
+    assert len(cat.graph.metrics) == len(load_catalog().graph.metrics) + 1
+    assert ("metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) (mine.metrics); "
+            "--no-library leaves the library out") in cat.notes
+    bare = load_catalog(d, None, library=False)
+    assert set(bare.graph.metrics) == set() and "metric files compiled: the folder's 1 metric file(s) (mine.metrics) only " \
+        "(--no-library: the shipped metric library is left out)" in bare.notes
+    assert main(["check", "--catalog", str(d)]) == 0
+    assert "sohu: 60 signals, 87 metrics compiled, 0 error(s)" in capsys.readouterr().out

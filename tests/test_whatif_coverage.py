@@ -75,6 +75,30 @@ def test_link_busy_cycles_are_evidence_but_no_diagnosis(six):
     assert "c2c.link_busy" in cov.moves["throttled-link"]
 
 
+def test_counters_not_judged_are_not_reported_as_losing_nothing(six, capsys):
+    # Judged with all_counters=False (--only-without): seq.compute_cycles feeds the top-down tree and
+    # seq.memory_weight_cycles the memory branch: both are "not judged", never "no diagnosis can change".
+    import argparse
+
+    from perfonto.commands.coverage import _render
+
+    _, _, cov = six
+    for sig in ("seq.compute_cycles", "seq.memory_weight_cycles"):
+        e = cov.without[sig]
+        assert e["rejudged"] is False and e["can_change"] is True and e["lost_diagnoses"] is None
+        assert e["note"].startswith("not judged") and "no diagnosis can change" not in e["note"]
+    assert "topdown.compute_bound" in cov.without["seq.compute_cycles"]["note"]
+    # a counter only evidence metrics read cannot change a diagnosis, and says so
+    plain = [s for s, e in cov.without.items() if e.get("can_change") is False]
+    assert plain and all(cov.without[s]["lost_diagnoses"] == [] for s in plain)
+    assert all("no diagnosis can change" in cov.without[s]["note"] for s in plain)
+    _render(cov, "sohu", argparse.Namespace(seeds=2, without=WITHOUT))
+    out = capsys.readouterr().out.replace("\n", " ")
+    quiet = out.split("counters lose no diagnosis")[1].split("counters not judged")[0]
+    assert "seq.compute_cycles" not in quiet and "seq.collective_wait_cycles" not in quiet
+    assert "counters not judged (--only-without" in out and "seq.compute_cycles" in out.split("counters not judged")[1]
+
+
 def test_unread_counters_and_unmoved_metrics(six):
     _, _, cov = six
     assert {"seq.boot_count", "dma.descriptors", "vpu.instructions"} <= set(cov.unread)

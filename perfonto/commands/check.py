@@ -9,7 +9,8 @@ from .common import CommandError, stderr
 def register(sub) -> None:
     c = sub.add_parser("check", help="compile a catalog and print every diagnostic")
     c.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
-    c.add_argument("--generation", default="sohu", help="generation to compile against (default: sohu)")
+    c.add_argument("--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)")
+    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--json", action="store_true", help="print diagnostics as one JSON object")
     c.set_defaults(func=cmd_check)
 
@@ -17,9 +18,10 @@ def register(sub) -> None:
 def cmd_check(args) -> int:
     from perfonto.metrics.catalog import load_catalog
 
-    cat = load_catalog(args.catalog, args.generation)
+    cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
     if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):
         raise CommandError(f"no generation named `{args.generation}`", 2, cat.diagnostics)
+    name = cat.generation.name if cat.generation is not None else (args.generation or "sohu")
     if cat.generation is not None:  # what the emulator counts for each signal: names and units it knows
         from perfonto.emulator.quantities import check_bindings
 
@@ -29,7 +31,7 @@ def cmd_check(args) -> int:
         err.print(f"note: {n}", markup=False)
     errors = cat.errors
     if args.json:
-        doc = {"ok": not errors, "generation": args.generation,
+        doc = {"ok": not errors, "generation": name,
                "metrics": len(cat.graph.metrics) if cat.graph else 0,
                "signals": len(cat.generation.signals) if cat.generation else 0,
                "diagnostics": [d.to_json() for d in cat.diagnostics]}
@@ -39,7 +41,7 @@ def cmd_check(args) -> int:
             print(d.render())
             print()
         if cat.graph is not None:
-            print(f"{args.generation}: {len(cat.generation.signals)} signals, {len(cat.graph.metrics)} metrics compiled, "
+            print(f"{name}: {len(cat.generation.signals)} signals, {len(cat.graph.metrics)} metrics compiled, "
                   f"{len(errors)} error(s), {len(cat.diagnostics) - len(errors)} warning(s)")
         else:
             print(f"{len(errors)} error(s)")

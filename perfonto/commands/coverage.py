@@ -19,7 +19,8 @@ def register(sub) -> None:
     p.add_argument("--seeds", type=positive_int, default=3, help="runs per scenario, seeds 0..N-1, for run-to-run noise (default: 3)")
     p.add_argument("--without", action="append", default=[], metavar="SIGNAL",
                    help="judge the catalog recompiled without SIGNAL (repeat); every counter a diagnosis reads is judged anyway")
-    p.add_argument("--only-without", action="store_true", help="judge only the --without counters (faster)")
+    p.add_argument("--only-without", action="store_true",
+                   help="judge only the --without counters (faster); the others that feed a diagnosis are listed as not judged")
     p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
     p.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)")
     p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON")
@@ -50,11 +51,13 @@ def cmd_coverage(args) -> int:
 
     target = target_of(args.generation, args.catalog)
     try:
-        gen = parts(target)[0].generation
+        base = parts(target)[0]
+        gen = base.generation
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     try:
-        nominal, scs = load_scenarios(args.scenarios, gen)
+        heads = [m for m, x in base.graph.metrics.items() if "topdown" in x.groups]
+        nominal, scs = load_scenarios(args.scenarios, gen, heads or None)
     except ScenarioError as exc:
         code = 2 if any(d.code == "io" for d in exc.diagnostics) else 1
         raise CommandError(f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics) from None
@@ -143,9 +146,12 @@ def _render(cov, gen: str, args) -> None:
     w = Table(title="without a counter: the catalog recompiled without it, every run judged again")
     for col in ("counter", "diagnoses lost", "pairs no longer told apart"):
         w.add_column(col)
-    quiet = []
-    for sig, e in sorted(cov.without.items(), key=lambda kv: (-len(kv[1].get("lost_diagnoses", [])), kv[0])):
-        lost = e.get("lost_diagnoses", [])
+    quiet, unjudged = [], []
+    for sig, e in sorted(cov.without.items(), key=lambda kv: (-len(kv[1].get("lost_diagnoses") or []), kv[0])):
+        if e.get("lost_diagnoses") is None:  # could change a diagnosis, not judged (--only-without)
+            unjudged.append(sig)
+            continue
+        lost = e["lost_diagnoses"]
         if not lost and sig not in args.without:
             quiet.append(sig)
             continue
@@ -155,6 +161,9 @@ def _render(cov, gen: str, args) -> None:
     out.print(w)
     if quiet:
         out.print(f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): {', '.join(quiet)}")
+    if unjudged:
+        out.print(f"{len(unjudged)} counters not judged (--only-without; a top-down or thresholded metric reads them, "
+                  f"name them with --without or drop --only-without): {', '.join(unjudged)}")
     for sig, e in cov.proposed.items():
         out.print(f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
                   f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "

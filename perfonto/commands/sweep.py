@@ -80,7 +80,10 @@ def cmd_sweep(args) -> int:
 
 
 def _fmt(v, kind: str) -> str:
-    if v is None:
+    """A sweep cell: ``s`` seconds, ``pct`` a share, ``tok`` tokens/s; ``—`` when null or NaN."""
+    from perfonto.report import finite
+
+    if v is None or (not isinstance(v, str) and finite(v) is None):
         return "—"
     if kind == "s":
         return f"{v * 1e3:,.2f} ms" if v < 1 else f"{v:,.2f} s"

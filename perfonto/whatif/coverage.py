@@ -17,6 +17,8 @@ From the runs of ``runs.run_all`` (the nominal run and every scenario, several s
   findings changes, and a pair is lost when it is no longer told apart. *Evidence* lost: the metrics
   that moved in a scenario and need the counter. A counter that neither a top-down metric nor a
   thresholded one reads cannot change a diagnosis; it is judged by its evidence only, unless named.
+  A counter that could change one but was not judged (``all_counters=False``) says so: its
+  ``lost_diagnoses`` is None (unknown), never an empty list (nothing lost).
 """
 from __future__ import annotations
 
@@ -180,8 +182,13 @@ def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counte
         entry = _evidence(graph, sig, moves)
         if sig in judged:
             entry |= _without(target, sig, by, specs, diag, pairs, ok)
+        elif sig in feeders:  # it could change a diagnosis, but was not asked for (all_counters=False)
+            reads = sorted(m for m in diagnosing if sig in nx.ancestors(graph.graph, m))
+            entry |= {"rejudged": False, "can_change": True, "lost_diagnoses": None, "lost_pairs": None,
+                      "note": f"not judged (only the --without counters were): {', '.join(reads)} read it, "
+                              "so a diagnosis may change"}
         else:
-            entry |= {"rejudged": False, "lost_diagnoses": [], "lost_pairs": [],
+            entry |= {"rejudged": False, "can_change": False, "lost_diagnoses": [], "lost_pairs": [],
                       "note": "no top-down or thresholded metric reads it: no diagnosis can change"}
         cov.without[sig] = entry
     for sig in proposed:

@@ -60,7 +60,7 @@ def base_generation(target: Target):
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
         gen, diags = load_generation_files(yamls, target.generation or folder_generation(yamls) or "sohu")
     if gen is None:
-        msgs = "; ".join(d.message for d in diags if d.severity == "error")[:400]
+        msgs = "; ".join(d.message + (f" ({d.hint})" if d.hint else "") for d in diags if d.severity == "error")[:400]
         raise KnobError(f"generation `{target.generation}` does not load: {msgs}")
     return gen
 

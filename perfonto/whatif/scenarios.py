@@ -101,7 +101,26 @@ def _run_block(doc, loc, src, diags) -> dict:
     return out
 
 
-def _read(path: Path, diags: list) -> tuple[dict | None, dict[str, Scenario]]:
+def _expect(sc: dict, loc, src, diags, headlines) -> str | None:
+    """The scenario's ``expect:`` as a full metric name (``topdown.`` may be left out); a located
+    error with a did-you-mean when ``headlines`` (the metrics that can be a headline) lacks it."""
+    want = sc.get("expect")
+    if want is None or headlines is None:
+        return want
+    heads = set(headlines)
+    if not isinstance(want, str):
+        diags.append(Diagnostic("error", "scenario", f"`expect` must be a top-down metric name, got {want!r}", src.span(loc + ("expect",))))
+        return None
+    full = want if want in heads or want.startswith("topdown.") else f"topdown.{want}"
+    if full not in heads:
+        hint = did_you_mean(full, sorted(heads)) or "top-down metrics: " + ", ".join(sorted(heads))
+        diags.append(Diagnostic("error", "scenario", f"`expect`: no top-down metric `{want}` (a headline is a top-down node)",
+                                src.span(loc + ("expect",)), hint=hint))
+        return want
+    return full
+
+
+def _read(path: Path, diags: list, headlines=None) -> tuple[dict | None, dict[str, Scenario]]:
     from perfonto.ontology.yaml_source import read_yaml
 
     src = read_yaml(path)
@@ -141,25 +160,26 @@ def _read(path: Path, diags: list) -> tuple[dict | None, dict[str, Scenario]]:
         spec = {(k if str(k).startswith("spec.") else f"spec.{k}"): v for k, v in spec.items()} if isinstance(spec, dict) else {}
         sp = src.span(loc)
         out[str(name)] = Scenario(str(name), str(sc.get("description", "")), run, spec, dict(assume) if isinstance(assume, dict) else {},
-                                  sc.get("expect"), f"{sp.file}:{sp.line}")
+                                  _expect(sc, loc, src, diags, headlines), f"{sp.file}:{sp.line}")
     return nominal, out
 
 
-def load_scenarios(path: str | Path | None = None, base_gen=None) -> tuple[dict, list[Scenario]]:
+def load_scenarios(path: str | Path | None = None, base_gen=None, headlines=None) -> tuple[dict, list[Scenario]]:
     """The nominal run and the scenarios: the shipped file, then ``path`` on top. ``base_gen``: the
-    generation whose spec constants and presets the scenarios are checked against.
+    generation whose spec constants and presets the scenarios are checked against; ``headlines``:
+    the metrics a scenario's ``expect:`` may name (the catalog's top-down metrics; None: unchecked).
 
     Raises:
         ScenarioError: with every problem found (files, keys, values, spec constants, assumptions).
     """
     diags: list[Diagnostic] = []
-    nominal, scs = _read(SHIPPED, diags)
+    nominal, scs = _read(SHIPPED, diags, headlines)
     if path is not None:
         p = Path(path)
         if not p.is_file():
             raise ScenarioError([Diagnostic("error", "io", "no such scenario file", Span(str(p)),
                                             hint="give a YAML file with `scenarios:` (see perfonto/whatif/scenarios.yaml)")])
-        user_nominal, user = _read(p, diags)
+        user_nominal, user = _read(p, diags, headlines)
         nominal = user_nominal or nominal
         scs = {**scs, **user}
     if base_gen is not None:

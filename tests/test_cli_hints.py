@@ -1,0 +1,50 @@
+"""Usage hints a new user needs: a did-you-mean for a misspelt generation in ``compare``, a located
+error for a scenario's ``expect:`` naming no top-down metric, and ``perfonto --help`` saying that
+bare ``perfonto`` runs the main job."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfonto.cli import main
+from perfonto.whatif.catalogs import parts
+from perfonto.whatif.points import Target
+from perfonto.whatif.scenarios import ScenarioError, load_scenarios
+
+
+def test_compare_suggests_the_generation_meant(capsys):
+    assert main(["compare", "sohu", "caelus", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == \
+        "generation `caelus` does not load: no generation named `caelus` (did you mean `caelius`?)"
+
+
+def test_a_scenario_expecting_an_unknown_metric_is_a_located_error(tmp_path):
+    bad = tmp_path / "s.yaml"
+    bad.write_text('scenarios:\n  slow2:\n    run: {slow_chip: "1:1.5"}\n    expect: interconnect.peer_wiat\n')
+    base = parts(Target())[0]
+    heads = [m for m, x in base.graph.metrics.items() if "topdown" in x.groups]
+    with pytest.raises(ScenarioError) as e:
+        load_scenarios(bad, base.generation, heads)
+    (d,) = e.value.diagnostics
+    assert (d.span.file, d.span.line, d.span.col) == (str(bad), 4, 13)
+    assert "no top-down metric `interconnect.peer_wiat`" in d.message and "`topdown.interconnect.peer_wait`" in d.hint
+    # the `topdown.` prefix may be left out: the short name is the full metric, and the run can meet it
+    bad.write_text('scenarios:\n  slow2:\n    run: {slow_chip: "1:1.5"}\n    expect: interconnect.peer_wait\n')
+    _, scs = load_scenarios(bad, base.generation, heads)
+    assert next(s for s in scs if s.name == "slow2").expect == "topdown.interconnect.peer_wait"
+
+
+def test_coverage_refuses_the_scenario_file(tmp_path, capsys):
+    bad = tmp_path / "s.yaml"
+    bad.write_text('scenarios:\n  slow2:\n    run: {slow_chip: "1:1.5"}\n    expect: interconnect.peer_wiat\n')
+    assert main(["coverage", "--scenarios", str(bad), "--only", "slow-chip,slow2", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert "scenarios do not load" in doc["error"] and "did you mean `topdown.interconnect.peer_wait`" in doc["diagnostics"][0]["hint"]
+
+
+def test_help_says_bare_perfonto_runs_the_main_job(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults" in out
