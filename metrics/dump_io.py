@@ -150,7 +150,7 @@ def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataT
         typ = types[col]
         text = pcsv.read_csv(str(path), convert_options=pcsv.ConvertOptions(
             include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True)).column(col).combine_chunks()
-    except (pa.ArrowInvalid, OSError, IndexError, KeyError):
+    except (pa.ArrowInvalid, OSError, IndexError, KeyError, UnicodeDecodeError):  # a header that is not UTF-8
         return None
     trimmed = pc.utf8_trim_whitespace(text)  # the CSV reader trims, a cast does not
 
@@ -167,7 +167,10 @@ def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataT
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if casts(mid) else (lo, mid)
-    value = str(text[lo].as_py())
+    try:
+        value = str(text[lo].as_py())
+    except UnicodeDecodeError:
+        return None
     shown = value if len(value) <= 40 else value[:40] + "…"
     what = _WHAT.get(str(typ), f"does not convert to {typ}")
     return f"{path}: row {lo + 1}, column `{col}`: value {shown!r} {what}"

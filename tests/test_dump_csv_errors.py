@@ -57,3 +57,13 @@ def test_a_key_value_says_what_the_key_holds(tmp_path, sohu):
     p = _csv(tmp_path / "k.csv", 5, 2, 0, "chip0")
     with pytest.raises(DumpError, match=r"k\.csv: row 2, column `chip`: value 'chip0' is not an integer$"):
         read_counters(p, sohu)
+
+
+def test_a_header_that_is_not_utf8_with_a_bad_value_is_a_clear_error(sohu, tmp_path):
+    """Locating the bad value reads the header again: a header that is not UTF-8 (byte 0xf6) must end
+    in the reader's refusal, not a UnicodeDecodeError (fuzz finding, 229 inputs of one campaign)."""
+    p = tmp_path / "d.csv"
+    p.write_bytes(b"chip,timestamp_ns,seq.idle_cycles,x\xf6\n0,0,12.5,1\n")
+    with pytest.raises(DumpError) as exc:
+        read_counters(p, sohu)
+    assert str(p) in str(exc.value)
