@@ -75,7 +75,7 @@ _NAN = np.nan
 _INF = np.inf
 _KT = None
 _KFN = None
-_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_kernel_body', '_kernel_loop', '_kernel_call')
+_JITTED = ('_prefetch_rows', '_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_kernel_body', '_kernel_loop', '_kernel_call')
 _KNAMES = ('_KCLS', '_KMASK', '_KSCALE', '_KHALF', '_KRATE', '_KWRAP', '_KGSCALE', '_KHIST', '_KSENT_OFF', '_KSENT_VALS', '_KRESET_OF', '_KGROUPS', '_KMODM', '_KUS_I', '_KUS_F', '_KFSRC', '_KFLO', '_KFMASK', '_KFSCALE', '_KFSENT_OFF', '_KFSENT_VALS', '_KLATE')
 _NV = 5
 _MOFF = np.array([0, 1, 2, 3, 4], dtype=np.int64)
@@ -489,6 +489,20 @@ class Stream:
         self._B = None if b is None or not b.any() else np.array(b, dtype=bool)
 
 
+def _prefetch(x, i):
+    """Hint that ``x[i]`` will be read soon (numba: ``llvm.prefetch``, see ``_prefetch_intrinsic``;
+    plain Python: nothing)."""
+    return None
+
+
+def _prefetch_rows(x, r0, r1):
+    """Prefetch rows ``r0 .. r1`` of one register column, a cache line (8 registers) at a time: the
+    next block's rows of every column are requested while this block's are computed (a block reads
+    a few KB from each of hundreds of columns, a pattern the hardware prefetchers do not follow)."""
+    for r in range(r0, min(r1, x.shape[0]), 8):
+        _prefetch(x, r)
+
+
 def _kdiv(a, b):
     return a / b if b != 0 else _NAN
 
@@ -562,31 +576,42 @@ def _kfin(x):
 
 def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
     """A block's metric values into the output buffers, and the validity bit of every valid one:
-    metric k's instance i of row r at ``OUT[OFF[k] + r * n_k + i]`` and bit ``BOFF[k] + r * n_k + i``."""
+    metric k's instance i of row r at ``OUT[OFF[k] + r * n_k + i]`` and bit ``BOFF[k] + r * n_k + i``.
+    Values are copied in one loop and the bitmap built a byte (eight values) at a time, without
+    branches; bytes are stored whole when the block starts on a byte, else bits are or-ed in."""
     for k in range(want.shape[0]):
         if not want[k]:
             continue
         nk, mo, off, boff = MN[k], MOFF[k], OFF[k], BOFF[k]
-        if nk == 1 and r0 % 8 == 0:  # one value per row: eight rows make one bitmap byte
+        base = r0 * nk
+        if nk == 1:
             src = mv[mo]
-            for q0 in range(0, n, 8):
-                byte = 0
-                for q in range(q0, min(n, q0 + 8)):
-                    x = src[q]
-                    OUT[off + r0 + q] = x
-                    if x == x:
-                        byte |= 1 << (q - q0)
-                BITS[(boff + r0 + q0) >> 3] = byte
-            continue
-        for i in range(nk):
-            src = mv[mo + i]
+            dst = OUT[off + r0:off + r0 + n]
             for q in range(n):
-                pos = (r0 + q) * nk + i
-                x = src[q]
-                OUT[off + pos] = x
-                if x == x:
-                    b = boff + pos
-                    BITS[b >> 3] |= np.uint8(1 << (b & 7))
+                dst[q] = src[q]
+        else:
+            for q in range(n):
+                for i in range(nk):
+                    OUT[off + base + q * nk + i] = mv[mo + i, q]
+        vals = OUT[off + base:off + base + n * nk]
+        total = n * nk
+        if base % 8 == 0:
+            full = total // 8
+            b0 = (boff + base) >> 3
+            for g in range(full):
+                byte = 0
+                for t in range(8):
+                    x = vals[g * 8 + t]
+                    byte |= (1 if x == x else 0) << t
+                BITS[b0 + g] = np.uint8(byte)
+            done = full * 8
+        else:
+            done = 0
+        for p in range(done, total):
+            x = vals[p]
+            if x == x:
+                b = boff + base + p
+                BITS[b >> 3] |= np.uint8(1 << (b & 7))
 
 
 def _kernel_tables():
@@ -733,6 +758,7 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         k = cls[j]
         if r0 >= C:  # registers read in place: this and the previous sample of each row
             x = X[colmap[j]]
+            _prefetch_rows(x, r1, r1 + n)
             _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], IV, mask, scale, half, rate, wrap, gscale,
                     modm, sent_off, sent_vals, late)
         else:  # the chunk's first sample: the previous one is the baseline
@@ -836,9 +862,9 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     rows = T.shape[0]
     B = 512
     nblk = (rows - start + B - 1) // B
-    nth = 1  # one thread: on a 2-core machine shared with the writer (and other work) a second one did not pay
-    per = nblk
-    for t in range(nth):
+    nth = max(1, min(_KNTH, nblk))  # threads (``_KNTH``, set by ``_jit``): each its own blocks and scratch
+    per = (nblk + nth - 1) // nth
+    for t in _prange(nth):
         V = np.empty((N + 1, B))
         F = np.empty((fsrc.shape[0] + 1, B))
         IV = np.empty(B)
@@ -881,12 +907,51 @@ def _jit():
             _KFN = False
             return None
         g = globals()
+        g["_prefetch"] = _prefetch_intrinsic()
         _KT = _kernel_tables()
         g.update(zip(_KNAMES, _KT))
+        g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
+        g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
-            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy")(g[name])
+            par = name == "_kernel_loop" and g["_KNTH"] > 1  # blocks in parallel: disjoint rows, outputs and bitmap bytes
+            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
+
+
+def _prefetch_intrinsic():
+    """A numba intrinsic ``_prefetch(array, index)`` emitting ``llvm.prefetch`` (a read, kept in all
+    cache levels) for the element's address; a compiled no-op if llvmlite cannot build it. A hint
+    only: no result depends on it."""
+    import numba
+
+    try:
+        from llvmlite import ir as llir
+        from numba.core import cgutils, types
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def prefetch(typingctx, arr, idx):
+            def codegen(context, builder, signature, args):
+                aryty = signature.args[0]
+                ary = context.make_array(aryty)(context, builder, args[0])
+                ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+                i8p, i32 = llir.IntType(8).as_pointer(), llir.IntType(32)
+                fn = cgutils.get_or_insert_function(builder.module, llir.FunctionType(llir.VoidType(), [i8p, i32, i32, i32]),
+                                                    "llvm.prefetch.p0")
+                builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+                return context.get_dummy_value()
+
+            return types.void(arr, idx), codegen
+
+        @numba.njit(cache=False, nogil=True)
+        def probe(x):
+            prefetch(x, 0)
+
+        probe(np.zeros(1, np.uint64))
+        return prefetch
+    except Exception:  # noqa: BLE001 - an older or newer llvmlite: no hint, same results
+        return numba.njit(cache=False, nogil=True)(lambda x, i: None)
 
 
 def _wanted(metrics):
