@@ -114,7 +114,7 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
             try:
                 table = pcsv.read_csv(str(path), convert_options=opts)
             except pa.ArrowInvalid as exc:
-                located = _csv_value_error(path, exc, csv_types or {})
+                located = _csv_value_error(path, exc, csv_types or {}) or _csv_row_error(path, exc, opts)
                 if located is None:
                     raise
                 raise DumpError(located) from None
@@ -174,6 +174,32 @@ def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataT
     shown = value if len(value) <= 40 else value[:40] + "…"
     what = _WHAT.get(str(typ), f"does not convert to {typ}")
     return f"{path}: row {lo + 1}, column `{col}`: value {shown!r} {what}"
+
+
+def _csv_row_error(path: Path, exc: pa.ArrowInvalid, opts) -> str | None:
+    """The message for a CSV row with too few or too many fields, located: "FILE: row N: K fields where
+    the header has M columns" (N counts the rows below the header from 1, as ``_csv_value_error``).
+    pyarrow names the row only when it reads on one thread, so the file is read again that way, with
+    an invalid-row handler that keeps the first bad row. None when ``exc`` is another error."""
+    if "Expected" not in str(exc) or "columns, got" not in str(exc):
+        return None
+    bad = []
+
+    def keep(row):
+        bad.append(row)
+        return "error"
+
+    try:
+        pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False), convert_options=opts,
+                      parse_options=pcsv.ParseOptions(invalid_row_handler=keep))
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+        pass
+    if not bad or bad[0].number is None:
+        return None
+    row = bad[0]
+    text = row.text if len(row.text) <= 60 else row.text[:60] + "…"
+    return (f"{path}: row {row.number - 1}: {row.actual_columns} field(s) where the header has {row.expected_columns} "
+            f"column(s) ({text!r}); every row gives every column (leave a value empty for a null)")
 
 
 def _kind(name: str) -> str:

@@ -67,3 +67,14 @@ def test_a_header_that_is_not_utf8_with_a_bad_value_is_a_clear_error(sohu, tmp_p
     with pytest.raises(DumpError) as exc:
         read_counters(p, sohu)
     assert str(p) in str(exc.value)
+
+
+def test_a_ragged_row_names_its_row(tmp_path, sohu):
+    """A data row with a field missing names the row (from 1 below the header) and both counts."""
+    p = _csv(tmp_path / "d.csv", 6, 6, 0, "0")
+    lines = p.read_text().splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0]  # data row 5 loses its last field
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DumpError) as exc:
+        read_counters(p, sohu)
+    assert str(exc.value).startswith(f"{p}: row 5: 3 field(s) where the header has 4 column(s) ('0,4000000,5000');"), str(exc.value)
