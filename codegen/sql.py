@@ -63,6 +63,26 @@ class SqlEmitter:
             "not": self.not_, "where": self.where}
         self.n_cols = 0
 
+    def emit_metrics(self, roots: dict[str, ir.Node]) -> None:
+        """Emit every metric of ``roots`` (name → folded IR), sharing the ``Op``/``Rollup`` nodes that
+        occur more than once as one column each."""
+        counts: dict[ir.Node, int] = {}
+
+        def visit(n):
+            if isinstance(n, (ir.Op, ir.Rollup)):
+                counts[n] = counts.get(n, 0) + 1
+                if counts[n] > 1:
+                    return
+            for c in ir.children(n):
+                visit(c)
+
+        for r in roots.values():
+            visit(r)
+        self.shared = {n for n, c in counts.items() if c > 1}
+        self.sensitive = nonfinite_sensitive(list(roots.values()))
+        for name, root in roots.items():
+            self.metric(name, root)
+
     def add_column(self, level: int, e: exp.Expression, prefix: str) -> str:
         name = f"{prefix}{self.n_cols}"
         self.n_cols += 1
@@ -259,23 +279,7 @@ def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", s
     """
     ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
     em = SqlEmitter(graph, wins.input_cols)
-    roots = {name: fold(m.ir) for name, m in graph.metrics.items()}
-    counts: dict[ir.Node, int] = {}
-
-    def visit(n):
-        if isinstance(n, (ir.Op, ir.Rollup)):
-            counts[n] = counts.get(n, 0) + 1
-            if counts[n] > 1:
-                return
-        for c in ir.children(n):
-            visit(c)
-
-    for r in roots.values():
-        visit(r)
-    em.shared = {n for n, c in counts.items() if c > 1}
-    em.sensitive = nonfinite_sensitive(list(roots.values()))
-    for name, root in roots.items():
-        em.metric(name, root)
+    em.emit_metrics({name: fold(m.ir) for name, m in graph.metrics.items()})
     prev = "win"
     for level in sorted(em.layers):
         cte = f"l{level}"

@@ -28,7 +28,7 @@ from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.levels import is_chip_time
 
-from .ir_passes import fold, nonfinite_sensitive
+from .ir_passes import fold
 from .sql import DIALECTS, SqlEmitter, window_stages
 from .sql_windows import _alias, _case, _cast, _col, _int, _is_null, _num
 
@@ -198,23 +198,7 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
     for names, inputs, tag, k in jobs:
         em = RollupEmitter(graph, inputs, tag, f"k{k}_dt")
         todo = _refs(graph, names)
-        roots = {n: fold(graph.metrics[n].ir) for n in todo}
-        counts: dict[ir.Node, int] = {}
-
-        def visit(n):
-            if isinstance(n, (ir.Op, ir.Rollup)):
-                counts[n] = counts.get(n, 0) + 1
-                if counts[n] > 1:
-                    return
-            for c in ir.children(n):
-                visit(c)
-
-        for r in roots.values():
-            visit(r)
-        em.shared = {n for n, c in counts.items() if c > 1}
-        em.sensitive = nonfinite_sensitive(list(roots.values()))
-        for n, root in roots.items():
-            em.metric(n, root)
+        em.emit_metrics({n: fold(graph.metrics[n].ir) for n in todo})
         for lv, es in em.layers.items():
             layers.setdefault(lv, []).extend(es)
         for n in names:
