@@ -130,6 +130,25 @@ def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | No
     return out
 
 
+def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] | None, evaluator=None):
+    """What of ``graph`` a dump lacking ``absent_signals`` can evaluate: ``(evaluated, evaluator, gone,
+    unavailable)`` — the catalog cut to the metrics asked for (``metrics``, None: all) whose inputs
+    are in the dump, a generated evaluator for it (``evaluator`` when it still fits), the metrics the
+    dump cannot give (``dump_unavailable``) and every unavailable metric asked for with its reason."""
+    gen = graph.generation
+    wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
+    absent = absent_signals | {f for f, fd in gen.fields.items() if fd.register in absent_signals}
+    gone = dump_unavailable(graph, absent, wanted)
+    keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
+    evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
+    if evaluator is None or evaluated is not graph:
+        evaluator = load(generate(evaluated))
+    unavailable = dict(graph.unavailable) | gone
+    if wanted is not None:
+        unavailable = {k: v for k, v in unavailable.items() if k in wanted}
+    return evaluated, evaluator, gone, unavailable
+
+
 def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,
                     model: str | None = None, log: Callable[[str], None] = lambda s: None, by=()) -> Report:
     """Analyse ``capture`` with the compiled catalog ``graph``.
@@ -152,13 +171,7 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     dump = read_counters(capture.counters, gen, timestamp_unit=capture.timestamp_unit,
                          sample_period_ns=capture.sample_period_ns)
     notes = list(dump.notes)
-    wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
-    absent = set(dump.absent) | {f for f, fd in gen.fields.items() if fd.register in dump.absent}
-    gone = dump_unavailable(graph, absent, wanted)
-    keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
-    evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
-    if evaluator is None or evaluated is not graph:
-        evaluator = load(generate(evaluated))
+    evaluated, evaluator, gone, unavailable = evaluable(graph, set(dump.absent), metrics, evaluator)
     w = prepare(dump, gen)
     ev = evaluate_windows(evaluated, evaluator, w, dump)
     timings["evaluate"] = time.perf_counter() - t0
@@ -198,13 +211,10 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
         timings["attribute"] = time.perf_counter() - t0
         log(f"attributed the counters to the trace's op spans ({per['attribution'].source})"
             + (f", by {', '.join(by)}" if by else ""))
-    unavailable = dict(graph.unavailable) | gone
-    if wanted is not None:
-        unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
                   records, split, multichip, capture.ground_truth, {}, timings, notes, populations=populations,
                   headline=headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
                   ops=per["ops"], links=link_utilization(gen, w, dump.chips))
 
 
-__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable"]
+__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable", "evaluable"]

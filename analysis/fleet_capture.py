@@ -16,14 +16,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from perfonto.codegen.python_evaluator import generate, load
-from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
 from perfonto.metrics.topology import Topology
 
 from .bottleneck import analyse
-from .capture import Capture, Report, dump_unavailable
+from .capture import Capture, Report, evaluable
 from .chunked import evaluate_chunked
 from .fleet import rollups
 from .headline import headline
@@ -49,13 +47,7 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
     t0 = time.perf_counter()
     plan = plan or plan_capture(graph, capture)
     gen = graph.generation
-    wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
-    absent = set(plan.absent) | {f for f, fd in gen.fields.items() if fd.register in plan.absent}
-    gone = dump_unavailable(graph, absent, wanted)
-    keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
-    evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
-    if evaluator is None or evaluated is not graph:
-        evaluator = load(generate(evaluated))
+    evaluated, evaluator, _, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator)
     if topology is not None:  # every chip placed, before anything is evaluated
         for host, chips in plan.chip_numbers.items():
             for c in chips:
@@ -90,9 +82,6 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
     if capture.sync is not None:
         notes.append("the dump was analysed in pieces: the multi-chip analysis (one host's chips on its timeline, "
                      "which needs the whole dump in memory) is skipped")
-    unavailable = dict(graph.unavailable) | gone
-    if wanted is not None:
-        unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     report = Report(graph, evaluated, ev, analysis, unavailable, plan.meta.get("model"), len(ev.chips), records, None, None,
                     capture.ground_truth, {}, timings, notes, fleet=fleet, engine=engine)
     report.headline = headline(evaluated, ev, analysis, None)
