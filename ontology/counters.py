@@ -6,9 +6,11 @@ helper checks what the written model cannot check alone and reports a located di
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .diagnostics import Diagnostic, did_you_mean
 from .model import GenerationFile, ResetIndicatorKind, SignalKind
-from .units import UnitError, parse_quantity
+from .units import UnitError, parse_quantity_exact
 from .yaml_source import YamlSource
 
 
@@ -82,14 +84,14 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
         err("`wrap_range` and `effective_width` both say where the counter wraps", "keep one")
         return None
     try:
-        q = parse_quantity(reg, sig.wrap_range, u)
+        q = parse_quantity_exact(reg, sig.wrap_range, u)  # exact: a range past 2^53 keeps its last digits
     except UnitError as exc:
         err(f"wrap_range `{sig.wrap_range}` is not a quantity in {sig.unit} ({exc})", f"write e.g. `wrap_range: 262143.328850 {sig.unit}`")
         return None
-    raw = q / sig.scale
-    m = round(raw) if raw == raw and abs(raw) < 2.0 ** 70 else None
-    if m is None or abs(raw - m) > 1e-12 * abs(raw) + 1e-9:
-        err(f"wrap_range `{sig.wrap_range}` is {raw!r} raw units (range / scale {sig.scale:g}), not a whole number",
+    raw = q / Fraction(repr(float(sig.scale)))  # the scale as the decimal it is written as
+    m = round(raw) if abs(raw) < 2 ** 70 else None
+    if m is None or abs(raw - m) > Fraction(1, 10 ** 12) * abs(raw) + Fraction(1, 10 ** 9):
+        err(f"wrap_range `{sig.wrap_range}` is {float(raw)!r} raw units (range / scale {sig.scale:g}), not a whole number",
             "the range is a whole number of raw counts: give it exactly, or check `scale`")
         return None
     if m <= 1:

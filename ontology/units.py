@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from fractions import Fraction
 from importlib import resources
 
 import pint
@@ -161,6 +162,25 @@ def parse_quantity(reg: pint.UnitRegistry, text, unit: pint.Unit | None = None) 
     if not math.isfinite(out):
         raise UnitError(f"{text!r} overflows in {fmt_unit(unit)}")
     return out
+
+
+def parse_quantity_exact(reg: pint.UnitRegistry, text, unit: pint.Unit) -> Fraction:
+    """``parse_quantity`` as an exact fraction: the number as written (``"4611686018427400249 B"``
+    keeps every digit; a float would round it past 2^53), times the conversion factor read as the
+    decimal it prints as (1 for the same unit). For integer quantities such as a counter's wrap range.
+
+    Raises:
+        UnitError: as ``parse_quantity``.
+    """
+    parse_quantity(reg, text, unit)  # every check of the float path (syntax, unit, dimension, finite)
+    if isinstance(text, (int, float)):
+        return Fraction(repr(text)) if isinstance(text, float) else Fraction(text)
+    m = _NUMBER.match(str(text))
+    value = Fraction(m.group(1))
+    if not m.group(2):
+        return value
+    factor = conversion_factor(reg, parse_unit(reg, m.group(2)), unit)
+    return value if factor == 1.0 else value * Fraction(repr(factor))
 
 
 def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -> float:

@@ -214,6 +214,31 @@ def test_counter_without_its_unit_register_is_left_out(gens):
     assert "power.pkg_energy" in dump.absent and any("power.rapl_unit.energy" in n for n in dump.notes)
 
 
+@pytest.mark.parametrize("text,scale,modulus", [
+    ("4611686018427400249 B", "1", 2**62 + 12345),         # past 2^53: a float would give ...400192
+    ("18446744073709551557 B", "1", 2**64 - 59),
+    ("4722366482869657854.976 kB", "1024", 2**62 + 12345),  # in kB, over a scale: exact all the way
+])
+def test_wrap_range_is_exact_past_a_doubles_precision(tmp_path, text, scale, modulus):
+    """A wrap range is a whole number of raw counts and is read exactly, not through a float."""
+    p = tmp_path / "g.yaml"
+    p.write_text(f"""\
+generation: big
+description: a range past 2^53
+clock_domains:
+  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
+blocks:
+  c:
+    description: c
+    clock: core
+    signals:
+      x: {{kind: counter, unit: B, scale: {scale}, width: 64, wrap_range: {text}, description: x}}
+""")
+    gen, diags = load_generation(p)
+    assert gen is not None, [d.render() for d in diags]
+    assert gen.signals["c.x"].modulus == modulus
+
+
 BAD = [
     ("wrap_range: 1 event", "counter", "wrap-range", "at least 2 raw counts"),
     ("wrap_range: 0.5 event", "counter", "wrap-range", "not a whole number"),

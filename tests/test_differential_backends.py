@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import json
+from decimal import Decimal, localcontext
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -180,7 +181,7 @@ def generation_yaml(sigs: list[Sig]) -> str:
         if s.uptime:
             p.append("reset_indicator_kind: uptime")
         if s.modulus:
-            p.append(f"wrap_range: {json.dumps(f'{s.modulus * s.scale!r} {s.unit}')}")
+            p.append(f"wrap_range: {json.dumps(f'{_decimal(s.modulus, s.scale)} {s.unit}')}")
         if s.scale_field:
             p.append(f"scale_field: {{field: {s.scale_field}, base: 0.5}}")
         if s.kind == "gauge":
@@ -517,6 +518,13 @@ def check_all(sigs, src, runs):
         srv_oracle = Oracle(graph, srv)
         for name in graph.metrics:
             agree(name, "evaluate (server level)", srv_got[name], srv_ref[name], srv_oracle)
+
+
+def _decimal(modulus: int, scale: float) -> str:
+    """modulus × scale written out exactly (a float would drop the last digits of a range past 2^53)."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return format(Decimal(modulus) * Decimal(repr(float(scale))), "f")
 
 
 def _comparable(gen: Generation) -> tuple:
