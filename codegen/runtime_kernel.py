@@ -30,20 +30,6 @@ def _kernel_body(v, f, iv, n, chips, mv, want):  # replaced by the generated bod
     raise RuntimeError("template placeholder: a generated evaluator module defines _kernel_body")
 
 
-def _prefetch(x, i):
-    """Hint that ``x[i]`` will be read soon (numba: ``llvm.prefetch``, see ``_prefetch_intrinsic``;
-    plain Python: nothing)."""
-    return None
-
-
-def _prefetch_rows(x, r0, r1):
-    """Prefetch rows ``r0 .. r1`` of one register column, a cache line (8 registers) at a time: the
-    next block's rows of every column are requested while this block's are computed (a block reads
-    a few KB from each of hundreds of columns, a pattern the hardware prefetchers do not follow)."""
-    for r in range(r0, min(r1, x.shape[0]), 8):
-        _prefetch(x, r)
-
-
 def _kdiv(a, b):
     return a / b if b != 0 else _NAN
 
@@ -325,7 +311,6 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         k = cls[j]
         if r0 >= C:  # registers read in place: this and the previous sample of each row
             x = X[colmap[j]]
-            _prefetch_rows(x, r1, r1 + n)
             _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
                     rate, wrap, gscale, modm, sent_off, sent_vals, late)
         else:  # the chunk's first sample: the previous one is the baseline
@@ -464,5 +449,5 @@ def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 
 
-_JITTED = ("_prefetch_rows", "_kdiv", "_kpow", "_kmin", "_kmax", "_kclamp", "_kcmp_lt", "_kcmp_le", "_kcmp_gt", "_kcmp_ge", "_kcmp_eq", "_kcmp_ne",
+_JITTED = ("_kdiv", "_kpow", "_kmin", "_kmax", "_kclamp", "_kcmp_lt", "_kcmp_le", "_kcmp_gt", "_kcmp_ge", "_kcmp_eq", "_kcmp_ne",
            "_kand", "_kor", "_knot", "_kwhere", "_kfin", "_emit_block", "_load", "_flagged", "_column", "_rules_block", "_kernel_body", "_kernel_loop", "_kernel_call")

@@ -21,7 +21,6 @@ def _jit():
             _KFN = False
             return None
         g = globals()
-        g["_prefetch"] = _prefetch_intrinsic()
         _KT = _kernel_tables()
         g.update(zip(_KNAMES, _KT))
         g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
@@ -31,41 +30,6 @@ def _jit():
             g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
-
-
-def _prefetch_intrinsic():
-    """A numba intrinsic ``_prefetch(array, index)`` emitting ``llvm.prefetch`` (a read, kept in all
-    cache levels) for the element's address; a compiled no-op if llvmlite cannot build it. A hint
-    only: no result depends on it."""
-    import numba
-
-    try:
-        from llvmlite import ir as llir
-        from numba.core import cgutils, types
-        from numba.extending import intrinsic
-
-        @intrinsic
-        def prefetch(typingctx, arr, idx):
-            def codegen(context, builder, signature, args):
-                aryty = signature.args[0]
-                ary = context.make_array(aryty)(context, builder, args[0])
-                ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-                i8p, i32 = llir.IntType(8).as_pointer(), llir.IntType(32)
-                fn = cgutils.get_or_insert_function(builder.module, llir.FunctionType(llir.VoidType(), [i8p, i32, i32, i32]),
-                                                    "llvm.prefetch.p0")
-                builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
-                return context.get_dummy_value()
-
-            return types.void(arr, idx), codegen
-
-        @numba.njit(cache=False, nogil=True)
-        def probe(x):
-            prefetch(x, 0)
-
-        probe(np.zeros(1, np.uint64))
-        return prefetch
-    except Exception:  # noqa: BLE001 - an older or newer llvmlite: no hint, same results
-        return numba.njit(cache=False, nogil=True)(lambda x, i: None)
 
 
 def _wanted(metrics):

@@ -75,7 +75,7 @@ _NAN = np.nan
 _INF = np.inf
 _KT = None
 _KFN = None
-_JITTED = ('_prefetch_rows', '_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_kernel_body', '_kernel_loop', '_kernel_call')
+_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_kernel_body', '_kernel_loop', '_kernel_call')
 _KNAMES = ('_KCLS', '_KMASK', '_KSCALE', '_KHALF', '_KRATE', '_KWRAP', '_KGSCALE', '_KHIST', '_KSENT_OFF', '_KSENT_VALS', '_KRESET_OF', '_KGROUPS', '_KMODM', '_KUS_I', '_KUS_F', '_KFSRC', '_KFLO', '_KFMASK', '_KFSCALE', '_KFSENT_OFF', '_KFSENT_VALS', '_KLATE')
 _NV = 5
 _MOFF = np.array([0, 1, 2, 3, 4], dtype=np.int64)
@@ -489,20 +489,6 @@ class Stream:
         self._B = None if b is None or not b.any() else np.array(b, dtype=bool)
 
 
-def _prefetch(x, i):
-    """Hint that ``x[i]`` will be read soon (numba: ``llvm.prefetch``, see ``_prefetch_intrinsic``;
-    plain Python: nothing)."""
-    return None
-
-
-def _prefetch_rows(x, r0, r1):
-    """Prefetch rows ``r0 .. r1`` of one register column, a cache line (8 registers) at a time: the
-    next block's rows of every column are requested while this block's are computed (a block reads
-    a few KB from each of hundreds of columns, a pattern the hardware prefetchers do not follow)."""
-    for r in range(r0, min(r1, x.shape[0]), 8):
-        _prefetch(x, r)
-
-
 def _kdiv(a, b):
     return a / b if b != 0 else _NAN
 
@@ -784,7 +770,6 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         k = cls[j]
         if r0 >= C:  # registers read in place: this and the previous sample of each row
             x = X[colmap[j]]
-            _prefetch_rows(x, r1, r1 + n)
             _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
                     rate, wrap, gscale, modm, sent_off, sent_vals, late)
         else:  # the chunk's first sample: the previous one is the baseline
@@ -933,7 +918,6 @@ def _jit():
             _KFN = False
             return None
         g = globals()
-        g["_prefetch"] = _prefetch_intrinsic()
         _KT = _kernel_tables()
         g.update(zip(_KNAMES, _KT))
         g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
@@ -943,41 +927,6 @@ def _jit():
             g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
-
-
-def _prefetch_intrinsic():
-    """A numba intrinsic ``_prefetch(array, index)`` emitting ``llvm.prefetch`` (a read, kept in all
-    cache levels) for the element's address; a compiled no-op if llvmlite cannot build it. A hint
-    only: no result depends on it."""
-    import numba
-
-    try:
-        from llvmlite import ir as llir
-        from numba.core import cgutils, types
-        from numba.extending import intrinsic
-
-        @intrinsic
-        def prefetch(typingctx, arr, idx):
-            def codegen(context, builder, signature, args):
-                aryty = signature.args[0]
-                ary = context.make_array(aryty)(context, builder, args[0])
-                ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-                i8p, i32 = llir.IntType(8).as_pointer(), llir.IntType(32)
-                fn = cgutils.get_or_insert_function(builder.module, llir.FunctionType(llir.VoidType(), [i8p, i32, i32, i32]),
-                                                    "llvm.prefetch.p0")
-                builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
-                return context.get_dummy_value()
-
-            return types.void(arr, idx), codegen
-
-        @numba.njit(cache=False, nogil=True)
-        def probe(x):
-            prefetch(x, 0)
-
-        probe(np.zeros(1, np.uint64))
-        return prefetch
-    except Exception:  # noqa: BLE001 - an older or newer llvmlite: no hint, same results
-        return numba.njit(cache=False, nogil=True)(lambda x, i: None)
 
 
 def _wanted(metrics):
