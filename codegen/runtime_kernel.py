@@ -413,6 +413,8 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     N = colmap.shape[0]
     rows = T.shape[0]
     B = 2048  # rows per block: its window values (~4 MB for 240 columns) stay in L3; 512 measured 1.8x slower in cache
+    if rows - start < B:  # a short chunk (a streaming push: one sample of each chip) gets scratch of its own size
+        B = max(rows - start, 1)
     nblk = (rows - start + B - 1) // B
     nth = max(1, min(_KNTH, nblk))  # threads (``_KNTH``, set by ``_jit``): each its own blocks and scratch
     per = (nblk + nth - 1) // nth

@@ -27,7 +27,11 @@ def _jit():
         g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
             par = name == "_kernel_loop" and g["_KNTH"] > 1  # blocks in parallel: disjoint rows, outputs and bitmap bytes
-            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par)(g[name])
+            # the per-column rules inlined into their loop: a call per column and block cost ~0.2 µs
+            # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
+            # median inlined, 57 µs not
+            inline = "always" if name in ("_column", "_load") else "never"
+            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
 
