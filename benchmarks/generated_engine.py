@@ -139,27 +139,37 @@ def engine_generated(data: Path, out: Path, direct: bool = True, repeat: int = 1
     state: dict = {}  # one run's writer, counts and time split (``once`` resets it)
 
     def populate(i):
-        """Map batch ``i``'s pages ahead of the kernel (MADV_POPULATE_READ, else WILLNEED), on the other core."""
+        """Map the pages of batch ``i``'s columns the kernel reads (the keys and the metrics' register
+        columns; the file has more) ahead of the kernel, on the other core: MADV_POPULATE_READ per run
+        of adjacent columns, else WILLNEED. Returns the page ranges mapped."""
         b = reader.get_batch(i)
-        spans = [(buf.address, buf.size) for col in b.columns for buf in col.buffers() if buf is not None]
-        lo = min(a for a, _ in spans) - base
-        hi = max(a + n for a, n in spans) - base
-        lo -= lo % mmap.PAGESIZE
+        spans = sorted((buf.address - base, buf.address - base + buf.size) for k in read_cols
+                       for buf in b.column(k).buffers() if buf is not None and buf.size)
+        ranges: list[list[int]] = []
+        for a, z in spans:
+            a -= a % mmap.PAGESIZE
+            z = min(len(mm), z + (-z) % mmap.PAGESIZE)
+            if ranges and a <= ranges[-1][1]:
+                ranges[-1][1] = max(ranges[-1][1], z)
+            else:
+                ranges.append([a, z])
         t_ = time.perf_counter()
-        if _madvise(base + lo, hi - lo, 22) != 0:  # MADV_POPULATE_READ (Linux 5.14)
-            _madvise(base + lo, hi - lo, mmap.MADV_WILLNEED)
+        for lo, hi in ranges:
+            if _madvise(base + lo, hi - lo, 22) != 0:  # MADV_POPULATE_READ (Linux 5.14)
+                _madvise(base + lo, hi - lo, mmap.MADV_WILLNEED)
         state["populate_s"] = state.get("populate_s", 0.0) + time.perf_counter() - t_
-        return lo, hi
+        return ranges
 
-    def drop(span):
+    def drop(ranges):
         """Unmap a batch the kernel is done with (its pages stay in the page cache; the process's
         resident memory stops growing with the file)."""
-        lo, hi = span
-        hi = min(len(mm), hi + (-hi) % mmap.PAGESIZE)
         t_ = time.perf_counter()
-        _madvise(base + lo, hi - lo, mmap.MADV_DONTNEED)
+        for lo, hi in ranges:
+            _madvise(base + lo, hi - lo, mmap.MADV_DONTNEED)
         state["drop_s"] = state.get("drop_s", 0.0) + time.perf_counter() - t_
     names = list(mod.FLAT_COLUMNS)
+    schema0 = reader.get_batch(0).schema
+    read_cols = [schema0.get_field_index(n) for n in ["chip", "timestamp_ns"] + names]
     warm = mod.Stream()  # compile the kernel for the batches' array types before the clock starts
     b0 = reader.get_batch(0)
     X, colmap, _ = _register_view(b0, file_buf, base, names)
