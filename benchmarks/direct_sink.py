@@ -36,6 +36,10 @@ class DirectSink:
         if chunk <= 0 or chunk % _ALIGN:
             raise ValueError(f"chunk must be a positive multiple of {_ALIGN} bytes, got {chunk}")
         self.path = os.fspath(path)
+        raw = np.empty(chunk + _ALIGN, np.uint8)  # before the file is opened: a failure here leaks no descriptor
+        skip = (-raw.ctypes.data) % _ALIGN
+        self._buf = raw[skip:skip + chunk]  # page-aligned staging buffer
+        self._addr = self._buf.ctypes.data
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         self.direct = hasattr(os, "O_DIRECT")
         try:
@@ -45,10 +49,6 @@ class DirectSink:
                 raise
             self.direct = False  # EINVAL from a file system without direct I/O: plain writes
             self._fd = os.open(self.path, flags, 0o644)
-        raw = np.empty(chunk + _ALIGN, np.uint8)
-        skip = (-raw.ctypes.data) % _ALIGN
-        self._buf = raw[skip:skip + chunk]  # page-aligned staging buffer
-        self._addr = self._buf.ctypes.data
         self._fill = 0
         self._size = 0
         self.closed = False
@@ -58,7 +58,12 @@ class DirectSink:
 
     def write(self, data) -> int:
         """Append ``data`` (bytes-like); returns its length in bytes."""
-        src = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        if self.closed:
+            raise ValueError(f"write to a closed DirectSink ({self.path})")
+        if isinstance(data, np.ndarray):
+            src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)  # a strided view is copied, not read past
+        else:
+            src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         addr = src.ctypes.data
         n, pos = src.size, 0
         while pos < n:

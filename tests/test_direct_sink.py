@@ -81,3 +81,23 @@ def test_falls_back_to_buffered_writes_where_direct_io_is_refused(tmp_path, monk
 def test_chunk_must_be_block_aligned(tmp_path):
     with pytest.raises(ValueError, match="multiple of 4096"):
         DirectSink(tmp_path / "x", chunk=1000)
+
+
+def test_strided_and_reversed_arrays_are_written_as_their_values(tmp_path):
+    a = np.arange(64, dtype=np.uint8)
+    f = np.linspace(0, 1, 50)
+    with DirectSink(tmp_path / "s", chunk=4096) as s:
+        s.write(a[::2])
+        s.write(a[::-1])
+        s.write(f[::3])
+    assert (tmp_path / "s").read_bytes() == a[::2].tobytes() + a[::-1].tobytes() + f[::3].tobytes()
+
+
+def test_write_after_close_is_refused(tmp_path):
+    s = DirectSink(tmp_path / "c", chunk=4096)
+    s.close()
+    s.close()  # closing twice is harmless
+    with pytest.raises(ValueError, match="closed"):
+        s.write(b"x")
+    with pytest.raises(ValueError, match="closed"):
+        s.write(b"")
