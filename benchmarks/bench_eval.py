@@ -501,8 +501,8 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
     g = results.get("generated", {})
     if len(g.get("runs_s", [])) > 1:
         runs = g["runs_s"]
-        table.append(("generated: every run (s)", min(runs), "s", ", ".join(f"{x:.3f}" for x in runs) +
-                      f" → ÷ floor {min(runs) / floor:.1f}–{max(runs) / floor:.1f}", "", None))
+        table.append(("generated: its first run (a one-shot evaluation)", runs[0], "s", f"÷ floor {runs[0] / floor:.1f}; every run: " +
+                      ", ".join(f"{x:.3f}" for x in runs), "", None))
     if "jit_s" in g:
         table.append(("generated: kernel JIT compile (before the clock)", g["jit_s"], "s", "", "", None))
         table.append(("generated: of its time, in the kernel", g.get("kernel_s", nan), "s", f"{g.get('kernel_s', nan) / gen_s:.2f} × generated",
