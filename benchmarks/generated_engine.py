@@ -193,44 +193,49 @@ def engine_generated(data: Path, out: Path, direct: bool = True, repeat: int = 1
             state["writer"].write_batch(batch)
             state["rows"] += batch.num_rows
 
-        with ThreadPoolExecutor(1) as writer, ThreadPoolExecutor(1) as pager:
-            written = None
-            nb = reader.num_record_batches
-            paged = [pager.submit(populate, k) for k in range(min(AHEAD, nb))]
-            for i in range(nb):
-                tp = time.perf_counter()
-                span = paged.pop(0).result()
-                state["pages_s"] = state.get("pages_s", 0.0) + time.perf_counter() - tp
-                if i + AHEAD < nb:
-                    paged.append(pager.submit(populate, i + AHEAD))
-                tv = time.perf_counter()
-                b = reader.get_batch(i)
-                chip = b.column("chip").to_numpy()
-                C = int(chip.max()) + 1
-                S = len(chip) // C
-                ts = b.column("timestamp_ns").to_numpy().reshape(S, C)
-                X, colmap, view = _register_view(b, file_buf, base, names)
-                state["views"] += view
-                tk = time.perf_counter()
-                state["view_s"] = state.get("view_s", 0.0) + tk - tv
-                res = stream.push_flat(ts, X, colmap, reuse=True)
-                state["kernel_s"] = state.get("kernel_s", 0.0) + time.perf_counter() - tk
-                del X
-                pager.submit(drop, span)
-                if res is not None:
-                    full = np.concatenate([prev_ts[None], ts]) if prev_ts is not None else ts
-                    W = S if prev_ts is not None else S - 1
-                    start, end = full[:-1][-W:], full[1:][-W:]
-                    if written is not None:
-                        tw = time.perf_counter()
-                        written.result()
-                        state["wait_s"] = state.get("wait_s", 0.0) + time.perf_counter() - tw
-                    written = writer.submit(write, C, start.reshape(-1), ((end - start).astype(np.float64) * 1e-9).reshape(-1), res)
-                prev_ts = ts[-1]
-            if written is not None:
-                tw = time.perf_counter()
-                written.result()
-                state["last_write_s"] = time.perf_counter() - tw
+        try:
+            with ThreadPoolExecutor(1) as writer, ThreadPoolExecutor(1) as pager:
+                written = None
+                nb = reader.num_record_batches
+                paged = [pager.submit(populate, k) for k in range(min(AHEAD, nb))]
+                for i in range(nb):
+                    tp = time.perf_counter()
+                    span = paged.pop(0).result()
+                    state["pages_s"] = state.get("pages_s", 0.0) + time.perf_counter() - tp
+                    if i + AHEAD < nb:
+                        paged.append(pager.submit(populate, i + AHEAD))
+                    tv = time.perf_counter()
+                    b = reader.get_batch(i)
+                    chip = b.column("chip").to_numpy()
+                    C = int(chip.max()) + 1
+                    S = len(chip) // C
+                    ts = b.column("timestamp_ns").to_numpy().reshape(S, C)
+                    X, colmap, view = _register_view(b, file_buf, base, names)
+                    state["views"] += view
+                    tk = time.perf_counter()
+                    state["view_s"] = state.get("view_s", 0.0) + tk - tv
+                    res = stream.push_flat(ts, X, colmap, reuse=True)
+                    state["kernel_s"] = state.get("kernel_s", 0.0) + time.perf_counter() - tk
+                    del X
+                    pager.submit(drop, span)
+                    if res is not None:
+                        full = np.concatenate([prev_ts[None], ts]) if prev_ts is not None else ts
+                        W = S if prev_ts is not None else S - 1
+                        start, end = full[:-1][-W:], full[1:][-W:]
+                        if written is not None:
+                            tw = time.perf_counter()
+                            written.result()
+                            state["wait_s"] = state.get("wait_s", 0.0) + time.perf_counter() - tw
+                        written = writer.submit(write, C, start.reshape(-1), ((end - start).astype(np.float64) * 1e-9).reshape(-1), res)
+                    prev_ts = ts[-1]
+                if written is not None:
+                    tw = time.perf_counter()
+                    written.result()
+                    state["last_write_s"] = time.perf_counter() - tw
+        except BaseException:
+            if state.get("sink") is not None:  # no half-written file left open (its descriptor, its staging buffer)
+                state["sink"].close()
+            raise
         tc = time.perf_counter()
         state["writer"].close()
         if state.get("sink") is not None:
