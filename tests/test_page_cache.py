@@ -69,3 +69,21 @@ def test_empty_file_and_missing_file(tmp_path):
     assert residency(empty) == 1.0
     with pytest.raises(OSError):
         residency(tmp_path / "absent.bin")
+
+
+def test_warm_reads_only_what_is_missing(tmp_path):
+    path = tmp_path / "f.bin"
+    _write(path)
+    _drop(path)
+    if residency(path) > 0.01:
+        pytest.skip("this file system keeps dropped pages (tmpfs does)")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        os.pread(fd, SIZE // 4, SIZE // 4)  # the second quarter in; three holes' worth out
+    finally:
+        os.close(fd)
+    got = warm(path, chunk=1 << 18)
+    assert got["read_mb"] == pytest.approx(0.75 * SIZE / 1e6, rel=0.02)
+    assert got["resident_after"] == 1.0
+    assert warm(path)["read_mb"] == 0.0
