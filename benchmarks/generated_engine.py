@@ -170,11 +170,11 @@ def engine_generated(data: Path, out: Path, direct: bool = True, repeat: int = 1
     names = list(mod.FLAT_COLUMNS)
     schema0 = reader.get_batch(0).schema
     read_cols = [schema0.get_field_index(n) for n in ["chip", "timestamp_ns"] + names]
-    warm = mod.Stream()  # compile the kernel for the batches' array types before the clock starts
+    warmup = mod.Stream()  # compile the kernel for the batches' array types before the clock starts
     b0 = reader.get_batch(0)
     X, colmap, _ = _register_view(b0, file_buf, base, names)
     C0 = int(b0.column("chip").to_numpy().max()) + 1
-    warm.push_flat(b0.column("timestamp_ns").to_numpy().reshape(-1, C0), X, colmap)  # the same array types as every batch
+    warmup.push_flat(b0.column("timestamp_ns").to_numpy().reshape(-1, C0), X, colmap)  # the same array types as every batch
     jit_s = time.perf_counter() - t0
     def once() -> dict:
         """One evaluation of the whole file, timed (a fresh Stream; the output file rewritten)."""
@@ -249,11 +249,11 @@ def engine_generated(data: Path, out: Path, direct: bool = True, repeat: int = 1
                 "zero_copy_batches": f"{state['views']}/{reader.num_record_batches}",
                 "output": ("O_DIRECT" if state["sink"].direct else "buffered (no O_DIRECT here)") if state.get("sink") else "buffered"}
 
-    from page_cache import warm
+    from page_cache import warm as read_in
 
     runs = []
     for _ in range(max(1, repeat)):
-        cache = warm(flat_path(data))  # pages reclaimed since the parent's read-in (during the JIT) read back in
+        cache = read_in(flat_path(data))  # pages reclaimed since the parent's read-in (during the JIT) read back in
         runs.append({**once(), "input_resident": cache["resident_before"], "input_read_mb": cache["read_mb"]})
     med = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
     return {**med, "jit_s": jit_s, "runs_s": [round(r["seconds"], 3) for r in runs],
