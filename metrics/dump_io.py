@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob as globmod
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,17 +184,27 @@ def _csv_row_error(path: Path, exc: pa.ArrowInvalid, opts) -> str | None:
     an invalid-row handler that keeps the first bad row. None when ``exc`` is another error."""
     if "Expected" not in str(exc) or "columns, got" not in str(exc):
         return None
-    bad = []
+    bad, undecodable = [], []
 
     def keep(row):
         bad.append(row)
         return "error"
 
+    def hook(unraisable):  # pyarrow decodes the row as UTF-8 before the handler sees it; a failure
+        undecodable.append(unraisable.exc_value)  # is "unraisable" and would print a traceback
+
+    saved, sys.unraisablehook = sys.unraisablehook, hook
     try:
         pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False), convert_options=opts,
                       parse_options=pcsv.ParseOptions(invalid_row_handler=keep))
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
         pass
+    finally:
+        sys.unraisablehook = saved
+    if not bad and any(isinstance(e, UnicodeDecodeError) for e in undecodable):
+        msg = " ".join(str(exc).split())[:200]
+        return (f"{path}: a row has another number of fields than the header has columns, and bytes that are not UTF-8 "
+                f"({msg}); save the file as UTF-8, and give every row every column (leave a value empty for a null)")
     if not bad or bad[0].number is None:
         return None
     row = bad[0]

@@ -78,3 +78,17 @@ def test_a_ragged_row_names_its_row(tmp_path, sohu):
     with pytest.raises(DumpError) as exc:
         read_counters(p, sohu)
     assert str(exc.value).startswith(f"{p}: row 5: 3 field(s) where the header has 4 column(s) ('0,4000000,5000');"), str(exc.value)
+
+
+def test_a_ragged_row_with_bytes_not_utf8_is_one_clear_error(tmp_path, sohu, capfd):
+    """pyarrow decodes a bad row as UTF-8 before the row handler sees it; that failure must not print a
+    traceback ("Exception ignored in …"): one error naming the file and both problems (found in CI's fuzz log)."""
+    p = tmp_path / "d.csv"
+    p.write_bytes(HEADER.encode() + b"0,0,1000,1\n0,1000000,2000,2,\xb5\xb5\n")
+    with pytest.raises(DumpError) as exc:
+        read_counters(p, sohu)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}: a row has another number of fields than the header has columns, and bytes that are not UTF-8"), msg
+    assert "save the file as UTF-8" in msg
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
