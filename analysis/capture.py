@@ -2,7 +2,7 @@
 sync reads where the collector gives them — with any compiled catalog: the one code path behind
 ``perfonto analyze`` and ``perfonto run`` (which emulates, then calls this).
 
-Steps: read the dump (``metrics.dump``); keep the metrics the dump can feed and the user asked for
+Steps: read the dump (``capture.dump``); keep the metrics the dump can feed and the user asked for
 (the others are unavailable with the reason, e.g. "not in the dump: hbm.read_bytes"); evaluate
 them with the generated evaluator at window, chip and server level (``analysis.evaluate``); the
 top-down split, bottleneck, thresholds and bounds (``analysis.bottleneck``); record metrics over the
@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Callable
 
 
-from perfonto.codegen.python_evaluator import generate, load
+from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
+from perfonto.codegen.evaluator_cache import evaluator as cached_evaluator
 from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.compiler import MetricGraph
-from perfonto.metrics.windows import prepare, read_counters
 
 from . import crosschip
 from .bottleneck import Analysis, analyse
-from .evaluate import Evaluation, evaluate_windows
+from .engine import evaluate_capture
+from .evaluate import Evaluation
 from .groups import analyse_groups
 from .headline import headline
 from .links import link_utilization
@@ -142,23 +143,31 @@ def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] |
     keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
     evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
     if evaluator is None or evaluated is not graph:
-        evaluator = load(generate(evaluated))
+        evaluator = cached_evaluator(evaluated)[0]
     unavailable = dict(graph.unavailable) | gone
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
     return evaluated, evaluator, gone, unavailable
 
 
+def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
+    """The dump plan of a capture's counters (``capture.dump_scan.plan_dump``: the key columns read once)."""
+    return plan_dump(capture.counters, graph.generation, timestamp_unit=capture.timestamp_unit,
+                     sample_period_ns=capture.sample_period_ns)
+
+
 def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,
-                    model: str | None = None, log: Callable[[str], None] = lambda s: None, by=()) -> Report:
-    """Analyse ``capture`` with the compiled catalog ``graph``.
+                    model: str | None = None, log: Callable[[str], None] = lambda s: None, by=(), plan: DumpPlan | None = None,
+                    chunk_rows: int = CHUNK_ROWS, progress=None) -> Report:
+    """Analyse ``capture`` with the compiled catalog ``graph``, its window values kept in memory.
 
     ``metrics``: evaluate only these and what they need (names checked by the caller, see
     ``metrics.catalog.select_metrics``). ``evaluator``: a generated evaluator module for the whole
-    ``graph`` (generated here when not given, or when only part of the catalog can be evaluated).
+    ``graph`` (from perfonto's cache when not given, or when only part of the catalog can be evaluated).
     ``model``: the workload's name, else the dump's metadata's. ``by``: groupings (``op``, ``layer``,
     ``phase``) to give every metric for (``analysis.groups``); the per-op table is attributed whenever
-    the trace has op spans.
+    the trace has op spans. ``plan``: the dump's plan, when the caller made it. The evaluation is the
+    engine's (``analysis.engine``), one pass over the dump.
 
     Raises:
         DumpError: the counters, request records, trace or snapshots cannot be read.
@@ -168,18 +177,18 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     gen = graph.generation
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    dump = read_counters(capture.counters, gen, timestamp_unit=capture.timestamp_unit,
-                         sample_period_ns=capture.sample_period_ns)
-    notes = list(dump.notes)
-    evaluated, evaluator, gone, unavailable = evaluable(graph, set(dump.absent), metrics, evaluator)
-    w = prepare(dump, gen)
-    ev = evaluate_windows(evaluated, evaluator, w, dump)
+    plan = plan or plan_capture(graph, capture)
+    evaluated, evaluator, gone, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator)
+    res = evaluate_capture(evaluated, evaluator, plan, None, chunk_rows=chunk_rows, progress=progress, keep=True)
+    ev, dump = res.evaluation, res.dump
+    w = ev.windows
+    notes = list(plan.notes)
     timings["evaluate"] = time.perf_counter() - t0
     W, C = w.interval.shape
     log(f"evaluated {len(evaluated.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
     if gone:
-        log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(dump.absent)} signal(s) they read")
-    analysis = analyse(evaluated, ev)
+        log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(plan.absent)} signal(s) they read")
+    analysis = analyse(evaluated, ev, checks=res.checks)
     records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
         rec, records = read_and_evaluate(evaluated, capture.requests)
@@ -217,4 +226,4 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
                   ops=per["ops"], links=link_utilization(gen, w, dump.chips))
 
 
-__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable", "evaluable"]
+__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable", "evaluable", "plan_capture"]

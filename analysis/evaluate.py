@@ -68,22 +68,30 @@ def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) 
     """``metrics_table`` as Parquet, with the generation and catalog hash in the metadata."""
     table = metrics_table(ev, graph)
     meta = {b"perfonto": json.dumps({"generation": graph.generation.name, "catalog_hash": graph.content_hash}).encode()}
-    pq.write_table(table.replace_schema_metadata(meta), str(path))
+    write_table(table.replace_schema_metadata(meta), path)
 
 
-def metrics_table(ev: Evaluation, graph: MetricGraph) -> pa.Table:
-    """One row per window and chip: ``window``, (``host``), ``chip``, ``start_ns``, ``interval_s``,
-    one column per metric (null where the metric could not be computed; per-instance metrics as
-    fixed-size lists), and ``out_of_bounds``: the metrics whose value in that window and chip lies
-    outside their declared bounds (any instance), so a reader of the table sees the flag beside the
-    value (``OUT_OF_BOUNDS`` names the column)."""
+def write_table(table: pa.Table, path: str | Path) -> None:
+    """A metric table as Parquet: Snappy, dictionary encoding for the string columns only (floats do not
+    repeat: trying a dictionary for each of them made writing 3x slower here, 0.21 vs 0.07 s for a
+    32,768-row part of 91 columns, and the file 13 % larger)."""
+    strings = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_list(f.type)]
+    pq.write_table(table, str(path), compression="snappy", use_dictionary=strings)
+
+
+def metrics_table(ev: Evaluation, graph: MetricGraph, first_window: int = 0) -> pa.Table:
+    """One row per window and chip: ``window`` (numbered from ``first_window``), (``host``), ``chip``,
+    ``start_ns``, ``interval_s``, one column per metric (null where the metric could not be computed;
+    per-instance metrics as fixed-size lists), and ``out_of_bounds``: the metrics whose value in that
+    window and chip lies outside their declared bounds (any instance), so a reader of the table sees
+    the flag beside the value (``OUT_OF_BOUNDS`` names the column)."""
     W, C = ev.windows.interval.shape
-    cols = {"window": pa.array(np.repeat(np.arange(W, dtype=np.int64), C))}
+    cols = {"window": pa.array(np.repeat(np.arange(first_window, first_window + W, dtype=np.int64), C))}
     if ev.hosts is not None:
         cols["host"] = pa.array(np.tile(np.asarray(ev.hosts, dtype=object), W), pa.string())
     cols |= {
-        "chip": pa.array(np.tile(ev.chips.astype(np.int64), W)),
-        "start_ns": pa.array(ev.windows.start_ns.reshape(-1).astype(np.int64)),
+        "chip": pa.array(np.tile(np.asarray(ev.chips).astype(np.int64), W)),
+        "start_ns": pa.array(np.asarray(ev.windows.start_ns).reshape(-1).astype(np.int64)),
         "interval_s": pa.array(ev.windows.interval.reshape(-1)),
     }
     for name, m in graph.metrics.items():
@@ -96,13 +104,21 @@ def metrics_table(ev: Evaluation, graph: MetricGraph) -> pa.Table:
         else:
             flat = v.reshape(-1)
             cols[name] = pa.array(flat, mask=np.isnan(flat))
-    flags = out_of_bounds(ev, graph)
-    lists = [[] for _ in range(W * C)]
-    for name, bad in flags.items():
-        for i in np.flatnonzero(bad.reshape(-1)):
-            lists[i].append(name)
-    cols[OUT_OF_BOUNDS] = pa.array(lists, pa.list_(pa.string()))
+    cols[OUT_OF_BOUNDS] = _name_lists(out_of_bounds(ev, graph), W * C)
     return pa.table(cols)
+
+
+def _name_lists(flags: dict[str, np.ndarray], rows: int) -> pa.Array:
+    """A list<string> column: per row, the names whose flag (bool, ``rows`` values) is set, in the
+    order of ``flags``."""
+    names = list(flags)
+    if not names:
+        return pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, np.int32)), pa.array([], pa.string()))
+    m = np.stack([flags[n].reshape(-1) for n in names], axis=1)  # (rows, metrics)
+    r, k = np.nonzero(m)  # row-major: each row's names in metric order
+    offsets = np.zeros(rows + 1, np.int32)
+    np.cumsum(np.bincount(r, minlength=rows), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(names, dtype=object)[k], pa.string()))
 
 
 OUT_OF_BOUNDS = "out_of_bounds"

@@ -20,10 +20,10 @@ import numpy as np
 
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.levels import group_inputs, group_scale
-from perfonto.metrics.topology import Topology
+from perfonto.capture.topology import Topology
 
 from .bottleneck import _crossed
-from .chunked import ChunkedResult, chip_values, with_nan_inputs
+from .engine import EngineResult, chip_values, with_nan_inputs
 from .level_sums import combine
 
 LEVELS = ("chip", "host", "rack", "pod", "fleet")
@@ -55,7 +55,7 @@ def _places(hosts, chips, topology: Topology | None):
     return out
 
 
-def rollups(graph: MetricGraph, evaluator, res: ChunkedResult, topology: Topology | None = None, top: int = 5) -> Fleet:
+def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology | None = None, top: int = 5) -> Fleet:
     """The fleet rollups of an evaluated dump (module docstring).
 
     Raises:

@@ -1,8 +1,8 @@
 """The fleet-scale analysis of a capture: ``perfonto analyze`` on a dump too large for memory, with a
 topology, or with ``--engine spark``.
 
-The dump is planned (``metrics.dump_scan``), evaluated in pieces by the embedded engine
-(``analysis.chunked``: the generated evaluator, bounded memory, window values written as
+The dump is planned (``capture.dump_scan``), evaluated in pieces by the embedded engine
+(``analysis.engine``: the generated evaluator, bounded memory, window values written as
 ``metrics/host=…/part-*.parquet``) — or, with ``engine="spark"``, the window values come from the
 generated Spark SQL on Spark (``analysis.spark_engine``) and the embedded engine only carries the
 run-level sums — then rolled up per host, rack, pod and fleet (``analysis.fleet``). The result is
@@ -17,21 +17,15 @@ from pathlib import Path
 from typing import Callable
 
 from perfonto.metrics.compiler import MetricGraph
-from perfonto.metrics.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
-from perfonto.metrics.topology import Topology
+from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.topology import Topology
 
 from .bottleneck import analyse
-from .capture import Capture, Report, evaluable
-from .chunked import evaluate_chunked
+from .capture import Capture, Report, evaluable, plan_capture
+from .engine import evaluate_capture
 from .fleet import rollups
 from .headline import headline
 from .records import record_metrics
-
-
-def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
-    """The dump plan of a capture's counters (``metrics.dump_scan.plan_dump``)."""
-    return plan_dump(capture.counters, graph.generation, timestamp_unit=capture.timestamp_unit,
-                     sample_period_ns=capture.sample_period_ns)
 
 
 def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path | None, *, plan: DumpPlan | None = None,
@@ -67,7 +61,7 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
             spark.stop()
         timings["spark"] = time.perf_counter() - t1
         spark_out, out_metrics = out_metrics, None
-    res = evaluate_chunked(evaluated, evaluator, plan, out_metrics, chunk_rows=chunk_rows, progress=progress,
+    res = evaluate_capture(evaluated, evaluator, plan, out_metrics, chunk_rows=chunk_rows, progress=progress,
                            write_meta={"generation": gen.name, "catalog_hash": graph.content_hash})
     timings["evaluate"] = time.perf_counter() - t0
     ev = res.evaluation

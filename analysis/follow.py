@@ -2,7 +2,7 @@
 file rewritten with more samples.
 
 Each part is read by ``read_part``, a small adapter over the collector-format reader
-(``metrics.dump.read_counters``: wide or long layout, Parquet/Arrow/CSV, host + chip keys, partial
+(``capture.dump.read_counters``: wide or long layout, Parquet/Arrow/CSV, host + chip keys, partial
 dumps). Another reader can be passed as the ``reader`` argument of ``Follower``: it only needs a
 ``SampleBlock`` per part.
 
@@ -42,7 +42,7 @@ class PartError(ValueError):
 
 def read_part(path: str | Path, gen: Generation) -> SampleBlock:
     """Read one part (or a whole dump) as a ``SampleBlock`` through the collector-format reader
-    (``metrics.dump.read_counters``: wide or long layout, Parquet, Arrow or CSV, host + chip keys; its
+    (``capture.dump.read_counters``: wide or long layout, Parquet, Arrow or CSV, host + chip keys; its
     grid, null and sentinel handling apply). A signal the part does not hold is read as a null
     register, so the metrics that need it have null windows (their series are left out).
 

@@ -2,7 +2,7 @@
 
 ``metrics.levels`` evaluates a run-level value from sums over the windows where every signal the
 metric reads is valid (counters summed, gauges and packed fields time-weighted, the interval summed
-over the same windows). Over a dump read in pieces (``metrics.dump_scan``) the same sums are carried
+over the same windows). Over a dump read in pieces (``capture.dump_scan``) the same sums are carried
 from piece to piece: ``ChipSums`` keeps one set of sums per *class* of metrics — the metrics that
 read the same signals among those that were null somewhere so far — and splits a class when a piece
 shows a new null signal (the new classes start from the old class's sums), so that every metric's
@@ -65,8 +65,22 @@ class ChipSums:
         return set().union(*[self.deps[m] for m in self.graph.metrics if self.key(m) == key]) if self.graph.metrics else set()
 
     def add(self, w: Windows) -> None:
-        """Add one piece's windows."""
+        """Add one piece's prepared windows (null ones left out per class)."""
         dirty_now = frozenset(s for s, r in w.null.items() if r.any())
+
+        def sums_of(key, names):
+            bad = _invalid(w, sorted(key & dirty_now)) if key & dirty_now else None
+            return masked_sums(w, self.gen, names, None if bad is None else ~bad)
+
+        self._add(dirty_now, sums_of)
+
+    def add_sums(self, full: dict[str, np.ndarray], dt: np.ndarray) -> None:
+        """Add one piece none of whose window values is null, given as its per-chip sums (``full``:
+        {input: (C, …)}, counters summed, gauges and fields × interval; ``dt``: Σ interval (C,)):
+        every class adds them whole."""
+        self._add(frozenset(), lambda key, names: ({n: full[n] for n in names}, dt))
+
+    def _add(self, dirty_now: frozenset, sums_of) -> None:
         new = self.dirty | dirty_now
         if new != self.dirty or not self.sums:
             old, self.dirty = self.dirty, new
@@ -79,11 +93,10 @@ class ChipSums:
             self.sums = split
         for key in list(self.sums):
             names = sorted(self.needs(key))
-            bad = _invalid(w, sorted(key & dirty_now)) if key & dirty_now else None
-            sums, dt = masked_sums(w, self.gen, names, None if bad is None else ~bad)
+            sums, dt = sums_of(key, names)
             prev = self.sums[key]
             if prev is None:
-                self.sums[key] = (sums, dt)
+                self.sums[key] = ({n: np.array(sums[n], dtype=np.float64) for n in names}, np.array(dt, dtype=np.float64))
             else:
                 for n in names:
                     prev[0][n] += sums[n]

@@ -3,7 +3,7 @@ checked before anything is evaluated, so that a wrong path or a file of the wron
 clear error naming that file, not a failure after the whole evaluation ran, a pyarrow message or
 an error naming the counter dump instead. Request records, trace and sync reads are Parquet files
 (the collector-format guide, "Request records, trace, sync reads"); snapshots are a counter dump
-in the collector format (a file, a folder or a glob, read by ``metrics.dump``)."""
+in the collector format (a file, a folder or a glob, read by ``capture.dump``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perfonto.metrics.dump_io import DumpError, is_glob, parts_of
+from perfonto.capture.dump_io import DumpError, is_glob, parts_of
 from perfonto.ontology.files import describe_os_error, exists, is_dir
 
 GUIDE = "see the collector-format guide, \"Request records, trace, sync reads\" (perfonto docs)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfonto.metrics.dump import CounterDump, read_counters
+from perfonto.capture.dump import CounterDump, read_counters
 from perfonto.metrics.windows import prepare
 
 from .spans import AttributionError
@@ -24,7 +24,7 @@ def read_snapshots(source, gen):
     """The snapshot dump (a path, folder, glob or table) as a ``CounterDump``.
 
     Raises:
-        DumpError: the dump cannot be read (see ``metrics.dump.read_counters``).
+        DumpError: the dump cannot be read (see ``capture.dump.read_counters``).
     """
     return read_counters(source, gen)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from perfonto.codegen.sql import generate_sql
 from perfonto.metrics.compiler import MetricGraph
-from perfonto.metrics.dump_io import DumpError
+from perfonto.capture.dump_io import DumpError
 
 
 def session(master: str = "local[2]", app: str = "perfonto"):

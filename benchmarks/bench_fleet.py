@@ -45,7 +45,7 @@ def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
     """One engine over ``data`` (a folder of host=… partitions) in this process."""
     from perfonto.analysis.capture import dump_unavailable
     from perfonto.metrics.catalog import load_catalog, select_metrics
-    from perfonto.metrics.dump_scan import plan_dump
+    from perfonto.capture.dump_scan import plan_dump
 
     graph = load_catalog(None, "sohu").graph
     plan = plan_dump(data, graph.generation)  # the SQL engines evaluate what the dump can feed, as analyze does
@@ -56,7 +56,7 @@ def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
     if engine == "embedded":
         from perfonto.analysis.capture import Capture
         from perfonto.job import analyze_job
-        from perfonto.metrics.topology import read_topology
+        from perfonto.capture.topology import read_topology
 
         topo = read_topology(topology) if topology else None
         rep = analyze_job(Capture(data), out=out, engine="embedded", topology=topo, force=True)

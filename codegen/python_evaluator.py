@@ -472,6 +472,7 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
     _, _, runtime_names = _runtime_kernel_names()
     body = [ast.Assign(targets=[_store("_NAN")], value=_np("nan")), ast.Assign(targets=[_store("_INF")], value=_np("inf")),
             ast.Assign(targets=[_store("_KT")], value=ast.Constant(None)), ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
+            ast.Assign(targets=[_store("_KCACHE")], value=ast.Constant(False)),
             ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
             ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
             ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),

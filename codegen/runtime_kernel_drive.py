@@ -31,7 +31,7 @@ def _jit():
             # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
             # median inlined, 57 µs not
             inline = "always" if name in ("_column", "_load") else "never"
-            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
+            g[name] = numba.njit(cache=_KCACHE, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
 
@@ -56,10 +56,13 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
-    BITS uint8 flat, OFF, BOFF): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
-    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``."""
+    BITS uint8 flat, OFF, BOFF, S): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
+    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``S`` is None, or with ``sums``
+    (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)): the run-level sums of the rows' window
+    values per chip and register or field column, the interval summed in the last column, and the
+    null window values per column (``_sums_block``)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -77,8 +80,19 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None):
         if OUT.size < n_out or BITS.size < n_bits:
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF)
-    return OUT, BITS, OFF, BOFF
+    if sums:
+        ACC = np.zeros((_KNTH, C, _N + _NF + 1))
+        NB = np.zeros((_KNTH, _N + _NF), np.int64)
+    else:
+        ACC, NB = _no_acc()
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, NB, bool(sums))
+    S = (ACC.sum(axis=0) if _KNTH > 1 else ACC[0], NB.sum(axis=0)) if sums else None
+    return OUT, BITS, OFF, BOFF, S
+
+
+def _no_acc():
+    """The sums' arguments when none are asked for (of the types the kernel was compiled for)."""
+    return np.zeros((1, 1, 1)), np.zeros((1, 1), np.int64)
 
 
 def _use_kernel(stream):
@@ -92,24 +106,25 @@ def _use_kernel(stream):
     return _jit() is not None
 
 
-def _kernel_block(stream, T, registers):
+def _kernel_block(stream, T, registers, sums=False):
     """``Stream.push_block`` through the kernel: registers laid out as columns (one copy), then
     ``_push_flat``; returns {metric: values} as the NumPy path does."""
     S, C = T.shape
     X = np.empty((_N, S * C), np.uint64)
     for name, a, b in _REGS:
         X[a:b] = np.asarray(registers[name]).reshape(S * C, b - a).T
-    res = _push_flat(stream, T, X, None)
+    res = _push_flat(stream, T, X, None, sums=sums)
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
-def _push_flat(stream, timestamps_ns, X, colmap, reuse=False):
+def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
     T = np.asarray(timestamps_ns, dtype=np.int64)
     S, C = T.shape
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
+    stream.sums = None
     if not _use_kernel(stream) or stream._B is not None:
         regs = {name: np.ascontiguousarray(X[colmap[a:b]].T).reshape(S, C, b - a) for name, a, b in _REGS}
-        res = stream.push_block(T, regs, _kernel=False)
+        res = stream.push_block(T, regs, _kernel=False, sums=sums)
         if res is None:
             return None
         return {k: (v, _bitmap(v)) for k, v in res.items()}
@@ -123,7 +138,8 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False):
     pool = None
     if reuse:
         pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want, pool)
+    OUT, BITS, OFF, BOFF, stream.sums = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
+                                                    stream._want, pool, sums)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first
@@ -177,7 +193,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, *_no_acc(), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()

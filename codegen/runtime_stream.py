@@ -139,6 +139,36 @@ def _windows(T, R, B, ws):
     return V, F, interval
 
 
+def _sums(V, F, interval, ACC, NB):
+    """Add one chunk's run-level sums to ``ACC`` and its null counts to ``NB`` (as the kernel's
+    ``_sums_block``): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
+    bad = np.isnan(V)
+    NB[:_N] += bad.sum(axis=(0, 1))
+    Vz = np.where(bad, 0.0, V)
+    ACC[:, :_K] += Vz[..., :_K].sum(axis=0)
+    ACC[:, _K:_N] += (Vz[..., _K:] * interval[..., None]).sum(axis=0)
+    if F is not None and _NF:
+        fbad = np.isnan(F)
+        NB[_N:] += fbad.sum(axis=(0, 1))
+        ACC[:, _N:_N + _NF] += (np.where(fbad, 0.0, F) * interval[..., None]).sum(axis=0)
+    ACC[:, _N + _NF] += interval.sum(axis=0)
+
+
+def input_sums(ACC):
+    """{signal or field name of ``INPUTS``: float64 (C, *instance sizes)} — the columns of a ``sums``
+    accumulator (``Stream.sums[0]``) that hold each input's run-level sum."""
+    out = {}
+    for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+        off = _N if src else 0
+        out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
+    return out
+
+
+def input_nulls(NB):
+    """{input name: number of null window values (all instances)} from a ``sums`` null count."""
+    return {name: int(NB[(_N if src else 0) + a:(_N if src else 0) + b].sum()) for name, (src, a, b, _) in zip(INPUTS, _INPUT_SRC)}
+
+
 def _isin(x, values):
     hit = x == values[0]
     for v in values[1:]:
@@ -247,6 +277,7 @@ class Stream:
         self._want = _wanted(self._metrics)
         self._jit = jit
         self._push = None  # pre-allocated buffers of ``push``, by chip count
+        self.sums = None  # run-level sums of the last push_flat / push_block(sums=True)
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -314,17 +345,19 @@ class Stream:
             return dict(zip(_SCALAR_METRICS, O[:, 0]))
         return {k: v[0] for k, v in _result(O, A).items()}
 
-    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True):
+    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True, sums=False):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
         present bool (S, C) and missing {signal: bool (S, C, *sizes)} optional, as in ``push``.
         Returns {metric: float64 (S', C, *sizes)} for the S' new windows (S' = S, or S − 1 when the
         stream had no baseline yet), or None when there is no window yet. Evaluated in chunks of about
-        ``_CHUNK_ROWS`` rows, so temporaries do not grow with S.
+        ``_CHUNK_ROWS`` rows, so temporaries do not grow with S. With ``sums``, ``self.sums`` is set to
+        the new windows' run-level sums (see ``push_flat``).
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
+        self.sums = (np.zeros((C, _N + _NF + 1)), np.zeros(_N + _NF, np.int64)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
-            return _kernel_block(self, T, registers)
+            return _kernel_block(self, T, registers, sums)
         lead = (C,)
         start = 0
         if self._T is None:
@@ -358,12 +391,14 @@ class Stream:
                 Tc[0] = self._T
                 Tc[1:] = T[i0:i1]
                 V, F, interval = _windows(Tc, R, B, self._ws)
+                if sums:
+                    _sums(V, F, interval, *self.sums)
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
         return self._select(_result(O, A))
 
-    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False):
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
         (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
         collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
@@ -372,8 +407,13 @@ class Stream:
         NaN where null, validity uint8 — the Arrow bitmap of the values' S' × C × n slots, LSB first)}.
         Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
         ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
-        after the next one (no fresh memory per call; for callers that consume each result at once)."""
-        return _push_flat(self, timestamps_ns, X, colmap, reuse)
+        after the next one (no fresh memory per call; for callers that consume each result at once).
+        ``sums``: also set ``self.sums`` to (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)) — per chip
+        and layout column (registers, then fields), the sum over the new windows of the valid window
+        values (counters and histograms as they are, gauges, packed registers and fields × the window's
+        interval), the intervals summed in the last column, and per column the number of null window
+        values — computed in the same pass (``input_sums`` reads them per input)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
 
     def _select(self, res):
         if res is None or self._metrics is None:

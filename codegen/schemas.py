@@ -36,7 +36,7 @@ def schemas() -> dict[str, str]:
     gen["$id"] = "https://perfonto.dev/schemas/generation.schema.json"
     out["generation.schema.json"] = json.dumps(gen, indent=2, sort_keys=True) + "\n"
     out["generation-extension.schema.json"] = json.dumps(_extension(gen), indent=2, sort_keys=True) + "\n"
-    from perfonto.metrics.collector import json_schema as collector_schema
+    from perfonto.capture.collector import json_schema as collector_schema
 
     out["collector.schema.json"] = json.dumps(collector_schema(), indent=2, sort_keys=True) + "\n"
     try:

@@ -307,7 +307,7 @@ def formula_run(data: bytes) -> None:
 def _clean():
     from perfonto.interop.exprparse import ParseError
     from perfonto.interop.ir import Unsupported
-    from perfonto.metrics.dump import DumpError
+    from perfonto.capture.dump import DumpError
 
     # the importers' contract is import_file's: a file of the wrong structure is reported as "malformed <format>
     # file (<what>)" — KeyError, TypeError and AttributeError from the reader included; anything else is a crash

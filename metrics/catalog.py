@@ -40,7 +40,7 @@ def shipped_others(gen: Generation | str | None = None) -> tuple[Generation, ...
 
 
 def load_catalog(catalog_dir: str | Path | None = None, generation: str | None = "sohu", *, others=None,
-                 library: bool = True) -> Catalog:
+                 library: bool = True, cache: bool | None = None) -> Catalog:
     """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
 
     Without ``catalog_dir``: the shipped generation and metric library. A folder with metric files but
@@ -51,7 +51,20 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str | None =
     gets the shipped metric library as well as its own metric files, unless ``library`` is False;
     ``notes`` says which metric files were compiled. ``generation=None``: the
     folder's generation (the one no other file of the folder extends), else ``sohu``.
+
+    ``cache``: read and write the compiled catalog in perfonto's cache (``metrics.catalog_cache``;
+    None: unless ``PERFONTO_NO_CACHE`` is set). A hit returns what compiling the same files with the
+    same perfonto gave, without parsing them.
     """
+    if others is None:
+        from .catalog_cache import cached
+
+        return cached(catalog_dir, generation, library, cache, _compile)
+    return _compile(catalog_dir, generation, others=others, library=library)
+
+
+def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=None, library: bool = True) -> Catalog:
+    """``load_catalog`` without the cache."""
     notes: list[str] = []
     if catalog_dir is None:
         generation = generation or "sohu"

@@ -40,9 +40,8 @@ def availability(name: str, catalog_dir=None) -> dict[str, str]:
             if isinstance(g, str):
                 found.append(g)
         names = found or names
-    shipped = {g: load_generation(g)[0] for g in shipped_generations()}
     for g in names:
-        cat = load_catalog(catalog_dir, g, others=tuple(v for k, v in shipped.items() if k != g and v is not None))
+        cat = load_catalog(catalog_dir, g)  # the other shipped generations give the reasons (cached when compiled before)
         if cat.graph is None:
             out[g] = "generation does not load"
             continue

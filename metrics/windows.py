@@ -61,7 +61,7 @@ import numpy as np
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
-from .dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
+from perfonto.capture.dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
 
 VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS, OUT_OF_RANGE, UNIT_CHANGED = 0, 1, 2, 3, 4, 5, 6, 7
 REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",

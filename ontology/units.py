@@ -45,7 +45,38 @@ def registry_for(clock_domains: tuple[str, ...] = ()) -> pint.UnitRegistry:
             raise UnitError(f"clock domain {domain!r} is not a lower-case identifier")
         name = cycle_unit(domain)
         reg.define(f"{name} = [{name}] = _ = {domain}_cycles")
+    _DOMAINS[id(reg)] = clock_domains
     return reg
+
+
+_DOMAINS: dict[int, tuple[str, ...]] = {}  # id of each registry made by ``registry_for`` -> its clock domains
+
+
+def _unit_of(domains: tuple[str, ...], text: str):
+    return registry_for(domains).Unit(text)
+
+
+def _quantity_of(domains: tuple[str, ...], magnitude, text: str):
+    return registry_for(domains).Quantity(magnitude, text)
+
+
+def pickle_reducer(obj):
+    """How a pickler (``reducer_override``) stores pint objects of a registry of ``registry_for``: the
+    registry as its clock domains, units and quantities as text in it, rebuilt in the same registry
+    on load (pint's own pickling needs one application-wide registry). ``NotImplemented`` for other
+    objects, and for pint objects of registries not made here."""
+    if isinstance(obj, pint.UnitRegistry):
+        if id(obj) in _DOMAINS:
+            return (registry_for, (_DOMAINS[id(obj)],))
+        return NotImplemented
+    reg = getattr(obj, "_REGISTRY", None)
+    if reg is None or id(reg) not in _DOMAINS:
+        return NotImplemented
+    if isinstance(obj, reg.Unit):
+        return (_unit_of, (_DOMAINS[id(reg)], str(obj)))
+    if isinstance(obj, reg.Quantity):
+        return (_quantity_of, (_DOMAINS[id(reg)], obj.magnitude, str(obj.units)))
+    return NotImplemented
 
 
 # A unit expression: names, `%`, numbers, `*`, `/`, brackets, and `**` with a small integer exponent

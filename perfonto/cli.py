@@ -11,7 +11,6 @@ import argparse
 import importlib
 import sys
 
-from .commands import COMMANDS
 
 
 class UsageError(Exception):
@@ -34,27 +33,43 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self.format_usage())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. With ``command`` (a name of ``commands.HELP``), only that command's
+    module is imported and registered, with all its options; without, every command is listed with
+    its one-line help (``perfonto --help``) and no command module is imported. Every command takes
+    ``--no-cache`` (compile from the files, as a first run does: ``ontology.cache``)."""
     from perfonto import __version__
+
+    from .commands import HELP, module_of
 
     p = _Parser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.",
                 epilog="`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults: emulate, "
                        "analyze, report). `perfonto COMMAND --help` describes each command.")
     p.add_argument("--version", action="version", version=f"perfonto {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
-        module = name.replace("-", "_")
-        if module in ("import",):  # Python keywords: the module is named with a trailing underscore
-            module += "_"
-        importlib.import_module(f"perfonto.commands.{module}").register(sub)
+    if command in HELP:
+        importlib.import_module(f"perfonto.commands.{module_of(command)}").register(sub)
+        for sp in set(sub.choices.values()):
+            if "--no-cache" in sp._option_string_actions:  # the what-if commands' own (their points' cache): it means this too
+                continue
+            sp.add_argument("--no-cache", action="store_true",
+                            help="compile the catalog and the evaluator from the files, not from perfonto's cache "
+                                 "(also PERFONTO_NO_CACHE=1; the cache folder: PERFONTO_CACHE_DIR)")
+        known = set(sub.choices)
+        for name, text in HELP.items():  # the other commands: listed, not loaded
+            if name not in known:
+                sub.add_parser(name, help=text)
+    else:
+        for name, text in HELP.items():
+            sub.add_parser(name, help=text)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         argv = ["run"]  # `perfonto` alone runs the main job on its defaults
+    parser = build_parser(argv[0] if not argv[0].startswith("-") else None)
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
@@ -66,9 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"ok": False, "error": exc.message, "exit_code": 2, "diagnostics": []}, indent=2))
         return 2
     args.argv = ["perfonto", *argv]  # what the output manifests record
-    if args.command is None:
+    if args.command is None or not hasattr(args, "func"):
         parser.print_help(sys.stderr)
         return 2
+    if getattr(args, "no_cache", False):
+        import os
+
+        from perfonto.ontology.cache import NO_CACHE_ENV
+
+        os.environ[NO_CACHE_ENV] = "1"
     from .commands.common import CommandError
 
     try:

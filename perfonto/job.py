@@ -15,13 +15,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from perfonto import emulator
-from perfonto.emulator.claim import run_context
 from perfonto.analysis.capture import Capture, Report, analyse_capture
-from perfonto.analysis.evaluate import load_evaluator, write_metrics_parquet
+from perfonto.analysis.evaluate import write_metrics_parquet
 from perfonto.analysis.groups import write_group_parquet
 from perfonto.codegen.docs import generate_markdown
-from perfonto.codegen.python_evaluator import generate
 from perfonto.metrics.catalog import Catalog, load_catalog
 from perfonto.ontology.diagnostics import CatalogError
 
@@ -43,6 +40,27 @@ def compile_catalog(catalog_dir=None, generation: str = "sohu", library: bool = 
     log(f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
         f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({dt:.2f} s)")
     return cat, dt
+
+
+def evaluator_for(graph, log=lambda s: None):
+    """The generated evaluator of ``graph`` and its source, from perfonto's cache
+    (``codegen.evaluator_cache``); says so on ``log`` when its kernel has to be compiled first."""
+    from perfonto.codegen.evaluator_cache import evaluator, kernel_cached
+    from perfonto.ontology import cache
+
+    mod, src = evaluator(graph)
+    if not kernel_cached(graph) and mod._jit is not None and _numba_installed():
+        where = f" and cached in {cache.root()}" if cache.enabled() else " (--no-cache: not kept)"
+        log(f"compiling the evaluator's kernel for catalog {graph.content_hash}: once per catalog and machine{where}, "
+            "tens of seconds")
+    return mod, src
+
+
+def _numba_installed() -> bool:
+    import importlib.util
+    import os
+
+    return not os.environ.get("PERFONTO_NO_JIT") and importlib.util.find_spec("numba") is not None
 
 
 def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict,
@@ -89,6 +107,9 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
         CatalogError: the catalog does not compile.
         perfonto.outputs.OutputError: ``out`` cannot be written (not perfonto's, being written).
     """
+    from perfonto import emulator
+    from perfonto.emulator.claim import run_context
+
     cat, t_compile = compile_catalog(catalog, generation, library, log)
     graph = cat.graph
     timings = {"compile": t_compile}
@@ -103,14 +124,13 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
                            op_snapshots=op_snapshots, **(serving or {}))
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        src = generate(graph)
+        mod, src = evaluator_for(graph, log)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
         capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth,
                           snapshots=emu.snapshots_path)
-        report = analyse_capture(graph, capture, evaluator=load_evaluator(tmp / "evaluator.py"), model=model, log=log,
-                                 by=by)
+        report = analyse_capture(graph, capture, evaluator=mod, model=model, log=log, by=by)
         report.chips = chips
         report.context = run_context(graph.generation, emu.ground_truth)
         timings |= report.timings
@@ -129,10 +149,10 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     """Analyse a capture the user has (``perfonto analyze``) into ``out``; ``by`` as for ``run_job``.
 
     ``engine``: ``auto`` (the whole dump in memory when it is small, else the embedded engine),
-    ``memory``, ``embedded`` (in pieces, bounded memory: ``analysis.chunked``) or ``spark``
+    ``memory``, ``embedded`` (in pieces, bounded memory: ``analysis.engine``) or ``spark``
     (``analysis.spark_engine``, on ``spark_master``). The embedded and Spark engines write the window
     values as ``metrics/host=…/part-*.parquet`` and add the fleet rollups (per host, and per rack and
-    pod with a ``topology``: ``metrics.topology.Topology``) to the report; ``progress(phase, done, total)``.
+    pod with a ``topology``: ``capture.topology.Topology``) to the report; ``progress(phase, done, total)``.
 
     Raises:
         CatalogError: the catalog does not compile.
@@ -142,10 +162,13 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
             fails before anything is compiled or written (``analysis.side_files``).
         perfonto.outputs.OutputError: ``out`` cannot be written.
     """
-    from perfonto.analysis.fleet_capture import analyse_fleet, plan_capture
+    from perfonto.analysis.capture import plan_capture
+    from perfonto.analysis.fleet_capture import analyse_fleet
     from perfonto.analysis.side_files import check_side_files
     from perfonto.metrics.catalog import select_metrics
-    from perfonto.metrics.dump_scan import CHUNK_ROWS
+    from perfonto.capture.dump_scan import CHUNK_ROWS
+
+    from perfonto.codegen.evaluator_cache import warm_kernel
 
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
     cat, t_compile = compile_catalog(catalog, generation, library, log)
@@ -153,8 +176,12 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     if metrics:
         select_metrics(graph, metrics)  # unknown names fail before anything is written
     chunk_rows = chunk_rows or CHUNK_ROWS
+    t0 = time.perf_counter()
+    mod, src = evaluator_for(graph, log)
+    warm_kernel(mod)  # the kernel loads (or compiles) while the capture's keys are read
+    t_codegen = time.perf_counter() - t0
     plan = None
-    if engine != "memory" and isinstance(capture.counters, (str, Path)):
+    if isinstance(capture.counters, (str, Path)):
         plan = plan_capture(graph, capture)
     at_scale = engine in ("embedded", "spark") or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
     timings = {"compile": t_compile}
@@ -166,13 +193,12 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     final = Path(out)
     with output_folder(final, command=command, force=force, inputs={k: v for k, v in inputs.items() if v}) as tmp:
         t0 = time.perf_counter()
-        src = generate(graph)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
-        timings["codegen"] = time.perf_counter() - t0
+        timings["codegen"] = t_codegen + time.perf_counter() - t0
         outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
         if at_scale and plan is not None:
             report = analyse_fleet(graph, capture, tmp / "metrics", plan=plan, topology=topology, metrics=metrics,
-                                   evaluator=load_evaluator(tmp / "evaluator.py"), engine="spark" if engine == "spark" else "embedded",
+                                   evaluator=mod, engine="spark" if engine == "spark" else "embedded",
                                    spark_master=spark_master, chunk_rows=chunk_rows, progress=progress, log=log)
             if by:
                 report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
@@ -180,9 +206,11 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
             return report
-        report = analyse_capture(graph, capture, metrics=metrics, evaluator=load_evaluator(tmp / "evaluator.py"), log=log,
-                                 by=by)
+        report = analyse_capture(graph, capture, metrics=metrics, evaluator=mod, log=log, by=by, plan=plan,
+                                 chunk_rows=chunk_rows, progress=progress)
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
+            from perfonto.emulator.claim import run_context
+
             report.context = run_context(graph.generation, capture.ground_truth)
         timings |= report.timings
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))

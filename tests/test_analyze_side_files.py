@@ -12,7 +12,7 @@ import pytest
 from perfonto.analysis.capture import Capture
 from perfonto.analysis.side_files import check_side_files
 from perfonto.cli import main
-from perfonto.metrics.dump import DumpError
+from perfonto.capture.dump import DumpError
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from perfonto.metrics.windows import OUT_OF_RANGE, RESET, UNIT_CHANGED, VALID, prepare, read_counters
-from perfonto.metrics.dump import DumpError
+from perfonto.capture.dump import DumpError
 from perfonto.ontology import load_generation
 from test_differential_backends import BACKENDS, PERIOD, _compile, run_backends
 from test_differential_rules import SIGS

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from perfonto.cli import main
-from perfonto.metrics.dump import DumpError
-from perfonto.metrics.dump_scan import plan_dump
+from perfonto.capture.dump import DumpError
+from perfonto.capture.dump_scan import plan_dump
 from perfonto.metrics.windows import read_counters
 from perfonto.ontology import load_generation
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfonto.metrics.dump import DumpError
-from perfonto.metrics.dump_scan import iter_chunks, plan_dump
+from perfonto.capture.dump import DumpError
+from perfonto.capture.dump_scan import plan_dump
+from perfonto.capture.pieces import iter_chunks
 from perfonto.metrics.windows import MISSING, prepare, read_counters
 from perfonto.ontology import load_generation
 

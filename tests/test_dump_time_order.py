@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perfonto.cli import main
-from perfonto.metrics.dump_scan import plan_dump
+from perfonto.capture.dump_scan import plan_dump
 from perfonto.metrics.windows import RESET_INFERRED, prepare, read_counters
 from perfonto.ontology import load_generation
 

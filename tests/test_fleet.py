@@ -9,15 +9,15 @@ import pytest
 
 from fleet_data import PERIOD_NS, dirty_fleet
 from perfonto.analysis.bottleneck import analyse
-from perfonto.analysis.chunked import evaluate_chunked
+from perfonto.analysis.engine import evaluate_capture
 from perfonto.analysis.evaluate import evaluate_windows
 from perfonto.analysis.validate import truth_table
 from perfonto.cli import main
 from perfonto.codegen.python_evaluator import generate, load
 from perfonto.emulator.fleet import FleetSpec, generate_fleet, parse_fleet
 from perfonto.emulator.partition import node_truth
-from perfonto.metrics.dump_scan import plan_dump
-from perfonto.metrics.topology import TopologyError, read_topology
+from perfonto.capture.dump_scan import plan_dump
+from perfonto.capture.topology import TopologyError, read_topology
 from perfonto.metrics.windows import DumpError, prepare, read_counters
 
 
@@ -37,7 +37,7 @@ def test_pieces_equal_the_in_memory_path(tmp_path, library, evaluator):
     src = dirty_fleet(tmp_path, library.generation)
     dump = read_counters(src, library.generation, sample_period_ns=PERIOD_NS)
     ev = evaluate_windows(library, evaluator, prepare(dump, library.generation), dump)
-    res = evaluate_chunked(library, evaluator, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS),
+    res = evaluate_capture(library, evaluator, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS),
                            tmp_path / "metrics", chunk_rows=64)  # 32 samples a piece: pieces cross row groups
     got = res.evaluation
     assert list(got.hosts) == list(ev.hosts) and list(got.chips) == list(ev.chips) == [0, 1, 0, 1, 0, 1]

@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from fleet_data import PERIOD_NS, dirty_fleet
-from perfonto.analysis.chunked import evaluate_chunked
+from perfonto.analysis.engine import evaluate_capture
 from perfonto.codegen.python_evaluator import generate, load
 from perfonto.codegen.sql import dump_source, generate_sql
-from perfonto.metrics.dump_scan import plan_dump
+from perfonto.capture.dump_scan import plan_dump
 
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("pyspark")
@@ -60,7 +60,7 @@ def test_spark_equals_duckdb_and_the_embedded_engine(tmp_path, library):
     assert all(np.isnan(want[n]).any() for n in ("mxu.utilization", "power.temperature_mean", "dma.bandwidth"))  # the rules fired
     _same(got, want, "Spark vs DuckDB")
     mod = load(generate(library))
-    evaluate_chunked(library, mod, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS), tmp_path / "py", chunk_rows=64)
+    evaluate_capture(library, mod, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS), tmp_path / "py", chunk_rows=64)
     keys_p, py = _frame(pq.read_table(tmp_path / "py"), library)
     assert (keys_p.values == keys_d.values).all()
     _same(py, want, "embedded engine vs DuckDB")

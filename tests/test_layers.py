@@ -34,6 +34,7 @@ def test_contracts_hold(tree):
 
 @pytest.mark.parametrize("where, line, broken", [
     ("ontology", "from perfonto.analysis import bottleneck", "layers"),
+    ("capture", "from perfonto.metrics import windows", "layers"),
     ("emulator", "from perfonto.metrics import windows", "the emulator knows the ontology only"),
     ("analysis", "from perfonto import emulator", "nothing downstream of the dump knows the emulator"),
 ])

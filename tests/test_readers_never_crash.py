@@ -19,7 +19,7 @@ from perfonto.dsl.parser import parse_text
 from perfonto.interop import import_file
 from perfonto.interop.exprparse import ParseError, parse as parse_formula
 from perfonto.interop.rocprof import parse as parse_rocprof
-from perfonto.metrics.dump import DumpError, read_counters
+from perfonto.capture.dump import DumpError, read_counters
 from perfonto.ontology.loader import load_generation
 from perfonto.ontology.yaml_source import read_yaml
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stdout, why
 
 
 def register(sub) -> None:
-    p = sub.add_parser("align", help="align the chips' clocks of a run to the host timeline and analyse it across chips")
+    p = sub.add_parser("align", help=HELP["align"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
     p.add_argument("--saturation", type=float, default=0.9,
                    help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)")

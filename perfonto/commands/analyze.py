@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, positive_int, stderr, stdout
 
 
 def register(sub) -> None:
-    a = sub.add_parser("analyze", help="evaluate a catalog over a counter dump you already have and print the report")
+    a = sub.add_parser("analyze", help=HELP["analyze"])
     a.add_argument("counters", metavar="COUNTERS",
                    help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
                         "(its requests, trace, sync reads and ground truth are used unless given)")
@@ -34,8 +35,10 @@ def register(sub) -> None:
     a.add_argument("--topology", default=None, metavar="FILE",
                    help="fleet topology: (host, chip) → rack, pod, as CSV, YAML or Parquet (rollups per rack and pod)")
     a.add_argument("--engine", default="auto", choices=("auto", "memory", "embedded", "spark"),
-                   help="auto (default): the whole dump in memory when small, else embedded; embedded: in pieces, bounded "
-                        "memory, metrics/host=…/part-*.parquet; spark: the generated Spark SQL on Spark")
+                   help="one engine, two outputs — auto (default): memory for a dump of up to 131,072 rows without a "
+                        "topology, else embedded; memory: window values kept (metrics.parquet, cross-chip and per-op analyses); "
+                        "embedded: written in pieces, bounded memory (metrics/host=…/part-*.parquet, fleet rollups); "
+                        "spark: the window values from the generated Spark SQL on Spark")
     a.add_argument("--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])")
     a.add_argument("--chunk-rows", type=positive_int, default=None, metavar="N",
                    help="embedded engine: sample rows per piece (default: 32768; memory grows with it)")
@@ -66,7 +69,7 @@ def cmd_analyze(args) -> int:
     try:
         topology = None
         if args.topology is not None:
-            from perfonto.metrics.topology import read_topology
+            from perfonto.capture.topology import read_topology
 
             topology = read_topology(args.topology)
         with progress_bar(err) as bar:

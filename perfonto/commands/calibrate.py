@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import HELP
 from .common import CommandError, stderr, stdout, why as _why
 from .project import EmuProgress
 from .validate_emulator import prepare_rows
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit the emulator's efficiency model to the public measurements and write fitted.yaml")
+    p = sub.add_parser("calibrate", help=HELP["calibrate"])
     p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
     p.add_argument("--out", default=None, help="where to write the parameters (default: emulator/data/fitted.yaml)")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stderr
 
 
 def register(sub) -> None:
-    c = sub.add_parser("check", help="compile a catalog and print every diagnostic")
+    c = sub.add_parser("check", help=HELP["check"])
     c.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
     c.add_argument("--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)")
     c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import HELP
 from .common import CommandError, duration, stderr
 
 TARGETS = ("python", "sql", "c-header", "docs", "schemas", "collector")
 
 
 def register(sub) -> None:
-    c = sub.add_parser("codegen", help="generate an evaluator, the SQL query, a C header, docs or the JSON Schemas")
+    c = sub.add_parser("codegen", help=HELP["codegen"])
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
     c.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
     c.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
@@ -97,7 +98,7 @@ def _codegen(args) -> list[Path]:
             text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host)
         path = write_file(out / f"{name}.sql", text)
     elif args.target == "collector":
-        from perfonto.metrics.collector import wide_schema_json
+        from perfonto.capture.collector import wide_schema_json
 
         path = write_file(out / f"{gen.name}.collector.json", wide_schema_json(gen))
     elif args.target == "python":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stdout
 
 #: Workloads compared when none is given: the public claim's scenario, a decode-heavy and a
@@ -18,7 +19,7 @@ DEFAULT_WORKLOADS = [
 def register(sub) -> None:
     from perfonto.whatif.cliargs import add_workload_args
 
-    p = sub.add_parser("compare", help="two generations over a list of workloads, and which assumption drives each difference")
+    p = sub.add_parser("compare", help=HELP["compare"])
     p.add_argument("a", metavar="GEN_A", help="generation name, YAML file or catalog folder (the reference)")
     p.add_argument("b", metavar="GEN_B", help="generation name, YAML file or catalog folder")
     p.add_argument("--preset-a", default=None, help="preset of A (default: its family's)")

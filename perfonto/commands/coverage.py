@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import tempfile
 
+from . import HELP
 from .common import CommandError, catalog_failure, positive_int, stdout
 
 
 def register(sub) -> None:
-    p = sub.add_parser("coverage", help="which metrics each scenario moves, whether the catalog tells the scenarios apart, "
-                                        "what each counter buys")
+    p = sub.add_parser("coverage", help=HELP["coverage"])
     p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
     p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder (a proposed counter is judged by what it adds)")
     p.add_argument("--scenarios", default=None, metavar="FILE", help="more scenarios (YAML, the format of perfonto/whatif/scenarios.yaml)")

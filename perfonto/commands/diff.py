@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import load_generation_arg
 
 
 def register(sub) -> None:
-    d = sub.add_parser("diff", help="what changes between two generations, and whether the change is compatible")
+    d = sub.add_parser("diff", help=HELP["diff"])
     d.add_argument("old", help="generation name (e.g. sohu) or path to a generation YAML file")
     d.add_argument("new", help="generation name (e.g. caelius) or path to a generation YAML file")
     d.add_argument("--json", action="store_true", help="print one JSON object")

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import HELP
 from .common import CommandError, stderr
 
 
 def register(sub) -> None:
-    c = sub.add_parser("docs", help="write the Markdown docs site of the catalog (pages per generation and per metric group)")
+    c = sub.add_parser("docs", help=HELP["docs"])
     c.add_argument("--generation", default=None, help="generation whose catalog gives the metric details (default: sohu, "
                                                        "or the --catalog folder's)")
     c.add_argument("--catalog", default=None, help="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)")

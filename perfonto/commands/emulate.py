@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import HELP
 from .common import CommandError, duration, non_negative_int, positive_int, stderr
 
 
@@ -23,7 +24,7 @@ def _fleet(text: str) -> tuple[int, int]:
 def register(sub) -> None:
     from perfonto.emulator import MODELS
 
-    e = sub.add_parser("emulate", help="emulate a fleet of hosts into a partitioned counter dataset with its ground truth")
+    e = sub.add_parser("emulate", help=HELP["emulate"])
     e.add_argument("--fleet", type=_fleet, required=True, metavar="HOSTSxCHIPS", help="hosts and chips per host, e.g. 16x8")
     e.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model every host serves (default: llama3-70b)")
     e.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 1h (default: 1s)")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import load_generation_arg, stderr, stdout
 
 
 def register(sub) -> None:
-    p = sub.add_parser("emulator-quantities", help="list the emulator's named quantities (what signals' emulator bindings may name)")
+    p = sub.add_parser("emulator-quantities", help=HELP["emulator-quantities"])
     p.add_argument("--generation", default="sohu", help="generation whose bindings are shown and checked (default: sohu)")
     p.add_argument("--format", default="text", choices=["text", "markdown"], help="a table on the terminal, or a Markdown page")
     p.add_argument("--json", action="store_true", help='print {"quantities": [...], "generation", "unbound", "diagnostics"} and nothing else')

@@ -1,13 +1,13 @@
 """``perfonto explain METRIC`` and ``perfonto graph METRIC``."""
 from __future__ import annotations
 
+from . import HELP
 from .common import CommandError
 
 
 def register(sub) -> None:
-    for name, help_ in (("explain", "formula, unit derivation, dependency tree, availability and source of a metric"),
-                        ("graph", "dependency graph of a metric as Mermaid or DOT")):
-        p = sub.add_parser(name, help=help_)
+    for name in ("explain", "graph"):
+        p = sub.add_parser(name, help=HELP[name])
         p.add_argument("metric", help="metric name, e.g. mfu")
         p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
         p.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")

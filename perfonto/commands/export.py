@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stderr
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="export the metric catalog in another tool's format (perf pmu-events JSON, "
-                                      "OpenTelemetry semantic conventions)")
+    p = sub.add_parser("export", help=HELP["export"])
     p.add_argument("target", choices=["perf-json", "semconv"], help="output format")
     p.add_argument("--generation", default="sohu", help="generation whose catalog to export (default: sohu)")
     p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")

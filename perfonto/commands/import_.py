@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import HELP
 from .common import stderr
 
 
@@ -24,7 +25,7 @@ def _constant(text: str) -> tuple[str, float]:
 def register(sub) -> None:
     from perfonto.interop import FORMATS
 
-    p = sub.add_parser("import", help="import a perf, Intel perfmon, Arm telemetry or rocprofiler metric catalog")
+    p = sub.add_parser("import", help=HELP["import"])
     p.add_argument("format", choices=FORMATS, help="source format")
     p.add_argument("file", help="the catalog file")
     p.add_argument("--out", required=True, help="folder for the generated YAML, .metrics file and report")

@@ -10,6 +10,7 @@ import argparse
 import json
 import time
 
+from . import HELP
 from .common import CommandError, non_negative_int, positive_int, stderr, stdout, why as _why
 
 
@@ -54,7 +55,7 @@ class EmuProgress:
 def register(sub) -> None:
     from perfonto.emulator import MODELS
 
-    p = sub.add_parser("project", help="project serving throughput, TTFT and TPOT of a model on a generation (offline benchmark)")
+    p = sub.add_parser("project", help=HELP["project"])
     p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
     p.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), metavar="MODEL",
                    help="model: " + ", ".join(sorted({m.name for m in MODELS.values()})) + " (aliases: llama3-70b, llama3-8b, …)")

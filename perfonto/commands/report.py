@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import HELP
 from .common import CommandError, stderr, why
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="write a run's report as one self-contained HTML page (and its pictures as PNG/SVG)")
+    p = sub.add_parser("report", help=HELP["report"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` or `perfonto analyze` (holds report.json)")
     p.add_argument("--html", default=None, metavar="FILE", help="the HTML page to write (one file, viewable offline)")
     p.add_argument("--plots", default=None, metavar="DIR", help="also write every picture as DIR/NAME.png and DIR/NAME.svg")

@@ -5,6 +5,7 @@ import argparse
 import json
 import math
 
+from . import HELP
 from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, non_negative_int, positive_int, stderr, stdout
 from .project import add_scenario_args
 
@@ -14,7 +15,7 @@ DEFAULT_OUT = "perfonto-out"
 def register(sub) -> None:
     from perfonto.emulator import MODELS
 
-    r = sub.add_parser("run", help="compile the catalog, emulate a workload, evaluate every metric and report the bottleneck")
+    r = sub.add_parser("run", help=HELP["run"])
     r.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
     r.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group, 1 … 1024 (default: 8)")
     r.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 500ms (default: 1s)")

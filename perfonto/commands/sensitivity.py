@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stdout
 
 
 def register(sub) -> None:
     from perfonto.whatif.cliargs import add_workload_args
 
-    p = sub.add_parser("sensitivity", help="which spec constant buys the most tokens/s at one operating point (d ln y / d ln x)")
+    p = sub.add_parser("sensitivity", help=HELP["sensitivity"])
     add_workload_args(p)
     p.add_argument("--step", type=float, default=0.05, help="step h on ln x of the central difference (default: 0.05, ±5 %%)")
     p.add_argument("--constants", default=None, metavar="A,B", help="only these spec constants (default: every one the emulator reads)")

@@ -13,6 +13,7 @@ import socket
 import threading
 from urllib.parse import urlparse
 
+from . import HELP
 from .common import CommandError, duration, non_negative_int, positive_int, stderr
 
 
@@ -35,7 +36,7 @@ def register(sub) -> None:
 
     from .run import _chips, _non_negative_float, _slow_chip, _throttled_link
 
-    p = sub.add_parser("serve", help="live metrics from the emulator or a growing dump, as OpenMetrics (Prometheus) and OTLP")
+    p = sub.add_parser("serve", help=HELP["serve"])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--emulate", action="store_true", help="emulate in real time (the knobs of `perfonto run`)")
     src.add_argument("--follow", metavar="FILE|DIR", help="a folder of Parquet part files appended over time, or one dump file rewritten")

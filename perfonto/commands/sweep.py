@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stdout
 
 
 def register(sub) -> None:
     from perfonto.whatif.cliargs import add_workload_args
 
-    p = sub.add_parser("sweep", help="project a grid of spec constants and workload knobs; tokens/s, latency, MFU, bottleneck")
+    p = sub.add_parser("sweep", help=HELP["sweep"])
     p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
                    help="a knob and its values: spec.hbm.peak_bandwidth=4..16TB/s:7, isl=128,2048, "
                         "concurrency=1..256:9:log, model=llama-3.1-8b,llama3-70b (repeat for a grid)")

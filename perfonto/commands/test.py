@@ -4,11 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import HELP
 from .common import CommandError, stderr
 
 
 def register(sub) -> None:
-    t = sub.add_parser("test", help="run the catalog's test vectors (*.vectors.yaml)")
+    t = sub.add_parser("test", help=HELP["test"])
     t.add_argument("path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)")
     t.add_argument("--generation", default=None, help="only vectors of this generation (default: every generation the files name)")
     t.add_argument("--catalog", default=None, help="catalog folder to compile (default: the shipped catalog)")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stderr, why
 
 
 def register(sub) -> None:
-    p = sub.add_parser("timeline", help="write a run's correlated timeline (Chrome/Perfetto trace-event JSON or Perfetto protobuf)")
+    p = sub.add_parser("timeline", help=HELP["timeline"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
     p.add_argument("--out", required=True, help="output file (open it in https://ui.perfetto.dev)")
     p.add_argument("--format", default="json", choices=["json", "proto"],

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 
+from . import HELP
 from .common import CommandError, stdout, why as _why
 from .project import EmuProgress
 
 
 def register(sub) -> None:
-    p = sub.add_parser("validate-emulator", help="compare the emulator's throughput with the public measurements it is calibrated on")
+    p = sub.add_parser("validate-emulator", help=HELP["validate-emulator"])
     p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
     p.add_argument("--json", action="store_true",

@@ -75,7 +75,8 @@ _NAN = np.nan
 _INF = np.inf
 _KT = None
 _KFN = None
-_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_kernel_body', '_kernel_loop', '_kernel_call')
+_KCACHE = False
+_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_column', '_rules_block', '_sums_block', '_kernel_body', '_kernel_loop', '_kernel_call')
 _KNAMES = ('_KCLS', '_KMASK', '_KSCALE', '_KHALF', '_KRATE', '_KWRAP', '_KGSCALE', '_KHIST', '_KSENT_OFF', '_KSENT_VALS', '_KRESET_OF', '_KGROUPS', '_KMODM', '_KUS_I', '_KUS_F', '_KFSRC', '_KFLO', '_KFMASK', '_KFSCALE', '_KFSENT_OFF', '_KFSENT_VALS', '_KLATE')
 _NV = 5
 _MOFF = np.array([0, 1, 2, 3, 4], dtype=np.int64)
@@ -242,6 +243,36 @@ def _windows(T, R, B, ws):
     return V, F, interval
 
 
+def _sums(V, F, interval, ACC, NB):
+    """Add one chunk's run-level sums to ``ACC`` and its null counts to ``NB`` (as the kernel's
+    ``_sums_block``): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
+    bad = np.isnan(V)
+    NB[:_N] += bad.sum(axis=(0, 1))
+    Vz = np.where(bad, 0.0, V)
+    ACC[:, :_K] += Vz[..., :_K].sum(axis=0)
+    ACC[:, _K:_N] += (Vz[..., _K:] * interval[..., None]).sum(axis=0)
+    if F is not None and _NF:
+        fbad = np.isnan(F)
+        NB[_N:] += fbad.sum(axis=(0, 1))
+        ACC[:, _N:_N + _NF] += (np.where(fbad, 0.0, F) * interval[..., None]).sum(axis=0)
+    ACC[:, _N + _NF] += interval.sum(axis=0)
+
+
+def input_sums(ACC):
+    """{signal or field name of ``INPUTS``: float64 (C, *instance sizes)} — the columns of a ``sums``
+    accumulator (``Stream.sums[0]``) that hold each input's run-level sum."""
+    out = {}
+    for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+        off = _N if src else 0
+        out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
+    return out
+
+
+def input_nulls(NB):
+    """{input name: number of null window values (all instances)} from a ``sums`` null count."""
+    return {name: int(NB[(_N if src else 0) + a:(_N if src else 0) + b].sum()) for name, (src, a, b, _) in zip(INPUTS, _INPUT_SRC)}
+
+
 def _isin(x, values):
     hit = x == values[0]
     for v in values[1:]:
@@ -350,6 +381,7 @@ class Stream:
         self._want = _wanted(self._metrics)
         self._jit = jit
         self._push = None  # pre-allocated buffers of ``push``, by chip count
+        self.sums = None  # run-level sums of the last push_flat / push_block(sums=True)
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -417,17 +449,19 @@ class Stream:
             return dict(zip(_SCALAR_METRICS, O[:, 0]))
         return {k: v[0] for k, v in _result(O, A).items()}
 
-    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True):
+    def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True, sums=False):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
         present bool (S, C) and missing {signal: bool (S, C, *sizes)} optional, as in ``push``.
         Returns {metric: float64 (S', C, *sizes)} for the S' new windows (S' = S, or S − 1 when the
         stream had no baseline yet), or None when there is no window yet. Evaluated in chunks of about
-        ``_CHUNK_ROWS`` rows, so temporaries do not grow with S.
+        ``_CHUNK_ROWS`` rows, so temporaries do not grow with S. With ``sums``, ``self.sums`` is set to
+        the new windows' run-level sums (see ``push_flat``).
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
+        self.sums = (np.zeros((C, _N + _NF + 1)), np.zeros(_N + _NF, np.int64)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
-            return _kernel_block(self, T, registers)
+            return _kernel_block(self, T, registers, sums)
         lead = (C,)
         start = 0
         if self._T is None:
@@ -461,12 +495,14 @@ class Stream:
                 Tc[0] = self._T
                 Tc[1:] = T[i0:i1]
                 V, F, interval = _windows(Tc, R, B, self._ws)
+                if sums:
+                    _sums(V, F, interval, *self.sums)
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
         return self._select(_result(O, A))
 
-    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False):
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
         (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
         collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
@@ -475,8 +511,13 @@ class Stream:
         NaN where null, validity uint8 — the Arrow bitmap of the values' S' × C × n slots, LSB first)}.
         Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
         ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
-        after the next one (no fresh memory per call; for callers that consume each result at once)."""
-        return _push_flat(self, timestamps_ns, X, colmap, reuse)
+        after the next one (no fresh memory per call; for callers that consume each result at once).
+        ``sums``: also set ``self.sums`` to (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)) — per chip
+        and layout column (registers, then fields), the sum over the new windows of the valid window
+        values (counters and histograms as they are, gauges, packed registers and fields × the window's
+        interval), the intervals summed in the last column, and per column the number of null window
+        values — computed in the same pass (``input_sums`` reads them per input)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
 
     def _select(self, res):
         if res is None or self._metrics is None:
@@ -861,15 +902,58 @@ def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
     return False
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, NV, MOFF, MN, K, G,
+def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC, NB):
+    """Run-level sums of a block's window values, per chip (row ``r`` is chip ``r % C``): counters and
+    histograms (columns ``[0, K)``) summed, gauges, packed registers and fields time-weighted (value ×
+    interval), the interval summed in ``ACC[:, N + NF]``; a null value is counted in ``NB`` (per column)
+    and left out. Each chip's windows are added in window order, as ``metrics.windows.run_level``'s
+    sum over windows adds them, so a piece without nulls gives the same sums bit for bit."""
+    c0 = r0 % C
+    c = c0
+    for q in range(n):
+        ACC[c, N + NF] += IV[q]
+        c += 1
+        if c == C:
+            c = 0
+    for j in range(N):
+        v = V[j]
+        c = c0
+        timed = j >= K  # x * 1.0 is x: the counters' sums stay exact
+        for q in range(n):
+            x = v[q]
+            if x != x:
+                NB[j] += 1
+            else:
+                ACC[c, j] += x * IV[q] if timed else x
+            c += 1
+            if c == C:
+                c = 0
+    for k in range(NF):
+        f = F[k]
+        c = c0
+        for q in range(n):
+            x = f[q]
+            if x != x:
+                NB[N + k] += 1
+            else:
+                ACC[c, N + k] += x * IV[q]
+            c += 1
+            if c == C:
+                c = 0
+
+
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
     uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
-    sample before the chunk (the baseline of its first windows when ``start`` is 0)."""
+    sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
+    each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1) and its
+    null counts into ``NB[t]`` (``_sums_block``), in the same pass."""
     N = colmap.shape[0]
+    NF = fsrc.shape[0]
     rows = T.shape[0]
     B = 2048  # rows per block: its window values (~4 MB for 240 columns) stay in L3; 512 measured 1.8x slower in cache
     if rows - start < B:  # a short chunk (a streaming push: one sample of each chip) gets scratch of its own size
@@ -879,7 +963,7 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     per = (nblk + nth - 1) // nth
     for t in _prange(nth):
         V = np.empty((N + 1, B))
-        F = np.empty((fsrc.shape[0] + 1, B))
+        F = np.empty((NF + 1, B))
         IV = np.empty(B)
         BD = np.empty((N + 1, B), np.bool_)
         DD = np.empty((max(K, 1), B), np.uint64)
@@ -893,14 +977,16 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
             _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap,
                          gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
                          fsent_vals, late)
+            if sums:
+                _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t], NB[t])
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF):
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, _NV, _MOFF, _MN, _K, _G,
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 
@@ -930,7 +1016,7 @@ def _jit():
             # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
             # median inlined, 57 µs not
             inline = "always" if name in ("_column", "_load") else "never"
-            g[name] = numba.njit(cache=False, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
+            g[name] = numba.njit(cache=_KCACHE, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
 
@@ -955,10 +1041,13 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
-    BITS uint8 flat, OFF, BOFF): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
-    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``."""
+    BITS uint8 flat, OFF, BOFF, S): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
+    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``S`` is None, or with ``sums``
+    (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)): the run-level sums of the rows' window
+    values per chip and register or field column, the interval summed in the last column, and the
+    null window values per column (``_sums_block``)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -976,8 +1065,19 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None):
         if OUT.size < n_out or BITS.size < n_bits:
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF)
-    return OUT, BITS, OFF, BOFF
+    if sums:
+        ACC = np.zeros((_KNTH, C, _N + _NF + 1))
+        NB = np.zeros((_KNTH, _N + _NF), np.int64)
+    else:
+        ACC, NB = _no_acc()
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, NB, bool(sums))
+    S = (ACC.sum(axis=0) if _KNTH > 1 else ACC[0], NB.sum(axis=0)) if sums else None
+    return OUT, BITS, OFF, BOFF, S
+
+
+def _no_acc():
+    """The sums' arguments when none are asked for (of the types the kernel was compiled for)."""
+    return np.zeros((1, 1, 1)), np.zeros((1, 1), np.int64)
 
 
 def _use_kernel(stream):
@@ -991,24 +1091,25 @@ def _use_kernel(stream):
     return _jit() is not None
 
 
-def _kernel_block(stream, T, registers):
+def _kernel_block(stream, T, registers, sums=False):
     """``Stream.push_block`` through the kernel: registers laid out as columns (one copy), then
     ``_push_flat``; returns {metric: values} as the NumPy path does."""
     S, C = T.shape
     X = np.empty((_N, S * C), np.uint64)
     for name, a, b in _REGS:
         X[a:b] = np.asarray(registers[name]).reshape(S * C, b - a).T
-    res = _push_flat(stream, T, X, None)
+    res = _push_flat(stream, T, X, None, sums=sums)
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
-def _push_flat(stream, timestamps_ns, X, colmap, reuse=False):
+def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
     T = np.asarray(timestamps_ns, dtype=np.int64)
     S, C = T.shape
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
+    stream.sums = None
     if not _use_kernel(stream) or stream._B is not None:
         regs = {name: np.ascontiguousarray(X[colmap[a:b]].T).reshape(S, C, b - a) for name, a, b in _REGS}
-        res = stream.push_block(T, regs, _kernel=False)
+        res = stream.push_block(T, regs, _kernel=False, sums=sums)
         if res is None:
             return None
         return {k: (v, _bitmap(v)) for k, v in res.items()}
@@ -1022,7 +1123,8 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False):
     pool = None
     if reuse:
         pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want, pool)
+    OUT, BITS, OFF, BOFF, stream.sums = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
+                                                    stream._want, pool, sums)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first
@@ -1076,7 +1178,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, *_no_acc(), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()

@@ -14,7 +14,7 @@ What a collector writes (the full description, for people who write collectors, 
   ``timestamp_ns``, ``timestamp_us``, ``timestamp_ms`` or ``timestamp_s``, or ``timestamp`` with its
   unit given (metadata ``timestamp_unit`` or the reader's argument).
 - **Files.** Parquet, Arrow IPC or CSV; one file, a folder (Hive partitions become columns) or a glob
-  (``metrics.dump_io``). Parquet/Arrow metadata under the key ``perfonto`` (JSON) may give
+  (``capture.dump_io``). Parquet/Arrow metadata under the key ``perfonto`` (JSON) may give
   ``generation``, ``sample_period_ns``, ``timestamp_unit``, ``model``, ``duration_ns``.
 - **Subsets.** A dump may hold any subset of the generation's signals; the absent ones are listed
   in ``CounterDump.absent`` and the metrics that read them are unavailable ("not in the dump").
@@ -45,9 +45,9 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 from perfonto.ontology.model import SignalKind
 
-from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with metrics.dump_scan)
+from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
 from .dump_io import DumpError, load
-from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with metrics.dump_scan)
+from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with capture.dump_scan)
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 KEYS = {"host", "chip", "sample", "timestamp", "signal", "instance", "value"} | {f"timestamp_{u}" for u in TIME_UNITS}
@@ -276,17 +276,25 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
             raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
                             + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else ""))
         _check_type(p, col, sig, c.type.value_type)
-        row_null = c.is_null().to_numpy(zero_copy_only=False)
+        row_null = c.is_null().to_numpy(zero_copy_only=False) if c.null_count else np.zeros(len(c), bool)
         values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
-        nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
-        arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+        if c.null_count == 0 and values.null_count == 0:  # the common case: a view of the buffer, no copy
+            nulls = np.broadcast_to(np.False_, (len(c), n_inst))
+            arr = values.to_numpy(zero_copy_only=False).reshape(-1, n_inst)
+        else:
+            nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
+            arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
     else:
         if n_inst != 1:
             raise DumpError(f"{p}: column `{col}` is a scalar but `{sig.block}` has {n_inst} instances; write a "
                             f"fixed-size list or one column per instance (`{col}[0]` …)")
         _check_type(p, col, sig, c.type)
-        nulls = c.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
-        arr = c.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
+        if c.null_count == 0:
+            nulls = np.broadcast_to(np.False_, (len(c), 1))
+            arr = c.to_numpy(zero_copy_only=False).reshape(-1, 1)
+        else:
+            nulls = c.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
+            arr = c.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
     if arr.dtype.kind == "i" and arr.size and (arr < 0).any():
         raise DumpError(f"{p}: column `{col}` holds negative values; raw registers are unsigned")
     return arr.astype(np.uint64, copy=False), nulls

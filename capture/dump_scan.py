@@ -5,13 +5,9 @@ time range at a time, each piece a ``CounterDump`` whose windows are exactly tho
 reading the registers: which hosts there are (a ``host=…`` folder, or the files' ``host`` column),
 the generation every part was written for (two generations in one dump is an error naming both
 files), and the sampling grid of the whole dump (its length, the first sample number), so that every
-piece is placed on the grid as ``metrics.dump.read_counters`` would place the whole dump.
-``iter_chunks`` then yields pieces of about ``chunk_rows`` rows: per host, grid points a … b, where a
-piece's first sample is the previous piece's last (carried over in memory, not read again), so a
-counter's delta across a piece boundary is the same modular delta as in one piece. Only the row
-groups of a Parquet part that hold rows of the range are read, and only the columns the metrics
-need. A CSV or Arrow part, or a long-layout dump, is read whole per host (its rows have no row
-groups to skip to).
+piece is placed on the grid as ``capture.dump.read_counters`` would place the whole dump.
+The key columns are read here, once, and every host's placement kept (``HostGrid``);
+``capture.pieces.iter_chunks`` then reads the register columns in pieces of about ``chunk_rows`` rows.
 """
 from __future__ import annotations
 
@@ -24,10 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
 
 from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _long_keys, _period, _pivot, _wide_columns, check_instances_seen, csv_types
-from .dump_grid import _grid, time_reversals
+from .dump_grid import Grid, _grid, time_reversals
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 
 CHUNK_ROWS = 32_768
@@ -42,6 +39,7 @@ class Part:
     host: str | None
     rows: np.ndarray | None = None
     row_group_ends: np.ndarray | None = None  # Parquet: cumulative row counts of its row groups
+    table: pa.Table | None = None  # a CSV or Arrow IPC part (read once: CSV parsed, Arrow memory-mapped) or a table given
 
 
 @dataclass
@@ -65,6 +63,8 @@ class DumpPlan:
     chips: dict[str | None, int] = field(default_factory=dict)
     chip_numbers: dict[str | None, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    grids: dict = field(default_factory=dict)  # host -> HostGrid (the planned placement of its rows)
+    string_columns: set = field(default_factory=set)  # columns of a string type (Hive partitions, labels: ignored silently)
 
     @property
     def rows(self) -> int:
@@ -72,21 +72,28 @@ class DumpPlan:
         return sum(self.chips.values()) * self.n_grid
 
 
-def _schema(path: Path, gen: Generation) -> tuple[pa.Schema, np.ndarray | None]:
+def _schema(path: Path, gen: Generation) -> tuple[pa.Schema, np.ndarray | None, pa.Table | None]:
+    """A part's schema and, for Parquet, its row groups' cumulative row counts; other parts are read
+    here, once (the table is kept: a CSV is parsed once, an Arrow IPC file stays memory-mapped)."""
     if path.name.lower().endswith(PARQUET):
         try:
             pf = pq.ParquetFile(str(path))
         except (OSError, pa.ArrowInvalid) as exc:
             raise DumpError(f"{path}: not a readable Parquet counter dump ({' '.join(str(exc).split())[:300]})") from None
         md = pf.metadata
-        return pf.schema_arrow, np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
-    return read_one(path, "counter dump", csv_types(gen)).schema, None
+        return pf.schema_arrow, np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)]), None
+    t = read_one(path, "counter dump", csv_types(gen))
+    return t.schema, None, t
 
 
 def _read(part: Part, gen: Generation, columns: list[str], row_groups: list[int] | None = None) -> pa.Table:
     """Columns of a part (all its row groups, or the ones given), with its Hive partition columns."""
-    if part.row_group_ends is not None:
-        pf = pq.ParquetFile(str(part.path))
+    if part.table is not None:
+        t = part.table.select([c for c in columns if c in part.table.column_names])
+    elif part.row_group_ends is not None:
+        from .pieces import open_parquet
+
+        pf = open_parquet(part.path)
         have = set(pf.schema_arrow.names)
         cols = [c for c in columns if c in have]
         t = pf.read_row_groups(row_groups if row_groups is not None else list(range(len(part.row_group_ends))), columns=cols,
@@ -100,23 +107,48 @@ def _read(part: Part, gen: Generation, columns: list[str], row_groups: list[int]
     return t
 
 
+def _hosts_of(part: Part, gen: Generation) -> list:
+    """The distinct values of a part's ``host`` column: from the Parquet statistics when every row
+    group says one host (min = max, no nulls), else read."""
+    if part.table is None and part.row_group_ends is not None:
+        from .pieces import open_parquet
+
+        md = open_parquet(part.path).metadata
+        idx = md.schema.to_arrow_schema().get_field_index("host")
+        seen = set()
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(idx).statistics if idx >= 0 else None
+            if st is None or not st.has_min_max or st.min != st.max or st.null_count:
+                seen = None
+                break
+            seen.add(st.min.decode() if isinstance(st.min, bytes) else st.min)
+        if seen is not None and len(seen) == 1:
+            return list(seen)
+    return pc.unique(_read(part, gen, ["host"]).column("host")).to_pylist()
+
+
 def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sample_period_ns: int | None = None) -> DumpPlan:
-    """Plan the reading of ``source`` (a file, a folder tree — Hive-partitioned or not — or a glob) in
-    pieces; see the module docstring.
+    """Plan the reading of ``source`` (a file, a folder tree — Hive-partitioned or not —, a glob or a
+    ``pa.Table``) in pieces; see the module docstring.
 
     Raises:
         DumpError: as ``read_counters`` — and parts written for different generations, parts that
             name hosts beside parts that do not.
     """
-    label, files = parts_of(source, "counter dump")
-    root = Path(label) if Path(label).is_dir() else None
+    given = source if isinstance(source, pa.Table) else None
+    label, files = ("<table>", [Path("<table>")]) if given is not None else parts_of(source, "counter dump")
+    root = Path(label) if given is None and Path(label).is_dir() else None
     meta: dict = {}
     gens: dict[str, str] = {}
     groups: dict[str | None, list[Part]] = {}
     names: list[str] = []
     with_host, without_host = None, None
+    strings: set[str] = set()
     for f in files:
-        schema, ends = _schema(f, gen)
+        if given is not None:
+            schema, ends, table = given.schema, None, given
+        else:
+            schema, ends, table = _schema(f, gen)
         m = _meta(pa.table({}, schema=pa.schema([], metadata=schema.metadata)), str(f))
         meta = meta or m
         if m.get("generation") is not None:
@@ -124,18 +156,19 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
         part_cols = _partition_columns(f, root)
         cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
         names += [c for c in cols if c not in names]
+        strings |= {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)} | set(part_cols)
         if "host" in schema.names:
-            hosts = pc.unique(_read(Part(f, {}, None, None, ends), gen, ["host"]).column("host")).to_pylist()
+            hosts = _hosts_of(Part(f, {}, None, None, ends, table), gen)
             if any(h is None for h in hosts):
                 raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
             for h in sorted(str(x) for x in hosts):
-                groups.setdefault(h, []).append(Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends))
+                groups.setdefault(h, []).append(Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table))
             with_host = with_host or f
         elif "host" in part_cols:
-            groups.setdefault(part_cols["host"], []).append(Part(f, part_cols, None, None, ends))
+            groups.setdefault(part_cols["host"], []).append(Part(f, part_cols, None, None, ends, table))
             with_host = with_host or f
         else:
-            groups.setdefault(None, []).append(Part(f, part_cols, None, None, ends))
+            groups.setdefault(None, []).append(Part(f, part_cols, None, None, ends, table))
             without_host = without_host or f
     if len(gens) > 1:
         (g1, f1), (g2, f2) = list(gens.items())[:2]
@@ -153,6 +186,7 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
     period = _period(meta, sample_period_ns, label)
     plan = DumpPlan(label, gen, meta, period, stamps[0] if len(stamps) == 1 else "timestamp_ns", unit, long,
                     dict(sorted(groups.items(), key=lambda kv: "" if kv[0] is None else kv[0])), 0, None, {}, ())
+    plan.string_columns = strings
     plan.columns = _signal_columns(plan, names)
     if not plan.columns:
         raise DumpError(f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
@@ -185,9 +219,16 @@ def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
         return {s: [s] for s in gen.signals if s in seen}
     out: dict[str, list[str]] = {}
     for col in names:
-        base = col[:-1].rpartition("[")[0] if col.endswith("]") and "[" in col else col
+        base, _, idx = col[:-1].rpartition("[") if col.endswith("]") and "[" in col else (col, "", "")
+        if idx and not (idx.isdigit() and len(idx) <= 9):  # an index, not a 5000-digit number
+            base = col
         if base in gen.signals and col not in KEYS:
             out.setdefault(base, []).append(col)
+        elif col not in KEYS and col not in plan.string_columns:  # as read_counters says it (capture.dump._wide_columns)
+            hint = did_you_mean(col, gen.signals)
+            note = f"column `{col}` is not a signal of `{gen.name}`; ignored" + (f" ({hint})" if hint else "")
+            if note not in plan.notes:
+                plan.notes.append(note)
     return {s: out[s] for s in gen.signals if s in out}
 
 
@@ -200,9 +241,14 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
     ``reversals``: note in ``plan.notes`` where a part's timestamps go backwards (``time_reversals``)."""
     chips, hosts, stamps, samples, per_part = [], [], [], [], []
     for part in plan.groups[host]:
-        t = _read(part, plan.gen, _key_columns(plan) + (["signal", "instance"] if reversals and plan.long else []))
+        cols = _key_columns(plan) + (["signal", "instance"] if reversals and plan.long else [])
+        if part.host is not None and part.rows is None:  # a file of one host: its `host` column is not read again
+            t = _read(part, plan.gen, [c for c in cols if c != "host"])
+            t = t.append_column("host", pa.array([part.host] * t.num_rows, pa.string()))
+        else:
+            t = _read(part, plan.gen, cols)
         rows = None
-        if part.host is not None:  # a file of several hosts: this host's rows
+        if part.host is not None and part.rows is not None:  # a file of several hosts: this host's rows
             rows = np.flatnonzero(pc.equal(pc.cast(t.column("host"), pa.string()), part.host).to_numpy(zero_copy_only=False))
             if part.rows is not None:
                 part.rows = rows
@@ -230,12 +276,27 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
     return chip, hs, ts, sample, per_part
 
 
+@dataclass
+class HostGrid:
+    """Where a host's rows land: ``grid`` (its ``Grid`` on the whole dump's grid points), ``row_grid``
+    (grid point of each row, rows in part order) and ``offsets`` (each part's first row), ``regular``:
+    every grid point holds every chip and the rows come sample by sample, chips in order (then the
+    rows are read in file order: ``capture.pieces``)."""
+
+    grid: Grid
+    row_grid: np.ndarray | None
+    offsets: np.ndarray
+    regular: bool
+
+
 def _scan_grid(plan: DumpPlan) -> None:
     """The whole dump's grid from every host's key columns: its length, the first sample number, and
-    the checks ``read_counters`` makes over all chips."""
+    the checks ``read_counters`` makes over all chips; each host's placement is kept in ``plan.grids``
+    (compactly for a regular host), so that the key columns are read once."""
     end, count_max, base, counts = 0, 0, None, set()
+    local = {}
     for host in plan.groups:
-        chip, hs, ts, sample, _ = _group_keys(plan, host, reversals=True)
+        chip, hs, ts, sample, per_part = _group_keys(plan, host, reversals=True)
         g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
         plan.chips[host] = len(g.keys)
         plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)
@@ -245,6 +306,7 @@ def _scan_grid(plan: DumpPlan) -> None:
         counts |= set(g.counts.tolist())
         if sample is not None:
             base = first if base is None else min(base, first)
+        local[host] = (g, first, per_part)
     n_grid = end - (base or 0)
     if plan.period <= 0 and base is None and len(counts) > 1:
         raise DumpError(f"{plan.label}: chips have different numbers of samples ({', '.join(map(str, sorted(counts)))}) and "
@@ -253,114 +315,36 @@ def _scan_grid(plan: DumpPlan) -> None:
         raise DumpError(f"{plan.label}: the samples span {n_grid} grid points for {count_max} rows: a timestamp is far off "
                         "the sampling grid (corrupt?) or the sample period is wrong")
     plan.n_grid, plan.sample_base = n_grid, base
+    for host, (g, first, per_part) in local.items():
+        own_files = all(part.rows is None for part in plan.groups[host])  # no file shared with other hosts
+        plan.grids[host] = _on_dump_grid(g, first - (base or 0), n_grid, per_part, own_files and not plan.long)
 
 
-@dataclass
-class Chunk:
-    """One piece: ``dump`` holds grid points ``first`` … ``first + S − 1`` of host ``host`` (its
-    windows are windows ``first`` … of the whole dump); ``group``: index of the host in the plan."""
-
-    group: int
-    host: str | None
-    first: int
-    dump: CounterDump
-
-
-def iter_chunks(plan: DumpPlan, signals: list[str] | None = None, chunk_rows: int = CHUNK_ROWS) -> Iterator[Chunk]:
-    """The pieces of the dump (module docstring), host by host in sorted order, in time order within a
-    host; ``signals``: the signals to read (default: every signal in the dump)."""
-    gen = plan.gen
-    want = [s for s in (signals if signals is not None else plan.columns) if s in plan.columns]
-    for gi, (host, parts) in enumerate(plan.groups.items()):
-        chip, hs, ts, sample, per_part = _group_keys(plan, host)
-        g = _grid(plan.label, chip, hs, ts, plan.period, sample, sample_base=plan.sample_base, n_grid=plan.n_grid)
-        C = len(g.keys)
-        row_grid = np.empty(len(chip), np.int64)
-        row_grid[g.order] = g.grid
-        whole = plan.long or any(p.row_group_ends is None for p in parts)
-        step = plan.n_grid if whole else max(1, chunk_rows // max(C, 1))
-        offsets = np.concatenate([[0], np.cumsum(per_part)])
-        chips_ = g.keys[:, 1].astype(np.int64)
-        hosts_ = None if g.host_names is None else g.host_names[g.keys[:, 0]]
-        carry = None
-        a = 0
-        while a < plan.n_grid - 1 or (a == 0 and plan.n_grid == 1):
-            b = min(a + step, plan.n_grid - 1)
-            lo = a if carry is None else a + 1
-            raw, missing = _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry)
-            dump = CounterDump(plan.label, chips_, g.stamps[a:b + 1], raw, g.present[a:b + 1], missing, dict(plan.meta),
-                               hosts=hosts_, absent=plan.absent, notes=plan.notes)
-            yield Chunk(gi, host, a, dump)
-            carry = ({n: v[-1] for n, v in raw.items()}, {n: v[-1] for n, v in missing.items()})
-            a = b
-            if b >= plan.n_grid - 1:
-                break
+def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_regular: bool = True) -> HostGrid:
+    """A host's grid ``g`` (its own grid points from 0) moved to the dump's: ``shift`` grid points later,
+    ``n_grid`` long (the points before and after the host's samples absent, their timestamps the
+    nearest sample's, as ``dump_grid._grid`` fills holes)."""
+    S, C = g.present.shape
+    offsets = np.concatenate([[0], np.cumsum(per_part)]).astype(np.int64)
+    rows = int(offsets[-1])
+    row_grid = np.empty(rows, np.int64)
+    row_grid[g.order] = g.grid + shift
+    if may_be_regular and shift == 0 and S == n_grid and g.present.all():
+        row_ci = np.empty(rows, np.int64)
+        row_ci[g.order] = g.ci
+        r = np.arange(rows, dtype=np.int64)
+        if np.array_equal(row_grid, r // C) and np.array_equal(row_ci, r % C):  # regular: nothing more to keep
+            return HostGrid(Grid(g.keys, g.host_names, None, None, None, g.stamps, g.present, g.counts, g.label), None, offsets, True)
+    present = np.zeros((n_grid, C), bool)
+    present[shift:shift + S] = g.present
+    stamps = np.empty((n_grid, C), np.int64)
+    stamps[shift:shift + S] = g.stamps
+    stamps[:shift] = g.stamps[0]
+    stamps[shift + S:] = g.stamps[-1]
+    moved = Grid(g.keys, g.host_names, g.order, g.ci, g.grid + shift, stamps, present, g.counts, g.label)
+    return HostGrid(moved, row_grid, offsets, False)
 
 
-def _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry):
-    """Registers of grid points a … b: the carried sample at a, and the rows of lo … b read from the parts."""
-    gen = plan.gen
-    S = b - a + 1
-    raw = {n: np.zeros((S, C, gen.signals[n].instances), np.uint64) for n in want}
-    missing = {n: np.zeros((S, C, gen.signals[n].instances), bool) for n in want}
-    if carry is not None:
-        for n in want:
-            raw[n][0] = carry[0][n]
-            missing[n][0] = carry[1].get(n, False)
-    key_pos = {(None if g.host_names is None else g.host_names[k[0]], int(k[1])): i for i, k in enumerate(g.keys)}
-    for pi, part in enumerate(parts):
-        sel = np.flatnonzero((row_grid[offsets[pi]:offsets[pi + 1]] >= lo) & (row_grid[offsets[pi]:offsets[pi + 1]] <= b))
-        if not len(sel) and not plan.long:
-            continue
-        cols = _key_columns(plan) + ([c for s in want for c in plan.columns[s]] if not plan.long else ["signal", "instance", "value"])
-        if plan.long:
-            t = _read(part, gen, cols)
-            if part.host is not None:
-                t = t.filter(pc.equal(pc.cast(t.column("host"), pa.string()), part.host))
-        else:
-            file_rows = sel if part.rows is None else part.rows[sel]
-            if part.row_group_ends is None:
-                t = _read(part, gen, cols).take(file_rows)
-            else:
-                rgs = np.unique(np.searchsorted(part.row_group_ends, file_rows, side="right"))
-                t = _read(part, gen, cols, rgs.tolist()).take(_relative(part, rgs, file_rows))
-        _fill(plan, t, str(part.path), want, raw, missing, key_pos, g, a, lo, b)
-    return raw, {n: m for n, m in missing.items() if m.any()}
-
-
-def _relative(part: Part, rgs: np.ndarray, file_rows: np.ndarray) -> np.ndarray:
-    """Positions of ``file_rows`` in the concatenation of row groups ``rgs``."""
-    sizes = np.diff(part.row_group_ends, prepend=0)
-    starts = part.row_group_ends - sizes
-    read_start = np.concatenate([[0], np.cumsum(sizes[rgs])[:-1]])
-    which = np.searchsorted(part.row_group_ends[rgs], file_rows, side="right")
-    return read_start[which] + (file_rows - starts[rgs][which])
-
-
-def _fill(plan, t: pa.Table, p: str, want, raw, missing, key_pos, g, a, lo, b) -> None:
-    notes: list[str] = []
-    chip, hs, ts = _keys(t, p, plan.unit)
-    if plan.long:
-        columns = _long_columns(t, p, plan.gen, notes)
-        chip, hs, ts, columns = _pivot(chip, hs, ts, t, p, {k: v for k, v in columns.items() if k in raw})
-    else:
-        columns = _wide_columns(t.select([c for c in t.column_names if c not in ("host", "chip", plan.stamp, "sample")]), p,
-                                plan.gen, notes)
-    for note in notes:
-        if note not in plan.notes:
-            plan.notes.append(note)
-    hs = [None] * len(chip) if hs is None else hs
-    ci = np.array([key_pos[(h, int(c))] for h, c in zip(hs, chip)], np.int64) if len(chip) else np.zeros(0, np.int64)
-    grid = np.empty(len(chip), np.int64)
-    for c in np.unique(ci):  # grid point of each row: its timestamp among its chip's samples
-        m = ci == c
-        sel = g.ci == c
-        pos = np.searchsorted(np.asarray(g.stamps[g.grid[sel], c]), ts[m])
-        grid[m] = g.grid[sel][np.clip(pos, 0, sel.sum() - 1)]
-    keep = (grid >= lo) & (grid <= b)
-    for name in want:
-        if name not in columns:
-            continue
-        vals, nulls = columns[name]
-        raw[name][grid[keep] - a, ci[keep]] = vals[keep]
-        missing[name][grid[keep] - a, ci[keep]] = nulls[keep]
+def host_grid(plan: DumpPlan, host) -> HostGrid:
+    """The planned placement of ``host``'s rows (``plan_dump`` computed it from the key columns)."""
+    return plan.grids[host]

@@ -1,4 +1,4 @@
-"""The long layout of the collector format (``metrics.dump``): one row per chip, sample, signal and
+"""The long layout of the collector format (``capture.dump``): one row per chip, sample, signal and
 instance — ``signal``, ``instance`` (the flat index over the block's axes; empty for a signal
 without instances) and ``value`` — read into one column (N, I) per signal on one row per (host,
 chip, timestamp). Every declared instance must appear in some row of the whole dump

@@ -1,7 +1,7 @@
 """The collector format in machine-readable form: the ``perfonto`` metadata object a dump may carry
 (a pydantic model, published as ``schemas/collector.schema.json``) and the exact wide-layout Arrow
 schema of a generation (``wide_schema``; ``perfonto codegen --target collector``). The prose is the
-guide ``collector-format.md``; the reader is ``metrics.dump``."""
+guide ``collector-format.md``; the reader is ``capture.dump``."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Rows of a counter dump placed on the sampling grid (the rules are in ``metrics.dump``'s docstring):
+"""Rows of a counter dump placed on the sampling grid (the rules are in ``capture.dump``'s docstring):
 with a sample period, a chip's sample lands at round((t − t0) / period) from its first sample; with
 a ``sample`` column, that is the grid; otherwise every chip must have the same number of samples.
 Absent grid points get a timestamp interpolated between their chip's neighbours. Rows are placed in
@@ -31,16 +31,26 @@ class Grid:
     label: list[str]
 
 
+def _chip_keys(hk: np.ndarray, chip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (host index, chip) pairs, sorted, and each row's index among them (as
+    ``np.unique(..., axis=0, return_inverse=True)``, which sorts rows as records and took 1.4 s for
+    240k rows; one int64 key per row when the chip numbers fit in 32 bits)."""
+    if chip.size and chip.min() >= 0 and chip.max() < (1 << 31) and hk.max() < (1 << 31):
+        packed = (hk.astype(np.int64) << 32) | chip
+        u, inv = np.unique(packed, return_inverse=True)
+        return np.stack([u >> 32, u & 0xFFFFFFFF], axis=1), inv.reshape(-1)
+    keys, inv = np.unique(np.stack([hk, chip], axis=1), axis=0, return_inverse=True)
+    return keys, inv.reshape(-1)
+
+
 def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, n_grid: int | None = None,
           check_span: bool = True) -> Grid:
     """Place rows on the grid (module docstring). ``sample_base`` and ``n_grid`` come from the whole
-    dump when ``metrics.dump_scan`` places one part of it (default: this part's own); ``check_span``:
+    dump when ``capture.dump_scan`` places one part of it (default: this part's own); ``check_span``:
     refuse rows that span far more grid points than they fill (``dump_scan`` checks the whole dump)."""
     hk = np.zeros(len(chip), np.int64) if host is None else np.unique(host, return_inverse=True)[1]
     host_names = None if host is None else np.unique(host)
-    pair = np.stack([hk, chip], axis=1)
-    keys, chip_idx = np.unique(pair, axis=0, return_inverse=True)
-    chip_idx = chip_idx.reshape(-1)
+    keys, chip_idx = _chip_keys(hk, np.asarray(chip, np.int64))
     if len(keys) == 0:
         raise DumpError(f"{p}: the dump holds no samples")
     order = np.lexsort((ts, chip_idx))
@@ -103,8 +113,11 @@ def time_reversals(chip, host, ts, parts: list[tuple[str, int]], extra=(), file_
         start += n
         if n < 2:
             continue
-        keys = np.stack([hk[sl], chip[sl], *(np.asarray(e)[sl] for e in extra)], axis=1)
-        k = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        if extra:
+            keys = np.stack([hk[sl], chip[sl], *(np.asarray(e)[sl] for e in extra)], axis=1)
+            k = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        else:
+            k = _chip_keys(hk[sl], np.asarray(chip[sl], np.int64))[1]
         t = ts[sl]
         order = np.argsort(k, kind="stable")
         back = (np.diff(k[order]) == 0) & (np.diff(t[order]) < 0)

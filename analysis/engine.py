@@ -1,0 +1,419 @@
+"""The one engine behind ``perfonto analyze`` and ``perfonto run``: a capture of any size evaluated by
+the generated evaluator's fused kernel, piece by piece, in one sequential pass over the input.
+
+The dump is planned (``capture.dump_scan``: the key columns, read once) and read in pieces
+(``capture.pieces``: per host, per time range, the last sample carried over; a regular host's register
+columns in one sequential pass, laid out as the kernel reads them). Each piece goes through the
+generated ``Stream`` (``codegen/runtime_kernel.py`` when numba is installed, its NumPy path otherwise):
+window rules and formulas in one pass, and in the same pass each chip's run-level sums of every input
+and the count of null window values per register. What the report needs is carried from piece to
+piece: the run-level sums per chip (``analysis.level_sums``), the null reasons, the bound and top-down
+checks, the extremes of ``rollup max|min`` metrics, and per window the signals null on some chip. The
+window values go to a sink (``metrics/host=<host>/part-<n>.parquet``) or, for a capture small enough
+to keep (``keep``), stay in memory for the analyses that read them (cross-chip, attribution, links).
+
+A piece none of whose window values is null (the common case) needs nothing more. A piece with a
+null — a reset, a wrap too long, a sentinel, a missing sample or register — is prepared again by the
+reference rules (``metrics.windows.prepare``), which name each null's reason; that piece's sums are
+taken over the windows valid for each class of metrics (``ChipSums``). The server level uses, as
+``metrics.levels`` does, the windows valid on every chip: where some window was null on some chips
+only, a second pass reads again only the pieces that hold such windows (clean pieces add the sums
+kept from the first pass), never the whole dump.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from perfonto.capture.dump import CounterDump
+from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.pieces import Chunk, iter_chunks
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.levels import group_inputs, group_scale, null_reasons
+from perfonto.metrics.windows import VALID, Windows, prepare
+
+from .checks import WindowChecks
+from .evaluate import Evaluation, metrics_table, write_table
+from .level_sums import ChipSums, combine, masked_sums, run_values
+
+Progress = Callable[[str, int, int], None]
+FORMULA_NULL = "undefined (division by zero)"  # metrics.levels.null_reasons' label for a null with valid inputs
+
+
+@dataclass
+class EngineResult:
+    """What the pass leaves: ``evaluation`` (per-chip and server values, null reasons, coverage; its
+    ``window`` holds the window values when they were kept), ``sums`` (each host's ``ChipSums``, for
+    the fleet rollups), ``checks`` (bound violations and top-down sums), ``files`` (the metric parts
+    written), ``rows`` (window rows), ``dump`` (the whole capture, when kept), ``stats`` (pieces by how
+    they were evaluated, and the pieces read again)."""
+
+    evaluation: Evaluation
+    sums: list[ChipSums]
+    checks: WindowChecks
+    files: list[str] = field(default_factory=list)
+    rows: int = 0
+    extremes: dict[str, np.ndarray] = field(default_factory=dict)
+    span: dict[str, np.ndarray] = field(default_factory=dict)
+    dump: CounterDump | None = None
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _layout(evaluator) -> list[tuple[str, int]]:
+    """The evaluator's register layout: (signal, instances) in ``_REGS`` order."""
+    return [(name, b - a) for name, a, b in evaluator._REGS]
+
+
+def _evaluate_piece(evaluator, ch: Chunk, layout) -> tuple[dict[str, np.ndarray], tuple | None]:
+    """The window values of a piece (``{metric: (W, C, …)}``) and its run-level sums (ACC, NB) from the
+    generated stream (a fresh one: the piece's first sample is its baseline)."""
+    st = evaluator.Stream()
+    f = ch.flat
+    if f is not None and f.missing is None:  # the layout's columns come first in X (then, when kept, the dump's others)
+        res = st.push_flat(f.T, f.X, np.arange(sum(n for _, n in layout), dtype=np.int64), sums=True)
+        return {k: v for k, (v, _) in (res or {}).items()}, st.sums
+    d = ch.dump
+    S, C = d.timestamps_ns.shape
+    raw = {n: d.raw[n] if n in d.raw else np.zeros((S, C, k), np.uint64) for n, k in layout}  # the layout's only
+    present = None if d.present.all() else d.present
+    missing = {n: m for n, m in d.missing.items() if n in raw} or None
+    res = st.push_block(d.timestamps_ns, raw, present, missing, sums=True)
+    return res or {}, st.sums
+
+
+def _formula_nulls(values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
+    """Null window values of a piece whose inputs are all valid: each is the formula's own."""
+    out = {}
+    for name, v in values.items():
+        n = int(np.isnan(v).reshape(v.shape[0], v.shape[1], -1).any(axis=2).sum())
+        if n:
+            out[name] = {FORMULA_NULL: n}
+    return out
+
+
+class _Pass:
+    """State carried from piece to piece (module docstring)."""
+
+    def __init__(self, graph: MetricGraph, evaluator, plan: DumpPlan, keep: bool):
+        self.graph, self.evaluator, self.plan, self.keep = graph, evaluator, plan, keep
+        self.gen = graph.generation
+        self.layout = _layout(evaluator)
+        self.C = sum(plan.chips.values())
+        self.offsets = np.concatenate([[0], np.cumsum(list(plan.chips.values()))]).astype(np.int64)
+        self.W = plan.n_grid - 1
+        self.sums: list[ChipSums] = []
+        self.bad_any: dict[str, np.ndarray] = {}
+        self.nulls: dict[str, dict[str, int]] = {}
+        self.checks = WindowChecks(graph)
+        self.rollup = {n: m.rollup for n, m in graph.metrics.items() if m.rollup}
+        self.extremes = {n: np.full((self.C,) + tuple(s for _, s in graph.metrics[n].axes), np.nan) for n in self.rollup}
+        self.first_start = np.zeros(self.C, np.int64)
+        self.last_end = np.zeros(self.C, np.int64)
+        self.chip_time = np.zeros(self.C)
+        self.clean: dict[tuple[int, int], tuple[dict, np.ndarray]] = {}  # (group, first) -> a clean piece's full sums
+        self.dirty_pieces: set[tuple[int, int]] = set()
+        self.kept_values: dict[int, list[dict]] = {}  # host group -> its pieces' window values, in time order
+        self.kept_dumps: dict[int, list[CounterDump]] = {}
+        self.stats = {"pieces": 0, "kernel": 0, "numpy": 0, "prepared again": 0, "read again": 0}
+
+    def add(self, ch: Chunk) -> tuple[Windows, dict[str, np.ndarray]]:
+        values, (ACC, NB) = _evaluate_piece(self.evaluator, ch, self.layout)
+        T = ch.flat.T if ch.flat is not None else ch.dump.timestamps_ns
+        Wc, Cc = T.shape[0] - 1, T.shape[1]
+        col0 = int(self.offsets[ch.group])
+        while len(self.sums) <= ch.group:
+            self.sums.append(ChipSums(self.graph))
+        self.stats["pieces"] += 1
+        self.stats["kernel" if ch.flat is not None and ch.flat.missing is None and self.evaluator._jit() is not None
+                   and not _no_jit() else "numpy"] += 1
+        clean = ch.flat is not None and ch.flat.missing is None and not NB.any()
+        if clean:
+            full = self.evaluator.input_sums(ACC)
+            dt = ACC[:, -1].copy()
+            self.sums[ch.group].add_sums(full, dt)
+            self.clean[(ch.group, ch.first)] = (full, dt)
+            counts = _formula_nulls(values)
+            interval = (np.diff(T, axis=0)).astype(np.float64) * 1e-9
+            w = Windows(interval, {}, 1.0, "window", T[:-1], {})
+        else:
+            self.stats["prepared again"] += 1
+            w = prepare(ch.dump, self.gen)  # the reference rules name every null's reason
+            self.sums[ch.group].add(w)
+            self.dirty_pieces.add((ch.group, ch.first))
+            dt = w.interval.sum(axis=0)
+            for s, r in w.null.items():
+                if r.any():
+                    flag = (r != VALID).reshape(Wc, Cc, -1).any(axis=(1, 2))
+                    arr = self.bad_any.setdefault(s, np.zeros(self.W, bool))
+                    arr[ch.first:ch.first + Wc] |= flag
+            counts = null_reasons(self.graph, w, values)
+        for name, c in counts.items():
+            into = self.nulls.setdefault(name, {})
+            for k, v in c.items():
+                into[k] = into.get(k, 0) + v
+        self.chip_time[col0:col0 + Cc] += dt
+        self.checks.add(values, ch.first, ch.chips if ch.chips is not None else ch.dump.chips, col0)
+        for n, how in self.rollup.items():  # ``rollup max|min`` metrics: the extreme window per chip
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-null column gives null
+                ext = (np.nanmax if how == "max" else np.nanmin)(values[n], axis=0)
+                cur = self.extremes[n][col0:col0 + Cc]
+                self.extremes[n][col0:col0 + Cc] = (np.fmax if how == "max" else np.fmin)(cur, ext)
+        if ch.first == 0:
+            self.first_start[col0:col0 + Cc] = T[0]
+        self.last_end[col0:col0 + Cc] = T[-1]
+        if self.keep:
+            self.kept_values.setdefault(ch.group, []).append(values)
+            self.kept_dumps.setdefault(ch.group, []).append(ch.dump)
+        return w, values
+
+
+def _no_jit() -> bool:
+    import os
+
+    return bool(os.environ.get("PERFONTO_NO_JIT"))
+
+
+def evaluate_capture(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: str | Path | None, *,
+                     chunk_rows: int = CHUNK_ROWS, progress: Progress | None = None, write_meta: dict | None = None,
+                     keep: bool = False) -> EngineResult:
+    """Evaluate ``graph`` over the dump of ``dump_plan`` (module docstring) with ``evaluator`` (its
+    generated module), writing the window values under ``out/host=<host>/part-<n>.parquet`` (``out``
+    None: not written). ``keep``: keep the window values (``evaluation.window``, (W, C, …) per metric)
+    and the whole dump (``dump``) in memory, for a capture that fits.
+
+    Raises:
+        DumpError: a piece that cannot be read (as ``read_counters`` would say).
+    """
+    st = _Pass(graph, evaluator, dump_plan, keep)
+    columns = list(st.layout)
+    if keep:  # the analyses of a kept capture (attribution, cross-chip) read every signal of the dump
+        have = {n for n, _ in columns}
+        columns += [(n, graph.generation.signals[n].instances) for n in dump_plan.columns if n not in have]
+    signals = [n for n, _ in columns]
+    total_rows = st.W * st.C
+    files: list[str] = []
+    part_no: dict[str | None, int] = {}
+    done = 0
+    for ch in iter_chunks(dump_plan, signals, chunk_rows, columns=columns):
+        w, values = st.add(ch)
+        if out is not None:
+            files.append(_write(graph, w, values, ch, Path(out), part_no, write_meta))
+        done += w.interval.size
+        if progress:
+            progress("evaluate", done, total_rows)
+    ev = _levels(graph, evaluator, st, chunk_rows, progress)
+    ev.n_windows = st.W
+    dump = None
+    if keep:  # hosts side by side (chips on axis 1), each host's pieces one after the other
+        groups = sorted(st.kept_values)
+        ev.window = {n: np.concatenate([np.concatenate([v[n] for v in st.kept_values[g]]) for g in groups], axis=1)
+                     for n in graph.metrics} if groups else {}
+        dump = _whole([_in_time(st.kept_dumps[g]) for g in groups])
+        ev.windows = prepare(dump, graph.generation) if dump is not None else None
+    else:
+        ev.windows = Windows(st.chip_time[None, :], {}, 1.0, "run", None, {})  # the run per chip; the windows were written
+    return EngineResult(ev, st.sums, st.checks, files, done, st.extremes, {"start_ns": st.first_start, "end_ns": st.last_end},
+                        dump, st.stats)
+
+
+def _in_time(dumps: list[CounterDump]) -> CounterDump:
+    """One host's ``CounterDump`` from its pieces in time order (each piece's carried first sample once)."""
+    d0 = dumps[0]
+    if len(dumps) == 1:
+        return d0
+
+    def cat(get):
+        return np.concatenate([get(d) if i == 0 else get(d)[1:] for i, d in enumerate(dumps)])
+
+    names = set().union(*[d.missing for d in dumps])
+    return CounterDump(d0.path, d0.chips, cat(lambda d: d.timestamps_ns), {n: cat(lambda d, n=n: d.raw[n]) for n in d0.raw},
+                       cat(lambda d: d.present), {n: cat(lambda d, n=n: _missing(d, n)) for n in names}, d0.metadata,
+                       d0.hosts, d0.absent, d0.notes)
+
+
+def _missing(d: CounterDump, name: str) -> np.ndarray:
+    return d.missing[name] if name in d.missing else np.zeros(d.raw[name].shape, bool)
+
+
+def _whole(hosts: list[CounterDump]) -> CounterDump | None:
+    """The whole capture from each host's ``CounterDump`` (on the same grid), chips side by side."""
+    if not hosts:
+        return None
+    d0 = hosts[0]
+    if len(hosts) == 1:
+        return d0
+
+    def side(get):
+        return np.concatenate([get(d) for d in hosts], axis=1)
+
+    names = set().union(*[d.missing for d in hosts])
+    return CounterDump(d0.path, side(lambda d: d.chips[None])[0], side(lambda d: d.timestamps_ns),
+                       {n: side(lambda d, n=n: d.raw[n]) for n in d0.raw}, side(lambda d: d.present),
+                       {n: side(lambda d, n=n: _missing(d, n)) for n in names}, d0.metadata,
+                       None if d0.hosts is None else side(lambda d: np.asarray(d.hosts, dtype=object)[None])[0], d0.absent, d0.notes)
+
+
+def _write(graph, w, values, ch, out: Path, part_no: dict, meta: dict | None) -> str:
+    ev = Evaluation(w, values, {}, {}, ch.chips, {}, {}, ch.hosts)
+    t = metrics_table(ev, graph, first_window=ch.first)
+    if ch.host is not None:  # the folder names it (Hive partitioning)
+        t = t.drop_columns(["host"])
+    folder = out / (f"host={ch.host}" if ch.host is not None else ".")
+    folder.mkdir(parents=True, exist_ok=True)
+    n = part_no.get(ch.host, 0)
+    part_no[ch.host] = n + 1
+    path = folder / f"part-{n:05d}.parquet"
+    if meta:
+        import json
+
+        t = t.replace_schema_metadata({b"perfonto": json.dumps(meta).encode()})
+    write_table(t, path)
+    return str(path)
+
+
+def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
+    """Per-chip and server-level values from the carried sums (and a second pass where needed)."""
+    gen = graph.generation
+    sums, plan, C = st.sums, st.plan, st.C
+    deps = ChipSums(graph).deps
+    dirty = frozenset().union(*[s.dirty for s in sums]) if sums else frozenset()
+    per_chip: dict[str, np.ndarray] = {}
+    server: dict[str, np.ndarray] = {}
+    coverage: dict[str, float] = {}
+    keys: dict[frozenset, list[str]] = {}
+    for m in graph.metrics:
+        keys.setdefault(frozenset(deps[m] & dirty), []).append(m)
+    masks = {}
+    for key in keys:
+        bad = np.zeros(max(plan.n_grid - 1, 0), bool)
+        for s in key:
+            if s in st.bad_any:
+                bad |= st.bad_any[s]
+        if bad.any():
+            masks[key] = ~bad
+    need = {k: sorted(set().union(*[deps[m] for m in keys[k]])) for k in masks}
+    srv_sums = _second_pass(graph, st, masks, need, chunk_rows, progress) if masks else {}
+    total_time = float(st.chip_time.mean()) if C else 0.0
+    for key, names in keys.items():
+        vals, dt = chip_values(sums, key)
+        out = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in vals.items()}, C), dt[None], 1.0)
+        for n in names:
+            v = np.array(out[n][0], dtype=np.float64)
+            v[dt <= 0] = np.nan  # no valid window on that chip: nothing to report, not 0
+            per_chip[n] = v
+        if key in srv_sums:
+            vals, dt = run_values(gen, *srv_sums[key]), srv_sums[key][1]
+        rolled, interval, _ = combine(gen, vals, dt, np.zeros(C, np.int64), 1)
+        out = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in rolled.items()}, 1),
+                                 interval.reshape(1, 1), float(C))
+        if any(graph.metrics[n].group_rule for n in names):  # a per-chip time over a leader count: the groups' times
+            grp = group_inputs(gen, rolled, group_scale(gen, vals, np.zeros(C, np.int64), 1))
+            out_grp = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in grp.items()}, 1),
+                                         interval.reshape(1, 1), float(C))
+            out = {n: (out_grp[n] if graph.metrics[n].group_rule else v) for n, v in out.items()}
+        kept = float(interval[0]) if C else 0.0
+        for n in names:
+            server[n] = np.full_like(np.asarray(out[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out[n][0, 0]
+            coverage[n] = kept / total_time if total_time > 0 else 0.0
+    for n, how in st.rollup.items():
+        per_chip[n] = st.extremes[n]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            server[n] = (np.nanmax if how == "max" else np.nanmin)(st.extremes[n], axis=0)
+        coverage[n] = 1.0
+    chips = np.concatenate([plan.chip_numbers[h] for h in plan.groups]) if C else np.zeros(0, np.int64)
+    hosts = None if list(plan.groups) == [None] else np.array([h for h, c in plan.chips.items() for _ in range(c)], dtype=object)
+    return Evaluation(None, {}, per_chip, server, chips, st.nulls, coverage, hosts)
+
+
+def with_nan_inputs(gen, evaluator, inputs: dict[str, np.ndarray], C: int) -> dict[str, np.ndarray]:
+    """``inputs`` plus NaN arrays (1, C, …) for the evaluator inputs they lack (the metrics evaluated
+    from them do not read those)."""
+    out = dict(inputs)
+    for name in getattr(evaluator, "INPUTS", ()):
+        if name not in out:
+            axes = gen.fields[name].axes if name in gen.fields else gen.signals[name].axes
+            out[name] = np.full((1, C) + tuple(s for _, s in axes), np.nan)
+    return out
+
+
+def chip_values(sums: list[ChipSums], key: frozenset) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per-chip run-level values (all chips, host by host) of the metrics of global class ``key``."""
+    parts, dts = [], []
+    for s in sums:
+        k = frozenset(key & s.dirty)
+        vals, dt = s.run_values(k)
+        parts.append(vals)
+        dts.append(dt)
+    names = set(parts[0]).intersection(*parts[1:]) if parts else set()
+    return {n: np.concatenate([p[n] for p in parts]) for n in names}, np.concatenate(dts)
+
+
+def _second_pass(graph, st: _Pass, masks: dict[frozenset, np.ndarray], need: dict, chunk_rows, progress) -> dict:
+    """Per-chip sums of the classes in ``masks`` (of the signals in ``need``) over the windows valid on
+    every chip: a clean piece none of whose windows is masked adds its sums from the first pass; the
+    others — pieces with a null, or holding a window null on another host — are read again."""
+    gen, plan, C = graph.generation, st.plan, st.C
+    acc: dict[frozenset, tuple[dict, np.ndarray]] = {}
+
+    def slot(key, names):
+        if key not in acc:
+            acc[key] = ({n: np.zeros((C,) + _shape(gen, n)) for n in names}, np.zeros(C))
+        return acc[key]
+
+    again: dict[tuple[int, int], list[frozenset]] = {}  # piece -> the classes it is read again for
+    for (group, first), (full, dt) in st.clean.items():
+        step_w = _piece_windows(st, group, first, chunk_rows)
+        c0, c1 = int(st.offsets[group]), int(st.offsets[group + 1])
+        for key, good in masks.items():
+            if good[first:first + step_w].all():
+                s, d = slot(key, need[key])
+                for n in need[key]:
+                    s[n][c0:c1] += full[n]
+                d[c0:c1] += dt
+            else:
+                again.setdefault((group, first), []).append(key)
+    for piece in st.dirty_pieces:
+        again[piece] = list(masks)
+
+    def select(group: int, first: int) -> bool:
+        return (group, first) in again
+
+    done, total = 0, len(again)
+    for ch in iter_chunks(plan, [n for n, _ in st.layout], chunk_rows, select=select):
+        st.stats["read again"] += 1
+        w = prepare(ch.dump, gen)
+        Wc, Cc = w.interval.shape
+        c0 = int(st.offsets[ch.group])
+        for key in again[(ch.group, ch.first)]:
+            good = masks[key]
+            mask = np.broadcast_to(good[ch.first:ch.first + Wc, None], (Wc, Cc))
+            s, dt = masked_sums(w, gen, need[key], mask)
+            a, d = slot(key, need[key])
+            for n, v in s.items():
+                a[n][c0:c0 + Cc] += v
+            d[c0:c0 + Cc] += dt
+        done += 1
+        if progress:
+            progress("server level: pieces with windows null on some chip, read again", done, total)
+    return acc
+
+
+def _shape(gen, name: str) -> tuple[int, ...]:
+    axes = gen.fields[name].axes if name in gen.fields else gen.signals[name].axes
+    return tuple(s for _, s in axes)
+
+
+def _piece_windows(st: _Pass, group: int, first: int, chunk_rows: int) -> int:
+    """Windows of the piece of host ``group`` that starts at grid point ``first``."""
+    C = int(st.offsets[group + 1] - st.offsets[group])
+    step = max(1, chunk_rows // max(C, 1))
+    return min(step, st.plan.n_grid - 1 - first)
+
+
+__all__ = ["EngineResult", "chip_values", "evaluate_capture", "with_nan_inputs"]

@@ -1,0 +1,178 @@
+"""What a user runs, timed: ``perfonto analyze`` as a process on a Parquet dump, against DuckDB running
+perfonto's own generated SQL over the same file, in one run, cold and warm cache. Not a test: it
+prints figures (ratios measured in the same run) and writes them as JSON with ``--json``.
+
+    pip install -e '.[test,bench]'
+    python benchmarks/bench_analyze.py [--duration 30s] [--chips 8] [--repeat 3] [--data-dir DIR] [--json]
+
+1. the dump: ``perfonto run --duration 30s`` (8 chips × 30,001 samples = 240,008 rows of the shipped
+   catalog's 60 signals, 243 registers a row), made once in ``--data-dir`` and reused;
+2. ``perfonto codegen --target sql --counters DUMP``: the generated DuckDB query over that file;
+3. DuckDB: ``COPY (the generated query) TO 'metrics.parquet'`` in a child process (``SET threads`` to the
+   machine's cores), ``--repeat`` times: its output is the same metric table analyze writes;
+4. ``perfonto analyze DUMP --out DIR`` in a child process: **cold** — an empty cache folder
+   (``PERFONTO_CACHE_DIR``), so the catalog is compiled and the kernel JIT-compiled — then **warm**,
+   ``--repeat`` times with the cache the cold run filled (the compiled catalog and numba's cache of the
+   kernel); wall time from the process's start to its exit, and its peak resident memory;
+5. start-up: ``perfonto --help`` and ``perfonto explain mfu`` with the warm cache (median of 5).
+Every process reads the same file; before each timed run the file is read once so that it is in the
+page cache for all of them alike (both engines decode it from memory, neither from the disk).
+The headline is warm analyze ÷ DuckDB (the median of each); DuckDB's and analyze's metric tables are
+cross-checked on a sample of windows (values within 1e-9 relative, the same nulls).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PY = sys.executable
+
+
+def _run(cmd: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, peak RSS in MB, the finished process) of ``cmd``."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    out, err = p.stdout.read(), p.stderr.read()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    done = subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err[-3000:]}")
+    return wall, usage.ru_maxrss / 1024.0, done
+
+
+def _warm_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+DUCKDB_CHILD = r"""
+import duckdb, os, sys, time
+sql, out = open(sys.argv[1]).read().rstrip().rstrip(";"), sys.argv[2]
+con = duckdb.connect()
+con.execute(f"SET threads = {os.cpu_count()}")
+n = con.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet)").fetchone()[0]
+print(n)
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--duration", default="30s")
+    ap.add_argument("--chips", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--data-dir", default=None, help="where the dump is kept between runs (default: a folder under the temp dir)")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+    a = ap.parse_args(argv)
+    data = Path(a.data_dir or Path(tempfile.gettempdir()) / "perfonto-bench-analyze")
+    run_dir = data / f"run-{a.chips}x{a.duration}"
+    dump = run_dir / "counters.parquet"
+    work = Path(tempfile.mkdtemp(prefix="perfonto-bench-analyze-"))
+    env = dict(os.environ)
+    env.pop("PERFONTO_NO_JIT", None)
+    try:
+        if not dump.exists():
+            print(f"making the dump: perfonto run --duration {a.duration} --chips {a.chips}", file=sys.stderr)
+            _run([PY, "-m", "perfonto", "run", "--duration", a.duration, "--chips", str(a.chips), "--out", str(run_dir),
+                  "--force", "--json"], env)
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(dump).metadata.num_rows
+        sql = work / "sohu.sql"
+        _run([PY, "-m", "perfonto", "codegen", "--target", "sql", "--counters", str(dump), "--out", str(work)], env)
+        duck = []
+        for k in range(a.repeat):
+            _warm_file(dump)
+            out = work / f"duck-{k}.parquet"
+            wall, peak, _ = _run([PY, "-c", DUCKDB_CHILD, str(sql), str(out)], env)
+            duck.append((wall, peak))
+        cache = work / "cache"
+        env_cache = dict(env, PERFONTO_CACHE_DIR=str(cache))
+        _warm_file(dump)
+        cold_wall, cold_peak, cold = _run([PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / "cold"), "--json"], env_cache)
+        warm = []
+        for k in range(a.repeat):
+            _warm_file(dump)
+            wall, peak, done = _run([PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / f"warm-{k}"), "--json"], env_cache)
+            warm.append((wall, peak))
+            if "compiling" in done.stderr:
+                raise SystemExit("a warm run compiled again:\n" + done.stderr)
+        starts = {}
+        for name, cmd in (("help", ["--help"]), ("explain_mfu", ["explain", "mfu"])):
+            times = [_run([PY, "-m", "perfonto", *cmd], env_cache)[0] for _ in range(5)]
+            starts[name] = statistics.median(times)
+        check = _cross_check(work / "duck-0.parquet", work / "warm-0" / "metrics")
+        d_med = statistics.median(w for w, _ in duck)
+        w_med = statistics.median(w for w, _ in warm)
+        res = {
+            "rows": rows, "dump_mb": round(dump.stat().st_size / 1e6, 1),
+            "duckdb_s": [round(w, 3) for w, _ in duck], "duckdb_median_s": round(d_med, 3),
+            "duckdb_peak_mb": round(max(p for _, p in duck)),
+            "analyze_cold_s": round(cold_wall, 3), "analyze_cold_peak_mb": round(cold_peak),
+            "analyze_warm_s": [round(w, 3) for w, _ in warm], "analyze_warm_median_s": round(w_med, 3),
+            "analyze_warm_peak_mb": round(max(p for _, p in warm)),
+            "warm_vs_duckdb": round(w_med / d_med, 3), "cold_vs_duckdb": round(cold_wall / d_med, 3),
+            "analyze_rows_per_s": round(rows / w_med), "duckdb_rows_per_s": round(rows / d_med),
+            "help_s": round(starts["help"], 3), "explain_mfu_s": round(starts["explain_mfu"], 3),
+            "cross_check": check, "targets": {"warm_vs_duckdb": 0.2, "explain_mfu_s": 1.0, "help_s": 0.5},
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if a.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"dump: {rows:,} rows ({res['dump_mb']} MB Parquet)")
+        print(f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)")
+        print(f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the catalog and the kernel)")
+        print(f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs {res['analyze_warm_s']}, "
+              f"peak {res['analyze_warm_peak_mb']} MB)")
+        print(f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} s (target < 1)")
+        print(f"cross-check against DuckDB: {check}")
+    return 0
+
+
+def _cross_check(duck: Path, ours: Path, n: int = 4000) -> str:
+    """Metric values of the first ``n`` (window, chip) rows of both tables, within 1e-9, same nulls."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    d = pq.read_table(duck)
+    o = pq.read_table(ours)
+    key = lambda t: pc.add(pc.multiply(t.column("window").cast("int64"), 1 << 20), t.column("chip").cast("int64"))  # noqa: E731
+    d = d.take(pc.sort_indices(key(d)))
+    o = o.take(pc.sort_indices(key(o)))
+    d, o = d.slice(0, n), o.slice(0, n)
+    names = [c for c in o.column_names if c in d.column_names and c not in ("window", "chip", "host", "start_ns", "interval_s",
+                                                                                 "out_of_bounds")]
+    bad = []
+    for c in names:
+        x, y = _floats(o, c), _floats(d, c)
+        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)) or \
+                not np.allclose(x[~np.isnan(x)], y[~np.isnan(y)], rtol=1e-9, atol=0):
+            bad.append(c)
+    return f"{len(names) - len(bad)} of {len(names)} metrics agree on {n} rows" + (f"; differ: {bad[:5]}" if bad else "")
+
+
+def _floats(t, c):
+    import numpy as np
+    import pyarrow as pa
+
+    a = t.column(c).combine_chunks()
+    if pa.types.is_fixed_size_list(a.type) or pa.types.is_list(a.type):
+        a = a.flatten()
+    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=float)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

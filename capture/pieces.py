@@ -1,0 +1,366 @@
+"""A planned dump (``capture.dump_scan.plan_dump``) read in pieces, host by host and in time order within
+a host, each input byte read once.
+
+The plan read the key columns (chip, host, timestamp, sample) and placed every row on the sampling
+grid; ``iter_chunks`` reads the register columns. A host whose rows are **regular** — every grid point
+holds every chip, rows sample by sample with the chips in order, in Parquet or Arrow IPC parts (what
+the emulator, ``perfonto emulate --fleet`` and most collectors write) — is read in one sequential pass
+over its parts' record batches (Parquet: ``iter_batches`` with only the register columns; Arrow IPC:
+memory-mapped, zero-copy): rows are already in grid order, so a piece is a run of consecutive rows.
+Any other host (gaps, rows out of order, chip-major files, the long layout, CSV) has its rows placed
+by grid point from its parts, re-reading row groups where pieces share them: the data shows that
+such a dump needs it.
+
+Each piece holds grid points ``first`` … ``first + S − 1`` of one host, the previous piece's last
+sample carried over as its first (kept in memory, not read again), so a counter's delta across a piece
+boundary is the same modular delta as in one piece. With ``columns`` (signal, instances) given, a
+regular piece comes as ``flat``: the registers laid out as one (columns, rows) uint64 matrix in that
+order, rows sample-major, chip-minor — the layout the generated kernel reads in place — built with
+one copy from the Arrow buffers; ``Chunk.dump`` gives the same piece as a ``CounterDump`` (views).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .dump import CounterDump, _keys, _long_columns, _pivot, _wide_columns
+from .dump_io import read_one
+from .dump_scan import CHUNK_ROWS, DumpPlan, Part, _key_columns, _read, host_grid
+
+
+@dataclass
+class Flat:
+    """A regular piece's registers: ``T`` int64 (S, C) timestamps, ``X`` uint64 (columns, S × C) in
+    the order of ``columns`` ((signal, instances), the instances of a signal consecutive), rows
+    sample-major, chip-minor; ``missing``: None, or bool like ``X``, True where the register was null
+    (its ``X`` value is 0)."""
+
+    T: np.ndarray
+    X: np.ndarray
+    columns: tuple[tuple[str, int], ...]
+    missing: np.ndarray | None = None
+
+
+@dataclass
+class Chunk:
+    """One piece: grid points ``first`` … of host ``host`` (its windows are windows ``first`` … of the
+    whole dump); ``group``: index of the host in the plan. Either ``flat`` (a regular piece, when
+    columns were asked for) or ``raw_dump`` is set; ``dump`` gives the piece as a ``CounterDump``."""
+
+    group: int
+    host: str | None
+    first: int
+    raw_dump: CounterDump | None
+    flat: Flat | None = None
+    chips: np.ndarray | None = None
+    hosts: np.ndarray | None = None
+    plan: DumpPlan | None = None
+
+    @property
+    def dump(self) -> CounterDump:
+        """The piece as a ``CounterDump`` (for a flat piece: views of its matrix, no copy)."""
+        if self.raw_dump is None:
+            f, p = self.flat, self.plan
+            S, C = f.T.shape
+            raw, missing, a = {}, {}, 0
+            for name, n in f.columns:
+                raw[name] = f.X[a:a + n].T.reshape(S, C, n)
+                if f.missing is not None and f.missing[a:a + n].any():
+                    missing[name] = f.missing[a:a + n].T.reshape(S, C, n)
+                a += n
+            self.raw_dump = CounterDump(p.label, self.chips, f.T, raw, np.ones((S, C), bool), missing, dict(p.meta),
+                                        hosts=self.hosts, absent=p.absent, notes=p.notes)
+        return self.raw_dump
+
+
+def iter_chunks(plan: DumpPlan, signals: list[str] | None = None, chunk_rows: int = CHUNK_ROWS,
+                columns: list[tuple[str, int]] | None = None, select=None) -> Iterator[Chunk]:
+    """The pieces of the dump (module docstring), host by host in sorted order, in time order within a
+    host; ``signals``: the signals to read (default: every signal in the dump); ``columns``: the
+    register layout of flat pieces (default: none, every piece a ``CounterDump``); ``select(group,
+    first)``: read only the pieces it is true for (the same pieces as without it; only the row groups
+    that hold their rows are read).
+
+    Raises:
+        DumpError: a register column that contradicts the ontology (as ``read_counters`` says it).
+    """
+    return _prefetch(_chunks(plan, signals, chunk_rows, columns, select))
+
+
+def _prefetch(gen: Iterator, depth: int = 2) -> Iterator:
+    """``gen``'s items, produced up to ``depth`` ahead on a background thread: reading and decoding the
+    next piece (pyarrow and NumPy copies release the GIL) overlaps the caller's work on this one (the
+    kernel releases it too). An exception in ``gen`` is raised here, at the item where it happened; a
+    caller that stops early stops the thread."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def run():
+        try:
+            for item in gen:
+                while not stop.is_set():
+                    try:
+                        q.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((end, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            q.put((end, exc))
+
+    th = threading.Thread(target=run, name="perfonto-read", daemon=True)
+    th.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if item is end:
+                if exc is not None:
+                    raise exc
+                return
+            yield item
+    finally:
+        stop.set()
+        while th.is_alive():  # let a blocked put see the stop
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                th.join(0.05)
+
+
+def _chunks(plan: DumpPlan, signals, chunk_rows: int, columns, select) -> Iterator[Chunk]:
+    want = [s for s in (signals if signals is not None else plan.columns) if s in plan.columns]
+    for gi, (host, parts) in enumerate(plan.groups.items()):
+        hg = host_grid(plan, host)
+        g = hg.grid
+        C = len(g.keys)
+        chips_ = g.keys[:, 1].astype(np.int64)
+        hosts_ = None if g.host_names is None else g.host_names[g.keys[:, 0]]
+        step = max(1, chunk_rows // max(C, 1))
+        if hg.regular and columns is not None and not plan.long and select is None:
+            for first, T, X, M in _regular(plan, parts, tuple(columns), g, step):
+                yield Chunk(gi, host, first, None, Flat(T, X, tuple(columns), M), chips_, hosts_, plan)
+            continue
+        row_grid = hg.row_grid
+        if hg.regular:  # placed by grid point: the row order the plan proved
+            g, row_grid = _regular_grid(g, int(hg.offsets[-1]))
+        whole = plan.long or any(p.row_group_ends is None for p in parts)
+        if whole and select is None:
+            step = plan.n_grid
+        carry = None
+        a = 0
+        while a < plan.n_grid - 1 or (a == 0 and plan.n_grid == 1):
+            b = min(a + step, plan.n_grid - 1)
+            if select is not None and not select(gi, a):
+                carry = None
+                a = b
+                if b >= plan.n_grid - 1:
+                    break
+                continue
+            lo = a if carry is None else a + 1
+            raw, missing = _place(plan, parts, want, row_grid, hg.offsets, lo, b, a, C, g, carry)
+            dump = CounterDump(plan.label, chips_, g.stamps[a:b + 1], raw, g.present[a:b + 1], missing, dict(plan.meta),
+                               hosts=hosts_, absent=plan.absent, notes=plan.notes)
+            yield Chunk(gi, host, a, dump, None, chips_, hosts_, plan)
+            carry = ({n: v[-1] for n, v in raw.items()}, {n: v[-1] for n, v in missing.items()})
+            a = b
+            if b >= plan.n_grid - 1:
+                break
+
+
+def _regular_grid(g, rows: int):
+    """A regular host's ``Grid`` with the per-row arrays ``_place`` reads (row r: grid point r // C,
+    chip column r % C), and each row's grid point."""
+    from .dump_grid import Grid
+
+    C = len(g.keys)
+    S = rows // C
+    order = (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1)
+    full = Grid(g.keys, g.host_names, order, np.repeat(np.arange(C, dtype=np.int64), S), np.tile(np.arange(S, dtype=np.int64), C),
+                g.stamps, g.present, g.counts, g.label)
+    return full, np.arange(rows, dtype=np.int64) // C
+
+
+def open_parquet(path) -> pq.ParquetFile:
+    """A Parquet part opened for reading (one place, so that a test can count what is read)."""
+    return pq.ParquetFile(str(path), pre_buffer=False)  # no coalesced reads: each column chunk read alone, once
+
+
+def _batches(plan: DumpPlan, part: Part, cols: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The record batches of a regular part's register columns, in file order, each read once."""
+    if part.row_group_ends is not None:
+        pf = open_parquet(part.path)
+        have = set(pf.schema_arrow.names)
+        yield from pf.iter_batches(batch_size=batch_rows, columns=[c for c in cols if c in have], use_threads=True)
+        return
+    t = part.table if part.table is not None else read_one(part.path, "counter dump", _csv_types(plan))
+    yield from t.select([c for c in cols if c in t.column_names]).to_batches(max_chunksize=batch_rows)
+
+
+def _csv_types(plan: DumpPlan):
+    from .dump import csv_types
+
+    return csv_types(plan.gen)
+
+
+def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
+    """(first grid point, T (S, C), X (columns, S × C), missing or None) of each piece of a regular host:
+    ``step`` windows a piece, the previous piece's last sample first. Each batch's register columns
+    are checked as ``read_counters`` checks them and copied once, transposed, into the piece's matrix."""
+    C = len(g.keys)
+    cols = [c for s, _ in layout if s in plan.columns for c in plan.columns[s]]
+    ncol = sum(n for _, n in layout)
+    pos = {}
+    a = 0
+    for s, n in layout:
+        pos[s] = (a, a + n)
+        a += n
+    rows_per = step * C
+    absent = [pos[s] for s, _ in layout if s not in plan.columns]
+
+    def new_matrix():
+        m = np.empty((ncol, C + rows_per), np.uint64)
+        for lo, hi in absent:  # registers the dump lacks read as 0: no reset, no unit change (as the reference rules)
+            m[lo:hi] = 0
+        return m
+
+    X = new_matrix()
+    M = None          # null registers of the piece (allocated when a batch has one)
+    fill = 0          # rows of X filled (the carried sample included)
+    first = 0         # grid point of X's first sample
+    have_carry = False
+    for part in parts:
+        for batch in _batches(plan, part, cols, rows_per):
+            t = pa.Table.from_batches([batch])
+            done = 0
+            while done < t.num_rows:
+                k = min(t.num_rows - done, X.shape[1] - fill)
+                piece = t.slice(done, k)
+                for name, lo, vals, nulls in _registers(plan, piece, str(part.path), pos):
+                    X[lo:lo + vals.shape[1], fill:fill + k] = vals.T
+                    if nulls.any():
+                        if M is None:
+                            M = np.zeros(X.shape, bool)
+                        M[lo:lo + vals.shape[1], fill:fill + k] = nulls.T
+                fill += k
+                done += k
+                if fill == X.shape[1]:
+                    S = fill // C
+                    yield first, g.stamps[first:first + S], X, M
+                    last = X[:, fill - C:fill].copy()
+                    last_m = None if M is None else M[:, fill - C:fill].copy()
+                    X = new_matrix()
+                    X[:, :C] = last
+                    M = None
+                    if last_m is not None and last_m.any():
+                        M = np.zeros(X.shape, bool)
+                        M[:, :C] = last_m
+                    first += S - 1
+                    fill, have_carry = C, True
+    if fill > (C if have_carry else 0) and fill >= 2 * C:
+        S = fill // C
+        yield (first, g.stamps[first:first + S], np.ascontiguousarray(X[:, :fill]),  # contiguous, as every piece
+               None if M is None else np.ascontiguousarray(M[:, :fill]))
+
+
+def _registers(plan: DumpPlan, t: pa.Table, p: str, pos: dict):
+    """(signal, first row in the piece's matrix, values (rows, n) uint64, nulls (rows, n)) of each
+    register column of a batch, checked as ``read_counters`` checks them (``capture.dump._wide_one``):
+    a fixed-size list column as one (rows, instances) view, a ``name[i]`` column as one instance."""
+    from .dump import _flat_order, _wide_one
+
+    for name, cols in plan.columns.items():
+        if name not in pos:
+            continue
+        sig = plan.gen.signals[name]
+        lo = pos[name][0]
+        if len(cols) == 1 and cols[0] == name:
+            vals, nulls = _wide_one(t, p, name, sig)
+            yield name, lo, vals, nulls
+            continue
+        by_index = {int(c[:-1].rpartition("[")[2]): c for c in cols}
+        for k, i in enumerate(_flat_order(p, name, sig, by_index)):
+            vals, nulls = _wide_one(t, p, by_index[i], sig, scalar=True)
+            yield name, lo + k, vals, nulls
+
+
+def _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry):
+    """Registers of grid points a … b: the carried sample at a, and the rows of lo … b read from the parts."""
+    gen = plan.gen
+    S = b - a + 1
+    raw = {n: np.zeros((S, C, gen.signals[n].instances), np.uint64) for n in want}
+    missing = {n: np.zeros((S, C, gen.signals[n].instances), bool) for n in want}
+    if carry is not None:
+        for n in want:
+            raw[n][0] = carry[0][n]
+            missing[n][0] = carry[1].get(n, False)
+    key_pos = {(None if g.host_names is None else g.host_names[k[0]], int(k[1])): i for i, k in enumerate(g.keys)}
+    for pi, part in enumerate(parts):
+        sel = np.flatnonzero((row_grid[offsets[pi]:offsets[pi + 1]] >= lo) & (row_grid[offsets[pi]:offsets[pi + 1]] <= b))
+        if not len(sel) and not plan.long:
+            continue
+        cols = _key_columns(plan) + ([c for s in want for c in plan.columns[s]] if not plan.long else ["signal", "instance", "value"])
+        if plan.long:
+            t = _read(part, gen, cols)
+            if part.host is not None:
+                t = t.filter(pc.equal(pc.cast(t.column("host"), pa.string()), part.host))
+        else:
+            file_rows = sel if part.rows is None else part.rows[sel]
+            if part.row_group_ends is None:
+                t = _read(part, gen, cols).take(file_rows)
+            else:
+                rgs = np.unique(np.searchsorted(part.row_group_ends, file_rows, side="right"))
+                t = _read(part, gen, cols, rgs.tolist()).take(_relative(part, rgs, file_rows))
+        _fill(plan, t, str(part.path), want, raw, missing, key_pos, g, a, lo, b)
+    return raw, {n: m for n, m in missing.items() if m.any()}
+
+
+def _relative(part: Part, rgs: np.ndarray, file_rows: np.ndarray) -> np.ndarray:
+    """Positions of ``file_rows`` in the concatenation of row groups ``rgs``."""
+    sizes = np.diff(part.row_group_ends, prepend=0)
+    starts = part.row_group_ends - sizes
+    read_start = np.concatenate([[0], np.cumsum(sizes[rgs])[:-1]])
+    which = np.searchsorted(part.row_group_ends[rgs], file_rows, side="right")
+    return read_start[which] + (file_rows - starts[rgs][which])
+
+
+def _fill(plan, t: pa.Table, p: str, want, raw, missing, key_pos, g, a, lo, b) -> None:
+    notes: list[str] = []
+    chip, hs, ts = _keys(t, p, plan.unit)
+    if plan.long:
+        columns = _long_columns(t, p, plan.gen, notes)
+        chip, hs, ts, columns = _pivot(chip, hs, ts, t, p, {k: v for k, v in columns.items() if k in raw})
+    else:
+        columns = _wide_columns(t.select([c for c in t.column_names if c not in ("host", "chip", plan.stamp, "sample")]), p,
+                                plan.gen, notes)
+    for note in notes:
+        if note not in plan.notes:
+            plan.notes.append(note)
+    hs = [None] * len(chip) if hs is None else hs
+    ci = np.array([key_pos[(h, int(c))] for h, c in zip(hs, chip)], np.int64) if len(chip) else np.zeros(0, np.int64)
+    grid = np.empty(len(chip), np.int64)
+    for c in np.unique(ci):  # grid point of each row: its timestamp among its chip's samples
+        m = ci == c
+        sel = g.ci == c
+        pos = np.searchsorted(np.asarray(g.stamps[g.grid[sel], c]), ts[m])
+        grid[m] = g.grid[sel][np.clip(pos, 0, sel.sum() - 1)]
+    keep = (grid >= lo) & (grid <= b)
+    for name in want:
+        if name not in columns:
+            continue
+        vals, nulls = columns[name]
+        raw[name][grid[keep] - a, ci[keep]] = vals[keep]
+        missing[name][grid[keep] - a, ci[keep]] = nulls[keep]
+
+
+__all__ = ["Chunk", "Flat", "iter_chunks", "open_parquet"]

@@ -1,0 +1,110 @@
+"""Generated evaluators in perfonto's cache (``ontology.cache``), so that a second process on the same
+catalog neither generates the evaluator again nor compiles its kernel again.
+
+The entry of a compiled catalog is a folder named by the digest of the catalog (its content hash and
+the metrics it evaluates) and of the code that generates the evaluator (``ontology``, ``dsl``,
+``metrics``, ``codegen`` and perfonto's version): it holds ``evaluator.py``, written once, and numba's
+on-disk cache of the compiled kernel beside it (``__pycache__``), which numba fills on the first
+compile and reads on every later one. The kernel's thread count (``PERFONTO_KERNEL_THREADS``) is
+compiled into it, so each count has a sub-folder of its own. A process that imports the evaluator from
+the entry pays the kernel's JIT (tens of seconds for the shipped catalog) only the first time on a
+machine; ``kernel_cached`` tells whether numba's cache already holds it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology import cache as _cache
+
+from .python_evaluator import generate, load
+
+
+def key(graph: MetricGraph) -> str:
+    """The entry's digest (module docstring)."""
+    return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics", "codegen"), graph.content_hash,
+                          graph.generation.content_hash, "\n".join(graph.metrics), "\n".join(graph.record_metrics)])
+
+
+def _threads() -> int:
+    try:
+        return max(1, int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+def entry_folder(graph: MetricGraph) -> Path:
+    """The folder of ``graph``'s evaluator in the cache (not created here)."""
+    return _cache.entry("evaluators", key(graph)) / f"threads-{_threads()}"
+
+
+def evaluator(graph: MetricGraph, use: bool | None = None):
+    """``(module, source)``: the generated evaluator of ``graph``, imported from its cache entry (its
+    kernel compiled with numba's cache there) — or, with the cache off (``use`` False, or
+    ``PERFONTO_NO_CACHE``) or not writable, generated and loaded in memory as
+    ``python_evaluator.load`` does (the kernel then compiles in every process)."""
+    if use is False or (use is None and not _cache.enabled()):
+        src = generate(graph)
+        return load(src), src
+    folder = entry_folder(graph)
+    path = folder / "evaluator.py"
+    src = None
+    try:
+        src = path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    if src is None or not src.endswith("\n"):
+        src = generate(graph)
+        if not _cache.write_atomic(path, src.encode("utf-8")):
+            return load(src), src
+    name = f"perfonto_evaluator_{key(graph)[:20]}_t{_threads()}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, str(path))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod._KCACHE = True  # numba caches the compiled kernel beside the file
+        sys.modules[name] = mod
+    return mod, src
+
+
+def kernel_cached(graph: MetricGraph) -> bool:
+    """Whether numba's cache in ``graph``'s entry holds a compiled kernel (a later process loads it
+    instead of compiling): an index file of the kernel's entry point exists."""
+    cache = entry_folder(graph) / "__pycache__"
+    try:
+        return any(p.name.startswith("evaluator._kernel_call-") and p.suffix == ".nbi" for p in cache.iterdir())
+    except OSError:
+        return False
+
+
+def warm_kernel(mod):
+    """Start loading ``mod``'s compiled kernel (numba's cache: about a second, most of it numba's own
+    start-up; or its first compile) on a background thread, so that it overlaps reading the capture;
+    returns the thread (None when the kernel is not used: no numba, ``PERFONTO_NO_JIT``). The kernel
+    is loaded for the argument types every later call has (C-contiguous uint64 registers, int64
+    timestamps), so the first real piece finds it ready."""
+    import threading
+
+    if os.environ.get("PERFONTO_NO_JIT") or importlib.util.find_spec("numba") is None:
+        return None
+
+    def run():
+        import numpy as np
+
+        try:
+            n = sum(b - a for _, a, b in mod._REGS)
+            st = mod.Stream()
+            st.push_flat(np.array([[0], [1]], np.int64), np.zeros((n, 2), np.uint64), np.arange(n, dtype=np.int64), sums=True)
+        except Exception:  # noqa: BLE001 - the real call reports whatever this one met
+            pass
+
+    th = threading.Thread(target=run, name="perfonto-kernel-load", daemon=True)
+    th.start()
+    return th
+
+
+__all__ = ["entry_folder", "evaluator", "kernel_cached", "key", "warm_kernel"]
