@@ -23,15 +23,10 @@ from perfonto.codegen.evaluator_cache import evaluator as cached_evaluator
 from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.compiler import MetricGraph
 
-from . import crosschip
 from .bottleneck import Analysis, analyse
 from .engine import evaluate_capture
 from .evaluate import Evaluation
-from .groups import analyse_groups
 from .headline import headline
-from .links import link_utilization
-from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
-from .report_json import report_json
 
 
 @dataclass
@@ -82,6 +77,8 @@ class Report:
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
+        from .report_json import report_json
+
         return report_json(self)
 
 
@@ -174,6 +171,11 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
         AttributionError: ``by`` is given but the capture has no usable trace.
         crosschip.RunError: sync reads that do not cover the dump's chips.
     """
+    from . import crosschip  # the analyses of a kept capture, imported when one is analysed
+    from .groups import analyse_groups
+    from .links import link_utilization
+    from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
+
     gen = graph.generation
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -69,8 +69,9 @@ def _layout(evaluator) -> list[tuple[str, int]]:
 
 
 def _evaluate_piece(evaluator, ch: Chunk, layout) -> tuple[dict[str, np.ndarray], tuple | None]:
-    """The window values of a piece (``{metric: (W, C, …)}``) and its run-level sums (ACC, NB) from the
-    generated stream (a fresh one: the piece's first sample is its baseline)."""
+    """The window values of a piece (``{metric: (W, C, …)}``) and its run-level sums (ACC: NaN in a
+    column that held a null) from the generated stream (a fresh one: the piece's first sample is its
+    baseline)."""
     st = evaluator.Stream()
     f = ch.flat
     if f is not None and f.missing is None:  # the layout's columns come first in X (then, when kept, the dump's others)
@@ -121,7 +122,7 @@ class _Pass:
         self.stats = {"pieces": 0, "kernel": 0, "numpy": 0, "prepared again": 0, "read again": 0}
 
     def add(self, ch: Chunk) -> tuple[Windows, dict[str, np.ndarray]]:
-        values, (ACC, NB) = _evaluate_piece(self.evaluator, ch, self.layout)
+        values, ACC = _evaluate_piece(self.evaluator, ch, self.layout)
         T = ch.flat.T if ch.flat is not None else ch.dump.timestamps_ns
         Wc, Cc = T.shape[0] - 1, T.shape[1]
         col0 = int(self.offsets[ch.group])
@@ -130,7 +131,7 @@ class _Pass:
         self.stats["pieces"] += 1
         self.stats["kernel" if ch.flat is not None and ch.flat.missing is None and self.evaluator._jit() is not None
                    and not _no_jit() else "numpy"] += 1
-        clean = ch.flat is not None and ch.flat.missing is None and not NB.any()
+        clean = ch.flat is not None and ch.flat.missing is None and not np.isnan(ACC).any()
         if clean:
             full = self.evaluator.input_sums(ACC)
             dt = ACC[:, -1].copy()
@@ -199,13 +200,20 @@ def evaluate_capture(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: st
     files: list[str] = []
     part_no: dict[str | None, int] = {}
     done = 0
-    for ch in iter_chunks(dump_plan, signals, chunk_rows, columns=columns):
-        w, values = st.add(ch)
-        if out is not None:
-            files.append(_write(graph, w, values, ch, Path(out), part_no, write_meta))
-        done += w.interval.size
-        if progress:
-            progress("evaluate", done, total_rows)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="perfonto-write") as writer:  # encoding a part overlaps the next piece
+        pending = []
+        for ch in iter_chunks(dump_plan, signals, chunk_rows, columns=columns):
+            w, values = st.add(ch)
+            if out is not None:
+                while len(pending) >= 2:  # at most two pieces' values held for the writer
+                    files.append(pending.pop(0).result())
+                pending.append(writer.submit(_write, graph, w, values, ch, Path(out), part_no, write_meta))
+            done += w.interval.size
+            if progress:
+                progress("evaluate", done, total_rows)
+        files += [f.result() for f in pending]
     ev = _levels(graph, evaluator, st, chunk_rows, progress)
     ev.n_windows = st.W
     dump = None

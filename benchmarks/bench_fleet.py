@@ -7,8 +7,9 @@ as ratios measured in one run. Not a test: it prints figures.
 
 1. ``perfonto emulate --fleet HOSTSxCHIPS`` writes the dataset (hosts × chips × samples rows; 125 × 8 ×
    36,000 = 36M rows for 1 h at 100 ms), unless ``--data-dir`` holds it already;
-2. ``perfonto analyze`` with the default engine over the whole fleet, with its topology, in a child
-   process: wall time, rows/s and peak resident memory (VmHWM; the target is < 2 GB);
+2. ``perfonto analyze`` as a process, with the default engine, over the whole fleet with its topology,
+   after a warm-up on one host that fills perfonto's cache: wall time, rows/s and peak resident memory
+   (the targets: < 3 min, < 2 GB);
 3. on the first ``--subset`` hosts (the same rows for every engine): the embedded engine, DuckDB
    running the generated SQL (``COPY … TO`` Parquet), and the generated Spark SQL on Spark local[1]
    and local[2] (``analysis.spark_engine``), each in its own child process; rows/s as ratios to the
@@ -84,6 +85,31 @@ def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
     return {"rows": int(rows), "seconds": time.perf_counter() - t0, "peak_mb": _peak_mb()}
 
 
+def run_cli(data: Path, out: Path, topology: Path | None, cache: Path) -> dict:
+    """``perfonto analyze DATA --topology T --out OUT`` as users run it (the default engine), in a
+    process of its own after a warm-up on one host (which fills perfonto's cache with the compiled
+    catalog and kernel): wall time, window rows written, peak resident memory (ru_maxrss)."""
+    env = dict(os.environ, PERFONTO_CACHE_DIR=str(cache))
+    env.pop("PERFONTO_NO_JIT", None)
+    one = sorted(data.iterdir())[0]
+    w = subprocess.run([sys.executable, "-m", "perfonto", "analyze", str(one), "--out", str(out) + "-warmup"], capture_output=True,
+                       text=True, env=env)
+    if w.returncode != 0:
+        return {"error": w.stderr.strip().splitlines()[-1:] or ["failed"]}
+    cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out)] + (["--topology", str(topology)] if topology else [])
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {"error": err.strip().splitlines()[-1:] or ["failed"]}
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.ParquetFile(str(f)).metadata.num_rows for f in (out / "metrics").rglob("*.parquet"))
+    return {"rows": rows, "seconds": wall, "peak_mb": usage.ru_maxrss / 1024.0}
+
+
 def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) -> dict:
     args = [sys.executable, __file__, "--child", engine, "--data", str(data), "--out", str(out)]
     if topology:
@@ -124,8 +150,8 @@ def main() -> None:
             generate_fleet(generation("sohu"), FleetSpec(a.hosts, a.chips), data, duration_s=a.duration, sample_period_s=a.period)
             print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
         size = sum(f.stat().st_size for f in (data / "counters").rglob("*.parquet"))
-        full = run_child("embedded", data / "counters", work / "full", data / "topology.csv")
-        print(f"full fleet, embedded engine: {full}", flush=True)
+        full = run_cli(data / "counters", work / "full", data / "topology.csv", work / "cache")
+        print(f"full fleet, perfonto analyze (default engine): {full}", flush=True)
         sub = work / "subset"
         for h in sorted((data / "counters").iterdir())[:a.subset]:
             (sub / h.name).mkdir(parents=True)
@@ -139,8 +165,9 @@ def main() -> None:
               f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
               f"{os.cpu_count()} cores\n")
         if "seconds" in full:
-            print(f"{'default engine (embedded), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
-                  f"peak {full['peak_mb'] / 1024:.2f} GB (target < 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})")
+            print(f"{'perfonto analyze (default engine), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
+                  f"peak {full['peak_mb'] / 1024:.2f} GB (targets < 180 s: {'yes' if full['seconds'] < 180 else 'NO'}, "
+                  f"< 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})")
         ref = res["embedded"]
         for eng, r in res.items():
             if "seconds" not in r:

@@ -403,47 +403,34 @@ def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
     return False
 
 
-def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC, NB):
+def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
     """Run-level sums of a block's window values, per chip (row ``r`` is chip ``r % C``): counters and
     histograms (columns ``[0, K)``) summed, gauges, packed registers and fields time-weighted (value ×
-    interval), the interval summed in ``ACC[:, N + NF]``; a null value is counted in ``NB`` (per column)
-    and left out. Each chip's windows are added in window order, as ``metrics.windows.run_level``'s
-    sum over windows adds them, so a piece without nulls gives the same sums bit for bit."""
-    c0 = r0 % C
-    c = c0
-    for q in range(n):
-        ACC[c, N + NF] += IV[q]
-        c += 1
-        if c == C:
-            c = 0
-    for j in range(N):
-        v = V[j]
-        c = c0
-        timed = j >= K  # x * 1.0 is x: the counters' sums stay exact
-        for q in range(n):
-            x = v[q]
-            if x != x:
-                NB[j] += 1
-            else:
-                ACC[c, j] += x * IV[q] if timed else x
-            c += 1
-            if c == C:
-                c = 0
-    for k in range(NF):
-        f = F[k]
-        c = c0
-        for q in range(n):
-            x = f[q]
-            if x != x:
-                NB[N + k] += 1
-            else:
-                ACC[c, N + k] += x * IV[q]
-            c += 1
-            if c == C:
-                c = 0
+    interval), the interval summed in ``ACC[:, N + NF]``. Each chip's windows are added one after the
+    other in window order into a running sum — the order of ``metrics.windows.run_level``'s sum over
+    windows, so a piece without nulls gives the same sums bit for bit. A null (NaN) value makes its
+    column's sum NaN: that is how the caller learns that the piece held a null there."""
+    for c in range(C):
+        q0 = (c - r0 % C) % C  # the block's first row of chip c (none when n <= q0)
+        s = ACC[c, N + NF]
+        for q in range(q0, n, C):
+            s += IV[q]
+        ACC[c, N + NF] = s
+        for j in range(K):
+            v = V[j]
+            s = ACC[c, j]
+            for q in range(q0, n, C):
+                s += v[q]
+            ACC[c, j] = s
+        for j in range(K, N + NF):
+            v = V[j] if j < N else F[j - N]
+            s = ACC[c, j]
+            for q in range(q0, n, C):
+                s += v[q] * IV[q]
+            ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, NV, MOFF, MN, K, G,
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
@@ -451,8 +438,8 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
     uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
     sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
-    each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1) and its
-    null counts into ``NB[t]`` (``_sums_block``), in the same pass."""
+    each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1)
+    (``_sums_block``), in the same pass."""
     N = colmap.shape[0]
     NF = fsrc.shape[0]
     rows = T.shape[0]
@@ -479,7 +466,7 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
                          gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
                          fsent_vals, late)
             if sums:
-                _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t], NB[t])
+                _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
@@ -489,10 +476,10 @@ _KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE
            "_KFSENT_VALS", "_KLATE")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
 
 
-def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums):
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, _NV, _MOFF, _MN, _K, _G,
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 

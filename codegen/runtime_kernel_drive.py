@@ -58,11 +58,11 @@ def _wanted(metrics):
 
 def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
-    BITS uint8 flat, OFF, BOFF, S): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
-    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``S`` is None, or with ``sums``
-    (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)): the run-level sums of the rows' window
-    values per chip and register or field column, the interval summed in the last column, and the
-    null window values per column (``_sums_block``)."""
+    BITS uint8 flat, OFF, BOFF, ACC): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
+    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``ACC`` is None, or with ``sums``
+    float64 (C, _N + _NF + 1): the run-level sums of the rows' window values per chip and register or
+    field column, the interval summed in the last column, NaN in a column that held a null
+    (``_sums_block``)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -80,19 +80,14 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
         if OUT.size < n_out or BITS.size < n_bits:
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
-    if sums:
-        ACC = np.zeros((_KNTH, C, _N + _NF + 1))
-        NB = np.zeros((_KNTH, _N + _NF), np.int64)
-    else:
-        ACC, NB = _no_acc()
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, NB, bool(sums))
-    S = (ACC.sum(axis=0) if _KNTH > 1 else ACC[0], NB.sum(axis=0)) if sums else None
-    return OUT, BITS, OFF, BOFF, S
+    ACC = np.zeros((_KNTH, C, _N + _NF + 1)) if sums else _no_acc()
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums))
+    return OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None)
 
 
 def _no_acc():
-    """The sums' arguments when none are asked for (of the types the kernel was compiled for)."""
-    return np.zeros((1, 1, 1)), np.zeros((1, 1), np.int64)
+    """The sums' argument when none are asked for (of the type the kernel was compiled for)."""
+    return np.zeros((1, 1, 1))
 
 
 def _use_kernel(stream):
@@ -193,7 +188,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, *_no_acc(), False)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()

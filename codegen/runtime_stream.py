@@ -139,18 +139,13 @@ def _windows(T, R, B, ws):
     return V, F, interval
 
 
-def _sums(V, F, interval, ACC, NB):
-    """Add one chunk's run-level sums to ``ACC`` and its null counts to ``NB`` (as the kernel's
-    ``_sums_block``): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
-    bad = np.isnan(V)
-    NB[:_N] += bad.sum(axis=(0, 1))
-    Vz = np.where(bad, 0.0, V)
-    ACC[:, :_K] += Vz[..., :_K].sum(axis=0)
-    ACC[:, _K:_N] += (Vz[..., _K:] * interval[..., None]).sum(axis=0)
+def _sums(V, F, interval, ACC):
+    """Add one chunk's run-level sums to ``ACC`` (as the kernel's ``_sums_block``: a null value makes
+    its column's sum NaN): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
+    ACC[:, :_K] += V[..., :_K].sum(axis=0)
+    ACC[:, _K:_N] += (V[..., _K:] * interval[..., None]).sum(axis=0)
     if F is not None and _NF:
-        fbad = np.isnan(F)
-        NB[_N:] += fbad.sum(axis=(0, 1))
-        ACC[:, _N:_N + _NF] += (np.where(fbad, 0.0, F) * interval[..., None]).sum(axis=0)
+        ACC[:, _N:_N + _NF] += (F * interval[..., None]).sum(axis=0)
     ACC[:, _N + _NF] += interval.sum(axis=0)
 
 
@@ -162,11 +157,6 @@ def input_sums(ACC):
         off = _N if src else 0
         out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
     return out
-
-
-def input_nulls(NB):
-    """{input name: number of null window values (all instances)} from a ``sums`` null count."""
-    return {name: int(NB[(_N if src else 0) + a:(_N if src else 0) + b].sum()) for name, (src, a, b, _) in zip(INPUTS, _INPUT_SRC)}
 
 
 def _isin(x, values):
@@ -355,7 +345,7 @@ class Stream:
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
-        self.sums = (np.zeros((C, _N + _NF + 1)), np.zeros(_N + _NF, np.int64)) if sums else None
+        self.sums = np.zeros((C, _N + _NF + 1)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
             return _kernel_block(self, T, registers, sums)
         lead = (C,)
@@ -392,7 +382,7 @@ class Stream:
                 Tc[1:] = T[i0:i1]
                 V, F, interval = _windows(Tc, R, B, self._ws)
                 if sums:
-                    _sums(V, F, interval, *self.sums)
+                    _sums(V, F, interval, self.sums)
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
@@ -408,11 +398,11 @@ class Stream:
         Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
         ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
         after the next one (no fresh memory per call; for callers that consume each result at once).
-        ``sums``: also set ``self.sums`` to (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)) — per chip
-        and layout column (registers, then fields), the sum over the new windows of the valid window
-        values (counters and histograms as they are, gauges, packed registers and fields × the window's
-        interval), the intervals summed in the last column, and per column the number of null window
-        values — computed in the same pass (``input_sums`` reads them per input)."""
+        ``sums``: also set ``self.sums`` to float64 (C, _N + _NF + 1) — per chip and layout column
+        (registers, then fields), the sum over the new windows of the window values (counters and
+        histograms as they are, gauges, packed registers and fields × the window's interval; NaN where
+        the column held a null value), the intervals summed in the last column — computed in the same
+        pass (``input_sums`` reads them per input)."""
         return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
 
     def _select(self, res):

@@ -17,8 +17,6 @@ from typing import Callable
 
 from perfonto.analysis.capture import Capture, Report, analyse_capture
 from perfonto.analysis.evaluate import write_metrics_parquet
-from perfonto.analysis.groups import write_group_parquet
-from perfonto.codegen.docs import generate_markdown
 from perfonto.metrics.catalog import Catalog, load_catalog
 from perfonto.ontology.diagnostics import CatalogError
 
@@ -65,6 +63,9 @@ def _numba_installed() -> bool:
 
 def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict,
                     metrics_file: bool = True) -> None:
+    from perfonto.analysis.groups import write_group_parquet
+    from perfonto.codegen.docs import generate_markdown
+
     t0 = time.perf_counter()
     docs_path = tmp / "docs" / f"{graph.generation.name}.md"
     docs_path.parent.mkdir(parents=True, exist_ok=True)

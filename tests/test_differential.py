@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -199,9 +200,17 @@ def cases(draw):
     return sigs, draw(catalogs(sigs)), draw(st.lists(RUNS, min_size=SERIES, max_size=SERIES))
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_differential_all_backends(case):
+    check_all(*case)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases())
+def test_differential_all_backends_quick(case):
+    """The same differential test on a few catalogs, for the fast suite (the full one is marked slow)."""
     check_all(*case)
 
 

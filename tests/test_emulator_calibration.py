@@ -43,6 +43,7 @@ def test_geomean_error_definition():
         np.exp((np.log(1.1) + abs(np.log(0.9))) / 2) - 1)
 
 
+@pytest.mark.slow
 def test_shipped_rows_within_the_acceptance(preps):
     res = validate(preps)
     assert res["shipped"]["n"] == 16 and res["shipped"]["geomean_error"] <= 0.05     # issue 16's acceptance
@@ -52,6 +53,7 @@ def test_shipped_rows_within_the_acceptance(preps):
     assert len(qwen) == 16 and np.exp(np.mean([r["abs_log_error"] for r in qwen])) - 1 <= 0.12
 
 
+@pytest.mark.slow
 def test_fitted_file_is_what_calibrate_writes(preps):
     """``perfonto calibrate`` reproduces the committed parameters (same rows, same start, same seed)."""
     shipped = load_fitted()["parameters"]
@@ -63,6 +65,7 @@ def test_fitted_file_is_what_calibrate_writes(preps):
     assert all(lo_hi[k][0] <= v <= lo_hi[k][1] for k, v in shipped.items())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("held_out,why", [
     (lambda r: r.model == "llama-3.1-8b", "another model"),
     (lambda r: (r.isl, r.osl) == (1000, 1000), "another length"),

@@ -25,6 +25,9 @@ numba = pytest.importorskip("numba")
 NO_NULLS = {"absent": 0.0, "sentinel": 0.1, "missing": 0.0}  # the kernel takes rows without null or absent registers
 
 
+# every test here compiles a kernel with numba (tens of seconds each): the slow suite (pytest -m slow; CI runs it)
+pytestmark = pytest.mark.slow
+
 @pytest.fixture(autouse=True)
 def _jit_on(monkeypatch):
     monkeypatch.delenv("PERFONTO_NO_JIT", raising=False)
@@ -101,7 +104,6 @@ def _check(sigs, src, seed, S, C, block_S=None):
         np.testing.assert_array_equal(valid, ~np.isnan(vals.reshape(-1)), err_msg=name)
 
 
-@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("PERFONTO_KERNEL_EXAMPLES", 12)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
           phases=(Phase.explicit, Phase.reuse, Phase.generate))  # each example compiles a kernel: no long shrinking

@@ -243,18 +243,13 @@ def _windows(T, R, B, ws):
     return V, F, interval
 
 
-def _sums(V, F, interval, ACC, NB):
-    """Add one chunk's run-level sums to ``ACC`` and its null counts to ``NB`` (as the kernel's
-    ``_sums_block``): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
-    bad = np.isnan(V)
-    NB[:_N] += bad.sum(axis=(0, 1))
-    Vz = np.where(bad, 0.0, V)
-    ACC[:, :_K] += Vz[..., :_K].sum(axis=0)
-    ACC[:, _K:_N] += (Vz[..., _K:] * interval[..., None]).sum(axis=0)
+def _sums(V, F, interval, ACC):
+    """Add one chunk's run-level sums to ``ACC`` (as the kernel's ``_sums_block``: a null value makes
+    its column's sum NaN): V (S, C, _N), F (S, C, _NF) or None, interval (S, C)."""
+    ACC[:, :_K] += V[..., :_K].sum(axis=0)
+    ACC[:, _K:_N] += (V[..., _K:] * interval[..., None]).sum(axis=0)
     if F is not None and _NF:
-        fbad = np.isnan(F)
-        NB[_N:] += fbad.sum(axis=(0, 1))
-        ACC[:, _N:_N + _NF] += (np.where(fbad, 0.0, F) * interval[..., None]).sum(axis=0)
+        ACC[:, _N:_N + _NF] += (F * interval[..., None]).sum(axis=0)
     ACC[:, _N + _NF] += interval.sum(axis=0)
 
 
@@ -266,11 +261,6 @@ def input_sums(ACC):
         off = _N if src else 0
         out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
     return out
-
-
-def input_nulls(NB):
-    """{input name: number of null window values (all instances)} from a ``sums`` null count."""
-    return {name: int(NB[(_N if src else 0) + a:(_N if src else 0) + b].sum()) for name, (src, a, b, _) in zip(INPUTS, _INPUT_SRC)}
 
 
 def _isin(x, values):
@@ -459,7 +449,7 @@ class Stream:
         """
         T = np.asarray(timestamps_ns, dtype=np.int64)
         S, C = T.shape
-        self.sums = (np.zeros((C, _N + _NF + 1)), np.zeros(_N + _NF, np.int64)) if sums else None
+        self.sums = np.zeros((C, _N + _NF + 1)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
             return _kernel_block(self, T, registers, sums)
         lead = (C,)
@@ -496,7 +486,7 @@ class Stream:
                 Tc[1:] = T[i0:i1]
                 V, F, interval = _windows(Tc, R, B, self._ws)
                 if sums:
-                    _sums(V, F, interval, *self.sums)
+                    _sums(V, F, interval, self.sums)
                 w0, w1 = i0 - start, i1 - start
                 _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
@@ -512,11 +502,11 @@ class Stream:
         Uses the compiled kernel when it can (see ``Stream``), else the NumPy path (same results).
         ``reuse``: the kernel writes into two buffers used in turn, so a result is valid until the call
         after the next one (no fresh memory per call; for callers that consume each result at once).
-        ``sums``: also set ``self.sums`` to (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)) — per chip
-        and layout column (registers, then fields), the sum over the new windows of the valid window
-        values (counters and histograms as they are, gauges, packed registers and fields × the window's
-        interval), the intervals summed in the last column, and per column the number of null window
-        values — computed in the same pass (``input_sums`` reads them per input)."""
+        ``sums``: also set ``self.sums`` to float64 (C, _N + _NF + 1) — per chip and layout column
+        (registers, then fields), the sum over the new windows of the window values (counters and
+        histograms as they are, gauges, packed registers and fields × the window's interval; NaN where
+        the column held a null value), the intervals summed in the last column — computed in the same
+        pass (``input_sums`` reads them per input)."""
         return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
 
     def _select(self, res):
@@ -902,47 +892,34 @@ def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
     return False
 
 
-def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC, NB):
+def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
     """Run-level sums of a block's window values, per chip (row ``r`` is chip ``r % C``): counters and
     histograms (columns ``[0, K)``) summed, gauges, packed registers and fields time-weighted (value ×
-    interval), the interval summed in ``ACC[:, N + NF]``; a null value is counted in ``NB`` (per column)
-    and left out. Each chip's windows are added in window order, as ``metrics.windows.run_level``'s
-    sum over windows adds them, so a piece without nulls gives the same sums bit for bit."""
-    c0 = r0 % C
-    c = c0
-    for q in range(n):
-        ACC[c, N + NF] += IV[q]
-        c += 1
-        if c == C:
-            c = 0
-    for j in range(N):
-        v = V[j]
-        c = c0
-        timed = j >= K  # x * 1.0 is x: the counters' sums stay exact
-        for q in range(n):
-            x = v[q]
-            if x != x:
-                NB[j] += 1
-            else:
-                ACC[c, j] += x * IV[q] if timed else x
-            c += 1
-            if c == C:
-                c = 0
-    for k in range(NF):
-        f = F[k]
-        c = c0
-        for q in range(n):
-            x = f[q]
-            if x != x:
-                NB[N + k] += 1
-            else:
-                ACC[c, N + k] += x * IV[q]
-            c += 1
-            if c == C:
-                c = 0
+    interval), the interval summed in ``ACC[:, N + NF]``. Each chip's windows are added one after the
+    other in window order into a running sum — the order of ``metrics.windows.run_level``'s sum over
+    windows, so a piece without nulls gives the same sums bit for bit. A null (NaN) value makes its
+    column's sum NaN: that is how the caller learns that the piece held a null there."""
+    for c in range(C):
+        q0 = (c - r0 % C) % C  # the block's first row of chip c (none when n <= q0)
+        s = ACC[c, N + NF]
+        for q in range(q0, n, C):
+            s += IV[q]
+        ACC[c, N + NF] = s
+        for j in range(K):
+            v = V[j]
+            s = ACC[c, j]
+            for q in range(q0, n, C):
+                s += v[q]
+            ACC[c, j] = s
+        for j in range(K, N + NF):
+            v = V[j] if j < N else F[j - N]
+            s = ACC[c, j]
+            for q in range(q0, n, C):
+                s += v[q] * IV[q]
+            ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, NV, MOFF, MN, K, G,
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
@@ -950,8 +927,8 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
     uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
     sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
-    each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1) and its
-    null counts into ``NB[t]`` (``_sums_block``), in the same pass."""
+    each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1)
+    (``_sums_block``), in the same pass."""
     N = colmap.shape[0]
     NF = fsrc.shape[0]
     rows = T.shape[0]
@@ -978,15 +955,15 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
                          gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
                          fsent_vals, late)
             if sums:
-                _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t], NB[t])
+                _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums):
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, NB, sums, _NV, _MOFF, _MN, _K, _G,
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 
@@ -1043,11 +1020,11 @@ def _wanted(metrics):
 
 def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
-    BITS uint8 flat, OFF, BOFF, S): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
-    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``S`` is None, or with ``sums``
-    (ACC float64 (C, _N + _NF + 1), NB int64 (_N + _NF,)): the run-level sums of the rows' window
-    values per chip and register or field column, the interval summed in the last column, and the
-    null window values per column (``_sums_block``)."""
+    BITS uint8 flat, OFF, BOFF, ACC): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
+    validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``ACC`` is None, or with ``sums``
+    float64 (C, _N + _NF + 1): the run-level sums of the rows' window values per chip and register or
+    field column, the interval summed in the last column, NaN in a column that held a null
+    (``_sums_block``)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -1065,19 +1042,14 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
         if OUT.size < n_out or BITS.size < n_bits:
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
-    if sums:
-        ACC = np.zeros((_KNTH, C, _N + _NF + 1))
-        NB = np.zeros((_KNTH, _N + _NF), np.int64)
-    else:
-        ACC, NB = _no_acc()
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, NB, bool(sums))
-    S = (ACC.sum(axis=0) if _KNTH > 1 else ACC[0], NB.sum(axis=0)) if sums else None
-    return OUT, BITS, OFF, BOFF, S
+    ACC = np.zeros((_KNTH, C, _N + _NF + 1)) if sums else _no_acc()
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums))
+    return OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None)
 
 
 def _no_acc():
-    """The sums' arguments when none are asked for (of the types the kernel was compiled for)."""
-    return np.zeros((1, 1, 1)), np.zeros((1, 1), np.int64)
+    """The sums' argument when none are asked for (of the type the kernel was compiled for)."""
+    return np.zeros((1, 1, 1))
 
 
 def _use_kernel(stream):
@@ -1178,7 +1150,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, *_no_acc(), False)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()
