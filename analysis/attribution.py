@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfonto.metrics.windows import Windows
+from perfonto.ontology import kinds
 
 from .ratefit import fit_rates
 from .spans import NO_SPAN, Spans, group_order
@@ -229,7 +230,7 @@ def attribute(gen, dump, w: Windows, spans: Spans, by=("op",), snapshots=None) -
     their signals are attributed from them (exactly), the others from ``w``."""
     notes: list[str] = []
     fit: dict[str, dict] = {}
-    counters = {n for n, s in gen.signals.items() if s.kind.value in ("counter", "histogram")}
+    counters = {n for n, s in gen.signals.items() if kinds.of(s).run == "sum"}
     streams = [("windows", _chip_windows(dump, w))]
     if snapshots:
         streams.insert(0, ("snapshots", snapshots))

@@ -18,16 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from perfonto.metrics.compiler import MetricGraph
+from perfonto.ontology import kinds
 from perfonto.metrics.levels import _invalid, signal_deps
 from perfonto.metrics.windows import Windows
-
-
-def kind_of(gen, name: str) -> str:
-    """``counter`` (and histograms: summed), ``gauge`` or ``field`` (time-weighted)."""
-    if name in gen.fields:
-        return "field"
-    k = gen.signals[name].kind.value
-    return "counter" if k in ("counter", "histogram") else "gauge"
 
 
 def masked_sums(w: Windows, gen, names, mask: np.ndarray | None) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -39,7 +32,7 @@ def masked_sums(w: Windows, gen, names, mask: np.ndarray | None) -> tuple[dict[s
         v = w.values[n]
         extra = (1,) * (v.ndim - 2)
         vv = v if mask is None else np.where(mask.reshape(mask.shape + extra), v, 0.0)
-        if kind_of(gen, n) == "counter":
+        if kinds.row_of(gen, n).run == "sum":
             out[n] = vv.sum(axis=0)
         else:
             out[n] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0)
@@ -112,7 +105,7 @@ def run_values(gen, sums: dict[str, np.ndarray], dt: np.ndarray) -> dict[str, np
     """Run-level values from sums: counters as summed, gauges and fields divided by Σ dt."""
     out = {}
     for n, v in sums.items():
-        if kind_of(gen, n) == "counter":
+        if kinds.row_of(gen, n).run == "sum":
             out[n] = v
         else:
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -127,8 +120,7 @@ def combine(gen, values: dict[str, np.ndarray], dt: np.ndarray, groups: np.ndarr
     n = np.bincount(groups, minlength=n_groups).astype(np.float64)
     out = {}
     for name, v in values.items():
-        kind = kind_of(gen, name)
-        rule = "sum" if kind == "counter" else ("max" if kind == "field" else gen.signals[name].across_chips)
+        rule = kinds.across_rule(gen, name)
         shape = (n_groups,) + v.shape[1:]
         if rule == "max":
             acc = np.full(shape, -np.inf)

@@ -13,6 +13,7 @@ from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.population import Records, evaluate_records, read_records
 from perfonto.metrics.timesplit import time_split
+from perfonto.ontology import kinds
 
 
 def record_metrics(graph: MetricGraph, requests_path: str | Path) -> dict[str, np.ndarray | float]:
@@ -100,7 +101,7 @@ def records_vs_counters(gen, rec: Records, windows) -> str | None:
     the records list the requests that arrived in it (admissions before the run — a warm-up — are
     not written), while a counter of requests (unit ``request``) counts every completion."""
     comp = rec.fields.get("request.completion_time")
-    counters = [n for n, s in gen.signals.items() if s.kind.value == "counter" and s.unit_text in ("request", "req", "requests")]
+    counters = [n for n, s in gen.signals.items() if kinds.of(s).window == "increase" and s.unit_text in ("request", "req", "requests")]
     if comp is None or not counters or windows is None:
         return None
     name = counters[0]

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfonto.ontology import kinds
+
 from .attribution import GroupTotals
 from .spans import NO_SPAN
 
@@ -45,7 +47,7 @@ def signal_sets(gen) -> dict:
     [matrix FLOP counters]}."""
     out = {"matrix_flops": [], "vector_flops": [], "hbm_bytes": [], "sram_bytes": [], "by_precision": {}}
     for name, s in gen.signals.items():
-        if s.kind.value != "counter":
+        if kinds.of(s).window != "increase":
             continue
         if s.block == "mxu" and _dim(gen, s.unit_text, "FLOP"):
             out["matrix_flops"].append(name)

@@ -10,7 +10,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfonto.ontology.generation import Generation
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 VERSION = 1
 
@@ -63,7 +63,7 @@ def wide_schema(gen: Generation, hosts: bool = False) -> pa.Schema:
     fields = ([pa.field("host", pa.string())] if hosts else []) + [pa.field("chip", pa.int32(), nullable=False),
                                                                    pa.field("timestamp_ns", pa.int64(), nullable=False)]
     for name, sig in gen.signals.items():
-        t = register_type(sig) if sig.kind in (SignalKind.counter, SignalKind.histogram) else pa.uint64()
+        t = register_type(sig) if kinds.of(sig).counts else pa.uint64()
         fields.append(pa.field(name, pa.list_(t, sig.instances) if sig.instances > 1 else t))
     meta = CollectorMetadata(generation=gen.name).model_dump(exclude_none=True)
     return pa.schema(fields, metadata={"perfonto": json.dumps(meta)})
@@ -74,7 +74,7 @@ def wide_schema_json(gen: Generation) -> str:
     cols = [{"name": "host", "type": "string", "optional": True}, {"name": "chip", "type": "int32"},
             {"name": "timestamp_ns", "type": "int64"}]
     for name, sig in gen.signals.items():
-        t = register_type(sig) if sig.kind in (SignalKind.counter, SignalKind.histogram) else pa.uint64()
-        cols.append({"name": name, "type": str(t), "instances": sig.instances, "kind": sig.kind.value, "unit": sig.unit_text,
+        t = register_type(sig) if kinds.of(sig).counts else pa.uint64()
+        cols.append({"name": name, "type": str(t), "instances": sig.instances, "kind": sig.kind, "unit": sig.unit_text,
                      "width": sig.width})
     return json.dumps({"collector_format": VERSION, "generation": gen.name, "columns": cols}, indent=2) + "\n"

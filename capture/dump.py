@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.generation import Generation
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
 from .dump_io import DumpError, load
@@ -188,7 +188,7 @@ def _check_type(p: str, col: str, sig, typ: pa.DataType) -> None:
     if not pa.types.is_integer(typ):
         raise DumpError(f"{p}: column `{col}` has type {typ}; raw registers are unsigned integers "
                         "(write the register's raw value, not a scaled or converted one)")
-    if sig.kind in (SignalKind.counter, SignalKind.histogram):
+    if kinds.of(sig).counts:
         if pa.types.is_signed_integer(typ):
             raise DumpError(f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
                             f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import re
 
+from perfonto.ontology import kinds
 from perfonto.ontology.generation import Generation
 
 _IDENT = re.compile(r"^[a-z][a-z0-9_.]*$")
-_KIND = {"counter": 0, "gauge": 1, "packed": 2, "histogram": 3}
 
 
 def _c_ident(name: str) -> str:
@@ -65,10 +65,7 @@ def generate_header(gen: Generation) -> str:
         "#include <stdint.h>",
         "",
         "/* Signal kinds. */",
-        f"#define {p}_KIND_COUNTER 0u",
-        f"#define {p}_KIND_GAUGE 1u",
-        f"#define {p}_KIND_PACKED 2u",
-        f"#define {p}_KIND_HISTOGRAM 3u",
+        *(f"#define {p}_KIND_{k.name.upper()} {k.c_id}u" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id) if k.c_id >= 0),
         "",
         "/* Instances per chip of each block (product of its instance axes). */",
     ]
@@ -95,7 +92,8 @@ def generate_header(gen: Generation) -> str:
         f"struct {p.lower()}_signal_info {{",
         "    const char *name;     /* full signal name */",
         "    const char *unit;     /* unit of raw x scale */",
-        "    uint8_t kind;         /* " + ", ".join(f"{k} = {v}" for k, v in _KIND.items()) + " */",
+        "    uint8_t kind;         /* " + ", ".join(f"{k.name} = {k.c_id}" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id)
+                                                  if k.c_id >= 0) + " */",
         "    uint8_t width;        /* register width in bits (0 for gauges) */",
         "    uint8_t wrap_width;   /* bits at which the counter wraps (0: not a counter, or unknown) */",
         "    uint32_t instances;   /* registers per chip */",
@@ -108,11 +106,11 @@ def generate_header(gen: Generation) -> str:
         if s.instances > 0xFFFFFFFF:
             raise ValueError(f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds")
         width = s.width if s.width is not None else 0
-        wrap = s.wrap_width if (s.wrap_width is not None and s.kind.value == "counter") else 0
+        wrap = s.wrap_width if (s.wrap_width is not None and kinds.of(s).window == "increase") else 0
         scale = float(s.scale)
         if not math.isfinite(scale):
             raise ValueError(f"signal `{name}` has a non-finite scale")
-        lines.append(f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {_KIND[s.kind.value]}u, {width}u, {wrap}u, "
+        lines.append(f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, {wrap}u, "
                      f"{s.instances}u, {scale!r}}},")
     lines += ["};", "", f"#endif /* {p}_H */", ""]
     return "\n".join(lines)

@@ -86,7 +86,7 @@ def generate_markdown(graph: MetricGraph) -> str:
             users = sorted(n for n in graph.graph.successors(name) if n in graph.all_metrics) if name in graph.graph else []
             used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
             width = str(s.width) if s.width else "—"
-            out.append(f"| `{_n(name)}` | {s.kind.value} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | {used} |")
+            out.append(f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | {used} |")
         out.append("")
     out.append("## Metrics")
     out.append("")

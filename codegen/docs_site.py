@@ -146,7 +146,7 @@ class _Site:
                     "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|"]
             for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
                 s = gen.signals[sname]
-                width = "unknown" if s.wrap_width is None and s.kind.value == "counter" else (str(s.width) if s.width else NO)
+                width = "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
                 if s.modulus is not None:
                     width += f" (wraps at {s.modulus} counts)"
                 elif s.wrap_width and s.width and s.wrap_width != s.width:
@@ -154,7 +154,7 @@ class _Site:
                 avail = " | ".join(self._signal_status(x, sname) for x in gens)
                 users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
                 used = ", ".join(self.metric_link(u) for u in users) or NO
-                out.append(f"| <a id=\"{_anchor(sname)}\"></a>`{_n(sname)}` | {s.kind.value} | {_esc(s.unit_text) or '1'} | {width} | "
+                out.append(f"| <a id=\"{_anchor(sname)}\"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or '1'} | {width} | "
                            f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |")
             fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
             if fields:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.ontology.generation import Generation, ResolvedSignal
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 U64_MAX = (1 << 64) - 1
 
@@ -51,7 +51,7 @@ def plan(graph: MetricGraph) -> Plan:
     todo = list(need)
     while todo:  # reset indicators and unit-field registers, transitively
         sig = gen.signals[todo.pop()]
-        ind = sig.reset_indicator if sig.kind in (SignalKind.counter, SignalKind.histogram) else None
+        ind = sig.reset_indicator if kinds.of(sig).counts else None
         unit = gen.fields[sig.scale_field[0]].register if sig.scale_field is not None else None
         for extra in (ind, unit):
             if extra is not None and extra not in need:
@@ -70,15 +70,23 @@ def max_rate(gen: Generation, sig: ResolvedSignal) -> float | None:
 
 
 def register_class(sig: ResolvedSignal, gen: Generation | None = None) -> int:
-    """Column class in the layout: 0 counters with a known width and no max rate (half-range rule),
-    1 counters with a max rate (rule 4 with max_rate, and ambiguous wraps), 2 counters of unknown width,
-    3 histograms, 4 gauges, 5 packed."""
-    if sig.kind is SignalKind.counter:
+    """Column class in the layout, from the signal's window rule (``ontology/kinds.py``): 0 counters
+    with a known width and no max rate (half-range rule), 1 counters with a max rate (rule 4 with
+    max_rate, and ambiguous wraps), 2 counters of unknown width, 3 histograms, 4 gauges, 5 packed.
+
+    Raises:
+        UnsupportedKind: a kind whose window rule the generated evaluator has no class for.
+    """
+    rule = kinds.of(sig).window
+    if rule == "increase":
         if sig.wrap_width is None:
             return 2
         rate = max_rate(gen, sig) if gen is not None else sig.max_rate
         return 1 if rate is not None else 0
-    return {SignalKind.histogram: 3, SignalKind.gauge: 4}.get(sig.kind, 5)
+    cls = {"bucket_increase": 3, "mean": 4, "end": 5}.get(rule)
+    if cls is None:
+        raise kinds.UnsupportedKind("the generated evaluator (NumPy and numba kernel: codegen.plan)", sig.kind, rule)
+    return cls
 
 
 @dataclass

@@ -27,6 +27,7 @@ from sqlglot import exp
 from perfonto.metrics import ir
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.levels import is_chip_time
+from perfonto.ontology import kinds
 
 from .ir_passes import fold
 from .sql import DIALECTS, SqlEmitter, window_stages
@@ -43,10 +44,10 @@ def _deps(graph: MetricGraph) -> dict[str, frozenset]:
     return {m: frozenset(n for n in nx.ancestors(graph.graph, m) if n in inputs) for m in graph.metrics}
 
 
-def _kind(gen, name: str) -> str:
-    if name in gen.fields:
-        return "field"
-    return "counter" if gen.signals[name].kind.value in ("counter", "histogram") else "gauge"
+def _summed(gen, name: str) -> bool:
+    """Whether ``name``'s window values add up over a run (its kinds-table row's ``run``), else they
+    are time-weighted."""
+    return kinds.row_of(gen, name).run == "sum"
 
 
 def _refs(graph: MetricGraph, names: list[str]) -> list[str]:
@@ -132,13 +133,12 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
         agg[dt] = exp.Avg(this=exp.Coalesce(this=_col(dt), expressions=[_num(0.0)]))
         mapping: dict[str, list[str]] = {}
         for s in sorted(key):
-            kind = _kind(gen, s)
-            rule = "sum" if kind == "counter" else ("max" if kind == "field" else gen.signals[s].across_chips)
+            summed, rule = _summed(gen, s), kinds.across_rule(gen, s)
             mapping[s] = []
             for c in wins.input_cols.get(s, []):
                 name = f"k{k}_{c}"
                 mapping[s].append(name)
-                if kind == "counter":
+                if summed:
                     tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
                     run.append(_col(name))
                 else:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from perfonto.metrics.compiler import MetricGraph
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 from .plan import max_rate, plan, register_class
 
@@ -203,7 +203,7 @@ class Windows:
         out = []
         for name in self.plan.inputs:
             sig = self.gen.signals.get(name)
-            if sig is not None and sig.kind in (SignalKind.counter, SignalKind.histogram):
+            if sig is not None and kinds.of(sig).window in ("increase", "bucket_increase"):
                 out += [_alias(self._delta(sig, c), "d" + c[1:]) for c in self.reg_cols[name]]
                 out += self._delta_extra(sig, self.reg_cols[name])
         return out
@@ -252,51 +252,65 @@ class Windows:
                 out.append(v)
             return out
         sig = gen.signals[name]
+        rule = kinds.of(sig).window
+        handler = {"increase": self._increase, "bucket_increase": self._increase, "mean": self._mean, "end": self._end}.get(rule)
+        if handler is None:
+            raise kinds.UnsupportedKind(f"the {self.d.name} SQL target (codegen.sql)", sig.kind, rule)
         cols = self.reg_cols[name]
-        cls = register_class(sig, gen)
         out = []
         for k, c in enumerate(cols):
-            cur, prev = _col(c), _col("p" + c[1:])
-            bad: list[exp.Expression] = []
-            if sig.kind in (SignalKind.counter, SignalKind.histogram):
-                dd = self._delta_double(sig, c)
-                M = modulus(sig)
-                scale = _num(sig.scale)
-                if sig.scale_field is not None:  # rule 4d
-                    scale, unit_bad = self._unit_scale(sig, k)
-                    bad += unit_bad
-                v = exp.Mul(this=dd, expression=scale)
-                if cls == 0:
-                    bad.append(self._over_half(sig, c))
-                elif cls == 1:
-                    limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
-                                    expression=_num(1.0))
-                    bad.append(exp.GT(this=dd.copy(), expression=limit))
-                    bad.append(exp.GTE(this=limit, expression=_num(float(M))))  # rule 4b
-                elif cls == 2:
-                    bad.append(self._less(cur, prev))
-                else:  # histogram: any bucket of this instance decreased
-                    nb = len(sig.buckets) + 1
-                    group = cols[(k // nb) * nb:(k // nb) * nb + nb]
-                    bad.append(_or([self._less(self._zero(b), self._zero("p" + b[1:])) for b in group]))
-                if sig.modulus is not None:  # rule 4c: a raw value at or beyond the range
-                    bad.append(exp.Not(this=self._less(cur.copy(), self._literal(M))))
-                    bad.append(exp.Not(this=self._less(prev.copy(), self._literal(M))))
-                if sig.reset_indicator is not None:
-                    ind = self.reg_cols[sig.reset_indicator]
-                    if sig.reset_kind == "decrease":  # an uptime resets when it goes down
-                        bad.append(_or([self._less(self._zero(r), self._zero("p" + r[1:])) for r in ind]))
-                    else:
-                        bad.append(_or([exp.NEQ(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in ind]))
-            elif sig.kind is SignalKind.gauge:
-                v = exp.Mul(this=exp.Paren(this=exp.Add(this=self._to_double(prev), expression=self._to_double(cur))),
-                            expression=_num(0.5 * sig.scale))
-            else:
-                v = self._to_double(cur)
-            if sig.sentinel:
+            v, bad = handler(sig, cols, k, c, interval)
+            if sig.sentinel:  # rule 5, for every kind
                 bad.append(self._touching(c, sig.sentinel))
             out.append(_case(_or(bad), exp.Null(), v) if bad else v)
         return out
+
+    def _increase(self, sig, cols: list[str], k: int, c: str, interval) -> tuple[exp.Expression, list[exp.Expression]]:
+        """Rules 3, 4, 4b, 4c, 4d (the ``increase`` and ``bucket_increase`` rules): the value of instance
+        column ``c`` and the conditions that null it."""
+        gen = self.gen
+        cls = register_class(sig, gen)
+        cur, prev = _col(c), _col("p" + c[1:])
+        bad: list[exp.Expression] = []
+        dd = self._delta_double(sig, c)
+        M = modulus(sig)
+        scale = _num(sig.scale)
+        if sig.scale_field is not None:  # rule 4d
+            scale, unit_bad = self._unit_scale(sig, k)
+            bad += unit_bad
+        v = exp.Mul(this=dd, expression=scale)
+        if cls == 0:
+            bad.append(self._over_half(sig, c))
+        elif cls == 1:
+            limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
+                            expression=_num(1.0))
+            bad.append(exp.GT(this=dd.copy(), expression=limit))
+            bad.append(exp.GTE(this=limit, expression=_num(float(M))))  # rule 4b
+        elif cls == 2:
+            bad.append(self._less(cur, prev))
+        else:  # histogram: any bucket of this instance decreased
+            nb = len(sig.buckets) + 1
+            group = cols[(k // nb) * nb:(k // nb) * nb + nb]
+            bad.append(_or([self._less(self._zero(b), self._zero("p" + b[1:])) for b in group]))
+        if sig.modulus is not None:  # rule 4c: a raw value at or beyond the range
+            bad.append(exp.Not(this=self._less(cur.copy(), self._literal(M))))
+            bad.append(exp.Not(this=self._less(prev.copy(), self._literal(M))))
+        if sig.reset_indicator is not None:
+            ind = self.reg_cols[sig.reset_indicator]
+            if sig.reset_kind == "decrease":  # an uptime resets when it goes down
+                bad.append(_or([self._less(self._zero(r), self._zero("p" + r[1:])) for r in ind]))
+            else:
+                bad.append(_or([exp.NEQ(this=self._zero(r), expression=self._zero("p" + r[1:])) for r in ind]))
+        return v, bad
+
+    def _mean(self, sig, cols, k, c, interval) -> tuple[exp.Expression, list[exp.Expression]]:
+        """Rule 7 (``mean``): the trapezoid of the two end samples."""
+        return exp.Mul(this=exp.Paren(this=exp.Add(this=self._to_double(_col("p" + c[1:])), expression=self._to_double(_col(c)))),
+                       expression=_num(0.5 * sig.scale)), []
+
+    def _end(self, sig, cols, k, c, interval) -> tuple[exp.Expression, list[exp.Expression]]:
+        """Rule 8 (``end``): the register at the window's end sample."""
+        return self._to_double(_col(c)), []
 
 
 def modulus(sig) -> int:

@@ -46,6 +46,7 @@ from perfonto.dsl import ast
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology.units import UnitError, conversion_factor
+from perfonto.ontology import kinds
 
 PREC = {"|": 1, "^": 2, "&": 3, "<": 4, ">": 4, "+": 5, "-": 5, "*": 6, "/": 6}
 NEG, ATOM = 7, 9
@@ -171,14 +172,14 @@ def event_entry(gen, name: str) -> dict:
     """The perf event definition of signal ``name``: raw count × ScaleUnit = its value, and the
     perfonto attributes perf has no field for in a trailing ``[perfonto: …]`` tag."""
     s = gen.signals[name]
-    tag = [f"kind={s.kind.value}"]
+    tag = [f"kind={s.kind}"]
     if s.width is not None:
         tag.append(f"width={s.width}")
     if s.axes:
         tag.append("instances=" + ",".join(f"{a}:{n}" for a, n in s.axes))
-    if s.kind.value == "counter" and s.counted_by != "chip":
+    if kinds.of(s).counts and s.counted_by != "chip":
         tag.append(f"counted_by={s.counted_by}")
-    if s.kind.value == "gauge":
+    if kinds.of(s).across == "declared" and "across_chips" in kinds.of(s).options:
         tag.append(f"across_chips={s.across_chips}")
     return {"EventName": name, "Unit": s.block, "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
             "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]"}
@@ -243,8 +244,8 @@ class _Emitter:
             s = self.gen.signals[n]
             if s.axes and not rollup:
                 raise _Unsupported(f"`{n}` per instance: perf aggregates PMU instances; roll it up with sum() or avg()")
-            if s.kind.value in ("packed", "histogram"):
-                raise _Unsupported(f"`{n}` is a {s.kind.value} register; perf events are counts")
+            if kinds.of(s).window not in ("increase", "mean"):
+                raise _Unsupported(f"`{n}` is a {s.kind} register; perf events are counts")
             q = self.reg.Quantity(s.scale, s.unit)
             if _offset(self.reg, s.unit):
                 raise _Unsupported(f"`{n}` is in an offset unit ({s.unit_text})")

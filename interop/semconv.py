@@ -134,7 +134,7 @@ def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = No
 
     signals = []
     for name, s in gen.signals.items():
-        kind = s.kind.value
+        kind = s.kind
         if kind == "packed":
             skipped[name] = "a packed register: its fields are exported instead"
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pint
 
 from perfonto.dsl import ast
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 
 def is_frequency(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
@@ -47,7 +47,7 @@ def reads_chip_time(typer, e: ast.Expr) -> bool:
         if isinstance(n, ast.Name):
             name = gen.aliases.get(n.name, n.name)
             s = gen.signals.get(name)
-            if s is not None and s.kind is SignalKind.counter and s.counted_by == "chip":
+            if s is not None and kinds.of(s).window == "increase" and s.counted_by == "chip":
                 return True
             m = typer.compiled.get(name)
             if m is not None and any(gen.signals[x].counted_by == "chip" for x in m.signal_deps):

@@ -54,7 +54,10 @@ def key(catalog_dir, generation, library: bool) -> str:
             own = []
             where += f" (unreadable: {exc})"
         files = own + files
-    return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library))]
+    from perfonto.ontology import kinds
+
+    table = repr(sorted((k, repr(v)) for k, v in kinds.KINDS.items()))  # a kind registered at run time is an input too
+    return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library)), table]
                          + _cache.file_parts(files))
 
 

@@ -7,14 +7,14 @@ import networkx as nx
 from perfonto.dsl.printer import to_text
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
-from perfonto.ontology.loader import load_generation, shipped_generations
+from perfonto.ontology import kinds
+from perfonto.ontology.loader import shipped_generations
 from perfonto.ontology.units import fmt_unit
 
 
 def window_meaning(kind: str) -> str:
-    """What a signal's name means inside a metric (the window rules of ``metrics.windows``)."""
-    return {"counter": "its increase over the window", "histogram": "each bucket's increase over the window",
-            "gauge": "its time-weighted mean over the window"}.get(kind, "read through its fields")
+    """What a signal's name means inside a metric (its kind's row in ``ontology/kinds.py``)."""
+    return kinds.of(kind).meaning
 
 
 def availability(name: str, catalog_dir=None) -> dict[str, str]:
@@ -72,7 +72,7 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
         note = []
         if text in gen.signals:
             s = gen.signals[text]
-            note.append(f"{s.kind.value}: {window_meaning(s.kind.value)}")
+            note.append(f"{s.kind}: {window_meaning(s.kind)}")
         elif text in gen.spec:
             c = gen.spec[text]
             note.append(f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)")
@@ -117,7 +117,7 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
             s = gen.signals[d]
             inst = ", ".join(f"{a} x{n}" for a, n in s.axes) or "per chip"
             width = f"{s.width}-bit" if s.width else "level"
-            lines.append(f"{prefix}{branch}{d} ({s.kind.value}, {s.unit_text}, {width}, scale {s.scale:g}, {inst})")
+            lines.append(f"{prefix}{branch}{d} ({s.kind}, {s.unit_text}, {width}, scale {s.scale:g}, {inst})")
         elif d in gen.fields:
             f = gen.fields[d]
             lines.append(f"{prefix}{branch}{d} (bits {f.lo}..{f.hi} of {f.register})")
@@ -137,7 +137,7 @@ def explain_input(gen, name: str) -> str | None:
     out = []
     if name in gen.signals:
         s = gen.signals[name]
-        out.append(f"{name}: {s.kind.value} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}")
+        out.append(f"{name}: {s.kind} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}")
         out.append(f"  {s.description}")
         out.append(f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)")
         out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
@@ -157,7 +157,7 @@ def explain_input(gen, name: str) -> str | None:
             out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
         out.append(f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
                    + ("; BROKEN on this generation" if s.broken else ""))
-        out.append(f"in a metric: {window_meaning(s.kind.value)}")
+        out.append(f"in a metric: {window_meaning(s.kind)}")
     elif name in gen.fields:
         f = gen.fields[name]
         out.append(f"{name}: bits {f.lo}..{f.hi} of packed register `{f.register}` [{f.unit_text}] — {f.description}")

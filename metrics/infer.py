@@ -32,7 +32,8 @@ import pint
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 from perfonto.ontology.generation import Generation
-from perfonto.ontology.model import Scope, SignalKind
+from perfonto.ontology import kinds
+from perfonto.ontology.model import Scope
 from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, parse_unit
 
 from . import ir
@@ -175,7 +176,7 @@ class Typer:
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name) and node.name in self.gen.signals:
                 s = self.gen.signals[node.name]
-                if s.kind is SignalKind.gauge and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0 \
+                if kinds.of(s).window == "mean" and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0 \
                         and e_dim * sec == want:
                     raise self.fail("unit-mismatch", f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
                                     f"window, not accumulated, so `{d.name}` cannot be an amount in [{d.unit}]", node.span,
@@ -218,7 +219,7 @@ class Typer:
         if n in self.gen.signals:
             s = self.gen.signals[n]
             axes = tuple((f"{s.block}.{a}", size) for a, size in s.axes)
-            degree = 1 if (s.kind is SignalKind.counter or s.across_chips == "sum") else 0
+            degree = kinds.chip_degree(s)
             return _T(ir.Input(n, axes, degree), s.unit, sparsity=frozenset({s.sparsity}) if s.sparsity else frozenset())
         if n in self.gen.spec:
             c = self.gen.spec[n]

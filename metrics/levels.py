@@ -14,6 +14,8 @@ from typing import Callable
 import networkx as nx
 import numpy as np
 
+from perfonto.ontology import kinds
+
 from .compiler import MetricGraph
 from .windows import REASONS, VALID, Windows, run_level, server_level
 
@@ -156,7 +158,7 @@ def is_chip_time(gen, name: str) -> bool:
     """Is ``name`` a time that each chip measures: a counter in seconds or in cycles of one clock
     domain, counted by every chip (``counted_by: chip``)?"""
     sig = gen.signals.get(name)
-    if sig is None or sig.kind.value != "counter" or sig.counted_by != "chip":
+    if sig is None or kinds.of(sig).window != "increase" or sig.counted_by != "chip":
         return False
     reg = gen.registry
     dims = dict(reg.Quantity(1, sig.unit).dimensionality)

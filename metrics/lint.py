@@ -25,7 +25,7 @@ import networkx as nx
 
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 from . import ir
 from .infer import POP
@@ -61,7 +61,7 @@ def _ast_rules(gen, d: ast.MetricDecl) -> list[Diagnostic]:
     for node in ast.walk(d.expr):
         if isinstance(node, ast.Name):
             sig = gen.signals.get(gen.aliases.get(node.name, node.name))
-            if sig is not None and sig.kind is SignalKind.packed:
+            if sig is not None and "fields" in kinds.of(sig).options:  # a packed register
                 fields = sorted(f for f in gen.fields if f.startswith(sig.name + "."))
                 out.append(Diagnostic("error", "packed-word", f"`{node.name}` is a packed register: its whole word is not a number",
                                       node.span, hint="read one of its fields: " + ", ".join(f"`{f}`" for f in fields)))
@@ -159,7 +159,7 @@ def _flop_coverage(gen, s: Typed) -> list[Diagnostic]:
     flop = reg.Quantity(1, reg.parse_units("FLOP")).dimensionality
     family: dict[str, set[str]] = {}
     for n, sig in gen.signals.items():
-        if sig.kind is SignalKind.counter and sig.precision and not sig.broken \
+        if kinds.of(sig).window == "increase" and sig.precision and not sig.broken \
                 and reg.Quantity(1, sig.unit).dimensionality == flop:
             family.setdefault(sig.block, set()).add(n)
     out = []

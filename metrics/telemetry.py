@@ -22,6 +22,8 @@ Rules:
 """
 from __future__ import annotations
 
+from perfonto.ontology import kinds
+
 import re
 from dataclasses import dataclass
 
@@ -138,7 +140,7 @@ def time_degree(graph: MetricGraph, name: str, _memo: dict | None = None) -> int
             return 1
         if isinstance(n, ir.Input):
             sig = gen.signals.get(n.signal)
-            return 1 if sig is not None and sig.kind.value in ("counter", "histogram") else 0
+            return 1 if sig is not None and kinds.of(sig).counts else 0
         if isinstance(n, ir.MetricRef):
             return time_degree(graph, n.metric, memo)
         if isinstance(n, ir.Rollup):

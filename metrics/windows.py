@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfonto.ontology.generation import Generation
-from perfonto.ontology.model import SignalKind
+from perfonto.ontology import kinds
 
 from perfonto.capture.dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
 
@@ -159,12 +159,13 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
         unit = unit_exponent(gen, sig, dump)  # rule 4d (None: the counter has a constant scale)
         scale = sig.scale if unit is None else sig.scale * sig.scale_field[1] ** unit[0][1:]
-        if sig.kind in (SignalKind.counter, SignalKind.histogram):
+        rule = kinds.of(sig).window
+        if rule in ("increase", "bucket_increase"):
             prev, cur = raw[:-1], raw[1:]
             if sig.wrap_width is None:  # unknown width: a decrease cannot be told from a reset
                 delta = cur - prev
                 implausible = cur < prev
-            elif sig.kind is SignalKind.histogram:
+            elif rule == "bucket_increase":
                 delta = modular_delta(prev, cur, sig.wrap_width)
                 dec = (cur < prev).reshape(cur.shape[:2] + (-1, len(sig.buckets) + 1)).any(axis=-1, keepdims=True)
                 implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
@@ -192,11 +193,16 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
                 reason[np.broadcast_to(ubits[1:] != ubits[:-1], reason.shape)] = UNIT_CHANGED
                 for code in (SENTINEL, MISSING):
                     reason[np.broadcast_to(_touching(ubad == code), reason.shape)] = code
-        elif sig.kind is SignalKind.gauge:
+        elif rule == "mean":
             r = raw.astype(np.float64)
             v = (r[:-1] + r[1:]) * (0.5 * sig.scale)
-        else:  # packed register: only its fields are values
+        elif rule == "end":  # packed register: only its fields are values
             v = raw[1:].astype(np.float64)
+        elif rule in RULES:  # a kind added to ontology/kinds.py with its reference rule
+            v, extra = RULES[rule](sig, raw, interval, dump)
+            reason[(extra != VALID) & (reason == VALID)] = extra[(extra != VALID) & (reason == VALID)]
+        else:
+            raise kinds.UnsupportedKind("the reference window rules (metrics.windows)", sig.kind, rule)
         if sent is not None:
             reason[_touching(sent)] = SENTINEL
         reason[_touching(np.broadcast_to(bad, raw.shape))] = MISSING
@@ -223,10 +229,11 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
     return Windows(interval, values, 1.0, "window", ts[:-1], nulls)
 
 
-def _kind(gen: Generation, name: str) -> str:
-    if name in gen.fields:
-        return "field"
-    return gen.signals[name].kind.value
+#: Reference rules of window-rule ids beyond the four above (a kind added to ``ontology/kinds.py``):
+#: ``rule(sig, raw uint64 (S, C, I), interval (W, C), dump) -> (values float64 (W, C, I) in the signal's
+#: unit, reasons uint8 (W, C, I): VALID or a code of ``REASONS``)``. Rules 5 and 6 (sentinels, missing
+#: samples) apply after it, as to every kind.
+RULES: dict = {}
 
 
 def run_level(w: Windows, gen: Generation, mask: np.ndarray | None = None) -> Windows:
@@ -239,7 +246,7 @@ def run_level(w: Windows, gen: Generation, mask: np.ndarray | None = None) -> Wi
         extra = (1,) * (v.ndim - 2)
         keep = np.ones(v.shape, dtype=bool) if mask is None else np.broadcast_to(mask.reshape(mask.shape + extra), v.shape)
         vv = np.where(keep, v, 0.0)
-        if _kind(gen, name) in ("counter", "histogram"):
+        if kinds.row_of(gen, name).run == "sum":
             values[name] = vv.sum(axis=0, keepdims=True)
         else:
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -252,8 +259,7 @@ def server_level(run: Windows, gen: Generation) -> Windows:
     n = run.interval.shape[1]
     values = {}
     for name, v in run.values.items():
-        kind = _kind(gen, name)
-        rule = "sum" if kind in ("counter", "histogram") else ("max" if kind == "field" else gen.signals[name].across_chips)
+        rule = kinds.across_rule(gen, name)
         if rule == "sum":
             values[name] = v.sum(axis=1, keepdims=True)
         elif rule == "max":

@@ -17,13 +17,19 @@ import math
 from dataclasses import dataclass
 
 from .diagnostics import Diagnostic, Span
-from .model import EmulatorBinding, SignalKind
+from . import kinds
+from .model import EmulatorBinding
 from .yaml_source import YamlSource
 
 KINDS = ("linear", "impulse", "gauge", "event_rate", "constant")
 _KIND_NAME = {"linear": "linear", "impulse": "impulse", "gauge": "gauge", "event_rate": "events", "constant": "constant"}
-_FOR = {"linear": (SignalKind.counter,), "impulse": (SignalKind.counter,), "gauge": (SignalKind.gauge,),
-        "event_rate": (SignalKind.counter,), "constant": tuple(SignalKind)}
+_FOR = {"linear": ("increase",), "impulse": ("increase",), "gauge": ("mean",), "event_rate": ("increase",),
+        "constant": None}  # binding -> the window rules (ontology/kinds.py) of the signals it can feed; None: any
+
+
+def _fits(binding: str, kind: str) -> bool:
+    rules = _FOR[binding]
+    return rules is None or kinds.of(kind).window in rules
 _SPLIT = ("linear", "gauge", "event_rate")
 
 
@@ -73,7 +79,7 @@ class ResolvedBinding:
         return f"{self.kind}: {body}" + (f" ({', '.join(extra)})" if extra else "")
 
 
-def resolve_binding(full: str, kind: SignalKind, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource,
+def resolve_binding(full: str, kind: str, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource,
                     diags: list[Diagnostic]) -> ResolvedBinding | None:
     """Resolve the binding ``b`` of signal ``full`` (of ``kind``, register ``width`` bits, on a block
     with instance ``axes``), written at ``sloc + ("emulator",)``; every problem becomes a located
@@ -91,10 +97,10 @@ def resolve_binding(full: str, kind: SignalKind, b: EmulatorBinding, axes: tuple
         return None
     k = given[0]
     ok = True
-    if kind not in _FOR[k]:
-        want = " or ".join(x.value for x in _FOR[k])
-        fits = [x for x in KINDS if kind in _FOR[x]]
-        err(f"`{k}` is for a {want}, but the signal is a {kind.value}", k, f"a {kind.value} takes {', '.join(fits)}")
+    if not _fits(k, kind):
+        want = " or ".join(n for n, row in kinds.KINDS.items() if row.window in _FOR[k])
+        fits = [x for x in KINDS if _fits(x, kind)]
+        err(f"`{k}` is for a {want}, but the signal is a {kind}", k, f"a {kind} takes {', '.join(fits)}")
         ok = False
     split = b.split.value if b.split is not None else None
     n_axes = len(axes)

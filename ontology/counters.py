@@ -9,7 +9,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .diagnostics import Diagnostic, did_you_mean
-from .model import GenerationFile, ResetIndicatorKind, SignalKind
+from . import kinds
+from .model import GenerationFile, ResetIndicatorKind
 from .units import UnitError, parse_quantity_exact
 from .yaml_source import YamlSource
 
@@ -74,7 +75,7 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
     def err(msg, hint):
         diags.append(Diagnostic("error", "wrap-range", f"{msg}", src.span(loc), hint=hint))
 
-    if sig.kind is not SignalKind.counter:
+    if "wrap_range" not in kinds.of(sig.kind).options:
         err("`wrap_range` is for counters", "remove it, or make the signal a counter")
         return None
     if not isinstance(sig.width, int):
@@ -108,7 +109,7 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
 def _check_scale_field(full: str, s_, fields: dict, loc: tuple, src: YamlSource, diags: list[Diagnostic]) -> None:
     fname, base = s_.scale_field
     span = src.span(loc)
-    if s_.kind is not SignalKind.counter:
+    if "scale_field" not in kinds.of(s_.kind).options:
         diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: `scale_field` is for counters", span, hint="remove it"))
         return
     f = fields.get(fname)

@@ -24,7 +24,7 @@ class SignalDiff:
 
 def _props(s: ResolvedSignal) -> dict:
     return {
-        "kind": s.kind.value,
+        "kind": s.kind,
         "unit": s.unit_text,
         "width": s.width,
         "wrap_width": s.wrap_width if s.wrap_width != s.width else None,

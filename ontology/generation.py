@@ -16,7 +16,8 @@ import pint
 from .binding import ResolvedBinding, resolve_binding
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
-from .model import GenerationFile, ResetIndicatorKind, Scope, SignalKind
+from . import kinds
+from .model import GenerationFile, ResetIndicatorKind, Scope
 from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, parse_unit, registry_for
 from .yaml_source import YamlSource
 
@@ -35,7 +36,7 @@ class ResolvedSignal:
 
     name: str  # full name, "hbm.read_bytes"
     block: str
-    kind: SignalKind
+    kind: str  # a row of ontology/kinds.py (kinds.of(signal) gives it)
     unit: pint.Unit
     unit_text: str
     description: str
@@ -242,7 +243,8 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         for sname, sig in block.signals.items():
             sloc = bloc + ("signals", sname)
             full = f"{bname}.{sname}"
-            if sig.kind is SignalKind.packed:
+            kind = kinds.of(sig.kind)
+            if "fields" in kind.options:  # a packed register: its fields carry the units
                 u = reg.dimensionless if not sig.unit else unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
             elif not sig.unit:
                 diags.append(Diagnostic("error", "missing-unit", f"signal `{full}` has no `unit`", src.span(sloc),
@@ -252,14 +254,14 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 u = unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
             _check_signal(full, sig, sloc, src, diags)
             sizes = axes
-            if sig.kind is SignalKind.histogram:
+            if "buckets" in kind.options:
                 sizes = axes + (("bucket", len(sig.buckets) + 1),)
                 if n_inst * (len(sig.buckets) + 1) > MAX_INSTANCES:
                     diags.append(Diagnostic("error", "instances", f"signal `{full}` has {n_inst * (len(sig.buckets) + 1):,} registers "
                                             f"per chip ({n_inst:,} instances x {len(sig.buckets) + 1} buckets); at most {MAX_INSTANCES:,}",
                                             src.span(sloc + ("buckets",)), hint="use fewer buckets"))
                     continue
-            slot_idx, n_full = _flat_slots(full_axes, present, len(sig.buckets) + 1 if sig.kind is SignalKind.histogram else 1)
+            slot_idx, n_full = _flat_slots(full_axes, present, len(sig.buckets) + 1 if "buckets" in kind.options else 1)
             max_rate = None
             if sig.max_rate is not None and u is not None:
                 try:
@@ -269,7 +271,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 except UnitError:
                     diags.append(Diagnostic("error", "unit-mismatch", f"signal `{full}`: max_rate `{sig.max_rate}` is not a positive rate in {sig.unit}/s",
                                             src.span(sloc + ("max_rate",)), hint=f"write e.g. `max_rate: 2 T{sig.unit}/s`"))
-            if sig.kind is SignalKind.packed:
+            if "fields" in kind.options:
                 for fname, f in sig.fields.items():
                     floc = sloc + ("fields", fname)
                     fu = unit(f.unit, floc + ("unit",), f"field `{full}.{fname}`")
@@ -284,8 +286,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                     diags.append(Diagnostic("error", "clock-domain-mismatch",
                                             f"signal `{full}` counts `{dname}` but block `{bname}` runs on clock `{block.clock}`",
                                             src.span(sloc + ("unit",)), hint=f"use `{cycle_unit(block.clock)}`, or move the signal to a block on that clock"))
-            counting = sig.kind in (SignalKind.counter, SignalKind.histogram)
-            across = "sum" if counting else (sig.across_chips.value if sig.across_chips else "avg")
+            across = kind.across if kind.across != "declared" else (sig.across_chips.value if sig.across_chips else "avg")
             signals[full] = ResolvedSignal(
                 full, bname, sig.kind, u, sig.unit, sig.description, sig.width, sig.scale, sizes, block.clock, across,
                 src.span(sloc), wrap_width=sig.effective_width or sig.width, sentinel=tuple(sig.sentinel),
@@ -349,19 +350,19 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
     def err(code, msg, key, hint=""):
         diags.append(Diagnostic("error", code, f"signal `{full}`: {msg}", src.span(sloc + ((key,) if key else ())), hint=hint))
 
-    k = sig.kind
-    if sig.width == "unknown" and k is not SignalKind.counter:
+    k = kinds.of(sig.kind)  # what the kind allows: ontology/kinds.py
+    if sig.width == "unknown" and "width_unknown" not in k.options:
         err("counter-width", "`width: unknown` is only for counters", "width")
-    if k in (SignalKind.counter, SignalKind.histogram, SignalKind.packed) and sig.width is None:
-        err("counter-width", f"a {k.value} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
-    if k is SignalKind.gauge and sig.width is not None:
-        err("gauge-width", "a gauge has no `width`: gauges are levels and never wrap", "width", "remove `width`, or make the signal a counter")
-    if sig.counted_by == "leader" and k not in (SignalKind.counter, SignalKind.histogram):
-        err("counted-by", f"`counted_by: leader` is for counters; a {k.value} is read on every chip", "counted_by")
-    if k is not SignalKind.gauge and sig.across_chips is not None:
+    if k.width == "required" and sig.width is None:
+        err("counter-width", f"a {k.name} needs a `width`", None, "give the register width in bits (e.g. width: 32); it decides where the value wraps")
+    if k.width == "forbidden" and sig.width is not None:
+        err("gauge-width", f"a {k.name} has no `width`: it is a level and never wraps", "width", "remove `width`, or make the signal a counter")
+    if sig.counted_by == "leader" and not k.counts:
+        err("counted-by", f"`counted_by: leader` is for counters; a {k.name} is read on every chip", "counted_by")
+    if "across_chips" not in k.options and sig.across_chips is not None:
         err("counter-across-chips", "`across_chips` is for gauges; counters always sum across chips", "across_chips", "remove `across_chips`")
     if sig.effective_width is not None:
-        if k is not SignalKind.counter:
+        if "effective_width" not in k.options:
             err("effective-width", "`effective_width` is for counters", "effective_width")
         elif isinstance(sig.width, int) and sig.effective_width > sig.width:
             err("effective-width", f"effective_width {sig.effective_width} exceeds the register width {sig.width}", "effective_width",
@@ -372,9 +373,9 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
     for v in sig.sentinel:
         if v < 0 or v >= (1 << stored):
             err("sentinel", f"sentinel {v} does not fit in {stored} bits", "sentinel")
-    if sig.max_rate is not None and k is not SignalKind.counter:
+    if sig.max_rate is not None and "max_rate" not in k.options:
         err("max-rate", "`max_rate` is for counters", "max_rate")
-    if k is SignalKind.packed:
+    if "fields" in k.options:
         if not sig.fields:
             err("packed-fields", "a packed register needs `fields`", None, "give each bit range: fields: {state: {bits: [0, 3], description: ...}}")
         used: list[tuple[int, int, str]] = []
@@ -388,7 +389,7 @@ def _check_signal(full: str, sig, sloc: tuple, src: YamlSource, diags: list[Diag
             used.append((lo, hi, fname))
     elif sig.fields:
         err("packed-fields", "`fields` are for packed registers", "fields")
-    if k is SignalKind.histogram:
+    if "buckets" in k.options:
         if not sig.buckets or any(b >= c for b, c in zip(sig.buckets, sig.buckets[1:])):
             err("histogram-buckets", "a histogram needs ascending `buckets`", "buckets", "e.g. buckets: [64, 256, 1024, 4096]")
     elif sig.buckets:

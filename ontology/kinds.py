@@ -12,8 +12,8 @@ the kind's name:
   keep one handler per rule id; a backend without a handler for a kind's rule refuses the kind by
   name (``UnsupportedKind``), never evaluates it some other way.
 - ``run``: how window values combine over a run — ``sum`` (amounts) or ``time_weighted`` (levels).
-- ``across``: how per-chip values combine at server level — ``sum``, or ``declared`` (the signal's
-  ``across_chips``: a gauge's sum, mean or max).
+- ``across``: how per-chip values combine at server level — ``sum``, ``max``, or ``declared`` (the
+  signal's ``across_chips``: a gauge's sum, mean or max; the mean for a kind that cannot declare one).
 - ``counts``: the register counts events: it has a bit width that wraps, reset indicators and
   ``counted_by: leader`` apply, it adds up across chips (chip degree 1), and it is exported as a
   counter (``metrics.telemetry``: time degree 1).
@@ -65,7 +65,7 @@ KINDS: dict[str, Kind] = {
     "gauge": Kind("gauge", "mean", "time_weighted", "declared", False, "forbidden", frozenset({"across_chips"}),
                   "its time-weighted mean over the window", 1,
                   "an instantaneous level; inside a metric its name means its time-weighted mean"),
-    "packed": Kind("packed", "end", "time_weighted", "max", False, "required", frozenset({"fields"}),
+    "packed": Kind("packed", "end", "time_weighted", "declared", False, "required", frozenset({"fields"}),
                    "read through its fields", 2,
                    "one register holding several bit ranges (`fields`), each with its own meaning; never differenced. "
                    "A field `f` of signal `blk.s` is referenced as `blk.s.f` and means its value at the window's end sample"),
@@ -94,6 +94,25 @@ def of(kind) -> Kind:
         raise KeyError(f"no signal kind `{name}`; the kinds are {', '.join(KINDS)}") from None
 
 
+def row_of(gen, name: str) -> Kind:
+    """The row of a generation's signal or packed field ``name`` (a field's is ``FIELD``)."""
+    return FIELD if name in gen.fields else of(gen.signals[name])
+
+
+def across_rule(gen, name: str) -> str:
+    """How ``name``'s per-chip values combine across chips: ``sum``, ``max`` or ``avg`` — its row's rule,
+    or the signal's resolved ``across_chips`` where the row defers to it."""
+    row = row_of(gen, name)
+    return row.across if row.across != "declared" else gen.signals[name].across_chips
+
+
+def chip_degree(signal) -> int:
+    """How a signal scales with the number of chips at server level, the compiler's rule for a name
+    read in a metric (``metrics.infer``): 1 when its values add up across chips (its ``across_chips``
+    is ``sum``: every counting kind, and gauges declared so), else 0."""
+    return 1 if signal.across_chips == "sum" else 0
+
+
 def register(kind: Kind) -> None:
     """Add (or replace) a kind's row; its reference rule goes to ``metrics.windows.RULES``."""
     KINDS[kind.name] = kind
@@ -105,4 +124,4 @@ def unregister(name: str) -> None:
         KINDS.pop(name, None)
 
 
-__all__ = ["FIELD", "KINDS", "Kind", "UnsupportedKind", "of", "register", "unregister"]
+__all__ = ["FIELD", "KINDS", "Kind", "UnsupportedKind", "across_rule", "chip_degree", "of", "register", "row_of", "unregister"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .diagnostics import Diagnostic
 from .generation import Generation
-from .model import SignalKind
+from . import kinds
 
 
 def lint_generation(gen: Generation) -> list[Diagnostic]:
@@ -21,7 +21,7 @@ def lint_generation(gen: Generation) -> list[Diagnostic]:
             out.append(Diagnostic("warning", "lint-source", f"spec constant `{name}` is assumed but does not say on what basis", c.span,
                                   hint="say why the figure was chosen (`source:`)"))
     for name, s in gen.signals.items():
-        if s.kind is SignalKind.counter and s.unit_text:
+        if kinds.of(s).counts and s.unit_text:
             dims = reg.Quantity(1, s.unit).dimensionality
             if dims.get("[time]", 0) < 0:
                 out.append(Diagnostic("warning", "lint-counter-rate", f"counter `{name}` has unit {s.unit_text}, a rate",

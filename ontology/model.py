@@ -11,7 +11,7 @@ import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StringConstraints, field_validator
 
 Ident = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
 DottedIdent = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")]
@@ -76,7 +76,8 @@ class ClockDomain(_Model):
 
 
 class SignalKind(str, Enum):
-    """How a signal's raw register is read.
+    """The shipped kinds of signal (``ontology/kinds.py`` holds what each means to every layer; a kind
+    added there is accepted too). How a signal's raw register is read:
 
     - ``counter``: a monotonic register of ``width`` bits that wraps modulo 2^width (or 2^effective_width);
       inside a metric its name means its increase over the window.
@@ -184,7 +185,20 @@ class EmulatorBinding(_Model):
 class Signal(_Model):
     """A base hardware signal of a block."""
 
-    kind: SignalKind = Field(description="counter, gauge, packed or histogram.")
+    kind: str = Field(description="counter, gauge, packed or histogram (the rows of ontology/kinds.py).",
+                      json_schema_extra={"enum": [k.value for k in SignalKind]})
+
+    @field_validator("kind")
+    @classmethod
+    def _a_known_kind(cls, v: str) -> str:
+        from .kinds import KINDS
+
+        if v not in KINDS:
+            from .diagnostics import did_you_mean
+
+            hint = did_you_mean(v, KINDS)
+            raise ValueError(f"no signal kind `{v}`" + (f" ({hint})" if hint else "") + f"; the kinds are {', '.join(KINDS)}")
+        return v
     unit: str = Field(default="", description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.")
     description: str = Field(min_length=1, description="What the signal counts or measures.")
     width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")

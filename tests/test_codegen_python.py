@@ -94,7 +94,7 @@ def test_stream_baseline_absent_chip_and_blocks(graph, sohu):
     regs = [_sample(sohu, rng, C) for _ in range(S)]
     for i in range(1, S):  # counters advance
         for n, sig in sohu.signals.items():
-            if sig.kind.value == "counter":
+            if sig.kind == "counter":
                 regs[i][n] = regs[i - 1][n] + rng.integers(0, 1000, size=regs[i][n].shape, dtype=np.uint64)
     ts = [np.full(C, i * 1_000_000) for i in range(S)]
     present = [np.ones(C, bool) for _ in range(S)]

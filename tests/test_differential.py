@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from perfonto.ontology import kinds
+
 from test_differential_backends import Sig, check_all, generations
 
 UNITS = {"B": {"byte": 1}, "FLOP": {"flop": 1}, "event": {"event": 1}, "core_cycle": {"core_cycle": 1}, "token": {"token": 1},
@@ -62,7 +64,8 @@ def leaves(sigs: list[Sig], metrics: list[Term]) -> list[Term]:
             for f in s.fields:
                 out.append(Term(f"{s.name}.{f}", {}, "1", 0, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
             continue
-        degree = 1 if s.kind in ("counter", "histogram") or s.across == "sum" else 0
+        row = kinds.of(s.kind)  # the compiler's rule (ontology.kinds.chip_degree), on the across rule the signal resolves to
+        degree = 1 if (row.across if row.across != "declared" else (s.across if "across_chips" in row.options else "avg")) == "sum" else 0
         out.append(Term(s.name, UNITS[s.unit], s.unit, degree, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
     out.append(Term("interval", {"time": 1}, "s", 0, ()))
     out.append(Term("spec.k0", {"byte": 1, "time": -1}, "B/s", 1, ()))

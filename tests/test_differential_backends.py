@@ -222,7 +222,7 @@ def build_generation(sigs: list[Sig]) -> Generation:
         counting = s.kind in ("counter", "histogram")
         width, wrap = (64, None) if s.width == "unknown" else (s.width, (s.eff or s.width) if s.width else None)
         signals[s.name] = ResolvedSignal(
-            s.name, blk, SignalKind(s.kind), unit, "" if s.kind == "packed" else s.unit, f"{s.kind} {s.name.split('.')[1]}", width,
+            s.name, blk, s.kind, unit, "" if s.kind == "packed" else s.unit, f"{s.kind} {s.name.split('.')[1]}", width,
             s.scale, s.axes, "core", "sum" if counting else (s.across if s.kind == "gauge" else "avg"), span, wrap_width=wrap,
             sentinel=s.sentinel, reset_indicator=s.indicator, max_rate=s.max_rate, buckets=(10.0, 100.0) if s.buckets else (),
             since="dt", modulus=s.modulus, reset_kind="decrease" if s.uptime else "change",

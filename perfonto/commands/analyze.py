@@ -54,6 +54,7 @@ def cmd_analyze(args) -> int:
     from perfonto.analysis.spans import AttributionError
     from perfonto.metrics.windows import DumpError
     from perfonto.ontology.diagnostics import CatalogError
+    from perfonto.ontology.kinds import UnsupportedKind
 
     from ..job import analyze_job
     from ..outputs import OutputError
@@ -82,7 +83,7 @@ def cmd_analyze(args) -> int:
         raise catalog_failure(exc, args) from None
     except KeyError as exc:
         raise CommandError(str(exc.args[0]), 2) from None
-    except (DumpError, RunError, OutputError, AttributionError) as exc:
+    except (DumpError, RunError, OutputError, AttributionError, UnsupportedKind) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
         raise CommandError(f"{exc.filename or args.counters}: {exc.strerror or exc}", 1) from None
