@@ -21,7 +21,7 @@ from typing import Callable
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
 from perfonto.codegen.evaluator_cache import evaluator as cached_evaluator
 from perfonto.metrics.catalog import select_metrics
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 from .bottleneck import Analysis, analyse
 from .engine import evaluate_capture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 from .bottleneck import BoundViolation, _as_fraction, tree_children
 

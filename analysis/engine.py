@@ -32,7 +32,7 @@ import numpy as np
 from perfonto.capture.dump import CounterDump
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
 from perfonto.capture.pieces import Chunk, iter_chunks
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import group_inputs, group_scale, null_reasons
 from perfonto.metrics.windows import VALID, Windows, prepare
 

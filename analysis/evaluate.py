@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import evaluate_levels, null_reasons
 from perfonto.metrics.windows import DumpError, Windows, prepare, read_counters
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
 from perfonto.capture.topology import Topology
 

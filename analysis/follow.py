@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from perfonto.metrics.windows import DumpError, read_counters
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 from .live import SampleBlock
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import kinds
 from perfonto.metrics.levels import _invalid, signal_deps
 from perfonto.metrics.windows import Windows

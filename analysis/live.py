@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.telemetry import Exposition, expositions
 
 

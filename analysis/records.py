@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.population import Records, evaluate_records, read_records
 from perfonto.metrics.timesplit import time_split
 from perfonto.ontology import kinds

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfonto.codegen.sql import generate_sql
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.capture.dump_io import DumpError
 
 

@@ -37,12 +37,16 @@ PY = sys.executable
 
 
 def _run(cmd: list[str], env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, peak RSS in MB, the finished process) of ``cmd``."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    out, err = p.stdout.read(), p.stderr.read()
+    """(wall seconds, peak RSS in MB, the finished process) of ``cmd``; its output goes to temporary
+    files (a pipe would fill and stall it: ``os.wait4`` reads no pipe)."""
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
     p.returncode = os.waitstatus_to_exitcode(status)
     done = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     if p.returncode != 0:

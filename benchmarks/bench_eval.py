@@ -257,11 +257,13 @@ def engine_cli(data: Path, out: Path, repeat: int = 1) -> dict:
     for _ in range(max(1, repeat)):
         cache = warm(data)
         t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out), "--force", "--engine", "embedded"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        err = p.stderr.read()
+        with tempfile.TemporaryFile("w+") as fe:  # not a pipe: os.wait4 reads none, a full pipe would stall the child
+            p = subprocess.Popen([sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out), "--force", "--engine",
+                                  "embedded"], stdout=subprocess.DEVNULL, stderr=fe, text=True, env=env)
+            _, status, usage = os.wait4(p.pid, 0)
+            wall = time.perf_counter() - t0
+            fe.seek(0)
+            err = fe.read()
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError(err.strip().splitlines()[-1] if err.strip() else "perfonto analyze failed")
         if "compiling" in err:

@@ -97,11 +97,13 @@ def run_cli(data: Path, out: Path, topology: Path | None, cache: Path) -> dict:
     if w.returncode != 0:
         return {"error": w.stderr.strip().splitlines()[-1:] or ["failed"]}
     cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out)] + (["--topology", str(topology)] if topology else [])
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    err = p.stderr.read()
+    with tempfile.TemporaryFile("w+") as fe:  # not a pipe: os.wait4 reads none, a full pipe would stall the child
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fe, text=True, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        fe.seek(0)
+        err = fe.read()
     if os.waitstatus_to_exitcode(status) != 0:
         return {"error": err.strip().splitlines()[-1:] or ["failed"]}
     import pyarrow.parquet as pq

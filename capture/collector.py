@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 
 VERSION = 1

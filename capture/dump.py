@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perfonto.ontology.diagnostics import did_you_mean
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 
 from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)

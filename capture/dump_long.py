@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perfonto.ontology.diagnostics import did_you_mean
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 from .dump_io import DumpError
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from perfonto.ontology.diagnostics import did_you_mean
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _long_keys, _period, _pivot, _wide_columns, check_instances_seen, csv_types
 from .dump_grid import Grid, _grid, time_reversals

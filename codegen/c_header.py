@@ -11,7 +11,7 @@ import math
 import re
 
 from perfonto.ontology import kinds
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 _IDENT = re.compile(r"^[a-z][a-z0-9_.]*$")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
 
 from .docs import _anchor, _code, _esc, _n

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import cache as _cache
 
 from .python_evaluator import generate, load

@@ -21,7 +21,7 @@ import ast
 import math
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 from .ir_passes import fold
 from .plan import Layout

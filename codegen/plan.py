@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.generation import Generation, ResolvedSignal
 from perfonto.ontology import kinds
 

@@ -32,7 +32,7 @@ from collections import Counter
 from importlib import resources
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 from .ir_passes import fold, is_array, nonfinite_sensitive
 from .kernel import kernel_source, metric_table

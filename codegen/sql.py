@@ -31,7 +31,7 @@ from typing import Callable
 from sqlglot import exp
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 from .ir_passes import fold, nonfinite_sensitive
 from .sql_spark import SPARK

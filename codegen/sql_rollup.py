@@ -25,7 +25,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from perfonto.metrics import ir
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import is_chip_time
 from perfonto.ontology import kinds
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfonto.metrics.compiler import MetricGraph, compile_files, library_files
 from perfonto.ontology.diagnostics import Diagnostic, Span
-from perfonto.ontology.files import FileReadError, check_path, is_dir
-from perfonto.ontology.generation import Generation
-from perfonto.ontology.lint import lint_generation
-from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
+from perfonto.ontology.resolved import Generation
+
+from .graph import MetricGraph
 
 
 @dataclass
@@ -29,6 +27,8 @@ class Catalog:
 def shipped_others(gen: Generation | str | None = None) -> tuple[Generation, ...]:
     """The shipped generations other than ``gen`` (a generation or its name), for the compiler's
     "exists on …" availability reasons. Generations that do not load are left out."""
+    from perfonto.ontology.loader import load_generation, shipped_generations
+
     name = gen.name if isinstance(gen, Generation) else gen
     out = []
     for g in shipped_generations():
@@ -65,6 +65,12 @@ def load_catalog(catalog_dir: str | Path | None = None, generation: str | None =
 
 def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=None, library: bool = True) -> Catalog:
     """``load_catalog`` without the cache."""
+    from perfonto.ontology.files import FileReadError, check_path, is_dir
+    from perfonto.ontology.lint import lint_generation
+    from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
+
+    from .compiler import compile_files, library_files
+
     notes: list[str] = []
     if catalog_dir is None:
         generation = generation or "sohu"
@@ -105,6 +111,8 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
 
 def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path], library: bool) -> str:
     """Which metric files a catalog folder is compiled with: its own, the shipped library's, or both."""
+    from perfonto.ontology.loader import shipped_generations
+
     own = f"the folder's {len(files)} metric file(s) ({', '.join(p.name for p in files)})" if files else "no metric file of the folder"
     shipped = not yamls or set(gen.lineage[:-1]) & set(shipped_generations())
     if not shipped:

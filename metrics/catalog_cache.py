@@ -56,7 +56,8 @@ def key(catalog_dir, generation, library: bool) -> str:
         files = own + files
     from perfonto.ontology import kinds
 
-    table = repr(sorted((k, repr(v)) for k, v in kinds.KINDS.items()))  # a kind registered at run time is an input too
+    # a kind registered at run time is an input too (options sorted: a frozenset's order changes per process)
+    table = repr(sorted((k, repr({**vars(v), "options": sorted(v.options)})) for k, v in kinds.KINDS.items()))
     return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library)), table]
                          + _cache.file_parts(files))
 

@@ -26,10 +26,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import networkx as nx
 
 from perfonto.dsl import ast
 from perfonto.dsl.parser import parse_file, parse_text
@@ -39,42 +36,10 @@ from perfonto.ontology.generation import Generation
 
 from . import ir
 from . import passes
-from .stages import CompiledMetric, Parsed, Typed, frozen
+from .graph import MetricGraph  # noqa: F401  (re-exported: the compiler's result)
+from .stages import Parsed, Typed, frozen
 from .lint import lint
 from .submetrics import expand as expand_submetrics
-
-
-@dataclass
-class MetricGraph:
-    """The compiled catalog: metrics in topological order plus the dependency DAG.
-
-    ``graph`` nodes are metric, signal and ``spec.*`` names (attribute ``kind``); an edge ``u → v``
-    means v's formula uses u.
-    """
-
-    generation: Generation
-    metrics: dict[str, CompiledMetric]
-    graph: nx.DiGraph
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    content_hash: str = ""
-    unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it cannot be computed here
-    record_metrics: dict[str, CompiledMetric] = field(default_factory=dict)  # metrics over request/token records
-    declarations: dict[str, ast.MetricDecl] = field(default_factory=dict)
-
-    @property
-    def all_metrics(self) -> dict[str, CompiledMetric]:
-        """Window metrics and record metrics together."""
-        return {**self.metrics, **self.record_metrics}
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.severity == "error"]
-
-    def dependents(self, name: str) -> list[str]:
-        return sorted(n for n in self.graph.successors(name) if n in self.metrics or n in self.record_metrics)
-
-    def dependencies(self, name: str) -> list[str]:
-        return sorted(self.graph.predecessors(name))
 
 
 def library_files() -> list[Path]:

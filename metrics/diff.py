@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from perfonto.metrics.compiler import compile_files
 from perfonto.ontology.diff import diff_signals
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 
 def diff_generations(old: Generation, new: Generation) -> dict:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import networkx as nx
 
 from perfonto.dsl.printer import to_text
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology import kinds
-from perfonto.ontology.loader import shipped_generations
 from perfonto.ontology.units import fmt_unit
 
 
@@ -20,12 +19,13 @@ def window_meaning(kind: str) -> str:
 def availability(name: str, catalog_dir=None) -> dict[str, str]:
     """Generation → "available" or the reason the metric is unavailable there: the shipped generations
     and library, or (``catalog_dir``) the generations and metric files of a user's catalog."""
+    from importlib import resources
     from pathlib import Path
 
     from .catalog import load_catalog
 
     out = {}
-    names = shipped_generations()
+    names = sorted(p.stem for p in Path(str(resources.files("perfonto.ontology").joinpath("catalog"))).glob("*.yaml"))  # the shipped ones
     if catalog_dir is not None:
         import yaml
 

@@ -31,9 +31,9 @@ import pint
 
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
-from perfonto.ontology.model import Scope
+from perfonto.ontology.resolved import Scope
 from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, parse_unit
 
 from . import ir

@@ -24,7 +24,7 @@ import pint
 
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 
 from . import ir
 

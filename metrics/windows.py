@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfonto.ontology.generation import Generation
+from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 
 from perfonto.capture.dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)

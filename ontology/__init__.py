@@ -1,7 +1,26 @@
-"""perfonto.ontology: the signal model of each silicon generation (lowest layer; imports nothing of perfonto)."""
-from .diagnostics import CatalogError, Diagnostic, Span
-from .generation import Generation, ResolvedConstant, ResolvedSignal
-from .loader import load_generation, load_generation_files, shipped_generations
+"""perfonto.ontology: the signal model of each silicon generation (lowest layer; imports nothing of perfonto).
+
+The names below are imported on first use, so that importing one module of the layer (the resolved
+model a cached catalog is made of, the kinds table) does not load the YAML model and the resolver."""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_WHERE = {"CatalogError": "diagnostics", "Diagnostic": "diagnostics", "Span": "diagnostics", "Generation": "resolved",
+          "ResolvedConstant": "resolved", "ResolvedSignal": "resolved", "load_generation": "loader",
+          "load_generation_files": "loader", "shipped_generations": "loader"}
 
 __all__ = ["CatalogError", "Diagnostic", "Span", "Generation", "ResolvedConstant", "ResolvedSignal",
            "load_generation", "load_generation_files", "shipped_generations"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .diagnostics import CatalogError, Diagnostic, Span
+    from .loader import load_generation, load_generation_files, shipped_generations
+    from .resolved import Generation, ResolvedConstant, ResolvedSignal
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

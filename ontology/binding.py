@@ -14,11 +14,11 @@ second, counters), ``constant`` (a raw register value, any kind).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .diagnostics import Diagnostic, Span
 from . import kinds
 from .model import EmulatorBinding
+from .resolved import ResolvedBinding
 from .yaml_source import YamlSource
 
 KINDS = ("linear", "impulse", "gauge", "event_rate", "constant")
@@ -31,52 +31,6 @@ def _fits(binding: str, kind: str) -> bool:
     rules = _FOR[binding]
     return rules is None or kinds.of(kind).window in rules
 _SPLIT = ("linear", "gauge", "event_rate")
-
-
-@dataclass(frozen=True)
-class ResolvedBinding:
-    """One signal's emulator binding, resolved.
-
-    kind: ``linear``, ``impulse``, ``gauge``, ``events`` or ``constant``.
-    terms: ``linear``: ((quantity, coefficient), ...); term_spans: where each quantity is written.
-    name: ``impulse`` / ``gauge``: the quantity; name_span: where it is written.
-    split: instance split (``one`` for blocks without instances).
-    leader_only: counted on the leader chip of each scheduler rank only.
-    rate: ``events``: events per instance per second.
-    constant: ``constant``: the raw register value.
-    span: where the binding is written (the ``emulator:`` key's value).
-    """
-
-    kind: str
-    span: Span
-    terms: tuple[tuple[str, float], ...] = ()
-    term_spans: tuple[Span, ...] = ()
-    name: str = ""
-    name_span: Span | None = None
-    split: str = "one"
-    leader_only: bool = False
-    rate: float = 0.0
-    constant: int = 0
-
-    @property
-    def quantities(self) -> tuple[str, ...]:
-        """Every emulator quantity the binding reads."""
-        return tuple(q for q, _ in self.terms) + ((self.name,) if self.name else ())
-
-    def describe(self) -> str:
-        """One line, e.g. ``linear: 1 × hbm_read (jitter)``."""
-        if self.kind == "linear":
-            body = " + ".join(f"{c:g} × {q}" for q, c in self.terms)
-        elif self.kind in ("impulse", "gauge"):
-            body = self.name
-        elif self.kind == "events":
-            body = f"{self.rate:g} per instance per s"
-        else:
-            body = str(self.constant)
-        extra = [self.split] if self.kind in ("linear", "gauge", "events") else []
-        if self.leader_only:
-            extra.append("leader only")
-        return f"{self.kind}: {body}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def resolve_binding(full: str, kind: str, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource,

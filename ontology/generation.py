@@ -9,143 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass, field
 
 import pint
 
-from .binding import ResolvedBinding, resolve_binding
-from .diagnostics import Diagnostic, Span, did_you_mean
+from .binding import resolve_binding
+from .diagnostics import Diagnostic, Span, did_you_mean  # noqa: F401  (Span: re-exported)
 from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
 from . import kinds
-from .model import GenerationFile, ResetIndicatorKind, Scope
+from .model import GenerationFile, ResetIndicatorKind
+from .resolved import Generation, ResolvedBinding, ResolvedConstant, ResolvedField, ResolvedRecordField, ResolvedSignal, Scope  # noqa: F401  (re-exported)
 from .units import UnitError, conversion_factor, cycle_unit, parse_quantity, parse_unit, registry_for
 from .yaml_source import YamlSource
 
 
 RESERVED = {"spec", "interval", "clock"}
 MAX_INSTANCES = 1_000_000  # registers of one signal per chip (instance axes x histogram buckets)  # names the metric language gives a meaning of its own
-
-
-@dataclass(frozen=True)
-class ResolvedSignal:
-    """One signal of a resolved generation.
-
-    ``axes`` are the block's instance axes as ``((name, size), ...)``; the signal's prepared values
-    have shape ``(windows, chips, *sizes)``.
-    """
-
-    name: str  # full name, "hbm.read_bytes"
-    block: str
-    kind: str  # a row of ontology/kinds.py (kinds.of(signal) gives it)
-    unit: pint.Unit
-    unit_text: str
-    description: str
-    width: int | None
-    scale: float
-    axes: tuple[tuple[str, int], ...]
-    clock: str
-    across_chips: str  # "sum" for counters; the gauge's rule otherwise
-    span: Span
-    wrap_width: int | None = None  # effective wrap width (effective_width, else width)
-    sentinel: tuple[int, ...] = ()
-    reset_indicator: str | None = None
-    max_rate: float | None = None  # in unit/s
-    buckets: tuple[float, ...] = ()
-    since: str = ""
-    stability: str = "stable"
-    renamed_to: str | None = None
-    broken: bool = False  # listed on this generation but known not to count (broken_on)
-    precision: str | None = None
-    sparsity: str | None = None
-    modulus: int | None = None  # raw modulus of a counter that wraps at a declared range (wrap_range / scale)
-    reset_kind: str = "change"  # how the reset indicator marks a reset: "change" (boot counter, start time) or "decrease" (uptime)
-    scale_field: tuple[str, float] | None = None  # (packed field full name, base): value = raw × scale × base ^ field, per sample
-    slots: tuple[int, ...] | None = None  # flat indices, over the block's full axes, of the present instances (None: all)
-    full_instances: int = 0  # instance count over the full axes (a dump may hold them all); 0: same as ``instances``
-    counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
-    id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
-    emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
-
-    @property
-    def instances(self) -> int:
-        n = 1
-        for _, size in self.axes:
-            n *= size
-        return n
-
-
-@dataclass(frozen=True)
-class ResolvedField:
-    """A bit field of a packed register, referenced as ``<block>.<register>.<field>``; its window value
-    is the field at the window's end sample, × scale."""
-
-    name: str
-    register: str
-    lo: int
-    hi: int
-    unit: pint.Unit
-    unit_text: str
-    scale: float
-    description: str
-    axes: tuple[tuple[str, int], ...]
-    block: str
-    span: Span
-
-
-@dataclass(frozen=True)
-class ResolvedRecordField:
-    """``<record>.<field>``: a value per record of population ``record``."""
-
-    name: str
-    record: str
-    field: str
-    unit: pint.Unit
-    unit_text: str
-    description: str
-    times: bool
-    span: Span
-    measure: str | None = None  # derived populations of gaps: "duration" (default) or "tokens"
-
-
-@dataclass(frozen=True)
-class ResolvedConstant:
-    """A spec constant, referenced in metrics as ``spec.<name>`` (``name`` here includes ``spec.``)."""
-
-    name: str
-    value: float
-    unit: pint.Unit
-    unit_text: str
-    provenance: str
-    source: str
-    description: str
-    scope: Scope
-    span: Span
-    precision: str | None = None
-    sparsity: str | None = None
-
-
-@dataclass(frozen=True)
-class Generation:
-    """A resolved generation: blocks, flat signal table, spec constants, and its unit registry."""
-
-    name: str
-    description: str
-    registry: pint.UnitRegistry
-    blocks: dict[str, dict]  # name -> {"clock", "axes", "description"}
-    signals: dict[str, ResolvedSignal]
-    spec: dict[str, ResolvedConstant]
-    source_file: str
-    content_hash: str
-    clock_domains: dict[str, ResolvedConstant] = field(default_factory=dict)
-    fields: dict[str, ResolvedField] = field(default_factory=dict)
-    lineage: tuple[str, ...] = ()  # root first, this generation last
-    aliases: dict[str, str] = field(default_factory=dict)  # old signal name -> current name
-    removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
-    record_fields: dict[str, ResolvedRecordField] = field(default_factory=dict)
-    records: dict[str, dict] = field(default_factory=dict)  # record type -> {"description", "derived_from"}
-
-    def signal(self, name: str) -> ResolvedSignal:
-        return self.signals[name]
 
 
 def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generation | None, list[Diagnostic]]:

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StringConstraints, field_validator
 
+from .resolved import Scope  # noqa: F401  (the resolved model's; written as the YAML's `scope:`)
+
 Ident = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
 DottedIdent = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")]
 IDENT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -30,21 +32,6 @@ class Provenance(str, Enum):
     claimed = "claimed"
     estimated = "estimated"
     assumed = "assumed"
-
-
-class Scope(str, Enum):
-    """What a spec constant is a quantity *of*.
-
-    ``instance``: one instance's amount of the block the constant is named after (``spec.die.peak_bw``
-    with ``die: 8`` instances is per die); it carries the block's instance axes, so it can only meet
-    per-instance values, or be rolled up first (``sum(spec.die.peak_bw)`` is the chip's total).
-    ``chip``: one chip's amount (peak FLOP/s, HBM bandwidth, capacity, clock cycles per second); a
-    server of N chips has N times it. ``system``: independent of the number of chips (bytes per
-    element, a ratio, a server-wide budget)."""
-
-    instance = "instance"
-    chip = "chip"
-    system = "system"
 
 
 class Sparsity(str, Enum):

@@ -30,7 +30,7 @@ from perfonto.analysis.evaluate import load_evaluator
 from perfonto.analysis.live import LiveMetrics
 from perfonto.analysis.openmetrics import LiveCollector, registry_for
 from perfonto.codegen.python_evaluator import generate
-from perfonto.metrics.compiler import MetricGraph
+from perfonto.metrics.graph import MetricGraph
 
 
 def _version() -> str:
