@@ -19,7 +19,7 @@ class WindowChecks:
         self.max_listed = max_listed
         self.tol = tol
         self.counts: dict[str, int] = {}
-        self.first: list[tuple[int, int, BoundViolation]] = []
+        self.first: dict[str, list[tuple[int, int, BoundViolation]]] = {}  # metric -> its first violations
         self.tree: dict[str | None, list] = {}  # parent -> [bad windows, worst error, window, chip number]
 
     def add(self, values: dict[str, np.ndarray], first: int, chips: np.ndarray, col0: int) -> None:
@@ -36,10 +36,15 @@ class WindowChecks:
             if not bad.any():
                 continue
             self.counts[name] = self.counts.get(name, 0) + int(bad.sum())
-            for wi, ci in list(zip(*np.nonzero(bad)))[:self.max_listed]:
+            wis, cis = np.nonzero(bad)  # window-then-chip order; only the first few are listed
+            listed = self.first.setdefault(name, [])
+            for wi, ci in zip(wis[:self.max_listed].tolist(), cis[:self.max_listed].tolist()):
                 val = v[wi, ci]
-                self.first.append((first + int(wi), col0 + int(ci), BoundViolation(
+                listed.append((first + int(wi), col0 + int(ci), BoundViolation(
                     name, int(chips[ci]), first + int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds)))
+            if len(listed) > 2 * self.max_listed:  # only the first max_listed (window, then chip) can be shown
+                listed.sort(key=lambda r: (r[0], r[1]))
+                del listed[self.max_listed:]
         for parent, names in tree_children(self.graph).items():
             total = sum(_as_fraction(self.graph, n, values[n]) for n in names)
             want = 1.0 if parent is None else _as_fraction(self.graph, parent, values[parent])
@@ -57,7 +62,7 @@ class WindowChecks:
     def violations(self) -> list[BoundViolation]:
         """The first ``max_listed`` violations, in metric order, then window, then chip."""
         order = {n: i for i, n in enumerate(self.graph.metrics)}
-        rows = sorted(self.first, key=lambda r: (order[r[2].metric], r[0], r[1]))
+        rows = sorted((r for rs in self.first.values() for r in rs), key=lambda r: (order[r[2].metric], r[0], r[1]))
         return [r[2] for r in rows[:self.max_listed]]
 
     def tree_messages(self) -> list[str]:

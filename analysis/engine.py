@@ -13,12 +13,14 @@ window values go to a sink (``metrics/host=<host>/part-<n>.parquet``) or, for a 
 to keep (``keep``), stay in memory for the analyses that read them (cross-chip, attribution, links).
 
 A piece none of whose window values is null (the common case) needs nothing more. A piece with a
-null — a reset, a wrap too long, a sentinel, a missing sample or register — is prepared again by the
-reference rules (``metrics.windows.prepare``), which name each null's reason; that piece's sums are
-taken over the windows valid for each class of metrics (``ChipSums``). The server level uses, as
-``metrics.levels`` does, the windows valid on every chip: where some window was null on some chips
-only, a second pass reads again only the pieces that hold such windows (clean pieces add the sums
-kept from the first pass), never the whole dump.
+null — a reset, a wrap too long, a sentinel, a missing sample or register — gives its inputs' window
+values (the generated NumPy rules) and, for the inputs with a null, the reason of each from the
+reference rules (``metrics.windows.prepare`` of just those signals); that piece's sums are taken over
+the windows valid for each class of metrics (``ChipSums``). The server level uses, as
+``metrics.levels`` does, the windows valid on every chip: for a dump of one host those sums are
+carried in the same pass; for a fleet, where a window was null on some chips only, a second pass
+reads again only the pieces that hold such windows (clean pieces add the sums kept from the first
+pass), never the whole dump.
 """
 from __future__ import annotations
 
@@ -107,6 +109,8 @@ class _Pass:
         self.offsets = np.concatenate([[0], np.cumsum(list(plan.chips.values()))]).astype(np.int64)
         self.W = plan.n_grid - 1
         self.sums: list[ChipSums] = []
+        # one host: the server level's sums (windows valid on every chip) carried in the same pass
+        self.server = ChipSums(graph, server=True) if len(plan.groups) == 1 else None
         self.bad_any: dict[str, np.ndarray] = {}
         self.nulls: dict[str, dict[str, int]] = {}
         self.checks = WindowChecks(graph)
@@ -136,15 +140,21 @@ class _Pass:
             full = self.evaluator.input_sums(ACC)
             dt = ACC[:, -1].copy()
             self.sums[ch.group].add_sums(full, dt)
-            self.clean[(ch.group, ch.first)] = (full, dt)
+            if self.server is not None:
+                self.server.add_sums(full, dt)
+            else:
+                self.clean[(ch.group, ch.first)] = (full, dt)
             counts = _formula_nulls(values)
             interval = (np.diff(T, axis=0)).astype(np.float64) * 1e-9
             w = Windows(interval, {}, 1.0, "window", T[:-1], {})
         else:
             self.stats["prepared again"] += 1
-            w = prepare(ch.dump, self.gen)  # the reference rules name every null's reason
+            w = self._windows(ch)
             self.sums[ch.group].add(w)
-            self.dirty_pieces.add((ch.group, ch.first))
+            if self.server is not None:
+                self.server.add(w)
+            else:
+                self.dirty_pieces.add((ch.group, ch.first))
             dt = w.interval.sum(axis=0)
             for s, r in w.null.items():
                 if r.any():
@@ -171,6 +181,32 @@ class _Pass:
             self.kept_values.setdefault(ch.group, []).append(values)
             self.kept_dumps.setdefault(ch.group, []).append(ch.dump)
         return w, values
+
+
+    def _windows(self, ch: Chunk) -> Windows:
+        """A piece with null values, as windows of its inputs: the generated evaluator's window values
+        (the ones its metrics were evaluated over) and, for the inputs with a null, the reason of each
+        from the reference rules (``metrics.windows.prepare`` of just those signals, their reset
+        indicators and unit registers). A piece with null registers is prepared whole by the reference."""
+        f = ch.flat
+        if f is None or f.missing is not None:
+            return prepare(ch.dump, self.gen)
+        colmap = np.arange(sum(n for _, n in self.layout), dtype=np.int64)
+        values, interval = self.evaluator.window_values(f.T, f.X, colmap)
+        bad = [n for n, v in values.items() if np.isnan(v).any()]
+        gen, dump = self.gen, ch.dump
+        need: set[str] = set()
+        for n in bad:
+            sig = gen.signals[gen.fields[n].register] if n in gen.fields else gen.signals[n]
+            need.add(sig.name)
+            if sig.reset_indicator:
+                need.add(sig.reset_indicator)
+            if sig.scale_field is not None:
+                need.add(gen.fields[sig.scale_field[0]].register)
+        sub = CounterDump(dump.path, dump.chips, dump.timestamps_ns, {k: v for k, v in dump.raw.items() if k in need}, dump.present,
+                          {}, dump.metadata, dump.hosts, dump.absent, dump.notes)
+        reasons = prepare(sub, gen).null
+        return Windows(interval, values, 1.0, "window", f.T[:-1], {n: reasons[n] for n in bad})
 
 
 def _no_jit() -> bool:
@@ -305,7 +341,10 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
         if bad.any():
             masks[key] = ~bad
     need = {k: sorted(set().union(*[deps[m] for m in keys[k]])) for k in masks}
-    srv_sums = _second_pass(graph, st, masks, need, chunk_rows, progress) if masks else {}
+    if st.server is not None:  # one host: carried in the first pass
+        srv_sums = {k: st.server.sums[k] for k in masks}
+    else:
+        srv_sums = _second_pass(graph, st, masks, need, chunk_rows, progress) if masks else {}
     total_time = float(st.chip_time.mean()) if C else 0.0
     for key, names in keys.items():
         vals, dt = chip_values(sums, key)

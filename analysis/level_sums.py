@@ -40,10 +40,13 @@ def masked_sums(w: Windows, gen, names, mask: np.ndarray | None) -> tuple[dict[s
 
 
 class ChipSums:
-    """Run-level sums of one group of chips, piece by piece (module docstring)."""
+    """Run-level sums of one group of chips, piece by piece (module docstring). With ``server``, each
+    class's sums are over the windows valid on *every* chip of the group (the server level's windows,
+    ``metrics.levels``) instead of each chip's own valid windows."""
 
-    def __init__(self, graph: MetricGraph):
+    def __init__(self, graph: MetricGraph, server: bool = False):
         self.graph = graph
+        self.server = server
         self.gen = graph.generation
         self.deps = signal_deps(graph)
         self.dirty: frozenset[str] = frozenset()
@@ -63,6 +66,8 @@ class ChipSums:
 
         def sums_of(key, names):
             bad = _invalid(w, sorted(key & dirty_now)) if key & dirty_now else None
+            if bad is not None and self.server:  # a window null on one chip is left out on all of them
+                bad = np.broadcast_to(bad.any(axis=1, keepdims=True), bad.shape)
             return masked_sums(w, self.gen, names, None if bad is None else ~bad)
 
         self._add(dirty_now, sums_of)

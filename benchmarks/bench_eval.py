@@ -97,7 +97,7 @@ def make_data(path: Path, samples: int, chips: int, seed: int = 0) -> None:
                     pa.array(np.repeat(np.arange(s0, s0 + S, dtype=np.int64) * PERIOD_NS, chips))]
             for name, sig in gen.signals.items():
                 n = sig.instances
-                if sig.kind.value in ("counter", "histogram"):
+                if sig.kind in ("counter", "histogram"):
                     hi = 1 << 20 if (sig.wrap_width or 64) <= 32 else 1 << 26
                     if sig.max_rate is not None:
                         hi = max(2, int(0.5 * sig.max_rate * PERIOD_NS * 1e-9 / sig.scale))
@@ -152,6 +152,28 @@ def make_flat(path: Path) -> None:
         writer.write_batch(batch)
     writer.close()
     tmp.rename(flat_path(path))
+
+
+def _column_array(col: pa.ChunkedArray | pa.Array, n: int) -> np.ndarray:
+    """(rows, n) view of a column of registers without nulls (zero-copy when it is one chunk)."""
+    if isinstance(col, pa.ChunkedArray):
+        a = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    else:
+        a = col
+    if pa.types.is_fixed_size_list(a.type):
+        a = a.flatten()
+    if a.null_count == 0 and pa.types.is_uint64(a.type):
+        return np.frombuffer(a.buffers()[1], dtype=np.uint64, count=len(a), offset=a.offset * 8).reshape(-1, n)
+    return a.to_numpy(zero_copy_only=False).reshape(-1, n)
+
+
+def _metric_table(chip: np.ndarray, start: np.ndarray, interval: np.ndarray, values: dict, names) -> pa.Table:
+    cols = {"chip": pa.array(chip), "start_ns": pa.array(start), "interval_s": pa.array(interval)}
+    for n in names:
+        v = values[n]
+        cols[n] = pa.array(v.reshape(-1), from_pandas=True) if v.ndim == 2 else \
+            pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), from_pandas=True), int(np.prod(v.shape[2:])))
+    return pa.table(cols)
 
 
 def engine_reference(data: Path, out: Path) -> dict:

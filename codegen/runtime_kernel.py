@@ -430,7 +430,7 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
             ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, NV, MOFF, MN, K, G,
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
@@ -439,7 +439,8 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
     sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
     each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1)
-    (``_sums_block``), in the same pass."""
+    (``_sums_block``), in the same pass; with ``keepv``, every window value goes to ``VOUT`` (N +
+    fields, rows): register columns, then fields, NaN where null."""
     N = colmap.shape[0]
     NF = fsrc.shape[0]
     rows = T.shape[0]
@@ -467,6 +468,11 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
                          fsent_vals, late)
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
+            if keepv:
+                for j in range(N):
+                    VOUT[j, r0 - start:r1 - start] = V[j, :r1 - r0]
+                for k in range(NF):
+                    VOUT[N + k, r0 - start:r1 - start] = F[k, :r1 - r0]
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
@@ -476,10 +482,10 @@ _KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE
            "_KFSENT_VALS", "_KLATE")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
 
 
-def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums):
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, _NV, _MOFF, _MN, _K, _G,
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 

@@ -56,13 +56,13 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False, keepv=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
     BITS uint8 flat, OFF, BOFF, ACC): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
     validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``ACC`` is None, or with ``sums``
     float64 (C, _N + _NF + 1): the run-level sums of the rows' window values per chip and register or
     field column, the interval summed in the last column, NaN in a column that held a null
-    (``_sums_block``)."""
+    (``_sums_block``). With ``keepv`` a sixth item: every window value, float64 (_N + _NF, rows)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -81,8 +81,10 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
     ACC = np.zeros((_KNTH, C, _N + _NF + 1)) if sums else _no_acc()
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums))
-    return OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None)
+    VOUT = np.empty((_N + _NF, rows)) if keepv else np.empty((1, 1))
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums), VOUT, bool(keepv))
+    res = (OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None))
+    return res + (VOUT,) if keepv else res
 
 
 def _no_acc():
@@ -188,7 +190,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False, np.empty((1, 1)), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()

@@ -166,6 +166,32 @@ def _isin(x, values):
     return hit
 
 
+def window_values(T, X, colmap=None):
+    """The window value of every input, for a caller that needs them (a piece with null values, whose
+    run-level sums go by class): ``T`` int64 (S, C) timestamps, ``X`` uint64 (columns, S × C) registers
+    as ``Stream.push_flat`` takes them (``colmap``: the row of ``X`` of each layout column); the first
+    sample is the baseline. Returns ({input name: float64 (S − 1, C, *sizes), C-contiguous},
+    interval float64 (S − 1, C)), NaN where null — the values the metrics are evaluated over (the
+    compiled kernel's when it runs, else ``_windows``)."""
+    T = np.asarray(T, dtype=np.int64)
+    S, C = T.shape
+    cols = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
+    interval = (T[1:] - T[:-1]).astype(np.float64) * 1e-9
+    if _use_kernel(Stream()):
+        want = np.zeros(len(METRICS), np.bool_)
+        R0 = np.ascontiguousarray(X[cols, :C].T)
+        *_, VV = _run_kernel(X, cols, T.reshape(-1), T[0].copy(), R0, C, C, 1.0, want, None, False, True)
+        out = {}
+        for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+            off = _N if src else 0
+            out[name] = np.ascontiguousarray(VV[off + a:off + b].T).reshape((S - 1, C) + tuple(sizes))
+        return out, interval
+    R = np.ascontiguousarray(X[cols].T).reshape(S, C, _N)
+    with np.errstate(all="ignore"):
+        V, F, interval = _windows(T, R, None, {})
+    return {n: np.ascontiguousarray(v) for n, v in zip(INPUTS, _inputs(V, F))}, interval
+
+
 def _inputs(V, F, which=None):
     """Views of the window values in the order of ``INPUTS``, each (S, C, *instance sizes); with
     ``which`` (input indices), only those (the others are None)."""

@@ -270,6 +270,32 @@ def _isin(x, values):
     return hit
 
 
+def window_values(T, X, colmap=None):
+    """The window value of every input, for a caller that needs them (a piece with null values, whose
+    run-level sums go by class): ``T`` int64 (S, C) timestamps, ``X`` uint64 (columns, S × C) registers
+    as ``Stream.push_flat`` takes them (``colmap``: the row of ``X`` of each layout column); the first
+    sample is the baseline. Returns ({input name: float64 (S − 1, C, *sizes), C-contiguous},
+    interval float64 (S − 1, C)), NaN where null — the values the metrics are evaluated over (the
+    compiled kernel's when it runs, else ``_windows``)."""
+    T = np.asarray(T, dtype=np.int64)
+    S, C = T.shape
+    cols = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
+    interval = (T[1:] - T[:-1]).astype(np.float64) * 1e-9
+    if _use_kernel(Stream()):
+        want = np.zeros(len(METRICS), np.bool_)
+        R0 = np.ascontiguousarray(X[cols, :C].T)
+        *_, VV = _run_kernel(X, cols, T.reshape(-1), T[0].copy(), R0, C, C, 1.0, want, None, False, True)
+        out = {}
+        for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+            off = _N if src else 0
+            out[name] = np.ascontiguousarray(VV[off + a:off + b].T).reshape((S - 1, C) + tuple(sizes))
+        return out, interval
+    R = np.ascontiguousarray(X[cols].T).reshape(S, C, _N)
+    with np.errstate(all="ignore"):
+        V, F, interval = _windows(T, R, None, {})
+    return {n: np.ascontiguousarray(v) for n, v in zip(INPUTS, _inputs(V, F))}, interval
+
+
 def _inputs(V, F, which=None):
     """Views of the window values in the order of ``INPUTS``, each (S, C, *instance sizes); with
     ``which`` (input indices), only those (the others are None)."""
@@ -919,7 +945,7 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
             ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, NV, MOFF, MN, K, G,
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, NV, MOFF, MN, K, G,
                  cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
                  fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
@@ -928,7 +954,8 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
     uint64 (columns, rows), ``T`` int64 (rows,), ``T0`` int64 (C,) and ``R0`` uint64 (C, N): the
     sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
     each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1)
-    (``_sums_block``), in the same pass."""
+    (``_sums_block``), in the same pass; with ``keepv``, every window value goes to ``VOUT`` (N +
+    fields, rows): register columns, then fields, NaN where null."""
     N = colmap.shape[0]
     NF = fsrc.shape[0]
     rows = T.shape[0]
@@ -956,14 +983,19 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
                          fsent_vals, late)
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
+            if keepv:
+                for j in range(N):
+                    VOUT[j, r0 - start:r1 - start] = V[j, :r1 - r0]
+                for k in range(NF):
+                    VOUT[N + k, r0 - start:r1 - start] = F[k, :r1 - r0]
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums):
+def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, _NV, _MOFF, _MN, _K, _G,
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, _NV, _MOFF, _MN, _K, _G,
                  _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
                  _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
 
@@ -1018,13 +1050,13 @@ def _wanted(metrics):
     return want
 
 
-def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False):
+def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=False, keepv=False):
     """Run the compiled kernel over ``rows = len(T)`` window-chip rows. Returns (OUT float64 flat,
     BITS uint8 flat, OFF, BOFF, ACC): metric k's values at ``OUT[OFF[k]:OFF[k] + rows * n_k]`` and its
     validity bitmap at bit ``BOFF[k]`` (a multiple of 8) of ``BITS``; ``ACC`` is None, or with ``sums``
     float64 (C, _N + _NF + 1): the run-level sums of the rows' window values per chip and register or
     field column, the interval summed in the last column, NaN in a column that held a null
-    (``_sums_block``)."""
+    (``_sums_block``). With ``keepv`` a sixth item: every window value, float64 (_N + _NF, rows)."""
     fn = _jit()
     rows = T.shape[0] - start
     sizes = np.where(want, _MN * rows, 0)
@@ -1043,8 +1075,10 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
             OUT, BITS = pool[-1] = (np.empty(max(n_out, OUT.size)), np.empty(max(n_bits, BITS.size), np.uint8))
         BITS[:n_bits] = 0
     ACC = np.zeros((_KNTH, C, _N + _NF + 1)) if sums else _no_acc()
-    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums))
-    return OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None)
+    VOUT = np.empty((_N + _NF, rows)) if keepv else np.empty((1, 1))
+    fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums), VOUT, bool(keepv))
+    res = (OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None))
+    return res + (VOUT,) if keepv else res
 
 
 def _no_acc():
@@ -1150,7 +1184,7 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False)
+    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False, np.empty((1, 1)), False)
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()
