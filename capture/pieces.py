@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .dump import CounterDump, _keys, _long_columns, _pivot, _wide_columns
-from .dump_io import read_one
+from .dump_io import ARROW, read_one
 from .dump_scan import CHUNK_ROWS, DumpPlan, Part, _key_columns, _read, host_grid
 
 
@@ -203,8 +203,46 @@ def _batches(plan: DumpPlan, part: Part, cols: list[str], batch_rows: int) -> It
         have = set(pf.schema_arrow.names)
         yield from pf.iter_batches(batch_size=batch_rows, columns=[c for c in cols if c in have], use_threads=True)
         return
+    if part.path.name.lower().endswith(ARROW):
+        mapped = _mapped_batches(part.path, cols, batch_rows)
+        if mapped is not None:
+            yield from mapped
+            return
     t = part.table if part.table is not None else read_one(part.path, "counter dump", _csv_types(plan))
     yield from t.select([c for c in cols if c in t.column_names]).to_batches(max_chunksize=batch_rows)
+
+
+def _mapped_batches(path, cols: list[str], batch_rows: int):
+    """An Arrow IPC file's record batches read in place from a memory map (zero-copy), each batch's
+    pages unmapped once the next is asked for (they stay in the page cache: the process's resident
+    memory does not grow with the file); None when it is not an IPC file (the stream format)."""
+    import mmap
+
+    try:
+        fh = open(path, "rb")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = pa.py_buffer(mm)
+        reader = pa.ipc.open_file(pa.BufferReader(buf))
+    except (OSError, ValueError, pa.ArrowInvalid):
+        return None
+
+    def gen():
+        try:
+            names = [c for c in cols if c in reader.schema.names]
+            for i in range(reader.num_record_batches):
+                b = reader.get_batch(i).select(names)
+                yield from (b.slice(k, batch_rows) for k in range(0, b.num_rows, batch_rows))
+                spans = [(x.address, x.address + x.size) for col in b.columns for x in col.buffers() if x is not None and x.size]
+                if spans:
+                    lo = min(a for a, _ in spans) - buf.address
+                    hi = max(z for _, z in spans) - buf.address
+                    lo -= lo % mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, lo, min(len(mm), hi) - lo)
+                del b
+        finally:
+            fh.close()
+
+    return gen()
 
 
 def _csv_types(plan: DumpPlan):

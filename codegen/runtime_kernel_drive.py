@@ -10,6 +10,16 @@ def _jit():
     """The compiled row loop (numba, compiled on first use), or None when numba is not installed or
     ``PERFONTO_NO_JIT`` is set: then the NumPy path evaluates everything."""
     global _KFN, _KT
+    if _KFN is not None:
+        return _KFN or None
+    import threading
+
+    with globals().setdefault("_KLOCK", threading.Lock()):  # one thread jits (the loader's and the caller's may race)
+        return _jit_locked()
+
+
+def _jit_locked():
+    global _KFN, _KT
     if _KFN is None:
         import os
 
