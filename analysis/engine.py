@@ -70,22 +70,22 @@ def _layout(evaluator) -> list[tuple[str, int]]:
     return [(name, b - a) for name, a, b in evaluator._REGS]
 
 
-def _evaluate_piece(evaluator, ch: Chunk, layout) -> tuple[dict[str, np.ndarray], tuple | None]:
-    """The window values of a piece (``{metric: (W, C, …)}``) and its run-level sums (ACC: NaN in a
-    column that held a null) from the generated stream (a fresh one: the piece's first sample is its
-    baseline)."""
+def _evaluate_piece(evaluator, ch: Chunk, layout, keep_values: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray, dict | None]:
+    """The window values of a piece's metrics (``{metric: (W, C, …)}``), its run-level sums (ACC: NaN in
+    a column that held a null) and, with ``keep_values`` and the kernel, its inputs' window values, from
+    the generated stream (a fresh one: the piece's first sample is its baseline)."""
     st = evaluator.Stream()
     f = ch.flat
     if f is not None and f.missing is None:  # the layout's columns come first in X (then, when kept, the dump's others)
-        res = st.push_flat(f.T, f.X, np.arange(sum(n for _, n in layout), dtype=np.int64), sums=True)
-        return {k: v for k, (v, _) in (res or {}).items()}, st.sums
+        res = st.push_flat(f.T, f.X, np.arange(sum(n for _, n in layout), dtype=np.int64), sums=True, keep_values=keep_values)
+        return {k: v for k, (v, _) in (res or {}).items()}, st.sums, st.values
     d = ch.dump
     S, C = d.timestamps_ns.shape
     raw = {n: d.raw[n] if n in d.raw else np.zeros((S, C, k), np.uint64) for n, k in layout}  # the layout's only
     present = None if d.present.all() else d.present
     missing = {n: m for n, m in d.missing.items() if n in raw} or None
     res = st.push_block(d.timestamps_ns, raw, present, missing, sums=True)
-    return res or {}, st.sums
+    return res or {}, st.sums, None
 
 
 def _formula_nulls(values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
@@ -126,7 +126,7 @@ class _Pass:
         self.stats = {"pieces": 0, "kernel": 0, "numpy": 0, "prepared again": 0, "read again": 0}
 
     def add(self, ch: Chunk) -> tuple[Windows, dict[str, np.ndarray]]:
-        values, ACC = _evaluate_piece(self.evaluator, ch, self.layout)
+        values, ACC, kept = _evaluate_piece(self.evaluator, ch, self.layout)
         T = ch.flat.T if ch.flat is not None else ch.dump.timestamps_ns
         Wc, Cc = T.shape[0] - 1, T.shape[1]
         col0 = int(self.offsets[ch.group])
@@ -149,7 +149,7 @@ class _Pass:
             w = Windows(interval, {}, 1.0, "window", T[:-1], {})
         else:
             self.stats["prepared again"] += 1
-            w = self._windows(ch)
+            w = self._windows(ch, ACC, kept)
             self.sums[ch.group].add(w)
             if self.server is not None:
                 self.server.add(w)
@@ -183,7 +183,7 @@ class _Pass:
         return w, values
 
 
-    def _windows(self, ch: Chunk) -> Windows:
+    def _windows(self, ch: Chunk, ACC: np.ndarray, kept: dict | None) -> Windows:
         """A piece with null values, as windows of its inputs: the generated evaluator's window values
         (the ones its metrics were evaluated over) and, for the inputs with a null, the reason of each
         from the reference rules (``metrics.windows.prepare`` of just those signals, their reset
@@ -191,9 +191,13 @@ class _Pass:
         f = ch.flat
         if f is None or f.missing is not None:
             return prepare(ch.dump, self.gen)
-        colmap = np.arange(sum(n for _, n in self.layout), dtype=np.int64)
-        values, interval = self.evaluator.window_values(f.T, f.X, colmap)
-        bad = [n for n, v in values.items() if np.isnan(v).any()]
+        if kept is not None:
+            values, interval = kept, (np.diff(f.T, axis=0)).astype(np.float64) * 1e-9
+        else:
+            colmap = np.arange(sum(n for _, n in self.layout), dtype=np.int64)
+            values, interval = self.evaluator.window_values(f.T, f.X, colmap)
+        sums = self.evaluator.input_sums(ACC)  # a column that held a null sums to NaN
+        bad = [n for n in values if np.isnan(sums[n]).any()]
         gen, dump = self.gen, ch.dump
         need: set[str] = set()
         for n in bad:

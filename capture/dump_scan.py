@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +22,7 @@ import pyarrow.parquet as pq
 from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
-from .dump import KEYS, TIME_UNITS, CounterDump, _keys, _long_columns, _long_keys, _period, _pivot, _wide_columns, check_instances_seen, csv_types
+from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
 from .dump_grid import Grid, _grid, time_reversals
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 
@@ -254,7 +253,7 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
                 part.rows = rows
             t = t.take(rows)
         chip, hs, ts = _keys(t, str(part.path), plan.unit)
-        if reversals:
+        if reversals and not _increasing(chip, ts):  # rows in time order per chip cannot go back: nothing to look for
             extra = _long_keys(t) if plan.long and "signal" in t.column_names else ()
             for note in time_reversals(chip, hs, ts, [(str(part.path), len(chip))], extra, file_rows=rows):
                 if note not in plan.notes:
@@ -289,6 +288,55 @@ class HostGrid:
     regular: bool
 
 
+def _increasing(chip: np.ndarray, ts: np.ndarray) -> bool:
+    """Whether the rows come sample by sample with the same chips in the same order and each chip's
+    timestamps increase (the layout most collectors write): a cheap test that spares the sort."""
+    n = len(chip)
+    if n == 0:
+        return True
+    rep = np.flatnonzero(chip[1:] == chip[0])
+    C = int(rep[0]) + 1 if len(rep) else n
+    if n % C:
+        return False
+    c2 = chip.reshape(-1, C)
+    return bool((c2 == c2[0]).all() and (np.diff(ts.reshape(-1, C), axis=0) > 0).all())
+
+
+def _regular_grid(plan: DumpPlan, chip, hs, ts, sample) -> Grid | None:
+    """The host's ``Grid`` without sorting when its rows are regular (``_increasing``, chips ascending,
+    one sample per grid point: consecutive samples one period apart within ±25 % — a timer that drifts
+    by less than that per step is not a gap — or numbered by ``sample`` one by one); else None."""
+    if plan.long or not _increasing(chip, ts):
+        return None
+    rep = np.flatnonzero(chip[1:] == chip[0])
+    C = int(rep[0]) + 1 if len(rep) else len(chip)
+    first = chip[:C]
+    if len(first) > 1 and not (np.diff(first) > 0).all():
+        return None
+    S = len(chip) // C
+    if S < 2:
+        return None
+    stamps = np.ascontiguousarray(ts.reshape(S, C))
+    if sample is not None:
+        s2 = sample.reshape(S, C)
+        if not ((s2 == s2[:, :1]).all() and (np.diff(s2[:, 0]) == 1).all()):
+            return None
+    elif plan.period > 0:
+        step = np.diff(stamps, axis=0) / plan.period
+        if not ((step > 0.75) & (step < 1.25)).all():
+            return None
+    if hs is not None:
+        h = hs.reshape(S, C)
+        if not (h == h[0]).all():
+            return None
+        names, hk = np.unique(h[0], return_inverse=True)
+    else:
+        names, hk = None, np.zeros(C, np.int64)
+    keys = np.stack([hk.astype(np.int64), first.astype(np.int64)], axis=1)
+    label = [f"{names[k[0]]}/{k[1]}" if names is not None else str(k[1]) for k in keys]
+    return Grid(keys, names, None, None, None, stamps, np.ones((S, C), bool), np.full(C, S), label)
+
+
 def _scan_grid(plan: DumpPlan) -> None:
     """The whole dump's grid from every host's key columns: its length, the first sample number, and
     the checks ``read_counters`` makes over all chips; each host's placement is kept in ``plan.grids``
@@ -297,11 +345,13 @@ def _scan_grid(plan: DumpPlan) -> None:
     local = {}
     for host in plan.groups:
         chip, hs, ts, sample, per_part = _group_keys(plan, host, reversals=True)
-        g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
+        g = _regular_grid(plan, chip, hs, ts, sample)
+        if g is None:
+            g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
         plan.chips[host] = len(g.keys)
         plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)
         first = 0 if sample is None else int(sample.min())
-        end = max(end, first + int(g.grid.max()) + 1)
+        end = max(end, first + (int(g.grid.max()) if g.grid is not None else len(g.stamps) - 1) + 1)
         count_max = max(count_max, int(g.counts.max()))
         counts |= set(g.counts.tolist())
         if sample is not None:
@@ -327,6 +377,12 @@ def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_
     S, C = g.present.shape
     offsets = np.concatenate([[0], np.cumsum(per_part)]).astype(np.int64)
     rows = int(offsets[-1])
+    if g.order is None:  # regular (``_regular_grid``): row r is chip r % C of sample r // C
+        if may_be_regular and shift == 0 and S == n_grid:
+            return HostGrid(g, None, offsets, True)
+        g = Grid(g.keys, g.host_names, (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
+                 np.repeat(np.arange(C, dtype=np.int64), S), np.tile(np.arange(S, dtype=np.int64), C), g.stamps, g.present, g.counts,
+                 g.label)
     row_grid = np.empty(rows, np.int64)
     row_grid[g.order] = g.grid + shift
     if may_be_regular and shift == 0 and S == n_grid and g.present.all():

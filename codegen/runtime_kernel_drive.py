@@ -124,11 +124,12 @@ def _kernel_block(stream, T, registers, sums=False):
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
-def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
+def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_values=False):
     T = np.asarray(timestamps_ns, dtype=np.int64)
     S, C = T.shape
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
     stream.sums = None
+    stream.values = None
     if not _use_kernel(stream) or stream._B is not None:
         regs = {name: np.ascontiguousarray(X[colmap[a:b]].T).reshape(S, C, b - a) for name, a, b in _REGS}
         res = stream.push_block(T, regs, _kernel=False, sums=sums)
@@ -145,8 +146,10 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
     pool = None
     if reuse:
         pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF, stream.sums = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
-                                                    stream._want, pool, sums)
+    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
+                                                           stream._want, pool, sums, keep_values)
+    if kept:
+        stream.values = _input_values(kept[0], S - first, C)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first
@@ -161,6 +164,17 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
         vals = OUT[OFF[k]:OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
         nbytes = (W * C * n + 7) // 8
         out[name] = (vals, BITS[BOFF[k] // 8:BOFF[k] // 8 + nbytes])
+    return out
+
+
+def _input_values(VV, W, C):
+    """{input name: float64 (W, C, *sizes)} from the kernel's window values (``keepv``): views of its
+    (columns, rows) buffer, no copy (an input without instances is contiguous)."""
+    out = {}
+    for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+        off = _N if src else 0
+        v = VV[off + a:off + b].reshape((b - a, W, C))
+        out[name] = v[0] if not sizes else np.moveaxis(v, 0, -1).reshape((W, C) + tuple(sizes))
     return out
 
 

@@ -181,11 +181,7 @@ def window_values(T, X, colmap=None):
         want = np.zeros(len(METRICS), np.bool_)
         R0 = np.ascontiguousarray(X[cols, :C].T)
         *_, VV = _run_kernel(X, cols, T.reshape(-1), T[0].copy(), R0, C, C, 1.0, want, None, False, True)
-        out = {}
-        for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
-            off = _N if src else 0
-            out[name] = np.ascontiguousarray(VV[off + a:off + b].T).reshape((S - 1, C) + tuple(sizes))
-        return out, interval
+        return _input_values(VV, S - 1, C), interval
     R = np.ascontiguousarray(X[cols].T).reshape(S, C, _N)
     with np.errstate(all="ignore"):
         V, F, interval = _windows(T, R, None, {})
@@ -294,6 +290,7 @@ class Stream:
         self._jit = jit
         self._push = None  # pre-allocated buffers of ``push``, by chip count
         self.sums = None  # run-level sums of the last push_flat / push_block(sums=True)
+        self.values = None  # the inputs' window values of the last push_flat(keep_values=True), with the kernel
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -414,7 +411,7 @@ class Stream:
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
         return self._select(_result(O, A))
 
-    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False):
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False, keep_values=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
         (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
         collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
@@ -428,8 +425,10 @@ class Stream:
         (registers, then fields), the sum over the new windows of the window values (counters and
         histograms as they are, gauges, packed registers and fields × the window's interval; NaN where
         the column held a null value), the intervals summed in the last column — computed in the same
-        pass (``input_sums`` reads them per input)."""
-        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
+        pass (``input_sums`` reads them per input). ``keep_values``: with the compiled kernel, also set
+        ``self.values`` to every input's window values ({name: (S', C, *sizes)}, NaN where null), as
+        ``window_values`` gives them (else None)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums, keep_values)
 
     def _select(self, res):
         if res is None or self._metrics is None:

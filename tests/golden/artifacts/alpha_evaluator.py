@@ -285,11 +285,7 @@ def window_values(T, X, colmap=None):
         want = np.zeros(len(METRICS), np.bool_)
         R0 = np.ascontiguousarray(X[cols, :C].T)
         *_, VV = _run_kernel(X, cols, T.reshape(-1), T[0].copy(), R0, C, C, 1.0, want, None, False, True)
-        out = {}
-        for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
-            off = _N if src else 0
-            out[name] = np.ascontiguousarray(VV[off + a:off + b].T).reshape((S - 1, C) + tuple(sizes))
-        return out, interval
+        return _input_values(VV, S - 1, C), interval
     R = np.ascontiguousarray(X[cols].T).reshape(S, C, _N)
     with np.errstate(all="ignore"):
         V, F, interval = _windows(T, R, None, {})
@@ -398,6 +394,7 @@ class Stream:
         self._jit = jit
         self._push = None  # pre-allocated buffers of ``push``, by chip count
         self.sums = None  # run-level sums of the last push_flat / push_block(sums=True)
+        self.values = None  # the inputs' window values of the last push_flat(keep_values=True), with the kernel
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
@@ -518,7 +515,7 @@ class Stream:
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
         return self._select(_result(O, A))
 
-    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False):
+    def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False, keep_values=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
         (S, C); ``X`` uint64 (columns, S × C) with rows sample-major, chip-minor (the rows of a wide
         collector batch; a zero-copy view of a flat-layout Arrow batch does), ``colmap`` int (_N,):
@@ -532,8 +529,10 @@ class Stream:
         (registers, then fields), the sum over the new windows of the window values (counters and
         histograms as they are, gauges, packed registers and fields × the window's interval; NaN where
         the column held a null value), the intervals summed in the last column — computed in the same
-        pass (``input_sums`` reads them per input)."""
-        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums)
+        pass (``input_sums`` reads them per input). ``keep_values``: with the compiled kernel, also set
+        ``self.values`` to every input's window values ({name: (S', C, *sizes)}, NaN where null), as
+        ``window_values`` gives them (else None)."""
+        return _push_flat(self, timestamps_ns, X, colmap, reuse, sums, keep_values)
 
     def _select(self, res):
         if res is None or self._metrics is None:
@@ -1118,11 +1117,12 @@ def _kernel_block(stream, T, registers, sums=False):
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
-def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
+def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_values=False):
     T = np.asarray(timestamps_ns, dtype=np.int64)
     S, C = T.shape
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
     stream.sums = None
+    stream.values = None
     if not _use_kernel(stream) or stream._B is not None:
         regs = {name: np.ascontiguousarray(X[colmap[a:b]].T).reshape(S, C, b - a) for name, a, b in _REGS}
         res = stream.push_block(T, regs, _kernel=False, sums=sums)
@@ -1139,8 +1139,10 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
     pool = None
     if reuse:
         pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF, stream.sums = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
-                                                    stream._want, pool, sums)
+    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
+                                                           stream._want, pool, sums, keep_values)
+    if kept:
+        stream.values = _input_values(kept[0], S - first, C)
     stream._T = T[-1].copy()
     stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
     W = S - first
@@ -1155,6 +1157,17 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False):
         vals = OUT[OFF[k]:OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
         nbytes = (W * C * n + 7) // 8
         out[name] = (vals, BITS[BOFF[k] // 8:BOFF[k] // 8 + nbytes])
+    return out
+
+
+def _input_values(VV, W, C):
+    """{input name: float64 (W, C, *sizes)} from the kernel's window values (``keepv``): views of its
+    (columns, rows) buffer, no copy (an input without instances is contiguous)."""
+    out = {}
+    for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
+        off = _N if src else 0
+        v = VV[off + a:off + b].reshape((b - a, W, C))
+        out[name] = v[0] if not sizes else np.moveaxis(v, 0, -1).reshape((W, C) + tuple(sizes))
     return out
 
 

@@ -1,0 +1,241 @@
+"""Linux ``perf stat`` output read as a capture: the CSV of ``perf stat -x SEP`` (with or without
+``-I``, aggregated or per CPU, core, die or socket) and the default human-readable report.
+
+What perf prints, and how it is read (the CSV fields as perf's manual page, "CSV FORMAT", lists
+them: an optional time stamp in seconds since the start (``-I``), an optional CPU, core or socket
+identifier and an optional count of the CPUs aggregated, the counter value, its unit, the event, the
+counter's run time in ns, the percentage of the measurement it ran, an optional variance (``-r``), an
+optional metric value and its unit):
+
+- **Increments.** With ``-I`` each line is the event's increase over the interval that ends at its
+  time stamp; without it, the increase over the whole run. perfonto's counters are running totals, so
+  each row's value is summed into one (from 0 at the start: the first sample is at time 0), and a
+  window's increase is then exactly perf's interval count.
+- **Floating-point values** (``task-clock`` in msec, CPU seconds) become integer raw counts of the
+  signal's ``scale`` (``scale: 1.0e-6`` on a signal in ms counts ns), rounded; the unit perf prints
+  must be the one the catalog's mapping names (a ``msec`` column read into a signal in ns is an error
+  naming the file and line).
+- **Markers.** ``<not counted>`` (the event did not run in the interval) and ``<not supported>`` (the
+  machine cannot count it) are nulls: the windows they touch are null, reason ``missing sample``; an
+  event not supported in any line is left out of the capture, so the metrics that read it are
+  unavailable ("not in the dump: …").
+- **Multiplexing.** The run-time percentage is kept per row (``enabled``, 0–100); perf has already
+  scaled the count by it.
+- **Per CPU** (``-A``: ``CPU3``), per core (``S0-D0-C1``), per die or socket (``S0``): one chip
+  column per identifier, in their order of first appearance; the aggregate is chip 0.
+- **The human-readable report** gives one window, from 0 to "seconds time elapsed".
+
+Every line is checked: a line with another number of fields than its neighbours, a value that is not a
+number or a known marker, a unit the mapping does not expect, or an event no signal maps is reported as
+a ``DumpError`` naming the file, line and field; an unmapped event is a note, not an error.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .dump_io import DumpError
+
+MARKERS = {"<not counted>": "not counted", "<not supported>": "not supported"}
+UNITS = {"msec": 1e-3, "usec": 1e-6, "nsec": 1e-9, "sec": 1.0, "": 1.0}  # perf's units, in seconds or 1
+_AGG = re.compile(r"^(CPU\d+|S\d+(-D\d+)?(-C\d+)?|N\d+)$")
+
+
+@dataclass
+class PerfLine:
+    """One counter line: ``time`` (s since the start; None without ``-I``), ``where`` (CPU, core or socket
+    identifier; "" aggregated), ``value`` (None for a marker), ``unit``, ``event``, ``state`` ("counted",
+    "not counted", "not supported"), ``enabled`` (percent of the interval the counter ran), ``line``
+    (1-based line number in the file)."""
+
+    time: float | None
+    where: str
+    value: float | None
+    unit: str
+    event: str
+    state: str
+    enabled: float
+    line: int
+
+
+@dataclass
+class PerfStat:
+    """What a ``perf stat`` file holds: its counter lines, and for the human-readable report the
+    elapsed wall time (``elapsed_s``)."""
+
+    path: str
+    lines: list[PerfLine] = field(default_factory=list)
+    elapsed_s: float | None = None
+    interval: bool = False
+
+
+def _number(text: str, path: str, line: int, what: str) -> float:
+    try:
+        v = float(text.replace(",", "") if what == "count" else text)
+    except ValueError:
+        raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?") from None
+    if not math.isfinite(v):
+        raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a finite number")
+    return v
+
+
+def read_perf_stat(path: str | Path) -> PerfStat:
+    """Parse a ``perf stat`` file: CSV (``-x SEP``, the separator found from the first counter line)
+    or the human-readable report (module docstring).
+
+    Raises:
+        DumpError: unreadable, or a line that is not perf stat's (file:line and what to do).
+    """
+    p = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `perf stat` output?") from None
+    except OSError as exc:
+        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    out = PerfStat(p)
+    body = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not body:
+        raise DumpError(f"{p}: no counter lines; give the file `perf stat -x, -o FILE` (or perf stat's report) wrote")
+    if "Performance counter stats" in text or "seconds time elapsed" in text:
+        return _human(out, body)
+    sep = _separator(body[0][1], p, body[0][0])
+    width = None
+    for n, ln in body:
+        f = [x.strip() for x in ln.split(sep)]
+        out.lines.append(_csv_line(f, p, n))
+        if width is None:
+            width = len(f)
+    out.interval = out.lines[0].time is not None
+    if any((x.time is None) == out.interval for x in out.lines):
+        bad = next(x for x in out.lines if (x.time is None) == out.interval)
+        raise DumpError(f"{p}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
+                        f"{'with' if out.interval else 'without'}: two perf runs in one file? Give one run's output")
+    return out
+
+
+def _separator(line: str, p: str, n: int) -> str:
+    for sep in (",", ";", "\t", "|", ":"):
+        if sep in line:
+            return sep
+    raise DumpError(f"{p}:{n}: no field separator; write the file with `perf stat -x, -o FILE`")
+
+
+def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
+    i = 0
+    t = None
+    if f and re.fullmatch(r"\d+\.\d+", f[0]) and len(f) > 4 and not _value_like(f[1:]):
+        t = _number(f[0], p, n, "time stamp")
+        i = 1
+    where = ""
+    if i < len(f) and _AGG.match(f[i]):
+        where = f[i]
+        i += 1
+        if not where.startswith("CPU") and i < len(f) and f[i].isdigit() and len(f) - i >= 6:
+            i += 1  # the number of CPUs aggregated (--per-core, --per-die, --per-socket, --per-node)
+    if len(f) - i < 3:
+        raise DumpError(f"{p}:{n}: {len(f)} field(s); perf stat's CSV lines hold a value, a unit and an event "
+                        "(and with -I a time stamp first): was the file written with `perf stat -x,`?")
+    raw, unit, event = f[i], f[i + 1], f[i + 2]
+    if not event:
+        raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
+    state = MARKERS.get(raw, "counted")
+    value = None if raw in MARKERS else _number(raw, p, n, "count")
+    enabled = 100.0
+    if len(f) > i + 4 and f[i + 4]:
+        enabled = _number(f[i + 4].rstrip("%"), p, n, "run percentage")
+    return PerfLine(t, where, value, unit, event, state, enabled, n)
+
+
+def _value_like(rest: list[str]) -> bool:
+    """Whether the fields after a leading decimal look like ``unit,event,…`` (then the decimal was a
+    value, not a time stamp): a time stamp is followed by a value or an aggregation identifier."""
+    if not rest:
+        return True
+    head = rest[0]
+    return not (head in MARKERS or _AGG.match(head) or re.fullmatch(r"[\d.,]+", head))
+
+
+_HUMAN = re.compile(r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)")
+
+
+def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
+    for n, ln in body:
+        if "seconds time elapsed" in ln:
+            out.elapsed_s = _number(ln.split()[0], out.path, n, "elapsed time")
+            continue
+        if "Performance counter stats" in ln or "seconds user" in ln or "seconds sys" in ln:
+            continue
+        m = _HUMAN.match(ln.split("#")[0])
+        if not m:
+            raise DumpError(f"{out.path}:{n}: not a counter line of perf stat's report: `{ln.strip()[:60]}`")
+        raw = m.group("value")
+        state = MARKERS.get(raw, "counted")
+        value = None if raw in MARKERS else _number(raw, out.path, n, "count")
+        out.lines.append(PerfLine(None, "", value, m.group("unit") or "", m.group("event"), state, 100.0, n))
+    if out.elapsed_s is None:
+        raise DumpError(f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report")
+    return out
+
+
+def _chip_of(where: str) -> int:
+    m = re.fullmatch(r"CPU(\d+)", where)
+    return int(m.group(1)) if m else -1
+
+
+def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None) -> pa.Table:
+    """The capture in the collector format (one row per aggregate or CPU and sample; ``timestamp_ns``;
+    one uint64 column per mapped signal, its running total in raw counts; null where perf printed a
+    marker). ``mapping``: perf event → (signal, the unit perf prints for it, the signal's scale in
+    that unit: raw count = value × UNITS[unit] / scale). The first sample is at time 0 with every
+    total 0 (module docstring).
+
+    Raises:
+        DumpError: a mapped event printed in another unit than the mapping says.
+    """
+    notes = notes if notes is not None else []
+    unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
+    if unmapped:
+        notes.append(f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
+                     + (" …" if len(unmapped) > 8 else ""))
+    never = sorted({x.event for x in ps.lines if x.event in mapping} - {x.event for x in ps.lines if x.event in mapping and x.state != "not supported"})
+    if never:
+        notes.append(f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} (the metrics that read them are unavailable)")
+    lines = [x for x in ps.lines if x.event in mapping and x.event not in never]
+    wheres = list(dict.fromkeys(x.where for x in lines))
+    chips = {w: (c if (c := _chip_of(w)) >= 0 else k) for k, w in enumerate(wheres)}
+    if len(set(chips.values())) != len(chips):
+        chips = {w: k for k, w in enumerate(wheres)}
+    times = sorted({x.time for x in lines}) if ps.interval else [ps.elapsed_s]
+    if any(t is None for t in times):
+        raise DumpError(f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
+                        "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'")
+    ti = {t: k + 1 for k, t in enumerate(times)}
+    S, C = len(times) + 1, len(wheres)
+    signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))
+    inc = {s: np.zeros((S, C)) for s in signals}
+    null = {s: np.zeros((S, C), bool) for s in signals}
+    for x in lines:
+        sig, unit, scale = mapping[x.event]
+        if x.state == "counted" and x.unit != unit and not (unit == "" and x.unit in ("", None)):
+            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, the catalog reads it in "
+                            f"`{unit or 'counts'}`; record it as the catalog says, or map it with that unit")
+        k, c = ti[x.time if ps.interval else ps.elapsed_s], wheres.index(x.where)
+        if x.value is None:
+            null[sig][k, c] = True
+        else:
+            inc[sig][k, c] += x.value * UNITS.get(x.unit, 1.0) / scale
+    cols: dict[str, pa.Array] = {"chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
+                                 "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C))}
+    for s in signals:
+        total = np.cumsum(np.rint(np.where(null[s], 0.0, inc[s])), axis=0)  # running totals in raw counts
+        cols[s] = pa.array(total.reshape(-1).astype(np.uint64), mask=null[s].reshape(-1))
+    return pa.table(cols)
+
+
+__all__ = ["MARKERS", "PerfLine", "PerfStat", "collector_table", "read_perf_stat"]
