@@ -43,6 +43,7 @@ class Capture:
     timestamp_unit: str | None = None
     sample_period_ns: int | None = None
     snapshots: object | None = None  # op-boundary counter snapshots (analysis.snapshots), when the collector took them
+    format: str = "collector"  # or a capture.formats.FORMATS name: another tool's output, read into the collector format
 
 
 @dataclass
@@ -148,9 +149,19 @@ def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] |
 
 
 def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
-    """The dump plan of a capture's counters (``capture.dump_scan.plan_dump``: the key columns read once)."""
-    return plan_dump(capture.counters, graph.generation, timestamp_unit=capture.timestamp_unit,
-                     sample_period_ns=capture.sample_period_ns)
+    """The dump plan of a capture's counters (``capture.dump_scan.plan_dump``: the key columns read once);
+    another tool's output (``capture.format``) is read into the collector format first."""
+    notes: list[str] = []
+    counters = capture.counters
+    if capture.format != "collector":
+        from perfonto.capture.formats import FORMATS
+
+        counters = FORMATS[capture.format].read(capture.counters, graph.generation, notes)
+    plan = plan_dump(counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns)
+    if capture.format != "collector":
+        plan.label = str(capture.counters)
+    plan.notes[:0] = notes
+    return plan
 
 
 def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,

@@ -45,7 +45,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 
-from .dump_grid import Grid, _grid, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
+from .dump_grid import Grid, _grid, drift_note, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
 from .dump_io import DumpError, load
 from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with capture.dump_scan)
 
@@ -314,6 +314,9 @@ def _period(meta: dict, override: int | None, p: str) -> int:
 def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> CounterDump:
     g = _grid(p, chip, host, ts, period, sample)
     keys, host_names, order, ci, grid, stamps, present = g.keys, g.host_names, g.order, g.ci, g.grid, g.stamps, g.present
+    note = drift_note(p, stamps, present, period) if sample is None else None
+    if note:
+        notes.append(note)
     S, C = present.shape
     raw: dict[str, np.ndarray] = {}
     missing: dict[str, np.ndarray] = {}

@@ -75,8 +75,7 @@ def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, 
             raise DumpError(f"{p}: sample numbers of one chip do not increase")
         grid = grid - (grid.min() if sample_base is None else sample_base)
     elif period > 0:
-        t0 = ts_sorted[starts][ci]
-        grid = np.rint((ts_sorted - t0) / period).astype(np.int64)
+        grid = _steps(ts_sorted, same, period)
         if np.any(np.diff(grid)[same] <= 0):
             raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
     else:
@@ -97,6 +96,41 @@ def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, 
             have = np.nonzero(present[:, c])[0]
             stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
     return Grid(keys, host_names, order, ci, grid, stamps, present, counts, label)
+
+
+DRIFT = 0.25  # a step within ±25 % of the sample period is one period: a drifting timer is not a gap
+
+
+def _steps(ts_sorted: np.ndarray, same: np.ndarray, period: int) -> np.ndarray:
+    """Grid points of time-sorted rows (chip by chip): each chip's first sample at 0, then each step
+    between consecutive samples of a chip counts ``rint(step / period)`` periods — one period when
+    it is within ``DRIFT`` of one — so a timer that drifts a little each interval (perf's ``-I``
+    timer: 2–8 ms per 100 ms) never adds up to an invented gap; a step of 1.5 periods or more is a
+    dropped sample. A step under half a period gives two samples one grid point (an error upstream)."""
+    d = np.diff(ts_sorted).astype(np.float64) / period
+    k = np.where(np.abs(d - 1.0) <= DRIFT, 1.0, np.rint(d))
+    k = np.where(same, k, 0.0)  # a new chip starts again at 0
+    grid = np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
+    starts = np.concatenate([[True], ~same])
+    base = np.maximum.accumulate(np.where(starts, grid, 0))
+    return grid - base
+
+
+def drift_note(p: str, stamps: np.ndarray, present: np.ndarray, period: int) -> str | None:
+    """A note when consecutive samples of a chip (``stamps``, ``present``: (S, C) on the grid) are off the
+    period by more than 1 % (the largest offset, in % of the period), else None; such samples were
+    placed on the grid within ``DRIFT``."""
+    if period <= 0 or len(stamps) < 2:
+        return None
+    both = present[1:] & present[:-1]
+    d = np.diff(stamps, axis=0)[both].astype(np.float64) / period
+    if not d.size:
+        return None
+    worst = float(np.max(np.abs(d - 1.0)))
+    if worst <= 0.01:
+        return None
+    return (f"{p}: the sampling timer drifts: consecutive samples are up to {worst:.1%} of the {period} ns period off it; each was "
+            f"placed on the next grid point (within ±{DRIFT:.0%} of the period a step is one sample, beyond it a gap)")
 
 
 def time_reversals(chip, host, ts, parts: list[tuple[str, int]], extra=(), file_rows=None) -> list[str]:

@@ -23,7 +23,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
-from .dump_grid import Grid, _grid, time_reversals
+from .dump_grid import Grid, _grid, drift_note, time_reversals
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 
 CHUNK_ROWS = 32_768
@@ -350,6 +350,9 @@ def _scan_grid(plan: DumpPlan) -> None:
             g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
         plan.chips[host] = len(g.keys)
         plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)
+        note = drift_note(plan.label, g.stamps, g.present, plan.period) if sample is None else None
+        if note and note not in plan.notes:
+            plan.notes.append(note)
         first = 0 if sample is None else int(sample.min())
         end = max(end, first + (int(g.grid.max()) if g.grid is not None else len(g.stamps) - 1) + 1)
         count_max = max(count_max, int(g.counts.max()))

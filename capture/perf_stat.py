@@ -129,7 +129,7 @@ def _separator(line: str, p: str, n: int) -> str:
 def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     i = 0
     t = None
-    if f and re.fullmatch(r"\d+\.\d+", f[0]) and len(f) > 4 and not _value_like(f[1:]):
+    if f and re.fullmatch(r"\d+\.\d{9}", f[0]):  # perf prints -I time stamps with nine decimals (%3d.%09d)
         t = _number(f[0], p, n, "time stamp")
         i = 1
     where = ""
@@ -142,6 +142,9 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
         raise DumpError(f"{p}:{n}: {len(f)} field(s); perf stat's CSV lines hold a value, a unit and an event "
                         "(and with -I a time stamp first): was the file written with `perf stat -x,`?")
     raw, unit, event = f[i], f[i + 1], f[i + 2]
+    if re.fullmatch(r"[\d.,]+", unit) or re.fullmatch(r"[\d.,]+", event):
+        raise DumpError(f"{p}:{n}: field {i + 2} or {i + 3} is a number where perf stat's CSV has the unit and the event "
+                        "(a line cut short, or not `perf stat -x,` output?)")
     if not event:
         raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
     state = MARKERS.get(raw, "counted")
@@ -152,26 +155,22 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     return PerfLine(t, where, value, unit, event, state, enabled, n)
 
 
-def _value_like(rest: list[str]) -> bool:
-    """Whether the fields after a leading decimal look like ``unit,event,…`` (then the decimal was a
-    value, not a time stamp): a time stamp is followed by a value or an aggregation identifier."""
-    if not rest:
-        return True
-    head = rest[0]
-    return not (head in MARKERS or _AGG.match(head) or re.fullmatch(r"[\d.,]+", head))
-
-
 _HUMAN = re.compile(r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)")
 
 
 def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
+    started = False  # the header quotes the command, which may span lines: counter lines start after it
     for n, ln in body:
         if "seconds time elapsed" in ln:
             out.elapsed_s = _number(ln.split()[0], out.path, n, "elapsed time")
             continue
-        if "Performance counter stats" in ln or "seconds user" in ln or "seconds sys" in ln:
+        if "seconds user" in ln or "seconds sys" in ln:
             continue
         m = _HUMAN.match(ln.split("#")[0])
+        if m and "#" in ln or (m and m.group("value") in MARKERS):
+            started = True
+        elif not started:
+            continue
         if not m:
             raise DumpError(f"{out.path}:{n}: not a counter line of perf stat's report: `{ln.strip()[:60]}`")
         raw = m.group("value")
@@ -188,15 +187,70 @@ def _chip_of(where: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None) -> pa.Table:
-    """The capture in the collector format (one row per aggregate or CPU and sample; ``timestamp_ns``;
-    one uint64 column per mapped signal, its running total in raw counts; null where perf printed a
-    marker). ``mapping``: perf event → (signal, the unit perf prints for it, the signal's scale in
-    that unit: raw count = value × UNITS[unit] / scale). The first sample is at time 0 with every
-    total 0 (module docstring).
+def sniff(path) -> bool:
+    """Whether ``path`` looks like ``perf stat`` output (its report, or CSV lines of a time stamp with nine
+    decimals, or of value, unit, event and run time), from its first 4 kB."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    if "Performance counter stats" in head:
+        return True
+    lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][:8]
+    pat = re.compile(r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)")
+    return bool(lines) and all(pat.match(ln) for ln in lines)
+
+
+def mapping_of(gen) -> dict[str, tuple[str, str, float]]:
+    """perf event → (signal, the kind of unit perf prints for it: ``time`` or ``""`` for a count, raw
+    counts per perf unit: per second for a time) for the signals of ``gen`` whose ``sources`` name a
+    perf event (``sources: {perf: task-clock}``): a time is converted to the signal's unit, then divided
+    by its scale; a count is divided by the scale."""
+    reg = gen.registry
+    out = {}
+    for name, sig in gen.signals.items():
+        event = dict(sig.sources).get("perf")
+        if not event:
+            continue
+        q = reg.Quantity(1, sig.unit)
+        if q.dimensionality == reg.Quantity(1, reg.second).dimensionality:
+            out[event] = (name, "time", float(reg.Quantity(1, reg.second).to(sig.unit).magnitude) / sig.scale)
+        else:
+            out[event] = (name, "", 1.0 / sig.scale)
+    return out
+
+
+def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Table:
+    """``path`` (a ``perf stat`` file) as a capture of ``gen`` in the collector format (``collector_table``
+    with the events ``gen``'s signals name in ``sources``), its metadata naming the generation.
 
     Raises:
-        DumpError: a mapped event printed in another unit than the mapping says.
+        DumpError: a file that is not perf stat's output, or that holds no event a signal names.
+    """
+    import json
+
+    ps = read_perf_stat(path)
+    mapping = mapping_of(gen)
+    if not mapping:
+        raise DumpError(f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
+                        "analyse perf stat output with a catalog that does (the shipped `linux` catalog is the default)")
+    if not any(x.event in mapping for x in ps.lines):
+        events = sorted({x.event for x in ps.lines})
+        raise DumpError(f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`")
+    t = collector_table(ps, mapping, notes=notes)
+    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
+
+
+def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None) -> pa.Table:
+    """The capture in the collector format (one row per aggregate or CPU and sample; ``sample`` (the
+    interval's number), ``timestamp_ns``; one uint64 column per mapped signal, its running total in raw
+    counts; null where perf printed a marker). ``mapping``: perf event → (signal, ``time`` when perf
+    prints it in a time unit (msec, …) else ``""``, raw counts per second or per count: ``mapping_of``).
+    The first sample is at time 0 with every total 0 (module docstring).
+
+    Raises:
+        DumpError: a mapped event printed in a unit of the other kind (a time for a count, or the reverse).
     """
     notes = notes if notes is not None else []
     unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
@@ -221,16 +275,18 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
     inc = {s: np.zeros((S, C)) for s in signals}
     null = {s: np.zeros((S, C), bool) for s in signals}
     for x in lines:
-        sig, unit, scale = mapping[x.event]
-        if x.state == "counted" and x.unit != unit and not (unit == "" and x.unit in ("", None)):
-            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, the catalog reads it in "
-                            f"`{unit or 'counts'}`; record it as the catalog says, or map it with that unit")
+        sig, kind, per = mapping[x.event]
+        is_time = x.unit in UNITS and x.unit != ""
+        if x.state == "counted" and is_time != (kind == "time"):
+            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, but its signal `{sig}` is "
+                            f"{'a time' if kind == 'time' else 'a count'}; map the event to a signal of that kind")
         k, c = ti[x.time if ps.interval else ps.elapsed_s], wheres.index(x.where)
         if x.value is None:
             null[sig][k, c] = True
         else:
-            inc[sig][k, c] += x.value * UNITS.get(x.unit, 1.0) / scale
+            inc[sig][k, c] += x.value * (UNITS[x.unit] if is_time else 1.0) * per
     cols: dict[str, pa.Array] = {"chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
+                                 "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
                                  "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C))}
     for s in signals:
         total = np.cumsum(np.rint(np.where(null[s], 0.0, inc[s])), axis=0)  # running totals in raw counts
@@ -238,4 +294,4 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
     return pa.table(cols)
 
 
-__all__ = ["MARKERS", "PerfLine", "PerfStat", "collector_table", "read_perf_stat"]
+__all__ = ["MARKERS", "PerfLine", "PerfStat", "collector_table", "mapping_of", "perf_capture", "read_perf_stat", "sniff"]

@@ -176,7 +176,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
                 modulus=_modulus(sig, u, reg, sloc, src, diags),
                 reset_kind="decrease" if sig.reset_indicator_kind is ResetIndicatorKind.uptime else "change",
                 scale_field=(sig.scale_field.field, float(sig.scale_field.base)) if sig.scale_field else None,
-                slots=slot_idx, full_instances=n_full)
+                slots=slot_idx, full_instances=n_full, sources=tuple(sorted(sig.sources.items())))
             if sig.width == "unknown":
                 signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)
             if sig.emulator is not None:

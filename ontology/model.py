@@ -209,6 +209,11 @@ class Signal(_Model):
     precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
     sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
     renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
+    sources: dict[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", max_length=40)],
+                  Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
+        default_factory=dict, description="What real tools call this signal, by tool: `{perf: task-clock}` — the event, metric or field name "
+        "a capture of that tool holds it under (`perfonto analyze --format perf-stat` reads perf's `task-clock` lines into it). A value in a "
+        "time unit is converted to the signal's unit; a count is read as it is.")
     id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
     emulator: EmulatorBinding | None = Field(default=None, description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.")
 

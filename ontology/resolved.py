@@ -112,6 +112,7 @@ class ResolvedSignal:
     counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
     id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
     emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
+    sources: tuple[tuple[str, str], ...] = ()  # (tool, its name for the signal): what real tools' captures call it
 
     @property
     def instances(self) -> int:

@@ -30,6 +30,16 @@ PER_CHIP = {  # metric -> short column header
 NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
 
 
+def headline_metrics(graph, ev) -> list[str]:
+    """The metrics of the server table: ``HEADLINE``'s (Sohu's), or for a catalog that has none of them
+    every metric without instance axes, in the catalog's order (a Linux or GPU catalog's report is
+    never an empty table)."""
+    names = [n for n in HEADLINE if n in graph.metrics]
+    if names:
+        return names
+    return [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
+
+
 def finite(v) -> float | None:
     """``v`` as a float, or None when it is None, NaN, infinite or not a number (a NumPy scalar of
     any width, or a 0-d array, included)."""
@@ -60,7 +70,7 @@ def _fmt(v, unit: str = "") -> str:
         s = f"{v:.4g}"
     else:
         s = f"{v:,.3f}" if a < 1000 else f"{v:,.1f}"
-    return f"{s} {unit}".strip()
+    return f"{s} {'' if unit in ('1', 'dimensionless') else unit}".strip()  # a ratio of like quantities: no unit
 
 
 def bounds_mark(m, server_value, windows_out: int) -> str:
@@ -128,9 +138,7 @@ def render(result: JobResult, console: Console) -> None:
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_column("note")
-    for name in HEADLINE:
-        if name not in graph.metrics:
-            continue
+    for name in headline_metrics(graph, ev):
         m = graph.metrics[name]
         note = ""
         if name == "hbm.read_bandwidth":
@@ -231,6 +239,8 @@ def _per_chip(graph, ev, a, console: Console) -> None:
     """The per-chip table: the PER_CHIP metrics this catalog has, the dominant top-down node when
     the tree was evaluated, and a legend of exactly the columns shown."""
     shown = {name: header for name, header in PER_CHIP.items() if name in graph.metrics}
+    if not shown:  # another catalog: its first scalar metrics, by name
+        shown = {n: n for n in headline_metrics(graph, ev)[:6] if n in ev.per_chip}
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
     for header in shown.values():
@@ -247,7 +257,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
         pc.add_row(*row)
     console.print(pc)
-    if shown:
+    if any(h != n for n, h in shown.items()):  # a legend only where a header abbreviates a metric's name
         console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
 
 

@@ -27,6 +27,11 @@ def register(sub) -> None:
                    help="counter snapshots taken at op boundaries (trigger-on-marker): exact per-op attribution")
     a.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
     a.add_argument("--metrics", default=None, metavar="a,b,…", help="evaluate only these metrics and what they need")
+    a.add_argument("--format", default="auto", choices=("auto", "collector", "perf-stat", "openmetrics"),
+                   help="what COUNTERS is: collector (perfonto's collector format); perf-stat (`perf stat -x,` CSV, with or "
+                        "without -I, -A, or perf stat's report; read against the shipped `linux` catalog unless --catalog); "
+                        "openmetrics (Prometheus/OpenMetrics text: a file of time-stamped samples or a folder of scrapes named "
+                        "by their time; the shipped `node` catalog unless --catalog); auto (default): recognised from the file")
     a.add_argument("--timestamp-unit", default=None, choices=["ns", "us", "ms", "s"],
                    help="unit of a bare `timestamp` column (columns named timestamp_ns/_us/_ms/_s say it themselves)")
     a.add_argument("--sample-period", type=duration, default=None,
@@ -67,6 +72,13 @@ def cmd_analyze(args) -> int:
     period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
     capture = capture_of(args.counters, args.requests, args.trace, args.sync, timestamp_unit=args.timestamp_unit,
                          sample_period_ns=period, snapshots=args.snapshots)
+    from perfonto.capture.formats import default_catalog, detect
+
+    fmt = detect(args.counters) if args.format == "auto" else args.format
+    capture.format = fmt
+    if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, openmetrics: node)
+        args.catalog = default_catalog(fmt)
+        args.no_library = True
     try:
         topology = None
         if args.topology is not None:

@@ -1,0 +1,52 @@
+"""Other tools' captures, one row per format: how to recognise the tool's output, how to read it into
+the collector format against a generation, and the shipped catalog read by default
+(``perfonto/catalogs/<catalog>``). ``perfonto analyze --format NAME`` picks a row; ``auto`` tries each
+row's ``sniff`` in order, and a file none recognises is read as the collector format."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+
+@dataclass(frozen=True)
+class Format:
+    """One tool's output: ``module`` (in ``perfonto.capture``) with ``sniff(path) -> bool`` and
+    ``<reader>(path, generation, notes) -> pyarrow.Table``; ``catalog``: the shipped catalog folder."""
+
+    name: str
+    module: str
+    reader: str
+    catalog: str
+    meaning: str
+
+    def sniff(self, path) -> bool:
+        return import_module(f"perfonto.capture.{self.module}").sniff(path)
+
+    def read(self, path, gen, notes: list[str]):
+        return getattr(import_module(f"perfonto.capture.{self.module}"), self.reader)(path, gen, notes)
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("perf-stat", "perf_stat", "perf_capture", "linux",
+           "`perf stat -x,` CSV (with or without -I, -A) or perf stat's report"),
+    Format("openmetrics", "openmetrics", "openmetrics_capture", "node",
+           "Prometheus/OpenMetrics text: a file of time-stamped samples, or a folder of scrapes named by their time"),
+)}
+
+
+def detect(path) -> str:
+    """The format of ``path``: the first ``FORMATS`` row whose ``sniff`` recognises it, else ``collector``."""
+    for f in FORMATS.values():
+        if f.sniff(path):
+            return f.name
+    return "collector"
+
+
+def default_catalog(name: str) -> str:
+    """The folder of the shipped catalog a format is read against by default."""
+    from importlib import resources
+
+    return str(resources.files("perfonto").joinpath("catalogs", FORMATS[name].catalog))
+
+
+__all__ = ["FORMATS", "Format", "default_catalog", "detect"]

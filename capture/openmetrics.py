@@ -1,0 +1,307 @@
+"""Prometheus text exposition and OpenMetrics text read as a capture: a file of many scrapes (each
+sample with its time stamp, as ``promtool tsdb create-blocks-from openmetrics`` takes them), or a
+folder of scrapes, one file each, named by the time of the scrape.
+
+How a scrape is read:
+
+- **Time.** A sample's own time stamp (Prometheus text: ms since the epoch; OpenMetrics: seconds) when
+  the exposition has them: the samples of one time stamp are one sample of the capture. A scrape
+  without time stamps (what an exporter serves: ``curl -s host:9100/metrics``) must be a file of its own
+  in a folder, whose name holds the scrape time in seconds since the epoch
+  (``scrapes/1764650000.250.prom``: write it with ``date +%s.%N``); the files are read in time order.
+- **Mapping.** A signal declares the series it is read from as a selector,
+  ``sources: {openmetrics: 'node_cpu_seconds_total{mode="idle"}'}``: the sample name and the labels
+  that must match (parsed by ``SELECTOR``, a lark grammar). The labels the selector leaves open are the
+  chip key: one label whose values are all integers (node_exporter's ``cpu="3"``) is the chip number;
+  several, or other values, are numbered in order of first appearance and listed in a note. The
+  ``instance`` label is the host.
+- **Values.** A counter's samples are running totals (an exporter's ``_total``): floating-point values
+  become integer raw counts of the signal's ``scale`` (``node_cpu_seconds_total`` in s read into a signal
+  with ``scale: 1.0e-9`` counts ns), rounded; a gauge's are read as they are. A series absent from a
+  scrape is null there (the windows it touches are null, reason ``missing sample``); NaN is null too.
+  A selector that matches no series in the whole capture leaves its signal out, so the metrics that
+  read it are unavailable ("not in the dump: …").
+
+Every problem is a ``DumpError`` naming the file (and line, for a line the exposition parser refuses)
+and what to do.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from lark import Lark, LarkError, Transformer
+
+from .dump_io import DumpError
+
+SELECTOR = Lark(r"""
+    selector: NAME ("{" [matcher ("," matcher)*] ","? "}")?
+    matcher: NAME "=" ESCAPED_STRING
+    NAME: /[a-zA-Z_:][a-zA-Z0-9_:]*/
+    %import common.ESCAPED_STRING
+    %import common.WS
+    %ignore WS
+""", start="selector", parser="lalr")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A series selector: the sample ``name`` and the ``labels`` (name → value) a series must carry."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+
+    def matches(self, name: str, labels: dict[str, str]) -> bool:
+        return name == self.name and all(labels.get(k) == v for k, v in self.labels)
+
+
+class _ToSelector(Transformer):
+    def selector(self, items):
+        name, *matchers = items
+        return Selector(str(name), tuple(sorted(m for m in matchers if m is not None)))
+
+    def matcher(self, items):
+        return str(items[0]), json.loads(str(items[1]))
+
+
+def parse_selector(text: str, where: str = "selector") -> Selector:
+    """``text`` (``name{label="value",…}``) as a ``Selector``.
+
+    Raises:
+        DumpError: not a selector (``where`` names the signal it came from, with the column of the error).
+    """
+    try:
+        return _ToSelector().transform(SELECTOR.parse(text))
+    except LarkError as exc:
+        col = getattr(exc, "column", None)
+        at = f" at column {col}" if isinstance(col, int) and col > 0 else ""
+        raise DumpError(f"{where}: `{text}` is not a series selector{at}; write name{{label=\"value\",…}}, "
+                        "e.g. node_cpu_seconds_total{mode=\"idle\"}") from None
+
+
+@dataclass
+class Scrape:
+    """One scrape: ``time_s`` (seconds since the epoch), ``series`` ((name, sorted labels) → value)."""
+
+    time_s: float
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
+
+
+def _families(text: str, path: str):
+    """The exposition's metric families, parsed by ``prometheus_client`` (OpenMetrics when the text ends
+    with ``# EOF``); a refused line is found by parsing the lines one by one and named with its number."""
+    openmetrics = text.rstrip().endswith("# EOF")
+    if openmetrics:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
+    try:
+        return list(text_string_to_metric_families(text))
+    except Exception as exc:  # noqa: BLE001 - the parser raises ValueError, TypeError or IndexError on bad text
+        from prometheus_client.parser import text_string_to_metric_families as one_line
+
+        said = str(exc)
+        for n, ln in enumerate(text.splitlines(), 1):
+            if ln.strip() and ln.strip() in said:  # the parser quotes the line it refused
+                raise DumpError(f"{path}:{n}: refused by the {'OpenMetrics' if openmetrics else 'Prometheus'} text parser "
+                                f"({said[:120]}); {'OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF comments' if ln.startswith('#') else 'fix or drop the line'}") from None
+        for n, ln in enumerate(text.splitlines(), 1):
+            if not ln.strip() or ln.startswith("#"):
+                continue
+            try:
+                list(one_line(ln + "\n"))
+            except Exception:  # noqa: BLE001
+                raise DumpError(f"{path}:{n}: not a sample line of the Prometheus/OpenMetrics text format: "
+                                f"`{ln.strip()[:80]}`") from None
+        raise DumpError(f"{path}: not Prometheus/OpenMetrics text ({exc}); give scrapes as exporters serve them") from None
+
+
+def _read_text(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} is not UTF-8; "
+                        "is this a Prometheus/OpenMetrics scrape?") from None
+    except OSError as exc:
+        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+
+
+def _stamp(ts) -> float | None:
+    if ts is None:
+        return None
+    if hasattr(ts, "sec"):
+        return ts.sec + ts.nsec * 1e-9
+    return float(ts)
+
+
+_TIME_NAME = re.compile(r"^(\d{9,11}(?:\.\d+)?)")  # seconds since the epoch (2001–5138), optional fraction
+
+
+def read_scrapes(path: str | Path) -> list[Scrape]:
+    """The scrapes of ``path`` in time order (module docstring: a file of time-stamped samples, or a folder
+    of one scrape per file named by its time).
+
+    Raises:
+        DumpError: no scrapes, a sample without a time stamp in a single file, a folder file whose name
+        holds no time, two scrapes at one time, or text the exposition parser refuses (file:line).
+    """
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+        if not files:
+            raise DumpError(f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)")
+        scrapes = []
+        for f in files:
+            m = _TIME_NAME.match(f.name)
+            if not m:
+                raise DumpError(f"{f}: the file name holds no scrape time; name each scrape by its time in seconds since "
+                                "the epoch (`curl -s HOST:9100/metrics > DIR/$(date +%s.%N).prom`)")
+            s = Scrape(float(m.group(1)))
+            for fam in _families(_read_text(f), str(f)):
+                for smp in fam.samples:
+                    s.series[(smp.name, tuple(sorted(smp.labels.items())))] = float(smp.value)
+            scrapes.append(s)
+        scrapes.sort(key=lambda s: s.time_s)
+    else:
+        by_time: dict[float, Scrape] = {}
+        for fam in _families(_read_text(p), str(p)):
+            for smp in fam.samples:
+                t = _stamp(smp.timestamp)
+                if t is None:
+                    raise DumpError(f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
+                                    "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time")
+                by_time.setdefault(t, Scrape(t)).series[(smp.name, tuple(sorted(smp.labels.items())))] = float(smp.value)
+        scrapes = [by_time[t] for t in sorted(by_time)]
+    for a, b in zip(scrapes, scrapes[1:]):
+        if b.time_s == a.time_s:
+            raise DumpError(f"{p}: two scrapes at the same time {a.time_s}; each scrape needs its own time")
+    if len(scrapes) < 2:
+        raise DumpError(f"{p}: {len(scrapes)} scrape(s); a window needs two: scrape at least twice")
+    return scrapes
+
+
+def sniff(path) -> bool:
+    """Whether ``path`` looks like Prometheus/OpenMetrics text (``# TYPE``/``# HELP`` lines), or is a folder
+    whose first file does."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            if not files:
+                return False
+            p = files[0]
+        with open(p, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return bool(re.search(r"^# (TYPE|HELP) [a-zA-Z_:]", head, re.M))
+
+
+def mapping_of(gen) -> dict[str, tuple[Selector, float, bool]]:
+    """signal → (its selector, raw counts per unit of the exposition's value, whether it is a counter) for
+    the signals of ``gen`` whose ``sources`` name an ``openmetrics`` series. A value in a time unit is taken
+    to be in seconds (Prometheus's base unit) and converted to the signal's unit.
+
+    Raises:
+        DumpError: a selector that does not parse (naming the signal).
+    """
+    reg = gen.registry
+    out = {}
+    for name, sig in gen.signals.items():
+        text = dict(sig.sources).get("openmetrics")
+        if not text:
+            continue
+        sel = parse_selector(text, f"generation `{gen.name}`, signal `{name}` (sources.openmetrics)")
+        per = 1.0
+        if reg.Quantity(1, sig.unit).dimensionality == reg.Quantity(1, reg.second).dimensionality:
+            per = float(reg.Quantity(1, reg.second).to(sig.unit).magnitude)
+        out[name] = (sel, per / sig.scale, sig.kind != "gauge")
+    return out
+
+
+def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, float, bool]], *, label: str,
+                    notes: list[str] | None = None) -> pa.Table:
+    """The scrapes in the collector format: one row per (host, chip) and scrape (``sample``: the scrape's
+    number, ``timestamp_ns`` from the first scrape), one column per signal whose selector matched: a
+    counter's running total as uint64 raw counts, a gauge as float64; null where the series is absent or NaN.
+
+    Raises:
+        DumpError: no selector matches any series (``label`` names the capture).
+    """
+    notes = notes if notes is not None else []
+    found: dict[str, dict[tuple, dict[int, float]]] = {}
+    open_labels: set[str] = set()
+    for k, sc in enumerate(scrapes):
+        for (name, labels), v in sc.series.items():
+            lab = dict(labels)
+            for sig, (sel, _, _) in mapping.items():
+                if sel.matches(name, lab):
+                    key = tuple((a, b) for a, b in labels if a not in dict(sel.labels))
+                    found.setdefault(sig, {}).setdefault(key, {})[k] = v
+                    open_labels.update(a for a, _ in key if a != "instance")
+    missing = [s for s in mapping if s not in found]
+    if not found:
+        raise DumpError(f"{label}: no series matches a signal's `sources: {{openmetrics: …}}` selector "
+                        f"(e.g. {next(iter(mapping.values()))[0].name if mapping else 'none declared'}); is this the right catalog?")
+    if missing:
+        notes.append(f"{label}: no series matches the selector of {', '.join(missing)} (the metrics that read them are unavailable)")
+    keys = list(dict.fromkeys(key for per in found.values() for key in per))
+    chip_labels = sorted(open_labels)
+    hosts = [dict(k).get("instance", "") for k in keys]
+    chips = [tuple(dict(k).get(a, "") for a in chip_labels) for k in keys]
+    if len(chip_labels) == 1 and all(c[0].isdigit() for c in chips):
+        chip_no = [int(c[0]) for c in chips]
+    else:
+        first: dict[tuple, int] = {}
+        chip_no = [first.setdefault(c, len(first)) for c in chips]
+        if chip_labels:
+            notes.append(f"{label}: chips numbered by the labels {', '.join(chip_labels)}: "
+                         + "; ".join(f"{n} = {dict(zip(chip_labels, c))}" for c, n in list(first.items())[:8]))
+    S, C = len(scrapes), len(keys)
+    t0 = scrapes[0].time_s
+    cols: dict[str, pa.Array] = {
+        "host": pa.array(np.tile(np.array(hosts, dtype=object), S).tolist(), pa.string()),
+        "chip": pa.array(np.tile(np.array(chip_no, np.int64), S)),
+        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),
+        "timestamp_ns": pa.array(np.repeat(np.rint((np.array([s.time_s for s in scrapes]) - t0) * 1e9).astype(np.int64), C)),
+    }
+    if not any(hosts):
+        del cols["host"]
+    for sig, per_key in found.items():
+        _, per, counter = mapping[sig]
+        vals = np.full((S, C), np.nan)
+        for c, key in enumerate(keys):
+            for k, v in per_key.get(key, {}).items():
+                vals[k, c] = v
+        null = ~np.isfinite(vals)
+        if counter:
+            raw = np.rint(np.where(null, 0.0, vals) * per)
+            if np.any(raw < 0) or np.any(raw >= 2.0 ** 64):
+                raise DumpError(f"{label}: the series of `{sig}` holds a value outside a 64-bit counter's range")
+            cols[sig] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
+        else:
+            cols[sig] = pa.array(np.where(null, 0.0, vals * per).reshape(-1), mask=null.reshape(-1))
+    return pa.table(cols)
+
+
+def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Table:
+    """``path`` (scrapes: ``read_scrapes``) as a capture of ``gen`` in the collector format, its metadata
+    naming the generation.
+
+    Raises:
+        DumpError: unreadable scrapes, or a generation that names no ``openmetrics`` series.
+    """
+    mapping = mapping_of(gen)
+    if not mapping:
+        raise DumpError(f"{path}: generation `{gen.name}` names no series (`sources: {{openmetrics: …}}` on its signals); "
+                        "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)")
+    t = collector_table(read_scrapes(path), mapping, label=str(path), notes=notes)
+    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "openmetrics"})})
+
+
+__all__ = ["SELECTOR", "Scrape", "Selector", "collector_table", "mapping_of", "openmetrics_capture", "parse_selector",
+           "read_scrapes", "sniff"]

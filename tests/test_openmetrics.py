@@ -1,0 +1,112 @@
+"""`perfonto analyze --format openmetrics` (capture/openmetrics.py, issue 27): Prometheus text exposition
+and OpenMetrics text read against the shipped `node` catalog — a file of time-stamped samples (the
+layout promtool's backfill takes) or a folder of scrapes named by their time; labels the selector leaves
+open are the chip, `instance` the host; a series absent from a scrape nulls its windows. The fixture's
+values are hand-chosen and the expected shares computed by hand below."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfonto.capture.dump_io import DumpError
+from perfonto.capture.formats import detect
+from perfonto.capture.openmetrics import Selector, collector_table, parse_selector, read_scrapes
+from perfonto.cli import main
+
+FIX = Path(__file__).parent / "fixtures" / "openmetrics" / "node-cpu.om"
+TYPE = "# HELP node_cpu_seconds Seconds.\n# TYPE node_cpu_seconds counter\n"
+
+
+def _analyze(capsys, path, out, *extra) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, tmp_path):
+    code, doc = _analyze(capsys, FIX, tmp_path / "o")
+    assert code == 0
+    chips = {r["chip"]: r for r in doc["per_chip"]}
+    assert {r["host"] for r in doc["per_chip"]} == {"h1:9100"}  # the instance label is the host
+    # CPU 0, all three windows: idle .75, user 1.80, system .30, iowait .10, softirq .10 -> busy 2.20 of 3.05 s
+    assert chips[0]["metrics"]["cpu.busy_share"] == pytest.approx(2.20 / 3.05, abs=1e-12)
+    assert chips[0]["metrics"]["cpu.iowait_share"] == pytest.approx(0.10 / 3.05, abs=1e-12)
+    # CPU 1's steal is absent from the second scrape: its first two windows are null, the last one is
+    # idle .80, user .10, system .05, steal .10 -> busy .25 of 1.05 s
+    assert chips[1]["metrics"]["cpu.busy_share"] == pytest.approx(0.25 / 1.05, abs=1e-12)
+    assert doc["null_windows"]["cpu.busy_share"] == {"missing sample": 2}
+    # the server level: the one window valid on both CPUs, busy (.65 + .25) of (.95 + 1.05) s
+    assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx(0.90 / 2.00, abs=1e-12)
+
+
+def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
+    d = tmp_path / "scrapes"
+    d.mkdir()
+    for k, (idle, user) in enumerate([(10.0, 5.0), (10.5, 5.5), (10.75, 6.25)]):
+        body = "".join(f'node_cpu_seconds_total{{cpu="0",mode="{m}"}} {v}\n' for m, v in
+                       [("idle", idle), ("user", user), ("system", 1.0), ("iowait", 0.0), ("nice", 0.0), ("irq", 0.0),
+                        ("softirq", 0.0), ("steal", 0.0)])
+        (d / f"{1764650000 + 2 * k}.250.prom").write_text(TYPE + body)  # served without time stamps
+    code, doc = _analyze(capsys, d, tmp_path / "o")
+    assert code == 0
+    assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx(1.25 / 2.0, abs=1e-12)  # user 1.25 of 2.0 s
+    assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(1.25 / 4.0, abs=1e-12)  # over 4 s of wall-clock time
+
+
+def test_format_is_recognised_and_collector_dumps_are_not(tmp_path):
+    assert detect(FIX) == "openmetrics"
+    (tmp_path / "c.csv").write_text("chip,timestamp_ns,a\n0,0,1\n")
+    assert detect(tmp_path / "c.csv") == "collector"
+
+
+def test_selector_grammar():
+    assert parse_selector('node_cpu_seconds_total{mode="idle", cpu="0",}') == Selector(
+        "node_cpu_seconds_total", (("cpu", "0"), ("mode", "idle")))
+    assert parse_selector("up") == Selector("up", ())
+    with pytest.raises(DumpError, match=r"signal `x`.*`node\{mode=idle\}` is not a series selector at column 11"):
+        parse_selector("node{mode=idle}", "signal `x`")
+
+
+@pytest.mark.parametrize("text, match", [
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1\n', r"no time stamp; a file of many scrapes needs one"),
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0" 2 1\n',
+     r"s\.prom:4: "),
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\n', r"1 scrape\(s\); a window needs two"),
+])
+def test_bad_scrape_files_name_the_file_and_line(tmp_path, text, match):
+    p = tmp_path / "s.prom"
+    p.write_text(text)
+    with pytest.raises(DumpError, match=match):
+        read_scrapes(p)
+
+
+def test_a_folder_file_without_a_time_in_its_name(tmp_path):
+    (tmp_path / "scrape-a.prom").write_text(TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1\n')
+    with pytest.raises(DumpError, match=r"scrape-a\.prom: the file name holds no scrape time"):
+        read_scrapes(tmp_path)
+
+
+def test_not_utf8_and_cli_exit_code(tmp_path, capsys):
+    p = tmp_path / "s.prom"
+    p.write_bytes(b"# TYPE x counter\nx_total 1 \xff\n")
+    code, doc = _analyze(capsys, p, tmp_path / "o", "--format", "openmetrics")
+    assert (code, doc["ok"]) == (1, False)
+    assert "is not UTF-8" in doc["error"] and str(p) in doc["error"]
+
+
+def test_gauges_nan_and_label_chips():
+    from perfonto.capture.openmetrics import Scrape
+
+    sel = {"temp": (Selector("gpu_temp", ()), 1.0, False), "bytes": (Selector("rx_bytes_total", ()), 1.0, True)}
+    s = [Scrape(0.0, {("gpu_temp", (("gpu", "a"),)): 40.5, ("rx_bytes_total", (("gpu", "a"),)): 10.0,
+                      ("gpu_temp", (("gpu", "b"),)): float("nan"), ("rx_bytes_total", (("gpu", "b"),)): 3.0}),
+         Scrape(1.0, {("gpu_temp", (("gpu", "a"),)): 41.5, ("rx_bytes_total", (("gpu", "a"),)): 20.0,
+                      ("gpu_temp", (("gpu", "b"),)): 39.0, ("rx_bytes_total", (("gpu", "b"),)): 4.0})]
+    notes: list[str] = []
+    t = collector_table(s, sel, label="x", notes=notes)
+    assert t.column("chip").to_pylist() == [0, 1, 0, 1]  # "a", "b": numbered in order of first appearance
+    assert "chips numbered by the labels gpu: 0 = {'gpu': 'a'}; 1 = {'gpu': 'b'}" in notes[0]
+    assert t.column("temp").to_pylist() == [40.5, None, 41.5, 39.0]  # a gauge as it is, NaN null
+    assert t.column("bytes").to_pylist() == [10, 3, 20, 4]

@@ -1,0 +1,82 @@
+"""A real capture from Linux perf on the machine that runs the tests (Debian's linux-perf; .ci/run
+installs it): `perfonto analyze --format perf-stat` with the shipped `linux` catalog gives the derived
+figures perf itself printed (issue 27). Skips, saying why, where perf is missing or may not count."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto.cli import main
+
+pytestmark = pytest.mark.slow
+EVENTS = "task-clock,context-switches,cpu-migrations,page-faults"
+WORK = "import numpy as np\na = np.random.default_rng(0).random((900, 900))\nfor _ in range(6):\n    a = (a @ a) / 900.0\n"
+
+
+@pytest.fixture(scope="module")
+def perf():
+    exe = shutil.which("perf")
+    if exe is None:
+        pytest.skip("Linux perf is not installed (Debian: apt-get install linux-perf; .ci/run installs it)")
+    probe = subprocess.run([exe, "stat", "-x,", "-e", "task-clock", "true"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0 or "task-clock" not in probe.stderr:
+        pytest.skip(f"perf cannot count software events here (perf_event_paranoid?): {probe.stderr.strip()[:200]}")
+    return exe
+
+
+def _run(perf, tmp_path, *args) -> str:
+    out = tmp_path / "perf.out"
+    subprocess.run([perf, "stat", *args, "-e", EVENTS, "-o", str(out), "--", sys.executable, "-c", WORK], check=True,
+                   capture_output=True, timeout=300)
+    return str(out)
+
+
+def test_perf_report_gives_perfs_run_figures(perf, tmp_path, capsys):
+    path = _run(perf, tmp_path)  # the human-readable report: it prints the elapsed time
+    printed = {}
+    for line in open(path, encoding="utf-8"):  # "   217.60 msec task-clock   #    0.703 CPUs utilized"
+        m = re.match(r"\s*[\d.,]+\s+(?:msec\s+)?(\S+)\s+#\s+([\d.]+)\s+(\S+)", line)
+        if m:
+            event, value, unit = m.groups()
+            printed[event] = float(value) * (1000.0 if unit == "K/sec" else 1e6 if unit == "M/sec" else 1.0)
+    capsys.readouterr()
+    assert main(["analyze", path, "--format", "perf-stat", "--out", str(tmp_path / "o"), "--json"]) == 0
+    got = {k: v["value"] for k, v in json.loads(capsys.readouterr().out)["metrics"].items()}
+    want = {"cpus_utilized": printed["task-clock"], "context_switches.per_second": printed["context-switches"],
+            "cpu_migrations.per_second": printed["cpu-migrations"], "page_faults.per_second": printed["page-faults"]}
+    for name, w in want.items():  # perf prints three decimals
+        assert abs(got[name] - w) <= 1e-3 * abs(w) + 5e-4 * (1000.0 if name == "page_faults.per_second" else 1.0), (name, got[name], w)
+
+
+def test_perf_intervals_give_perfs_interval_figures(perf, tmp_path, capsys):
+    path = _run(perf, tmp_path, "-I", "100", "-x,")
+    rows = [[f.strip() for f in ln.split(",")] for ln in open(path, encoding="utf-8") if ln.strip() and not ln.startswith("#")]
+    assert main(["analyze", path, "--out", str(tmp_path / "o"), "--json"]) == 0  # recognised as perf stat output
+    t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
+    stamps = sorted({float(r[0]) for r in rows})
+    assert len(t["window"]) == len(stamps)
+    starts = [0.0] + stamps[:-1]
+    rate = {"context-switches": "context_switches.per_second", "cpu-migrations": "cpu_migrations.per_second",
+            "page-faults": "page_faults.per_second"}
+    checked = 0
+    for r in rows:
+        k = stamps.index(float(r[0]))
+        if r[3] in rate and r[6]:
+            want = float(r[6]) * (1000.0 if r[7] == "K/sec" else 1e6 if r[7] == "M/sec" else 1.0)
+            got = t[rate[r[3]]][k]
+            assert abs(got - want) <= 1e-3 * abs(want) + 5e-4 * (1000.0 if r[7] == "K/sec" else 1.0), (r, got)
+            checked += 1
+        if r[3] == "task-clock" and r[6]:
+            # perf divides an interval's task-clock by the nominal -I interval (100 ms); the window is the
+            # interval between perf's own time stamps, which drifts: scaled back, the two agree
+            nominal = t["cpus_utilized"][k] * (stamps[k] - starts[k]) / 0.1
+            if k < len(stamps) - 1:  # the last interval is cut short by the program's end
+                assert abs(nominal - float(r[6])) <= 1e-3 * float(r[6]) + 5e-4, (r, nominal)
+                checked += 1
+    assert checked >= 8
