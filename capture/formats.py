@@ -42,11 +42,14 @@ def detect(path) -> str:
     return "collector"
 
 
-def default_catalog(name: str) -> str:
-    """The folder of the shipped catalog a format is read against by default."""
+def default_catalog(name: str, path=None) -> str:
+    """The folder of the shipped catalog a format is read against by default (the format's module may
+    choose by the capture's content: ``catalog_of(path)``)."""
     from importlib import resources
 
-    return str(resources.files("perfonto").joinpath("catalogs", FORMATS[name].catalog))
+    mod = import_module(f"perfonto.capture.{FORMATS[name].module}")
+    folder = mod.catalog_of(path) if path is not None and hasattr(mod, "catalog_of") else FORMATS[name].catalog
+    return str(resources.files("perfonto").joinpath("catalogs", folder))
 
 
 __all__ = ["FORMATS", "Format", "default_catalog", "detect"]

@@ -7,17 +7,19 @@ How a scrape is read:
 - **Time.** A sample's own time stamp (Prometheus text: ms since the epoch; OpenMetrics: seconds) when
   the exposition has them: the samples of one time stamp are one sample of the capture. A scrape
   without time stamps (what an exporter serves: ``curl -s host:9100/metrics``) must be a file of its own
-  in a folder, whose name holds the scrape time in seconds since the epoch
+  in a folder (a ``*.md`` note beside them is skipped), whose name holds the scrape time in seconds since the epoch
   (``scrapes/1764650000.250.prom``: write it with ``date +%s.%N``); the files are read in time order.
 - **Mapping.** A signal declares the series it is read from as a selector,
   ``sources: {openmetrics: 'node_cpu_seconds_total{mode="idle"}'}``: the sample name and the labels
   that must match (parsed by ``SELECTOR``, a lark grammar). The labels the selector leaves open are the
   chip key: one label whose values are all integers (node_exporter's ``cpu="3"``) is the chip number;
-  several, or other values, are numbered in order of first appearance and listed in a note. The
-  ``instance`` label is the host.
+  several, the one whose integer values tell a host's series apart (``cpu``, ``gpu``, …: dcgm-exporter's
+  ``gpu="0"`` beside its ``UUID`` and ``modelName``), else the label sets are numbered in order of first
+  appearance and listed in a note. The ``instance`` label (or dcgm-exporter's ``Hostname``) is the host.
 - **Values.** A counter's samples are running totals (an exporter's ``_total``): floating-point values
   become integer raw counts of the signal's ``scale`` (``node_cpu_seconds_total`` in s read into a signal
-  with ``scale: 1.0e-9`` counts ns), rounded; a gauge's are read as they are. A series absent from a
+  with ``scale: 1.0e-9`` counts ns), rounded; a gauge's too (a ratio read into ``scale: 1.0e-6`` counts
+  millionths), as the level it is. A series absent from a
   scrape is null there (the windows it touches are null, reason ``missing sample``); NaN is null too.
   A selector that matches no series in the whole capture leaves its signal out, so the metrics that
   read it are unavailable ("not in the dump: …").
@@ -56,7 +58,9 @@ class Selector:
     labels: tuple[tuple[str, str], ...]
 
     def matches(self, name: str, labels: dict[str, str]) -> bool:
-        return name == self.name and all(labels.get(k) == v for k, v in self.labels)
+        """Whether a sample matches; a counter's sample also under ``name_total``, which the exposition parser
+        gives a counter served without the suffix (dcgm-exporter's ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``)."""
+        return (name == self.name or name == self.name + "_total") and all(labels.get(k) == v for k, v in self.labels)
 
 
 class _ToSelector(Transformer):
@@ -151,7 +155,7 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
     """
     p = Path(path)
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
         if not files:
             raise DumpError(f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)")
         scrapes = []
@@ -184,21 +188,31 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
     return scrapes
 
 
-def sniff(path) -> bool:
-    """Whether ``path`` looks like Prometheus/OpenMetrics text (``# TYPE``/``# HELP`` lines), or is a folder
-    whose first file does."""
+def catalog_of(path) -> str:
+    """The shipped catalog scrapes are read against by default: ``dcgm`` when they hold DCGM fields
+    (``DCGM_FI_…``, dcgm-exporter), else ``node`` (node_exporter)."""
+    return "dcgm" if "DCGM_FI_" in _head(path) else "node"
+
+
+def _head(path) -> str:
     p = Path(path)
     try:
         if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
             if not files:
-                return False
+                return ""
             p = files[0]
         with open(p, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
+            return fh.read(65536).decode("utf-8", "replace")
     except OSError:
-        return False
-    return bool(re.search(r"^# (TYPE|HELP) [a-zA-Z_:]", head, re.M))
+        return ""
+
+
+def sniff(path) -> bool:
+    """Whether ``path`` looks like Prometheus/OpenMetrics text (``# TYPE``/``# HELP`` lines), or is a folder
+    whose first file does."""
+    head = _head(path)
+    return bool(re.search(r"^# (TYPE|HELP) [a-zA-Z_:]", head[:4096], re.M))
 
 
 def mapping_of(gen) -> dict[str, tuple[Selector, float, bool]]:
@@ -223,14 +237,37 @@ def mapping_of(gen) -> dict[str, tuple[Selector, float, bool]]:
     return out
 
 
+HOST_LABELS = ("instance", "Hostname")  # Prometheus's target label; dcgm-exporter's own host label
+CHIP_LABELS = ("cpu", "gpu", "chip", "device", "minor_number")  # preferred, in this order, when several qualify
+
+
+def _chip_number_label(keys: list[tuple], hosts: list[str], labels: list[str]) -> str | None:
+    """The label that numbers the chips: one whose values are integers on every series and tell apart
+    the series of a host (the other open labels — a UUID, a model name — only describe the chip), the
+    preferred ones (``CHIP_LABELS``) first; None when no label does."""
+    def ok(label: str) -> bool:
+        vals = [dict(k).get(label, "") for k in keys]
+        if not all(v.isdigit() for v in vals):
+            return False
+        per_host: dict[tuple, set] = {}
+        for h, v, k in zip(hosts, vals, keys):
+            per_host.setdefault((h, v), set()).add(tuple((a, b) for a, b in k if a in labels))
+        return all(len(s) == 1 for s in per_host.values())
+
+    ordered = [x for x in CHIP_LABELS if x in labels] + [x for x in labels if x not in CHIP_LABELS]
+    return next((x for x in ordered if ok(x)), None)
+
+
 def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, float, bool]], *, label: str,
                     notes: list[str] | None = None) -> pa.Table:
     """The scrapes in the collector format: one row per (host, chip) and scrape (``sample``: the scrape's
     number, ``timestamp_ns`` from the first scrape), one column per signal whose selector matched: a
-    counter's running total as uint64 raw counts, a gauge as float64; null where the series is absent or NaN.
+    counter's running total or a gauge's level, as uint64 raw counts of the signal's scale; null where the
+    series is absent or NaN.
 
     Raises:
-        DumpError: no selector matches any series (``label`` names the capture).
+        DumpError: no selector matches any series (``label`` names the capture); a value that is negative
+        or too large for a 64-bit register at the signal's scale.
     """
     notes = notes if notes is not None else []
     found: dict[str, dict[tuple, dict[int, float]]] = {}
@@ -250,11 +287,13 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
     if missing:
         notes.append(f"{label}: no series matches the selector of {', '.join(missing)} (the metrics that read them are unavailable)")
     keys = list(dict.fromkeys(key for per in found.values() for key in per))
-    chip_labels = sorted(open_labels)
-    hosts = [dict(k).get("instance", "") for k in keys]
+    host_label = next((h for h in HOST_LABELS if any(h in dict(k) for k in keys)), None)
+    hosts = [dict(k).get(host_label, "") if host_label else "" for k in keys]
+    chip_labels = sorted(open_labels - {host_label})
+    number = _chip_number_label(keys, hosts, chip_labels)
     chips = [tuple(dict(k).get(a, "") for a in chip_labels) for k in keys]
-    if len(chip_labels) == 1 and all(c[0].isdigit() for c in chips):
-        chip_no = [int(c[0]) for c in chips]
+    if number is not None:  # one integer label tells the chips of a host apart (cpu="3", gpu="0")
+        chip_no = [int(dict(k)[number]) for k in keys]
     else:
         first: dict[tuple, int] = {}
         chip_no = [first.setdefault(c, len(first)) for c in chips]
@@ -278,13 +317,12 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
             for k, v in per_key.get(key, {}).items():
                 vals[k, c] = v
         null = ~np.isfinite(vals)
-        if counter:
-            raw = np.rint(np.where(null, 0.0, vals) * per)
-            if np.any(raw < 0) or np.any(raw >= 2.0 ** 64):
-                raise DumpError(f"{label}: the series of `{sig}` holds a value outside a 64-bit counter's range")
-            cols[sig] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
-        else:
-            cols[sig] = pa.array(np.where(null, 0.0, vals * per).reshape(-1), mask=null.reshape(-1))
+        raw = np.rint(np.where(null, 0.0, vals) * per)  # raw counts of the signal's scale (gauges too: registers are integers)
+        if np.any(raw < 0) or np.any(raw >= 2.0 ** 64):
+            bad = float(vals[~null][(raw[~null] < 0) | (raw[~null] >= 2.0 ** 64)][0])
+            raise DumpError(f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
+                            f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale")
+        cols[sig] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
     return pa.table(cols)
 
 
@@ -304,4 +342,4 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
 
 
 __all__ = ["SELECTOR", "Scrape", "Selector", "collector_table", "mapping_of", "openmetrics_capture", "parse_selector",
-           "read_scrapes", "sniff"]
+           "read_scrapes", "sniff", "catalog_of"]

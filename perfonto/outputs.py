@@ -108,7 +108,10 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
     old_term = signal.getsignal(signal.SIGTERM)
 
+    terminated = []
+
     def on_term(signum, frame):  # make SIGTERM clean up like Ctrl-C
+        terminated.append(signum)
         raise KeyboardInterrupt
 
     try:
@@ -118,6 +121,8 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
         manifest = {"perfonto": _version(), "run_id": run_id, "command": list(command if command is not None else sys.argv),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "inputs": dict(inputs or {})}
         yield tmp
+        if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer or callback): still stop
+            raise KeyboardInterrupt
         manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         check_target(p, force)  # still ours to replace

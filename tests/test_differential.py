@@ -222,3 +222,50 @@ def test_enough_cases():
     assert EXAMPLES * SERIES >= 2000 or "PERFONTO_DIFF_EXAMPLES" in __import__("os").environ
 
 
+
+
+def test_issue_34_example_is_typed_as_the_compiler_types_it():
+    """Issue 34's failing catalog, replayed as a fixed case: `b.s0` a counter with an instance axis of 2
+    and `across: avg` (a counter's rollup across chips is a sum whatever it declares: the kinds table),
+    `a.up` a gauge in s with `across: max` (degree 0), `a.s1` a gauge in W with `across: sum` (degree 1).
+    The generator's degrees equal the compiler's, so no chip-degree error; `b.s0 / a.up` (a per-chip total
+    over a gauge's max) is refused by the lint by design (total-times-ratio), a case the differential
+    test filters out and counts. With `a.up` replaced by a constant, the same shape compiles (`max(f1,
+    f2) ** 2 / a.s1` is degree 1) and every backend agrees with the reference on it."""
+    from test_differential_backends import _compile, build_generation, compile_src
+
+    sigs = [Sig("a.up", "gauge", "s", (), across="max"), Sig("a.s1", "gauge", "W", (), across="sum"),
+            Sig("b.s0", "counter", "event", (("i", 2),), width=32, across="avg")]
+    degree = {t.text: t.degree for t in leaves(sigs, []) if t.text in ("a.up", "a.s1", "b.s0")}
+    assert degree == {"a.up": 0, "a.s1": 1, "b.s0": 1}
+    shape = ('metric f0 [event] = sum(b.s0)\n  "f0"\n'
+             'metric f1 [event/s] = ((b.s0 / UP) if (f0 < (2 [event])) else (b.s0 / UP))\n  "f1"\n'
+             'metric f2 [event/s] = (sum(f1) + (f0 / UP))\n  "f2"\n'
+             'metric f4 [event**2/(J*s)] = ((max(sum(f1), f2)) ** 2 / a.s1)\n  "f4"\n')
+    graph = compile_src(build_generation(sigs), shape.replace("UP", "a.up"))
+    assert {d.code for d in graph.errors} == {"total-times-ratio"}  # refused by design, no chip-degree error
+    _compile(sigs, shape.replace("UP", "(2 [s])"))  # compiles without a diagnostic
+    check_all(sigs, shape.replace("UP", "(2 [s])"), [(34, 6, 2, {"absent": 0.0, "sentinel": 0.0, "missing": 0.0}, 3)])
+
+
+def test_ci_profile_replays_the_same_catalogs():
+    """Issue 34: under the suite's hypothesis profile (`ci`: derandomize, no database) two runs of the same
+    test draw the same catalogs, so two CI runs of one commit check the same differential examples."""
+    from hypothesis import settings as hsettings
+
+    if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "ci":
+        pytest.skip("an open-ended campaign (HYPOTHESIS_PROFILE=explore) is random by design")
+    assert hsettings.default.derandomize and hsettings.default.database is None
+    def draw_all():
+        got: list[str] = []
+
+        @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(cases())
+        def probe(case):
+            got.append(case[1])
+
+        probe()
+        return got
+
+    seen = [draw_all(), draw_all()]
+    assert len(seen[0]) == 15 and seen[0] == seen[1]

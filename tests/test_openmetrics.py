@@ -108,5 +108,45 @@ def test_gauges_nan_and_label_chips():
     t = collector_table(s, sel, label="x", notes=notes)
     assert t.column("chip").to_pylist() == [0, 1, 0, 1]  # "a", "b": numbered in order of first appearance
     assert "chips numbered by the labels gpu: 0 = {'gpu': 'a'}; 1 = {'gpu': 'b'}" in notes[0]
-    assert t.column("temp").to_pylist() == [40.5, None, 41.5, 39.0]  # a gauge as it is, NaN null
+    assert t.column("temp").to_pylist() == [40, None, 42, 39]  # a gauge rounded to raw counts (scale 1 here), NaN null
     assert t.column("bytes").to_pylist() == [10, 3, 20, 4]
+
+
+DCGM = Path(__file__).parent / "fixtures" / "dcgm-exporter"
+
+
+def test_dcgm_exporter_scrapes_against_the_shipped_dcgm_catalog(capsys, tmp_path):
+    """dcgm-exporter's scrapes (fixture README: laid out as NVIDIA's DCGM-Exporter documentation
+    describes) are recognised, read against the shipped `dcgm` catalog, the `gpu` label numbering the
+    chips beside UUID and modelName, `Hostname` the host. Expected values by hand from the fixture."""
+    code, doc = _analyze(capsys, DCGM, tmp_path / "o", "--generation", "dcgm_h100")
+    assert code == 0
+    chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
+    assert {r["host"] for r in doc["per_chip"]} == {"node-17"} and sorted(chips) == [0, 1]
+    # energy counter (mJ): GPU 0 1,000,000 -> 1,850,000 over 2 s = 425 W, GPU 1 600,000 mJ / 2 s = 300 W
+    assert chips[0]["power.average"] == pytest.approx(425.0, abs=1e-9)
+    assert chips[1]["power.average"] == pytest.approx(300.0, abs=1e-9)
+    assert doc["metrics"]["power.average"]["value"] == pytest.approx(725.0, abs=1e-9)  # a total over the GPUs
+    assert doc["metrics"]["power.tdp_share"]["value"] == pytest.approx(725.0 / 1400.0, abs=1e-12)
+    # tensor active 0.2, 0.4, 0.6: each window the mean of its two samples, 0.3 and 0.5, run 0.4 x 989 TFLOP/s
+    assert chips[0]["tensor.flops_estimate"] == pytest.approx(0.4 * 989, rel=1e-12)
+    assert doc["metrics"]["tensor.flops_estimate"]["value"] == pytest.approx(0.5 * 989, rel=1e-12)  # (0.4 + 0.1) x peak
+    assert chips[1]["hbm.bandwidth_estimate"] == pytest.approx(0.25 * 3.35, rel=1e-12)
+    # power draw 390.5, 410.0, 440.75 W: windows 400.25 and 425.375, run 412.8125
+    assert chips[0]["power.draw"] == pytest.approx(412.8125, abs=1e-9)
+    assert chips[0]["nvlink.bandwidth"] == pytest.approx(300.0, rel=1e-12)  # tx mean 200 GB/s + rx 100 GB/s
+
+
+def test_dcgm_default_generation_is_the_h200(capsys, tmp_path):
+    code, doc = _analyze(capsys, DCGM, tmp_path / "o")  # the catalog folder's generation: dcgm_h200
+    assert code == 0 and doc["generation"] == "dcgm_h200"
+    chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
+    assert chips[0]["hbm.bandwidth_estimate"] == pytest.approx(0.5 * 4.8, rel=1e-12)  # H200: 4.8 TB/s
+
+
+def test_a_negative_gauge_is_a_clear_error():
+    from perfonto.capture.openmetrics import Scrape
+
+    s = [Scrape(0.0, {("temp", ()): -5.0}), Scrape(1.0, {("temp", ()): 3.0})]
+    with pytest.raises(DumpError, match=r"x: the series of `t` holds -5, outside an unsigned 64-bit register"):
+        collector_table(s, {"t": (Selector("temp", ()), 1.0, False)}, label="x")

@@ -77,7 +77,7 @@ def cmd_analyze(args) -> int:
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
     if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, openmetrics: node)
-        args.catalog = default_catalog(fmt)
+        args.catalog = default_catalog(fmt, args.counters)
         args.no_library = True
     try:
         topology = None
