@@ -113,6 +113,8 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
             sig["across_chips"] = ev.across_chips
         if ev.counted_by != "chip":
             sig["counted_by"] = ev.counted_by
+        if ev.sources:
+            sig["sources"] = dict(ev.sources)
         b["signals"][ev.name] = sig
     spec = {c.name: {"value": float(c.value), "unit": c.unit, "provenance": c.provenance, "source": c.source,
                      "description": c.description or c.key, "scope": c.scope}

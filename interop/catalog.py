@@ -28,6 +28,7 @@ class SourceEvent:
     axes: dict = field(default_factory=dict)  # instance axes, when the source gives them
     across_chips: str | None = None           # gauges
     counted_by: str = "chip"
+    sources: dict = field(default_factory=dict)  # tool -> the tool's own name for the event (perf: as perf stat prints it)
 
 
 @dataclass

@@ -248,7 +248,7 @@ class _Reader:
         name = table.get(low, ident(ev))
         defined = low in self.defined_events
         desc = self.defined_events.get(low) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
-        self.cat.event(low, block, name, desc, defined)
+        self.cat.event(low, block, name, desc, defined).sources.setdefault("perf", sym)  # perf stat's column, kept as written
         return ir.Event(low)
 
     def _tagged_event(self, low: str) -> ir.Node:
@@ -288,6 +288,10 @@ class _Reader:
                          description=str(entry.get("BriefDescription") or entry.get("PublicDescription") or ""),
                          groups=groups, parent=parent, origin=entry["_origin"])
         cat.metrics[key] = m
+        if str(entry.get("PerPkg", "")).strip() == "1":
+            cat.findings.append(Finding("per-package", key, "PerPkg: perf counts its events once per package (socket or die); "
+                                        "imported as one count per capture chip (perf stat -a: the machine; --per-socket: one "
+                                        "chip per package), not as an instance axis", "info"))
         if not formula:
             m.problem = "no MetricExpr"
             return

@@ -177,3 +177,30 @@ def test_zero_divisor_and_self_cancelling_lint(tmp_path):
     assert ("zero-divisor", "z", "error") in codes            # #slots is assumed 5: always null
     assert ("zero-divisor", "t", "warning") in codes          # SMT can be off
     assert sum(1 for c in codes if c[:2] == ("self-cancelling", "s")) == 2
+
+
+def test_a_perf_capture_reads_against_the_imported_perf_catalog(tmp_path, capsys):
+    """Issue 27: `perfonto import perf` keeps each event's name as perf prints it (`sources: {perf: …}`), so
+    `perf stat -I -x,` output of those events reads against the imported catalog without renaming
+    (`l2_request_g1.all_no_prefetch`, whose signal is `cpu.l2_request_g1_all_no_prefetch`); PerPkg is
+    reported, not dropped without a word. Values by hand from the CSV below."""
+    from perfonto.cli import main
+
+    src = real_file("perf_x86_amdzen3_recommended.json")
+    out = tmp_path / "zen3"
+    assert main(["import", "perf", str(src), "--name", "zen3", "--out", str(out)]) == 0
+    text = (out / "zen3.yaml").read_text()
+    assert "perf: l2_request_g1.all_no_prefetch" in text and "l2_request_g1_all_no_prefetch:" in text
+    report = json.loads((out / "import-report.json").read_text())
+    assert {f["metric"] for f in report["findings"] if f["code"] == "per-package"} == {"all_remote_links_outbound", "nps1_die_to_dram"}
+    rows = []
+    for t, (misp, brn, l2g1) in zip(("1.000100000", "2.000200000"), ((50, 1000, 7), (30, 2000, 9))):
+        rows += [f"{t},{misp},,ex_ret_brn_misp,1000000,100.00,,", f"{t},{brn},,ex_ret_brn,1000000,100.00,,",
+                 f"{t},{l2g1},,l2_request_g1.all_no_prefetch,1000000,100.00,,"]
+    csv = tmp_path / "perf.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    capsys.readouterr()
+    assert main(["analyze", str(csv), "--catalog", str(out), "--no-library", "--out", str(tmp_path / "o"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metrics"]["branch_misprediction_ratio"]["value"] == pytest.approx(100 * 80 / 3000, rel=1e-12)  # percent
+    assert doc["metrics"]["all_l2_cache_accesses"]["unavailable"].startswith("not in the dump: ")  # the prefetch events were not captured
