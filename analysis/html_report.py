@@ -22,6 +22,8 @@ import html
 import json
 import math
 
+from .report_json import metric_count_text
+
 PERFETTO = "https://ui.perfetto.dev/"
 SECTIONS = ("summary", "headline", "bottleneck", "ops", "groups", "per-chip", "multichip", "timeline", "notes")
 GROUP_METRICS = ("mxu.utilization", "mxu.achieved_flops", "hbm.bandwidth_utilization", "arithmetic_intensity",
@@ -91,7 +93,8 @@ def _summary(r: dict, sections: list[str]) -> str:
     att = r.get("attribution") or {}
     items = [("generation", r.get("generation")), ("model", r.get("model") or "capture"), ("chips", r.get("chips")),
              ("duration", f"{dur:.3f} s" if isinstance(dur, (int, float)) else None),
-             ("metrics", sum(1 for m in (r.get("metrics") or {}).values() if m.get("value") is not None)),
+             ("metrics", metric_count_text(r["metric_count"]) if r.get("metric_count") else
+              sum(1 for m in (r.get("metrics") or {}).values() if m.get("value") is not None)),
              ("attribution", att.get("rule"))]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in items if v is not None)
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in sections if s != "summary")

@@ -5,9 +5,29 @@ from __future__ import annotations
 import numpy as np
 
 
+def metric_count(report) -> dict:
+    """How many metrics a report holds, the one count the terminal, HTML and JSON reports print:
+    ``evaluated`` (catalog metrics evaluated on the capture), ``with_value`` (those with a server-level
+    value: not null everywhere), ``request`` (request-level metrics from the request records),
+    ``unavailable`` (catalog metrics the capture or generation cannot feed)."""
+    graph = report.evaluated
+    with_value = 0
+    for name in graph.metrics:
+        v = np.asarray(report.evaluation.server[name], dtype=np.float64)
+        with_value += bool(np.isfinite(v).any())
+    request = sum(1 for n in graph.record_metrics if (report.records or {}).get(n) is not None)
+    return {"evaluated": len(graph.metrics), "with_value": with_value, "request": request, "unavailable": len(report.unavailable)}
+
+
+def metric_count_text(c: dict) -> str:
+    """``metric_count`` as the reports print it: ``86 metrics (82 with a value, 19 request-level, 0 unavailable)``."""
+    return (f"{c['evaluated']} metrics ({c['with_value']} with a value, {c['request']} request-level, "
+            f"{c['unavailable']} unavailable)")
+
+
 def report_json(report) -> dict:
     """The JSON document of a ``Report`` (``analysis.capture``): ``generation``, ``model``, ``chips``,
-    ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
+    ``metric_count`` (``metric_count``), ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
     the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
     windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
     ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
@@ -47,6 +67,7 @@ def report_json(report) -> dict:
         "model": report.model,
         "chips": report.chips,
         "metrics": metrics,
+        "metric_count": metric_count(report),
         "headline": getattr(report, "headline", None),
         "bottleneck": a.bottleneck,
         "bottleneck_label": a.bottleneck_label,

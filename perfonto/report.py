@@ -125,6 +125,8 @@ def render_serving(result: JobResult, console: Console) -> None:
 def render(result: JobResult, console: Console) -> None:
     """Print the text report of ``result`` (module docstring); nulls print as ``null``, a section
     with nothing evaluated as one line or not at all."""
+    from perfonto.analysis.report_json import metric_count, metric_count_text
+
     graph = result.evaluated
     ev, a = result.evaluation, result.analysis
     gen = graph.generation
@@ -132,7 +134,7 @@ def render(result: JobResult, console: Console) -> None:
     W = getattr(ev, "n_windows", W)  # evaluated in pieces: the windows were written, the run is kept per chip
     duration = float(ev.windows.interval.sum(axis=0).mean())
     console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
-                  f"{duration:.3f} s, {W} windows x {C} chips, {len(graph.metrics)} metrics")
+                  f"{duration:.3f} s, {W} windows x {C} chips, {metric_count_text(metric_count(result))}")
 
     t = Table(title="Server level (rates are totals over all chips; ratios are ratios of totals)", title_justify="left")
     t.add_column("metric")

@@ -150,3 +150,18 @@ def test_a_negative_gauge_is_a_clear_error():
     s = [Scrape(0.0, {("temp", ()): -5.0}), Scrape(1.0, {("temp", ()): 3.0})]
     with pytest.raises(DumpError, match=r"x: the series of `t` holds -5, outside an unsigned 64-bit register"):
         collector_table(s, {"t": (Selector("temp", ()), 1.0, False)}, label="x")
+
+
+def test_terminal_html_and_json_print_one_metric_count(capsys, tmp_path):
+    """Issue 27: one count, printed alike by the terminal report, the HTML page and the JSON."""
+    from perfonto.analysis.report_json import metric_count_text
+
+    capsys.readouterr()
+    assert main(["analyze", str(FIX), "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads((tmp_path / "o" / "report.json").read_text())
+    c = doc["metric_count"]
+    assert c == {"evaluated": 7, "with_value": 7, "request": 0, "unavailable": 0}
+    assert metric_count_text(c) in " ".join(text.split())
+    assert main(["report", str(tmp_path / "o"), "--html", str(tmp_path / "r.html"), "--no-timeline"]) == 0
+    assert f"<th>metrics</th><td>{metric_count_text(c)}</td>" in (tmp_path / "r.html").read_text()
