@@ -22,7 +22,7 @@ import html
 import json
 import math
 
-from .report_json import metric_count_text
+from .report_json import format_value, metric_count_text
 
 PERFETTO = "https://ui.perfetto.dev/"
 SECTIONS = ("summary", "headline", "bottleneck", "ops", "groups", "per-chip", "multichip", "timeline", "notes")
@@ -49,16 +49,9 @@ def e(text) -> str:
 
 
 def fmt(v, unit: str = "") -> str:
-    """A value as the report prints it: ``null`` for None, percent with two decimals, else three
-    decimals (one above 1000) or four significant digits for very large or small values."""
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "null"
-    v = float(v)
-    if unit in ("percent", "%"):
-        return f"{v:.2f} %"
-    a = abs(v)
-    s = f"{v:.4g}" if a != 0 and (a >= 1e6 or a < 1e-3) else (f"{v:,.3f}" if a < 1000 else f"{v:,.1f}")
-    return f"{s} {e(unit)}".strip()
+    """A value as the report prints it (``report_json.format_value``, the terminal report's formatter too),
+    HTML-escaped."""
+    return e(format_value(v, unit))
 
 
 def si(v, unit: str) -> str:
@@ -111,10 +104,9 @@ def _headline(r: dict, names) -> str:
         m = ms.get(n)
         if not m or isinstance(m.get("value"), list):
             continue
-        rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(m.get('value'), fmt(m.get('value'), m.get('unit', '')), 'metric', n)}"
-                    f"<td>{e(m.get('unit', ''))}</td></tr>")
+        rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(m.get('value'), fmt(m.get('value'), m.get('unit', '')), 'metric', n)}</tr>")
     return ('<section id="headline"><h2>Server level</h2><p class="dim">Rates are totals over all chips; ratios are '
-            f'ratios of totals.</p>{_table(["metric", "value", "unit"], rows)}</section>')
+            f'ratios of totals.</p>{_table(["metric", "value"], rows)}</section>')
 
 
 def _bottleneck(r: dict, pics: dict) -> str:
@@ -124,7 +116,9 @@ def _bottleneck(r: dict, pics: dict) -> str:
         width = 0 if v is None else max(0.0, min(100.0, v)) * 3
         rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(v, fmt(v, 'percent'), 'metric', n)}"
                     f'<td><span class="bar" style="width:{width:.1f}px"></span></td></tr>')
-    out = ['<section id="bottleneck"><h2>Bottleneck</h2>', _table(["top-down level 1", "share of core cycles", ""], rows)]
+    out = ['<section id="bottleneck"><h2>Bottleneck</h2>',
+           _table(["top-down level 1", "share of core cycles", ""], rows) if rows else
+           '<p class="dim">Top-down not evaluated: no top-down metric in this catalog or capture.</p>']
     b = r.get("bottleneck")
     if b:
         out.append(f'<p><strong>Dominant bottleneck:</strong> <code data-bottleneck="{e(b)}">{e(b)}</code> — '
@@ -215,7 +209,7 @@ def _per_chip(r: dict, pics: dict, columns: dict) -> str:
         label = f"{p['host']}/{p['chip']}" if "host" in p else str(p["chip"])
         cells = "".join(_cell(p["metrics"].get(n), fmt(p["metrics"].get(n), units.get(n, "")), "metric", n) for n in present)
         rows.append(f'<tr data-chip="{e(label)}"><td>{e(label)}</td>{cells}</tr>')
-    head = ["chip"] + [f"{columns[n]} ({n})" for n in present]
+    head = ["chip"] + [columns[n] if columns[n] == n else f"{columns[n]} ({n})" for n in present]
     out = ['<section id="per-chip"><h2>Per chip (run level)</h2>', _table(head, rows, "per-chip")]
     if "heatmap" in pics:
         out.append(_img(pics["heatmap"], "Run-level value of every percent metric per chip."))

@@ -2,7 +2,27 @@
 ``perfonto run`` and ``perfonto analyze``."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+
+def format_value(v, unit: str = "") -> str:
+    """A value as every report prints it (terminal and HTML): ``null`` when not computable (None, NaN,
+    infinite), percent with two decimals, else three decimals (one at 1000 and above) or four significant
+    digits for very large or very small values, then the unit (none for a ratio of like quantities,
+    unit ``1``)."""
+    try:
+        v = None if v is None else float(v)
+    except (TypeError, ValueError):
+        v = None
+    if v is None or not math.isfinite(v):
+        return "null"
+    if unit in ("percent", "%"):
+        return f"{v:.2f} %"
+    a = abs(v)
+    s = f"{v:.4g}" if a != 0 and (a >= 1e6 or a < 1e-3) else (f"{v:,.3f}" if a < 1000 else f"{v:,.1f}")
+    return f"{s} {'' if unit in ('1', 'dimensionless') else unit}".strip()
 
 
 def metric_count(report) -> dict:
@@ -26,7 +46,7 @@ def metric_count_text(c: dict) -> str:
 
 
 def report_json(report) -> dict:
-    """The JSON document of a ``Report`` (``analysis.capture``): ``generation``, ``model``, ``chips``,
+    """The JSON document of a ``Report`` (``analysis.capture``): ``generation`` (and its ``lineage``), ``model``, ``chips``,
     ``metric_count`` (``metric_count``), ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
     the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
     windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
@@ -64,6 +84,7 @@ def report_json(report) -> dict:
     a = report.analysis
     return {
         "generation": graph.generation.name,
+        "lineage": list(graph.generation.lineage),
         "model": report.model,
         "chips": report.chips,
         "metrics": metrics,

@@ -194,6 +194,20 @@ def catalog_of(path) -> str:
     return "dcgm" if "DCGM_FI_" in _head(path) else "node"
 
 
+GPU_GENERATIONS = {"H100": "dcgm_h100", "H200": "dcgm_h200"}  # dcgm-exporter's modelName -> the shipped dcgm generation
+
+
+def generation_of(path) -> tuple[str | None, str | None]:
+    """(the shipped generation for the GPU model the scrapes name, that model) — from dcgm-exporter's
+    ``modelName`` label (``NVIDIA H100 80GB HBM3`` → ``dcgm_h100``); (None, model or None) when the model
+    has no generation of its own, or the scrapes name none."""
+    m = re.search(r'modelName="([^"]*)"', _head(path))
+    if not m:
+        return None, None
+    model = m.group(1)
+    return next((g for k, g in GPU_GENERATIONS.items() if k in model.upper()), None), model
+
+
 def _head(path) -> str:
     p = Path(path)
     try:
@@ -342,4 +356,4 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
 
 
 __all__ = ["SELECTOR", "Scrape", "Selector", "collector_table", "mapping_of", "openmetrics_capture", "parse_selector",
-           "read_scrapes", "sniff", "catalog_of"]
+           "read_scrapes", "sniff", "catalog_of", "generation_of"]

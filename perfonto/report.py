@@ -30,14 +30,22 @@ PER_CHIP = {  # metric -> short column header
 NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
 
 
+def report_columns(scalar: list[str], per_chip: list[str], sohu: bool) -> tuple[list[str], dict[str, str]]:
+    """The server table's metrics and the per-chip table's columns (metric → header), from the scalar
+    metrics that evaluated (``scalar``, in the catalog's order) and those with a per-chip value: for a
+    catalog of Sohu's lineage (``sohu``: it extends sohu, as the shipped h100/h200/b200/caelius do),
+    ``HEADLINE`` and ``PER_CHIP`` as far as it has them; for another catalog (Linux, node, DCGM, a user's
+    own) every scalar metric and the first six per chip. The terminal and the HTML report both choose
+    with this, so they show the same metrics."""
+    if sohu:
+        return [n for n in HEADLINE if n in set(scalar)], {n: h for n, h in PER_CHIP.items() if n in set(per_chip)}
+    return list(scalar), {n: n for n in [x for x in scalar if x in set(per_chip)][:6]}
+
+
 def headline_metrics(graph, ev) -> list[str]:
-    """The metrics of the server table: ``HEADLINE``'s (Sohu's), or for a catalog that has none of them
-    every metric without instance axes, in the catalog's order (a Linux or GPU catalog's report is
-    never an empty table)."""
-    names = [n for n in HEADLINE if n in graph.metrics]
-    if names:
-        return names
-    return [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
+    """The metrics of the server table (``report_columns``) of an evaluated graph."""
+    scalar = [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
+    return report_columns(scalar, [], "sohu" in graph.generation.lineage)[0]
 
 
 def finite(v) -> float | None:
@@ -59,18 +67,11 @@ def pct(v, digits: int = 1, scale: float = 100.0) -> str:
 
 
 def _fmt(v, unit: str = "") -> str:
-    """A value with its unit (``12.345 GB/s``, ``1.23e+09 B``); ``null`` when not computable."""
-    v = finite(v)
-    if v is None:
-        return NULL
-    if unit in ("percent", "%"):
-        return f"{v:.2f} %"
-    a = abs(v)
-    if a != 0 and (a >= 1e6 or a < 1e-3):
-        s = f"{v:.4g}"
-    else:
-        s = f"{v:,.3f}" if a < 1000 else f"{v:,.1f}"
-    return f"{s} {'' if unit in ('1', 'dimensionless') else unit}".strip()  # a ratio of like quantities: no unit
+    """A value with its unit (``12.345 GB/s``, ``1.23e+09 B``); ``null`` when not computable: the one
+    formatter of the terminal and HTML reports (``analysis.report_json.format_value``)."""
+    from perfonto.analysis.report_json import format_value
+
+    return format_value(finite(v), unit)
 
 
 def bounds_mark(m, server_value, windows_out: int) -> str:
@@ -240,9 +241,8 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
 def _per_chip(graph, ev, a, console: Console) -> None:
     """The per-chip table: the PER_CHIP metrics this catalog has, the dominant top-down node when
     the tree was evaluated, and a legend of exactly the columns shown."""
-    shown = {name: header for name, header in PER_CHIP.items() if name in graph.metrics}
-    if not shown:  # another catalog: its first scalar metrics, by name
-        shown = {n: n for n in headline_metrics(graph, ev)[:6] if n in ev.per_chip}
+    scalar = [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
+    shown = report_columns(scalar, [n for n in scalar if n in ev.per_chip], "sohu" in graph.generation.lineage)[1]
     pc = Table(title="Per chip (run level)", title_justify="left")
     pc.add_column("chip", justify="right")
     for header in shown.values():

@@ -137,11 +137,24 @@ def test_dcgm_exporter_scrapes_against_the_shipped_dcgm_catalog(capsys, tmp_path
     assert chips[0]["nvlink.bandwidth"] == pytest.approx(300.0, rel=1e-12)  # tx mean 200 GB/s + rx 100 GB/s
 
 
-def test_dcgm_default_generation_is_the_h200(capsys, tmp_path):
-    code, doc = _analyze(capsys, DCGM, tmp_path / "o")  # the catalog folder's generation: dcgm_h200
-    assert code == 0 and doc["generation"] == "dcgm_h200"
-    chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
-    assert chips[0]["hbm.bandwidth_estimate"] == pytest.approx(0.5 * 4.8, rel=1e-12)  # H200: 4.8 TB/s
+def test_dcgm_generation_follows_the_gpu_model(capsys, tmp_path):
+    """The shipped generation is the one of the GPU model dcgm-exporter names (modelName); a model without
+    one gets the catalog folder's (dcgm_h200) and a note saying so."""
+    code, doc = _analyze(capsys, DCGM, tmp_path / "o")  # modelName="NVIDIA H100 80GB HBM3"
+    assert code == 0 and doc["generation"] == "dcgm_h100"
+    for model, gen, hbm in (("NVIDIA H200", "dcgm_h200", 4.8), ("NVIDIA A100-SXM4-80GB", "dcgm_h200", 4.8)):
+        d = tmp_path / model.replace(" ", "_")
+        d.mkdir()
+        for f in DCGM.glob("*.prom"):
+            (d / f.name).write_text(f.read_text().replace("NVIDIA H100 80GB HBM3", model))
+        capsys.readouterr()
+        assert main(["analyze", str(d), "--out", str(tmp_path / (d.name + "-o")), "--json"]) == 0
+        got = capsys.readouterr()
+        doc = json.loads(got.out)
+        assert doc["generation"] == gen
+        chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
+        assert chips[0]["hbm.bandwidth_estimate"] == pytest.approx(0.5 * hbm, rel=1e-12)
+        assert ("has no shipped DCGM generation" in got.err) == ("A100" in model)
 
 
 def test_a_negative_gauge_is_a_clear_error():

@@ -7,6 +7,7 @@ catalog could not be read, 2 for usage errors."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from . import HELP
 from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, positive_int, stderr, stdout
@@ -76,9 +77,17 @@ def cmd_analyze(args) -> int:
 
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
-    if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, openmetrics: node)
+    if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, openmetrics: node or dcgm)
         args.catalog = default_catalog(fmt, args.counters)
         args.no_library = True
+        if fmt == "openmetrics" and Path(args.catalog).name == "dcgm" and args.generation is None:
+            from perfonto.capture.openmetrics import generation_of
+
+            args.generation, model = generation_of(args.counters)
+            if args.generation is None:
+                stderr().print(f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
+                               "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
+                               "your GPU's datasheet figures", markup=False)
     try:
         topology = None
         if args.topology is not None:

@@ -48,7 +48,7 @@ def cmd_report(args) -> int:
     from perfonto.analysis import html_report, plots
 
     from ..outputs import OutputError, write_file
-    from ..report import HEADLINE, PER_CHIP
+    from ..report import report_columns
 
     if args.html is None and args.plots is None:
         raise CommandError("nothing to write: give --html FILE and/or --plots DIR", 2)
@@ -71,7 +71,13 @@ def cmd_report(args) -> int:
     if args.html is not None:
         html_path = Path(args.html)
         timeline = None if args.no_timeline else _timeline(run, html_path, err)
-        page = html_report.render(doc, pics, headline=HEADLINE, per_chip=PER_CHIP,
+        metrics = doc.get("metrics") or {}
+        scalar = [n for n, m in metrics.items() if isinstance(m, dict) and "unavailable" not in m and "population" not in m
+                  and not isinstance(m.get("value"), list)]
+        chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
+        sohu = "sohu" in (doc.get("lineage") or [doc.get("generation")])  # a report.json before `lineage`: its generation
+        headline, per_chip = report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
+        page = html_report.render(doc, pics, headline=headline, per_chip=per_chip,
                                   timeline=timeline.name if timeline is not None else None)
         try:
             write_file(html_path, page)
