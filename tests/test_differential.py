@@ -161,6 +161,14 @@ def same_axes(draw, a: Term, b: Term) -> tuple[Term, Term]:
     return a, b
 
 
+def made_degree(t: Term) -> int:
+    """The chip degree a metric of formula ``t`` has where another metric reads it: the compiler's rule
+    (``metrics.infer``, ``metrics.across_chips.is_frequency``): a per-chip amount in a frequency unit
+    (core_cycle/s, 1/s) is a clock rate, its server value the mean over chips, so degree 0."""
+    frequency = t.dims == {"time": -1} or t.dims == {"core_cycle": 1, "time": -1}
+    return 0 if t.degree == 1 and frequency else t.degree
+
+
 @st.composite
 def catalogs(draw, sigs: list[Sig]):
     """Metric source text: one identity metric per signal or field (window values) and random formulas."""
@@ -185,7 +193,7 @@ def catalogs(draw, sigs: list[Sig]):
                 t = Term(f"({t.text} * {f.text})", dims, _unit_text(dims), t.degree + 1, t.axes)
         unit = "percent" if not t.dims and draw(st.booleans()) else t.unit
         lines.append(f'metric f{i} [{unit}] = {t.text}\n  "formula {i}"')
-        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", t.degree, t.axes))
+        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", made_degree(t), t.axes))
     return "\n".join(lines) + "\n"
 
 
@@ -269,3 +277,22 @@ def test_ci_profile_replays_the_same_catalogs():
 
     seen = [draw_all(), draw_all()]
     assert len(seen[0]) == 15 and seen[0] == seen[1]
+
+
+def test_a_metric_in_a_frequency_unit_is_read_as_a_clock_rate():
+    """Found by the 10,000-catalog campaign (issue 34, seed 1, catalog 906): `f0 [core_cycle/(s)] =
+    b.s0 / interval` is a per-chip amount, but the compiler reads a metric in a frequency unit as a clock
+    rate (the mean over chips, degree 0), so `f0 / c.s0` is chips^-1 and refused; the generator typed f0
+    as degree 1 and called the catalog valid. It now types it as the compiler does."""
+    from test_differential_backends import build_generation, compile_src
+
+    sigs = [Sig("b.s0", "counter", "core_cycle", (("i", 2),), width=32), Sig("c.s0", "counter", "event", (), width=32)]
+    src = ('metric f0 [core_cycle/(s)] = ((b.s0 / interval) + 100 [core_cycle/(s)])\n  "f0"\n'
+           'metric f1 [core_cycle/(event*s)] = f0 / c.s0\n  "f1"\n')
+    graph = compile_src(build_generation(sigs), src)
+    assert [d.code for d in graph.errors] == ["chip-degree"]
+    pool = leaves(sigs, [])
+    b, interval = next(x for x in pool if x.text == "b.s0"), next(x for x in pool if x.text == "interval")
+    f0 = Term("f0", _mul_dims(b.dims, interval.dims, -1), "core_cycle/(s)", b.degree - interval.degree, b.axes)
+    assert f0.degree == 1 and made_degree(f0) == 0  # read as f0 elsewhere: degree 0, as the compiler has it
+    assert made_degree(Term("g", {"byte": 1, "time": -1}, "B/s", 1, ())) == 1  # a byte rate adds up across chips
