@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 
+from perfonto.capture.dump_io import DumpError
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
 from perfonto.codegen.evaluator_cache import evaluator as cached_evaluator
 from perfonto.metrics.catalog import select_metrics
@@ -157,7 +158,12 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
         from perfonto.capture.formats import FORMATS
 
         counters = FORMATS[capture.format].read(capture.counters, graph.generation, notes)
-    plan = plan_dump(counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns)
+    try:
+        plan = plan_dump(counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns)
+    except DumpError as exc:  # a converted capture is a table: name the file it came from
+        if capture.format == "collector":
+            raise
+        raise DumpError(str(exc).replace("<table>", str(capture.counters))) from None
     if capture.format != "collector":
         plan.label = str(capture.counters)
     plan.notes[:0] = notes

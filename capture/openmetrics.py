@@ -95,6 +95,25 @@ class Scrape:
     series: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
 
 
+def _put(s: Scrape, smp, where) -> None:
+    """Add one sample to a scrape; the same series twice at one time with two values is an error."""
+    key = (smp.name, tuple(sorted(smp.labels.items())))
+    v = float(smp.value)
+    old = s.series.get(key)
+    if old is not None and not (old == v or (old != old and v != v)):
+        labels = ",".join(f'{a}="{b}"' for a, b in key[1])
+        raise DumpError(f"{where}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.9g} with two values ({old:g}, {v:g}); "
+                        "give each series once per scrape")
+    s.series[key] = v
+
+
+def _is_openmetrics(p: Path) -> bool:
+    try:
+        return _read_text(p).rstrip().endswith("# EOF")
+    except DumpError:
+        return False
+
+
 def _families(text: str, path: str):
     """The exposition's metric families, parsed by ``prometheus_client`` (OpenMetrics when the text ends
     with ``# EOF``); a refused line is found by parsing the lines one by one and named with its number."""
@@ -125,6 +144,8 @@ def _families(text: str, path: str):
 
 
 def _read_text(p: Path) -> str:
+    if p.exists() and not p.is_file():
+        raise DumpError(f"{p}: not a regular file (a pipe?); save each scrape to a file first")
     try:
         return p.read_text(encoding="utf-8", errors="strict")
     except UnicodeDecodeError as exc:
@@ -142,7 +163,18 @@ def _stamp(ts) -> float | None:
     return float(ts)
 
 
-_TIME_NAME = re.compile(r"^(\d{9,11}(?:\.\d+)?)")  # seconds since the epoch (2001–5138), optional fraction
+_TIME_NAME = re.compile(r"^(\d+)(\.\d+)?(?![\d])")  # the scrape time at the start of a file name
+_DIGITS = {10: 1.0, 13: 1e-3, 16: 1e-6, 19: 1e-9}  # seconds, ms, µs or ns since the epoch (2001–2286), by digit count
+EPOCH_RANGE = (946684800.0, 4102444800.0)  # 2000-01-01 .. 2100-01-01: a scrape time outside is a unit mix-up
+
+
+def _name_time(f: Path) -> float:
+    m = _TIME_NAME.match(f.name)
+    unit = _DIGITS.get(len(m.group(1))) if m else None
+    if unit is None or (m.group(2) and unit != 1.0):
+        raise DumpError(f"{f}: the file name holds no scrape time; name each scrape by its time since the epoch in s "
+                        "(`curl -s HOST:9100/metrics > DIR/$(date +%s.%N).prom`), or in whole ms, µs or ns (13, 16 or 19 digits)")
+    return float(m.group(1) + (m.group(2) or "")) * unit
 
 
 def read_scrapes(path: str | Path) -> list[Scrape]:
@@ -158,16 +190,16 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
         files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
         if not files:
             raise DumpError(f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)")
-        scrapes = []
+        scrapes, origin = [], {}
         for f in files:
-            m = _TIME_NAME.match(f.name)
-            if not m:
-                raise DumpError(f"{f}: the file name holds no scrape time; name each scrape by its time in seconds since "
-                                "the epoch (`curl -s HOST:9100/metrics > DIR/$(date +%s.%N).prom`)")
-            s = Scrape(float(m.group(1)))
+            s = Scrape(_name_time(f))
             for fam in _families(_read_text(f), str(f)):
                 for smp in fam.samples:
-                    s.series[(smp.name, tuple(sorted(smp.labels.items())))] = float(smp.value)
+                    _put(s, smp, f)
+            if s.time_s in origin:
+                raise DumpError(f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
+                                "in the folder?)")
+            origin[s.time_s] = f.name
             scrapes.append(s)
         scrapes.sort(key=lambda s: s.time_s)
     else:
@@ -178,8 +210,13 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
                 if t is None:
                     raise DumpError(f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
                                     "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time")
-                by_time.setdefault(t, Scrape(t)).series[(smp.name, tuple(sorted(smp.labels.items())))] = float(smp.value)
+                _put(by_time.setdefault(t, Scrape(t)), smp, p)
         scrapes = [by_time[t] for t in sorted(by_time)]
+        if scrapes and not (EPOCH_RANGE[0] <= scrapes[0].time_s <= EPOCH_RANGE[1] and scrapes[-1].time_s <= EPOCH_RANGE[1]):
+            kind = "OpenMetrics (seconds)" if _is_openmetrics(p) else "Prometheus text without `# EOF` (milliseconds)"
+            raise DumpError(f"{p}: time stamps from {scrapes[0].time_s:.6g} s since the epoch, read as {kind}, are not a date "
+                            "between 2000 and 2100: the time stamps are in another unit; OpenMetrics text (ending in `# EOF`) "
+                            "takes seconds, Prometheus text milliseconds")
     for a, b in zip(scrapes, scrapes[1:]):
         if b.time_s == a.time_s:
             raise DumpError(f"{p}: two scrapes at the same time {a.time_s}; each scrape needs its own time")
@@ -216,6 +253,8 @@ def _head(path) -> str:
             if not files:
                 return ""
             p = files[0]
+        if not p.is_file():  # a pipe is read once, by its reader, never by a sniff
+            return ""
         with open(p, "rb") as fh:
             return fh.read(65536).decode("utf-8", "replace")
     except OSError:
@@ -261,7 +300,7 @@ def _chip_number_label(keys: list[tuple], hosts: list[str], labels: list[str]) -
     preferred ones (``CHIP_LABELS``) first; None when no label does."""
     def ok(label: str) -> bool:
         vals = [dict(k).get(label, "") for k in keys]
-        if not all(v.isdigit() for v in vals):
+        if not all(v.isdigit() and len(v) <= 9 for v in vals):  # a chip number, not an id that happens to be digits
             return False
         per_host: dict[tuple, set] = {}
         for h, v, k in zip(hosts, vals, keys):
@@ -315,6 +354,10 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
             notes.append(f"{label}: chips numbered by the labels {', '.join(chip_labels)}: "
                          + "; ".join(f"{n} = {dict(zip(chip_labels, c))}" for c, n in list(first.items())[:8]))
     S, C = len(scrapes), len(keys)
+    partial = [k for k in keys if max(len(per.get(k, {})) for per in found.values()) < S]
+    if partial:
+        notes.append(f"{label}: {len(partial)} of {C} chips' series are absent from some scrapes (a label that changed between "
+                     f"scrapes splits a series in two, each null where the other is), e.g. {dict(partial[0])}")
     t0 = scrapes[0].time_s
     cols: dict[str, pa.Array] = {
         "host": pa.array(np.tile(np.array(hosts, dtype=object), S).tolist(), pa.string()),

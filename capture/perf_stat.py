@@ -92,8 +92,10 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         DumpError: unreadable, or a line that is not perf stat's (file:line and what to do).
     """
     p = str(path)
+    if Path(path).exists() and not Path(path).is_file():
+        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); write perf's output to a file with `perf stat -o FILE`")
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="strict")
+        text = Path(path).read_text(encoding="utf-8-sig", errors="strict")
     except UnicodeDecodeError as exc:
         raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `perf stat` output?") from None
     except OSError as exc:
@@ -102,15 +104,18 @@ def read_perf_stat(path: str | Path) -> PerfStat:
     body = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
     if not body:
         raise DumpError(f"{p}: no counter lines; give the file `perf stat -x, -o FILE` (or perf stat's report) wrote")
-    if "Performance counter stats" in text or "seconds time elapsed" in text:
+    if any("Performance counter stats" in ln for _, ln in body) or any(ln.strip().endswith("seconds time elapsed") for _, ln in body):
         return _human(out, body)
     sep = _separator(body[0][1], p, body[0][0])
     width = None
     for n, ln in body:
         f = [x.strip() for x in ln.split(sep)]
-        out.lines.append(_csv_line(f, p, n))
         if width is None:
             width = len(f)
+        elif len(f) != width:
+            raise DumpError(f"{p}:{n}: {len(f)} field(s) where line {body[0][0]} has {width}: a line cut short or two outputs "
+                            "in one file? Give one `perf stat -x,` run's output")
+        out.lines.append(_csv_line(f, p, n))
     out.interval = out.lines[0].time is not None
     if any((x.time is None) == out.interval for x in out.lines):
         bad = next(x for x in out.lines if (x.time is None) == out.interval)
@@ -149,9 +154,15 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
         raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
     state = MARKERS.get(raw, "counted")
     value = None if raw in MARKERS else _number(raw, p, n, "count")
+    if value is not None and value < 0:
+        raise DumpError(f"{p}:{n}: the count {raw} of `{event}` is negative; perf prints counts, never below 0")
+    if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
+        raise DumpError(f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)")
     enabled = 100.0
     if len(f) > i + 4 and f[i + 4]:
         enabled = _number(f[i + 4].rstrip("%"), p, n, "run percentage")
+        if not 0.0 <= enabled <= 100.0:
+            raise DumpError(f"{p}:{n}: the run percentage {f[i + 4]} is outside 0–100")
     return PerfLine(t, where, value, unit, event, state, enabled, n)
 
 
@@ -159,18 +170,27 @@ _HUMAN = re.compile(r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P
 
 
 def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
-    started = False  # the header quotes the command, which may span lines: counter lines start after it
-    for n, ln in body:
-        if "seconds time elapsed" in ln:
+    # the header ("Performance counter stats for 'CMD':") quotes the command, which may span lines: the
+    # counter lines start after the line that closes it (ending in ':'), and stop at the elapsed time
+    start = next((k for k, (_, ln) in enumerate(body) if "Performance counter stats" in ln), None)
+    if start is not None:
+        start = next((k for k in range(start, len(body)) if body[k][1].rstrip().endswith(":")), start)
+    started = start is None
+    for k, (n, ln) in enumerate(body):
+        if start is not None and k <= start:
+            continue
+        if ln.strip().endswith("seconds time elapsed"):
             out.elapsed_s = _number(ln.split()[0], out.path, n, "elapsed time")
             continue
         if "seconds user" in ln or "seconds sys" in ln:
             continue
         m = _HUMAN.match(ln.split("#")[0])
-        if m and "#" in ln or (m and m.group("value") in MARKERS):
+        if m and ("#" in ln or start is not None or m.group("value") in MARKERS):
             started = True
         elif not started:
             continue
+        if out.elapsed_s is not None:
+            continue  # after the elapsed time: perf's user and sys times, nothing more to read
         if not m:
             raise DumpError(f"{out.path}:{n}: not a counter line of perf stat's report: `{ln.strip()[:60]}`")
         raw = m.group("value")
@@ -182,6 +202,11 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
     return out
 
 
+def _base(event: str) -> str:
+    """An event without perf's modifier suffix (``task-clock:u`` → ``task-clock``)."""
+    return re.sub(r":[ukhHGIpPSDWe]+$", "", event)
+
+
 def _chip_of(where: str) -> int:
     m = re.fullmatch(r"CPU(\d+)", where)
     return int(m.group(1)) if m else -1
@@ -191,9 +216,11 @@ def sniff(path) -> bool:
     """Whether ``path`` looks like ``perf stat`` output (its report, or CSV lines of a time stamp with nine
     decimals, or of value, unit, event and run time), from its first 4 kB."""
     try:
+        if not Path(path).is_file():  # a pipe is read once, by its reader, never by a sniff
+            return False
         with open(path, "rb") as fh:
             head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
+    except (OSError, TypeError, ValueError):
         return False
     if "Performance counter stats" in head:
         return True
@@ -235,7 +262,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     if not mapping:
         raise DumpError(f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
                         "analyse perf stat output with a catalog that does (the shipped `linux` catalog is the default)")
-    if not any(x.event in mapping for x in ps.lines):
+    if not any(x.event in mapping or _base(x.event) in mapping for x in ps.lines):
         events = sorted({x.event for x in ps.lines})
         raise DumpError(f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`")
     t = collector_table(ps, mapping, notes=notes)
@@ -253,6 +280,12 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
         DumpError: a mapped event printed in a unit of the other kind (a time for a count, or the reverse).
     """
     notes = notes if notes is not None else []
+    modified = sorted({x.event for x in ps.lines if x.event not in mapping and _base(x.event) in mapping})
+    if modified:  # perf names an event with its modifier (task-clock:u when not root): read it as the event
+        for x in ps.lines:
+            if x.event in modified:
+                x.event = _base(x.event)
+        notes.append(f"{ps.path}: events read without their modifier: {', '.join(modified[:8])}")
     unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
     if unmapped:
         notes.append(f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
@@ -261,6 +294,18 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
     if never:
         notes.append(f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} (the metrics that read them are unavailable)")
     lines = [x for x in ps.lines if x.event in mapping and x.event not in never]
+    seen_at: dict[tuple, int] = {}
+    for x in lines:
+        key = (x.time, x.where, x.event)
+        if key in seen_at:
+            raise DumpError(f"{ps.path}:{x.line}: `{x.event}`{' for ' + x.where if x.where else ''} again"
+                            f"{f' at {x.time:.9f} s' if x.time is not None else ''} (first on line {seen_at[key]}): two runs' "
+                            "output in one file? Give one perf stat run's output")
+        seen_at[key] = x.line
+    if lines and any(x.where == "" for x in lines) and any(x.where != "" for x in lines):
+        bad = next(x for x in lines if (x.where == "") != (lines[0].where == ""))
+        raise DumpError(f"{ps.path}:{bad.line}: aggregated lines and per-CPU (or per-socket) lines in one file would be "
+                        "counted twice; give the output of one `perf stat` run (with or without -A)")
     wheres = list(dict.fromkeys(x.where for x in lines))
     chips = {w: (c if (c := _chip_of(w)) >= 0 else k) for k, w in enumerate(wheres)}
     if len(set(chips.values())) != len(chips):
@@ -274,23 +319,42 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
     signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))
     inc = {s: np.zeros((S, C)) for s in signals}
     null = {s: np.zeros((S, C), bool) for s in signals}
+    seen = {s: np.zeros((S, C), bool) for s in signals}
+    for s in signals:
+        seen[s][0] = True  # the start: every total 0
     for x in lines:
         sig, kind, per = mapping[x.event]
         is_time = x.unit in UNITS and x.unit != ""
+        if x.state == "counted" and x.unit not in UNITS:
+            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit}`, which its signal `{sig}` does not read (a count "
+                            "has no unit, a time msec, usec, nsec or sec); map the event to a signal in that unit")
         if x.state == "counted" and is_time != (kind == "time"):
             raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, but its signal `{sig}` is "
                             f"{'a time' if kind == 'time' else 'a count'}; map the event to a signal of that kind")
         k, c = ti[x.time if ps.interval else ps.elapsed_s], wheres.index(x.where)
+        seen[sig][k, c] = True
         if x.value is None:
             null[sig][k, c] = True
         else:
             inc[sig][k, c] += x.value * (UNITS[x.unit] if is_time else 1.0) * per
+            if inc[sig][k, c] >= 2.0 ** 63:
+                raise DumpError(f"{ps.path}:{x.line}: the count {x.value:g} of `{x.event}` does not fit a 64-bit counter "
+                                f"at the signal's scale; is the file perf stat's output?")
     cols: dict[str, pa.Array] = {"chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
                                  "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
                                  "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C))}
+    gaps = []
     for s in signals:
+        missing = ~seen[s]  # an interval without the event's line (a line cut off): null, never a zero increment
+        if missing.any():
+            gaps.append(f"{s} ({int(missing.sum())})")
+        null[s] |= missing
         total = np.cumsum(np.rint(np.where(null[s], 0.0, inc[s])), axis=0)  # running totals in raw counts
+        if total.size and total.max() >= 2.0 ** 64:
+            raise DumpError(f"{ps.path}: the running total of `{s}` passes 2^64 raw counts; is the file perf stat's output?")
         cols[s] = pa.array(total.reshape(-1).astype(np.uint64), mask=null[s].reshape(-1))
+    if gaps:
+        notes.append(f"{ps.path}: intervals without a line for the event (null there, reason missing sample): {', '.join(gaps)}")
     return pa.table(cols)
 
 

@@ -178,3 +178,37 @@ def test_terminal_html_and_json_print_one_metric_count(capsys, tmp_path):
     assert metric_count_text(c) in " ".join(text.split())
     assert main(["report", str(tmp_path / "o"), "--html", str(tmp_path / "r.html"), "--no-timeline"]) == 0
     assert f"<th>metrics</th><td>{metric_count_text(c)}</td>" in (tmp_path / "r.html").read_text()
+
+
+
+@pytest.mark.parametrize("name, ok", [("1764650000250.prom", True), ("1764650000250000000.prom", True),
+                                      ("17646500002.prom", False), ("1764650000.250.prom~x", True)])
+def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
+    """`date +%s%3N` and `%s%N` names were read as their first 11 digits: rates 10x off (found by a
+    session trying to break the reader); now by digit count, or refused."""
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / name).write_text(TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1\n')
+    (d / "1764650001.prom").write_text(TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 2\n')
+    if ok:
+        assert read_scrapes(d)[0].time_s == pytest.approx(1764650000.25, abs=1e-6)
+    else:
+        with pytest.raises(DumpError, match="holds no scrape time"):
+            read_scrapes(d)
+
+
+@pytest.mark.parametrize("text, match", [
+    # OpenMetrics takes seconds: ms time stamps are a date in the year 57,000
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
+     '1764650001000\n# EOF\n', r"read as OpenMetrics \(seconds\), are not a date between 2000 and 2100"),
+    # Prometheus text takes ms: seconds are a date in January 1970
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
+     '1764650001\n', r"without `# EOF` \(milliseconds\), are not a date"),
+    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
+     '1764650000000\n', r'the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time'),
+])
+def test_time_stamp_units_and_duplicate_series_are_errors(tmp_path, text, match):
+    p = tmp_path / "s.prom"
+    p.write_text(text)
+    with pytest.raises(DumpError, match=match):
+        read_scrapes(p)

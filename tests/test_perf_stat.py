@@ -3,6 +3,7 @@ by perf 6.1 on the development machine (`perf stat -I 100 -x, …`, `-A -a`, the
 the expected values are the numbers perf printed, read off the files by hand."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -73,11 +74,22 @@ def test_not_counted_is_a_null_register(tmp_path):
     ("77.25,msec,task-clock,77247753,100.00,0.772,CPUs utilized\n", "the run's elapsed time is unknown"),
     ("     0.100000000,77,,task-clock,77247753,100.00,,\n", "`task-clock` is in `counts`, but its signal `task_clock` is a time"),
     ("# started on Wed\n\n", "no counter lines"),
+    # found by a session trying to break the reader: silently wrong values before
+    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,10.00,msec,task-clock,1,100.00,,\n",
+     "perf-stat.csv:2: `task-clock` again at 0.100000000 s (first on line 1)"),
+    ("     0.100000000,1e30,,context-switches,1,100.00,,\n", "perf-stat.csv:1: the count 1e+30 of `context-switches` does not fit"),
+    ("     0.100000000,-5,,context-switches,1,100.00,,\n", "perf-stat.csv:1: the count -5 of `context-switches` is negative"),
+    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.200000000,10.00,msec,task-clock\n",
+     "perf-stat.csv:2: 4 field(s) where line 1 has 8"),
+    ("     0.100000000,10.00,msec,task-clock,1,250.00,,\n", "perf-stat.csv:1: the run percentage 250.00 is outside 0–100"),
+    ("     0.100000000,5,furlongs,page-faults,1,100.00,,\n", "perf-stat.csv:1: `page-faults` is in `furlongs`"),
+    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,CPU0,10.00,msec,task-clock,1,100.00,,\n",
+     "perf-stat.csv:2: 9 field(s) where line 1 has 8"),
 ])
 def test_bad_files_name_the_line(tmp_path, text, error):
     path = tmp_path / "perf-stat.csv"
     path.write_text(text)
-    with pytest.raises(DumpError, match=error.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+    with pytest.raises(DumpError, match=re.escape(error)):
         collector_table(read_perf_stat(path), MAP)
 
 
@@ -86,3 +98,42 @@ def test_counts_with_a_drifting_timer_sum_to_perfs_totals():
     t = collector_table(ps, MAP)
     total = sum(x.value for x in ps.lines if x.event == "page-faults")
     assert int(np.asarray(t.column("page_faults"))[-1]) == total
+
+
+def test_an_interval_without_the_events_line_is_null_not_zero(tmp_path):
+    """A line missing from one interval (cut off) nulls that interval's window; read as a zero increment
+    it gave a rate a third too low (found by a session trying to break the reader)."""
+    lines = [ln for ln in (FIX / "perf-stat-interval.csv").read_text().splitlines()
+             if not (",context-switches," in ln and ln.lstrip().startswith("0.2"))]
+    path = tmp_path / "cut.csv"
+    path.write_text("\n".join(lines) + "\n")
+    notes: list[str] = []
+    t = collector_table(read_perf_stat(path), MAP, notes=notes)
+    cs = t.column("context_switches")
+    assert cs[2].as_py() is None and cs[1].as_py() == 67 and cs[3].as_py() is not None
+    assert any("intervals without a line for the event" in n and "context_switches (1)" in n for n in notes)
+
+
+def test_events_with_a_modifier_and_report_lines_without_a_comment(tmp_path):
+    """What perf prints when not root (`task-clock:u`) and a report line with no derived figure (no `#`)."""
+    path = tmp_path / "report.txt"
+    path.write_text("# started on Wed Dec  2 05:07:44 2026\n\n\n Performance counter stats for 'true':\n\n"
+                    "              0.78 msec task-clock:u                     #    0.379 CPUs utilized\n"
+                    "                49      page-faults:u\n"
+                    "   <not supported>      cycles:u\n\n"
+                    "       0.002071073 seconds time elapsed\n\n       0.002284000 seconds user\n")
+    ps = read_perf_stat(path)
+    assert [(x.event, x.value) for x in ps.lines] == [("task-clock:u", 0.78), ("page-faults:u", 49.0), ("cycles:u", None)]
+    notes: list[str] = []
+    t = collector_table(ps, MAP, notes=notes)
+    assert t.column("task_clock").to_pylist() == [0, 780000] and t.column("page_faults").to_pylist() == [0, 49]
+    assert any("events read without their modifier: page-faults:u, task-clock:u" in n for n in notes)
+
+
+def test_a_pipe_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "perf.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(DumpError, match="not a regular file"):
+        read_perf_stat(fifo)
