@@ -314,6 +314,8 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
     if any(t is None for t in times):
         raise DumpError(f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
                         "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'")
+    if times and not 0.0 < max(times) < 1e9:  # perf's time stamps count seconds since the start of the run
+        raise DumpError(f"{ps.path}: a time stamp of {max(times):g} s since the start is not a run's length; is the file perf stat's output?")
     ti = {t: k + 1 for k, t in enumerate(times)}
     S, C = len(times) + 1, len(wheres)
     signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))

@@ -304,6 +304,43 @@ def formula_run(data: bytes) -> None:
         parse(formula, flavour if flavour in ("perf", "intel", "arm") else "perf")
 
 
+# --- other tools' captures (capture/perf_stat.py, capture/openmetrics.py) ----------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _shipped(name: str):
+    from perfonto.metrics.catalog import load_catalog
+
+    folder = ROOT / "perfonto" / "catalogs" / name
+    return load_catalog(folder, None, library=False, cache=False).generation
+
+
+def perfstat_seeds() -> list[bytes]:
+    return [f.read_bytes() for f in sorted((ROOT / "tests" / "fixtures" / "perf").iterdir()) if f.is_file()]
+
+
+def perfstat_run(data: bytes) -> None:
+    """Read one `perf stat` output (CSV or report) into the collector format of the shipped linux catalog."""
+    from perfonto.capture.perf_stat import perf_capture
+
+    p = TMP / "perf.csv"
+    p.write_bytes(data)
+    perf_capture(p, _shipped("linux"), [])
+
+
+def openmetrics_seeds() -> list[bytes]:
+    fix = ROOT / "tests" / "fixtures"
+    return [(fix / "openmetrics" / "node-cpu.om").read_bytes()] + [f.read_bytes() for f in sorted((fix / "dcgm-exporter").glob("*.prom"))[:1]]
+
+
+def openmetrics_run(data: bytes) -> None:
+    """Read one file of time-stamped OpenMetrics/Prometheus samples against the shipped node catalog."""
+    from perfonto.capture.openmetrics import openmetrics_capture
+
+    p = TMP / "scrapes.om"
+    p.write_bytes(data)
+    openmetrics_capture(p, _shipped("node"), [])
+
+
 def _clean():
     from perfonto.interop.exprparse import ParseError
     from perfonto.interop.ir import Unsupported
@@ -314,7 +351,7 @@ def _clean():
     structural = (ValueError, KeyError, TypeError, AttributeError)
     return {"dsl": (), "yaml": (), "dump": (DumpError,), "parquet": (DumpError,),
             "perf": structural, "intel": structural, "arm": structural, "rocprof": structural,
-            "formula": (ParseError, SyntaxError, Unsupported)}
+            "formula": (ParseError, SyntaxError, Unsupported), "perfstat": (DumpError,), "openmetrics": (DumpError,)}
 
 
 TARGETS = {
@@ -327,6 +364,8 @@ TARGETS = {
     "arm": (arm_seeds, _importer("arm", "json")),
     "rocprof": (rocprof_seeds, _importer("rocprof", "yaml")),
     "formula": (formula_seeds, formula_run),
+    "perfstat": (perfstat_seeds, perfstat_run),
+    "openmetrics": (openmetrics_seeds, openmetrics_run),
 }
 
 
