@@ -25,9 +25,17 @@ optional metric value and its unit):
   column per identifier, in their order of first appearance; the aggregate is chip 0.
 - **The human-readable report** gives one window, from 0 to "seconds time elapsed".
 
-Every line is checked: a line with another number of fields than its neighbours, a value that is not a
-number or a known marker, a unit the mapping does not expect, or an event no signal maps is reported as
-a ``DumpError`` naming the file, line and field; an unmapped event is a note, not an error.
+- **Modifiers.** An event printed with perf's modifier (``task-clock:u``, what perf prints when not run
+  as root) is read as the event, with a note.
+- **A missing line.** An interval without a line for an event another interval has is null there
+  (reason ``missing sample``), never a zero increment.
+
+Every line is checked: a line with another number of fields than the first, a value that is not a
+number or a known marker, a negative or too large count, a run percentage outside 0–100, a unit the
+signal does not read, the same event twice for one interval and CPU (two runs' output in one file), or
+aggregated lines mixed with per-CPU ones (they would be counted twice) is reported as a ``DumpError``
+naming the file, line and field; an event no signal maps is a note, not an error. A pipe is refused
+(write perf's output to a file).
 """
 from __future__ import annotations
 
