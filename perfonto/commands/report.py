@@ -75,7 +75,8 @@ def cmd_report(args) -> int:
         scalar = [n for n, m in metrics.items() if isinstance(m, dict) and "unavailable" not in m and "population" not in m
                   and not isinstance(m.get("value"), list)]
         chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
-        sohu = "sohu" in (doc.get("lineage") or [doc.get("generation")])  # a report.json before `lineage`: its generation
+        # a report.json written before `lineage`: Sohu's schema by its MFU metric
+        sohu = "sohu" in doc["lineage"] if isinstance(doc.get("lineage"), list) else "mfu" in metrics
         headline, per_chip = report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
         page = html_report.render(doc, pics, headline=headline, per_chip=per_chip,
                                   timeline=timeline.name if timeline is not None else None)
