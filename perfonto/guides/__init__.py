@@ -1,11 +1,11 @@
 """Hand-written guides shipped with perfonto and included in the docs site (``perfonto docs``):
-the Python API, the collector format, and the list of diagnostic codes (generated from
-``ontology.codes``)."""
+the Python API, the collector format, real tools' captures (perf, Prometheus, DCGM), and the list of
+diagnostic codes (generated from ``ontology.codes``)."""
 from __future__ import annotations
 
 from importlib import resources
 
-GUIDES = ("api.md", "collector-format.md")
+GUIDES = ("api.md", "collector-format.md", "real-captures.md")
 
 
 def guide_text(name: str) -> str:
