@@ -34,6 +34,16 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
 )}
 
 
+def raw_per_value(gen, sig) -> tuple[bool, float]:
+    """(whether ``sig`` is a time, the raw counts one unit of a tool's value makes): a time is taken to be
+    in seconds (perf's msec are converted to seconds first; Prometheus's base unit is the second), then
+    converted to the signal's unit; anything else is in the signal's unit; both divided by its ``scale``."""
+    reg = gen.registry
+    if reg.Quantity(1, sig.unit).dimensionality == reg.Quantity(1, reg.second).dimensionality:
+        return True, float(reg.Quantity(1, reg.second).to(sig.unit).magnitude) / sig.scale
+    return False, 1.0 / sig.scale
+
+
 def detect(path) -> str:
     """The format of ``path``: the first ``FORMATS`` row whose ``sniff`` recognises it, else ``collector``."""
     for f in FORMATS.values():
@@ -52,4 +62,4 @@ def default_catalog(name: str, path=None) -> str:
     return str(resources.files("perfonto").joinpath("catalogs", folder))
 
 
-__all__ = ["FORMATS", "Format", "default_catalog", "detect"]
+__all__ = ["FORMATS", "Format", "default_catalog", "detect", "raw_per_value"]

@@ -276,17 +276,14 @@ def mapping_of(gen) -> dict[str, tuple[Selector, float, bool]]:
     Raises:
         DumpError: a selector that does not parse (naming the signal).
     """
-    reg = gen.registry
+    from .formats import raw_per_value
+
     out = {}
     for name, sig in gen.signals.items():
         text = dict(sig.sources).get("openmetrics")
-        if not text:
-            continue
-        sel = parse_selector(text, f"generation `{gen.name}`, signal `{name}` (sources.openmetrics)")
-        per = 1.0
-        if reg.Quantity(1, sig.unit).dimensionality == reg.Quantity(1, reg.second).dimensionality:
-            per = float(reg.Quantity(1, reg.second).to(sig.unit).magnitude)
-        out[name] = (sel, per / sig.scale, sig.kind != "gauge")
+        if text:
+            sel = parse_selector(text, f"generation `{gen.name}`, signal `{name}` (sources.openmetrics)")
+            out[name] = (sel, raw_per_value(gen, sig)[1], sig.kind != "gauge")
     return out
 
 

@@ -242,17 +242,14 @@ def mapping_of(gen) -> dict[str, tuple[str, str, float]]:
     counts per perf unit: per second for a time) for the signals of ``gen`` whose ``sources`` name a
     perf event (``sources: {perf: task-clock}``): a time is converted to the signal's unit, then divided
     by its scale; a count is divided by the scale."""
-    reg = gen.registry
+    from .formats import raw_per_value
+
     out = {}
     for name, sig in gen.signals.items():
         event = dict(sig.sources).get("perf")
-        if not event:
-            continue
-        q = reg.Quantity(1, sig.unit)
-        if q.dimensionality == reg.Quantity(1, reg.second).dimensionality:
-            out[event] = (name, "time", float(reg.Quantity(1, reg.second).to(sig.unit).magnitude) / sig.scale)
-        else:
-            out[event] = (name, "", 1.0 / sig.scale)
+        if event:
+            is_time, per = raw_per_value(gen, sig)
+            out[event] = (name, "time" if is_time else "", per)
     return out
 
 
