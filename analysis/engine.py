@@ -33,6 +33,7 @@ import numpy as np
 
 from perfonto.capture.dump import CounterDump
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.partitions import inside, segment
 from perfonto.capture.pieces import Chunk, iter_chunks
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import group_inputs, group_scale, null_reasons
@@ -311,11 +312,11 @@ def _write(graph, w, values, ch, out: Path, part_no: dict, meta: dict | None) ->
     t = metrics_table(ev, graph, first_window=ch.first)
     if ch.host is not None:  # the folder names it (Hive partitioning)
         t = t.drop_columns(["host"])
-    folder = out / (f"host={ch.host}" if ch.host is not None else ".")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = out / (segment("host", ch.host) if ch.host is not None else ".")  # a host from data, escaped: never a path
     n = part_no.get(ch.host, 0)
     part_no[ch.host] = n + 1
-    path = folder / f"part-{n:05d}.parquet"
+    path = inside(folder / f"part-{n:05d}.parquet", out)
+    folder.mkdir(parents=True, exist_ok=True)
     if meta:
         import json
 

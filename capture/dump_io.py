@@ -12,6 +12,7 @@ import glob as globmod
 import json
 import re
 import sys
+from urllib.parse import unquote
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _partition_columns(path: Path, root: Path | None) -> dict[str, str]:
         if "=" in part:
             k, _, v = part.partition("=")
             if k:
-                out[k] = v
+                out[k] = unquote(v)  # Hive's escaping (``host=a%2Fb`` is host ``a/b``), as Spark, DuckDB and pyarrow read it
     return out
 
 

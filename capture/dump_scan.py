@@ -25,6 +25,7 @@ from perfonto.ontology.resolved import Generation
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
 from .dump_grid import Grid, _grid, drift_note, time_reversals
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
+from .partitions import segment
 
 CHUNK_ROWS = 32_768
 
@@ -161,6 +162,7 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
             if any(h is None for h in hosts):
                 raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
             for h in sorted(str(x) for x in hosts):
+                segment("host", h, what=f"{f}: column host")  # a host names an output folder: refused here if it cannot
                 groups.setdefault(h, []).append(Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table))
             with_host = with_host or f
         elif "host" in part_cols:

@@ -85,24 +85,102 @@ def check_target(path: str | Path, force: bool = False) -> Path:
     return p
 
 
+def _under(a: str, b: str) -> bool:
+    """Real path ``a`` equals ``b`` or lies inside it."""
+    return a == b or a.startswith(b.rstrip(os.sep) + os.sep)
+
+
+def check_inputs(p: Path, inputs: dict | None) -> None:
+    """Refuse an output that equals, contains or lies inside one of the command's inputs: replacing it
+    would delete the input, or the next run would read its own outputs as input.
+
+    Raises:
+        OutputError: naming the input and what to do.
+    """
+    out = os.path.realpath(p)
+    for name, where in (inputs or {}).items():
+        if not where:
+            continue
+        src = os.path.realpath(where)
+        if _under(src, out) or (os.path.isdir(src) and _under(out, src)):
+            how = "is" if src == out else ("holds" if _under(src, out) else "lies inside")
+            raise OutputError(f"{p}: the output folder {how} the input {where} ({name}); writing there would replace or "
+                              "mix with the input: choose an --out outside it")
+
+
+def _files(root: Path) -> set[str]:
+    """Relative paths of the files (and symbolic links, not followed) under ``root``."""
+    out = set()
+    for d, dirs, files in os.walk(root):
+        rel = Path(d).relative_to(root)
+        out |= {str(rel / f) for f in files}
+        out |= {str(rel / x) for x in dirs if os.path.islink(os.path.join(d, x))}
+    return {f.removeprefix("./") for f in out}
+
+
+def _written_before(p: Path, now: set[str] | None = None) -> set[str]:
+    """What the manifest of the folder ``p`` says perfonto wrote: nothing without a manifest; with a
+    manifest from before manifests listed their files, the names perfonto writes ``now``."""
+    try:
+        doc = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return {str(f) for f in files} if isinstance(files, list) else set(now or ())
+
+
+def _carry_user_files(p: Path, tmp: Path) -> list[str]:
+    """Move every file of the old folder ``p`` that perfonto did not write into the new folder ``tmp``,
+    at the same relative path, so that replacing the folder keeps them; returns their relative paths.
+
+    Raises:
+        OutputError: a user's file has the name of one of the new outputs (nothing is moved).
+    """
+    if not p.is_dir():
+        return []
+    new = _files(tmp)
+    ours = _written_before(p, new)
+    user = sorted(f for f in _files(p) - ours - {MANIFEST})
+    clash = [f for f in user if f in new or any(f.startswith(n + os.sep) for n in new)]
+    if clash:
+        raise OutputError(f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
+                          "move the file away, or choose another --out")
+    for f in user:
+        dst = tmp / f
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(p / f, dst)
+    return user
+
+
 @contextmanager
 def output_folder(path: str | Path, *, command: list[str] | None = None, force: bool = False, inputs: dict | None = None):
     """Write a folder atomically: yields a temporary sibling to write into, which becomes ``path``
     (with its manifest) when the block ends without an exception; on an exception, a Ctrl-C or a
     SIGTERM the temporary folder is removed and ``path`` is left as it was.
 
+    What perfonto wrote is listed in the manifest (``files``); replacing a folder deletes only those:
+    any other file in it (a user's notes, or everything in a non-empty folder taken with ``force``) is
+    moved into the new folder at the same place. ``path`` given as a symbolic link is written where the
+    link points, and locked by that real path.
+
     ``inputs``: name → path of what the command read (recorded in the manifest; ``perfonto analyze``
-    records its capture so that ``align``/``timeline`` can find the trace and sync reads).
+    records its capture so that ``align``/``timeline`` can find the trace and sync reads); an output
+    folder that equals, holds or lies inside an input is refused.
 
     Raises:
-        OutputError: see ``check_target``; the folder is being written by another process; the
-            parent cannot be created.
+        OutputError: see ``check_target`` and ``check_inputs``; the folder is being written by another
+            process; the parent cannot be created; a user's file has the name of a new output.
     """
-    p = check_target(path, force)
+    p = Path(path)
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
+    check_inputs(p, inputs)
+    p = check_target(p, force)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{p.parent}: cannot create the folder ({exc.strerror}); choose another --out") from None
+    p = Path(os.path.realpath(p.parent)) / p.name  # one lock per real folder, whichever link led here
     lock = _lock(p)
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
@@ -124,16 +202,21 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
         if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer or callback): still stop
             raise KeyboardInterrupt
         manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest["files"] = sorted(_files(tmp) | {MANIFEST})
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         check_target(p, force)  # still ours to replace
+        kept = _carry_user_files(p, tmp)
         old = None
         if p.exists():
             old = p.parent / f".{p.name}.old-{run_id}"
             p.rename(old)
         tmp.rename(p)
+        if kept:
+            print(f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})", file=sys.stderr)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
+        _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
@@ -145,25 +228,68 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
             pass
 
 
-def write_file(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename): a reader sees
-    the old file or the new one, never half of one.
+def _restore(tmp: Path, p: Path) -> None:
+    """After a failure: user files already moved into ``tmp`` go back to ``p`` before ``tmp`` is removed."""
+    if not (tmp / MANIFEST).is_file() or not p.is_dir():
+        return
+    ours = _written_before(tmp)
+    for f in sorted(_files(tmp) - ours):
+        dst = p / f
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(tmp / f, dst)
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """A temporary path beside ``path`` for a writer that takes a path (or opens it itself); renamed to
+    ``path`` when the block ends without an exception, removed otherwise, so ``path`` holds the old
+    content or the new, never half of the new.
+
+    Raises:
+        OutputError: ``path`` is a folder, or its folder cannot be created or written (the message names ``path``).
+    """
+    p = Path(path)
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
+    if p.is_dir():
+        raise OutputError(f"{p}: is a folder; give a file name")
+    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        os.replace(tmp, p)
+    except OSError as exc:
+        _unlink(tmp)
+        raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); free space or choose another place") from None
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _unlink(p: Path) -> None:
+    try:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def write_file(path: str | Path, text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8) or bytes to ``path`` atomically (``atomic_path``): a reader sees the old
+    file or the new one, never half of one.
 
     Raises:
         OutputError: the folder cannot be created or written, or ``path`` is a folder.
     """
-    p = Path(path)
-    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        if p.is_dir():
-            raise OutputError(f"{p}: is a folder; give a file name")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); choose another place") from None
-    return p
+    with atomic_path(path) as tmp:
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
+    return Path(path)
 
 
 def relocate(value, tmp: Path, final: Path):

@@ -30,6 +30,12 @@ PER_CHIP = {  # metric -> short column header
 NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
 
 
+def plain(text: str) -> Text:
+    """A name from data (host, chip, op, node) as terminal text: never read as rich markup, and its
+    control characters (NUL, ESC, CR, U+2028 …) shown escaped (``\\x00``) rather than sent to the terminal."""
+    return Text("".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)))
+
+
 def report_columns(scalar: list[str], per_chip: list[str], sohu: bool) -> tuple[list[str], dict[str, str]]:
     """The server table's metrics and the per-chip table's columns (metric → header), from the scalar
     metrics that evaluated (``scalar``, in the catalog's order) and those with a per-chip value: for a
@@ -250,7 +256,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
     if a.topdown:
         pc.add_column("dominant top-down node", justify="left", no_wrap=True)
     for ci, chip in enumerate(ev.chips):
-        row = [f"{ev.hosts[ci]}/{int(chip)}" if ev.hosts is not None else str(int(chip))]
+        row = [plain(f"{ev.hosts[ci]}/{int(chip)}") if ev.hosts is not None else str(int(chip))]
         row += [_fmt(ev.per_chip[name][ci]) for name in shown]
         if a.topdown:
             shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
@@ -301,7 +307,7 @@ def render_ops(result: JobResult, console: Console) -> None:
         eff = pct(r["efficiency"])
         side = f"{r['side']} ({r['ceiling']})" if r["side"] else "—"
         bound = (r["bound"] or "—").removeprefix("topdown.")
-        name = Text(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
+        name = plain(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
         t.add_row(name, share, r["work"] or "—", _eng(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
     console.print(t)
     if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
@@ -405,7 +411,7 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         for n in names:
             t.add_column(n, justify="right")
         for i, node in enumerate(nodes[:max_rows]):
-            t.add_row(node, str(int(fleet.chips[level][i])), *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names])
+            t.add_row(plain(node), str(int(fleet.chips[level][i])), *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names])
         if len(nodes) > max_rows:
             t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
         console.print(t)
@@ -421,5 +427,5 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         side = {k: ", ".join(f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3])
                 for k in ("high", "low")}
         t.add_row(n, _fmt(sp["p50"], unit), _fmt(sp["p99"], unit), _fmt(sp["max"], unit),
-                  pct(thr["share_of_chips"]) if thr else "", side["high"], side["low"])
+                  pct(thr["share_of_chips"]) if thr else "", plain(side["high"]), plain(side["low"]))
     console.print(t)

@@ -74,10 +74,12 @@ def test_a_folder_perfonto_did_not_write_is_refused(tmp_path, capsys):
     assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine), "--json"]) == 1
     assert "perfonto did not write it" in json.loads(capsys.readouterr().out)["error"]
     assert (mine / "chapter1.tex").read_text() == "precious"
+    # --force replaces perfonto's outputs, never a file it did not write (issue 28)
     assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine), "--force"]) == 0
-    assert not (mine / "chapter1.tex").exists() and (mine / "perfonto.json").exists()
-    # a folder perfonto wrote is replaced by the next run without --force
+    assert (mine / "chapter1.tex").read_text() == "precious" and (mine / "perfonto.json").exists()
+    # a folder perfonto wrote is replaced by the next run without --force, the user's file still kept
     assert main(["run", "--duration", "50ms", "--chips", "1", "--out", str(mine)]) == 0
+    assert (mine / "chapter1.tex").read_text() == "precious"
 
 
 def test_failure_inside_leaves_the_old_folder(tmp_path):

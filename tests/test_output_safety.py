@@ -1,0 +1,145 @@
+"""Issue 28, defects 1 and 3: a name from data never chooses a path, and perfonto never deletes a file it
+did not write nor an input. Data-loss tests check the bytes of every pre-existing file after the command
+and the listing of the parent folder."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto.capture.partitions import PathEscapeError, inside, segment, value
+from perfonto.cli import main
+
+
+def _csv(path: Path, host: str | None = "h0", rows: int = 20) -> Path:
+    head = ("host," if host is not None else "") + "chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles"
+    lines = [head] + [(f"{host}," if host is not None else "") + f"0,{(r - 1) * 1_000_000},{r * 1000},{r}" for r in range(1, rows + 1)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path → bytes), symbolic links as their target."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for f in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+            p = Path(d) / f
+            out[str(p.relative_to(root))] = ("->" + os.readlink(p)).encode() if p.is_symlink() else p.read_bytes()
+    return out
+
+
+# -- 1. a host name from data ------------------------------------------------------------------------------
+@pytest.mark.parametrize("host", ["../../../../../OUTSIDE", "a/b", "..", ".", "a\x00b", "x=y%2F", "ünï cødé", "~home"])
+def test_a_host_round_trips_through_one_path_component(host):
+    seg = segment("host", host)
+    assert "/" not in seg and "\x00" not in seg and seg not in (".", "..") and seg.startswith("host=")
+    assert value(seg.removeprefix("host=")) == host
+
+
+def test_a_host_that_climbs_out_stays_inside_out(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    d = _csv(tmp_path / "in" / "d.csv", host="../../../../../OUTSIDE")
+    out = tmp_path / "deep" / "a" / "b" / "o"
+    assert main(["analyze", str(d), "--engine", "embedded", "--out", str(out)]) == 0
+    parts = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("part-*.parquet"))
+    assert parts == ["deep/a/b/o/metrics/host=..%2F..%2F..%2F..%2F..%2FOUTSIDE/part-00000.parquet"]
+    assert sorted(os.listdir(tmp_path)) == ["deep", "in"] and sorted(os.listdir(tmp_path / "deep" / "a")) == ["b"]
+    # the folder name decodes back to the host, for DuckDB and pyarrow alike
+    import duckdb
+
+    got = duckdb.sql(f"select distinct host from read_parquet('{out}/metrics/**/*.parquet', hive_partitioning=true)").fetchall()
+    assert got == [("../../../../../OUTSIDE",)]
+
+
+def test_a_host_with_a_nul_byte_is_a_folder_not_an_internal_error(tmp_path, capsys):
+    import pyarrow as pa
+
+    t = pa.table({"host": ["a\x00b"] * 20, "chip": pa.array([0] * 20, pa.int64()),
+                  "timestamp_ns": pa.array([i * 1_000_000 for i in range(20)], pa.int64()),
+                  "seq.elapsed_cycles": pa.array([(i + 1) * 1000 for i in range(20)], pa.uint64()),
+                  "seq.idle_cycles": pa.array([i + 1 for i in range(20)], pa.uint64())})
+    pq.write_table(t, tmp_path / "d.parquet")
+    assert main(["analyze", str(tmp_path / "d.parquet"), "--engine", "embedded", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "\x00" not in printed and "a\\x00b/0" in printed  # escaped on the terminal too
+    assert [p.name for p in (tmp_path / "o" / "metrics").iterdir()] == ["host=a%00b"]
+
+
+def test_a_host_too_long_for_a_file_name_is_refused_with_its_file(tmp_path, capsys):
+    d = _csv(tmp_path / "d.csv", host="x" * 300)
+    assert main(["analyze", str(d), "--engine", "embedded", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert f"{d}: column host: the host `xxx" in err and "300 characters" in err and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == ["d.csv"]
+
+
+def test_inside_follows_links(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "link").symlink_to(tmp_path)
+    assert inside(tmp_path / "out" / "x", tmp_path / "out")
+    with pytest.raises(PathEscapeError, match="outside the output folder"):
+        inside(tmp_path / "out" / "link" / "x", tmp_path / "out")
+
+
+# -- 3. user files and inputs -------------------------------------------------------------------------------
+def test_a_second_analyze_keeps_the_users_notes(tmp_path, capsys):
+    d = _csv(tmp_path / "d.csv")
+    prev = tmp_path / "prev"
+    assert main(["analyze", str(d), "--out", str(prev)]) == 0
+    (prev / "my_notes.txt").write_text("notes\n")
+    (prev / "docs" / "review.md").write_text("my review\n")  # inside one of perfonto's subfolders, too
+    before = _snapshot(tmp_path)
+    assert main(["analyze", str(d), "--out", str(prev)]) == 0
+    after = _snapshot(tmp_path)
+    assert after["prev/my_notes.txt"] == b"notes\n" and after["prev/docs/review.md"] == b"my review\n"
+    assert after["d.csv"] == before["d.csv"]
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "prev"]
+    manifest = json.loads((prev / "perfonto.json").read_text())
+    assert "my_notes.txt" not in manifest["files"] and "report.json" in manifest["files"]
+    assert "kept 2 file(s)" in capsys.readouterr().err
+
+
+def test_force_keeps_what_perfonto_did_not_write_and_refuses_a_clash(tmp_path, capsys):
+    d = _csv(tmp_path / "d.csv")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    assert main(["analyze", str(d), "--out", str(mine), "--force"]) == 0
+    assert (mine / "thesis.tex").read_text() == "precious" and (mine / "report.json").is_file()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "report.json").write_text("my own report")
+    before = _snapshot(tmp_path)
+    assert main(["analyze", str(d), "--out", str(other), "--force"]) == 1
+    assert "report.json: perfonto did not write this file" in capsys.readouterr().err
+    assert _snapshot(tmp_path) == before
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "mine", "other"]
+
+
+@pytest.mark.parametrize("where", ["equal", "above", "inside"])
+def test_an_out_that_would_replace_or_read_its_input_is_refused(tmp_path, capsys, where):
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    _csv(folder / "d.csv")
+    src = folder if where != "above" else folder / "d.csv"
+    out = {"equal": folder, "above": tmp_path, "inside": folder / "o"}[where]
+    before = _snapshot(tmp_path)
+    for force in ([], ["--force"]):
+        assert main(["analyze", str(src), "--out", str(out), *force]) == 1
+        err = capsys.readouterr().err
+        assert "the output folder" in err and "input" in err and "choose an --out outside it" in err, err
+        assert _snapshot(tmp_path) == before
+
+
+def test_a_symlinked_out_writes_where_it_points_and_leaves_no_links(tmp_path):
+    d = _csv(tmp_path / "d.csv")
+    real = tmp_path / "real"
+    link = tmp_path / "link"
+    assert main(["analyze", str(d), "--out", str(real)]) == 0
+    link.symlink_to(real)
+    assert main(["analyze", str(d), "--out", str(link)]) == 0
+    assert link.is_symlink() and (real / "report.json").is_file()
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "link", "real"]  # no .real.old-<id> or .link.* left behind
