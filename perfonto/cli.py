@@ -91,11 +91,14 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[NO_CACHE_ENV] = "1"
     from .commands.common import CommandError
+    from .outputs import OutputError
 
     try:
         return args.func(args)
     except CommandError as exc:
         return _fail(args, exc.message, exc.code, exc.diagnostics)
+    except OutputError as exc:  # an output that cannot be written where asked (the message names it and what to do)
+        return _fail(args, str(exc), 1, [])
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # a path the system refused (too long, a device, no permission): name it and the reason

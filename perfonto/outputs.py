@@ -254,13 +254,15 @@ def atomic_path(path: str | Path):
         p = Path(os.path.realpath(p))
     if p.is_dir():
         raise OutputError(f"{p}: is a folder; give a file name")
-    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}{p.suffix}"  # the suffix kept: writers pick the format by it
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         os.replace(tmp, p)
     except OSError as exc:
         _unlink(tmp)
+        if exc.filename is not None and not str(exc.filename).startswith(str(tmp)) and str(exc.filename) != str(p):
+            raise  # reading an input failed: the error names that input, not the output
         raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); free space or choose another place") from None
     except BaseException:
         _unlink(tmp)
@@ -290,6 +292,20 @@ def write_file(path: str | Path, text: str | bytes) -> Path:
         else:
             tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def record_outputs(folder: str | Path, names: list[str]) -> None:
+    """Add ``names`` (relative paths a later command wrote into the perfonto folder ``folder``, e.g.
+    ``align``'s ``alignment.json``) to its manifest's ``files``, so that replacing the folder replaces
+    them too; a folder without a manifest is left as it is."""
+    m = Path(folder) / MANIFEST
+    try:
+        doc = json.loads(m.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(doc, dict) and isinstance(doc.get("files"), list):
+        doc["files"] = sorted(set(doc["files"]) | set(names))
+        write_file(m, json.dumps(doc, indent=2))
 
 
 def relocate(value, tmp: Path, final: Path):

@@ -143,3 +143,44 @@ def test_a_symlinked_out_writes_where_it_points_and_leaves_no_links(tmp_path):
     assert main(["analyze", str(d), "--out", str(link)]) == 0
     assert link.is_symlink() and (real / "report.json").is_file()
     assert sorted(os.listdir(tmp_path)) == ["d.csv", "link", "real"]  # no .real.old-<id> or .link.* left behind
+
+
+# -- 2. single-file outputs are atomic -------------------------------------------------------------------------
+def _with_small_disk(limit: int):
+    """A child whose files may not grow past ``limit`` bytes (RLIMIT_FSIZE; SIGXFSZ ignored so the write
+    fails with EFBIG, as a full disk fails with ENOSPC)."""
+    import resource
+    import signal
+
+    def pre():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return pre
+
+
+@pytest.mark.parametrize("args, name", [(["export", "perf-json"], "perf.json"), (["export", "semconv"], "semconv"),
+                                        (["sweep", "--vary", "isl=128,256", "--no-cache"], "sweep.json")])
+def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, args, name):
+    import subprocess
+    import sys
+
+    out = tmp_path / name
+    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    first = subprocess.run([sys.executable, "-m", "perfonto", *args, "--out", str(out)], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = _snapshot(tmp_path)
+    small = subprocess.run([sys.executable, "-m", "perfonto", *args, "--out", str(out)], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=300, preexec_fn=_with_small_disk(600))
+    assert small.returncode == 1, small.stderr[-2000:]
+    assert "Traceback" not in small.stderr and f"{out}" in small.stderr.split("error:")[-1], small.stderr[-1500:]
+    assert _snapshot(tmp_path) == before  # the old output byte for byte, and no temporary left beside it
+    assert sorted(os.listdir(tmp_path)) == sorted({name} | {n for n in os.listdir(tmp_path) if n.startswith(".") and n.endswith(".lock")})
+
+
+# -- 7. --catalog DIR takes the folder's generation -----------------------------------------------------------
+@pytest.mark.parametrize("target", ["perf-json", "semconv"])
+def test_export_of_a_catalog_folder_takes_its_generation(tmp_path, capsys, target):
+    folder = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "dcgm"
+    assert main(["export", target, "--catalog", str(folder), "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["generation"] == "dcgm_h200"  # the one no other file extends

@@ -31,7 +31,10 @@ def cmd_align(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from pathlib import Path
+
     from perfonto.analysis.crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
+    from perfonto.outputs import atomic_path, record_outputs, write_file
     from ..report import render_multichip
 
     if not 0 < args.saturation <= 1:
@@ -43,13 +46,16 @@ def cmd_align(args) -> int:
         doc["alignment"] = alignment_errors(run, fits)
         t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
         chip, ts = t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
-        pq.write_table(t.append_column("host_ns", pa.array(to_host(fits, chip, ts))), str(run.file("aligned_counters.parquet")))
+        with atomic_path(run.file("aligned_counters.parquet")) as tmp:  # each output beside it, then renamed
+            pq.write_table(t.append_column("host_ns", pa.array(to_host(fits, chip, ts))), str(tmp))
         outputs = {"alignment": str(run.file("alignment.json")), "aligned_counters": str(run.file("aligned_counters.parquet"))}
         if run.file("trace.parquet").exists():
-            pq.write_table(aligned_trace(run, fits), str(run.file("aligned_trace.parquet")))
+            with atomic_path(run.file("aligned_trace.parquet")) as tmp:
+                pq.write_table(aligned_trace(run, fits), str(tmp))
             outputs["aligned_trace"] = str(run.file("aligned_trace.parquet"))
         doc["outputs"] = outputs
-        run.file("alignment.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        write_file(run.file("alignment.json"), json.dumps(doc, indent=2))
+        record_outputs(run.path, [Path(p).name for p in outputs.values()])
     except (RunError, ValueError, OSError) as exc:
         raise CommandError(why(exc), 1) from None
     if args.json:

@@ -91,9 +91,10 @@ def cmd_coverage(args) -> int:
         raise CommandError(f"no scenario could be emulated: {first}", 1)
     doc = {"generation": gen.name, **cov.to_json()}
     if args.out:
+        from perfonto.outputs import write_file
+
         try:
-            with open(args.out, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=2, default=str)
+            write_file(args.out, json.dumps(doc, indent=2, default=str))  # beside it, then renamed
         except OSError as exc:
             from .common import why
 

@@ -16,10 +16,12 @@ from .common import CommandError, stderr
 def register(sub) -> None:
     p = sub.add_parser("export", help=HELP["export"])
     p.add_argument("target", choices=["perf-json", "semconv"], help="output format")
-    p.add_argument("--generation", default="sohu", help="generation whose catalog to export (default: sohu)")
+    p.add_argument("--generation", default=None, help="generation whose catalog to export (default: sohu, or the --catalog folder's)")
     p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
     p.add_argument("--out", required=True, help="output file (perf-json) or folder (semconv)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")
+    p.add_argument("--force", action="store_true", help="semconv: write into a non-empty folder perfonto did not write "
+                   "(its files are kept; one with the name of an output is refused)")
     p.set_defaults(func=cmd_export)
 
 
@@ -31,18 +33,21 @@ def cmd_export(args) -> int:
     from perfonto.metrics.catalog import load_catalog
 
     err = stderr()
+    from perfonto.outputs import OutputError, write_file
+
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
         raise CommandError(f"no generation named `{args.generation}`" if usage else
                            "the catalog does not compile; run `perfonto check` for the full list", 2 if usage else 1, cat.errors)
+    args.generation = cat.graph.generation.name
     if args.target == "semconv":
         return _semconv(args, cat.graph, err)
     result = export(cat.graph)
     try:
-        Path(args.out).write_text(result.to_json(), encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"cannot write {args.out}: {exc.strerror}", 1) from None
+        write_file(Path(args.out), result.to_json())  # beside it, then renamed: a full disk leaves the old file whole
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
     n_const = sum(1 for e in result.entries if e.get("MetricName", "").startswith("spec."))
     n_events = len(result.events)
     summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const - n_events,
@@ -62,10 +67,15 @@ def cmd_export(args) -> int:
 def _semconv(args, graph, err) -> int:
     from perfonto.interop.semconv import export, lint
 
+    from pathlib import Path
+
+    from perfonto.outputs import OutputError, output_folder, relocate
+
     try:
         reg = export(graph)
-        paths = reg.write(args.out)
-    except ValueError as exc:
+        with output_folder(args.out, command=getattr(args, "argv", None), force=args.force) as tmp:  # complete or absent
+            paths = [Path(relocate(str(p), tmp, Path(args.out))) for p in reg.write(tmp)]
+    except (ValueError, OutputError) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
         raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", 1) from None

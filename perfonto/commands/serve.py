@@ -40,7 +40,7 @@ def register(sub) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--emulate", action="store_true", help="emulate in real time (the knobs of `perfonto run`)")
     src.add_argument("--follow", metavar="FILE|DIR", help="a folder of Parquet part files appended over time, or one dump file rewritten")
-    p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
+    p.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)")
     p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=_port, default=9464, help="TCP port of /metrics and /healthz (default: 9464; 0 = any free port)")

@@ -35,8 +35,11 @@ def cmd_timeline(args) -> int:
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
     if metrics and (args.catalog is not None or args.generation is not None):
         _check_names(args, metrics)
+    from perfonto.outputs import atomic_path
+
     try:
-        info = write(args.run, args.out, args.format, metrics)
+        with atomic_path(args.out) as tmp:  # beside it, then renamed: a failure leaves the old file whole
+            info = write(args.run, tmp, args.format, metrics)
     except (RunError, TimelineError, ValueError, OSError) as exc:
         raise CommandError(why(exc), 1) from None
     info = {"out": args.out, "format": args.format, **info}

@@ -150,35 +150,39 @@ def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = 
 
 
 def write_table(rows: list[dict], path) -> str:
-    """Write ``rows`` to ``path`` as CSV, Parquet or JSON by its extension; returns the format.
+    """Write ``rows`` to ``path`` as CSV, Parquet or JSON by its extension, atomically (beside it, then
+    renamed: a failure leaves the old file whole); returns the format.
 
     Raises:
         KnobError: another extension.
-        OSError: it cannot be written.
+        OutputError: it cannot be written (the message names ``path``).
     """
     import json
     from pathlib import Path
 
     import pyarrow as pa
 
+    from perfonto.outputs import atomic_path
+
     p = Path(path)
     ext = p.suffix.lower()
     if ext not in (".csv", ".parquet", ".json"):
         raise KnobError(f"{p}: the table is written as .csv, .parquet or .json, not {ext or 'a file without extension'}")
-    if ext == ".json":
-        p.write_text(json.dumps(rows, indent=2), encoding="utf-8")
-        return "json"
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    table = pa.table({c: pa.array([_cell(r.get(c)) for r in rows]) for c in cols})
-    if ext == ".csv":
-        import pyarrow.csv as pcsv
+    with atomic_path(p) as tmp:
+        if ext == ".json":
+            tmp.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+            return "json"
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        table = pa.table({c: pa.array([_cell(r.get(c)) for r in rows]) for c in cols})
+        if ext == ".csv":
+            import pyarrow.csv as pcsv
 
-        pcsv.write_csv(table, p)
-        return "csv"
-    import pyarrow.parquet as pq
+            pcsv.write_csv(table, tmp)
+            return "csv"
+        import pyarrow.parquet as pq
 
-    pq.write_table(table, p)
-    return "parquet"
+        pq.write_table(table, tmp)
+        return "parquet"
 
 
 def _cell(v):
