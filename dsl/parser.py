@@ -296,6 +296,15 @@ def _expected(exc: UnexpectedInput) -> str:
 
 
 _DECL_START = re.compile(r"^[ \t]*metric\b", re.M)
+MAX_DECL_CHARS = 65_536  # one declaration (formula and description); past this it is not a metric, and parsing it costs seconds
+
+
+def _oversized(text: str, file: str, a: int, b: int, line: int) -> Diagnostic:
+    name = re.match(r"[ \t]*metric[ \t]+([\w.]+)", text[a:a + 300])
+    what = f"metric `{name.group(1)}`" if name else "this declaration"
+    return Diagnostic("error", "too-large", f"{what} is {b - a:,} characters long (at most {MAX_DECL_CHARS:,}); a formula or "
+                      "description of this size is not a metric and is not parsed", Span(file, line + 1, 1),
+                      hint="split the formula into several metrics; keep long prose in the docs, not the description")
 
 
 def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
@@ -308,16 +317,19 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
     chunk is parsed on its own with its positions shifted, so recovery stays linear in the file size.
     """
     text = newlines(text)
-    decls, diags = _parse_one(text, file)
-    if not diags:
-        return decls, diags
     starts = [m.start() for m in _DECL_START.finditer(text)]
-    if len(starts) <= 1:
-        return decls, diags
-    decls, diags = [], []
     bounds = [0] + starts[1:] + [len(text)]
+    if all(b - a <= MAX_DECL_CHARS for a, b in zip(bounds, bounds[1:])):
+        decls, diags = _parse_one(text, file)
+        if not diags or len(starts) <= 1:
+            return decls, diags
+    decls, diags = [], []
     line = 0
     for a, b in zip(bounds, bounds[1:]):
+        if b - a > MAX_DECL_CHARS:  # refused before lark sees it: the time and memory stay linear and small
+            diags.append(_oversized(text, file, a, b, line))
+            line += text.count("\n", a, b)
+            continue
         d, dg = _parse_one(text[a:b], file, text, line0=line, pos0=a)
         decls += d
         diags += dg

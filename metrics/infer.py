@@ -251,21 +251,24 @@ class Typer:
         return self._scope(out, operands, e.span)
 
     def _scope(self, out: _T, operands: list, span: Span) -> _T:
-        """Scope rules between spec constants and measurements (see the module docstring)."""
+        """Scope rules between spec constants and measurements (see the module docstring): each rule is
+        about two different operands, checked in one pass over them (``max`` may have 100,000)."""
+        pop = [a for a in operands if any(x.startswith(POP) for x, _ in a.node.axes)]
+        if pop and any(not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled) for b in operands):
+            raise self.fail("population", "a per-record value meets a per-window quantity", span,
+                            hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
+                                 "reduce them first (p50, p99, mean, count)")
+        if any(a.inst for a in operands) and any(not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands):
+            raise self.fail("scope", "a per-instance spec constant meets a chip-wide amount", span,
+                            hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
+                                 "or compare it with a per-instance measurement")
+        totals: dict[str, int] = {}  # axis -> how many operands are chip-wide totals over it
         for a in operands:
+            for ax in a.total:
+                totals[ax] = totals.get(ax, 0) + 1
+        if totals:
             for b in operands:
-                if a is b:
-                    continue
-                if any(x.startswith(POP) for x, _ in a.node.axes) and not any(x.startswith(POP) for x, _ in b.node.axes) \
-                        and _reads_windows(b.node, self.compiled):
-                    raise self.fail("population", "a per-record value meets a per-window quantity", span,
-                                    hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
-                                         "reduce them first (p50, p99, mean, count)")
-                if a.inst and not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst:
-                    raise self.fail("scope", "a per-instance spec constant meets a chip-wide amount", span,
-                                    hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
-                                         "or compare it with a per-instance measurement")
-                clash = a.total & {ax for ax, _ in b.node.axes}
+                clash = {ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0}  # another operand's total
                 if clash and not b.literal:
                     raise self.fail("scope", f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})", span,
                                     hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)")
@@ -391,10 +394,10 @@ class Typer:
         nodes = [self._adapt(t, deg) for t in out]
         if f == "clamp":
             return _T(ir.Op("clamp", tuple(nodes), axes, deg), first.unit)
-        node = nodes[0]
-        for n in nodes[1:]:
-            node = ir.Op(f, (node, n), axes, deg)
-        return _T(node, first.unit)
+        while len(nodes) > 1:  # a balanced tree of pairs: log2(n) deep, so max of 100,000 arguments never recurses deep
+            pairs = [ir.Op(f, (a, b), axes, deg) for a, b in zip(nodes[0::2], nodes[1::2])]
+            nodes = pairs + nodes[len(pairs) * 2:]
+        return _T(nodes[0], first.unit)
 
     # -- helpers -------------------------------------------------------------------------------
     def _need_number(self, t: _T, span: Span, what: str) -> None:

@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     # metric language and compiler
     "syntax": "the metric file does not parse (the token, what was expected, a caret)",
     "too-deep": "an expression is nested too deeply to parse or compile",
+    "too-large": "a metric declaration (formula and description) is past the size limit; refused before parsing",
     "metric-name": "a metric name is not dotted lower-case snake_case",
     "duplicate-name": "a metric is defined twice or takes the name of a signal or constant",
     "unknown-name": "a formula reads a name that is not a signal, field, constant or metric",

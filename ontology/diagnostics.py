@@ -54,9 +54,16 @@ class Diagnostic:
         if self.source_line and self.span.line > 0:
             gutter = " " * len(str(self.span.line))
             out.append(f"{gutter} |")
-            out.append(f"{self.span.line} | {_visible(self.source_line.rstrip())}")
+            line, col = self.source_line.rstrip(), max(1, self.span.col)
             width = max(1, (self.span.end_col - self.span.col) if self.span.end_col > self.span.col else 1)
-            out.append(f"{gutter} | {' ' * max(0, self.span.col - 1)}{'^' * width}")
+            if len(line) > SHOWN_LINE:  # a window around the column: a 2 MB formula line is not printed whole
+                lo = max(0, col - 1 - SHOWN_LINE // 3)
+                hi = lo + SHOWN_LINE
+                head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(line) else "")
+                line, col = head + line[lo:hi] + tail, col - lo + len(head)
+                width = min(width, SHOWN_LINE)
+            out.append(f"{self.span.line} | {_visible(line)}")
+            out.append(f"{gutter} | {' ' * max(0, col - 1)}{'^' * width}")
         if self.hint:
             out.append(f"  = help: {self.hint}")
         return "\n".join(out)
@@ -88,6 +95,9 @@ def _visible(line: str) -> str:
 def _lines(text: str) -> tuple[str, ...]:
     """``text`` split at LF, cached (a file with thousands of diagnostics is split once)."""
     return tuple(text.split("\n"))
+
+
+SHOWN_LINE = 160  # characters of a source line shown under a diagnostic
 
 
 def with_source(diag: Diagnostic, text: str | None) -> Diagnostic:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, stdout
+from .common import CommandError, positive_int, stdout
 
 
 def register(sub) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, metavar="FILE", help="the table as .csv, .parquet or .json")
     p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
     p.add_argument("--tol", type=float, default=0.005, help="relative width to which a crossing is bisected (default: 0.005)")
+    p.add_argument("--max-points", type=positive_int, default=1000, help="refuse a grid of more points than this (default: 1000)")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -50,7 +51,7 @@ def cmd_sweep(args) -> int:
     cache = cache_of(args)
     try:
         with EmuProgress(f"sweeping {len(knobs)} knob(s)", enabled=not args.json, after_s=0.5) as bar:
-            res = sweep(target, base, knobs, jobs=args.jobs, cache=cache, progress=bar, tol=args.tol)
+            res = sweep(target, base, knobs, jobs=args.jobs, cache=cache, progress=bar, tol=args.tol, max_points=args.max_points)
     except KnobError as exc:
         raise CommandError(str(exc), 2) from None
     ok = [r for r in res.rows if not r.get("error")]

@@ -109,14 +109,25 @@ def _refine(target: Target, base: Point, knob: Knob, lo, hi, b_lo, tol, folder):
     return _bisect(target, base, knob, lo, hi, b_lo, tol, Cache(folder))
 
 
+MAX_POINTS = 1_000  # grid points of one sweep unless raised (each is an emulator projection, ~0.1-1 s)
+
+
 def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = None, cache: Cache | None = None,
-          progress=None, tol: float = 0.005) -> SweepResult:
+          progress=None, tol: float = 0.005, max_points: int = MAX_POINTS) -> SweepResult:
     """Project the grid of ``knobs`` over ``base`` and locate the bottleneck crossings along the
     first numeric knob (module docstring); ``tol``: relative width of a refined crossing.
 
     Raises:
-        KnobError: an empty sweep, a knob given twice, a spec constant the preset sets itself.
+        KnobError: an empty sweep, a knob given twice, a spec constant the preset sets itself, a grid
+            of more than ``max_points`` points (counted before any is built).
     """
+    size = 1
+    for k in knobs:
+        size *= max(1, len(k.values))
+    if size > max_points:
+        sizes = " × ".join(f"{len(k.values):,} {k.name}" for k in knobs)
+        raise KnobError(f"the sweep has {size:,} points ({sizes}), more than {max_points:,}; vary fewer values, "
+                        "or raise the cap with --max-points")
     cache = cache or Cache(None)
     points = grid(base, knobs)
     check_preset(target, points)
