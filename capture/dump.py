@@ -146,6 +146,24 @@ def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
     return _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes)
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _within_int64(c, key: str, p) -> None:
+    """An unsigned key column (a chip id, a timestamp) whose values fit int64, where perfonto holds keys:
+    2^63 read as int64 would be chip −9223372036854775808.
+
+    Raises:
+        DumpError: the first value past 2^63 − 1, with its row (counted from 1) and column.
+    """
+    arr = c.to_numpy(zero_copy_only=False)
+    big = arr > INT64_MAX
+    if big.any():
+        i = int(np.argmax(big))
+        raise DumpError(f"{p}: row {i + 1}, column `{key}`: value {int(arr[i])} is past 2^63 − 1, the largest {key} "
+                        "perfonto holds; write ids and timestamps that fit a signed 64-bit integer")
+
+
 def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     names = t.column_names
     if "chip" not in names:
@@ -166,6 +184,9 @@ def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray
             raise DumpError(f"{p}: column `chip` has type {c.type}; it must be an integer column")
         if key != "chip" and not (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)):
             raise DumpError(f"{p}: column `{key}` has type {c.type}; it must be an integer column")
+    for key in ("chip", col, "sample"):
+        if key in t.column_names and pa.types.is_unsigned_integer(t.column(key).type):
+            _within_int64(t.column(key), key, p)
     chip = t.column("chip").to_numpy(zero_copy_only=False).astype(np.int64)
     raw_ts = t.column(col).to_numpy(zero_copy_only=False)
     if u == "ns" and pa.types.is_integer(t.column(col).type):
@@ -297,7 +318,34 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
             arr = c.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
     if arr.dtype.kind == "i" and arr.size and (arr < 0).any():
         raise DumpError(f"{p}: column `{col}` holds negative values; raw registers are unsigned")
-    return arr.astype(np.uint64, copy=False), nulls
+    arr = arr.astype(np.uint64, copy=False)
+    _within_width(arr, p, col, sig)
+    return arr, nulls
+
+
+def _within_width(arr: np.ndarray, p: str, col: str, sig) -> None:
+    """Raw values of a register declared ``width`` bits wide (< 64) lie below 2^width (its sentinels
+    excepted): a larger value is not a reading of that register, and masking it to the width (as a
+    wrap would) gives a wrong window, so it is refused where it is.
+
+    Raises:
+        DumpError: the first value past the width, with its row (counted from 1 in this file or piece).
+    """
+    width = getattr(sig, "width", None)
+    if not isinstance(width, int) or width >= 64 or not arr.size:
+        return
+    limit = np.uint64(1 << width)
+    if arr.max() < limit:  # the common case: one pass, no temporaries
+        return
+    over = arr >= limit
+    for s in getattr(sig, "sentinel", ()) or ():
+        over &= arr != np.uint64(s)
+    if over.any():
+        r, k = np.unravel_index(int(np.argmax(over)), arr.shape)
+        inst = f"[{k}]" if arr.ndim == 2 and arr.shape[1] > 1 else ""
+        raise DumpError(f"{p}: row {r + 1}, column `{col}{inst}`: value {int(arr[r, k])} does not fit the {width}-bit register "
+                        f"`{sig.name}` (at most {(1 << width) - 1}); check the collector's register width, or declare the "
+                        "signal's width as the register has it")
 
 
 def _period(meta: dict, override: int | None, p: str) -> int:

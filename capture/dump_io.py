@@ -112,7 +112,9 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
                     src.seek(0)
                     return pipc.open_stream(src).read_all()
         if name.endswith(CSV):
-            opts = pcsv.ConvertOptions(column_types=csv_types or {}, strings_can_be_null=True)
+            # an empty cell is the one null (a register not read); "n/a", "NULL", "nan" and the other markers
+            # pyarrow would take for null are values, refused where they do not convert (issue 28)
+            opts = pcsv.ConvertOptions(column_types=csv_types or {}, strings_can_be_null=True, null_values=[""])
             try:
                 table = pcsv.read_csv(str(path), convert_options=opts)
             except pa.ArrowInvalid as exc:
@@ -151,7 +153,7 @@ def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataT
         col = names[int(m.group(1))]
         typ = types[col]
         text = pcsv.read_csv(str(path), convert_options=pcsv.ConvertOptions(
-            include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True)).column(col).combine_chunks()
+            include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True, null_values=[""])).column(col).combine_chunks()
     except (pa.ArrowInvalid, OSError, IndexError, KeyError, UnicodeDecodeError):  # a header that is not UTF-8
         return None
     trimmed = pc.utf8_trim_whitespace(text)  # the CSV reader trims, a cast does not

@@ -154,17 +154,27 @@ def evaluate(catalog: Catalog, counters, *, requests=None, trace=None, sync=None
     Arrow IPC, CSV; wide or long layout), a ``pyarrow.Table``, or a pandas/Polars frame — or a run
     folder (``counters.parquet`` inside; its ``requests``, ``trace`` and ``sync`` files are used
     unless given). ``metrics``: only these and what they need. ``timestamp_unit`` for a bare
-    ``timestamp`` column; ``sample_period`` in seconds.
+    ``timestamp`` column; ``sample_period`` in seconds, or text with a unit (``"100us"``).
 
     Raises:
         CatalogError: the catalog has errors.
         DumpError: a part of the capture cannot be read (the message names file and column).
-        KeyError: a name in ``metrics`` that is not a metric of the catalog.
+        KeyError: a name in ``metrics`` that is not a metric of the catalog (with a did-you-mean).
+        ValueError: a ``sample_period`` that is not a positive duration (``perfonto.values``).
     """
+    from perfonto.values import duration_s
+
     graph = catalog.raise_for_errors().graph
+    period = None if sample_period is None else int(round(duration_s(sample_period, "sample_period") * 1e9))
     if metrics is not None:
+        if isinstance(metrics, str):
+            metrics = [metrics]
+        unknown = [m for m in metrics if m not in graph.metrics and m not in graph.declarations]
+        if unknown:
+            from perfonto.ontology.diagnostics import did_you_mean
+
+            raise KeyError(f"no metric `{unknown[0]}` in the catalog; {did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}")
         _catalog.select_metrics(graph, metrics)
-    period = None if sample_period is None else int(round(sample_period * 1e9))
     capture = capture_of(_as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period)
     return Result(analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator()))
 
@@ -210,7 +220,12 @@ class Result:
         if rec is not None and np.ndim(rec) == 0:
             return _num(rec)
         why = self.report.unavailable.get(name)
-        raise KeyError(f"`{name}` is unavailable: {why}" if why else f"no metric `{name}` in this result")
+        if why:
+            raise KeyError(f"`{name}` is unavailable: {why}")
+        from perfonto.ontology.diagnostics import did_you_mean
+
+        known = list(self.report.evaluated.all_metrics) + list(self.report.unavailable)
+        raise KeyError(f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}")
 
     @cached_property
     def window(self) -> pa.Table:

@@ -102,19 +102,12 @@ def stdout() -> Console:
 
 
 def duration(text: str) -> float:
-    """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (pint, the project's registry)."""
-    import math
+    """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (``perfonto.values.duration_s``: the
+    rule the API and the sweep use too)."""
+    from perfonto.values import ValueRuleError, duration_s
 
-    from perfonto.ontology.units import UnitError, parse_quantity, registry_for
-
-    reg = registry_for(())
     try:
-        value = parse_quantity(reg, text, reg.second)
-    except UnitError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (write e.g. 1s, 500ms, 2min)") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be positive and finite: {text!r}")
-    if value > 86400:
-        raise argparse.ArgumentTypeError(f"duration {text!r} is longer than a day; emulate in pieces")
-    return value
+        return duration_s(text, "duration")
+    except ValueRuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("duration: ")) from None
 

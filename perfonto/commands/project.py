@@ -79,13 +79,12 @@ def register(sub) -> None:
 
 
 def _probability(text: str) -> float:
+    from perfonto.values import ValueRuleError, probability
+
     try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"a probability is between 0 and 1: {text!r}")
-    return v
+        return probability(text, "--acceptance")
+    except ValueRuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _rate(text: str) -> float:

@@ -188,15 +188,23 @@ def parse_vary(text: str, gen) -> Knob:
         if any(not s for s in vals):
             raise KnobError(f"{what}: an empty item in {values!r}")
         if typ in (int, float):
+            from perfonto.values import WORKLOAD as RULES, ValueRuleError, check_workload
+
             out = []
             for s in vals:
                 try:
-                    out.append(typ(s))
+                    out.append(check_workload(name, s, what) if name in RULES else typ(s))  # the text as typed, in the message
+                except ValueRuleError as exc:
+                    raise KnobError(str(exc)) from None
                 except ValueError:
                     raise KnobError(f"{what}: {s!r} is not {'an integer' if typ is int else 'a number'}") from None
             vals = out
-    if typ is int and any(v < (0 if name == "draft_tokens" else 1) for v in vals):
-        raise KnobError(f"{what}: values must be ≥ {0 if name == 'draft_tokens' else 1}")
+    from perfonto.values import ValueRuleError, check_workload
+
+    try:  # the rules every entry point shares (perfonto.values): --vary acceptance=2 is refused as --acceptance 2 is
+        vals = [check_workload(name, v, what) for v in vals]
+    except ValueRuleError as exc:
+        raise KnobError(str(exc)) from None
     if name in ("dtype", "kv_dtype") and (bad := [v for v in vals if v not in DTYPES]):
         raise KnobError(f"{what}: {bad[0]!r} is not one of {', '.join(DTYPES)}")
     if name == "mapping":
