@@ -20,8 +20,12 @@ from .live import LiveMetrics
 
 
 def _help(e, m) -> str:
+    """The ``# HELP`` text: the description on one line. prometheus_client escapes ``\\`` and LF; a CR,
+    another control character or a Unicode line or paragraph separator (U+2028/9, which some
+    parsers split at) would still break the line, so each becomes a space."""
     scale = "" if e.unit.factor == 1 else f", exported × {e.unit.factor:g}"
-    return f"{m.description} (perfonto metric {e.metric} [{m.unit_text}]{scale})"
+    desc = "".join(" " if (ord(ch) < 32 and ch != "\n") or ch in "\x7f\x85\u2028\u2029" else ch for ch in m.description)
+    return f"{desc} (perfonto metric {e.metric} [{m.unit_text}]{scale})"
 
 
 class LiveCollector(Collector):

@@ -11,6 +11,11 @@
   windows pushed, the source's state and the scrapes served per format), 200 unless failed (503);
 - with an OTLP endpoint, also pushes over OTLP/HTTP (``analysis.otlp``).
 
+Connections are served by a bounded pool of ``WORKERS`` threads (at most ``MAX_QUEUED`` accepted
+connections wait; past that a new one is closed at once), each with a ``CONNECTION_TIMEOUT_S`` socket
+timeout so an idle or half-sent request is dropped; a scraper that disconnects mid-response costs
+nothing and prints nothing.
+
 ``run(stop)`` serves until ``stop`` is set (the CLI sets it on SIGINT or SIGTERM), then stops the
 source, the HTTP server and the OTLP exporter (a last export) and returns a summary.
 """
@@ -22,7 +27,9 @@ import logging
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +38,60 @@ from perfonto.analysis.live import LiveMetrics
 from perfonto.analysis.openmetrics import LiveCollector, registry_for
 from perfonto.codegen.python_evaluator import generate
 from perfonto.metrics.graph import MetricGraph
+
+
+WORKERS = 64  # threads answering connections
+MAX_QUEUED = 1024  # accepted connections waiting for a worker; more are closed at once
+CONNECTION_TIMEOUT_S = 5.0  # a connection that sends nothing (or half a request) for this long is closed
+_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)  # the client went away or stalled
+
+
+class PooledHTTPServer(HTTPServer):
+    """An ``HTTPServer`` whose connections are handled by a bounded thread pool (module docstring);
+    ``log`` receives one line per unexpected handler error (no traceback)."""
+
+    request_queue_size = 512  # the listen backlog: 200 scrapers connecting at once are not refused
+
+    def __init__(self, address, handler, log: Callable[[str], None] = lambda s: None, workers: int = WORKERS):
+        super().__init__(address, handler)
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="perfonto-http")
+        self._queued = 0
+        self._lock = threading.Lock()
+        self._log = log
+        self.refused = 0
+
+    def process_request(self, request, client_address):
+        with self._lock:
+            if self._queued >= MAX_QUEUED:
+                self.refused += 1
+                self.shutdown_request(request)
+                return
+            self._queued += 1
+        try:
+            self._pool.submit(self._work, request, client_address)
+        except RuntimeError:  # the pool is shut down: the server is closing
+            self.shutdown_request(request)
+
+    def _work(self, request, client_address):
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - one line at most, never a traceback
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            with self._lock:
+                self._queued -= 1
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, _GONE):
+            self._log(f"error: answering {client_address[0]}: {type(exc).__name__}: {exc}")
+
+    def server_close(self):
+        super().server_close()
+        pool = getattr(self, "_pool", None)  # absent when binding failed inside HTTPServer.__init__
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _version() -> str:
@@ -79,11 +140,10 @@ class Server:
         self.scrapes = {"openmetrics": 0, "text": 0}
         self.started_s = time.time()
         try:
-            self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
+            self.httpd = PooledHTTPServer((bind, port), _handler(self), log=log)
         except BaseException:
             self._tmp.cleanup()
             raise
-        self.httpd.daemon_threads = True
         self.url = f"http://{bind}:{self.httpd.server_address[1]}"
         self.otlp = None
         self.otlp_endpoint = otlp
@@ -166,6 +226,7 @@ def _handler(server: Server):
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "perfonto"
+        timeout = CONNECTION_TIMEOUT_S  # the socket's timeout: an idle or stalled connection is closed
 
         def log_message(self, format, *args):  # no access log on stderr
             pass
