@@ -11,6 +11,8 @@ as Parquet partitioned by host. pyspark is imported only here.
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from perfonto.codegen.sql import generate_sql
@@ -18,8 +20,49 @@ from perfonto.metrics.graph import MetricGraph
 from perfonto.capture.dump_io import DumpError
 
 
+_LOCAL = re.compile(r"^local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?$")
+_REMOTE = re.compile(r"^(spark|mesos)://(?P<hosts>[^/\s]+)$|^k8s://\S+$|^yarn$")
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_master(master: str) -> str:
+    """``master`` as a Spark master URL perfonto can use: ``local``, ``local[N]``, ``local[*]``,
+    ``local[N,F]``, ``spark://HOST:PORT[,HOST:PORT…]``, ``mesos://…``, ``k8s://…`` or ``yarn``; for
+    ``spark://`` at least one master must accept a TCP connection within ``CONNECT_TIMEOUT_S`` (Spark
+    itself would retry for minutes).
+
+    Raises:
+        DumpError: another form, or no master answering (naming the URL and what to do).
+    """
+    import socket
+
+    m = _REMOTE.match(master)
+    if not _LOCAL.match(master) and not m:
+        raise DumpError(f"--spark-master {master!r}: not a Spark master URL; write local[N], local[*], spark://HOST:PORT, "
+                        "k8s://…, mesos://… or yarn")
+    if m and master.startswith("spark://"):
+        errors = []
+        for hp in m.group("hosts").split(","):
+            host, _, port = hp.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise DumpError(f"--spark-master {master!r}: `{hp}` is not HOST:PORT (a standalone master listens on 7077)")
+            try:
+                with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+                    return master
+            except OSError as exc:
+                errors.append(f"{hp}: {exc.strerror or exc}")
+        raise DumpError(f"--spark-master {master!r}: no master answers ({'; '.join(errors)}); start the master "
+                        "(sbin/start-master.sh) or check the URL")
+    return master
+
+
 def session(master: str = "local[2]", app: str = "perfonto"):
-    """A SparkSession for the generated SQL (UI off, few shuffle partitions in local mode)."""
+    """A SparkSession for the generated SQL (UI off, few shuffle partitions in local mode).
+
+    Raises:
+        DumpError: pyspark missing, or ``master`` refused by ``check_master``.
+    """
+    check_master(master)
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # pragma: no cover - pyspark comes with the test extras

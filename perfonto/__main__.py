@@ -1,5 +1,8 @@
 import sys
 
-from .cli import entry
+try:
+    from .cli import entry
+except KeyboardInterrupt:  # Ctrl-C while Python loads perfonto: no traceback
+    sys.exit(130)
 
 sys.exit(entry())

@@ -135,7 +135,11 @@ def entry() -> int:
 
     if "pandas" not in sys.modules and not os.environ.get("PERFONTO_PANDAS"):
         sys.meta_path.insert(0, _NoPandas())
-    return main()
+    try:
+        return main()
+    except KeyboardInterrupt:  # Ctrl-C while the command starts (imports, parsing): no traceback, the shell's code
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def _fail(args, message: str, code: int, diagnostics) -> int:

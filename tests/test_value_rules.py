@@ -103,3 +103,36 @@ def test_the_api_takes_a_duration_text_and_names_unknown_metrics(tmp_path):
         r.value("topdown.idl")
     with pytest.raises(KeyError, match=r"no metric `topdown\.idl` in the catalog; did you mean `topdown\.idle`"):
         perfonto.evaluate(cat, str(tmp_path / "d.csv"), metrics=["topdown.idl"])
+
+
+# -- 7. options that hung or crashed ------------------------------------------------------------------------------
+@pytest.mark.parametrize("master, want", [
+    ("spark://127.0.0.1:1", "--spark-master 'spark://127.0.0.1:1': no master answers (127.0.0.1:1: Connection refused)"),
+    ("nonsense://x", "--spark-master 'nonsense://x': not a Spark master URL"),
+    ("local[0]", "--spark-master 'local[0]': not a Spark master URL"),
+    ("spark://host-without-port", "`host-without-port` is not HOST:PORT")])
+def test_a_spark_master_is_checked_in_seconds(tmp_path, capsys, master, want):
+    import time
+
+    rows = ["chip,timestamp_ns,seq.elapsed_cycles"] + [f"0,{i * 1_000_000},{(i + 1) * 1000}" for i in range(6)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    t0 = time.monotonic()
+    assert main(["analyze", str(tmp_path / "d.csv"), "--engine", "spark", "--spark-master", master, "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert want in err and "internal error" not in err and time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("after_s", [0.3, 1.0, 2.0])
+def test_ctrl_c_while_run_starts_prints_no_traceback(tmp_path, after_s):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "perfonto", "run", "--duration", "1s", "--out", str(tmp_path / "o")], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after_s)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert p.returncode in (130, 0) and not (tmp_path / "o").exists() or p.returncode == 0
