@@ -341,17 +341,93 @@ def openmetrics_run(data: bytes) -> None:
     openmetrics_capture(p, _shipped("node"), [])
 
 
+def paths_seeds() -> list[bytes]:
+    return [b"../../../../../OUTSIDE", b"a/b", b"..", b".", b"h000", b"a\x00b", "\u00fcn\u00ef c\u00f8d\u00e9".encode(), b"x=y%2F", b"~",
+            b"/etc/passwd", b"C:\\Windows", b"host=..", b"a" * 150]
+
+
+def paths_run(data: bytes) -> None:
+    """A host name from data as an output folder (``capture.partitions``): one component that cannot
+    leave ``--out`` (no separator, NUL, ``.`` or ``..``), that decodes back to the name, and whose
+    part file lands inside the output folder; or a clean refusal (too long)."""
+    from perfonto.capture.partitions import inside, segment, value
+
+    host = _text(data)  # a capture's strings are UTF-8 (Arrow checks); bytes that are not become U+FFFD
+    seg = segment("host", host)
+    assert "/" not in seg and "\x00" not in seg and seg not in (".", "..") and len(seg.encode()) <= 200, seg
+    assert value(seg.removeprefix("host=")) == host, (seg, host)
+    inside(TMP / "out" / seg / "part-00000.parquet", TMP / "out")
+
+
+def options_seeds() -> list[bytes]:
+    return [b"acceptance=0.7", b"isl=128,2048", b"concurrency=1..256:9:log", b"rate=0.5", b"chips=8", b"batch=1..64:4",
+            b"spec.hbm.peak_bandwidth=4..16TB/s:7", b"draft_tokens=3", b"duration=100us", b"duration=2.5 s", b"model=llama3-70b",
+            b"dtype=fp8,bf16", b"mapping=tp4-dp2"]
+
+
+def options_run(data: bytes) -> None:
+    """A CLI option value as a user types it: ``--vary NAME=VALUES`` (``whatif.knobs.parse_vary``) or a
+    duration (``perfonto.values.duration_s``); refused cleanly or accepted within its rule."""
+    import math
+
+    from perfonto.values import WORKLOAD, check_workload, duration_s
+    from perfonto.whatif.knobs import parse_vary
+
+    text = _text(data)
+    name, _, v = text.partition("=")
+    if name == "duration":
+        x = duration_s(v)
+        assert math.isfinite(x) and 0 < x <= 86_400, x
+        return
+    knob = parse_vary(text, _sohu())
+    assert 0 < len(knob.values) <= 10_000, len(knob.values)
+    if knob.name in WORKLOAD:
+        for x in knob.values:
+            assert check_workload(knob.name, x) == x, (knob.name, x)
+
+
+_RESULT: list = []
+
+
+def api_seeds() -> list[bytes]:
+    return [b"mfu", b"topdown.idl", b"hbm.read_bytes", b"spec.hbm.capacity", b"", b"seq.elapsed_cycles", b"request.ttft"]
+
+
+def api_run(data: bytes) -> None:
+    """A name given to the Python API (``Catalog.explain``, ``Result.value`` and ``Result.unit`` of a small
+    capture's result): a value, or a ``KeyError`` whose message names it."""
+    import perfonto
+
+    if not _RESULT:
+        cat = perfonto.load_catalog()
+        p = TMP / "api.csv"
+        p.write_text("chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles\n" +
+                     "".join(f"0,{i * 100_000},{(i + 1) * 1000},{i}\n" for i in range(20)))
+        _RESULT.append((cat, perfonto.evaluate(cat, str(p))))
+    cat, res = _RESULT[0]
+    name = _text(data)
+    for call in (cat.explain, res.value):
+        try:
+            call(name)
+        except KeyError as exc:
+            assert name[:20] in str(exc.args[0]), (name, exc.args[0])
+
+
 def _clean():
     from perfonto.interop.exprparse import ParseError
     from perfonto.interop.ir import Unsupported
     from perfonto.capture.dump import DumpError
+    from perfonto.capture.partitions import PathEscapeError
+    from perfonto.values import ValueRuleError
+    from perfonto.whatif.knobs import KnobError
 
     # the importers' contract is import_file's: a file of the wrong structure is reported as "malformed <format>
     # file (<what>)" — KeyError, TypeError and AttributeError from the reader included; anything else is a crash
     structural = (ValueError, KeyError, TypeError, AttributeError)
     return {"dsl": (), "yaml": (), "dump": (DumpError,), "parquet": (DumpError,),
             "perf": structural, "intel": structural, "arm": structural, "rocprof": structural,
-            "formula": (ParseError, SyntaxError, Unsupported), "perfstat": (DumpError,), "openmetrics": (DumpError,)}
+            "formula": (ParseError, SyntaxError, Unsupported), "perfstat": (DumpError,), "openmetrics": (DumpError,),
+            "paths": (PathEscapeError,), "options": (ValueRuleError, KnobError), "api": (KeyError,)}
 
 
 TARGETS = {
@@ -366,6 +442,9 @@ TARGETS = {
     "formula": (formula_seeds, formula_run),
     "perfstat": (perfstat_seeds, perfstat_run),
     "openmetrics": (openmetrics_seeds, openmetrics_run),
+    "paths": (paths_seeds, paths_run),
+    "options": (options_seeds, options_run),
+    "api": (api_seeds, api_run),
 }
 
 

@@ -172,10 +172,10 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
             process; the parent cannot be created; a user's file has the name of a new output.
     """
     p = Path(path)
-    if p.is_symlink():
-        p = Path(os.path.realpath(p))
     check_inputs(p, inputs)
     p = check_target(p, force)
+    if p.is_symlink():  # after check_target: a name the file system refuses is reported there
+        p = Path(os.path.realpath(p))
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -215,6 +215,15 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
             print(f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})", file=sys.stderr)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        _restore(tmp, p)
+        shutil.rmtree(tmp, ignore_errors=True)
+        where = str(exc.filename or "")
+        if where.startswith(str(tmp)) or (not where and _full(exc)):  # writing the output failed: name it, not a temporary
+            rel = where[len(str(tmp)):].lstrip(os.sep)
+            raise OutputError(f"{p}{os.sep + rel if rel else ''}: cannot write ({exc.strerror or exc}); free space or choose "
+                              "another --out (the previous output, if any, is unchanged)") from None
+        raise
     except BaseException:
         _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -250,10 +259,13 @@ def atomic_path(path: str | Path):
         OutputError: ``path`` is a folder, or its folder cannot be created or written (the message names ``path``).
     """
     p = Path(path)
-    if p.is_symlink():
-        p = Path(os.path.realpath(p))
-    if p.is_dir():
-        raise OutputError(f"{p}: is a folder; give a file name")
+    try:
+        if p.is_symlink():
+            p = Path(os.path.realpath(p))
+        if p.is_dir():
+            raise OutputError(f"{p}: is a folder; give a file name")
+    except OSError as exc:
+        raise OutputError(f"{str(p)[:200]}: cannot use this path ({exc.strerror or exc}); choose another place") from None
     tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}{p.suffix}"  # the suffix kept: writers pick the format by it
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -261,12 +273,20 @@ def atomic_path(path: str | Path):
         os.replace(tmp, p)
     except OSError as exc:
         _unlink(tmp)
-        if exc.filename is not None and not str(exc.filename).startswith(str(tmp)) and str(exc.filename) != str(p):
-            raise  # reading an input failed: the error names that input, not the output
+        named = exc.filename is not None and (str(exc.filename).startswith(str(tmp)) or str(exc.filename) == str(p))
+        if not named and not (exc.filename is None and _full(exc)):
+            raise  # reading an input failed (or pyarrow's OSError on a corrupt file): that error, not "cannot write"
         raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); free space or choose another place") from None
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def _full(exc: OSError) -> bool:
+    """An error of writing rather than reading: the disk or quota is full, or the file too large."""
+    import errno
+
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _unlink(p: Path) -> None:

@@ -41,7 +41,10 @@ def probability(v, what: str = "probability") -> float:
 
 def count(v, what: str = "count", minimum: int = 1) -> int:
     """A whole count of at least ``minimum`` (an integral float such as 8.0 is taken; 8.5 is not)."""
-    x = _number(v, what)
+    try:
+        x = _number(v, what)
+    except ValueRuleError:
+        raise ValueRuleError(f"{what}: {v!r} is not an integer") from None
     if x != int(x):
         raise ValueRuleError(f"{what}: {v!r} is not a whole number")
     if x < minimum:

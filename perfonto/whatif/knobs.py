@@ -131,6 +131,10 @@ def _range(text: str, what: str) -> tuple[str, str, int, bool]:
 
 
 def _spaced(a: float, b: float, n: int, log: bool, what: str) -> list[float]:
+    import math
+
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise KnobError(f"{what}: a range needs finite ends ({a:g} .. {b:g})")
     if not a < b:
         raise KnobError(f"{what}: a range goes from low to high ({a:g} .. {b:g})")
     if log:
