@@ -185,3 +185,37 @@ def test_export_of_a_catalog_folder_takes_its_generation(tmp_path, capsys, targe
     folder = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "dcgm"
     assert main(["export", target, "--catalog", str(folder), "--out", str(tmp_path / "o"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["generation"] == "dcgm_h200"  # the one no other file extends
+
+
+def test_two_writers_through_a_link_and_its_target_share_one_lock(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from perfonto.outputs import OutputError, output_folder
+
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    holder = subprocess.Popen([sys.executable, "-c", "import time, sys\nfrom perfonto.outputs import output_folder\n"
+                               f"with output_folder({str(real)!r}) as t:\n    print('held', flush=True)\n    time.sleep(20)\n"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        with pytest.raises(OutputError, match="another perfonto"):
+            with output_folder(link):
+                pass
+        assert time.monotonic() - t0 < 5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_serve_follow_takes_the_catalog_folders_generation(tmp_path):
+    from live_helpers import ServeProcess
+
+    (tmp_path / "parts").mkdir()
+    folder = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "node"
+    with ServeProcess(["--follow", str(tmp_path / "parts"), "--catalog", str(folder)]) as s:
+        assert "metrics of node (catalog hash" in "".join(s.err_lines)
