@@ -406,7 +406,7 @@ def api_run(data: bytes) -> None:
         _RESULT.append((cat, perfonto.evaluate(cat, str(p))))
     cat, res = _RESULT[0]
     name = _text(data)
-    for call in (cat.explain, res.value):
+    for call in (cat.explain, res.value, res.unit):
         try:
             call(name)
         except KeyError as exc:

@@ -207,7 +207,14 @@ class Result:
         return dict(self.report.records or {})
 
     def unit(self, name: str) -> str:
-        return self.report.evaluated.all_metrics[name].unit_text
+        """The unit of metric ``name`` as text; raises ``KeyError`` (with a did-you-mean) for another name."""
+        m = self.report.evaluated.all_metrics.get(name)
+        if m is None:
+            from perfonto.ontology.diagnostics import did_you_mean
+
+            known = list(self.report.evaluated.all_metrics)
+            raise KeyError(f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}")
+        return m.unit_text
 
     def value(self, name: str):
         """The server-level value of a window metric (a float, a list for per-instance metrics, None

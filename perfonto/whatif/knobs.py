@@ -104,7 +104,7 @@ def parse_mapping(text: str) -> dict:
     out: dict = {}
     for part in text.lower().replace("×", "-").replace("x", "-").split("-"):
         m = _MAP.match(part.strip())
-        if not m or (m.group(2) is not None and int(m.group(2)) < 1):
+        if not m or (m.group(2) is not None and (len(m.group(2)) > 6 or int(m.group(2)) < 1)):  # 1 … 999,999-way
             raise KnobError(f"mapping {text!r}: {part!r} is not tp<N>, pp<N>, dp<N>, ep<N> or adp (e.g. tp4-dp2)")
         if part == "adp":
             out["attn_dp"] = True
