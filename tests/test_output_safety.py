@@ -160,7 +160,7 @@ def _with_small_disk(limit: int):
 
 @pytest.mark.parametrize("args, name", [(["export", "perf-json"], "perf.json"), (["export", "semconv"], "semconv"),
                                         (["sweep", "--vary", "isl=128,256", "--no-cache"], "sweep.json"),
-                                        (["run", "--duration", "100ms", "--chips", "1"], "o")])
+                                        pytest.param(["run", "--duration", "100ms", "--chips", "1"], "o", marks=pytest.mark.slow)])
 def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, args, name):
     import subprocess
     import sys

@@ -122,7 +122,7 @@ def test_a_spark_master_is_checked_in_seconds(tmp_path, capsys, master, want):
     assert want in err and "internal error" not in err and time.monotonic() - t0 < 30
 
 
-@pytest.mark.parametrize("after_s", [0.3, 1.0, 2.0])
+@pytest.mark.parametrize("after_s", [pytest.param(0.3, marks=pytest.mark.slow), 1.0, pytest.param(2.0, marks=pytest.mark.slow)])
 def test_ctrl_c_while_run_starts_prints_no_traceback(tmp_path, after_s):
     import signal
     import subprocess
