@@ -20,6 +20,7 @@ HELP = {
     "sweep": "project a grid of spec constants and workload knobs; tokens/s, latency, MFU, bottleneck",
     "sensitivity": "which spec constant buys the most tokens/s at one operating point (d ln y / d ln x)",
     "compare": "two generations over a list of workloads, and which assumption drives each difference",
+    "compare-runs": "compare captures with a baseline: every metric's change, its bootstrap interval and a verdict",
     "coverage": "which metrics each scenario moves, whether the catalog tells the scenarios apart, what each counter buys",
     "validate-emulator": "compare the emulator's throughput with the public measurements it is calibrated on",
     "emulator-quantities": "list the emulator's named quantities (what signals' emulator bindings may name)",

@@ -1,0 +1,111 @@
+"""``perfonto compare-runs BASELINE RUN [RUN …] [--json] [--confidence C] [--fail-on-regression METRIC:PCT]``:
+each run against the baseline (``analysis.compare_runs``): every metric with its change, a moving-block
+bootstrap interval over windows and a verdict; metrics with a value in one run only; the top-down
+shares and the per-op time shares side by side.
+
+Exit 0; 1 when a folder cannot be read or the runs are of different catalogs, or when a
+``--fail-on-regression`` rule is crossed (for CI); 2 for a usage error."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from . import HELP
+from .common import CommandError, stdout
+
+
+def _rule(text: str) -> tuple[str, float]:
+    name, sep, pct = text.rpartition(":")
+    try:
+        v = float(pct.strip().rstrip("%"))
+    except ValueError:
+        v = float("nan")
+    if not sep or not name or not v == v or v == 0 or abs(v) == float("inf"):
+        raise argparse.ArgumentTypeError(f"write METRIC:PCT with a signed, non-zero percent, e.g. mfu:-5 (a drop of more "
+                                         f"than 5 %% fails) or ttft_p99:+10 (a rise of more than 10 %%), not {text!r}")
+    return name.strip(), v
+
+
+def _confidence(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.5 <= v < 1:
+        raise argparse.ArgumentTypeError(f"a confidence is between 0.5 and 1 (e.g. 0.95), not {text!r}")
+    return v
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare-runs", help=HELP["compare-runs"])
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run or analyze output folders; the first is the baseline")
+    p.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the intervals (default: 0.95)")
+    p.add_argument("--fail-on-regression", type=_rule, action="append", default=[], metavar="METRIC:PCT",
+                   help="exit 1 when METRIC changes past the signed percent beyond the noise (repeat for several)")
+    p.add_argument("--all", action="store_true", help="print every metric, not only those that changed")
+    p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    p.set_defaults(func=cmd_compare_runs)
+
+
+def cmd_compare_runs(args) -> int:
+    from perfonto.analysis.compare_runs import CompareError, compare, load_run, regressions
+
+    if len(args.runs) < 2:
+        raise CommandError("give a baseline and at least one run to compare with it", 2)
+    try:
+        runs = [load_run(r) for r in args.runs]
+        results = [compare(runs[0], r, confidence=args.confidence) for r in runs[1:]]
+        crossed = [x for res in results for x in regressions(res, args.fail_on_regression)]
+    except CompareError as exc:
+        raise CommandError(str(exc), 1) from None
+    if args.json:
+        print(json.dumps({"ok": not crossed, "comparisons": results, "regressions": crossed}, indent=2, default=_num))
+    else:
+        for res in results:
+            _render(res, stdout(), args.all)
+        for line in crossed:
+            stdout().print(f"regression: {line}", markup=False)
+    return 1 if crossed else 0
+
+
+def _num(v):
+    return None if isinstance(v, float) and v != v else str(v)
+
+
+def _render(res: dict, out, show_all: bool) -> None:
+    from rich.table import Table
+
+    from perfonto.report import plain
+
+    pct = round(res["confidence"] * 100)
+    t = Table(title=f"{res['run']} against {res['baseline']} ({res['generation']}; verdict from per-window values, "
+                    f"{pct} % moving-block bootstrap)", title_justify="left")
+    for col, just in (("metric", "left"), ("baseline", "right"), ("run", "right"), ("change", "right"),
+                      (f"{pct} % interval", "right"), ("verdict", "left")):
+        t.add_column(col, justify=just)
+    shown = 0
+    for name, m in res["metrics"].items():
+        if not show_all and m["verdict"] == "no change":
+            continue
+        lo, hi = m["relative_interval"]
+        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo == lo and hi == hi else "—"
+        t.add_row(plain(name), f"{m['baseline']:.6g} {m['unit']}", f"{m['value']:.6g}", f"{100 * m['relative']:+.2f} %",
+                  interval, m["verdict"])
+        shown += 1
+    out.print(t)
+    if res.get("note"):
+        out.print(f"note: {res['note']}", markup=False)
+    quiet = len(res["metrics"]) - shown
+    if quiet:
+        out.print(f"{quiet} metric(s) with no change at this confidence (--all lists them)", markup=False)
+    if res["only_in"]:
+        out.print("value in one run only: " + ", ".join(f"{n} ({w})" for n, w in res["only_in"].items()), markup=False)
+    b0, b1 = res["bottleneck"]
+    out.print(f"bottleneck: {b0} → {b1}", markup=False)
+    if res["ops"]:
+        ops = Table(title="Per-op share of time", title_justify="left")
+        for col in ("op", "baseline", "run"):
+            ops.add_column(col)
+        for op, (a, b) in res["ops"].items():
+            ops.add_row(plain(op), "—" if a is None else f"{100 * a:.1f} %", "—" if b is None else f"{100 * b:.1f} %")
+        out.print(ops)

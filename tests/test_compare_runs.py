@@ -1,0 +1,115 @@
+"""Issue 31, part 1: `perfonto compare-runs` — two captures metric by metric, a moving-block bootstrap interval
+from the window values, a verdict, metrics in one run only, and an exit code for CI."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto.analysis.compare_runs import MIN_WINDOWS, block_bootstrap, compare, load_run, regressions
+from perfonto.cli import main
+
+
+def test_the_bootstrap_sees_a_shift_and_not_noise():
+    rng = np.random.default_rng(1)
+    a = 100 + rng.normal(0, 5, 400)
+    change, lo, hi = block_bootstrap(a, a + 3.0)
+    assert change == pytest.approx(3.0) and 0 < lo < 3.0 < hi  # a shift of 0.6 sigma over 400 windows is seen
+    change, lo, hi = block_bootstrap(a, a.copy())
+    assert change == 0 and lo < 0 < hi
+    assert block_bootstrap(a, a + 3.0) == block_bootstrap(a, a + 3.0)  # a fixed seed: the same interval every time
+    assert all(math.isnan(x) for x in block_bootstrap(a[:MIN_WINDOWS - 1], a))
+
+
+def test_autocorrelated_noise_widens_the_interval():
+    """Windows are not independent: a slow wander must widen the interval, which blocks do and
+    resampling single windows would not."""
+    rng = np.random.default_rng(2)
+    walk = np.cumsum(rng.normal(0, 1, 1000))
+    b = np.cumsum(rng.normal(0, 1, 1000))
+    _, lo, hi = block_bootstrap(walk, b)
+    _, lo1, hi1 = block_bootstrap(rng.permutation(walk), rng.permutation(b))
+    assert hi - lo > 2 * (hi1 - lo1)
+
+
+def _run(folder: Path, values: dict[str, np.ndarray], report_extra: dict | None = None, unit: str = "percent") -> Path:
+    folder.mkdir(parents=True)
+    W = len(next(iter(values.values())))
+    cols = {"window": pa.array(np.repeat(np.arange(W), 2)), "chip": pa.array(np.tile([0, 1], W))}
+    cols.update({n: pa.array(np.repeat(v, 2)) for n, v in values.items()})
+    pq.write_table(pa.table(cols), folder / "metrics.parquet")
+    report = {"generation": "sohu", "metrics": {n: {"value": float(np.nanmean(v)), "unit": unit} for n, v in values.items()},
+              "topdown": {}, "ops": {"rows": []}, "bottleneck": "topdown.memory_bound", **(report_extra or {})}
+    (folder / "report.json").write_text(json.dumps(report))
+    return folder
+
+
+def test_synthetic_runs_verdicts_one_run_only_and_exit_codes(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 1, 200)
+    base = _run(tmp_path / "a", {"mfu": 40 + noise, "mbu": 30 + noise, "only_a": 1 + 0 * noise})
+    other = _run(tmp_path / "b", {"mfu": 36 + noise[::-1], "mbu": 30 + noise[::-1], "only_b": 2 + 0 * noise})
+    res = compare(load_run(base), load_run(other))
+    assert res["metrics"]["mfu"]["verdict"] == "decreased" and res["metrics"]["mfu"]["relative"] == pytest.approx(-0.1, abs=1e-3)
+    lo, hi = res["metrics"]["mfu"]["relative_interval"]
+    assert lo < -0.1 < hi < 0
+    assert res["metrics"]["mbu"]["verdict"] == "no change"
+    assert res["only_in"] == {"only_a": "baseline", "only_b": str(other)}
+    assert regressions(res, [("mfu", -5.0)]) and not regressions(res, [("mfu", -20.0)]) and not regressions(res, [("mfu", +5.0)])
+    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfu:-5"]) == 1
+    assert "regression: mfu: -9.99 % (40.0483 → 36.0483 percent), past -5 %" in capsys.readouterr().out
+    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfu:-20", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["comparisons"][0]["metrics"]["mfu"]["verdict"] == "decreased"
+    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "only_b:-5"]) == 1
+    assert "`only_b` has a value in one run only" in capsys.readouterr().err
+    assert main(["compare-runs", str(base), str(base), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {m["verdict"] for m in doc["comparisons"][0]["metrics"].values()} == {"no change"}
+
+
+@pytest.mark.parametrize("argv, want", [(["compare-runs", "nowhere", "nowhere2"], "nowhere: no readable report.json"),
+                                        (["compare-runs", "a", "b", "--fail-on-regression", "mfu"], "write METRIC:PCT"),
+                                        (["compare-runs", "a", "b", "--fail-on-regression", "mfu:0"], "write METRIC:PCT"),
+                                        (["compare-runs", "a", "b", "--confidence", "2"], "a confidence is between 0.5 and 1"),
+                                        (["compare-runs", "a"], "give a baseline and at least one run")])
+def test_bad_input_is_a_clear_error(tmp_path, capsys, monkeypatch, argv, want):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) in (1, 2)
+    err = capsys.readouterr().err
+    assert want in err and "Traceback" not in err and "internal error" not in err
+
+
+FAST_HBM = """generation: sohu_fasthbm
+extends: sohu
+description: Sohu with HBM bandwidth x1.5 (a compare-runs test).
+spec:
+  hbm.peak_bandwidth: {value: 10.8, unit: TB/s, provenance: assumed, source: "Sohu's 7.2 TB/s x 1.5", description: HBM peak bandwidth per chip.}
+"""
+
+
+@pytest.mark.slow
+def test_hbm_x1_5_moves_the_memory_metrics_and_nothing_else_that_must_stay(tmp_path, capsys):
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "fast" / "fast.yaml").write_text(FAST_HBM)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "--duration", "0.3s", "--out", str(a)]) == 0
+    assert main(["run", "--duration", "0.3s", "--catalog", str(tmp_path / "fast"), "--out", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare-runs", str(a), str(b), "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)["comparisons"][0]["metrics"]
+    for name in ("mbu", "hbm.bandwidth_utilization", "roofline.ridge_point", "topdown.memory_bound"):  # must move, down
+        assert m[name]["verdict"] == "decreased" and m[name]["relative_interval"][1] < 0, (name, m[name])
+    assert m["roofline.ridge_point"]["relative"] == pytest.approx(-1 / 3, rel=1e-9)  # peak FLOP/s over 1.5 × the bandwidth
+    for name in ("hbm.occupancy", "kv_cache_tokens", "batch_size", "pcie.doorbell_rate"):  # must not move
+        assert m[name]["verdict"] == "no change", (name, m[name])
+    assert main(["compare-runs", str(a), str(a), "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)["comparisons"][0]["metrics"]
+    assert {v["verdict"] for v in same.values()} <= {"no change", f"too few windows (< {MIN_WINDOWS})"}
+    assert main(["compare-runs", str(a), str(b), "--fail-on-regression", "mbu:-10"]) == 1
+    assert main(["compare-runs", str(a), str(b), "--fail-on-regression", "mbu:-50"]) == 0
