@@ -136,6 +136,7 @@ MISSING_FILE = {
     "compare": ["compare", "sohu", "{m}.yaml", "--no-cache"],
     "coverage": ["coverage", "--scenarios", "{m}.yaml"],
     "report": ["report", "{m}", "--html", "{t}/r.html"],
+    "compare-runs": ["compare-runs", "{m}", "{m}2"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
@@ -149,6 +150,7 @@ BAD_VALUE = {
     "sweep": ["sweep", "--vary", "spec.hbm.peak_bandwidth=4..16TB/s:0"], "sensitivity": ["sensitivity", "--step", "-1"],
     "compare": ["compare", "sohu", "caelius", "--vary", "isl=1..2:x"], "coverage": ["coverage", "--seeds", "0"],
     "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
+    "compare-runs": ["compare-runs", "a", "b", "--fail-on-regression", "mfu:x"],
 }
 
 
