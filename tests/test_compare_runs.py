@@ -113,3 +113,28 @@ def test_hbm_x1_5_moves_the_memory_metrics_and_nothing_else_that_must_stay(tmp_p
     assert {v["verdict"] for v in same.values()} <= {"no change", f"too few windows (< {MIN_WINDOWS})"}
     assert main(["compare-runs", str(a), str(b), "--fail-on-regression", "mbu:-10"]) == 1
     assert main(["compare-runs", str(a), str(b), "--fail-on-regression", "mbu:-50"]) == 0
+    _the_page_in_chromium(tmp_path, a, b, m, capsys)
+
+
+def _the_page_in_chromium(tmp_path, a, b, metrics, capsys):
+    """The HTML compare page loads in headless Chromium with no console error and shows both runs."""
+    import re
+
+    from test_report_browser import browser, run_browser
+
+    page = tmp_path / "cmp.html"
+    assert main(["compare-runs", str(a), str(b), "--html", str(page)]) == 0
+    capsys.readouterr()
+    if browser() is None:
+        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (.ci/run does)")
+    res = run_browser(["--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()], tmp_path / "profile")
+    assert res.returncode == 0, res.stderr[-2000:]
+    console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert not console, console
+    dom = res.stdout
+    assert 'data-ready="yes"' in dom and 'data-images-loaded="1"' in dom  # the roofline with arrows decoded
+    assert f'data-baseline="{a}"' in dom and f'data-run="{b}"' in dom
+    for name in ("mbu", "roofline.ridge_point"):
+        for run, key in (("baseline", "baseline"), ("run", "value")):
+            got = re.search(rf'data-value="([^"]+)" data-metric="{re.escape(name)}" data-run="{run}"', dom)
+            assert got and float(got.group(1)) == metrics[name][key], (name, run)

@@ -43,6 +43,7 @@ def register(sub) -> None:
     p.add_argument("--fail-on-regression", type=_rule, action="append", default=[], metavar="METRIC:PCT",
                    help="exit 1 when METRIC changes past the signed percent beyond the noise (repeat for several)")
     p.add_argument("--all", action="store_true", help="print every metric, not only those that changed")
+    p.add_argument("--html", default=None, metavar="FILE", help="also write the comparison as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
     p.set_defaults(func=cmd_compare_runs)
 
@@ -58,6 +59,11 @@ def cmd_compare_runs(args) -> int:
         crossed = [x for res in results for x in regressions(res, args.fail_on_regression)]
     except CompareError as exc:
         raise CommandError(str(exc), 1) from None
+    if args.html:
+        from perfonto.analysis.compare_html import render
+        from perfonto.outputs import write_file
+
+        write_file(args.html, render(results, [r.report for r in runs]))  # beside it, then renamed
     if args.json:
         print(json.dumps({"ok": not crossed, "comparisons": results, "regressions": crossed}, indent=2, default=_num))
     else:
