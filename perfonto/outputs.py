@@ -75,7 +75,7 @@ def check_target(path: str | Path, force: bool = False) -> Path:
     try:
         if p.exists() and not p.is_dir():
             raise OutputError(f"{p}: is a file, not a folder; give a folder for --out")
-        if p.is_dir() and any(p.iterdir()) and not (p / MANIFEST).is_file() and not force:
+        if p.is_dir() and any(p.iterdir()) and _manifest(p) is None and not force:
             raise OutputError(f"{p}: the folder is not empty and perfonto did not write it (no {MANIFEST}); "
                               "choose another --out, or add --force to replace it")
         if len(p.name.encode()) > 200:
@@ -118,38 +118,78 @@ def _files(root: Path) -> set[str]:
     return {f.removeprefix("./") for f in out}
 
 
-def _written_before(p: Path, now: set[str] | None = None) -> set[str]:
-    """What the manifest of the folder ``p`` says perfonto wrote: nothing without a manifest; with a
-    manifest from before manifests listed their files, the names perfonto writes ``now``."""
+def _manifest(p: Path) -> dict | None:
+    """The manifest of folder ``p`` when it is perfonto's (a JSON object with its ``perfonto`` version
+    and ``run_id``); None for none, or a ``perfonto.json`` someone else wrote."""
     try:
         doc = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("run_id"), str) and "perfonto" in doc else None
+
+
+def _written_before(p: Path, now: set[str] | None = None) -> set[str]:
+    """What the manifest of the folder ``p`` says perfonto wrote: nothing without perfonto's manifest;
+    with one from before manifests listed their files, the names perfonto writes ``now``."""
+    doc = _manifest(p)
+    if doc is None:
         return set()
-    files = doc.get("files") if isinstance(doc, dict) else None
+    files = doc.get("files")
     return {str(f) for f in files} if isinstance(files, list) else set(now or ())
+
+
+def _dirs(root: Path) -> list[str]:
+    """Relative paths of the real folders under ``root`` (symbolic links to folders are files here)."""
+    out = []
+    for d, dirs, _ in os.walk(root):
+        rel = Path(d).relative_to(root)
+        out += [str(rel / x).removeprefix("./") for x in dirs if not os.path.islink(os.path.join(d, x))]
+    return out
 
 
 def _carry_user_files(p: Path, tmp: Path) -> list[str]:
     """Move every file of the old folder ``p`` that perfonto did not write into the new folder ``tmp``,
-    at the same relative path, so that replacing the folder keeps them; returns their relative paths.
+    at the same relative path (folders it creates take the old folders' permissions; a user's empty
+    folders are kept too), so that replacing the folder keeps them; returns their relative paths.
 
     Raises:
-        OutputError: a user's file has the name of one of the new outputs (nothing is moved).
+        OutputError: a user's file has the name of one of the new outputs, or of a folder of them
+            (nothing is moved).
     """
     if not p.is_dir():
         return []
     new = _files(tmp)
     ours = _written_before(p, new)
-    user = sorted(f for f in _files(p) - ours - {MANIFEST})
-    clash = [f for f in user if f in new or any(f.startswith(n + os.sep) for n in new)]
+    user = sorted(f for f in _files(p) - ours - {MANIFEST} if f not in (MANIFEST,))
+    if _manifest(p) is None and (p / MANIFEST).exists() and MANIFEST not in user:
+        user.append(MANIFEST)  # someone else's perfonto.json: theirs, so it must not be replaced silently
+    new_dirs = {str(Path(n).parent) for n in new} | set(_dirs(tmp))
+    clash = [f for f in user if f in new or f in new_dirs or any(f.startswith(n + os.sep) for n in new)]
     if clash:
         raise OutputError(f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
                           "move the file away, or choose another --out")
     for f in user:
-        dst = tmp / f
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(p / f, dst)
+        _make_parents(p, tmp, Path(f).parent)
+        os.rename(p / f, tmp / f)
+    for d in _dirs(p):  # a user's folders that are now empty (or were): kept, with their permissions
+        if not (tmp / d).exists() and not any(True for _ in (p / d).iterdir()) and d not in {str(Path(o).parent) for o in ours}:
+            _make_parents(p, tmp, Path(d))
     return user
+
+
+def _make_parents(src_root: Path, dst_root: Path, rel: Path) -> None:
+    """Create ``dst_root / rel`` level by level, each new level with the mode of ``src_root``'s."""
+    cur_src, cur_dst = src_root, dst_root
+    for part in rel.parts:
+        if part in ("", "."):
+            continue
+        cur_src, cur_dst = cur_src / part, cur_dst / part
+        if not cur_dst.exists():
+            cur_dst.mkdir()
+            try:
+                shutil.copymode(cur_src, cur_dst)
+            except OSError:
+                pass
 
 
 @contextmanager
@@ -171,7 +211,9 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
         OutputError: see ``check_target`` and ``check_inputs``; the folder is being written by another
             process; the parent cannot be created; a user's file has the name of a new output.
     """
-    p = Path(path)
+    p = Path(os.path.abspath(path))  # `out/..`, `new/..`: the folder they name, never a temporary inside it
+    if p.name in ("", ".", ".."):
+        raise OutputError(f"{path}: names the root folder; choose another --out")
     check_inputs(p, inputs)
     p = check_target(p, force)
     if p.is_symlink():  # after check_target: a name the file system refuses is reported there
@@ -210,7 +252,12 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
         if p.exists():
             old = p.parent / f".{p.name}.old-{run_id}"
             p.rename(old)
-        tmp.rename(p)
+        try:
+            tmp.rename(p)
+        except BaseException:  # interrupted or failed between the two renames: the old folder goes back first
+            if old is not None and not p.exists():
+                old.rename(p)
+            raise
         if kept:
             print(f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})", file=sys.stderr)
         if old is not None:
@@ -253,24 +300,28 @@ def _restore(tmp: Path, p: Path) -> None:
 def atomic_path(path: str | Path):
     """A temporary path beside ``path`` for a writer that takes a path (or opens it itself); renamed to
     ``path`` when the block ends without an exception, removed otherwise, so ``path`` holds the old
-    content or the new, never half of the new.
+    content or the new, never half of the new. A symbolic link at ``path`` is replaced, not followed
+    (it may point at an input); an existing file's permissions are kept.
 
     Raises:
         OutputError: ``path`` is a folder, or its folder cannot be created or written (the message names ``path``).
     """
     p = Path(path)
+    mode = None
     try:
-        if p.is_symlink():
-            p = Path(os.path.realpath(p))
-        if p.is_dir():
+        if p.is_dir() and not p.is_symlink():
             raise OutputError(f"{p}: is a folder; give a file name")
+        if p.is_file() and not p.is_symlink():
+            mode = p.stat().st_mode & 0o7777  # the new file keeps the old one's permissions
     except OSError as exc:
         raise OutputError(f"{str(p)[:200]}: cannot use this path ({exc.strerror or exc}); choose another place") from None
     tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}{p.suffix}"  # the suffix kept: writers pick the format by it
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
-        os.replace(tmp, p)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, p)  # a symbolic link at ``path`` is replaced by the file, never written through
     except OSError as exc:
         _unlink(tmp)
         named = exc.filename is not None and (str(exc.filename).startswith(str(tmp)) or str(exc.filename) == str(p))

@@ -219,3 +219,100 @@ def test_serve_follow_takes_the_catalog_folders_generation(tmp_path):
     folder = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "node"
     with ServeProcess(["--follow", str(tmp_path / "parts"), "--catalog", str(folder)]) as s:
         assert "metrics of node (catalog hash" in "".join(s.err_lines)
+
+
+# -- a review's findings (issue 28): ways the first version still lost a user's data ---------------------------
+def _make(out, files: dict[str, str], **kw):
+    from perfonto.outputs import output_folder
+
+    with output_folder(out, **kw) as tmp:
+        for rel, text in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text)
+
+
+def test_an_out_spelled_with_dotdot_is_the_folder_it_names(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _make(out, {"a.txt": "first"})
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("mine")
+    (out / "top.txt").write_text("top")
+    monkeypatch.chdir(out / "notes")
+    _make("..", {"a.txt": "second"})
+    assert (out / "notes" / "mine.txt").read_text() == "mine" and (out / "top.txt").read_text() == "top"
+    assert (out / "a.txt").read_text() == "second"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_an_interrupt_between_the_two_renames_puts_everything_back(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _make(out, {"a.txt": "first"})
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("mine")
+    real_rename = Path.rename
+    calls = []
+
+    def rename(self, target):
+        calls.append(self.name)
+        if self.name.startswith(".out.tmp-"):
+            raise KeyboardInterrupt
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    with pytest.raises(KeyboardInterrupt):
+        _make(out, {"a.txt": "second"})
+    monkeypatch.undo()
+    assert (out / "a.txt").read_text() == "first" and (out / "notes" / "mine.txt").read_text() == "mine"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+@pytest.mark.parametrize("text", ['{"tool": "other"}', '{"files": "x"}', "[1]", "not json"])
+def test_someone_elses_perfonto_json_is_not_perfontos_manifest(tmp_path, text):
+    from perfonto.outputs import OutputError
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "perfonto.json").write_text(text)
+    (out / "a.txt").write_text("mine")
+    with pytest.raises(OutputError, match="perfonto did not write it"):
+        _make(out, {"a.txt": "new"})
+    with pytest.raises(OutputError, match="perfonto did not write this file"):
+        _make(out, {"a.txt": "new"}, force=True)
+    assert (out / "a.txt").read_text() == "mine" and (out / "perfonto.json").read_text() == text
+
+
+def test_empty_user_folders_and_folder_permissions_are_kept(tmp_path):
+    out = tmp_path / "out"
+    _make(out, {"a.txt": "first"})
+    (out / "empty").mkdir()
+    (out / "private").mkdir(mode=0o700)
+    os.chmod(out / "private", 0o700)
+    (out / "private" / "key").write_text("k")
+    _make(out, {"a.txt": "second"})
+    assert (out / "empty").is_dir() and (out / "private" / "key").read_text() == "k"
+    assert (out / "private").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_single_file_output_replaces_a_link_and_keeps_permissions(tmp_path):
+    from perfonto.outputs import write_file
+
+    (tmp_path / "input.parquet").write_text("precious input")
+    (tmp_path / "report.html").symlink_to(tmp_path / "input.parquet")
+    write_file(tmp_path / "report.html", "page")
+    assert (tmp_path / "input.parquet").read_text() == "precious input"
+    assert not (tmp_path / "report.html").is_symlink() and (tmp_path / "report.html").read_text() == "page"
+    (tmp_path / "secret.json").write_text("{}")
+    os.chmod(tmp_path / "secret.json", 0o600)
+    write_file(tmp_path / "secret.json", "{1}")
+    assert (tmp_path / "secret.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_user_file_where_an_output_folder_goes_is_a_clear_refusal(tmp_path):
+    from perfonto.outputs import OutputError
+
+    out = tmp_path / "out"
+    _make(out, {"b.txt": "first"})
+    (out / "a").write_text("mine")
+    with pytest.raises(OutputError, match="perfonto did not write this file"):
+        _make(out, {"a/x.txt": "new"})
+    assert (out / "a").read_text() == "mine" and (out / "b.txt").read_text() == "first"
