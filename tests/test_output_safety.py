@@ -316,3 +316,21 @@ def test_a_user_file_where_an_output_folder_goes_is_a_clear_refusal(tmp_path):
     with pytest.raises(OutputError, match="perfonto did not write this file"):
         _make(out, {"a/x.txt": "new"})
     assert (out / "a").read_text() == "mine" and (out / "b.txt").read_text() == "first"
+
+
+@pytest.mark.slow
+def test_timeline_and_align_writes_that_fail_leave_the_old_files_whole(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "100ms", "--chips", "2", "--out", str(run)]) == 0
+    for args, name in ((["timeline", str(run), "--out", str(tmp_path / "t.json")], "t.json"), (["align", str(run)], "run")):
+        first = subprocess.run([sys.executable, "-m", "perfonto", *args], capture_output=True, text=True, env=env, timeout=300)
+        assert first.returncode == 0, first.stderr[-1500:]
+        before = _snapshot(tmp_path)
+        small = subprocess.run([sys.executable, "-m", "perfonto", *args], capture_output=True, text=True, env=env, timeout=300,
+                               preexec_fn=_with_small_disk(600))
+        assert small.returncode == 1 and "Traceback" not in small.stderr, small.stderr[-1500:]
+        assert _snapshot(tmp_path) == before, name
