@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .align import ClockFit, fit_clock
+from .saturation import per_chip as sat_per_chip, ranges as sat_ranges
 
 STRAGGLER_MIN_WAIT = 0.005
 SLOW_LINK_RATIO = 0.67
@@ -395,6 +396,7 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
     slow.sort(key=lambda d: d["rate_ratio"])
     return {"imbalance": imbalance,
             "saturation": {"threshold": threshold, "intervals": saturated[:200], "count": len(saturated),
+                           "ranges": sat_ranges(saturated)[:200], "per_chip": sat_per_chip(saturated),
                            "pcie_util_max": float(np.nanmax(util_pcie)) if util_pcie is not None and util_pcie.size else 0.0,
                            "link_util_max": link_util_max},
             "slow_links": slow}

@@ -245,6 +245,12 @@ def _multichip(r: dict, pics: dict) -> str:
         if sat:
             out.append(f"<p>{e(sat.get('count', 0))} saturated PCIe/link interval(s) at or above "
                        f"{fmt(sat.get('threshold', 0) * 100, 'percent')} of a window.</p>")
+            rows = [f"<tr><td>{e(r['chip'])}</td><td>{e('PCIe' if r['kind'] == 'pcie' else 'links ' + str(r['links']))}</td>"
+                    f"<td class=\"num\">{e(r['windows'])}</td><td class=\"num\">{e(r['bursts'])}</td>"
+                    f"<td class=\"num\">{e(format(r['first_s'] * 1e3, ',.1f'))} – {e(format(r['last_s'] * 1e3, ',.1f'))} ms</td>"
+                    f"<td class=\"num\">{fmt(r['peak_util'] * 100, 'percent')}</td></tr>" for r in (sat.get("per_chip") or [])[:16]]
+            if rows:
+                out.append(_table(["chip", "saturated", "windows", "bursts", "from – to", "peak"], rows))
     if "links" in pics:
         out.append(_img(pics["links"], "Share of each chip-to-chip link's cycles spent transmitting, over the run."))
     return "".join(out) + "</section>"

@@ -381,6 +381,14 @@ def render_multichip(mc: dict, console: Console) -> None:
         if not ivs:
             console.print(f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
                           f"(peaks: PCIe {pct(sat['pcie_util_max'])}, link {pct(sat['link_util_max'])})")
+        elif sat.get("per_chip"):  # one line per chip and kind; the merged ranges are in report.json
+            console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per chip:")
+            for r in sat["per_chip"][:8]:
+                what = f"chip {r['chip']} PCIe" if r["kind"] == "pcie" else f"chip {r['chip']} links {r['links']}"
+                console.print(f"    {what}: {r['windows']} window(s) in {r['bursts']} burst(s), {r['first_s'] * 1e3:,.1f} – "
+                              f"{r['last_s'] * 1e3:,.1f} ms, peak {pct(r['peak_util'])}")
+            if len(sat["per_chip"]) > 8:
+                console.print(f"    … {len(sat['per_chip']) - 8} more chip/kind(s) in report.json")
         else:
             console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window):")
             for iv in ivs[:8]:
