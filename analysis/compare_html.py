@@ -61,12 +61,12 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
     for name, m in sorted(res["metrics"].items(), key=lambda kv: (kv[1]["verdict"] == "no change", kv[0])):
         lo, hi = m["relative_interval"]
         cls = {"increased": "up", "decreased": "down"}.get(m["verdict"], "dim")
-        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if math.isfinite(lo) and math.isfinite(hi) else "—"
+        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo is not None and hi is not None else "—"
         rows.append(f'<tr><td>{e(name)}</td>{_cell(m["baseline"], _num(m["baseline"]), metric=name, run="baseline")}'
                     f'{_cell(m["value"], _num(m["value"]), metric=name, run="run")}<td>{e(m["unit"])}</td>'
-                    f'{_cell(m["relative"], _num(100 * m["relative"], "+.2f") + " %", metric=name, field="relative")}'
+                    f'{_cell(m["relative"], "new" if m["relative"] is None else _num(100 * m["relative"], "+.2f") + " %", metric=name, field="relative")}'
                     f'<td class="num">{e(interval)}</td><td class="{cls}" data-verdict="{e(m["verdict"])}">{e(m["verdict"])}</td></tr>')
-    head = "".join(f"<th>{h}</th>" for h in ("metric", "baseline", "run", "unit", "change", f"{pct} % interval", "verdict"))
+    head = "".join(f"<th>{h}</th>" for h in ("metric", "baseline", "run", "unit", "change", f"{pct} % interval (window means)", "verdict"))
     out = [f'<section id="metrics{k}"><h2>Metrics</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>']
     if res["topdown"]:
         bars = []
@@ -104,7 +104,8 @@ def render(results: list[dict], reports: list[dict]) -> str:
                      f'{round(100 * res["confidence"])} % moving-block bootstrap over windows ({res["n_boot"]} resamples); '
                      f'bottleneck {e(str(res["bottleneck"][0]))} → {e(str(res["bottleneck"][1]))}</p>{note}</section>')
         parts.append(_block(res, k, reports[0], reports[k]))
-    title = f"perfonto — {len(results) + 1} runs compared with {results[0]['baseline']}" if results else "perfonto — comparison"
+    title = (f"perfonto — {len(results)} run{'s' if len(results) > 1 else ''} compared with {results[0]['baseline']}"
+             if results else "perfonto — comparison")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width,initial-scale=1"><title>{e(title)}</title><style>{STYLE}{_EXTRA_STYLE}</style></head>'
             f"<body><h1>{e(title)}</h1>{''.join(parts)}<script>{SCRIPT}</script></body></html>\n")

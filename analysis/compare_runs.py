@@ -1,13 +1,15 @@
 """Compare captures: a baseline run and one or more others (``perfonto run`` or ``analyze`` folders of the
 same catalog), metric by metric, with an interval that says whether a change is more than the noise.
 
-Per metric: the run-level server values of both runs (``report.json``) and their relative change, and
-an interval around that change whose width comes from the per-window values (``metrics.parquet``, or
-the ``metrics/host=…`` parts): the change in the mean over windows of the per-window mean over chips is
-resampled by a moving-block bootstrap (Künsch 1989: blocks of ⌈W^(1/3)⌉ consecutive windows drawn with
-replacement, each run on its own, ``n_boot`` resamples, a fixed seed so the same folders give the same
-interval), and its percentile interval, taken relative to the baseline's window mean, is placed around
-the run-level change. "increased" or "decreased" when the interval excludes zero, else "no change". Direction-free on purpose: whether more
+Per metric: the run-level server values of both runs (``report.json``) and their relative change; and,
+from the per-window values (``metrics.parquet``, or the ``metrics/host=…`` parts), the change in the mean
+over windows of the per-window mean over chips with a moving-block bootstrap interval (Künsch 1989:
+blocks of ⌈W^(1/3)⌉ consecutive windows drawn with replacement, each run on its own, ``n_boot``
+resamples, a fixed seed so the same folders give the same interval), also given relative to the
+baseline's window mean. The verdict is the bootstrap's: "increased" or "decreased" when that interval
+excludes zero, else "no change". The run-level change and the change in window means differ where
+windows weigh differently in the run's totals (``differs`` marks a run-level change outside the
+interval). Direction-free on purpose: whether more
 is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a signed threshold per metric
 (``mfu:-5`` fails on a drop of more than 5 %, ``ttft_p99:+10`` on a rise of more than 10 %).
 
@@ -25,11 +27,15 @@ import numpy as np
 
 MIN_WINDOWS = 10  # windows with a value, per run, for an interval
 
-__all__ = ["MIN_WINDOWS", "CompareError", "RunValues", "load_run", "block_bootstrap", "compare", "regressions"]
+__all__ = ["MIN_WINDOWS", "CompareError", "RuleError", "RunValues", "load_run", "block_bootstrap", "compare", "finite", "regressions"]
 
 
 class CompareError(ValueError):
     """A folder that is not a run or analyze output, or runs that cannot be compared (the message says why)."""
+
+
+class RuleError(CompareError):
+    """A ``--fail-on-regression`` rule naming a metric the runs do not both have (a usage error)."""
 
 
 @dataclass
@@ -164,14 +170,14 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             mean_a = float(np.nanmean(wa)) if np.isfinite(wa).any() else math.nan
         else:
             change, lo, hi, mean_a = math.nan, math.nan, math.nan, math.nan
-        rel = (b - a) / abs(a) if a else (0.0 if b == a else math.copysign(math.inf, b - a))
-        # the interval: the run-level change with the spread the window values give it (the bootstrap's
-        # quantiles around the change in window means, relative to the baseline's window mean)
-        spread = abs(mean_a) if mean_a and math.isfinite(mean_a) else math.nan
-        rel_lo, rel_hi = rel + (lo - change) / spread, rel + (hi - change) / spread
+        rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
+        rel_lo = rel_hi = None
+        if mean_a and math.isfinite(mean_a) and math.isfinite(lo):
+            rel_lo, rel_hi = lo / abs(mean_a), hi / abs(mean_a)
         metrics[name] = {"unit": base.unit(name), "baseline": a, "value": b, "change": b - a, "relative": rel,
                          "window_change": change, "window_interval": [lo, hi], "relative_interval": [rel_lo, rel_hi],
-                         "verdict": _verdict(rel_lo, rel_hi, a, b)}
+                         "verdict": _verdict(lo, hi, a, b),
+                         "differs": bool(rel is not None and rel_lo is not None and not (rel_lo <= rel <= rel_hi))}
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
     topdown = {n: [(base.report.get("topdown") or {}).get(n), (other.report.get("topdown") or {}).get(n)] for n in td}
     return {"baseline": str(base.path), "run": str(other.path), "generation": base.generation, "note": note,
@@ -189,6 +195,17 @@ def _ops(a: dict, b: dict) -> dict:
     return {op: [ra.get(op), rb.get(op)] for op in sorted(set(ra) | set(rb))}
 
 
+def finite(doc):
+    """``doc`` with every NaN or infinite float as None (strict JSON has neither)."""
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: finite(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [finite(v) for v in doc]
+    return doc
+
+
 def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
     """The rules (metric, signed percent) that ``result`` crosses: a negative percent is crossed by a drop of
     more than its size, a positive one by a rise of more than it, both only where the verdict says the
@@ -197,9 +214,15 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
     for name, pct in rules:
         m = result["metrics"].get(name)
         if m is None:
-            why = "has a value in one run only" if name in result["only_in"] else "is not a metric of these runs"
-            raise CompareError(f"--fail-on-regression {name}: `{name}` {why}")
-        rel = 100 * m["relative"]
+            from perfonto.ontology.diagnostics import did_you_mean
+
+            why = "has a value in one run only" if name in result["only_in"] else \
+                f"is not a metric of these runs; {did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
+            raise RuleError(f"--fail-on-regression {name}: `{name}` {why}")
+        if m["relative"] is None:  # from a baseline of 0: any significant change is past any percent
+            rel = math.copysign(math.inf, m["change"])
+        else:
+            rel = 100 * m["relative"]
         if m["verdict"] in ("increased", "decreased") and ((pct < 0 and rel < pct) or (pct > 0 and rel > pct)):
             out.append(f"{name}: {rel:+.2f} % ({m['baseline']:.6g} → {m['value']:.6g} {m['unit']}), past {pct:+g} %")
     return out

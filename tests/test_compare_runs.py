@@ -57,7 +57,7 @@ def test_synthetic_runs_verdicts_one_run_only_and_exit_codes(tmp_path, capsys):
     res = compare(load_run(base), load_run(other))
     assert res["metrics"]["mfu"]["verdict"] == "decreased" and res["metrics"]["mfu"]["relative"] == pytest.approx(-0.1, abs=1e-3)
     lo, hi = res["metrics"]["mfu"]["relative_interval"]
-    assert lo < -0.1 < hi < 0
+    assert lo < res["metrics"]["mfu"]["window_change"] / 40.048 < hi < 0 and not res["metrics"]["mfu"]["differs"]
     assert res["metrics"]["mbu"]["verdict"] == "no change"
     assert res["only_in"] == {"only_a": "baseline", "only_b": str(other)}
     assert regressions(res, [("mfu", -5.0)]) and not regressions(res, [("mfu", -20.0)]) and not regressions(res, [("mfu", +5.0)])
@@ -66,11 +66,35 @@ def test_synthetic_runs_verdicts_one_run_only_and_exit_codes(tmp_path, capsys):
     assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfu:-20", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["comparisons"][0]["metrics"]["mfu"]["verdict"] == "decreased"
-    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "only_b:-5"]) == 1
+    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "only_b:-5"]) == 2  # a usage error, not a regression
     assert "`only_b` has a value in one run only" in capsys.readouterr().err
+    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfuu:-5"]) == 2
+    assert "`mfuu` is not a metric of these runs; did you mean `mfu`?" in capsys.readouterr().err
     assert main(["compare-runs", str(base), str(base), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {m["verdict"] for m in doc["comparisons"][0]["metrics"].values()} == {"no change"}
+
+
+def test_a_metric_from_zero_and_strict_json(tmp_path, capsys):
+    """A metric that is 0 in the baseline (a peer wait that appears) has no relative change, but its verdict
+    comes from the windows; --json is strict JSON (no NaN, no Infinity)."""
+    rng = np.random.default_rng(4)
+    base = _run(tmp_path / "a", {"wait": np.zeros(100), "few": np.r_[1.0, np.full(99, np.nan)]})
+    other = _run(tmp_path / "b", {"wait": 12 + rng.normal(0, 1, 100), "few": np.r_[2.0, np.full(99, np.nan)]})
+    res = compare(load_run(base), load_run(other))
+    w = res["metrics"]["wait"]
+    assert w["relative"] is None and w["verdict"] == "increased" and w["window_interval"][0] > 10
+    assert res["metrics"]["few"]["verdict"] == f"too few windows (< {MIN_WINDOWS})"
+    assert main(["compare-runs", str(base), str(other), "--json", "--fail-on-regression", "wait:+5"]) == 1
+    text = capsys.readouterr().out
+
+    def refuse(c):
+        raise ValueError(c)
+
+    doc = json.loads(text, parse_constant=refuse)
+    assert doc["comparisons"][0]["metrics"]["wait"]["relative"] is None
+    assert main(["compare-runs", str(base), str(other)]) == 0
+    assert "new (baseline 0)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, want", [(["compare-runs", "nowhere", "nowhere2"], "nowhere: no readable report.json"),

@@ -22,7 +22,7 @@ def _rule(text: str) -> tuple[str, float]:
         v = float("nan")
     if not sep or not name or not v == v or v == 0 or abs(v) == float("inf"):
         raise argparse.ArgumentTypeError(f"write METRIC:PCT with a signed, non-zero percent, e.g. mfu:-5 (a drop of more "
-                                         f"than 5 %% fails) or ttft_p99:+10 (a rise of more than 10 %%), not {text!r}")
+                                         f"than 5 % fails) or ttft_p99:+10 (a rise of more than 10 %), not {text!r}")
     return name.strip(), v
 
 
@@ -49,7 +49,7 @@ def register(sub) -> None:
 
 
 def cmd_compare_runs(args) -> int:
-    from perfonto.analysis.compare_runs import CompareError, compare, load_run, regressions
+    from perfonto.analysis.compare_runs import CompareError, RuleError, compare, finite, load_run, regressions
 
     if len(args.runs) < 2:
         raise CommandError("give a baseline and at least one run to compare with it", 2)
@@ -57,6 +57,8 @@ def cmd_compare_runs(args) -> int:
         runs = [load_run(r) for r in args.runs]
         results = [compare(runs[0], r, confidence=args.confidence) for r in runs[1:]]
         crossed = [x for res in results for x in regressions(res, args.fail_on_regression)]
+    except RuleError as exc:  # a rule that names no shared metric: a usage error, not a regression
+        raise CommandError(str(exc), 2) from None
     except CompareError as exc:
         raise CommandError(str(exc), 1) from None
     if args.html:
@@ -65,17 +67,17 @@ def cmd_compare_runs(args) -> int:
 
         write_file(args.html, render(results, [r.report for r in runs]))  # beside it, then renamed
     if args.json:
-        print(json.dumps({"ok": not crossed, "comparisons": results, "regressions": crossed}, indent=2, default=_num))
+        print(json.dumps(finite({"ok": not crossed, "comparisons": results, "regressions": crossed}), indent=2, default=str,
+                         allow_nan=False))
     else:
         for res in results:
             _render(res, stdout(), args.all)
         for line in crossed:
             stdout().print(f"regression: {line}", markup=False)
+        if args.fail_on_regression and not crossed:
+            rules = ", ".join(f"{n}:{p:+g} %" for n, p in args.fail_on_regression)
+            stdout().print(f"no regression past {rules}", markup=False)
     return 1 if crossed else 0
-
-
-def _num(v):
-    return None if isinstance(v, float) and v != v else str(v)
 
 
 def _render(res: dict, out, show_all: bool) -> None:
@@ -84,21 +86,30 @@ def _render(res: dict, out, show_all: bool) -> None:
     from perfonto.report import plain
 
     pct = round(res["confidence"] * 100)
-    t = Table(title=f"{res['run']} against {res['baseline']} ({res['generation']}; verdict from per-window values, "
-                    f"{pct} % moving-block bootstrap)", title_justify="left")
-    for col, just in (("metric", "left"), ("baseline", "right"), ("run", "right"), ("change", "right"),
-                      (f"{pct} % interval", "right"), ("verdict", "left")):
-        t.add_column(col, justify=just)
-    shown = 0
+    t = Table(title=f"{res['run']} against {res['baseline']} ({res['generation']}; change: run level; interval and verdict: "
+                    f"the change in window means, {pct} % moving-block bootstrap)", title_justify="left")
+    t.add_column("metric", overflow="fold", min_width=30)
+    t.add_column("baseline", justify="right", no_wrap=True)
+    t.add_column("run", justify="right", no_wrap=True)
+    t.add_column("unit", overflow="fold", max_width=12)
+    t.add_column("change", justify="right", no_wrap=True)
+    t.add_column(f"{pct} % interval", justify="right", no_wrap=True)
+    t.add_column("verdict", overflow="fold")
+    shown, differs = 0, 0
     for name, m in res["metrics"].items():
         if not show_all and m["verdict"] == "no change":
             continue
         lo, hi = m["relative_interval"]
-        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo == lo and hi == hi else "—"
-        t.add_row(plain(name), f"{m['baseline']:.6g} {m['unit']}", f"{m['value']:.6g}", f"{100 * m['relative']:+.2f} %",
-                  interval, m["verdict"])
+        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo is not None and hi is not None else "—"
+        change = "new (baseline 0)" if m["relative"] is None else f"{100 * m['relative']:+.2f} %"
+        mark = " *" if m.get("differs") else ""
+        differs += bool(mark)
+        t.add_row(plain(name), f"{m['baseline']:.6g}", f"{m['value']:.6g}", plain(m["unit"]), change + mark, interval, m["verdict"])
         shown += 1
     out.print(t)
+    if differs:
+        out.print("* the run-level change lies outside the interval of the change in window means: windows weigh "
+                  "unequally in the run's totals; the verdict is the windows'", markup=False)
     if res.get("note"):
         out.print(f"note: {res['note']}", markup=False)
     quiet = len(res["metrics"]) - shown
