@@ -80,3 +80,22 @@ def test_a_sweep_past_max_points_is_refused_before_any_projection(capsys):
     assert time.perf_counter() - t0 < 5
     assert main(["sweep", "--vary", "isl=128,256,512", "--max-points", "2", "--json", "--no-cache"]) == 2
     assert "3 points (3 isl), more than 2" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_10_mb_perf_brief_description_is_rejected_in_seconds(tmp_path, capsys):
+    """Issue 28: a 10 MB BriefDescription in a perf metrics JSON took 55 s and 2 GB; now that metric is rejected
+    as too large, by name, and the rest of the file imports."""
+    import json
+
+    from perfonto.cli import main
+
+    doc = [{"MetricName": "big_desc", "MetricExpr": "a / b", "BriefDescription": "x" * 10_000_000, "ScaleUnit": "1"},
+           {"MetricName": "fine", "MetricExpr": "a / b", "BriefDescription": "a over b", "ScaleUnit": "1"}]
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    main(["import", "perf", str(tmp_path / "m.json"), "--out", str(tmp_path / "o"), "--name", "t", "--json"])
+    took = time.perf_counter() - t0
+    report = json.loads(capsys.readouterr().out)
+    text = json.dumps(report)
+    assert "big_desc" in text and "too-large" in text and "characters long (at most 65,536)" in text
+    assert took < 10, took
