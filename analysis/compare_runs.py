@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from perfonto.ontology.errors import PerfontoError
 
 MIN_WINDOWS = 10  # windows with a value, per run, for an interval
 
 __all__ = ["MIN_WINDOWS", "CompareError", "RuleError", "RunValues", "load_run", "block_bootstrap", "compare", "finite", "regressions"]
 
 
-class CompareError(ValueError):
+class CompareError(PerfontoError, ValueError):
     """A folder that is not a run or analyze output, or runs that cannot be compared (the message says why)."""
 
 

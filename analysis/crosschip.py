@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from .align import ClockFit, fit_clock
 from .saturation import per_chip as sat_per_chip, ranges as sat_ranges
+from perfonto.ontology.errors import PerfontoError
 
 STRAGGLER_MIN_WAIT = 0.005
 SLOW_LINK_RATIO = 0.67
@@ -49,7 +50,7 @@ LOAD = {"mxu": (("mxu.busy_cycles",), True), "vpu": (("vpu.busy_cycles",), True)
 MANIFEST = "perfonto.json"  # what a perfonto command wrote into its output folder (``perfonto.outputs``)
 
 
-class RunError(ValueError):
+class RunError(PerfontoError, ValueError):
     """A run folder without the files the analysis needs."""
 
 

@@ -34,9 +34,10 @@ from perfonto.metrics.windows import DumpError, read_counters
 from perfonto.ontology.resolved import Generation
 
 from .live import SampleBlock
+from perfonto.ontology.errors import PerfontoError
 
 
-class PartError(ValueError):
+class PartError(PerfontoError, ValueError):
     """A part that cannot be read as the generation's counters (the message says which and why)."""
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from perfonto.ontology.errors import PerfontoError
 
 BY = ("op", "layer", "phase")
 LEAF_KINDS = ("op", "collective", "host_io")
@@ -32,7 +33,7 @@ PHASES = ("prefill", "decode", "mixed", "unknown")
 REQUIRED = ("kind", "name", "clock", "chip", "start_ns", "end_ns")
 
 
-class AttributionError(ValueError):
+class AttributionError(PerfontoError, ValueError):
     """A trace (or snapshot dump) that attribution cannot use; the message names the file and the fix."""
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from .crosschip import Run, aligned_trace, fit_clocks, instance_waits, text
+from perfonto.ontology.errors import PerfontoError
 
 DEFAULT_METRICS = ("mxu.utilization", "hbm.bandwidth_utilization", "c2c.bandwidth_utilization", "power.average")
 HOST_PID = 1
@@ -62,7 +63,7 @@ class Model:
     stats: dict = field(default_factory=dict)
 
 
-class TimelineError(ValueError):
+class TimelineError(PerfontoError, ValueError):
     """A run folder the timeline cannot be built from (no trace, unknown metric)."""
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.ipc as pipc
 import pyarrow.parquet as pq
+from perfonto.ontology.errors import PerfontoError
 
 PARQUET = (".parquet", ".pq")
 ARROW = (".arrow", ".ipc", ".feather")
@@ -29,7 +30,7 @@ SUFFIXES = PARQUET + ARROW + CSV
 MAX_FILES = 200_000
 
 
-class DumpError(ValueError):
+class DumpError(PerfontoError, ValueError):
     """A capture that cannot be read as the generation's signals (the message says what and how to fix)."""
 
 

@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 
 from perfonto.ontology import Generation
+from perfonto.ontology.errors import PerfontoError
 
 
-class HardwareSpecError(ValueError):
+class HardwareSpecError(PerfontoError, ValueError):
     """The generation lacks a spec constant the emulator needs, or it has the wrong dimension."""
 
 

@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from .models import ModelShape
+from perfonto.ontology.errors import PerfontoError
 
 #: Bytes per element: NVFP4 is E2M1 values plus one E4M3 scale per 16 elements (4.5 bits).
 DTYPE_BYTES = {"fp4": 0.5625, "fp8": 1.0, "bf16": 2.0}
@@ -69,7 +70,7 @@ class Precision:
         return cls(weights, kv or ("bf16" if weights == "bf16" else "fp8"), head)
 
 
-class MappingError(ValueError):
+class MappingError(PerfontoError, ValueError):
     """A parallel mapping that does not fit the model or the chip count."""
 
 

@@ -20,11 +20,12 @@ from .assumptions import Assumptions, fitted_assumptions
 from .hardware import Hardware
 from .models import ModelShape
 from .parallel import Mapping
+from perfonto.ontology.errors import PerfontoError
 
 DATA = Path(__file__).parent / "data"
 
 
-class PresetError(ValueError):
+class PresetError(PerfontoError, ValueError):
     """Unknown preset or family, or a malformed preset file."""
 
 

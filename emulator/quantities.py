@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from perfonto.ontology import Diagnostic, Generation, ResolvedSignal
 from perfonto.ontology.diagnostics import did_you_mean, with_source
+from perfonto.ontology.errors import PerfontoError
 
 DATA = Path(__file__).parent / "data"
 KINDS = ("amount", "impulse", "level")
@@ -140,7 +141,7 @@ def check_bindings(gen: Generation) -> list[Diagnostic]:
     return diags
 
 
-class BindingError(ValueError):
+class BindingError(PerfontoError, ValueError):
     """A generation's emulator bindings name quantities the emulator does not know (``diagnostics``)."""
 
     def __init__(self, diagnostics: list[Diagnostic]):

@@ -40,9 +40,10 @@ import numpy as np
 
 from .latency import latency, percentiles
 from .steps import ROW, StepBatch, token_steps
+from perfonto.ontology.errors import PerfontoError
 
 
-class SchedulerError(ValueError):
+class SchedulerError(PerfontoError, ValueError):
     """Scenario parameters that cannot be served (bad lengths, KV cache too small)."""
 
 

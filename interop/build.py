@@ -35,11 +35,12 @@ from .lint import lint_catalog
 from .names import group, quote
 from .translate import Printer, RefInfo, apply_scale, number
 from .units import base_units, map_label, unit_text
+from perfonto.ontology.errors import PerfontoError
 
 COUNTER_WIDTH = 64
 
 
-class ImportFailure(Exception):
+class ImportFailure(PerfontoError):
     """The import could not produce a usable generation (message says why)."""
 
     def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None):

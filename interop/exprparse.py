@@ -24,9 +24,10 @@ from importlib import resources
 from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.exceptions import VisitError
 from lark.visitors import Transformer_NonRecursive
+from perfonto.ontology.errors import PerfontoError
 
 
-class ParseError(ValueError):
+class ParseError(PerfontoError, ValueError):
     """A formula that does not parse: what was found, where (1-based column) and the formula
     (shortened past 120 characters)."""
 

@@ -13,6 +13,7 @@ for self-cancelling terms relies on it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from perfonto.ontology.errors import PerfontoError
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 BOOL_OPS = CMP_OPS + ("and", "or")
 
 
-class Unsupported(ValueError):
+class Unsupported(PerfontoError, ValueError):
     """A construct of the source language that perfonto's language cannot express (the metric is
     rejected with this message as its reason)."""
 

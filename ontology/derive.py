@@ -18,9 +18,10 @@ import math
 from .diagnostics import did_you_mean
 from .generation import Generation
 from .units import UnitError, conversion_factor, parse_unit
+from .errors import PerfontoError
 
 
-class DeriveError(ValueError):
+class DeriveError(PerfontoError, ValueError):
     """An override or removal the generation cannot take (unknown name, wrong unit, bad value)."""
 
 

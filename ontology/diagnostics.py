@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import Literal
+from .errors import PerfontoError
 
 Severity = Literal["error", "warning"]
 
@@ -118,7 +119,7 @@ def has_errors(diags: list[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diags)
 
 
-class CatalogError(Exception):
+class CatalogError(PerfontoError):
     """Raised by APIs that need a clean catalog; carries every diagnostic found."""
 
     def __init__(self, diagnostics: list[Diagnostic]):

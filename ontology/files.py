@@ -14,11 +14,12 @@ import errno
 import os
 import stat
 from pathlib import Path
+from .errors import PerfontoError
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024  # a catalog file of more than 64 MiB is not a catalog file
 
 
-class FileReadError(ValueError):
+class FileReadError(PerfontoError, ValueError):
     """A path that cannot be read as a file; ``str()`` names the path and the reason."""
 
     def __init__(self, path: str, reason: str, hint: str = ""):

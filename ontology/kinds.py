@@ -28,6 +28,7 @@ backends that have a handler for its ``window`` rule evaluate it, the others ref
 from __future__ import annotations
 
 from dataclasses import dataclass
+from .errors import PerfontoError
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Kind:
     description: str = ""
 
 
-class UnsupportedKind(ValueError):
+class UnsupportedKind(PerfontoError, ValueError):
     """A backend asked to evaluate a kind whose window rule it has no handler for."""
 
     def __init__(self, backend: str, kind: str, rule: str):

@@ -14,11 +14,12 @@ from fractions import Fraction
 from importlib import resources
 
 import pint
+from .errors import PerfontoError
 
 _CYCLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-class UnitError(ValueError):
+class UnitError(PerfontoError, ValueError):
     """A unit string that does not parse, or a clock domain name that is not a valid identifier."""
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from perfonto.ontology.errors import PerfontoError
 
 
 
-class UsageError(Exception):
+class UsageError(PerfontoError):
     """A command line argparse refused; ``message`` is argparse's, ``usage`` the command's usage line."""
 
     def __init__(self, message: str, usage: str):
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, str(exc), 1, [])
     except KeyboardInterrupt:
         return 130
+    except PerfontoError as exc:  # bad input a command did not turn into its own message: still a clean error, not an internal one
+        return _fail(args, str(exc), 1, list(getattr(exc, "diagnostics", []) or []))
     except OSError as exc:  # a path the system refused (too long, a device, no permission): name it and the reason
         from perfonto.ontology.files import describe_os_error
 

@@ -20,11 +20,12 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+from perfonto.ontology.errors import PerfontoError
 
 MANIFEST = "perfonto.json"
 
 
-class OutputError(Exception):
+class OutputError(PerfontoError):
     """The output folder cannot be written (the message says why and what to do)."""
 
 

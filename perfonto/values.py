@@ -9,13 +9,14 @@ in its type, or raises ``ValueRuleError`` (a ``ValueError``) saying what the val
 from __future__ import annotations
 
 import math
+from perfonto.ontology.errors import PerfontoError
 
 __all__ = ["ValueRuleError", "probability", "count", "rate", "duration_s", "WORKLOAD", "check_workload"]
 
 MAX_DURATION_S = 86_400.0  # a day: longer emulations and sample periods are mistakes, not studies
 
 
-class ValueRuleError(ValueError):
+class ValueRuleError(PerfontoError, ValueError):
     """A value outside its rule; the message names it and says what it must be."""
 
 

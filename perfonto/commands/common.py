@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
+from perfonto.ontology.errors import PerfontoError
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
 
-class CommandError(Exception):
+class CommandError(PerfontoError):
     """A command could not do its job. ``code`` is the exit code (2 usage, 1 failure); ``diagnostics``
     are printed to stderr, and under ``--json`` a JSON document describing the failure goes to stdout."""
 

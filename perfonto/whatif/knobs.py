@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 from perfonto.ontology.derive import DeriveError, spec_quantity
 from perfonto.ontology.diagnostics import did_you_mean
+from perfonto.ontology.errors import PerfontoError
 
 
-class KnobError(ValueError):
+class KnobError(PerfontoError, ValueError):
     """A ``--vary`` the study cannot take; the message says what to write instead."""
 
 

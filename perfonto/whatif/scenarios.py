@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
+from perfonto.ontology.errors import PerfontoError
 
 SHIPPED = Path(__file__).parent / "scenarios.yaml"
 #: Keys of ``nominal:`` and of a scenario's ``run:`` → the type they take.
@@ -26,7 +27,7 @@ RUN_KEYS = {"model": str, "chips": int, "isl": int, "osl": int, "concurrency": i
 SCENARIO_KEYS = ("description", "expect", "run", "spec", "assumptions")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(PerfontoError, ValueError):
     """Scenario files with problems; ``diagnostics`` holds every one."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
