@@ -14,6 +14,7 @@ neither looks at units again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from .ops import ARITY, Op as _Op
 
 Axes = tuple[tuple[str, int], ...]
 
@@ -65,6 +66,14 @@ class Op:
     args: tuple["Node", ...]
     axes: Axes = ()
     degree: int = 0
+
+    def __post_init__(self) -> None:  # only the operations every backend implements (``metrics.ops``)
+        try:
+            op = _Op(self.op)
+        except ValueError:
+            raise ValueError(f"unknown IR operation {self.op!r}; the operations are {', '.join(o.value for o in _Op)}") from None
+        if len(self.args) != ARITY[op]:
+            raise ValueError(f"IR operation {self.op!r} takes {ARITY[op]} argument(s), got {len(self.args)}")
 
 
 @dataclass(frozen=True)
