@@ -160,7 +160,8 @@ def _with_small_disk(limit: int):
 
 @pytest.mark.parametrize("args, name", [(["export", "perf-json"], "perf.json"), (["export", "semconv"], "semconv"),
                                         (["sweep", "--vary", "isl=128,256", "--no-cache"], "sweep.json"),
-                                        pytest.param(["run", "--duration", "100ms", "--chips", "1"], "o", marks=pytest.mark.slow)])
+                                        pytest.param(["run", "--duration", "100ms", "--chips", "1"], "o", marks=pytest.mark.slow),
+                                        pytest.param(["compare", "sohu", "caelius", "--no-cache"], "cmp.json", marks=pytest.mark.slow)])
 def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, args, name):
     import subprocess
     import sys
@@ -334,3 +335,19 @@ def test_timeline_and_align_writes_that_fail_leave_the_old_files_whole(tmp_path)
                                preexec_fn=_with_small_disk(600))
         assert small.returncode == 1 and "Traceback" not in small.stderr, small.stderr[-1500:]
         assert _snapshot(tmp_path) == before, name
+
+
+@pytest.mark.slow
+def test_coverage_out_under_a_small_disk_leaves_the_old_table_whole(tmp_path):
+    """`coverage --out` writes beside and renames; under a small disk its emulations fail first (pyarrow's own
+    message), and the previous table is untouched."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    args = [sys.executable, "-m", "perfonto", "coverage", "--only", "idle,slow-chip", "--seeds", "1", "--out", str(tmp_path / "cov.json")]
+    assert subprocess.run(args, capture_output=True, text=True, env=env, timeout=600).returncode == 0
+    before = _snapshot(tmp_path)
+    small = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, preexec_fn=_with_small_disk(600))
+    assert small.returncode == 1 and "Traceback" not in small.stderr, small.stderr[-1500:]
+    assert _snapshot(tmp_path) == before
