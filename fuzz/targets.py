@@ -390,12 +390,23 @@ _RESULT: list = []
 
 
 def api_seeds() -> list[bytes]:
+    _api_result()  # the catalog, its evaluator and a small result, built once here, outside every input's time limit
     return [b"mfu", b"topdown.idl", b"hbm.read_bytes", b"spec.hbm.capacity", b"", b"seq.elapsed_cycles", b"request.ttft"]
 
 
 def api_run(data: bytes) -> None:
     """A name given to the Python API (``Catalog.explain``, ``Result.value`` and ``Result.unit`` of a small
     capture's result): a value, or a ``KeyError`` whose message names it."""
+    cat, res = _api_result()
+    name = _text(data)
+    for call in (cat.explain, res.value, res.unit):
+        try:
+            call(name)
+        except KeyError as exc:
+            assert name[:20] in str(exc.args[0]), (name, exc.args[0])
+
+
+def _api_result():
     import perfonto
 
     if not _RESULT:
@@ -404,13 +415,7 @@ def api_run(data: bytes) -> None:
         p.write_text("chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles\n" +
                      "".join(f"0,{i * 100_000},{(i + 1) * 1000},{i}\n" for i in range(20)))
         _RESULT.append((cat, perfonto.evaluate(cat, str(p))))
-    cat, res = _RESULT[0]
-    name = _text(data)
-    for call in (cat.explain, res.value, res.unit):
-        try:
-            call(name)
-        except KeyError as exc:
-            assert name[:20] in str(exc.args[0]), (name, exc.args[0])
+    return _RESULT[0]
 
 
 def _clean():
