@@ -161,7 +161,7 @@ def _carry_user_files(p: Path, tmp: Path) -> list[str]:
         return []
     new = _files(tmp)
     ours = _written_before(p, new)
-    user = sorted(f for f in _files(p) - ours - {MANIFEST} if f not in (MANIFEST,))
+    user = sorted(_files(p) - ours - {MANIFEST})
     if _manifest(p) is None and (p / MANIFEST).exists() and MANIFEST not in user:
         user.append(MANIFEST)  # someone else's perfonto.json: theirs, so it must not be replaced silently
     new_dirs = {str(Path(n).parent) for n in new} | set(_dirs(tmp))
@@ -172,8 +172,9 @@ def _carry_user_files(p: Path, tmp: Path) -> list[str]:
     for f in user:
         _make_parents(p, tmp, Path(f).parent)
         os.rename(p / f, tmp / f)
+    our_dirs = {str(Path(o).parent) for o in ours}
     for d in _dirs(p):  # a user's folders that are now empty (or were): kept, with their permissions
-        if not (tmp / d).exists() and not any(True for _ in (p / d).iterdir()) and d not in {str(Path(o).parent) for o in ours}:
+        if not (tmp / d).exists() and not any(True for _ in (p / d).iterdir()) and d not in our_dirs:
             _make_parents(p, tmp, Path(d))
     return user
 

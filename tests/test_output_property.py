@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from perfonto.cli import main
 
+from test_output_safety import _snapshot as _tree  # every file's bytes, links as their target
+
 OUTS = ["o", "o/inner", "in", "in/o", ".", "notes", "link", "link/o", "o2"]
 COMMANDS = [
     lambda d, out, force: ["analyze", str(d / "in" / "d.csv"), "--out", out, *force],
@@ -21,15 +23,6 @@ COMMANDS = [
     lambda d, out, force: ["export", "perf-json", "--out", str(Path(out) / "perf.json")],
     lambda d, out, force: ["codegen", "--target", "sql", "--out", out, *force],
 ]
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for f in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
-            p = Path(d) / f
-            out[str(p.relative_to(root))] = ("->" + os.readlink(p)).encode() if p.is_symlink() else p.read_bytes()
-    return out
 
 
 def _setup(root: Path) -> None:
