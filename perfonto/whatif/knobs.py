@@ -188,6 +188,12 @@ def parse_vary(text: str, gen) -> Knob:
         vals = _spaced(_number(lo, what)[1], _number(hi, what)[1], n, log, what)
         if typ is int:
             vals = list(dict.fromkeys(int(round(v)) for v in vals))
+        from perfonto.values import ValueRuleError, check_workload
+
+        try:  # the rules every entry point shares (perfonto.values): --vary acceptance=0..2:3 is refused as --acceptance 2 is
+            vals = [check_workload(name, v, what) for v in vals]
+        except ValueRuleError as exc:
+            raise KnobError(str(exc)) from None
     else:
         vals = [s.strip() for s in values.split(",")]
         if any(not s for s in vals):
@@ -204,12 +210,6 @@ def parse_vary(text: str, gen) -> Knob:
                 except ValueError:
                     raise KnobError(f"{what}: {s!r} is not {'an integer' if typ is int else 'a number'}") from None
             vals = out
-    from perfonto.values import ValueRuleError, check_workload
-
-    try:  # the rules every entry point shares (perfonto.values): --vary acceptance=2 is refused as --acceptance 2 is
-        vals = [check_workload(name, v, what) for v in vals]
-    except ValueRuleError as exc:
-        raise KnobError(str(exc)) from None
     if name in ("dtype", "kv_dtype") and (bad := [v for v in vals if v not in DTYPES]):
         raise KnobError(f"{what}: {bad[0]!r} is not one of {', '.join(DTYPES)}")
     if name == "mapping":
