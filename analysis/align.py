@@ -14,6 +14,7 @@ samples with the shortest round-trip delay):
 3. drop reads whose residual is more than 4 robust standard deviations (MAD) away and refit.
 The fit maps any device timestamp to host time: ``host = (device − offset) / (1 + drift)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -72,4 +73,6 @@ def fit_clock(host_before_ns, device_ns, host_after_ns) -> ClockFit:
             break
         keep = new
     # y = a + b (mid - t0)  =>  d = (a - b t0) + (1 + b) mid
-    return ClockFit(offset_ns=float(a - b * t0), drift=float(b), residual_ns=float(mad), kept=int(keep.sum()), total=len(d))
+    return ClockFit(
+        offset_ns=float(a - b * t0), drift=float(b), residual_ns=float(mad), kept=int(keep.sum()), total=len(d)
+    )

@@ -37,6 +37,7 @@ collector format's ``snapshots`` dump), the snapshots are merged into the sample
 interval then lies inside one span or between spans, so every window is filled by one group and the
 attribution is exact (to the registers' resolution: one count per boundary), with ``B_g = 0``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,10 +50,10 @@ from perfonto.ontology import kinds
 from .ratefit import fit_rates
 from .spans import NO_SPAN, Spans, group_order
 
-FREQUENT = 8       # spans per step from which an op class gets a rate per step
-SAME_WORK = 0.01   # chips whose time per op class agrees to 1 % share their fitted rates
-TRUST = 1e-3       # the rate model is trusted where it explains the windows to 0.1 % (relative RMS residual)
-REJECT = 0.05      # ... and replaced by plain time weighting where it leaves more than 5 %
+FREQUENT = 8  # spans per step from which an op class gets a rate per step
+SAME_WORK = 0.01  # chips whose time per op class agrees to 1 % share their fitted rates
+TRUST = 1e-3  # the rate model is trusted where it explains the windows to 0.1 % (relative RMS residual)
+REJECT = 0.05  # ... and replaced by plain time weighting where it leaves more than 5 %
 
 
 @dataclass
@@ -96,13 +97,13 @@ class Attribution:
 class _Chip:
     """One chip's windows and the (span, window, overlap) triples of its spans."""
 
-    b: np.ndarray          # (S,) int64 sample times (ns, device clock)
-    values: dict           # name -> (W, *inst) window values
-    tw: np.ndarray         # (n,) window of each triple
-    ts: np.ndarray         # (n,) span index (into the attributed Spans)
-    to: np.ndarray         # (n,) overlap, ns
-    gap: np.ndarray        # (W,) time outside every span, ns
-    T: object = None       # csr (W, cells + 1): time per rate cell, last column the gap
+    b: np.ndarray  # (S,) int64 sample times (ns, device clock)
+    values: dict  # name -> (W, *inst) window values
+    tw: np.ndarray  # (n,) window of each triple
+    ts: np.ndarray  # (n,) span index (into the attributed Spans)
+    to: np.ndarray  # (n,) overlap, ns
+    gap: np.ndarray  # (W,) time outside every span, ns
+    T: object = None  # csr (W, cells + 1): time per rate cell, last column the gap
 
     cache: dict = field(default_factory=dict)
 
@@ -183,8 +184,10 @@ def _design(ch: _Chip, cell: np.ndarray, n_cells: int):
 
 def _clusters(chips: list[_Chip], cell_class: np.ndarray) -> list[list[int]]:
     """Chips that ran the same work: the same time per op class within ``SAME_WORK``."""
-    vec = [np.bincount(cell_class, weights=np.asarray(ch.T.sum(axis=0)).ravel(), minlength=cell_class.max() + 1)
-           for ch in chips]
+    vec = [
+        np.bincount(cell_class, weights=np.asarray(ch.T.sum(axis=0)).ravel(), minlength=cell_class.max() + 1)
+        for ch in chips
+    ]
     out: list[list[int]] = []
     for i, v in enumerate(vec):
         for grp in out:
@@ -198,7 +201,9 @@ def _clusters(chips: list[_Chip], cell_class: np.ndarray) -> list[list[int]]:
     return out
 
 
-def _apportion(ch: _Chip, rates: np.ndarray, cell: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _apportion(
+    ch: _Chip, rates: np.ndarray, cell: np.ndarray, n_cells: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shares (n, k) of each triple and (W, k) of each window's gap for ``k`` counters with ``rates``
     (cells + 1, k), and the fitted prediction of each window's increase (W, k; NaN where a window
     falls back to time weighting)."""
@@ -327,7 +332,7 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
             r = [fit_rates(T, x, cell_class, cell_seg) for x in (D, np.where(odd, np.nan, D), np.where(odd, D, np.nan))]
             ok = np.isfinite(D)
             err = np.where(ok, D - T @ r[0], 0.0)
-            rel = np.sqrt((err ** 2).sum(axis=0) / np.maximum((np.where(ok, D, 0.0) ** 2).sum(axis=0), 1e-300))
+            rel = np.sqrt((err**2).sum(axis=0) / np.maximum((np.where(ok, D, 0.0) ** 2).sum(axis=0), 1e-300))
             resid = np.maximum(resid, rel)
             bad = rel > REJECT  # the model does not hold: plain time weighting
             r = tuple(np.where(bad[None, :], 1.0, x) for x in r)
@@ -340,7 +345,7 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
     for ci, ch in enumerate(data):
         W = len(ch.gap)
         F = np.concatenate([np.nan_to_num(ch.values[n].reshape(W, -1), nan=0.0) for n in names], axis=1)
-        D = np.stack([F[:, edges[j]:edges[j + 1]].sum(axis=1) for j in range(len(names))], axis=1)
+        D = np.stack([F[:, edges[j] : edges[j + 1]].sum(axis=1) for j in range(len(names))], axis=1)
         r_all, r_even, r_odd = rates_of[ci]
         share_t, share_g, _ = _apportion(ch, r_all, cell, n_cells)
         halves = [_apportion(ch, r, cell, n_cells)[:2] for r in (r_even, r_odd)] if not pure else []
@@ -355,7 +360,7 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
             Gm, M, pg, pw, Tp = ch.group_matrices(g, tot._gi, K)  # type: ignore[attr-defined]
             amt = np.asarray(Gm @ X)
             amt[K - 1] += Xg
-            A = np.asarray(M @ AD)                                   # (P, k) per (group, window) pair
+            A = np.asarray(M @ AD)  # (P, k) per (group, window) pair
             Dp = D[pw]
             shared = (Tp < ch.length[pw] - 0.5)[:, None]
             b_p = np.where(shared, np.maximum(A, Dp - A), 0.0)
@@ -369,11 +374,13 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
                 half[1][K - 1] += (go * D).sum(axis=0)
                 est = np.abs(half[0] - half[1])
             for j, name in enumerate(names):
-                v = amt[:, edges[j]:edges[j + 1]].reshape((K,) + shapes[j])
+                v = amt[:, edges[j] : edges[j + 1]].reshape((K,) + shapes[j])
                 tot.sums[name] = tot.sums[name] + v if name in tot.sums else v
                 tot.bound[name] = tot.bound.get(name, 0.0) + bound[:, j]
                 tot.estimate[name] = tot.estimate.get(name, 0.0) + est[:, j]
-    model = lambda x: "exact" if pure else ("fitted" if x <= TRUST else "approximate" if x <= REJECT else "time-weighted")  # noqa: E731
+    model = lambda x: (
+        "exact" if pure else ("fitted" if x <= TRUST else "approximate" if x <= REJECT else "time-weighted")
+    )  # noqa: E731
     return {n: {"residual": float(x), "model": model(x)} for n, x in zip(names, resid)}
 
 

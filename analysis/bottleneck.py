@@ -4,6 +4,7 @@ Top-down level 1 is the set of metrics in group ``topdown`` whose unit is a shar
 and that have no parent; their children (``parent`` clauses) are the drill-down. The dominant
 bottleneck is the level-1 node with the largest share of cycles (Yasin, ISPASS 2014).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,17 +36,28 @@ class Analysis:
     violation_counts: dict[str, int] = field(default_factory=dict)
     null_windows: dict[str, dict[str, int]] = field(default_factory=dict)
     tree_violations: list[str] = field(default_factory=list)
-    drilldown: list[tuple[str, float]] = field(default_factory=list)  # path from level 1 to the deepest node above threshold
+    drilldown: list[tuple[str, float]] = field(
+        default_factory=list
+    )  # path from level 1 to the deepest node above threshold
 
 
 def topdown_level1(graph: MetricGraph) -> list[str]:
-    return [n for n, m in graph.metrics.items()
-            if "topdown" in m.groups and m.parent is None and m.unit_text in ("percent", "%", "ratio", "1")]
+    return [
+        n
+        for n, m in graph.metrics.items()
+        if "topdown" in m.groups and m.parent is None and m.unit_text in ("percent", "%", "ratio", "1")
+    ]
 
 
 def _crossed(op: str, value: float, limit: float) -> bool:
-    return {"<": value < limit, "<=": value <= limit, ">": value > limit, ">=": value >= limit,
-            "==": value == limit, "!=": value != limit}[op]
+    return {
+        "<": value < limit,
+        "<=": value <= limit,
+        ">": value > limit,
+        ">=": value >= limit,
+        "==": value == limit,
+        "!=": value != limit,
+    }[op]
 
 
 def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=None) -> Analysis:
@@ -61,8 +73,11 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
     if bottleneck:
         thr = graph.metrics[bottleneck].threshold
         label = thr[2] if thr else bottleneck
-        children = {n: float(ev.server[n]) for n, m in graph.metrics.items()
-                    if m.parent == bottleneck and np.ndim(ev.server[n]) == 0}
+        children = {
+            n: float(ev.server[n])
+            for n, m in graph.metrics.items()
+            if m.parent == bottleneck and np.ndim(ev.server[n]) == 0
+        }
     crossed = []
     for name, m in graph.metrics.items():
         if m.threshold and np.ndim(ev.server[name]) == 0:
@@ -74,8 +89,18 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
     counts: dict[str, int] = {}
     if checks is not None:
         path = drill_down(graph, ev.server)
-        return Analysis(td, bottleneck, label, children, crossed, checks.violations(), dict(checks.counts), ev.nulls,
-                        checks.tree_messages(), path)
+        return Analysis(
+            td,
+            bottleneck,
+            label,
+            children,
+            crossed,
+            checks.violations(),
+            dict(checks.counts),
+            ev.nulls,
+            checks.tree_messages(),
+            path,
+        )
     for name, m in graph.metrics.items():
         v = ev.window[name]
         if not m.bounds:
@@ -91,7 +116,11 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
                 if len(violations) >= max_listed:
                     break
                 val = v[wi, ci]
-                violations.append(BoundViolation(name, int(ev.chips[ci]), int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds))
+                violations.append(
+                    BoundViolation(
+                        name, int(ev.chips[ci]), int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds
+                    )
+                )
     tree = check_tree(graph, ev)
     path = drill_down(graph, ev.server)
     return Analysis(td, bottleneck, label, children, crossed, violations, counts, ev.nulls, tree, path)
@@ -123,8 +152,10 @@ def check_tree(graph: MetricGraph, ev: Evaluation, tol: float = 1e-6) -> list[st
         if bad.any():
             w, c = np.unravel_index(np.argmax(np.nan_to_num(err, nan=0.0)), err.shape)
             what = "level-1 top-down shares" if parent is None else f"children of {parent}"
-            msgs.append(f"{what} ({', '.join(names)}) do not add up in {int(bad.sum())} window(s); "
-                        f"worst: window {w}, chip {int(ev.chips[c])}, off by {float(err[w, c]):.3g}")
+            msgs.append(
+                f"{what} ({', '.join(names)}) do not add up in {int(bad.sum())} window(s); "
+                f"worst: window {w}, chip {int(ev.chips[c])}, off by {float(err[w, c]):.3g}"
+            )
     return msgs
 
 

@@ -10,6 +10,7 @@ request records; the time split from the trace; and, with sync reads, the multi-
 the host timeline (``analysis.crosschip``). The result is a ``Report``; ``Report.to_json`` is the
 JSON document both commands print and write as ``report.json``.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,7 +45,9 @@ class Capture:
     timestamp_unit: str | None = None
     sample_period_ns: int | None = None
     snapshots: object | None = None  # op-boundary counter snapshots (analysis.snapshots), when the collector took them
-    format: str = "collector"  # or a capture.formats.FORMATS name: another tool's output, read into the collector format
+    format: str = (
+        "collector"  # or a capture.formats.FORMATS name: another tool's output, read into the collector format
+    )
 
 
 @dataclass
@@ -69,11 +72,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     populations: dict | None = None  # record metric -> what it covers (analysis.records.record_populations)
     headline: dict | None = None  # analysis.headline: the finding to read first
-    context: dict | None = None   # a run's modelling assumptions and the public claim (emulator.claim), when emulated
-    attribution: object | None = None       # analysis.attribution.Attribution: counters per span group
+    context: dict | None = None  # a run's modelling assumptions and the public claim (emulator.claim), when emulated
+    attribution: object | None = None  # analysis.attribution.Attribution: counters per span group
     groups: dict = field(default_factory=dict)  # by -> analysis.groups.GroupMetrics (the groupings asked for)
-    ops: list | None = None                 # analysis.roofline.op_rows: per op class, by time
-    links: dict | None = None               # analysis.links.link_utilization: chip x link busy share
+    ops: list | None = None  # analysis.roofline.op_rows: per op class, by time
+    links: dict | None = None  # analysis.links.link_utilization: chip x link busy share
     fleet: object | None = None  # analysis.fleet.Fleet: rollups per host, rack, pod and fleet (fleet-scale path)
     engine: str = "memory"  # memory (whole dump in memory), embedded (in pieces) or spark
 
@@ -84,8 +87,16 @@ class Report:
         return report_json(self)
 
 
-def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit: str | None = None,
-               sample_period_ns: int | None = None, snapshots=None) -> Capture:
+def capture_of(
+    counters,
+    requests=None,
+    trace=None,
+    sync=None,
+    *,
+    timestamp_unit: str | None = None,
+    sample_period_ns: int | None = None,
+    snapshots=None,
+) -> Capture:
     """A ``Capture`` from what a user points at. ``counters`` may be a run folder (it holds
     ``counters.parquet``, as ``perfonto run`` and ``emulator.run`` write it): its request records,
     trace, sync reads, op-boundary snapshots (``snapshots.parquet``) and ``ground_truth.json`` are
@@ -103,7 +114,11 @@ def capture_of(counters, requests=None, trace=None, sync=None, *, timestamp_unit
         def pick(given, name):
             return given if given is not None else (run / name if (run / name).is_file() else None)
 
-        requests, trace, sync = pick(requests, "requests.parquet"), pick(trace, "trace.parquet"), pick(sync, "sync.parquet")
+        requests, trace, sync = (
+            pick(requests, "requests.parquet"),
+            pick(trace, "trace.parquet"),
+            pick(sync, "sync.parquet"),
+        )
         snapshots = pick(snapshots, "snapshots.parquet")
         gt = run / "ground_truth.json"
         if gt.is_file():
@@ -159,7 +174,9 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
 
         counters = FORMATS[capture.format].read(capture.counters, graph.generation, notes)
     try:
-        plan = plan_dump(counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns)
+        plan = plan_dump(
+            counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns
+        )
     except DumpError as exc:  # a converted capture is a table: name the file it came from
         if capture.format == "collector":
             raise
@@ -170,9 +187,19 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
     return plan
 
 
-def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] | None = None, evaluator=None,
-                    model: str | None = None, log: Callable[[str], None] = lambda s: None, by=(), plan: DumpPlan | None = None,
-                    chunk_rows: int = CHUNK_ROWS, progress=None) -> Report:
+def analyse_capture(
+    graph: MetricGraph,
+    capture: Capture,
+    *,
+    metrics: list[str] | None = None,
+    evaluator=None,
+    model: str | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    by=(),
+    plan: DumpPlan | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    progress=None,
+) -> Report:
     """Analyse ``capture`` with the compiled catalog ``graph``, its window values kept in memory.
 
     ``metrics``: evaluate only these and what they need (names checked by the caller, see
@@ -226,10 +253,14 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     multichip = None
     if capture.sync is not None:
         if dump.hosts is not None and len(set(dump.hosts)) > 1:
-            notes.append("the dump spans several hosts: the multi-chip analysis (one host's chips on its timeline) is skipped")
+            notes.append(
+                "the dump spans several hosts: the multi-chip analysis (one host's chips on its timeline) is skipped"
+            )
         else:
             t0 = time.perf_counter()
-            run = crosschip.Run.of(dump.path, capture.sync, capture.trace, capture.ground_truth, meta=dict(dump.metadata))
+            run = crosschip.Run.of(
+                dump.path, capture.sync, capture.trace, capture.ground_truth, meta=dict(dump.metadata)
+            )
             multichip = crosschip.analyse(run, gen=gen, dump=dump, windows=w)
             timings["crosschip"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -237,12 +268,32 @@ def analyse_capture(graph: MetricGraph, capture: Capture, *, metrics: list[str] 
     notes += per["notes"]
     if per["attribution"] is not None:
         timings["attribute"] = time.perf_counter() - t0
-        log(f"attributed the counters to the trace's op spans ({per['attribution'].source})"
-            + (f", by {', '.join(by)}" if by else ""))
-    return Report(graph, evaluated, ev, analysis, unavailable, model or dump.metadata.get("model"), len(dump.chips),
-                  records, split, multichip, capture.ground_truth, {}, timings, notes, populations=populations,
-                  headline=headline(evaluated, ev, analysis, multichip), attribution=per["attribution"], groups=per["groups"],
-                  ops=per["ops"], links=link_utilization(gen, w, dump.chips))
+        log(
+            f"attributed the counters to the trace's op spans ({per['attribution'].source})"
+            + (f", by {', '.join(by)}" if by else "")
+        )
+    return Report(
+        graph,
+        evaluated,
+        ev,
+        analysis,
+        unavailable,
+        model or dump.metadata.get("model"),
+        len(dump.chips),
+        records,
+        split,
+        multichip,
+        capture.ground_truth,
+        {},
+        timings,
+        notes,
+        populations=populations,
+        headline=headline(evaluated, ev, analysis, multichip),
+        attribution=per["attribution"],
+        groups=per["groups"],
+        ops=per["ops"],
+        links=link_utilization(gen, w, dump.chips),
+    )
 
 
 __all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable", "evaluable", "plan_capture"]

@@ -2,6 +2,7 @@
 (``analysis.bottleneck.analyse`` and ``check_tree`` make the same checks over all windows at once;
 the results are the same: counts add up, the first violations are taken in window-then-chip order,
 the worst top-down error is kept with its window and chip)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,13 +39,24 @@ class WindowChecks:
             self.counts[name] = self.counts.get(name, 0) + int(bad.sum())
             wis, cis = np.nonzero(bad)  # window-then-chip order; only the first few are listed
             listed = self.first.setdefault(name, [])
-            for wi, ci in zip(wis[:self.max_listed].tolist(), cis[:self.max_listed].tolist()):
+            for wi, ci in zip(wis[: self.max_listed].tolist(), cis[: self.max_listed].tolist()):
                 val = v[wi, ci]
-                listed.append((first + int(wi), col0 + int(ci), BoundViolation(
-                    name, int(chips[ci]), first + int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds)))
+                listed.append(
+                    (
+                        first + int(wi),
+                        col0 + int(ci),
+                        BoundViolation(
+                            name,
+                            int(chips[ci]),
+                            first + int(wi),
+                            float(np.nanmax(val) if np.ndim(val) else val),
+                            m.bounds,
+                        ),
+                    )
+                )
             if len(listed) > 2 * self.max_listed:  # only the first max_listed (window, then chip) can be shown
                 listed.sort(key=lambda r: (r[0], r[1]))
-                del listed[self.max_listed:]
+                del listed[self.max_listed :]
         for parent, names in tree_children(self.graph).items():
             total = sum(_as_fraction(self.graph, n, values[n]) for n in names)
             want = 1.0 if parent is None else _as_fraction(self.graph, parent, values[parent])
@@ -63,7 +75,7 @@ class WindowChecks:
         """The first ``max_listed`` violations, in metric order, then window, then chip."""
         order = {n: i for i, n in enumerate(self.graph.metrics)}
         rows = sorted((r for rs in self.first.values() for r in rs), key=lambda r: (order[r[2].metric], r[0], r[1]))
-        return [r[2] for r in rows[:self.max_listed]]
+        return [r[2] for r in rows[: self.max_listed]]
 
     def tree_messages(self) -> list[str]:
         """``check_tree``'s messages."""
@@ -74,6 +86,8 @@ class WindowChecks:
                 continue
             n, err, w, chip, _ = self.tree[parent]
             what = "level-1 top-down shares" if parent is None else f"children of {parent}"
-            msgs.append(f"{what} ({', '.join(names)}) do not add up in {n} window(s); "
-                        f"worst: window {w}, chip {chip}, off by {err:.3g}")
+            msgs.append(
+                f"{what} ({', '.join(names)}) do not add up in {n} window(s); "
+                f"worst: window {w}, chip {chip}, off by {err:.3g}"
+            )
         return msgs

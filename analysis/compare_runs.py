@@ -16,6 +16,7 @@ is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a sig
 Metrics with a value in one run only are listed (``only_in``), not dropped; the top-down shares and the
 per-op table (time share per op class) are compared side by side too.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,17 @@ from perfonto.ontology.errors import PerfontoError
 
 MIN_WINDOWS = 10  # windows with a value, per run, for an interval
 
-__all__ = ["MIN_WINDOWS", "CompareError", "RuleError", "RunValues", "load_run", "block_bootstrap", "compare", "finite", "regressions"]
+__all__ = [
+    "MIN_WINDOWS",
+    "CompareError",
+    "RuleError",
+    "RunValues",
+    "load_run",
+    "block_bootstrap",
+    "compare",
+    "finite",
+    "regressions",
+]
 
 
 class CompareError(PerfontoError, ValueError):
@@ -74,8 +85,10 @@ def load_run(folder: str | Path) -> RunValues:
     try:
         report = json.loads((p / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise CompareError(f"{p}: no readable report.json ({getattr(exc, 'strerror', None) or exc}); give a folder written "
-                           "by `perfonto run` or `perfonto analyze`") from None
+        raise CompareError(
+            f"{p}: no readable report.json ({getattr(exc, 'strerror', None) or exc}); give a folder written "
+            "by `perfonto run` or `perfonto analyze`"
+        ) from None
     if not isinstance(report, dict) or not isinstance(report.get("metrics"), dict):
         raise CompareError(f"{p / 'report.json'}: not a perfonto report (no `metrics`)")
     src = p / "metrics.parquet" if (p / "metrics.parquet").is_file() else p / "metrics"
@@ -106,8 +119,9 @@ def _numeric(t) -> bool:
     return pa.types.is_floating(t) or pa.types.is_integer(t)
 
 
-def block_bootstrap(a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
-                    seed: int = 0) -> tuple[float, float, float]:
+def block_bootstrap(
+    a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
     """The change ``mean(b) − mean(a)`` of two series of window values and its moving-block bootstrap
     interval at ``confidence`` (NaNs dropped; blocks of ⌈n^(1/3)⌉ windows, each series resampled on
     its own). Returns (change, low, high); NaNs when either series has fewer than ``MIN_WINDOWS`` values.
@@ -154,8 +168,11 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
     shared = set(base.report["metrics"]) & set(other.report["metrics"])
     if not shared:
         raise CompareError(f"{other.path}: shares no metric with the baseline {base.path}; compare runs of one catalog")
-    note = None if base.generation == other.generation else \
-        f"runs of different generations ({base.generation} → {other.generation}): metrics matched by name"
+    note = (
+        None
+        if base.generation == other.generation
+        else f"runs of different generations ({base.generation} → {other.generation}): metrics matched by name"
+    )
     metrics, only = {}, {}
     names = list(dict.fromkeys(list(base.report["metrics"]) + list(other.report["metrics"])))
     for name in names:
@@ -175,16 +192,33 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
         rel_lo = rel_hi = None
         if mean_a and math.isfinite(mean_a) and math.isfinite(lo):
             rel_lo, rel_hi = lo / abs(mean_a), hi / abs(mean_a)
-        metrics[name] = {"unit": base.unit(name), "baseline": a, "value": b, "change": b - a, "relative": rel,
-                         "window_change": change, "window_interval": [lo, hi], "relative_interval": [rel_lo, rel_hi],
-                         "verdict": _verdict(lo, hi, a, b),
-                         "differs": bool(rel is not None and rel_lo is not None and not (rel_lo <= rel <= rel_hi))}
+        metrics[name] = {
+            "unit": base.unit(name),
+            "baseline": a,
+            "value": b,
+            "change": b - a,
+            "relative": rel,
+            "window_change": change,
+            "window_interval": [lo, hi],
+            "relative_interval": [rel_lo, rel_hi],
+            "verdict": _verdict(lo, hi, a, b),
+            "differs": bool(rel is not None and rel_lo is not None and not (rel_lo <= rel <= rel_hi)),
+        }
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
     topdown = {n: [(base.report.get("topdown") or {}).get(n), (other.report.get("topdown") or {}).get(n)] for n in td}
-    return {"baseline": str(base.path), "run": str(other.path), "generation": base.generation, "note": note,
-            "confidence": confidence,
-            "n_boot": n_boot, "metrics": metrics, "only_in": only, "topdown": topdown, "ops": _ops(base.report, other.report),
-            "bottleneck": [base.report.get("bottleneck"), other.report.get("bottleneck")]}
+    return {
+        "baseline": str(base.path),
+        "run": str(other.path),
+        "generation": base.generation,
+        "note": note,
+        "confidence": confidence,
+        "n_boot": n_boot,
+        "metrics": metrics,
+        "only_in": only,
+        "topdown": topdown,
+        "ops": _ops(base.report, other.report),
+        "bottleneck": [base.report.get("bottleneck"), other.report.get("bottleneck")],
+    }
 
 
 def _ops(a: dict, b: dict) -> dict:
@@ -217,8 +251,11 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
         if m is None:
             from perfonto.ontology.diagnostics import did_you_mean
 
-            why = "has a value in one run only" if name in result["only_in"] else \
-                f"is not a metric of these runs; {did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
+            why = (
+                "has a value in one run only"
+                if name in result["only_in"]
+                else f"is not a metric of these runs; {did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
+            )
             raise RuleError(f"--fail-on-regression {name}: `{name}` {why}")
         if m["relative"] is None:  # from a baseline of 0: any significant change is past any percent
             rel = math.copysign(math.inf, m["change"])

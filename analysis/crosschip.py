@@ -25,6 +25,7 @@ events on each chip's clock) and ``counters.parquet`` (samples stamped by each c
   over the links that carried traffic (a throttled or degraded link: it is busy longest for the
   same bytes).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,14 @@ from perfonto.ontology.errors import PerfontoError
 STRAGGLER_MIN_WAIT = 0.005
 SLOW_LINK_RATIO = 0.67
 #: block → (signals summed for its load, whether it is a cycle count)
-LOAD = {"mxu": (("mxu.busy_cycles",), True), "vpu": (("vpu.busy_cycles",), True),
-        "hbm": (("hbm.read_bytes", "hbm.write_bytes"), False), "sram": (("sram.read_bytes", "sram.write_bytes"), False),
-        "dma": (("dma.bytes",), False), "c2c": (("c2c.busy_cycles",), True)}
+LOAD = {
+    "mxu": (("mxu.busy_cycles",), True),
+    "vpu": (("vpu.busy_cycles",), True),
+    "hbm": (("hbm.read_bytes", "hbm.write_bytes"), False),
+    "sram": (("sram.read_bytes", "sram.write_bytes"), False),
+    "dma": (("dma.bytes",), False),
+    "c2c": (("c2c.busy_cycles",), True),
+}
 
 
 MANIFEST = "perfonto.json"  # what a perfonto command wrote into its output folder (``perfonto.outputs``)
@@ -84,8 +90,10 @@ class Run:
         run = cls(p, {}, None, files)
         for name in ("sync.parquet", "counters.parquet"):
             if not run.file(name).exists():
-                raise RunError(f"{p}: no {name}; is this the output folder of `perfonto run`, `perfonto analyze` "
-                               f"(given --sync) or emulator.run?")
+                raise RunError(
+                    f"{p}: no {name}; is this the output folder of `perfonto run`, `perfonto analyze` "
+                    f"(given --sync) or emulator.run?"
+                )
         return run._with_meta()
 
     @classmethod
@@ -103,7 +111,11 @@ class Run:
         if c.is_file() and c.suffix in (".parquet", ".pq"):
             try:
                 schema = pq.read_schema(str(c))
-                meta = json.loads(schema.metadata[b"perfonto"]) if schema.metadata and b"perfonto" in schema.metadata else {}
+                meta = (
+                    json.loads(schema.metadata[b"perfonto"])
+                    if schema.metadata and b"perfonto" in schema.metadata
+                    else {}
+                )
             except (OSError, ValueError, pa.ArrowInvalid):
                 meta = {}
         gt_path = self.file("ground_truth.json")
@@ -163,15 +175,28 @@ def _device_events(run: Run) -> tuple[np.ndarray, np.ndarray]:
     t = pq.read_table(str(run.file("trace.parquet")), columns=["clock", "chip", "start_ns", "end_ns"])
     dev = text(t, "clock") == "device"
     chip = t.column("chip").to_numpy()[dev]
-    return np.concatenate([chip, chip]), np.concatenate([t.column("start_ns").to_numpy()[dev], t.column("end_ns").to_numpy()[dev]])
+    return np.concatenate([chip, chip]), np.concatenate(
+        [t.column("start_ns").to_numpy()[dev], t.column("end_ns").to_numpy()[dev]]
+    )
 
 
 def alignment_errors(run: Run, fits: dict[int, ClockFit], dump=None) -> dict:
     """Per chip, the fitted and true offset and drift, and the error (ns) of the mapped counter
     timestamps and device-event timestamps against the ground truth: median, p99, max, overall and
     per chip. Empty without a ground truth holding the clocks."""
-    out = {"chips": [{"chip": c, "offset_ns": f.offset_ns, "drift_ppm": f.drift_ppm, "reads_kept": f.kept,
-                      "reads": f.total, "residual_ns": f.residual_ns} for c, f in sorted(fits.items())]}
+    out = {
+        "chips": [
+            {
+                "chip": c,
+                "offset_ns": f.offset_ns,
+                "drift_ppm": f.drift_ppm,
+                "reads_kept": f.kept,
+                "reads": f.total,
+                "residual_ns": f.residual_ns,
+            }
+            for c, f in sorted(fits.items())
+        ]
+    }
     gt = run.ground_truth
     if not gt or "clock_offsets_ns" not in gt:
         return out
@@ -216,6 +241,7 @@ def aligned_trace(run: Run, fits: dict[int, ClockFit]):
 
 
 # ---- collective waits, straggler, skew -------------------------------------------------------------
+
 
 def instance_waits(instance: np.ndarray, chip: np.ndarray, arrival: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per collective span (same order as the inputs): the time (ns) from its chip's arrival to the
@@ -267,7 +293,7 @@ def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
         np.add.at(blame, c[is_last], (total_i[g] / n_last[g])[is_last])
         # whom chip i waited for: the last chip to arrive at each call (one of them when several tie)
         owner = np.full(len(start), -1)
-        owner[g[is_last]] = c[is_last]                  # one last chip per instance (ties: any of them)
+        owner[g[is_last]] = c[is_last]  # one last chip per instance (ties: any of them)
         np.add.at(waits_for, (c, owner[g]), w)
         np.fill_diagonal(waits_for, 0.0)
         spread = last - first
@@ -303,17 +329,21 @@ def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
     return {
         "detail": detail,
         "wait_s": [float(x * 1e-9) for x in wait],
-        "waits_for": {str(i): {str(j): float(waits_for[i, j] * 1e-9) for j in np.flatnonzero(waits_for[i] > 0)}
-                      for i in range(chips)},
+        "waits_for": {
+            str(i): {str(j): float(waits_for[i, j] * 1e-9) for j in np.flatnonzero(waits_for[i] > 0)}
+            for i in range(chips)
+        },
         "total_wait_s": total * 1e-9,
         "wait_share_of_time": total / (chips * duration_ns) if duration_ns > 0 else 0.0,
         "blame_s": [float(x * 1e-9) for x in blame],
         "straggler": straggler,
-        "skew": {"steps": int(len(sk)),
-                 "arrival_p50_s": float(np.percentile(sk, 50) * 1e-9) if len(sk) else 0.0,
-                 "arrival_max_s": float(sk.max() * 1e-9) if len(sk) else 0.0,
-                 "exec_start_max_s": exec_skew,
-                 "per_step_s": {str(k): v * 1e-9 for k, v in sorted(skew_steps.items())[:64]}},
+        "skew": {
+            "steps": int(len(sk)),
+            "arrival_p50_s": float(np.percentile(sk, 50) * 1e-9) if len(sk) else 0.0,
+            "arrival_max_s": float(sk.max() * 1e-9) if len(sk) else 0.0,
+            "exec_start_max_s": exec_skew,
+            "per_step_s": {str(k): v * 1e-9 for k, v in sorted(skew_steps.items())[:64]},
+        },
     }
 
 
@@ -331,7 +361,10 @@ def _exec_skew(kind, chip, step, hs, duration_ns) -> float:
 
 # ---- counters: imbalance and saturation -------------------------------------------------------------
 
-def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9, dump=None, windows=None) -> dict:
+
+def counter_analysis(
+    run: Run, fits: dict[int, ClockFit], gen=None, threshold: float = 0.9, dump=None, windows=None
+) -> dict:
     """Load imbalance and saturation windows from the counters (see the module docstring); ``dump``
     and ``windows``, when the caller has read and prepared the counters already."""
     from perfonto.metrics.windows import prepare, read_counters
@@ -343,13 +376,13 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
     w = prepare(dump, gen) if windows is None else windows
     chips = dump.chips.astype(np.int64)
     C = len(chips)
-    interval = w.interval                                                   # (W, C) s, device clock
+    interval = w.interval  # (W, C) s, device clock
     imbalance = {"across_chips": {}, "within_chip": {}}
     for block, (names, _) in LOAD.items():
         names = [n for n in names if n in w.values]
         if not names:
             continue
-        per_inst = sum(np.nansum(w.values[n], axis=0) for n in names)      # (C, instances...)
+        per_inst = sum(np.nansum(w.values[n], axis=0) for n in names)  # (C, instances...)
         per_inst = per_inst.reshape(C, -1)
         per_chip = per_inst.sum(axis=1)
         if per_chip.max() > 0:
@@ -357,10 +390,17 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
         if per_inst.shape[1] > 1:
             used = per_inst[:, per_inst.max(axis=0) > 0] if block == "c2c" else per_inst
             if used.shape[1] > 1:
-                v = np.where(used.max(axis=1) > 0, 1 - used.mean(axis=1) / np.where(used.max(axis=1) > 0, used.max(axis=1), 1), 0.0)
+                v = np.where(
+                    used.max(axis=1) > 0,
+                    1 - used.mean(axis=1) / np.where(used.max(axis=1) > 0, used.max(axis=1), 1),
+                    0.0,
+                )
                 j = int(np.argmax(v))
-                imbalance["within_chip"][block] = {"value": float(v[j]), "chip": int(chips[j]),
-                                                   "per_chip": [float(x) for x in v]}
+                imbalance["within_chip"][block] = {
+                    "value": float(v[j]),
+                    "chip": int(chips[j]),
+                    "per_chip": [float(x) for x in v],
+                }
     # window bounds on the host timeline
     stamps = dump.timestamps_ns
     h0 = np.stack([fits[int(c)].to_host(stamps[:-1, i]) for i, c in enumerate(chips)], axis=1)
@@ -372,35 +412,60 @@ def counter_analysis(run: Run, fits: dict[int, ClockFit], gen=None, threshold: f
         tx = w.values["pcie.tx_bytes"].reshape(len(interval), C)
         util_pcie = np.maximum(rx, tx) / (_spec(gen, "spec.pcie.peak_bandwidth", "B/s") * interval)
         for i, c in enumerate(chips):
-            saturated += _runs(util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)})
+            saturated += _runs(
+                util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)}
+            )
     slow = []
     link_util_max = 0.0
     if "c2c.busy_cycles" in w.values:
-        link_hz = _spec(gen, "spec.clock.link", "link_cycle/s") if "spec.clock.link" in gen.spec else _spec(gen, "spec.clock.core", "core_cycle/s")
-        busy = w.values["c2c.busy_cycles"]                                 # (W, C, L) link cycles
+        link_hz = (
+            _spec(gen, "spec.clock.link", "link_cycle/s")
+            if "spec.clock.link" in gen.spec
+            else _spec(gen, "spec.clock.core", "core_cycle/s")
+        )
+        busy = w.values["c2c.busy_cycles"]  # (W, C, L) link cycles
         util = busy / (link_hz * interval[:, :, None])
         link_util_max = float(np.nanmax(util)) if util.size else 0.0
         for i, c in enumerate(chips):
             for link in range(util.shape[2]):
-                saturated += _runs(util[:, i, link] >= threshold, h0[:, i], h1[:, i], util[:, i, link],
-                                   {"kind": "link", "chip": int(c), "link": int(link)})
+                saturated += _runs(
+                    util[:, i, link] >= threshold,
+                    h0[:, i],
+                    h1[:, i],
+                    util[:, i, link],
+                    {"kind": "link", "chip": int(c), "link": int(link)},
+                )
         if "c2c.tx_bytes" in w.values:
-            busy_s = np.nansum(busy, axis=0) / link_hz                      # (C, L)
+            busy_s = np.nansum(busy, axis=0) / link_hz  # (C, L)
             bytes_ = np.nansum(w.values["c2c.tx_bytes"], axis=0)
             ok = (busy_s > 0) & (bytes_ > 0)
             if ok.sum() >= 2:
                 rate = np.where(ok, bytes_ / np.where(busy_s > 0, busy_s, 1), np.nan)
                 med = float(np.nanmedian(rate))
                 for i, link in zip(*np.nonzero(ok & (rate < SLOW_LINK_RATIO * med))):
-                    slow.append({"chip": int(chips[i]), "link": int(link), "rate_ratio": float(rate[i, link] / med),
-                                 "busy_s": float(busy_s[i, link]), "median_busy_s": float(np.median(busy_s[ok]))})
+                    slow.append(
+                        {
+                            "chip": int(chips[i]),
+                            "link": int(link),
+                            "rate_ratio": float(rate[i, link] / med),
+                            "busy_s": float(busy_s[i, link]),
+                            "median_busy_s": float(np.median(busy_s[ok])),
+                        }
+                    )
     slow.sort(key=lambda d: d["rate_ratio"])
-    return {"imbalance": imbalance,
-            "saturation": {"threshold": threshold, "intervals": saturated[:200], "count": len(saturated),
-                           "ranges": sat_ranges(saturated)[:200], "per_chip": sat_per_chip(saturated),
-                           "pcie_util_max": float(np.nanmax(util_pcie)) if util_pcie is not None and util_pcie.size else 0.0,
-                           "link_util_max": link_util_max},
-            "slow_links": slow}
+    return {
+        "imbalance": imbalance,
+        "saturation": {
+            "threshold": threshold,
+            "intervals": saturated[:200],
+            "count": len(saturated),
+            "ranges": sat_ranges(saturated)[:200],
+            "per_chip": sat_per_chip(saturated),
+            "pcie_util_max": float(np.nanmax(util_pcie)) if util_pcie is not None and util_pcie.size else 0.0,
+            "link_util_max": link_util_max,
+        },
+        "slow_links": slow,
+    }
 
 
 def _generation(name: str):
@@ -428,8 +493,16 @@ def _runs(mask: np.ndarray, t0: np.ndarray, t1: np.ndarray, util: np.ndarray, la
     m = np.r_[False, mask, False]
     starts = np.flatnonzero(~m[:-1] & m[1:])
     ends = np.flatnonzero(m[:-1] & ~m[1:])
-    return [{**label, "start_s": float(t0[a] * 1e-9), "end_s": float(t1[b - 1] * 1e-9), "windows": int(b - a),
-             "peak_util": float(np.nanmax(util[a:b]))} for a, b in zip(starts, ends)]
+    return [
+        {
+            **label,
+            "start_s": float(t0[a] * 1e-9),
+            "end_s": float(t1[b - 1] * 1e-9),
+            "windows": int(b - a),
+            "peak_util": float(np.nanmax(util[a:b])),
+        }
+        for a, b in zip(starts, ends)
+    ]
 
 
 def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True, dump=None, windows=None) -> dict:
@@ -447,8 +520,10 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
     if dump is not None:
         no_sync = sorted(set(int(c) for c in dump.chips) - set(fits))
         if no_sync:
-            raise RunError(f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, no_sync))} of the counters; "
-                           "the driver's host/device clock reads are needed for every chip")
+            raise RunError(
+                f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, no_sync))} of the counters; "
+                "the driver's host/device clock reads are needed for every chip"
+            )
     chips = len(fits)
     try:
         duration_ns = run.duration_ns
@@ -466,5 +541,14 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
     return out
 
 
-__all__ = ["Run", "RunError", "aligned_trace", "alignment_errors", "analyse", "collective_analysis", "counter_analysis",
-           "fit_clocks", "to_host"]
+__all__ = [
+    "Run",
+    "RunError",
+    "aligned_trace",
+    "alignment_errors",
+    "analyse",
+    "collective_analysis",
+    "counter_analysis",
+    "fit_clocks",
+    "to_host",
+]

@@ -22,6 +22,7 @@ carried in the same pass; for a fleet, where a window was null on some chips onl
 reads again only the pieces that hold such windows (clean pieces add the sums kept from the first
 pass), never the whole dump.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -71,14 +72,18 @@ def _layout(evaluator) -> list[tuple[str, int]]:
     return [(name, b - a) for name, a, b in evaluator._REGS]
 
 
-def _evaluate_piece(evaluator, ch: Chunk, layout, keep_values: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray, dict | None]:
+def _evaluate_piece(
+    evaluator, ch: Chunk, layout, keep_values: bool = False
+) -> tuple[dict[str, np.ndarray], np.ndarray, dict | None]:
     """The window values of a piece's metrics (``{metric: (W, C, …)}``), its run-level sums (ACC: NaN in
     a column that held a null) and, with ``keep_values`` and the kernel, its inputs' window values, from
     the generated stream (a fresh one: the piece's first sample is its baseline)."""
     st = evaluator.Stream()
     f = ch.flat
     if f is not None and f.missing is None:  # the layout's columns come first in X (then, when kept, the dump's others)
-        res = st.push_flat(f.T, f.X, np.arange(sum(n for _, n in layout), dtype=np.int64), sums=True, keep_values=keep_values)
+        res = st.push_flat(
+            f.T, f.X, np.arange(sum(n for _, n in layout), dtype=np.int64), sums=True, keep_values=keep_values
+        )
         return {k: v for k, (v, _) in (res or {}).items()}, st.sums, st.values
     d = ch.dump
     S, C = d.timestamps_ns.shape
@@ -116,7 +121,9 @@ class _Pass:
         self.nulls: dict[str, dict[str, int]] = {}
         self.checks = WindowChecks(graph)
         self.rollup = {n: m.rollup for n, m in graph.metrics.items() if m.rollup}
-        self.extremes = {n: np.full((self.C,) + tuple(s for _, s in graph.metrics[n].axes), np.nan) for n in self.rollup}
+        self.extremes = {
+            n: np.full((self.C,) + tuple(s for _, s in graph.metrics[n].axes), np.nan) for n in self.rollup
+        }
         self.first_start = np.zeros(self.C, np.int64)
         self.last_end = np.zeros(self.C, np.int64)
         self.chip_time = np.zeros(self.C)
@@ -134,8 +141,11 @@ class _Pass:
         while len(self.sums) <= ch.group:
             self.sums.append(ChipSums(self.graph))
         self.stats["pieces"] += 1
-        self.stats["kernel" if ch.flat is not None and ch.flat.missing is None and self.evaluator._jit() is not None
-                   and not _no_jit() else "numpy"] += 1
+        self.stats[
+            "kernel"
+            if ch.flat is not None and ch.flat.missing is None and self.evaluator._jit() is not None and not _no_jit()
+            else "numpy"
+        ] += 1
         clean = ch.flat is not None and ch.flat.missing is None and not np.isnan(ACC).any()
         if clean:
             full = self.evaluator.input_sums(ACC)
@@ -161,28 +171,27 @@ class _Pass:
                 if r.any():
                     flag = (r != VALID).reshape(Wc, Cc, -1).any(axis=(1, 2))
                     arr = self.bad_any.setdefault(s, np.zeros(self.W, bool))
-                    arr[ch.first:ch.first + Wc] |= flag
+                    arr[ch.first : ch.first + Wc] |= flag
             counts = null_reasons(self.graph, w, values)
         for name, c in counts.items():
             into = self.nulls.setdefault(name, {})
             for k, v in c.items():
                 into[k] = into.get(k, 0) + v
-        self.chip_time[col0:col0 + Cc] += dt
+        self.chip_time[col0 : col0 + Cc] += dt
         self.checks.add(values, ch.first, ch.chips if ch.chips is not None else ch.dump.chips, col0)
         for n, how in self.rollup.items():  # ``rollup max|min`` metrics: the extreme window per chip
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # an all-null column gives null
                 ext = (np.nanmax if how == "max" else np.nanmin)(values[n], axis=0)
-                cur = self.extremes[n][col0:col0 + Cc]
-                self.extremes[n][col0:col0 + Cc] = (np.fmax if how == "max" else np.fmin)(cur, ext)
+                cur = self.extremes[n][col0 : col0 + Cc]
+                self.extremes[n][col0 : col0 + Cc] = (np.fmax if how == "max" else np.fmin)(cur, ext)
         if ch.first == 0:
-            self.first_start[col0:col0 + Cc] = T[0]
-        self.last_end[col0:col0 + Cc] = T[-1]
+            self.first_start[col0 : col0 + Cc] = T[0]
+        self.last_end[col0 : col0 + Cc] = T[-1]
         if self.keep:
             self.kept_values.setdefault(ch.group, []).append(values)
             self.kept_dumps.setdefault(ch.group, []).append(ch.dump)
         return w, values
-
 
     def _windows(self, ch: Chunk, ACC: np.ndarray, kept: dict | None) -> Windows:
         """A piece with null values, as windows of its inputs: the generated evaluator's window values
@@ -208,8 +217,18 @@ class _Pass:
                 need.add(sig.reset_indicator)
             if sig.scale_field is not None:
                 need.add(gen.fields[sig.scale_field[0]].register)
-        sub = CounterDump(dump.path, dump.chips, dump.timestamps_ns, {k: v for k, v in dump.raw.items() if k in need}, dump.present,
-                          {}, dump.metadata, dump.hosts, dump.absent, dump.notes)
+        sub = CounterDump(
+            dump.path,
+            dump.chips,
+            dump.timestamps_ns,
+            {k: v for k, v in dump.raw.items() if k in need},
+            dump.present,
+            {},
+            dump.metadata,
+            dump.hosts,
+            dump.absent,
+            dump.notes,
+        )
         reasons = prepare(sub, gen).null
         return Windows(interval, values, 1.0, "window", f.T[:-1], {n: reasons[n] for n in bad})
 
@@ -220,9 +239,17 @@ def _no_jit() -> bool:
     return bool(os.environ.get("PERFONTO_NO_JIT"))
 
 
-def evaluate_capture(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: str | Path | None, *,
-                     chunk_rows: int = CHUNK_ROWS, progress: Progress | None = None, write_meta: dict | None = None,
-                     keep: bool = False) -> EngineResult:
+def evaluate_capture(
+    graph: MetricGraph,
+    evaluator,
+    dump_plan: DumpPlan,
+    out: str | Path | None,
+    *,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: Progress | None = None,
+    write_meta: dict | None = None,
+    keep: bool = False,
+) -> EngineResult:
     """Evaluate ``graph`` over the dump of ``dump_plan`` (module docstring) with ``evaluator`` (its
     generated module), writing the window values under ``out/host=<host>/part-<n>.parquet`` (``out``
     None: not written). ``keep``: keep the window values (``evaluation.window``, (W, C, …) per metric)
@@ -243,7 +270,9 @@ def evaluate_capture(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: st
     done = 0
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1, thread_name_prefix="perfonto-write") as writer:  # encoding a part overlaps the next piece
+    with ThreadPoolExecutor(
+        1, thread_name_prefix="perfonto-write"
+    ) as writer:  # encoding a part overlaps the next piece
         pending = []
         for ch in iter_chunks(dump_plan, signals, chunk_rows, columns=columns):
             w, values = st.add(ch)
@@ -260,14 +289,31 @@ def evaluate_capture(graph: MetricGraph, evaluator, dump_plan: DumpPlan, out: st
     dump = None
     if keep:  # hosts side by side (chips on axis 1), each host's pieces one after the other
         groups = sorted(st.kept_values)
-        ev.window = {n: np.concatenate([np.concatenate([v[n] for v in st.kept_values[g]]) for g in groups], axis=1)
-                     for n in graph.metrics} if groups else {}
+        ev.window = (
+            {
+                n: np.concatenate([np.concatenate([v[n] for v in st.kept_values[g]]) for g in groups], axis=1)
+                for n in graph.metrics
+            }
+            if groups
+            else {}
+        )
         dump = _whole([_in_time(st.kept_dumps[g]) for g in groups])
         ev.windows = prepare(dump, graph.generation) if dump is not None else None
     else:
-        ev.windows = Windows(st.chip_time[None, :], {}, 1.0, "run", None, {})  # the run per chip; the windows were written
-    return EngineResult(ev, st.sums, st.checks, files, done, st.extremes, {"start_ns": st.first_start, "end_ns": st.last_end},
-                        dump, st.stats)
+        ev.windows = Windows(
+            st.chip_time[None, :], {}, 1.0, "run", None, {}
+        )  # the run per chip; the windows were written
+    return EngineResult(
+        ev,
+        st.sums,
+        st.checks,
+        files,
+        done,
+        st.extremes,
+        {"start_ns": st.first_start, "end_ns": st.last_end},
+        dump,
+        st.stats,
+    )
 
 
 def _in_time(dumps: list[CounterDump]) -> CounterDump:
@@ -280,9 +326,18 @@ def _in_time(dumps: list[CounterDump]) -> CounterDump:
         return np.concatenate([get(d) if i == 0 else get(d)[1:] for i, d in enumerate(dumps)])
 
     names = set().union(*[d.missing for d in dumps])
-    return CounterDump(d0.path, d0.chips, cat(lambda d: d.timestamps_ns), {n: cat(lambda d, n=n: d.raw[n]) for n in d0.raw},
-                       cat(lambda d: d.present), {n: cat(lambda d, n=n: _missing(d, n)) for n in names}, d0.metadata,
-                       d0.hosts, d0.absent, d0.notes)
+    return CounterDump(
+        d0.path,
+        d0.chips,
+        cat(lambda d: d.timestamps_ns),
+        {n: cat(lambda d, n=n: d.raw[n]) for n in d0.raw},
+        cat(lambda d: d.present),
+        {n: cat(lambda d, n=n: _missing(d, n)) for n in names},
+        d0.metadata,
+        d0.hosts,
+        d0.absent,
+        d0.notes,
+    )
 
 
 def _missing(d: CounterDump, name: str) -> np.ndarray:
@@ -301,10 +356,18 @@ def _whole(hosts: list[CounterDump]) -> CounterDump | None:
         return np.concatenate([get(d) for d in hosts], axis=1)
 
     names = set().union(*[d.missing for d in hosts])
-    return CounterDump(d0.path, side(lambda d: d.chips[None])[0], side(lambda d: d.timestamps_ns),
-                       {n: side(lambda d, n=n: d.raw[n]) for n in d0.raw}, side(lambda d: d.present),
-                       {n: side(lambda d, n=n: _missing(d, n)) for n in names}, d0.metadata,
-                       None if d0.hosts is None else side(lambda d: np.asarray(d.hosts, dtype=object)[None])[0], d0.absent, d0.notes)
+    return CounterDump(
+        d0.path,
+        side(lambda d: d.chips[None])[0],
+        side(lambda d: d.timestamps_ns),
+        {n: side(lambda d, n=n: d.raw[n]) for n in d0.raw},
+        side(lambda d: d.present),
+        {n: side(lambda d, n=n: _missing(d, n)) for n in names},
+        d0.metadata,
+        None if d0.hosts is None else side(lambda d: np.asarray(d.hosts, dtype=object)[None])[0],
+        d0.absent,
+        d0.notes,
+    )
 
 
 def _write(graph, w, values, ch, out: Path, part_no: dict, meta: dict | None) -> str:
@@ -353,7 +416,9 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
     total_time = float(st.chip_time.mean()) if C else 0.0
     for key, names in keys.items():
         vals, dt = chip_values(sums, key)
-        out = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in vals.items()}, C), dt[None], 1.0)
+        out = evaluator.evaluate(
+            with_nan_inputs(gen, evaluator, {n: v[None] for n, v in vals.items()}, C), dt[None], 1.0
+        )
         for n in names:
             v = np.array(out[n][0], dtype=np.float64)
             v[dt <= 0] = np.nan  # no valid window on that chip: nothing to report, not 0
@@ -361,12 +426,18 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
         if key in srv_sums:
             vals, dt = run_values(gen, *srv_sums[key]), srv_sums[key][1]
         rolled, interval, _ = combine(gen, vals, dt, np.zeros(C, np.int64), 1)
-        out = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in rolled.items()}, 1),
-                                 interval.reshape(1, 1), float(C))
+        out = evaluator.evaluate(
+            with_nan_inputs(gen, evaluator, {n: v[None] for n, v in rolled.items()}, 1),
+            interval.reshape(1, 1),
+            float(C),
+        )
         if any(graph.metrics[n].group_rule for n in names):  # a per-chip time over a leader count: the groups' times
             grp = group_inputs(gen, rolled, group_scale(gen, vals, np.zeros(C, np.int64), 1))
-            out_grp = evaluator.evaluate(with_nan_inputs(gen, evaluator, {n: v[None] for n, v in grp.items()}, 1),
-                                         interval.reshape(1, 1), float(C))
+            out_grp = evaluator.evaluate(
+                with_nan_inputs(gen, evaluator, {n: v[None] for n, v in grp.items()}, 1),
+                interval.reshape(1, 1),
+                float(C),
+            )
             out = {n: (out_grp[n] if graph.metrics[n].group_rule else v) for n, v in out.items()}
         kept = float(interval[0]) if C else 0.0
         for n in names:
@@ -379,7 +450,11 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
             server[n] = (np.nanmax if how == "max" else np.nanmin)(st.extremes[n], axis=0)
         coverage[n] = 1.0
     chips = np.concatenate([plan.chip_numbers[h] for h in plan.groups]) if C else np.zeros(0, np.int64)
-    hosts = None if list(plan.groups) == [None] else np.array([h for h, c in plan.chips.items() for _ in range(c)], dtype=object)
+    hosts = (
+        None
+        if list(plan.groups) == [None]
+        else np.array([h for h, c in plan.chips.items() for _ in range(c)], dtype=object)
+    )
     return Evaluation(None, {}, per_chip, server, chips, st.nulls, coverage, hosts)
 
 
@@ -423,7 +498,7 @@ def _second_pass(graph, st: _Pass, masks: dict[frozenset, np.ndarray], need: dic
         step_w = _piece_windows(st, group, first, chunk_rows)
         c0, c1 = int(st.offsets[group]), int(st.offsets[group + 1])
         for key, good in masks.items():
-            if good[first:first + step_w].all():
+            if good[first : first + step_w].all():
                 s, d = slot(key, need[key])
                 for n in need[key]:
                     s[n][c0:c1] += full[n]
@@ -444,12 +519,12 @@ def _second_pass(graph, st: _Pass, masks: dict[frozenset, np.ndarray], need: dic
         c0 = int(st.offsets[ch.group])
         for key in again[(ch.group, ch.first)]:
             good = masks[key]
-            mask = np.broadcast_to(good[ch.first:ch.first + Wc, None], (Wc, Cc))
+            mask = np.broadcast_to(good[ch.first : ch.first + Wc, None], (Wc, Cc))
             s, dt = masked_sums(w, gen, need[key], mask)
             a, d = slot(key, need[key])
             for n, v in s.items():
-                a[n][c0:c0 + Cc] += v
-            d[c0:c0 + Cc] += dt
+                a[n][c0 : c0 + Cc] += v
+            d[c0 : c0 + Cc] += dt
         done += 1
         if progress:
             progress("server level: pieces with windows null on some chip, read again", done, total)

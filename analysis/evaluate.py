@@ -1,5 +1,6 @@
 """Evaluate a compiled catalog over a counter dump with a generated evaluator, at three levels:
 per window and chip, per chip over the run, and for the whole server (see ``metrics.windows``)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -56,12 +57,22 @@ def evaluate_windows(graph: MetricGraph, evaluator, w: Windows, dump) -> Evaluat
     """
     lacking = sorted(set(getattr(evaluator, "INPUTS", ())) - set(w.values))
     if lacking:
-        raise DumpError(f"{dump.path}: the dump has no {', '.join(lacking[:6])}, which the metrics read; "
-                        "evaluate the metrics it can feed (perfonto analyze does)")
+        raise DumpError(
+            f"{dump.path}: the dump has no {', '.join(lacking[:6])}, which the metrics read; "
+            "evaluate the metrics it can feed (perfonto analyze does)"
+        )
     window = evaluator.evaluate(w.values, w.interval, w.chips)
     levels = evaluate_levels(graph, w, evaluator.evaluate, window)
-    return Evaluation(w, window, levels.per_chip, levels.server, dump.chips, null_reasons(graph, w, window), levels.coverage,
-                      dump.hosts)
+    return Evaluation(
+        w,
+        window,
+        levels.per_chip,
+        levels.server,
+        dump.chips,
+        null_reasons(graph, w, window),
+        levels.coverage,
+        dump.hosts,
+    )
 
 
 def write_metrics_parquet(ev: Evaluation, graph: MetricGraph, path: str | Path) -> None:

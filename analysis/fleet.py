@@ -11,6 +11,7 @@ median (in units of the median absolute deviation) on either side — ``high`` a
 host and rack (a chip binned slower computes longer than its peers, which wait for it: it is the
 highest in ``mxu.utilization`` and ``topdown.compute_bound``).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -92,8 +93,12 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
             vals, dt = chip_values(res.sums, key)
             rolled, interval, n = combine(gen, vals, dt, idx, G)
             out = _evaluate_by_chips(gen, evaluator, rolled, interval, n)
-            if any(graph.metrics[m].group_rule for m in metrics):  # per-chip times over leader counts: each node's groups
-                grp = _evaluate_by_chips(gen, evaluator, group_inputs(gen, rolled, group_scale(gen, vals, idx, G)), interval, n)
+            if any(
+                graph.metrics[m].group_rule for m in metrics
+            ):  # per-chip times over leader counts: each node's groups
+                grp = _evaluate_by_chips(
+                    gen, evaluator, group_inputs(gen, rolled, group_scale(gen, vals, idx, G)), interval, n
+                )
                 out = {m: (grp[m] if graph.metrics[m].group_rule else v) for m, v in out.items()}
             for m in metrics:
                 v = out[m]
@@ -140,8 +145,12 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
     spread = {"p50": p50, "p99": float(np.percentile(x, 99)), "max": float(x.max()), "chips": int(ok.sum())}
     if meta.threshold:
         op, limit, msg = meta.threshold
-        spread["threshold"] = {"op": op, "limit": float(limit), "message": msg,
-                               "share_of_chips": float(np.mean([_crossed(op, float(y), limit) for y in x]))}
+        spread["threshold"] = {
+            "op": op,
+            "limit": float(limit),
+            "message": msg,
+            "share_of_chips": float(np.mean([_crossed(op, float(y), limit) for y in x])),
+        }
     mad = float(np.median(np.abs(x - p50)))
     scale = mad if mad > 0 else max(abs(p50), 1e-300) * 1e-9
     with np.errstate(over="ignore", invalid="ignore"):

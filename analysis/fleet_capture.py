@@ -10,6 +10,7 @@ the ``Report`` of ``analysis.capture`` with ``fleet`` set; request records and t
 there; the multi-chip analysis (one host's chips on its timeline) needs the whole dump in memory and
 is left out with a note.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,10 +29,22 @@ from .headline import headline
 from .records import record_metrics
 
 
-def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path | None, *, plan: DumpPlan | None = None,
-                  topology: Topology | None = None, metrics: list[str] | None = None, evaluator=None, engine: str = "embedded",
-                  spark_master: str = "local[2]", chunk_rows: int = CHUNK_ROWS, top: int = 5,
-                  progress: Callable[[str, int, int], None] | None = None, log: Callable[[str], None] = lambda s: None) -> Report:
+def analyse_fleet(
+    graph: MetricGraph,
+    capture: Capture,
+    out_metrics: str | Path | None,
+    *,
+    plan: DumpPlan | None = None,
+    topology: Topology | None = None,
+    metrics: list[str] | None = None,
+    evaluator=None,
+    engine: str = "embedded",
+    spark_master: str = "local[2]",
+    chunk_rows: int = CHUNK_ROWS,
+    top: int = 5,
+    progress: Callable[[str, int, int], None] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> Report:
     """Analyse ``capture`` at fleet scale (module docstring); window values go to ``out_metrics``.
 
     Raises:
@@ -46,8 +59,10 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
         for host, chips in plan.chip_numbers.items():
             for c in chips:
                 topology.of(host, int(c))
-    log(f"{plan.rows:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
-        f"{plan.n_grid} samples each; engine {engine}")
+    log(
+        f"{plan.rows:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
+        f"{plan.n_grid} samples each; engine {engine}"
+    )
     spark_out = None
     if engine == "spark":
         from .spark_engine import session, window_values
@@ -56,13 +71,22 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
         spark = session(spark_master)
         try:
             has_host = list(plan.groups) != [None]
-            window_values(spark, evaluated, capture.counters, out_metrics, sample_period_ns=plan.period or None, host=has_host)
+            window_values(
+                spark, evaluated, capture.counters, out_metrics, sample_period_ns=plan.period or None, host=has_host
+            )
         finally:
             spark.stop()
         timings["spark"] = time.perf_counter() - t1
         spark_out, out_metrics = out_metrics, None
-    res = evaluate_capture(evaluated, evaluator, plan, out_metrics, chunk_rows=chunk_rows, progress=progress,
-                           write_meta={"generation": gen.name, "catalog_hash": graph.content_hash})
+    res = evaluate_capture(
+        evaluated,
+        evaluator,
+        plan,
+        out_metrics,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        write_meta={"generation": gen.name, "catalog_hash": graph.content_hash},
+    )
     timings["evaluate"] = time.perf_counter() - t0
     ev = res.evaluation
     analysis = analyse(evaluated, ev, checks=res.checks)
@@ -74,10 +98,28 @@ def analyse_fleet(graph: MetricGraph, capture: Capture, out_metrics: str | Path 
     elif evaluated.record_metrics:
         notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
     if capture.sync is not None:
-        notes.append("the dump was analysed in pieces: the multi-chip analysis (one host's chips on its timeline, "
-                     "which needs the whole dump in memory) is skipped")
-    report = Report(graph, evaluated, ev, analysis, unavailable, plan.meta.get("model"), len(ev.chips), records, None, None,
-                    capture.ground_truth, {}, timings, notes, fleet=fleet, engine=engine)
+        notes.append(
+            "the dump was analysed in pieces: the multi-chip analysis (one host's chips on its timeline, "
+            "which needs the whole dump in memory) is skipped"
+        )
+    report = Report(
+        graph,
+        evaluated,
+        ev,
+        analysis,
+        unavailable,
+        plan.meta.get("model"),
+        len(ev.chips),
+        records,
+        None,
+        None,
+        capture.ground_truth,
+        {},
+        timings,
+        notes,
+        fleet=fleet,
+        engine=engine,
+    )
     report.headline = headline(evaluated, ev, analysis, None)
     report.outputs = {"metrics": str(spark_out or out_metrics)} if (spark_out or out_metrics) else {}
     report.rows = res.rows

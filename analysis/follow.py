@@ -21,6 +21,7 @@ Rules (what a fleet operator's collector does, and what a reader cannot know):
 - **Time going back.** A part whose first sample is not after the last pushed one of some chip (a
   device reset, a restarted collector) starts a new baseline: no window spans the jump.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,14 @@ class Follower:
         FileNotFoundError: ``path`` does not exist.
     """
 
-    def __init__(self, path: str | Path, gen: Generation, reader: Reader = read_part, settle_s: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        path: str | Path,
+        gen: Generation,
+        reader: Reader = read_part,
+        settle_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such file or folder to follow")
@@ -104,8 +111,14 @@ class Follower:
 
     def _candidates(self) -> list[Path]:
         try:
-            names = sorted(e.name for e in os.scandir(self.path) if e.name.endswith((".parquet", ".arrow", ".csv"))
-                           and not e.name.startswith((".", "_")) and e.is_file() and e.name > self._last_name)
+            names = sorted(
+                e.name
+                for e in os.scandir(self.path)
+                if e.name.endswith((".parquet", ".arrow", ".csv"))
+                and not e.name.startswith((".", "_"))
+                and e.is_file()
+                and e.name > self._last_name
+            )
         except OSError as exc:
             raise PartError(f"{self.path}: cannot list the folder ({exc.strerror})") from None
         return [self.path / n for n in names]
@@ -148,10 +161,13 @@ class Follower:
 
     def _continuity(self, block: SampleBlock) -> list[str]:
         msgs = []
-        if self._last_ts is not None and (len(self._last_ts) != block.timestamps_ns.shape[1]
-                                          or np.any(block.timestamps_ns[0] <= self._last_ts)):
+        if self._last_ts is not None and (
+            len(self._last_ts) != block.timestamps_ns.shape[1] or np.any(block.timestamps_ns[0] <= self._last_ts)
+        ):
             block.new_baseline = True
-            msgs.append(f"{Path(block.source).name}: timestamps go back (device reset or restarted collector): new baseline")
+            msgs.append(
+                f"{Path(block.source).name}: timestamps go back (device reset or restarted collector): new baseline"
+            )
         if block.samples:
             self._last_ts = np.array(block.timestamps_ns[-1])
         return msgs
@@ -159,7 +175,9 @@ class Follower:
     def _poll_file(self) -> tuple[list[SampleBlock], list[str]]:
         sig = self._stat(self.path)
         if sig is None:
-            return [], [f"{self.path}: the followed file disappeared; waiting for it"] if self._file_sig is not None else []
+            return [], [
+                f"{self.path}: the followed file disappeared; waiting for it"
+            ] if self._file_sig is not None else []
         if sig == self._file_sig:
             return [], []
         try:
@@ -178,8 +196,13 @@ class Follower:
             while S > 0 and not block.present[S - 1].all():
                 S -= 1
         n = self._file_n
-        same = (n > 0 and S >= n and self._last_ts is not None and block.timestamps_ns.shape[1] == len(self._last_ts)
-                and np.array_equal(block.timestamps_ns[n - 1], self._last_ts))
+        same = (
+            n > 0
+            and S >= n
+            and self._last_ts is not None
+            and block.timestamps_ns.shape[1] == len(self._last_ts)
+            and np.array_equal(block.timestamps_ns[n - 1], self._last_ts)
+        )
         if S < 2 or (same and S == n):
             return [], []
         self.parts += 1
@@ -199,8 +222,13 @@ class FollowSource:
     were read and skipped, and how long since the latest one (``lag_s``). Messages (skipped parts,
     new baselines) go to ``log``."""
 
-    def __init__(self, follower: Follower, poll_s: float = 0.5, log: Callable[[str], None] = lambda s: None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        follower: Follower,
+        poll_s: float = 0.5,
+        log: Callable[[str], None] = lambda s: None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.follower, self.poll_s, self.log, self.clock = follower, poll_s, log, clock
         self._last_read: float | None = None
         self.finished = False
@@ -226,5 +254,12 @@ class FollowSource:
     def status(self) -> dict:
         """``kind``, ``parts`` read, ``errors`` (parts skipped), ``lag_s`` since the latest part."""
         f = self.follower
-        return {"kind": "follow", "path": str(f.path), "parts": f.parts, "errors": f.skipped, "error": None,
-                "lag_s": None if self._last_read is None else self.clock() - self._last_read, "finished": False}
+        return {
+            "kind": "follow",
+            "path": str(f.path),
+            "parts": f.parts,
+            "errors": f.skipped,
+            "error": None,
+            "lag_s": None if self._last_read is None else self.clock() - self._last_read,
+            "finished": False,
+        }

@@ -8,6 +8,7 @@ the chips' mean rate during the group's spans (``mxu.achieved_flops`` of ``ffn_g
 of one chip while it runs ``ffn_gate_up``), a ratio is a ratio of the group's totals. Record metrics
 (latencies) have no per-span meaning and are left out.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,13 +55,19 @@ def group_metrics(graph: MetricGraph, evaluator, totals: GroupTotals, source: st
     for name in getattr(evaluator, "INPUTS", ()):
         v = totals.sums.get(name, totals.means.get(name))
         if v is None:
-            shape = (K,) + tuple(s for _, s in graph.generation.signals[name].axes) if name in graph.generation.signals else (K,)
+            shape = (
+                (K,) + tuple(s for _, s in graph.generation.signals[name].axes)
+                if name in graph.generation.signals
+                else (K,)
+            )
             v = np.full(shape, np.nan)
         inputs[name] = np.asarray(v, np.float64)[None]
     interval = np.asarray(totals.time_s, np.float64)[None]
     out = evaluator.evaluate(inputs, interval, 1.0)
     values = {n: np.asarray(out[n][0], np.float64) for n in graph.metrics if n in out}
-    return GroupMetrics(totals.by, list(totals.groups), np.asarray(totals.time_s), np.asarray(totals.spans), values, source)
+    return GroupMetrics(
+        totals.by, list(totals.groups), np.asarray(totals.time_s), np.asarray(totals.spans), values, source
+    )
 
 
 def group_table(gm: GroupMetrics, graph: MetricGraph) -> pa.Table:
@@ -68,9 +75,12 @@ def group_table(gm: GroupMetrics, graph: MetricGraph) -> pa.Table:
     ``spans``, and one column per metric (null where not computable; per-instance metrics as
     fixed-size lists)."""
     total = float(gm.time_s.sum())
-    cols = {gm.by: pa.array(gm.groups, pa.string()), "time_s": pa.array(gm.time_s),
-            "time_share": pa.array(gm.time_s / total if total > 0 else np.zeros(len(gm.groups))),
-            "spans": pa.array(gm.spans.astype(np.int64))}
+    cols = {
+        gm.by: pa.array(gm.groups, pa.string()),
+        "time_s": pa.array(gm.time_s),
+        "time_share": pa.array(gm.time_s / total if total > 0 else np.zeros(len(gm.groups))),
+        "spans": pa.array(gm.spans.astype(np.int64)),
+    }
     for name, m in graph.metrics.items():
         if name not in gm.values:
             continue
@@ -87,8 +97,11 @@ def group_table(gm: GroupMetrics, graph: MetricGraph) -> pa.Table:
 def write_group_parquet(gm: GroupMetrics, graph: MetricGraph, path: str | Path) -> None:
     """``group_table`` as Parquet (``metrics_by_<by>.parquet``), with the grouping, the attribution's
     source and the catalog hash in the metadata."""
-    meta = {b"perfonto": json.dumps({"by": gm.by, "source": gm.source, "generation": graph.generation.name,
-                                     "catalog_hash": graph.content_hash}).encode()}
+    meta = {
+        b"perfonto": json.dumps(
+            {"by": gm.by, "source": gm.source, "generation": graph.generation.name, "catalog_hash": graph.content_hash}
+        ).encode()
+    }
     pq.write_table(group_table(gm, graph).replace_schema_metadata(meta), str(path))
 
 
@@ -102,8 +115,14 @@ def group_json(gm: GroupMetrics, graph: MetricGraph, totals: GroupTotals | None 
     dom = gm.dominant(graph)
     rows = []
     for k, label in enumerate(gm.groups):
-        row = {"group": label, "time_s": float(gm.time_s[k]), "time_share": float(gm.time_s[k] / total) if total > 0 else None,
-               "spans": int(gm.spans[k]), "bound": dom[k], "metrics": {n: _num(gm.values[n][k]) for n in scalar}}
+        row = {
+            "group": label,
+            "time_s": float(gm.time_s[k]),
+            "time_share": float(gm.time_s[k] / total) if total > 0 else None,
+            "spans": int(gm.spans[k]),
+            "bound": dom[k],
+            "metrics": {n: _num(gm.values[n][k]) for n in scalar},
+        }
         if totals is not None:
             row["error"] = error_shares(graph.generation, totals, k)
         rows.append(row)
@@ -130,8 +149,11 @@ def error_shares(gen, totals: GroupTotals, k: int) -> dict:
 def attribution_json(att: Attribution) -> dict:
     """How the counters were attributed: ``source``, the rule, and ``fit`` {counter: {residual,
     model}} (``Attribution.fit``), for the report."""
-    rule = ("exact: counter snapshots at op boundaries" if att.source.startswith("snapshots") else
-            "window increases shared among overlapping spans by time x fitted per-op-class rate (analysis.attribution)")
+    rule = (
+        "exact: counter snapshots at op boundaries"
+        if att.source.startswith("snapshots")
+        else "window increases shared among overlapping spans by time x fitted per-op-class rate (analysis.attribution)"
+    )
     return {"source": att.source, "rule": rule, "fit": att.fit} | ({"notes": att.notes} if att.notes else {})
 
 
@@ -162,7 +184,9 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
         return result
 
     if trace is None:
-        return skip("no trace given; attribution needs the device trace (--trace, or a run folder that holds trace.parquet)")
+        return skip(
+            "no trace given; attribution needs the device trace (--trace, or a run folder that holds trace.parquet)"
+        )
     if dump.hosts is not None and len(set(dump.hosts)) > 1:
         return skip("the dump spans several hosts and the trace names chips only")
     try:
@@ -170,8 +194,10 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
     except AttributionError as exc:
         return skip(str(exc))
     if not len(spans):
-        return skip(f"{trace}: the trace holds no device op spans for the dump's chips (a step-detail trace?); "
-                    "write the trace at op detail")
+        return skip(
+            f"{trace}: the trace holds no device op spans for the dump's chips (a step-detail trace?); "
+            "write the trace at op detail"
+        )
     merged = merged_windows(read_snapshots(snapshots, gen), dump, gen) if snapshots is not None else None
     groupings = tuple(dict.fromkeys(("op",) + tuple(by)))
     att = attribute(gen, dump, w, spans, groupings, merged)
@@ -181,7 +207,9 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
     rows = op_rows(gen, att.groupings["op"], gms["op"].dominant(graph))
     sets = signal_sets(gen)
     for r in rows:
-        r["reliable"] = att.reliable(sets["hbm_bytes"] + sets["matrix_flops" if r["work"] == "matrix" else "vector_flops"])
+        r["reliable"] = att.reliable(
+            sets["hbm_bytes"] + sets["matrix_flops" if r["work"] == "matrix" else "vector_flops"]
+        )
     result["ops"] = rows
     result["notes"] += att.notes + _fit_notes(att, sets)
     return result
@@ -194,11 +222,13 @@ def _fit_notes(att: Attribution, sets: dict) -> list[str]:
     if not loose:
         return []
     worst = max(loose, key=lambda n: loose[n]["residual"])
-    return [f"per-op attribution is approximate for {', '.join(sorted(loose))}: one rate per op class explains the "
-            f"windows only to {loose[worst]['residual'] * 100:.2g} % ({worst}"
-            f"{'; plain time weighting used' if loose[worst]['model'] == 'time-weighted' else ''}) — the ops are shorter "
-            "than a window and change rate from step to step; sample faster, or take op-boundary snapshots "
-            "(perfonto run --op-snapshots, perfonto analyze --snapshots)"]
+    return [
+        f"per-op attribution is approximate for {', '.join(sorted(loose))}: one rate per op class explains the "
+        f"windows only to {loose[worst]['residual'] * 100:.2g} % ({worst}"
+        f"{'; plain time weighting used' if loose[worst]['model'] == 'time-weighted' else ''}) — the ops are shorter "
+        "than a window and change rate from step to step; sample faster, or take op-boundary snapshots "
+        "(perfonto run --op-snapshots, perfonto analyze --snapshots)"
+    ]
 
 
 def ops_json(gen, rows: list[dict], totals: GroupTotals | None = None, top: int | None = None) -> dict:
@@ -215,10 +245,21 @@ def ops_json(gen, rows: list[dict], totals: GroupTotals | None = None, top: int 
     no_span = None
     if totals is not None and float(np.sum(totals.time_s)) > 0:
         no_span = float(totals.time_s[-1] / np.sum(totals.time_s))
-    return {"ceilings": ceilings(gen), "units": {"time_s": "s (summed over chips)", "flops": "FLOP", "hbm_bytes": "B",
-                                                 "intensity": "FLOP/B", "flops_per_s": "FLOP/s per chip",
-                                                 "peak": "FLOP/s", "attainable": "FLOP/s", "ridge": "FLOP/B"},
-            "no_span_share": no_span, "rows": out_rows}
+    return {
+        "ceilings": ceilings(gen),
+        "units": {
+            "time_s": "s (summed over chips)",
+            "flops": "FLOP",
+            "hbm_bytes": "B",
+            "intensity": "FLOP/B",
+            "flops_per_s": "FLOP/s per chip",
+            "peak": "FLOP/s",
+            "attainable": "FLOP/s",
+            "ridge": "FLOP/B",
+        },
+        "no_span_share": no_span,
+        "rows": out_rows,
+    }
 
 
 def _num(v) -> float | None:
@@ -226,5 +267,14 @@ def _num(v) -> float | None:
     return f if np.isfinite(f) else None
 
 
-__all__ = ["GroupMetrics", "analyse_groups", "attribution_json", "ops_json", "error_shares", "group_json", "group_metrics", "group_table",
-           "write_group_parquet"]
+__all__ = [
+    "GroupMetrics",
+    "analyse_groups",
+    "attribution_json",
+    "ops_json",
+    "error_shares",
+    "group_json",
+    "group_metrics",
+    "group_table",
+    "write_group_parquet",
+]

@@ -12,6 +12,7 @@ Rule (``headline``):
    each level, Yasin's top-down method), e.g. ``topdown.interconnect.link_transfer``.
 3. Otherwise the level-1 bottleneck.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,18 +52,30 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
         if np.isfinite(v) and _crossed(op, v, limit):
             chip = waited_on(graph, ev, multichip)
             who = f"chip {chip}" if chip is not None else "a slower chip"
-            return {"metric": PEER_WAIT, "share": v / 100.0, "chip": chip,
-                    "message": f"waiting for {who} at collectives: {v:.1f} % of the chips' cycles "
-                               f"(the group runs at its slowest chip's pace)"}
+            return {
+                "metric": PEER_WAIT,
+                "share": v / 100.0,
+                "chip": chip,
+                "message": f"waiting for {who} at collectives: {v:.1f} % of the chips' cycles "
+                f"(the group runs at its slowest chip's pace)",
+            }
     if analysis.drilldown:
         name, share = analysis.drilldown[-1]
         thr = graph.metrics[name].threshold
-        return {"metric": name, "share": share, "chip": None,
-                "message": f"{thr[2] if thr else name}: {share * 100:.1f} % of the chips' cycles"}
+        return {
+            "metric": name,
+            "share": share,
+            "chip": None,
+            "message": f"{thr[2] if thr else name}: {share * 100:.1f} % of the chips' cycles",
+        }
     if analysis.bottleneck:
         v = analysis.topdown[analysis.bottleneck]
-        return {"metric": analysis.bottleneck, "share": v / 100.0, "chip": None,
-                "message": f"{analysis.bottleneck_label}: {v:.1f} % of the chips' cycles"}
+        return {
+            "metric": analysis.bottleneck,
+            "share": v / 100.0,
+            "chip": None,
+            "message": f"{analysis.bottleneck_label}: {v:.1f} % of the chips' cycles",
+        }
     return None
 
 

@@ -15,6 +15,7 @@ Sections (each a ``<section id=…>``): ``summary``, ``headline`` (server-level 
 exact value (``data-value``, the JSON report's number) and what it is (``data-metric`` or
 ``data-field``), so a test can compare the page with ``report.json``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,8 +27,13 @@ from .report_json import format_value, metric_count_text
 
 PERFETTO = "https://ui.perfetto.dev/"
 SECTIONS = ("summary", "headline", "bottleneck", "ops", "groups", "per-chip", "multichip", "timeline", "notes")
-GROUP_METRICS = ("mxu.utilization", "mxu.achieved_flops", "hbm.bandwidth_utilization", "arithmetic_intensity",
-                 "c2c.bandwidth_utilization")
+GROUP_METRICS = (
+    "mxu.utilization",
+    "mxu.achieved_flops",
+    "hbm.bandwidth_utilization",
+    "arithmetic_intensity",
+    "c2c.bandwidth_utilization",
+)
 
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;color:#222}
@@ -38,9 +44,11 @@ figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 .bar{display:inline-block;height:.8em;background:#4c72b0;vertical-align:middle}.dim{color:#666;font-size:.9em}
 .warn{color:#a40000;font-weight:600}nav a{margin-right:1em}code{background:#f6f6f6;padding:0 .2em}
 """
-SCRIPT = ("window.addEventListener('load',function(){var im=document.images,n=0;for(var i=0;i<im.length;i++)"
-          "{if(im[i].complete&&im[i].naturalWidth>0)n++;}document.body.setAttribute('data-images-loaded',String(n));"
-          "document.body.setAttribute('data-ready','yes');});")
+SCRIPT = (
+    "window.addEventListener('load',function(){var im=document.images,n=0;for(var i=0;i<im.length;i++)"
+    "{if(im[i].complete&&im[i].naturalWidth>0)n++;}document.body.setAttribute('data-images-loaded',String(n));"
+    "document.body.setAttribute('data-ready','yes');});"
+)
 
 
 def e(text) -> str:
@@ -71,8 +79,10 @@ def _cell(v, text: str, key: str, name: str) -> str:
 
 def _img(pic, caption: str) -> str:
     uri = "data:image/svg+xml;base64," + base64.b64encode(pic.svg().encode("utf-8")).decode("ascii")
-    return (f'<figure id="fig-{e(pic.name)}" data-picture="{e(pic.name)}"><img alt="{e(pic.title)}" src="{uri}">'
-            f"<figcaption>{e(caption)}</figcaption></figure>")
+    return (
+        f'<figure id="fig-{e(pic.name)}" data-picture="{e(pic.name)}"><img alt="{e(pic.title)}" src="{uri}">'
+        f"<figcaption>{e(caption)}</figcaption></figure>"
+    )
 
 
 def _table(head: list[str], rows: list[str], cls: str = "") -> str:
@@ -84,16 +94,27 @@ def _summary(r: dict, sections: list[str]) -> str:
     mc = r.get("multichip") or {}
     dur = mc.get("duration_s")
     att = r.get("attribution") or {}
-    items = [("generation", r.get("generation")), ("model", r.get("model") or "capture"), ("chips", r.get("chips")),
-             ("duration", f"{dur:.3f} s" if isinstance(dur, (int, float)) else None),
-             ("metrics", metric_count_text(r["metric_count"]) if r.get("metric_count") else
-              sum(1 for m in (r.get("metrics") or {}).values() if m.get("value") is not None)),
-             ("attribution", att.get("rule"))]
+    items = [
+        ("generation", r.get("generation")),
+        ("model", r.get("model") or "capture"),
+        ("chips", r.get("chips")),
+        ("duration", f"{dur:.3f} s" if isinstance(dur, (int, float)) else None),
+        (
+            "metrics",
+            metric_count_text(r["metric_count"])
+            if r.get("metric_count")
+            else sum(1 for m in (r.get("metrics") or {}).values() if m.get("value") is not None),
+        ),
+        ("attribution", att.get("rule")),
+    ]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in items if v is not None)
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in sections if s != "summary")
     hl = r.get("headline") or {}
-    head = (f'<p id="headline-finding" data-metric="{e(hl.get("metric"))}"><strong>Read first:</strong> {e(hl.get("message"))}</p>'
-            if hl.get("message") else "")
+    head = (
+        f'<p id="headline-finding" data-metric="{e(hl.get("metric"))}"><strong>Read first:</strong> {e(hl.get("message"))}</p>'
+        if hl.get("message")
+        else ""
+    )
     return f'<section id="summary"><nav>{nav}</nav>{head}<table>{rows}</table></section>'
 
 
@@ -104,9 +125,13 @@ def _headline(r: dict, names) -> str:
         m = ms.get(n)
         if not m or isinstance(m.get("value"), list):
             continue
-        rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(m.get('value'), fmt(m.get('value'), m.get('unit', '')), 'metric', n)}</tr>")
-    return ('<section id="headline"><h2>Server level</h2><p class="dim">Rates are totals over all chips; ratios are '
-            f'ratios of totals.</p>{_table(["metric", "value"], rows)}</section>')
+        rows.append(
+            f"<tr><td><code>{e(n)}</code></td>{_cell(m.get('value'), fmt(m.get('value'), m.get('unit', '')), 'metric', n)}</tr>"
+        )
+    return (
+        '<section id="headline"><h2>Server level</h2><p class="dim">Rates are totals over all chips; ratios are '
+        f"ratios of totals.</p>{_table(['metric', 'value'], rows)}</section>"
+    )
 
 
 def _bottleneck(r: dict, pics: dict) -> str:
@@ -114,26 +139,38 @@ def _bottleneck(r: dict, pics: dict) -> str:
     rows = []
     for n, v in td.items():
         width = 0 if v is None else max(0.0, min(100.0, v)) * 3
-        rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(v, fmt(v, 'percent'), 'metric', n)}"
-                    f'<td><span class="bar" style="width:{width:.1f}px"></span></td></tr>')
-    out = ['<section id="bottleneck"><h2>Bottleneck</h2>',
-           _table(["top-down level 1", "share of core cycles", ""], rows) if rows else
-           '<p class="dim">Top-down not evaluated: no top-down metric in this catalog or capture.</p>']
+        rows.append(
+            f"<tr><td><code>{e(n)}</code></td>{_cell(v, fmt(v, 'percent'), 'metric', n)}"
+            f'<td><span class="bar" style="width:{width:.1f}px"></span></td></tr>'
+        )
+    out = [
+        '<section id="bottleneck"><h2>Bottleneck</h2>',
+        _table(["top-down level 1", "share of core cycles", ""], rows)
+        if rows
+        else '<p class="dim">Top-down not evaluated: no top-down metric in this catalog or capture.</p>',
+    ]
     b = r.get("bottleneck")
     if b:
-        out.append(f'<p><strong>Dominant bottleneck:</strong> <code data-bottleneck="{e(b)}">{e(b)}</code> — '
-                   f'{e(r.get("bottleneck_label"))}</p>')
+        out.append(
+            f'<p><strong>Dominant bottleneck:</strong> <code data-bottleneck="{e(b)}">{e(b)}</code> — '
+            f"{e(r.get('bottleneck_label'))}</p>"
+        )
     dd = r.get("drilldown") or []
     if dd:
-        items = "".join(f'<li data-drill="{e(d["metric"])}"><code>{e(d["metric"])}</code>: '
-                        f'{fmt(None if d["share_of_time"] is None else d["share_of_time"] * 100, "percent")} of time</li>'
-                        for d in dd)
+        items = "".join(
+            f'<li data-drill="{e(d["metric"])}"><code>{e(d["metric"])}</code>: '
+            f"{fmt(None if d['share_of_time'] is None else d['share_of_time'] * 100, 'percent')} of time</li>"
+            for d in dd
+        )
         out.append(f'<p>Drill-down (deepest top-down node above its threshold):</p><ol id="drilldown">{items}</ol>')
     th = r.get("thresholds_crossed") or []
     if th:
         units = {n: m.get("unit", "") for n, m in (r.get("metrics") or {}).items()}
-        trs = [f"<tr><td><code>{e(t['metric'])}</code></td>{_cell(t['value'], fmt(t['value'], units.get(t['metric'], '')), 'metric', t['metric'])}"
-               f"<td>{e(t['message'])}</td></tr>" for t in th]
+        trs = [
+            f"<tr><td><code>{e(t['metric'])}</code></td>{_cell(t['value'], fmt(t['value'], units.get(t['metric'], '')), 'metric', t['metric'])}"
+            f"<td>{e(t['message'])}</td></tr>"
+            for t in th
+        ]
         out.append("<p>Thresholds crossed (server level):</p>" + _table(["metric", "value", "message"], trs))
     for msg in r.get("topdown_tree_violations") or []:
         out.append(f'<p class="warn">Top-down tree: {e(msg)}</p>')
@@ -145,31 +182,44 @@ def _bottleneck(r: dict, pics: dict) -> str:
 def _ops(r: dict, pics: dict) -> str:
     ops = r.get("ops")
     if not ops:
-        return ('<section id="ops"><h2>Per op</h2><p class="dim">No per-op attribution: the capture has no trace with '
-                "device op spans.</p></section>")
+        return (
+            '<section id="ops"><h2>Per op</h2><p class="dim">No per-op attribution: the capture has no trace with '
+            "device op spans.</p></section>"
+        )
     rows = []
     for row in ops.get("rows", []):
-        err = ((row.get("error") or {}).get("matrix_flops" if row.get("work") == "matrix" else "hbm_bytes") or {}).get("estimate")
+        err = ((row.get("error") or {}).get("matrix_flops" if row.get("work") == "matrix" else "hbm_bytes") or {}).get(
+            "estimate"
+        )
         share = None if row.get("time_share") is None else row["time_share"] * 100
         eff = None if row.get("efficiency") is None else row["efficiency"] * 100
-        rows.append(f'<tr data-op="{e(row["op"])}"><td><code>{e(row["op"])}</code></td>'
-                    f"{_cell(share, fmt(share, 'percent'), 'field', 'time_share')}<td>{e(row.get('work') or '—')}</td>"
-                    f"{_cell(row.get('flops_per_s'), si(row.get('flops_per_s'), 'FLOP/s'), 'field', 'flops_per_s')}"
-                    f"{_cell(row.get('intensity'), fmt(row.get('intensity'), 'FLOP/B') if row.get('intensity') is not None else '—', 'field', 'intensity')}"
-                    f"{_cell(eff, fmt(eff, 'percent') if eff is not None else '—', 'field', 'efficiency')}"
-                    f"<td>{e(row.get('side') or '—')}{' (' + e(row['ceiling']) + ')' if row.get('side') else ''}</td>"
-                    f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>"
-                    f"{_cell(err, _err_text(err, row), 'field', 'error_estimate')}</tr>")
+        rows.append(
+            f'<tr data-op="{e(row["op"])}"><td><code>{e(row["op"])}</code></td>'
+            f"{_cell(share, fmt(share, 'percent'), 'field', 'time_share')}<td>{e(row.get('work') or '—')}</td>"
+            f"{_cell(row.get('flops_per_s'), si(row.get('flops_per_s'), 'FLOP/s'), 'field', 'flops_per_s')}"
+            f"{_cell(row.get('intensity'), fmt(row.get('intensity'), 'FLOP/B') if row.get('intensity') is not None else '—', 'field', 'intensity')}"
+            f"{_cell(eff, fmt(eff, 'percent') if eff is not None else '—', 'field', 'efficiency')}"
+            f"<td>{e(row.get('side') or '—')}{' (' + e(row['ceiling']) + ')' if row.get('side') else ''}</td>"
+            f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>"
+            f"{_cell(err, _err_text(err, row), 'field', 'error_estimate')}</tr>"
+        )
     no_span = ops.get("no_span_share")
     src = (r.get("attribution") or {}).get("source", "windows")
-    out = ['<section id="ops"><h2>Per op (top op classes by time)</h2>',
-           f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op runs; '
-           "intensity: FLOPs per HBM byte; roof: the attainable min(peak, intensity × HBM bandwidth); error: split-half "
-           f"estimate of the attributed work. Time outside every span: {fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
-           _table(["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline", "bound", "error"], rows, "ops")]
+    out = [
+        '<section id="ops"><h2>Per op (top op classes by time)</h2>',
+        f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op runs; '
+        "intensity: FLOPs per HBM byte; roof: the attainable min(peak, intensity × HBM bandwidth); error: split-half "
+        f"estimate of the attributed work. Time outside every span: {fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
+        _table(["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline", "bound", "error"], rows, "ops"),
+    ]
     if "roofline" in pics:
-        out.append(_img(pics["roofline"], "Each op class at its measured arithmetic intensity and FLOP/s, under the "
-                                          "compute ceilings per dtype and the HBM and SRAM ceilings (Williams et al., CACM 2009)."))
+        out.append(
+            _img(
+                pics["roofline"],
+                "Each op class at its measured arithmetic intensity and FLOP/s, under the "
+                "compute ceilings per dtype and the HBM and SRAM ceilings (Williams et al., CACM 2009).",
+            )
+        )
     return "".join(out) + "</section>"
 
 
@@ -185,17 +235,23 @@ def _groups(r: dict) -> str:
     by = r.get("by") or {}
     if not by:
         return ""
-    out = ['<section id="groups"><h2>Per group</h2><p class="dim">Every metric per group is in report.json (<code>by</code>) '
-           "and metrics_by_&lt;group&gt;.parquet; a selection here, per chip while the group runs.</p>"]
+    out = [
+        '<section id="groups"><h2>Per group</h2><p class="dim">Every metric per group is in report.json (<code>by</code>) '
+        "and metrics_by_&lt;group&gt;.parquet; a selection here, per chip while the group runs.</p>"
+    ]
     for g, sec in by.items():
         units = sec.get("units", {})
         names = [n for n in GROUP_METRICS if n in units]
         rows = []
         for row in sec.get("groups", []):
             share = None if row.get("time_share") is None else row["time_share"] * 100
-            cells = "".join(_cell(row["metrics"].get(n), fmt(row["metrics"].get(n), units[n]), "metric", n) for n in names)
-            rows.append(f'<tr data-group="{e(row["group"])}"><td>{e(row["group"])}</td>{_cell(share, fmt(share, "percent"), "field", "time_share")}'
-                        f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>{cells}</tr>")
+            cells = "".join(
+                _cell(row["metrics"].get(n), fmt(row["metrics"].get(n), units[n]), "metric", n) for n in names
+            )
+            rows.append(
+                f'<tr data-group="{e(row["group"])}"><td>{e(row["group"])}</td>{_cell(share, fmt(share, "percent"), "field", "time_share")}'
+                f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>{cells}</tr>"
+            )
         out.append(f'<h3 id="by-{e(g)}">by {e(g)}</h3>' + _table([g, "time", "bound"] + names, rows, f"by-{g}"))
     return "".join(out) + "</section>"
 
@@ -207,7 +263,9 @@ def _per_chip(r: dict, pics: dict, columns: dict) -> str:
     rows = []
     for p in chips:
         label = f"{p['host']}/{p['chip']}" if "host" in p else str(p["chip"])
-        cells = "".join(_cell(p["metrics"].get(n), fmt(p["metrics"].get(n), units.get(n, "")), "metric", n) for n in present)
+        cells = "".join(
+            _cell(p["metrics"].get(n), fmt(p["metrics"].get(n), units.get(n, "")), "metric", n) for n in present
+        )
         rows.append(f'<tr data-chip="{e(label)}"><td>{e(label)}</td>{cells}</tr>')
     head = ["chip"] + [columns[n] if columns[n] == n else f"{columns[n]} ({n})" for n in present]
     out = ['<section id="per-chip"><h2>Per chip (run level)</h2>', _table(head, rows, "per-chip")]
@@ -223,32 +281,50 @@ def _multichip(r: dict, pics: dict) -> str:
         out.append('<p class="dim">No multi-chip analysis: the capture has no sync reads (or one chip).</p>')
     else:
         st = mc.get("straggler")
-        out.append(f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the others wait for it '
-                   f'{fmt(st["blamed_wait_s"] * 1e3, "ms")} in collectives ({fmt(st["share"] * 100, "percent")} of all collective wait)</p>'
-                   if st else '<p data-straggler="">No straggler.</p>')
+        out.append(
+            f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the others wait for it '
+            f"{fmt(st['blamed_wait_s'] * 1e3, 'ms')} in collectives ({fmt(st['share'] * 100, 'percent')} of all collective wait)</p>"
+            if st
+            else '<p data-straggler="">No straggler.</p>'
+        )
         waits = mc.get("collective_wait_s") or []
-        rows = [f"<tr><td>{c}</td>{_cell(w, fmt(w * 1e3, 'ms'), 'field', 'collective_wait_s')}</tr>" for c, w in enumerate(waits)]
+        rows = [
+            f"<tr><td>{c}</td>{_cell(w, fmt(w * 1e3, 'ms'), 'field', 'collective_wait_s')}</tr>"
+            for c, w in enumerate(waits)
+        ]
         if rows:
             out.append(_table(["chip", "collective wait"], rows, "waits"))
         sk = mc.get("skew") or {}
         if sk:
-            out.append(f"<p>Per-step skew: median {fmt(sk.get('arrival_p50_s', 0) * 1e3, 'ms')}, max "
-                       f"{fmt(sk.get('arrival_max_s', 0) * 1e3, 'ms')} over {e(sk.get('steps'))} steps.</p>")
+            out.append(
+                f"<p>Per-step skew: median {fmt(sk.get('arrival_p50_s', 0) * 1e3, 'ms')}, max "
+                f"{fmt(sk.get('arrival_max_s', 0) * 1e3, 'ms')} over {e(sk.get('steps'))} steps.</p>"
+            )
         imb = (mc.get("imbalance") or {}).get("across_chips") or {}
         if imb:
-            out.append("<p>Load imbalance across chips (1 − mean/max): " + ", ".join(
-                f"{e(b)} {fmt(v * 100, 'percent')}" for b, v in imb.items()) + "</p>")
+            out.append(
+                "<p>Load imbalance across chips (1 − mean/max): "
+                + ", ".join(f"{e(b)} {fmt(v * 100, 'percent')}" for b, v in imb.items())
+                + "</p>"
+            )
         for sl in mc.get("slow_links") or []:
-            out.append(f'<p class="warn">Slow link: chip {e(sl["chip"])} link {e(sl["link"])} at '
-                       f'{fmt(sl["rate_ratio"] * 100, "percent")} of the median link rate</p>')
+            out.append(
+                f'<p class="warn">Slow link: chip {e(sl["chip"])} link {e(sl["link"])} at '
+                f"{fmt(sl['rate_ratio'] * 100, 'percent')} of the median link rate</p>"
+            )
         sat = mc.get("saturation") or {}
         if sat:
-            out.append(f"<p>{e(sat.get('count', 0))} saturated PCIe/link interval(s) at or above "
-                       f"{fmt(sat.get('threshold', 0) * 100, 'percent')} of a window.</p>")
-            rows = [f"<tr><td>{e(r['chip'])}</td><td>{e('PCIe' if r['kind'] == 'pcie' else 'links ' + str(r['links']))}</td>"
-                    f"<td class=\"num\">{e(r['windows'])}</td><td class=\"num\">{e(r['bursts'])}</td>"
-                    f"<td class=\"num\">{e(format(r['first_s'] * 1e3, ',.1f'))} – {e(format(r['last_s'] * 1e3, ',.1f'))} ms</td>"
-                    f"<td class=\"num\">{fmt(r['peak_util'] * 100, 'percent')}</td></tr>" for r in (sat.get("per_chip") or [])[:16]]
+            out.append(
+                f"<p>{e(sat.get('count', 0))} saturated PCIe/link interval(s) at or above "
+                f"{fmt(sat.get('threshold', 0) * 100, 'percent')} of a window.</p>"
+            )
+            rows = [
+                f"<tr><td>{e(r['chip'])}</td><td>{e('PCIe' if r['kind'] == 'pcie' else 'links ' + str(r['links']))}</td>"
+                f'<td class="num">{e(r["windows"])}</td><td class="num">{e(r["bursts"])}</td>'
+                f'<td class="num">{e(format(r["first_s"] * 1e3, ",.1f"))} – {e(format(r["last_s"] * 1e3, ",.1f"))} ms</td>'
+                f'<td class="num">{fmt(r["peak_util"] * 100, "percent")}</td></tr>'
+                for r in (sat.get("per_chip") or [])[:16]
+            ]
             if rows:
                 out.append(_table(["chip", "saturated", "windows", "bursts", "from – to", "peak"], rows))
     if "links" in pics:
@@ -258,13 +334,17 @@ def _multichip(r: dict, pics: dict) -> str:
 
 def _timeline(timeline: str | None) -> str:
     if timeline is None:
-        body = ('<p class="dim">No timeline was written beside this report (the run has no trace and sync reads, or '
-                "--no-timeline). <code>perfonto timeline RUN --out trace.pftrace --format proto</code> writes one.</p>")
+        body = (
+            '<p class="dim">No timeline was written beside this report (the run has no trace and sync reads, or '
+            "--no-timeline). <code>perfonto timeline RUN --out trace.pftrace --format proto</code> writes one.</p>"
+        )
     else:
-        body = (f'<p>The correlated timeline (host calls, submissions, PCIe transfers, every chip\'s ops and collectives, '
-                f'metric counter tracks) is <a id="timeline-file" href="{e(timeline)}">{e(timeline)}</a>, next to this file. '
-                f'Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener noreferrer">ui.perfetto.dev</a> and '
-                "choose <em>Open trace file</em> (the trace stays on your machine: Perfetto's UI loads it in the browser).</p>")
+        body = (
+            f"<p>The correlated timeline (host calls, submissions, PCIe transfers, every chip's ops and collectives, "
+            f'metric counter tracks) is <a id="timeline-file" href="{e(timeline)}">{e(timeline)}</a>, next to this file. '
+            f'Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener noreferrer">ui.perfetto.dev</a> and '
+            "choose <em>Open trace file</em> (the trace stays on your machine: Perfetto's UI loads it in the browser).</p>"
+        )
     return f'<section id="timeline"><h2>Timeline</h2>{body}</section>'
 
 
@@ -289,16 +369,27 @@ def render(report: dict, pictures=(), *, headline=(), per_chip: dict | None = No
     page (None: none)."""
     pics = {p.name: p for p in pictures}
     title = f"perfonto — {report.get('model') or 'capture'} on {report.get('chips')} × {report.get('generation')}"
-    parts = [_headline(report, headline or list(report.get("metrics") or {})[:15]), _bottleneck(report, pics),
-             _ops(report, pics), _groups(report), _per_chip(report, pics, per_chip or {}), _multichip(report, pics),
-             _timeline(timeline), _notes(report)]
+    parts = [
+        _headline(report, headline or list(report.get("metrics") or {})[:15]),
+        _bottleneck(report, pics),
+        _ops(report, pics),
+        _groups(report),
+        _per_chip(report, pics, per_chip or {}),
+        _multichip(report, pics),
+        _timeline(timeline),
+        _notes(report),
+    ]
     present = ["summary"] + [s for s in SECTIONS[1:] if any(p.startswith(f'<section id="{s}"') for p in parts)]
     body = _summary(report, present) + "".join(parts)
-    meta = e(json.dumps({"generation": report.get("generation"), "model": report.get("model"), "chips": report.get("chips")}))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-            f'content="width=device-width,initial-scale=1"><meta name="perfonto-run" content="{meta}">'
-            f'<title>{e(title)}</title><style>{STYLE}</style></head>'
-            f"<body><h1>{e(title)}</h1>{body}<script>{SCRIPT}</script></body></html>\n")
+    meta = e(
+        json.dumps({"generation": report.get("generation"), "model": report.get("model"), "chips": report.get("chips")})
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+        f'content="width=device-width,initial-scale=1"><meta name="perfonto-run" content="{meta}">'
+        f"<title>{e(title)}</title><style>{STYLE}</style></head>"
+        f"<body><h1>{e(title)}</h1>{body}<script>{SCRIPT}</script></body></html>\n"
+    )
 
 
 __all__ = ["PERFETTO", "SECTIONS", "e", "fmt", "render", "si"]

@@ -13,6 +13,7 @@ does (counters summed, gauges by their ``across_chips`` rule, packed fields by t
 interval the chips' mean, per-chip constants × the number of chips) — from sums and maxima, so that a
 rollup of rollups (rack of hosts, pod of racks) is the rollup of the chips.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,7 +59,11 @@ class ChipSums:
 
     def needs(self, key: frozenset) -> set[str]:
         """Signals the metrics of class ``key`` read."""
-        return set().union(*[self.deps[m] for m in self.graph.metrics if self.key(m) == key]) if self.graph.metrics else set()
+        return (
+            set().union(*[self.deps[m] for m in self.graph.metrics if self.key(m) == key])
+            if self.graph.metrics
+            else set()
+        )
 
     def add(self, w: Windows) -> None:
         """Add one piece's prepared windows (null ones left out per class)."""
@@ -94,7 +99,10 @@ class ChipSums:
             sums, dt = sums_of(key, names)
             prev = self.sums[key]
             if prev is None:
-                self.sums[key] = ({n: np.array(sums[n], dtype=np.float64) for n in names}, np.array(dt, dtype=np.float64))
+                self.sums[key] = (
+                    {n: np.array(sums[n], dtype=np.float64) for n in names},
+                    np.array(dt, dtype=np.float64),
+                )
             else:
                 for n in names:
                     prev[0][n] += sums[n]
@@ -118,8 +126,9 @@ def run_values(gen, sums: dict[str, np.ndarray], dt: np.ndarray) -> dict[str, np
     return out
 
 
-def combine(gen, values: dict[str, np.ndarray], dt: np.ndarray, groups: np.ndarray, n_groups: int
-            ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def combine(
+    gen, values: dict[str, np.ndarray], dt: np.ndarray, groups: np.ndarray, n_groups: int
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Roll per-chip run-level ``values`` (C, …) and intervals ``dt`` (C,) up to ``n_groups`` groups
     (``groups``: (C,) group index of each chip): (values (G, …), interval (G,), chips (G,))."""
     n = np.bincount(groups, minlength=n_groups).astype(np.float64)

@@ -13,6 +13,7 @@ Memory does not grow with the samples: a block's windows are reduced to these ar
 Values are in the exported unit (``Exposition.unit.factor`` applied). ``snapshot()`` gives a
 consistent copy under a lock, for the HTTP thread and the OTLP reader.
 """
+
 from __future__ import annotations
 
 import threading
@@ -48,10 +49,16 @@ class SampleBlock:
 
     def slice(self, i0: int, i1: int) -> "SampleBlock":
         """Samples ``[i0, i1)`` (views); only the first slice keeps ``new_baseline``."""
-        return SampleBlock(self.timestamps_ns[i0:i1], {k: v[i0:i1] for k, v in self.raw.items()}, self.chips,
-                           None if self.present is None else self.present[i0:i1],
-                           {k: v[i0:i1] for k, v in self.missing.items()}, self.hosts,
-                           self.new_baseline and i0 == 0, self.source)
+        return SampleBlock(
+            self.timestamps_ns[i0:i1],
+            {k: v[i0:i1] for k, v in self.raw.items()},
+            self.chips,
+            None if self.present is None else self.present[i0:i1],
+            {k: v[i0:i1] for k, v in self.missing.items()},
+            self.hosts,
+            self.new_baseline and i0 == 0,
+            self.source,
+        )
 
 
 @dataclass
@@ -128,8 +135,10 @@ class LiveMetrics:
         if self._chips is None:
             self._start(block)
         elif self._keys(block) != self._series:
-            raise ValueError(f"{block.source or 'block'}: chips {[':'.join(k) for k in self._keys(block)]} differ from the "
-                             f"served (host:chip) {[':'.join(k) for k in self._series]}; restart `perfonto serve` for another server")
+            raise ValueError(
+                f"{block.source or 'block'}: chips {[':'.join(k) for k in self._keys(block)]} differ from the "
+                f"served (host:chip) {[':'.join(k) for k in self._series]}; restart `perfonto serve` for another server"
+            )
         if self._stream is None or block.new_baseline:
             self._stream = self.evaluator.Stream()
             self._baselines += 1
@@ -160,5 +169,14 @@ class LiveMetrics:
     def snapshot(self) -> Snapshot:
         """A consistent copy of the state (module docstring)."""
         with self._lock:
-            return Snapshot({k: v.copy() for k, v in self._values.items()}, self._series, self._created_s, self._samples,
-                            self._windows, dict(self._nulls), self._last_ts.copy(), self._last_push_s, self._baselines)
+            return Snapshot(
+                {k: v.copy() for k, v in self._values.items()},
+                self._series,
+                self._created_s,
+                self._samples,
+                self._windows,
+                dict(self._nulls),
+                self._last_ts.copy(),
+                self._last_push_s,
+                self._baselines,
+            )

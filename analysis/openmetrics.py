@@ -7,6 +7,7 @@ instance axis; series whose latest window is null are left out, never written as
 (``perfonto_serve_samples_total``, ``…_windows_total``, ``…_null_windows_total{metric}``,
 ``…_source_errors_total``, ``…_last_sample_timestamp_seconds``, ``…_lag_seconds``).
 """
+
 from __future__ import annotations
 
 import math
@@ -64,32 +65,43 @@ class LiveCollector(Collector):
     def _own(self, snap):
         p = self.prefix
         st = self.status()
-        c = CounterMetricFamily(f"{p}_serve_samples", "Raw samples pushed through the streaming evaluator (one per chip each).",
-                                labels=[])
+        c = CounterMetricFamily(
+            f"{p}_serve_samples", "Raw samples pushed through the streaming evaluator (one per chip each).", labels=[]
+        )
         c.add_metric([], snap.samples * max(len(snap.series), 1) if snap.series else 0, created=snap.created_s)
         yield c
-        c = CounterMetricFamily(f"{p}_serve_windows", "Windows evaluated per chip (each sample after a baseline closes one).",
-                                labels=[])
+        c = CounterMetricFamily(
+            f"{p}_serve_windows", "Windows evaluated per chip (each sample after a baseline closes one).", labels=[]
+        )
         c.add_metric([], snap.windows, created=snap.created_s)
         yield c
-        c = CounterMetricFamily(f"{p}_serve_null_windows", "Window values that were null (chip × window), per metric.",
-                                labels=["metric"])
+        c = CounterMetricFamily(
+            f"{p}_serve_null_windows", "Window values that were null (chip × window), per metric.", labels=["metric"]
+        )
         for name, n in snap.null_windows.items():
             c.add_metric([name], n, created=snap.created_s)
         yield c
         c = CounterMetricFamily(f"{p}_serve_source_errors", "Parts skipped or source failures.", labels=[])
         c.add_metric([], st.get("errors", 0), created=snap.created_s)
         yield c
-        g = GaugeMetricFamily(f"{p}_serve_last_sample_timestamp_seconds",
-                              "Device timestamp of the latest sample of each chip (the chip's own clock).",
-                              labels=["host", "chip"], unit="seconds")
+        g = GaugeMetricFamily(
+            f"{p}_serve_last_sample_timestamp_seconds",
+            "Device timestamp of the latest sample of each chip (the chip's own clock).",
+            labels=["host", "chip"],
+            unit="seconds",
+        )
         for ci, (host, chip) in enumerate(snap.series):
             if snap.last_timestamp_ns[ci] >= 0:
                 g.add_metric([host, chip], float(snap.last_timestamp_ns[ci]) * 1e-9)
         yield g
         lag = st.get("lag_s")
-        g = GaugeMetricFamily(f"{p}_serve_lag_seconds", "How far the source is behind real time (emulation: behind the "
-                              "wall clock; follow: since the latest part was read).", labels=[], unit="seconds")
+        g = GaugeMetricFamily(
+            f"{p}_serve_lag_seconds",
+            "How far the source is behind real time (emulation: behind the "
+            "wall clock; follow: since the latest part was read).",
+            labels=[],
+            unit="seconds",
+        )
         if lag is not None and math.isfinite(lag):
             g.add_metric([], lag)
         yield g

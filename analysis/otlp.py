@@ -8,6 +8,7 @@ the resource carries ``service.name`` = perfonto, ``host.name``, ``perfonto.gene
 ``perfonto.catalog_hash`` (a series from another host than the resource's gets its own ``host.name``
 attribute). Null series are not observed. The SDK's reader exports every ``interval_s`` seconds.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,15 @@ class OtlpExport:
     """Periodic OTLP export of ``live`` to ``endpoint`` (an OTLP/HTTP metrics URL, e.g.
     ``http://127.0.0.1:4318/v1/metrics``). ``shutdown()`` flushes and stops it."""
 
-    def __init__(self, live: LiveMetrics, endpoint: str, interval_s: float, resource: dict[str, str],
-                 timeout_s: float = 5.0, version: str = ""):
+    def __init__(
+        self,
+        live: LiveMetrics,
+        endpoint: str,
+        interval_s: float,
+        resource: dict[str, str],
+        timeout_s: float = 5.0,
+        version: str = "",
+    ):
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -31,15 +39,23 @@ class OtlpExport:
 
         self.live = live
         exporter = OTLPMetricExporter(endpoint=endpoint, timeout=timeout_s)
-        self.reader = PeriodicExportingMetricReader(exporter, export_interval_millis=interval_s * 1000.0,
-                                                    export_timeout_millis=timeout_s * 1000.0)
-        self.provider = MeterProvider(resource=Resource.create({"service.name": "perfonto", "host.name": live.host, **resource}),
-                                      metric_readers=[self.reader])
+        self.reader = PeriodicExportingMetricReader(
+            exporter, export_interval_millis=interval_s * 1000.0, export_timeout_millis=timeout_s * 1000.0
+        )
+        self.provider = MeterProvider(
+            resource=Resource.create({"service.name": "perfonto", "host.name": live.host, **resource}),
+            metric_readers=[self.reader],
+        )
         meter = self.provider.get_meter("perfonto.serve", version)
         graph = live.graph
         for name, e in live.expositions.items():
             make = meter.create_observable_gauge if e.instrument == "gauge" else meter.create_observable_counter
-            make(e.otel_name, callbacks=[self._callback(name)], unit=e.unit.ucum, description=graph.metrics[name].description)
+            make(
+                e.otel_name,
+                callbacks=[self._callback(name)],
+                unit=e.unit.ucum,
+                description=graph.metrics[name].description,
+            )
 
     def _callback(self, name: str):
         from opentelemetry.metrics import Observation

@@ -13,6 +13,7 @@ Every ``Picture`` keeps the numbers it plots in ``data`` (the test checks them a
 tables). Figures are built without pyplot (no global state); output is deterministic: fixed SVG
 ids (``svg.hashsalt``), text as paths, no dates in the metadata.
 """
+
 from __future__ import annotations
 
 import io
@@ -21,8 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-RC = {"svg.hashsalt": "perfonto", "svg.fonttype": "path", "font.size": 9, "axes.titlesize": 11,
-      "figure.dpi": 100, "savefig.dpi": 100, "path.simplify": False}
+RC = {
+    "svg.hashsalt": "perfonto",
+    "svg.fonttype": "path",
+    "font.size": 9,
+    "axes.titlesize": 11,
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "path.simplify": False,
+}
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 MAX_BINS = 400
 
@@ -112,20 +120,47 @@ def roofline_picture(report: dict) -> Picture | None:
             xr = peak / m["value"]
             ax.plot([x0, xr], [x0 * m["value"], peak], color="#333333", lw=1.3, ls="-" if i == 0 else "--")
             xl = x0 * 2.0
-            ax.annotate(f"{m['name']} {_si(m['value'], 'B/s')}", (xl, xl * m["value"]), xytext=(2, 6),
-                        textcoords="offset points", fontsize=7, rotation=0, color="#333333")
+            ax.annotate(
+                f"{m['name']} {_si(m['value'], 'B/s')}",
+                (xl, xl * m["value"]),
+                xytext=(2, 6),
+                textcoords="offset points",
+                fontsize=7,
+                rotation=0,
+                color="#333333",
+            )
         for i, c in enumerate(compute):  # compute roofs, from the HBM roof to the right
             start = c["value"] / memory[0]["value"]
-            ax.plot([start, x1], [c["value"], c["value"]], color="#333333", lw=1.3 if i == 0 else 1.0,
-                    ls="-" if i == 0 else ":")
-            ax.annotate(f"{c['name']} peak {_si(c['value'], 'FLOP/s')}", (x1, c["value"]), xytext=(-4, 3),
-                        textcoords="offset points", ha="right", fontsize=7, color="#333333")
+            ax.plot(
+                [start, x1],
+                [c["value"], c["value"]],
+                color="#333333",
+                lw=1.3 if i == 0 else 1.0,
+                ls="-" if i == 0 else ":",
+            )
+            ax.annotate(
+                f"{c['name']} peak {_si(c['value'], 'FLOP/s')}",
+                (x1, c["value"]),
+                xytext=(-4, 3),
+                textcoords="offset points",
+                ha="right",
+                fontsize=7,
+                color="#333333",
+            )
         shapes = {"matrix": "o", "vector": "^"}
         palette = _palette(len(rows))
         for i, r in enumerate(rows):
-            ax.scatter([r["intensity"]], [r["flops_per_s"]], s=40, marker=shapes.get(r["work"], "s"),
-                       color=palette[i], edgecolor="black", linewidth=0.5, zorder=3,
-                       label=f"{r['op']} ({r['work']})")
+            ax.scatter(
+                [r["intensity"]],
+                [r["flops_per_s"]],
+                s=40,
+                marker=shapes.get(r["work"], "s"),
+                color=palette[i],
+                edgecolor="black",
+                linewidth=0.5,
+                zorder=3,
+                label=f"{r['op']} ({r['work']})",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(x0, x1)
@@ -135,9 +170,17 @@ def roofline_picture(report: dict) -> Picture | None:
         title = f"Roofline — {report.get('model') or 'capture'} on {report.get('generation')}"
         ax.set_title(title)
         ax.grid(True, which="major", lw=0.3, alpha=0.5)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, title="op class (work)",
-                  title_fontsize=7, frameon=False)
-    points = [{"op": r["op"], "intensity": r["intensity"], "flops_per_s": r["flops_per_s"], "work": r["work"]} for r in rows]
+        ax.legend(
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=7,
+            title="op class (work)",
+            title_fontsize=7,
+            frameon=False,
+        )
+    points = [
+        {"op": r["op"], "intensity": r["intensity"], "flops_per_s": r["flops_per_s"], "work": r["work"]} for r in rows
+    ]
     return Picture("roofline", title, fig, {"points": points, "ceilings": cs})
 
 
@@ -163,8 +206,10 @@ def topdown_series(report: dict, table) -> dict | None:
     bins = max(1, int(np.ceil(W / MAX_BINS)))
     if bins > 1:
         edges = np.arange(0, W, bins)
-        shares = {n: np.array([np.nanmean(v[i:i + bins]) if np.isfinite(v[i:i + bins]).any() else np.nan for i in edges])
-                  for n, v in shares.items()}
+        shares = {
+            n: np.array([np.nanmean(v[i : i + bins]) if np.isfinite(v[i : i + bins]).any() else np.nan for i in edges])
+            for n, v in shares.items()
+        }
         t_mid = t_mid[np.minimum(edges + bins - 1, W - 1)]
     return {"time_s": t_mid, "nodes": nodes, "shares": shares}
 
@@ -177,8 +222,13 @@ def topdown_picture(report: dict, table) -> Picture | None:
     with __import__("matplotlib").rc_context(RC):
         fig, ax = _figure(8.0, 3.6)
         ys = [np.nan_to_num(s["shares"][n], nan=0.0) for n in s["nodes"]]
-        ax.stackplot(s["time_s"], ys, labels=[n.removeprefix("topdown.") for n in s["nodes"]],
-                     colors=COLORS[:len(ys)], linewidth=0)
+        ax.stackplot(
+            s["time_s"],
+            ys,
+            labels=[n.removeprefix("topdown.") for n in s["nodes"]],
+            colors=COLORS[: len(ys)],
+            linewidth=0,
+        )
         ax.set_xlim(float(s["time_s"][0]), float(s["time_s"][-1]))
         ax.set_ylim(0, 100)
         ax.set_xlabel("time [s] (window end, from the first sample)")
@@ -196,12 +246,19 @@ def heatmap_data(report: dict, limit: int = 24) -> dict | None:
     units = {n: m.get("unit") for n, m in (report.get("metrics") or {}).items()}
     if not per_chip:
         return None
-    names = [n for n in per_chip[0]["metrics"] if units.get(n) in ("percent", "%") and not n.endswith(".pct_of_peak")
-             and any(p["metrics"].get(n) is not None for p in per_chip)][:limit]
+    names = [
+        n
+        for n in per_chip[0]["metrics"]
+        if units.get(n) in ("percent", "%")
+        and not n.endswith(".pct_of_peak")
+        and any(p["metrics"].get(n) is not None for p in per_chip)
+    ][:limit]
     if not names:
         return None
     labels = [f"{p['host']}/{p['chip']}" if "host" in p else str(p["chip"]) for p in per_chip]
-    vals = np.array([[np.nan if p["metrics"].get(n) is None else p["metrics"][n] for n in names] for p in per_chip], float)
+    vals = np.array(
+        [[np.nan if p["metrics"].get(n) is None else p["metrics"][n] for n in names] for p in per_chip], float
+    )
     return {"chips": labels, "metrics": names, "values": vals}
 
 
@@ -209,15 +266,23 @@ def _matrix(data: dict, name: str, title: str, xlabel: str, ylabel: str, cbar: s
     vals = data["values"]
     with __import__("matplotlib").rc_context(RC):
         fig, ax = _figure(max(5.0, 0.45 * len(xt) + 2.5), max(2.6, 0.38 * len(yt) + 1.8))
-        im = ax.imshow(np.ma.masked_invalid(vals), aspect="auto", cmap="viridis", vmin=0.0, vmax=100.0,
-                       interpolation="nearest")
-        ax.set_xticks(range(len(xt)), labels=xt, rotation=60 if len(max(map(str, xt), key=len)) > 3 else 0,
-                      ha="right" if len(max(map(str, xt), key=len)) > 3 else "center", fontsize=7)
+        im = ax.imshow(
+            np.ma.masked_invalid(vals), aspect="auto", cmap="viridis", vmin=0.0, vmax=100.0, interpolation="nearest"
+        )
+        ax.set_xticks(
+            range(len(xt)),
+            labels=xt,
+            rotation=60 if len(max(map(str, xt), key=len)) > 3 else 0,
+            ha="right" if len(max(map(str, xt), key=len)) > 3 else "center",
+            fontsize=7,
+        )
         ax.set_yticks(range(len(yt)), labels=yt, fontsize=7)
         if vals.size <= 400:
             for (i, j), v in np.ndenumerate(vals):
                 if np.isfinite(v):
-                    ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=6, color="white" if v < 60 else "black")
+                    ax.text(
+                        j, i, f"{v:.0f}", ha="center", va="center", fontsize=6, color="white" if v < 60 else "black"
+                    )
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -230,8 +295,16 @@ def heatmap_picture(report: dict) -> Picture | None:
     d = heatmap_data(report)
     if d is None:
         return None
-    return _matrix(d, "heatmap", "Per chip × metric (run level, percent metrics)", "metric", "chip", "value [%]",
-                   d["metrics"], d["chips"])
+    return _matrix(
+        d,
+        "heatmap",
+        "Per chip × metric (run level, percent metrics)",
+        "metric",
+        "chip",
+        "value [%]",
+        d["metrics"],
+        d["chips"],
+    )
 
 
 def links_picture(report: dict) -> Picture | None:
@@ -241,8 +314,16 @@ def links_picture(report: dict) -> Picture | None:
         return None
     vals = np.array([[np.nan if x is None else x for x in row] for row in lk["utilization"]], float)
     d = {"chips": [str(c) for c in lk["chips"]], "links": list(range(lk["links"])), "values": vals}
-    return _matrix(d, "links", "Chip × link utilisation (share of link cycles transmitting)", "link", "chip",
-                   "busy [%]", d["links"], d["chips"])
+    return _matrix(
+        d,
+        "links",
+        "Chip × link utilisation (share of link cycles transmitting)",
+        "link",
+        "chip",
+        "busy [%]",
+        d["links"],
+        d["chips"],
+    )
 
 
 def pictures(report: dict, table=None) -> list[Picture]:
@@ -277,5 +358,14 @@ def write_pictures(pics: list[Picture], folder: str | Path) -> dict[str, list[st
     return out
 
 
-__all__ = ["Picture", "heatmap_data", "heatmap_picture", "links_picture", "pictures", "roofline_picture",
-           "topdown_picture", "topdown_series", "write_pictures"]
+__all__ = [
+    "Picture",
+    "heatmap_data",
+    "heatmap_picture",
+    "links_picture",
+    "pictures",
+    "roofline_picture",
+    "topdown_picture",
+    "topdown_series",
+    "write_pictures",
+]

@@ -3,12 +3,13 @@ least squares ``D_w ≈ Σ_k T_wk r_k`` (Lawson & Hanson, *Solving Least Squares
 ``scipy.optimize.nnls``), one rate per op class over the run, then per step for the classes that
 occur often enough to have one — kept only where they predict that step's held-out windows
 clearly better (split-half: fitted on the even windows, judged on the odd ones)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-HALF = 0.5         # a step's own fit uses the windows its frequent ops fill at least half of
-BETTER = 0.25      # ... and is kept where it leaves under a quarter of the run rates' held-out squared error
+HALF = 0.5  # a step's own fit uses the windows its frequent ops fill at least half of
+BETTER = 0.25  # ... and is kept where it leaves under a quarter of the run rates' held-out squared error
 
 
 def nnls_many(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -70,8 +71,9 @@ def fit_rates(T, D: np.ndarray, cell_class: np.ndarray, cell_seg: np.ndarray) ->
 
     D = D.reshape(D.shape[0], -1)
     n_cls = int(cell_class.max()) + 1
-    P = sparse.csr_matrix((np.ones(len(cell_class)), (np.arange(len(cell_class)), cell_class)),
-                          shape=(len(cell_class), n_cls))
+    P = sparse.csr_matrix(
+        (np.ones(len(cell_class)), (np.arange(len(cell_class)), cell_class)), shape=(len(cell_class), n_cls)
+    )
     Tg = np.asarray((T @ P).todense())
     used = Tg.sum(axis=0) > 0
     r = np.ones((n_cls, D.shape[1]))

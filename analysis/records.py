@@ -2,6 +2,7 @@
 metrics over request records (``metrics.population``) with the population each one covers (and a
 warning when the run's end cut it short), the records checked against the request counters, and
 the compute / communication / idle time split from the device trace (``metrics.timesplit``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -63,23 +64,40 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
             of, v, fields = arg.signal, np.asarray(rec.fields.get(arg.signal, []), dtype=np.float64), {arg.signal}
         else:
             continue
-        pop = (graph.record_metrics[of].population if of in graph.record_metrics else gen.record_fields[of].record) \
-            if (of in graph.record_metrics or of in gen.record_fields) else None
+        pop = (
+            (graph.record_metrics[of].population if of in graph.record_metrics else gen.record_fields[of].record)
+            if (of in graph.record_metrics or of in gen.record_fields)
+            else None
+        )
         null = np.isnan(v)
         started = np.zeros(v.shape, bool)
         sec = gen.registry.second
-        times = [f for f in sorted(fields) if f in rec.fields and rec.fields[f].shape == v.shape
-                 and gen.registry.Quantity(1, gen.record_fields[f].unit).dimensionality == gen.registry.Quantity(1, sec).dimensionality]
+        times = [
+            f
+            for f in sorted(fields)
+            if f in rec.fields
+            and rec.fields[f].shape == v.shape
+            and gen.registry.Quantity(1, gen.record_fields[f].unit).dimensionality
+            == gen.registry.Quantity(1, sec).dimensionality
+        ]
         first = next((f for f in times if all(_precedes(rec.fields[f], rec.fields[g]) for g in times if g != f)), None)
         if first is not None:  # started: the earliest instant the value needs (arrival, first token) is there
             started = np.isfinite(rec.fields[first])
         unfinished = int((null & started).sum())
-        doc = {"population": pop, "of": of, "count": int((~null).sum()), "without_value": int(null.sum()), "unfinished": unfinished}
+        doc = {
+            "population": pop,
+            "of": of,
+            "count": int((~null).sum()),
+            "without_value": int(null.sum()),
+            "unfinished": unfinished,
+        }
         func = next((n.func for n in _walk(m.ir) if isinstance(n, ir.Rollup)), "")
         if unfinished and func in ("p50", "p90", "p99", "mean"):
-            doc["warning"] = (f"capped by the run length: {unfinished} {pop or 'record'}(s) of the population had not finished "
-                              f"`{of}` by the end of the run; the slowest are the likeliest to be missing, so the value is "
-                              "biased low — run longer")
+            doc["warning"] = (
+                f"capped by the run length: {unfinished} {pop or 'record'}(s) of the population had not finished "
+                f"`{of}` by the end of the run; the slowest are the likeliest to be missing, so the value is "
+                "biased low — run longer"
+            )
         out[name] = doc
     return out
 
@@ -101,7 +119,11 @@ def records_vs_counters(gen, rec: Records, windows) -> str | None:
     the records list the requests that arrived in it (admissions before the run — a warm-up — are
     not written), while a counter of requests (unit ``request``) counts every completion."""
     comp = rec.fields.get("request.completion_time")
-    counters = [n for n, s in gen.signals.items() if kinds.of(s).window == "increase" and s.unit_text in ("request", "req", "requests")]
+    counters = [
+        n
+        for n, s in gen.signals.items()
+        if kinds.of(s).window == "increase" and s.unit_text in ("request", "req", "requests")
+    ]
     if comp is None or not counters or windows is None:
         return None
     name = counters[0]
@@ -112,10 +134,12 @@ def records_vs_counters(gen, rec: Records, windows) -> str | None:
     listed = int(np.isfinite(comp).sum())
     if abs(counted - listed) < 0.5:
         return None
-    return (f"the request records list {listed} request(s) completed in the run but `{name}` counts {counted:.0f}: "
-            + (f"{counted - listed:.0f} completed request(s) are not in the records (admitted before the run began, e.g. during "
-               "a warm-up), so the latency metrics (ttft, tpot, itl, e2e, requests_completed) do not cover them"
-               if counted > listed else "the records hold completions the counters did not count (another window or host?)"))
+    return f"the request records list {listed} request(s) completed in the run but `{name}` counts {counted:.0f}: " + (
+        f"{counted - listed:.0f} completed request(s) are not in the records (admitted before the run began, e.g. during "
+        "a warm-up), so the latency metrics (ttft, tpot, itl, e2e, requests_completed) do not cover them"
+        if counted > listed
+        else "the records hold completions the counters did not count (another window or host?)"
+    )
 
 
 def trace_time_split(trace_path: str | Path, windows) -> dict:

@@ -1,5 +1,6 @@
 """The JSON document of an analysed capture (``analysis.capture.Report``): the same for
 ``perfonto run`` and ``perfonto analyze``."""
+
 from __future__ import annotations
 
 import math
@@ -36,13 +37,20 @@ def metric_count(report) -> dict:
         v = np.asarray(report.evaluation.server[name], dtype=np.float64)
         with_value += bool(np.isfinite(v).any())
     request = sum(1 for n in graph.record_metrics if (report.records or {}).get(n) is not None)
-    return {"evaluated": len(graph.metrics), "with_value": with_value, "request": request, "unavailable": len(report.unavailable)}
+    return {
+        "evaluated": len(graph.metrics),
+        "with_value": with_value,
+        "request": request,
+        "unavailable": len(report.unavailable),
+    }
 
 
 def metric_count_text(c: dict) -> str:
     """``metric_count`` as the reports print it: ``86 metrics (82 with a value, 19 request-level, 0 unavailable)``."""
-    return (f"{c['evaluated']} metrics ({c['with_value']} with a value, {c['request']} request-level, "
-            f"{c['unavailable']} unavailable)")
+    return (
+        f"{c['evaluated']} metrics ({c['with_value']} with a value, {c['request']} request-level, "
+        f"{c['unavailable']} unavailable)"
+    )
 
 
 def report_json(report) -> dict:
@@ -60,54 +68,81 @@ def report_json(report) -> dict:
         if np.ndim(v) == 0:
             metrics[name] = {"value": _num(v), "unit": m.unit_text}
         else:
-            metrics[name] = {"value": [_num(x) for x in np.ravel(v)], "unit": m.unit_text,
-                             "axes": [list(a) for a in m.axes]}
+            metrics[name] = {
+                "value": [_num(x) for x in np.ravel(v)],
+                "unit": m.unit_text,
+                "axes": [list(a) for a in m.axes],
+            }
     for name, m in graph.record_metrics.items():
         v = (report.records or {}).get(name)
         if v is None:
             continue
         if np.ndim(v) == 0:
             pop = (report.populations or {}).get(name, {})
-            metrics[name] = {"value": _num(v), "unit": m.unit_text, "population": pop.get("population") or "run (over records)"} | \
-                {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
+            metrics[name] = {
+                "value": _num(v),
+                "unit": m.unit_text,
+                "population": pop.get("population") or "run (over records)",
+            } | {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
         else:
             arr = np.asarray(v, dtype=np.float64)
-            metrics[name] = {"value": None, "unit": m.unit_text, "population": m.population,
-                             "count": int(np.isfinite(arr).sum()), "nulls": int(np.isnan(arr).sum())}
+            metrics[name] = {
+                "value": None,
+                "unit": m.unit_text,
+                "population": m.population,
+                "count": int(np.isfinite(arr).sum()),
+                "nulls": int(np.isnan(arr).sum()),
+            }
     decls = graph.declarations
     for name, why in report.unavailable.items():
         metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
     per_chip = []
     for ci, chip in enumerate(report.evaluation.chips):
-        per_chip.append(({"host": str(report.evaluation.hosts[ci])} if report.evaluation.hosts is not None else {}) | {"chip": int(chip), "metrics": {
-            n: _num(report.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes}})
+        per_chip.append(
+            ({"host": str(report.evaluation.hosts[ci])} if report.evaluation.hosts is not None else {})
+            | {
+                "chip": int(chip),
+                "metrics": {n: _num(report.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes},
+            }
+        )
     a = report.analysis
-    return {
-        "generation": graph.generation.name,
-        "lineage": list(graph.generation.lineage),
-        "model": report.model,
-        "chips": report.chips,
-        "metrics": metrics,
-        "metric_count": metric_count(report),
-        "headline": getattr(report, "headline", None),
-        "bottleneck": a.bottleneck,
-        "bottleneck_label": a.bottleneck_label,
-        "topdown": {k: _num(v) for k, v in a.topdown.items()},
-        "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
-        "topdown_tree_violations": a.tree_violations,
-        "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
-        "bounds_violations": {"counts": a.violation_counts,
-                              "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations]},
-        "null_windows": a.null_windows,
-        "coverage": {k: round(v, 6) for k, v in report.evaluation.coverage.items() if v < 0.999999},
-        "unavailable": report.unavailable,
-        "per_chip": per_chip,
-        "outputs": report.outputs,
-        "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
-        "multichip": multichip_json(report.multichip),
-        "time_split": report.time_split,
-    } | per_group_json(report) | ({"notes": report.notes} if report.notes else {}) | _context(getattr(report, "context", None)) | (
-        {"fleet": fleet_json(report.fleet, graph), "engine": report.engine} if getattr(report, "fleet", None) is not None else {})
+    return (
+        {
+            "generation": graph.generation.name,
+            "lineage": list(graph.generation.lineage),
+            "model": report.model,
+            "chips": report.chips,
+            "metrics": metrics,
+            "metric_count": metric_count(report),
+            "headline": getattr(report, "headline", None),
+            "bottleneck": a.bottleneck,
+            "bottleneck_label": a.bottleneck_label,
+            "topdown": {k: _num(v) for k, v in a.topdown.items()},
+            "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
+            "topdown_tree_violations": a.tree_violations,
+            "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
+            "bounds_violations": {
+                "counts": a.violation_counts,
+                "first": [vars(v) | {"bounds": list(v.bounds)} for v in a.violations],
+            },
+            "null_windows": a.null_windows,
+            "coverage": {k: round(v, 6) for k, v in report.evaluation.coverage.items() if v < 0.999999},
+            "unavailable": report.unavailable,
+            "per_chip": per_chip,
+            "outputs": report.outputs,
+            "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
+            "multichip": multichip_json(report.multichip),
+            "time_split": report.time_split,
+        }
+        | per_group_json(report)
+        | ({"notes": report.notes} if report.notes else {})
+        | _context(getattr(report, "context", None))
+        | (
+            {"fleet": fleet_json(report.fleet, graph), "engine": report.engine}
+            if getattr(report, "fleet", None) is not None
+            else {}
+        )
+    )
 
 
 def per_group_json(report) -> dict:
@@ -123,8 +158,10 @@ def per_group_json(report) -> dict:
         out["attribution"] = attribution_json(att)
         out["ops"] = ops_json(gen, report.ops or [], att.groupings.get("op"))
     if getattr(report, "groups", None):
-        out["by"] = {g: group_json(gm, report.evaluated, att.groupings.get(g) if att is not None else None)
-                     for g, gm in report.groups.items()}
+        out["by"] = {
+            g: group_json(gm, report.evaluated, att.groupings.get(g) if att is not None else None)
+            for g, gm in report.groups.items()
+        }
     if getattr(report, "links", None) is not None:
         out["links"] = report.links
     return out
@@ -145,11 +182,20 @@ def fleet_json(fleet, graph) -> dict:
     for level, nodes in fleet.nodes.items():
         if level == "chip":
             continue
-        levels[level] = [{"node": node, "chips": int(fleet.chips[level][i]),
-                          "metrics": {n: _num(fleet.values[level][n][i]) for n in scalar if n in fleet.values[level]}}
-                         for i, node in enumerate(nodes)]
-    return {"levels": levels, "spread": fleet.spread, "outliers": fleet.outliers,
-            "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place]}
+        levels[level] = [
+            {
+                "node": node,
+                "chips": int(fleet.chips[level][i]),
+                "metrics": {n: _num(fleet.values[level][n][i]) for n in scalar if n in fleet.values[level]},
+            }
+            for i, node in enumerate(nodes)
+        ]
+    return {
+        "levels": levels,
+        "spread": fleet.spread,
+        "outliers": fleet.outliers,
+        "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place],
+    }
 
 
 def multichip_json(mc: dict | None) -> dict | None:
@@ -160,10 +206,17 @@ def multichip_json(mc: dict | None) -> dict | None:
     if mc is None:
         return None
     coll = mc.get("collective", {})
-    return {"straggler": coll.get("straggler"), "collective_wait_s": coll.get("wait_s"), "waits_for": coll.get("waits_for"),
-            "collective_wait_share": coll.get("wait_share_of_time"), "skew": coll.get("skew"),
-            "imbalance": mc.get("imbalance"), "saturation": mc.get("saturation"), "slow_links": mc.get("slow_links"),
-            "alignment": {k: v for k, v in mc.get("alignment", {}).items() if k in ("error_ns", "samples")}}
+    return {
+        "straggler": coll.get("straggler"),
+        "collective_wait_s": coll.get("wait_s"),
+        "waits_for": coll.get("waits_for"),
+        "collective_wait_share": coll.get("wait_share_of_time"),
+        "skew": coll.get("skew"),
+        "imbalance": mc.get("imbalance"),
+        "saturation": mc.get("saturation"),
+        "slow_links": mc.get("slow_links"),
+        "alignment": {k: v for k, v in mc.get("alignment", {}).items() if k in ("error_ns", "samples")},
+    }
 
 
 def _num(v) -> float | None:

@@ -20,6 +20,7 @@ Work counts only where it is ``significant`` (above its attribution error estima
 ``efficiency`` = performance ÷ ``min(P, I × B_HBM)``. Ops that do no floating-point work
 (collectives, host transfers) have no position.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,17 +72,34 @@ def ceilings(gen) -> list[dict]:
             continue
         value = float(reg.Quantity(c.value, c.unit).to("FLOP/s").magnitude)
         if name.startswith("spec.mxu.") and c.precision:
-            out.append({"name": c.precision.upper(), "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name,
-                        "precision": c.precision})
+            out.append(
+                {
+                    "name": c.precision.upper(),
+                    "kind": "compute",
+                    "value": value,
+                    "unit": "FLOP/s",
+                    "spec": name,
+                    "precision": c.precision,
+                }
+            )
         elif name.startswith("spec.vpu."):
-            out.append({"name": "vector", "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name,
-                        "precision": None})
+            out.append(
+                {"name": "vector", "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name, "precision": None}
+            )
     out.sort(key=lambda d: -d["value"])
     for block, (spec, label) in MEMORY.items():
         c = gen.spec.get(spec)
         if c is not None and _dim(gen, c.unit_text, "B/s"):
-            out.append({"name": label, "kind": "memory", "value": float(reg.Quantity(c.value, c.unit).to("B/s").magnitude),
-                        "unit": "B/s", "spec": spec, "precision": None})
+            out.append(
+                {
+                    "name": label,
+                    "kind": "memory",
+                    "value": float(reg.Quantity(c.value, c.unit).to("B/s").magnitude),
+                    "unit": "B/s",
+                    "spec": spec,
+                    "precision": None,
+                }
+            )
     return out
 
 
@@ -93,7 +111,9 @@ def _amount(totals: GroupTotals, names: list[str], k, gen, unit: str, what: str 
     for n in names:
         src = getattr(totals, what)
         if n in src:
-            total += float(reg.Quantity(float(np.sum(np.asarray(src[n])[k])), gen.signals[n].unit_text).to(unit).magnitude)
+            total += float(
+                reg.Quantity(float(np.sum(np.asarray(src[n])[k])), gen.signals[n].unit_text).to(unit).magnitude
+            )
     return total
 
 
@@ -134,10 +154,25 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
             per = {p: _amount(totals, names, k, gen, "FLOP") for p, names in sets["by_precision"].items()}
             prec = max(per, key=per.get) or None
         ceil = _ceiling(cs, work, prec)
-        row = {"op": label, "time_s": t, "time_share": t / total_time if total_time > 0 else None,
-               "spans": int(totals.spans[k]), "work": work, "precision": prec, "flops": flops if work else 0.0,
-               "hbm_bytes": byts, "intensity": None, "flops_per_s": None, "ceiling": None, "peak": None, "ridge": None,
-               "attainable": None, "efficiency": None, "side": None, "bound": bound[k] if bound else None}
+        row = {
+            "op": label,
+            "time_s": t,
+            "time_share": t / total_time if total_time > 0 else None,
+            "spans": int(totals.spans[k]),
+            "work": work,
+            "precision": prec,
+            "flops": flops if work else 0.0,
+            "hbm_bytes": byts,
+            "intensity": None,
+            "flops_per_s": None,
+            "ceiling": None,
+            "peak": None,
+            "ridge": None,
+            "attainable": None,
+            "efficiency": None,
+            "side": None,
+            "bound": bound[k] if bound else None,
+        }
         if work and t > 0:
             row["flops_per_s"] = flops / t
         if work and byts > 0:

@@ -5,6 +5,7 @@ and kind instead of one per window and link.
 (``links`` as compact text, ``0–11`` or ``0, 3, 5``); ``per_chip``: per chip and kind, the links that ever
 saturate, how many windows and bursts, the first and last time and the peak utilisation.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -33,8 +34,17 @@ def ranges(intervals: list[dict]) -> list[dict]:
     out = []
     for (kind, chip, t0, t1), ivs in groups.items():
         links = [iv["link"] for iv in ivs if "link" in iv]
-        out.append({"kind": kind, "chip": chip, "links": compact(links) if links else None, "start_s": t0, "end_s": t1,
-                    "windows": max(iv["windows"] for iv in ivs), "peak_util": max(iv["peak_util"] for iv in ivs)})
+        out.append(
+            {
+                "kind": kind,
+                "chip": chip,
+                "links": compact(links) if links else None,
+                "start_s": t0,
+                "end_s": t1,
+                "windows": max(iv["windows"] for iv in ivs),
+                "peak_util": max(iv["peak_util"] for iv in ivs),
+            }
+        )
     out.sort(key=lambda r: (r["start_s"], r["chip"], r["kind"]))
     return out
 
@@ -51,8 +61,17 @@ def per_chip(intervals: list[dict]) -> list[dict]:
     out = []
     for (kind, chip), rs in by.items():
         links = sorted(k for k in link_windows[(kind, chip)] if k is not None)
-        out.append({"kind": kind, "chip": chip, "links": compact(links) if links else None, "bursts": len(rs),
-                    "windows": max(link_windows[(kind, chip)].values()), "first_s": rs[0]["start_s"], "last_s": rs[-1]["end_s"],
-                    "peak_util": max(r["peak_util"] for r in rs)})
+        out.append(
+            {
+                "kind": kind,
+                "chip": chip,
+                "links": compact(links) if links else None,
+                "bursts": len(rs),
+                "windows": max(link_windows[(kind, chip)].values()),
+                "first_s": rs[0]["start_s"],
+                "last_s": rs[-1]["end_s"],
+                "peak_util": max(r["peak_util"] for r in rs),
+            }
+        )
     out.sort(key=lambda r: (-r["windows"], r["chip"], r["kind"]))
     return out

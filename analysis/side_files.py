@@ -4,6 +4,7 @@ clear error naming that file, not a failure after the whole evaluation ran, a py
 an error naming the counter dump instead. Request records, trace and sync reads are Parquet files
 (the collector-format guide, "Request records, trace, sync reads"); snapshots are a counter dump
 in the collector format (a file, a folder or a glob, read by ``capture.dump``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 from perfonto.capture.dump_io import DumpError, is_glob, parts_of
 from perfonto.ontology.files import describe_os_error, exists, is_dir
 
-GUIDE = "see the collector-format guide, \"Request records, trace, sync reads\" (perfonto docs)"
+GUIDE = 'see the collector-format guide, "Request records, trace, sync reads" (perfonto docs)'
 PARQUET_MAGIC = b"PAR1"
 SYNC_COLUMNS = ("chip", "host_before_ns", "device_ns", "host_after_ns")  # analysis.crosschip.fit_clocks
 
@@ -30,9 +31,11 @@ def check_side_files(capture) -> None:
     """
     from .spans import REQUIRED
 
-    for flag, what, source, columns in (("--requests", "request records", capture.requests, ()),
-                                        ("--trace", "trace", capture.trace, REQUIRED),
-                                        ("--sync", "sync reads", capture.sync, SYNC_COLUMNS)):
+    for flag, what, source, columns in (
+        ("--requests", "request records", capture.requests, ()),
+        ("--trace", "trace", capture.trace, REQUIRED),
+        ("--sync", "sync reads", capture.sync, SYNC_COLUMNS),
+    ):
         if isinstance(source, (str, Path)):
             check_parquet(source, flag, what, columns)
     snaps = capture.snapshots
@@ -63,18 +66,23 @@ def check_parquet(path: str | Path, flag: str, what: str, columns=()) -> None:
     except OSError as exc:
         raise DumpError(f"{describe_os_error(exc, p)} (the {what}, {flag})") from None
     if size < 12 or head[:4] != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raise DumpError(f"{p}: not a Parquet file ({_looks_like(head, size)}); {flag} takes the {what} as a Parquet "
-                        f"file — {GUIDE}")
+        raise DumpError(
+            f"{p}: not a Parquet file ({_looks_like(head, size)}); {flag} takes the {what} as a Parquet file — {GUIDE}"
+        )
     try:
         names = pq.ParquetFile(str(p)).schema_arrow.names
     except (OSError, pa.ArrowInvalid) as exc:
-        raise DumpError(f"{p}: not a readable Parquet file ({' '.join(str(exc).split())[:200]}); the {what} ({flag}) "
-                        "may be truncated or still being written — write it again") from None
+        raise DumpError(
+            f"{p}: not a readable Parquet file ({' '.join(str(exc).split())[:200]}); the {what} ({flag}) "
+            "may be truncated or still being written — write it again"
+        ) from None
     missing = [c for c in columns if c not in names]
     if missing:
-        raise DumpError(f"{p}: no column {', '.join(f'`{c}`' for c in missing)}; the wrong file? {flag} takes a "
-                        f"table with {', '.join(columns)} (this file has {', '.join(names[:8])}{' …' if len(names) > 8 else ''})"
-                        f" — {GUIDE}")
+        raise DumpError(
+            f"{p}: no column {', '.join(f'`{c}`' for c in missing)}; the wrong file? {flag} takes a "
+            f"table with {', '.join(columns)} (this file has {', '.join(names[:8])}{' …' if len(names) > 8 else ''})"
+            f" — {GUIDE}"
+        )
 
 
 def _looks_like(head: bytes, size: int) -> str:

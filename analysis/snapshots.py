@@ -10,6 +10,7 @@ the regular samples are merged with them (at equal timestamps the snapshot is ke
 rules (``metrics.windows``: wraps, resets, sentinels, scales) turn the merged stream into
 intervals that each lie inside one span or between spans.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,7 +38,9 @@ def merged_windows(snap: CounterDump, dump: CounterDump, gen) -> list[tuple[int,
         AttributionError: the dumps share no signal, or name hosts (snapshots are matched by chip).
     """
     if snap.hosts is not None or dump.hosts is not None:
-        raise AttributionError(f"{snap.path}: snapshots are matched to the counters by chip; a dump naming hosts is not supported")
+        raise AttributionError(
+            f"{snap.path}: snapshots are matched to the counters by chip; a dump naming hosts is not supported"
+        )
     names = [n for n in gen.signals if n in snap.raw and n in dump.raw]
     if not names:
         raise AttributionError(f"{snap.path}: the snapshots hold none of the counter dump's signals")
@@ -52,7 +55,7 @@ def merged_windows(snap: CounterDump, dump: CounterDump, gen) -> list[tuple[int,
             j = s_col[int(c)]
             sel = snap.present[:, j] & (snap.timestamps_ns[:, j] >= t_d[0]) & (snap.timestamps_ns[:, j] <= t_d[-1])
             t_s = snap.timestamps_ns[sel, j]
-            keep_d = ~np.isin(t_d, t_s)                           # a snapshot wins over a sample at the same time
+            keep_d = ~np.isin(t_d, t_s)  # a snapshot wins over a sample at the same time
             t = np.concatenate([t_d[keep_d], t_s])
             order = np.argsort(t, kind="stable")
             t = t[order]
@@ -60,14 +63,26 @@ def merged_windows(snap: CounterDump, dump: CounterDump, gen) -> list[tuple[int,
             missing = {}
             for n in names:
                 md = miss_d.get(n, np.zeros(rows_d[n].shape, bool))[keep_d]
-                ms = snap.missing[n][sel, j] if n in snap.missing else np.zeros((int(sel.sum()),) + rows_d[n].shape[1:], bool)
+                ms = (
+                    snap.missing[n][sel, j]
+                    if n in snap.missing
+                    else np.zeros((int(sel.sum()),) + rows_d[n].shape[1:], bool)
+                )
                 if md.any() or ms.any():
                     missing[n] = np.concatenate([md, ms])[order][:, None]
         else:
             t, raw, missing = t_d, rows_d, {n: v[:, None] for n, v in miss_d.items()}
-        one = CounterDump(snap.path, np.array([int(c)]), t[:, None], {n: v[:, None] for n, v in raw.items()},
-                          np.ones((len(t), 1), bool), missing, {}, None,
-                          tuple(n for n in gen.signals if n not in raw))
+        one = CounterDump(
+            snap.path,
+            np.array([int(c)]),
+            t[:, None],
+            {n: v[:, None] for n, v in raw.items()},
+            np.ones((len(t), 1), bool),
+            missing,
+            {},
+            None,
+            tuple(n for n in gen.signals if n not in raw),
+        )
         w = prepare(one, gen)
         out.append((int(c), t.astype(np.int64), {n: v[:, 0] for n, v in w.values.items()}))
     return out

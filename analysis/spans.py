@@ -18,6 +18,7 @@ Groupings (``--by``):
   ran both (continuous batching with chunked prefill), ``unknown`` when it ran neither or the trace
   has no steps.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +74,17 @@ class Spans:
 
     def take(self, sel) -> "Spans":
         """The spans selected by ``sel`` (a mask or indices)."""
-        return Spans(self.chip[sel], self.start[sel], self.end[sel], self.name[sel], self.kind[sel], self.layer[sel],
-                     self.step[sel], self.phase[sel], self.path)
+        return Spans(
+            self.chip[sel],
+            self.start[sel],
+            self.end[sel],
+            self.name[sel],
+            self.kind[sel],
+            self.layer[sel],
+            self.step[sel],
+            self.phase[sel],
+            self.path,
+        )
 
 
 def group_order(by: str, labels) -> list[str]:
@@ -114,8 +124,10 @@ def read_spans(trace, chips=None) -> Spans:
         raise AttributionError(f"{label}: cannot read the trace ({exc})") from None
     missing = [c for c in REQUIRED if c not in t.column_names]
     if missing:
-        raise AttributionError(f"{label}: the trace has no column {', '.join(missing)}; attribution needs the device "
-                               f"spans (kind, name, clock, chip, start_ns, end_ns; see the collector-format guide)")
+        raise AttributionError(
+            f"{label}: the trace has no column {', '.join(missing)}; attribution needs the device "
+            f"spans (kind, name, clock, chip, start_ns, end_ns; see the collector-format guide)"
+        )
     kind, clock = _text(t, "kind"), _text(t, "clock")
     chip = t.column("chip").to_numpy(zero_copy_only=False)
     keep = (clock == "device") & np.isin(kind, LEAF_KINDS)
@@ -133,7 +145,9 @@ def read_spans(trace, chips=None) -> Spans:
     bad = end < start
     if bad.any():
         i = int(idx[np.flatnonzero(bad)[0]])
-        raise AttributionError(f"{label}: row {i + 1} ends before it starts (start_ns {start[bad][0]}, end_ns {end[bad][0]})")
+        raise AttributionError(
+            f"{label}: row {i + 1} ends before it starts (start_ns {start[bad][0]}, end_ns {end[bad][0]})"
+        )
     names = _text(t, "name")[idx]
     step = ints("step")
     chip_v = np.asarray(chip, np.int64)[idx]
@@ -145,8 +159,9 @@ def read_spans(trace, chips=None) -> Spans:
 def _phases(names: np.ndarray, chip: np.ndarray, step: np.ndarray, given: np.ndarray) -> np.ndarray:
     """The phase of every span (module docstring)."""
     lower = np.char.lower(names.astype(str))
-    own = np.where(np.char.find(lower, "prefill") >= 0, "prefill",
-                   np.where(np.char.find(lower, "decode") >= 0, "decode", "")).astype(object)
+    own = np.where(
+        np.char.find(lower, "prefill") >= 0, "prefill", np.where(np.char.find(lower, "decode") >= 0, "decode", "")
+    ).astype(object)
     out = np.full(len(names), "unknown", dtype=object)
     if len(names):
         key = chip * (int(step.max()) + 2 if len(step) else 1) + step
@@ -161,4 +176,14 @@ def _phases(names: np.ndarray, chip: np.ndarray, step: np.ndarray, given: np.nda
     return out.astype(str)
 
 
-__all__ = ["AttributionError", "BY", "LEAF_KINDS", "NO_LAYER", "NO_SPAN", "PHASES", "Spans", "group_order", "read_spans"]
+__all__ = [
+    "AttributionError",
+    "BY",
+    "LEAF_KINDS",
+    "NO_LAYER",
+    "NO_SPAN",
+    "PHASES",
+    "Spans",
+    "group_order",
+    "read_spans",
+]

@@ -9,6 +9,7 @@ columns — with every register column declared ``LONG``: Spark then hands the q
 ``codegen.sql.generate_sql(dialect="spark")`` prints it and writes one row per (host, chip, window)
 as Parquet partitioned by host. pyspark is imported only here.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,21 +39,27 @@ def check_master(master: str) -> str:
 
     m = _REMOTE.match(master)
     if not _LOCAL.match(master) and not m:
-        raise DumpError(f"--spark-master {master!r}: not a Spark master URL; write local[N], local[*], spark://HOST:PORT, "
-                        "k8s://…, mesos://… or yarn")
+        raise DumpError(
+            f"--spark-master {master!r}: not a Spark master URL; write local[N], local[*], spark://HOST:PORT, "
+            "k8s://…, mesos://… or yarn"
+        )
     if m and master.startswith("spark://"):
         errors = []
         for hp in m.group("hosts").split(","):
             host, _, port = hp.rpartition(":")
             if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise DumpError(f"--spark-master {master!r}: `{hp}` is not HOST:PORT (a standalone master listens on 7077)")
+                raise DumpError(
+                    f"--spark-master {master!r}: `{hp}` is not HOST:PORT (a standalone master listens on 7077)"
+                )
             try:
                 with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
                     return master
             except OSError as exc:
                 errors.append(f"{hp}: {exc.strerror or exc}")
-        raise DumpError(f"--spark-master {master!r}: no master answers ({'; '.join(errors)}); start the master "
-                        "(sbin/start-master.sh) or check the URL")
+        raise DumpError(
+            f"--spark-master {master!r}: no master answers ({'; '.join(errors)}); start the master "
+            "(sbin/start-master.sh) or check the URL"
+        )
     return master
 
 
@@ -67,9 +74,14 @@ def session(master: str = "local[2]", app: str = "perfonto"):
         from pyspark.sql import SparkSession
     except ImportError:  # pragma: no cover - pyspark comes with the test extras
         raise DumpError("--engine spark needs pyspark: pip install pyspark (Java 17 must be installed)") from None
-    b = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
-         .config("spark.sql.parquet.enableVectorizedReader", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false"))
+    b = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.parquet.enableVectorizedReader", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
     if master.startswith("local"):
         b = b.config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
     s = b.getOrCreate()
@@ -93,12 +105,22 @@ def counters_frame(spark, source: str | Path, gen):
     return spark.read.schema(StructType(fields)).parquet(path)
 
 
-def window_values(spark, graph: MetricGraph, source: str | Path, out: str | Path | None, *, sample_period_ns: int | None,
-                  host: bool = True, view: str = "counters"):
+def window_values(
+    spark,
+    graph: MetricGraph,
+    source: str | Path,
+    out: str | Path | None,
+    *,
+    sample_period_ns: int | None,
+    host: bool = True,
+    view: str = "counters",
+):
     """Run the generated Spark SQL over ``source``; write the result to ``out`` (partitioned by host)
     when given, and return the DataFrame."""
     counters_frame(spark, source, graph.generation).createOrReplaceTempView(view)
-    text = generate_sql(graph, view, sample_period_ns=sample_period_ns, dialect="spark", pretty=False, order=False, host=host)
+    text = generate_sql(
+        graph, view, sample_period_ns=sample_period_ns, dialect="spark", pretty=False, order=False, host=host
+    )
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--")).rstrip().rstrip(";")
     df = spark.sql(body)
     if out is not None:

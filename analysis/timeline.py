@@ -23,6 +23,7 @@ interned names) through the ``perfetto`` package's ``TraceProtoBuilder``, writte
 it for long runs, where JSON grows past hundreds of MB (a 10 s, 8-chip op-level run: 95 MB of JSON,
 44 MB of protobuf).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,8 @@ class Model:
     start: np.ndarray
     dur: np.ndarray
     args: list
-    counters: list[tuple[int, str, np.ndarray, np.ndarray]]       # (pid, metric, ts_ns, values)
-    flows: list[list[tuple[int, int, float]]]                     # each: [(pid, tid, ts_ns), ...] s → t … → f
+    counters: list[tuple[int, str, np.ndarray, np.ndarray]]  # (pid, metric, ts_ns, values)
+    flows: list[list[tuple[int, int, float]]]  # each: [(pid, tid, ts_ns), ...] s → t … → f
     processes: dict[int, str]
     threads: dict[tuple[int, int], str]
     t0: float = 0.0
@@ -77,7 +78,9 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
     """
     run = Run.open(run_dir)
     if not run.file("trace.parquet").exists():
-        raise TimelineError(f"{run.path}: no trace.parquet; re-run the emulator (it writes the trace beside the counters)")
+        raise TimelineError(
+            f"{run.path}: no trace.parquet; re-run the emulator (it writes the trace beside the counters)"
+        )
     fits = fit_clocks(run)
     t = aligned_trace(run, fits)
     kind, unit, names = text(t, "kind"), text(t, "unit"), text(t, "name")
@@ -103,9 +106,16 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
     if len(coll):
         w, last = instance_waits(t.column("instance").to_numpy()[coll], chip[coll], hs[coll])
         for i, wi, li in zip(coll, w, last):
-            args[i] = {"step": int(step[i]), "layer": int(layer[i]), "bytes": float(nbytes[i]),
-                       "wait_us": round(float(wi) / 1e3, 3), "last_to_arrive": f"chip {int(li)}"}
-    for i in np.flatnonzero((kind == "dma") | (kind == "exec") | (kind == "step") | (kind == "api") | (kind == "submit")):
+            args[i] = {
+                "step": int(step[i]),
+                "layer": int(layer[i]),
+                "bytes": float(nbytes[i]),
+                "wait_us": round(float(wi) / 1e3, 3),
+                "last_to_arrive": f"chip {int(li)}",
+            }
+    for i in np.flatnonzero(
+        (kind == "dma") | (kind == "exec") | (kind == "step") | (kind == "api") | (kind == "submit")
+    ):
         args[i] = {"step": int(step[i])} if kind[i] != "dma" else {"step": int(step[i]), "bytes": float(nbytes[i])}
     # flows: launch call → submission → h2d transfer (chip c) → forward pass (chip c), per step and chip
     mid = hs + dur / 2
@@ -133,25 +143,47 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
     threads = {(HOST_PID, v): k for k, v in HOST_THREADS.items()}
     for c in chips:
         threads.update({(CHIP_PID0 + c, v): k for k, v in CHIP_THREADS.items()})
-    return Model(pid, tid, label.astype(object), kind.astype(object), hs, dur, args, counters, flows, processes, threads, t0,
-                 {"slices": int(len(hs)), "flows": len(flows), "counter_tracks": len(counters),
-                  "steps": len(by_kind["api"]), "chips": len(chips)})
+    return Model(
+        pid,
+        tid,
+        label.astype(object),
+        kind.astype(object),
+        hs,
+        dur,
+        args,
+        counters,
+        flows,
+        processes,
+        threads,
+        t0,
+        {
+            "slices": int(len(hs)),
+            "flows": len(flows),
+            "counter_tracks": len(counters),
+            "steps": len(by_kind["api"]),
+            "chips": len(chips),
+        },
+    )
 
 
 def _counters(run: Run, fits, metrics) -> list:
     path = run.file("metrics.parquet")
     if not path.exists():
         if metrics:
-            raise TimelineError(f"{run.path}: no metrics.parquet for the counter tracks {', '.join(metrics)}; "
-                                f"run `perfonto run` (it evaluates the metrics) or leave --metrics out")
+            raise TimelineError(
+                f"{run.path}: no metrics.parquet for the counter tracks {', '.join(metrics)}; "
+                f"run `perfonto run` (it evaluates the metrics) or leave --metrics out"
+            )
         return []
     cols = pq.read_schema(str(path)).names
     if metrics:
         bad = [m for m in metrics if m not in cols]
         if bad:
             avail = [c for c in cols if c not in ("window", "chip", "start_ns", "interval_s")]
-            raise TimelineError(f"metric(s) {', '.join(bad)} not in {path}; available: {', '.join(avail[:30])}"
-                                f"{' …' if len(avail) > 30 else ''}")
+            raise TimelineError(
+                f"metric(s) {', '.join(bad)} not in {path}; available: {', '.join(avail[:30])}"
+                f"{' …' if len(avail) > 30 else ''}"
+            )
         chosen = list(metrics)
     else:
         chosen = [m for m in DEFAULT_METRICS if m in cols]
@@ -192,8 +224,11 @@ def write_json(model: Model, path: str | Path) -> dict:
     t0 = model.t0
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write('{"displayTimeUnit": "ns", "otherData": ' + json.dumps({"trace_start_host_ns": t0, **model.stats})
-                 + ', "traceEvents": [\n')
+        fh.write(
+            '{"displayTimeUnit": "ns", "otherData": '
+            + json.dumps({"trace_start_host_ns": t0, **model.stats})
+            + ', "traceEvents": [\n'
+        )
         first = True
 
         def emit(ev):
@@ -211,21 +246,45 @@ def write_json(model: Model, path: str | Path) -> dict:
         for i in range(len(model.start)):
             s = _ns(model.start[i], t0)
             e = _ns(model.start[i] + model.dur[i], t0)
-            ev = {"ph": "X", "name": str(model.name[i]), "cat": str(model.cat[i]), "pid": int(model.pid[i]),
-                  "tid": int(model.tid[i]), "ts": _ts(s), "dur": _dur(e - s)}
+            ev = {
+                "ph": "X",
+                "name": str(model.name[i]),
+                "cat": str(model.cat[i]),
+                "pid": int(model.pid[i]),
+                "tid": int(model.tid[i]),
+                "ts": _ts(s),
+                "dur": _dur(e - s),
+            }
             if model.args[i]:
                 ev["args"] = model.args[i]
             emit(ev)
         for fid, chain in enumerate(model.flows, start=1):
             for k, (pid, tid, ts) in enumerate(chain):
                 ph = "s" if k == 0 else ("f" if k == len(chain) - 1 else "t")
-                ev = {"ph": ph, "id": fid, "name": "launch", "cat": "launch", "pid": pid, "tid": tid, "ts": _ts(_ns(ts, t0))}
+                ev = {
+                    "ph": ph,
+                    "id": fid,
+                    "name": "launch",
+                    "cat": "launch",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": _ts(_ns(ts, t0)),
+                }
                 if ph == "f":
                     ev["bp"] = "e"
                 emit(ev)
         for pid, metric, ts, vals in model.counters:
             for x, v in zip(ts, vals):
-                emit({"ph": "C", "name": metric, "pid": pid, "tid": 0, "ts": _ts(_ns(x, t0)), "args": {"value": float(v)}})
+                emit(
+                    {
+                        "ph": "C",
+                        "name": metric,
+                        "pid": pid,
+                        "tid": 0,
+                        "ts": _ts(_ns(x, t0)),
+                        "args": {"value": float(v)},
+                    }
+                )
         fh.write("\n]}\n")
     return {"events": n, **model.stats}
 
@@ -267,7 +326,7 @@ def write_proto(model: Model, path: str | Path, chunk: int = 20_000) -> dict:
             n += 1
             return p
 
-        p = packet()   # interned strings, valid for the rest of the sequence
+        p = packet()  # interned strings, valid for the rest of the sequence
         for text_, iid in names.items():
             e = p.interned_data.event_names.add()
             e.iid, e.name = iid, text_
@@ -287,7 +346,7 @@ def write_proto(model: Model, path: str | Path, chunk: int = 20_000) -> dict:
             p.track_descriptor.uuid = pid * 1000 + tid
             p.track_descriptor.parent_uuid = pid * 1000
             p.track_descriptor.thread.pid = pid
-            p.track_descriptor.thread.tid = pid * 100 + tid   # tids are global in the proto format
+            p.track_descriptor.thread.tid = pid * 100 + tid  # tids are global in the proto format
             p.track_descriptor.thread.thread_name = name
         counter_uuid = {}
         for k, (pid, metric, _, _) in enumerate(model.counters):
@@ -333,7 +392,7 @@ def write_proto(model: Model, path: str | Path, chunk: int = 20_000) -> dict:
             ref = np.concatenate([ref, *cref])
         cvals = np.concatenate(cval) if cval else np.zeros(0)
         seq = np.lexsort((tie, order, ts_all))
-        track = (model.pid.astype(np.int64) * 1000 + model.tid.astype(np.int64))
+        track = model.pid.astype(np.int64) * 1000 + model.tid.astype(np.int64)
         for q in seq:
             p = packet()
             p.timestamp = int(ts_all[q])

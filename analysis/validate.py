@@ -1,6 +1,7 @@
 """Metrics against ground truth: for each metric with a ground-truth counterpart, the value computed
 from the ground truth alone (``truth_table``), and the checks of an evaluated run against it
 (``check_run``). The emulated workloads themselves are run by ``perfonto.validation``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,11 +17,17 @@ def _peak(gen, name: str, unit: str) -> float:
     return float(gen.registry.Quantity(c.value, c.unit).to(unit).magnitude)
 
 
-LEVEL2 = {"topdown.compute.matrix": "compute_matrix", "topdown.compute.vector": "compute_vector",
-          "topdown.memory.weights": "memory_weights", "topdown.memory.kv_cache": "memory_kv",
-          "topdown.memory.activations": "memory_activations", "topdown.interconnect.link_transfer": "collective_transfer",
-          "topdown.interconnect.peer_wait": "collective_wait", "topdown.host.pcie": "host_pcie",
-          "topdown.host.launch": "host_launch"}
+LEVEL2 = {
+    "topdown.compute.matrix": "compute_matrix",
+    "topdown.compute.vector": "compute_vector",
+    "topdown.memory.weights": "memory_weights",
+    "topdown.memory.kv_cache": "memory_kv",
+    "topdown.memory.activations": "memory_activations",
+    "topdown.interconnect.link_transfer": "collective_transfer",
+    "topdown.interconnect.peer_wait": "collective_wait",
+    "topdown.host.pcie": "host_pcie",
+    "topdown.host.launch": "host_launch",
+}
 
 
 def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
@@ -92,8 +99,6 @@ class Check:
         if self.truth == 0:
             return 0.0 if self.measured == 0 else float("inf")
         return abs(self.measured / self.truth - 1.0)
-
-
 
 
 def check_run(graph, ev: Evaluation, records: dict, gt: dict, label: str) -> list[Check]:

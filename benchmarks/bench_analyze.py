@@ -20,6 +20,7 @@ page cache for all of them alike (both engines decode it from memory, neither fr
 The headline is warm analyze ÷ DuckDB (the median of each); DuckDB's and analyze's metric tables are
 cross-checked on a sample of windows (values within 1e-9 relative, the same nulls).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,9 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--chips", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--data-dir", default=None, help="where the dump is kept between runs (default: a folder under the temp dir)")
+    ap.add_argument(
+        "--data-dir", default=None, help="where the dump is kept between runs (default: a folder under the temp dir)"
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     a = ap.parse_args(argv)
     data = Path(a.data_dir or Path(tempfile.gettempdir()) / "perfonto-bench-analyze")
@@ -87,8 +90,23 @@ def main(argv=None) -> int:
     try:
         if not dump.exists():
             print(f"making the dump: perfonto run --duration {a.duration} --chips {a.chips}", file=sys.stderr)
-            _run([PY, "-m", "perfonto", "run", "--duration", a.duration, "--chips", str(a.chips), "--out", str(run_dir),
-                  "--force", "--json"], env)
+            _run(
+                [
+                    PY,
+                    "-m",
+                    "perfonto",
+                    "run",
+                    "--duration",
+                    a.duration,
+                    "--chips",
+                    str(a.chips),
+                    "--out",
+                    str(run_dir),
+                    "--force",
+                    "--json",
+                ],
+                env,
+            )
         import pyarrow.parquet as pq
 
         rows = pq.ParquetFile(dump).metadata.num_rows
@@ -103,11 +121,15 @@ def main(argv=None) -> int:
         cache = work / "cache"
         env_cache = dict(env, PERFONTO_CACHE_DIR=str(cache))
         _warm_file(dump)
-        cold_wall, cold_peak, cold = _run([PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / "cold"), "--json"], env_cache)
+        cold_wall, cold_peak, cold = _run(
+            [PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / "cold"), "--json"], env_cache
+        )
         warm = []
         for k in range(a.repeat):
             _warm_file(dump)
-            wall, peak, done = _run([PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / f"warm-{k}"), "--json"], env_cache)
+            wall, peak, done = _run(
+                [PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / f"warm-{k}"), "--json"], env_cache
+            )
             warm.append((wall, peak))
             if "compiling" in done.stderr:
                 raise SystemExit("a warm run compiled again:\n" + done.stderr)
@@ -119,16 +141,24 @@ def main(argv=None) -> int:
         d_med = statistics.median(w for w, _ in duck)
         w_med = statistics.median(w for w, _ in warm)
         res = {
-            "rows": rows, "dump_mb": round(dump.stat().st_size / 1e6, 1),
-            "duckdb_s": [round(w, 3) for w, _ in duck], "duckdb_median_s": round(d_med, 3),
+            "rows": rows,
+            "dump_mb": round(dump.stat().st_size / 1e6, 1),
+            "duckdb_s": [round(w, 3) for w, _ in duck],
+            "duckdb_median_s": round(d_med, 3),
             "duckdb_peak_mb": round(max(p for _, p in duck)),
-            "analyze_cold_s": round(cold_wall, 3), "analyze_cold_peak_mb": round(cold_peak),
-            "analyze_warm_s": [round(w, 3) for w, _ in warm], "analyze_warm_median_s": round(w_med, 3),
+            "analyze_cold_s": round(cold_wall, 3),
+            "analyze_cold_peak_mb": round(cold_peak),
+            "analyze_warm_s": [round(w, 3) for w, _ in warm],
+            "analyze_warm_median_s": round(w_med, 3),
             "analyze_warm_peak_mb": round(max(p for _, p in warm)),
-            "warm_vs_duckdb": round(w_med / d_med, 3), "cold_vs_duckdb": round(cold_wall / d_med, 3),
-            "analyze_rows_per_s": round(rows / w_med), "duckdb_rows_per_s": round(rows / d_med),
-            "help_s": round(starts["help"], 3), "explain_mfu_s": round(starts["explain_mfu"], 3),
-            "cross_check": check, "targets": {"warm_vs_duckdb": 0.2, "explain_mfu_s": 1.0, "help_s": 0.5},
+            "warm_vs_duckdb": round(w_med / d_med, 3),
+            "cold_vs_duckdb": round(cold_wall / d_med, 3),
+            "analyze_rows_per_s": round(rows / w_med),
+            "duckdb_rows_per_s": round(rows / d_med),
+            "help_s": round(starts["help"], 3),
+            "explain_mfu_s": round(starts["explain_mfu"], 3),
+            "cross_check": check,
+            "targets": {"warm_vs_duckdb": 0.2, "explain_mfu_s": 1.0, "help_s": 0.5},
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -136,11 +166,19 @@ def main(argv=None) -> int:
         print(json.dumps(res, indent=2))
     else:
         print(f"dump: {rows:,} rows ({res['dump_mb']} MB Parquet)")
-        print(f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)")
-        print(f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the catalog and the kernel)")
-        print(f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs {res['analyze_warm_s']}, "
-              f"peak {res['analyze_warm_peak_mb']} MB)")
-        print(f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} s (target < 1)")
+        print(
+            f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)"
+        )
+        print(
+            f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the catalog and the kernel)"
+        )
+        print(
+            f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs {res['analyze_warm_s']}, "
+            f"peak {res['analyze_warm_peak_mb']} MB)"
+        )
+        print(
+            f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} s (target < 1)"
+        )
         print(f"cross-check against DuckDB: {check}")
     return 0
 
@@ -157,15 +195,23 @@ def _cross_check(duck: Path, ours: Path, n: int = 4000) -> str:
     d = d.take(pc.sort_indices(key(d)))
     o = o.take(pc.sort_indices(key(o)))
     d, o = d.slice(0, n), o.slice(0, n)
-    names = [c for c in o.column_names if c in d.column_names and c not in ("window", "chip", "host", "start_ns", "interval_s",
-                                                                                 "out_of_bounds")]
+    names = [
+        c
+        for c in o.column_names
+        if c in d.column_names and c not in ("window", "chip", "host", "start_ns", "interval_s", "out_of_bounds")
+    ]
     bad = []
     for c in names:
         x, y = _floats(o, c), _floats(d, c)
-        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)) or \
-                not np.allclose(x[~np.isnan(x)], y[~np.isnan(y)], rtol=1e-9, atol=0):
+        if (
+            x.shape != y.shape
+            or not np.array_equal(np.isnan(x), np.isnan(y))
+            or not np.allclose(x[~np.isnan(x)], y[~np.isnan(y)], rtol=1e-9, atol=0)
+        ):
             bad.append(c)
-    return f"{len(names) - len(bad)} of {len(names)} metrics agree on {n} rows" + (f"; differ: {bad[:5]}" if bad else "")
+    return f"{len(names) - len(bad)} of {len(names)} metrics agree on {n} rows" + (
+        f"; differ: {bad[:5]}" if bad else ""
+    )
 
 
 def _floats(t, c):

@@ -14,6 +14,7 @@ own. Printed:
   and the marginal cost of an added chip;
 - a projection and the calibration replay (``perfonto project`` / ``validate-emulator`` work).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,10 +54,14 @@ def main() -> None:
     base = durations[0]
 
     big = measure(8, 60.0)
-    print(f"60 s of 8-chip Llama-3-70B at 1 ms samples: {big['wall_s']:.2f} s wall, {big['max_rss_gb']:.2f} GB max RSS "
-          f"({big['steps']} steps, {big['samples']} samples × 8 chips)")
-    print(f"  ratio to the {BUDGET_S:.0f} s budget: {big['wall_s'] / BUDGET_S:.3f}; to the {BUDGET_GB:.0f} GB budget: "
-          f"{big['max_rss_gb'] / BUDGET_GB:.3f}; wall s per simulated s: {big['wall_s'] / 60.0:.4f}")
+    print(
+        f"60 s of 8-chip Llama-3-70B at 1 ms samples: {big['wall_s']:.2f} s wall, {big['max_rss_gb']:.2f} GB max RSS "
+        f"({big['steps']} steps, {big['samples']} samples × 8 chips)"
+    )
+    print(
+        f"  ratio to the {BUDGET_S:.0f} s budget: {big['wall_s'] / BUDGET_S:.3f}; to the {BUDGET_GB:.0f} GB budget: "
+        f"{big['max_rss_gb'] / BUDGET_GB:.3f}; wall s per simulated s: {big['wall_s'] / 60.0:.4f}"
+    )
 
     print("linearity in simulated time (8 chips):")
     ref, prev = None, None
@@ -65,8 +70,10 @@ def main() -> None:
         per = m["wall_s"] / d
         ref = ref or per
         slope = f", marginal {(m['wall_s'] - prev[1]) / (d - prev[0]):.4f} s per added simulated s" if prev else ""
-        print(f"  {d:5.1f} s simulated: {m['wall_s']:6.2f} s wall, {per:.4f} s per simulated s, ratio {per / ref:.2f}, "
-              f"{m['max_rss_gb']:.2f} GB{slope}")
+        print(
+            f"  {d:5.1f} s simulated: {m['wall_s']:6.2f} s wall, {per:.4f} s per simulated s, ratio {per / ref:.2f}, "
+            f"{m['max_rss_gb']:.2f} GB{slope}"
+        )
         prev = (d, m["wall_s"])
 
     print(f"linearity in chips ({base:g} s simulated):")
@@ -76,7 +83,9 @@ def main() -> None:
         per = m["wall_s"] / (c * base)
         ref = ref or per
         slope = f", marginal {(m['wall_s'] - prev[1]) / (c - prev[0]):.3f} s per added chip" if prev else ""
-        print(f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {per / ref:.2f}{slope}")
+        print(
+            f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {per / ref:.2f}{slope}"
+        )
         prev = (c, m["wall_s"])
 
     from perfonto.emulator.calibration import load_rows, prepare
@@ -89,8 +98,10 @@ def main() -> None:
     for r in rows:
         prepare(r)
     t2 = time.perf_counter()
-    print(f"projection (sohu, 8 chips, 2048/128, 3,000 requests): {t1 - t0:.2f} s; replay of the {len(rows)} "
-          f"calibration benchmarks: {t2 - t1:.2f} s ({(t2 - t1) / len(rows):.2f} s per row, budget 60 s per row)")
+    print(
+        f"projection (sohu, 8 chips, 2048/128, 3,000 requests): {t1 - t0:.2f} s; replay of the {len(rows)} "
+        f"calibration benchmarks: {t2 - t1:.2f} s ({(t2 - t1) / len(rows):.2f} s per row, budget 60 s per row)"
+    )
 
 
 if __name__ == "__main__":

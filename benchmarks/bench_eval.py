@@ -30,6 +30,7 @@ reclaims idle file pages within minutes, and the floor assumes the input in memo
 how much of each input was resident and how much was read back.
 Engines are cross-checked on the first windows (values within 1e-9 relative, same nulls).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,13 @@ import pyarrow.parquet as pq
 ROW_GROUP_SAMPLES = 8192
 PERIOD_NS = 1_000_000
 WRITE = {"compression": "none", "use_dictionary": False, "write_statistics": False}  # metric tables, pyarrow engines
-TARGETS = {"vs_best_engine": 0.5, "vs_floor": 20.0, "compile_10k_s": 2.0, "stream_median_us": 100.0, "peak_gb": 2.0}  # issues 19, 26
+TARGETS = {
+    "vs_best_engine": 0.5,
+    "vs_floor": 20.0,
+    "compile_10k_s": 2.0,
+    "stream_median_us": 100.0,
+    "peak_gb": 2.0,
+}  # issues 19, 26
 COMPILE_RUNS = 3  # compiles of the synthetic catalog, each from its files; the median is reported
 STRETCH = {"vs_floor": 3.0, "compile_10k_s": 1.0, "stream_median_us": 50.0}
 
@@ -93,8 +100,10 @@ def make_data(path: Path, samples: int, chips: int, seed: int = 0) -> None:
     with pq.ParquetWriter(str(tmp), schema, compression="none", use_dictionary=False, write_statistics=False) as w:
         for s0 in range(0, samples, ROW_GROUP_SAMPLES):
             S = min(ROW_GROUP_SAMPLES, samples - s0)
-            cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), S)),
-                    pa.array(np.repeat(np.arange(s0, s0 + S, dtype=np.int64) * PERIOD_NS, chips))]
+            cols = [
+                pa.array(np.tile(np.arange(chips, dtype=np.int32), S)),
+                pa.array(np.repeat(np.arange(s0, s0 + S, dtype=np.int64) * PERIOD_NS, chips)),
+            ]
             for name, sig in gen.signals.items():
                 n = sig.instances
                 if sig.kind in ("counter", "histogram"):
@@ -113,7 +122,11 @@ def make_data(path: Path, samples: int, chips: int, seed: int = 0) -> None:
                     if sig.sentinel:
                         raw[rng.random((S, chips, n)) < 1e-3] = np.uint64(sig.sentinel[0])
                 flat = raw.reshape(S * chips, n)
-                cols.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), n) if sig.axes else pa.array(flat[:, 0]))
+                cols.append(
+                    pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), n)
+                    if sig.axes
+                    else pa.array(flat[:, 0])
+                )
             w.write_table(pa.Table.from_arrays(cols, schema=schema), row_group_size=S * chips)
     tmp.rename(path)
 
@@ -135,7 +148,10 @@ def make_flat(path: Path) -> None:
     writer = None
     for i in range(pf.num_row_groups):
         t = pf.read_row_group(i)
-        cols, names = [t.column("chip").combine_chunks(), t.column("timestamp_ns").combine_chunks()], ["chip", "timestamp_ns"]
+        cols, names = (
+            [t.column("chip").combine_chunks(), t.column("timestamp_ns").combine_chunks()],
+            ["chip", "timestamp_ns"],
+        )
         for name, sig in gen.signals.items():
             c = t.column(name).combine_chunks()
             if sig.axes:
@@ -171,8 +187,11 @@ def _metric_table(chip: np.ndarray, start: np.ndarray, interval: np.ndarray, val
     cols = {"chip": pa.array(chip), "start_ns": pa.array(start), "interval_s": pa.array(interval)}
     for n in names:
         v = values[n]
-        cols[n] = pa.array(v.reshape(-1), from_pandas=True) if v.ndim == 2 else \
-            pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), from_pandas=True), int(np.prod(v.shape[2:])))
+        cols[n] = (
+            pa.array(v.reshape(-1), from_pandas=True)
+            if v.ndim == 2
+            else pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1), from_pandas=True), int(np.prod(v.shape[2:])))
+        )
     return pa.table(cols)
 
 
@@ -202,7 +221,9 @@ def engine_reference(data: Path, out: Path) -> dict:
         w = prepare(dump, gen)
         res = evaluate(graph, w)
         W = w.interval.shape[0]
-        tab = _metric_table(np.tile(np.arange(C, dtype=np.int32), W), ts[:-1].reshape(-1), w.interval.reshape(-1), res, graph.metrics)
+        tab = _metric_table(
+            np.tile(np.arange(C, dtype=np.int32), W), ts[:-1].reshape(-1), w.interval.reshape(-1), res, graph.metrics
+        )
         if writer is None:
             writer = pq.ParquetWriter(str(out), tab.schema, **WRITE)
         writer.write_table(tab)
@@ -235,8 +256,8 @@ def engine_stream(data: Path, out: Path, n: int = 5000) -> dict:
     chip = t.column("chip").to_numpy()
     C = int(chip.max()) + 1
     S = min(len(chip) // C, n + 1)
-    ts = t.column("timestamp_ns").to_numpy()[:S * C].reshape(S, C)
-    regs = {name: _column_array(t.column(name), b - a)[:S * C].reshape(S, C, b - a) for name, a, b in mod._REGS}
+    ts = t.column("timestamp_ns").to_numpy()[: S * C].reshape(S, C)
+    regs = {name: _column_array(t.column(name), b - a)[: S * C].reshape(S, C, b - a) for name, a, b in mod._REGS}
     samples = [{k: v[i] for k, v in regs.items()} for i in range(S)]
     packed = np.concatenate([regs[name] for name, _, _ in mod._REGS], axis=2)  # (S, C, FLAT_COLUMNS)
     out = {}
@@ -250,7 +271,9 @@ def engine_stream(data: Path, out: Path, n: int = 5000) -> dict:
             stream.push(ts[i], feed[i])
             lat.append(time.perf_counter() - t0)
         lat = np.array(lat[100:] if len(lat) > 200 else lat)
-        out.update({f"median_us{label}": float(np.median(lat) * 1e6), f"p99_us{label}": float(np.percentile(lat, 99) * 1e6)})
+        out.update(
+            {f"median_us{label}": float(np.median(lat) * 1e6), f"p99_us{label}": float(np.percentile(lat, 99) * 1e6)}
+        )
     out["samples"] = len(lat)
     out["kernel"] = mod._jit() is not None
     return out
@@ -266,12 +289,30 @@ def engine_cli(data: Path, out: Path, repeat: int = 1) -> dict:
     env["PERFONTO_CACHE_DIR"] = str(out.parent / "perfonto-cache")
     warmup = out.parent / "warmup-slice.parquet"
     if not warmup.exists():
-        pq.write_table(pq.ParquetFile(str(data if data.suffix == ".parquet" else data.with_name(data.name.replace("-flat.arrow",
-                                                                                                                    ".parquet"))))
-                       .read_row_group(0), str(warmup))
+        pq.write_table(
+            pq.ParquetFile(
+                str(data if data.suffix == ".parquet" else data.with_name(data.name.replace("-flat.arrow", ".parquet")))
+            ).read_row_group(0),
+            str(warmup),
+        )
     t0 = time.perf_counter()
-    w = subprocess.run([sys.executable, "-m", "perfonto", "analyze", str(warmup), "--out", str(out.parent / "warmup-out"), "--force",
-                        "--engine", "embedded"], capture_output=True, text=True, env=env)
+    w = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfonto",
+            "analyze",
+            str(warmup),
+            "--out",
+            str(out.parent / "warmup-out"),
+            "--force",
+            "--engine",
+            "embedded",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if w.returncode != 0:
         raise RuntimeError(w.stderr.strip().splitlines()[-1])
     first_s = time.perf_counter() - t0
@@ -280,8 +321,24 @@ def engine_cli(data: Path, out: Path, repeat: int = 1) -> dict:
         cache = warm(data)
         t0 = time.perf_counter()
         with tempfile.TemporaryFile("w+") as fe:  # not a pipe: os.wait4 reads none, a full pipe would stall the child
-            p = subprocess.Popen([sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out), "--force", "--engine",
-                                  "embedded"], stdout=subprocess.DEVNULL, stderr=fe, text=True, env=env)
+            p = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "perfonto",
+                    "analyze",
+                    str(data),
+                    "--out",
+                    str(out),
+                    "--force",
+                    "--engine",
+                    "embedded",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=fe,
+                text=True,
+                env=env,
+            )
             _, status, usage = os.wait4(p.pid, 0)
             wall = time.perf_counter() - t0
             fe.seek(0)
@@ -290,11 +347,21 @@ def engine_cli(data: Path, out: Path, repeat: int = 1) -> dict:
             raise RuntimeError(err.strip().splitlines()[-1] if err.strip() else "perfonto analyze failed")
         if "compiling" in err:
             raise RuntimeError("a timed run compiled the kernel: the warm-up did not fill the cache")
-        runs.append({"seconds": wall, "peak_mb": usage.ru_maxrss / 1024.0, "input_resident": cache["resident_before"],
-                     "input_read_mb": cache["read_mb"]})
+        runs.append(
+            {
+                "seconds": wall,
+                "peak_mb": usage.ru_maxrss / 1024.0,
+                "input_resident": cache["resident_before"],
+                "input_read_mb": cache["read_mb"],
+            }
+        )
     med = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
-    return {**med, "rows": sum(pq.ParquetFile(str(f)).metadata.num_rows for f in out.rglob("*.parquet")),
-            "runs_s": [round(r["seconds"], 3) for r in runs], "first_run_with_compile_s": round(first_s, 3)}
+    return {
+        **med,
+        "rows": sum(pq.ParquetFile(str(f)).metadata.num_rows for f in out.rglob("*.parquet")),
+        "runs_s": [round(r["seconds"], 3) for r in runs],
+        "first_run_with_compile_s": round(first_s, 3),
+    }
 
 
 def engine_cli_arrow(data: Path, out: Path, repeat: int = 1) -> dict:
@@ -302,17 +369,27 @@ def engine_cli_arrow(data: Path, out: Path, repeat: int = 1) -> dict:
     return engine_cli(flat_path(data), out, repeat)
 
 
-ENGINES = {"cli": engine_cli, "cli-arrow": engine_cli_arrow, "reference": engine_reference, "duckdb": engine_duckdb,
-           "stream": engine_stream}
+ENGINES = {
+    "cli": engine_cli,
+    "cli-arrow": engine_cli_arrow,
+    "reference": engine_reference,
+    "duckdb": engine_duckdb,
+    "stream": engine_stream,
+}
 
 
 def run_engine(name: str, data: Path, out: Path, repeat: int = 1) -> dict:
     """Run one engine in a child process (``_child``): returns its wall time, peak memory and result,
     with its input's page-cache residency (``input_cache``)."""
-    proc = subprocess.run([sys.executable, __file__, "--engine", name, "--data", str(data), "--out", str(out), "--repeat", str(repeat)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--engine", name, "--data", str(data), "--out", str(out), "--repeat", str(repeat)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
-        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1] if (proc.stderr or proc.stdout) else "failed"}
+        return {
+            "error": (proc.stderr or proc.stdout).strip().splitlines()[-1] if (proc.stderr or proc.stdout) else "failed"
+        }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -345,8 +422,10 @@ def copy_bandwidth(size_mb: int = 512) -> float:
     for threads in (1, 2):
         parts = np.array_split(np.arange(n), threads)
         for _ in range(3):
+
             def work(p):
-                np.copyto(dst[p[0]:p[-1] + 1], src[p[0]:p[-1] + 1])
+                np.copyto(dst[p[0] : p[-1] + 1], src[p[0] : p[-1] + 1])
+
             ths = [threading.Thread(target=work, args=(p,)) for p in parts]
             t0 = time.perf_counter()
             for th in ths:
@@ -363,9 +442,15 @@ def synthetic_catalog(folder: Path, n_signals: int = 2000, n_metrics: int = 1000
     rng = np.random.default_rng(seed)
     blocks = 40
     per = n_signals // blocks
-    lines = ["generation: synth", "description: synthetic catalog for the compile-time benchmark", "clock_domains:",
-             "  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}", "spec:",
-             "  peak: {value: 100, unit: GB/s, provenance: assumed}", "blocks:"]
+    lines = [
+        "generation: synth",
+        "description: synthetic catalog for the compile-time benchmark",
+        "clock_domains:",
+        "  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}",
+        "spec:",
+        "  peak: {value: 100, unit: GB/s, provenance: assumed}",
+        "blocks:",
+    ]
     sigs: list[tuple[str, str, bool]] = []
     for b in range(blocks):
         inst = b % 4 == 0
@@ -389,17 +474,17 @@ def synthetic_catalog(folder: Path, n_signals: int = 2000, n_metrics: int = 1000
         ta = f"sum({a[0]})" if a[2] else a[0]
         k = i % 4
         if k == 0:
-            out.append(f"metric m{i}.rate [{a[1]}/s] = {ta} / interval\n  \"rate {i}\"\n")
+            out.append(f'metric m{i}.rate [{a[1]}/s] = {ta} / interval\n  "rate {i}"\n')
         elif k == 1:
             b = sigs[int(rng.integers(len(sigs)))]
             tb = f"max({b[0]})" if b[2] else b[0]
-            out.append(f"metric m{i}.ratio [{a[1]}/{b[1]}] = {ta} / {tb}\n  \"ratio {i}\"\n  bounds 0 .. 1e12\n")
+            out.append(f'metric m{i}.ratio [{a[1]}/{b[1]}] = {ta} / {tb}\n  "ratio {i}"\n  bounds 0 .. 1e12\n')
             made.append((f"m{i}.ratio", f"{a[1]}/{b[1]}"))
         elif k == 2 and made:
             m, u = made[int(rng.integers(len(made)))]
-            out.append(f"metric m{i}.scaled [percent] = {m} / ({m} + 1 [{u}])\n  \"metric of a metric {i}\"\n")
+            out.append(f'metric m{i}.scaled [percent] = {m} / ({m} + 1 [{u}])\n  "metric of a metric {i}"\n')
         else:
-            out.append(f"metric m{i}.amount [{a[1]}] = {ta} * 2 + {ta}\n  \"amount {i}\"\n")
+            out.append(f'metric m{i}.amount [{a[1]}] = {ta} * 2 + {ta}\n  "amount {i}"\n')
     mpath = folder / "synth.metrics"
     mpath.write_text("\n".join(out))
     return ypath, mpath
@@ -443,15 +528,27 @@ def compile_times(profile: bool) -> dict:
         if prof:
             st = pstats.Stats(prof)
             rows = sorted(((v[3], f"{Path(k[0]).name}:{k[1]}({k[2]})") for k, v in st.stats.items()), reverse=True)
-            top = [f"{name} {cum:.2f} s" for cum, name in rows if "compiler.py" in name or "infer.py" in name or "parser.py" in name][:6]
-    return {"shipped_s": shipped, "shipped_metrics": len(g.metrics), "synthetic_load_s": t_load, "synthetic_compile_s": t_comp,
-            "synthetic_compile_runs_s": [round(x, 3) for x in runs], "synthetic_codegen_s": t_gen, "profile": top}
+            top = [
+                f"{name} {cum:.2f} s"
+                for cum, name in rows
+                if "compiler.py" in name or "infer.py" in name or "parser.py" in name
+            ][:6]
+    return {
+        "shipped_s": shipped,
+        "shipped_metrics": len(g.metrics),
+        "synthetic_load_s": t_load,
+        "synthetic_compile_s": t_comp,
+        "synthetic_compile_runs_s": [round(x, 3) for x in runs],
+        "synthetic_codegen_s": t_gen,
+        "profile": top,
+    }
 
 
 # -- cross-check and report ---------------------------------------------------------------------------
 def cross_check(outputs: dict[str, Path], names: list[str], rows: int) -> dict[str, str]:
     """Compare each engine's first ``rows`` windows (ordered by chip, start) with those of ``perfonto
     analyze`` (``cli``)."""
+
     def table(path):
         t = pq.read_table(str(path)) if path.is_dir() else _read_all(path, None)
         return t
@@ -467,7 +564,11 @@ def cross_check(outputs: dict[str, Path], names: list[str], rows: int) -> dict[s
         if eng == "cli" or not path.exists():
             continue
         t = table(path)
-        t = t.filter(pa.array(np.isin(t.column("chip").to_numpy().astype(np.int64) * 10**15 + t.column("start_ns").to_numpy(), key)))
+        t = t.filter(
+            pa.array(
+                np.isin(t.column("chip").to_numpy().astype(np.int64) * 10**15 + t.column("start_ns").to_numpy(), key)
+            )
+        )
         t = first(t)
         bad = []
         for n in names:
@@ -495,11 +596,18 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=250_000)
     ap.add_argument("--chips", type=int, default=8)
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "perfonto-bench"))
-    ap.add_argument("--engines", default="cli,cli-arrow,reference,duckdb",
-                    help="comma-separated: cli (perfonto analyze over the Parquet file), cli-arrow (over its flat Arrow IPC copy), "
-                         "reference, duckdb")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of perfonto analyze after its warm-up; the median is reported (default 3)")
+    ap.add_argument(
+        "--engines",
+        default="cli,cli-arrow,reference,duckdb",
+        help="comma-separated: cli (perfonto analyze over the Parquet file), cli-arrow (over its flat Arrow IPC copy), "
+        "reference, duckdb",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of perfonto analyze after its warm-up; the median is reported (default 3)",
+    )
     ap.add_argument("--profile", action="store_true", help="always profile the 10,000-metric compile")
     ap.add_argument("--keep", action="store_true", help="keep the engines' metric tables in the data folder")
     ap.add_argument("--engine", help=argparse.SUPPRESS)
@@ -514,8 +622,9 @@ def main() -> None:
     d.mkdir(parents=True, exist_ok=True)
     data = d / f"counters-{graph.generation.content_hash}-{args.chips}x{args.samples}.parquet"
     if not data.exists():
-        for stale in list(d.glob(f"counters-*-{args.chips}x{args.samples}.parquet")) + \
-                list(d.glob(f"counters-*-{args.chips}x{args.samples}-flat.arrow")):  # written for an older ontology
+        for stale in list(d.glob(f"counters-*-{args.chips}x{args.samples}.parquet")) + list(
+            d.glob(f"counters-*-{args.chips}x{args.samples}-flat.arrow")
+        ):  # written for an older ontology
             stale.unlink()
         t0 = time.perf_counter()
         print(f"writing {data} ...", file=sys.stderr)
@@ -547,8 +656,11 @@ def main() -> None:
     comp = compile_times(args.profile)
     if comp["synthetic_compile_s"] > TARGETS["compile_10k_s"] and not comp["profile"]:
         comp["profile"] = compile_times(True)["profile"]  # where the time goes; the figure stays the unprofiled one
-    check = cross_check({k: v for k, v in outputs.items() if "error" not in results[k]}, list(graph.metrics), 4096) \
-        if "cli" in outputs and "error" not in results["cli"] else {}
+    check = (
+        cross_check({k: v for k, v in outputs.items() if "error" not in results[k]}, list(graph.metrics), 4096)
+        if "cli" in outputs and "error" not in results["cli"]
+        else {}
+    )
 
     report(args, graph, lay, rows, bw, floor, bytes_in + bytes_out, results, check, stream, comp)
     if not args.keep:
@@ -562,53 +674,120 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
     nan = float("nan")
     gen_s = results.get("cli", {}).get("seconds", nan)
     best = results["duckdb"]["seconds"] if "duckdb" in results and "error" not in results["duckdb"] else nan
-    print(f"\nperfonto evaluation benchmark — {args.chips} chips × {args.samples:,} samples = {rows:,} rows, "
-          f"{len(graph.generation.signals)} signal columns ({lay.n} register values read per row), {len(graph.metrics)} metrics; "
-          f"{os.cpu_count()} cores; copy bandwidth {bw / 1e9:.1f} GB/s (read + write), {moved / 1e9:.2f} GB to move\n")
-    label = {"cli": "perfonto analyze, Parquet", "cli-arrow": "perfonto analyze, Arrow IPC",
-             "reference": "reference interpreter", "duckdb": "DuckDB, generated SQL"}
+    print(
+        f"\nperfonto evaluation benchmark — {args.chips} chips × {args.samples:,} samples = {rows:,} rows, "
+        f"{len(graph.generation.signals)} signal columns ({lay.n} register values read per row), {len(graph.metrics)} metrics; "
+        f"{os.cpu_count()} cores; copy bandwidth {bw / 1e9:.1f} GB/s (read + write), {moved / 1e9:.2f} GB to move\n"
+    )
+    label = {
+        "cli": "perfonto analyze, Parquet",
+        "cli-arrow": "perfonto analyze, Arrow IPC",
+        "reference": "reference interpreter",
+        "duckdb": "DuckDB, generated SQL",
+    }
     table = []  # (measure, value, unit, ratio text, target text, met)
     for eng, r in results.items():
         if "error" in r:
             table.append((f"{label.get(eng, eng)}: failed ({r['error'][:60]})", nan, "", "", "", None))
             continue
         note = f", {check[eng]}" if eng in check else ""
-        name = f"{label.get(eng, eng)}, time" + (f" (median of {len(r['runs_s'])})" if len(r.get("runs_s", [])) > 1 else "")
+        name = f"{label.get(eng, eng)}, time" + (
+            f" (median of {len(r['runs_s'])})" if len(r.get("runs_s", [])) > 1 else ""
+        )
         table.append((name, r["seconds"], "s", f"{r['seconds'] / gen_s:.2f} × analyze{note}", "", None))
     for eng in ("cli", "cli-arrow"):
         r = results.get(eng, {})
         if "runs_s" in r:
-            table.append((f"{label[eng]}: every run", min(r["runs_s"]), "s", "min; runs " + ", ".join(f"{x:.3f}" for x in r["runs_s"]),
-                          "", None))
-            table.append((f"{label[eng]}: warm-up (compiles, small slice)", r["first_run_with_compile_s"], "s", "", "", None))
-    table.append(("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × analyze", "", None))
-    table.append(("analyze (Parquet) ÷ DuckDB", gen_s / best, "", "", f"≤ {TARGETS['vs_best_engine']}",
-                  gen_s / best <= TARGETS["vs_best_engine"]))
+            table.append(
+                (
+                    f"{label[eng]}: every run",
+                    min(r["runs_s"]),
+                    "s",
+                    "min; runs " + ", ".join(f"{x:.3f}" for x in r["runs_s"]),
+                    "",
+                    None,
+                )
+            )
+            table.append(
+                (f"{label[eng]}: warm-up (compiles, small slice)", r["first_run_with_compile_s"], "s", "", "", None)
+            )
+    table.append(
+        ("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × analyze", "", None)
+    )
+    table.append(
+        (
+            "analyze (Parquet) ÷ DuckDB",
+            gen_s / best,
+            "",
+            "",
+            f"≤ {TARGETS['vs_best_engine']}",
+            gen_s / best <= TARGETS["vs_best_engine"],
+        )
+    )
     for eng in ("cli", "cli-arrow"):
         if eng in results and "error" not in results[eng]:
             s = results[eng]["seconds"]
-            table.append((f"{label[eng]} ÷ memory floor", s / floor, "", f"stretch ≤ {STRETCH['vs_floor']:g}: "
-                          f"{'yes' if s / floor <= STRETCH['vs_floor'] else 'no'}", f"≤ {TARGETS['vs_floor']:g}", s / floor <= TARGETS["vs_floor"]))
+            table.append(
+                (
+                    f"{label[eng]} ÷ memory floor",
+                    s / floor,
+                    "",
+                    f"stretch ≤ {STRETCH['vs_floor']:g}: {'yes' if s / floor <= STRETCH['vs_floor'] else 'no'}",
+                    f"≤ {TARGETS['vs_floor']:g}",
+                    s / floor <= TARGETS["vs_floor"],
+                )
+            )
     table.append(("compile, shipped catalog", comp["shipped_s"], "s", "", "", None))
-    table.append(("compile, 10,000 metrics/2,000 signals, median",
-                  comp["synthetic_compile_s"], "s", f"{comp['synthetic_compile_s'] / TARGETS['compile_10k_s']:.2f} × target; runs "
-                  + ", ".join(f"{x:.2f}" for x in comp["synthetic_compile_runs_s"]), f"< {TARGETS['compile_10k_s']:g} s",
-                  comp["synthetic_compile_s"] < TARGETS["compile_10k_s"]))
+    table.append(
+        (
+            "compile, 10,000 metrics/2,000 signals, median",
+            comp["synthetic_compile_s"],
+            "s",
+            f"{comp['synthetic_compile_s'] / TARGETS['compile_10k_s']:.2f} × target; runs "
+            + ", ".join(f"{x:.2f}" for x in comp["synthetic_compile_runs_s"]),
+            f"< {TARGETS['compile_10k_s']:g} s",
+            comp["synthetic_compile_s"] < TARGETS["compile_10k_s"],
+        )
+    )
     table.append(("codegen (Python), 10,000 metrics", comp["synthetic_codegen_s"], "s", "", "", None))
     med = stream.get("median_us", nan)
-    table.append(("streaming latency per sample, median", med, "µs", f"{med / TARGETS['stream_median_us']:.2f} × target",
-                  f"< {TARGETS['stream_median_us']:g} µs", med < TARGETS["stream_median_us"]))
+    table.append(
+        (
+            "streaming latency per sample, median",
+            med,
+            "µs",
+            f"{med / TARGETS['stream_median_us']:.2f} × target",
+            f"< {TARGETS['stream_median_us']:g} µs",
+            med < TARGETS["stream_median_us"],
+        )
+    )
     table.append(("streaming latency per sample, p99", stream.get("p99_us", nan), "µs", "", "", None))
     med_a = stream.get("median_us_array", nan)
-    table.append(("streaming, registers as one array, median", med_a, "µs", f"{med_a / TARGETS['stream_median_us']:.2f} × target",
-                  f"< {STRETCH['stream_median_us']:g} µs (stretch)", med_a < STRETCH["stream_median_us"]))
+    table.append(
+        (
+            "streaming, registers as one array, median",
+            med_a,
+            "µs",
+            f"{med_a / TARGETS['stream_median_us']:.2f} × target",
+            f"< {STRETCH['stream_median_us']:g} µs (stretch)",
+            med_a < STRETCH["stream_median_us"],
+        )
+    )
     table.append(("streaming, registers as one array, p99", stream.get("p99_us_array", nan), "µs", "", "", None))
     for eng, r in results.items():
         if "error" not in r:
             gb = r["peak_mb"] / 1024
             target = eng.startswith("cli")
-            table.append((f"peak memory, {label.get(eng, eng)}", gb, "GB", f"{gb / TARGETS['peak_gb']:.2f} × target" if target else "",
-                          f"< {TARGETS['peak_gb']:g} GB" if target else "", gb < TARGETS["peak_gb"] if target else None))
+            table.append(
+                (
+                    f"peak memory, {label.get(eng, eng)}",
+                    gb,
+                    "GB",
+                    f"{gb / TARGETS['peak_gb']:.2f} × target" if target else "",
+                    f"< {TARGETS['peak_gb']:g} GB" if target else "",
+                    gb < TARGETS["peak_gb"] if target else None,
+                )
+            )
     table.append(("peak memory, streaming", stream.get("peak_mb", nan) / 1024, "GB", "", "", None))
     print(f"{'measure':<46}{'value':>10} {'unit':<4} {'ratio':<30}{'target':<12}met")
     for name, value, unit, ratio, target, ok in table:
@@ -619,18 +798,31 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
         if "input_cache" not in r:
             continue
         c = r["input_cache"]
-        text = (f"{label.get(e, e)}: {c['resident_before']:.1%}, {c['read_mb']:g} MB read in ({c['warm_s']:.2f} s), "
-                f"{c['resident_after']:.1%} as it started, {c['resident_after_run']:.1%} after")
+        text = (
+            f"{label.get(e, e)}: {c['resident_before']:.1%}, {c['read_mb']:g} MB read in ({c['warm_s']:.2f} s), "
+            f"{c['resident_after']:.1%} as it started, {c['resident_after_run']:.1%} after"
+        )
         if "runs_input_resident" in r:
-            text += " (before each of its runs: " + ", ".join(f"{x:.1%} and {mb:g} MB read back" for x, mb in
-                                                             zip(r["runs_input_resident"], r.get("runs_input_read_mb", []))) + ")"
+            text += (
+                " (before each of its runs: "
+                + ", ".join(
+                    f"{x:.1%} and {mb:g} MB read back"
+                    for x, mb in zip(r["runs_input_resident"], r.get("runs_input_read_mb", []))
+                )
+                + ")"
+            )
         caches.append(text)
     if caches:
-        print("each engine's input in the page cache (the floor assumes it in memory; a cold one-shot run also reads "
-              "from the disk): " + "; ".join(caches))
-    print(f"(synthetic catalog: generation loaded in {comp['synthetic_load_s']:.2f} s, not counted in its compile time)")
+        print(
+            "each engine's input in the page cache (the floor assumes it in memory; a cold one-shot run also reads "
+            "from the disk): " + "; ".join(caches)
+        )
+    print(
+        f"(synthetic catalog: generation loaded in {comp['synthetic_load_s']:.2f} s, not counted in its compile time)"
+    )
     if comp["profile"]:
         print("slowest compiler functions (cumulative, profiled run): " + "; ".join(comp["profile"]))
+
 
 if __name__ == "__main__":
     main()

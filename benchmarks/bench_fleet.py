@@ -16,6 +16,7 @@ as ratios measured in one run. Not a test: it prints figures.
    embedded engine.
 The dataset is deleted at the end unless ``--keep`` (it is tens of GB at full scale).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,11 +93,17 @@ def run_cli(data: Path, out: Path, topology: Path | None, cache: Path) -> dict:
     env = dict(os.environ, PERFONTO_CACHE_DIR=str(cache))
     env.pop("PERFONTO_NO_JIT", None)
     one = sorted(data.iterdir())[0]
-    w = subprocess.run([sys.executable, "-m", "perfonto", "analyze", str(one), "--out", str(out) + "-warmup"], capture_output=True,
-                       text=True, env=env)
+    w = subprocess.run(
+        [sys.executable, "-m", "perfonto", "analyze", str(one), "--out", str(out) + "-warmup"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if w.returncode != 0:
         return {"error": w.stderr.strip().splitlines()[-1:] or ["failed"]}
-    cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out)] + (["--topology", str(topology)] if topology else [])
+    cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--out", str(out)] + (
+        ["--topology", str(topology)] if topology else []
+    )
     with tempfile.TemporaryFile("w+") as fe:  # not a pipe: os.wait4 reads none, a full pipe would stall the child
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fe, text=True, env=env)
@@ -149,13 +156,15 @@ def main() -> None:
             from perfonto.emulator.presets import generation
 
             print(f"writing {a.hosts} hosts x {a.chips} chips, {a.duration:g} s at {a.period * 1e3:g} ms …", flush=True)
-            generate_fleet(generation("sohu"), FleetSpec(a.hosts, a.chips), data, duration_s=a.duration, sample_period_s=a.period)
+            generate_fleet(
+                generation("sohu"), FleetSpec(a.hosts, a.chips), data, duration_s=a.duration, sample_period_s=a.period
+            )
             print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
         size = sum(f.stat().st_size for f in (data / "counters").rglob("*.parquet"))
         full = run_cli(data / "counters", work / "full", data / "topology.csv", work / "cache")
         print(f"full fleet, perfonto analyze (default engine): {full}", flush=True)
         sub = work / "subset"
-        for h in sorted((data / "counters").iterdir())[:a.subset]:
+        for h in sorted((data / "counters").iterdir())[: a.subset]:
             (sub / h.name).mkdir(parents=True)
             os.link(h / "part-0.parquet", sub / h.name / "part-0.parquet")
         res = {}
@@ -163,13 +172,17 @@ def main() -> None:
             res[eng] = run_child(eng, sub, work / eng.replace("[", "").replace("]", ""))
             print(f"subset, {eng}: {res[eng]}", flush=True)
         rows = full.get("rows", 0)
-        print(f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × {int(round(a.duration / a.period)) + 1:,} samples "
-              f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
-              f"{os.cpu_count()} cores\n")
+        print(
+            f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × {int(round(a.duration / a.period)) + 1:,} samples "
+            f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
+            f"{os.cpu_count()} cores\n"
+        )
         if "seconds" in full:
-            print(f"{'perfonto analyze (default engine), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
-                  f"peak {full['peak_mb'] / 1024:.2f} GB (targets < 180 s: {'yes' if full['seconds'] < 180 else 'NO'}, "
-                  f"< 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})")
+            print(
+                f"{'perfonto analyze (default engine), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
+                f"peak {full['peak_mb'] / 1024:.2f} GB (targets < 180 s: {'yes' if full['seconds'] < 180 else 'NO'}, "
+                f"< 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})"
+            )
         ref = res["embedded"]
         for eng, r in res.items():
             if "seconds" not in r:
@@ -177,8 +190,10 @@ def main() -> None:
                 continue
             rate = r["rows"] / r["seconds"]
             ratio = rate / (ref["rows"] / ref["seconds"]) if "seconds" in ref else float("nan")
-            print(f"{'subset (' + str(a.subset) + ' hosts), ' + eng:48s} {r['seconds']:9.1f} s  {rate:12,.0f} rows/s  "
-                  f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver)")
+            print(
+                f"{'subset (' + str(a.subset) + ' hosts), ' + eng:48s} {r['seconds']:9.1f} s  {rate:12,.0f} rows/s  "
+                f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver)"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not a.keep:

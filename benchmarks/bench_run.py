@@ -7,6 +7,7 @@ Usage: python benchmarks/bench_run.py [--repeat N]
 - the generated evaluator vs the reference interpreter on the same windows (speed-up ratio);
 - phase times reported by the job itself (compile, emulate, codegen, evaluate).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,9 @@ def time_cli(repeat: int) -> tuple[list[float], dict]:
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "perfonto", "run", "--json", "--out", d], capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "perfonto", "run", "--json", "--out", d], capture_output=True, text=True
+            )
             walls.append(time.perf_counter() - t0)
             if proc.returncode != 0:
                 raise SystemExit(f"perfonto run failed:\n{proc.stderr}")
@@ -47,7 +50,9 @@ def time_evaluators(repeat: int) -> tuple[float, float, int]:
     graph = compile_files(gen, others=shipped_others(gen))
     mod = load(generate(graph))
     with tempfile.TemporaryDirectory() as d:
-        res = emulator.run(gen, model="llama3-70b", chips=8, duration_s=1.0, sample_period_s=1e-3, seed=0, out_dir=Path(d))
+        res = emulator.run(
+            gen, model="llama3-70b", chips=8, duration_s=1.0, sample_period_s=1e-3, seed=0, out_dir=Path(d)
+        )
         w = prepare(read_counters(res.counters_path, gen), gen)
     gen_t, ref_t = [], []
     for _ in range(repeat):
@@ -66,12 +71,16 @@ def main() -> None:
     args = ap.parse_args()
     walls, doc = time_cli(args.repeat)
     med = statistics.median(walls)
-    print(f"perfonto run (defaults), {args.repeat} runs: median {med:.2f} s, min {min(walls):.2f} s, max {max(walls):.2f} s")
+    print(
+        f"perfonto run (defaults), {args.repeat} runs: median {med:.2f} s, min {min(walls):.2f} s, max {max(walls):.2f} s"
+    )
     print(f"  ratio to the 30 s budget: {med / BUDGET_S:.3f}")
     print("  phases (last run): " + ", ".join(f"{k} {v:.2f} s" for k, v in doc.get("timings_s", {}).items()))
     g, r, rows = time_evaluators(max(args.repeat, 5))
-    print(f"evaluation of every metric over {rows} window-chip rows: generated {g * 1e3:.1f} ms, "
-          f"reference interpreter {r * 1e3:.1f} ms, ratio generated/reference {g / r:.2f}")
+    print(
+        f"evaluation of every metric over {rows} window-chip rows: generated {g * 1e3:.1f} ms, "
+        f"reference interpreter {r * 1e3:.1f} ms, ratio generated/reference {g / r:.2f}"
+    )
 
 
 if __name__ == "__main__":

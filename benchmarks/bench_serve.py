@@ -11,6 +11,7 @@ Usage: python benchmarks/bench_serve.py [--chips 8] [--seconds 10] [--no-paced]
    every second over HTTP; reports the samples served per wall second, the source's lag behind the
    wall clock at the end, and the scrape latency.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,17 @@ def pipeline(chips: int, seconds: float) -> dict:
         p = Path(d) / "ev.py"
         p.write_text(generate(graph), encoding="utf-8")
         ev = load_evaluator(p)
-    knobs = dict(model="llama3-70b", chips=chips, sample_period_s=1e-3, isl=2048, osl=128, warmup_steps=400,
-                 slow_chip=None, throttled_link=None, router_skew=0.0)
+    knobs = dict(
+        model="llama3-70b",
+        chips=chips,
+        sample_period_s=1e-3,
+        isl=2048,
+        osl=128,
+        warmup_steps=400,
+        slow_chip=None,
+        throttled_link=None,
+        router_skew=0.0,
+    )
     src = EmulatedSource(graph.generation, seed=0, duration_s=seconds, chunk_s=1.0, realtime=False, **knobs)
     t0 = time.perf_counter()
     src.start()
@@ -64,13 +74,22 @@ def pipeline(chips: int, seconds: float) -> dict:
         body = generate_latest(reg)
         scrapes.append(time.perf_counter() - ts)
     t_push = time.perf_counter() - t0
-    return {"samples": samples, "push_s": t_push, "emulate_s": t_emulate, "scrape_ms": 1e3 * statistics.median(scrapes),
-            "scrape_bytes": len(body)}
+    return {
+        "samples": samples,
+        "push_s": t_push,
+        "emulate_s": t_emulate,
+        "scrape_ms": 1e3 * statistics.median(scrapes),
+        "scrape_bytes": len(body),
+    }
 
 
 def paced(chips: int, seconds: float) -> dict:
-    proc = subprocess.Popen([sys.executable, "-m", "perfonto", "serve", "--emulate", "--chips", str(chips), "--port", "0",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfonto", "serve", "--emulate", "--chips", str(chips), "--port", "0", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = None
         deadline = time.monotonic() + 120
@@ -102,7 +121,12 @@ def paced(chips: int, seconds: float) -> dict:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate(timeout=5)
-    return {"samples": h["samples"] - s0, "wall_s": wall, "lag_s": h["source"]["lag_s"], "scrape_ms": 1e3 * statistics.median(lat)}
+    return {
+        "samples": h["samples"] - s0,
+        "wall_s": wall,
+        "lag_s": h["source"]["lag_s"],
+        "scrape_ms": 1e3 * statistics.median(lat),
+    }
 
 
 def main() -> None:
@@ -114,17 +138,25 @@ def main() -> None:
     r = pipeline(a.chips, a.seconds)
     push_rate = r["samples"] / r["push_s"]
     e2e_rate = r["samples"] / (r["push_s"] + r["emulate_s"])
-    print(f"{a.chips} chips, 1 ms samples, {r['samples']} samples ({a.seconds:g} s simulated); required {RATE:.0f} samples/s")
-    print(f"  Stream + state + a /metrics render per second: {push_rate:10.0f} samples/s = {push_rate / RATE:6.1f} x the rate "
-          f"({r['scrape_ms']:.1f} ms and {r['scrape_bytes'] / 1024:.0f} KiB per render)")
-    print(f"  … plus emulating the chunks (--emulate):        {e2e_rate:10.0f} samples/s = {e2e_rate / RATE:6.1f} x the rate")
+    print(
+        f"{a.chips} chips, 1 ms samples, {r['samples']} samples ({a.seconds:g} s simulated); required {RATE:.0f} samples/s"
+    )
+    print(
+        f"  Stream + state + a /metrics render per second: {push_rate:10.0f} samples/s = {push_rate / RATE:6.1f} x the rate "
+        f"({r['scrape_ms']:.1f} ms and {r['scrape_bytes'] / 1024:.0f} KiB per render)"
+    )
+    print(
+        f"  … plus emulating the chunks (--emulate):        {e2e_rate:10.0f} samples/s = {e2e_rate / RATE:6.1f} x the rate"
+    )
     if not a.no_paced:
         p = paced(a.chips, a.seconds)
         served = p["samples"] / p["wall_s"]
         kept = abs(served / RATE - 1) < 0.05 and (p["lag_s"] or 0) < 0.5
-        print(f"  perfonto serve --emulate, paced, {p['wall_s']:.1f} s wall: {served:7.0f} samples/s = {served / RATE:5.2f} x the rate, "
-              f"lag {p['lag_s'] if p['lag_s'] is None else round(p['lag_s'], 3)} s, scrape {p['scrape_ms']:.1f} ms "
-              f"-> {'keeps up' if kept else 'FALLS BEHIND'}")
+        print(
+            f"  perfonto serve --emulate, paced, {p['wall_s']:.1f} s wall: {served:7.0f} samples/s = {served / RATE:5.2f} x the rate, "
+            f"lag {p['lag_s'] if p['lag_s'] is None else round(p['lag_s'], 3)} s, scrape {p['scrape_ms']:.1f} ms "
+            f"-> {'keeps up' if kept else 'FALLS BEHIND'}"
+        )
 
 
 if __name__ == "__main__":

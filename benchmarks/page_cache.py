@@ -7,6 +7,7 @@ which is not what the memory floor measures. ``bench_eval.py`` reads each engine
 before the engine's clock starts and reports the residency it found, left, and found again after
 the run.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -101,11 +102,16 @@ def warm(path: Path, chunk: int = 16 << 20) -> dict:
         try:
             for a, z in zip(edges[0::2] * mmap.PAGESIZE, edges[1::2] * mmap.PAGESIZE):
                 for off in range(int(a), int(z), chunk):
-                    n = os.preadv(fd, [memoryview(buf)[:min(chunk, int(z) - off)]], off)
+                    n = os.preadv(fd, [memoryview(buf)[: min(chunk, int(z) - off)]], off)
                     read += n
                     if n == 0:
                         break
         finally:
             os.close(fd)
-    return {"resident_before": round(before, 4), "resident_after": round(residency(path), 4),
-            "read_mb": round(read / 1e6, 1), "read_bytes": read, "warm_s": round(time.perf_counter() - t0, 3)}
+    return {
+        "resident_before": round(before, 4),
+        "resident_after": round(residency(path), 4),
+        "read_mb": round(read / 1e6, 1),
+        "read_bytes": read,
+        "warm_s": round(time.perf_counter() - t0, 3),
+    }

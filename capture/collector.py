@@ -2,6 +2,7 @@
 (a pydantic model, published as ``schemas/collector.schema.json``) and the exact wide-layout Arrow
 schema of a generation (``wide_schema``; ``perfonto codegen --target collector``). The prose is the
 guide ``collector-format.md``; the reader is ``capture.dump``."""
+
 from __future__ import annotations
 
 import json
@@ -21,20 +22,33 @@ class CollectorMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    collector_format: int = Field(VERSION, ge=1, description="Version of the collector format the dump follows (this reader: 1).")
-    generation: str | None = Field(None, description="Generation the registers belong to; a dump of another generation is refused.")
-    sample_period_ns: int | None = Field(None, ge=0, description="Sampling period in ns: samples land on a grid, a dropped sample leaves a gap.")
+    collector_format: int = Field(
+        VERSION, ge=1, description="Version of the collector format the dump follows (this reader: 1)."
+    )
+    generation: str | None = Field(
+        None, description="Generation the registers belong to; a dump of another generation is refused."
+    )
+    sample_period_ns: int | None = Field(
+        None, ge=0, description="Sampling period in ns: samples land on a grid, a dropped sample leaves a gap."
+    )
     timestamp_unit: str | None = Field(None, pattern="^(ns|us|ms|s)$", description="Unit of a bare `timestamp` column.")
     duration_ns: int | None = Field(None, ge=0, description="Duration of the capture on the host timeline, ns.")
     model: str | None = Field(None, description="The workload's model, shown in the report.")
 
 
 LAYOUTS = {
-    "wide": {"keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp", "sample?"],
-             "signals": "one column per signal (fixed-size list for instances) or per instance, `name[i]`"},
-    "long": {"keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp"],
-             "columns": {"signal": "string", "instance": "integer or null (flat index over the block's axes)",
-                         "value": "unsigned integer (the raw register)"}},
+    "wide": {
+        "keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp", "sample?"],
+        "signals": "one column per signal (fixed-size list for instances) or per instance, `name[i]`",
+    },
+    "long": {
+        "keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp"],
+        "columns": {
+            "signal": "string",
+            "instance": "integer or null (flat index over the block's axes)",
+            "value": "unsigned integer (the raw register)",
+        },
+    },
 }
 
 
@@ -60,8 +74,10 @@ def register_type(sig) -> pa.DataType:
 
 def wide_schema(gen: Generation, hosts: bool = False) -> pa.Schema:
     """The wide-layout Arrow schema of ``gen``'s dump: keys, then one column per signal."""
-    fields = ([pa.field("host", pa.string())] if hosts else []) + [pa.field("chip", pa.int32(), nullable=False),
-                                                                   pa.field("timestamp_ns", pa.int64(), nullable=False)]
+    fields = ([pa.field("host", pa.string())] if hosts else []) + [
+        pa.field("chip", pa.int32(), nullable=False),
+        pa.field("timestamp_ns", pa.int64(), nullable=False),
+    ]
     for name, sig in gen.signals.items():
         t = register_type(sig) if kinds.of(sig).counts else pa.uint64()
         fields.append(pa.field(name, pa.list_(t, sig.instances) if sig.instances > 1 else t))
@@ -71,10 +87,21 @@ def wide_schema(gen: Generation, hosts: bool = False) -> pa.Schema:
 
 def wide_schema_json(gen: Generation) -> str:
     """``wide_schema`` as JSON: ``{"collector_format", "generation", "columns": [{name, type, instances, kind, unit}]}``."""
-    cols = [{"name": "host", "type": "string", "optional": True}, {"name": "chip", "type": "int32"},
-            {"name": "timestamp_ns", "type": "int64"}]
+    cols = [
+        {"name": "host", "type": "string", "optional": True},
+        {"name": "chip", "type": "int32"},
+        {"name": "timestamp_ns", "type": "int64"},
+    ]
     for name, sig in gen.signals.items():
         t = register_type(sig) if kinds.of(sig).counts else pa.uint64()
-        cols.append({"name": name, "type": str(t), "instances": sig.instances, "kind": sig.kind, "unit": sig.unit_text,
-                     "width": sig.width})
+        cols.append(
+            {
+                "name": name,
+                "type": str(t),
+                "instances": sig.instances,
+                "kind": sig.kind,
+                "unit": sig.unit_text,
+                "width": sig.width,
+            }
+        )
     return json.dumps({"collector_format": VERSION, "generation": gen.name, "columns": cols}, indent=2) + "\n"

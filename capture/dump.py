@@ -33,6 +33,7 @@ Samples are placed on a grid: with a sample period (metadata or argument), a chi
 index round((t − t0) / period), so a dropped sample leaves a hole; with a ``sample`` column, that is
 the grid; otherwise every chip must have the same number of samples.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -51,7 +52,13 @@ from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 KEYS = {"host", "chip", "sample", "timestamp", "signal", "instance", "value"} | {f"timestamp_{u}" for u in TIME_UNITS}
-LONG_TYPES = {"chip": pa.int64(), "value": pa.uint64(), "instance": pa.int64(), "signal": pa.string(), "host": pa.string()}
+LONG_TYPES = {
+    "chip": pa.int64(),
+    "value": pa.uint64(),
+    "instance": pa.int64(),
+    "signal": pa.string(),
+    "host": pa.string(),
+}
 
 
 @dataclass
@@ -87,8 +94,16 @@ class CounterDump:
 def csv_types(gen: Generation) -> dict[str, pa.DataType]:
     """Column types a CSV dump is read with: registers unsigned 64-bit, keys as the format says."""
     types = dict(LONG_TYPES)
-    types.update({"timestamp_ns": pa.int64(), "timestamp_us": pa.float64(), "timestamp_ms": pa.float64(),
-                  "timestamp_s": pa.float64(), "timestamp": pa.float64(), "sample": pa.int64()})
+    types.update(
+        {
+            "timestamp_ns": pa.int64(),
+            "timestamp_us": pa.float64(),
+            "timestamp_ms": pa.float64(),
+            "timestamp_s": pa.float64(),
+            "timestamp": pa.float64(),
+            "sample": pa.int64(),
+        }
+    )
     for name, sig in gen.signals.items():
         types[name] = pa.uint64()
         for i in range(max(sig.instances, sig.full_instances) if sig.instances > 1 or sig.full_instances else 0):
@@ -96,8 +111,9 @@ def csv_types(gen: Generation) -> dict[str, pa.DataType]:
     return types
 
 
-def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
-                  sample_period_ns: int | None = None) -> CounterDump:
+def read_counters(
+    source, gen: Generation, *, timestamp_unit: str | None = None, sample_period_ns: int | None = None
+) -> CounterDump:
     """Read a counter dump in the collector format (see the module docstring) for ``gen``.
 
     ``source``: a path, folder, glob or ``pa.Table``. ``timestamp_unit`` (ns, us, ms, s) for a bare
@@ -119,16 +135,20 @@ def read_counters(source, gen: Generation, *, timestamp_unit: str | None = None,
     if version > 1:
         raise DumpError(f"{p}: written in collector format {version}; this perfonto reads format 1 — upgrade perfonto")
     if meta.get("generation") not in (None, gen.name):
-        raise DumpError(f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
-                        f"evaluate it with --generation {meta['generation']}")
+        raise DumpError(
+            f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
+            f"evaluate it with --generation {meta['generation']}"
+        )
     unit = timestamp_unit or meta.get("timestamp_unit")
     chip, host, ts = _keys(t, p, unit)
     long = "signal" in names and "value" in names
     notes: list[str] = []
     columns = _long_columns(t, p, gen, notes) if long else _wide_columns(t, p, gen, notes)
     if not columns:
-        raise DumpError(f"{p}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
-                        f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?")
+        raise DumpError(
+            f"{p}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
+            f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
+        )
     parts = list(zip(loaded.files or [p], loaded.rows))
     notes += time_reversals(chip, host, ts, parts, _long_keys(t) if long else ())
     if long:
@@ -160,8 +180,10 @@ def _within_int64(c, key: str, p) -> None:
     big = arr > INT64_MAX
     if big.any():
         i = int(np.argmax(big))
-        raise DumpError(f"{p}: row {i + 1}, column `{key}`: value {int(arr[i])} is past 2^63 − 1, the largest {key} "
-                        "perfonto holds; write ids and timestamps that fit a signed 64-bit integer")
+        raise DumpError(
+            f"{p}: row {i + 1}, column `{key}`: value {int(arr[i])} is past 2^63 − 1, the largest {key} "
+            "perfonto holds; write ids and timestamps that fit a signed 64-bit integer"
+        )
 
 
 def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
@@ -170,12 +192,16 @@ def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray
         raise DumpError(f"{p}: no `chip` column; every row names its chip (and `host` where there are several)")
     stamp = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
     if len(stamp) != 1:
-        raise DumpError(f"{p}: {'no' if not stamp else 'more than one'} timestamp column ({', '.join(stamp) or 'none'}); "
-                        "write one of timestamp_ns, timestamp_us, timestamp_ms, timestamp_s")
+        raise DumpError(
+            f"{p}: {'no' if not stamp else 'more than one'} timestamp column ({', '.join(stamp) or 'none'}); "
+            "write one of timestamp_ns, timestamp_us, timestamp_ms, timestamp_s"
+        )
     col = stamp[0]
     u = col[10:] if col != "timestamp" else unit
     if u not in TIME_UNITS:
-        raise DumpError(f"{p}: column `timestamp` has no unit; name it timestamp_ns/_us/_ms/_s or give --timestamp-unit")
+        raise DumpError(
+            f"{p}: column `timestamp` has no unit; name it timestamp_ns/_us/_ms/_s or give --timestamp-unit"
+        )
     for key in ("chip", col):
         c = t.column(key)
         if c.null_count:
@@ -207,15 +233,21 @@ def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray
 
 def _check_type(p: str, col: str, sig, typ: pa.DataType) -> None:
     if not pa.types.is_integer(typ):
-        raise DumpError(f"{p}: column `{col}` has type {typ}; raw registers are unsigned integers "
-                        "(write the register's raw value, not a scaled or converted one)")
+        raise DumpError(
+            f"{p}: column `{col}` has type {typ}; raw registers are unsigned integers "
+            "(write the register's raw value, not a scaled or converted one)"
+        )
     if kinds.of(sig).counts:
         if pa.types.is_signed_integer(typ):
-            raise DumpError(f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
-                            f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)")
+            raise DumpError(
+                f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
+                f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)"
+            )
         if sig.width is not None and typ.bit_width < sig.width:
-            raise DumpError(f"{p}: column `{col}` is {typ}, narrower than the counter's {sig.width}-bit register; "
-                            f"write it as uint{64 if sig.width > 32 else 32} so the high bits are not lost")
+            raise DumpError(
+                f"{p}: column `{col}` is {typ}, narrower than the counter's {sig.width}-bit register; "
+                f"write it as uint{64 if sig.width > 32 else 32} so the high bits are not lost"
+            )
 
 
 def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -256,14 +288,18 @@ def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
     if sig.slots is None:
         if have == list(range(sig.instances)):
             return have
-        raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; "
-                        f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`")
+        raise DumpError(
+            f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; "
+            f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`"
+        )
     if have == list(range(sig.full_instances)) or have == sorted(sig.slots):
         return list(sig.slots)
-    raise DumpError(f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
-                    f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "
-                    f"`{base}[{sig.full_instances - 1}]`, or the present slots only ({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
-                    f"{' …' if sig.instances > 8 else ''})")
+    raise DumpError(
+        f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
+        f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "
+        f"`{base}[{sig.full_instances - 1}]`, or the present slots only ({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
+        f"{' …' if sig.instances > 8 else ''})"
+    )
 
 
 def _partition_like(t: pa.Table, col: str) -> bool:
@@ -282,8 +318,10 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
         ok = np.isnan(lengths.astype(np.float64)) | (lengths == size)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
-            raise DumpError(f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
-                            f"declares {n_inst}" + (f" present of {wide} slots" if wide else ""))
+            raise DumpError(
+                f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
+                f"declares {n_inst}" + (f" present of {wide} slots" if wide else "")
+            )
         c = c.cast(pa.list_(c.type.value_type, size))  # a list column (pandas, CSV-less writers) as fixed-size
     if pa.types.is_fixed_size_list(c.type) and wide and c.type.list_size == wide:
         _check_type(p, col, sig, c.type.value_type)
@@ -294,8 +332,10 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
         arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, wide)[:, keep]
     elif pa.types.is_fixed_size_list(c.type):
         if scalar or c.type.list_size != n_inst:
-            raise DumpError(f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
-                            + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else ""))
+            raise DumpError(
+                f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
+                + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else "")
+            )
         _check_type(p, col, sig, c.type.value_type)
         row_null = c.is_null().to_numpy(zero_copy_only=False) if c.null_count else np.zeros(len(c), bool)
         values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
@@ -307,8 +347,10 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
             arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
     else:
         if n_inst != 1:
-            raise DumpError(f"{p}: column `{col}` is a scalar but `{sig.block}` has {n_inst} instances; write a "
-                            f"fixed-size list or one column per instance (`{col}[0]` …)")
+            raise DumpError(
+                f"{p}: column `{col}` is a scalar but `{sig.block}` has {n_inst} instances; write a "
+                f"fixed-size list or one column per instance (`{col}[0]` …)"
+            )
         _check_type(p, col, sig, c.type)
         if c.null_count == 0:
             nulls = np.broadcast_to(np.False_, (len(c), 1))
@@ -343,9 +385,11 @@ def _within_width(arr: np.ndarray, p: str, col: str, sig) -> None:
     if over.any():
         r, k = np.unravel_index(int(np.argmax(over)), arr.shape)
         inst = f"[{k}]" if arr.ndim == 2 and arr.shape[1] > 1 else ""
-        raise DumpError(f"{p}: row {r + 1}, column `{col}{inst}`: value {int(arr[r, k])} does not fit the {width}-bit register "
-                        f"`{sig.name}` (at most {(1 << width) - 1}); check the collector's register width, or declare the "
-                        "signal's width as the register has it")
+        raise DumpError(
+            f"{p}: row {r + 1}, column `{col}{inst}`: value {int(arr[r, k])} does not fit the {width}-bit register "
+            f"`{sig.name}` (at most {(1 << width) - 1}); check the collector's register width, or declare the "
+            "signal's width as the register has it"
+        )
 
 
 def _period(meta: dict, override: int | None, p: str) -> int:
@@ -361,7 +405,15 @@ def _period(meta: dict, override: int | None, p: str) -> int:
 
 def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> CounterDump:
     g = _grid(p, chip, host, ts, period, sample)
-    keys, host_names, order, ci, grid, stamps, present = g.keys, g.host_names, g.order, g.ci, g.grid, g.stamps, g.present
+    keys, host_names, order, ci, grid, stamps, present = (
+        g.keys,
+        g.host_names,
+        g.order,
+        g.ci,
+        g.grid,
+        g.stamps,
+        g.present,
+    )
     note = drift_note(p, stamps, present, period) if sample is None else None
     if note:
         notes.append(note)
@@ -384,12 +436,26 @@ def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> Co
         if name in raw and sig.scale_field is not None and gen.fields[sig.scale_field[0]].register not in raw:
             del raw[name]
             missing.pop(name, None)
-            notes.append(f"`{name}` takes its unit from `{sig.scale_field[0]}`, whose register is not in the dump: "
-                         "it is left out (metrics over it are unavailable)")
+            notes.append(
+                f"`{name}` takes its unit from `{sig.scale_field[0]}`, whose register is not in the dump: "
+                "it is left out (metrics over it are unavailable)"
+            )
     absent = tuple(n for n in gen.signals if n not in raw)
     for name, sig in gen.signals.items():
         ind = sig.reset_indicator
         if name in raw and ind is not None and ind not in raw:
-            notes.append(f"`{name}` declares reset indicator `{ind}`, which is not in the dump: resets are inferred from implausible increases only")
-    return CounterDump(p, keys[:, 1].astype(np.int64), stamps, raw, present, missing, dict(meta),
-                       hosts=None if host is None else host_names[keys[:, 0]], absent=absent, notes=notes)
+            notes.append(
+                f"`{name}` declares reset indicator `{ind}`, which is not in the dump: resets are inferred from implausible increases only"
+            )
+    return CounterDump(
+        p,
+        keys[:, 1].astype(np.int64),
+        stamps,
+        raw,
+        present,
+        missing,
+        dict(meta),
+        hosts=None if host is None else host_names[keys[:, 0]],
+        absent=absent,
+        notes=notes,
+    )

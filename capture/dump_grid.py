@@ -4,6 +4,7 @@ a ``sample`` column, that is the grid; otherwise every chip must have the same n
 Absent grid points get a timestamp interpolated between their chip's neighbours. Rows are placed in
 time order whatever order a file gives them in; ``time_reversals`` says where a file's timestamps
 of one chip go backwards (a clock problem the user should see, not a silent re-sort)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,18 @@ def _chip_keys(hk: np.ndarray, chip: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return keys, inv.reshape(-1)
 
 
-def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, n_grid: int | None = None,
-          check_span: bool = True) -> Grid:
+def _grid(
+    p,
+    chip,
+    host,
+    ts,
+    period,
+    sample,
+    *,
+    sample_base: int | None = None,
+    n_grid: int | None = None,
+    check_span: bool = True,
+) -> Grid:
     """Place rows on the grid (module docstring). ``sample_base`` and ``n_grid`` come from the whole
     dump when ``capture.dump_scan`` places one part of it (default: this part's own); ``check_span``:
     refuse rows that span far more grid points than they fill (``dump_scan`` checks the whole dump)."""
@@ -77,16 +88,22 @@ def _grid(p, chip, host, ts, period, sample, *, sample_base: int | None = None, 
     elif period > 0:
         grid = _steps(ts_sorted, same, period)
         if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?")
+            raise DumpError(
+                f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?"
+            )
     else:
         if not np.all(counts == counts[0]):
-            raise DumpError(f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
-                            "sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
+            raise DumpError(
+                f"{p}: chips have different numbers of samples ({dict(zip(label, counts.tolist()))}) and no "
+                "sample period is given to align them; give --sample-period (or metadata sample_period_ns)"
+            )
         grid = np.arange(len(order)) - starts[ci]
     S = int(grid.max()) + 1 if n_grid is None else int(n_grid)
     if check_span and n_grid is None and S > 2 * int(counts.max()) + 16:
-        raise DumpError(f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
-                        "sampling grid (corrupt?) or the sample period is wrong")
+        raise DumpError(
+            f"{p}: the samples span {S} grid points for {int(counts.max())} rows: a timestamp is far off the "
+            "sampling grid (corrupt?) or the sample period is wrong"
+        )
     present = np.zeros((S, C), dtype=bool)
     present[grid, ci] = True
     stamps = np.zeros((S, C), dtype=np.int64)
@@ -129,8 +146,10 @@ def drift_note(p: str, stamps: np.ndarray, present: np.ndarray, period: int) -> 
     worst = float(np.max(np.abs(d - 1.0)))
     if worst <= 0.01:
         return None
-    return (f"{p}: the sampling timer drifts: consecutive samples are up to {worst:.1%} of the {period} ns period off it; each was "
-            f"placed on the next grid point (within ±{DRIFT:.0%} of the period a step is one sample, beyond it a gap)")
+    return (
+        f"{p}: the sampling timer drifts: consecutive samples are up to {worst:.1%} of the {period} ns period off it; each was "
+        f"placed on the next grid point (within ±{DRIFT:.0%} of the period a step is one sample, beyond it a gap)"
+    )
 
 
 def time_reversals(chip, host, ts, parts: list[tuple[str, int]], extra=(), file_rows=None) -> list[str]:
@@ -164,8 +183,11 @@ def time_reversals(chip, host, ts, parts: list[tuple[str, int]], extra=(), file_
         number = (lambda r: r + 1) if file_rows is None else (lambda r: int(np.asarray(file_rows)[r]) + 1)
         who = str(int(chip[sl][row])) if host is None else f"{host[sl][row]}/{int(chip[sl][row])}"
         places = len({(int(k[r]), int(t[r])) for r in rows.tolist()})
-        notes.append(f"{label}: the timestamps of chip {who} go backwards at row {number(row)} ({int(t[row])} ns, after "
-                     f"{int(t[prev])} ns in row {number(prev)})" + (f" and in {places - 1} more place(s)" if places > 1 else "")
-                     + "; samples were sorted by timestamp — check the collector's clock (windows across the "
-                     "reordered samples may read as resets)")
+        notes.append(
+            f"{label}: the timestamps of chip {who} go backwards at row {number(row)} ({int(t[row])} ns, after "
+            f"{int(t[prev])} ns in row {number(prev)})"
+            + (f" and in {places - 1} more place(s)" if places > 1 else "")
+            + "; samples were sorted by timestamp — check the collector's clock (windows across the "
+            "reordered samples may read as resets)"
+        )
     return notes

@@ -6,6 +6,7 @@ and pyarrow write it) becomes a string column ``key`` of that file's rows unless
 column itself. The parts are concatenated in sorted path order. Every failure is a ``DumpError``
 naming the file and, where the format says, the row and column, and what to do.
 """
+
 from __future__ import annotations
 
 import glob as globmod
@@ -91,7 +92,9 @@ def _partition_columns(path: Path, root: Path | None) -> dict[str, str]:
         if "=" in part:
             k, _, v = part.partition("=")
             if k:
-                out[k] = unquote(v)  # Hive's escaping (``host=a%2Fb`` is host ``a/b``), as Spark, DuckDB and pyarrow read it
+                out[k] = unquote(
+                    v
+                )  # Hive's escaping (``host=a%2Fb`` is host ``a/b``), as Spark, DuckDB and pyarrow read it
     return out
 
 
@@ -126,18 +129,24 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
             try:
                 table.schema.names  # pyarrow checks UTF-8 in values, not in the header
             except UnicodeDecodeError as exc:
-                raise DumpError(f"{path}: the CSV header is not UTF-8 (byte 0x{exc.object[exc.start]:02x}); "
-                                "save the file as UTF-8") from None
+                raise DumpError(
+                    f"{path}: the CSV header is not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8"
+                ) from None
             return table
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         msg = " ".join(str(exc).split())[:400]
-        raise DumpError(f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again") from None
+        raise DumpError(
+            f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again"
+        ) from None
     raise DumpError(f"{path}: unknown file type; a {what} is {', '.join(SUFFIXES)}")
 
 
 _CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value")
-_WHAT = {"uint64": "is not an unsigned integer (raw registers are unsigned integer counts)",
-         "int64": "is not an integer", "double": "is not a number"}
+_WHAT = {
+    "uint64": "is not an unsigned integer (raw registers are unsigned integer counts)",
+    "int64": "is not an integer",
+    "double": "is not a number",
+}
 
 
 def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataType]) -> str | None:
@@ -153,8 +162,16 @@ def _csv_value_error(path: Path, exc: pa.ArrowInvalid, types: dict[str, pa.DataT
         names = pcsv.open_csv(str(path)).schema.names
         col = names[int(m.group(1))]
         typ = types[col]
-        text = pcsv.read_csv(str(path), convert_options=pcsv.ConvertOptions(
-            include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True, null_values=[""])).column(col).combine_chunks()
+        text = (
+            pcsv.read_csv(
+                str(path),
+                convert_options=pcsv.ConvertOptions(
+                    include_columns=[col], column_types={col: pa.string()}, strings_can_be_null=True, null_values=[""]
+                ),
+            )
+            .column(col)
+            .combine_chunks()
+        )
     except (pa.ArrowInvalid, OSError, IndexError, KeyError, UnicodeDecodeError):  # a header that is not UTF-8
         return None
     trimmed = pc.utf8_trim_whitespace(text)  # the CSV reader trims, a cast does not
@@ -199,22 +216,30 @@ def _csv_row_error(path: Path, exc: pa.ArrowInvalid, opts) -> str | None:
 
     saved, sys.unraisablehook = sys.unraisablehook, hook
     try:
-        pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False), convert_options=opts,
-                      parse_options=pcsv.ParseOptions(invalid_row_handler=keep))
+        pcsv.read_csv(
+            str(path),
+            read_options=pcsv.ReadOptions(use_threads=False),
+            convert_options=opts,
+            parse_options=pcsv.ParseOptions(invalid_row_handler=keep),
+        )
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
         pass
     finally:
         sys.unraisablehook = saved
     if not bad and any(isinstance(e, UnicodeDecodeError) for e in undecodable):
         msg = " ".join(str(exc).split())[:200]
-        return (f"{path}: a row has another number of fields than the header has columns, and bytes that are not UTF-8 "
-                f"({msg}); save the file as UTF-8, and give every row every column (leave a value empty for a null)")
+        return (
+            f"{path}: a row has another number of fields than the header has columns, and bytes that are not UTF-8 "
+            f"({msg}); save the file as UTF-8, and give every row every column (leave a value empty for a null)"
+        )
     if not bad or bad[0].number is None:
         return None
     row = bad[0]
     text = row.text if len(row.text) <= 60 else row.text[:60] + "…"
-    return (f"{path}: row {row.number - 1}: {row.actual_columns} field(s) where the header has {row.expected_columns} "
-            f"column(s) ({text!r}); every row gives every column (leave a value empty for a null)")
+    return (
+        f"{path}: row {row.number - 1}: {row.actual_columns} field(s) where the header has {row.expected_columns} "
+        f"column(s) ({text!r}); every row gives every column (leave a value empty for a null)"
+    )
 
 
 def _kind(name: str) -> str:
@@ -258,6 +283,8 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
         try:
             table = pa.concat_tables(tables, promote_options="default")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise DumpError(f"{label}: the parts have conflicting columns ({' '.join(str(exc).split())[:300]}); "
-                            "write every part with the same schema") from None
+            raise DumpError(
+                f"{label}: the parts have conflicting columns ({' '.join(str(exc).split())[:300]}); "
+                "write every part with the same schema"
+            ) from None
     return Loaded(table, label, [str(f) for f in files], meta, [t.num_rows for t in tables])

@@ -3,6 +3,7 @@ instance — ``signal``, ``instance`` (the flat index over the block's axes; emp
 without instances) and ``value`` — read into one column (N, I) per signal on one row per (host,
 chip, timestamp). Every declared instance must appear in some row of the whole dump
 (``check_instances_seen``); an instance missing at some timestamps only is a null register there."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,9 +32,14 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
     if "instance" in t.column_names:
         inst_col = t.column("instance")
         if not pa.types.is_integer(inst_col.type) and not pa.types.is_null(inst_col.type):
-            raise DumpError(f"{p}: column `instance` has type {inst_col.type}; it is the instance's flat index (an integer)")
-        inst = inst_col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if not pa.types.is_null(inst_col.type) \
+            raise DumpError(
+                f"{p}: column `instance` has type {inst_col.type}; it is the instance's flat index (an integer)"
+            )
+        inst = (
+            inst_col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            if not pa.types.is_null(inst_col.type)
             else np.full(t.num_rows, -1, np.int64)
+        )
     else:
         inst = np.full(t.num_rows, -1, np.int64)
     vnull = val.is_null().to_numpy(zero_copy_only=False)
@@ -45,7 +51,10 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
     for k, name in enumerate(labels):
         if name not in gen.signals:
             hint = did_you_mean(name, gen.signals)
-            notes.append(f"signal `{name}` is not a signal of `{gen.name}`; its rows are ignored" + (f" ({hint})" if hint else ""))
+            notes.append(
+                f"signal `{name}` is not a signal of `{gen.name}`; its rows are ignored"
+                + (f" ({hint})" if hint else "")
+            )
             continue
         sig = gen.signals[name]
         _check_type(p, "value", sig, val.type)
@@ -54,22 +63,28 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
         n = sig.instances
         if n == 1:
             if np.any(ii > 0):
-                raise DumpError(f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty")
+                raise DumpError(
+                    f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty"
+                )
             ii = np.zeros(len(rows), np.int64)
         elif sig.slots is not None:  # instance = the slot's flat index; rows of slots that are not present are left out
             n_full = sig.full_instances
             if np.any((ii < 0) | (ii >= n_full)):
                 bad = ii[(ii < 0) | (ii >= n_full)][0]
-                raise DumpError(f"{p}: signal `{name}` has {n_full} slots (0 … {n_full - 1}); a row gives instance "
-                                f"{'none' if bad < 0 else int(bad)}")
+                raise DumpError(
+                    f"{p}: signal `{name}` has {n_full} slots (0 … {n_full - 1}); a row gives instance "
+                    f"{'none' if bad < 0 else int(bad)}"
+                )
             pos = np.full(n_full, -1, np.int64)
             pos[list(sig.slots)] = np.arange(n)
             keep = pos[ii] >= 0
             rows, ii = rows[keep], pos[ii[keep]]
         elif np.any((ii < 0) | (ii >= n)):
             bad = ii[(ii < 0) | (ii >= n)][0]
-            raise DumpError(f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
-                            f"{'none' if bad < 0 else int(bad)}")
+            raise DumpError(
+                f"{p}: signal `{name}` has {n} instances (0 … {n - 1}); a row gives instance "
+                f"{'none' if bad < 0 else int(bad)}"
+            )
         out[name] = (rows, ii, values[rows].astype(np.uint64, copy=False), vnull[rows], n)
     return out
 
@@ -102,13 +117,18 @@ def check_instances_seen(p: str, gen: Generation, name: str, given) -> None:
     unseen = [i for i in expect if i not in have]
     if not unseen:
         return
-    declared = (f"{sig.instances} present slots ({_spans(expect)}) of {sig.full_instances}" if sig.slots is not None
-                else f"{sig.instances} instances (0 … {sig.instances - 1})")
-    raise DumpError(f"{p}: signal `{name}`: the rows give {_instances(have)} only, but generation `{gen.name}` "
-                    f"declares {declared}; {_instances(unseen)} appear{'s' if len(unseen) == 1 else ''} in no row of the dump. Is "
-                    f"--generation right? If the hardware has only these `{sig.block}` instances (a SKU), declare the "
-                    f"SKU's `slots:` on block `{sig.block}` in its generation. (An instance missing at some timestamps "
-                    "only is read as a missing sample.)")
+    declared = (
+        f"{sig.instances} present slots ({_spans(expect)}) of {sig.full_instances}"
+        if sig.slots is not None
+        else f"{sig.instances} instances (0 … {sig.instances - 1})"
+    )
+    raise DumpError(
+        f"{p}: signal `{name}`: the rows give {_instances(have)} only, but generation `{gen.name}` "
+        f"declares {declared}; {_instances(unseen)} appear{'s' if len(unseen) == 1 else ''} in no row of the dump. Is "
+        f"--generation right? If the hardware has only these `{sig.block}` instances (a SKU), declare the "
+        f"SKU's `slots:` on block `{sig.block}` in its generation. (An instance missing at some timestamps "
+        "only is read as a missing sample.)"
+    )
 
 
 def _instances(idx: list[int]) -> str:
@@ -144,8 +164,10 @@ def _pivot(chip, host, ts, t: pa.Table, p: str, columns: dict):
         np.add.at(seen, (r, inst), 1)
         if (seen > 1).any():
             i = np.argwhere(seen > 1)[0]
-            raise DumpError(f"{p}: signal `{name}` instance {int(i[1])} has two rows for one chip and timestamp; "
-                            "each register is sampled once per sample")
+            raise DumpError(
+                f"{p}: signal `{name}` instance {int(i[1])} has two rows for one chip and timestamp; "
+                "each register is sampled once per sample"
+            )
         arr[r, inst] = vals
         missing[r, inst] = nulls
         wide[name] = (arr, missing)

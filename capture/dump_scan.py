@@ -9,6 +9,7 @@ piece is placed on the grid as ``capture.dump.read_counters`` would place the wh
 The key columns are read here, once, and every host's placement kept (``HostGrid``);
 ``capture.pieces.iter_chunks`` then reads the register columns in pieces of about ``chunk_rows`` rows.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,7 +40,9 @@ class Part:
     host: str | None
     rows: np.ndarray | None = None
     row_group_ends: np.ndarray | None = None  # Parquet: cumulative row counts of its row groups
-    table: pa.Table | None = None  # a CSV or Arrow IPC part (read once: CSV parsed, Arrow memory-mapped) or a table given
+    table: pa.Table | None = (
+        None  # a CSV or Arrow IPC part (read once: CSV parsed, Arrow memory-mapped) or a table given
+    )
 
 
 @dataclass
@@ -64,7 +67,9 @@ class DumpPlan:
     chip_numbers: dict[str | None, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     grids: dict = field(default_factory=dict)  # host -> HostGrid (the planned placement of its rows)
-    string_columns: set = field(default_factory=set)  # columns of a string type (Hive partitions, labels: ignored silently)
+    string_columns: set = field(
+        default_factory=set
+    )  # columns of a string type (Hive partitions, labels: ignored silently)
 
     @property
     def rows(self) -> int:
@@ -79,7 +84,9 @@ def _schema(path: Path, gen: Generation) -> tuple[pa.Schema, np.ndarray | None, 
         try:
             pf = pq.ParquetFile(str(path))
         except (OSError, pa.ArrowInvalid) as exc:
-            raise DumpError(f"{path}: not a readable Parquet counter dump ({' '.join(str(exc).split())[:300]})") from None
+            raise DumpError(
+                f"{path}: not a readable Parquet counter dump ({' '.join(str(exc).split())[:300]})"
+            ) from None
         md = pf.metadata
         return pf.schema_arrow, np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)]), None
     t = read_one(path, "counter dump", csv_types(gen))
@@ -96,8 +103,11 @@ def _read(part: Part, gen: Generation, columns: list[str], row_groups: list[int]
         pf = open_parquet(part.path)
         have = set(pf.schema_arrow.names)
         cols = [c for c in columns if c in have]
-        t = pf.read_row_groups(row_groups if row_groups is not None else list(range(len(part.row_group_ends))), columns=cols,
-                               use_threads=False)
+        t = pf.read_row_groups(
+            row_groups if row_groups is not None else list(range(len(part.row_group_ends))),
+            columns=cols,
+            use_threads=False,
+        )
     else:
         t = read_one(part.path, "counter dump", csv_types(gen))
         t = t.select([c for c in columns if c in t.column_names])
@@ -127,7 +137,9 @@ def _hosts_of(part: Part, gen: Generation) -> list:
     return pc.unique(_read(part, gen, ["host"]).column("host")).to_pylist()
 
 
-def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sample_period_ns: int | None = None) -> DumpPlan:
+def plan_dump(
+    source, gen: Generation, *, timestamp_unit: str | None = None, sample_period_ns: int | None = None
+) -> DumpPlan:
     """Plan the reading of ``source`` (a file, a folder tree — Hive-partitioned or not —, a glob or a
     ``pa.Table``) in pieces; see the module docstring.
 
@@ -156,14 +168,18 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
         part_cols = _partition_columns(f, root)
         cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
         names += [c for c in cols if c not in names]
-        strings |= {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)} | set(part_cols)
+        strings |= {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)} | set(
+            part_cols
+        )
         if "host" in schema.names:
             hosts = _hosts_of(Part(f, {}, None, None, ends, table), gen)
             if any(h is None for h in hosts):
                 raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
             for h in sorted(str(x) for x in hosts):
                 segment("host", h, what=f"{f}: column host")  # a host names an output folder: refused here if it cannot
-                groups.setdefault(h, []).append(Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table))
+                groups.setdefault(h, []).append(
+                    Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table)
+                )
             with_host = with_host or f
         elif "host" in part_cols:
             groups.setdefault(part_cols["host"], []).append(Part(f, part_cols, None, None, ends, table))
@@ -173,25 +189,45 @@ def plan_dump(source, gen: Generation, *, timestamp_unit: str | None = None, sam
             without_host = without_host or f
     if len(gens) > 1:
         (g1, f1), (g2, f2) = list(gens.items())[:2]
-        raise DumpError(f"{f2}: written for generation `{g2}`, but {f1} for `{g1}`; a dump holds one generation — "
-                        "analyse the generations apart")
+        raise DumpError(
+            f"{f2}: written for generation `{g2}`, but {f1} for `{g1}`; a dump holds one generation — "
+            "analyse the generations apart"
+        )
     if with_host and without_host:
-        raise DumpError(f"{without_host}: names no host, but {with_host} does; in a fleet every part names its host "
-                        "(a `host` column or a host=… folder)")
+        raise DumpError(
+            f"{without_host}: names no host, but {with_host} does; in a fleet every part names its host "
+            "(a `host` column or a host=… folder)"
+        )
     if meta.get("generation") not in (None, gen.name):
-        raise DumpError(f"{label}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
-                        f"evaluate it with --generation {meta['generation']}")
+        raise DumpError(
+            f"{label}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
+            f"evaluate it with --generation {meta['generation']}"
+        )
     unit = timestamp_unit or meta.get("timestamp_unit")
     stamps = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
     long = "signal" in names and "value" in names
     period = _period(meta, sample_period_ns, label)
-    plan = DumpPlan(label, gen, meta, period, stamps[0] if len(stamps) == 1 else "timestamp_ns", unit, long,
-                    dict(sorted(groups.items(), key=lambda kv: "" if kv[0] is None else kv[0])), 0, None, {}, ())
+    plan = DumpPlan(
+        label,
+        gen,
+        meta,
+        period,
+        stamps[0] if len(stamps) == 1 else "timestamp_ns",
+        unit,
+        long,
+        dict(sorted(groups.items(), key=lambda kv: "" if kv[0] is None else kv[0])),
+        0,
+        None,
+        {},
+        (),
+    )
     plan.string_columns = strings
     plan.columns = _signal_columns(plan, names)
     if not plan.columns:
-        raise DumpError(f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
-                        f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?")
+        raise DumpError(
+            f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
+            f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
+        )
     plan.absent = tuple(n for n in gen.signals if n not in plan.columns)
     _scan_grid(plan)
     return plan
@@ -209,8 +245,13 @@ def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
                     typed &= pa.types.is_integer(t.column("instance").type)
                 else:
                     t = pa.table({"signal": t.column("signal"), "instance": pa.nulls(t.num_rows, pa.int64())})
-                pairs = pc.unique(pc.binary_join_element_wise(pc.cast(t.column("signal"), pa.string()),
-                                                              pc.cast(t.column("instance"), pa.string()).fill_null(""), "\x00"))
+                pairs = pc.unique(
+                    pc.binary_join_element_wise(
+                        pc.cast(t.column("signal"), pa.string()),
+                        pc.cast(t.column("instance"), pa.string()).fill_null(""),
+                        "\x00",
+                    )
+                )
                 for pair in pairs.to_pylist():
                     if pair is not None:
                         name, _, inst = pair.partition("\x00")
@@ -225,7 +266,9 @@ def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
             base = col
         if base in gen.signals and col not in KEYS:
             out.setdefault(base, []).append(col)
-        elif col not in KEYS and col not in plan.string_columns:  # as read_counters says it (capture.dump._wide_columns)
+        elif (
+            col not in KEYS and col not in plan.string_columns
+        ):  # as read_counters says it (capture.dump._wide_columns)
             hint = did_you_mean(col, gen.signals)
             note = f"column `{col}` is not a signal of `{gen.name}`; ignored" + (f" ({hint})" if hint else "")
             if note not in plan.notes:
@@ -250,7 +293,9 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
             t = _read(part, plan.gen, cols)
         rows = None
         if part.host is not None and part.rows is not None:  # a file of several hosts: this host's rows
-            rows = np.flatnonzero(pc.equal(pc.cast(t.column("host"), pa.string()), part.host).to_numpy(zero_copy_only=False))
+            rows = np.flatnonzero(
+                pc.equal(pc.cast(t.column("host"), pa.string()), part.host).to_numpy(zero_copy_only=False)
+            )
             if part.rows is not None:
                 part.rows = rows
             t = t.take(rows)
@@ -263,7 +308,9 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
         sample = None
         if "sample" in t.column_names:
             if not pa.types.is_integer(t.column("sample").type):
-                raise DumpError(f"{part.path}: column `sample` has type {t.column('sample').type}; it must hold sample numbers")
+                raise DumpError(
+                    f"{part.path}: column `sample` has type {t.column('sample').type}; it must hold sample numbers"
+                )
             sample = t.column("sample").to_numpy(zero_copy_only=False).astype(np.int64)
         chips.append(chip), hosts.append(hs), stamps.append(ts), samples.append(sample), per_part.append(len(chip))
     chip, ts = np.concatenate(chips), np.concatenate(stamps)
@@ -364,11 +411,15 @@ def _scan_grid(plan: DumpPlan) -> None:
         local[host] = (g, first, per_part)
     n_grid = end - (base or 0)
     if plan.period <= 0 and base is None and len(counts) > 1:
-        raise DumpError(f"{plan.label}: chips have different numbers of samples ({', '.join(map(str, sorted(counts)))}) and "
-                        "no sample period is given to align them; give --sample-period (or metadata sample_period_ns)")
+        raise DumpError(
+            f"{plan.label}: chips have different numbers of samples ({', '.join(map(str, sorted(counts)))}) and "
+            "no sample period is given to align them; give --sample-period (or metadata sample_period_ns)"
+        )
     if n_grid > 2 * count_max + 16:
-        raise DumpError(f"{plan.label}: the samples span {n_grid} grid points for {count_max} rows: a timestamp is far off "
-                        "the sampling grid (corrupt?) or the sample period is wrong")
+        raise DumpError(
+            f"{plan.label}: the samples span {n_grid} grid points for {count_max} rows: a timestamp is far off "
+            "the sampling grid (corrupt?) or the sample period is wrong"
+        )
     plan.n_grid, plan.sample_base = n_grid, base
     for host, (g, first, per_part) in local.items():
         own_files = all(part.rows is None for part in plan.groups[host])  # no file shared with other hosts
@@ -385,9 +436,17 @@ def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_
     if g.order is None:  # regular (``_regular_grid``): row r is chip r % C of sample r // C
         if may_be_regular and shift == 0 and S == n_grid:
             return HostGrid(g, None, offsets, True)
-        g = Grid(g.keys, g.host_names, (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
-                 np.repeat(np.arange(C, dtype=np.int64), S), np.tile(np.arange(S, dtype=np.int64), C), g.stamps, g.present, g.counts,
-                 g.label)
+        g = Grid(
+            g.keys,
+            g.host_names,
+            (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
+            np.repeat(np.arange(C, dtype=np.int64), S),
+            np.tile(np.arange(S, dtype=np.int64), C),
+            g.stamps,
+            g.present,
+            g.counts,
+            g.label,
+        )
     row_grid = np.empty(rows, np.int64)
     row_grid[g.order] = g.grid + shift
     if may_be_regular and shift == 0 and S == n_grid and g.present.all():
@@ -395,13 +454,18 @@ def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_
         row_ci[g.order] = g.ci
         r = np.arange(rows, dtype=np.int64)
         if np.array_equal(row_grid, r // C) and np.array_equal(row_ci, r % C):  # regular: nothing more to keep
-            return HostGrid(Grid(g.keys, g.host_names, None, None, None, g.stamps, g.present, g.counts, g.label), None, offsets, True)
+            return HostGrid(
+                Grid(g.keys, g.host_names, None, None, None, g.stamps, g.present, g.counts, g.label),
+                None,
+                offsets,
+                True,
+            )
     present = np.zeros((n_grid, C), bool)
-    present[shift:shift + S] = g.present
+    present[shift : shift + S] = g.present
     stamps = np.empty((n_grid, C), np.int64)
-    stamps[shift:shift + S] = g.stamps
+    stamps[shift : shift + S] = g.stamps
     stamps[:shift] = g.stamps[0]
-    stamps[shift + S:] = g.stamps[-1]
+    stamps[shift + S :] = g.stamps[-1]
     moved = Grid(g.keys, g.host_names, g.order, g.ci, g.grid + shift, stamps, present, g.counts, g.label)
     return HostGrid(moved, row_grid, offsets, False)
 

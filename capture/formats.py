@@ -2,6 +2,7 @@
 the collector format against a generation, and the shipped catalog read by default
 (``perfonto/catalogs/<catalog>``). ``perfonto analyze --format NAME`` picks a row; ``auto`` tries each
 row's ``sniff`` in order, and a file none recognises is read as the collector format."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,12 +27,25 @@ class Format:
         return getattr(import_module(f"perfonto.capture.{self.module}"), self.reader)(path, gen, notes)
 
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("perf-stat", "perf_stat", "perf_capture", "linux",
-           "`perf stat -x,` CSV (with or without -I, -A) or perf stat's report"),
-    Format("openmetrics", "openmetrics", "openmetrics_capture", "node",
-           "Prometheus/OpenMetrics text: a file of time-stamped samples, or a folder of scrapes named by their time"),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "perf-stat",
+            "perf_stat",
+            "perf_capture",
+            "linux",
+            "`perf stat -x,` CSV (with or without -I, -A) or perf stat's report",
+        ),
+        Format(
+            "openmetrics",
+            "openmetrics",
+            "openmetrics_capture",
+            "node",
+            "Prometheus/OpenMetrics text: a file of time-stamped samples, or a folder of scrapes named by their time",
+        ),
+    )
+}
 
 
 def raw_per_value(gen, sig) -> tuple[bool, float]:

@@ -27,6 +27,7 @@ How a scrape is read:
 Every problem is a ``DumpError`` naming the file (and line, for a line the exposition parser refuses)
 and what to do.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,18 @@ from lark import Lark, LarkError, Transformer
 
 from .dump_io import DumpError
 
-SELECTOR = Lark(r"""
+SELECTOR = Lark(
+    r"""
     selector: NAME ("{" [matcher ("," matcher)*] ","? "}")?
     matcher: NAME "=" ESCAPED_STRING
     NAME: /[a-zA-Z_:][a-zA-Z0-9_:]*/
     %import common.ESCAPED_STRING
     %import common.WS
     %ignore WS
-""", start="selector", parser="lalr")
+""",
+    start="selector",
+    parser="lalr",
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,10 @@ def parse_selector(text: str, where: str = "selector") -> Selector:
     except LarkError as exc:
         col = getattr(exc, "column", None)
         at = f" at column {col}" if isinstance(col, int) and col > 0 else ""
-        raise DumpError(f"{where}: `{text}` is not a series selector{at}; write name{{label=\"value\",…}}, "
-                        "e.g. node_cpu_seconds_total{mode=\"idle\"}") from None
+        raise DumpError(
+            f'{where}: `{text}` is not a series selector{at}; write name{{label="value",…}}, '
+            'e.g. node_cpu_seconds_total{mode="idle"}'
+        ) from None
 
 
 @dataclass
@@ -102,8 +109,10 @@ def _put(s: Scrape, smp, where) -> None:
     old = s.series.get(key)
     if old is not None and not (old == v or (old != old and v != v)):
         labels = ",".join(f'{a}="{b}"' for a, b in key[1])
-        raise DumpError(f"{where}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.9g} with two values ({old:g}, {v:g}); "
-                        "give each series once per scrape")
+        raise DumpError(
+            f"{where}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.9g} with two values ({old:g}, {v:g}); "
+            "give each series once per scrape"
+        )
     s.series[key] = v
 
 
@@ -130,17 +139,22 @@ def _families(text: str, path: str):
         said = str(exc)
         for n, ln in enumerate(text.splitlines(), 1):
             if ln.strip() and ln.strip() in said:  # the parser quotes the line it refused
-                raise DumpError(f"{path}:{n}: refused by the {'OpenMetrics' if openmetrics else 'Prometheus'} text parser "
-                                f"({said[:120]}); {'OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF comments' if ln.startswith('#') else 'fix or drop the line'}") from None
+                raise DumpError(
+                    f"{path}:{n}: refused by the {'OpenMetrics' if openmetrics else 'Prometheus'} text parser "
+                    f"({said[:120]}); {'OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF comments' if ln.startswith('#') else 'fix or drop the line'}"
+                ) from None
         for n, ln in enumerate(text.splitlines(), 1):
             if not ln.strip() or ln.startswith("#"):
                 continue
             try:
                 list(one_line(ln + "\n"))
             except Exception:  # noqa: BLE001
-                raise DumpError(f"{path}:{n}: not a sample line of the Prometheus/OpenMetrics text format: "
-                                f"`{ln.strip()[:80]}`") from None
-        raise DumpError(f"{path}: not Prometheus/OpenMetrics text ({exc}); give scrapes as exporters serve them") from None
+                raise DumpError(
+                    f"{path}:{n}: not a sample line of the Prometheus/OpenMetrics text format: `{ln.strip()[:80]}`"
+                ) from None
+        raise DumpError(
+            f"{path}: not Prometheus/OpenMetrics text ({exc}); give scrapes as exporters serve them"
+        ) from None
 
 
 def _read_text(p: Path) -> str:
@@ -149,8 +163,10 @@ def _read_text(p: Path) -> str:
     try:
         return p.read_text(encoding="utf-8", errors="strict")
     except UnicodeDecodeError as exc:
-        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} is not UTF-8; "
-                        "is this a Prometheus/OpenMetrics scrape?") from None
+        raise DumpError(
+            f"{p}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} is not UTF-8; "
+            "is this a Prometheus/OpenMetrics scrape?"
+        ) from None
     except OSError as exc:
         raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
 
@@ -172,8 +188,10 @@ def _name_time(f: Path) -> float:
     m = _TIME_NAME.match(f.name)
     unit = _DIGITS.get(len(m.group(1))) if m else None
     if unit is None or (m.group(2) and unit != 1.0):
-        raise DumpError(f"{f}: the file name holds no scrape time; name each scrape by its time since the epoch in s "
-                        "(`curl -s HOST:9100/metrics > DIR/$(date +%s.%N).prom`), or in whole ms, µs or ns (13, 16 or 19 digits)")
+        raise DumpError(
+            f"{f}: the file name holds no scrape time; name each scrape by its time since the epoch in s "
+            "(`curl -s HOST:9100/metrics > DIR/$(date +%s.%N).prom`), or in whole ms, µs or ns (13, 16 or 19 digits)"
+        )
     return float(m.group(1) + (m.group(2) or "")) * unit
 
 
@@ -189,7 +207,9 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
     if p.is_dir():
         files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
         if not files:
-            raise DumpError(f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)")
+            raise DumpError(
+                f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)"
+            )
         scrapes, origin = [], {}
         for f in files:
             s = Scrape(_name_time(f))
@@ -197,8 +217,10 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
                 for smp in fam.samples:
                     _put(s, smp, f)
             if s.time_s in origin:
-                raise DumpError(f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
-                                "in the folder?)")
+                raise DumpError(
+                    f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
+                    "in the folder?)"
+                )
             origin[s.time_s] = f.name
             scrapes.append(s)
         scrapes.sort(key=lambda s: s.time_s)
@@ -208,15 +230,21 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
             for smp in fam.samples:
                 t = _stamp(smp.timestamp)
                 if t is None:
-                    raise DumpError(f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
-                                    "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time")
+                    raise DumpError(
+                        f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
+                        "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time"
+                    )
                 _put(by_time.setdefault(t, Scrape(t)), smp, p)
         scrapes = [by_time[t] for t in sorted(by_time)]
-        if scrapes and not (EPOCH_RANGE[0] <= scrapes[0].time_s <= EPOCH_RANGE[1] and scrapes[-1].time_s <= EPOCH_RANGE[1]):
+        if scrapes and not (
+            EPOCH_RANGE[0] <= scrapes[0].time_s <= EPOCH_RANGE[1] and scrapes[-1].time_s <= EPOCH_RANGE[1]
+        ):
             kind = "OpenMetrics (seconds)" if _is_openmetrics(p) else "Prometheus text without `# EOF` (milliseconds)"
-            raise DumpError(f"{p}: time stamps from {scrapes[0].time_s:.6g} s since the epoch, read as {kind}, are not a date "
-                            "between 2000 and 2100: the time stamps are in another unit; OpenMetrics text (ending in `# EOF`) "
-                            "takes seconds, Prometheus text milliseconds")
+            raise DumpError(
+                f"{p}: time stamps from {scrapes[0].time_s:.6g} s since the epoch, read as {kind}, are not a date "
+                "between 2000 and 2100: the time stamps are in another unit; OpenMetrics text (ending in `# EOF`) "
+                "takes seconds, Prometheus text milliseconds"
+            )
     for a, b in zip(scrapes, scrapes[1:]):
         if b.time_s == a.time_s:
             raise DumpError(f"{p}: two scrapes at the same time {a.time_s}; each scrape needs its own time")
@@ -295,6 +323,7 @@ def _chip_number_label(keys: list[tuple], hosts: list[str], labels: list[str]) -
     """The label that numbers the chips: one whose values are integers on every series and tell apart
     the series of a host (the other open labels — a UUID, a model name — only describe the chip), the
     preferred ones (``CHIP_LABELS``) first; None when no label does."""
+
     def ok(label: str) -> bool:
         vals = [dict(k).get(label, "") for k in keys]
         if not all(v.isdigit() and len(v) <= 9 for v in vals):  # a chip number, not an id that happens to be digits
@@ -308,8 +337,13 @@ def _chip_number_label(keys: list[tuple], hosts: list[str], labels: list[str]) -
     return next((x for x in ordered if ok(x)), None)
 
 
-def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, float, bool]], *, label: str,
-                    notes: list[str] | None = None) -> pa.Table:
+def collector_table(
+    scrapes: list[Scrape],
+    mapping: dict[str, tuple[Selector, float, bool]],
+    *,
+    label: str,
+    notes: list[str] | None = None,
+) -> pa.Table:
     """The scrapes in the collector format: one row per (host, chip) and scrape (``sample``: the scrape's
     number, ``timestamp_ns`` from the first scrape), one column per signal whose selector matched: a
     counter's running total or a gauge's level, as uint64 raw counts of the signal's scale; null where the
@@ -332,10 +366,14 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
                     open_labels.update(a for a, _ in key if a != "instance")
     missing = [s for s in mapping if s not in found]
     if not found:
-        raise DumpError(f"{label}: no series matches a signal's `sources: {{openmetrics: …}}` selector "
-                        f"(e.g. {next(iter(mapping.values()))[0].name if mapping else 'none declared'}); is this the right catalog?")
+        raise DumpError(
+            f"{label}: no series matches a signal's `sources: {{openmetrics: …}}` selector "
+            f"(e.g. {next(iter(mapping.values()))[0].name if mapping else 'none declared'}); is this the right catalog?"
+        )
     if missing:
-        notes.append(f"{label}: no series matches the selector of {', '.join(missing)} (the metrics that read them are unavailable)")
+        notes.append(
+            f"{label}: no series matches the selector of {', '.join(missing)} (the metrics that read them are unavailable)"
+        )
     keys = list(dict.fromkeys(key for per in found.values() for key in per))
     host_label = next((h for h in HOST_LABELS if any(h in dict(k) for k in keys)), None)
     hosts = [dict(k).get(host_label, "") if host_label else "" for k in keys]
@@ -348,19 +386,25 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
         first: dict[tuple, int] = {}
         chip_no = [first.setdefault(c, len(first)) for c in chips]
         if chip_labels:
-            notes.append(f"{label}: chips numbered by the labels {', '.join(chip_labels)}: "
-                         + "; ".join(f"{n} = {dict(zip(chip_labels, c))}" for c, n in list(first.items())[:8]))
+            notes.append(
+                f"{label}: chips numbered by the labels {', '.join(chip_labels)}: "
+                + "; ".join(f"{n} = {dict(zip(chip_labels, c))}" for c, n in list(first.items())[:8])
+            )
     S, C = len(scrapes), len(keys)
     partial = [k for k in keys if max(len(per.get(k, {})) for per in found.values()) < S]
     if partial:
-        notes.append(f"{label}: {len(partial)} of {C} chips' series are absent from some scrapes (a label that changed between "
-                     f"scrapes splits a series in two, each null where the other is), e.g. {dict(partial[0])}")
+        notes.append(
+            f"{label}: {len(partial)} of {C} chips' series are absent from some scrapes (a label that changed between "
+            f"scrapes splits a series in two, each null where the other is), e.g. {dict(partial[0])}"
+        )
     t0 = scrapes[0].time_s
     cols: dict[str, pa.Array] = {
         "host": pa.array(np.tile(np.array(hosts, dtype=object), S).tolist(), pa.string()),
         "chip": pa.array(np.tile(np.array(chip_no, np.int64), S)),
         "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),
-        "timestamp_ns": pa.array(np.repeat(np.rint((np.array([s.time_s for s in scrapes]) - t0) * 1e9).astype(np.int64), C)),
+        "timestamp_ns": pa.array(
+            np.repeat(np.rint((np.array([s.time_s for s in scrapes]) - t0) * 1e9).astype(np.int64), C)
+        ),
     }
     if not any(hosts):
         del cols["host"]
@@ -371,11 +415,15 @@ def collector_table(scrapes: list[Scrape], mapping: dict[str, tuple[Selector, fl
             for k, v in per_key.get(key, {}).items():
                 vals[k, c] = v
         null = ~np.isfinite(vals)
-        raw = np.rint(np.where(null, 0.0, vals) * per)  # raw counts of the signal's scale (gauges too: registers are integers)
-        if np.any(raw < 0) or np.any(raw >= 2.0 ** 64):
-            bad = float(vals[~null][(raw[~null] < 0) | (raw[~null] >= 2.0 ** 64)][0])
-            raise DumpError(f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
-                            f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale")
+        raw = np.rint(
+            np.where(null, 0.0, vals) * per
+        )  # raw counts of the signal's scale (gauges too: registers are integers)
+        if np.any(raw < 0) or np.any(raw >= 2.0**64):
+            bad = float(vals[~null][(raw[~null] < 0) | (raw[~null] >= 2.0**64)][0])
+            raise DumpError(
+                f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
+                f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale"
+            )
         cols[sig] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
     return pa.table(cols)
 
@@ -389,11 +437,24 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
     """
     mapping = mapping_of(gen)
     if not mapping:
-        raise DumpError(f"{path}: generation `{gen.name}` names no series (`sources: {{openmetrics: …}}` on its signals); "
-                        "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)")
+        raise DumpError(
+            f"{path}: generation `{gen.name}` names no series (`sources: {{openmetrics: …}}` on its signals); "
+            "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)"
+        )
     t = collector_table(read_scrapes(path), mapping, label=str(path), notes=notes)
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "openmetrics"})})
 
 
-__all__ = ["SELECTOR", "Scrape", "Selector", "collector_table", "mapping_of", "openmetrics_capture", "parse_selector",
-           "read_scrapes", "sniff", "catalog_of", "generation_of"]
+__all__ = [
+    "SELECTOR",
+    "Scrape",
+    "Selector",
+    "collector_table",
+    "mapping_of",
+    "openmetrics_capture",
+    "parse_selector",
+    "read_scrapes",
+    "sniff",
+    "catalog_of",
+    "generation_of",
+]

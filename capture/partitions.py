@@ -7,6 +7,7 @@ escaping Hive, Spark, DuckDB and pyarrow all decode, so ``host=a%2Fb`` reads bac
 ``.`` and ``..`` escaped too; ``value`` decodes a component read back. ``inside`` checks that a path
 about to be written resolves under its root (symbolic links followed), the last line of defence.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,10 @@ def segment(key: str, val: object, *, what: str = "") -> str:
     out = f"{key}={text}"
     if len(out.encode()) > MAX_SEGMENT_BYTES:
         where = f"{what}: " if what else ""
-        raise PathEscapeError(f"{where}the {key} `{str(val)[:60]}…` is {len(str(val))} characters long; a {key} names a "
-                              f"folder of the output and must encode to at most {MAX_SEGMENT_BYTES} bytes: shorten it")
+        raise PathEscapeError(
+            f"{where}the {key} `{str(val)[:60]}…` is {len(str(val))} characters long; a {key} names a "
+            f"folder of the output and must encode to at most {MAX_SEGMENT_BYTES} bytes: shorten it"
+        )
     return out
 
 
@@ -60,6 +63,8 @@ def inside(path: Path, root: Path) -> Path:
     """
     real, base = os.path.realpath(path), os.path.realpath(root)
     if os.path.commonpath([real, base]) != base:
-        raise PathEscapeError(f"{path}: would be written outside the output folder {root}; a name from the data "
-                              "(host, chip, op) tried to choose the path — report this as a bug")
+        raise PathEscapeError(
+            f"{path}: would be written outside the output folder {root}; a name from the data "
+            "(host, chip, op) tried to choose the path — report this as a bug"
+        )
     return path

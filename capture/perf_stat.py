@@ -37,6 +37,7 @@ aggregated lines mixed with per-CPU ones (they would be counted twice) is report
 naming the file, line and field; an event no signal maps is a note, not an error. A pipe is refused
 (write perf's output to a file).
 """
+
 from __future__ import annotations
 
 import math
@@ -86,7 +87,9 @@ def _number(text: str, path: str, line: int, what: str) -> float:
     try:
         v = float(text.replace(",", "") if what == "count" else text)
     except ValueError:
-        raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?") from None
+        raise DumpError(
+            f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?"
+        ) from None
     if not math.isfinite(v):
         raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a finite number")
     return v
@@ -101,7 +104,9 @@ def read_perf_stat(path: str | Path) -> PerfStat:
     """
     p = str(path)
     if Path(path).exists() and not Path(path).is_file():
-        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); write perf's output to a file with `perf stat -o FILE`")
+        raise DumpError(
+            f"{p}: not a regular file (a pipe or a folder?); write perf's output to a file with `perf stat -o FILE`"
+        )
     try:
         text = Path(path).read_text(encoding="utf-8-sig", errors="strict")
     except UnicodeDecodeError as exc:
@@ -112,7 +117,9 @@ def read_perf_stat(path: str | Path) -> PerfStat:
     body = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
     if not body:
         raise DumpError(f"{p}: no counter lines; give the file `perf stat -x, -o FILE` (or perf stat's report) wrote")
-    if any("Performance counter stats" in ln for _, ln in body) or any(ln.strip().endswith("seconds time elapsed") for _, ln in body):
+    if any("Performance counter stats" in ln for _, ln in body) or any(
+        ln.strip().endswith("seconds time elapsed") for _, ln in body
+    ):
         return _human(out, body)
     sep = _separator(body[0][1], p, body[0][0])
     width = None
@@ -121,14 +128,18 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         if width is None:
             width = len(f)
         elif len(f) != width:
-            raise DumpError(f"{p}:{n}: {len(f)} field(s) where line {body[0][0]} has {width}: a line cut short or two outputs "
-                            "in one file? Give one `perf stat -x,` run's output")
+            raise DumpError(
+                f"{p}:{n}: {len(f)} field(s) where line {body[0][0]} has {width}: a line cut short or two outputs "
+                "in one file? Give one `perf stat -x,` run's output"
+            )
         out.lines.append(_csv_line(f, p, n))
     out.interval = out.lines[0].time is not None
     if any((x.time is None) == out.interval for x in out.lines):
         bad = next(x for x in out.lines if (x.time is None) == out.interval)
-        raise DumpError(f"{p}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
-                        f"{'with' if out.interval else 'without'}: two perf runs in one file? Give one run's output")
+        raise DumpError(
+            f"{p}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
+            f"{'with' if out.interval else 'without'}: two perf runs in one file? Give one run's output"
+        )
     return out
 
 
@@ -152,12 +163,16 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
         if not where.startswith("CPU") and i < len(f) and f[i].isdigit() and len(f) - i >= 6:
             i += 1  # the number of CPUs aggregated (--per-core, --per-die, --per-socket, --per-node)
     if len(f) - i < 3:
-        raise DumpError(f"{p}:{n}: {len(f)} field(s); perf stat's CSV lines hold a value, a unit and an event "
-                        "(and with -I a time stamp first): was the file written with `perf stat -x,`?")
+        raise DumpError(
+            f"{p}:{n}: {len(f)} field(s); perf stat's CSV lines hold a value, a unit and an event "
+            "(and with -I a time stamp first): was the file written with `perf stat -x,`?"
+        )
     raw, unit, event = f[i], f[i + 1], f[i + 2]
     if re.fullmatch(r"[\d.,]+", unit) or re.fullmatch(r"[\d.,]+", event):
-        raise DumpError(f"{p}:{n}: field {i + 2} or {i + 3} is a number where perf stat's CSV has the unit and the event "
-                        "(a line cut short, or not `perf stat -x,` output?)")
+        raise DumpError(
+            f"{p}:{n}: field {i + 2} or {i + 3} is a number where perf stat's CSV has the unit and the event "
+            "(a line cut short, or not `perf stat -x,` output?)"
+        )
     if not event:
         raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
     state = MARKERS.get(raw, "counted")
@@ -165,7 +180,9 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     if value is not None and value < 0:
         raise DumpError(f"{p}:{n}: the count {raw} of `{event}` is negative; perf prints counts, never below 0")
     if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
-        raise DumpError(f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)")
+        raise DumpError(
+            f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)"
+        )
     enabled = 100.0
     if len(f) > i + 4 and f[i + 4]:
         enabled = _number(f[i + 4].rstrip("%"), p, n, "run percentage")
@@ -174,7 +191,9 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     return PerfLine(t, where, value, unit, event, state, enabled, n)
 
 
-_HUMAN = re.compile(r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)")
+_HUMAN = re.compile(
+    r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)"
+)
 
 
 def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
@@ -206,7 +225,9 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
         value = None if raw in MARKERS else _number(raw, out.path, n, "count")
         out.lines.append(PerfLine(None, "", value, m.group("unit") or "", m.group("event"), state, 100.0, n))
     if out.elapsed_s is None:
-        raise DumpError(f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report")
+        raise DumpError(
+            f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report"
+        )
     return out
 
 
@@ -233,7 +254,9 @@ def sniff(path) -> bool:
     if "Performance counter stats" in head:
         return True
     lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][:8]
-    pat = re.compile(r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)")
+    pat = re.compile(
+        r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)"
+    )
     return bool(lines) and all(pat.match(ln) for ln in lines)
 
 
@@ -265,16 +288,22 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     ps = read_perf_stat(path)
     mapping = mapping_of(gen)
     if not mapping:
-        raise DumpError(f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
-                        "analyse perf stat output with a catalog that does (the shipped `linux` catalog is the default)")
+        raise DumpError(
+            f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
+            "analyse perf stat output with a catalog that does (the shipped `linux` catalog is the default)"
+        )
     if not any(x.event in mapping or _base(x.event) in mapping for x in ps.lines):
         events = sorted({x.event for x in ps.lines})
-        raise DumpError(f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`")
+        raise DumpError(
+            f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`"
+        )
     t = collector_table(ps, mapping, notes=notes)
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
 
 
-def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None) -> pa.Table:
+def collector_table(
+    ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None
+) -> pa.Table:
     """The capture in the collector format (one row per aggregate or CPU and sample; ``sample`` (the
     interval's number), ``timestamp_ns``; one uint64 column per mapped signal, its running total in raw
     counts; null where perf printed a marker). ``mapping``: perf event → (signal, ``time`` when perf
@@ -293,34 +322,49 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
         notes.append(f"{ps.path}: events read without their modifier: {', '.join(modified[:8])}")
     unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
     if unmapped:
-        notes.append(f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
-                     + (" …" if len(unmapped) > 8 else ""))
-    never = sorted({x.event for x in ps.lines if x.event in mapping} - {x.event for x in ps.lines if x.event in mapping and x.state != "not supported"})
+        notes.append(
+            f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
+            + (" …" if len(unmapped) > 8 else "")
+        )
+    never = sorted(
+        {x.event for x in ps.lines if x.event in mapping}
+        - {x.event for x in ps.lines if x.event in mapping and x.state != "not supported"}
+    )
     if never:
-        notes.append(f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} (the metrics that read them are unavailable)")
+        notes.append(
+            f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} (the metrics that read them are unavailable)"
+        )
     lines = [x for x in ps.lines if x.event in mapping and x.event not in never]
     seen_at: dict[tuple, int] = {}
     for x in lines:
         key = (x.time, x.where, x.event)
         if key in seen_at:
-            raise DumpError(f"{ps.path}:{x.line}: `{x.event}`{' for ' + x.where if x.where else ''} again"
-                            f"{f' at {x.time:.9f} s' if x.time is not None else ''} (first on line {seen_at[key]}): two runs' "
-                            "output in one file? Give one perf stat run's output")
+            raise DumpError(
+                f"{ps.path}:{x.line}: `{x.event}`{' for ' + x.where if x.where else ''} again"
+                f"{f' at {x.time:.9f} s' if x.time is not None else ''} (first on line {seen_at[key]}): two runs' "
+                "output in one file? Give one perf stat run's output"
+            )
         seen_at[key] = x.line
     if lines and any(x.where == "" for x in lines) and any(x.where != "" for x in lines):
         bad = next(x for x in lines if (x.where == "") != (lines[0].where == ""))
-        raise DumpError(f"{ps.path}:{bad.line}: aggregated lines and per-CPU (or per-socket) lines in one file would be "
-                        "counted twice; give the output of one `perf stat` run (with or without -A)")
+        raise DumpError(
+            f"{ps.path}:{bad.line}: aggregated lines and per-CPU (or per-socket) lines in one file would be "
+            "counted twice; give the output of one `perf stat` run (with or without -A)"
+        )
     wheres = list(dict.fromkeys(x.where for x in lines))
     chips = {w: (c if (c := _chip_of(w)) >= 0 else k) for k, w in enumerate(wheres)}
     if len(set(chips.values())) != len(chips):
         chips = {w: k for k, w in enumerate(wheres)}
     times = sorted({x.time for x in lines}) if ps.interval else [ps.elapsed_s]
     if any(t is None for t in times):
-        raise DumpError(f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
-                        "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'")
+        raise DumpError(
+            f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
+            "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'"
+        )
     if times and not 0.0 < max(times) < 1e9:  # perf's time stamps count seconds since the start of the run
-        raise DumpError(f"{ps.path}: a time stamp of {max(times):g} s since the start is not a run's length; is the file perf stat's output?")
+        raise DumpError(
+            f"{ps.path}: a time stamp of {max(times):g} s since the start is not a run's length; is the file perf stat's output?"
+        )
     ti = {t: k + 1 for k, t in enumerate(times)}
     S, C = len(times) + 1, len(wheres)
     signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))
@@ -333,23 +377,31 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
         sig, kind, per = mapping[x.event]
         is_time = x.unit in UNITS and x.unit != ""
         if x.state == "counted" and x.unit not in UNITS:
-            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit}`, which its signal `{sig}` does not read (a count "
-                            "has no unit, a time msec, usec, nsec or sec); map the event to a signal in that unit")
+            raise DumpError(
+                f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit}`, which its signal `{sig}` does not read (a count "
+                "has no unit, a time msec, usec, nsec or sec); map the event to a signal in that unit"
+            )
         if x.state == "counted" and is_time != (kind == "time"):
-            raise DumpError(f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, but its signal `{sig}` is "
-                            f"{'a time' if kind == 'time' else 'a count'}; map the event to a signal of that kind")
+            raise DumpError(
+                f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, but its signal `{sig}` is "
+                f"{'a time' if kind == 'time' else 'a count'}; map the event to a signal of that kind"
+            )
         k, c = ti[x.time if ps.interval else ps.elapsed_s], wheres.index(x.where)
         seen[sig][k, c] = True
         if x.value is None:
             null[sig][k, c] = True
         else:
             inc[sig][k, c] += x.value * (UNITS[x.unit] if is_time else 1.0) * per
-            if inc[sig][k, c] >= 2.0 ** 63:
-                raise DumpError(f"{ps.path}:{x.line}: the count {x.value:g} of `{x.event}` does not fit a 64-bit counter "
-                                f"at the signal's scale; is the file perf stat's output?")
-    cols: dict[str, pa.Array] = {"chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
-                                 "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
-                                 "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C))}
+            if inc[sig][k, c] >= 2.0**63:
+                raise DumpError(
+                    f"{ps.path}:{x.line}: the count {x.value:g} of `{x.event}` does not fit a 64-bit counter "
+                    f"at the signal's scale; is the file perf stat's output?"
+                )
+    cols: dict[str, pa.Array] = {
+        "chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
+        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
+        "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C)),
+    }
     gaps = []
     for s in signals:
         missing = ~seen[s]  # an interval without the event's line (a line cut off): null, never a zero increment
@@ -357,12 +409,25 @@ def collector_table(ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *,
             gaps.append(f"{s} ({int(missing.sum())})")
         null[s] |= missing
         total = np.cumsum(np.rint(np.where(null[s], 0.0, inc[s])), axis=0)  # running totals in raw counts
-        if total.size and total.max() >= 2.0 ** 64:
-            raise DumpError(f"{ps.path}: the running total of `{s}` passes 2^64 raw counts; is the file perf stat's output?")
+        if total.size and total.max() >= 2.0**64:
+            raise DumpError(
+                f"{ps.path}: the running total of `{s}` passes 2^64 raw counts; is the file perf stat's output?"
+            )
         cols[s] = pa.array(total.reshape(-1).astype(np.uint64), mask=null[s].reshape(-1))
     if gaps:
-        notes.append(f"{ps.path}: intervals without a line for the event (null there, reason missing sample): {', '.join(gaps)}")
+        notes.append(
+            f"{ps.path}: intervals without a line for the event (null there, reason missing sample): {', '.join(gaps)}"
+        )
     return pa.table(cols)
 
 
-__all__ = ["MARKERS", "PerfLine", "PerfStat", "collector_table", "mapping_of", "perf_capture", "read_perf_stat", "sniff"]
+__all__ = [
+    "MARKERS",
+    "PerfLine",
+    "PerfStat",
+    "collector_table",
+    "mapping_of",
+    "perf_capture",
+    "read_perf_stat",
+    "sniff",
+]

@@ -18,6 +18,7 @@ regular piece comes as ``flat``: the registers laid out as one (columns, rows) u
 order, rows sample-major, chip-minor — the layout the generated kernel reads in place — built with
 one copy from the Arrow buffers; ``Chunk.dump`` gives the same piece as a ``CounterDump`` (views).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,17 +70,32 @@ class Chunk:
             S, C = f.T.shape
             raw, missing, a = {}, {}, 0
             for name, n in f.columns:
-                raw[name] = f.X[a:a + n].T.reshape(S, C, n)
-                if f.missing is not None and f.missing[a:a + n].any():
-                    missing[name] = f.missing[a:a + n].T.reshape(S, C, n)
+                raw[name] = f.X[a : a + n].T.reshape(S, C, n)
+                if f.missing is not None and f.missing[a : a + n].any():
+                    missing[name] = f.missing[a : a + n].T.reshape(S, C, n)
                 a += n
-            self.raw_dump = CounterDump(p.label, self.chips, f.T, raw, np.ones((S, C), bool), missing, dict(p.meta),
-                                        hosts=self.hosts, absent=p.absent, notes=p.notes)
+            self.raw_dump = CounterDump(
+                p.label,
+                self.chips,
+                f.T,
+                raw,
+                np.ones((S, C), bool),
+                missing,
+                dict(p.meta),
+                hosts=self.hosts,
+                absent=p.absent,
+                notes=p.notes,
+            )
         return self.raw_dump
 
 
-def iter_chunks(plan: DumpPlan, signals: list[str] | None = None, chunk_rows: int = CHUNK_ROWS,
-                columns: list[tuple[str, int]] | None = None, select=None) -> Iterator[Chunk]:
+def iter_chunks(
+    plan: DumpPlan,
+    signals: list[str] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    columns: list[tuple[str, int]] | None = None,
+    select=None,
+) -> Iterator[Chunk]:
     """The pieces of the dump (module docstring), host by host in sorted order, in time order within a
     host; ``signals``: the signals to read (default: every signal in the dump); ``columns``: the
     register layout of flat pieces (default: none, every piece a ``CounterDump``); ``select(group,
@@ -169,8 +185,18 @@ def _chunks(plan: DumpPlan, signals, chunk_rows: int, columns, select) -> Iterat
                 continue
             lo = a if carry is None else a + 1
             raw, missing = _place(plan, parts, want, row_grid, hg.offsets, lo, b, a, C, g, carry)
-            dump = CounterDump(plan.label, chips_, g.stamps[a:b + 1], raw, g.present[a:b + 1], missing, dict(plan.meta),
-                               hosts=hosts_, absent=plan.absent, notes=plan.notes)
+            dump = CounterDump(
+                plan.label,
+                chips_,
+                g.stamps[a : b + 1],
+                raw,
+                g.present[a : b + 1],
+                missing,
+                dict(plan.meta),
+                hosts=hosts_,
+                absent=plan.absent,
+                notes=plan.notes,
+            )
             yield Chunk(gi, host, a, dump, None, chips_, hosts_, plan)
             carry = ({n: v[-1] for n, v in raw.items()}, {n: v[-1] for n, v in missing.items()})
             a = b
@@ -186,8 +212,17 @@ def _regular_grid(g, rows: int):
     C = len(g.keys)
     S = rows // C
     order = (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1)
-    full = Grid(g.keys, g.host_names, order, np.repeat(np.arange(C, dtype=np.int64), S), np.tile(np.arange(S, dtype=np.int64), C),
-                g.stamps, g.present, g.counts, g.label)
+    full = Grid(
+        g.keys,
+        g.host_names,
+        order,
+        np.repeat(np.arange(C, dtype=np.int64), S),
+        np.tile(np.arange(S, dtype=np.int64), C),
+        g.stamps,
+        g.present,
+        g.counts,
+        g.label,
+    )
     return full, np.arange(rows, dtype=np.int64) // C
 
 
@@ -232,7 +267,12 @@ def _mapped_batches(path, cols: list[str], batch_rows: int):
             for i in range(reader.num_record_batches):
                 b = reader.get_batch(i).select(names)
                 yield from (b.slice(k, batch_rows) for k in range(0, b.num_rows, batch_rows))
-                spans = [(x.address, x.address + x.size) for col in b.columns for x in col.buffers() if x is not None and x.size]
+                spans = [
+                    (x.address, x.address + x.size)
+                    for col in b.columns
+                    for x in col.buffers()
+                    if x is not None and x.size
+                ]
                 if spans:
                     lo = min(a for a, _ in spans) - buf.address
                     hi = max(z for _, z in spans) - buf.address
@@ -273,9 +313,9 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
         return m
 
     X = new_matrix()
-    M = None          # null registers of the piece (allocated when a batch has one)
-    fill = 0          # rows of X filled (the carried sample included)
-    first = 0         # grid point of X's first sample
+    M = None  # null registers of the piece (allocated when a batch has one)
+    fill = 0  # rows of X filled (the carried sample included)
+    first = 0  # grid point of X's first sample
     have_carry = False
     for part in parts:
         for batch in _batches(plan, part, cols, rows_per):
@@ -285,18 +325,18 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
                 k = min(t.num_rows - done, X.shape[1] - fill)
                 piece = t.slice(done, k)
                 for name, lo, vals, nulls in _registers(plan, piece, str(part.path), pos):
-                    X[lo:lo + vals.shape[1], fill:fill + k] = vals.T
+                    X[lo : lo + vals.shape[1], fill : fill + k] = vals.T
                     if nulls.any():
                         if M is None:
                             M = np.zeros(X.shape, bool)
-                        M[lo:lo + vals.shape[1], fill:fill + k] = nulls.T
+                        M[lo : lo + vals.shape[1], fill : fill + k] = nulls.T
                 fill += k
                 done += k
                 if fill == X.shape[1]:
                     S = fill // C
-                    yield first, g.stamps[first:first + S], X, M
-                    last = X[:, fill - C:fill].copy()
-                    last_m = None if M is None else M[:, fill - C:fill].copy()
+                    yield first, g.stamps[first : first + S], X, M
+                    last = X[:, fill - C : fill].copy()
+                    last_m = None if M is None else M[:, fill - C : fill].copy()
                     X = new_matrix()
                     X[:, :C] = last
                     M = None
@@ -307,8 +347,12 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
                     fill, have_carry = C, True
     if fill > (C if have_carry else 0) and fill >= 2 * C:
         S = fill // C
-        yield (first, g.stamps[first:first + S], np.ascontiguousarray(X[:, :fill]),  # contiguous, as every piece
-               None if M is None else np.ascontiguousarray(M[:, :fill]))
+        yield (
+            first,
+            g.stamps[first : first + S],
+            np.ascontiguousarray(X[:, :fill]),  # contiguous, as every piece
+            None if M is None else np.ascontiguousarray(M[:, :fill]),
+        )
 
 
 def _registers(plan: DumpPlan, t: pa.Table, p: str, pos: dict):
@@ -344,10 +388,14 @@ def _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry):
             missing[n][0] = carry[1].get(n, False)
     key_pos = {(None if g.host_names is None else g.host_names[k[0]], int(k[1])): i for i, k in enumerate(g.keys)}
     for pi, part in enumerate(parts):
-        sel = np.flatnonzero((row_grid[offsets[pi]:offsets[pi + 1]] >= lo) & (row_grid[offsets[pi]:offsets[pi + 1]] <= b))
+        sel = np.flatnonzero(
+            (row_grid[offsets[pi] : offsets[pi + 1]] >= lo) & (row_grid[offsets[pi] : offsets[pi + 1]] <= b)
+        )
         if not len(sel) and not plan.long:
             continue
-        cols = _key_columns(plan) + ([c for s in want for c in plan.columns[s]] if not plan.long else ["signal", "instance", "value"])
+        cols = _key_columns(plan) + (
+            [c for s in want for c in plan.columns[s]] if not plan.long else ["signal", "instance", "value"]
+        )
         if plan.long:
             t = _read(part, gen, cols)
             if part.host is not None:
@@ -379,8 +427,9 @@ def _fill(plan, t: pa.Table, p: str, want, raw, missing, key_pos, g, a, lo, b) -
         columns = _long_columns(t, p, plan.gen, notes)
         chip, hs, ts, columns = _pivot(chip, hs, ts, t, p, {k: v for k, v in columns.items() if k in raw})
     else:
-        columns = _wide_columns(t.select([c for c in t.column_names if c not in ("host", "chip", plan.stamp, "sample")]), p,
-                                plan.gen, notes)
+        columns = _wide_columns(
+            t.select([c for c in t.column_names if c not in ("host", "chip", plan.stamp, "sample")]), p, plan.gen, notes
+        )
     for note in notes:
         if note not in plan.notes:
             plan.notes.append(note)

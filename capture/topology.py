@@ -5,6 +5,7 @@ Columns: ``host`` (required), ``chip`` (optional: a row without a chip places ev
 (``- {host: h0, rack: r0, pod: p0}``) or a mapping from host to its place (``h0: {rack: r0, pod: p0}``).
 Every failure is a ``TopologyError`` naming the file, the row and the column, and what to do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,8 +38,11 @@ class Topology:
         from perfonto.ontology.diagnostics import did_you_mean
 
         hint = did_you_mean(key[0], hosts)
-        raise TopologyError(f"{self.path}: column `host`: no row places host `{key[0]}` chip {key[1]} of the dump"
-                            + (f" ({hint})" if hint else "") + "; add a row for it (a row without `chip` places every chip of a host)")
+        raise TopologyError(
+            f"{self.path}: column `host`: no row places host `{key[0]}` chip {key[1]} of the dump"
+            + (f" ({hint})" if hint else "")
+            + "; add a row for it (a row without `chip` places every chip of a host)"
+        )
 
 
 def _rows(path: Path) -> list[dict]:
@@ -52,7 +56,9 @@ def _rows(path: Path) -> list[dict]:
                 rows = []
                 for h, v in data.items():
                     if not isinstance(v, dict):
-                        raise TopologyError(f"{path}: host `{h}`: expected a mapping with `rack` (and `pod`), got {type(v).__name__}")
+                        raise TopologyError(
+                            f"{path}: host `{h}`: expected a mapping with `rack` (and `pod`), got {type(v).__name__}"
+                        )
                     rows.append({"host": h, **v})
                 return rows
             if isinstance(data, list) and all(isinstance(r, dict) for r in data):
@@ -66,8 +72,9 @@ def _rows(path: Path) -> list[dict]:
             import pyarrow as pa
             import pyarrow.csv as pcsv
 
-            opts = pcsv.ConvertOptions(column_types={"host": pa.string(), "rack": pa.string(), "pod": pa.string()},
-                                       strings_can_be_null=True)
+            opts = pcsv.ConvertOptions(
+                column_types={"host": pa.string(), "rack": pa.string(), "pod": pa.string()}, strings_can_be_null=True
+            )
             return pcsv.read_csv(str(path), convert_options=opts).to_pylist()
     except TopologyError:
         raise
@@ -108,12 +115,17 @@ def read_topology(path: str | Path) -> Topology:
                 if chip < 0 or str(row["chip"]).strip().lstrip("+") not in (str(chip), f"{chip}.0"):
                     raise ValueError
             except (TypeError, ValueError):
-                raise TopologyError(f"{p}: row {i}: column `chip` is {row['chip']!r}; a chip is a non-negative integer "
-                                    "(leave it empty to place every chip of the host)") from None
+                raise TopologyError(
+                    f"{p}: row {i}: column `chip` is {row['chip']!r}; a chip is a non-negative integer "
+                    "(leave it empty to place every chip of the host)"
+                ) from None
         key = (str(row["host"]), chip)
         if key in topo.place:
-            raise TopologyError(f"{p}: row {i}: column `host`: host `{key[0]}`" + (f" chip {chip}" if chip is not None else "")
-                                + " is placed twice")
+            raise TopologyError(
+                f"{p}: row {i}: column `host`: host `{key[0]}`"
+                + (f" chip {chip}" if chip is not None else "")
+                + " is placed twice"
+            )
         pod = row.get("pod")
         topo.place[key] = (str(row["rack"]), None if pod in (None, "") else str(pod))
     return topo

@@ -5,6 +5,7 @@ Names come from the resolved generation, whose identifiers are validated lower-c
 ontology loader; they are still checked here and every string literal is escaped, so a catalog can
 never inject C.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,7 +66,11 @@ def generate_header(gen: Generation) -> str:
         "#include <stdint.h>",
         "",
         "/* Signal kinds. */",
-        *(f"#define {p}_KIND_{k.name.upper()} {k.c_id}u" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id) if k.c_id >= 0),
+        *(
+            f"#define {p}_KIND_{k.name.upper()} {k.c_id}u"
+            for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id)
+            if k.c_id >= 0
+        ),
         "",
         "/* Instances per chip of each block (product of its instance axes). */",
     ]
@@ -78,8 +83,12 @@ def generate_header(gen: Generation) -> str:
             lines.append(f"#define {p}_BLOCK_{_c_ident(b)}_AXIS_{_c_ident(axis)} {size}u")
     ids = signal_ids(gen)
     count = max(ids.values(), default=-1) + 1
-    lines += ["", "/* Signal IDs: stable across generations (append-only: a parent's ids are kept, new signals get",
-              "   new ids, a removed signal's id is never reused; see `id:` in the ontology). */", f"enum {p.lower()}_signal {{"]
+    lines += [
+        "",
+        "/* Signal IDs: stable across generations (append-only: a parent's ids are kept, new signals get",
+        "   new ids, a removed signal's id is never reused; see `id:` in the ontology). */",
+        f"enum {p.lower()}_signal {{",
+    ]
     idents: dict[str, str] = {}
     for name in sorted(gen.signals, key=ids.get):
         ident = f"{p}_SIG_{_c_ident(name)}"
@@ -87,13 +96,18 @@ def generate_header(gen: Generation) -> str:
             raise ValueError(f"signals `{idents[ident]}` and `{name}` map to the same C identifier {ident}; rename one")
         idents[ident] = name
         lines.append(f"    {ident} = {ids[name]},")
-    lines += [f"    {p}_SIGNAL_COUNT = {count}  /* one past the largest id; ids of removed signals are unused */", "};", ""]
+    lines += [
+        f"    {p}_SIGNAL_COUNT = {count}  /* one past the largest id; ids of removed signals are unused */",
+        "};",
+        "",
+    ]
     lines += [
         f"struct {p.lower()}_signal_info {{",
         "    const char *name;     /* full signal name */",
         "    const char *unit;     /* unit of raw x scale */",
-        "    uint8_t kind;         /* " + ", ".join(f"{k.name} = {k.c_id}" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id)
-                                                  if k.c_id >= 0) + " */",
+        "    uint8_t kind;         /* "
+        + ", ".join(f"{k.name} = {k.c_id}" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id) if k.c_id >= 0)
+        + " */",
         "    uint8_t width;        /* register width in bits (0 for gauges) */",
         "    uint8_t wrap_width;   /* bits at which the counter wraps (0: not a counter, or unknown) */",
         "    uint32_t instances;   /* registers per chip */",
@@ -104,13 +118,17 @@ def generate_header(gen: Generation) -> str:
     ]
     for name, s in sorted(gen.signals.items(), key=lambda kv: ids[kv[0]]):
         if s.instances > 0xFFFFFFFF:
-            raise ValueError(f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds")
+            raise ValueError(
+                f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds"
+            )
         width = s.width if s.width is not None else 0
         wrap = s.wrap_width if (s.wrap_width is not None and kinds.of(s).window == "increase") else 0
         scale = float(s.scale)
         if not math.isfinite(scale):
             raise ValueError(f"signal `{name}` has a non-finite scale")
-        lines.append(f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, {wrap}u, "
-                     f"{s.instances}u, {scale!r}}},")
+        lines.append(
+            f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, {wrap}u, "
+            f"{s.instances}u, {scale!r}}},"
+        )
     lines += ["};", "", f"#endif /* {p}_H */", ""]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ availability comes from every catalog. Output is deterministic: sorted, no times
 anything but the inputs. Text from catalogs is escaped for Markdown (``codegen.docs._esc``) and
 Mermaid labels are quoted and entity-escaped.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -79,8 +80,14 @@ class _Site:
             return False, g.unavailable[metric]
         if metric not in g.declarations:
             return False, "not declared for this generation"
-        errs = [d for d in g.errors if d.span.line == g.declarations[metric].span.line and d.span.file == g.declarations[metric].span.file]
-        return False, "does not compile: " + (errs[0].message if errs else "it depends on a metric that does not compile")
+        errs = [
+            d
+            for d in g.errors
+            if d.span.line == g.declarations[metric].span.line and d.span.file == g.declarations[metric].span.file
+        ]
+        return False, "does not compile: " + (
+            errs[0].message if errs else "it depends on a metric that does not compile"
+        )
 
     def metric_link(self, name: str, from_root: bool = False) -> str:
         """A link to the metric's entry on its first group's page (from the index, or from a page in a
@@ -99,54 +106,96 @@ class _Site:
 
     # -- pages --------------------------------------------------------------------------------------
     def index(self) -> str:
-        out = ["# perfonto metric reference", "",
-               f"Metric details as compiled for `{_n(self.primary)}`; availability on every generation "
-               f"({', '.join(f'`{_n(g)}`' for g in self.graphs)}). {len(self.names)} metrics in {len(self.groups)} groups.", "",
-               "## Generations", "", "| generation | lineage | signals | spec constants | metrics available | unavailable | description |",
-               "|---|---|---|---|---|---|---|"]
+        out = [
+            "# perfonto metric reference",
+            "",
+            f"Metric details as compiled for `{_n(self.primary)}`; availability on every generation "
+            f"({', '.join(f'`{_n(g)}`' for g in self.graphs)}). {len(self.names)} metrics in {len(self.groups)} groups.",
+            "",
+            "## Generations",
+            "",
+            "| generation | lineage | signals | spec constants | metrics available | unavailable | description |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for name, g in self.graphs.items():
             gen = g.generation
             lineage = " → ".join(_esc(x) for x in gen.lineage) or _esc(name)
             n_ok = sum(self.status(name, n)[0] for n in self.names)
-            out.append(f"| [`{_n(name)}`](generations/{_file(name)}.md) | {lineage} | {len(gen.signals)} | {len(gen.spec)} | {n_ok} | "
-                       f"{len(self.names) - n_ok} | {_esc(gen.description)} |")
+            out.append(
+                f"| [`{_n(name)}`](generations/{_file(name)}.md) | {lineage} | {len(gen.signals)} | {len(gen.spec)} | {n_ok} | "
+                f"{len(self.names) - n_ok} | {_esc(gen.description)} |"
+            )
         out += ["", "## Metric groups", "", "| group | metrics |", "|---|---|"]
         for grp, names in sorted(self.groups.items()):
             out.append(f"| [{_esc(grp)}](groups/{_file(grp)}.md) | {len(names)} |")
-        out += ["", "## All metrics", "", f"{YES} available, {NO} unavailable (the generation page says why).", "",
-                "| metric | unit | groups | " + " | ".join(f"`{_n(g)}`" for g in self.graphs) + " |",
-                "|---|---|---|" + "---|" * len(self.graphs)]
+        out += [
+            "",
+            "## All metrics",
+            "",
+            f"{YES} available, {NO} unavailable (the generation page says why).",
+            "",
+            "| metric | unit | groups | " + " | ".join(f"`{_n(g)}`" for g in self.graphs) + " |",
+            "|---|---|---|" + "---|" * len(self.graphs),
+        ]
         for n in self.names:
             d = self.decl[n]
-            out.append(f"| {self.metric_link(n, True)} | {_esc(d.unit)} | {', '.join(_esc(x) for x in _groups_of(d))} | {self.availability_row(n)} |")
+            out.append(
+                f"| {self.metric_link(n, True)} | {_esc(d.unit)} | {', '.join(_esc(x) for x in _groups_of(d))} | {self.availability_row(n)} |"
+            )
         return "\n".join(out) + "\n"
 
     def generation_page(self, name: str) -> str:
         g = self.graphs[name]
         gen = g.generation
-        out = [f"# Generation `{_n(name)}`", "", _esc(gen.description), "",
-               f"Lineage: {' → '.join(f'`{_n(x)}`' for x in gen.lineage) or f'`{_n(name)}`'}. {len(gen.signals)} signals, "
-               f"{len(gen.fields)} packed fields, {len(gen.spec)} spec constants; "
-               f"{sum(self.status(name, n)[0] for n in self.names)} of {len(self.names)} metrics available. "
-               "[Index](../index.md).", "", "## Spec constants", "",
-               "| constant | value | unit | provenance | scope | source | description |", "|---|---|---|---|---|---|---|"]
+        out = [
+            f"# Generation `{_n(name)}`",
+            "",
+            _esc(gen.description),
+            "",
+            f"Lineage: {' → '.join(f'`{_n(x)}`' for x in gen.lineage) or f'`{_n(name)}`'}. {len(gen.signals)} signals, "
+            f"{len(gen.fields)} packed fields, {len(gen.spec)} spec constants; "
+            f"{sum(self.status(name, n)[0] for n in self.names)} of {len(self.names)} metrics available. "
+            "[Index](../index.md).",
+            "",
+            "## Spec constants",
+            "",
+            "| constant | value | unit | provenance | scope | source | description |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in sorted(gen.spec):
             k = gen.spec[c]
-            out.append(f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
-                       f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |")
+            out.append(
+                f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
+                f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |"
+            )
         out += ["", "## Signals", ""]
         gens = list(self.graphs)
         for block in sorted(gen.blocks):
             b = gen.blocks[block]
             axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
             if b.get("slots"):
-                axes += " present (slots " + "; ".join(f"{a}: {', '.join(map(str, p))} of {n}" for (a, n), p in zip(b["full_axes"], b["slots"])) + ")"
-            out += [f"### Block `{_n(block)}`", "", f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.", "",
-                    "| signal | kind | unit | width | scale | description | " + " | ".join(f"`{_n(x)}`" for x in gens) + " | read by |",
-                    "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|"]
+                axes += (
+                    " present (slots "
+                    + "; ".join(
+                        f"{a}: {', '.join(map(str, p))} of {n}" for (a, n), p in zip(b["full_axes"], b["slots"])
+                    )
+                    + ")"
+                )
+            out += [
+                f"### Block `{_n(block)}`",
+                "",
+                f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.",
+                "",
+                "| signal | kind | unit | width | scale | description | "
+                + " | ".join(f"`{_n(x)}`" for x in gens)
+                + " | read by |",
+                "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|",
+            ]
             for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
                 s = gen.signals[sname]
-                width = "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
+                width = (
+                    "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
+                )
                 if s.modulus is not None:
                     width += f" (wraps at {s.modulus} counts)"
                 elif s.wrap_width and s.width and s.wrap_width != s.width:
@@ -154,15 +203,23 @@ class _Site:
                 avail = " | ".join(self._signal_status(x, sname) for x in gens)
                 users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
                 used = ", ".join(self.metric_link(u) for u in users) or NO
-                out.append(f"| <a id=\"{_anchor(sname)}\"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or '1'} | {width} | "
-                           f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |")
+                out.append(
+                    f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | {width} | '
+                    f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
+                )
             fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
             if fields:
-                out += ["", "| packed field | register | bits | unit | scale | description |", "|---|---|---|---|---|---|"]
+                out += [
+                    "",
+                    "| packed field | register | bits | unit | scale | description |",
+                    "|---|---|---|---|---|---|",
+                ]
                 for fname in fields:
                     f = gen.fields[fname]
-                    out.append(f"| <a id=\"{_anchor(fname)}\"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | "
-                               f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |")
+                    out.append(
+                        f'| <a id="{_anchor(fname)}"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | '
+                        f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |"
+                    )
             out.append("")
         missing = [n for n in self.names if not self.status(name, n)[0]]
         out += ["## Unavailable metrics", ""]
@@ -179,7 +236,10 @@ class _Site:
         if s.sentinel:
             notes.append("sentinel " + ", ".join(str(v) for v in s.sentinel))
         if s.reset_indicator:
-            notes.append(f"reset indicator `{_n(s.reset_indicator)}`" + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else ""))
+            notes.append(
+                f"reset indicator `{_n(s.reset_indicator)}`"
+                + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else "")
+            )
         if s.scale_field is not None:
             notes.append(f"unit × {s.scale_field[1]:g}^`{_n(s.scale_field[0])}` per sample")
         if s.max_rate is not None:
@@ -202,8 +262,12 @@ class _Site:
 
     def group_page(self, group: str) -> str:
         names = sorted(self.groups[group])
-        out = [f"# Metric group `{_n(group)}`", "", f"{len(names)} metrics. Details as compiled for `{_n(self.primary)}`. "
-               "[Index](../index.md).", ""]
+        out = [
+            f"# Metric group `{_n(group)}`",
+            "",
+            f"{len(names)} metrics. Details as compiled for `{_n(self.primary)}`. [Index](../index.md).",
+            "",
+        ]
         for n in names:
             out += self.metric_entry(n)
         return "\n".join(out).rstrip() + "\n"
@@ -212,7 +276,14 @@ class _Site:
         d = self.decl[name]
         g = next((gr for gr in self.graphs.values() if name in _all(gr)), self.g)
         m = _all(g).get(name)
-        out = [f"<a id=\"{_anchor(name)}\"></a>", "", f"## `{_n(name)}`", "", _esc(d.description) or "(no description)", ""]
+        out = [
+            f'<a id="{_anchor(name)}"></a>',
+            "",
+            f"## `{_n(name)}`",
+            "",
+            _esc(d.description) or "(no description)",
+            "",
+        ]
         unit = _esc(d.unit) + (f" ({_esc(fmt_unit(m.unit))})" if m is not None else "")
         out.append(f"- **unit**: {unit}")
         out.append(f"- **formula**: {_code(d.formula)}")
@@ -232,11 +303,14 @@ class _Site:
         if m is not None and getattr(m, "population", None):
             out.append(f"- **per record of**: `{_n(m.population)}` (computed from records, at run level)")
         elif m is not None:
-            out.append(f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
-                       + (f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else ""))
+            out.append(
+                f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
+                + (f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else "")
+            )
         if m is not None:
-            deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [self.metric_link(x)
-                                                                                   for x in m.metric_deps]
+            deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [
+                self.metric_link(x) for x in m.metric_deps
+            ]
             out.append(f"- **depends on**: {', '.join(deps) or NO}")
             users = sorted(n for n in g.graph.successors(name) if n in _all(g)) if name in g.graph else []
             out.append(f"- **used by**: {', '.join(self.metric_link(u) for u in users) or NO}")

@@ -10,6 +10,7 @@ compiled into it, so each count has a sub-folder of its own. A process that impo
 the entry pays the kernel's JIT (tens of seconds for the shipped catalog) only the first time on a
 machine; ``kernel_cached`` tells whether numba's cache already holds it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,15 @@ from .python_evaluator import generate, load
 
 def key(graph: MetricGraph) -> str:
     """The entry's digest (module docstring)."""
-    return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics", "codegen"), graph.content_hash,
-                          graph.generation.content_hash, "\n".join(graph.metrics), "\n".join(graph.record_metrics)])
+    return _cache.digest(
+        [
+            _cache.code_digest("ontology", "dsl", "metrics", "codegen"),
+            graph.content_hash,
+            graph.generation.content_hash,
+            "\n".join(graph.metrics),
+            "\n".join(graph.record_metrics),
+        ]
+    )
 
 
 def _threads() -> int:
@@ -98,7 +106,9 @@ def warm_kernel(mod):
         try:
             n = sum(b - a for _, a, b in mod._REGS)
             st = mod.Stream()
-            st.push_flat(np.array([[0], [1]], np.int64), np.zeros((n, 2), np.uint64), np.arange(n, dtype=np.int64), sums=True)
+            st.push_flat(
+                np.array([[0], [1]], np.int64), np.zeros((n, 2), np.uint64), np.arange(n, dtype=np.int64), sums=True
+            )
         except Exception:  # noqa: BLE001 - the real call reports whatever this one met
             pass
 

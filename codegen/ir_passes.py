@@ -8,6 +8,7 @@
 - ``is_array``: whether a value varies by window.
 The semantics they preserve are those of the reference interpreter (``metrics/interpreter.py``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,8 +21,14 @@ from perfonto.metrics import ir
 def _fold_op(op: str, v: list[float]) -> float:
     with np.errstate(all="ignore"):
         a = np.float64(v[0])
-        r = {"add": lambda: a + v[1], "sub": lambda: a - v[1], "mul": lambda: a * v[1], "div": lambda: a / v[1],
-             "neg": lambda: -a, "pow": lambda: np.power(a, v[1])}[op]()
+        r = {
+            "add": lambda: a + v[1],
+            "sub": lambda: a - v[1],
+            "mul": lambda: a * v[1],
+            "div": lambda: a / v[1],
+            "neg": lambda: -a,
+            "pow": lambda: np.power(a, v[1]),
+        }[op]()
     return float(r)
 
 
@@ -43,7 +50,14 @@ def fold(n: ir.Node) -> ir.Node:
     if not isinstance(n, ir.Op):
         return n
     args = tuple(fold(a) for a in n.args)
-    if all(isinstance(a, ir.Const) and a.chip_power == 0 for a in args) and n.op in ("add", "sub", "mul", "div", "neg", "pow"):
+    if all(isinstance(a, ir.Const) and a.chip_power == 0 for a in args) and n.op in (
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "neg",
+        "pow",
+    ):
         v = [a.value for a in args]
         if n.op == "div" and v[1] == 0:
             return ir.Op(n.op, args, n.axes, n.degree)
@@ -52,7 +66,9 @@ def fold(n: ir.Node) -> ir.Node:
         base, factor, count = _factor_chain(ir.Op(n.op, args, n.axes, n.degree))
         if factor == 1.0 and count >= 1:
             return base
-        if count >= 2 and 1e-300 < abs(factor) < 1e300:  # never fold into inf or 0: (0 * 1e300) * 1e300 is 0, 0 * inf null
+        if (
+            count >= 2 and 1e-300 < abs(factor) < 1e300
+        ):  # never fold into inf or 0: (0 * 1e300) * 1e300 is 0, 0 * inf null
             return ir.Op("mul", (base, ir.Const(factor)), n.axes, n.degree)
     return ir.Op(n.op, args, n.axes, n.degree)
 

@@ -15,6 +15,7 @@ numbered), so a catalog cannot inject code. The kernel is compiled with numba wh
 without it the generated evaluator runs its NumPy path (``kernel_differential`` tests hold the two
 equal).
 """
+
 from __future__ import annotations
 
 import ast
@@ -82,8 +83,11 @@ class ScalarEmitter:
         if isinstance(n, ir.Const):
             c = _num(n.value)
             if n.chip_power:
-                c = ast.BinOp(c, ast.Mult(), _n("chips") if n.chip_power == 1 else
-                              ast.BinOp(_n("chips"), ast.Pow(), ast.Constant(n.chip_power)))
+                c = ast.BinOp(
+                    c,
+                    ast.Mult(),
+                    _n("chips") if n.chip_power == 1 else ast.BinOp(_n("chips"), ast.Pow(), ast.Constant(n.chip_power)),
+                )
             return c
         if isinstance(n, ir.Interval):
             return _sub("iv", _n("q"))
@@ -146,8 +150,18 @@ class ScalarEmitter:
             return _call("_kdiv", *args)
         if o in _CMP:
             return _call("_kcmp_" + o, *args)
-        fn = {"pow": "_kpow", "neg": None, "abs": "abs", "min": "_kmin", "max": "_kmax", "clamp": "_kclamp",
-              "and": "_kand", "or": "_kor", "not": "_knot", "where": "_kwhere"}.get(o, "?")
+        fn = {
+            "pow": "_kpow",
+            "neg": None,
+            "abs": "abs",
+            "min": "_kmin",
+            "max": "_kmax",
+            "clamp": "_kclamp",
+            "and": "_kand",
+            "or": "_kor",
+            "not": "_knot",
+            "where": "_kwhere",
+        }.get(o, "?")
         if fn is None:
             return ast.UnaryOp(ast.USub(), args[0])
         if fn == "?":
@@ -188,18 +202,41 @@ def kernel_source(graph: MetricGraph, lay: Layout) -> str:
         value = em.expr(root, idx)
         x = ast.Name(id="x", ctx=ast.Store())
         slot = ast.Tuple(elts=[ast.Constant(off) if idx is None else _add(idx, off), _n("q")], ctx=ast.Store())
-        inner: list[ast.stmt] = [ast.Assign(targets=[x], value=value),
-                                 ast.Assign(targets=[ast.Subscript(value=_n("mv"), slice=slot, ctx=ast.Store())],
-                                            value=_call("_kfin", _n("x")))]
+        inner: list[ast.stmt] = [
+            ast.Assign(targets=[x], value=value),
+            ast.Assign(
+                targets=[ast.Subscript(value=_n("mv"), slice=slot, ctx=ast.Store())], value=_call("_kfin", _n("x"))
+            ),
+        ]
         if idx is not None:
-            inner = [ast.For(target=ast.Name(id="i0", ctx=ast.Store()), iter=_call("range", ast.Constant(n)), body=inner, orelse=[])]
-        rows = ast.For(target=ast.Name(id="q", ctx=ast.Store()), iter=_call("range", _n("n")), body=em.stmts + inner, orelse=[])
+            inner = [
+                ast.For(
+                    target=ast.Name(id="i0", ctx=ast.Store()),
+                    iter=_call("range", ast.Constant(n)),
+                    body=inner,
+                    orelse=[],
+                )
+            ]
+        rows = ast.For(
+            target=ast.Name(id="q", ctx=ast.Store()), iter=_call("range", _n("n")), body=em.stmts + inner, orelse=[]
+        )
         body.append(ast.If(test=_sub("want", ast.Constant(k)), body=[rows], orelse=[]))
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in ("v", "f", "iv", "n", "chips", "mv", "want")],
-                         kwonlyargs=[], kw_defaults=[], defaults=[])
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(a) for a in ("v", "f", "iv", "n", "chips", "mv", "want")],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
     doc = ast.Expr(ast.Constant("The metrics of one block of window-chip rows (generated; see codegen/kernel.py)."))
-    fn = ast.FunctionDef(name="_kernel_body", args=args, body=[doc] + (body or [ast.Pass()]), decorator_list=[], returns=None,
-                         type_params=[])
+    fn = ast.FunctionDef(
+        name="_kernel_body",
+        args=args,
+        body=[doc] + (body or [ast.Pass()]),
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
     mod = ast.Module(body=[fn], type_ignores=[])
     ast.fix_missing_locations(mod)
     return ast.unparse(mod)

@@ -7,6 +7,7 @@ reset indicators of the counters, transitively). ``layout(graph)`` places those 
 column layout of the generated Python evaluator (``codegen/runtime_stream.py``).
 The rules themselves are those of ``metrics/windows.py``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -105,16 +106,24 @@ class Layout:
     wrap: list[float] = field(default_factory=list)  # per max-rate column: 2^w, the counter's range in raw units
     gscale: list[float] = field(default_factory=list)  # per gauge column: scale / 2
     hist: list[tuple[int, int, int]] = field(default_factory=list)  # (first, instances, buckets)
-    reset: list[tuple[int, int, tuple[tuple[int, int], ...], bool]] = field(default_factory=list)  # indicator cols, reset cols, decrease-only (uptime)
-    modc: list[tuple[int, int, int]] = field(default_factory=list)  # counters with a declared range: (first, stop, raw modulus M)
-    uscale: list[tuple] = field(default_factory=list)  # unit fields: (first, stop, reg first, reg stop, lo, mask, field scale, base, rate, M)
+    reset: list[tuple[int, int, tuple[tuple[int, int], ...], bool]] = field(
+        default_factory=list
+    )  # indicator cols, reset cols, decrease-only (uptime)
+    modc: list[tuple[int, int, int]] = field(
+        default_factory=list
+    )  # counters with a declared range: (first, stop, raw modulus M)
+    uscale: list[tuple] = field(
+        default_factory=list
+    )  # unit fields: (first, stop, reg first, reg stop, lo, mask, field scale, base, rate, M)
     sent: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
     field_src: list[int] = field(default_factory=list)  # per field column: its register column
     field_lo: list[int] = field(default_factory=list)
     field_mask: list[int] = field(default_factory=list)
     field_scale: list[float] = field(default_factory=list)
     field_sent: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
-    input_src: list[tuple[int, int, int, tuple[int, ...]]] = field(default_factory=list)  # (0 V / 1 F, first, stop, sizes)
+    input_src: list[tuple[int, int, int, tuple[int, ...]]] = field(
+        default_factory=list
+    )  # (0 V / 1 F, first, stop, sizes)
 
     @property
     def n(self) -> int:
@@ -129,7 +138,9 @@ def layout(graph: MetricGraph) -> Layout:
     gen: Generation = graph.generation
     p = plan(graph)
     lay = Layout(p.inputs)
-    regs = sorted(p.registers, key=lambda s: register_class(gen.signals[s], gen))  # stable: generation order within a class
+    regs = sorted(
+        p.registers, key=lambda s: register_class(gen.signals[s], gen)
+    )  # stable: generation order within a class
     col: dict[str, tuple[int, int]] = {}
     n = 0
     for name in regs:
@@ -142,7 +153,9 @@ def layout(graph: MetricGraph) -> Layout:
             lay.bounds[c] = n
         M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
         if cls <= 3:
-            lay.mask += [U64_MAX if sig.wrap_width is None or sig.modulus is not None else (1 << sig.wrap_width) - 1] * sig.instances
+            lay.mask += [
+                U64_MAX if sig.wrap_width is None or sig.modulus is not None else (1 << sig.wrap_width) - 1
+            ] * sig.instances
             lay.scale += [float(sig.scale)] * sig.instances
         if sig.modulus is not None:
             lay.modc.append((a, n, int(sig.modulus)))
@@ -169,8 +182,20 @@ def layout(graph: MetricGraph) -> Layout:
             rate = max_rate(gen, sig) if register_class(sig, gen) == 1 else None
             M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
             a, b = col[name]
-            lay.uscale.append((a, b, ra, rb, f.lo, (1 << (f.hi - f.lo + 1)) - 1, float(f.scale), float(sig.scale_field[1]),
-                               0.0 if rate is None else float(rate), float(M)))
+            lay.uscale.append(
+                (
+                    a,
+                    b,
+                    ra,
+                    rb,
+                    f.lo,
+                    (1 << (f.hi - f.lo + 1)) - 1,
+                    float(f.scale),
+                    float(sig.scale_field[1]),
+                    0.0 if rate is None else float(rate),
+                    float(M),
+                )
+            )
     for (ind, dec), cols in by_indicator.items():
         lay.reset.append((col[ind][0], col[ind][1], tuple(cols), dec))
     for name in p.inputs:

@@ -23,6 +23,7 @@ from ``codegen/runtime.py`` and ``codegen/runtime_stream.py``; the rule tables c
 ``codegen.plan.layout``. Public contract: ``evaluate(inputs, interval, chips=1.0) -> {metric: ndarray}``,
 ``METRICS``, ``SIGNALS``, ``INPUTS``, ``Stream``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -82,8 +83,13 @@ def _array(values: list, dtype: str) -> ast.expr:
 
 
 def _sentinels(entries) -> ast.expr:
-    return ast.Tuple(elts=[ast.Tuple(elts=[ast.Constant(a), ast.Constant(b), _array(list(v), "uint64")], ctx=ast.Load())
-                           for a, b, v in entries], ctx=ast.Load())
+    return ast.Tuple(
+        elts=[
+            ast.Tuple(elts=[ast.Constant(a), ast.Constant(b), _array(list(v), "uint64")], ctx=ast.Load())
+            for a, b, v in entries
+        ],
+        ctx=ast.Load(),
+    )
 
 
 def unrolled_reduce(x: ast.expr, n: int, func: str) -> ast.expr:
@@ -91,6 +97,7 @@ def unrolled_reduce(x: ast.expr, n: int, func: str) -> ast.expr:
     element-wise operations on ``x[..., j]``, in the order NumPy's pairwise summation adds them (for
     ``n`` ≤ 12: sequentially below 8; eight partial sums then sequentially above), so the result is the
     same to the last bit; maximum and minimum are exact in any order and keep NaN."""
+
     def item(j: int) -> ast.expr:
         idx = ast.Tuple(elts=[ast.Constant(Ellipsis), ast.Constant(j)], ctx=ast.Load())
         return ast.Subscript(value=x, slice=idx, ctx=ast.Load())
@@ -131,12 +138,27 @@ class FormulaEmitter:
         self.shared: set[ir.Node] = set()
         self.sensitive: set[ir.Node] = set()
         self.n_vars = 0
-        self.handlers = {ir.Const: self.const, ir.Input: self.input, ir.Interval: self.interval,
-                         ir.MetricRef: self.metric_ref, ir.Rollup: self.rollup, ir.Op: self.op}
-        self.ops = {"div": self.div, "pow": self.pow, "neg": self.neg, "abs": self.np1("abs"),
-                    "min": self.np2("minimum"), "max": self.np2("maximum"), "clamp": self.clamp,
-                    "and": self.helper("_and"), "or": self.helper("_or"), "not": self.helper("_not"),
-                    "where": self.helper("_where")}
+        self.handlers = {
+            ir.Const: self.const,
+            ir.Input: self.input,
+            ir.Interval: self.interval,
+            ir.MetricRef: self.metric_ref,
+            ir.Rollup: self.rollup,
+            ir.Op: self.op,
+        }
+        self.ops = {
+            "div": self.div,
+            "pow": self.pow,
+            "neg": self.neg,
+            "abs": self.np1("abs"),
+            "min": self.np2("minimum"),
+            "max": self.np2("maximum"),
+            "clamp": self.clamp,
+            "and": self.helper("_and"),
+            "or": self.helper("_or"),
+            "not": self.helper("_not"),
+            "where": self.helper("_where"),
+        }
 
     def count_shared(self, roots: list[ir.Node]) -> None:
         counts: Counter = Counter()
@@ -186,7 +208,9 @@ class FormulaEmitter:
         c = ast.Constant(float(n.value))
         if n.chip_power == 0:
             return c
-        scale = _name("chips") if n.chip_power == 1 else ast.BinOp(_name("chips"), ast.Pow(), ast.Constant(n.chip_power))
+        scale = (
+            _name("chips") if n.chip_power == 1 else ast.BinOp(_name("chips"), ast.Pow(), ast.Constant(n.chip_power))
+        )
         return ast.BinOp(c, ast.Mult(), scale)
 
     def input(self, n: ir.Input) -> ast.expr:
@@ -201,11 +225,15 @@ class FormulaEmitter:
 
     def rollup(self, n: ir.Rollup) -> ast.expr:
         if isinstance(n.arg, ir.Input) and (n.func, n.arg.signal) in self.pre:
-            return ast.Subscript(value=_name("pre"), slice=ast.Constant(self.pre[(n.func, n.arg.signal)]), ctx=ast.Load())
+            return ast.Subscript(
+                value=_name("pre"), slice=ast.Constant(self.pre[(n.func, n.arg.signal)]), ctx=ast.Load()
+            )
         k = len(n.arg.axes)
         size = n.arg.axes[0][1] if k == 1 else 0
         x = self.expr(n.arg)
-        if self.unroll and 2 <= size <= (12 if n.func == "sum" else 32):  # NumPy's own order, without a reduction's per-row cost
+        if self.unroll and 2 <= size <= (
+            12 if n.func == "sum" else 32
+        ):  # NumPy's own order, without a reduction's per-row cost
             if not isinstance(x, ast.Name):
                 var = self.fresh("r")
                 self.assign(var, x)
@@ -275,7 +303,12 @@ def _with_out(e: ast.expr, target: ast.expr) -> ast.stmt:
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
         f = e.func
         is_np = isinstance(f.value, ast.Name) and f.value.id == "np" and f.attr in _OUT_UFUNCS
-        is_reduce = f.attr == "reduce" and isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name) and f.value.value.id == "np"
+        is_reduce = (
+            f.attr == "reduce"
+            and isinstance(f.value, ast.Attribute)
+            and isinstance(f.value.value, ast.Name)
+            and f.value.value.id == "np"
+        )
         if is_np or is_reduce:
             return ast.Expr(ast.Call(func=f, args=e.args, keywords=e.keywords + [out]))
     slot = ast.Subscript(value=target, slice=ast.Constant(Ellipsis), ctx=ast.Store())
@@ -292,7 +325,12 @@ def input_rollups(graph: MetricGraph, inputs: tuple[str, ...]) -> list[tuple[str
         stack = [fold(m.ir)]
         while stack:
             n = stack.pop()
-            if isinstance(n, ir.Rollup) and isinstance(n.arg, ir.Input) and n.func in _REDUCE and n.arg.signal in gen.signals:
+            if (
+                isinstance(n, ir.Rollup)
+                and isinstance(n.arg, ir.Input)
+                and n.func in _REDUCE
+                and n.arg.signal in gen.signals
+            ):
                 found.setdefault((n.func, position[n.arg.signal]))
             stack.extend(ir.children(n))
     return list(found)
@@ -314,8 +352,14 @@ def _pre_segments(pre: list[tuple[str, int]], lay) -> ast.expr:
     return ast.Tuple(elts=out, ctx=ast.Load())
 
 
-def _metrics_function(graph: MetricGraph, inputs: tuple[str, ...], fn_name: str = "_metrics", unroll: bool = True,
-                      pre: list[tuple[str, int]] | None = None, used_inputs: list[int] | None = None) -> ast.FunctionDef:
+def _metrics_function(
+    graph: MetricGraph,
+    inputs: tuple[str, ...],
+    fn_name: str = "_metrics",
+    unroll: bool = True,
+    pre: list[tuple[str, int]] | None = None,
+    used_inputs: list[int] | None = None,
+) -> ast.FunctionDef:
     """``_metrics(inp, interval, chips, O, A, pre)``: writes metric k without instance axes into
     ``O[k]`` and metric j with them into ``A[j]``. ``unroll``: rollups over up to 12 (sums) or 32
     instances as element-wise operations (chunks of windows); otherwise one NumPy reduction each (one
@@ -332,8 +376,11 @@ def _metrics_function(graph: MetricGraph, inputs: tuple[str, ...], fn_name: str 
     for name, m in graph.metrics.items():
         value = em.expr(roots[name])
         if m.axes:
-            slot = ast.Subscript(value=ast.Subscript(value=_name("A"), slice=ast.Constant(k_axes), ctx=ast.Load()),
-                                 slice=ast.Constant(Ellipsis), ctx=ast.Load())
+            slot = ast.Subscript(
+                value=ast.Subscript(value=_name("A"), slice=ast.Constant(k_axes), ctx=ast.Load()),
+                slice=ast.Constant(Ellipsis),
+                ctx=ast.Load(),
+            )
             k_axes += 1
         else:
             slot = ast.Subscript(value=_name("O"), slice=ast.Constant(k_scalar), ctx=ast.Load())
@@ -342,30 +389,57 @@ def _metrics_function(graph: MetricGraph, inputs: tuple[str, ...], fn_name: str 
         if is_array(roots[name]):
             em.stmts.append(_with_out(value, dst))
         else:  # a constant metric: fill
-            em.stmts.append(ast.Assign(targets=[ast.Subscript(value=dst, slice=ast.Constant(Ellipsis), ctx=ast.Store())], value=value))
+            em.stmts.append(
+                ast.Assign(
+                    targets=[ast.Subscript(value=dst, slice=ast.Constant(Ellipsis), ctx=ast.Store())], value=value
+                )
+            )
         if name in ref_any:
             var = em.fresh("m")
             em.metric_var[name] = var
             src = slot.value if m.axes else slot
             em.assign(var, _call("_fin", src) if name in referenced else src)
-    reads = [ast.Assign(targets=[_store(in_vars[n])], value=ast.Subscript(value=_name("inp"), slice=ast.Constant(i), ctx=ast.Load()))
-             for i, n in enumerate(inputs) if n in em.used]
+    reads = [
+        ast.Assign(
+            targets=[_store(in_vars[n])], value=ast.Subscript(value=_name("inp"), slice=ast.Constant(i), ctx=ast.Load())
+        )
+        for i, n in enumerate(inputs)
+        if n in em.used
+    ]
     em.stmts[:0] = reads
     used_inputs.extend(i for i, n in enumerate(inputs) if n in em.used)
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in ("inp", "interval", "chips", "O", "A", "pre")],
-                         kwonlyargs=[], kw_defaults=[], defaults=[])
-    doc = ast.Expr(ast.Constant("All metrics of one chunk of windows: inputs in the order of INPUTS, each (S, C, *sizes); "
-                                "writes O[k] (S, C) and A[j] (S, C, *sizes); the caller finishes inf to null."))
-    return ast.FunctionDef(name=fn_name, args=args, body=[doc] + (em.stmts or [ast.Pass()]), decorator_list=[],
-                           returns=None, type_params=[])
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(a) for a in ("inp", "interval", "chips", "O", "A", "pre")],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    doc = ast.Expr(
+        ast.Constant(
+            "All metrics of one chunk of windows: inputs in the order of INPUTS, each (S, C, *sizes); "
+            "writes O[k] (S, C) and A[j] (S, C, *sizes); the caller finishes inf to null."
+        )
+    )
+    return ast.FunctionDef(
+        name=fn_name,
+        args=args,
+        body=[doc] + (em.stmts or [ast.Pass()]),
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def _runtime(module: str) -> str:
     """The functions and classes of a runtime module, as source text (copied verbatim)."""
     src = resources.files("perfonto.codegen").joinpath(module).read_text(encoding="utf-8")
-    parts = [ast.get_source_segment(src, s) for s in ast.parse(src).body
-             if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in ("_metrics", "_metrics_one", "_kernel_body")]
+    parts = [
+        ast.get_source_segment(src, s)
+        for s in ast.parse(src).body
+        if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name not in ("_metrics", "_metrics_one", "_kernel_body")
+    ]
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -392,10 +466,14 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
     used_one: list[int] = []
     one = _metrics_function(graph, lay.inputs, "_metrics_one", unroll=False, pre=pre, used_inputs=used_one)
     gen = graph.generation
-    header = (f"perfonto generated evaluator.\n\nGeneration: {gen.name} (ontology hash {gen.content_hash}); "
-              f"catalog hash {graph.content_hash}; {len(graph.metrics)} metrics.\nDo not edit: regenerate with perfonto.\n")
-    metrics_table = {name: {"unit": m.unit_text, "axes": tuple((a, s) for a, s in m.axes), "description": m.description}
-                     for name, m in graph.metrics.items()}
+    header = (
+        f"perfonto generated evaluator.\n\nGeneration: {gen.name} (ontology hash {gen.content_hash}); "
+        f"catalog hash {graph.content_hash}; {len(graph.metrics)} metrics.\nDo not edit: regenerate with perfonto.\n"
+    )
+    metrics_table = {
+        name: {"unit": m.unit_text, "axes": tuple((a, s) for a, s in m.axes), "description": m.description}
+        for name, m in graph.metrics.items()
+    }
     scalar = tuple(n for n, m in graph.metrics.items() if not m.axes)
     with_axes = tuple((n, tuple(s for _, s in m.axes)) for n, m in graph.metrics.items() if m.axes)
 
@@ -443,8 +521,17 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
     ]
     module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
-    return (ast.unparse(module) + "\n\n\n" + _runtime("runtime.py") + "\n\n" + _runtime("runtime_stream.py") + "\n\n"
-            + _runtime("runtime_kernel.py") + "\n\n" + _runtime("runtime_kernel_drive.py"))
+    return (
+        ast.unparse(module)
+        + "\n\n\n"
+        + _runtime("runtime.py")
+        + "\n\n"
+        + _runtime("runtime_stream.py")
+        + "\n\n"
+        + _runtime("runtime_kernel.py")
+        + "\n\n"
+        + _runtime("runtime_kernel_drive.py")
+    )
 
 
 def _flat_columns(gen, lay) -> tuple[str, ...]:
@@ -470,16 +557,20 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
         deps += list(d)
         deps_off.append(len(deps))
     _, _, runtime_names = _runtime_kernel_names()
-    body = [ast.Assign(targets=[_store("_NAN")], value=_np("nan")), ast.Assign(targets=[_store("_INF")], value=_np("inf")),
-            ast.Assign(targets=[_store("_KT")], value=ast.Constant(None)), ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
-            ast.Assign(targets=[_store("_KCACHE")], value=ast.Constant(False)),
-            ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
-            ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
-            ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),
-            ast.Assign(targets=[_store("_MOFF")], value=_array([o for _, o, _, _ in table], "int64")),
-            ast.Assign(targets=[_store("_MN")], value=_array([n for _, _, n, _ in table], "int64")),
-            ast.Assign(targets=[_store("_MDEPS_OFF")], value=_array(deps_off, "int64")),
-            ast.Assign(targets=[_store("_MDEPS")], value=_array(deps, "int64"))]
+    body = [
+        ast.Assign(targets=[_store("_NAN")], value=_np("nan")),
+        ast.Assign(targets=[_store("_INF")], value=_np("inf")),
+        ast.Assign(targets=[_store("_KT")], value=ast.Constant(None)),
+        ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
+        ast.Assign(targets=[_store("_KCACHE")], value=ast.Constant(False)),
+        ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
+        ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
+        ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),
+        ast.Assign(targets=[_store("_MOFF")], value=_array([o for _, o, _, _ in table], "int64")),
+        ast.Assign(targets=[_store("_MN")], value=_array([n for _, _, n, _ in table], "int64")),
+        ast.Assign(targets=[_store("_MDEPS_OFF")], value=_array(deps_off, "int64")),
+        ast.Assign(targets=[_store("_MDEPS")], value=_array(deps, "int64")),
+    ]
     return body + ast.parse(kernel_source(graph, lay)).body
 
 

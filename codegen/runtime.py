@@ -6,6 +6,7 @@ null; a metric's inf (overflow) becomes null when the metric is finished (``_fin
 metric reads it. Every helper takes and returns float64 arrays (or Python floats) that broadcast
 against ``(windows, chips, *instance sizes)``.
 """
+
 import numpy as np
 
 

@@ -14,12 +14,15 @@ Without numba (``_jit`` in ``runtime_kernel_drive.py`` returns None) the generat
 NumPy path; with it, rows that have null or absent registers also take the NumPy path (the kernel has
 no null-flag input).
 """
+
 import numpy as np
 
 _NAN = np.nan
 _INF = np.inf
 _NV = 0  # instances of all metrics (the row's scratch of metric values); set by the generated module
-_MOFF = _MN = _MDEPS_OFF = _MDEPS = np.zeros(0, np.int64)  # per metric: offset in the row scratch, instances, deps (CSR)
+_MOFF = _MN = _MDEPS_OFF = _MDEPS = np.zeros(
+    0, np.int64
+)  # per metric: offset in the row scratch, instances, deps (CSR)
 _KT = None  # the kernel's tables (``_kernel_tables``), built on first use
 _KFN = None  # the compiled row loop, or False when numba is not available
 _KNTH = 1  # threads of the row loop (``_jit``: PERFONTO_KERNEL_THREADS, default 1)
@@ -36,7 +39,7 @@ def _kdiv(a, b):
 
 
 def _kpow(a, b):
-    return a ** b
+    return a**b
 
 
 def _kmin(a, b):
@@ -114,14 +117,14 @@ def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
         base = r0 * nk
         if nk == 1:
             src = mv[mo]
-            dst = OUT[off + r0:off + r0 + n]
+            dst = OUT[off + r0 : off + r0 + n]
             for q in range(n):
                 dst[q] = src[q]
         else:
             for q in range(n):
                 for i in range(nk):
                     OUT[off + base + q * nk + i] = mv[mo + i, q]
-        vals = OUT[off + base:off + base + n * nk]
+        vals = OUT[off + base : off + base + n * nk]
         total = n * nk
         if base % 8 == 0:
             full = total // 8
@@ -180,13 +183,36 @@ def _kernel_tables():
         for j in range(a, b):
             us_i[j] = (ra + (j - a if rb - ra > 1 else 0), lo, fmask, 1 if rt else 0)
             us_f[j] = (fs, base, rt, m)
-    late = np.zeros(N, np.bool_)  # columns whose null flags later rules may still change (histograms, unit fields, resets)
+    late = np.zeros(
+        N, np.bool_
+    )  # columns whose null flags later rules may still change (histograms, unit fields, resets)
     late[_K3:_K] = True
     late[reset_of >= 0] = True
     late[us_i[:, 0] >= 0] = True
-    return (cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
-            np.asarray(_FIELD_SRC, np.int64), np.asarray(_FIELD_LO, np.uint64), np.asarray(_FIELD_MASK, np.uint64),
-            np.asarray(_FIELD_SCALE, np.float64), fsent_off, fsent_vals, late)
+    return (
+        cls,
+        mask,
+        scale,
+        half,
+        rate,
+        wrap,
+        gscale,
+        hist,
+        sent_off,
+        sent_vals,
+        reset_of,
+        groups,
+        modm,
+        us_i,
+        us_f,
+        np.asarray(_FIELD_SRC, np.int64),
+        np.asarray(_FIELD_LO, np.uint64),
+        np.asarray(_FIELD_MASK, np.uint64),
+        np.asarray(_FIELD_SCALE, np.float64),
+        fsent_off,
+        fsent_vals,
+        late,
+    )
 
 
 def _csr(entries, n):
@@ -203,11 +229,11 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
     """The raw registers of layout column ``j`` for rows ``r0 .. r0 + n`` into ``cc`` and the same
     chips' previous samples into ``pp`` (the baseline ``R0`` before the chunk's first sample)."""
     x = X[colmap[j]]
-    cur = x[r0:r0 + n]  # views indexed by the loop variable only: see _column
+    cur = x[r0 : r0 + n]  # views indexed by the loop variable only: see _column
     for q in range(n):
         cc[q] = cur[q]
     if r0 >= C:
-        prev = x[r0 - C:r0 - C + n]
+        prev = x[r0 - C : r0 - C + n]
         for q in range(n):
             pp[q] = prev[q]
     else:
@@ -216,7 +242,30 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
             pp[q] = x[r - C] if r >= C else R0[r % C, j]
 
 
-def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, rate, wrap, gscale, modm, sent_off, sent_vals, late):
+def _column(
+    j,
+    k,
+    ca,
+    co,
+    pa_,
+    po,
+    n,
+    v,
+    bd,
+    dd,
+    keep,
+    IV,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    modm,
+    sent_off,
+    sent_vals,
+    late,
+):
     """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
     previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies). The common
     counters (a power-of-two width, no declared range, advance not needed later) take one loop that
@@ -226,8 +275,8 @@ def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, ra
     Loops index views with the loop variable alone (``ca[co:co + n]``, then ``ca[q]``): numba wraps
     a negative index, so ``ca[co + q]`` with ``co`` unknown is not provably contiguous and LLVM does
     not vectorize it (a block-wise read of the registers measured 6 GB/s so, 35 GB/s as a view)."""
-    ca = ca[co:co + n]
-    pa_ = pa_[po:po + n]
+    ca = ca[co : co + n]
+    pa_ = pa_[po : po + n]
     if k <= 1 and not keep and modm[j] == 0:
         mj, sj = mask[j], scale[j]
         if k == 0:
@@ -299,8 +348,49 @@ def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, ra
                 v[q] = _NAN
 
 
-def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
-                 hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
+def _rules_block(
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    r0,
+    r1,
+    V,
+    F,
+    IV,
+    BD,
+    DD,
+    GF,
+    cc,
+    pp,
+    K,
+    G,
+    N,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
+):
     """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
     ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
     The same integer and float operations as the NumPy path, in the same order."""
@@ -312,12 +402,56 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         k = cls[j]
         if r0 >= C:  # registers read in place: this and the previous sample of each row
             x = X[colmap[j]]
-            _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
-                    rate, wrap, gscale, modm, sent_off, sent_vals, late)
+            _column(
+                j,
+                k,
+                x,
+                r0,
+                x,
+                r0 - C,
+                n,
+                V[j],
+                BD[j],
+                DD[min(j, DD.shape[0] - 1)],
+                us_i[j, 0] >= 0,
+                IV,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                modm,
+                sent_off,
+                sent_vals,
+                late,
+            )
         else:  # the chunk's first sample: the previous one is the baseline
             _load(X, colmap, R0, C, j, r0, n, cc, pp)
-            _column(j, k, cc, 0, pp, 0, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
-                    rate, wrap, gscale, modm, sent_off, sent_vals, late)
+            _column(
+                j,
+                k,
+                cc,
+                0,
+                pp,
+                0,
+                n,
+                V[j],
+                BD[j],
+                DD[min(j, DD.shape[0] - 1)],
+                us_i[j, 0] >= 0,
+                IV,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                modm,
+                sent_off,
+                sent_vals,
+                late,
+            )
     for h in range(hist.shape[0]):
         a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
         for i in range(ni):
@@ -430,9 +564,52 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
             ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, NV, MOFF, MN, K, G,
-                 cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
-                 fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
+def _kernel_loop(
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    start,
+    chips,
+    want,
+    OUT,
+    BITS,
+    OFF,
+    BOFF,
+    ACC,
+    sums,
+    VOUT,
+    keepv,
+    NV,
+    MOFF,
+    MN,
+    K,
+    G,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
+):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
@@ -463,32 +640,161 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
         for blk in range(t * per, min(nblk, (t + 1) * per)):
             r0 = start + blk * B
             r1 = min(rows, r0 + B)
-            _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap,
-                         gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
-                         fsent_vals, late)
+            _rules_block(
+                X,
+                colmap,
+                T,
+                T0,
+                R0,
+                C,
+                r0,
+                r1,
+                V,
+                F,
+                IV,
+                BD,
+                DD,
+                GF,
+                cc,
+                pp,
+                K,
+                G,
+                N,
+                cls,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                hist,
+                sent_off,
+                sent_vals,
+                reset_of,
+                groups,
+                modm,
+                us_i,
+                us_f,
+                fsrc,
+                flo,
+                fmask,
+                fscale,
+                fsent_off,
+                fsent_vals,
+                late,
+            )
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
             if keepv:
                 for j in range(N):
-                    VOUT[j, r0 - start:r1 - start] = V[j, :r1 - r0]
+                    VOUT[j, r0 - start : r1 - start] = V[j, : r1 - r0]
                 for k in range(NF):
-                    VOUT[N + k, r0 - start:r1 - start] = F[k, :r1 - r0]
+                    VOUT[N + k, r0 - start : r1 - start] = F[k, : r1 - r0]
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-_KNAMES = ("_KCLS", "_KMASK", "_KSCALE", "_KHALF", "_KRATE", "_KWRAP", "_KGSCALE", "_KHIST", "_KSENT_OFF", "_KSENT_VALS",
-           "_KRESET_OF", "_KGROUPS", "_KMODM", "_KUS_I", "_KUS_F", "_KFSRC", "_KFLO", "_KFMASK", "_KFSCALE", "_KFSENT_OFF",
-           "_KFSENT_VALS", "_KLATE")  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
+_KNAMES = (
+    "_KCLS",
+    "_KMASK",
+    "_KSCALE",
+    "_KHALF",
+    "_KRATE",
+    "_KWRAP",
+    "_KGSCALE",
+    "_KHIST",
+    "_KSENT_OFF",
+    "_KSENT_VALS",
+    "_KRESET_OF",
+    "_KGROUPS",
+    "_KMODM",
+    "_KUS_I",
+    "_KUS_F",
+    "_KFSRC",
+    "_KFLO",
+    "_KFMASK",
+    "_KFSCALE",
+    "_KFSENT_OFF",
+    "_KFSENT_VALS",
+    "_KLATE",
+)  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
 
 
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, _NV, _MOFF, _MN, _K, _G,
-                 _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
-                 _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
+    _kernel_loop(
+        X,
+        colmap,
+        T,
+        T0,
+        R0,
+        C,
+        start,
+        chips,
+        want,
+        OUT,
+        BITS,
+        OFF,
+        BOFF,
+        ACC,
+        sums,
+        VOUT,
+        keepv,
+        _NV,
+        _MOFF,
+        _MN,
+        _K,
+        _G,
+        _KCLS,
+        _KMASK,
+        _KSCALE,
+        _KHALF,
+        _KRATE,
+        _KWRAP,
+        _KGSCALE,
+        _KHIST,
+        _KSENT_OFF,
+        _KSENT_VALS,
+        _KRESET_OF,
+        _KGROUPS,
+        _KMODM,
+        _KUS_I,
+        _KUS_F,
+        _KFSRC,
+        _KFLO,
+        _KFMASK,
+        _KFSCALE,
+        _KFSENT_OFF,
+        _KFSENT_VALS,
+        _KLATE,
+    )
 
 
-_JITTED = ("_kdiv", "_kpow", "_kmin", "_kmax", "_kclamp", "_kcmp_lt", "_kcmp_le", "_kcmp_gt", "_kcmp_ge", "_kcmp_eq", "_kcmp_ne",
-           "_kand", "_kor", "_knot", "_kwhere", "_kfin", "_emit_block", "_load", "_flagged", "_column", "_rules_block", "_sums_block", "_kernel_body", "_kernel_loop", "_kernel_call")
+_JITTED = (
+    "_kdiv",
+    "_kpow",
+    "_kmin",
+    "_kmax",
+    "_kclamp",
+    "_kcmp_lt",
+    "_kcmp_le",
+    "_kcmp_gt",
+    "_kcmp_ge",
+    "_kcmp_eq",
+    "_kcmp_ne",
+    "_kand",
+    "_kor",
+    "_knot",
+    "_kwhere",
+    "_kfin",
+    "_emit_block",
+    "_load",
+    "_flagged",
+    "_column",
+    "_rules_block",
+    "_sums_block",
+    "_kernel_body",
+    "_kernel_loop",
+    "_kernel_call",
+)

@@ -4,7 +4,9 @@ lay out the outputs, and the ``Stream`` entry points that go through the kernel 
 ``push_block``, ``push_flat``). Every function falls back to the NumPy path of
 ``codegen/runtime_stream.py`` when numba is absent, switched off, or the rows hold null registers.
 """
+
 import numpy as np
+
 
 def _jit():
     """The compiled row loop (numba, compiled on first use), or None when numba is not installed or
@@ -36,7 +38,9 @@ def _jit_locked():
         g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
         g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
-            par = name == "_kernel_loop" and g["_KNTH"] > 1  # blocks in parallel: disjoint rows, outputs and bitmap bytes
+            par = (
+                name == "_kernel_loop" and g["_KNTH"] > 1
+            )  # blocks in parallel: disjoint rows, outputs and bitmap bytes
             # the per-column rules inlined into their loop: a call per column and block cost ~0.2 µs
             # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
             # median inlined, 57 µs not
@@ -62,7 +66,7 @@ def _wanted(metrics):
         k = todo.pop()
         if not want[k]:
             want[k] = True
-            todo.extend(_MDEPS[_MDEPS_OFF[k]:_MDEPS_OFF[k + 1]].tolist())
+            todo.extend(_MDEPS[_MDEPS_OFF[k] : _MDEPS_OFF[k + 1]].tolist())
     return want
 
 
@@ -145,13 +149,16 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_v
         return None
     pool = None
     if reuse:
-        pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
-                                                           stream._want, pool, sums, keep_values)
+        pool = stream._ws.setdefault(
+            "kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))]
+        )
+    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(
+        X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want, pool, sums, keep_values
+    )
     if kept:
         stream.values = _input_values(kept[0], S - first, C)
     stream._T = T[-1].copy()
-    stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
+    stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C :].T)
     W = S - first
     out = {}
     names = list(METRICS)
@@ -161,9 +168,9 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_v
             continue
         n = int(_MN[k])
         sizes = METRICS[name]["axes"]
-        vals = OUT[OFF[k]:OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
+        vals = OUT[OFF[k] : OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
         nbytes = (W * C * n + 7) // 8
-        out[name] = (vals, BITS[BOFF[k] // 8:BOFF[k] // 8 + nbytes])
+        out[name] = (vals, BITS[BOFF[k] // 8 : BOFF[k] // 8 + nbytes])
     return out
 
 
@@ -173,7 +180,7 @@ def _input_values(VV, W, C):
     out = {}
     for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
         off = _N if src else 0
-        v = VV[off + a:off + b].reshape((b - a, W, C))
+        v = VV[off + a : off + b].reshape((b - a, W, C))
         out[name] = v[0] if not sizes else np.moveaxis(v, 0, -1).reshape((W, C) + tuple(sizes))
     return out
 
@@ -203,9 +210,24 @@ def _kernel_push(stream, ts, registers):
             bpos += (sizes[k] + 7) // 8 * 8
         keys = list(METRICS)
         scalar = [keys[k] for k in order if not METRICS[keys[k]]["axes"]]
-        rest = [(keys[k], int(OFF[k]), (C,) + tuple(sz for _, sz in METRICS[keys[k]]["axes"])) for k in order if METRICS[keys[k]]["axes"]]
-        P = (C, np.empty((_N, C), np.uint64), np.empty(C, np.int64), np.arange(_N, dtype=np.int64), np.empty(pos + 1),
-             np.zeros(bpos // 8 + 1, np.uint8), OFF, BOFF, scalar, rest, set(names))
+        rest = [
+            (keys[k], int(OFF[k]), (C,) + tuple(sz for _, sz in METRICS[keys[k]]["axes"]))
+            for k in order
+            if METRICS[keys[k]]["axes"]
+        ]
+        P = (
+            C,
+            np.empty((_N, C), np.uint64),
+            np.empty(C, np.int64),
+            np.arange(_N, dtype=np.int64),
+            np.empty(pos + 1),
+            np.zeros(bpos // 8 + 1, np.uint8),
+            OFF,
+            BOFF,
+            scalar,
+            rest,
+            set(names),
+        )
         stream._push = P
     _, X, T, colmap, OUT, BITS, OFF, BOFF, scalar, rest, keep = P
     if isinstance(registers, np.ndarray):
@@ -214,13 +236,31 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False, np.empty((1, 1)), False)
+    _jit()(
+        X,
+        colmap,
+        T,
+        stream._T,
+        stream._R,
+        C,
+        0,
+        1.0,
+        stream._want,
+        OUT,
+        BITS,
+        OFF,
+        BOFF,
+        _no_acc(),
+        False,
+        np.empty((1, 1)),
+        False,
+    )
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()
-    res = dict(zip(scalar, out[:len(scalar) * C].reshape(len(scalar), C)))
+    res = dict(zip(scalar, out[: len(scalar) * C].reshape(len(scalar), C)))
     for name, off, shape in rest:
-        res[name] = out[off:off + int(np.prod(shape))].reshape(shape)
+        res[name] = out[off : off + int(np.prod(shape))].reshape(shape)
     if len(keep) != len(res):
         res = {k: v for k, v in res.items() if k in keep}
     return res

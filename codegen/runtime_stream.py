@@ -28,6 +28,7 @@ Rules, as in ``metrics.windows.prepare``:
 - rule 8: packed field = ((cur >> lo) & (2^bits − 1)) × scale; a packed register's own value is its
   end sample.
 """
+
 import numpy as np
 
 # Tables defined by the generated module (placeholders so that this file imports on its own).
@@ -61,7 +62,7 @@ def _buf(ws, key, shape, dtype=np.float64):
     a = ws.get(key)
     if a is None or a.shape[0] < shape[0] or a.shape[1:] != tuple(shape[1:]) or a.dtype != dtype:
         a = ws[key] = np.empty(shape, dtype)
-    return a[:shape[0]]
+    return a[: shape[0]]
 
 
 def _windows(T, R, B, ws):
@@ -145,7 +146,7 @@ def _sums(V, F, interval, ACC):
     ACC[:, :_K] += V[..., :_K].sum(axis=0)
     ACC[:, _K:_N] += (V[..., _K:] * interval[..., None]).sum(axis=0)
     if F is not None and _NF:
-        ACC[:, _N:_N + _NF] += (F * interval[..., None]).sum(axis=0)
+        ACC[:, _N : _N + _NF] += (F * interval[..., None]).sum(axis=0)
     ACC[:, _N + _NF] += interval.sum(axis=0)
 
 
@@ -155,7 +156,7 @@ def input_sums(ACC):
     out = {}
     for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
         off = _N if src else 0
-        out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
+        out[name] = ACC[:, off + a : off + b].reshape((ACC.shape[0],) + tuple(sizes))
     return out
 
 
@@ -196,7 +197,11 @@ def _inputs(V, F, which=None):
         for i in which:
             src, a, b, sizes = _INPUT_SRC[i]
             arr = F if src else V
-            out[i] = arr[..., a] if not sizes else (arr[..., a:b] if len(sizes) == 1 else arr[..., a:b].reshape(arr.shape[:2] + sizes))
+            out[i] = (
+                arr[..., a]
+                if not sizes
+                else (arr[..., a:b] if len(sizes) == 1 else arr[..., a:b].reshape(arr.shape[:2] + sizes))
+            )
         return out
     out = []
     for src, a, b, sizes in _INPUT_SRC:
@@ -332,11 +337,21 @@ class Stream:
         if isinstance(registers, np.ndarray):
             R[1] = registers
         elif _REGS:
-            np.concatenate([np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS], axis=1, out=R[1], casting="unsafe")
+            np.concatenate(
+                [np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS],
+                axis=1,
+                out=R[1],
+                casting="unsafe",
+            )
         B = None
         if present is not None or missing:
-            B = self._flags(None if present is None else np.asarray(present, dtype=bool)[None],
-                            None if not missing else {k: np.asarray(v, dtype=bool)[None] for k, v in missing.items()}, (C,), 0, 1)
+            B = self._flags(
+                None if present is None else np.asarray(present, dtype=bool)[None],
+                None if not missing else {k: np.asarray(v, dtype=bool)[None] for k, v in missing.items()},
+                (C,),
+                0,
+                1,
+            )
             R[1][B[1]] = 0
         if self._T is None:
             self._set_last(ts, R[1], None if B is None else B[1])

@@ -1,4 +1,5 @@
 """JSON Schemas of the catalog file formats, generated from the pydantic models (``schemas/``)."""
+
 from __future__ import annotations
 
 import copy

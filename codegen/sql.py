@@ -24,6 +24,7 @@ a NULL operand are NULL (SQL's ``LEAST``/``GREATEST`` skip NULLs and three-value
 propagate them, so these are spelled out); a NaN reaching a comparison or ``min``/``max`` is made NULL
 first, and a metric's inf or NaN is NULL.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -35,7 +36,21 @@ from perfonto.metrics.graph import MetricGraph
 
 from .ir_passes import fold, nonfinite_sensitive
 from .sql_spark import SPARK
-from .sql_windows import CHIP_KEY, DUCKDB, Windows, _alias, _case, _cast, _col, _int, _is_null, _num, _or, _window, fill_grid
+from .sql_windows import (
+    CHIP_KEY,
+    DUCKDB,
+    Windows,
+    _alias,
+    _case,
+    _cast,
+    _col,
+    _int,
+    _is_null,
+    _num,
+    _or,
+    _window,
+    fill_grid,
+)
 
 DIALECTS = {"duckdb": DUCKDB, "spark": SPARK}
 
@@ -53,14 +68,36 @@ class SqlEmitter:
         self.shared: set[ir.Node] = set()
         self.sensitive: set[ir.Node] = set()
         self.layers: dict[int, list[exp.Expression]] = {}
-        self.handlers: dict[type, Callable] = {ir.Const: self.const, ir.Input: self.input, ir.Interval: self.interval,
-                                               ir.MetricRef: self.metric_ref, ir.Rollup: self.rollup, ir.Op: self.op}
+        self.handlers: dict[type, Callable] = {
+            ir.Const: self.const,
+            ir.Input: self.input,
+            ir.Interval: self.interval,
+            ir.MetricRef: self.metric_ref,
+            ir.Rollup: self.rollup,
+            ir.Op: self.op,
+        }
         self.ops: dict[str, Callable] = {
-            "add": self.binary(exp.Add), "sub": self.binary(exp.Sub), "mul": self.binary(exp.Mul), "div": self.div,
-            "pow": self.pow, "neg": self.neg, "abs": self.abs, "min": self.extreme(exp.Least), "max": self.extreme(exp.Greatest),
-            "clamp": self.clamp, "lt": self.cmp(exp.LT), "le": self.cmp(exp.LTE), "gt": self.cmp(exp.GT), "ge": self.cmp(exp.GTE),
-            "eq": self.cmp(exp.EQ), "ne": self.cmp(exp.NEQ), "and": self.logic(exp.And), "or": self.logic(exp.Or),
-            "not": self.not_, "where": self.where}
+            "add": self.binary(exp.Add),
+            "sub": self.binary(exp.Sub),
+            "mul": self.binary(exp.Mul),
+            "div": self.div,
+            "pow": self.pow,
+            "neg": self.neg,
+            "abs": self.abs,
+            "min": self.extreme(exp.Least),
+            "max": self.extreme(exp.Greatest),
+            "clamp": self.clamp,
+            "lt": self.cmp(exp.LT),
+            "le": self.cmp(exp.LTE),
+            "gt": self.cmp(exp.GT),
+            "ge": self.cmp(exp.GTE),
+            "eq": self.cmp(exp.EQ),
+            "ne": self.cmp(exp.NEQ),
+            "and": self.logic(exp.And),
+            "or": self.logic(exp.Or),
+            "not": self.not_,
+            "where": self.where,
+        }
         self.n_cols = 0
 
     def emit_metrics(self, roots: dict[str, ir.Node]) -> None:
@@ -153,11 +190,14 @@ class SqlEmitter:
         def emit(n: ir.Op):
             rows, level = self.args(n)
             return [exp.Paren(this=cls(this=a, expression=b)) for a, b in rows], level
+
         return emit
 
     def div(self, n: ir.Op):
         rows, level = self.args(n)
-        return [exp.Paren(this=exp.Div(this=a, expression=exp.Nullif(this=b, expression=_num(0.0)))) for a, b in rows], level
+        return [
+            exp.Paren(this=exp.Div(this=a, expression=exp.Nullif(this=b, expression=_num(0.0)))) for a, b in rows
+        ], level
 
     def pow(self, n: ir.Op):
         rows, level = self.args(n)
@@ -183,6 +223,7 @@ class SqlEmitter:
                 row = [self.nan_null(e, a) for e, a in zip(row, n.args)]
                 out.append(self._null_if_any(row, cls(this=row[0], expressions=row[1:])))
             return out, level
+
         return emit
 
     def clamp(self, n: ir.Op):
@@ -190,19 +231,26 @@ class SqlEmitter:
         out = []
         for row in rows:
             x, lo, hi = (self.nan_null(e, a) for e, a in zip(row, n.args))
-            out.append(self._null_if_any([x, lo, hi], exp.Least(this=exp.Greatest(this=x, expressions=[lo]), expressions=[hi])))
+            out.append(
+                self._null_if_any([x, lo, hi], exp.Least(this=exp.Greatest(this=x, expressions=[lo]), expressions=[hi]))
+            )
         return out, level
 
     def cmp(self, cls):
         def emit(n: ir.Op):
             rows, level = self.args(n)
-            return [exp.Paren(this=cls(this=self.nan_null(a, n.args[0]), expression=self.nan_null(b, n.args[1]))) for a, b in rows], level
+            return [
+                exp.Paren(this=cls(this=self.nan_null(a, n.args[0]), expression=self.nan_null(b, n.args[1])))
+                for a, b in rows
+            ], level
+
         return emit
 
     def logic(self, cls):
         def emit(n: ir.Op):
             rows, level = self.args(n)
             return [self._null_if_any([a, b], exp.Paren(this=cls(this=a, expression=b))) for a, b in rows], level
+
         return emit
 
     def not_(self, n: ir.Op):
@@ -211,7 +259,10 @@ class SqlEmitter:
 
     def where(self, n: ir.Op):
         rows, level = self.args(n)
-        return [exp.Case(ifs=[exp.If(this=_is_null(c), true=exp.Null()), exp.If(this=c, true=a)], default=b) for c, a, b in rows], level
+        return [
+            exp.Case(ifs=[exp.If(this=_is_null(c), true=exp.Null()), exp.If(this=c, true=a)], default=b)
+            for c, a, b in rows
+        ], level
 
     # -- metrics ------------------------------------------------------------------------------------
     def metric(self, name: str, root: ir.Node) -> None:
@@ -220,12 +271,21 @@ class SqlEmitter:
         fin = []
         for c in raw:  # inf and NaN become NULL: x − x is 0 only for a finite x
             r = _col(c)
-            fin.append(self.add_column(level + 2, _case(exp.EQ(this=exp.Sub(this=r, expression=r), expression=_num(0.0)), r), "m"))
+            fin.append(
+                self.add_column(
+                    level + 2, _case(exp.EQ(this=exp.Sub(this=r, expression=r), expression=_num(0.0)), r), "m"
+                )
+            )
         self.metric_cols[name] = (fin, level + 2)
 
 
-def window_stages(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                  dialect: str = "duckdb", host: bool = True) -> tuple[list[tuple[str, exp.Select]], Windows]:
+def window_stages(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    host: bool = True,
+) -> tuple[list[tuple[str, exp.Select]], Windows]:
     """The ``src`` … ``win`` stages of the metrics query (CTE name → select) and the ``Windows`` that
     built them (``input_cols``: each input's columns in ``win``); see ``build_query``."""
     d = DIALECTS[dialect]
@@ -236,15 +296,29 @@ def window_stages(graph: MetricGraph, source: exp.Expression | str = "counters",
     if sample_period_ns:
         t0 = _window(exp.Min(this=_col("timestamp_ns")), CHIP_KEY, "timestamp_ns")
         t0.set("order", None)
-        grid = _cast(exp.Anonymous(this=d.round_even, expressions=[
-            exp.Div(this=_cast(exp.Sub(this=_col("timestamp_ns"), expression=t0), "DOUBLE"), expression=_num(float(sample_period_ns))),
-            _int(0)]), "BIGINT")
+        grid = _cast(
+            exp.Anonymous(
+                this=d.round_even,
+                expressions=[
+                    exp.Div(
+                        this=_cast(exp.Sub(this=_col("timestamp_ns"), expression=t0), "DOUBLE"),
+                        expression=_num(float(sample_period_ns)),
+                    ),
+                    _int(0),
+                ],
+            ),
+            "BIGINT",
+        )
     else:
         grid = exp.Sub(this=_window(exp.RowNumber(), CHIP_KEY, "timestamp_ns"), expression=_int(1))
     if not host:  # one host: name it '' so that windows are still partitioned by (host, chip)
-        src_table = exp.Subquery(this=exp.select(_alias(exp.Literal.string(""), "host"), exp.Star()).from_(src_table, copy=False),
-                                 alias=exp.TableAlias(this=exp.to_identifier("c")))
-    src = exp.select(_col("host"), _col("chip"), _alias(_col("timestamp_ns"), "ts"), _alias(grid, "g"), *wins.src_columns()).from_(src_table, copy=False)
+        src_table = exp.Subquery(
+            this=exp.select(_alias(exp.Literal.string(""), "host"), exp.Star()).from_(src_table, copy=False),
+            alias=exp.TableAlias(this=exp.to_identifier("c")),
+        )
+    src = exp.select(
+        _col("host"), _col("chip"), _alias(_col("timestamp_ns"), "ts"), _alias(grid, "g"), *wins.src_columns()
+    ).from_(src_table, copy=False)
     ctes.append(("src", src))
     base = "src"
     if sample_period_ns:
@@ -253,18 +327,39 @@ def window_stages(graph: MetricGraph, source: exp.Expression | str = "counters",
     keys = [_col(k) for k in CHIP_KEY]
     lag_cols = [_alias(_window(exp.Lag(this=_col(c)), CHIP_KEY, "g"), "p" + c[1:]) for c in regs]
     lag_cols.insert(0, _alias(_window(exp.Lag(this=_col("ts")), CHIP_KEY, "g"), "p_ts"))
-    ctes.append(("lagged", exp.select(*keys, _col("g"), _col("ts"), *[_col(c) for c in regs], *lag_cols).from_(base, copy=False)))
-    ctes.append(("deltas", exp.select(exp.Star(), *wins.delta_columns()).from_("lagged", copy=False)
-                 .where(exp.Not(this=_is_null(_col("p_ts"))), copy=False)))
-    win = exp.select(*[_col(k) for k in CHIP_KEY], _alias(exp.Sub(this=_col("g"), expression=_int(1)), "window"),
-                     _alias(_col("p_ts"), "start_ns"), *wins.window_values()).from_("deltas", copy=False)
+    ctes.append(
+        (
+            "lagged",
+            exp.select(*keys, _col("g"), _col("ts"), *[_col(c) for c in regs], *lag_cols).from_(base, copy=False),
+        )
+    )
+    ctes.append(
+        (
+            "deltas",
+            exp.select(exp.Star(), *wins.delta_columns())
+            .from_("lagged", copy=False)
+            .where(exp.Not(this=_is_null(_col("p_ts"))), copy=False),
+        )
+    )
+    win = exp.select(
+        *[_col(k) for k in CHIP_KEY],
+        _alias(exp.Sub(this=_col("g"), expression=_int(1)), "window"),
+        _alias(_col("p_ts"), "start_ns"),
+        *wins.window_values(),
+    ).from_("deltas", copy=False)
     ctes.append(("win", win))
 
     return ctes, wins
 
 
-def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                dialect: str = "duckdb", order: bool = True, host: bool = True) -> exp.Select:
+def build_query(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    order: bool = True,
+    host: bool = True,
+) -> exp.Select:
     """The sqlglot tree of the metrics query (see the module docstring).
 
     source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
@@ -296,15 +391,26 @@ def build_query(graph: MetricGraph, source: exp.Expression | str = "counters", s
     return query.order_by(_col("host"), _col("chip"), _col("window"), copy=False) if order else query
 
 
-def generate_sql(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                 dialect: str = "duckdb", pretty: bool = True, order: bool = True, host: bool = True) -> str:
+def generate_sql(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    pretty: bool = True,
+    order: bool = True,
+    host: bool = True,
+) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
     naming the generation and the catalog hash. See ``build_query`` for the arguments."""
     gen = graph.generation
     q = build_query(graph, source, sample_period_ns, dialect, order, host)
-    header = (f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
-              f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n")
-    if not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum():  # pragma: no cover - validated names
+    header = (
+        f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
+        f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n"
+    )
+    if (
+        not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()
+    ):  # pragma: no cover - validated names
         header = "-- perfonto generated metrics query\n"
     return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"  # the tree is ours to consume
 

@@ -20,6 +20,7 @@ Stages after the window stages of ``codegen.sql`` (``window_stages``):
    one column per metric (metrics with instance axes as lists; ``rollup max|min`` metrics are left out:
    their values are extremes of window values, not ratios of sums).
 """
+
 from __future__ import annotations
 
 from sqlglot import exp
@@ -85,7 +86,11 @@ class RollupEmitter(SqlEmitter):
     def const(self, n: ir.Const):
         if not n.chip_power:
             return [_num(n.value)], 0
-        scale = _cast(_col("chips"), "DOUBLE") if n.chip_power == 1 else exp.Pow(this=_cast(_col("chips"), "DOUBLE"), expression=_int(n.chip_power))
+        scale = (
+            _cast(_col("chips"), "DOUBLE")
+            if n.chip_power == 1
+            else exp.Pow(this=_cast(_col("chips"), "DOUBLE"), expression=_int(n.chip_power))
+        )
         return [exp.Paren(this=exp.Mul(this=_num(n.value), expression=scale))], 0
 
 
@@ -107,11 +112,21 @@ def _groups(gen, k: int, key, mapping: dict[str, list[str]], run: list, agg: dic
     for s in sorted(key):
         if is_chip_time(gen, s):
             for c in mapping[s]:
-                scaled.append(_alias(exp.Mul(this=_col(c), expression=exp.Paren(this=share.copy())), f"k{k}g_{c.split('_', 1)[1]}"))
+                scaled.append(
+                    _alias(
+                        exp.Mul(this=_col(c), expression=exp.Paren(this=share.copy())), f"k{k}g_{c.split('_', 1)[1]}"
+                    )
+                )
 
 
-def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                       dialect: str = "duckdb", host: bool = True, topology: str | None = None) -> exp.Select:
+def build_rollup_query(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    host: bool = True,
+    topology: str | None = None,
+) -> exp.Select:
     """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
     ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or pod level)."""
     gen = graph.generation
@@ -142,23 +157,44 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
                     tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
                     run.append(_col(name))
                 else:
-                    tot.append(_alias(exp.Sum(this=_case(valid, exp.Mul(this=_col(c), expression=_col("interval_s")))), name))
-                    run.append(_alias(exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name))
+                    tot.append(
+                        _alias(exp.Sum(this=_case(valid, exp.Mul(this=_col(c), expression=_col("interval_s")))), name)
+                    )
+                    run.append(
+                        _alias(
+                            exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name
+                        )
+                    )
                 fn = {"sum": exp.Sum, "max": exp.Max}.get(rule, exp.Avg)
                 agg[name] = fn(this=_col(name))
         inputs_of.append(mapping)
         if any(graph.metrics[m].group_rule for m in classes[key]):
             _groups(gen, k, key, mapping, run, agg, scaled)
-    ctes.append(("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False)))
+    ctes.append(
+        ("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False))
+    )
     ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
     if topology:
-        placed = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
-                  .from_(exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))), copy=False)
-                  .join(exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
-                        on=exp.and_(exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
-                                    exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r"))), join_type="LEFT", copy=False))
+        placed = (
+            exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
+            .from_(
+                exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))),
+                copy=False,
+            )
+            .join(
+                exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
+                on=exp.and_(
+                    exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
+                    exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r")),
+                ),
+                join_type="LEFT",
+                copy=False,
+            )
+        )
     else:
-        placed = exp.select(exp.Star(), _alias(_cast(exp.Null(), "VARCHAR"), "rack"), _alias(_cast(exp.Null(), "VARCHAR"), "pod")).from_("chip_run")
+        placed = exp.select(
+            exp.Star(), _alias(_cast(exp.Null(), "VARCHAR"), "rack"), _alias(_cast(exp.Null(), "VARCHAR"), "pod")
+        ).from_("chip_run")
     ctes.append(("placed", placed))
     parts = []
     for level, keys in LEVELS:
@@ -170,15 +206,26 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
             node = _cast(_col(keys[0]), "VARCHAR")
         else:
             node = exp.Literal.string("fleet")
-        sel = exp.select(_alias(exp.Literal.string(level), "level"), _alias(node, "node"),
-                         _alias(exp.Count(this=exp.Star()), "chips"), *[_alias(e.copy(), n) for n, e in agg.items()]).from_("placed", copy=False)
+        sel = exp.select(
+            _alias(exp.Literal.string(level), "level"),
+            _alias(node, "node"),
+            _alias(exp.Count(this=exp.Star()), "chips"),
+            *[_alias(e.copy(), n) for n, e in agg.items()],
+        ).from_("placed", copy=False)
         if keys:
             sel = sel.group_by(*[_col(k) for k in keys], copy=False)
         parts.append(sel)
     union = parts[0]
     for p in parts[1:]:
         union = exp.union(union, p, distinct=False, copy=False)
-    ctes.append(("nodes", exp.select(exp.Star()).from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False)))
+    ctes.append(
+        (
+            "nodes",
+            exp.select(exp.Star()).from_(
+                exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False
+            ),
+        )
+    )
     prev = "nodes"
     if scaled:
         ctes.append(("nodes_g", exp.select(exp.Star(), *scaled).from_("nodes", copy=False)))
@@ -192,8 +239,10 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
         if plain:
             jobs.append((plain, inputs_of[k], f"c{k}", k))
         if grouped:  # evaluated over the groups' times, as metrics.levels evaluates them
-            mapping = {s: [f"k{k}g_{c.split('_', 1)[1]}" if is_chip_time(gen, s) else c for c in cols]
-                       for s, cols in inputs_of[k].items()}
+            mapping = {
+                s: [f"k{k}g_{c.split('_', 1)[1]}" if is_chip_time(gen, s) else c for c in cols]
+                for s, cols in inputs_of[k].items()
+            }
             jobs.append((grouped, mapping, f"c{k}g", k))
     for names, inputs, tag, k in jobs:
         em = RollupEmitter(graph, inputs, tag, f"k{k}_dt")
@@ -218,11 +267,20 @@ def build_rollup_query(graph: MetricGraph, source: exp.Expression | str = "count
     return query
 
 
-def generate_rollup_sql(graph: MetricGraph, source: exp.Expression | str = "counters", sample_period_ns: int | None = None,
-                        dialect: str = "duckdb", host: bool = True, topology: str | None = None, pretty: bool = True) -> str:
+def generate_rollup_sql(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    host: bool = True,
+    topology: str | None = None,
+    pretty: bool = True,
+) -> str:
     """Text of the rollup query for ``dialect`` (see ``build_rollup_query``), with a header comment."""
     assert dialect in DIALECTS, dialect
     q = build_rollup_query(graph, source, sample_period_ns, dialect, host, topology)
-    header = (f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
-              f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n")
+    header = (
+        f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
+        f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n"
+    )
     return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"

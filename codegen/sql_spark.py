@@ -21,6 +21,7 @@ overflow (Spark 4 runs in ANSI mode, where an overflow is an error):
 The sampling grid of ``fill_grid`` is ``EXPLODE(SEQUENCE(0, n − 1))`` in a subquery (Spark has no
 table-valued ``GENERATE_SERIES`` with a column alias).
 """
+
 from __future__ import annotations
 
 from sqlglot import exp
@@ -57,7 +58,9 @@ class SparkWindows(Windows):
 
     def _to_double(self, e: exp.Expression) -> exp.Expression:
         d = _cast(e, "DOUBLE")
-        return _case(exp.LT(this=e.copy(), expression=_int(0)), exp.Add(this=d.copy(), expression=_num(float(TWO64))), d)
+        return _case(
+            exp.LT(this=e.copy(), expression=_int(0)), exp.Add(this=d.copy(), expression=_num(float(TWO64))), d
+        )
 
     def _flip(self, e: exp.Expression) -> exp.Expression:
         return exp.Paren(this=exp.BitwiseXor(this=e, expression=exp.Paren(this=exp.Neg(this=_int(TWO63)))))
@@ -77,7 +80,9 @@ class SparkWindows(Windows):
 
     def grid_series(self, n_grid: exp.Expression) -> exp.Expression:
         seq = exp.Anonymous(this="SEQUENCE", expressions=[_int(0), exp.Sub(this=n_grid, expression=_int(1))])
-        return exp.Subquery(this=exp.select(_alias(exp.Explode(this=seq), "g")), alias=exp.TableAlias(this=exp.to_identifier("gr")))
+        return exp.Subquery(
+            this=exp.select(_alias(exp.Explode(this=seq), "g")), alias=exp.TableAlias(this=exp.to_identifier("gr"))
+        )
 
     # -- increases ------------------------------------------------------------------------------------
     def _halves(self, c: str, w: int | None) -> tuple[exp.Expression, exp.Expression]:
@@ -93,8 +98,10 @@ class SparkWindows(Windows):
         cur, prev = _col(c), _col("p" + c[1:])
         if sig.modulus is not None:  # a declared range: PMOD keeps every operand below it
             if sig.modulus > 1 << 62:
-                raise ValueError(f"`{sig.name}`: the Spark target holds registers as BIGINT and cannot take a wrap range "
-                                 f"above 2^62 ({sig.modulus}); use the DuckDB target or the Python evaluator")
+                raise ValueError(
+                    f"`{sig.name}`: the Spark target holds registers as BIGINT and cannot take a wrap range "
+                    f"above 2^62 ({sig.modulus}); use the DuckDB target or the Python evaluator"
+                )
             m = sig.modulus
             return _pmod(exp.Sub(this=_pmod(cur, m), expression=_pmod(prev, m)), m)
         if w is not None and w <= 62:
@@ -103,16 +110,27 @@ class SparkWindows(Windows):
         h, a = self._halves(c, w)
         if w == 63:
             return exp.Add(this=exp.Mul(this=h, expression=_int(1 << 32)), expression=a)
-        return exp.Add(this=exp.Mul(this=_cast(h, "DOUBLE"), expression=_num(4294967296.0)), expression=_cast(a, "DOUBLE"))
+        return exp.Add(
+            this=exp.Mul(this=_cast(h, "DOUBLE"), expression=_num(4294967296.0)), expression=_cast(a, "DOUBLE")
+        )
 
     def _delta_extra(self, sig, cols: list[str]) -> list[exp.Expression]:
-        if sig.modulus is not None or sig.wrap_width is None or sig.wrap_width <= 63 or register_class(sig, self.gen) != 0:
+        if (
+            sig.modulus is not None
+            or sig.wrap_width is None
+            or sig.wrap_width <= 63
+            or register_class(sig, self.gen) != 0
+        ):
             return []  # only the half-range rule (no max rate) reads the comparison
         out = []
         for c in cols:  # h · 2^32 + a > 2^63  ⇔  h > 2^31, or h = 2^31 and a > 0
             h, a = self._halves(c, sig.wrap_width)
-            over = exp.Or(this=exp.GT(this=h, expression=_int(1 << 31)),
-                          expression=exp.And(this=exp.EQ(this=h.copy(), expression=_int(1 << 31)), expression=exp.GT(this=a, expression=_int(0))))
+            over = exp.Or(
+                this=exp.GT(this=h, expression=_int(1 << 31)),
+                expression=exp.And(
+                    this=exp.EQ(this=h.copy(), expression=_int(1 << 31)), expression=exp.GT(this=a, expression=_int(0))
+                ),
+            )
             out.append(_alias(exp.Paren(this=over), "x" + c[1:]))
         return out
 

@@ -17,6 +17,7 @@ Rules, as ``metrics.windows.prepare`` applies them (numbers as in its docstring)
 - 6: a missing sample is a NULL register (absent samples come from ``filled``), and NULL propagates;
 - 7, 8: gauges as ``(prev + cur) × scale / 2``; packed fields as ``(cur // 2^lo) mod 2^bits × scale``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,11 +95,20 @@ def _is_null(e: exp.Expression) -> exp.Expression:
 CHIP_KEY = ("host", "chip")
 
 
-def _window(fn: exp.Expression, partition: str | tuple[str, ...], order: str, spec: exp.WindowSpec | None = None,
-            table: str | None = None) -> exp.Window:
+def _window(
+    fn: exp.Expression,
+    partition: str | tuple[str, ...],
+    order: str,
+    spec: exp.WindowSpec | None = None,
+    table: str | None = None,
+) -> exp.Window:
     keys = (partition,) if isinstance(partition, str) else partition
-    return exp.Window(this=fn, partition_by=[_col(k, table) for k in keys],
-                      order=exp.Order(expressions=[exp.Ordered(this=_col(order, table))]), spec=spec)
+    return exp.Window(
+        this=fn,
+        partition_by=[_col(k, table) for k in keys],
+        order=exp.Order(expressions=[exp.Ordered(this=_col(order, table))]),
+        spec=spec,
+    )
 
 
 class Windows:
@@ -146,7 +156,9 @@ class Windows:
 
     def _bits(self, c: str, lo: int, n: int) -> exp.Expression:
         """Bits ``lo .. lo + n - 1`` of a register, as DOUBLE."""
-        bits = exp.Mod(this=exp.IntDiv(this=_cast(_col(c), self.d.wide_int), expression=_int(1 << lo)), expression=_int(1 << n))
+        bits = exp.Mod(
+            this=exp.IntDiv(this=_cast(_col(c), self.d.wide_int), expression=_int(1 << lo)), expression=_int(1 << n)
+        )
         return _cast(bits, "DOUBLE")
 
     def _delta_double(self, sig, c: str) -> exp.Expression:
@@ -176,10 +188,16 @@ class Windows:
             w = max(sig.modulus - 1, 1).bit_length()
         m = _int(1 << w if sig.modulus is None else sig.modulus)
         if w <= 62:
-            diff = exp.Sub(this=_cast(exp.Mod(this=cur, expression=m), "BIGINT"), expression=_cast(exp.Mod(this=prev, expression=m), "BIGINT"))
+            diff = exp.Sub(
+                this=_cast(exp.Mod(this=cur, expression=m), "BIGINT"),
+                expression=_cast(exp.Mod(this=prev, expression=m), "BIGINT"),
+            )
         else:
             diff = exp.Sub(this=_cast(cur, self.d.wide_int), expression=_cast(prev, self.d.wide_int))
-        return exp.Mod(this=exp.Paren(this=exp.Add(this=exp.Mod(this=exp.Paren(this=diff), expression=m), expression=m)), expression=m)
+        return exp.Mod(
+            this=exp.Paren(this=exp.Add(this=exp.Mod(this=exp.Paren(this=diff), expression=m), expression=m)),
+            expression=m,
+        )
 
     def _unit_scale(self, sig, k: int) -> tuple[exp.Expression, list[exp.Expression]]:
         """Rule 4d for instance ``k``: scale × POWER(base, field at the end sample), and the null tests
@@ -193,7 +211,11 @@ class Windows:
         bits = _field_bits(cur, f.lo, f.hi, self.d.wide_int)
         e = exp.Mul(this=_cast(bits, "DOUBLE"), expression=_num(f.scale))
         scale = exp.Paren(this=exp.Mul(this=_num(sig.scale), expression=exp.Pow(this=_num(base), expression=e)))
-        bad = [_is_null(cur), _is_null(prev), exp.NEQ(this=bits, expression=_field_bits(prev, f.lo, f.hi, self.d.wide_int))]
+        bad = [
+            _is_null(cur),
+            _is_null(prev),
+            exp.NEQ(this=bits, expression=_field_bits(prev, f.lo, f.hi, self.d.wide_int)),
+        ]
         if reg.sentinel:
             bad.append(self._touching(c, reg.sentinel))
         return scale, bad
@@ -210,8 +232,10 @@ class Windows:
 
     def grid_series(self, n_grid: exp.Expression) -> exp.Expression:
         """The table ``gr(g)`` of grid points 0 … n_grid − 1 (DuckDB: ``GENERATE_SERIES``)."""
-        return exp.Table(this=exp.GenerateSeries(start=_int(0), end=n_grid, is_end_exclusive=True),
-                         alias=exp.TableAlias(this=exp.to_identifier("gr"), columns=[exp.to_identifier("g")]))
+        return exp.Table(
+            this=exp.GenerateSeries(start=_int(0), end=n_grid, is_end_exclusive=True),
+            alias=exp.TableAlias(this=exp.to_identifier("gr"), columns=[exp.to_identifier("g")]),
+        )
 
     def _delta_extra(self, sig, cols: list[str]) -> list[exp.Expression]:
         """Further columns of the ``deltas`` stage a dialect needs (none for DuckDB)."""
@@ -223,12 +247,18 @@ class Windows:
 
     def _touching(self, c: str, values: tuple[int, ...]) -> exp.Expression:
         vals = [self._literal(v) for v in values]
-        return exp.Paren(this=exp.Or(this=exp.In(this=_col(c), expressions=vals), expression=exp.In(this=_col("p" + c[1:]), expressions=vals)))
+        return exp.Paren(
+            this=exp.Or(
+                this=exp.In(this=_col(c), expressions=vals), expression=exp.In(this=_col("p" + c[1:]), expressions=vals)
+            )
+        )
 
     def window_values(self) -> list[exp.Expression]:
         """``interval_s`` and every input column of the ``win`` stage."""
         out: list[exp.Expression] = []
-        interval = exp.Mul(this=_cast(exp.Sub(this=_col("ts"), expression=_col("p_ts")), "DOUBLE"), expression=_num(1e-9))
+        interval = exp.Mul(
+            this=_cast(exp.Sub(this=_col("ts"), expression=_col("p_ts")), "DOUBLE"), expression=_num(1e-9)
+        )
         out.append(_alias(interval, "interval_s"))
         for j, name in enumerate(self.plan.inputs):
             cols = []
@@ -253,7 +283,12 @@ class Windows:
             return out
         sig = gen.signals[name]
         rule = kinds.of(sig).window
-        handler = {"increase": self._increase, "bucket_increase": self._increase, "mean": self._mean, "end": self._end}.get(rule)
+        handler = {
+            "increase": self._increase,
+            "bucket_increase": self._increase,
+            "mean": self._mean,
+            "end": self._end,
+        }.get(rule)
         if handler is None:
             raise kinds.UnsupportedKind(f"the {self.d.name} SQL target (codegen.sql)", sig.kind, rule)
         cols = self.reg_cols[name]
@@ -282,15 +317,17 @@ class Windows:
         if cls == 0:
             bad.append(self._over_half(sig, c))
         elif cls == 1:
-            limit = exp.Add(this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
-                            expression=_num(1.0))
+            limit = exp.Add(
+                this=exp.Div(this=exp.Mul(this=_num(max_rate(gen, sig)), expression=interval), expression=scale),
+                expression=_num(1.0),
+            )
             bad.append(exp.GT(this=dd.copy(), expression=limit))
             bad.append(exp.GTE(this=limit, expression=_num(float(M))))  # rule 4b
         elif cls == 2:
             bad.append(self._less(cur, prev))
         else:  # histogram: any bucket of this instance decreased
             nb = len(sig.buckets) + 1
-            group = cols[(k // nb) * nb:(k // nb) * nb + nb]
+            group = cols[(k // nb) * nb : (k // nb) * nb + nb]
             bad.append(_or([self._less(self._zero(b), self._zero("p" + b[1:])) for b in group]))
         if sig.modulus is not None:  # rule 4c: a raw value at or beyond the range
             bad.append(exp.Not(this=self._less(cur.copy(), self._literal(M))))
@@ -305,8 +342,10 @@ class Windows:
 
     def _mean(self, sig, cols, k, c, interval) -> tuple[exp.Expression, list[exp.Expression]]:
         """Rule 7 (``mean``): the trapezoid of the two end samples."""
-        return exp.Mul(this=exp.Paren(this=exp.Add(this=self._to_double(_col("p" + c[1:])), expression=self._to_double(_col(c)))),
-                       expression=_num(0.5 * sig.scale)), []
+        return exp.Mul(
+            this=exp.Paren(this=exp.Add(this=self._to_double(_col("p" + c[1:])), expression=self._to_double(_col(c)))),
+            expression=_num(0.5 * sig.scale),
+        ), []
 
     def _end(self, sig, cols, k, c, interval) -> tuple[exp.Expression, list[exp.Expression]]:
         """Rule 8 (``end``): the register at the window's end sample."""
@@ -330,30 +369,63 @@ def fill_grid(regs: list[str], d: Dialect, wins: Windows) -> list[tuple[str, exp
     it), as ``np.interp``."""
     n_grid = exp.Subquery(this=exp.select(exp.Add(this=exp.Max(this=_col("g")), expression=_int(1))).from_("src"))
     series = wins.grid_series(n_grid)
-    chips = exp.Subquery(this=exp.select(*[_col(k) for k in CHIP_KEY]).distinct(copy=False).from_("src", copy=False),
-                         alias=exp.TableAlias(this=exp.to_identifier("ch")))
-    keys = exp.select(*[_col(k, "ch") for k in CHIP_KEY], _col("g", "gr")).from_(chips, copy=False).join(series, join_type="CROSS", copy=False)
+    chips = exp.Subquery(
+        this=exp.select(*[_col(k) for k in CHIP_KEY]).distinct(copy=False).from_("src", copy=False),
+        alias=exp.TableAlias(this=exp.to_identifier("ch")),
+    )
+    keys = (
+        exp.select(*[_col(k, "ch") for k in CHIP_KEY], _col("g", "gr"))
+        .from_(chips, copy=False)
+        .join(series, join_type="CROSS", copy=False)
+    )
     before = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW")
     after = exp.WindowSpec(kind="ROWS", start="CURRENT ROW", end="UNBOUNDED", end_side="FOLLOWING")
     have_g = _case(exp.Not(this=_is_null(_col("ts", "s"))), _col("g", "k"))
 
     def edge(fn, e, spec):
-        return exp.Window(this=exp.IgnoreNulls(this=fn(this=e)), partition_by=[_col(k, "k") for k in CHIP_KEY],
-                          order=exp.Order(expressions=[exp.Ordered(this=_col("g", "k"))]), spec=spec)
+        return exp.Window(
+            this=exp.IgnoreNulls(this=fn(this=e)),
+            partition_by=[_col(k, "k") for k in CHIP_KEY],
+            order=exp.Order(expressions=[exp.Ordered(this=_col("g", "k"))]),
+            spec=spec,
+        )
 
     on = exp.and_(*[exp.EQ(this=_col(k, "s"), expression=_col(k, "k")) for k in CHIP_KEY + ("g",)], copy=False)
-    joined = (exp.select(*[_col(k, "k") for k in CHIP_KEY], _col("g", "k"), _alias(_col("ts", "s"), "ts0"), *[_col(c, "s") for c in regs],
-                         _alias(edge(exp.LastValue, _col("ts", "s"), before), "lt"), _alias(edge(exp.LastValue, have_g, before), "lg"),
-                         _alias(edge(exp.FirstValue, _col("ts", "s"), after), "nt"), _alias(edge(exp.FirstValue, have_g, after), "ng"))
-              .from_(exp.Subquery(this=keys, alias=exp.TableAlias(this=exp.to_identifier("k"))), copy=False)
-              .join(exp.Table(this=exp.to_identifier("src"), alias=exp.TableAlias(this=exp.to_identifier("s"))),
-                    on=on, join_type="LEFT", copy=False))
-    slope = exp.Div(this=_cast(exp.Sub(this=_col("nt"), expression=_col("lt")), "DOUBLE"),
-                    expression=_cast(exp.Sub(this=_col("ng"), expression=_col("lg")), "DOUBLE"))
-    interp = exp.Add(this=exp.Mul(this=slope, expression=_cast(exp.Sub(this=_col("g"), expression=_col("lg")), "DOUBLE")),
-                     expression=_cast(_col("lt"), "DOUBLE"))
-    ts = exp.Case(ifs=[exp.If(this=exp.Not(this=_is_null(_col("ts0"))), true=_col("ts0")),
-                       exp.If(this=_is_null(_col("nt")), true=_col("lt"))],
-                  default=_cast(exp.Anonymous(this=d.round_even, expressions=[interp, _int(0)]), "BIGINT"))
-    filled = exp.select(*[_col(k) for k in CHIP_KEY], _col("g"), _alias(ts, "ts"), *[_col(c) for c in regs]).from_("joined", copy=False)
+    joined = (
+        exp.select(
+            *[_col(k, "k") for k in CHIP_KEY],
+            _col("g", "k"),
+            _alias(_col("ts", "s"), "ts0"),
+            *[_col(c, "s") for c in regs],
+            _alias(edge(exp.LastValue, _col("ts", "s"), before), "lt"),
+            _alias(edge(exp.LastValue, have_g, before), "lg"),
+            _alias(edge(exp.FirstValue, _col("ts", "s"), after), "nt"),
+            _alias(edge(exp.FirstValue, have_g, after), "ng"),
+        )
+        .from_(exp.Subquery(this=keys, alias=exp.TableAlias(this=exp.to_identifier("k"))), copy=False)
+        .join(
+            exp.Table(this=exp.to_identifier("src"), alias=exp.TableAlias(this=exp.to_identifier("s"))),
+            on=on,
+            join_type="LEFT",
+            copy=False,
+        )
+    )
+    slope = exp.Div(
+        this=_cast(exp.Sub(this=_col("nt"), expression=_col("lt")), "DOUBLE"),
+        expression=_cast(exp.Sub(this=_col("ng"), expression=_col("lg")), "DOUBLE"),
+    )
+    interp = exp.Add(
+        this=exp.Mul(this=slope, expression=_cast(exp.Sub(this=_col("g"), expression=_col("lg")), "DOUBLE")),
+        expression=_cast(_col("lt"), "DOUBLE"),
+    )
+    ts = exp.Case(
+        ifs=[
+            exp.If(this=exp.Not(this=_is_null(_col("ts0"))), true=_col("ts0")),
+            exp.If(this=_is_null(_col("nt")), true=_col("lt")),
+        ],
+        default=_cast(exp.Anonymous(this=d.round_even, expressions=[interp, _int(0)]), "BIGINT"),
+    )
+    filled = exp.select(*[_col(k) for k in CHIP_KEY], _col("g"), _alias(ts, "ts"), *[_col(c) for c in regs]).from_(
+        "joined", copy=False
+    )
     return [("joined", joined), ("filled", filled)]

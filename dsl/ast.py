@@ -3,6 +3,7 @@
 Every expression node carries ``span`` (file, 1-based line and column) so that the compiler can point
 at the exact spot of a unit mismatch or an unknown name.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

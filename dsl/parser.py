@@ -4,6 +4,7 @@ Grammar: ``dsl/metrics.lark`` (LALR, positions propagated). A syntax error is re
 ``file:line:col`` with the offending token, what was expected, and a caret under the spot; parsing of
 other files goes on, so one bad file does not hide the problems of the rest.
 """
+
 from __future__ import annotations
 
 import ast as pyast
@@ -21,9 +22,20 @@ from perfonto.ontology.files import FileReadError, newlines, read_text
 from . import ast
 
 _TOKEN_NAMES = {
-    "NAME": "a name", "NUMBER": "a number", "UNIT_BRACKET": "a unit in brackets like [GB/s]",
-    "STRING": "a quoted string", "CMP_OP": "a comparison", "ADD_OP": "`+`", "NEG": "`-`", "MUL_OP": "`*` or `/`",
-    "LPAR": "`(`", "RPAR": "`)`", "EQUAL": "`=`", "COMMA": "`,`", "COLON": "`:`", "PERCENT": "`%`",
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "UNIT_BRACKET": "a unit in brackets like [GB/s]",
+    "STRING": "a quoted string",
+    "CMP_OP": "a comparison",
+    "ADD_OP": "`+`",
+    "NEG": "`-`",
+    "MUL_OP": "`*` or `/`",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "EQUAL": "`=`",
+    "COMMA": "`,`",
+    "COLON": "`:`",
+    "PERCENT": "`%`",
     "$END": "end of file",
 }
 
@@ -160,8 +172,19 @@ class _ToAst(Transformer):
     def metric(self, items):
         _, name, unit_tok, _, expr, *clauses = items
         expr = _x(expr)
-        kw = {"description": "", "groups": (), "bounds": None, "threshold": None, "parent": None,
-              "parent_span": None, "source": "", "peak": None, "peak_span": None, "rollup": None, "rollup_span": None}
+        kw = {
+            "description": "",
+            "groups": (),
+            "bounds": None,
+            "threshold": None,
+            "parent": None,
+            "parent_span": None,
+            "source": "",
+            "peak": None,
+            "peak_span": None,
+            "rollup": None,
+            "rollup_span": None,
+        }
         seen: dict[str, int] = {}
         for kind, value in clauses:
             if kind != "groups":
@@ -181,8 +204,14 @@ class _ToAst(Transformer):
         if _depth(expr) > MAX_DEPTH:
             raise _TooDeep()
         return ast.MetricDecl(
-            name=str(name), unit=unit_tok[1:-1].strip(), expr=expr, formula=_formula(self.text, expr.span),
-            span=self._tspan(name), unit_span=self._tspan(unit_tok), **kw)
+            name=str(name),
+            unit=unit_tok[1:-1].strip(),
+            expr=expr,
+            formula=_formula(self.text, expr.span),
+            span=self._tspan(name),
+            unit_span=self._tspan(unit_tok),
+            **kw,
+        )
 
     def description(self, items):
         return ("description", _unquote(items[0]))
@@ -273,7 +302,7 @@ def _formula(text: str, span: Span) -> str:
     """The formula's source text (whitespace runs folded to one space), cut out by its span's offsets."""
     if span.start < 0 or span.end < span.start:
         return ""
-    return " ".join(text[span.start:span.end].split())
+    return " ".join(text[span.start : span.end].split())
 
 
 def _token_name(t: str) -> str:
@@ -296,15 +325,22 @@ def _expected(exc: UnexpectedInput) -> str:
 
 
 _DECL_START = re.compile(r"^[ \t]*metric\b", re.M)
-MAX_DECL_CHARS = 65_536  # one declaration (formula and description); past this it is not a metric, and parsing it costs seconds
+MAX_DECL_CHARS = (
+    65_536  # one declaration (formula and description); past this it is not a metric, and parsing it costs seconds
+)
 
 
 def _oversized(text: str, file: str, a: int, b: int, line: int) -> Diagnostic:
-    name = re.match(r"[ \t]*metric[ \t]+([\w.]+)", text[a:a + 300])
+    name = re.match(r"[ \t]*metric[ \t]+([\w.]+)", text[a : a + 300])
     what = f"metric `{name.group(1)}`" if name else "this declaration"
-    return Diagnostic("error", "too-large", f"{what} is {b - a:,} characters long (at most {MAX_DECL_CHARS:,}); a formula or "
-                      "description of this size is not a metric and is not parsed", Span(file, line + 1, 1),
-                      hint="split the formula into several metrics; keep long prose in the docs, not the description")
+    return Diagnostic(
+        "error",
+        "too-large",
+        f"{what} is {b - a:,} characters long (at most {MAX_DECL_CHARS:,}); a formula or "
+        "description of this size is not a metric and is not parsed",
+        Span(file, line + 1, 1),
+        hint="split the formula into several metrics; keep long prose in the docs, not the description",
+    )
 
 
 def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
@@ -337,8 +373,9 @@ def parse_text(text: str, file: str = "<string>") -> tuple[list[ast.MetricDecl],
     return decls, diags
 
 
-def _parse_one(text: str, file: str, full_text: str | None = None, line0: int = 0,
-               pos0: int = 0) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
+def _parse_one(
+    text: str, file: str, full_text: str | None = None, line0: int = 0, pos0: int = 0
+) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
     """Parse ``text`` — the whole file, or a chunk of ``full_text`` starting at line ``line0 + 1``
     (offset ``pos0``, at the start of a line)."""
     shown = full_text if full_text is not None else text
@@ -348,12 +385,22 @@ def _parse_one(text: str, file: str, full_text: str | None = None, line0: int = 
             tr.file, tr.text, tr.line0, tr.pos0 = file, shown, line0, pos0
             decls = parser.parse(text)
     except _ClauseError as inner:
-        span = Span(file, inner.span.line + (line0 if not inner.span.file else 0), inner.span.col) if inner.span.line \
+        span = (
+            Span(file, inner.span.line + (line0 if not inner.span.file else 0), inner.span.col)
+            if inner.span.line
             else Span(file, line0 + 1, 1)
+        )
         return [], [with_source(Diagnostic("error", "syntax", inner.msg, span), shown)]
     except (RecursionError, _TooDeep):
-        return [], [Diagnostic("error", "too-deep", "an expression is nested too deeply to parse", Span(file, line0 + 1, 1),
-                               hint="split it into several metrics")]
+        return [], [
+            Diagnostic(
+                "error",
+                "too-deep",
+                "an expression is nested too deeply to parse",
+                Span(file, line0 + 1, 1),
+                hint="split it into several metrics",
+            )
+        ]
     except UnexpectedInput as exc:
         line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
         if isinstance(exc, UnexpectedCharacters):
@@ -392,6 +439,13 @@ def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
         text = read_text(path, "metric file")
     except FileReadError as exc:
         code = "not-utf8" if "UTF-8" in exc.reason else "io"
-        return [], [Diagnostic("error", code, f"cannot read file: {exc.reason}", Span(str(path), 1 if code == "not-utf8" else 0, 1 if code == "not-utf8" else 0),
-                               hint=exc.hint)]
+        return [], [
+            Diagnostic(
+                "error",
+                code,
+                f"cannot read file: {exc.reason}",
+                Span(str(path), 1 if code == "not-utf8" else 0, 1 if code == "not-utf8" else 0),
+                hint=exc.hint,
+            )
+        ]
     return parse_text(text, str(path))

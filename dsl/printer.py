@@ -1,4 +1,5 @@
 """Print an expression back as metric-language text, with only the brackets precedence needs."""
+
 from __future__ import annotations
 
 from . import ast
@@ -44,6 +45,7 @@ def to_text(e: ast.Expr) -> str:
         return t
 
     if isinstance(e, ast.IfElse):
+
         def tight(x: ast.Expr) -> str:  # then and cond are or-expressions in the grammar
             return f"({to_text(x)})" if _prec(x) <= p else to_text(x)
 
@@ -51,7 +53,9 @@ def to_text(e: ast.Expr) -> str:
     if isinstance(e, ast.Unary):
         return f"not {sub(e.operand)}" if e.op == "not" else f"-{sub(e.operand)}"
     if e.op == "**":
-        left = to_text(e.left) if _prec(e.left) == _PREC["atom"] else f"({to_text(e.left)})"  # the grammar's base is an atom
+        left = (
+            to_text(e.left) if _prec(e.left) == _PREC["atom"] else f"({to_text(e.left)})"
+        )  # the grammar's base is an atom
         return f"{left} ** {sub(e.right)}"
     # the grammar is left-associative: a right operand of equal precedence keeps its brackets
     return f"{sub(e.left)} {e.op} {sub(e.right, right=True, assoc=False)}"

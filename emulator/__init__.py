@@ -27,6 +27,7 @@ records), ``trace`` (host-side events, collective waits), ``groundtruth``, ``run
 ``claim`` (a run's modelling assumptions, the comparison with a public claim), ``calibration`` (fit
 and validation against ``data/calibration.yaml``).
 """
+
 from . import project as project_module
 from .assumptions import Assumptions, fitted_assumptions
 from .hardware import Hardware, HardwareSpecError, hardware_from_generation
@@ -40,6 +41,27 @@ from .serving import Engine
 
 project = project_module
 
-__all__ = ["Assumptions", "ContinuousBatcher", "EmulationResult", "Engine", "Hardware", "HardwareSpecError", "MODELS",
-           "Knobs", "MAX_CHIPS", "Mapping", "MappingError", "ModelShape", "Precision", "Projection", "SchedulerError", "StepBatch",
-           "fitted_assumptions", "get_model", "hardware_from_generation", "project", "run", "sample_grid"]
+__all__ = [
+    "Assumptions",
+    "ContinuousBatcher",
+    "EmulationResult",
+    "Engine",
+    "Hardware",
+    "HardwareSpecError",
+    "MODELS",
+    "Knobs",
+    "MAX_CHIPS",
+    "Mapping",
+    "MappingError",
+    "ModelShape",
+    "Precision",
+    "Projection",
+    "SchedulerError",
+    "StepBatch",
+    "fitted_assumptions",
+    "get_model",
+    "hardware_from_generation",
+    "project",
+    "run",
+    "sample_grid",
+]

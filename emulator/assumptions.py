@@ -15,6 +15,7 @@ with ``n`` the rows of a GEMM (tokens per weight matrix; for grouped expert GEMM
 or of a vector op, or the bytes of a memory transfer. The efficiency of FP4 GEMMs is
 ``fp4_eff_ratio`` × that of FP8/BF16 GEMMs at the same size (block-scale handling in NVFP4 kernels).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -178,8 +179,9 @@ class Assumptions:
         if bad:
             raise ValueError(f"unknown assumption(s) {', '.join(bad)}; known: {', '.join(sorted(types))}")
         try:  # YAML reads 4.0e9 as a string: coerce to the field's type
-            return dataclasses.replace(self, **{k: types[k](v) if types[k] is not bool else bool(v)
-                                                for k, v in changes.items()})
+            return dataclasses.replace(
+                self, **{k: types[k](v) if types[k] is not bool else bool(v) for k, v in changes.items()}
+            )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"bad assumption value: {exc}") from None
 

@@ -12,6 +12,7 @@ into matrix / vector, memory into weights / KV cache / activations.
 ``mfu``: model FLOPs (``work.model_flops``: no padding, no replicated work) over the peak of the
 weights' math dtype × chips × time, over the same steps (PaLM's model FLOPs utilisation).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,16 +49,22 @@ def time_split(pr) -> dict:
     t = tm["t"] * reps[None, :]
     compute = (kinds == "op") & (tm["comp"] >= tm["mem"])
     memory = (kinds == "op") & ~compute
-    secs = {"compute": float(t[compute].sum()), "memory": float(t[memory].sum()),
-            "interconnect": float(t[kinds.repeat(len(b), 0) == "collective"].sum()),
-            "host": float(t[np.isin(kinds.repeat(len(b), 0), ("host_in", "host_out"))].sum()), "idle": idle}
+    secs = {
+        "compute": float(t[compute].sum()),
+        "memory": float(t[memory].sum()),
+        "interconnect": float(t[kinds.repeat(len(b), 0) == "collective"].sum()),
+        "host": float(t[np.isin(kinds.repeat(len(b), 0), ("host_in", "host_out"))].sum()),
+        "idle": idle,
+    }
     total = sum(secs.values())
     shares = {k: v / total if total > 0 else 0.0 for k, v in secs.items()}
     matrix = compute & (tm["mxu"] > 0) & (tm["mxu"] >= tm["vpu"])
     t_stream = np.maximum(tm["mem"] - tm["mem_kv_read"], 0.0)
     act = (W["act_r"] + W["act_w"]) if cfg.a.activations_in_hbm else np.zeros_like(t)
     parts = {"weights": W["w"], "kv": W["kv_w"], "act": act}
-    mem_t = {k: np.divide(v * t_stream, tm["stream"], out=np.zeros_like(t), where=tm["stream"] > 0) for k, v in parts.items()}
+    mem_t = {
+        k: np.divide(v * t_stream, tm["stream"], out=np.zeros_like(t), where=tm["stream"] > 0) for k, v in parts.items()
+    }
     mem_t["kv"] = mem_t["kv"] + tm["mem_kv_read"]
     mem_sum = sum(mem_t.values())
 
@@ -65,16 +72,24 @@ def time_split(pr) -> dict:
         f = np.divide(mem_t[k], mem_sum, out=np.zeros_like(t), where=mem_sum > 0)
         return float((t * f)[memory].sum()) / total if total > 0 else 0.0
 
-    level2 = {"compute.matrix": float(t[matrix].sum()) / total if total else 0.0,
-              "compute.vector": float(t[compute & ~matrix].sum()) / total if total else 0.0,
-              "memory.weights": mem_share("weights"), "memory.kv_cache": mem_share("kv"),
-              "memory.activations": mem_share("act")}
+    level2 = {
+        "compute.matrix": float(t[matrix].sum()) / total if total else 0.0,
+        "compute.vector": float(t[compute & ~matrix].sum()) / total if total else 0.0,
+        "memory.weights": mem_share("weights"),
+        "memory.kv_cache": mem_share("kv"),
+        "memory.activations": mem_share("act"),
+    }
     busy = float(sv.seconds[idx].sum()) + idle
     mp = cfg.mapping
     flops_chip = float(model_flops(b, cfg.model).sum()) * mp.ranks / mp.chips
     peak = cfg.hw.peak(cfg.hw.math_dtype(cfg.prec.weights))
-    return {"shares": shares, "level2": level2, "bottleneck": max(shares, key=shares.get) if total > 0 else None,
-            "mfu": flops_chip / (peak * busy) if busy > 0 else None, "seconds": busy}
+    return {
+        "shares": shares,
+        "level2": level2,
+        "bottleneck": max(shares, key=shares.get) if total > 0 else None,
+        "mfu": flops_chip / (peak * busy) if busy > 0 else None,
+        "seconds": busy,
+    }
 
 
 __all__ = ["LEVEL1", "time_split"]

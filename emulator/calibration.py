@@ -20,6 +20,7 @@ hardware and the mapping rather than the rows or the models they were fitted on.
 Error measures: a row's error is ``predicted/measured − 1``; its size ``max(p/m, m/p) − 1``;
 ``geomean_error = exp(mean |ln(p/m)|) − 1``; ``worst_error`` = the largest size.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,7 +53,7 @@ class Row:
     osl: int
     value: float
     pp: int = 1
-    set: str = "shipped"   # shipped (the 16 public rows of ../shared) or perf-overview (further rows of the page)
+    set: str = "shipped"  # shipped (the 16 public rows of ../shared) or perf-overview (further rows of the page)
     cite: str = ""
 
     @property
@@ -72,9 +73,21 @@ def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     """The calibration file (``emulator/data/calibration.yaml`` by default): header fields and rows."""
     p = Path(path) if path else DATA / "calibration.yaml"
     doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    rows = [Row(str(r["model"]), str(r["gpu"]), int(r.get("tp", 1)), str(r.get("dtype", "fp8")), int(r["isl"]),
-                int(r["osl"]), float(r["value"]), int(r.get("pp", 1)), str(r.get("set", "shipped")), str(r.get("cite", "")))
-            for r in doc["rows"]]
+    rows = [
+        Row(
+            str(r["model"]),
+            str(r["gpu"]),
+            int(r.get("tp", 1)),
+            str(r.get("dtype", "fp8")),
+            int(r["isl"]),
+            int(r["osl"]),
+            float(r["value"]),
+            int(r.get("pp", 1)),
+            str(r.get("set", "shipped")),
+            str(r.get("cite", "")),
+        )
+        for r in doc["rows"]
+    ]
     return {k: v for k, v in doc.items() if k != "rows"}, rows
 
 
@@ -84,10 +97,10 @@ class Prepared:
 
     row: Row
     cfg: EmuConfig
-    output_tokens: float            # whole server
-    work: dict                      # stacked work of every step
-    sample: dict                    # stacked work of the fit's subsample
-    sample_weight: np.ndarray       # steps each sampled step stands for
+    output_tokens: float  # whole server
+    work: dict  # stacked work of every step
+    sample: dict  # stacked work of the fit's subsample
+    sample_weight: np.ndarray  # steps each sampled step stands for
     batch: StepBatch
 
     def seconds(self, a: Assumptions, full: bool = True) -> float:
@@ -128,8 +141,9 @@ def _assumptions(base: Assumptions, names: list[str], x: np.ndarray) -> Assumpti
     return base.replace(**dict(zip(names, map(float, x))))
 
 
-def fit(preps: list[Prepared], *, names: list[str] | None = None, x0: dict | None = None, starts: int = 3,
-        seed: int = 0) -> dict:
+def fit(
+    preps: list[Prepared], *, names: list[str] | None = None, x0: dict | None = None, starts: int = 3, seed: int = 0
+) -> dict:
     """Fit ``names`` (default every fitted constant) to the rows of ``preps``.
 
     Starts from ``x0`` (default: the design values of ``Assumptions()``) and ``starts − 1`` seeded
@@ -150,17 +164,31 @@ def fit(preps: list[Prepared], *, names: list[str] | None = None, x0: dict | Non
     design = Assumptions()  # start from the design defaults, not from a previous fit: reproducible
     first = np.array([(x0 or {}).get(n, getattr(design, n)) for n in names], float)
     rng = np.random.default_rng(seed)
-    inits = [np.clip((first - lo) / (hi - lo), 0.0, 1.0)] + [rng.uniform(0.05, 0.95, len(names)) for _ in range(starts - 1)]
+    inits = [np.clip((first - lo) / (hi - lo), 0.0, 1.0)] + [
+        rng.uniform(0.05, 0.95, len(names)) for _ in range(starts - 1)
+    ]
     best = None
     for u0 in inits:
-        r = least_squares(resid, u0, bounds=(0.0, 1.0), method="trf", x_scale=1.0, diff_step=1e-3, xtol=1e-10,
-                          ftol=1e-10, max_nfev=400)
+        r = least_squares(
+            resid,
+            u0,
+            bounds=(0.0, 1.0),
+            method="trf",
+            x_scale=1.0,
+            diff_step=1e-3,
+            xtol=1e-10,
+            ftol=1e-10,
+            max_nfev=400,
+        )
         if best is None or r.cost < best.cost:
             best = r
     u = np.where(best.x < 1e-6, 0.0, np.where(best.x > 1 - 1e-6, 1.0, best.x))  # at a bound: exactly the bound
     x = lo + u * (hi - lo)
-    return {"parameters": {n: float(f"{v:.4g}") for n, v in zip(names, x)}, "cost": float(best.cost),
-            "residuals": [float(v) for v in best.fun]}
+    return {
+        "parameters": {n: float(f"{v:.4g}") for n, v in zip(names, x)},
+        "cost": float(best.cost),
+        "residuals": [float(v) for v in best.fun],
+    }
 
 
 def validate(preps: list[Prepared], params: dict | None = None) -> dict:
@@ -174,9 +202,24 @@ def validate(preps: list[Prepared], params: dict | None = None) -> dict:
         pred = p.predict(p.cfg.a.replace(**(params or {})))
         r = p.row
         ratio = pred / r.value
-        rows.append({"model": r.model, "family": r.family, "gpu": r.gpu, "tp": r.tp, "pp": r.pp, "dtype": r.dtype,
-                     "isl": r.isl, "osl": r.osl, "set": r.set, "cite": r.cite, "measured": r.value, "predicted": pred,
-                     "error": ratio - 1.0, "abs_log_error": abs(float(np.log(ratio)))})
+        rows.append(
+            {
+                "model": r.model,
+                "family": r.family,
+                "gpu": r.gpu,
+                "tp": r.tp,
+                "pp": r.pp,
+                "dtype": r.dtype,
+                "isl": r.isl,
+                "osl": r.osl,
+                "set": r.set,
+                "cite": r.cite,
+                "measured": r.value,
+                "predicted": pred,
+                "error": ratio - 1.0,
+                "abs_log_error": abs(float(np.log(ratio))),
+            }
+        )
     out = {"rows": rows, **summary(rows)}
     out["shipped"] = summary([x for x in rows if x["set"] == "shipped"])
     return out
@@ -206,7 +249,9 @@ def leave_family_out(preps: list[Prepared], full_fit: dict, progress: Callable[[
         rows = []
         for p in (p for p in preps if p.row.family == fam):
             pred = p.predict(p.cfg.a.replace(**params))
-            rows.append({"row": p.row.label, "measured": p.row.value, "predicted": pred, "error": pred / p.row.value - 1.0})
+            rows.append(
+                {"row": p.row.label, "measured": p.row.value, "predicted": pred, "error": pred / p.row.value - 1.0}
+            )
         out[fam] = {"rows": rows, **summary(rows)}
         if progress:
             progress(i + 1, len(fams))
@@ -218,7 +263,7 @@ def leave_one_out(preps: list[Prepared], full_fit: dict, progress: Callable[[int
     ``{"rows": [{label, measured, predicted, error}], "geomean_error", "worst_error"}``."""
     out = []
     for i, p in enumerate(preps):
-        rest = preps[:i] + preps[i + 1:]
+        rest = preps[:i] + preps[i + 1 :]
         f = fit(rest, x0=full_fit["parameters"], starts=1)
         a = p.cfg.a.replace(**f["parameters"])
         pred = p.predict(a)
@@ -235,20 +280,34 @@ def write_fitted(path: Path, fitted: dict, validation: dict, header: dict, loo: 
     """Write ``fitted.yaml``: the parameters with their meaning and bounds, and how they were fitted."""
     doc = {
         "about": "Efficiency-model constants fitted by `perfonto calibrate` (emulator/calibration.py) on "
-                 "emulator/data/calibration.yaml; reproduce with `perfonto calibrate`.",
+        "emulator/data/calibration.yaml; reproduce with `perfonto calibrate`.",
         "source": header.get("source", ""),
         "method": "least squares on ln(predicted/measured) over all rows, trust-region reflective within the "
-                  "bounds below (scipy.optimize.least_squares), 3 starts",
+        "bounds below (scipy.optimize.least_squares), 3 starts",
         "parameters": {k: float(v) for k, v in fitted["parameters"].items()},
-        "meaning": {k: f"{FITTED_BOUNDS[k][2]} (bounds {FITTED_BOUNDS[k][0]:g} .. {FITTED_BOUNDS[k][1]:g})"
-                    for k in fitted["parameters"]},
-        "fit": {"rows": len(validation["rows"]), "geomean_error": round(validation["geomean_error"], 4),
-                "worst_error": round(validation["worst_error"], 4)},
+        "meaning": {
+            k: f"{FITTED_BOUNDS[k][2]} (bounds {FITTED_BOUNDS[k][0]:g} .. {FITTED_BOUNDS[k][1]:g})"
+            for k in fitted["parameters"]
+        },
+        "fit": {
+            "rows": len(validation["rows"]),
+            "geomean_error": round(validation["geomean_error"], 4),
+            "worst_error": round(validation["worst_error"], 4),
+        },
     }
-    doc["fit"]["shipped_rows"] = {"n": validation["shipped"]["n"], "geomean_error": round(validation["shipped"]["geomean_error"], 4),
-                                  "worst_error": round(validation["shipped"]["worst_error"], 4)}
+    doc["fit"]["shipped_rows"] = {
+        "n": validation["shipped"]["n"],
+        "geomean_error": round(validation["shipped"]["geomean_error"], 4),
+        "worst_error": round(validation["shipped"]["worst_error"], 4),
+    }
     if loo is not None:
-        doc["leave_one_family_out"] = {fam: {"rows": v["n"], "geomean_error": round(v["geomean_error"], 4),
-                                             "worst_error": round(v["worst_error"], 4)} for fam, v in loo.items()}
+        doc["leave_one_family_out"] = {
+            fam: {
+                "rows": v["n"],
+                "geomean_error": round(v["geomean_error"], 4),
+                "worst_error": round(v["worst_error"], 4),
+            }
+            for fam, v in loo.items()
+        }
     path.write_text(yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True), encoding="utf-8")
     load_fitted.cache_clear()

@@ -12,6 +12,7 @@ set of assumptions under which the claim is reached): the change that moves the 
 the assumption the comparison depends on most. Every Sohu figure but its 144 GB of HBM is an
 assumption (``ontology/catalog/sohu.yaml``), and the comparison says so.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,12 +24,27 @@ from .serving import Engine
 #: One change at a time from the run's preset toward the claim preset: (what, how to apply it).
 #: ``kind``: ``assumptions`` (Assumptions fields), ``hardware`` (Hardware fields), ``mapping``, ``engine``.
 STEPS = [
-    ("activations stay in on-chip SRAM between ops (a fused pipeline), not through HBM", "assumptions", {"activations_in_hbm": False}),
+    (
+        "activations stay in on-chip SRAM between ops (a fused pipeline), not through HBM",
+        "assumptions",
+        {"activations_in_hbm": False},
+    ),
     ("collectives overlap compute (only their latency is exposed)", "assumptions", {"overlap_collectives": True}),
-    ("the units overlap within a layer (a layer takes as long as its busiest unit)", "assumptions", {"overlap_ops": True}),
-    ("no per-op launch overhead and 5 µs of host scheduling per step", "assumptions", {"op_overhead_s": 0.0, "host_step_s": 5e-6}),
-    ("GEMMs sustain 95 % of peak, half of it at 16 rows (Etched: 'over 90 % FLOPS utilization')", "assumptions",
-     {"mxu_eff_max": 0.95, "mxu_half_rows": 16.0}),
+    (
+        "the units overlap within a layer (a layer takes as long as its busiest unit)",
+        "assumptions",
+        {"overlap_ops": True},
+    ),
+    (
+        "no per-op launch overhead and 5 µs of host scheduling per step",
+        "assumptions",
+        {"op_overhead_s": 0.0, "host_step_s": 5e-6},
+    ),
+    (
+        "GEMMs sustain 95 % of peak, half of it at 16 rows (Etched: 'over 90 % FLOPS utilization')",
+        "assumptions",
+        {"mxu_eff_max": 0.95, "mxu_half_rows": 16.0},
+    ),
     ("8 data-parallel replicas (each chip holds the whole FP8 model) instead of tensor parallelism", "mapping", "dp"),
     ("the claim preset's engine: 2048-token chunked-prefill steps, 256 requests per chip", "engine", "claim"),
     ("a 10 PFLOP/s FP8 peak per chip instead of the catalog's 9 (both assumed)", "hardware", "claim"),
@@ -48,8 +64,11 @@ def modelling_assumptions(gt: dict, named: tuple[str, ...] = ()) -> list[str]:
         out.append(f"activations go through HBM between ops, one op at a time{share}")
     else:
         out.append("activations stay in on-chip SRAM between ops (a fused dataflow pipeline)")
-    out.append("collectives overlap compute (only their latency is exposed)" if a.get("overlap_collectives")
-               else "collectives are not overlapped with compute")
+    out.append(
+        "collectives overlap compute (only their latency is exposed)"
+        if a.get("overlap_collectives")
+        else "collectives are not overlapped with compute"
+    )
     if a.get("overlap_ops"):
         out.append("the units overlap within a layer: a layer takes as long as its busiest unit")
     par = [f"TP{mp.get('tp', 1)}" + (" with data-parallel attention" if mp.get("attn_dp") else "")]
@@ -60,22 +79,36 @@ def modelling_assumptions(gt: dict, named: tuple[str, ...] = ()) -> list[str]:
     if mp.get("dp", 1) > 1:
         par.append(f"DP{mp['dp']}")
     out.append(f"mapping {' × '.join(par)} over {gt.get('chips', '?')} chips")
-    out.append(f"engine: up to {gt.get('max_batch')} requests and {gt.get('token_budget')} tokens per step, "
-               f"{'chunked' if gt.get('chunked_prefill') else 'whole'} prompts (preset `{gt.get('preset')}`)")
+    out.append(
+        f"engine: up to {gt.get('max_batch')} requests and {gt.get('token_budget')} tokens per step, "
+        f"{'chunked' if gt.get('chunked_prefill') else 'whole'} prompts (preset `{gt.get('preset')}`)"
+    )
     if a:
-        out.append(f"matrix engine: {a.get('mxu_eff_max', 0) * 100:.0f} % of peak on large GEMMs, half of that at "
-                   f"{a.get('mxu_half_rows', 0):g} rows; {a.get('op_overhead_s', 0) * 1e6:.1f} µs per op")
+        out.append(
+            f"matrix engine: {a.get('mxu_eff_max', 0) * 100:.0f} % of peak on large GEMMs, half of that at "
+            f"{a.get('mxu_half_rows', 0):g} rows; {a.get('op_overhead_s', 0) * 1e6:.1f} µs per op"
+        )
     spec = gt.get("speculative") or {}
     if spec.get("draft_tokens"):
-        out.append(f"speculative decoding: {spec['draft_tokens']} drafts per step at {spec['acceptance']:.0%} acceptance")
+        out.append(
+            f"speculative decoding: {spec['draft_tokens']} drafts per step at {spec['acceptance']:.0%} acceptance"
+        )
     return out + [n for n in named if n not in out]
 
 
 def _project(gen: str, claim: dict, preset: str, **kw) -> float:
     from .project import project
 
-    pr = project(gen, model=claim["model"], chips=int(claim["chips"]), isl=int(claim["isl"]), osl=int(claim["osl"]),
-                 dtype=str(claim["dtype"]), preset=preset, **kw)
+    pr = project(
+        gen,
+        model=claim["model"],
+        chips=int(claim["chips"]),
+        isl=int(claim["isl"]),
+        osl=int(claim["osl"]),
+        dtype=str(claim["dtype"]),
+        preset=preset,
+        **kw,
+    )
     return float(pr.figures.steady_tokens_per_second)
 
 
@@ -102,8 +135,11 @@ def claim_comparison(gen: str, preset: str | None = None) -> dict | None:
             kw["mapping"] = Mapping(tp=1, dp=int(claim["chips"]))
         elif kind == "engine" and target is not None and isinstance(target.engine, dict):
             e = target.engine
-            kw["engine"] = Engine(max_batch=int(e["max_batch"]), token_budget=int(e["token_budget"]),
-                                  chunked_prefill=bool(e["chunked_prefill"]))
+            kw["engine"] = Engine(
+                max_batch=int(e["max_batch"]),
+                token_budget=int(e["token_budget"]),
+                chunked_prefill=bool(e["chunked_prefill"]),
+            )
         elif kind == "hardware" and target is not None and target.hardware:
             kw["hardware"] = {k: float(v) for k, v in target.hardware.items()}
         else:
@@ -117,12 +153,17 @@ def claim_comparison(gen: str, preset: str | None = None) -> dict | None:
         changes.append({"what": what, "tokens_per_second": v, "factor": v / base if base else None})
     changes.sort(key=lambda c: -(c["factor"] or 0.0))
     need = float(claim["tokens_per_second"])
-    return {"claim": dict(claim), "preset": base_preset.name, "tokens_per_second": base, "ratio": base / need,
-            "reaches": base > need, "changes": changes, "moves_most": changes[0]["what"] if changes else None,
-            "note": "every Sohu figure except its 144 GB of HBM is an assumption (ontology/catalog/sohu.yaml); the "
-                    "projection is of the claim's own scenario at full load (steady state)"}
-
-
+    return {
+        "claim": dict(claim),
+        "preset": base_preset.name,
+        "tokens_per_second": base,
+        "ratio": base / need,
+        "reaches": base > need,
+        "changes": changes,
+        "moves_most": changes[0]["what"] if changes else None,
+        "note": "every Sohu figure except its 144 GB of HBM is an assumption (ontology/catalog/sohu.yaml); the "
+        "projection is of the claim's own scenario at full load (steady state)",
+    }
 
 
 def run_context(gen, gt: dict) -> dict:
@@ -144,8 +185,12 @@ def run_context(gen, gt: dict) -> dict:
     cmp = claim_comparison(name, preset)
     from .models import get_model
 
-    same = (get_model(gt.get("model", "")).name == get_model(str(claim["model"])).name and gt.get("chips") == claim["chips"]
-            and (gt.get("isl"), gt.get("osl")) == (claim["isl"], claim["osl"]) and gt.get("dtype") == claim["dtype"])
+    same = (
+        get_model(gt.get("model", "")).name == get_model(str(claim["model"])).name
+        and gt.get("chips") == claim["chips"]
+        and (gt.get("isl"), gt.get("osl")) == (claim["isl"], claim["osl"])
+        and gt.get("dtype") == claim["dtype"]
+    )
     cmp["scenario_matches"] = bool(same)
     cmp["run_tokens_per_second"] = gt.get("tokens_per_second")
     cmp["run_steps"] = gt.get("steps")

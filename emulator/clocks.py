@@ -23,6 +23,7 @@ one-way latency is log-normal with median ``median_ns`` (σ = ``sigma`` of its l
 ``late_fraction`` of the reads is delayed on one leg by a further uniform 0 … ``late_max_ns``
 (an interrupt, a PCIe replay, a preempted driver thread).
 """
+
 from __future__ import annotations
 
 import zlib
@@ -77,9 +78,18 @@ def draw_clocks(chips: int, seed: int, offset_max_ns: float = 10e6, drift_max_pp
     return [DeviceClock(int(o), float(d)) for o, d in zip(off, drift)]
 
 
-def sync_reads(clocks: list[DeviceClock], duration_ns: float, seed: int, *, every_ns: int = 10_000_000,
-               stagger_ns: int = 20_000, median_ns: float = 2000.0, sigma: float = 0.5, late_fraction: float = 0.01,
-               late_max_ns: float = 200_000.0) -> pa.Table:
+def sync_reads(
+    clocks: list[DeviceClock],
+    duration_ns: float,
+    seed: int,
+    *,
+    every_ns: int = 10_000_000,
+    stagger_ns: int = 20_000,
+    median_ns: float = 2000.0,
+    sigma: float = 0.5,
+    late_fraction: float = 0.01,
+    late_max_ns: float = 200_000.0,
+) -> pa.Table:
     """Synchronisation reads of every chip over host time [0, ``duration_ns``]: columns ``chip`` (int32),
     ``host_before_ns``, ``device_ns``, ``host_after_ns`` (int64), ordered by read time. At least three
     reads per chip (a fit needs them), even in a short run."""
@@ -102,8 +112,12 @@ def sync_reads(clocks: list[DeviceClock], duration_ns: float, seed: int, *, ever
         cols["host_after_ns"].append(np.rint(t_read + down).astype(np.int64))
     arrays = {k: np.concatenate(v) for k, v in cols.items()}
     order = np.argsort(arrays["host_before_ns"], kind="stable")
-    return pa.table({"chip": pa.array(arrays["chip"][order], pa.int32()),
-                     **{k: pa.array(arrays[k][order], pa.int64()) for k in ("host_before_ns", "device_ns", "host_after_ns")}})
+    return pa.table(
+        {
+            "chip": pa.array(arrays["chip"][order], pa.int32()),
+            **{k: pa.array(arrays[k][order], pa.int64()) for k in ("host_before_ns", "device_ns", "host_after_ns")},
+        }
+    )
 
 
 __all__ = ["DeviceClock", "draw_clocks", "sync_reads"]

@@ -24,6 +24,7 @@ signal with an emulator binding, ``emulator.signals``) in ``gen.signals`` order,
 ``fixed_size_list<uint64>[instances]`` for blocks with instance axes; rows ordered by sample, then
 chip. A signal without a binding has no column.
 """
+
 from __future__ import annotations
 
 import json
@@ -96,9 +97,20 @@ def _column(arr: np.ndarray, listed: bool) -> pa.Array:
     return pa.array(arr[:, 0])
 
 
-def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, plan: ColumnPlan, t_ns: np.ndarray,
-                   s_cyc: np.ndarray, chips: int, thermal: Thermal, metadata: dict, block_values: int = 4_000_000,
-                   progress=None, profile_of: np.ndarray | None = None) -> None:
+def write_counters(
+    path: Path,
+    gen: Generation,
+    tls: list[Timeline] | Timeline,
+    plan: ColumnPlan,
+    t_ns: np.ndarray,
+    s_cyc: np.ndarray,
+    chips: int,
+    thermal: Thermal,
+    metadata: dict,
+    block_values: int = 4_000_000,
+    progress=None,
+    profile_of: np.ndarray | None = None,
+) -> None:
     """Write the raw registers of every chip at samples ``t_ns`` (timestamps, ns) / ``s_cyc`` (core
     cycles of the timeline), each (samples,) for every chip alike or (samples, chips) per chip.
 
@@ -152,9 +164,13 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
             for p in plan.signals:
                 sig, ni = p.signal, p.instances
                 if p.kind == "linear":
-                    out = lin[:, :, p.col:p.col + ni]
+                    out = lin[:, :, p.col : p.col + ni]
                 elif p.kind == "impulse":
-                    v = imp[p.impulse] if p.factor == 1.0 else np.floor(imp[p.impulse] * p.factor + 1e-9).astype(np.int64)
+                    v = (
+                        imp[p.impulse]
+                        if p.factor == 1.0
+                        else np.floor(imp[p.impulse] * p.factor + 1e-9).astype(np.int64)
+                    )
                     v = v % _modulus(sig.width)
                     out = np.zeros((m, chips, 1), np.int64)
                     mask = plan.leaders if p.leader_only else np.ones(chips, bool)
@@ -180,7 +196,7 @@ def write_counters(path: Path, gen: Generation, tls: list[Timeline] | Timeline, 
                 progress(i1, n)
             if i1 < n:
                 nxt = int(tl0.step_at(np.array([s_cyc[i1].min()]))[0])
-                at = np.stack([tls[prof[c]].relcum(anchor, tl0.starts[nxt:nxt + 1]) for c in range(chips)], axis=1)
+                at = np.stack([tls[prof[c]].relcum(anchor, tl0.starts[nxt : nxt + 1]) for c in range(chips)], axis=1)
                 regs.advance(at)
                 e_anchor += at[0, :, _ENERGY]
                 anchor = nxt

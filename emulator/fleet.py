@@ -14,6 +14,7 @@ racks (``p0``, …). Written into ``out``: ``counters/host=<host>/part-0.parquet
 run ground truth, the slow chips, the throttled link and the hot rack. Hosts with the same knobs
 share one emulation (the same seed: their counters are equal), so a large fleet costs a few runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,14 @@ class FleetSpec:
         H, C = self.hosts, self.chips
         racks = (H + self.hosts_per_rack - 1) // self.hosts_per_rack
         hot_rack = 1 if racks > 1 else None
-        out = {h: {"slow_chip": None, "throttled_link": None, "hot": hot_rack is not None and h // self.hosts_per_rack == hot_rack}
-               for h in range(H)}
+        out = {
+            h: {
+                "slow_chip": None,
+                "throttled_link": None,
+                "hot": hot_rack is not None and h // self.hosts_per_rack == hot_rack,
+            }
+            for h in range(H)
+        }
         slow_hosts = sorted({(i * H) // max(self.slow, 1) for i in range(min(self.slow, H))})
         for i, h in enumerate(slow_hosts):
             out[h]["slow_chip"] = ((2 * i + 1) % C, self.slow_factor)
@@ -69,9 +76,19 @@ def parse_fleet(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def generate_fleet(gen, spec: FleetSpec, out: str | Path, *, model: str = "llama3-70b", duration_s: float = 1.0,
-                   sample_period_s: float = 1e-3, seed: int = 0, warmup_steps: int = 400,
-                   log: Callable[[str], None] = lambda s: None, progress: Callable[[int, int], None] | None = None) -> dict:
+def generate_fleet(
+    gen,
+    spec: FleetSpec,
+    out: str | Path,
+    *,
+    model: str = "llama3-70b",
+    duration_s: float = 1.0,
+    sample_period_s: float = 1e-3,
+    seed: int = 0,
+    warmup_steps: int = 400,
+    log: Callable[[str], None] = lambda s: None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """Emulate the fleet of ``spec`` into ``out`` (module docstring); returns the ground truth written.
 
     Raises:
@@ -91,16 +108,35 @@ def generate_fleet(gen, spec: FleetSpec, out: str | Path, *, model: str = "llama
             key = (p["slow_chip"], p["throttled_link"], p["hot"])
             if key not in written:
                 emu_dir = Path(tmp) / f"emu{len(written)}"
-                log(f"emulating profile {len(written)} (slow chip {p['slow_chip']}, throttled link {p['throttled_link']}, "
-                    f"hot {p['hot']}) for {host}")
-                res = run(gen, model=model, chips=spec.chips, duration_s=duration_s, sample_period_s=sample_period_s,
-                          seed=seed, warmup_steps=warmup_steps, out_dir=emu_dir, slow_chip=p["slow_chip"],
-                          throttled_link=p["throttled_link"], assumptions=hot if p["hot"] else None, trace_detail="step")
+                log(
+                    f"emulating profile {len(written)} (slow chip {p['slow_chip']}, throttled link {p['throttled_link']}, "
+                    f"hot {p['hot']}) for {host}"
+                )
+                res = run(
+                    gen,
+                    model=model,
+                    chips=spec.chips,
+                    duration_s=duration_s,
+                    sample_period_s=sample_period_s,
+                    seed=seed,
+                    warmup_steps=warmup_steps,
+                    out_dir=emu_dir,
+                    slow_chip=p["slow_chip"],
+                    throttled_link=p["throttled_link"],
+                    assumptions=hot if p["hot"] else None,
+                    trace_detail="step",
+                )
                 path = write_host(res.counters_path, out / "counters", host)
                 written[key] = (path, res.ground_truth)
             else:
                 write_host(Path(), out / "counters", host, reuse=written[key][0])
-            hosts[host] = {"rack": rack, "pod": pod, "profile": list(written).index(key), "knobs": p, "truth": written[key][1]}
+            hosts[host] = {
+                "rack": rack,
+                "pod": pod,
+                "profile": list(written).index(key),
+                "knobs": p,
+                "truth": written[key][1],
+            }
             if progress:
                 progress(h + 1, spec.hosts)
     with open(out / "topology.csv", "w", encoding="utf-8") as f:
@@ -108,8 +144,20 @@ def generate_fleet(gen, spec: FleetSpec, out: str | Path, *, model: str = "llama
     slow = [[h, v["knobs"]["slow_chip"][0]] for h, v in hosts.items() if v["knobs"]["slow_chip"]]
     link = [[h, *v["knobs"]["throttled_link"][:2]] for h, v in hosts.items() if v["knobs"]["throttled_link"]]
     racks = sorted({v["rack"] for v in hosts.values() if v["knobs"]["hot"]})
-    truth = {"fleet": {"hosts": spec.hosts, "chips": spec.chips, "model": model, "duration_s": duration_s,
-                       "sample_period_s": sample_period_s, "seed": seed, "spec": spec.__dict__},
-             "slow_chips": slow, "throttled_links": link, "hot_racks": racks, "hosts": hosts}
+    truth = {
+        "fleet": {
+            "hosts": spec.hosts,
+            "chips": spec.chips,
+            "model": model,
+            "duration_s": duration_s,
+            "sample_period_s": sample_period_s,
+            "seed": seed,
+            "spec": spec.__dict__,
+        },
+        "slow_chips": slow,
+        "throttled_links": link,
+        "hot_racks": racks,
+        "hosts": hosts,
+    }
     (out / "ground_truth.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")
     return truth

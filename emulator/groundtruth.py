@@ -47,6 +47,7 @@ the largest arrival spread at a collective), ``load_imbalance`` (1 − mean/max 
 matrix-engine busy time), ``throttled_link`` (the knob, when set). Latency (``emulator.records``):
 ``ttft_p50_s`` … ``itl_p99_s``. Per op class (slot): ``by_op`` (``emulator.opsnapshots.by_op``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,9 +64,22 @@ AMOUNTS = frozenset(of_kind("amount"))
 BLOCK_BUSY = {"mxu": "mxu_busy", "vpu": "vpu_busy", "hbm": "hbm_active", "c2c": "c2c_busy", "dma": "dma_busy"}
 
 
-def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw: Hardware, cfg, chips: int,
-                 duration_s: float, end_cycles: np.ndarray, links_used: int, extra: dict, *, clocks=(), waits=None,
-                 knobs=None) -> dict:
+def ground_truth(
+    tls: list[Timeline],
+    prof_of: np.ndarray,
+    plan: ColumnPlan,
+    hw: Hardware,
+    cfg,
+    chips: int,
+    duration_s: float,
+    end_cycles: np.ndarray,
+    links_used: int,
+    extra: dict,
+    *,
+    clocks=(),
+    waits=None,
+    knobs=None,
+) -> dict:
     """Ground-truth dictionary (JSON-serialisable) of the run; ``extra`` is merged at the top level.
 
     Args:
@@ -91,23 +105,38 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
         busy["c2c"] = sum(link_busy) / hw.links
         d = {
             "chip": c,
-            "hbm_read_bytes": tot["hbm_read"], "hbm_write_bytes": tot["hbm_write"],
-            "sram_read_bytes": tot["sram_read"], "sram_write_bytes": tot["sram_write"],
-            "flops": tot["mxu_flops_fp4"] + tot["mxu_flops_fp8"] + tot["mxu_flops_bf16"], "flops_fp8": tot["mxu_flops_fp8"],
-            "flops_bf16": tot["mxu_flops_bf16"], "flops_fp4": tot["mxu_flops_fp4"], "model_flops": tot["model_flops"],
+            "hbm_read_bytes": tot["hbm_read"],
+            "hbm_write_bytes": tot["hbm_write"],
+            "sram_read_bytes": tot["sram_read"],
+            "sram_write_bytes": tot["sram_write"],
+            "flops": tot["mxu_flops_fp4"] + tot["mxu_flops_fp8"] + tot["mxu_flops_bf16"],
+            "flops_fp8": tot["mxu_flops_fp8"],
+            "flops_bf16": tot["mxu_flops_bf16"],
+            "flops_fp4": tot["mxu_flops_fp4"],
+            "model_flops": tot["model_flops"],
             "vector_flops": tot["vpu_flops"],
             "hbm_bytes_by_tag": {t: tot[q] for t, q in HBM_TAGS.items()},
             "c2c_bytes_by_collective": {t: tot[q] for t, q in C2C_TAGS.items()},
-            "c2c_tx_bytes": tot["c2c_tx"], "c2c_rx_bytes": tot["c2c_rx"],
-            "pcie_rx_bytes": tot["pcie_rx"], "pcie_tx_bytes": tot["pcie_tx"] if lead else 0.0,
-            "energy_j": tot["energy"], "job_energy_j": tot["energy"], "job_time_s": tot["job_time"],
-            "input_tokens": imp["input_tokens"] if lead else 0, "output_tokens": imp["output_tokens"] if lead else 0,
-            "requests_completed": imp["requests_completed"] if lead else 0, "steps": imp["steps"],
+            "c2c_tx_bytes": tot["c2c_tx"],
+            "c2c_rx_bytes": tot["c2c_rx"],
+            "pcie_rx_bytes": tot["pcie_rx"],
+            "pcie_tx_bytes": tot["pcie_tx"] if lead else 0.0,
+            "energy_j": tot["energy"],
+            "job_energy_j": tot["energy"],
+            "job_time_s": tot["job_time"],
+            "input_tokens": imp["input_tokens"] if lead else 0,
+            "output_tokens": imp["output_tokens"] if lead else 0,
+            "requests_completed": imp["requests_completed"] if lead else 0,
+            "steps": imp["steps"],
             "topdown_s": {k: tot[k] / f for k in CLASSES},
             "topdown2_s": {k: tot[k] / f for k in SUBCLASSES},
-            "busy_s": busy, "link_busy_s": link_busy,
-            "events": {p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
-                       for p in plan.signals if p.kind == "events"},
+            "busy_s": busy,
+            "link_busy_s": link_busy,
+            "events": {
+                p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
+                for p in plan.signals
+                if p.kind == "events"
+            },
             "quantities": {k: float(v) for k, v in tot.items() if k in AMOUNTS},
             "impulses": imp,
         }
@@ -117,18 +146,43 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
         d["avg_power_w"] = d["energy_j"] / duration_s
         if waits is not None:
             d["collective_wait_s"] = float(waits["wait_cycles"][c] / f)
-            d["waits_for"] = {str(j): float(waits["waits_for"][c, j] / f) for j in range(chips) if waits["waits_for"][c, j] > 0}
+            d["waits_for"] = {
+                str(j): float(waits["waits_for"][c, j] / f) for j in range(chips) if waits["waits_for"][c, j] > 0
+            }
         per_chip.append(d)
 
     def total(key):
         return sum(p[key] for p in per_chip)
 
     gt = {
-        "duration_s": duration_s, "chips": chips,
-        **{k: total(k) for k in ("hbm_read_bytes", "hbm_write_bytes", "sram_read_bytes", "sram_write_bytes", "flops",
-                                 "flops_fp8", "flops_bf16", "flops_fp4", "model_flops", "vector_flops", "c2c_tx_bytes",
-                                 "c2c_rx_bytes", "pcie_rx_bytes", "pcie_tx_bytes", "energy_j", "job_energy_j",
-                                 "job_time_s", "input_tokens", "output_tokens", "tokens", "requests_completed")},
+        "duration_s": duration_s,
+        "chips": chips,
+        **{
+            k: total(k)
+            for k in (
+                "hbm_read_bytes",
+                "hbm_write_bytes",
+                "sram_read_bytes",
+                "sram_write_bytes",
+                "flops",
+                "flops_fp8",
+                "flops_bf16",
+                "flops_fp4",
+                "model_flops",
+                "vector_flops",
+                "c2c_tx_bytes",
+                "c2c_rx_bytes",
+                "pcie_rx_bytes",
+                "pcie_tx_bytes",
+                "energy_j",
+                "job_energy_j",
+                "job_time_s",
+                "input_tokens",
+                "output_tokens",
+                "tokens",
+                "requests_completed",
+            )
+        },
         "events": {k: sum(p["events"][k] for p in per_chip) for k in per_chip[0]["events"]},
         "quantities": {k: sum(p["quantities"][k] for p in per_chip) for k in per_chip[0]["quantities"]},
         "steps": per_chip[0]["steps"],
@@ -146,7 +200,9 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
     gt["input_tokens_per_second"] = gt["input_tokens"] / duration_s
     gt["avg_power_w"] = gt["energy_j"] / duration_s
     gt["idle_power_w"] = hw.idle_power
-    gt["clocks"] = [{"chip": c, "offset_ns": int(k.offset_ns), "drift_ppm": float(k.drift_ppm)} for c, k in enumerate(clocks)]
+    gt["clocks"] = [
+        {"chip": c, "offset_ns": int(k.offset_ns), "drift_ppm": float(k.drift_ppm)} for c, k in enumerate(clocks)
+    ]
     gt["clock_offsets_ns"] = [int(k.offset_ns) for k in clocks]
     gt["clock_drifts_ppm"] = [float(k.drift_ppm) for k in clocks]
     gt.update(_multichip(per_chip, waits, f, chips, duration_s, tls[0], knobs))
@@ -159,9 +215,13 @@ def ground_truth(tls: list[Timeline], prof_of: np.ndarray, plan: ColumnPlan, hw:
 def _multichip(per_chip: list[dict], waits, f: float, chips: int, duration_s: float, tl0, knobs) -> dict:
     """Straggler, skew, imbalance and the throttled link (see the module docstring)."""
     mxu = np.array([p["busy_s"]["mxu"] for p in per_chip])
-    out = {"load_imbalance": {"mxu_busy": float(1 - mxu.mean() / mxu.max()) if mxu.max() > 0 else 0.0},
-           "collective_wait_s": [p.get("collective_wait_s", 0.0) for p in per_chip], "straggler": None,
-           "step_skew_s": {"p50": 0.0, "max": 0.0}, "throttled_link": None}
+    out = {
+        "load_imbalance": {"mxu_busy": float(1 - mxu.mean() / mxu.max()) if mxu.max() > 0 else 0.0},
+        "collective_wait_s": [p.get("collective_wait_s", 0.0) for p in per_chip],
+        "straggler": None,
+        "step_skew_s": {"p50": 0.0, "max": 0.0},
+        "throttled_link": None,
+    }
     if knobs is not None and knobs.throttled_link is not None:
         c, link, fac = knobs.throttled_link
         out["throttled_link"] = {"chip": int(c), "link": int(link), "factor": float(fac)}

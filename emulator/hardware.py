@@ -4,6 +4,7 @@ Nothing here is a Sohu figure: every rate, size and clock is read from the gener
 constants and converted to base SI units (s, Hz, B, B/s, FLOP/s, W) with the generation's own pint
 registry; instance counts come from the blocks' instance axes (``gen.blocks[b]["axes"]``).
 """
+
 from __future__ import annotations
 
 import math
@@ -64,7 +65,9 @@ class Hardware:
         """
         if math == "fp4":
             if self.peak_fp4 is None:
-                raise HardwareSpecError(f"generation `{self.generation}` has no FP4 matrix math (spec.mxu.peak_flops_fp4)")
+                raise HardwareSpecError(
+                    f"generation `{self.generation}` has no FP4 matrix math (spec.mxu.peak_flops_fp4)"
+                )
             return self.peak_fp4
         return {"fp8": self.peak_fp8, "bf16": self.peak_bf16}[math]
 
@@ -92,27 +95,40 @@ def _spec(gen: Generation, name: str, to: str, allow_zero: bool = False) -> floa
     """
     const = gen.spec.get(name)
     if const is None:
-        raise HardwareSpecError(f"generation `{gen.name}` has no spec constant `{name}`; the emulator needs it "
-                                f"(declare it under `spec:` in {gen.source_file})")
+        raise HardwareSpecError(
+            f"generation `{gen.name}` has no spec constant `{name}`; the emulator needs it "
+            f"(declare it under `spec:` in {gen.source_file})"
+        )
     try:
         v = float(gen.registry.Quantity(const.value, const.unit).to(to).magnitude)
     except Exception as exc:  # pint DimensionalityError and friends
-        raise HardwareSpecError(f"spec constant `{name}` of `{gen.name}` is in {const.unit_text}, "
-                                f"which does not convert to {to}: {exc}") from None
+        raise HardwareSpecError(
+            f"spec constant `{name}` of `{gen.name}` is in {const.unit_text}, which does not convert to {to}: {exc}"
+        ) from None
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         need = "a finite number ≥ 0" if allow_zero else "a finite number > 0"
-        raise HardwareSpecError(f"spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}; the emulator "
-                                f"needs {need} (fix it under `spec:` in {gen.source_file})")
+        raise HardwareSpecError(
+            f"spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}; the emulator "
+            f"needs {need} (fix it under `spec:` in {gen.source_file})"
+        )
     return v
 
 
 #: The spec constants the emulator reads and the ``Hardware`` field each sets (besides the clocks,
 #: ``spec.clock.<domain>`` → ``clock_hz[domain]``): what a what-if study can vary.
 SPEC_FIELDS: dict[str, str] = {
-    "spec.mxu.peak_flops_fp8": "peak_fp8", "spec.mxu.peak_flops_bf16": "peak_bf16", "spec.mxu.peak_flops_fp4": "peak_fp4",
-    "spec.vpu.peak_flops": "vpu_peak", "spec.hbm.capacity": "hbm_capacity", "spec.hbm.peak_bandwidth": "hbm_bw",
-    "spec.sram.capacity": "sram_capacity", "spec.sram.peak_bandwidth": "sram_bw", "spec.c2c.peak_bandwidth": "c2c_bw",
-    "spec.pcie.peak_bandwidth": "pcie_bw", "spec.power.tdp": "tdp", "spec.power.idle": "idle_power",
+    "spec.mxu.peak_flops_fp8": "peak_fp8",
+    "spec.mxu.peak_flops_bf16": "peak_bf16",
+    "spec.mxu.peak_flops_fp4": "peak_fp4",
+    "spec.vpu.peak_flops": "vpu_peak",
+    "spec.hbm.capacity": "hbm_capacity",
+    "spec.hbm.peak_bandwidth": "hbm_bw",
+    "spec.sram.capacity": "sram_capacity",
+    "spec.sram.peak_bandwidth": "sram_bw",
+    "spec.c2c.peak_bandwidth": "c2c_bw",
+    "spec.pcie.peak_bandwidth": "pcie_bw",
+    "spec.power.tdp": "tdp",
+    "spec.power.idle": "idle_power",
 }
 
 
@@ -143,8 +159,10 @@ def hardware_from_generation(gen: Generation) -> Hardware:
         raise HardwareSpecError(f"generation `{gen.name}` has no `core` clock domain")
     tdp, idle = _spec(gen, "spec.power.tdp", "W"), _spec(gen, "spec.power.idle", "W", allow_zero=True)
     if idle > tdp:
-        raise HardwareSpecError(f"generation `{gen.name}`: idle power {idle:g} W exceeds the TDP {tdp:g} W "
-                                f"(spec.power.idle, spec.power.tdp in {gen.source_file})")
+        raise HardwareSpecError(
+            f"generation `{gen.name}`: idle power {idle:g} W exceeds the TDP {tdp:g} W "
+            f"(spec.power.idle, spec.power.tdp in {gen.source_file})"
+        )
     for block in ("mxu", "vpu", "sram", "hbm", "dma", "c2c"):
         if block in gen.blocks and _instances(gen, block) < 1:
             raise HardwareSpecError(f"generation `{gen.name}`: block `{block}` has no instances")

@@ -27,6 +27,7 @@ data-moving collective) is waited out in the group's last collective slot, so ev
 group execution — has the same length on every chip. Knobs with data-parallel replicas (``dp > 1``)
 are refused: replicas never wait for each other, and this lock-step model would make them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,13 +69,16 @@ class Knobs:
         return self.slow_chip is not None or self.throttled_link is not None or self.router_skew != 0.0
 
     def to_json(self) -> dict:
-        return {"slow_chip": list(self.slow_chip) if self.slow_chip else None,
-                "throttled_link": list(self.throttled_link) if self.throttled_link else None,
-                "router_skew": float(self.router_skew)}
+        return {
+            "slow_chip": list(self.slow_chip) if self.slow_chip else None,
+            "throttled_link": list(self.throttled_link) if self.throttled_link else None,
+            "router_skew": float(self.router_skew),
+        }
 
     def check(self, chips: int, mapping, model, links: int, ring_links: int) -> None:
         """Raises ``ValueError`` for a knob that does not apply (bad chip or link, factor < 1 or not
         finite, router skew without routed experts spread over chips, any knob with ``dp > 1``)."""
+
         def factor(name, f):
             if not (np.isfinite(f) and f >= 1.0):
                 raise ValueError(f"{name} factor must be a finite number ≥ 1 (a slowdown; got {f})")
@@ -90,8 +94,9 @@ class Knobs:
                 raise ValueError(f"throttled_link: chip {c} is not one of the {chips} chips (0 … {chips - 1})")
             used = min(ring_links or links, links)
             if not 0 <= int(link) < used:
-                raise ValueError(f"throttled_link: link {link} is not one of the {used} links the collectives use "
-                                 f"(0 … {used - 1})")
+                raise ValueError(
+                    f"throttled_link: link {link} is not one of the {used} links the collectives use (0 … {used - 1})"
+                )
             factor("throttled_link", float(f))
             if mapping.tp * mapping.pp <= 1:
                 raise ValueError("throttled_link: a single-chip group sends nothing over its links")
@@ -100,8 +105,10 @@ class Knobs:
         if self.router_skew and not (model.is_moe and mapping.ep > 1):
             raise ValueError("router_skew needs a mixture-of-experts model with its experts spread over chips (ep > 1)")
         if self.active and mapping.dp > 1:
-            raise ValueError("the slow-chip, throttled-link and router-skew knobs model chips that synchronise every "
-                             "step; data-parallel replicas (dp > 1) never wait for each other — emulate one replica")
+            raise ValueError(
+                "the slow-chip, throttled-link and router-skew knobs model chips that synchronise every "
+                "step; data-parallel replicas (dp > 1) never wait for each other — emulate one replica"
+            )
 
     def profiles(self, chips: int, mapping) -> tuple[list[ChipProfile], np.ndarray]:
         """Distinct profiles and the profile index of every chip ((chips,) int64). Chips are numbered
@@ -117,8 +124,14 @@ class Knobs:
                 w = (np.arange(mapping.ep) + 1.0) ** -float(self.router_skew)
                 load = float(w[c % mapping.tp % mapping.ep] / w.mean())
             comp = float(self.slow_chip[1]) if self.slow_chip is not None and int(self.slow_chip[0]) == c else 1.0
-            slow_link = int(self.throttled_link[1]) if self.throttled_link is not None and int(self.throttled_link[0]) == c else None
-            per_chip.append(ChipProfile(comp, round(load, 12), ring, slow_link, bool(self.router_skew and mapping.ep > 1)))
+            slow_link = (
+                int(self.throttled_link[1])
+                if self.throttled_link is not None and int(self.throttled_link[0]) == c
+                else None
+            )
+            per_chip.append(
+                ChipProfile(comp, round(load, 12), ring, slow_link, bool(self.router_skew and mapping.ep > 1))
+            )
         distinct: list[ChipProfile] = []
         index = np.zeros(chips, np.int64)
         for c, p in enumerate(per_chip):
@@ -128,8 +141,9 @@ class Knobs:
         return distinct, index
 
 
-def synchronise(durs: np.ndarray, sync: np.ndarray, kinds: tuple[str, ...], group: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+def synchronise(
+    durs: np.ndarray, sync: np.ndarray, kinds: tuple[str, ...], group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Lock-step slot durations of every profile (see the module docstring).
 
     Args:

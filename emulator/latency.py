@@ -7,6 +7,7 @@
   some gaps are 0 (the request-record definition of ``token_gap``, ``ontology`` records);
 percentiles linear-interpolated (numpy's default).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,14 @@ def token_gaps(owner: np.ndarray, times: np.ndarray) -> np.ndarray:
     return np.diff(times)[same]
 
 
-def latency(arrival_s: np.ndarray, first_s: np.ndarray, last_s: np.ndarray, osl: int, t0: float = 0.0,
-            itl_s: np.ndarray | None = None) -> dict:
+def latency(
+    arrival_s: np.ndarray,
+    first_s: np.ndarray,
+    last_s: np.ndarray,
+    osl: int,
+    t0: float = 0.0,
+    itl_s: np.ndarray | None = None,
+) -> dict:
     """TTFT and TPOT of requests from their arrival, first-token and last-token times (s; NaN = not
     seen), and ITL from ``itl_s`` (the token gaps, ``token_gaps``), by the module's definitions.
 
@@ -49,7 +56,12 @@ def latency(arrival_s: np.ndarray, first_s: np.ndarray, last_s: np.ndarray, osl:
     ok = sel & np.isfinite(last) & (osl > 1)
     tpot = ((last - first) / max(osl - 1, 1))[ok]
     itl = np.zeros(0) if itl_s is None else np.asarray(itl_s, np.float64)
-    return {"ttft_s": percentiles(ttft), "tpot_s": percentiles(tpot), "itl_s": percentiles(itl), "requests": int(sel.sum())}
+    return {
+        "ttft_s": percentiles(ttft),
+        "tpot_s": percentiles(tpot),
+        "itl_s": percentiles(itl),
+        "requests": int(sel.sum()),
+    }
 
 
 __all__ = ["latency", "percentiles", "token_gaps"]

@@ -6,6 +6,7 @@ over the chips (``ops.model_flop_scale``: each chip's share in proportion to its
 work, so the shares add up to the model total) and builds each profile's counter quantities
 (``ops.op_table``). With one profile (every chip alike) it is ``ops.build_ops``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,9 @@ from .ops import EmuConfig, OpTable, matrix_work, model_flop_scale, op_table, op
 from .scheduler import StepBatch
 
 
-def lockstep_tables(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None, profiles: list[ChipProfile],
-                    counts: np.ndarray) -> list[OpTable]:
+def lockstep_tables(
+    b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None, profiles: list[ChipProfile], counts: np.ndarray
+) -> list[OpTable]:
     """One ``OpTable`` per profile (``counts[p]`` chips each) for the steps of ``b``; every table has
     the same step and slot-group lengths."""
     timings = [op_timing(b, cfg, idle_cycles, p) for p in profiles]

@@ -13,6 +13,7 @@ Definitions (one place; the emulator's runtime counts ``seq.model_flops`` with t
 - padding is not model work (it is hardware work, counted by the matrix engine's counters: HFU).
 MFU = model FLOPs per second ÷ the dense peak of the precision the model runs at.
 """
+
 from __future__ import annotations
 
 
@@ -35,8 +36,16 @@ def lm_head_flops(d_model: int, vocab: int, tokens: float = 1.0) -> float:
     return 2.0 * d_model * vocab * tokens
 
 
-def prefill_flops(non_embedding_params: float, n_layers: int, d_attn: int, prompt: int, d_model: int, vocab: int,
-                  causal: bool = True, lm_head_in_params: bool = True) -> float:
+def prefill_flops(
+    non_embedding_params: float,
+    n_layers: int,
+    d_attn: int,
+    prompt: int,
+    d_model: int,
+    vocab: int,
+    causal: bool = True,
+    lm_head_in_params: bool = True,
+) -> float:
     """Model FLOPs of one request's prefill of ``prompt`` tokens.
 
     ``lm_head_in_params``: the LM head's weights are part of ``non_embedding_params`` (as in a parameter

@@ -34,6 +34,7 @@ Attention work per (query, key) pair, all heads of one layer, in FLOP (one MAC =
 - MLA decode (``kv_b`` absorbed into the query and output, DeepSeek-V2 §2.1.3):
   ``H·(2·(kv_lora+rope) + 2·kv_lora)`` over the latent cache.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -119,7 +120,9 @@ class ModelShape:
     def q_params(self) -> int:
         """Query projection(s): GQA ``d·H·dh``; MLA ``d·q_lora + q_lora·H·(nope+rope)``."""
         if self.is_mla:
-            return self.hidden * self.q_lora_rank + self.q_lora_rank * self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+            return self.hidden * self.q_lora_rank + self.q_lora_rank * self.heads * (
+                self.qk_nope_head_dim + self.qk_rope_head_dim
+            )
         return self.hidden * self.heads * self.head_dim
 
     @property
@@ -192,7 +195,7 @@ class ModelShape:
     @property
     def params_per_layer(self) -> int:
         """Parameters of one layer (dense models; MoE: see ``layer_params``)."""
-        (kind, _), = self.layer_kinds() if len(self.layer_kinds()) == 1 else [("dense", 0)]
+        ((kind, _),) = self.layer_kinds() if len(self.layer_kinds()) == 1 else [("dense", 0)]
         return self.layer_params(kind)
 
     # ---- whole-model counts -------------------------------------------------------------------
@@ -276,7 +279,11 @@ class ModelShape:
     def indexer_flops(self, scored_pairs: float) -> float:
         """FLOP of the top-k indexer over ``scored_pairs`` (query, key) pairs (it scores every visible
         key), all layers; 0 for dense attention."""
-        return float(self.layers * 2 * self.indexer_heads * self.indexer_head_dim * scored_pairs) if self.sparse_top_k else 0.0
+        return (
+            float(self.layers * 2 * self.indexer_heads * self.indexer_head_dim * scored_pairs)
+            if self.sparse_top_k
+            else 0.0
+        )
 
     def attention_flops(self, prefill_pairs: float, decode_pairs: float, prefill_history: float = 0.0) -> float:
         """Attention matrix FLOP of the whole model (all layers, unsharded) for the given pair counts.
@@ -291,9 +298,28 @@ class ModelShape:
 KEYS = {
     "model": {"aliases", "family", "source", "layers", "hidden", "vocab", "tied", "attention", "ffn"},
     "gqa": {"kind", "heads", "kv_heads", "head_dim", "qk_norm", "sparse"},
-    "mla": {"kind", "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qk_norm", "sparse"},
+    "mla": {
+        "kind",
+        "heads",
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "qk_norm",
+        "sparse",
+    },
     "dense": {"kind", "intermediate"},
-    "moe": {"kind", "intermediate", "expert_intermediate", "experts", "top_k", "shared_experts", "dense_layers", "router_bias"},
+    "moe": {
+        "kind",
+        "intermediate",
+        "expert_intermediate",
+        "experts",
+        "top_k",
+        "shared_experts",
+        "dense_layers",
+        "router_bias",
+    },
     "sparse": {"kind", "top_k", "indexer_heads", "indexer_head_dim"},
 }
 
@@ -307,8 +333,10 @@ def _known(where: str, d, allowed: set[str]) -> None:
     for k in d:
         if k not in allowed:
             close = difflib.get_close_matches(str(k), sorted(allowed), n=1)
-            raise ValueError(f"unknown key `{k}` in {where}" + (f" (did you mean `{close[0]}`?)" if close else
-                                                                 f" (known: {', '.join(sorted(allowed))})"))
+            raise ValueError(
+                f"unknown key `{k}` in {where}"
+                + (f" (did you mean `{close[0]}`?)" if close else f" (known: {', '.join(sorted(allowed))})")
+            )
 
 
 def _shape(name: str, d: dict) -> ModelShape:
@@ -325,23 +353,36 @@ def _shape(name: str, d: dict) -> ModelShape:
     moe = ffn["kind"] == "moe"
     heads = int(at["heads"])
     return ModelShape(
-        name=name, layers=int(d["layers"]), hidden=int(d["hidden"]), vocab=int(d["vocab"]),
-        tied_embeddings=bool(d.get("tied", False)), source=str(d.get("source", "")),
-        heads=heads, kv_heads=heads if mla else int(at["kv_heads"]),
-        head_dim=int(at["qk_nope_head_dim"] + at["qk_rope_head_dim"]) if mla else int(at.get("head_dim", d["hidden"] // heads)),
-        attention=at["kind"], qk_norm=bool(at.get("qk_norm", False)),
-        q_lora_rank=int(at.get("q_lora_rank", 0)), kv_lora_rank=int(at.get("kv_lora_rank", 0)),
-        qk_nope_head_dim=int(at.get("qk_nope_head_dim", 0)), qk_rope_head_dim=int(at.get("qk_rope_head_dim", 0)),
+        name=name,
+        layers=int(d["layers"]),
+        hidden=int(d["hidden"]),
+        vocab=int(d["vocab"]),
+        tied_embeddings=bool(d.get("tied", False)),
+        source=str(d.get("source", "")),
+        heads=heads,
+        kv_heads=heads if mla else int(at["kv_heads"]),
+        head_dim=int(at["qk_nope_head_dim"] + at["qk_rope_head_dim"])
+        if mla
+        else int(at.get("head_dim", d["hidden"] // heads)),
+        attention=at["kind"],
+        qk_norm=bool(at.get("qk_norm", False)),
+        q_lora_rank=int(at.get("q_lora_rank", 0)),
+        kv_lora_rank=int(at.get("kv_lora_rank", 0)),
+        qk_nope_head_dim=int(at.get("qk_nope_head_dim", 0)),
+        qk_rope_head_dim=int(at.get("qk_rope_head_dim", 0)),
         v_head_dim=int(at.get("v_head_dim", 0)),
         ffn=int(ffn.get("intermediate", 0)),
-        experts=int(ffn.get("experts", 0)) if moe else 0, top_k=int(ffn.get("top_k", 0)) if moe else 0,
+        experts=int(ffn.get("experts", 0)) if moe else 0,
+        top_k=int(ffn.get("top_k", 0)) if moe else 0,
         shared_experts=int(ffn.get("shared_experts", 0)) if moe else 0,
         expert_ffn=int(ffn.get("expert_intermediate", 0)) if moe else 0,
         dense_layers=int(ffn.get("dense_layers", 0)) if moe else 0,
         router_bias=bool(ffn.get("router_bias", False)) if moe else False,
-        sparse_top_k=int(sp.get("top_k", 0)), indexer_heads=int(sp.get("indexer_heads", 0)),
+        sparse_top_k=int(sp.get("top_k", 0)),
+        indexer_heads=int(sp.get("indexer_heads", 0)),
         indexer_head_dim=int(sp.get("indexer_head_dim", 0)),
-        aliases=tuple(d.get("aliases", ())), family=str(d.get("family", name)),
+        aliases=tuple(d.get("aliases", ())),
+        family=str(d.get("family", name)),
     )
 
 
@@ -381,5 +422,7 @@ def get_model(name: str) -> ModelShape:
         return MODELS[name]
     except KeyError:
         canon = sorted({m.name for m in MODELS.values()})
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(canon)} "
-                       f"(aliases: {', '.join(sorted(set(MODELS) - set(canon)))})") from None
+        raise KeyError(
+            f"unknown model {name!r}; known models: {', '.join(canon)} "
+            f"(aliases: {', '.join(sorted(set(MODELS) - set(canon)))})"
+        ) from None

@@ -16,6 +16,7 @@ The counters count each chip's mean share of the work; the difference is time th
 at ``moe_combine`` (top-down level 2: waiting for a peer). The explicit ``router_skew`` knob
 (``emulator.knobs``) gives chips different loads on top.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -20,6 +20,7 @@ The work of each slot comes from ``emulator.work``. Timing:
   ``model_flops`` is the chip's share of the model FLOPs (``work.model_flops``), spread over the
   step's slots in proportion to their unpadded matrix work.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,22 @@ from .subclasses import SUBCLASSES, subclass_phases
 from .scheduler import StepBatch
 from .work import EmuConfig, StepPlan, model_flops, stack_work
 
-__all__ = ["CLASSES", "QUANTITIES", "LEADER_ONLY", "HBM_TAGS", "C2C_TAGS", "EmuConfig", "OpTable", "StepPlan", "build_ops",
-           "op_table", "op_timing", "slot_seconds", "stack_work", "step_seconds"]
+__all__ = [
+    "CLASSES",
+    "QUANTITIES",
+    "LEADER_ONLY",
+    "HBM_TAGS",
+    "C2C_TAGS",
+    "EmuConfig",
+    "OpTable",
+    "StepPlan",
+    "build_ops",
+    "op_table",
+    "op_timing",
+    "slot_seconds",
+    "stack_work",
+    "step_seconds",
+]
 
 #: Cycle classes of ``seq.*_cycles`` (index = class code in ``OpTable.cls``).
 CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
@@ -42,12 +57,23 @@ CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
 #: Quantities every slot accumulates, with their units (per chip; ``LEADER_ONLY`` on rank leaders): the
 #: registry's amounts (``emulator/data/quantities.yaml``) after the cycle classes, then the internal
 #: ``c2c_busy_slow`` (the busy time of a throttled link, which its ``links`` split reads, see ``signals``).
-QUANTITIES: dict[str, str] = {**{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES + SUBCLASSES},
-                              "c2c_busy_slow": "s"}
+QUANTITIES: dict[str, str] = {
+    **{n: q.unit for n, q in of_kind("amount").items() if n not in ("elapsed",) + CLASSES + SUBCLASSES},
+    "c2c_busy_slow": "s",
+}
 LEADER_ONLY = frozenset(n for n, q in of_kind("amount").items() if q.leader_only)
-HBM_TAGS = {"weights": "hbm_weights", "kv_read": "hbm_kv_read", "kv_write": "hbm_kv_write", "activations": "hbm_activations"}
-C2C_TAGS = {"allreduce": "c2c_allreduce", "all_to_all": "c2c_all_to_all", "all_gather": "c2c_all_gather",
-            "send_recv": "c2c_send_recv"}
+HBM_TAGS = {
+    "weights": "hbm_weights",
+    "kv_read": "hbm_kv_read",
+    "kv_write": "hbm_kv_write",
+    "activations": "hbm_activations",
+}
+C2C_TAGS = {
+    "allreduce": "c2c_allreduce",
+    "all_to_all": "c2c_all_to_all",
+    "all_gather": "c2c_all_gather",
+    "send_recv": "c2c_send_recv",
+}
 
 
 @dataclass
@@ -87,8 +113,9 @@ class OpTable:
         return self.wait - self.own_wait
 
 
-def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None,
-                 profile: ChipProfile = NOMINAL) -> dict[str, np.ndarray]:
+def slot_seconds(
+    W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None = None, profile: ChipProfile = NOMINAL
+) -> dict[str, np.ndarray]:
     """Roofline time of every slot (s) and its parts: ``t``, ``mxu``, ``vpu``, ``mem`` (of which
     ``mem_kv_read``: the paged KV-cache reads), ``link``, ``pcie``, ``comp``; ``stream``: the bytes
     streamed through HBM besides the KV reads.
@@ -142,8 +169,19 @@ def slot_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
             need = np.max(busiest, axis=0)
             f = np.divide(need, tot, out=np.ones_like(tot), where=tot > 0)
             t = np.where(sel, t * f[:, None], t)
-    return {"t": t, "mxu": t_mxu, "vpu": t_vpu, "mem": t_mem, "link": t_link, "pcie": t_pcie, "comp": comp,
-            "sram": sram, "stream": stream, "mem_kv_read": t_kvr, "imb_wait": imb_wait}
+    return {
+        "t": t,
+        "mxu": t_mxu,
+        "vpu": t_vpu,
+        "mem": t_mem,
+        "link": t_link,
+        "pcie": t_pcie,
+        "comp": comp,
+        "sram": sram,
+        "stream": stream,
+        "mem_kv_read": t_kvr,
+        "imb_wait": imb_wait,
+    }
 
 
 def _imbalance_wait(W: dict[str, np.ndarray], t: np.ndarray, plan: StepPlan, skew: float) -> np.ndarray:
@@ -165,8 +203,9 @@ def step_seconds(W: dict[str, np.ndarray], cfg: EmuConfig, a: Assumptions | None
     return slot_seconds(W, cfg, a)["t"] @ cfg.plan.slot_reps.astype(np.float64)
 
 
-def op_timing(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = None, profile: ChipProfile = NOMINAL
-              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+def op_timing(
+    b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = None, profile: ChipProfile = NOMINAL
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
     """Work, roofline times and whole-cycle durations of every slot of the steps in ``b`` on a chip
     of ``profile``: ``(W, tm, dur)``, ``dur`` (steps, slots) int64 core cycles (the idle slot from
     ``idle_cycles``)."""
@@ -213,12 +252,23 @@ def build_ops(b: StepBatch, cfg: EmuConfig, idle_cycles: np.ndarray | None = Non
     """
     W, tm, dur = op_timing(b, cfg, idle_cycles)
     own = own_wait(tm, dur, cfg.hw.core_hz)
-    return op_table(b, cfg, W, tm, dur, wait=own, own=own, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan)))
+    return op_table(
+        b, cfg, W, tm, dur, wait=own, own=own, model_scale=model_flop_scale(b, cfg, matrix_work(W, cfg.plan))
+    )
 
 
-def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[str, np.ndarray], dur: np.ndarray, *,
-             profile: ChipProfile = NOMINAL, wait: np.ndarray | None = None, own: np.ndarray | None = None,
-             model_scale: np.ndarray | None = None) -> OpTable:
+def op_table(
+    b: StepBatch,
+    cfg: EmuConfig,
+    W: dict[str, np.ndarray],
+    tm: dict[str, np.ndarray],
+    dur: np.ndarray,
+    *,
+    profile: ChipProfile = NOMINAL,
+    wait: np.ndarray | None = None,
+    own: np.ndarray | None = None,
+    model_scale: np.ndarray | None = None,
+) -> OpTable:
     """The ``OpTable`` of one chip profile from its work ``W``, roofline times ``tm`` and (lock-step)
     durations ``dur`` (core cycles); ``wait``: cycles of ``dur`` spent waiting at collectives (of which
     ``own``: for the hottest expert rank); ``model_scale``: ``model_flop_scale`` (None: no model FLOPs)."""
@@ -227,12 +277,19 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
     f_core = hw.core_hz
     kinds = np.array(plan.kinds)[None, :]
     cls = np.where(tm["comp"] >= tm["mem"], 0, 1)
-    cls = np.where(kinds == "collective", 2, np.where((kinds == "host_in") | (kinds == "host_out"), 3,
-                                                        np.where(kinds == "idle", 4, cls))).astype(np.int8)
+    cls = np.where(
+        kinds == "collective",
+        2,
+        np.where((kinds == "host_in") | (kinds == "host_out"), 3, np.where(kinds == "idle", 4, cls)),
+    ).astype(np.int8)
     ds = dur / f_core
     ring = float(profile.ring_factor)
-    busy = {"mxu": np.minimum(tm["mxu"], ds), "vpu": np.minimum(tm["vpu"], ds), "hbm": np.minimum(tm["mem"], ds),
-            "c2c": np.minimum(tm["link"] / ring, ds)}
+    busy = {
+        "mxu": np.minimum(tm["mxu"], ds),
+        "vpu": np.minimum(tm["vpu"], ds),
+        "hbm": np.minimum(tm["mem"], ds),
+        "c2c": np.minimum(tm["link"] / ring, ds),
+    }
     flops = W["fp4"] + W["fp8"] + W["bf16"]
     hw_flops = flops + W["pad_fp4"] + W["pad_fp8"] + W["pad_bf16"]
     act_hbm = (W["act_r"] + W["act_w"]) if a.activations_in_hbm else np.zeros((n, S))
@@ -242,38 +299,70 @@ def op_table(b: StepBatch, cfg: EmuConfig, W: dict[str, np.ndarray], tm: dict[st
     sram_w = W["act_w"] + W["w"] + W["kv_r"]
     tags = np.array(plan.tags)[None, :]
     q = {
-        "mxu_busy": busy["mxu"], "mxu_stall": np.where(flops > 0, ds - busy["mxu"], 0.0),
-        "mxu_flops_fp8": W["fp8"] + W["pad_fp8"], "mxu_flops_bf16": W["bf16"] + W["pad_bf16"],
+        "mxu_busy": busy["mxu"],
+        "mxu_stall": np.where(flops > 0, ds - busy["mxu"], 0.0),
+        "mxu_flops_fp8": W["fp8"] + W["pad_fp8"],
+        "mxu_flops_bf16": W["bf16"] + W["pad_bf16"],
         "mxu_flops_fp4": W["fp4"] + W["pad_fp4"],
         "mxu_instructions": hw_flops / a.mxu_tile_flops,
-        "vpu_busy": busy["vpu"], "vpu_flops": W["vpu"], "vpu_instructions": W["vpu"] / a.vpu_instruction_flops,
-        "sram_read": sram_r, "sram_write": sram_w,
+        "vpu_busy": busy["vpu"],
+        "vpu_flops": W["vpu"],
+        "vpu_instructions": W["vpu"] / a.vpu_instruction_flops,
+        "sram_read": sram_r,
+        "sram_write": sram_w,
         "sram_conflict": hw.banks * a.sram_conflict_fraction * np.minimum((sram_r + sram_w) / hw.sram_bw, ds),
-        "hbm_read": hbm_r, "hbm_write": hbm_w, "hbm_active": busy["hbm"], "hbm_refresh": a.hbm_refresh_fraction * ds,
-        "hbm_weights": W["w"], "hbm_kv_read": W["kv_r"], "hbm_kv_write": W["kv_w"], "hbm_activations": act_hbm,
+        "hbm_read": hbm_r,
+        "hbm_write": hbm_w,
+        "hbm_active": busy["hbm"],
+        "hbm_refresh": a.hbm_refresh_fraction * ds,
+        "hbm_weights": W["w"],
+        "hbm_kv_read": W["kv_r"],
+        "hbm_kv_write": W["kv_w"],
+        "hbm_activations": act_hbm,
         "dma_bytes": hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"],
         "dma_descriptors": (hbm_r + hbm_w + W["tx"] + W["rx"] + W["pcie_rx"]) / a.dma_descriptor_bytes,
         "dma_busy": np.minimum(np.maximum(np.maximum(tm["mem"], tm["link"]), tm["pcie"]), ds),
-        "c2c_tx": W["tx"], "c2c_rx": W["rx"], "c2c_busy": busy["c2c"],
+        "c2c_tx": W["tx"],
+        "c2c_rx": W["rx"],
+        "c2c_busy": busy["c2c"],
         "c2c_busy_slow": np.minimum(tm["link"], ds) if profile.slow_link is not None else busy["c2c"],
         **{qn: np.where(tags == tag, W["tx"], 0.0) for tag, qn in C2C_TAGS.items()},
-        "pcie_rx": W["pcie_rx"], "pcie_tx": W["pcie_tx"], "doorbells": np.where(W["pcie_rx"] > 0, 1.0, 0.0),
+        "pcie_rx": W["pcie_rx"],
+        "pcie_tx": W["pcie_tx"],
+        "doorbells": np.where(W["pcie_rx"] > 0, 1.0, 0.0),
         "seq_instructions": np.where((dur > 0) & (kinds != "idle"), a.seq_instructions_per_op, 0.0),
         "model_flops": flops * (model_scale[:, None] if model_scale is not None else 0.0),
         "job_time": ds,
     }
-    act = a.power_w_mxu * busy["mxu"] + a.power_w_hbm * busy["hbm"] + a.power_w_vpu * busy["vpu"] + a.power_w_c2c * busy["c2c"]
+    act = (
+        a.power_w_mxu * busy["mxu"]
+        + a.power_w_hbm * busy["hbm"]
+        + a.power_w_vpu * busy["vpu"]
+        + a.power_w_c2c * busy["c2c"]
+    )
     act = np.clip(np.divide(act, ds, out=np.zeros((n, S)), where=ds > 0), 0.0, 1.0)
     q["energy"] = (hw.idle_power + (hw.tdp - hw.idle_power) * act) * ds
     alloc = cs.weight_bytes + b.kv_alloc_tokens * cs.kv_bytes_per_token
     sram_level = np.minimum(hw.sram_capacity, cs.layer_weight_bytes + b.tokens * cfg.model.hidden * 2.0 + 8 * 2**20)
     busy_step = b.tokens > 0
     return OpTable(
-        dur=dur, cls=cls, q=q, phases=subclass_phases(W, tm, dur, cls, wait, kinds, a),
-        gauges={"batch": b.batch.astype(np.float64), "kv_tokens": b.kv_tokens.astype(np.float64),
-                "hbm_alloc_bytes": alloc.astype(np.float64), "sram_bytes": np.where(busy_step, sram_level, 0.0)},
-        impulses={"steps": busy_step.astype(np.int64), "input_tokens": b.prefill_tokens.astype(np.int64),
-                  "output_tokens": b.emitted_tokens.astype(np.int64), "requests_completed": b.completed.astype(np.int64),
-                  "accepted_draft_tokens": b.accepted_tokens.astype(np.int64)},
-        wait=wait, own_wait=own,
+        dur=dur,
+        cls=cls,
+        q=q,
+        phases=subclass_phases(W, tm, dur, cls, wait, kinds, a),
+        gauges={
+            "batch": b.batch.astype(np.float64),
+            "kv_tokens": b.kv_tokens.astype(np.float64),
+            "hbm_alloc_bytes": alloc.astype(np.float64),
+            "sram_bytes": np.where(busy_step, sram_level, 0.0),
+        },
+        impulses={
+            "steps": busy_step.astype(np.int64),
+            "input_tokens": b.prefill_tokens.astype(np.int64),
+            "output_tokens": b.emitted_tokens.astype(np.int64),
+            "requests_completed": b.completed.astype(np.int64),
+            "accepted_draft_tokens": b.accepted_tokens.astype(np.int64),
+        },
+        wait=wait,
+        own_wait=own,
     )

@@ -16,6 +16,7 @@ metadata, since the snapshots are on no grid). Two boundaries whose stamps would
 counted span (host time [0, its last sample]), read from the timelines — never from a dump — and
 summed over chips; a span in progress at the last sample counts the part before it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,10 +27,19 @@ from .timeline import QUANTITY_NAMES, Timeline
 from .trace import executions
 
 #: ``by_op`` entries: name -> timeline quantities summed (cycle quantities are core cycles)
-BY_OP = {"flops": ("mxu_flops_fp8", "mxu_flops_bf16", "mxu_flops_fp4"), "flops_fp8": ("mxu_flops_fp8",),
-         "flops_bf16": ("mxu_flops_bf16",), "flops_fp4": ("mxu_flops_fp4",), "vector_flops": ("vpu_flops",),
-         "hbm_read_bytes": ("hbm_read",), "hbm_write_bytes": ("hbm_write",), "hbm_bytes": ("hbm_read", "hbm_write"),
-         "sram_bytes": ("sram_read", "sram_write"), "c2c_tx_bytes": ("c2c_tx",), "pcie_rx_bytes": ("pcie_rx",)}
+BY_OP = {
+    "flops": ("mxu_flops_fp8", "mxu_flops_bf16", "mxu_flops_fp4"),
+    "flops_fp8": ("mxu_flops_fp8",),
+    "flops_bf16": ("mxu_flops_bf16",),
+    "flops_fp4": ("mxu_flops_fp4",),
+    "vector_flops": ("vpu_flops",),
+    "hbm_read_bytes": ("hbm_read",),
+    "hbm_write_bytes": ("hbm_write",),
+    "hbm_bytes": ("hbm_read", "hbm_write"),
+    "sram_bytes": ("sram_read", "sram_write"),
+    "c2c_tx_bytes": ("c2c_tx",),
+    "pcie_rx_bytes": ("pcie_rx",),
+}
 
 
 def slot_amounts(tl: Timeline, end: int) -> np.ndarray:
@@ -40,8 +50,11 @@ def slot_amounts(tl: Timeline, end: int) -> np.ndarray:
     out = np.einsum("jsq,s->sq", tl.inc[full], reps)
     for j in np.flatnonzero((tl.starts < end) & (tl.ends > end)):
         ex = executions(tl, np.array([j]))
-        frac = np.where(ex.dur > 0, np.clip((end - ex.start) / np.maximum(ex.dur, 1), 0.0, 1.0),
-                        (ex.start <= end).astype(np.float64))
+        frac = np.where(
+            ex.dur > 0,
+            np.clip((end - ex.start) / np.maximum(ex.dur, 1), 0.0, 1.0),
+            (ex.start <= end).astype(np.float64),
+        )
         np.add.at(out, ex.slot, tl.inc[j, ex.slot] * frac[:, None])
     return out
 
@@ -64,7 +77,9 @@ def by_op(tls: list[Timeline], prof_of: np.ndarray, end_cycles: np.ndarray, core
     return out
 
 
-def _chip_grid(tl: Timeline, clk, ns: float, end: int, s_cyc: np.ndarray, t_dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chip_grid(
+    tl: Timeline, clk, ns: float, end: int, s_cyc: np.ndarray, t_dev: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, stamps) of one chip's snapshots: op boundaries and sample instants, increasing."""
     kinds = np.array(tl.plan.kinds)
     steps = np.flatnonzero(tl.starts < end)
@@ -101,8 +116,19 @@ def _pad(cyc: np.ndarray, stamp: np.ndarray, n: int, clk, ns: float) -> tuple[np
     return cyc, stamp
 
 
-def write_snapshots(path: Path, gen, tls: list[Timeline], prof_of: np.ndarray, plan, clocks, core_hz: float,
-                    s_cyc: np.ndarray, t_dev: np.ndarray, thermal, metadata: dict) -> dict:
+def write_snapshots(
+    path: Path,
+    gen,
+    tls: list[Timeline],
+    prof_of: np.ndarray,
+    plan,
+    clocks,
+    core_hz: float,
+    s_cyc: np.ndarray,
+    t_dev: np.ndarray,
+    thermal,
+    metadata: dict,
+) -> dict:
     """Write ``snapshots.parquet`` (module docstring) for sample cycles ``s_cyc`` and stamps ``t_dev``
     (samples, chips) of ``counters.parquet``; ``plan``: the counters' ``signals.ColumnPlan``.
     Returns ``{"rows", "per_chip"}``."""
@@ -110,8 +136,10 @@ def write_snapshots(path: Path, gen, tls: list[Timeline], prof_of: np.ndarray, p
 
     ns = 1e9 / core_hz
     chips = s_cyc.shape[1]
-    grids = [_chip_grid(tls[int(prof_of[c])], clocks[c], ns, int(s_cyc[-1, c]), s_cyc[:, c], t_dev[:, c])
-             for c in range(chips)]
+    grids = [
+        _chip_grid(tls[int(prof_of[c])], clocks[c], ns, int(s_cyc[-1, c]), s_cyc[:, c], t_dev[:, c])
+        for c in range(chips)
+    ]
     n = max(len(g[0]) for g in grids)
     grids = [_pad(cy, st, n, clocks[c], ns) for c, (cy, st) in enumerate(grids)]
     cyc = np.stack([g[0] for g in grids], axis=1)

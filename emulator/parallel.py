@@ -30,6 +30,7 @@ Per-chip shares (``ChipShape``): GQA KV heads are ``max(Hkv/tp, 1)`` per chip (r
 tensor-parallel group (each chip needs all of it for its heads). The small MLA down-projections and
 the MoE router are counted column-split over the group (their outputs' all-gather is not modelled).
 """
+
 from __future__ import annotations
 
 import math
@@ -123,8 +124,10 @@ class Mapping:
         for kind, n in m.layer_kinds():
             if n % self.pp:
                 ok = [p for p in range(1, m.layers + 1) if all(c % p == 0 for _, c in m.layer_kinds())]
-                raise MappingError(f"{n} {kind} layers of {m.name} do not split over pp = {self.pp} stages; "
-                                   f"possible pp: {', '.join(map(str, ok))}")
+                raise MappingError(
+                    f"{n} {kind} layers of {m.name} do not split over pp = {self.pp} stages; "
+                    f"possible pp: {', '.join(map(str, ok))}"
+                )
 
     def describe(self) -> str:
         parts = [f"TP{self.tp}" + (" (attention data-parallel)" if self.attn_dp else "")]
@@ -176,8 +179,14 @@ class ChipShape:
     group_tokens: float
 
 
-def chip_shape(m: ModelShape, mp: Mapping | int, prec: Precision | None = None, *, weight_bytes: float | None = None,
-               kv_bytes: float | None = None) -> ChipShape:
+def chip_shape(
+    m: ModelShape,
+    mp: Mapping | int,
+    prec: Precision | None = None,
+    *,
+    weight_bytes: float | None = None,
+    kv_bytes: float | None = None,
+) -> ChipShape:
     """Per-chip shapes and memory footprint of ``m`` under mapping ``mp`` (an int = TP over that many).
 
     ``weight_bytes`` / ``kv_bytes`` override the bytes per element of ``prec`` (kept for the
@@ -195,10 +204,13 @@ def chip_shape(m: ModelShape, mp: Mapping | int, prec: Precision | None = None, 
     heads = m.heads / tp
     if m.is_mla:
         kv_heads = heads
-        kv_layer = m.kv_elements_per_token_layer * kvb          # latent replicated in a TP group
-        attn = (d * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) / tp
-                + m.q_lora_rank * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-                + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim) + heads * m.v_head_dim * d)
+        kv_layer = m.kv_elements_per_token_layer * kvb  # latent replicated in a TP group
+        attn = (
+            d * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) / tp
+            + m.q_lora_rank * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+            + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+            + heads * m.v_head_dim * d
+        )
     else:
         kv_heads = max(m.kv_heads / tp, 1.0)
         kv_layer = 2 * kv_heads * m.head_dim * kvb
@@ -223,10 +235,20 @@ def chip_shape(m: ModelShape, mp: Mapping | int, prec: Precision | None = None, 
     embed = vocab * d * (1 if m.tied_embeddings else 2) * hb / mp.pp
     total = sum(layers[k] * per_kind[k] for k in layers) + d * nb + embed
     return ChipShape(
-        heads=heads, kv_heads=kv_heads, ffn=ffn, expert_ffn=expert_ffn, local_experts=local, shared_ffn=shared,
-        attn_split=tp, vocab=vocab, layers=layers, kv_bytes_per_token=m.layers / mp.pp * kv_layer,
-        weight_bytes=total, layer_weight_bytes=max(per_kind.values()),
-        group_tokens=float(mp.tp if mp.attn_dp else 1))
+        heads=heads,
+        kv_heads=kv_heads,
+        ffn=ffn,
+        expert_ffn=expert_ffn,
+        local_experts=local,
+        shared_ffn=shared,
+        attn_split=tp,
+        vocab=vocab,
+        layers=layers,
+        kv_bytes_per_token=m.layers / mp.pp * kv_layer,
+        weight_bytes=total,
+        layer_weight_bytes=max(per_kind.values()),
+        group_tokens=float(mp.tp if mp.attn_dp else 1),
+    )
 
 
 def kv_capacity_tokens(hbm_capacity: float, cs: ChipShape, kv_fraction: float, reserve_bytes: float) -> int:
@@ -237,7 +259,9 @@ def kv_capacity_tokens(hbm_capacity: float, cs: ChipShape, kv_fraction: float, r
     """
     free = hbm_capacity - cs.weight_bytes - reserve_bytes
     if free <= 0:
-        raise MappingError(f"the weights need {cs.weight_bytes / 1e9:.1f} GB per chip (+ {reserve_bytes / 1e9:.1f} GB "
-                           f"runtime reserve) but a chip has {hbm_capacity / 1e9:.1f} GB; use more chips or a "
-                           f"smaller dtype")
+        raise MappingError(
+            f"the weights need {cs.weight_bytes / 1e9:.1f} GB per chip (+ {reserve_bytes / 1e9:.1f} GB "
+            f"runtime reserve) but a chip has {hbm_capacity / 1e9:.1f} GB; use more chips or a "
+            f"smaller dtype"
+        )
     return int(kv_fraction * free // cs.kv_bytes_per_token)

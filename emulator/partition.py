@@ -9,6 +9,7 @@ ground-truth dictionary of the shape ``emulator.groundtruth`` gives for one run 
 tokens, energy, busy and top-down seconds; ``chips``; ``duration_s``), so that the same truth table
 checks a host, a rack, a pod or the fleet.
 """
+
 from __future__ import annotations
 
 import shutil

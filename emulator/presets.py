@@ -5,6 +5,7 @@ own), hardware overrides, how ``--chips N`` maps when no mapping is given, the e
 the assumptions in words. A generation belongs to the family of the first name of its lineage
 (itself first) that a family lists, so a generation that extends ``sohu`` gets Sohu's presets.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,7 +57,9 @@ class Preset:
             except (TypeError, ValueError):
                 values[k] = math.nan
             if not (math.isfinite(values[k]) and values[k] > 0):
-                raise PresetError(f"preset {self.family}/{self.name}: hardware {k} = {v!r}; it must be a finite number > 0")
+                raise PresetError(
+                    f"preset {self.family}/{self.name}: hardware {k} = {v!r}; it must be a finite number > 0"
+                )
         return dataclasses.replace(hw, **values)
 
     def mapping_for(self, m: ModelShape, chips: int) -> Mapping:
@@ -131,12 +134,22 @@ def resolve(gen: Generation | str, name: str | None = None) -> Preset:
     d = _doc()["families"][fam]
     name = name or d["default"]
     if name not in preset_names(gen):
-        raise PresetError(f"no preset {name!r} for {_name(gen)} ({fam} family); presets: {', '.join(preset_names(gen))}")
+        raise PresetError(
+            f"no preset {name!r} for {_name(gen)} ({fam} family); presets: {', '.join(preset_names(gen))}"
+        )
     p = d["presets"][name]
     base = fitted_assumptions() if p.get("fitted") else Assumptions()
     try:
         a = base.replace(**p.get("assumptions", {}))
     except ValueError as exc:
         raise PresetError(f"preset {fam}/{name}: {exc}") from None
-    return Preset(fam, name, str(p.get("description", "")), a, dict(p.get("hardware", {}) or {}),
-                  str(p.get("mapping", "default")), p.get("engine", "trtllm"), tuple(p.get("named", ())))
+    return Preset(
+        fam,
+        name,
+        str(p.get("description", "")),
+        a,
+        dict(p.get("hardware", {}) or {}),
+        str(p.get("mapping", "default")),
+        p.get("engine", "trtllm"),
+        tuple(p.get("named", ())),
+    )

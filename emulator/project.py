@@ -9,6 +9,7 @@ bounded (``max_steps``) so that a projection takes seconds.
 ``claim_requirements`` says what a throughput claim needs from the hardware (sustained matrix
 FLOP/s per chip, KV cache, memory) for a request shape.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -66,11 +67,21 @@ class Projection:
     served: Served | None = field(default=None, repr=False)
 
     def to_json(self) -> dict:
-        return {"generation": self.generation, "model": self.model, "chips": self.chips, "isl": self.isl,
-                "osl": self.osl, "dtype": self.dtype, "kv_dtype": self.kv_dtype, "preset": self.preset,
-                "mapping": self.mapping.describe(), "engine": self.engine.describe(),
-                "kv_capacity_tokens_per_rank": self.kv_capacity_tokens, **self.figures.to_json(),
-                "assumptions": list(self.named)}
+        return {
+            "generation": self.generation,
+            "model": self.model,
+            "chips": self.chips,
+            "isl": self.isl,
+            "osl": self.osl,
+            "dtype": self.dtype,
+            "kv_dtype": self.kv_dtype,
+            "preset": self.preset,
+            "mapping": self.mapping.describe(),
+            "engine": self.engine.describe(),
+            "kv_capacity_tokens_per_rank": self.kv_capacity_tokens,
+            **self.figures.to_json(),
+            "assumptions": list(self.named),
+        }
 
 
 def concurrency_requests(concurrency: int) -> int:
@@ -79,11 +90,29 @@ def concurrency_requests(concurrency: int) -> int:
     return max(10 * int(concurrency), 100)
 
 
-def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int, dtype: str = "fp8",
-            kv_dtype: str | None = None, preset: str | None = None, mapping: Mapping | None = None,
-            assumptions: Assumptions | None = None, engine: Engine | None = None, num_requests: int | None = None,
-            rate: float | None = None, concurrency: int | None = None, draft_tokens: int = 0, acceptance: float = 0.0,
-            seed: int = 0, max_steps: int = MAX_STEPS, progress=None, hardware: dict | None = None) -> Projection:
+def project(
+    gen: Generation | str,
+    *,
+    model: str,
+    chips: int,
+    isl: int,
+    osl: int,
+    dtype: str = "fp8",
+    kv_dtype: str | None = None,
+    preset: str | None = None,
+    mapping: Mapping | None = None,
+    assumptions: Assumptions | None = None,
+    engine: Engine | None = None,
+    num_requests: int | None = None,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    draft_tokens: int = 0,
+    acceptance: float = 0.0,
+    seed: int = 0,
+    max_steps: int = MAX_STEPS,
+    progress=None,
+    hardware: dict | None = None,
+) -> Projection:
     """Serve ``num_requests`` requests and measure the server.
 
     Offline unless ``rate`` (requests/s, Poisson arrivals) or ``concurrency`` (closed loop: that many
@@ -98,8 +127,17 @@ def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int
     Raises:
         ValueError: unknown names, a mapping or a request that does not fit, a rate with a concurrency.
     """
-    g, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
-                      assumptions=assumptions, hardware=hardware)
+    g, cfg, p = setup(
+        gen,
+        model=model,
+        chips=chips,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        mapping=mapping,
+        preset=preset,
+        assumptions=assumptions,
+        hardware=hardware,
+    )
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
@@ -107,9 +145,23 @@ def project(gen: Generation | str, *, model: str, chips: int, isl: int, osl: int
     tick = (lambda now: progress(sum(bt.completed for bt in batchers), total)) if progress else None
     sv = serve(cfg, batchers, max_steps=max_steps, progress=tick)
     fig = throughput(cfg, sv, osl)
-    return Projection(g.name, model, int(chips), int(isl), int(osl), cfg.prec.weights, cfg.prec.kv,
-                      p.name if assumptions is None else "custom", cfg.mapping, eng, rank_kv_capacity(cfg, eng), fig,
-                      p.named if assumptions is None else (), cfg, sv)
+    return Projection(
+        g.name,
+        model,
+        int(chips),
+        int(isl),
+        int(osl),
+        cfg.prec.weights,
+        cfg.prec.kv,
+        p.name if assumptions is None else "custom",
+        cfg.mapping,
+        eng,
+        rank_kv_capacity(cfg, eng),
+        fig,
+        p.named if assumptions is None else (),
+        cfg,
+        sv,
+    )
 
 
 def request_flops(cfg: EmuConfig, isl: int, osl: int) -> float:
@@ -139,8 +191,15 @@ def hbm_bytes_per_token(pr: Projection) -> float:
     return float(per_step.sum() / max(b.tokens.sum(), 1))
 
 
-def claim_requirements(cfg: EmuConfig, *, tokens_per_second: float, chips: int, isl: int, osl: int,
-                       hbm_bytes_per_token: float | None = None) -> dict:
+def claim_requirements(
+    cfg: EmuConfig,
+    *,
+    tokens_per_second: float,
+    chips: int,
+    isl: int,
+    osl: int,
+    hbm_bytes_per_token: float | None = None,
+) -> dict:
     """What serving ``tokens_per_second`` (input + output) on ``chips`` chips needs for requests of
     ``isl``/``osl`` tokens: sustained matrix FLOP/s per chip (and as a share of the peak), the HBM
     bandwidth per chip (given the HBM bytes per token of a schedule), and whether one chip holds the
@@ -150,16 +209,25 @@ def claim_requirements(cfg: EmuConfig, *, tokens_per_second: float, chips: int, 
     flops_chip = per_req * req_s / chips
     peak = cfg.hw.peak(cfg.hw.math_dtype(cfg.prec.weights))
     from .parallel import Precision, chip_shape
+
     whole = chip_shape(cfg.model, Mapping(tp=1), Precision.of(cfg.prec.weights, cfg.prec.kv, cfg.prec.head))
-    return {"tokens_per_second": tokens_per_second, "requests_per_second": req_s,
-            "flops_per_token": per_req / (isl + osl), "sustained_flops_per_chip": flops_chip,
-            "share_of_catalog_peak": flops_chip / peak, "catalog_peak_flops": peak,
-            "peak_needed_at_90pct": flops_chip / 0.9,
-            "model_bytes_one_chip": whole.weight_bytes, "hbm_capacity": cfg.hw.hbm_capacity,
-            "hbm_bytes_per_token": hbm_bytes_per_token,
-            "hbm_bandwidth_needed": None if hbm_bytes_per_token is None else hbm_bytes_per_token * tokens_per_second / chips,
-            "hbm_peak_bandwidth": cfg.hw.hbm_bw,
-            "fits_one_chip": bool(whole.weight_bytes < cfg.hw.hbm_capacity)}
+    return {
+        "tokens_per_second": tokens_per_second,
+        "requests_per_second": req_s,
+        "flops_per_token": per_req / (isl + osl),
+        "sustained_flops_per_chip": flops_chip,
+        "share_of_catalog_peak": flops_chip / peak,
+        "catalog_peak_flops": peak,
+        "peak_needed_at_90pct": flops_chip / 0.9,
+        "model_bytes_one_chip": whole.weight_bytes,
+        "hbm_capacity": cfg.hw.hbm_capacity,
+        "hbm_bytes_per_token": hbm_bytes_per_token,
+        "hbm_bandwidth_needed": None
+        if hbm_bytes_per_token is None
+        else hbm_bytes_per_token * tokens_per_second / chips,
+        "hbm_peak_bandwidth": cfg.hw.hbm_bw,
+        "fits_one_chip": bool(whole.weight_bytes < cfg.hw.hbm_capacity),
+    }
 
 
 def geomean_error(predicted: np.ndarray, measured: np.ndarray) -> float:

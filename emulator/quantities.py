@@ -13,6 +13,7 @@ cannot be listed without being computed, or computed without being listed (a tes
 name of the wrong kind (a level in a ``linear`` binding), or a unit that does not convert to the
 signal's (seconds convert to cycles of the signal's clock domain).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,8 +41,14 @@ class Quantity:
     per_link: bool = False
 
     def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "unit": self.unit, "meaning": self.meaning,
-                "leader_only": self.leader_only, "per_link": self.per_link}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "unit": self.unit,
+            "meaning": self.meaning,
+            "leader_only": self.leader_only,
+            "per_link": self.per_link,
+        }
 
 
 @lru_cache(maxsize=None)
@@ -55,9 +62,17 @@ def registry() -> dict[str, Quantity]:
     out = {}
     for name, q in (doc.get("quantities") or {}).items():
         if not isinstance(q, dict) or q.get("kind") not in KINDS or not q.get("unit") or not q.get("meaning"):
-            raise ValueError(f"emulator/data/quantities.yaml: `{name}` needs kind ({', '.join(KINDS)}), unit and meaning")
-        out[str(name)] = Quantity(str(name), q["kind"], str(q["unit"]), str(q["meaning"]), bool(q.get("leader_only", False)),
-                                  bool(q.get("per_link", False)))
+            raise ValueError(
+                f"emulator/data/quantities.yaml: `{name}` needs kind ({', '.join(KINDS)}), unit and meaning"
+            )
+        out[str(name)] = Quantity(
+            str(name),
+            q["kind"],
+            str(q["unit"]),
+            str(q["meaning"]),
+            bool(q.get("leader_only", False)),
+            bool(q.get("per_link", False)),
+        )
     return out
 
 
@@ -120,8 +135,12 @@ def check_bindings(gen: Generation) -> list[Diagnostic]:
         try:
             unit_factor(gen, q.unit, sig)
         except ValueError:
-            err("unit-mismatch", f"signal `{sig.name}` is in {sig.unit_text}, but emulator quantity `{qname}` is in {q.unit}", span,
-                f"bind a quantity in a unit that converts to {sig.unit_text}, or change the signal's unit")
+            err(
+                "unit-mismatch",
+                f"signal `{sig.name}` is in {sig.unit_text}, but emulator quantity `{qname}` is in {q.unit}",
+                span,
+                f"bind a quantity in a unit that converts to {sig.unit_text}, or change the signal's unit",
+            )
 
     for sig in gen.signals.values():
         b = sig.emulator
@@ -136,8 +155,12 @@ def check_bindings(gen: Generation) -> list[Diagnostic]:
             try:
                 unit_factor(gen, "event", sig)
             except ValueError:
-                err("unit-mismatch", f"signal `{sig.name}` counts random events but is in {sig.unit_text}", b.span,
-                    "give the signal `unit: event`")
+                err(
+                    "unit-mismatch",
+                    f"signal `{sig.name}` counts random events but is in {sig.unit_text}",
+                    b.span,
+                    "give the signal `unit: event`",
+                )
     return diags
 
 
@@ -146,8 +169,10 @@ class BindingError(PerfontoError, ValueError):
 
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = list(diagnostics)
-        super().__init__("the generation's emulator bindings do not match the emulator's quantities:\n"
-                         + "\n".join(d.render() for d in self.diagnostics))
+        super().__init__(
+            "the generation's emulator bindings do not match the emulator's quantities:\n"
+            + "\n".join(d.render() for d in self.diagnostics)
+        )
 
 
 __all__ = ["BindingError", "KINDS", "Quantity", "check_bindings", "of_kind", "registry", "unit_factor"]

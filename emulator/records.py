@@ -22,6 +22,7 @@ TTFT = first token − arrival over requests with a first token; TPOT = (complet
 (output tokens − 1) over completed requests with ≥ 2 output tokens; ITL = every gap between
 consecutive tokens of a request (never the TTFT); percentiles linear-interpolated (numpy's default).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,17 +33,24 @@ import pyarrow.parquet as pq
 
 from .steps import token_steps
 
-SCHEMA = pa.schema([
-    pa.field("request_id", pa.int64()), pa.field("rank", pa.int32()),
-    pa.field("arrival_time", pa.float64()), pa.field("admission_time", pa.float64()),
-    pa.field("first_token_time", pa.float64()), pa.field("completion_time", pa.float64()),
-    pa.field("input_tokens", pa.int64()), pa.field("output_tokens", pa.int64()),
-    pa.field("token_times", pa.list_(pa.float64())),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("request_id", pa.int64()),
+        pa.field("rank", pa.int32()),
+        pa.field("arrival_time", pa.float64()),
+        pa.field("admission_time", pa.float64()),
+        pa.field("first_token_time", pa.float64()),
+        pa.field("completion_time", pa.float64()),
+        pa.field("input_tokens", pa.int64()),
+        pa.field("output_tokens", pa.int64()),
+        pa.field("token_times", pa.list_(pa.float64())),
+    ]
+)
 
 
-def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl: int, osl: int, ranks: int,
-                    duration_s: float) -> pa.Table:
+def request_records(
+    sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl: int, osl: int, ranks: int, duration_s: float
+) -> pa.Table:
     """The request records of a served schedule (``serving.Served``) whose global steps start and end
     at ``step_start_s`` / ``step_end_s`` (host s; only the timed steps). See the module docstring."""
     pp = len(sv.batchers)
@@ -103,7 +111,7 @@ def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl
             total = None
         if total is not None and total > bt.admitted:
             m = total - bt.admitted
-            arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted:total], np.float64)
+            arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted : total], np.float64)
             cols["arrival"].append(arr)
             for key in ("admission", "first", "completion"):
                 cols[key].append(np.full(m, np.nan))
@@ -120,15 +128,20 @@ def request_records(sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl
     flat = np.concatenate(times) if times else np.zeros(0)
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in times])]).astype(np.int32)
     lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float64()))
-    return pa.table({
-        "request_id": pa.array(np.arange(rows * ranks, dtype=np.int64)),
-        "rank": pa.array(np.repeat(np.arange(ranks, dtype=np.int32), rows)),
-        "arrival_time": nullable(cat["arrival"]), "admission_time": nullable(cat["admission"]),
-        "first_token_time": nullable(cat["first"]), "completion_time": nullable(cat["completion"]),
-        "input_tokens": pa.array(np.full(rows * ranks, int(isl), np.int64)),
-        "output_tokens": pa.array(np.tile(cat["out"].astype(np.int64), ranks)),
-        "token_times": pa.concat_arrays([lists] * ranks) if ranks > 1 and rows else lists,
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "request_id": pa.array(np.arange(rows * ranks, dtype=np.int64)),
+            "rank": pa.array(np.repeat(np.arange(ranks, dtype=np.int32), rows)),
+            "arrival_time": nullable(cat["arrival"]),
+            "admission_time": nullable(cat["admission"]),
+            "first_token_time": nullable(cat["first"]),
+            "completion_time": nullable(cat["completion"]),
+            "input_tokens": pa.array(np.full(rows * ranks, int(isl), np.int64)),
+            "output_tokens": pa.array(np.tile(cat["out"].astype(np.int64), ranks)),
+            "token_times": pa.concat_arrays([lists] * ranks) if ranks > 1 and rows else lists,
+        },
+        schema=SCHEMA,
+    )
 
 
 def write_records(path: Path, table: pa.Table) -> None:
@@ -144,6 +157,7 @@ def _pct(x: np.ndarray) -> tuple[float | None, float | None]:
 def latency_truth(table: pa.Table) -> dict:
     """``ttft_p50_s`` … ``itl_p99_s`` (s; None over an empty population) and the population sizes
     (``latency_requests``, ``latency_tpot_requests``, ``latency_itl_gaps``) of the records."""
+
     def col(name):
         return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
 

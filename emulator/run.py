@@ -13,6 +13,7 @@ Outputs of ``run`` in ``out_dir``:
 - with ``op_snapshots``, ``snapshots.parquet``: the counters read at every op boundary too
   (``emulator.opsnapshots``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,8 +97,9 @@ def sample_grid(duration_s: float, period_s: float, core_hz: float) -> tuple[np.
     if p_ns < 1:
         raise ValueError("sample_period_s must be at least 1 ns")
     if p_ns > d_ns:
-        raise ValueError(f"the sample period ({period_s:g} s) is longer than the duration ({duration_s:g} s): "
-                         f"no window would fit")
+        raise ValueError(
+            f"the sample period ({period_s:g} s) is longer than the duration ({duration_s:g} s): no window would fit"
+        )
     t = np.arange(0, d_ns, p_ns, dtype=np.int64)
     if d_ns - t[-1] >= p_ns / 2:
         t = np.append(t, np.int64(d_ns))
@@ -113,9 +115,18 @@ def leader_mask(mp: Mapping) -> np.ndarray:
     return first_stage & ((c % mp.tp == 0) | mp.attn_dp)
 
 
-def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", kv_dtype: str | None = None,
-          mapping: Mapping | None = None, preset: str | None = None, assumptions: Assumptions | None = None,
-          hardware: dict | None = None) -> tuple[Generation, EmuConfig, object]:
+def setup(
+    gen: Generation | str,
+    *,
+    model: str,
+    chips: int,
+    dtype: str = "fp8",
+    kv_dtype: str | None = None,
+    mapping: Mapping | None = None,
+    preset: str | None = None,
+    assumptions: Assumptions | None = None,
+    hardware: dict | None = None,
+) -> tuple[Generation, EmuConfig, object]:
     """Generation, ``EmuConfig`` and preset of a scenario (``assumptions`` replaces the preset's;
     ``hardware``: ``Hardware`` fields to override after the preset's, SI units).
 
@@ -143,16 +154,41 @@ def setup(gen: Generation | str, *, model: str, chips: int, dtype: str = "fp8", 
     return gen, cfg, p
 
 
-def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0,
-        sample_period_s: float = 1e-3, isl: int = 2048, osl: int = 128, seed: int = 0, out_dir: str | Path,
-        token_budget: int | None = None, max_batch: int | None = None, num_requests: int | None = None,
-        warmup_steps: int = 0, assumptions: Assumptions | None = None, dtype: str = "fp8", kv_dtype: str | None = None,
-        mapping: Mapping | None = None, preset: str | None = None, chunked_prefill: bool | None = None,
-        rate: float | None = None, engine: Engine | None = None, progress: Progress | None = None,
-        slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-        router_skew: float = 0.0, clock_offset_max_s: float = 10e-3, clock_drift_max_ppm: float = 100.0,
-        trace_detail: str = "auto", concurrency: int | None = None, draft_tokens: int = 0,
-        acceptance: float = 0.0, op_snapshots: bool = False) -> EmulationResult:
+def run(
+    gen: Generation | str,
+    *,
+    model: str = "llama3-70b",
+    chips: int = 8,
+    duration_s: float = 1.0,
+    sample_period_s: float = 1e-3,
+    isl: int = 2048,
+    osl: int = 128,
+    seed: int = 0,
+    out_dir: str | Path,
+    token_budget: int | None = None,
+    max_batch: int | None = None,
+    num_requests: int | None = None,
+    warmup_steps: int = 0,
+    assumptions: Assumptions | None = None,
+    dtype: str = "fp8",
+    kv_dtype: str | None = None,
+    mapping: Mapping | None = None,
+    preset: str | None = None,
+    chunked_prefill: bool | None = None,
+    rate: float | None = None,
+    engine: Engine | None = None,
+    progress: Progress | None = None,
+    slow_chip: tuple[int, float] | None = None,
+    throttled_link: tuple[int, int, float] | None = None,
+    router_skew: float = 0.0,
+    clock_offset_max_s: float = 10e-3,
+    clock_drift_max_ppm: float = 100.0,
+    trace_detail: str = "auto",
+    concurrency: int | None = None,
+    draft_tokens: int = 0,
+    acceptance: float = 0.0,
+    op_snapshots: bool = False,
+) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
     Scenario: offline by default — requests of ``isl`` prompt and ``osl`` output tokens queued at t = 0
@@ -201,35 +237,58 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
         if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{name} must be a finite number of seconds > 0 (got {v})")
     if sample_period_s < MIN_SAMPLE_PERIOD_S:
-        raise ValueError(f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)")
-    gen, cfg, p = setup(gen, model=model, chips=chips, dtype=dtype, kv_dtype=kv_dtype, mapping=mapping, preset=preset,
-                        assumptions=assumptions)
+        raise ValueError(
+            f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)"
+        )
+    gen, cfg, p = setup(
+        gen,
+        model=model,
+        chips=chips,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        mapping=mapping,
+        preset=preset,
+        assumptions=assumptions,
+    )
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
     if warmup_steps < 0:
         raise ValueError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
-    knobs = Knobs(slow_chip=tuple(slow_chip) if slow_chip is not None else None,
-                  throttled_link=tuple(throttled_link) if throttled_link is not None else None,
-                  router_skew=float(router_skew))
+    knobs = Knobs(
+        slow_chip=tuple(slow_chip) if slow_chip is not None else None,
+        throttled_link=tuple(throttled_link) if throttled_link is not None else None,
+        router_skew=float(router_skew),
+    )
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
     profiles, prof_of = knobs.profiles(chips, mp)
     counts = np.bincount(prof_of, minlength=len(profiles))
     clocks = draw_clocks(chips, seed, clock_offset_max_s * 1e9, clock_drift_max_ppm)
-    eng = engine or engine_for(cfg, p, isl, osl, max_batch=max_batch, token_budget=token_budget,
-                               chunked_prefill=chunked_prefill, draft_tokens=draft_tokens, acceptance=acceptance)
+    eng = engine or engine_for(
+        cfg,
+        p,
+        isl,
+        osl,
+        max_batch=max_batch,
+        token_budget=token_budget,
+        chunked_prefill=chunked_prefill,
+        draft_tokens=draft_tokens,
+        acceptance=acceptance,
+    )
     f = hw.core_hz
     t_grid, _ = sample_grid(duration_s, sample_period_s, f)
-    d_ns = int(t_grid[-1])                                            # the run's duration (each chip's own clock)
+    d_ns = int(t_grid[-1])  # the run's duration (each chip's own clock)
     drift = np.array([c.drift for c in clocks])
-    host_ns = t_grid[:, None] / (1.0 + drift[None, :])                # when each chip's sample happens, host time
-    s_cyc = np.rint(host_ns * (f / 1e9)).astype(np.int64)            # (samples, chips)
+    host_ns = t_grid[:, None] / (1.0 + drift[None, :])  # when each chip's sample happens, host time
+    s_cyc = np.rint(host_ns * (f / 1e9)).astype(np.int64)  # (samples, chips)
     t_dev = np.array([c.offset_ns for c in clocks], np.int64)[None, :] + t_grid[:, None]
-    end = int(s_cyc[-1].max())                                        # the last sample of any chip
-    end_host = int(round(d_ns * f / 1e9))                             # host time d_ns, in core cycles
+    end = int(s_cyc[-1].max())  # the last sample of any chip
+    end_host = int(round(d_ns * f / 1e9))  # host time d_ns, in core cycles
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
-    batchers = make_batchers(cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed)
+    batchers = make_batchers(
+        cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed
+    )
     tick = (lambda now: progress("schedule", min(now, until_s), until_s)) if progress else None
     seconds_fn = (lambda batch: lockstep_seconds(batch, cfg, profiles)) if len(profiles) > 1 else None
     sv = serve(cfg, batchers, until_s=until_s, warmup_steps=warmup_steps, progress=tick, seconds_fn=seconds_fn)
@@ -254,15 +313,36 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     leaders = leader_mask(mp)
     slow_link = (int(knobs.throttled_link[0]), int(knobs.throttled_link[1])) if knobs.throttled_link else None
     plan = plan_columns(gen, hw, a, chips, seed, end, leaders, slow_link=slow_link)
-    meta = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "chips": chips,
-            "sample_period_ns": int(round(sample_period_s * 1e9)), "seed": int(seed), "isl": int(isl), "osl": int(osl)}
+    meta = {
+        "generation": gen.name,
+        "content_hash": gen.content_hash,
+        "model": model,
+        "chips": chips,
+        "sample_period_ns": int(round(sample_period_s * 1e9)),
+        "seed": int(seed),
+        "isl": int(isl),
+        "osl": int(osl),
+    }
     counters_path = out / "counters.parquet"
     cb = (lambda i, n: progress("counters", i, n)) if progress else None
-    write_counters(counters_path, gen, tls, plan, t_dev, s_cyc, chips,
-                   Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
-                   {**meta, "duration_ns": d_ns, "unbound_signals": plan.unbound,
-                    "clock": "device: each chip's timestamps are on its own clock; align with sync.parquet"},
-                   progress=cb, profile_of=prof_of)
+    write_counters(
+        counters_path,
+        gen,
+        tls,
+        plan,
+        t_dev,
+        s_cyc,
+        chips,
+        Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
+        {
+            **meta,
+            "duration_ns": d_ns,
+            "unbound_signals": plan.unbound,
+            "clock": "device: each chip's timestamps are on its own clock; align with sync.parquet",
+        },
+        progress=cb,
+        profile_of=prof_of,
+    )
 
     # request records and the latencies they give (host time)
     n_timed = min(len(b), len(tls[0]))
@@ -278,31 +358,85 @@ def run(gen: Generation | str, *, model: str = "llama3-70b", chips: int = 8, dur
     if op_snapshots:
         snapshots_path = out / "snapshots.parquet"
         trace_info["snapshots"] = write_snapshots(
-            snapshots_path, gen, tls, prof_of, plan, clocks, f, s_cyc, t_dev,
+            snapshots_path,
+            gen,
+            tls,
+            prof_of,
+            plan,
+            clocks,
+            f,
+            s_cyc,
+            t_dev,
             Thermal(hw.idle_power, a.ambient_c, a.r_th_c_per_w, a.tau_th_s),
-            {**meta, "duration_ns": d_ns, "clock": "device: each chip's timestamps are on its own clock"})
+            {**meta, "duration_ns": d_ns, "clock": "device: each chip's timestamps are on its own clock"},
+        )
 
     rt = request_times(sv, ends_s, tokens=True)
     lat = latency(rt["arrival_s"], rt["first_s"], rt["last_s"], osl, t0=0.0, itl_s=rt["itl_s"])
     waits = collective_waits(tls, prof_of, end_host)
-    extra = {"generation": gen.name, "content_hash": gen.content_hash, "model": model, "seed": int(seed),
-             "isl": int(isl), "osl": int(osl), "sample_period_s": float(sample_period_s),
-             "requested_duration_s": float(duration_s),
-             "token_budget": int(eng.token_budget), "max_batch": int(eng.max_batch),
-             "chunked_prefill": bool(eng.chunked_prefill), "num_requests": num_requests, "rate": rate,
-             "concurrency": concurrency, "speculative": speculative_truth(b, eng, mp.ranks),
-             "warmup_steps": int(warmup_steps), "dtype": cfg.prec.weights, "kv_dtype": cfg.prec.kv,
-             "mapping": dataclasses.asdict(mp), "preset": p.name if assumptions is None else "custom",
-             "hardware_overrides": p.hardware if assumptions is None else {},
-             "kv_capacity_tokens": rank_kv_capacity(cfg, eng), "weight_bytes_per_chip": cfg.cs.weight_bytes,
-             "peak_flops_per_chip": hw.peak_fp8, "latency": lat, **latency_truth(records),
-             "knobs": knobs.to_json(), "trace": trace_info, "assumptions": dataclasses.asdict(a)}
-    gt = ground_truth(tls, prof_of, plan, hw, cfg, chips, d_ns * 1e-9, s_cyc[-1], a.ring_links or hw.links, extra,
-                      clocks=clocks, waits=waits, knobs=knobs)
+    extra = {
+        "generation": gen.name,
+        "content_hash": gen.content_hash,
+        "model": model,
+        "seed": int(seed),
+        "isl": int(isl),
+        "osl": int(osl),
+        "sample_period_s": float(sample_period_s),
+        "requested_duration_s": float(duration_s),
+        "token_budget": int(eng.token_budget),
+        "max_batch": int(eng.max_batch),
+        "chunked_prefill": bool(eng.chunked_prefill),
+        "num_requests": num_requests,
+        "rate": rate,
+        "concurrency": concurrency,
+        "speculative": speculative_truth(b, eng, mp.ranks),
+        "warmup_steps": int(warmup_steps),
+        "dtype": cfg.prec.weights,
+        "kv_dtype": cfg.prec.kv,
+        "mapping": dataclasses.asdict(mp),
+        "preset": p.name if assumptions is None else "custom",
+        "hardware_overrides": p.hardware if assumptions is None else {},
+        "kv_capacity_tokens": rank_kv_capacity(cfg, eng),
+        "weight_bytes_per_chip": cfg.cs.weight_bytes,
+        "peak_flops_per_chip": hw.peak_fp8,
+        "latency": lat,
+        **latency_truth(records),
+        "knobs": knobs.to_json(),
+        "trace": trace_info,
+        "assumptions": dataclasses.asdict(a),
+    }
+    gt = ground_truth(
+        tls,
+        prof_of,
+        plan,
+        hw,
+        cfg,
+        chips,
+        d_ns * 1e-9,
+        s_cyc[-1],
+        a.ring_links or hw.links,
+        extra,
+        clocks=clocks,
+        waits=waits,
+        knobs=knobs,
+    )
     gt_path = out / "ground_truth.json"
     gt_path.write_text(json.dumps(gt, indent=1, sort_keys=False))
-    return EmulationResult(counters_path, gt_path, gt, tls[0], hw, cfg, requests_path, sync_path, trace_path, tls, prof_of,
-                           clocks, snapshots_path)
+    return EmulationResult(
+        counters_path,
+        gt_path,
+        gt,
+        tls[0],
+        hw,
+        cfg,
+        requests_path,
+        sync_path,
+        trace_path,
+        tls,
+        prof_of,
+        clocks,
+        snapshots_path,
+    )
 
 
 def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:
@@ -313,6 +447,10 @@ def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:
     dec = b.decode_tokens > 0
     n_req = float(b.decode_tokens[dec].sum()) / (eng.draft_tokens + 1)
     accepted = float(b.accepted_tokens.sum())
-    return {"draft_tokens": int(eng.draft_tokens), "acceptance": float(eng.acceptance),
-            "accepted_draft_tokens": accepted * ranks, "decode_steps": int(dec.sum()),
-            "tokens_per_decode_step": (n_req + accepted) / n_req if n_req else None}
+    return {
+        "draft_tokens": int(eng.draft_tokens),
+        "acceptance": float(eng.acceptance),
+        "accepted_draft_tokens": accepted * ranks,
+        "decode_steps": int(dec.sum()),
+        "tokens_per_decode_step": (n_req + accepted) / n_req if n_req else None,
+    }

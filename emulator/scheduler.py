@@ -34,6 +34,7 @@ left) and frees its KV cache at the step's end. The batcher logs, per request, i
 steps of its first and last token, and the tokens a decoding request emits at each step
 (``request_log``), from which ``latency`` computes TTFT, TPOT and ITL once steps have times.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,38 +79,66 @@ class ContinuousBatcher:
             without chunking, or a parameter is out of range.
     """
 
-    def __init__(self, *, isl: int, osl: int, token_budget: int, max_batch: int, kv_capacity_tokens: int,
-                 num_requests: int | None = None, page_tokens: int = 16, chunked_prefill: bool = True,
-                 arrivals: np.ndarray | None = None, concurrency: int | None = None, draft_tokens: int = 0,
-                 acceptance: float = 0.0, seed: int = 0):
-        for name, v in (("isl", isl), ("osl", osl), ("token_budget", token_budget), ("max_batch", max_batch),
-                        ("page_tokens", page_tokens)):
+    def __init__(
+        self,
+        *,
+        isl: int,
+        osl: int,
+        token_budget: int,
+        max_batch: int,
+        kv_capacity_tokens: int,
+        num_requests: int | None = None,
+        page_tokens: int = 16,
+        chunked_prefill: bool = True,
+        arrivals: np.ndarray | None = None,
+        concurrency: int | None = None,
+        draft_tokens: int = 0,
+        acceptance: float = 0.0,
+        seed: int = 0,
+    ):
+        for name, v in (
+            ("isl", isl),
+            ("osl", osl),
+            ("token_budget", token_budget),
+            ("max_batch", max_batch),
+            ("page_tokens", page_tokens),
+        ):
             if int(v) < 1:
                 raise SchedulerError(f"{name} must be ≥ 1 (got {v})")
         if concurrency is not None and (int(concurrency) < 1 or arrivals is not None):
             raise SchedulerError(f"concurrency must be ≥ 1 and excludes arrival times (got {concurrency})")
         if int(draft_tokens) < 0 or not 0.0 <= float(acceptance) <= 1.0:
-            raise SchedulerError(f"draft tokens must be ≥ 0 and the acceptance rate in [0, 1] (got {draft_tokens}, {acceptance})")
+            raise SchedulerError(
+                f"draft tokens must be ≥ 0 and the acceptance rate in [0, 1] (got {draft_tokens}, {acceptance})"
+            )
         self.k, self.alpha = int(draft_tokens), float(acceptance)
         self.concurrency = None if concurrency is None else int(concurrency)
         self._rng = np.random.default_rng([int(seed), 0xD4AF7])
         if self.k and self.k + 1 > int(token_budget):
-            raise SchedulerError(f"{self.k} draft tokens need {self.k + 1} rows per decoding request, more than the "
-                                 f"{token_budget}-token step")
+            raise SchedulerError(
+                f"{self.k} draft tokens need {self.k + 1} rows per decoding request, more than the "
+                f"{token_budget}-token step"
+            )
         self.isl, self.osl = int(isl), int(osl)
         self.token_budget, self.max_batch = int(token_budget), int(max_batch)
         self.page = int(page_tokens)
         self.chunked = bool(chunked_prefill)
         if not self.chunked and self.isl > self.token_budget:
-            raise SchedulerError(f"a {self.isl}-token prompt never fits a {self.token_budget}-token step without "
-                                 f"chunked prefill; raise the token budget or enable chunking")
+            raise SchedulerError(
+                f"a {self.isl}-token prompt never fits a {self.token_budget}-token step without "
+                f"chunked prefill; raise the token budget or enable chunking"
+            )
         self.reserve = -(-(self.isl + self.osl - 1 + self.k) // self.page) * self.page
         self.capacity = int(kv_capacity_tokens)
         if self.reserve > self.capacity:
-            raise SchedulerError(f"one request needs {self.reserve} KV tokens but only {max(self.capacity, 0)} fit beside "
-                                 f"the weights; use more chips, a smaller dtype or shorter isl/osl")
+            raise SchedulerError(
+                f"one request needs {self.reserve} KV tokens but only {max(self.capacity, 0)} fit beside "
+                f"the weights; use more chips, a smaller dtype or shorter isl/osl"
+            )
         self.arrivals = None if arrivals is None else np.asarray(arrivals, np.float64)
-        self.total = len(self.arrivals) if self.arrivals is not None else (None if num_requests is None else int(num_requests))
+        self.total = (
+            len(self.arrivals) if self.arrivals is not None else (None if num_requests is None else int(num_requests))
+        )
         self.admitted = 0
         self.reserved = 0
         self.steps = 0
@@ -173,8 +202,12 @@ class ContinuousBatcher:
         if tokens_left <= 0:
             return 0
         per = -(-tokens_left // self.isl) if self.chunked else tokens_left // self.isl
-        n = min(self.max_batch - self.running, (self.capacity - self.reserved) // self.reserve, per,
-                self.arrived(now) - self.admitted)
+        n = min(
+            self.max_batch - self.running,
+            (self.capacity - self.reserved) // self.reserve,
+            per,
+            self.arrived(now) - self.admitted,
+        )
         return max(n, 0)
 
     # ---- one step -------------------------------------------------------------------------------
@@ -195,9 +228,9 @@ class ContinuousBatcher:
         n_dec = self.n_dec
         A = self._draw() if n_dec else 1
         self._A = A
-        e_sum = n_dec * (1 + self._D) - self._sum_gD                        # Σ tokens emitted before this step
+        e_sum = n_dec * (1 + self._D) - self._sum_gD  # Σ tokens emitted before this step
         rows = n_dec * (k + 1)
-        keys = (k + 1) * (n_dec * isl + e_sum) + n_dec * k * (k + 1) // 2   # Σ over rows of keys attended
+        keys = (k + 1) * (n_dec * isl + e_sum) + n_dec * k * (k + 1) // 2  # Σ over rows of keys attended
         kv_dec = n_dec * isl + e_sum + n_dec * (A - 1)
         kv_alloc = int(((isl + 1 + self._D - gD + k + page - 1) // page * page) @ gn) if n_dec else 0
         spec = (0, 0, n_dec * k, k if n_dec else 0)  # emitted, accepted (filled in by _close), draft rows, passes
@@ -213,9 +246,19 @@ class ContinuousBatcher:
                 self.reserved += n_new * self.reserve
                 self.admitted += n_new
             pages_isl = -(-isl // page) * page
-            row = (rows, keys, full * isl + last, n_new, full * isl * (isl + 1) // 2 + last * (last + 1) // 2, 0,
-                   rows + full, 0, n_dec + n_new, kv_dec + full * isl + last,
-                   kv_alloc + full * pages_isl + (-(-last // page) * page)) + spec
+            row = (
+                rows,
+                keys,
+                full * isl + last,
+                n_new,
+                full * isl * (isl + 1) // 2 + last * (last + 1) // 2,
+                0,
+                rows + full,
+                0,
+                n_dec + n_new,
+                kv_dec + full * isl + last,
+                kv_alloc + full * pages_isl + (-(-last // page) * page),
+            ) + spec
             first_ids = np.arange(a0, a0 + full, dtype=np.int64)
             if last:
                 self.pf_done, self.pf_ids = np.array([last], np.int64), np.array([a0 + full], np.int64)
@@ -242,9 +285,19 @@ class ContinuousBatcher:
         new_done = done + alloc
         first = new_done == isl
         n_first = int(first.sum())
-        row = (rows, keys, int(q.sum()), len(q), int((q * p + q * (q + 1) // 2).sum()), int(p.sum()), rows + n_first, 0,
-               n_dec + len(new_done), kv_dec + int(new_done.sum()),
-               kv_alloc + int(((new_done + page - 1) // page * page).sum())) + spec
+        row = (
+            rows,
+            keys,
+            int(q.sum()),
+            len(q),
+            int((q * p + q * (q + 1) // 2).sum()),
+            int(p.sum()),
+            rows + n_first,
+            0,
+            n_dec + len(new_done),
+            kv_dec + int(new_done.sum()),
+            kv_alloc + int(((new_done + page - 1) // page * page).sum()),
+        ) + spec
         self.pf_done, self.pf_ids = new_done[~first], ids[~first]
         return self._close(row, ids[first])
 
@@ -254,9 +307,9 @@ class ContinuousBatcher:
         counts of ``row``."""
         st, osl, A = self.steps, self.osl, self._A
         h = self._gh
-        gn, gD = self._gn[h:self._gt], self._gD[h:self._gt]
+        gn, gD = self._gn[h : self._gt], self._gD[h : self._gt]
         n_dec = self.n_dec
-        D_next = self._D + A                                   # D(st + 1)
+        D_next = self._D + A  # D(st + 1)
         # a group is done when 1 + D(st + 1) − D(f + 1) ≥ osl; groups are in order of D(f + 1)
         kd = int(np.searchsorted(gD, 1 + D_next - osl, side="right")) if n_dec else 0
         n_done = int(gn[:kd].sum()) if kd else 0
@@ -265,7 +318,7 @@ class ContinuousBatcher:
             left = osl - (1 + self._D - gD[:kd])
             emitted -= int(((A - left) * gn[:kd]).sum())
         accepted = emitted - n_dec
-        fin_ids = self._gids[h:h + kd]
+        fin_ids = self._gids[h : h + kd]
         if kd:
             self.n_dec -= n_done
             self._sum_gD -= int(gD[:kd] @ gn[:kd])
@@ -330,16 +383,30 @@ class ContinuousBatcher:
         for s, ids in self._last:
             last[ids] = s
         for s, a0, k in self._admit_log:
-            admit[a0:a0 + k] = s
+            admit[a0 : a0 + k] = s
         arr = self.arrivals[:n] if self.arrivals is not None else np.zeros(n)
         arrive = np.full(n, -1, np.int64)
         i = self.concurrency or 0
         for s, cnt in self._arrive_log:
-            arrive[i:min(i + cnt, n)] = s
+            arrive[i : min(i + cnt, n)] = s
             i += cnt
-        return {"arrival_s": arr, "arrival_step": arrive, "admit_step": admit, "first_step": first, "last_step": last,
-                "per_step": np.array(self._per_step, np.int64)}
+        return {
+            "arrival_s": arr,
+            "arrival_step": arrive,
+            "admit_step": admit,
+            "first_step": first,
+            "last_step": last,
+            "per_step": np.array(self._per_step, np.int64),
+        }
 
 
-__all__ = ["ContinuousBatcher", "ROW", "SchedulerError", "StepBatch", "latency", "percentiles", "poisson_arrivals",
-           "token_steps"]
+__all__ = [
+    "ContinuousBatcher",
+    "ROW",
+    "SchedulerError",
+    "StepBatch",
+    "latency",
+    "percentiles",
+    "poisson_arrivals",
+    "token_steps",
+]

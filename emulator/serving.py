@@ -26,6 +26,7 @@ completes the one it replaces) and times them afterwards; online it times every 
 scheduling the next (admission depends on the clock) and idles until the next arrival when nothing
 is queued. ``engine_for`` sizes the engine for both ``run`` and ``project``.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,13 +49,19 @@ class Engine:
     token_budget: int = 8192
     chunked_prefill: bool = True
     kv_capacity_tokens: int | None = None  # None: from HBM, weights and Assumptions
-    draft_tokens: int = 0                  # speculative decoding / MTP: drafts verified per request and step
-    acceptance: float = 0.0                # probability each draft token is accepted
+    draft_tokens: int = 0  # speculative decoding / MTP: drafts verified per request and step
+    acceptance: float = 0.0  # probability each draft token is accepted
 
     def describe(self) -> str:
-        spec = f"; {self.draft_tokens} draft tokens per step at {self.acceptance:.0%} acceptance" if self.draft_tokens else ""
-        return (f"max batch {self.max_batch}, {self.token_budget} tokens per step, "
-                f"{'chunked' if self.chunked_prefill else 'whole'} prompts{spec}")
+        spec = (
+            f"; {self.draft_tokens} draft tokens per step at {self.acceptance:.0%} acceptance"
+            if self.draft_tokens
+            else ""
+        )
+        return (
+            f"max batch {self.max_batch}, {self.token_budget} tokens per step, "
+            f"{'chunked' if self.chunked_prefill else 'whole'} prompts{spec}"
+        )
 
 
 def _round_up(x: float, m: int) -> int:
@@ -89,9 +96,18 @@ def trtllm_bench_engine(cfg: EmuConfig, isl: int, osl: int, *, chunked_prefill: 
     return Engine(max_batch=max_bs, token_budget=max_tok, chunked_prefill=chunked_prefill)
 
 
-def engine_for(cfg: EmuConfig, preset, isl: int, osl: int, *, max_batch: int | None = None,
-               token_budget: int | None = None, chunked_prefill: bool | None = None, draft_tokens: int = 0,
-               acceptance: float = 0.0) -> Engine:
+def engine_for(
+    cfg: EmuConfig,
+    preset,
+    isl: int,
+    osl: int,
+    *,
+    max_batch: int | None = None,
+    token_budget: int | None = None,
+    chunked_prefill: bool | None = None,
+    draft_tokens: int = 0,
+    acceptance: float = 0.0,
+) -> Engine:
     """The engine a preset prescribes — ``trtllm``: trtllm-bench's sizing (``trtllm_bench_engine``), or
     the preset's explicit ``{max_batch, token_budget, chunked_prefill}`` — with each setting given here
     replacing the preset's. ``run`` and ``project`` both size their engine here, so that the same
@@ -100,12 +116,18 @@ def engine_for(cfg: EmuConfig, preset, isl: int, osl: int, *, max_batch: int | N
         base = trtllm_bench_engine(cfg, isl, osl, chunked_prefill=bool(chunked_prefill))
     else:
         e = dict(preset.engine)
-        base = Engine(max_batch=int(e.get("max_batch", 1024)), token_budget=int(e.get("token_budget", 8192)),
-                      chunked_prefill=bool(e.get("chunked_prefill", True)))
-    return Engine(max_batch=int(max_batch) if max_batch is not None else base.max_batch,
-                  token_budget=int(token_budget) if token_budget is not None else base.token_budget,
-                  chunked_prefill=bool(chunked_prefill) if chunked_prefill is not None else base.chunked_prefill,
-                  draft_tokens=int(draft_tokens), acceptance=float(acceptance))
+        base = Engine(
+            max_batch=int(e.get("max_batch", 1024)),
+            token_budget=int(e.get("token_budget", 8192)),
+            chunked_prefill=bool(e.get("chunked_prefill", True)),
+        )
+    return Engine(
+        max_batch=int(max_batch) if max_batch is not None else base.max_batch,
+        token_budget=int(token_budget) if token_budget is not None else base.token_budget,
+        chunked_prefill=bool(chunked_prefill) if chunked_prefill is not None else base.chunked_prefill,
+        draft_tokens=int(draft_tokens),
+        acceptance=float(acceptance),
+    )
 
 
 def rank_kv_capacity(cfg: EmuConfig, engine: Engine) -> int:
@@ -115,8 +137,17 @@ def rank_kv_capacity(cfg: EmuConfig, engine: Engine) -> int:
     return kv_capacity_tokens(cfg.hw.hbm_capacity, cfg.cs, cfg.a.kv_memory_fraction, cfg.a.runtime_reserve_bytes)
 
 
-def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_requests: int | None = None,
-                  rate: float | None = None, concurrency: int | None = None, seed: int = 0) -> list[ContinuousBatcher]:
+def make_batchers(
+    cfg: EmuConfig,
+    engine: Engine,
+    isl: int,
+    osl: int,
+    *,
+    num_requests: int | None = None,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    seed: int = 0,
+) -> list[ContinuousBatcher]:
     """The ``pp`` micro-batch schedulers of one rank. ``num_requests``, ``rate`` and ``concurrency``
     (closed loop: requests in flight) are server totals, split evenly over the ``Mapping.ranks`` ranks
     (and the micro-batches).
@@ -131,8 +162,10 @@ def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_req
         if rate is not None:
             raise SchedulerError("a closed loop (concurrency) and Poisson arrivals (rate) exclude each other")
         if int(concurrency) < ranks * pp:
-            raise SchedulerError(f"concurrency {concurrency} is below the {ranks * pp} scheduler ranks × micro-batches "
-                                 f"of {mp.describe()}: some would never get a request")
+            raise SchedulerError(
+                f"concurrency {concurrency} is below the {ranks * pp} scheduler ranks × micro-batches "
+                f"of {mp.describe()}: some would never get a request"
+            )
     out = []
     for i in range(pp):
         conc = None if concurrency is None else -(-int(concurrency) // (ranks * pp))
@@ -145,11 +178,23 @@ def make_batchers(cfg: EmuConfig, engine: Engine, isl: int, osl: int, *, num_req
         else:
             arrivals = None
             nreq = None if num_requests is None else -(-int(num_requests) // (ranks * pp))
-        out.append(ContinuousBatcher(isl=isl, osl=osl, token_budget=engine.token_budget,
-                                     max_batch=max(engine.max_batch // pp, 1), kv_capacity_tokens=cap,
-                                     num_requests=nreq, page_tokens=cfg.a.kv_page_tokens,
-                                     chunked_prefill=engine.chunked_prefill, arrivals=arrivals, concurrency=conc,
-                                     draft_tokens=engine.draft_tokens, acceptance=engine.acceptance, seed=seed * 1000 + i))
+        out.append(
+            ContinuousBatcher(
+                isl=isl,
+                osl=osl,
+                token_budget=engine.token_budget,
+                max_batch=max(engine.max_batch // pp, 1),
+                kv_capacity_tokens=cap,
+                num_requests=nreq,
+                page_tokens=cfg.a.kv_page_tokens,
+                chunked_prefill=engine.chunked_prefill,
+                arrivals=arrivals,
+                concurrency=conc,
+                draft_tokens=engine.draft_tokens,
+                acceptance=engine.acceptance,
+                seed=seed * 1000 + i,
+            )
+        )
     return out
 
 
@@ -168,15 +213,25 @@ class Served:
     warmup: list[int] = field(default_factory=list)
 
 
-def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float | None = None, max_steps: int | None = None,
-          warmup_steps: int = 0, progress=None, seconds_fn=None) -> Served:
+def serve(
+    cfg: EmuConfig,
+    batchers: list[ContinuousBatcher],
+    *,
+    until_s: float | None = None,
+    max_steps: int | None = None,
+    warmup_steps: int = 0,
+    progress=None,
+    seconds_fn=None,
+) -> Served:
     """Run the step loop until every request is done, or past ``until_s`` simulated seconds, or
     ``max_steps`` steps; times every step (``Served.seconds``). ``progress(done_s)`` is called as
     simulated time advances. ``seconds_fn(StepBatch) -> (steps,) s`` times the steps (default: the
     nominal chip, ``step_seconds``; ``lockstep.lockstep_seconds`` when the chips differ)."""
     if seconds_fn is None:
+
         def seconds_fn(batch):
             return step_seconds(stack_work(batch, cfg), cfg)
+
     pp = len(batchers)
     warm = []
     for bt in batchers:
@@ -233,8 +288,15 @@ def serve(cfg: EmuConfig, batchers: list[ContinuousBatcher], *, until_s: float |
         if progress is not None:
             progress(now)
     real = [r if r is not None else (0,) * ROW for r in rows]
-    return Served(StepBatch.from_rows(real), np.array(idle), np.array(owner, np.int64), batchers,
-                  np.array(secs), [np.array(x, np.int64) for x in local], warm)
+    return Served(
+        StepBatch.from_rows(real),
+        np.array(idle),
+        np.array(owner, np.int64),
+        batchers,
+        np.array(secs),
+        [np.array(x, np.int64) for x in local],
+        warm,
+    )
 
 
 def request_times(sv: Served, step_end_s: np.ndarray, *, tokens: bool = False) -> dict[str, np.ndarray]:
@@ -287,14 +349,22 @@ class Throughput:
 
     def to_json(self) -> dict:
         lat = self.latency
-        return {"output_tokens_per_second": self.output_tokens_per_second, "tokens_per_second": self.tokens_per_second,
-                "input_tokens_per_second": self.input_tokens_per_second,
-                "steady_tokens_per_second": self.steady_tokens_per_second,
-                "steady_output_tokens_per_second": self.steady_output_tokens_per_second, "makespan_s": self.makespan_s,
-                "requests": self.requests, "steps": self.steps,
-                "ttft_p50_s": lat["ttft_s"]["p50"], "ttft_p99_s": lat["ttft_s"]["p99"],
-                "tpot_p50_s": lat["tpot_s"]["p50"], "tpot_p99_s": lat["tpot_s"]["p99"],
-                "itl_p50_s": lat.get("itl_s", {}).get("p50"), "itl_p99_s": lat.get("itl_s", {}).get("p99")}
+        return {
+            "output_tokens_per_second": self.output_tokens_per_second,
+            "tokens_per_second": self.tokens_per_second,
+            "input_tokens_per_second": self.input_tokens_per_second,
+            "steady_tokens_per_second": self.steady_tokens_per_second,
+            "steady_output_tokens_per_second": self.steady_output_tokens_per_second,
+            "makespan_s": self.makespan_s,
+            "requests": self.requests,
+            "steps": self.steps,
+            "ttft_p50_s": lat["ttft_s"]["p50"],
+            "ttft_p99_s": lat["ttft_s"]["p99"],
+            "tpot_p50_s": lat["tpot_s"]["p50"],
+            "tpot_p99_s": lat["tpot_s"]["p99"],
+            "itl_p50_s": lat.get("itl_s", {}).get("p50"),
+            "itl_p99_s": lat.get("itl_s", {}).get("p99"),
+        }
 
 
 def steady_window(ends: np.ndarray) -> np.ndarray:
@@ -320,5 +390,14 @@ def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None 
     st_all = float((b.emitted_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0
     t = request_times(sv, ends, tokens=True)
     lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl, itl_s=t["itl_s"])
-    return Throughput(out_tok / span if span else 0.0, (out_tok + in_tok) / span if span else 0.0,
-                      in_tok / span if span else 0.0, span, int(b.completed.sum()) * ranks, len(b), lat, st_all, st_out)
+    return Throughput(
+        out_tok / span if span else 0.0,
+        (out_tok + in_tok) / span if span else 0.0,
+        in_tok / span if span else 0.0,
+        span,
+        int(b.completed.sum()) * ranks,
+        len(b),
+        lat,
+        st_all,
+        st_out,
+    )

@@ -24,6 +24,7 @@ near-evenly with a per-chip split drawn once from the seed (``Assumptions.interl
 Leader-only quantities (``pcie_tx``) and ``leader_only`` bindings count on the leader chip of each
 scheduler rank only (``ColumnPlan.leaders``; chip 0 alone for one tensor-parallel group).
 """
+
 from __future__ import annotations
 
 import zlib
@@ -45,10 +46,10 @@ class SignalPlan:
     signal: ResolvedSignal
     kind: str
     instances: int
-    col: int = 0                       # linear: first column in the chip's block of ``M``
+    col: int = 0  # linear: first column in the chip's block of ``M``
     impulse: str = ""
     leader_only: bool = False
-    factor: float = 1.0                # impulse: raw units per count (1: exact integers)
+    factor: float = 1.0  # impulse: raw units per count (1: exact integers)
     event_times: list = field(default_factory=list)  # events: [chip][inst] sorted int64 cycles
     gauge: str = ""
     gauge_weights: np.ndarray | None = None  # (chips, inst)
@@ -96,8 +97,16 @@ def split_weights(split: str, n: int, chips: int, block: str, hw: Hardware, a: A
     return np.tile(on / used if split == "links" else on, (chips, 1))
 
 
-def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed: int, duration_cycles: int,
-                 leaders: np.ndarray | None = None, slow_link: tuple[int, int] | None = None) -> ColumnPlan:
+def plan_columns(
+    gen: Generation,
+    hw: Hardware,
+    a: Assumptions,
+    chips: int,
+    seed: int,
+    duration_cycles: int,
+    leaders: np.ndarray | None = None,
+    slow_link: tuple[int, int] | None = None,
+) -> ColumnPlan:
     """Plan every bound signal of ``gen`` (linear-counter matrix, impulses, events, gauges, constants).
 
     ``leaders``: (chips,) bool mask of the chips that count leader-only quantities (default: chip 0).
@@ -140,18 +149,32 @@ def plan_columns(gen: Generation, hw: Hardware, a: Assumptions, chips: int, seed
             cols.append(block)
             mods += [min(1 << sig.width, np.iinfo(np.int64).max)] * n  # a 64-bit register never wraps here
         elif b.kind == "impulse":
-            p = SignalPlan(sig, "impulse", n, impulse=b.name, leader_only=b.leader_only,
-                           factor=unit_factor(gen, reg[b.name].unit, sig) / sig.scale)
+            p = SignalPlan(
+                sig,
+                "impulse",
+                n,
+                impulse=b.name,
+                leader_only=b.leader_only,
+                factor=unit_factor(gen, reg[b.name].unit, sig) / sig.scale,
+            )
         elif b.kind == "events":
             rate = b.rate * split_weights(b.split, n, chips, sig.block, hw, a, seed)
             rng = _rng(seed, f"events:{sig.name}")
             lam = rate * duration_cycles / f_core
             counts = rng.poisson(lam)
-            times = [[np.sort(rng.integers(0, duration_cycles + 1, counts[c, i])) for i in range(n)] for c in range(chips)]
+            times = [
+                [np.sort(rng.integers(0, duration_cycles + 1, counts[c, i])) for i in range(n)] for c in range(chips)
+            ]
             p = SignalPlan(sig, "events", n, event_times=times, factor=unit_factor(gen, "event", sig) / sig.scale)
         elif b.kind == "gauge":
-            p = SignalPlan(sig, "gauge", n, gauge=b.name, gauge_unit=reg[b.name].unit,
-                           gauge_weights=split_weights(b.split, n, chips, sig.block, hw, a, seed))
+            p = SignalPlan(
+                sig,
+                "gauge",
+                n,
+                gauge=b.name,
+                gauge_unit=reg[b.name].unit,
+                gauge_weights=split_weights(b.split, n, chips, sig.block, hw, a, seed),
+            )
         else:
             p = SignalPlan(sig, "constant", n, constant=b.constant)
         plans.append(p)

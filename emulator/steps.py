@@ -1,5 +1,6 @@
 """What the scheduler hands the timing model: per-step aggregates of a block of steps (``StepBatch``),
 and where each request's output tokens land among the steps (``token_steps``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -87,16 +88,21 @@ class StepBatch:
 
     @staticmethod
     def concat(parts: list["StepBatch"]) -> "StepBatch":
-        return StepBatch(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) if parts
-                            else np.zeros(0, np.int64) for f in fields(StepBatch)})
+        return StepBatch(
+            **{
+                f.name: np.concatenate([getattr(p, f.name) for p in parts]) if parts else np.zeros(0, np.int64)
+                for f in fields(StepBatch)
+            }
+        )
 
 
 #: ints per scheduler row (one per ``StepBatch`` field, in order)
 ROW = len(fields(StepBatch))
 
 
-def token_steps(first: np.ndarray, last: np.ndarray, per_step: np.ndarray, osl: int, steps_done: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def token_steps(
+    first: np.ndarray, last: np.ndarray, per_step: np.ndarray, osl: int, steps_done: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Every emitted output token of every request: ``(owner, step)``, both int64, in request then time order.
 
     A request whose first token is sampled at (local) step ``f`` and last at ``l`` (−1: not yet)
@@ -115,9 +121,9 @@ def token_steps(first: np.ndarray, last: np.ndarray, per_step: np.ndarray, osl: 
     count = np.where(step == np.repeat(first, n), 1, A[np.clip(step, 0, max(len(A) - 1, 0))] if len(A) else 1)
     done = np.repeat(last >= 0, n) & (step == np.repeat(end, n)) & (step != np.repeat(first, n))
     if done.any():  # the last step emits what is left of osl
-        prior = np.cumsum(count) - count                       # tokens before each entry, all requests
-        s0 = np.minimum(np.cumsum(n) - n, len(prior) - 1)      # each request's first entry
-        before = prior - np.repeat(prior[s0], n)               # tokens of the same request before the entry
+        prior = np.cumsum(count) - count  # tokens before each entry, all requests
+        s0 = np.minimum(np.cumsum(n) - n, len(prior) - 1)  # each request's first entry
+        before = prior - np.repeat(prior[s0], n)  # tokens of the same request before the entry
         count = np.where(done, osl - before, count)
     count = np.maximum(count, 0)
     return np.repeat(owner, count), np.repeat(step, count)

@@ -17,13 +17,18 @@ in the middle of a slot still reads children that add up to their parent (``time
   first) and ``host_pcie`` (PCIe latency and transfers).
 Idle has no level 2.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 #: level-2 sub-classes, by parent (level-1 class index of ``ops.CLASSES``)
-CHILDREN = {0: ("compute_matrix", "compute_vector"), 1: ("memory_weights", "memory_kv", "memory_activations"),
-            2: ("collective_wait", "collective_transfer"), 3: ("host_launch", "host_pcie")}
+CHILDREN = {
+    0: ("compute_matrix", "compute_vector"),
+    1: ("memory_weights", "memory_kv", "memory_activations"),
+    2: ("collective_wait", "collective_transfer"),
+    3: ("host_launch", "host_pcie"),
+}
 SUBCLASSES = tuple(n for kids in CHILDREN.values() for n in kids)
 
 
@@ -40,8 +45,9 @@ def _split(dur: np.ndarray, parts: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def subclass_phases(W: dict, tm: dict, dur: np.ndarray, cls: np.ndarray, wait: np.ndarray | None, kinds, a
-                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def subclass_phases(
+    W: dict, tm: dict, dur: np.ndarray, cls: np.ndarray, wait: np.ndarray | None, kinds, a
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{sub-class: (amount, offset)}``, each (steps, slots) int64 core cycles (see the module docstring).
 
     Args:
@@ -71,7 +77,11 @@ def subclass_phases(W: dict, tm: dict, dur: np.ndarray, cls: np.ndarray, wait: n
     def of_stream(b):
         return np.divide(b * t_stream, stream, out=np.zeros(dur.shape), where=stream > 0)
 
-    put(CHILDREN[1], _split(dur, [of_stream(W["w"]), of_stream(W["kv_w"]) + tm["mem_kv_read"], of_stream(act)]), cls == 1)
+    put(
+        CHILDREN[1],
+        _split(dur, [of_stream(W["w"]), of_stream(W["kv_w"]) + tm["mem_kv_read"], of_stream(act)]),
+        cls == 1,
+    )
     # collective: the wait for the last chip first, then the collective itself
     w = np.minimum(wait if wait is not None else zero, dur)
     put(CHILDREN[2], [w, dur - w], cls == 2)

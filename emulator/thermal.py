@@ -11,6 +11,7 @@
   starting from the idle steady state. The recursion is evaluated in closed form with cumulative
   sums (vectorised, in blocks short enough that ``exp(−Σ ln a)`` stays below ``e**10``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,12 +33,12 @@ def first_order_filter(x: np.ndarray, a: np.ndarray, y0: float) -> np.ndarray:
     la = np.log(np.clip(a, 1e-300, 1.0))
     i, n, y = 0, len(x), float(y0)
     while i < n:
-        c = np.cumsum(la[i:i + 4096])
+        c = np.cumsum(la[i : i + 4096])
         m = int(np.searchsorted(-c, 10.0, side="right"))
         m = max(1, min(m, n - i))
         c = c[:m]
-        acc = np.cumsum((1.0 - a[i:i + m]) * x[i:i + m] * np.exp(-c))
-        out[i:i + m] = np.exp(c) * (y + acc)
+        acc = np.cumsum((1.0 - a[i : i + m]) * x[i : i + m] * np.exp(-c))
+        out[i : i + m] = np.exp(c) * (y + acc)
         y = float(out[i + m - 1])
         i += m
     return out

@@ -16,6 +16,7 @@ contiguous whole-cycle stretch of the slot and 0 elsewhere, so they too are exac
 to their level-1 class at every cycle.
 Step-end impulses (tokens, requests, steps) are exact integer step counts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,20 +42,32 @@ def concat_tables(parts: list[OpTable]) -> OpTable:
         wait = cat([p.wait if p.wait is not None else np.zeros_like(p.dur) for p in parts])
     if any(p.own_wait is not None for p in parts):
         own = cat([p.own_wait if p.own_wait is not None else np.zeros_like(p.dur) for p in parts])
-    return OpTable(dur=cat([p.dur for p in parts]), cls=cat([p.cls for p in parts]),
-                   q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
-                   gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
-                   impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses}, wait=wait, own_wait=own,
-                   phases={k: (cat([p.phases[k][0] for p in parts]), cat([p.phases[k][1] for p in parts]))
-                           for k in parts[0].phases})
+    return OpTable(
+        dur=cat([p.dur for p in parts]),
+        cls=cat([p.cls for p in parts]),
+        q={k: cat([p.q[k] for p in parts]) for k in parts[0].q},
+        gauges={k: cat([p.gauges[k] for p in parts]) for k in parts[0].gauges},
+        impulses={k: cat([p.impulses[k] for p in parts]) for k in parts[0].impulses},
+        wait=wait,
+        own_wait=own,
+        phases={
+            k: (cat([p.phases[k][0] for p in parts]), cat([p.phases[k][1] for p in parts])) for k in parts[0].phases
+        },
+    )
 
 
 def take_steps(t: OpTable, n: int) -> OpTable:
     """The first ``n`` steps of ``t``."""
-    return OpTable(dur=t.dur[:n], cls=t.cls[:n], q={k: v[:n] for k, v in t.q.items()},
-                   gauges={k: v[:n] for k, v in t.gauges.items()}, impulses={k: v[:n] for k, v in t.impulses.items()},
-                   wait=None if t.wait is None else t.wait[:n], phases={k: (a[:n], o[:n]) for k, (a, o) in t.phases.items()},
-                   own_wait=None if t.own_wait is None else t.own_wait[:n])
+    return OpTable(
+        dur=t.dur[:n],
+        cls=t.cls[:n],
+        q={k: v[:n] for k, v in t.q.items()},
+        gauges={k: v[:n] for k, v in t.gauges.items()},
+        impulses={k: v[:n] for k, v in t.impulses.items()},
+        wait=None if t.wait is None else t.wait[:n],
+        phases={k: (a[:n], o[:n]) for k, (a, o) in t.phases.items()},
+        own_wait=None if t.own_wait is None else t.own_wait[:n],
+    )
 
 
 def step_lengths(t: OpTable, plan: StepPlan) -> np.ndarray:
@@ -121,10 +134,10 @@ class Timeline:
             idx = np.flatnonzero(plan.group == g)
             a, b = idx[0], idx[-1] + 1
             cs = np.cumsum(inc[:, a:b], axis=1)
-            cinc[:, a + 1:b] = cs[:, :-1]
+            cinc[:, a + 1 : b] = cs[:, :-1]
             gtot[:, g] = cs[:, -1]
             cd = np.cumsum(dur[:, a:b], axis=1)
-            sstart[:, a + 1:b] = cd[:, :-1]
+            sstart[:, a + 1 : b] = cd[:, :-1]
             glen[:, g] = cd[:, -1]
         send = sstart + dur
         reps = plan.reps
@@ -215,5 +228,12 @@ class Timeline:
         return dict(zip(QUANTITY_NAMES, v.tolist()))
 
 
-__all__ = ["Timeline", "QUANTITY_NAMES", "QUANTITY_UNITS", "CYCLE_QUANTITIES", "concat_tables", "take_steps",
-           "step_lengths"]
+__all__ = [
+    "Timeline",
+    "QUANTITY_NAMES",
+    "QUANTITY_UNITS",
+    "CYCLE_QUANTITIES",
+    "concat_tables",
+    "take_steps",
+    "step_lengths",
+]

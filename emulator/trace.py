@@ -28,6 +28,7 @@ otherwise — at ``op`` detail waits are measured by comparing the chips' collec
 
 Detail ``auto`` writes ``op`` detail up to ``OP_DETAIL_ROWS`` rows and ``step`` detail beyond.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,8 +89,15 @@ def executions(tl: Timeline, steps: np.ndarray) -> Executions:
     aw = tl.table.arrival_wait
     wait = aw[J][:, k] if aw is not None else np.zeros_like(dur)
     E = len(k)
-    return Executions(np.repeat(J, E), np.tile(k, len(J)), np.tile(layer, len(J)), np.tile(np.arange(E), len(J)),
-                      start.reshape(-1), dur.reshape(-1), wait.reshape(-1))
+    return Executions(
+        np.repeat(J, E),
+        np.tile(k, len(J)),
+        np.tile(layer, len(J)),
+        np.tile(np.arange(E), len(J)),
+        start.reshape(-1),
+        dur.reshape(-1),
+        wait.reshape(-1),
+    )
 
 
 def collective_waits(tls: list[Timeline], prof_of: np.ndarray, end_cycles: int) -> dict:
@@ -105,8 +113,12 @@ def collective_waits(tls: list[Timeline], prof_of: np.ndarray, end_cycles: int) 
     tl0 = tls[0]
     P = len(tls)
     n_steps = len(tl0)
-    zero = {"wait_cycles": np.zeros(chips), "blame_cycles": np.zeros(chips), "waits_for": np.zeros((chips, chips)),
-            "step_skew_cycles": np.zeros(n_steps)}
+    zero = {
+        "wait_cycles": np.zeros(chips),
+        "blame_cycles": np.zeros(chips),
+        "waits_for": np.zeros((chips, chips)),
+        "step_skew_cycles": np.zeros(n_steps),
+    }
     if P == 1 or any(t.table.arrival_wait is None for t in tls):
         return zero
     counts = np.bincount(prof_of, minlength=P).astype(np.float64)
@@ -114,14 +126,14 @@ def collective_waits(tls: list[Timeline], prof_of: np.ndarray, end_cycles: int) 
     W = np.stack([t.table.arrival_wait for t in tls]).astype(np.float64)  # (P, steps, slots) per execution
     full = tl0.ends <= end_cycles
     Wt = W * np.where(full, 1.0, 0.0)[None, :, None] * reps[None, None, :]  # within the window, all repetitions
-    for j in np.flatnonzero((tl0.starts < end_cycles) & ~full):           # the step in progress at the end
+    for j in np.flatnonzero((tl0.starts < end_cycles) & ~full):  # the step in progress at the end
         for p, t in enumerate(tls):
             ex = executions(t, np.array([j]))
             got = np.clip(end_cycles - ex.start, 0, ex.wait).astype(np.float64)
             Wt[p, j] = np.bincount(ex.slot, weights=got, minlength=W.shape[2])
-    last = (W == 0) & (W.max(axis=0, keepdims=True) > 0)                     # (P, steps, slots)
+    last = (W == 0) & (W.max(axis=0, keepdims=True) > 0)  # (P, steps, slots)
     n_last = np.maximum((last * counts[:, None, None]).sum(axis=0), 1.0)
-    total = (Wt * counts[:, None, None]).sum(axis=0)                         # all chips' wait per instance
+    total = (Wt * counts[:, None, None]).sum(axis=0)  # all chips' wait per instance
     blame_p = np.array([(np.where(last[q], total / n_last, 0.0)).sum() for q in range(P)])
     pair = np.array([[np.where(last[q], Wt[p] / n_last, 0.0).sum() for q in range(P)] for p in range(P)])
     out = dict(zero)
@@ -134,8 +146,16 @@ def collective_waits(tls: list[Timeline], prof_of: np.ndarray, end_cycles: int) 
     return out
 
 
-def write_trace(path: Path, tls: list[Timeline], prof_of: np.ndarray, clocks: list[DeviceClock], cfg: EmuConfig,
-                leaders: np.ndarray, end_cycles: int, detail: str = "auto") -> dict:
+def write_trace(
+    path: Path,
+    tls: list[Timeline],
+    prof_of: np.ndarray,
+    clocks: list[DeviceClock],
+    cfg: EmuConfig,
+    leaders: np.ndarray,
+    end_cycles: int,
+    detail: str = "auto",
+) -> dict:
     """Write ``trace.parquet`` for the steps that start before ``end_cycles``; returns ``{"detail",
     "rows", "steps"}``.
 
@@ -171,20 +191,29 @@ def write_trace(path: Path, tls: list[Timeline], prof_of: np.ndarray, clocks: li
     sub0 = dma0 - SUBMIT_S * 1e9
     api0 = sub0 - API_S * 1e9
     R = len(real)
-    rows: dict[str, list] = {k: [] for k in ("kind", "name", "unit", "clock", "chip", "start", "end", "step", "layer",
-                                             "instance", "bytes", "wait")}
-    vocab = list(plan.slots) + ["launch_step", "submit", "step", "h2d", "d2h", "forward"]   # slot names first
+    rows: dict[str, list] = {
+        k: []
+        for k in ("kind", "name", "unit", "clock", "chip", "start", "end", "step", "layer", "instance", "bytes", "wait")
+    }
+    vocab = list(plan.slots) + ["launch_step", "submit", "step", "h2d", "d2h", "forward"]  # slot names first
 
     def add(kind, name, unit, clock, chip, start, end, step, layer=-1, instance=-1, nbytes=0.0, wait=-1):
         n = len(start)
         rows["kind"].append(np.full(n, KINDS.index(kind), np.int8))
-        code = vocab.index(name) if isinstance(name, str) else np.asarray(name)   # a name or slot indices
+        code = vocab.index(name) if isinstance(name, str) else np.asarray(name)  # a name or slot indices
         rows["name"].append(np.broadcast_to(np.asarray(code, np.int32), (n,)))
         rows["unit"].append(np.full(n, UNITS.index(unit), np.int8))
         rows["clock"].append(np.full(n, 0 if clock == "host" else 1, np.int8))
-        for key, v, dt in (("chip", chip, np.int32), ("start", start, np.int64), ("end", end, np.int64),
-                           ("step", step, np.int64), ("layer", layer, np.int32), ("instance", instance, np.int64),
-                           ("bytes", nbytes, np.float64), ("wait", wait, np.int64)):
+        for key, v, dt in (
+            ("chip", chip, np.int32),
+            ("start", start, np.int64),
+            ("end", end, np.int64),
+            ("step", step, np.int64),
+            ("layer", layer, np.int32),
+            ("instance", instance, np.int64),
+            ("bytes", nbytes, np.float64),
+            ("wait", wait, np.int64),
+        ):
             rows[key].append(np.broadcast_to(np.asarray(v).astype(dt), (n,)))
 
     rint = lambda x: np.rint(x).astype(np.int64)  # noqa: E731
@@ -203,8 +232,17 @@ def write_trace(path: Path, tls: list[Timeline], prof_of: np.ndarray, clocks: li
         if detail == "step":
             aw = tl.table.arrival_wait
             w = (aw[real] @ plan.slot_reps) if aw is not None else np.zeros(R, np.int64)
-            add("exec", "forward", "stream", "device", c, clk.device_int(hi1_ns), clk.device_int(ho0_ns), real,
-                wait=rint(w * ns))
+            add(
+                "exec",
+                "forward",
+                "stream",
+                "device",
+                c,
+                clk.device_int(hi1_ns),
+                clk.device_int(ho0_ns),
+                real,
+                wait=rint(w * ns),
+            )
             continue
         add("exec", "forward", "stream", "device", c, clk.device_int(hi1_ns), clk.device_int(ho0_ns), real)
         ex = executions(tl, real)
@@ -218,32 +256,61 @@ def write_trace(path: Path, tls: list[Timeline], prof_of: np.ndarray, clocks: li
         steps_k = ex.step[keep]
         txb = tl.table.q["c2c_tx"][steps_k, slot]
         inst = ex.step[keep] * E + ex.seq[keep]
-        comm = (kind == "collective") & (txb > 0)   # a collective slot that moves no data is local work
+        comm = (kind == "collective") & (txb > 0)  # a collective slot that moves no data is local work
         for kd, unit, sel, inst_v, by in (
-                ("op", "mxu", (kind == "op") & is_mm, -1, 0.0),
-                ("op", "vpu", ((kind == "op") & ~is_mm) | ((kind == "collective") & ~comm), -1, 0.0),
-                ("collective", "c2c", comm, inst, txb),
-                ("host_io", "pcie", (kind == "host_in") | (kind == "host_out"), -1, 0.0)):
+            ("op", "mxu", (kind == "op") & is_mm, -1, 0.0),
+            ("op", "vpu", ((kind == "op") & ~is_mm) | ((kind == "collective") & ~comm), -1, 0.0),
+            ("collective", "c2c", comm, inst, txb),
+            ("host_io", "pcie", (kind == "host_in") | (kind == "host_out"), -1, 0.0),
+        ):
             if not sel.any():
                 continue
-            add(kd, slot[sel], unit, "device", c, t0[sel], t1[sel], steps_k[sel], layer[sel],
-                inst_v[sel] if isinstance(inst_v, np.ndarray) else inst_v, by[sel] if isinstance(by, np.ndarray) else by)
+            add(
+                kd,
+                slot[sel],
+                unit,
+                "device",
+                c,
+                t0[sel],
+                t1[sel],
+                steps_k[sel],
+                layer[sel],
+                inst_v[sel] if isinstance(inst_v, np.ndarray) else inst_v,
+                by[sel] if isinstance(by, np.ndarray) else by,
+            )
     cat = {k: np.concatenate(v) for k, v in rows.items()}
 
     def dictionary(codes, vocab):
         return pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, np.int32)), pa.array(list(vocab), pa.string()))
 
-    table = pa.table({
-        "kind": dictionary(cat["kind"], KINDS), "name": dictionary(cat["name"], vocab),
-        "unit": dictionary(cat["unit"], UNITS), "clock": dictionary(cat["clock"], ("host", "device")),
-        "chip": pa.array(cat["chip"], pa.int32()), "start_ns": pa.array(cat["start"], pa.int64()),
-        "end_ns": pa.array(cat["end"], pa.int64()), "step": pa.array(cat["step"], pa.int64()),
-        "layer": pa.array(cat["layer"], pa.int32()), "instance": pa.array(cat["instance"], pa.int64()),
-        "bytes": pa.array(cat["bytes"], pa.float64()), "wait_ns": pa.array(cat["wait"], pa.int64()),
-    }, metadata={"perfonto": f'{{"detail": "{detail}", "api_s": {API_S}, "submit_s": {SUBMIT_S}}}'})
+    table = pa.table(
+        {
+            "kind": dictionary(cat["kind"], KINDS),
+            "name": dictionary(cat["name"], vocab),
+            "unit": dictionary(cat["unit"], UNITS),
+            "clock": dictionary(cat["clock"], ("host", "device")),
+            "chip": pa.array(cat["chip"], pa.int32()),
+            "start_ns": pa.array(cat["start"], pa.int64()),
+            "end_ns": pa.array(cat["end"], pa.int64()),
+            "step": pa.array(cat["step"], pa.int64()),
+            "layer": pa.array(cat["layer"], pa.int32()),
+            "instance": pa.array(cat["instance"], pa.int64()),
+            "bytes": pa.array(cat["bytes"], pa.float64()),
+            "wait_ns": pa.array(cat["wait"], pa.int64()),
+        },
+        metadata={"perfonto": f'{{"detail": "{detail}", "api_s": {API_S}, "submit_s": {SUBMIT_S}}}'},
+    )
     pq.write_table(table, str(path))
     return {"detail": detail, "rows": table.num_rows, "steps": int(R)}
 
 
-__all__ = ["API_S", "Executions", "OP_DETAIL_ROWS", "SUBMIT_S", "collective_waits", "executions", "step_sequence",
-           "write_trace"]
+__all__ = [
+    "API_S",
+    "Executions",
+    "OP_DETAIL_ROWS",
+    "SUBMIT_S",
+    "collective_waits",
+    "executions",
+    "step_sequence",
+    "write_trace",
+]

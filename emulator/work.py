@@ -41,6 +41,7 @@ head; d hidden; dtypes from ``Precision``; activations BF16, 2 B):
 - Host: prompt token IDs, request metadata and a command buffer over PCIe before the pass; the
   sampled IDs after it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -57,8 +58,28 @@ from .moe import imbalance
 from .model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops
 from .scheduler import StepBatch
 
-_FIELDS = ("fp4", "fp8", "bf16", "vpu", "w", "kv_r", "kv_w", "act_r", "act_w", "sram_x", "tx", "rx", "pcie_rx",
-           "pcie_tx", "hops", "rows", "pad_fp4", "pad_fp8", "pad_bf16", "imb")
+_FIELDS = (
+    "fp4",
+    "fp8",
+    "bf16",
+    "vpu",
+    "w",
+    "kv_r",
+    "kv_w",
+    "act_r",
+    "act_w",
+    "sram_x",
+    "tx",
+    "rx",
+    "pcie_rx",
+    "pcie_tx",
+    "hops",
+    "rows",
+    "pad_fp4",
+    "pad_fp8",
+    "pad_bf16",
+    "imb",
+)
 ACT_BYTES = 2.0  # BF16 activations
 
 
@@ -108,8 +129,23 @@ class EmuConfig:
 
 
 def _layer_ops(m: ModelShape, kind: str) -> list[tuple[str, str, str]]:
-    attn = ["attn_norm", "qkv_down", "latent_norm", "q_up", "rope", "kv_up", "attn_prefill", "q_absorb", "attn_decode",
-            "v_absorb", "o_proj"] if m.is_mla else ["attn_norm", "qkv_proj", "rope", "attn_prefill", "attn_decode", "o_proj"]
+    attn = (
+        [
+            "attn_norm",
+            "qkv_down",
+            "latent_norm",
+            "q_up",
+            "rope",
+            "kv_up",
+            "attn_prefill",
+            "q_absorb",
+            "attn_decode",
+            "v_absorb",
+            "o_proj",
+        ]
+        if m.is_mla
+        else ["attn_norm", "qkv_proj", "rope", "attn_prefill", "attn_decode", "o_proj"]
+    )
     ops = [(o, "op", "") for o in attn] + [("attn_allreduce", "collective", "allreduce"), ("ffn_norm", "op", "")]
     if kind == "dense":
         ops += [(o, "op", "") for o in ("ffn_gate_up", "silu_mul", "ffn_down")]
@@ -123,9 +159,16 @@ def _layer_ops(m: ModelShape, kind: str) -> list[tuple[str, str, str]]:
 
 
 PREFIX = [("host_in", "host_in", ""), ("embed", "op", ""), ("embed_allreduce", "collective", "allreduce")]
-SUFFIX = [("final_norm", "op", ""), ("lm_head", "op", ""), ("sample", "op", ""), ("draft", "op", ""),
-          ("sample_gather", "collective", "all_gather"),
-          ("pp_send", "collective", "send_recv"), ("host_out", "host_out", ""), ("idle", "idle", "")]
+SUFFIX = [
+    ("final_norm", "op", ""),
+    ("lm_head", "op", ""),
+    ("sample", "op", ""),
+    ("draft", "op", ""),
+    ("sample_gather", "collective", "all_gather"),
+    ("pp_send", "collective", "send_recv"),
+    ("host_out", "host_out", ""),
+    ("idle", "idle", ""),
+]
 
 
 def _plan(m: ModelShape, mp: Mapping) -> StepPlan:
@@ -142,11 +185,17 @@ def _plan(m: ModelShape, mp: Mapping) -> StepPlan:
     entries += SUFFIX
     groups += [len(kinds) + 1] * len(SUFFIX)
     reps.append(1)
-    return StepPlan(tuple(e[0] for e in entries), np.array(groups, np.int64), np.array(reps, np.int64),
-                    tuple(e[1] for e in entries), tuple(e[2] for e in entries))
+    return StepPlan(
+        tuple(e[0] for e in entries),
+        np.array(groups, np.int64),
+        np.array(reps, np.int64),
+        tuple(e[1] for e in entries),
+        tuple(e[2] for e in entries),
+    )
 
 
 # ---- work ---------------------------------------------------------------------------------------
+
 
 def padded_rows(rows, block: float, groups=None) -> np.ndarray:
     """Rows a matrix engine processes for ``rows`` rows in blocks of ``block``: each of ``groups``
@@ -171,8 +220,11 @@ def model_flops(b: StepBatch, m) -> np.ndarray:
     T = b.tokens.astype(np.float64)
     pairs = (b.prefill_pairs + b.decode_keys).astype(np.float64)
     per_pair = attention_flops_per_token(m.layers, m.prefill_pair_flops / 4.0, 1.0, causal=False)
-    return (dense_flops_per_token(m.active_matmul_params) * T + lm_head_flops(m.hidden, m.vocab, b.head_tokens.astype(np.float64))
-            + per_pair * pairs)
+    return (
+        dense_flops_per_token(m.active_matmul_params) * T
+        + lm_head_flops(m.hidden, m.vocab, b.head_tokens.astype(np.float64))
+        + per_pair * pairs
+    )
 
 
 def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[str, dict[str, np.ndarray]]:
@@ -212,22 +264,42 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
         ``groups``: separate GEMMs the rows are split over (padding is per GEMM)."""
         wt = np.where(rows > 0, k * cols * bpe, 0.0) if touched is None else touched
         pad = padded_rows(rows, a.mxu_pad_rows, groups) - rows
-        return {math: 2 * rows * k * cols, "pad_" + math: 2 * pad * k * cols, "w": wt, "act_r": rows * k * ab,
-                "act_w": rows * cols * ab, "rows": rows if mrows is None else mrows}
+        return {
+            math: 2 * rows * k * cols,
+            "pad_" + math: 2 * pad * k * cols,
+            "w": wt,
+            "act_r": rows * k * ab,
+            "act_w": rows * cols * ab,
+            "rows": rows if mrows is None else mrows,
+        }
 
     def norm(rows, width=d):
-        return {"vpu": a.norm_flops * rows * width, "w": np.where(rows > 0, width * 2.0, 0.0),
-                "act_r": 2 * rows * width * ab, "act_w": rows * width * ab, "rows": rows}
+        return {
+            "vpu": a.norm_flops * rows * width,
+            "w": np.where(rows > 0, width * 2.0, 0.0),
+            "act_r": 2 * rows * width * ab,
+            "act_w": rows * width * ab,
+            "rows": rows,
+        }
 
     def allreduce(rows):
         if N <= 1:
             return {}
         msg = rows * d * ab
-        return {"tx": ring * msg, "rx": ring * msg, "vpu": (N - 1) / N * rows * d, "act_r": ring * msg,
-                "act_w": ring * msg, "hops": np.where(msg > 0, 2 * (N - 1), 0.0), "rows": rows}
+        return {
+            "tx": ring * msg,
+            "rx": ring * msg,
+            "vpu": (N - 1) / N * rows * d,
+            "act_r": ring * msg,
+            "act_w": ring * msg,
+            "hops": np.where(msg > 0, 2 * (N - 1), 0.0),
+            "rows": rows,
+        }
 
     # prefix
-    put("host_in", pcie_rx=np.where(T > 0, a.token_id_bytes * P + a.request_meta_bytes * b.batch + a.command_bytes, 0.0))
+    put(
+        "host_in", pcie_rx=np.where(T > 0, a.token_id_bytes * P + a.request_meta_bytes * b.batch + a.command_bytes, 0.0)
+    )
     put("embed", w=T * d * hb * inv_pp, vpu=T * d * inv_pp, act_w=T * d * ab * inv_pp)
     ar = allreduce(T)
     put("embed_allreduce", **{k: v * inv_pp for k, v in ar.items() if k != "rows"}, **({"rows": T} if ar else {}))
@@ -242,17 +314,34 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
             put(pre + "qkv_down", **gemm(T, d, (m.q_lora_rank + lat) / cs.attn_split, wmath, wb))
             put(pre + "latent_norm", **norm(T, m.q_lora_rank + m.kv_lora_rank))
             put(pre + "q_up", **gemm(T, m.q_lora_rank, h * (nope + rope), wmath, wb))
-            put(pre + "rope", vpu=a.rope_flops * T * (h + 1) * rope, act_r=T * (h * (nope + rope) + lat) * ab,
-                act_w=T * h * (nope + rope) * ab, kv_w=T * lat_b)
+            put(
+                pre + "rope",
+                vpu=a.rope_flops * T * (h + 1) * rope,
+                act_r=T * (h * (nope + rope) + lat) * ab,
+                act_w=T * h * (nope + rope) * ab,
+                kv_w=T * lat_b,
+            )
             kvu = gemm(P + hist, m.kv_lora_rank, h * (nope + v), wmath, wb)
             put(pre + "kv_up", **{**kvu, "kv_r": hist * lat_b, "act_r": P * m.kv_lora_rank * ab})
-            put(pre + "attn_prefill", rows=P, **{amath: m.prefill_pair_flops / m.heads * h * pairs},
-                vpu=a.softmax_flops * h * pairs, act_r=P * h * (nope + rope) * ab + (P + hist) * h * (nope + v) * ab,
-                act_w=P * h * v * ab)
+            put(
+                pre + "attn_prefill",
+                rows=P,
+                **{amath: m.prefill_pair_flops / m.heads * h * pairs},
+                vpu=a.softmax_flops * h * pairs,
+                act_r=P * h * (nope + rope) * ab + (P + hist) * h * (nope + v) * ab,
+                act_w=P * h * v * ab,
+            )
             put(pre + "q_absorb", **gemm(D, nope, m.kv_lora_rank * h, wmath, wb, mrows=D))
-            put(pre + "attn_decode", rows=D * h, **{amath: m.decode_pair_flops / m.heads * h * keys},
-                vpu=a.softmax_flops * h * keys, kv_r=(keys - D) * lat_b, sram_x=D * lat_b,
-                act_r=D * h * (m.kv_lora_rank + rope) * ab, act_w=D * h * m.kv_lora_rank * ab)
+            put(
+                pre + "attn_decode",
+                rows=D * h,
+                **{amath: m.decode_pair_flops / m.heads * h * keys},
+                vpu=a.softmax_flops * h * keys,
+                kv_r=(keys - D) * lat_b,
+                sram_x=D * lat_b,
+                act_r=D * h * (m.kv_lora_rank + rope) * ab,
+                act_w=D * h * m.kv_lora_rank * ab,
+            )
             put(pre + "v_absorb", **gemm(D, m.kv_lora_rank, h * v, wmath, wb))
             put(pre + "o_proj", **gemm(T, h * v, d, wmath, wb))
         else:
@@ -261,11 +350,33 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
             qkv = (h + 2 * kvh) * dh
             put(pre + "qkv_proj", **gemm(T, d, qkv, wmath, wb))
             qk = a.norm_flops * T * (h + kvh) * dh if m.qk_norm else 0.0
-            put(pre + "rope", vpu=a.rope_flops * T * qkv + qk, act_r=T * qkv * ab, act_w=T * h * dh * ab, kv_w=T * kv_tok)
-            put(pre + "attn_prefill", rows=P, **{amath: 4 * h * dh * pairs}, vpu=a.softmax_flops * h * pairs,
-                kv_r=hist * kv_tok, sram_x=P * kv_tok, act_r=P * h * dh * ab, act_w=P * h * dh * ab)
-            put(pre + "attn_decode", rows=D * h / kvh, **{amath: 4 * h * dh * keys}, vpu=a.softmax_flops * h * keys,
-                kv_r=(keys - D) * kv_tok, sram_x=D * kv_tok, act_r=D * h * dh * ab, act_w=D * h * dh * ab)
+            put(
+                pre + "rope",
+                vpu=a.rope_flops * T * qkv + qk,
+                act_r=T * qkv * ab,
+                act_w=T * h * dh * ab,
+                kv_w=T * kv_tok,
+            )
+            put(
+                pre + "attn_prefill",
+                rows=P,
+                **{amath: 4 * h * dh * pairs},
+                vpu=a.softmax_flops * h * pairs,
+                kv_r=hist * kv_tok,
+                sram_x=P * kv_tok,
+                act_r=P * h * dh * ab,
+                act_w=P * h * dh * ab,
+            )
+            put(
+                pre + "attn_decode",
+                rows=D * h / kvh,
+                **{amath: 4 * h * dh * keys},
+                vpu=a.softmax_flops * h * keys,
+                kv_r=(keys - D) * kv_tok,
+                sram_x=D * kv_tok,
+                act_r=D * h * dh * ab,
+                act_w=D * h * dh * ab,
+            )
             put(pre + "o_proj", **gemm(T, h * dh, d, wmath, wb))
         put(pre + "attn_allreduce", **allreduce(T))
         put(pre + "ffn_norm", **norm(T))
@@ -275,7 +386,7 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
             put(pre + "ffn_down", **gemm(T, cs.ffn, d, wmath, wb))
         else:
             E, k = float(m.experts), float(m.top_k)
-            Tg = T * cs.group_tokens                         # tokens the stage's MoE sees
+            Tg = T * cs.group_tokens  # tokens the stage's MoE sees
             r = gemm(T, d, E / cs.attn_split, "bf16", 2.0)
             put(pre + "router", **{**r, "vpu": a.router_flops * T * E / cs.attn_split})
             if mp.attn_dp and mp.tp > 1:
@@ -286,15 +397,25 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
                 a2a = {}
             put(pre + "moe_dispatch", **a2a)
             load = float(profile.expert_load)
-            rows = Tg * k * cs.local_experts / E * load      # token-expert rows on this chip
+            rows = Tg * k * cs.local_experts / E * load  # token-expert rows on this chip
             per_expert = Tg * k / E * load
             touched = cs.local_experts * (1.0 - (1.0 - min(k / E * load, 1.0)) ** Tg)
             fe = cs.expert_ffn
-            put(pre + "experts_gate_up", **gemm(rows, d, 2 * fe, wmath, wb, touched=touched * d * 2 * fe * wb, mrows=per_expert,
-                                                groups=touched))
-            put(pre + "experts_silu_mul", vpu=a.silu_mul_flops * rows * fe, act_r=2 * rows * fe * ab, act_w=rows * fe * ab, rows=rows)
-            put(pre + "experts_down", **gemm(rows, fe, d, wmath, wb, touched=touched * fe * d * wb, mrows=per_expert,
-                                             groups=touched))
+            put(
+                pre + "experts_gate_up",
+                **gemm(rows, d, 2 * fe, wmath, wb, touched=touched * d * 2 * fe * wb, mrows=per_expert, groups=touched),
+            )
+            put(
+                pre + "experts_silu_mul",
+                vpu=a.silu_mul_flops * rows * fe,
+                act_r=2 * rows * fe * ab,
+                act_w=rows * fe * ab,
+                rows=rows,
+            )
+            put(
+                pre + "experts_down",
+                **gemm(rows, fe, d, wmath, wb, touched=touched * fe * d * wb, mrows=per_expert, groups=touched),
+            )
             if m.shared_experts:
                 fs = cs.shared_ffn
                 put(pre + "shared_gate_up", **gemm(T, d, 2 * fs, wmath, wb))
@@ -317,8 +438,14 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
     p_head = d * cs.vocab
     dr = {wmath: 2 * drows * p_layer * inv_pp}
     dr[hmath] = dr.get(hmath, 0.0) + 2 * drows * p_head * inv_pp
-    put("draft", rows=np.divide(drows, passes, out=np.zeros(n), where=passes > 0), **dr,
-        w=passes * (p_layer * wb + p_head * hb) * inv_pp, act_r=drows * d * ab * inv_pp, act_w=drows * d * ab * inv_pp)
+    put(
+        "draft",
+        rows=np.divide(drows, passes, out=np.zeros(n), where=passes > 0),
+        **dr,
+        w=passes * (p_layer * wb + p_head * hb) * inv_pp,
+        act_r=drows * d * ab * inv_pp,
+        act_w=drows * d * ab * inv_pp,
+    )
     if N > 1:
         g = Th * a.sample_topk * 8.0 * (N - 1) * inv_pp
         put("sample_gather", rows=Th, tx=g, rx=g, act_r=g, act_w=g, hops=np.where(g > 0, N - 1, 0.0))

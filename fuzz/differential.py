@@ -8,6 +8,7 @@ add it to the suite as a fixed example. A catalog whose check runs past ``PERFON
 (default 120) has its DuckDB query interrupted and is counted in ``timed_out``, its catalog kept in
 ``slow_cases``; the catalog under test is also written to OUT.json.current before each check, so a
 campaign killed from outside still names it. Run from the repository root."""
+
 import json
 import os
 import sys
@@ -29,8 +30,16 @@ TIMEOUT_S = float(os.environ.get("PERFONTO_DIFF_TIMEOUT", 120))
 def run(n: int, seed_: int, log: str) -> dict:
     """Draw ``n`` valid catalogs with hypothesis seeded by ``seed_``; counts as in the module docstring,
     rewritten to ``log`` as it goes."""
-    counts = {"seed": seed_, "drawn": 0, "passed": 0, "refused": 0, "failed": 0, "timed_out": 0, "first_failure": None,
-              "slow_cases": []}
+    counts = {
+        "seed": seed_,
+        "drawn": 0,
+        "passed": 0,
+        "refused": 0,
+        "failed": 0,
+        "timed_out": 0,
+        "first_failure": None,
+        "slow_cases": [],
+    }
     t0 = time.time()
 
     def flush():
@@ -65,8 +74,15 @@ def run(n: int, seed_: int, log: str) -> dict:
         except Exception as exc:  # a mismatch: kept, then hypothesis shrinks it
             if fired.is_set():  # interrupted: not a mismatch, kept for diagnosis, and the campaign goes on
                 counts["timed_out"] += 1
-                counts["slow_cases"].append({"seconds": round(time.time() - t_case, 1), "error": str(exc)[:300],
-                                             "catalog": case[1], "signals": repr(case[0]), "runs": repr(case[2])})
+                counts["slow_cases"].append(
+                    {
+                        "seconds": round(time.time() - t_case, 1),
+                        "error": str(exc)[:300],
+                        "catalog": case[1],
+                        "signals": repr(case[0]),
+                        "runs": repr(case[2]),
+                    }
+                )
                 flush()
                 return
             counts["failed"] += 1

@@ -10,6 +10,7 @@ refusal is a *crash*, an input over either limit a *hang* — CPU time, so that 
 stalls are not counted as hangs; both are saved to ``fuzz/corpus/<target>/`` (the saved
 corpus runs as regression tests in ``tests/test_fuzz_corpus.py``). Exit 1 when anything was found.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,14 +25,86 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
-FRAGMENTS = [b"(", b")", b"[", b"]", b"{", b"}", b",", b":", b"\"", b"'", b"\\", b"#", b"\n", b"\r", b"\r\n", b"\t", b" ",
-             b"\x00", b"\xff\xfe", b"\xe2\x80\xa8", b"\x0c", b"\x85", b"-", b"+", b"*", b"/", b"**", b"%", b"..", b"=",
-             b"if", b"else", b"and", b"not", b"sum(", b"avg(", b"max(", b"p99(", b"clamp(", b"reduce(", b"select(",
-             b"1e308", b"1e999", b"-0", b"nan", b"NaN", b"Infinity", b"-Infinity", b"9" * 5000, b"0x10", b"18446744073709551616",
-             b"&anchor", b"*anchor", b"!!python/object", b"<<: ", b"---\n", b"...\n", b"~", b"null", b"true",
-             b"interval", b"spec.hbm.capacity", b"hbm.read_bytes", b"request.token_times", b"token_gap.duration",
-             b"[GB/s]", b"[percent]", b"%", b"\"x\"", b"metric ", b"bounds 0 .. 100", b"threshold > 80 %: \"x\"",
-             b"duration_time", b"#slots", b"source_count(", b"d_ratio(", b"@", b"?"]
+FRAGMENTS = [
+    b"(",
+    b")",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b'"',
+    b"'",
+    b"\\",
+    b"#",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\t",
+    b" ",
+    b"\x00",
+    b"\xff\xfe",
+    b"\xe2\x80\xa8",
+    b"\x0c",
+    b"\x85",
+    b"-",
+    b"+",
+    b"*",
+    b"/",
+    b"**",
+    b"%",
+    b"..",
+    b"=",
+    b"if",
+    b"else",
+    b"and",
+    b"not",
+    b"sum(",
+    b"avg(",
+    b"max(",
+    b"p99(",
+    b"clamp(",
+    b"reduce(",
+    b"select(",
+    b"1e308",
+    b"1e999",
+    b"-0",
+    b"nan",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"9" * 5000,
+    b"0x10",
+    b"18446744073709551616",
+    b"&anchor",
+    b"*anchor",
+    b"!!python/object",
+    b"<<: ",
+    b"---\n",
+    b"...\n",
+    b"~",
+    b"null",
+    b"true",
+    b"interval",
+    b"spec.hbm.capacity",
+    b"hbm.read_bytes",
+    b"request.token_times",
+    b"token_gap.duration",
+    b"[GB/s]",
+    b"[percent]",
+    b"%",
+    b'"x"',
+    b"metric ",
+    b"bounds 0 .. 100",
+    b'threshold > 80 %: "x"',
+    b"duration_time",
+    b"#slots",
+    b"source_count(",
+    b"d_ratio(",
+    b"@",
+    b"?",
+]
 
 
 def mutate(rng: random.Random, seeds: list[bytes]) -> bytes:
@@ -45,14 +118,14 @@ def mutate(rng: random.Random, seeds: list[bytes]) -> bytes:
         elif op == 1:  # insert a fragment
             data[pos:pos] = rng.choice(FRAGMENTS)
         elif op == 2 and data:  # delete a range
-            data[pos:pos + rng.randrange(1, 16)] = b""
+            data[pos : pos + rng.randrange(1, 16)] = b""
         elif op == 3:  # splice another seed
             other = rng.choice(seeds)
             a = rng.randrange(len(other) + 1)
-            data[pos:pos] = other[a:a + rng.randrange(1, 200)]
+            data[pos:pos] = other[a : a + rng.randrange(1, 200)]
         elif op == 4 and data:  # repeat a range
             n = rng.randrange(1, 40)
-            data[pos:pos] = bytes(data[pos:pos + n]) * rng.choice((2, 10, 200))
+            data[pos:pos] = bytes(data[pos : pos + n]) * rng.choice((2, 10, 200))
         elif op == 5:  # deep nesting
             depth = rng.choice((50, 500, 5000))
             o, c = rng.choice(((b"(", b")"), (b"[", b"]"), (b"{", b"}"), (b"-", b""), (b"not ", b"")))
@@ -60,7 +133,9 @@ def mutate(rng: random.Random, seeds: list[bytes]) -> bytes:
         elif op == 6:  # replace a digit run with an extreme number
             data[pos:pos] = rng.choice((b"99999999999999999999999", b"1e400", b"-1", b"0", b"4294967296", b"1.5"))
         elif op == 7:  # odd line ends everywhere
-            data = bytearray(bytes(data).replace(b"\n", rng.choice((b"\r", b"\r\n", b"\xe2\x80\xa8", b"\x0c\n", b"\n\n"))))
+            data = bytearray(
+                bytes(data).replace(b"\n", rng.choice((b"\r", b"\r\n", b"\xe2\x80\xa8", b"\x0c\n", b"\n\n")))
+            )
         elif op == 8 and data:  # truncate
             data = data[:pos]
         else:  # swap two ranges of the seed
@@ -118,8 +193,9 @@ def save(target: str, data: bytes, kind: str) -> Path:
     return p
 
 
-def campaign(target: str, *, budget_s: float | None, inputs: int | None, seed: int, hang_s: float,
-             log=lambda s: None) -> dict:
+def campaign(
+    target: str, *, budget_s: float | None, inputs: int | None, seed: int, hang_s: float, log=lambda s: None
+) -> dict:
     """Run one target until the time budget or the input count is reached; return its figures."""
     from .targets import TARGETS
 
@@ -145,8 +221,14 @@ def campaign(target: str, *, budget_s: float | None, inputs: int | None, seed: i
             log(f"[{target}] {kind} #{n}: {p} — {detail[:2000]}")
         if n % 5000 == 0:
             log(f"[{target}] {n} inputs, {crashes} crashes, {hangs} hangs, {time.monotonic() - t0:.0f} s")
-    return {"target": target, "inputs": n, "crashes": crashes, "hangs": hangs, "seconds": round(time.monotonic() - t0, 1),
-            "found": found}
+    return {
+        "target": target,
+        "inputs": n,
+        "crashes": crashes,
+        "hangs": hangs,
+        "seconds": round(time.monotonic() - t0, 1),
+        "found": found,
+    }
 
 
 def _seconds(text: str) -> float:
@@ -165,19 +247,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", default=None, help="time per target, e.g. 10s, 5m (default 10s unless --inputs)")
     p.add_argument("--inputs", type=int, default=None, help="inputs per target")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hang", type=float, default=10.0, help="CPU seconds after which one input is a hang (wall-clock: 6 times that)")
+    p.add_argument(
+        "--hang",
+        type=float,
+        default=10.0,
+        help="CPU seconds after which one input is a hang (wall-clock: 6 times that)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON document")
     args = p.parse_args(argv)
     budget = _seconds(args.budget) if args.budget else (None if args.inputs else 10.0)
     out = []
     for t in args.target or sorted(TARGETS):
-        out.append(campaign(t, budget_s=budget, inputs=args.inputs, seed=args.seed, hang_s=args.hang,
-                            log=lambda s: print(s, file=sys.stderr, flush=True)))
+        out.append(
+            campaign(
+                t,
+                budget_s=budget,
+                inputs=args.inputs,
+                seed=args.seed,
+                hang_s=args.hang,
+                log=lambda s: print(s, file=sys.stderr, flush=True),
+            )
+        )
     if args.json:
-        print(json.dumps({"targets": out, "crashes": sum(r["crashes"] for r in out), "hangs": sum(r["hangs"] for r in out)}, indent=2))
+        print(
+            json.dumps(
+                {"targets": out, "crashes": sum(r["crashes"] for r in out), "hangs": sum(r["hangs"] for r in out)},
+                indent=2,
+            )
+        )
     else:
         for r in out:
-            print(f"{r['target']:8s} {r['inputs']:>9,} inputs  {r['crashes']} crashes  {r['hangs']} hangs  {r['seconds']:>7.1f} s")
+            print(
+                f"{r['target']:8s} {r['inputs']:>9,} inputs  {r['crashes']} crashes  {r['hangs']} hangs  {r['seconds']:>7.1f} s"
+            )
     return 1 if any(r["crashes"] or r["hangs"] for r in out) else 0
 
 

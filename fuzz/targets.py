@@ -7,6 +7,7 @@ exception types that are a reader's documented refusal. Inputs are bytes; text t
 with ``errors="replace"`` after trying UTF-8, so invalid UTF-8 is exercised too where the reader
 reads bytes itself.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,6 +39,7 @@ def _text(data: bytes) -> str:
 
 # --- the metric language ---------------------------------------------------------------------------
 
+
 def dsl_seeds() -> list[bytes]:
     out = []
     for f in sorted((ROOT / "metrics" / "library").glob("*.metrics")):
@@ -58,6 +60,7 @@ def dsl_run(data: bytes) -> None:
 
 # --- generation YAML -------------------------------------------------------------------------------
 
+
 def yaml_seeds() -> list[bytes]:
     """Small generation files: sohu's head (clocks, a few constants) with one or two of its blocks, and
     the other shipped files whole (YAML is read by a pure-Python parser: small seeds, many inputs)."""
@@ -69,7 +72,7 @@ def yaml_seeds() -> list[bytes]:
     names = list(doc["blocks"])
     out = []
     for i in range(0, len(names), 2):
-        part = {**head, "blocks": {b: doc["blocks"][b] for b in names[i:i + 2]}}
+        part = {**head, "blocks": {b: doc["blocks"][b] for b in names[i : i + 2]}}
         if i == 0:
             part["records"] = doc["records"]
         out.append(yaml.safe_dump(part, sort_keys=False).encode())
@@ -99,7 +102,14 @@ def yaml_run(data: bytes) -> None:
 
 # --- counter dumps ---------------------------------------------------------------------------------
 
-_DUMP_SIGNALS = ("seq.elapsed_cycles", "mxu.busy_cycles", "hbm.read_bytes", "power.temperature", "power.status", "dma.transfer_sizes")
+_DUMP_SIGNALS = (
+    "seq.elapsed_cycles",
+    "mxu.busy_cycles",
+    "hbm.read_bytes",
+    "power.temperature",
+    "power.status",
+    "dma.transfer_sizes",
+)
 
 
 def _wide_csv(rng: np.random.Generator, n: int = 5) -> str:
@@ -146,19 +156,42 @@ def dump_run(data: bytes) -> None:
 
 def parquet_seeds() -> list[bytes]:
     """A table description (JSON) the target turns into a Parquet file: columns, types, metadata."""
-    base = {"meta": {"sample_period_ns": 1_000_000, "collector_format": 1},
-            "columns": {"chip": ["int32", [0, 0, 1, 1]], "timestamp_ns": ["int64", [0, 1_000_000, 0, 1_000_000]],
-                        "seq.elapsed_cycles": ["uint64", [0, 1_500_000, 5, 1_500_005]],
-                        "seq.boot_count": ["uint64", [1, 1, 1, 2]], "power.energy": ["uint64", [0, 700, 0, 600]]}}
-    long = {"meta": {}, "columns": {"chip": ["int64", [0, 0]], "timestamp_us": ["float64", [0.0, 1000.0]],
-                                    "signal": ["string", ["seq.steps", "seq.steps"]], "instance": ["int64", [None, None]],
-                                    "value": ["uint64", [3, 9]]}}
+    base = {
+        "meta": {"sample_period_ns": 1_000_000, "collector_format": 1},
+        "columns": {
+            "chip": ["int32", [0, 0, 1, 1]],
+            "timestamp_ns": ["int64", [0, 1_000_000, 0, 1_000_000]],
+            "seq.elapsed_cycles": ["uint64", [0, 1_500_000, 5, 1_500_005]],
+            "seq.boot_count": ["uint64", [1, 1, 1, 2]],
+            "power.energy": ["uint64", [0, 700, 0, 600]],
+        },
+    }
+    long = {
+        "meta": {},
+        "columns": {
+            "chip": ["int64", [0, 0]],
+            "timestamp_us": ["float64", [0.0, 1000.0]],
+            "signal": ["string", ["seq.steps", "seq.steps"]],
+            "instance": ["int64", [None, None]],
+            "value": ["uint64", [3, 9]],
+        },
+    }
     return [json.dumps(base).encode(), json.dumps(long).encode()]
 
 
-_TYPES = {"int8": pa.int8(), "int32": pa.int32(), "int64": pa.int64(), "uint8": pa.uint8(), "uint16": pa.uint16(),
-          "uint32": pa.uint32(), "uint64": pa.uint64(), "float32": pa.float32(), "float64": pa.float64(),
-          "string": pa.string(), "bool": pa.bool_()}
+_TYPES = {
+    "int8": pa.int8(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "uint8": pa.uint8(),
+    "uint16": pa.uint16(),
+    "uint32": pa.uint32(),
+    "uint64": pa.uint64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "bool": pa.bool_(),
+}
 
 
 def parquet_run(data: bytes) -> None:
@@ -186,6 +219,7 @@ def parquet_run(data: bytes) -> None:
 
 # --- importers -------------------------------------------------------------------------------------
 
+
 def _real(name: str) -> bytes | None:
     base = os.environ.get("PERFONTO_SHARED_DATA") or str(ROOT.parent / "shared" / "data")
     p = Path(base) / "real-catalogs" / name
@@ -197,48 +231,104 @@ def _small_json(entries) -> bytes:
 
 
 def perf_seeds() -> list[bytes]:
-    out = [_small_json([{"MetricName": "ipc", "MetricExpr": "inst_retired.any / cpu_cycles", "ScaleUnit": "1per_cycle",
-                         "MetricGroup": "Default;TopdownL1", "MetricThreshold": "ipc < 0.5", "BriefDescription": "IPC"},
-                        {"MetricName": "fe", "MetricExpr": "stall_slot_frontend / (#slots * cpu_cycles) if #smt_on else d_ratio(a, b)",
-                         "ScaleUnit": "100%", "MetricGroup": "ipc_group"},
-                        {"EventName": "cpu_cycles", "BriefDescription": "cycles", "ScaleUnit": "1cycles"},
-                        {"MetricName": "spec.peak", "MetricExpr": "5", "ScaleUnit": "1GB/s", "BriefDescription": "peak [assumed: x]"}])]
+    out = [
+        _small_json(
+            [
+                {
+                    "MetricName": "ipc",
+                    "MetricExpr": "inst_retired.any / cpu_cycles",
+                    "ScaleUnit": "1per_cycle",
+                    "MetricGroup": "Default;TopdownL1",
+                    "MetricThreshold": "ipc < 0.5",
+                    "BriefDescription": "IPC",
+                },
+                {
+                    "MetricName": "fe",
+                    "MetricExpr": "stall_slot_frontend / (#slots * cpu_cycles) if #smt_on else d_ratio(a, b)",
+                    "ScaleUnit": "100%",
+                    "MetricGroup": "ipc_group",
+                },
+                {"EventName": "cpu_cycles", "BriefDescription": "cycles", "ScaleUnit": "1cycles"},
+                {
+                    "MetricName": "spec.peak",
+                    "MetricExpr": "5",
+                    "ScaleUnit": "1GB/s",
+                    "BriefDescription": "peak [assumed: x]",
+                },
+            ]
+        )
+    ]
     real = _real("perf_arm64_neoverse-n2-v2_metrics.json")
     if real:
         doc = json.loads(real)
-        out += [_small_json(doc[i:i + 6]) for i in range(0, len(doc), 6)]
+        out += [_small_json(doc[i : i + 6]) for i in range(0, len(doc), 6)]
     return out
 
 
 def intel_seeds() -> list[bytes]:
-    out = [_small_json({"Metrics": [{"MetricName": "ipc", "LegacyName": "metric_IPC", "Formula": "a / b",
-                                     "Events": [{"Name": "INST_RETIRED.ANY", "Alias": "a"}, {"Name": "CPU_CLK_UNHALTED.THREAD", "Alias": "b"}],
-                                     "Constants": [], "Category": "TMA", "Threshold": {"Formula": "a < 1", "ThresholdIssues": ""},
-                                     "ResolutionLevels": "THREAD", "UnitOfMeasure": "per cycle", "BriefDescription": "IPC"}]})]
+    out = [
+        _small_json(
+            {
+                "Metrics": [
+                    {
+                        "MetricName": "ipc",
+                        "LegacyName": "metric_IPC",
+                        "Formula": "a / b",
+                        "Events": [
+                            {"Name": "INST_RETIRED.ANY", "Alias": "a"},
+                            {"Name": "CPU_CLK_UNHALTED.THREAD", "Alias": "b"},
+                        ],
+                        "Constants": [],
+                        "Category": "TMA",
+                        "Threshold": {"Formula": "a < 1", "ThresholdIssues": ""},
+                        "ResolutionLevels": "THREAD",
+                        "UnitOfMeasure": "per cycle",
+                        "BriefDescription": "IPC",
+                    }
+                ]
+            }
+        )
+    ]
     real = _real("intel_perfmon_HSW_haswell_metrics.json")
     if real:
         doc = json.loads(real)
         ms = doc.get("Metrics", []) if isinstance(doc, dict) else []
-        out += [_small_json({**doc, "Metrics": ms[i:i + 4]}) for i in range(0, len(ms), 4)]
+        out += [_small_json({**doc, "Metrics": ms[i : i + 4]}) for i in range(0, len(ms), 4)]
     return out
 
 
 def arm_seeds() -> list[bytes]:
-    out = [_small_json({"events": {"CPU_CYCLES": {"code": "0x11", "title": "cycles", "description": "c"},
-                                   "INST_RETIRED": {"code": "0x08", "title": "inst", "description": "i"}},
-                        "metrics": {"ipc": {"formula": "INST_RETIRED / CPU_CYCLES", "title": "IPC", "units": "per cycle",
-                                            "description": "IPC", "events": ["INST_RETIRED", "CPU_CYCLES"]}}})]
+    out = [
+        _small_json(
+            {
+                "events": {
+                    "CPU_CYCLES": {"code": "0x11", "title": "cycles", "description": "c"},
+                    "INST_RETIRED": {"code": "0x08", "title": "inst", "description": "i"},
+                },
+                "metrics": {
+                    "ipc": {
+                        "formula": "INST_RETIRED / CPU_CYCLES",
+                        "title": "IPC",
+                        "units": "per cycle",
+                        "description": "IPC",
+                        "events": ["INST_RETIRED", "CPU_CYCLES"],
+                    }
+                },
+            }
+        )
+    ]
     real = _real("arm_telemetry_neoverse-n1.json")
     if real:
         doc = json.loads(real)
         names = sorted(doc.get("metrics", {}))
         for i in range(0, len(names), 5):
-            out.append(_small_json({**doc, "metrics": {k: doc["metrics"][k] for k in names[i:i + 5]}}))
+            out.append(_small_json({**doc, "metrics": {k: doc["metrics"][k] for k in names[i : i + 5]}}))
     return out
 
 
 def rocprof_seeds() -> list[bytes]:
-    out = [b"""SQ_WAVES:
+    out = [
+        b"""SQ_WAVES:
   architectures:
     gfx942/gfx941:
       block: SQ
@@ -255,13 +345,14 @@ MeanWaves:
     gfx942/gfx941:
       expression: reduce(SQ_WAVES,sum)/reduce(GRBM_COUNT,max)*100
   description: "Mean waves. Unit: percent"
-"""]
+"""
+    ]
     real = _real("rocprofiler-sdk_counter_defs.yaml")
     if real:  # a few counters at a time: base counters and the expressions over them
         import re
 
         entries = re.split(r"\n(?=[A-Za-z_])", real.decode("utf-8"))
-        out += ["\n".join(entries[i:i + 5]).encode() for i in range(0, min(len(entries), 200), 5)]
+        out += ["\n".join(entries[i : i + 5]).encode() for i in range(0, min(len(entries), 200), 5)]
     return out
 
 
@@ -279,16 +370,32 @@ def _importer(fmt: str, suffix: str):
             arm.read(p, "g")
         else:
             rocprof.read(p, "g")
+
     run.__doc__ = f"Read a {fmt} catalog into a SourceCatalog (formulas parsed and translated)."
     return run
 
 
 def formula_seeds() -> list[bytes]:
-    return [b"perf:" + s for s in (b"a / b if #smt_on else d_ratio(c, duration_time)", b"min(x@y@, 2e-3) & ~z > 1 | q ^ w",
-                                   b"(a + b) * -c % 4", b"1 - not a < b")] + \
-        [b"intel:" + s for s in (b"( a >= 10 & b != 2 ) | c == 1", b"a / ( b + c ) * 100 if d else 0")] + \
-        [b"rocprof:" + s for s in (b"reduce(SQ_WAVES,sum)/reduce(GRBM_COUNT,max,[DIM])", b"accumulate(SQ_LEVEL,HIGH_RES)*4",
-                                   b"select(A,[XCC=[0]])")]
+    return (
+        [
+            b"perf:" + s
+            for s in (
+                b"a / b if #smt_on else d_ratio(c, duration_time)",
+                b"min(x@y@, 2e-3) & ~z > 1 | q ^ w",
+                b"(a + b) * -c % 4",
+                b"1 - not a < b",
+            )
+        ]
+        + [b"intel:" + s for s in (b"( a >= 10 & b != 2 ) | c == 1", b"a / ( b + c ) * 100 if d else 0")]
+        + [
+            b"rocprof:" + s
+            for s in (
+                b"reduce(SQ_WAVES,sum)/reduce(GRBM_COUNT,max,[DIM])",
+                b"accumulate(SQ_LEVEL,HIGH_RES)*4",
+                b"select(A,[XCC=[0]])",
+            )
+        ]
+    )
 
 
 def formula_run(data: bytes) -> None:
@@ -305,6 +412,7 @@ def formula_run(data: bytes) -> None:
 
 
 # --- other tools' captures (capture/perf_stat.py, capture/openmetrics.py) ----------------------------------
+
 
 @functools.lru_cache(maxsize=None)
 def _shipped(name: str):
@@ -329,7 +437,9 @@ def perfstat_run(data: bytes) -> None:
 
 def openmetrics_seeds() -> list[bytes]:
     fix = ROOT / "tests" / "fixtures"
-    return [(fix / "openmetrics" / "node-cpu.om").read_bytes()] + [f.read_bytes() for f in sorted((fix / "dcgm-exporter").glob("*.prom"))[:1]]
+    return [(fix / "openmetrics" / "node-cpu.om").read_bytes()] + [
+        f.read_bytes() for f in sorted((fix / "dcgm-exporter").glob("*.prom"))[:1]
+    ]
 
 
 def openmetrics_run(data: bytes) -> None:
@@ -342,8 +452,21 @@ def openmetrics_run(data: bytes) -> None:
 
 
 def paths_seeds() -> list[bytes]:
-    return [b"../../../../../OUTSIDE", b"a/b", b"..", b".", b"h000", b"a\x00b", "\u00fcn\u00ef c\u00f8d\u00e9".encode(), b"x=y%2F", b"~",
-            b"/etc/passwd", b"C:\\Windows", b"host=..", b"a" * 150]
+    return [
+        b"../../../../../OUTSIDE",
+        b"a/b",
+        b"..",
+        b".",
+        b"h000",
+        b"a\x00b",
+        "\u00fcn\u00ef c\u00f8d\u00e9".encode(),
+        b"x=y%2F",
+        b"~",
+        b"/etc/passwd",
+        b"C:\\Windows",
+        b"host=..",
+        b"a" * 150,
+    ]
 
 
 def paths_run(data: bytes) -> None:
@@ -360,9 +483,21 @@ def paths_run(data: bytes) -> None:
 
 
 def options_seeds() -> list[bytes]:
-    return [b"acceptance=0.7", b"isl=128,2048", b"concurrency=1..256:9:log", b"rate=0.5", b"chips=8", b"batch=1..64:4",
-            b"spec.hbm.peak_bandwidth=4..16TB/s:7", b"draft_tokens=3", b"duration=100us", b"duration=2.5 s", b"model=llama3-70b",
-            b"dtype=fp8,bf16", b"mapping=tp4-dp2"]
+    return [
+        b"acceptance=0.7",
+        b"isl=128,2048",
+        b"concurrency=1..256:9:log",
+        b"rate=0.5",
+        b"chips=8",
+        b"batch=1..64:4",
+        b"spec.hbm.peak_bandwidth=4..16TB/s:7",
+        b"draft_tokens=3",
+        b"duration=100us",
+        b"duration=2.5 s",
+        b"model=llama3-70b",
+        b"dtype=fp8,bf16",
+        b"mapping=tp4-dp2",
+    ]
 
 
 def options_run(data: bytes) -> None:
@@ -391,7 +526,15 @@ _RESULT: list = []
 
 def api_seeds() -> list[bytes]:
     _api_result()  # the catalog, its evaluator and a small result, built once here, outside every input's time limit
-    return [b"mfu", b"topdown.idl", b"hbm.read_bytes", b"spec.hbm.capacity", b"", b"seq.elapsed_cycles", b"request.ttft"]
+    return [
+        b"mfu",
+        b"topdown.idl",
+        b"hbm.read_bytes",
+        b"spec.hbm.capacity",
+        b"",
+        b"seq.elapsed_cycles",
+        b"request.ttft",
+    ]
 
 
 def api_run(data: bytes) -> None:
@@ -412,8 +555,10 @@ def _api_result():
     if not _RESULT:
         cat = perfonto.load_catalog()
         p = TMP / "api.csv"
-        p.write_text("chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles\n" +
-                     "".join(f"0,{i * 100_000},{(i + 1) * 1000},{i}\n" for i in range(20)))
+        p.write_text(
+            "chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles\n"
+            + "".join(f"0,{i * 100_000},{(i + 1) * 1000},{i}\n" for i in range(20))
+        )
         _RESULT.append((cat, perfonto.evaluate(cat, str(p))))
     return _RESULT[0]
 
@@ -429,10 +574,22 @@ def _clean():
     # the importers' contract is import_file's: a file of the wrong structure is reported as "malformed <format>
     # file (<what>)" — KeyError, TypeError and AttributeError from the reader included; anything else is a crash
     structural = (ValueError, KeyError, TypeError, AttributeError)
-    return {"dsl": (), "yaml": (), "dump": (DumpError,), "parquet": (DumpError,),
-            "perf": structural, "intel": structural, "arm": structural, "rocprof": structural,
-            "formula": (ParseError, SyntaxError, Unsupported), "perfstat": (DumpError,), "openmetrics": (DumpError,),
-            "paths": (PathEscapeError,), "options": (ValueRuleError, KnobError), "api": (KeyError,)}
+    return {
+        "dsl": (),
+        "yaml": (),
+        "dump": (DumpError,),
+        "parquet": (DumpError,),
+        "perf": structural,
+        "intel": structural,
+        "arm": structural,
+        "rocprof": structural,
+        "formula": (ParseError, SyntaxError, Unsupported),
+        "perfstat": (DumpError,),
+        "openmetrics": (DumpError,),
+        "paths": (PathEscapeError,),
+        "options": (ValueRuleError, KnobError),
+        "api": (KeyError,),
+    }
 
 
 TARGETS = {

@@ -7,6 +7,7 @@ and the exporter to perf's metric JSON (``perf_export``).
 compiles them with perfonto's compiler and returns an ``ImportReport``. Each format module's
 docstring lists the source semantics and how they are translated.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,9 +31,17 @@ def default_generation(fmt: str, path: str | Path) -> str:
     return stem if stem.startswith(fmt) else f"{fmt}_{stem}"
 
 
-def import_file(fmt: str, path: str | Path, out: str | Path, generation: str | None = None, *,
-                extends: str | None = None, constants: dict[str, float] | None = None,
-                archs: list[str] | None = None, arch_std: list[str] | None = None) -> ImportReport:
+def import_file(
+    fmt: str,
+    path: str | Path,
+    out: str | Path,
+    generation: str | None = None,
+    *,
+    extends: str | None = None,
+    constants: dict[str, float] | None = None,
+    archs: list[str] | None = None,
+    arch_std: list[str] | None = None,
+) -> ImportReport:
     """Import ``path`` (format ``fmt``) into folder ``out``. Never raises on bad input: a file that
     cannot be read gives a report with ``error`` set (``ok`` False).
 

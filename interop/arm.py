@@ -17,6 +17,7 @@ Translation:
   lists it; a metric under two roots keeps the first and the other is reported);
 - ``product_configuration.num_slots`` / ``num_bus_slots`` → spec constants (as given, ``claimed``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,9 +43,14 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise ValueError(f"{path}: an Arm telemetry specification is an object with `events` and `metrics`")
     prod = data.get("product_configuration") or {}
-    cat = SourceCatalog("arm", str(path), generation,
-                        f"Imported from the Arm telemetry specification {path.name}"
-                        + (f" ({prod.get('product_name')})" if prod.get("product_name") else "") + ".")
+    cat = SourceCatalog(
+        "arm",
+        str(path),
+        generation,
+        f"Imported from the Arm telemetry specification {path.name}"
+        + (f" ({prod.get('product_name')})" if prod.get("product_name") else "")
+        + ".",
+    )
     cat.translations = list(TRANSLATIONS)
     events = data.get("events") or {}
     table = NameTable()
@@ -58,8 +64,14 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
             value = float(prod[field])
             if field in (constants or {}):
                 value = float(constants[field])
-            cat.constants[field] = SourceConstant(field, field, value, f"Arm product configuration `{field}`",
-                                                  "given by the specification's product_configuration", "claimed")
+            cat.constants[field] = SourceConstant(
+                field,
+                field,
+                value,
+                f"Arm product configuration `{field}`",
+                "given by the specification's product_configuration",
+                "claimed",
+            )
 
     groups: dict[str, list[str]] = {}
     for g, body in ((data.get("groups") or {}).get("metrics") or {}).items():
@@ -70,8 +82,10 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     parent: dict[str, str] = {}
     for node in tree.get("metrics") or []:
         if not isinstance(node, dict):
-            raise ValueError(f"{path}: methodologies.topdown_methodology.decision_tree.metrics holds {type(node).__name__} "
-                             "entries; each is an object with `name` and `next_items`")
+            raise ValueError(
+                f"{path}: methodologies.topdown_methodology.decision_tree.metrics holds {type(node).__name__} "
+                "entries; each is an object with `name` and `next_items`"
+            )
         root = node.get("name")
         for g in node.get("next_items") or []:
             for body_name, body in ((data.get("groups") or {}).get("metrics") or {}).items():
@@ -81,8 +95,15 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
                     if mname == root:
                         continue
                     if mname in parent and parent[mname] != root:
-                        cat.findings.append(Finding("second-parent", mname, f"also next to `{root}` in the decision tree: "
-                                                                            f"perfonto keeps one parent (`{parent[mname]}`)", "info"))
+                        cat.findings.append(
+                            Finding(
+                                "second-parent",
+                                mname,
+                                f"also next to `{root}` in the decision tree: "
+                                f"perfonto keeps one parent (`{parent[mname]}`)",
+                                "info",
+                            )
+                        )
                     else:
                         parent.setdefault(mname, root)
 
@@ -92,8 +113,17 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
         formula = str(body.get("formula") or "").strip()
         desc = str(body.get("description") or body.get("title") or "")
         gs = list(groups.get(key, [])) + (["topdown"] if key in roots else [])
-        m = SourceMetric(key, names.get(key, metric_name(key.lower())), formula, None, unit_text=body.get("units") or None,
-                         description=desc, groups=gs, parent=parent.get(key), origin=f"metric {key}")
+        m = SourceMetric(
+            key,
+            names.get(key, metric_name(key.lower())),
+            formula,
+            None,
+            unit_text=body.get("units") or None,
+            description=desc,
+            groups=gs,
+            parent=parent.get(key),
+            origin=f"metric {key}",
+        )
         cat.metrics[key] = m
         listed = set(body.get("events") or [])
         try:
@@ -106,11 +136,20 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
             continue
         used = ir.leaves(m.expr, ir.Event)
         if listed and listed != used:
-            cat.findings.append(Finding("event-list", key, f"the metric's `events` list {sorted(listed)} differs from the "
-                                                           f"events its formula uses {sorted(used)}", "info"))
+            cat.findings.append(
+                Finding(
+                    "event-list",
+                    key,
+                    f"the metric's `events` list {sorted(listed)} differs from the "
+                    f"events its formula uses {sorted(used)}",
+                    "info",
+                )
+            )
     for key in list(parent):
         if key not in cat.metrics:
-            cat.findings.append(Finding("unknown-metric", key, "the decision tree names a metric the file does not define"))
+            cat.findings.append(
+                Finding("unknown-metric", key, "the decision tree names a metric the file does not define")
+            )
     return cat
 
 
@@ -121,7 +160,9 @@ def _expr(t, cat: SourceCatalog, metrics: dict) -> ir.Node:
         if t.name in metrics:
             return ir.Ref(t.name)
         if t.name not in cat.events:
-            cat.event(t.name, "cpu", ident(t.name), f"Arm event {t.name} (not defined in the specification)", defined=False)
+            cat.event(
+                t.name, "cpu", ident(t.name), f"Arm event {t.name} (not defined in the specification)", defined=False
+            )
         return ir.Event(t.name)
     if isinstance(t, SNeg):
         return ir.Neg(_expr(t.operand, cat, metrics))

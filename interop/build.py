@@ -13,6 +13,7 @@ Steps (each metric's fate is recorded; nothing is dropped silently):
 4. write the ``.metrics`` file and compile it from disk with ``compile_files`` (what ``perfonto
    check`` does).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,11 +55,11 @@ class Outcome:
 
     key: str
     name: str
-    status: str                   # "with_unit", "without_unit" or "rejected"
+    status: str  # "with_unit", "without_unit" or "rejected"
     weight: int = 1
     unit: str = ""
-    reason: str = ""              # rejection reason
-    unit_note: str = ""           # a source unit that could not be applied, and why
+    reason: str = ""  # rejection reason
+    unit_note: str = ""  # a source unit that could not be applied, and why
 
 
 @dataclass
@@ -70,9 +71,9 @@ class BuiltGeneration:
     graph: MetricGraph
     outcomes: dict[str, Outcome]
     findings: list[Finding] = field(default_factory=list)
-    signals: dict[str, str] = field(default_factory=dict)     # source event key -> signal name
-    constants: dict[str, str] = field(default_factory=dict)   # source constant key -> spec name
-    names: dict[str, str] = field(default_factory=dict)       # source metric key -> metric name
+    signals: dict[str, str] = field(default_factory=dict)  # source event key -> signal name
+    constants: dict[str, str] = field(default_factory=dict)  # source constant key -> spec name
+    names: dict[str, str] = field(default_factory=dict)  # source metric key -> metric name
     archs: list[str] = field(default_factory=list)
 
 
@@ -93,12 +94,17 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
     for ev in cat.events.values():
         if parent is not None and f"{ev.block}.{ev.name}" in parent.signals:
             continue
-        cyc = ev.unit[:-len("_cycle")] if ev.unit.endswith("_cycle") else None
+        cyc = ev.unit[: -len("_cycle")] if ev.unit.endswith("_cycle") else None
         if cyc and parent is None:
             domains.add(cyc)
-        b = blocks.setdefault(ev.block, {
-            "description": cat.block_descriptions.get(ev.block) or f"{cat.format} PMU `{ev.block}` (imported)",
-            "clock": clock, "signals": {}})
+        b = blocks.setdefault(
+            ev.block,
+            {
+                "description": cat.block_descriptions.get(ev.block) or f"{cat.format} PMU `{ev.block}` (imported)",
+                "clock": clock,
+                "signals": {},
+            },
+        )
         if cyc and parent is None:
             b["clock"] = cyc  # a block's cycle counters name its clock domain
         if ev.axes:
@@ -117,10 +123,19 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
         if ev.sources:
             sig["sources"] = dict(ev.sources)
         b["signals"][ev.name] = sig
-    spec = {c.name: {"value": float(c.value), "unit": c.unit, "provenance": c.provenance, "source": c.source,
-                     "description": c.description or c.key, "scope": c.scope}
-            for c in cat.constants.values() if (parent is None or f"spec.{c.name}" not in parent.spec)
-            and not (c.name.startswith("clock.") and c.name[6:] in domains)}
+    spec = {
+        c.name: {
+            "value": float(c.value),
+            "unit": c.unit,
+            "provenance": c.provenance,
+            "source": c.source,
+            "description": c.description or c.key,
+            "scope": c.scope,
+        }
+        for c in cat.constants.values()
+        if (parent is None or f"spec.{c.name}" not in parent.spec)
+        and not (c.name.startswith("clock.") and c.name[6:] in domains)
+    }
     doc: dict = {"generation": cat.generation, "description": cat.description}
     if parent is not None:
         doc["extends"] = parent.name
@@ -128,10 +143,15 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
     else:
         doc["clock_domains"] = {}
         for d in sorted(domains):
-            hz, prov, src = cat.clocks.get(d, (1e9, "assumed", "not given by the source file; no imported metric depends on it"))
-            doc["clock_domains"][d] = {"description": cat.clock_description if d == cat.clock and d not in cat.clocks
-                                       else f"clock domain `{d}` (imported)",
-                                       "frequency": {"value": hz / 1e9, "unit": "GHz", "provenance": prov, "source": src}}
+            hz, prov, src = cat.clocks.get(
+                d, (1e9, "assumed", "not given by the source file; no imported metric depends on it")
+            )
+            doc["clock_domains"][d] = {
+                "description": cat.clock_description
+                if d == cat.clock and d not in cat.clocks
+                else f"clock domain `{d}` (imported)",
+                "frequency": {"value": hz / 1e9, "unit": "GHz", "provenance": prov, "source": src},
+            }
     doc["spec"] = spec
     doc["blocks"] = blocks
     return doc
@@ -147,10 +167,14 @@ def build(cat: SourceCatalog, out_dir: Path) -> BuiltGeneration:
             raise ImportFailure(f"cannot load generation `{cat.extends}`", diags)
     doc = ontology_doc(cat, parent)
     yaml_path = out_dir / f"{cat.generation}.yaml"
-    header = (f"# Generated by `perfonto import {cat.format}` from {_safe_comment(Path(cat.path).name)} "
-              f"(sha256 {_digest(cat.path)}); re-import rather than edit.\n# Counters: unit `event`, width {COUNTER_WIDTH} (the source gives neither); "
-              f"constants and clock: assumed.\n")
-    yaml_path.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, width=100), encoding="utf-8")
+    header = (
+        f"# Generated by `perfonto import {cat.format}` from {_safe_comment(Path(cat.path).name)} "
+        f"(sha256 {_digest(cat.path)}); re-import rather than edit.\n# Counters: unit `event`, width {COUNTER_WIDTH} (the source gives neither); "
+        f"constants and clock: assumed.\n"
+    )
+    yaml_path.write_text(
+        header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, width=100), encoding="utf-8"
+    )
     gen, diags = load_generation(yaml_path)
     if gen is None:
         raise ImportFailure(f"the generated ontology {yaml_path} does not load", diags)
@@ -159,8 +183,9 @@ def build(cat: SourceCatalog, out_dir: Path) -> BuiltGeneration:
     consts = {c.key: f"spec.{c.name}" for c in cat.constants.values()}
     names = {m.key: m.name for m in cat.metrics.values()}
     reg = gen.registry
-    printer = Printer(reg, {n: s.unit for n, s in gen.signals.items()}, signals, consts,
-                      {n: c.unit for n, c in gen.spec.items()}, {})
+    printer = Printer(
+        reg, {n: s.unit for n, s in gen.signals.items()}, signals, consts, {n: c.unit for n, c in gen.spec.items()}, {}
+    )
     findings = list(cat.findings) + lint_catalog(cat)
     outcomes: dict[str, Outcome] = {}
 
@@ -186,7 +211,9 @@ def build(cat: SourceCatalog, out_dir: Path) -> BuiltGeneration:
             continue
         bad = [r for r in ir.leaves(m.expr, ir.Ref) if r not in decls]
         if bad:
-            why = "; ".join(f"`{r}`" + (f" ({outcomes[r].reason})" if r in outcomes else " (not in the file)") for r in sorted(bad))
+            why = "; ".join(
+                f"`{r}`" + (f" ({outcomes[r].reason})" if r in outcomes else " (not in the file)") for r in sorted(bad)
+            )
             outcomes[key] = Outcome(key, m.name, "rejected", m.weight, reason=f"uses rejected or unknown metric {why}")
             continue
         try:
@@ -214,12 +241,15 @@ def build(cat: SourceCatalog, out_dir: Path) -> BuiltGeneration:
     for key, o in outcomes.items():
         p = cat.metrics[key].parent
         if o.status != "rejected" and p is not None and (p not in outcomes or outcomes[p].status == "rejected"):
-            findings.append(Finding("parent-dropped", key, f"parent `{p}` is not imported; the tree link is dropped", "info"))
+            findings.append(
+                Finding("parent-dropped", key, f"parent `{p}` is not imported; the tree link is dropped", "info")
+            )
     for d in graph.diagnostics:
         if d.severity == "warning":
             findings.append(Finding(d.code, "", d.message, "warning"))
-    return BuiltGeneration(cat.generation, yaml_path, metrics_path, gen, graph, outcomes, findings,
-                           signals, consts, names, list(cat.archs))
+    return BuiltGeneration(
+        cat.generation, yaml_path, metrics_path, gen, graph, outcomes, findings, signals, consts, names, list(cat.archs)
+    )
 
 
 def _order_with_cycles(deps: nx.DiGraph, cat: SourceCatalog) -> list[str]:
@@ -245,8 +275,10 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
         try:
             f = conversion_factor(reg, base, target)
         except UnitError:
-            unit_note = (f"source unit `{m.unit_text}` ({label}) is not the dimension the formula gives from event counts "
-                         f"({unit_text(base)})")
+            unit_note = (
+                f"source unit `{m.unit_text}` ({label}) is not the dimension the formula gives from event counts "
+                f"({unit_text(base)})"
+            )
         else:
             status, declared, k = "with_unit", label, m.scale / f
     elif m.unit_text:
@@ -264,16 +296,40 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
     if m.threshold is not None:
         bound = m.threshold.value * m.scale  # the metric's value is the source's displayed value, formula × scale
         if declared == "percent" and m.scale == 1.0 and 0 < abs(bound) < 1:
-            findings.append(Finding("percent-vs-fraction", m.key,
-                                    f"threshold {m.threshold.op} {bound:g} % on a percent metric looks like a fraction "
-                                    f"(did the source mean {bound * 100:g} %?)"))
+            findings.append(
+                Finding(
+                    "percent-vs-fraction",
+                    m.key,
+                    f"threshold {m.threshold.op} {bound:g} % on a percent metric looks like a fraction "
+                    f"(did the source mean {bound * 100:g} %?)",
+                )
+            )
         thr = (m.threshold.op, bound, m.threshold.message)
-    return {"text": printer.text(expr), "unit": declared, "unit_obj": parse_unit(reg, declared), "k": k,
-            "status": status, "unit_note": unit_note, "threshold": thr}
+    return {
+        "text": printer.text(expr),
+        "unit": declared,
+        "unit_obj": parse_unit(reg, declared),
+        "k": k,
+        "status": status,
+        "unit_note": unit_note,
+        "threshold": thr,
+    }
 
 
-PREFIXES = [("p", 1e-12), ("n", 1e-9), ("u", 1e-6), ("m", 1e-3), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12),
-            ("P", 1e15), ("Ki", 2.0 ** 10), ("Mi", 2.0 ** 20), ("Gi", 2.0 ** 30)]
+PREFIXES = [
+    ("p", 1e-12),
+    ("n", 1e-9),
+    ("u", 1e-6),
+    ("m", 1e-3),
+    ("k", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+    ("P", 1e15),
+    ("Ki", 2.0**10),
+    ("Mi", 2.0**20),
+    ("Gi", 2.0**30),
+]
 
 
 def _scaled_unit(reg, base, scale: float, key: str, findings: list[Finding]) -> tuple[str, float]:
@@ -290,8 +346,14 @@ def _scaled_unit(reg, base, scale: float, key: str, findings: list[Finding]) -> 
                 return cand, 1.0
         except UnitError:
             continue
-    findings.append(Finding("unit-scale", key, f"the source scales the value by {scale:g}, which no prefix of {text} "
-                                               f"expresses: the value is kept as displayed, i.e. {scale:g} × the quantity in {text}"))
+    findings.append(
+        Finding(
+            "unit-scale",
+            key,
+            f"the source scales the value by {scale:g}, which no prefix of {text} "
+            f"expresses: the value is kept as displayed, i.e. {scale:g} × the quantity in {text}",
+        )
+    )
     return text, scale
 
 
@@ -331,14 +393,17 @@ def _render(cat: SourceCatalog, decls: dict, outcomes: dict) -> tuple[str, dict[
 
 def _file_text(cat: SourceCatalog, decls: dict, outcomes: dict) -> str:
     body, _ = _render(cat, decls, outcomes)
-    head = (f"# Generated by `perfonto import {cat.format}` from {_safe_comment(Path(cat.path).name)} "
-            f"(sha256 {_digest(cat.path)}); re-import rather than edit.\n"
-            f"# Values equal the source's displayed values; see the import report for each translation.\n\n")
+    head = (
+        f"# Generated by `perfonto import {cat.format}` from {_safe_comment(Path(cat.path).name)} "
+        f"(sha256 {_digest(cat.path)}); re-import rather than edit.\n"
+        f"# Values equal the source's displayed values; see the import report for each translation.\n\n"
+    )
     return head + body
 
 
-def _compile_until_clean(gen: Generation, cat: SourceCatalog, decls: dict, outcomes: dict, findings: list,
-                         fname: str) -> MetricGraph:
+def _compile_until_clean(
+    gen: Generation, cat: SourceCatalog, decls: dict, outcomes: dict, findings: list, fname: str
+) -> MetricGraph:
     dependents = nx.DiGraph()
     for key in decls:
         dependents.add_node(key)
@@ -363,6 +428,11 @@ def _compile_until_clean(gen: Generation, cat: SourceCatalog, decls: dict, outco
             outcomes[key] = Outcome(key, m.name, "rejected", m.weight, reason=why)
             for dep in nx.descendants(dependents, key):
                 if dep not in outcomes:
-                    outcomes[dep] = Outcome(dep, cat.metrics[dep].name, "rejected", cat.metrics[dep].weight,
-                                            reason=f"uses rejected metric `{key}` ({why})")
+                    outcomes[dep] = Outcome(
+                        dep,
+                        cat.metrics[dep].name,
+                        "rejected",
+                        cat.metrics[dep].weight,
+                        reason=f"uses rejected metric `{key}` ({why})",
+                    )
     return graph  # pragma: no cover

@@ -5,6 +5,7 @@ whose formulas are already in ``perfonto.importers.ir`` form with the source's s
 A metric the importer cannot translate keeps ``expr=None`` and a ``problem`` saying why, so nothing
 is dropped silently: it is reported as rejected with that reason.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,19 +17,21 @@ from . import ir
 class SourceEvent:
     """A base counter of the source. ``block``/``name`` are perfonto identifiers (already valid)."""
 
-    key: str          # the source's own name, e.g. "CPU_CLK_UNHALTED.THREAD" or "SQ_WAVES"
+    key: str  # the source's own name, e.g. "CPU_CLK_UNHALTED.THREAD" or "SQ_WAVES"
     block: str
     name: str
     description: str
     defined: bool = True  # False: the file references it but does not define it
-    unit: str = "event"   # the source's unit of raw × scale (perf: an event's ScaleUnit label)
-    scale: float = 1.0    # raw count × scale = value in unit
+    unit: str = "event"  # the source's unit of raw × scale (perf: an event's ScaleUnit label)
+    scale: float = 1.0  # raw count × scale = value in unit
     kind: str = "counter"
     width: int | str = 64
     axes: dict = field(default_factory=dict)  # instance axes, when the source gives them
-    across_chips: str | None = None           # gauges
+    across_chips: str | None = None  # gauges
     counted_by: str = "chip"
-    sources: dict = field(default_factory=dict)  # tool -> the tool's own name for the event (perf: as perf stat prints it)
+    sources: dict = field(
+        default_factory=dict
+    )  # tool -> the tool's own name for the event (perf: as perf stat prints it)
 
 
 @dataclass
@@ -36,14 +39,14 @@ class SourceConstant:
     """A machine constant (dimensionless in every source): ``value`` is an assumption unless given."""
 
     key: str
-    name: str         # perfonto spec name without "spec."
+    name: str  # perfonto spec name without "spec."
     value: float
     description: str
-    source: str       # why this value
+    source: str  # why this value
     provenance: str = "assumed"
     unit: str = "1"
     may_be_zero: bool = False  # a flag (smt_on), or a property the tool reads as 0 when unknown
-    scope: str = "system"      # instance, chip or system (perfonto's own export says which)
+    scope: str = "system"  # instance, chip or system (perfonto's own export says which)
 
 
 @dataclass
@@ -54,25 +57,25 @@ class Threshold:
     op: str
     value: float
     message: str
-    implied: list[str] = field(default_factory=list)   # conjuncts on ancestors, carried by `parent`
+    implied: list[str] = field(default_factory=list)  # conjuncts on ancestors, carried by `parent`
 
 
 @dataclass
 class SourceMetric:
-    key: str                      # the source's name (unique in the catalog)
-    name: str                     # perfonto metric name
-    formula: str                  # original text, for the report and the `source` clause
+    key: str  # the source's name (unique in the catalog)
+    name: str  # perfonto metric name
+    formula: str  # original text, for the report and the `source` clause
     expr: ir.Node | None
-    problem: str = ""             # why expr is None (a rejection reason)
+    problem: str = ""  # why expr is None (a rejection reason)
     unit_text: str | None = None  # the source's unit label as written
-    scale: float = 1.0            # displayed value = formula value × scale (perf ScaleUnit)
+    scale: float = 1.0  # displayed value = formula value × scale (perf ScaleUnit)
     description: str = ""
     groups: list[str] = field(default_factory=list)
-    parent: str | None = None     # source key of the parent metric
+    parent: str | None = None  # source key of the parent metric
     threshold: Threshold | None = None
-    threshold_problem: str = ""   # a threshold that exists but cannot be expressed
-    weight: int = 1               # how many source definitions this metric stands for (rocprof archs)
-    origin: str = ""              # where in the file (for the `source` clause)
+    threshold_problem: str = ""  # a threshold that exists but cannot be expressed
+    weight: int = 1  # how many source definitions this metric stands for (rocprof archs)
+    origin: str = ""  # where in the file (for the `source` clause)
 
 
 @dataclass
@@ -80,7 +83,7 @@ class Finding:
     """A lint finding on an imported formula (or a note about the translation)."""
 
     code: str
-    metric: str       # source key, or "" for file-level findings
+    metric: str  # source key, or "" for file-level findings
     message: str
     severity: str = "warning"
 
@@ -101,12 +104,12 @@ class SourceCatalog:
     events: dict[str, SourceEvent] = field(default_factory=dict)
     constants: dict[str, SourceConstant] = field(default_factory=dict)
     metrics: dict[str, SourceMetric] = field(default_factory=dict)
-    block_instances: dict[str, int] = field(default_factory=dict)   # block -> instances (rocprof)
+    block_instances: dict[str, int] = field(default_factory=dict)  # block -> instances (rocprof)
     block_descriptions: dict[str, str] = field(default_factory=dict)
     clocks: dict[str, tuple[float, str, str]] = field(default_factory=dict)  # domain -> (Hz, provenance, source)
     findings: list[Finding] = field(default_factory=list)
-    translations: list[str] = field(default_factory=list)            # semantics applied, for the report
-    extends: str | None = None    # import against an existing generation (perf --generation)
+    translations: list[str] = field(default_factory=list)  # semantics applied, for the report
+    extends: str | None = None  # import against an existing generation (perf --generation)
     archs: list[str] = field(default_factory=list)
 
     def event(self, key: str, block: str, name: str, description: str, defined: bool = True) -> SourceEvent:

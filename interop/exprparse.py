@@ -15,6 +15,7 @@ nodes); each importer gives it its language's meaning. Parsing and the conversio
 are iterative, and a formula may nest at most ``MAX_DEPTH`` levels, so no input reaches Python's
 recursion limit in the importers that walk the tree.
 """
+
 from __future__ import annotations
 
 import functools
@@ -84,9 +85,14 @@ MAX_DEPTH = 100  # nesting levels of one formula; the deepest shipped perf/Intel
 @functools.lru_cache(maxsize=2)
 def _parser(terms: str) -> Lark:
     here = resources.files("perfonto.interop")
-    grammar = here.joinpath("exprparse.lark").read_text(encoding="utf-8") + "\n" + \
-        here.joinpath(f"exprparse_{terms}.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="basic", maybe_placeholders=False)  # keywords are keywords everywhere, as in perf's lexer
+    grammar = (
+        here.joinpath("exprparse.lark").read_text(encoding="utf-8")
+        + "\n"
+        + here.joinpath(f"exprparse_{terms}.lark").read_text(encoding="utf-8")
+    )
+    return Lark(
+        grammar, parser="lalr", lexer="basic", maybe_placeholders=False
+    )  # keywords are keywords everywhere, as in perf's lexer
 
 
 class _ToTree(Transformer_NonRecursive):
@@ -136,9 +142,27 @@ class _ToTree(Transformer_NonRecursive):
         return SIf(then, cond, other)
 
 
-_NAMES = {"SYM": "a name", "NUM": "a number", "LIT": "a #literal", "LPAR": "`(`", "RPAR": "`)`", "COMMA": "`,`",
-          "MINUS": "`-`", "PLUS": "`+`", "MUL": "`*`", "CMP": "a comparison", "OR": "`|`", "AND": "`&`", "XOR": "`^`",
-          "KW_IF": "`if`", "KW_ELSE": "`else`", "KW_NOT": "`not`", "KW_OR": "`or`", "KW_AND": "`and`", "$END": "end"}
+_NAMES = {
+    "SYM": "a name",
+    "NUM": "a number",
+    "LIT": "a #literal",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "COMMA": "`,`",
+    "MINUS": "`-`",
+    "PLUS": "`+`",
+    "MUL": "`*`",
+    "CMP": "a comparison",
+    "OR": "`|`",
+    "AND": "`&`",
+    "XOR": "`^`",
+    "KW_IF": "`if`",
+    "KW_ELSE": "`else`",
+    "KW_NOT": "`not`",
+    "KW_OR": "`or`",
+    "KW_AND": "`and`",
+    "$END": "end",
+}
 
 
 def _expected(exc) -> str:
@@ -172,7 +196,9 @@ def parse(text: str, flavour: str = "perf"):
         want = _expected(exc)
         if tok.type == "$END":
             raise ParseError("unexpected `end`" + want, text, len(text)) from None
-        raise ParseError(f"unexpected `{tok}`" + want, text, tok.start_pos if tok.start_pos is not None else 0) from None
+        raise ParseError(
+            f"unexpected `{tok}`" + want, text, tok.start_pos if tok.start_pos is not None else 0
+        ) from None
     except UnexpectedInput as exc:  # pragma: no cover - lark has no other subclasses today
         raise ParseError(str(exc).splitlines()[0], text, getattr(exc, "pos_in_stream", 0) or 0) from None
     if _depth(tree) > MAX_DEPTH:

@@ -24,6 +24,7 @@ Translation:
 - TMA tree nodes get the group ``topdown`` (level-1 nodes are perfonto's top-down level 1); ``$issue``
   tags become groups ``issue_<tag>``.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,8 @@ CONSTANT_DEFAULTS = {
     "HYPERTHREADING_ON": (1.0, "1 when Hyper-Threading is on (the collecting tool supplies it)"),
     "THREADS_PER_CORE": (2.0, "hardware threads per core"),
     "SYSTEM_TSC_FREQ": (2.5e9, "TSC frequency, as the collecting tool supplies it"),
-    "SOCKET_COUNT": (1.0, "sockets"), "CORES_PER_SOCKET": (8.0, "cores per socket"),
+    "SOCKET_COUNT": (1.0, "sockets"),
+    "CORES_PER_SOCKET": (8.0, "cores per socket"),
     "CHAS_PER_SOCKET": (8.0, "CHA units per socket"),
 }
 DURATIONS = {"DURATIONTIMEINMILLISECONDS": "ms", "DURATIONTIMEINSECONDS": "s"}
@@ -65,8 +67,12 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     if not isinstance(metrics, list):
         raise ValueError(f"{path}: an Intel perfmon metrics file has a `Metrics` list")
     info = data.get("Header", {}).get("Info", "") if isinstance(data, dict) else ""
-    cat = SourceCatalog("intel", str(path), generation,
-                        f"Imported from the Intel perfmon metrics file {path.name}" + (f" ({info})" if info else "") + ".")
+    cat = SourceCatalog(
+        "intel",
+        str(path),
+        generation,
+        f"Imported from the Intel perfmon metrics file {path.name}" + (f" ({info})" if info else "") + ".",
+    )
     cat.translations = list(TRANSLATIONS)
     return _Reader(cat, metrics, constants or {}).run()
 
@@ -83,12 +89,19 @@ class _Reader:
         entries = []
         for i, e in enumerate(self.raw):
             if not isinstance(e, dict) or not isinstance(e.get("MetricName"), str):
-                self.cat.findings.append(Finding("malformed", "", f"metric entry {i} has no MetricName; skipped", "error"))
+                self.cat.findings.append(
+                    Finding("malformed", "", f"metric entry {i} has no MetricName; skipped", "error")
+                )
                 continue
             key = e["MetricName"]
             if key in self.by_name:
-                self.cat.metrics[key + f"#{i}"] = SourceMetric(key + f"#{i}", self.names.get(key + f"#{i}", metric_name(key.lower())),
-                                                               str(e.get("Formula", "")), None, problem=f"duplicate metric `{key}`")
+                self.cat.metrics[key + f"#{i}"] = SourceMetric(
+                    key + f"#{i}",
+                    self.names.get(key + f"#{i}", metric_name(key.lower())),
+                    str(e.get("Formula", "")),
+                    None,
+                    problem=f"duplicate metric `{key}`",
+                )
                 continue
             self.by_name[key] = key
             if e.get("LegacyName"):
@@ -112,12 +125,23 @@ class _Reader:
             groups.append("topdown")
         issues = str((e.get("Threshold") or {}).get("ThresholdIssues", "") or "")
         groups += [f"issue_{t}" for t in re.findall(r"\$issue(\w+)", issues)]
-        m = SourceMetric(key, self.names.get(key, metric_name(key.lower())), formula, None, unit_text=unit, scale=1.0,
-                         description=str(e.get("BriefDescription", "") or ""), groups=groups,
-                         parent=str(parent) if parent else None, origin=f"MetricName {key} (level {e.get('Level', '?')})")
+        m = SourceMetric(
+            key,
+            self.names.get(key, metric_name(key.lower())),
+            formula,
+            None,
+            unit_text=unit,
+            scale=1.0,
+            description=str(e.get("BriefDescription", "") or ""),
+            groups=groups,
+            parent=str(parent) if parent else None,
+            origin=f"MetricName {key} (level {e.get('Level', '?')})",
+        )
         self.cat.metrics[key] = m
         if parent and parent not in self.by_name:
-            self.cat.findings.append(Finding("unknown-parent", key, f"ParentCategory `{parent}` is not a metric of the file"))
+            self.cat.findings.append(
+                Finding("unknown-parent", key, f"ParentCategory `{parent}` is not a metric of the file")
+            )
             m.parent = None
         aliases: dict[str, ir.Node] = {}
         for ev in e.get("Events") or []:
@@ -149,12 +173,21 @@ class _Reader:
         key = name
         if key not in self.cat.constants:
             cname = ident(name)
-            value, why = CONSTANT_DEFAULTS.get(name.upper(), (1.0, "an Intel constant this importer does not know; 1 assumed"))
+            value, why = CONSTANT_DEFAULTS.get(
+                name.upper(), (1.0, "an Intel constant this importer does not know; 1 assumed")
+            )
             prov = "assumed"
             if cname in self.overrides:
                 value, why, prov = self.overrides[cname], "given on the command line (--constant)", "claimed"
-            self.cat.constants[key] = SourceConstant(key, cname, value, f"Intel constant {name}", why, prov,
-                                                     may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS)
+            self.cat.constants[key] = SourceConstant(
+                key,
+                cname,
+                value,
+                f"Intel constant {name}",
+                why,
+                prov,
+                may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
+            )
         return ir.Const(key)
 
     def _expr(self, t, aliases: dict[str, ir.Node]) -> ir.Node:
@@ -193,8 +226,11 @@ class _Reader:
         text = str(thr.get("Formula", "") or "").strip()
         if not text or m.expr is None:
             return
-        alias = {str(a.get("Alias")): self.by_legacy.get(str(a.get("Value"))) for a in thr.get("ThresholdMetrics") or []
-                 if isinstance(a, dict)}
+        alias = {
+            str(a.get("Alias")): self.by_legacy.get(str(a.get("Value")))
+            for a in thr.get("ThresholdMetrics") or []
+            if isinstance(a, dict)
+        }
         try:
             tree = parse(text, "intel")
         except ParseError as exc:
@@ -204,15 +240,26 @@ class _Reader:
         issues = str(thr.get("ThresholdIssues", "") or "").strip()
         msg = f"Intel threshold: {thr.get('BaseFormula') or text}" + (f" ({issues})" if issues else "")
         if own is None or other:
-            m.threshold_problem = (f"Threshold `{text}` is not the metric's own comparison (and its ancestors'): "
-                                   f"perfonto's threshold clause compares the metric itself with one bound")
+            m.threshold_problem = (
+                f"Threshold `{text}` is not the metric's own comparison (and its ancestors'): "
+                f"perfonto's threshold clause compares the metric itself with one bound"
+            )
             self.cat.findings.append(Finding("threshold-not-translated", key, m.threshold_problem, "warning"))
             for c in other:
                 cmp = comparison(c, alias.get)
-                if cmp and cmp[0] in self.cat.metrics and (self.cat.metrics[cmp[0]].unit_text or "") == "percent" \
-                        and 0 < abs(cmp[2]) < 1:
-                    self.cat.findings.append(Finding("percent-vs-fraction", key, f"threshold compares percent metric "
-                                                                                f"`{cmp[0]}` with {cmp[2]:g}, a fraction"))
+                if (
+                    cmp
+                    and cmp[0] in self.cat.metrics
+                    and (self.cat.metrics[cmp[0]].unit_text or "") == "percent"
+                    and 0 < abs(cmp[2]) < 1
+                ):
+                    self.cat.findings.append(
+                        Finding(
+                            "percent-vs-fraction",
+                            key,
+                            f"threshold compares percent metric `{cmp[0]}` with {cmp[2]:g}, a fraction",
+                        )
+                    )
             return
         m.threshold = Threshold(own[1], own[2], msg, implied)
 

@@ -10,6 +10,7 @@ in the metric language without further decisions.
 Nodes are frozen dataclasses, so two structurally equal sub-expressions compare equal (the lint
 for self-cancelling terms relies on it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,6 +12,7 @@
 The unit checks that need the declared unit (``percent-vs-fraction``, ``unit-scale``) run in
 ``perfonto.importers.build``.
 """
+
 from __future__ import annotations
 
 from . import ir
@@ -103,30 +104,50 @@ def lint_metric(m: SourceMetric, cat: SourceCatalog) -> list[Finding]:
             _terms(n, 1, terms)
             for t, s in terms:
                 if s > 0 and not isinstance(t, ir.Num) and (t, -1) in terms:
-                    add("self-cancelling", f"`{show(t)}` is both added and subtracted in `{show(n)}`: it cancels", what=t)
+                    add(
+                        "self-cancelling",
+                        f"`{show(t)}` is both added and subtracted in `{show(n)}`: it cancels",
+                        what=t,
+                    )
         if isinstance(n, ir.Bin) and n.op in ("*", "/"):
             facs: list = []
             _factors(n, 1, facs)
             for f, p in facs:
                 if p > 0 and (f, -1) in facs and not (isinstance(f, ir.Num) and f.value == 1):
                     sev = "info" if isinstance(f, ir.Num) else "warning"
-                    add("self-cancelling", f"`{show(f)}` is in both the numerator and the denominator of `{show(n)}`: it cancels",
-                        sev, what=f)
+                    add(
+                        "self-cancelling",
+                        f"`{show(f)}` is in both the numerator and the denominator of `{show(n)}`: it cancels",
+                        sev,
+                        what=f,
+                    )
         den = n.right if isinstance(n, ir.Bin) and n.op == "/" else n.den if isinstance(n, ir.SafeDiv) else None
         if den is not None and _constant_only(den):
             v = _value(den, consts)
             outcome = "0 (the source's rule)" if isinstance(n, ir.SafeDiv) else "null"
             risky = sorted(c for c in ir.leaves(den, ir.Const) if c in cat.constants and cat.constants[c].may_be_zero)
             if v == 0:
-                add("zero-divisor", f"`{show(den)}` is zero with the assumed constants: `{show(n)}` is always {outcome}", "error")
+                add(
+                    "zero-divisor",
+                    f"`{show(den)}` is zero with the assumed constants: `{show(n)}` is always {outcome}",
+                    "error",
+                )
             elif risky or any(isinstance(x, ir.Bin) and x.op == "-" for x in ir.walk(den)):
                 what = ", ".join(f"`{c}` (assumed {consts[c]:g})" for c in risky) or "a difference of constants"
-                add("zero-divisor", f"divides by `{show(den)}`, which can be zero on some machine ({what}): "
-                                    f"the metric is then {outcome}")
-        if isinstance(n, ir.Truth) and any(isinstance(x, ir.Bin) and x.op == "/" and not _constant_only(x.right)
-                                           for x in ir.walk(n.operand)):
-            add("nan-condition", f"condition `{show(n.operand)}` divides by a counter: where that is zero perf takes the "
-                                 f"then-branch (NaN is not zero), perfonto gives null", "info")
+                add(
+                    "zero-divisor",
+                    f"divides by `{show(den)}`, which can be zero on some machine ({what}): "
+                    f"the metric is then {outcome}",
+                )
+        if isinstance(n, ir.Truth) and any(
+            isinstance(x, ir.Bin) and x.op == "/" and not _constant_only(x.right) for x in ir.walk(n.operand)
+        ):
+            add(
+                "nan-condition",
+                f"condition `{show(n.operand)}` divides by a counter: where that is zero perf takes the "
+                f"then-branch (NaN is not zero), perfonto gives null",
+                "info",
+            )
     return list(found.values())
 
 
@@ -143,6 +164,9 @@ def lint_catalog(cat: SourceCatalog) -> list[Finding]:
                     users.setdefault(key, []).append(m.key)
     if users:
         listed = ", ".join(f"`{k}`" for k in sorted(users))
-        out.append(Finding("undefined-event", "", f"{len(users)} event(s) referenced but not defined in the file: {listed}",
-                           "info"))
+        out.append(
+            Finding(
+                "undefined-event", "", f"{len(users)} event(s) referenced but not defined in the file: {listed}", "info"
+            )
+        )
     return out

@@ -9,6 +9,7 @@ Rules (the metric language's own, ``dsl/metrics.lark`` and ``metrics.compiler.ME
   non-ASCII as escapes), which the language reads back with ``ast.literal_eval`` unchanged;
 - a result that still does not match the rule raises ``ValueError`` — nothing unchecked is written.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,29 @@ import re
 IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 METRIC = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 GROUP = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-KEYWORDS = {"metric", "if", "else", "and", "or", "not", "groups", "bounds", "threshold", "parent", "source", "peak", "rollup",
-            "interval", "spec", "sum", "avg", "min", "max", "abs", "clamp"}
+KEYWORDS = {
+    "metric",
+    "if",
+    "else",
+    "and",
+    "or",
+    "not",
+    "groups",
+    "bounds",
+    "threshold",
+    "parent",
+    "source",
+    "peak",
+    "rollup",
+    "interval",
+    "spec",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "abs",
+    "clamp",
+}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 

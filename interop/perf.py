@@ -31,6 +31,7 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
   ``avg(x)`` and a bare instanced event is ``sum(x)``, perf aggregating uncore PMUs by summing);
 - ``%`` (integer remainder) and ``strcmp_cpuid_str`` have no counterpart: those metrics are rejected.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,27 +52,48 @@ from .units import split_scale_unit
 # arm64 architecture-standard top-down metrics: tools/perf/pmu-events/arch/arm64/sbsa.json at
 # torvalds/linux 602bf18307981f3bfd9ebf19921791a4256d3fd1 (formulas and fields; descriptions ours).
 ARM64_SBSA = {
-    "frontend_bound": {"MetricName": "frontend_bound", "MetricExpr": "stall_slot_frontend / (#slots * cpu_cycles)",
-                       "MetricGroup": "Default;TopdownL1", "ScaleUnit": "100%",
-                       "BriefDescription": "Share of issue slots stalled by the frontend (top-down level 1)"},
-    "bad_speculation": {"MetricName": "bad_speculation",
-                        "MetricExpr": "(1 - op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
-                        "MetricGroup": "Default;TopdownL1", "ScaleUnit": "100%",
-                        "BriefDescription": "Share of issue slots spent on operations that did not retire (top-down level 1)"},
-    "retiring": {"MetricName": "retiring", "MetricExpr": "(op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
-                 "MetricGroup": "Default;TopdownL1", "ScaleUnit": "100%",
-                 "BriefDescription": "Share of issue slots that retired operations (top-down level 1)"},
-    "backend_bound": {"MetricName": "backend_bound", "MetricExpr": "stall_slot_backend / (#slots * cpu_cycles)",
-                      "MetricGroup": "Default;TopdownL1", "ScaleUnit": "100%",
-                      "BriefDescription": "Share of issue slots stalled by the backend (top-down level 1)"},
+    "frontend_bound": {
+        "MetricName": "frontend_bound",
+        "MetricExpr": "stall_slot_frontend / (#slots * cpu_cycles)",
+        "MetricGroup": "Default;TopdownL1",
+        "ScaleUnit": "100%",
+        "BriefDescription": "Share of issue slots stalled by the frontend (top-down level 1)",
+    },
+    "bad_speculation": {
+        "MetricName": "bad_speculation",
+        "MetricExpr": "(1 - op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
+        "MetricGroup": "Default;TopdownL1",
+        "ScaleUnit": "100%",
+        "BriefDescription": "Share of issue slots spent on operations that did not retire (top-down level 1)",
+    },
+    "retiring": {
+        "MetricName": "retiring",
+        "MetricExpr": "(op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
+        "MetricGroup": "Default;TopdownL1",
+        "ScaleUnit": "100%",
+        "BriefDescription": "Share of issue slots that retired operations (top-down level 1)",
+    },
+    "backend_bound": {
+        "MetricName": "backend_bound",
+        "MetricExpr": "stall_slot_backend / (#slots * cpu_cycles)",
+        "MetricGroup": "Default;TopdownL1",
+        "ScaleUnit": "100%",
+        "BriefDescription": "Share of issue slots stalled by the backend (top-down level 1)",
+    },
 }
 
 LITERAL_DEFAULTS = {
-    "slots": (5.0, "issue slots per cycle; perf reads the PMU's caps/slots. 5 as on Neoverse N2, which this file's formulas special-case"),
+    "slots": (
+        5.0,
+        "issue slots per cycle; perf reads the PMU's caps/slots. 5 as on Neoverse N2, which this file's formulas special-case",
+    ),
     "smt_on": (1.0, "1 when SMT is on; perf reads it from sysfs"),
     "core_wide": (1.0, "1 when events count for the whole core"),
-    "num_cpus": (8.0, "CPUs of the machine"), "num_cpus_online": (8.0, "online CPUs"),
-    "num_cores": (8.0, "cores"), "num_dies": (1.0, "dies"), "num_packages": (1.0, "packages (sockets)"),
+    "num_cpus": (8.0, "CPUs of the machine"),
+    "num_cpus_online": (8.0, "online CPUs"),
+    "num_cores": (8.0, "cores"),
+    "num_dies": (1.0, "dies"),
+    "num_packages": (1.0, "packages (sockets)"),
     "system_tsc_freq": (2.5e9, "TSC frequency in Hz"),
 }
 
@@ -104,8 +126,13 @@ def load_arch_std(path: str | Path) -> dict[str, dict]:
     return out
 
 
-def read(path: str | Path, generation: str, extends: str | None = None, constants: dict[str, float] | None = None,
-         arch_std: list[str] | None = None) -> SourceCatalog:
+def read(
+    path: str | Path,
+    generation: str,
+    extends: str | None = None,
+    constants: dict[str, float] | None = None,
+    arch_std: list[str] | None = None,
+) -> SourceCatalog:
     """Read a perf metrics JSON file into a ``SourceCatalog`` (see the module docstring)."""
     path = Path(path)
     data = load_json(path, "perf metrics file")
@@ -119,9 +146,15 @@ def read(path: str | Path, generation: str, extends: str | None = None, constant
         parent_gen, diags = load_generation(extends)
         if parent_gen is None:
             raise ValueError(f"no generation `{extends}`: " + "; ".join(d.message for d in diags))
-    cat = SourceCatalog("perf", str(path), generation,
-                        f"Imported from the Linux perf pmu-events metrics file {path.name}"
-                        + (f", against generation {extends}" if extends else "") + ".", extends=extends)
+    cat = SourceCatalog(
+        "perf",
+        str(path),
+        generation,
+        f"Imported from the Linux perf pmu-events metrics file {path.name}"
+        + (f", against generation {extends}" if extends else "")
+        + ".",
+        extends=extends,
+    )
     cat.translations = list(TRANSLATIONS)
     return _Reader(cat, data, std, parent_gen, constants or {}).run()
 
@@ -129,8 +162,8 @@ def read(path: str | Path, generation: str, extends: str | None = None, constant
 class _Reader:
     def __init__(self, cat: SourceCatalog, data: list, std: dict, gen: Generation | None, overrides: dict[str, float]):
         self.cat, self.data, self.std, self.gen, self.overrides = cat, data, std, gen, overrides
-        self.entries: dict[str, dict] = {}      # metric key -> merged entry
-        self.lower: dict[str, str] = {}         # lower-case name -> metric key
+        self.entries: dict[str, dict] = {}  # metric key -> merged entry
+        self.lower: dict[str, str] = {}  # lower-case name -> metric key
         self.const_metrics: dict[str, str] = {}  # lower-case name -> constant key
         self.event_names: dict[str, NameTable] = {}
         self.metric_names = NameTable()
@@ -155,7 +188,11 @@ class _Reader:
                 origin = f"ArchStdEvent {name}"
                 if base is None or "MetricName" not in base:
                     key = name.lower()
-                    self._reject(key, f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with --arch-std)", origin)
+                    self._reject(
+                        key,
+                        f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with --arch-std)",
+                        origin,
+                    )
                     continue
                 entry = {**base, **{k: v for k, v in e.items() if k != "ArchStdEvent"}}
             if "MetricName" not in entry:
@@ -175,8 +212,14 @@ class _Reader:
         return cat
 
     def _reject(self, key: str, why: str, origin: str) -> None:
-        self.cat.metrics[key] = SourceMetric(key, self.metric_names.get(key, metric_name(key.split("#")[0].lower())),
-                                             "", None, problem=why, origin=origin)
+        self.cat.metrics[key] = SourceMetric(
+            key,
+            self.metric_names.get(key, metric_name(key.split("#")[0].lower())),
+            "",
+            None,
+            problem=why,
+            origin=origin,
+        )
 
     # -- constants -------------------------------------------------------------------------------
     def _constant_metric(self, key: str, entry: dict) -> bool:
@@ -198,13 +241,26 @@ class _Reader:
         if self.gen is not None and f"spec.{name}" in self.gen.spec:
             c = self.gen.spec[f"spec.{name}"]
             if abs(c.value - value * scale) > 1e-9 * max(abs(c.value), 1e-300):
-                self.cat.findings.append(Finding("constant-mismatch", key, f"`{key}` is {value * scale:g} in the file but "
-                                                 f"{c.value:g} in generation {self.gen.name}; the generation's value is used"))
+                self.cat.findings.append(
+                    Finding(
+                        "constant-mismatch",
+                        key,
+                        f"`{key}` is {value * scale:g} in the file but "
+                        f"{c.value:g} in generation {self.gen.name}; the generation's value is used",
+                    )
+                )
             value, scale = c.value, 1.0
             label = c.unit_text
-        self.cat.constants[key.lower()] = SourceConstant(key.lower(), name, value * scale, desc or key, source, prov,
-                                                         label or "1", scope=tag.get("scope", "system")
-                                                         if tag.get("scope") in ("instance", "chip", "system") else "system")
+        self.cat.constants[key.lower()] = SourceConstant(
+            key.lower(),
+            name,
+            value * scale,
+            desc or key,
+            source,
+            prov,
+            label or "1",
+            scope=tag.get("scope", "system") if tag.get("scope") in ("instance", "chip", "system") else "system",
+        )
         self.const_metrics[key.lower()] = key.lower()
         return True
 
@@ -215,9 +271,15 @@ class _Reader:
             value, why = LITERAL_DEFAULTS.get(name, (1.0, "a perf literal this importer does not know; 1 assumed"))
             if name in self.overrides:
                 value, why = self.overrides[name], "given on the command line (--constant)"
-            self.cat.constants[key] = SourceConstant(key, name, value, f"perf literal #{lit}", why,
-                                                     "claimed" if name in self.overrides else "assumed",
-                                                     may_be_zero=name in ("smt_on", "core_wide") or name not in LITERAL_DEFAULTS)
+            self.cat.constants[key] = SourceConstant(
+                key,
+                name,
+                value,
+                f"perf literal #{lit}",
+                why,
+                "claimed" if name in self.overrides else "assumed",
+                may_be_zero=name in ("smt_on", "core_wide") or name not in LITERAL_DEFAULTS,
+            )
         return ir.Const(key)
 
     # -- events ------------------------------------------------------------------------------------
@@ -234,8 +296,10 @@ class _Reader:
                     return node if s.scale == 1.0 else ir.Bin("/", node, ir.Num(s.scale))  # perf reads the raw count
                 if cand in self.gen.spec:
                     c = self.gen.spec[cand]
-                    self.cat.constants.setdefault(cand, SourceConstant(cand, cand[5:], c.value, c.description, c.source,
-                                                                       c.provenance, c.unit_text))
+                    self.cat.constants.setdefault(
+                        cand,
+                        SourceConstant(cand, cand[5:], c.value, c.description, c.source, c.provenance, c.unit_text),
+                    )
                     return ir.Const(cand)
         if low in self.event_defs and self.event_defs[low][1]:  # perfonto's own export: the signal as it was
             return self._tagged_event(low)
@@ -248,7 +312,9 @@ class _Reader:
         name = table.get(low, ident(ev))
         defined = low in self.defined_events
         desc = self.defined_events.get(low) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
-        self.cat.event(low, block, name, desc, defined).sources.setdefault("perf", sym)  # perf stat's column, kept as written
+        self.cat.event(low, block, name, desc, defined).sources.setdefault(
+            "perf", sym
+        )  # perf stat's column, kept as written
         return ir.Event(low)
 
     def _tagged_event(self, low: str) -> ir.Node:
@@ -279,19 +345,37 @@ class _Reader:
                 if parent is None:
                     parent = self.lower[stem[:-6]]
                 else:
-                    cat.findings.append(Finding("second-parent", key, f"also in `{g}`: perfonto keeps one parent (`{parent}`)", "info"))
+                    cat.findings.append(
+                        Finding("second-parent", key, f"also in `{g}`: perfonto keeps one parent (`{parent}`)", "info")
+                    )
                 continue
             groups.append(g.strip())
         if entry.get("DefaultMetricgroupName"):
             groups.append(str(entry["DefaultMetricgroupName"]))
-        m = SourceMetric(key, name, formula, None, unit_text=label, scale=scale,
-                         description=str(entry.get("BriefDescription") or entry.get("PublicDescription") or ""),
-                         groups=groups, parent=parent, origin=entry["_origin"])
+        m = SourceMetric(
+            key,
+            name,
+            formula,
+            None,
+            unit_text=label,
+            scale=scale,
+            description=str(entry.get("BriefDescription") or entry.get("PublicDescription") or ""),
+            groups=groups,
+            parent=parent,
+            origin=entry["_origin"],
+        )
         cat.metrics[key] = m
         if str(entry.get("PerPkg", "")).strip() == "1":
-            cat.findings.append(Finding("per-package", key, "PerPkg: perf counts its events once per package (socket or die); "
-                                        "imported as one count per capture chip (perf stat -a: the machine; --per-socket: one "
-                                        "chip per package), not as an instance axis", "info"))
+            cat.findings.append(
+                Finding(
+                    "per-package",
+                    key,
+                    "PerPkg: perf counts its events once per package (socket or die); "
+                    "imported as one count per capture chip (perf stat -a: the machine; --per-socket: one "
+                    "chip per package), not as an instance axis",
+                    "info",
+                )
+            )
         if not formula:
             m.problem = "no MetricExpr"
             return
@@ -333,8 +417,14 @@ class _Reader:
                 return self._per_source(t, pmu, num)
             if op in "+-*/":
                 a, b = num(t.left), num(t.right)
-                if op == "*" and isinstance(a, ir.Bin) and a.op == "/" and isinstance(a.right, ir.Num) \
-                        and isinstance(b, ir.Num) and a.right.value == b.value:
+                if (
+                    op == "*"
+                    and isinstance(a, ir.Bin)
+                    and a.op == "/"
+                    and isinstance(a.right, ir.Num)
+                    and isinstance(b, ir.Num)
+                    and a.right.value == b.value
+                ):
                     return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
                 return ir.Bin(op, a, b)
             if op in ("<", ">"):
@@ -365,9 +455,17 @@ class _Reader:
         if fn == "has_event":
             sym = perf_symbol(args[0].name).lower() if isinstance(args[0], SId) else "event"
             key = "has_event:" + sym
-            self.cat.constants.setdefault(key, SourceConstant(
-                key, "has_" + ident(sym), 1.0, f"perf has_event({sym}): 1 when the PMU has the event",
-                "depends on the machine; 1 assumed", may_be_zero=True))
+            self.cat.constants.setdefault(
+                key,
+                SourceConstant(
+                    key,
+                    "has_" + ident(sym),
+                    1.0,
+                    f"perf has_event({sym}): 1 when the PMU has the event",
+                    "depends on the machine; 1 assumed",
+                    may_be_zero=True,
+                ),
+            )
             return ir.Const(key)
         raise ir.Unsupported(f"perf `{fn}()` has no counterpart in perfonto's language (it depends on the running CPU)")
 
@@ -400,8 +498,10 @@ class _Reader:
                 continue
             own, implied, other = split(tree, key, metrics, resolve)
             if own is None or other:
-                m.threshold_problem = (f"MetricThreshold `{text}` is not `<metric> <op> <number>` (and ancestors'): "
-                                       f"perfonto's threshold clause compares the metric itself with one bound")
+                m.threshold_problem = (
+                    f"MetricThreshold `{text}` is not `<metric> <op> <number>` (and ancestors'): "
+                    f"perfonto's threshold clause compares the metric itself with one bound"
+                )
                 self.cat.findings.append(Finding("threshold-not-translated", key, m.threshold_problem, "warning"))
                 continue
             m.threshold = Threshold(own[1], own[2], f"perf MetricThreshold: {text}", implied)
@@ -418,4 +518,3 @@ def _unsum(n: ir.Node) -> ir.Node | None:
         b = _unsum(n.right)
         return None if b is None else ir.Bin("*", n.left, b)
     return None
-

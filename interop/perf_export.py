@@ -34,6 +34,7 @@ that varies over instances, metrics over request records (percentiles), fraction
 units (degC). Lost but listed per metric: bounds, ``source``, the threshold message, ``rollup``,
 ``peak`` (its generated submetrics are exported as metrics).
 """
+
 from __future__ import annotations
 
 import json
@@ -100,7 +101,9 @@ def export(graph: MetricGraph) -> PerfExport:
     used_events: set[str] = set()
     done: list[dict] = []
     for name in graph.record_metrics:
-        out.skipped[name] = "computed over request records (a population percentile or count): perf metrics are over counter windows"
+        out.skipped[name] = (
+            "computed over request records (a population percentile or count): perf metrics are over counter windows"
+        )
     for name, m in graph.metrics.items():
         d = graph.declarations.get(name)
         bad = [dep for dep in m.metric_deps if dep in out.skipped]
@@ -111,7 +114,9 @@ def export(graph: MetricGraph) -> PerfExport:
             out.skipped[name] = f"uses `{bad[0]}`, which is not exported"
             continue
         if m.axes:
-            out.skipped[name] = "varies per instance (" + ", ".join(a for a, _ in m.axes) + "): perf aggregates PMU instances"
+            out.skipped[name] = (
+                "varies per instance (" + ", ".join(a for a, _ in m.axes) + "): perf aggregates PMU instances"
+            )
             continue
         try:
             specs: set[str] = set()
@@ -160,9 +165,14 @@ def export(graph: MetricGraph) -> PerfExport:
         base = q.to_base_units()
         scale = conversion_factor(reg, base.units, c.unit)
         desc = (c.description or s).strip()
-        consts.append({"MetricName": s, "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
-                       "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
-                       "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip()})
+        consts.append(
+            {
+                "MetricName": s,
+                "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
+                "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
+                "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip(),
+            }
+        )
     out.events = [event_entry(gen, n) for n in sorted(used_events)]
     out.entries = out.events + consts + sorted(done, key=lambda e: e["MetricName"])
     return out
@@ -181,8 +191,12 @@ def event_entry(gen, name: str) -> dict:
         tag.append(f"counted_by={s.counted_by}")
     if kinds.of(s).across == "declared" and "across_chips" in kinds.of(s).options:
         tag.append(f"across_chips={s.across_chips}")
-    return {"EventName": name, "Unit": s.block, "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
-            "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]"}
+    return {
+        "EventName": name,
+        "Unit": s.block,
+        "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
+        "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]",
+    }
 
 
 def _offset(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
@@ -229,7 +243,10 @@ class _Emitter:
                 return "-" + self.p(e.operand, NEG, rollup), NEG
             return f"1 - {self.p(e.operand, 6, rollup)}", 5
         if isinstance(e, ast.IfElse):
-            return f"({self.p(e.then, 1, rollup)} if {self.p(e.cond, 1, rollup)} else {self.p(e.otherwise, 1, rollup)})", ATOM
+            return (
+                f"({self.p(e.then, 1, rollup)} if {self.p(e.cond, 1, rollup)} else {self.p(e.otherwise, 1, rollup)})",
+                ATOM,
+            )
         if isinstance(e, ast.Call):
             return self.call(e, rollup)
         if isinstance(e, ast.Binary):
@@ -262,8 +279,12 @@ class _Emitter:
     def binary(self, e: ast.Binary, rollup: bool) -> tuple[str, int]:
         op = e.op
         if op == "**":
-            if not (isinstance(e.right, ast.Number) and e.right.unit is None and float(e.right.value).is_integer()
-                    and abs(e.right.value) <= 8):
+            if not (
+                isinstance(e.right, ast.Number)
+                and e.right.unit is None
+                and float(e.right.value).is_integer()
+                and abs(e.right.value) <= 8
+            ):
                 raise _Unsupported("a power with a non-integer exponent has no perf form")
             n = int(e.right.value)
             if n == 0:
@@ -324,7 +345,9 @@ def _linear(e, gen) -> bool:
     if isinstance(e, ast.Binary) and e.op in ("+", "-"):
         return _linear(e.left, gen) and _linear(e.right, gen)
     if isinstance(e, ast.Binary) and e.op == "*":
-        return (isinstance(e.left, ast.Number) and _linear(e.right, gen)) or (isinstance(e.right, ast.Number) and _linear(e.left, gen))
+        return (isinstance(e.left, ast.Number) and _linear(e.right, gen)) or (
+            isinstance(e.right, ast.Number) and _linear(e.left, gen)
+        )
     if isinstance(e, ast.Binary) and e.op == "/":
         return isinstance(e.right, ast.Number) and _linear(e.left, gen)
     if isinstance(e, ast.Unary) and e.op == "-":

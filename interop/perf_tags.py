@@ -1,6 +1,7 @@
 """perfonto's own perf JSON: the ``[perfonto: k=v; …]`` tag of an event's or constant's description,
 and the signal an exported event stands for (``perfonto export perf-json`` writes both, so that
 ``perfonto import perf`` rebuilds the same signals without ``--generation``)."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ def tag(desc: str) -> tuple[str, dict]:
         k, _, v = part.partition("=")
         if k.strip():
             out[k.strip()] = v.strip()
-    return (desc[: m.start()] + desc[m.end():]).strip(), out
+    return (desc[: m.start()] + desc[m.end() :]).strip(), out
 
 
 def tagged_event(cat: SourceCatalog, low: str, entry: dict, tg: dict, description: str) -> ir.Node:
@@ -41,7 +42,9 @@ def tagged_event(cat: SourceCatalog, low: str, entry: dict, tg: dict, descriptio
     ev.unit = label or "event"
     ev.scale = scale if scale > 0 and scale == scale and scale != float("inf") else 1.0
     ev.kind = tg.get("kind") if tg.get("kind") in ("counter", "gauge") else "counter"
-    ev.width = int(width) if str(width).isdigit() and 1 <= int(width) <= 64 else ("unknown" if width == "unknown" else 64)
+    ev.width = (
+        int(width) if str(width).isdigit() and 1 <= int(width) <= 64 else ("unknown" if width == "unknown" else 64)
+    )
     ev.axes = axes
     ev.across_chips = tg.get("across_chips") if tg.get("across_chips") in ("sum", "avg", "max") else None
     ev.counted_by = "leader" if tg.get("counted_by") == "leader" else "chip"

@@ -1,5 +1,6 @@
 """The import report: what was imported, with or without a unit, what was rejected and why, and the
 lint findings — as text for stderr or as one JSON document."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -50,12 +51,18 @@ class ImportReport:
         return not self.error and self.total > 0 and self.ratio >= PASS_RATIO
 
     def rejected(self) -> list[dict]:
-        return [{"metric": o.key, "name": o.name, "generation": g.generation, "definitions": o.weight, "reason": o.reason}
-                for g, o in self._outcomes() if o.status == "rejected"]
+        return [
+            {"metric": o.key, "name": o.name, "generation": g.generation, "definitions": o.weight, "reason": o.reason}
+            for g, o in self._outcomes()
+            if o.status == "rejected"
+        ]
 
     def units_not_applied(self) -> list[dict]:
-        return [{"metric": o.key, "generation": g.generation, "note": o.unit_note}
-                for g, o in self._outcomes() if o.unit_note and o.status != "rejected"]
+        return [
+            {"metric": o.key, "generation": g.generation, "note": o.unit_note}
+            for g, o in self._outcomes()
+            if o.unit_note and o.status != "rejected"
+        ]
 
     def findings(self) -> list[tuple[str, Finding]]:
         seen, out = set(), []
@@ -68,21 +75,39 @@ class ImportReport:
         return out
 
     def thresholds_not_translated(self) -> list[dict]:
-        return [{"metric": m.key, "generation": c.generation, "reason": m.threshold_problem}
-                for c in self.catalogs for m in c.metrics.values() if m.threshold_problem]
+        return [
+            {"metric": m.key, "generation": c.generation, "reason": m.threshold_problem}
+            for c in self.catalogs
+            for m in c.metrics.values()
+            if m.threshold_problem
+        ]
 
     def translations(self) -> list[str]:
         return self.catalogs[0].translations if self.catalogs else []
 
     def to_json(self) -> dict:
         return {
-            "ok": self.ok, "format": self.format, "source": self.source, "error": self.error,
-            "metrics": self.total, "imported": self.imported, "with_unit": self.with_unit,
-            "without_unit": self.without_unit, "rejected_count": self.total - self.imported,
+            "ok": self.ok,
+            "format": self.format,
+            "source": self.source,
+            "error": self.error,
+            "metrics": self.total,
+            "imported": self.imported,
+            "with_unit": self.with_unit,
+            "without_unit": self.without_unit,
+            "rejected_count": self.total - self.imported,
             "compiled_ratio": round(self.ratio, 6),
-            "generations": [{"generation": g.generation, "ontology": str(g.yaml_path) if g.yaml_path else None,
-                             "metrics_file": str(g.metrics_path), "metrics": len(g.graph.metrics), "archs": g.archs,
-                             "signals": len(g.gen.signals)} for g in self.generations],
+            "generations": [
+                {
+                    "generation": g.generation,
+                    "ontology": str(g.yaml_path) if g.yaml_path else None,
+                    "metrics_file": str(g.metrics_path),
+                    "metrics": len(g.graph.metrics),
+                    "archs": g.archs,
+                    "signals": len(g.gen.signals),
+                }
+                for g in self.generations
+            ],
             "rejected": self.rejected(),
             "units_not_applied": self.units_not_applied(),
             "thresholds_not_translated": self.thresholds_not_translated(),
@@ -98,11 +123,15 @@ class ImportReport:
             return "\n".join(lines)
         for g in self.generations:
             archs = f" ({', '.join(g.archs)})" if g.archs else ""
-            lines.append(f"  generation {g.generation}{archs}: {g.yaml_path} + {g.metrics_path} "
-                         f"({len(g.gen.signals)} signals, {len(g.graph.metrics)} metrics)")
-        lines.append(f"  metrics: {self.total} in the file, {self.imported} imported ({100 * self.ratio:.1f} %): "
-                     f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
-                     f" — {'OK' if self.ok else 'below the 95 % needed'}")
+            lines.append(
+                f"  generation {g.generation}{archs}: {g.yaml_path} + {g.metrics_path} "
+                f"({len(g.gen.signals)} signals, {len(g.graph.metrics)} metrics)"
+            )
+        lines.append(
+            f"  metrics: {self.total} in the file, {self.imported} imported ({100 * self.ratio:.1f} %): "
+            f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
+            f" — {'OK' if self.ok else 'below the 95 % needed'}"
+        )
         multi = len(self.generations) > 1
         rej = _grouped(self.rejected(), "reason")
         if rej:

@@ -20,6 +20,7 @@ Architectures whose definitions are identical are imported as one generation tha
 Units come from descriptions: ``Unit: percent`` (or "percentage" in the text) → percent with the
 formula's ``100*`` removed, ``Unit: cycles`` → ``event``; others as pint reads them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,9 +39,17 @@ from .source_io import load_yaml
 
 INSTANCES = 4
 AGENT_DEFAULTS = {
-    "simd_count": 416.0, "simd_per_cu": 4.0, "wave_front_size": 64.0, "array_count": 16.0,
-    "simd_arrays_per_engine": 2.0, "cu_per_simd_array": 8.0, "max_waves_per_simd": 8.0,
-    "cpu_cores_count": 0.0, "mem_banks_count": 1.0, "lds_size_in_kb": 64.0, "num_xcc": 1.0,
+    "simd_count": 416.0,
+    "simd_per_cu": 4.0,
+    "wave_front_size": 64.0,
+    "array_count": 16.0,
+    "simd_arrays_per_engine": 2.0,
+    "cu_per_simd_array": 8.0,
+    "max_waves_per_simd": 8.0,
+    "cpu_cores_count": 0.0,
+    "mem_banks_count": 1.0,
+    "lds_size_in_kb": 64.0,
+    "num_xcc": 1.0,
 }
 TRANSLATIONS = [
     "rocprofiler `/` gives 0 when the divisor is 0: written `a / b if b != 0 else 0`",
@@ -123,6 +132,7 @@ def parse(text: str):
         raise SyntaxError(f"the expression is nested more than {MAX_DEPTH} levels deep: `{shown}`")
     return _ToTuples().transform(tree)
 
+
 def _unit_of(description: str) -> str | None:
     m = re.search(r"Unit:\s*([^\n.]+)", description)
     if m:
@@ -132,8 +142,9 @@ def _unit_of(description: str) -> str | None:
     return None
 
 
-def read(path: str | Path, generation: str, archs: list[str] | None = None,
-         constants: dict[str, float] | None = None) -> list[SourceCatalog]:
+def read(
+    path: str | Path, generation: str, archs: list[str] | None = None, constants: dict[str, float] | None = None
+) -> list[SourceCatalog]:
     """Read the counter definitions: one ``SourceCatalog`` per group of identical architectures."""
     path = Path(path)
     data = load_yaml(path, "rocprofiler counter definitions")
@@ -161,17 +172,31 @@ def read(path: str | Path, generation: str, archs: list[str] | None = None,
         groups.setdefault(repr(sorted(per[arch].items())), []).append(arch)
     out = []
     for arch_list in sorted(groups.values(), key=lambda a: a[0]):
-        out.append(_catalog(path, f"{generation}_{ident(arch_list[0])}", arch_list, per[arch_list[0]], descriptions,
-                            constants or {}))
+        out.append(
+            _catalog(
+                path, f"{generation}_{ident(arch_list[0])}", arch_list, per[arch_list[0]], descriptions, constants or {}
+            )
+        )
     return out
 
 
-def _catalog(path: Path, gen_name: str, archs: list[str], defs: dict[str, dict], descriptions: dict[str, str],
-             overrides: dict[str, float]) -> SourceCatalog:
-    cat = SourceCatalog("rocprof", str(path), gen_name,
-                        f"Imported from rocprofiler-sdk counter definitions {path.name} for {', '.join(archs)}.",
-                        clock="gpu", clock_description="GPU shader clock (its frequency is not in the counter definitions).",
-                        archs=archs)
+def _catalog(
+    path: Path,
+    gen_name: str,
+    archs: list[str],
+    defs: dict[str, dict],
+    descriptions: dict[str, str],
+    overrides: dict[str, float],
+) -> SourceCatalog:
+    cat = SourceCatalog(
+        "rocprof",
+        str(path),
+        gen_name,
+        f"Imported from rocprofiler-sdk counter definitions {path.name} for {', '.join(archs)}.",
+        clock="gpu",
+        clock_description="GPU shader clock (its frequency is not in the counter definitions).",
+        archs=archs,
+    )
     cat.translations = list(TRANSLATIONS)
     tables: dict[str, NameTable] = {}
     base = {n: d for n, d in defs.items() if "block" in d and "expression" not in d}
@@ -182,17 +207,26 @@ def _catalog(path: Path, gen_name: str, archs: list[str], defs: dict[str, dict],
         desc = descriptions.get(name) or f"rocprofiler counter {name}"
         cat.event(name, block, table.get(name, ident(name)), f"{desc} (block {d['block']}, event {d.get('event')})")
         cat.block_instances[block] = INSTANCES
-        cat.block_descriptions[block] = (f"rocprofiler block {d['block']}; its dimensions come from the agent at run time, "
-                                         f"{INSTANCES} instances assumed")
+        cat.block_descriptions[block] = (
+            f"rocprofiler block {d['block']}; its dimensions come from the agent at run time, "
+            f"{INSTANCES} instances assumed"
+        )
     names = NameTable()
     axes: dict[str, bool] = {}
     reader = _Translate(cat, base, derived, overrides, axes)
     for name in sorted(derived):
         d = derived[name]
         desc = descriptions.get(name, "")
-        m = SourceMetric(name, names.get(name, metric_name(name, camel="_" not in name)), str(d["expression"]), None,
-                         unit_text=_unit_of(desc), description=desc, weight=len(archs),
-                         origin=f"{name} ({'/'.join(archs)})")
+        m = SourceMetric(
+            name,
+            names.get(name, metric_name(name, camel="_" not in name)),
+            str(d["expression"]),
+            None,
+            unit_text=_unit_of(desc),
+            description=desc,
+            weight=len(archs),
+            origin=f"{name} ({'/'.join(archs)})",
+        )
         cat.metrics[name] = m
     for name in sorted(derived):
         m = cat.metrics[name]
@@ -251,8 +285,14 @@ class _Translate:
             a, b = self._expr(t[2]), self._expr(t[3])
             if t[1] in "-/" and not self.has_axes(a) and self.has_axes(b):
                 # evaluate_ast.cpp swaps the operands so that the longer vector comes first, also for - and /
-                self.cat.findings.append(Finding("swapped-operands", "", f"`{t[1]}` of a single value and a vector: "
-                                                 f"rocprofiler computes it with the operands swapped; kept so"))
+                self.cat.findings.append(
+                    Finding(
+                        "swapped-operands",
+                        "",
+                        f"`{t[1]}` of a single value and a vector: "
+                        f"rocprofiler computes it with the operands swapped; kept so",
+                    )
+                )
                 a, b = b, a
             if t[1] == "/":  # 0 when the divisor is 0 (evaluate_ast.cpp); a non-zero literal needs no guard
                 return ir.Bin("/", a, b) if isinstance(b, ir.Num) and b.value != 0 else ir.SafeDiv(a, b)
@@ -270,22 +310,39 @@ class _Translate:
         if kind == "accumulate":
             cname, mode = t[1], t[2]
             if cname not in self.base:
-                raise ir.Unsupported(f"accumulate of `{cname}`, which is not a base counter of {'/'.join(self.cat.archs)}")
+                raise ir.Unsupported(
+                    f"accumulate of `{cname}`, which is not a base counter of {'/'.join(self.cat.archs)}"
+                )
             ev = self.cat.events[cname]
             key = f"accumulate({cname},{mode})"
-            self.cat.event(key, ev.block, f"{ev.name}_accum_{ident(mode)}",
-                           f"{cname} in accumulate mode {mode}: its level summed every cycle")
+            self.cat.event(
+                key,
+                ev.block,
+                f"{ev.name}_accum_{ident(mode)}",
+                f"{cname} in accumulate mode {mode}: its level summed every cycle",
+            )
             return ir.Event(key)
         raise ir.Unsupported(f"rocprofiler construct `{kind}` is not supported")  # pragma: no cover
 
     def _constant(self, name: str) -> ir.Node:
         if name not in self.cat.constants:
-            value, why, prov = AGENT_DEFAULTS.get(name, 0.0), "agent property read at run time; value assumed", "assumed"
+            value, why, prov = (
+                AGENT_DEFAULTS.get(name, 0.0),
+                "agent property read at run time; value assumed",
+                "assumed",
+            )
             if name not in AGENT_DEFAULTS:
-                self.cat.findings.append(Finding("unknown-property", "", f"agent property `{name}` is not known; 0 assumed "
-                                                                         f"(rocprofiler returns 0 for unknown properties)"))
+                self.cat.findings.append(
+                    Finding(
+                        "unknown-property",
+                        "",
+                        f"agent property `{name}` is not known; 0 assumed "
+                        f"(rocprofiler returns 0 for unknown properties)",
+                    )
+                )
             if name in self.overrides:
                 value, why, prov = self.overrides[name], "given on the command line (--constant)", "claimed"
-            self.cat.constants[name] = SourceConstant(name, ident(name), value, f"rocprofiler agent property {name}", why, prov,
-                                                      may_be_zero=True)  # get_agent_property returns 0 when unknown
+            self.cat.constants[name] = SourceConstant(
+                name, ident(name), value, f"rocprofiler agent property {name}", why, prov, may_be_zero=True
+            )  # get_agent_property returns 0 when unknown
         return ir.Const(name)

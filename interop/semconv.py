@@ -22,6 +22,7 @@ Stability: signals keep theirs (``experimental`` → ``development``; ``deprecat
 Source of the format: OpenTelemetry Weaver v0.25.1, ``schemas/semconv-syntax.v2.md`` and
 ``schemas/semconv.schema.v2.json`` (the schema ``tests/fixtures/weaver/`` vendors for validation).
 """
+
 from __future__ import annotations
 
 import re
@@ -65,12 +66,15 @@ def _dump(header: str, doc: dict) -> str:
 
 
 def _stability(sig) -> str:
-    return {"experimental": "development"}.get(getattr(sig.stability, "value", sig.stability), getattr(sig.stability, "value", str(sig.stability)))
+    return {"experimental": "development"}.get(
+        getattr(sig.stability, "value", sig.stability), getattr(sig.stability, "value", str(sig.stability))
+    )
 
 
 def _attr_refs(axes: list[str], prefix: str) -> list[dict]:
-    return [{"ref": f"{prefix}.chip", "requirement_level": "required"}] + \
-           [{"ref": f"{prefix}.{a}", "requirement_level": "required"} for a in axes]
+    return [{"ref": f"{prefix}.chip", "requirement_level": "required"}] + [
+        {"ref": f"{prefix}.{a}", "requirement_level": "required"} for a in axes
+    ]
 
 
 def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = None) -> Registry:
@@ -101,36 +105,72 @@ def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = No
             continue
         for a, n in e.axes:
             axes[a] = n
-        note = (("Running total of the window values (each window adds its amount). " if e.instrument == "counter" else
-                 "The latest window's value. ") + f"Formula: `{m.formula}` [{m.unit_text}]"
-                + ("" if e.unit.factor == 1 else f", exported × {e.unit.factor:g} in {e.unit.ucum}") + "."
-                + (f" Source: {m.source}." if m.source else ""))
-        ann = {"formula": m.formula, "unit": m.unit_text, "factor": e.unit.factor, "prometheus": e.prom_name,
-               "groups": list(m.groups)}
+        note = (
+            (
+                "Running total of the window values (each window adds its amount). "
+                if e.instrument == "counter"
+                else "The latest window's value. "
+            )
+            + f"Formula: `{m.formula}` [{m.unit_text}]"
+            + ("" if e.unit.factor == 1 else f", exported × {e.unit.factor:g} in {e.unit.ucum}")
+            + "."
+            + (f" Source: {m.source}." if m.source else "")
+        )
+        ann = {
+            "formula": m.formula,
+            "unit": m.unit_text,
+            "factor": e.unit.factor,
+            "prometheus": e.prom_name,
+            "groups": list(m.groups),
+        }
         if m.bounds:
             ann["bounds"] = [float(b) for b in m.bounds]
         if m.threshold:
             ann["threshold"] = {"op": m.threshold[0], "value": float(m.threshold[1]), "message": m.threshold[2]}
         if m.parent:
             ann["parent"] = f"{prefix}.{m.parent}"
-        metrics.append({"name": e.otel_name, "brief": m.description or name, "note": note, "instrument": e.instrument,
-                        "unit": e.unit.ucum, "stability": "development", "attributes": _attr_refs([a for a, _ in e.axes], prefix),
-                        "annotations": {"perfonto": ann}})
+        metrics.append(
+            {
+                "name": e.otel_name,
+                "brief": m.description or name,
+                "note": note,
+                "instrument": e.instrument,
+                "unit": e.unit.ucum,
+                "stability": "development",
+                "attributes": _attr_refs([a for a, _ in e.axes], prefix),
+                "annotations": {"perfonto": ann},
+            }
+        )
 
     records = []
     for name, m in graph.record_metrics.items():
         if m.population is None:
-            skipped[name] = "a reduction over records (percentile, mean, count): a view of the per-record histogram, not an instrument"
+            skipped[name] = (
+                "a reduction over records (percentile, mean, count): a view of the per-record histogram, not an instrument"
+            )
             continue
         full = named(name)
         if full is None:
             continue
         u = export_unit(reg, m.unit)
-        records.append({"name": full, "brief": m.description or name,
-                        "note": f"One value per {m.population} record: `{m.formula}` [{m.unit_text}].",
-                        "instrument": "histogram", "unit": u.ucum, "stability": "development",
-                        "annotations": {"perfonto": {"formula": m.formula, "unit": m.unit_text, "factor": u.factor,
-                                                     "population": m.population}}})
+        records.append(
+            {
+                "name": full,
+                "brief": m.description or name,
+                "note": f"One value per {m.population} record: `{m.formula}` [{m.unit_text}].",
+                "instrument": "histogram",
+                "unit": u.ucum,
+                "stability": "development",
+                "annotations": {
+                    "perfonto": {
+                        "formula": m.formula,
+                        "unit": m.unit_text,
+                        "factor": u.factor,
+                        "population": m.population,
+                    }
+                },
+            }
+        )
 
     signals = []
     for name, s in gen.signals.items():
@@ -145,19 +185,38 @@ def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = No
         for (a, n), full_axis in zip(s.axes, sig_axes):
             axes[full_axis] = n
         u = export_unit(reg, s.unit)
-        note = {"counter": f"Running total of the register's increases (modular deltas in its {s.width}-bit width, × scale "
-                           f"{s.scale:g}), so it never wraps.", "gauge": f"The register's level × scale {s.scale:g}.",
-                "histogram": "Cumulative bucket counts of the histogram register."}.get(kind, "")
-        item = {"name": full, "brief": s.description or name, "note": note, "instrument": {"counter": "counter", "gauge": "gauge",
-                                                                              "histogram": "histogram"}.get(kind, "gauge"),
-                "unit": u.ucum, "stability": _stability(s), "attributes": _attr_refs(sig_axes, prefix),
-                "annotations": {"perfonto": {"kind": kind, "unit": s.unit_text, "scale": float(s.scale), "factor": u.factor,
-                                             **({"width": s.width} if isinstance(s.width, int) else {}),
-                                             **({"buckets": [float(b) for b in s.buckets]} if s.buckets else {})}}}
+        note = {
+            "counter": f"Running total of the register's increases (modular deltas in its {s.width}-bit width, × scale "
+            f"{s.scale:g}), so it never wraps.",
+            "gauge": f"The register's level × scale {s.scale:g}.",
+            "histogram": "Cumulative bucket counts of the histogram register.",
+        }.get(kind, "")
+        item = {
+            "name": full,
+            "brief": s.description or name,
+            "note": note,
+            "instrument": {"counter": "counter", "gauge": "gauge", "histogram": "histogram"}.get(kind, "gauge"),
+            "unit": u.ucum,
+            "stability": _stability(s),
+            "attributes": _attr_refs(sig_axes, prefix),
+            "annotations": {
+                "perfonto": {
+                    "kind": kind,
+                    "unit": s.unit_text,
+                    "scale": float(s.scale),
+                    "factor": u.factor,
+                    **({"width": s.width} if isinstance(s.width, int) else {}),
+                    **({"buckets": [float(b) for b in s.buckets]} if s.buckets else {}),
+                }
+            },
+        }
         if s.renamed_to or item["stability"] == "deprecated":
             item["stability"] = "development" if item["stability"] == "deprecated" else item["stability"]
-            item["deprecated"] = ({"reason": "renamed", "renamed_to": f"{prefix}.{s.renamed_to}"} if s.renamed_to else
-                                  {"reason": "obsoleted", "note": f"`{name}` is deprecated in `{gen.name}`."})
+            item["deprecated"] = (
+                {"reason": "renamed", "renamed_to": f"{prefix}.{s.renamed_to}"}
+                if s.renamed_to
+                else {"reason": "obsoleted", "note": f"`{name}` is deprecated in `{gen.name}`."}
+            )
         signals.append(item)
     for name, f in gen.fields.items():
         full = named(name)
@@ -167,24 +226,55 @@ def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = No
         for (a, n), full_axis in zip(f.axes, f_axes):
             axes[full_axis] = n
         u = export_unit(reg, f.unit)
-        signals.append({"name": full, "brief": f.description or name, "instrument": "gauge", "unit": u.ucum,
-                        "stability": "development", "attributes": _attr_refs(f_axes, prefix),
-                        "annotations": {"perfonto": {"kind": "field", "register": f.register, "bits": [f.lo, f.hi],
-                                                     "unit": f.unit_text, "scale": float(f.scale)}}})
+        signals.append(
+            {
+                "name": full,
+                "brief": f.description or name,
+                "instrument": "gauge",
+                "unit": u.ucum,
+                "stability": "development",
+                "attributes": _attr_refs(f_axes, prefix),
+                "annotations": {
+                    "perfonto": {
+                        "kind": "field",
+                        "register": f.register,
+                        "bits": [f.lo, f.hi],
+                        "unit": f.unit_text,
+                        "scale": float(f.scale),
+                    }
+                },
+            }
+        )
 
-    attributes = [{"key": f"{prefix}.chip", "type": "int", "stability": "development",
-                   "brief": "Index of the chip within its server (the `chip` column of a counter dump).",
-                   "note": "Chips of one server share the resource's `host.name`.", "examples": [0, 7]}]
+    attributes = [
+        {
+            "key": f"{prefix}.chip",
+            "type": "int",
+            "stability": "development",
+            "brief": "Index of the chip within its server (the `chip` column of a counter dump).",
+            "note": "Chips of one server share the resource's `host.name`.",
+            "examples": [0, 7],
+        }
+    ]
     for a, n in sorted(axes.items()):
         block, _, short = a.rpartition(".")
-        attributes.append({"key": f"{prefix}.{a}", "type": "int", "stability": "development",
-                           "brief": f"Index of the `{short}` instance of block `{block}` (0 … {n - 1}).",
-                           "examples": [0, n - 1]})
+        attributes.append(
+            {
+                "key": f"{prefix}.{a}",
+                "type": "int",
+                "stability": "development",
+                "brief": f"Index of the `{short}` instance of block `{block}` (0 … {n - 1}).",
+                "examples": [0, n - 1],
+            }
+        )
 
     url = schema_url or f"https://perfonto.invalid/semconv/{gen.name}/{graph.content_hash}"
-    manifest = {"description": f"perfonto's counters and derived metrics for `{gen.name}` as OpenTelemetry semantic "
-                               f"conventions (catalog hash {graph.content_hash}).",
-                "schema_url": url, "stability": "development"}
+    manifest = {
+        "description": f"perfonto's counters and derived metrics for `{gen.name}` as OpenTelemetry semantic "
+        f"conventions (catalog hash {graph.content_hash}).",
+        "schema_url": url,
+        "stability": "development",
+    }
     files = {
         "manifest.yaml": f"# {header}\n" + yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=100),
         "registry/attributes.yaml": _dump(header, {"file_format": "definition/2", "attributes": attributes}),

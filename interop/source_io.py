@@ -7,6 +7,7 @@ refused with a message, and the decoded document may nest at most ``MAX_DEPTH`` 
 recursive walks of the importers never meet a structure deeper than they can handle. Every failure
 is a ``ValueError`` naming the file (the importer reports it and exits 1).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,9 @@ def load_json(path: str | Path, what: str = "catalog file"):
     try:
         doc = json.loads(text)
     except RecursionError:
-        raise ValueError(f"{path}: the JSON is nested too deeply to read (more than {MAX_DEPTH} levels is not a catalog)") from None
+        raise ValueError(
+            f"{path}: the JSON is nested too deeply to read (more than {MAX_DEPTH} levels is not a catalog)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
     except ValueError as exc:  # an integer past Python's digit limit

@@ -7,6 +7,7 @@ metrics repeat the parents' conditions). ``split`` finds the own comparison and 
 repeat an ancestor's own threshold — those are carried by the ``parent`` clause; anything else
 (a disjunction, a condition on another metric) cannot be expressed and is reported.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

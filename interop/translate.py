@@ -13,6 +13,7 @@ Two jobs beyond printing with the fewest brackets the grammar (``dsl/metrics.lar
 
 Names are looked up in maps built by ``perfonto.importers.build`` (already validated identifiers).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,15 @@ def number(v: float) -> str:
 class Printer:
     """Prints one catalog's expressions; ``events``/``consts`` map source keys to perfonto names."""
 
-    def __init__(self, reg: pint.UnitRegistry, signal_units: dict[str, pint.Unit], events: dict[str, str],
-                 consts: dict[str, str], const_units: dict[str, pint.Unit], refs: dict[str, RefInfo]):
+    def __init__(
+        self,
+        reg: pint.UnitRegistry,
+        signal_units: dict[str, pint.Unit],
+        events: dict[str, str],
+        consts: dict[str, str],
+        const_units: dict[str, pint.Unit],
+        refs: dict[str, RefInfo],
+    ):
         self.reg = reg
         self.signal_units = signal_units
         self.events = events
@@ -165,8 +173,11 @@ class Printer:
             return f"{n.fn}({self._p(n.arg, IF)})", ATOM
         if isinstance(n, ir.SafeDiv):
             q = ir.Bin("/", n.num, n.den)
-            return (f"{self._p(q, OR)} if {self._p(n.den, SUM)} != {self._zero(self.unit(n.den))} "
-                    f"else {self._zero(self.unit(q))}", IF)
+            return (
+                f"{self._p(q, OR)} if {self._p(n.den, SUM)} != {self._zero(self.unit(n.den))} "
+                f"else {self._zero(self.unit(q))}",
+                IF,
+            )
         if isinstance(n, ir.Bin):
             op = n.op
             if op in ("and", "or"):
@@ -195,6 +206,7 @@ def strip_factor(n: ir.Node, c: float) -> ir.Node | None:
     ``100 * (a / b)`` → ``a / b`` for c = 100; ``a / b * 1000`` → ``a / b``; ``(1000 * a) / b`` →
     ``a / b``. Only factors of the numerator are removed (the value is divided by c exactly).
     """
+
     def same(x):
         return isinstance(x, ir.Num) and x.unit is None and x.value != 0 and abs(x.value - c) <= 1e-12 * abs(c)
 

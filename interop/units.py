@@ -16,6 +16,7 @@ imported without a unit. Sources: perf's ``ScaleUnit`` (``<scale><unit>``, parse
 ``perf_pmu__convert_scale``: a leading C float, the rest is the unit), Intel's ``UnitOfMeasure``,
 Arm's ``units``, rocprofiler's ``Unit: …`` in descriptions.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,9 +27,16 @@ from perfonto.ontology.units import UnitError, parse_unit
 
 _SCALE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 _FIXED = {
-    "%": "percent", "percent": "percent", "percentage": "percent",
-    "mpki": "event/kevent", "pki": "event/kevent",
-    "cycles": "event", "cycle": "event", "count": "event", "counts": "event", "events": "event",
+    "%": "percent",
+    "percent": "percent",
+    "percentage": "percent",
+    "mpki": "event/kevent",
+    "pki": "event/kevent",
+    "cycles": "event",
+    "cycle": "event",
+    "count": "event",
+    "counts": "event",
+    "events": "event",
 }
 
 

@@ -5,6 +5,7 @@ chips at server level, never their sum) and which divide a per-chip time by a le
 Each function takes the ``Typer`` whose metric is being typed (its generation, registry, compiled
 metrics and the leader flags of the metrics typed so far).
 """
+
 from __future__ import annotations
 
 import pint
@@ -25,7 +26,9 @@ def is_frequency(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
 def is_time(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
     """Seconds, or cycles of one clock domain: a time measured on each chip."""
     dims = dict(reg.Quantity(1, u).dimensionality)
-    return dims == {"[time]": 1} or (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1)
+    return dims == {"[time]": 1} or (
+        len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1
+    )
 
 
 def reads_leader(typer, e: ast.Expr) -> bool:
@@ -59,6 +62,12 @@ def group_check(typer, e: ast.Binary, a, b) -> None:
     """Mark the metric being typed ``group_rule`` when ``e`` (a ``*`` or ``/``, operands typed ``a``
     and ``b``) combines a time that every chip measures with a leader-counted count."""
     for t, te, other in ((a, e.left, e.right), (b, e.right, e.left)):
-        if t.node.degree >= 1 and not t.literal and is_time(typer.reg, t.unit) and reads_chip_time(typer, te) \
-                and not reads_leader(typer, te) and reads_leader(typer, other):
+        if (
+            t.node.degree >= 1
+            and not t.literal
+            and is_time(typer.reg, t.unit)
+            and reads_chip_time(typer, te)
+            and not reads_leader(typer, te)
+            and reads_leader(typer, other)
+        ):
             typer.group_rule = True

@@ -1,4 +1,5 @@
 """Load a generation and compile a metric catalog: the shipped one, or a folder of a user's files."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,8 +40,14 @@ def shipped_others(gen: Generation | str | None = None) -> tuple[Generation, ...
     return tuple(out)
 
 
-def load_catalog(catalog_dir: str | Path | None = None, generation: str | None = "sohu", *, others=None,
-                 library: bool = True, cache: bool | None = None) -> Catalog:
+def load_catalog(
+    catalog_dir: str | Path | None = None,
+    generation: str | None = "sohu",
+    *,
+    others=None,
+    library: bool = True,
+    cache: bool | None = None,
+) -> Catalog:
     """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
 
     Without ``catalog_dir``: the shipped generation and metric library. A folder with metric files but
@@ -84,13 +91,39 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
                 check_path(d, "catalog folder")
             except FileReadError as exc:
                 reason = exc.reason
-            return Catalog(None, None, [Diagnostic("error", "io", reason, Span(str(d)),
-                                                   hint="give a folder holding *.yaml ontology and *.metrics files")])
-        yamls = sorted(p for p in list(d.glob("*.yaml")) + list(d.glob("*.yml")) if not p.name.endswith((".vectors.yaml", ".vectors.yml")))
+            return Catalog(
+                None,
+                None,
+                [
+                    Diagnostic(
+                        "error",
+                        "io",
+                        reason,
+                        Span(str(d)),
+                        hint="give a folder holding *.yaml ontology and *.metrics files",
+                    )
+                ],
+            )
+        yamls = sorted(
+            p
+            for p in list(d.glob("*.yaml")) + list(d.glob("*.yml"))
+            if not p.name.endswith((".vectors.yaml", ".vectors.yml"))
+        )
         files = sorted(d.glob("*.metrics"))
         if not yamls and not files:
-            return Catalog(None, None, [Diagnostic("error", "empty-catalog", "the folder holds no *.yaml or *.metrics files", Span(str(d)),
-                                                   hint="put ontology YAML and metric files in it")])
+            return Catalog(
+                None,
+                None,
+                [
+                    Diagnostic(
+                        "error",
+                        "empty-catalog",
+                        "the folder holds no *.yaml or *.metrics files",
+                        Span(str(d)),
+                        hint="put ontology YAML and metric files in it",
+                    )
+                ],
+            )
         if generation is None:
             generation = folder_generation(yamls) or "sohu"
         if yamls:
@@ -113,23 +146,36 @@ def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path]
     """Which metric files a catalog folder is compiled with: its own, the shipped library's, or both."""
     from perfonto.ontology.loader import shipped_generations
 
-    own = f"the folder's {len(files)} metric file(s) ({', '.join(p.name for p in files)})" if files else "no metric file of the folder"
+    own = (
+        f"the folder's {len(files)} metric file(s) ({', '.join(p.name for p in files)})"
+        if files
+        else "no metric file of the folder"
+    )
     shipped = not yamls or set(gen.lineage[:-1]) & set(shipped_generations())
     if not shipped:
         return f"metric files compiled: {own} (`{gen.name}` extends no shipped generation: the shipped library does not apply)"
     if not library:
         return f"metric files compiled: {own} only (--no-library: the shipped metric library is left out)"
     base = gen.name if not yamls else [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]
-    return (f"metric files compiled: the shipped metric library (for `{base}`) and {own}; "
-            "--no-library leaves the library out")
+    return (
+        f"metric files compiled: the shipped metric library (for `{base}`) and {own}; "
+        "--no-library leaves the library out"
+    )
 
 
 def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:
     out = []
     for name, d in graph.declarations.items():
         if not d.description.strip():
-            out.append(Diagnostic("warning", "lint-description", f"metric `{name}` has no description", d.span,
-                                  hint='add a quoted description after the formula: "What it measures."'))
+            out.append(
+                Diagnostic(
+                    "warning",
+                    "lint-description",
+                    f"metric `{name}` has no description",
+                    d.span,
+                    hint='add a quoted description after the formula: "What it measures."',
+                )
+            )
     return out
 
 
@@ -166,10 +212,21 @@ def select_metrics(graph: MetricGraph, names) -> MetricGraph:
     for n in names:
         if n not in every:
             why = graph.unavailable.get(n)
-            raise KeyError(f"`{n}` is unavailable: {why}" if why else
-                           f"no metric `{n}` in the catalog" + (f"; {did_you_mean(n, every)}" if did_you_mean(n, every) else ""))
+            raise KeyError(
+                f"`{n}` is unavailable: {why}"
+                if why
+                else f"no metric `{n}` in the catalog"
+                + (f"; {did_you_mean(n, every)}" if did_you_mean(n, every) else "")
+            )
         need.add(n)
         need |= {a for a in nx.ancestors(graph.graph, n) if a in every}
-    return MetricGraph(graph.generation, {k: v for k, v in graph.metrics.items() if k in need}, graph.graph,
-                       graph.diagnostics, graph.content_hash, dict(graph.unavailable),
-                       {k: v for k, v in graph.record_metrics.items() if k in need}, graph.declarations)
+    return MetricGraph(
+        graph.generation,
+        {k: v for k, v in graph.metrics.items() if k in need},
+        graph.graph,
+        graph.diagnostics,
+        graph.content_hash,
+        dict(graph.unavailable),
+        {k: v for k, v in graph.record_metrics.items() if k in need},
+        graph.declarations,
+    )

@@ -8,6 +8,7 @@ compile them (``ontology``, ``dsl``, ``metrics``) with perfonto's version. The e
 ``Catalog`` (pint units and registries stored as text and clock domains: ``ontology.units``), about
 170 kB for the shipped catalog; loading it takes milliseconds where compiling takes about a second.
 """
+
 from __future__ import annotations
 
 import io
@@ -58,8 +59,10 @@ def key(catalog_dir, generation, library: bool) -> str:
 
     # a kind registered at run time is an input too (options sorted: a frozenset's order changes per process)
     table = repr(sorted((k, repr({**vars(v), "options": sorted(v.options)})) for k, v in kinds.KINDS.items()))
-    return _cache.digest([_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library)), table]
-                         + _cache.file_parts(files))
+    return _cache.digest(
+        [_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library)), table]
+        + _cache.file_parts(files)
+    )
 
 
 def cached(catalog_dir, generation, library: bool, use: bool | None, compile_fn):

@@ -21,6 +21,7 @@ The compiler is ``PASSES``, a tuple of named plain functions, each from one stag
 Every problem is a ``Diagnostic``; a metric with an error is left out of the graph, and every other
 metric still compiles. Other generations (for "exists on …" availability reasons) are passed in.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,8 +50,9 @@ def library_files() -> list[Path]:
     return sorted(Path(str(resources.files("perfonto.metrics").joinpath("library"))).glob("*.metrics"))
 
 
-def parse(gen: Generation, files: list[Path] | None = None, *, sources: dict[str, str] | None = None,
-          others=()) -> Parsed:
+def parse(
+    gen: Generation, files: list[Path] | None = None, *, sources: dict[str, str] | None = None, others=()
+) -> Parsed:
     """Stage 0: parse metric files from disk (default: the shipped library) or ``sources``
     (``{file name: text}``), and expand generated submetrics. ``others``: the other generations whose
     signals make a metric unavailable here rather than unknown."""
@@ -89,8 +91,16 @@ def classify(s: Typed) -> MetricGraph:
         h.update(s.texts[name].encode())
     window_metrics = {n: m for n, m in s.compiled.items() if not m.from_records}
     record_metrics = {n: m for n, m in s.compiled.items() if m.from_records}
-    return MetricGraph(s.gen, window_metrics, s.graph, diags, h.hexdigest()[:16], unavailable=dict(s.unavailable),
-                       declarations=dict(s.by_name), record_metrics=record_metrics)
+    return MetricGraph(
+        s.gen,
+        window_metrics,
+        s.graph,
+        diags,
+        h.hexdigest()[:16],
+        unavailable=dict(s.unavailable),
+        declarations=dict(s.by_name),
+        record_metrics=record_metrics,
+    )
 
 
 #: The compiler: each pass is a plain function of the previous stage (see the module docstring).

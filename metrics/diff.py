@@ -1,4 +1,5 @@
 """``perfonto diff OLD NEW``: signal changes (``ontology.diff``) plus what they do to the metrics."""
+
 from __future__ import annotations
 
 from perfonto.metrics.compiler import compile_files

@@ -1,5 +1,6 @@
 """``perfonto explain METRIC`` and ``perfonto graph METRIC``: what a metric is, how its unit is
 derived step by step, what it depends on down to signals, where it is available, and its source."""
+
 from __future__ import annotations
 
 import networkx as nx
@@ -25,7 +26,9 @@ def availability(name: str, catalog_dir=None) -> dict[str, str]:
     from .catalog import load_catalog
 
     out = {}
-    names = sorted(p.stem for p in Path(str(resources.files("perfonto.ontology").joinpath("catalog"))).glob("*.yaml"))  # the shipped ones
+    names = sorted(
+        p.stem for p in Path(str(resources.files("perfonto.ontology").joinpath("catalog"))).glob("*.yaml")
+    )  # the shipped ones
     if catalog_dir is not None:
         import yaml
 
@@ -41,7 +44,9 @@ def availability(name: str, catalog_dir=None) -> dict[str, str]:
                 found.append(g)
         names = found or names
     for g in names:
-        cat = load_catalog(catalog_dir, g)  # the other shipped generations give the reasons (cached when compiled before)
+        cat = load_catalog(
+            catalog_dir, g
+        )  # the other shipped generations give the reasons (cached when compiled before)
         if cat.graph is None:
             out[g] = "generation does not load"
             continue
@@ -84,7 +89,11 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
             note.append("window duration from the sample timestamps")
         if axes:
             note.append("over " + ", ".join(f"{a}[{n}]" for a, n in axes))
-        note.append("adds up across chips" if degree == 1 else ("independent of chip count" if degree == 0 else f"chips^{degree}"))
+        note.append(
+            "adds up across chips"
+            if degree == 1
+            else ("independent of chip count" if degree == 0 else f"chips^{degree}")
+        )
         steps.append((text, "condition" if unit is None else fmt_unit(unit), "; ".join(note)))
     m = graph.all_metrics[name]
     last_unit = typer.trace[-1][1]
@@ -128,7 +137,9 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
             lines.append(f"{prefix}{branch}interval (window duration from the sample timestamps, s)")
         elif d in gen.spec:
             c = gen.spec[d]
-            lines.append(f"{prefix}{branch}{d} = {c.value:g} {c.unit_text} ({c.provenance}{': ' + c.source if c.source else ''})")
+            lines.append(
+                f"{prefix}{branch}{d} = {c.value:g} {c.unit_text} ({c.provenance}{': ' + c.source if c.source else ''})"
+            )
     return lines
 
 
@@ -139,24 +150,38 @@ def explain_input(gen, name: str) -> str | None:
         s = gen.signals[name]
         out.append(f"{name}: {s.kind} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}")
         out.append(f"  {s.description}")
-        out.append(f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)")
-        out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
+        out.append(
+            f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)"
+        )
+        out.append(
+            "instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`"
+        )
         if s.sentinel:
             out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
         if s.modulus is not None:
-            out.append(f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or beyond it are null)")
+            out.append(
+                f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or beyond it are null)"
+            )
         if s.scale_field is not None:
-            out.append(f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a change is null)")
+            out.append(
+                f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a change is null)"
+            )
         if s.slots is not None:
-            out.append(f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices {', '.join(map(str, s.slots[:16]))}"
-                       f"{' …' if len(s.slots) > 16 else ''})")
+            out.append(
+                f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices {', '.join(map(str, s.slots[:16]))}"
+                f"{' …' if len(s.slots) > 16 else ''})"
+            )
         if s.reset_indicator:
-            out.append(f"reset indicator: {s.reset_indicator}" + (" (an uptime: a decrease is a reset)" if s.reset_kind == "decrease" else
-                                                                    " (any change is a reset)"))
+            out.append(
+                f"reset indicator: {s.reset_indicator}"
+                + (" (an uptime: a decrease is a reset)" if s.reset_kind == "decrease" else " (any change is a reset)")
+            )
         if s.max_rate:
             out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
-        out.append(f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
-                   + ("; BROKEN on this generation" if s.broken else ""))
+        out.append(
+            f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
+            + ("; BROKEN on this generation" if s.broken else "")
+        )
         out.append(f"in a metric: {window_meaning(s.kind)}")
     elif name in gen.fields:
         f = gen.fields[name]
@@ -194,9 +219,13 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
     if children:
         out.append(f"children: {', '.join(children)}")
     if m.from_records:
-        out.append(f"population: {'one value per ' + m.population + ' record' if m.population else 'one value over the run (a reduction over records)'}")
+        out.append(
+            f"population: {'one value per ' + m.population + ' record' if m.population else 'one value over the run (a reduction over records)'}"
+        )
     else:
-        out.append(f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}")
+        out.append(
+            f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}"
+        )
     out.append("")
     out.append("unit, step by step:")
     steps = unit_steps(graph, name)
@@ -232,6 +261,7 @@ def graph_text(graph: MetricGraph, name: str, fmt: str = "mermaid") -> str:
         return f"{text} ({k})" if k != "metric" else text
 
     if fmt == "dot":
+
         def q(s: str) -> str:
             return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

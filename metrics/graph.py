@@ -1,5 +1,6 @@
 """The compiled catalog (``MetricGraph``), the compiler's result, in a module of its own: what a cached
 catalog is made of loads without the parser and the compiler passes."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -25,6 +25,7 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
   chips, which run in lockstep — so a step latency reads the same on a group of 8 chips as on one
   (``metrics.levels``).
 """
+
 from __future__ import annotations
 
 import pint
@@ -57,8 +58,15 @@ class _T:
 
     __slots__ = ("node", "unit", "literal", "inst", "total", "sparsity")
 
-    def __init__(self, node: ir.Node, unit: pint.Unit | None, literal: bool = False,
-                 inst: bool = False, total: frozenset = frozenset(), sparsity: frozenset = frozenset()):
+    def __init__(
+        self,
+        node: ir.Node,
+        unit: pint.Unit | None,
+        literal: bool = False,
+        inst: bool = False,
+        total: frozenset = frozenset(),
+        sparsity: frozenset = frozenset(),
+    ):
         self.node, self.unit, self.literal = node, unit, literal
         self.sparsity = sparsity  # {"dense"} / {"sparse"} for FLOP quantities that declare it
         self.inst = inst  # derived from a per-instance spec constant, not rolled up
@@ -92,18 +100,28 @@ class Typer:
         try:
             return parse_unit(self.reg, text)
         except UnitError as exc:
-            raise self.fail("unknown-unit", str(exc), span,
-                            hint="units: B, KiB, GB/s, FLOP, TFLOP/s, token, request, J, W, s, ms, %, ratio, <domain>_cycle") from None
+            raise self.fail(
+                "unknown-unit",
+                str(exc),
+                span,
+                hint="units: B, KiB, GB/s, FLOP, TFLOP/s, token, request, J, W, s, ms, %, ratio, <domain>_cycle",
+            ) from None
 
     def factor(self, src: pint.Unit, dst: pint.Unit, span: Span, what: str) -> float:
         try:
             return conversion_factor(self.reg, src, dst)
         except UnitError as exc:
             if "offset unit" in str(exc):
-                raise self.fail("unit-mismatch", f"{what}: {exc}", span, hint="declare the metric in the signal's own unit") from None
-            raise self.fail("unit-mismatch", f"{what}: {fmt_unit(src)} ({_dim(self.reg, src)}) is not convertible to "
-                            f"{fmt_unit(dst)} ({_dim(self.reg, dst)})", span,
-                            hint="both sides must measure the same kind of quantity; check the formula or the declared unit") from None
+                raise self.fail(
+                    "unit-mismatch", f"{what}: {exc}", span, hint="declare the metric in the signal's own unit"
+                ) from None
+            raise self.fail(
+                "unit-mismatch",
+                f"{what}: {fmt_unit(src)} ({_dim(self.reg, src)}) is not convertible to "
+                f"{fmt_unit(dst)} ({_dim(self.reg, dst)})",
+                span,
+                hint="both sides must measure the same kind of quantity; check the formula or the declared unit",
+            ) from None
 
     # -- metric --------------------------------------------------------------------------------
     def metric(self, d: ast.MetricDecl, compiled: dict):
@@ -111,8 +129,13 @@ class Typer:
         chips at server level) unless that would make the metric scale as chips^k with k not 0 or 1;
         then the fewest constants that must be read per chip (a clock used to convert cycles to time,
         say) are taken as chip-independent."""
-        chip_consts = sorted({n.name for n in ast.walk(d.expr) if isinstance(n, ast.Name) and n.name in self.gen.spec
-                              and self.gen.spec[n.name].scope is Scope.chip})
+        chip_consts = sorted(
+            {
+                n.name
+                for n in ast.walk(d.expr)
+                if isinstance(n, ast.Name) and n.name in self.gen.spec and self.gen.spec[n.name].scope is Scope.chip
+            }
+        )
         first: Fail | None = None
         import itertools
 
@@ -137,7 +160,9 @@ class Typer:
     def _metric(self, d: ast.MetricDecl, compiled: dict):
         self.compiled = compiled
         self.metric_name = d.name
-        self.group_rule = any(getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name))
+        self.group_rule = any(
+            getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name)
+        )
         declared = self.unit(d.unit, d.unit_span)
         t = self.expr(d.expr)
         self.leader_of[d.name] = reads_leader(self, d.expr)
@@ -145,21 +170,38 @@ class Typer:
             self._gauge_rate_check(d, t, declared)
             self.sparsity_of[d.name] = t.sparsity
         if t.is_bool:
-            raise self.fail("bool-metric", f"metric `{d.name}` is a condition, not a quantity", d.expr.span,
-                            hint="use it inside `a if cond else b`")
-        f = self.factor(t.unit, declared, d.unit_span, f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}")
+            raise self.fail(
+                "bool-metric",
+                f"metric `{d.name}` is a condition, not a quantity",
+                d.expr.span,
+                hint="use it inside `a if cond else b`",
+            )
+        f = self.factor(
+            t.unit,
+            declared,
+            d.unit_span,
+            f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}",
+        )
         node = t.node if f == 1.0 else self._mul_const(t.node, f)
         if node.degree == 1 and is_frequency(self.reg, declared):  # a clock rate: the mean over chips, never their sum
             node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1)), node.axes, 0)
         if node.degree not in (0, 1):
-            raise self.fail("chip-degree", f"metric `{d.name}` scales as chips^{node.degree} at server level", d.expr.span,
-                            hint="a metric is either a per-chip amount that adds across chips (bytes/s) or a ratio of such amounts")
+            raise self.fail(
+                "chip-degree",
+                f"metric `{d.name}` scales as chips^{node.degree} at server level",
+                d.expr.span,
+                hint="a metric is either a per-chip amount that adds across chips (bytes/s) or a ratio of such amounts",
+            )
         bounds = None
         if d.bounds:
             bounds = (self._bound(d.bounds[0], declared), self._bound(d.bounds[1], declared))
             if bounds[0] > bounds[1]:
-                raise self.fail("bounds-order", f"bounds of `{d.name}` are reversed ({d.bounds[0].value} > {d.bounds[1].value})",
-                                d.bounds[0].span, hint="write `bounds LOW .. HIGH`")
+                raise self.fail(
+                    "bounds-order",
+                    f"bounds of `{d.name}` are reversed ({d.bounds[0].value} > {d.bounds[1].value})",
+                    d.bounds[0].span,
+                    hint="write `bounds LOW .. HIGH`",
+                )
         threshold = None
         if d.threshold:
             threshold = (d.threshold.op, self._bound(d.threshold.value, declared), d.threshold.message)
@@ -176,11 +218,18 @@ class Typer:
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name) and node.name in self.gen.signals:
                 s = self.gen.signals[node.name]
-                if kinds.of(s).window == "mean" and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0 \
-                        and e_dim * sec == want:
-                    raise self.fail("unit-mismatch", f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
-                                    f"window, not accumulated, so `{d.name}` cannot be an amount in [{d.unit}]", node.span,
-                                    hint="declare a rate, or multiply by `interval` if the time integral is really meant")
+                if (
+                    kinds.of(s).window == "mean"
+                    and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0
+                    and e_dim * sec == want
+                ):
+                    raise self.fail(
+                        "unit-mismatch",
+                        f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
+                        f"window, not accumulated, so `{d.name}` cannot be an amount in [{d.unit}]",
+                        node.span,
+                        hint="declare a rate, or multiply by `interval` if the time integral is really meant",
+                    )
 
     def _bound(self, b: ast.Bound, declared: pint.Unit) -> float:
         if b.unit is None:
@@ -211,8 +260,12 @@ class Typer:
         if n in self.gen.record_fields:
             f = self.gen.record_fields[n]
             if f.times:
-                raise self.fail("type", f"`{n}` is a list of instants per record, not a value",
-                                e.span, hint="use a derived population, e.g. `token_gap.duration`")
+                raise self.fail(
+                    "type",
+                    f"`{n}` is a list of instants per record, not a value",
+                    e.span,
+                    hint="use a derived population, e.g. `token_gap.duration`",
+                )
             return _T(ir.Input(n, ((POP + f.record, 0),), 0), f.unit)
         if n == "interval":
             return _T(ir.Interval(), self.reg.second)
@@ -220,7 +273,9 @@ class Typer:
             s = self.gen.signals[n]
             axes = tuple((f"{s.block}.{a}", size) for a, size in s.axes)
             degree = kinds.chip_degree(s)
-            return _T(ir.Input(n, axes, degree), s.unit, sparsity=frozenset({s.sparsity}) if s.sparsity else frozenset())
+            return _T(
+                ir.Input(n, axes, degree), s.unit, sparsity=frozenset({s.sparsity}) if s.sparsity else frozenset()
+            )
         if n in self.gen.spec:
             c = self.gen.spec[n]
             power = 0 if (c.scope is Scope.system or n in self.intensive) else 1
@@ -228,7 +283,9 @@ class Typer:
             block_axes = tuple((f"{n.split('.')[1]}.{a}", size) for a, size in block["axes"]) if block else ()
             sp = frozenset({c.sparsity}) if c.sparsity else frozenset()
             if c.scope is Scope.instance:
-                return _T(ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True, sparsity=sp)
+                return _T(
+                    ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True, sparsity=sp
+                )
             total = frozenset(a for a, _ in block_axes) if c.scope is Scope.chip else frozenset()
             return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit, total=total, sparsity=sp)
         if n in self.compiled:
@@ -254,28 +311,51 @@ class Typer:
         """Scope rules between spec constants and measurements (see the module docstring): each rule is
         about two different operands, checked in one pass over them (``max`` may have 100,000)."""
         pop = [a for a in operands if any(x.startswith(POP) for x, _ in a.node.axes)]
-        if pop and any(not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled) for b in operands):
-            raise self.fail("population", "a per-record value meets a per-window quantity", span,
-                            hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
-                                 "reduce them first (p50, p99, mean, count)")
-        if any(a.inst for a in operands) and any(not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands):
-            raise self.fail("scope", "a per-instance spec constant meets a chip-wide amount", span,
-                            hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
-                                 "or compare it with a per-instance measurement")
+        if pop and any(
+            not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled)
+            for b in operands
+        ):
+            raise self.fail(
+                "population",
+                "a per-record value meets a per-window quantity",
+                span,
+                hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
+                "reduce them first (p50, p99, mean, count)",
+            )
+        if any(a.inst for a in operands) and any(
+            not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands
+        ):
+            raise self.fail(
+                "scope",
+                "a per-instance spec constant meets a chip-wide amount",
+                span,
+                hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
+                "or compare it with a per-instance measurement",
+            )
         totals: dict[str, int] = {}  # axis -> how many operands are chip-wide totals over it
         for a in operands:
             for ax in a.total:
                 totals[ax] = totals.get(ax, 0) + 1
         if totals:
             for b in operands:
-                clash = {ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0}  # another operand's total
+                clash = {
+                    ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0
+                }  # another operand's total
                 if clash and not b.literal:
-                    raise self.fail("scope", f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})", span,
-                                    hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)")
+                    raise self.fail(
+                        "scope",
+                        f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})",
+                        span,
+                        hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)",
+                    )
         sp = [t.sparsity for t in operands if t.sparsity]
         if len(sp) >= 2 and len(frozenset().union(*sp)) > 1:
-            raise self.fail("sparsity", "dense FLOPs meet a sparse peak (or the reverse)", span,
-                            hint="compare dense work with the dense peak; vendors' sparse peaks are twice the dense figure")
+            raise self.fail(
+                "sparsity",
+                "dense FLOPs meet a sparse peak (or the reverse)",
+                span,
+                hint="compare dense work with the dense peak; vendors' sparse peaks are twice the dense figure",
+            )
         out.sparsity = frozenset().union(*sp) if sp else frozenset()
         out.inst = any(t.inst for t in operands) and bool(out.node.axes)
         out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
@@ -303,9 +383,17 @@ class Typer:
         if e.op in ("*", "/"):
             group_check(self, e, a, b)
         if e.op == "*":
-            return _T(ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree), a.unit * b.unit, a.literal and b.literal)
+            return _T(
+                ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
+                a.unit * b.unit,
+                a.literal and b.literal,
+            )
         if e.op == "/":
-            return _T(ir.Op("div", (a.node, b.node), axes, a.node.degree - b.node.degree), a.unit / b.unit, a.literal and b.literal)
+            return _T(
+                ir.Op("div", (a.node, b.node), axes, a.node.degree - b.node.degree),
+                a.unit / b.unit,
+                a.literal and b.literal,
+            )
         if e.op == "**":
             if not (isinstance(e.right, ast.Number) and e.right.unit is None):
                 raise self.fail("type", "the exponent must be a plain number", e.right.span, hint="write e.g. `x ** 2`")
@@ -313,8 +401,10 @@ class Typer:
             if abs(p) > 16:
                 raise self.fail("type", f"exponent {p:g} is out of range (|exponent| <= 16)", e.right.span)
             if p != int(p) and not a.unit.dimensionless:
-                raise self.fail("unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.unit)}", e.span)
-            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), a.unit ** p, a.literal)
+                raise self.fail(
+                    "unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.unit)}", e.span
+                )
+            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), a.unit**p, a.literal)
         raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
 
     def _ifelse(self, e: ast.IfElse) -> _T:
@@ -324,7 +414,9 @@ class Typer:
     def _ifelse_typed(self, e: ast.IfElse, operands: list) -> _T:
         c = self.expr(e.cond)
         if not c.is_bool:
-            raise self.fail("type", "the condition of `if` must be a comparison", e.cond.span, hint="e.g. `a if x > 0 else b`")
+            raise self.fail(
+                "type", "the condition of `if` must be a comparison", e.cond.span, hint="e.g. `a if x > 0 else b`"
+            )
         a, b = self.expr(e.then), self.expr(e.otherwise)
         operands += [a, b]
         self._need_number(a, e.then.span, "`if`")
@@ -344,23 +436,35 @@ class Typer:
     def _call_typed(self, e: ast.Call, operands: list) -> _T:
         f = e.func
         if f not in FUNCTIONS:
-            raise self.fail("unknown-function", f"unknown function `{f}`", e.span,
-                            hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}")
+            raise self.fail(
+                "unknown-function",
+                f"unknown function `{f}`",
+                e.span,
+                hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}",
+            )
         args = [self.expr(a) for a in e.args]
         operands += args
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
         if f in POPULATION_REDUCTIONS:
             if len(args) != 1 or not any(a.startswith(POP) for a, _ in args[0].node.axes):
-                raise self.fail("rollup", f"`{f}` takes one per-record value (a metric over request or token_gap records)", e.span,
-                                hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields")
+                raise self.fail(
+                    "rollup",
+                    f"`{f}` takes one per-record value (a metric over request or token_gap records)",
+                    e.span,
+                    hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields",
+                )
             (t,) = args
             return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit if f != "count" else self.reg.dimensionless)
         if f in ROLLUPS and len(args) == 1:
             (t,) = args
             if not t.node.axes:
-                raise self.fail("rollup", f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
-                                e.span, hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)")
+                raise self.fail(
+                    "rollup",
+                    f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
+                    e.span,
+                    hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)",
+                )
             if _constant_only(t.node):  # a per-instance constant: sum is value x count, avg/min/max the value
                 n_inst = 1
                 for _, size in t.node.axes:
@@ -370,8 +474,12 @@ class Typer:
                 return _T(node, t.unit, total=total, sparsity=t.sparsity)
             return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
         if f in ("sum", "avg"):
-            raise self.fail("arity", f"`{f}` takes one argument: it rolls up a block's instances", e.span,
-                            hint=f"`{f}(a) + {f}(b)` for two signals; element-wise functions are min, max, clamp, abs")
+            raise self.fail(
+                "arity",
+                f"`{f}` takes one argument: it rolls up a block's instances",
+                e.span,
+                hint=f"`{f}(a) + {f}(b)` for two signals; element-wise functions are min, max, clamp, abs",
+            )
         if f == "abs":
             if len(args) != 1:
                 raise self.fail("arity", "`abs` takes one argument", e.span)
@@ -379,14 +487,24 @@ class Typer:
             return _T(ir.Op("abs", (t.node,), t.node.axes, t.node.degree), t.unit)
         want = 3 if f == "clamp" else None
         if (want and len(args) != want) or (not want and len(args) < 2):
-            raise self.fail("arity", f"`{f}` takes {'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}", e.span)
+            raise self.fail(
+                "arity",
+                f"`{f}` takes {'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}",
+                e.span,
+            )
         first = args[0]
-        out = [first] + [self._same_unit(first, t, sub, f"the arguments of `{f}` have unlike units")[1]
-                         for t, sub in zip(args[1:], e.args[1:])]
+        out = [first] + [
+            self._same_unit(first, t, sub, f"the arguments of `{f}` have unlike units")[1]
+            for t, sub in zip(args[1:], e.args[1:])
+        ]
         degrees = {t.node.degree for t in out if not t.literal}
         if len(degrees) > 1:
-            raise self.fail("chip-degree", f"`{f}` combines a quantity that adds up across chips with one that does not", e.span,
-                            hint="make all arguments per-chip amounts, or all ratios")
+            raise self.fail(
+                "chip-degree",
+                f"`{f}` combines a quantity that adds up across chips with one that does not",
+                e.span,
+                hint="make all arguments per-chip amounts, or all ratios",
+            )
         deg = degrees.pop() if degrees else 0
         axes: ir.Axes = ()
         for t in out:
@@ -396,7 +514,7 @@ class Typer:
             return _T(ir.Op("clamp", tuple(nodes), axes, deg), first.unit)
         while len(nodes) > 1:  # a balanced tree of pairs: log2(n) deep, so max of 100,000 arguments never recurses deep
             pairs = [ir.Op(f, (a, b), axes, deg) for a, b in zip(nodes[0::2], nodes[1::2])]
-            nodes = pairs + nodes[len(pairs) * 2:]
+            nodes = pairs + nodes[len(pairs) * 2 :]
         return _T(nodes[0], first.unit)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -426,8 +544,12 @@ class Typer:
         if a.literal:
             a.node = _scale_literal(a.node, db)
             return db
-        raise self.fail("chip-degree", f"`{op}` combines a quantity that adds up across chips with one that does not",
-                        span, hint="e.g. bytes + bytes/s, or a counter + a ratio; make both sides per-chip amounts or both ratios")
+        raise self.fail(
+            "chip-degree",
+            f"`{op}` combines a quantity that adds up across chips with one that does not",
+            span,
+            hint="e.g. bytes + bytes/s, or a counter + a ratio; make both sides per-chip amounts or both ratios",
+        )
 
     def _axes(self, a: _T, b: _T, span: Span) -> ir.Axes:
         return self._join(a.node.axes, b.node.axes, span)
@@ -437,8 +559,12 @@ class Typer:
             return x
         if not x:
             return y
-        raise self.fail("axes-mismatch", f"operands vary over different instance axes: {_fmt_axes(x)} and {_fmt_axes(y)}", span,
-                        hint="roll one side up with sum(), avg(), min() or max() first")
+        raise self.fail(
+            "axes-mismatch",
+            f"operands vary over different instance axes: {_fmt_axes(x)} and {_fmt_axes(y)}",
+            span,
+            hint="roll one side up with sum(), avg(), min() or max() first",
+        )
 
 
 def _scale_literal(node: ir.Node, degree: int) -> ir.Node:

@@ -5,6 +5,7 @@ Null rules: a null value is NaN inside arrays and leaves the API as null. Divisi
 (never inf or NaN from the division itself); null passes unchanged through arithmetic, conversions and
 rollups; a comparison with a null operand is null, and so is an ``if`` with a null condition.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,7 +60,7 @@ def _lift(v, src_axes: ir.Axes, dst_axes: ir.Axes, base: tuple) -> np.ndarray:
 
 def _eval(n: ir.Node, w: Windows, done: dict[str, np.ndarray]):
     if isinstance(n, ir.Const):
-        return n.value * (w.chips ** n.chip_power)
+        return n.value * (w.chips**n.chip_power)
     if isinstance(n, ir.Input):
         return w.values[n.signal]
     if isinstance(n, ir.Interval):
@@ -109,8 +110,14 @@ def _eval(n: ir.Node, w: Windows, done: dict[str, np.ndarray]):
         return np.minimum(np.maximum(args[0], args[1]), args[2])
     if op in ("lt", "le", "gt", "ge", "eq", "ne"):
         a, b = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64)
-        res = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "eq": np.equal, "ne": np.not_equal}[op](a, b).astype(np.float64)
+        res = {
+            "lt": np.less,
+            "le": np.less_equal,
+            "gt": np.greater,
+            "ge": np.greater_equal,
+            "eq": np.equal,
+            "ne": np.not_equal,
+        }[op](a, b).astype(np.float64)
         return np.where(np.isnan(a) | np.isnan(b), np.nan, res)
     if op == "and":
         a, b = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64)

@@ -11,6 +11,7 @@ The compiler turns each AST expression into these nodes, with every unit convers
 Both the reference interpreter (``metrics.interpreter``) and the code generators read this form;
 neither looks at units again.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,7 +72,9 @@ class Op:
         try:
             op = _Op(self.op)
         except ValueError:
-            raise ValueError(f"unknown IR operation {self.op!r}; the operations are {', '.join(o.value for o in _Op)}") from None
+            raise ValueError(
+                f"unknown IR operation {self.op!r}; the operations are {', '.join(o.value for o in _Op)}"
+            ) from None
         if len(self.args) != ARITY[op]:
             raise ValueError(f"IR operation {self.op!r} takes {ARITY[op]} argument(s), got {len(self.args)}")
 

@@ -6,6 +6,7 @@ a reset on chip 3 removes that window from chip 3's run-level totals *and* its i
 silently undercounting. The server level uses the windows valid on every chip. Metrics that read
 the same set of affected signals share one evaluation, so a clean run costs one call per level.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,7 +86,9 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
             v = np.array(out[n][0], dtype=np.float64)
             v[empty_chip] = np.nan
             per_chip[n] = v
-            server[n] = np.full_like(np.asarray(out_srv[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out_srv[n][0, 0]
+            server[n] = (
+                np.full_like(np.asarray(out_srv[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out_srv[n][0, 0]
+            )
             coverage[n] = kept / total_time if total_time > 0 else 0.0
     declared = [n for n, m in graph.metrics.items() if m.rollup]
     if declared:
@@ -123,8 +126,11 @@ def leader_chips(gen, run: Windows) -> int:
     """How many groups a run has: the chips on which a leader-counted counter advanced over the run
     (``leaders``). At least 1; the number of chips when the dump holds no leader-counted counter."""
     C = run.interval.shape[1]
-    per_chip = {n: np.asarray(v).reshape(v.shape[0], C, -1).sum(axis=0) for n, v in run.values.items()
-                if n in gen.signals and gen.signals[n].counted_by == "leader"}
+    per_chip = {
+        n: np.asarray(v).reshape(v.shape[0], C, -1).sum(axis=0)
+        for n, v in run.values.items()
+        if n in gen.signals and gen.signals[n].counted_by == "leader"
+    }
     lead = leaders(gen, per_chip)
     return C if lead is None else max(int(lead.sum()), 1)
 
@@ -162,8 +168,9 @@ def is_chip_time(gen, name: str) -> bool:
         return False
     reg = gen.registry
     dims = dict(reg.Quantity(1, sig.unit).dimensionality)
-    return dims == dict(reg.Quantity(1, reg.second).dimensionality) or \
-        (len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1)
+    return dims == dict(reg.Quantity(1, reg.second).dimensionality) or (
+        len(dims) == 1 and next(iter(dims)).endswith("_cycle]") and next(iter(dims.values())) == 1
+    )
 
 
 def group_times(srv: Windows, gen, run: Windows) -> dict:

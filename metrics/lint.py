@@ -19,6 +19,7 @@ every metric that uses it) out of the graph, a warning keeps it. The rules:
   a declared ``precision``) but not all of them — e.g. on caelius, ``mxu.achieved_flops`` (and so
   ``hfu``) reads fp8 and bf16 but not ``mxu.flops_fp4``: FP4 work would be left out of utilisation.
 """
+
 from __future__ import annotations
 
 import networkx as nx
@@ -55,6 +56,7 @@ def lint(s: Typed) -> Typed:
 
 # --- rules on the formula as written ---------------------------------------------------------------
 
+
 def _ast_rules(gen, d: ast.MetricDecl) -> list[Diagnostic]:
     out = []
     reg = gen.registry
@@ -63,19 +65,40 @@ def _ast_rules(gen, d: ast.MetricDecl) -> list[Diagnostic]:
             sig = gen.signals.get(gen.aliases.get(node.name, node.name))
             if sig is not None and "fields" in kinds.of(sig).options:  # a packed register
                 fields = sorted(f for f in gen.fields if f.startswith(sig.name + "."))
-                out.append(Diagnostic("error", "packed-word", f"`{node.name}` is a packed register: its whole word is not a number",
-                                      node.span, hint="read one of its fields: " + ", ".join(f"`{f}`" for f in fields)))
+                out.append(
+                    Diagnostic(
+                        "error",
+                        "packed-word",
+                        f"`{node.name}` is a packed register: its whole word is not a number",
+                        node.span,
+                        hint="read one of its fields: " + ", ".join(f"`{f}`" for f in fields),
+                    )
+                )
         elif isinstance(node, ast.Call) and node.func == "clamp" and len(node.args) == 3:
             lo, hi = _const(reg, node.args[1]), _const(reg, node.args[2])
             if lo is not None and hi is not None and lo > hi:
-                out.append(Diagnostic("error", "clamp-order", f"`clamp` bounds are reversed: the low bound is above the high one "
-                                      f"in metric `{d.name}`, so the result is always the high bound", node.span,
-                                      hint="write clamp(x, LOW, HIGH)"))
+                out.append(
+                    Diagnostic(
+                        "error",
+                        "clamp-order",
+                        f"`clamp` bounds are reversed: the low bound is above the high one "
+                        f"in metric `{d.name}`, so the result is always the high bound",
+                        node.span,
+                        hint="write clamp(x, LOW, HIGH)",
+                    )
+                )
         elif isinstance(node, ast.Binary) and node.op == "/":
             v = _const(reg, node.right)
             if v is not None and v == 0:
-                out.append(Diagnostic("error", "div-zero", f"division by a literal zero in metric `{d.name}`: the value is always null",
-                                      node.right.span, hint="divide by the quantity meant, or drop the division"))
+                out.append(
+                    Diagnostic(
+                        "error",
+                        "div-zero",
+                        f"division by a literal zero in metric `{d.name}`: the value is always null",
+                        node.right.span,
+                        hint="divide by the quantity meant, or drop the division",
+                    )
+                )
     return out
 
 
@@ -107,6 +130,7 @@ def _const(reg, e) -> float | None:
 
 # --- rules on the typed form -----------------------------------------------------------------------
 
+
 def _reads_signals(n: ir.Node, compiled) -> bool:
     """Does the value come from measured counters or gauges (not only constants and ``interval``)?"""
     if isinstance(n, ir.Input):
@@ -130,13 +154,24 @@ def _ir_rules(gen, s: Typed, name: str, m, d: ast.MetricDecl) -> list[Diagnostic
         if isinstance(n, ir.Op) and n.op in ("mul", "div") and len(n.args) == 2:
             a, b = n.args
             for total, ratio in ((a, b), (b, a)):
-                if total.degree >= 1 and ratio.degree == 0 and _reads_signals(total, s.compiled) \
-                        and _reads_signals(ratio, s.compiled):
+                if (
+                    total.degree >= 1
+                    and ratio.degree == 0
+                    and _reads_signals(total, s.compiled)
+                    and _reads_signals(ratio, s.compiled)
+                ):
                     what = "multiplies" if n.op == "mul" else "divides"
-                    return [Diagnostic("error", "total-times-ratio", f"metric `{name}` {what} a per-chip total by a ratio: its "
-                                       "server value would be neither a total nor a ratio of totals", d.expr.span,
-                                       hint="multiply totals by constants only; combine ratios with ratios, or "
-                                            "rewrite the ratio from its totals (a / b * c as a * c / b)")]
+                    return [
+                        Diagnostic(
+                            "error",
+                            "total-times-ratio",
+                            f"metric `{name}` {what} a per-chip total by a ratio: its "
+                            "server value would be neither a total nor a ratio of totals",
+                            d.expr.span,
+                            hint="multiply totals by constants only; combine ratios with ratios, or "
+                            "rewrite the ratio from its totals (a / b * c as a * c / b)",
+                        )
+                    ]
     return []
 
 
@@ -148,9 +183,16 @@ def _bounds_rules(d: ast.MetricDecl, m) -> list[Diagnostic]:
     if lo <= value <= hi:
         return []
     never = (op in (">", ">=") and value > hi) or (op in ("<", "<=") and value < lo)
-    return [Diagnostic("warning", "threshold-bounds", f"the threshold of `{d.name}` ({op} {value:g} {d.unit}) lies outside its "
-                       f"bounds {lo:g} .. {hi:g}: it {'can never fire' if never else 'fires in every window'}",
-                       d.threshold.span if d.threshold else d.span, hint="move the threshold inside the bounds, or widen the bounds")]
+    return [
+        Diagnostic(
+            "warning",
+            "threshold-bounds",
+            f"the threshold of `{d.name}` ({op} {value:g} {d.unit}) lies outside its "
+            f"bounds {lo:g} .. {hi:g}: it {'can never fire' if never else 'fires in every window'}",
+            d.threshold.span if d.threshold else d.span,
+            hint="move the threshold inside the bounds, or widen the bounds",
+        )
+    ]
 
 
 def _flop_coverage(gen, s: Typed) -> list[Diagnostic]:
@@ -159,8 +201,12 @@ def _flop_coverage(gen, s: Typed) -> list[Diagnostic]:
     flop = reg.Quantity(1, reg.parse_units("FLOP")).dimensionality
     family: dict[str, set[str]] = {}
     for n, sig in gen.signals.items():
-        if kinds.of(sig).window == "increase" and sig.precision and not sig.broken \
-                and reg.Quantity(1, sig.unit).dimensionality == flop:
+        if (
+            kinds.of(sig).window == "increase"
+            and sig.precision
+            and not sig.broken
+            and reg.Quantity(1, sig.unit).dimensionality == flop
+        ):
             family.setdefault(sig.block, set()).add(n)
     out = []
     for name, m in s.compiled.items():
@@ -170,11 +216,17 @@ def _flop_coverage(gen, s: Typed) -> list[Diagnostic]:
             if got and got != members:
                 missing = sorted(members - got)
                 users = sorted(u for u in nx.descendants(s.graph, name) if u in s.compiled)
-                out.append(Diagnostic("warning", "lint-flop-coverage",
-                                      f"metric `{name}` reads {', '.join(sorted(got))} but not {', '.join(missing)} of generation "
-                                      f"`{gen.name}`: that work is left out" + (f" (and out of {', '.join(users[:6])})" if users else ""),
-                                      s.by_name[name].expr.span,
-                                      hint=f"add {' + '.join(missing)} to the formula, or say in the description why it is left out"))
+                out.append(
+                    Diagnostic(
+                        "warning",
+                        "lint-flop-coverage",
+                        f"metric `{name}` reads {', '.join(sorted(got))} but not {', '.join(missing)} of generation "
+                        f"`{gen.name}`: that work is left out"
+                        + (f" (and out of {', '.join(users[:6])})" if users else ""),
+                        s.by_name[name].expr.span,
+                        hint=f"add {' + '.join(missing)} to the formula, or say in the description why it is left out",
+                    )
+                )
     return out
 
 

@@ -6,6 +6,7 @@ fused kernel (``codegen.python_evaluator``, ``codegen.kernel``) and the SQL emit
 operation's argument count (``min``/``max`` are binary in the IR: the compiler pairs their arguments).
 ``tests/test_ops.py`` checks that every backend evaluates every member and agrees with the interpreter.
 """
+
 from __future__ import annotations
 
 from enum import Enum

@@ -4,6 +4,7 @@
 ``metrics.compiler.classify`` builds the ``MetricGraph``). A metric with an error is left out
 (``bad``) with its diagnostic, and every other metric still compiles.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -30,18 +31,45 @@ def declare(p: Parsed) -> Declared:
     diags = list(p.diagnostics)
     for d in p.decls:
         if not METRIC_NAME.match(d.name):
-            diags.append(Diagnostic("error", "metric-name", f"metric name `{d.name}` is not lower-case snake_case with dots",
-                                    d.span, hint="use names like `hbm.read_bandwidth`"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "metric-name",
+                    f"metric name `{d.name}` is not lower-case snake_case with dots",
+                    d.span,
+                    hint="use names like `hbm.read_bandwidth`",
+                )
+            )
         if d.name in by_name:
             first = by_name[d.name].span
-            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` is defined twice (first at {first})", d.span,
-                                    hint="rename or remove one of the definitions"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "duplicate-name",
+                    f"metric `{d.name}` is defined twice (first at {first})",
+                    d.span,
+                    hint="rename or remove one of the definitions",
+                )
+            )
             bad.add(d.name)
             continue
-        if d.name in gen.signals or d.name in gen.spec or d.name in gen.fields or d.name in gen.record_fields or d.name == "interval" \
-                or d.name.split(".")[0] in ("spec", "interval"):
-            diags.append(Diagnostic("error", "duplicate-name", f"metric `{d.name}` has the name of a signal or spec constant", d.span,
-                                    hint="metric names must differ from signal names; add a suffix such as `_rate`"))
+        if (
+            d.name in gen.signals
+            or d.name in gen.spec
+            or d.name in gen.fields
+            or d.name in gen.record_fields
+            or d.name == "interval"
+            or d.name.split(".")[0] in ("spec", "interval")
+        ):
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "duplicate-name",
+                    f"metric `{d.name}` has the name of a signal or spec constant",
+                    d.span,
+                    hint="metric names must differ from signal names; add a suffix such as `_rate`",
+                )
+            )
             bad.add(d.name)
         by_name[d.name] = d
     return advance(Declared, p, diagnostics=tuple(diags), by_name=frozen(by_name), bad=frozenset(bad))
@@ -78,32 +106,71 @@ def resolve_names(s: Declared) -> Resolved:
             reason = unavailable_reason(gen, node.name, elsewhere)
             if node.name in gen.aliases:
                 new = gen.aliases[node.name]
-                diags.append(Diagnostic("warning", "renamed-signal", f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
-                                        node.span, hint=f"write `{new}`"))
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        "renamed-signal",
+                        f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
+                        node.span,
+                        hint=f"write `{new}`",
+                    )
+                )
                 use(new, name, node.span)
             elif reason is not None:
                 unavailable.setdefault(name, reason)
             elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
                 repl = gen.signals[node.name].renamed_to
-                diags.append(Diagnostic("warning", "deprecated-signal", f"metric `{name}` reads deprecated signal `{node.name}`",
-                                        node.span, hint=f"use `{repl}`" if repl else "it may be removed in a later generation"))
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        "deprecated-signal",
+                        f"metric `{name}` reads deprecated signal `{node.name}`",
+                        node.span,
+                        hint=f"use `{repl}`" if repl else "it may be removed in a later generation",
+                    )
+                )
                 use(node.name, name, node.span)
             elif node.name not in known:
                 hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
-                diags.append(Diagnostic("error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint))
+                diags.append(
+                    Diagnostic(
+                        "error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint
+                    )
+                )
                 bad.add(name)
             elif node.name != "interval":
                 use(node.name, name, node.span)
         if d.rollup is not None and d.rollup not in ("max", "min"):
-            diags.append(Diagnostic("error", "rollup", f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
-                                    d.rollup_span or d.span, hint="anything else is re-derived from summed inputs; omit the clause"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "rollup",
+                    f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
+                    d.rollup_span or d.span,
+                    hint="anything else is re-derived from summed inputs; omit the clause",
+                )
+            )
             bad.add(name)
         if d.parent is not None and d.parent not in by_name:
-            diags.append(Diagnostic("error", "unknown-name", f"unknown parent metric `{d.parent}` of `{name}`", d.parent_span or d.span,
-                                    hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "unknown-name",
+                    f"unknown parent metric `{d.parent}` of `{name}`",
+                    d.parent_span or d.span,
+                    hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog",
+                )
+            )
             bad.add(name)
-    return advance(Resolved, s, diagnostics=tuple(diags), bad=frozenset(bad), graph=graph,
-                   ref_span=frozen(ref_span), unavailable=frozen(unavailable))
+    return advance(
+        Resolved,
+        s,
+        diagnostics=tuple(diags),
+        bad=frozenset(bad),
+        graph=graph,
+        ref_span=frozen(ref_span),
+        unavailable=frozen(unavailable),
+    )
 
 
 def check_cycles(s: Resolved) -> Graphed:
@@ -123,8 +190,15 @@ def check_cycles(s: Resolved) -> Graphed:
         # edges run from a dependency to its user; print the cycle as "uses" links from `start`
         uses = list(reversed(names[i:-1] + names[:i] + [start]))
         span = s.ref_span.get((uses[1], start), s.by_name[start].span)
-        diags.append(Diagnostic("error", "cycle", "dependency cycle: " + " uses ".join(f"`{u}`" for u in uses), span,
-                                hint="a metric cannot depend on itself, directly or through other metrics; break the cycle"))
+        diags.append(
+            Diagnostic(
+                "error",
+                "cycle",
+                "dependency cycle: " + " uses ".join(f"`{u}`" for u in uses),
+                span,
+                hint="a metric cannot depend on itself, directly or through other metrics; break the cycle",
+            )
+        )
         bad.update(comp)
     return advance(Graphed, s, diagnostics=tuple(diags), bad=frozenset(bad))
 
@@ -188,8 +262,15 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         except RecursionError:
-            diags.append(Diagnostic("error", "too-deep", f"metric `{name}` is nested too deeply to compile", d.span,
-                                    hint="split it into several metrics"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "too-deep",
+                    f"metric `{name}` is nested too deeply to compile",
+                    d.span,
+                    hint="split it into several metrics",
+                )
+            )
             excluded.add(name)
             continue
         if typed is None:
@@ -201,25 +282,51 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         pop_axes = [a for a, _ in node.axes if a.startswith("population.")]
-        from_records = bool(pop_axes) or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m) or \
-            any(p in gen.record_fields for p in graph.predecessors(name))
+        from_records = (
+            bool(pop_axes)
+            or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m)
+            or any(p in gen.record_fields for p in graph.predecessors(name))
+        )
         if from_records and _reads_windows(node, compiled):
-            diags.append(Diagnostic("error", "population", f"metric `{name}` combines request records with counter windows", d.expr.span,
-                                    hint="metrics over request/token records stand alone (run level); combine them only with constants"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "population",
+                    f"metric `{name}` combines request records with counter windows",
+                    d.expr.span,
+                    hint="metrics over request/token records stand alone (run level); combine them only with constants",
+                )
+            )
             excluded.add(name)
             continue
         compiled[name] = CompiledMetric(
-            name=name, unit=unit, unit_text=d.unit, ir=node, axes=node.axes, degree=node.degree,
-            formula=d.formula, description=d.description, groups=d.groups, bounds=bounds, threshold=threshold,
-            parent=d.parent, source=d.source, span=d.span, metric_deps=deps_m,
+            name=name,
+            unit=unit,
+            unit_text=d.unit,
+            ir=node,
+            axes=node.axes,
+            degree=node.degree,
+            formula=d.formula,
+            description=d.description,
+            groups=d.groups,
+            bounds=bounds,
+            threshold=threshold,
+            parent=d.parent,
+            source=d.source,
+            span=d.span,
+            metric_deps=deps_m,
             signal_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.signals)),
-            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)), rollup=d.rollup,
-            population=pop_axes[0].split(".", 1)[1] if pop_axes else None, from_records=from_records,
-            group_rule=typer.group_rule and not from_records)
+            spec_deps=tuple(sorted(p for p in graph.predecessors(name) if p in gen.spec)),
+            rollup=d.rollup,
+            population=pop_axes[0].split(".", 1)[1] if pop_axes else None,
+            from_records=from_records,
+            group_rule=typer.group_rule and not from_records,
+        )
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
+
 
 def unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[str]]) -> str | None:
     """Why a signal name that this generation cannot provide makes a metric unavailable (not an error):
@@ -255,5 +362,13 @@ def _downstream(graph: nx.DiGraph, bad, by_name) -> set[str]:
     return out
 
 
-__all__ = ["METRIC_NAME", "availability", "check_cycles", "declare", "infer_units", "names_in", "resolve_names",
-           "unavailable_reason"]
+__all__ = [
+    "METRIC_NAME",
+    "availability",
+    "check_cycles",
+    "declare",
+    "infer_units",
+    "names_in",
+    "resolve_names",
+    "unavailable_reason",
+]

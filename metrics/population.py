@@ -8,6 +8,7 @@ A metric over record fields has one value per record of its population (``ttft``
 ``itl`` per gap); ``p50``/``p90``/``p99``/``mean``/``count`` reduce a population to one value over
 that population only, ignoring nulls (a TPOT of a one-token reply is null, not 0).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,10 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
             lengths.setdefault(f.record, {})[name] = len(col)
     for record, by_field in lengths.items():
         if len(set(by_field.values())) > 1:
-            raise ValueError(f"`{record}` fields have different numbers of records: "
-                             + ", ".join(f"{k}: {n}" for k, n in sorted(by_field.items())))
+            raise ValueError(
+                f"`{record}` fields have different numbers of records: "
+                + ", ".join(f"{k}: {n}" for k, n in sorted(by_field.items()))
+            )
     for name, f in gen.record_fields.items():
         if gen.records[f.record]["derived_from"] is not None:
             continue
@@ -125,9 +128,13 @@ def _consistent(gen, fields: dict, lists: dict) -> None:
             if count is not None and i < len(count) and np.isfinite(count[i]) and int(count[i]) != t.size:
                 raise ValueError(f"record {i} has {int(count[i])} output tokens but {t.size} instants in `{name}`")
             if t.size and first is not None and i < len(first) and np.isfinite(first[i]) and first[i] != t[0]:
-                raise ValueError(f"record {i}: first_token_time {first[i]:g} is not the first instant of `{name}` ({t[0]:g})")
+                raise ValueError(
+                    f"record {i}: first_token_time {first[i]:g} is not the first instant of `{name}` ({t[0]:g})"
+                )
             if t.size and last is not None and i < len(last) and np.isfinite(last[i]) and last[i] != t[-1]:
-                raise ValueError(f"record {i}: completion_time {last[i]:g} is not the last instant of `{name}` ({t[-1]:g})")
+                raise ValueError(
+                    f"record {i}: completion_time {last[i]:g} is not the last instant of `{name}` ({t[-1]:g})"
+                )
 
 
 def read_records(path: str | Path, gen) -> Records:

@@ -13,6 +13,7 @@ step. The order, with what each stage adds:
 - ``Available``: unavailability propagated to every metric that needs an unavailable one;
 - ``Typed``: every remaining metric typed (units, axes, chip degree) in topological order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -54,7 +55,9 @@ class CompiledMetric:
     rollup: str | None = None  # declared time/chip rollup ("max", "min"); None = re-derived from summed inputs
     population: str | None = None  # record type this metric has one value per record of (request, token_gap)
     from_records: bool = False  # computed from record fields (per record, or a percentile over them)
-    group_rule: bool = False  # a per-chip time over a leader-counted count: server times are the groups' (metrics.levels)
+    group_rule: bool = (
+        False  # a per-chip time over a leader-counted count: server times are the groups' (metrics.levels)
+    )
 
 
 @dataclass(frozen=True)

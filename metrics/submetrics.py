@@ -10,6 +10,7 @@ written by hand:
 Source: Nsight Compute Kernel Profiling Guide, "Metrics Structure" (``.per_second``,
 ``.per_cycle_elapsed``, ``.pct_of_peak_sustained_elapsed``).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -37,8 +38,15 @@ def expand(gen: Generation, decls: list[ast.MetricDecl]) -> tuple[list[ast.Metri
         span = d.peak_span or d.span
         peak = gen.spec.get(d.peak)
         if peak is None:
-            diags.append(Diagnostic("error", "unknown-name", f"`peak {d.peak}` of `{d.name}` is not a spec constant", span,
-                                    hint="name a spec constant, e.g. `peak spec.hbm.peak_bandwidth`"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "unknown-name",
+                    f"`peak {d.peak}` of `{d.name}` is not a spec constant",
+                    span,
+                    hint="name a spec constant, e.g. `peak spec.hbm.peak_bandwidth`",
+                )
+            )
             continue
         try:
             mu = parse_unit(reg, d.unit)
@@ -48,8 +56,15 @@ def expand(gen: Generation, decls: list[ast.MetricDecl]) -> tuple[list[ast.Metri
         rate = dm == reg.Quantity(1, peak.unit).dimensionality
         amount = dm == reg.Quantity(1, peak.unit * reg.second).dimensionality
         if not (rate or amount):
-            diags.append(Diagnostic("error", "unit-mismatch", f"`{d.name}` [{d.unit}] is neither a rate nor an amount of its peak `{d.peak}` [{peak.unit_text}]",
-                                    span, hint="the peak must be the metric's unit, or its unit per second"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "unit-mismatch",
+                    f"`{d.name}` [{d.unit}] is neither a rate nor an amount of its peak `{d.peak}` [{peak.unit_text}]",
+                    span,
+                    hint="the peak must be the metric's unit, or its unit per second",
+                )
+            )
             continue
         me = ast.Name(d.name, span)
         interval = ast.Name("interval", span)
@@ -58,18 +73,46 @@ def expand(gen: Generation, decls: list[ast.MetricDecl]) -> tuple[list[ast.Metri
         gen_src = f"generated from `peak` of {d.name} (Nsight Compute metric-suffix convention)"
 
         def make(suffix: str, unit: str, expr: ast.Expr, desc: str, bounds=None) -> ast.MetricDecl:
-            return replace(d, name=f"{d.name}.{suffix}", unit=unit, expr=expr, formula=to_text(expr), span=span,
-                           unit_span=span, description=desc, bounds=bounds, threshold=None, parent=None, parent_span=None,
-                           source=gen_src, peak=None, peak_span=None)
+            return replace(
+                d,
+                name=f"{d.name}.{suffix}",
+                unit=unit,
+                expr=expr,
+                formula=to_text(expr),
+                span=span,
+                unit_span=span,
+                description=desc,
+                bounds=bounds,
+                threshold=None,
+                parent=None,
+                parent_span=None,
+                source=gen_src,
+                peak=None,
+                peak_span=None,
+            )
 
         pct_expr = ast.Binary("/", me, pk if rate else ast.Binary("*", pk, interval, span), span)
         hundred = ast.Bound(100.0, "%", span)
-        out.append(make("pct_of_peak", "percent", pct_expr, f"{d.name} as a share of {d.peak}.", (ast.Bound(0.0, "%", span), hundred)))
+        out.append(
+            make(
+                "pct_of_peak",
+                "percent",
+                pct_expr,
+                f"{d.name} as a share of {d.peak}.",
+                (ast.Bound(0.0, "%", span), hundred),
+            )
+        )
         if amount:
-            out.append(make("per_second", _unit_over(d.unit, "s"), ast.Binary("/", me, interval, span), f"{d.name} per second."))
+            out.append(
+                make(
+                    "per_second", _unit_over(d.unit, "s"), ast.Binary("/", me, interval, span), f"{d.name} per second."
+                )
+            )
         if block in gen.blocks and amount:
             clock = gen.blocks[block]["clock"]
             expr = ast.Binary("/", me, ast.Binary("*", ast.Name(f"spec.clock.{clock}", span), interval, span), span)
             base = fmt_unit(reg.Quantity(1, mu).to_base_units().units)
-            out.append(make("per_cycle", _unit_over(base, f"{clock}_cycle"), expr, f"{d.name} per {clock} clock cycle."))
+            out.append(
+                make("per_cycle", _unit_over(base, f"{clock}_cycle"), expr, f"{d.name} per {clock} clock cycle.")
+            )
     return out, diags

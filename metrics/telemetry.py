@@ -20,6 +20,7 @@ Rules:
   attributes are ``perfonto.chip`` and ``perfonto.<axis>`` (``perfonto.hbm.stack``), the host being the
   resource attribute ``host.name``.
 """
+
 from __future__ import annotations
 
 from perfonto.ontology import kinds
@@ -91,8 +92,10 @@ def export_unit(reg: pint.UnitRegistry, unit: pint.Unit) -> Unit:
         return Unit(1.0, "celsius", "Cel")
     q = reg.Quantity(1.0, unit).to_base_units()
     factor = float(q.magnitude)
-    items = sorted(((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in q.unit_items()),
-                   key=lambda kv: (kv[1] < 0, kv[0]))
+    items = sorted(
+        ((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in q.unit_items()),
+        key=lambda kv: (kv[1] < 0, kv[0]),
+    )
     if not items:
         return Unit(factor, "ratio", "1")
     if dict(items) == {"joule": 1, "second": -1}:
@@ -109,7 +112,11 @@ def export_unit(reg: pint.UnitRegistry, unit: pint.Unit) -> Unit:
         return _BASE[u][2] if u in _BASE else "{" + u + "}"
 
     def power(text: str, e) -> str:
-        return text if e == 1 else f"{text}_{'squared' if e == 2 else 'cubed' if e == 3 else 'pow' + str(e).replace('.', '_')}"
+        return (
+            text
+            if e == 1
+            else f"{text}_{'squared' if e == 2 else 'cubed' if e == 3 else 'pow' + str(e).replace('.', '_')}"
+        )
 
     words = "_".join(power(word(u, True), e) for u, e in num)
     if den:
@@ -197,8 +204,10 @@ def axis_labels(axes: ir.Axes) -> tuple[str, ...]:
     """Prometheus label names of instance axes: the axis's short name (``stack``), or the full name
     with ``_`` (``hbm_stack``) when the short one is reserved or used twice."""
     short = [a.split(".")[-1] for a, _ in axes]
-    return tuple(sanitize(s) if s not in RESERVED_LABELS and short.count(s) == 1 else sanitize(a)
-                 for s, (a, _) in zip(short, axes))
+    return tuple(
+        sanitize(s) if s not in RESERVED_LABELS and short.count(s) == 1 else sanitize(a)
+        for s, (a, _) in zip(short, axes)
+    )
 
 
 def _prom_name(prefix: str, name: str, unit: Unit, dots: str) -> str:
@@ -241,6 +250,15 @@ def expositions(graph: MetricGraph, prefix: str = PREFIX) -> dict[str, Expositio
             if s in taken:
                 raise ValueError(f"metrics `{taken[s]}` and `{name}` both export as Prometheus name `{s}`; rename one")
             taken[s] = name
-        out[name] = Exposition(name, kind, unit, prom, f"{prefix}.{name}", m.axes, axis_labels(m.axes),
-                               tuple(f"{prefix}.{a}" for a, _ in m.axes), m.description)
+        out[name] = Exposition(
+            name,
+            kind,
+            unit,
+            prom,
+            f"{prefix}.{name}",
+            m.axes,
+            axis_labels(m.axes),
+            tuple(f"{prefix}.{a}" for a, _ in m.axes),
+            m.description,
+        )
     return out

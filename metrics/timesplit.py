@@ -6,6 +6,7 @@ intersection, and idle the rest of the window. The four shares compute-only, com
 overlap and idle sum to 1. (Nsight Systems and the PyTorch profiler's "overlap" view define the
 communication–computation overlap the same way.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,8 +65,12 @@ class TimeSplit:
     @property
     def shares(self) -> dict[str, float]:
         w = self.window
-        return {"compute_only": (self.compute - self.overlap) / w, "communication_only": (self.communication - self.overlap) / w,
-                "overlap": self.overlap / w, "idle": self.idle / w}
+        return {
+            "compute_only": (self.compute - self.overlap) / w,
+            "communication_only": (self.communication - self.overlap) / w,
+            "overlap": self.overlap / w,
+            "idle": self.idle / w,
+        }
 
 
 def time_split(compute, communication, lo: float, hi: float) -> TimeSplit:

@@ -18,6 +18,7 @@ Format (JSON Schema: ``schemas/vectors.schema.json``)::
 Signals not listed are 0. ``run_vectors`` evaluates with the reference interpreter and with the
 generated evaluator, and both must match every expectation.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,10 +47,19 @@ class Vector(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="What the case is (shown when it fails).")
     interval: str = Field(default="1 s", description="Window duration, a quantity such as `1 ms`.")
-    chips: float = Field(default=1.0, ge=1, description="Factor for per-chip spec constants (1 per chip; N for a server-level window).")
-    inputs: dict[str, float | int | str | list[float | int | str]] = Field(default_factory=dict, description="Signal → window value (number, quantity string, or a list per instance).")
-    records: dict[str, list] = Field(default_factory=dict, description="Record fields → one value per record (`request.arrival_time: [0, 0.1]`); a `times` field takes a list per record. Derived populations (token gaps) are made from them.")
-    expect: dict[str, Value | list[Value]] = Field(description="Metric → expected value (number in the metric's unit, quantity string, or null; a list for a per-record metric).")
+    chips: float = Field(
+        default=1.0, ge=1, description="Factor for per-chip spec constants (1 per chip; N for a server-level window)."
+    )
+    inputs: dict[str, float | int | str | list[float | int | str]] = Field(
+        default_factory=dict, description="Signal → window value (number, quantity string, or a list per instance)."
+    )
+    records: dict[str, list] = Field(
+        default_factory=dict,
+        description="Record fields → one value per record (`request.arrival_time: [0, 0.1]`); a `times` field takes a list per record. Derived populations (token gaps) are made from them.",
+    )
+    expect: dict[str, Value | list[Value]] = Field(
+        description="Metric → expected value (number in the metric's unit, quantity string, or null; a list for a per-record metric)."
+    )
     rel: float = Field(default=1e-9, ge=0, description="Relative tolerance.")
     abs: float = Field(default=1e-12, ge=0, description="Absolute tolerance.")
 
@@ -93,8 +103,15 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
             diags += src.diagnostics
             continue
         if not isinstance(src.data, dict):
-            diags.append(Diagnostic("error", "schema", "a vector file is a mapping with `generation` and `vectors`", Span(str(f), 1, 1),
-                                    hint="see schemas/vectors.schema.json"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    "a vector file is a mapping with `generation` and `vectors`",
+                    Span(str(f), 1, 1),
+                    hint="see schemas/vectors.schema.json",
+                )
+            )
             continue
         vf = validate_model(src, VectorFile)
         if vf is None:
@@ -109,8 +126,15 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                 if interval <= 0:
                     raise UnitError("not positive")
             except UnitError as exc:
-                diags.append(Diagnostic("error", "unit-mismatch", f"interval `{v.interval}` is not a positive duration ({exc})",
-                                        src.span(vloc + ("interval",)), hint="write e.g. `interval: 1 ms`"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "unit-mismatch",
+                        f"interval `{v.interval}` is not a positive duration ({exc})",
+                        src.span(vloc + ("interval",)),
+                        hint="write e.g. `interval: 1 ms`",
+                    )
+                )
                 continue
             values = {}
             bad = False
@@ -126,12 +150,23 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                         else:
                             arr[:] = _quantity(reg, raw, sig.unit)
                     except (ValueError, UnitError) as exc:  # wrong length, wrong unit
-                        diags.append(Diagnostic("error", "vector-input", f"input `{name}`: {exc}", src.span(vloc + ("inputs", name))))
+                        diags.append(
+                            Diagnostic(
+                                "error", "vector-input", f"input `{name}`: {exc}", src.span(vloc + ("inputs", name))
+                            )
+                        )
                         bad = True
                 values[name] = arr
             unknown = [n for n in v.inputs if n not in values]
             for n in unknown:
-                diags.append(Diagnostic("error", "unknown-name", f"input `{n}` is not a signal of `{gen.name}`", src.span(vloc + ("inputs", n))))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "unknown-name",
+                        f"input `{n}` is not a signal of `{gen.name}`",
+                        src.span(vloc + ("inputs", n)),
+                    )
+                )
             if bad or unknown:
                 continue
             w = Windows(np.array([[interval]]), values, v.chips)
@@ -141,31 +176,72 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
             if v.records:
                 unknown_f = [k for k in v.records if k not in gen.record_fields]
                 for k in unknown_f:
-                    diags.append(Diagnostic("error", "unknown-name", f"record field `{k}` is not declared", src.span(vloc + ("records", k))))
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "unknown-name",
+                            f"record field `{k}` is not declared",
+                            src.span(vloc + ("records", k)),
+                        )
+                    )
                 if unknown_f:
                     continue
                 try:
                     rec = evaluate_records(graph, records_from_columns(gen, v.records))
                 except ValueError as exc:
-                    diags.append(Diagnostic("error", "vector-records", f"records: {exc}", src.span(vloc + ("records",)),
-                                            hint="one value per record in every field; a `times` field takes a list per record"))
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "vector-records",
+                            f"records: {exc}",
+                            src.span(vloc + ("records",)),
+                            hint="one value per record in every field; a `times` field takes a list per record",
+                        )
+                    )
                     continue
-                results = [(engine, {**res, **{k: np.asarray(x).reshape(1, 1, -1) if np.ndim(x) else np.full((1, 1), x)
-                                               for k, x in rec.items()}}) for engine, res in results]
+                results = [
+                    (
+                        engine,
+                        {
+                            **res,
+                            **{
+                                k: np.asarray(x).reshape(1, 1, -1) if np.ndim(x) else np.full((1, 1), x)
+                                for k, x in rec.items()
+                            },
+                        },
+                    )
+                    for engine, res in results
+                ]
             if not v.expect:
-                diags.append(Diagnostic("error", "vector-expect", f"vector `{v.name}` expects nothing: it checks nothing",
-                                        src.span(vloc + ("expect",)), hint="give the metric values the inputs must produce"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "vector-expect",
+                        f"vector `{v.name}` expects nothing: it checks nothing",
+                        src.span(vloc + ("expect",)),
+                        hint="give the metric values the inputs must produce",
+                    )
+                )
             for metric, want in v.expect.items():
                 span = src.span(vloc + ("expect", metric))
                 m = graph.metrics.get(metric) or graph.record_metrics.get(metric)
                 if metric in graph.record_metrics and not v.records:
-                    diags.append(Diagnostic("error", "vector-expect", f"vector `{v.name}` expects record metric `{metric}` but gives no "
-                                            "records: nothing would be checked", span,
-                                            hint="add `records:` (request fields, one value per request), or drop the expectation"))
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "vector-expect",
+                            f"vector `{v.name}` expects record metric `{metric}` but gives no "
+                            "records: nothing would be checked",
+                            span,
+                            hint="add `records:` (request fields, one value per request), or drop the expectation",
+                        )
+                    )
                     continue
                 if m is None:
                     msg = graph.unavailable.get(metric)
-                    outcomes.append(Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span))
+                    outcomes.append(
+                        Outcome(str(f), v.name, metric, False, f"unavailable: {msg}" if msg else "no such metric", span)
+                    )
                     continue
                 try:
                     if isinstance(want, list):
@@ -173,17 +249,31 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     else:
                         target = None if want is None else _quantity(reg, want, m.unit)
                 except (UnitError, ValueError) as exc:
-                    diags.append(Diagnostic("error", "vector-expect", f"expected value of `{metric}`: {exc}", span,
-                                            hint=f"a number in [{m.unit_text}], a quantity such as `5 {m.unit_text}`, or null"))
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "vector-expect",
+                            f"expected value of `{metric}`: {exc}",
+                            span,
+                            hint=f"a number in [{m.unit_text}], a quantity such as `5 {m.unit_text}`, or null",
+                        )
+                    )
                     continue
                 if m.bounds is not None and target is not None:
                     lo, hi = m.bounds
                     vals = np.atleast_1d(np.asarray(target, dtype=float))
                     outside = vals[np.isfinite(vals) & ((vals < lo) | (vals > hi))]
                     if outside.size:
-                        diags.append(Diagnostic("error", "vector-bounds", f"vector `{v.name}` expects `{metric}` = {outside[0]:g} "
-                                                f"{m.unit_text}, outside its declared bounds {lo:g} .. {hi:g}", span,
-                                                hint="the expectation or the metric's bounds is wrong; fix the one that is"))
+                        diags.append(
+                            Diagnostic(
+                                "error",
+                                "vector-bounds",
+                                f"vector `{v.name}` expects `{metric}` = {outside[0]:g} "
+                                f"{m.unit_text}, outside its declared bounds {lo:g} .. {hi:g}",
+                                span,
+                                hint="the expectation or the metric's bounds is wrong; fix the one that is",
+                            )
+                        )
                 for engine, res in results:
                     if metric not in res:
                         continue  # record metrics without records in this vector
@@ -191,13 +281,34 @@ def run_vectors(graph: MetricGraph, path: Path, evaluator=None) -> tuple[list[Ou
                     if target is None:
                         ok = bool(np.isnan(got).all())
                     elif isinstance(target, np.ndarray):
-                        ok = got.shape == target.shape and bool(np.all((np.isnan(got) & np.isnan(target)) |
-                                                                        (np.abs(got - target) <= v.abs + v.rel * np.abs(target))))
+                        ok = got.shape == target.shape and bool(
+                            np.all(
+                                (np.isnan(got) & np.isnan(target))
+                                | (np.abs(got - target) <= v.abs + v.rel * np.abs(target))
+                            )
+                        )
                     else:
                         ok = bool(np.all(np.abs(got - target) <= v.abs + v.rel * abs(target)))
                     shown = np.array2string(np.asarray(got), precision=10) if np.ndim(got) else f"{float(got):.10g}"
-                    shown_target = "null" if target is None else (np.array2string(target, precision=10) if isinstance(target, np.ndarray) else f"{target:.10g}")
-                    outcomes.append(Outcome(str(f), v.name, metric, ok, f"{engine}: got {shown} {m.unit_text}, expected {shown_target}", span))
+                    shown_target = (
+                        "null"
+                        if target is None
+                        else (
+                            np.array2string(target, precision=10)
+                            if isinstance(target, np.ndarray)
+                            else f"{target:.10g}"
+                        )
+                    )
+                    outcomes.append(
+                        Outcome(
+                            str(f),
+                            v.name,
+                            metric,
+                            ok,
+                            f"{engine}: got {shown} {m.unit_text}, expected {shown_target}",
+                            span,
+                        )
+                    )
                     if metric in graph.record_metrics:
                         break  # record metrics are evaluated once, by the reference path
     return outcomes, diags

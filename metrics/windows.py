@@ -52,6 +52,7 @@ windows to include; ``metrics.levels`` picks, per metric, the windows where its 
 a run-level value is a ratio of sums over the same windows — never a mean of per-window ratios, and
 never a total that silently lost a window.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -64,9 +65,15 @@ from perfonto.ontology import kinds
 from perfonto.capture.dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
 
 VALID, SENTINEL, RESET, RESET_INFERRED, MISSING, WRAP_AMBIGUOUS, OUT_OF_RANGE, UNIT_CHANGED = 0, 1, 2, 3, 4, 5, 6, 7
-REASONS = {SENTINEL: "sentinel", RESET: "reset (indicator)", RESET_INFERRED: "reset (implausible increase or decrease)",
-           MISSING: "missing sample", WRAP_AMBIGUOUS: "window longer than the counter's wrap period",
-           OUT_OF_RANGE: "raw value at or beyond the counter's range", UNIT_CHANGED: "unit field changed within the window"}
+REASONS = {
+    SENTINEL: "sentinel",
+    RESET: "reset (indicator)",
+    RESET_INFERRED: "reset (implausible increase or decrease)",
+    MISSING: "missing sample",
+    WRAP_AMBIGUOUS: "window longer than the counter's wrap period",
+    OUT_OF_RANGE: "raw value at or beyond the counter's range",
+    UNIT_CHANGED: "unit field changed within the window",
+}
 
 
 @dataclass
@@ -171,7 +178,9 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
                 implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
             else:
                 M = sig.modulus if sig.modulus is not None else 1 << sig.wrap_width
-                delta = range_delta(prev, cur, M) if sig.modulus is not None else modular_delta(prev, cur, sig.wrap_width)
+                delta = (
+                    range_delta(prev, cur, M) if sig.modulus is not None else modular_delta(prev, cur, sig.wrap_width)
+                )
                 rate = max_rate(gen, sig)
                 if rate is not None:
                     limit = rate * interval[:, :, None] / scale + 1.0
@@ -244,13 +253,17 @@ def run_level(w: Windows, gen: Generation, mask: np.ndarray | None = None) -> Wi
     values = {}
     for name, v in w.values.items():
         extra = (1,) * (v.ndim - 2)
-        keep = np.ones(v.shape, dtype=bool) if mask is None else np.broadcast_to(mask.reshape(mask.shape + extra), v.shape)
+        keep = (
+            np.ones(v.shape, dtype=bool) if mask is None else np.broadcast_to(mask.reshape(mask.shape + extra), v.shape)
+        )
         vv = np.where(keep, v, 0.0)
         if kinds.row_of(gen, name).run == "sum":
             values[name] = vv.sum(axis=0, keepdims=True)
         else:
             with np.errstate(invalid="ignore", divide="ignore"):
-                values[name] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0, keepdims=True) / total.reshape(total.shape + extra)
+                values[name] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0, keepdims=True) / total.reshape(
+                    total.shape + extra
+                )
     return Windows(total, values, w.chips, "run")
 
 

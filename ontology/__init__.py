@@ -2,17 +2,35 @@
 
 The names below are imported on first use, so that importing one module of the layer (the resolved
 model a cached catalog is made of, the kinds table) does not load the YAML model and the resolver."""
+
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
 
-_WHERE = {"CatalogError": "diagnostics", "Diagnostic": "diagnostics", "Span": "diagnostics", "Generation": "resolved",
-          "ResolvedConstant": "resolved", "ResolvedSignal": "resolved", "load_generation": "loader",
-          "load_generation_files": "loader", "shipped_generations": "loader"}
+_WHERE = {
+    "CatalogError": "diagnostics",
+    "Diagnostic": "diagnostics",
+    "Span": "diagnostics",
+    "Generation": "resolved",
+    "ResolvedConstant": "resolved",
+    "ResolvedSignal": "resolved",
+    "load_generation": "loader",
+    "load_generation_files": "loader",
+    "shipped_generations": "loader",
+}
 
-__all__ = ["CatalogError", "Diagnostic", "Span", "Generation", "ResolvedConstant", "ResolvedSignal",
-           "load_generation", "load_generation_files", "shipped_generations"]
+__all__ = [
+    "CatalogError",
+    "Diagnostic",
+    "Span",
+    "Generation",
+    "ResolvedConstant",
+    "ResolvedSignal",
+    "load_generation",
+    "load_generation_files",
+    "shipped_generations",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .diagnostics import CatalogError, Diagnostic, Span

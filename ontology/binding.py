@@ -11,6 +11,7 @@ Kinds: ``linear`` (Σ coefficient × cumulative amount, counters), ``impulse`` (
 counters), ``gauge`` (a level, gauges), ``events`` (Poisson events at ``rate`` per instance per
 second, counters), ``constant`` (a raw register value, any kind).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,32 +23,56 @@ from .resolved import ResolvedBinding
 from .yaml_source import YamlSource
 
 KINDS = ("linear", "impulse", "gauge", "event_rate", "constant")
-_KIND_NAME = {"linear": "linear", "impulse": "impulse", "gauge": "gauge", "event_rate": "events", "constant": "constant"}
-_FOR = {"linear": ("increase",), "impulse": ("increase",), "gauge": ("mean",), "event_rate": ("increase",),
-        "constant": None}  # binding -> the window rules (ontology/kinds.py) of the signals it can feed; None: any
+_KIND_NAME = {
+    "linear": "linear",
+    "impulse": "impulse",
+    "gauge": "gauge",
+    "event_rate": "events",
+    "constant": "constant",
+}
+_FOR = {
+    "linear": ("increase",),
+    "impulse": ("increase",),
+    "gauge": ("mean",),
+    "event_rate": ("increase",),
+    "constant": None,
+}  # binding -> the window rules (ontology/kinds.py) of the signals it can feed; None: any
 
 
 def _fits(binding: str, kind: str) -> bool:
     rules = _FOR[binding]
     return rules is None or kinds.of(kind).window in rules
+
+
 _SPLIT = ("linear", "gauge", "event_rate")
 
 
-def resolve_binding(full: str, kind: str, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource,
-                    diags: list[Diagnostic]) -> ResolvedBinding | None:
+def resolve_binding(
+    full: str, kind: str, b: EmulatorBinding, axes: tuple, width, sloc: tuple, src: YamlSource, diags: list[Diagnostic]
+) -> ResolvedBinding | None:
     """Resolve the binding ``b`` of signal ``full`` (of ``kind``, register ``width`` bits, on a block
     with instance ``axes``), written at ``sloc + ("emulator",)``; every problem becomes a located
     diagnostic in ``diags`` (then None)."""
     loc = sloc + ("emulator",)
 
     def err(msg, key=None, hint=""):
-        diags.append(Diagnostic("error", "emulator-binding", f"signal `{full}`: emulator binding: {msg}",
-                                src.span(loc + ((key,) if key else ())), hint=hint))
+        diags.append(
+            Diagnostic(
+                "error",
+                "emulator-binding",
+                f"signal `{full}`: emulator binding: {msg}",
+                src.span(loc + ((key,) if key else ())),
+                hint=hint,
+            )
+        )
 
     given = [k for k in KINDS if getattr(b, k) is not None]
     if len(given) != 1:
-        err(f"give exactly one of {', '.join(KINDS)} (got {', '.join(given) or 'none'})", None,
-            "e.g. `emulator: {linear: {hbm_read: 1}, split: jitter}`; `perfonto emulator-quantities` lists the quantities")
+        err(
+            f"give exactly one of {', '.join(KINDS)} (got {', '.join(given) or 'none'})",
+            None,
+            "e.g. `emulator: {linear: {hbm_read: 1}, split: jitter}`; `perfonto emulator-quantities` lists the quantities",
+        )
         return None
     k = given[0]
     ok = True
@@ -61,22 +86,36 @@ def resolve_binding(full: str, kind: str, b: EmulatorBinding, axes: tuple, width
     if k in _SPLIT:
         if split is None:
             if n_axes:
-                err(f"block instances {', '.join(f'{a}: {n}' for a, n in axes)} need a `split`", None,
-                    "add `split: each` (every instance sees it all), `even`, `jitter`, `links` or `links_each`")
+                err(
+                    f"block instances {', '.join(f'{a}: {n}' for a, n in axes)} need a `split`",
+                    None,
+                    "add `split: each` (every instance sees it all), `even`, `jitter`, `links` or `links_each`",
+                )
                 ok = False
             split = "one"
         elif split == "one" and n_axes:
-            err("`split: one` is for blocks without instances", "split", "use `each` for every instance seeing the whole amount")
+            err(
+                "`split: one` is for blocks without instances",
+                "split",
+                "use `each` for every instance seeing the whole amount",
+            )
             ok = False
         elif split != "one" and not n_axes:
-            err(f"`split: {split}` needs a block with instances; this one has none", "split", "remove `split` (or write `one`)")
+            err(
+                f"`split: {split}` needs a block with instances; this one has none",
+                "split",
+                "remove `split` (or write `one`)",
+            )
             ok = False
         elif split in ("links", "links_each") and n_axes != 1:
             err(f"`split: {split}` needs one instance axis (the links)", "split")
             ok = False
         elif k == "event_rate" and split not in ("one", "each", "links_each"):
-            err(f"random events happen at `event_rate` on every instance; `split: {split}` does not apply", "split",
-                "use `each` (every instance) or `links_each` (the links the collectives use)")
+            err(
+                f"random events happen at `event_rate` on every instance; `split: {split}` does not apply",
+                "split",
+                "use `each` (every instance) or `links_each` (the links the collectives use)",
+            )
             ok = False
     elif split is not None:
         err(f"`split` does not apply to `{k}`", "split", "remove `split`")
@@ -102,9 +141,18 @@ def resolve_binding(full: str, kind: str, b: EmulatorBinding, axes: tuple, width
     if not ok:
         return None
     name = b.impulse if k == "impulse" else b.gauge if k == "gauge" else ""
-    return ResolvedBinding(_KIND_NAME[k], src.span(loc), tuple(terms), tuple(spans), name or "",
-                           src.span(loc + (k,)) if name else None, split or "one", bool(b.leader_only),
-                           float(b.event_rate or 0.0), int(b.constant or 0))
+    return ResolvedBinding(
+        _KIND_NAME[k],
+        src.span(loc),
+        tuple(terms),
+        tuple(spans),
+        name or "",
+        src.span(loc + (k,)) if name else None,
+        split or "one",
+        bool(b.leader_only),
+        float(b.event_rate or 0.0),
+        int(b.constant or 0),
+    )
 
 
 __all__ = ["ResolvedBinding", "resolve_binding"]

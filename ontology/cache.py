@@ -12,6 +12,7 @@ new key, never a stale hit. Entries are written atomically (a temporary file ren
 read defensively: an entry that cannot be read is a miss, never an error. Nothing outside the cache
 folder is written; nothing in it that perfonto did not write is read as an entry (names are digests).
 """
+
 from __future__ import annotations
 
 import functools
@@ -124,5 +125,15 @@ def load_pickle(path: Path, loads=pickle.loads):
         return None
 
 
-__all__ = ["CACHE_ENV", "NO_CACHE_ENV", "code_digest", "digest", "enabled", "entry", "file_parts", "load_pickle", "root",
-           "write_atomic"]
+__all__ = [
+    "CACHE_ENV",
+    "NO_CACHE_ENV",
+    "code_digest",
+    "digest",
+    "enabled",
+    "entry",
+    "file_parts",
+    "load_pickle",
+    "root",
+    "write_atomic",
+]

@@ -4,6 +4,7 @@ A ``Diagnostic`` refuses a code that is not here (a programming error, caught by
 list in the docs (``perfonto codes``, the docs site's ``diagnostics.md``) is complete by construction.
 Codes are kebab-case; ``lint-*`` codes are warnings about style, the others mostly errors.
 """
+
 from __future__ import annotations
 
 CODES: dict[str, str] = {
@@ -99,4 +100,6 @@ def meaning(code: str) -> str:
 def check_code(code: str) -> None:
     """Raise ``ValueError`` when ``code`` is not registered (add it, with its meaning, above)."""
     if code not in CODES:
-        raise ValueError(f"diagnostic code `{code}` is not registered in perfonto/ontology/codes.py; add it with its meaning")
+        raise ValueError(
+            f"diagnostic code `{code}` is not registered in perfonto/ontology/codes.py; add it with its meaning"
+        )

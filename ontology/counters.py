@@ -4,6 +4,7 @@ slots of a SKU (``Block.slots``), ranges that are not powers of two (``Signal.wr
 helper checks what the written model cannot check alone and reports a located diagnostic with a hint;
 ``ontology.generation.resolve`` calls them and stores the results on the resolved signals.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -23,18 +24,37 @@ def _slots(bname: str, block, bloc: tuple, src: YamlSource, diags: list[Diagnost
     ok = True
     for axis, idx in block.slots.items():
         if axis not in block.instances:
-            diags.append(Diagnostic("error", "slots", f"block `{bname}`: `slots` names axis `{axis}`, which is not an instance axis",
-                                    src.span(bloc + ("slots", axis)), hint=did_you_mean(axis, block.instances) or
-                                    f"the axes are {', '.join(block.instances) or 'none'}; declare it under `instances`"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "slots",
+                    f"block `{bname}`: `slots` names axis `{axis}`, which is not an instance axis",
+                    src.span(bloc + ("slots", axis)),
+                    hint=did_you_mean(axis, block.instances)
+                    or f"the axes are {', '.join(block.instances) or 'none'}; declare it under `instances`",
+                )
+            )
             ok = False
             continue
         size = block.instances[axis]
         bad = [i for i in idx if i < 0 or i >= size]
         if bad or not idx or len(set(idx)) != len(idx):
-            what = (f"slot {bad[0]} is outside axis `{axis}` (0 … {size - 1})" if bad else
-                    "an empty slot list" if not idx else "a slot listed twice")
-            diags.append(Diagnostic("error", "slots", f"block `{bname}`: {what}", src.span(bloc + ("slots", axis)),
-                                    hint=f"list the populated slots of `{axis}` once each, ascending, within 0 … {size - 1}"))
+            what = (
+                f"slot {bad[0]} is outside axis `{axis}` (0 … {size - 1})"
+                if bad
+                else "an empty slot list"
+                if not idx
+                else "a slot listed twice"
+            )
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "slots",
+                    f"block `{bname}`: {what}",
+                    src.span(bloc + ("slots", axis)),
+                    hint=f"list the populated slots of `{axis}` once each, ascending, within 0 … {size - 1}",
+                )
+            )
             ok = False
     if not ok:
         return tuple(block.instances.items()), None
@@ -87,21 +107,30 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
     try:
         q = parse_quantity_exact(reg, sig.wrap_range, u)  # exact: a range past 2^53 keeps its last digits
     except UnitError as exc:
-        err(f"wrap_range `{sig.wrap_range}` is not a quantity in {sig.unit} ({exc})", f"write e.g. `wrap_range: 262143.328850 {sig.unit}`")
+        err(
+            f"wrap_range `{sig.wrap_range}` is not a quantity in {sig.unit} ({exc})",
+            f"write e.g. `wrap_range: 262143.328850 {sig.unit}`",
+        )
         return None
     raw = q / Fraction(repr(float(sig.scale)))  # the scale as the decimal it is written as
-    m = round(raw) if abs(raw) < 2 ** 70 else None
-    if m is None or abs(raw - m) > Fraction(1, 10 ** 12) * abs(raw) + Fraction(1, 10 ** 9):
-        err(f"wrap_range `{sig.wrap_range}` is {float(raw)!r} raw units (range / scale {sig.scale:g}), not a whole number",
-            "the range is a whole number of raw counts: give it exactly, or check `scale`")
+    m = round(raw) if abs(raw) < 2**70 else None
+    if m is None or abs(raw - m) > Fraction(1, 10**12) * abs(raw) + Fraction(1, 10**9):
+        err(
+            f"wrap_range `{sig.wrap_range}` is {float(raw)!r} raw units (range / scale {sig.scale:g}), not a whole number",
+            "the range is a whole number of raw counts: give it exactly, or check `scale`",
+        )
         return None
     if m <= 1:
-        err(f"wrap_range `{sig.wrap_range}` is {m} raw unit(s); a counter's range is at least 2 raw counts",
-            "give the range at which the register wraps back to 0 (powercap: max_energy_range_uj)")
+        err(
+            f"wrap_range `{sig.wrap_range}` is {m} raw unit(s); a counter's range is at least 2 raw counts",
+            "give the range at which the register wraps back to 0 (powercap: max_energy_range_uj)",
+        )
         return None
     if m > (1 << sig.width):
-        err(f"wrap_range `{sig.wrap_range}` is {m} raw counts, more than a {sig.width}-bit register holds (2^{sig.width})",
-            "the range cannot exceed the register; check `width`, `scale` and the range")
+        err(
+            f"wrap_range `{sig.wrap_range}` is {m} raw counts, more than a {sig.width}-bit register holds (2^{sig.width})",
+            "the range cannot exceed the register; check `width`, `scale` and the range",
+        )
         return None
     return int(m)
 
@@ -110,23 +139,55 @@ def _check_scale_field(full: str, s_, fields: dict, loc: tuple, src: YamlSource,
     fname, base = s_.scale_field
     span = src.span(loc)
     if "scale_field" not in kinds.of(s_.kind).options:
-        diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: `scale_field` is for counters", span, hint="remove it"))
+        diags.append(
+            Diagnostic(
+                "error", "scale-field", f"signal `{full}`: `scale_field` is for counters", span, hint="remove it"
+            )
+        )
         return
     f = fields.get(fname)
     if f is None:
-        diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: scale field `{fname}` is not a field of a packed register",
-                                span, hint=did_you_mean(fname, fields) or "name `<block>.<packed register>.<field>`"))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scale-field",
+                f"signal `{full}`: scale field `{fname}` is not a field of a packed register",
+                span,
+                hint=did_you_mean(fname, fields) or "name `<block>.<packed register>.<field>`",
+            )
+        )
         return
     if not f.unit.dimensionless:
-        diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: scale field `{fname}` has unit {f.unit_text}; an exponent is a plain number",
-                                span, hint="declare the field with `unit: '1'`"))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scale-field",
+                f"signal `{full}`: scale field `{fname}` has unit {f.unit_text}; an exponent is a plain number",
+                span,
+                hint="declare the field with `unit: '1'`",
+            )
+        )
     if f.axes and f.axes != tuple(a for a in s_.axes if a[0] != "bucket"):
-        diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: scale field `{fname}` has instance axes "
-                                f"{dict(f.axes)}, the counter {dict(s_.axes) or 'none'}", span,
-                                hint="use a field of a register with no instances (one unit per chip) or with the counter's axes"))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scale-field",
+                f"signal `{full}`: scale field `{fname}` has instance axes "
+                f"{dict(f.axes)}, the counter {dict(s_.axes) or 'none'}",
+                span,
+                hint="use a field of a register with no instances (one unit per chip) or with the counter's axes",
+            )
+        )
     if base == 1.0:
-        diags.append(Diagnostic("error", "scale-field", f"signal `{full}`: scale field base 1 makes the field meaningless", span,
-                                hint="RAPL energy units are 2^-field: `base: 0.5`"))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scale-field",
+                f"signal `{full}`: scale field base 1 makes the field meaningless",
+                span,
+                hint="RAPL energy units are 2^-field: `base: 0.5`",
+            )
+        )
 
 
 def _check_indicator_kinds(gf: GenerationFile, signals: dict, src: YamlSource, diags: list[Diagnostic]) -> None:
@@ -136,8 +197,15 @@ def _check_indicator_kinds(gf: GenerationFile, signals: dict, src: YamlSource, d
         for sname, sig in block.signals.items():
             loc = ("blocks", bname, "signals", sname, "reset_indicator_kind")
             if sig.reset_indicator_kind is not None and sig.reset_indicator is None:
-                diags.append(Diagnostic("error", "reset-indicator", f"signal `{bname}.{sname}`: `reset_indicator_kind` without a `reset_indicator`",
-                                        src.span(loc), hint="name the indicator signal with `reset_indicator: <block>.<signal>`"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "reset-indicator",
+                        f"signal `{bname}.{sname}`: `reset_indicator_kind` without a `reset_indicator`",
+                        src.span(loc),
+                        hint="name the indicator signal with `reset_indicator: <block>.<signal>`",
+                    )
+                )
                 continue
             if sig.reset_indicator is None:
                 continue
@@ -145,6 +213,13 @@ def _check_indicator_kinds(gf: GenerationFile, signals: dict, src: YamlSource, d
             rule = "decrease" if kind == "uptime" else "change"
             prev = seen.setdefault(sig.reset_indicator, (rule, f"{bname}.{sname}"))
             if prev[0] != rule:
-                diags.append(Diagnostic("error", "reset-indicator", f"signal `{bname}.{sname}` reads `{sig.reset_indicator}` as a {kind}, "
-                                        f"`{prev[1]}` reads it the other way", src.span(loc),
-                                        hint="an indicator is one thing: give every counter that names it the same `reset_indicator_kind`"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "reset-indicator",
+                        f"signal `{bname}.{sname}` reads `{sig.reset_indicator}` as a {kind}, "
+                        f"`{prev[1]}` reads it the other way",
+                        src.span(loc),
+                        hint="an indicator is one thing: give every counter that names it the same `reset_indicator_kind`",
+                    )
+                )

@@ -8,6 +8,7 @@ overridden constants carry provenance ``assumed`` and a source naming the value 
 ``remove:`` does (``removed`` names them), so that a metric reading one becomes unavailable when the
 catalog is compiled against the result, with the reason.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,10 @@ def spec_quantity(gen: Generation, name: str, value: float, unit: str | None = N
     const = gen.spec.get(name)
     if const is None:
         hint = did_you_mean(name, gen.spec)
-        raise DeriveError(f"`{gen.name}` has no spec constant `{name}`" + (f"; {hint}" if hint else
-                          f"; its constants: {', '.join(sorted(gen.spec))}"))
+        raise DeriveError(
+            f"`{gen.name}` has no spec constant `{name}`"
+            + (f"; {hint}" if hint else f"; its constants: {', '.join(sorted(gen.spec))}")
+        )
     v = float(value)
     if unit is not None and unit.strip():
         reg = gen.registry
@@ -51,7 +54,9 @@ def spec_quantity(gen: Generation, name: str, value: float, unit: str | None = N
     return v
 
 
-def with_spec(gen: Generation, overrides: dict[str, float | tuple[float, str]], why: str = "what-if override") -> Generation:
+def with_spec(
+    gen: Generation, overrides: dict[str, float | tuple[float, str]], why: str = "what-if override"
+) -> Generation:
     """``gen`` with spec constants replaced: ``overrides`` maps a full name (``spec.hbm.peak_bandwidth``)
     to a value in the constant's unit or to ``(value, unit)``. Each replaced constant keeps its unit,
     scope and description and becomes ``assumed``, its source "``why``: was <old value>". Clock
@@ -66,19 +71,25 @@ def with_spec(gen: Generation, overrides: dict[str, float | tuple[float, str]], 
     clocks = dict(gen.clock_domains)
     canon = {}
     for name, v in sorted(overrides.items()):
-        value, unit = (v if isinstance(v, tuple) else (v, None))
+        value, unit = v if isinstance(v, tuple) else (v, None)
         mag = spec_quantity(gen, name, value, unit)
         old = gen.spec[name]
-        new = dataclasses.replace(old, value=mag, provenance="assumed",
-                                  source=f"{why}: was {old.value:g} {old.unit_text} ({old.provenance})")
+        new = dataclasses.replace(
+            old, value=mag, provenance="assumed", source=f"{why}: was {old.value:g} {old.unit_text} ({old.provenance})"
+        )
         spec[name] = new
         if name.startswith("spec.clock.") and name.removeprefix("spec.clock.") in clocks:
             clocks[name.removeprefix("spec.clock.")] = new
         canon[name] = mag
     digest = hashlib.sha256(json.dumps([gen.content_hash, canon], sort_keys=True).encode()).hexdigest()[:16]
     what = ", ".join(f"{k} = {canon[k]:g} {gen.spec[k].unit_text}" for k in canon)
-    return dataclasses.replace(gen, spec=spec, clock_domains=clocks, content_hash=digest,
-                               description=f"{gen.description} [{why}: {what}, assumed]")
+    return dataclasses.replace(
+        gen,
+        spec=spec,
+        clock_domains=clocks,
+        content_hash=digest,
+        description=f"{gen.description} [{why}: {what}, assumed]",
+    )
 
 
 def without_signals(gen: Generation, names, why: str = "removed for a coverage study") -> Generation:

@@ -4,6 +4,7 @@ Rendered in the style of rustc and ruff: ``file:line:col: error[code]: message``
 a caret under the column, and the hint. Lines and columns are 1-based. Lower layers (dsl, metrics,
 codegen, perfonto) reuse this type, so a check reports all problems of all files in one list.
 """
+
 from __future__ import annotations
 
 import functools
@@ -81,8 +82,18 @@ class Diagnostic:
         }
 
 
-_INVISIBLE = {0x09: " ", 0x0B: "\ufffd", 0x0C: "\ufffd", 0x1C: "\ufffd", 0x1D: "\ufffd", 0x1E: "\ufffd",
-              0x85: "\ufffd", 0x2028: "\ufffd", 0x2029: "\ufffd", 0x0D: ""}
+_INVISIBLE = {
+    0x09: " ",
+    0x0B: "\ufffd",
+    0x0C: "\ufffd",
+    0x1C: "\ufffd",
+    0x1D: "\ufffd",
+    0x1E: "\ufffd",
+    0x85: "\ufffd",
+    0x2028: "\ufffd",
+    0x2029: "\ufffd",
+    0x0D: "",
+}
 
 
 def _visible(line: str) -> str:

@@ -5,6 +5,7 @@ deprecation (``stability: deprecated`` in the old generation, or a rename that k
 everything else is reported for information. Source of the policy idea: OpenTelemetry Weaver's
 registry compatibility checks against the previous release.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ def _props(s: ResolvedSignal) -> dict:
 def diff_signals(old: Generation, new: Generation) -> SignalDiff:
     """Signals added, removed, renamed (through ``new``'s aliases) and changed between generations."""
     d = SignalDiff()
-    renamed_from = {o: n for o, n in new.aliases.items() if o in old.signals and n in new.signals and n not in old.signals}
+    renamed_from = {
+        o: n for o, n in new.aliases.items() if o in old.signals and n in new.signals and n not in old.signals
+    }
     for o, n in sorted(renamed_from.items()):
         d.renamed.append({"from": o, "to": n})
     new_names = set(new.signals) - set(renamed_from.values())
@@ -49,11 +52,19 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
             if po[key] != pn[key]:
                 d.changed.append({"signal": n, "field": key, "old": po[key], "new": pn[key]})
                 stable = old.signals[o].stability == "stable"
-                if key == "unit" and stable and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1"):
-                    d.errors.append(f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
-                                    "deprecate it and add a new signal instead")
+                if (
+                    key == "unit"
+                    and stable
+                    and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1")
+                ):
+                    d.errors.append(
+                        f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
+                        "deprecate it and add a new signal instead"
+                    )
                 if key == "kind" and stable:
-                    d.errors.append(f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal")
+                    d.errors.append(
+                        f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal"
+                    )
     for name in sorted(set(old.spec) | set(new.spec)):
         o, n = old.spec.get(name), new.spec.get(name)
         fo = f"{o.value:g} {o.unit_text} ({o.provenance})" if o else None
@@ -64,10 +75,14 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
         io, inew = old.signals[o].id, new.signals[n].id
         if io >= 0 and inew >= 0 and io != inew:
             d.changed.append({"signal": n, "field": "id", "old": io, "new": inew})
-            d.errors.append(f"signal `{n}` changes its C header id from {io} to {inew}: code built against `{old.name}`'s "
-                            f"header would read another register; keep `id: {io}` (add new signals with ids of their own)")
+            d.errors.append(
+                f"signal `{n}` changes its C header id from {io} to {inew}: code built against `{old.name}`'s "
+                f"header would read another register; keep `id: {io}` (add new signals with ids of their own)"
+            )
     for r in d.removed:
         if old.signals[r].stability == "stable":
-            d.errors.append(f"stable signal `{r}` disappears without deprecation; mark it `stability: deprecated` "
-                            "in the previous generation first, or rename it (the old name stays as an alias)")
+            d.errors.append(
+                f"stable signal `{r}` disappears without deprecation; mark it `stability: deprecated` "
+                "in the previous generation first, or rename it (the old name stays as an alias)"
+            )
     return d

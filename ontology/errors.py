@@ -4,6 +4,7 @@ Every public error class derives from ``PerfontoError`` as well as from the buil
 (``ValueError`` mostly), so ``except PerfontoError`` catches any of them and nothing that caught
 ``ValueError`` before changes. An error that is not a ``PerfontoError`` is a bug in perfonto.
 """
+
 from __future__ import annotations
 
 __all__ = ["PerfontoError"]

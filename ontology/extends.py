@@ -10,6 +10,7 @@ Rules (applied from the root of the chain down, one generation at a time):
 - ``generation``, ``description``, ``extends``, ``removed`` and ``renamed`` are never inherited.
 Positions travel with the values, so an error in an inherited value points into the parent's file.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,7 +32,9 @@ class Lineage:
     removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
     aliases: dict[str, str] = field(default_factory=dict)  # old name -> current name
     renamed_in: dict[str, str] = field(default_factory=dict)  # old name -> generation that renamed it
-    ids: dict[str, int] = field(default_factory=dict)  # signal -> C header id (append-only, see ontology.model.Signal.id)
+    ids: dict[str, int] = field(
+        default_factory=dict
+    )  # signal -> C header id (append-only, see ontology.model.Signal.id)
     id_errors: list[Diagnostic] = field(default_factory=list)
 
 
@@ -74,7 +77,7 @@ def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple
 
 def _move_positions(pos: dict, old: tuple, new: tuple) -> None:
     for k in [k for k in pos if k[: len(old)] == old]:
-        pos[new + k[len(old):]] = pos.pop(k)
+        pos[new + k[len(old) :]] = pos.pop(k)
 
 
 def find_parent(name: str, child_path: Path, shipped: Path) -> Path | None:
@@ -100,15 +103,28 @@ def load_chain(path: Path, shipped: Path) -> Merged:
             diags += src.diagnostics
             return Merged(src, texts, Lineage(), diags)
         if not isinstance(src.data, dict):
-            diags.append(Diagnostic("error", "schema", "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
-                                    Span(src.path, 1, 1)))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
+                    Span(src.path, 1, 1),
+                )
+            )
             return Merged(src, texts, Lineage(), diags)
         chain.append(src)
         name = str(src.data.get("generation", cur.stem))
         if name in seen:
-            cycle = " extends ".join(seen[seen.index(name):] + [name])
-            diags.append(Diagnostic("error", "extends-cycle", f"`extends` cycle: {cycle}", chain[-2].span(("extends",)),
-                                    hint="a generation cannot extend itself, directly or through its parents"))
+            cycle = " extends ".join(seen[seen.index(name) :] + [name])
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "extends-cycle",
+                    f"`extends` cycle: {cycle}",
+                    chain[-2].span(("extends",)),
+                    hint="a generation cannot extend itself, directly or through its parents",
+                )
+            )
             return Merged(chain[0], texts, Lineage(), diags)
         seen.append(name)
         parent = src.data.get("extends")
@@ -117,8 +133,15 @@ def load_chain(path: Path, shipped: Path) -> Merged:
         ppath = find_parent(str(parent), cur, shipped)
         if ppath is None:
             known = sorted({p.stem for p in list(cur.parent.glob("*.yaml")) + list(shipped.glob("*.yaml"))})
-            diags.append(Diagnostic("error", "unknown-parent", f"`extends: {parent}`: no generation file `{parent}.yaml` next to this file or shipped",
-                                    src.span(("extends",)), hint=did_you_mean(str(parent), known) or f"known generations: {', '.join(known)}"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "unknown-parent",
+                    f"`extends: {parent}`: no generation file `{parent}.yaml` next to this file or shipped",
+                    src.span(("extends",)),
+                    hint=did_you_mean(str(parent), known) or f"known generations: {', '.join(known)}",
+                )
+            )
             return Merged(chain[0], texts, Lineage(), diags)
         cur = ppath
 
@@ -142,9 +165,15 @@ def load_chain(path: Path, shipped: Path) -> Merged:
             sp = _split(str(removed))
             blocks = data.get("blocks", {})
             if not sp or sp[0] not in blocks or sp[1] not in (blocks[sp[0]].get("signals") or {}):
-                diags.append(Diagnostic("error", "unknown-name", f"`removed`: the parent has no signal `{removed}`",
-                                        src.span(("removed", src.data["removed"].index(removed))),
-                                        hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "unknown-name",
+                        f"`removed`: the parent has no signal `{removed}`",
+                        src.span(("removed", src.data["removed"].index(removed))),
+                        hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`",
+                    )
+                )
                 continue
             del blocks[sp[0]]["signals"][sp[1]]
             lineage.removed[str(removed)] = gname
@@ -153,11 +182,25 @@ def load_chain(path: Path, shipped: Path) -> Merged:
             blocks = data.get("blocks", {})
             loc = ("renamed", old)
             if not so or so[0] not in blocks or so[1] not in (blocks[so[0]].get("signals") or {}):
-                diags.append(Diagnostic("error", "unknown-name", f"`renamed`: the parent has no signal `{old}`", src.span(loc + ("<key>",)),
-                                        hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "unknown-name",
+                        f"`renamed`: the parent has no signal `{old}`",
+                        src.span(loc + ("<key>",)),
+                        hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`",
+                    )
+                )
                 continue
             if not sn or sn[0] not in blocks:
-                diags.append(Diagnostic("error", "unknown-name", f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`", src.span(loc)))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "unknown-name",
+                        f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`",
+                        src.span(loc),
+                    )
+                )
                 continue
             if sn[1] in (blocks[sn[0]].get("signals") or {}) and sn != so:
                 existing = blocks[sn[0]]["signals"][sn[1]]
@@ -194,8 +237,12 @@ def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> No
         if old in ids and new not in ids:
             ids[new] = ids[old]
     taken = set(ids.values())
-    names = [f"{b}.{s}" for b, block in (data.get("blocks") or {}).items() if isinstance(block, dict)
-             for s in (block.get("signals") or {})]
+    names = [
+        f"{b}.{s}"
+        for b, block in (data.get("blocks") or {}).items()
+        if isinstance(block, dict)
+        for s in (block.get("signals") or {})
+    ]
     own = {}
     for b, block in (src.data.get("blocks") or {}).items() if isinstance(src.data.get("blocks"), dict) else ():
         for s, sig in ((block or {}).get("signals") or {}).items() if isinstance(block, dict) else ():
@@ -204,9 +251,15 @@ def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> No
     for name, i in own.items():
         holder = next((n for n, j in ids.items() if j == i and n != name and n not in lineage.aliases), None)
         if holder is not None:
-            lineage.id_errors.append(Diagnostic("error", "signal-id", f"signal `{name}` takes id {i}, which is `{holder}`'s",
-                                                src.span(("blocks", name.split(".")[0], "signals", name.split(".", 1)[1], "id")),
-                                                hint="an id is never given twice, nor reused after a removal; pick an unused one"))
+            lineage.id_errors.append(
+                Diagnostic(
+                    "error",
+                    "signal-id",
+                    f"signal `{name}` takes id {i}, which is `{holder}`'s",
+                    src.span(("blocks", name.split(".")[0], "signals", name.split(".", 1)[1], "id")),
+                    hint="an id is never given twice, nor reused after a removal; pick an unused one",
+                )
+            )
             continue
         ids[name] = i
         taken.add(i)
@@ -227,15 +280,26 @@ def _shape_errors(src: YamlSource) -> list[Diagnostic]:
     want = {"removed": list, "renamed": dict, "blocks": dict, "spec": dict, "clock_domains": dict, "records": dict}
     for key, typ in want.items():
         if key in d and d[key] is not None and not isinstance(d[key], typ):
-            out.append(Diagnostic("error", "schema", f"`{key}` must be a {'list' if typ is list else 'mapping'}, got {type(d[key]).__name__}",
-                                  src.span((key,)), hint="see schemas/generation.schema.json"))
+            out.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    f"`{key}` must be a {'list' if typ is list else 'mapping'}, got {type(d[key]).__name__}",
+                    src.span((key,)),
+                    hint="see schemas/generation.schema.json",
+                )
+            )
     if isinstance(d.get("extends"), (dict, list)):
         out.append(Diagnostic("error", "schema", "`extends` names one generation", src.span(("extends",))))
     for b, block in (d.get("blocks") or {}).items() if isinstance(d.get("blocks"), dict) else ():
         if not isinstance(block, dict):
             out.append(Diagnostic("error", "schema", f"block `{b}` must be a mapping", src.span(("blocks", b))))
         elif "signals" in block and block["signals"] is not None and not isinstance(block["signals"], dict):
-            out.append(Diagnostic("error", "schema", f"`blocks.{b}.signals` must be a mapping", src.span(("blocks", b, "signals"))))
+            out.append(
+                Diagnostic(
+                    "error", "schema", f"`blocks.{b}.signals` must be a mapping", src.span(("blocks", b, "signals"))
+                )
+            )
     for i, r in enumerate(d.get("removed") or [] if isinstance(d.get("removed"), list) else []):
         if not isinstance(r, str):
             out.append(Diagnostic("error", "schema", "`removed` lists full signal names", src.span(("removed", i))))
@@ -243,13 +307,22 @@ def _shape_errors(src: YamlSource) -> list[Diagnostic]:
         olds, news = set(), set()
         for k, v in d["renamed"].items():
             if not isinstance(k, str) or not isinstance(v, str):
-                out.append(Diagnostic("error", "schema", "`renamed` maps old full names to new ones", src.span(("renamed", k))))
+                out.append(
+                    Diagnostic("error", "schema", "`renamed` maps old full names to new ones", src.span(("renamed", k)))
+                )
                 continue
             olds.add(k)
             news.add(v)
         for both in sorted(olds & news):
-            out.append(Diagnostic("error", "schema", f"`{both}` is both renamed and a rename target", src.span(("renamed", both)),
-                                  hint="rename in one direction only; a swap needs two generations"))
+            out.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    f"`{both}` is both renamed and a rename target",
+                    src.span(("renamed", both)),
+                    hint="rename in one direction only; a swap needs two generations",
+                )
+            )
     return out
 
 
@@ -257,6 +330,6 @@ def _signal_names(data: dict) -> set[str]:
     out = set()
     for b, block in (data.get("blocks") or {}).items():
         if isinstance(block, dict):
-            for s in (block.get("signals") or {}):
+            for s in block.get("signals") or {}:
                 out.add(f"{b}.{s}")
     return out

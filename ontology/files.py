@@ -8,6 +8,7 @@ turns every ``OSError`` (no such file, permission, a name longer than the file s
 the system said, never a bare errno. ``is_dir``/``is_file``/``exists`` answer False instead of
 raising for such paths (``pathlib`` raises ``ENAMETOOLONG``, for one).
 """
+
 from __future__ import annotations
 
 import errno
@@ -30,7 +31,7 @@ class FileReadError(PerfontoError, ValueError):
 def _short(path: str, limit: int = 160) -> str:
     """A path as shown in messages: at most ``limit`` characters (the middle elided)."""
     p = str(path)
-    return p if len(p) <= limit else p[: limit // 2] + "…" + p[-limit // 2:]
+    return p if len(p) <= limit else p[: limit // 2] + "…" + p[-limit // 2 :]
 
 
 def os_reason(exc: OSError) -> str:
@@ -64,10 +65,15 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES
         if stat.S_ISDIR(st.st_mode):
             raise FileReadError(p, f"is a folder, not a {what}", f"give the {what} itself")
         if not stat.S_ISREG(st.st_mode):
-            raise FileReadError(p, f"is not a regular file (a device, pipe or socket), so it cannot be read as a {what}",
-                                f"give the {what} as a file")
+            raise FileReadError(
+                p,
+                f"is not a regular file (a device, pipe or socket), so it cannot be read as a {what}",
+                f"give the {what} as a file",
+            )
         if st.st_size > limit:
-            raise FileReadError(p, f"is {st.st_size:,} bytes; a {what} is at most {limit:,} bytes", "split it, or check the path")
+            raise FileReadError(
+                p, f"is {st.st_size:,} bytes; a {what} is at most {limit:,} bytes", "split it, or check the path"
+            )
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -94,8 +100,11 @@ def read_text(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FileReadError(str(path), f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                            "save the file as UTF-8") from None
+        raise FileReadError(
+            str(path),
+            f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            "save the file as UTF-8",
+        ) from None
 
 
 def _probe(path, test) -> bool:
@@ -145,5 +154,16 @@ def newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-__all__ = ["FileReadError", "MAX_TEXT_BYTES", "check_path", "describe_os_error", "exists", "is_dir", "is_file", "newlines",
-           "os_reason", "read_bytes", "read_text"]
+__all__ = [
+    "FileReadError",
+    "MAX_TEXT_BYTES",
+    "check_path",
+    "describe_os_error",
+    "exists",
+    "is_dir",
+    "is_file",
+    "newlines",
+    "os_reason",
+    "read_bytes",
+    "read_text",
+]

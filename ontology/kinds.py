@@ -25,6 +25,7 @@ the kind's name:
 Adding a kind is adding a row (``register``) and its reference rule (``metrics.windows.RULES``); the
 backends that have a handler for its ``window`` rule evaluate it, the others refuse it by name.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,34 +52,74 @@ class UnsupportedKind(PerfontoError, ValueError):
     """A backend asked to evaluate a kind whose window rule it has no handler for."""
 
     def __init__(self, backend: str, kind: str, rule: str):
-        super().__init__(f"{backend} cannot evaluate signals of kind `{kind}` (window rule `{rule}`): it has no handler "
-                         f"for that rule; evaluate them with a backend that has one, or leave the metrics that read them out")
+        super().__init__(
+            f"{backend} cannot evaluate signals of kind `{kind}` (window rule `{rule}`): it has no handler "
+            f"for that rule; evaluate them with a backend that has one, or leave the metrics that read them out"
+        )
         self.backend, self.kind, self.rule = backend, kind, rule
 
 
 _COUNTER_OPTIONS = frozenset({"effective_width", "max_rate", "wrap_range", "scale_field", "width_unknown"})
 
 KINDS: dict[str, Kind] = {
-    "counter": Kind("counter", "increase", "sum", "sum", True, "required", _COUNTER_OPTIONS,
-                    "its increase over the window", 0,
-                    "a monotonic register of `width` bits that wraps modulo 2^width (or 2^effective_width); inside a "
-                    "metric its name means its increase over the window"),
-    "gauge": Kind("gauge", "mean", "time_weighted", "declared", False, "forbidden", frozenset({"across_chips"}),
-                  "its time-weighted mean over the window", 1,
-                  "an instantaneous level; inside a metric its name means its time-weighted mean"),
-    "packed": Kind("packed", "end", "time_weighted", "declared", False, "required", frozenset({"fields"}),
-                   "read through its fields", 2,
-                   "one register holding several bit ranges (`fields`), each with its own meaning; never differenced. "
-                   "A field `f` of signal `blk.s` is referenced as `blk.s.f` and means its value at the window's end sample"),
-    "histogram": Kind("histogram", "bucket_increase", "sum", "sum", True, "required", frozenset({"buckets"}),
-                      "each bucket's increase over the window", 3,
-                      "a vector of counters, one per bucket (`buckets` gives the upper edges; one more bucket holds the "
-                      "overflow); each bucket is read like a counter, and a decrease in any bucket marks a reset"),
+    "counter": Kind(
+        "counter",
+        "increase",
+        "sum",
+        "sum",
+        True,
+        "required",
+        _COUNTER_OPTIONS,
+        "its increase over the window",
+        0,
+        "a monotonic register of `width` bits that wraps modulo 2^width (or 2^effective_width); inside a "
+        "metric its name means its increase over the window",
+    ),
+    "gauge": Kind(
+        "gauge",
+        "mean",
+        "time_weighted",
+        "declared",
+        False,
+        "forbidden",
+        frozenset({"across_chips"}),
+        "its time-weighted mean over the window",
+        1,
+        "an instantaneous level; inside a metric its name means its time-weighted mean",
+    ),
+    "packed": Kind(
+        "packed",
+        "end",
+        "time_weighted",
+        "declared",
+        False,
+        "required",
+        frozenset({"fields"}),
+        "read through its fields",
+        2,
+        "one register holding several bit ranges (`fields`), each with its own meaning; never differenced. "
+        "A field `f` of signal `blk.s` is referenced as `blk.s.f` and means its value at the window's end sample",
+    ),
+    "histogram": Kind(
+        "histogram",
+        "bucket_increase",
+        "sum",
+        "sum",
+        True,
+        "required",
+        frozenset({"buckets"}),
+        "each bucket's increase over the window",
+        3,
+        "a vector of counters, one per bucket (`buckets` gives the upper edges; one more bucket holds the "
+        "overflow); each bucket is read like a counter, and a decrease in any bucket marks a reset",
+    ),
 }
 
 #: A packed register's field, as the layers read it: its bits at the window's end sample, time-weighted
 #: over a run, the maximum across chips.
-FIELD = Kind("field", "end", "time_weighted", "max", False, "optional", frozenset(), "its value at the window's end sample", -1)
+FIELD = Kind(
+    "field", "end", "time_weighted", "max", False, "optional", frozenset(), "its value at the window's end sample", -1
+)
 
 
 def of(kind) -> Kind:
@@ -125,4 +166,15 @@ def unregister(name: str) -> None:
         KINDS.pop(name, None)
 
 
-__all__ = ["FIELD", "KINDS", "Kind", "UnsupportedKind", "across_rule", "chip_degree", "of", "register", "row_of", "unregister"]
+__all__ = [
+    "FIELD",
+    "KINDS",
+    "Kind",
+    "UnsupportedKind",
+    "across_rule",
+    "chip_degree",
+    "of",
+    "register",
+    "row_of",
+    "unregister",
+]

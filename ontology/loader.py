@@ -6,6 +6,7 @@ Entry points:
   check --catalog DIR``).
 Both return ``(Generation | None, diagnostics)`` and never raise on bad input.
 """
+
 from __future__ import annotations
 
 from importlib import resources
@@ -33,8 +34,14 @@ def shipped_generations() -> list[str]:
 def _validate(src: YamlSource) -> GenerationFile | None:
     if not isinstance(src.data, dict):
         if src.data is not None:
-            src.diagnostics.append(Diagnostic("error", "schema", "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
-                                              Span(src.path, 1, 1)))
+            src.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    "a generation file is a mapping with keys generation, description, clock_domains, spec, blocks",
+                    Span(src.path, 1, 1),
+                )
+            )
         return None
     return validate_model(src, GenerationFile)
 
@@ -49,14 +56,28 @@ def validate_model(src: YamlSource, model):
         for err in exc.errors():
             loc = tuple(err["loc"])
             # a value that fits no member of a union gives one error per member: report one, naming all
-            member = next((i for i, part in enumerate(loc) if isinstance(part, str) and (part in ("int", "str", "float", "constrained-int")
-                                                                                          or part.startswith(("literal[", "function-")))), None)
+            member = next(
+                (
+                    i
+                    for i, part in enumerate(loc)
+                    if isinstance(part, str)
+                    and (
+                        part in ("int", "str", "float", "constrained-int") or part.startswith(("literal[", "function-"))
+                    )
+                ),
+                None,
+            )
             if member is not None:
                 field_loc = loc[:member]
                 if field_loc in seen_union:
                     prev = src.diagnostics[seen_union[field_loc]]
-                    src.diagnostics[seen_union[field_loc]] = Diagnostic(prev.severity, prev.code, prev.message + f"; or {err['msg'][0].lower()}{err['msg'][1:]}",
-                                                                        prev.span, prev.hint)
+                    src.diagnostics[seen_union[field_loc]] = Diagnostic(
+                        prev.severity,
+                        prev.code,
+                        prev.message + f"; or {err['msg'][0].lower()}{err['msg'][1:]}",
+                        prev.span,
+                        prev.hint,
+                    )
                     continue
                 seen_union[field_loc] = len(src.diagnostics)
                 loc = field_loc
@@ -65,15 +86,30 @@ def validate_model(src: YamlSource, model):
                 parent = _parent_model(loc[:-1], model)
                 hint = did_you_mean(str(key), parent.model_fields) if parent else ""
                 allowed = ", ".join(parent.model_fields) if parent else ""
-                src.diagnostics.append(Diagnostic("error", "unknown-field", f"unknown field `{key}`",
-                                                  src.span(loc + ("<key>",)),
-                                                  hint=hint or (f"allowed fields: {allowed}" if allowed else "")))
+                src.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        "unknown-field",
+                        f"unknown field `{key}`",
+                        src.span(loc + ("<key>",)),
+                        hint=hint or (f"allowed fields: {allowed}" if allowed else ""),
+                    )
+                )
             elif err["type"] == "missing":
-                src.diagnostics.append(Diagnostic("error", "missing-field", f"missing field `{loc[-1]}`", src.span(loc[:-1]),
-                                                  hint=f"add `{loc[-1]}:`"))
+                src.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        "missing-field",
+                        f"missing field `{loc[-1]}`",
+                        src.span(loc[:-1]),
+                        hint=f"add `{loc[-1]}:`",
+                    )
+                )
             else:
                 where = ".".join(str(p) for p in loc)
-                src.diagnostics.append(Diagnostic("error", "schema", f"`{where}`: {err['msg']} (got {err.get('input')!r})", src.span(loc)))
+                src.diagnostics.append(
+                    Diagnostic("error", "schema", f"`{where}`: {err['msg']} (got {err.get('input')!r})", src.span(loc))
+                )
         return None
 
 
@@ -131,8 +167,19 @@ def load_generation(name_or_path: str | Path) -> tuple[Generation | None, list[D
         return _load_path(p)
     shipped = catalog_dir() / f"{name_or_path}.yaml"
     if not shipped.exists():
-        hint = did_you_mean(str(name_or_path), shipped_generations()) or f"shipped generations: {', '.join(shipped_generations())}"
-        return None, [Diagnostic("error", "unknown-generation", f"no generation named `{name_or_path}`", Span(str(name_or_path)), hint=hint)]
+        hint = (
+            did_you_mean(str(name_or_path), shipped_generations())
+            or f"shipped generations: {', '.join(shipped_generations())}"
+        )
+        return None, [
+            Diagnostic(
+                "error",
+                "unknown-generation",
+                f"no generation named `{name_or_path}`",
+                Span(str(name_or_path)),
+                hint=hint,
+            )
+        ]
     return _load_path(shipped)
 
 
@@ -148,20 +195,42 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
             continue
         gname = src.data.get("generation") if isinstance(src.data, dict) else None
         if not isinstance(gname, str):
-            diags.append(Diagnostic("error", "schema", "`generation` must be the generation's name (a string)",
-                                    src.span(("generation",)) if isinstance(src.data, dict) else Span(str(p), 1, 1)))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    "`generation` must be the generation's name (a string)",
+                    src.span(("generation",)) if isinstance(src.data, dict) else Span(str(p), 1, 1),
+                )
+            )
             continue
         names.append(gname)
         if gname != name and not IDENT_RE.match(gname):  # else the did-you-mean below would hide the real error
-            diags.append(with_source(Diagnostic("error", "schema", f"`generation`: `{gname}` is not a valid generation name "
-                                                f"(it must match {IDENT_RE.pattern})", src.span(("generation",)),
-                                                hint=f"e.g. `{re.sub('[^a-z0-9_]', '_', gname.lower())}`"), src.text))
+            diags.append(
+                with_source(
+                    Diagnostic(
+                        "error",
+                        "schema",
+                        f"`generation`: `{gname}` is not a valid generation name (it must match {IDENT_RE.pattern})",
+                        src.span(("generation",)),
+                        hint=f"e.g. `{re.sub('[^a-z0-9_]', '_', gname.lower())}`",
+                    ),
+                    src.text,
+                )
+            )
         if gname == name:
             gen, more = _load_path(Path(p))
             return gen, diags + more
     if diags and not any(n == name for n in names):
         return None, diags  # the files that failed to read may be the one declaring it: their errors say why
-    diags.append(Diagnostic("error", "unknown-generation", f"no file declares `generation: {name}`",
-                            Span(str(paths[0].parent) if paths else "."),
-                            hint=did_you_mean(name, [n for n in names if n]) or f"generations found: {', '.join(str(n) for n in names) or 'none'}"))
+    diags.append(
+        Diagnostic(
+            "error",
+            "unknown-generation",
+            f"no file declares `generation: {name}`",
+            Span(str(paths[0].parent) if paths else "."),
+            hint=did_you_mean(name, [n for n in names if n])
+            or f"generations found: {', '.join(str(n) for n in names) or 'none'}",
+        )
+    )
     return None, diags

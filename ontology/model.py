@@ -5,6 +5,7 @@ named instance axes and a clock domain) holding signals (counters and gauges). T
 types and forbid unknown keys; cross-references (a block's clock domain, a signal's unit) are checked
 when the generation is resolved (``ontology.resolve``).
 """
+
 from __future__ import annotations
 
 import re
@@ -48,11 +49,21 @@ class SpecConstant(_Model):
     value: float = Field(description="Magnitude in `unit`.")
     unit: str = Field(description="pint unit string, e.g. `TFLOP/s`, `GB`, `GB/s`.")
     provenance: Provenance = Field(description="measured, claimed, estimated or assumed.")
-    source: str = Field(default="", description="Where the figure comes from (datasheet, paper, or the reasoning behind an assumption).")
+    source: str = Field(
+        default="", description="Where the figure comes from (datasheet, paper, or the reasoning behind an assumption)."
+    )
     description: str = Field(default="", description="What the figure is.")
-    scope: Scope = Field(default=Scope.chip, description="`instance` (per instance of the block it is named after), `chip` (per-chip amount; N chips have N times it) or `system` (independent of the chip count).")
-    precision: str | None = Field(default=None, description="For peak rates: the number format (`fp8`, `bf16`, `fp4`, ...).")
-    sparsity: Sparsity | None = Field(default=None, description="For peak FLOP rates: `dense`, or `sparse` (2:4 structured sparsity doubles vendor peaks); dense work over a sparse peak is a compile error.")
+    scope: Scope = Field(
+        default=Scope.chip,
+        description="`instance` (per instance of the block it is named after), `chip` (per-chip amount; N chips have N times it) or `system` (independent of the chip count).",
+    )
+    precision: str | None = Field(
+        default=None, description="For peak rates: the number format (`fp8`, `bf16`, `fp4`, ...)."
+    )
+    sparsity: Sparsity | None = Field(
+        default=None,
+        description="For peak FLOP rates: `dense`, or `sparse` (2:4 structured sparsity doubles vendor peaks); dense work over a sparse peak is a compile error.",
+    )
 
 
 class ClockDomain(_Model):
@@ -130,8 +141,12 @@ class ScaleField(_Model):
     """A counter whose unit is given per sample by a field of another register (RAPL's energy-status-units
     field: the energy counter counts 2^-ESU J): value = raw × ``scale`` × ``base`` ^ field."""
 
-    field: DottedIdent = Field(description="Full name of a packed field, `<block>.<register>.<field>` (e.g. `power.rapl_unit.energy`).")
-    base: float = Field(default=0.5, gt=0, description="The per-sample multiplier is base ^ (field value); 0.5 for RAPL (2^-field).")
+    field: DottedIdent = Field(
+        description="Full name of a packed field, `<block>.<register>.<field>` (e.g. `power.rapl_unit.energy`)."
+    )
+    base: float = Field(
+        default=0.5, gt=0, description="The per-sample multiplier is base ^ (field value); 0.5 for RAPL (2^-field)."
+    )
 
 
 class InstanceSplit(str, Enum):
@@ -160,20 +175,45 @@ class EmulatorBinding(_Model):
     ``impulse``, ``gauge``, ``event_rate`` or ``constant``. A signal without a binding is absent from an
     emulated dump. A generation that writes a binding replaces its parent's whole binding."""
 
-    linear: dict[Ident, float] | None = Field(default=None, description="Counters: Σ coefficient × quantity over the emulator's cumulative amounts (`{hbm_read: 1}`), converted to the signal's unit (seconds become cycles of the block's clock), then divided by `scale`.")
-    impulse: Ident | None = Field(default=None, description="Counters: a count the emulator adds when a step ends (`steps`, `input_tokens`, `output_tokens`, `requests_completed`, ...); exact integers.")
-    gauge: Ident | None = Field(default=None, description="Gauges: the level the emulator holds during each step (`batch`, `kv_tokens`, `hbm_alloc_bytes`, `power`, ...), converted to the signal's unit.")
-    event_rate: float | None = Field(default=None, ge=0, description="Counters: random events (a Poisson process drawn from the run's seed), this many per instance per second.")
-    constant: StrictInt | None = Field(default=None, ge=0, description="Any kind: the raw register value, held for the whole run (a counter that never counts, a status register that never changes).")
-    split: InstanceSplit | None = Field(default=None, description="`linear`, `gauge`, `event_rate`: how the per-chip amount spreads over the block's instances (`one`, `each`, `even`, `jitter`, `links`, `links_each`); required for blocks with instances, `one` otherwise.")
-    leader_only: bool = Field(default=False, description="`linear`, `impulse`: count on the leader chip of each scheduler rank only (the chip that sends tokens to the host), 0 on the others, so that a server total counts each token once.")
+    linear: dict[Ident, float] | None = Field(
+        default=None,
+        description="Counters: Σ coefficient × quantity over the emulator's cumulative amounts (`{hbm_read: 1}`), converted to the signal's unit (seconds become cycles of the block's clock), then divided by `scale`.",
+    )
+    impulse: Ident | None = Field(
+        default=None,
+        description="Counters: a count the emulator adds when a step ends (`steps`, `input_tokens`, `output_tokens`, `requests_completed`, ...); exact integers.",
+    )
+    gauge: Ident | None = Field(
+        default=None,
+        description="Gauges: the level the emulator holds during each step (`batch`, `kv_tokens`, `hbm_alloc_bytes`, `power`, ...), converted to the signal's unit.",
+    )
+    event_rate: float | None = Field(
+        default=None,
+        ge=0,
+        description="Counters: random events (a Poisson process drawn from the run's seed), this many per instance per second.",
+    )
+    constant: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        description="Any kind: the raw register value, held for the whole run (a counter that never counts, a status register that never changes).",
+    )
+    split: InstanceSplit | None = Field(
+        default=None,
+        description="`linear`, `gauge`, `event_rate`: how the per-chip amount spreads over the block's instances (`one`, `each`, `even`, `jitter`, `links`, `links_each`); required for blocks with instances, `one` otherwise.",
+    )
+    leader_only: bool = Field(
+        default=False,
+        description="`linear`, `impulse`: count on the leader chip of each scheduler rank only (the chip that sends tokens to the host), 0 on the others, so that a server total counts each token once.",
+    )
 
 
 class Signal(_Model):
     """A base hardware signal of a block."""
 
-    kind: str = Field(description="counter, gauge, packed or histogram (the rows of ontology/kinds.py).",
-                      json_schema_extra={"enum": [k.value for k in SignalKind]})
+    kind: str = Field(
+        description="counter, gauge, packed or histogram (the rows of ontology/kinds.py).",
+        json_schema_extra={"enum": [k.value for k in SignalKind]},
+    )
 
     @field_validator("kind")
     @classmethod
@@ -184,38 +224,102 @@ class Signal(_Model):
             from .diagnostics import did_you_mean
 
             hint = did_you_mean(v, KINDS)
-            raise ValueError(f"no signal kind `{v}`" + (f" ({hint})" if hint else "") + f"; the kinds are {', '.join(KINDS)}")
+            raise ValueError(
+                f"no signal kind `{v}`" + (f" ({hint})" if hint else "") + f"; the kinds are {', '.join(KINDS)}"
+            )
         return v
-    unit: str = Field(default="", description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.")
+
+    unit: str = Field(
+        default="",
+        description="Unit of the scaled value (raw × scale), a pint unit string; required except for packed registers.",
+    )
     description: str = Field(min_length=1, description="What the signal counts or measures.")
-    width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(default=None, description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).")
-    effective_width: StrictInt | None = Field(default=None, ge=1, le=64, description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).")
-    wrap_range: str | StrictInt | float | None = Field(default=None, description="Counters that wrap at a range that is not a power of two, as a quantity in the signal's unit (`262143.328850 J`, as Linux powercap's max_energy_range_uj gives it): raw values run 0 … range/scale − 1 and increases are taken modulo range/scale; a raw value at or beyond it is null.")
+    width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(
+        default=None,
+        description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).",
+    )
+    effective_width: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).",
+    )
+    wrap_range: str | StrictInt | float | None = Field(
+        default=None,
+        description="Counters that wrap at a range that is not a power of two, as a quantity in the signal's unit (`262143.328850 J`, as Linux powercap's max_energy_range_uj gives it): raw values run 0 … range/scale − 1 and increases are taken modulo range/scale; a raw value at or beyond it is null.",
+    )
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
-    scale_field: ScaleField | None = Field(default=None, description="Counters: a field of another register that gives the unit per sample (value = raw × scale × base ^ field); a window across which the field changes is null.")
-    sentinel: Annotated[list[StrictInt], Strict()] = Field(default_factory=list, description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.")
-    reset_indicator: str | None = Field(default=None, description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.")
-    reset_indicator_kind: ResetIndicatorKind | None = Field(default=None, description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the default) or `uptime` (only a decrease is a reset).")
-    max_rate: str | None = Field(default=None, description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.")
-    across_chips: ChipRollup | None = Field(default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum.")
-    counted_by: Literal["chip", "leader"] = Field(default="chip", description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).")
+    scale_field: ScaleField | None = Field(
+        default=None,
+        description="Counters: a field of another register that gives the unit per sample (value = raw × scale × base ^ field); a window across which the field changes is null.",
+    )
+    sentinel: Annotated[list[StrictInt], Strict()] = Field(
+        default_factory=list,
+        description="Raw values meaning 'no data' (e.g. 0xFFFFFFFF); a window touching one is null.",
+    )
+    reset_indicator: str | None = Field(
+        default=None,
+        description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.",
+    )
+    reset_indicator_kind: ResetIndicatorKind | None = Field(
+        default=None,
+        description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the default) or `uptime` (only a decrease is a reset).",
+    )
+    max_rate: str | None = Field(
+        default=None,
+        description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.",
+    )
+    across_chips: ChipRollup | None = Field(
+        default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum."
+    )
+    counted_by: Literal["chip", "leader"] = Field(
+        default="chip",
+        description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).",
+    )
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
-    buckets: Annotated[list[float], Strict()] = Field(default_factory=list, description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.")
+    buckets: Annotated[list[float], Strict()] = Field(
+        default_factory=list,
+        description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.",
+    )
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
-    since: Ident | None = Field(default=None, description="First generation with this signal (derived from `extends` when omitted).")
-    removed_in: Ident | None = Field(default=None, description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).")
-    broken_on: Annotated[list[Ident], Strict()] = Field(default_factory=list, description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.")
+    since: Ident | None = Field(
+        default=None, description="First generation with this signal (derived from `extends` when omitted)."
+    )
+    removed_in: Ident | None = Field(
+        default=None,
+        description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).",
+    )
+    broken_on: Annotated[list[Ident], Strict()] = Field(
+        default_factory=list,
+        description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.",
+    )
     stability: Stability = Field(default=Stability.stable, description="experimental, stable or deprecated.")
-    precision: str | None = Field(default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...).")
-    sparsity: Sparsity | None = Field(default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`.")
-    renamed_to: str | None = Field(default=None, description="Deprecated signals: the full name that replaces this one.")
-    sources: dict[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", max_length=40)],
-                  Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
-        default_factory=dict, description="What real tools call this signal, by tool: `{perf: task-clock}` — the event, metric or field name "
+    precision: str | None = Field(
+        default=None, description="FLOP counters: the number format counted (`fp8`, `bf16`, ...)."
+    )
+    sparsity: Sparsity | None = Field(
+        default=None, description="FLOP counters: `dense` (every multiply counted) or `sparse`."
+    )
+    renamed_to: str | None = Field(
+        default=None, description="Deprecated signals: the full name that replaces this one."
+    )
+    sources: dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", max_length=40)],
+        Annotated[str, StringConstraints(min_length=1, max_length=200)],
+    ] = Field(
+        default_factory=dict,
+        description="What real tools call this signal, by tool: `{perf: task-clock}` — the event, metric or field name "
         "a capture of that tool holds it under (`perfonto analyze --format perf-stat` reads perf's `task-clock` lines into it). A value in a "
-        "time unit is converted to the signal's unit; a count is read as it is.")
-    id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(default=None, description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.")
-    emulator: EmulatorBinding | None = Field(default=None, description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.")
+        "time unit is converted to the signal's unit; a count is read as it is.",
+    )
+    id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(
+        default=None,
+        description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.",
+    )
+    emulator: EmulatorBinding | None = Field(
+        default=None,
+        description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.",
+    )
 
 
 class Block(_Model):
@@ -223,8 +327,14 @@ class Block(_Model):
 
     description: str = Field(min_length=1, description="What the block is.")
     clock: Ident = Field(description="Clock domain of the block's cycle counters.")
-    instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(default_factory=dict, description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.")
-    slots: dict[Ident, Annotated[list[StrictInt], Strict()]] = Field(default_factory=dict, description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of all the axis' slots or of these only is read.")
+    instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(
+        default_factory=dict,
+        description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.",
+    )
+    slots: dict[Ident, Annotated[list[StrictInt], Strict()]] = Field(
+        default_factory=dict,
+        description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of all the axis' slots or of these only is read.",
+    )
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 
 
@@ -233,8 +343,14 @@ class RecordField(_Model):
 
     unit: str = Field(description="Unit of the field, e.g. `s`, `token`.")
     description: str = Field(min_length=1, description="What the field holds.")
-    times: bool = Field(default=False, description="True for a list of instants per record (e.g. the emission time of every output token).")
-    measure: Literal["duration", "tokens"] | None = Field(default=None, description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).")
+    times: bool = Field(
+        default=False,
+        description="True for a list of instants per record (e.g. the emission time of every output token).",
+    )
+    measure: Literal["duration", "tokens"] | None = Field(
+        default=None,
+        description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).",
+    )
 
 
 class DerivedPopulation(_Model):
@@ -242,7 +358,9 @@ class DerivedPopulation(_Model):
     (distinct instants). Several tokens emitted at one instant (speculative or multi-token decoding,
     chunked streaming) are one emission: the zero gaps inside it are not records."""
 
-    consecutive_gaps_of: DottedIdent = Field(description="`<record>.<times field>`; each record with k distinct instants (emissions) gives k - 1 gaps.")
+    consecutive_gaps_of: DottedIdent = Field(
+        description="`<record>.<times field>`; each record with k distinct instants (emissions) gives k - 1 gaps."
+    )
 
 
 class RecordType(_Model):
@@ -251,7 +369,9 @@ class RecordType(_Model):
 
     description: str = Field(min_length=1, description="What one record is.")
     fields: dict[Ident, RecordField] = Field(description="Fields by name; referenced as `<record>.<field>`.")
-    derived: DerivedPopulation | None = Field(default=None, description="For derived populations (token gaps): how records are made.")
+    derived: DerivedPopulation | None = Field(
+        default=None, description="For derived populations (token gaps): how records are made."
+    )
 
 
 class GenerationFile(_Model):
@@ -259,12 +379,23 @@ class GenerationFile(_Model):
 
     generation: Ident = Field(description="Generation name, e.g. `sohu`.")
     description: str = Field(min_length=1, description="What this generation is.")
-    extends: Ident | None = Field(default=None, description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, blocks and signals.")
-    removed: Annotated[list[DottedIdent], Strict()] = Field(default_factory=list, description="Full names of the parent's signals that this generation removes.")
-    renamed: dict[DottedIdent, DottedIdent] = Field(default_factory=dict, description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated alias.")
+    extends: Ident | None = Field(
+        default=None,
+        description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, blocks and signals.",
+    )
+    removed: Annotated[list[DottedIdent], Strict()] = Field(
+        default_factory=list, description="Full names of the parent's signals that this generation removes."
+    )
+    renamed: dict[DottedIdent, DottedIdent] = Field(
+        default_factory=dict,
+        description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated alias.",
+    )
     clock_domains: dict[Ident, ClockDomain] = Field(description="Clock domains by name.")
-    spec: dict[DottedIdent, SpecConstant] = Field(default_factory=dict, description="Spec constants; `hbm.peak_bandwidth` is referenced as `spec.hbm.peak_bandwidth`.")
+    spec: dict[DottedIdent, SpecConstant] = Field(
+        default_factory=dict,
+        description="Spec constants; `hbm.peak_bandwidth` is referenced as `spec.hbm.peak_bandwidth`.",
+    )
     blocks: dict[Ident, Block] = Field(description="Blocks by name.")
-    records: dict[Ident, RecordType] = Field(default_factory=dict, description="Record types written beside the counters (serving runtime events).")
-
-
+    records: dict[Ident, RecordType] = Field(
+        default_factory=dict, description="Record types written beside the counters (serving runtime events)."
+    )

@@ -2,6 +2,7 @@
 apart from the model as written (``ontology.model``, pydantic) and from the resolver
 (``ontology.generation``), so that a compiled catalog loads from perfonto's cache without importing
 the YAML model or the resolver."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -105,13 +106,21 @@ class ResolvedSignal:
     precision: str | None = None
     sparsity: str | None = None
     modulus: int | None = None  # raw modulus of a counter that wraps at a declared range (wrap_range / scale)
-    reset_kind: str = "change"  # how the reset indicator marks a reset: "change" (boot counter, start time) or "decrease" (uptime)
-    scale_field: tuple[str, float] | None = None  # (packed field full name, base): value = raw × scale × base ^ field, per sample
-    slots: tuple[int, ...] | None = None  # flat indices, over the block's full axes, of the present instances (None: all)
+    reset_kind: str = (
+        "change"  # how the reset indicator marks a reset: "change" (boot counter, start time) or "decrease" (uptime)
+    )
+    scale_field: tuple[str, float] | None = (
+        None  # (packed field full name, base): value = raw × scale × base ^ field, per sample
+    )
+    slots: tuple[int, ...] | None = (
+        None  # flat indices, over the block's full axes, of the present instances (None: all)
+    )
     full_instances: int = 0  # instance count over the full axes (a dump may hold them all); 0: same as ``instances``
     counted_by: str = "chip"  # counters: "chip", or "leader" (one chip of each group counts the group's events)
     id: int = -1  # C header id (append-only along the extends chain; ontology.model.Signal.id)
-    emulator: ResolvedBinding | None = None  # what the reference emulator counts for it (None: absent from emulated dumps)
+    emulator: ResolvedBinding | None = (
+        None  # what the reference emulator counts for it (None: absent from emulated dumps)
+    )
     sources: tuple[tuple[str, str], ...] = ()  # (tool, its name for the signal): what real tools' captures call it
 
     @property
@@ -196,4 +205,12 @@ class Generation:
         return self.signals[name]
 
 
-__all__ = ["Generation", "ResolvedBinding", "ResolvedConstant", "ResolvedField", "ResolvedRecordField", "ResolvedSignal", "Scope"]
+__all__ = [
+    "Generation",
+    "ResolvedBinding",
+    "ResolvedConstant",
+    "ResolvedField",
+    "ResolvedRecordField",
+    "ResolvedSignal",
+    "Scope",
+]

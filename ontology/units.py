@@ -6,6 +6,7 @@ dimensions ``[byte]``, ``[flop]``, ``[token]``, ``[request]``, ``[instruction]``
 per clock domain (``core_cycle`` with dimension ``[core_cycle]``) so that mixing core cycles with HBM
 cycles is a dimension error.
 """
+
 from __future__ import annotations
 
 import functools
@@ -83,14 +84,17 @@ def pickle_reducer(obj):
 # A unit expression: names, `%`, numbers, `*`, `/`, brackets, and `**` with a small integer exponent
 # after a name or a bracket. pint evaluates unit strings as expressions, so anything else (e.g.
 # `9 ** 9 ** 9`, which would never finish) is refused before it reaches pint.
-_UNIT_TOKENS = re.compile(r"""\s*(?:
+_UNIT_TOKENS = re.compile(
+    r"""\s*(?:
     (?P<name>[A-Za-zµ_][A-Za-z0-9µ_]*)
   | (?P<pct>%)
   | (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d{1,3})?)
   | (?P<pow>\*\*\s*-?\d{1,2}(?!\d))
   | (?P<op>\*(?!\*)|/)
   | (?P<paren>[()])
-)""", re.X)
+)""",
+    re.X,
+)
 _MAX_UNIT_LEN = 200
 
 
@@ -103,11 +107,15 @@ def _check_unit_text(text: str) -> None:
             break
         m = _UNIT_TOKENS.match(text, pos)
         if not m or m.end() == pos:
-            raise UnitError(f"unit {text!r}: unexpected {text[pos:pos + 10].strip()!r} (units are names, numbers, `*`, `/`, "
-                            "brackets, and `**` with an integer exponent after a name)")
+            raise UnitError(
+                f"unit {text!r}: unexpected {text[pos : pos + 10].strip()!r} (units are names, numbers, `*`, `/`, "
+                "brackets, and `**` with an integer exponent after a name)"
+            )
         kind = m.lastgroup
         if kind == "pow" and prev not in ("name", "paren", "pct"):
-            raise UnitError(f"unit {text!r}: a power applies to a unit name or a bracket, not to a number or another power")
+            raise UnitError(
+                f"unit {text!r}: a power applies to a unit name or a bracket, not to a number or another power"
+            )
         prev = kind
         pos = m.end()
 
@@ -238,8 +246,10 @@ def conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) ->
 
 def _conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -> float:
     if not (reg.Quantity(1.0, src)._is_multiplicative and reg.Quantity(1.0, dst)._is_multiplicative):
-        raise UnitError(f"cannot convert {fmt_unit(src)} to {fmt_unit(dst)}: an offset unit (°C) is not a scale of another "
-                        "unit; keep the signal's own unit")
+        raise UnitError(
+            f"cannot convert {fmt_unit(src)} to {fmt_unit(dst)}: an offset unit (°C) is not a scale of another "
+            "unit; keep the signal's own unit"
+        )
     try:
         return float(reg.Quantity(1.0, src).to(dst).magnitude)
     except pint.DimensionalityError:

@@ -5,6 +5,7 @@ composes the node tree itself, so that it can (a) report duplicate keys, (b) ref
 past a sane size (billion-laughs), and (c) give every value's 1-based line and column by its path
 (``("blocks", "hbm", "signals", "read_bytes", "width")``) for later error messages.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -60,17 +61,23 @@ class _Builder:
             keypos: dict = {}
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":
-                    raise _Unsupported(knode, "YAML merge keys (`<<`) are not supported in catalogs; write the keys out")
+                    raise _Unsupported(
+                        knode, "YAML merge keys (`<<`) are not supported in catalogs; write the keys out"
+                    )
                 key = self.build(knode, loc + ("<key>",))
                 if not isinstance(key, (str, int, float, bool)):
                     raise _Unsupported(knode, "mapping keys must be plain scalars")
                 if key in out:
                     first = keypos[key]
-                    self.src.diagnostics.append(Diagnostic(
-                        "error", "yaml-duplicate-key",
-                        f"duplicate key `{key}` (first defined at line {first.line})",
-                        _span(self.src.path, knode.start_mark),
-                        hint="YAML keeps only the last value of a duplicated key; remove or rename one of them"))
+                    self.src.diagnostics.append(
+                        Diagnostic(
+                            "error",
+                            "yaml-duplicate-key",
+                            f"duplicate key `{key}` (first defined at line {first.line})",
+                            _span(self.src.path, knode.start_mark),
+                            hint="YAML keeps only the last value of a duplicated key; remove or rename one of them",
+                        )
+                    )
                 keypos[key] = _span(self.src.path, knode.start_mark)
                 self.src.positions[loc + (key,)] = _span(self.src.path, vnode.start_mark)
                 self.src.positions[loc + (key, "<key>")] = keypos[key]
@@ -82,8 +89,11 @@ class _Builder:
         try:
             return yaml.SafeLoader.construct_object(self.ctor, node, deep=True)
         except ValueError:  # an integer past Python's digit limit (int("9" * 5000) refuses)
-            raise _Unsupported(node, f"the number `{str(node.value)[:20]}…` has {len(str(node.value))} digits; "
-                                     "a catalog number has at most a few dozen") from None
+            raise _Unsupported(
+                node,
+                f"the number `{str(node.value)[:20]}…` has {len(str(node.value))} digits; "
+                "a catalog number has at most a few dozen",
+            ) from None
 
 
 class _TooBig(Exception):
@@ -99,8 +109,6 @@ class _Unsupported(Exception):
 class _Constructor(yaml.SafeLoader):
     def __init__(self):
         super().__init__("")
-
-
 
 
 def yaml_newlines(text: str) -> str:
@@ -124,7 +132,9 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
             raw = read_bytes(path, "YAML file")
         except FileReadError as exc:
             src = YamlSource(spath, None)
-            src.diagnostics.append(Diagnostic("error", "io", f"cannot read file: {exc.reason}", Span(spath), hint=exc.hint))
+            src.diagnostics.append(
+                Diagnostic("error", "io", f"cannot read file: {exc.reason}", Span(spath), hint=exc.hint)
+            )
             return src
         try:
             text = raw.decode("utf-8")
@@ -132,8 +142,15 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
             line = raw[: exc.start].count(b"\n") + 1
             col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
             src = YamlSource(spath, None)
-            src.diagnostics.append(Diagnostic("error", "not-utf8", f"file is not UTF-8 (byte 0x{raw[exc.start]:02x})",
-                                              Span(spath, line, col), hint="save the file as UTF-8"))
+            src.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    "not-utf8",
+                    f"file is not UTF-8 (byte 0x{raw[exc.start]:02x})",
+                    Span(spath, line, col),
+                    hint="save the file as UTF-8",
+                )
+            )
             return src
     text = yaml_newlines(text)
     src = YamlSource(spath, text)
@@ -141,21 +158,36 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1
         col = nul - (text.rfind("\n", 0, nul) + 1) + 1
-        src.diagnostics.append(Diagnostic("error", "yaml-syntax", "the file holds a NUL character", Span(spath, line, col),
-                                          hint="remove the NUL byte; catalogs are plain text"))
+        src.diagnostics.append(
+            Diagnostic(
+                "error",
+                "yaml-syntax",
+                "the file holds a NUL character",
+                Span(spath, line, col),
+                hint="remove the NUL byte; catalogs are plain text",
+            )
+        )
         return src
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except RecursionError:
-        src.diagnostics.append(Diagnostic("error", "yaml-too-deep", "the document is nested too deeply to read", Span(spath, 1, 1),
-                                          hint="flatten the structure; catalogs need only a few levels"))
+        src.diagnostics.append(
+            Diagnostic(
+                "error",
+                "yaml-too-deep",
+                "the document is nested too deeply to read",
+                Span(spath, 1, 1),
+                hint="flatten the structure; catalogs need only a few levels",
+            )
+        )
         return src
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         span = _span(spath, mark) if mark else Span(spath, 1, 1)
         msg = f"malformed YAML: {exc.problem or exc.context}"
-        src.diagnostics.append(Diagnostic("error", "yaml-syntax", msg, span,
-                                          hint="check indentation and quoting near this position"))
+        src.diagnostics.append(
+            Diagnostic("error", "yaml-syntax", msg, span, hint="check indentation and quoting near this position")
+        )
         return src
     except yaml.YAMLError as exc:
         src.diagnostics.append(Diagnostic("error", "yaml-syntax", f"malformed YAML: {exc}", Span(spath, 1, 1)))
@@ -164,26 +196,49 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
         src.diagnostics.append(Diagnostic("error", "yaml-empty", "the file holds no YAML document", Span(spath, 1, 1)))
         return src
     if len(nodes) > 1:
-        src.diagnostics.append(Diagnostic("error", "yaml-multi-doc", "a catalog file holds exactly one YAML document",
-                                          _span(spath, nodes[1].start_mark), hint="split it into one file per generation"))
+        src.diagnostics.append(
+            Diagnostic(
+                "error",
+                "yaml-multi-doc",
+                "a catalog file holds exactly one YAML document",
+                _span(spath, nodes[1].start_mark),
+                hint="split it into one file per generation",
+            )
+        )
     builder = _Builder(src)
     try:
         src.data = builder.build(nodes[0], ())
     except _TooBig as exc:
-        src.diagnostics.append(Diagnostic("error", "yaml-too-large",
-                                          f"the document expands to more than {MAX_NODES} values (alias/anchor expansion?)",
-                                          _span(spath, exc.node.start_mark), hint="remove the recursive or repeated aliases"))
+        src.diagnostics.append(
+            Diagnostic(
+                "error",
+                "yaml-too-large",
+                f"the document expands to more than {MAX_NODES} values (alias/anchor expansion?)",
+                _span(spath, exc.node.start_mark),
+                hint="remove the recursive or repeated aliases",
+            )
+        )
         src.data = None
     except RecursionError:
-        src.diagnostics.append(Diagnostic("error", "yaml-too-deep", "the document is nested too deeply or an alias refers to itself",
-                                          Span(spath, 1, 1), hint="remove recursive anchors/aliases"))
+        src.diagnostics.append(
+            Diagnostic(
+                "error",
+                "yaml-too-deep",
+                "the document is nested too deeply or an alias refers to itself",
+                Span(spath, 1, 1),
+                hint="remove recursive anchors/aliases",
+            )
+        )
         src.data = None
     except _Unsupported as exc:
         src.diagnostics.append(Diagnostic("error", "yaml-unsupported", exc.msg, _span(spath, exc.node.start_mark)))
         src.data = None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        src.diagnostics.append(Diagnostic("error", "yaml-syntax", f"malformed YAML: {exc}",
-                                          _span(spath, mark) if mark else Span(spath, 1, 1)))
+        src.diagnostics.append(
+            Diagnostic(
+                "error", "yaml-syntax", f"malformed YAML: {exc}", _span(spath, mark) if mark else Span(spath, 1, 1)
+            )
+        )
         src.data = None
     return src

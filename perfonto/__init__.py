@@ -3,6 +3,7 @@ metric is derived from those signals, checked and documented, and every capture 
 report. This module is the public Python API (see the guide ``api.md``: ``load_catalog``,
 ``evaluate``, ``emulate``); the CLI calls only it and the layers' public functions. The names are
 imported on first use, so ``import perfonto`` stays cheap."""
+
 from __future__ import annotations
 
 from importlib import metadata as _metadata
@@ -13,8 +14,18 @@ try:
 except _metadata.PackageNotFoundError:  # a checkout that is not installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["Catalog", "CatalogError", "Diagnostic", "DumpError", "Emulation", "Result", "__version__", "emulate",
-           "evaluate", "load_catalog"]
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "Diagnostic",
+    "DumpError",
+    "Emulation",
+    "Result",
+    "__version__",
+    "emulate",
+    "evaluate",
+    "load_catalog",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Catalog, CatalogError, Diagnostic, DumpError, Emulation, Result, emulate, evaluate, load_catalog

@@ -10,6 +10,7 @@
 Everything here is a thin layer over the layers' public functions (``metrics.catalog``,
 ``analysis.capture``, ``emulator.run``); the CLI uses the same calls.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -25,7 +26,17 @@ from perfonto.metrics import catalog as _catalog
 from perfonto.metrics.windows import DumpError
 from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 
-__all__ = ["Catalog", "CatalogError", "Diagnostic", "DumpError", "Emulation", "Result", "emulate", "evaluate", "load_catalog"]
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "Diagnostic",
+    "DumpError",
+    "Emulation",
+    "Result",
+    "emulate",
+    "evaluate",
+    "load_catalog",
+]
 
 
 class Catalog:
@@ -105,7 +116,9 @@ class Catalog:
         text = explain_input(self.generation, name)
         if text is None:
             known = list(self.graph.declarations) + list(self.generation.signals) + list(self.generation.spec)
-            raise KeyError(f"no metric, signal or spec constant named `{name}`; {did_you_mean(name, known) or 'see perfonto check'}")
+            raise KeyError(
+                f"no metric, signal or spec constant named `{name}`; {did_you_mean(name, known) or 'see perfonto check'}"
+            )
         return text
 
     def evaluator(self):
@@ -121,8 +134,9 @@ class Catalog:
         return f"<perfonto.Catalog {g}: {len(self.metrics)} metrics, {len(self.signals)} signals, {len(self.errors)} error(s)>"
 
 
-def load_catalog(path: str | Path | None = None, generation: str | None = None, *, library: bool = True,
-                 raise_on_error: bool = False) -> Catalog:
+def load_catalog(
+    path: str | Path | None = None, generation: str | None = None, *, library: bool = True, raise_on_error: bool = False
+) -> Catalog:
     """Load and compile a catalog: the shipped one (``path=None``), or a folder of ontology ``*.yaml``
     and metric ``*.metrics`` files. ``generation``: default sohu, or the folder's generation.
     ``library``: a folder whose generation extends a shipped one, or that has no YAML (the shipped
@@ -143,11 +157,22 @@ def _as_source(counters):
         return counters.to_arrow()
     if type(counters).__module__.split(".")[0] == "pandas":
         return pa.Table.from_pandas(counters, preserve_index=False)
-    raise TypeError(f"counters must be a path, a folder, a glob, a pyarrow Table or a pandas/Polars frame, not {type(counters).__name__}")
+    raise TypeError(
+        f"counters must be a path, a folder, a glob, a pyarrow Table or a pandas/Polars frame, not {type(counters).__name__}"
+    )
 
 
-def evaluate(catalog: Catalog, counters, *, requests=None, trace=None, sync=None, metrics: list[str] | None = None,
-             timestamp_unit: str | None = None, sample_period: float | None = None) -> "Result":
+def evaluate(
+    catalog: Catalog,
+    counters,
+    *,
+    requests=None,
+    trace=None,
+    sync=None,
+    metrics: list[str] | None = None,
+    timestamp_unit: str | None = None,
+    sample_period: float | None = None,
+) -> "Result":
     """Evaluate ``catalog`` over a capture.
 
     ``counters``: a counter dump in the collector format — a file, a folder or a glob (Parquet,
@@ -173,9 +198,13 @@ def evaluate(catalog: Catalog, counters, *, requests=None, trace=None, sync=None
         if unknown:
             from perfonto.ontology.diagnostics import did_you_mean
 
-            raise KeyError(f"no metric `{unknown[0]}` in the catalog; {did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}")
+            raise KeyError(
+                f"no metric `{unknown[0]}` in the catalog; {did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
+            )
         _catalog.select_metrics(graph, metrics)
-    capture = capture_of(_as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period)
+    capture = capture_of(
+        _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
+    )
     return Result(analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator()))
 
 
@@ -281,8 +310,19 @@ class Result:
                 rows["value"].append(float(np.nanmax(v[wi, ci])))
                 rows["low"].append(lo)
                 rows["high"].append(hi)
-        return pa.table(rows, schema=pa.schema([("metric", pa.string()), ("chip", pa.int64()), ("window", pa.int64()),
-                                                 ("value", pa.float64()), ("low", pa.float64()), ("high", pa.float64())]))
+        return pa.table(
+            rows,
+            schema=pa.schema(
+                [
+                    ("metric", pa.string()),
+                    ("chip", pa.int64()),
+                    ("window", pa.int64()),
+                    ("value", pa.float64()),
+                    ("low", pa.float64()),
+                    ("high", pa.float64()),
+                ]
+            ),
+        )
 
     def table(self, level: str = "window") -> pa.Table:
         """``window``, ``per_chip``, ``server`` or ``bounds`` as an Arrow table; raises ``ValueError`` otherwise."""
@@ -320,9 +360,21 @@ class Emulation:
     ground_truth: dict
 
 
-def emulate(generation: str = "sohu", *, model: str = "llama3-70b", chips: int = 8, duration: float = 1.0,
-            sample_period: float = 1e-3, isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400,
-            out: str | Path | None = None, catalog: str | Path | None = None, **knobs) -> Emulation:
+def emulate(
+    generation: str = "sohu",
+    *,
+    model: str = "llama3-70b",
+    chips: int = 8,
+    duration: float = 1.0,
+    sample_period: float = 1e-3,
+    isl: int = 2048,
+    osl: int = 128,
+    seed: int = 0,
+    warmup_steps: int = 400,
+    out: str | Path | None = None,
+    catalog: str | Path | None = None,
+    **knobs,
+) -> Emulation:
     """Emulate ``model`` served on ``chips`` chips of ``generation`` for ``duration`` seconds and
     write the capture (counters, request records, trace, sync reads, ground truth) into ``out`` (a new
     temporary folder when None; it is left for the caller). ``catalog``: a folder whose generation
@@ -340,10 +392,27 @@ def emulate(generation: str = "sohu", *, model: str = "llama3-70b", chips: int =
         raise CatalogError(cat.diagnostics)
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="perfonto-emulate-"))
     folder.mkdir(parents=True, exist_ok=True)
-    res = emulator.run(cat.generation, model=model, chips=chips, duration_s=duration, sample_period_s=sample_period,
-                       isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=folder, **knobs)
-    return Emulation(folder, Path(res.counters_path), Path(res.requests_path), Path(res.trace_path), Path(res.sync_path),
-                     res.ground_truth)
+    res = emulator.run(
+        cat.generation,
+        model=model,
+        chips=chips,
+        duration_s=duration,
+        sample_period_s=sample_period,
+        isl=isl,
+        osl=osl,
+        seed=seed,
+        warmup_steps=warmup_steps,
+        out_dir=folder,
+        **knobs,
+    )
+    return Emulation(
+        folder,
+        Path(res.counters_path),
+        Path(res.requests_path),
+        Path(res.trace_path),
+        Path(res.sync_path),
+        res.ground_truth,
+    )
 
 
 def _num(v) -> float | None:

@@ -5,13 +5,13 @@ Exit codes: 2 for usage errors everywhere; commands that judge (``check``, ``tes
 ``import``, ``export``, …) exit 0 when they produced their output and 1 when they could not. Under
 ``--json`` stdout holds one JSON document and nothing else; messages go to stderr.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
 from perfonto.ontology.errors import PerfontoError
-
 
 
 class UsageError(PerfontoError):
@@ -43,19 +43,27 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     from .commands import HELP, module_of
 
-    p = _Parser(prog="perfonto", description="Counter ontology and metric derivation for Sohu and its successors.",
-                epilog="`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults: emulate, "
-                       "analyze, report). `perfonto COMMAND --help` describes each command.")
+    p = _Parser(
+        prog="perfonto",
+        description="Counter ontology and metric derivation for Sohu and its successors.",
+        epilog="`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults: emulate, "
+        "analyze, report). `perfonto COMMAND --help` describes each command.",
+    )
     p.add_argument("--version", action="version", version=f"perfonto {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     if command in HELP:
         importlib.import_module(f"perfonto.commands.{module_of(command)}").register(sub)
         for sp in set(sub.choices.values()):
-            if "--no-cache" in sp._option_string_actions:  # the what-if commands' own (their points' cache): it means this too
+            if (
+                "--no-cache" in sp._option_string_actions
+            ):  # the what-if commands' own (their points' cache): it means this too
                 continue
-            sp.add_argument("--no-cache", action="store_true",
-                            help="compile the catalog and the evaluator from the files, not from perfonto's cache "
-                                 "(also PERFONTO_NO_CACHE=1; the cache folder: PERFONTO_CACHE_DIR)")
+            sp.add_argument(
+                "--no-cache",
+                action="store_true",
+                help="compile the catalog and the evaluator from the files, not from perfonto's cache "
+                "(also PERFONTO_NO_CACHE=1; the cache folder: PERFONTO_CACHE_DIR)",
+            )
         known = set(sub.choices)
         for name, text in HELP.items():  # the other commands: listed, not loaded
             if name not in known:
@@ -102,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, str(exc), 1, [])
     except KeyboardInterrupt:
         return 130
-    except PerfontoError as exc:  # bad input a command did not turn into its own message: still a clean error, not an internal one
+    except (
+        PerfontoError
+    ) as exc:  # bad input a command did not turn into its own message: still a clean error, not an internal one
         return _fail(args, str(exc), 1, list(getattr(exc, "diagnostics", []) or []))
     except OSError as exc:  # a path the system refused (too long, a device, no permission): name it and the reason
         from perfonto.ontology.files import describe_os_error
@@ -113,8 +123,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("PERFONTO_DEBUG"):
             raise
-        return _fail(args, f"internal error: {type(exc).__name__}: {exc} (set PERFONTO_DEBUG=1 for the traceback, "
-                           "and please report it)", 1, [])
+        return _fail(
+            args,
+            f"internal error: {type(exc).__name__}: {exc} (set PERFONTO_DEBUG=1 for the traceback, "
+            "and please report it)",
+            1,
+            [],
+        )
 
 
 class _NoPandas:
@@ -122,8 +137,9 @@ class _NoPandas:
 
     def find_spec(self, name, path=None, target=None):
         if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("pandas is not used by the perfonto command line (PERFONTO_PANDAS=1 lets it load)",
-                                      name=name)
+            raise ModuleNotFoundError(
+                "pandas is not used by the perfonto command line (PERFONTO_PANDAS=1 lets it load)", name=name
+            )
         return None
 
 
@@ -155,8 +171,12 @@ def _fail(args, message: str, code: int, diagnostics) -> int:
         err.print(d.render(), markup=False)
     err.print(f"error: {message}", markup=False)
     if getattr(args, "json", False):
-        print(json.dumps({"ok": False, "error": message, "exit_code": code,
-                          "diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
+        print(
+            json.dumps(
+                {"ok": False, "error": message, "exit_code": code, "diagnostics": [d.to_json() for d in diagnostics]},
+                indent=2,
+            )
+        )
     return code
 
 

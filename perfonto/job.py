@@ -8,6 +8,7 @@ evaluator of the catalog), ``docs/<generation>.md``, ``metrics.parquet`` (per wi
 manifest; ``run_job`` also the emulator's ``counters.parquet``, ``requests.parquet``,
 ``sync.parquet``, ``trace.parquet`` and ``ground_truth.json``. Progress messages go to ``log``.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,9 @@ from .outputs import output_folder, relocate
 JobResult = Report  # what ``run_job`` returns (the name the main job had before it shared the analysis)
 
 
-def compile_catalog(catalog_dir=None, generation: str = "sohu", library: bool = True, log=lambda s: None) -> tuple[Catalog, float]:
+def compile_catalog(
+    catalog_dir=None, generation: str = "sohu", library: bool = True, log=lambda s: None
+) -> tuple[Catalog, float]:
     """Load and compile the catalog; raises ``CatalogError`` when it does not compile."""
     t0 = time.perf_counter()
     cat = load_catalog(catalog_dir, generation, library=library)
@@ -35,8 +38,10 @@ def compile_catalog(catalog_dir=None, generation: str = "sohu", library: bool = 
     dt = time.perf_counter() - t0
     for note in cat.notes:
         log(note)
-    log(f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
-        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({dt:.2f} s)")
+    log(
+        f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
+        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({dt:.2f} s)"
+    )
     return cat, dt
 
 
@@ -49,8 +54,10 @@ def evaluator_for(graph, log=lambda s: None):
     mod, src = evaluator(graph)
     if not kernel_cached(graph) and mod._jit is not None and _numba_installed():
         where = f" and cached in {cache.root()}" if cache.enabled() else " (--no-cache: not kept)"
-        log(f"compiling the evaluator's kernel for catalog {graph.content_hash}: once per catalog and machine{where}, "
-            "tens of seconds")
+        log(
+            f"compiling the evaluator's kernel for catalog {graph.content_hash}: once per catalog and machine{where}, "
+            "tens of seconds"
+        )
     return mod, src
 
 
@@ -61,8 +68,16 @@ def _numba_installed() -> bool:
     return not os.environ.get("PERFONTO_NO_JIT") and importlib.util.find_spec("numba") is not None
 
 
-def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src: str, outputs: dict, timings: dict,
-                    metrics_file: bool = True) -> None:
+def _write_products(
+    graph,
+    report: Report,
+    tmp: Path,
+    final: Path,
+    evaluator_src: str,
+    outputs: dict,
+    timings: dict,
+    metrics_file: bool = True,
+) -> None:
     from perfonto.analysis.groups import write_group_parquet
     from perfonto.codegen.docs import generate_markdown
 
@@ -86,13 +101,31 @@ def _write_products(graph, report: Report, tmp: Path, final: Path, evaluator_src
     (tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
 
 
-def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.0, sample_period_s: float = 1e-3,
-            isl: int = 2048, osl: int = 128, seed: int = 0, warmup_steps: int = 400, generation: str = "sohu",
-            out: str | Path = "perfonto-out", catalog=None, library: bool = True, force: bool = False,
-            command: list[str] | None = None, log: Callable[[str], None] = lambda s: None, progress=None,
-            slow_chip: tuple[int, float] | None = None, throttled_link: tuple[int, int, float] | None = None,
-            router_skew: float = 0.0, serving: dict | None = None, by: tuple[str, ...] = (),
-            op_snapshots: bool = False) -> Report:
+def run_job(
+    *,
+    model: str = "llama3-70b",
+    chips: int = 8,
+    duration_s: float = 1.0,
+    sample_period_s: float = 1e-3,
+    isl: int = 2048,
+    osl: int = 128,
+    seed: int = 0,
+    warmup_steps: int = 400,
+    generation: str = "sohu",
+    out: str | Path = "perfonto-out",
+    catalog=None,
+    library: bool = True,
+    force: bool = False,
+    command: list[str] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    progress=None,
+    slow_chip: tuple[int, float] | None = None,
+    throttled_link: tuple[int, int, float] | None = None,
+    router_skew: float = 0.0,
+    serving: dict | None = None,
+    by: tuple[str, ...] = (),
+    op_snapshots: bool = False,
+) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
     ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
@@ -117,36 +150,77 @@ def run_job(*, model: str = "llama3-70b", chips: int = 8, duration_s: float = 1.
     final = Path(out)
     with output_folder(final, command=command, force=force) as tmp:
         t0 = time.perf_counter()
-        log(f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
-            f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}")
-        emu = emulator.run(graph.generation, model=model, chips=chips, duration_s=duration_s, sample_period_s=sample_period_s,
-                           isl=isl, osl=osl, seed=seed, warmup_steps=warmup_steps, out_dir=tmp, progress=progress,
-                           slow_chip=slow_chip, throttled_link=throttled_link, router_skew=router_skew,
-                           op_snapshots=op_snapshots, **(serving or {}))
+        log(
+            f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
+            f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}"
+        )
+        emu = emulator.run(
+            graph.generation,
+            model=model,
+            chips=chips,
+            duration_s=duration_s,
+            sample_period_s=sample_period_s,
+            isl=isl,
+            osl=osl,
+            seed=seed,
+            warmup_steps=warmup_steps,
+            out_dir=tmp,
+            progress=progress,
+            slow_chip=slow_chip,
+            throttled_link=throttled_link,
+            router_skew=router_skew,
+            op_snapshots=op_snapshots,
+            **(serving or {}),
+        )
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         mod, src = evaluator_for(graph, log)
         (tmp / "evaluator.py").write_text(src, encoding="utf-8")
         timings["codegen"] = time.perf_counter() - t0
         log(f"generated evaluator {final / 'evaluator.py'} and docs {final / 'docs' / (graph.generation.name + '.md')}")
-        capture = Capture(emu.counters_path, emu.requests_path, emu.trace_path, emu.sync_path, emu.ground_truth,
-                          snapshots=emu.snapshots_path)
+        capture = Capture(
+            emu.counters_path,
+            emu.requests_path,
+            emu.trace_path,
+            emu.sync_path,
+            emu.ground_truth,
+            snapshots=emu.snapshots_path,
+        )
         report = analyse_capture(graph, capture, evaluator=mod, model=model, log=log, by=by)
         report.chips = chips
         report.context = run_context(graph.generation, emu.ground_truth)
         timings |= report.timings
-        outputs = {"counters": str(emu.counters_path), "ground_truth": str(emu.ground_truth_path),
-                   "requests": str(emu.requests_path), "sync": str(emu.sync_path), "trace": str(emu.trace_path)}
+        outputs = {
+            "counters": str(emu.counters_path),
+            "ground_truth": str(emu.ground_truth_path),
+            "requests": str(emu.requests_path),
+            "sync": str(emu.sync_path),
+            "trace": str(emu.trace_path),
+        }
         if emu.snapshots_path is not None:
             outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
 
 
-def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: str = "sohu", library: bool = True,
-                metrics: list[str] | None = None, force: bool = False, command: list[str] | None = None,
-                log: Callable[[str], None] = lambda s: None, by: tuple[str, ...] = (), topology=None, engine: str = "auto",
-                spark_master: str = "local[2]", chunk_rows: int | None = None, progress=None) -> Report:
+def analyze_job(
+    capture: Capture,
+    *,
+    out: str | Path,
+    catalog=None,
+    generation: str = "sohu",
+    library: bool = True,
+    metrics: list[str] | None = None,
+    force: bool = False,
+    command: list[str] | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    by: tuple[str, ...] = (),
+    topology=None,
+    engine: str = "auto",
+    spark_master: str = "local[2]",
+    chunk_rows: int | None = None,
+    progress=None,
+) -> Report:
     """Analyse a capture the user has (``perfonto analyze``) into ``out``; ``by`` as for ``run_job``.
 
     ``engine``: ``auto`` (the whole dump in memory when it is small, else the embedded engine),
@@ -184,11 +258,17 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
     plan = None
     if isinstance(capture.counters, (str, Path)):
         plan = plan_capture(graph, capture)
-    at_scale = engine in ("embedded", "spark") or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
+    at_scale = engine in ("embedded", "spark") or (
+        not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows))
+    )
     timings = {"compile": t_compile}
-    inputs = {"counters.parquet": _where(capture.counters), "requests.parquet": _where(capture.requests),
-              "trace.parquet": _where(capture.trace), "sync.parquet": _where(capture.sync),
-              "snapshots.parquet": _where(capture.snapshots)}
+    inputs = {
+        "counters.parquet": _where(capture.counters),
+        "requests.parquet": _where(capture.requests),
+        "trace.parquet": _where(capture.trace),
+        "sync.parquet": _where(capture.sync),
+        "snapshots.parquet": _where(capture.snapshots),
+    }
     if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
         inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
     final = Path(out)
@@ -198,17 +278,37 @@ def analyze_job(capture: Capture, *, out: str | Path, catalog=None, generation: 
         timings["codegen"] = t_codegen + time.perf_counter() - t0
         outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
         if at_scale and plan is not None:
-            report = analyse_fleet(graph, capture, tmp / "metrics", plan=plan, topology=topology, metrics=metrics,
-                                   evaluator=mod, engine="spark" if engine == "spark" else "embedded",
-                                   spark_master=spark_master, chunk_rows=chunk_rows, progress=progress, log=log)
+            report = analyse_fleet(
+                graph,
+                capture,
+                tmp / "metrics",
+                plan=plan,
+                topology=topology,
+                metrics=metrics,
+                evaluator=mod,
+                engine="spark" if engine == "spark" else "embedded",
+                spark_master=spark_master,
+                chunk_rows=chunk_rows,
+                progress=progress,
+                log=log,
+            )
             if by:
                 report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
             return report
-        report = analyse_capture(graph, capture, metrics=metrics, evaluator=mod, log=log, by=by, plan=plan,
-                                 chunk_rows=chunk_rows, progress=progress)
+        report = analyse_capture(
+            graph,
+            capture,
+            metrics=metrics,
+            evaluator=mod,
+            log=log,
+            by=by,
+            plan=plan,
+            chunk_rows=chunk_rows,
+            progress=progress,
+        )
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
             from perfonto.emulator.claim import run_context
 

@@ -15,6 +15,7 @@ real emulator output at the real sampling rate, but:
 With ``duration_s`` the source stops after that much simulated (= wall) time; a duration of at most
 one chunk is exactly ``emulator.run(..., duration_s)``'s counter dump, sample for sample.
 """
+
 from __future__ import annotations
 
 import queue
@@ -43,8 +44,18 @@ class EmulatedSource:
     ``realtime=False`` chunks are yielded as soon as they are emulated (benchmarks).
     """
 
-    def __init__(self, gen, *, seed: int, duration_s: float | None, chunk_s: float = 1.0, tick_s: float = 0.05,
-                 realtime: bool = True, clock: Callable[[], float] = time.monotonic, **knobs):
+    def __init__(
+        self,
+        gen,
+        *,
+        seed: int,
+        duration_s: float | None,
+        chunk_s: float = 1.0,
+        tick_s: float = 0.05,
+        realtime: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        **knobs,
+    ):
         self.gen, self.seed, self.duration_s, self.chunk_s = gen, seed, duration_s, chunk_s
         self.tick_s, self.realtime, self.clock, self.knobs = tick_s, realtime, clock, knobs
         self.period_ns = int(round(knobs["sample_period_s"] * 1e9))
@@ -158,5 +169,11 @@ class EmulatedSource:
 
     def status(self) -> dict:
         """``kind``, ``chunks`` emulated, ``lag_s`` behind the wall clock, ``errors`` and ``error``."""
-        return {"kind": "emulate", "chunks": self.chunks, "lag_s": self.lag_s, "errors": int(self.error is not None),
-                "error": self.error, "finished": self.finished}
+        return {
+            "kind": "emulate",
+            "chunks": self.chunks,
+            "lag_s": self.lag_s,
+            "errors": int(self.error is not None),
+            "error": self.error,
+            "finished": self.finished,
+        }

@@ -9,6 +9,7 @@ refused unless ``--force``. A lock file beside the folder (``.NAME.lock``, creat
 holding the writer's pid) makes a second concurrent writer fail at once with a clear message; a
 lock left by a process that no longer exists is taken over.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,10 @@ def _lock(path: Path) -> Path:
             except (OSError, ValueError):
                 pid = 0
             if pid and pid != os.getpid() and _alive(pid):
-                raise OutputError(f"{path}: another perfonto (pid {pid}) is writing this folder; wait for it to finish, "
-                                  f"or choose another --out") from None
+                raise OutputError(
+                    f"{path}: another perfonto (pid {pid}) is writing this folder; wait for it to finish, "
+                    f"or choose another --out"
+                ) from None
             try:
                 lock.unlink()  # a stale lock: its writer is gone
             except FileNotFoundError:
@@ -77,10 +80,14 @@ def check_target(path: str | Path, force: bool = False) -> Path:
         if p.exists() and not p.is_dir():
             raise OutputError(f"{p}: is a file, not a folder; give a folder for --out")
         if p.is_dir() and any(p.iterdir()) and _manifest(p) is None and not force:
-            raise OutputError(f"{p}: the folder is not empty and perfonto did not write it (no {MANIFEST}); "
-                              "choose another --out, or add --force to replace it")
+            raise OutputError(
+                f"{p}: the folder is not empty and perfonto did not write it (no {MANIFEST}); "
+                "choose another --out, or add --force to replace it"
+            )
         if len(p.name.encode()) > 200:
-            raise OutputError(f"{str(p)[:80]}…: the folder name is too long for the file system; choose a shorter --out")
+            raise OutputError(
+                f"{str(p)[:80]}…: the folder name is too long for the file system; choose a shorter --out"
+            )
     except OSError as exc:
         raise OutputError(f"{str(p)[:200]}: cannot use this path ({exc.strerror}); choose another --out") from None
     return p
@@ -105,8 +112,10 @@ def check_inputs(p: Path, inputs: dict | None) -> None:
         src = os.path.realpath(where)
         if _under(src, out) or (os.path.isdir(src) and _under(out, src)):
             how = "is" if src == out else ("holds" if _under(src, out) else "lies inside")
-            raise OutputError(f"{p}: the output folder {how} the input {where} ({name}); writing there would replace or "
-                              "mix with the input: choose an --out outside it")
+            raise OutputError(
+                f"{p}: the output folder {how} the input {where} ({name}); writing there would replace or "
+                "mix with the input: choose an --out outside it"
+            )
 
 
 def _files(root: Path) -> set[str]:
@@ -167,8 +176,10 @@ def _carry_user_files(p: Path, tmp: Path) -> list[str]:
     new_dirs = {str(Path(n).parent) for n in new} | set(_dirs(tmp))
     clash = [f for f in user if f in new or f in new_dirs or any(f.startswith(n + os.sep) for n in new)]
     if clash:
-        raise OutputError(f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
-                          "move the file away, or choose another --out")
+        raise OutputError(
+            f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
+            "move the file away, or choose another --out"
+        )
     for f in user:
         _make_parents(p, tmp, Path(f).parent)
         os.rename(p / f, tmp / f)
@@ -195,7 +206,9 @@ def _make_parents(src_root: Path, dst_root: Path, rel: Path) -> None:
 
 
 @contextmanager
-def output_folder(path: str | Path, *, command: list[str] | None = None, force: bool = False, inputs: dict | None = None):
+def output_folder(
+    path: str | Path, *, command: list[str] | None = None, force: bool = False, inputs: dict | None = None
+):
     """Write a folder atomically: yields a temporary sibling to write into, which becomes ``path``
     (with its manifest) when the block ends without an exception; on an exception, a Ctrl-C or a
     SIGTERM the temporary folder is removed and ``path`` is left as it was.
@@ -240,8 +253,13 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
         if threading_main():
             signal.signal(signal.SIGTERM, on_term)
         tmp.mkdir()
-        manifest = {"perfonto": _version(), "run_id": run_id, "command": list(command if command is not None else sys.argv),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "inputs": dict(inputs or {})}
+        manifest = {
+            "perfonto": _version(),
+            "run_id": run_id,
+            "command": list(command if command is not None else sys.argv),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "inputs": dict(inputs or {}),
+        }
         yield tmp
         if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer or callback): still stop
             raise KeyboardInterrupt
@@ -261,17 +279,24 @@ def output_folder(path: str | Path, *, command: list[str] | None = None, force: 
                 old.rename(p)
             raise
         if kept:
-            print(f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})", file=sys.stderr)
+            print(
+                f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})",
+                file=sys.stderr,
+            )
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:
         _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
         where = str(exc.filename or "")
-        if where.startswith(str(tmp)) or (not where and _full(exc)):  # writing the output failed: name it, not a temporary
-            rel = where[len(str(tmp)):].lstrip(os.sep)
-            raise OutputError(f"{p}{os.sep + rel if rel else ''}: cannot write ({exc.strerror or exc}); free space or choose "
-                              "another --out (the previous output, if any, is unchanged)") from None
+        if where.startswith(str(tmp)) or (
+            not where and _full(exc)
+        ):  # writing the output failed: name it, not a temporary
+            rel = where[len(str(tmp)) :].lstrip(os.sep)
+            raise OutputError(
+                f"{p}{os.sep + rel if rel else ''}: cannot write ({exc.strerror or exc}); free space or choose "
+                "another --out (the previous output, if any, is unchanged)"
+            ) from None
         raise
     except BaseException:
         _restore(tmp, p)
@@ -316,7 +341,9 @@ def atomic_path(path: str | Path):
         if p.is_file() and not p.is_symlink():
             mode = p.stat().st_mode & 0o7777  # the new file keeps the old one's permissions
     except OSError as exc:
-        raise OutputError(f"{str(p)[:200]}: cannot use this path ({exc.strerror or exc}); choose another place") from None
+        raise OutputError(
+            f"{str(p)[:200]}: cannot use this path ({exc.strerror or exc}); choose another place"
+        ) from None
     tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}{p.suffix}"  # the suffix kept: writers pick the format by it
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -329,7 +356,9 @@ def atomic_path(path: str | Path):
         named = exc.filename is not None and (str(exc.filename).startswith(str(tmp)) or str(exc.filename) == str(p))
         if not named and not (exc.filename is None and _full(exc)):
             raise  # reading an input failed (or pyarrow's OSError on a corrupt file): that error, not "cannot write"
-        raise OutputError(f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); free space or choose another place") from None
+        raise OutputError(
+            f"{str(p)[:200]}: cannot write ({exc.strerror or exc}); free space or choose another place"
+        ) from None
     except BaseException:
         _unlink(tmp)
         raise
@@ -385,7 +414,7 @@ def relocate(value, tmp: Path, final: Path):
     """Paths under ``tmp`` (strings in nested dicts/lists) rewritten to where they will be, under ``final``."""
     t = str(tmp)
     if isinstance(value, str):
-        return str(final) + value[len(t):] if value == t or value.startswith(t + os.sep) else value
+        return str(final) + value[len(t) :] if value == t or value.startswith(t + os.sep) else value
     if isinstance(value, dict):
         return {k: relocate(v, tmp, final) for k, v in value.items()}
     if isinstance(value, list):

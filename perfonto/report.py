@@ -1,6 +1,7 @@
 """Human report of a job (rich): headline metrics at server level, the top-down split, the dominant
 bottleneck with its drill-down, thresholds crossed, bound violations, a per-chip table, and the
 multi-chip section (``render_multichip``: straggler, collective waits, skew, imbalance, saturation)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,14 +17,29 @@ from .report_claim import render_context
 JobResult = Report
 
 HEADLINE = [
-    "tokens_per_second", "output_tokens_per_second", "mfu", "mxu.utilization", "mxu.achieved_flops",
-    "hbm.read_bandwidth", "hbm.write_bandwidth", "hbm.bandwidth_utilization", "arithmetic_intensity",
-    "roofline.attainable_flops", "roofline.ridge_point", "c2c.bandwidth_utilization", "pcie.bandwidth_utilization",
-    "power.average", "energy_per_token",
+    "tokens_per_second",
+    "output_tokens_per_second",
+    "mfu",
+    "mxu.utilization",
+    "mxu.achieved_flops",
+    "hbm.read_bandwidth",
+    "hbm.write_bandwidth",
+    "hbm.bandwidth_utilization",
+    "arithmetic_intensity",
+    "roofline.attainable_flops",
+    "roofline.ridge_point",
+    "c2c.bandwidth_utilization",
+    "pcie.bandwidth_utilization",
+    "power.average",
+    "energy_per_token",
 ]
 PER_CHIP = {  # metric -> short column header
-    "mxu.utilization": "MXU %", "mfu": "MFU %", "hbm.bandwidth": "HBM GB/s", "c2c.tx_bandwidth": "C2C tx GB/s",
-    "pcie.bandwidth_utilization": "PCIe %", "power.average": "power W",
+    "mxu.utilization": "MXU %",
+    "mfu": "MFU %",
+    "hbm.bandwidth": "HBM GB/s",
+    "c2c.tx_bandwidth": "C2C tx GB/s",
+    "pcie.bandwidth_utilization": "PCIe %",
+    "power.average": "power W",
 }
 
 
@@ -94,8 +110,18 @@ def bounds_mark(m, server_value, windows_out: int) -> str:
     return f"outside bounds {lo:g} .. {hi:g}: {' and '.join(parts)}" if parts else ""
 
 
-SERVING = ["ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99", "itl_per_token_p50", "tokens_per_emission_mean",
-           "e2e_latency_p50", "requests_completed"]
+SERVING = [
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p99",
+    "itl_p50",
+    "itl_p99",
+    "itl_per_token_p50",
+    "tokens_per_emission_mean",
+    "e2e_latency_p50",
+    "requests_completed",
+]
 
 
 def render_serving(result: JobResult, console: Console) -> None:
@@ -104,8 +130,10 @@ def render_serving(result: JobResult, console: Console) -> None:
     rec = result.records or {}
     rows = [(n, rec[n]) for n in SERVING if n in rec and np.ndim(rec[n]) == 0]
     if rows:
-        t = Table(title="Serving latency (percentiles over each metric's own population: requests, or token gaps for ITL)",
-                  title_justify="left")
+        t = Table(
+            title="Serving latency (percentiles over each metric's own population: requests, or token gaps for ITL)",
+            title_justify="left",
+        )
         t.add_column("metric")
         t.add_column("value", justify="right")
         t.add_column("over")
@@ -119,14 +147,18 @@ def render_serving(result: JobResult, console: Console) -> None:
         console.print(t)
     ts = result.time_split
     if ts and all(finite(v) is not None for v in ts.values()):
-        console.print("Time split (device trace, unions of spans, all chips): "
-                      + ", ".join(f"{k.replace('_', ' ')} {pct(v)}" for k, v in ts.items())
-                      + f" (sum {sum(ts.values()) * 100:.1f} %)")
+        console.print(
+            "Time split (device trace, unions of spans, all chips): "
+            + ", ".join(f"{k.replace('_', ' ')} {pct(v)}" for k, v in ts.items())
+            + f" (sum {sum(ts.values()) * 100:.1f} %)"
+        )
     steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20:
-        console.print(f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
-                      f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
-                      f"{100 / steps:.0f} % — run longer for steadier serving figures.")
+        console.print(
+            f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
+            f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
+            f"{100 / steps:.0f} % — run longer for steadier serving figures."
+        )
 
 
 def render(result: JobResult, console: Console) -> None:
@@ -140,8 +172,10 @@ def render(result: JobResult, console: Console) -> None:
     W, C = ev.windows.interval.shape
     W = getattr(ev, "n_windows", W)  # evaluated in pieces: the windows were written, the run is kept per chip
     duration = float(ev.windows.interval.sum(axis=0).mean())
-    console.print(f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
-                  f"{duration:.3f} s, {W} windows x {C} chips, {metric_count_text(metric_count(result))}")
+    console.print(
+        f"[bold]perfonto[/bold] — {result.model or 'capture'} on {result.chips} x {gen.name}, "
+        f"{duration:.3f} s, {W} windows x {C} chips, {metric_count_text(metric_count(result))}"
+    )
 
     t = Table(title="Server level (rates are totals over all chips; ratios are ratios of totals)", title_justify="left")
     t.add_column("metric")
@@ -167,7 +201,9 @@ def render(result: JobResult, console: Console) -> None:
     render_serving(result, console)
 
     if getattr(result, "headline", None):
-        console.print(Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})"))
+        console.print(
+            Text.assemble(("Headline: ", "bold"), f"{result.headline['message']} ({result.headline['metric']})")
+        )
     if a.topdown:
         _topdown_table(graph, ev, a, console)
     else:
@@ -202,12 +238,17 @@ def _topdown_table(graph, ev, a, console: Console) -> None:
 def _bottleneck(graph, a, console: Console) -> None:
     """The dominant bottleneck, its children and the drill-down path."""
     if a.bottleneck:
-        console.print(f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}")
+        console.print(
+            f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}"
+        )
         for child, v in a.children.items():
             console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
     if a.drilldown:
-        console.print("[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
-                      + " > ".join(f"{n} ({pct(v)} of time)" for n, v in a.drilldown), markup=True)
+        console.print(
+            "[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
+            + " > ".join(f"{n} ({pct(v)} of time)" for n, v in a.drilldown),
+            markup=True,
+        )
 
 
 def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
@@ -224,7 +265,9 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
-            console.print(f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})")
+            console.print(
+                f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})"
+            )
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
     if a.null_windows:
@@ -233,7 +276,9 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
             console.print(f"  • {k}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()), markup=False)
     partial = {k: c for k, c in ev.coverage.items() if c < 0.999999}
     if partial:
-        console.print("[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):")
+        console.print(
+            "[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):"
+        )
         for k, c in sorted(partial.items()):
             console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
     if result.unavailable:
@@ -294,12 +339,25 @@ def render_ops(result: JobResult, console: Console) -> None:
     op runs, share of the attainable roof) and bound (``analysis.roofline.op_rows``)."""
     ops = result.ops or []
     att = result.attribution
-    src = "exact, from op-boundary counter snapshots" if att is not None and att.source.startswith("snapshots") \
+    src = (
+        "exact, from op-boundary counter snapshots"
+        if att is not None and att.source.startswith("snapshots")
         else "window increases shared by time x fitted per-op rate"
-    t = Table(title=f"Top ops by time (counters attributed to the trace's op spans: {src}; per chip while the op runs)",
-              title_justify="left")
-    for col, just in (("op", "left"), ("time", "right"), ("work", "left"), ("FLOP/s", "right"), ("intensity", "right"),
-                      ("of roof", "right"), ("roofline", "left"), ("bound", "left")):
+    )
+    t = Table(
+        title=f"Top ops by time (counters attributed to the trace's op spans: {src}; per chip while the op runs)",
+        title_justify="left",
+    )
+    for col, just in (
+        ("op", "left"),
+        ("time", "right"),
+        ("work", "left"),
+        ("FLOP/s", "right"),
+        ("intensity", "right"),
+        ("of roof", "right"),
+        ("roofline", "left"),
+        ("bound", "left"),
+    ):
         t.add_column(col, justify=just)
     for r in ops[:TOP_OPS]:
         share = pct(r["time_share"])
@@ -311,7 +369,9 @@ def render_ops(result: JobResult, console: Console) -> None:
         t.add_row(name, share, r["work"] or "—", _eng(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
     console.print(t)
     if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
-        console.print("[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]")
+        console.print(
+            "[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]"
+        )
     if len(ops) > TOP_OPS:
         console.print(f"[dim]… {len(ops) - TOP_OPS} more op classes in report.json (ops.rows)[/dim]")
 
@@ -332,8 +392,9 @@ def _wait_table(mc: dict, coll: dict, console: Console) -> None:
     for c, w in enumerate(coll["wait_s"]):
         wf = coll["waits_for"].get(str(c), {})
         top = max(wf, key=wf.get) if wf else None
-        t.add_row(str(c), _ms(w), pct(w / dur, 2),
-                  f"chip {top} ({pct(wf[top] / w, 0)})" if top is not None and w > 0 else "—")
+        t.add_row(
+            str(c), _ms(w), pct(w / dur, 2), f"chip {top} ({pct(wf[top] / w, 0)})" if top is not None and w > 0 else "—"
+        )
     console.print(t)
 
 
@@ -348,22 +409,30 @@ def render_multichip(mc: dict, console: Console) -> None:
     al = mc.get("alignment", {})
     if "error_ns" in al:
         e = al["error_ns"]
-        console.print(f"  clocks aligned from the sync reads: error median {e['median']:.0f} ns, p99 {e['p99']:.0f} ns "
-                      f"over {al['samples']:,} timestamps")
+        console.print(
+            f"  clocks aligned from the sync reads: error median {e['median']:.0f} ns, p99 {e['p99']:.0f} ns "
+            f"over {al['samples']:,} timestamps"
+        )
     if coll:
         st = coll.get("straggler")
         if st:
-            console.print(f"  [bold red]Straggler: chip {st['chip']}[/bold red] — the others wait for it "
-                          f"{_ms(st['blamed_wait_s'])} in collectives ({pct(st['share'], 0)} of all collective wait)")
+            console.print(
+                f"  [bold red]Straggler: chip {st['chip']}[/bold red] — the others wait for it "
+                f"{_ms(st['blamed_wait_s'])} in collectives ({pct(st['share'], 0)} of all collective wait)"
+            )
         else:
-            console.print(f"  no straggler: collective wait is {pct(coll['wait_share_of_time'], 2)} of the chips' time"
-                          + (" (within the clock-alignment noise)" if coll["wait_share_of_time"] < 1e-3 else ""))
+            console.print(
+                f"  no straggler: collective wait is {pct(coll['wait_share_of_time'], 2)} of the chips' time"
+                + (" (within the clock-alignment noise)" if coll["wait_share_of_time"] < 1e-3 else "")
+            )
         if st or coll["wait_share_of_time"] >= 1e-3:
             _wait_table(mc, coll, console)
         sk = coll["skew"]
-        console.print(f"  per-step skew (largest arrival spread at a collective): median {_ms(sk['arrival_p50_s'])}, "
-                      f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps; forward-pass start skew max "
-                      f"{_ms(sk['exec_start_max_s'])}")
+        console.print(
+            f"  per-step skew (largest arrival spread at a collective): median {_ms(sk['arrival_p50_s'])}, "
+            f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps; forward-pass start skew max "
+            f"{_ms(sk['exec_start_max_s'])}"
+        )
     imb = mc.get("imbalance", {})
     if imb:
         across = ", ".join(f"{b} {pct(v)}" for b, v in imb.get("across_chips", {}).items())
@@ -372,35 +441,53 @@ def render_multichip(mc: dict, console: Console) -> None:
         if within:
             console.print(f"  load imbalance across instances within a chip (worst chip): {within}")
     for sl in mc.get("slow_links", [])[:4]:
-        console.print(f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "
-                      f"{pct(sl['rate_ratio'], 0)} of the median link's rate (busy {_ms(sl['busy_s'])} vs "
-                      f"{_ms(sl['median_busy_s'])})")
+        console.print(
+            f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "
+            f"{pct(sl['rate_ratio'], 0)} of the median link's rate (busy {_ms(sl['busy_s'])} vs "
+            f"{_ms(sl['median_busy_s'])})"
+        )
     sat = mc.get("saturation", {})
     if sat:
         ivs = sat.get("intervals", [])
         if not ivs:
-            console.print(f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
-                          f"(peaks: PCIe {pct(sat['pcie_util_max'])}, link {pct(sat['link_util_max'])})")
+            console.print(
+                f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
+                f"(peaks: PCIe {pct(sat['pcie_util_max'])}, link {pct(sat['link_util_max'])})"
+            )
         elif sat.get("per_chip"):  # one line per chip and kind; the merged ranges are in report.json
-            console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per chip:")
+            console.print(
+                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per chip:"
+            )
             for r in sat["per_chip"][:8]:
                 what = f"chip {r['chip']} PCIe" if r["kind"] == "pcie" else f"chip {r['chip']} links {r['links']}"
-                console.print(f"    {what}: {r['windows']} window(s) in {r['bursts']} burst(s), {r['first_s'] * 1e3:,.1f} – "
-                              f"{r['last_s'] * 1e3:,.1f} ms, peak {pct(r['peak_util'])}")
+                console.print(
+                    f"    {what}: {r['windows']} window(s) in {r['bursts']} burst(s), {r['first_s'] * 1e3:,.1f} – "
+                    f"{r['last_s'] * 1e3:,.1f} ms, peak {pct(r['peak_util'])}"
+                )
             if len(sat["per_chip"]) > 8:
                 console.print(f"    … {len(sat['per_chip']) - 8} more chip/kind(s) in report.json")
         else:
             console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window):")
             for iv in ivs[:8]:
                 what = f"chip {iv['chip']} PCIe" if iv["kind"] == "pcie" else f"chip {iv['chip']} link {iv['link']}"
-                console.print(f"    {what}: {iv['start_s'] * 1e3:,.3f} – {iv['end_s'] * 1e3:,.3f} ms "
-                              f"({iv['windows']} window(s), peak {pct(iv['peak_util'])})")
+                console.print(
+                    f"    {what}: {iv['start_s'] * 1e3:,.3f} – {iv['end_s'] * 1e3:,.3f} ms "
+                    f"({iv['windows']} window(s), peak {pct(iv['peak_util'])})"
+                )
             if len(ivs) > 8:
                 console.print(f"    … {sat['count'] - 8} more in report.json")
 
 
-FLEET = ["tokens_per_second", "mfu", "mxu.utilization", "hbm.bandwidth_utilization", "c2c.bandwidth_utilization",
-         "topdown.interconnect_bound", "power.average", "power.temperature_mean"]
+FLEET = [
+    "tokens_per_second",
+    "mfu",
+    "mxu.utilization",
+    "hbm.bandwidth_utilization",
+    "c2c.bandwidth_utilization",
+    "topdown.interconnect_bound",
+    "power.average",
+    "power.temperature_mean",
+]
 
 
 def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
@@ -413,13 +500,19 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         if level not in fleet.nodes:
             continue
         nodes = fleet.nodes[level]
-        t = Table(title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips)", title_justify="left")
+        t = Table(
+            title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips)", title_justify="left"
+        )
         t.add_column(level)
         t.add_column("chips", justify="right")
         for n in names:
             t.add_column(n, justify="right")
         for i, node in enumerate(nodes[:max_rows]):
-            t.add_row(plain(node), str(int(fleet.chips[level][i])), *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names])
+            t.add_row(
+                plain(node),
+                str(int(fleet.chips[level][i])),
+                *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names],
+            )
         if len(nodes) > max_rows:
             t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
         console.print(t)
@@ -432,8 +525,19 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
             continue
         unit = graph.metrics[n].unit_text
         thr = sp.get("threshold")
-        side = {k: ", ".join(f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3])
-                for k in ("high", "low")}
-        t.add_row(n, _fmt(sp["p50"], unit), _fmt(sp["p99"], unit), _fmt(sp["max"], unit),
-                  pct(thr["share_of_chips"]) if thr else "", plain(side["high"]), plain(side["low"]))
+        side = {
+            k: ", ".join(
+                f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3]
+            )
+            for k in ("high", "low")
+        }
+        t.add_row(
+            n,
+            _fmt(sp["p50"], unit),
+            _fmt(sp["p99"], unit),
+            _fmt(sp["max"], unit),
+            pct(thr["share_of_chips"]) if thr else "",
+            plain(side["high"]),
+            plain(side["low"]),
+        )
     console.print(t)

@@ -19,6 +19,7 @@ nothing and prints nothing.
 ``run(stop)`` serves until ``stop`` is set (the CLI sets it on SIGINT or SIGTERM), then stops the
 source, the HTTP server and the OTLP exporter (a last export) and returns a summary.
 """
+
 from __future__ import annotations
 
 import collections
@@ -126,8 +127,18 @@ class Server:
     """The serving process (module docstring). Raises ``OSError`` when ``bind:port`` cannot be
     listened on, ``ValueError`` when the catalog's names collide (``metrics.telemetry.expositions``)."""
 
-    def __init__(self, graph: MetricGraph, source, *, bind: str = "127.0.0.1", port: int = 9464, host: str = "localhost",
-                 otlp: str | None = None, otlp_interval_s: float = 10.0, log: Callable[[str], None] = lambda s: None):
+    def __init__(
+        self,
+        graph: MetricGraph,
+        source,
+        *,
+        bind: str = "127.0.0.1",
+        port: int = 9464,
+        host: str = "localhost",
+        otlp: str | None = None,
+        otlp_interval_s: float = 10.0,
+        log: Callable[[str], None] = lambda s: None,
+    ):
         self.graph, self.source, self.log = graph, source, log
         self._tmp = tempfile.TemporaryDirectory(prefix="perfonto-serve-eval-")
         path = Path(self._tmp.name) / f"{graph.generation.name}_evaluator.py"
@@ -153,9 +164,13 @@ class Server:
             logger = logging.getLogger("opentelemetry")
             logger.addHandler(_OneLine(log))
             logger.propagate = False
-            self.otlp = OtlpExport(self.live, otlp, otlp_interval_s,
-                                   {"perfonto.generation": self.info["generation"], "perfonto.catalog_hash": self.info["catalog_hash"]},
-                                   version=self.info["version"])
+            self.otlp = OtlpExport(
+                self.live,
+                otlp,
+                otlp_interval_s,
+                {"perfonto.generation": self.info["generation"], "perfonto.catalog_hash": self.info["catalog_hash"]},
+                version=self.info["version"],
+            )
 
     def _note(self, msg: str) -> None:
         self.messages.append(msg)
@@ -180,14 +195,25 @@ class Server:
             status = "starting"
         else:
             status = "ok"
-        body = {"status": status, "source": st, "samples": snap.samples, "windows": snap.windows,
-                "chips": [int(c) for _, c in snap.series], "metrics": len(self.live.expositions),
-                "scrapes": dict(self.scrapes), "uptime_s": round(time.time() - self.started_s, 3), "messages": list(self.messages), **self.info}
+        body = {
+            "status": status,
+            "source": st,
+            "samples": snap.samples,
+            "windows": snap.windows,
+            "chips": [int(c) for _, c in snap.series],
+            "metrics": len(self.live.expositions),
+            "scrapes": dict(self.scrapes),
+            "uptime_s": round(time.time() - self.started_s, 3),
+            "messages": list(self.messages),
+            **self.info,
+        }
         return (503 if status == "failed" else 200), body
 
     def run(self, stop: threading.Event) -> dict:
         """Serve until ``stop`` is set; returns the summary (``ok``, ``url``, samples, windows, source)."""
-        http = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="perfonto-http", daemon=True)
+        http = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="perfonto-http", daemon=True
+        )
         http.start()
         try:
             for block in self.source.blocks(stop):
@@ -206,9 +232,16 @@ class Server:
         finally:
             self.close()
         snap = self.live.snapshot()
-        return {"ok": True, "url": self.url + "/metrics", "samples": snap.samples, "windows": snap.windows,
-                "chips": [int(c) for _, c in snap.series], "source": self._status(), "otlp": self.otlp_endpoint,
-                **self.info}
+        return {
+            "ok": True,
+            "url": self.url + "/metrics",
+            "samples": snap.samples,
+            "windows": snap.windows,
+            "chips": [int(c) for _, c in snap.series],
+            "source": self._status(),
+            "otlp": self.otlp_endpoint,
+            **self.info,
+        }
 
     def close(self) -> None:
         """Stop the source, the HTTP server and the OTLP exporter (idempotent)."""
@@ -247,13 +280,18 @@ def _handler(server: Server):
                     self._send(200, exposition.generate_latest(server.registry), exposition.CONTENT_TYPE_LATEST)
                 else:
                     server.scrapes["openmetrics"] += 1
-                    self._send(200, openmetrics.exposition.generate_latest(server.registry),
-                               openmetrics.exposition.CONTENT_TYPE_LATEST)
+                    self._send(
+                        200,
+                        openmetrics.exposition.generate_latest(server.registry),
+                        openmetrics.exposition.CONTENT_TYPE_LATEST,
+                    )
             elif path in ("/healthz", "/health"):
                 code, body = server.health()
                 self._send(code, json.dumps(body).encode(), "application/json")
             elif path == "/":
-                self._send(200, b"perfonto serve: /metrics (OpenMetrics), /healthz (JSON)\n", "text/plain; charset=utf-8")
+                self._send(
+                    200, b"perfonto serve: /metrics (OpenMetrics), /healthz (JSON)\n", "text/plain; charset=utf-8"
+                )
             else:
                 self._send(404, b"not found: try /metrics or /healthz\n", "text/plain; charset=utf-8")
 

@@ -2,6 +2,7 @@
 counterpart against the emulator's ground truth. The counters pass through the whole pipeline (raw
 registers, windows, the generated evaluator, run and server levels); the comparison itself is
 ``perfonto.analysis.validate``."""
+
 from __future__ import annotations
 
 import tempfile
@@ -23,7 +24,9 @@ WORKLOADS = [
 ]
 
 
-def validate(generation: str | None = "sohu", workloads=None, log=lambda s: None, catalog=None) -> tuple[list[Check], float]:
+def validate(
+    generation: str | None = "sohu", workloads=None, log=lambda s: None, catalog=None
+) -> tuple[list[Check], float]:
     """Emulate every workload (``WORKLOADS`` by default) on the catalog's generation and check it;
     returns the checks and the elapsed seconds.
 
@@ -40,14 +43,25 @@ def validate(generation: str | None = "sohu", workloads=None, log=lambda s: None
     for wl in workloads or WORKLOADS:
         label = f"{wl['model']} x{wl['chips']} {wl['isl']}/{wl['osl']}"
         with tempfile.TemporaryDirectory() as tmp:
-            res = emulator.run(graph.generation, model=wl["model"], chips=wl["chips"], duration_s=wl["duration_s"],
-                               sample_period_s=1e-3, isl=wl["isl"], osl=wl["osl"], seed=wl.get("seed", 0),
-                               warmup_steps=wl.get("warmup_steps", 400), out_dir=Path(tmp))
+            res = emulator.run(
+                graph.generation,
+                model=wl["model"],
+                chips=wl["chips"],
+                duration_s=wl["duration_s"],
+                sample_period_s=1e-3,
+                isl=wl["isl"],
+                osl=wl["osl"],
+                seed=wl.get("seed", 0),
+                warmup_steps=wl.get("warmup_steps", 400),
+                out_dir=Path(tmp),
+            )
             ev = evaluate_dump(graph, ev_mod, res.counters_path)
             rec = record_metrics(graph, res.requests_path)
         mine = check_run(graph, ev, rec, res.ground_truth, label)
         checks += mine
         worst = max(mine, key=lambda c: c.error, default=None)
-        log(f"{label}: {len(mine)} metrics checked, worst {worst.metric if worst else '-'} "
-            f"{(worst.error if worst else 0) * 100:.4f} %")
+        log(
+            f"{label}: {len(mine)} metrics checked, worst {worst.metric if worst else '-'} "
+            f"{(worst.error if worst else 0) * 100:.4f} %"
+        )
     return checks, time.perf_counter() - t0

@@ -6,6 +6,7 @@ Each rule takes the value (a number, or text as typed) and what it is called, an
 in its type, or raises ``ValueRuleError`` (a ``ValueError``) saying what the value must be.
 ``WORKLOAD`` maps the emulator's workload knobs to their rule; ``check_workload`` applies it.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,7 +72,9 @@ def duration_s(v, what: str = "duration") -> float:
         try:
             x = parse_quantity(reg, v, reg.second)
         except UnitError:
-            raise ValueRuleError(f"{what}: not a duration: {v!r} (write e.g. 1s, 500ms, 100us, or a number of seconds)") from None
+            raise ValueRuleError(
+                f"{what}: not a duration: {v!r} (write e.g. 1s, 500ms, 100us, or a number of seconds)"
+            ) from None
     else:
         x = _number(v, what)
     if not math.isfinite(x) or x <= 0:
@@ -83,9 +86,14 @@ def duration_s(v, what: str = "duration") -> float:
 
 #: The emulator's numeric workload knobs and their rules (``perfonto project``'s options, ``--vary``).
 WORKLOAD = {
-    "chips": lambda v, w: count(v, w, 1), "isl": lambda v, w: count(v, w, 1), "osl": lambda v, w: count(v, w, 1),
-    "batch": lambda v, w: count(v, w, 1), "concurrency": lambda v, w: count(v, w, 1),
-    "draft_tokens": lambda v, w: count(v, w, 0), "rate": rate, "acceptance": probability,
+    "chips": lambda v, w: count(v, w, 1),
+    "isl": lambda v, w: count(v, w, 1),
+    "osl": lambda v, w: count(v, w, 1),
+    "batch": lambda v, w: count(v, w, 1),
+    "concurrency": lambda v, w: count(v, w, 1),
+    "draft_tokens": lambda v, w: count(v, w, 0),
+    "rate": rate,
+    "acceptance": probability,
 }
 
 

@@ -4,6 +4,7 @@ registers started just below their range), a reset (the boot counter steps and t
 guards restart), an implausible decrease (a counter cleared without an indicator), a sentinel
 temperature, a null register and a dropped sample — written as a Hive-partitioned folder
 (``host=…/part-0.parquet``) with small row groups, so chunked readers cross row-group boundaries."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -74,8 +75,16 @@ def dirty_host(t: pa.Table, host: int, chips: int) -> pa.Table:
 
 def dirty_fleet(tmp: Path, sohu, hosts: int = 3, chips: int = 2, duration_s: float = 0.3, row_group: int = 50) -> Path:
     """Emulate one host and write ``hosts`` dirty copies of it as ``tmp/fleet/host=h<i>/part-0.parquet``."""
-    run = emulator.run(sohu, model="llama3-70b", chips=chips, duration_s=duration_s, sample_period_s=PERIOD_NS * 1e-9,
-                       seed=3, out_dir=tmp / "emu", warmup_steps=50)
+    run = emulator.run(
+        sohu,
+        model="llama3-70b",
+        chips=chips,
+        duration_s=duration_s,
+        sample_period_s=PERIOD_NS * 1e-9,
+        seed=3,
+        out_dir=tmp / "emu",
+        warmup_steps=50,
+    )
     base = pq.read_table(run.counters_path)
     out = tmp / "fleet"
     for h in range(hosts):

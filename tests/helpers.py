@@ -1,4 +1,5 @@
 """Small helpers shared by tests (importable as `helpers`; pytest puts tests/ on sys.path)."""
+
 from perfonto.metrics.compiler import compile_texts
 
 

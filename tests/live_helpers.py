@@ -1,5 +1,6 @@
 """Test-only helpers for `perfonto serve`: an emulated dump cut into part files, the batch evaluator's
 expected series, scraping and parsing /metrics, and starting/stopping a server subprocess safely."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,16 @@ NULLED_SIGNAL = "hbm.read_bytes"  # nulled in chip 1's last sample: its last win
 
 def emulate(out: Path, gen, chips: int = 2, duration_s: float = 0.3, seed: int = 0) -> Path:
     """A short emulated dump (llama-3.1-8b, 1 ms samples); returns counters.parquet."""
-    r = emulator.run(gen, model="llama-3.1-8b", chips=chips, duration_s=duration_s, sample_period_s=1e-3, seed=seed,
-                     warmup_steps=50, out_dir=out)
+    r = emulator.run(
+        gen,
+        model="llama-3.1-8b",
+        chips=chips,
+        duration_s=duration_s,
+        sample_period_s=1e-3,
+        seed=seed,
+        warmup_steps=50,
+        out_dir=out,
+    )
     return r.counters_path
 
 
@@ -41,8 +50,9 @@ def null_last_sample(table: pa.Table, signal: str, chip: int) -> pa.Table:
     mask = np.zeros(len(col), dtype=bool)
     mask[row] = True
     if pa.types.is_fixed_size_list(col.type):
-        new = pa.FixedSizeListArray.from_arrays(col.values.slice(col.offset * col.type.list_size), col.type.list_size,
-                                                mask=pa.array(mask))
+        new = pa.FixedSizeListArray.from_arrays(
+            col.values.slice(col.offset * col.type.list_size), col.type.list_size, mask=pa.array(mask)
+        )
     else:
         new = pa.array(col.to_numpy(zero_copy_only=False), mask=mask, type=col.type)
     return table.set_column(table.column_names.index(signal), signal, new)
@@ -152,12 +162,18 @@ class ServeProcess:
     def __init__(self, args: list[str], timeout: float = 60.0):
         import threading
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "perfonto", "serve", *args, "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "perfonto", "serve", *args, "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.err_lines: list[str] = []
         self.out_lines: list[str] = []
-        self._threads = [threading.Thread(target=self._pump, args=(self.proc.stderr, self.err_lines), daemon=True),
-                         threading.Thread(target=self._pump, args=(self.proc.stdout, self.out_lines), daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._pump, args=(self.proc.stderr, self.err_lines), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stdout, self.out_lines), daemon=True),
+        ]
         for t in self._threads:
             t.start()
         deadline = time.monotonic() + timeout

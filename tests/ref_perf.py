@@ -11,14 +11,17 @@ mode (``compute_ids`` false), independently of perfonto's importer:
 - identifiers: metrics of the file (by lower-case name, evaluated unscaled) before events;
   ``duration_time`` is the duration in seconds; ``#literal`` from the literal table.
 """
+
 from __future__ import annotations
 
 import math
 import re
 
 NAN = float("nan")
-_TOKEN = re.compile(r"\s*(?:(?P<lit>#[0-9a-zA-Z_.\-]+)|(?P<num>(?:[0-9]+\.?[0-9]*|[0-9]*\.?[0-9]+)(?:e-?[0-9]+)?)(?![0-9a-zA-Z_.:@?])"
-                    r"|(?P<sym>(?:\\[-,=]|[0-9a-zA-Z_.:@?])+)|(?P<op>[|^&<>\-+*/%(),]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<lit>#[0-9a-zA-Z_.\-]+)|(?P<num>(?:[0-9]+\.?[0-9]*|[0-9]*\.?[0-9]+)(?:e-?[0-9]+)?)(?![0-9a-zA-Z_.:@?])"
+    r"|(?P<sym>(?:\\[-,=]|[0-9a-zA-Z_.:@?])+)|(?P<op>[|^&<>\-+*/%(),]))"
+)
 _BIN = {"|": 1, "^": 2, "&": 3, "<": 4, ">": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 
 
@@ -44,8 +47,14 @@ class PerfEval:
     """Evaluate the metrics of one perf file. ``metrics``: name → MetricExpr; ``events``: lower-case
     event name → value; ``literals``: name without ``#`` → value; ``duration``: seconds."""
 
-    def __init__(self, metrics: dict[str, str], events: dict[str, float], literals: dict[str, float], duration: float,
-                 source_counts: dict[str, int] | None = None):
+    def __init__(
+        self,
+        metrics: dict[str, str],
+        events: dict[str, float],
+        literals: dict[str, float],
+        duration: float,
+        source_counts: dict[str, int] | None = None,
+    ):
         self.metrics = {k.lower(): v for k, v in metrics.items()}
         self.events, self.literals, self.duration = events, literals, duration
         self.source_counts = source_counts or {}

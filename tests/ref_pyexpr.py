@@ -6,6 +6,7 @@ division by zero gives NaN (neither source defines it; IEEE NaN is what perf giv
 formulas after conversion). A condition is true when non-zero (Python truthiness; NaN is true).
 Intel thresholds are not evaluated here (their ``&`` does not have Python's precedence).
 """
+
 from __future__ import annotations
 
 import ast
@@ -48,5 +49,7 @@ def _ev(n, env) -> float:
     if isinstance(n, ast.Compare) and len(n.ops) == 1:
         a, b = _ev(n.left, env), _ev(n.comparators[0], env)
         op = type(n.ops[0])
-        return float({ast.Lt: a < b, ast.Gt: a > b, ast.LtE: a <= b, ast.GtE: a >= b, ast.Eq: a == b, ast.NotEq: a != b}[op])
+        return float(
+            {ast.Lt: a < b, ast.Gt: a > b, ast.LtE: a <= b, ast.GtE: a >= b, ast.Eq: a == b, ast.NotEq: a != b}[op]
+        )
     raise ValueError(f"unsupported construct {ast.dump(n)}")

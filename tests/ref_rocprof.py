@@ -7,6 +7,7 @@ where the divisor is 0; ``reduce(e, sum|avr|min|max)`` reduces all dimensions to
 ``accumulate(C, MODE)`` is counter C read in accumulate mode (its own input); lower-case names are agent
 properties; other names are base counters (inputs) or derived counters (evaluated recursively).
 """
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Test-only helpers for the import equivalence tests: random positive windows for a generation, the
 real-catalogs folder (skipping when absent), and the comparison of two values with NaN equal to null."""
+
 from __future__ import annotations
 
 import os
@@ -12,15 +13,20 @@ from perfonto.metrics.interpreter import evaluate
 from perfonto.metrics.windows import Windows
 
 # ../shared/data next to the checkout; PERFONTO_SHARED_DATA points elsewhere (a git worktree lives deeper)
-REAL = Path(os.environ.get("PERFONTO_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "real-catalogs"
+REAL = (
+    Path(os.environ.get("PERFONTO_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    / "real-catalogs"
+)
 
 
 def real_file(name: str) -> Path:
     """A file of ``../shared/data/real-catalogs``; the test is skipped (and says so) when it is absent."""
     p = REAL / name
     if not p.is_file():
-        pytest.skip(f"real catalog {name} not found in {REAL} (the shared data folder is not present; "
-                    f"these files are read in place, never copied into the project)")
+        pytest.skip(
+            f"real catalog {name} not found in {REAL} (the shared data folder is not present; "
+            f"these files are read in place, never copied into the project)"
+        )
     return p
 
 

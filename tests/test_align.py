@@ -1,6 +1,7 @@
 """Clock alignment against synthetic driver reads with known offsets and drifts (issue 8's model:
 offsets up to 10 ms, drifts up to ±100 ppm, one-way latencies log-normal with a 2 µs median, 1 % of
 reads delayed by up to 200 µs)."""
+
 import numpy as np
 import pytest
 

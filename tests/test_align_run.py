@@ -1,6 +1,7 @@
 """Issue 8 acceptance: `perfonto align RUN` on a 10 s emulated run with per-chip clocks (offsets up to
 ±10 ms, drifts up to ±100 ppm) maps every counter sample and device event to the host timeline with
 a median error under 1 µs and a p99 under 5 µs."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,9 @@ def test_alignment_error_of_a_10s_run(run10, capsys):
     for c in range(8):
         assert (np.diff(host[chip == c]) > 0).all()
     tr = pq.read_table(out / "aligned_trace.parquet", columns=["host_start_ns", "host_end_ns"])
-    assert tr.num_rows > 100_000 and (tr.column("host_end_ns").to_numpy() >= tr.column("host_start_ns").to_numpy()).all()
+    assert (
+        tr.num_rows > 100_000 and (tr.column("host_end_ns").to_numpy() >= tr.column("host_start_ns").to_numpy()).all()
+    )
 
 
 def test_align_text_and_missing_run(run10, capsys, tmp_path):

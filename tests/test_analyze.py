@@ -2,6 +2,7 @@
 equals the run; a foreign collector's dump (long layout, CSV, µs timestamps, two hosts, twelve
 signals) equals the reference interpreter on the same data; columns that contradict the ontology are
 located DumpErrors."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,20 @@ from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.levels import evaluate_levels
 from perfonto.metrics.windows import DumpError, prepare, read_counters
 
-TWELVE = ["mxu.busy_cycles", "mxu.flops_fp8", "mxu.flops_bf16", "hbm.read_bytes", "hbm.write_bytes", "seq.elapsed_cycles",
-          "seq.compute_cycles", "seq.memory_cycles", "seq.collective_cycles", "seq.host_wait_cycles", "seq.idle_cycles",
-          "power.energy"]
+TWELVE = [
+    "mxu.busy_cycles",
+    "mxu.flops_fp8",
+    "mxu.flops_bf16",
+    "hbm.read_bytes",
+    "hbm.write_bytes",
+    "seq.elapsed_cycles",
+    "seq.compute_cycles",
+    "seq.memory_cycles",
+    "seq.collective_cycles",
+    "seq.host_wait_cycles",
+    "seq.idle_cycles",
+    "power.energy",
+]
 
 
 def _strip(doc: dict) -> dict:
@@ -41,7 +53,9 @@ def test_run_folder_analysed_equals_the_run(run2, tmp_path, capsys):
     assert _strip(got) == _strip(ran)
     assert pq.read_table(tmp_path / "a" / "metrics.parquet").equals(pq.read_table(run2 / "metrics.parquet"))
     manifest = json.loads((tmp_path / "a" / "perfonto.json").read_text())
-    assert manifest["command"][:2] == ["perfonto", "analyze"] and manifest["inputs"]["sync.parquet"].endswith("sync.parquet")
+    assert manifest["command"][:2] == ["perfonto", "analyze"] and manifest["inputs"]["sync.parquet"].endswith(
+        "sync.parquet"
+    )
 
 
 def _foreign_csv(run_dir, path, gen):
@@ -66,12 +80,16 @@ def test_foreign_collector_dump_equals_the_reference_interpreter(run2, tmp_path,
     gen = library.generation
     t = _foreign_csv(run2, tmp_path / "dump.csv", gen)
     capsys.readouterr()
-    assert main(["analyze", str(tmp_path / "dump.csv"), "--sample-period", "1ms", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert (
+        main(["analyze", str(tmp_path / "dump.csv"), "--sample-period", "1ms", "--out", str(tmp_path / "o"), "--json"])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert [(c["host"], c["chip"]) for c in doc["per_chip"]] == [("a", 0), ("b", 0)]
     # reference: the emulator's own table, the same twelve signals, through the reference interpreter
     ref_table = t.select(["chip", "timestamp_ns", *TWELVE]).replace_schema_metadata(
-        {b"perfonto": json.dumps({"sample_period_ns": 1_000_000}).encode()})
+        {b"perfonto": json.dumps({"sample_period_ns": 1_000_000}).encode()}
+    )
     dump = read_counters(ref_table, gen)
     computable = [n for n, v in doc["metrics"].items() if "unavailable" not in v and n in library.metrics]
     assert len(computable) >= 15, computable
@@ -96,12 +114,36 @@ def _w(w, inputs, interval, chips):
 
 def test_metrics_flag_evaluates_only_what_is_asked(run2, tmp_path, capsys):
     capsys.readouterr()
-    assert main(["analyze", str(run2 / "counters.parquet"), "--metrics", "hbm.bandwidth_utilization",
-                 "--out", str(tmp_path / "m"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(run2 / "counters.parquet"),
+                "--metrics",
+                "hbm.bandwidth_utilization",
+                "--out",
+                str(tmp_path / "m"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert "hbm.bandwidth_utilization" in doc["metrics"] and "mfu" not in doc["metrics"]
-    assert main(["analyze", str(run2 / "counters.parquet"), "--metrics", "hbm.bandwith", "--out", str(tmp_path / "n"),
-                 "--json"]) == 2
+    assert (
+        main(
+            [
+                "analyze",
+                str(run2 / "counters.parquet"),
+                "--metrics",
+                "hbm.bandwith",
+                "--out",
+                str(tmp_path / "n"),
+                "--json",
+            ]
+        )
+        == 2
+    )
     assert "did you mean" in json.loads(capsys.readouterr().out)["error"]
 
 
@@ -114,13 +156,25 @@ def _table(gen, n=4, **over):
     return pa.table(cols)
 
 
-@pytest.mark.parametrize("over, match", [
-    ({"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.int64))}, r"`seq.elapsed_cycles` is signed \(int64\).*uint64"),
-    ({"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.float64))}, r"`seq.elapsed_cycles` has type double"),
-    ({"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.uint16))}, r"uint16, narrower than the counter's 32-bit"),
-    ({"hbm.read_bytes": pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(12, np.uint64)), 3)}, "has 3 instances, the generation declares 6"),
-    ({"hbm.read_bytes": pa.array(np.zeros(4, np.uint64))}, "is a scalar but `hbm` has 6 instances"),
-])
+@pytest.mark.parametrize(
+    "over, match",
+    [
+        (
+            {"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.int64))},
+            r"`seq.elapsed_cycles` is signed \(int64\).*uint64",
+        ),
+        ({"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.float64))}, r"`seq.elapsed_cycles` has type double"),
+        (
+            {"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.uint16))},
+            r"uint16, narrower than the counter's 32-bit",
+        ),
+        (
+            {"hbm.read_bytes": pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(12, np.uint64)), 3)},
+            "has 3 instances, the generation declares 6",
+        ),
+        ({"hbm.read_bytes": pa.array(np.zeros(4, np.uint64))}, "is a scalar but `hbm` has 6 instances"),
+    ],
+)
 def test_columns_that_contradict_the_ontology(tmp_path, sohu, over, match):
     p = tmp_path / "d.parquet"
     pq.write_table(_table(sohu, **over), p)
@@ -132,8 +186,11 @@ def test_columns_that_contradict_the_ontology(tmp_path, sohu, over, match):
 def test_flat_per_instance_columns_equal_the_list_column(tmp_path, sohu):
     t = _table(sohu)
     vals = np.arange(24, dtype=np.uint64).reshape(4, 6) * 1000
-    listed = t.set_column(t.column_names.index("hbm.read_bytes"), "hbm.read_bytes",
-                          pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)), 6))
+    listed = t.set_column(
+        t.column_names.index("hbm.read_bytes"),
+        "hbm.read_bytes",
+        pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)), 6),
+    )
     flat = t.drop(["hbm.read_bytes"])
     for i in range(6):
         flat = flat.append_column(f"hbm.read_bytes[{i}]", pa.array(vals[:, i]))
@@ -151,8 +208,12 @@ def test_unknown_columns_are_noted_with_a_hint(sohu):
 
 
 def test_hosts_with_the_same_chip_numbers_stay_apart(sohu):
-    t = pa.concat_tables([_table(sohu).append_column("host", pa.array(["x"] * 4)),
-                          _table(sohu).append_column("host", pa.array(["y"] * 4))])
+    t = pa.concat_tables(
+        [
+            _table(sohu).append_column("host", pa.array(["x"] * 4)),
+            _table(sohu).append_column("host", pa.array(["y"] * 4)),
+        ]
+    )
     dump = read_counters(t, sohu)
     assert dump.keys == [("x", 0), ("y", 0)] and dump.raw["mxu.busy_cycles"].shape[1] == 2
 

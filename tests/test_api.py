@@ -1,6 +1,7 @@
 """The public API (issue: one namespace, a public API): the documented example runs, the names are
 explicit, the package installs as one import namespace, and a user's own `metrics.py` / `ontology/`
 / `codegen.py` do not shadow perfonto."""
+
 from __future__ import annotations
 
 import re
@@ -79,14 +80,23 @@ def test_version_flag(capsys):
 
 @pytest.mark.slow
 def test_wheel_holds_one_top_level_package(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-                   check=True, timeout=600, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
     (whl,) = tmp_path.glob("perfonto-*.whl")
     names = zipfile.ZipFile(whl).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"perfonto"}, top
-    for must in ("perfonto/ontology/catalog/sohu.yaml", "perfonto/schemas/generation.schema.json",
-                 "perfonto/metrics/library/serving.metrics", "perfonto/guides/api.md", "perfonto/py.typed"):
+    for must in (
+        "perfonto/ontology/catalog/sohu.yaml",
+        "perfonto/schemas/generation.schema.json",
+        "perfonto/metrics/library/serving.metrics",
+        "perfonto/guides/api.md",
+        "perfonto/py.typed",
+    ):
         assert must in names, must
     import posixpath
 

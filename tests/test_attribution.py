@@ -2,6 +2,7 @@
 exactness on pure windows, exact recovery of constant per-op rates through mixed windows, the
 hard error bound, conservation), the phase rule, bad input, and — the acceptance — per-op-class
 FLOPs and HBM bytes against the emulator's ground truth."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -16,16 +17,22 @@ from perfonto.analysis.attribution import attribute, overlaps
 from perfonto.analysis.spans import NO_SPAN, AttributionError, Spans, read_spans
 from perfonto.metrics.windows import Windows
 
-FL = "mxu.flops_fp8"    # 8 core instances
-HB = "hbm.read_bytes"   # 6 stack instances
+FL = "mxu.flops_fp8"  # 8 core instances
+HB = "hbm.read_bytes"  # 6 stack instances
 
 
 def _spans(chip, start, end, name, step=None, layer=None):
     n = len(start)
-    return Spans(np.asarray(chip, np.int64), np.asarray(start, np.int64), np.asarray(end, np.int64),
-                 np.asarray(name, dtype=object).astype(str), np.full(n, "op").astype(str),
-                 np.asarray(layer if layer is not None else [-1] * n, np.int64),
-                 np.asarray(step if step is not None else [-1] * n, np.int64), np.full(n, "unknown").astype(str))
+    return Spans(
+        np.asarray(chip, np.int64),
+        np.asarray(start, np.int64),
+        np.asarray(end, np.int64),
+        np.asarray(name, dtype=object).astype(str),
+        np.full(n, "op").astype(str),
+        np.asarray(layer if layer is not None else [-1] * n, np.int64),
+        np.asarray(step if step is not None else [-1] * n, np.int64),
+        np.full(n, "unknown").astype(str),
+    )
 
 
 def _capture(b, deltas: dict):
@@ -105,9 +112,14 @@ def test_a_rate_model_that_does_not_fit_falls_back_to_time_weighting_and_says_so
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from("abc"), st.floats(0, 10), st.integers(0, 15)),
-                min_size=2, max_size=40),
-       st.integers(7, 90))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 60), st.sampled_from("abc"), st.floats(0, 10), st.integers(0, 15)),
+        min_size=2,
+        max_size=40,
+    ),
+    st.integers(7, 90),
+)
 def test_groups_add_up_and_the_bound_holds(sohu, ops, period):
     # any spans, any per-span amounts (not a constant rate per class): the groups add up to the total,
     # and every group's error is within its hard bound
@@ -133,8 +145,18 @@ def test_phase_rule(tmp_path):
     # step 0 runs prefill and decode attention (mixed), step 1 decode only; attention ops keep their own phase
     names = ["qkv_proj", "attn_prefill", "attn_decode", "ffn_down", "qkv_proj", "attn_decode", "ffn_down"]
     step = [0, 0, 0, 0, 1, 1, 1]
-    t = pa.table({"kind": ["op"] * 7, "name": names, "clock": ["device"] * 7, "chip": [0] * 7,
-                  "start_ns": list(range(0, 70, 10)), "end_ns": list(range(10, 80, 10)), "step": step, "layer": [0] * 7})
+    t = pa.table(
+        {
+            "kind": ["op"] * 7,
+            "name": names,
+            "clock": ["device"] * 7,
+            "chip": [0] * 7,
+            "start_ns": list(range(0, 70, 10)),
+            "end_ns": list(range(10, 80, 10)),
+            "step": step,
+            "layer": [0] * 7,
+        }
+    )
     sp = read_spans(t)
     assert sp.phase.tolist() == ["mixed", "prefill", "decode", "mixed", "decode", "decode", "decode"]
     given_phase = t.append_column("phase", pa.array(["prefill", None, None, None, None, None, "prefill"]))
@@ -146,4 +168,6 @@ def test_a_trace_without_spans_columns_is_a_clear_error():
     with pytest.raises(AttributionError, match="no column start_ns, end_ns"):
         read_spans(pa.table({"kind": ["op"], "name": ["x"], "clock": ["device"], "chip": [0]}))
     with pytest.raises(AttributionError, match="ends before it starts"):
-        read_spans(pa.table({"kind": ["op"], "name": ["x"], "clock": ["device"], "chip": [0], "start_ns": [5], "end_ns": [1]}))
+        read_spans(
+            pa.table({"kind": ["op"], "name": ["x"], "clock": ["device"], "chip": [0], "start_ns": [5], "end_ns": [1]})
+        )

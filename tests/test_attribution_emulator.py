@@ -3,6 +3,7 @@ the 1 ms counter windows equal the emulator's per-op ground truth (``ground_trut
 within 2 % (every op class that carries at least 1 % of the run's FLOPs or bytes; the others
 together misattribute under 1 % of the run total) and within the hard bound always; with op-boundary snapshots
 (``emulator.run(op_snapshots=True)``) they are exact to the registers' resolution."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ def _attributed(res, gen, snapshots=False):
     return out, att
 
 
-CASES = {"llama3-70b x8": dict(model="llama3-70b", chips=8, duration_s=1.0, warmup_steps=400),
-         "llama-3.1-8b x2": dict(model="llama-3.1-8b", chips=2, duration_s=0.3, warmup_steps=400)}
+CASES = {
+    "llama3-70b x8": dict(model="llama3-70b", chips=8, duration_s=1.0, warmup_steps=400),
+    "llama-3.1-8b x2": dict(model="llama-3.1-8b", chips=2, duration_s=0.3, warmup_steps=400),
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -67,6 +70,7 @@ def test_window_attribution_matches_the_per_op_ground_truth(case, sohu, tmp_path
         # windows cannot tell them apart: what they swap stays under 1 % of the run's total
         assert small <= 0.01 * total, (case, what, small / total)
 
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_op_boundary_snapshots_make_the_attribution_exact(case, sohu, tmp_path):
     res = emulator.run(sohu, out_dir=tmp_path, op_snapshots=True, **CASES[case])
@@ -91,8 +95,26 @@ def test_op_boundary_snapshots_make_the_attribution_exact(case, sohu, tmp_path):
 
 def test_run_and_analyze_use_the_snapshots_of_a_run_folder(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(["run", "--model", "llama-3.1-8b", "--chips", "1", "--duration", "100ms", "--op-snapshots", "--by", "op",
-                 "--out", str(run), "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "llama-3.1-8b",
+                "--chips",
+                "1",
+                "--duration",
+                "100ms",
+                "--op-snapshots",
+                "--by",
+                "op",
+                "--out",
+                str(run),
+                "--json",
+            ]
+        )
+        == 0
+    )
     ran = json.loads(capsys.readouterr().out)
     assert main(["analyze", str(run), "--by", "op", "--out", str(tmp_path / "a"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -106,8 +128,18 @@ def test_short_varying_steps_are_flagged_and_snapshots_fix_them(sohu, tmp_path):
     # holds several layers at rates that change from step to step — no per-op rate model fits; the
     # attribution says so (and falls back to time weighting) instead of printing confident numbers,
     # and op-boundary snapshots give the truth
-    res = emulator.run(sohu, out_dir=tmp_path, model="llama-3.1-8b", chips=2, duration_s=0.5, isl=512, osl=64,
-                       rate=150.0, warmup_steps=0, op_snapshots=True)
+    res = emulator.run(
+        sohu,
+        out_dir=tmp_path,
+        model="llama-3.1-8b",
+        chips=2,
+        duration_s=0.5,
+        isl=512,
+        osl=64,
+        rate=150.0,
+        warmup_steps=0,
+        op_snapshots=True,
+    )
     _, att = _attributed(res, sohu)
     assert not att.reliable(FLOPS) and att.fit["mxu.flops_fp8"]["residual"] > 0.05
     got, exact = _attributed(res, sohu, snapshots=True)

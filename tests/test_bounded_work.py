@@ -1,6 +1,7 @@
 """Issue 28, defect 4: work that grows with the input stays linear and small — a formula with very many
 arguments, a huge description — and past the limits the answer is a located diagnostic, not a
 RecursionError, minutes of parsing or gigabytes of memory."""
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,10 @@ def sohu():
 
 @pytest.mark.parametrize("fn", ["max", "min"])
 def test_100k_arguments_give_a_located_diagnostic_in_under_2_s(sohu, fn):
-    src = 'metric ok [core_cycle] = mxu.busy_cycles\n  "fine"\n' + \
-          f'metric big [core_cycle] = {fn}({", ".join(["mxu.busy_cycles"] * 100_000)})\n  "many"\n'
+    src = (
+        'metric ok [core_cycle] = mxu.busy_cycles\n  "fine"\n'
+        + f'metric big [core_cycle] = {fn}({", ".join(["mxu.busy_cycles"] * 100_000)})\n  "many"\n'
+    )
     t0 = time.perf_counter()
     graph = compile_src(sohu, src)
     took = time.perf_counter() - t0
@@ -57,13 +60,21 @@ def test_as_many_arguments_as_fit_compile_to_a_shallow_tree(sohu):
 
 
 def test_a_50_mb_description_is_refused_in_under_2_s(sohu):
-    src = 'metric ok [core_cycle] = mxu.busy_cycles\n  "fine"\n' + \
-          'metric wordy [core_cycle] = mxu.busy_cycles\n  "' + "x" * 50_000_000 + '"\n'
+    src = (
+        'metric ok [core_cycle] = mxu.busy_cycles\n  "fine"\n'
+        + 'metric wordy [core_cycle] = mxu.busy_cycles\n  "'
+        + "x" * 50_000_000
+        + '"\n'
+    )
     t0 = time.perf_counter()
     graph = compile_src(sohu, src)
     took = time.perf_counter() - t0
     (d,) = graph.errors
-    assert (d.code, d.span.line, d.span.col) == ("too-large", 3, 1) and "metric `wordy` is 50,000,049 characters" in d.message
+    assert (d.code, d.span.line, d.span.col) == (
+        "too-large",
+        3,
+        1,
+    ) and "metric `wordy` is 50,000,049 characters" in d.message
     assert took < 2.0, took
 
 
@@ -75,8 +86,10 @@ def test_a_sweep_past_max_points_is_refused_before_any_projection(capsys):
     t0 = time.perf_counter()
     assert main(["sweep", "--vary", "isl=1..100:100", "--vary", "osl=1..100:100", "--json", "--no-cache"]) == 2
     doc = json.loads(capsys.readouterr().out)
-    assert doc["error"] == ("the sweep has 10,000 points (100 isl × 100 osl), more than 1,000; vary fewer values, "
-                            "or raise the cap with --max-points")
+    assert doc["error"] == (
+        "the sweep has 10,000 points (100 isl × 100 osl), more than 1,000; vary fewer values, "
+        "or raise the cap with --max-points"
+    )
     assert time.perf_counter() - t0 < 5
     assert main(["sweep", "--vary", "isl=128,256,512", "--max-points", "2", "--json", "--no-cache"]) == 2
     assert "3 points (3 isl), more than 2" in json.loads(capsys.readouterr().out)["error"]
@@ -89,8 +102,10 @@ def test_a_10_mb_perf_brief_description_is_rejected_in_seconds(tmp_path, capsys)
 
     from perfonto.cli import main
 
-    doc = [{"MetricName": "big_desc", "MetricExpr": "a / b", "BriefDescription": "x" * 10_000_000, "ScaleUnit": "1"},
-           {"MetricName": "fine", "MetricExpr": "a / b", "BriefDescription": "a over b", "ScaleUnit": "1"}]
+    doc = [
+        {"MetricName": "big_desc", "MetricExpr": "a / b", "BriefDescription": "x" * 10_000_000, "ScaleUnit": "1"},
+        {"MetricName": "fine", "MetricExpr": "a / b", "BriefDescription": "a over b", "ScaleUnit": "1"},
+    ]
     (tmp_path / "m.json").write_text(json.dumps(doc))
     t0 = time.perf_counter()
     main(["import", "perf", str(tmp_path / "m.json"), "--out", str(tmp_path / "o"), "--name", "t", "--json"])

@@ -1,6 +1,7 @@
 """C header ABI (issue 15, point 13): signal ids stay stable when signals are added — append-only
 along ``extends`` (renamed signals keep their id, a removed one's id is never reused) or given with
 ``id:`` — and ``perfonto diff`` reports an id change as incompatible."""
+
 import json
 
 from perfonto.cli import main
@@ -33,12 +34,12 @@ def test_sohu_ids_survive_in_caelius():
     sohu, _ = load_generation("sohu")
     cae, _ = load_generation("caelius")
     assert all(cae.signals[n].id == s.id for n, s in sohu.signals.items() if n in cae.signals)
-    assert cae.signals["c2c.replays"].id == sohu.signals["c2c.retries"].id            # renamed: same register
+    assert cae.signals["c2c.replays"].id == sohu.signals["c2c.retries"].id  # renamed: same register
     assert cae.signals["mxu.flops_fp4"].id == max(s.id for s in sohu.signals.values()) + 1  # appended
     assert sohu.signals["hbm.refresh_cycles"].id not in {s.id for s in cae.signals.values()}  # removed: never reused
     text = generate_header(cae)
     assert f"PERFONTO_CAELIUS_SIG_MXU__FLOPS_FP4 = {cae.signals['mxu.flops_fp4'].id}," in text
-    assert f"[{cae.signals['c2c.replays'].id}] = {{\"c2c.replays\"" in text
+    assert f'[{cae.signals["c2c.replays"].id}] = {{"c2c.replays"' in text
 
 
 def test_inserting_a_signal_renumbers_and_diff_says_incompatible(tmp_path, capsys):
@@ -60,8 +61,10 @@ def test_inserting_a_signal_renumbers_and_diff_says_incompatible(tmp_path, capsy
 def test_a_child_adds_signals_after_its_parent(tmp_path):
     _gen(tmp_path, "base", [("a", ""), ("c", "")])
     child = tmp_path / "kid.yaml"
-    child.write_text("generation: kid\nextends: base\ndescription: child\nclock_domains: {}\nblocks:\n  b:\n    signals:\n"
-                     + SIG.format(name="b", extra=""))
+    child.write_text(
+        "generation: kid\nextends: base\ndescription: child\nclock_domains: {}\nblocks:\n  b:\n    signals:\n"
+        + SIG.format(name="b", extra="")
+    )
     g, diags = load_generation(child)
     assert g is not None, [d.render() for d in diags]
     assert {n: s.id for n, s in g.signals.items()} == {"b.a": 0, "b.c": 1, "b.b": 2}

@@ -1,4 +1,5 @@
 """`perfonto check`: all four kinds of error in one run, each with file:line:col, exit 1."""
+
 import json
 import re
 import shutil
@@ -32,7 +33,12 @@ def test_check_json(tmp_path, capsys):
     shutil.copytree(FIXTURES / "bad_catalog", d)
     assert main(["check", "--catalog", str(d), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert sorted(x["code"] for x in doc["diagnostics"] if x["severity"] == "error") == ["cycle", "syntax", "unit-mismatch", "unknown-name"]
+    assert sorted(x["code"] for x in doc["diagnostics"] if x["severity"] == "error") == [
+        "cycle",
+        "syntax",
+        "unit-mismatch",
+        "unknown-name",
+    ]
 
 
 def test_usage_errors_exit_2(capsys):
@@ -44,12 +50,14 @@ def test_usage_errors_exit_2(capsys):
 def test_json_failures_still_print_one_document(tmp_path, capsys):
     import json as _json
 
-    cases = [(["run", "--json", "--generation", "nosuch", "--out", str(tmp_path / "o")], 2),
-             (["test", "--json", str(tmp_path / "none")], 1),
-             (["diff", "--json", "sohu", "nosuch"], 2),
-             (["explain", "mfu", "--generation", "nosuch"], 2),
-             (["check", "--generation", "nosuch"], 2),
-             (["validate", "--generation", "nosuch"], 2)]
+    cases = [
+        (["run", "--json", "--generation", "nosuch", "--out", str(tmp_path / "o")], 2),
+        (["test", "--json", str(tmp_path / "none")], 1),
+        (["diff", "--json", "sohu", "nosuch"], 2),
+        (["explain", "mfu", "--generation", "nosuch"], 2),
+        (["check", "--generation", "nosuch"], 2),
+        (["validate", "--generation", "nosuch"], 2),
+    ]
     for argv, code in cases:
         assert main(argv) == code, argv
         out = capsys.readouterr().out
@@ -60,8 +68,13 @@ def test_json_failures_still_print_one_document(tmp_path, capsys):
 
 def test_usage_errors_for_bad_numbers(capsys):
 
-    for argv in (["run", "--seed", "-1"], ["run", "--warmup-steps", "-5"], ["run", "--duration", "nan s"],
-                 ["run", "--duration", "inf s"], ["run", "--duration", "9 ** 9 ** 9 ms"]):
+    for argv in (
+        ["run", "--seed", "-1"],
+        ["run", "--warmup-steps", "-5"],
+        ["run", "--duration", "nan s"],
+        ["run", "--duration", "inf s"],
+        ["run", "--duration", "9 ** 9 ** 9 ms"],
+    ):
         assert main(argv) == 2, argv
 
 
@@ -103,10 +116,16 @@ def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsy
     cat = load_catalog(d, None)
     assert not cat.errors and {"my.double", "hbm.bandwidth", "mfu"} <= set(cat.graph.metrics)
     assert len(cat.graph.metrics) == len(load_catalog().graph.metrics) + 1
-    assert ("metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) (mine.metrics); "
-            "--no-library leaves the library out") in cat.notes
+    assert (
+        "metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) (mine.metrics); "
+        "--no-library leaves the library out"
+    ) in cat.notes
     bare = load_catalog(d, None, library=False)
-    assert set(bare.graph.metrics) == set() and "metric files compiled: the folder's 1 metric file(s) (mine.metrics) only " \
-        "(--no-library: the shipped metric library is left out)" in bare.notes
+    assert (
+        set(bare.graph.metrics) == set()
+        and "metric files compiled: the folder's 1 metric file(s) (mine.metrics) only "
+        "(--no-library: the shipped metric library is left out)"
+        in bare.notes
+    )
     assert main(["check", "--catalog", str(d)]) == 0
     assert "sohu: 60 signals, 87 metrics compiled, 0 error(s)" in capsys.readouterr().out

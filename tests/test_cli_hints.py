@@ -1,6 +1,7 @@
 """Usage hints a new user needs: a did-you-mean for a misspelt generation in ``compare``, a located
 error for a scenario's ``expect:`` naming no top-down metric, and ``perfonto --help`` saying that
 bare ``perfonto`` runs the main job."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,10 @@ from perfonto.whatif.scenarios import ScenarioError, load_scenarios
 
 def test_compare_suggests_the_generation_meant(capsys):
     assert main(["compare", "sohu", "caelus", "--json"]) == 2
-    assert json.loads(capsys.readouterr().out)["error"] == \
-        "generation `caelus` does not load: no generation named `caelus` (did you mean `caelius`?)"
+    assert (
+        json.loads(capsys.readouterr().out)["error"]
+        == "generation `caelus` does not load: no generation named `caelus` (did you mean `caelius`?)"
+    )
 
 
 def test_a_scenario_expecting_an_unknown_metric_is_a_located_error(tmp_path):
@@ -40,7 +43,10 @@ def test_coverage_refuses_the_scenario_file(tmp_path, capsys):
     bad.write_text('scenarios:\n  slow2:\n    run: {slow_chip: "1:1.5"}\n    expect: interconnect.peer_wiat\n')
     assert main(["coverage", "--scenarios", str(bad), "--only", "slow-chip,slow2", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert "scenarios do not load" in doc["error"] and "did you mean `topdown.interconnect.peer_wait`" in doc["diagnostics"][0]["hint"]
+    assert (
+        "scenarios do not load" in doc["error"]
+        and "did you mean `topdown.interconnect.peer_wait`" in doc["diagnostics"][0]["hint"]
+    )
 
 
 def test_help_says_bare_perfonto_runs_the_main_job(capsys):

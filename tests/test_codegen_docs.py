@@ -3,6 +3,7 @@ the shipped catalog, and the content every metric entry must carry.
 
 Refresh the golden pages only on purpose:  PERFONTO_UPDATE_GOLDEN=1 python -m pytest tests/test_codegen_docs.py
 """
+
 import os
 import subprocess
 import sys
@@ -37,25 +38,52 @@ def test_golden_pages():
             p.unlink()
         write_site(pages, GOLDEN)
     on_disk = {str(p.relative_to(GOLDEN)): p.read_text(encoding="utf-8") for p in GOLDEN.rglob("*.md")}
-    assert sorted(on_disk) == sorted(pages), "pages added or removed: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+    assert sorted(on_disk) == sorted(pages), (
+        "pages added or removed: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+    )
     for rel, text in pages.items():
-        assert on_disk[rel] == text, f"{rel} differs from the golden page: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+        assert on_disk[rel] == text, (
+            f"{rel} differs from the golden page: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+        )
 
 
 def test_fixture_site_content():
     pages = fixture_site()
-    assert sorted(pages) == ["generations/alpha.md", "generations/beta.md", "groups/compute.md", "groups/memory.md",
-                             "groups/throughput.md", "groups/ungrouped.md", "index.md"]
+    assert sorted(pages) == [
+        "generations/alpha.md",
+        "generations/beta.md",
+        "groups/compute.md",
+        "groups/memory.md",
+        "groups/throughput.md",
+        "groups/ungrouped.md",
+        "index.md",
+    ]
     memory = pages["groups/memory.md"]
-    entry = memory[memory.index("## `mem.utilization`"):]
-    entry = entry[:entry.index("## `", 5)] if "## `" in entry[5:] else entry
-    for needle in ("- **unit**: percent (%)", "- **formula**: `mem.bandwidth / spec.mem.peak`", "Bandwidth over the peak \\| escaped \\<text\\>.",
-                   "- **source**: Williams et al., Roofline \\(2009\\)", "- **bounds**: 0 .. 100 percent", "- **threshold**: \\> 80 percent: memory bound",
-                   "| `alpha` | ✓ |", "| `beta` | — needs metric \\`mem.bandwidth\\`", "```mermaid", "flowchart LR", '(["mem.rd"])', '[/"spec.mem.peak"/]'):
+    entry = memory[memory.index("## `mem.utilization`") :]
+    entry = entry[: entry.index("## `", 5)] if "## `" in entry[5:] else entry
+    for needle in (
+        "- **unit**: percent (%)",
+        "- **formula**: `mem.bandwidth / spec.mem.peak`",
+        "Bandwidth over the peak \\| escaped \\<text\\>.",
+        "- **source**: Williams et al., Roofline \\(2009\\)",
+        "- **bounds**: 0 .. 100 percent",
+        "- **threshold**: \\> 80 percent: memory bound",
+        "| `alpha` | ✓ |",
+        "| `beta` | — needs metric \\`mem.bandwidth\\`",
+        "```mermaid",
+        "flowchart LR",
+        '(["mem.rd"])',
+        '[/"spec.mem.peak"/]',
+    ):
         assert needle in entry, needle
     beta = pages["generations/beta.md"]
-    assert "| [`mem.bandwidth`](../groups/memory.md#membandwidth) | signal \\`mem.wr\\` was removed in generation \\`beta\\` |" in beta
-    assert "`mem.wr`" not in beta.split("## Unavailable metrics")[0]  # the removed signal is not listed among beta's signals
+    assert (
+        "| [`mem.bandwidth`](../groups/memory.md#membandwidth) | signal \\`mem.wr\\` was removed in generation \\`beta\\` |"
+        in beta
+    )
+    assert (
+        "`mem.wr`" not in beta.split("## Unavailable metrics")[0]
+    )  # the removed signal is not listed among beta's signals
     alpha = pages["generations/alpha.md"]
     assert "| `spec.mem.peak` | 100 | GB/s | claimed | chip | datasheet \\| page 3 | Peak memory bandwidth. |" in alpha
     assert "Elapsed cycles. (sentinel 4294967295)" in alpha
@@ -70,13 +98,25 @@ def test_shipped_docs_are_deterministic(tmp_path):
     for seed in ("0", "12345"):
         out = tmp_path / f"site{seed}"
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        proc = subprocess.run([sys.executable, "-m", "perfonto", "docs", "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfonto", "docs", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         trees.append({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.md"))})
     assert trees[0] == trees[1]
     pages = {k: v.decode() for k, v in trees[0].items()}
-    assert {"index.md", "generations/sohu.md", "generations/caelius.md", "generations/h100.md", "generations/h200.md",
-            "generations/b200.md"} <= set(pages)
+    assert {
+        "index.md",
+        "generations/sohu.md",
+        "generations/caelius.md",
+        "generations/h100.md",
+        "generations/h200.md",
+        "generations/b200.md",
+    } <= set(pages)
     gen, _ = load_generation("sohu")
     graph = compile_files(gen, others=shipped_others(gen))
     groups = "\n".join(v for k, v in pages.items() if k.startswith("groups/"))
@@ -93,4 +133,6 @@ def test_docs_cli(tmp_path, capsys):
     assert main(["docs", "--generation", "caelius", "--out", str(tmp_path)]) == 0
     assert "Metric details as compiled for `caelius`" in (tmp_path / "index.md").read_text()
     assert main(["docs"]) == 2
-    assert main(["docs", "--generation", "nosuch", "--out", str(tmp_path / "x")]) == 2  # an unknown generation is a usage error
+    assert (
+        main(["docs", "--generation", "nosuch", "--out", str(tmp_path / "x")]) == 2
+    )  # an unknown generation is a usage error

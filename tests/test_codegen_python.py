@@ -1,6 +1,7 @@
 """The generated Python evaluator: its structure (topological order, common subexpressions once,
 folded constants, no loop over samples, bounded temporaries), catalog text that cannot inject code,
 and the streaming class (baseline, absent chips, blocks equal to samples)."""
+
 import ast
 import tracemalloc
 
@@ -11,7 +12,7 @@ from perfonto.codegen.python_evaluator import generate, load
 from helpers import compile_src
 from perfonto.metrics.interpreter import evaluate
 
-SRC = '''
+SRC = """
 metric a.rate [GB/s] = sum(hbm.read_bytes + hbm.write_bytes) / interval
   "rate"
 metric a.per_cycle [B/core_cycle] = sum(hbm.read_bytes + hbm.write_bytes) / seq.elapsed_cycles
@@ -20,7 +21,7 @@ metric a.scaled [TB/s] = a.rate * 1000 / 1000000
   "a chain of constant factors"
 metric a.share [percent] = a.rate / (spec.hbm.peak_bandwidth)
   "a metric of a metric"
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,11 @@ def test_structure(graph):
         loops = [n for n in ast.walk(_fn(src, fn)) if isinstance(n, (ast.For, ast.While))]
         if fn in ("_metrics", "_metrics_one"):
             assert not loops, fn  # no Python loop at all in the formulas
-    assert all(isinstance(n, ast.Import) and [a.name for a in n.names] == ["numpy"]
-               for n in ast.parse(src).body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    assert all(
+        isinstance(n, ast.Import) and [a.name for a in n.names] == ["numpy"]
+        for n in ast.parse(src).body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+    )
 
 
 def test_evaluate_is_chunked_and_matches_the_interpreter(graph, sohu):
@@ -84,7 +88,10 @@ def test_catalog_text_cannot_inject_code(sohu):
 
 
 def _sample(sohu, rng, C):
-    return {n: rng.integers(0, 1 << 20, size=(C,) + tuple(s for _, s in sig.axes), dtype=np.uint64) for n, sig in sohu.signals.items()}
+    return {
+        n: rng.integers(0, 1 << 20, size=(C,) + tuple(s for _, s in sig.axes), dtype=np.uint64)
+        for n, sig in sohu.signals.items()
+    }
 
 
 def test_stream_baseline_absent_chip_and_blocks(graph, sohu):
@@ -110,7 +117,9 @@ def test_stream_baseline_absent_chip_and_blocks(graph, sohu):
     for name in graph.metrics:
         np.testing.assert_allclose(res[name], np.stack([o[name] for o in outs]), rtol=1e-12, equal_nan=True)
     # a window is the increase over the interval
-    d = (regs[1]["hbm.read_bytes"] - regs[0]["hbm.read_bytes"] + regs[1]["hbm.write_bytes"] - regs[0]["hbm.write_bytes"]).astype(float)
+    d = (
+        regs[1]["hbm.read_bytes"] - regs[0]["hbm.read_bytes"] + regs[1]["hbm.write_bytes"] - regs[0]["hbm.write_bytes"]
+    ).astype(float)
     np.testing.assert_allclose(outs[0]["a.rate"], d.sum(axis=1) * 64 / 1e-3 / 1e9, rtol=1e-12)
 
 

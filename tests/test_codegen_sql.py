@@ -1,5 +1,6 @@
 """The SQL target: DuckDB runs the generated query over an emulator dump and matches the generated
 Python evaluator; the CLI writes it; the Spark dialect is one call away; catalog names are quoted."""
+
 import numpy as np
 import pytest
 import sqlglot
@@ -47,13 +48,31 @@ def test_duckdb_matches_the_python_evaluator(dump, sohu, library, period):
 
 
 def test_cli_writes_duckdb_and_spark_sql(tmp_path, dump, sohu, capsys):
-    assert main(["codegen", "--target", "sql", "--out", str(tmp_path), "--counters", str(dump.counters_path), "--sample-period", "2ms"]) == 0
+    assert (
+        main(
+            [
+                "codegen",
+                "--target",
+                "sql",
+                "--out",
+                str(tmp_path),
+                "--counters",
+                str(dump.counters_path),
+                "--sample-period",
+                "2ms",
+            ]
+        )
+        == 0
+    )
     text = (tmp_path / "sohu.sql").read_text()
     assert text.startswith("-- perfonto generated metrics query (duckdb); generation sohu")
     assert "READ_PARQUET(" in text.upper() and "LAG(" in text and "OVER (" in text
     n = duckdb.sql(text.rstrip().rstrip(";")).aggregate("count(*)").fetchall()[0][0]
     assert n == prepare(read_counters(dump.counters_path, sohu), sohu).interval.size
-    assert main(["codegen", "--target", "sql", "--dialect", "spark", "--generation", "caelius", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["codegen", "--target", "sql", "--dialect", "spark", "--generation", "caelius", "--out", str(tmp_path)])
+        == 0
+    )
     spark = (tmp_path / "caelius.spark.sql").read_text()
     body = spark.split("\n", 2)[2]
     sqlglot.parse_one(body.rstrip().rstrip(";"), read="spark")  # valid Spark SQL
@@ -65,7 +84,9 @@ def test_cli_writes_duckdb_and_spark_sql(tmp_path, dump, sohu, capsys):
 def test_names_are_quoted_identifiers(sohu):
     from helpers import compile_src
 
-    g = compile_src(sohu, 'metric select.from [GB/s] = sum(hbm.read_bytes) / interval\n  "a metric named like SQL keywords"\n')
+    g = compile_src(
+        sohu, 'metric select.from [GB/s] = sum(hbm.read_bytes) / interval\n  "a metric named like SQL keywords"\n'
+    )
     sql = generate_sql(g, "counters")
     assert "PARTITION BY host, chip" in sql  # a chip is (host, chip)
     assert 'AS "select.from"' in sql and '"hbm.read_bytes"[1]' in sql

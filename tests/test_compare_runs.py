@@ -1,5 +1,6 @@
 """Issue 31, part 1: `perfonto compare-runs` — two captures metric by metric, a moving-block bootstrap interval
 from the window values, a verdict, metrics in one run only, and an exit code for CI."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ def test_the_bootstrap_sees_a_shift_and_not_noise():
     change, lo, hi = block_bootstrap(a, a.copy())
     assert change == 0 and lo < 0 < hi
     assert block_bootstrap(a, a + 3.0) == block_bootstrap(a, a + 3.0)  # a fixed seed: the same interval every time
-    assert all(math.isnan(x) for x in block_bootstrap(a[:MIN_WINDOWS - 1], a))
+    assert all(math.isnan(x) for x in block_bootstrap(a[: MIN_WINDOWS - 1], a))
 
 
 def test_autocorrelated_noise_widens_the_interval():
@@ -43,8 +44,14 @@ def _run(folder: Path, values: dict[str, np.ndarray], report_extra: dict | None 
     cols = {"window": pa.array(np.repeat(np.arange(W), 2)), "chip": pa.array(np.tile([0, 1], W))}
     cols.update({n: pa.array(np.repeat(v, 2)) for n, v in values.items()})
     pq.write_table(pa.table(cols), folder / "metrics.parquet")
-    report = {"generation": "sohu", "metrics": {n: {"value": float(np.nanmean(v)), "unit": unit} for n, v in values.items()},
-              "topdown": {}, "ops": {"rows": []}, "bottleneck": "topdown.memory_bound", **(report_extra or {})}
+    report = {
+        "generation": "sohu",
+        "metrics": {n: {"value": float(np.nanmean(v)), "unit": unit} for n, v in values.items()},
+        "topdown": {},
+        "ops": {"rows": []},
+        "bottleneck": "topdown.memory_bound",
+        **(report_extra or {}),
+    }
     (folder / "report.json").write_text(json.dumps(report))
     return folder
 
@@ -55,18 +62,26 @@ def test_synthetic_runs_verdicts_one_run_only_and_exit_codes(tmp_path, capsys):
     base = _run(tmp_path / "a", {"mfu": 40 + noise, "mbu": 30 + noise, "only_a": 1 + 0 * noise})
     other = _run(tmp_path / "b", {"mfu": 36 + noise[::-1], "mbu": 30 + noise[::-1], "only_b": 2 + 0 * noise})
     res = compare(load_run(base), load_run(other))
-    assert res["metrics"]["mfu"]["verdict"] == "decreased" and res["metrics"]["mfu"]["relative"] == pytest.approx(-0.1, abs=1e-3)
+    assert res["metrics"]["mfu"]["verdict"] == "decreased" and res["metrics"]["mfu"]["relative"] == pytest.approx(
+        -0.1, abs=1e-3
+    )
     lo, hi = res["metrics"]["mfu"]["relative_interval"]
     assert lo < res["metrics"]["mfu"]["window_change"] / 40.048 < hi < 0 and not res["metrics"]["mfu"]["differs"]
     assert res["metrics"]["mbu"]["verdict"] == "no change"
     assert res["only_in"] == {"only_a": "baseline", "only_b": str(other)}
-    assert regressions(res, [("mfu", -5.0)]) and not regressions(res, [("mfu", -20.0)]) and not regressions(res, [("mfu", +5.0)])
+    assert (
+        regressions(res, [("mfu", -5.0)])
+        and not regressions(res, [("mfu", -20.0)])
+        and not regressions(res, [("mfu", +5.0)])
+    )
     assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfu:-5"]) == 1
     assert "regression: mfu: -9.99 % (40.0483 → 36.0483 percent), past -5 %" in capsys.readouterr().out
     assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfu:-20", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["comparisons"][0]["metrics"]["mfu"]["verdict"] == "decreased"
-    assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "only_b:-5"]) == 2  # a usage error, not a regression
+    assert (
+        main(["compare-runs", str(base), str(other), "--fail-on-regression", "only_b:-5"]) == 2
+    )  # a usage error, not a regression
     assert "`only_b` has a value in one run only" in capsys.readouterr().err
     assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "mfuu:-5"]) == 2
     assert "`mfuu` is not a metric of these runs; did you mean `mfu`?" in capsys.readouterr().err
@@ -97,11 +112,16 @@ def test_a_metric_from_zero_and_strict_json(tmp_path, capsys):
     assert "new (baseline 0)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, want", [(["compare-runs", "nowhere", "nowhere2"], "nowhere: no readable report.json"),
-                                        (["compare-runs", "a", "b", "--fail-on-regression", "mfu"], "write METRIC:PCT"),
-                                        (["compare-runs", "a", "b", "--fail-on-regression", "mfu:0"], "write METRIC:PCT"),
-                                        (["compare-runs", "a", "b", "--confidence", "2"], "a confidence is between 0.5 and 1"),
-                                        (["compare-runs", "a"], "give a baseline and at least one run")])
+@pytest.mark.parametrize(
+    "argv, want",
+    [
+        (["compare-runs", "nowhere", "nowhere2"], "nowhere: no readable report.json"),
+        (["compare-runs", "a", "b", "--fail-on-regression", "mfu"], "write METRIC:PCT"),
+        (["compare-runs", "a", "b", "--fail-on-regression", "mfu:0"], "write METRIC:PCT"),
+        (["compare-runs", "a", "b", "--confidence", "2"], "a confidence is between 0.5 and 1"),
+        (["compare-runs", "a"], "give a baseline and at least one run"),
+    ],
+)
 def test_bad_input_is_a_clear_error(tmp_path, capsys, monkeypatch, argv, want):
     monkeypatch.chdir(tmp_path)
     assert main(argv) in (1, 2)
@@ -129,7 +149,9 @@ def test_hbm_x1_5_moves_the_memory_metrics_and_nothing_else_that_must_stay(tmp_p
     m = json.loads(capsys.readouterr().out)["comparisons"][0]["metrics"]
     for name in ("mbu", "hbm.bandwidth_utilization", "roofline.ridge_point", "topdown.memory_bound"):  # must move, down
         assert m[name]["verdict"] == "decreased" and m[name]["relative_interval"][1] < 0, (name, m[name])
-    assert m["roofline.ridge_point"]["relative"] == pytest.approx(-1 / 3, rel=1e-9)  # peak FLOP/s over 1.5 × the bandwidth
+    assert m["roofline.ridge_point"]["relative"] == pytest.approx(
+        -1 / 3, rel=1e-9
+    )  # peak FLOP/s over 1.5 × the bandwidth
     for name in ("hbm.occupancy", "kv_cache_tokens", "batch_size", "pcie.doorbell_rate"):  # must not move
         assert m[name]["verdict"] == "no change", (name, m[name])
     assert main(["compare-runs", str(a), str(a), "--json"]) == 0

@@ -7,6 +7,7 @@
   over the graph's own adjacency instead).
 - Unit work is cached per registry: units of two generations' registries never meet in a cache.
 """
+
 from __future__ import annotations
 
 import networkx as nx
@@ -54,7 +55,7 @@ def test_every_span_cuts_out_its_own_node():
     starts = [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
     for d in decls:
         for n in _nodes(d.expr):
-            text = SRC[n.span.start:n.span.end]
+            text = SRC[n.span.start : n.span.end]
             (again,), dg = parse_text(f"metric t [1] = {text}\n", "g.metrics")
             assert not dg and again.expr == n, (text, n)
             assert starts[n.span.line - 1] + n.span.col - 1 == n.span.start  # line/col of the first character

@@ -1,4 +1,5 @@
 """Compiler rules: names, units (pint), instance axes, chip degree, cycles — and the values they give."""
+
 import numpy as np
 import pytest
 
@@ -69,8 +70,12 @@ def test_duplicate_and_shadowing_names(sohu):
 def test_kib_per_second_to_mib_per_second_divides_by_1024(sohu):
     # 2,048,000 KiB over 1 s declared as MiB/s -> 2,000; as MB/s -> 2,097.152
     kib = 2_048_000 * 1024.0
-    assert value(sohu, "metric m [MiB/s] = pcie.rx_bytes / interval", {"pcie.rx_bytes": kib}) == pytest.approx(2000.0, rel=1e-12)
-    assert value(sohu, "metric m [MB/s] = pcie.rx_bytes / interval", {"pcie.rx_bytes": kib}) == pytest.approx(2097.152, rel=1e-12)
+    assert value(sohu, "metric m [MiB/s] = pcie.rx_bytes / interval", {"pcie.rx_bytes": kib}) == pytest.approx(
+        2000.0, rel=1e-12
+    )
+    assert value(sohu, "metric m [MB/s] = pcie.rx_bytes / interval", {"pcie.rx_bytes": kib}) == pytest.approx(
+        2097.152, rel=1e-12
+    )
 
 
 def test_rate_declared_as_byte_rate_fails(sohu):
@@ -126,8 +131,11 @@ def test_server_level_ratio_of_totals_and_scaled_peaks(sohu):
 
 
 def test_division_by_zero_is_null(sohu):
-    v = value(sohu, "metric m [core_cycle/instruction] = sum(mxu.busy_cycles) / sum(mxu.instructions)",
-              {"mxu.busy_cycles": 500.0 / 8})
+    v = value(
+        sohu,
+        "metric m [core_cycle/instruction] = sum(mxu.busy_cycles) / sum(mxu.instructions)",
+        {"mxu.busy_cycles": 500.0 / 8},
+    )
     assert np.isnan(v)
 
 
@@ -154,9 +162,11 @@ def test_reversed_bounds_are_an_error(sohu):
 
 def test_metric_reuse_keeps_values(sohu):
     # a = x + y, b = a - y, c = a + 3y with x = 100, y = 20 -> 120, 100, 180
-    text = ("metric a [tok] = seq.input_tokens + seq.output_tokens\n"
-            "metric b [tok] = a - seq.output_tokens\n"
-            "metric c [tok] = a + 3 * seq.output_tokens\n")
+    text = (
+        "metric a [tok] = seq.input_tokens + seq.output_tokens\n"
+        "metric b [tok] = a - seq.output_tokens\n"
+        "metric c [tok] = a + 3 * seq.output_tokens\n"
+    )
     ins = {"seq.input_tokens": 100.0, "seq.output_tokens": 20.0}
     assert value(sohu, text, ins, name="a") == 120.0
     assert value(sohu, text, ins, name="b") == 100.0
@@ -169,13 +179,34 @@ def test_unavailable_dependency_does_not_stop_the_rest(sohu):
 
 
 def test_library_compiles_with_required_names(library):
-    required = ["mxu.utilization", "mfu", "hbm.read_bandwidth", "hbm.write_bandwidth", "hbm.bandwidth_utilization",
-                "arithmetic_intensity", "roofline.attainable_flops", "c2c.bandwidth_utilization",
-                "pcie.bandwidth_utilization", "tokens_per_second", "output_tokens_per_second", "energy_per_token",
-                "topdown.compute_bound", "topdown.memory_bound", "topdown.interconnect_bound", "topdown.host_bound",
-                "topdown.idle"]
+    required = [
+        "mxu.utilization",
+        "mfu",
+        "hbm.read_bandwidth",
+        "hbm.write_bandwidth",
+        "hbm.bandwidth_utilization",
+        "arithmetic_intensity",
+        "roofline.attainable_flops",
+        "c2c.bandwidth_utilization",
+        "pcie.bandwidth_utilization",
+        "tokens_per_second",
+        "output_tokens_per_second",
+        "energy_per_token",
+        "topdown.compute_bound",
+        "topdown.memory_bound",
+        "topdown.interconnect_bound",
+        "topdown.host_bound",
+        "topdown.idle",
+    ]
     assert not [n for n in required if n not in library.metrics]
     assert len(library.metrics) >= 30
-    units = {n: library.metrics[n].unit_text for n in ("hbm.read_bandwidth", "arithmetic_intensity", "roofline.attainable_flops", "energy_per_token")}
-    assert units == {"hbm.read_bandwidth": "GB/s", "arithmetic_intensity": "FLOP/B", "roofline.attainable_flops": "TFLOP/s",
-                     "energy_per_token": "J/token"}
+    units = {
+        n: library.metrics[n].unit_text
+        for n in ("hbm.read_bandwidth", "arithmetic_intensity", "roofline.attainable_flops", "energy_per_token")
+    }
+    assert units == {
+        "hbm.read_bandwidth": "GB/s",
+        "arithmetic_intensity": "FLOP/B",
+        "roofline.attainable_flops": "TFLOP/s",
+        "energy_per_token": "J/token",
+    }

@@ -1,6 +1,7 @@
 """Fixture pairs per compiler pass: ``tests/fixtures/compiler/<pass>/<case>.metrics`` is compiled for
 sohu (the shipped generations as the others) up to that pass, and what the stage knows is compared
 with ``<case>.expected``. Refresh the expected files with ``PERFONTO_UPDATE_GOLDEN=1`` (never silently)."""
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,9 @@ def ir_text(n: ir.Node) -> str:
 def summary(stage, pass_name: str) -> str:
     out = []
     for d in stage.diagnostics:
-        out.append(f"{d.span.line}:{d.span.col} {d.severity}[{d.code}] {d.message}" + (f" — {d.hint}" if d.hint else ""))
+        out.append(
+            f"{d.span.line}:{d.span.col} {d.severity}[{d.code}] {d.message}" + (f" — {d.hint}" if d.hint else "")
+        )
     if isinstance(stage, Declared) and pass_name == "declare":
         out.append(f"declared: {', '.join(stage.by_name)}")
     if isinstance(stage, Declared):
@@ -48,8 +51,10 @@ def summary(stage, pass_name: str) -> str:
     if isinstance(stage, Typed):
         out.append(f"not typed: {', '.join(sorted(set(stage.by_name) - set(stage.compiled))) or '-'}")
         for name, m in stage.compiled.items():
-            out.append(f"{name} [{m.unit_text}] axes={list(m.axes)} degree={m.degree} = {ir_text(m.ir)}"
-                       + (" (group times at server level)" if m.group_rule else ""))
+            out.append(
+                f"{name} [{m.unit_text}] axes={list(m.axes)} degree={m.degree} = {ir_text(m.ir)}"
+                + (" (group times at server level)" if m.group_rule else "")
+            )
     if pass_name == "classify":
         out.append(f"window metrics: {', '.join(stage.metrics) or '-'}")
         recs = [f"{n} ({m.population or 'run'})" for n, m in stage.record_metrics.items()]
@@ -85,7 +90,11 @@ def test_passes_do_not_mutate_the_previous_stage(sohu, others):
     for name, fn in PASSES:
         before = (stage.diagnostics, getattr(stage, "bad", None), dict(getattr(stage, "unavailable", {}) or {}))
         nxt = fn(stage)
-        assert (stage.diagnostics, getattr(stage, "bad", None), dict(getattr(stage, "unavailable", {}) or {})) == before, name
+        assert (
+            stage.diagnostics,
+            getattr(stage, "bad", None),
+            dict(getattr(stage, "unavailable", {}) or {}),
+        ) == before, name
         stage = nxt
     assert isinstance(run_passes(parsed, until="graph"), Graphed)
 

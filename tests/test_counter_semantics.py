@@ -3,6 +3,7 @@ the window values — declared wrap ranges, reset-indicator kinds, instance slot
 (RAPL-style) — with numbers worked out by hand, the dump layouts a SKU's collector may write, and the
 located diagnostics of bad declarations. The backends' agreement on these rules is in
 ``test_differential_rules`` (one line per rule) and ``test_differential`` (random catalogs)."""
+
 from __future__ import annotations
 
 import json
@@ -74,7 +75,11 @@ def _keys(n: int) -> dict:
 
 META = {b"perfonto": json.dumps({"sample_period_ns": PERIOD}).encode()}
 # 3 samples of 8 slots; the slots that are not populated (odd) read garbage (0xFFFFFFFF, 7, ...)
-EIGHT = [[0, 2**32 - 1, 100, 7, 1000, 2**32 - 1, 10, 3], [40, 5, 160, 9, 1500, 1, 10, 3], [50, 9, 260, 1, 1600, 4, 90, 3]]
+EIGHT = [
+    [0, 2**32 - 1, 100, 7, 1000, 2**32 - 1, 10, 3],
+    [40, 5, 160, 9, 1500, 1, 10, 3],
+    [50, 9, 260, 1, 1600, 4, 90, 3],
+]
 PRESENT = [[row[i] for i in (0, 2, 4, 6)] for row in EIGHT]
 
 
@@ -88,19 +93,30 @@ def _layouts():
     """The same capture in every layout a SKU's collector may write."""
     flat = pa.array([v for row in EIGHT for v in row], pa.uint64())
     four = pa.array([v for row in PRESENT for v in row], pa.uint64())
-    out = {"list of all 8 slots": pa.table({**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(flat, 8)}),
-           "list of the 4 present slots": pa.table({**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(four, 4)}),
-           "variable list of all 8": pa.table({**_keys(3), "mem.read_bytes": pa.array(EIGHT, pa.list_(pa.uint64()))}),
-           "flat name[i], all 8": pa.table({**_keys(3), **{f"mem.read_bytes[{i}]": pa.array([r[i] for r in EIGHT], pa.uint64())
-                                                            for i in range(8)}}),
-           "flat name[i], present slots": pa.table({**_keys(3), **{f"mem.read_bytes[{i}]": pa.array([r[i] for r in EIGHT], pa.uint64())
-                                                                    for i in (0, 2, 4, 6)}})}
+    out = {
+        "list of all 8 slots": pa.table({**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(flat, 8)}),
+        "list of the 4 present slots": pa.table(
+            {**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(four, 4)}
+        ),
+        "variable list of all 8": pa.table({**_keys(3), "mem.read_bytes": pa.array(EIGHT, pa.list_(pa.uint64()))}),
+        "flat name[i], all 8": pa.table(
+            {**_keys(3), **{f"mem.read_bytes[{i}]": pa.array([r[i] for r in EIGHT], pa.uint64()) for i in range(8)}}
+        ),
+        "flat name[i], present slots": pa.table(
+            {**_keys(3), **{f"mem.read_bytes[{i}]": pa.array([r[i] for r in EIGHT], pa.uint64()) for i in (0, 2, 4, 6)}}
+        ),
+    }
     for label, slots in (("long, all 8", range(8)), ("long, present slots", (0, 2, 4, 6))):
         rows = [(s, i, EIGHT[s][i]) for s in range(3) for i in slots]
-        out[label] = pa.table({"chip": pa.array([0] * len(rows), pa.int32()),
-                               "timestamp_ns": pa.array([s * PERIOD for s, _, _ in rows], pa.int64()),
-                               "signal": pa.array(["mem.read_bytes"] * len(rows)), "instance": pa.array([i for _, i, _ in rows], pa.int64()),
-                               "value": pa.array([v for _, _, v in rows], pa.uint64())})
+        out[label] = pa.table(
+            {
+                "chip": pa.array([0] * len(rows), pa.int32()),
+                "timestamp_ns": pa.array([s * PERIOD for s, _, _ in rows], pa.int64()),
+                "signal": pa.array(["mem.read_bytes"] * len(rows)),
+                "instance": pa.array([i for _, i, _ in rows], pa.int64()),
+                "value": pa.array([v for _, _, v in rows], pa.uint64()),
+            }
+        )
     return {k: v.replace_schema_metadata(META) for k, v in out.items()}
 
 
@@ -117,7 +133,10 @@ def test_sku_dump_is_read_in_every_layout(gens, layout):
 
 def test_sku_rollup_runs_over_present_slots(gens):
     gen = gens["sku"]
-    graph = _compile_yaml(gen, 'metric mem.total [B] = sum(mem.read_bytes)\n  "all channels"\nmetric mem.busiest [B] = max(mem.read_bytes)\n  "one channel"\n')
+    graph = _compile_yaml(
+        gen,
+        'metric mem.total [B] = sum(mem.read_bytes)\n  "all channels"\nmetric mem.busiest [B] = max(mem.read_bytes)\n  "one channel"\n',
+    )
     from perfonto.metrics.interpreter import evaluate
 
     w = prepare(read_counters(_layouts()["list of all 8 slots"], gen), gen)
@@ -134,7 +153,9 @@ def test_base_generation_still_refuses_a_narrower_dump(gens):
 
 def test_sku_refuses_another_slot_count(gens):
     six = pa.array([v for row in EIGHT for v in row[:6]], pa.uint64())
-    t = pa.table({**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(six, 6)}).replace_schema_metadata(META)
+    t = pa.table({**_keys(3), "mem.read_bytes": pa.FixedSizeListArray.from_arrays(six, 6)}).replace_schema_metadata(
+        META
+    )
     with pytest.raises(DumpError, match="declares 4 present of 8 slots"):
         read_counters(t, gens["sku"])
     cols = {f"mem.read_bytes[{i}]": pa.array([0, 1, 2], pa.uint64()) for i in (0, 1, 2, 3)}
@@ -152,7 +173,11 @@ def test_sql_reads_a_list_of_every_slot():
         if s.name == "m.q":
             cols[s.name] = pa.FixedSizeListArray.from_arrays(pa.array([v for r in full for v in r], pa.uint64()), 4)
         else:
-            cols[s.name] = pa.FixedSizeListArray.from_arrays(pa.array([0] * 3 * n, pa.uint64()), n) if s.axes else pa.array([0] * 3, pa.uint64())
+            cols[s.name] = (
+                pa.FixedSizeListArray.from_arrays(pa.array([0] * 3 * n, pa.uint64()), n)
+                if s.axes
+                else pa.array([0] * 3, pa.uint64())
+            )
     (res,) = run_backends(gen, graph, [pa.table(cols).replace_schema_metadata(META)], [1])
     for b in ("reference",) + BACKENDS:
         np.testing.assert_array_equal(np.asarray(res[b]["t"], float)[:, 0], [7, 6], err_msg=b)
@@ -168,7 +193,15 @@ def _compile_yaml(gen, src):
 
 def _power(gen, rows):
     cols = _keys(len(rows))
-    for name in ("power.energy_uj", "power.boots", "power.uptime", "power.by_boot", "power.by_uptime", "power.rapl_unit", "power.pkg_energy"):
+    for name in (
+        "power.energy_uj",
+        "power.boots",
+        "power.uptime",
+        "power.by_boot",
+        "power.by_uptime",
+        "power.rapl_unit",
+        "power.pkg_energy",
+    ):
         cols[name] = pa.array([r.get(name, 0) for r in rows], pa.uint64())
     return prepare(read_counters(pa.table(cols).replace_schema_metadata(META), gen), gen)
 
@@ -177,8 +210,15 @@ def test_powercap_energy_wraps_at_max_energy_range(gens):
     """max_energy_range_uj = 262143328850: 262143328000 µJ → 1150 µJ is 850 + 1150 = 2000 µJ (2 W over 1 ms)."""
     gen = gens["base"]
     assert gen.signals["power.energy_uj"].modulus == 262_143_328_850
-    w = _power(gen, [{"power.energy_uj": 262_143_328_000}, {"power.energy_uj": 1150}, {"power.energy_uj": 262_143_328_850},
-                     {"power.energy_uj": 4150}])
+    w = _power(
+        gen,
+        [
+            {"power.energy_uj": 262_143_328_000},
+            {"power.energy_uj": 1150},
+            {"power.energy_uj": 262_143_328_850},
+            {"power.energy_uj": 4150},
+        ],
+    )
     v, r = w.values["power.energy_uj"][:, 0], w.null["power.energy_uj"][:, 0]
     assert v[0] == pytest.approx(0.002, rel=1e-12) and r[0] == VALID
     # a raw value at the range cannot be read from the register: both windows touching it are null, with their reason
@@ -187,10 +227,17 @@ def test_powercap_energy_wraps_at_max_energy_range(gens):
 
 def test_uptime_indicator_resets_only_on_a_decrease(gens):
     gen = gens["base"]
-    rows = [{"power.boots": 3, "power.uptime": 100, "power.by_boot": 0, "power.by_uptime": 0},
-            {"power.boots": 3, "power.uptime": 101, "power.by_boot": 10, "power.by_uptime": 10},   # uptime grows: not a reset
-            {"power.boots": 4, "power.uptime": 2, "power.by_boot": 4, "power.by_uptime": 4},       # reboot: both are resets
-            {"power.boots": 4, "power.uptime": 3, "power.by_boot": 9, "power.by_uptime": 9}]
+    rows = [
+        {"power.boots": 3, "power.uptime": 100, "power.by_boot": 0, "power.by_uptime": 0},
+        {
+            "power.boots": 3,
+            "power.uptime": 101,
+            "power.by_boot": 10,
+            "power.by_uptime": 10,
+        },  # uptime grows: not a reset
+        {"power.boots": 4, "power.uptime": 2, "power.by_boot": 4, "power.by_uptime": 4},  # reboot: both are resets
+        {"power.boots": 4, "power.uptime": 3, "power.by_boot": 9, "power.by_uptime": 9},
+    ]
     w = _power(gen, rows)
     np.testing.assert_array_equal(w.values["power.by_uptime"][:, 0], [10, np.nan, 5])
     assert list(w.null["power.by_uptime"][:, 0]) == [VALID, RESET, VALID]
@@ -201,8 +248,12 @@ def test_uptime_indicator_resets_only_on_a_decrease(gens):
 def test_rapl_energy_unit_decoded_per_sample(gens):
     """ESU 14 (0x0E00 in bits 8..12): 2^-14 J per count; 49152 − 16384 = 32768 counts = 2 J; then ESU 16: unit changed."""
     gen = gens["base"]
-    rows = [{"power.rapl_unit": 0x0E03, "power.pkg_energy": 0}, {"power.rapl_unit": 0x0E03, "power.pkg_energy": 16384},
-            {"power.rapl_unit": 0x0E03, "power.pkg_energy": 49152}, {"power.rapl_unit": 0x1003, "power.pkg_energy": 50000}]
+    rows = [
+        {"power.rapl_unit": 0x0E03, "power.pkg_energy": 0},
+        {"power.rapl_unit": 0x0E03, "power.pkg_energy": 16384},
+        {"power.rapl_unit": 0x0E03, "power.pkg_energy": 49152},
+        {"power.rapl_unit": 0x1003, "power.pkg_energy": 50000},
+    ]
     w = _power(gen, rows)
     np.testing.assert_array_equal(w.values["power.pkg_energy"][:, 0], [1.0, 2.0, np.nan])
     assert list(w.null["power.pkg_energy"][:, 0]) == [VALID, VALID, UNIT_CHANGED]
@@ -214,11 +265,14 @@ def test_counter_without_its_unit_register_is_left_out(gens):
     assert "power.pkg_energy" in dump.absent and any("power.rapl_unit.energy" in n for n in dump.notes)
 
 
-@pytest.mark.parametrize("text,scale,modulus", [
-    ("4611686018427400249 B", "1", 2**62 + 12345),         # past 2^53: a float would give ...400192
-    ("18446744073709551557 B", "1", 2**64 - 59),
-    ("4722366482869657854.976 kB", "1024", 2**62 + 12345),  # in kB, over a scale: exact all the way
-])
+@pytest.mark.parametrize(
+    "text,scale,modulus",
+    [
+        ("4611686018427400249 B", "1", 2**62 + 12345),  # past 2^53: a float would give ...400192
+        ("18446744073709551557 B", "1", 2**64 - 59),
+        ("4722366482869657854.976 kB", "1024", 2**62 + 12345),  # in kB, over a scale: exact all the way
+    ],
+)
 def test_wrap_range_is_exact_past_a_doubles_precision(tmp_path, text, scale, modulus):
     """A wrap range is a whole number of raw counts and is read exactly, not through a float."""
     p = tmp_path / "g.yaml"
@@ -278,9 +332,15 @@ blocks:
     assert "bad.yaml:10:" in d.render()
 
 
-@pytest.mark.parametrize("slots,text", [("{channel: [0, 8]}", "slot 8 is outside axis `channel` (0 … 7)"),
-                                        ("{chanel: [0]}", "not an instance axis"), ("{channel: []}", "empty slot list"),
-                                        ("{channel: [1, 1]}", "listed twice")])
+@pytest.mark.parametrize(
+    "slots,text",
+    [
+        ("{channel: [0, 8]}", "slot 8 is outside axis `channel` (0 … 7)"),
+        ("{chanel: [0]}", "not an instance axis"),
+        ("{channel: []}", "empty slot list"),
+        ("{channel: [1, 1]}", "listed twice"),
+    ],
+)
 def test_bad_slots_are_located_diagnostics(tmp_path, slots, text):
     (tmp_path / "base.yaml").write_text(BASE)
     (tmp_path / "sku.yaml").write_text(SKU.replace("{channel: [0, 2, 4, 6]}", slots))

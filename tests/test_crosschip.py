@@ -1,6 +1,7 @@
 """Issue 8 acceptance: cross-chip metrics on the aligned timeline. One chip slowed by 20 % is named
 the straggler and the others' collective wait matches the ground truth within 2 %; a throttled link
 is named; the main job's report and JSON carry the multi-chip section."""
+
 from __future__ import annotations
 
 import json
@@ -68,7 +69,7 @@ def test_throttled_link_is_named(tmp_path):
     assert [(s["chip"], s["link"]) for s in a["slow_links"]] == [(4, 7)]
     assert a["slow_links"][0]["rate_ratio"] == pytest.approx(1 / 4, rel=0.01)
     assert a["imbalance"]["within_chip"]["c2c"]["chip"] == 4
-    assert a["collective"]["straggler"] is None            # a slow ring slows every chip alike
+    assert a["collective"]["straggler"] is None  # a slow ring slows every chip alike
     sat = a["saturation"]
     assert sat["link_util_max"] > 0.9 and {(i["chip"], i["link"]) for i in sat["intervals"]} == {(4, 7)}
 
@@ -77,13 +78,20 @@ def test_balanced_run_has_no_straggler(tmp_path):
     emulator.run("sohu", out_dir=tmp_path, **KW)
     a = analyse(tmp_path)
     assert a["collective"]["straggler"] is None and a["slow_links"] == [] and a["saturation"]["count"] == 0
-    assert a["collective"]["wait_share_of_time"] < 1e-3          # alignment noise only
+    assert a["collective"]["wait_share_of_time"] < 1e-3  # alignment noise only
     assert a["imbalance"]["across_chips"]["mxu"] < 1e-3
 
 
 def test_router_skew_names_the_hot_chip(tmp_path):
-    emulator.run("sohu", model="mixtral-8x7b", router_skew=1.0, duration_s=0.3, sample_period_s=0.002, warmup_steps=100,
-                 out_dir=tmp_path)
+    emulator.run(
+        "sohu",
+        model="mixtral-8x7b",
+        router_skew=1.0,
+        duration_s=0.3,
+        sample_period_s=0.002,
+        warmup_steps=100,
+        out_dir=tmp_path,
+    )
     a = analyse(tmp_path)
     assert a["collective"]["straggler"]["chip"] == 0 and a["imbalance"]["across_chips"]["mxu"] > 0.3
 
@@ -104,8 +112,17 @@ def test_main_job_report_names_the_straggler(capsys, tmp_path):
     assert "Straggler: chip 3" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flag", [["--slow-chip", "3"], ["--slow-chip", "3:0.5"], ["--throttled-link", "1:2"],
-                                  ["--chips", "2048"], ["--sample-period", "500ns"], ["--sample-period", "2s"]])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--slow-chip", "3"],
+        ["--slow-chip", "3:0.5"],
+        ["--throttled-link", "1:2"],
+        ["--chips", "2048"],
+        ["--sample-period", "500ns"],
+        ["--sample-period", "2s"],
+    ],
+)
 def test_run_rejects_bad_knobs(capsys, tmp_path, flag):
     with pytest.raises(SystemExit) as e:
         rc = main(["run", "--json", "--out", str(tmp_path), "--duration", "1s", *flag])

@@ -5,6 +5,7 @@ chip degree and instance axes check; metrics of metrics), and independent raw co
 zeros, implausible jumps, decreases, sentinels, null registers, absent samples on a jittered grid).
 Every backend must agree with the reference interpreter (``test_differential_backends``).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,18 @@ from perfonto.ontology import kinds
 
 from test_differential_backends import Sig, check_all, generations
 
-UNITS = {"B": {"byte": 1}, "FLOP": {"flop": 1}, "event": {"event": 1}, "core_cycle": {"core_cycle": 1}, "token": {"token": 1},
-         "J": {"energy": 1}, "W": {"energy": 1, "time": -1}, "request": {"request": 1}, "s": {"time": 1}, "1": {}}
+UNITS = {
+    "B": {"byte": 1},
+    "FLOP": {"flop": 1},
+    "event": {"event": 1},
+    "core_cycle": {"core_cycle": 1},
+    "token": {"token": 1},
+    "J": {"energy": 1},
+    "W": {"energy": 1, "time": -1},
+    "request": {"request": 1},
+    "s": {"time": 1},
+    "1": {},
+}
 EXAMPLES = int(os.environ.get("PERFONTO_DIFF_EXAMPLES", 700))  # catalogs per run
 SERIES = 3  # independent counter series per catalog: EXAMPLES × SERIES generated cases
 
@@ -36,12 +47,21 @@ class Term:
     boolean: bool = False
 
 
-_BASE = {"byte": "B", "flop": "FLOP", "event": "event", "core_cycle": "core_cycle", "token": "token", "energy": "J",
-         "time": "s", "request": "request"}
+_BASE = {
+    "byte": "B",
+    "flop": "FLOP",
+    "event": "event",
+    "core_cycle": "core_cycle",
+    "token": "token",
+    "energy": "J",
+    "time": "s",
+    "request": "request",
+}
 
 
 def _unit_text(dims: dict) -> str:
     """A compact unit string for ``dims`` (e.g. ``request**7/s``), as an engineer would write it."""
+
     def part(d, e):
         return _BASE[d] if e == 1 else f"{_BASE[d]}**{e}"
 
@@ -62,11 +82,22 @@ def leaves(sigs: list[Sig], metrics: list[Term]) -> list[Term]:
     for s in sigs:
         if s.kind == "packed":
             for f in s.fields:
-                out.append(Term(f"{s.name}.{f}", {}, "1", 0, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
+                out.append(
+                    Term(f"{s.name}.{f}", {}, "1", 0, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes))
+                )
             continue
-        row = kinds.of(s.kind)  # the compiler's rule (ontology.kinds.chip_degree), on the across rule the signal resolves to
-        degree = 1 if (row.across if row.across != "declared" else (s.across if "across_chips" in row.options else "avg")) == "sum" else 0
-        out.append(Term(s.name, UNITS[s.unit], s.unit, degree, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes)))
+        row = kinds.of(
+            s.kind
+        )  # the compiler's rule (ontology.kinds.chip_degree), on the across rule the signal resolves to
+        degree = (
+            1
+            if (row.across if row.across != "declared" else (s.across if "across_chips" in row.options else "avg"))
+            == "sum"
+            else 0
+        )
+        out.append(
+            Term(s.name, UNITS[s.unit], s.unit, degree, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes))
+        )
     out.append(Term("interval", {"time": 1}, "s", 0, ()))
     out.append(Term("spec.k0", {"byte": 1, "time": -1}, "B/s", 1, ()))
     out.append(Term("spec.k1", {}, "1", 0, ()))
@@ -97,8 +128,14 @@ def terms(draw, pool: list[Term], depth: int) -> Term:
         a, b = same_axes(draw, a, b)
         k = 1 if op == "*" else -1
         dims = _mul_dims(a.dims, b.dims, k)
-        return Term(f"({a.text} {op} {b.text})", dims, _unit_text(dims), a.degree + k * b.degree, join(a.axes, b.axes),
-                    a.literal and b.literal)
+        return Term(
+            f"({a.text} {op} {b.text})",
+            dims,
+            _unit_text(dims),
+            a.degree + k * b.degree,
+            join(a.axes, b.axes),
+            a.literal and b.literal,
+        )
     b = partner(draw, pool, a)
     a, b = same_axes(draw, a, b)
     axes = join(a.axes, b.axes)
@@ -197,8 +234,13 @@ def catalogs(draw, sigs: list[Sig]):
     return "\n".join(lines) + "\n"
 
 
-RATES = st.fixed_dictionaries({"absent": st.sampled_from([0.0, 0.0, 0.1]), "sentinel": st.sampled_from([0.0, 0.1]),
-                               "missing": st.sampled_from([0.0, 0.0, 0.05])})
+RATES = st.fixed_dictionaries(
+    {
+        "absent": st.sampled_from([0.0, 0.0, 0.1]),
+        "sentinel": st.sampled_from([0.0, 0.1]),
+        "missing": st.sampled_from([0.0, 0.0, 0.05]),
+    }
+)
 
 
 RUNS = st.tuples(st.integers(0, 2**32 - 1), st.integers(2, 8), st.integers(1, 3), RATES, st.integers(1, 7))
@@ -212,7 +254,9 @@ def cases(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(cases())
 def test_differential_all_backends(case):
     check_all(*case)
@@ -230,8 +274,6 @@ def test_enough_cases():
     assert EXAMPLES * SERIES >= 2000 or "PERFONTO_DIFF_EXAMPLES" in __import__("os").environ
 
 
-
-
 def test_issue_34_example_is_typed_as_the_compiler_types_it():
     """Issue 34's failing catalog, replayed as a fixed case: `b.s0` a counter with an instance axis of 2
     and `across: avg` (a counter's rollup across chips is a sum whatever it declares: the kinds table),
@@ -242,14 +284,19 @@ def test_issue_34_example_is_typed_as_the_compiler_types_it():
     f2) ** 2 / a.s1` is degree 1) and every backend agrees with the reference on it."""
     from test_differential_backends import _compile, build_generation, compile_src
 
-    sigs = [Sig("a.up", "gauge", "s", (), across="max"), Sig("a.s1", "gauge", "W", (), across="sum"),
-            Sig("b.s0", "counter", "event", (("i", 2),), width=32, across="avg")]
+    sigs = [
+        Sig("a.up", "gauge", "s", (), across="max"),
+        Sig("a.s1", "gauge", "W", (), across="sum"),
+        Sig("b.s0", "counter", "event", (("i", 2),), width=32, across="avg"),
+    ]
     degree = {t.text: t.degree for t in leaves(sigs, []) if t.text in ("a.up", "a.s1", "b.s0")}
     assert degree == {"a.up": 0, "a.s1": 1, "b.s0": 1}
-    shape = ('metric f0 [event] = sum(b.s0)\n  "f0"\n'
-             'metric f1 [event/s] = ((b.s0 / UP) if (f0 < (2 [event])) else (b.s0 / UP))\n  "f1"\n'
-             'metric f2 [event/s] = (sum(f1) + (f0 / UP))\n  "f2"\n'
-             'metric f4 [event**2/(J*s)] = ((max(sum(f1), f2)) ** 2 / a.s1)\n  "f4"\n')
+    shape = (
+        'metric f0 [event] = sum(b.s0)\n  "f0"\n'
+        'metric f1 [event/s] = ((b.s0 / UP) if (f0 < (2 [event])) else (b.s0 / UP))\n  "f1"\n'
+        'metric f2 [event/s] = (sum(f1) + (f0 / UP))\n  "f2"\n'
+        'metric f4 [event**2/(J*s)] = ((max(sum(f1), f2)) ** 2 / a.s1)\n  "f4"\n'
+    )
     graph = compile_src(build_generation(sigs), shape.replace("UP", "a.up"))
     assert {d.code for d in graph.errors} == {"total-times-ratio"}  # refused by design, no chip-degree error
     _compile(sigs, shape.replace("UP", "(2 [s])"))  # compiles without a diagnostic
@@ -264,6 +311,7 @@ def test_ci_profile_replays_the_same_catalogs():
     if os.environ.get("HYPOTHESIS_PROFILE", "ci") != "ci":
         pytest.skip("an open-ended campaign (HYPOTHESIS_PROFILE=explore) is random by design")
     assert hsettings.default.derandomize and hsettings.default.database is None
+
     def draw_all():
         got: list[str] = []
 
@@ -287,8 +335,10 @@ def test_a_metric_in_a_frequency_unit_is_read_as_a_clock_rate():
     from test_differential_backends import build_generation, compile_src
 
     sigs = [Sig("b.s0", "counter", "core_cycle", (("i", 2),), width=32), Sig("c.s0", "counter", "event", (), width=32)]
-    src = ('metric f0 [core_cycle/(s)] = ((b.s0 / interval) + 100 [core_cycle/(s)])\n  "f0"\n'
-           'metric f1 [core_cycle/(event*s)] = f0 / c.s0\n  "f1"\n')
+    src = (
+        'metric f0 [core_cycle/(s)] = ((b.s0 / interval) + 100 [core_cycle/(s)])\n  "f0"\n'
+        'metric f1 [core_cycle/(event*s)] = f0 / c.s0\n  "f1"\n'
+    )
     graph = compile_src(build_generation(sigs), src)
     assert [d.code for d in graph.errors] == ["chip-degree"]
     pool = leaves(sigs, [])

@@ -9,6 +9,7 @@ nulls, values within 1e-9 relative plus 1e-12 × the sum of the operands' magnit
 two implementations may legitimately differ — a comparison whose operands are within that tolerance
 of each other, a denominator within it of zero — the value is ambiguous and left out (``Oracle``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -64,7 +65,9 @@ class Sig:
     scale_field: str | None = None  # a packed field giving the unit per sample (base 0.5: 2^-field)
     full: tuple[tuple[str, int], ...] | None = None  # the block's full axes when `slots` leaves some out
     slots: tuple[tuple[int, ...], ...] | None = None  # present slots per axis of `full`
-    every_slot: bool = False  # the dump holds every slot of the axis (garbage where not populated), not the present ones only
+    every_slot: bool = (
+        False  # the dump holds every slot of the axis (garbage where not populated), not the present ones only
+    )
 
     @property
     def flat_slots(self) -> tuple[int, ...] | None:
@@ -72,6 +75,7 @@ class Sig:
         if self.slots is None:
             return None
         import itertools
+
         nb = self.buckets + 1 if self.kind == "histogram" else 1
         sizes = [n for _, n in self.full] + [nb]
         out = []
@@ -84,7 +88,11 @@ class Sig:
 
     @property
     def full_instances(self) -> int:
-        return 0 if self.full is None else int(np.prod([n for _, n in self.full])) * (self.buckets + 1 if self.kind == "histogram" else 1)
+        return (
+            0
+            if self.full is None
+            else int(np.prod([n for _, n in self.full])) * (self.buckets + 1 if self.kind == "histogram" else 1)
+        )
 
     @property
     def wrap(self) -> int | None:
@@ -95,7 +103,14 @@ class Sig:
         return 64 if self.width in (None, "unknown") else self.width
 
 
-RANGES = (1000, 3 * 2**20 + 7, 10**9 + 7, 262_143_328_850, 2**62 + 12345, 2**64 - 59)  # wrap_range moduli, none a power of two
+RANGES = (
+    1000,
+    3 * 2**20 + 7,
+    10**9 + 7,
+    262_143_328_850,
+    2**62 + 12345,
+    2**64 - 59,
+)  # wrap_range moduli, none a power of two
 
 
 @st.composite
@@ -120,8 +135,14 @@ def generations(draw):
             kind = draw(st.sampled_from(["counter"] * 5 + ["gauge", "gauge", "packed", "histogram"]))
             if kind == "counter":
                 width = draw(st.sampled_from([8, 16, 32, 48, 64, "unknown"]))
-                s = Sig(name, kind, draw(st.sampled_from(["B", "FLOP", "event", "core_cycle", "token", "J"])), axes, width,
-                        scale=draw(st.sampled_from([1.0, 4.0, 0.5, 64.0, 0.001, 1024.0])))
+                s = Sig(
+                    name,
+                    kind,
+                    draw(st.sampled_from(["B", "FLOP", "event", "core_cycle", "token", "J"])),
+                    axes,
+                    width,
+                    scale=draw(st.sampled_from([1.0, 4.0, 0.5, 64.0, 0.001, 1024.0])),
+                )
                 if isinstance(width, int) and width > 8 and draw(st.booleans()):
                     s.eff = draw(st.integers(8, width - 1))
                 elif isinstance(width, int) and width >= 16 and draw(st.integers(0, 2)) == 0:
@@ -138,8 +159,14 @@ def generations(draw):
                     s.scale_field = "a.unit.esu"
                     used.add(unit.name)
             elif kind == "gauge":
-                s = Sig(name, kind, draw(st.sampled_from(["W", "B", "request", "event"])), axes,
-                        scale=draw(st.sampled_from([1.0, 0.001, 4096.0])), across=draw(st.sampled_from(["sum", "avg", "max"])))
+                s = Sig(
+                    name,
+                    kind,
+                    draw(st.sampled_from(["W", "B", "request", "event"])),
+                    axes,
+                    scale=draw(st.sampled_from([1.0, 0.001, 4096.0])),
+                    across=draw(st.sampled_from(["sum", "avg", "max"])),
+                )
                 if draw(st.booleans()):
                     s.sentinel = (65535,)
             elif kind == "packed":
@@ -189,13 +216,25 @@ def generation_yaml(sigs: list[Sig]) -> str:
         if s.buckets:
             p.append("buckets: [10, 100]")
         if s.fields:
-            p.append("fields: {" + ", ".join(f"{f}: {{bits: [{lo}, {hi}], scale: {sc!r}, description: field {f}}}"
-                                             for f, (lo, hi, sc) in s.fields.items()) + "}")
+            p.append(
+                "fields: {"
+                + ", ".join(
+                    f"{f}: {{bits: [{lo}, {hi}], scale: {sc!r}, description: field {f}}}"
+                    for f, (lo, hi, sc) in s.fields.items()
+                )
+                + "}"
+            )
         blocks.setdefault(blk, []).append(f"      {short}: {{{', '.join(p)}}}")
-    out = ["generation: dt", "description: differential test generation", "clock_domains:",
-           "  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}", "spec:",
-           "  k0: {value: 2.5, unit: B/s, provenance: assumed, scope: chip}",
-           "  k1: {value: 4, unit: '1', provenance: assumed, scope: system}", "blocks:"]
+    out = [
+        "generation: dt",
+        "description: differential test generation",
+        "clock_domains:",
+        "  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}",
+        "spec:",
+        "  k0: {value: 2.5, unit: B/s, provenance: assumed, scope: chip}",
+        "  k1: {value: 4, unit: '1', provenance: assumed, scope: system}",
+        "blocks:",
+    ]
     for blk, lines in blocks.items():
         out += [f"  {blk}:", f"    description: block {blk}", "    clock: core"]
         if block_axes[blk]:
@@ -222,19 +261,63 @@ def build_generation(sigs: list[Sig]) -> Generation:
         counting = s.kind in ("counter", "histogram")
         width, wrap = (64, None) if s.width == "unknown" else (s.width, (s.eff or s.width) if s.width else None)
         signals[s.name] = ResolvedSignal(
-            s.name, blk, s.kind, unit, "" if s.kind == "packed" else s.unit, f"{s.kind} {s.name.split('.')[1]}", width,
-            s.scale, s.axes, "core", "sum" if counting else (s.across if s.kind == "gauge" else "avg"), span, wrap_width=wrap,
-            sentinel=s.sentinel, reset_indicator=s.indicator, max_rate=s.max_rate, buckets=(10.0, 100.0) if s.buckets else (),
-            since="dt", modulus=s.modulus, reset_kind="decrease" if s.uptime else "change",
-            scale_field=(s.scale_field, 0.5) if s.scale_field else None, slots=s.flat_slots, full_instances=s.full_instances)
+            s.name,
+            blk,
+            s.kind,
+            unit,
+            "" if s.kind == "packed" else s.unit,
+            f"{s.kind} {s.name.split('.')[1]}",
+            width,
+            s.scale,
+            s.axes,
+            "core",
+            "sum" if counting else (s.across if s.kind == "gauge" else "avg"),
+            span,
+            wrap_width=wrap,
+            sentinel=s.sentinel,
+            reset_indicator=s.indicator,
+            max_rate=s.max_rate,
+            buckets=(10.0, 100.0) if s.buckets else (),
+            since="dt",
+            modulus=s.modulus,
+            reset_kind="decrease" if s.uptime else "change",
+            scale_field=(s.scale_field, 0.5) if s.scale_field else None,
+            slots=s.flat_slots,
+            full_instances=s.full_instances,
+        )
         for f, (lo, hi, sc) in s.fields.items():
-            fields[f"{s.name}.{f}"] = ResolvedField(f"{s.name}.{f}", s.name, lo, hi, reg.dimensionless, "1", sc, f"field {f}", s.axes, blk, span)
-    clock = ResolvedConstant("spec.clock.core", 1e9, reg.parse_units("core_cycle/s"), "core_cycle/s", "assumed", "", "core clock frequency",
-                             Scope.chip, span)
-    spec = {"spec.clock.core": clock,
-            "spec.k0": ResolvedConstant("spec.k0", 2.5, parse_unit(reg, "B/s"), "B/s", "assumed", "", "", Scope.chip, span),
-            "spec.k1": ResolvedConstant("spec.k1", 4.0, reg.dimensionless, "1", "assumed", "", "", Scope.system, span)}
-    return Generation("dt", "differential test generation", reg, blocks, signals, spec, "dt.yaml", "0" * 16, {"core": clock}, fields, ("dt",))
+            fields[f"{s.name}.{f}"] = ResolvedField(
+                f"{s.name}.{f}", s.name, lo, hi, reg.dimensionless, "1", sc, f"field {f}", s.axes, blk, span
+            )
+    clock = ResolvedConstant(
+        "spec.clock.core",
+        1e9,
+        reg.parse_units("core_cycle/s"),
+        "core_cycle/s",
+        "assumed",
+        "",
+        "core clock frequency",
+        Scope.chip,
+        span,
+    )
+    spec = {
+        "spec.clock.core": clock,
+        "spec.k0": ResolvedConstant("spec.k0", 2.5, parse_unit(reg, "B/s"), "B/s", "assumed", "", "", Scope.chip, span),
+        "spec.k1": ResolvedConstant("spec.k1", 4.0, reg.dimensionless, "1", "assumed", "", "", Scope.system, span),
+    }
+    return Generation(
+        "dt",
+        "differential test generation",
+        reg,
+        blocks,
+        signals,
+        spec,
+        "dt.yaml",
+        "0" * 16,
+        {"core": clock},
+        fields,
+        ("dt",),
+    )
 
 
 # -- counter series ------------------------------------------------------------------------------------------
@@ -258,12 +341,18 @@ def series(sigs: list[Sig], seed: int, S: int, C: int, rates: dict) -> pa.Table:
             steps = rng.choice([0, 1, 2, 3, 4], size=(S, C, n), p=[0.15, 0.45, 0.2, 0.1, 0.1])
             inc = np.where(steps == 1, rng.integers(0, 1000, size=(S, C, n)), 0).astype(object)
             inc = np.where(steps == 2, rng.integers(0, 1 << 30, size=(S, C, n)).astype(object) % (mod // 2 or 1), inc)
-            inc = np.where(steps == 3, (mod // 2) + rng.integers(1, 1 << 20, size=(S, C, n)).astype(object), inc)  # implausible
-            inc = np.where(steps == 4, mod - rng.integers(1, 50, size=(S, C, n)).astype(object), inc)  # a decrease / wrap
+            inc = np.where(
+                steps == 3, (mod // 2) + rng.integers(1, 1 << 20, size=(S, C, n)).astype(object), inc
+            )  # implausible
+            inc = np.where(
+                steps == 4, mod - rng.integers(1, 50, size=(S, C, n)).astype(object), inc
+            )  # a decrease / wrap
             start = rng.integers(0, 1 << 62, size=(1, C, n)).astype(object) % mod
             vals = (np.cumsum(np.concatenate([start, inc[1:]]), axis=0)) % mod
             if s.modulus:  # raw values at or beyond the declared range (not readings of the register)
-                vals = np.where(rng.random((S, C, n)) < 0.05, s.modulus + rng.integers(0, 3, size=(S, C, n)).astype(object), vals)
+                vals = np.where(
+                    rng.random((S, C, n)) < 0.05, s.modulus + rng.integers(0, 3, size=(S, C, n)).astype(object), vals
+                )
                 vals = np.minimum(vals, (1 << s.stored) - 1)
         else:
             vals = rng.integers(0, 1 << 16, size=(S, C, n)).astype(object)
@@ -286,7 +375,9 @@ def series(sigs: list[Sig], seed: int, S: int, C: int, rates: dict) -> pa.Table:
         n = raw[s.name].shape[2]
         nulls = rng.random((S, C, n)) < rates["missing"]
         vals = raw[s.name]
-        if s.slots is not None and s.every_slot:  # a SKU's dump may hold every slot of the axis  # slots that are not populated read garbage (or null)
+        if (
+            s.slots is not None and s.every_slot
+        ):  # a SKU's dump may hold every slot of the axis  # slots that are not populated read garbage (or null)
             n = s.full_instances
             wide = rng.integers(0, 1 << 16, size=(S, C, n)).astype(object)
             wide[:, :, list(s.flat_slots)] = vals
@@ -327,7 +418,7 @@ class Oracle:
 
     def eval(self, n):
         if isinstance(n, ir.Const):
-            v = np.float64(n.value * self.w.chips ** n.chip_power)
+            v = np.float64(n.value * self.w.chips**n.chip_power)
             return v, np.abs(v), np.False_
         if isinstance(n, ir.Input):
             v = self.w.values[n.signal]
@@ -369,12 +460,22 @@ class Oracle:
         if op in ("neg", "abs"):
             return (-vs[0] if op == "neg" else np.abs(vs[0])), ms[0], amb
         if op in ("min", "max", "clamp"):
-            v = {"min": lambda: np.minimum(vs[0], vs[1]), "max": lambda: np.maximum(vs[0], vs[1]),
-                 "clamp": lambda: np.minimum(np.maximum(vs[0], vs[1]), vs[2])}[op]()
+            v = {
+                "min": lambda: np.minimum(vs[0], vs[1]),
+                "max": lambda: np.maximum(vs[0], vs[1]),
+                "clamp": lambda: np.minimum(np.maximum(vs[0], vs[1]), vs[2]),
+            }[op]()
             return v, np.maximum.reduce([np.broadcast_to(m, np.shape(v)) for m in ms]), amb
         if op in ("lt", "le", "gt", "ge", "eq", "ne"):
             a, b = np.asarray(vs[0], float), np.asarray(vs[1], float)
-            res = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}[op](a, b)
+            res = {
+                "lt": np.less,
+                "le": np.less_equal,
+                "gt": np.greater,
+                "ge": np.greater_equal,
+                "eq": np.equal,
+                "ne": np.not_equal,
+            }[op](a, b)
             v = np.where(np.isnan(a) | np.isnan(b), np.nan, res.astype(float))
             tie = np.abs(a - b) <= self.K * (ms[0] + ms[1])
             return v, np.zeros(np.shape(v)), amb | tie
@@ -399,12 +500,16 @@ def agree(name: str, what: str, got: np.ndarray, want: np.ndarray, oracle: Oracl
     keep = ~np.asarray(amb, bool) if ambiguous_ok else np.ones(want.shape, bool)
     gn, wn = np.isnan(got), np.isnan(want)
     bad_null = keep & (gn != wn)
-    assert not bad_null.any(), f"{what} {name}: nulls differ at {np.argwhere(bad_null)[:3].tolist()}: got {got[bad_null][:3]}, want {want[bad_null][:3]}"
+    assert not bad_null.any(), (
+        f"{what} {name}: nulls differ at {np.argwhere(bad_null)[:3].tolist()}: got {got[bad_null][:3]}, want {want[bad_null][:3]}"
+    )
     both = keep & ~gn & ~wn
     tol = 1e-9 * np.abs(want) + 1e-12 * np.nan_to_num(mag, posinf=np.inf) + 1e-300
     err = np.abs(got - want)
     bad = both & ~(err <= tol)
-    assert not bad.any(), f"{what} {name}: values differ at {np.argwhere(bad)[:3].tolist()}: got {got[bad][:3]}, want {want[bad][:3]}"
+    assert not bad.any(), (
+        f"{what} {name}: values differ at {np.argwhere(bad)[:3].tolist()}: got {got[bad][:3]}, want {want[bad][:3]}"
+    )
 
 
 # -- the backends ------------------------------------------------------------------------------------------------
@@ -448,10 +553,12 @@ def _sql_values(graph, tables: list[pa.Table], shapes: list[tuple[int, int]]) ->
         col = out.column(name)
         if m.axes:
             col = pa.concat_arrays([c.flatten() for c in col.chunks])
-        cols[name] = np.array([np.nan if v is None else v for v in col.to_pylist()], float).reshape((offset, Wmax) + tuple(s for _, s in m.axes))
+        cols[name] = np.array([np.nan if v is None else v for v in col.to_pylist()], float).reshape(
+            (offset, Wmax) + tuple(s for _, s in m.axes)
+        )
     res, first = [], 0
     for W, C in shapes:
-        res.append({name: v[first:first + C, :W].swapaxes(0, 1) for name, v in cols.items()})
+        res.append({name: v[first : first + C, :W].swapaxes(0, 1) for name, v in cols.items()})
         first += C
     return res
 
@@ -463,7 +570,12 @@ def _stream(mod, dump, split: int):
     one = mod.Stream()
     outs = []
     for i in range(S):
-        r = one.push(dump.timestamps_ns[i], {n: dump.raw[n][i] for n in names}, dump.present[i], {n: m[i] for n, m in miss.items()})
+        r = one.push(
+            dump.timestamps_ns[i],
+            {n: dump.raw[n][i] for n in names},
+            dump.present[i],
+            {n: m[i] for n, m in miss.items()},
+        )
         assert (r is None) == (i == 0)
         if r is not None:
             outs.append(r)
@@ -471,8 +583,12 @@ def _stream(mod, dump, split: int):
     blk = mod.Stream()
     parts = []
     for lo, hi in ((0, split), (split, S)):
-        r = blk.push_block(dump.timestamps_ns[lo:hi], {n: dump.raw[n][lo:hi] for n in names}, dump.present[lo:hi],
-                           {n: m[lo:hi] for n, m in miss.items()})
+        r = blk.push_block(
+            dump.timestamps_ns[lo:hi],
+            {n: dump.raw[n][lo:hi] for n in names},
+            dump.present[lo:hi],
+            {n: m[lo:hi] for n, m in miss.items()},
+        )
         if r is not None:
             parts.append(r)
     block = {k: np.concatenate([p[k] for p in parts]) for k in mod.METRICS}
@@ -494,9 +610,17 @@ def run_backends(gen, graph, tables: list[pa.Table], splits: list[int]) -> list[
     for (dump, w), sql_values, split in zip(prepared, sql, splits):
         per_sample, block = _stream(mod, dump, max(1, min(split, dump.timestamps_ns.shape[0] - 1)))
         srv = server_level(run_level(w, gen), gen)  # chip-scaled spec constants
-        out.append({"windows": w, "reference": evaluate(graph, w), "evaluate": mod.evaluate(w.values, w.interval, w.chips),
-                    "Stream.push": per_sample, "Stream.push_block": block, "SQL": sql_values,
-                    "server": (srv, evaluate(graph, srv), mod.evaluate(srv.values, srv.interval, srv.chips))})
+        out.append(
+            {
+                "windows": w,
+                "reference": evaluate(graph, w),
+                "evaluate": mod.evaluate(w.values, w.interval, w.chips),
+                "Stream.push": per_sample,
+                "Stream.push_block": block,
+                "SQL": sql_values,
+                "server": (srv, evaluate(graph, srv), mod.evaluate(srv.values, srv.interval, srv.chips)),
+            }
+        )
     return out
 
 
@@ -528,8 +652,28 @@ def _decimal(modulus: int, scale: float) -> str:
 
 
 def _comparable(gen: Generation) -> tuple:
-    sig = {n: (s.block, s.kind, str(s.unit), s.width, s.scale, s.axes, s.across_chips, s.wrap_width, s.sentinel, s.reset_indicator,
-               s.max_rate, s.buckets, s.modulus, s.reset_kind, s.scale_field, s.slots, s.full_instances) for n, s in gen.signals.items()}
+    sig = {
+        n: (
+            s.block,
+            s.kind,
+            str(s.unit),
+            s.width,
+            s.scale,
+            s.axes,
+            s.across_chips,
+            s.wrap_width,
+            s.sentinel,
+            s.reset_indicator,
+            s.max_rate,
+            s.buckets,
+            s.modulus,
+            s.reset_kind,
+            s.scale_field,
+            s.slots,
+            s.full_instances,
+        )
+        for n, s in gen.signals.items()
+    }
     fld = {n: (f.register, f.lo, f.hi, f.scale, f.axes, str(f.unit)) for n, f in gen.fields.items()}
     spec = {n: (c.value, str(c.unit), c.scope) for n, c in gen.spec.items()}
     return sig, fld, spec, gen.blocks

@@ -1,4 +1,5 @@
 """The metric language: precedence, literals with units, clauses, and syntax errors with positions."""
+
 import pytest
 
 from perfonto.dsl import ast
@@ -27,31 +28,34 @@ def show(e) -> str:
     raise AssertionError(e)
 
 
-@pytest.mark.parametrize("src, want", [
-    ("1 + 2 * 3", "(1 + (2 * 3))"),
-    ("1 - 2 - 3", "((1 - 2) - 3)"),
-    ("8 / 4 / 2", "((8 / 4) / 2)"),
-    ("(1 + 2) * 3", "((1 + 2) * 3)"),
-    ("-a * b", "((- a) * b)"),
-    ("a ** 2 * b", "((a ** 2) * b)"),
-    ("64 B", "64B"),
-    ("1.5 GHz", "1.5GHz"),
-    ("100 %", "100%"),
-    ("2 [GB/s]", "2GB/s"),
-    ("1e9", "1e+09"),
-    ("sum(hbm.read_bytes) / interval", "(sum(hbm.read_bytes) / interval)"),
-    ("min(a, b)", "min(a, b)"),
-    ("a if b > 2 else c", "(a if (b > 2) else c)"),
-    ("a if b > 1 and not c < 2 or d == 3 else e", "(a if (((b > 1) and (not (c < 2))) or (d == 3)) else e)"),
-    ("x if c else y if d else z", "(x if c else (y if d else z))"),
-    ("spec.hbm.peak_bandwidth * interval", "(spec.hbm.peak_bandwidth * interval)"),
-])
+@pytest.mark.parametrize(
+    "src, want",
+    [
+        ("1 + 2 * 3", "(1 + (2 * 3))"),
+        ("1 - 2 - 3", "((1 - 2) - 3)"),
+        ("8 / 4 / 2", "((8 / 4) / 2)"),
+        ("(1 + 2) * 3", "((1 + 2) * 3)"),
+        ("-a * b", "((- a) * b)"),
+        ("a ** 2 * b", "((a ** 2) * b)"),
+        ("64 B", "64B"),
+        ("1.5 GHz", "1.5GHz"),
+        ("100 %", "100%"),
+        ("2 [GB/s]", "2GB/s"),
+        ("1e9", "1e+09"),
+        ("sum(hbm.read_bytes) / interval", "(sum(hbm.read_bytes) / interval)"),
+        ("min(a, b)", "min(a, b)"),
+        ("a if b > 2 else c", "(a if (b > 2) else c)"),
+        ("a if b > 1 and not c < 2 or d == 3 else e", "(a if (((b > 1) and (not (c < 2))) or (d == 3)) else e)"),
+        ("x if c else y if d else z", "(x if c else (y if d else z))"),
+        ("spec.hbm.peak_bandwidth * interval", "(spec.hbm.peak_bandwidth * interval)"),
+    ],
+)
 def test_precedence_and_literals(src, want):
     assert show(one(src)) == want
 
 
 def test_clauses():
-    src = '''
+    src = """
     # a comment
     metric hbm.bandwidth_utilization [percent]
       = (sum(hbm.read_bytes) + sum(hbm.write_bytes)) / (spec.hbm.peak_bandwidth * interval)
@@ -61,7 +65,7 @@ def test_clauses():
       threshold > 80 %: "HBM bandwidth bound"
       parent topdown.memory_bound
       source "Roofline, CACM 2009"
-    '''
+    """
     (d,), diags = parse_text(src, "m.metrics")
     assert not diags
     assert d.name == "hbm.bandwidth_utilization" and d.unit == "percent"
@@ -74,13 +78,16 @@ def test_clauses():
     assert (d.span.line, d.span.col) == (3, 12)
 
 
-@pytest.mark.parametrize("src, line, col, expect", [
-    ("metric x [B] = 1 +", 1, 19, "end of file"),
-    ("metric x [B] = a $ b", 1, 18, "unexpected character '$'"),
-    ("metric x = 2", 1, 10, "unexpected `=`"),
-    ("metric a [B] = 1\nmetric b [B] = sum(x,)", 2, 22, "unexpected `)`"),
-    ("metric a [B] = 1\n  bounds 1 2", 2, 12, "unexpected `2`"),
-])
+@pytest.mark.parametrize(
+    "src, line, col, expect",
+    [
+        ("metric x [B] = 1 +", 1, 19, "end of file"),
+        ("metric x [B] = a $ b", 1, 18, "unexpected character '$'"),
+        ("metric x = 2", 1, 10, "unexpected `=`"),
+        ("metric a [B] = 1\nmetric b [B] = sum(x,)", 2, 22, "unexpected `)`"),
+        ("metric a [B] = 1\n  bounds 1 2", 2, 12, "unexpected `2`"),
+    ],
+)
 def test_syntax_errors_name_line_and_column(src, line, col, expect):
     decls, diags = parse_text(src, "bad.metrics")
     assert len(diags) == 1
@@ -100,13 +107,16 @@ def test_one_bad_declaration_keeps_the_others():
     assert [(d.span.line, d.span.col) for d in diags] == [(2, 16), (4, 18)]
 
 
-@pytest.mark.parametrize("src, words", [
-    ('metric a [1] = 1\n  "one"\n  "two"', "two `description` clauses"),
-    ("metric a [1] = 1\n  bounds 0 .. 1\n  bounds 5 .. 6", "two `bounds` clauses"),
-    ('metric a [1] = 1\n  "bad escape \\x4"', "invalid string"),
-    ('metric a [1] = 1\n  source "\\ud800"', "invalid string"),
-    ("metric a [1] = 1e999", "out of range"),
-])
+@pytest.mark.parametrize(
+    "src, words",
+    [
+        ('metric a [1] = 1\n  "one"\n  "two"', "two `description` clauses"),
+        ("metric a [1] = 1\n  bounds 0 .. 1\n  bounds 5 .. 6", "two `bounds` clauses"),
+        ('metric a [1] = 1\n  "bad escape \\x4"', "invalid string"),
+        ('metric a [1] = 1\n  source "\\ud800"', "invalid string"),
+        ("metric a [1] = 1e999", "out of range"),
+    ],
+)
 def test_bad_clauses_are_diagnostics(src, words):
     decls, diags = parse_text(src, "f.metrics")
     assert decls == [] and len(diags) == 1 and words in diags[0].message, [d.render() for d in diags]
@@ -121,7 +131,11 @@ def test_very_long_expression_is_a_diagnostic():
 def test_compile_refuses_what_codegen_could_not_emit(sohu):
     from helpers import compile_src
 
-    assert [d.code for d in compile_src(sohu, "metric a [B] = sum(hbm.read_bytes, hbm.write_bytes)").errors] == ["arity"]
+    assert [d.code for d in compile_src(sohu, "metric a [B] = sum(hbm.read_bytes, hbm.write_bytes)").errors] == [
+        "arity"
+    ]
     assert [d.code for d in compile_src(sohu, "metric a [1] = 2 ** 400").errors] == ["type"]
-    g = compile_src(sohu, "metric power.status.pstate [1] = 1\nmetric request.arrival_time [s] = 1 s\nmetric spec.x [1] = 1")
+    g = compile_src(
+        sohu, "metric power.status.pstate [1] = 1\nmetric request.arrival_time [s] = 1 s\nmetric spec.x [1] = 1"
+    )
     assert [d.code for d in g.errors] == ["duplicate-name"] * 3

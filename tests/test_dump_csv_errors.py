@@ -1,6 +1,7 @@
 """A CSV value that does not convert names the file, the row (counted from 1 below the header), the
 column by name and what the column holds — not pyarrow's "In CSV column #5: CSV conversion error to
 uint64", whose index is 0-based and names no column."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,10 @@ def _csv(path, rows: int, bad_row: int, column: int, value: str):
 @pytest.mark.parametrize("value", ["12.5", "-3", "abc"])
 def test_a_register_value_that_is_not_an_unsigned_integer(tmp_path, sohu, capsys, value):
     p = _csv(tmp_path / "d.csv", 5, 4, 3, value)
-    want = (f"{p}: row 4, column `seq.idle_cycles`: value '{value}' is not an unsigned integer "
-            "(raw registers are unsigned integer counts)")
+    want = (
+        f"{p}: row 4, column `seq.idle_cycles`: value '{value}' is not an unsigned integer "
+        "(raw registers are unsigned integer counts)"
+    )
     with pytest.raises(DumpError) as exc:
         read_counters(p, sohu)
     assert str(exc.value) == want
@@ -49,7 +52,9 @@ def test_a_register_value_that_is_not_an_unsigned_integer(tmp_path, sohu, capsys
 
 def test_the_row_is_found_past_the_first_block(tmp_path, sohu):
     p = _csv(tmp_path / "big.csv", 120_000, 97_531, 2, "7e3")  # pyarrow reads a file this size in several blocks
-    with pytest.raises(DumpError, match=r"big\.csv: row 97531, column `seq\.elapsed_cycles`: value '7e3' is not an unsigned"):
+    with pytest.raises(
+        DumpError, match=r"big\.csv: row 97531, column `seq\.elapsed_cycles`: value '7e3' is not an unsigned"
+    ):
         read_counters(p, sohu)
 
 
@@ -77,7 +82,9 @@ def test_a_ragged_row_names_its_row(tmp_path, sohu):
     p.write_text("\n".join(lines) + "\n")
     with pytest.raises(DumpError) as exc:
         read_counters(p, sohu)
-    assert str(exc.value).startswith(f"{p}: row 5: 3 field(s) where the header has 4 column(s) ('0,4000000,5000');"), str(exc.value)
+    assert str(exc.value).startswith(f"{p}: row 5: 3 field(s) where the header has 4 column(s) ('0,4000000,5000');"), (
+        str(exc.value)
+    )
 
 
 def test_a_ragged_row_with_bytes_not_utf8_is_one_clear_error(tmp_path, sohu, capfd):
@@ -88,7 +95,9 @@ def test_a_ragged_row_with_bytes_not_utf8_is_one_clear_error(tmp_path, sohu, cap
     with pytest.raises(DumpError) as exc:
         read_counters(p, sohu)
     msg = str(exc.value)
-    assert msg.startswith(f"{p}: a row has another number of fields than the header has columns, and bytes that are not UTF-8"), msg
+    assert msg.startswith(
+        f"{p}: a row has another number of fields than the header has columns, and bytes that are not UTF-8"
+    ), msg
     assert "save the file as UTF-8" in msg
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception ignored" not in err, err

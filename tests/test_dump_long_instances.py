@@ -3,6 +3,7 @@ row of the whole dump gives is a refusal naming the signal, the instances given 
 count (a dump of another generation, or a SKU whose ``slots`` are not declared) — not a register
 read as null everywhere ("10 missing sample"). An instance missing at some timestamps only stays a
 null register there (a missing sample)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,10 @@ def _long_csv(path, instances, samples=12, skip=()):
 
 def test_an_instance_no_row_gives_is_refused(tmp_path, caelius):
     p = _long_csv(tmp_path / "six.csv", range(6))
-    for read in (lambda: read_counters(p, caelius, sample_period_ns=MS), lambda: plan_dump(p, caelius, sample_period_ns=MS)):
+    for read in (
+        lambda: read_counters(p, caelius, sample_period_ns=MS),
+        lambda: plan_dump(p, caelius, sample_period_ns=MS),
+    ):
         with pytest.raises(DumpError) as exc:
             read()
         msg = str(exc.value)
@@ -62,7 +66,8 @@ def test_an_instance_missing_at_one_timestamp_is_a_missing_sample(tmp_path, cael
     assert np.argwhere(chunk.dump.missing["hbm.read_bytes"]).tolist() == [[4, 0, 7]]
 
 
-SKU = {"base.yaml": """\
+SKU = {
+    "base.yaml": """\
 generation: base
 description: 8 memory channels
 clock_domains:
@@ -74,7 +79,9 @@ blocks:
     instances: {channel: 8}
     signals:
       read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
-""", "sku.yaml": "generation: sku\ndescription: 4 of 8 channels\nextends: base\nblocks:\n  mem:\n    slots: {channel: [0, 2, 4, 6]}\n"}
+""",
+    "sku.yaml": "generation: sku\ndescription: 4 of 8 channels\nextends: base\nblocks:\n  mem:\n    slots: {channel: [0, 2, 4, 6]}\n",
+}
 
 
 def test_a_present_slot_no_row_gives_is_refused(tmp_path):
@@ -83,8 +90,13 @@ def test_a_present_slot_no_row_gives_is_refused(tmp_path):
     gen, diags = load_generation(tmp_path / "sku.yaml")
     assert gen is not None, [d.render() for d in diags]
     p = tmp_path / "d.csv"
-    p.write_text("chip,timestamp_ns,signal,instance,value\n"
-                 + "".join(f"0,{s * MS},mem.read_bytes,{i},{s}\n" for s in range(3) for i in (0, 2, 4)))
-    with pytest.raises(DumpError, match=r"gives? instances 0, 2, 4 only, but generation `sku` declares 4 present slots "
-                                        r"\(0, 2, 4, 6\) of 8; instance 6 appears in no row"):
+    p.write_text(
+        "chip,timestamp_ns,signal,instance,value\n"
+        + "".join(f"0,{s * MS},mem.read_bytes,{i},{s}\n" for s in range(3) for i in (0, 2, 4))
+    )
+    with pytest.raises(
+        DumpError,
+        match=r"gives? instances 0, 2, 4 only, but generation `sku` declares 4 present slots "
+        r"\(0, 2, 4, 6\) of 8; instance 6 appears in no row",
+    ):
         read_counters(p, gen, sample_period_ns=MS)

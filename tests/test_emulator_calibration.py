@@ -1,4 +1,5 @@
 """Calibration against the public measurements: the shipped rows, the fitted file, hold-out checks."""
+
 from __future__ import annotations
 
 import json
@@ -27,27 +28,29 @@ def test_shipped_rows_are_the_public_ones_and_the_others_cite_the_page():
     assert "TensorRT-LLM" in header["source"] and len(shipped) == 16
     if SHARED.exists():  # a fresh clone without ../shared still has the copy
         shared = yaml.safe_load(SHARED.read_text())["rows"]
-        assert [(r["model"], r["gpu"], r["tp"], r["dtype"], r["isl"], r["osl"], r["value"]) for r in shared] == \
-            [(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl, r.value) for r in shipped]
+        assert [(r["model"], r["gpu"], r["tp"], r["dtype"], r["isl"], r["osl"], r["value"]) for r in shared] == [
+            (r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl, r.value) for r in shipped
+        ]
     more = [r for r in rows if r.set != "shipped"]
     assert len(more) >= 30 and all(r.set == "perf-overview" for r in more)
     for r in more:  # every further row names the page, its table and the row of the table
         assert r.cite.startswith("perf-overview.md @ 00f3768, ") and r.cite.endswith(f"{r.isl}/{r.osl}"), r.cite
         assert r.gpu.upper() in r.cite and f"TP{r.tp}" in r.cite and r.dtype.upper() in r.cite
     assert {r.family for r in rows} == {"llama-3", "qwen3"}
-    assert len({(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl) for r in rows}) == len(rows)   # no row twice
+    assert len({(r.model, r.gpu, r.tp, r.dtype, r.isl, r.osl) for r in rows}) == len(rows)  # no row twice
 
 
 def test_geomean_error_definition():
     assert geomean_error(np.array([110.0, 90.0]), np.array([100.0, 100.0])) == pytest.approx(
-        np.exp((np.log(1.1) + abs(np.log(0.9))) / 2) - 1)
+        np.exp((np.log(1.1) + abs(np.log(0.9))) / 2) - 1
+    )
 
 
 @pytest.mark.slow
 def test_shipped_rows_within_the_acceptance(preps):
     res = validate(preps)
-    assert res["shipped"]["n"] == 16 and res["shipped"]["geomean_error"] <= 0.05     # issue 16's acceptance
-    assert res["geomean_error"] <= 0.08                                             # every row, MoE included
+    assert res["shipped"]["n"] == 16 and res["shipped"]["geomean_error"] <= 0.05  # issue 16's acceptance
+    assert res["geomean_error"] <= 0.08  # every row, MoE included
     assert res["worst_error"] <= 0.35
     qwen = [r for r in res["rows"] if r["family"] == "qwen3"]
     assert len(qwen) == 16 and np.exp(np.mean([r["abs_log_error"] for r in qwen])) - 1 <= 0.12
@@ -66,12 +69,15 @@ def test_fitted_file_is_what_calibrate_writes(preps):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("held_out,why", [
-    (lambda r: r.model == "llama-3.1-8b", "another model"),
-    (lambda r: (r.isl, r.osl) == (1000, 1000), "another length"),
-    (lambda r: r.gpu == "h100", "another GPU"),
-    (lambda r: (r.isl, r.osl) in ((128, 128), (128, 2048)), "short prompts"),
-])
+@pytest.mark.parametrize(
+    "held_out,why",
+    [
+        (lambda r: r.model == "llama-3.1-8b", "another model"),
+        (lambda r: (r.isl, r.osl) == (1000, 1000), "another length"),
+        (lambda r: r.gpu == "h100", "another GPU"),
+        (lambda r: (r.isl, r.osl) in ((128, 128), (128, 2048)), "short prompts"),
+    ],
+)
 def test_hold_out_rows_predicted_from_the_others(preps, held_out, why):
     """Fit on the other rows, predict the held-out ones: ≤ 0.20 geomean error (the hidden-row target)."""
     train = [p for p in preps if not held_out(p.row)]
@@ -87,8 +93,10 @@ def test_validate_emulator_cli_json(capsys):
     from perfonto.cli import main
 
     assert main(["validate-emulator", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)       # stdout holds the JSON alone
-    assert {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} <= set(doc) and len(doc["rows"]) >= 46
+    doc = json.loads(capsys.readouterr().out)  # stdout holds the JSON alone
+    assert {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} <= set(doc) and len(
+        doc["rows"]
+    ) >= 46
     assert doc["shipped"]["geomean_error"] <= 0.05 and doc["worst_error"] <= 0.35
     r = doc["rows"][0]
     assert {"model", "family", "gpu", "tp", "dtype", "isl", "osl", "set", "measured", "predicted", "error"} <= set(r)

@@ -9,6 +9,7 @@ the dump and ground truth are checked:
   within 1 %, and the matrix engine's FLOPs (padding, replicated heads, MLA decompression) are at least that;
 - energy = the integral of the power gauge over the windows.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,9 +67,18 @@ def _deltas(table, gen, name, chips):
 def test_counters_are_coherent(generation, model, gens, tmp_path):
     gen, m = gens[generation], get_model(model)
     chips = _chips(m, gen)
-    r = emulator.run(gen, model=model, chips=chips, duration_s=0.6, sample_period_s=2e-3, isl=ISL, osl=OSL,
-                     num_requests=R, chunked_prefill=False,
-                     out_dir=tmp_path)
+    r = emulator.run(
+        gen,
+        model=model,
+        chips=chips,
+        duration_s=0.6,
+        sample_period_s=2e-3,
+        isl=ISL,
+        osl=OSL,
+        num_requests=R,
+        chunked_prefill=False,
+        out_dir=tmp_path,
+    )
     gt = r.ground_truth
     n_req = gt["num_requests"]
     assert gt["requests_completed"] == n_req, "the benchmark must drain within the run"
@@ -78,8 +88,11 @@ def test_counters_are_coherent(generation, model, gens, tmp_path):
     forward = n_req * (ISL + OSL - 1)
     pairs = n_req * ISL * (ISL + 1) / 2
     decode_pairs = n_req * sum(ISL + g for g in range(1, OSL))
-    expected = (2 * m.active_matmul_params * forward + 2 * m.hidden * m.vocab * n_req * OSL
-                + m.layers * m.prefill_pair_flops * (pairs + decode_pairs))
+    expected = (
+        2 * m.active_matmul_params * forward
+        + 2 * m.hidden * m.vocab * n_req * OSL
+        + m.layers * m.prefill_pair_flops * (pairs + decode_pairs)
+    )
     assert gt["model_flops"] == pytest.approx(expected, rel=0.01)
     assert gt["flops"] >= gt["model_flops"] and gt["hfu"] >= gt["mfu"] > 0
     assert gt["flops"] == pytest.approx(gt["flops_fp8"] + gt["flops_bf16"] + gt["flops_fp4"], rel=1e-12)
@@ -92,8 +105,11 @@ def test_counters_are_coherent(generation, model, gens, tmp_path):
     table = pq.read_table(r.counters_path)
     meta = json.loads(table.schema.metadata[b"perfonto"])
     dt = meta["sample_period_ns"] * 1e-9
-    clocks = {d: float(gen.registry.Quantity(c.value, c.unit).to(f"{d}_cycle/s").magnitude) for d, c in gen.clock_domains.items()}
-    el = _deltas(table, gen, "seq.elapsed_cycles", chips)[:, :, 0]          # core cycles per window
+    clocks = {
+        d: float(gen.registry.Quantity(c.value, c.unit).to(f"{d}_cycle/s").magnitude)
+        for d, c in gen.clock_domains.items()
+    }
+    el = _deltas(table, gen, "seq.elapsed_cycles", chips)[:, :, 0]  # core cycles per window
     for name, sig in gen.signals.items():
         if sig.kind != "counter" or not name.endswith("cycles") or name == "seq.elapsed_cycles":
             continue

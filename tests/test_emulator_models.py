@@ -1,4 +1,5 @@
 """Model shapes as data: public parameter counts, KV-cache sizes, MoE and MLA work by hand."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,20 +14,24 @@ from perfonto.emulator.scheduler import StepBatch
 from perfonto.ontology import load_generation
 
 
-@pytest.mark.parametrize("name,total", [
-    ("llama-3.1-8b", 8_030_261_248),          # model card: 8.03 B
-    ("llama-3.3-70b", 70_553_706_496),        # 70.6 B
-    ("llama-3.1-405b", 405_853_388_800),      # 405.9 B
-    ("mixtral-8x7b", 46_702_792_704),         # 46.7 B
-    ("deepseek-v3", 671_026_419_200),         # 671 B (without the 14 B MTP module)
-    ("qwen3-235b-a22b", 235_093_634_560),     # 235 B
-])
+@pytest.mark.parametrize(
+    "name,total",
+    [
+        ("llama-3.1-8b", 8_030_261_248),  # model card: 8.03 B
+        ("llama-3.3-70b", 70_553_706_496),  # 70.6 B
+        ("llama-3.1-405b", 405_853_388_800),  # 405.9 B
+        ("mixtral-8x7b", 46_702_792_704),  # 46.7 B
+        ("deepseek-v3", 671_026_419_200),  # 671 B (without the 14 B MTP module)
+        ("qwen3-235b-a22b", 235_093_634_560),  # 235 B
+    ],
+)
 def test_total_parameters_match_the_published_counts(name, total):
     assert get_model(name).total_params == total
 
 
-@pytest.mark.parametrize("name,active,rel", [("mixtral-8x7b", 12.9e9, 0.02), ("deepseek-v3", 37e9, 0.02),
-                                             ("qwen3-235b-a22b", 22e9, 0.03)])
+@pytest.mark.parametrize(
+    "name,active,rel", [("mixtral-8x7b", 12.9e9, 0.02), ("deepseek-v3", 37e9, 0.02), ("qwen3-235b-a22b", 22e9, 0.03)]
+)
 def test_active_parameters_match_the_model_cards(name, active, rel):
     m = get_model(name)
     assert m.active_matmul_params + m.lm_head_params == pytest.approx(active, rel=rel)
@@ -36,8 +41,14 @@ def test_aliases_and_unknown_names():
     assert get_model("llama3-70b") is get_model("llama-3.3-70b") and get_model("llama3-8b").name == "llama-3.1-8b"
     with pytest.raises(KeyError, match="known models: .*deepseek-v3"):
         get_model("gpt-17")
-    assert {m.name for m in MODELS.values()} == {"llama-3.1-8b", "llama-3.3-70b", "llama-3.1-405b", "mixtral-8x7b",
-                                                 "deepseek-v3", "qwen3-235b-a22b"}
+    assert {m.name for m in MODELS.values()} == {
+        "llama-3.1-8b",
+        "llama-3.3-70b",
+        "llama-3.1-405b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "qwen3-235b-a22b",
+    }
 
 
 def test_kv_cache_bytes_gqa_and_mla():
@@ -50,8 +61,8 @@ def test_kv_cache_bytes_gqa_and_mla():
 def test_deepseek_layer_kinds_and_mla_flops():
     m = get_model("deepseek-v3")
     assert m.layer_kinds() == [("dense", 3), ("moe", 58)]
-    assert m.prefill_pair_flops == 128 * (2 * 192 + 2 * 128)       # unabsorbed: q·k over 192, p·v over 128
-    assert m.decode_pair_flops == 128 * (2 * 576 + 2 * 512)        # absorbed: over the 576-wide cache
+    assert m.prefill_pair_flops == 128 * (2 * 192 + 2 * 128)  # unabsorbed: q·k over 192, p·v over 128
+    assert m.decode_pair_flops == 128 * (2 * 576 + 2 * 512)  # absorbed: over the 576-wide cache
     assert m.history_decompress_flops == 2 * 512 * 128 * 256
 
 
@@ -62,8 +73,19 @@ def h200():
 
 
 def _batch(**kw):
-    f = dict(decode_tokens=0, decode_keys=0, prefill_tokens=0, prefill_chunks=0, prefill_pairs=0, prefill_history=0,
-             head_tokens=0, completed=0, batch=1, kv_tokens=0, kv_alloc_tokens=0)
+    f = dict(
+        decode_tokens=0,
+        decode_keys=0,
+        prefill_tokens=0,
+        prefill_chunks=0,
+        prefill_pairs=0,
+        prefill_history=0,
+        head_tokens=0,
+        completed=0,
+        batch=1,
+        kv_tokens=0,
+        kv_alloc_tokens=0,
+    )
     f.update(kw)
     return StepBatch(**{k: np.array([v], np.int64) for k, v in f.items()})
 
@@ -88,6 +110,7 @@ def test_expert_parallel_shares_and_all_to_all_bytes(h200):
     assert cs.local_experts == 32 and cs.heads == 128 and cs.group_tokens == 8
     # probability a token has one of its 8 experts among a chip's 32 of 256
     from math import comb
+
     assert p_chip_touched(256, 8, 8) == pytest.approx(1 - comb(224, 8) / comb(256, 8))
     cfg = EmuConfig(m, h200, Assumptions(), Mapping(tp=8, ep=8, attn_dp=True), Precision.of("fp8"))
     W = stack_work(_batch(decode_tokens=64, decode_keys=64 * 1000, head_tokens=64), cfg)

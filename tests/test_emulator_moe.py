@@ -1,6 +1,7 @@
 """Mixture of experts as the serving stacks run it (issue 16, point 2): attention data parallelism with
 expert-parallel routed experts, all-to-all dispatch and combine, grouped-GEMM efficiency by tokens per
 expert, and the combine waiting for the hottest expert rank."""
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ def test_imbalance_of_the_hottest_rank_by_hand():
     # largest of 8 exceeds the mean by about σ · √(2 ln 8) = 29.58 × 2.039 = 60.3 (6.03 %)
     assert imbalance(np.array([1000.0]), 8)[0] == pytest.approx(1.0603, abs=1e-4)
     assert imbalance(np.array([1000.0]), 8, skew=1.5)[0] == pytest.approx(1.5 * 1.0603, abs=2e-4)
-    assert imbalance(np.array([0.0, 10.0]), 1).tolist() == [1.0, 1.0]   # one rank: nothing to wait for
+    assert imbalance(np.array([0.0, 10.0]), 1).tolist() == [1.0, 1.0]  # one rank: nothing to wait for
 
 
 def test_moe_models_map_to_attention_dp_with_expert_parallelism():
@@ -44,7 +45,7 @@ def qwen():
 
 
 def test_dispatch_bytes_and_tokens_per_expert_by_hand(qwen):
-    cfg, T = qwen, 512                                      # 512 decode tokens on each of the 8 attention ranks
+    cfg, T = qwen, 512  # 512 decode tokens on each of the 8 attention ranks
     W = stack_work(_batch(decode_tokens=T, decode_keys=T * 1000, head_tokens=T, batch=T), cfg)
     S = cfg.plan.slots
     # each token's hidden state (4096 × 2 B) goes to every other chip holding one of its 8 experts:
@@ -55,7 +56,9 @@ def test_dispatch_bytes_and_tokens_per_expert_by_hand(qwen):
     assert W["tx"][0, S.index("moe_combine")] == W["tx"][0, S.index("moe_dispatch")]
     # the grouped expert GEMMs see the whole group's tokens: 8 × 512 × 8 / 128 = 256 rows per expert
     assert W["rows"][0, S.index("experts_gate_up")] == pytest.approx(8 * T * 8 / 128)
-    assert W["tx"][0, S.index("attn_allreduce")] == 0 and W["hops"][0, S.index("attn_allreduce")] == 0  # no TP all-reduce
+    assert (
+        W["tx"][0, S.index("attn_allreduce")] == 0 and W["hops"][0, S.index("attn_allreduce")] == 0
+    )  # no TP all-reduce
 
 
 def test_the_combine_waits_for_the_hottest_rank_as_peer_wait(qwen):
@@ -66,12 +69,12 @@ def test_the_combine_waits_for_the_hottest_rank_as_peer_wait(qwen):
     S = cfg.plan.slots
     k = S.index("moe_combine")
     experts = [S.index(s) for s in ("experts_gate_up", "experts_silu_mul", "experts_down")]
-    noise = imbalance(np.array([8 * T * 8 * 16 / 128]), 8)[0]          # 4,096 assignments per chip
+    noise = imbalance(np.array([8 * T * 8 * 16 / 128]), 8)[0]  # 4,096 assignments per chip
     want = (cfg.a.expert_imbalance * noise - 1) * tm["t"][0, experts].sum()
     assert cfg.a.expert_imbalance > 1 and tm["imb_wait"][0, k] == pytest.approx(want, rel=1e-12)
     t = build_ops(b, cfg)
     f = cfg.hw.core_hz
     assert t.own_wait[0, k] == round(want * f) and t.wait[0, k] == t.own_wait[0, k]
     amt, off = t.phases["collective_wait"]
-    assert amt[0, k] == t.wait[0, k] and off[0, k] == 0                 # top-down level 2: waiting for a peer
-    assert t.arrival_wait[0, k] == 0                                    # nobody arrived late: the trace blames no chip
+    assert amt[0, k] == t.wait[0, k] and off[0, k] == 0  # top-down level 2: waiting for a peer
+    assert t.arrival_wait[0, k] == 0  # nobody arrived late: the trace blames no chip

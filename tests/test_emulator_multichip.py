@@ -1,5 +1,6 @@
 """Chips that differ (slow chip, throttled link, router skew), lock-step collectives, per-chip clocks,
 sync reads, the host-side trace and the FLOP/energy ground truth of issue 9."""
+
 from __future__ import annotations
 
 import json
@@ -52,13 +53,20 @@ def test_knobs_are_checked():
 
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):
-    return emulator.run("sohu", duration_s=0.6, sample_period_s=0.002, warmup_steps=400, slow_chip=(5, 1.2), **SHORT_STEPS,
-                        out_dir=tmp_path_factory.mktemp("slow"))
+    return emulator.run(
+        "sohu",
+        duration_s=0.6,
+        sample_period_s=0.002,
+        warmup_steps=400,
+        slow_chip=(5, 1.2),
+        **SHORT_STEPS,
+        out_dir=tmp_path_factory.mktemp("slow"),
+    )
 
 
 def test_slow_chip_is_the_straggler_in_ground_truth(slow):
     gt, tls = slow.ground_truth, slow.timelines
-    assert len(tls) == 2 and (tls[0].ends == tls[1].ends).all()          # lock step: same step boundaries
+    assert len(tls) == 2 and (tls[0].ends == tls[1].ends).all()  # lock step: same step boundaries
     assert gt["straggler"]["chip"] == 5 and gt["straggler"]["share"] == 1.0
     w = np.array(gt["collective_wait_s"])
     assert w[5] == 0 and (w[np.arange(8) != 5] > 0.05).all()
@@ -81,15 +89,18 @@ def test_model_flops_shares_add_up_and_hfu_bounds_mfu(slow):
 
 
 def test_throttled_link_is_busy_factor_times_longer(tmp_path):
-    r = emulator.run("sohu", duration_s=0.4, sample_period_s=0.002, warmup_steps=400, throttled_link=(2, 5, 4.0),
-                     out_dir=tmp_path)
+    r = emulator.run(
+        "sohu", duration_s=0.4, sample_period_s=0.002, warmup_steps=400, throttled_link=(2, 5, 4.0), out_dir=tmp_path
+    )
     gt = r.ground_truth
     lb = gt["per_chip"][2]["link_busy_s"]
-    assert lb[5] == pytest.approx(4 * lb[0], rel=1e-3) and lb[0] == pytest.approx(gt["per_chip"][1]["link_busy_s"][5], rel=2e-4)
+    assert lb[5] == pytest.approx(4 * lb[0], rel=1e-3) and lb[0] == pytest.approx(
+        gt["per_chip"][1]["link_busy_s"][5], rel=2e-4
+    )
     assert gt["straggler"] is None and gt["throttled_link"] == {"chip": 2, "link": 5, "factor": 4.0}
     t = pq.read_table(r.counters_path, columns=["chip", "c2c.busy_cycles"])
     busy = np.array(t.column("c2c.busy_cycles").to_pylist(), np.float64).reshape(-1, 8, 12)
-    d = np.diff(busy, axis=0).sum(axis=0) / 1.6e9                         # link cycles → s, no wrap in 0.4 s
+    d = np.diff(busy, axis=0).sum(axis=0) / 1.6e9  # link cycles → s, no wrap in 0.4 s
     assert d[2, 5] == pytest.approx(lb[5], rel=1e-3) and d[2, 0] == pytest.approx(lb[0], rel=1e-3)
 
 
@@ -106,19 +117,21 @@ def test_router_skew_makes_the_hot_chip_the_straggler(tmp_path):
 
 def test_clocks_and_sync_reads(slow):
     gt = slow.ground_truth
-    assert len(gt["clocks"]) == 8 and all(abs(c["offset_ns"]) <= 10_000_000 and abs(c["drift_ppm"]) <= 100 for c in gt["clocks"])
+    assert len(gt["clocks"]) == 8 and all(
+        abs(c["offset_ns"]) <= 10_000_000 and abs(c["drift_ppm"]) <= 100 for c in gt["clocks"]
+    )
     s = pq.read_table(slow.sync_path)
     assert s.column_names == ["chip", "host_before_ns", "device_ns", "host_after_ns"]
     chip = s.column("chip").to_numpy()
     h0, d, h1 = (s.column(k).to_numpy() for k in ("host_before_ns", "device_ns", "host_after_ns"))
     for c in range(8):
         hb = h0[chip == c]
-        assert len(hb) == 61 and (np.diff(hb) == 10_000_000).all()        # every 10 ms over 0.6 s
+        assert len(hb) == 61 and (np.diff(hb) == 10_000_000).all()  # every 10 ms over 0.6 s
     rtt = h1 - h0
-    assert 3_000 < np.median(rtt) < 6_000                                    # two legs, each a 2 µs median
+    assert 3_000 < np.median(rtt) < 6_000  # two legs, each a 2 µs median
     clk = [DeviceClock(g["offset_ns"], g["drift_ppm"] * 1e-6) for g in gt["clocks"]]
     inst = np.array([clk[c].host(x) for c, x in zip(chip, d)])
-    assert ((inst >= h0 - 1) & (inst <= h1 + 1)).all()                        # the device read lies between its host reads
+    assert ((inst >= h0 - 1) & (inst <= h1 + 1)).all()  # the device read lies between its host reads
     late = rtt > 100_000
     assert 0 < late.sum() <= 0.05 * len(rtt)
 
@@ -145,7 +158,7 @@ def test_trace_links_steps_to_device_execution(slow):
         sel = step == s
         assert ((kind == "submit") & sel).sum() == 1 and ((kind == "step") & sel).sum() == 1
         assert sorted(chip[(kind == "exec") & sel].tolist()) == list(range(8))
-        assert ((kind == "dma") & sel & (chip == 0)).sum() == 2               # h2d, and d2h on the leader
+        assert ((kind == "dma") & sel & (chip == 0)).sum() == 2  # h2d, and d2h on the leader
     # collectives: one instance per call, the same on every chip
     inst = t.column("instance").to_numpy()[kind == "collective"]
     _, counts = np.unique(inst, return_counts=True)
@@ -156,12 +169,19 @@ def test_trace_links_steps_to_device_execution(slow):
     s0 = api[0]
     e = hs[(kind == "exec") & (step == s0)]
     dma_end = t.column("end_ns").to_numpy()[(kind == "dma") & (step == s0) & (chip == 3)][0]
-    assert abs(e[3] - gt["clock_offsets_ns"][3] - dma_end) < 5_000                # ≤ drift × t + rounding
+    assert abs(e[3] - gt["clock_offsets_ns"][3] - dma_end) < 5_000  # ≤ drift × t + rounding
 
 
 def test_trace_step_detail(tmp_path):
-    r = emulator.run("sohu", duration_s=0.3, sample_period_s=0.002, warmup_steps=400, slow_chip=(1, 1.2),
-                     trace_detail="step", out_dir=tmp_path)
+    r = emulator.run(
+        "sohu",
+        duration_s=0.3,
+        sample_period_s=0.002,
+        warmup_steps=400,
+        slow_chip=(1, 1.2),
+        trace_detail="step",
+        out_dir=tmp_path,
+    )
     t = pq.read_table(r.trace_path)
     kind = t.column("kind").cast("string").to_pylist()
     assert "collective" not in kind and "exec" in kind
@@ -180,8 +200,15 @@ def test_bad_inputs_give_clear_errors(tmp_path, sohu):
         emulator.run(sohu, chips=2048, out_dir=tmp_path)
 
 
-@pytest.mark.parametrize("name,value", [("spec.mxu.peak_flops_fp8", math.nan), ("spec.mxu.peak_flops_fp8", 0.0),
-                                        ("spec.hbm.peak_bandwidth", -7.2), ("spec.clock.core", math.inf)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("spec.mxu.peak_flops_fp8", math.nan),
+        ("spec.mxu.peak_flops_fp8", 0.0),
+        ("spec.hbm.peak_bandwidth", -7.2),
+        ("spec.clock.core", math.inf),
+    ],
+)
 def test_bad_spec_values_are_refused(tmp_path, sohu, name, value):
     """The loader refuses these in a catalog file; a generation built another way (or a preset's
     override) still meets a clear error from the emulator, not an IndexError or an endless run."""
@@ -250,8 +277,15 @@ def test_replicated_kv_heads_are_hardware_work_not_model_work(tmp_path):
     """Llama-3-8B has 8 KV heads: over 16 chips each chip computes a whole K/V head, so the K and V
     projections (2·d·Hkv·dh = 8.4 M of the 218 M matrix parameters per layer) run twice: HFU exceeds
     MFU by about 3.8 %; over 8 chips only the row padding separates them."""
-    kw = dict(model="llama3-8b", duration_s=0.05, sample_period_s=0.001, isl=1024, osl=8, num_requests=64,
-              chunked_prefill=False)
+    kw = dict(
+        model="llama3-8b",
+        duration_s=0.05,
+        sample_period_s=0.001,
+        isl=1024,
+        osl=8,
+        num_requests=64,
+        chunked_prefill=False,
+    )
     tp8 = emulator.run("sohu", chips=8, out_dir=tmp_path / "8", **kw).ground_truth
     tp16 = emulator.run("sohu", chips=16, out_dir=tmp_path / "16", **kw).ground_truth
     m = emulator.get_model("llama3-8b")

@@ -1,5 +1,6 @@
 """Serving: the scheduler (offline, online, chunked or whole prompts, against a plain reference), engine
 sizing, parallel mappings, latency figures, presets and the ``project`` command."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,15 @@ class _Reference:
     an optional closed loop of ``conc`` requests in flight."""
 
     def __init__(self, isl, osl, budget, max_batch, cap, n, page, chunked, k=0, conc=None):
-        self.isl, self.osl, self.budget, self.max_batch, self.cap, self.total, self.page = isl, osl, budget, max_batch, cap, n, page
+        self.isl, self.osl, self.budget, self.max_batch, self.cap, self.total, self.page = (
+            isl,
+            osl,
+            budget,
+            max_batch,
+            cap,
+            n,
+            page,
+        )
         self.chunked, self.k, self.conc = chunked, k, conc
         self.reserve = -(-(isl + osl - 1 + k) // page) * page
         self.done = np.zeros(0, np.int64)
@@ -46,13 +55,24 @@ class _Reference:
         left = budget - int(alloc.sum())
         per = -(-left // isl) if self.chunked else left // isl
         arrived = self.total if self.conc is None else min(self.total, self.conc + self.completed)
-        n_new = max(0, min(self.max_batch - len(done), (self.cap - self.reserved) // self.reserve, per,
-                           arrived - self.admitted)) if left > 0 else 0
+        n_new = (
+            max(
+                0,
+                min(
+                    self.max_batch - len(done), (self.cap - self.reserved) // self.reserve, per, arrived - self.admitted
+                ),
+            )
+            if left > 0
+            else 0
+        )
         if n_new:
             new = np.full(n_new, isl, np.int64)
             if self.chunked and left < n_new * isl:
                 new[-1] = left - (n_new - 1) * isl
-            done, gen = np.concatenate([done, np.zeros(n_new, np.int64)]), np.concatenate([gen, np.zeros(n_new, np.int64)])
+            done, gen = (
+                np.concatenate([done, np.zeros(n_new, np.int64)]),
+                np.concatenate([gen, np.zeros(n_new, np.int64)]),
+            )
             alloc, dec = np.concatenate([alloc, new]), np.concatenate([dec, np.zeros(n_new, bool)])
             self.reserved += n_new * self.reserve
             self.admitted += n_new
@@ -69,16 +89,38 @@ class _Reference:
         self.reserved -= int(fin.sum()) * self.reserve
         self.completed += int(fin.sum())
         emitted = int(emit.sum())
-        return (n_dec * (k + 1), keys, int(q.sum()), len(q), int((q * p + q * (q + 1) // 2).sum()), int(p.sum()),
-                n_dec * (k + 1) + int(first.sum()), int(fin.sum()), len(new_done), int(kv.sum()),
-                int((-(-alloc_kv // self.page) * self.page).sum()), emitted, emitted - int(first.sum()) - n_dec,
-                n_dec * k, k if n_dec else 0)
+        return (
+            n_dec * (k + 1),
+            keys,
+            int(q.sum()),
+            len(q),
+            int((q * p + q * (q + 1) // 2).sum()),
+            int(p.sum()),
+            n_dec * (k + 1) + int(first.sum()),
+            int(fin.sum()),
+            len(new_done),
+            int(kv.sum()),
+            int((-(-alloc_kv // self.page) * self.page).sum()),
+            emitted,
+            emitted - int(first.sum()) - n_dec,
+            n_dec * k,
+            k if n_dec else 0,
+        )
 
 
 @settings(max_examples=60, deadline=None)
-@given(isl=st.integers(1, 300), osl=st.integers(1, 40), budget=st.integers(1, 700), max_batch=st.integers(1, 64),
-       cap_mult=st.integers(1, 20), n=st.integers(1, 60), chunked=st.booleans(), k=st.sampled_from([0, 0, 1, 3]),
-       alpha=st.floats(0.0, 1.0), conc=st.sampled_from([None, None, 1, 5]))
+@given(
+    isl=st.integers(1, 300),
+    osl=st.integers(1, 40),
+    budget=st.integers(1, 700),
+    max_batch=st.integers(1, 64),
+    cap_mult=st.integers(1, 20),
+    n=st.integers(1, 60),
+    chunked=st.booleans(),
+    k=st.sampled_from([0, 0, 1, 3]),
+    alpha=st.floats(0.0, 1.0),
+    conc=st.sampled_from([None, None, 1, 5]),
+)
 @example(isl=1, osl=1, budget=1, max_batch=1, cap_mult=1, n=4, chunked=False, k=0, alpha=0.0, conc=5)  # conc > n
 def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, n, chunked, k, alpha, conc):
     budget = max(budget, k + 1)
@@ -86,9 +128,19 @@ def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, 
         budget = max(budget, isl)
     page = 16
     reserve = -(-(isl + osl - 1 + k) // page) * page
-    s = ContinuousBatcher(isl=isl, osl=osl, token_budget=budget, max_batch=max_batch, kv_capacity_tokens=reserve * cap_mult,
-                          num_requests=n, page_tokens=page, chunked_prefill=chunked, draft_tokens=k, acceptance=alpha,
-                          concurrency=conc)
+    s = ContinuousBatcher(
+        isl=isl,
+        osl=osl,
+        token_budget=budget,
+        max_batch=max_batch,
+        kv_capacity_tokens=reserve * cap_mult,
+        num_requests=n,
+        page_tokens=page,
+        chunked_prefill=chunked,
+        draft_tokens=k,
+        acceptance=alpha,
+        concurrency=conc,
+    )
     ref = _Reference(isl, osl, budget, max_batch, reserve * cap_mult, n, page, chunked, k, conc)
     rows = []
     while not s.finished:
@@ -104,11 +156,13 @@ def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, 
     if k == 0:
         assert (log["last_step"] - log["first_step"] == osl - 1).all()
     owner, step = token_steps(log["first_step"], log["last_step"], log["per_step"], osl, s.steps)
-    assert (np.bincount(owner, minlength=n) == osl).all()               # every request's osl tokens, no more
+    assert (np.bincount(owner, minlength=n) == osl).all()  # every request's osl tokens, no more
     assert (np.bincount(step, minlength=len(rows)) == b.emitted_tokens).all()  # at the steps that emitted them
     if conc is not None:  # request i >= conc arrives when the (i - conc + 1)-th request completes
         done_at = np.sort(log["last_step"])  # conc > n: every request arrives at the start, none waits
-        assert (log["arrival_step"][conc:] == done_at[:max(n - conc, 0)]).all() and (log["arrival_step"][:conc] == -1).all()
+        assert (log["arrival_step"][conc:] == done_at[: max(n - conc, 0)]).all() and (
+            log["arrival_step"][:conc] == -1
+        ).all()
         running = np.array([((log["admit_step"] <= t) & (log["last_step"] >= t)).sum() for t in range(len(rows))])
         assert running.max() <= conc
 
@@ -139,7 +193,7 @@ def test_trtllm_bench_engine_by_hand():
     # tokens 177.9 × (1 + 2048/128) = 3024 → 3072 (multiple of 256); whole prompts: ≥ 2048 + 192
     e = trtllm_bench_engine(cfg, 2048, 128)
     assert (e.max_batch, e.token_budget, e.chunked_prefill) == (192, 3072, False)
-    e = trtllm_bench_engine(cfg, 128, 128)   # 1512 requests → 1536; tokens 3024 → 3072
+    e = trtllm_bench_engine(cfg, 128, 128)  # 1512 requests → 1536; tokens 3024 → 3072
     assert (e.max_batch, e.token_budget) == (1536, 3072)
 
 
@@ -148,32 +202,73 @@ def test_pipeline_and_attention_dp_keep_the_work(tmp_path):
     matrix engine's padding differs with the rows per GEMM)."""
     m = get_model("mixtral-8x7b")
     runs = {}
-    for name, mp in {"tp4": Mapping(tp=4, ep=4), "pp2": Mapping(tp=2, pp=2, ep=2),
-                     "adp": Mapping(tp=4, ep=4, attn_dp=True)}.items():
-        runs[name] = emulator.run("h100", model=m.name, chips=4, mapping=mp, duration_s=0.5, sample_period_s=5e-3,
-                                  isl=64, osl=4, num_requests=8, chunked_prefill=False, out_dir=tmp_path / name).ground_truth
+    for name, mp in {
+        "tp4": Mapping(tp=4, ep=4),
+        "pp2": Mapping(tp=2, pp=2, ep=2),
+        "adp": Mapping(tp=4, ep=4, attn_dp=True),
+    }.items():
+        runs[name] = emulator.run(
+            "h100",
+            model=m.name,
+            chips=4,
+            mapping=mp,
+            duration_s=0.5,
+            sample_period_s=5e-3,
+            isl=64,
+            osl=4,
+            num_requests=8,
+            chunked_prefill=False,
+            out_dir=tmp_path / name,
+        ).ground_truth
     for g in runs.values():
         assert g["requests_completed"] == 8 and g["output_tokens"] == 32
     assert runs["pp2"]["model_flops"] == pytest.approx(runs["tp4"]["model_flops"], rel=1e-9)
     assert runs["adp"]["model_flops"] == pytest.approx(runs["tp4"]["model_flops"], rel=1e-9)
     assert all(g["flops"] >= g["model_flops"] for g in runs.values())
     assert runs["pp2"]["c2c_bytes_by_collective"]["send_recv"] > 0
-    assert runs["adp"]["c2c_bytes_by_collective"]["all_to_all"] > 0 and runs["adp"]["c2c_bytes_by_collective"]["allreduce"] == 0
-    assert runs["tp4"]["c2c_bytes_by_collective"]["all_to_all"] == 0 and runs["tp4"]["c2c_bytes_by_collective"]["allreduce"] > 0
+    assert (
+        runs["adp"]["c2c_bytes_by_collective"]["all_to_all"] > 0
+        and runs["adp"]["c2c_bytes_by_collective"]["allreduce"] == 0
+    )
+    assert (
+        runs["tp4"]["c2c_bytes_by_collective"]["all_to_all"] == 0
+        and runs["tp4"]["c2c_bytes_by_collective"]["allreduce"] > 0
+    )
 
 
 def test_fp4_weights_without_fp4_math_run_fp8(tmp_path):
-    h100 = emulator.run("h100", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3,
-                        out_dir=tmp_path / "a").ground_truth
-    b200 = emulator.run("b200", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3,
-                        out_dir=tmp_path / "b").ground_truth
+    h100 = emulator.run(
+        "h100", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3, out_dir=tmp_path / "a"
+    ).ground_truth
+    b200 = emulator.run(
+        "b200", model="llama-3.1-8b", chips=1, dtype="fp4", duration_s=0.1, sample_period_s=5e-3, out_dir=tmp_path / "b"
+    ).ground_truth
     assert h100["flops_fp4"] == 0 and h100["flops_fp8"] > 0
     assert b200["flops_fp4"] > 0 and b200["weight_bytes_per_chip"] < 0.6 * 8.03e9 + 2.2e9
 
 
 def test_sohu_presets_beside_the_claim(capsys):
-    assert main(["project", "--generation", "sohu", "--model", "llama3-70b", "--chips", "8", "--isl", "2048", "--osl", "128",
-                 "--dtype", "fp8", "--json"]) == 0
+    assert (
+        main(
+            [
+                "project",
+                "--generation",
+                "sohu",
+                "--model",
+                "llama3-70b",
+                "--chips",
+                "8",
+                "--isl",
+                "2048",
+                "--osl",
+                "128",
+                "--dtype",
+                "fp8",
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     for k in ("output_tokens_per_second", "tokens_per_second", "ttft_p50_s", "tpot_p50_s"):
         assert doc[k] > 0, k

@@ -1,6 +1,7 @@
 """The one engine behind ``perfonto analyze`` (issue 26): each input byte read once, the same values
 over any piece size and through both paths (regular rows read in order, others placed by grid point),
 and the second process on a catalog reads the compiled catalog and kernel from the cache."""
+
 from __future__ import annotations
 
 import io
@@ -26,8 +27,17 @@ from perfonto.codegen.python_evaluator import generate, load
 def dump(tmp_path_factory, sohu):
     """An emulated 8-chip capture rewritten with row groups of 240 rows (30 samples), so pieces cross them."""
     d = tmp_path_factory.mktemp("engine")
-    res = emulator.run(sohu, model="llama-3.1-8b", chips=8, duration_s=0.3, sample_period_s=1e-3, isl=128, osl=16,
-                       warmup_steps=20, out_dir=d / "run")
+    res = emulator.run(
+        sohu,
+        model="llama-3.1-8b",
+        chips=8,
+        duration_s=0.3,
+        sample_period_s=1e-3,
+        isl=128,
+        osl=16,
+        warmup_steps=20,
+        out_dir=d / "run",
+    )
     t = pq.read_table(res.counters_path)
     path = d / "counters.parquet"
     pq.write_table(t, path, row_group_size=240)
@@ -77,7 +87,7 @@ def test_each_column_chunk_is_read_once(dump, library, evaluator, monkeypatch):
     md = pq.ParquetFile(dump).metadata
     count = np.zeros(dump.stat().st_size, np.int32)
     for pos, n in reads:
-        count[pos:pos + n] += 1
+        count[pos : pos + n] += 1
     names = md.schema.to_arrow_schema().names
     needed = set(plan.columns) & {n for n, _, _ in evaluator._REGS} | {"chip", "timestamp_ns"}
     seen_twice, unread = [], []
@@ -86,7 +96,7 @@ def test_each_column_chunk_is_read_once(dump, library, evaluator, monkeypatch):
         for c in range(rg.num_columns):
             col = rg.column(c)
             start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
-            span = count[start:start + col.total_compressed_size]
+            span = count[start : start + col.total_compressed_size]
             top = names[c] if c < len(names) else col.path_in_schema
             base = col.path_in_schema.split(".list.")[0] if ".list." in col.path_in_schema else col.path_in_schema
             if span.max() > 1:
@@ -120,7 +130,7 @@ def test_piece_size_and_path_do_not_change_values(dump, library, evaluator):
 def test_a_piece_with_a_reset_is_prepared_again_and_named(dump, library, evaluator, tmp_path):
     t = pq.read_table(dump)
     boot = t.column("seq.boot_count").to_numpy().copy()
-    boot[8 * 120:] += 1  # every chip reboots at sample 120
+    boot[8 * 120 :] += 1  # every chip reboots at sample 120
     t = t.set_column(t.column_names.index("seq.boot_count"), "seq.boot_count", pa.array(boot, pa.uint64()))
     path = tmp_path / "reset.parquet"
     pq.write_table(t, path, row_group_size=240)
@@ -132,8 +142,25 @@ def test_a_piece_with_a_reset_is_prepared_again_and_named(dump, library, evaluat
 def _analyze(dump: Path, out: Path, cache: Path, catalog: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PERFONTO_NO_JIT"}
     env["PERFONTO_CACHE_DIR"] = str(cache)
-    return subprocess.run([sys.executable, "-m", "perfonto", "analyze", str(dump), "--out", str(out), "--catalog", str(catalog),
-                           "--no-library", "--json"], capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfonto",
+            "analyze",
+            str(dump),
+            "--out",
+            str(out),
+            "--catalog",
+            str(catalog),
+            "--no-library",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
 
 
 @pytest.mark.slow
@@ -144,8 +171,11 @@ def test_a_second_process_pays_no_kernel_compile(dump, tmp_path):
 
     cat = tmp_path / "cat"
     cat.mkdir()
-    (cat / "small.metrics").write_text('metric busy [percent] = avg(mxu.busy_cycles) / seq.elapsed_cycles\n'
-                                       '  "Share of the cycles the matrix engines were busy."\n', encoding="utf-8")
+    (cat / "small.metrics").write_text(
+        "metric busy [percent] = avg(mxu.busy_cycles) / seq.elapsed_cycles\n"
+        '  "Share of the cycles the matrix engines were busy."\n',
+        encoding="utf-8",
+    )
     cache = tmp_path / "cache"
     first = _analyze(dump, tmp_path / "a", cache, cat)
     assert first.returncode == 0, first.stderr
@@ -157,7 +187,9 @@ def test_a_second_process_pays_no_kernel_compile(dump, tmp_path):
         folder = entry_folder(graph) / "__pycache__"
     finally:
         os.environ["PERFONTO_CACHE_DIR"] = saved or ""
-    assert sorted(folder.glob("evaluator._kernel_call-*.nbi")), "numba's cache holds no compiled kernel after the first process"
+    assert sorted(folder.glob("evaluator._kernel_call-*.nbi")), (
+        "numba's cache holds no compiled kernel after the first process"
+    )
     stamps = {p: p.stat().st_mtime_ns for p in folder.iterdir()}
     second = _analyze(dump, tmp_path / "b", cache, cat)
     assert second.returncode == 0, second.stderr

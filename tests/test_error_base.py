@@ -1,6 +1,7 @@
 """Issue 32: one base for every error perfonto raises for bad input (``perfonto.ontology.errors.PerfontoError``),
 kept alongside each class's built-in base, so ``except PerfontoError`` catches them all and ``except ValueError``
 still catches what it caught."""
+
 from __future__ import annotations
 
 import importlib
@@ -10,14 +11,31 @@ import pytest
 from perfonto.ontology.errors import PerfontoError
 
 ERRORS = {
-    "analysis.spans": "AttributionError", "analysis.crosschip": "RunError", "analysis.compare_runs": "CompareError",
-    "analysis.timeline": "TimelineError", "analysis.follow": "PartError", "capture.dump_io": "DumpError",
-    "capture.partitions": "PathEscapeError", "emulator.presets": "PresetError", "emulator.scheduler": "SchedulerError",
-    "emulator.parallel": "MappingError", "emulator.hardware": "HardwareSpecError", "emulator.quantities": "BindingError",
-    "interop.exprparse": "ParseError", "interop.ir": "Unsupported", "interop.build": "ImportFailure",
-    "ontology.diagnostics": "CatalogError", "ontology.derive": "DeriveError", "ontology.units": "UnitError",
-    "ontology.kinds": "UnsupportedKind", "ontology.files": "FileReadError", "cli": "UsageError", "outputs": "OutputError",
-    "values": "ValueRuleError", "whatif.scenarios": "ScenarioError", "whatif.knobs": "KnobError",
+    "analysis.spans": "AttributionError",
+    "analysis.crosschip": "RunError",
+    "analysis.compare_runs": "CompareError",
+    "analysis.timeline": "TimelineError",
+    "analysis.follow": "PartError",
+    "capture.dump_io": "DumpError",
+    "capture.partitions": "PathEscapeError",
+    "emulator.presets": "PresetError",
+    "emulator.scheduler": "SchedulerError",
+    "emulator.parallel": "MappingError",
+    "emulator.hardware": "HardwareSpecError",
+    "emulator.quantities": "BindingError",
+    "interop.exprparse": "ParseError",
+    "interop.ir": "Unsupported",
+    "interop.build": "ImportFailure",
+    "ontology.diagnostics": "CatalogError",
+    "ontology.derive": "DeriveError",
+    "ontology.units": "UnitError",
+    "ontology.kinds": "UnsupportedKind",
+    "ontology.files": "FileReadError",
+    "cli": "UsageError",
+    "outputs": "OutputError",
+    "values": "ValueRuleError",
+    "whatif.scenarios": "ScenarioError",
+    "whatif.knobs": "KnobError",
     "commands.common": "CommandError",
 }
 

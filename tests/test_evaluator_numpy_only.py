@@ -5,6 +5,7 @@ The isolated environment is a fresh venv (no pip) whose site-packages holds link
 child Python runs with -I (isolated mode), so nothing else of this environment is importable — the
 test checks that by failing to import pyarrow, pint and the project itself there.
 """
+
 import json
 import subprocess
 import sys
@@ -51,7 +52,11 @@ def _numpy_only_python(tmp: Path) -> Path:
     env_dir = tmp / "numpy-only"
     venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    site = Path(subprocess.check_output([str(py), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [str(py), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     here = Path(np.__file__).resolve().parent.parent
     for name in ("numpy", "numpy.libs"):
         if (here / name).exists():
@@ -83,8 +88,12 @@ def test_generated_evaluator_numpy_only_matches_interpreter(tmp_path, sohu, libr
             arrays[f"{level}/in/{k}"] = v
     np.savez(tmp_path / "inputs.npz", **arrays)
     (tmp_path / "child.py").write_text(CHILD)
-    proc = subprocess.run([str(py), "-I", str(tmp_path / "child.py"), str(ev_path), str(tmp_path / "inputs.npz"), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(py), "-I", str(tmp_path / "child.py"), str(ev_path), str(tmp_path / "inputs.npz"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     info = json.loads(proc.stdout)
     assert info["metrics"] == len(library.metrics)
@@ -93,6 +102,8 @@ def test_generated_evaluator_numpy_only_matches_interpreter(tmp_path, sohu, libr
         want = evaluate(library, win)
         assert set(got.files) == set(want)
         for name in want:
-            np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0, equal_nan=True, err_msg=f"{level} {name}")
+            np.testing.assert_allclose(
+                got[name], want[name], rtol=1e-12, atol=0, equal_nan=True, err_msg=f"{level} {name}"
+            )
         # and the real values are not all null
         assert sum(np.isfinite(want[n]).any() for n in want) >= len(want) - 2

@@ -3,6 +3,7 @@ perf's own semantics (tests/ref_perf.py evaluates every exported MetricExpr × S
 same windows, fed the events' *raw* counts as perf does: it reverses an event's ScaleUnit before a
 metric reads it), and the round trip (`perfonto import perf FILE`, with no flag, gives the same
 signals and metrics: the export carries the event definitions with their scales and units)."""
+
 import json
 import re
 
@@ -19,8 +20,10 @@ from ref_perf import PerfEval
 from ref_windows import random_windows, same
 
 NOT_EXPRESSIBLE = {  # metric -> what the reason names
-    "c2c.link_imbalance": "max()", "hbm.stack_imbalance": "max()",
-    "power.temperature_mean": "offset unit", "power.temperature_peak": "offset unit",
+    "c2c.link_imbalance": "max()",
+    "hbm.stack_imbalance": "max()",
+    "power.temperature_mean": "offset unit",
+    "power.temperature_peak": "offset unit",
     # a per-chip constant used per chip (idle power x time): perf's constants cannot say so
     "dynamic_energy_per_token": "adds up across chips",
 }
@@ -50,14 +53,21 @@ def test_every_metric_is_exported_or_listed_with_a_reason(sohu_export):
     assert set(skipped) - set(NOT_EXPRESSIBLE) == set(graph.record_metrics)  # percentiles over request records
     for e in entries:
         if "EventName" in e:
-            assert set(e) == {"EventName", "Unit", "ScaleUnit", "BriefDescription"} and "[perfonto: kind=" in e["BriefDescription"]
+            assert (
+                set(e) == {"EventName", "Unit", "ScaleUnit", "BriefDescription"}
+                and "[perfonto: kind=" in e["BriefDescription"]
+            )
             continue
         assert set(e) <= {"MetricName", "MetricExpr", "ScaleUnit", "MetricGroup", "BriefDescription", "MetricThreshold"}
     mu = next(e for e in entries if e.get("MetricName") == "mxu.utilization")
     assert mu["ScaleUnit"] == "100%" and mu["MetricThreshold"] == "mxu.utilization > 0.8"
     assert "source_count(mxu.busy_cycles)" in mu["MetricExpr"] and "topdown.compute_bound_group" in mu["MetricGroup"]
     bw = next(e for e in entries if e.get("MetricName") == "hbm.read_bandwidth")
-    assert bw == {**bw, "MetricExpr": "(hbm.read_bytes * 64) / duration_time", "ScaleUnit": "1e-09GB/s"}  # 64-byte bursts
+    assert bw == {
+        **bw,
+        "MetricExpr": "(hbm.read_bytes * 64) / duration_time",
+        "ScaleUnit": "1e-09GB/s",
+    }  # 64-byte bursts
     ev = next(e for e in entries if e.get("EventName") == "hbm.read_bytes")
     assert ev["ScaleUnit"] == "64B" and ev["Unit"] == "hbm" and "instances=stack:6" in ev["BriefDescription"]
 
@@ -88,19 +98,33 @@ def test_perf_semantics_of_the_export(sohu_export):
 @pytest.mark.parametrize("extends", [None, "sohu"])
 def test_round_trip_is_lossless_for_what_perf_expresses(sohu_export, tmp_path, extends):
     graph, entries, path = sohu_export
-    report = import_file("perf", path, tmp_path / "back", extends=extends)  # no flag needed: the file defines its events
+    report = import_file(
+        "perf", path, tmp_path / "back", extends=extends
+    )  # no flag needed: the file defines its events
     assert report.ok and report.rejected() == []
     back = report.generations[0].graph
     exported = [e["MetricName"] for e in entries if "MetricName" in e and not e["MetricName"].startswith("spec.")]
     assert report.total == len(exported) and set(exported) <= set(back.metrics)
     bgen, gen = report.generations[0].gen, graph.generation
-    assert not {k for k in bgen.spec if not k.startswith("spec.clock.")} - gen.spec.keys()  # constants resolved, not added
+    assert (
+        not {k for k in bgen.spec if not k.startswith("spec.clock.")} - gen.spec.keys()
+    )  # constants resolved, not added
     for e in entries:  # every exported event is the same signal again: unit, scale, instances, kind, chip rule
         if "EventName" in e:
             a, b = gen.signals[e["EventName"]], bgen.signals[e["EventName"]]
-            assert (a.unit, a.scale, a.axes, a.kind, a.counted_by, a.width) == (b.unit, b.scale, b.axes, b.kind, b.counted_by, b.width)
+            assert (a.unit, a.scale, a.axes, a.kind, a.counted_by, a.width) == (
+                b.unit,
+                b.scale,
+                b.axes,
+                b.kind,
+                b.counted_by,
+                b.width,
+            )
     for c in ("spec.hbm.peak_bandwidth", "spec.clock.hbm"):
-        assert bgen.spec[c].value == pytest.approx(gen.spec[c].value, rel=1e-12) and bgen.spec[c].scope == gen.spec[c].scope
+        assert (
+            bgen.spec[c].value == pytest.approx(gen.spec[c].value, rel=1e-12)
+            and bgen.spec[c].scope == gen.spec[c].scope
+        )
     trials = 8
     w = random_windows(graph.generation, trials, seed=6)
     server = Windows(w.interval, w.values, chips=8.0, level="server")  # per-chip spec constants scale with chips
@@ -115,7 +139,9 @@ def test_round_trip_is_lossless_for_what_perf_expresses(sohu_export, tmp_path, e
         assert m1.description == m2.description and m1.parent == m2.parent, n
         assert (m1.threshold is None) == (m2.threshold is None), n
         if m1.threshold:
-            assert m1.threshold[0] == m2.threshold[0] and m1.threshold[1] == pytest.approx(m2.threshold[1], rel=1e-12), n
+            assert m1.threshold[0] == m2.threshold[0] and m1.threshold[1] == pytest.approx(
+                m2.threshold[1], rel=1e-12
+            ), n
 
 
 def test_export_cli_json_and_bad_generation(tmp_path, capsys):
@@ -123,7 +149,9 @@ def test_export_cli_json_and_bad_generation(tmp_path, capsys):
     assert main(["export", "perf-json", "--generation", "sohu", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["metrics"] > 50 and "hbm.stack_imbalance" in doc["skipped"]
-    assert main(["export", "perf-json", "--generation", "nosuch", "--out", str(out)]) == 2  # an unknown generation is a usage error
+    assert (
+        main(["export", "perf-json", "--generation", "nosuch", "--out", str(out)]) == 2
+    )  # an unknown generation is a usage error
     assert main(["export", "csv", "--out", str(out)]) == 2
 
 

@@ -1,6 +1,7 @@
 """Fleet scale (issue 14): the embedded engine in pieces equals the in-memory path; a partitioned fleet
 with chips numbered per host gives one row per (host, chip, window), rollups equal to the generator's
 ground truth and the injected slow chips among the top outliers; topology and fleet errors are clear."""
+
 import json
 
 import numpy as np
@@ -37,8 +38,13 @@ def test_pieces_equal_the_in_memory_path(tmp_path, library, evaluator):
     src = dirty_fleet(tmp_path, library.generation)
     dump = read_counters(src, library.generation, sample_period_ns=PERIOD_NS)
     ev = evaluate_windows(library, evaluator, prepare(dump, library.generation), dump)
-    res = evaluate_capture(library, evaluator, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS),
-                           tmp_path / "metrics", chunk_rows=64)  # 32 samples a piece: pieces cross row groups
+    res = evaluate_capture(
+        library,
+        evaluator,
+        plan_dump(src, library.generation, sample_period_ns=PERIOD_NS),
+        tmp_path / "metrics",
+        chunk_rows=64,
+    )  # 32 samples a piece: pieces cross row groups
     got = res.evaluation
     assert list(got.hosts) == list(ev.hosts) and list(got.chips) == list(ev.chips) == [0, 1, 0, 1, 0, 1]
     t = pq.read_table(tmp_path / "metrics").to_pandas().sort_values(["window", "host", "chip"])
@@ -53,7 +59,11 @@ def test_pieces_equal_the_in_memory_path(tmp_path, library, evaluator):
     assert got.nulls == ev.nulls and set(got.nulls) >= {"mxu.utilization", "power.temperature_mean", "dma.bandwidth"}
     assert all(abs(got.coverage[k] - ev.coverage[k]) < 1e-12 for k in ev.coverage) and min(ev.coverage.values()) < 1
     a, b = analyse(library, ev), analyse(library, got, checks=res.checks)
-    assert (a.violation_counts, a.tree_violations, a.bottleneck) == (b.violation_counts, b.tree_violations, b.bottleneck)
+    assert (a.violation_counts, a.tree_violations, a.bottleneck) == (
+        b.violation_counts,
+        b.tree_violations,
+        b.bottleneck,
+    )
     assert [vars(v) for v in a.violations] == [vars(v) for v in b.violations]
 
 
@@ -61,8 +71,20 @@ def test_pieces_equal_the_in_memory_path(tmp_path, library, evaluator):
 def fleet(tmp_path_factory, sohu):
     out = tmp_path_factory.mktemp("fleet")
     truth = generate_fleet(sohu, FleetSpec(8, 4), out / "data", duration_s=0.4, sample_period_s=2e-3, warmup_steps=100)
-    assert main(["analyze", str(out / "data" / "counters"), "--topology", str(out / "data" / "topology.csv"),
-                 "--out", str(out / "run"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(out / "data" / "counters"),
+                "--topology",
+                str(out / "data" / "topology.csv"),
+                "--out",
+                str(out / "run"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     return out, truth, json.loads((out / "run" / "report.json").read_text())
 
 
@@ -92,14 +114,16 @@ def test_fleet_rows_rollups_and_outliers(fleet, library):
     slow = {tuple(s) for s in truth["slow_chips"]}
     assert len(slow) == 2
     for metric in ("mxu.utilization", "topdown.compute_bound"):
-        top = {(o["host"], o["chip"]) for o in f["outliers"][metric]["high"][:len(slow)]}
+        top = {(o["host"], o["chip"]) for o in f["outliers"][metric]["high"][: len(slow)]}
         assert top == slow, (metric, top)
         assert all(o["rack"] for o in f["outliers"][metric]["high"])
     hot = set(truth["hot_racks"])
     assert {o["rack"] for o in f["outliers"]["power.temperature_mean"]["high"]} <= hot
     low = f["outliers"]["c2c.bandwidth_utilization"]["low"]
     assert {o["host"] for o in low[:4]} == {truth["throttled_links"][0][0]}  # the whole host waits on its slow ring
-    assert rep["engine"] == "embedded" and f["spread"]["mxu.utilization"]["max"] >= f["spread"]["mxu.utilization"]["p99"]
+    assert (
+        rep["engine"] == "embedded" and f["spread"]["mxu.utilization"]["max"] >= f["spread"]["mxu.utilization"]["p99"]
+    )
 
 
 def test_rollups_of_rollups_are_exact(fleet):
@@ -113,12 +137,15 @@ def test_rollups_of_rollups_are_exact(fleet):
     assert f["fleet"][0]["metrics"]["tokens_per_second"] == pytest.approx(sum(racks.values()), rel=1e-12)
 
 
-@pytest.mark.parametrize("text, error", [
-    ("host,rack\nh0,\n", "row 1: column `rack` is empty"),
-    ("host,rack,zone\nh0,r0,z\n", "row 1: column `zone` is not a topology column"),
-    ("host,chip,rack\nh0,x,r0\n", "row 1: column `chip` is 'x'"),
-    ("host,rack\nh0,r0\nh0,r1\n", "row 2: column `host`: host `h0` is placed twice"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("host,rack\nh0,\n", "row 1: column `rack` is empty"),
+        ("host,rack,zone\nh0,r0,z\n", "row 1: column `zone` is not a topology column"),
+        ("host,chip,rack\nh0,x,r0\n", "row 1: column `chip` is 'x'"),
+        ("host,rack\nh0,r0\nh0,r1\n", "row 2: column `host`: host `h0` is placed twice"),
+    ],
+)
 def test_bad_topology_files_name_row_and_column(tmp_path, text, error):
     p = tmp_path / "topo.csv"
     p.write_text(text)
@@ -140,16 +167,24 @@ def test_cli_unknown_host_and_mixed_generations_are_one_json_error(fleet, tmp_pa
     out, _, _ = fleet
     topo = tmp_path / "t.csv"
     topo.write_text("host,rack\nh000,r0\n")
-    code = main(["analyze", str(out / "data" / "counters"), "--topology", str(topo), "--out", str(tmp_path / "o"), "--json"])
+    code = main(
+        ["analyze", str(out / "data" / "counters"), "--topology", str(topo), "--out", str(tmp_path / "o"), "--json"]
+    )
     doc = json.loads(capsys.readouterr().out)
-    assert code == 1 and doc["ok"] is False and "no row places host `h001`" in doc["error"] and str(topo) in doc["error"]
+    assert (
+        code == 1 and doc["ok"] is False and "no row places host `h001`" in doc["error"] and str(topo) in doc["error"]
+    )
     mixed = tmp_path / "mixed"
     for host, gen in (("a", "sohu"), ("b", "caelius")):
         t = pq.read_table(out / "data" / "counters" / "host=h001" / "part-0.parquet")
         meta = json.loads(t.schema.metadata[b"perfonto"]) | {"generation": gen}
         (mixed / f"host={host}").mkdir(parents=True)
-        pq.write_table(t.replace_schema_metadata({b"perfonto": json.dumps(meta)}), mixed / f"host={host}" / "part-0.parquet")
-    with pytest.raises(DumpError, match=r"host=b/part-0.parquet: written for generation `caelius`, but .*host=a/part-0.parquet"):
+        pq.write_table(
+            t.replace_schema_metadata({b"perfonto": json.dumps(meta)}), mixed / f"host={host}" / "part-0.parquet"
+        )
+    with pytest.raises(
+        DumpError, match=r"host=b/part-0.parquet: written for generation `caelius`, but .*host=a/part-0.parquet"
+    ):
         plan_dump(mixed, library_generation(out))
     assert main(["analyze", str(mixed), "--engine", "embedded", "--out", str(tmp_path / "o2"), "--json"]) == 1
     assert "a dump holds one generation" in json.loads(capsys.readouterr().out)["error"]

@@ -2,6 +2,7 @@
 of the embedded engine (the generated Python evaluator over pieces) on a Hive-partitioned fleet dump
 whose hosts each number their chips from 0, with wraps, resets, sentinels, a null register and a
 dropped sample (issue 14's acceptance: max relative difference ≤ 1e-9, nulls in the same places)."""
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -23,7 +24,9 @@ def _frame(t, graph):
         col = df[name]
         if m.axes:
             k = int(np.prod([s for _, s in m.axes]))
-            out[name] = np.array([[np.nan if x is None else x for x in v] if v is not None else [np.nan] * k for v in col], float)
+            out[name] = np.array(
+                [[np.nan if x is None else x for x in v] if v is not None else [np.nan] * k for v in col], float
+            )
         else:
             out[name] = np.array([np.nan if v is None else v for v in col], float)
     return df[["host", "chip", "window"]], out
@@ -49,18 +52,40 @@ def test_spark_equals_duckdb_and_the_embedded_engine(tmp_path, library):
     assert host  # host=… folders
     duck = duckdb.sql(generate_sql(library, source, sample_period_ns=PERIOD_NS)).arrow()
     duck = duck.read_all() if hasattr(duck, "read_all") else duck
-    assert main(["analyze", str(src), "--engine", "spark", "--spark-master", "local[2]", "--sample-period", "2ms",
-                 "--out", str(tmp_path / "run"), "--json"]) == 0  # starts a local SparkSession and stops it
+    assert (
+        main(
+            [
+                "analyze",
+                str(src),
+                "--engine",
+                "spark",
+                "--spark-master",
+                "local[2]",
+                "--sample-period",
+                "2ms",
+                "--out",
+                str(tmp_path / "run"),
+                "--json",
+            ]
+        )
+        == 0
+    )  # starts a local SparkSession and stops it
     rep = json.loads((tmp_path / "run" / "report.json").read_text())
     assert rep["engine"] == "spark" and rep["outputs"]["metrics"].endswith("metrics")
     keys_d, want = _frame(duck, library)
     keys_s, got = _frame(pq.read_table(tmp_path / "run" / "metrics"), library)
-    assert len(keys_d) == 3 * 2 * 150 and keys_d.drop_duplicates().shape[0] == len(keys_d)  # one row per (host, chip, window)
+    assert len(keys_d) == 3 * 2 * 150 and keys_d.drop_duplicates().shape[0] == len(
+        keys_d
+    )  # one row per (host, chip, window)
     assert (keys_s.values == keys_d.values).all()
-    assert all(np.isnan(want[n]).any() for n in ("mxu.utilization", "power.temperature_mean", "dma.bandwidth"))  # the rules fired
+    assert all(
+        np.isnan(want[n]).any() for n in ("mxu.utilization", "power.temperature_mean", "dma.bandwidth")
+    )  # the rules fired
     _same(got, want, "Spark vs DuckDB")
     mod = load(generate(library))
-    evaluate_capture(library, mod, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS), tmp_path / "py", chunk_rows=64)
+    evaluate_capture(
+        library, mod, plan_dump(src, library.generation, sample_period_ns=PERIOD_NS), tmp_path / "py", chunk_rows=64
+    )
     keys_p, py = _frame(pq.read_table(tmp_path / "py"), library)
     assert (keys_p.values == keys_d.values).all()
     _same(py, want, "embedded engine vs DuckDB")

@@ -1,5 +1,6 @@
 """The saved fuzz corpus as regression tests: every input that once crashed or hung a reader
 (``fuzz/corpus/<target>/``) must now end in a result or the reader's clean refusal, in time."""
+
 from __future__ import annotations
 
 from pathlib import Path

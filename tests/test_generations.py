@@ -1,4 +1,5 @@
 """Generations that extend each other: caelius on sohu, aliases, removal, availability, and diff."""
+
 import json
 
 import numpy as np
@@ -32,7 +33,9 @@ def test_check_caelius_passes(capsys):
 def test_caelius_extends_sohu(caelius, sohu):
     assert caelius.lineage == ("sohu", "caelius")
     assert dict(caelius.blocks["hbm"]["axes"]) == {"stack": 8}
-    assert caelius.signals["hbm.read_bytes"].width == 64 and caelius.signals["hbm.read_bytes"].scale == 64  # partial override
+    assert (
+        caelius.signals["hbm.read_bytes"].width == 64 and caelius.signals["hbm.read_bytes"].scale == 64
+    )  # partial override
     assert caelius.signals["mxu.flops_fp4"].since == "caelius" and caelius.signals["mxu.flops_bf16"].since == "sohu"
     assert caelius.aliases == {"c2c.retries": "c2c.replays"} and caelius.removed == {"hbm.refresh_cycles": "caelius"}
     assert all(c.provenance == "assumed" for c in caelius.spec.values())
@@ -41,8 +44,12 @@ def test_caelius_extends_sohu(caelius, sohu):
 def test_diff_lists_exactly_what_caelius_yaml_changes(sohu, caelius):
     text = yaml.safe_load((catalog_dir() / "caelius.yaml").read_text())
     doc = diff_generations(sohu, caelius)
-    declared_new = {f"{b}.{s}" for b, blk in text["blocks"].items() for s in (blk.get("signals") or {})
-                    if f"{b}.{s}" not in sohu.signals}
+    declared_new = {
+        f"{b}.{s}"
+        for b, blk in text["blocks"].items()
+        for s in (blk.get("signals") or {})
+        if f"{b}.{s}" not in sohu.signals
+    }
     assert set(doc["signals"]["added"]) == declared_new
     assert doc["signals"]["removed"] == text["removed"]
     assert doc["signals"]["renamed"] == [{"from": k, "to": v} for k, v in text["renamed"].items()]
@@ -53,15 +60,18 @@ def test_diff_lists_exactly_what_caelius_yaml_changes(sohu, caelius):
         if "instances" in blk:
             expect |= {(n, "scope") for n, s in sohu.signals.items() if s.block == b and n not in text["removed"]}
     assert changed == expect
-    assert doc["metrics"]["became_unavailable"] == [{"metric": "hbm.refresh_overhead",
-                                                     "reason": "signal `hbm.refresh_cycles` was removed in generation `caelius`"}]
+    assert doc["metrics"]["became_unavailable"] == [
+        {"metric": "hbm.refresh_overhead", "reason": "signal `hbm.refresh_cycles` was removed in generation `caelius`"}
+    ]
     assert doc["errors"] == []
 
 
 def test_diff_cli_exits_1_on_a_stable_unit_change(tmp_path, capsys):
     child = tmp_path / "badgen.yaml"
-    child.write_text("generation: badgen\nextends: sohu\ndescription: changes a stable unit\n"
-                     "blocks:\n  pcie:\n    signals:\n      rx_bytes: {unit: KiB}\n")
+    child.write_text(
+        "generation: badgen\nextends: sohu\ndescription: changes a stable unit\n"
+        "blocks:\n  pcie:\n    signals:\n      rx_bytes: {unit: KiB}\n"
+    )
     assert main(["diff", "sohu", str(child), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert any("pcie.rx_bytes" in e and "changes unit" in e for e in doc["errors"])
@@ -78,7 +88,9 @@ def test_removing_a_stable_signal_without_deprecation_is_an_error(tmp_path, caps
 
 def test_unavailable_metric_and_the_rest_evaluate(tmp_path, caelius):
     graph = compile_files(caelius, others=shipped_others(caelius))
-    assert graph.unavailable == {"hbm.refresh_overhead": "signal `hbm.refresh_cycles` was removed in generation `caelius`"}
+    assert graph.unavailable == {
+        "hbm.refresh_overhead": "signal `hbm.refresh_cycles` was removed in generation `caelius`"
+    }
     assert not graph.errors
     res = emulator.run(caelius, chips=2, duration_s=0.05, sample_period_s=5e-3, warmup_steps=50, out_dir=tmp_path)
     ev = evaluate_dump(graph, load(generate(graph)), res.counters_path)
@@ -110,7 +122,9 @@ def test_extends_cycle_and_missing_parent(tmp_path):
 
 
 def test_inherited_error_points_into_the_child(tmp_path):
-    (tmp_path / "d.yaml").write_text("generation: d\nextends: sohu\ndescription: d\nblocks:\n  hbm:\n    signals:\n      read_bytes: {width: 99}\n")
+    (tmp_path / "d.yaml").write_text(
+        "generation: d\nextends: sohu\ndescription: d\nblocks:\n  hbm:\n    signals:\n      read_bytes: {width: 99}\n"
+    )
     gen, diags = load_generation(tmp_path / "d.yaml")
     assert gen is None
     (d,) = diags

@@ -7,6 +7,7 @@ generator shows up as a reviewed diff.
 Refresh only on purpose:  PERFONTO_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_artifacts.py
 (an absent or different golden file fails the test otherwise; nothing is rewritten silently).
 """
+
 from __future__ import annotations
 
 import os
@@ -44,6 +45,7 @@ def _sql(dialect):
 
         source = parquet_source("counters.parquet") if dialect == "duckdb" else "counters"
         return generate_sql(g, source, sample_period_ns=1_000_000, dialect=dialect)
+
     return make
 
 
@@ -65,9 +67,20 @@ def _docs(g):
     return generate_markdown(g)
 
 
-ARTIFACTS = {"alpha_evaluator.py": _python, "alpha.sql": _sql("duckdb"), "alpha.spark.sql": _sql("spark"),
-             "alpha.h": _header, "alpha.perf.json": _perf_json, "alpha.md": _docs}
-IMPORTS = {"perf": "perf_small.json", "intel": "intel_small.json", "arm": "arm_small.json", "rocprof": "rocprof_small.yaml"}
+ARTIFACTS = {
+    "alpha_evaluator.py": _python,
+    "alpha.sql": _sql("duckdb"),
+    "alpha.spark.sql": _sql("spark"),
+    "alpha.h": _header,
+    "alpha.perf.json": _perf_json,
+    "alpha.md": _docs,
+}
+IMPORTS = {
+    "perf": "perf_small.json",
+    "intel": "intel_small.json",
+    "arm": "arm_small.json",
+    "rocprof": "rocprof_small.yaml",
+}
 
 
 def _compare(name: str, text: str) -> None:
@@ -76,7 +89,9 @@ def _compare(name: str, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     assert path.exists(), f"{path} is missing: write it with PERFONTO_UPDATE_GOLDEN=1 and review it"
-    assert path.read_text(encoding="utf-8") == text, f"{name} differs from its golden file: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+    assert path.read_text(encoding="utf-8") == text, (
+        f"{name} differs from its golden file: refresh with PERFONTO_UPDATE_GOLDEN=1 and review the diff"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ARTIFACTS))
@@ -102,7 +117,9 @@ def test_check_rendered_diagnostics(tmp_path, capsys):
 
     d = tmp_path / "bad_catalog"
     shutil.copytree(HERE / "fixtures" / "bad_catalog", d)
-    assert main(["check", "--catalog", str(d), "--no-library"]) == 1  # the folder's diagnostics, not the library's warnings
+    assert (
+        main(["check", "--catalog", str(d), "--no-library"]) == 1
+    )  # the folder's diagnostics, not the library's warnings
     out = capsys.readouterr().out.replace(f"{d}/", "bad_catalog/")
     lines = out.splitlines(keepends=True)
     assert lines[-1].startswith("sohu: ") and "4 error(s)" in lines[-1]

@@ -1,5 +1,6 @@
 """`perfonto import arm`: the real Neoverse N1 telemetry specification (events, units as text, groups,
 the top-down decision tree), and equivalence with a reference evaluation of each formula."""
+
 import json
 
 import pytest

@@ -1,5 +1,6 @@
 """`perfonto import` on the command line: exit codes, the report on stderr or as JSON on stdout, the
 generated files pass `perfonto check`, and catalog text can never inject into the generated files."""
+
 import json
 
 import pytest
@@ -31,13 +32,15 @@ def test_json_report_on_stdout(tmp_path, capsys):
 
 def test_exit_1_below_95_percent(tmp_path, capsys):
     p = tmp_path / "m.json"
-    p.write_text(json.dumps([{"MetricName": "ok", "MetricExpr": "a / b"}, {"MetricName": "bad", "MetricExpr": "a % b"}]))
+    p.write_text(
+        json.dumps([{"MetricName": "ok", "MetricExpr": "a / b"}, {"MetricName": "bad", "MetricExpr": "a % b"}])
+    )
     assert main(["import", "perf", str(p), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "bad" in err and "`%`" in err and "below the 95 %" in err
 
 
-@pytest.mark.parametrize("content", ["not json", "{\"a\": 1}"])
+@pytest.mark.parametrize("content", ["not json", '{"a": 1}'])
 def test_exit_1_when_the_file_cannot_be_read(tmp_path, capsys, content):
     p = tmp_path / "m.json"
     p.write_text(content)
@@ -57,9 +60,18 @@ def test_catalog_text_cannot_inject(tmp_path):
     nasty = 'quote " backslash \\ newline\nmetric pwned [1] = 1\n# comment? {yaml: [x]} \u00e9 \u2603'
     entries = [
         {"EventName": "a", "BriefDescription": "events: {also: 'nasty'}\n- list\n" + nasty},
-        {"MetricName": "x\"\nmetric pwned [1] = 2", "MetricExpr": "a / b", "BriefDescription": nasty,
-         "MetricGroup": "g;h i;metric;x\"y", "ScaleUnit": "100%"},
-        {"MetricName": "threshold", "MetricExpr": "cpu@weird\\,ev\\=1@ + uncore_imc@cas_count_read@ + a", "BriefDescription": "keyword name"},
+        {
+            "MetricName": 'x"\nmetric pwned [1] = 2',
+            "MetricExpr": "a / b",
+            "BriefDescription": nasty,
+            "MetricGroup": 'g;h i;metric;x"y',
+            "ScaleUnit": "100%",
+        },
+        {
+            "MetricName": "threshold",
+            "MetricExpr": "cpu@weird\\,ev\\=1@ + uncore_imc@cas_count_read@ + a",
+            "BriefDescription": "keyword name",
+        },
     ]
     p = tmp_path / "m.json"
     p.write_text(json.dumps(entries))

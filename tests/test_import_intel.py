@@ -1,5 +1,6 @@
 """`perfonto import intel`: the real Haswell file (TMA tree, percent, thresholds, constants), and
 equivalence of every imported metric with a reference evaluation of Intel's formula (tests/ref_pyexpr.py)."""
+
 import json
 
 import pytest
@@ -58,6 +59,7 @@ def test_real_file_imports(intel_import):
     assert g.metrics["info_thread_cpi"].unit_text == "event/event"
     # level-1 TMA nodes are perfonto's top-down level 1
     from perfonto.analysis.bottleneck import topdown_level1
+
     assert set(topdown_level1(g)) == {"frontend_bound", "bad_speculation", "backend_bound", "retiring"}
     not_done = {t["metric"] for t in report.thresholds_not_translated()}
     assert not_done == {"Retiring", "Info_Frontend_DSB_Coverage", "Info_System_MUX"}
@@ -72,12 +74,26 @@ def test_equivalence_with_intel_reference(tmp_path, smt):
 
 
 def test_unbound_alias_is_rejected(tmp_path):
-    doc = {"Metrics": [
-        {"MetricName": "Good", "Formula": "100 * a / b", "UnitOfMeasure": "percent", "Level": 1,
-         "Events": [{"Name": "X.Y", "Alias": "a"}, {"Name": "Z", "Alias": "b"}], "Constants": []},
-        {"MetricName": "Bad", "Formula": "a / q", "UnitOfMeasure": "", "Level": 1,
-         "Events": [{"Name": "X.Y", "Alias": "a"}], "Constants": []},
-    ]}
+    doc = {
+        "Metrics": [
+            {
+                "MetricName": "Good",
+                "Formula": "100 * a / b",
+                "UnitOfMeasure": "percent",
+                "Level": 1,
+                "Events": [{"Name": "X.Y", "Alias": "a"}, {"Name": "Z", "Alias": "b"}],
+                "Constants": [],
+            },
+            {
+                "MetricName": "Bad",
+                "Formula": "a / q",
+                "UnitOfMeasure": "",
+                "Level": 1,
+                "Events": [{"Name": "X.Y", "Alias": "a"}],
+                "Constants": [],
+            },
+        ]
+    }
     p = tmp_path / "i.json"
     p.write_text(json.dumps(doc))
     report = import_file("intel", p, tmp_path / "o")
@@ -87,11 +103,20 @@ def test_unbound_alias_is_rejected(tmp_path):
 
 
 def test_percent_compared_with_a_fraction_is_flagged(tmp_path):
-    doc = {"Metrics": [
-        {"MetricName": "Stalls", "Formula": "100 * a / b", "UnitOfMeasure": "percent", "Level": 1, "LegacyName": "m_S(%)",
-         "Events": [{"Name": "A", "Alias": "a"}, {"Name": "B", "Alias": "b"}], "Constants": [],
-         "Threshold": {"Formula": "a > 0.5", "ThresholdMetrics": [{"Alias": "a", "Value": "m_S(%)"}]}},
-    ]}
+    doc = {
+        "Metrics": [
+            {
+                "MetricName": "Stalls",
+                "Formula": "100 * a / b",
+                "UnitOfMeasure": "percent",
+                "Level": 1,
+                "LegacyName": "m_S(%)",
+                "Events": [{"Name": "A", "Alias": "a"}, {"Name": "B", "Alias": "b"}],
+                "Constants": [],
+                "Threshold": {"Formula": "a > 0.5", "ThresholdMetrics": [{"Alias": "a", "Value": "m_S(%)"}]},
+            },
+        ]
+    }
     p = tmp_path / "i.json"
     p.write_text(json.dumps(doc))
     report = import_file("intel", p, tmp_path / "o")

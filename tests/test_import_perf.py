@@ -1,5 +1,6 @@
 """`perfonto import perf`: the real Neoverse N2/V2 metrics file, equivalence with a reference evaluator
 of perf's expression language (tests/ref_perf.py), and one-line cases for each perf construct."""
+
 import json
 import re
 
@@ -102,8 +103,8 @@ def _value(report, name, events, duration=1.0, literals=None):
 
 CASES = [  # (MetricExpr, ScaleUnit, events, duration, perf's displayed value)
     ("a / b", "1", {"a": 6, "b": 3}, 1, 2.0),
-    ("a / b", "1", {"a": 6, "b": 0}, 1, float("nan")),          # perf: NaN; perfonto: null
-    ("d_ratio(a, b)", "1", {"a": 6, "b": 0}, 1, 0.0),           # d_ratio: 0 when b is 0
+    ("a / b", "1", {"a": 6, "b": 0}, 1, float("nan")),  # perf: NaN; perfonto: null
+    ("d_ratio(a, b)", "1", {"a": 6, "b": 0}, 1, 0.0),  # d_ratio: 0 when b is 0
     ("d_ratio(a, b)", "1", {"a": 6, "b": 4}, 1, 1.5),
     ("a if b else c", "1", {"a": 1, "b": 0, "c": 2}, 1, 2.0),
     ("a if b - 3 else c", "1", {"a": 1, "b": 5, "c": 2}, 1, 1.0),
@@ -123,17 +124,29 @@ def test_perf_construct(tmp_path, expr, unit, events, duration, want):
     assert report.ok, report.render()
     got = _value(report, "m", {k: events[k] for k in events}, duration)
     assert same(got, want), (expr, got, want)
-    ref = PerfEval({"m": expr}, {k: float(v) for k, v in events.items()}, {}, float(duration)).metric("m") * _scale(unit)
+    ref = PerfEval({"m": expr}, {k: float(v) for k, v in events.items()}, {}, float(duration)).metric("m") * _scale(
+        unit
+    )
     assert same(ref, want)  # the reference evaluator agrees with the hand value
 
 
 def test_literals_metric_refs_thresholds_and_tree(tmp_path):
     entries = [
-        {"MetricName": "tma_frontend_bound", "MetricExpr": "stalls / (#slots * cycles)", "ScaleUnit": "100%",
-         "MetricGroup": "TopdownL1", "MetricThreshold": "tma_frontend_bound > 0.15", "BriefDescription": "FE"},
-        {"MetricName": "tma_fetch_latency", "MetricExpr": "lat / (#slots * cycles)", "ScaleUnit": "100%",
-         "MetricGroup": "TopdownL2;tma_frontend_bound_group",
-         "MetricThreshold": "tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15"},
+        {
+            "MetricName": "tma_frontend_bound",
+            "MetricExpr": "stalls / (#slots * cycles)",
+            "ScaleUnit": "100%",
+            "MetricGroup": "TopdownL1",
+            "MetricThreshold": "tma_frontend_bound > 0.15",
+            "BriefDescription": "FE",
+        },
+        {
+            "MetricName": "tma_fetch_latency",
+            "MetricExpr": "lat / (#slots * cycles)",
+            "ScaleUnit": "100%",
+            "MetricGroup": "TopdownL2;tma_frontend_bound_group",
+            "MetricThreshold": "tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15",
+        },
         {"MetricName": "half_fe", "MetricExpr": "tma_frontend_bound / 2", "ScaleUnit": "100%"},
         {"MetricName": "odd", "MetricExpr": "stalls % 2"},
         {"MetricName": "mixed", "MetricExpr": "stalls", "MetricThreshold": "stalls > 1 | cycles > 2"},
@@ -141,7 +154,7 @@ def test_literals_metric_refs_thresholds_and_tree(tmp_path):
     _, report = _one(tmp_path, entries, constants={"slots": 4})
     g = report.generations[0].graph
     fe, fl = g.metrics["tma_frontend_bound"], g.metrics["tma_fetch_latency"]
-    assert fe.threshold[:2] == (">", pytest.approx(15.0))       # raw 0.15 × ScaleUnit 100
+    assert fe.threshold[:2] == (">", pytest.approx(15.0))  # raw 0.15 × ScaleUnit 100
     assert fl.threshold[:2] == (">", pytest.approx(10.0)) and fl.parent == "tma_frontend_bound"
     assert "tma_frontend_bound_group" not in fl.groups
     assert report.generations[0].gen.spec["spec.slots"].value == 4
@@ -161,21 +174,31 @@ def test_unknown_arch_std_event_is_rejected_with_reason(tmp_path):
 
 
 def test_unsupported_and_syntax_errors_are_listed(tmp_path):
-    _, report = _one(tmp_path, [{"MetricName": "a", "MetricExpr": "strcmp_cpuid_str(0x41)"},
-                                {"MetricName": "b", "MetricExpr": "x / (y"},
-                                {"MetricName": "c", "MetricExpr": "b * 2"}])
+    _, report = _one(
+        tmp_path,
+        [
+            {"MetricName": "a", "MetricExpr": "strcmp_cpuid_str(0x41)"},
+            {"MetricName": "b", "MetricExpr": "x / (y"},
+            {"MetricName": "c", "MetricExpr": "b * 2"},
+        ],
+    )
     rej = {r["metric"]: r["reason"] for r in report.rejected()}
     assert set(rej) == {"a", "b", "c"}
     assert "strcmp_cpuid_str" in rej["a"] and rej["b"].startswith("syntax") and "`b`" in rej["c"]
 
 
 def test_zero_divisor_and_self_cancelling_lint(tmp_path):
-    _, report = _one(tmp_path, [{"MetricName": "z", "MetricExpr": "a / (#slots - 5)"},
-                                {"MetricName": "s", "MetricExpr": "(a + b - a) / (c * d / d)"},
-                                {"MetricName": "t", "MetricExpr": "a / #smt_on"}])
+    _, report = _one(
+        tmp_path,
+        [
+            {"MetricName": "z", "MetricExpr": "a / (#slots - 5)"},
+            {"MetricName": "s", "MetricExpr": "(a + b - a) / (c * d / d)"},
+            {"MetricName": "t", "MetricExpr": "a / #smt_on"},
+        ],
+    )
     codes = [(f.code, f.metric, f.severity) for _, f in report.findings()]
-    assert ("zero-divisor", "z", "error") in codes            # #slots is assumed 5: always null
-    assert ("zero-divisor", "t", "warning") in codes          # SMT can be off
+    assert ("zero-divisor", "z", "error") in codes  # #slots is assumed 5: always null
+    assert ("zero-divisor", "t", "warning") in codes  # SMT can be off
     assert sum(1 for c in codes if c[:2] == ("self-cancelling", "s")) == 2
 
 
@@ -192,15 +215,25 @@ def test_a_perf_capture_reads_against_the_imported_perf_catalog(tmp_path, capsys
     text = (out / "zen3.yaml").read_text()
     assert "perf: l2_request_g1.all_no_prefetch" in text and "l2_request_g1_all_no_prefetch:" in text
     report = json.loads((out / "import-report.json").read_text())
-    assert {f["metric"] for f in report["findings"] if f["code"] == "per-package"} == {"all_remote_links_outbound", "nps1_die_to_dram"}
+    assert {f["metric"] for f in report["findings"] if f["code"] == "per-package"} == {
+        "all_remote_links_outbound",
+        "nps1_die_to_dram",
+    }
     rows = []
     for t, (misp, brn, l2g1) in zip(("1.000100000", "2.000200000"), ((50, 1000, 7), (30, 2000, 9))):
-        rows += [f"{t},{misp},,ex_ret_brn_misp,1000000,100.00,,", f"{t},{brn},,ex_ret_brn,1000000,100.00,,",
-                 f"{t},{l2g1},,l2_request_g1.all_no_prefetch,1000000,100.00,,"]
+        rows += [
+            f"{t},{misp},,ex_ret_brn_misp,1000000,100.00,,",
+            f"{t},{brn},,ex_ret_brn,1000000,100.00,,",
+            f"{t},{l2g1},,l2_request_g1.all_no_prefetch,1000000,100.00,,",
+        ]
     csv = tmp_path / "perf.csv"
     csv.write_text("\n".join(rows) + "\n")
     capsys.readouterr()
-    assert main(["analyze", str(csv), "--catalog", str(out), "--no-library", "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert (
+        main(["analyze", str(csv), "--catalog", str(out), "--no-library", "--out", str(tmp_path / "o"), "--json"]) == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["metrics"]["branch_misprediction_ratio"]["value"] == pytest.approx(100 * 80 / 3000, rel=1e-12)  # percent
-    assert doc["metrics"]["all_l2_cache_accesses"]["unavailable"].startswith("not in the dump: ")  # the prefetch events were not captured
+    assert doc["metrics"]["all_l2_cache_accesses"]["unavailable"].startswith(
+        "not in the dump: "
+    )  # the prefetch events were not captured

@@ -1,6 +1,7 @@
 """`perfonto import rocprof`: rocprofiler-sdk counter definitions for every architecture (base
 counters per block with an instance axis, derived expressions with reduce/accumulate), and
 equivalence with a reference evaluator of rocprofiler's expressions (tests/ref_rocprof.py)."""
+
 import numpy as np
 import pytest
 import yaml

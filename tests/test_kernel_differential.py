@@ -5,6 +5,7 @@ indicators, sentinels, histograms, packed fields, slots; random formulas with ev
 the hand-worked rules of ``test_differential_rules``. Same tolerance and ambiguity oracle as the other
 backends; ``push_flat``'s validity bitmap must mark exactly the non-null values. Each random catalog is
 also run over several kernel blocks, kernel against NumPy fallback, bit for bit (``_check_blocks``)."""
+
 from __future__ import annotations
 
 import os
@@ -28,6 +29,7 @@ NO_NULLS = {"absent": 0.0, "sentinel": 0.1, "missing": 0.0}  # the kernel takes 
 # every test here compiles a kernel with numba (tens of seconds each): the slow suite (pytest -m slow; CI runs it)
 pytestmark = pytest.mark.slow
 
+
 @pytest.fixture(autouse=True)
 def _jit_on(monkeypatch):
     monkeypatch.delenv("PERFONTO_NO_JIT", raising=False)
@@ -45,7 +47,9 @@ def _both(mod, dump, metrics=None):
 def _uses_pow(graph, name) -> bool:
     import networkx as nx
 
-    return any("**" in graph.metrics[m].formula for m in ({name} | nx.ancestors(graph.graph, name)) if m in graph.metrics)
+    return any(
+        "**" in graph.metrics[m].formula for m in ({name} | nx.ancestors(graph.graph, name)) if m in graph.metrics
+    )
 
 
 def _check_blocks(sigs, gen, graph, mod, seed, S):
@@ -94,25 +98,38 @@ def _check(sigs, src, seed, S, C, block_S=None):
             if r is not None:
                 per.append(r)
         for name in graph.metrics:
-            agree(name, f"kernel push ({'array' if as_array else 'dict'})", np.stack([o[name] for o in per]), ref[name], oracle)
+            agree(
+                name,
+                f"kernel push ({'array' if as_array else 'dict'})",
+                np.stack([o[name] for o in per]),
+                ref[name],
+                oracle,
+            )
     # push_flat: the same values through the columns API, with Arrow validity bitmaps
-    X = np.concatenate([dump.raw[n].reshape(S * C, b - a).T for n, a, b in mod._REGS] + [np.zeros((0, S * C), np.uint64)])
+    X = np.concatenate(
+        [dump.raw[n].reshape(S * C, b - a).T for n, a, b in mod._REGS] + [np.zeros((0, S * C), np.uint64)]
+    )
     flat = mod.Stream(jit=True).push_flat(dump.timestamps_ns, X)
     for name, (vals, bits) in flat.items():
         np.testing.assert_array_equal(vals, got[name])
-        valid = np.unpackbits(bits, bitorder="little")[:vals.size].astype(bool)
+        valid = np.unpackbits(bits, bitorder="little")[: vals.size].astype(bool)
         np.testing.assert_array_equal(valid, ~np.isnan(vals.reshape(-1)), err_msg=name)
 
 
-@settings(max_examples=int(os.environ.get("PERFONTO_KERNEL_EXAMPLES", 12)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-          phases=(Phase.explicit, Phase.reuse, Phase.generate))  # each example compiles a kernel: no long shrinking
+@settings(
+    max_examples=int(os.environ.get("PERFONTO_KERNEL_EXAMPLES", 12)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)  # each example compiles a kernel: no long shrinking
 @given(st.data())
 def test_kernel_matches_numpy_and_reference_on_random_catalogs(data):
     sigs = data.draw(generations())
     src = data.draw(catalogs(sigs))
     seed, S, C = data.draw(st.integers(0, 2**32 - 1)), data.draw(st.integers(2, 9)), data.draw(st.integers(1, 3))
-    _check(sigs, src, seed, S, C, block_S=data.draw(st.integers(700, 1100)))  # and 2-3 kernel blocks of the same catalog
+    _check(
+        sigs, src, seed, S, C, block_S=data.draw(st.integers(700, 1100))
+    )  # and 2-3 kernel blocks of the same catalog
 
 
 def test_kernel_on_the_hand_worked_rules():
@@ -143,7 +160,10 @@ def test_only_the_metrics_asked_for_are_evaluated():
     mod = load(generate(graph))
     s = mod.Stream(metrics=["q"], jit=True)
     assert list(mod.METRICS) == ["p", "q", "r"] and s._want.tolist() == [True, True, False]  # q reads p
-    out = s.push_block(np.array([[0], [10], [20]]), {"a.x": np.array([[0], [6], [9]], np.uint64), "a.y": np.array([[0], [3], [0]], np.uint64)})
+    out = s.push_block(
+        np.array([[0], [10], [20]]),
+        {"a.x": np.array([[0], [6], [9]], np.uint64), "a.y": np.array([[0], [3], [0]], np.uint64)},
+    )
     assert list(out) == ["q"]
     np.testing.assert_array_equal(out["q"][:, 0], [2.0, np.nan])  # 6 / 3; 3 / 0 is null
 
@@ -155,8 +175,7 @@ def test_parallel_kernel_is_bit_identical_to_the_serial_one(monkeypatch):
     from test_differential_backends import Sig
 
     sigs = [Sig("a.x", "counter", "event", (("i", 3),), 32), Sig("a.y", "counter", "event", (), 32)]
-    src = ('metric p [event] = a.x\n  "p"\nmetric q [1] = sum(a.x) / a.y\n  "q"\n'
-           'metric r [event] = a.y * 2\n  "r"\n')
+    src = 'metric p [event] = a.x\n  "p"\nmetric q [1] = sum(a.x) / a.y\n  "q"\nmetric r [event] = a.y * 2\n  "r"\n'
     gen, graph = _compile(sigs, src)
     rng = np.random.default_rng(7)
     S, C = 701, 5

@@ -1,6 +1,7 @@
 """Signal kinds as one table (ontology/kinds.py, issue 26): a kind added to the table with its reference
 rule is evaluated by every backend that has a handler for its window rule, equal to the reference, and
 refused by name by every backend that has none."""
+
 from __future__ import annotations
 
 import json
@@ -58,16 +59,32 @@ def _dump(path, samples: int = 60, chips: int = 2, seed: int = 3) -> None:
     raw = np.cumsum(inc, axis=0)
     raw[40:, 1] -= raw[40, 1] - raw[39, 1] + np.uint64(1000)  # chip 1 steps back 1,000 counts at sample 40
     raw &= np.uint64(0xFFFF)
-    t = pa.table({"chip": np.tile(np.arange(chips, dtype=np.int32), samples),
-                  "timestamp_ns": np.repeat(np.arange(samples, dtype=np.int64) * 1_000_000, chips),
-                  "t.bytes": pa.FixedSizeListArray.from_arrays(pa.array(raw.reshape(-1)), 2)})
+    t = pa.table(
+        {
+            "chip": np.tile(np.arange(chips, dtype=np.int32), samples),
+            "timestamp_ns": np.repeat(np.arange(samples, dtype=np.int64) * 1_000_000, chips),
+            "t.bytes": pa.FixedSizeListArray.from_arrays(pa.array(raw.reshape(-1)), 2),
+        }
+    )
     pq.write_table(t.replace_schema_metadata({"perfonto": json.dumps({"sample_period_ns": 1_000_000})}), path)
 
 
 @pytest.fixture
 def toy_counter():
-    kinds.register(kinds.Kind("toy_counter", "increase", "sum", "sum", True, "required", kinds.KINDS["counter"].options,
-                              "its increase over the window", 9, "a counter by another name"))
+    kinds.register(
+        kinds.Kind(
+            "toy_counter",
+            "increase",
+            "sum",
+            "sum",
+            True,
+            "required",
+            kinds.KINDS["counter"].options,
+            "its increase over the window",
+            9,
+            "a counter by another name",
+        )
+    )
     yield "toy_counter"
     kinds.unregister("toy_counter")
 
@@ -76,12 +93,24 @@ def toy_counter():
 def toy_peak():
     """A kind with a window rule no backend but the reference knows: the larger of the window's two
     end samples, × scale (a peak-hold level)."""
+
     def peak(sig, raw, interval, dump):
         v = np.maximum(raw[:-1], raw[1:]).astype(np.float64) * sig.scale
         return v, np.zeros(v.shape, np.uint8)
 
-    kinds.register(kinds.Kind("toy_peak", "peak", "time_weighted", "declared", False, "forbidden", frozenset({"across_chips"}),
-                              "the larger of its two end samples", 10))
+    kinds.register(
+        kinds.Kind(
+            "toy_peak",
+            "peak",
+            "time_weighted",
+            "declared",
+            False,
+            "forbidden",
+            frozenset({"across_chips"}),
+            "the larger of its two end samples",
+            10,
+        )
+    )
     windows.RULES["peak"] = peak
     yield "toy_peak"
     windows.RULES.pop("peak", None)
@@ -141,7 +170,19 @@ def test_a_kind_without_a_handler_is_refused_by_name(tmp_path, toy_peak, capsys)
         with pytest.raises(kinds.UnsupportedKind, match="toy_peak"):
             gen_sql(graph, parquet_source(str(path)), host=False, dialect=dialect)
     capsys.readouterr()
-    code = main(["analyze", str(path), "--catalog", str(cat), "--no-library", "--no-cache", "--out", str(tmp_path / "o"), "--json"])
+    code = main(
+        [
+            "analyze",
+            str(path),
+            "--catalog",
+            str(cat),
+            "--no-library",
+            "--no-cache",
+            "--out",
+            str(tmp_path / "o"),
+            "--json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 1 and "toy_peak" in doc["error"] and "internal error" not in doc["error"]
 
@@ -151,7 +192,12 @@ def test_an_unknown_kind_in_yaml_names_the_kinds(tmp_path, capsys):
     code = main(["check", "--catalog", str(cat), "--no-library", "--no-cache"])
     cap = capsys.readouterr()
     text = cap.out + cap.err
-    assert code == 1 and "no signal kind `countr`" in text and "did you mean `counter`" in text and "toy.yaml:11:21" in text
+    assert (
+        code == 1
+        and "no signal kind `countr`" in text
+        and "did you mean `counter`" in text
+        and "toy.yaml:11:21" in text
+    )
 
 
 @pytest.mark.slow

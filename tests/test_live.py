@@ -1,12 +1,22 @@
 """The live pipeline in-process: parts followed in order, pushed through the generated Stream, equal to
 the batch evaluator's window values; bad parts, resets and memory."""
+
 import tracemalloc
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from live_helpers import NULLED_SIGNAL, batch, close_enough, emulate, expected_series, null_last_sample, publish, write_parts
+from live_helpers import (
+    NULLED_SIGNAL,
+    batch,
+    close_enough,
+    emulate,
+    expected_series,
+    null_last_sample,
+    publish,
+    write_parts,
+)
 from perfonto.analysis.evaluate import load_evaluator
 from perfonto.analysis.follow import Follower, read_part
 from perfonto.analysis.live import LiveMetrics
@@ -101,7 +111,9 @@ def test_time_going_back_starts_a_new_baseline(graph, evaluator, dump, tmp_path)
     _, _, table = dump
     a, b = write_parts(table, tmp_path / "p", 2)
     publish(a)
-    (tmp_path / "p" / "part-00009.parquet").write_bytes(a.with_name("part-00000.parquet").read_bytes())  # the same samples again
+    (tmp_path / "p" / "part-00009.parquet").write_bytes(
+        a.with_name("part-00000.parquet").read_bytes()
+    )  # the same samples again
     f = Follower(tmp_path / "p", graph.generation)
     blocks, msgs = f.poll()
     assert [bl.new_baseline for bl in blocks] == [False, True] and "new baseline" in msgs[0]
@@ -162,10 +174,15 @@ def test_memory_does_not_grow_with_samples(graph, evaluator, dump):
 
 def test_naming_conventions_pinned(graph):
     e = expositions(graph)
-    assert (e["hbm.read_bandwidth"].prom_name, e["hbm.read_bandwidth"].unit.factor) == ("perfonto_hbm_read_bandwidth_bytes_per_second", 1e9)
+    assert (e["hbm.read_bandwidth"].prom_name, e["hbm.read_bandwidth"].unit.factor) == (
+        "perfonto_hbm_read_bandwidth_bytes_per_second",
+        1e9,
+    )
     assert (e["mfu"].prom_name, e["mfu"].unit.factor, e["mfu"].instrument) == ("perfonto_mfu_ratio", 0.01, "gauge")
     assert (e["hbm.bytes"].prom_name, e["hbm.bytes"].instrument) == ("perfonto_hbm_bytes", "counter")
-    assert e["topdown.cycles"].instrument == "counter" and e["power.average"].prom_name == "perfonto_power_average_watts"
+    assert (
+        e["topdown.cycles"].instrument == "counter" and e["power.average"].prom_name == "perfonto_power_average_watts"
+    )
     assert e["kv_cache_tokens"].instrument == "gauge"  # a level, not an amount
     assert e["power.temperature_peak"].instrument == "gauge"  # declared `rollup max`
     # a generated submetric and a hand-written metric that would collide once dots become underscores
@@ -175,8 +192,17 @@ def test_naming_conventions_pinned(graph):
 def _emulated_source(graph, **kw):
     from perfonto.live_emulate import EmulatedSource
 
-    knobs = dict(model="llama-3.1-8b", chips=2, sample_period_s=1e-3, isl=2048, osl=128, warmup_steps=50,
-                 slow_chip=None, throttled_link=None, router_skew=0.0)
+    knobs = dict(
+        model="llama-3.1-8b",
+        chips=2,
+        sample_period_s=1e-3,
+        isl=2048,
+        osl=128,
+        warmup_steps=50,
+        slow_chip=None,
+        throttled_link=None,
+        router_skew=0.0,
+    )
     return EmulatedSource(graph.generation, seed=0, **kw, **knobs)
 
 
@@ -218,7 +244,9 @@ def test_parts_keyed_by_host_and_chip_and_parts_without_a_signal(graph, evaluato
     import pyarrow as pa
 
     _, ev, table = dump
-    two = pa.concat_tables([table.append_column("host", pa.array([h] * table.num_rows)) for h in ("rack1-a", "rack1-b")])
+    two = pa.concat_tables(
+        [table.append_column("host", pa.array([h] * table.num_rows)) for h in ("rack1-a", "rack1-b")]
+    )
     pq.write_table(two.replace_schema_metadata(table.schema.metadata), str(tmp_path / "hosts.parquet"))
     live = LiveMetrics(graph, evaluator, host="ignored")
     live.push(read_part(tmp_path / "hosts.parquet", graph.generation))

@@ -1,4 +1,5 @@
 """Issue 2 acceptance: the main job end to end, checked against the emulator's ground truth."""
+
 import json
 
 import numpy as np
@@ -41,23 +42,42 @@ def test_default_run_json(capsys, tmp_path):
         if v["unit"] == "ratio":
             assert 0 <= v["value"] <= 1, (name, v)
     # the top-down split sums to 100 %
-    td = [m[n]["value"] for n in ("topdown.compute_bound", "topdown.memory_bound", "topdown.interconnect_bound",
-                                  "topdown.host_bound", "topdown.idle")]
+    td = [
+        m[n]["value"]
+        for n in (
+            "topdown.compute_bound",
+            "topdown.memory_bound",
+            "topdown.interconnect_bound",
+            "topdown.host_bound",
+            "topdown.idle",
+        )
+    ]
     assert sum(td) == pytest.approx(100.0, abs=1e-4)
-    assert doc["bottleneck"] in {"topdown.compute_bound", "topdown.memory_bound", "topdown.interconnect_bound",
-                                 "topdown.host_bound", "topdown.idle"}
+    assert doc["bottleneck"] in {
+        "topdown.compute_bound",
+        "topdown.memory_bound",
+        "topdown.interconnect_bound",
+        "topdown.host_bound",
+        "topdown.idle",
+    }
     assert m[doc["bottleneck"]]["value"] == max(td)
     # HBM read + write bandwidth within chips x per-chip peak (7.2 TB/s assumed per chip)
     assert (m["hbm.read_bandwidth"]["value"] + m["hbm.write_bandwidth"]["value"]) <= 8 * 7200
     # agreement with the emulator's ground truth (within 0.5 %)
     assert m["mfu"]["value"] / 100 == pytest.approx(truth["mfu"], rel=5e-3)
     assert m["tokens_per_second"]["value"] == pytest.approx(truth["tokens_per_second"], rel=5e-3)
-    assert m["output_tokens_per_second"]["value"] == pytest.approx(truth["output_tokens"] / truth["duration_s"], rel=5e-3)
-    assert m["hbm.read_bandwidth"]["value"] * 1e9 == pytest.approx(truth["hbm_read_bytes"] / truth["duration_s"], rel=5e-3)
+    assert m["output_tokens_per_second"]["value"] == pytest.approx(
+        truth["output_tokens"] / truth["duration_s"], rel=5e-3
+    )
+    assert m["hbm.read_bandwidth"]["value"] * 1e9 == pytest.approx(
+        truth["hbm_read_bytes"] / truth["duration_s"], rel=5e-3
+    )
     assert m["energy_per_token"]["value"] == pytest.approx(truth["energy_j"] / truth["tokens"], rel=5e-3)
     # rates are server totals: one chip's value times 8 for this symmetric TP job
     # (each chip measures its windows on its own clock, so chips differ by their drift, ~1e-4)
-    assert m["mxu.achieved_flops"]["value"] == pytest.approx(sum(pc["metrics"]["mxu.achieved_flops"] for pc in doc["per_chip"]), rel=1e-9)
+    assert m["mxu.achieved_flops"]["value"] == pytest.approx(
+        sum(pc["metrics"]["mxu.achieved_flops"] for pc in doc["per_chip"]), rel=1e-9
+    )
     # the window table is written with one row per window and chip
     t = pq.read_table(doc["outputs"]["metrics"])
     assert t.num_rows == 1000 * 8 and "mfu" in t.column_names
@@ -77,7 +97,9 @@ def test_long_run_wraps_32_bit_counters_and_still_matches_truth(capsys, tmp_path
     assert m["hbm.write_bandwidth"]["value"] * 1e9 == pytest.approx(truth["hbm_write_bytes"] / d, rel=5e-3)
     cyc = sum(truth["topdown_s"].values())
     assert m["topdown.compute_bound"]["value"] / 100 == pytest.approx(truth["topdown_s"]["compute"] / cyc, rel=5e-3)
-    assert m["topdown.interconnect_bound"]["value"] / 100 == pytest.approx(truth["topdown_s"]["collective"] / cyc, rel=5e-3)
+    assert m["topdown.interconnect_bound"]["value"] / 100 == pytest.approx(
+        truth["topdown_s"]["collective"] / cyc, rel=5e-3
+    )
     assert m["power.average"]["value"] == pytest.approx(truth["energy_j"] / d, rel=5e-3)
 
 

@@ -3,6 +3,7 @@ prometheus-node-exporter; .ci/run installs it): started on 127.0.0.1, scraped fi
 of scrapes named by their time, `perfonto analyze` (format recognised, shipped `node` catalog) gives
 each CPU's busy share over the run equal to a computation from the scrape text within 1e-9 (issue 27).
 Skips, saying why, where node_exporter is missing or cannot serve."""
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,15 @@ def _free_port() -> int:
 def exporter():
     exe = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
     if exe is None:
-        pytest.skip("node_exporter is not installed (Debian: apt-get install prometheus-node-exporter; .ci/run installs it)")
+        pytest.skip(
+            "node_exporter is not installed (Debian: apt-get install prometheus-node-exporter; .ci/run installs it)"
+        )
     port = _free_port()
-    proc = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults", "--collector.cpu"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [exe, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults", "--collector.cpu"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}/metrics"
     for _ in range(100):
         try:
@@ -81,4 +87,6 @@ def test_per_cpu_busy_share_equals_the_scrape_texts(exporter, tmp_path, capsys):
         assert abs(got[c] - want) <= 1e-9, (c, got[c], want)
     busy_all = sum(sum(last[k] - first[k] for k in first if k[0] == c and k[1] not in ("idle", "iowait")) for c in cpus)
     total_all = sum(last[k] - first[k] for k in first)
-    assert abs(doc["metrics"]["cpu.busy_share"]["value"] - busy_all / total_all) <= 1e-9  # the server level: ratio of totals
+    assert (
+        abs(doc["metrics"]["cpu.busy_share"]["value"] - busy_all / total_all) <= 1e-9
+    )  # the server level: ratio of totals

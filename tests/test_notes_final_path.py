@@ -1,5 +1,6 @@
 """Notes name the final output folder, never the hidden temporary one it is written in
 (``.NAME.tmp-RUNID``, renamed into place at the end)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The ontology loader: the shipped Sohu catalog, and bad input reported with file:line:col."""
+
 from pathlib import Path
 
 import pytest
@@ -9,15 +10,30 @@ from perfonto.ontology.model import Provenance, SignalKind
 
 def test_sohu_catalog(sohu):
     assert len(sohu.signals) >= 40
-    assert {s.block for s in sohu.signals.values()} >= {"mxu", "vpu", "sram", "hbm", "dma", "c2c", "pcie", "seq", "power"}
+    assert {s.block for s in sohu.signals.values()} >= {
+        "mxu",
+        "vpu",
+        "sram",
+        "hbm",
+        "dma",
+        "c2c",
+        "pcie",
+        "seq",
+        "power",
+    }
     assert dict(sohu.blocks["hbm"]["axes"]) == {"stack": 6}
     assert dict(sohu.blocks["c2c"]["axes"]) == {"link": 12}
     assert any(s.kind == "counter" and s.width == 32 for s in sohu.signals.values())
     # 144 GB HBM3E per chip is public (claimed); the rest is assumed and says so
     cap = sohu.spec["spec.hbm.capacity"]
     assert (cap.value, cap.unit_text, cap.provenance) == (144, "GB", Provenance.claimed.value)
-    for name in ("spec.mxu.peak_flops_fp8", "spec.hbm.peak_bandwidth", "spec.sram.capacity", "spec.c2c.peak_bandwidth",
-                 "spec.pcie.peak_bandwidth"):
+    for name in (
+        "spec.mxu.peak_flops_fp8",
+        "spec.hbm.peak_bandwidth",
+        "spec.sram.capacity",
+        "spec.c2c.peak_bandwidth",
+        "spec.pcie.peak_bandwidth",
+    ):
         assert sohu.spec[name].provenance == "assumed" and sohu.spec[name].source
     # clock domains become spec.clock.<domain> in <domain>_cycle/s
     core = sohu.spec["spec.clock.core"]
@@ -54,16 +70,25 @@ def test_good_fixture_loads(tmp_path):
     assert not diags and gen.signals["mxu.busy_cycles"].instances == 2
 
 
-@pytest.mark.parametrize("text, code, line, col, words", [
-    (GOOD.replace("width: 32", "widht: 32"), "unknown-field", 11, 54, "did you mean `width`"),
-    (GOOD.replace("description: busy}", "description: busy, description: again}"), "yaml-duplicate-key", 11, 84, "duplicate key `description`"),
-    (GOOD.replace("width: 32", "width: many"), "schema", 11, 61, "valid integer"),
-    (GOOD.replace("clock: core", "clock: cor"), "unknown-clock", 8, 12, "did you mean `core`"),
-    (GOOD.replace("unit: core_cycle", "unit: furlongs"), "unknown-unit", 11, 42, "furlongs"),
-    (GOOD.replace(", width: 32", ""), "counter-width", 11, 20, "needs a `width`"),
-    (GOOD.replace("instances: {core: 2}", "instances: {core: 2"), "yaml-syntax", 10, 12, "malformed YAML"),
-    (GOOD.replace("generation: tiny\n", ""), "missing-field", 1, 1, "missing field `generation`"),
-])
+@pytest.mark.parametrize(
+    "text, code, line, col, words",
+    [
+        (GOOD.replace("width: 32", "widht: 32"), "unknown-field", 11, 54, "did you mean `width`"),
+        (
+            GOOD.replace("description: busy}", "description: busy, description: again}"),
+            "yaml-duplicate-key",
+            11,
+            84,
+            "duplicate key `description`",
+        ),
+        (GOOD.replace("width: 32", "width: many"), "schema", 11, 61, "valid integer"),
+        (GOOD.replace("clock: core", "clock: cor"), "unknown-clock", 8, 12, "did you mean `core`"),
+        (GOOD.replace("unit: core_cycle", "unit: furlongs"), "unknown-unit", 11, 42, "furlongs"),
+        (GOOD.replace(", width: 32", ""), "counter-width", 11, 20, "needs a `width`"),
+        (GOOD.replace("instances: {core: 2}", "instances: {core: 2"), "yaml-syntax", 10, 12, "malformed YAML"),
+        (GOOD.replace("generation: tiny\n", ""), "missing-field", 1, 1, "missing field `generation`"),
+    ],
+)
 def test_bad_input_is_located(tmp_path, text, code, line, col, words):
     gen, diags = load_text(tmp_path, text)
     assert gen is None
@@ -97,12 +122,16 @@ def test_all_errors_reported_together(tmp_path):
     assert gen is None
     # schema errors stop before resolution, so the unknown field is reported; fix it and the clock shows
     assert [d.code for d in diags] == ["unknown-field"]
-    gen, diags = load_text(tmp_path, GOOD.replace("width: 32", "width: 0").replace("unit: core_cycle", "unit: B, width2: 1"))
+    gen, diags = load_text(
+        tmp_path, GOOD.replace("width: 32", "width: 0").replace("unit: core_cycle", "unit: B, width2: 1")
+    )
     assert sorted(d.code for d in diags) == ["schema", "unknown-field"]
 
 
 def test_cycle_unit_must_match_block_clock(tmp_path):
-    text = GOOD.replace("clock_domains:\n", "clock_domains:\n  hbm: {frequency: {value: 2, unit: GHz, provenance: assumed}}\n")
+    text = GOOD.replace(
+        "clock_domains:\n", "clock_domains:\n  hbm: {frequency: {value: 2, unit: GHz, provenance: assumed}}\n"
+    )
     text = text.replace("unit: core_cycle", "unit: hbm_cycle")
     gen, diags = load_text(tmp_path, text)
     assert gen is None and [d.code for d in diags] == ["clock-domain-mismatch"]
@@ -113,18 +142,23 @@ def test_unknown_generation_has_hint():
     assert gen is None and "`sohu`" in diags[0].hint
 
 
-@pytest.mark.parametrize("change, code", [
-    (("value: 1, unit: GHz", "value: 0, unit: GHz"), "spec-value"),
-    (("width: 32", "width: true"), "schema"),
-    (("mxu:\n", "spec:\n"), "reserved-name"),
-])
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        (("value: 1, unit: GHz", "value: 0, unit: GHz"), "spec-value"),
+        (("width: 32", "width: true"), "schema"),
+        (("mxu:\n", "spec:\n"), "reserved-name"),
+    ],
+)
 def test_impossible_values_and_coercions_are_refused(tmp_path, change, code):
     gen, diags = load_text(tmp_path, GOOD.replace(*change))
     assert gen is None and code in [d.code for d in diags], [d.render() for d in diags]
 
 
 def test_spec_values_must_be_finite_and_positive(tmp_path):
-    text = GOOD.replace("blocks:", "spec:\n  mxu.peak: {value: -9000, unit: TFLOP/s, provenance: assumed, source: x}\nblocks:")
+    text = GOOD.replace(
+        "blocks:", "spec:\n  mxu.peak: {value: -9000, unit: TFLOP/s, provenance: assumed, source: x}\nblocks:"
+    )
     gen, diags = load_text(tmp_path, text)
     assert gen is None and [d.code for d in diags] == ["spec-value"] and diags[0].span.line == 6
     gen, diags = load_text(tmp_path, text.replace("-9000", ".inf"))
@@ -149,8 +183,16 @@ def test_recursive_alias_and_deep_nesting(tmp_path):
     assert gen is None and diags[0].code in ("yaml-unsupported", "yaml-too-deep")
 
 
-@pytest.mark.parametrize("extra", ["removed: 5", "renamed: [a, b]", "blocks: 5", "blocks: {hbm: 5}",
-                                   "renamed: {mxu.busy_cycles: mxu.b2, mxu.b2: mxu.busy_cycles}"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "removed: 5",
+        "renamed: [a, b]",
+        "blocks: 5",
+        "blocks: {hbm: 5}",
+        "renamed: {mxu.busy_cycles: mxu.b2, mxu.b2: mxu.busy_cycles}",
+    ],
+)
 def test_bad_extends_data_is_a_diagnostic(tmp_path, extra):
     gen, diags = load_text(tmp_path, f"generation: g\nextends: sohu\ndescription: d\n{extra}\n")
     assert gen is None and diags and all(d.span.line >= 1 for d in diags), [d.render() for d in diags]

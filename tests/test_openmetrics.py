@@ -3,6 +3,7 @@ and OpenMetrics text read against the shipped `node` catalog — a file of time-
 layout promtool's backfill takes) or a folder of scrapes named by their time; labels the selector leaves
 open are the chip, `instance` the host; a series absent from a scrape nulls its windows. The fixture's
 values are hand-chosen and the expected shares computed by hand below."""
+
 from __future__ import annotations
 
 import json
@@ -45,9 +46,19 @@ def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
     d = tmp_path / "scrapes"
     d.mkdir()
     for k, (idle, user) in enumerate([(10.0, 5.0), (10.5, 5.5), (10.75, 6.25)]):
-        body = "".join(f'node_cpu_seconds_total{{cpu="0",mode="{m}"}} {v}\n' for m, v in
-                       [("idle", idle), ("user", user), ("system", 1.0), ("iowait", 0.0), ("nice", 0.0), ("irq", 0.0),
-                        ("softirq", 0.0), ("steal", 0.0)])
+        body = "".join(
+            f'node_cpu_seconds_total{{cpu="0",mode="{m}"}} {v}\n'
+            for m, v in [
+                ("idle", idle),
+                ("user", user),
+                ("system", 1.0),
+                ("iowait", 0.0),
+                ("nice", 0.0),
+                ("irq", 0.0),
+                ("softirq", 0.0),
+                ("steal", 0.0),
+            ]
+        )
         (d / f"{1764650000 + 2 * k}.250.prom").write_text(TYPE + body)  # served without time stamps
     code, doc = _analyze(capsys, d, tmp_path / "o")
     assert code == 0
@@ -63,18 +74,24 @@ def test_format_is_recognised_and_collector_dumps_are_not(tmp_path):
 
 def test_selector_grammar():
     assert parse_selector('node_cpu_seconds_total{mode="idle", cpu="0",}') == Selector(
-        "node_cpu_seconds_total", (("cpu", "0"), ("mode", "idle")))
+        "node_cpu_seconds_total", (("cpu", "0"), ("mode", "idle"))
+    )
     assert parse_selector("up") == Selector("up", ())
     with pytest.raises(DumpError, match=r"signal `x`.*`node\{mode=idle\}` is not a series selector at column 11"):
         parse_selector("node{mode=idle}", "signal `x`")
 
 
-@pytest.mark.parametrize("text, match", [
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1\n', r"no time stamp; a file of many scrapes needs one"),
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0" 2 1\n',
-     r"s\.prom:4: "),
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\n', r"1 scrape\(s\); a window needs two"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1\n', r"no time stamp; a file of many scrapes needs one"),
+        (
+            TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0" 2 1\n',
+            r"s\.prom:4: ",
+        ),
+        (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\n', r"1 scrape\(s\); a window needs two"),
+    ],
+)
 def test_bad_scrape_files_name_the_file_and_line(tmp_path, text, match):
     p = tmp_path / "s.prom"
     p.write_text(text)
@@ -100,10 +117,26 @@ def test_gauges_nan_and_label_chips():
     from perfonto.capture.openmetrics import Scrape
 
     sel = {"temp": (Selector("gpu_temp", ()), 1.0, False), "bytes": (Selector("rx_bytes_total", ()), 1.0, True)}
-    s = [Scrape(0.0, {("gpu_temp", (("gpu", "a"),)): 40.5, ("rx_bytes_total", (("gpu", "a"),)): 10.0,
-                      ("gpu_temp", (("gpu", "b"),)): float("nan"), ("rx_bytes_total", (("gpu", "b"),)): 3.0}),
-         Scrape(1.0, {("gpu_temp", (("gpu", "a"),)): 41.5, ("rx_bytes_total", (("gpu", "a"),)): 20.0,
-                      ("gpu_temp", (("gpu", "b"),)): 39.0, ("rx_bytes_total", (("gpu", "b"),)): 4.0})]
+    s = [
+        Scrape(
+            0.0,
+            {
+                ("gpu_temp", (("gpu", "a"),)): 40.5,
+                ("rx_bytes_total", (("gpu", "a"),)): 10.0,
+                ("gpu_temp", (("gpu", "b"),)): float("nan"),
+                ("rx_bytes_total", (("gpu", "b"),)): 3.0,
+            },
+        ),
+        Scrape(
+            1.0,
+            {
+                ("gpu_temp", (("gpu", "a"),)): 41.5,
+                ("rx_bytes_total", (("gpu", "a"),)): 20.0,
+                ("gpu_temp", (("gpu", "b"),)): 39.0,
+                ("rx_bytes_total", (("gpu", "b"),)): 4.0,
+            },
+        ),
+    ]
     notes: list[str] = []
     t = collector_table(s, sel, label="x", notes=notes)
     assert t.column("chip").to_pylist() == [0, 1, 0, 1]  # "a", "b": numbered in order of first appearance
@@ -180,9 +213,15 @@ def test_terminal_html_and_json_print_one_metric_count(capsys, tmp_path):
     assert f"<th>metrics</th><td>{metric_count_text(c)}</td>" in (tmp_path / "r.html").read_text()
 
 
-
-@pytest.mark.parametrize("name, ok", [("1764650000250.prom", True), ("1764650000250000000.prom", True),
-                                      ("17646500002.prom", False), ("1764650000.250.prom~x", True)])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("1764650000250.prom", True),
+        ("1764650000250000000.prom", True),
+        ("17646500002.prom", False),
+        ("1764650000.250.prom~x", True),
+    ],
+)
 def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
     """`date +%s%3N` and `%s%N` names were read as their first 11 digits: rates 10x off (found by a
     session trying to break the reader); now by digit count, or refused."""
@@ -197,16 +236,31 @@ def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
             read_scrapes(d)
 
 
-@pytest.mark.parametrize("text, match", [
-    # OpenMetrics takes seconds: ms time stamps are a date in the year 57,000
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
-     '1764650001000\n# EOF\n', r"read as OpenMetrics \(seconds\), are not a date between 2000 and 2100"),
-    # Prometheus text takes ms: seconds are a date in January 1970
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
-     '1764650001\n', r"without `# EOF` \(milliseconds\), are not a date"),
-    (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
-     '1764650000000\n', r'the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time'),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        # OpenMetrics takes seconds: ms time stamps are a date in the year 57,000
+        (
+            TYPE
+            + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
+            "1764650001000\n# EOF\n",
+            r"read as OpenMetrics \(seconds\), are not a date between 2000 and 2100",
+        ),
+        # Prometheus text takes ms: seconds are a date in January 1970
+        (
+            TYPE
+            + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
+            "1764650001\n",
+            r"without `# EOF` \(milliseconds\), are not a date",
+        ),
+        (
+            TYPE
+            + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
+            "1764650000000\n",
+            r'the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time',
+        ),
+    ],
+)
 def test_time_stamp_units_and_duplicate_series_are_errors(tmp_path, text, match):
     p = tmp_path / "s.prom"
     p.write_text(text)

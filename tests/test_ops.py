@@ -2,6 +2,7 @@
 backend evaluates every member: a catalog whose formulas use each operation runs through the reference
 interpreter, the generated NumPy evaluator, its streaming kernel and the generated DuckDB SQL, and all agree.
 A member added to the enumeration without a formula here fails the coverage check."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,9 +62,14 @@ def test_every_backend_evaluates_every_operation(tmp_path):
     S, C = 12, 2
     a = np.cumsum(rng.integers(800, 1200, size=(S, C)), axis=0)
     b = np.cumsum(rng.integers(0, 2000, size=(S, C)), axis=0)  # sometimes above, sometimes below a's increments
-    table = pa.table({"chip": pa.array(np.tile(np.arange(C), S), pa.int64()),
-                      "timestamp_ns": pa.array(np.repeat(np.arange(S) * 1_000_000, C), pa.int64()),
-                      A: pa.array(a.ravel().astype(np.uint64)), B: pa.array(b.ravel().astype(np.uint64))})
+    table = pa.table(
+        {
+            "chip": pa.array(np.tile(np.arange(C), S), pa.int64()),
+            "timestamp_ns": pa.array(np.repeat(np.arange(S) * 1_000_000, C), pa.int64()),
+            A: pa.array(a.ravel().astype(np.uint64)),
+            B: pa.array(b.ravel().astype(np.uint64)),
+        }
+    )
     import pyarrow.parquet as pq
 
     pq.write_table(table, tmp_path / "d.parquet")
@@ -76,6 +82,7 @@ def test_every_backend_evaluates_every_operation(tmp_path):
     got["SQL"] = _sql_values(graph, [table], [w.interval.shape])[0]
     for backend, values in got.items():
         for name in graph.metrics:
-            np.testing.assert_allclose(np.asarray(values[name], float), want[name], rtol=1e-12, equal_nan=True,
-                                       err_msg=f"{backend} {name}")
+            np.testing.assert_allclose(
+                np.asarray(values[name], float), want[name], rtol=1e-12, equal_nan=True, err_msg=f"{backend} {name}"
+            )
     assert np.isfinite(want["o.logic"]).all() and (want["o.min"] <= want["o.max"]).all()

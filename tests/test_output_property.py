@@ -2,6 +2,7 @@
 the command's inputs and symbolic links: no byte that existed before and that perfonto did not write
 changes or disappears, and nothing is written outside the `--out` folders (and their temporary
 siblings, which are gone afterwards). Replayed the same in CI (the suite's hypothesis profile)."""
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,9 @@ COMMANDS = [
 
 def _setup(root: Path) -> None:
     (root / "in").mkdir()
-    rows = ["chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles"] + [f"0,{i * 1_000_000},{(i + 1) * 1000},{i}" for i in range(12)]
+    rows = ["chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles"] + [
+        f"0,{i * 1_000_000},{(i + 1) * 1000},{i}" for i in range(12)
+    ]
     (root / "in" / "d.csv").write_text("\n".join(rows) + "\n")
     (root / "notes").mkdir()
     (root / "notes" / "thesis.tex").write_text("precious")
@@ -40,9 +43,21 @@ def _ours(rel: str, outs: set[str]) -> bool:
     return any(rel == o or rel.startswith(o.rstrip("/") + "/") or o == "." for o in outs)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, len(COMMANDS) - 1), st.sampled_from(OUTS), st.booleans(),
-                          st.sampled_from(["", "notes/new.txt", "o/mine.txt", "o/docs/mine.md"])), min_size=1, max_size=4))
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(COMMANDS) - 1),
+            st.sampled_from(OUTS),
+            st.booleans(),
+            st.sampled_from(["", "notes/new.txt", "o/mine.txt", "o/docs/mine.md"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_random_commands_never_touch_what_perfonto_did_not_write(tmp_path_factory, steps):
     root = tmp_path_factory.mktemp("prop")
     _setup(root)
@@ -58,14 +73,26 @@ def test_random_commands_never_touch_what_perfonto_did_not_write(tmp_path_factor
             now = _tree(root)
             for rel, data in user.items():  # the user's bytes, wherever a link or folder move might take them
                 real = str(Path(os.path.realpath(root / rel)).relative_to(root.resolve()))
-                assert now.get(rel, now.get(real)) == data, f"{rel} changed or vanished after {COMMANDS[k](root, out, force)}"
+                assert now.get(rel, now.get(real)) == data, (
+                    f"{rel} changed or vanished after {COMMANDS[k](root, out, force)}"
+                )
             written = set(now) - set(user)
-            outs = {str(Path(os.path.realpath(root / o)).relative_to(root.resolve())) if (root / o).exists() else o
-                    for _, o, _, _ in steps} | {o for _, o, _, _ in steps}
-            stray = [w for w in written if not _ours(w, outs) and not _ours(
-                str(Path(os.path.realpath(root / w)).relative_to(root.resolve())), outs)]
+            outs = {
+                str(Path(os.path.realpath(root / o)).relative_to(root.resolve())) if (root / o).exists() else o
+                for _, o, _, _ in steps
+            } | {o for _, o, _, _ in steps}
+            stray = [
+                w
+                for w in written
+                if not _ours(w, outs)
+                and not _ours(str(Path(os.path.realpath(root / w)).relative_to(root.resolve())), outs)
+            ]
             assert not stray, stray
-            assert not [w for w in now if "/.tmp-" in w or ".tmp-" in Path(w).name or ".old-" in Path(w).name or w.endswith(".lock")]
+            assert not [
+                w
+                for w in now
+                if "/.tmp-" in w or ".tmp-" in Path(w).name or ".old-" in Path(w).name or w.endswith(".lock")
+            ]
     finally:
         os.chdir(cwd)
 

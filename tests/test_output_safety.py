@@ -1,6 +1,7 @@
 """Issue 28, defects 1 and 3: a name from data never chooses a path, and perfonto never deletes a file it
 did not write nor an input. Data-loss tests check the bytes of every pre-existing file after the command
 and the listing of the parent folder."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,9 @@ from perfonto.cli import main
 
 def _csv(path: Path, host: str | None = "h0", rows: int = 20) -> Path:
     head = ("host," if host is not None else "") + "chip,timestamp_ns,seq.elapsed_cycles,seq.idle_cycles"
-    lines = [head] + [(f"{host}," if host is not None else "") + f"0,{(r - 1) * 1_000_000},{r * 1000},{r}" for r in range(1, rows + 1)]
+    lines = [head] + [
+        (f"{host}," if host is not None else "") + f"0,{(r - 1) * 1_000_000},{r * 1000},{r}" for r in range(1, rows + 1)
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -50,17 +53,24 @@ def test_a_host_that_climbs_out_stays_inside_out(tmp_path, capsys):
     # the folder name decodes back to the host, for DuckDB and pyarrow alike
     import duckdb
 
-    got = duckdb.sql(f"select distinct host from read_parquet('{out}/metrics/**/*.parquet', hive_partitioning=true)").fetchall()
+    got = duckdb.sql(
+        f"select distinct host from read_parquet('{out}/metrics/**/*.parquet', hive_partitioning=true)"
+    ).fetchall()
     assert got == [("../../../../../OUTSIDE",)]
 
 
 def test_a_host_with_a_nul_byte_is_a_folder_not_an_internal_error(tmp_path, capsys):
     import pyarrow as pa
 
-    t = pa.table({"host": ["a\x00b"] * 20, "chip": pa.array([0] * 20, pa.int64()),
-                  "timestamp_ns": pa.array([i * 1_000_000 for i in range(20)], pa.int64()),
-                  "seq.elapsed_cycles": pa.array([(i + 1) * 1000 for i in range(20)], pa.uint64()),
-                  "seq.idle_cycles": pa.array([i + 1 for i in range(20)], pa.uint64())})
+    t = pa.table(
+        {
+            "host": ["a\x00b"] * 20,
+            "chip": pa.array([0] * 20, pa.int64()),
+            "timestamp_ns": pa.array([i * 1_000_000 for i in range(20)], pa.int64()),
+            "seq.elapsed_cycles": pa.array([(i + 1) * 1000 for i in range(20)], pa.uint64()),
+            "seq.idle_cycles": pa.array([i + 1 for i in range(20)], pa.uint64()),
+        }
+    )
     pq.write_table(t, tmp_path / "d.parquet")
     assert main(["analyze", str(tmp_path / "d.parquet"), "--engine", "embedded", "--out", str(tmp_path / "o")]) == 0
     printed = capsys.readouterr().out
@@ -155,29 +165,51 @@ def _with_small_disk(limit: int):
     def pre():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return pre
 
 
-@pytest.mark.parametrize("args, name", [(["export", "perf-json"], "perf.json"), (["export", "semconv"], "semconv"),
-                                        (["sweep", "--vary", "isl=128,256", "--no-cache"], "sweep.json"),
-                                        pytest.param(["run", "--duration", "100ms", "--chips", "1"], "o", marks=pytest.mark.slow),
-                                        pytest.param(["compare", "sohu", "caelius", "--no-cache"], "cmp.json", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["export", "perf-json"], "perf.json"),
+        (["export", "semconv"], "semconv"),
+        (["sweep", "--vary", "isl=128,256", "--no-cache"], "sweep.json"),
+        pytest.param(["run", "--duration", "100ms", "--chips", "1"], "o", marks=pytest.mark.slow),
+        pytest.param(["compare", "sohu", "caelius", "--no-cache"], "cmp.json", marks=pytest.mark.slow),
+    ],
+)
 def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, args, name):
     import subprocess
     import sys
 
     out = tmp_path / name
     env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
-    first = subprocess.run([sys.executable, "-m", "perfonto", *args, "--out", str(out)], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300)
+    first = subprocess.run(
+        [sys.executable, "-m", "perfonto", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     before = _snapshot(tmp_path)
-    small = subprocess.run([sys.executable, "-m", "perfonto", *args, "--out", str(out)], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300, preexec_fn=_with_small_disk(600))
+    small = subprocess.run(
+        [sys.executable, "-m", "perfonto", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        preexec_fn=_with_small_disk(600),
+    )
     assert small.returncode == 1, small.stderr[-2000:]
     assert "Traceback" not in small.stderr and f"{out}" in small.stderr.split("error:")[-1], small.stderr[-1500:]
     assert _snapshot(tmp_path) == before  # the old output byte for byte, and no temporary left beside it
-    assert sorted(os.listdir(tmp_path)) == sorted({name} | {n for n in os.listdir(tmp_path) if n.startswith(".") and n.endswith(".lock")})
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        {name} | {n for n in os.listdir(tmp_path) if n.startswith(".") and n.endswith(".lock")}
+    )
 
 
 # -- 7. --catalog DIR takes the folder's generation -----------------------------------------------------------
@@ -198,9 +230,16 @@ def test_two_writers_through_a_link_and_its_target_share_one_lock(tmp_path):
     real, link = tmp_path / "real", tmp_path / "link"
     real.mkdir()
     link.symlink_to(real)
-    holder = subprocess.Popen([sys.executable, "-c", "import time, sys\nfrom perfonto.outputs import output_folder\n"
-                               f"with output_folder({str(real)!r}) as t:\n    print('held', flush=True)\n    time.sleep(20)\n"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time, sys\nfrom perfonto.outputs import output_folder\n"
+            f"with output_folder({str(real)!r}) as t:\n    print('held', flush=True)\n    time.sleep(20)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         t0 = time.monotonic()
@@ -327,12 +366,23 @@ def test_timeline_and_align_writes_that_fail_leave_the_old_files_whole(tmp_path)
     env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
     run = tmp_path / "run"
     assert main(["run", "--duration", "100ms", "--chips", "2", "--out", str(run)]) == 0
-    for args, name in ((["timeline", str(run), "--out", str(tmp_path / "t.json")], "t.json"), (["align", str(run)], "run")):
-        first = subprocess.run([sys.executable, "-m", "perfonto", *args], capture_output=True, text=True, env=env, timeout=300)
+    for args, name in (
+        (["timeline", str(run), "--out", str(tmp_path / "t.json")], "t.json"),
+        (["align", str(run)], "run"),
+    ):
+        first = subprocess.run(
+            [sys.executable, "-m", "perfonto", *args], capture_output=True, text=True, env=env, timeout=300
+        )
         assert first.returncode == 0, first.stderr[-1500:]
         before = _snapshot(tmp_path)
-        small = subprocess.run([sys.executable, "-m", "perfonto", *args], capture_output=True, text=True, env=env, timeout=300,
-                               preexec_fn=_with_small_disk(600))
+        small = subprocess.run(
+            [sys.executable, "-m", "perfonto", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            preexec_fn=_with_small_disk(600),
+        )
         assert small.returncode == 1 and "Traceback" not in small.stderr, small.stderr[-1500:]
         assert _snapshot(tmp_path) == before, name
 
@@ -345,7 +395,18 @@ def test_coverage_out_under_a_small_disk_leaves_the_old_table_whole(tmp_path):
     import sys
 
     env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
-    args = [sys.executable, "-m", "perfonto", "coverage", "--only", "idle,slow-chip", "--seeds", "1", "--out", str(tmp_path / "cov.json")]
+    args = [
+        sys.executable,
+        "-m",
+        "perfonto",
+        "coverage",
+        "--only",
+        "idle,slow-chip",
+        "--seeds",
+        "1",
+        "--out",
+        str(tmp_path / "cov.json"),
+    ]
     assert subprocess.run(args, capture_output=True, text=True, env=env, timeout=600).returncode == 0
     before = _snapshot(tmp_path)
     small = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, preexec_fn=_with_small_disk(600))

@@ -1,5 +1,6 @@
 """Safe outputs: folders are complete or absent, never mixed; a folder perfonto did not write is
 refused; `--json` keeps its promise of one JSON document on every failure of every command."""
+
 from __future__ import annotations
 
 import json
@@ -123,12 +124,19 @@ def test_every_command_prints_one_json_document_on_an_unknown_flag(command, caps
 
 
 MISSING_FILE = {
-    "analyze": ["analyze", "{m}", "--out", "{t}/o"], "test": ["test", "{m}"], "align": ["align", "{m}"],
-    "timeline": ["timeline", "{m}", "--out", "{t}/t.json"], "import": ["import", "perf", "{m}", "--out", "{t}/i"],
-    "check": ["check", "--catalog", "{m}"], "codegen": ["codegen", "--target", "python", "--catalog", "{m}", "--out", "{t}/g"],
-    "docs": ["docs", "--catalog", "{m}", "--out", "{t}/d"], "explain": ["explain", "mfu", "--catalog", "{m}"],
-    "run": ["run", "--catalog", "{m}", "--out", "{t}/r"], "diff": ["diff", "sohu", "{m}"],
-    "validate-emulator": ["validate-emulator", "--rows", "{m}"], "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
+    "analyze": ["analyze", "{m}", "--out", "{t}/o"],
+    "test": ["test", "{m}"],
+    "align": ["align", "{m}"],
+    "timeline": ["timeline", "{m}", "--out", "{t}/t.json"],
+    "import": ["import", "perf", "{m}", "--out", "{t}/i"],
+    "check": ["check", "--catalog", "{m}"],
+    "codegen": ["codegen", "--target", "python", "--catalog", "{m}", "--out", "{t}/g"],
+    "docs": ["docs", "--catalog", "{m}", "--out", "{t}/d"],
+    "explain": ["explain", "mfu", "--catalog", "{m}"],
+    "run": ["run", "--catalog", "{m}", "--out", "{t}/r"],
+    "diff": ["diff", "sohu", "{m}"],
+    "validate-emulator": ["validate-emulator", "--rows", "{m}"],
+    "calibrate": ["calibrate", "--rows", "{m}", "--out", "{t}/f.yaml"],
     "serve": ["serve", "--follow", "{m}", "--port", "0"],
     "emulator-quantities": ["emulator-quantities", "--generation", "{m}.yaml"],
     "sweep": ["sweep", "--catalog", "{m}", "--vary", "isl=128,256", "--no-cache"],
@@ -139,16 +147,25 @@ MISSING_FILE = {
     "compare-runs": ["compare-runs", "{m}", "{m}2"],
 }
 BAD_VALUE = {
-    "run": ["run", "--chips", "zero"], "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
-    "project": ["project", "--chips", "-3"], "align": ["align", "x", "--saturation", "2"],
-    "codegen": ["codegen", "--target", "fortran", "--out", "o"], "timeline": ["timeline", "x", "--out", "o", "--format", "pdf"],
-    "export": ["export", "csv", "--out", "o"], "import": ["import", "csv", "x", "--out", "o"],
-    "graph": ["graph", "mfu", "--format", "png"], "explain": ["explain", "no.such.metric"],
-    "diff": ["diff", "sohu", "nosuch"], "validate": ["validate", "--generation", "nosuch"],
-    "check": ["check", "--generation", "nosuch"], "docs": ["docs", "--generation", "nosuch", "--out", "o"],
+    "run": ["run", "--chips", "zero"],
+    "analyze": ["analyze", "x", "--out", "o", "--timestamp-unit", "days"],
+    "project": ["project", "--chips", "-3"],
+    "align": ["align", "x", "--saturation", "2"],
+    "codegen": ["codegen", "--target", "fortran", "--out", "o"],
+    "timeline": ["timeline", "x", "--out", "o", "--format", "pdf"],
+    "export": ["export", "csv", "--out", "o"],
+    "import": ["import", "csv", "x", "--out", "o"],
+    "graph": ["graph", "mfu", "--format", "png"],
+    "explain": ["explain", "no.such.metric"],
+    "diff": ["diff", "sohu", "nosuch"],
+    "validate": ["validate", "--generation", "nosuch"],
+    "check": ["check", "--generation", "nosuch"],
+    "docs": ["docs", "--generation", "nosuch", "--out", "o"],
     "serve": ["serve", "--follow", "x", "--port", "70000"],
-    "sweep": ["sweep", "--vary", "spec.hbm.peak_bandwidth=4..16TB/s:0"], "sensitivity": ["sensitivity", "--step", "-1"],
-    "compare": ["compare", "sohu", "caelius", "--vary", "isl=1..2:x"], "coverage": ["coverage", "--seeds", "0"],
+    "sweep": ["sweep", "--vary", "spec.hbm.peak_bandwidth=4..16TB/s:0"],
+    "sensitivity": ["sensitivity", "--step", "-1"],
+    "compare": ["compare", "sohu", "caelius", "--vary", "isl=1..2:x"],
+    "coverage": ["coverage", "--seeds", "0"],
     "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
     "compare-runs": ["compare-runs", "a", "b", "--fail-on-regression", "mfu:x"],
 }
@@ -179,4 +196,9 @@ def test_names_too_long_for_the_file_system(tmp_path, capsys):
 
 
 def test_all_commands_are_covered():
-    assert Path(__file__).exists() and set(COMMANDS) <= set(MISSING_FILE) | set(BAD_VALUE) | {"validate", "project", "export", "graph"}
+    assert Path(__file__).exists() and set(COMMANDS) <= set(MISSING_FILE) | set(BAD_VALUE) | {
+        "validate",
+        "project",
+        "export",
+        "graph",
+    }

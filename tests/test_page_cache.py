@@ -1,6 +1,7 @@
 """The benchmark's page-cache helpers (``benchmarks/page_cache.py``): ``residency`` agrees with an
 independent probe of the page cache (``preadv`` with ``RWF_NOWAIT`` fails with EAGAIN on a page that
 is not cached), and ``warm`` reads exactly the pages that are missing."""
+
 from __future__ import annotations
 
 import errno
@@ -103,8 +104,8 @@ def test_warm_reads_exactly_the_holes(tmp_path):
     path = tmp_path / "f.bin"
     _write(path)
     _drop(path)
-    _read(path, 100 * PAGE, 300 * PAGE)   # pages 100..399 in
-    _read(path, 700 * PAGE, 7 * PAGE)     # pages 700..706 in
+    _read(path, 100 * PAGE, 300 * PAGE)  # pages 100..399 in
+    _read(path, 700 * PAGE, 7 * PAGE)  # pages 700..706 in
     holes = 1025 - 300 - 7
     got = warm(path, chunk=3 * PAGE)
     want = (holes - 1) * PAGE + (SIZE - 1024 * PAGE)  # the last page is partial

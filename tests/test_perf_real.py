@@ -1,6 +1,7 @@
 """A real capture from Linux perf on the machine that runs the tests (Debian's linux-perf; .ci/run
 installs it): `perfonto analyze --format perf-stat` with the shipped `linux` catalog gives the derived
 figures perf itself printed (issue 27). Skips, saying why, where perf is missing or may not count."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,9 @@ from perfonto.cli import main
 
 pytestmark = pytest.mark.slow
 EVENTS = "task-clock,context-switches,cpu-migrations,page-faults"
-WORK = "import numpy as np\na = np.random.default_rng(0).random((900, 900))\nfor _ in range(6):\n    a = (a @ a) / 900.0\n"
+WORK = (
+    "import numpy as np\na = np.random.default_rng(0).random((900, 900))\nfor _ in range(6):\n    a = (a @ a) / 900.0\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +35,12 @@ def perf():
 
 def _run(perf, tmp_path, *args) -> str:
     out = tmp_path / "perf.out"
-    subprocess.run([perf, "stat", *args, "-e", EVENTS, "-o", str(out), "--", sys.executable, "-c", WORK], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [perf, "stat", *args, "-e", EVENTS, "-o", str(out), "--", sys.executable, "-c", WORK],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return str(out)
 
 
@@ -48,22 +55,37 @@ def test_perf_report_gives_perfs_run_figures(perf, tmp_path, capsys):
     capsys.readouterr()
     assert main(["analyze", path, "--format", "perf-stat", "--out", str(tmp_path / "o"), "--json"]) == 0
     got = {k: v["value"] for k, v in json.loads(capsys.readouterr().out)["metrics"].items()}
-    want = {"cpus_utilized": printed["task-clock"], "context_switches.per_second": printed["context-switches"],
-            "cpu_migrations.per_second": printed["cpu-migrations"], "page_faults.per_second": printed["page-faults"]}
+    want = {
+        "cpus_utilized": printed["task-clock"],
+        "context_switches.per_second": printed["context-switches"],
+        "cpu_migrations.per_second": printed["cpu-migrations"],
+        "page_faults.per_second": printed["page-faults"],
+    }
     for name, w in want.items():  # perf prints three decimals
-        assert abs(got[name] - w) <= 1e-3 * abs(w) + 5e-4 * (1000.0 if name == "page_faults.per_second" else 1.0), (name, got[name], w)
+        assert abs(got[name] - w) <= 1e-3 * abs(w) + 5e-4 * (1000.0 if name == "page_faults.per_second" else 1.0), (
+            name,
+            got[name],
+            w,
+        )
 
 
 def test_perf_intervals_give_perfs_interval_figures(perf, tmp_path, capsys):
     path = _run(perf, tmp_path, "-I", "100", "-x,")
-    rows = [[f.strip() for f in ln.split(",")] for ln in open(path, encoding="utf-8") if ln.strip() and not ln.startswith("#")]
+    rows = [
+        [f.strip() for f in ln.split(",")]
+        for ln in open(path, encoding="utf-8")
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert main(["analyze", path, "--out", str(tmp_path / "o"), "--json"]) == 0  # recognised as perf stat output
     t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
     stamps = sorted({float(r[0]) for r in rows})
     assert len(t["window"]) == len(stamps)
     starts = [0.0] + stamps[:-1]
-    rate = {"context-switches": "context_switches.per_second", "cpu-migrations": "cpu_migrations.per_second",
-            "page-faults": "page_faults.per_second"}
+    rate = {
+        "context-switches": "context_switches.per_second",
+        "cpu-migrations": "cpu_migrations.per_second",
+        "page-faults": "page_faults.per_second",
+    }
     checked = 0
     for r in rows:
         k = stamps.index(float(r[0]))

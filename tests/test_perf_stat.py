@@ -1,6 +1,7 @@
 """Linux perf stat output read as a capture (capture/perf_stat.py, issue 27). The fixtures were written
 by perf 6.1 on the development machine (`perf stat -I 100 -x, …`, `-A -a`, the human-readable report);
 the expected values are the numbers perf printed, read off the files by hand."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,12 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.perf_stat import collector_table, read_perf_stat
 
 FIX = Path(__file__).parent / "fixtures" / "perf"
-MAP = {"task-clock": ("task_clock", "time", 1e9), "context-switches": ("context_switches", "", 1.0),
-       "cpu-migrations": ("cpu_migrations", "", 1.0), "page-faults": ("page_faults", "", 1.0)}
+MAP = {
+    "task-clock": ("task_clock", "time", 1e9),
+    "context-switches": ("context_switches", "", 1.0),
+    "cpu-migrations": ("cpu_migrations", "", 1.0),
+    "page-faults": ("page_faults", "", 1.0),
+}
 
 
 def test_interval_csv_becomes_running_totals_from_zero():
@@ -39,15 +44,21 @@ def test_the_report_gives_one_window_to_the_elapsed_time():
     ps = read_perf_stat(FIX / "perf-stat-total.txt")
     assert ps.elapsed_s == pytest.approx(0.254768785)
     t = collector_table(ps, MAP).to_pydict()
-    assert t["timestamp_ns"] == [0, 254_768_785] and t["task_clock"] == [0, 222_620_000] and t["page_faults"] == [0, 9312]
+    assert (
+        t["timestamp_ns"] == [0, 254_768_785] and t["task_clock"] == [0, 222_620_000] and t["page_faults"] == [0, 9312]
+    )
 
 
 def test_not_supported_events_are_left_out_with_a_note(tmp_path):
     notes: list[str] = []
-    t = collector_table(read_perf_stat(FIX / "perf-stat-total.txt"), {**MAP, "cycles": ("cycles", "", 1.0)}, notes=notes)
+    t = collector_table(
+        read_perf_stat(FIX / "perf-stat-total.txt"), {**MAP, "cycles": ("cycles", "", 1.0)}, notes=notes
+    )
     assert "cycles" not in t.column_names
     path = tmp_path / "p.txt"
-    path.write_text((FIX / "perf-stat-total.txt").read_text().replace("9      cpu-migrations", "<not supported>      cycles"))
+    path.write_text(
+        (FIX / "perf-stat-total.txt").read_text().replace("9      cpu-migrations", "<not supported>      cycles")
+    )
     notes = []
     t = collector_table(read_perf_stat(path), {**MAP, "cycles": ("cycles", "", 1.0)}, notes=notes)
     assert "cycles" not in t.column_names and any("not supported" in n and "cycles" in n for n in notes)
@@ -66,26 +77,47 @@ def test_not_counted_is_a_null_register(tmp_path):
     assert cs.null_count == 1 and cs[2].as_py() is None and cs[1].as_py() == 67
 
 
-@pytest.mark.parametrize("text, error", [
-    ("     0.100000000,77.25,msec\n", "perf-stat.csv:1: 3 field(s)"),
-    ("     0.100000000,77.25,12,task-clock,77247753,100.00,,\n", "perf-stat.csv:1: field 3 or 4 is a number"),
-    ("     0.100000000,seven,,page-faults,100,100.00,,\n", "perf-stat.csv:1: the count `seven` is not a number"),
-    ("     0.100000000,5,,,100,100.00,,\n", "perf-stat.csv:1: field 4 (the event name) is empty"),
-    ("77.25,msec,task-clock,77247753,100.00,0.772,CPUs utilized\n", "the run's elapsed time is unknown"),
-    ("     0.100000000,77,,task-clock,77247753,100.00,,\n", "`task-clock` is in `counts`, but its signal `task_clock` is a time"),
-    ("# started on Wed\n\n", "no counter lines"),
-    # found by a session trying to break the reader: silently wrong values before
-    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,10.00,msec,task-clock,1,100.00,,\n",
-     "perf-stat.csv:2: `task-clock` again at 0.100000000 s (first on line 1)"),
-    ("     0.100000000,1e30,,context-switches,1,100.00,,\n", "perf-stat.csv:1: the count 1e+30 of `context-switches` does not fit"),
-    ("     0.100000000,-5,,context-switches,1,100.00,,\n", "perf-stat.csv:1: the count -5 of `context-switches` is negative"),
-    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.200000000,10.00,msec,task-clock\n",
-     "perf-stat.csv:2: 4 field(s) where line 1 has 8"),
-    ("     0.100000000,10.00,msec,task-clock,1,250.00,,\n", "perf-stat.csv:1: the run percentage 250.00 is outside 0–100"),
-    ("     0.100000000,5,furlongs,page-faults,1,100.00,,\n", "perf-stat.csv:1: `page-faults` is in `furlongs`"),
-    ("     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,CPU0,10.00,msec,task-clock,1,100.00,,\n",
-     "perf-stat.csv:2: 9 field(s) where line 1 has 8"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("     0.100000000,77.25,msec\n", "perf-stat.csv:1: 3 field(s)"),
+        ("     0.100000000,77.25,12,task-clock,77247753,100.00,,\n", "perf-stat.csv:1: field 3 or 4 is a number"),
+        ("     0.100000000,seven,,page-faults,100,100.00,,\n", "perf-stat.csv:1: the count `seven` is not a number"),
+        ("     0.100000000,5,,,100,100.00,,\n", "perf-stat.csv:1: field 4 (the event name) is empty"),
+        ("77.25,msec,task-clock,77247753,100.00,0.772,CPUs utilized\n", "the run's elapsed time is unknown"),
+        (
+            "     0.100000000,77,,task-clock,77247753,100.00,,\n",
+            "`task-clock` is in `counts`, but its signal `task_clock` is a time",
+        ),
+        ("# started on Wed\n\n", "no counter lines"),
+        # found by a session trying to break the reader: silently wrong values before
+        (
+            "     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,10.00,msec,task-clock,1,100.00,,\n",
+            "perf-stat.csv:2: `task-clock` again at 0.100000000 s (first on line 1)",
+        ),
+        (
+            "     0.100000000,1e30,,context-switches,1,100.00,,\n",
+            "perf-stat.csv:1: the count 1e+30 of `context-switches` does not fit",
+        ),
+        (
+            "     0.100000000,-5,,context-switches,1,100.00,,\n",
+            "perf-stat.csv:1: the count -5 of `context-switches` is negative",
+        ),
+        (
+            "     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.200000000,10.00,msec,task-clock\n",
+            "perf-stat.csv:2: 4 field(s) where line 1 has 8",
+        ),
+        (
+            "     0.100000000,10.00,msec,task-clock,1,250.00,,\n",
+            "perf-stat.csv:1: the run percentage 250.00 is outside 0–100",
+        ),
+        ("     0.100000000,5,furlongs,page-faults,1,100.00,,\n", "perf-stat.csv:1: `page-faults` is in `furlongs`"),
+        (
+            "     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,CPU0,10.00,msec,task-clock,1,100.00,,\n",
+            "perf-stat.csv:2: 9 field(s) where line 1 has 8",
+        ),
+    ],
+)
 def test_bad_files_name_the_line(tmp_path, text, error):
     path = tmp_path / "perf-stat.csv"
     path.write_text(text)
@@ -103,8 +135,11 @@ def test_counts_with_a_drifting_timer_sum_to_perfs_totals():
 def test_an_interval_without_the_events_line_is_null_not_zero(tmp_path):
     """A line missing from one interval (cut off) nulls that interval's window; read as a zero increment
     it gave a rate a third too low (found by a session trying to break the reader)."""
-    lines = [ln for ln in (FIX / "perf-stat-interval.csv").read_text().splitlines()
-             if not (",context-switches," in ln and ln.lstrip().startswith("0.2"))]
+    lines = [
+        ln
+        for ln in (FIX / "perf-stat-interval.csv").read_text().splitlines()
+        if not (",context-switches," in ln and ln.lstrip().startswith("0.2"))
+    ]
     path = tmp_path / "cut.csv"
     path.write_text("\n".join(lines) + "\n")
     notes: list[str] = []
@@ -117,13 +152,19 @@ def test_an_interval_without_the_events_line_is_null_not_zero(tmp_path):
 def test_events_with_a_modifier_and_report_lines_without_a_comment(tmp_path):
     """What perf prints when not root (`task-clock:u`) and a report line with no derived figure (no `#`)."""
     path = tmp_path / "report.txt"
-    path.write_text("# started on Wed Dec  2 05:07:44 2026\n\n\n Performance counter stats for 'true':\n\n"
-                    "              0.78 msec task-clock:u                     #    0.379 CPUs utilized\n"
-                    "                49      page-faults:u\n"
-                    "   <not supported>      cycles:u\n\n"
-                    "       0.002071073 seconds time elapsed\n\n       0.002284000 seconds user\n")
+    path.write_text(
+        "# started on Wed Dec  2 05:07:44 2026\n\n\n Performance counter stats for 'true':\n\n"
+        "              0.78 msec task-clock:u                     #    0.379 CPUs utilized\n"
+        "                49      page-faults:u\n"
+        "   <not supported>      cycles:u\n\n"
+        "       0.002071073 seconds time elapsed\n\n       0.002284000 seconds user\n"
+    )
     ps = read_perf_stat(path)
-    assert [(x.event, x.value) for x in ps.lines] == [("task-clock:u", 0.78), ("page-faults:u", 49.0), ("cycles:u", None)]
+    assert [(x.event, x.value) for x in ps.lines] == [
+        ("task-clock:u", 0.78),
+        ("page-faults:u", 49.0),
+        ("cycles:u", None),
+    ]
     notes: list[str] = []
     t = collector_table(ps, MAP, notes=notes)
     assert t.column("task_clock").to_pylist() == [0, 780000] and t.column("page_faults").to_pylist() == [0, 49]

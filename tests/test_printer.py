@@ -1,4 +1,5 @@
 """The printer gives back text that parses to the same tree (property test over random expressions)."""
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +10,9 @@ from perfonto.ontology.diagnostics import Span
 
 S = Span("t")
 names = st.sampled_from(["a", "b.c", "interval", "spec.x.y"]).map(lambda n: ast.Name(n, S))
-nums = st.builds(lambda v, u: ast.Number(float(v), u, S), st.integers(0, 1000), st.sampled_from([None, "B", "%", "GB/s"]))
+nums = st.builds(
+    lambda v, u: ast.Number(float(v), u, S), st.integers(0, 1000), st.sampled_from([None, "B", "%", "GB/s"])
+)
 bools_ops = ["<", "<=", ">", ">=", "==", "!="]
 
 
@@ -22,7 +25,14 @@ def exprs():
             st.builds(lambda x: ast.Unary("-", x, S), inner),
             st.builds(lambda f, x: ast.Call(f, (x,), S), st.sampled_from(["sum", "avg"]), inner),
             st.builds(lambda x, y: ast.Call("min", (x, y), S), inner, inner),
-            st.builds(lambda t, l, op, r, o: ast.IfElse(t, ast.Binary(op, l, r, S), o, S), inner, inner, st.sampled_from(bools_ops), inner, inner),
+            st.builds(
+                lambda t, l, op, r, o: ast.IfElse(t, ast.Binary(op, l, r, S), o, S),
+                inner,
+                inner,
+                st.sampled_from(bools_ops),
+                inner,
+                inner,
+            ),
         ),
         max_leaves=12,
     )

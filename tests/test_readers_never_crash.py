@@ -1,6 +1,7 @@
 """Readers that never crash (issue 15, point 15): every finding of the fuzzing campaign on the landed
 state, one regression test each. Bad input gives a located error (file:line:col where there is a
 file) and a clear exit code — never a traceback, a hang, unbounded memory or a silently wrong value."""
+
 from __future__ import annotations
 
 import json
@@ -46,6 +47,7 @@ def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
 
 # --- YAML -------------------------------------------------------------------------------------------
 
+
 def test_yaml_integer_past_pythons_digit_limit(tmp_path, capsys):
     src = read_yaml("big.yaml", "generation: g\nvalue: " + "9" * 5000 + "\n")
     (d,) = src.diagnostics
@@ -73,13 +75,17 @@ def test_yaml_line_separators_keep_the_caret_on_the_named_line():
     text = "generation: g\u2028description: x\u2028blocks: [\n"
     (d,) = read_yaml("g.yaml", text).diagnostics
     assert d.code == "yaml-syntax"
-    assert d.source_line == "" or d.source_line.split()[0] == text.replace("\u2028", "\n").split("\n")[d.span.line - 1].split()[0]
+    assert (
+        d.source_line == ""
+        or d.source_line.split()[0] == text.replace("\u2028", "\n").split("\n")[d.span.line - 1].split()[0]
+    )
 
 
 # --- the metric language ---------------------------------------------------------------------------
 
+
 def test_metric_file_with_cr_only_line_ends(sohu, tmp_path, capsys):
-    text = "# two metrics, classic Mac OS line ends\rmetric a.x [s] = interval\r  \"A.\"\rmetric b.y [s] = 2 * interval\r  \"B.\"\r"
+    text = '# two metrics, classic Mac OS line ends\rmetric a.x [s] = interval\r  "A."\rmetric b.y [s] = 2 * interval\r  "B."\r'
     decls, diags = parse_text(text, "m.metrics")
     assert [d.name for d in decls] == ["a.x", "b.y"] and diags == []
     bad = text.replace("2 * interval", "2 * * interval")
@@ -128,18 +134,24 @@ def test_error_recovery_is_linear_in_the_file_size(monkeypatch):
 def test_deeply_nested_metric_expression(sohu):
     from helpers import compile_src
 
-    g = compile_src(sohu, "metric a.x [s] = " + "(" * 5000 + "interval" + ")" * 5000 + "\n  \"Deep.\"\n")
+    g = compile_src(sohu, "metric a.x [s] = " + "(" * 5000 + "interval" + ")" * 5000 + '\n  "Deep."\n')
     assert not g.errors and "a.x" in g.metrics  # brackets alone nest nothing: the parser is iterative
-    g = compile_src(sohu, "metric a.x [s] = " + "-" * 5000 + "interval\n  \"Deep.\"\n")
+    g = compile_src(sohu, "metric a.x [s] = " + "-" * 5000 + 'interval\n  "Deep."\n')
     assert [d.code for d in g.errors] == ["too-deep"] and not g.metrics
 
 
 # --- dumps -----------------------------------------------------------------------------------------
 
+
 def test_sample_period_infinity_in_dump_metadata(sohu, tmp_path, capsys):
     n = 4
-    t = pa.table({"chip": pa.array(np.zeros(n, np.int32)), "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
-                  "seq.elapsed_cycles": pa.array(np.arange(n, dtype=np.uint64) * 1_500_000)})
+    t = pa.table(
+        {
+            "chip": pa.array(np.zeros(n, np.int32)),
+            "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
+            "seq.elapsed_cycles": pa.array(np.arange(n, dtype=np.uint64) * 1_500_000),
+        }
+    )
     p = tmp_path / "d.parquet"
     pq.write_table(t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": Infinity}'}), p)
     with pytest.raises(DumpError, match="sample_period_ns is inf"):
@@ -154,12 +166,15 @@ def test_sample_period_infinity_in_dump_metadata(sohu, tmp_path, capsys):
 DEEP = 20_000
 
 
-@pytest.mark.parametrize("fmt, body", [
-    ("perf", "[" * DEEP + "]" * DEEP),
-    ("intel", '{"Metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
-    ("arm", '{"metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
-    ("rocprof", "a: " + "[" * DEEP + "]" * DEEP + "\n"),
-])
+@pytest.mark.parametrize(
+    "fmt, body",
+    [
+        ("perf", "[" * DEEP + "]" * DEEP),
+        ("intel", '{"Metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
+        ("arm", '{"metrics": ' + "[" * DEEP + "]" * DEEP + "}"),
+        ("rocprof", "a: " + "[" * DEEP + "]" * DEEP + "\n"),
+    ],
+)
 def test_deeply_nested_documents_in_every_importer(tmp_path, fmt, body):
     p = tmp_path / f"x.{'yaml' if fmt == 'rocprof' else 'json'}"
     p.write_text(body)
@@ -167,12 +182,20 @@ def test_deeply_nested_documents_in_every_importer(tmp_path, fmt, body):
     assert not report.ok and "nested" in report.error and str(p) in report.error
 
 
-@pytest.mark.parametrize("fmt, make", [
-    ("perf", lambda f: json.dumps([{"MetricName": "m", "MetricExpr": f}])),
-    ("intel", lambda f: json.dumps({"Metrics": [{"MetricName": "m", "LegacyName": "m", "Formula": f, "Events": [], "Constants": []}]})),
-    ("arm", lambda f: json.dumps({"events": {}, "metrics": {"m": {"formula": f, "title": "m", "units": "ratio"}}})),
-    ("rocprof", lambda f: "m:\n  architectures:\n    gfx942:\n      expression: '" + f + "'\n  description: m\n"),
-])
+@pytest.mark.parametrize(
+    "fmt, make",
+    [
+        ("perf", lambda f: json.dumps([{"MetricName": "m", "MetricExpr": f}])),
+        (
+            "intel",
+            lambda f: json.dumps(
+                {"Metrics": [{"MetricName": "m", "LegacyName": "m", "Formula": f, "Events": [], "Constants": []}]}
+            ),
+        ),
+        ("arm", lambda f: json.dumps({"events": {}, "metrics": {"m": {"formula": f, "title": "m", "units": "ratio"}}})),
+        ("rocprof", lambda f: "m:\n  architectures:\n    gfx942:\n      expression: '" + f + "'\n  description: m\n"),
+    ],
+)
 @pytest.mark.parametrize("shape", ["parens", "unary", "chain"])
 def test_deeply_nested_formulas_in_every_importer(tmp_path, fmt, make, shape):
     if shape == "parens":
@@ -204,15 +227,25 @@ def test_formula_parsers_refuse_deep_nesting_and_unclosed_brackets():
 
 # --- paths and devices -----------------------------------------------------------------------------
 
+
 def _cases(tmp_path: Path) -> list[list[str]]:
     perf = tmp_path / "p.json"
     perf.write_text(json.dumps([{"MetricName": "a", "MetricExpr": "b / c"}]))
     t = f"/tmp/{LONG}"
-    return [["check", "--catalog", t], ["test", t], ["import", "perf", t, "--out", str(tmp_path / "o1")],
-            ["import", "perf", str(perf), "--out", str(tmp_path / "o2"), "--name", LONG],
-            ["codegen", "--target", "python", "--out", t], ["analyze", t, "--out", str(tmp_path / "o3")],
-            ["docs", "--out", t], ["export", "perf-json", "--out", t + ".json"], ["timeline", t, "--out", str(tmp_path / "t.json")],
-            ["align", t], ["diff", "sohu", t + ".yaml"], ["run", "--duration", "2ms", "--out", t]]
+    return [
+        ["check", "--catalog", t],
+        ["test", t],
+        ["import", "perf", t, "--out", str(tmp_path / "o1")],
+        ["import", "perf", str(perf), "--out", str(tmp_path / "o2"), "--name", LONG],
+        ["codegen", "--target", "python", "--out", t],
+        ["analyze", t, "--out", str(tmp_path / "o3")],
+        ["docs", "--out", t],
+        ["export", "perf-json", "--out", t + ".json"],
+        ["timeline", t, "--out", str(tmp_path / "t.json")],
+        ["align", t],
+        ["diff", "sohu", t + ".yaml"],
+        ["run", "--duration", "2ms", "--out", t],
+    ]
 
 
 def test_overlong_names_and_paths_in_every_command(tmp_path, capsys):
@@ -234,10 +267,18 @@ def test_docs_out_into_an_unwritable_place(tmp_path, capsys):
         assert doc["ok"] is False and "choose another --out" in doc["error"]
 
 
-@pytest.mark.parametrize("argv", [["test", "/dev/full"], ["check", "--catalog", "/dev/full"],
-                                  ["import", "perf", "/dev/full", "--out", "OUT"], ["import", "rocprof", "/dev/zero", "--out", "OUT"],
-                                  ["import", "arm", "/dev/zero", "--out", "OUT"], ["validate-emulator", "--rows", "/dev/full"],
-                                  ["explain", "mfu", "--catalog", "/dev/full"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["test", "/dev/full"],
+        ["check", "--catalog", "/dev/full"],
+        ["import", "perf", "/dev/full", "--out", "OUT"],
+        ["import", "rocprof", "/dev/zero", "--out", "OUT"],
+        ["import", "arm", "/dev/zero", "--out", "OUT"],
+        ["validate-emulator", "--rows", "/dev/full"],
+        ["explain", "mfu", "--catalog", "/dev/full"],
+    ],
+)
 def test_device_files_are_refused_not_read_forever(tmp_path, argv):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full on this system")
@@ -257,6 +298,7 @@ def test_calibrate_and_validate_emulator_name_the_file(tmp_path, capsys, cmd):
 
 
 # --- docs ------------------------------------------------------------------------------------------
+
 
 def test_description_with_leading_spaces_is_not_a_code_block(sohu):
     from perfonto.codegen.docs import generate_markdown

@@ -3,6 +3,7 @@ driven by its own ``--dump-dom`` and ``--screenshot`` flags, with the network cu
 from a file:// URL; the test checks the rendered DOM — every section present, every picture
 decoded, the numbers equal to ``report.json`` — and takes a screenshot. Skipped, saying why, only
 where no Chromium is installed (``.ci/run`` installs it)."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,22 @@ from test_report_html import Page, assert_prints
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIMEOUT_S = 120
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-extensions", "--mute-audio",
-         # nothing may come from the network: every name resolves nowhere, every request goes to a dead proxy
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9", "--virtual-time-budget=5000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--mute-audio",
+    # nothing may come from the network: every name resolves nowhere, every request goes to a dead proxy
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=http://127.0.0.1:9",
+    "--virtual-time-budget=5000",
+]
 
 
 def browser() -> str | None:
@@ -39,8 +52,12 @@ def run_browser(args: list[str], profile) -> subprocess.CompletedProcess:
     """Run Chromium in its own process group with a fresh profile; the whole group is killed when it
     is done or past ``TIMEOUT_S``, so no renderer or zygote outlives the test."""
     exe = browser()
-    proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, *FLAGS, f"--user-data-dir={profile}", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -52,19 +69,41 @@ def run_browser(args: list[str], profile) -> subprocess.CompletedProcess:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    )
 
 
-needs_browser = pytest.mark.skipif(browser() is None, reason="no Chromium on this machine: install Debian's `chromium` "
-                                                             "package (apt-get install -y chromium; .ci/run does)")
+needs_browser = pytest.mark.skipif(
+    browser() is None,
+    reason="no Chromium on this machine: install Debian's `chromium` "
+    "package (apt-get install -y chromium; .ci/run does)",
+)
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     d = tmp_path_factory.mktemp("browser")
     run = d / "run"
-    assert main(["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "200ms", "--by", "op",
-                 "--out", str(run), "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "llama-3.1-8b",
+                "--chips",
+                "2",
+                "--duration",
+                "200ms",
+                "--by",
+                "op",
+                "--out",
+                str(run),
+                "--json",
+            ]
+        )
+        == 0
+    )
     html = d / "report.html"
     assert main(["report", str(run), "--html", str(html), "--no-timeline"]) == 0
     return html, json.loads((run / "report.json").read_text()), d
@@ -101,8 +140,9 @@ def test_chromium_screenshot_shows_the_page(page):
 
     html, _, d = page
     shot = d / "screenshot.png"
-    res = run_browser(["--window-size=1280,2400", "--hide-scrollbars", f"--screenshot={shot}", html.as_uri()],
-                      d / "profile-shot")
+    res = run_browser(
+        ["--window-size=1280,2400", "--hide-scrollbars", f"--screenshot={shot}", html.as_uri()], d / "profile-shot"
+    )
     assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
     img = imread(str(shot))
     assert img.shape[:2] == (2400, 1280)

@@ -1,5 +1,6 @@
 """Issue 16, point 5: the report names its modelling assumptions and, for Sohu, compares with the public
 claim (>500k tokens/s, Llama-3-70B, 8 chips, FP8, 2048/128) and says which assumption moves it most."""
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,13 @@ def test_the_report_names_its_modelling_assumptions(report):
     tags = gt["hbm_bytes_by_tag"]
     share = tags["activations"] / sum(tags.values())
     assert 0.5 < share < 1.0
-    assert f"activations go through HBM between ops, one op at a time ({share * 100:.0f} % of this run's HBM bytes)" in text
+    assert (
+        f"activations go through HBM between ops, one op at a time ({share * 100:.0f} % of this run's HBM bytes)"
+        in text
+    )
     assert "collectives are not overlapped with compute" in text and "mapping TP8 over 8 chips" in text
     assert f"up to {gt['max_batch']} requests and {gt['token_budget']} tokens per step" in text
-    assert "assumed except the 144 GB HBM" in text        # the preset's own list: Sohu's figures are assumptions
+    assert "assumed except the 144 GB HBM" in text  # the preset's own list: Sohu's figures are assumptions
 
 
 def test_sohu_is_compared_with_the_claim_and_the_assumption_that_moves_it_most(report):
@@ -50,8 +54,12 @@ def test_sohu_is_compared_with_the_claim_and_the_assumption_that_moves_it_most(r
     top = c["changes"][0]
     assert c["moves_most"] == top["what"]
     if "data-parallel replicas" in top["what"]:  # re-derive the top change's effect directly
-        dp = project("sohu", model="llama3-70b", chips=8, isl=2048, osl=128, preset="conservative", mapping=Mapping(tp=1, dp=8))
-        assert top["factor"] == pytest.approx(dp.figures.steady_tokens_per_second / base.figures.steady_tokens_per_second, rel=1e-9)
+        dp = project(
+            "sohu", model="llama3-70b", chips=8, isl=2048, osl=128, preset="conservative", mapping=Mapping(tp=1, dp=8)
+        )
+        assert top["factor"] == pytest.approx(
+            dp.figures.steady_tokens_per_second / base.figures.steady_tokens_per_second, rel=1e-9
+        )
     assert "144 GB" in c["note"]
     # under the claim preset itself the claim's scenario reaches the claim
     assert claim_comparison("sohu", "claim")["reaches"]

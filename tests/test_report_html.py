@@ -4,6 +4,7 @@ JSON report's numbers; catalog and dump text cannot add markup; pictures are tit
 units and are deterministic; `--by` groups add up to the run; bad input fails clearly. The browser
 tests (headless Chromium loads the page offline, the DOM is checked, a screenshot taken) are in
 ``test_report_browser.py``."""
+
 from __future__ import annotations
 
 import json
@@ -91,8 +92,25 @@ def assert_prints(cell: dict, value: float | None, si: bool = False) -> None:
 def reported(tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
     run = d / "run"
-    assert main(["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "200ms", "--by", "op,layer,phase",
-                 "--out", str(run), "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "llama-3.1-8b",
+                "--chips",
+                "2",
+                "--duration",
+                "200ms",
+                "--by",
+                "op,layer,phase",
+                "--out",
+                str(run),
+                "--json",
+            ]
+        )
+        == 0
+    )
     html = d / "page" / "report.html"
     assert main(["report", str(run), "--html", str(html), "--plots", str(d / "plots"), "--json"]) == 0
     return run, html, json.loads((run / "report.json").read_text()), d
@@ -105,7 +123,7 @@ def test_roofline_marks_each_op_at_the_values_the_table_prints(reported):
     ax = pic.figure.axes[0]
     marks = {}
     for coll, label in zip(ax.collections, [h.get_label() for h in ax.collections]):
-        (x, y), = coll.get_offsets()
+        ((x, y),) = coll.get_offsets()
         marks[label.rsplit(" (", 1)[0]] = (float(x), float(y))
     placed = {r["op"] for r in doc["ops"]["rows"] if r["intensity"] and r["flops_per_s"]}
     assert set(marks) == placed and len(placed) >= 8
@@ -116,7 +134,12 @@ def test_roofline_marks_each_op_at_the_values_the_table_prints(reported):
         assert_prints(row["flops_per_s"], y, si=True)
     assert [p["op"] for p in pic.data["points"]] == [r["op"] for r in doc["ops"]["rows"] if r["op"] in placed]
     ceilings = {c["name"]: c["value"] for c in pic.data["ceilings"]}
-    assert ceilings["FP8"] == 9000e12 and ceilings["BF16"] == 4500e12 and ceilings["HBM"] == 7.2e12 and ceilings["SRAM"] == 48e12
+    assert (
+        ceilings["FP8"] == 9000e12
+        and ceilings["BF16"] == 4500e12
+        and ceilings["HBM"] == 7.2e12
+        and ceilings["SRAM"] == 48e12
+    )
 
 
 def test_page_is_self_contained_complete_and_prints_the_report(reported):
@@ -213,8 +236,9 @@ def test_by_groups_add_up_to_the_run(reported):
     server = doc["metrics"]["mxu.flops"]["value"]  # TFLOP over the run, every chip
     for by in ("op", "layer", "phase"):
         t = pq.read_table(run / f"metrics_by_{by}.parquet")
-        assert set(doc["metrics"]) - {"ttft", "tpot", "itl", "e2e_latency", "e2e_per_output_token"} >= set(t.column_names) - {
-            by, "time_s", "time_share", "spans"}
+        assert set(doc["metrics"]) - {"ttft", "tpot", "itl", "e2e_latency", "e2e_per_output_token"} >= set(
+            t.column_names
+        ) - {by, "time_s", "time_share", "spans"}
         assert "arithmetic_intensity" in t.column_names and "topdown.memory_bound" in t.column_names
         assert t.column("mxu.flops").to_numpy(zero_copy_only=False).sum() == pytest.approx(server, rel=1e-6)
         assert t.column("time_share").to_numpy().sum() == pytest.approx(1.0, rel=1e-9)

@@ -1,6 +1,7 @@
 """The text report never prints ``nan``: a metric whose server value is null (all its windows null)
 shows ``null`` with a pointer to the reason, as JSON and Parquet hold null; a section with nothing
 evaluated (the top-down tree) is one line, and the per-chip legend names only the columns shown."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,13 @@ N = 5
 
 def _dump(path) -> None:
     """One chip, PCIe counters that count, HBM byte counters null in every sample."""
-    cols = {"chip": pa.array(np.zeros(N, np.int32)), "timestamp_ns": pa.array(np.arange(N, dtype=np.int64) * 1_000_000),
-            "pcie.rx_bytes": pa.array(np.arange(N, dtype=np.uint64) * 1000), "pcie.tx_bytes": pa.array(np.zeros(N, np.uint64)),
-            "seq.elapsed_cycles": pa.array(np.arange(N, dtype=np.uint64) * 1_000_000)}
+    cols = {
+        "chip": pa.array(np.zeros(N, np.int32)),
+        "timestamp_ns": pa.array(np.arange(N, dtype=np.int64) * 1_000_000),
+        "pcie.rx_bytes": pa.array(np.arange(N, dtype=np.uint64) * 1000),
+        "pcie.tx_bytes": pa.array(np.zeros(N, np.uint64)),
+        "seq.elapsed_cycles": pa.array(np.arange(N, dtype=np.uint64) * 1_000_000),
+    }
     for i in range(6):
         cols[f"hbm.read_bytes[{i}]"] = pa.array([None] * N, pa.uint64())
         cols[f"hbm.write_bytes[{i}]"] = pa.array([None] * N, pa.uint64())
@@ -49,7 +54,7 @@ def test_a_metric_with_all_windows_null_prints_null_with_its_reason(tmp_path, ca
     row = next(line for line in out.splitlines() if "hbm.write_bandwidth" in line and "│" in line)
     assert "null" in row and "all windows null (see Null window values)" in row
     chip = next(line for line in out.splitlines() if line.startswith("│    0 "))
-    assert "null" in chip                                          # the per-chip HBM GB/s column
+    assert "null" in chip  # the per-chip HBM GB/s column
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     assert doc["metrics"]["hbm.write_bandwidth"]["value"] is None
 
@@ -58,7 +63,14 @@ def test_no_topdown_table_and_a_legend_of_the_columns_shown(tmp_path, capsys):
     # --metrics without a top-down metric: JSON has topdown {}, so the text has no top-down table (no
     # "sum │ 0.00 %" row), no dominant-node column, and the legend names only the two columns shown.
     _dump(tmp_path / "d.parquet")
-    argv = ["analyze", str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o"), "--metrics", "hbm.bandwidth,pcie.bandwidth_utilization"]
+    argv = [
+        "analyze",
+        str(tmp_path / "d.parquet"),
+        "--out",
+        str(tmp_path / "o"),
+        "--metrics",
+        "hbm.bandwidth,pcie.bandwidth_utilization",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert json.loads((tmp_path / "o" / "report.json").read_text())["topdown"] == {}

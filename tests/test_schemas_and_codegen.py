@@ -1,4 +1,5 @@
 """JSON Schemas are current and the shipped catalogs validate against them; the C header compiles."""
+
 import re
 import shutil
 import subprocess
@@ -53,9 +54,16 @@ def test_c_header_compiles(tmp_path, gen_name):
     h = tmp_path / f"{gen_name}.h"
     h.write_text(generate_header(gen))
     main = tmp_path / "main.c"
-    main.write_text(f'#include "{gen_name}.h"\nint main(void) {{ return (int)perfonto_{gen_name}_signals[0].width - '
-                    f'(int)perfonto_{gen_name}_signals[0].width + PERFONTO_{gen_name.upper()}_SIGNAL_COUNT * 0; }}\n')
-    proc = subprocess.run([cc, "-fsyntax-only", "-std=c99", "-Wall", "-Wextra", "-Werror", str(main)], capture_output=True, text=True, cwd=tmp_path)
+    main.write_text(
+        f'#include "{gen_name}.h"\nint main(void) {{ return (int)perfonto_{gen_name}_signals[0].width - '
+        f"(int)perfonto_{gen_name}_signals[0].width + PERFONTO_{gen_name.upper()}_SIGNAL_COUNT * 0; }}\n"
+    )
+    proc = subprocess.run(
+        [cc, "-fsyntax-only", "-std=c99", "-Wall", "-Wextra", "-Werror", str(main)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     text = h.read_text()
     assert f"PERFONTO_{gen_name.upper()}_BLOCK_HBM_AXIS_STACK {dict(gen.blocks['hbm']['axes'])['stack']}u" in text
@@ -67,8 +75,10 @@ def test_c_identifier_collisions_are_refused(tmp_path):
     from perfonto.ontology import load_generation
 
     p = tmp_path / "c.yaml"
-    p.write_text("generation: c\nextends: sohu\ndescription: d\nblocks:\n  mxu:\n    signals:\n"
-                 "      instances: {kind: counter, unit: event, width: 32, description: a signal named like a macro}\n")
+    p.write_text(
+        "generation: c\nextends: sohu\ndescription: d\nblocks:\n  mxu:\n    signals:\n"
+        "      instances: {kind: counter, unit: event, width: 32, description: a signal named like a macro}\n"
+    )
     gen, _ = load_generation(p)
     text = generate_header(gen)  # macros and enumerators live in different prefixes: no clash
     assert "PERFONTO_C_SIG_MXU__INSTANCES" in text and "PERFONTO_C_BLOCK_MXU_INSTANCES" in text

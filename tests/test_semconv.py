@@ -5,6 +5,7 @@ validated against Weaver's published JSON schema (v0.25.1, vendored in tests/fix
 source) and by `interop.semconv.lint` (the resolver's reference and naming checks). The same schema
 accepts OpenTelemetry's own hardware-GPU registry and rejects broken documents, so the check can fail.
 """
+
 import copy
 import json
 import shutil
@@ -62,12 +63,20 @@ def test_schema_accepts_opentelemetrys_own_registry_file():
 
 def test_schema_check_can_fail():
     v = _validator()
-    doc = {"file_format": "definition/2", "metrics": [{"name": "perfonto.x", "brief": "x", "instrument": "gauge",
-                                                       "unit": "1", "stability": "development"}]}
+    doc = {
+        "file_format": "definition/2",
+        "metrics": [
+            {"name": "perfonto.x", "brief": "x", "instrument": "gauge", "unit": "1", "stability": "development"}
+        ],
+    }
     assert list(v.iter_errors(doc)) == []
-    for breakage in (lambda d: d["metrics"][0].update(instrument="meter"), lambda d: d["metrics"][0].pop("unit"),
-                     lambda d: d["metrics"][0].update(stability="experimental"), lambda d: d.update(file_format="definition/1"),
-                     lambda d: d["metrics"][0].update(colour="red")):
+    for breakage in (
+        lambda d: d["metrics"][0].update(instrument="meter"),
+        lambda d: d["metrics"][0].pop("unit"),
+        lambda d: d["metrics"][0].update(stability="experimental"),
+        lambda d: d.update(file_format="definition/1"),
+        lambda d: d["metrics"][0].update(colour="red"),
+    ):
         bad = copy.deepcopy(doc)
         breakage(bad)
         assert list(v.iter_errors(bad)), bad
@@ -87,7 +96,7 @@ def test_lint_finds_dangling_refs_and_duplicates(registry):
 
 
 def test_metrics_carry_instrument_unit_and_axes(graph):
-    extra = "metric hbm.stack_read_bytes [GB] = hbm.read_bytes\n  \"Bytes read per stack.\"\n"
+    extra = 'metric hbm.stack_read_bytes [GB] = hbm.read_bytes\n  "Bytes read per stack."\n'
     g = compile_texts(graph.generation, {"x.metrics": extra})
     reg = export(g)
     metrics = {m["name"]: m for m in yaml.safe_load(reg.files["registry/metrics.yaml"])["metrics"]}
@@ -102,8 +111,14 @@ def test_metrics_carry_instrument_unit_and_axes(graph):
 def test_shipped_catalog_names_types_and_units(registry, graph):
     metrics = {m["name"]: m for m in yaml.safe_load(registry.files["registry/metrics.yaml"])["metrics"]}
     assert len(metrics) == len(graph.metrics)
-    assert (metrics["perfonto.hbm.read_bandwidth"]["instrument"], metrics["perfonto.hbm.read_bandwidth"]["unit"]) == ("gauge", "By/s")
-    assert (metrics["perfonto.mfu"]["unit"], metrics["perfonto.mfu"]["annotations"]["perfonto"]["factor"]) == ("1", 0.01)
+    assert (metrics["perfonto.hbm.read_bandwidth"]["instrument"], metrics["perfonto.hbm.read_bandwidth"]["unit"]) == (
+        "gauge",
+        "By/s",
+    )
+    assert (metrics["perfonto.mfu"]["unit"], metrics["perfonto.mfu"]["annotations"]["perfonto"]["factor"]) == (
+        "1",
+        0.01,
+    )
     assert metrics["perfonto.hbm.bytes"]["instrument"] == "counter"
     assert metrics["perfonto.power.temperature_peak"]["unit"] == "Cel"
     assert metrics["perfonto.energy_per_token"]["unit"] == "J/{token}"
@@ -121,7 +136,9 @@ def test_cli_writes_the_registry(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     from perfonto.metrics.catalog import load_catalog
 
-    assert doc["ok"] and doc["problems"] == [] and doc["metrics"] == len(load_catalog().graph.metrics)  # every window metric
+    assert (
+        doc["ok"] and doc["problems"] == [] and doc["metrics"] == len(load_catalog().graph.metrics)
+    )  # every window metric
     assert (out / "manifest.yaml").exists() and (out / "registry" / "metrics.yaml").exists()
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -130,11 +147,16 @@ def test_cli_writes_the_registry(tmp_path, capsys):
     assert doc["ok"] is False and "is a file, not a folder" in doc["error"]
 
 
-@pytest.mark.skipif(shutil.which("weaver") is None, reason="OpenTelemetry Weaver is not installed (a Rust binary; "
-                    "crates.io and GitHub releases are out of reach here): the registry is checked against its JSON schema above")
+@pytest.mark.skipif(
+    shutil.which("weaver") is None,
+    reason="OpenTelemetry Weaver is not installed (a Rust binary; "
+    "crates.io and GitHub releases are out of reach here): the registry is checked against its JSON schema above",
+)
 def test_weaver_registry_check(tmp_path):
     import subprocess
 
     export(load_catalog(None, "sohu").graph).write(tmp_path / "reg")
-    r = subprocess.run(["weaver", "registry", "check", "-r", str(tmp_path / "reg")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["weaver", "registry", "check", "-r", str(tmp_path / "reg")], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr

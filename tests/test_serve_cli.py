@@ -1,5 +1,6 @@
 """`perfonto serve` as a process: a scrape parsed by prometheus_client's OpenMetrics parser equals the
 batch evaluator (the fallback of the Prometheus test), promtool's lint, health, errors, shutdown."""
+
 import json
 import shutil
 import signal
@@ -10,8 +11,19 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from live_helpers import (NULLED_SIGNAL, ServeProcess, batch, close_enough, emulate, expected_series, get, null_last_sample,
-                          parse_openmetrics, publish, write_parts)
+from live_helpers import (
+    NULLED_SIGNAL,
+    ServeProcess,
+    batch,
+    close_enough,
+    emulate,
+    expected_series,
+    get,
+    null_last_sample,
+    parse_openmetrics,
+    publish,
+    write_parts,
+)
 from perfonto.metrics.catalog import load_catalog
 
 HOST = "node-a"
@@ -52,8 +64,10 @@ def test_scrape_parsed_by_prometheus_client_equals_batch(graph, parts):
     assert close_enough(got, expected_series(graph, ev, HOST)) == []
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (.ci/run installs Debian's "
-                    "prometheus package, which ships it)")
+@pytest.mark.skipif(
+    shutil.which("promtool") is None,
+    reason="promtool is not installed (.ci/run installs Debian's prometheus package, which ships it)",
+)
 def test_promtool_check_metrics_finds_no_problem(parts):
     folder, ev = parts
     with ServeProcess(["--follow", str(folder), "--poll", "0.1s"]) as s:
@@ -88,8 +102,23 @@ def test_emulate_serves_in_real_time_and_equals_the_emulators_dump(graph, tmp_pa
     # a duration within one chunk is exactly emulator.run's dump; the source then finishes
     ref = emulate(tmp_path / "ref", graph.generation, chips=2, duration_s=0.3, seed=3)
     ev = batch(graph, ref, tmp_path)
-    with ServeProcess(["--emulate", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "0.3s", "--seed", "3",
-                       "--warmup-steps", "50", "--host", HOST]) as s:
+    with ServeProcess(
+        [
+            "--emulate",
+            "--model",
+            "llama-3.1-8b",
+            "--chips",
+            "2",
+            "--duration",
+            "0.3s",
+            "--seed",
+            "3",
+            "--warmup-steps",
+            "50",
+            "--host",
+            HOST,
+        ]
+    ) as s:
         h = s.wait_for(lambda h: h["status"] == "finished", what="the emulation to finish")
         got = parse_openmetrics(get(s.url + "/metrics")[1], graph)
     assert h["windows"] == ev.windows.interval.shape[0] and h["source"]["chunks"] == 1

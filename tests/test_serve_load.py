@@ -2,6 +2,7 @@
 disconnect mid-response and 50 idle connections at once: every complete scrape is served with the
 batch evaluator's values, nothing prints a traceback, idle connections are closed by a timeout, the
 worker threads stay bounded, and memory holds over 5,000 scrapes."""
+
 from __future__ import annotations
 
 import socket
@@ -13,8 +14,19 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from live_helpers import (NULLED_SIGNAL, ServeProcess, batch, close_enough, emulate, expected_series, get, null_last_sample,
-                          parse_openmetrics, publish, write_parts)
+from live_helpers import (
+    NULLED_SIGNAL,
+    ServeProcess,
+    batch,
+    close_enough,
+    emulate,
+    expected_series,
+    get,
+    null_last_sample,
+    parse_openmetrics,
+    publish,
+    write_parts,
+)
 from perfonto.metrics.catalog import load_catalog
 
 pytestmark = pytest.mark.slow
@@ -76,7 +88,9 @@ def test_200_scrapers_50_quitters_50_idlers(served):
             except OSError:
                 pass
 
-        threads = [threading.Thread(target=scrape) for _ in range(200)] + [threading.Thread(target=quit_early) for _ in range(50)]
+        threads = [threading.Thread(target=scrape) for _ in range(200)] + [
+            threading.Thread(target=quit_early) for _ in range(50)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -108,4 +122,6 @@ def test_200_scrapers_50_quitters_50_idlers(served):
         rss1 = _status(s.proc.pid)["VmRSS"]
         assert rss1 - rss0 < 20_000, (rss0, rss1)  # kB
         code, out, err = s.stop()
-    assert code == 0 and "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err, err[-3000:]
+    assert code == 0 and "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err, err[
+        -3000:
+    ]

@@ -1,5 +1,6 @@
 """`perfonto serve --otlp`: the OpenTelemetry SDK pushes the same values over OTLP/HTTP (protobuf) to a
 receiver on 127.0.0.1, with the semconv registry's names, units and attributes."""
+
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -70,7 +71,11 @@ def test_otlp_export_carries_the_batch_values(tmp_path, receiver):
     assert requests and all(path == "/v1/metrics" for path, _ in requests)
     req = requests[0][1]
     res = {kv.key: kv.value.string_value for kv in req.resource_metrics[0].resource.attributes}
-    assert res["service.name"] == "perfonto" and res["host.name"] == "node-c" and res["perfonto.catalog_hash"] == graph.content_hash
+    assert (
+        res["service.name"] == "perfonto"
+        and res["host.name"] == "node-c"
+        and res["perfonto.catalog_hash"] == graph.content_hash
+    )
     got = {m.name: m for sm in req.resource_metrics[0].scope_metrics for m in sm.metrics}
     exp = expositions(graph)
     e = exp["hbm.bytes"]
@@ -88,6 +93,9 @@ def test_otlp_export_carries_the_batch_values(tmp_path, receiver):
         assert p.as_double == pytest.approx(float(ev.window["mfu"][-1, list(ev.chips).index(chip)]) * 0.01, rel=1e-12)
     import numpy as np
 
-    observed = {e.otel_name for n, e in exp.items()
-                if (~np.isnan(ev.window[n][-1] if e.instrument == "gauge" else ev.window[n])).any()}
+    observed = {
+        e.otel_name
+        for n, e in exp.items()
+        if (~np.isnan(ev.window[n][-1] if e.instrument == "gauge" else ev.window[n])).any()
+    }
     assert set(got) == observed and len(observed) > 60  # null series are not observed

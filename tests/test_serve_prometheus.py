@@ -2,6 +2,7 @@
 on 127.0.0.1 while parts are appended, and the values its HTTP API returns equal the batch evaluator's
 window values for the same samples. Where Prometheus is not installed the test says so and is skipped;
 tests/test_serve_cli.py checks the same values with prometheus_client's own OpenMetrics parser."""
+
 import json
 import shutil
 import subprocess
@@ -11,8 +12,19 @@ import urllib.parse
 import pyarrow.parquet as pq
 import pytest
 
-from live_helpers import (NULLED_SIGNAL, ServeProcess, batch, close_enough, emulate, expected_series, free_port, get,
-                          null_last_sample, publish, write_parts)
+from live_helpers import (
+    NULLED_SIGNAL,
+    ServeProcess,
+    batch,
+    close_enough,
+    emulate,
+    expected_series,
+    free_port,
+    get,
+    null_last_sample,
+    publish,
+    write_parts,
+)
 from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.telemetry import expositions
 
@@ -22,7 +34,8 @@ HOST = "node-b"
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None,
     reason="Prometheus is not installed (.ci/run installs Debian's `prometheus` package with apt-get; it could not here): "
-           "falling back to prometheus_client's parser in test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch")
+    "falling back to prometheus_client's parser in test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch",
+)
 
 
 def _query(base: str, q: str) -> list[dict]:
@@ -48,7 +61,9 @@ def _wait(pred, timeout: float, what: str):
 
 def test_prometheus_scraped_values_equal_the_batch_windows(tmp_path):
     graph = load_catalog(None, "sohu").graph
-    table = null_last_sample(pq.ParquetFile(str(emulate(tmp_path / "emu", graph.generation))).read(), NULLED_SIGNAL, chip=1)
+    table = null_last_sample(
+        pq.ParquetFile(str(emulate(tmp_path / "emu", graph.generation))).read(), NULLED_SIGNAL, chip=1
+    )
     pq.write_table(table, str(tmp_path / "full.parquet"))
     ev = batch(graph, tmp_path / "full.parquet", tmp_path)
     W = ev.windows.interval.shape[0]
@@ -63,19 +78,39 @@ def test_prometheus_scraped_values_equal_the_batch_windows(tmp_path):
         target = serve.url.removeprefix("http://")
         (tmp_path / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 500ms\n  scrape_timeout: 400ms\n"
-            f"scrape_configs:\n  - job_name: perfonto\n    static_configs:\n      - targets: ['{target}']\n")
+            f"scrape_configs:\n  - job_name: perfonto\n    static_configs:\n      - targets: ['{target}']\n"
+        )
         with open(tmp_path / "prometheus.log", "w") as log:
-            prom = subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-                                     f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",
-                                     "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT)
+            prom = subprocess.Popen(
+                [
+                    PROMETHEUS,
+                    f"--config.file={tmp_path / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         base = f"http://127.0.0.1:{port}"
-        _wait(lambda: [r for r in _query(base, 'up{job="perfonto"}') if r["value"][1] == "1"], 60, "Prometheus to scrape")
+        _wait(
+            lambda: [r for r in _query(base, 'up{job="perfonto"}') if r["value"][1] == "1"], 60, "Prometheus to scrape"
+        )
         for p in parts[2:]:  # appended while Prometheus scrapes
             publish(p)
         serve.wait_for(lambda h: h["windows"] == W, what="all windows")
-        _wait(lambda: [r for r in _query(base, 'perfonto_serve_windows_total{job="perfonto"}') if float(r["value"][1]) == W],
-              30, "a scrape after the last part")
-        _wait(lambda: float(_query(base, 'count_over_time(up{job="perfonto"}[10m])')[0]["value"][1]) >= 4, 30, "a few scrapes")
+        _wait(
+            lambda: [
+                r for r in _query(base, 'perfonto_serve_windows_total{job="perfonto"}') if float(r["value"][1]) == W
+            ],
+            30,
+            "a scrape after the last part",
+        )
+        _wait(
+            lambda: float(_query(base, 'count_over_time(up{job="perfonto"}[10m])')[0]["value"][1]) >= 4,
+            30,
+            "a few scrapes",
+        )
         time.sleep(1.2)  # two more scrapes: the series that turned null are marked stale
         families = {e.prom_name for e in expositions(graph).values()}
         got = {}

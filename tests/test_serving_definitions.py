@@ -1,4 +1,5 @@
 """Serving definitions that must come out right (issue 9 cases 5–8, 10–12)."""
+
 import numpy as np
 import pytest
 
@@ -31,8 +32,11 @@ def test_case8_dense_work_over_sparse_peak_is_refused():
     from perfonto.ontology import load_generation
 
     h100, _ = load_generation("h100")
-    ok = compile_src(h100, "metric u [percent] = mxu.achieved_flops_x / spec.mxu.peak_flops_fp8\n"
-                           "metric mxu.achieved_flops_x [TFLOP/s] = sum(mxu.flops_fp8) / interval")
+    ok = compile_src(
+        h100,
+        "metric u [percent] = mxu.achieved_flops_x / spec.mxu.peak_flops_fp8\n"
+        "metric mxu.achieved_flops_x [TFLOP/s] = sum(mxu.flops_fp8) / interval",
+    )
     assert not ok.errors
     bad = compile_src(h100, "metric u [percent] = sum(mxu.flops_fp8) / interval / spec.mxu.peak_flops_fp8_sparse")
     assert [d.code for d in bad.errors] == ["sparsity"]
@@ -90,8 +94,10 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8),
-       st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8))
+@given(
+    st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8),
+    st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), max_size=8),
+)
 def test_time_split_shares_sum_to_one(c, m):
     from perfonto.metrics.timesplit import time_split
 
@@ -113,9 +119,15 @@ def test_case9_bandwidth_in_gb_gib_and_share_of_peak():
     from perfonto.ontology import load_generation
 
     h100, _ = load_generation("h100")  # HBM peak 3.35 TB/s
-    g = compile_src(h100, "metric bw [GB/s] = sum(hbm.read_bytes) / interval\nmetric bw_gib [GiB/s] = bw\n"
-                          "metric util [percent] = bw / spec.hbm.peak_bandwidth")
-    vals = {n: np.zeros((1, 1) + tuple(s for _, s in sig.axes)) for n, sig in list(h100.signals.items()) + list(h100.fields.items())}
+    g = compile_src(
+        h100,
+        "metric bw [GB/s] = sum(hbm.read_bytes) / interval\nmetric bw_gib [GiB/s] = bw\n"
+        "metric util [percent] = bw / spec.hbm.peak_bandwidth",
+    )
+    vals = {
+        n: np.zeros((1, 1) + tuple(s for _, s in sig.axes))
+        for n, sig in list(h100.signals.items()) + list(h100.fields.items())
+    }
     vals["hbm.read_bytes"][:] = 3.0e9 / 5  # five stacks
     out = evaluate(g, Windows(np.full((1, 1), 1e-3), vals))
     assert out["bw"][0, 0] == pytest.approx(3000.0)

@@ -1,6 +1,7 @@
 """`perfonto timeline`: the structure of the trace-event JSON (the Chrome Trace Event Format as
 Perfetto's importer reads it) and of the protobuf trace, with flows from every step's launch call to
 its submission, PCIe transfer and forward pass on every chip (issue 8, item 4)."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ PHASES = {"X", "M", "C", "s", "t", "f"}
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tl")
-    assert main(["run", "--json", "--out", str(out), "--duration", "1500ms", "--slow-chip", "2:1.2"]) == 0  # ≥ 3 steps of ~0.35 s
+    assert (
+        main(["run", "--json", "--out", str(out), "--duration", "1500ms", "--slow-chip", "2:1.2"]) == 0
+    )  # ≥ 3 steps of ~0.35 s
     return out
 
 
@@ -71,8 +74,11 @@ def check_trace_events(doc: dict) -> dict:
         assert phs[0] == "s" and phs[-1] == "f" and phs.count("s") == 1 and phs.count("f") == 1, (fid, phs)
         assert [e["ts"] for e in evs] == sorted(e["ts"] for e in evs), fid
         for e in evs:  # strictly inside a slice on its own thread
-            inside = [x for x in slices[(e["pid"], e["tid"])] if x[0] < e["ts"] < x[1]
-                      and min(_ns(x[0])) < min(_ns(e["ts"])) and max(_ns(e["ts"])) < min(_ns(x[1]))]
+            inside = [
+                x
+                for x in slices[(e["pid"], e["tid"])]
+                if x[0] < e["ts"] < x[1] and min(_ns(x[0])) < min(_ns(e["ts"])) and max(_ns(e["ts"])) < min(_ns(x[1]))
+            ]
             assert inside, f"flow {fid} endpoint outside every slice: {e}"
     return {"flows": flows, "slices": slices, "processes": names}
 
@@ -100,7 +106,7 @@ def test_json_timeline_structure(run, tmp_path):
             cats.append(min(sl, key=lambda x: x[1] - x[0])[2]["cat"])
         assert cats == ["api", "submit", "dma", "exec"], cats
         chip = procs[evs[-1]["pid"]]
-        assert procs[evs[2]["pid"]] == chip                      # the transfer and the execution are the same chip's
+        assert procs[evs[2]["pid"]] == chip  # the transfer and the execution are the same chip's
         chains[chip].add(fid)
     assert all(len(v) == steps for v in chains.values()) and len(chains) == 8
     # counter tracks for selected metrics; per-unit threads; timestamps rebased, ns kept
@@ -112,7 +118,11 @@ def test_json_timeline_structure(run, tmp_path):
     assert min(ts) < 1.0 and doc["otherData"]["trace_start_host_ns"] <= 0
     colls = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "collective"]
     waits = [e["args"]["wait_us"] for e in colls if e["pid"] != 12]
-    assert colls and max(waits) > 10 and all(e["args"]["last_to_arrive"] == "chip 2" for e in colls if e["args"]["wait_us"] > 1)
+    assert (
+        colls
+        and max(waits) > 10
+        and all(e["args"]["last_to_arrive"] == "chip 2" for e in colls if e["args"]["wait_us"] > 1)
+    )
 
 
 def test_selected_metrics_and_errors(run, tmp_path, capsys):
@@ -139,7 +149,7 @@ def test_proto_timeline(run, tmp_path):
 
     out = tmp_path / "trace.pftrace"
     assert main(["timeline", str(run), "--out", str(out), "--format", "proto"]) == 0
-    trace = pb.Trace.FromString(out.read_bytes())        # a stream of Trace messages is one Trace
+    trace = pb.Trace.FromString(out.read_bytes())  # a stream of Trace messages is one Trace
     tracks = {p.track_descriptor.uuid: p.track_descriptor for p in trace.packet if p.HasField("track_descriptor")}
     procs = {t.process.process_name for t in tracks.values() if t.HasField("process")}
     assert procs == {"host"} | {f"chip {c}" for c in range(8)}

@@ -3,6 +3,7 @@ samples within ±25 % of the period of the previous one are one grid step, so no
 run totals equal the last-minus-first running totals, and a note gives the largest offset. A step of
 two periods is a dropped sample: a gap, its windows null. Hand-built collector dumps on the shipped
 `linux` catalog."""
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,31 @@ def _dump(tmp_path, steps_ns, clock_inc_ns):
     ts = np.concatenate([[0], np.cumsum(steps_ns)]).astype(np.int64)
     clock = np.concatenate([[0], np.cumsum(clock_inc_ns)]).astype(np.int64)
     p = tmp_path / "c.csv"
-    p.write_text("chip,timestamp_ns,task.clock,task.page_faults\n"
-                 + "".join(f"0,{t},{c},{10 * k}\n" for k, (t, c) in enumerate(zip(ts, clock))))
+    p.write_text(
+        "chip,timestamp_ns,task.clock,task.page_faults\n"
+        + "".join(f"0,{t},{c},{10 * k}\n" for k, (t, c) in enumerate(zip(ts, clock)))
+    )
     return p, ts, clock
 
 
 def _analyze(capsys, p, out):
     capsys.readouterr()
-    code = main(["analyze", str(p), "--format", "collector", "--catalog", LINUX, "--no-library", "--sample-period", "100ms",
-                 "--out", str(out), "--json"])
+    code = main(
+        [
+            "analyze",
+            str(p),
+            "--format",
+            "collector",
+            "--catalog",
+            LINUX,
+            "--no-library",
+            "--sample-period",
+            "100ms",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert code == 0
     return json.loads(capsys.readouterr().out)
 

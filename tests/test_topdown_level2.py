@@ -2,6 +2,7 @@
 weights vs KV cache vs activations, compute → matrix vs vector, host → PCIe vs launch, from sequencer
 counters the ontology declares and binds; children add up to their parent in every window; the
 headline names waiting on a slow chip, and link transfer under a throttled link."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,18 @@ import pytest
 from perfonto.analysis.bottleneck import tree_children
 from perfonto.job import run_job
 
-LEAVES = ["topdown.compute.matrix", "topdown.compute.vector", "topdown.memory.weights", "topdown.memory.kv_cache",
-          "topdown.memory.activations", "topdown.interconnect.link_transfer", "topdown.interconnect.peer_wait",
-          "topdown.host.pcie", "topdown.host.launch", "topdown.idle"]
+LEAVES = [
+    "topdown.compute.matrix",
+    "topdown.compute.vector",
+    "topdown.memory.weights",
+    "topdown.memory.kv_cache",
+    "topdown.memory.activations",
+    "topdown.interconnect.link_transfer",
+    "topdown.interconnect.peer_wait",
+    "topdown.host.pcie",
+    "topdown.host.launch",
+    "topdown.idle",
+]
 
 
 def _job(tmp_path, **knobs):
@@ -28,17 +38,24 @@ def test_level2_tree_adds_up_and_matches_the_truth(tmp_path):
     r = _job(tmp_path)
     kids = tree_children(r.graph)
     assert kids["topdown.compute_bound"] == ["topdown.compute.matrix", "topdown.compute.vector"]
-    assert kids["topdown.interconnect_bound"] == ["topdown.interconnect.link_transfer", "topdown.interconnect.peer_wait"]
-    assert r.analysis.tree_violations == []        # siblings add up in every window, as at level 1
+    assert kids["topdown.interconnect_bound"] == [
+        "topdown.interconnect.link_transfer",
+        "topdown.interconnect.peer_wait",
+    ]
+    assert r.analysis.tree_violations == []  # siblings add up in every window, as at level 1
     ev, gt = r.evaluation, r.ground_truth
     for parent, names in kids.items():
         if parent is not None:
             total = sum(ev.window[n] for n in names)
             assert np.nanmax(np.abs(total - ev.window[parent])) < 1e-9, parent
-    for metric, key in [("topdown.interconnect.link_transfer", "collective_transfer"), ("topdown.memory.kv_cache", "memory_kv"),
-                        ("topdown.compute.matrix", "compute_matrix"), ("topdown.memory.activations", "memory_activations")]:
+    for metric, key in [
+        ("topdown.interconnect.link_transfer", "collective_transfer"),
+        ("topdown.memory.kv_cache", "memory_kv"),
+        ("topdown.compute.matrix", "compute_matrix"),
+        ("topdown.memory.activations", "memory_activations"),
+    ]:
         assert float(ev.server[metric]) == pytest.approx(_share(gt, key), rel=2e-3, abs=1e-3), metric
-    assert float(ev.server["topdown.interconnect.peer_wait"]) == 0.0   # identical chips never wait for each other
+    assert float(ev.server["topdown.interconnect.peer_wait"]) == 0.0  # identical chips never wait for each other
 
 
 def test_slow_chip_headline_names_waiting_on_that_chip(tmp_path):
@@ -67,10 +84,10 @@ def test_throttled_link_link_transfer_leads(tmp_path):
     assert h["metric"] == "topdown.interconnect.link_transfer" and h["chip"] is None
     leaves = {n: float(ev.server[n]) for n in LEAVES}
     assert max(leaves, key=leaves.get) == "topdown.interconnect.link_transfer"
-    assert leaves["topdown.interconnect.peer_wait"] < 0.1       # every chip's collective is as slow: nobody waits
+    assert leaves["topdown.interconnect.peer_wait"] < 0.1  # every chip's collective is as slow: nobody waits
     assert leaves["topdown.interconnect.link_transfer"] == pytest.approx(_share(gt, "collective_transfer"), rel=2e-3)
     nominal = _job(tmp_path / "nominal")
     per_byte = gt["topdown2_s"]["collective_transfer"] / gt["c2c_tx_bytes"]
     nominal_per_byte = nominal.ground_truth["topdown2_s"]["collective_transfer"] / nominal.ground_truth["c2c_tx_bytes"]
-    assert per_byte > 2.5 * nominal_per_byte   # a ring moves at its slowest link's rate: 1/4 of it (latency aside)
+    assert per_byte > 2.5 * nominal_per_byte  # a ring moves at its slowest link's rate: 1/4 of it (latency aside)
     assert r.analysis.tree_violations == []

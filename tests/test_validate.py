@@ -1,4 +1,5 @@
 """`perfonto validate`: every metric with a ground-truth counterpart within 0.5 % on three workloads."""
+
 from perfonto.cli import main
 
 

@@ -1,5 +1,6 @@
 """perfonto compare (issue 18, point 3): two generations side by side, each ratio attributed by moving one
 assumption (a spec constant or a preset setting) at a time from A's value to B's."""
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,7 @@ def test_sohu_vs_caelius_decode_is_driven_by_hbm_and_prefill_by_the_matrix_peak(
 def test_sohu_vs_b200_converts_units_and_finds_the_fp8_peak():
     changes, only = spec_changes(base_generation(Target("sohu")), base_generation(Target("b200")))
     what = {c.spec[0][0]: c.spec[0][1] for c in changes}
-    assert what["spec.c2c.peak_bandwidth"] == pytest.approx(0.9)      # 900 GB/s in Sohu's TB/s
+    assert what["spec.c2c.peak_bandwidth"] == pytest.approx(0.9)  # 900 GB/s in Sohu's TB/s
     assert what["spec.sram.capacity"] == pytest.approx(160e6 / 2**20)  # 160 MB in Sohu's MiB
     assert what["spec.mxu.peak_flops_fp8"] == 4500
     cmp = compare(Target("sohu"), Target("b200"), [_w(PREFILL)], jobs=1)
@@ -52,21 +53,47 @@ def test_sohu_vs_b200_converts_units_and_finds_the_fp8_peak():
 
 
 def test_a_preset_difference_is_attributed_setting_by_setting():
-    cmp = compare(Target("sohu"), Target("sohu"), [_w(dict(model="llama3-70b", chips=8, isl=2048, osl=128, requests=600))],
-                  preset_b="claim", jobs=1)
+    cmp = compare(
+        Target("sohu"),
+        Target("sohu"),
+        [_w(dict(model="llama3-70b", chips=8, isl=2048, osl=128, requests=600))],
+        preset_b="claim",
+        jobs=1,
+    )
     (e,) = cmp.entries
     kinds = {c["kind"] for c in e["changes"]}
-    assert kinds == {"assumption", "hardware", "mapping", "engine"}   # same generation: no spec constant moves
-    assert e["ratio"][RATIO] > 3                                      # the claim preset is far faster
+    assert kinds == {"assumption", "hardware", "mapping", "engine"}  # same generation: no spec constant moves
+    assert e["ratio"][RATIO] > 3  # the claim preset is far faster
     top = e["changes"][0]
     assert top["factor"][RATIO] == max(c["factor"][RATIO] for c in e["changes"] if c["factor"][RATIO] >= 1)
     assert e["drives"] == top["what"] and e["interaction"] == pytest.approx(
-        e["ratio"][RATIO] / __import__("math").prod(c["factor"][RATIO] for c in e["changes"]))
+        e["ratio"][RATIO] / __import__("math").prod(c["factor"][RATIO] for c in e["changes"])
+    )
 
 
 def test_compare_cli_table_plot(tmp_path, capsys):
-    argv = ["compare", "sohu", "caelius", "--model", "llama-3.1-8b", "--chips", "1", "--osl", "64", "--requests", "100",
-            "--vary", "isl=128,2048", "--jobs", "1", "--no-cache", "--out", str(tmp_path / "c.csv"), "--plot", str(tmp_path / "c.svg")]
+    argv = [
+        "compare",
+        "sohu",
+        "caelius",
+        "--model",
+        "llama-3.1-8b",
+        "--chips",
+        "1",
+        "--osl",
+        "64",
+        "--requests",
+        "100",
+        "--vary",
+        "isl=128,2048",
+        "--jobs",
+        "1",
+        "--no-cache",
+        "--out",
+        str(tmp_path / "c.csv"),
+        "--plot",
+        str(tmp_path / "c.svg"),
+    ]
     assert main(argv + ["--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["a"] == "sohu" and doc["b"] == "caelius" and len(doc["workloads"]) == 2
@@ -77,13 +104,16 @@ def test_compare_cli_table_plot(tmp_path, capsys):
     assert "one change at a time" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["compare", "sohu", "nosuch"], 2, "nosuch"),
-    (["compare", "sohu", "caelius", "--vary", "spec.hbm.peak_bandwidth=1,2TB/s"], 2, "vary only workload knobs"),
-    (["compare", "sohu", "caelius", "--preset", "claim"], 2, "--preset-a and --preset-b"),
-    (["compare", "sohu", "caelius", "--preset-b", "nosuch"], 2, "no preset 'nosuch'"),
-    (["compare", "sohu", "caelius", "--plot", "x.pdf"], 2, ".png or .svg"),
-])
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["compare", "sohu", "nosuch"], 2, "nosuch"),
+        (["compare", "sohu", "caelius", "--vary", "spec.hbm.peak_bandwidth=1,2TB/s"], 2, "vary only workload knobs"),
+        (["compare", "sohu", "caelius", "--preset", "claim"], 2, "--preset-a and --preset-b"),
+        (["compare", "sohu", "caelius", "--preset-b", "nosuch"], 2, "no preset 'nosuch'"),
+        (["compare", "sohu", "caelius", "--plot", "x.pdf"], 2, ".png or .svg"),
+    ],
+)
 def test_compare_errors(argv, code, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv + ["--no-cache", "--json"]) == code

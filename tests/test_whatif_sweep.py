@@ -1,5 +1,6 @@
 """perfonto sweep (issue 18, point 1): the HBM-bandwidth sweep against the roofline ridge by hand,
 the output formats and plots, the cache, and the errors of the --vary syntax."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,16 @@ def test_hbm_sweep_crossing_matches_the_roofline_ridge_by_hand(tmp_path):
     # matrix. The GEMMs, most of the step, turn from HBM-bound to compute-bound where the two meet:
     #   B* = P · e_c(T) / (2T · e_m) = 1e16 · 0.89412 / (512 · 0.89950) = 19.41 TB/s.
     p = resolve("sohu", "claim")
-    assert float(p.hardware["peak_fp8"]) == 10.0e15 and p.assumptions.mxu_eff_max == 0.95 and p.assumptions.mxu_half_rows == 16.0
-    assert p.assumptions.hbm_eff_max == 0.90 and Assumptions().hbm_half_bytes == 256 * 1024 and not p.assumptions.activations_in_hbm
+    assert (
+        float(p.hardware["peak_fp8"]) == 10.0e15
+        and p.assumptions.mxu_eff_max == 0.95
+        and p.assumptions.mxu_half_rows == 16.0
+    )
+    assert (
+        p.assumptions.hbm_eff_max == 0.90
+        and Assumptions().hbm_half_bytes == 256 * 1024
+        and not p.assumptions.activations_in_hbm
+    )
     T, P = 256, 10.0e15
     e_c = 0.95 * T / (T + 16)
     b = 8192 * 57344
@@ -48,19 +57,21 @@ def test_hbm_sweep_crossing_matches_the_roofline_ridge_by_hand(tmp_path):
     res = sweep(Target(), _base(**DECODE), [knob], jobs=1, cache=Cache(tmp_path / "cache"))
     tps = [r["tokens_per_second"] for r in res.rows]
     assert [r["bottleneck"] for r in res.rows] == ["memory", "memory", "memory", "compute", "compute"]
-    assert tps[0] < tps[1] < tps[2] < tps[3]                 # more bandwidth, more tokens while HBM-bound
-    assert tps[1] / tps[0] == pytest.approx(2.0, rel=0.03)   # and in proportion (the memory roofline)
-    assert tps[4] == pytest.approx(tps[3], rel=0.01)        # flat once compute-bound
+    assert tps[0] < tps[1] < tps[2] < tps[3]  # more bandwidth, more tokens while HBM-bound
+    assert tps[1] / tps[0] == pytest.approx(2.0, rel=0.03)  # and in proportion (the memory roofline)
+    assert tps[4] == pytest.approx(tps[3], rel=0.01)  # flat once compute-bound
     (c,) = res.crossings
     assert (c["from"], c["to"], c["grid"]) == ("memory", "compute", [16.0, 32.0])
     assert c["at"] == pytest.approx(ridge, rel=0.05)
-    assert c["high"] / c["low"] - 1 <= 0.005                 # bisected, not the grid's midpoint
+    assert c["high"] / c["low"] - 1 <= 0.005  # bisected, not the grid's midpoint
 
 
 def test_spec_override_is_a_derived_generation_not_a_patch():
     gen = base_generation(Target())
     before = gen.spec["spec.hbm.peak_bandwidth"]
-    row_hi, row_lo = run_points(Target(), [_base(**DECODE).with_values(**{"spec.hbm.peak_bandwidth": v}) for v in (64.0, 4.0)], jobs=1)
+    row_hi, row_lo = run_points(
+        Target(), [_base(**DECODE).with_values(**{"spec.hbm.peak_bandwidth": v}) for v in (64.0, 4.0)], jobs=1
+    )
     assert row_hi["tokens_per_second"] > 3 * row_lo["tokens_per_second"]
     assert gen.spec["spec.hbm.peak_bandwidth"] is before and before.value == 7.2  # the loaded generation is untouched
     from perfonto.whatif.points import derived_generation
@@ -72,16 +83,50 @@ def test_spec_override_is_a_derived_generation_not_a_patch():
 
 
 def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys):
-    argv = ["sweep", "--model", "llama-3.1-8b", "--chips", "1", "--isl", "128", "--osl", "256", "--concurrency", "32",
-            "--requests", "64", "--vary", "spec.hbm.peak_bandwidth=4,8TB/s", "--vary", "isl=64,128", "--jobs", "1",
-            "--cache", str(tmp_path / "c")]
-    assert main([a for a in argv if a not in ("--isl", "128")] + ["--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "f.png"), "--json"]) == 0
+    argv = [
+        "sweep",
+        "--model",
+        "llama-3.1-8b",
+        "--chips",
+        "1",
+        "--isl",
+        "128",
+        "--osl",
+        "256",
+        "--concurrency",
+        "32",
+        "--requests",
+        "64",
+        "--vary",
+        "spec.hbm.peak_bandwidth=4,8TB/s",
+        "--vary",
+        "isl=64,128",
+        "--jobs",
+        "1",
+        "--cache",
+        str(tmp_path / "c"),
+    ]
+    assert (
+        main(
+            [a for a in argv if a not in ("--isl", "128")]
+            + ["--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "f.png"), "--json"]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["points"]) == 4 and doc["cache"]["hits"] == 0
     t = pcsv.read_csv(tmp_path / "t.csv")
-    assert t.num_rows == 4 and {"spec.hbm.peak_bandwidth", "isl", "tokens_per_second", "bottleneck", "mfu"} <= set(t.column_names)
+    assert t.num_rows == 4 and {"spec.hbm.peak_bandwidth", "isl", "tokens_per_second", "bottleneck", "mfu"} <= set(
+        t.column_names
+    )
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main([a for a in argv if a not in ("--isl", "128")] + ["--out", str(tmp_path / "t.parquet"), "--plot", str(tmp_path / "f.svg"), "--json"]) == 0
+    assert (
+        main(
+            [a for a in argv if a not in ("--isl", "128")]
+            + ["--out", str(tmp_path / "t.parquet"), "--plot", str(tmp_path / "f.svg"), "--json"]
+        )
+        == 0
+    )
     again = json.loads(capsys.readouterr().out)
     assert again["cache"]["hits"] == 4 and again["points"] == doc["points"]
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 4 and b"<svg" in (tmp_path / "f.svg").read_bytes()[:400]
@@ -97,18 +142,21 @@ def test_cache_key_changes_with_the_generation_and_the_point():
     assert a != point_key(Target("caelius"), _base(isl=128))
 
 
-@pytest.mark.parametrize("vary, message", [
-    ("spec.hbm.peak_bandwith=4..16TB/s:7", "did you mean `spec.hbm.peak_bandwidth`"),
-    ("spec.hbm.peak_bandwidth=16..4TB/s:3", "from low to high"),
-    ("spec.hbm.peak_bandwidth=4..16TB/s:1", "at least 2 points"),
-    ("spec.hbm.peak_bandwidth=4..16TB/s", "A..B:N"),
-    ("spec.hbm.peak_bandwidth=4..16 GFLOP/s:3", "does not convert"),
-    ("isl=128,abc", "not an integer"),
-    ("islx=128", "did you mean `isl`"),
-    ("mapping=tp4-xx2", "not tp<N>"),
-    ("dtype=fp16", "not one of"),
-    ("isl", "NAME=VALUES"),
-])
+@pytest.mark.parametrize(
+    "vary, message",
+    [
+        ("spec.hbm.peak_bandwith=4..16TB/s:7", "did you mean `spec.hbm.peak_bandwidth`"),
+        ("spec.hbm.peak_bandwidth=16..4TB/s:3", "from low to high"),
+        ("spec.hbm.peak_bandwidth=4..16TB/s:1", "at least 2 points"),
+        ("spec.hbm.peak_bandwidth=4..16TB/s", "A..B:N"),
+        ("spec.hbm.peak_bandwidth=4..16 GFLOP/s:3", "does not convert"),
+        ("isl=128,abc", "not an integer"),
+        ("islx=128", "did you mean `isl`"),
+        ("mapping=tp4-xx2", "not tp<N>"),
+        ("dtype=fp16", "not one of"),
+        ("isl", "NAME=VALUES"),
+    ],
+)
 def test_bad_vary_is_a_usage_error_with_a_hint(vary, message, capsys):
     assert main(["sweep", "--vary", vary, "--no-cache", "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
@@ -118,19 +166,25 @@ def test_bad_vary_is_a_usage_error_with_a_hint(vary, message, capsys):
 def test_empty_sweep_and_a_constant_the_preset_sets(capsys):
     assert main(["sweep", "--no-cache", "--json"]) == 2
     assert "nothing to sweep" in json.loads(capsys.readouterr().out)["error"]
-    assert main(["sweep", "--preset", "claim", "--vary", "spec.mxu.peak_flops_fp8=8,9PFLOP/s", "--no-cache", "--json"]) == 2
+    assert (
+        main(["sweep", "--preset", "claim", "--vary", "spec.mxu.peak_flops_fp8=8,9PFLOP/s", "--no-cache", "--json"])
+        == 2
+    )
     assert "preset `claim` sets peak_fp8 itself" in json.loads(capsys.readouterr().out)["error"]
 
 
-@pytest.mark.parametrize("text, values", [
-    ("spec.hbm.peak_bandwidth=4,8TB/s", (4.0, 8.0)),
-    ("spec.hbm.peak_bandwidth=4000GB/s,8TB/s", (4.0, 8.0)),
-    ("spec.hbm.peak_bandwidth=x0.5,x2", (3.6, 14.4)),
-    ("spec.hbm.capacity=96..192GB:3", (96.0, 144.0, 192.0)),
-    ("spec.clock.core=1..2GHz:2", (1e9, 2e9)),
-    ("concurrency=1..256:9:log", (1, 2, 4, 8, 16, 32, 64, 128, 256)),
-    ("isl=128,2048", (128, 2048)),
-    ("model=llama-3.1-8b,llama3-70b", ("llama-3.1-8b", "llama3-70b")),
-])
+@pytest.mark.parametrize(
+    "text, values",
+    [
+        ("spec.hbm.peak_bandwidth=4,8TB/s", (4.0, 8.0)),
+        ("spec.hbm.peak_bandwidth=4000GB/s,8TB/s", (4.0, 8.0)),
+        ("spec.hbm.peak_bandwidth=x0.5,x2", (3.6, 14.4)),
+        ("spec.hbm.capacity=96..192GB:3", (96.0, 144.0, 192.0)),
+        ("spec.clock.core=1..2GHz:2", (1e9, 2e9)),
+        ("concurrency=1..256:9:log", (1, 2, 4, 8, 16, 32, 64, 128, 256)),
+        ("isl=128,2048", (128, 2048)),
+        ("model=llama-3.1-8b,llama3-70b", ("llama-3.1-8b", "llama3-70b")),
+    ],
+)
 def test_vary_syntax(text, values):
     assert parse_vary(text, base_generation(Target())).values == pytest.approx(values)

@@ -1,4 +1,5 @@
 """Window rules (metrics/windows.py docstring), one test per rule and the cases of issue 4."""
+
 import json
 
 import numpy as np
@@ -62,7 +63,9 @@ def dump(tmp_path, gen, rows, ts=None, period_ns=None):
     for name, sig in gen.signals.items():
         vals = [r.get(name, [0] * sig.instances if sig.instances > 1 else 0) for r in rows]
         if sig.instances > 1:
-            cols[name] = pa.FixedSizeListArray.from_arrays(pa.array([x for v in vals for x in v], pa.uint64()), sig.instances)
+            cols[name] = pa.FixedSizeListArray.from_arrays(
+                pa.array([x for v in vals for x in v], pa.uint64()), sig.instances
+            )
         else:
             cols[name] = pa.array(vals, pa.uint64())
     t = pa.table(cols)
@@ -124,7 +127,11 @@ def test_max_rate_rule(tmp_path, gen):
 
 def test_reset_indicator(tmp_path, gen):
     # a decrease with the indicator changed is a reset, never read as a wrap
-    w = dump(tmp_path, gen, [{"c.withind": 4_000_000_000, "c.boot": 1}, {"c.withind": 100, "c.boot": 2}, {"c.withind": 300, "c.boot": 2}])
+    w = dump(
+        tmp_path,
+        gen,
+        [{"c.withind": 4_000_000_000, "c.boot": 1}, {"c.withind": 100, "c.boot": 2}, {"c.withind": 300, "c.boot": 2}],
+    )
     assert w.null["c.withind"][0, 0] == RESET and np.isnan(w.values["c.withind"][0, 0])
     assert w.values["c.withind"][1, 0] == 200
 
@@ -147,7 +154,13 @@ def test_gauge_time_weighted(tmp_path, gen):
 
 def test_missing_sample_leaves_windows_null(tmp_path, gen):
     # samples at 0, 10, 30 ms on a 10 ms grid: the 20 ms sample is missing
-    w = dump(tmp_path, gen, [{"c.c32": 0}, {"c.c32": 10}, {"c.c32": 30}], ts=[0, 10_000_000, 30_000_000], period_ns=10_000_000)
+    w = dump(
+        tmp_path,
+        gen,
+        [{"c.c32": 0}, {"c.c32": 10}, {"c.c32": 30}],
+        ts=[0, 10_000_000, 30_000_000],
+        period_ns=10_000_000,
+    )
     assert w.values["c.c32"].shape[0] == 3
     assert w.values["c.c32"][0, 0] == 10
     assert (w.null["c.c32"][1:, 0] == MISSING).all() and np.isnan(w.values["c.c32"][1:, 0]).all()
@@ -218,10 +231,13 @@ def test_window_longer_than_the_wrap_period_is_null(tmp_path, gen):
     from perfonto.ontology import load_generation
 
     p = tmp_path / "cyc.yaml"
-    p.write_text(GEN_YAML.replace("generation: t", "generation: cyc").replace(
-        "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}",
-        "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}\n"
-        "      cyc: {kind: counter, unit: core_cycle, width: 32, description: core cycles}"))
+    p.write_text(
+        GEN_YAML.replace("generation: t", "generation: cyc").replace(
+            "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}",
+            "      c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}\n"
+            "      cyc: {kind: counter, unit: core_cycle, width: 32, description: core cycles}",
+        )
+    )
     g2, d = load_generation(p)
     assert g2 is not None, [x.render() for x in d]
     ok = dump(tmp_path, g2, [{"c.cyc": 0}, {"c.cyc": 3_000_000_000}], ts=[0, 3_000_000_000])
@@ -240,25 +256,44 @@ def test_no_valid_window_gives_null_not_zero(tmp_path, gen):
 
 
 def _dump_table(gen, n=4):
-    cols = {"chip": pa.array(np.zeros(n, np.int32)), "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 10_000_000)}
+    cols = {
+        "chip": pa.array(np.zeros(n, np.int32)),
+        "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 10_000_000),
+    }
     for name, sig in gen.signals.items():
         if sig.instances > 1:
-            cols[name] = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(n * sig.instances, np.uint64)), sig.instances)
+            cols[name] = pa.FixedSizeListArray.from_arrays(
+                pa.array(np.zeros(n * sig.instances, np.uint64)), sig.instances
+            )
         else:
             cols[name] = pa.array(np.zeros(n, np.uint64))
     return pa.table(cols)
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda t: t.set_column(t.column_names.index("c.level"), "c.level", pa.array(np.array([1, -5, 3, 4], np.int64))), "negative"),
-    (lambda t: t.set_column(t.column_names.index("c.c32"), "c.c32", pa.array(["a", "b", "c", "d"])), "unsigned integers"),
-    (lambda t: t.append_column("c.c32", pa.array(np.zeros(4, np.uint64))), "duplicate column"),
-    (lambda t: t.slice(0, 1), "a window needs two"),
-    (lambda t: t.set_column(1, "timestamp_ns", pa.array(np.array([0, 10, 20, 10**15], np.int64))), None),
-    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"generation": "other"}'}), "written for generation `other`"),
-    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": "abc"}'}), "not a number"),
-    (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": 1}'}), "far off the sampling grid"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (
+            lambda t: t.set_column(
+                t.column_names.index("c.level"), "c.level", pa.array(np.array([1, -5, 3, 4], np.int64))
+            ),
+            "negative",
+        ),
+        (
+            lambda t: t.set_column(t.column_names.index("c.c32"), "c.c32", pa.array(["a", "b", "c", "d"])),
+            "unsigned integers",
+        ),
+        (lambda t: t.append_column("c.c32", pa.array(np.zeros(4, np.uint64))), "duplicate column"),
+        (lambda t: t.slice(0, 1), "a window needs two"),
+        (lambda t: t.set_column(1, "timestamp_ns", pa.array(np.array([0, 10, 20, 10**15], np.int64))), None),
+        (
+            lambda t: t.replace_schema_metadata({b"perfonto": b'{"generation": "other"}'}),
+            "written for generation `other`",
+        ),
+        (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": "abc"}'}), "not a number"),
+        (lambda t: t.replace_schema_metadata({b"perfonto": b'{"sample_period_ns": 1}'}), "far off the sampling grid"),
+    ],
+)
 def test_corrupt_dumps_are_dump_errors(tmp_path, gen, mutate, match):
     from perfonto.metrics.windows import DumpError
 
@@ -332,7 +367,7 @@ def test_property_resets_never_make_totals_decrease(tmp_path_factory, steps):
     w = dump(tmp, g, rows)
     v = w.values["c.withind"][:, 0]
     for got, want in zip(v, truth):
-        assert (np.isnan(got) if want is None else got == want)
+        assert np.isnan(got) if want is None else got == want
     assert np.all(np.diff(np.nancumsum(v)) >= 0)
 
 

@@ -1,5 +1,6 @@
 """Window preparation: modular deltas in the register width, scale, interval from timestamps, gauges,
 and the run/server levels (ratios of sums)."""
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,8 +43,10 @@ def test_modular_delta_inverts_accumulation(width, data):
 def _dump(tmp_path, gen, ts, values, chips=1):
     """Write a dump where every signal is 0 except ``values`` {name: list per sample (per chip)}."""
     S = len(ts)
-    cols = {"chip": pa.array(np.tile(np.arange(chips, dtype=np.int32), S)),
-            "timestamp_ns": pa.array(np.repeat(np.asarray(ts, dtype=np.int64), chips))}
+    cols = {
+        "chip": pa.array(np.tile(np.arange(chips, dtype=np.int32), S)),
+        "timestamp_ns": pa.array(np.repeat(np.asarray(ts, dtype=np.int64), chips)),
+    }
     for name, sig in gen.signals.items():
         n = sig.instances
         v = np.zeros((S * chips, n), dtype=np.uint64)
@@ -59,8 +62,9 @@ def test_scale_interval_and_wrap_from_a_dump(tmp_path, sohu):
     # seq.elapsed_cycles is 32 bits wide: 4,294,967,000 then 200 is an increase of 496
     # dma.bytes has scale 32: a raw increase of 1,000 is 32,000 bytes
     ts = [0, 100_000_000]  # 100 ms window
-    p = _dump(tmp_path, sohu, ts, {"seq.elapsed_cycles": [4_294_967_000, 200],
-                                   "dma.bytes": [[0, 0, 0, 0], [1000, 0, 0, 0]]})
+    p = _dump(
+        tmp_path, sohu, ts, {"seq.elapsed_cycles": [4_294_967_000, 200], "dma.bytes": [[0, 0, 0, 0], [1000, 0, 0, 0]]}
+    )
     w = prepare(read_counters(p, sohu), sohu)
     assert w.interval[0, 0] == pytest.approx(0.1)
     assert w.values["seq.elapsed_cycles"][0, 0] == 496

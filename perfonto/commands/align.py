@@ -7,6 +7,7 @@ Writes ``RUN/alignment.json`` (the fits, the errors and the analysis), ``RUN/ali
 (``chip``, ``timestamp_ns``, ``host_ns``) and ``RUN/aligned_trace.parquet`` (the trace with
 ``host_start_ns`` and ``host_end_ns``). Exit 0 when it produced them, 1 when the run folder lacks
 what it needs."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,23 @@ from .common import CommandError, stdout, why
 def register(sub) -> None:
     p = sub.add_parser("align", help=HELP["align"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
-    p.add_argument("--saturation", type=float, default=0.9,
-                   help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)")
-    p.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder whose generation the run's counters are (default: shipped)")
-    p.add_argument("--generation", default=None, help="generation of the counters (default: the run's metadata, or the --catalog folder's)")
+    p.add_argument(
+        "--saturation",
+        type=float,
+        default=0.9,
+        help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)",
+    )
+    p.add_argument(
+        "--catalog",
+        default=None,
+        metavar="DIR",
+        help="catalog folder whose generation the run's counters are (default: shipped)",
+    )
+    p.add_argument(
+        "--generation",
+        default=None,
+        help="generation of the counters (default: the run's metadata, or the --catalog folder's)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_align)
 
@@ -48,7 +62,10 @@ def cmd_align(args) -> int:
         chip, ts = t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
         with atomic_path(run.file("aligned_counters.parquet")) as tmp:  # each output beside it, then renamed
             pq.write_table(t.append_column("host_ns", pa.array(to_host(fits, chip, ts))), str(tmp))
-        outputs = {"alignment": str(run.file("alignment.json")), "aligned_counters": str(run.file("aligned_counters.parquet"))}
+        outputs = {
+            "alignment": str(run.file("alignment.json")),
+            "aligned_counters": str(run.file("aligned_counters.parquet")),
+        }
         if run.file("trace.parquet").exists():
             with atomic_path(run.file("aligned_trace.parquet")) as tmp:
                 pq.write_table(aligned_trace(run, fits), str(tmp))
@@ -85,18 +102,35 @@ def _render_alignment(al: dict, out) -> None:
     from rich.table import Table
 
     t = Table(title="Clock alignment (device = offset + (1 + drift) × host)", title_justify="left")
-    for col in ("chip", "offset ns", "true offset ns", "drift ppm", "true drift ppm", "reads kept", "median err ns",
-                "p99 err ns"):
+    for col in (
+        "chip",
+        "offset ns",
+        "true offset ns",
+        "drift ppm",
+        "true drift ppm",
+        "reads kept",
+        "median err ns",
+        "p99 err ns",
+    ):
         t.add_column(col, justify="right")
     for r in al["chips"]:
         e = r.get("error_ns", {})
-        t.add_row(str(r["chip"]), f"{r['offset_ns']:,.1f}", f"{r['true_offset_ns']:,.0f}" if "true_offset_ns" in r else "—",
-                  f"{r['drift_ppm']:.4f}", f"{r['true_drift_ppm']:.4f}" if "true_drift_ppm" in r else "—",
-                  f"{r['reads_kept']}/{r['reads']}", f"{e['median']:.1f}" if e else "—", f"{e['p99']:.1f}" if e else "—")
+        t.add_row(
+            str(r["chip"]),
+            f"{r['offset_ns']:,.1f}",
+            f"{r['true_offset_ns']:,.0f}" if "true_offset_ns" in r else "—",
+            f"{r['drift_ppm']:.4f}",
+            f"{r['true_drift_ppm']:.4f}" if "true_drift_ppm" in r else "—",
+            f"{r['reads_kept']}/{r['reads']}",
+            f"{e['median']:.1f}" if e else "—",
+            f"{e['p99']:.1f}" if e else "—",
+        )
     out.print(t)
     if "error_ns" in al:
         e = al["error_ns"]
-        out.print(f"alignment error over {al['samples']:,} counter samples and device events: median {e['median']:.1f} ns, "
-                  f"p99 {e['p99']:.1f} ns, max {e['max']:.1f} ns")
+        out.print(
+            f"alignment error over {al['samples']:,} counter samples and device events: median {e['median']:.1f} ns, "
+            f"p99 {e['p99']:.1f} ns, max {e['max']:.1f} ns"
+        )
     else:
         out.print("no ground truth with clocks in the run folder: the error against the truth is not reported")

@@ -4,6 +4,7 @@ Arrow IPC or CSV; a file, a folder or a glob), with request records, a trace and
 the collector wrote them. Writes the same ``report.json`` and ``metrics.parquet`` into ``--out``
 (atomically) and prints the same report. Exit 0 when the report was produced, 1 when the capture or
 catalog could not be read, 2 for usage errors."""
+
 from __future__ import annotations
 
 import json
@@ -15,39 +16,79 @@ from .common import BY_HELP, CommandError, catalog_failure, duration, groupings,
 
 def register(sub) -> None:
     a = sub.add_parser("analyze", help=HELP["analyze"])
-    a.add_argument("counters", metavar="COUNTERS",
-                   help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
-                        "(its requests, trace, sync reads and ground truth are used unless given)")
+    a.add_argument(
+        "counters",
+        metavar="COUNTERS",
+        help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
+        "(its requests, trace, sync reads and ground truth are used unless given)",
+    )
     a.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
     a.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
-    a.add_argument("--generation", default=None, help="generation of the dump (default: sohu, or the --catalog folder's)")
-    a.add_argument("--requests", default=None, metavar="R", help="request records (latency metrics: ttft, tpot, itl, e2e)")
-    a.add_argument("--trace", default=None, metavar="T", help="device/host trace (time split; collective waits with --sync)")
+    a.add_argument(
+        "--generation", default=None, help="generation of the dump (default: sohu, or the --catalog folder's)"
+    )
+    a.add_argument(
+        "--requests", default=None, metavar="R", help="request records (latency metrics: ttft, tpot, itl, e2e)"
+    )
+    a.add_argument(
+        "--trace", default=None, metavar="T", help="device/host trace (time split; collective waits with --sync)"
+    )
     a.add_argument("--sync", default=None, metavar="S", help="driver host/device clock reads (the multi-chip section)")
-    a.add_argument("--snapshots", default=None, metavar="S",
-                   help="counter snapshots taken at op boundaries (trigger-on-marker): exact per-op attribution")
+    a.add_argument(
+        "--snapshots",
+        default=None,
+        metavar="S",
+        help="counter snapshots taken at op boundaries (trigger-on-marker): exact per-op attribution",
+    )
     a.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
     a.add_argument("--metrics", default=None, metavar="a,b,…", help="evaluate only these metrics and what they need")
-    a.add_argument("--format", default="auto", choices=("auto", "collector", "perf-stat", "openmetrics"),
-                   help="what COUNTERS is: collector (perfonto's collector format); perf-stat (`perf stat -x,` CSV, with or "
-                        "without -I, -A, or perf stat's report; read against the shipped `linux` catalog unless --catalog); "
-                        "openmetrics (Prometheus/OpenMetrics text: a file of time-stamped samples or a folder of scrapes named "
-                        "by their time; the shipped `node` catalog unless --catalog); auto (default): recognised from the file")
-    a.add_argument("--timestamp-unit", default=None, choices=["ns", "us", "ms", "s"],
-                   help="unit of a bare `timestamp` column (columns named timestamp_ns/_us/_ms/_s say it themselves)")
-    a.add_argument("--sample-period", type=duration, default=None,
-                   help="the collector's sampling period, e.g. 1ms (aligns chips and finds dropped samples; "
-                        "default: the dump's metadata)")
-    a.add_argument("--topology", default=None, metavar="FILE",
-                   help="fleet topology: (host, chip) → rack, pod, as CSV, YAML or Parquet (rollups per rack and pod)")
-    a.add_argument("--engine", default="auto", choices=("auto", "memory", "embedded", "spark"),
-                   help="one engine, two outputs — auto (default): memory for a dump of up to 131,072 rows without a "
-                        "topology, else embedded; memory: window values kept (metrics.parquet, cross-chip and per-op analyses); "
-                        "embedded: written in pieces, bounded memory (metrics/host=…/part-*.parquet, fleet rollups); "
-                        "spark: the window values from the generated Spark SQL on Spark")
-    a.add_argument("--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])")
-    a.add_argument("--chunk-rows", type=positive_int, default=None, metavar="N",
-                   help="embedded engine: sample rows per piece (default: 32768; memory grows with it)")
+    a.add_argument(
+        "--format",
+        default="auto",
+        choices=("auto", "collector", "perf-stat", "openmetrics"),
+        help="what COUNTERS is: collector (perfonto's collector format); perf-stat (`perf stat -x,` CSV, with or "
+        "without -I, -A, or perf stat's report; read against the shipped `linux` catalog unless --catalog); "
+        "openmetrics (Prometheus/OpenMetrics text: a file of time-stamped samples or a folder of scrapes named "
+        "by their time; the shipped `node` catalog unless --catalog); auto (default): recognised from the file",
+    )
+    a.add_argument(
+        "--timestamp-unit",
+        default=None,
+        choices=["ns", "us", "ms", "s"],
+        help="unit of a bare `timestamp` column (columns named timestamp_ns/_us/_ms/_s say it themselves)",
+    )
+    a.add_argument(
+        "--sample-period",
+        type=duration,
+        default=None,
+        help="the collector's sampling period, e.g. 1ms (aligns chips and finds dropped samples; "
+        "default: the dump's metadata)",
+    )
+    a.add_argument(
+        "--topology",
+        default=None,
+        metavar="FILE",
+        help="fleet topology: (host, chip) → rack, pod, as CSV, YAML or Parquet (rollups per rack and pod)",
+    )
+    a.add_argument(
+        "--engine",
+        default="auto",
+        choices=("auto", "memory", "embedded", "spark"),
+        help="one engine, two outputs — auto (default): memory for a dump of up to 131,072 rows without a "
+        "topology, else embedded; memory: window values kept (metrics.parquet, cross-chip and per-op analyses); "
+        "embedded: written in pieces, bounded memory (metrics/host=…/part-*.parquet, fleet rollups); "
+        "spark: the window values from the generated Spark SQL on Spark",
+    )
+    a.add_argument(
+        "--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])"
+    )
+    a.add_argument(
+        "--chunk-rows",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="embedded engine: sample rows per piece (default: 32768; memory grows with it)",
+    )
     a.add_argument("--out", required=True, help="output folder, written atomically")
     a.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     a.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -71,13 +112,22 @@ def cmd_analyze(args) -> int:
     if args.metrics is not None and not metrics:
         raise CommandError("--metrics is empty; name at least one metric, e.g. --metrics mfu,hbm.bandwidth", 2)
     period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
-    capture = capture_of(args.counters, args.requests, args.trace, args.sync, timestamp_unit=args.timestamp_unit,
-                         sample_period_ns=period, snapshots=args.snapshots)
+    capture = capture_of(
+        args.counters,
+        args.requests,
+        args.trace,
+        args.sync,
+        timestamp_unit=args.timestamp_unit,
+        sample_period_ns=period,
+        snapshots=args.snapshots,
+    )
     from perfonto.capture.formats import default_catalog, detect
 
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
-    if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, openmetrics: node or dcgm)
+    if (
+        fmt != "collector" and args.catalog is None
+    ):  # the tool's shipped catalog (perf: linux, openmetrics: node or dcgm)
         args.catalog = default_catalog(fmt, args.counters)
         args.no_library = True
         if fmt == "openmetrics" and Path(args.catalog).name == "dcgm" and args.generation is None:
@@ -85,9 +135,12 @@ def cmd_analyze(args) -> int:
 
             args.generation, model = generation_of(args.counters)
             if args.generation is None:
-                stderr().print(f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
-                               "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
-                               "your GPU's datasheet figures", markup=False)
+                stderr().print(
+                    f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
+                    "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
+                    "your GPU's datasheet figures",
+                    markup=False,
+                )
     try:
         topology = None
         if args.topology is not None:
@@ -95,11 +148,23 @@ def cmd_analyze(args) -> int:
 
             topology = read_topology(args.topology)
         with progress_bar(err) as bar:
-            report = analyze_job(capture, out=args.out, catalog=args.catalog, generation=args.generation,
-                                 library=not args.no_library, metrics=metrics, force=args.force,
-                                 command=args.argv, log=lambda s: err.print(s, markup=False), topology=topology,
-                                 engine=args.engine, spark_master=args.spark_master, chunk_rows=args.chunk_rows, progress=bar,
-                                 by=args.by)
+            report = analyze_job(
+                capture,
+                out=args.out,
+                catalog=args.catalog,
+                generation=args.generation,
+                library=not args.no_library,
+                metrics=metrics,
+                force=args.force,
+                command=args.argv,
+                log=lambda s: err.print(s, markup=False),
+                topology=topology,
+                engine=args.engine,
+                spark_master=args.spark_master,
+                chunk_rows=args.chunk_rows,
+                progress=bar,
+                by=args.by,
+            )
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except KeyError as exc:
@@ -130,8 +195,15 @@ class progress_bar:
     def __enter__(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
-                            TimeRemainingColumn(), console=self.console, transient=True)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("rows"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
         self.bar.__enter__()
         return self
 

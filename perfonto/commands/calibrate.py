@@ -5,6 +5,7 @@ Replays every row of ``emulator/data/calibration.yaml``, fits the constants of
 GPU, model and length), checks them by leaving each model family out in turn, and writes ``emulator/data/fitted.yaml``
 (or ``--out``). The shipped ``fitted.yaml`` is this command's output. Exit 0 when it wrote the file.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,9 @@ from .validate_emulator import prepare_rows
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP["calibrate"])
-    p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
+    p.add_argument(
+        "--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)"
+    )
     p.add_argument("--out", default=None, help="where to write the parameters (default: emulator/data/fitted.yaml)")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
@@ -55,8 +58,12 @@ def cmd_calibrate(args) -> int:
     con.print(f"wrote {out}")
     for k, v in f["parameters"].items():
         con.print(f"  {k:16s} {v:.4g}")
-    con.print(f"fit: geomean_error {res['geomean_error']:.4f}, worst_error {res['worst_error']:.4f} over {len(preps)} rows "
-              f"(shipped rows: {res['shipped']['geomean_error']:.4f})")
+    con.print(
+        f"fit: geomean_error {res['geomean_error']:.4f}, worst_error {res['worst_error']:.4f} over {len(preps)} rows "
+        f"(shipped rows: {res['shipped']['geomean_error']:.4f})"
+    )
     for fam, v in (loo or {}).items():
-        con.print(f"leave {fam} out: geomean_error {v['geomean_error']:.4f}, worst_error {v['worst_error']:.4f} over {v['n']} rows")
+        con.print(
+            f"leave {fam} out: geomean_error {v['geomean_error']:.4f}, worst_error {v['worst_error']:.4f} over {v['n']} rows"
+        )
     return 0

@@ -1,4 +1,5 @@
 """``perfonto check``: compile a catalog and print every diagnostic (exit 1 on errors)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,14 @@ from .common import CommandError, stderr
 
 def register(sub) -> None:
     c = sub.add_parser("check", help=HELP["check"])
-    c.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
-    c.add_argument("--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)")
+    c.add_argument(
+        "--catalog",
+        default=None,
+        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    )
+    c.add_argument(
+        "--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)"
+    )
     c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--json", action="store_true", help="print diagnostics as one JSON object")
     c.set_defaults(func=cmd_check)
@@ -32,18 +39,23 @@ def cmd_check(args) -> int:
         err.print(f"note: {n}", markup=False)
     errors = cat.errors
     if args.json:
-        doc = {"ok": not errors, "generation": name,
-               "metrics": len(cat.graph.metrics) if cat.graph else 0,
-               "signals": len(cat.generation.signals) if cat.generation else 0,
-               "diagnostics": [d.to_json() for d in cat.diagnostics]}
+        doc = {
+            "ok": not errors,
+            "generation": name,
+            "metrics": len(cat.graph.metrics) if cat.graph else 0,
+            "signals": len(cat.generation.signals) if cat.generation else 0,
+            "diagnostics": [d.to_json() for d in cat.diagnostics],
+        }
         print(json.dumps(doc, indent=2))
     else:
         for d in cat.diagnostics:
             print(d.render())
             print()
         if cat.graph is not None:
-            print(f"{name}: {len(cat.generation.signals)} signals, {len(cat.graph.metrics)} metrics compiled, "
-                  f"{len(errors)} error(s), {len(cat.diagnostics) - len(errors)} warning(s)")
+            print(
+                f"{name}: {len(cat.generation.signals)} signals, {len(cat.graph.metrics)} metrics compiled, "
+                f"{len(errors)} error(s), {len(cat.diagnostics) - len(errors)} warning(s)"
+            )
         else:
             print(f"{len(errors)} error(s)")
     return 1 if errors else 0

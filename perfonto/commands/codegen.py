@@ -3,6 +3,7 @@
 Targets: ``python`` (standalone NumPy evaluator), ``sql`` (the metrics query, DuckDB dialect by
 default, ``--dialect spark`` for Spark SQL), ``c-header``, ``docs`` (one Markdown page; ``perfonto docs``
 writes the whole site), ``schemas``, ``collector`` (the generation's wide-layout dump schema, JSON)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,17 +22,33 @@ def register(sub) -> None:
     c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--out", required=True, help="output folder (each file is written atomically)")
     c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
-    c.add_argument("--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)")
-    c.add_argument("--counters", default=None,
-                   help="sql: the counter table — a Parquet path read with read_parquet (duckdb; default counters.parquet) "
-                        "or a table name (spark; default counters)")
-    c.add_argument("--sample-period", type=duration, default=None,
-                   help="sql: sampling period (e.g. 1ms); samples are placed on that grid and gaps give null windows, "
-                        "as `perfonto run` does with the dump's sample_period_ns (default: consecutive samples form windows)")
-    c.add_argument("--rollup", action="store_true",
-                   help="sql: the fleet rollup query instead (every metric per chip, host, rack, pod and fleet)")
-    c.add_argument("--topology-table", default=None, metavar="NAME",
-                   help="sql --rollup: a table with host, chip, rack, pod (default: no rack or pod level)")
+    c.add_argument(
+        "--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)"
+    )
+    c.add_argument(
+        "--counters",
+        default=None,
+        help="sql: the counter table — a Parquet path read with read_parquet (duckdb; default counters.parquet) "
+        "or a table name (spark; default counters)",
+    )
+    c.add_argument(
+        "--sample-period",
+        type=duration,
+        default=None,
+        help="sql: sampling period (e.g. 1ms); samples are placed on that grid and gaps give null windows, "
+        "as `perfonto run` does with the dump's sample_period_ns (default: consecutive samples form windows)",
+    )
+    c.add_argument(
+        "--rollup",
+        action="store_true",
+        help="sql: the fleet rollup query instead (every metric per chip, host, rack, pod and fleet)",
+    )
+    c.add_argument(
+        "--topology-table",
+        default=None,
+        metavar="NAME",
+        help="sql --rollup: a table with host, chip, rack, pod (default: no rack or pod level)",
+    )
     c.set_defaults(func=cmd_codegen)
 
 
@@ -71,8 +88,13 @@ def _codegen(args) -> list[Path]:
     cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
     if cat.generation is None or (args.target != "c-header" and cat.errors):
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError("the catalog does not compile; nothing written" if not usage else
-                           f"no generation named `{args.generation}`", 2 if usage else 1, cat.diagnostics)
+        raise CommandError(
+            "the catalog does not compile; nothing written"
+            if not usage
+            else f"no generation named `{args.generation}`",
+            2 if usage else 1,
+            cat.diagnostics,
+        )
     gen = cat.generation
     if args.target == "c-header":
         from perfonto.codegen.c_header import generate_header
@@ -92,8 +114,14 @@ def _codegen(args) -> list[Path]:
         if args.rollup:
             from perfonto.codegen.sql_rollup import generate_rollup_sql
 
-            text = generate_rollup_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host,
-                                       topology=args.topology_table)
+            text = generate_rollup_sql(
+                cat.graph,
+                source,
+                sample_period_ns=period,
+                dialect=args.dialect,
+                host=host,
+                topology=args.topology_table,
+            )
         else:
             text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host)
         path = write_file(out / f"{name}.sql", text)

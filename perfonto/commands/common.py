@@ -1,4 +1,5 @@
 """Shared pieces of the command modules: stderr console, argument types."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,11 @@ def catalog_failure(exc, args) -> CommandError:
     usage = any(d.code == "unknown-generation" for d in exc.diagnostics)
     gen = getattr(args, "generation", None) or "sohu"
     if usage:
-        return CommandError(f"no generation named `{gen}`" + (f" in {args.catalog}" if getattr(args, "catalog", None) else ""),
-                            2, exc.diagnostics)
+        return CommandError(
+            f"no generation named `{gen}`" + (f" in {args.catalog}" if getattr(args, "catalog", None) else ""),
+            2,
+            exc.diagnostics,
+        )
     check = "perfonto check" + (f" --catalog {args.catalog}" if getattr(args, "catalog", None) else "")
     return CommandError(f"the catalog does not compile; run `{check}` for the full list", 1, exc.diagnostics)
 
@@ -54,6 +58,7 @@ def load_generation_arg(name: str):
 
 def _int_at_least(minimum: int):
     """An argparse type: an integer ≥ ``minimum``, else a usage error (exit 2) naming the text."""
+
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -78,13 +83,17 @@ def groupings(text: str) -> tuple[str, ...]:
     parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     bad = [p for p in parts if p not in BY]
     if not parts or bad:
-        raise argparse.ArgumentTypeError(f"unknown grouping {', '.join(map(repr, bad)) or repr(text)}; "
-                                         f"use {', '.join(BY)} (comma-separated for several, e.g. --by op,layer)")
+        raise argparse.ArgumentTypeError(
+            f"unknown grouping {', '.join(map(repr, bad)) or repr(text)}; "
+            f"use {', '.join(BY)} (comma-separated for several, e.g. --by op,layer)"
+        )
     return parts
 
 
-BY_HELP = ("every metric per group: op (op class), layer, phase (prefill/decode/mixed), comma-separated; "
-           "writes metrics_by_<group>.parquet and a `by` section in report.json (needs the device trace)")
+BY_HELP = (
+    "every metric per group: op (op class), layer, phase (prefill/decode/mixed), comma-separated; "
+    "writes metrics_by_<group>.parquet and a `by` section in report.json (needs the device trace)"
+)
 
 
 def stderr() -> Console:
@@ -111,4 +120,3 @@ def duration(text: str) -> float:
         return duration_s(text, "duration")
     except ValueRuleError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("duration: ")) from None
-

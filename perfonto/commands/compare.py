@@ -1,5 +1,6 @@
 """``perfonto compare GEN_A GEN_B``: two generations over a list of workloads, side by side, with the
 assumption that drives each difference (``whatif.compare``)."""
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,14 @@ def register(sub) -> None:
     p.add_argument("b", metavar="GEN_B", help="generation name, YAML file or catalog folder")
     p.add_argument("--preset-a", default=None, help="preset of A (default: its family's)")
     p.add_argument("--preset-b", default=None, help="preset of B (default: its family's)")
-    p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
-                   help="workload knobs whose grid is the list of workloads (isl=128,2048, model=…); default: "
-                        "the claim scenario, a decode-heavy and a prefill-heavy workload")
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=VALUES",
+        help="workload knobs whose grid is the list of workloads (isl=128,2048, model=…); default: "
+        "the claim scenario, a decode-heavy and a prefill-heavy workload",
+    )
     add_workload_args(p, generation=False)
     p.add_argument("--out", default=None, metavar="FILE", help="the side-by-side table as .csv, .parquet or .json")
     p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
@@ -47,8 +53,10 @@ def cmd_compare(args) -> int:
         base_generation(tb)
         knobs = [parse_vary(v, ga) for v in args.vary]
         if any(k.is_spec for k in knobs):
-            raise KnobError("compare moves the generations' own spec constants; vary only workload knobs here "
-                            "(perfonto sweep varies spec constants)")
+            raise KnobError(
+                "compare moves the generations' own spec constants; vary only workload knobs here "
+                "(perfonto sweep varies spec constants)"
+            )
         if any(k.name == "preset" for k in knobs):
             raise KnobError("the presets of a comparison are --preset-a and --preset-b")
         base = base_point(args)
@@ -68,8 +76,16 @@ def cmd_compare(args) -> int:
             if path and not str(path).lower().endswith(exts):
                 raise KnobError(f"{path}: write {' or '.join(exts)}")
         with EmuProgress(f"comparing {args.a} and {args.b}", enabled=not args.json, after_s=0.5) as bar:
-            cmp = compare(ta, tb, workloads, preset_a=args.preset_a, preset_b=args.preset_b, jobs=args.jobs,
-                          cache=cache_of(args), progress=bar)
+            cmp = compare(
+                ta,
+                tb,
+                workloads,
+                preset_a=args.preset_a,
+                preset_b=args.preset_b,
+                jobs=args.jobs,
+                cache=cache_of(args),
+                progress=bar,
+            )
     except KnobError as exc:
         raise CommandError(str(exc), 2) from None
     if all(e["a"].get("error") or e["b"].get("error") for e in cmp.entries):
@@ -101,7 +117,15 @@ def cmd_compare(args) -> int:
 def _flat(cmp, e) -> dict:
     row = dict(e["workload"])
     for side in ("a", "b"):
-        for f in ("benchmark_tokens_per_second", "tokens_per_second", "itl_p50_s", "ttft_p50_s", "mfu", "bottleneck", "error"):
+        for f in (
+            "benchmark_tokens_per_second",
+            "tokens_per_second",
+            "itl_p50_s",
+            "ttft_p50_s",
+            "mfu",
+            "bottleneck",
+            "error",
+        ):
             row[f"{getattr(cmp, side)}.{f}"] = e[side].get(f)
     row["ratio_tokens_per_second"] = e["ratio"]["benchmark_tokens_per_second"]
     row["ratio_steady_tokens_per_second"] = e["ratio"]["tokens_per_second"]
@@ -116,8 +140,16 @@ def _render(cmp, outputs: dict) -> None:
 
     out = stdout()
     t = Table(title=f"{cmp.b} vs {cmp.a} (projected tokens/s over the benchmark; ratio = {cmp.b} / {cmp.a})")
-    for col in ("workload", f"{cmp.a} tok/s", f"{cmp.b} tok/s", "ratio", "ITL ratio", f"{cmp.a} bound", f"{cmp.b} bound",
-                "drives (factor alone)"):
+    for col in (
+        "workload",
+        f"{cmp.a} tok/s",
+        f"{cmp.b} tok/s",
+        "ratio",
+        "ITL ratio",
+        f"{cmp.a} bound",
+        f"{cmp.b} bound",
+        "drives (factor alone)",
+    ):
         t.add_column(col, justify="right" if "tok" in col or "ratio" in col else "left")
     for e in cmp.entries:
         w = ", ".join(f"{k}={v}" for k, v in e["workload"].items())
@@ -126,18 +158,27 @@ def _render(cmp, outputs: dict) -> None:
             t.add_row(w, "—", "—", "—", "—", "—", "—", f"error: {(a.get('error') or b.get('error'))[:60]}")
             continue
         top = e["changes"][0] if e["changes"] else None
-        t.add_row(w, f"{a['benchmark_tokens_per_second']:,.0f}", f"{b['benchmark_tokens_per_second']:,.0f}",
-                  f"×{r['benchmark_tokens_per_second']:.2f}",
-                  "—" if r["itl_p50_s"] is None else f"×{r['itl_p50_s']:.2f}", a["bottleneck"] or "—", b["bottleneck"] or "—",
-                  f"{top['what']} (×{top['factor']['benchmark_tokens_per_second']:.2f})" if top else "—")
+        t.add_row(
+            w,
+            f"{a['benchmark_tokens_per_second']:,.0f}",
+            f"{b['benchmark_tokens_per_second']:,.0f}",
+            f"×{r['benchmark_tokens_per_second']:.2f}",
+            "—" if r["itl_p50_s"] is None else f"×{r['itl_p50_s']:.2f}",
+            a["bottleneck"] or "—",
+            b["bottleneck"] or "—",
+            f"{top['what']} (×{top['factor']['benchmark_tokens_per_second']:.2f})" if top else "—",
+        )
     out.print(t)
     for e in cmp.entries:
         if e["a"].get("error") or e["b"].get("error") or not e["changes"]:
             continue
         w = ", ".join(f"{k}={v}" for k, v in e["workload"].items())
         f = "benchmark_tokens_per_second"
-        moves = "; ".join(f"{c['what'].split(':')[0]} ×{c['factor'][f]:.3f}" for c in e["changes"][:5]
-                          if c["factor"][f] is not None and abs(c["factor"][f] - 1) > 5e-4)
+        moves = "; ".join(
+            f"{c['what'].split(':')[0]} ×{c['factor'][f]:.3f}"
+            for c in e["changes"][:5]
+            if c["factor"][f] is not None and abs(c["factor"][f] - 1) > 5e-4
+        )
         out.print(f"{w}: one change at a time — {moves}; interaction ×{e['interaction']:.3f}", markup=False)
     if cmp.only:
         out.print(f"not moved: {'; '.join(cmp.only)}")

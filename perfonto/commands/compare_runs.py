@@ -5,6 +5,7 @@ shares and the per-op time shares side by side.
 
 Exit 0; 1 when a folder cannot be read or the runs are of different catalogs, or when a
 ``--fail-on-regression`` rule is crossed (for CI); 2 for a usage error."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,10 @@ def _rule(text: str) -> tuple[str, float]:
     except ValueError:
         v = float("nan")
     if not sep or not name or not v == v or v == 0 or abs(v) == float("inf"):
-        raise argparse.ArgumentTypeError(f"write METRIC:PCT with a signed, non-zero percent, e.g. mfu:-5 (a drop of more "
-                                         f"than 5 % fails) or ttft_p99:+10 (a rise of more than 10 %), not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"write METRIC:PCT with a signed, non-zero percent, e.g. mfu:-5 (a drop of more "
+            f"than 5 % fails) or ttft_p99:+10 (a rise of more than 10 %), not {text!r}"
+        )
     return name.strip(), v
 
 
@@ -40,10 +43,18 @@ def register(sub) -> None:
     p = sub.add_parser("compare-runs", help=HELP["compare-runs"])
     p.add_argument("runs", nargs="+", metavar="RUN", help="run or analyze output folders; the first is the baseline")
     p.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the intervals (default: 0.95)")
-    p.add_argument("--fail-on-regression", type=_rule, action="append", default=[], metavar="METRIC:PCT",
-                   help="exit 1 when METRIC changes past the signed percent beyond the noise (repeat for several)")
+    p.add_argument(
+        "--fail-on-regression",
+        type=_rule,
+        action="append",
+        default=[],
+        metavar="METRIC:PCT",
+        help="exit 1 when METRIC changes past the signed percent beyond the noise (repeat for several)",
+    )
     p.add_argument("--all", action="store_true", help="print every metric, not only those that changed")
-    p.add_argument("--html", default=None, metavar="FILE", help="also write the comparison as one self-contained HTML page")
+    p.add_argument(
+        "--html", default=None, metavar="FILE", help="also write the comparison as one self-contained HTML page"
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
     p.set_defaults(func=cmd_compare_runs)
 
@@ -67,8 +78,14 @@ def cmd_compare_runs(args) -> int:
 
         write_file(args.html, render(results, [r.report for r in runs]))  # beside it, then renamed
     if args.json:
-        print(json.dumps(finite({"ok": not crossed, "comparisons": results, "regressions": crossed}), indent=2, default=str,
-                         allow_nan=False))
+        print(
+            json.dumps(
+                finite({"ok": not crossed, "comparisons": results, "regressions": crossed}),
+                indent=2,
+                default=str,
+                allow_nan=False,
+            )
+        )
     else:
         for res in results:
             _render(res, stdout(), args.all)
@@ -86,8 +103,11 @@ def _render(res: dict, out, show_all: bool) -> None:
     from perfonto.report import plain
 
     pct = round(res["confidence"] * 100)
-    t = Table(title=f"{res['run']} against {res['baseline']} ({res['generation']}; change: run level; interval and verdict: "
-                    f"the change in window means, {pct} % moving-block bootstrap)", title_justify="left")
+    t = Table(
+        title=f"{res['run']} against {res['baseline']} ({res['generation']}; change: run level; interval and verdict: "
+        f"the change in window means, {pct} % moving-block bootstrap)",
+        title_justify="left",
+    )
     t.add_column("metric", overflow="fold", min_width=30)
     t.add_column("baseline", justify="right", no_wrap=True)
     t.add_column("run", justify="right", no_wrap=True)
@@ -104,12 +124,23 @@ def _render(res: dict, out, show_all: bool) -> None:
         change = "new (baseline 0)" if m["relative"] is None else f"{100 * m['relative']:+.2f} %"
         mark = " *" if m.get("differs") else ""
         differs += bool(mark)
-        t.add_row(plain(name), f"{m['baseline']:.6g}", f"{m['value']:.6g}", plain(m["unit"]), change + mark, interval, m["verdict"])
+        t.add_row(
+            plain(name),
+            f"{m['baseline']:.6g}",
+            f"{m['value']:.6g}",
+            plain(m["unit"]),
+            change + mark,
+            interval,
+            m["verdict"],
+        )
         shown += 1
     out.print(t)
     if differs:
-        out.print("* the run-level change lies outside the interval of the change in window means: windows weigh "
-                  "unequally in the run's totals; the verdict is the windows'", markup=False)
+        out.print(
+            "* the run-level change lies outside the interval of the change in window means: windows weigh "
+            "unequally in the run's totals; the verdict is the windows'",
+            markup=False,
+        )
     if res.get("note"):
         out.print(f"note: {res['note']}", markup=False)
     quiet = len(res["metrics"]) - shown

@@ -1,6 +1,7 @@
 """``perfonto coverage``: run the coverage scenarios (several seeds), judge whether the catalog tells
 them apart, and what each counter buys (``whatif.coverage``). Exit 1 when a pair of scenarios is
 not told apart (a command that judges)."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,38 @@ from .common import CommandError, catalog_failure, positive_int, stdout
 def register(sub) -> None:
     p = sub.add_parser("coverage", help=HELP["coverage"])
     p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-    p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder (a proposed counter is judged by what it adds)")
-    p.add_argument("--scenarios", default=None, metavar="FILE", help="more scenarios (YAML, the format of perfonto/whatif/scenarios.yaml)")
+    p.add_argument(
+        "--catalog", default=None, metavar="DIR", help="a catalog folder (a proposed counter is judged by what it adds)"
+    )
+    p.add_argument(
+        "--scenarios",
+        default=None,
+        metavar="FILE",
+        help="more scenarios (YAML, the format of perfonto/whatif/scenarios.yaml)",
+    )
     p.add_argument("--only", default=None, metavar="A,B", help="only these scenarios")
-    p.add_argument("--seeds", type=positive_int, default=3, help="runs per scenario, seeds 0..N-1, for run-to-run noise (default: 3)")
-    p.add_argument("--without", action="append", default=[], metavar="SIGNAL",
-                   help="judge the catalog recompiled without SIGNAL (repeat); every counter a diagnosis reads is judged anyway")
-    p.add_argument("--only-without", action="store_true",
-                   help="judge only the --without counters (faster); the others that feed a diagnosis are listed as not judged")
+    p.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=3,
+        help="runs per scenario, seeds 0..N-1, for run-to-run noise (default: 3)",
+    )
+    p.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="SIGNAL",
+        help="judge the catalog recompiled without SIGNAL (repeat); every counter a diagnosis reads is judged anyway",
+    )
+    p.add_argument(
+        "--only-without",
+        action="store_true",
+        help="judge only the --without counters (faster); the others that feed a diagnosis are listed as not judged",
+    )
     p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
-    p.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)")
+    p.add_argument(
+        "--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)"
+    )
     p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_coverage)
@@ -60,7 +83,9 @@ def cmd_coverage(args) -> int:
         nominal, scs = load_scenarios(args.scenarios, gen, heads or None)
     except ScenarioError as exc:
         code = 2 if any(d.code == "io" for d in exc.diagnostics) else 1
-        raise CommandError(f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics) from None
+        raise CommandError(
+            f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics
+        ) from None
     if args.only:
         want = [s.strip() for s in args.only.split(",") if s.strip()]
         names = [s.name for s in scs]
@@ -69,19 +94,27 @@ def cmd_coverage(args) -> int:
             from perfonto.ontology.diagnostics import did_you_mean
 
             hint = did_you_mean(bad[0], names) if bad else ""
-            raise CommandError(f"--only: {'no scenario ' + repr(bad[0]) if bad else 'name at least two scenarios'}; "
-                               f"{hint or 'scenarios: ' + ', '.join(names)}", 2)
+            raise CommandError(
+                f"--only: {'no scenario ' + repr(bad[0]) if bad else 'name at least two scenarios'}; "
+                f"{hint or 'scenarios: ' + ', '.join(names)}",
+                2,
+            )
         scs = [s for s in scs if s.name in want]
     for s in args.without:
         if s not in gen.signals:
             from perfonto.ontology.diagnostics import did_you_mean
 
-            raise CommandError(f"--without {s}: `{gen.name}` has no signal `{s}`; {did_you_mean(s, gen.signals) or 'see perfonto explain'}", 2)
+            raise CommandError(
+                f"--without {s}: `{gen.name}` has no signal `{s}`; {did_you_mean(s, gen.signals) or 'see perfonto explain'}",
+                2,
+            )
     proposed = _proposed(gen) if args.catalog else []
     with tempfile.TemporaryDirectory(prefix="perfonto-coverage-") as tmp:
         work = args.keep or tmp
         try:
-            with EmuProgress(f"coverage: {len(scs) + 1} runs × {args.seeds} seeds", enabled=not args.json, after_s=0.5) as bar:
+            with EmuProgress(
+                f"coverage: {len(scs) + 1} runs × {args.seeds} seeds", enabled=not args.json, after_s=0.5
+            ) as bar:
                 runs = run_all(target, nominal, scs, list(range(args.seeds)), work, jobs=args.jobs, progress=bar)
             cov = judge(target, scs, runs, without=args.without, all_counters=not args.only_without, proposed=proposed)
         except KnobError as exc:
@@ -114,16 +147,24 @@ def _render(cov, gen: str, args) -> None:
     from rich.table import Table
 
     out = stdout()
-    t = Table(title=f"coverage of the {gen} catalog: {len(cov.scenarios)} scenarios × {args.seeds} seeds (diagnosis = "
-                    "headline + thresholds it adds to the nominal run's)")
+    t = Table(
+        title=f"coverage of the {gen} catalog: {len(cov.scenarios)} scenarios × {args.seeds} seeds (diagnosis = "
+        "headline + thresholds it adds to the nominal run's)"
+    )
     for col in ("scenario", "headline", "findings it adds", "expected", "metrics moved"):
         t.add_column(col)
     for s in cov.scenarios:
         d = cov.diagnosis[s]
         exp = cov.expected.get(s)
-        t.add_row(s, ", ".join(f"{_short(h)}" + (f" ×{n}" if len(d["headlines"]) > 1 else "") for h, n in d["headlines"].items()),
-                  ", ".join(d["findings"]) or "—", ("yes" if exp["met"] else f"no (wanted {_short(exp['expect'])})") if exp else "—",
-                  str(len(cov.moves.get(s, {}))))
+        t.add_row(
+            s,
+            ", ".join(
+                f"{_short(h)}" + (f" ×{n}" if len(d["headlines"]) > 1 else "") for h, n in d["headlines"].items()
+            ),
+            ", ".join(d["findings"]) or "—",
+            ("yes" if exp["met"] else f"no (wanted {_short(exp['expect'])})") if exp else "—",
+            str(len(cov.moves.get(s, {}))),
+        )
     out.print(t)
     heads = sorted({h for s in cov.scenarios for h in cov.diagnosis[s]["headlines"]})
     c = Table(title="confusion: headlines of each scenario's runs")
@@ -135,15 +176,24 @@ def _render(cov, gen: str, args) -> None:
     out.print(c)
     missed = [k for k, v in cov.pairs.items() if v is None]
     by_finding = {k: v for k, v in cov.pairs.items() if v and v["by"] == "finding"}
-    out.print(f"pairs told apart: {len(cov.pairs) - len(missed)} of {len(cov.pairs)}"
-              + (f" ({len(by_finding)} by a finding only: " + "; ".join(f"{k} by {v['metric']}" for k, v in by_finding.items()) + ")"
-                 if by_finding else ""))
+    out.print(
+        f"pairs told apart: {len(cov.pairs) - len(missed)} of {len(cov.pairs)}"
+        + (
+            f" ({len(by_finding)} by a finding only: "
+            + "; ".join(f"{k} by {v['metric']}" for k, v in by_finding.items())
+            + ")"
+            if by_finding
+            else ""
+        )
+    )
     for k in missed:
         out.print(f"  [bold]not told apart[/]: {k}")
     out.print(f"counters no metric reads ({len(cov.unread)}): {', '.join(cov.unread) or '—'}")
     out.print(f"metrics no scenario moves ({len(cov.unmoved)}): {', '.join(cov.unmoved) or '—'}", markup=False)
     if cov.never_evaluated:
-        out.print(f"metrics no run evaluated ({len(cov.never_evaluated)}): {', '.join(cov.never_evaluated)}", markup=False)
+        out.print(
+            f"metrics no run evaluated ({len(cov.never_evaluated)}): {', '.join(cov.never_evaluated)}", markup=False
+        )
     w = Table(title="without a counter: the catalog recompiled without it, every run judged again")
     for col in ("counter", "diagnoses lost", "pairs no longer told apart"):
         w.add_column(col)
@@ -156,16 +206,26 @@ def _render(cov, gen: str, args) -> None:
         if not lost and sig not in args.without:
             quiet.append(sig)
             continue
-        text = "; ".join(f"{x['scenario']}: {_short(x['before'][0])} → {_short(x['after'][0]) if x['after'] else 'none'}"
-                         if x["what"] == "headline" else f"{x['scenario']}: {x['before'][0]} no longer flags" for x in lost)
+        text = "; ".join(
+            f"{x['scenario']}: {_short(x['before'][0])} → {_short(x['after'][0]) if x['after'] else 'none'}"
+            if x["what"] == "headline"
+            else f"{x['scenario']}: {x['before'][0]} no longer flags"
+            for x in lost
+        )
         w.add_row(sig, text or "—", ", ".join(e.get("lost_pairs", [])) or "—")
     out.print(w)
     if quiet:
-        out.print(f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): {', '.join(quiet)}")
+        out.print(
+            f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): {', '.join(quiet)}"
+        )
     if unjudged:
-        out.print(f"{len(unjudged)} counters not judged (--only-without; a top-down or thresholded metric reads them, "
-                  f"name them with --without or drop --only-without): {', '.join(unjudged)}")
+        out.print(
+            f"{len(unjudged)} counters not judged (--only-without; a top-down or thresholded metric reads them, "
+            f"name them with --without or drop --only-without): {', '.join(unjudged)}"
+        )
     for sig, e in cov.proposed.items():
-        out.print(f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
-                  f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "
-                  f"{len(e.get('lost_diagnoses', []))} diagnosis(es), tells {len(e.get('lost_pairs', []))} pair(s) apart")
+        out.print(
+            f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
+            f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "
+            f"{len(e.get('lost_diagnoses', []))} diagnosis(es), tells {len(e.get('lost_pairs', []))} pair(s) apart"
+        )

@@ -1,4 +1,5 @@
 """``perfonto diff OLD NEW``: compatibility of two generations (exit 1 when a policy is broken)."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,10 @@ def cmd_diff(args) -> int:
         print(f"{doc['old']} -> {doc['new']}")
         print(f"signals added ({len(s['added'])}): {', '.join(s['added']) or '-'}")
         print(f"signals removed ({len(s['removed'])}): {', '.join(s['removed']) or '-'}")
-        print(f"signals renamed ({len(s['renamed'])}): " + (", ".join(f"{r['from']} -> {r['to']}" for r in s["renamed"]) or "-"))
+        print(
+            f"signals renamed ({len(s['renamed'])}): "
+            + (", ".join(f"{r['from']} -> {r['to']}" for r in s["renamed"]) or "-")
+        )
         print(f"signals changed ({len(s['changed'])}):")
         for c in s["changed"]:
             print(f"  {c['signal']}: {c['field']} {c['old']} -> {c['new']}")
@@ -43,6 +47,8 @@ def cmd_diff(args) -> int:
             print(f"  {x['metric']}: {'; '.join(x['why'])}")
         for e in doc["errors"]:
             print(f"error: {e}")
-        print(f"compatible: {'yes' if doc['compatible'] else 'no'} "
-              f"({len(doc['errors'])} policy error(s): stable signals may change only through deprecation)")
+        print(
+            f"compatible: {'yes' if doc['compatible'] else 'no'} "
+            f"({len(doc['errors'])} policy error(s): stable signals may change only through deprecation)"
+        )
     return 1 if doc["errors"] else 0

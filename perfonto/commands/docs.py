@@ -4,6 +4,7 @@ per metric group, and an index; see ``codegen.docs_site``).
 Every shipped generation is compiled (for availability); ``--generation`` picks the one whose
 compiled catalog gives the metric details (default: sohu). Output is deterministic. Exit 0 when the
 site was written, 1 when a catalog could not be compiled, 2 for usage errors."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +15,14 @@ from .common import CommandError, stderr
 
 def register(sub) -> None:
     c = sub.add_parser("docs", help=HELP["docs"])
-    c.add_argument("--generation", default=None, help="generation whose catalog gives the metric details (default: sohu, "
-                                                       "or the --catalog folder's)")
-    c.add_argument("--catalog", default=None, help="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)")
+    c.add_argument(
+        "--generation",
+        default=None,
+        help="generation whose catalog gives the metric details (default: sohu, or the --catalog folder's)",
+    )
+    c.add_argument(
+        "--catalog", default=None, help="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)"
+    )
     c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--out", required=True, help="output folder, written atomically")
     c.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
@@ -51,12 +57,18 @@ def cmd_docs(args) -> int:
             if name != chosen and args.catalog is not None:
                 continue  # a user's catalog folder need not hold every shipped generation
             usage = any(d.code == "unknown-generation" for d in cat.diagnostics) and args.catalog is None
-            raise CommandError(f"generation `{name}` does not load; nothing written", 2 if usage else 1, cat.diagnostics)
+            raise CommandError(
+                f"generation `{name}` does not load; nothing written", 2 if usage else 1, cat.diagnostics
+            )
         graphs[name] = cat.graph
     out = Path(args.out)
     try:
         with output_folder(out, command=args.argv, force=args.force) as tmp:
-            pages = generate_site(graphs, chosen) | guide_pages() | {"emulator-quantities.md": _emulator_page(graphs[chosen].generation)}
+            pages = (
+                generate_site(graphs, chosen)
+                | guide_pages()
+                | {"emulator-quantities.md": _emulator_page(graphs[chosen].generation)}
+            )
             written = [str(p) for p in write_site(pages, tmp)]
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None

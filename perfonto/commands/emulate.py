@@ -3,6 +3,7 @@ benchmarks (``emulator.fleet``): ``counters/host=<host>/part-0.parquet``, ``topo
 ``ground_truth.json``, with a few slow chips, a throttled link and a hot rack. Analyse it with
 ``perfonto analyze DIR/counters --topology DIR/topology.csv --out OUT``. Exit 0 when written, 1 when
 the emulator refused the parameters, 2 for usage errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,13 +26,19 @@ def register(sub) -> None:
     from perfonto.emulator import MODELS
 
     e = sub.add_parser("emulate", help=HELP["emulate"])
-    e.add_argument("--fleet", type=_fleet, required=True, metavar="HOSTSxCHIPS", help="hosts and chips per host, e.g. 16x8")
-    e.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model every host serves (default: llama3-70b)")
+    e.add_argument(
+        "--fleet", type=_fleet, required=True, metavar="HOSTSxCHIPS", help="hosts and chips per host, e.g. 16x8"
+    )
+    e.add_argument(
+        "--model", default="llama3-70b", choices=sorted(MODELS), help="model every host serves (default: llama3-70b)"
+    )
     e.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 1h (default: 1s)")
     e.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
     e.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     e.add_argument("--warmup-steps", type=non_negative_int, default=400, help="unmeasured warm-up steps (default: 400)")
-    e.add_argument("--slow-chips", type=non_negative_int, default=2, help="hosts with one chip binned slower (default: 2)")
+    e.add_argument(
+        "--slow-chips", type=non_negative_int, default=2, help="hosts with one chip binned slower (default: 2)"
+    )
     e.add_argument("--hosts-per-rack", type=positive_int, default=4, help="hosts per rack (default: 4)")
     e.add_argument("--racks-per-pod", type=positive_int, default=2, help="racks per pod (default: 2)")
     e.add_argument("--out", required=True, help="output folder, written atomically")
@@ -48,23 +55,44 @@ def cmd_emulate(args) -> int:
 
     err = stderr()
     hosts, chips = args.fleet
-    spec = FleetSpec(hosts, chips, hosts_per_rack=args.hosts_per_rack, racks_per_pod=args.racks_per_pod, slow=args.slow_chips)
+    spec = FleetSpec(
+        hosts, chips, hosts_per_rack=args.hosts_per_rack, racks_per_pod=args.racks_per_pod, slow=args.slow_chips
+    )
     try:
         with output_folder(args.out, command=args.argv, force=args.force) as tmp:
-            truth = generate_fleet(generation("sohu"), spec, tmp, model=args.model, duration_s=args.duration,
-                                   sample_period_s=args.sample_period, seed=args.seed, warmup_steps=args.warmup_steps,
-                                   log=lambda s: err.print(s, markup=False))
+            truth = generate_fleet(
+                generation("sohu"),
+                spec,
+                tmp,
+                model=args.model,
+                duration_s=args.duration,
+                sample_period_s=args.sample_period,
+                seed=args.seed,
+                warmup_steps=args.warmup_steps,
+                log=lambda s: err.print(s, markup=False),
+            )
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     except ValueError as exc:
         raise CommandError(str(exc), 1) from None
-    summary = {"ok": True, "out": args.out, "hosts": hosts, "chips_per_host": chips, "slow_chips": truth["slow_chips"],
-               "throttled_links": truth["throttled_links"], "hot_racks": truth["hot_racks"],
-               "counters": f"{args.out}/counters", "topology": f"{args.out}/topology.csv"}
+    summary = {
+        "ok": True,
+        "out": args.out,
+        "hosts": hosts,
+        "chips_per_host": chips,
+        "slow_chips": truth["slow_chips"],
+        "throttled_links": truth["throttled_links"],
+        "hot_racks": truth["hot_racks"],
+        "counters": f"{args.out}/counters",
+        "topology": f"{args.out}/topology.csv",
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        err.print(f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips {truth['slow_chips']}, throttled "
-                  f"links {truth['throttled_links']}, hot racks {truth['hot_racks']}); analyse with: perfonto analyze "
-                  f"{args.out}/counters --topology {args.out}/topology.csv --out OUT", markup=False)
+        err.print(
+            f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips {truth['slow_chips']}, throttled "
+            f"links {truth['throttled_links']}, hot racks {truth['hot_racks']}); analyse with: perfonto analyze "
+            f"{args.out}/counters --topology {args.out}/topology.csv --out OUT",
+            markup=False,
+        )
     return 0

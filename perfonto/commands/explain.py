@@ -1,4 +1,5 @@
 """``perfonto explain METRIC`` and ``perfonto graph METRIC``."""
+
 from __future__ import annotations
 
 from . import HELP
@@ -11,10 +12,14 @@ def register(sub) -> None:
         p.add_argument("metric", help="metric name, e.g. mfu")
         p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
         p.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
-        p.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
+        p.add_argument(
+            "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"
+        )
         p.add_argument("--json", action="store_true", help="print one JSON object ({name, text}) on stdout")
         if name == "graph":
-            p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="output format (default: mermaid)")
+            p.add_argument(
+                "--format", choices=("mermaid", "dot"), default="mermaid", help="output format (default: mermaid)"
+            )
         p.set_defaults(func=cmd_explain if name == "explain" else cmd_graph)
 
 
@@ -35,7 +40,9 @@ def _graph(args):
             if text is not None:
                 return text, 0
         if args.metric in cat.graph.unavailable:
-            raise CommandError(f"`{args.metric}` is unavailable on {cat.generation.name}: {cat.graph.unavailable[args.metric]}", 1)
+            raise CommandError(
+                f"`{args.metric}` is unavailable on {cat.generation.name}: {cat.graph.unavailable[args.metric]}", 1
+            )
         hint = did_you_mean(args.metric, cat.graph.all_metrics)
         raise CommandError(f"no metric named `{args.metric}`" + (f"; {hint}" if hint else ""), 2)
     return cat.graph, 0

@@ -5,6 +5,7 @@ semantic-conventions registry (Weaver's definition/2 YAML, ``interop.semconv``).
 
 Exit 0 when the file was written, 1 when the catalog does not compile or the file cannot be written.
 Metrics perf cannot express are listed on stderr with the reason (or in the JSON under ``--json``)."""
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,24 @@ from .common import CommandError, stderr
 def register(sub) -> None:
     p = sub.add_parser("export", help=HELP["export"])
     p.add_argument("target", choices=["perf-json", "semconv"], help="output format")
-    p.add_argument("--generation", default=None, help="generation whose catalog to export (default: sohu, or the --catalog folder's)")
-    p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
+    p.add_argument(
+        "--generation",
+        default=None,
+        help="generation whose catalog to export (default: sohu, or the --catalog folder's)",
+    )
+    p.add_argument(
+        "--catalog",
+        default=None,
+        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    )
     p.add_argument("--out", required=True, help="output file (perf-json) or folder (semconv)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")
-    p.add_argument("--force", action="store_true", help="semconv: write into a non-empty folder perfonto did not write "
-                   "(its files are kept; one with the name of an output is refused)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="semconv: write into a non-empty folder perfonto did not write "
+        "(its files are kept; one with the name of an output is refused)",
+    )
     p.set_defaults(func=cmd_export)
 
 
@@ -38,8 +51,13 @@ def cmd_export(args) -> int:
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(f"no generation named `{args.generation}`" if usage else
-                           "the catalog does not compile; run `perfonto check` for the full list", 2 if usage else 1, cat.errors)
+        raise CommandError(
+            f"no generation named `{args.generation}`"
+            if usage
+            else "the catalog does not compile; run `perfonto check` for the full list",
+            2 if usage else 1,
+            cat.errors,
+        )
     args.generation = cat.graph.generation.name
     if args.target == "semconv":
         return _semconv(args, cat.graph, err)
@@ -50,13 +68,24 @@ def cmd_export(args) -> int:
         raise CommandError(str(exc), 1) from None
     n_const = sum(1 for e in result.entries if e.get("MetricName", "").startswith("spec."))
     n_events = len(result.events)
-    summary = {"ok": True, "generation": args.generation, "out": args.out, "metrics": len(result.entries) - n_const - n_events,
-               "constants": n_const, "events": n_events, "skipped": result.skipped, "lost": result.lost}
+    summary = {
+        "ok": True,
+        "generation": args.generation,
+        "out": args.out,
+        "metrics": len(result.entries) - n_const - n_events,
+        "constants": n_const,
+        "events": n_events,
+        "skipped": result.skipped,
+        "lost": result.lost,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        err.print(f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event definitions "
-                  f"of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf {args.out}`)", markup=False)
+        err.print(
+            f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event definitions "
+            f"of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf {args.out}`)",
+            markup=False,
+        )
         if result.skipped:
             err.print(f"not expressible in perf ({len(result.skipped)}):", markup=False)
             for name, why in result.skipped.items():
@@ -73,21 +102,33 @@ def _semconv(args, graph, err) -> int:
 
     try:
         reg = export(graph)
-        with output_folder(args.out, command=getattr(args, "argv", None), force=args.force) as tmp:  # complete or absent
+        with output_folder(
+            args.out, command=getattr(args, "argv", None), force=args.force
+        ) as tmp:  # complete or absent
             paths = [Path(relocate(str(p), tmp, Path(args.out))) for p in reg.write(tmp)]
     except (ValueError, OutputError) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
         raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", 1) from None
     problems = lint(reg.files)
-    summary = {"ok": not problems, "generation": args.generation, "out": args.out, "files": [str(p) for p in paths],
-               **reg.counts, "skipped": reg.skipped, "problems": problems}
+    summary = {
+        "ok": not problems,
+        "generation": args.generation,
+        "out": args.out,
+        "files": [str(p) for p in paths],
+        **reg.counts,
+        "skipped": reg.skipped,
+        "problems": problems,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        err.print(f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
-                  f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} signals, "
-                  f"{reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`", markup=False)
+        err.print(
+            f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
+            f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} signals, "
+            f"{reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`",
+            markup=False,
+        )
         for name, why in reg.skipped.items():
             err.print(f"  skipped {name}: {why}", markup=False)
         for p in problems:

@@ -3,6 +3,7 @@ write a generation YAML and a ``.metrics`` file that mean the same, compile them
 
 Exit 0 when the file was read and at least 95 % of its metrics compile, 1 otherwise. The report goes
 to stderr, or to stdout as one JSON document under ``--json``."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,23 @@ def register(sub) -> None:
     p.add_argument("file", help="the catalog file")
     p.add_argument("--out", required=True, help="folder for the generated YAML, .metrics file and report")
     p.add_argument("--name", default=None, help="generation name (default: from the file name)")
-    p.add_argument("--generation", default=None,
-                   help="perf only: resolve event names against this generation (e.g. sohu, for perfonto's own export)")
-    p.add_argument("--constant", type=_constant, action="append", default=[], metavar="NAME=VALUE",
-                   help="value of a machine constant (#slots, HYPERTHREADING_ON, simd_count ...); repeatable")
+    p.add_argument(
+        "--generation",
+        default=None,
+        help="perf only: resolve event names against this generation (e.g. sohu, for perfonto's own export)",
+    )
+    p.add_argument(
+        "--constant",
+        type=_constant,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="value of a machine constant (#slots, HYPERTHREADING_ON, simd_count ...); repeatable",
+    )
     p.add_argument("--arch", action="append", default=[], help="rocprof only: architecture(s) to import (default: all)")
-    p.add_argument("--arch-std", action="append", default=[], help="perf only: an architecture-standard JSON file for ArchStdEvent")
+    p.add_argument(
+        "--arch-std", action="append", default=[], help="perf only: an architecture-standard JSON file for ArchStdEvent"
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document on stdout")
     p.set_defaults(func=cmd_import)
 
@@ -49,8 +61,16 @@ def cmd_import(args) -> int:
     if args.generation and args.format != "perf":
         err.print("error: --generation applies to perf files only", markup=False)
         return 2
-    report = import_file(args.format, args.file, args.out, args.name, extends=args.generation,
-                         constants=dict(args.constant), archs=args.arch or None, arch_std=args.arch_std or None)
+    report = import_file(
+        args.format,
+        args.file,
+        args.out,
+        args.name,
+        extends=args.generation,
+        constants=dict(args.constant),
+        archs=args.arch or None,
+        arch_std=args.arch_std or None,
+    )
     doc = report.to_json()
     if not report.error:
         Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ For a generation with a recorded public claim (Sohu), every preset is projected 
 the claim, with what the claim needs from the hardware. Also home of ``EmuProgress``, the progress
 bar the emulator commands share.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,14 @@ class EmuProgress:
                 return
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f} %"),
-                                TimeElapsedColumn(), console=self.console, transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f} %"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=max(total, 1))
         self.bar.update(self.task, completed=done, total=max(total, 1))
@@ -57,23 +64,43 @@ def register(sub) -> None:
 
     p = sub.add_parser("project", help=HELP["project"])
     p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
-    p.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), metavar="MODEL",
-                   help="model: " + ", ".join(sorted({m.name for m in MODELS.values()})) + " (aliases: llama3-70b, llama3-8b, …)")
+    p.add_argument(
+        "--model",
+        default="llama3-70b",
+        choices=sorted(MODELS),
+        metavar="MODEL",
+        help="model: " + ", ".join(sorted({m.name for m in MODELS.values()})) + " (aliases: llama3-70b, llama3-8b, …)",
+    )
     p.add_argument("--chips", type=positive_int, default=8, help="chips in the group (default: 8)")
     p.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
     p.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
     p.add_argument("--dtype", default="fp8", choices=["fp8", "fp4", "bf16"], help="weight dtype (default: fp8)")
-    p.add_argument("--kv-dtype", default=None, choices=["fp8", "fp4", "bf16"], help="KV-cache dtype (default: fp8; bf16 with bf16 weights)")
-    p.add_argument("--preset", default=None, help="assumption preset (default: the generation's; see emulator/data/presets.yaml)")
+    p.add_argument(
+        "--kv-dtype",
+        default=None,
+        choices=["fp8", "fp4", "bf16"],
+        help="KV-cache dtype (default: fp8; bf16 with bf16 weights)",
+    )
+    p.add_argument(
+        "--preset", default=None, help="assumption preset (default: the generation's; see emulator/data/presets.yaml)"
+    )
     p.add_argument("--tp", type=positive_int, default=None, help="chips per pipeline stage (default: chips / (pp·dp))")
     p.add_argument("--pp", type=positive_int, default=None, help="pipeline stages (default: 1)")
     p.add_argument("--dp", type=positive_int, default=None, help="data-parallel replicas (default: 1)")
     p.add_argument("--ep", type=positive_int, default=None, help="expert parallelism, 1 or tp (MoE; default: tp)")
-    p.add_argument("--attention-dp", default=None, action=argparse.BooleanOptionalAction,
-                   help="data-parallel attention for MoE models (default: on when tp > 1)")
+    p.add_argument(
+        "--attention-dp",
+        default=None,
+        action=argparse.BooleanOptionalAction,
+        help="data-parallel attention for MoE models (default: on when tp > 1)",
+    )
     add_scenario_args(p)
-    p.add_argument("--requests", type=positive_int, default=None,
-                   help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the concurrency, at least 100)")
+    p.add_argument(
+        "--requests",
+        type=positive_int,
+        default=None,
+        help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the concurrency, at least 100)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_project)
 
@@ -101,13 +128,30 @@ def add_scenario_args(p) -> None:
     """``--rate`` / ``--concurrency`` (exclusive; default offline) and speculative decoding
     (``--draft-tokens``, ``--acceptance``), shared by ``project`` and ``run``."""
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--rate", type=_rate, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)")
-    g.add_argument("--concurrency", type=positive_int, default=None, metavar="N",
-                   help="closed loop: N requests in flight, a new one as soon as one completes (vLLM bench --max-concurrency)")
-    p.add_argument("--draft-tokens", type=non_negative_int, default=0, metavar="K",
-                   help="speculative decoding / MTP: K draft tokens verified per request and step (default: 0, off)")
-    p.add_argument("--acceptance", type=_probability, default=0.7, metavar="A",
-                   help="probability that each draft token is accepted (default: 0.7; with --draft-tokens)")
+    g.add_argument(
+        "--rate", type=_rate, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)"
+    )
+    g.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="closed loop: N requests in flight, a new one as soon as one completes (vLLM bench --max-concurrency)",
+    )
+    p.add_argument(
+        "--draft-tokens",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="speculative decoding / MTP: K draft tokens verified per request and step (default: 0, off)",
+    )
+    p.add_argument(
+        "--acceptance",
+        type=_probability,
+        default=0.7,
+        metavar="A",
+        help="probability that each draft token is accepted (default: 0.7; with --draft-tokens)",
+    )
 
 
 def mapping_from_args(args, chips: int, model: str):
@@ -152,38 +196,76 @@ def cmd_project(args) -> int:
         chosen = args.preset or (names[0] if claim else None)
         results = {}
         for name in names:
-            with EmuProgress(f"projecting {args.model} on {args.chips} × {args.generation}" + (f" ({name})" if name else ""),
-                             enabled=not args.json) as bar:
-                results[name] = project(args.generation, model=args.model, chips=args.chips, isl=args.isl, osl=args.osl,
-                                        dtype=args.dtype, kv_dtype=args.kv_dtype, preset=name, mapping=mapping,
-                                        num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
-                                        draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0,
-                                        progress=bar)
+            with EmuProgress(
+                f"projecting {args.model} on {args.chips} × {args.generation}" + (f" ({name})" if name else ""),
+                enabled=not args.json,
+            ) as bar:
+                results[name] = project(
+                    args.generation,
+                    model=args.model,
+                    chips=args.chips,
+                    isl=args.isl,
+                    osl=args.osl,
+                    dtype=args.dtype,
+                    kv_dtype=args.kv_dtype,
+                    preset=name,
+                    mapping=mapping,
+                    num_requests=args.requests,
+                    rate=args.rate,
+                    concurrency=args.concurrency,
+                    draft_tokens=args.draft_tokens,
+                    acceptance=args.acceptance if args.draft_tokens else 0.0,
+                    progress=bar,
+                )
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
     main = results[chosen]
     doc = main.to_json()
     if claim:
         doc["presets"] = {n: r.to_json() for n, r in results.items()}
-        same = (args.model in ("llama3-70b", "llama-3-70b", "llama-3.3-70b", "llama-3.1-70b") and args.chips == claim["chips"]
-                and (args.isl, args.osl) == (claim["isl"], claim["osl"]) and args.dtype == claim["dtype"])
+        same = (
+            args.model in ("llama3-70b", "llama-3-70b", "llama-3.3-70b", "llama-3.1-70b")
+            and args.chips == claim["chips"]
+            and (args.isl, args.osl) == (claim["isl"], claim["osl"])
+            and args.dtype == claim["dtype"]
+        )
         ref = results.get("claim", main)
-        need = claim_requirements(ref.config, tokens_per_second=float(claim["tokens_per_second"]), chips=int(claim["chips"]),
-                                  isl=int(claim["isl"]), osl=int(claim["osl"]), hbm_bytes_per_token=hbm_bytes_per_token(ref))
+        need = claim_requirements(
+            ref.config,
+            tokens_per_second=float(claim["tokens_per_second"]),
+            chips=int(claim["chips"]),
+            isl=int(claim["isl"]),
+            osl=int(claim["osl"]),
+            hbm_bytes_per_token=hbm_bytes_per_token(ref),
+        )
         need["catalog_peak_flops"] = main.config.hw.peak(main.config.hw.math_dtype(main.config.prec.weights))
         need["share_of_catalog_peak"] = need["sustained_flops_per_chip"] / need["catalog_peak_flops"]
-        doc["claim"] = {**claim, "scenario_matches": same, "needs": need,
-                        "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
-                        "compared_figure": "steady_tokens_per_second (the server at full load, middle half of the run)",
-                        "by_preset": {n: {"tokens_per_second": r.figures.steady_tokens_per_second,
-                                          "benchmark_tokens_per_second": r.figures.tokens_per_second,
-                                          "ratio_to_claim": r.figures.steady_tokens_per_second / float(claim["tokens_per_second"]),
-                                          "reaches_claim": r.figures.steady_tokens_per_second > float(claim["tokens_per_second"])}
-                                      for n, r in results.items()}}
+        doc["claim"] = {
+            **claim,
+            "scenario_matches": same,
+            "needs": need,
+            "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
+            "compared_figure": "steady_tokens_per_second (the server at full load, middle half of the run)",
+            "by_preset": {
+                n: {
+                    "tokens_per_second": r.figures.steady_tokens_per_second,
+                    "benchmark_tokens_per_second": r.figures.tokens_per_second,
+                    "ratio_to_claim": r.figures.steady_tokens_per_second / float(claim["tokens_per_second"]),
+                    "reaches_claim": r.figures.steady_tokens_per_second > float(claim["tokens_per_second"]),
+                }
+                for n, r in results.items()
+            },
+        }
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    scenario = "online" if args.rate is not None else f"closed-loop (concurrency {args.concurrency})" if args.concurrency else "offline"
+    scenario = (
+        "online"
+        if args.rate is not None
+        else f"closed-loop (concurrency {args.concurrency})"
+        if args.concurrency
+        else "offline"
+    )
     _render(stdout(), results, chosen, doc.get("claim"), scenario=scenario)
     return 0
 
@@ -192,26 +274,51 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
     from rich.table import Table
 
     first = results[chosen]
-    out.print(f"[bold]{first.model}[/] on {first.chips} × {first.generation}, {first.isl}/{first.osl} tokens, "
-              f"{first.dtype} weights, {first.kv_dtype} KV cache, "
-              f"{scenario} benchmark of {first.figures.requests:,} requests")
+    out.print(
+        f"[bold]{first.model}[/] on {first.chips} × {first.generation}, {first.isl}/{first.osl} tokens, "
+        f"{first.dtype} weights, {first.kv_dtype} KV cache, "
+        f"{scenario} benchmark of {first.figures.requests:,} requests"
+    )
     t = Table(title="Projected serving figures (whole server)")
-    for col in ("preset", "output tok/s", "total tok/s", "steady total tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
-                "ITL p50", "ITL p99"):
+    for col in (
+        "preset",
+        "output tok/s",
+        "total tok/s",
+        "steady total tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "TPOT p99",
+        "ITL p50",
+        "ITL p99",
+    ):
         t.add_column(col, justify="right" if "tok" in col or " p" in col else "left")
     for n, r in results.items():
         f = r.figures.to_json()
-        t.add_row(r.preset, f"{f['output_tokens_per_second']:,.0f}", f"{f['tokens_per_second']:,.0f}",
-                  f"{f['steady_tokens_per_second']:,.0f}", _fmt_s(f["ttft_p50_s"]), _fmt_s(f["ttft_p99_s"]),
-                  _fmt_s(f["tpot_p50_s"]), _fmt_s(f["tpot_p99_s"]), _fmt_s(f["itl_p50_s"]), _fmt_s(f["itl_p99_s"]))
+        t.add_row(
+            r.preset,
+            f"{f['output_tokens_per_second']:,.0f}",
+            f"{f['tokens_per_second']:,.0f}",
+            f"{f['steady_tokens_per_second']:,.0f}",
+            _fmt_s(f["ttft_p50_s"]),
+            _fmt_s(f["ttft_p99_s"]),
+            _fmt_s(f["tpot_p50_s"]),
+            _fmt_s(f["tpot_p99_s"]),
+            _fmt_s(f["itl_p50_s"]),
+            _fmt_s(f["itl_p99_s"]),
+        )
     out.print(t)
-    out.print("output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
-              "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0); "
-              "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive tokens of a request "
-              "(0 between tokens one speculative step emits together)")
+    out.print(
+        "output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
+        "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0); "
+        "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive tokens of a request "
+        "(0 between tokens one speculative step emits together)"
+    )
     for n, r in results.items():
-        out.print(f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}; "
-                  f"KV cache {r.kv_capacity_tokens:,} tokens per rank")
+        out.print(
+            f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}; "
+            f"KV cache {r.kv_capacity_tokens:,} tokens per rank"
+        )
     for n, r in results.items():
         if r.named:
             out.print(f"[bold]{r.preset}[/] assumptions:")
@@ -220,27 +327,40 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
     if claim:
         need = claim["needs"]
         out.print()
-        out.print(f"[bold]Public claim[/]: more than {claim['tokens_per_second']:,} tokens/s (input + output) for an "
-                  f"{claim['chips']}-chip server, {claim['model']}, {claim['dtype'].upper()}, {claim['isl']}/{claim['osl']}")
+        out.print(
+            f"[bold]Public claim[/]: more than {claim['tokens_per_second']:,} tokens/s (input + output) for an "
+            f"{claim['chips']}-chip server, {claim['model']}, {claim['dtype'].upper()}, {claim['isl']}/{claim['osl']}"
+        )
         out.print(f"  source: {claim['source']}", markup=False)
         if not claim["scenario_matches"]:
             out.print("  (the figures above are for your scenario, not the claim's)")
         for n, b in claim["by_preset"].items():
-            out.print(f"  {n}: {b['tokens_per_second']:,.0f} tokens/s at full load = {b['ratio_to_claim']:.2f} × the claim "
-                      f"({'reaches' if b['reaches_claim'] else 'falls short of'} it; whole benchmark "
-                      f"{b['benchmark_tokens_per_second']:,.0f})")
+            out.print(
+                f"  {n}: {b['tokens_per_second']:,.0f} tokens/s at full load = {b['ratio_to_claim']:.2f} × the claim "
+                f"({'reaches' if b['reaches_claim'] else 'falls short of'} it; whole benchmark "
+                f"{b['benchmark_tokens_per_second']:,.0f})"
+            )
         out.print("[bold]What the claim needs[/]:")
-        out.print(f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work sustained per chip "
-                  f"({need['flops_per_token'] / 1e9:.1f} GFLOP per token × {need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
-                  f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} PFLOP/s peak; "
-                  f"a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation", markup=False)
+        out.print(
+            f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work sustained per chip "
+            f"({need['flops_per_token'] / 1e9:.1f} GFLOP per token × {need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
+            f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} PFLOP/s peak; "
+            f"a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation",
+            markup=False,
+        )
         if need.get("hbm_bandwidth_needed"):
-            out.print(f"  - {need['hbm_bandwidth_needed'] / 1e12:.2f} TB/s of HBM traffic per chip "
-                      f"({need['hbm_bytes_per_token'] / 1e6:.2f} MB per token under the claim preset: weights and KV "
-                      f"re-read every step), {need['hbm_bandwidth_needed'] / need['hbm_peak_bandwidth'] * 100:.0f} % of "
-                      f"the {need['hbm_peak_bandwidth'] / 1e12:.1f} TB/s peak — it must overlap the matrix work", markup=False)
-        out.print(f"  - the model ({need['model_bytes_one_chip'] / 1e9:.1f} GB) "
-                  f"{'fits' if need['fits_one_chip'] else 'does not fit'} in one chip's {need['hbm_capacity'] / 1e9:.0f} GB, "
-                  f"so the chips can serve as independent replicas without chip-to-chip traffic", markup=False)
+            out.print(
+                f"  - {need['hbm_bandwidth_needed'] / 1e12:.2f} TB/s of HBM traffic per chip "
+                f"({need['hbm_bytes_per_token'] / 1e6:.2f} MB per token under the claim preset: weights and KV "
+                f"re-read every step), {need['hbm_bandwidth_needed'] / need['hbm_peak_bandwidth'] * 100:.0f} % of "
+                f"the {need['hbm_peak_bandwidth'] / 1e12:.1f} TB/s peak — it must overlap the matrix work",
+                markup=False,
+            )
+        out.print(
+            f"  - the model ({need['model_bytes_one_chip'] / 1e9:.1f} GB) "
+            f"{'fits' if need['fits_one_chip'] else 'does not fit'} in one chip's {need['hbm_capacity'] / 1e9:.0f} GB, "
+            f"so the chips can serve as independent replicas without chip-to-chip traffic",
+            markup=False,
+        )
         for s in claim.get("assumptions_needed", []):
             out.print(f"  - {s}", markup=False)

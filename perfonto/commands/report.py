@@ -5,6 +5,7 @@ pictures inlined, no network at view time) and, with ``--plots``, the pictures a
 ``.pftrace``, protobuf) when the run has a trace and sync reads, and links to it. Exit 0 when the
 outputs were written, 1 when the run folder lacks its report or a file cannot be written, 2 for
 usage errors."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,18 @@ from .common import CommandError, stderr, why
 
 def register(sub) -> None:
     p = sub.add_parser("report", help=HELP["report"])
-    p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` or `perfonto analyze` (holds report.json)")
+    p.add_argument(
+        "run", metavar="RUN", help="output folder of `perfonto run` or `perfonto analyze` (holds report.json)"
+    )
     p.add_argument("--html", default=None, metavar="FILE", help="the HTML page to write (one file, viewable offline)")
-    p.add_argument("--plots", default=None, metavar="DIR", help="also write every picture as DIR/NAME.png and DIR/NAME.svg")
-    p.add_argument("--no-timeline", action="store_true",
-                   help="do not write the Perfetto timeline beside the page (it takes a few seconds on long runs)")
+    p.add_argument(
+        "--plots", default=None, metavar="DIR", help="also write every picture as DIR/NAME.png and DIR/NAME.svg"
+    )
+    p.add_argument(
+        "--no-timeline",
+        action="store_true",
+        help="do not write the Perfetto timeline beside the page (it takes a few seconds on long runs)",
+    )
     p.add_argument("--json", action="store_true", help="print what was written as one JSON object on stdout")
     p.set_defaults(func=cmd_report)
 
@@ -31,7 +39,9 @@ def load_run_report(run: Path) -> dict:
     if not run.is_dir():
         raise CommandError(f"{run}: not a folder; give the output folder of `perfonto run` or `perfonto analyze`", 1)
     if not path.is_file():
-        raise CommandError(f"{run}: no report.json; `perfonto run --out {run}` or `perfonto analyze … --out {run}` writes it", 1)
+        raise CommandError(
+            f"{run}: no report.json; `perfonto run --out {run}` or `perfonto analyze … --out {run}` writes it", 1
+        )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -60,7 +70,10 @@ def cmd_report(args) -> int:
         try:
             table = pq.read_table(run / "metrics.parquet")
         except (OSError, pa.ArrowInvalid) as exc:
-            err.print(f"note: {run / 'metrics.parquet'} cannot be read ({exc}); the top-down picture is left out", markup=False)
+            err.print(
+                f"note: {run / 'metrics.parquet'} cannot be read ({exc}); the top-down picture is left out",
+                markup=False,
+            )
     pics = plots.pictures(doc, table)
     out: dict = {"pictures": [p.name for p in pics]}
     if args.plots is not None:
@@ -72,22 +85,36 @@ def cmd_report(args) -> int:
         html_path = Path(args.html)
         timeline = None if args.no_timeline else _timeline(run, html_path, err)
         metrics = doc.get("metrics") or {}
-        scalar = [n for n, m in metrics.items() if isinstance(m, dict) and "unavailable" not in m and "population" not in m
-                  and not isinstance(m.get("value"), list)]
+        scalar = [
+            n
+            for n, m in metrics.items()
+            if isinstance(m, dict)
+            and "unavailable" not in m
+            and "population" not in m
+            and not isinstance(m.get("value"), list)
+        ]
         chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
         # a report.json written before `lineage`: Sohu's schema by its MFU metric
         sohu = "sohu" in doc["lineage"] if isinstance(doc.get("lineage"), list) else "mfu" in metrics
         headline, per_chip = report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
-        page = html_report.render(doc, pics, headline=headline, per_chip=per_chip,
-                                  timeline=timeline.name if timeline is not None else None)
+        page = html_report.render(
+            doc, pics, headline=headline, per_chip=per_chip, timeline=timeline.name if timeline is not None else None
+        )
         try:
             write_file(html_path, page)
         except OutputError as exc:
             raise CommandError(str(exc), 1) from None
-        out |= {"html": str(html_path), "timeline": str(timeline) if timeline is not None else None,
-                "bytes": len(page.encode("utf-8"))}
-        err.print(f"wrote {html_path} ({len(page.encode('utf-8')) / 1e6:.1f} MB, {len(pics)} pictures"
-                  + (f"; timeline {timeline}" if timeline is not None else "") + ")", markup=False)
+        out |= {
+            "html": str(html_path),
+            "timeline": str(timeline) if timeline is not None else None,
+            "bytes": len(page.encode("utf-8")),
+        }
+        err.print(
+            f"wrote {html_path} ({len(page.encode('utf-8')) / 1e6:.1f} MB, {len(pics)} pictures"
+            + (f"; timeline {timeline}" if timeline is not None else "")
+            + ")",
+            markup=False,
+        )
     if args.json:
         print(json.dumps(out, indent=2))
     return 0

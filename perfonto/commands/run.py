@@ -1,4 +1,5 @@
 """``perfonto run``: the main job (see ``perfonto.job``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,17 @@ import json
 import math
 
 from . import HELP
-from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, non_negative_int, positive_int, stderr, stdout
+from .common import (
+    BY_HELP,
+    CommandError,
+    catalog_failure,
+    duration,
+    groupings,
+    non_negative_int,
+    positive_int,
+    stderr,
+    stdout,
+)
 from .project import add_scenario_args
 
 DEFAULT_OUT = "perfonto-out"
@@ -16,32 +27,75 @@ def register(sub) -> None:
     from perfonto.emulator import MODELS
 
     r = sub.add_parser("run", help=HELP["run"])
-    r.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
+    r.add_argument(
+        "--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)"
+    )
     r.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group, 1 … 1024 (default: 8)")
     r.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 500ms (default: 1s)")
-    r.add_argument("--sample-period", type=duration, default=1e-3,
-                   help="counter sampling period, from 1us to the duration (default: 1ms)")
+    r.add_argument(
+        "--sample-period",
+        type=duration,
+        default=1e-3,
+        help="counter sampling period, from 1us to the duration (default: 1ms)",
+    )
     r.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
     r.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
     r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
-    r.add_argument("--warmup-steps", type=non_negative_int, default=400,
-                   help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)")
-    r.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)")
-    r.add_argument("--catalog", default=None, metavar="DIR",
-                   help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the shipped metric library")
+    r.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        default=400,
+        help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)",
+    )
+    r.add_argument(
+        "--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)"
+    )
+    r.add_argument(
+        "--catalog",
+        default=None,
+        metavar="DIR",
+        help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the shipped metric library",
+    )
     r.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
-    r.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR",
-                   help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)")
-    r.add_argument("--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR",
-                   help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4")
-    r.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S",
-                   help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)")
-    r.add_argument("--preset", default=None, help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)")
-    r.add_argument("--requests", type=positive_int, default=None, help="requests in all (default: an unbounded queue, or enough for the duration)")
+    r.add_argument(
+        "--slow-chip",
+        type=_slow_chip,
+        default=None,
+        metavar="CHIP:FACTOR",
+        help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)",
+    )
+    r.add_argument(
+        "--throttled-link",
+        type=_throttled_link,
+        default=None,
+        metavar="CHIP:LINK:FACTOR",
+        help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4",
+    )
+    r.add_argument(
+        "--router-skew",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)",
+    )
+    r.add_argument(
+        "--preset",
+        default=None,
+        help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)",
+    )
+    r.add_argument(
+        "--requests",
+        type=positive_int,
+        default=None,
+        help="requests in all (default: an unbounded queue, or enough for the duration)",
+    )
     add_scenario_args(r)
     r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
-    r.add_argument("--op-snapshots", action="store_true",
-                   help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution")
+    r.add_argument(
+        "--op-snapshots",
+        action="store_true",
+        help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution",
+    )
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
@@ -122,18 +176,44 @@ def cmd_run(args) -> int:
     if args.sample_period < 1e-6:
         raise CommandError(f"--sample-period must be at least 1us (got {args.sample_period:g} s)", 2)
     if args.sample_period > args.duration:
-        raise CommandError(f"--sample-period ({args.sample_period:g} s) is longer than --duration ({args.duration:g} s): "
-                           f"no window would fit", 2)
+        raise CommandError(
+            f"--sample-period ({args.sample_period:g} s) is longer than --duration ({args.duration:g} s): "
+            f"no window would fit",
+            2,
+        )
     bar = _Progress(enabled=not args.json)
     try:
-        result = run_job(model=args.model, chips=args.chips, duration_s=args.duration, sample_period_s=args.sample_period,
-                         isl=args.isl, osl=args.osl, seed=args.seed, warmup_steps=args.warmup_steps,
-                         generation=args.generation, catalog=args.catalog, library=not args.no_library, out=args.out,
-                         force=args.force, command=args.argv, log=lambda s: err.print(s, markup=False),
-                         progress=bar, slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew,
-                         serving=dict(preset=args.preset, num_requests=args.requests, rate=args.rate, concurrency=args.concurrency,
-                                      draft_tokens=args.draft_tokens, acceptance=args.acceptance if args.draft_tokens else 0.0),
-                         by=args.by, op_snapshots=args.op_snapshots)
+        result = run_job(
+            model=args.model,
+            chips=args.chips,
+            duration_s=args.duration,
+            sample_period_s=args.sample_period,
+            isl=args.isl,
+            osl=args.osl,
+            seed=args.seed,
+            warmup_steps=args.warmup_steps,
+            generation=args.generation,
+            catalog=args.catalog,
+            library=not args.no_library,
+            out=args.out,
+            force=args.force,
+            command=args.argv,
+            log=lambda s: err.print(s, markup=False),
+            progress=bar,
+            slow_chip=args.slow_chip,
+            throttled_link=args.throttled_link,
+            router_skew=args.router_skew,
+            serving=dict(
+                preset=args.preset,
+                num_requests=args.requests,
+                rate=args.rate,
+                concurrency=args.concurrency,
+                draft_tokens=args.draft_tokens,
+                acceptance=args.acceptance if args.draft_tokens else 0.0,
+            ),
+            by=args.by,
+            op_snapshots=args.op_snapshots,
+        )
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:

@@ -4,6 +4,7 @@ HTTP (OpenMetrics ``/metrics``, JSON ``/healthz``) and optionally OTLP; see ``pe
 Runs until SIGINT or SIGTERM, then shuts down cleanly and exits 0 (under ``--json`` after printing
 one JSON summary). Exit 2 for usage errors (a bad port, duration or URL, an unknown generation),
 1 when it cannot start (a missing path, a port in use, an emulation that cannot run)."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,9 @@ def _port(text: str) -> int:
 def _endpoint(text: str) -> str:
     u = urlparse(text)
     if u.scheme not in ("http", "https") or not u.netloc:
-        raise argparse.ArgumentTypeError(f"an OTLP/HTTP endpoint is a URL like http://127.0.0.1:4318/v1/metrics: {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"an OTLP/HTTP endpoint is a URL like http://127.0.0.1:4318/v1/metrics: {text!r}"
+        )
     return text if u.path not in ("", "/") else text.rstrip("/") + "/v1/metrics"
 
 
@@ -39,34 +42,69 @@ def register(sub) -> None:
     p = sub.add_parser("serve", help=HELP["serve"])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--emulate", action="store_true", help="emulate in real time (the knobs of `perfonto run`)")
-    src.add_argument("--follow", metavar="FILE|DIR", help="a folder of Parquet part files appended over time, or one dump file rewritten")
+    src.add_argument(
+        "--follow",
+        metavar="FILE|DIR",
+        help="a folder of Parquet part files appended over time, or one dump file rewritten",
+    )
     p.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)")
-    p.add_argument("--catalog", default=None, help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)")
+    p.add_argument(
+        "--catalog",
+        default=None,
+        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    )
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=_port, default=9464, help="TCP port of /metrics and /healthz (default: 9464; 0 = any free port)")
+    p.add_argument(
+        "--port", type=_port, default=9464, help="TCP port of /metrics and /healthz (default: 9464; 0 = any free port)"
+    )
     p.add_argument("--host", default=None, help="`host` label of every series (default: this machine's host name)")
-    p.add_argument("--otlp", type=_endpoint, default=None, metavar="ENDPOINT",
-                   help="also export over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/metrics")
+    p.add_argument(
+        "--otlp",
+        type=_endpoint,
+        default=None,
+        metavar="ENDPOINT",
+        help="also export over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/metrics",
+    )
     p.add_argument("--otlp-interval", type=duration, default=10.0, help="OTLP export period (default: 10s)")
     e = p.add_argument_group("--emulate")
-    e.add_argument("--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)")
+    e.add_argument(
+        "--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)"
+    )
     e.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group (default: 8)")
-    e.add_argument("--duration", type=duration, default=None, help="stop the source after this long (default: run until stopped)")
+    e.add_argument(
+        "--duration", type=duration, default=None, help="stop the source after this long (default: run until stopped)"
+    )
     e.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
     e.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
     e.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
-    e.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the first chunk (chunk k: seed + k)")
-    e.add_argument("--warmup-steps", type=non_negative_int, default=400, help="warm-up steps of each chunk (default: 400)")
+    e.add_argument(
+        "--seed", type=non_negative_int, default=0, help="random seed of the first chunk (chunk k: seed + k)"
+    )
+    e.add_argument(
+        "--warmup-steps", type=non_negative_int, default=400, help="warm-up steps of each chunk (default: 400)"
+    )
     e.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR", help="as in `perfonto run`")
-    e.add_argument("--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR", help="as in `perfonto run`")
+    e.add_argument(
+        "--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR", help="as in `perfonto run`"
+    )
     e.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S", help="as in `perfonto run`")
-    e.add_argument("--chunk", type=duration, default=1.0,
-                   help="simulated seconds emulated at a time, replayed at wall-clock pace (default: 1s)")
+    e.add_argument(
+        "--chunk",
+        type=duration,
+        default=1.0,
+        help="simulated seconds emulated at a time, replayed at wall-clock pace (default: 1s)",
+    )
     f = p.add_argument_group("--follow")
     f.add_argument("--poll", type=duration, default=0.5, help="how often to look for new parts (default: 0.5s)")
-    f.add_argument("--settle", type=duration, default=2.0,
-                   help="how long an unreadable part may stay unchanged before it is skipped as corrupt (default: 2s)")
-    p.add_argument("--json", action="store_true", help="on shutdown, print one JSON summary on stdout; messages on stderr")
+    f.add_argument(
+        "--settle",
+        type=duration,
+        default=2.0,
+        help="how long an unreadable part may stay unchanged before it is skipped as corrupt (default: 2s)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="on shutdown, print one JSON summary on stdout; messages on stderr"
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -81,14 +119,28 @@ def _source(args, gen, log):
     if args.sample_period < 1e-6:
         raise CommandError(f"--sample-period must be at least 1us (got {args.sample_period:g} s)", 2)
     if args.duration is not None and args.sample_period > args.duration:
-        raise CommandError(f"--sample-period ({args.sample_period:g} s) is longer than --duration ({args.duration:g} s)", 2)
+        raise CommandError(
+            f"--sample-period ({args.sample_period:g} s) is longer than --duration ({args.duration:g} s)", 2
+        )
     if args.chunk < 2 * args.sample_period:
         raise CommandError(f"--chunk ({args.chunk:g} s) must hold at least two samples of {args.sample_period:g} s", 2)
     from ..live_emulate import EmulatedSource
 
-    src = EmulatedSource(gen, seed=args.seed, duration_s=args.duration, chunk_s=args.chunk, model=args.model, chips=args.chips,
-                         sample_period_s=args.sample_period, isl=args.isl, osl=args.osl, warmup_steps=args.warmup_steps,
-                         slow_chip=args.slow_chip, throttled_link=args.throttled_link, router_skew=args.router_skew)
+    src = EmulatedSource(
+        gen,
+        seed=args.seed,
+        duration_s=args.duration,
+        chunk_s=args.chunk,
+        model=args.model,
+        chips=args.chips,
+        sample_period_s=args.sample_period,
+        isl=args.isl,
+        osl=args.osl,
+        warmup_steps=args.warmup_steps,
+        slow_chip=args.slow_chip,
+        throttled_link=args.throttled_link,
+        router_skew=args.router_skew,
+    )
     try:
         src.start()
     except ValueError as exc:
@@ -110,24 +162,42 @@ def cmd_serve(args) -> int:
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
         usage = cat.generation is None and any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(f"no generation named `{args.generation}`" if usage else
-                           "the catalog does not compile; run `perfonto check` for the full list", 2 if usage else 1, cat.errors)
+        raise CommandError(
+            f"no generation named `{args.generation}`"
+            if usage
+            else "the catalog does not compile; run `perfonto check` for the full list",
+            2 if usage else 1,
+            cat.errors,
+        )
     graph = cat.graph
     source = _source(args, graph.generation, log)
     try:
-        server = Server(graph, source, bind=args.bind, port=args.port, host=args.host or socket.gethostname(),
-                        otlp=args.otlp, otlp_interval_s=args.otlp_interval, log=log)
+        server = Server(
+            graph,
+            source,
+            bind=args.bind,
+            port=args.port,
+            host=args.host or socket.gethostname(),
+            otlp=args.otlp,
+            otlp_interval_s=args.otlp_interval,
+            log=log,
+        )
     except OSError as exc:
         source.close()
         raise CommandError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror or exc}", 1) from None
     except ValueError as exc:
         source.close()
         raise CommandError(str(exc), 1) from None
-    what = (f"following {args.follow}" if args.follow else
-            f"emulating {args.model} on {args.chips} x {graph.generation.name} in real time, {args.sample_period * 1e3:g} ms samples")
-    log(f"serving {len(server.live.expositions)} metrics of {graph.generation.name} (catalog hash {graph.content_hash}) "
+    what = (
+        f"following {args.follow}"
+        if args.follow
+        else f"emulating {args.model} on {args.chips} x {graph.generation.name} in real time, {args.sample_period * 1e3:g} ms samples"
+    )
+    log(
+        f"serving {len(server.live.expositions)} metrics of {graph.generation.name} (catalog hash {graph.content_hash}) "
         f"on {server.url}/metrics (health: {server.url}/healthz); {what}"
-        f"{'; OTLP to ' + args.otlp if args.otlp else ''}; stop with Ctrl-C or SIGTERM")
+        f"{'; OTLP to ' + args.otlp if args.otlp else ''}; stop with Ctrl-C or SIGTERM"
+    )
     stop = threading.Event()
     old = {s: signal.signal(s, lambda signum, frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

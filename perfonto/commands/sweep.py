@@ -1,5 +1,6 @@
 """``perfonto sweep``: vary spec constants and workload knobs over ranges or lists (``whatif.knobs``
 gives the syntax), project every point in parallel, mark where the bottleneck changes."""
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,23 @@ def register(sub) -> None:
     from perfonto.whatif.cliargs import add_workload_args
 
     p = sub.add_parser("sweep", help=HELP["sweep"])
-    p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
-                   help="a knob and its values: spec.hbm.peak_bandwidth=4..16TB/s:7, isl=128,2048, "
-                        "concurrency=1..256:9:log, model=llama-3.1-8b,llama3-70b (repeat for a grid)")
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=VALUES",
+        help="a knob and its values: spec.hbm.peak_bandwidth=4..16TB/s:7, isl=128,2048, "
+        "concurrency=1..256:9:log, model=llama-3.1-8b,llama3-70b (repeat for a grid)",
+    )
     add_workload_args(p)
     p.add_argument("--out", default=None, metavar="FILE", help="the table as .csv, .parquet or .json")
     p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
-    p.add_argument("--tol", type=float, default=0.005, help="relative width to which a crossing is bisected (default: 0.005)")
-    p.add_argument("--max-points", type=positive_int, default=1000, help="refuse a grid of more points than this (default: 1000)")
+    p.add_argument(
+        "--tol", type=float, default=0.005, help="relative width to which a crossing is bisected (default: 0.005)"
+    )
+    p.add_argument(
+        "--max-points", type=positive_int, default=1000, help="refuse a grid of more points than this (default: 1000)"
+    )
     p.set_defaults(func=cmd_sweep)
 
 
@@ -39,7 +49,9 @@ def cmd_sweep(args) -> int:
         knobs = [parse_vary(v, gen) for v in args.vary]
         base = base_point(args)
         if not knobs:
-            raise KnobError("nothing to sweep: give at least one --vary NAME=VALUES (e.g. --vary spec.hbm.peak_bandwidth=4..16TB/s:7)")
+            raise KnobError(
+                "nothing to sweep: give at least one --vary NAME=VALUES (e.g. --vary spec.hbm.peak_bandwidth=4..16TB/s:7)"
+            )
         for k in knobs:
             if k.name in dict(base.workload):
                 raise KnobError(f"--vary {k.name} and --{k.name.replace('_', '-')} both set {k.name}; give one")
@@ -51,7 +63,9 @@ def cmd_sweep(args) -> int:
     cache = cache_of(args)
     try:
         with EmuProgress(f"sweeping {len(knobs)} knob(s)", enabled=not args.json, after_s=0.5) as bar:
-            res = sweep(target, base, knobs, jobs=args.jobs, cache=cache, progress=bar, tol=args.tol, max_points=args.max_points)
+            res = sweep(
+                target, base, knobs, jobs=args.jobs, cache=cache, progress=bar, tol=args.tol, max_points=args.max_points
+            )
     except KnobError as exc:
         raise CommandError(str(exc), 2) from None
     ok = [r for r in res.rows if not r.get("error")]
@@ -71,9 +85,13 @@ def cmd_sweep(args) -> int:
         from .common import why
 
         raise CommandError(why(exc), 1) from None
-    doc = {"generation": gen.name, **res.to_json(), "outputs": outputs, "cache": {"folder": str(cache.folder) if cache.folder else None,
-                                                                                  "hits": cache.hits},
-           "failed_points": len(res.rows) - len(ok)}
+    doc = {
+        "generation": gen.name,
+        **res.to_json(),
+        "outputs": outputs,
+        "cache": {"folder": str(cache.folder) if cache.folder else None, "hits": cache.hits},
+        "failed_points": len(res.rows) - len(ok),
+    }
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
@@ -110,14 +128,23 @@ def _render(res, gen: str, outputs: dict) -> None:
         if r.get("error"):
             t.add_row(*cells, "—", "—", "—", "—", f"error: {r['error'][:60]}")
             continue
-        t.add_row(*cells, _fmt(r["tokens_per_second"], "tok"), _fmt(r["ttft_p50_s"], "s"), _fmt(r["itl_p50_s"], "s"),
-                  _fmt(r["mfu"], "pct"), r["bottleneck"] or "—")
+        t.add_row(
+            *cells,
+            _fmt(r["tokens_per_second"], "tok"),
+            _fmt(r["ttft_p50_s"], "s"),
+            _fmt(r["itl_p50_s"], "s"),
+            _fmt(r["mfu"], "pct"),
+            r["bottleneck"] or "—",
+        )
     out.print(t)
     for c in res.crossings:
         where = ", ".join(f"{k}={_fmt(v, '')}" for k, v in c["series"].items())
         unit = next((k.unit for k in res.knobs if k.name == c["knob"]), "")
-        out.print(f"bottleneck {c['from']} → {c['to']} at {c['knob']} = {c['at']:.4g} {unit}".rstrip()
-                  + (f" ({where})" if where else "") + f", between the grid points {_fmt(c['grid'][0], '')} and {_fmt(c['grid'][1], '')}")
+        out.print(
+            f"bottleneck {c['from']} → {c['to']} at {c['knob']} = {c['at']:.4g} {unit}".rstrip()
+            + (f" ({where})" if where else "")
+            + f", between the grid points {_fmt(c['grid'][0], '')} and {_fmt(c['grid'][1], '')}"
+        )
     if not res.crossings:
         out.print("the bottleneck does not change along the sweep")
     for k, v in outputs.items():

@@ -1,4 +1,5 @@
 """``perfonto test [PATH]``: run catalog test vectors (exit 1 on any failure, or when none is found)."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,12 @@ from .common import CommandError, stderr
 
 def register(sub) -> None:
     t = sub.add_parser("test", help=HELP["test"])
-    t.add_argument("path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)")
-    t.add_argument("--generation", default=None, help="only vectors of this generation (default: every generation the files name)")
+    t.add_argument(
+        "path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)"
+    )
+    t.add_argument(
+        "--generation", default=None, help="only vectors of this generation (default: every generation the files name)"
+    )
     t.add_argument("--catalog", default=None, help="catalog folder to compile (default: the shipped catalog)")
     t.add_argument("--json", action="store_true", help="print the outcomes as one JSON object")
     t.set_defaults(func=cmd_test)
@@ -59,16 +64,26 @@ def cmd_test(args) -> int:
             diags += d
     failed = [o for o in outcomes if not o.ok]
     if args.json:
-        print(json.dumps({"passed": len(outcomes) - len(failed), "failed": len(failed),
-                          "failures": [vars(o) | {"span": str(o.span)} for o in failed],
-                          "diagnostics": [d.to_json() for d in diags]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "passed": len(outcomes) - len(failed),
+                    "failed": len(failed),
+                    "failures": [vars(o) | {"span": str(o.span)} for o in failed],
+                    "diagnostics": [d.to_json() for d in diags],
+                },
+                indent=2,
+            )
+        )
     else:
         for d in diags:
             print(d.render())
         for o in failed:
             print(f"{o.span}: FAIL {o.vector!r}: {o.metric}: {o.message}")
         metrics = {o.metric for o in outcomes}
-        print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, {len(files)} file(s))")
+        print(
+            f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, {len(files)} file(s))"
+        )
     if not outcomes:
         err.print("no vector matched a compiled generation", markup=False)
         return 1

@@ -3,6 +3,7 @@ of a run for Perfetto's UI (see ``perfonto.timeline``): one process per chip wit
 execution unit, counter tracks for selected metrics, and flows from each step's launch call to its
 submission, PCIe transfer and forward pass on every chip. Exit 0 when the file was written, 1 when
 the run folder lacks what it needs."""
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,24 @@ def register(sub) -> None:
     p = sub.add_parser("timeline", help=HELP["timeline"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
     p.add_argument("--out", required=True, help="output file (open it in https://ui.perfetto.dev)")
-    p.add_argument("--format", default="json", choices=["json", "proto"],
-                   help="json: Chrome trace-event JSON; proto: Perfetto's protobuf format, for long runs (default: json)")
-    p.add_argument("--metrics", default=None,
-                   help="comma-separated metrics of RUN/metrics.parquet for counter tracks "
-                        "(default: mxu.utilization, hbm.bandwidth_utilization, c2c.bandwidth_utilization, power.average)")
-    p.add_argument("--catalog", default=None, metavar="DIR",
-                   help="catalog folder: --metrics names are checked against it (default: the shipped catalog)")
+    p.add_argument(
+        "--format",
+        default="json",
+        choices=["json", "proto"],
+        help="json: Chrome trace-event JSON; proto: Perfetto's protobuf format, for long runs (default: json)",
+    )
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated metrics of RUN/metrics.parquet for counter tracks "
+        "(default: mxu.utilization, hbm.bandwidth_utilization, c2c.bandwidth_utilization, power.average)",
+    )
+    p.add_argument(
+        "--catalog",
+        default=None,
+        metavar="DIR",
+        help="catalog folder: --metrics names are checked against it (default: the shipped catalog)",
+    )
     p.add_argument("--generation", default=None, help="generation whose metrics --metrics names (default: the run's)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON object on stdout")
     p.set_defaults(func=cmd_timeline)
@@ -46,9 +58,12 @@ def cmd_timeline(args) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
     else:
-        err.print(f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
-                  f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
-                  f"open it in https://ui.perfetto.dev", markup=False)
+        err.print(
+            f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
+            f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
+            f"open it in https://ui.perfetto.dev",
+            markup=False,
+        )
     return 0
 
 

@@ -1,5 +1,6 @@
 """``perfonto validate``: metrics against the emulator's ground truth on several workloads (exit 1 if
 any error exceeds 0.5 %); the last line is the worst error."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,17 @@ def cmd_validate(args) -> int:
     bad = [c for c in checks if not np.isfinite(c.error) or c.error > 5e-3]
     worst = max(checks, key=lambda c: c.error)
     if args.json:
-        print(json.dumps({"checks": [vars(c) | {"error": c.error} for c in checks], "failed": len(bad), "elapsed_s": elapsed,
-                          "worst": {"workload": worst.workload, "metric": worst.metric, "error": worst.error}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "checks": [vars(c) | {"error": c.error} for c in checks],
+                    "failed": len(bad),
+                    "elapsed_s": elapsed,
+                    "worst": {"workload": worst.workload, "metric": worst.metric, "error": worst.error},
+                },
+                indent=2,
+            )
+        )
         return 1 if bad else 0
     print(f"{'workload':<28} {'metric':<30} {'measured':>16} {'truth':>16} {'error':>10}")
     for c in checks:

@@ -9,6 +9,7 @@ measurement. Summary: ``geomean_error = exp(mean |ln(predicted/measured)|) − 1
 constants are refitted without that family's rows (leave-one-family-out; ``--no-loo`` skips it).
 Exit 0 when it ran.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,15 @@ from .project import EmuProgress
 
 def register(sub) -> None:
     p = sub.add_parser("validate-emulator", help=HELP["validate-emulator"])
-    p.add_argument("--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)")
+    p.add_argument(
+        "--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)"
+    )
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
-    p.add_argument("--json", action="store_true",
-                   help='print {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} and nothing else')
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} and nothing else',
+    )
     p.set_defaults(func=cmd_validate_emulator)
 
 
@@ -72,15 +78,28 @@ def cmd_validate_emulator(args) -> int:
         t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
     for r in res["rows"]:
         par = f"TP{r['tp']}" + (f"PP{r['pp']}" if r.get("pp", 1) > 1 else "")
-        t.add_row(r["model"], r["gpu"], par, r["dtype"], f"{r['isl']}/{r['osl']}", r["set"], f"{r['measured']:,.0f}",
-                  f"{r['predicted']:,.0f}", f"{r['error'] * 100:+.1f} %")
+        t.add_row(
+            r["model"],
+            r["gpu"],
+            par,
+            r["dtype"],
+            f"{r['isl']}/{r['osl']}",
+            r["set"],
+            f"{r['measured']:,.0f}",
+            f"{r['predicted']:,.0f}",
+            f"{r['error'] * 100:+.1f} %",
+        )
     out = stdout()
     out.print(t)
     sh = res["shipped"]
-    out.print(f"geomean_error {res['geomean_error']:.4f} ({res['geomean_error'] * 100:.1f} %), "
-              f"worst_error {res['worst_error']:.4f} ({res['worst_error'] * 100:.1f} %) over {len(res['rows'])} rows; "
-              f"shipped rows: geomean {sh['geomean_error'] * 100:.1f} %, worst {sh['worst_error'] * 100:.1f} % over {sh['n']}")
+    out.print(
+        f"geomean_error {res['geomean_error']:.4f} ({res['geomean_error'] * 100:.1f} %), "
+        f"worst_error {res['worst_error']:.4f} ({res['worst_error'] * 100:.1f} %) over {len(res['rows'])} rows; "
+        f"shipped rows: geomean {sh['geomean_error'] * 100:.1f} %, worst {sh['worst_error'] * 100:.1f} % over {sh['n']}"
+    )
     for fam, v in res.get("leave_one_family_out", {}).items():
-        out.print(f"{fam} left out of the fit: geomean {v['geomean_error'] * 100:.1f} %, worst {v['worst_error'] * 100:.1f} % "
-                  f"over its {v['n']} rows")
+        out.print(
+            f"{fam} left out of the fit: geomean {v['geomean_error'] * 100:.1f} %, worst {v['worst_error'] * 100:.1f} % "
+            f"over its {v['n']} rows"
+        )
     return 0

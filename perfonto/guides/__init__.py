@@ -1,6 +1,7 @@
 """Hand-written guides shipped with perfonto and included in the docs site (``perfonto docs``):
 the Python API, the collector format, real tools' captures (perf, Prometheus, DCGM), and the list of
 diagnostic codes (generated from ``ontology.codes``)."""
+
 from __future__ import annotations
 
 from importlib import resources
@@ -17,9 +18,15 @@ def diagnostics_page() -> str:
     """Every diagnostic code with its meaning, as a Markdown table."""
     from perfonto.ontology.codes import CODES
 
-    rows = ["# Diagnostic codes", "",
-            "Every problem `perfonto check` (and every other command) reports carries one of these codes, "
-            "with file:line:col, the source line and a hint.", "", "| code | meaning |", "|---|---|"]
+    rows = [
+        "# Diagnostic codes",
+        "",
+        "Every problem `perfonto check` (and every other command) reports carries one of these codes, "
+        "with file:line:col, the source line and a hint.",
+        "",
+        "| code | meaning |",
+        "|---|---|",
+    ]
     rows += [f"| `{code}` | {meaning.replace('|', '&#124;')} |" for code, meaning in sorted(CODES.items())]
     return "\n".join(rows) + "\n"
 

@@ -7,6 +7,7 @@ with the spec constants ``spec`` (``ontology.derive.with_spec``) and without the
 (``ontology.derive.without_signals``: the metrics that read them become unavailable, with the
 reason) — a scenario that changes the hardware is judged by a catalog that knows the hardware.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -61,8 +62,10 @@ def _compiled(target: Target, spec: tuple, without: tuple):
     graph = compile_files(gen, files, others=others)
     errors = [d for d in graph.diagnostics if d.severity == "error"]
     if errors:
-        raise KnobError(f"the catalog does not compile against `{gen.name}` with {dict(spec) or 'its own spec'}"
-                        f"{' without ' + ', '.join(without) if without else ''}: {errors[0].message}")
+        raise KnobError(
+            f"the catalog does not compile against `{gen.name}` with {dict(spec) or 'its own spec'}"
+            f"{' without ' + ', '.join(without) if without else ''}: {errors[0].message}"
+        )
     return graph
 
 

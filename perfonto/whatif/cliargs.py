@@ -1,5 +1,6 @@
 """Command-line pieces shared by ``sweep``, ``sensitivity`` and ``compare``: the workload options,
 ``--vary``, the cache and the job count, and the base point they make."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,23 +26,42 @@ def add_workload_args(p, *, generation: bool = True) -> None:
     from perfonto.commands.common import positive_int
 
     if generation:
-        p.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)")
+        p.add_argument(
+            "--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)"
+        )
         p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder whose generation is the base")
     p.add_argument("--model", default=None, help=f"model (default: {DEFAULTS['model']})")
-    p.add_argument("--chips", type=positive_int, default=None, help=f"chips (default: {DEFAULTS['chips']}, or the mapping's)")
-    p.add_argument("--isl", type=positive_int, default=None, help=f"input tokens per request (default: {DEFAULTS['isl']})")
-    p.add_argument("--osl", type=positive_int, default=None, help=f"output tokens per request (default: {DEFAULTS['osl']})")
+    p.add_argument(
+        "--chips", type=positive_int, default=None, help=f"chips (default: {DEFAULTS['chips']}, or the mapping's)"
+    )
+    p.add_argument(
+        "--isl", type=positive_int, default=None, help=f"input tokens per request (default: {DEFAULTS['isl']})"
+    )
+    p.add_argument(
+        "--osl", type=positive_int, default=None, help=f"output tokens per request (default: {DEFAULTS['osl']})"
+    )
     p.add_argument("--dtype", default=None, choices=["fp8", "fp4", "bf16"], help="weight dtype (default: fp8)")
     p.add_argument("--kv-dtype", default=None, choices=["fp8", "fp4", "bf16"], help="KV-cache dtype")
     p.add_argument("--mapping", default=None, help="parallel mapping, e.g. tp8, tp4-dp2 (default: the preset's)")
     p.add_argument("--preset", default=None, help="assumption preset (default: the generation's)")
-    p.add_argument("--batch", type=positive_int, default=None, help="the engine's max batch (default: the preset's sizing)")
+    p.add_argument(
+        "--batch", type=positive_int, default=None, help="the engine's max batch (default: the preset's sizing)"
+    )
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--concurrency", type=positive_int, default=None, help="closed loop: N requests in flight (default: offline)")
+    g.add_argument(
+        "--concurrency", type=positive_int, default=None, help="closed loop: N requests in flight (default: offline)"
+    )
     g.add_argument("--rate", type=_rate, default=None, help="online: Poisson arrivals, requests/s")
-    p.add_argument("--requests", type=positive_int, default=None, help="requests per projection (default: the benchmark's count)")
+    p.add_argument(
+        "--requests", type=positive_int, default=None, help="requests per projection (default: the benchmark's count)"
+    )
     p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
-    p.add_argument("--cache", default=None, metavar="DIR", help="cache folder (default: $PERFONTO_CACHE or ~/.cache/perfonto, /whatif)")
+    p.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="cache folder (default: $PERFONTO_CACHE or ~/.cache/perfonto, /whatif)",
+    )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
 
@@ -49,8 +69,20 @@ def add_workload_args(p, *, generation: bool = True) -> None:
 def given_workload(args) -> dict:
     """The workload options given on the command line (None left out)."""
     out = {}
-    for k in ("model", "chips", "isl", "osl", "dtype", "kv_dtype", "mapping", "preset", "batch", "concurrency", "rate",
-              "requests"):
+    for k in (
+        "model",
+        "chips",
+        "isl",
+        "osl",
+        "dtype",
+        "kv_dtype",
+        "mapping",
+        "preset",
+        "batch",
+        "concurrency",
+        "rate",
+        "requests",
+    ):
         v = getattr(args, k, None)
         if v is not None:
             out[k] = v

@@ -14,6 +14,7 @@ rest staying A's (as ``emulator.claim`` does for presets):
 difference. One-at-a-time factors need not multiply to ``R``: ``interaction = R / Π factors`` says how
 much the changes reinforce (> 1) or offset (< 1) each other.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,8 +55,11 @@ def spec_changes(ga, gb) -> tuple[list[Change], list[str]]:
             continue
         a, b = ga.spec[n], gb.spec[n]
         try:  # a clock is in <domain>_cycle/s on both
-            vb = b.value if n.startswith("spec.clock.") else b.value * conversion_factor(
-                ga.registry, parse_unit(ga.registry, b.unit_text), a.unit)
+            vb = (
+                b.value
+                if n.startswith("spec.clock.")
+                else b.value * conversion_factor(ga.registry, parse_unit(ga.registry, b.unit_text), a.unit)
+            )
         except UnitError:
             only.append(f"{n}: {b.unit_text} does not convert to {a.unit_text}")
             continue
@@ -73,17 +77,32 @@ def preset_changes(ga, preset_a, gb, preset_b) -> list[Change]:
     for f in dataclasses.fields(pa.assumptions):
         va, vb = getattr(pa.assumptions, f.name), getattr(pb.assumptions, f.name)
         if va != vb:
-            out.append(Change(f"assumption {f.name}: {va!r} → {vb!r} (preset {pa.name} → {pb.name})", "assumption",
-                              workload=(("assume", ((f.name, vb),)),)))
+            out.append(
+                Change(
+                    f"assumption {f.name}: {va!r} → {vb!r} (preset {pa.name} → {pb.name})",
+                    "assumption",
+                    workload=(("assume", ((f.name, vb),)),),
+                )
+            )
     for k in sorted(set(pa.hardware) | set(pb.hardware)):
         if pa.hardware.get(k) != pb.hardware.get(k) and k in pb.hardware:
-            out.append(Change(f"preset hardware {k}: → {pb.hardware[k]} (preset {pb.name})", "hardware",
-                              workload=(("hardware", ((k, float(pb.hardware[k])),)),)))
+            out.append(
+                Change(
+                    f"preset hardware {k}: → {pb.hardware[k]} (preset {pb.name})",
+                    "hardware",
+                    workload=(("hardware", ((k, float(pb.hardware[k])),)),),
+                )
+            )
     if pa.mapping != pb.mapping:
-        out.append(Change(f"mapping rule: {pa.mapping} → {pb.mapping}", "mapping", workload=(("mapping_rule", pb.mapping),)))
+        out.append(
+            Change(f"mapping rule: {pa.mapping} → {pb.mapping}", "mapping", workload=(("mapping_rule", pb.mapping),))
+        )
     if pa.engine != pb.engine and isinstance(pb.engine, dict):
-        out.append(Change(f"engine: {pa.engine} → {pb.engine}", "engine",
-                          workload=(("engine", tuple(sorted(pb.engine.items()))),)))
+        out.append(
+            Change(
+                f"engine: {pa.engine} → {pb.engine}", "engine", workload=(("engine", tuple(sorted(pb.engine.items()))),)
+            )
+        )
     return out
 
 
@@ -111,17 +130,31 @@ class Comparison:
     only: list[str]
 
     def to_json(self) -> dict:
-        return {"a": self.a, "b": self.b, "workloads": self.entries, "not_moved": self.only,
-                "method": "each change moves one assumption from A's value to B's, the rest A's; factor = "
-                          "figure with the change / figure of A; interaction = ratio / product of the factors"}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "workloads": self.entries,
+            "not_moved": self.only,
+            "method": "each change moves one assumption from A's value to B's, the rest A's; factor = "
+            "figure with the change / figure of A; interaction = ratio / product of the factors",
+        }
 
 
 def _ratio(b, a):
     return b / a if a and b is not None and a > 0 else None
 
 
-def compare(a: Target, b: Target, workloads: list[Point], *, preset_a: str | None = None, preset_b: str | None = None,
-            jobs: int | None = None, cache: Cache | None = None, progress=None) -> Comparison:
+def compare(
+    a: Target,
+    b: Target,
+    workloads: list[Point],
+    *,
+    preset_a: str | None = None,
+    preset_b: str | None = None,
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    progress=None,
+) -> Comparison:
     """Project ``workloads`` on ``a`` and ``b`` and attribute each ratio (module docstring).
 
     Raises:
@@ -153,14 +186,29 @@ def compare(a: Target, b: Target, workloads: list[Point], *, preset_a: str | Non
         chs = []
         for j, ch in enumerate(changes):
             r = rows_a[len(workloads) + i * len(changes) + j]
-            chs.append({"what": ch.what, "kind": ch.kind, "factor": {f: _ratio(r.get(f), ra.get(f)) for f in FIGURES},
-                        "bottleneck": r.get("bottleneck"), "error": r.get("error")})
+            chs.append(
+                {
+                    "what": ch.what,
+                    "kind": ch.kind,
+                    "factor": {f: _ratio(r.get(f), ra.get(f)) for f in FIGURES},
+                    "bottleneck": r.get("bottleneck"),
+                    "error": r.get("error"),
+                }
+            )
         chs.sort(key=lambda c: -abs(math.log(c["factor"][RANK_BY] or 1.0)))
         prod = math.prod(c["factor"][RANK_BY] or 1.0 for c in chs)
         t = ratio[RANK_BY]
-        entries.append({"workload": dict(w.workload), "a": ra, "b": rb, "ratio": ratio, "changes": chs,
-                        "drives": chs[0]["what"] if chs and t is not None else None,
-                        "interaction": t / prod if t is not None and prod > 0 else None})
+        entries.append(
+            {
+                "workload": dict(w.workload),
+                "a": ra,
+                "b": rb,
+                "ratio": ratio,
+                "changes": chs,
+                "drives": chs[0]["what"] if chs and t is not None else None,
+                "interaction": t / prod if t is not None and prod > 0 else None,
+            }
+        )
     return Comparison(ga.name, gb.name, entries, only)
 
 

@@ -20,6 +20,7 @@ From the runs of ``runs.run_all`` (the nominal run and every scenario, several s
   A counter that could change one but was not judged (``all_counters=False``) says so: its
   ``lost_diagnoses`` is None (unknown), never an empty list (nothing lost).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -69,7 +70,10 @@ def diagnoses(by: dict[str, list[dict]]) -> dict[str, dict]:
             h = r["headline"] or NO_HEADLINE
             heads[h] = heads.get(h, 0) + 1
         always = set.intersection(*(set(r["findings"]) for r in runs)) if runs else set()
-        out[name] = {"headlines": heads, "findings": sorted(always - nominal_f) if name != "nominal" else sorted(always)}
+        out[name] = {
+            "headlines": heads,
+            "findings": sorted(always - nominal_f) if name != "nominal" else sorted(always),
+        }
     return out
 
 
@@ -90,7 +94,9 @@ def told_apart(a: str, b: str, by: dict[str, list[dict]], diag: dict[str, dict])
 def _rejudge(by_runs: dict[str, list[dict]], graphs: dict[str, object]) -> dict[str, list[dict]]:
     out = {}
     for name, runs in by_runs.items():
-        out[name] = [dict(r, **diagnose(graphs[name], r["values"], r.get("per_chip"), r.get("chips", ()))) for r in runs]
+        out[name] = [
+            dict(r, **diagnose(graphs[name], r["values"], r.get("per_chip"), r.get("chips", ()))) for r in runs
+        ]
     return out
 
 
@@ -115,21 +121,32 @@ class Coverage:
         return all(v is not None for v in self.pairs.values())
 
     def to_json(self) -> dict:
-        return {"scenarios": self.scenarios, "seeds": sorted({r["seed"] for r in self.runs}),
-                "diagnosis": self.diagnosis, "expected": self.expected,
-                "confusion": {s: self.diagnosis[s]["headlines"] for s in self.scenarios},
-                "pairs": self.pairs, "all_told_apart": self.all_told_apart,
-                "moves": {s: sorted(m) for s, m in self.moves.items()}, "moves_detail": self.moves,
-                "unread_counters": self.unread, "unmoved_metrics": self.unmoved, "never_evaluated": self.never_evaluated,
-                "without": self.without, "proposed": self.proposed,
-                "errors": {f"{r['scenario']}/seed{r['seed']}": r["error"] for r in self.runs if r.get("error")}}
+        return {
+            "scenarios": self.scenarios,
+            "seeds": sorted({r["seed"] for r in self.runs}),
+            "diagnosis": self.diagnosis,
+            "expected": self.expected,
+            "confusion": {s: self.diagnosis[s]["headlines"] for s in self.scenarios},
+            "pairs": self.pairs,
+            "all_told_apart": self.all_told_apart,
+            "moves": {s: sorted(m) for s, m in self.moves.items()},
+            "moves_detail": self.moves,
+            "unread_counters": self.unread,
+            "unmoved_metrics": self.unmoved,
+            "never_evaluated": self.never_evaluated,
+            "without": self.without,
+            "proposed": self.proposed,
+            "errors": {f"{r['scenario']}/seed{r['seed']}": r["error"] for r in self.runs if r.get("error")},
+        }
 
 
 def _pairs(names, by, diag) -> dict[str, dict | None]:
     return {f"{a} | {b}": told_apart(a, b, by, diag) for a, b in itertools.combinations(names, 2)}
 
 
-def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counters: bool = True, proposed=()) -> Coverage:
+def judge(
+    target: Target, scenarios, runs: list[dict], *, without=(), all_counters: bool = True, proposed=()
+) -> Coverage:
     """The coverage judgement of ``runs`` (module docstring). ``without``: counters judged by a
     recompiled catalog whatever they feed; ``all_counters``: also every counter a diagnosing metric
     reads; ``proposed``: new counters (of a catalog folder) judged by what they add.
@@ -145,8 +162,10 @@ def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counte
     gen, graph = base.generation, base.graph
     for s in without:
         if s not in gen.signals:
-            raise KnobError(f"--without {s}: `{gen.name}` has no signal `{s}`; " + (did_you_mean(s, gen.signals) or
-                            "see perfonto explain"))
+            raise KnobError(
+                f"--without {s}: `{gen.name}` has no signal `{s}`; "
+                + (did_you_mean(s, gen.signals) or "see perfonto explain")
+            )
     names = [sc.name for sc in scenarios]
     specs = {"nominal": {}, **{sc.name: spec_of(sc) for sc in scenarios}}
     by: dict[str, list[dict]] = {n: [] for n in ["nominal", *names]}
@@ -162,16 +181,26 @@ def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counte
     read = set()
     for m in list(graph.metrics) + list(graph.record_metrics):
         read |= set(nx.ancestors(graph.graph, m))
-    read_sig = {s for s in gen.signals if s in read or any(f in read for f, fd in gen.fields.items() if fd.register == s)}
+    read_sig = {
+        s for s in gen.signals if s in read or any(f in read for f, fd in gen.fields.items() if fd.register == s)
+    }
     unread = sorted(set(gen.signals) - read_sig)
-    metrics = list(graph.metrics) + [m for m, x in graph.record_metrics.items() if x.population is None]  # not per record
+    metrics = list(graph.metrics) + [
+        m for m, x in graph.record_metrics.items() if x.population is None
+    ]  # not per record
     moved_any = set().union(*(set(m) for m in moves.values())) if moves else set()
     evaluated = {n for rs in by.values() for r in rs for n, v in r["values"].items() if v is not None}
     never = sorted(m for m in metrics if m not in evaluated)
     unmoved = sorted(m for m in metrics if m in evaluated and m not in moved_any)
-    expected = {sc.name: {"expect": sc.expect, "got": diag[sc.name]["headlines"] if sc.name in diag else {},
-                          "met": bool(sc.expect and sc.name in diag and set(diag[sc.name]["headlines"]) == {sc.expect})}
-                for sc in scenarios if sc.expect}
+    expected = {
+        sc.name: {
+            "expect": sc.expect,
+            "got": diag[sc.name]["headlines"] if sc.name in diag else {},
+            "met": bool(sc.expect and sc.name in diag and set(diag[sc.name]["headlines"]) == {sc.expect}),
+        }
+        for sc in scenarios
+        if sc.expect
+    }
     diagnosing = {m for m, x in graph.metrics.items() if "topdown" in x.groups or x.threshold}
     feeders = set()
     for m in diagnosing:
@@ -184,12 +213,22 @@ def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counte
             entry |= _without(target, sig, by, specs, diag, pairs, ok)
         elif sig in feeders:  # it could change a diagnosis, but was not asked for (all_counters=False)
             reads = sorted(m for m in diagnosing if sig in nx.ancestors(graph.graph, m))
-            entry |= {"rejudged": False, "can_change": True, "lost_diagnoses": None, "lost_pairs": None,
-                      "note": f"not judged (only the --without counters were): {', '.join(reads)} read it, "
-                              "so a diagnosis may change"}
+            entry |= {
+                "rejudged": False,
+                "can_change": True,
+                "lost_diagnoses": None,
+                "lost_pairs": None,
+                "note": f"not judged (only the --without counters were): {', '.join(reads)} read it, "
+                "so a diagnosis may change",
+            }
         else:
-            entry |= {"rejudged": False, "can_change": False, "lost_diagnoses": [], "lost_pairs": [],
-                      "note": "no top-down or thresholded metric reads it: no diagnosis can change"}
+            entry |= {
+                "rejudged": False,
+                "can_change": False,
+                "lost_diagnoses": [],
+                "lost_pairs": [],
+                "note": "no top-down or thresholded metric reads it: no diagnosis can change",
+            }
         cov.without[sig] = entry
     for sig in proposed:
         cov.proposed[sig] = cov.without[sig]
@@ -197,8 +236,11 @@ def judge(target: Target, scenarios, runs: list[dict], *, without=(), all_counte
 
 
 def _evidence(graph, sig: str, moves: dict[str, dict]) -> dict:
-    need = sorted(m for m in nx.descendants(graph.graph, sig) if m in graph.metrics or m in graph.record_metrics) \
-        if sig in graph.graph else []
+    need = (
+        sorted(m for m in nx.descendants(graph.graph, sig) if m in graph.metrics or m in graph.record_metrics)
+        if sig in graph.graph
+        else []
+    )
     lost = {s: sorted(set(need) & set(m)) for s, m in moves.items() if set(need) & set(m)}
     return {"metrics": need, "lost_evidence": lost}
 
@@ -213,15 +255,31 @@ def _without(target, sig, by, specs, diag, pairs, names) -> dict:
     for n in names:
         before, after = diag[n], d2[n]
         if set(before["headlines"]) != set(after["headlines"]):
-            lost.append({"scenario": n, "what": "headline", "before": sorted(before["headlines"]), "after": sorted(after["headlines"]),
-                         "message": _message(by[n], again[n])})
+            lost.append(
+                {
+                    "scenario": n,
+                    "what": "headline",
+                    "before": sorted(before["headlines"]),
+                    "after": sorted(after["headlines"]),
+                    "message": _message(by[n], again[n]),
+                }
+            )
         for f in sorted(set(before["findings"]) - set(after["findings"])):
-            lost.append({"scenario": n, "what": "finding", "before": [f], "after": [], "message": f"{f} no longer flags"})
+            lost.append(
+                {"scenario": n, "what": "finding", "before": [f], "after": [], "message": f"{f} no longer flags"}
+            )
     p2 = _pairs(names, again, d2)
     lost_pairs = [k for k, v in pairs.items() if v is not None and p2.get(k) is None]
-    unavailable = sorted(set(graphs[names[0]].unavailable) - set(compiled(target, specs[names[0]]).unavailable)) if names else []
-    return {"rejudged": True, "lost_diagnoses": lost, "lost_pairs": lost_pairs, "pairs_after": p2,
-            "unavailable": unavailable}
+    unavailable = (
+        sorted(set(graphs[names[0]].unavailable) - set(compiled(target, specs[names[0]]).unavailable)) if names else []
+    )
+    return {
+        "rejudged": True,
+        "lost_diagnoses": lost,
+        "lost_pairs": lost_pairs,
+        "pairs_after": p2,
+        "unavailable": unavailable,
+    }
 
 
 def _message(before: list[dict], after: list[dict]) -> str:

@@ -15,6 +15,7 @@ Mappings: ``tp<N>``, ``pp<N>``, ``dp<N>``, ``ep<N>`` and ``adp`` (data-parallel 
 ``-`` (``tp4-dp2``, ``tp8-ep8-adp``); the chips are their product unless ``chips`` says otherwise.
 Several ``--vary`` make a grid (every combination), in the order given.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -160,11 +161,15 @@ def parse_vary(text: str, gen) -> Knob:
     if name.startswith("spec."):
         if name not in gen.spec:
             hint = did_you_mean(name, emulated_spec(gen))
-            raise KnobError(f"{what}: `{gen.name}` has no spec constant `{name}`; "
-                            + (hint or "the constants a sweep can vary: " + ", ".join(emulated_spec(gen))))
+            raise KnobError(
+                f"{what}: `{gen.name}` has no spec constant `{name}`; "
+                + (hint or "the constants a sweep can vary: " + ", ".join(emulated_spec(gen)))
+            )
         if name not in emulated_spec(gen):
-            raise KnobError(f"{what}: the emulator does not read `{name}`, so varying it changes nothing; "
-                            f"vary one of {', '.join(emulated_spec(gen))}")
+            raise KnobError(
+                f"{what}: the emulator does not read `{name}`, so varying it changes nothing; "
+                f"vary one of {', '.join(emulated_spec(gen))}"
+            )
         unit = gen.spec[name].unit_text
         if ".." in values:
             lo, hi, n, log = _range(values, what)
@@ -204,7 +209,9 @@ def parse_vary(text: str, gen) -> Knob:
             out = []
             for s in vals:
                 try:
-                    out.append(check_workload(name, s, what) if name in RULES else typ(s))  # the text as typed, in the message
+                    out.append(
+                        check_workload(name, s, what) if name in RULES else typ(s)
+                    )  # the text as typed, in the message
                 except ValueRuleError as exc:
                     raise KnobError(str(exc)) from None
                 except ValueError:
@@ -263,5 +270,15 @@ def grid(base: Point, knobs: list[Knob]) -> list[Point]:
     return [base.with_values(**dict(zip(names, combo))) for combo in itertools.product(*(k.values for k in knobs))]
 
 
-__all__ = ["DTYPES", "Knob", "KnobError", "Point", "WORKLOAD", "emulated_spec", "grid", "knob_names", "parse_mapping",
-           "parse_vary"]
+__all__ = [
+    "DTYPES",
+    "Knob",
+    "KnobError",
+    "Point",
+    "WORKLOAD",
+    "emulated_spec",
+    "grid",
+    "knob_names",
+    "parse_mapping",
+    "parse_vary",
+]

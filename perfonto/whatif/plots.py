@@ -6,6 +6,7 @@ first numeric knob (one line per combination of the other knobs), each bottlenec
 dashed vertical line labelled with its value. ``compare_figure``: tokens/s and ITL of both
 generations per workload, with the ratio and the assumption that drives it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,7 +60,9 @@ def sweep_figure(result, path) -> Path:
         xs = [r[x.name] if numeric else pos.get(r[x.name], 0) for r in rows]
         name = ", ".join(f"{k.name}={_label(v)}" for k, v in zip(others, key)) or None
         axes[0].plot(xs, [r.get("tokens_per_second") for r in rows], marker="o", label=name)
-        axes[1].plot(xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {name or ''}".strip())
+        axes[1].plot(
+            xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {name or ''}".strip()
+        )
         axes[1].plot(xs, [r.get("itl_p50_s") for r in rows], marker="s", label=f"ITL p50 {name or ''}".strip())
         axes[2].plot(xs, [(r.get("mfu") or 0) * 100 if r.get("mfu") is not None else None for r in rows], marker="o")
         fixed = dict(zip((k.name for k in others), key))
@@ -82,8 +85,15 @@ def sweep_figure(result, path) -> Path:
             continue
         for ax in axes:
             ax.axvline(at, color="black", linestyle=":", linewidth=1)
-        axes[0].annotate(f"{c['from']} → {c['to']}\n{at:.4g} {x.unit}".rstrip(), (at, 1), xycoords=("data", "axes fraction"),
-                         xytext=(4, -4), textcoords="offset points", va="top", fontsize=8)
+        axes[0].annotate(
+            f"{c['from']} → {c['to']}\n{at:.4g} {x.unit}".rstrip(),
+            (at, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -4),
+            textcoords="offset points",
+            va="top",
+            fontsize=8,
+        )
     axes[0].set_ylabel("tokens/s (steady)")
     axes[1].set_ylabel("latency, s")
     axes[1].set_yscale("log")
@@ -93,8 +103,14 @@ def sweep_figure(result, path) -> Path:
     from matplotlib.patches import Patch
 
     seen = sorted({r.get("bottleneck") for r in result.rows if r.get("bottleneck")})
-    axes[3].legend(handles=[Patch(color=COLOURS.get(b, "#bbbbbb"), label=b) for b in seen], loc="upper center",
-                   bbox_to_anchor=(0.5, -0.6), ncol=max(len(seen), 1), fontsize=8, frameon=False)
+    axes[3].legend(
+        handles=[Patch(color=COLOURS.get(b, "#bbbbbb"), label=b) for b in seen],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.6),
+        ncol=max(len(seen), 1),
+        fontsize=8,
+        frameon=False,
+    )
     if any(ax.get_legend_handles_labels()[1] for ax in axes[:1]):
         axes[0].legend(fontsize=8)
     axes[1].legend(fontsize=7)
@@ -134,11 +150,16 @@ def compare_figure(cmp, path) -> Path:
     plt = _pyplot()
     n = len(cmp.entries)
     fig, axes = plt.subplots(2, 1, figsize=(max(6, 2.2 * n + 2), 7))
-    labels = ["\n".join(f"{k}={_label(v)}" for k, v in sorted(e["workload"].items()) if k not in ("requests",))
-              for e in cmp.entries]
+    labels = [
+        "\n".join(f"{k}={_label(v)}" for k, v in sorted(e["workload"].items()) if k not in ("requests",))
+        for e in cmp.entries
+    ]
     idx = list(range(n))
     w = 0.38
-    for ax, fig_name, title in ((axes[0], "benchmark_tokens_per_second", "tokens/s (benchmark)"), (axes[1], "itl_p50_s", "ITL p50, s")):
+    for ax, fig_name, title in (
+        (axes[0], "benchmark_tokens_per_second", "tokens/s (benchmark)"),
+        (axes[1], "itl_p50_s", "ITL p50, s"),
+    ):
         a = [e["a"].get(fig_name) or 0 for e in cmp.entries]
         b = [e["b"].get(fig_name) or 0 for e in cmp.entries]
         ax.bar([i - w / 2 for i in idx], a, w, label=cmp.a)
@@ -151,8 +172,15 @@ def compare_figure(cmp, path) -> Path:
         if r is not None:
             drv = (e["drives"] or "").split(":")[0]
             top = max(e["a"].get("benchmark_tokens_per_second") or 0, e["b"].get("benchmark_tokens_per_second") or 0)
-            axes[0].annotate(f"×{r:.2f}\n{drv}", (i, top),
-                             xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7)
+            axes[0].annotate(
+                f"×{r:.2f}\n{drv}",
+                (i, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
     axes[0].set_title(f"{cmp.b} vs {cmp.a}: ratio and the assumption that moves it most", fontsize=9)
     axes[0].margins(y=0.25)
     fig.tight_layout()

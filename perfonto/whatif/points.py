@@ -12,6 +12,7 @@ corner does not stop a sweep.
 this package's code and data, the derived generation's fingerprint and the point), one JSON file
 per row. A changed generation or catalog changes the fingerprint; a changed perfonto the code hash.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,9 +26,23 @@ from .knobs import KnobError, Point, parse_mapping
 
 #: Figures of a row, beside the point's inputs: steady tokens/s (input + output, the server at full
 #: load), the benchmark's, output tokens/s, latencies (s), MFU and the level-1 shares (fractions).
-ROW_FIGURES = ("tokens_per_second", "benchmark_tokens_per_second", "output_tokens_per_second", "ttft_p50_s",
-               "ttft_p99_s", "tpot_p50_s", "itl_p50_s", "itl_p99_s", "mfu", "share_compute", "share_memory",
-               "share_interconnect", "share_host", "share_idle", "bottleneck")
+ROW_FIGURES = (
+    "tokens_per_second",
+    "benchmark_tokens_per_second",
+    "output_tokens_per_second",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "itl_p50_s",
+    "itl_p99_s",
+    "mfu",
+    "share_compute",
+    "share_memory",
+    "share_interconnect",
+    "share_host",
+    "share_idle",
+    "bottleneck",
+)
 DEFAULTS = {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "dtype": "fp8"}
 
 
@@ -55,7 +70,9 @@ def base_generation(target: Target):
         from perfonto.metrics.catalog import folder_generation
 
         d = Path(target.catalog)
-        yamls = sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith((".vectors.yaml", ".vectors.yml")))
+        yamls = sorted(
+            p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith((".vectors.yaml", ".vectors.yml"))
+        )
         if not d.is_dir() or not yamls:
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
         gen, diags = load_generation_files(yamls, target.generation or folder_generation(yamls) or "sohu")
@@ -75,8 +92,13 @@ def derived_generation(target: Target, point: Point):
 def fingerprint(gen) -> str:
     """A hash of what the emulator reads from a generation: name, lineage, spec values and units,
     blocks and their instance axes, and the source's content hash."""
-    doc = [gen.name, list(gen.lineage), gen.content_hash, sorted((k, c.value, c.unit_text) for k, c in gen.spec.items()),
-           sorted((k, list(b["axes"]), b["clock"]) for k, b in gen.blocks.items())]
+    doc = [
+        gen.name,
+        list(gen.lineage),
+        gen.content_hash,
+        sorted((k, c.value, c.unit_text) for k, c in gen.spec.items()),
+        sorted((k, list(b["axes"]), b["clock"]) for k, b in gen.blocks.items()),
+    ]
     return hashlib.sha256(json.dumps(doc, default=str).encode()).hexdigest()[:20]
 
 
@@ -134,7 +156,9 @@ class Cache:
 
 def default_cache_dir() -> Path:
     """``$PERFONTO_CACHE`` or ``~/.cache/perfonto``, then ``whatif``."""
-    root = os.environ.get("PERFONTO_CACHE") or (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfonto")
+    root = os.environ.get("PERFONTO_CACHE") or (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfonto"
+    )
     return Path(root) / "whatif"
 
 
@@ -175,35 +199,85 @@ def project_point(target: Target, point: Point):
     row = {**dict(point.spec), **{k: v for k, v in wl.items()}, "generation": gen.name, "error": None}
     try:
         mapping = _mapping(wl)
-        draft, acc = int(wl.get("draft_tokens", 0) or 0), float(wl.get("acceptance", 0.7) if wl.get("draft_tokens") else 0.0)
+        draft, acc = (
+            int(wl.get("draft_tokens", 0) or 0),
+            float(wl.get("acceptance", 0.7) if wl.get("draft_tokens") else 0.0),
+        )
         engine, assumptions = None, None
         hardware = dict(wl["hardware"]) if wl.get("hardware") else None
         if wl.get("batch") or wl.get("engine") or wl.get("assume"):
-            _, cfg, p = setup(gen, model=wl["model"], chips=int(wl["chips"]), dtype=wl["dtype"], kv_dtype=wl.get("kv_dtype"),
-                              mapping=mapping, preset=wl.get("preset"), hardware=hardware)
+            _, cfg, p = setup(
+                gen,
+                model=wl["model"],
+                chips=int(wl["chips"]),
+                dtype=wl["dtype"],
+                kv_dtype=wl.get("kv_dtype"),
+                mapping=mapping,
+                preset=wl.get("preset"),
+                hardware=hardware,
+            )
             if wl.get("assume"):
                 assumptions = p.assumptions.replace(**dict(wl["assume"]))
-                _, cfg, _ = setup(gen, model=wl["model"], chips=int(wl["chips"]), dtype=wl["dtype"], kv_dtype=wl.get("kv_dtype"),
-                                  mapping=mapping, preset=wl.get("preset"), assumptions=assumptions, hardware=hardware)
+                _, cfg, _ = setup(
+                    gen,
+                    model=wl["model"],
+                    chips=int(wl["chips"]),
+                    dtype=wl["dtype"],
+                    kv_dtype=wl.get("kv_dtype"),
+                    mapping=mapping,
+                    preset=wl.get("preset"),
+                    assumptions=assumptions,
+                    hardware=hardware,
+                )
             e = dict(wl.get("engine") or ())
-            engine = engine_for(cfg, p, int(wl["isl"]), int(wl["osl"]), max_batch=wl.get("batch") or e.get("max_batch"),
-                                token_budget=e.get("token_budget"), chunked_prefill=e.get("chunked_prefill"),
-                                draft_tokens=draft, acceptance=acc)
-        pr = project(gen, model=wl["model"], chips=int(wl["chips"]), isl=int(wl["isl"]), osl=int(wl["osl"]), dtype=wl["dtype"],
-                     kv_dtype=wl.get("kv_dtype"), preset=wl.get("preset"), mapping=mapping, engine=engine,
-                     assumptions=assumptions, hardware=hardware, num_requests=wl.get("requests"), rate=wl.get("rate"),
-                     concurrency=wl.get("concurrency"), draft_tokens=draft, acceptance=acc)
+            engine = engine_for(
+                cfg,
+                p,
+                int(wl["isl"]),
+                int(wl["osl"]),
+                max_batch=wl.get("batch") or e.get("max_batch"),
+                token_budget=e.get("token_budget"),
+                chunked_prefill=e.get("chunked_prefill"),
+                draft_tokens=draft,
+                acceptance=acc,
+            )
+        pr = project(
+            gen,
+            model=wl["model"],
+            chips=int(wl["chips"]),
+            isl=int(wl["isl"]),
+            osl=int(wl["osl"]),
+            dtype=wl["dtype"],
+            kv_dtype=wl.get("kv_dtype"),
+            preset=wl.get("preset"),
+            mapping=mapping,
+            engine=engine,
+            assumptions=assumptions,
+            hardware=hardware,
+            num_requests=wl.get("requests"),
+            rate=wl.get("rate"),
+            concurrency=wl.get("concurrency"),
+            draft_tokens=draft,
+            acceptance=acc,
+        )
     except (ValueError, KeyError, KnobError) as exc:
         row["error"] = str(exc.args[0]) if exc.args else type(exc).__name__
         return row | {k: None for k in ROW_FIGURES}, None
     f = pr.figures
     lat = f.to_json()
     split = time_split(pr)
-    row |= {"preset": pr.preset, "mapping": pr.mapping.describe(), "engine": pr.engine.describe(),
-            "tokens_per_second": f.steady_tokens_per_second, "benchmark_tokens_per_second": f.tokens_per_second,
-            "output_tokens_per_second": f.steady_output_tokens_per_second,
-            **{k: lat[k] for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "itl_p50_s", "itl_p99_s")},
-            "mfu": split["mfu"], **{f"share_{k}": v for k, v in split["shares"].items()}, "bottleneck": split["bottleneck"]}
+    row |= {
+        "preset": pr.preset,
+        "mapping": pr.mapping.describe(),
+        "engine": pr.engine.describe(),
+        "tokens_per_second": f.steady_tokens_per_second,
+        "benchmark_tokens_per_second": f.tokens_per_second,
+        "output_tokens_per_second": f.steady_output_tokens_per_second,
+        **{k: lat[k] for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "itl_p50_s", "itl_p99_s")},
+        "mfu": split["mfu"],
+        **{f"share_{k}": v for k, v in split["shares"].items()},
+        "bottleneck": split["bottleneck"],
+    }
     return row, pr
 
 
@@ -240,9 +314,25 @@ def check_preset(target: Target, points: list[Point]) -> None:
             raise KnobError(str(exc)) from None
         for name, _ in pt.spec:
             if SPEC_FIELDS.get(name) in p.hardware:
-                raise KnobError(f"preset `{p.name}` sets {SPEC_FIELDS[name]} itself (presets.yaml), so varying `{name}` "
-                                f"would change nothing; use another preset (e.g. --preset conservative)")
+                raise KnobError(
+                    f"preset `{p.name}` sets {SPEC_FIELDS[name]} itself (presets.yaml), so varying `{name}` "
+                    f"would change nothing; use another preset (e.g. --preset conservative)"
+                )
 
 
-__all__ = ["Cache", "DEFAULTS", "ROW_FIGURES", "Target", "base_generation", "check_preset", "code_hash", "default_cache_dir",
-           "derived_generation", "evaluate_point", "fingerprint", "point_key", "project_point", "workload"]
+__all__ = [
+    "Cache",
+    "DEFAULTS",
+    "ROW_FIGURES",
+    "Target",
+    "base_generation",
+    "check_preset",
+    "code_hash",
+    "default_cache_dir",
+    "derived_generation",
+    "evaluate_point",
+    "fingerprint",
+    "point_key",
+    "project_point",
+    "workload",
+]

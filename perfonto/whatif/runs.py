@@ -13,6 +13,7 @@ and every other metric has the value it had (a metric's value depends only on wh
 headline by ``analysis.headline`` (waiting for a slower chip, else the deepest top-down node above
 its threshold, else the level-1 bottleneck) and the set of metrics whose threshold is crossed.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,14 @@ import numpy as np
 from .points import Target
 from .scenarios import Scenario, _quantity, run_kwargs
 
-_OPS = {"<": lambda v, t: v < t, "<=": lambda v, t: v <= t, ">": lambda v, t: v > t, ">=": lambda v, t: v >= t,
-        "==": lambda v, t: v == t, "!=": lambda v, t: v != t}
+_OPS = {
+    "<": lambda v, t: v < t,
+    "<=": lambda v, t: v <= t,
+    ">": lambda v, t: v > t,
+    ">=": lambda v, t: v >= t,
+    "==": lambda v, t: v == t,
+    "!=": lambda v, t: v != t,
+}
 
 
 def spec_of(sc: Scenario | None) -> dict:
@@ -48,15 +55,26 @@ def diagnose(graph, values: dict, per_chip: dict | None = None, chips=()) -> dic
     level1 = {n: server[n] for n in topdown_level1(graph) if math.isfinite(server[n])}
     bottleneck = max(level1, key=level1.get) if level1 else None
     thr = graph.metrics[bottleneck].threshold if bottleneck else None
-    analysis = SimpleNamespace(topdown=level1, bottleneck=bottleneck, bottleneck_label=thr[2] if thr else (bottleneck or ""),
-                               drilldown=drill_down(graph, server))
+    analysis = SimpleNamespace(
+        topdown=level1,
+        bottleneck=bottleneck,
+        bottleneck_label=thr[2] if thr else (bottleneck or ""),
+        drilldown=drill_down(graph, server),
+    )
     pc = {n: np.asarray(v, np.float64) for n, v in (per_chip or {}).items() if n in graph.metrics}
     ev = SimpleNamespace(server=server, per_chip=pc, chips=np.asarray(chips, np.int64))
     h = headline(graph, ev, analysis, None)
-    findings = sorted(n for n, m in graph.metrics.items()
-                      if m.threshold and not m.axes and math.isfinite(server[n]) and _OPS[m.threshold[0]](server[n], m.threshold[1]))
-    return {"headline": h["metric"] if h else None, "message": h["message"] if h else None, "chip": h["chip"] if h else None,
-            "findings": findings}
+    findings = sorted(
+        n
+        for n, m in graph.metrics.items()
+        if m.threshold and not m.axes and math.isfinite(server[n]) and _OPS[m.threshold[0]](server[n], m.threshold[1])
+    )
+    return {
+        "headline": h["metric"] if h else None,
+        "message": h["message"] if h else None,
+        "chip": h["chip"] if h else None,
+        "findings": findings,
+    }
 
 
 def _scalar(v) -> float | None:
@@ -90,8 +108,16 @@ def run_one(target: Target, nominal: dict, sc: Scenario | None, seed: int, folde
     try:
         res = emulator.run(gen, **run_kwargs(nominal, sc, gen, seed, folder))
     except (ValueError, KeyError) as exc:
-        return out | {"error": str(exc.args[0]) if exc.args else type(exc).__name__, "values": {}, "findings": [],
-                      "headline": None, "message": None, "chip": None, "per_chip": {}, "chips": []}
+        return out | {
+            "error": str(exc.args[0]) if exc.args else type(exc).__name__,
+            "values": {},
+            "findings": [],
+            "headline": None,
+            "message": None,
+            "chip": None,
+            "per_chip": {},
+            "chips": [],
+        }
     cap = Capture(res.counters_path, res.requests_path, None, res.sync_path, res.ground_truth)
     rep = analyse_capture(graph, cap, evaluator=evaluator(target, _key(spec)))
     ev = rep.evaluation
@@ -102,13 +128,28 @@ def run_one(target: Target, nominal: dict, sc: Scenario | None, seed: int, folde
     per_chip = {PEER_WAIT: np.asarray(ev.per_chip[PEER_WAIT], np.float64).tolist()} if PEER_WAIT in ev.per_chip else {}
     h = rep.headline or {}
     findings = sorted(t[0] for t in rep.analysis.thresholds)
-    return out | {"values": values, "per_chip": per_chip, "chips": [int(c) for c in ev.chips],
-                  "headline": h.get("metric"), "message": h.get("message"), "chip": h.get("chip"), "findings": findings,
-                  "report": {"headline": h.get("metric"), "findings": findings}}
+    return out | {
+        "values": values,
+        "per_chip": per_chip,
+        "chips": [int(c) for c in ev.chips],
+        "headline": h.get("metric"),
+        "message": h.get("message"),
+        "chip": h.get("chip"),
+        "findings": findings,
+        "report": {"headline": h.get("metric"), "findings": findings},
+    }
 
 
-def run_all(target: Target, nominal: dict, scenarios: list[Scenario], seeds: list[int], workdir, *, jobs: int | None = None,
-            progress=None) -> list[dict]:
+def run_all(
+    target: Target,
+    nominal: dict,
+    scenarios: list[Scenario],
+    seeds: list[int],
+    workdir,
+    *,
+    jobs: int | None = None,
+    progress=None,
+) -> list[dict]:
     """``run_one`` for the nominal run and every scenario at every seed, over ``jobs`` processes."""
     tasks = [(sc, s) for sc in [None, *scenarios] for s in seeds]
     folders = [str(Path(workdir) / (sc.name if sc else "nominal") / f"seed{s}") for sc, s in tasks]

@@ -9,6 +9,7 @@ with a shipped name, or a ``nominal:``, replaces the shipped one). Every problem
 workload changed by the scenario (``run`` knobs; ``assumptions`` over the preset's; its ``spec`` is
 applied as a derived generation by ``runs.run_one``).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,10 +21,26 @@ from perfonto.ontology.errors import PerfontoError
 
 SHIPPED = Path(__file__).parent / "scenarios.yaml"
 #: Keys of ``nominal:`` and of a scenario's ``run:`` → the type they take.
-RUN_KEYS = {"model": str, "chips": int, "isl": int, "osl": int, "concurrency": int, "rate": float, "requests": int,
-            "duration": "s", "sample_period": "s", "warmup_steps": int, "preset": str, "dtype": str, "mapping": str,
-            "slow_chip": "chip:factor", "throttled_link": "chip:link:factor", "router_skew": float, "draft_tokens": int,
-            "acceptance": float}
+RUN_KEYS = {
+    "model": str,
+    "chips": int,
+    "isl": int,
+    "osl": int,
+    "concurrency": int,
+    "rate": float,
+    "requests": int,
+    "duration": "s",
+    "sample_period": "s",
+    "warmup_steps": int,
+    "preset": str,
+    "dtype": str,
+    "mapping": str,
+    "slow_chip": "chip:factor",
+    "throttled_link": "chip:link:factor",
+    "router_skew": float,
+    "draft_tokens": int,
+    "acceptance": float,
+}
 SCENARIO_KEYS = ("description", "expect", "run", "spec", "assumptions")
 
 
@@ -72,7 +89,9 @@ def _parse_value(key: str, v, err):
         if len(parts) != want or len(nums) != want:
             return err(f"`{key}`: write {kind.upper()}, e.g. " + ("1:1.5" if want == 2 else "0:0:4"))
         return tuple(nums)
-    if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < (0 if key in ("warmup_steps", "draft_tokens") else 1)):
+    if kind is int and (
+        isinstance(v, bool) or not isinstance(v, int) or v < (0 if key in ("warmup_steps", "draft_tokens") else 1)
+    ):
         return err(f"`{key}` must be a whole number ≥ {0 if key in ('warmup_steps', 'draft_tokens') else 1}, got {v!r}")
     if kind is float:
         try:
@@ -88,15 +107,27 @@ def _parse_value(key: str, v, err):
 def _run_block(doc, loc, src, diags) -> dict:
     out = {}
     if not isinstance(doc, dict):
-        diags.append(Diagnostic("error", "scenario", "expected a mapping of run keys", src.span(loc),
-                                hint="e.g. {slow_chip: \"1:1.5\"}"))
+        diags.append(
+            Diagnostic(
+                "error", "scenario", "expected a mapping of run keys", src.span(loc), hint='e.g. {slow_chip: "1:1.5"}'
+            )
+        )
         return out
     for k, v in doc.items():
+
         def err(msg, k=k):
             diags.append(Diagnostic("error", "scenario", msg, src.span(loc + (k,)), hint=""))
+
         if k not in RUN_KEYS:
-            diags.append(Diagnostic("error", "scenario", f"unknown run key `{k}`", src.span(loc + (k, "<key>")),
-                                    hint=did_you_mean(str(k), RUN_KEYS) or "keys: " + ", ".join(RUN_KEYS)))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "scenario",
+                    f"unknown run key `{k}`",
+                    src.span(loc + (k, "<key>")),
+                    hint=did_you_mean(str(k), RUN_KEYS) or "keys: " + ", ".join(RUN_KEYS),
+                )
+            )
             continue
         out[k] = _parse_value(k, v, err)
     return out
@@ -110,13 +141,27 @@ def _expect(sc: dict, loc, src, diags, headlines) -> str | None:
         return want
     heads = set(headlines)
     if not isinstance(want, str):
-        diags.append(Diagnostic("error", "scenario", f"`expect` must be a top-down metric name, got {want!r}", src.span(loc + ("expect",))))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scenario",
+                f"`expect` must be a top-down metric name, got {want!r}",
+                src.span(loc + ("expect",)),
+            )
+        )
         return None
     full = want if want in heads or want.startswith("topdown.") else f"topdown.{want}"
     if full not in heads:
         hint = did_you_mean(full, sorted(heads)) or "top-down metrics: " + ", ".join(sorted(heads))
-        diags.append(Diagnostic("error", "scenario", f"`expect`: no top-down metric `{want}` (a headline is a top-down node)",
-                                src.span(loc + ("expect",)), hint=hint))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scenario",
+                f"`expect`: no top-down metric `{want}` (a headline is a top-down node)",
+                src.span(loc + ("expect",)),
+                hint=hint,
+            )
+        )
         return want
     return full
 
@@ -130,13 +175,26 @@ def _read(path: Path, diags: list, headlines=None) -> tuple[dict | None, dict[st
         return None, {}
     doc = src.data
     if not isinstance(doc, dict):
-        diags.append(Diagnostic("error", "scenario", "a scenario file is a mapping with `scenarios:` (and `nominal:`)",
-                                Span(str(path), 1, 1)))
+        diags.append(
+            Diagnostic(
+                "error",
+                "scenario",
+                "a scenario file is a mapping with `scenarios:` (and `nominal:`)",
+                Span(str(path), 1, 1),
+            )
+        )
         return None, {}
     for k in doc:
         if k not in ("nominal", "scenarios"):
-            diags.append(Diagnostic("error", "scenario", f"unknown top-level key `{k}`", src.span((k, "<key>")),
-                                    hint=did_you_mean(str(k), ("nominal", "scenarios")) or "keys: nominal, scenarios"))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "scenario",
+                    f"unknown top-level key `{k}`",
+                    src.span((k, "<key>")),
+                    hint=did_you_mean(str(k), ("nominal", "scenarios")) or "keys: nominal, scenarios",
+                )
+            )
     nominal = _run_block(doc["nominal"], ("nominal",), src, diags) if "nominal" in doc else None
     out = {}
     scs = doc.get("scenarios") or {}
@@ -150,18 +208,40 @@ def _read(path: Path, diags: list, headlines=None) -> tuple[dict | None, dict[st
             continue
         for k in sc:
             if k not in SCENARIO_KEYS:
-                diags.append(Diagnostic("error", "scenario", f"scenario `{name}`: unknown key `{k}`", src.span(loc + (k, "<key>")),
-                                        hint=did_you_mean(str(k), SCENARIO_KEYS) or "keys: " + ", ".join(SCENARIO_KEYS)))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "scenario",
+                        f"scenario `{name}`: unknown key `{k}`",
+                        src.span(loc + (k, "<key>")),
+                        hint=did_you_mean(str(k), SCENARIO_KEYS) or "keys: " + ", ".join(SCENARIO_KEYS),
+                    )
+                )
         run = _run_block(sc.get("run") or {}, loc + ("run",), src, diags)
         spec = sc.get("spec") or {}
         assume = sc.get("assumptions") or {}
         for what, block in (("spec", spec), ("assumptions", assume)):
             if not isinstance(block, dict):
-                diags.append(Diagnostic("error", "scenario", f"scenario `{name}`: `{what}` is a mapping", src.span(loc + (what,))))
-        spec = {(k if str(k).startswith("spec.") else f"spec.{k}"): v for k, v in spec.items()} if isinstance(spec, dict) else {}
+                diags.append(
+                    Diagnostic(
+                        "error", "scenario", f"scenario `{name}`: `{what}` is a mapping", src.span(loc + (what,))
+                    )
+                )
+        spec = (
+            {(k if str(k).startswith("spec.") else f"spec.{k}"): v for k, v in spec.items()}
+            if isinstance(spec, dict)
+            else {}
+        )
         sp = src.span(loc)
-        out[str(name)] = Scenario(str(name), str(sc.get("description", "")), run, spec, dict(assume) if isinstance(assume, dict) else {},
-                                  _expect(sc, loc, src, diags, headlines), f"{sp.file}:{sp.line}")
+        out[str(name)] = Scenario(
+            str(name),
+            str(sc.get("description", "")),
+            run,
+            spec,
+            dict(assume) if isinstance(assume, dict) else {},
+            _expect(sc, loc, src, diags, headlines),
+            f"{sp.file}:{sp.line}",
+        )
     return nominal, out
 
 
@@ -178,8 +258,17 @@ def load_scenarios(path: str | Path | None = None, base_gen=None, headlines=None
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ScenarioError([Diagnostic("error", "io", "no such scenario file", Span(str(p)),
-                                            hint="give a YAML file with `scenarios:` (see perfonto/whatif/scenarios.yaml)")])
+            raise ScenarioError(
+                [
+                    Diagnostic(
+                        "error",
+                        "io",
+                        "no such scenario file",
+                        Span(str(p)),
+                        hint="give a YAML file with `scenarios:` (see perfonto/whatif/scenarios.yaml)",
+                    )
+                ]
+            )
         user_nominal, user = _read(p, diags, headlines)
         nominal = user_nominal or nominal
         scs = {**scs, **user}
@@ -202,16 +291,30 @@ def _check(gen, nominal: dict, scs: list[Scenario], diags: list) -> None:
         where = Span(sc.source.rsplit(":", 1)[0], int(sc.source.rsplit(":", 1)[1] or 1)) if sc.source else Span("")
         for k in sc.spec:
             if k not in emulated_spec(gen):
-                diags.append(Diagnostic("error", "scenario", f"scenario `{sc.name}`: no spec constant `{k}` the emulator reads",
-                                        where, hint=did_you_mean(k, emulated_spec(gen)) or ", ".join(emulated_spec(gen))))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "scenario",
+                        f"scenario `{sc.name}`: no spec constant `{k}` the emulator reads",
+                        where,
+                        hint=did_you_mean(k, emulated_spec(gen)) or ", ".join(emulated_spec(gen)),
+                    )
+                )
         try:
             with_spec(gen, {k: _quantity(v) for k, v in sc.spec.items() if k in emulated_spec(gen)})
         except (DeriveError, ValueError) as exc:
             diags.append(Diagnostic("error", "scenario", f"scenario `{sc.name}`: {exc}", where))
         for k in sc.assumptions:
             if k not in fields:
-                diags.append(Diagnostic("error", "scenario", f"scenario `{sc.name}`: unknown assumption `{k}`", where,
-                                        hint=did_you_mean(k, fields) or "see emulator/assumptions.py"))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        "scenario",
+                        f"scenario `{sc.name}`: unknown assumption `{k}`",
+                        where,
+                        hint=did_you_mean(k, fields) or "see emulator/assumptions.py",
+                    )
+                )
         model = {**nominal, **sc.run}.get("model")
         if model:
             try:
@@ -239,13 +342,29 @@ def run_kwargs(nominal: dict, sc: Scenario | None, gen, seed: int, out_dir) -> d
 
     r = {**nominal, **(sc.run if sc else {})}
     r = {k: v for k, v in r.items() if v is not None}
-    kw = {"model": r.get("model", "llama3-70b"), "chips": int(r.get("chips", 1)), "isl": int(r.get("isl", 512)),
-          "osl": int(r.get("osl", 128)), "duration_s": float(r.get("duration", 0.3)),
-          "sample_period_s": float(r.get("sample_period", 1e-3)), "warmup_steps": int(r.get("warmup_steps", 50)),
-          "seed": int(seed), "out_dir": out_dir}
-    for k, arg in (("concurrency", "concurrency"), ("rate", "rate"), ("requests", "num_requests"), ("slow_chip", "slow_chip"),
-                   ("throttled_link", "throttled_link"), ("router_skew", "router_skew"), ("preset", "preset"),
-                   ("dtype", "dtype"), ("draft_tokens", "draft_tokens"), ("acceptance", "acceptance")):
+    kw = {
+        "model": r.get("model", "llama3-70b"),
+        "chips": int(r.get("chips", 1)),
+        "isl": int(r.get("isl", 512)),
+        "osl": int(r.get("osl", 128)),
+        "duration_s": float(r.get("duration", 0.3)),
+        "sample_period_s": float(r.get("sample_period", 1e-3)),
+        "warmup_steps": int(r.get("warmup_steps", 50)),
+        "seed": int(seed),
+        "out_dir": out_dir,
+    }
+    for k, arg in (
+        ("concurrency", "concurrency"),
+        ("rate", "rate"),
+        ("requests", "num_requests"),
+        ("slow_chip", "slow_chip"),
+        ("throttled_link", "throttled_link"),
+        ("router_skew", "router_skew"),
+        ("preset", "preset"),
+        ("dtype", "dtype"),
+        ("draft_tokens", "draft_tokens"),
+        ("acceptance", "acceptance"),
+    ):
         if k in r:
             kw[arg] = r[k]
     if "mapping" in r:

@@ -13,6 +13,7 @@ constant's own units, ``e · y / x`` (tokens/s per TB/s): what one more unit buy
 piecewise linear in ln-space, so a point within ``h`` of a kink gets the average of both slopes;
 the report says which bottleneck each side has when they differ.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,13 @@ UNTIMED = ("spec.clock.", "spec.power.")
 #: the whole benchmark's tokens/s: its schedule is the same on both sides of a rate constant, so the
 #: ratio is the model's own, while the steady window (the middle half of the run) may hold one
 #: prompt burst more on one side (a few % at these steps).
-FIGURES = {"benchmark_tokens_per_second": ("tokens/s", True), "tokens_per_second": ("steady tokens/s", True),
-           "itl_p50_s": ("ITL p50", False), "ttft_p50_s": ("TTFT p50", False), "tpot_p50_s": ("TPOT p50", False)}
+FIGURES = {
+    "benchmark_tokens_per_second": ("tokens/s", True),
+    "tokens_per_second": ("steady tokens/s", True),
+    "itl_p50_s": ("ITL p50", False),
+    "ttft_p50_s": ("TTFT p50", False),
+    "tpot_p50_s": ("TPOT p50", False),
+}
 RANK_BY = "benchmark_tokens_per_second"
 
 
@@ -47,10 +53,15 @@ class Sensitivity:
     fixed: list[str]
 
     def to_json(self) -> dict:
-        return {"base": self.base, "step_ln": self.step, "factor": math.exp(self.step), "ranked": self.ranked,
-                "fixed_by_preset": self.fixed,
-                "definition": "elasticity = (ln y(x·e^h) − ln y(x·e^−h)) / 2h, central difference on ln x; "
-                              "marginal = elasticity · y / x, in the figure's unit per the constant's unit"}
+        return {
+            "base": self.base,
+            "step_ln": self.step,
+            "factor": math.exp(self.step),
+            "ranked": self.ranked,
+            "fixed_by_preset": self.fixed,
+            "definition": "elasticity = (ln y(x·e^h) − ln y(x·e^−h)) / 2h, central difference on ln x; "
+            "marginal = elasticity · y / x, in the figure's unit per the constant's unit",
+        }
 
 
 def _log_ratio(hi, lo) -> float | None:
@@ -59,8 +70,16 @@ def _log_ratio(hi, lo) -> float | None:
     return math.log(hi) - math.log(lo)
 
 
-def sensitivity(target: Target, base: Point, *, step: float = 0.05, constants: list[str] | None = None,
-                jobs: int | None = None, cache: Cache | None = None, progress=None) -> Sensitivity:
+def sensitivity(
+    target: Target,
+    base: Point,
+    *,
+    step: float = 0.05,
+    constants: list[str] | None = None,
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    progress=None,
+) -> Sensitivity:
     """Elasticities of ``base``'s figures to each spec constant (module docstring).
 
     Raises:
@@ -78,8 +97,10 @@ def sensitivity(target: Target, base: Point, *, step: float = 0.05, constants: l
         if n not in emulated_spec(gen):
             from perfonto.ontology.diagnostics import did_you_mean
 
-            raise KnobError(f"no spec constant `{n}` the emulator reads; " + (did_you_mean(n, emulated_spec(gen)) or
-                            "constants: " + ", ".join(emulated_spec(gen))))
+            raise KnobError(
+                f"no spec constant `{n}` the emulator reads; "
+                + (did_you_mean(n, emulated_spec(gen)) or "constants: " + ", ".join(emulated_spec(gen)))
+            )
     try:
         preset = resolve(gen, workload(base).get("preset"))
     except PresetError as exc:
@@ -89,7 +110,10 @@ def sensitivity(target: Target, base: Point, *, step: float = 0.05, constants: l
     value = {n: dict(base.spec).get(n, gen.spec[n].value) for n in names}
     points = [base]
     for n in names:
-        points += [base.with_values(**{n: value[n] * math.exp(-step)}), base.with_values(**{n: value[n] * math.exp(step)})]
+        points += [
+            base.with_values(**{n: value[n] * math.exp(-step)}),
+            base.with_values(**{n: value[n] * math.exp(step)}),
+        ]
     rows = run_points(target, points, jobs=jobs, cache=cache, progress=progress)
     b = rows[0]
     if b.get("error"):
@@ -102,9 +126,18 @@ def sensitivity(target: Target, base: Point, *, step: float = 0.05, constants: l
             d = _log_ratio(hi.get(fig), lo.get(fig))
             el[fig] = None if d is None else d / (2 * step)
             marg[fig] = None if el[fig] is None or b.get(fig) is None else el[fig] * b[fig] / value[n]
-        ranked.append({"constant": n, "value": value[n], "unit": gen.spec[n].unit_text, "elasticity": el, "marginal": marg,
-                       "bottleneck_down": lo.get("bottleneck"), "bottleneck_up": hi.get("bottleneck"),
-                       "error": lo.get("error") or hi.get("error")})
+        ranked.append(
+            {
+                "constant": n,
+                "value": value[n],
+                "unit": gen.spec[n].unit_text,
+                "elasticity": el,
+                "marginal": marg,
+                "bottleneck_down": lo.get("bottleneck"),
+                "bottleneck_up": hi.get("bottleneck"),
+                "error": lo.get("error") or hi.get("error"),
+            }
+        )
     ranked.sort(key=lambda r: -(r["elasticity"][RANK_BY] or 0.0))
     return Sensitivity(b, step, ranked, fixed)
 

@@ -8,6 +8,7 @@ whose bottlenecks differ, the crossing is bisected — in ln x for positive valu
 bracket is narrower than ``tol`` (relative; integer knobs to neighbouring integers), so the
 reported crossing does not depend on how coarse the grid is.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -24,8 +25,9 @@ def _work(target: Target, point: Point, folder) -> dict:
     return evaluate_point(target, point, Cache(folder))
 
 
-def run_points(target: Target, points: list[Point], *, jobs: int | None = None, cache: Cache | None = None,
-               progress=None) -> list[dict]:
+def run_points(
+    target: Target, points: list[Point], *, jobs: int | None = None, cache: Cache | None = None, progress=None
+) -> list[dict]:
     """Rows of ``points`` in their order. ``jobs``: worker processes (default: the cores; 1 runs here).
 
     Raises:
@@ -79,8 +81,11 @@ class SweepResult:
     crossings: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"knobs": [{"name": k.name, "values": list(k.values), "unit": k.unit} for k in self.knobs],
-                "points": self.rows, "crossings": self.crossings}
+        return {
+            "knobs": [{"name": k.name, "values": list(k.values), "unit": k.unit} for k in self.knobs],
+            "points": self.rows,
+            "crossings": self.crossings,
+        }
 
 
 def _bisect(target: Target, base: Point, knob: Knob, lo, hi, b_lo: str, tol: float, cache: Cache) -> tuple:
@@ -112,8 +117,17 @@ def _refine(target: Target, base: Point, knob: Knob, lo, hi, b_lo, tol, folder):
 MAX_POINTS = 1_000  # grid points of one sweep unless raised (each is an emulator projection, ~0.1-1 s)
 
 
-def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = None, cache: Cache | None = None,
-          progress=None, tol: float = 0.005, max_points: int = MAX_POINTS) -> SweepResult:
+def sweep(
+    target: Target,
+    base: Point,
+    knobs: list[Knob],
+    *,
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    progress=None,
+    tol: float = 0.005,
+    max_points: int = MAX_POINTS,
+) -> SweepResult:
     """Project the grid of ``knobs`` over ``base`` and locate the bottleneck crossings along the
     first numeric knob (module docstring); ``tol``: relative width of a refined crossing.
 
@@ -126,8 +140,10 @@ def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = 
         size *= max(1, len(k.values))
     if size > max_points:
         sizes = " × ".join(f"{len(k.values):,} {k.name}" for k in knobs)
-        raise KnobError(f"the sweep has {size:,} points ({sizes}), more than {max_points:,}; vary fewer values, "
-                        "or raise the cap with --max-points")
+        raise KnobError(
+            f"the sweep has {size:,} points ({sizes}), more than {max_points:,}; vary fewer values, "
+            "or raise the cap with --max-points"
+        )
     cache = cache or Cache(None)
     points = grid(base, knobs)
     check_preset(target, points)
@@ -149,14 +165,19 @@ def sweep(target: Target, base: Point, knobs: list[Knob], *, jobs: int | None = 
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending)))
     if pending and jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futs = [pool.submit(_refine, target, base.with_values(**fixed), x, a, b, fa, tol, cache.folder)
-                    for fixed, a, b, fa, _ in pending]
+            futs = [
+                pool.submit(_refine, target, base.with_values(**fixed), x, a, b, fa, tol, cache.folder)
+                for fixed, a, b, fa, _ in pending
+            ]
             results = [f.result() for f in futs]
     else:
-        results = [_bisect(target, base.with_values(**fixed), x, a, b, fa, tol, cache) for fixed, a, b, fa, _ in pending]
+        results = [
+            _bisect(target, base.with_values(**fixed), x, a, b, fa, tol, cache) for fixed, a, b, fa, _ in pending
+        ]
     for (fixed, a, b, fa, fb), (lo, hi, at) in zip(pending, results):
-        crossings.append({"knob": x.name, "series": fixed, "at": at, "low": lo, "high": hi, "grid": [a, b],
-                          "from": fa, "to": fb})
+        crossings.append(
+            {"knob": x.name, "series": fixed, "at": at, "low": lo, "high": hi, "grid": [a, b], "from": fa, "to": fb}
+        )
     return SweepResult(knobs, rows, crossings)
 
 
@@ -178,7 +199,9 @@ def write_table(rows: list[dict], path) -> str:
     p = Path(path)
     ext = p.suffix.lower()
     if ext not in (".csv", ".parquet", ".json"):
-        raise KnobError(f"{p}: the table is written as .csv, .parquet or .json, not {ext or 'a file without extension'}")
+        raise KnobError(
+            f"{p}: the table is written as .csv, .parquet or .json, not {ext or 'a file without extension'}"
+        )
     with atomic_path(p) as tmp:
         if ext == ".json":
             tmp.write_text(json.dumps(rows, indent=2), encoding="utf-8")

@@ -165,7 +165,7 @@ def _buf(ws, key, shape, dtype=np.float64):
     a = ws.get(key)
     if a is None or a.shape[0] < shape[0] or a.shape[1:] != tuple(shape[1:]) or a.dtype != dtype:
         a = ws[key] = np.empty(shape, dtype)
-    return a[:shape[0]]
+    return a[: shape[0]]
 
 
 def _windows(T, R, B, ws):
@@ -249,7 +249,7 @@ def _sums(V, F, interval, ACC):
     ACC[:, :_K] += V[..., :_K].sum(axis=0)
     ACC[:, _K:_N] += (V[..., _K:] * interval[..., None]).sum(axis=0)
     if F is not None and _NF:
-        ACC[:, _N:_N + _NF] += (F * interval[..., None]).sum(axis=0)
+        ACC[:, _N : _N + _NF] += (F * interval[..., None]).sum(axis=0)
     ACC[:, _N + _NF] += interval.sum(axis=0)
 
 
@@ -259,7 +259,7 @@ def input_sums(ACC):
     out = {}
     for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
         off = _N if src else 0
-        out[name] = ACC[:, off + a:off + b].reshape((ACC.shape[0],) + tuple(sizes))
+        out[name] = ACC[:, off + a : off + b].reshape((ACC.shape[0],) + tuple(sizes))
     return out
 
 
@@ -300,7 +300,11 @@ def _inputs(V, F, which=None):
         for i in which:
             src, a, b, sizes = _INPUT_SRC[i]
             arr = F if src else V
-            out[i] = arr[..., a] if not sizes else (arr[..., a:b] if len(sizes) == 1 else arr[..., a:b].reshape(arr.shape[:2] + sizes))
+            out[i] = (
+                arr[..., a]
+                if not sizes
+                else (arr[..., a:b] if len(sizes) == 1 else arr[..., a:b].reshape(arr.shape[:2] + sizes))
+            )
         return out
     out = []
     for src, a, b, sizes in _INPUT_SRC:
@@ -436,11 +440,21 @@ class Stream:
         if isinstance(registers, np.ndarray):
             R[1] = registers
         elif _REGS:
-            np.concatenate([np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS], axis=1, out=R[1], casting="unsafe")
+            np.concatenate(
+                [np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS],
+                axis=1,
+                out=R[1],
+                casting="unsafe",
+            )
         B = None
         if present is not None or missing:
-            B = self._flags(None if present is None else np.asarray(present, dtype=bool)[None],
-                            None if not missing else {k: np.asarray(v, dtype=bool)[None] for k, v in missing.items()}, (C,), 0, 1)
+            B = self._flags(
+                None if present is None else np.asarray(present, dtype=bool)[None],
+                None if not missing else {k: np.asarray(v, dtype=bool)[None] for k, v in missing.items()},
+                (C,),
+                0,
+                1,
+            )
             R[1][B[1]] = 0
         if self._T is None:
             self._set_last(ts, R[1], None if B is None else B[1])
@@ -550,7 +564,7 @@ def _kdiv(a, b):
 
 
 def _kpow(a, b):
-    return a ** b
+    return a**b
 
 
 def _kmin(a, b):
@@ -628,14 +642,14 @@ def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
         base = r0 * nk
         if nk == 1:
             src = mv[mo]
-            dst = OUT[off + r0:off + r0 + n]
+            dst = OUT[off + r0 : off + r0 + n]
             for q in range(n):
                 dst[q] = src[q]
         else:
             for q in range(n):
                 for i in range(nk):
                     OUT[off + base + q * nk + i] = mv[mo + i, q]
-        vals = OUT[off + base:off + base + n * nk]
+        vals = OUT[off + base : off + base + n * nk]
         total = n * nk
         if base % 8 == 0:
             full = total // 8
@@ -694,13 +708,36 @@ def _kernel_tables():
         for j in range(a, b):
             us_i[j] = (ra + (j - a if rb - ra > 1 else 0), lo, fmask, 1 if rt else 0)
             us_f[j] = (fs, base, rt, m)
-    late = np.zeros(N, np.bool_)  # columns whose null flags later rules may still change (histograms, unit fields, resets)
+    late = np.zeros(
+        N, np.bool_
+    )  # columns whose null flags later rules may still change (histograms, unit fields, resets)
     late[_K3:_K] = True
     late[reset_of >= 0] = True
     late[us_i[:, 0] >= 0] = True
-    return (cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
-            np.asarray(_FIELD_SRC, np.int64), np.asarray(_FIELD_LO, np.uint64), np.asarray(_FIELD_MASK, np.uint64),
-            np.asarray(_FIELD_SCALE, np.float64), fsent_off, fsent_vals, late)
+    return (
+        cls,
+        mask,
+        scale,
+        half,
+        rate,
+        wrap,
+        gscale,
+        hist,
+        sent_off,
+        sent_vals,
+        reset_of,
+        groups,
+        modm,
+        us_i,
+        us_f,
+        np.asarray(_FIELD_SRC, np.int64),
+        np.asarray(_FIELD_LO, np.uint64),
+        np.asarray(_FIELD_MASK, np.uint64),
+        np.asarray(_FIELD_SCALE, np.float64),
+        fsent_off,
+        fsent_vals,
+        late,
+    )
 
 
 def _csr(entries, n):
@@ -717,11 +754,11 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
     """The raw registers of layout column ``j`` for rows ``r0 .. r0 + n`` into ``cc`` and the same
     chips' previous samples into ``pp`` (the baseline ``R0`` before the chunk's first sample)."""
     x = X[colmap[j]]
-    cur = x[r0:r0 + n]  # views indexed by the loop variable only: see _column
+    cur = x[r0 : r0 + n]  # views indexed by the loop variable only: see _column
     for q in range(n):
         cc[q] = cur[q]
     if r0 >= C:
-        prev = x[r0 - C:r0 - C + n]
+        prev = x[r0 - C : r0 - C + n]
         for q in range(n):
             pp[q] = prev[q]
     else:
@@ -730,7 +767,30 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
             pp[q] = x[r - C] if r >= C else R0[r % C, j]
 
 
-def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, rate, wrap, gscale, modm, sent_off, sent_vals, late):
+def _column(
+    j,
+    k,
+    ca,
+    co,
+    pa_,
+    po,
+    n,
+    v,
+    bd,
+    dd,
+    keep,
+    IV,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    modm,
+    sent_off,
+    sent_vals,
+    late,
+):
     """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
     previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies). The common
     counters (a power-of-two width, no declared range, advance not needed later) take one loop that
@@ -740,8 +800,8 @@ def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, ra
     Loops index views with the loop variable alone (``ca[co:co + n]``, then ``ca[q]``): numba wraps
     a negative index, so ``ca[co + q]`` with ``co`` unknown is not provably contiguous and LLVM does
     not vectorize it (a block-wise read of the registers measured 6 GB/s so, 35 GB/s as a view)."""
-    ca = ca[co:co + n]
-    pa_ = pa_[po:po + n]
+    ca = ca[co : co + n]
+    pa_ = pa_[po : po + n]
     if k <= 1 and not keep and modm[j] == 0:
         mj, sj = mask[j], scale[j]
         if k == 0:
@@ -813,8 +873,49 @@ def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV, mask, scale, half, ra
                 v[q] = _NAN
 
 
-def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap, gscale,
-                 hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
+def _rules_block(
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    r0,
+    r1,
+    V,
+    F,
+    IV,
+    BD,
+    DD,
+    GF,
+    cc,
+    pp,
+    K,
+    G,
+    N,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
+):
     """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
     ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
     The same integer and float operations as the NumPy path, in the same order."""
@@ -826,12 +927,56 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
         k = cls[j]
         if r0 >= C:  # registers read in place: this and the previous sample of each row
             x = X[colmap[j]]
-            _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
-                    rate, wrap, gscale, modm, sent_off, sent_vals, late)
+            _column(
+                j,
+                k,
+                x,
+                r0,
+                x,
+                r0 - C,
+                n,
+                V[j],
+                BD[j],
+                DD[min(j, DD.shape[0] - 1)],
+                us_i[j, 0] >= 0,
+                IV,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                modm,
+                sent_off,
+                sent_vals,
+                late,
+            )
         else:  # the chunk's first sample: the previous one is the baseline
             _load(X, colmap, R0, C, j, r0, n, cc, pp)
-            _column(j, k, cc, 0, pp, 0, n, V[j], BD[j], DD[min(j, DD.shape[0] - 1)], us_i[j, 0] >= 0, IV, mask, scale, half,
-                    rate, wrap, gscale, modm, sent_off, sent_vals, late)
+            _column(
+                j,
+                k,
+                cc,
+                0,
+                pp,
+                0,
+                n,
+                V[j],
+                BD[j],
+                DD[min(j, DD.shape[0] - 1)],
+                us_i[j, 0] >= 0,
+                IV,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                modm,
+                sent_off,
+                sent_vals,
+                late,
+            )
     for h in range(hist.shape[0]):
         a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
         for i in range(ni):
@@ -944,9 +1089,52 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
             ACC[c, j] = s
 
 
-def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, NV, MOFF, MN, K, G,
-                 cls, mask, scale, half, rate, wrap, gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f,
-                 fsrc, flo, fmask, fscale, fsent_off, fsent_vals, late):
+def _kernel_loop(
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    start,
+    chips,
+    want,
+    OUT,
+    BITS,
+    OFF,
+    BOFF,
+    ACC,
+    sums,
+    VOUT,
+    keepv,
+    NV,
+    MOFF,
+    MN,
+    K,
+    G,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
+):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
@@ -977,16 +1165,56 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
         for blk in range(t * per, min(nblk, (t + 1) * per)):
             r0 = start + blk * B
             r1 = min(rows, r0 + B)
-            _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N, cls, mask, scale, half, rate, wrap,
-                         gscale, hist, sent_off, sent_vals, reset_of, groups, modm, us_i, us_f, fsrc, flo, fmask, fscale, fsent_off,
-                         fsent_vals, late)
+            _rules_block(
+                X,
+                colmap,
+                T,
+                T0,
+                R0,
+                C,
+                r0,
+                r1,
+                V,
+                F,
+                IV,
+                BD,
+                DD,
+                GF,
+                cc,
+                pp,
+                K,
+                G,
+                N,
+                cls,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                hist,
+                sent_off,
+                sent_vals,
+                reset_of,
+                groups,
+                modm,
+                us_i,
+                us_f,
+                fsrc,
+                flo,
+                fmask,
+                fscale,
+                fsent_off,
+                fsent_vals,
+                late,
+            )
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
             if keepv:
                 for j in range(N):
-                    VOUT[j, r0 - start:r1 - start] = V[j, :r1 - r0]
+                    VOUT[j, r0 - start : r1 - start] = V[j, : r1 - r0]
                 for k in range(NF):
-                    VOUT[N + k, r0 - start:r1 - start] = F[k, :r1 - r0]
+                    VOUT[N + k, r0 - start : r1 - start] = F[k, : r1 - r0]
             _kernel_body(V, F, IV, r1 - r0, chips, mv, want)
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
@@ -994,9 +1222,52 @@ def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, _NV, _MOFF, _MN, _K, _G,
-                 _KCLS, _KMASK, _KSCALE, _KHALF, _KRATE, _KWRAP, _KGSCALE, _KHIST, _KSENT_OFF, _KSENT_VALS, _KRESET_OF,
-                 _KGROUPS, _KMODM, _KUS_I, _KUS_F, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS, _KLATE)
+    _kernel_loop(
+        X,
+        colmap,
+        T,
+        T0,
+        R0,
+        C,
+        start,
+        chips,
+        want,
+        OUT,
+        BITS,
+        OFF,
+        BOFF,
+        ACC,
+        sums,
+        VOUT,
+        keepv,
+        _NV,
+        _MOFF,
+        _MN,
+        _K,
+        _G,
+        _KCLS,
+        _KMASK,
+        _KSCALE,
+        _KHALF,
+        _KRATE,
+        _KWRAP,
+        _KGSCALE,
+        _KHIST,
+        _KSENT_OFF,
+        _KSENT_VALS,
+        _KRESET_OF,
+        _KGROUPS,
+        _KMODM,
+        _KUS_I,
+        _KUS_F,
+        _KFSRC,
+        _KFLO,
+        _KFMASK,
+        _KFSCALE,
+        _KFSENT_OFF,
+        _KFSENT_VALS,
+        _KLATE,
+    )
 
 
 def _jit():
@@ -1029,7 +1300,9 @@ def _jit_locked():
         g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
         g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
-            par = name == "_kernel_loop" and g["_KNTH"] > 1  # blocks in parallel: disjoint rows, outputs and bitmap bytes
+            par = (
+                name == "_kernel_loop" and g["_KNTH"] > 1
+            )  # blocks in parallel: disjoint rows, outputs and bitmap bytes
             # the per-column rules inlined into their loop: a call per column and block cost ~0.2 µs
             # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
             # median inlined, 57 µs not
@@ -1055,7 +1328,7 @@ def _wanted(metrics):
         k = todo.pop()
         if not want[k]:
             want[k] = True
-            todo.extend(_MDEPS[_MDEPS_OFF[k]:_MDEPS_OFF[k + 1]].tolist())
+            todo.extend(_MDEPS[_MDEPS_OFF[k] : _MDEPS_OFF[k + 1]].tolist())
     return want
 
 
@@ -1138,13 +1411,16 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_v
         return None
     pool = None
     if reuse:
-        pool = stream._ws.setdefault("kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))])
-    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0,
-                                                           stream._want, pool, sums, keep_values)
+        pool = stream._ws.setdefault(
+            "kernel_out", [(np.empty(0), np.empty(0, np.uint8)), (np.empty(0), np.empty(0, np.uint8))]
+        )
+    OUT, BITS, OFF, BOFF, stream.sums, *kept = _run_kernel(
+        X, colmap, T.reshape(-1), stream._T, stream._R, C, first * C, 1.0, stream._want, pool, sums, keep_values
+    )
     if kept:
         stream.values = _input_values(kept[0], S - first, C)
     stream._T = T[-1].copy()
-    stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C:].T)
+    stream._R = np.ascontiguousarray(X[colmap, (S - 1) * C :].T)
     W = S - first
     out = {}
     names = list(METRICS)
@@ -1154,9 +1430,9 @@ def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_v
             continue
         n = int(_MN[k])
         sizes = METRICS[name]["axes"]
-        vals = OUT[OFF[k]:OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
+        vals = OUT[OFF[k] : OFF[k] + W * C * n].reshape((W, C) + tuple(s for _, s in sizes))
         nbytes = (W * C * n + 7) // 8
-        out[name] = (vals, BITS[BOFF[k] // 8:BOFF[k] // 8 + nbytes])
+        out[name] = (vals, BITS[BOFF[k] // 8 : BOFF[k] // 8 + nbytes])
     return out
 
 
@@ -1166,7 +1442,7 @@ def _input_values(VV, W, C):
     out = {}
     for name, (src, a, b, sizes) in zip(INPUTS, _INPUT_SRC):
         off = _N if src else 0
-        v = VV[off + a:off + b].reshape((b - a, W, C))
+        v = VV[off + a : off + b].reshape((b - a, W, C))
         out[name] = v[0] if not sizes else np.moveaxis(v, 0, -1).reshape((W, C) + tuple(sizes))
     return out
 
@@ -1196,9 +1472,24 @@ def _kernel_push(stream, ts, registers):
             bpos += (sizes[k] + 7) // 8 * 8
         keys = list(METRICS)
         scalar = [keys[k] for k in order if not METRICS[keys[k]]["axes"]]
-        rest = [(keys[k], int(OFF[k]), (C,) + tuple(sz for _, sz in METRICS[keys[k]]["axes"])) for k in order if METRICS[keys[k]]["axes"]]
-        P = (C, np.empty((_N, C), np.uint64), np.empty(C, np.int64), np.arange(_N, dtype=np.int64), np.empty(pos + 1),
-             np.zeros(bpos // 8 + 1, np.uint8), OFF, BOFF, scalar, rest, set(names))
+        rest = [
+            (keys[k], int(OFF[k]), (C,) + tuple(sz for _, sz in METRICS[keys[k]]["axes"]))
+            for k in order
+            if METRICS[keys[k]]["axes"]
+        ]
+        P = (
+            C,
+            np.empty((_N, C), np.uint64),
+            np.empty(C, np.int64),
+            np.arange(_N, dtype=np.int64),
+            np.empty(pos + 1),
+            np.zeros(bpos // 8 + 1, np.uint8),
+            OFF,
+            BOFF,
+            scalar,
+            rest,
+            set(names),
+        )
         stream._push = P
     _, X, T, colmap, OUT, BITS, OFF, BOFF, scalar, rest, keep = P
     if isinstance(registers, np.ndarray):
@@ -1207,13 +1498,31 @@ def _kernel_push(stream, ts, registers):
         for name, a, b in _REGS:
             X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
     T[...] = ts
-    _jit()(X, colmap, T, stream._T, stream._R, C, 0, 1.0, stream._want, OUT, BITS, OFF, BOFF, _no_acc(), False, np.empty((1, 1)), False)
+    _jit()(
+        X,
+        colmap,
+        T,
+        stream._T,
+        stream._R,
+        C,
+        0,
+        1.0,
+        stream._want,
+        OUT,
+        BITS,
+        OFF,
+        BOFF,
+        _no_acc(),
+        False,
+        np.empty((1, 1)),
+        False,
+    )
     stream._T[...] = T
     stream._R[...] = X.T
     out = OUT.copy()
-    res = dict(zip(scalar, out[:len(scalar) * C].reshape(len(scalar), C)))
+    res = dict(zip(scalar, out[: len(scalar) * C].reshape(len(scalar), C)))
     for name, off, shape in rest:
-        res[name] = out[off:off + int(np.prod(shape))].reshape(shape)
+        res[name] = out[off : off + int(np.prod(shape))].reshape(shape)
     if len(keep) != len(res):
         res = {k: v for k, v in res.items() if k in keep}
     return res
