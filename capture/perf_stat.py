@@ -45,13 +45,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from .dump_io import DumpError
+from .perf_table import UNITS, _base, collector_table
 
 MARKERS = {"<not counted>": "not counted", "<not supported>": "not supported"}
-UNITS = {"msec": 1e-3, "usec": 1e-6, "nsec": 1e-9, "sec": 1.0, "": 1.0}  # perf's units, in seconds or 1
 _AGG = re.compile(r"^(CPU\d+|S\d+(-D\d+)?(-C\d+)?|N\d+)$")
 
 
@@ -231,16 +230,6 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
     return out
 
 
-def _base(event: str) -> str:
-    """An event without perf's modifier suffix (``task-clock:u`` → ``task-clock``)."""
-    return re.sub(r":[ukhHGIpPSDWe]+$", "", event)
-
-
-def _chip_of(where: str) -> int:
-    m = re.fullmatch(r"CPU(\d+)", where)
-    return int(m.group(1)) if m else -1
-
-
 def sniff(path) -> bool:
     """Whether ``path`` looks like ``perf stat`` output (its report, or CSV lines of a time stamp with nine
     decimals, or of value, unit, event and run time), from its first 4 kB."""
@@ -299,126 +288,6 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
         )
     t = collector_table(ps, mapping, notes=notes)
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
-
-
-def collector_table(
-    ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None
-) -> pa.Table:
-    """The capture in the collector format (one row per aggregate or CPU and sample; ``sample`` (the
-    interval's number), ``timestamp_ns``; one uint64 column per mapped signal, its running total in raw
-    counts; null where perf printed a marker). ``mapping``: perf event → (signal, ``time`` when perf
-    prints it in a time unit (msec, …) else ``""``, raw counts per second or per count: ``mapping_of``).
-    The first sample is at time 0 with every total 0 (module docstring).
-
-    Raises:
-        DumpError: a mapped event printed in a unit of the other kind (a time for a count, or the reverse).
-    """
-    notes = notes if notes is not None else []
-    modified = sorted({x.event for x in ps.lines if x.event not in mapping and _base(x.event) in mapping})
-    if modified:  # perf names an event with its modifier (task-clock:u when not root): read it as the event
-        for x in ps.lines:
-            if x.event in modified:
-                x.event = _base(x.event)
-        notes.append(f"{ps.path}: events read without their modifier: {', '.join(modified[:8])}")
-    unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
-    if unmapped:
-        notes.append(
-            f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
-            + (" …" if len(unmapped) > 8 else "")
-        )
-    never = sorted(
-        {x.event for x in ps.lines if x.event in mapping}
-        - {x.event for x in ps.lines if x.event in mapping and x.state != "not supported"}
-    )
-    if never:
-        notes.append(
-            f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} (the metrics that read them are unavailable)"
-        )
-    lines = [x for x in ps.lines if x.event in mapping and x.event not in never]
-    seen_at: dict[tuple, int] = {}
-    for x in lines:
-        key = (x.time, x.where, x.event)
-        if key in seen_at:
-            raise DumpError(
-                f"{ps.path}:{x.line}: `{x.event}`{' for ' + x.where if x.where else ''} again"
-                f"{f' at {x.time:.9f} s' if x.time is not None else ''} (first on line {seen_at[key]}): two runs' "
-                "output in one file? Give one perf stat run's output"
-            )
-        seen_at[key] = x.line
-    if lines and any(x.where == "" for x in lines) and any(x.where != "" for x in lines):
-        bad = next(x for x in lines if (x.where == "") != (lines[0].where == ""))
-        raise DumpError(
-            f"{ps.path}:{bad.line}: aggregated lines and per-CPU (or per-socket) lines in one file would be "
-            "counted twice; give the output of one `perf stat` run (with or without -A)"
-        )
-    wheres = list(dict.fromkeys(x.where for x in lines))
-    chips = {w: (c if (c := _chip_of(w)) >= 0 else k) for k, w in enumerate(wheres)}
-    if len(set(chips.values())) != len(chips):
-        chips = {w: k for k, w in enumerate(wheres)}
-    times = sorted({x.time for x in lines}) if ps.interval else [ps.elapsed_s]
-    if any(t is None for t in times):
-        raise DumpError(
-            f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
-            "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'"
-        )
-    if times and not 0.0 < max(times) < 1e9:  # perf's time stamps count seconds since the start of the run
-        raise DumpError(
-            f"{ps.path}: a time stamp of {max(times):g} s since the start is not a run's length; is the file perf stat's output?"
-        )
-    ti = {t: k + 1 for k, t in enumerate(times)}
-    S, C = len(times) + 1, len(wheres)
-    signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))
-    inc = {s: np.zeros((S, C)) for s in signals}
-    null = {s: np.zeros((S, C), bool) for s in signals}
-    seen = {s: np.zeros((S, C), bool) for s in signals}
-    for s in signals:
-        seen[s][0] = True  # the start: every total 0
-    for x in lines:
-        sig, kind, per = mapping[x.event]
-        is_time = x.unit in UNITS and x.unit != ""
-        if x.state == "counted" and x.unit not in UNITS:
-            raise DumpError(
-                f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit}`, which its signal `{sig}` does not read (a count "
-                "has no unit, a time msec, usec, nsec or sec); map the event to a signal in that unit"
-            )
-        if x.state == "counted" and is_time != (kind == "time"):
-            raise DumpError(
-                f"{ps.path}:{x.line}: `{x.event}` is in `{x.unit or 'counts'}`, but its signal `{sig}` is "
-                f"{'a time' if kind == 'time' else 'a count'}; map the event to a signal of that kind"
-            )
-        k, c = ti[x.time if ps.interval else ps.elapsed_s], wheres.index(x.where)
-        seen[sig][k, c] = True
-        if x.value is None:
-            null[sig][k, c] = True
-        else:
-            inc[sig][k, c] += x.value * (UNITS[x.unit] if is_time else 1.0) * per
-            if inc[sig][k, c] >= 2.0**63:
-                raise DumpError(
-                    f"{ps.path}:{x.line}: the count {x.value:g} of `{x.event}` does not fit a 64-bit counter "
-                    f"at the signal's scale; is the file perf stat's output?"
-                )
-    cols: dict[str, pa.Array] = {
-        "chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
-        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
-        "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C)),
-    }
-    gaps = []
-    for s in signals:
-        missing = ~seen[s]  # an interval without the event's line (a line cut off): null, never a zero increment
-        if missing.any():
-            gaps.append(f"{s} ({int(missing.sum())})")
-        null[s] |= missing
-        total = np.cumsum(np.rint(np.where(null[s], 0.0, inc[s])), axis=0)  # running totals in raw counts
-        if total.size and total.max() >= 2.0**64:
-            raise DumpError(
-                f"{ps.path}: the running total of `{s}` passes 2^64 raw counts; is the file perf stat's output?"
-            )
-        cols[s] = pa.array(total.reshape(-1).astype(np.uint64), mask=null[s].reshape(-1))
-    if gaps:
-        notes.append(
-            f"{ps.path}: intervals without a line for the event (null there, reason missing sample): {', '.join(gaps)}"
-        )
-    return pa.table(cols)
 
 
 __all__ = [
