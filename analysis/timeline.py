@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from .crosschip import Run, aligned_trace, fit_clocks, instance_waits, text
+from .timeline_proto import write_proto
 from perfonto.ontology.errors import PerfontoError
 
 DEFAULT_METRICS = ("mxu.utilization", "hbm.bandwidth_utilization", "c2c.bandwidth_utilization", "power.average")
@@ -76,21 +77,62 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
         TimelineError: no ``trace.parquet``, or a requested metric not in ``metrics.parquet``.
         crosschip.RunError: no sync reads or counters.
     """
-    run = Run.open(run_dir)
-    if not run.file("trace.parquet").exists():
-        raise TimelineError(
-            f"{run.path}: no trace.parquet; re-run the emulator (it writes the trace beside the counters)"
-        )
+    run = _open_traced(run_dir)
     fits = fit_clocks(run)
     t = aligned_trace(run, fits)
     kind, unit, names = text(t, "kind"), text(t, "unit"), text(t, "name")
     chip = t.column("chip").to_numpy().astype(np.int64)
     step = t.column("step").to_numpy()
-    layer = t.column("layer").to_numpy()
     hs = t.column("host_start_ns").to_numpy()
     he = t.column("host_end_ns").to_numpy()
     nbytes = t.column("bytes").to_numpy()
     pid = np.where(chip >= 0, CHIP_PID0 + chip, HOST_PID)
+    tid = _thread_ids(kind, unit, chip)
+    dur = np.maximum(he - hs, 0.0)
+    label = np.where(kind == "step", np.char.add("step ", step.astype(str)), names)
+    label = np.where(kind == "api", "launch_step", label)
+    args = _slice_args(t, kind, chip, step, hs, nbytes)
+    chips = sorted(fits)
+    by_kind = _flow_ends(kind, names, step, chip, dur)
+    flows = _flow_chains(by_kind, chips, pid, tid, hs + dur / 2)
+    counters = _counters(run, fits, metrics)
+    processes, threads = _track_names(chips)
+    return Model(
+        pid,
+        tid,
+        label.astype(object),
+        kind.astype(object),
+        hs,
+        dur,
+        args,
+        counters,
+        flows,
+        processes,
+        threads,
+        _start(hs, counters),
+        {
+            "slices": int(len(hs)),
+            "flows": len(flows),
+            "counter_tracks": len(counters),
+            "steps": len(by_kind["api"]),
+            "chips": len(chips),
+        },
+    )
+
+
+def _open_traced(run_dir: str | Path) -> Run:
+    """The run folder, which must hold a ``trace.parquet``."""
+    run = Run.open(run_dir)
+    if not run.file("trace.parquet").exists():
+        raise TimelineError(
+            f"{run.path}: no trace.parquet; re-run the emulator (it writes the trace beside the counters)"
+        )
+    return run
+
+
+def _thread_ids(kind: np.ndarray, unit: np.ndarray, chip: np.ndarray) -> np.ndarray:
+    """Each slice's thread: by its unit (``HOST_THREADS`` on the host, ``CHIP_THREADS`` through
+    ``UNIT_THREAD`` on a chip; 9 for an unknown unit), and ``pcie dma`` for a chip's DMA."""
     tid = np.full(len(chip), 9, np.int64)
     for u in np.unique(unit):
         sel = unit == u
@@ -98,9 +140,13 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
         tid[host] = HOST_THREADS.get(u, 9)
         tid[sel & (chip >= 0)] = CHIP_THREADS.get(UNIT_THREAD.get(u, u), 9)
     tid[(kind == "dma") & (chip >= 0)] = CHIP_THREADS["pcie dma"]
-    dur = np.maximum(he - hs, 0.0)
-    label = np.where(kind == "step", np.char.add("step ", step.astype(str)), names)
-    label = np.where(kind == "api", "launch_step", label)
+    return tid
+
+
+def _slice_args(t, kind, chip, step, hs, nbytes) -> list:
+    """Each slice's args: a collective's step, layer, bytes, wait and last chip to arrive; the step
+    (and a DMA's bytes) of a transfer, forward pass, step, launch call or submission; else None."""
+    layer = t.column("layer").to_numpy()
     args: list = [None] * len(kind)
     coll = np.flatnonzero(kind == "collective")
     if len(coll):
@@ -117,17 +163,26 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
         (kind == "dma") | (kind == "exec") | (kind == "step") | (kind == "api") | (kind == "submit")
     ):
         args[i] = {"step": int(step[i])} if kind[i] != "dma" else {"step": int(step[i]), "bytes": float(nbytes[i])}
-    # flows: launch call → submission → h2d transfer (chip c) → forward pass (chip c), per step and chip
-    mid = hs + dur / 2
-    flows = []
-    by_kind = {k: {} for k in ("api", "submit", "dma", "exec")}
+    return args
+
+
+def _flow_ends(kind, names, step, chip, dur) -> dict[str, dict]:
+    """The slices a flow can pass through, by kind (launch call, submission, h2d transfer, forward
+    pass) and ``(step, chip)`` (chip -1 for the host's): those of positive duration."""
+    by_kind: dict[str, dict] = {k: {} for k in ("api", "submit", "dma", "exec")}
     for i in np.flatnonzero(np.isin(kind, list(by_kind))):
         if kind[i] == "dma" and names[i] != "h2d":
             continue
         if dur[i] <= 0:
             continue
         by_kind[kind[i]][(int(step[i]), int(chip[i]) if kind[i] in ("dma", "exec") else -1)] = i
-    chips = sorted(fits)
+    return by_kind
+
+
+def _flow_chains(by_kind: dict, chips: list, pid, tid, mid) -> list:
+    """The flows: launch call → submission → h2d transfer (chip c) → forward pass (chip c), per step
+    and chip with all four slices, each endpoint at its slice's midpoint."""
+    flows = []
     for (s, _), ia in sorted(by_kind["api"].items()):
         isub = by_kind["submit"].get((s, -1))
         for c in chips:
@@ -135,35 +190,23 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
             if isub is None or idma is None or iex is None:
                 continue
             flows.append([(int(pid[j]), int(tid[j]), float(mid[j])) for j in (ia, isub, idma, iex)])
-    counters = _counters(run, fits, metrics)
+    return flows
+
+
+def _start(hs: np.ndarray, counters: list) -> float:
+    """The trace's start (``t0``): the first slice or counter value, floored to a whole ns."""
     starts = [hs.min()] if len(hs) else []
     starts += [float(ts.min()) for _, _, ts, _ in counters if len(ts)]
-    t0 = float(np.floor(min(starts))) if starts else 0.0
+    return float(np.floor(min(starts))) if starts else 0.0
+
+
+def _track_names(chips: list) -> tuple[dict, dict]:
+    """Process names by pid and thread names by (pid, tid)."""
     processes = {HOST_PID: "host", **{CHIP_PID0 + c: f"chip {c}" for c in chips}}
     threads = {(HOST_PID, v): k for k, v in HOST_THREADS.items()}
     for c in chips:
         threads.update({(CHIP_PID0 + c, v): k for k, v in CHIP_THREADS.items()})
-    return Model(
-        pid,
-        tid,
-        label.astype(object),
-        kind.astype(object),
-        hs,
-        dur,
-        args,
-        counters,
-        flows,
-        processes,
-        threads,
-        t0,
-        {
-            "slices": int(len(hs)),
-            "flows": len(flows),
-            "counter_tracks": len(counters),
-            "steps": len(by_kind["api"]),
-            "chips": len(chips),
-        },
-    )
+    return processes, threads
 
 
 def _counters(run: Run, fits, metrics) -> list:
@@ -286,144 +329,6 @@ def write_json(model: Model, path: str | Path) -> dict:
                     }
                 )
         fh.write("\n]}\n")
-    return {"events": n, **model.stats}
-
-
-def write_proto(model: Model, path: str | Path, chunk: int = 20_000) -> dict:
-    """Write Perfetto's protobuf trace format: TrackDescriptor packets (a process track per process,
-    a thread track per thread, a counter track per metric and chip), then TrackEvent packets in time
-    order (slice begin/end with ``flow_ids`` / ``terminating_flow_ids``, counter values), on one
-    packet sequence whose first packet interns the event names, categories and annotation names.
-    Packets are built with the ``perfetto`` package's ``TraceProtoBuilder`` and written in chunks of
-    ``chunk`` packets (a stream of serialised ``Trace`` messages is one ``Trace``)."""
-    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
-    from perfetto.trace_builder.proto_builder import TraceProtoBuilder
-
-    t0 = model.t0
-    SEQ = 1
-    n = 0
-    names = {str(x): k for k, x in enumerate(sorted({str(x) for x in model.name}), start=1)}
-    cats = {str(x): k for k, x in enumerate(sorted({str(x) for x in model.cat}), start=1)}
-    arg_names = sorted({key for a in model.args if a for key in a})
-    arg_iid = {k: i for i, k in enumerate(arg_names, start=1)}
-    with open(path, "wb") as fh:
-        builder = TraceProtoBuilder()
-        state = {"first": True}
-
-        def packet():
-            nonlocal builder, n
-            if len(builder.trace.packet) >= chunk:
-                fh.write(builder.serialize())
-                builder = TraceProtoBuilder()
-            p = builder.add_packet()
-            p.trusted_packet_sequence_id = SEQ
-            if state["first"]:
-                p.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
-                p.first_packet_on_sequence = True
-                state["first"] = False
-            else:
-                p.sequence_flags = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
-            n += 1
-            return p
-
-        p = packet()  # interned strings, valid for the rest of the sequence
-        for text_, iid in names.items():
-            e = p.interned_data.event_names.add()
-            e.iid, e.name = iid, text_
-        for text_, iid in cats.items():
-            e = p.interned_data.event_categories.add()
-            e.iid, e.name = iid, text_
-        for text_, iid in arg_iid.items():
-            e = p.interned_data.debug_annotation_names.add()
-            e.iid, e.name = iid, text_
-        for pid, name in model.processes.items():
-            p = packet()
-            p.track_descriptor.uuid = pid * 1000
-            p.track_descriptor.process.pid = pid
-            p.track_descriptor.process.process_name = name
-        for (pid, tid), name in model.threads.items():
-            p = packet()
-            p.track_descriptor.uuid = pid * 1000 + tid
-            p.track_descriptor.parent_uuid = pid * 1000
-            p.track_descriptor.thread.pid = pid
-            p.track_descriptor.thread.tid = pid * 100 + tid  # tids are global in the proto format
-            p.track_descriptor.thread.thread_name = name
-        counter_uuid = {}
-        for k, (pid, metric, _, _) in enumerate(model.counters):
-            p = packet()
-            u = pid * 1000 + 500 + k
-            counter_uuid[k] = u
-            p.track_descriptor.uuid = u
-            p.track_descriptor.parent_uuid = pid * 1000
-            p.track_descriptor.name = metric
-            p.track_descriptor.counter.SetInParent()
-        # the slice holding each flow endpoint (the innermost one on its thread)
-        flow_out: dict[int, list[int]] = {}
-        flow_end: dict[int, list[int]] = {}
-        slice_at: dict[tuple, list] = {}
-        for i in range(len(model.start)):
-            slice_at.setdefault((int(model.pid[i]), int(model.tid[i])), []).append(i)
-        slice_at = {k: np.array(v) for k, v in slice_at.items()}
-        for fid, chain in enumerate(model.flows, start=1):
-            for k, (pid, tid, ts) in enumerate(chain):
-                idx = slice_at[(pid, tid)]
-                inside = idx[(model.start[idx] < ts) & (model.start[idx] + model.dur[idx] > ts)]
-                if len(inside):
-                    j = int(inside[np.argmax(model.start[inside])])
-                    (flow_end if k == len(chain) - 1 else flow_out).setdefault(j, []).append(fid)
-        s_ns = np.rint(model.start - t0).astype(np.int64)
-        e_ns = s_ns + np.maximum(np.rint(model.dur).astype(np.int64), 0)
-        m = len(s_ns)
-        # begins (order 1; outer first: later end first) and ends (order 0, before a begin at the same
-        # instant; inner first: later start first), then counters (order 2)
-        ts_all = np.concatenate([s_ns, e_ns])
-        order = np.concatenate([np.ones(m, np.int64), np.zeros(m, np.int64)])
-        tie = np.concatenate([-e_ns, -s_ns])
-        ref = np.concatenate([np.arange(m), np.arange(m)])
-        cts, cval, cref = [], [], []
-        for k, (pid, metric, ts, vals) in enumerate(model.counters):
-            cts.append(np.rint(ts - t0).astype(np.int64))
-            cval.append(vals)
-            cref.append(np.full(len(ts), k))
-        if cts:
-            ts_all = np.concatenate([ts_all, *cts])
-            order = np.concatenate([order, np.full(sum(len(x) for x in cts), 2)])
-            tie = np.concatenate([tie, np.zeros(sum(len(x) for x in cts), np.int64)])
-            ref = np.concatenate([ref, *cref])
-        cvals = np.concatenate(cval) if cval else np.zeros(0)
-        seq = np.lexsort((tie, order, ts_all))
-        track = model.pid.astype(np.int64) * 1000 + model.tid.astype(np.int64)
-        for q in seq:
-            p = packet()
-            p.timestamp = int(ts_all[q])
-            te = p.track_event
-            kind, i = int(order[q]), int(ref[q])
-            if kind == 2:
-                te.type = pb.TrackEvent.TYPE_COUNTER
-                te.track_uuid = counter_uuid[i]
-                te.double_counter_value = float(cvals[q - 2 * m])
-            elif kind == 1:
-                te.type = pb.TrackEvent.TYPE_SLICE_BEGIN
-                te.track_uuid = int(track[i])
-                te.name_iid = names[str(model.name[i])]
-                te.category_iids.append(cats[str(model.cat[i])])
-                if i in flow_out:
-                    te.flow_ids.extend(flow_out[i])
-                if i in flow_end:
-                    te.terminating_flow_ids.extend(flow_end[i])
-                for key, val in (model.args[i] or {}).items():
-                    a = te.debug_annotations.add()
-                    a.name_iid = arg_iid[key]
-                    if isinstance(val, str):
-                        a.string_value = val
-                    elif isinstance(val, int):
-                        a.int_value = val
-                    else:
-                        a.double_value = float(val)
-            else:
-                te.type = pb.TrackEvent.TYPE_SLICE_END
-                te.track_uuid = int(track[i])
-        fh.write(builder.serialize())
     return {"events": n, **model.stats}
 
 
