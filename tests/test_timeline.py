@@ -39,25 +39,37 @@ def check_trace_events(doc: dict) -> dict:
     slices = defaultdict(list)
     flows = defaultdict(list)
     for ev in doc["traceEvents"]:
-        ph = ev["ph"]
-        assert ph in PHASES, ev
-        assert isinstance(ev["pid"], int) and isinstance(ev.get("tid", 0), int) and isinstance(ev["name"], str), ev
-        if ph == "M":
-            assert ev["name"] in ("process_name", "thread_name", "process_sort_index", "thread_sort_index"), ev
-            if ev["name"] == "process_name":
-                names[ev["pid"]] = ev["args"]["name"]
-            if ev["name"] == "thread_name":
-                threads.add((ev["pid"], ev["tid"]))
-            continue
-        assert isinstance(ev["ts"], float | int) and math.isfinite(ev["ts"]) and ev["ts"] >= 0, ev
-        if ph == "X":
-            assert isinstance(ev["dur"], float | int) and ev["dur"] >= 0 and isinstance(ev.get("cat", ""), str), ev
-            slices[(ev["pid"], ev["tid"])].append((ev["ts"], ev["ts"] + ev["dur"], ev))
-        elif ph == "C":
-            assert ev["args"] and all(isinstance(v, float | int) and math.isfinite(v) for v in ev["args"].values()), ev
-        else:
-            assert "id" in ev and ev.get("cat") and (ph != "f" or ev.get("bp") == "e"), ev
-            flows[ev["id"]].append(ev)
+        _check_event(ev, names, threads, slices, flows)
+    _check_slices_nest(slices, names, threads)
+    _check_flow_endpoints(flows, slices)
+    return {"flows": flows, "slices": slices, "processes": names}
+
+
+def _check_event(ev: dict, names: dict, threads: set, slices: dict, flows: dict) -> None:
+    """One event's phase and fields; collects process names, named threads, slices and flow events."""
+    ph = ev["ph"]
+    assert ph in PHASES, ev
+    assert isinstance(ev["pid"], int) and isinstance(ev.get("tid", 0), int) and isinstance(ev["name"], str), ev
+    if ph == "M":
+        assert ev["name"] in ("process_name", "thread_name", "process_sort_index", "thread_sort_index"), ev
+        if ev["name"] == "process_name":
+            names[ev["pid"]] = ev["args"]["name"]
+        if ev["name"] == "thread_name":
+            threads.add((ev["pid"], ev["tid"]))
+        return
+    assert isinstance(ev["ts"], float | int) and math.isfinite(ev["ts"]) and ev["ts"] >= 0, ev
+    if ph == "X":
+        assert isinstance(ev["dur"], float | int) and ev["dur"] >= 0 and isinstance(ev.get("cat", ""), str), ev
+        slices[(ev["pid"], ev["tid"])].append((ev["ts"], ev["ts"] + ev["dur"], ev))
+    elif ph == "C":
+        assert ev["args"] and all(isinstance(v, float | int) and math.isfinite(v) for v in ev["args"].values()), ev
+    else:
+        assert "id" in ev and ev.get("cat") and (ph != "f" or ev.get("bp") == "e"), ev
+        flows[ev["id"]].append(ev)
+
+
+def _check_slices_nest(slices: dict, names: dict, threads: set) -> None:
+    """Slices are on named processes and threads, and on one thread they nest (sorts each thread's slices)."""
     for key, sl in slices.items():
         assert key[0] in names and key in threads, f"slices on {key} without process/thread names"
         sl.sort(key=lambda x: (x[0], -x[1]))
@@ -69,6 +81,10 @@ def check_trace_events(doc: dict) -> dict:
                 stack.pop()
             assert not stack or e_ns <= stack[-1], f"slices overlap on {key}: {ev}"
             stack.append(max(_ns(ev["ts"] + ev["dur"])))
+
+
+def _check_flow_endpoints(flows: dict, slices: dict) -> None:
+    """Each flow is one ``s``, ``t``s and one ``f`` in time order, each strictly inside a slice on its thread."""
     for fid, evs in flows.items():
         phs = [e["ph"] for e in evs]
         assert phs[0] == "s" and phs[-1] == "f" and phs.count("s") == 1 and phs.count("f") == 1, (fid, phs)
@@ -80,7 +96,6 @@ def check_trace_events(doc: dict) -> dict:
                 if x[0] < e["ts"] < x[1] and min(_ns(x[0])) < min(_ns(e["ts"])) and max(_ns(e["ts"])) < min(_ns(x[1]))
             ]
             assert inside, f"flow {fid} endpoint outside every slice: {e}"
-    return {"flows": flows, "slices": slices, "processes": names}
 
 
 def test_json_timeline_structure(run, tmp_path):
@@ -94,6 +109,15 @@ def test_json_timeline_structure(run, tmp_path):
     gt = json.loads((run / "ground_truth.json").read_text())
     steps = gt["trace"]["steps"]
     assert len(got["flows"]) == steps * 8 and steps >= 3
+    _check_flow_chains(got, steps)
+    _check_tracks_and_rebasing(doc)
+    _check_collective_waits(doc)
+
+
+def _check_flow_chains(got: dict, steps: int) -> None:
+    """Every flow runs launch call → submission → h2d transfer → forward pass, the last two on one
+    chip; each of the 8 chips has one chain per step."""
+    procs = got["processes"]
     by_name = {}
     for (pid, tid), sl in got["slices"].items():
         for s, e, ev in sl:
@@ -109,13 +133,20 @@ def test_json_timeline_structure(run, tmp_path):
         assert procs[evs[2]["pid"]] == chip  # the transfer and the execution are the same chip's
         chains[chip].add(fid)
     assert all(len(v) == steps for v in chains.values()) and len(chains) == 8
-    # counter tracks for selected metrics; per-unit threads; timestamps rebased, ns kept
+
+
+def _check_tracks_and_rebasing(doc: dict) -> None:
+    """Counter tracks for selected metrics; per-unit threads; timestamps rebased, ns kept."""
     counters = {e["name"] for e in doc["traceEvents"] if e["ph"] == "C"}
     assert {"mxu.utilization", "power.average"} <= counters
     tnames = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {"stream", "mxu", "vpu", "c2c", "host io", "pcie dma", "runtime", "driver", "steps"} <= tnames
     ts = [e["ts"] for e in doc["traceEvents"] if e["ph"] in ("X", "C")]
     assert min(ts) < 1.0 and doc["otherData"]["trace_start_host_ns"] <= 0
+
+
+def _check_collective_waits(doc: dict) -> None:
+    """Collectives carry their wait; the slow chip 2 arrives last whenever the others wait."""
     colls = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "collective"]
     waits = [e["args"]["wait_us"] for e in colls if e["pid"] != 12]
     assert (
@@ -163,6 +194,12 @@ def test_proto_timeline(run, tmp_path):
     assert trace.packet[0].sequence_flags == pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
     assert {"forward", "launch_step", "attn_allreduce"} <= {interned[p.track_event.name_iid] for p in begins}
     assert [p.timestamp for p in events] == sorted(p.timestamp for p in events)
+    _check_proto_flows(begins, run)
+    _check_proto_slices_nest(events, pb)
+
+
+def _check_proto_flows(begins: list, run) -> None:
+    """One terminating flow id per step and chip, each leaving three slices before it ends."""
     out_ids = defaultdict(int)
     for p in begins:
         for f in p.track_event.flow_ids:
@@ -171,7 +208,10 @@ def test_proto_timeline(run, tmp_path):
     gt = json.loads((run / "ground_truth.json").read_text())
     n = gt["trace"]["steps"] * 8
     assert len(term) == len(set(term)) == n and set(out_ids) == set(term) and set(out_ids.values()) == {3}
-    # per track, begins and ends pair up in order (slices nest)
+
+
+def _check_proto_slices_nest(events: list, pb) -> None:
+    """Per track, begins and ends pair up in order (slices nest)."""
     depth = defaultdict(int)
     for p in events:
         t = p.track_event
