@@ -35,11 +35,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 from lark import Lark, LarkError, Transformer
 
 from .dump_io import DumpError
+from .openmetrics_table import collector_table
 
 SELECTOR = Lark(
     r"""
@@ -313,119 +313,6 @@ def mapping_of(gen) -> dict[str, tuple[Selector, float, bool]]:
             sel = parse_selector(text, f"generation `{gen.name}`, signal `{name}` (sources.openmetrics)")
             out[name] = (sel, raw_per_value(gen, sig)[1], sig.kind != "gauge")
     return out
-
-
-HOST_LABELS = ("instance", "Hostname")  # Prometheus's target label; dcgm-exporter's own host label
-CHIP_LABELS = ("cpu", "gpu", "chip", "device", "minor_number")  # preferred, in this order, when several qualify
-
-
-def _chip_number_label(keys: list[tuple], hosts: list[str], labels: list[str]) -> str | None:
-    """The label that numbers the chips: one whose values are integers on every series and tell apart
-    the series of a host (the other open labels — a UUID, a model name — only describe the chip), the
-    preferred ones (``CHIP_LABELS``) first; None when no label does."""
-
-    def ok(label: str) -> bool:
-        vals = [dict(k).get(label, "") for k in keys]
-        if not all(v.isdigit() and len(v) <= 9 for v in vals):  # a chip number, not an id that happens to be digits
-            return False
-        per_host: dict[tuple, set] = {}
-        for h, v, k in zip(hosts, vals, keys):
-            per_host.setdefault((h, v), set()).add(tuple((a, b) for a, b in k if a in labels))
-        return all(len(s) == 1 for s in per_host.values())
-
-    ordered = [x for x in CHIP_LABELS if x in labels] + [x for x in labels if x not in CHIP_LABELS]
-    return next((x for x in ordered if ok(x)), None)
-
-
-def collector_table(
-    scrapes: list[Scrape],
-    mapping: dict[str, tuple[Selector, float, bool]],
-    *,
-    label: str,
-    notes: list[str] | None = None,
-) -> pa.Table:
-    """The scrapes in the collector format: one row per (host, chip) and scrape (``sample``: the scrape's
-    number, ``timestamp_ns`` from the first scrape), one column per signal whose selector matched: a
-    counter's running total or a gauge's level, as uint64 raw counts of the signal's scale; null where the
-    series is absent or NaN.
-
-    Raises:
-        DumpError: no selector matches any series (``label`` names the capture); a value that is negative
-        or too large for a 64-bit register at the signal's scale.
-    """
-    notes = notes if notes is not None else []
-    found: dict[str, dict[tuple, dict[int, float]]] = {}
-    open_labels: set[str] = set()
-    for k, sc in enumerate(scrapes):
-        for (name, labels), v in sc.series.items():
-            lab = dict(labels)
-            for sig, (sel, _, _) in mapping.items():
-                if sel.matches(name, lab):
-                    key = tuple((a, b) for a, b in labels if a not in dict(sel.labels))
-                    found.setdefault(sig, {}).setdefault(key, {})[k] = v
-                    open_labels.update(a for a, _ in key if a != "instance")
-    missing = [s for s in mapping if s not in found]
-    if not found:
-        raise DumpError(
-            f"{label}: no series matches a signal's `sources: {{openmetrics: …}}` selector "
-            f"(e.g. {next(iter(mapping.values()))[0].name if mapping else 'none declared'}); is this the right catalog?"
-        )
-    if missing:
-        notes.append(
-            f"{label}: no series matches the selector of {', '.join(missing)} (the metrics that read them are unavailable)"
-        )
-    keys = list(dict.fromkeys(key for per in found.values() for key in per))
-    host_label = next((h for h in HOST_LABELS if any(h in dict(k) for k in keys)), None)
-    hosts = [dict(k).get(host_label, "") if host_label else "" for k in keys]
-    chip_labels = sorted(open_labels - {host_label})
-    number = _chip_number_label(keys, hosts, chip_labels)
-    chips = [tuple(dict(k).get(a, "") for a in chip_labels) for k in keys]
-    if number is not None:  # one integer label tells the chips of a host apart (cpu="3", gpu="0")
-        chip_no = [int(dict(k)[number]) for k in keys]
-    else:
-        first: dict[tuple, int] = {}
-        chip_no = [first.setdefault(c, len(first)) for c in chips]
-        if chip_labels:
-            notes.append(
-                f"{label}: chips numbered by the labels {', '.join(chip_labels)}: "
-                + "; ".join(f"{n} = {dict(zip(chip_labels, c))}" for c, n in list(first.items())[:8])
-            )
-    S, C = len(scrapes), len(keys)
-    partial = [k for k in keys if max(len(per.get(k, {})) for per in found.values()) < S]
-    if partial:
-        notes.append(
-            f"{label}: {len(partial)} of {C} chips' series are absent from some scrapes (a label that changed between "
-            f"scrapes splits a series in two, each null where the other is), e.g. {dict(partial[0])}"
-        )
-    t0 = scrapes[0].time_s
-    cols: dict[str, pa.Array] = {
-        "host": pa.array(np.tile(np.array(hosts, dtype=object), S).tolist(), pa.string()),
-        "chip": pa.array(np.tile(np.array(chip_no, np.int64), S)),
-        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),
-        "timestamp_ns": pa.array(
-            np.repeat(np.rint((np.array([s.time_s for s in scrapes]) - t0) * 1e9).astype(np.int64), C)
-        ),
-    }
-    if not any(hosts):
-        del cols["host"]
-    for sig, per_key in found.items():
-        _, per, counter = mapping[sig]
-        vals = np.full((S, C), np.nan)
-        for c, key in enumerate(keys):
-            for k, v in per_key.get(key, {}).items():
-                vals[k, c] = v
-        null = ~np.isfinite(vals)
-        raw = np.rint(
-            np.where(null, 0.0, vals) * per
-        )  # raw counts of the signal's scale (gauges too: registers are integers)
-        if np.any(raw < 0) or np.any(raw >= 2.0**64):
-            bad = float(vals[~null][(raw[~null] < 0) | (raw[~null] >= 2.0**64)][0])
-            raise DumpError(
-                f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
-                f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale"
-            )
-        cols[sig] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
-    return pa.table(cols)
 
 
 def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Table:
