@@ -62,57 +62,22 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
     Raises:
         TopologyError: ``topology`` does not place a chip of the dump.
     """
-    gen = graph.generation
     ev = res.evaluation
     hosts = list(ev.hosts) if ev.hosts is not None else [None] * len(ev.chips)
     place = _places(hosts, ev.chips, topology)
     f = Fleet(place=place)
-    labels = {
-        "chip": [f"{h}/{c}" if h else str(c) for h, c, _, _ in place],
-        "host": [h for h, *_ in place],
-        "rack": [r if r is not None else "(no rack)" for _, _, r, _ in place],
-        "pod": [p if p is not None else "(no pod)" for *_, p in place],
-        "fleet": ["fleet"] * len(place),
-    }
+    labels = _node_labels(place)
     levels = [lv for lv in LEVELS if lv != "chip" and (topology is not None or lv not in ("rack", "pod"))]
     f.nodes["chip"] = labels["chip"]
     f.values["chip"] = dict(ev.per_chip)
     f.chips["chip"] = np.ones(len(place))
-    deps = res.sums[0].deps if res.sums else {}
-    dirty = frozenset().union(*[s.dirty for s in res.sums]) if res.sums else frozenset()
-    keys: dict[frozenset, list[str]] = {}
-    for m in graph.metrics:
-        if not graph.metrics[m].rollup:
-            keys.setdefault(frozenset(deps[m] & dirty), []).append(m)
+    keys = _metrics_by_inputs(graph, res)
     for level in levels:
         names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
         G = len(names)
         f.nodes[level] = [str(n) for n in names]
-        f.values[level] = {}
-        for key, metrics in keys.items():
-            vals, dt = chip_values(res.sums, key)
-            rolled, interval, n = combine(gen, vals, dt, idx, G)
-            out = _evaluate_by_chips(gen, evaluator, rolled, interval, n)
-            if any(
-                graph.metrics[m].group_rule for m in metrics
-            ):  # per-chip times over leader counts: each node's groups
-                grp = _evaluate_by_chips(
-                    gen, evaluator, group_inputs(gen, rolled, group_scale(gen, vals, idx, G)), interval, n
-                )
-                out = {m: (grp[m] if graph.metrics[m].group_rule else v) for m, v in out.items()}
-            for m in metrics:
-                v = out[m]
-                v[interval <= 0] = np.nan
-                f.values[level][m] = v
-        for m, meta in graph.metrics.items():
-            if meta.rollup:
-                v = np.asarray(ev.per_chip[m], dtype=np.float64)
-                acc = np.full((G,) + v.shape[1:], np.nan)
-                for g in range(G):
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        acc[g] = (np.nanmax if meta.rollup == "max" else np.nanmin)(v[idx == g], axis=0)
-                f.values[level][m] = acc
+        f.values[level] = _summed_values(graph, evaluator, res, keys, idx, G)
+        f.values[level].update(_extreme_values(graph, ev, idx, G))
         f.chips[level] = np.bincount(idx, minlength=G).astype(np.float64)
     for m, meta in graph.metrics.items():
         v = np.asarray(ev.per_chip[m], dtype=np.float64)
@@ -120,6 +85,64 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
             continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
     return f
+
+
+def _node_labels(place) -> dict[str, list[str]]:
+    """Each chip's node label at every level (``(no rack)`` / ``(no pod)`` where the topology has none)."""
+    return {
+        "chip": [f"{h}/{c}" if h else str(c) for h, c, _, _ in place],
+        "host": [h for h, *_ in place],
+        "rack": [r if r is not None else "(no rack)" for _, _, r, _ in place],
+        "pod": [p if p is not None else "(no pod)" for *_, p in place],
+        "fleet": ["fleet"] * len(place),
+    }
+
+
+def _metrics_by_inputs(graph: MetricGraph, res: EngineResult) -> dict[frozenset, list[str]]:
+    """The metrics rolled up from summed inputs (no ``rollup`` rule), grouped by the dirty inputs they depend on."""
+    deps = res.sums[0].deps if res.sums else {}
+    dirty = frozenset().union(*[s.dirty for s in res.sums]) if res.sums else frozenset()
+    keys: dict[frozenset, list[str]] = {}
+    for m in graph.metrics:
+        if not graph.metrics[m].rollup:
+            keys.setdefault(frozenset(deps[m] & dirty), []).append(m)
+    return keys
+
+
+def _summed_values(graph: MetricGraph, evaluator, res: EngineResult, keys: dict, idx, G: int) -> dict:
+    """The level's values of the metrics of ``keys``: evaluated over the nodes' summed inputs (group-rule
+    metrics over each node's groups); NaN where a node's interval is not positive."""
+    gen = graph.generation
+    values = {}
+    for key, metrics in keys.items():
+        vals, dt = chip_values(res.sums, key)
+        rolled, interval, n = combine(gen, vals, dt, idx, G)
+        out = _evaluate_by_chips(gen, evaluator, rolled, interval, n)
+        if any(graph.metrics[m].group_rule for m in metrics):  # per-chip times over leader counts: each node's groups
+            grp = _evaluate_by_chips(
+                gen, evaluator, group_inputs(gen, rolled, group_scale(gen, vals, idx, G)), interval, n
+            )
+            out = {m: (grp[m] if graph.metrics[m].group_rule else v) for m, v in out.items()}
+        for m in metrics:
+            v = out[m]
+            v[interval <= 0] = np.nan
+            values[m] = v
+    return values
+
+
+def _extreme_values(graph: MetricGraph, ev, idx, G: int) -> dict:
+    """The level's values of the metrics with a ``rollup`` rule: the max or min over each node's chips."""
+    values = {}
+    for m, meta in graph.metrics.items():
+        if meta.rollup:
+            v = np.asarray(ev.per_chip[m], dtype=np.float64)
+            acc = np.full((G,) + v.shape[1:], np.nan)
+            for g in range(G):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    acc[g] = (np.nanmax if meta.rollup == "max" else np.nanmin)(v[idx == g], axis=0)
+            values[m] = acc
+    return values
 
 
 def _evaluate_by_chips(gen, evaluator, rolled: dict, interval: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
