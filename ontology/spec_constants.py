@@ -1,0 +1,148 @@
+"""The chip's constants of a generation: one ``spec.clock.<domain>`` per clock domain (its frequency in
+``<domain>_cycle/s``) and the ``spec.<name>`` constants as written, each with its unit parsed and its
+value and scope checked.
+
+``ontology.generation.resolve`` calls ``resolve_constants`` first; the errors are located diagnostics.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pint
+
+from .diagnostics import Diagnostic
+from .model import GenerationFile
+from .resolved import ResolvedConstant, Scope
+from .units import UnitError, conversion_factor, cycle_unit
+from .yaml_source import YamlSource
+
+# unit(text, location, what): the parsed unit, or None after reporting an unknown-unit error
+UnitParser = Callable[[str, tuple, str], "pint.Unit | None"]
+
+
+def resolve_constants(
+    gf: GenerationFile, src: YamlSource, reg, diags: list[Diagnostic], unit: UnitParser
+) -> tuple[dict[str, ResolvedConstant], dict[str, ResolvedConstant]]:
+    """Every spec constant by full name (clock frequencies first), and the clock constants by domain."""
+    spec: dict[str, ResolvedConstant] = {}
+    clocks: dict[str, ResolvedConstant] = {}
+    for dname, dom in gf.clock_domains.items():
+        c = _clock_constant(dname, dom, src, reg, diags, unit)
+        if c is not None:
+            clocks[dname] = c
+            spec[c.name] = c
+    for cname, const in gf.spec.items():
+        c = _spec_constant(gf, cname, const, spec, src, diags, unit)
+        if c is not None:
+            spec[c.name] = c
+    return spec, clocks
+
+
+def _clock_constant(dname: str, dom, src: YamlSource, reg, diags: list[Diagnostic], unit: UnitParser):
+    """`spec.clock.<domain>`: the domain's frequency in cycles per second, or None after an error."""
+    loc = ("clock_domains", dname, "frequency")
+    u = unit(dom.frequency.unit, loc + ("unit",), f"clock domain `{dname}`")
+    if u is None:
+        return None
+    if not (dom.frequency.value > 0):
+        diags.append(
+            Diagnostic(
+                "error",
+                "spec-value",
+                f"clock domain `{dname}` frequency must be positive, got {dom.frequency.value}",
+                src.span(loc + ("value",)),
+                hint="give the clock frequency, e.g. `value: 1.5, unit: GHz`",
+            )
+        )
+        return None
+    try:
+        hz = dom.frequency.value * conversion_factor(reg, u, reg.hertz)
+    except UnitError as exc:
+        diags.append(
+            Diagnostic(
+                "error",
+                "unit-mismatch",
+                f"clock domain `{dname}` frequency: {exc}",
+                src.span(loc + ("unit",)),
+                hint="give the frequency in Hz, MHz or GHz",
+            )
+        )
+        return None
+    cu = reg.parse_units(f"{cycle_unit(dname)}/s")
+    return ResolvedConstant(
+        f"spec.clock.{dname}",
+        hz,
+        cu,
+        f"{cycle_unit(dname)}/s",
+        dom.frequency.provenance.value,
+        dom.frequency.source,
+        dom.description or f"{dname} clock frequency",
+        Scope.chip,
+        src.span(loc),
+    )
+
+
+def _spec_constant(
+    gf: GenerationFile, cname: str, const, spec: dict, src: YamlSource, diags: list[Diagnostic], unit: UnitParser
+):
+    """`spec.<cname>` as written, or None after an error (name taken, unit, value, scope)."""
+    loc = ("spec", cname)
+    full = f"spec.{cname}"
+    if full in spec:
+        diags.append(
+            Diagnostic(
+                "error",
+                "duplicate-name",
+                f"spec constant `{full}` is also defined by a clock domain",
+                src.span(loc + ("<key>",)),
+                hint="clock frequencies are spec.clock.<domain>; rename this constant",
+            )
+        )
+        return None
+    u = unit(const.unit, loc + ("unit",), f"spec constant `{full}`")
+    if u is None:
+        return None
+    if not u.dimensionless and not (const.value > 0):
+        diags.append(
+            Diagnostic(
+                "error",
+                "spec-value",
+                f"spec constant `{full}` must be positive, got {const.value} {const.unit}",
+                src.span(loc + ("value",)),
+                hint="peaks, bandwidths, capacities and powers are positive figures",
+            )
+        )
+        return None
+    if const.scope is Scope.instance and not _instance_scope_ok(gf, cname, full, loc, src, diags):
+        return None
+    return ResolvedConstant(
+        full,
+        const.value,
+        u,
+        const.unit,
+        const.provenance.value,
+        const.source,
+        const.description,
+        const.scope,
+        src.span(loc),
+        const.precision,
+        const.sparsity.value if const.sparsity else None,
+    )
+
+
+def _instance_scope_ok(gf: GenerationFile, cname: str, full: str, loc: tuple, src: YamlSource, diags) -> bool:
+    """A per-instance constant is named after a block with instances; False after reporting it is not."""
+    blk = gf.blocks.get(cname.split(".")[0])
+    if blk is not None and blk.instances:
+        return True
+    diags.append(
+        Diagnostic(
+            "error",
+            "scope",
+            f"spec constant `{full}` has scope `instance` but `{cname.split('.')[0]}` is not a block with instances",
+            src.span(loc + ("scope",)),
+            hint="name per-instance constants after their block, e.g. `hbm.stack_peak_bandwidth`",
+        )
+    )
+    return False
