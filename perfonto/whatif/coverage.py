@@ -144,6 +144,93 @@ def _pairs(names, by, diag) -> dict[str, dict | None]:
     return {f"{a} | {b}": told_apart(a, b, by, diag) for a, b in itertools.combinations(names, 2)}
 
 
+def _check_without(gen, without) -> None:
+    """Refuse a name in ``without`` that is not a signal of ``gen`` (with a did-you-mean)."""
+    from .knobs import KnobError
+    from perfonto.ontology.diagnostics import did_you_mean
+
+    for s in without:
+        if s not in gen.signals:
+            raise KnobError(
+                f"--without {s}: `{gen.name}` has no signal `{s}`; "
+                + (did_you_mean(s, gen.signals) or "see perfonto explain")
+            )
+
+
+def _runs_by_scenario(runs: list[dict], names: list[str]) -> dict[str, list[dict]]:
+    """The runs without an error, by scenario (the nominal run first, then ``names``' order); a scenario
+    without such a run is left out."""
+    by: dict[str, list[dict]] = {n: [] for n in ["nominal", *names]}
+    for r in runs:
+        if not r.get("error"):
+            by[r["scenario"]].append(r)
+    return {n: rs for n, rs in by.items() if rs}
+
+
+def _read_signals(graph, gen) -> set[str]:
+    """The signals some metric reads: an ancestor of a metric, directly or through a field they fill."""
+    read = set()
+    for m in list(graph.metrics) + list(graph.record_metrics):
+        read |= set(nx.ancestors(graph.graph, m))
+    return {s for s in gen.signals if s in read or any(f in read for f, fd in gen.fields.items() if fd.register == s)}
+
+
+def _unmoved(graph, by: dict[str, list[dict]], moves: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """The metrics (not per record) never evaluated in any run, and those evaluated that no scenario moves."""
+    metrics = list(graph.metrics) + [
+        m for m, x in graph.record_metrics.items() if x.population is None
+    ]  # not per record
+    moved_any = set().union(*(set(m) for m in moves.values())) if moves else set()
+    evaluated = {n for rs in by.values() for r in rs for n, v in r["values"].items() if v is not None}
+    never = sorted(m for m in metrics if m not in evaluated)
+    unmoved = sorted(m for m in metrics if m in evaluated and m not in moved_any)
+    return never, unmoved
+
+
+def _expected(scenarios, diag: dict[str, dict]) -> dict[str, dict]:
+    """For each scenario that names the headline it expects: that headline, the ones got, whether met."""
+    return {
+        sc.name: {
+            "expect": sc.expect,
+            "got": diag[sc.name]["headlines"] if sc.name in diag else {},
+            "met": bool(sc.expect and sc.name in diag and set(diag[sc.name]["headlines"]) == {sc.expect}),
+        }
+        for sc in scenarios
+        if sc.expect
+    }
+
+
+def _diagnosing(graph, gen) -> tuple[set[str], set[str]]:
+    """The metrics that can change a diagnosis (top-down or thresholded) and the signals they read."""
+    diagnosing = {m for m, x in graph.metrics.items() if "topdown" in x.groups or x.threshold}
+    feeders = set()
+    for m in diagnosing:
+        feeders |= {a for a in nx.ancestors(graph.graph, m) if a in gen.signals}
+    return diagnosing, feeders
+
+
+def _not_judged(graph, sig: str, diagnosing: set[str], feeders: set[str]) -> dict:
+    """The entry of a counter not judged by a recompiled catalog: unknown losses when it feeds a
+    diagnosing metric (``all_counters=False``), else none possible."""
+    if sig in feeders:  # it could change a diagnosis, but was not asked for (all_counters=False)
+        reads = sorted(m for m in diagnosing if sig in nx.ancestors(graph.graph, m))
+        return {
+            "rejudged": False,
+            "can_change": True,
+            "lost_diagnoses": None,
+            "lost_pairs": None,
+            "note": f"not judged (only the --without counters were): {', '.join(reads)} read it, "
+            "so a diagnosis may change",
+        }
+    return {
+        "rejudged": False,
+        "can_change": False,
+        "lost_diagnoses": [],
+        "lost_pairs": [],
+        "note": "no top-down or thresholded metric reads it: no diagnosis can change",
+    }
+
+
 def judge(
     target: Target, scenarios, runs: list[dict], *, without=(), all_counters: bool = True, proposed=()
 ) -> Coverage:
@@ -155,80 +242,31 @@ def judge(
         KnobError: a name in ``without`` that is not a signal (with a did-you-mean).
     """
     from .catalogs import compiled, parts
-    from .knobs import KnobError
-    from perfonto.ontology.diagnostics import did_you_mean
 
     base = parts(target)[0]
     gen, graph = base.generation, base.graph
-    for s in without:
-        if s not in gen.signals:
-            raise KnobError(
-                f"--without {s}: `{gen.name}` has no signal `{s}`; "
-                + (did_you_mean(s, gen.signals) or "see perfonto explain")
-            )
+    _check_without(gen, without)
     names = [sc.name for sc in scenarios]
     specs = {"nominal": {}, **{sc.name: spec_of(sc) for sc in scenarios}}
-    by: dict[str, list[dict]] = {n: [] for n in ["nominal", *names]}
-    for r in runs:
-        if not r.get("error"):
-            by[r["scenario"]].append(r)
-    by = {n: rs for n, rs in by.items() if rs}
+    by = _runs_by_scenario(runs, names)
     by = _rejudge(by, {n: compiled(target, specs[n]) for n in by})  # one judge for before and after
     ok = [n for n in names if n in by]
     moves = {n: moved_metrics(by[n], by.get("nominal", [])) for n in ok}
     diag = diagnoses(by)
     pairs = _pairs(ok, by, diag)
-    read = set()
-    for m in list(graph.metrics) + list(graph.record_metrics):
-        read |= set(nx.ancestors(graph.graph, m))
-    read_sig = {
-        s for s in gen.signals if s in read or any(f in read for f, fd in gen.fields.items() if fd.register == s)
-    }
+    read_sig = _read_signals(graph, gen)
     unread = sorted(set(gen.signals) - read_sig)
-    metrics = list(graph.metrics) + [
-        m for m, x in graph.record_metrics.items() if x.population is None
-    ]  # not per record
-    moved_any = set().union(*(set(m) for m in moves.values())) if moves else set()
-    evaluated = {n for rs in by.values() for r in rs for n, v in r["values"].items() if v is not None}
-    never = sorted(m for m in metrics if m not in evaluated)
-    unmoved = sorted(m for m in metrics if m in evaluated and m not in moved_any)
-    expected = {
-        sc.name: {
-            "expect": sc.expect,
-            "got": diag[sc.name]["headlines"] if sc.name in diag else {},
-            "met": bool(sc.expect and sc.name in diag and set(diag[sc.name]["headlines"]) == {sc.expect}),
-        }
-        for sc in scenarios
-        if sc.expect
-    }
-    diagnosing = {m for m, x in graph.metrics.items() if "topdown" in x.groups or x.threshold}
-    feeders = set()
-    for m in diagnosing:
-        feeders |= {a for a in nx.ancestors(graph.graph, m) if a in gen.signals}
+    never, unmoved = _unmoved(graph, by, moves)
+    expected = _expected(scenarios, diag)
+    diagnosing, feeders = _diagnosing(graph, gen)
     judged = list(dict.fromkeys([*without, *proposed, *(sorted(feeders) if all_counters else [])]))
     cov = Coverage(ok, runs, moves, diag, pairs, unread, unmoved, never, expected)
     for sig in sorted(read_sig | set(without) | set(proposed)):
         entry = _evidence(graph, sig, moves)
         if sig in judged:
             entry |= _without(target, sig, by, specs, diag, pairs, ok)
-        elif sig in feeders:  # it could change a diagnosis, but was not asked for (all_counters=False)
-            reads = sorted(m for m in diagnosing if sig in nx.ancestors(graph.graph, m))
-            entry |= {
-                "rejudged": False,
-                "can_change": True,
-                "lost_diagnoses": None,
-                "lost_pairs": None,
-                "note": f"not judged (only the --without counters were): {', '.join(reads)} read it, "
-                "so a diagnosis may change",
-            }
         else:
-            entry |= {
-                "rejudged": False,
-                "can_change": False,
-                "lost_diagnoses": [],
-                "lost_pairs": [],
-                "note": "no top-down or thresholded metric reads it: no diagnosis can change",
-            }
+            entry |= _not_judged(graph, sig, diagnosing, feeders)
         cov.without[sig] = entry
     for sig in proposed:
         cov.proposed[sig] = cov.without[sig]
