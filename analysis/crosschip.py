@@ -375,83 +375,19 @@ def counter_analysis(
         dump = read_counters(run.file("counters.parquet"), gen)
     w = prepare(dump, gen) if windows is None else windows
     chips = dump.chips.astype(np.int64)
-    C = len(chips)
-    interval = w.interval  # (W, C) s, device clock
-    imbalance = {"across_chips": {}, "within_chip": {}}
-    for block, (names, _) in LOAD.items():
-        names = [n for n in names if n in w.values]
-        if not names:
-            continue
-        per_inst = sum(np.nansum(w.values[n], axis=0) for n in names)  # (C, instances...)
-        per_inst = per_inst.reshape(C, -1)
-        per_chip = per_inst.sum(axis=1)
-        if per_chip.max() > 0:
-            imbalance["across_chips"][block] = float(1 - per_chip.mean() / per_chip.max())
-        if per_inst.shape[1] > 1:
-            used = per_inst[:, per_inst.max(axis=0) > 0] if block == "c2c" else per_inst
-            if used.shape[1] > 1:
-                v = np.where(
-                    used.max(axis=1) > 0,
-                    1 - used.mean(axis=1) / np.where(used.max(axis=1) > 0, used.max(axis=1), 1),
-                    0.0,
-                )
-                j = int(np.argmax(v))
-                imbalance["within_chip"][block] = {
-                    "value": float(v[j]),
-                    "chip": int(chips[j]),
-                    "per_chip": [float(x) for x in v],
-                }
+    imbalance = _imbalance(w, chips)
     # window bounds on the host timeline
     stamps = dump.timestamps_ns
     h0 = np.stack([fits[int(c)].to_host(stamps[:-1, i]) for i, c in enumerate(chips)], axis=1)
     h1 = np.stack([fits[int(c)].to_host(stamps[1:, i]) for i, c in enumerate(chips)], axis=1)
-    saturated = []
-    util_pcie = None
-    if "pcie.rx_bytes" in w.values and "pcie.tx_bytes" in w.values:
-        rx = w.values["pcie.rx_bytes"].reshape(len(interval), C)
-        tx = w.values["pcie.tx_bytes"].reshape(len(interval), C)
-        util_pcie = np.maximum(rx, tx) / (_spec(gen, "spec.pcie.peak_bandwidth", "B/s") * interval)
-        for i, c in enumerate(chips):
-            saturated += _runs(
-                util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)}
-            )
+    saturated, util_pcie = _pcie_saturation(w, gen, chips, h0, h1, threshold)
     slow = []
     link_util_max = 0.0
     if "c2c.busy_cycles" in w.values:
-        link_hz = (
-            _spec(gen, "spec.clock.link", "link_cycle/s")
-            if "spec.clock.link" in gen.spec
-            else _spec(gen, "spec.clock.core", "core_cycle/s")
-        )
-        busy = w.values["c2c.busy_cycles"]  # (W, C, L) link cycles
-        util = busy / (link_hz * interval[:, :, None])
-        link_util_max = float(np.nanmax(util)) if util.size else 0.0
-        for i, c in enumerate(chips):
-            for link in range(util.shape[2]):
-                saturated += _runs(
-                    util[:, i, link] >= threshold,
-                    h0[:, i],
-                    h1[:, i],
-                    util[:, i, link],
-                    {"kind": "link", "chip": int(c), "link": int(link)},
-                )
+        link_sat, link_util_max, busy_s = _link_saturation(w, gen, chips, h0, h1, threshold)
+        saturated += link_sat
         if "c2c.tx_bytes" in w.values:
-            busy_s = np.nansum(busy, axis=0) / link_hz  # (C, L)
-            bytes_ = np.nansum(w.values["c2c.tx_bytes"], axis=0)
-            ok = (busy_s > 0) & (bytes_ > 0)
-            if ok.sum() >= 2:
-                rate = np.where(ok, bytes_ / np.where(busy_s > 0, busy_s, 1), np.nan)
-                med = float(np.nanmedian(rate))
-                for i, link in zip(*np.nonzero(ok & (rate < SLOW_LINK_RATIO * med))):
-                    slow.append(
-                        {
-                            "chip": int(chips[i]),
-                            "link": int(link),
-                            "rate_ratio": float(rate[i, link] / med),
-                            "busy_s": float(busy_s[i, link]),
-                            "median_busy_s": float(np.median(busy_s[ok])),
-                        }
-                    )
+            slow = _slow_links(w, busy_s, chips)
     slow.sort(key=lambda d: d["rate_ratio"])
     return {
         "imbalance": imbalance,
@@ -466,6 +402,105 @@ def counter_analysis(
         },
         "slow_links": slow,
     }
+
+
+def _imbalance(w, chips: np.ndarray) -> dict:
+    """Per ``LOAD`` block present in the counters: the imbalance across chips (``1 - mean / max`` of
+    the per-chip totals) and, with several instances, within the most imbalanced chip."""
+    C = len(chips)
+    imbalance: dict = {"across_chips": {}, "within_chip": {}}
+    for block, (names, _) in LOAD.items():
+        names = [n for n in names if n in w.values]
+        if not names:
+            continue
+        per_inst = sum(np.nansum(w.values[n], axis=0) for n in names)  # (C, instances...)
+        per_inst = per_inst.reshape(C, -1)
+        per_chip = per_inst.sum(axis=1)
+        if per_chip.max() > 0:
+            imbalance["across_chips"][block] = float(1 - per_chip.mean() / per_chip.max())
+        if per_inst.shape[1] > 1:
+            within = _within_chip(block, per_inst, chips)
+            if within is not None:
+                imbalance["within_chip"][block] = within
+    return imbalance
+
+
+def _within_chip(block: str, per_inst: np.ndarray, chips: np.ndarray) -> dict | None:
+    """The imbalance across a block's instances on each chip (c2c: the links used on some chip), and
+    the chip where it is largest; None with fewer than two instances."""
+    used = per_inst[:, per_inst.max(axis=0) > 0] if block == "c2c" else per_inst
+    if used.shape[1] <= 1:
+        return None
+    v = np.where(
+        used.max(axis=1) > 0,
+        1 - used.mean(axis=1) / np.where(used.max(axis=1) > 0, used.max(axis=1), 1),
+        0.0,
+    )
+    j = int(np.argmax(v))
+    return {"value": float(v[j]), "chip": int(chips[j]), "per_chip": [float(x) for x in v]}
+
+
+def _pcie_saturation(w, gen, chips, h0, h1, threshold: float) -> tuple[list, np.ndarray | None]:
+    """PCIe utilisation (the busier direction over the peak bandwidth) per window and chip, and the
+    runs of windows at or past ``threshold``; ``([], None)`` without PCIe byte counters."""
+    saturated: list = []
+    if not ("pcie.rx_bytes" in w.values and "pcie.tx_bytes" in w.values):
+        return saturated, None
+    interval = w.interval  # (W, C) s, device clock
+    rx = w.values["pcie.rx_bytes"].reshape(len(interval), len(chips))
+    tx = w.values["pcie.tx_bytes"].reshape(len(interval), len(chips))
+    util_pcie = np.maximum(rx, tx) / (_spec(gen, "spec.pcie.peak_bandwidth", "B/s") * interval)
+    for i, c in enumerate(chips):
+        saturated += _runs(
+            util_pcie[:, i] >= threshold, h0[:, i], h1[:, i], util_pcie[:, i], {"kind": "pcie", "chip": int(c)}
+        )
+    return saturated, util_pcie
+
+
+def _link_saturation(w, gen, chips, h0, h1, threshold: float) -> tuple[list, float, np.ndarray]:
+    """C2C link utilisation (busy link cycles over the window) per window, chip and link: the runs of
+    windows at or past ``threshold``, the largest utilisation, and each link's busy seconds (C, L)."""
+    link_hz = (
+        _spec(gen, "spec.clock.link", "link_cycle/s")
+        if "spec.clock.link" in gen.spec
+        else _spec(gen, "spec.clock.core", "core_cycle/s")
+    )
+    busy = w.values["c2c.busy_cycles"]  # (W, C, L) link cycles
+    util = busy / (link_hz * w.interval[:, :, None])
+    link_util_max = float(np.nanmax(util)) if util.size else 0.0
+    saturated: list = []
+    for i, c in enumerate(chips):
+        for link in range(util.shape[2]):
+            saturated += _runs(
+                util[:, i, link] >= threshold,
+                h0[:, i],
+                h1[:, i],
+                util[:, i, link],
+                {"kind": "link", "chip": int(c), "link": int(link)},
+            )
+    return saturated, link_util_max, np.nansum(busy, axis=0) / link_hz
+
+
+def _slow_links(w, busy_s: np.ndarray, chips) -> list[dict]:
+    """Links moving bytes per busy second below ``SLOW_LINK_RATIO`` × the median link's (with at
+    least two links carrying traffic)."""
+    slow: list[dict] = []
+    bytes_ = np.nansum(w.values["c2c.tx_bytes"], axis=0)
+    ok = (busy_s > 0) & (bytes_ > 0)
+    if ok.sum() >= 2:
+        rate = np.where(ok, bytes_ / np.where(busy_s > 0, busy_s, 1), np.nan)
+        med = float(np.nanmedian(rate))
+        for i, link in zip(*np.nonzero(ok & (rate < SLOW_LINK_RATIO * med))):
+            slow.append(
+                {
+                    "chip": int(chips[i]),
+                    "link": int(link),
+                    "rate_ratio": float(rate[i, link] / med),
+                    "busy_s": float(busy_s[i, link]),
+                    "median_busy_s": float(np.median(busy_s[ok])),
+                }
+            )
+    return slow
 
 
 def _generation(name: str):
