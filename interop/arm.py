@@ -52,13 +52,37 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
         + ".",
     )
     cat.translations = list(TRANSLATIONS)
-    events = data.get("events") or {}
+    _read_events(cat, data.get("events") or {})
+    _read_constants(cat, prod, constants)
+    groups = _metric_groups(data)
+    tree = ((data.get("methodologies") or {}).get("topdown_methodology") or {}).get("decision_tree") or {}
+    roots = list(tree.get("root_nodes") or [])
+    parent = _tree_parents(path, data, tree, cat)
+    names = NameTable()
+    for key, body in data["metrics"].items():
+        body = body if isinstance(body, dict) else {}
+        gs = list(groups.get(key, [])) + (["topdown"] if key in roots else [])
+        _read_metric(cat, data["metrics"], key, body, names.get(key, metric_name(key.lower())), gs, parent.get(key))
+    for key in list(parent):
+        if key not in cat.metrics:
+            cat.findings.append(
+                Finding("unknown-metric", key, "the decision tree names a metric the file does not define")
+            )
+    return cat
+
+
+def _read_events(cat: SourceCatalog, events: dict) -> None:
+    """Every event as a CPU counter, described by its title, description and event code."""
     table = NameTable()
     for name, ev in events.items():
         ev = ev if isinstance(ev, dict) else {}
         desc = ": ".join(x for x in (str(ev.get("title") or ""), str(ev.get("description") or "")) if x)
         code = f" (event code {ev['code']})" if ev.get("code") else ""
         cat.event(name, "cpu", table.get(name, ident(name)), (desc or f"Arm event {name}") + code)
+
+
+def _read_constants(cat: SourceCatalog, prod: dict, constants: dict[str, float] | None) -> None:
+    """The product configuration's slot counts as spec constants (a value in `constants` overrides)."""
     for field in ("num_slots", "num_bus_slots"):
         if isinstance(prod.get(field), (int, float)):
             value = float(prod[field])
@@ -73,12 +97,18 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
                 "claimed",
             )
 
+
+def _metric_groups(data: dict) -> dict[str, list[str]]:
+    """Metric name → the metric groups that list it, in file order."""
     groups: dict[str, list[str]] = {}
     for g, body in ((data.get("groups") or {}).get("metrics") or {}).items():
         for mname in (body or {}).get("metrics") or []:
             groups.setdefault(mname, []).append(g)
-    tree = ((data.get("methodologies") or {}).get("topdown_methodology") or {}).get("decision_tree") or {}
-    roots = list(tree.get("root_nodes") or [])
+    return groups
+
+
+def _tree_parents(path: Path, data: dict, tree: dict, cat: SourceCatalog) -> dict[str, str]:
+    """Metric name → its parent in the decision tree: the first root whose next groups list it."""
     parent: dict[str, str] = {}
     for node in tree.get("metrics") or []:
         if not isinstance(node, dict):
@@ -89,68 +119,66 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
         root = node.get("name")
         for g in node.get("next_items") or []:
             for body_name, body in ((data.get("groups") or {}).get("metrics") or {}).items():
-                if body_name != g:
-                    continue
-                for mname in body.get("metrics") or []:
-                    if mname == root:
-                        continue
-                    if mname in parent and parent[mname] != root:
-                        cat.findings.append(
-                            Finding(
-                                "second-parent",
-                                mname,
-                                f"also next to `{root}` in the decision tree: "
-                                f"perfonto keeps one parent (`{parent[mname]}`)",
-                                "info",
-                            )
-                        )
-                    else:
-                        parent.setdefault(mname, root)
+                if body_name == g:
+                    _adopt(cat, parent, root, body.get("metrics") or [])
+    return parent
 
-    names = NameTable()
-    for key, body in data["metrics"].items():
-        body = body if isinstance(body, dict) else {}
-        formula = str(body.get("formula") or "").strip()
-        desc = str(body.get("description") or body.get("title") or "")
-        gs = list(groups.get(key, [])) + (["topdown"] if key in roots else [])
-        m = SourceMetric(
-            key,
-            names.get(key, metric_name(key.lower())),
-            formula,
-            None,
-            unit_text=body.get("units") or None,
-            description=desc,
-            groups=gs,
-            parent=parent.get(key),
-            origin=f"metric {key}",
-        )
-        cat.metrics[key] = m
-        listed = set(body.get("events") or [])
-        try:
-            m.expr = _expr(parse(formula, "arm"), cat, data["metrics"])
-        except ParseError as exc:
-            m.problem = f"syntax: {exc}"
+
+def _adopt(cat: SourceCatalog, parent: dict[str, str], root, members: list) -> None:
+    """Give `root` as parent to the group's members that have none yet; a second parent is reported."""
+    for mname in members:
+        if mname == root:
             continue
-        except ir.Unsupported as exc:
-            m.problem = str(exc)
-            continue
-        used = ir.leaves(m.expr, ir.Event)
-        if listed and listed != used:
+        if mname in parent and parent[mname] != root:
             cat.findings.append(
                 Finding(
-                    "event-list",
-                    key,
-                    f"the metric's `events` list {sorted(listed)} differs from the "
-                    f"events its formula uses {sorted(used)}",
+                    "second-parent",
+                    mname,
+                    f"also next to `{root}` in the decision tree: perfonto keeps one parent (`{parent[mname]}`)",
                     "info",
                 )
             )
-    for key in list(parent):
-        if key not in cat.metrics:
-            cat.findings.append(
-                Finding("unknown-metric", key, "the decision tree names a metric the file does not define")
+        else:
+            parent.setdefault(mname, root)
+
+
+def _read_metric(
+    cat: SourceCatalog, metrics: dict, key: str, body: dict, name: str, groups: list[str], parent: str | None
+) -> None:
+    """One metric into the catalog: its formula translated (or the problem noted) and its `events` list checked."""
+    formula = str(body.get("formula") or "").strip()
+    desc = str(body.get("description") or body.get("title") or "")
+    m = SourceMetric(
+        key,
+        name,
+        formula,
+        None,
+        unit_text=body.get("units") or None,
+        description=desc,
+        groups=groups,
+        parent=parent,
+        origin=f"metric {key}",
+    )
+    cat.metrics[key] = m
+    listed = set(body.get("events") or [])
+    try:
+        m.expr = _expr(parse(formula, "arm"), cat, metrics)
+    except ParseError as exc:
+        m.problem = f"syntax: {exc}"
+        return
+    except ir.Unsupported as exc:
+        m.problem = str(exc)
+        return
+    used = ir.leaves(m.expr, ir.Event)
+    if listed and listed != used:
+        cat.findings.append(
+            Finding(
+                "event-list",
+                key,
+                f"the metric's `events` list {sorted(listed)} differs from the events its formula uses {sorted(used)}",
+                "info",
             )
-    return cat
+        )
 
 
 def _expr(t, cat: SourceCatalog, metrics: dict) -> ir.Node:
