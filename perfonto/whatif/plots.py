@@ -36,22 +36,37 @@ def _label(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def sweep_figure(result, path) -> Path:
-    """Write the figure of a ``sweep.SweepResult`` to ``path`` (.png or .svg); returns the path.
+def _plot_lines(axes, xs: list, rows: list[dict], name: str | None) -> None:
+    """One series' lines: tokens/s, TTFT and ITL p50, MFU in percent."""
+    axes[0].plot(xs, [r.get("tokens_per_second") for r in rows], marker="o", label=name)
+    axes[1].plot(
+        xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {name or ''}".strip()
+    )
+    axes[1].plot(xs, [r.get("itl_p50_s") for r in rows], marker="s", label=f"ITL p50 {name or ''}".strip())
+    axes[2].plot(xs, [(r.get("mfu") or 0) * 100 if r.get("mfu") is not None else None for r in rows], marker="o")
 
-    Raises:
-        KnobError: another extension.
-        OSError: the file cannot be written.
-    """
-    p = _check(path)
-    plt = _pyplot()
-    knobs = result.knobs
-    xi = next((i for i, k in enumerate(knobs) if all(isinstance(v, (int, float)) for v in k.values)), 0)
-    x = knobs[xi]
-    numeric = all(isinstance(v, (int, float)) for v in x.values)
-    others = [k for i, k in enumerate(knobs) if i != xi]
+
+def _bottleneck_bands(ax, xs: list, rows: list[dict], at: dict, numeric: bool) -> None:
+    """One series' bottleneck bands: each point's colour from the edge with the previous point to the
+    edge with the next (the crossing where one is known, else halfway)."""
+
+    def edge(i, j):  # where the band of point i meets that of point j: the crossing, else halfway
+        if not numeric:
+            return (xs[i] + xs[j]) / 2
+        return at.get((xs[min(i, j)], xs[max(i, j)]), _mid(xs[i], xs[j], numeric))
+
+    for i, r in enumerate(rows):
+        b = r.get("bottleneck")
+        if b:
+            lo = edge(i, i - 1) if i else xs[i]
+            hi = edge(i, i + 1) if i + 1 < len(xs) else xs[i]
+            ax.axvspan(lo, hi, ymin=0.1, ymax=0.9, color=COLOURS.get(b, "#bbbbbb"), alpha=0.6, linewidth=0)
+
+
+def _plot_series(axes, result, x, numeric: bool, others: list) -> None:
+    """One line per combination of the knobs other than ``x`` (its points in ``x``'s order), and its
+    bottleneck bands."""
     pos = {v: i for i, v in enumerate(x.values)}
-    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, gridspec_kw={"height_ratios": [3, 3, 2, 1]})
     series: dict[tuple, list[dict]] = {}
     for r in result.rows:
         series.setdefault(tuple(r.get(k.name) for k in others), []).append(r)
@@ -59,27 +74,15 @@ def sweep_figure(result, path) -> Path:
         rows = sorted(rows, key=lambda r: r[x.name] if numeric else pos.get(r[x.name], 0))
         xs = [r[x.name] if numeric else pos.get(r[x.name], 0) for r in rows]
         name = ", ".join(f"{k.name}={_label(v)}" for k, v in zip(others, key)) or None
-        axes[0].plot(xs, [r.get("tokens_per_second") for r in rows], marker="o", label=name)
-        axes[1].plot(
-            xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {name or ''}".strip()
-        )
-        axes[1].plot(xs, [r.get("itl_p50_s") for r in rows], marker="s", label=f"ITL p50 {name or ''}".strip())
-        axes[2].plot(xs, [(r.get("mfu") or 0) * 100 if r.get("mfu") is not None else None for r in rows], marker="o")
+        _plot_lines(axes, xs, rows, name)
         fixed = dict(zip((k.name for k in others), key))
         at = {tuple(c["grid"]): c["at"] for c in result.crossings if c["series"] == fixed}
+        _bottleneck_bands(axes[3], xs, rows, at, numeric)
 
-        def edge(i, j):  # where the band of point i meets that of point j: the crossing, else halfway
-            if not numeric:
-                return (xs[i] + xs[j]) / 2
-            return at.get((xs[min(i, j)], xs[max(i, j)]), _mid(xs[i], xs[j], numeric))
 
-        for i, r in enumerate(rows):
-            b = r.get("bottleneck")
-            if b:
-                lo = edge(i, i - 1) if i else xs[i]
-                hi = edge(i, i + 1) if i + 1 < len(xs) else xs[i]
-                axes[3].axvspan(lo, hi, ymin=0.1, ymax=0.9, color=COLOURS.get(b, "#bbbbbb"), alpha=0.6, linewidth=0)
-    for c in result.crossings:
+def _mark_crossings(axes, crossings: list[dict], x, numeric: bool) -> None:
+    """A dotted vertical line on every panel at each bottleneck crossing, labelled on the top one."""
+    for c in crossings:
         at = c["at"] if numeric else None
         if at is None:
             continue
@@ -94,6 +97,10 @@ def sweep_figure(result, path) -> Path:
             va="top",
             fontsize=8,
         )
+
+
+def _label_panels(axes, rows: list[dict]) -> None:
+    """The panels' y labels and legends (the bottlenecks seen, under the last panel)."""
     axes[0].set_ylabel("tokens/s (steady)")
     axes[1].set_ylabel("latency, s")
     axes[1].set_yscale("log")
@@ -102,7 +109,7 @@ def sweep_figure(result, path) -> Path:
     axes[3].set_ylabel("bottleneck")
     from matplotlib.patches import Patch
 
-    seen = sorted({r.get("bottleneck") for r in result.rows if r.get("bottleneck")})
+    seen = sorted({r.get("bottleneck") for r in rows if r.get("bottleneck")})
     axes[3].legend(
         handles=[Patch(color=COLOURS.get(b, "#bbbbbb"), label=b) for b in seen],
         loc="upper center",
@@ -114,17 +121,43 @@ def sweep_figure(result, path) -> Path:
     if any(ax.get_legend_handles_labels()[1] for ax in axes[:1]):
         axes[0].legend(fontsize=8)
     axes[1].legend(fontsize=7)
+
+
+def _x_axis(ax, x, numeric: bool) -> None:
+    """The x axis: logarithmic when the numeric knob's positive values span a factor of 10 or more, the
+    values as ticks when it is not numeric; labelled with the knob's name and unit."""
     if numeric:
         vals = [v for v in x.values if v > 0]
         if len(vals) == len(x.values) and max(vals) / min(vals) >= 10:
             from matplotlib.ticker import ScalarFormatter
 
-            axes[3].set_xscale("log")
-            axes[3].xaxis.set_major_formatter(ScalarFormatter())
-            axes[3].xaxis.set_minor_formatter(ScalarFormatter())
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(ScalarFormatter())
     else:
-        axes[3].set_xticks(range(len(x.values)), [_label(v) for v in x.values])
-    axes[3].set_xlabel(f"{x.name}" + (f" [{x.unit}]" if x.unit else ""))
+        ax.set_xticks(range(len(x.values)), [_label(v) for v in x.values])
+    ax.set_xlabel(f"{x.name}" + (f" [{x.unit}]" if x.unit else ""))
+
+
+def sweep_figure(result, path) -> Path:
+    """Write the figure of a ``sweep.SweepResult`` to ``path`` (.png or .svg); returns the path.
+
+    Raises:
+        KnobError: another extension.
+        OSError: the file cannot be written.
+    """
+    p = _check(path)
+    plt = _pyplot()
+    knobs = result.knobs
+    xi = next((i for i, k in enumerate(knobs) if all(isinstance(v, (int, float)) for v in k.values)), 0)
+    x = knobs[xi]
+    numeric = all(isinstance(v, (int, float)) for v in x.values)
+    others = [k for i, k in enumerate(knobs) if i != xi]
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, gridspec_kw={"height_ratios": [3, 3, 2, 1]})
+    _plot_series(axes, result, x, numeric, others)
+    _mark_crossings(axes, result.crossings, x, numeric)
+    _label_panels(axes, result.rows)
+    _x_axis(axes[3], x, numeric)
     fig.tight_layout()
     fig.savefig(p)
     plt.close(fig)
