@@ -54,10 +54,10 @@ def metric_count_text(c: dict) -> str:
 
 
 def report_json(report) -> dict:
-    """The JSON document of a ``Report`` (``analysis.capture``): ``generation`` (and its ``lineage``), ``model``, ``chips``,
-    ``metric_count`` (``metric_count``), ``metrics`` {name: {value, unit}} (record metrics with their population; unavailable ones with
-    the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds violations, null
-    windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
+    """The JSON document of a ``Report`` (``analysis.capture``): ``generation`` (and its ``lineage``), ``model``,
+    ``chips``, ``metric_count`` (``metric_count``), ``metrics`` {name: {value, unit}} (record metrics with their
+    population; unavailable ones with the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds
+    violations, null windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
     ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
     (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
     ``assumptions`` and ``claim`` (``Report.context``)."""

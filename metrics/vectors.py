@@ -55,10 +55,12 @@ class Vector(BaseModel):
     )
     records: dict[str, list] = Field(
         default_factory=dict,
-        description="Record fields → one value per record (`request.arrival_time: [0, 0.1]`); a `times` field takes a list per record. Derived populations (token gaps) are made from them.",
+        description="Record fields → one value per record (`request.arrival_time: [0, 0.1]`); a `times` field takes "
+        "a list per record. Derived populations (token gaps) are made from them.",
     )
     expect: dict[str, Value | list[Value]] = Field(
-        description="Metric → expected value (number in the metric's unit, quantity string, or null; a list for a per-record metric)."
+        description="Metric → expected value (number in the metric's unit, quantity string, or null; a list for a "
+        "per-record metric)."
     )
     rel: float = Field(default=1e-9, ge=0, description="Relative tolerance.")
     abs: float = Field(default=1e-12, ge=0, description="Absolute tolerance.")

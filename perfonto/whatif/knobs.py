@@ -146,77 +146,80 @@ def _spaced(a: float, b: float, n: int, log: bool, what: str) -> list[float]:
     return [a + (b - a) * i / (n - 1) for i in range(n)]
 
 
-def parse_vary(text: str, gen) -> Knob:
-    """One ``--vary NAME=VALUES`` (module docstring) against generation ``gen``.
+def _check_spec_name(name: str, gen, what: str) -> None:
+    """Refuse a spec constant ``gen`` lacks (with a did-you-mean) or one the emulator does not read."""
+    if name not in gen.spec:
+        hint = did_you_mean(name, emulated_spec(gen))
+        raise KnobError(
+            f"{what}: `{gen.name}` has no spec constant `{name}`; "
+            + (hint or "the constants a sweep can vary: " + ", ".join(emulated_spec(gen)))
+        )
+    if name not in emulated_spec(gen):
+        raise KnobError(
+            f"{what}: the emulator does not read `{name}`, so varying it changes nothing; "
+            f"vary one of {', '.join(emulated_spec(gen))}"
+        )
 
-    Raises:
-        KnobError: unknown knob (with a did-you-mean), a spec constant the emulator does not read,
-            a bad number, unit or range, a value of the wrong type.
-    """
-    name, eq, values = text.partition("=")
-    name, values = name.strip(), values.strip()
-    if not eq or not name or not values:
-        raise KnobError(f"--vary {text!r}: write NAME=VALUES, e.g. spec.hbm.peak_bandwidth=4..16TB/s:7 or isl=128,2048")
-    what = f"--vary {name}"
-    if name.startswith("spec."):
-        if name not in gen.spec:
-            hint = did_you_mean(name, emulated_spec(gen))
-            raise KnobError(
-                f"{what}: `{gen.name}` has no spec constant `{name}`; "
-                + (hint or "the constants a sweep can vary: " + ", ".join(emulated_spec(gen)))
-            )
-        if name not in emulated_spec(gen):
-            raise KnobError(
-                f"{what}: the emulator does not read `{name}`, so varying it changes nothing; "
-                f"vary one of {', '.join(emulated_spec(gen))}"
-            )
-        unit = gen.spec[name].unit_text
-        if ".." in values:
-            lo, hi, n, log = _range(values, what)
-            hi_unit = _number(hi, what)[2]
-            a = _spec_value(gen, name, lo, "" if _number(lo, what)[2] else hi_unit, what)
-            b = _spec_value(gen, name, hi, "", what)
-            vals = _spaced(a, b, n, log, what)
-        else:
-            items = [s for s in values.split(",")]
-            if any(not s.strip() for s in items):
-                raise KnobError(f"{what}: an empty item in {values!r}")
-            last_unit = _number(items[-1], what)[2]
-            vals = [_spec_value(gen, name, s, "" if _number(s, what)[2] else last_unit, what) for s in items]
-        return Knob(name, tuple(vals), unit)
-    if name not in WORKLOAD:
-        hint = did_you_mean(name, knob_names(gen))
-        raise KnobError(f"{what}: no knob `{name}`; " + (hint or "knobs: spec.<constant> or " + ", ".join(WORKLOAD)))
-    typ = WORKLOAD[name][0]
-    if typ in (int, float) and ".." in values:
+
+def _vary_spec(name: str, values: str, gen, what: str) -> Knob:
+    """A spec constant's knob: a range ``A..B:N[:log]`` or a list, each value in the constant's unit (a
+    value without a unit takes the range's high end's, or the list's last item's)."""
+    _check_spec_name(name, gen, what)
+    unit = gen.spec[name].unit_text
+    if ".." in values:
         lo, hi, n, log = _range(values, what)
-        vals = _spaced(_number(lo, what)[1], _number(hi, what)[1], n, log, what)
-        if typ is int:
-            vals = list(dict.fromkeys(int(round(v)) for v in vals))
-        from perfonto.values import ValueRuleError, check_workload
+        hi_unit = _number(hi, what)[2]
+        a = _spec_value(gen, name, lo, "" if _number(lo, what)[2] else hi_unit, what)
+        b = _spec_value(gen, name, hi, "", what)
+        vals = _spaced(a, b, n, log, what)
+    else:
+        items = [s for s in values.split(",")]
+        if any(not s.strip() for s in items):
+            raise KnobError(f"{what}: an empty item in {values!r}")
+        last_unit = _number(items[-1], what)[2]
+        vals = [_spec_value(gen, name, s, "" if _number(s, what)[2] else last_unit, what) for s in items]
+    return Knob(name, tuple(vals), unit)
 
-        try:  # the rules every entry point shares (perfonto.values): --vary acceptance=0..2:3 is refused as --acceptance 2 is
-            vals = [check_workload(name, v, what) for v in vals]
+
+def _workload_range(name: str, typ: type, values: str, what: str) -> list:
+    """A numeric workload knob's range ``A..B:N[:log]`` (integers rounded, repeats dropped), each value
+    checked by the rules every entry point shares (``perfonto.values``)."""
+    lo, hi, n, log = _range(values, what)
+    vals = _spaced(_number(lo, what)[1], _number(hi, what)[1], n, log, what)
+    if typ is int:
+        vals = list(dict.fromkeys(int(round(v)) for v in vals))
+    from perfonto.values import ValueRuleError, check_workload
+
+    # the rules every entry point shares (perfonto.values): --vary acceptance=0..2:3 is refused as --acceptance 2 is
+    try:
+        return [check_workload(name, v, what) for v in vals]
+    except ValueRuleError as exc:
+        raise KnobError(str(exc)) from None
+
+
+def _workload_list(name: str, typ: type, values: str, what: str) -> list:
+    """A workload knob's comma-separated values, numbers parsed (and checked by the shared rules where
+    ``perfonto.values`` has some for the knob)."""
+    vals = [s.strip() for s in values.split(",")]
+    if any(not s for s in vals):
+        raise KnobError(f"{what}: an empty item in {values!r}")
+    if typ not in (int, float):
+        return vals
+    from perfonto.values import WORKLOAD as RULES, ValueRuleError, check_workload
+
+    out = []
+    for s in vals:
+        try:
+            out.append(check_workload(name, s, what) if name in RULES else typ(s))  # the text as typed, in the message
         except ValueRuleError as exc:
             raise KnobError(str(exc)) from None
-    else:
-        vals = [s.strip() for s in values.split(",")]
-        if any(not s for s in vals):
-            raise KnobError(f"{what}: an empty item in {values!r}")
-        if typ in (int, float):
-            from perfonto.values import WORKLOAD as RULES, ValueRuleError, check_workload
+        except ValueError:
+            raise KnobError(f"{what}: {s!r} is not {'an integer' if typ is int else 'a number'}") from None
+    return out
 
-            out = []
-            for s in vals:
-                try:
-                    out.append(
-                        check_workload(name, s, what) if name in RULES else typ(s)
-                    )  # the text as typed, in the message
-                except ValueRuleError as exc:
-                    raise KnobError(str(exc)) from None
-                except ValueError:
-                    raise KnobError(f"{what}: {s!r} is not {'an integer' if typ is int else 'a number'}") from None
-            vals = out
+
+def _check_named(name: str, vals: list, what: str) -> None:
+    """Refuse a dtype, a mapping or a model that is not one."""
     if name in ("dtype", "kv_dtype") and (bad := [v for v in vals if v not in DTYPES]):
         raise KnobError(f"{what}: {bad[0]!r} is not one of {', '.join(DTYPES)}")
     if name == "mapping":
@@ -230,6 +233,31 @@ def parse_vary(text: str, gen) -> Knob:
                 get_model(v)
             except KeyError as exc:
                 raise KnobError(f"{what}: {exc.args[0]}") from None
+
+
+def parse_vary(text: str, gen) -> Knob:
+    """One ``--vary NAME=VALUES`` (module docstring) against generation ``gen``.
+
+    Raises:
+        KnobError: unknown knob (with a did-you-mean), a spec constant the emulator does not read,
+            a bad number, unit or range, a value of the wrong type.
+    """
+    name, eq, values = text.partition("=")
+    name, values = name.strip(), values.strip()
+    if not eq or not name or not values:
+        raise KnobError(f"--vary {text!r}: write NAME=VALUES, e.g. spec.hbm.peak_bandwidth=4..16TB/s:7 or isl=128,2048")
+    what = f"--vary {name}"
+    if name.startswith("spec."):
+        return _vary_spec(name, values, gen, what)
+    if name not in WORKLOAD:
+        hint = did_you_mean(name, knob_names(gen))
+        raise KnobError(f"{what}: no knob `{name}`; " + (hint or "knobs: spec.<constant> or " + ", ".join(WORKLOAD)))
+    typ = WORKLOAD[name][0]
+    if typ in (int, float) and ".." in values:
+        vals = _workload_range(name, typ, values, what)
+    else:
+        vals = _workload_list(name, typ, values, what)
+    _check_named(name, vals, what)
     return Knob(name, tuple(vals))
 
 
