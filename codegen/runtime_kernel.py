@@ -14,6 +14,8 @@ Without numba (``_jit`` in ``runtime_kernel_drive.py`` returns None) the generat
 NumPy path; with it, rows that have null or absent registers also take the NumPy path (the kernel has
 no null-flag input).
 """
+# Names such as _N, _K or METRICS are defined by the generated evaluator this source is copied into.
+# ruff: noqa: F821
 
 import numpy as np
 

@@ -4,6 +4,8 @@ lay out the outputs, and the ``Stream`` entry points that go through the kernel 
 ``push_block``, ``push_flat``). Every function falls back to the NumPy path of
 ``codegen/runtime_stream.py`` when numba is absent, switched off, or the rows hold null registers.
 """
+# Names such as _N, _K or METRICS are defined by the generated evaluator this source is copied into.
+# ruff: noqa: F821
 
 import numpy as np
 

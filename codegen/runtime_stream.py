@@ -16,8 +16,8 @@ Rules, as in ``metrics.windows.prepare``:
   reads M // 2 and M for the half-range and wrap-period tests, and a raw value ≥ M nulls its windows;
 - rule 4d: a counter with a unit field (``_USCALE``) is × base^field of the end sample; the field
   changing in the window, or its register null, absent or a sentinel at either end, nulls the window;
-- rule 4: reset when the reset indicator changed (any instance; for an uptime: decreased), or the increase is implausible: above
-  max_rate × interval / scale + 1 when the counter has a max rate (declared, or a cycle counter's
+- rule 4: reset when the reset indicator changed (any instance; for an uptime: decreased), or the increase is
+  implausible: above max_rate × interval / scale + 1 when the counter has a max rate (declared, or a cycle counter's
   clock: ``metrics.windows.max_rate``), else above 2^(w−1); any decrease for a counter of unknown
   width, or in any bucket of a histogram instance; rule 4b: null when max_rate × interval / scale + 1
   reaches 2^w (the counter may have wrapped more than once);
@@ -28,6 +28,8 @@ Rules, as in ``metrics.windows.prepare``:
 - rule 8: packed field = ((cur >> lo) & (2^bits − 1)) × scale; a packed register's own value is its
   end sample.
 """
+# Names such as _use_kernel or _run_kernel are defined by the generated evaluator this source is copied into.
+# ruff: noqa: F821
 
 import numpy as np
 
@@ -48,11 +50,11 @@ _CHUNK_ROWS = 1024
 _PRE = _PRE_SEGS = _INPUTS_ONE = ()
 
 
-def _metrics(inp, interval, chips, O, A, pre):  # replaced by the generated formula function (chunks)
+def _metrics(inp, interval, chips, OUT, A, pre):  # replaced by the generated formula function (chunks)
     raise RuntimeError("template placeholder: a generated evaluator module defines _metrics")
 
 
-def _metrics_one(inp, interval, chips, O, A, pre):  # replaced by the generated formula function (one window)
+def _metrics_one(inp, interval, chips, OUT, A, pre):  # replaced by the generated formula function (one window)
     raise RuntimeError("template placeholder: a generated evaluator module defines _metrics_one")
 
 
@@ -221,8 +223,8 @@ def _outputs(W, C):
     return np.empty((len(_SCALAR_METRICS), W, C)), [np.empty((W, C) + sizes) for _, sizes in _AXIS_METRICS]
 
 
-def _result(O, A):
-    out = dict(zip(_SCALAR_METRICS, O))
+def _result(OUT, A):
+    out = dict(zip(_SCALAR_METRICS, OUT))
     out.update(zip((n for n, _ in _AXIS_METRICS), A))
     return {name: out[name] for name in METRICS}
 
@@ -241,12 +243,12 @@ def _pre_rollups(inp, V=None):
     return out
 
 
-def _run(inp, interval, chips, O, A, V=None):
+def _run(inp, interval, chips, OUT, A, V=None):
     if interval.size > 64:
-        _metrics(inp, interval, chips, O, A, None)
+        _metrics(inp, interval, chips, OUT, A, None)
     else:
-        _metrics_one(inp, interval, chips, O, A, _pre_rollups(inp, V))
-    np.copyto(O, np.nan, where=np.isinf(O))
+        _metrics_one(inp, interval, chips, OUT, A, _pre_rollups(inp, V))
+    np.copyto(OUT, np.nan, where=np.isinf(OUT))
     for a in A:
         np.copyto(a, np.nan, where=np.isinf(a))
 
@@ -265,13 +267,13 @@ def evaluate(inputs, interval, chips=1.0):
     interval = np.asarray(interval, dtype=np.float64)
     W, C = interval.shape
     arrays = [np.asarray(inputs[n], dtype=np.float64) for n in INPUTS]
-    O, A = _outputs(W, C)
+    OUT, A = _outputs(W, C)
     step = max(1, _CHUNK_ROWS // max(C, 1))
     with np.errstate(all="ignore"):
         for w0 in range(0, W, step):
             w1 = min(W, w0 + step)
-            _run(tuple(x[w0:w1] for x in arrays), interval[w0:w1], chips, O[:, w0:w1], [a[w0:w1] for a in A])
-    return _result(O, A)
+            _run(tuple(x[w0:w1] for x in arrays), interval[w0:w1], chips, OUT[:, w0:w1], [a[w0:w1] for a in A])
+    return _result(OUT, A)
 
 
 class Stream:
@@ -364,14 +366,14 @@ class Stream:
         T = np.empty((2, C), dtype=np.int64)
         T[0] = self._T
         T[1] = ts
-        O, A = _outputs(1, C)
+        OUT, A = _outputs(1, C)
         with np.errstate(all="ignore"):
             V, F, interval = _windows(T, R, B, self._ws)
-            _run(_inputs(V, F, _INPUTS_ONE), interval, 1.0, O, A, self._ws["V"][:1])
+            _run(_inputs(V, F, _INPUTS_ONE), interval, 1.0, OUT, A, self._ws["V"][:1])
         self._set_last(ts, R[1], None if B is None else B[1])
         if not A:
-            return dict(zip(_SCALAR_METRICS, O[:, 0]))
-        return {k: v[0] for k, v in _result(O, A).items()}
+            return dict(zip(_SCALAR_METRICS, OUT[:, 0]))
+        return {k: v[0] for k, v in _result(OUT, A).items()}
 
     def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True, sums=False):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
@@ -400,7 +402,7 @@ class Stream:
         n_win = S - start
         if n_win <= 0:
             return None
-        O, A = _outputs(n_win, C)
+        OUT, A = _outputs(n_win, C)
         step = max(1, _CHUNK_ROWS // max(C, 1))
         with np.errstate(all="ignore"):
             for i0 in range(start, S, step):
@@ -422,9 +424,9 @@ class Stream:
                 if sums:
                     _sums(V, F, interval, self.sums)
                 w0, w1 = i0 - start, i1 - start
-                _run(_inputs(V, F), interval, 1.0, O[:, w0:w1], [a[w0:w1] for a in A])
+                _run(_inputs(V, F), interval, 1.0, OUT[:, w0:w1], [a[w0:w1] for a in A])
                 self._set_last(Tc[-1], R[-1], None if B is None else B[-1])
-        return self._select(_result(O, A))
+        return self._select(_result(OUT, A))
 
     def push_flat(self, timestamps_ns, X, colmap=None, reuse=False, sums=False, keep_values=False):
         """Add S consecutive samples given as register columns, read in place: ``timestamps_ns`` int
