@@ -117,6 +117,46 @@ def _refine(target: Target, base: Point, knob: Knob, lo, hi, b_lo, tol, folder):
 MAX_POINTS = 1_000  # grid points of one sweep unless raised (each is an emulator projection, ~0.1-1 s)
 
 
+def _check_size(knobs: list[Knob], max_points: int) -> None:
+    """Refuse a grid of more than ``max_points`` points, counted before any is built."""
+    size = 1
+    for k in knobs:
+        size *= max(1, len(k.values))
+    if size > max_points:
+        sizes = " × ".join(f"{len(k.values):,} {k.name}" for k in knobs)
+        raise KnobError(
+            f"the sweep has {size:,} points ({sizes}), more than {max_points:,}; vary fewer values, "
+            "or raise the cap with --max-points"
+        )
+
+
+def _pending_crossings(rows: list[dict], x: Knob, others: list[Knob]) -> list[tuple]:
+    """The neighbouring grid points along ``x`` whose bottlenecks differ, per combination of the other
+    knobs: (those knobs' values, x below, x above, the bottleneck below, the one above)."""
+    pending = []
+    for combo in itertools.product(*(k.values for k in others)):
+        fixed = dict(zip((k.name for k in others), combo))
+        series = [(r[x.name], r) for r in rows if all(r.get(n) == v for n, v in fixed.items())]
+        series.sort(key=lambda t: t[0])
+        for (a, ra), (b, rb) in zip(series, series[1:]):
+            if ra.get("bottleneck") and rb.get("bottleneck") and ra["bottleneck"] != rb["bottleneck"]:
+                pending.append((fixed, a, b, ra["bottleneck"], rb["bottleneck"]))
+    return pending
+
+
+def _refine_all(target: Target, base: Point, x: Knob, pending: list[tuple], tol: float, cache: Cache, jobs) -> list:
+    """Each pending crossing bisected to ``tol`` (in worker processes when more than one job)."""
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending)))
+    if pending and jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futs = [
+                pool.submit(_refine, target, base.with_values(**fixed), x, a, b, fa, tol, cache.folder)
+                for fixed, a, b, fa, _ in pending
+            ]
+            return [f.result() for f in futs]
+    return [_bisect(target, base.with_values(**fixed), x, a, b, fa, tol, cache) for fixed, a, b, fa, _ in pending]
+
+
 def sweep(
     target: Target,
     base: Point,
@@ -135,15 +175,7 @@ def sweep(
         KnobError: an empty sweep, a knob given twice, a spec constant the preset sets itself, a grid
             of more than ``max_points`` points (counted before any is built).
     """
-    size = 1
-    for k in knobs:
-        size *= max(1, len(k.values))
-    if size > max_points:
-        sizes = " × ".join(f"{len(k.values):,} {k.name}" for k in knobs)
-        raise KnobError(
-            f"the sweep has {size:,} points ({sizes}), more than {max_points:,}; vary fewer values, "
-            "or raise the cap with --max-points"
-        )
+    _check_size(knobs, max_points)
     cache = cache or Cache(None)
     points = grid(base, knobs)
     check_preset(target, points)
@@ -153,27 +185,9 @@ def sweep(
         return SweepResult(knobs, rows)
     x = knobs[xi]
     others = [k for i, k in enumerate(knobs) if i != xi]
-    pending = []
-    for combo in itertools.product(*(k.values for k in others)):
-        fixed = dict(zip((k.name for k in others), combo))
-        series = [(r[x.name], r) for r in rows if all(r.get(n) == v for n, v in fixed.items())]
-        series.sort(key=lambda t: t[0])
-        for (a, ra), (b, rb) in zip(series, series[1:]):
-            if ra.get("bottleneck") and rb.get("bottleneck") and ra["bottleneck"] != rb["bottleneck"]:
-                pending.append((fixed, a, b, ra["bottleneck"], rb["bottleneck"]))
+    pending = _pending_crossings(rows, x, others)
+    results = _refine_all(target, base, x, pending, tol, cache, jobs)
     crossings = []
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending)))
-    if pending and jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futs = [
-                pool.submit(_refine, target, base.with_values(**fixed), x, a, b, fa, tol, cache.folder)
-                for fixed, a, b, fa, _ in pending
-            ]
-            results = [f.result() for f in futs]
-    else:
-        results = [
-            _bisect(target, base.with_values(**fixed), x, a, b, fa, tol, cache) for fixed, a, b, fa, _ in pending
-        ]
     for (fixed, a, b, fa, fb), (lo, hi, at) in zip(pending, results):
         crossings.append(
             {"knob": x.name, "series": fixed, "at": at, "low": lo, "high": hi, "grid": [a, b], "from": fa, "to": fb}
