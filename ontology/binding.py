@@ -54,18 +54,7 @@ def resolve_binding(
     with instance ``axes``), written at ``sloc + ("emulator",)``; every problem becomes a located
     diagnostic in ``diags`` (then None)."""
     loc = sloc + ("emulator",)
-
-    def err(msg, key=None, hint=""):
-        diags.append(
-            Diagnostic(
-                "error",
-                "emulator-binding",
-                f"signal `{full}`: emulator binding: {msg}",
-                src.span(loc + ((key,) if key else ())),
-                hint=hint,
-            )
-        )
-
+    err = _reporter(full, loc, src, diags)
     given = [k for k in KINDS if getattr(b, k) is not None]
     if len(given) != 1:
         err(
@@ -75,66 +64,16 @@ def resolve_binding(
         )
         return None
     k = given[0]
-    ok = True
-    if not _fits(k, kind):
-        want = " or ".join(n for n, row in kinds.KINDS.items() if row.window in _FOR[k])
-        fits = [x for x in KINDS if _fits(x, kind)]
-        err(f"`{k}` is for a {want}, but the signal is a {kind}", k, f"a {kind} takes {', '.join(fits)}")
-        ok = False
-    split = b.split.value if b.split is not None else None
-    n_axes = len(axes)
-    if k in _SPLIT:
-        if split is None:
-            if n_axes:
-                err(
-                    f"block instances {', '.join(f'{a}: {n}' for a, n in axes)} need a `split`",
-                    None,
-                    "add `split: each` (every instance sees it all), `even`, `jitter`, `links` or `links_each`",
-                )
-                ok = False
-            split = "one"
-        elif split == "one" and n_axes:
-            err(
-                "`split: one` is for blocks without instances",
-                "split",
-                "use `each` for every instance seeing the whole amount",
-            )
-            ok = False
-        elif split != "one" and not n_axes:
-            err(
-                f"`split: {split}` needs a block with instances; this one has none",
-                "split",
-                "remove `split` (or write `one`)",
-            )
-            ok = False
-        elif split in ("links", "links_each") and n_axes != 1:
-            err(f"`split: {split}` needs one instance axis (the links)", "split")
-            ok = False
-        elif k == "event_rate" and split not in ("one", "each", "links_each"):
-            err(
-                f"random events happen at `event_rate` on every instance; `split: {split}` does not apply",
-                "split",
-                "use `each` (every instance) or `links_each` (the links the collectives use)",
-            )
-            ok = False
-    elif split is not None:
-        err(f"`split` does not apply to `{k}`", "split", "remove `split`")
-        ok = False
+    ok = _check_fits(k, kind, err)
+    split, split_ok = _split(k, b.split.value if b.split is not None else None, axes, err)
+    ok = split_ok and ok
     if b.leader_only and k not in ("linear", "impulse"):
         err(f"`leader_only` does not apply to `{k}`", "leader_only", "leader_only is for linear and impulse bindings")
         ok = False
     terms: list[tuple[str, float]] = []
     spans: list[Span] = []
     if k == "linear":
-        if not b.linear:
-            err("`linear` needs at least one quantity", "linear", "e.g. `linear: {mxu_busy: 1}`")
-            ok = False
-        for q, c in (b.linear or {}).items():
-            if not math.isfinite(c) or c == 0:
-                err(f"coefficient of `{q}` must be a finite non-zero number (got {c})", "linear")
-                ok = False
-            terms.append((q, float(c)))
-            spans.append(src.span(loc + ("linear", q, "<key>")))
+        ok = _linear_terms(b, loc, src, err, terms, spans) and ok
     if k == "constant" and isinstance(width, int) and b.constant >= (1 << width):
         err(f"constant {b.constant} does not fit in the {width}-bit register", "constant")
         ok = False
@@ -153,6 +92,92 @@ def resolve_binding(
         float(b.event_rate or 0.0),
         int(b.constant or 0),
     )
+
+
+def _reporter(full: str, loc: tuple, src: YamlSource, diags: list[Diagnostic]):
+    """A function err(message, key, hint) that appends one error about the binding, located at a key under it."""
+
+    def err(msg, key=None, hint=""):
+        diags.append(
+            Diagnostic(
+                "error",
+                "emulator-binding",
+                f"signal `{full}`: emulator binding: {msg}",
+                src.span(loc + ((key,) if key else ())),
+                hint=hint,
+            )
+        )
+
+    return err
+
+
+def _check_fits(k: str, kind: str, err) -> bool:
+    """The binding's kind can feed a signal of this kind (False after reporting it cannot)."""
+    if _fits(k, kind):
+        return True
+    want = " or ".join(n for n, row in kinds.KINDS.items() if row.window in _FOR[k])
+    fits = [x for x in KINDS if _fits(x, kind)]
+    err(f"`{k}` is for a {want}, but the signal is a {kind}", k, f"a {kind} takes {', '.join(fits)}")
+    return False
+
+
+def _split(k: str, split: str | None, axes: tuple, err) -> tuple[str | None, bool]:
+    """The instance split as resolved (``one`` when a splitting binding gives none) and whether it fits
+    the binding and the block's instance axes (each misfit reported)."""
+    if k not in _SPLIT:
+        if split is not None:
+            err(f"`split` does not apply to `{k}`", "split", "remove `split`")
+            return split, False
+        return split, True
+    n_axes = len(axes)
+    if split is None:
+        if n_axes:
+            err(
+                f"block instances {', '.join(f'{a}: {n}' for a, n in axes)} need a `split`",
+                None,
+                "add `split: each` (every instance sees it all), `even`, `jitter`, `links` or `links_each`",
+            )
+            return "one", False
+        return "one", True
+    if split == "one" and n_axes:
+        err(
+            "`split: one` is for blocks without instances",
+            "split",
+            "use `each` for every instance seeing the whole amount",
+        )
+    elif split != "one" and not n_axes:
+        err(
+            f"`split: {split}` needs a block with instances; this one has none",
+            "split",
+            "remove `split` (or write `one`)",
+        )
+    elif split in ("links", "links_each") and n_axes != 1:
+        err(f"`split: {split}` needs one instance axis (the links)", "split")
+    elif k == "event_rate" and split not in ("one", "each", "links_each"):
+        err(
+            f"random events happen at `event_rate` on every instance; `split: {split}` does not apply",
+            "split",
+            "use `each` (every instance) or `links_each` (the links the collectives use)",
+        )
+    else:
+        return split, True
+    return split, False
+
+
+def _linear_terms(b: EmulatorBinding, loc: tuple, src: YamlSource, err, terms: list, spans: list) -> bool:
+    """A linear binding's (quantity, coefficient) terms and where each is written, appended to `terms`
+    and `spans`; False when there are none or a coefficient is not finite and non-zero (reported)."""
+    ok = True
+    if not b.linear:
+        err("`linear` needs at least one quantity", "linear", "e.g. `linear: {mxu_busy: 1}`")
+        ok = False
+    for q, c in (b.linear or {}).items():
+        if not math.isfinite(c) or c == 0:
+            err(f"coefficient of `{q}` must be a finite non-zero number (got {c})", "linear")
+            ok = False
+        terms.append((q, float(c)))
+        spans.append(src.span(loc + ("linear", q, "<key>")))
+    return ok
 
 
 __all__ = ["ResolvedBinding", "resolve_binding"]
