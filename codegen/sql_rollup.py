@@ -119,83 +119,76 @@ def _groups(gen, k: int, key, mapping: dict[str, list[str]], run: list, agg: dic
                 )
 
 
-def build_rollup_query(
-    graph: MetricGraph,
-    source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
-    dialect: str = "duckdb",
-    host: bool = True,
-    topology: str | None = None,
-) -> exp.Select:
-    """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
-    ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or pod level)."""
-    gen = graph.generation
-    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
+def _classes(graph: MetricGraph) -> dict[frozenset, list[str]]:
+    """The metrics (not ``rollup max|min``) by class: the set of signals they read."""
     deps = _deps(graph)
     classes: dict[frozenset, list[str]] = {}
     for m, meta in graph.metrics.items():
         if not meta.rollup:
             classes.setdefault(deps[m], []).append(m)
-    tot, run, agg = [_col("host"), _col("chip")], [_col("host"), _col("chip")], {}
-    inputs_of: list[dict[str, list[str]]] = []
-    scaled: list[exp.Expression] = []  # columns of ``nodes_g``: chip-measured times as the groups' (group_rule)
-    for k, key in enumerate(classes):
-        cols = [c for s in sorted(key) for c in wins.input_cols.get(s, [])]
-        valid = exp.and_(*[exp.Not(this=_is_null(_col(c))) for c in cols]) if cols else exp.true()
-        dt = f"k{k}_dt"
-        tot.append(_alias(exp.Sum(this=_case(valid, _col("interval_s"))), dt))
-        run.append(_col(dt))
-        agg[dt] = exp.Avg(this=exp.Coalesce(this=_col(dt), expressions=[_num(0.0)]))
-        mapping: dict[str, list[str]] = {}
-        for s in sorted(key):
-            summed, rule = _summed(gen, s), kinds.across_rule(gen, s)
-            mapping[s] = []
-            for c in wins.input_cols.get(s, []):
-                name = f"k{k}_{c}"
-                mapping[s].append(name)
-                if summed:
-                    tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
-                    run.append(_col(name))
-                else:
-                    tot.append(
-                        _alias(exp.Sum(this=_case(valid, exp.Mul(this=_col(c), expression=_col("interval_s")))), name)
-                    )
-                    run.append(
-                        _alias(
-                            exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name
-                        )
-                    )
-                fn = {"sum": exp.Sum, "max": exp.Max}.get(rule, exp.Avg)
-                agg[name] = fn(this=_col(name))
-        inputs_of.append(mapping)
-        if any(graph.metrics[m].group_rule for m in classes[key]):
-            _groups(gen, k, key, mapping, run, agg, scaled)
-    ctes.append(
-        ("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False))
-    )
-    ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
-    if topology:
-        placed = (
-            exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
-            .from_(
-                exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))),
-                copy=False,
-            )
-            .join(
-                exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
-                on=exp.and_(
-                    exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
-                    exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r")),
-                ),
-                join_type="LEFT",
-                copy=False,
-            )
-        )
-    else:
-        placed = exp.select(
+    return classes
+
+
+def _class_columns(gen, k: int, key: frozenset, wins, tot: list, run: list, agg: dict) -> dict[str, list[str]]:
+    """Class ``k``'s columns of ``chip_tot`` (sums over the windows where all its inputs are valid),
+    ``chip_run`` (counters as summed, gauges ÷ Σ interval) and of the nodes (by each signal's
+    ``across_chips`` rule) appended to ``tot``, ``run`` and ``agg``; returns signal → its columns."""
+    cols = [c for s in sorted(key) for c in wins.input_cols.get(s, [])]
+    valid = exp.and_(*[exp.Not(this=_is_null(_col(c))) for c in cols]) if cols else exp.true()
+    dt = f"k{k}_dt"
+    tot.append(_alias(exp.Sum(this=_case(valid, _col("interval_s"))), dt))
+    run.append(_col(dt))
+    agg[dt] = exp.Avg(this=exp.Coalesce(this=_col(dt), expressions=[_num(0.0)]))
+    mapping: dict[str, list[str]] = {}
+    for s in sorted(key):
+        summed, rule = _summed(gen, s), kinds.across_rule(gen, s)
+        mapping[s] = []
+        for c in wins.input_cols.get(s, []):
+            name = f"k{k}_{c}"
+            mapping[s].append(name)
+            if summed:
+                tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
+                run.append(_col(name))
+            else:
+                tot.append(
+                    _alias(exp.Sum(this=_case(valid, exp.Mul(this=_col(c), expression=_col("interval_s")))), name)
+                )
+                run.append(
+                    _alias(exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name)
+                )
+            fn = {"sum": exp.Sum, "max": exp.Max}.get(rule, exp.Avg)
+            agg[name] = fn(this=_col(name))
+    return mapping
+
+
+def _placed(topology: str | None) -> exp.Select:
+    """The ``placed`` stage: each chip's run-level row with its ``rack`` and ``pod`` from ``topology``
+    (a left join), or NULL ones without a topology."""
+    if not topology:
+        return exp.select(
             exp.Star(), _alias(_cast(exp.Null(), "VARCHAR"), "rack"), _alias(_cast(exp.Null(), "VARCHAR"), "pod")
         ).from_("chip_run")
-    ctes.append(("placed", placed))
+    return (
+        exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
+        .from_(
+            exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))),
+            copy=False,
+        )
+        .join(
+            exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
+            on=exp.and_(
+                exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
+                exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r")),
+            ),
+            join_type="LEFT",
+            copy=False,
+        )
+    )
+
+
+def _nodes(agg: dict, topology: str | None) -> exp.Select:
+    """The ``nodes`` stage: one row per node of every level (rack and pod only with a topology), the
+    union of one grouped select per level."""
     parts = []
     for level, keys in LEVELS:
         if level in ("rack", "pod") and not topology:
@@ -218,20 +211,15 @@ def build_rollup_query(
     union = parts[0]
     for p in parts[1:]:
         union = exp.union(union, p, distinct=False, copy=False)
-    ctes.append(
-        (
-            "nodes",
-            exp.select(exp.Star()).from_(
-                exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False
-            ),
-        )
+    return exp.select(exp.Star()).from_(
+        exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("u"))), copy=False
     )
-    prev = "nodes"
-    if scaled:
-        ctes.append(("nodes_g", exp.select(exp.Star(), *scaled).from_("nodes", copy=False)))
-        prev = "nodes_g"
-    layers: dict[int, list[exp.Expression]] = {}
-    metric_cols: dict[str, tuple[list[str], int]] = {}
+
+
+def _metric_jobs(graph: MetricGraph, classes: dict, inputs_of: list[dict]) -> list[tuple]:
+    """What to emit, per class: (metrics, signal → input columns, tag, class number), the plain metrics
+    over the class's columns and the ``group_rule`` ones over the groups' times."""
+    gen = graph.generation
     jobs = []
     for k, (key, names) in enumerate(classes.items()):
         plain = [n for n in names if not graph.metrics[n].group_rule]
@@ -244,6 +232,13 @@ def build_rollup_query(
                 for s, cols in inputs_of[k].items()
             }
             jobs.append((grouped, mapping, f"c{k}g", k))
+    return jobs
+
+
+def _emit(graph: MetricGraph, jobs: list[tuple]) -> tuple[dict[int, list[exp.Expression]], dict]:
+    """The formula layers (layer → its columns, every job's merged) and each metric's columns."""
+    layers: dict[int, list[exp.Expression]] = {}
+    metric_cols: dict[str, tuple[list[str], int]] = {}
     for names, inputs, tag, k in jobs:
         em = RollupEmitter(graph, inputs, tag, f"k{k}_dt")
         todo = _refs(graph, names)
@@ -252,16 +247,56 @@ def build_rollup_query(
             layers.setdefault(lv, []).extend(es)
         for n in names:
             metric_cols[n] = em.metric_cols[n]
-    for lv in sorted(layers):
-        ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
-        prev = f"l{lv}"
+    return layers, metric_cols
+
+
+def _outputs(graph: MetricGraph, metric_cols: dict) -> list[exp.Expression]:
+    """The query's columns: ``level``, ``node``, ``chips``, then each emitted metric (a list with axes)."""
     outputs = [_col("level"), _col("node"), _col("chips")]
     for name, m in graph.metrics.items():
         if name in metric_cols:
             cols, _ = metric_cols[name]
             value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
             outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
-    query = exp.select(*outputs).from_(prev, copy=False)
+    return outputs
+
+
+def build_rollup_query(
+    graph: MetricGraph,
+    source: exp.Expression | str = "counters",
+    sample_period_ns: int | None = None,
+    dialect: str = "duckdb",
+    host: bool = True,
+    topology: str | None = None,
+) -> exp.Select:
+    """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
+    ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or pod level)."""
+    gen = graph.generation
+    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
+    classes = _classes(graph)
+    tot, run, agg = [_col("host"), _col("chip")], [_col("host"), _col("chip")], {}
+    inputs_of: list[dict[str, list[str]]] = []
+    scaled: list[exp.Expression] = []  # columns of ``nodes_g``: chip-measured times as the groups' (group_rule)
+    for k, key in enumerate(classes):
+        mapping = _class_columns(gen, k, key, wins, tot, run, agg)
+        inputs_of.append(mapping)
+        if any(graph.metrics[m].group_rule for m in classes[key]):
+            _groups(gen, k, key, mapping, run, agg, scaled)
+    ctes.append(
+        ("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False))
+    )
+    ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
+    ctes.append(("placed", _placed(topology)))
+    ctes.append(("nodes", _nodes(agg, topology)))
+    prev = "nodes"
+    if scaled:
+        ctes.append(("nodes_g", exp.select(exp.Star(), *scaled).from_("nodes", copy=False)))
+        prev = "nodes_g"
+    layers, metric_cols = _emit(graph, _metric_jobs(graph, classes, inputs_of))
+    for lv in sorted(layers):
+        ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
+        prev = f"l{lv}"
+    query = exp.select(*_outputs(graph, metric_cols)).from_(prev, copy=False)
     for name, sel in ctes:
         query = query.with_(name, as_=sel, copy=False)
     return query
