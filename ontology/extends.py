@@ -92,6 +92,30 @@ def load_chain(path: Path, shipped: Path) -> Merged:
     """Read ``path`` and its ``extends`` ancestors, and merge them (see the module docstring)."""
     diags: list[Diagnostic] = []
     texts: dict[str, str] = {}
+    chain, failed = _read_chain(path, shipped, texts, diags)
+    if failed is not None:
+        return failed
+    for src in chain:
+        bad = _shape_errors(src)
+        if bad:
+            return Merged(chain[0], texts, Lineage(), diags + bad)
+    chain.reverse()  # root first
+    lineage = Lineage()
+    data: dict = {}
+    pos: dict = {}
+    for src in chain:
+        _merge_generation(src, data, pos, lineage, diags)
+    last = chain[-1]
+    merged = YamlSource(last.path, last.text, data, pos, [])
+    return Merged(merged, texts, lineage, diags + lineage.id_errors)
+
+
+def _read_chain(
+    path: Path, shipped: Path, texts: dict[str, str], diags: list[Diagnostic]
+) -> tuple[list[YamlSource], Merged | None]:
+    """The sources from ``path`` up its ``extends`` parents (this file first), their texts into `texts`;
+    the second item is the failed result when a file does not read, is not a mapping, closes a cycle
+    or names a parent that cannot be found (None when the chain is whole)."""
     chain: list[YamlSource] = []
     seen: list[str] = []
     cur: Path | None = path
@@ -101,7 +125,7 @@ def load_chain(path: Path, shipped: Path) -> Merged:
             texts[src.path] = src.text
         if src.diagnostics:
             diags += src.diagnostics
-            return Merged(src, texts, Lineage(), diags)
+            return chain, Merged(src, texts, Lineage(), diags)
         if not isinstance(src.data, dict):
             diags.append(
                 Diagnostic(
@@ -111,7 +135,7 @@ def load_chain(path: Path, shipped: Path) -> Merged:
                     Span(src.path, 1, 1),
                 )
             )
-            return Merged(src, texts, Lineage(), diags)
+            return chain, Merged(src, texts, Lineage(), diags)
         chain.append(src)
         name = str(src.data.get("generation", cur.stem))
         if name in seen:
@@ -125,107 +149,127 @@ def load_chain(path: Path, shipped: Path) -> Merged:
                     hint="a generation cannot extend itself, directly or through its parents",
                 )
             )
-            return Merged(chain[0], texts, Lineage(), diags)
+            return chain, Merged(chain[0], texts, Lineage(), diags)
         seen.append(name)
         parent = src.data.get("extends")
         if parent is None:
             break
         ppath = find_parent(str(parent), cur, shipped)
         if ppath is None:
-            known = sorted({p.stem for p in list(cur.parent.glob("*.yaml")) + list(shipped.glob("*.yaml"))})
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-parent",
-                    f"`extends: {parent}`: no generation file `{parent}.yaml` next to this file or shipped",
-                    src.span(("extends",)),
-                    hint=did_you_mean(str(parent), known) or f"known generations: {', '.join(known)}",
-                )
-            )
-            return Merged(chain[0], texts, Lineage(), diags)
+            diags.append(_unknown_parent(src, str(parent), cur, shipped))
+            return chain, Merged(chain[0], texts, Lineage(), diags)
         cur = ppath
+    return chain, None
 
-    for src in chain:
-        bad = _shape_errors(src)
-        if bad:
-            return Merged(chain[0], texts, Lineage(), diags + bad)
-    chain.reverse()  # root first
-    lineage = Lineage()
-    data: dict = {}
-    pos: dict = {}
-    for src in chain:
-        gname = str(src.data.get("generation", Path(src.path).stem))
-        lineage.chain.append(gname)
-        child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
-        before = _signal_names(data)
-        for k in NOT_INHERITED:
-            data.pop(k, None)
-        _merge(data, child, pos, src.positions, ())
-        for removed in src.data.get("removed", []) or []:
-            sp = _split(str(removed))
-            blocks = data.get("blocks", {})
-            if not sp or sp[0] not in blocks or sp[1] not in (blocks[sp[0]].get("signals") or {}):
-                diags.append(
-                    Diagnostic(
-                        "error",
-                        "unknown-name",
-                        f"`removed`: the parent has no signal `{removed}`",
-                        src.span(("removed", src.data["removed"].index(removed))),
-                        hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`",
-                    )
-                )
-                continue
-            del blocks[sp[0]]["signals"][sp[1]]
-            lineage.removed[str(removed)] = gname
-        for old, new in (src.data.get("renamed") or {}).items():
-            so, sn = _split(str(old)), _split(str(new))
-            blocks = data.get("blocks", {})
-            loc = ("renamed", old)
-            if not so or so[0] not in blocks or so[1] not in (blocks[so[0]].get("signals") or {}):
-                diags.append(
-                    Diagnostic(
-                        "error",
-                        "unknown-name",
-                        f"`renamed`: the parent has no signal `{old}`",
-                        src.span(loc + ("<key>",)),
-                        hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`",
-                    )
-                )
-                continue
-            if not sn or sn[0] not in blocks:
-                diags.append(
-                    Diagnostic(
-                        "error",
-                        "unknown-name",
-                        f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`",
-                        src.span(loc),
-                    )
-                )
-                continue
-            if sn[1] in (blocks[sn[0]].get("signals") or {}) and sn != so:
-                existing = blocks[sn[0]]["signals"][sn[1]]
-                moved = blocks[so[0]]["signals"].pop(so[1])
-                merged = copy.deepcopy(moved)
-                merged.update(existing)  # the child may override fields of the renamed signal
-                blocks[sn[0]]["signals"][sn[1]] = merged
-            else:
-                blocks[sn[0]].setdefault("signals", {})[sn[1]] = blocks[so[0]]["signals"].pop(so[1])
-                _move_positions(pos, ("blocks", so[0], "signals", so[1]), ("blocks", sn[0], "signals", sn[1]))
-            lineage.aliases[str(old)] = str(new)
-            lineage.renamed_in[str(old)] = gname
-            for a, b in list(lineage.aliases.items()):
-                if b == str(old):
-                    lineage.aliases[a] = str(new)
-            if str(old) in lineage.since:
-                lineage.since[str(new)] = lineage.since[str(old)]
-        for s in _signal_names(data) - before:
-            lineage.since.setdefault(s, gname)
-        _assign_ids(lineage, data, src, gname)
-        data["removed"] = list(src.data.get("removed", []) or [])
-        data["renamed"] = dict(src.data.get("renamed", {}) or {})
-    last = chain[-1]
-    merged = YamlSource(last.path, last.text, data, pos, [])
-    return Merged(merged, texts, lineage, diags + lineage.id_errors)
+
+def _unknown_parent(src: YamlSource, parent: str, cur: Path, shipped: Path) -> Diagnostic:
+    """The error for an ``extends`` that names no generation file next to ``cur`` or shipped."""
+    known = sorted({p.stem for p in list(cur.parent.glob("*.yaml")) + list(shipped.glob("*.yaml"))})
+    return Diagnostic(
+        "error",
+        "unknown-parent",
+        f"`extends: {parent}`: no generation file `{parent}.yaml` next to this file or shipped",
+        src.span(("extends",)),
+        hint=did_you_mean(parent, known) or f"known generations: {', '.join(known)}",
+    )
+
+
+def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, diags: list[Diagnostic]) -> None:
+    """Merge one generation of the chain onto `data` (its parents merged): its values, its removals and
+    renames, and what they do to the lineage (first generations, aliases, ids)."""
+    gname = str(src.data.get("generation", Path(src.path).stem))
+    lineage.chain.append(gname)
+    child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
+    before = _signal_names(data)
+    for k in NOT_INHERITED:
+        data.pop(k, None)
+    _merge(data, child, pos, src.positions, ())
+    for removed in src.data.get("removed", []) or []:
+        _apply_removal(src, data, lineage, gname, removed, diags)
+    for old, new in (src.data.get("renamed") or {}).items():
+        _apply_rename(src, data, pos, lineage, gname, old, new, diags)
+    for s in _signal_names(data) - before:
+        lineage.since.setdefault(s, gname)
+    _assign_ids(lineage, data, src, gname)
+    data["removed"] = list(src.data.get("removed", []) or [])
+    data["renamed"] = dict(src.data.get("renamed", {}) or {})
+
+
+def _has_signal(blocks: dict, sp: tuple[str, str] | None) -> bool:
+    """Whether the split name (block, signal) names a signal of `blocks`."""
+    return bool(sp) and sp[0] in blocks and sp[1] in (blocks[sp[0]].get("signals") or {})
+
+
+def _apply_removal(src: YamlSource, data: dict, lineage: Lineage, gname: str, removed, diags: list) -> None:
+    """Delete one signal listed under ``removed`` (an error when the parent has no such signal)."""
+    sp = _split(str(removed))
+    blocks = data.get("blocks", {})
+    if not _has_signal(blocks, sp):
+        diags.append(
+            Diagnostic(
+                "error",
+                "unknown-name",
+                f"`removed`: the parent has no signal `{removed}`",
+                src.span(("removed", src.data["removed"].index(removed))),
+                hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`",
+            )
+        )
+        return
+    del blocks[sp[0]]["signals"][sp[1]]
+    lineage.removed[str(removed)] = gname
+
+
+def _apply_rename(
+    src: YamlSource, data: dict, pos: dict, lineage: Lineage, gname: str, old, new, diags: list[Diagnostic]
+) -> None:
+    """Move one signal listed under ``renamed`` to its new name (errors when the old signal or the new
+    block does not exist); a signal the child writes under the new name overrides the moved fields."""
+    so, sn = _split(str(old)), _split(str(new))
+    blocks = data.get("blocks", {})
+    loc = ("renamed", old)
+    if not _has_signal(blocks, so):
+        diags.append(
+            Diagnostic(
+                "error",
+                "unknown-name",
+                f"`renamed`: the parent has no signal `{old}`",
+                src.span(loc + ("<key>",)),
+                hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`",
+            )
+        )
+        return
+    if not sn or sn[0] not in blocks:
+        diags.append(
+            Diagnostic(
+                "error",
+                "unknown-name",
+                f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`",
+                src.span(loc),
+            )
+        )
+        return
+    if sn[1] in (blocks[sn[0]].get("signals") or {}) and sn != so:
+        existing = blocks[sn[0]]["signals"][sn[1]]
+        moved = blocks[so[0]]["signals"].pop(so[1])
+        merged = copy.deepcopy(moved)
+        merged.update(existing)  # the child may override fields of the renamed signal
+        blocks[sn[0]]["signals"][sn[1]] = merged
+    else:
+        blocks[sn[0]].setdefault("signals", {})[sn[1]] = blocks[so[0]]["signals"].pop(so[1])
+        _move_positions(pos, ("blocks", so[0], "signals", so[1]), ("blocks", sn[0], "signals", sn[1]))
+    _record_rename(lineage, str(old), str(new), gname)
+
+
+def _record_rename(lineage: Lineage, old: str, new: str, gname: str) -> None:
+    """The lineage after `old` became `new` in generation `gname`: the alias (older aliases of `old`
+    follow it) and the first generation, which the new name keeps."""
+    lineage.aliases[old] = new
+    lineage.renamed_in[old] = gname
+    for a, b in list(lineage.aliases.items()):
+        if b == old:
+            lineage.aliases[a] = new
+    if old in lineage.since:
+        lineage.since[new] = lineage.since[old]
 
 
 def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> None:
@@ -243,12 +287,7 @@ def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> No
         if isinstance(block, dict)
         for s in (block.get("signals") or {})
     ]
-    own = {}
-    for b, block in (src.data.get("blocks") or {}).items() if isinstance(src.data.get("blocks"), dict) else ():
-        for s, sig in ((block or {}).get("signals") or {}).items() if isinstance(block, dict) else ():
-            if isinstance(sig, dict) and isinstance(sig.get("id"), int) and not isinstance(sig.get("id"), bool):
-                own[f"{b}.{s}"] = sig["id"]
-    for name, i in own.items():
+    for name, i in _written_ids(src).items():
         holder = next((n for n, j in ids.items() if j == i and n != name and n not in lineage.aliases), None)
         if holder is not None:
             lineage.id_errors.append(
@@ -271,6 +310,16 @@ def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> No
             nxt += 1
         ids[name] = nxt
         taken.add(nxt)
+
+
+def _written_ids(src: YamlSource) -> dict[str, int]:
+    """Full signal name → the integer ``id:`` this file writes for it, in file order."""
+    own = {}
+    for b, block in (src.data.get("blocks") or {}).items() if isinstance(src.data.get("blocks"), dict) else ():
+        for s, sig in ((block or {}).get("signals") or {}).items() if isinstance(block, dict) else ():
+            if isinstance(sig, dict) and isinstance(sig.get("id"), int) and not isinstance(sig.get("id"), bool):
+                own[f"{b}.{s}"] = sig["id"]
+    return own
 
 
 def _shape_errors(src: YamlSource) -> list[Diagnostic]:
