@@ -47,30 +47,8 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
     d.removed = sorted(set(old.signals) - set(new.signals) - set(renamed_from))
     pairs = [(s, s) for s in sorted(set(old.signals) & set(new.signals))] + sorted(renamed_from.items())
     for o, n in pairs:
-        po, pn = _props(old.signals[o]), _props(new.signals[n])
-        for key in po:
-            if po[key] != pn[key]:
-                d.changed.append({"signal": n, "field": key, "old": po[key], "new": pn[key]})
-                stable = old.signals[o].stability == "stable"
-                if (
-                    key == "unit"
-                    and stable
-                    and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1")
-                ):
-                    d.errors.append(
-                        f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
-                        "deprecate it and add a new signal instead"
-                    )
-                if key == "kind" and stable:
-                    d.errors.append(
-                        f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal"
-                    )
-    for name in sorted(set(old.spec) | set(new.spec)):
-        o, n = old.spec.get(name), new.spec.get(name)
-        fo = f"{o.value:g} {o.unit_text} ({o.provenance})" if o else None
-        fn = f"{n.value:g} {n.unit_text} ({n.provenance})" if n else None
-        if fo != fn:
-            d.spec.append({"constant": name, "old": fo, "new": fn})
+        _compare_props(d, old, new, o, n)
+    _compare_spec(d, old, new)
     for o, n in pairs:  # the C header ABI: a signal keeps its id (ontology.model.Signal.id)
         io, inew = old.signals[o].id, new.signals[n].id
         if io >= 0 and inew >= 0 and io != inew:
@@ -86,3 +64,37 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
                 "in the previous generation first, or rename it (the old name stays as an alias)"
             )
     return d
+
+
+def _compare_props(d: SignalDiff, old: Generation, new: Generation, o: str, n: str) -> None:
+    """The properties that differ between old signal `o` and new signal `n`; a stable signal that
+    changes unit or kind is an error."""
+    po, pn = _props(old.signals[o]), _props(new.signals[n])
+    for key in po:
+        if po[key] == pn[key]:
+            continue
+        d.changed.append({"signal": n, "field": key, "old": po[key], "new": pn[key]})
+        stable = old.signals[o].stability == "stable"
+        if (
+            key == "unit"
+            and stable
+            and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1")
+        ):
+            d.errors.append(
+                f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
+                "deprecate it and add a new signal instead"
+            )
+        if key == "kind" and stable:
+            d.errors.append(
+                f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal"
+            )
+
+
+def _compare_spec(d: SignalDiff, old: Generation, new: Generation) -> None:
+    """The spec constants whose value, unit or provenance differ (added and dropped ones included)."""
+    for name in sorted(set(old.spec) | set(new.spec)):
+        o, n = old.spec.get(name), new.spec.get(name)
+        fo = f"{o.value:g} {o.unit_text} ({o.provenance})" if o else None
+        fn = f"{n.value:g} {n.unit_text} ({n.provenance})" if n else None
+        if fo != fn:
+            d.spec.append({"constant": name, "old": fo, "new": fn})
