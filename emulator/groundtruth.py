@@ -64,6 +64,122 @@ AMOUNTS = frozenset(of_kind("amount"))
 BLOCK_BUSY = {"mxu": "mxu_busy", "vpu": "vpu_busy", "hbm": "hbm_active", "c2c": "c2c_busy", "dma": "dma_busy"}
 
 
+SUMMED = (
+    "hbm_read_bytes",
+    "hbm_write_bytes",
+    "sram_read_bytes",
+    "sram_write_bytes",
+    "flops",
+    "flops_fp8",
+    "flops_bf16",
+    "flops_fp4",
+    "model_flops",
+    "vector_flops",
+    "c2c_tx_bytes",
+    "c2c_rx_bytes",
+    "pcie_rx_bytes",
+    "pcie_tx_bytes",
+    "energy_j",
+    "job_energy_j",
+    "job_time_s",
+    "input_tokens",
+    "output_tokens",
+    "tokens",
+    "requests_completed",
+)  # the per-chip amounts the server-level truth sums over chips
+
+
+def _busy(tot: dict, hw: Hardware, c: int, used: int, slow) -> tuple[dict, list]:
+    """A chip's busy seconds per block (``c2c``: the mean over its links) and per link (the links used
+    busy as the chip's c2c, the throttled one, on its chip, as the slow link)."""
+    busy = {b: tot[q] for b, q in BLOCK_BUSY.items()}
+    link_busy = [tot["c2c_busy"] if i < used else 0.0 for i in range(hw.links)]
+    if slow is not None and int(slow[0]) == c:
+        link_busy[int(slow[1])] = tot["c2c_busy_slow"]
+    busy["c2c"] = sum(link_busy) / hw.links
+    return busy, link_busy
+
+
+def _chip_truth(c: int, tl: Timeline, e: int, lead: bool, plan: ColumnPlan, hw: Hardware, used: int, slow) -> dict:
+    """Chip ``c``'s amounts over its span (to core cycle ``e``): bytes, FLOP, energy, tokens (the
+    leader's only), top-down and busy seconds, events, quantities and impulses (module docstring)."""
+    f = hw.core_hz
+    tot = tl.totals_at(e)
+    imp = {k: int(v[0]) for k, v in tl.impulses_at(np.array([e])).items()}
+    busy, link_busy = _busy(tot, hw, c, used, slow)
+    return {
+        "chip": c,
+        "hbm_read_bytes": tot["hbm_read"],
+        "hbm_write_bytes": tot["hbm_write"],
+        "sram_read_bytes": tot["sram_read"],
+        "sram_write_bytes": tot["sram_write"],
+        "flops": tot["mxu_flops_fp4"] + tot["mxu_flops_fp8"] + tot["mxu_flops_bf16"],
+        "flops_fp8": tot["mxu_flops_fp8"],
+        "flops_bf16": tot["mxu_flops_bf16"],
+        "flops_fp4": tot["mxu_flops_fp4"],
+        "model_flops": tot["model_flops"],
+        "vector_flops": tot["vpu_flops"],
+        "hbm_bytes_by_tag": {t: tot[q] for t, q in HBM_TAGS.items()},
+        "c2c_bytes_by_collective": {t: tot[q] for t, q in C2C_TAGS.items()},
+        "c2c_tx_bytes": tot["c2c_tx"],
+        "c2c_rx_bytes": tot["c2c_rx"],
+        "pcie_rx_bytes": tot["pcie_rx"],
+        "pcie_tx_bytes": tot["pcie_tx"] if lead else 0.0,
+        "energy_j": tot["energy"],
+        "job_energy_j": tot["energy"],
+        "job_time_s": tot["job_time"],
+        "input_tokens": imp["input_tokens"] if lead else 0,
+        "output_tokens": imp["output_tokens"] if lead else 0,
+        "requests_completed": imp["requests_completed"] if lead else 0,
+        "steps": imp["steps"],
+        "topdown_s": {k: tot[k] / f for k in CLASSES},
+        "topdown2_s": {k: tot[k] / f for k in SUBCLASSES},
+        "busy_s": busy,
+        "link_busy_s": link_busy,
+        "events": {
+            p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
+            for p in plan.signals
+            if p.kind == "events"
+        },
+        "quantities": {k: float(v) for k, v in tot.items() if k in AMOUNTS},
+        "impulses": imp,
+    }
+
+
+def _chip_rates(d: dict, c: int, chips: int, peak: float, duration_s: float, f: float, waits) -> None:
+    """Add a chip's tokens, MFU, HFU, mean power and (with ``waits``) its collective waits to ``d``."""
+    d["tokens"] = d["input_tokens"] + d["output_tokens"]
+    d["mfu"] = d["model_flops"] / (peak * duration_s)
+    d["hfu"] = d["flops"] / (peak * duration_s)
+    d["avg_power_w"] = d["energy_j"] / duration_s
+    if waits is not None:
+        d["collective_wait_s"] = float(waits["wait_cycles"][c] / f)
+        d["waits_for"] = {
+            str(j): float(waits["waits_for"][c, j] / f) for j in range(chips) if waits["waits_for"][c, j] > 0
+        }
+
+
+def _sums(per_chip: list[dict], duration_s: float, chips: int) -> dict:
+    """The server-level sums over chips (``steps``: the first chip's, the TP group's forward passes)."""
+
+    def total(key):
+        return sum(p[key] for p in per_chip)
+
+    return {
+        "duration_s": duration_s,
+        "chips": chips,
+        **{k: total(k) for k in SUMMED},
+        "events": {k: sum(p["events"][k] for p in per_chip) for k in per_chip[0]["events"]},
+        "quantities": {k: sum(p["quantities"][k] for p in per_chip) for k in per_chip[0]["quantities"]},
+        "steps": per_chip[0]["steps"],
+        "topdown_s": {k: sum(p["topdown_s"][k] for p in per_chip) for k in CLASSES},
+        "topdown2_s": {k: sum(p["topdown2_s"][k] for p in per_chip) for k in SUBCLASSES},
+        "busy_s": {k: sum(p["busy_s"][k] for p in per_chip) for k in BLOCK_BUSY},
+        "hbm_bytes_by_tag": {t: sum(p["hbm_bytes_by_tag"][t] for p in per_chip) for t in HBM_TAGS},
+        "c2c_bytes_by_collective": {t: sum(p["c2c_bytes_by_collective"][t] for p in per_chip) for t in C2C_TAGS},
+    }
+
+
 def ground_truth(
     tls: list[Timeline],
     prof_of: np.ndarray,
@@ -93,105 +209,10 @@ def ground_truth(
     slow = knobs.throttled_link if knobs is not None else None
     per_chip = []
     for c in range(chips):
-        tl = tls[int(prof_of[c])]
-        e = int(end_cycles[c])
-        tot = tl.totals_at(e)
-        imp = {k: int(v[0]) for k, v in tl.impulses_at(np.array([e])).items()}
-        lead = bool(plan.leaders[c])
-        busy = {b: tot[q] for b, q in BLOCK_BUSY.items()}
-        link_busy = [tot["c2c_busy"] if i < used else 0.0 for i in range(hw.links)]
-        if slow is not None and int(slow[0]) == c:
-            link_busy[int(slow[1])] = tot["c2c_busy_slow"]
-        busy["c2c"] = sum(link_busy) / hw.links
-        d = {
-            "chip": c,
-            "hbm_read_bytes": tot["hbm_read"],
-            "hbm_write_bytes": tot["hbm_write"],
-            "sram_read_bytes": tot["sram_read"],
-            "sram_write_bytes": tot["sram_write"],
-            "flops": tot["mxu_flops_fp4"] + tot["mxu_flops_fp8"] + tot["mxu_flops_bf16"],
-            "flops_fp8": tot["mxu_flops_fp8"],
-            "flops_bf16": tot["mxu_flops_bf16"],
-            "flops_fp4": tot["mxu_flops_fp4"],
-            "model_flops": tot["model_flops"],
-            "vector_flops": tot["vpu_flops"],
-            "hbm_bytes_by_tag": {t: tot[q] for t, q in HBM_TAGS.items()},
-            "c2c_bytes_by_collective": {t: tot[q] for t, q in C2C_TAGS.items()},
-            "c2c_tx_bytes": tot["c2c_tx"],
-            "c2c_rx_bytes": tot["c2c_rx"],
-            "pcie_rx_bytes": tot["pcie_rx"],
-            "pcie_tx_bytes": tot["pcie_tx"] if lead else 0.0,
-            "energy_j": tot["energy"],
-            "job_energy_j": tot["energy"],
-            "job_time_s": tot["job_time"],
-            "input_tokens": imp["input_tokens"] if lead else 0,
-            "output_tokens": imp["output_tokens"] if lead else 0,
-            "requests_completed": imp["requests_completed"] if lead else 0,
-            "steps": imp["steps"],
-            "topdown_s": {k: tot[k] / f for k in CLASSES},
-            "topdown2_s": {k: tot[k] / f for k in SUBCLASSES},
-            "busy_s": busy,
-            "link_busy_s": link_busy,
-            "events": {
-                p.signal.name: int(sum(np.count_nonzero(t <= e) for t in p.event_times[c]))
-                for p in plan.signals
-                if p.kind == "events"
-            },
-            "quantities": {k: float(v) for k, v in tot.items() if k in AMOUNTS},
-            "impulses": imp,
-        }
-        d["tokens"] = d["input_tokens"] + d["output_tokens"]
-        d["mfu"] = d["model_flops"] / (peak * duration_s)
-        d["hfu"] = d["flops"] / (peak * duration_s)
-        d["avg_power_w"] = d["energy_j"] / duration_s
-        if waits is not None:
-            d["collective_wait_s"] = float(waits["wait_cycles"][c] / f)
-            d["waits_for"] = {
-                str(j): float(waits["waits_for"][c, j] / f) for j in range(chips) if waits["waits_for"][c, j] > 0
-            }
+        d = _chip_truth(c, tls[int(prof_of[c])], int(end_cycles[c]), bool(plan.leaders[c]), plan, hw, used, slow)
+        _chip_rates(d, c, chips, peak, duration_s, f, waits)
         per_chip.append(d)
-
-    def total(key):
-        return sum(p[key] for p in per_chip)
-
-    gt = {
-        "duration_s": duration_s,
-        "chips": chips,
-        **{
-            k: total(k)
-            for k in (
-                "hbm_read_bytes",
-                "hbm_write_bytes",
-                "sram_read_bytes",
-                "sram_write_bytes",
-                "flops",
-                "flops_fp8",
-                "flops_bf16",
-                "flops_fp4",
-                "model_flops",
-                "vector_flops",
-                "c2c_tx_bytes",
-                "c2c_rx_bytes",
-                "pcie_rx_bytes",
-                "pcie_tx_bytes",
-                "energy_j",
-                "job_energy_j",
-                "job_time_s",
-                "input_tokens",
-                "output_tokens",
-                "tokens",
-                "requests_completed",
-            )
-        },
-        "events": {k: sum(p["events"][k] for p in per_chip) for k in per_chip[0]["events"]},
-        "quantities": {k: sum(p["quantities"][k] for p in per_chip) for k in per_chip[0]["quantities"]},
-        "steps": per_chip[0]["steps"],
-        "topdown_s": {k: sum(p["topdown_s"][k] for p in per_chip) for k in CLASSES},
-        "topdown2_s": {k: sum(p["topdown2_s"][k] for p in per_chip) for k in SUBCLASSES},
-        "busy_s": {k: sum(p["busy_s"][k] for p in per_chip) for k in BLOCK_BUSY},
-        "hbm_bytes_by_tag": {t: sum(p["hbm_bytes_by_tag"][t] for p in per_chip) for t in HBM_TAGS},
-        "c2c_bytes_by_collective": {t: sum(p["c2c_bytes_by_collective"][t] for p in per_chip) for t in C2C_TAGS},
-    }
+    gt = _sums(per_chip, duration_s, chips)
     gt["peak_flops_model_precision"] = peak
     gt["mfu"] = gt["model_flops"] / (chips * peak * duration_s)
     gt["hfu"] = gt["flops"] / (chips * peak * duration_s)
