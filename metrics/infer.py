@@ -310,44 +310,9 @@ class Typer:
     def _scope(self, out: _T, operands: list, span: Span) -> _T:
         """Scope rules between spec constants and measurements (see the module docstring): each rule is
         about two different operands, checked in one pass over them (``max`` may have 100,000)."""
-        pop = [a for a in operands if any(x.startswith(POP) for x, _ in a.node.axes)]
-        if pop and any(
-            not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled)
-            for b in operands
-        ):
-            raise self.fail(
-                "population",
-                "a per-record value meets a per-window quantity",
-                span,
-                hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
-                "reduce them first (p50, p99, mean, count)",
-            )
-        if any(a.inst for a in operands) and any(
-            not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands
-        ):
-            raise self.fail(
-                "scope",
-                "a per-instance spec constant meets a chip-wide amount",
-                span,
-                hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
-                "or compare it with a per-instance measurement",
-            )
-        totals: dict[str, int] = {}  # axis -> how many operands are chip-wide totals over it
-        for a in operands:
-            for ax in a.total:
-                totals[ax] = totals.get(ax, 0) + 1
-        if totals:
-            for b in operands:
-                clash = {
-                    ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0
-                }  # another operand's total
-                if clash and not b.literal:
-                    raise self.fail(
-                        "scope",
-                        f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})",
-                        span,
-                        hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)",
-                    )
+        self._check_population(operands, span)
+        self._check_instance_constants(operands, span)
+        self._check_totals(operands, span)
         sp = [t.sparsity for t in operands if t.sparsity]
         if len(sp) >= 2 and len(frozenset().union(*sp)) > 1:
             raise self.fail(
@@ -360,6 +325,52 @@ class Typer:
         out.inst = any(t.inst for t in operands) and bool(out.node.axes)
         out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
         return out
+
+    def _check_population(self, operands: list, span: Span) -> None:
+        """A per-record value never meets a quantity read from windows."""
+        pop = [a for a in operands if any(x.startswith(POP) for x, _ in a.node.axes)]
+        if pop and any(
+            not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled)
+            for b in operands
+        ):
+            raise self.fail(
+                "population",
+                "a per-record value meets a per-window quantity",
+                span,
+                hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
+                "reduce them first (p50, p99, mean, count)",
+            )
+
+    def _check_instance_constants(self, operands: list, span: Span) -> None:
+        """A per-instance spec constant never meets a chip-wide amount."""
+        if any(a.inst for a in operands) and any(
+            not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands
+        ):
+            raise self.fail(
+                "scope",
+                "a per-instance spec constant meets a chip-wide amount",
+                span,
+                hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
+                "or compare it with a per-instance measurement",
+            )
+
+    def _check_totals(self, operands: list, span: Span) -> None:
+        """A chip-wide total over an axis never meets another operand's per-instance value over that axis."""
+        totals: dict[str, int] = {}  # axis -> how many operands are chip-wide totals over it
+        for a in operands:
+            for ax in a.total:
+                totals[ax] = totals.get(ax, 0) + 1
+        if not totals:
+            return
+        for b in operands:
+            clash = {ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0}  # another operand's total
+            if clash and not b.literal:
+                raise self.fail(
+                    "scope",
+                    f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})",
+                    span,
+                    hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)",
+                )
 
     def _binary_typed(self, e: ast.Binary, operands: list) -> _T:
         if e.op in ("and", "or"):
@@ -447,32 +458,9 @@ class Typer:
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
         if f in POPULATION_REDUCTIONS:
-            if len(args) != 1 or not any(a.startswith(POP) for a, _ in args[0].node.axes):
-                raise self.fail(
-                    "rollup",
-                    f"`{f}` takes one per-record value (a metric over request or token_gap records)",
-                    e.span,
-                    hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields",
-                )
-            (t,) = args
-            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit if f != "count" else self.reg.dimensionless)
+            return self._population_reduction(e, args)
         if f in ROLLUPS and len(args) == 1:
-            (t,) = args
-            if not t.node.axes:
-                raise self.fail(
-                    "rollup",
-                    f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
-                    e.span,
-                    hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)",
-                )
-            if _constant_only(t.node):  # a per-instance constant: sum is value x count, avg/min/max the value
-                n_inst = 1
-                for _, size in t.node.axes:
-                    n_inst *= size
-                node = ir.Op("mul", (t.node, ir.Const(float(n_inst) if f == "sum" else 1.0)), (), t.node.degree)
-                total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
-                return _T(node, t.unit, total=total, sparsity=t.sparsity)
-            return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
+            return self._rollup(e, args[0])
         if f in ("sum", "avg"):
             raise self.fail(
                 "arity",
@@ -485,11 +473,51 @@ class Typer:
                 raise self.fail("arity", "`abs` takes one argument", e.span)
             (t,) = args
             return _T(ir.Op("abs", (t.node,), t.node.axes, t.node.degree), t.unit)
+        return self._elementwise(e, args)
+
+    def _population_reduction(self, e: ast.Call, args: list) -> _T:
+        """``p50``, ``mean``, ``count``, ...: one per-record value reduced over its records."""
+        f = e.func
+        if len(args) != 1 or not any(a.startswith(POP) for a, _ in args[0].node.axes):
+            raise self.fail(
+                "rollup",
+                f"`{f}` takes one per-record value (a metric over request or token_gap records)",
+                e.span,
+                hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields",
+            )
+        (t,) = args
+        return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit if f != "count" else self.reg.dimensionless)
+
+    def _rollup(self, e: ast.Call, t: _T) -> _T:
+        """``sum``, ``avg``, ``min``, ``max`` of one argument: a roll-up over the value's instance axes
+        (a per-instance constant rolls up to value x count, or the value itself)."""
+        f = e.func
+        if not t.node.axes:
+            raise self.fail(
+                "rollup",
+                f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
+                e.span,
+                hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)",
+            )
+        if _constant_only(t.node):  # a per-instance constant: sum is value x count, avg/min/max the value
+            n_inst = 1
+            for _, size in t.node.axes:
+                n_inst *= size
+            node = ir.Op("mul", (t.node, ir.Const(float(n_inst) if f == "sum" else 1.0)), (), t.node.degree)
+            total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
+            return _T(node, t.unit, total=total, sparsity=t.sparsity)
+        return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
+
+    def _elementwise(self, e: ast.Call, args: list) -> _T:
+        """``min``, ``max`` (two or more arguments) and ``clamp`` (x, lo, hi), element by element, in
+        the first argument's unit."""
+        f = e.func
         want = 3 if f == "clamp" else None
         if (want and len(args) != want) or (not want and len(args) < 2):
             raise self.fail(
                 "arity",
-                f"`{f}` takes {'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}",
+                f"`{f}` takes "
+                f"{'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}",
                 e.span,
             )
         first = args[0]
