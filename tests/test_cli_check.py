@@ -117,8 +117,8 @@ def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsy
     assert not cat.errors and {"my.double", "hbm.bandwidth", "mfu"} <= set(cat.graph.metrics)
     assert len(cat.graph.metrics) == len(load_catalog().graph.metrics) + 1
     assert (
-        "metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) (mine.metrics); "
-        "--no-library leaves the library out"
+        "metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) "
+        "(mine.metrics); --no-library leaves the library out"
     ) in cat.notes
     bare = load_catalog(d, None, library=False)
     assert (

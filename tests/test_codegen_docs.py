@@ -78,8 +78,8 @@ def test_fixture_site_content():
         assert needle in entry, needle
     beta = pages["generations/beta.md"]
     assert (
-        "| [`mem.bandwidth`](../groups/memory.md#membandwidth) | signal \\`mem.wr\\` was removed in generation \\`beta\\` |"
-        in beta
+        "| [`mem.bandwidth`](../groups/memory.md#membandwidth) | signal \\`mem.wr\\` was removed in generation "
+        "\\`beta\\` |" in beta
     )
     assert (
         "`mem.wr`" not in beta.split("## Unavailable metrics")[0]

@@ -133,7 +133,8 @@ FAST_HBM = """generation: sohu_fasthbm
 extends: sohu
 description: Sohu with HBM bandwidth x1.5 (a compare-runs test).
 spec:
-  hbm.peak_bandwidth: {value: 10.8, unit: TB/s, provenance: assumed, source: "Sohu's 7.2 TB/s x 1.5", description: HBM peak bandwidth per chip.}
+  hbm.peak_bandwidth: {value: 10.8, unit: TB/s, provenance: assumed, source: "Sohu's 7.2 TB/s x 1.5",
+                       description: HBM peak bandwidth per chip.}
 """
 
 

@@ -135,7 +135,8 @@ def test_sku_rollup_runs_over_present_slots(gens):
     gen = gens["sku"]
     graph = _compile_yaml(
         gen,
-        'metric mem.total [B] = sum(mem.read_bytes)\n  "all channels"\nmetric mem.busiest [B] = max(mem.read_bytes)\n  "one channel"\n',
+        'metric mem.total [B] = sum(mem.read_bytes)\n  "all channels"\nmetric mem.busiest [B] = '
+        'max(mem.read_bytes)\n  "one channel"\n',
     )
     from perfonto.metrics.interpreter import evaluate
 
@@ -246,7 +247,8 @@ def test_uptime_indicator_resets_only_on_a_decrease(gens):
 
 
 def test_rapl_energy_unit_decoded_per_sample(gens):
-    """ESU 14 (0x0E00 in bits 8..12): 2^-14 J per count; 49152 − 16384 = 32768 counts = 2 J; then ESU 16: unit changed."""
+    """ESU 14 (0x0E00 in bits 8..12): 2^-14 J per count; 49152 − 16384 = 32768 counts = 2 J;
+    then ESU 16: unit changed."""
     gen = gens["base"]
     rows = [
         {"power.rapl_unit": 0x0E03, "power.pkg_energy": 0},
@@ -319,7 +321,8 @@ blocks:
     clock: core
     signals:
       x: {{kind: {kind}, unit: event, width: 32, description: x, {extra}}}
-      unit: {{kind: packed, width: 16, description: unit register, fields: {{esu: {{bits: [8, 12], description: esu}}}}}}
+      unit: {{kind: packed, width: 16, description: unit register,
+              fields: {{esu: {{bits: [8, 12], description: esu}}}}}}
 """
     p = tmp_path / "bad.yaml"
     p.write_text(y)

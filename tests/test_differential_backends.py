@@ -36,7 +36,7 @@ from perfonto.metrics.windows import prepare, read_counters, run_level, server_l
 from perfonto.ontology import load_generation
 from perfonto.ontology.diagnostics import Span
 from perfonto.ontology.generation import Generation, ResolvedConstant, ResolvedField, ResolvedSignal
-from perfonto.ontology.model import Scope, SignalKind
+from perfonto.ontology.model import Scope
 from perfonto.ontology.units import parse_unit, registry_for
 
 duckdb = pytest.importorskip("duckdb")
@@ -501,7 +501,8 @@ def agree(name: str, what: str, got: np.ndarray, want: np.ndarray, oracle: Oracl
     gn, wn = np.isnan(got), np.isnan(want)
     bad_null = keep & (gn != wn)
     assert not bad_null.any(), (
-        f"{what} {name}: nulls differ at {np.argwhere(bad_null)[:3].tolist()}: got {got[bad_null][:3]}, want {want[bad_null][:3]}"
+        f"{what} {name}: nulls differ at {np.argwhere(bad_null)[:3].tolist()}: got {got[bad_null][:3]}, want "
+        f"{want[bad_null][:3]}"
     )
     both = keep & ~gn & ~wn
     tol = 1e-9 * np.abs(want) + 1e-12 * np.nan_to_num(mag, posinf=np.inf) + 1e-300

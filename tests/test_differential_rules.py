@@ -33,7 +33,8 @@ SIGS = [
     Sig("a.c", "counter", "core_cycle", (), 32),
     Sig("b.v", "counter", "event", B, 32),
     Sig("b.h", "histogram", "event", B + (("bucket", 3),), 16, buckets=2),
-    # issue 15.1: ranges that are not powers of two; 15.2: an uptime indicator; 15.4: a unit field (RAPL-style, 2^-field J)
+    # issue 15.1: ranges that are not powers of two; 15.2: an uptime indicator;
+    # 15.4: a unit field (RAPL-style, 2^-field J)
     Sig("a.e", "counter", "event", (), 32, modulus=1000),
     Sig("a.ej", "counter", "J", (), 32, scale=0.5, modulus=1000),
     Sig("a.em", "counter", "event", (), 32, modulus=100, max_rate=1e4),

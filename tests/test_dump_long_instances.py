@@ -80,7 +80,8 @@ blocks:
     signals:
       read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
 """,
-    "sku.yaml": "generation: sku\ndescription: 4 of 8 channels\nextends: base\nblocks:\n  mem:\n    slots: {channel: [0, 2, 4, 6]}\n",
+    "sku.yaml": "generation: sku\ndescription: 4 of 8 channels\nextends: base\nblocks:\n  mem:\n    slots: {channel: "
+    "[0, 2, 4, 6]}\n",
 }
 
 

@@ -60,7 +60,8 @@ def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path, capsys):
         blocks:
           hbm:
             signals:
-              weight_bytes: {kind: counter, unit: B, width: 64, description: "Weight bytes.", emulator: {linear: {hbm_weigths: 1}, split: jitter}}
+              weight_bytes: {kind: counter, unit: B, width: 64, description: "Weight bytes.",
+                             emulator: {linear: {hbm_weigths: 1}, split: jitter}}
               level: {kind: gauge, unit: B, description: "A level.", emulator: {gauge: hbm_read, split: even}}
         """,
     )
@@ -91,7 +92,8 @@ def test_unit_that_does_not_convert_is_located(tmp_path):
         blocks:
           hbm:
             signals:
-              odd: {kind: counter, unit: FLOP, width: 64, description: "Wrong unit.", emulator: {linear: {hbm_read: 1}, split: even}}
+              odd: {kind: counter, unit: FLOP, width: 64, description: "Wrong unit.",
+                    emulator: {linear: {hbm_read: 1}, split: even}}
         """,
     )
     (d,) = check_bindings(gen)
@@ -190,7 +192,9 @@ def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
         blocks:
           hbm:
             signals:
-              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64, description: "Weight bytes read from the stack, in 64-byte bursts.", emulator: {linear: {hbm_weights: 1}, split: jitter}}
+              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64,
+                                  description: "Weight bytes read from the stack, in 64-byte bursts.",
+                                  emulator: {linear: {hbm_weights: 1}, split: jitter}}
         """)
     )
     (folder / "weights.metrics").write_text(
@@ -235,11 +239,14 @@ def test_perfonto_run_catalog_reports_the_new_counter_and_its_metric(tmp_path, c
         blocks:
           hbm:
             signals:
-              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64, description: "Weight bytes read, in 64-byte bursts.", emulator: {linear: {hbm_weights: 1}, split: jitter}}
+              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64,
+                                  description: "Weight bytes read, in 64-byte bursts.",
+                                  emulator: {linear: {hbm_weights: 1}, split: jitter}}
         """)
     )
     (folder / "weights.metrics").write_text(
-        'metric hbm.weight_gigabytes [GB] = sum(hbm.weight_read_bytes)\n  "Weight bytes read from HBM."\n  groups memory\n'
+        "metric hbm.weight_gigabytes [GB] = sum(hbm.weight_read_bytes)\n"
+        '  "Weight bytes read from HBM."\n  groups memory\n'
     )
     out = tmp_path / "run"
     assert (

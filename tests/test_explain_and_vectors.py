@@ -74,8 +74,8 @@ def test_case5_cycles_per_instruction_to_ns(tmp_path):
 
     p = tmp_path / "g.yaml"
     p.write_text(
-        "generation: g\ndescription: 2 GHz\nclock_domains:\n  core: {frequency: {value: 2, unit: GHz, provenance: assumed}}\n"
-        "blocks:\n  cpu:\n    description: a core\n    clock: core\n    signals:\n"
+        "generation: g\ndescription: 2 GHz\nclock_domains:\n  core: {frequency: {value: 2, unit: GHz, provenance: "
+        "assumed}}\nblocks:\n  cpu:\n    description: a core\n    clock: core\n    signals:\n"
         "      busy: {kind: counter, unit: core_cycle, width: 64, description: busy cycles}\n"
         "      inst: {kind: counter, unit: instruction, width: 64, description: instructions}\n"
     )
@@ -108,7 +108,8 @@ blocks:
     instances: {die: 8}
     signals:
       active_cycles: {kind: counter, unit: core_cycle, width: 64, description: active cycles of the die}
-      busy_core_cycles: {kind: counter, unit: core_cycle, width: 64, description: busy cycles summed over the die's cores}
+      busy_core_cycles: {kind: counter, unit: core_cycle, width: 64,
+                         description: busy cycles summed over the die's cores}
   mem:
     description: chip-wide memory
     clock: core
@@ -214,7 +215,8 @@ def test_case12_rewrites_keep_values(sohu):
         ("  - name: x\n    interval: 9 ** 9 ** 9 ms\n    expect: {mfu: 1}\n", "unit-mismatch", 4),
         ("  - name: x\n    records: {request.arrival_time: [abc]}\n    expect: {ttft: [1]}\n", "vector-records", 4),
         (
-            "  - name: x\n    records: {request.arrival_time: [0, 1], request.first_token_time: [0.3]}\n    expect: {ttft: [1]}\n",
+            "  - name: x\n    records: {request.arrival_time: [0, 1], request.first_token_time: [0.3]}\n    expect: "
+            "{ttft: [1]}\n",
             "vector-records",
             4,
         ),

@@ -76,7 +76,7 @@ def test_perf_semantics_of_the_export(sohu_export):
     """perf's evaluation of each exported expression (events summed over PMU instances, in base units;
     metric references unscaled) × ScaleUnit equals perfonto's value."""
     graph, entries, _ = sohu_export
-    gen, reg = graph.generation, graph.generation.registry
+    gen = graph.generation
     trials = 8
     w = random_windows(gen, trials, seed=5)
     ours = evaluate(graph, w)

@@ -30,7 +30,10 @@ def test_check_refuses_each_wrong_formula_with_its_location(tmp_path, capsys):
 
 
 def test_threshold_outside_bounds_is_a_warning(tmp_path, capsys):
-    text = 'metric e.x [percent] = avg(mxu.busy_cycles) / seq.elapsed_cycles\n  "x"\n  bounds 0 .. 100\n  threshold < -5 %: "never"\n'
+    text = (
+        'metric e.x [percent] = avg(mxu.busy_cycles) / seq.elapsed_cycles\n  "x"\n  bounds 0 .. 100\n  threshold '
+        '< -5 %: "never"\n'
+    )
     code, diags = _check(tmp_path, capsys, text)
     assert code == 0
     (w,) = [x for x in diags if x["code"] == "threshold-bounds"]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from perfonto.ontology import load_generation
-from perfonto.ontology.model import Provenance, SignalKind
+from perfonto.ontology.model import Provenance
 
 
 def test_sohu_catalog(sohu):

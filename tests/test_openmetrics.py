@@ -241,8 +241,8 @@ def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
     [
         # OpenMetrics takes seconds: ms time stamps are a date in the year 57,000
         (
-            TYPE
-            + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
+            TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 '
+            '1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 2 '
             "1764650001000\n# EOF\n",
             r"read as OpenMetrics \(seconds\), are not a date between 2000 and 2100",
         ),
@@ -254,8 +254,8 @@ def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
             r"without `# EOF` \(milliseconds\), are not a date",
         ),
         (
-            TYPE
-            + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
+            TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 '
+            '1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
             "1764650000000\n",
             r'the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time',
         ),

@@ -113,7 +113,8 @@ def test_not_counted_is_a_null_register(tmp_path):
         ),
         ("     0.100000000,5,furlongs,page-faults,1,100.00,,\n", "perf-stat.csv:1: `page-faults` is in `furlongs`"),
         (
-            "     0.100000000,10.00,msec,task-clock,1,100.00,,\n     0.100000000,CPU0,10.00,msec,task-clock,1,100.00,,\n",
+            "     0.100000000,10.00,msec,task-clock,1,100.00,,\n     "
+            "0.100000000,CPU0,10.00,msec,task-clock,1,100.00,,\n",
             "perf-stat.csv:2: 9 field(s) where line 1 has 8",
         ),
     ],

@@ -20,13 +20,15 @@ def exprs():
     return st.recursive(
         st.one_of(names, nums),
         lambda inner: st.one_of(
-            st.builds(lambda op, l, r: ast.Binary(op, l, r, S), st.sampled_from(["+", "-", "*", "/"]), inner, inner),
-            st.builds(lambda l: ast.Binary("**", l, ast.Number(2.0, None, S), S), inner),
+            st.builds(
+                lambda op, lhs, rhs: ast.Binary(op, lhs, rhs, S), st.sampled_from(["+", "-", "*", "/"]), inner, inner
+            ),
+            st.builds(lambda lhs: ast.Binary("**", lhs, ast.Number(2.0, None, S), S), inner),
             st.builds(lambda x: ast.Unary("-", x, S), inner),
             st.builds(lambda f, x: ast.Call(f, (x,), S), st.sampled_from(["sum", "avg"]), inner),
             st.builds(lambda x, y: ast.Call("min", (x, y), S), inner, inner),
             st.builds(
-                lambda t, l, op, r, o: ast.IfElse(t, ast.Binary(op, l, r, S), o, S),
+                lambda t, lhs, op, rhs, o: ast.IfElse(t, ast.Binary(op, lhs, rhs, S), o, S),
                 inner,
                 inner,
                 st.sampled_from(bools_ops),

@@ -85,7 +85,10 @@ def test_yaml_line_separators_keep_the_caret_on_the_named_line():
 
 
 def test_metric_file_with_cr_only_line_ends(sohu, tmp_path, capsys):
-    text = '# two metrics, classic Mac OS line ends\rmetric a.x [s] = interval\r  "A."\rmetric b.y [s] = 2 * interval\r  "B."\r'
+    text = (
+        '# two metrics, classic Mac OS line ends\rmetric a.x [s] = interval\r  "A."\rmetric b.y [s] = 2 * '
+        'interval\r  "B."\r'
+    )
     decls, diags = parse_text(text, "m.metrics")
     assert [d.name for d in decls] == ["a.x", "b.y"] and diags == []
     bad = text.replace("2 * interval", "2 * * interval")

@@ -33,8 +33,9 @@ HOST = "node-b"
 
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None,
-    reason="Prometheus is not installed (.ci/run installs Debian's `prometheus` package with apt-get; it could not here): "
-    "falling back to prometheus_client's parser in test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch",
+    reason="Prometheus is not installed (.ci/run installs Debian's `prometheus` package with apt-get; it could not "
+    "here): falling back to prometheus_client's parser in "
+    "test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch",
 )
 
 

@@ -57,7 +57,8 @@ clock_domains:
   core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
 spec:
   die.peak_flops: {value: 383, unit: TFLOP/s, provenance: claimed, sparsity: dense, description: package peak}
-  die.peak_flops_per_die: {value: 191.5, unit: TFLOP/s, provenance: claimed, sparsity: dense, scope: instance, description: per die}
+  die.peak_flops_per_die: {value: 191.5, unit: TFLOP/s, provenance: claimed, sparsity: dense, scope: instance,
+                           description: per die}
 blocks:
   die:
     description: one die

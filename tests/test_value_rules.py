@@ -187,6 +187,7 @@ def test_ctrl_c_while_run_starts_prints_no_traceback(tmp_path, after_s):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
-    # 130 (perfonto's exit after Ctrl-C), -SIGINT (Python's own exit by the signal, as a shell expects), or 0 (it finished)
+    # 130 (perfonto's exit after Ctrl-C), -SIGINT (Python's own exit by the signal, as a shell expects),
+    # or 0 (it finished)
     assert p.returncode in (130, -signal.SIGINT, 0), (p.returncode, err[-1000:])
     assert p.returncode == 0 or not (tmp_path / "o").exists()

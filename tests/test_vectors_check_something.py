@@ -34,8 +34,8 @@ def test_a_vector_that_expects_nothing_is_an_error(tmp_path, capsys):
 
 def test_expected_value_outside_declared_bounds_is_flagged(tmp_path, capsys):
     body = (
-        "  - name: impossible utilisation\n    interval: 1 ms\n    inputs: {seq.elapsed_cycles: 1000, mxu.busy_cycles: 1500}\n"
-        "    expect:\n      mxu.utilization: 150\n"
+        "  - name: impossible utilisation\n    interval: 1 ms\n    inputs: {seq.elapsed_cycles: 1000, "
+        "mxu.busy_cycles: 1500}\n    expect:\n      mxu.utilization: 150\n"
     )
     code, doc = _test(tmp_path, capsys, body)
     assert code == 1

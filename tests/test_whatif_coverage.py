@@ -216,7 +216,8 @@ def test_a_proposed_counter_is_judged_by_what_it_adds(tmp_path, capsys):
 def test_scenario_file_errors_are_located(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "scenarios:\n  x:\n    run: {slow_chipp: '1:2', isl: -3}\n    spec: {hbm.peak_bandwith: 1 TB/s}\n    colour: red\n"
+        "scenarios:\n  x:\n    run: {slow_chipp: '1:2', isl: -3}\n    spec: {hbm.peak_bandwith: 1 TB/s}\n    colour: "
+        "red\n"
     )
     with pytest.raises(ScenarioError) as e:
         load_scenarios(bad, parts(Target())[0].generation)

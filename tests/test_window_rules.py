@@ -26,7 +26,8 @@ blocks:
     signals:
       c32: {kind: counter, unit: event, width: 32, description: a 32-bit counter}
       c64: {kind: counter, unit: event, width: 64, description: a 64-bit counter}
-      c48in64: {kind: counter, unit: event, width: 64, effective_width: 32, description: "stored in 64 bits, wraps at 32"}
+      c48in64: {kind: counter, unit: event, width: 64, effective_width: 32,
+                description: "stored in 64 bits, wraps at 32"}
       unk: {kind: counter, unit: event, width: unknown, description: undocumented width}
       scaled: {kind: counter, unit: B, width: 32, scale: 4, description: counts 4-byte units}
       scaled_ev: {kind: counter, unit: event, width: 32, scale: 4, description: counts events in fours}
