@@ -25,9 +25,9 @@ In a window that a group ``g`` shares with others, the truth lies in ``[0, D_w]`
 (``bound`` in the result). It is loose when windows are much longer than ops (1 ms windows over
 40 µs ops); the working estimate (``estimate``) is split-half: the difference between the group's
 attribution with rates fitted on the even windows only and on the odd windows only — large where
-the windows cannot tell two classes apart (ops that always run next to each other). On the emulator (Llama-3-70B on 8 chips, Llama-3.1-8B on 2, 1 ms windows) the
-per-op-class FLOPs and HBM bytes of the op classes that carry at least 1 % of either are within
-2 % of the ground truth (``tests/test_attribution_emulator.py``). Ops that always run next to each
+the windows cannot tell two classes apart (ops that always run next to each other). On the emulator (Llama-3-70B on 8
+chips, Llama-3.1-8B on 2, 1 ms windows) the per-op-class FLOPs and HBM bytes of the op classes that carry at least 1 %
+of either are within 2 % of the ground truth (``tests/test_attribution_emulator.py``). Ops that always run next to each
 other in the same window — once per step, such as the LM head and the transfer of the sampled
 tokens — cannot be told apart by the windows: they may swap their work (under 1 % of the run's
 total there), which the hard bound covers and op-boundary snapshots remove.
@@ -318,6 +318,25 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
     """Fit, apportion and sum every counter in ``names`` into every grouping of ``out``; the error
     estimate is the difference between the attributions with rates fitted on the even and on the
     odd windows alone (split-half). Returns the fit's quality per counter (``Attribution.fit``)."""
+    rates_of, resid = _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure)
+    shapes = [data[0].values[n].shape[1:] for n in names]
+    widths = [int(np.prod(sh)) for sh in shapes]
+    col_sig = np.repeat(np.arange(len(names)), widths)
+    edges = np.r_[0, np.cumsum(widths)]
+    for ci, ch in enumerate(data):
+        sh = _chip_shares(ch, names, rates_of[ci], cell, n_cells, col_sig, edges, pure)
+        for g, tot in out.items():
+            _add_to_grouping(tot, g, ch, sh, names, shapes, edges)
+
+    def model(x):
+        return "exact" if pure else ("fitted" if x <= TRUST else "approximate" if x <= REJECT else "time-weighted")
+
+    return {n: {"residual": float(x), "model": model(x)} for n, x in zip(names, resid)}
+
+
+def _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure) -> tuple[dict, np.ndarray]:
+    """Per chip, the rates (all windows, even windows, odd windows) fitted on its cluster of chips
+    (all ones when every window is pure), and per counter the largest relative residual of a fit."""
     from scipy import sparse
 
     rates_of = {}
@@ -338,50 +357,65 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
             r = tuple(np.where(bad[None, :], 1.0, x) for x in r)
         for i in grp:
             rates_of[i] = r
-    shapes = [data[0].values[n].shape[1:] for n in names]
-    widths = [int(np.prod(sh)) for sh in shapes]
-    col_sig = np.repeat(np.arange(len(names)), widths)
-    edges = np.r_[0, np.cumsum(widths)]
-    for ci, ch in enumerate(data):
-        W = len(ch.gap)
-        F = np.concatenate([np.nan_to_num(ch.values[n].reshape(W, -1), nan=0.0) for n in names], axis=1)
-        D = np.stack([F[:, edges[j] : edges[j + 1]].sum(axis=1) for j in range(len(names))], axis=1)
-        r_all, r_even, r_odd = rates_of[ci]
-        share_t, share_g, _ = _apportion(ch, r_all, cell, n_cells)
-        halves = [_apportion(ch, r, cell, n_cells)[:2] for r in (r_even, r_odd)] if not pure else []
-        X = share_t[:, col_sig] * F[ch.tw]
-        Xg = (share_g[:, col_sig] * F).sum(axis=0)
-        AD = share_t * D[ch.tw]
-        gap_shared = ((ch.gap > 0) & (ch.gap < ch.length - 0.5))[:, None]
-        A_gap = share_g * D
-        bound_gap = np.where(gap_shared, np.maximum(A_gap, D - A_gap), 0.0).sum(axis=0)
-        for g, tot in out.items():
-            K = len(tot.groups)
-            Gm, M, pg, pw, Tp = ch.group_matrices(g, tot._gi, K)  # type: ignore[attr-defined]
-            amt = np.asarray(Gm @ X)
-            amt[K - 1] += Xg
-            A = np.asarray(M @ AD)  # (P, k) per (group, window) pair
-            Dp = D[pw]
-            shared = (Tp < ch.length[pw] - 0.5)[:, None]
-            b_p = np.where(shared, np.maximum(A, Dp - A), 0.0)
-            bound = np.stack([np.bincount(pg, weights=b_p[:, j], minlength=K) for j in range(len(names))], axis=1)
-            bound[K - 1] += bound_gap
-            est = np.zeros((K, len(names)))
-            if halves:
-                (te, ge), (to_, go) = halves
-                half = [np.asarray(Gm @ (st * D[ch.tw])) for st in (te, to_)]
-                half[0][K - 1] += (ge * D).sum(axis=0)
-                half[1][K - 1] += (go * D).sum(axis=0)
-                est = np.abs(half[0] - half[1])
-            for j, name in enumerate(names):
-                v = amt[:, edges[j] : edges[j + 1]].reshape((K,) + shapes[j])
-                tot.sums[name] = tot.sums[name] + v if name in tot.sums else v
-                tot.bound[name] = tot.bound.get(name, 0.0) + bound[:, j]
-                tot.estimate[name] = tot.estimate.get(name, 0.0) + est[:, j]
-    model = lambda x: (
-        "exact" if pure else ("fitted" if x <= TRUST else "approximate" if x <= REJECT else "time-weighted")
-    )  # noqa: E731
-    return {n: {"residual": float(x), "model": model(x)} for n, x in zip(names, resid)}
+    return rates_of, resid
+
+
+@dataclass
+class _Shares:
+    """One chip's counters apportioned with its rates: ``X`` per (span, window) and counter column,
+    ``Xg`` the gap's column totals, ``AD`` per (span, window) and counter (instance totals ``D``),
+    ``bound_gap`` the gap's hard bound, ``halves`` the split-half shares (none when pure)."""
+
+    X: np.ndarray
+    Xg: np.ndarray
+    AD: np.ndarray
+    D: np.ndarray
+    bound_gap: np.ndarray
+    halves: list
+
+
+def _chip_shares(ch: _Chip, names, rates, cell, n_cells, col_sig, edges, pure) -> _Shares:
+    """Apportion chip ``ch``'s window values to its spans and gap with ``rates`` (all, even, odd)."""
+    W = len(ch.gap)
+    F = np.concatenate([np.nan_to_num(ch.values[n].reshape(W, -1), nan=0.0) for n in names], axis=1)
+    D = np.stack([F[:, edges[j] : edges[j + 1]].sum(axis=1) for j in range(len(names))], axis=1)
+    r_all, r_even, r_odd = rates
+    share_t, share_g, _ = _apportion(ch, r_all, cell, n_cells)
+    halves = [_apportion(ch, r, cell, n_cells)[:2] for r in (r_even, r_odd)] if not pure else []
+    X = share_t[:, col_sig] * F[ch.tw]
+    Xg = (share_g[:, col_sig] * F).sum(axis=0)
+    AD = share_t * D[ch.tw]
+    gap_shared = ((ch.gap > 0) & (ch.gap < ch.length - 0.5))[:, None]
+    A_gap = share_g * D
+    bound_gap = np.where(gap_shared, np.maximum(A_gap, D - A_gap), 0.0).sum(axis=0)
+    return _Shares(X, Xg, AD, D, bound_gap, halves)
+
+
+def _add_to_grouping(tot: GroupTotals, g: str, ch: _Chip, sh: _Shares, names, shapes, edges) -> None:
+    """Add one chip's apportioned counters to grouping ``g``'s totals: the sums per group, the hard
+    bound (windows a group shares) and the split-half estimate."""
+    K = len(tot.groups)
+    Gm, M, pg, pw, Tp = ch.group_matrices(g, tot._gi, K)  # type: ignore[attr-defined]
+    amt = np.asarray(Gm @ sh.X)
+    amt[K - 1] += sh.Xg
+    A = np.asarray(M @ sh.AD)  # (P, k) per (group, window) pair
+    Dp = sh.D[pw]
+    shared = (Tp < ch.length[pw] - 0.5)[:, None]
+    b_p = np.where(shared, np.maximum(A, Dp - A), 0.0)
+    bound = np.stack([np.bincount(pg, weights=b_p[:, j], minlength=K) for j in range(len(names))], axis=1)
+    bound[K - 1] += sh.bound_gap
+    est = np.zeros((K, len(names)))
+    if sh.halves:
+        (te, ge), (to_, go) = sh.halves
+        half = [np.asarray(Gm @ (st * sh.D[ch.tw])) for st in (te, to_)]
+        half[0][K - 1] += (ge * sh.D).sum(axis=0)
+        half[1][K - 1] += (go * sh.D).sum(axis=0)
+        est = np.abs(half[0] - half[1])
+    for j, name in enumerate(names):
+        v = amt[:, edges[j] : edges[j + 1]].reshape((K,) + shapes[j])
+        tot.sums[name] = tot.sums[name] + v if name in tot.sums else v
+        tot.bound[name] = tot.bound.get(name, 0.0) + bound[:, j]
+        tot.estimate[name] = tot.estimate.get(name, 0.0) + est[:, j]
 
 
 def _total(v: np.ndarray) -> np.ndarray:

@@ -82,11 +82,13 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
         lo, hi = m["relative_interval"]
         cls = {"increased": "up", "decreased": "down"}.get(m["verdict"], "dim")
         interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo is not None and hi is not None else "—"
+        change = "new" if m["relative"] is None else _num(100 * m["relative"], "+.2f") + " %"
         rows.append(
             f"<tr><td>{e(name)}</td>{_cell(m['baseline'], _num(m['baseline']), metric=name, run='baseline')}"
             f"{_cell(m['value'], _num(m['value']), metric=name, run='run')}<td>{e(m['unit'])}</td>"
-            f"{_cell(m['relative'], 'new' if m['relative'] is None else _num(100 * m['relative'], '+.2f') + ' %', metric=name, field='relative')}"
-            f'<td class="num">{e(interval)}</td><td class="{cls}" data-verdict="{e(m["verdict"])}">{e(m["verdict"])}</td></tr>'
+            f"{_cell(m['relative'], change, metric=name, field='relative')}"
+            f'<td class="num">{e(interval)}</td><td class="{cls}" data-verdict="{e(m["verdict"])}">'
+            f"{e(m['verdict'])}</td></tr>"
         )
     head = "".join(
         f"<th>{h}</th>"
@@ -99,14 +101,17 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
             wa, wb = (0 if x is None else max(0.0, min(100.0, x)) for x in (a, b))
             bars.append(
                 f'<tr><td>{e(node)}</td><td><span class="bar base" style="width:{3 * wa:.1f}px"></span> '
-                f'{e(_num(a, ".1f"))} %<br><span class="bar run" style="width:{3 * wb:.1f}px"></span> {e(_num(b, ".1f"))} %</td></tr>'
+                f'{e(_num(a, ".1f"))} %<br><span class="bar run" style="width:{3 * wb:.1f}px"></span> '
+                f"{e(_num(b, '.1f'))} %</td></tr>"
             )
         out.append(
-            f'<section id="topdown{k}"><h2>Top-down (baseline above, run below)</h2><table>{"".join(bars)}</table></section>'
+            f'<section id="topdown{k}"><h2>Top-down (baseline above, run below)</h2>'
+            f"<table>{''.join(bars)}</table></section>"
         )
     if res["ops"]:
         ops = "".join(
-            f"<tr><td>{e(op)}</td>{_cell(None if a is None else 100 * a, _num(None if a is None else 100 * a, '.1f'), op=op)}"
+            f"<tr><td>{e(op)}</td>"
+            f"{_cell(None if a is None else 100 * a, _num(None if a is None else 100 * a, '.1f'), op=op)}"
             f"{_cell(None if b is None else 100 * b, _num(None if b is None else 100 * b, '.1f'), op=op)}</tr>"
             for op, (a, b) in res["ops"].items()
         )
@@ -115,11 +120,12 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
         if pic is not None:
             uri = "data:image/svg+xml;base64," + base64.b64encode(pic.svg().encode("utf-8")).decode("ascii")
             fig = (
-                f'<figure data-picture="{e(pic.name)}"><img alt="{e(pic.title)}" src="{uri}"><figcaption>each op: baseline '
-                "(hollow) → run</figcaption></figure>"
+                f'<figure data-picture="{e(pic.name)}"><img alt="{e(pic.title)}" src="{uri}"><figcaption>'
+                "each op: baseline (hollow) → run</figcaption></figure>"
             )
         out.append(
-            f'<section id="ops{k}"><h2>Ops: share of time</h2><table><tr><th>op</th><th>baseline %</th><th>run %</th></tr>'
+            f'<section id="ops{k}"><h2>Ops: share of time</h2><table><tr><th>op</th><th>baseline %</th>'
+            "<th>run %</th></tr>"
             f"{ops}</table>{fig}</section>"
         )
     if res["only_in"]:

@@ -254,7 +254,8 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
             why = (
                 "has a value in one run only"
                 if name in result["only_in"]
-                else f"is not a metric of these runs; {did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
+                else "is not a metric of these runs; "
+                f"{did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
             )
             raise RuleError(f"--fail-on-regression {name}: `{name}` {why}")
         if m["relative"] is None:  # from a baseline of 0: any significant change is past any percent

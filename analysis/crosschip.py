@@ -556,8 +556,8 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
         no_sync = sorted(set(int(c) for c in dump.chips) - set(fits))
         if no_sync:
             raise RunError(
-                f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, no_sync))} of the counters; "
-                "the driver's host/device clock reads are needed for every chip"
+                f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, no_sync))} of the "
+                "counters; the driver's host/device clock reads are needed for every chip"
             )
     chips = len(fits)
     try:

@@ -34,7 +34,8 @@ LEVELS = ("chip", "host", "rack", "pod", "fleet")
 class Fleet:
     """``nodes[level]``: labels of the level's nodes; ``values[level][metric]``: (nodes, …);
     ``chips[level]``: chips per node; ``spread[metric]``: {p50, p99, max, threshold share};
-    ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation}; ``place``: (host, chip, rack, pod) per chip."""
+    ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation}; ``place``: (host, chip,
+    rack, pod) per chip."""
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)

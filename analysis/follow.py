@@ -7,9 +7,9 @@ dumps). Another reader can be passed as the ``reader`` argument of ``Follower``:
 ``SampleBlock`` per part.
 
 Rules (what a fleet operator's collector does, and what a reader cannot know):
-- **Folder.** Parts are the folder's ``*.parquet``, ``*.arrow`` and ``*.csv`` files, taken in name order (``part-000001.parquet``,
-  …; names starting with ``.`` or ``_`` are a writer's temporary files and ignored); a part is read
-  once, when it appears. Windows continue across parts: a part's first sample closes the window that
+- **Folder.** Parts are the folder's ``*.parquet``, ``*.arrow`` and ``*.csv`` files, taken in name order
+  (``part-000001.parquet``, …; names starting with ``.`` or ``_`` are a writer's temporary files and ignored); a part is
+  read once, when it appears. Windows continue across parts: a part's first sample closes the window that
   the previous part's last sample opened.
 - **One file.** When its size or modification time changes, it is read again and the samples after
   the ones already pushed are new; trailing samples that some chip has not written yet are held back

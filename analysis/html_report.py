@@ -36,8 +36,10 @@ GROUP_METRICS = (
 )
 
 STYLE = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;color:#222}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;
+color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}
+h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ddd;padding:.25em .6em}
 th{background:#f3f3f3;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
@@ -111,7 +113,8 @@ def _summary(r: dict, sections: list[str]) -> str:
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in sections if s != "summary")
     hl = r.get("headline") or {}
     head = (
-        f'<p id="headline-finding" data-metric="{e(hl.get("metric"))}"><strong>Read first:</strong> {e(hl.get("message"))}</p>'
+        f'<p id="headline-finding" data-metric="{e(hl.get("metric"))}"><strong>Read first:</strong> '
+        f"{e(hl.get('message'))}</p>"
         if hl.get("message")
         else ""
     )
@@ -125,9 +128,8 @@ def _headline(r: dict, names) -> str:
         m = ms.get(n)
         if not m or isinstance(m.get("value"), list):
             continue
-        rows.append(
-            f"<tr><td><code>{e(n)}</code></td>{_cell(m.get('value'), fmt(m.get('value'), m.get('unit', '')), 'metric', n)}</tr>"
-        )
+        value = m.get("value")
+        rows.append(f"<tr><td><code>{e(n)}</code></td>{_cell(value, fmt(value, m.get('unit', '')), 'metric', n)}</tr>")
     return (
         '<section id="headline"><h2>Server level</h2><p class="dim">Rates are totals over all chips; ratios are '
         f"ratios of totals.</p>{_table(['metric', 'value'], rows)}</section>"
@@ -167,7 +169,8 @@ def _bottleneck(r: dict, pics: dict) -> str:
     if th:
         units = {n: m.get("unit", "") for n, m in (r.get("metrics") or {}).items()}
         trs = [
-            f"<tr><td><code>{e(t['metric'])}</code></td>{_cell(t['value'], fmt(t['value'], units.get(t['metric'], '')), 'metric', t['metric'])}"
+            f"<tr><td><code>{e(t['metric'])}</code></td>"
+            f"{_cell(t['value'], fmt(t['value'], units.get(t['metric'], '')), 'metric', t['metric'])}"
             f"<td>{e(t['message'])}</td></tr>"
             for t in th
         ]
@@ -193,11 +196,13 @@ def _ops(r: dict, pics: dict) -> str:
         )
         share = None if row.get("time_share") is None else row["time_share"] * 100
         eff = None if row.get("efficiency") is None else row["efficiency"] * 100
+        intensity = row.get("intensity")
+        intensity_text = fmt(intensity, "FLOP/B") if intensity is not None else "—"
         rows.append(
             f'<tr data-op="{e(row["op"])}"><td><code>{e(row["op"])}</code></td>'
             f"{_cell(share, fmt(share, 'percent'), 'field', 'time_share')}<td>{e(row.get('work') or '—')}</td>"
             f"{_cell(row.get('flops_per_s'), si(row.get('flops_per_s'), 'FLOP/s'), 'field', 'flops_per_s')}"
-            f"{_cell(row.get('intensity'), fmt(row.get('intensity'), 'FLOP/B') if row.get('intensity') is not None else '—', 'field', 'intensity')}"
+            f"{_cell(intensity, intensity_text, 'field', 'intensity')}"
             f"{_cell(eff, fmt(eff, 'percent') if eff is not None else '—', 'field', 'efficiency')}"
             f"<td>{e(row.get('side') or '—')}{' (' + e(row['ceiling']) + ')' if row.get('side') else ''}</td>"
             f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>"
@@ -207,9 +212,10 @@ def _ops(r: dict, pics: dict) -> str:
     src = (r.get("attribution") or {}).get("source", "windows")
     out = [
         '<section id="ops"><h2>Per op (top op classes by time)</h2>',
-        f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op runs; '
-        "intensity: FLOPs per HBM byte; roof: the attainable min(peak, intensity × HBM bandwidth); error: split-half "
-        f"estimate of the attributed work. Time outside every span: {fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
+        f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op '
+        "runs; intensity: FLOPs per HBM byte; roof: the attainable min(peak, intensity × HBM bandwidth); "
+        "error: split-half estimate of the attributed work. Time outside every span: "
+        f"{fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
         _table(["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline", "bound", "error"], rows, "ops"),
     ]
     if "roofline" in pics:
@@ -236,8 +242,8 @@ def _groups(r: dict) -> str:
     if not by:
         return ""
     out = [
-        '<section id="groups"><h2>Per group</h2><p class="dim">Every metric per group is in report.json (<code>by</code>) '
-        "and metrics_by_&lt;group&gt;.parquet; a selection here, per chip while the group runs.</p>"
+        '<section id="groups"><h2>Per group</h2><p class="dim">Every metric per group is in report.json '
+        "(<code>by</code>) and metrics_by_&lt;group&gt;.parquet; a selection here, per chip while the group runs.</p>"
     ]
     for g, sec in by.items():
         units = sec.get("units", {})
@@ -249,7 +255,8 @@ def _groups(r: dict) -> str:
                 _cell(row["metrics"].get(n), fmt(row["metrics"].get(n), units[n]), "metric", n) for n in names
             )
             rows.append(
-                f'<tr data-group="{e(row["group"])}"><td>{e(row["group"])}</td>{_cell(share, fmt(share, "percent"), "field", "time_share")}'
+                f'<tr data-group="{e(row["group"])}"><td>{e(row["group"])}</td>'
+                f"{_cell(share, fmt(share, 'percent'), 'field', 'time_share')}"
                 f"<td>{e((row.get('bound') or '—').removeprefix('topdown.'))}</td>{cells}</tr>"
             )
         out.append(f'<h3 id="by-{e(g)}">by {e(g)}</h3>' + _table([g, "time", "bound"] + names, rows, f"by-{g}"))
@@ -282,8 +289,9 @@ def _multichip(r: dict, pics: dict) -> str:
     else:
         st = mc.get("straggler")
         out.append(
-            f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the others wait for it '
-            f"{fmt(st['blamed_wait_s'] * 1e3, 'ms')} in collectives ({fmt(st['share'] * 100, 'percent')} of all collective wait)</p>"
+            f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the others wait for '
+            f"it {fmt(st['blamed_wait_s'] * 1e3, 'ms')} in collectives ({fmt(st['share'] * 100, 'percent')} of all "
+            "collective wait)</p>"
             if st
             else '<p data-straggler="">No straggler.</p>'
         )
@@ -319,9 +327,11 @@ def _multichip(r: dict, pics: dict) -> str:
                 f"{fmt(sat.get('threshold', 0) * 100, 'percent')} of a window.</p>"
             )
             rows = [
-                f"<tr><td>{e(r['chip'])}</td><td>{e('PCIe' if r['kind'] == 'pcie' else 'links ' + str(r['links']))}</td>"
+                f"<tr><td>{e(r['chip'])}</td>"
+                f"<td>{e('PCIe' if r['kind'] == 'pcie' else 'links ' + str(r['links']))}</td>"
                 f'<td class="num">{e(r["windows"])}</td><td class="num">{e(r["bursts"])}</td>'
-                f'<td class="num">{e(format(r["first_s"] * 1e3, ",.1f"))} – {e(format(r["last_s"] * 1e3, ",.1f"))} ms</td>'
+                f'<td class="num">{e(format(r["first_s"] * 1e3, ",.1f"))} – '
+                f"{e(format(r['last_s'] * 1e3, ',.1f'))} ms</td>"
                 f'<td class="num">{fmt(r["peak_util"] * 100, "percent")}</td></tr>'
                 for r in (sat.get("per_chip") or [])[:16]
             ]
@@ -341,9 +351,11 @@ def _timeline(timeline: str | None) -> str:
     else:
         body = (
             f"<p>The correlated timeline (host calls, submissions, PCIe transfers, every chip's ops and collectives, "
-            f'metric counter tracks) is <a id="timeline-file" href="{e(timeline)}">{e(timeline)}</a>, next to this file. '
-            f'Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener noreferrer">ui.perfetto.dev</a> and '
-            "choose <em>Open trace file</em> (the trace stays on your machine: Perfetto's UI loads it in the browser).</p>"
+            f'metric counter tracks) is <a id="timeline-file" href="{e(timeline)}">{e(timeline)}</a>, next to this '
+            f'file. Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener '
+            'noreferrer">ui.perfetto.dev</a> and '
+            "choose <em>Open trace file</em> (the trace stays on your machine: Perfetto's UI loads it in the "
+            "browser).</p>"
         )
     return f'<section id="timeline"><h2>Timeline</h2>{body}</section>'
 

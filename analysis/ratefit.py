@@ -65,8 +65,8 @@ def fit_rates(T, D: np.ndarray, cell_class: np.ndarray, cell_seg: np.ndarray) ->
     counters of window increases; NaN windows left out) from the windows' time per cell ``T`` (csr,
     rows × cells + 1, ns): one rate per op class over the run, then per step for the cells that have
     one (``cell_seg`` ≥ 0, module docstring) where they predict the step's odd windows, fitted on
-    its even ones, with under ``BETTER`` of the run rates' squared error. Returns (cells + 1, counters); equal rates (plain time
-    weighting) where a fit fails."""
+    its even ones, with under ``BETTER`` of the run rates' squared error. Returns (cells + 1, counters); equal rates
+    (plain time weighting) where a fit fails."""
     from scipy import sparse
 
     D = D.reshape(D.shape[0], -1)

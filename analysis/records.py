@@ -44,8 +44,8 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
     "unfinished", "warning"?}}``. ``count``: records the reduction used (non-null values); ``without_value``:
     records of the population left out (null); ``unfinished``: of those, the ones that had started (the
     earliest instant the value needs — arrival, first token — is set) but not reached the end the
-    value needs by the end of the run: a request still waiting for its first token, or still decoding. Percentiles and means over a
-    population with unfinished records are capped by the run length (the slowest are missing), and
+    value needs by the end of the run: a request still waiting for its first token, or still decoding. Percentiles and
+    means over a population with unfinished records are capped by the run length (the slowest are missing), and
     say so in ``warning``."""
     import networkx as nx
 
@@ -135,8 +135,8 @@ def records_vs_counters(gen, rec: Records, windows) -> str | None:
     if abs(counted - listed) < 0.5:
         return None
     return f"the request records list {listed} request(s) completed in the run but `{name}` counts {counted:.0f}: " + (
-        f"{counted - listed:.0f} completed request(s) are not in the records (admitted before the run began, e.g. during "
-        "a warm-up), so the latency metrics (ttft, tpot, itl, e2e, requests_completed) do not cover them"
+        f"{counted - listed:.0f} completed request(s) are not in the records (admitted before the run began, e.g. "
+        "during a warm-up), so the latency metrics (ttft, tpot, itl, e2e, requests_completed) do not cover them"
         if counted > listed
         else "the records hold completions the counters did not count (another window or host?)"
     )

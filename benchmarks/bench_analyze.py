@@ -170,14 +170,17 @@ def main(argv=None) -> int:
             f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)"
         )
         print(
-            f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the catalog and the kernel)"
+            f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the "
+            "catalog and the kernel)"
         )
         print(
-            f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs {res['analyze_warm_s']}, "
+            f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs "
+            f"{res['analyze_warm_s']}, "
             f"peak {res['analyze_warm_peak_mb']} MB)"
         )
         print(
-            f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} s (target < 1)"
+            f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} "
+            "s (target < 1)"
         )
         print(f"cross-check against DuckDB: {check}")
     return 0

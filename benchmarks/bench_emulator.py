@@ -84,7 +84,8 @@ def main() -> None:
         ref = ref or per
         slope = f", marginal {(m['wall_s'] - prev[1]) / (c - prev[0]):.3f} s per added chip" if prev else ""
         print(
-            f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {per / ref:.2f}{slope}"
+            f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio "
+            f"{per / ref:.2f}{slope}"
         )
         prev = (c, m["wall_s"])
 

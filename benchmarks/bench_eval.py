@@ -21,7 +21,8 @@ What it measures (each in its own process, so its peak memory is its own):
   divided by this machine's copy bandwidth (read + write bytes per second of a large ``np.copyto``,
   best of one and two threads), measured in the same run;
 - compile time of the shipped catalog and of a synthetic catalog of 10,000 metrics over 2,000
-  signals (the median of three compiles, each from the files; with a profile of ``metrics/compiler.py`` when it is slower than the 2 s target);
+  signals (the median of three compiles, each from the files; with a profile of ``metrics/compiler.py`` when it is
+  slower than the 2 s target);
 - streaming latency per sample (``Stream.push``, 8 chips, full metric set): median and p99, with the
   registers as a dict of arrays and as one (chips, FLAT_COLUMNS) array;
 - peak resident memory of each.
@@ -676,7 +677,8 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
     best = results["duckdb"]["seconds"] if "duckdb" in results and "error" not in results["duckdb"] else nan
     print(
         f"\nperfonto evaluation benchmark — {args.chips} chips × {args.samples:,} samples = {rows:,} rows, "
-        f"{len(graph.generation.signals)} signal columns ({lay.n} register values read per row), {len(graph.metrics)} metrics; "
+        f"{len(graph.generation.signals)} signal columns ({lay.n} register values read per row), "
+        f"{len(graph.metrics)} metrics; "
         f"{os.cpu_count()} cores; copy bandwidth {bw / 1e9:.1f} GB/s (read + write), {moved / 1e9:.2f} GB to move\n"
     )
     label = {

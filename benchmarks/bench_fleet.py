@@ -3,7 +3,8 @@ and rows/s of the embedded engine, DuckDB on the generated SQL and Spark local[1
 as ratios measured in one run. Not a test: it prints figures.
 
     pip install -e '.[test,bench]'
-    python benchmarks/bench_fleet.py [--hosts 125] [--chips 8] [--duration 1h] [--period 100ms] [--subset 4] [--data-dir DIR] [--keep]
+    python benchmarks/bench_fleet.py [--hosts 125] [--chips 8] [--duration 1h] [--period 100ms] [--subset 4] \
+        [--data-dir DIR] [--keep]
 
 1. ``perfonto emulate --fleet HOSTSxCHIPS`` writes the dataset (hosts × chips × samples rows; 125 × 8 ×
    36,000 = 36M rows for 1 h at 100 ms), unless ``--data-dir`` holds it already;
@@ -173,13 +174,15 @@ def main() -> None:
             print(f"subset, {eng}: {res[eng]}", flush=True)
         rows = full.get("rows", 0)
         print(
-            f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × {int(round(a.duration / a.period)) + 1:,} samples "
+            f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × "
+            f"{int(round(a.duration / a.period)) + 1:,} samples "
             f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
             f"{os.cpu_count()} cores\n"
         )
         if "seconds" in full:
             print(
-                f"{'perfonto analyze (default engine), whole fleet':48s} {full['seconds']:9.1f} s  {rows / full['seconds']:12,.0f} rows/s  "
+                f"{'perfonto analyze (default engine), whole fleet':48s} {full['seconds']:9.1f} s  "
+                f"{rows / full['seconds']:12,.0f} rows/s  "
                 f"peak {full['peak_mb'] / 1024:.2f} GB (targets < 180 s: {'yes' if full['seconds'] < 180 else 'NO'}, "
                 f"< 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})"
             )

@@ -72,7 +72,8 @@ def main() -> None:
     walls, doc = time_cli(args.repeat)
     med = statistics.median(walls)
     print(
-        f"perfonto run (defaults), {args.repeat} runs: median {med:.2f} s, min {min(walls):.2f} s, max {max(walls):.2f} s"
+        f"perfonto run (defaults), {args.repeat} runs: median {med:.2f} s, min {min(walls):.2f} s, max "
+        f"{max(walls):.2f} s"
     )
     print(f"  ratio to the 30 s budget: {med / BUDGET_S:.3f}")
     print("  phases (last run): " + ", ".join(f"{k} {v:.2f} s" for k, v in doc.get("timings_s", {}).items()))

@@ -139,21 +139,24 @@ def main() -> None:
     push_rate = r["samples"] / r["push_s"]
     e2e_rate = r["samples"] / (r["push_s"] + r["emulate_s"])
     print(
-        f"{a.chips} chips, 1 ms samples, {r['samples']} samples ({a.seconds:g} s simulated); required {RATE:.0f} samples/s"
+        f"{a.chips} chips, 1 ms samples, {r['samples']} samples ({a.seconds:g} s simulated); required {RATE:.0f} "
+        "samples/s"
     )
     print(
-        f"  Stream + state + a /metrics render per second: {push_rate:10.0f} samples/s = {push_rate / RATE:6.1f} x the rate "
-        f"({r['scrape_ms']:.1f} ms and {r['scrape_bytes'] / 1024:.0f} KiB per render)"
+        f"  Stream + state + a /metrics render per second: {push_rate:10.0f} samples/s = {push_rate / RATE:6.1f} x "
+        f"the rate ({r['scrape_ms']:.1f} ms and {r['scrape_bytes'] / 1024:.0f} KiB per render)"
     )
     print(
-        f"  … plus emulating the chunks (--emulate):        {e2e_rate:10.0f} samples/s = {e2e_rate / RATE:6.1f} x the rate"
+        f"  … plus emulating the chunks (--emulate):        {e2e_rate:10.0f} samples/s = {e2e_rate / RATE:6.1f} x "
+        "the rate"
     )
     if not a.no_paced:
         p = paced(a.chips, a.seconds)
         served = p["samples"] / p["wall_s"]
         kept = abs(served / RATE - 1) < 0.05 and (p["lag_s"] or 0) < 0.5
         print(
-            f"  perfonto serve --emulate, paced, {p['wall_s']:.1f} s wall: {served:7.0f} samples/s = {served / RATE:5.2f} x the rate, "
+            f"  perfonto serve --emulate, paced, {p['wall_s']:.1f} s wall: {served:7.0f} samples/s = "
+            f"{served / RATE:5.2f} x the rate, "
             f"lag {p['lag_s'] if p['lag_s'] is None else round(p['lag_s'], 3)} s, scrape {p['scrape_ms']:.1f} ms "
             f"-> {'keeps up' if kept else 'FALLS BEHIND'}"
         )

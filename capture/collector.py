@@ -86,7 +86,8 @@ def wide_schema(gen: Generation, hosts: bool = False) -> pa.Schema:
 
 
 def wide_schema_json(gen: Generation) -> str:
-    """``wide_schema`` as JSON: ``{"collector_format", "generation", "columns": [{name, type, instances, kind, unit}]}``."""
+    """``wide_schema`` as JSON:
+    ``{"collector_format", "generation", "columns": [{name, type, instances, kind, unit}]}``."""
     cols = [
         {"name": "host", "type": "string", "optional": True},
         {"name": "chip", "type": "int32"},

@@ -297,7 +297,8 @@ def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
     raise DumpError(
         f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
         f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "
-        f"`{base}[{sig.full_instances - 1}]`, or the present slots only ({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
+        f"`{base}[{sig.full_instances - 1}]`, or the present slots only "
+        f"({', '.join(f'`{base}[{i}]`' for i in sig.slots[:8])}"
         f"{' …' if sig.instances > 8 else ''})"
     )
 
@@ -445,7 +446,8 @@ def _on_grid(p, gen, chip, host, ts, columns, period, sample, meta, notes) -> Co
         ind = sig.reset_indicator
         if name in raw and ind is not None and ind not in raw:
             notes.append(
-                f"`{name}` declares reset indicator `{ind}`, which is not in the dump: resets are inferred from implausible increases only"
+                f"`{name}` declares reset indicator `{ind}`, which is not in the dump: resets are inferred from "
+                "implausible increases only"
             )
     return CounterDump(
         p,

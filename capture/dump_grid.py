@@ -147,8 +147,9 @@ def drift_note(p: str, stamps: np.ndarray, present: np.ndarray, period: int) -> 
     if worst <= 0.01:
         return None
     return (
-        f"{p}: the sampling timer drifts: consecutive samples are up to {worst:.1%} of the {period} ns period off it; each was "
-        f"placed on the next grid point (within ±{DRIFT:.0%} of the period a step is one sample, beyond it a gap)"
+        f"{p}: the sampling timer drifts: consecutive samples are up to {worst:.1%} of the {period} ns period off "
+        f"it; each was placed on the next grid point (within ±{DRIFT:.0%} of the period a step is one sample, beyond "
+        "it a gap)"
     )
 
 

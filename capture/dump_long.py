@@ -64,7 +64,8 @@ def _long_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
         if n == 1:
             if np.any(ii > 0):
                 raise DumpError(
-                    f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave `instance` empty"
+                    f"{p}: signal `{name}` has no instances, but rows give instance {int(ii.max())}; leave "
+                    "`instance` empty"
                 )
             ii = np.zeros(len(rows), np.int64)
         elif sig.slots is not None:  # instance = the slot's flat index; rows of slots that are not present are left out

@@ -139,9 +139,14 @@ def _families(text: str, path: str):
         said = str(exc)
         for n, ln in enumerate(text.splitlines(), 1):
             if ln.strip() and ln.strip() in said:  # the parser quotes the line it refused
+                what = (
+                    "OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF comments"
+                    if ln.startswith("#")
+                    else "fix or drop the line"
+                )
                 raise DumpError(
                     f"{path}:{n}: refused by the {'OpenMetrics' if openmetrics else 'Prometheus'} text parser "
-                    f"({said[:120]}); {'OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF comments' if ln.startswith('#') else 'fix or drop the line'}"
+                    f"({said[:120]}); {what}"
                 ) from None
         for n, ln in enumerate(text.splitlines(), 1):
             if not ln.strip() or ln.startswith("#"):

@@ -114,7 +114,8 @@ def generate_header(gen: Generation) -> str:
         "    double scale;         /* raw x scale = value in unit */",
         "};",
         "",
-        f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{  /* by id; holes are zero */",
+        f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{  /* by id; holes "
+        "are zero */",
     ]
     for name, s in sorted(gen.signals.items(), key=lambda kv: ids[kv[0]]):
         if s.instances > 0xFFFFFFFF:
@@ -127,8 +128,8 @@ def generate_header(gen: Generation) -> str:
         if not math.isfinite(scale):
             raise ValueError(f"signal `{name}` has a non-finite scale")
         lines.append(
-            f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, {wrap}u, "
-            f"{s.instances}u, {scale!r}}},"
+            f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, "
+            f"{wrap}u, {s.instances}u, {scale!r}}},"
         )
     lines += ["};", "", f"#endif /* {p}_H */", ""]
     return "\n".join(lines)

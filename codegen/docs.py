@@ -72,7 +72,8 @@ def generate_markdown(graph: MetricGraph) -> str:
     for name in sorted(gen.spec):
         c = gen.spec[name]
         out.append(
-            f"| `{_n(name)}` | {c.value:g} | {_esc(c.unit_text)} | {c.provenance} | {c.scope.value} | {_esc(c.source)} |"
+            f"| `{_n(name)}` | {c.value:g} | {_esc(c.unit_text)} | {c.provenance} | {c.scope.value} | "
+            f"{_esc(c.source)} |"
         )
     out.append("")
     out.append("## Signals")
@@ -94,7 +95,8 @@ def generate_markdown(graph: MetricGraph) -> str:
             used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
             width = str(s.width) if s.width else "—"
             out.append(
-                f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | {used} |"
+                f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | "
+                f"{used} |"
             )
         out.append("")
     out.append("## Metrics")

@@ -110,7 +110,8 @@ class _Site:
             "# perfonto metric reference",
             "",
             f"Metric details as compiled for `{_n(self.primary)}`; availability on every generation "
-            f"({', '.join(f'`{_n(g)}`' for g in self.graphs)}). {len(self.names)} metrics in {len(self.groups)} groups.",
+            f"({', '.join(f'`{_n(g)}`' for g in self.graphs)}). {len(self.names)} metrics in {len(self.groups)} "
+            "groups.",
             "",
             "## Generations",
             "",
@@ -122,8 +123,8 @@ class _Site:
             lineage = " → ".join(_esc(x) for x in gen.lineage) or _esc(name)
             n_ok = sum(self.status(name, n)[0] for n in self.names)
             out.append(
-                f"| [`{_n(name)}`](generations/{_file(name)}.md) | {lineage} | {len(gen.signals)} | {len(gen.spec)} | {n_ok} | "
-                f"{len(self.names) - n_ok} | {_esc(gen.description)} |"
+                f"| [`{_n(name)}`](generations/{_file(name)}.md) | {lineage} | {len(gen.signals)} | {len(gen.spec)} "
+                f"| {n_ok} | {len(self.names) - n_ok} | {_esc(gen.description)} |"
             )
         out += ["", "## Metric groups", "", "| group | metrics |", "|---|---|"]
         for grp, names in sorted(self.groups.items()):
@@ -140,7 +141,8 @@ class _Site:
         for n in self.names:
             d = self.decl[n]
             out.append(
-                f"| {self.metric_link(n, True)} | {_esc(d.unit)} | {', '.join(_esc(x) for x in _groups_of(d))} | {self.availability_row(n)} |"
+                f"| {self.metric_link(n, True)} | {_esc(d.unit)} | {', '.join(_esc(x) for x in _groups_of(d))} | "
+                f"{self.availability_row(n)} |"
             )
         return "\n".join(out) + "\n"
 

@@ -15,7 +15,6 @@ assumption (``ontology/catalog/sohu.yaml``), and the comparison says so.
 
 from __future__ import annotations
 
-import dataclasses
 
 from .parallel import Mapping
 from .presets import family_claim, preset_names, resolve

@@ -109,8 +109,8 @@ def generate_fleet(
             if key not in written:
                 emu_dir = Path(tmp) / f"emu{len(written)}"
                 log(
-                    f"emulating profile {len(written)} (slow chip {p['slow_chip']}, throttled link {p['throttled_link']}, "
-                    f"hot {p['hot']}) for {host}"
+                    f"emulating profile {len(written)} (slow chip {p['slow_chip']}, throttled link "
+                    f"{p['throttled_link']}, hot {p['hot']}) for {host}"
                 )
                 res = run(
                     gen,

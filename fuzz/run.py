@@ -278,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for r in out:
             print(
-                f"{r['target']:8s} {r['inputs']:>9,} inputs  {r['crashes']} crashes  {r['hangs']} hangs  {r['seconds']:>7.1f} s"
+                f"{r['target']:8s} {r['inputs']:>9,} inputs  {r['crashes']} crashes  {r['hangs']} hangs  "
+                f"{r['seconds']:>7.1f} s"
             )
     return 1 if any(r["crashes"] or r["hangs"] for r in out) else 0
 

@@ -26,7 +26,8 @@ FORMATS = ("perf", "intel", "arm", "rocprof")
 
 
 def default_generation(fmt: str, path: str | Path) -> str:
-    """A generation name from the file name (``perf_arm64_neoverse-n2-v2_metrics.json`` → ``perf_arm64_neoverse_n2_v2_metrics``)."""
+    """A generation name from the file name
+    (``perf_arm64_neoverse-n2-v2_metrics.json`` → ``perf_arm64_neoverse_n2_v2_metrics``)."""
     stem = ident(re.sub(r"\.(json|ya?ml)$", "", Path(path).name))
     return stem if stem.startswith(fmt) else f"{fmt}_{stem}"
 

@@ -29,7 +29,8 @@ from .names import NameTable, ident, metric_name
 from .source_io import load_json
 
 TRANSLATIONS = [
-    "Arm `units` text is mapped to pint (percent, MPKI → event/kevent, `per <x>` → event/event) and the formula's own ×100 / ×1000 removed, value kept",
+    "Arm `units` text is mapped to pint (percent, MPKI → event/kevent, `per <x>` → event/event) and the formula's "
+    "own ×100 / ×1000 removed, value kept",
     "Arm formulas are plain arithmetic; division by zero is read as NaN, i.e. perfonto's null",
     "the top-down decision tree: roots get group `topdown`, metrics of a root's next groups get it as `parent`",
     "events are counters with unit `event` and width 64 (the specification gives no width)",

@@ -48,7 +48,8 @@ CONSTANT_DEFAULTS = {
 DURATIONS = {"DURATIONTIMEINMILLISECONDS": "ms", "DURATIONTIMEINSECONDS": "s"}
 
 TRANSLATIONS = [
-    "Intel formulas give percent values: declared [percent], the leading `100 *` removed (perfonto stores the fraction, shows the same number)",
+    "Intel formulas give percent values: declared [percent], the leading `100 *` removed (perfonto stores the "
+    "fraction, shows the same number)",
     "Intel thresholds compare percent values: bounds are kept as numbers in the metric's unit (percent)",
     "Intel `a if c else b` takes b when c is 0: written `a if c != 0 else b`",
     "Intel division by zero (undefined in the README) is read as NaN, i.e. perfonto's null",

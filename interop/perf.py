@@ -85,7 +85,8 @@ ARM64_SBSA = {
 LITERAL_DEFAULTS = {
     "slots": (
         5.0,
-        "issue slots per cycle; perf reads the PMU's caps/slots. 5 as on Neoverse N2, which this file's formulas special-case",
+        "issue slots per cycle; perf reads the PMU's caps/slots. 5 as on Neoverse N2, which this file's formulas "
+        "special-case",
     ),
     "smt_on": (1.0, "1 when SMT is on; perf reads it from sysfs"),
     "core_wide": (1.0, "1 when events count for the whole core"),
@@ -100,17 +101,22 @@ LITERAL_DEFAULTS = {
 TRANSLATIONS = [
     "perf `/` by zero gives NaN; perfonto's `/` gives null: same meaning, kept as `/`",
     "perf `d_ratio(a, b)` is 0 when b is 0: written `a / b if b != 0 else 0`",
-    "perf `a if c else b` takes b only when c is exactly 0: written `a if c != 0 else b` (a NaN condition takes a in perf, null in perfonto)",
-    "perf `<`, `>` give 1/0 and `&`, `|`, `^` are logical: written as comparisons and `and`/`or`, `1 if … else 0` where used as numbers",
-    "perf `#literal`s are machine values: dimensionless `spec.*` constants with assumed values (see the generated YAML)",
+    "perf `a if c else b` takes b only when c is exactly 0: written `a if c != 0 else b` (a NaN condition takes a in "
+    "perf, null in perfonto)",
+    "perf `<`, `>` give 1/0 and `&`, `|`, `^` are logical: written as comparisons and `and`/`or`, `1 if … else 0` "
+    "where used as numbers",
+    "perf `#literal`s are machine values: dimensionless `spec.*` constants with assumed values (see the generated "
+    "YAML)",
     "perf `duration_time` (seconds) is `interval`",
-    "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided back",
+    "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided "
+    "back",
     "ScaleUnit `<scale><unit>`: the declared unit is the label's pint unit and the value stays expression × scale",
-    "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried by `parent`",
-    "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines them "
-    "with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
-    "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a scale "
-    "is read as its value / scale",
+    "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried "
+    "by `parent`",
+    "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines "
+    "them with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
+    "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a "
+    "scale is read as its value / scale",
 ]
 
 
@@ -190,7 +196,8 @@ class _Reader:
                     key = name.lower()
                     self._reject(
                         key,
-                        f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with --arch-std)",
+                        f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with "
+                        "--arch-std)",
                         origin,
                     )
                     continue

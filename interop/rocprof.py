@@ -53,9 +53,11 @@ AGENT_DEFAULTS = {
 }
 TRANSLATIONS = [
     "rocprofiler `/` gives 0 when the divisor is 0: written `a / b if b != 0 else 0`",
-    "rocprofiler `reduce(e, sum|avr|min|max)` over all dimensions is `sum/avg/min/max(e)`; reducing a dimensionless value is the value",
+    "rocprofiler `reduce(e, sum|avr|min|max)` over all dimensions is `sum/avg/min/max(e)`; reducing a dimensionless "
+    "value is the value",
     "rocprofiler `accumulate(C, MODE)` is its own counter `<c>_accum_<mode>` (C read in accumulate mode)",
-    f"rocprofiler dimensions come from the agent at run time: each block has one axis `instance` of assumed size {INSTANCES}",
+    "rocprofiler dimensions come from the agent at run time: each block has one axis `instance` of assumed size "
+    f"{INSTANCES}",
     "agent properties (simd_count, …) are dimensionless `spec.*` constants with assumed values",
     "identical architectures are imported as one generation listing them",
     "counters have unit `event` and width 64 (the file gives neither)",

@@ -146,7 +146,8 @@ def export(graph: MetricGraph, prefix: str = PREFIX, schema_url: str | None = No
     for name, m in graph.record_metrics.items():
         if m.population is None:
             skipped[name] = (
-                "a reduction over records (percentile, mean, count): a view of the per-record histogram, not an instrument"
+                "a reduction over records (percentile, mean, count): a view of the per-record histogram, not an "
+                "instrument"
             )
             continue
         full = named(name)

@@ -7,7 +7,8 @@ cycles), so the mapping is chosen in that world:
 |---|---|---|
 | ``%``, ``percent``, ``percent of slots/cycles/operations`` | ``percent`` | |
 | ``MPKI``, ``PKI`` (misses / items per kilo-instruction) | ``event/kevent`` | per 1000 counted instructions |
-| ``per cycle``, ``per branch``, ``per cache access`` … (Arm), ``per instruction`` (Intel), ``conflicts/access`` | ``event/event`` | a ratio of two counts |
+| ``per cycle``, ``per branch``, ``per cache access`` … (Arm) | ``event/event`` | a ratio of two counts |
+| ``per instruction`` (Intel), ``conflicts/access`` | ``event/event`` | a ratio of two counts |
 | ``cycles`` | ``event`` | cycles are counted like any event |
 | anything pint parses (``GB/s``, ``ns``, ``W``; ``/sec`` read as ``/s``) | itself | |
 

@@ -153,7 +153,10 @@ def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path]
     )
     shipped = not yamls or set(gen.lineage[:-1]) & set(shipped_generations())
     if not shipped:
-        return f"metric files compiled: {own} (`{gen.name}` extends no shipped generation: the shipped library does not apply)"
+        return (
+            f"metric files compiled: {own} (`{gen.name}` extends no shipped generation: the shipped library does "
+            "not apply)"
+        )
     if not library:
         return f"metric files compiled: {own} only (--no-library: the shipped metric library is left out)"
     base = gen.name if not yamls else [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]

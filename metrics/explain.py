@@ -160,15 +160,18 @@ def explain_input(gen, name: str) -> str | None:
             out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
         if s.modulus is not None:
             out.append(
-                f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or beyond it are null)"
+                f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or "
+                "beyond it are null)"
             )
         if s.scale_field is not None:
             out.append(
-                f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a change is null)"
+                f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a "
+                "change is null)"
             )
         if s.slots is not None:
             out.append(
-                f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices {', '.join(map(str, s.slots[:16]))}"
+                f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices "
+                f"{', '.join(map(str, s.slots[:16]))}"
                 f"{' …' if len(s.slots) > 16 else ''})"
             )
         if s.reset_indicator:
@@ -220,11 +223,17 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
         out.append(f"children: {', '.join(children)}")
     if m.from_records:
         out.append(
-            f"population: {'one value per ' + m.population + ' record' if m.population else 'one value over the run (a reduction over records)'}"
+            "population: "
+            + (
+                "one value per " + m.population + " record"
+                if m.population
+                else "one value over the run (a reduction over records)"
+            )
         )
     else:
         out.append(
-            f"server level: {'sum over chips (a total)' if m.degree == 1 else 'ratio of server totals, from summed base quantities'}"
+            "server level: "
+            + ("sum over chips (a total)" if m.degree == 1 else "ratio of server totals, from summed base quantities")
         )
     out.append("")
     out.append("unit, step by step:")

@@ -60,7 +60,8 @@ def resolve_binding(
         err(
             f"give exactly one of {', '.join(KINDS)} (got {', '.join(given) or 'none'})",
             None,
-            "e.g. `emulator: {linear: {hbm_read: 1}, split: jitter}`; `perfonto emulator-quantities` lists the quantities",
+            "e.g. `emulator: {linear: {hbm_read: 1}, split: jitter}`; `perfonto emulator-quantities` lists the "
+            "quantities",
         )
         return None
     k = given[0]

@@ -66,7 +66,8 @@ CODES: dict[str, str] = {
     "unit-mismatch": "units that cannot be converted (declared unit, addition, comparison)",
     "axes-mismatch": "an operation between values over different instance axes, not rolled up",
     "chip-degree": "a metric that scales as chips^k with k not 0 or 1, or adds unlike degrees",
-    "type": "an operand of the wrong kind: a condition where a quantity is needed, a non-literal exponent, a list of instants",
+    "type": "an operand of the wrong kind: a condition where a quantity is needed, a non-literal exponent, a list of "
+    "instants",
     "bool-metric": "a metric whose formula is a condition, not a quantity",
     "bounds-order": "bounds written HIGH .. LOW",
     "population": "request/token records combined with counter windows",

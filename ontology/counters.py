@@ -116,7 +116,8 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
     m = round(raw) if abs(raw) < 2**70 else None
     if m is None or abs(raw - m) > Fraction(1, 10**12) * abs(raw) + Fraction(1, 10**9):
         err(
-            f"wrap_range `{sig.wrap_range}` is {float(raw)!r} raw units (range / scale {sig.scale:g}), not a whole number",
+            f"wrap_range `{sig.wrap_range}` is {float(raw)!r} raw units (range / scale {sig.scale:g}), not a whole "
+            "number",
             "the range is a whole number of raw counts: give it exactly, or check `scale`",
         )
         return None
@@ -128,7 +129,8 @@ def _modulus(sig, u, reg, sloc: tuple, src: YamlSource, diags: list[Diagnostic])
         return None
     if m > (1 << sig.width):
         err(
-            f"wrap_range `{sig.wrap_range}` is {m} raw counts, more than a {sig.width}-bit register holds (2^{sig.width})",
+            f"wrap_range `{sig.wrap_range}` is {m} raw counts, more than a {sig.width}-bit register holds "
+            f"(2^{sig.width})",
             "the range cannot exceed the register; check `width`, `scale` and the range",
         )
         return None
@@ -220,6 +222,7 @@ def _check_indicator_kinds(gf: GenerationFile, signals: dict, src: YamlSource, d
                         f"signal `{bname}.{sname}` reads `{sig.reset_indicator}` as a {kind}, "
                         f"`{prev[1]}` reads it the other way",
                         src.span(loc),
-                        hint="an indicator is one thing: give every counter that names it the same `reset_indicator_kind`",
+                        hint="an indicator is one thing: give every counter that names it the same "
+                        "`reset_indicator_kind`",
                     )
                 )

@@ -55,14 +55,16 @@ class SpecConstant(_Model):
     description: str = Field(default="", description="What the figure is.")
     scope: Scope = Field(
         default=Scope.chip,
-        description="`instance` (per instance of the block it is named after), `chip` (per-chip amount; N chips have N times it) or `system` (independent of the chip count).",
+        description="`instance` (per instance of the block it is named after), `chip` (per-chip amount; N chips have "
+        "N times it) or `system` (independent of the chip count).",
     )
     precision: str | None = Field(
         default=None, description="For peak rates: the number format (`fp8`, `bf16`, `fp4`, ...)."
     )
     sparsity: Sparsity | None = Field(
         default=None,
-        description="For peak FLOP rates: `dense`, or `sparse` (2:4 structured sparsity doubles vendor peaks); dense work over a sparse peak is a compile error.",
+        description="For peak FLOP rates: `dense`, or `sparse` (2:4 structured sparsity doubles vendor peaks); dense "
+        "work over a sparse peak is a compile error.",
     )
 
 
@@ -177,33 +179,42 @@ class EmulatorBinding(_Model):
 
     linear: dict[Ident, float] | None = Field(
         default=None,
-        description="Counters: Σ coefficient × quantity over the emulator's cumulative amounts (`{hbm_read: 1}`), converted to the signal's unit (seconds become cycles of the block's clock), then divided by `scale`.",
+        description="Counters: Σ coefficient × quantity over the emulator's cumulative amounts (`{hbm_read: 1}`), "
+        "converted to the signal's unit (seconds become cycles of the block's clock), then divided by "
+        "`scale`.",
     )
     impulse: Ident | None = Field(
         default=None,
-        description="Counters: a count the emulator adds when a step ends (`steps`, `input_tokens`, `output_tokens`, `requests_completed`, ...); exact integers.",
+        description="Counters: a count the emulator adds when a step ends (`steps`, `input_tokens`, `output_tokens`, "
+        "`requests_completed`, ...); exact integers.",
     )
     gauge: Ident | None = Field(
         default=None,
-        description="Gauges: the level the emulator holds during each step (`batch`, `kv_tokens`, `hbm_alloc_bytes`, `power`, ...), converted to the signal's unit.",
+        description="Gauges: the level the emulator holds during each step (`batch`, `kv_tokens`, `hbm_alloc_bytes`, "
+        "`power`, ...), converted to the signal's unit.",
     )
     event_rate: float | None = Field(
         default=None,
         ge=0,
-        description="Counters: random events (a Poisson process drawn from the run's seed), this many per instance per second.",
+        description="Counters: random events (a Poisson process drawn from the run's seed), this many per instance "
+        "per second.",
     )
     constant: StrictInt | None = Field(
         default=None,
         ge=0,
-        description="Any kind: the raw register value, held for the whole run (a counter that never counts, a status register that never changes).",
+        description="Any kind: the raw register value, held for the whole run (a counter that never counts, a status "
+        "register that never changes).",
     )
     split: InstanceSplit | None = Field(
         default=None,
-        description="`linear`, `gauge`, `event_rate`: how the per-chip amount spreads over the block's instances (`one`, `each`, `even`, `jitter`, `links`, `links_each`); required for blocks with instances, `one` otherwise.",
+        description="`linear`, `gauge`, `event_rate`: how the per-chip amount spreads over the block's instances "
+        "(`one`, `each`, `even`, `jitter`, `links`, `links_each`); required for blocks with instances, "
+        "`one` otherwise.",
     )
     leader_only: bool = Field(
         default=False,
-        description="`linear`, `impulse`: count on the leader chip of each scheduler rank only (the chip that sends tokens to the host), 0 on the others, so that a server total counts each token once.",
+        description="`linear`, `impulse`: count on the leader chip of each scheduler rank only (the chip that sends "
+        "tokens to the host), 0 on the others, so that a server total counts each token once.",
     )
 
 
@@ -236,22 +247,27 @@ class Signal(_Model):
     description: str = Field(min_length=1, description="What the signal counts or measures.")
     width: Annotated[StrictInt, Field(ge=1, le=64)] | Literal["unknown"] | None = Field(
         default=None,
-        description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the hardware does not document it (then any decrease is read as a reset, never a wrap).",
+        description="Register width in bits (counters, packed registers, histogram buckets); `unknown` when the "
+        "hardware does not document it (then any decrease is read as a reset, never a wrap).",
     )
     effective_width: StrictInt | None = Field(
         default=None,
         ge=1,
         le=64,
-        description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a 48-bit counter in a 64-bit register).",
+        description="Counters: bits at which the value actually wraps, when narrower than the stored `width` (e.g. a "
+        "48-bit counter in a 64-bit register).",
     )
     wrap_range: str | StrictInt | float | None = Field(
         default=None,
-        description="Counters that wrap at a range that is not a power of two, as a quantity in the signal's unit (`262143.328850 J`, as Linux powercap's max_energy_range_uj gives it): raw values run 0 … range/scale − 1 and increases are taken modulo range/scale; a raw value at or beyond it is null.",
+        description="Counters that wrap at a range that is not a power of two, as a quantity in the signal's unit "
+        "(`262143.328850 J`, as Linux powercap's max_energy_range_uj gives it): raw values run 0 … "
+        "range/scale − 1 and increases are taken modulo range/scale; a raw value at or beyond it is null.",
     )
     scale: float = Field(default=1.0, gt=0, description="raw × scale = value in `unit`.")
     scale_field: ScaleField | None = Field(
         default=None,
-        description="Counters: a field of another register that gives the unit per sample (value = raw × scale × base ^ field); a window across which the field changes is null.",
+        description="Counters: a field of another register that gives the unit per sample (value = raw × scale × "
+        "base ^ field); a window across which the field changes is null.",
     )
     sentinel: Annotated[list[StrictInt], Strict()] = Field(
         default_factory=list,
@@ -259,27 +275,34 @@ class Signal(_Model):
     )
     reset_indicator: str | None = Field(
         default=None,
-        description="Full name of a signal whose change marks a device reset; a decrease of this counter across such a change is a reset, never a wrap.",
+        description="Full name of a signal whose change marks a device reset; a decrease of this counter across such "
+        "a change is a reset, never a wrap.",
     )
     reset_indicator_kind: ResetIndicatorKind | None = Field(
         default=None,
-        description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the default) or `uptime` (only a decrease is a reset).",
+        description="What the reset indicator is: `boot_counter` or `start_time` (any change is a reset; the "
+        "default) or `uptime` (only a decrease is a reset).",
     )
     max_rate: str | None = Field(
         default=None,
-        description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond max_rate × interval is read as a reset.",
+        description="Counters: the fastest the value can grow, as a quantity (`2 TB/s`); a window's increase beyond "
+        "max_rate × interval is read as a reset.",
     )
     across_chips: ChipRollup | None = Field(
         default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum."
     )
     counted_by: Literal["chip", "leader"] = Field(
         default="chip",
-        description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip of each tensor-parallel group counts the group's events once: forward passes, tokens, requests). A metric that divides a time measured on every chip (cycles, seconds) by a leader-counted count reads the group's time at server level (see metrics.infer).",
+        description="Counters: `chip` (every chip counts its own share: bytes, cycles, energy) or `leader` (one chip "
+        "of each tensor-parallel group counts the group's events once: forward passes, tokens, "
+        "requests). A metric that divides a time measured on every chip (cycles, seconds) by a "
+        "leader-counted count reads the group's time at server level (see metrics.infer).",
     )
     fields: dict[Ident, PackedField] = Field(default_factory=dict, description="Packed registers: the bit fields.")
     buckets: Annotated[list[float], Strict()] = Field(
         default_factory=list,
-        description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts values above the last edge.",
+        description="Histograms: ascending upper edges of the buckets (in `bucket_unit`); one more bucket counts "
+        "values above the last edge.",
     )
     bucket_unit: str = Field(default="1", description="Histograms: unit of the bucket edges.")
     since: Ident | None = Field(
@@ -287,11 +310,13 @@ class Signal(_Model):
     )
     removed_in: Ident | None = Field(
         default=None,
-        description="Generation that removes the signal (informational; removal itself is `removed:` in that generation).",
+        description="Generation that removes the signal (informational; removal itself is `removed:` in that "
+        "generation).",
     )
     broken_on: Annotated[list[Ident], Strict()] = Field(
         default_factory=list,
-        description="Generations where the signal is listed but known not to count; metrics that need it are unavailable there.",
+        description="Generations where the signal is listed but known not to count; metrics that need it are "
+        "unavailable there.",
     )
     stability: Stability = Field(default=Stability.stable, description="experimental, stable or deprecated.")
     precision: str | None = Field(
@@ -309,16 +334,21 @@ class Signal(_Model):
     ] = Field(
         default_factory=dict,
         description="What real tools call this signal, by tool: `{perf: task-clock}` — the event, metric or field name "
-        "a capture of that tool holds it under (`perfonto analyze --format perf-stat` reads perf's `task-clock` lines into it). A value in a "
+        "a capture of that tool holds it under (`perfonto analyze --format perf-stat` reads perf's `task-clock` "
+        "lines into it). A value in a "
         "time unit is converted to the signal's unit; a count is read as it is.",
     )
     id: Annotated[StrictInt, Field(ge=0, le=65535)] | None = Field(
         default=None,
-        description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's signals are numbered in file order, a child generation's new signals after its parent's, a renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal in the middle of a released file without renumbering the ones after it.",
+        description="The signal's id in the generated C header (its ABI). Default: append-only — a generation's "
+        "signals are numbered in file order, a child generation's new signals after its parent's, a "
+        "renamed signal keeps its id and a removed one's id is never reused. Give an id to add a signal "
+        "in the middle of a released file without renumbering the ones after it.",
     )
     emulator: EmulatorBinding | None = Field(
         default=None,
-        description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal is absent from an emulated dump.",
+        description="What the reference emulator counts for this signal (see EmulatorBinding); without it the signal "
+        "is absent from an emulated dump.",
     )
 
 
@@ -333,7 +363,9 @@ class Block(_Model):
     )
     slots: dict[Ident, Annotated[list[StrictInt], Strict()]] = Field(
         default_factory=dict,
-        description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of all the axis' slots or of these only is read.",
+        description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 "
+        "of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of "
+        "all the axis' slots or of these only is read.",
     )
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 
@@ -349,7 +381,9 @@ class RecordField(_Model):
     )
     measure: Literal["duration", "tokens"] | None = Field(
         default=None,
-        description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted in one speculative-decoding step).",
+        description="Fields of a derived population of gaps: `duration` (the time from one emission to the next; the "
+        "default) or `tokens` (how many instants share the gap's closing emission, e.g. tokens accepted "
+        "in one speculative-decoding step).",
     )
 
 
@@ -381,14 +415,16 @@ class GenerationFile(_Model):
     description: str = Field(min_length=1, description="What this generation is.")
     extends: Ident | None = Field(
         default=None,
-        description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, blocks and signals.",
+        description="Parent generation: this file overrides and adds to the parent's clock domains, spec constants, "
+        "blocks and signals.",
     )
     removed: Annotated[list[DottedIdent], Strict()] = Field(
         default_factory=list, description="Full names of the parent's signals that this generation removes."
     )
     renamed: dict[DottedIdent, DottedIdent] = Field(
         default_factory=dict,
-        description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated alias.",
+        description="Parent signals renamed here, old full name → new full name; the old name stays as a deprecated "
+        "alias.",
     )
     clock_domains: dict[Ident, ClockDomain] = Field(description="Clock domains by name.")
     spec: dict[DottedIdent, SpecConstant] = Field(

@@ -117,7 +117,8 @@ class Catalog:
         if text is None:
             known = list(self.graph.declarations) + list(self.generation.signals) + list(self.generation.spec)
             raise KeyError(
-                f"no metric, signal or spec constant named `{name}`; {did_you_mean(name, known) or 'see perfonto check'}"
+                f"no metric, signal or spec constant named `{name}`; "
+                f"{did_you_mean(name, known) or 'see perfonto check'}"
             )
         return text
 
@@ -131,7 +132,10 @@ class Catalog:
 
     def __repr__(self) -> str:
         g = self.generation.name if self.generation else "?"
-        return f"<perfonto.Catalog {g}: {len(self.metrics)} metrics, {len(self.signals)} signals, {len(self.errors)} error(s)>"
+        return (
+            f"<perfonto.Catalog {g}: {len(self.metrics)} metrics, {len(self.signals)} signals, {len(self.errors)} "
+            "error(s)>"
+        )
 
 
 def load_catalog(
@@ -158,7 +162,8 @@ def _as_source(counters):
     if type(counters).__module__.split(".")[0] == "pandas":
         return pa.Table.from_pandas(counters, preserve_index=False)
     raise TypeError(
-        f"counters must be a path, a folder, a glob, a pyarrow Table or a pandas/Polars frame, not {type(counters).__name__}"
+        "counters must be a path, a folder, a glob, a pyarrow Table or a pandas/Polars frame, not "
+        f"{type(counters).__name__}"
     )
 
 
@@ -199,7 +204,8 @@ def evaluate(
             from perfonto.ontology.diagnostics import did_you_mean
 
             raise KeyError(
-                f"no metric `{unknown[0]}` in the catalog; {did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
+                f"no metric `{unknown[0]}` in the catalog; "
+                f"{did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
             )
         _catalog.select_metrics(graph, metrics)
     capture = capture_of(

@@ -155,8 +155,8 @@ def render_serving(result: JobResult, console: Console) -> None:
     steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20:
         console.print(
-            f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance when a "
-            f"step ends, so window-level token rates are spiky and run-level ones uncertain by about "
+            f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance "
+            f"when a step ends, so window-level token rates are spiky and run-level ones uncertain by about "
             f"{100 / steps:.0f} % — run longer for steadier serving figures."
         )
 
@@ -239,7 +239,8 @@ def _bottleneck(graph, a, console: Console) -> None:
     """The dominant bottleneck, its children and the drill-down path."""
     if a.bottleneck:
         console.print(
-            f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — {a.bottleneck_label}"
+            f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — "
+            f"{a.bottleneck_label}"
         )
         for child, v in a.children.items():
             console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
@@ -266,7 +267,8 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
             console.print(
-                f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. {v.bounds[1]:g})"
+                f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. "
+                f"{v.bounds[1]:g})"
             )
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
@@ -277,7 +279,8 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
     partial = {k: c for k, c in ev.coverage.items() if c < 0.999999}
     if partial:
         console.print(
-            "[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator and denominator):"
+            "[bold]Run-level values over part of the run[/bold] (windows with invalid inputs left out of numerator "
+            "and denominator):"
         )
         for k, c in sorted(partial.items()):
             console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
@@ -456,7 +459,8 @@ def render_multichip(mc: dict, console: Console) -> None:
             )
         elif sat.get("per_chip"):  # one line per chip and kind; the merged ranges are in report.json
             console.print(
-                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per chip:"
+                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per "
+                "chip:"
             )
             for r in sat["per_chip"][:8]:
                 what = f"chip {r['chip']} PCIe" if r["kind"] == "pcie" else f"chip {r['chip']} links {r['links']}"

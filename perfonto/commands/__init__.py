@@ -21,12 +21,14 @@ HELP = {
     "sensitivity": "which spec constant buys the most tokens/s at one operating point (d ln y / d ln x)",
     "compare": "two generations over a list of workloads, and which assumption drives each difference",
     "compare-runs": "compare captures with a baseline: every metric's change, its bootstrap interval and a verdict",
-    "coverage": "which metrics each scenario moves, whether the catalog tells the scenarios apart, what each counter buys",
+    "coverage": "which metrics each scenario moves, whether the catalog tells the scenarios apart, what each counter "
+    "buys",
     "validate-emulator": "compare the emulator's throughput with the public measurements it is calibrated on",
     "emulator-quantities": "list the emulator's named quantities (what signals' emulator bindings may name)",
     "calibrate": "fit the emulator's efficiency model to the public measurements and write fitted.yaml",
     "import": "import a perf, Intel perfmon, Arm telemetry or rocprofiler metric catalog",
-    "export": "export the metric catalog in another tool's format (perf pmu-events JSON, OpenTelemetry semantic conventions)",
+    "export": "export the metric catalog in another tool's format (perf pmu-events JSON, OpenTelemetry semantic "
+    "conventions)",
     "align": "align the chips' clocks of a run to the host timeline and analyse it across chips",
     "timeline": "write a run's correlated timeline (Chrome/Perfetto trace-event JSON or Perfetto protobuf)",
     "serve": "live metrics from the emulator or a growing dump, as OpenMetrics (Prometheus) and OTLP",

@@ -64,6 +64,7 @@ def cmd_calibrate(args) -> int:
     )
     for fam, v in (loo or {}).items():
         con.print(
-            f"leave {fam} out: geomean_error {v['geomean_error']:.4f}, worst_error {v['worst_error']:.4f} over {v['n']} rows"
+            f"leave {fam} out: geomean_error {v['geomean_error']:.4f}, worst_error {v['worst_error']:.4f} over "
+            f"{v['n']} rows"
         )
     return 0

@@ -105,7 +105,8 @@ def cmd_coverage(args) -> int:
             from perfonto.ontology.diagnostics import did_you_mean
 
             raise CommandError(
-                f"--without {s}: `{gen.name}` has no signal `{s}`; {did_you_mean(s, gen.signals) or 'see perfonto explain'}",
+                f"--without {s}: `{gen.name}` has no signal `{s}`; "
+                f"{did_you_mean(s, gen.signals) or 'see perfonto explain'}",
                 2,
             )
     proposed = _proposed(gen) if args.catalog else []
@@ -216,7 +217,8 @@ def _render(cov, gen: str, args) -> None:
     out.print(w)
     if quiet:
         out.print(
-            f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): {', '.join(quiet)}"
+            f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): "
+            f"{', '.join(quiet)}"
         )
     if unjudged:
         out.print(

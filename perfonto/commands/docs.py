@@ -82,7 +82,8 @@ def cmd_docs(args) -> int:
 
 
 def _emulator_page(gen) -> str:
-    """``emulator-quantities.md``: the quantities a signal's emulator binding may name (``perfonto emulator-quantities``)."""
+    """``emulator-quantities.md``: the quantities a signal's emulator binding may name
+    (``perfonto emulator-quantities``)."""
     from perfonto.emulator.quantities import registry
 
     from .emulator_quantities import bound_by, markdown

@@ -82,8 +82,9 @@ def cmd_export(args) -> int:
         print(json.dumps(summary, indent=2))
     else:
         err.print(
-            f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event definitions "
-            f"of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf {args.out}`)",
+            f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event "
+            f"definitions of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf "
+            f"{args.out}`)",
             markup=False,
         )
         if result.skipped:
@@ -125,8 +126,8 @@ def _semconv(args, graph, err) -> int:
     else:
         err.print(
             f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
-            f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} signals, "
-            f"{reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`",
+            f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} "
+            f"signals, {reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`",
             markup=False,
         )
         for name, why in reg.skipped.items():

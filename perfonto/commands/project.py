@@ -99,7 +99,8 @@ def register(sub) -> None:
         "--requests",
         type=positive_int,
         default=None,
-        help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the concurrency, at least 100)",
+        help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the "
+        "concurrency, at least 100)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_project)
@@ -342,10 +343,11 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
             )
         out.print("[bold]What the claim needs[/]:")
         out.print(
-            f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work sustained per chip "
-            f"({need['flops_per_token'] / 1e9:.1f} GFLOP per token × {need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
-            f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} PFLOP/s peak; "
-            f"a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation",
+            f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work "
+            f"sustained per chip ({need['flops_per_token'] / 1e9:.1f} GFLOP per token × "
+            f"{need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
+            f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} "
+            f"PFLOP/s peak; a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation",
             markup=False,
         )
         if need.get("hbm_bandwidth_needed"):

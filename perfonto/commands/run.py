@@ -45,7 +45,8 @@ def register(sub) -> None:
         "--warmup-steps",
         type=non_negative_int,
         default=400,
-        help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = cold start)",
+        help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = "
+        "cold start)",
     )
     r.add_argument(
         "--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)"
@@ -54,7 +55,8 @@ def register(sub) -> None:
         "--catalog",
         default=None,
         metavar="DIR",
-        help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the shipped metric library",
+        help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the "
+        "shipped metric library",
     )
     r.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     r.add_argument(
@@ -94,7 +96,8 @@ def register(sub) -> None:
     r.add_argument(
         "--op-snapshots",
         action="store_true",
-        help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op attribution",
+        help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op "
+        "attribution",
     )
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")

@@ -55,8 +55,9 @@ def cmd_sensitivity(args) -> int:
     out = stdout()
     b = res.base
     out.print(
-        f"[bold]{b['model']}[/] on {b['chips']} × {b['generation']}, {b['isl']}/{b['osl']} tokens, preset {b['preset']}: "
-        f"{b['benchmark_tokens_per_second']:,.0f} tokens/s over the benchmark ({b['tokens_per_second']:,.0f} at full load), "
+        f"[bold]{b['model']}[/] on {b['chips']} × {b['generation']}, {b['isl']}/{b['osl']} tokens, preset "
+        f"{b['preset']}: {b['benchmark_tokens_per_second']:,.0f} tokens/s over the benchmark "
+        f"({b['tokens_per_second']:,.0f} at full load), "
         f"bottleneck {b['bottleneck']}"
     )
     t = Table(title=f"elasticity d ln y / d ln x (central difference, x × e^±{res.step:g})")

@@ -191,11 +191,12 @@ def cmd_serve(args) -> int:
     what = (
         f"following {args.follow}"
         if args.follow
-        else f"emulating {args.model} on {args.chips} x {graph.generation.name} in real time, {args.sample_period * 1e3:g} ms samples"
+        else f"emulating {args.model} on {args.chips} x {graph.generation.name} in real time, "
+        f"{args.sample_period * 1e3:g} ms samples"
     )
     log(
-        f"serving {len(server.live.expositions)} metrics of {graph.generation.name} (catalog hash {graph.content_hash}) "
-        f"on {server.url}/metrics (health: {server.url}/healthz); {what}"
+        f"serving {len(server.live.expositions)} metrics of {graph.generation.name} (catalog hash "
+        f"{graph.content_hash}) on {server.url}/metrics (health: {server.url}/healthz); {what}"
         f"{'; OTLP to ' + args.otlp if args.otlp else ''}; stop with Ctrl-C or SIGTERM"
     )
     stop = threading.Event()

@@ -50,7 +50,8 @@ def cmd_sweep(args) -> int:
         base = base_point(args)
         if not knobs:
             raise KnobError(
-                "nothing to sweep: give at least one --vary NAME=VALUES (e.g. --vary spec.hbm.peak_bandwidth=4..16TB/s:7)"
+                "nothing to sweep: give at least one --vary NAME=VALUES (e.g. --vary "
+                "spec.hbm.peak_bandwidth=4..16TB/s:7)"
             )
         for k in knobs:
             if k.name in dict(base.workload):

@@ -82,7 +82,8 @@ def cmd_test(args) -> int:
             print(f"{o.span}: FAIL {o.vector!r}: {o.metric}: {o.message}")
         metrics = {o.metric for o in outcomes}
         print(
-            f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, {len(files)} file(s))"
+            f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, "
+            f"{len(files)} file(s))"
         )
     if not outcomes:
         err.print("no vector matched a compiled generation", markup=False)

@@ -99,7 +99,8 @@ def cmd_validate_emulator(args) -> int:
     )
     for fam, v in res.get("leave_one_family_out", {}).items():
         out.print(
-            f"{fam} left out of the fit: geomean {v['geomean_error'] * 100:.1f} %, worst {v['worst_error'] * 100:.1f} % "
+            f"{fam} left out of the fit: geomean {v['geomean_error'] * 100:.1f} %, worst "
+            f"{v['worst_error'] * 100:.1f} % "
             f"over its {v['n']} rows"
         )
     return 0

@@ -10,9 +10,9 @@ rest staying A's (as ``emulator.claim`` does for presets):
 - each setting of the presets that differs: an ``Assumptions`` field, a hardware override, the
   mapping rule, the engine.
 
-``factor = y(A with that one change) / y(A)`` for y the whole benchmark's tokens/s (``RANK_BY``); the change with the largest ``|ln factor|`` drives the
-difference. One-at-a-time factors need not multiply to ``R``: ``interaction = R / Π factors`` says how
-much the changes reinforce (> 1) or offset (< 1) each other.
+``factor = y(A with that one change) / y(A)`` for y the whole benchmark's tokens/s (``RANK_BY``); the change with the
+largest ``|ln factor|`` drives the difference. One-at-a-time factors need not multiply to ``R``: ``interaction = R / Π
+factors`` says how much the changes reinforce (> 1) or offset (< 1) each other.
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ def run_one(target: Target, nominal: dict, sc: Scenario | None, seed: int, folde
     """Emulate and analyse one scenario (None: the nominal run) at ``seed`` into ``folder``.
 
     Returns ``{"scenario", "seed", "values", "per_chip", "chips", "headline", "message", "chip",
-    "findings", "report" (the report's own headline and findings), "folder", "error"}``; a run the emulator refuses has ``error`` set and no values.
+    "findings", "report" (the report's own headline and findings), "folder", "error"}``; a run the emulator refuses has
+    ``error`` set and no values.
     """
     from perfonto import emulator
     from perfonto.analysis.capture import Capture, analyse_capture

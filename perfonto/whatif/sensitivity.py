@@ -1,8 +1,8 @@
 """``perfonto sensitivity``: which spec constant buys the most throughput at one operating point.
 
 For each spec constant ``x`` the emulator reads (``knobs.emulated_spec``; those the point's preset
-sets itself are listed as fixed; clocks and power, which set no projected time, only when asked), the elasticity of each figure ``y`` (tokens/s, ITL, TTFT, …) is a
-central difference on ``ln x``::
+sets itself are listed as fixed; clocks and power, which set no projected time, only when asked), the elasticity of each
+figure ``y`` (tokens/s, ITL, TTFT, …) is a central difference on ``ln x``::
 
     e = d ln y / d ln x ≈ (ln y(x·e^h) − ln y(x·e^−h)) / 2h
 
