@@ -24,29 +24,28 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pyarrow.parquet as pq
 from perfonto.ontology import Generation
 
 from .assumptions import Assumptions
-from .clocks import DeviceClock, draw_clocks, sync_reads
+from .clocks import DeviceClock, draw_clocks
 from .counters import write_counters
 from .groundtruth import ground_truth
 from .hardware import Hardware, hardware_from_generation
 from .knobs import Knobs
-from .lockstep import lockstep_seconds, lockstep_tables
+from .lockstep import lockstep_seconds
 from .models import get_model
 from .opsnapshots import write_snapshots
 from .ops import EmuConfig
 from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
-from .records import latency_truth, request_records, write_records
+from .records import latency_truth
 from .latency import latency
-from .steps import StepBatch
 from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, request_times, serve
 from .signals import plan_columns
 from .thermal import Thermal
-from .timeline import Timeline, concat_tables, step_lengths, take_steps
-from .trace import collective_waits, write_trace
+from .timeline import Timeline
+from .run_stages import device_grid, speculative_truth, timelines, write_side_outputs
+from .trace import collective_waits
 
 #: ``progress(phase, done, total)``: ``phase`` is ``"schedule"`` (simulated s) or ``"counters"`` (samples).
 Progress = Callable[[str, float, float], None]
@@ -154,6 +153,27 @@ def setup(
     return gen, cfg, p
 
 
+def _check_periods(duration_s: float, sample_period_s: float) -> None:
+    """Refuse a duration or sampling period that is not a finite positive number of seconds, and a
+    period under ``MIN_SAMPLE_PERIOD_S``."""
+    for name, v in (("duration_s", duration_s), ("sample_period_s", sample_period_s)):
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a finite number of seconds > 0 (got {v})")
+    if sample_period_s < MIN_SAMPLE_PERIOD_S:
+        raise ValueError(
+            f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)"
+        )
+
+
+def _knobs(slow_chip, throttled_link, router_skew) -> Knobs:
+    """The knobs that make chips differ, as ``run`` takes them (tuples, or None)."""
+    return Knobs(
+        slow_chip=tuple(slow_chip) if slow_chip is not None else None,
+        throttled_link=tuple(throttled_link) if throttled_link is not None else None,
+        router_skew=float(router_skew),
+    )
+
+
 def run(
     gen: Generation | str,
     *,
@@ -233,13 +253,7 @@ def run(
             when the generation lacks a constant, has one that is not a finite positive number, or
             the model does not fit.
     """
-    for name, v in (("duration_s", duration_s), ("sample_period_s", sample_period_s)):
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number of seconds > 0 (got {v})")
-    if sample_period_s < MIN_SAMPLE_PERIOD_S:
-        raise ValueError(
-            f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)"
-        )
+    _check_periods(duration_s, sample_period_s)
     gen, cfg, p = setup(
         gen,
         model=model,
@@ -254,11 +268,7 @@ def run(
     chips = int(chips)
     if warmup_steps < 0:
         raise ValueError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
-    knobs = Knobs(
-        slow_chip=tuple(slow_chip) if slow_chip is not None else None,
-        throttled_link=tuple(throttled_link) if throttled_link is not None else None,
-        router_skew=float(router_skew),
-    )
+    knobs = _knobs(slow_chip, throttled_link, router_skew)
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
     profiles, prof_of = knobs.profiles(chips, mp)
     counts = np.bincount(prof_of, minlength=len(profiles))
@@ -276,13 +286,7 @@ def run(
     )
     f = hw.core_hz
     t_grid, _ = sample_grid(duration_s, sample_period_s, f)
-    d_ns = int(t_grid[-1])  # the run's duration (each chip's own clock)
-    drift = np.array([c.drift for c in clocks])
-    host_ns = t_grid[:, None] / (1.0 + drift[None, :])  # when each chip's sample happens, host time
-    s_cyc = np.rint(host_ns * (f / 1e9)).astype(np.int64)  # (samples, chips)
-    t_dev = np.array([c.offset_ns for c in clocks], np.int64)[None, :] + t_grid[:, None]
-    end = int(s_cyc[-1].max())  # the last sample of any chip
-    end_host = int(round(d_ns * f / 1e9))  # host time d_ns, in core cycles
+    d_ns, s_cyc, t_dev, end, end_host = device_grid(t_grid, clocks, f)
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
@@ -295,18 +299,7 @@ def run(
 
     b, idle = sv.batch, np.rint(sv.idle_s * f).astype(np.int64)
     horizon = max(end, end_host)
-    tables = lockstep_tables(b, cfg, idle, profiles, counts) if len(b) else None
-    if tables is not None:  # keep the steps up to the one in progress at the end
-        ends = np.cumsum(step_lengths(tables[0], cfg.plan))
-        k = int(np.searchsorted(ends, horizon, side="right"))
-        if k < len(b):
-            tables, b = [take_steps(t, k + 1) for t in tables], b.take(k + 1)
-    tl0 = Timeline.build(tables[0], cfg.plan) if tables is not None else None
-    if tl0 is None or tl0.ends[-1] <= horizon:  # drained (or nothing to do) before the end: idle to the end
-        tail = horizon - (int(tl0.ends[-1]) if tl0 is not None else 0) + 1
-        extra = lockstep_tables(StepBatch.empty(1), cfg, np.array([tail]), profiles, counts)
-        tables = extra if tables is None else [concat_tables([t, e]) for t, e in zip(tables, extra)]
-    tls = [Timeline.build(t, cfg.plan) for t in tables]
+    b, tls = timelines(b, idle, cfg, profiles, counts, horizon)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -345,15 +338,10 @@ def run(
     )
 
     # request records and the latencies they give (host time)
-    n_timed = min(len(b), len(tls[0]))
-    starts_s, ends_s = tls[0].starts[:n_timed] / f, tls[0].ends[:n_timed] / f
-    records = request_records(sv, starts_s, ends_s, isl=isl, osl=osl, ranks=mp.ranks, duration_s=d_ns * 1e-9)
-    requests_path = out / "requests.parquet"
-    write_records(requests_path, records)
-    sync_path = out / "sync.parquet"
-    pq.write_table(sync_reads(clocks, d_ns, seed), str(sync_path))
-    trace_path = out / "trace.parquet"
-    trace_info = write_trace(trace_path, tls, prof_of, clocks, cfg, leaders, end_host, trace_detail)
+    trace_args = (prof_of, clocks, leaders, end_host, seed, d_ns, trace_detail)
+    records, requests_path, sync_path, trace_path, trace_info, ends_s = write_side_outputs(
+        out, sv, b, tls, cfg, isl, osl, trace_args
+    )
     snapshots_path = None
     if op_snapshots:
         snapshots_path = out / "snapshots.parquet"
@@ -437,20 +425,3 @@ def run(
         clocks,
         snapshots_path,
     )
-
-
-def speculative_truth(b: StepBatch, eng: Engine, ranks: int) -> dict:
-    """Speculative decoding over the scheduled steps (whole server): ``draft_tokens`` (k), ``acceptance``
-    (α), ``accepted_draft_tokens``, ``decode_steps`` (steps with a decoding request) and
-    ``tokens_per_decode_step`` (the mean tokens a decoding request emits per step; expected
-    ``(1 − α^(k+1)) / (1 − α)``)."""
-    dec = b.decode_tokens > 0
-    n_req = float(b.decode_tokens[dec].sum()) / (eng.draft_tokens + 1)
-    accepted = float(b.accepted_tokens.sum())
-    return {
-        "draft_tokens": int(eng.draft_tokens),
-        "acceptance": float(eng.acceptance),
-        "accepted_draft_tokens": accepted * ranks,
-        "decode_steps": int(dec.sum()),
-        "tokens_per_decode_step": (n_req + accepted) / n_req if n_req else None,
-    }
