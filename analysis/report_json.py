@@ -62,49 +62,8 @@ def report_json(report) -> dict:
     (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
     ``assumptions`` and ``claim`` (``Report.context``)."""
     graph = report.evaluated
-    metrics = {}
-    for name, m in graph.metrics.items():
-        v = report.evaluation.server[name]
-        if np.ndim(v) == 0:
-            metrics[name] = {"value": _num(v), "unit": m.unit_text}
-        else:
-            metrics[name] = {
-                "value": [_num(x) for x in np.ravel(v)],
-                "unit": m.unit_text,
-                "axes": [list(a) for a in m.axes],
-            }
-    for name, m in graph.record_metrics.items():
-        v = (report.records or {}).get(name)
-        if v is None:
-            continue
-        if np.ndim(v) == 0:
-            pop = (report.populations or {}).get(name, {})
-            metrics[name] = {
-                "value": _num(v),
-                "unit": m.unit_text,
-                "population": pop.get("population") or "run (over records)",
-            } | {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
-        else:
-            arr = np.asarray(v, dtype=np.float64)
-            metrics[name] = {
-                "value": None,
-                "unit": m.unit_text,
-                "population": m.population,
-                "count": int(np.isfinite(arr).sum()),
-                "nulls": int(np.isnan(arr).sum()),
-            }
-    decls = graph.declarations
-    for name, why in report.unavailable.items():
-        metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
-    per_chip = []
-    for ci, chip in enumerate(report.evaluation.chips):
-        per_chip.append(
-            ({"host": str(report.evaluation.hosts[ci])} if report.evaluation.hosts is not None else {})
-            | {
-                "chip": int(chip),
-                "metrics": {n: _num(report.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes},
-            }
-        )
+    metrics = _metrics_json(report)
+    per_chip = _per_chip_json(report)
     a = report.analysis
     return (
         {
@@ -143,6 +102,66 @@ def report_json(report) -> dict:
             else {}
         )
     )
+
+
+def _metrics_json(report) -> dict:
+    """``metrics`` {name: {value, unit, …}}: the evaluated metrics (array values flattened with their
+    axes), then the record metrics with a value (their population), then the unavailable ones (the reason)."""
+    graph = report.evaluated
+    metrics = {}
+    for name, m in graph.metrics.items():
+        v = report.evaluation.server[name]
+        if np.ndim(v) == 0:
+            metrics[name] = {"value": _num(v), "unit": m.unit_text}
+        else:
+            metrics[name] = {
+                "value": [_num(x) for x in np.ravel(v)],
+                "unit": m.unit_text,
+                "axes": [list(a) for a in m.axes],
+            }
+    for name, m in graph.record_metrics.items():
+        v = (report.records or {}).get(name)
+        if v is not None:
+            metrics[name] = _record_metric_json(report, name, m, v)
+    decls = graph.declarations
+    for name, why in report.unavailable.items():
+        metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
+    return metrics
+
+
+def _record_metric_json(report, name: str, m, v) -> dict:
+    """A record metric's entry: a run-level value with its population's description, or for
+    per-record values only how many have a value and how many are null."""
+    if np.ndim(v) == 0:
+        pop = (report.populations or {}).get(name, {})
+        return {
+            "value": _num(v),
+            "unit": m.unit_text,
+            "population": pop.get("population") or "run (over records)",
+        } | {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
+    arr = np.asarray(v, dtype=np.float64)
+    return {
+        "value": None,
+        "unit": m.unit_text,
+        "population": m.population,
+        "count": int(np.isfinite(arr).sum()),
+        "nulls": int(np.isnan(arr).sum()),
+    }
+
+
+def _per_chip_json(report) -> list[dict]:
+    """``per_chip``: each chip's (host,) chip and scalar metric values."""
+    graph = report.evaluated
+    per_chip = []
+    for ci, chip in enumerate(report.evaluation.chips):
+        per_chip.append(
+            ({"host": str(report.evaluation.hosts[ci])} if report.evaluation.hosts is not None else {})
+            | {
+                "chip": int(chip),
+                "metrics": {n: _num(report.evaluation.per_chip[n][ci]) for n, m in graph.metrics.items() if not m.axes},
+            }
+        )
+    return per_chip
 
 
 def per_group_json(report) -> dict:
