@@ -172,7 +172,9 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
     if capture.format != "collector":
         from perfonto.capture.formats import FORMATS
 
-        counters = FORMATS[capture.format].read(capture.counters, graph.generation, notes)
+        counters = FORMATS[capture.format].read(
+            capture.counters, graph.generation, notes, sample_period_ns=capture.sample_period_ns
+        )
     try:
         plan = plan_dump(
             counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns

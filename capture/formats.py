@@ -23,8 +23,13 @@ class Format:
     def sniff(self, path) -> bool:
         return import_module(f"perfonto.capture.{self.module}").sniff(path)
 
-    def read(self, path, gen, notes: list[str]):
-        return getattr(import_module(f"perfonto.capture.{self.module}"), self.reader)(path, gen, notes)
+    def read(self, path, gen, notes: list[str], **options):
+        """The reader's table; ``options`` (``sample_period_ns``) go to a reader that takes them by name."""
+        from inspect import signature
+
+        fn = getattr(import_module(f"perfonto.capture.{self.module}"), self.reader)
+        takes = signature(fn).parameters
+        return fn(path, gen, notes, **{k: v for k, v in options.items() if k in takes})
 
 
 FORMATS: dict[str, Format] = {
@@ -43,6 +48,27 @@ FORMATS: dict[str, Format] = {
             "openmetrics_capture",
             "node",
             "Prometheus/OpenMetrics text: a file of time-stamped samples, or a folder of scrapes named by their time",
+        ),
+        Format(
+            "dcgm",
+            "dcgm_dmon",
+            "dmon_capture",
+            "dcgm",
+            "`dcgmi dmon -e FIELDS -d MS` text output (one block of rows per interval; give -d as --sample-period)",
+        ),
+        Format(
+            "ncu",
+            "ncu",
+            "ncu_capture",
+            "ncu",
+            "Nsight Compute's `ncu --csv --page raw` (one window per kernel launch, laid back to back)",
+        ),
+        Format(
+            "rocprof",
+            "rocprof",
+            "rocprof_capture",
+            "rocprof",
+            "rocprofv3's counter-collection CSV (`--pmc … --output-format csv`; one window per dispatch)",
         ),
     )
 }

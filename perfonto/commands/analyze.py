@@ -45,11 +45,14 @@ def register(sub) -> None:
     a.add_argument(
         "--format",
         default="auto",
-        choices=("auto", "collector", "perf-stat", "openmetrics"),
+        choices=("auto", "collector", "perf-stat", "openmetrics", "dcgm", "ncu", "rocprof"),
         help="what COUNTERS is: collector (perfonto's collector format); perf-stat (`perf stat -x,` CSV, with or "
         "without -I, -A, or perf stat's report; read against the shipped `linux` catalog unless --catalog); "
         "openmetrics (Prometheus/OpenMetrics text: a file of time-stamped samples or a folder of scrapes named "
-        "by their time; the shipped `node` catalog unless --catalog); auto (default): recognised from the file",
+        "by their time; the shipped `node` catalog unless --catalog); dcgm (`dcgmi dmon` text; give its -d as "
+        "--sample-period; the shipped `dcgm` catalog); ncu (`ncu --csv --page raw`; the shipped `ncu` catalog); "
+        "rocprof (rocprofv3's counter_collection.csv; the shipped `rocprof` catalog); auto (default): recognised "
+        "from the file",
     )
     a.add_argument(
         "--timestamp-unit",
@@ -141,6 +144,12 @@ def cmd_analyze(args) -> int:
                     "your GPU's datasheet figures",
                     markup=False,
                 )
+        elif fmt == "dcgm" and args.generation is None:
+            stderr().print(
+                "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
+                "(dcgm_h200) are used: give --generation dcgm_h100 or dcgm_h200",
+                markup=False,
+            )
     try:
         topology = None
         if args.topology is not None:

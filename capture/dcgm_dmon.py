@@ -1,0 +1,274 @@
+"""``dcgmi dmon`` text output read as a capture: what ``dcgmi dmon -e 1001,1002,1005,155,156 -d 100 >
+dmon.txt`` prints, as NVIDIA's DCGM User Guide shows it (https://docs.nvidia.com/datacenter/dcgm/latest/
+user-guide/feature-overview.html, ``dcgmi dmon``; the field ids and their short names are ``dcgmi dmon -l``'s
+and the DCGM API reference's "Field Identifiers", https://docs.nvidia.com/datacenter/dcgm/latest/dcgm-api/
+dcgm-api-field-ids.html).
+
+Layout: a header line ``#Entity   GRACT   SMACT   DRAMA   POWER   TOTEC`` (the fields' short names), a units
+line (``ID`` under the entity, then a unit under each field that has one: ``W``, ``mJ``, ``MHz``, ``C``;
+blank for a ratio), then one line per entity per interval: ``GPU 0   0.123   0.101   0.250   241.3
+123456789``. ``N/A`` is a value DCGM does not have (the first sample of a profiling field): null. A repeated
+header or units line (the same as the first) is skipped.
+
+How it is read:
+
+- **Time.** dmon prints no time stamps. Its lines come in blocks, one line per entity per interval, in the
+  entity order of the first block: a new block starts when an entity comes again, or earlier in that order.
+  Sample *k* is at *k* × the period given with ``--sample-period`` (dmon's ``-d``, in ms); without it, dmon's
+  default of 1000 ms, and a note says so either way.
+- **Mapping.** A signal declares the DCGM field it is read from as ``sources: {dcgm: NAME}``, where NAME is the
+  field's ``DCGM_FI_…`` name, its numeric id or dmon's short name (``FIELDS`` knows the ids and short names of
+  the fields the shipped ``dcgm`` catalog reads); an unknown field name is matched as dmon prints it.
+- **Values.** A gauge's sample is its level, a counter's (``TOTEC``, energy since the driver loaded) its running
+  total, both as integer raw counts of the signal's scale (a ratio into ``scale: 1.0e-6`` counts millionths),
+  from the unit of the units line where it has one (``W``, ``mJ``) converted to the signal's.
+- **Chips.** ``GPU N`` is chip N; other entities (``GPU-I``, ``GPU-CI``, NVSwitch ``Switch`` …) are left out,
+  with a note.
+
+Every problem is a ``DumpError`` naming the file, the line and the column (the field): a line of another width
+than the header, a value that is not a number or ``N/A``, a unit the signal cannot read, a header that changes,
+or no field a signal maps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .dump_io import DumpError
+
+DEFAULT_PERIOD_NS = 1_000_000_000  # dcgmi dmon's default -d (1000 ms)
+# id -> (DCGM_FI name, dmon short name): DCGM API reference, "Field Identifiers";
+# the short names as `dcgmi dmon -l` lists them
+FIELDS = {
+    100: ("DCGM_FI_DEV_SM_CLOCK", "SMCLK"),
+    101: ("DCGM_FI_DEV_MEM_CLOCK", "MMCLK"),
+    150: ("DCGM_FI_DEV_GPU_TEMP", "TMPTR"),
+    155: ("DCGM_FI_DEV_POWER_USAGE", "POWER"),
+    156: ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "TOTEC"),
+    203: ("DCGM_FI_DEV_GPU_UTIL", "GPUTL"),
+    204: ("DCGM_FI_DEV_MEM_COPY_UTIL", "MCUTL"),
+    252: ("DCGM_FI_DEV_FB_USED", "FBUSD"),
+    1001: ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "GRACT"),
+    1002: ("DCGM_FI_PROF_SM_ACTIVE", "SMACT"),
+    1003: ("DCGM_FI_PROF_SM_OCCUPANCY", "SMOCC"),
+    1004: ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "TENSO"),
+    1005: ("DCGM_FI_PROF_DRAM_ACTIVE", "DRAMA"),
+    1006: ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "FP64A"),
+    1007: ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "FP32A"),
+    1008: ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "FP16A"),
+    1009: ("DCGM_FI_PROF_PCIE_TX_BYTES", "PCITX"),
+    1010: ("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIRX"),
+    1011: ("DCGM_FI_PROF_NVLINK_TX_BYTES", "NVLTX"),
+    1012: ("DCGM_FI_PROF_NVLINK_RX_BYTES", "NVLRX"),
+}
+_UNIT_ALIASES = {"C": "degC", "%": "percent"}
+_ROW = re.compile(r"^(?P<kind>[A-Za-z][\w-]*)\s+(?P<id>\d+)(?:\s+|$)")
+
+
+def short_name(source: str) -> str:
+    """dmon's short name for a signal's ``sources.dcgm`` (a ``DCGM_FI_…`` name, an id or a short name)."""
+    s = source.strip()
+    for fid, (name, short) in FIELDS.items():
+        if s in (name, str(fid), short):
+            return short
+    return s
+
+
+def _text(path: Path) -> str:
+    if path.exists() and not path.is_file():
+        raise DumpError(f"{path}: not a regular file (a pipe?); write dmon's output to a file first")
+    try:
+        return path.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(
+            f"{path}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `dcgmi dmon` output?"
+        ) from None
+    except OSError as exc:
+        raise DumpError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def read_dmon(path: str | Path) -> tuple[list[str], dict[str, str], int, list[tuple[int, str, int, list[str]]]]:
+    """(the fields' short names, field → the unit its units line gives (``""`` for none), the units line's
+    number (0: none), the rows as (line, entity kind, entity id, value texts)) of a ``dcgmi dmon`` file.
+
+    Raises:
+        DumpError: no header, a header that changes, or a row of another width (file:line).
+    """
+    p = Path(path)
+    fields: list[str] | None = None
+    starts: list[int] = []
+    header_line = units_line = None
+    units_n = 0
+    units: dict[str, str] = {}
+    rows = []
+    for n, ln in enumerate(_text(p).splitlines(), 1):
+        if not ln.strip():
+            continue
+        if ln.lstrip().startswith("#"):
+            names = ln.lstrip().lstrip("#").split()
+            if not names or names[0].lower() != "entity":
+                continue
+            if fields is None:
+                fields, header_line = names[1:], ln
+                starts = [m.start() for m in re.finditer(r"\S+", ln)][1:]
+            elif names[1:] != fields:
+                raise DumpError(
+                    f"{p}:{n}: a header with other fields ({' '.join(names[1:])}) than the one before it: two runs "
+                    "in one file?"
+                )
+            continue
+        if fields is None:
+            raise DumpError(
+                f"{p}:{n}: a line before dmon's `#Entity …` header; give the file `dcgmi dmon -e … > FILE` wrote"
+            )
+        if re.match(r"^\s*ID\b", ln, re.I):
+            if units_line is None:
+                units_line, units_n = ln, n
+                bounds = starts + [max(len(ln), len(header_line or ""))]
+                units = {f: ln[a:b].strip().strip("()") for f, a, b in zip(fields, bounds, bounds[1:])}
+            continue
+        m = _ROW.match(ln.strip())
+        if not m:
+            raise DumpError(f"{p}:{n}: not a dmon line (`ENTITY ID value …`): `{ln.strip()[:60]}`")
+        vals = ln.strip()[m.end() :].split()
+        if len(vals) != len(fields):
+            raise DumpError(
+                f"{p}:{n}: {len(vals)} value(s) where the header names {len(fields)} field(s) ({' '.join(fields)}): a "
+                "line cut short?"
+            )
+        rows.append((n, m.group("kind"), int(m.group("id")), vals))
+    if fields is None:
+        raise DumpError(f"{p}: no `#Entity …` header line; give the output of `dcgmi dmon -e FIELDS -d MS`")
+    return fields, units, units_n, rows
+
+
+def _blocks(rows: list[tuple[int, str, int, list[str]]]) -> list[int]:
+    """The interval (block) number of each row (module docstring)."""
+    order: dict[int, int] = {}
+    out, k, last = [], -1, None
+    for _, _, gid, _ in rows:
+        pos = order.setdefault(gid, len(order))
+        if last is None or pos <= last:
+            k += 1
+        out.append(k)
+        last = pos
+    return out
+
+
+def sniff(path) -> bool:
+    """Whether ``path`` looks like ``dcgmi dmon`` output: an ``#Entity`` header line in its first 4 kB."""
+    try:
+        if not Path(path).is_file():
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except (OSError, TypeError, ValueError):
+        return False
+    return bool(re.search(r"^\s*#\s*Entity\s+[A-Z0-9_]+", head, re.M))
+
+
+def dmon_capture(
+    path: str | Path, gen, notes: list[str] | None = None, sample_period_ns: int | None = None
+) -> pa.Table:
+    """``path`` (``dcgmi dmon`` output) as a capture of ``gen`` in the collector format (one row per GPU and
+    interval; ``sample``, ``timestamp_ns`` = sample × period; one uint64 column per mapped signal), its
+    metadata naming the generation and the sample period.
+
+    Raises:
+        DumpError: a bad file (module docstring), or no field a signal of ``gen`` maps.
+    """
+    notes = notes if notes is not None else []
+    p = str(path)
+    fields, units, units_n, rows = read_dmon(path)
+    mapping = {short_name(src): name for name, sig in gen.signals.items() if (src := dict(sig.sources).get("dcgm"))}
+    if not mapping:
+        raise DumpError(f"{p}: generation `{gen.name}` names no DCGM field (`sources: {{dcgm: …}}` on its signals)")
+    used = [f for f in fields if f in mapping]
+    if not used:
+        raise DumpError(
+            f"{p}: none of its fields ({' '.join(fields)}) is a signal's `sources: {{dcgm: …}}` in `{gen.name}`"
+        )
+    missing = sorted(set(mapping) - set(fields))
+    if missing:
+        notes.append(
+            f"{p}: no field for {', '.join(mapping[f] for f in missing)} (the metrics that read them are unavailable)"
+        )
+    other = sorted({k for _, k, _, _ in rows if k != "GPU"})
+    if other:
+        notes.append(f"{p}: entities other than GPUs left out: {', '.join(other)}")
+    rows = [r for r in rows if r[1] == "GPU"]
+    if not rows:
+        raise DumpError(f"{p}: no `GPU N` rows; give dmon's output for GPUs")
+    period = sample_period_ns if sample_period_ns is not None else DEFAULT_PERIOD_NS
+    notes.append(
+        f"{p}: dmon prints no time stamps: sample k placed at k x {period / 1e6:g} ms "
+        + (
+            "(--sample-period, dmon's -d)"
+            if sample_period_ns is not None
+            else "(dmon's default -d 1000; give --sample-period MS if you ran dmon with another -d)"
+        )
+    )
+    block = _blocks(rows)
+    S = block[-1] + 1
+    gpus = sorted({r[2] for r in rows})
+    ci = {g: i for i, g in enumerate(gpus)}
+    C = len(gpus)
+    cols: dict[str, pa.Array] = {
+        "chip": pa.array(np.tile(np.array(gpus, np.int64), S)),
+        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),
+        "timestamp_ns": pa.array(np.repeat(np.arange(S, dtype=np.int64) * int(period), C)),
+    }
+    reg = gen.registry
+    for f in used:
+        sig = gen.signals[mapping[f]]
+        j = fields.index(f)
+        per = _per(reg, sig, units.get(f, ""), f"{p}:{units_n}", f, j)
+        vals = np.full((S, C), np.nan)
+        for (n, _, gid, v), k in zip(rows, block):
+            vals[k, ci[gid]] = _value(v[j], p, n, f, j)
+        null = ~np.isfinite(vals)
+        raw = np.rint(np.where(null, 0.0, vals) * per)
+        if np.any(raw < 0) or np.any(raw >= 2.0**64):
+            raise DumpError(
+                f"{p}: field {f} holds a value outside an unsigned 64-bit register at `{mapping[f]}`'s scale"
+            )
+        cols[mapping[f]] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
+    meta = {"generation": gen.name, "source": "dcgmi dmon", "sample_period_ns": int(period)}
+    return pa.table(cols).replace_schema_metadata({"perfonto": json.dumps(meta)})
+
+
+def _per(reg, sig, unit: str, p: str, field: str, j: int) -> float:
+    """Raw counts of ``sig`` per one of dmon's values in ``unit`` (the signal's own unit when dmon prints none)."""
+    if not unit:
+        return 1.0 / sig.scale
+    expr = _UNIT_ALIASES.get(unit, unit)
+    try:
+        q = reg.Quantity(1, expr)
+        if q.dimensionality != reg.Quantity(1, sig.unit).dimensionality:
+            raise ValueError
+        return float(q.to(sig.unit).magnitude) / sig.scale
+    except Exception:  # noqa: BLE001 - pint raises several kinds of error for a unit it does not know or cannot convert
+        raise DumpError(
+            f"{p} (the units line): column {j + 2} ({field}) is in `{unit}`, which signal `{sig.name}` "
+            f"(in {sig.unit:~}) does not read; map the field to a signal in that unit"
+        ) from None
+
+
+def _value(text: str, p: str, n: int, field: str, j: int) -> float:
+    if text.upper() == "N/A":
+        return float("nan")
+    try:
+        v = float(text)
+    except ValueError:
+        raise DumpError(f"{p}:{n}: column {j + 2} ({field}): `{text[:30]}` is not a number or N/A") from None
+    if not np.isfinite(v):
+        raise DumpError(f"{p}:{n}: column {j + 2} ({field}): `{text[:30]}` is not a finite number")
+    return v
+
+
+__all__ = ["DEFAULT_PERIOD_NS", "FIELDS", "dmon_capture", "read_dmon", "short_name", "sniff"]

@@ -1,0 +1,239 @@
+"""Nsight Compute's raw page as a capture: the CSV ``ncu --csv --page raw`` prints (or ``ncu --import
+REPORT.ncu-rep --csv --page raw``), as NVIDIA's Nsight Compute CLI documentation describes it
+(https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html: "Output Pages" — ``raw`` prints all
+collected metrics of every profiled kernel launch; ``--csv``; "Metrics and Units" and ``--print-units``).
+
+Layout: a header row of column names — the launch's identifiers (``"ID","Process ID","Process Name","Host
+Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC"``, …) then one column per
+metric (``gpu__time_duration.sum``, ``dram__bytes_read.sum``, …); a second row of units (empty under the
+identifiers; ``nsecond``, ``byte``, ``Kbyte``, ``%``, ``byte/second``, …, auto-scaled per column unless
+``--print-units base``); then one row per kernel launch. Lines before the header (``==PROF==`` messages,
+the application's own output) are skipped. Values may carry thousands separators (``"27,595,520"``);
+``n/a`` is an unknown value (null).
+
+How it is read (``capture.kernel_windows``): one window per kernel launch. The raw page holds no time
+stamps, so the kernels are laid **back to back** in the order of their ``ID``, each lasting its
+``gpu__time_duration.sum`` (Nsight Compute serializes the kernels it profiles, so they never overlapped
+while measured; a note says so); a file without that column is refused. ``Device`` is the chip. A metric
+column is read into the signal whose ``sources: {ncu: METRIC}`` names it: a value in a unit of the signal's
+dimension is converted (``Kbyte`` → bytes, SI prefixes as ncu prints them); a percentage or a rate (``%``,
+``byte/second``) read into a signal whose unit is that times a time is integrated over the kernel's
+duration (``sm__throughput.avg.pct_of_peak_sustained_elapsed`` into a signal in seconds is the time the SMs
+would have needed at their peak; over the kernel's time it gives back the percentage, over a run the
+duration-weighted mean). Only counters take ncu metrics (``kernel_windows.counter_signals``).
+
+Every problem is a ``DumpError`` naming the file, the row (the file's line) and the column: a missing
+column, a unit ncu does not print or that the signal cannot read, a value that is not a number, a kernel
+row without a duration, two rows of one ``ID``, or a row of another width.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+
+from .dump_io import DumpError
+from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
+
+TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
+REQUIRED = ("ID", "Kernel Name", TIME)
+_SCALED = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_TIMES = {"nsecond": "ns", "usecond": "us", "msecond": "ms", "second": "s"}
+_COUNTS = {"": "1", "inst": "instruction", "warp": "1", "sector": "1", "request": "1", "thread": "1", "block": "1"}
+
+
+def unit_expr(unit: str) -> str | None:
+    """ncu's unit text as a unit of perfonto's registry (``Kbyte`` → ``1000 * B``, ``byte/second`` →
+    ``B / s``, ``%`` → ``percent``), or None for one ncu does not print here (``cycle`` is the signal's)."""
+    if unit == "%":
+        return "percent"
+    num, _, den = unit.partition("/")
+    m = re.fullmatch(r"([KMGT]?)byte", num)
+    if m:
+        top = f"{_SCALED[m.group(1)]:g} * B"
+    elif num in _TIMES:
+        top = _TIMES[num]
+    elif num in _COUNTS:
+        top = _COUNTS[num]
+    else:
+        return None
+    if not den:
+        return top
+    return f"{top} / {_TIMES[den]}" if den in _TIMES else None
+
+
+def _rows(path: Path) -> tuple[list[tuple[int, list[str]]], str]:
+    p = str(path)
+    if path.exists() and not path.is_file():
+        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); write ncu's output to a file first")
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `ncu --csv` output?") from None
+    except OSError as exc:
+        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
+    if start is None:
+        raise DumpError(f'{p}: no header row starting "ID", …; give the output of `ncu --csv --page raw`')
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    except csv.Error as exc:
+        raise DumpError(f"{p}: not CSV ({exc}); give the output of `ncu --csv --page raw`") from None
+    return [(start + 1 + i, r) for i, r in enumerate(rows) if r and not (len(r) == 1 and r[0].startswith("=="))], p
+
+
+def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
+    """The kernel launches of an ``ncu --csv --page raw`` file, laid back to back (module docstring), with
+    the counts of ``gen``'s signals that name an ncu metric, in raw counts.
+
+    Raises:
+        DumpError: naming the file, row and column (module docstring).
+    """
+    rows, p = _rows(Path(path))
+    (hn, header), body = rows[0], rows[1:]
+    where = {name: i for i, name in enumerate(header)}
+    for name in REQUIRED:
+        if name not in where:
+            raise DumpError(
+                f'{p}:{hn}: no column "{name}"; ncu\'s raw page names each launch by "ID" and "Kernel Name" and '
+                f"times it by {TIME} (profile with `ncu --metrics {TIME},…` or a section set that holds it)"
+            )
+    if not body or any(body[0][1][where[n]] for n in ("ID", "Kernel Name")):
+        raise DumpError(f"{p}:{hn + 1}: no units row after the header; give the output of `ncu --csv --page raw`")
+    (un, units), body = body[0], body[1:]
+    signals = counter_signals(gen, "ncu")
+    mapped = {sig: m for sig, m in signals.items() if m in where}
+    absent = sorted(set(signals) - set(mapped))
+    if absent:
+        notes.append(
+            f"{p}: no column for {', '.join(f'{s} ({signals[s]})' for s in absent)} "
+            "(the metrics that read them are unavailable)"
+        )
+    if not mapped:
+        raise DumpError(f"{p}: none of its metric columns is a signal's `sources: {{ncu: …}}` in `{gen.name}`")
+    conv = {sig: _converter(gen, sig, units[where[m]], p, un, m, where[m]) for sig, m in mapped.items()}
+    t_unit = unit_expr(units[where[TIME]])
+    if t_unit is None or t_unit not in _TIMES.values():
+        raise DumpError(f"{p}:{un}: column {where[TIME] + 1} ({TIME}) is in `{units[where[TIME]]}`, not a time")
+    t_ns = gen.registry.Quantity(1, t_unit).to("ns").magnitude
+    kernels, seen, t = [], {}, 0.0
+    for n, r in body:
+        if len(r) != len(header):
+            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header (row {hn}) has {len(header)}")
+        kid = r[where["ID"]]
+        if kid in seen:
+            raise DumpError(
+                f'{p}:{n}: column 1 ("ID"): launch {kid} again (first on row {seen[kid]}): two reports in one file?'
+            )
+        seen[kid] = n
+        dur = _value(r[where[TIME]], p, n, where[TIME], TIME)
+        if dur is None or dur <= 0:
+            raise DumpError(
+                f"{p}:{n}: column {where[TIME] + 1} ({TIME}): the kernel has no duration (`{r[where[TIME]]}`), so it "
+                "cannot be placed in time; profile with the metric collected for every kernel"
+            )
+        dur_ns = dur * t_ns
+        counts = {}
+        for sig, m in mapped.items():
+            v = _value(r[where[m]], p, n, where[m], m)
+            counts[sig] = None if v is None else conv[sig](v, dur_ns * 1e-9)
+            if counts[sig] is not None and counts[sig] < 0:
+                raise DumpError(f"{p}:{n}: column {where[m] + 1} ({m}): {v:g} is negative; a kernel's amount is not")
+        chip = _chip(r[where["Device"]], p, n, where["Device"]) if "Device" in where else 0
+        start = int(round(t))
+        t += dur_ns
+        kernels.append(Kernel(chip, start, max(int(round(t)), start + 1), r[where["Kernel Name"]], counts, f"{p}:{n}"))
+    if not kernels:
+        raise DumpError(f"{p}: a header and units but no kernel rows; did ncu profile any kernel?")
+    notes.append(
+        f"{p}: {len(kernels)} kernel launch(es) laid back to back in ID order, each lasting its {TIME} (ncu's raw "
+        "page has no time stamps; ncu serializes the kernels it profiles): one window per kernel"
+    )
+    return kernels
+
+
+def _value(text: str, p: str, n: int, c: int, name: str) -> float | None:
+    t = text.strip()
+    if t in ("", "n/a", "N/A"):
+        return None
+    try:
+        v = float(t.replace(",", ""))
+    except ValueError:
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a number") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a finite number")
+    return v
+
+
+def _chip(text: str, p: str, n: int, c: int) -> int:
+    if not text.strip().isdigit() or len(text.strip()) > 6:
+        raise DumpError(f'{p}:{n}: column {c + 1} ("Device"): `{text[:20]}` is not a device number')
+    return int(text)
+
+
+def _converter(gen, sig: str, unit: str, p: str, n: int, metric: str, c: int):
+    """(value, kernel seconds) → raw counts of ``sig`` for a column in ncu's ``unit`` (module docstring)."""
+    reg, s = gen.registry, gen.signals[sig]
+    target = reg.Quantity(1, s.unit)
+    expr = unit_expr(unit)
+    if expr is None and unit == "cycle" and str(s.unit).endswith("cycle"):
+        expr = str(s.unit)
+    if expr is None:
+        raise DumpError(
+            f"{p}:{n}: column {c + 1} ({metric}): the unit `{unit}` is not one ncu prints that perfonto knows "
+            "(nsecond…second, byte…Tbyte, %, inst, cycle, X/second); export with `--print-units base`"
+        )
+    q = reg.parse_expression(expr) * 1.0  # a Quantity: ncu's prefixes are factors (Kbyte = 1000 * B)
+    if q.dimensionality == target.dimensionality:
+        per = q.to(s.unit).magnitude / s.scale
+        return lambda v, secs: v * per
+    if (q * reg.Quantity(1, "s")).dimensionality == target.dimensionality:
+        per = (q * reg.Quantity(1, "s")).to(s.unit).magnitude / s.scale
+        return lambda v, secs: v * per * secs
+    raise DumpError(
+        f"{p}:{n}: column {c + 1} ({metric}): the unit `{unit}` is not one signal `{sig}` (in {s.unit:~}) reads, "
+        "as it is or integrated over the kernel's duration; map the metric to a signal of that kind"
+    )
+
+
+def sniff(path) -> bool:
+    """Whether ``path`` looks like ``ncu --csv`` raw-page output: a row starting ``"ID","Process ID"`` in its
+    first 16 kB whose columns include ``Kernel Name`` and a metric name (``a__b.sum``)."""
+    try:
+        if not Path(path).is_file():
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(16384).decode("utf-8", "replace")
+    except (OSError, TypeError, ValueError):
+        return False
+    line = next((ln for ln in head.splitlines() if ln.startswith('"ID","Process ID"')), "")
+    return '"Kernel Name"' in line and bool(re.search(r'"[a-z0-9_]+__[\w.]+"', line))
+
+
+def ncu_capture(path: str | Path, gen, notes: list[str] | None = None, sample_period_ns: int | None = None) -> pa.Table:
+    """``path`` (``ncu --csv --page raw``) as a capture of ``gen`` in the collector format, one window per
+    kernel (``kernel_windows.kernel_table``), its metadata naming the generation.
+
+    Raises:
+        DumpError: a bad file (module docstring), or a sample period given (the windows are the kernels).
+    """
+    notes = notes if notes is not None else []
+    if sample_period_ns is not None:
+        raise DumpError(f"{path}: --sample-period does not apply to ncu's raw page: its windows are the kernels")
+    kernels = read_ncu(path, gen, notes)
+    t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)  # the signals with a column
+    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "ncu"})})
+
+
+def ncu_trace(path: str | Path, gen) -> pa.Table:
+    """The kernels of ``path`` as op spans in the trace format, on the capture's time axis."""
+    return kernel_trace(read_ncu(path, gen, []))
+
+
+__all__ = ["REQUIRED", "TIME", "ncu_capture", "ncu_trace", "read_ncu", "sniff", "unit_expr"]

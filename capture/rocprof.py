@@ -1,0 +1,246 @@
+"""rocprofv3's counter-collection CSV as a capture: the ``*_counter_collection.csv`` that ``rocprofv3 --pmc
+SQ_WAVES GRBM_COUNT … --output-format csv -- APP`` writes, as AMD's rocprofv3 documentation describes it
+(https://rocm.docs.amd.com/projects/rocprofiler-sdk/en/latest/how-to/using-rocprofv3.html, "Kernel counter
+collection" and "Output file fields").
+
+Layout: long format, one row per dispatch per counter, with the columns ``Correlation_Id, Dispatch_Id,
+Agent_Id, Queue_Id, Process_Id, Thread_Id, Grid_Size, Kernel_Id, Kernel_Name, Workgroup_Size,
+LDS_Block_Size, Scratch_Size, VGPR_Count, Accum_VGPR_Count, SGPR_Count, Counter_Name, Counter_Value,
+Start_Timestamp, End_Timestamp`` (the time stamps in ns). This reader needs ``Dispatch_Id``, ``Agent_Id``,
+``Kernel_Name``, ``Counter_Name``, ``Counter_Value``, ``Start_Timestamp`` and ``End_Timestamp``; the others
+are not read.
+
+How it is read (``capture.kernel_windows``): one window per dispatch, from its own time stamps; the rows of
+one dispatch (``Process_Id`` and ``Dispatch_Id``) must agree on agent, kernel and times. ``Agent_Id``
+(``4`` or ``Agent 4``) is the chip, the agents numbered 0, 1, … in their order (a note lists them). Dispatch
+counting runs one kernel at a time on an agent (rocprofiler-sdk, "Counter collection services": "dispatch
+counting allows only a single kernel to execute in hardware at a time"), so two dispatches that overlap on
+one agent are refused. A counter is read into the signal whose ``sources: {rocprof: COUNTER}`` names it: its
+value is in the signal's unit (rocprof prints no units: ``FETCH_SIZE`` is in KiB, so its signal's unit is
+KiB); read into a signal in a time unit, it is a percentage of the dispatch's time (rocprof's ``VALUBusy``,
+``MemUnitBusy``…) and becomes the time it stands for. ``sources: {rocprof: "End_Timestamp - Start_Timestamp"}``
+reads the dispatch's duration. Only counters take rocprof values (``kernel_windows.counter_signals``).
+
+Every problem is a ``DumpError`` naming the file, the row (the file's line) and the column: a missing column,
+an empty or non-numeric value or time stamp, a dispatch that ends before it starts, rows of one dispatch that
+disagree, a counter twice for one dispatch, or overlapping dispatches on one agent.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+
+from .dump_io import DumpError
+from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
+
+REQUIRED = (
+    "Dispatch_Id",
+    "Agent_Id",
+    "Kernel_Name",
+    "Counter_Name",
+    "Counter_Value",
+    "Start_Timestamp",
+    "End_Timestamp",
+)
+DURATION = "End_Timestamp - Start_Timestamp"  # a source naming the dispatch's own duration
+
+
+def _rows(path: Path) -> tuple[list[str], list[list[str]], str]:
+    p = str(path)
+    if path.exists() and not path.is_file():
+        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); give rocprofv3's counter_collection.csv")
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this rocprofv3's CSV?") from None
+    except OSError as exc:
+        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise DumpError(f"{p}: not CSV ({exc}); give rocprofv3's counter_collection.csv") from None
+    if not rows:
+        raise DumpError(f"{p}: empty; give rocprofv3's counter_collection.csv")
+    return rows[0], rows[1:], p
+
+
+def _int(text: str, p: str, n: int, c: int, name: str) -> int:
+    t = text.strip()
+    if not re.fullmatch(r"\d{1,19}", t):
+        why = "empty" if not t else f"`{t[:30]}` is not a whole number"
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): {why}; a dispatch needs its time stamps in ns")
+    return int(t)
+
+
+def _number(text: str, p: str, n: int, c: int, name: str) -> float:
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{text.strip()[:30]}` is not a number") from None
+    if v != v or abs(v) == float("inf"):
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{text.strip()[:30]}` is not a finite number")
+    return v
+
+
+def _agent(text: str, p: str, n: int, c: int) -> int:
+    m = re.fullmatch(r"(?:Agent\s*)?(\d{1,6})", text.strip())
+    if not m:
+        raise DumpError(f"{p}:{n}: column {c + 1} (Agent_Id): `{text[:20]}` is not an agent (`4` or `Agent 4`)")
+    return int(m.group(1))
+
+
+def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
+    """The dispatches of a rocprofv3 counter-collection CSV, with the counts of ``gen``'s signals that name a
+    rocprof counter, in raw counts (module docstring).
+
+    Raises:
+        DumpError: naming the file, row and column (module docstring).
+    """
+    header, body, p = _rows(Path(path))
+    at = {name.strip(): i for i, name in enumerate(header)}
+    for name in REQUIRED:
+        if name not in at:
+            raise DumpError(
+                f"{p}:1: no column {name}; rocprofv3's counter_collection.csv has "
+                + ", ".join(REQUIRED)
+                + " (an older rocprof's CSV without time stamps cannot be placed in time)"
+            )
+    signals = counter_signals(gen, "rocprof")
+    if not signals:
+        raise DumpError(f"{p}: generation `{gen.name}` names no rocprof counter (`sources: {{rocprof: …}}`)")
+    by_counter = {src: sig for sig, src in signals.items()}
+    reg = gen.registry
+    is_time = {
+        sig: reg.Quantity(1, gen.signals[sig].unit).dimensionality == reg.Quantity(1, "s").dimensionality
+        for sig in signals
+    }
+    to_unit = {
+        sig: reg.Quantity(1, "s").to(gen.signals[sig].unit).magnitude / gen.signals[sig].scale
+        for sig in signals
+        if is_time[sig]
+    }
+    disp: dict[tuple[str, str], Kernel] = {}
+    first: dict[tuple[str, str], int] = {}
+    seen_counter: dict[tuple, int] = {}
+    names = set()
+    pid = at.get("Process_Id")
+    for n, r in enumerate(body, 2):
+        if not r or r == [""]:
+            continue
+        if len(r) != len(header):
+            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header has {len(header)}")
+        key = (r[pid] if pid is not None else "", r[at["Dispatch_Id"]].strip())
+        start = _int(r[at["Start_Timestamp"]], p, n, at["Start_Timestamp"], "Start_Timestamp")
+        end = _int(r[at["End_Timestamp"]], p, n, at["End_Timestamp"], "End_Timestamp")
+        if end <= start:
+            raise DumpError(
+                f"{p}:{n}: column {at['End_Timestamp'] + 1} (End_Timestamp): {end} is not after Start_Timestamp {start}"
+            )
+        agent = _agent(r[at["Agent_Id"]], p, n, at["Agent_Id"])
+        kname = r[at["Kernel_Name"]]
+        k = disp.get(key)
+        if k is None:
+            k = disp[key] = Kernel(agent, start, end, kname, {}, f"{p}:{n}")
+            first[key] = n
+            for sig, src in signals.items():
+                if src == DURATION:
+                    k.counts[sig] = (end - start) * 1e-9 * to_unit[sig]
+        elif (k.chip, k.start_ns, k.end_ns, k.name) != (agent, start, end, kname):
+            raise DumpError(
+                f"{p}:{n}: dispatch {key[1]} again with another agent, kernel or time stamps than on row {first[key]}: "
+                "two runs' files joined?"
+            )
+        cname = r[at["Counter_Name"]].strip()
+        names.add(cname)
+        if (key, cname) in seen_counter:
+            raise DumpError(
+                f"{p}:{n}: column {at['Counter_Name'] + 1} (Counter_Name): {cname} again for dispatch {key[1]} "
+                f"(first on row {seen_counter[(key, cname)]}): two passes' files joined?"
+            )
+        seen_counter[(key, cname)] = n
+        sig = by_counter.get(cname)
+        if sig is None:
+            continue
+        v = _number(r[at["Counter_Value"]], p, n, at["Counter_Value"], "Counter_Value")
+        if v < 0:
+            raise DumpError(f"{p}:{n}: column {at['Counter_Value'] + 1} (Counter_Value): {v:g} is negative")
+        s = gen.signals[sig]
+        k.counts[sig] = v / 100.0 * (end - start) * 1e-9 * to_unit[sig] if is_time[sig] else v / s.scale
+    kernels = sorted(disp.values(), key=lambda k: (k.chip, k.start_ns))
+    if not kernels:
+        raise DumpError(f"{p}: a header but no dispatch rows; did rocprofv3 profile any kernel?")
+    for a, b in zip(kernels, kernels[1:]):
+        if a.chip == b.chip and b.start_ns < a.end_ns:
+            raise DumpError(
+                f"{b.where}: column {at['Start_Timestamp'] + 1} (Start_Timestamp): the dispatch starts before "
+                f"the one of row {a.where.rsplit(':', 1)[1]} on the same agent ends; dispatch counting runs one "
+                "kernel at a time"
+            )
+    used = {sig for k in kernels for sig in k.counts}
+    unread = sorted(set(signals) - used)
+    if unread:
+        notes.append(
+            f"{p}: no counter for {', '.join(f'{s} ({signals[s]})' for s in unread)} "
+            "(the metrics that read them are unavailable)"
+        )
+    if not used:
+        raise DumpError(
+            f"{p}: none of its counters ({', '.join(sorted(names)[:6])}) is a signal's `sources: {{rocprof: …}}`"
+        )
+    agents = sorted({k.chip for k in kernels})
+    for k in kernels:
+        k.chip = agents.index(k.chip)
+        for sig in used:
+            k.counts.setdefault(sig, None)
+        for sig in set(k.counts) - used:
+            del k.counts[sig]
+    notes.append(
+        f"{p}: {len(kernels)} dispatch(es), one window each, on their own time stamps; chips: "
+        + ", ".join(f"{i} = agent {a}" for i, a in enumerate(agents))
+    )
+    return kernels
+
+
+def sniff(path) -> bool:
+    """Whether ``path`` is a rocprofv3 counter-collection CSV: its first line names ``Dispatch_Id``,
+    ``Counter_Name`` and ``Counter_Value``."""
+    try:
+        if not Path(path).is_file():
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except (OSError, TypeError, ValueError):
+        return False
+    line = head.splitlines()[0] if head else ""
+    return all(f'"{c}"' in line or f"{c}," in line for c in ("Dispatch_Id", "Counter_Name", "Counter_Value"))
+
+
+def rocprof_capture(
+    path: str | Path, gen, notes: list[str] | None = None, sample_period_ns: int | None = None
+) -> pa.Table:
+    """``path`` (rocprofv3's counter-collection CSV) as a capture of ``gen`` in the collector format, one
+    window per dispatch (``kernel_windows.kernel_table``), its metadata naming the generation.
+
+    Raises:
+        DumpError: a bad file (module docstring), or a sample period given (the windows are the dispatches).
+    """
+    notes = notes if notes is not None else []
+    if sample_period_ns is not None:
+        raise DumpError(f"{path}: --sample-period does not apply to rocprof's CSV: its windows are the dispatches")
+    kernels = read_rocprof(path, gen, notes)
+    t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)
+    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "rocprofv3"})})
+
+
+def rocprof_trace(path: str | Path, gen) -> pa.Table:
+    """The dispatches of ``path`` as op spans in the trace format, on the capture's time axis."""
+    return kernel_trace(read_rocprof(path, gen, []))
+
+
+__all__ = ["DURATION", "REQUIRED", "read_rocprof", "rocprof_capture", "rocprof_trace", "sniff"]
