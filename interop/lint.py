@@ -99,56 +99,75 @@ def lint_metric(m: SourceMetric, cat: SourceCatalog) -> list[Finding]:
 
     consts = {k: c.value for k, c in cat.constants.items()}
     for n in ir.walk(m.expr):
-        if isinstance(n, ir.Bin) and n.op in ("+", "-"):
-            terms: list = []
-            _terms(n, 1, terms)
-            for t, s in terms:
-                if s > 0 and not isinstance(t, ir.Num) and (t, -1) in terms:
-                    add(
-                        "self-cancelling",
-                        f"`{show(t)}` is both added and subtracted in `{show(n)}`: it cancels",
-                        what=t,
-                    )
-        if isinstance(n, ir.Bin) and n.op in ("*", "/"):
-            facs: list = []
-            _factors(n, 1, facs)
-            for f, p in facs:
-                if p > 0 and (f, -1) in facs and not (isinstance(f, ir.Num) and f.value == 1):
-                    sev = "info" if isinstance(f, ir.Num) else "warning"
-                    add(
-                        "self-cancelling",
-                        f"`{show(f)}` is in both the numerator and the denominator of `{show(n)}`: it cancels",
-                        sev,
-                        what=f,
-                    )
-        den = n.right if isinstance(n, ir.Bin) and n.op == "/" else n.den if isinstance(n, ir.SafeDiv) else None
-        if den is not None and _constant_only(den):
-            v = _value(den, consts)
-            outcome = "0 (the source's rule)" if isinstance(n, ir.SafeDiv) else "null"
-            risky = sorted(c for c in ir.leaves(den, ir.Const) if c in cat.constants and cat.constants[c].may_be_zero)
-            if v == 0:
-                add(
-                    "zero-divisor",
-                    f"`{show(den)}` is zero with the assumed constants: `{show(n)}` is always {outcome}",
-                    "error",
-                )
-            elif risky or any(isinstance(x, ir.Bin) and x.op == "-" for x in ir.walk(den)):
-                what = ", ".join(f"`{c}` (assumed {consts[c]:g})" for c in risky) or "a difference of constants"
-                add(
-                    "zero-divisor",
-                    f"divides by `{show(den)}`, which can be zero on some machine ({what}): "
-                    f"the metric is then {outcome}",
-                )
-        if isinstance(n, ir.Truth) and any(
-            isinstance(x, ir.Bin) and x.op == "/" and not _constant_only(x.right) for x in ir.walk(n.operand)
-        ):
-            add(
-                "nan-condition",
-                f"condition `{show(n.operand)}` divides by a counter: where that is zero perf takes the "
-                f"then-branch (NaN is not zero), perfonto gives null",
-                "info",
-            )
+        _check_terms(n, add)
+        _check_factors(n, add)
+        _check_divisor(n, add, cat, consts)
+        _check_condition(n, add)
     return list(found.values())
+
+
+def _check_terms(n: ir.Node, add) -> None:
+    """A sum where a term is both added and subtracted: it cancels."""
+    if not (isinstance(n, ir.Bin) and n.op in ("+", "-")):
+        return
+    terms: list = []
+    _terms(n, 1, terms)
+    for t, s in terms:
+        if s > 0 and not isinstance(t, ir.Num) and (t, -1) in terms:
+            add("self-cancelling", f"`{show(t)}` is both added and subtracted in `{show(n)}`: it cancels", what=t)
+
+
+def _check_factors(n: ir.Node, add) -> None:
+    """A product where a factor is in both the numerator and the denominator: it cancels."""
+    if not (isinstance(n, ir.Bin) and n.op in ("*", "/")):
+        return
+    facs: list = []
+    _factors(n, 1, facs)
+    for f, p in facs:
+        if p > 0 and (f, -1) in facs and not (isinstance(f, ir.Num) and f.value == 1):
+            sev = "info" if isinstance(f, ir.Num) else "warning"
+            add(
+                "self-cancelling",
+                f"`{show(f)}` is in both the numerator and the denominator of `{show(n)}`: it cancels",
+                sev,
+                what=f,
+            )
+
+
+def _check_divisor(n: ir.Node, add, cat: SourceCatalog, consts: dict) -> None:
+    """A division by constants only: an error when they make it zero, a warning when they may be zero
+    on some machine (an assumed constant that may be zero, or a difference of constants)."""
+    den = n.right if isinstance(n, ir.Bin) and n.op == "/" else n.den if isinstance(n, ir.SafeDiv) else None
+    if den is None or not _constant_only(den):
+        return
+    v = _value(den, consts)
+    outcome = "0 (the source's rule)" if isinstance(n, ir.SafeDiv) else "null"
+    risky = sorted(c for c in ir.leaves(den, ir.Const) if c in cat.constants and cat.constants[c].may_be_zero)
+    if v == 0:
+        add(
+            "zero-divisor",
+            f"`{show(den)}` is zero with the assumed constants: `{show(n)}` is always {outcome}",
+            "error",
+        )
+    elif risky or any(isinstance(x, ir.Bin) and x.op == "-" for x in ir.walk(den)):
+        what = ", ".join(f"`{c}` (assumed {consts[c]:g})" for c in risky) or "a difference of constants"
+        add(
+            "zero-divisor",
+            f"divides by `{show(den)}`, which can be zero on some machine ({what}): the metric is then {outcome}",
+        )
+
+
+def _check_condition(n: ir.Node, add) -> None:
+    """A condition that divides by a counter: perf and perfonto disagree where the counter is zero."""
+    if isinstance(n, ir.Truth) and any(
+        isinstance(x, ir.Bin) and x.op == "/" and not _constant_only(x.right) for x in ir.walk(n.operand)
+    ):
+        add(
+            "nan-condition",
+            f"condition `{show(n.operand)}` divides by a counter: where that is zero perf takes the "
+            f"then-branch (NaN is not zero), perfonto gives null",
+            "info",
+        )
 
 
 def lint_catalog(cat: SourceCatalog) -> list[Finding]:
