@@ -116,51 +116,9 @@ def roofline_picture(report: dict) -> Picture | None:
         x1 = max(ai.max(), max(ridges)) * 4
         y0 = min(perf.min(), min(c["value"] for c in compute) * 1e-2) / 3
         y1 = peak * 3
-        for i, m in enumerate(memory):  # memory roofs: I x B up to the highest compute ceiling
-            xr = peak / m["value"]
-            ax.plot([x0, xr], [x0 * m["value"], peak], color="#333333", lw=1.3, ls="-" if i == 0 else "--")
-            xl = x0 * 2.0
-            ax.annotate(
-                f"{m['name']} {_si(m['value'], 'B/s')}",
-                (xl, xl * m["value"]),
-                xytext=(2, 6),
-                textcoords="offset points",
-                fontsize=7,
-                rotation=0,
-                color="#333333",
-            )
-        for i, c in enumerate(compute):  # compute roofs, from the HBM roof to the right
-            start = c["value"] / memory[0]["value"]
-            ax.plot(
-                [start, x1],
-                [c["value"], c["value"]],
-                color="#333333",
-                lw=1.3 if i == 0 else 1.0,
-                ls="-" if i == 0 else ":",
-            )
-            ax.annotate(
-                f"{c['name']} peak {_si(c['value'], 'FLOP/s')}",
-                (x1, c["value"]),
-                xytext=(-4, 3),
-                textcoords="offset points",
-                ha="right",
-                fontsize=7,
-                color="#333333",
-            )
-        shapes = {"matrix": "o", "vector": "^"}
-        palette = _palette(len(rows))
-        for i, r in enumerate(rows):
-            ax.scatter(
-                [r["intensity"]],
-                [r["flops_per_s"]],
-                s=40,
-                marker=shapes.get(r["work"], "s"),
-                color=palette[i],
-                edgecolor="black",
-                linewidth=0.5,
-                zorder=3,
-                label=f"{r['op']} ({r['work']})",
-            )
+        _memory_roofs(ax, memory, x0, peak)
+        _compute_roofs(ax, compute, memory, x1)
+        _op_marks(ax, rows)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(x0, x1)
@@ -182,6 +140,64 @@ def roofline_picture(report: dict) -> Picture | None:
         {"op": r["op"], "intensity": r["intensity"], "flops_per_s": r["flops_per_s"], "work": r["work"]} for r in rows
     ]
     return Picture("roofline", title, fig, {"points": points, "ceilings": cs})
+
+
+def _memory_roofs(ax, memory: list, x0: float, peak: float) -> None:
+    """Draw the memory roofs (intensity × bandwidth, up to the highest compute ceiling), each labelled
+    near the left edge."""
+    for i, m in enumerate(memory):  # memory roofs: I x B up to the highest compute ceiling
+        xr = peak / m["value"]
+        ax.plot([x0, xr], [x0 * m["value"], peak], color="#333333", lw=1.3, ls="-" if i == 0 else "--")
+        xl = x0 * 2.0
+        ax.annotate(
+            f"{m['name']} {_si(m['value'], 'B/s')}",
+            (xl, xl * m["value"]),
+            xytext=(2, 6),
+            textcoords="offset points",
+            fontsize=7,
+            rotation=0,
+            color="#333333",
+        )
+
+
+def _compute_roofs(ax, compute: list, memory: list, x1: float) -> None:
+    """Draw the compute roofs, from the first memory roof to the right edge, each labelled at the right."""
+    for i, c in enumerate(compute):  # compute roofs, from the HBM roof to the right
+        start = c["value"] / memory[0]["value"]
+        ax.plot(
+            [start, x1],
+            [c["value"], c["value"]],
+            color="#333333",
+            lw=1.3 if i == 0 else 1.0,
+            ls="-" if i == 0 else ":",
+        )
+        ax.annotate(
+            f"{c['name']} peak {_si(c['value'], 'FLOP/s')}",
+            (x1, c["value"]),
+            xytext=(-4, 3),
+            textcoords="offset points",
+            ha="right",
+            fontsize=7,
+            color="#333333",
+        )
+
+
+def _op_marks(ax, rows: list) -> None:
+    """Mark each op class at its intensity and performance (shape by its work: matrix, vector, other)."""
+    shapes = {"matrix": "o", "vector": "^"}
+    palette = _palette(len(rows))
+    for i, r in enumerate(rows):
+        ax.scatter(
+            [r["intensity"]],
+            [r["flops_per_s"]],
+            s=40,
+            marker=shapes.get(r["work"], "s"),
+            color=palette[i],
+            edgecolor="black",
+            linewidth=0.5,
+            zorder=3,
+            label=f"{r['op']} ({r['work']})",
+        )
 
 
 def topdown_series(report: dict, table) -> dict | None:
