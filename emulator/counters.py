@@ -28,6 +28,7 @@ chip. A signal without a binding has no column.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,89 @@ def _column(arr: np.ndarray, listed: bool) -> pa.Array:
     return pa.array(arr[:, 0])
 
 
+@dataclass
+class _Block:
+    """One block of ``m`` samples of every chip: the samples' core cycles ``s`` (m, chips), the linear
+    registers ``lin`` (m, chips, columns), the impulse counts ``imp`` and gauge levels ``lev`` (name →
+    (m, chips)), the leader chips and the unit registry."""
+
+    m: int
+    chips: int
+    s: np.ndarray
+    lin: np.ndarray
+    imp: dict
+    lev: dict
+    leaders: np.ndarray
+    reg: object
+
+
+def _linear(p, blk: _Block) -> np.ndarray:
+    """A linear signal's registers: its columns of the linear registers."""
+    return blk.lin[:, :, p.col : p.col + p.instances]
+
+
+def _impulse(p, blk: _Block) -> np.ndarray:
+    """An impulse signal's register: the step-end count (× its factor) modulo its width on the chips that
+    count it (the leaders when ``leader_only``), 0 on the others; every instance alike."""
+    v = blk.imp[p.impulse] if p.factor == 1.0 else np.floor(blk.imp[p.impulse] * p.factor + 1e-9).astype(np.int64)
+    v = v % _modulus(p.signal.width)
+    out = np.zeros((blk.m, blk.chips, 1), np.int64)
+    mask = blk.leaders if p.leader_only else np.ones(blk.chips, bool)
+    out[:, mask, 0] = v[:, mask]
+    return np.broadcast_to(out, (blk.m, blk.chips, p.instances))
+
+
+def _events(p, blk: _Block) -> np.ndarray:
+    """An event signal's registers: the events up to each sample (× its factor), modulo its width."""
+    out = np.empty((blk.m, blk.chips, p.instances), np.int64)
+    for c in range(blk.chips):
+        for i in range(p.instances):
+            out[:, c, i] = np.searchsorted(p.event_times[c][i], blk.s[:, c], side="right")
+    if p.factor != 1.0:
+        out = np.floor(out * p.factor + 1e-9).astype(np.int64)
+    out %= _modulus(p.signal.width)
+    return out
+
+
+def _gauge(p, blk: _Block) -> np.ndarray:
+    """A gauge's registers: the level (split over instances by its weights) in the signal's unit, in raw
+    counts of its scale, floored at 0."""
+    sig = p.signal
+    level = blk.lev[p.gauge][:, :, None] * p.gauge_weights[None]
+    level = blk.reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
+    return np.floor(np.maximum(level, 0.0) / sig.scale * (1 + 1e-12)).astype(np.int64)
+
+
+def _constant(p, blk: _Block) -> np.ndarray:
+    """A constant signal's registers: one raw value all run."""
+    return np.full((blk.m, blk.chips, p.instances), p.constant, np.int64)
+
+
+_RAW = {"linear": _linear, "impulse": _impulse, "events": _events, "gauge": _gauge}  # else: constant
+
+
+def _per_chip(a, chips: int) -> np.ndarray:
+    """``a`` (samples,) for every chip alike or (samples, chips), as int64 (samples, chips)."""
+    a = np.asarray(a, np.int64)
+    return np.repeat(a[:, None], chips, axis=1) if a.ndim == 1 else a
+
+
+def _levels(tl0: Timeline, s: np.ndarray, ts: np.ndarray, rel: np.ndarray, thermals, e_anchor) -> tuple[dict, dict]:
+    """The impulse counts and the gauge levels (with each chip's board power and temperature) at the
+    block's samples."""
+    chips = s.shape[1]
+    imp_c = [tl0.impulses_at(s[:, c]) for c in range(chips)]
+    imp = {name: np.stack([d[name] for d in imp_c], axis=1) for name in imp_c[0]}
+    lev_c = [tl0.gauges_at(s[:, c]) for c in range(chips)]
+    lev = {name: np.stack([d[name] for d in lev_c], axis=1) for name in lev_c[0]}
+    power = np.empty((len(s), chips))
+    temp = np.empty((len(s), chips))
+    for c in range(chips):
+        # the board averages power over its own sample period (device clock)
+        power[:, c], temp[:, c] = thermals[c].update(ts[:, c] * 1e-9, e_anchor[c] + rel[:, c, _ENERGY])
+    return imp, {**lev, "power": power, "temperature": temp}
+
+
 def write_counters(
     path: Path,
     gen: Generation,
@@ -125,19 +209,14 @@ def write_counters(
 
     tls = [tls] if isinstance(tls, Timeline) else list(tls)
     prof = np.zeros(chips, np.int64) if profile_of is None else np.asarray(profile_of, np.int64)
-    s_cyc = np.asarray(s_cyc, np.int64)
-    t_ns = np.asarray(t_ns, np.int64)
-    if s_cyc.ndim == 1:
-        s_cyc = np.repeat(s_cyc[:, None], chips, axis=1)
-    if t_ns.ndim == 1:
-        t_ns = np.repeat(t_ns[:, None], chips, axis=1)
+    s_cyc = _per_chip(s_cyc, chips)
+    t_ns = _per_chip(t_ns, chips)
     n = s_cyc.shape[0]
     per_sample = chips * max(1, sum(p.instances for p in plan.signals))
     k = max(1, block_values // per_sample)
     C = plan.M.shape[2]
     regs = _Registers(plan.M)
     mod = np.tile(plan.mod, chips)
-    reg = gen.registry
     sch = schema(plan, metadata)
     anchor = 0
     e_anchor = np.zeros(chips)
@@ -150,47 +229,13 @@ def write_counters(
             m = len(s)
             rel = np.stack([tls[prof[c]].relcum(anchor, s[:, c]) for c in range(chips)], axis=1)  # (m, chips, Q)
             lin = (regs.values(rel) % mod).reshape(m, chips, C)
-            imp_c = [tl0.impulses_at(s[:, c]) for c in range(chips)]
-            imp = {name: np.stack([d[name] for d in imp_c], axis=1) for name in imp_c[0]}
-            lev_c = [tl0.gauges_at(s[:, c]) for c in range(chips)]
-            lev = {name: np.stack([d[name] for d in lev_c], axis=1) for name in lev_c[0]}
-            power = np.empty((m, chips))
-            temp = np.empty((m, chips))
-            for c in range(chips):
-                # the board averages power over its own sample period (device clock)
-                power[:, c], temp[:, c] = thermals[c].update(ts[:, c] * 1e-9, e_anchor[c] + rel[:, c, _ENERGY])
-            lev = {**lev, "power": power, "temperature": temp}
+            imp, lev = _levels(tl0, s, ts, rel, thermals, e_anchor)
+            blk = _Block(m, chips, s, lin, imp, lev, plan.leaders, gen.registry)
             cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), m)), pa.array(ts.reshape(-1))]
             for p in plan.signals:
-                sig, ni = p.signal, p.instances
-                if p.kind == "linear":
-                    out = lin[:, :, p.col : p.col + ni]
-                elif p.kind == "impulse":
-                    v = (
-                        imp[p.impulse]
-                        if p.factor == 1.0
-                        else np.floor(imp[p.impulse] * p.factor + 1e-9).astype(np.int64)
-                    )
-                    v = v % _modulus(sig.width)
-                    out = np.zeros((m, chips, 1), np.int64)
-                    mask = plan.leaders if p.leader_only else np.ones(chips, bool)
-                    out[:, mask, 0] = v[:, mask]
-                    out = np.broadcast_to(out, (m, chips, ni))
-                elif p.kind == "events":
-                    out = np.empty((m, chips, ni), np.int64)
-                    for c in range(chips):
-                        for i in range(ni):
-                            out[:, c, i] = np.searchsorted(p.event_times[c][i], s[:, c], side="right")
-                    if p.factor != 1.0:
-                        out = np.floor(out * p.factor + 1e-9).astype(np.int64)
-                    out %= _modulus(sig.width)
-                elif p.kind == "gauge":
-                    level = lev[p.gauge][:, :, None] * p.gauge_weights[None]
-                    level = reg.Quantity(level, p.gauge_unit).to(sig.unit).magnitude
-                    out = np.floor(np.maximum(level, 0.0) / sig.scale * (1 + 1e-12)).astype(np.int64)
-                else:  # constant: one raw value all run
-                    out = np.full((m, chips, ni), p.constant, np.int64)
-                cols.append(_column(np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, ni), bool(sig.axes)))
+                out = _RAW.get(p.kind, _constant)(p, blk)
+                raw = np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, p.instances)
+                cols.append(_column(raw, bool(p.signal.axes)))
             writer.write_table(pa.Table.from_arrays(cols, schema=sch))
             if progress is not None:
                 progress(i1, n)
