@@ -150,6 +150,19 @@ def test_page_is_self_contained_complete_and_prints_the_report(reported):
     assert finding["data-metric"] == doc["headline"]["metric"] and html_report.e(doc["headline"]["message"]) in text
     ids = {a.get("id") for t, a in page.tags if t == "section"}
     assert ids == set(SECTIONS)
+    _check_self_contained(page, text)
+    cells = {}
+    for c in page.cells:
+        cells.setdefault(c["section"], []).append(c)
+    _check_headline_and_topdown(cells, doc)
+    _check_per_chip_and_ops(cells, page, doc)
+    tl = [a for t, a in page.tags if t == "a" and a.get("id") == "timeline-file"]
+    assert tl and (html.parent / tl[0]["href"]).stat().st_size > 1000
+
+
+def _check_self_contained(page: Page, text: str) -> None:
+    """No external resource: no link/iframe/object/embed/base, media inline as data: URLs, the only
+    outside link Perfetto's, no CSS import; the four pictures are there."""
     for tag, a in page.tags:
         assert tag not in ("link", "iframe", "object", "embed", "base")
         if tag in ("img", "script", "source", "video", "audio"):
@@ -159,9 +172,10 @@ def test_page_is_self_contained_complete_and_prints_the_report(reported):
     assert "url(http" not in text and "@import" not in text
     imgs = [a for t, a in page.tags if t == "img"]
     assert len(imgs) == 4
-    cells = {}
-    for c in page.cells:
-        cells.setdefault(c["section"], []).append(c)
+
+
+def _check_headline_and_topdown(cells: dict, doc: dict) -> None:
+    """The headline metrics and the level-1 top-down table print the report's values, in its order."""
     headline = {c["data-metric"]: c for c in cells["headline"]}
     assert {"mfu", "tokens_per_second", "hbm.bandwidth_utilization", "arithmetic_intensity"} <= set(headline)
     for name, cell in headline.items():
@@ -173,6 +187,10 @@ def test_page_is_self_contained_complete_and_prints_the_report(reported):
     td = {n: td[n] for n in doc["topdown"]}
     for name, cell in td.items():
         assert_prints(cell, doc["topdown"][name])
+
+
+def _check_per_chip_and_ops(cells: dict, page: Page, doc: dict) -> None:
+    """Every chip's metrics and every op row's time share and efficiency print the report's values."""
     chips = {str(p["chip"]): p["metrics"] for p in doc["per_chip"]}
     assert {c["chip"] for c in cells["per-chip"]} == set(chips)
     for c in cells["per-chip"]:
@@ -183,8 +201,6 @@ def test_page_is_self_contained_complete_and_prints_the_report(reported):
         assert_prints(got["time_share"], rows[op]["time_share"] * 100)
         if rows[op]["efficiency"] is not None:
             assert_prints(got["efficiency"], rows[op]["efficiency"] * 100)
-    tl = [a for t, a in page.tags if t == "a" and a.get("id") == "timeline-file"]
-    assert tl and (html.parent / tl[0]["href"]).stat().st_size > 1000
 
 
 def test_catalog_and_dump_text_cannot_add_markup(reported):
