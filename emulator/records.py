@@ -48,75 +48,113 @@ SCHEMA = pa.schema(
 )
 
 
-def request_records(
-    sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl: int, osl: int, ranks: int, duration_s: float
-) -> pa.Table:
-    """The request records of a served schedule (``serving.Served``) whose global steps start and end
-    at ``step_start_s`` / ``step_end_s`` (host s; only the timed steps). See the module docstring."""
-    pp = len(sv.batchers)
-    n = len(step_end_s)
-    eps = 1e-12
-    cols: dict[str, list] = {k: [] for k in ("arrival", "admission", "first", "completion", "out", "times")}
-    for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
-        log = bt.request_log()
+_EPS = 1e-12  # a time at the run's end is still in it
 
-        def glob(local):
-            j = np.asarray(local, np.int64) - w
-            ok = (j >= 0) & (j < len(idx))
-            return np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1)
 
-        def emitted(local):
-            g = glob(local)
-            g = np.where(g >= 0, g + pp - 1, -1)
-            ok = (g >= 0) & (g < n)
-            t = np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
-            return np.where(t <= duration_s + eps, t, np.nan)
+class _StepTimes:
+    """One scheduler rank's steps on the global timeline: its local step numbers (after ``warmup``
+    warm-up steps) to global ones (``idx``), and to the host time (s) its tokens are emitted (the end of
+    the global step ``pp − 1`` later, the pipeline's depth; NaN past the run or ``duration_s``)."""
 
-        if bt.concurrency is not None:  # a closed-loop request arrives when the one it replaces has left
-            a = log["arrival_step"]
-            arr_t = emitted(a)
-            log = {**log, "arrival_s": np.where(a >= w, arr_t, 0.0)}
-        ga = glob(log["admit_step"])
-        ok_a = (ga >= 0) & (ga < n) & (log["admit_step"] >= w)
-        adm = np.where(ok_a, step_start_s[np.clip(ga, 0, max(n - 1, 0))] if n else 0.0, np.nan)
-        adm = np.where(adm <= duration_s + eps, adm, np.nan)
-        before_run = (log["admit_step"] >= 0) & (log["admit_step"] < w)
-        arrival = np.asarray(log["arrival_s"], np.float64)
-        if bt.arrivals is None:
-            keep = ~before_run & (np.isfinite(adm) | (bt.total is not None))
-        else:
-            keep = ~before_run & (arrival <= duration_s + eps)
-        first, last = log["first_step"], log["last_step"]
-        # every token's local step: one at the first step, then the step's emission count (several with
-        # speculative decoding) up to the last step (steps.token_steps)
-        owner, loc = token_steps(np.where(keep, first, -1), last, log["per_step"], osl, bt.steps)
-        t = emitted(loc)
-        good = np.isfinite(t)
-        t, owner = t[good], owner[good]
-        cnt = np.bincount(owner, minlength=len(first))
-        splits = np.split(t, np.cumsum(cnt)[:-1]) if len(first) else []
-        first_t = np.array([s[0] if len(s) else np.nan for s in splits])
-        done = (last >= 0) & (cnt == osl)
-        comp = np.where(done & (cnt > 0), np.array([s[-1] if len(s) else np.nan for s in splits]), np.nan)
-        sel = np.flatnonzero(keep)
-        cols["arrival"].append(arrival[sel])
-        cols["admission"].append(adm[sel])
-        cols["first"].append(first_t[sel] if len(sel) else np.zeros(0))
-        cols["completion"].append(comp[sel] if len(sel) else np.zeros(0))
-        cols["out"].append(cnt[sel])
-        cols["times"].extend(splits[i] for i in sel)
-        # requests never admitted (queued at the end of a bounded offline run, or arrived online)
-        total = bt.total if bt.arrivals is None else int(np.searchsorted(bt.arrivals, duration_s + eps, side="right"))
-        if bt.concurrency is not None:  # a closed loop's clients send their next request once admitted is done
-            total = None
-        if total is not None and total > bt.admitted:
-            m = total - bt.admitted
-            arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted : total], np.float64)
-            cols["arrival"].append(arr)
-            for key in ("admission", "first", "completion"):
-                cols[key].append(np.full(m, np.nan))
-            cols["out"].append(np.zeros(m, np.int64))
-            cols["times"].extend(np.zeros(0) for _ in range(m))
+    def __init__(self, idx, warmup: int, pp: int, step_end_s: np.ndarray, duration_s: float):
+        self.idx, self.w, self.pp, self.step_end_s, self.duration_s = idx, warmup, pp, step_end_s, duration_s
+
+    def glob(self, local):
+        """Global step of each local step; −1 for a warm-up step or one past the timed steps."""
+        idx = self.idx
+        j = np.asarray(local, np.int64) - self.w
+        ok = (j >= 0) & (j < len(idx))
+        return np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1)
+
+    def emitted(self, local):
+        """Host time (s) the tokens of each local step are emitted; NaN when not in the run."""
+        n = len(self.step_end_s)
+        g = self.glob(local)
+        g = np.where(g >= 0, g + self.pp - 1, -1)
+        ok = (g >= 0) & (g < n)
+        t = np.where(ok, self.step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+        return np.where(t <= self.duration_s + _EPS, t, np.nan)
+
+
+def _admissions(log: dict, st: _StepTimes, step_start_s: np.ndarray) -> np.ndarray:
+    """Each request's admission time: the start of the step that admitted it (NaN when that was a
+    warm-up step, is not timed, or starts past the run)."""
+    n = len(st.step_end_s)  # the timed steps
+    ga = st.glob(log["admit_step"])
+    ok_a = (ga >= 0) & (ga < n) & (log["admit_step"] >= st.w)
+    adm = np.where(ok_a, step_start_s[np.clip(ga, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+    return np.where(adm <= st.duration_s + _EPS, adm, np.nan)
+
+
+def _kept(bt, log: dict, adm: np.ndarray, w: int, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests get a record (not admitted by the warm-up; offline, admitted in the run or from a
+    bounded queue; online, arrived in the run), and every request's arrival time."""
+    before_run = (log["admit_step"] >= 0) & (log["admit_step"] < w)
+    arrival = np.asarray(log["arrival_s"], np.float64)
+    if bt.arrivals is None:
+        keep = ~before_run & (np.isfinite(adm) | (bt.total is not None))
+    else:
+        keep = ~before_run & (arrival <= duration_s + _EPS)
+    return keep, arrival
+
+
+def _tokens(bt, log: dict, keep: np.ndarray, st: _StepTimes, osl: int):
+    """Each request's emitted token times (a list per request), their count, its first token's time and
+    its completion time (the last token's, when all ``osl`` were emitted in the run)."""
+    first, last = log["first_step"], log["last_step"]
+    # every token's local step: one at the first step, then the step's emission count (several with
+    # speculative decoding) up to the last step (steps.token_steps)
+    owner, loc = token_steps(np.where(keep, first, -1), last, log["per_step"], osl, bt.steps)
+    t = st.emitted(loc)
+    good = np.isfinite(t)
+    t, owner = t[good], owner[good]
+    cnt = np.bincount(owner, minlength=len(first))
+    splits = np.split(t, np.cumsum(cnt)[:-1]) if len(first) else []
+    first_t = np.array([s[0] if len(s) else np.nan for s in splits])
+    done = (last >= 0) & (cnt == osl)
+    comp = np.where(done & (cnt > 0), np.array([s[-1] if len(s) else np.nan for s in splits]), np.nan)
+    return splits, cnt, first_t, comp
+
+
+def _unadmitted(bt, duration_s: float, cols: dict[str, list]) -> None:
+    """Append the requests never admitted (queued at the end of a bounded offline run, or arrived
+    online) to ``cols``: an arrival and nothing else; none for a closed loop."""
+    total = bt.total if bt.arrivals is None else int(np.searchsorted(bt.arrivals, duration_s + _EPS, side="right"))
+    if bt.concurrency is not None:  # a closed loop's clients send their next request once admitted is done
+        total = None
+    if total is not None and total > bt.admitted:
+        m = total - bt.admitted
+        arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted : total], np.float64)
+        cols["arrival"].append(arr)
+        for key in ("admission", "first", "completion"):
+            cols[key].append(np.full(m, np.nan))
+        cols["out"].append(np.zeros(m, np.int64))
+        cols["times"].extend(np.zeros(0) for _ in range(m))
+
+
+def _rank_records(bt, st: _StepTimes, step_start_s: np.ndarray, osl: int, cols: dict[str, list]) -> None:
+    """Append one scheduler rank's requests (``bt``'s log) to ``cols``."""
+    log = bt.request_log()
+    w = st.w
+    if bt.concurrency is not None:  # a closed-loop request arrives when the one it replaces has left
+        a = log["arrival_step"]
+        arr_t = st.emitted(a)
+        log = {**log, "arrival_s": np.where(a >= w, arr_t, 0.0)}
+    adm = _admissions(log, st, step_start_s)
+    keep, arrival = _kept(bt, log, adm, w, st.duration_s)
+    splits, cnt, first_t, comp = _tokens(bt, log, keep, st, osl)
+    sel = np.flatnonzero(keep)
+    cols["arrival"].append(arrival[sel])
+    cols["admission"].append(adm[sel])
+    cols["first"].append(first_t[sel] if len(sel) else np.zeros(0))
+    cols["completion"].append(comp[sel] if len(sel) else np.zeros(0))
+    cols["out"].append(cnt[sel])
+    cols["times"].extend(splits[i] for i in sel)
+    _unadmitted(bt, st.duration_s, cols)
+
+
+def _records_table(cols: dict[str, list], isl: int, ranks: int) -> pa.Table:
+    """The records table: each request once per rank, times null where not finite."""
     cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items() if k != "times"}
     rows = len(cat["arrival"])
     times = cols["times"]
@@ -142,6 +180,18 @@ def request_records(
         },
         schema=SCHEMA,
     )
+
+
+def request_records(
+    sv, step_start_s: np.ndarray, step_end_s: np.ndarray, *, isl: int, osl: int, ranks: int, duration_s: float
+) -> pa.Table:
+    """The request records of a served schedule (``serving.Served``) whose global steps start and end
+    at ``step_start_s`` / ``step_end_s`` (host s; only the timed steps). See the module docstring."""
+    pp = len(sv.batchers)
+    cols: dict[str, list] = {k: [] for k in ("arrival", "admission", "first", "completion", "out", "times")}
+    for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
+        _rank_records(bt, _StepTimes(idx, w, pp, step_end_s, duration_s), step_start_s, osl, cols)
+    return _records_table(cols, isl, ranks)
 
 
 def write_records(path: Path, table: pa.Table) -> None:
