@@ -136,61 +136,87 @@ class Printer:
         return "0" if u is None or u.dimensionless else f"0 [{unit_text(base_units(self.reg, u))}]"
 
     def _node(self, n: ir.Node, lit_unit: pint.Unit | None) -> tuple[str, int]:
-        if isinstance(n, ir.Num):
-            u = n.unit or (unit_text(lit_unit) if lit_unit is not None else None)
-            body = number(n.value) + (f" [{u}]" if u else "")
-            return (f"-{body}", NEG) if n.value < 0 else (body, ATOM)
-        if isinstance(n, ir.Event):
-            return self.events[n.key], ATOM
-        if isinstance(n, ir.Const):
-            return self.consts[n.key], ATOM
-        if isinstance(n, ir.Ref):
-            r = self.refs[n.key]
-            if r.k == 1.0:
-                return r.name, ATOM
-            inv = 1.0 / r.k
-            if abs(inv - round(inv)) < 1e-9 * abs(inv):
-                return f"{r.name} * {number(round(inv))}", TERM
-            return f"{r.name} / {number(r.k)}", TERM
-        if isinstance(n, ir.Interval):
-            return "interval", ATOM
-        if isinstance(n, ir.Neg):
-            s = self._p(n.operand, NEG, lit_unit)
-            return ("- " + s if s.startswith("-") else "-" + s), NEG
-        if isinstance(n, ir.Not):
-            return "not " + self._p(n.operand, NOT), NOT
-        if isinstance(n, ir.Truth):
-            return f"{self._p(n.operand, SUM)} != {self._zero(self.unit(n.operand))}", CMP
-        if isinstance(n, ir.BoolNum):
-            return f"1 if {self._p(n.cond, OR)} else 0", IF
-        if isinstance(n, ir.If):
-            lu = self._partner_unit(n.then, n.other)
-            return (f"{self._p(n.then, OR, lu)} if {self._p(n.cond, OR)} else {self._p(n.other, IF, lu)}", IF)
-        if isinstance(n, ir.Call):
-            lu = self._partner_unit(*n.args) if n.fn in ("min", "max") else None
-            return f"{n.fn}({', '.join(self._p(a, IF, lu) for a in n.args)})", ATOM
-        if isinstance(n, ir.Rollup):
-            return f"{n.fn}({self._p(n.arg, IF)})", ATOM
-        if isinstance(n, ir.SafeDiv):
-            q = ir.Bin("/", n.num, n.den)
-            return (
-                f"{self._p(q, OR)} if {self._p(n.den, SUM)} != {self._zero(self.unit(n.den))} "
-                f"else {self._zero(self.unit(q))}",
-                IF,
-            )
-        if isinstance(n, ir.Bin):
-            op = n.op
-            if op in ("and", "or"):
-                prec = AND if op == "and" else OR
-                return f"{self._p(n.left, prec)} {op} {self._p(n.right, prec + 1)}", prec
-            lu = self._partner_unit(n.left, n.right) if op in ("+", "-") or op in ir.CMP_OPS else None
-            if op in ir.CMP_OPS:
-                return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, SUM, lu)}", CMP
-            if op in ("+", "-"):
-                return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, TERM, lu)}", SUM
-            if op in ("*", "/"):
-                return f"{self._p(n.left, TERM)} {op} {self._p(n.right, NEG)}", TERM
+        """The text of `n` and its precedence, by the printer of its node type (``_PRINTERS``)."""
+        for cls in type(n).__mro__:
+            printer = _PRINTERS.get(cls)
+            if printer is not None:
+                return printer(self, n, lit_unit)
         raise TypeError(n)  # pragma: no cover
+
+    def _num(self, n: ir.Num, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """A number, with its unit or, when bare, its partner's unit."""
+        u = n.unit or (unit_text(lit_unit) if lit_unit is not None else None)
+        body = number(n.value) + (f" [{u}]" if u else "")
+        return (f"-{body}", NEG) if n.value < 0 else (body, ATOM)
+
+    def _ref(self, n: ir.Ref, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """Another imported metric by name, scaled back to the source's value when its unit was scaled."""
+        r = self.refs[n.key]
+        if r.k == 1.0:
+            return r.name, ATOM
+        inv = 1.0 / r.k
+        if abs(inv - round(inv)) < 1e-9 * abs(inv):
+            return f"{r.name} * {number(round(inv))}", TERM
+        return f"{r.name} / {number(r.k)}", TERM
+
+    def _neg(self, n: ir.Neg, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """A minus sign (spaced from an operand that starts with one)."""
+        s = self._p(n.operand, NEG, lit_unit)
+        return ("- " + s if s.startswith("-") else "-" + s), NEG
+
+    def _if(self, n: ir.If, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """`then if cond else other`, bare numbers in a branch taking the other branch's unit."""
+        lu = self._partner_unit(n.then, n.other)
+        return (f"{self._p(n.then, OR, lu)} if {self._p(n.cond, OR)} else {self._p(n.other, IF, lu)}", IF)
+
+    def _call(self, n: ir.Call, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """A function call; bare numbers among min/max arguments take their partners' unit."""
+        lu = self._partner_unit(*n.args) if n.fn in ("min", "max") else None
+        return f"{n.fn}({', '.join(self._p(a, IF, lu) for a in n.args)})", ATOM
+
+    def _safe_div(self, n: ir.SafeDiv, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """A division that gives 0 where the divisor is 0, written as an explicit `if ... else 0`."""
+        q = ir.Bin("/", n.num, n.den)
+        return (
+            f"{self._p(q, OR)} if {self._p(n.den, SUM)} != {self._zero(self.unit(n.den))} "
+            f"else {self._zero(self.unit(q))}",
+            IF,
+        )
+
+    def _bin(self, n: ir.Bin, lit_unit: pint.Unit | None) -> tuple[str, int]:
+        """A binary operator with the fewest brackets; bare numbers in sums and comparisons take the
+        other side's unit."""
+        op = n.op
+        if op in ("and", "or"):
+            prec = AND if op == "and" else OR
+            return f"{self._p(n.left, prec)} {op} {self._p(n.right, prec + 1)}", prec
+        lu = self._partner_unit(n.left, n.right) if op in ("+", "-") or op in ir.CMP_OPS else None
+        if op in ir.CMP_OPS:
+            return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, SUM, lu)}", CMP
+        if op in ("+", "-"):
+            return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, TERM, lu)}", SUM
+        if op in ("*", "/"):
+            return f"{self._p(n.left, TERM)} {op} {self._p(n.right, NEG)}", TERM
+        raise TypeError(n)  # pragma: no cover
+
+
+# Node type -> its printer (Printer._node): each returns the text and its precedence.
+_PRINTERS = {
+    ir.Num: Printer._num,
+    ir.Event: lambda self, n, lu: (self.events[n.key], ATOM),
+    ir.Const: lambda self, n, lu: (self.consts[n.key], ATOM),
+    ir.Ref: Printer._ref,
+    ir.Interval: lambda self, n, lu: ("interval", ATOM),
+    ir.Neg: Printer._neg,
+    ir.Not: lambda self, n, lu: ("not " + self._p(n.operand, NOT), NOT),
+    ir.Truth: lambda self, n, lu: (f"{self._p(n.operand, SUM)} != {self._zero(self.unit(n.operand))}", CMP),
+    ir.BoolNum: lambda self, n, lu: (f"1 if {self._p(n.cond, OR)} else 0", IF),
+    ir.If: Printer._if,
+    ir.Call: Printer._call,
+    ir.Rollup: lambda self, n, lu: (f"{n.fn}({self._p(n.arg, IF)})", ATOM),
+    ir.SafeDiv: Printer._safe_div,
+    ir.Bin: Printer._bin,
+}
 
 
 def _bare(n: ir.Node) -> bool:
