@@ -38,6 +38,7 @@ from .ops import EmuConfig, stack_work, step_seconds
 from .parallel import dtype_bytes, kv_capacity_tokens
 from .latency import latency, token_gaps
 from .scheduler import ContinuousBatcher, SchedulerError, poisson_arrivals
+from .step_loop import IDLE, STOP, StepLoop
 from .steps import ROW, StepBatch, token_steps
 
 
@@ -232,69 +233,30 @@ def serve(
         def seconds_fn(batch):
             return step_seconds(stack_work(batch, cfg), cfg)
 
-    pp = len(batchers)
     warm = []
     for bt in batchers:
         w0 = bt.steps
         bt.run(warmup_steps)
         warm.append(bt.steps - w0)
     online = any(bt.arrivals is not None for bt in batchers)
-    rows, owner, idle, secs = [], [], [], []
-    local = [[] for _ in batchers]
-    now, k, blk = 0.0, 0, 16
+    loop = StepLoop(batchers, seconds_fn)
     limit = max_steps if max_steps is not None else 1 << 62
-
-    def done_all():
-        return all(bt.finished for bt in batchers)
-
-    while len(rows) < limit and not done_all() and (until_s is None or now <= until_s):
-        if online:
-            order = [(k + j) % pp for j in range(pp)]
-            i = next((c for c in order if not batchers[c].finished and not batchers[c].idle(now)), None)
-            if i is None:  # nothing queued anywhere: idle until the next arrival
-                nxt = min((b.next_arrival() for b in batchers if b.next_arrival() is not None), default=None)
-                if nxt is None:
-                    break
-                gap = nxt - now if until_s is None else min(nxt, until_s + 1e-9) - now
-                rows.append(None), owner.append(-1), idle.append(max(gap, 0.0)), secs.append(0.0)
-                now += max(gap, 0.0)
-                continue
-            k = i + 1
-            bt = batchers[i]
-            local[i].append(len(rows))
-            row = bt.step(now)
-            s = float(seconds_fn(StepBatch.from_rows([row]))[0])
-            rows.append(row), owner.append(i), idle.append(0.0), secs.append(s)
-            now += s
-        else:
-            block = []
-            for _ in range(blk):
-                i = k % pp
-                k += 1
-                if batchers[i].finished:
-                    if done_all():
-                        break
-                    continue
-                local[i].append(len(rows) + len(block))
-                block.append(batchers[i].step(0.0))
-                owner.append(i)
-            if not block:
-                break
-            b = StepBatch.from_rows(block)
-            s = seconds_fn(b)
-            rows.extend(block), idle.extend([0.0] * len(block)), secs.extend(s.tolist())
-            now += float(s.sum())
-            blk = min(2 * blk, 1024)
+    while len(loop.rows) < limit and not loop.done_all() and (until_s is None or loop.now <= until_s):
+        did = loop.online_turn(until_s) if online else loop.offline_turn()
+        if did == STOP:
+            break
+        if did == IDLE:
+            continue
         if progress is not None:
-            progress(now)
-    real = [r if r is not None else (0,) * ROW for r in rows]
+            progress(loop.now)
+    real = [r if r is not None else (0,) * ROW for r in loop.rows]
     return Served(
         StepBatch.from_rows(real),
-        np.array(idle),
-        np.array(owner, np.int64),
+        np.array(loop.idle),
+        np.array(loop.owner, np.int64),
         batchers,
-        np.array(secs),
-        [np.array(x, np.int64) for x in local],
+        np.array(loop.secs),
+        [np.array(x, np.int64) for x in loop.local],
         warm,
     )
 
