@@ -116,16 +116,11 @@ class _Reader:
         return self.cat
 
     def _metric(self, e: dict, children: set[str]) -> None:
+        """One metric entry into the catalog: its groups, its tree parent (checked), its formula translated."""
         key = e["MetricName"]
         formula = str(e.get("Formula", "")).strip()
         unit = str(e.get("UnitOfMeasure", "") or "").strip() or None
-        groups = [g for g in str(e.get("MetricGroup", "") or "").split(";") if g.strip()]
         parent = e.get("ParentCategory")
-        in_tree = bool(parent) or key in children
-        if in_tree:
-            groups.append("topdown")
-        issues = str((e.get("Threshold") or {}).get("ThresholdIssues", "") or "")
-        groups += [f"issue_{t}" for t in re.findall(r"\$issue(\w+)", issues)]
         m = SourceMetric(
             key,
             self.names.get(key, metric_name(key.lower())),
@@ -134,7 +129,7 @@ class _Reader:
             unit_text=unit,
             scale=1.0,
             description=str(e.get("BriefDescription", "") or ""),
-            groups=groups,
+            groups=_groups(e, key, children),
             parent=str(parent) if parent else None,
             origin=f"MetricName {key} (level {e.get('Level', '?')})",
         )
@@ -144,13 +139,7 @@ class _Reader:
                 Finding("unknown-parent", key, f"ParentCategory `{parent}` is not a metric of the file")
             )
             m.parent = None
-        aliases: dict[str, ir.Node] = {}
-        for ev in e.get("Events") or []:
-            if isinstance(ev, dict) and ev.get("Alias") and ev.get("Name"):
-                aliases[str(ev["Alias"])] = self._event(str(ev["Name"]))
-        for c in e.get("Constants") or []:
-            if isinstance(c, dict) and c.get("Alias") and c.get("Name"):
-                aliases[str(c["Alias"])] = self._constant(str(c["Name"]))
+        aliases = self._aliases(e)
         if not formula:
             m.problem = "no Formula"
             return
@@ -160,6 +149,17 @@ class _Reader:
             m.problem = f"syntax: {exc}"
         except ir.Unsupported as exc:
             m.problem = str(exc)
+
+    def _aliases(self, e: dict) -> dict[str, ir.Node]:
+        """The formula's aliases: each listed event and constant (registered in the catalog) by its alias."""
+        aliases: dict[str, ir.Node] = {}
+        for ev in e.get("Events") or []:
+            if isinstance(ev, dict) and ev.get("Alias") and ev.get("Name"):
+                aliases[str(ev["Alias"])] = self._event(str(ev["Name"]))
+        for c in e.get("Constants") or []:
+            if isinstance(c, dict) and c.get("Alias") and c.get("Name"):
+                aliases[str(c["Alias"])] = self._constant(str(c["Name"]))
+        return aliases
 
     def _event(self, name: str) -> ir.Node:
         key = name.upper()
@@ -263,6 +263,17 @@ class _Reader:
                     )
             return
         m.threshold = Threshold(own[1], own[2], msg, implied)
+
+
+def _groups(e: dict, key: str, children: set[str]) -> list[str]:
+    """A metric's groups: its MetricGroup list, `topdown` when it is in the tree (has a parent or
+    children), and `issue_<name>` for each issue its threshold raises."""
+    groups = [g for g in str(e.get("MetricGroup", "") or "").split(";") if g.strip()]
+    if bool(e.get("ParentCategory")) or key in children:
+        groups.append("topdown")
+    issues = str((e.get("Threshold") or {}).get("ThresholdIssues", "") or "")
+    groups += [f"issue_{t}" for t in re.findall(r"\$issue(\w+)", issues)]
+    return groups
 
 
 def _level(entry: dict) -> float:
