@@ -402,14 +402,7 @@ class _Reader:
         if isinstance(t, SLit):
             return self._literal(t.name)
         if isinstance(t, SId):
-            low = perf_symbol(t.name).lower()
-            if low == "duration_time":
-                return ir.Interval()
-            if low in self.const_metrics:
-                return ir.Const(self.const_metrics[low])
-            if low in self.lower:
-                return ir.Ref(self.lower[low])
-            return self._event(t.name, pmu)
+            return self._name(t, pmu)
         if isinstance(t, SNeg):
             return ir.Neg(num(t.operand))
         if isinstance(t, SIf):
@@ -417,32 +410,48 @@ class _Reader:
         if isinstance(t, SCall):
             return self._call(t, pmu, num)
         if isinstance(t, SBin):
-            op = t.op
-            if op == "%":
-                raise ir.Unsupported("perf `%` (integer remainder) has no counterpart in perfonto's language")
-            if op == "/" and isinstance(t.right, SCall) and t.right.fn == "source_count":
-                return self._per_source(t, pmu, num)
-            if op in "+-*/":
-                a, b = num(t.left), num(t.right)
-                if (
-                    op == "*"
-                    and isinstance(a, ir.Bin)
-                    and a.op == "/"
-                    and isinstance(a.right, ir.Num)
-                    and isinstance(b, ir.Num)
-                    and a.right.value == b.value
-                ):
-                    return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
-                return ir.Bin(op, a, b)
-            if op in ("<", ">"):
-                return ir.Bin(op, num(t.left), num(t.right))
-            if op == "&":
-                return ir.Bin("and", cond(t.left), cond(t.right))
-            if op == "|":
-                return ir.Bin("or", cond(t.left), cond(t.right))
-            if op == "^":
-                a, b = cond(t.left), cond(t.right)
-                return ir.Bin("and", ir.Bin("or", a, b), ir.Not(ir.Bin("and", a, b)))
+            return self._bin(t, pmu, num, cond)
+        raise ir.Unsupported(f"perf construct `{t}` is not supported")
+
+    def _name(self, t: SId, pmu: str) -> ir.Node:
+        """A name: the window length, a constant metric, another metric of the file, or else an event."""
+        low = perf_symbol(t.name).lower()
+        if low == "duration_time":
+            return ir.Interval()
+        if low in self.const_metrics:
+            return ir.Const(self.const_metrics[low])
+        if low in self.lower:
+            return ir.Ref(self.lower[low])
+        return self._event(t.name, pmu)
+
+    def _bin(self, t: SBin, pmu: str, num, cond) -> ir.Node:
+        """A binary operator: arithmetic, comparisons, and `&`, `|`, `^` over conditions (`%` unsupported)."""
+        op = t.op
+        if op == "%":
+            raise ir.Unsupported("perf `%` (integer remainder) has no counterpart in perfonto's language")
+        if op == "/" and isinstance(t.right, SCall) and t.right.fn == "source_count":
+            return self._per_source(t, pmu, num)
+        if op in "+-*/":
+            a, b = num(t.left), num(t.right)
+            if (
+                op == "*"
+                and isinstance(a, ir.Bin)
+                and a.op == "/"
+                and isinstance(a.right, ir.Num)
+                and isinstance(b, ir.Num)
+                and a.right.value == b.value
+            ):
+                return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
+            return ir.Bin(op, a, b)
+        if op in ("<", ">"):
+            return ir.Bin(op, num(t.left), num(t.right))
+        if op == "&":
+            return ir.Bin("and", cond(t.left), cond(t.right))
+        if op == "|":
+            return ir.Bin("or", cond(t.left), cond(t.right))
+        if op == "^":
+            a, b = cond(t.left), cond(t.right)
+            return ir.Bin("and", ir.Bin("or", a, b), ir.Not(ir.Bin("and", a, b)))
         raise ir.Unsupported(f"perf construct `{t}` is not supported")
 
     def _call(self, t: SCall, pmu: str, num) -> ir.Node:
