@@ -13,6 +13,7 @@ import math
 import re
 import threading
 from importlib import resources
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
@@ -163,16 +164,17 @@ class _ToAst(Transformer):
         return Span(self.file, line, col, end_col if end_line == line else 0, start, end)
 
     def _tspan(self, tok: Token) -> Span:
+        assert tok.line is not None and tok.column is not None and tok.end_column is not None, "a lexed token"
         end = tok.end_column if tok.end_line == tok.line else 0
         return Span(self.file, tok.line + self.line0, tok.column, end)
 
     def start(self, items):
         return list(items)
 
-    def metric(self, items):
+    def metric(self, items: list) -> ast.MetricDecl:
         _, name, unit_tok, _, expr, *clauses = items
         expr = _x(expr)
-        kw = {
+        kw: dict[str, Any] = {  # MetricDecl's keyword arguments from the clauses (each its own type)
             "description": "",
             "groups": (),
             "bounds": None,
@@ -383,7 +385,9 @@ def _parse_one(
         with _LOCK:
             parser, tr = _building_parser()
             tr.file, tr.text, tr.line0, tr.pos0 = file, shown, line0, pos0
-            decls = parser.parse(text)
+            # lark types parse() as returning a Tree; with the transformer built into the parser it returns
+            # the transformer's result, _ToAst.start's list of declarations
+            decls = cast("list[ast.MetricDecl]", parser.parse(text))
     except _ClauseError as inner:
         span = (
             Span(file, inner.span.line + (line0 if not inner.span.file else 0), inner.span.col)
@@ -404,6 +408,7 @@ def _parse_one(
     except UnexpectedInput as exc:
         line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
         if isinstance(exc, UnexpectedCharacters):
+            assert exc.pos_in_stream is not None, "lark's lexer sets where the character is"
             msg = f"unexpected character {text[exc.pos_in_stream]!r}"
             hint = "metric names and units use letters, digits, `_` and `.`; strings use double quotes"
         elif isinstance(exc, UnexpectedEOF):

@@ -30,7 +30,7 @@ _KIND_NAME = {
     "event_rate": "events",
     "constant": "constant",
 }
-_FOR = {
+_FOR: dict[str, tuple[str, ...] | None] = {
     "linear": ("increase",),
     "impulse": ("increase",),
     "gauge": ("mean",),
@@ -75,7 +75,7 @@ def resolve_binding(
     spans: list[Span] = []
     if k == "linear":
         ok = _linear_terms(b, loc, src, err, terms, spans) and ok
-    if k == "constant" and isinstance(width, int) and b.constant >= (1 << width):
+    if k == "constant" and isinstance(width, int) and b.constant is not None and b.constant >= (1 << width):
         err(f"constant {b.constant} does not fit in the {width}-bit register", "constant")
         ok = False
     if not ok:
@@ -116,7 +116,9 @@ def _check_fits(k: str, kind: str, err) -> bool:
     """The binding's kind can feed a signal of this kind (False after reporting it cannot)."""
     if _fits(k, kind):
         return True
-    want = " or ".join(n for n, row in kinds.KINDS.items() if row.window in _FOR[k])
+    rules = _FOR[k]
+    assert rules is not None, "a binding for any window (constant) fits every kind"
+    want = " or ".join(n for n, row in kinds.KINDS.items() if row.window in rules)
     fits = [x for x in KINDS if _fits(x, kind)]
     err(f"`{k}` is for a {want}, but the signal is a {kind}", k, f"a {kind} takes {', '.join(fits)}")
     return False

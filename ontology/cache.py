@@ -80,6 +80,7 @@ def code_digest(*packages: str) -> str:
     parts: list[bytes | str] = [version]
     for name in packages:
         mod = importlib.import_module(f"perfonto.{name}")
+        assert mod.__file__ is not None, "perfonto's packages are regular packages (an __init__.py)"
         folder = Path(mod.__file__).parent
         files = sorted(p for p in folder.iterdir() if p.suffix in (".py", ".lark", ".txt"))
         parts.append(name)

@@ -177,6 +177,7 @@ def _unknown_parent(src: YamlSource, parent: str, cur: Path, shipped: Path) -> D
 def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, diags: list[Diagnostic]) -> None:
     """Merge one generation of the chain onto `data` (its parents merged): its values, its removals and
     renames, and what they do to the lineage (first generations, aliases, ids)."""
+    assert isinstance(src.data, dict), "_read_chain keeps the sources whose document is a mapping"
     gname = str(src.data.get("generation", Path(src.path).stem))
     lineage.chain.append(gname)
     child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
@@ -197,11 +198,12 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
 
 def _has_signal(blocks: dict, sp: tuple[str, str] | None) -> bool:
     """Whether the split name (block, signal) names a signal of `blocks`."""
-    return bool(sp) and sp[0] in blocks and sp[1] in (blocks[sp[0]].get("signals") or {})
+    return sp is not None and sp[0] in blocks and sp[1] in (blocks[sp[0]].get("signals") or {})
 
 
 def _apply_removal(src: YamlSource, data: dict, lineage: Lineage, gname: str, removed, diags: list) -> None:
     """Delete one signal listed under ``removed`` (an error when the parent has no such signal)."""
+    assert isinstance(src.data, dict), "_read_chain keeps the sources whose document is a mapping"
     sp = _split(str(removed))
     blocks = data.get("blocks", {})
     if not _has_signal(blocks, sp):
@@ -215,6 +217,7 @@ def _apply_removal(src: YamlSource, data: dict, lineage: Lineage, gname: str, re
             )
         )
         return
+    assert sp is not None, "_has_signal"
     del blocks[sp[0]]["signals"][sp[1]]
     lineage.removed[str(removed)] = gname
 
@@ -238,6 +241,7 @@ def _apply_rename(
             )
         )
         return
+    assert so is not None, "_has_signal"
     if not sn or sn[0] not in blocks:
         diags.append(
             Diagnostic(
@@ -314,6 +318,7 @@ def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> No
 
 def _written_ids(src: YamlSource) -> dict[str, int]:
     """Full signal name → the integer ``id:`` this file writes for it, in file order."""
+    assert isinstance(src.data, dict), "_read_chain keeps the sources whose document is a mapping"
     own = {}
     for b, block in (src.data.get("blocks") or {}).items() if isinstance(src.data.get("blocks"), dict) else ():
         for s, sig in ((block or {}).get("signals") or {}).items() if isinstance(block, dict) else ():
@@ -325,6 +330,7 @@ def _written_ids(src: YamlSource) -> dict[str, int]:
 def _shape_errors(src: YamlSource) -> list[Diagnostic]:
     """The shapes merging relies on (the schema checks the rest after merging)."""
     out = []
+    assert isinstance(src.data, dict), "_read_chain keeps the sources whose document is a mapping"
     d = src.data
     want = {"removed": list, "renamed": dict, "blocks": dict, "spec": dict, "clock_domains": dict, "records": dict}
     for key, typ in want.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .diagnostics import Diagnostic
 from .generation import Generation
 from . import kinds
+from .units import is_rate
 
 
 def lint_generation(gen: Generation) -> list[Diagnostic]:
@@ -37,8 +38,7 @@ def lint_generation(gen: Generation) -> list[Diagnostic]:
             )
     for name, s in gen.signals.items():
         if kinds.of(s).counts and s.unit_text:
-            dims = reg.Quantity(1, s.unit).dimensionality
-            if dims.get("[time]", 0) < 0:
+            if is_rate(reg, s.unit):
                 out.append(
                     Diagnostic(
                         "warning",

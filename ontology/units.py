@@ -13,6 +13,7 @@ import functools
 import re
 from fractions import Fraction
 from importlib import resources
+from typing import cast
 
 import pint
 from .errors import PerfontoError
@@ -39,7 +40,7 @@ def registry_for(clock_domains: tuple[str, ...] = ()) -> pint.UnitRegistry:
     Raises:
         UnitError: a clock domain name is not a lower-case identifier.
     """
-    reg = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False, cache_folder=None)
+    reg: pint.UnitRegistry = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False, cache_folder=None)
     text = resources.files("perfonto.ontology").joinpath("units.txt").read_text(encoding="utf-8")
     reg.load_definitions(text.splitlines())
     for domain in clock_domains:
@@ -156,6 +157,12 @@ def dimensionality(reg: pint.UnitRegistry, u: pint.Unit):
     return d
 
 
+def is_rate(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
+    """True when ``u`` has time to a negative power (``B/s``, ``1/s``): a rate."""
+    # pint types a dimension's exponent as any scalar, complex included; a unit's exponents are int or float
+    return cast(float, reg.Quantity(1, u).dimensionality.get("[time]", 0)) < 0
+
+
 def _parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     t = text.strip()
     if t in ("", "1"):
@@ -216,6 +223,7 @@ def parse_quantity_exact(reg: pint.UnitRegistry, text, unit: pint.Unit) -> Fract
     if isinstance(text, (int, float)):
         return Fraction(repr(text)) if isinstance(text, float) else Fraction(text)
     m = _NUMBER.match(str(text))
+    assert m is not None, "parse_quantity has checked the syntax"
     value = Fraction(m.group(1))
     if not m.group(2):
         return value
