@@ -106,27 +106,15 @@ def export(graph: MetricGraph) -> PerfExport:
         )
     for name, m in graph.metrics.items():
         d = graph.declarations.get(name)
-        bad = [dep for dep in m.metric_deps if dep in out.skipped]
-        if d is None:  # pragma: no cover - every compiled metric has a declaration
-            out.skipped[name] = "no declaration"
-            continue
-        if bad:
-            out.skipped[name] = f"uses `{bad[0]}`, which is not exported"
-            continue
-        if m.axes:
-            out.skipped[name] = (
-                "varies per instance (" + ", ".join(a for a, _ in m.axes) + "): perf aggregates PMU instances"
-            )
+        why = _skip_reason(m, d, out.skipped)
+        if why is not None:
+            out.skipped[name] = why
             continue
         try:
             specs: set[str] = set()
             emitter = _Emitter(graph, reg, specs)
             text = emitter.expr(d.expr)[0]
-            u = typer.expr(d.expr).unit
-            base = reg.Quantity(1.0, u).to_base_units().units
-            if _offset(reg, m.unit):
-                raise _Unsupported(f"[{m.unit_text}] is an offset unit: a ScaleUnit is a factor, not an offset")
-            scale = conversion_factor(reg, base, m.unit)
+            scale = _scale(reg, typer, m, d)
         except (_Unsupported, UnitError) as exc:
             out.skipped[name] = str(exc)
             continue
@@ -135,47 +123,77 @@ def export(graph: MetricGraph) -> PerfExport:
             continue
         used_specs |= specs
         used_events |= emitter.events
-        entry = {"MetricName": name, "MetricExpr": text, "ScaleUnit": f"{number(scale)}{unit_label(m.unit_text)}"}
-        groups = list(m.groups) + ([f"{m.parent}_group"] if m.parent else [])
-        if groups:
-            entry["MetricGroup"] = ";".join(groups)
-        if m.description:
-            entry["BriefDescription"] = m.description
-        lost = []
-        if m.threshold is not None:
-            op, value, msg = m.threshold
-            raw = value / scale
-            entry["MetricThreshold"] = _compare(name, op, number(raw) if raw >= 0 else f"-{number(raw)}")
-            lost.append(f"threshold message {msg!r}")
-        if m.bounds is not None:
-            lost.append(f"bounds {m.bounds[0]:g} .. {m.bounds[1]:g}")
-        if m.source:
-            lost.append("source")
-        if m.rollup:
-            lost.append(f"rollup {m.rollup}")
-        if getattr(d, "peak", None):
-            lost.append(f"peak {d.peak} (its submetrics are exported)")
-        if lost:
-            out.lost[name] = lost
-        done.append(entry)
-    consts = []
-    for s in sorted(used_specs):
-        c = gen.spec[s]
-        q = reg.Quantity(c.value, c.unit)
-        base = q.to_base_units()
-        scale = conversion_factor(reg, base.units, c.unit)
-        desc = (c.description or s).strip()
-        consts.append(
-            {
-                "MetricName": s,
-                "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
-                "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
-                "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip(),
-            }
-        )
+        done.append(_metric_entry(name, m, d, text, scale, out.lost))
+    consts = [_constant_entry(gen, s) for s in sorted(used_specs)]
     out.events = [event_entry(gen, n) for n in sorted(used_events)]
     out.entries = out.events + consts + sorted(done, key=lambda e: e["MetricName"])
     return out
+
+
+def _skip_reason(m, d, skipped: dict[str, str]) -> str | None:
+    """Why a metric is not exported (no declaration, uses a skipped metric, varies per instance), or None."""
+    bad = [dep for dep in m.metric_deps if dep in skipped]
+    if d is None:  # pragma: no cover - every compiled metric has a declaration
+        return "no declaration"
+    if bad:
+        return f"uses `{bad[0]}`, which is not exported"
+    if m.axes:
+        return "varies per instance (" + ", ".join(a for a, _ in m.axes) + "): perf aggregates PMU instances"
+    return None
+
+
+def _scale(reg, typer: Typer, m, d) -> float:
+    """perf's ScaleUnit factor: from the expression's base units to the metric's unit (an offset unit
+    cannot be a factor: unsupported)."""
+    u = typer.expr(d.expr).unit
+    base = reg.Quantity(1.0, u).to_base_units().units
+    if _offset(reg, m.unit):
+        raise _Unsupported(f"[{m.unit_text}] is an offset unit: a ScaleUnit is a factor, not an offset")
+    return conversion_factor(reg, base, m.unit)
+
+
+def _metric_entry(name: str, m, d, text: str, scale: float, lost_by_metric: dict[str, list[str]]) -> dict:
+    """A metric's perf entry (expression, scale unit, groups, description, threshold); what perf has no
+    field for is listed in `lost_by_metric`."""
+    entry = {"MetricName": name, "MetricExpr": text, "ScaleUnit": f"{number(scale)}{unit_label(m.unit_text)}"}
+    groups = list(m.groups) + ([f"{m.parent}_group"] if m.parent else [])
+    if groups:
+        entry["MetricGroup"] = ";".join(groups)
+    if m.description:
+        entry["BriefDescription"] = m.description
+    lost = []
+    if m.threshold is not None:
+        op, value, msg = m.threshold
+        raw = value / scale
+        entry["MetricThreshold"] = _compare(name, op, number(raw) if raw >= 0 else f"-{number(raw)}")
+        lost.append(f"threshold message {msg!r}")
+    if m.bounds is not None:
+        lost.append(f"bounds {m.bounds[0]:g} .. {m.bounds[1]:g}")
+    if m.source:
+        lost.append("source")
+    if m.rollup:
+        lost.append(f"rollup {m.rollup}")
+    if getattr(d, "peak", None):
+        lost.append(f"peak {d.peak} (its submetrics are exported)")
+    if lost:
+        lost_by_metric[name] = lost
+    return entry
+
+
+def _constant_entry(gen, s: str) -> dict:
+    """A spec constant the metrics use, as a perf metric giving its value in base units."""
+    reg = gen.registry
+    c = gen.spec[s]
+    q = reg.Quantity(c.value, c.unit)
+    base = q.to_base_units()
+    scale = conversion_factor(reg, base.units, c.unit)
+    desc = (c.description or s).strip()
+    return {
+        "MetricName": s,
+        "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
+        "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
+        "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip(),
+    }
 
 
 def event_entry(gen, name: str) -> dict:
