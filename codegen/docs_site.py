@@ -26,18 +26,9 @@ from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
 
 from .docs import _anchor, _code, _esc, _n
+from .docs_mermaid import mermaid
 
 YES, NO = "✓", "—"
-
-
-def _mermaid_label(text: str) -> str:
-    out = []
-    for ch in str(text):
-        if ch.isalnum() or ch in "._-/ ":
-            out.append(ch)
-        else:
-            out.append(f"#{ord(ch)};")
-    return '"' + "".join(out) + '"'
 
 
 def _file(name: str) -> str:
@@ -52,6 +43,83 @@ def _all(g: MetricGraph) -> dict:
 
 def _groups_of(decl) -> tuple[str, ...]:
     return tuple(decl.groups) or ("ungrouped",)
+
+
+def _spec_table(gen) -> list[str]:
+    """The generation's spec constants: value, unit, provenance, scope, source, description."""
+    out = [
+        "## Spec constants",
+        "",
+        "| constant | value | unit | provenance | scope | source | description |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in sorted(gen.spec):
+        k = gen.spec[c]
+        out.append(
+            f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
+            f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |"
+        )
+    return out
+
+
+def _instances(b: dict) -> str:
+    """A block's instances: its axes (or one per chip), and the slots present when only some are."""
+    axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+    if b.get("slots"):
+        axes += (
+            " present (slots "
+            + "; ".join(f"{a}: {', '.join(map(str, p))} of {n}" for (a, n), p in zip(b["full_axes"], b["slots"]))
+            + ")"
+        )
+    return axes
+
+
+def _width(s) -> str:
+    """A signal's register width, and where it wraps when not at that width."""
+    width = "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
+    if s.modulus is not None:
+        width += f" (wraps at {s.modulus} counts)"
+    elif s.wrap_width and s.width and s.wrap_width != s.width:
+        width += f" (wraps at {s.wrap_width})"
+    return width
+
+
+def _fields_table(gen, block: str) -> list[str]:
+    """The packed fields of a block (register, bits, unit, scale, description); none: no table."""
+    fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
+    if not fields:
+        return []
+    out = [
+        "",
+        "| packed field | register | bits | unit | scale | description |",
+        "|---|---|---|---|---|---|",
+    ]
+    for fname in fields:
+        f = gen.fields[fname]
+        out.append(
+            f'| <a id="{_anchor(fname)}"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | '
+            f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |"
+        )
+    return out
+
+
+def _bounds(d, m) -> str:
+    """A metric's bounds: the compiled ones (in its unit), else the declared ones, else none."""
+    if m is not None and m.bounds:
+        return f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(d.unit)}"
+    if d.bounds:
+        return f"- **bounds**: {d.bounds[0].value:g} .. {d.bounds[1].value:g}"
+    return f"- **bounds**: {NO}"
+
+
+def _level(m) -> str:
+    """What a compiled metric is at server level: per record of a population, a total or a ratio of
+    totals (per instance of its axes)."""
+    if getattr(m, "population", None):
+        return f"- **per record of**: `{_n(m.population)}` (computed from records, at run level)"
+    return f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}" + (
+        f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else ""
+    )
 
 
 class _Site:
@@ -147,6 +215,8 @@ class _Site:
         return "\n".join(out) + "\n"
 
     def generation_page(self, name: str) -> str:
+        """The page of generation ``name``: its summary, spec constants, signals by block and the
+        metrics unavailable there (module docstring)."""
         g = self.graphs[name]
         gen = g.generation
         out = [
@@ -159,78 +229,53 @@ class _Site:
             f"{sum(self.status(name, n)[0] for n in self.names)} of {len(self.names)} metrics available. "
             "[Index](../index.md).",
             "",
-            "## Spec constants",
-            "",
-            "| constant | value | unit | provenance | scope | source | description |",
-            "|---|---|---|---|---|---|---|",
         ]
-        for c in sorted(gen.spec):
-            k = gen.spec[c]
-            out.append(
-                f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
-                f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |"
-            )
+        out += _spec_table(gen)
         out += ["", "## Signals", ""]
-        gens = list(self.graphs)
         for block in sorted(gen.blocks):
-            b = gen.blocks[block]
-            axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
-            if b.get("slots"):
-                axes += (
-                    " present (slots "
-                    + "; ".join(
-                        f"{a}: {', '.join(map(str, p))} of {n}" for (a, n), p in zip(b["full_axes"], b["slots"])
-                    )
-                    + ")"
-                )
-            out += [
-                f"### Block `{_n(block)}`",
-                "",
-                f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.",
-                "",
-                "| signal | kind | unit | width | scale | description | "
-                + " | ".join(f"`{_n(x)}`" for x in gens)
-                + " | read by |",
-                "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|",
-            ]
-            for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
-                s = gen.signals[sname]
-                width = (
-                    "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
-                )
-                if s.modulus is not None:
-                    width += f" (wraps at {s.modulus} counts)"
-                elif s.wrap_width and s.width and s.wrap_width != s.width:
-                    width += f" (wraps at {s.wrap_width})"
-                avail = " | ".join(self._signal_status(x, sname) for x in gens)
-                users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
-                used = ", ".join(self.metric_link(u) for u in users) or NO
-                out.append(
-                    f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | {width} | '
-                    f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
-                )
-            fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
-            if fields:
-                out += [
-                    "",
-                    "| packed field | register | bits | unit | scale | description |",
-                    "|---|---|---|---|---|---|",
-                ]
-                for fname in fields:
-                    f = gen.fields[fname]
-                    out.append(
-                        f'| <a id="{_anchor(fname)}"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | '
-                        f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |"
-                    )
-            out.append("")
+            out += self._block_section(g, block)
+        out += self._unavailable_section(name)
+        return "\n".join(out).rstrip() + "\n"
+
+    def _block_section(self, g: MetricGraph, block: str) -> list[str]:
+        """A block's heading (description, clock domain, instances), its signals' table (availability on
+        every generation, the metrics that read each) and its packed fields' table."""
+        gen = g.generation
+        b = gen.blocks[block]
+        gens = list(self.graphs)
+        out = [
+            f"### Block `{_n(block)}`",
+            "",
+            f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(_instances(b))}.",
+            "",
+            "| signal | kind | unit | width | scale | description | "
+            + " | ".join(f"`{_n(x)}`" for x in gens)
+            + " | read by |",
+            "|---|---|---|---|---|---|" + "---|" * len(gens) + "---|",
+        ]
+        for sname in sorted(s for s in gen.signals if gen.signals[s].block == block):
+            s = gen.signals[sname]
+            avail = " | ".join(self._signal_status(x, sname) for x in gens)
+            users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
+            used = ", ".join(self.metric_link(u) for u in users) or NO
+            out.append(
+                f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | {_width(s)} | '
+                f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
+            )
+        out += _fields_table(gen, block)
+        out.append("")
+        return out
+
+    def _unavailable_section(self, name: str) -> list[str]:
+        """The metrics unavailable on generation ``name`` and why."""
         missing = [n for n in self.names if not self.status(name, n)[0]]
-        out += ["## Unavailable metrics", ""]
+        out = ["## Unavailable metrics", ""]
         if not missing:
             out.append("Every metric is available on this generation.")
         else:
             out += ["| metric | why |", "|---|---|"]
             out += [f"| {self.metric_link(n)} | {_esc(self.status(name, n)[1])} |" for n in missing]
-        return "\n".join(out).rstrip() + "\n"
+        return out
 
     @staticmethod
     def _signal_notes(s) -> str:
@@ -275,6 +320,8 @@ class _Site:
         return "\n".join(out).rstrip() + "\n"
 
     def metric_entry(self, name: str) -> list[str]:
+        """A metric's entry on its group's page: description, facts, availability on every generation
+        and the Mermaid graph of its dependencies (module docstring)."""
         d = self.decl[name]
         g = next((gr for gr in self.graphs.values() if name in _all(gr)), self.g)
         m = _all(g).get(name)
@@ -286,77 +333,53 @@ class _Site:
             _esc(d.description) or "(no description)",
             "",
         ]
+        out += self._facts(d, m)
+        if m is not None:
+            out += self._dependencies(name, m, g)
+        out += ["", "| generation | available |", "|---|---|"]
+        for gen in self.graphs:
+            ok, why = self.status(gen, name)
+            out.append(f"| `{_n(gen)}` | {YES if ok else NO + ' ' + _esc(why)} |")
+        if m is not None:
+            out += ["", "```mermaid", *mermaid(name, _all(g), g.generation.spec), "```"]
+        out.append("")
+        return out
+
+    def _facts(self, d, m) -> list[str]:
+        """A metric's unit, formula, source, bounds, threshold, parent, groups and level (from its
+        declaration ``d`` and, when it compiled, the metric ``m``)."""
         unit = _esc(d.unit) + (f" ({_esc(fmt_unit(m.unit))})" if m is not None else "")
-        out.append(f"- **unit**: {unit}")
-        out.append(f"- **formula**: {_code(d.formula)}")
-        out.append(f"- **source**: {_esc(d.source) if d.source else NO}")
-        if m is not None and m.bounds:
-            out.append(f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(d.unit)}")
-        elif d.bounds:
-            out.append(f"- **bounds**: {d.bounds[0].value:g} .. {d.bounds[1].value:g}")
-        else:
-            out.append(f"- **bounds**: {NO}")
+        out = [
+            f"- **unit**: {unit}",
+            f"- **formula**: {_code(d.formula)}",
+            f"- **source**: {_esc(d.source) if d.source else NO}",
+            _bounds(d, m),
+        ]
         if m is not None and m.threshold:
             op, v, msg = m.threshold
             out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(d.unit)}: {_esc(msg)}")
         if d.parent:
             out.append(f"- **parent**: {self.metric_link(d.parent) if d.parent in self.decl else _esc(d.parent)}")
         out.append(f"- **groups**: {', '.join(f'[{_esc(x)}]({_file(x)}.md)' for x in _groups_of(d))}")
-        if m is not None and getattr(m, "population", None):
-            out.append(f"- **per record of**: `{_n(m.population)}` (computed from records, at run level)")
-        elif m is not None:
-            out.append(
-                f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
-                + (f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else "")
-            )
         if m is not None:
-            deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [
-                self.metric_link(x) for x in m.metric_deps
-            ]
-            out.append(f"- **depends on**: {', '.join(deps) or NO}")
-            users = sorted(n for n in g.graph.successors(name) if n in _all(g)) if name in g.graph else []
-            out.append(f"- **used by**: {', '.join(self.metric_link(u) for u in users) or NO}")
-        out += ["", "| generation | available |", "|---|---|"]
-        for gen in self.graphs:
-            ok, why = self.status(gen, name)
-            out.append(f"| `{_n(gen)}` | {YES if ok else NO + ' ' + _esc(why)} |")
-        if m is not None:
-            out += ["", "```mermaid", *self.mermaid(name, g), "```"]
-        out.append("")
+            out.append(_level(m))
         return out
+
+    def _dependencies(self, name: str, m, g: MetricGraph) -> list[str]:
+        """What a compiled metric depends on (signals, spec constants, metrics) and the metrics using it."""
+        deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [
+            self.metric_link(x) for x in m.metric_deps
+        ]
+        users = sorted(n for n in g.graph.successors(name) if n in _all(g)) if name in g.graph else []
+        return [
+            f"- **depends on**: {', '.join(deps) or NO}",
+            f"- **used by**: {', '.join(self.metric_link(u) for u in users) or NO}",
+        ]
 
     def _dep_link(self, name: str, g: MetricGraph) -> str:
         if name in g.generation.spec:
             return f"`{_n(name)}`"
         return self.signal_link(name, g.generation.name)
-
-    def mermaid(self, name: str, g: MetricGraph) -> list[str]:
-        """``flowchart LR``: every metric, signal and spec constant the metric depends on, transitively;
-        edges point from a dependency to its user."""
-        nodes: dict[str, str] = {}
-        edges: set[tuple[str, str]] = set()
-        todo = [name]
-        while todo:
-            cur = todo.pop()
-            if cur in nodes:
-                continue
-            nodes[cur] = f"n{len(nodes)}"
-            m = _all(g).get(cur)
-            if m is None:
-                continue
-            for dep in m.signal_deps + m.spec_deps + m.metric_deps:
-                edges.add((dep, cur))
-                todo.append(dep)
-        ids = {n: f"n{i}" for i, n in enumerate(sorted(nodes))}
-        lines = ["flowchart LR"]
-        for n in sorted(nodes):
-            kind = "metric" if n in _all(g) else ("spec" if n in g.generation.spec else "signal")
-            shape = {"metric": ("[", "]"), "spec": ("[/", "/]"), "signal": ("([", "])")}[kind]
-            lines.append(f"  {ids[n]}{shape[0]}{_mermaid_label(n)}{shape[1]}")
-        for a, b in sorted(edges):
-            lines.append(f"  {ids[a]} --> {ids[b]}")
-        lines.append(f"  style {ids[name]} stroke-width:3px")
-        return lines
 
 
 def generate_site(graphs: dict[str, MetricGraph], primary: str) -> dict[str, str]:
