@@ -8,6 +8,8 @@ rollups; a comparison with a null operand is null, and so is an ``if`` with a nu
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import ir
@@ -68,67 +70,99 @@ def _eval(n: ir.Node, w: Windows, done: dict[str, np.ndarray]):
     if isinstance(n, ir.MetricRef):
         return done[n.metric]
     if isinstance(n, ir.Rollup):
-        v = np.asarray(_eval(n.arg, w, done), dtype=np.float64)
-        axes = tuple(range(v.ndim - len(n.arg.axes), v.ndim))
-        if n.func in ("p50", "p90", "p99", "mean", "count"):  # over a record population, nulls ignored
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # an empty population gives null
-                if n.func == "count":
-                    return np.sum(~np.isnan(v), axis=axes).astype(np.float64)
-                if n.func == "mean":
-                    return np.nanmean(v, axis=axes)
-                return np.nanpercentile(v, float(n.func[1:]), axis=axes, method="linear")
-        fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
-        return fn(v, axis=axes)
+        return _rollup(n, w, done)
     assert isinstance(n, ir.Op)
     args = [_lift(_eval(a, w, done), a.axes, n.axes, ()) for a in n.args]
-    op = n.op
-    if op == "add":
-        return args[0] + args[1]
-    if op == "sub":
-        return args[0] - args[1]
-    if op == "mul":
-        return args[0] * args[1]
-    if op == "div":
-        a, b = np.broadcast_arrays(np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64))
-        out = np.full(a.shape, np.nan)
-        np.divide(a, b, out=out, where=(b != 0))
-        return out
-    if op == "pow":
-        return np.power(np.asarray(args[0], dtype=np.float64), args[1])
-    if op == "neg":
-        return -np.asarray(args[0], dtype=np.float64)
-    if op == "abs":
-        return np.abs(args[0])
-    if op == "min":
-        return np.minimum(args[0], args[1])
-    if op == "max":
-        return np.maximum(args[0], args[1])
-    if op == "clamp":
-        return np.minimum(np.maximum(args[0], args[1]), args[2])
-    if op in ("lt", "le", "gt", "ge", "eq", "ne"):
-        a, b = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64)
-        res = {
-            "lt": np.less,
-            "le": np.less_equal,
-            "gt": np.greater,
-            "ge": np.greater_equal,
-            "eq": np.equal,
-            "ne": np.not_equal,
-        }[op](a, b).astype(np.float64)
-        return np.where(np.isnan(a) | np.isnan(b), np.nan, res)
-    if op == "and":
-        a, b = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64)
-        return np.where(np.isnan(a) | np.isnan(b), np.nan, ((a != 0) & (b != 0)).astype(np.float64))
-    if op == "or":
-        a, b = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64)
-        return np.where(np.isnan(a) | np.isnan(b), np.nan, ((a != 0) | (b != 0)).astype(np.float64))
-    if op == "not":
-        a = np.asarray(args[0], dtype=np.float64)
-        return np.where(np.isnan(a), np.nan, (a == 0).astype(np.float64))
-    if op == "where":
-        c = np.asarray(args[0], dtype=np.float64)
-        return np.where(np.isnan(c), np.nan, np.where(c != 0, args[1], args[2]))
-    raise ValueError(f"unknown IR op {op!r}")  # pragma: no cover - the compiler emits only the ops above
+    op = _OPS.get(n.op)
+    if op is None:  # pragma: no cover - the compiler emits only the ops of _OPS
+        raise ValueError(f"unknown IR op {n.op!r}")
+    return op(args)
+
+
+def _rollup(n: ir.Rollup, w: Windows, done: dict[str, np.ndarray]):
+    """A roll-up over the argument's trailing axes: sum/avg/min/max over instances, or a reduction over
+    a record population (p50, p90, p99, mean, count) that ignores nulls."""
+    v = np.asarray(_eval(n.arg, w, done), dtype=np.float64)
+    axes = tuple(range(v.ndim - len(n.arg.axes), v.ndim))
+    if n.func in ("p50", "p90", "p99", "mean", "count"):  # over a record population, nulls ignored
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an empty population gives null
+            if n.func == "count":
+                return np.sum(~np.isnan(v), axis=axes).astype(np.float64)
+            if n.func == "mean":
+                return np.nanmean(v, axis=axes)
+            return np.nanpercentile(v, float(n.func[1:]), axis=axes, method="linear")
+    fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
+    return fn(v, axis=axes)
+
+
+def _floats(args: list) -> tuple:
+    """The operands as float64 arrays."""
+    return tuple(np.asarray(x, dtype=np.float64) for x in args)
+
+
+def _div(args: list):
+    """a / b, null where b is 0."""
+    a, b = np.broadcast_arrays(*_floats(args[:2]))
+    out = np.full(a.shape, np.nan)
+    np.divide(a, b, out=out, where=(b != 0))
+    return out
+
+
+def _comparison(fn):
+    """A comparison giving 1.0 / 0.0, null where either side is null."""
+
+    def compare(args: list):
+        a, b = _floats(args[:2])
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, fn(a, b).astype(np.float64))
+
+    return compare
+
+
+def _logic(fn):
+    """`and` / `or` (&, | of the truth arrays) over conditions (non-zero is true), null where either side is null."""
+
+    def combine(args: list):
+        a, b = _floats(args[:2])
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, fn(a != 0, b != 0).astype(np.float64))
+
+    return combine
+
+
+def _not(args: list):
+    """1.0 where the condition is 0, 0.0 elsewhere, null where it is null."""
+    a = np.asarray(args[0], dtype=np.float64)
+    return np.where(np.isnan(a), np.nan, (a == 0).astype(np.float64))
+
+
+def _where(args: list):
+    """The then-branch where the condition is non-zero, else the other; null where the condition is null."""
+    c = np.asarray(args[0], dtype=np.float64)
+    return np.where(np.isnan(c), np.nan, np.where(c != 0, args[1], args[2]))
+
+
+# IR op -> how it evaluates its (lifted) operands; the ops the compiler emits (metrics/ir.py)
+_OPS = {
+    "add": lambda x: x[0] + x[1],
+    "sub": lambda x: x[0] - x[1],
+    "mul": lambda x: x[0] * x[1],
+    "div": _div,
+    "pow": lambda x: np.power(np.asarray(x[0], dtype=np.float64), x[1]),
+    "neg": lambda x: -np.asarray(x[0], dtype=np.float64),
+    "abs": lambda x: np.abs(x[0]),
+    "min": lambda x: np.minimum(x[0], x[1]),
+    "max": lambda x: np.maximum(x[0], x[1]),
+    "clamp": lambda x: np.minimum(np.maximum(x[0], x[1]), x[2]),
+    "lt": _comparison(np.less),
+    "le": _comparison(np.less_equal),
+    "gt": _comparison(np.greater),
+    "ge": _comparison(np.greater_equal),
+    "eq": _comparison(np.equal),
+    "ne": _comparison(np.not_equal),
+    "and": _logic(operator.and_),
+    "or": _logic(operator.or_),
+    "not": _not,
+    "where": _where,
+}
