@@ -52,6 +52,110 @@ def _anchor(name: str) -> str:
     return name.replace(".", "").replace("_", "-").lower()
 
 
+def _spec_section(gen) -> list[str]:
+    """The spec constants: value, unit, provenance, scope, source."""
+    out = [
+        "## Spec constants",
+        "",
+        "| name | value | unit | provenance | scope | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in sorted(gen.spec):
+        c = gen.spec[name]
+        out.append(
+            f"| `{_n(name)}` | {c.value:g} | {_esc(c.unit_text)} | {c.provenance} | {c.scope.value} | "
+            f"{_esc(c.source)} |"
+        )
+    out.append("")
+    return out
+
+
+def _block_section(graph: MetricGraph, block: str) -> list[str]:
+    """A block's heading (description, clock domain, instances) and its signals' table (kind, unit,
+    width, scale, description, the metrics that read each)."""
+    gen = graph.generation
+    b = gen.blocks[block]
+    axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+    out = [
+        f"### Block `{_n(block)}`",
+        "",
+        f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.",
+        "",
+        "| signal | kind | unit | width | scale | description | used by |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(s for s in gen.signals if gen.signals[s].block == block):
+        s = gen.signals[name]
+        users = sorted(n for n in graph.graph.successors(name) if n in graph.all_metrics) if name in graph.graph else []
+        used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
+        width = str(s.width) if s.width else "—"
+        out.append(
+            f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | "
+            f"{used} |"
+        )
+    out.append("")
+    return out
+
+
+def _population(m) -> str:
+    """What a metric is computed over: records (per record, or per run), or windows (a total or a ratio
+    of totals at server level)."""
+    if m.from_records:
+        pop = (
+            f"one value per `{_n(m.population)}` record"
+            if m.population
+            else "one value per run, over the records of its argument's population"
+        )
+        return f"- **population**: {pop}"
+    return (
+        f"- **population**: windows (counter increases and gauge means); at server level "
+        f"{'a sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
+    )
+
+
+def _optional_facts(m) -> list[str]:
+    """A metric's description, groups, bounds, threshold and parent, those it has."""
+    out = []
+    if m.description:
+        out.append(f"- **description**: {_esc(m.description)}")
+    if m.groups:
+        out.append(f"- **groups**: {', '.join(_esc(g) for g in m.groups)}")
+    if m.bounds:
+        out.append(f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(m.unit_text)}")
+    if m.threshold:
+        op, v, msg = m.threshold
+        out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(m.unit_text)}: {_esc(msg)}")
+    if m.parent:
+        out.append(f"- **parent**: [`{_n(m.parent)}`](#{_anchor(m.parent)})")
+    return out
+
+
+def _metric_entry(graph: MetricGraph, name: str) -> list[str]:
+    """A metric's entry: unit, formula, its facts, population, source, dependencies, dependents and
+    where it is defined."""
+    m = graph.all_metrics[name]
+    out = [
+        f"### `{_n(name)}`",
+        "",
+        f"- **unit**: {_esc(m.unit_text)} ({_esc(fmt_unit(m.unit))})",
+        f"- **formula**: {_code(m.formula)}",
+    ]
+    out += _optional_facts(m)
+    out.append(_population(m))
+    if m.source:
+        out.append(f"- **source**: {_esc(m.source)}")
+    record_deps = tuple(sorted(p for p in graph.graph.predecessors(name) if p in graph.generation.record_fields))
+    deps = [f"`{_n(d)}`" for d in m.signal_deps + m.spec_deps + record_deps] + [
+        f"[`{_n(d)}`](#{_anchor(d)})" for d in m.metric_deps
+    ]
+    out.append(f"- **depends on**: {', '.join(deps) or '—'}")
+    users = graph.dependents(name)
+    out.append(f"- **used by**: {', '.join(f'[`{_n(u)}`](#{_anchor(u)})' for u in users) or '—'}")
+    out.append(f"- **defined at**: {_esc(Path(m.span.file).name)}:{m.span.line}")
+    out.append("")
+    return out
+
+
 def generate_markdown(graph: MetricGraph) -> str:
     """The whole reference as one Markdown document."""
     gen = graph.generation
@@ -65,40 +169,11 @@ def generate_markdown(graph: MetricGraph) -> str:
         f"{len(gen.signals)} signals, {len(gen.spec)} spec constants, {len(graph.all_metrics)} metrics."
     )
     out.append("")
-    out.append("## Spec constants")
-    out.append("")
-    out.append("| name | value | unit | provenance | scope | source |")
-    out.append("|---|---|---|---|---|---|")
-    for name in sorted(gen.spec):
-        c = gen.spec[name]
-        out.append(
-            f"| `{_n(name)}` | {c.value:g} | {_esc(c.unit_text)} | {c.provenance} | {c.scope.value} | "
-            f"{_esc(c.source)} |"
-        )
-    out.append("")
+    out += _spec_section(gen)
     out.append("## Signals")
     out.append("")
     for block in sorted(gen.blocks):
-        b = gen.blocks[block]
-        axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
-        out.append(f"### Block `{_n(block)}`")
-        out.append("")
-        out.append(f"{_esc(b['description'])} Clock domain `{_n(b['clock'])}`; instances: {_esc(axes)}.")
-        out.append("")
-        out.append("| signal | kind | unit | width | scale | description | used by |")
-        out.append("|---|---|---|---|---|---|---|")
-        for name in sorted(s for s in gen.signals if gen.signals[s].block == block):
-            s = gen.signals[name]
-            users = (
-                sorted(n for n in graph.graph.successors(name) if n in graph.all_metrics) if name in graph.graph else []
-            )
-            used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
-            width = str(s.width) if s.width else "—"
-            out.append(
-                f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | "
-                f"{used} |"
-            )
-        out.append("")
+        out += _block_section(graph, block)
     out.append("## Metrics")
     out.append("")
     groups: dict[str, list[str]] = {}
@@ -109,43 +184,5 @@ def generate_markdown(graph: MetricGraph) -> str:
     out.append("Groups: " + ", ".join(f"{_esc(g)} ({len(v)})" for g, v in sorted(groups.items())))
     out.append("")
     for name in sorted(metrics):
-        m = metrics[name]
-        out.append(f"### `{_n(name)}`")
-        out.append("")
-        out.append(f"- **unit**: {_esc(m.unit_text)} ({_esc(fmt_unit(m.unit))})")
-        out.append(f"- **formula**: {_code(m.formula)}")
-        if m.description:
-            out.append(f"- **description**: {_esc(m.description)}")
-        if m.groups:
-            out.append(f"- **groups**: {', '.join(_esc(g) for g in m.groups)}")
-        if m.bounds:
-            out.append(f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(m.unit_text)}")
-        if m.threshold:
-            op, v, msg = m.threshold
-            out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(m.unit_text)}: {_esc(msg)}")
-        if m.parent:
-            out.append(f"- **parent**: [`{_n(m.parent)}`](#{_anchor(m.parent)})")
-        if m.from_records:
-            pop = (
-                f"one value per `{_n(m.population)}` record"
-                if m.population
-                else "one value per run, over the records of its argument's population"
-            )
-            out.append(f"- **population**: {pop}")
-        else:
-            out.append(
-                f"- **population**: windows (counter increases and gauge means); at server level "
-                f"{'a sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
-            )
-        if m.source:
-            out.append(f"- **source**: {_esc(m.source)}")
-        record_deps = tuple(sorted(p for p in graph.graph.predecessors(name) if p in gen.record_fields))
-        deps = [f"`{_n(d)}`" for d in m.signal_deps + m.spec_deps + record_deps] + [
-            f"[`{_n(d)}`](#{_anchor(d)})" for d in m.metric_deps
-        ]
-        out.append(f"- **depends on**: {', '.join(deps) or '—'}")
-        users = graph.dependents(name)
-        out.append(f"- **used by**: {', '.join(f'[`{_n(u)}`](#{_anchor(u)})' for u in users) or '—'}")
-        out.append(f"- **defined at**: {_esc(Path(m.span.file).name)}:{m.span.line}")
-        out.append("")
+        out += _metric_entry(graph, name)
     return "\n".join(out).rstrip() + "\n"
