@@ -254,25 +254,7 @@ def infer_units(s: Available) -> Typed:
         if any(p in excluded for p in graph.predecessors(name)):
             excluded.add(name)
             continue
-        try:
-            typer.group_rule = False
-            typed = typer.metric(d, compiled)
-        except Fail as f:
-            diags.append(f.diagnostic)
-            excluded.add(name)
-            continue
-        except RecursionError:
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "too-deep",
-                    f"metric `{name}` is nested too deeply to compile",
-                    d.span,
-                    hint="split it into several metrics",
-                )
-            )
-            excluded.add(name)
-            continue
+        typed = _type_metric(typer, name, d, compiled, diags)
         if typed is None:
             excluded.add(name)
             continue
@@ -282,11 +264,7 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         pop_axes = [a for a, _ in node.axes if a.startswith("population.")]
-        from_records = (
-            bool(pop_axes)
-            or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m)
-            or any(p in gen.record_fields for p in graph.predecessors(name))
-        )
+        from_records = _from_records(s, name, pop_axes, deps_m, compiled)
         if from_records and _reads_windows(node, compiled):
             diags.append(
                 Diagnostic(
@@ -323,6 +301,38 @@ def infer_units(s: Available) -> Typed:
             group_rule=typer.group_rule and not from_records,
         )
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
+
+
+def _from_records(s: Available, name: str, pop_axes: list, deps_m: tuple, compiled: dict) -> bool:
+    """Whether a metric is over records: it has a population axis, uses a metric over records, or
+    reads record fields."""
+    return (
+        bool(pop_axes)
+        or any(getattr(compiled.get(dm), "from_records", False) for dm in deps_m)
+        or any(p in s.gen.record_fields for p in s.graph.predecessors(name))
+    )
+
+
+def _type_metric(typer: Typer, name: str, d, compiled: dict, diags: list[Diagnostic]):
+    """The typer's (node, unit, bounds, threshold) for one declaration, or None when it fails (its
+    diagnostic added; a metric nested too deeply for the recursion gets its own)."""
+    try:
+        typer.group_rule = False
+        return typer.metric(d, compiled)
+    except Fail as f:
+        diags.append(f.diagnostic)
+        return None
+    except RecursionError:
+        diags.append(
+            Diagnostic(
+                "error",
+                "too-deep",
+                f"metric `{name}` is nested too deeply to compile",
+                d.span,
+                hint="split it into several metrics",
+            )
+        )
+        return None
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
