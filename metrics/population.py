@@ -43,7 +43,28 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
     derives every derived population."""
     fields: dict[str, np.ndarray] = {}
     lists: dict[str, list] = {}
-    lengths = {}
+    _check_lengths(gen, columns)
+    for name, f in gen.record_fields.items():
+        if gen.records[f.record]["derived_from"] is not None:
+            continue
+        if name not in columns:
+            continue
+        _read_column(name, f, columns[name], fields, lists)
+    _consistent(gen, fields, lists)
+    for rname, info in gen.records.items():
+        src = info["derived_from"]
+        if src is None or src not in lists:
+            continue
+        gaps, tokens = emission_gaps(lists[src])
+        for name, f in gen.record_fields.items():
+            if f.record == rname:
+                fields[name] = tokens if f.measure == "tokens" else gaps
+    return Records(fields)
+
+
+def _check_lengths(gen, columns: dict[str, object]) -> None:
+    """Every given column of a written record type is a list, and all of one record type's have one length."""
+    lengths: dict[str, dict[str, int]] = {}
     for name, f in gen.record_fields.items():
         if name in columns and gen.records[f.record]["derived_from"] is None:
             col = columns[name]
@@ -56,30 +77,20 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
                 f"`{record}` fields have different numbers of records: "
                 + ", ".join(f"{k}: {n}" for k, n in sorted(by_field.items()))
             )
-    for name, f in gen.record_fields.items():
-        if gen.records[f.record]["derived_from"] is not None:
-            continue
-        if name not in columns:
-            continue
-        try:
-            if f.times:
-                if any(x is not None and not isinstance(x, (list, tuple)) for x in columns[name]):
-                    raise ValueError(f"`{name}` takes a list of instants per record")
-                lists[name] = [np.asarray([] if x is None else x, dtype=np.float64) for x in columns[name]]
-            else:
-                fields[name] = np.array([np.nan if x is None else x for x in columns[name]], dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"`{name}`: {exc}") from None
-    _consistent(gen, fields, lists)
-    for rname, info in gen.records.items():
-        src = info["derived_from"]
-        if src is None or src not in lists:
-            continue
-        gaps, tokens = emission_gaps(lists[src])
-        for name, f in gen.record_fields.items():
-            if f.record == rname:
-                fields[name] = tokens if f.measure == "tokens" else gaps
-    return Records(fields)
+
+
+def _read_column(name: str, f, col, fields: dict, lists: dict) -> None:
+    """One column as float64: a `times` field as one array of instants per record (into `lists`), any
+    other as one value per record, null as NaN (into `fields`)."""
+    try:
+        if f.times:
+            if any(x is not None and not isinstance(x, (list, tuple)) for x in col):
+                raise ValueError(f"`{name}` takes a list of instants per record")
+            lists[name] = [np.asarray([] if x is None else x, dtype=np.float64) for x in col]
+        else:
+            fields[name] = np.array([np.nan if x is None else x for x in col], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"`{name}`: {exc}") from None
 
 
 def emission_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
