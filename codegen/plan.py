@@ -134,7 +134,98 @@ class Layout:
         return len(self.field_src)
 
 
+def _wrap_modulus(sig) -> int:
+    """The value a register wraps at: its modulus, else 2^wrap_width, else 0 (it does not wrap)."""
+    return sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
+
+
+def _place_register(lay: Layout, gen: Generation, sig, cls: int, a: int, n: int) -> None:
+    """Columns ``a``..``n`` of register ``sig`` (class ``cls``): its mask and scale (classes 0-3), its
+    modulus, the per-class constants (half range, max rate and wrap, histogram shape, gauge scale) and
+    its sentinels."""
+    M = _wrap_modulus(sig)
+    if cls <= 3:
+        lay.mask += [
+            U64_MAX if sig.wrap_width is None or sig.modulus is not None else (1 << sig.wrap_width) - 1
+        ] * sig.instances
+        lay.scale += [float(sig.scale)] * sig.instances
+    if sig.modulus is not None:
+        lay.modc.append((a, n, int(sig.modulus)))
+    if cls == 0:
+        lay.half += [M // 2] * sig.instances
+    elif cls == 1:
+        lay.rate += [float(max_rate(gen, sig))] * sig.instances
+        lay.wrap += [float(M)] * sig.instances
+    elif cls == 3:
+        nb = len(sig.buckets) + 1
+        lay.hist.append((a, sig.instances // nb, nb))
+    elif cls == 4:
+        lay.gscale += [0.5 * sig.scale] * sig.instances
+    if sig.sentinel:
+        lay.sent.append((a, n, tuple(int(v) for v in sig.sentinel)))
+
+
+def _unit_scale(gen: Generation, name: str, col: dict[str, tuple[int, int]]) -> tuple:
+    """The unit-scale entry of a register whose unit a packed field scales: its columns, the field's
+    register columns, bits and mask, the field's scale, the base, the max rate (0: none) and modulus."""
+    sig = gen.signals[name]
+    f = gen.fields[sig.scale_field[0]]
+    ra, rb = col[f.register]
+    rate = max_rate(gen, sig) if register_class(sig, gen) == 1 else None
+    M = _wrap_modulus(sig)
+    a, b = col[name]
+    return (
+        a,
+        b,
+        ra,
+        rb,
+        f.lo,
+        (1 << (f.hi - f.lo + 1)) - 1,
+        float(f.scale),
+        float(sig.scale_field[1]),
+        0.0 if rate is None else float(rate),
+        float(M),
+    )
+
+
+def _resets_and_unit_scales(lay: Layout, gen: Generation, regs: list[str], col: dict[str, tuple[int, int]]) -> None:
+    """The reset groups (the counters each reset indicator resets, by indicator and kind) and the
+    unit-scale entries, in register order."""
+    by_indicator: dict[tuple[str, bool], list[tuple[int, int]]] = {}
+    for name in regs:
+        sig = gen.signals[name]
+        if sig.reset_indicator is not None and register_class(sig, gen) <= 3 and sig.reset_indicator in col:
+            by_indicator.setdefault((sig.reset_indicator, sig.reset_kind == "decrease"), []).append(col[name])
+        if sig.scale_field is not None:
+            lay.uscale.append(_unit_scale(gen, name, col))
+    for (ind, dec), cols in by_indicator.items():
+        lay.reset.append((col[ind][0], col[ind][1], tuple(cols), dec))
+
+
+def _place_inputs(lay: Layout, gen: Generation, inputs, col: dict[str, tuple[int, int]]) -> None:
+    """Where each input comes from: a register's columns, or a packed field extracted from its
+    register's columns (bits, mask, scale, the register's sentinels)."""
+    for name in inputs:
+        if name in gen.fields:
+            f = gen.fields[name]
+            a, b = col[f.register]
+            reg = gen.signals[f.register]
+            first = lay.nf
+            lay.field_src += list(range(a, b))
+            lay.field_lo += [f.lo] * (b - a)
+            lay.field_mask += [(1 << (f.hi - f.lo + 1)) - 1] * (b - a)
+            lay.field_scale += [float(f.scale)] * (b - a)
+            if reg.sentinel:
+                lay.field_sent.append((first, lay.nf, tuple(int(v) for v in reg.sentinel)))
+            lay.input_src.append((1, first, lay.nf, tuple(s for _, s in f.axes)))
+        else:
+            a, b = col[name]
+            lay.input_src.append((0, a, b, tuple(s for _, s in gen.signals[name].axes)))
+
+
 def layout(graph: MetricGraph) -> Layout:
+    """The register layout of ``graph``'s plan: registers ordered by class (generation order within a
+    class), each one's columns and constants, the reset groups, unit scales and the inputs' sources."""
     gen: Generation = graph.generation
     p = plan(graph)
     lay = Layout(p.inputs)
@@ -151,67 +242,7 @@ def layout(graph: MetricGraph) -> Layout:
         cls = register_class(sig, gen)
         for c in range(cls, 6):
             lay.bounds[c] = n
-        M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
-        if cls <= 3:
-            lay.mask += [
-                U64_MAX if sig.wrap_width is None or sig.modulus is not None else (1 << sig.wrap_width) - 1
-            ] * sig.instances
-            lay.scale += [float(sig.scale)] * sig.instances
-        if sig.modulus is not None:
-            lay.modc.append((a, n, int(sig.modulus)))
-        if cls == 0:
-            lay.half += [M // 2] * sig.instances
-        elif cls == 1:
-            lay.rate += [float(max_rate(gen, sig))] * sig.instances
-            lay.wrap += [float(M)] * sig.instances
-        elif cls == 3:
-            nb = len(sig.buckets) + 1
-            lay.hist.append((a, sig.instances // nb, nb))
-        elif cls == 4:
-            lay.gscale += [0.5 * sig.scale] * sig.instances
-        if sig.sentinel:
-            lay.sent.append((a, n, tuple(int(v) for v in sig.sentinel)))
-    by_indicator: dict[tuple[str, bool], list[tuple[int, int]]] = {}
-    for name in regs:
-        sig = gen.signals[name]
-        if sig.reset_indicator is not None and register_class(sig, gen) <= 3 and sig.reset_indicator in col:
-            by_indicator.setdefault((sig.reset_indicator, sig.reset_kind == "decrease"), []).append(col[name])
-        if sig.scale_field is not None:
-            f = gen.fields[sig.scale_field[0]]
-            ra, rb = col[f.register]
-            rate = max_rate(gen, sig) if register_class(sig, gen) == 1 else None
-            M = sig.modulus if sig.modulus is not None else (1 << sig.wrap_width if sig.wrap_width is not None else 0)
-            a, b = col[name]
-            lay.uscale.append(
-                (
-                    a,
-                    b,
-                    ra,
-                    rb,
-                    f.lo,
-                    (1 << (f.hi - f.lo + 1)) - 1,
-                    float(f.scale),
-                    float(sig.scale_field[1]),
-                    0.0 if rate is None else float(rate),
-                    float(M),
-                )
-            )
-    for (ind, dec), cols in by_indicator.items():
-        lay.reset.append((col[ind][0], col[ind][1], tuple(cols), dec))
-    for name in p.inputs:
-        if name in gen.fields:
-            f = gen.fields[name]
-            a, b = col[f.register]
-            reg = gen.signals[f.register]
-            first = lay.nf
-            lay.field_src += list(range(a, b))
-            lay.field_lo += [f.lo] * (b - a)
-            lay.field_mask += [(1 << (f.hi - f.lo + 1)) - 1] * (b - a)
-            lay.field_scale += [float(f.scale)] * (b - a)
-            if reg.sentinel:
-                lay.field_sent.append((first, lay.nf, tuple(int(v) for v in reg.sentinel)))
-            lay.input_src.append((1, first, lay.nf, tuple(s for _, s in f.axes)))
-        else:
-            a, b = col[name]
-            lay.input_src.append((0, a, b, tuple(s for _, s in gen.signals[name].axes)))
+        _place_register(lay, gen, sig, cls, a, n)
+    _resets_and_unit_scales(lay, gen, regs, col)
+    _place_inputs(lay, gen, p.inputs, col)
     return lay
