@@ -28,6 +28,7 @@ import contextlib
 import gc
 import hashlib
 from pathlib import Path
+from typing import Any, Callable
 
 from perfonto.dsl import ast
 from perfonto.dsl.parser import parse_file, parse_text
@@ -103,8 +104,10 @@ def classify(s: Typed) -> MetricGraph:
     )
 
 
-#: The compiler: each pass is a plain function of the previous stage (see the module docstring).
-PASSES = (
+#: The compiler: each pass is a plain function of the previous stage (see the module docstring). Each
+#: pass is typed stage to stage (Parsed -> Declared -> ... -> MetricGraph); a tuple type cannot say that
+#: one pass takes what the one before it gives, so here a pass is a function of any stage.
+PASSES: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("declare", passes.declare),
     ("resolve", passes.resolve_names),
     ("graph", passes.check_cycles),
@@ -120,7 +123,7 @@ def run_passes(parsed: Parsed, until: str | None = None):
     ``MetricGraph``). Raises ``KeyError`` for an unknown pass name."""
     if until is not None and until not in dict(PASSES):
         raise KeyError(f"no compiler pass `{until}`; passes: {', '.join(n for n, _ in PASSES)}")
-    stage = parsed
+    stage: object = parsed
     for name, fn in PASSES:
         stage = fn(stage)
         if name == until:

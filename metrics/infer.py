@@ -28,6 +28,8 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
 
 from __future__ import annotations
 
+from typing import cast
+
 import pint
 
 from perfonto.dsl import ast
@@ -35,7 +37,7 @@ from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 from perfonto.ontology.resolved import Scope
-from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, parse_unit
+from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, is_rate, parse_unit
 
 from . import ir
 from .across_chips import group_check, is_frequency, reads_leader
@@ -75,6 +77,12 @@ class _T:
     @property
     def is_bool(self) -> bool:
         return self.unit is None
+
+    @property
+    def qty(self) -> pint.Unit:
+        """The unit of a quantity: for operands already checked not to be conditions (``_need_number``)."""
+        assert self.unit is not None, "a quantity, not a condition"
+        return self.unit
 
 
 class Typer:
@@ -142,11 +150,11 @@ class Typer:
         for k in range(len(chip_consts) + 1):
             for subset in itertools.combinations(chip_consts, k):
                 self.intensive = set(subset)
-                trace = None if self.trace is None else []
+                trace: list | None = None if self.trace is None else []
                 saved, self.trace = self.trace, trace
                 try:
                     out = self._metric(d, compiled)
-                    if saved is not None:
+                    if saved is not None and trace is not None:  # both lists, or both None
                         saved.extend(trace)
                     self.trace = saved
                     return out
@@ -155,6 +163,7 @@ class Typer:
                     if f.diagnostic.code != "chip-degree":
                         raise
                     first = first or f
+        assert first is not None, "every subset failed, the first (the empty subset) included"
         raise first
 
     def _metric(self, d: ast.MetricDecl, compiled: dict):
@@ -177,10 +186,10 @@ class Typer:
                 hint="use it inside `a if cond else b`",
             )
         f = self.factor(
-            t.unit,
+            t.qty,
             declared,
             d.unit_span,
-            f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.unit)}",
+            f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.qty)}",
         )
         node = t.node if f == 1.0 else self._mul_const(t.node, f)
         if node.degree == 1 and is_frequency(self.reg, declared):  # a clock rate: the mean over chips, never their sum
@@ -210,7 +219,7 @@ class Typer:
     def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
         """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
         the rate's amount (B for a B/s gauge) is told so by name."""
-        e_dim = dimensionality(self.reg, t.unit)
+        e_dim = dimensionality(self.reg, t.qty)
         want = dimensionality(self.reg, declared)
         if e_dim == want:
             return
@@ -218,11 +227,7 @@ class Typer:
         for node in ast.walk(d.expr):
             if isinstance(node, ast.Name) and node.name in self.gen.signals:
                 s = self.gen.signals[node.name]
-                if (
-                    kinds.of(s).window == "mean"
-                    and self.reg.Quantity(1, s.unit).dimensionality.get("[time]", 0) < 0
-                    and e_dim * sec == want
-                ):
+                if kinds.of(s).window == "mean" and is_rate(self.reg, s.unit) and e_dim * sec == want:
                     raise self.fail(
                         "unit-mismatch",
                         f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
@@ -258,15 +263,15 @@ class Typer:
             axes = tuple((f"{f.block}.{a}", size) for a, size in f.axes)
             return _T(ir.Input(n, axes, 0), f.unit)
         if n in self.gen.record_fields:
-            f = self.gen.record_fields[n]
-            if f.times:
+            rf = self.gen.record_fields[n]
+            if rf.times:
                 raise self.fail(
                     "type",
                     f"`{n}` is a list of instants per record, not a value",
                     e.span,
                     hint="use a derived population, e.g. `token_gap.duration`",
                 )
-            return _T(ir.Input(n, ((POP + f.record, 0),), 0), f.unit)
+            return _T(ir.Input(n, ((POP + rf.record, 0),), 0), rf.unit)
         if n == "interval":
             return _T(ir.Interval(), self.reg.second)
         if n in self.gen.signals:
@@ -303,7 +308,7 @@ class Typer:
         return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal, t.inst, t.total, t.sparsity)
 
     def _binary(self, e: ast.Binary) -> _T:
-        operands = []
+        operands: list[_T] = []
         out = self._binary_typed(e, operands)
         return self._scope(out, operands, e.span)
 
@@ -396,13 +401,13 @@ class Typer:
         if e.op == "*":
             return _T(
                 ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
-                a.unit * b.unit,
+                a.qty * b.qty,
                 a.literal and b.literal,
             )
         if e.op == "/":
             return _T(
                 ir.Op("div", (a.node, b.node), axes, a.node.degree - b.node.degree),
-                a.unit / b.unit,
+                a.qty / b.qty,
                 a.literal and b.literal,
             )
         if e.op == "**":
@@ -411,11 +416,13 @@ class Typer:
             p = e.right.value
             if abs(p) > 16:
                 raise self.fail("type", f"exponent {p:g} is out of range (|exponent| <= 16)", e.right.span)
-            if p != int(p) and not a.unit.dimensionless:
+            if p != int(p) and not a.qty.dimensionless:
                 raise self.fail(
-                    "unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.unit)}", e.span
+                    "unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.qty)}", e.span
                 )
-            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), a.unit**p, a.literal)
+            # pint annotates PlainUnit.__pow__ as returning a PlainUnit; it returns self.__class__, the registry's Unit
+            power = cast(pint.Unit, a.qty**p)
+            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), power, a.literal)
         raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
 
     def _ifelse(self, e: ast.IfElse) -> _T:
@@ -551,7 +558,7 @@ class Typer:
             raise self.fail("type", f"{what} needs a quantity, not a condition", span)
 
     def _same_unit(self, a: _T, b: _T, e, what: str) -> tuple[_T, _T]:
-        f = self.factor(b.unit, a.unit, e.span, what)
+        f = self.factor(b.qty, a.qty, e.span, what)
         if f == 1.0:
             return a, b
         return a, _T(self._mul_const(b.node, f), a.unit, b.literal, b.inst, b.total, b.sparsity)

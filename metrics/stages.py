@@ -28,6 +28,7 @@ from perfonto.ontology.diagnostics import Diagnostic, Span
 from perfonto.ontology.resolved import Generation
 
 from . import ir
+from .ir import Axes  # by name: in CompiledMetric the field `ir` hides the module
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class CompiledMetric:
     unit: pint.Unit
     unit_text: str
     ir: ir.Node
-    axes: ir.Axes
+    axes: Axes
     degree: int
     formula: str
     description: str

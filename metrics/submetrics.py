@@ -14,6 +14,9 @@ Source: Nsight Compute Kernel Profiling Guide, "Metrics Structure" (``.per_secon
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
+
+import pint
 
 from perfonto.dsl import ast
 from perfonto.dsl.printer import to_text
@@ -111,7 +114,8 @@ def expand(gen: Generation, decls: list[ast.MetricDecl]) -> tuple[list[ast.Metri
         if block in gen.blocks and amount:
             clock = gen.blocks[block]["clock"]
             expr = ast.Binary("/", me, ast.Binary("*", ast.Name(f"spec.clock.{clock}", span), interval, span), span)
-            base = fmt_unit(reg.Quantity(1, mu).to_base_units().units)
+            # pint annotates .units as a PlainUnit; it is the registry's Unit (self._REGISTRY.Unit)
+            base = fmt_unit(cast(pint.Unit, reg.Quantity(1, mu).to_base_units().units))
             out.append(
                 make("per_cycle", _unit_over(base, f"{clock}_cycle"), expr, f"{d.name} per {clock} clock cycle.")
             )

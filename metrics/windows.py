@@ -165,7 +165,11 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         bad = absent | dump.missing.get(name, False)
         sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
         unit = unit_exponent(gen, sig, dump)  # rule 4d (None: the counter has a constant scale)
-        scale = sig.scale if unit is None else sig.scale * sig.scale_field[1] ** unit[0][1:]
+        if unit is None:
+            scale: float | np.ndarray = sig.scale
+        else:
+            assert sig.scale_field is not None, "unit_exponent reads a unit field only for a counter with one"
+            scale = sig.scale * sig.scale_field[1] ** unit[0][1:]
         rule = kinds.of(sig).window
         if rule in ("increase", "bucket_increase"):
             prev, cur = raw[:-1], raw[1:]
