@@ -160,68 +160,9 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         if name not in dump.raw:  # not in the dump: metrics over it are unavailable
             continue
         raw = dump.raw[name]
-        W = raw.shape[0] - 1
-        reason = np.zeros((W,) + raw.shape[1:], dtype=np.uint8)
-        bad = absent | dump.missing.get(name, False)
-        sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
-        unit = unit_exponent(gen, sig, dump)  # rule 4d (None: the counter has a constant scale)
-        if unit is None:
-            scale: float | np.ndarray = sig.scale
-        else:
-            assert sig.scale_field is not None, "unit_exponent reads a unit field only for a counter with one"
-            scale = sig.scale * sig.scale_field[1] ** unit[0][1:]
-        rule = kinds.of(sig).window
-        if rule in ("increase", "bucket_increase"):
-            prev, cur = raw[:-1], raw[1:]
-            if sig.wrap_width is None:  # unknown width: a decrease cannot be told from a reset
-                delta = cur - prev
-                implausible = cur < prev
-            elif rule == "bucket_increase":
-                delta = modular_delta(prev, cur, sig.wrap_width)
-                dec = (cur < prev).reshape(cur.shape[:2] + (-1, len(sig.buckets) + 1)).any(axis=-1, keepdims=True)
-                implausible = np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
-            else:
-                M = sig.modulus if sig.modulus is not None else 1 << sig.wrap_width
-                delta = (
-                    range_delta(prev, cur, M) if sig.modulus is not None else modular_delta(prev, cur, sig.wrap_width)
-                )
-                rate = max_rate(gen, sig)
-                if rate is not None:
-                    limit = rate * interval[:, :, None] / scale + 1.0
-                    implausible = delta.astype(np.float64) > limit
-                    ambiguous = limit >= float(M)
-                    reason[np.broadcast_to(ambiguous, reason.shape)] = WRAP_AMBIGUOUS
-                else:
-                    implausible = delta > np.uint64(M // 2)
-            v = delta.astype(np.float64) * scale
-            reason[implausible & (reason == VALID)] = RESET_INFERRED
-            if sig.reset_indicator is not None and sig.reset_indicator in dump.raw:
-                ind = dump.raw[sig.reset_indicator]
-                hit = (ind[1:] < ind[:-1]) if sig.reset_kind == "decrease" else (ind[1:] != ind[:-1])
-                reason[np.broadcast_to(hit.any(axis=2, keepdims=True), reason.shape)] = RESET
-            if sig.modulus is not None:
-                reason[_touching(raw >= np.uint64(sig.modulus))] = OUT_OF_RANGE
-            if unit is not None:
-                _, ubits, ubad = unit
-                reason[np.broadcast_to(ubits[1:] != ubits[:-1], reason.shape)] = UNIT_CHANGED
-                for code in (SENTINEL, MISSING):
-                    reason[np.broadcast_to(_touching(ubad == code), reason.shape)] = code
-        elif rule == "mean":
-            r = raw.astype(np.float64)
-            v = (r[:-1] + r[1:]) * (0.5 * sig.scale)
-        elif rule == "end":  # packed register: only its fields are values
-            v = raw[1:].astype(np.float64)
-        elif rule in RULES:  # a kind added to ontology/kinds.py with its reference rule
-            v, extra = RULES[rule](sig, raw, interval, dump)
-            reason[(extra != VALID) & (reason == VALID)] = extra[(extra != VALID) & (reason == VALID)]
-        else:
-            raise kinds.UnsupportedKind("the reference window rules (metrics.windows)", sig.kind, rule)
-        if sent is not None:
-            reason[_touching(sent)] = SENTINEL
-        reason[_touching(np.broadcast_to(bad, raw.shape))] = MISSING
-        v = np.where(reason == VALID, v, np.nan)
+        v, reason = _signal_windows(dump, gen, sig, name, interval, absent)
         sizes = tuple(s for _, s in sig.axes)
-        shape = (W, raw.shape[1]) + sizes
+        shape = (raw.shape[0] - 1, raw.shape[1]) + sizes
         values[name] = v.reshape(shape)
         nulls[name] = reason.reshape(shape)
     for fname, f in gen.fields.items():
@@ -240,6 +181,82 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         values[fname] = np.where(reason == VALID, v, np.nan).reshape(shape)
         nulls[fname] = reason.reshape(shape)
     return Windows(interval, values, 1.0, "window", ts[:-1], nulls)
+
+
+def _signal_windows(dump: CounterDump, gen: Generation, sig, name: str, interval: np.ndarray, absent: np.ndarray):
+    """One signal's window values (null where not valid) and reason codes, flat over its instances, by
+    its kind's window rule; sentinels and missing samples (rules 5, 6) apply to every kind."""
+    raw = dump.raw[name]
+    W = raw.shape[0] - 1
+    reason = np.zeros((W,) + raw.shape[1:], dtype=np.uint8)
+    bad = absent | dump.missing.get(name, False)
+    sent = np.isin(raw, np.array(sig.sentinel, dtype=np.uint64)) if sig.sentinel else None
+    unit = unit_exponent(gen, sig, dump)  # rule 4d (None: the counter has a constant scale)
+    if unit is None:
+        scale: float | np.ndarray = sig.scale
+    else:
+        assert sig.scale_field is not None, "unit_exponent reads a unit field only for a counter with one"
+        scale = sig.scale * sig.scale_field[1] ** unit[0][1:]
+    rule = kinds.of(sig).window
+    if rule in ("increase", "bucket_increase"):
+        v = _increase(dump, gen, sig, rule, raw, interval, scale, unit, reason)
+    elif rule == "mean":
+        r = raw.astype(np.float64)
+        v = (r[:-1] + r[1:]) * (0.5 * sig.scale)
+    elif rule == "end":  # packed register: only its fields are values
+        v = raw[1:].astype(np.float64)
+    elif rule in RULES:  # a kind added to ontology/kinds.py with its reference rule
+        v, extra = RULES[rule](sig, raw, interval, dump)
+        reason[(extra != VALID) & (reason == VALID)] = extra[(extra != VALID) & (reason == VALID)]
+    else:
+        raise kinds.UnsupportedKind("the reference window rules (metrics.windows)", sig.kind, rule)
+    if sent is not None:
+        reason[_touching(sent)] = SENTINEL
+    reason[_touching(np.broadcast_to(bad, raw.shape))] = MISSING
+    return np.where(reason == VALID, v, np.nan), reason
+
+
+def _increase(dump: CounterDump, gen: Generation, sig, rule: str, raw, interval, scale, unit, reason: np.ndarray):
+    """A counter's (or histogram's) increase over each window, in its unit; marks in `reason` the
+    windows with an inferred or signalled reset, a value out of range or a changed unit field."""
+    prev, cur = raw[:-1], raw[1:]
+    delta, implausible = _delta(gen, sig, rule, prev, cur, interval, scale, reason)
+    v = delta.astype(np.float64) * scale
+    reason[implausible & (reason == VALID)] = RESET_INFERRED
+    if sig.reset_indicator is not None and sig.reset_indicator in dump.raw:
+        ind = dump.raw[sig.reset_indicator]
+        hit = (ind[1:] < ind[:-1]) if sig.reset_kind == "decrease" else (ind[1:] != ind[:-1])
+        reason[np.broadcast_to(hit.any(axis=2, keepdims=True), reason.shape)] = RESET
+    if sig.modulus is not None:
+        reason[_touching(raw >= np.uint64(sig.modulus))] = OUT_OF_RANGE
+    if unit is not None:
+        _, ubits, ubad = unit
+        reason[np.broadcast_to(ubits[1:] != ubits[:-1], reason.shape)] = UNIT_CHANGED
+        for code in (SENTINEL, MISSING):
+            reason[np.broadcast_to(_touching(ubad == code), reason.shape)] = code
+    return v
+
+
+def _delta(gen: Generation, sig, rule: str, prev, cur, interval, scale, reason: np.ndarray):
+    """The raw increase between consecutive samples (modular in the wrap width or range) and where it is
+    implausible (a decrease, a jump beyond half the range, or beyond max_rate; a window where max_rate
+    cannot tell a wrap is marked ambiguous in `reason`)."""
+    if sig.wrap_width is None:  # unknown width: a decrease cannot be told from a reset
+        return cur - prev, cur < prev
+    if rule == "bucket_increase":
+        delta = modular_delta(prev, cur, sig.wrap_width)
+        dec = (cur < prev).reshape(cur.shape[:2] + (-1, len(sig.buckets) + 1)).any(axis=-1, keepdims=True)
+        return delta, np.broadcast_to(dec, dec.shape[:-1] + (len(sig.buckets) + 1,)).reshape(cur.shape)
+    M = sig.modulus if sig.modulus is not None else 1 << sig.wrap_width
+    delta = range_delta(prev, cur, M) if sig.modulus is not None else modular_delta(prev, cur, sig.wrap_width)
+    rate = max_rate(gen, sig)
+    if rate is None:
+        return delta, delta > np.uint64(M // 2)
+    limit = rate * interval[:, :, None] / scale + 1.0
+    implausible = delta.astype(np.float64) > limit
+    ambiguous = limit >= float(M)
+    reason[np.broadcast_to(ambiguous, reason.shape)] = WRAP_AMBIGUOUS
+    return delta, implausible
 
 
 #: Reference rules of window-rule ids beyond the four above (a kind added to ``ontology/kinds.py``):
