@@ -23,18 +23,27 @@ def register(sub) -> None:
 
 
 def cmd_test(args) -> int:
-    from perfonto.ontology.yaml_source import read_yaml
-
-    from perfonto.codegen.python_evaluator import generate, load
-    from perfonto.metrics.compiler import library_files
-    from perfonto.metrics.vectors import run_vectors, vector_files
-
-    from perfonto.metrics.catalog import load_catalog
-
     err = stderr()
+    files = _vector_files(args.path)
+    outcomes, diags = _run_vectors(args, files, _generations(files, args.generation))
+    failed = [o for o in outcomes if not o.ok]
+    if args.json:
+        _print_json(outcomes, failed, diags)
+    else:
+        _print_text(outcomes, failed, diags, files)
+    if not outcomes:
+        err.print("no vector matched a compiled generation", markup=False)
+        return 1
+    return 1 if failed or diags else 0
+
+
+def _vector_files(arg: str | None) -> list:
+    """The vectors files at ``arg`` (a file or a folder; default: the shipped library); at least one."""
+    from perfonto.metrics.compiler import library_files
+    from perfonto.metrics.vectors import vector_files
     from perfonto.ontology.files import FileReadError, check_path, exists
 
-    path = Path(args.path) if args.path else library_files()[0].parent
+    path = Path(arg) if arg else library_files()[0].parent
     try:
         check_path(path, "vectors path")
     except FileReadError as exc:
@@ -42,6 +51,13 @@ def cmd_test(args) -> int:
     files = vector_files(path) if exists(path) else []
     if not files:
         raise CommandError(f"no test vectors (*.vectors.yaml) found at {path}", 1)
+    return files
+
+
+def _generations(files: list, wanted: str | None) -> set[str]:
+    """The generations the files name (only ``wanted`` when given); a file that does not read names none."""
+    from perfonto.ontology.yaml_source import read_yaml
+
     gens = set()
     for f in files:
         try:
@@ -49,8 +65,18 @@ def cmd_test(args) -> int:
             g = src.data.get("generation") if not src.diagnostics and isinstance(src.data, dict) else None
         except Exception:
             g = None
-        if g and (args.generation is None or g == args.generation):
+        if g and (wanted is None or g == wanted):
             gens.add(g)
+    return gens
+
+
+def _run_vectors(args, files: list, gens: set[str]) -> tuple[list, list]:
+    """Compile each generation's catalog (``--generation`` or sohu when the files name none) and run
+    every file's vectors on it; returns the outcomes and the diagnostics."""
+    from perfonto.codegen.python_evaluator import generate, load
+    from perfonto.metrics.catalog import load_catalog
+    from perfonto.metrics.vectors import run_vectors
+
     outcomes, diags = [], []
     for g in sorted(gens) or [args.generation or "sohu"]:
         cat = load_catalog(args.catalog, g)
@@ -62,30 +88,32 @@ def cmd_test(args) -> int:
             o, d = run_vectors(cat.graph, f, evaluator)
             outcomes += o
             diags += d
-    failed = [o for o in outcomes if not o.ok]
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "passed": len(outcomes) - len(failed),
-                    "failed": len(failed),
-                    "failures": [vars(o) | {"span": str(o.span)} for o in failed],
-                    "diagnostics": [d.to_json() for d in diags],
-                },
-                indent=2,
-            )
+    return outcomes, diags
+
+
+def _print_json(outcomes: list, failed: list, diags: list) -> None:
+    """The outcomes as one JSON object: counts, the failures and the diagnostics."""
+    print(
+        json.dumps(
+            {
+                "passed": len(outcomes) - len(failed),
+                "failed": len(failed),
+                "failures": [vars(o) | {"span": str(o.span)} for o in failed],
+                "diagnostics": [d.to_json() for d in diags],
+            },
+            indent=2,
         )
-    else:
-        for d in diags:
-            print(d.render())
-        for o in failed:
-            print(f"{o.span}: FAIL {o.vector!r}: {o.metric}: {o.message}")
-        metrics = {o.metric for o in outcomes}
-        print(
-            f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, "
-            f"{len(files)} file(s))"
-        )
-    if not outcomes:
-        err.print("no vector matched a compiled generation", markup=False)
-        return 1
-    return 1 if failed or diags else 0
+    )
+
+
+def _print_text(outcomes: list, failed: list, diags: list, files: list) -> None:
+    """The diagnostics, each failure, then one summary line."""
+    for d in diags:
+        print(d.render())
+    for o in failed:
+        print(f"{o.span}: FAIL {o.vector!r}: {o.metric}: {o.message}")
+    metrics = {o.metric for o in outcomes}
+    print(
+        f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(metrics)} metrics checked, "
+        f"{len(files)} file(s))"
+    )
