@@ -9,6 +9,7 @@ rollups; a comparison with a null operand is null, and so is an ``if`` with a nu
 from __future__ import annotations
 
 import operator
+from typing import Callable
 
 import numpy as np
 
@@ -94,8 +95,8 @@ def _rollup(n: ir.Rollup, w: Windows, done: dict[str, np.ndarray]):
             if n.func == "mean":
                 return np.nanmean(v, axis=axes)
             return np.nanpercentile(v, float(n.func[1:]), axis=axes, method="linear")
-    fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
-    return fn(v, axis=axes)
+    reductions: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}
+    return reductions[n.func](v, axis=axes)
 
 
 def _floats(args: list) -> tuple:

@@ -74,7 +74,7 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
         run = run_level(w, gen, ~bad if key else None)
         out = evaluate(run.values, run.interval, run.chips)
         common = ~bad.any(axis=1, keepdims=True) if key else None
-        run_all = run_level(w, gen, np.broadcast_to(common, bad.shape) if key else None)
+        run_all = run_level(w, gen, np.broadcast_to(common, bad.shape) if common is not None else None)
         srv = server_level(run_all, gen)
         out_srv = evaluate(srv.values, srv.interval, srv.chips)
         if any(graph.metrics[n].group_rule for n in names):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import networkx as nx
 import numpy as np
@@ -38,7 +39,7 @@ class Records:
         return 0
 
 
-def records_from_columns(gen, columns: dict[str, object]) -> Records:
+def records_from_columns(gen, columns: Mapping[str, object]) -> Records:
     """Records from plain columns ``{"request.arrival_time": [...], "request.token_times": [[...], ...]}``;
     derives every derived population."""
     fields: dict[str, np.ndarray] = {}
@@ -62,7 +63,7 @@ def records_from_columns(gen, columns: dict[str, object]) -> Records:
     return Records(fields)
 
 
-def _check_lengths(gen, columns: dict[str, object]) -> None:
+def _check_lengths(gen, columns: Mapping[str, object]) -> None:
     """Every given column of a written record type is a list, and all of one record type's have one length."""
     lengths: dict[str, dict[str, int]] = {}
     for name, f in gen.record_fields.items():
@@ -184,7 +185,7 @@ def evaluate_records(graph: MetricGraph, records: Records) -> dict[str, np.ndarr
             v = np.asarray(_eval(m.ir, w, done), dtype=np.float64)
         v = np.where(np.isinf(v), np.nan, v)
         if m.population is None:
-            v = v.reshape(-1)[0] if v.size else np.nan
+            v = np.asarray(v.reshape(-1)[0] if v.size else np.nan)  # one value (0-d)
         done[name] = np.asarray(v) if m.population else np.asarray(v).reshape(1, 1)
         out[name] = v.reshape(-1) if m.population else float(v)
     return out

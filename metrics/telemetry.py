@@ -27,6 +27,7 @@ from perfonto.ontology import kinds
 
 import re
 from dataclasses import dataclass
+from typing import Iterable, cast
 
 import pint
 
@@ -92,8 +93,10 @@ def export_unit(reg: pint.UnitRegistry, unit: pint.Unit) -> Unit:
         return Unit(1.0, "celsius", "Cel")
     q = reg.Quantity(1.0, unit).to_base_units()
     factor = float(q.magnitude)
+    # pint types an exponent as any scalar, complex included; a unit's exponents are int or float
+    exponents = cast("Iterable[tuple[str, float]]", q.unit_items())
     items = sorted(
-        ((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in q.unit_items()),
+        ((str(u), int(e) if float(e).is_integer() else float(e)) for u, e in exponents),
         key=lambda kv: (kv[1] < 0, kv[0]),
     )
     if not items:
@@ -152,8 +155,8 @@ def time_degree(graph: MetricGraph, name: str, _memo: dict | None = None) -> int
             return time_degree(graph, n.metric, memo)
         if isinstance(n, ir.Rollup):
             return deg(n.arg)
-        ds = [deg(a) for a in n.args]
-        if any(d is None for d in ds):
+        ds = [d for d in (deg(a) for a in n.args) if d is not None]
+        if len(ds) != len(n.args):  # an argument of unknown degree
             return None
         if n.op in ir.BOOL_OPS:
             return 0

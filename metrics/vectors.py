@@ -165,9 +165,10 @@ def _run_vector(case: _Case, evaluator, outcomes: list[Outcome], diags: list[Dia
     if evaluator is not None:
         results.append(("generated evaluator", evaluator.evaluate(values, w.interval, v.chips)))
     if v.records:
-        results = _with_records(case, results, diags)
-        if results is None:
+        with_records = _with_records(case, results, diags)
+        if with_records is None:
             return
+        results = with_records
     if not v.expect:
         diags.append(
             Diagnostic(

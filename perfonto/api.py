@@ -300,7 +300,8 @@ class Result:
     @cached_property
     def bounds(self) -> pa.Table:
         """Every window value outside its metric's bounds: metric, chip, window, value, low, high."""
-        ev, rows = self.report.evaluation, {"metric": [], "chip": [], "window": [], "value": [], "low": [], "high": []}
+        ev = self.report.evaluation
+        rows: dict[str, list] = {"metric": [], "chip": [], "window": [], "value": [], "low": [], "high": []}
         for name, m in self.report.evaluated.metrics.items():
             if not m.bounds:
                 continue
@@ -411,6 +412,8 @@ def emulate(
         out_dir=folder,
         **knobs,
     )
+    # emulator.run writes every side output (the fields are optional for results made elsewhere)
+    assert res.requests_path is not None and res.trace_path is not None and res.sync_path is not None
     return Emulation(
         folder,
         Path(res.counters_path),
