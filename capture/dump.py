@@ -44,10 +44,10 @@ import pyarrow.compute as pc
 
 from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
-from perfonto.ontology import kinds
 
 from .dump_grid import Grid, _grid, drift_note, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
 from .dump_io import DumpError, load
+from .dump_wide import _check_type, _wide_one  # noqa: F401  (one register column, shared with capture.pieces and dump_long)
 from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with capture.dump_scan)
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -186,10 +186,8 @@ def _within_int64(c, key: str, p) -> None:
         )
 
 
-def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    names = t.column_names
-    if "chip" not in names:
-        raise DumpError(f"{p}: no `chip` column; every row names its chip (and `host` where there are several)")
+def _stamp_column(names: list[str], p: str, unit: str | None) -> tuple[str, str]:
+    """The one timestamp column (``timestamp_<unit>``, or ``timestamp`` with ``unit``) and its unit."""
     stamp = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
     if len(stamp) != 1:
         raise DumpError(
@@ -202,6 +200,12 @@ def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray
         raise DumpError(
             f"{p}: column `timestamp` has no unit; name it timestamp_ns/_us/_ms/_s or give --timestamp-unit"
         )
+    return col, u
+
+
+def _check_key_columns(t: pa.Table, p: str, col: str) -> None:
+    """Refuse nulls in ``chip`` or the timestamp ``col``, a chip that is not an integer, a timestamp that
+    is not a number, and an unsigned chip, timestamp or sample past int64."""
     for key in ("chip", col):
         c = t.column(key)
         if c.null_count:
@@ -213,41 +217,42 @@ def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray
     for key in ("chip", col, "sample"):
         if key in t.column_names and pa.types.is_unsigned_integer(t.column(key).type):
             _within_int64(t.column(key), key, p)
-    chip = t.column("chip").to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _timestamps_ns(t: pa.Table, p: str, col: str, u: str) -> np.ndarray:
+    """The timestamps in ns (int64): integer ns as they are, others scaled and rounded (refused when
+    not finite or past int64)."""
     raw_ts = t.column(col).to_numpy(zero_copy_only=False)
     if u == "ns" and pa.types.is_integer(t.column(col).type):
-        ts = raw_ts.astype(np.int64)
-    else:
-        f = raw_ts.astype(np.float64) * TIME_UNITS[u]
-        if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
-            raise DumpError(f"{p}: column `{col}` holds a non-finite or out-of-range timestamp")
-        ts = np.rint(f).astype(np.int64)
-    host = None
-    if "host" in names:
-        hc = t.column("host")
-        if hc.null_count:
-            raise DumpError(f"{p}: `host` holds nulls; name every row's host, or drop the column")
-        host = np.asarray(pc.cast(hc, pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+        return raw_ts.astype(np.int64)
+    f = raw_ts.astype(np.float64) * TIME_UNITS[u]
+    if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
+        raise DumpError(f"{p}: column `{col}` holds a non-finite or out-of-range timestamp")
+    return np.rint(f).astype(np.int64)
+
+
+def _hosts(t: pa.Table, p: str) -> np.ndarray | None:
+    """Each row's host (as text), or None without a ``host`` column; a null host is refused."""
+    if "host" not in t.column_names:
+        return None
+    hc = t.column("host")
+    if hc.null_count:
+        raise DumpError(f"{p}: `host` holds nulls; name every row's host, or drop the column")
+    return np.asarray(pc.cast(hc, pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _keys(t: pa.Table, p: str, unit: str | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Each row's chip, host (None without a ``host`` column) and timestamp in ns, checked; ``unit``:
+    the unit of a column named ``timestamp`` (``--timestamp-unit``)."""
+    names = t.column_names
+    if "chip" not in names:
+        raise DumpError(f"{p}: no `chip` column; every row names its chip (and `host` where there are several)")
+    col, u = _stamp_column(names, p, unit)
+    _check_key_columns(t, p, col)
+    chip = t.column("chip").to_numpy(zero_copy_only=False).astype(np.int64)
+    ts = _timestamps_ns(t, p, col, u)
+    host = _hosts(t, p)
     return chip, host, ts
-
-
-def _check_type(p: str, col: str, sig, typ: pa.DataType) -> None:
-    if not pa.types.is_integer(typ):
-        raise DumpError(
-            f"{p}: column `{col}` has type {typ}; raw registers are unsigned integers "
-            "(write the register's raw value, not a scaled or converted one)"
-        )
-    if kinds.of(sig).counts:
-        if pa.types.is_signed_integer(typ):
-            raise DumpError(
-                f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
-                f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)"
-            )
-        if sig.width is not None and typ.bit_width < sig.width:
-            raise DumpError(
-                f"{p}: column `{col}` is {typ}, narrower than the counter's {sig.width}-bit register; "
-                f"write it as uint{64 if sig.width > 32 else 32} so the high bits are not lost"
-            )
 
 
 def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -306,91 +311,6 @@ def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
 def _partition_like(t: pa.Table, col: str) -> bool:
     """A string column of few distinct values (a Hive partition or a label) is ignored without a note."""
     return pa.types.is_string(t.column(col).type) or pa.types.is_large_string(t.column(col).type)
-
-
-def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    c = t.column(col).combine_chunks()
-    n_inst = 1 if scalar else sig.instances
-    wide = 0 if scalar or sig.slots is None else sig.full_instances  # a dump of every slot, present or not
-    if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:
-        lengths = pc.list_value_length(c).to_numpy(zero_copy_only=False)
-        first = lengths[~np.isnan(lengths.astype(np.float64))][:1]
-        size = wide if wide and first.size and first[0] == wide else n_inst
-        ok = np.isnan(lengths.astype(np.float64)) | (lengths == size)
-        if not ok.all():
-            bad = int(np.flatnonzero(~ok)[0])
-            raise DumpError(
-                f"{p}: row {bad + 1}: column `{col}` holds {int(lengths[bad])} instances, the generation "
-                f"declares {n_inst}" + (f" present of {wide} slots" if wide else "")
-            )
-        c = c.cast(pa.list_(c.type.value_type, size))  # a list column (pandas, CSV-less writers) as fixed-size
-    if pa.types.is_fixed_size_list(c.type) and wide and c.type.list_size == wide:
-        _check_type(p, col, sig, c.type.value_type)
-        row_null = c.is_null().to_numpy(zero_copy_only=False)
-        values = c.values.slice(c.offset * wide, len(c) * wide)
-        keep = np.asarray(sig.slots)
-        nulls = (values.is_null().to_numpy(zero_copy_only=False).reshape(-1, wide) | row_null[:, None])[:, keep]
-        arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, wide)[:, keep]
-    elif pa.types.is_fixed_size_list(c.type):
-        if scalar or c.type.list_size != n_inst:
-            raise DumpError(
-                f"{p}: column `{col}` has {c.type.list_size} instances, the generation declares {n_inst}"
-                + (f" present of {wide} slots (write {n_inst} or {wide})" if wide else "")
-            )
-        _check_type(p, col, sig, c.type.value_type)
-        row_null = c.is_null().to_numpy(zero_copy_only=False) if c.null_count else np.zeros(len(c), bool)
-        values = c.values.slice(c.offset * n_inst, len(c) * n_inst)  # every row's slots, null rows included
-        if c.null_count == 0 and values.null_count == 0:  # the common case: a view of the buffer, no copy
-            nulls = np.broadcast_to(np.False_, (len(c), n_inst))
-            arr = values.to_numpy(zero_copy_only=False).reshape(-1, n_inst)
-        else:
-            nulls = values.is_null().to_numpy(zero_copy_only=False).reshape(-1, n_inst) | row_null[:, None]
-            arr = values.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, n_inst)
-    else:
-        if n_inst != 1:
-            raise DumpError(
-                f"{p}: column `{col}` is a scalar but `{sig.block}` has {n_inst} instances; write a "
-                f"fixed-size list or one column per instance (`{col}[0]` …)"
-            )
-        _check_type(p, col, sig, c.type)
-        if c.null_count == 0:
-            nulls = np.broadcast_to(np.False_, (len(c), 1))
-            arr = c.to_numpy(zero_copy_only=False).reshape(-1, 1)
-        else:
-            nulls = c.is_null().to_numpy(zero_copy_only=False).reshape(-1, 1)
-            arr = c.fill_null(0).to_numpy(zero_copy_only=False).reshape(-1, 1)
-    if arr.dtype.kind == "i" and arr.size and (arr < 0).any():
-        raise DumpError(f"{p}: column `{col}` holds negative values; raw registers are unsigned")
-    arr = arr.astype(np.uint64, copy=False)
-    _within_width(arr, p, col, sig)
-    return arr, nulls
-
-
-def _within_width(arr: np.ndarray, p: str, col: str, sig) -> None:
-    """Raw values of a register declared ``width`` bits wide (< 64) lie below 2^width (its sentinels
-    excepted): a larger value is not a reading of that register, and masking it to the width (as a
-    wrap would) gives a wrong window, so it is refused where it is.
-
-    Raises:
-        DumpError: the first value past the width, with its row (counted from 1 in this file or piece).
-    """
-    width = getattr(sig, "width", None)
-    if not isinstance(width, int) or width >= 64 or not arr.size:
-        return
-    limit = np.uint64(1 << width)
-    if arr.max() < limit:  # the common case: one pass, no temporaries
-        return
-    over = arr >= limit
-    for s in getattr(sig, "sentinel", ()) or ():
-        over &= arr != np.uint64(s)
-    if over.any():
-        r, k = np.unravel_index(int(np.argmax(over)), arr.shape)
-        inst = f"[{k}]" if arr.ndim == 2 and arr.shape[1] > 1 else ""
-        raise DumpError(
-            f"{p}: row {r + 1}, column `{col}{inst}`: value {int(arr[r, k])} does not fit the {width}-bit register "
-            f"`{sig.name}` (at most {(1 << width) - 1}); check the collector's register width, or declare the "
-            "signal's width as the register has it"
-        )
 
 
 def _period(meta: dict, override: int | None, p: str) -> int:
