@@ -52,19 +52,33 @@ def load_run_report(run: Path) -> dict:
 
 
 def cmd_report(args) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from perfonto.analysis import html_report, plots
-
-    from ..outputs import OutputError, write_file
-    from ..report import report_columns
+    from perfonto.analysis import plots
 
     if args.html is None and args.plots is None:
         raise CommandError("nothing to write: give --html FILE and/or --plots DIR", 2)
     err = stderr()
     run = Path(args.run)
     doc = load_run_report(run)
+    table = _metrics_table(run, err)
+    pics = plots.pictures(doc, table)
+    out: dict = {"pictures": [p.name for p in pics]}
+    if args.plots is not None:
+        try:
+            out["plots"] = plots.write_pictures(pics, args.plots)
+        except OSError as exc:
+            raise CommandError(f"{args.plots}: cannot write the pictures ({why(exc)})", 1) from None
+    if args.html is not None:
+        out |= _write_page(args, run, doc, pics, err)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    return 0
+
+
+def _metrics_table(run: Path, err):
+    """RUN's ``metrics.parquet`` (for the top-down picture); None, with a note when it cannot be read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = None
     if (run / "metrics.parquet").is_file():
         try:
@@ -74,50 +88,56 @@ def cmd_report(args) -> int:
                 f"note: {run / 'metrics.parquet'} cannot be read ({exc}); the top-down picture is left out",
                 markup=False,
             )
-    pics = plots.pictures(doc, table)
-    out: dict = {"pictures": [p.name for p in pics]}
-    if args.plots is not None:
-        try:
-            out["plots"] = plots.write_pictures(pics, args.plots)
-        except OSError as exc:
-            raise CommandError(f"{args.plots}: cannot write the pictures ({why(exc)})", 1) from None
-    if args.html is not None:
-        html_path = Path(args.html)
-        timeline = None if args.no_timeline else _timeline(run, html_path, err)
-        metrics = doc.get("metrics") or {}
-        scalar = [
-            n
-            for n, m in metrics.items()
-            if isinstance(m, dict)
-            and "unavailable" not in m
-            and "population" not in m
-            and not isinstance(m.get("value"), list)
-        ]
-        chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
-        # a report.json written before `lineage`: Sohu's schema by its MFU metric
-        sohu = "sohu" in doc["lineage"] if isinstance(doc.get("lineage"), list) else "mfu" in metrics
-        headline, per_chip = report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
-        page = html_report.render(
-            doc, pics, headline=headline, per_chip=per_chip, timeline=timeline.name if timeline is not None else None
-        )
-        try:
-            write_file(html_path, page)
-        except OutputError as exc:
-            raise CommandError(str(exc), 1) from None
-        out |= {
-            "html": str(html_path),
-            "timeline": str(timeline) if timeline is not None else None,
-            "bytes": len(page.encode("utf-8")),
-        }
-        err.print(
-            f"wrote {html_path} ({len(page.encode('utf-8')) / 1e6:.1f} MB, {len(pics)} pictures"
-            + (f"; timeline {timeline}" if timeline is not None else "")
-            + ")",
-            markup=False,
-        )
-    if args.json:
-        print(json.dumps(out, indent=2))
-    return 0
+    return table
+
+
+def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
+    """Write the HTML page (and, unless ``--no-timeline``, the timeline beside it); returns what the
+    JSON summary says of them."""
+    from perfonto.analysis import html_report
+
+    from ..outputs import OutputError, write_file
+
+    html_path = Path(args.html)
+    timeline = None if args.no_timeline else _timeline(run, html_path, err)
+    headline, per_chip = _page_columns(doc)
+    page = html_report.render(
+        doc, pics, headline=headline, per_chip=per_chip, timeline=timeline.name if timeline is not None else None
+    )
+    try:
+        write_file(html_path, page)
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
+    err.print(
+        f"wrote {html_path} ({len(page.encode('utf-8')) / 1e6:.1f} MB, {len(pics)} pictures"
+        + (f"; timeline {timeline}" if timeline is not None else "")
+        + ")",
+        markup=False,
+    )
+    return {
+        "html": str(html_path),
+        "timeline": str(timeline) if timeline is not None else None,
+        "bytes": len(page.encode("utf-8")),
+    }
+
+
+def _page_columns(doc: dict) -> tuple[list[str], dict[str, str]]:
+    """The headline and per-chip columns of the page: the report's scalar metrics (``report_columns``)."""
+    from ..report import report_columns
+
+    metrics = doc.get("metrics") or {}
+    scalar = [
+        n
+        for n, m in metrics.items()
+        if isinstance(m, dict)
+        and "unavailable" not in m
+        and "population" not in m
+        and not isinstance(m.get("value"), list)
+    ]
+    chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
+    # a report.json written before `lineage`: Sohu's schema by its MFU metric
+    sohu = "sohu" in doc["lineage"] if isinstance(doc.get("lineage"), list) else "mfu" in metrics
+    return report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
 
 
 def _timeline(run: Path, html_path: Path, err) -> Path | None:
