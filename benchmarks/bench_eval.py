@@ -669,6 +669,15 @@ def main() -> None:
             shutil.rmtree(out.parent, ignore_errors=True) if out.name == "metrics" else out.unlink(missing_ok=True)
 
 
+#: engine → its name in the benchmark's table
+LABEL = {
+    "cli": "perfonto analyze, Parquet",
+    "cli-arrow": "perfonto analyze, Arrow IPC",
+    "reference": "reference interpreter",
+    "duckdb": "DuckDB, generated SQL",
+}
+
+
 def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, comp) -> None:
     """One table: every engine's time (and ratio to ``perfonto analyze``), then the issues' ratios and
     measures against their targets."""
@@ -681,19 +690,38 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
         f"{len(graph.metrics)} metrics; "
         f"{os.cpu_count()} cores; copy bandwidth {bw / 1e9:.1f} GB/s (read + write), {moved / 1e9:.2f} GB to move\n"
     )
-    label = {
-        "cli": "perfonto analyze, Parquet",
-        "cli-arrow": "perfonto analyze, Arrow IPC",
-        "reference": "reference interpreter",
-        "duckdb": "DuckDB, generated SQL",
-    }
-    table = []  # (measure, value, unit, ratio text, target text, met)
+    table = _engine_rows(results, check, gen_s)  # (measure, value, unit, ratio text, target text, met)
+    table += _ratio_rows(results, floor, gen_s, best)
+    table += _compile_and_stream_rows(comp, stream)
+    table += _memory_rows(results, stream)
+    print(f"{'measure':<46}{'value':>10} {'unit':<4} {'ratio':<30}{'target':<12}met")
+    for name, value, unit, ratio, target, ok in table:
+        met = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:<46}{value:>10.3f} {unit:<4} {ratio:<30}{target:<12}{met}")
+    caches = _cache_notes(results)
+    if caches:
+        print(
+            "each engine's input in the page cache (the floor assumes it in memory; a cold one-shot run also reads "
+            "from the disk): " + "; ".join(caches)
+        )
+    print(
+        f"(synthetic catalog: generation loaded in {comp['synthetic_load_s']:.2f} s, not counted in its compile time)"
+    )
+    if comp["profile"]:
+        print("slowest compiler functions (cumulative, profiled run): " + "; ".join(comp["profile"]))
+
+
+def _engine_rows(results: dict, check: dict, gen_s: float) -> list[tuple]:
+    """Each engine's time (or its failure) against ``perfonto analyze``'s, then analyze's every run
+    and its warm-up."""
+    nan = float("nan")
+    table = []
     for eng, r in results.items():
         if "error" in r:
-            table.append((f"{label.get(eng, eng)}: failed ({r['error'][:60]})", nan, "", "", "", None))
+            table.append((f"{LABEL.get(eng, eng)}: failed ({r['error'][:60]})", nan, "", "", "", None))
             continue
         note = f", {check[eng]}" if eng in check else ""
-        name = f"{label.get(eng, eng)}, time" + (
+        name = f"{LABEL.get(eng, eng)}, time" + (
             f" (median of {len(r['runs_s'])})" if len(r.get("runs_s", [])) > 1 else ""
         )
         table.append((name, r["seconds"], "s", f"{r['seconds'] / gen_s:.2f} × analyze{note}", "", None))
@@ -702,7 +730,7 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
         if "runs_s" in r:
             table.append(
                 (
-                    f"{label[eng]}: every run",
+                    f"{LABEL[eng]}: every run",
                     min(r["runs_s"]),
                     "s",
                     "min; runs " + ", ".join(f"{x:.3f}" for x in r["runs_s"]),
@@ -711,11 +739,14 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
                 )
             )
             table.append(
-                (f"{label[eng]}: warm-up (compiles, small slice)", r["first_run_with_compile_s"], "s", "", "", None)
+                (f"{LABEL[eng]}: warm-up (compiles, small slice)", r["first_run_with_compile_s"], "s", "", "", None)
             )
-    table.append(
-        ("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × analyze", "", None)
-    )
+    return table
+
+
+def _ratio_rows(results: dict, floor: float, gen_s: float, best: float) -> list[tuple]:
+    """The memory floor, analyze against DuckDB, and each analyze against the floor (with targets)."""
+    table = [("memory floor (bytes moved ÷ copy bandwidth)", floor, "s", f"{floor / gen_s:.3f} × analyze", "", None)]
     table.append(
         (
             "analyze (Parquet) ÷ DuckDB",
@@ -731,7 +762,7 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
             s = results[eng]["seconds"]
             table.append(
                 (
-                    f"{label[eng]} ÷ memory floor",
+                    f"{LABEL[eng]} ÷ memory floor",
                     s / floor,
                     "",
                     f"stretch ≤ {STRETCH['vs_floor']:g}: {'yes' if s / floor <= STRETCH['vs_floor'] else 'no'}",
@@ -739,7 +770,13 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
                     s / floor <= TARGETS["vs_floor"],
                 )
             )
-    table.append(("compile, shipped catalog", comp["shipped_s"], "s", "", "", None))
+    return table
+
+
+def _compile_and_stream_rows(comp: dict, stream: dict) -> list[tuple]:
+    """Compile and codegen times, and the streaming latencies (per register and as one array)."""
+    nan = float("nan")
+    table = [("compile, shipped catalog", comp["shipped_s"], "s", "", "", None)]
     table.append(
         (
             "compile, 10,000 metrics/2,000 signals, median",
@@ -776,13 +813,20 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
         )
     )
     table.append(("streaming, registers as one array, p99", stream.get("p99_us_array", nan), "µs", "", "", None))
+    return table
+
+
+def _memory_rows(results: dict, stream: dict) -> list[tuple]:
+    """Each engine's peak memory (analyze's against its target), then the streaming evaluator's."""
+    nan = float("nan")
+    table = []
     for eng, r in results.items():
         if "error" not in r:
             gb = r["peak_mb"] / 1024
             target = eng.startswith("cli")
             table.append(
                 (
-                    f"peak memory, {label.get(eng, eng)}",
+                    f"peak memory, {LABEL.get(eng, eng)}",
                     gb,
                     "GB",
                     f"{gb / TARGETS['peak_gb']:.2f} × target" if target else "",
@@ -791,17 +835,19 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
                 )
             )
     table.append(("peak memory, streaming", stream.get("peak_mb", nan) / 1024, "GB", "", "", None))
-    print(f"{'measure':<46}{'value':>10} {'unit':<4} {'ratio':<30}{'target':<12}met")
-    for name, value, unit, ratio, target, ok in table:
-        met = "" if ok is None else ("yes" if ok else "NO")
-        print(f"{name:<46}{value:>10.3f} {unit:<4} {ratio:<30}{target:<12}{met}")
+    return table
+
+
+def _cache_notes(results: dict) -> list[str]:
+    """Per engine with an input-cache record: how much of its input was in the page cache, before,
+    as it started and after (and before each of its runs)."""
     caches = []
     for e, r in results.items():
         if "input_cache" not in r:
             continue
         c = r["input_cache"]
         text = (
-            f"{label.get(e, e)}: {c['resident_before']:.1%}, {c['read_mb']:g} MB read in ({c['warm_s']:.2f} s), "
+            f"{LABEL.get(e, e)}: {c['resident_before']:.1%}, {c['read_mb']:g} MB read in ({c['warm_s']:.2f} s), "
             f"{c['resident_after']:.1%} as it started, {c['resident_after_run']:.1%} after"
         )
         if "runs_input_resident" in r:
@@ -814,16 +860,7 @@ def report(args, graph, lay, rows, bw, floor, moved, results, check, stream, com
                 + ")"
             )
         caches.append(text)
-    if caches:
-        print(
-            "each engine's input in the page cache (the floor assumes it in memory; a cold one-shot run also reads "
-            "from the disk): " + "; ".join(caches)
-        )
-    print(
-        f"(synthetic catalog: generation loaded in {comp['synthetic_load_s']:.2f} s, not counted in its compile time)"
-    )
-    if comp["profile"]:
-        print("slowest compiler functions (cumulative, profiled run): " + "; ".join(comp["profile"]))
+    return caches
 
 
 if __name__ == "__main__":
