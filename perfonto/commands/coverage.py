@@ -62,15 +62,28 @@ def _proposed(gen) -> list[str]:
 
 
 def cmd_coverage(args) -> int:
+    target, base, gen = _target(args)
+    nominal, scs = _scenarios(args, base, gen)
+    _check_without(args.without, gen)
+    cov, runs = _judge(args, target, nominal, scs, gen)
+    if not cov.scenarios:
+        first = next((r["error"] for r in runs if r.get("error")), "no run")
+        raise CommandError(f"no scenario could be emulated: {first}", 1)
+    doc = {"generation": gen.name, **cov.to_json()}
+    if args.out:
+        _write_out(args.out, doc)
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        _render(cov, gen.name, args)
+    return 0 if cov.all_told_apart else 1
+
+
+def _target(args):
+    """The target of ``--generation`` / ``--catalog``, its base catalog part and generation."""
     from perfonto.ontology.diagnostics import CatalogError
     from perfonto.whatif.catalogs import parts
     from perfonto.whatif.cliargs import target_of
-    from perfonto.whatif.coverage import judge
-    from perfonto.whatif.knobs import KnobError
-    from perfonto.whatif.runs import run_all
-    from perfonto.whatif.scenarios import ScenarioError, load_scenarios
-
-    from .project import EmuProgress
 
     target = target_of(args.generation, args.catalog)
     try:
@@ -78,6 +91,14 @@ def cmd_coverage(args) -> int:
         gen = base.generation
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
+    return target, base, gen
+
+
+def _scenarios(args, base, gen):
+    """The nominal run and the scenarios (``--scenarios`` added, ``--only`` kept); the headlines are
+    the catalog's top-down metrics."""
+    from perfonto.whatif.scenarios import ScenarioError, load_scenarios
+
     try:
         heads = [m for m, x in base.graph.metrics.items() if "topdown" in x.groups]
         nominal, scs = load_scenarios(args.scenarios, gen, heads or None)
@@ -87,20 +108,30 @@ def cmd_coverage(args) -> int:
             f"the scenarios do not load ({len(exc.diagnostics)} problem(s))", code, exc.diagnostics
         ) from None
     if args.only:
-        want = [s.strip() for s in args.only.split(",") if s.strip()]
-        names = [s.name for s in scs]
-        bad = [w for w in want if w not in names]
-        if bad or len(want) < 2:
-            from perfonto.ontology.diagnostics import did_you_mean
+        scs = _only(args.only, scs)
+    return nominal, scs
 
-            hint = did_you_mean(bad[0], names) if bad else ""
-            raise CommandError(
-                f"--only: {'no scenario ' + repr(bad[0]) if bad else 'name at least two scenarios'}; "
-                f"{hint or 'scenarios: ' + ', '.join(names)}",
-                2,
-            )
-        scs = [s for s in scs if s.name in want]
-    for s in args.without:
+
+def _only(only: str, scs: list) -> list:
+    """The scenarios ``--only`` names (at least two, each known), in the file's order."""
+    want = [s.strip() for s in only.split(",") if s.strip()]
+    names = [s.name for s in scs]
+    bad = [w for w in want if w not in names]
+    if bad or len(want) < 2:
+        from perfonto.ontology.diagnostics import did_you_mean
+
+        hint = did_you_mean(bad[0], names) if bad else ""
+        raise CommandError(
+            f"--only: {'no scenario ' + repr(bad[0]) if bad else 'name at least two scenarios'}; "
+            f"{hint or 'scenarios: ' + ', '.join(names)}",
+            2,
+        )
+    return [s for s in scs if s.name in want]
+
+
+def _check_without(without: list[str], gen) -> None:
+    """Every ``--without`` signal is one of the generation's."""
+    for s in without:
         if s not in gen.signals:
             from perfonto.ontology.diagnostics import did_you_mean
 
@@ -109,6 +140,17 @@ def cmd_coverage(args) -> int:
                 f"{did_you_mean(s, gen.signals) or 'see perfonto explain'}",
                 2,
             )
+
+
+def _judge(args, target, nominal, scs: list, gen):
+    """Emulate every scenario and the nominal run for each seed (in ``--keep`` or a temporary
+    folder) and judge the catalog on them; returns the judgement and the runs."""
+    from perfonto.whatif.coverage import judge
+    from perfonto.whatif.knobs import KnobError
+    from perfonto.whatif.runs import run_all
+
+    from .project import EmuProgress
+
     proposed = _proposed(gen) if args.catalog else []
     with tempfile.TemporaryDirectory(prefix="perfonto-coverage-") as tmp:
         work = args.keep or tmp
@@ -120,24 +162,19 @@ def cmd_coverage(args) -> int:
             cov = judge(target, scs, runs, without=args.without, all_counters=not args.only_without, proposed=proposed)
         except KnobError as exc:
             raise CommandError(str(exc), 1) from None
-    if not cov.scenarios:
-        first = next((r["error"] for r in runs if r.get("error")), "no run")
-        raise CommandError(f"no scenario could be emulated: {first}", 1)
-    doc = {"generation": gen.name, **cov.to_json()}
-    if args.out:
-        from perfonto.outputs import write_file
+    return cov, runs
 
-        try:
-            write_file(args.out, json.dumps(doc, indent=2, default=str))  # beside it, then renamed
-        except OSError as exc:
-            from .common import why
 
-            raise CommandError(why(exc), 1) from None
-    if args.json:
-        print(json.dumps(doc, indent=2, default=str))
-    else:
-        _render(cov, gen.name, args)
-    return 0 if cov.all_told_apart else 1
+def _write_out(path: str, doc: dict) -> None:
+    """Write the judgement to ``--out`` (beside it, then renamed)."""
+    from perfonto.outputs import write_file
+
+    try:
+        write_file(path, json.dumps(doc, indent=2, default=str))  # beside it, then renamed
+    except OSError as exc:
+        from .common import why
+
+        raise CommandError(why(exc), 1) from None
 
 
 def _short(m: str | None) -> str:
@@ -145,9 +182,37 @@ def _short(m: str | None) -> str:
 
 
 def _render(cov, gen: str, args) -> None:
+    """Print the judgement: the scenarios and their diagnoses, the confusion of headlines, the pairs
+    told apart, what no metric or scenario touches, and what each counter buys."""
+    out = stdout()
+    out.print(_scenario_table(cov, gen, args))
+    out.print(_confusion_table(cov))
+    _print_pairs_and_gaps(out, cov)
+    w, quiet, unjudged = _without_table(cov, args)
+    out.print(w)
+    if quiet:
+        out.print(
+            f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): "
+            f"{', '.join(quiet)}"
+        )
+    if unjudged:
+        out.print(
+            f"{len(unjudged)} counters not judged (--only-without; a top-down or thresholded metric reads them, "
+            f"name them with --without or drop --only-without): {', '.join(unjudged)}"
+        )
+    for sig, e in cov.proposed.items():
+        out.print(
+            f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
+            f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "
+            f"{len(e.get('lost_diagnoses', []))} diagnosis(es), tells {len(e.get('lost_pairs', []))} pair(s) apart"
+        )
+
+
+def _scenario_table(cov, gen: str, args):
+    """Per scenario: its headlines (× runs when they differ), the findings it adds, whether it met its
+    expected diagnosis, how many metrics it moved."""
     from rich.table import Table
 
-    out = stdout()
     t = Table(
         title=f"coverage of the {gen} catalog: {len(cov.scenarios)} scenarios × {args.seeds} seeds (diagnosis = "
         "headline + thresholds it adds to the nominal run's)"
@@ -166,7 +231,13 @@ def _render(cov, gen: str, args) -> None:
             ("yes" if exp["met"] else f"no (wanted {_short(exp['expect'])})") if exp else "—",
             str(len(cov.moves.get(s, {}))),
         )
-    out.print(t)
+    return t
+
+
+def _confusion_table(cov):
+    """Scenario × headline: how many of the scenario's runs got each headline."""
+    from rich.table import Table
+
     heads = sorted({h for s in cov.scenarios for h in cov.diagnosis[s]["headlines"]})
     c = Table(title="confusion: headlines of each scenario's runs")
     c.add_column("scenario")
@@ -174,7 +245,12 @@ def _render(cov, gen: str, args) -> None:
         c.add_column(_short(h), justify="right")
     for s in cov.scenarios:
         c.add_row(s, *[str(cov.diagnosis[s]["headlines"].get(h, "")) for h in heads])
-    out.print(c)
+    return c
+
+
+def _print_pairs_and_gaps(out, cov) -> None:
+    """The pairs told apart (those by a finding only named), the pairs not told apart, the counters
+    no metric reads, the metrics no scenario moves and those no run evaluated."""
     missed = [k for k, v in cov.pairs.items() if v is None]
     by_finding = {k: v for k, v in cov.pairs.items() if v and v["by"] == "finding"}
     out.print(
@@ -195,6 +271,13 @@ def _render(cov, gen: str, args) -> None:
         out.print(
             f"metrics no run evaluated ({len(cov.never_evaluated)}): {', '.join(cov.never_evaluated)}", markup=False
         )
+
+
+def _without_table(cov, args):
+    """The counters that lose a diagnosis (or were named with ``--without``), most diagnoses lost
+    first; returns the table, the counters losing none, and those not judged (``--only-without``)."""
+    from rich.table import Table
+
     w = Table(title="without a counter: the catalog recompiled without it, every run judged again")
     for col in ("counter", "diagnoses lost", "pairs no longer told apart"):
         w.add_column(col)
@@ -207,27 +290,15 @@ def _render(cov, gen: str, args) -> None:
         if not lost and sig not in args.without:
             quiet.append(sig)
             continue
-        text = "; ".join(
-            f"{x['scenario']}: {_short(x['before'][0])} → {_short(x['after'][0]) if x['after'] else 'none'}"
-            if x["what"] == "headline"
-            else f"{x['scenario']}: {x['before'][0]} no longer flags"
-            for x in lost
-        )
-        w.add_row(sig, text or "—", ", ".join(e.get("lost_pairs", [])) or "—")
-    out.print(w)
-    if quiet:
-        out.print(
-            f"{len(quiet)} counters lose no diagnosis (only evidence: metrics that moved and read them): "
-            f"{', '.join(quiet)}"
-        )
-    if unjudged:
-        out.print(
-            f"{len(unjudged)} counters not judged (--only-without; a top-down or thresholded metric reads them, "
-            f"name them with --without or drop --only-without): {', '.join(unjudged)}"
-        )
-    for sig, e in cov.proposed.items():
-        out.print(
-            f"[bold]proposed[/] {sig}: read by {', '.join(e['metrics']) or 'no metric'}; moves in "
-            f"{', '.join(sorted(e['lost_evidence'])) or 'no scenario'}; adds "
-            f"{len(e.get('lost_diagnoses', []))} diagnosis(es), tells {len(e.get('lost_pairs', []))} pair(s) apart"
-        )
+        w.add_row(sig, _lost_text(lost) or "—", ", ".join(e.get("lost_pairs", [])) or "—")
+    return w, quiet, unjudged
+
+
+def _lost_text(lost: list[dict]) -> str:
+    """The diagnoses a counter's removal loses: a changed headline, or a threshold that no longer flags."""
+    return "; ".join(
+        f"{x['scenario']}: {_short(x['before'][0])} → {_short(x['after'][0]) if x['after'] else 'none'}"
+        if x["what"] == "headline"
+        else f"{x['scenario']}: {x['before'][0]} no longer flags"
+        for x in lost
+    )
