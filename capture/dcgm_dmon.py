@@ -67,7 +67,7 @@ FIELDS = {
     1012: ("DCGM_FI_PROF_NVLINK_RX_BYTES", "NVLRX"),
 }
 _UNIT_ALIASES = {"C": "degC", "%": "percent"}
-_ROW = re.compile(r"^(?P<kind>[A-Za-z][\w-]*)\s+(?P<id>\d+)(?:\s+|$)")
+_ROW = re.compile(r"^(?P<kind>[A-Za-z][\w-]*)\s+(?P<id>\d{1,6})(?:\s+|$)")  # an entity: its kind and id
 
 
 def short_name(source: str) -> str:
@@ -232,7 +232,8 @@ def dmon_capture(
         for (n, _, gid, v), k in zip(rows, block):
             vals[k, ci[gid]] = _value(v[j], p, n, f, j)
         null = ~np.isfinite(vals)
-        raw = np.rint(np.where(null, 0.0, vals) * per)
+        with np.errstate(over="ignore"):  # an overflow is refused just below
+            raw = np.rint(np.where(null, 0.0, vals) * per)
         if np.any(raw < 0) or np.any(raw >= 2.0**64):
             raise DumpError(
                 f"{p}: field {f} holds a value outside an unsigned 64-bit register at `{mapping[f]}`'s scale"

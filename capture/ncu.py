@@ -104,6 +104,8 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
                 f'{p}:{hn}: no column "{name}"; ncu\'s raw page names each launch by "ID" and "Kernel Name" and '
                 f"times it by {TIME} (profile with `ncu --metrics {TIME},…` or a section set that holds it)"
             )
+    if body and len(body[0][1]) != len(header):
+        raise DumpError(f"{p}:{body[0][0]}: {len(body[0][1])} field(s) where the header (row {hn}) has {len(header)}")
     if not body or any(body[0][1][where[n]] for n in ("ID", "Kernel Name")):
         raise DumpError(f"{p}:{hn + 1}: no units row after the header; give the output of `ncu --csv --page raw`")
     (un, units), body = body[0], body[1:]
@@ -139,6 +141,11 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
                 "cannot be placed in time; profile with the metric collected for every kernel"
             )
         dur_ns = dur * t_ns
+        if t + dur_ns >= 2.0**62:
+            raise DumpError(
+                f"{p}:{n}: column {where[TIME] + 1} ({TIME}): `{r[where[TIME]]}` puts the kernels past 146 years; "
+                "is the unit row right?"
+            )
         counts = {}
         for sig, m in mapped.items():
             v = _value(r[where[m]], p, n, where[m], m)

@@ -72,8 +72,8 @@ def _rows(path: Path) -> tuple[list[str], list[list[str]], str]:
 
 def _int(text: str, p: str, n: int, c: int, name: str) -> int:
     t = text.strip()
-    if not re.fullmatch(r"\d{1,19}", t):
-        why = "empty" if not t else f"`{t[:30]}` is not a whole number"
+    if not re.fullmatch(r"\d{1,19}", t) or int(t) >= 2**62:
+        why = "empty" if not t else f"`{t[:30]}` is not a whole number of ns since the epoch"
         raise DumpError(f"{p}:{n}: column {c + 1} ({name}): {why}; a dispatch needs its time stamps in ns")
     return int(t)
 

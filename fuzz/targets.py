@@ -411,7 +411,7 @@ def formula_run(data: bytes) -> None:
         parse(formula, flavour if flavour in ("perf", "intel", "arm") else "perf")
 
 
-# --- other tools' captures (capture/perf_stat.py, capture/openmetrics.py) ----------------------------------
+# --- other tools' captures (capture/perf_stat.py, openmetrics.py, dcgm_dmon.py, ncu.py, rocprof.py) -----------------
 
 
 @functools.lru_cache(maxsize=None)
@@ -449,6 +449,49 @@ def openmetrics_run(data: bytes) -> None:
     p = TMP / "scrapes.om"
     p.write_bytes(data)
     openmetrics_capture(p, _shipped("node"), [])
+
+
+def _fixtures(folder: str) -> list[bytes]:
+    return [f.read_bytes() for f in sorted((ROOT / "tests" / "fixtures" / folder).iterdir()) if f.is_file()]
+
+
+def dcgm_dmon_seeds() -> list[bytes]:
+    return _fixtures("dcgm-dmon")
+
+
+def dcgm_dmon_run(data: bytes) -> None:
+    """Read one `dcgmi dmon` output against the shipped dcgm catalog (capture/dcgm_dmon.py)."""
+    from perfonto.capture.dcgm_dmon import dmon_capture
+
+    p = TMP / "dmon.txt"
+    p.write_bytes(data)
+    dmon_capture(p, _shipped("dcgm"), [], sample_period_ns=100_000_000)
+
+
+def ncu_seeds() -> list[bytes]:
+    return _fixtures("ncu")
+
+
+def ncu_run(data: bytes) -> None:
+    """Read one `ncu --csv --page raw` export against the shipped ncu catalog (capture/ncu.py)."""
+    from perfonto.capture.ncu import ncu_capture
+
+    p = TMP / "ncu.csv"
+    p.write_bytes(data)
+    ncu_capture(p, _shipped("ncu"), [])
+
+
+def rocprof_csv_seeds() -> list[bytes]:
+    return _fixtures("rocprof-csv")
+
+
+def rocprof_csv_run(data: bytes) -> None:
+    """Read one rocprofv3 counter_collection.csv against the shipped rocprof catalog (capture/rocprof.py)."""
+    from perfonto.capture.rocprof import rocprof_capture
+
+    p = TMP / "counter_collection.csv"
+    p.write_bytes(data)
+    rocprof_capture(p, _shipped("rocprof"), [])
 
 
 def paths_seeds() -> list[bytes]:
@@ -586,6 +629,9 @@ def _clean():
         "formula": (ParseError, SyntaxError, Unsupported),
         "perfstat": (DumpError,),
         "openmetrics": (DumpError,),
+        "dcgm_dmon": (DumpError,),
+        "ncu": (DumpError,),
+        "rocprof_csv": (DumpError,),
         "paths": (PathEscapeError,),
         "options": (ValueRuleError, KnobError),
         "api": (KeyError,),
@@ -604,6 +650,9 @@ TARGETS = {
     "formula": (formula_seeds, formula_run),
     "perfstat": (perfstat_seeds, perfstat_run),
     "openmetrics": (openmetrics_seeds, openmetrics_run),
+    "dcgm_dmon": (dcgm_dmon_seeds, dcgm_dmon_run),
+    "ncu": (ncu_seeds, ncu_run),
+    "rocprof_csv": (rocprof_csv_seeds, rocprof_csv_run),
     "paths": (paths_seeds, paths_run),
     "options": (options_seeds, options_run),
     "api": (api_seeds, api_run),
