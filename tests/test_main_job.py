@@ -33,7 +33,16 @@ def test_default_run_json(capsys, tmp_path):
     m = doc["metrics"]
     truth = json.loads(open(doc["outputs"]["ground_truth"]).read())
 
-    # utilisation-type metrics lie in [0, 100] percent (or [0, 1] as ratios)
+    _check_ranges(m)
+    _check_topdown(doc, m)
+    _check_against_truth(doc, m, truth)
+    # the window table is written with one row per window and chip
+    t = pq.read_table(doc["outputs"]["metrics"])
+    assert t.num_rows == 1000 * 8 and "mfu" in t.column_names
+
+
+def _check_ranges(m: dict) -> None:
+    """Utilisation-type metrics lie in [0, 100] percent (or [0, 1] as ratios)."""
     for name, v in m.items():
         if v["value"] is None:
             continue
@@ -41,7 +50,10 @@ def test_default_run_json(capsys, tmp_path):
             assert 0 <= v["value"] <= 100, (name, v)
         if v["unit"] == "ratio":
             assert 0 <= v["value"] <= 1, (name, v)
-    # the top-down split sums to 100 %
+
+
+def _check_topdown(doc: dict, m: dict) -> None:
+    """The top-down split sums to 100 % and the bottleneck is its largest node."""
     td = [
         m[n]["value"]
         for n in (
@@ -61,6 +73,11 @@ def test_default_run_json(capsys, tmp_path):
         "topdown.idle",
     }
     assert m[doc["bottleneck"]]["value"] == max(td)
+
+
+def _check_against_truth(doc: dict, m: dict, truth: dict) -> None:
+    """Bandwidth within the chips' peak; the emulator's ground truth within 0.5 %; server rates the sum of
+    the chips'."""
     # HBM read + write bandwidth within chips x per-chip peak (7.2 TB/s assumed per chip)
     assert (m["hbm.read_bandwidth"]["value"] + m["hbm.write_bandwidth"]["value"]) <= 8 * 7200
     # agreement with the emulator's ground truth (within 0.5 %)
@@ -78,9 +95,6 @@ def test_default_run_json(capsys, tmp_path):
     assert m["mxu.achieved_flops"]["value"] == pytest.approx(
         sum(pc["metrics"]["mxu.achieved_flops"] for pc in doc["per_chip"]), rel=1e-9
     )
-    # the window table is written with one row per window and chip
-    t = pq.read_table(doc["outputs"]["metrics"])
-    assert t.num_rows == 1000 * 8 and "mfu" in t.column_names
 
 
 def test_long_run_wraps_32_bit_counters_and_still_matches_truth(capsys, tmp_path):
