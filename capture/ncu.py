@@ -124,7 +124,9 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
     if t_unit is None or t_unit not in _TIMES.values():
         raise DumpError(f"{p}:{un}: column {where[TIME] + 1} ({TIME}) is in `{units[where[TIME]]}`, not a time")
     t_ns = gen.registry.Quantity(1, t_unit).to("ns").magnitude
-    kernels, seen, t = [], {}, 0.0
+    kernels: list[Kernel] = []
+    seen: dict[str, int] = {}
+    t = 0.0
     for n, r in body:
         if len(r) != len(header):
             raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header (row {hn}) has {len(header)}")
@@ -146,11 +148,12 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
                 f"{p}:{n}: column {where[TIME] + 1} ({TIME}): `{r[where[TIME]]}` puts the kernels past 146 years; "
                 "is the unit row right?"
             )
-        counts = {}
+        counts: dict[str, float | None] = {}
         for sig, m in mapped.items():
             v = _value(r[where[m]], p, n, where[m], m)
-            counts[sig] = None if v is None else conv[sig](v, dur_ns * 1e-9)
-            if counts[sig] is not None and counts[sig] < 0:
+            amount = None if v is None else conv[sig](v, dur_ns * 1e-9)
+            counts[sig] = amount
+            if amount is not None and amount < 0:
                 raise DumpError(f"{p}:{n}: column {where[m] + 1} ({m}): {v:g} is negative; a kernel's amount is not")
         chip = _chip(r[where["Device"]], p, n, where["Device"]) if "Device" in where else 0
         start = int(round(t))

@@ -164,9 +164,10 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
                 f"(first on row {seen_counter[(key, cname)]}): two passes' files joined?"
             )
         seen_counter[(key, cname)] = n
-        sig = by_counter.get(cname)
-        if sig is None:
+        mapped = by_counter.get(cname)
+        if mapped is None:
             continue
+        sig = mapped
         v = _number(r[at["Counter_Value"]], p, n, at["Counter_Value"], "Counter_Value")
         if v < 0:
             raise DumpError(f"{p}:{n}: column {at['Counter_Value'] + 1} (Counter_Value): {v:g} is negative")
