@@ -125,61 +125,85 @@ def generations(draw):
     if draw(st.booleans()):
         blocks["c"] = (("j", 2),)
     sigs: list[Sig] = []
-    boot = Sig("a.boot", "gauge", "event", (), across="max")
-    up = Sig("a.up", "gauge", "s", (), across="max")  # an uptime: only a decrease is a reset
-    unit = Sig("a.unit", "packed", "1", (), 16, fields={"esu": (0, 4, 1.0)})  # a unit register: 2^-esu per count
+    boot = Sig(BOOT, "gauge", "event", (), across="max")
+    up = Sig(UPTIME, "gauge", "s", (), across="max")  # an uptime: only a decrease is a reset
+    unit = Sig(UNIT, "packed", "1", (), 16, fields={"esu": (0, 4, 1.0)})  # a unit register: 2^-esu per count
     used = set()
     for blk, axes in blocks.items():
         for k in range(draw(st.integers(1, 3))):
             name = f"{blk}.s{k}"
             kind = draw(st.sampled_from(["counter"] * 5 + ["gauge", "gauge", "packed", "histogram"]))
-            if kind == "counter":
-                width = draw(st.sampled_from([8, 16, 32, 48, 64, "unknown"]))
-                s = Sig(
-                    name,
-                    kind,
-                    draw(st.sampled_from(["B", "FLOP", "event", "core_cycle", "token", "J"])),
-                    axes,
-                    width,
-                    scale=draw(st.sampled_from([1.0, 4.0, 0.5, 64.0, 0.001, 1024.0])),
-                )
-                if isinstance(width, int) and width > 8 and draw(st.booleans()):
-                    s.eff = draw(st.integers(8, width - 1))
-                elif isinstance(width, int) and width >= 16 and draw(st.integers(0, 2)) == 0:
-                    s.modulus = draw(st.sampled_from([m for m in RANGES if m <= 1 << width]))
-                if draw(st.integers(0, 3)) == 0:
-                    s.sentinel = ((1 << s.stored) - 1,)
-                if s.wrap is not None and draw(st.integers(0, 3)) == 0:
-                    s.max_rate = float(draw(st.sampled_from([1e3, 1e6, 1e9])))
-                if draw(st.integers(0, 3)) == 0:
-                    s.indicator = draw(st.sampled_from([boot.name, up.name]))
-                    s.uptime = s.indicator == up.name
-                    used.add(s.indicator)
-                if draw(st.integers(0, 4)) == 0:
-                    s.scale_field = "a.unit.esu"
-                    used.add(unit.name)
-            elif kind == "gauge":
-                s = Sig(
-                    name,
-                    kind,
-                    draw(st.sampled_from(["W", "B", "request", "event"])),
-                    axes,
-                    scale=draw(st.sampled_from([1.0, 0.001, 4096.0])),
-                    across=draw(st.sampled_from(["sum", "avg", "max"])),
-                )
-                if draw(st.booleans()):
-                    s.sentinel = (65535,)
-            elif kind == "packed":
-                s = Sig(name, kind, "1", axes, 16, fields={"lo": (0, 3, 1.0), "hi": (4, 9, 0.5)})
-                if draw(st.booleans()):
-                    s.sentinel = (65535,)
-            else:
-                s = Sig(name, kind, "event", axes + (("bucket", 3),), draw(st.sampled_from([16, 32])), buckets=2)
+            s = DRAW_SIG[kind](draw, name, axes, used)
             if blk == "b" and slots is not None:
                 s.full, s.slots, s.every_slot = slots
             sigs.append(s)
     sigs += [x for x in (boot, up, unit) if x.name in used]
     return sigs
+
+
+BOOT, UPTIME, UNIT = "a.boot", "a.up", "a.unit"  # a boot counter, an uptime and a unit register
+
+
+def _draw_counter(draw, name: str, axes, used: set) -> Sig:
+    """A counter: width (some narrower in effect, some with a wrap range), scale, and maybe a
+    sentinel, a maximum rate, a reset indicator (noted in ``used``) or a per-sample unit field."""
+    width = draw(st.sampled_from([8, 16, 32, 48, 64, "unknown"]))
+    s = Sig(
+        name,
+        "counter",
+        draw(st.sampled_from(["B", "FLOP", "event", "core_cycle", "token", "J"])),
+        axes,
+        width,
+        scale=draw(st.sampled_from([1.0, 4.0, 0.5, 64.0, 0.001, 1024.0])),
+    )
+    if isinstance(width, int) and width > 8 and draw(st.booleans()):
+        s.eff = draw(st.integers(8, width - 1))
+    elif isinstance(width, int) and width >= 16 and draw(st.integers(0, 2)) == 0:
+        s.modulus = draw(st.sampled_from([m for m in RANGES if m <= 1 << width]))
+    if draw(st.integers(0, 3)) == 0:
+        s.sentinel = ((1 << s.stored) - 1,)
+    if s.wrap is not None and draw(st.integers(0, 3)) == 0:
+        s.max_rate = float(draw(st.sampled_from([1e3, 1e6, 1e9])))
+    if draw(st.integers(0, 3)) == 0:
+        s.indicator = draw(st.sampled_from([BOOT, UPTIME]))
+        s.uptime = s.indicator == UPTIME
+        used.add(s.indicator)
+    if draw(st.integers(0, 4)) == 0:
+        s.scale_field = "a.unit.esu"
+        used.add(UNIT)
+    return s
+
+
+def _draw_gauge(draw, name: str, axes, used: set) -> Sig:
+    """A gauge: unit, scale, rule across chips, maybe a sentinel."""
+    s = Sig(
+        name,
+        "gauge",
+        draw(st.sampled_from(["W", "B", "request", "event"])),
+        axes,
+        scale=draw(st.sampled_from([1.0, 0.001, 4096.0])),
+        across=draw(st.sampled_from(["sum", "avg", "max"])),
+    )
+    if draw(st.booleans()):
+        s.sentinel = (65535,)
+    return s
+
+
+def _draw_packed(draw, name: str, axes, used: set) -> Sig:
+    """A packed register of two fields, maybe with a sentinel."""
+    s = Sig(name, "packed", "1", axes, 16, fields={"lo": (0, 3, 1.0), "hi": (4, 9, 0.5)})
+    if draw(st.booleans()):
+        s.sentinel = (65535,)
+    return s
+
+
+def _draw_histogram(draw, name: str, axes, used: set) -> Sig:
+    """A histogram of two bounds (three buckets)."""
+    return Sig(name, "histogram", "event", axes + (("bucket", 3),), draw(st.sampled_from([16, 32])), buckets=2)
+
+
+#: signal kind → the step drawing one signal of it
+DRAW_SIG = {"counter": _draw_counter, "gauge": _draw_gauge, "packed": _draw_packed, "histogram": _draw_histogram}
 
 
 def generation_yaml(sigs: list[Sig]) -> str:
@@ -190,40 +214,7 @@ def generation_yaml(sigs: list[Sig]) -> str:
         block_axes[blk] = s.full if s.full is not None else tuple(a for a in s.axes if a[0] != "bucket")
         if s.slots is not None:
             block_slots[blk] = dict(zip((a for a, _ in s.full), s.slots))
-        p = [f"kind: {s.kind}", f"description: {s.kind} {short}"]
-        if s.kind != "packed":
-            p.append(f"unit: {json.dumps(s.unit)}")
-        if s.width is not None:
-            p.append(f"width: {s.width}")
-        if s.eff:
-            p.append(f"effective_width: {s.eff}")
-        if s.scale != 1.0:
-            p.append(f"scale: {s.scale!r}")
-        if s.sentinel:
-            p.append(f"sentinel: {list(s.sentinel)}")
-        if s.max_rate:
-            p.append(f"max_rate: {json.dumps(f'{s.max_rate:g} {s.unit}/s')}")
-        if s.indicator:
-            p.append(f"reset_indicator: {s.indicator}")
-        if s.uptime:
-            p.append("reset_indicator_kind: uptime")
-        if s.modulus:
-            p.append(f"wrap_range: {json.dumps(f'{_decimal(s.modulus, s.scale)} {s.unit}')}")
-        if s.scale_field:
-            p.append(f"scale_field: {{field: {s.scale_field}, base: 0.5}}")
-        if s.kind == "gauge":
-            p.append(f"across_chips: {s.across}")
-        if s.buckets:
-            p.append("buckets: [10, 100]")
-        if s.fields:
-            p.append(
-                "fields: {"
-                + ", ".join(
-                    f"{f}: {{bits: [{lo}, {hi}], scale: {sc!r}, description: field {f}}}"
-                    for f, (lo, hi, sc) in s.fields.items()
-                )
-                + "}"
-            )
+        p = _storage_props(s, short) + _meaning_props(s)
         blocks.setdefault(blk, []).append(f"      {short}: {{{', '.join(p)}}}")
     out = [
         "generation: dt",
@@ -243,6 +234,53 @@ def generation_yaml(sigs: list[Sig]) -> str:
             out.append("    slots: {" + ", ".join(f"{a}: {list(v)}" for a, v in block_slots[blk].items()) + "}")
         out += ["    signals:"] + lines
     return "\n".join(out) + "\n"
+
+
+def _storage_props(s: Sig, short: str) -> list[str]:
+    """A signal's YAML keys up to its rate limit: kind, description, unit, width, effective width,
+    scale, sentinel, maximum rate."""
+    p = [f"kind: {s.kind}", f"description: {s.kind} {short}"]
+    if s.kind != "packed":
+        p.append(f"unit: {json.dumps(s.unit)}")
+    if s.width is not None:
+        p.append(f"width: {s.width}")
+    if s.eff:
+        p.append(f"effective_width: {s.eff}")
+    if s.scale != 1.0:
+        p.append(f"scale: {s.scale!r}")
+    if s.sentinel:
+        p.append(f"sentinel: {list(s.sentinel)}")
+    if s.max_rate:
+        p.append(f"max_rate: {json.dumps(f'{s.max_rate:g} {s.unit}/s')}")
+    return p
+
+
+def _meaning_props(s: Sig) -> list[str]:
+    """The rest of a signal's YAML keys: reset indicator, wrap range, unit field, rule across chips,
+    buckets, fields."""
+    p = []
+    if s.indicator:
+        p.append(f"reset_indicator: {s.indicator}")
+    if s.uptime:
+        p.append("reset_indicator_kind: uptime")
+    if s.modulus:
+        p.append(f"wrap_range: {json.dumps(f'{_decimal(s.modulus, s.scale)} {s.unit}')}")
+    if s.scale_field:
+        p.append(f"scale_field: {{field: {s.scale_field}, base: 0.5}}")
+    if s.kind == "gauge":
+        p.append(f"across_chips: {s.across}")
+    if s.buckets:
+        p.append("buckets: [10, 100]")
+    if s.fields:
+        p.append(
+            "fields: {"
+            + ", ".join(
+                f"{f}: {{bits: [{lo}, {hi}], scale: {sc!r}, description: field {f}}}"
+                for f, (lo, hi, sc) in s.fields.items()
+            )
+            + "}"
+        )
+    return p
 
 
 def build_generation(sigs: list[Sig]) -> Generation:
@@ -417,6 +455,25 @@ class Oracle:
         return v.reshape(v.shape + (1,) * len(dst))
 
     def eval(self, n):
+        """(value, magnitude, ambiguous) of IR node ``n``."""
+        leaf = self._leaf(n)
+        if leaf is not None:
+            return leaf
+        if isinstance(n, ir.Rollup):
+            return self._rollup(n)
+        ev = [self.eval(a) for a in n.args]
+        vs = [self.lift(e[0], a.axes, n.axes) for e, a in zip(ev, n.args)]
+        ms = [self.lift(e[1], a.axes, n.axes) for e, a in zip(ev, n.args)]
+        amb = np.zeros((), bool)
+        for e, a in zip(ev, n.args):
+            amb = amb | self.lift(e[2], a.axes, n.axes)
+        handler = self.OPS.get(n.op)
+        if handler is None:
+            raise AssertionError(n.op)
+        return getattr(self, handler)(n.op, vs, ms, amb)
+
+    def _leaf(self, n):
+        """A constant, input, interval or metric reference; None for any other node."""
         if isinstance(n, ir.Const):
             v = np.float64(n.value * self.w.chips**n.chip_power)
             return v, np.abs(v), np.False_
@@ -427,70 +484,90 @@ class Oracle:
             return self.w.interval, self.w.interval, np.zeros(self.w.interval.shape, bool)
         if isinstance(n, ir.MetricRef):
             return self.done[n.metric]
-        if isinstance(n, ir.Rollup):
-            v, mag, amb = self.eval(n.arg)
-            axes = tuple(range(np.ndim(v) - len(n.arg.axes), np.ndim(v)))
-            fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
-            magr = np.sum(mag, axis=axes) if n.func in ("sum", "avg") else np.max(mag, axis=axes)
-            if n.func == "avg":
-                magr = magr / np.prod([s for _, s in n.arg.axes])
-            return fn(v, axis=axes), magr, np.any(amb, axis=axes)
-        ev = [self.eval(a) for a in n.args]
-        vs = [self.lift(e[0], a.axes, n.axes) for e, a in zip(ev, n.args)]
-        ms = [self.lift(e[1], a.axes, n.axes) for e, a in zip(ev, n.args)]
-        amb = np.zeros((), bool)
-        for e, a in zip(ev, n.args):
-            amb = amb | self.lift(e[2], a.axes, n.axes)
-        op = n.op
+        return None
+
+    def _rollup(self, n):
+        """A reduction over the argument's instance axes (magnitudes summed, or the largest for min/max)."""
+        v, mag, amb = self.eval(n.arg)
+        axes = tuple(range(np.ndim(v) - len(n.arg.axes), np.ndim(v)))
+        fn = {"sum": np.sum, "avg": np.mean, "min": np.min, "max": np.max}[n.func]
+        magr = np.sum(mag, axis=axes) if n.func in ("sum", "avg") else np.max(mag, axis=axes)
+        if n.func == "avg":
+            magr = magr / np.prod([s for _, s in n.arg.axes])
+        return fn(v, axis=axes), magr, np.any(amb, axis=axes)
+
+    def _arith(self, op, vs, ms, amb):
+        """add, sub, mul, neg, abs."""
         if op in ("add", "sub"):
             return (vs[0] + vs[1]) if op == "add" else (vs[0] - vs[1]), ms[0] + ms[1], amb
         if op == "mul":
             return vs[0] * vs[1], ms[0] * ms[1], amb
-        if op == "div":
-            a, b = np.broadcast_arrays(np.asarray(vs[0], float), np.asarray(vs[1], float))
-            out = np.full(a.shape, np.nan)
-            np.divide(a, b, out=out, where=(b != 0))
-            near0 = np.abs(b) <= self.K * ms[1]
-            mag = ms[0] / np.abs(b) + np.abs(out) * ms[1] / np.abs(b)
-            return out, np.where(b != 0, mag, 0.0), amb | (near0 & (ms[1] > 0))
-        if op == "pow":
-            p = vs[1]
-            v = np.power(np.asarray(vs[0], float), p)
-            return v, np.abs(p) * ms[0] * np.abs(np.asarray(vs[0], float)) ** (p - 1) + np.abs(v), amb
-        if op in ("neg", "abs"):
-            return (-vs[0] if op == "neg" else np.abs(vs[0])), ms[0], amb
-        if op in ("min", "max", "clamp"):
-            v = {
-                "min": lambda: np.minimum(vs[0], vs[1]),
-                "max": lambda: np.maximum(vs[0], vs[1]),
-                "clamp": lambda: np.minimum(np.maximum(vs[0], vs[1]), vs[2]),
-            }[op]()
-            return v, np.maximum.reduce([np.broadcast_to(m, np.shape(v)) for m in ms]), amb
-        if op in ("lt", "le", "gt", "ge", "eq", "ne"):
-            a, b = np.asarray(vs[0], float), np.asarray(vs[1], float)
-            res = {
-                "lt": np.less,
-                "le": np.less_equal,
-                "gt": np.greater,
-                "ge": np.greater_equal,
-                "eq": np.equal,
-                "ne": np.not_equal,
-            }[op](a, b)
-            v = np.where(np.isnan(a) | np.isnan(b), np.nan, res.astype(float))
-            tie = np.abs(a - b) <= self.K * (ms[0] + ms[1])
-            return v, np.zeros(np.shape(v)), amb | tie
-        if op in ("and", "or", "not"):
-            a = np.asarray(vs[0], float)
-            if op == "not":
-                return np.where(np.isnan(a), np.nan, (a == 0).astype(float)), np.zeros(np.shape(a)), amb
-            b = np.asarray(vs[1], float)
-            r = ((a != 0) & (b != 0)) if op == "and" else ((a != 0) | (b != 0))
-            return np.where(np.isnan(a) | np.isnan(b), np.nan, r.astype(float)), np.zeros(np.shape(r)), amb
-        if op == "where":
-            c = np.asarray(vs[0], float)
-            v = np.where(np.isnan(c), np.nan, np.where(c != 0, vs[1], vs[2]))
-            return v, np.where(c != 0, ms[1], ms[2]), amb
-        raise AssertionError(op)
+        return (-vs[0] if op == "neg" else np.abs(vs[0])), ms[0], amb
+
+    def _div(self, op, vs, ms, amb):
+        """A quotient (NaN over zero), ambiguous where the divisor is within rounding of zero."""
+        a, b = np.broadcast_arrays(np.asarray(vs[0], float), np.asarray(vs[1], float))
+        out = np.full(a.shape, np.nan)
+        np.divide(a, b, out=out, where=(b != 0))
+        near0 = np.abs(b) <= self.K * ms[1]
+        mag = ms[0] / np.abs(b) + np.abs(out) * ms[1] / np.abs(b)
+        return out, np.where(b != 0, mag, 0.0), amb | (near0 & (ms[1] > 0))
+
+    def _pow(self, op, vs, ms, amb):
+        """A power."""
+        p = vs[1]
+        v = np.power(np.asarray(vs[0], float), p)
+        return v, np.abs(p) * ms[0] * np.abs(np.asarray(vs[0], float)) ** (p - 1) + np.abs(v), amb
+
+    def _extreme(self, op, vs, ms, amb):
+        """min, max, clamp (the largest operand magnitude)."""
+        v = {
+            "min": lambda: np.minimum(vs[0], vs[1]),
+            "max": lambda: np.maximum(vs[0], vs[1]),
+            "clamp": lambda: np.minimum(np.maximum(vs[0], vs[1]), vs[2]),
+        }[op]()
+        return v, np.maximum.reduce([np.broadcast_to(m, np.shape(v)) for m in ms]), amb
+
+    def _compare(self, op, vs, ms, amb):
+        """A comparison (NaN with a NaN operand), ambiguous at a tie within rounding."""
+        a, b = np.asarray(vs[0], float), np.asarray(vs[1], float)
+        res = {
+            "lt": np.less,
+            "le": np.less_equal,
+            "gt": np.greater,
+            "ge": np.greater_equal,
+            "eq": np.equal,
+            "ne": np.not_equal,
+        }[op](a, b)
+        v = np.where(np.isnan(a) | np.isnan(b), np.nan, res.astype(float))
+        tie = np.abs(a - b) <= self.K * (ms[0] + ms[1])
+        return v, np.zeros(np.shape(v)), amb | tie
+
+    def _logic(self, op, vs, ms, amb):
+        """and, or, not (NaN with a NaN operand)."""
+        a = np.asarray(vs[0], float)
+        if op == "not":
+            return np.where(np.isnan(a), np.nan, (a == 0).astype(float)), np.zeros(np.shape(a)), amb
+        b = np.asarray(vs[1], float)
+        r = ((a != 0) & (b != 0)) if op == "and" else ((a != 0) | (b != 0))
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, r.astype(float)), np.zeros(np.shape(r)), amb
+
+    def _where(self, op, vs, ms, amb):
+        """A selection (NaN where the condition is NaN)."""
+        c = np.asarray(vs[0], float)
+        v = np.where(np.isnan(c), np.nan, np.where(c != 0, vs[1], vs[2]))
+        return v, np.where(c != 0, ms[1], ms[2]), amb
+
+    #: op → the method evaluating it
+    OPS = {
+        **dict.fromkeys(("add", "sub", "mul", "neg", "abs"), "_arith"),
+        "div": "_div",
+        "pow": "_pow",
+        **dict.fromkeys(("min", "max", "clamp"), "_extreme"),
+        **dict.fromkeys(("lt", "le", "gt", "ge", "eq", "ne"), "_compare"),
+        **dict.fromkeys(("and", "or", "not"), "_logic"),
+        "where": "_where",
+    }
 
 
 def agree(name: str, what: str, got: np.ndarray, want: np.ndarray, oracle: Oracle, ambiguous_ok: bool = True) -> None:
