@@ -28,6 +28,7 @@ from perfonto.metrics.graph import MetricGraph
 from .bottleneck import Analysis, analyse
 from .engine import evaluate_capture
 from .evaluate import Evaluation
+from .findings import findings
 from .headline import headline
 
 
@@ -72,6 +73,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     populations: dict | None = None  # record metric -> what it covers (analysis.records.record_populations)
     headline: dict | None = None  # analysis.headline: the finding to read first
+    findings: list | None = None  # analysis.findings: guided findings with estimated gains
     context: dict | None = None  # a run's modelling assumptions and the public claim (emulator.claim), when emulated
     attribution: object | None = None  # analysis.attribution.Attribution: counters per span group
     groups: dict = field(default_factory=dict)  # by -> analysis.groups.GroupMetrics (the groupings asked for)
@@ -290,7 +292,8 @@ def analyse_capture(
         timings,
         notes,
         populations=populations,
-        headline=headline(evaluated, ev, analysis, multichip),
+        headline=(head := headline(evaluated, ev, analysis, multichip)),
+        findings=findings(graph, ev, analysis, head),
         attribution=per["attribution"],
         groups=per["groups"],
         ops=per["ops"],

@@ -25,6 +25,7 @@ from .bottleneck import analyse
 from .capture import Capture, Report, evaluable, plan_capture
 from .engine import evaluate_capture
 from .fleet import rollups
+from .findings import findings
 from .headline import headline
 from .records import record_metrics
 
@@ -121,6 +122,7 @@ def analyse_fleet(
         engine=engine,
     )
     report.headline = headline(evaluated, ev, analysis, None)
+    report.findings = findings(graph, ev, analysis, report.headline)
     report.outputs = {"metrics": str(spark_out or out_metrics)} if (spark_out or out_metrics) else {}
     report.rows = res.rows
     return report

@@ -74,6 +74,7 @@ def report_json(report) -> dict:
             "metrics": metrics,
             "metric_count": metric_count(report),
             "headline": getattr(report, "headline", None),
+            "findings": getattr(report, "findings", None) or [],
             "bottleneck": a.bottleneck,
             "bottleneck_label": a.bottleneck_label,
             "topdown": {k: _num(v) for k, v in a.topdown.items()},

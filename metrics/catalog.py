@@ -107,7 +107,7 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
         yamls = sorted(
             p
             for p in list(d.glob("*.yaml")) + list(d.glob("*.yml"))
-            if not p.name.endswith((".vectors.yaml", ".vectors.yml"))
+            if not p.name.endswith((".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml"))
         )
         files = sorted(d.glob("*.metrics"))
         if not yamls and not files:
@@ -139,7 +139,26 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
             files = library_files() + files
     graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
-    return Catalog(gen, graph, diags + lint + graph.diagnostics, notes)
+    found = _findings(graph, files, catalog_dir, notes)
+    return Catalog(gen, graph, diags + lint + graph.diagnostics + found, notes)
+
+
+def _findings(graph: MetricGraph, files: list[Path], catalog_dir, notes: list[str]) -> list[Diagnostic]:
+    """Attach the catalog's finding rules (``metrics.findings``) to ``graph``: the shipped library's
+    when its metric files were compiled, then the folder's ``*.findings.yaml`` (a rule for the same
+    metric replaces the library's); their diagnostics."""
+    from .compiler import library_files
+    from .findings import is_findings_file, library_findings, load_findings
+
+    paths = library_findings() if set(library_files()) & set(files) else []
+    if catalog_dir is not None:
+        paths += sorted(p for p in Path(catalog_dir).glob("*.y*ml") if is_findings_file(p))
+    if not paths or graph.errors:
+        return []
+    rules, diags, more = load_findings(paths, graph)
+    graph.findings = rules
+    notes += more
+    return diags
 
 
 def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path], library: bool) -> str:

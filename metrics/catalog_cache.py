@@ -35,7 +35,11 @@ def _shipped_files() -> list[Path]:
     from importlib import resources
 
     out: list[Path] = []
-    for pkg, pattern in (("perfonto.ontology", "catalog/*.yaml"), ("perfonto.metrics", "library/*.metrics")):
+    for pkg, pattern in (
+        ("perfonto.ontology", "catalog/*.yaml"),
+        ("perfonto.metrics", "library/*.metrics"),
+        ("perfonto.metrics", "library/*.findings.yaml"),
+    ):
         base = Path(str(resources.files(pkg)))
         out += sorted(base.glob(pattern))
     out.append(Path(str(resources.files("perfonto.ontology").joinpath("units.txt"))))

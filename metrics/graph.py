@@ -30,6 +30,7 @@ class MetricGraph:
     unavailable: dict[str, str] = field(default_factory=dict)  # metric -> why it cannot be computed here
     record_metrics: dict[str, CompiledMetric] = field(default_factory=dict)  # metrics over request/token records
     declarations: dict[str, ast.MetricDecl] = field(default_factory=dict)
+    findings: list = field(default_factory=list)  # metrics.findings.FindingRule of the catalog
 
     @property
     def all_metrics(self) -> dict[str, CompiledMetric]:

@@ -90,6 +90,12 @@ CODES: dict[str, str] = {
     "vector-expect": "a test vector expects a metric that does not exist, or a malformed value",
     "vector-records": "a test vector's request records are malformed (or their token times disagree with their counts)",
     "vector-bounds": "a test vector expects a value outside the metric's declared bounds",
+    # finding rules (*.findings.yaml)
+    "finding-file": "a findings file is not a mapping with one key, `findings`, a list of rules",
+    "finding-field": "a finding rule lacks `metric` or `title`, has an unknown key, or a malformed value",
+    "finding-knob": "a finding rule's `remove` names a knob the emulator does not have",
+    "finding-unknown-metric": "a finding rule names a metric the catalog does not define",
+    "finding-share-unit": "a finding rule's `share` metric is not a percent or fraction of time",
 }
 
 

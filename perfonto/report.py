@@ -263,6 +263,7 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
         console.print("[bold]Thresholds crossed[/bold] (server level):")
         for name, v, msg in a.thresholds:
             console.print(f"  • {name} = {_fmt(v, graph.metrics[name].unit_text)}: {msg}")
+    render_guided(result.findings or [], console)
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
@@ -290,6 +291,24 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
             console.print(f"  • {k}: {why}", markup=False)
     for note in result.notes:
         console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
+
+
+def render_guided(found: list[dict], console: Console) -> None:
+    """The guided findings (``analysis.findings``): each with its estimated gain, evidence and the next
+    metric to look at; catalog text printed as plain text, never markup."""
+    if not found:
+        return
+    console.print("[bold]Findings[/bold] (estimated gain if the cause were removed; a bound by its share of time):")
+    for f in found:
+        gain = f.get("estimated_gain")
+        head = f"  • {f['title']}" + (f": up to +{gain * 100:.1f} % throughput" if gain is not None else "")
+        console.print(Text(head))
+        console.print(Text(f"      {f['estimate']}"))
+        ev = ", ".join(f"{k} = {_g(v) if v is not None else 'null'}" for k, v in (f.get("evidence") or {}).items())
+        if ev:
+            console.print(Text(f"      evidence: {ev}"))
+        if f.get("next"):
+            console.print(Text(f"      look next at: {', '.join(f['next'])}"))
 
 
 def _per_chip(graph, ev, a, console: Console) -> None:

@@ -21,6 +21,7 @@ HELP = {
     "sensitivity": "which spec constant buys the most tokens/s at one operating point (d ln y / d ln x)",
     "compare": "two generations over a list of workloads, and which assumption drives each difference",
     "compare-runs": "compare captures with a baseline: every metric's change, its bootstrap interval and a verdict",
+    "findings": "a run's findings with the gain removing each cause could buy (--reproject: measured on the emulator)",
     "coverage": "which metrics each scenario moves, whether the catalog tells the scenarios apart, what each counter "
     "buys",
     "validate-emulator": "compare the emulator's throughput with the public measurements it is calibrated on",

@@ -1,0 +1,139 @@
+"""Guided findings of a run: for the headline and every threshold crossed, what it is, the evidence,
+the estimated gain if its cause were removed, and the next metric to look at.
+
+The rules are the catalog's (``metrics.findings``: data in ``*.findings.yaml``). A rule fires when its
+metric crosses its declared threshold. Its gain is first the bound by the share of time the cause
+takes (Amdahl's law): removing a share ``s`` of the time speeds the run up by ``1 / (1 − s)``, an
+estimated gain of ``s / (1 − s)`` (Nsight Compute's rules give their "estimated speedup" the same way,
+from the share of time an issue takes). ``over: chip_max`` takes the largest per-chip share — chips in
+lock step finish a step together, so the step shortens by the longest wait. Where the run came from
+the emulator, ``perfonto findings --reproject`` (``perfonto.whatif.reproject``) repeats it without
+the cause and adds the measured gain beside the estimate.
+
+A crossed threshold with no rule is still a finding, with no estimate ("no rule sizes it").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bottleneck import _crossed
+
+
+def _fraction(graph, name: str, v: float) -> float:
+    """A share metric's value as a fraction (percent / 100; a ratio as it is)."""
+    return v / 100.0 if graph.all_metrics[name].unit_text in ("percent", "%") else v
+
+
+def _server(ev, name: str) -> float:
+    v = ev.server.get(name)
+    if v is None or np.ndim(v) != 0:
+        return float("nan")
+    return float(v)
+
+
+def _share(graph, ev, rule) -> tuple[float, int | None]:
+    """(the rule's share of time as a fraction, the chip it was read on for ``chip_max``, else None)."""
+    if rule.over == "chip_max" and rule.share in ev.per_chip and len(ev.chips):
+        per = np.asarray(ev.per_chip[rule.share], np.float64).reshape(len(ev.chips), -1)[:, 0]
+        if np.isfinite(per).any():
+            i = int(np.nanargmax(per))
+            return _fraction(graph, rule.share, float(per[i])), int(ev.chips[i])
+    return _fraction(graph, rule.share, _server(ev, rule.share)), None
+
+
+def estimated_gain(share: float) -> float | None:
+    """The gain bound of removing a cause that takes ``share`` (0 … 1) of the time: ``s / (1 − s)``
+    (throughput ×(1 + gain)); None for a share that is not a finite value in [0, 1)."""
+    if not math.isfinite(share) or share < 0 or share >= 1:
+        return None
+    return share / (1.0 - share)
+
+
+def _finding(graph, ev, rule, value: float, message: str) -> dict:
+    out = {
+        "metric": rule.metric,
+        "title": rule.title,
+        "value": value,
+        "unit": graph.all_metrics[rule.metric].unit_text,
+        "message": message,
+        "why": rule.why,
+        "evidence": {n: _num(_server(ev, n)) for n in rule.evidence},
+        "next": list(rule.next),
+        "share": None,
+        "share_basis": None,
+        "estimated_gain": None,
+        "estimate": "no share of time declared for this finding",
+        "remove": dict(rule.remove),
+    }
+    if rule.share:
+        s, chip = _share(graph, ev, rule)
+        gain = estimated_gain(s)
+        out["share"] = _num(s)
+        out["share_basis"] = f"largest per-chip share (chip {chip})" if chip is not None else "server level"
+        out["estimated_gain"] = gain
+        out["estimate"] = (
+            f"removing it bounds the gain at +{gain * 100:.1f} % throughput ({s * 100:.1f} % of the time, "
+            f"{out['share_basis']})"
+            if gain is not None
+            else "the share of time is not known on this run"
+        )
+    return out
+
+
+def _num(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def findings(graph, ev, analysis, headline: dict | None) -> list[dict]:
+    """The findings of a run (module docstring), the headline's first, then by estimated gain.
+
+    ``graph``: the compiled catalog (its ``findings`` rules); ``ev``: the evaluation (server and
+    per-chip values); ``analysis``: ``analysis.bottleneck.Analysis`` (its thresholds crossed);
+    ``headline``: ``analysis.headline.headline``'s dict or None. Each finding is a dict with
+    ``metric``, ``title``, ``value`` and ``unit``, ``message``, ``why``, ``evidence`` ({metric: server
+    value}), ``next`` (metrics to look at), ``share`` (fraction) and ``share_basis``,
+    ``estimated_gain`` (fraction of throughput, or None) with its ``estimate`` text, and ``remove``
+    (the emulator knobs a re-projection clears)."""
+    rules = {r.metric: r for r in getattr(graph, "findings", []) or []}
+    crossed = {n: (v, msg) for n, v, msg in analysis.thresholds}
+    if headline and headline.get("metric") and headline["metric"] not in crossed:
+        m = graph.all_metrics.get(headline["metric"])
+        if m is not None:
+            crossed[headline["metric"]] = (_server(ev, headline["metric"]), headline.get("message", ""))
+    out = []
+    for name, (v, msg) in crossed.items():
+        rule = rules.get(name)
+        if rule is None:
+            out.append(
+                {
+                    "metric": name,
+                    "title": msg,
+                    "value": _num(float(v)) if np.ndim(v) == 0 else None,
+                    "unit": graph.all_metrics[name].unit_text if name in graph.all_metrics else "",
+                    "message": msg,
+                    "why": "",
+                    "evidence": {},
+                    "next": [],
+                    "share": None,
+                    "share_basis": None,
+                    "estimated_gain": None,
+                    "estimate": "no finding rule sizes it",
+                    "remove": {},
+                }
+            )
+            continue
+        thr = graph.all_metrics[name].threshold
+        value = _server(ev, name)
+        if thr is not None and math.isfinite(value) and not _crossed(thr[0], value, thr[1]):
+            continue
+        text = headline["message"] if headline and headline.get("metric") == name else msg
+        out.append(_finding(graph, ev, rule, _num(value), text))
+    first = headline.get("metric") if headline else None
+    out.sort(key=lambda f: (f["metric"] != first, -(f["estimated_gain"] or -1.0), f["metric"]))
+    return out
+
+
+__all__ = ["estimated_gain", "findings"]

@@ -1,0 +1,224 @@
+"""Finding rules: what a crossed threshold means, how much removing its cause could buy, and where to
+look next — data in the catalog (``*.findings.yaml``), checked against the compiled metrics.
+
+A catalog's findings file lists rules (the shipped ones: ``metrics/library/topdown.findings.yaml``)::
+
+    findings:
+      - metric: topdown.interconnect.peer_wait   # fires when this metric crosses its threshold
+        title: waiting for a slower chip at collectives
+        share: topdown.interconnect.peer_wait    # the share of time the cause takes (a percent metric)
+        over: chip_max                           # server (default) | chip_max: lock-step chips
+        evidence: [topdown.interconnect_bound, step_time]
+        next: [topdown.interconnect.link_transfer]
+        remove: {slow_chip: none}                # emulator knobs that remove the cause (re-projection)
+        why: the group runs at its slowest chip's pace
+
+The estimated gain is a bound by the share of time (Amdahl's law: removing a cause that takes a
+share ``s`` of the time speeds the run up by at most ``1 / (1 − s)``), as Nsight Compute's rules
+state an "estimated speedup" from the share of time an issue takes. ``over: chip_max`` takes the
+largest per-chip share: chips in lock step finish a step together, so the step shortens by the
+wait of the chip that waits longest. ``remove`` names the emulator's knobs (``slow_chip``,
+``throttled_link``, ``router_skew``) that re-create the run without the cause, for ``perfonto
+findings --reproject``.
+
+A rule whose metric (or any metric it names) does not exist is an error naming the file, line and
+column; a rule over a metric unavailable on this generation is left out with a note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfonto.ontology.diagnostics import Diagnostic, Span
+
+#: The emulator knobs a rule may remove, and the value that removes each (``emulator.knobs``).
+KNOBS = {"slow_chip": None, "throttled_link": None, "router_skew": 0.0}
+OVER = ("server", "chip_max")
+SHARE_UNITS = ("percent", "%", "ratio", "1", "dimensionless")  # a share of time: percent or a fraction
+_KEYS = {"metric", "title", "share", "over", "evidence", "next", "remove", "why"}
+
+
+@dataclass(frozen=True)
+class FindingRule:
+    """One rule (module docstring): ``metric`` fires it, ``share`` (a percent or fraction metric, or
+    None: no gain estimate) sizes the gain, ``over`` says how chips combine, ``remove`` the knobs
+    (name → the value that removes the cause) for a re-projection; ``span`` where it was declared."""
+
+    metric: str
+    title: str
+    share: str | None = None
+    over: str = "server"
+    evidence: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+    remove: dict = field(default_factory=dict)
+    why: str = ""
+    span: Span | None = None
+
+
+def library_findings() -> list[Path]:
+    """The shipped rules (package data ``metrics/library/*.findings.yaml``)."""
+    from importlib import resources
+
+    return sorted(Path(str(resources.files("perfonto.metrics").joinpath("library"))).glob("*.findings.yaml"))
+
+
+def is_findings_file(p: Path) -> bool:
+    """A catalog folder's findings file (not an ontology YAML)."""
+    return p.name.endswith((".findings.yaml", ".findings.yml"))
+
+
+def _err(code: str, msg: str, span: Span, hint: str) -> Diagnostic:
+    return Diagnostic("error", code, msg, span, hint=hint)
+
+
+def _names(value, src, loc, what: str, diags: list) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        diags.append(_err("finding-field", f"`{what}` is a metric name or a list of them", src.span(loc), ""))
+        return ()
+    return tuple(value)
+
+
+def _remove(value, src, loc, diags: list) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        diags.append(_err("finding-field", "`remove` is a mapping of emulator knobs", src.span(loc), ""))
+        return {}
+    out = {}
+    for k in value:
+        if k not in KNOBS:
+            diags.append(
+                _err(
+                    "finding-knob",
+                    f"unknown emulator knob `{k}` in `remove`",
+                    src.span(loc + (k,)),
+                    f"use one of: {', '.join(KNOBS)}",
+                )
+            )
+        else:
+            out[k] = KNOBS[k]
+    return out
+
+
+def _rule(item, src, loc, diags: list) -> FindingRule | None:
+    """One rule from its YAML mapping, or None (with a diagnostic) when it is malformed."""
+    span, before = src.span(loc), len(diags)
+    if not isinstance(item, dict):
+        diags.append(_err("finding-field", "a finding is a mapping with `metric` and `title`", span, ""))
+        return None
+    extra = sorted(set(item) - _KEYS)
+    for k in extra:
+        diags.append(
+            _err(
+                "finding-field",
+                f"unknown key `{k}` in a finding",
+                src.span(loc + (k,)),
+                f"keys: {', '.join(sorted(_KEYS))}",
+            )
+        )
+    metric, title = item.get("metric"), item.get("title")
+    if not isinstance(metric, str) or not isinstance(title, str):
+        diags.append(_err("finding-field", "a finding needs `metric` and `title` (text)", span, ""))
+        return None
+    over = item.get("over", "server")
+    if over not in OVER:
+        diags.append(
+            _err("finding-field", f"`over` is one of {', '.join(OVER)}, not {over!r}", src.span(loc + ("over",)), "")
+        )
+        return None
+    share = item.get("share")
+    if share is not None and not isinstance(share, str):
+        diags.append(_err("finding-field", "`share` is a metric name", src.span(loc + ("share",)), ""))
+        return None
+    rule = FindingRule(
+        metric,
+        title,
+        share,
+        over,
+        _names(item.get("evidence"), src, loc + ("evidence",), "evidence", diags),
+        _names(item.get("next"), src, loc + ("next",), "next", diags),
+        _remove(item.get("remove"), src, loc + ("remove",), diags),
+        str(item.get("why") or ""),
+        span,
+    )
+    return None if len(diags) > before else rule  # a rule with any error is left out whole
+
+
+def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool:
+    """Whether every metric the rule names exists (an unknown one is an error; one unavailable on this
+    generation leaves the rule out with a note); the share metric must be a percent or a fraction."""
+    known = graph.all_metrics
+    named = [("metric", rule.metric)] + ([("share", rule.share)] if rule.share else [])
+    named += [("evidence", n) for n in rule.evidence] + [("next", n) for n in rule.next]
+    ok = True
+    for key, name in named:
+        if name in known:
+            continue
+        if name in graph.unavailable:
+            notes.append(
+                f"{src.path}: finding `{rule.metric}` left out: `{name}` is unavailable ({graph.unavailable[name]})"
+            )
+        else:
+            diags.append(
+                _err(
+                    "finding-unknown-metric",
+                    f"finding `{rule.title}` names unknown metric `{name}`",
+                    src.span(loc + (key,)),
+                    "name a metric of the catalog (perfonto explain --list)",
+                )
+            )
+        ok = False
+    if ok and rule.share and known[rule.share].unit_text not in SHARE_UNITS:
+        diags.append(
+            _err(
+                "finding-share-unit",
+                f"`share` metric `{rule.share}` is in {known[rule.share].unit_text}, not a share of time",
+                src.span(loc + ("share",)),
+                "name a percent or dimensionless metric (a share of the chips' time)",
+            )
+        )
+        ok = False
+    return ok
+
+
+def load_findings(paths: list[Path], graph) -> tuple[list[FindingRule], list[Diagnostic], list[str]]:
+    """The rules of ``paths`` checked against the compiled ``graph``: (rules, diagnostics, notes). A later
+    file's rule for the same metric replaces an earlier one (a user's catalog overrides the library's).
+
+    Raises nothing: an unreadable or malformed file is a diagnostic naming file:line:col."""
+    from perfonto.ontology.yaml_source import read_yaml
+
+    rules: dict[str, FindingRule] = {}
+    diags: list[Diagnostic] = []
+    notes: list[str] = []
+    for p in paths:
+        src = read_yaml(p)
+        diags += src.diagnostics
+        if src.diagnostics:
+            continue
+        data = src.data if src.data is not None else {}
+        items = data.get("findings") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(items, list) or set(data) - {"findings"}:
+            diags.append(
+                _err(
+                    "finding-file",
+                    "a findings file holds one key, `findings`, a list of rules",
+                    src.span(()),
+                    "see metrics/library/topdown.findings.yaml",
+                )
+            )
+            continue
+        for i, item in enumerate(items):
+            loc = ("findings", i)
+            rule = _rule(item, src, loc, diags)
+            if rule is not None and _check(rule, graph, src, loc, diags, notes):
+                rules[rule.metric] = rule
+    return list(rules.values()), diags, notes
+
+
+__all__ = ["KNOBS", "FindingRule", "is_findings_file", "library_findings", "load_findings"]

@@ -1,0 +1,107 @@
+"""``perfonto findings RUN [--reproject] [--out DIR] [--json]``: the guided findings of a run folder
+(``analysis.findings``, kept in its ``report.json``) with their estimated gains; with ``--reproject``,
+each finding whose cause is an emulator knob is re-projected (``perfonto.whatif.reproject``: the run
+emulated again without it, into ``DIR/reproject/<n>/``) and its measured gain printed beside the
+estimate. ``DIR/findings.json`` holds the findings with the re-projections.
+
+Exit 0; 1 when the run folder cannot be read or a re-projection fails; 2 for a usage error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import HELP
+from .common import CommandError, stdout
+
+
+def register(sub) -> None:
+    p = sub.add_parser("findings", help=HELP["findings"])
+    p.add_argument("run", metavar="RUN", help="a run or analyze output folder (holding report.json)")
+    p.add_argument(
+        "--reproject",
+        action="store_true",
+        help="emulate the run again without each finding's cause (an emulator knob) and measure the gain",
+    )
+    p.add_argument(
+        "--out", default="perfonto-findings", help="output folder for --reproject (default: ./perfonto-findings)"
+    )
+    p.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
+    p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
+    p.set_defaults(func=cmd_findings)
+
+
+def _report(run: Path) -> dict:
+    path = run / "report.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no report.json; give a folder written by `perfonto run` or `perfonto analyze`")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CommandError(f"{path}: cannot read the report: {exc}")
+    if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+        raise CommandError(f"{path}: the report holds no findings; analyse the run again with this perfonto")
+    return data
+
+
+def _reproject_all(run: Path, found: list[dict], tmp: Path, log) -> None:
+    from perfonto.whatif.reproject import reproject
+
+    for i, f in enumerate(found):
+        if not f.get("remove"):
+            f["reprojection"] = {"skipped": "the cause is not an emulator knob"}
+            continue
+        log(f"re-projecting `{f['metric']}` without {', '.join(f['remove'])} …")
+        r = reproject(run, f["remove"], tmp / "reproject" / f"{i:02d}")
+        est = f.get("estimated_gain")
+        if "gain" in r and est:
+            r["estimate_error"] = (r["gain"] - est) / est
+        f["reprojection"] = r
+
+
+def _print(found: list[dict], console) -> None:
+    from rich.text import Text
+
+    from perfonto.report import render_guided
+
+    render_guided(found, console)
+    for f in found:
+        r = f.get("reprojection")
+        if r and "gain" in r:
+            knobs = ", ".join(f"{k} → {v}" for k, v in r["knobs"].items())
+            console.print(
+                Text(
+                    f"  re-projected `{f['metric']}` ({knobs}): +{r['gain'] * 100:.1f} % throughput measured over "
+                    f"{r['steps']} steps (step {r['step_period_s'][0] * 1e3:.3f} → "
+                    f"{r['step_period_s'][1] * 1e3:.3f} ms)"
+                    f" against +{(f['estimated_gain'] or 0) * 100:.1f} % estimated"
+                )
+            )
+
+
+def cmd_findings(args) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
+    from perfonto.outputs import output_folder
+    from perfonto.whatif.reproject import ReprojectError
+
+    run = Path(args.run)
+    found = _report(run)["findings"]
+    console = Console(stderr=args.json)
+    if args.reproject:
+        try:
+            with output_folder(
+                Path(args.out), command=["findings", str(run)], force=args.force, inputs={"run": str(run)}
+            ) as tmp:
+                _reproject_all(run, found, tmp, lambda s: console.print(Text(s)))
+                (tmp / "findings.json").write_text(json.dumps(found, indent=1, allow_nan=False), encoding="utf-8")
+        except ReprojectError as exc:
+            raise CommandError(str(exc))
+    if args.json:
+        print(json.dumps({"run": str(run), "findings": found}, indent=1, allow_nan=False))
+    else:
+        if not found:
+            stdout().print("no findings: no threshold crossed")
+        _print(found, stdout())
+    return 0
