@@ -175,11 +175,30 @@ def _bottleneck(r: dict, pics: dict) -> str:
             for t in th
         ]
         out.append("<p>Thresholds crossed (server level):</p>" + _table(["metric", "value", "message"], trs))
+    out.append(_findings(r.get("findings") or []))
     for msg in r.get("topdown_tree_violations") or []:
         out.append(f'<p class="warn">Top-down tree: {e(msg)}</p>')
     if "topdown" in pics:
         out.append(_img(pics["topdown"], "Level-1 top-down shares per sampling window (mean over chips), stacked."))
     return "".join(out) + "</section>"
+
+
+def _findings(found: list[dict]) -> str:
+    """The guided findings (``analysis.findings``): title, estimated gain, evidence, where to look next."""
+    if not found:
+        return ""
+    trs = []
+    for f in found:
+        gain = f.get("estimated_gain")
+        ev = ", ".join(f"{k} = {format_value(v, '')}" for k, v in (f.get("evidence") or {}).items())
+        trs.append(
+            f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
+            f"<td>{'' if gain is None else e(f'+{gain * 100:.1f} %')}</td><td>{e(f.get('estimate') or '')}</td>"
+            f"<td>{e(ev)}</td><td>{e(', '.join(f.get('next') or []))}</td></tr>"
+        )
+    return "<p>Findings (estimated gain if the cause were removed, bounded by its share of time):</p>" + _table(
+        ["finding", "gain", "estimate", "evidence", "look next at"], trs, "findings"
+    )
 
 
 def _ops(r: dict, pics: dict) -> str:
@@ -213,7 +232,8 @@ def _ops(r: dict, pics: dict) -> str:
     out = [
         '<section id="ops"><h2>Per op (top op classes by time)</h2>',
         f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op '
-        "runs; intensity: FLOPs per HBM byte; roof: the attainable min(peak, intensity × HBM bandwidth); "
+        "runs; intensity: FLOPs per HBM byte (a collective's: per byte sent on the chip-to-chip links); roof: the "
+        "attainable min(peak, intensity × HBM bandwidth, or × the link bandwidth for a collective); "
         "error: split-half estimate of the attributed work. Time outside every span: "
         f"{fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
         _table(["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline", "bound", "error"], rows, "ops"),
@@ -223,7 +243,9 @@ def _ops(r: dict, pics: dict) -> str:
             _img(
                 pics["roofline"],
                 "Each op class at its measured arithmetic intensity and FLOP/s, under the "
-                "compute ceilings per dtype and the HBM and SRAM ceilings (Williams et al., CACM 2009).",
+                "compute ceilings per dtype and the HBM and SRAM ceilings (Williams et al., CACM 2009); "
+                "collectives (diamonds) at FLOPs per byte sent, under the chip-to-chip link roof; a mark's area is "
+                "its op's share of time.",
             )
         )
     return "".join(out) + "</section>"

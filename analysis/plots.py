@@ -104,6 +104,7 @@ def roofline_picture(report: dict) -> Picture | None:
     cs = ops.get("ceilings", [])
     compute = [c for c in cs if c["kind"] == "compute"]
     memory = [c for c in cs if c["kind"] == "memory"]
+    link = [c for c in cs if c["kind"] == "link"] if any(r.get("roof") == "link" for r in rows) else []
     if not rows or not compute or not memory:
         return None
     with __import__("matplotlib").rc_context(RC):
@@ -111,19 +112,22 @@ def roofline_picture(report: dict) -> Picture | None:
         ai = np.array([r["intensity"] for r in rows])
         perf = np.array([r["flops_per_s"] for r in rows])
         peak = max(c["value"] for c in compute)
-        ridges = [c["value"] / m["value"] for c in compute for m in memory]
+        ridges = [c["value"] / m["value"] for c in compute for m in memory + link]
         x0 = min(ai.min(), min(ridges)) / 4
         x1 = max(ai.max(), max(ridges)) * 4
         y0 = min(perf.min(), min(c["value"] for c in compute) * 1e-2) / 3
         y1 = peak * 3
         _memory_roofs(ax, memory, x0, peak)
+        _memory_roofs(ax, link, x0, peak, color="#1f5fa8", style="-.")  # collectives' roof: FLOP per link byte
         _compute_roofs(ax, compute, memory, x1)
         _op_marks(ax, rows)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
-        ax.set_xlabel("arithmetic intensity [FLOP/B] (FLOPs per byte of HBM traffic)")
+        ax.set_xlabel(
+            "arithmetic intensity [FLOP/B] (FLOPs per byte of HBM traffic; collectives: per byte sent on the links)"
+        )
         ax.set_ylabel("performance [FLOP/s] (one chip while the op runs)")
         title = f"Roofline — {report.get('model') or 'capture'} on {report.get('generation')}"
         ax.set_title(title)
@@ -132,22 +136,32 @@ def roofline_picture(report: dict) -> Picture | None:
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
             fontsize=7,
-            title="op class (work)",
+            title="op class (work); area: share of time",
             title_fontsize=7,
             frameon=False,
         )
     points = [
-        {"op": r["op"], "intensity": r["intensity"], "flops_per_s": r["flops_per_s"], "work": r["work"]} for r in rows
+        {
+            "op": r["op"],
+            "intensity": r["intensity"],
+            "flops_per_s": r["flops_per_s"],
+            "work": r["work"],
+            "roof": r.get("roof") or "HBM",
+            "time_share": r.get("time_share"),
+            "size": _mark_size(r),
+        }
+        for r in rows
     ]
     return Picture("roofline", title, fig, {"points": points, "ceilings": cs})
 
 
-def _memory_roofs(ax, memory: list, x0: float, peak: float) -> None:
+def _memory_roofs(ax, memory: list, x0: float, peak: float, color: str = "#333333", style: str = "") -> None:
     """Draw the memory roofs (intensity × bandwidth, up to the highest compute ceiling), each labelled
-    near the left edge."""
+    near the left edge (``style``: one line style for all, else solid then dashed)."""
     for i, m in enumerate(memory):  # memory roofs: I x B up to the highest compute ceiling
         xr = peak / m["value"]
-        ax.plot([x0, xr], [x0 * m["value"], peak], color="#333333", lw=1.3, ls="-" if i == 0 else "--")
+        ls = style or ("-" if i == 0 else "--")
+        ax.plot([x0, xr], [x0 * m["value"], peak], color=color, lw=1.3, ls=ls)
         xl = x0 * 2.0
         ax.annotate(
             f"{m['name']} {_si(m['value'], 'B/s')}",
@@ -156,7 +170,7 @@ def _memory_roofs(ax, memory: list, x0: float, peak: float) -> None:
             textcoords="offset points",
             fontsize=7,
             rotation=0,
-            color="#333333",
+            color=color,
         )
 
 
@@ -182,21 +196,29 @@ def _compute_roofs(ax, compute: list, memory: list, x1: float) -> None:
         )
 
 
+def _mark_size(r: dict) -> float:
+    """A mark's area (points²) by the op's share of time: 12 for a negligible op, up to 612 for all of it."""
+    share = r.get("time_share")
+    return 12.0 + 600.0 * (min(max(float(share), 0.0), 1.0) if share is not None else 0.0)
+
+
 def _op_marks(ax, rows: list) -> None:
-    """Mark each op class at its intensity and performance (shape by its work: matrix, vector, other)."""
+    """Mark each op class at its intensity and performance, its area by its share of time (shape by its
+    work: matrix, vector; a diamond for a collective placed against the link roof)."""
     shapes = {"matrix": "o", "vector": "^"}
     palette = _palette(len(rows))
     for i, r in enumerate(rows):
         ax.scatter(
             [r["intensity"]],
             [r["flops_per_s"]],
-            s=40,
-            marker=shapes.get(r["work"], "s"),
+            s=_mark_size(r),
+            marker="D" if r.get("roof") == "link" else shapes.get(r["work"], "s"),
             color=palette[i],
             edgecolor="black",
             linewidth=0.5,
+            alpha=0.85,
             zorder=3,
-            label=f"{r['op']} ({r['work']})",
+            label=f"{r['op']} ({r['work']}{', link roof' if r.get('roof') == 'link' else ''})",
         )
 
 

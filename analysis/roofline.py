@@ -17,8 +17,11 @@ its vector FLOPs (``vpu``); intensity ``I`` = work ÷ HBM bytes (the ``hbm`` blo
 read + write); performance = work ÷ span time summed over chips (FLOP/s of one chip while the op
 runs). Its compute ceiling is that of its dominant precision (the vector ceiling for vector work).
 Work counts only where it is ``significant`` (above its attribution error estimate).
-``efficiency`` = performance ÷ ``min(P, I × B_HBM)``. Ops that do no floating-point work
-(collectives, host transfers) have no position.
+``efficiency`` = performance ÷ ``min(P, I × B_HBM)``. A collective (an all-reduce's reduction) is
+placed against the link roof instead: intensity = work ÷ transmitted link bytes (the ``c2c`` block),
+``B`` = ``spec.c2c.peak_bandwidth`` — its time is set by the links, and against HBM it would look
+like an HBM-bound op far below its roof. Ops that do no floating-point work (host transfers, a pure
+gather) have no position.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from .spans import NO_SPAN
 
 #: memory ceilings: block -> (spec constant, label)
 MEMORY = {"hbm": ("spec.hbm.peak_bandwidth", "HBM"), "sram": ("spec.sram.peak_bandwidth", "SRAM")}
+#: the link roof: a collective's bytes go over the chip-to-chip links (the chip's total transmit peak)
+LINK = ("c2c", "spec.c2c.peak_bandwidth", "C2C links")
 
 
 def _dim(gen, unit_text: str, ref: str) -> bool:
@@ -46,7 +51,14 @@ def signal_sets(gen) -> dict:
     """The counters behind the roofline: ``matrix_flops`` (block ``mxu``, FLOP), ``vector_flops``
     (``vpu``, FLOP), ``hbm_bytes`` and ``sram_bytes`` (bytes), and ``by_precision`` {dtype:
     [matrix FLOP counters]}."""
-    out = {"matrix_flops": [], "vector_flops": [], "hbm_bytes": [], "sram_bytes": [], "by_precision": {}}
+    out = {
+        "matrix_flops": [],
+        "vector_flops": [],
+        "hbm_bytes": [],
+        "sram_bytes": [],
+        "link_bytes": [],
+        "by_precision": {},
+    }
     for name, s in gen.signals.items():
         if kinds.of(s).window != "increase":
             continue
@@ -57,6 +69,8 @@ def signal_sets(gen) -> dict:
             out["vector_flops"].append(name)
         elif s.block in ("hbm", "sram") and _dim(gen, s.unit_text, "B"):
             out[f"{s.block}_bytes"].append(name)
+        elif s.block == LINK[0] and _dim(gen, s.unit_text, "B") and "rx" not in name.rsplit(".", 1)[-1]:
+            out["link_bytes"].append(name)  # transmitted bytes: what the link roof bounds
     return out
 
 
@@ -87,13 +101,13 @@ def ceilings(gen) -> list[dict]:
                 {"name": "vector", "kind": "compute", "value": value, "unit": "FLOP/s", "spec": name, "precision": None}
             )
     out.sort(key=lambda d: -d["value"])
-    for block, (spec, label) in MEMORY.items():
+    for kind, (spec, label) in [("memory", v) for v in MEMORY.values()] + [("link", LINK[1:])]:
         c = gen.spec.get(spec)
         if c is not None and _dim(gen, c.unit_text, "B/s"):
             out.append(
                 {
                     "name": label,
-                    "kind": "memory",
+                    "kind": kind,
                     "value": float(reg.Quantity(c.value, c.unit).to("B/s").magnitude),
                     "unit": "B/s",
                     "spec": spec,
@@ -130,13 +144,18 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
     (``matrix``, ``vector`` or None), ``precision``, ``flops`` (FLOP), ``hbm_bytes`` (B),
     ``intensity`` (FLOP/B), ``flops_per_s`` (FLOP/s per chip), ``ceiling`` and ``peak`` (FLOP/s),
     ``ridge`` (FLOP/B), ``attainable`` (FLOP/s), ``efficiency`` (fraction of attainable), ``side``
-    (memory | compute) and ``bound`` (the dominant top-down node, from ``bound``)."""
+    (memory | link | compute) and ``bound`` (the dominant top-down node, from ``bound``); ``roof`` (``HBM``,
+    or ``link`` for a collective: an op whose transmitted link bytes at the link peak take longer than its
+    HBM bytes at the HBM peak, placed at FLOP per link byte against the link roof), ``link_bytes`` (B),
+    ``link_bytes_per_s`` and ``link_utilization`` (of the link peak, collectives only)."""
     sets = signal_sets(gen)
     cs = ceilings(gen)
     hbm = next((c["value"] for c in cs if c["name"] == "HBM"), None)
     total_time = float(np.sum(totals.time_s))
     all_mat = _amount(totals, sets["matrix_flops"], slice(None), gen, "FLOP")
     all_vec = _amount(totals, sets["vector_flops"], slice(None), gen, "FLOP")
+    all_link = _amount(totals, sets["link_bytes"], slice(None), gen, "B")
+    link_peak = next((c["value"] for c in cs if c["kind"] == "link"), None)
     rows = []
     for k, label in enumerate(totals.groups):
         if label == NO_SPAN:
@@ -147,6 +166,8 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
         byts = _amount(totals, sets["hbm_bytes"], k, gen, "B")
         mat_ok = significant(mat, _amount(totals, sets["matrix_flops"], k, gen, "FLOP", "estimate"), all_mat)
         vec_ok = significant(vec, _amount(totals, sets["vector_flops"], k, gen, "FLOP", "estimate"), all_vec)
+        link = _amount(totals, sets["link_bytes"], k, gen, "B")
+        link_ok = significant(link, _amount(totals, sets["link_bytes"], k, gen, "B", "estimate"), all_link)
         work = "matrix" if mat_ok else ("vector" if vec_ok else None)
         flops = mat if work == "matrix" else vec
         prec = None
@@ -172,17 +193,32 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
             "efficiency": None,
             "side": None,
             "bound": bound[k] if bound else None,
+            "roof": None,
+            "link_bytes": link if link_ok else 0.0,
+            "link_bytes_per_s": None,
+            "link_utilization": None,
         }
+        # a collective: its link bytes at the link peak take longer than its HBM bytes at the HBM peak,
+        # so the link roof is the one that bounds it (an all-reduce reads and writes HBM too)
+        collective = bool(work) and link_ok and bool(link_peak) and bool(hbm) and link / link_peak >= byts / hbm
+        roof, bw, moved = ("link", link_peak, link) if collective else ("HBM", hbm, byts)
+        if work:
+            row["roof"] = roof
+        if collective and t > 0:
+            row["link_bytes_per_s"] = link / t
+            row["link_utilization"] = link / t / link_peak
         if work and t > 0:
             row["flops_per_s"] = flops / t
-        if work and byts > 0:
-            row["intensity"] = flops / byts
-        if ceil is not None and hbm:
-            row["ceiling"], row["peak"], row["ridge"] = ceil["name"], ceil["value"], ceil["value"] / hbm
+        if work and moved > 0:
+            row["intensity"] = flops / moved
+        if ceil is not None and bw:
+            row["ceiling"], row["peak"], row["ridge"] = ceil["name"], ceil["value"], ceil["value"] / bw
             if row["intensity"] is not None:
-                att = min(ceil["value"], row["intensity"] * hbm)
+                att = min(ceil["value"], row["intensity"] * bw)
                 row["attainable"] = att
-                row["side"] = "memory" if row["intensity"] * hbm < ceil["value"] else "compute"
+                row["side"] = (
+                    ("link" if collective else "memory") if row["intensity"] * bw < ceil["value"] else "compute"
+                )
                 if row["flops_per_s"] is not None and att > 0:
                     row["efficiency"] = row["flops_per_s"] / att
         rows.append(row)

@@ -145,6 +145,7 @@ MISSING_FILE = {
     "coverage": ["coverage", "--scenarios", "{m}.yaml"],
     "report": ["report", "{m}", "--html", "{t}/r.html"],
     "compare-runs": ["compare-runs", "{m}", "{m}2"],
+    "findings": ["findings", "{m}", "--reproject", "--out", "{t}/f"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"],

@@ -142,6 +142,38 @@ def test_roofline_marks_each_op_at_the_values_the_table_prints(reported):
     )
 
 
+def test_collectives_sit_under_the_link_roof_and_marks_are_sized_by_time(reported):
+    """Issue 31, point 3: an all-reduce's time is set by the links, so it is placed at FLOPs per byte sent
+    against the chip-to-chip link roof (not HBM), and every op's mark has an area by its share of time."""
+    _, _, doc, _ = reported
+    rows = doc["ops"]["rows"]
+    link = {c["name"]: c["value"] for c in doc["ops"]["ceilings"] if c["kind"] == "link"}
+    assert link == {"C2C links": 1.2e12}  # spec.c2c.peak_bandwidth of sohu
+    hbm = next(c["value"] for c in doc["ops"]["ceilings"] if c["name"] == "HBM")
+    coll = [r for r in rows if r["roof"] == "link"]
+    assert coll and all("allreduce" in r["op"] for r in coll), [r["op"] for r in coll]
+    for r in coll:
+        assert r["intensity"] == pytest.approx(r["flops"] / r["link_bytes"], rel=1e-12)
+        assert r["link_bytes"] / 1.2e12 >= r["hbm_bytes"] / hbm  # the link roof is the lower one for it
+        assert r["ridge"] == pytest.approx(r["peak"] / 1.2e12)
+        assert r["side"] == "link" and 0 < r["link_utilization"] <= 1.0 + 1e-9
+        assert r["link_bytes_per_s"] == pytest.approx(r["link_bytes"] / r["time_s"])
+    for r in rows:  # a matrix op keeps the HBM roof
+        if r["work"] == "matrix":
+            assert r["roof"] == "HBM" and r["intensity"] == pytest.approx(r["flops"] / r["hbm_bytes"])
+    pic = plots.roofline_picture(doc)
+    ax = pic.figure.axes[0]
+    sizes = {c.get_label().rsplit(" (", 1)[0]: float(c.get_sizes()[0]) for c in ax.collections}
+    for p in pic.data["points"]:
+        assert sizes[p["op"]] == pytest.approx(12 + 600 * p["time_share"]) == pytest.approx(p["size"])
+    big = max(pic.data["points"], key=lambda p: p["time_share"])
+    small = min(pic.data["points"], key=lambda p: p["time_share"])
+    assert sizes[big["op"]] > sizes[small["op"]]
+    labels = [c.get_label() for c in ax.collections]
+    assert any("link roof" in lab for lab in labels)
+    assert any(ln.get_linestyle() == "-." for ln in ax.lines)  # the link roof is drawn
+
+
 def test_page_is_self_contained_complete_and_prints_the_report(reported):
     run, html, doc, _ = reported
     text = html.read_text()
