@@ -31,6 +31,23 @@ def _roofline_op(a, hw, *, flops=0.0, peak=0.0, rows=1.0, vpu=0.0, w=0.0, act=0.
     return max(t_mxu, t_vpu, t_sram, t_mem) + a.op_overhead_s
 
 
+def _run_8b(preset, out_dir, **kw):
+    """Llama-3.1-8B on one chip, 128-token prompts and 64 output tokens: 1 s sampled every 5 ms after a
+    400-step warm-up."""
+    return emulator.run(
+        preset,
+        model="llama-3.1-8b",
+        chips=1,
+        isl=128,
+        osl=64,
+        duration_s=1.0,
+        sample_period_s=0.005,
+        warmup_steps=400,
+        out_dir=out_dir,
+        **kw,
+    )
+
+
 def test_concurrency_1_itl_is_one_decode_step_at_batch_1_by_hand():
     """Llama-3.1-8B FP8 on one H100, 128/128, one request in flight: every inter-token latency is one
     decode step at batch 1. The median gap is the step that attends over 128 + 64 = 192 keys."""
@@ -104,18 +121,7 @@ def test_run_and_project_agree_at_steady_state(tmp_path):
 
 def test_closed_loop_run_keeps_n_in_flight_and_matches_project(tmp_path):
     N = 4
-    r = emulator.run(
-        "sohu",
-        model="llama-3.1-8b",
-        chips=1,
-        isl=128,
-        osl=64,
-        duration_s=1.0,
-        sample_period_s=0.005,
-        warmup_steps=400,
-        concurrency=N,
-        out_dir=tmp_path,
-    )
+    r = _run_8b("sohu", tmp_path, concurrency=N)
     t = pq.read_table(r.requests_path).to_pydict()
     arrival = np.array(t["arrival_time"], float)
     done = np.array([x if x is not None else np.nan for x in t["completion_time"]], float)
@@ -140,20 +146,7 @@ def test_closed_loop_run_keeps_n_in_flight_and_matches_project(tmp_path):
 def test_speculative_decoding_in_counters_records_and_truth(tmp_path):
     """Caelius counts accepted drafts (``seq.spec_decode_accepted``, bound to ``accepted_draft_tokens``)."""
     k, alpha = 3, 0.7
-    r = emulator.run(
-        "caelius",
-        model="llama-3.1-8b",
-        chips=1,
-        isl=128,
-        osl=64,
-        duration_s=1.0,
-        sample_period_s=0.005,
-        warmup_steps=400,
-        concurrency=8,
-        draft_tokens=k,
-        acceptance=alpha,
-        out_dir=tmp_path,
-    )
+    r = _run_8b("caelius", tmp_path, concurrency=8, draft_tokens=k, acceptance=alpha)
     gt = r.ground_truth
     spec = gt["speculative"]
     expected = (1 - alpha ** (k + 1)) / (1 - alpha)  # 2.533 tokens per step (Leviathan et al. 2023)
@@ -170,18 +163,9 @@ def test_speculative_decoding_in_counters_records_and_truth(tmp_path):
 
 
 def test_every_draft_accepted_emits_k_plus_1_tokens_per_step():
-    base = project("h100", model="llama-3.1-8b", chips=1, isl=128, osl=129, concurrency=1, num_requests=4)
-    spec = project(
-        "h100",
-        model="llama-3.1-8b",
-        chips=1,
-        isl=128,
-        osl=129,
-        concurrency=1,
-        num_requests=4,
-        draft_tokens=3,
-        acceptance=1.0,
-    )
+    one_client = dict(model="llama-3.1-8b", chips=1, isl=128, osl=129, concurrency=1, num_requests=4)
+    base = project("h100", **one_client)
+    spec = project("h100", **one_client, draft_tokens=3, acceptance=1.0)
     b = spec.served.batch
     dec = b.decode_tokens > 0
     assert (
@@ -189,68 +173,19 @@ def test_every_draft_accepted_emits_k_plus_1_tokens_per_step():
     )
     assert dec.sum() == 4 * 32  # 128 tokens after the first, 4 per step
     assert spec.figures.latency["tpot_s"]["p50"] < base.figures.latency["tpot_s"]["p50"] / 2
-    none = project(
-        "h100",
-        model="llama-3.1-8b",
-        chips=1,
-        isl=128,
-        osl=129,
-        concurrency=1,
-        num_requests=4,
-        draft_tokens=3,
-        acceptance=0.0,
-    )
+    none = project("h100", **one_client, draft_tokens=3, acceptance=0.0)
     assert (
         none.figures.latency["tpot_s"]["p50"] > base.figures.latency["tpot_s"]["p50"]
     )  # drafting costs, nothing gained
 
 
 def test_cli_concurrency_and_scenario_errors(capsys, tmp_path):
-    assert (
-        main(
-            [
-                "project",
-                "--generation",
-                "h100",
-                "--model",
-                "llama-3.1-8b",
-                "--chips",
-                "1",
-                "--isl",
-                "128",
-                "--osl",
-                "16",
-                "--concurrency",
-                "2",
-                "--requests",
-                "20",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    argv = "project --generation h100 --model llama-3.1-8b --chips 1 --isl 128 --osl 16 --concurrency 2 --requests 20"
+    assert main([*argv.split(), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["requests"] == 20 and doc["itl_p50_s"] > 0
     assert main(["project", "--concurrency", "2", "--rate", "3"]) == 2  # usage errors
     assert main(["project", "--acceptance", "1.5"]) == 2
-    assert (
-        main(
-            [
-                "project",
-                "--generation",
-                "h100",
-                "--model",
-                "llama3-70b",
-                "--chips",
-                "8",
-                "--tp",
-                "1",
-                "--dp",
-                "8",
-                "--concurrency",
-                "4",
-            ]
-        )
-        == 1
-    )  # fewer clients than replicas
+    argv = "project --generation h100 --model llama3-70b --chips 8 --tp 1 --dp 8 --concurrency 4"
+    assert main(argv.split()) == 1  # fewer clients than replicas
     assert "scheduler ranks" in capsys.readouterr().err
