@@ -31,21 +31,15 @@ def _roofline_op(a, hw, *, flops=0.0, peak=0.0, rows=1.0, vpu=0.0, w=0.0, act=0.
     return max(t_mxu, t_vpu, t_sram, t_mem) + a.op_overhead_s
 
 
+_SHORT_8B = dict(
+    model="llama-3.1-8b", chips=1, isl=128, osl=64, duration_s=1.0, sample_period_s=0.005, warmup_steps=400
+)
+
+
 def _run_8b(preset, out_dir, **kw):
     """Llama-3.1-8B on one chip, 128-token prompts and 64 output tokens: 1 s sampled every 5 ms after a
     400-step warm-up."""
-    return emulator.run(
-        preset,
-        model="llama-3.1-8b",
-        chips=1,
-        isl=128,
-        osl=64,
-        duration_s=1.0,
-        sample_period_s=0.005,
-        warmup_steps=400,
-        out_dir=out_dir,
-        **kw,
-    )
+    return emulator.run(preset, out_dir=out_dir, **_SHORT_8B, **kw)
 
 
 def test_concurrency_1_itl_is_one_decode_step_at_batch_1_by_hand():
@@ -96,18 +90,9 @@ def test_concurrency_1_itl_is_one_decode_step_at_batch_1_by_hand():
 
 def test_run_and_project_agree_at_steady_state(tmp_path):
     """The same preset and workload: the same engine, so the same tokens/s at full load (within 1 %)."""
-    pr = project("sohu", model="llama3-70b", chips=8, isl=2048, osl=128, num_requests=30000)
-    r = emulator.run(
-        "sohu",
-        model="llama3-70b",
-        chips=8,
-        isl=2048,
-        osl=128,
-        duration_s=60.0,
-        sample_period_s=0.05,
-        warmup_steps=400,
-        out_dir=tmp_path,
-    )
+    workload = dict(model="llama3-70b", chips=8, isl=2048, osl=128)
+    pr = project("sohu", **workload, num_requests=30000)
+    r = emulator.run("sohu", **workload, duration_s=60.0, sample_period_s=0.05, warmup_steps=400, out_dir=tmp_path)
     gt = r.ground_truth
     assert (gt["token_budget"], gt["max_batch"], gt["chunked_prefill"]) == (
         pr.engine.token_budget,
