@@ -184,6 +184,8 @@ class SqlEmitter:
 
     # -- operations ---------------------------------------------------------------------------------
     def op(self, n: ir.Op):
+        if n.op not in self.ops:
+            raise ValueError(f"no SQL emitter for IR op {n.op!r}")  # an operation added to metrics.ops.Op only
         return self.ops[n.op](n)
 
     def binary(self, cls):

@@ -86,3 +86,55 @@ def test_every_backend_evaluates_every_operation(tmp_path):
                 np.asarray(values[name], float), want[name], rtol=1e-12, equal_nan=True, err_msg=f"{backend} {name}"
             )
     assert np.isfinite(want["o.logic"]).all() and (want["o.min"] <= want["o.max"]).all()
+
+
+def test_an_operation_added_to_the_enumeration_is_refused_by_name_by_every_backend(monkeypatch, tmp_path):
+    """The coverage check in action: add ``xor`` to the enumeration (and its arity) as a developer would,
+    build an IR node with it, and each backend refuses it, naming the operation — none evaluates it silently.
+    The coverage test above would then fail on ``used == set(Op)`` until a formula and every backend have it."""
+    import enum
+
+    from perfonto.codegen import kernel, python_evaluator, sql
+    from perfonto.metrics import interpreter, ops
+
+    members = {o.name: o.value for o in Op} | {"XOR": "xor"}
+    extended = enum.Enum("Op", members, type=str)
+    monkeypatch.setattr(ir, "_Op", extended)
+    monkeypatch.setattr(ir, "ARITY", {**{extended(k): v for k, v in ARITY.items()}, extended("xor"): 2})
+    monkeypatch.setattr(ops, "Op", extended)
+    node = ir.Op("xor", (ir.Const(1.0), ir.Const(2.0)))  # the IR now accepts it
+    assert {o.value for o in extended} - {o.value for o in Op} == {"xor"}
+    gen = build_generation([Sig(A, "counter", "event", (), width=48)])
+    graph = compile_src(gen, f"metric o.a [event] = {A}\n")
+    w = prepare(_tiny_dump(gen, tmp_path), gen)
+    refusals = {
+        "interpreter": lambda: interpreter._eval(node, w, {}),
+        "NumPy evaluator": lambda: python_evaluator.FormulaEmitter({}).op(node),
+        "kernel": lambda: kernel.ScalarEmitter.op(_bare(kernel.ScalarEmitter), node, None),
+        "SQL": lambda: sql.SqlEmitter(graph, {}).op(node),
+    }
+    for backend, call in refusals.items():
+        with pytest.raises(ValueError, match="'xor'"):
+            call()
+
+
+def _bare(cls):
+    """An emitter with no layout: enough to dispatch an operation on constant operands."""
+    e = cls.__new__(cls)
+    e.stmts, e.cse, e.depth, e.k = [], {}, 0, 0
+    return e
+
+
+def _tiny_dump(gen, folder):
+    import pyarrow.parquet as pq
+
+    t = pa.table(
+        {
+            "chip": pa.array([0, 0], pa.int64()),
+            "timestamp_ns": pa.array([0, 1_000_000], pa.int64()),
+            A: pa.array([1, 5], pa.uint64()),
+        }
+    )
+    d = folder / "d.parquet"
+    pq.write_table(t, d)
+    return read_counters(d, gen)
