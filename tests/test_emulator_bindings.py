@@ -179,9 +179,9 @@ def test_an_unbound_signal_is_absent_from_the_dump(tmp_path):
     assert set(meta["unbound_signals"]) == unbound
 
 
-def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
-    """Issue 13's acceptance: a catalog folder extending caelius with one new counter bound to an existing
-    quantity, and a metric over it; its values equal the ground truth derived from the binding."""
+def _caelius_plus(tmp_path):
+    """A catalog folder extending caelius with one new counter, HBM weight bytes per stack, bound to an
+    existing quantity (``hbm_weights``)."""
     folder = tmp_path / "catalog"
     folder.mkdir()
     (folder / "caelius_plus.yaml").write_text(
@@ -197,6 +197,13 @@ def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
                                   emulator: {linear: {hbm_weights: 1}, split: jitter}}
         """)
     )
+    return folder
+
+
+def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
+    """Issue 13's acceptance: a catalog folder extending caelius with one new counter bound to an existing
+    quantity, and a metric over it; its values equal the ground truth derived from the binding."""
+    folder = _caelius_plus(tmp_path)
     (folder / "weights.metrics").write_text(
         textwrap.dedent("""\
         metric hbm.weight_gigabytes [GB] = sum(hbm.weight_read_bytes)
@@ -229,21 +236,7 @@ def test_a_counter_added_in_yaml_alone_appears_in_an_emulated_run(tmp_path):
 
 def test_perfonto_run_catalog_reports_the_new_counter_and_its_metric(tmp_path, capsys):
     """The same acceptance through the command line: ``perfonto run --catalog DIR``."""
-    folder = tmp_path / "catalog"
-    folder.mkdir()
-    (folder / "caelius_plus.yaml").write_text(
-        textwrap.dedent("""\
-        generation: caelius_plus
-        extends: caelius
-        description: Caelius with a counter of HBM weight bytes, per stack.
-        blocks:
-          hbm:
-            signals:
-              weight_read_bytes: {kind: counter, unit: B, width: 48, scale: 64,
-                                  description: "Weight bytes read, in 64-byte bursts.",
-                                  emulator: {linear: {hbm_weights: 1}, split: jitter}}
-        """)
-    )
+    folder = _caelius_plus(tmp_path)
     (folder / "weights.metrics").write_text(
         "metric hbm.weight_gigabytes [GB] = sum(hbm.weight_read_bytes)\n"
         '  "Weight bytes read from HBM."\n  groups memory\n'
