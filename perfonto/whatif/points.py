@@ -205,30 +205,21 @@ def project_point(target: Target, point: Point):
         )
         engine, assumptions = None, None
         hardware = dict(wl["hardware"]) if wl.get("hardware") else None
+        # what setup and project both take: the model on its chips, as mapped, with its preset
+        scenario = dict(
+            model=wl["model"],
+            chips=int(wl["chips"]),
+            dtype=wl["dtype"],
+            kv_dtype=wl.get("kv_dtype"),
+            mapping=mapping,
+            preset=wl.get("preset"),
+            hardware=hardware,
+        )
         if wl.get("batch") or wl.get("engine") or wl.get("assume"):
-            _, cfg, p = setup(
-                gen,
-                model=wl["model"],
-                chips=int(wl["chips"]),
-                dtype=wl["dtype"],
-                kv_dtype=wl.get("kv_dtype"),
-                mapping=mapping,
-                preset=wl.get("preset"),
-                hardware=hardware,
-            )
+            _, cfg, p = setup(gen, **scenario)
             if wl.get("assume"):
                 assumptions = p.assumptions.replace(**dict(wl["assume"]))
-                _, cfg, _ = setup(
-                    gen,
-                    model=wl["model"],
-                    chips=int(wl["chips"]),
-                    dtype=wl["dtype"],
-                    kv_dtype=wl.get("kv_dtype"),
-                    mapping=mapping,
-                    preset=wl.get("preset"),
-                    assumptions=assumptions,
-                    hardware=hardware,
-                )
+                _, cfg, _ = setup(gen, **scenario, assumptions=assumptions)
             e = dict(wl.get("engine") or ())
             engine = engine_for(
                 cfg,
@@ -243,17 +234,11 @@ def project_point(target: Target, point: Point):
             )
         pr = project(
             gen,
-            model=wl["model"],
-            chips=int(wl["chips"]),
+            **scenario,
             isl=int(wl["isl"]),
             osl=int(wl["osl"]),
-            dtype=wl["dtype"],
-            kv_dtype=wl.get("kv_dtype"),
-            preset=wl.get("preset"),
-            mapping=mapping,
             engine=engine,
             assumptions=assumptions,
-            hardware=hardware,
             num_requests=wl.get("requests"),
             rate=wl.get("rate"),
             concurrency=wl.get("concurrency"),
