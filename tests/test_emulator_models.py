@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from perfonto.emulator.assumptions import Assumptions
@@ -10,8 +9,9 @@ from perfonto.emulator.hardware import hardware_from_generation
 from perfonto.emulator.models import MODELS, get_model
 from perfonto.emulator.ops import EmuConfig, stack_work
 from perfonto.emulator.parallel import Mapping, MappingError, Precision, chip_shape, p_chip_touched
-from perfonto.emulator.scheduler import StepBatch
 from perfonto.ontology import load_generation
+
+from test_emulator import _batch
 
 
 @pytest.mark.parametrize(
@@ -70,24 +70,6 @@ def test_deepseek_layer_kinds_and_mla_flops():
 def h200():
     g, _ = load_generation("h200")
     return hardware_from_generation(g)
-
-
-def _batch(**kw):
-    f = dict(
-        decode_tokens=0,
-        decode_keys=0,
-        prefill_tokens=0,
-        prefill_chunks=0,
-        prefill_pairs=0,
-        prefill_history=0,
-        head_tokens=0,
-        completed=0,
-        batch=1,
-        kv_tokens=0,
-        kv_alloc_tokens=0,
-    )
-    f.update(kw)
-    return StepBatch(**{k: np.array([v], np.int64) for k, v in f.items()})
 
 
 def test_moe_bytes_count_only_the_experts_a_step_touches(h200):
