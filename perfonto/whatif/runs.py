@@ -17,14 +17,13 @@ its threshold, else the level-1 bottleneck) and the set of metrics whose thresho
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from .points import Target
+from .pool import fill, workers
 from .scenarios import Scenario, _quantity, run_kwargs
 
 _OPS = {
@@ -154,24 +153,16 @@ def run_all(
     """``run_one`` for the nominal run and every scenario at every seed, over ``jobs`` processes."""
     tasks = [(sc, s) for sc in [None, *scenarios] for s in seeds]
     folders = [str(Path(workdir) / (sc.name if sc else "nominal") / f"seed{s}") for sc, s in tasks]
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     out: list[dict | None] = [None] * len(tasks)
-    done = 0
-    if jobs == 1:
-        for i, (sc, s) in enumerate(tasks):
-            out[i] = run_one(target, nominal, sc, s, folders[i])
-            done += 1
-            if progress:
-                progress(done, len(tasks))
-        return out
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futs = {pool.submit(run_one, target, nominal, sc, s, folders[i]): i for i, (sc, s) in enumerate(tasks)}
-        for f in as_completed(futs):
-            out[futs[f]] = f.result()
-            done += 1
-            if progress:
-                progress(done, len(tasks))
-    return out
+    return fill(
+        out,
+        range(len(tasks)),
+        lambda i: run_one(target, nominal, *tasks[i], folders[i]),
+        lambda i: (run_one, target, nominal, *tasks[i], folders[i]),
+        jobs=workers(jobs, len(tasks)),
+        total=len(tasks),
+        progress=progress,
+    )
 
 
 __all__ = ["diagnose", "run_all", "run_one", "spec_of"]

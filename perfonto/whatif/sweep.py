@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from .knobs import Knob, KnobError, Point, grid
 from .points import Cache, Target, check_preset, evaluate_point
+from .pool import fill, workers
 
 
 def _work(target: Target, point: Point, folder) -> dict:
@@ -46,22 +46,16 @@ def run_points(
     done = len(points) - len(todo)
     if progress:
         progress(done, len(points))
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-    if jobs == 1:
-        for i in todo:
-            rows[i] = evaluate_point(target, points[i], cache)
-            done += 1
-            if progress:
-                progress(done, len(points))
-        return rows
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futs = {pool.submit(_work, target, points[i], cache.folder): i for i in todo}
-        for fut in as_completed(futs):
-            rows[futs[fut]] = fut.result()
-            done += 1
-            if progress:
-                progress(done, len(points))
-    return rows
+    return fill(
+        rows,
+        todo,
+        lambda i: evaluate_point(target, points[i], cache),
+        lambda i: (_work, target, points[i], cache.folder),
+        jobs=workers(jobs, len(todo)),
+        total=len(points),
+        done=done,
+        progress=progress,
+    )
 
 
 def _key(target, pt, cache):
@@ -146,7 +140,7 @@ def _pending_crossings(rows: list[dict], x: Knob, others: list[Knob]) -> list[tu
 
 def _refine_all(target: Target, base: Point, x: Knob, pending: list[tuple], tol: float, cache: Cache, jobs) -> list:
     """Each pending crossing bisected to ``tol`` (in worker processes when more than one job)."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending)))
+    jobs = workers(jobs, len(pending))
     if pending and jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futs = [
