@@ -436,32 +436,49 @@ def test_first_order_filter_matches_recursion():
 # ---- scheduler invariants ----------------------------------------------------------------------
 
 
-@settings(max_examples=30, deadline=None)
-@given(
-    isl=st.integers(1, 300),
-    osl=st.integers(1, 40),
-    budget=st.integers(1, 600),
-    max_batch=st.integers(1, 64),
-    cap_mult=st.integers(1, 20),
-    n=st.integers(1, 60),
-)
-def test_scheduler_conserves_tokens(isl, osl, budget, max_batch, cap_mult, n):
-    page = 16
-    reserve = -(-(isl + osl - 1) // page) * page
+PAGE = 16  # tokens a KV page holds in the scheduler tests
+
+
+def scheduler_workloads(budget_max: int) -> dict:
+    """Hypothesis draws of a scheduler workload: prompt and output lengths, the token budget, the batch
+    limit, KV room as a multiple of one request's pages, and the number of requests."""
+    return dict(
+        isl=st.integers(1, 300),
+        osl=st.integers(1, 40),
+        budget=st.integers(1, budget_max),
+        max_batch=st.integers(1, 64),
+        cap_mult=st.integers(1, 20),
+        n=st.integers(1, 60),
+    )
+
+
+def batcher(isl, osl, budget, max_batch, cap_mult, n, *, draft_tokens=0, **kw):
+    """A batcher of ``n`` requests with KV room for ``cap_mult`` requests' pages (a request's: its prompt,
+    its output and its drafts), and that room in tokens."""
+    capacity = -(-(isl + osl - 1 + draft_tokens) // PAGE) * PAGE * cap_mult
     s = ContinuousBatcher(
         isl=isl,
         osl=osl,
         token_budget=budget,
         max_batch=max_batch,
-        kv_capacity_tokens=reserve * cap_mult,
+        kv_capacity_tokens=capacity,
         num_requests=n,
-        page_tokens=page,
+        page_tokens=PAGE,
+        draft_tokens=draft_tokens,
+        **kw,
     )
+    return s, capacity
+
+
+@settings(max_examples=30, deadline=None)
+@given(**scheduler_workloads(600))
+def test_scheduler_conserves_tokens(isl, osl, budget, max_batch, cap_mult, n):
+    s, capacity = batcher(isl, osl, budget, max_batch, cap_mult, n)
     b = s.run(100_000)
     assert s.finished
     assert b.prefill_tokens.sum() == n * isl and b.head_tokens.sum() == n * osl and b.completed.sum() == n
     assert b.decode_tokens.sum() == n * (osl - 1)
-    assert (b.batch <= max_batch).all() and (b.kv_alloc_tokens <= reserve * cap_mult).all()
+    assert (b.batch <= max_batch).all() and (b.kv_alloc_tokens <= capacity).all()
     assert (b.tokens <= np.maximum(budget, b.decode_tokens)).all() and (b.tokens > 0).all()
     assert b.prefill_pairs.sum() == n * isl * (isl + 1) // 2
 

@@ -14,10 +14,12 @@ from perfonto import emulator
 from perfonto.emulator.models import get_model
 from perfonto.emulator.ops import EmuConfig
 from perfonto.emulator.parallel import Mapping, Precision
-from perfonto.emulator.scheduler import ContinuousBatcher, poisson_arrivals
+from perfonto.emulator.scheduler import poisson_arrivals
 from perfonto.emulator.steps import token_steps
 from perfonto.emulator.serving import trtllm_bench_engine
 from perfonto.cli import main
+
+from test_emulator import PAGE, batcher, scheduler_workloads
 
 
 class _Reference:
@@ -110,12 +112,7 @@ class _Reference:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    isl=st.integers(1, 300),
-    osl=st.integers(1, 40),
-    budget=st.integers(1, 700),
-    max_batch=st.integers(1, 64),
-    cap_mult=st.integers(1, 20),
-    n=st.integers(1, 60),
+    **scheduler_workloads(700),
     chunked=st.booleans(),
     k=st.sampled_from([0, 0, 1, 3]),
     alpha=st.floats(0.0, 1.0),
@@ -126,22 +123,19 @@ def test_scheduler_matches_the_reference(isl, osl, budget, max_batch, cap_mult, 
     budget = max(budget, k + 1)
     if not chunked:
         budget = max(budget, isl)
-    page = 16
-    reserve = -(-(isl + osl - 1 + k) // page) * page
-    s = ContinuousBatcher(
-        isl=isl,
-        osl=osl,
-        token_budget=budget,
-        max_batch=max_batch,
-        kv_capacity_tokens=reserve * cap_mult,
-        num_requests=n,
-        page_tokens=page,
-        chunked_prefill=chunked,
+    s, capacity = batcher(
+        isl,
+        osl,
+        budget,
+        max_batch,
+        cap_mult,
+        n,
         draft_tokens=k,
+        chunked_prefill=chunked,
         acceptance=alpha,
         concurrency=conc,
     )
-    ref = _Reference(isl, osl, budget, max_batch, reserve * cap_mult, n, page, chunked, k, conc)
+    ref = _Reference(isl, osl, budget, max_batch, capacity, n, PAGE, chunked, k, conc)
     rows = []
     while not s.finished:
         rows.append(s.step())
