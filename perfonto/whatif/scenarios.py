@@ -104,6 +104,20 @@ def _parse_value(key: str, v, err):
     return v
 
 
+def _unknown_key(diags, src, loc: tuple, k, known, message: str) -> None:
+    """Report key ``k`` of the mapping at ``loc``, not one of ``known``: located on the key, with a
+    did-you-mean, else the list of keys."""
+    diags.append(
+        Diagnostic(
+            "error",
+            "scenario",
+            message,
+            src.span(loc + (k, "<key>")),
+            hint=did_you_mean(str(k), known) or "keys: " + ", ".join(known),
+        )
+    )
+
+
 def _run_block(doc, loc, src, diags) -> dict:
     out = {}
     if not isinstance(doc, dict):
@@ -119,15 +133,7 @@ def _run_block(doc, loc, src, diags) -> dict:
             diags.append(Diagnostic("error", "scenario", msg, src.span(loc + (k,)), hint=""))
 
         if k not in RUN_KEYS:
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "scenario",
-                    f"unknown run key `{k}`",
-                    src.span(loc + (k, "<key>")),
-                    hint=did_you_mean(str(k), RUN_KEYS) or "keys: " + ", ".join(RUN_KEYS),
-                )
-            )
+            _unknown_key(diags, src, loc, k, RUN_KEYS, f"unknown run key `{k}`")
             continue
         out[k] = _parse_value(k, v, err)
     return out
@@ -186,15 +192,7 @@ def _read(path: Path, diags: list, headlines=None) -> tuple[dict | None, dict[st
         return None, {}
     for k in doc:
         if k not in ("nominal", "scenarios"):
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "scenario",
-                    f"unknown top-level key `{k}`",
-                    src.span((k, "<key>")),
-                    hint=did_you_mean(str(k), ("nominal", "scenarios")) or "keys: nominal, scenarios",
-                )
-            )
+            _unknown_key(diags, src, (), k, ("nominal", "scenarios"), f"unknown top-level key `{k}`")
     nominal = _run_block(doc["nominal"], ("nominal",), src, diags) if "nominal" in doc else None
     out = {}
     scs = doc.get("scenarios") or {}
@@ -208,15 +206,7 @@ def _read(path: Path, diags: list, headlines=None) -> tuple[dict | None, dict[st
             continue
         for k in sc:
             if k not in SCENARIO_KEYS:
-                diags.append(
-                    Diagnostic(
-                        "error",
-                        "scenario",
-                        f"scenario `{name}`: unknown key `{k}`",
-                        src.span(loc + (k, "<key>")),
-                        hint=did_you_mean(str(k), SCENARIO_KEYS) or "keys: " + ", ".join(SCENARIO_KEYS),
-                    )
-                )
+                _unknown_key(diags, src, loc, k, SCENARIO_KEYS, f"scenario `{name}`: unknown key `{k}`")
         run = _run_block(sc.get("run") or {}, loc + ("run",), src, diags)
         spec = sc.get("spec") or {}
         assume = sc.get("assumptions") or {}
