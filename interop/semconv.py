@@ -332,6 +332,16 @@ def _attributes(prefix: str, axes: dict[str, int]) -> list[dict]:
     return attributes
 
 
+def _define(problems: list[str], seen: dict[str, str], rel: str, name: str, what: str, part: str) -> None:
+    """Record ``name`` (an attribute key or a metric name) as defined in file ``rel``; a problem when a
+    file defined it before, and one when it breaks OpenTelemetry's naming rule."""
+    if name in seen:
+        problems.append(f"{rel}: {what} `{name}` is also defined in {seen[name]}")
+    seen[name] = rel
+    if not OTEL_NAME.match(name):
+        problems.append(f"{rel}: {what} {part} `{name}` breaks the naming rule")
+
+
 def lint(files: dict[str, str], prefix: str = PREFIX) -> list[str]:
     """Checks Weaver's resolver makes beyond the JSON schema, on a registry's files ({path: YAML}):
     every attribute ``ref`` names an attribute defined in the registry, attribute keys and metric
@@ -349,19 +359,9 @@ def lint(files: dict[str, str], prefix: str = PREFIX) -> list[str]:
                 problems.append(f"manifest.yaml: schema_url {url!r} needs a path ending in a version segment")
             continue
         for a in doc.get("attributes", []) or []:
-            k = a.get("key", "")
-            if k in keys:
-                problems.append(f"{rel}: attribute `{k}` is also defined in {keys[k]}")
-            keys[k] = rel
-            if not OTEL_NAME.match(k):
-                problems.append(f"{rel}: attribute key `{k}` breaks the naming rule")
+            _define(problems, keys, rel, a.get("key", ""), "attribute", "key")
         for m in doc.get("metrics", []) or []:
-            n = m.get("name", "")
-            if n in names:
-                problems.append(f"{rel}: metric `{n}` is also defined in {names[n]}")
-            names[n] = rel
-            if not OTEL_NAME.match(n):
-                problems.append(f"{rel}: metric name `{n}` breaks the naming rule")
+            _define(problems, names, rel, m.get("name", ""), "metric", "name")
             refs += [(rel, r["ref"]) for r in m.get("attributes", []) or [] if "ref" in r]
     for rel, r in refs:
         if r not in keys:
