@@ -16,6 +16,7 @@ consistent copy under a lock, for the HTTP thread and the OTLP reader.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -77,6 +78,20 @@ class Snapshot:
     last_timestamp_ns: np.ndarray
     last_push_s: float | None
     baselines: int
+
+    def points(self, metric: str):
+        """Every finite value of ``metric``: ``(host, chip, index, value)`` by series, then instance in C
+        order (``index``: the instance's index tuple, ``()`` for a per-chip metric). Null (NaN) and
+        infinite values are left out; nothing for a metric the snapshot does not hold."""
+        values = self.values.get(metric)
+        if values is None:
+            return
+        for ci, (host, chip) in enumerate(self.series):
+            v = values[ci]
+            for idx in np.ndindex(v.shape):
+                x = float(v[idx])
+                if math.isfinite(x):
+                    yield host, chip, idx, x
 
 
 class LiveMetrics:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -46,19 +45,12 @@ class LiveCollector(Collector):
             labels = ["host", "chip", *e.labels]
             cls = GaugeMetricFamily if e.instrument == "gauge" else CounterMetricFamily
             fam = cls(e.prom_name, _help(e, graph.metrics[name]), labels=labels, unit=e.unit.words)
-            values = snap.values.get(name)
-            if values is not None:
-                for ci, (host, chip) in enumerate(snap.series):
-                    v = values[ci]
-                    for idx in np.ndindex(v.shape):
-                        x = float(v[idx])
-                        if math.isnan(x) or math.isinf(x):
-                            continue
-                        lv = [host, chip, *(str(i) for i in idx)]
-                        if e.instrument == "gauge":
-                            fam.add_metric(lv, x)
-                        else:
-                            fam.add_metric(lv, x, created=snap.created_s)
+            for host, chip, idx, x in snap.points(name):
+                lv = [host, chip, *(str(i) for i in idx)]
+                if e.instrument == "gauge":
+                    fam.add_metric(lv, x)
+                else:
+                    fam.add_metric(lv, x, created=snap.created_s)
             yield fam
         yield from self._own(snap)
 

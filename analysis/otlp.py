@@ -12,9 +12,7 @@ attribute). Null series are not observed. The SDK's reader exports every ``inter
 from __future__ import annotations
 
 import logging
-import math
 
-import numpy as np
 
 from .live import LiveMetrics
 
@@ -64,21 +62,12 @@ class OtlpExport:
         host = self.live.host
 
         def observe(options):
-            snap = self.live.snapshot()
-            values = snap.values.get(name)
-            if values is None:
-                return []
             out = []
-            for ci, (h, chip) in enumerate(snap.series):
-                v = values[ci]
-                for idx in np.ndindex(v.shape):
-                    x = float(v[idx])
-                    if math.isnan(x) or math.isinf(x):
-                        continue
-                    attrs = {"perfonto.chip": int(chip), **{a: int(i) for a, i in zip(e.attributes, idx)}}
-                    if h != host:
-                        attrs["host.name"] = h
-                    out.append(Observation(x, attrs))
+            for h, chip, idx, x in self.live.snapshot().points(name):
+                attrs = {"perfonto.chip": int(chip), **{a: int(i) for a, i in zip(e.attributes, idx)}}
+                if h != host:
+                    attrs["host.name"] = h
+                out.append(Observation(x, attrs))
             return out
 
         return observe
