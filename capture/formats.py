@@ -40,7 +40,7 @@ FORMATS: dict[str, Format] = {
             "perf_stat",
             "perf_capture",
             "linux",
-            "`perf stat -x,` CSV (with or without -I, -A) or perf stat's report",
+            "`perf stat -x,` CSV or `perf stat -j` JSON (with or without -I, -A) or perf stat's report",
         ),
         Format(
             "openmetrics",

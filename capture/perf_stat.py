@@ -1,5 +1,5 @@
-"""Linux ``perf stat`` output read as a capture: the CSV of ``perf stat -x SEP`` (with or without
-``-I``, aggregated or per CPU, core, die or socket) and the default human-readable report.
+"""Linux ``perf stat`` output read as a capture: the CSV of ``perf stat -x SEP`` or the JSON of ``perf stat
+-j`` (with or without ``-I``, aggregated or per CPU, core, die or socket) and the default human-readable report.
 
 What perf prints, and how it is read (the CSV fields as perf's manual page, "CSV FORMAT", lists
 them: an optional time stamp in seconds since the start (``-I``), an optional CPU, core or socket
@@ -24,6 +24,13 @@ optional metric value and its unit):
 - **Per CPU** (``-A``: ``CPU3``), per core (``S0-D0-C1``), per die or socket (``S0``): one chip
   column per identifier, in their order of first appearance; the aggregate is chip 0.
 - **The human-readable report** gives one window, from 0 to "seconds time elapsed".
+- **JSON** (``perf stat -j``): one object per line, each read as the CSV line it stands for — ``interval``
+  the time stamp, ``counter-value`` the value (a number in a string, or a marker), ``unit``, ``event``,
+  ``pcnt-running`` the run percentage, and ``cpu`` (a number: ``CPU<n>``) or ``core``/``die``/``socket``/
+  ``node`` the identifier (``tools/perf/util/stat-display.c``, ``print_counter_value_json`` and
+  ``aggr_printout``; the keys as ``tools/perf/tests/shell/lib/perf_json_output_lint.py`` checks them).
+  ``metric-value``/``metric-unit`` are perf's derived figures, not read; a line without ``event`` (a
+  further metric of the event above) holds no count. Like the CSV, JSON without ``-I`` has no elapsed time.
 
 - **Modifiers.** An event printed with perf's modifier (``task-clock:u``, what perf prints when not run
   as root) is read as the event, with a note.
@@ -48,7 +55,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from .dump_io import DumpError
-from .perf_table import UNITS, _base, collector_table
+from .instances import axis_of, check_labels
+from .perf_table import UNITS, _base, collector_table, perf_instances
 
 MARKERS = {"<not counted>": "not counted", "<not supported>": "not supported"}
 _AGG = re.compile(r"^(CPU\d+|S\d+(-D\d+)?(-C\d+)?|N\d+)$")
@@ -120,6 +128,8 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         ln.strip().endswith("seconds time elapsed") for _, ln in body
     ):
         return _human(out, body)
+    if body[0][1].lstrip().startswith("{"):
+        return _one_mode(_json(out, body))
     sep = _separator(body[0][1], p, body[0][0])
     width = None
     for n, ln in body:
@@ -132,11 +142,17 @@ def read_perf_stat(path: str | Path) -> PerfStat:
                 "in one file? Give one `perf stat -x,` run's output"
             )
         out.lines.append(_csv_line(f, p, n))
+    return _one_mode(out)
+
+
+def _one_mode(out: PerfStat) -> PerfStat:
+    """``out`` with ``interval`` set from its first line, every line checked to be of the same kind (with a
+    time stamp, ``-I``, or without)."""
     out.interval = out.lines[0].time is not None
     if any((x.time is None) == out.interval for x in out.lines):
         bad = next(x for x in out.lines if (x.time is None) == out.interval)
         raise DumpError(
-            f"{p}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
+            f"{out.path}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
             f"{'with' if out.interval else 'without'}: two perf runs in one file? Give one run's output"
         )
     return out
@@ -174,19 +190,92 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
         )
     if not event:
         raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
-    state = MARKERS.get(raw, "counted")
-    value = None if raw in MARKERS else _number(raw, p, n, "count")
-    if value is not None and value < 0:
-        raise DumpError(f"{p}:{n}: the count {raw} of `{event}` is negative; perf prints counts, never below 0")
+    value, state = _count(raw, event, p, n)
     if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
         raise DumpError(
             f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)"
         )
-    enabled = 100.0
-    if len(f) > i + 4 and f[i + 4]:
-        enabled = _number(f[i + 4].rstrip("%"), p, n, "run percentage")
-        if not 0.0 <= enabled <= 100.0:
-            raise DumpError(f"{p}:{n}: the run percentage {f[i + 4]} is outside 0–100")
+    enabled = _enabled(f[i + 4], p, n) if len(f) > i + 4 and f[i + 4] else 100.0
+    return PerfLine(t, where, value, unit, event, state, enabled, n)
+
+
+def _count(raw: str, event: str, p: str, n: int) -> tuple[float | None, str]:
+    """A counter value as perf prints it: (the count, ``counted``), or (None, the marker's state)."""
+    state = MARKERS.get(raw, "counted")
+    value = None if raw in MARKERS else _number(raw, p, n, "count")
+    if value is not None and value < 0:
+        raise DumpError(f"{p}:{n}: the count {raw} of `{event}` is negative; perf prints counts, never below 0")
+    return value, state
+
+
+def _enabled(text: str, p: str, n: int) -> float:
+    """The percentage of the interval the counter ran (perf's run percentage), checked to be 0–100."""
+    enabled = _number(text.rstrip("%"), p, n, "run percentage")
+    if not 0.0 <= enabled <= 100.0:
+        raise DumpError(f"{p}:{n}: the run percentage {text} is outside 0–100")
+    return enabled
+
+
+# the keys of a JSON line that say which CPU, core, die, socket, … it counts (perf's aggr_printout; `cpu` is a number)
+_JSON_WHERE = ("cpu", "core", "die", "socket", "node", "cache", "cluster", "thread")
+
+
+def _json(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
+    """perf's JSON output (``perf stat -j``): one object per line, read as the CSV's lines (module
+    docstring); a line without ``event`` (a further metric of the event above) holds no count."""
+    import json
+
+    for n, ln in body:
+        try:
+            obj = json.loads(ln)
+        except json.JSONDecodeError as exc:
+            raise DumpError(
+                f"{out.path}:{n}:{exc.colno}: not a JSON object ({exc.msg}); give one `perf stat -j` run's output"
+            ) from None
+        except (ValueError, RecursionError):
+            raise DumpError(f"{out.path}:{n}: not a JSON object perf stat -j writes") from None
+        if not isinstance(obj, dict):
+            raise DumpError(
+                f"{out.path}:{n}: a JSON {type(obj).__name__} where `perf stat -j` writes one object per line"
+            )
+        if "event" in obj or "counter-value" in obj:
+            out.lines.append(_json_line(obj, out.path, n))
+    if not out.lines:
+        raise DumpError(f"{out.path}: no counter lines (objects with `event` and `counter-value`)")
+    return out
+
+
+def _json_text(obj: dict, key: str, p: str, n: int, default: str | None = None) -> str:
+    """A key's value as text (perf writes strings and numbers), or ``default`` where it is absent."""
+    v = obj.get(key, default)
+    if v is None:
+        raise DumpError(f"{p}:{n}: no key `{key}`; perf stat -j writes it on every counter line")
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise DumpError(f"{p}:{n}: key `{key}` holds a JSON {type(v).__name__}; perf writes a string or a number")
+    return str(v)
+
+
+def _json_line(obj: dict, p: str, n: int) -> PerfLine:
+    """One JSON counter line as a ``PerfLine`` (``cpu`` 3 is ``CPU3``, as -A prints it in CSV)."""
+    t = _number(_json_text(obj, "interval", p, n), p, n, "time stamp") if "interval" in obj else None
+    keys = [k for k in _JSON_WHERE if k in obj]
+    if len(keys) > 1:
+        raise DumpError(f"{p}:{n}: keys {', '.join(f'`{k}`' for k in keys)} in one line; perf writes one of them")
+    where = _json_text(obj, keys[0], p, n) if keys else ""
+    if keys and keys[0] == "cpu":
+        if not where.isdigit():
+            raise DumpError(f"{p}:{n}: key `cpu` is `{where[:20]}`, not a CPU number")
+        where = f"CPU{where}"
+    elif keys and keys[0] in ("socket", "die", "core", "node") and not _AGG.match(where):
+        raise DumpError(f"{p}:{n}: key `{keys[0]}` is `{where[:20]}`, not an identifier perf writes (S0, S0-D0, …)")
+    event = _json_text(obj, "event", p, n)
+    if not event:
+        raise DumpError(f"{p}:{n}: key `event` (the event name) is empty")
+    value, state = _count(_json_text(obj, "counter-value", p, n), event, p, n)
+    unit = _json_text(obj, "unit", p, n, "")
+    if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
+        raise DumpError(f"{p}:{n}: key `unit` `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)")
+    enabled = _enabled(_json_text(obj, "pcnt-running", p, n), p, n) if "pcnt-running" in obj else 100.0
     return PerfLine(t, where, value, unit, event, state, enabled, n)
 
 
@@ -243,6 +332,14 @@ def sniff(path) -> bool:
     if "Performance counter stats" in head:
         return True
     lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][:8]
+    if lines and lines[0].lstrip().startswith("{"):  # perf stat -j: a JSON object with an event and its count
+        import json
+
+        try:
+            first = json.loads(lines[0])
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(first, dict) and "event" in first and "counter-value" in first
     pat = re.compile(
         r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)"
     )
@@ -286,8 +383,28 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
         raise DumpError(
             f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`"
         )
-    t = collector_table(ps, mapping, notes=notes)
+    axis = axis_of(gen, sorted({mapping[e][0] for e in mapping}), str(path))
+    labels = None
+    if axis is not None:  # an instance axis sized by the data: the CPUs (cores, sockets) are its instances
+        labels = check_labels(str(path), axis[0], perf_instances(ps, mapping), axis[1])
+    t = collector_table(ps, mapping, notes=notes, instances=labels)
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
+
+
+def perf_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
+    """The instance axis of ``gen`` sized by the data (``from_data``) that the perf events its signals
+    read lie on, with the labels of the CPUs (``-A``: ``0``, ``1``, …), cores or sockets the file's lines
+    name (``all`` for aggregated lines); empty when none of them lies on such an axis.
+
+    Raises:
+        DumpError: see ``perf_capture``; a ``from_data`` axis with no line in the file.
+    """
+    ps = read_perf_stat(path)
+    mapping = mapping_of(gen)
+    axis = axis_of(gen, sorted({mapping[e][0] for e in mapping}), str(path))
+    if axis is None:
+        return {}
+    return {axis[0]: check_labels(str(path), axis[0], perf_instances(ps, mapping), None)}
 
 
 __all__ = [
@@ -297,6 +414,7 @@ __all__ = [
     "collector_table",
     "mapping_of",
     "perf_capture",
+    "perf_instances_of",
     "read_perf_stat",
     "sniff",
 ]

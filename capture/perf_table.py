@@ -104,7 +104,7 @@ def _sample_times(ps: PerfStat, lines: list[PerfLine]) -> list:
     times = sorted({x.time for x in lines}) if ps.interval else [ps.elapsed_s]
     if any(t is None for t in times):
         raise DumpError(
-            f"{ps.path}: the run's elapsed time is unknown (perf's CSV without -I does not print it); record "
+            f"{ps.path}: the run's elapsed time is unknown (perf's CSV and JSON without -I do not print it); record "
             "with -I, or give perf stat's human-readable report, which prints 'seconds time elapsed'"
         )
     if times and not 0.0 < max(times) < 1e9:  # perf's time stamps count seconds since the start of the run
@@ -178,14 +178,48 @@ def _total_columns(ps, signals, inc, null, seen, cols, notes) -> None:
         )
 
 
+def perf_label(where: str) -> str:
+    """An instance's label: the CPU's number for ``CPUn`` (``-A``), the core, die or socket identifier as
+    perf prints it (``S0-D0-C1``), ``all`` for aggregated lines."""
+    m = re.fullmatch(r"CPU(\d+)", where)
+    return m.group(1) if m else (where or "all")
+
+
+def perf_instances(ps: PerfStat, mapping: dict) -> tuple[str, ...]:
+    """The labels (``perf_label``) of the CPUs, cores, dies or sockets that lines of mapped events name,
+    in instance order (``capture.instances.ordered_labels``)."""
+    from .instances import ordered_labels
+
+    return ordered_labels(perf_label(x.where) for x in ps.lines if x.event in mapping or _base(x.event) in mapping)
+
+
+def _as_instances(cols: dict, signals: list[str], S: int, C: int) -> None:
+    """Each signal's (samples × instances) column of running totals as flat ``name[i]`` columns."""
+    from .instances import flat_columns
+
+    for s in signals:
+        arr = cols.pop(s)
+        total = np.asarray(arr.fill_null(0)).reshape(S, C)
+        null = np.asarray(arr.is_null()).reshape(S, C)
+        flat_columns(cols, s, total, null)
+
+
 def collector_table(
-    ps: PerfStat, mapping: dict[str, tuple[str, str, float]], *, notes: list[str] | None = None
+    ps: PerfStat,
+    mapping: dict[str, tuple[str, str, float]],
+    *,
+    notes: list[str] | None = None,
+    instances: tuple[str, ...] | None = None,
 ) -> pa.Table:
     """The capture in the collector format (one row per aggregate or CPU and sample; ``sample`` (the
     interval's number), ``timestamp_ns``; one uint64 column per mapped signal, its running total in raw
     counts; null where perf printed a marker). ``mapping``: perf event → (signal, ``time`` when perf
     prints it in a time unit (msec, …) else ``""``, raw counts per second or per count: ``mapping_of``).
     The first sample is at time 0 with every total 0 (``perf_stat``'s module docstring).
+
+    ``instances``: the labels (``perf_label``) of an instance axis sized by the data, in instance order:
+    then the capture is one chip whose CPUs (cores, sockets; the aggregate, ``all``) are the instances of
+    every signal, written as ``name[i]`` columns; an instance without a line is null.
 
     Raises:
         DumpError: a mapped event printed in a unit of the other kind (a time for a count, or the reverse).
@@ -198,18 +232,25 @@ def collector_table(
     _check_once(ps, lines)
     _check_one_aggregation(ps, lines)
     wheres = list(dict.fromkeys(x.where for x in lines))
+    if instances is not None:  # one chip; its CPUs (or cores, sockets) in the order of the labels
+        by_label = {perf_label(w): w for w in wheres}
+        wheres = [by_label.get(label, f"\0{label}") for label in instances]  # a label without a line: null
     chips = _chips(wheres)
     times = _sample_times(ps, lines)
     S, C = len(times) + 1, len(wheres)
     signals = list(dict.fromkeys(mapping[x.event][0] for x in lines))
     inc, null, seen = _increments(ps, mapping, lines, times, wheres, signals)
+    rows = C if instances is None else 1
     cols: dict[str, pa.Array] = {
-        "chip": pa.array(np.tile(np.array([chips[w] for w in wheres], np.int64), S)),
-        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), C)),  # perf's intervals: no grid to guess
-        "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), C)),
+        "chip": pa.array(np.tile(np.array([chips[w] for w in wheres][:rows], np.int64), S)),
+        "sample": pa.array(np.repeat(np.arange(S, dtype=np.int64), rows)),  # perf's intervals: no grid to guess
+        "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), rows)),
     }
     _total_columns(ps, signals, inc, null, seen, cols, notes)
+    if instances is not None:
+        cols["chip"] = pa.array(np.zeros(S, np.int64))
+        _as_instances(cols, signals, S, C)
     return pa.table(cols)
 
 
-__all__ = ["UNITS", "collector_table"]
+__all__ = ["UNITS", "collector_table", "perf_instances", "perf_label"]
