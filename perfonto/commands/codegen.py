@@ -2,16 +2,18 @@
 
 Targets: ``python`` (standalone NumPy evaluator), ``sql`` (the metrics query, DuckDB dialect by
 default, ``--dialect spark`` for Spark SQL), ``c-header``, ``docs`` (one Markdown page; ``perfonto docs``
-writes the whole site), ``schemas``, ``collector`` (the generation's wide-layout dump schema, JSON)."""
+writes the whole site), ``schemas``, ``collector`` (the generation's wide-layout dump schema, JSON).
+The targets, their emitters, output files and options are the table of ``perfonto.targets``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..targets import offered_by
 from . import HELP
 from .common import CommandError, duration, stderr
 
-TARGETS = ("python", "sql", "c-header", "docs", "schemas", "collector")
+TARGETS = offered_by("codegen")
 
 
 def register(sub) -> None:
@@ -71,70 +73,29 @@ def cmd_codegen(args) -> int:
 
 
 def _codegen(args) -> list[Path]:
-    from ..outputs import write_file
-
     from perfonto.ontology.files import check_path, exists, is_dir
+
+    from .. import targets
+    from ..outputs import write_file
 
     out = Path(args.out)
     check_path(out, "--out folder")
     if exists(out) and not is_dir(out):
         raise CommandError(f"--out {out} is a file; give a folder", 2)
-    if args.target == "schemas":
-        from perfonto.codegen.schemas import schemas
+    target = targets.target(args.target)
+    cat = None
+    if target.needs != "nothing":
+        from perfonto.metrics.catalog import load_catalog
 
-        return [write_file(out / name, text) for name, text in schemas().items()]
-    from perfonto.metrics.catalog import load_catalog
-
-    cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
-    if cat.generation is None or (args.target != "c-header" and cat.errors):
-        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(
-            "the catalog does not compile; nothing written"
-            if not usage
-            else f"no generation named `{args.generation}`",
-            2 if usage else 1,
-            cat.diagnostics,
-        )
-    gen = cat.generation
-    if args.target == "c-header":
-        from perfonto.codegen.c_header import generate_header
-
-        path = write_file(out / f"{gen.name}.h", generate_header(gen))
-    elif args.target == "sql":
-        from perfonto.codegen.sql import dump_source, generate_sql
-
-        host = True  # the table names each row's host (a chip is (host, chip)), unless the dump given has none
-        if args.dialect == "duckdb":
-            source, found = dump_source(args.counters or "counters.parquet")
-            host = found or args.counters is None
-        else:
-            source = args.counters or "counters"
-        period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
-        name = gen.name + (".rollup" if args.rollup else "") + ("" if args.dialect == "duckdb" else f".{args.dialect}")
-        if args.rollup:
-            from perfonto.codegen.sql_rollup import generate_rollup_sql
-
-            text = generate_rollup_sql(
-                cat.graph,
-                source,
-                sample_period_ns=period,
-                dialect=args.dialect,
-                host=host,
-                topology=args.topology_table,
+        cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
+        if cat.generation is None or (target.needs != "generation" and cat.errors):
+            usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
+            raise CommandError(
+                "the catalog does not compile; nothing written"
+                if not usage
+                else f"no generation named `{args.generation}`",
+                2 if usage else 1,
+                cat.diagnostics,
             )
-        else:
-            text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=args.dialect, host=host)
-        path = write_file(out / f"{name}.sql", text)
-    elif args.target == "collector":
-        from perfonto.capture.collector import wide_schema_json
-
-        path = write_file(out / f"{gen.name}.collector.json", wide_schema_json(gen))
-    elif args.target == "python":
-        from perfonto.codegen.python_evaluator import generate
-
-        path = write_file(out / f"{gen.name}_evaluator.py", generate(cat.graph))
-    else:
-        from perfonto.codegen.docs import generate_markdown
-
-        path = write_file(out / f"{gen.name}.md", generate_markdown(cat.graph))
-    return [path]
+    files = target.emit(cat, target.options_from(args)).files
+    return [write_file(out / name, text) for name, text in files.items()]

@@ -3,7 +3,8 @@ per metric group, and an index; see ``codegen.docs_site``).
 
 Every shipped generation is compiled (for availability); ``--generation`` picks the one whose
 compiled catalog gives the metric details (default: sohu). Output is deterministic. Exit 0 when the
-site was written, 1 when a catalog could not be compiled, 2 for usage errors."""
+site was written, 1 when a catalog could not be compiled, 2 for usage errors. The pages are those of the
+``docs-site`` target of ``perfonto.targets``."""
 
 from __future__ import annotations
 
@@ -33,12 +34,11 @@ def register(sub) -> None:
 def cmd_docs(args) -> int:
     import json
 
-    from perfonto.codegen.docs_site import generate_site, write_site
     from perfonto.metrics.catalog import folder_generation, load_catalog
     from perfonto.ontology.loader import shipped_generations
 
-    from ..guides import guide_pages
     from ..outputs import OutputError, output_folder, relocate
+    from ..targets import target, write_files
 
     err = stderr()
     chosen = args.generation
@@ -50,7 +50,7 @@ def cmd_docs(args) -> int:
     names = shipped_generations()
     if chosen not in names:
         names.append(chosen)
-    graphs = {}
+    graphs, cats = {}, {}
     for name in names:
         cat = load_catalog(args.catalog, name, library=not args.no_library)
         if cat.graph is None:
@@ -60,16 +60,12 @@ def cmd_docs(args) -> int:
             raise CommandError(
                 f"generation `{name}` does not load; nothing written", 2 if usage else 1, cat.diagnostics
             )
-        graphs[name] = cat.graph
+        graphs[name], cats[name] = cat.graph, cat
     out = Path(args.out)
     try:
         with output_folder(out, command=args.argv, force=args.force) as tmp:
-            pages = (
-                generate_site(graphs, chosen)
-                | guide_pages()
-                | {"emulator-quantities.md": _emulator_page(graphs[chosen].generation)}
-            )
-            written = [str(p) for p in write_site(pages, tmp)]
+            pages = target("docs-site").emit(cats[chosen], {"graphs": graphs, "primary": chosen}).files
+            written = [str(p) for p in write_files(pages, tmp)]
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
@@ -79,13 +75,3 @@ def cmd_docs(args) -> int:
     if args.json:
         print(json.dumps({"ok": True, "out": str(out), "pages": written}, indent=2))
     return 0
-
-
-def _emulator_page(gen) -> str:
-    """``emulator-quantities.md``: the quantities a signal's emulator binding may name
-    (``perfonto emulator-quantities``)."""
-    from perfonto.emulator.quantities import registry
-
-    from .emulator_quantities import bound_by, markdown
-
-    return markdown(registry(), bound_by(gen), gen.name)

@@ -4,19 +4,21 @@ catalog (default: the shipped Sohu catalog) as Linux perf pmu-events metrics JSO
 semantic-conventions registry (Weaver's definition/2 YAML, ``interop.semconv``).
 
 Exit 0 when the file was written, 1 when the catalog does not compile or the file cannot be written.
-Metrics perf cannot express are listed on stderr with the reason (or in the JSON under ``--json``)."""
+Metrics perf cannot express are listed on stderr with the reason (or in the JSON under ``--json``).
+The formats are the targets ``perfonto.targets`` lists for ``export``."""
 
 from __future__ import annotations
 
 import json
 
+from ..targets import offered_by
 from . import HELP
 from .common import CommandError, stderr
 
 
 def register(sub) -> None:
     p = sub.add_parser("export", help=HELP["export"])
-    p.add_argument("target", choices=["perf-json", "semconv"], help="output format")
+    p.add_argument("target", choices=offered_by("export"), help="output format")
     p.add_argument(
         "--generation",
         default=None,
@@ -41,9 +43,9 @@ def register(sub) -> None:
 def cmd_export(args) -> int:
     from pathlib import Path
 
-    from perfonto.interop.perf_export import export
-
     from perfonto.metrics.catalog import load_catalog
+
+    from ..targets import target
 
     err = stderr()
     from perfonto.outputs import OutputError, write_file
@@ -60,10 +62,12 @@ def cmd_export(args) -> int:
         )
     args.generation = cat.graph.generation.name
     if args.target == "semconv":
-        return _semconv(args, cat.graph, err)
-    result = export(cat.graph)
+        return _semconv(args, cat, err)
+    emitted = target(args.target).emit(cat, {})
+    result = emitted.detail
     try:
-        write_file(Path(args.out), result.to_json())  # beside it, then renamed: a full disk leaves the old file whole
+        (text,) = emitted.files.values()  # one file, written where --out says
+        write_file(Path(args.out), text)  # beside it, then renamed: a full disk leaves the old file whole
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     n_const = sum(1 for e in result.entries if e.get("MetricName", "").startswith("spec."))
@@ -94,19 +98,22 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _semconv(args, graph, err) -> int:
-    from perfonto.interop.semconv import export, lint
+def _semconv(args, cat, err) -> int:
+    from perfonto.interop.semconv import lint
 
     from pathlib import Path
 
     from perfonto.outputs import OutputError, output_folder, relocate
 
+    from ..targets import target, write_files
+
     try:
-        reg = export(graph)
+        emitted = target("semconv").emit(cat, {})
+        reg = emitted.detail
         with output_folder(
             args.out, command=getattr(args, "argv", None), force=args.force
         ) as tmp:  # complete or absent
-            paths = [Path(relocate(str(p), tmp, Path(args.out))) for p in reg.write(tmp)]
+            paths = [Path(relocate(str(p), tmp, Path(args.out))) for p in write_files(emitted.files, tmp)]
     except (ValueError, OutputError) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
