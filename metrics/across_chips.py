@@ -8,6 +8,8 @@ metrics and the leader flags of the metrics typed so far).
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pint
 
 from perfonto.dsl import ast
@@ -31,30 +33,31 @@ def is_time(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
     )
 
 
+def _names_read(gen, e: ast.Expr) -> Iterator[str]:
+    """The names ``e`` reads, in walk order, an alias as the name it stands for."""
+    return (gen.aliases.get(n.name, n.name) for n in ast.walk(e) if isinstance(n, ast.Name))
+
+
 def reads_leader(typer, e: ast.Expr) -> bool:
     """Does ``e`` read a leader-counted signal (``counted_by: leader``), directly or through a metric?"""
     gen = typer.gen
-    for n in ast.walk(e):
-        if isinstance(n, ast.Name):
-            name = gen.aliases.get(n.name, n.name)
-            s = gen.signals.get(name)
-            if (s is not None and s.counted_by == "leader") or typer.leader_of.get(name, False):
-                return True
+    for name in _names_read(gen, e):
+        s = gen.signals.get(name)
+        if (s is not None and s.counted_by == "leader") or typer.leader_of.get(name, False):
+            return True
     return False
 
 
 def reads_chip_time(typer, e: ast.Expr) -> bool:
     """Does ``e`` read a counter that every chip counts (not only constants and leader counts)?"""
     gen = typer.gen
-    for n in ast.walk(e):
-        if isinstance(n, ast.Name):
-            name = gen.aliases.get(n.name, n.name)
-            s = gen.signals.get(name)
-            if s is not None and kinds.of(s).window == "increase" and s.counted_by == "chip":
-                return True
-            m = typer.compiled.get(name)
-            if m is not None and any(gen.signals[x].counted_by == "chip" for x in m.signal_deps):
-                return True
+    for name in _names_read(gen, e):
+        s = gen.signals.get(name)
+        if s is not None and kinds.of(s).window == "increase" and s.counted_by == "chip":
+            return True
+        m = typer.compiled.get(name)
+        if m is not None and any(gen.signals[x].counted_by == "chip" for x in m.signal_deps):
+            return True
     return False
 
 
