@@ -82,6 +82,24 @@ def write_parts(table: pa.Table, folder: Path, n: int) -> list[Path]:
     return paths
 
 
+def reference_dump(graph, d: Path) -> tuple[pa.Table, Path, object]:
+    """An emulated dump into ``d`` with ``NULLED_SIGNAL``'s last sample on chip 1 nulled, written whole to
+    ``d/full.parquet``: (the table, that file, the batch evaluator's Evaluation of it)."""
+    table = null_last_sample(pq.ParquetFile(str(emulate(d, graph.generation))).read(), NULLED_SIGNAL, chip=1)
+    full = d / "full.parquet"
+    pq.write_table(table, str(full))
+    return table, full, batch(graph, full, d)
+
+
+def published_reference(graph, d: Path, n: int = 3):
+    """``reference_dump`` into ``d``, cut into ``n`` parts published under ``d/parts``: (that folder, the
+    batch evaluator's Evaluation of the whole dump)."""
+    table, _, ev = reference_dump(graph, d)
+    for p in write_parts(table, d / "parts", n):
+        publish(p)
+    return d / "parts", ev
+
+
 def publish(tmp_part: Path) -> Path:
     """Rename a ``.tmp-`` part to its final name (as a collector does once the file is complete)."""
     final = tmp_part.with_name(tmp_part.name.removeprefix(".tmp-"))

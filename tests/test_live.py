@@ -8,13 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from live_helpers import (
-    NULLED_SIGNAL,
-    batch,
     close_enough,
-    emulate,
     expected_series,
-    null_last_sample,
     publish,
+    reference_dump,
     write_parts,
 )
 from perfonto.analysis.evaluate import load_evaluator
@@ -40,11 +37,8 @@ def evaluator(graph, tmp_path_factory):
 @pytest.fixture(scope="module")
 def dump(graph, tmp_path_factory):
     """(full dump with one null register, its batch evaluation, the table)."""
-    d = tmp_path_factory.mktemp("emu")
-    table = null_last_sample(pq.ParquetFile(str(emulate(d, graph.generation))).read(), NULLED_SIGNAL, chip=1)
-    full = d / "full.parquet"
-    pq.write_table(table, str(full))
-    return full, batch(graph, full, d), table
+    table, full, ev = reference_dump(graph, tmp_path_factory.mktemp("emu"))
+    return full, ev, table
 
 
 def _snapshot_series(live: LiveMetrics) -> dict:

@@ -8,21 +8,17 @@ import socket
 import subprocess
 import sys
 
-import pyarrow.parquet as pq
 import pytest
 
 from live_helpers import (
-    NULLED_SIGNAL,
     ServeProcess,
     batch,
     close_enough,
     emulate,
     expected_series,
     get,
-    null_last_sample,
     parse_openmetrics,
-    publish,
-    write_parts,
+    published_reference,
 )
 from perfonto.metrics.catalog import load_catalog
 
@@ -38,11 +34,7 @@ def graph():
 def parts(graph, tmp_path_factory):
     """A folder of 3 published parts, and the batch evaluation of the same samples."""
     d = tmp_path_factory.mktemp("serve")
-    table = null_last_sample(pq.ParquetFile(str(emulate(d, graph.generation))).read(), NULLED_SIGNAL, chip=1)
-    pq.write_table(table, str(d / "full.parquet"))
-    for p in write_parts(table, d / "parts", 3):
-        publish(p)
-    return d / "parts", batch(graph, d / "full.parquet", d)
+    return published_reference(graph, d)
 
 
 def _run(*args, timeout=60):

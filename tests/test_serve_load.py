@@ -11,21 +11,15 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from live_helpers import (
-    NULLED_SIGNAL,
     ServeProcess,
-    batch,
     close_enough,
-    emulate,
     expected_series,
     get,
-    null_last_sample,
     parse_openmetrics,
-    publish,
-    write_parts,
+    published_reference,
 )
 from perfonto.metrics.catalog import load_catalog
 
@@ -37,11 +31,7 @@ HOST = "node-a"
 def served(tmp_path_factory):
     graph = load_catalog(None, "sohu").graph
     d = tmp_path_factory.mktemp("serve-load")
-    table = null_last_sample(pq.ParquetFile(str(emulate(d, graph.generation))).read(), NULLED_SIGNAL, chip=1)
-    pq.write_table(table, str(d / "full.parquet"))
-    for p in write_parts(table, d / "parts", 3):
-        publish(p)
-    return graph, d / "parts", batch(graph, d / "full.parquet", d)
+    return graph, *published_reference(graph, d)
 
 
 def _status(pid: int) -> dict[str, int]:

@@ -9,20 +9,16 @@ import subprocess
 import time
 import urllib.parse
 
-import pyarrow.parquet as pq
 import pytest
 
 from live_helpers import (
-    NULLED_SIGNAL,
     ServeProcess,
-    batch,
     close_enough,
-    emulate,
     expected_series,
     free_port,
     get,
-    null_last_sample,
     publish,
+    reference_dump,
     write_parts,
 )
 from perfonto.metrics.catalog import load_catalog
@@ -62,11 +58,7 @@ def _wait(pred, timeout: float, what: str):
 
 def test_prometheus_scraped_values_equal_the_batch_windows(tmp_path):
     graph = load_catalog(None, "sohu").graph
-    table = null_last_sample(
-        pq.ParquetFile(str(emulate(tmp_path / "emu", graph.generation))).read(), NULLED_SIGNAL, chip=1
-    )
-    pq.write_table(table, str(tmp_path / "full.parquet"))
-    ev = batch(graph, tmp_path / "full.parquet", tmp_path)
+    table, _, ev = reference_dump(graph, tmp_path / "emu")
     W = ev.windows.interval.shape[0]
     parts = write_parts(table, tmp_path / "parts", 4)
     for p in parts[:2]:
