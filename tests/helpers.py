@@ -1,10 +1,21 @@
 """Small helpers shared by tests (importable as `helpers`; pytest puts tests/ on sys.path)."""
 
+import json
+
+from perfonto.cli import main
 from perfonto.metrics.compiler import compile_texts
 
 
 def compile_src(gen, text: str, name: str = "t.metrics"):
     return compile_texts(gen, {name: text})
+
+
+def analyze(capsys, path, out, *extra) -> tuple[int, dict]:
+    """``perfonto analyze PATH --out OUT --json EXTRA…`` in this process: its exit code and its JSON
+    document (``capsys``: the test's, emptied first)."""
+    capsys.readouterr()
+    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
 
 
 #: The engine of the first emulator (8192-token steps, chunked prompts, up to 1024 requests): for tests

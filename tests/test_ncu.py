@@ -10,7 +10,6 @@ hand below from the fixture's numbers."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +18,8 @@ import pytest
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.ncu import ncu_capture, ncu_trace, unit_expr
-from perfonto.cli import main
+
+from helpers import analyze
 from perfonto.metrics.catalog import load_catalog
 
 FIX = Path(__file__).parent / "fixtures" / "ncu" / "two-kernels.csv"
@@ -31,14 +31,8 @@ def gen():
     return load_catalog(CATALOG, None, library=False, cache=False).generation
 
 
-def _analyze(capsys, path, out, *extra) -> tuple[int, dict]:
-    capsys.readouterr()
-    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
-
-
 def test_two_kernels_give_the_hand_computed_bandwidths(capsys, tmp_path):
-    code, doc = _analyze(capsys, FIX, tmp_path / "o")
+    code, doc = analyze(capsys, FIX, tmp_path / "o")
     assert code == 0 and doc["generation"] == "ncu_h100"
     # kernel 0: (134.22 + 67.11) Mbyte = 201,330,000 B in 80 usecond; kernel 1: (2,000 + 500) Mbyte in 1,250 usecond
     w = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
@@ -121,7 +115,7 @@ def test_a_sample_period_is_refused_and_the_cli_exits_1(capsys, tmp_path, gen):
     with pytest.raises(DumpError, match="--sample-period does not apply"):
         ncu_capture(FIX, gen, [], sample_period_ns=1_000_000)
     p = _bad(tmp_path, '"85.50","80.00"', '"85.50",""')
-    code, doc = _analyze(capsys, p, tmp_path / "o", "--format", "ncu")
+    code, doc = analyze(capsys, p, tmp_path / "o", "--format", "ncu")
     assert (code, doc["ok"]) == (1, False)
     assert f"{p}:7: column 15" in doc["error"]
 
@@ -130,6 +124,6 @@ def test_a_missing_metric_column_leaves_its_metrics_unavailable(capsys, tmp_path
     text = FIX.read_text().replace("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__cycles_elapsed.avg")
     p = tmp_path / "k.csv"
     p.write_text(text.replace('"%","usecond","%"', '"%","usecond","cycle"'))
-    code, doc = _analyze(capsys, p, tmp_path / "o")
+    code, doc = analyze(capsys, p, tmp_path / "o")
     assert code == 0
     assert "sm.throughput" in doc["unavailable"] and doc["metrics"]["dram.bandwidth"]["value"] > 0

@@ -16,18 +16,14 @@ from perfonto.capture.formats import detect
 from perfonto.capture.openmetrics import Selector, collector_table, parse_selector, read_scrapes
 from perfonto.cli import main
 
+from helpers import analyze
+
 FIX = Path(__file__).parent / "fixtures" / "openmetrics" / "node-cpu.om"
 TYPE = "# HELP node_cpu_seconds Seconds.\n# TYPE node_cpu_seconds counter\n"
 
 
-def _analyze(capsys, path, out, *extra) -> tuple[int, dict]:
-    capsys.readouterr()
-    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
-
-
 def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, tmp_path):
-    code, doc = _analyze(capsys, FIX, tmp_path / "o")
+    code, doc = analyze(capsys, FIX, tmp_path / "o")
     assert code == 0
     chips = {r["chip"]: r for r in doc["per_chip"]}
     assert {r["host"] for r in doc["per_chip"]} == {"h1:9100"}  # the instance label is the host
@@ -60,7 +56,7 @@ def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
             ]
         )
         (d / f"{1764650000 + 2 * k}.250.prom").write_text(TYPE + body)  # served without time stamps
-    code, doc = _analyze(capsys, d, tmp_path / "o")
+    code, doc = analyze(capsys, d, tmp_path / "o")
     assert code == 0
     assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx(1.25 / 2.0, abs=1e-12)  # user 1.25 of 2.0 s
     assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(1.25 / 4.0, abs=1e-12)  # over 4 s of wall-clock time
@@ -108,7 +104,7 @@ def test_a_folder_file_without_a_time_in_its_name(tmp_path):
 def test_not_utf8_and_cli_exit_code(tmp_path, capsys):
     p = tmp_path / "s.prom"
     p.write_bytes(b"# TYPE x counter\nx_total 1 \xff\n")
-    code, doc = _analyze(capsys, p, tmp_path / "o", "--format", "openmetrics")
+    code, doc = analyze(capsys, p, tmp_path / "o", "--format", "openmetrics")
     assert (code, doc["ok"]) == (1, False)
     assert "is not UTF-8" in doc["error"] and str(p) in doc["error"]
 
@@ -152,7 +148,7 @@ def test_dcgm_exporter_scrapes_against_the_shipped_dcgm_catalog(capsys, tmp_path
     """dcgm-exporter's scrapes (fixture README: laid out as NVIDIA's DCGM-Exporter documentation
     describes) are recognised, read against the shipped `dcgm` catalog, the `gpu` label numbering the
     chips beside UUID and modelName, `Hostname` the host. Expected values by hand from the fixture."""
-    code, doc = _analyze(capsys, DCGM, tmp_path / "o", "--generation", "dcgm_h100")
+    code, doc = analyze(capsys, DCGM, tmp_path / "o", "--generation", "dcgm_h100")
     assert code == 0
     chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
     assert {r["host"] for r in doc["per_chip"]} == {"node-17"} and sorted(chips) == [0, 1]
@@ -173,7 +169,7 @@ def test_dcgm_exporter_scrapes_against_the_shipped_dcgm_catalog(capsys, tmp_path
 def test_dcgm_generation_follows_the_gpu_model(capsys, tmp_path):
     """The shipped generation is the one of the GPU model dcgm-exporter names (modelName); a model without
     one gets the catalog folder's (dcgm_h200) and a note saying so."""
-    code, doc = _analyze(capsys, DCGM, tmp_path / "o")  # modelName="NVIDIA H100 80GB HBM3"
+    code, doc = analyze(capsys, DCGM, tmp_path / "o")  # modelName="NVIDIA H100 80GB HBM3"
     assert code == 0 and doc["generation"] == "dcgm_h100"
     for model, gen, hbm in (("NVIDIA H200", "dcgm_h200", 4.8), ("NVIDIA A100-SXM4-80GB", "dcgm_h200", 4.8)):
         d = tmp_path / model.replace(" ", "_")

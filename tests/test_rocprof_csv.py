@@ -9,7 +9,6 @@ values are computed by hand below from the fixture's numbers."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +18,8 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.kernel_windows import Kernel, kernel_table
 from perfonto.capture.rocprof import rocprof_capture, rocprof_trace
-from perfonto.cli import main
+
+from helpers import analyze
 from perfonto.metrics.catalog import load_catalog
 
 FIX = Path(__file__).parent / "fixtures" / "rocprof-csv" / "1234_counter_collection.csv"
@@ -31,14 +31,8 @@ def gen():
     return load_catalog(CATALOG, None, library=False, cache=False).generation
 
 
-def _analyze(capsys, path, out, *extra) -> tuple[int, dict]:
-    capsys.readouterr()
-    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
-
-
 def test_two_dispatches_give_the_hand_computed_values(capsys, tmp_path):
-    code, doc = _analyze(capsys, FIX, tmp_path / "o")
+    code, doc = analyze(capsys, FIX, tmp_path / "o")
     assert code == 0 and doc["generation"] == "rocprof_mi300x"
     # dispatch 1: 100 us, FETCH_SIZE 97,656.25 KiB (100,000,000 B) + WRITE_SIZE 48,828.125 KiB (50,000,000 B);
     # 50 us idle; dispatch 2: 400 us, 390,625 KiB (400,000,000 B) fetched, nothing written
