@@ -18,7 +18,7 @@ DEFAULT_WORKLOADS = [
 
 
 def register(sub) -> None:
-    from perfonto.whatif.cliargs import add_workload_args
+    from perfonto.whatif.cliargs import add_output_args, add_workload_args
 
     p = sub.add_parser("compare", help=HELP["compare"])
     p.add_argument("a", metavar="GEN_A", help="generation name, YAML file or catalog folder (the reference)")
@@ -34,15 +34,15 @@ def register(sub) -> None:
         "the claim scenario, a decode-heavy and a prefill-heavy workload",
     )
     add_workload_args(p, generation=False)
-    p.add_argument("--out", default=None, metavar="FILE", help="the side-by-side table as .csv, .parquet or .json")
-    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
+    add_output_args(p, "the side-by-side table")
     p.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args) -> int:
-    from perfonto.whatif.cliargs import base_point, cache_of, target_of
+    from perfonto.whatif.cliargs import base_point, cache_of, check_outputs, target_of, write_outputs
     from perfonto.whatif.compare import compare
     from perfonto.whatif.knobs import KnobError, Point, grid, parse_vary
+    from perfonto.whatif.plots import compare_figure
     from perfonto.whatif.points import base_generation
 
     from .project import EmuProgress
@@ -72,9 +72,7 @@ def cmd_compare(args) -> int:
             workloads = [base]
         else:
             workloads = [Point(workload=tuple(sorted({**w, **dict(base.workload)}.items()))) for w in DEFAULT_WORKLOADS]
-        for path, exts in ((args.out, (".csv", ".parquet", ".json")), (args.plot, (".png", ".svg"))):
-            if path and not str(path).lower().endswith(exts):
-                raise KnobError(f"{path}: write {' or '.join(exts)}")
+        check_outputs(args)
         with EmuProgress(f"comparing {args.a} and {args.b}", enabled=not args.json, after_s=0.5) as bar:
             cmp = compare(
                 ta,
@@ -91,22 +89,7 @@ def cmd_compare(args) -> int:
     if all(e["a"].get("error") or e["b"].get("error") for e in cmp.entries):
         e = cmp.entries[0]
         raise CommandError(f"no workload runs on both: {e['a'].get('error') or e['b'].get('error')}", 1)
-    outputs = {}
-    try:
-        if args.out:
-            from perfonto.whatif.sweep import write_table
-
-            write_table([_flat(cmp, e) for e in cmp.entries], args.out)
-            outputs["table"] = str(args.out)
-        if args.plot:
-            from perfonto.whatif.plots import compare_figure
-
-            compare_figure(cmp, args.plot)
-            outputs["plot"] = str(args.plot)
-    except OSError as exc:
-        from .common import why
-
-        raise CommandError(why(exc), 1) from None
+    outputs = write_outputs(args, lambda: [_flat(cmp, e) for e in cmp.entries], lambda path: compare_figure(cmp, path))
     if args.json:
         print(json.dumps({**cmp.to_json(), "outputs": outputs}, indent=2, default=str))
         return 0

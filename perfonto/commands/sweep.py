@@ -10,7 +10,7 @@ from .common import CommandError, positive_int, stdout
 
 
 def register(sub) -> None:
-    from perfonto.whatif.cliargs import add_workload_args
+    from perfonto.whatif.cliargs import add_output_args, add_workload_args
 
     p = sub.add_parser("sweep", help=HELP["sweep"])
     p.add_argument(
@@ -22,8 +22,7 @@ def register(sub) -> None:
         "concurrency=1..256:9:log, model=llama-3.1-8b,llama3-70b (repeat for a grid)",
     )
     add_workload_args(p)
-    p.add_argument("--out", default=None, metavar="FILE", help="the table as .csv, .parquet or .json")
-    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
+    add_output_args(p, "the table")
     p.add_argument(
         "--tol", type=float, default=0.005, help="relative width to which a crossing is bisected (default: 0.005)"
     )
@@ -34,10 +33,11 @@ def register(sub) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from perfonto.whatif.cliargs import base_point, cache_of, target_of
+    from perfonto.whatif.cliargs import base_point, cache_of, check_outputs, target_of, write_outputs
     from perfonto.whatif.knobs import KnobError, parse_vary
+    from perfonto.whatif.plots import sweep_figure
     from perfonto.whatif.points import base_generation
-    from perfonto.whatif.sweep import sweep, write_table
+    from perfonto.whatif.sweep import sweep
 
     from .project import EmuProgress
 
@@ -56,9 +56,7 @@ def cmd_sweep(args) -> int:
         for k in knobs:
             if k.name in dict(base.workload):
                 raise KnobError(f"--vary {k.name} and --{k.name.replace('_', '-')} both set {k.name}; give one")
-        for path, exts in ((args.out, (".csv", ".parquet", ".json")), (args.plot, (".png", ".svg"))):
-            if path and not str(path).lower().endswith(exts):
-                raise KnobError(f"{path}: write {' or '.join(exts)}")
+        check_outputs(args)
     except KnobError as exc:
         raise CommandError(str(exc), 2) from None
     cache = cache_of(args)
@@ -72,20 +70,7 @@ def cmd_sweep(args) -> int:
     ok = [r for r in res.rows if not r.get("error")]
     if not ok:
         raise CommandError(f"no point of the sweep could be projected; the first: {res.rows[0]['error']}", 1)
-    outputs = {}
-    try:
-        if args.out:
-            write_table(res.rows, args.out)
-            outputs["table"] = str(args.out)
-        if args.plot:
-            from perfonto.whatif.plots import sweep_figure
-
-            sweep_figure(res, args.plot)
-            outputs["plot"] = str(args.plot)
-    except OSError as exc:
-        from .common import why
-
-        raise CommandError(why(exc), 1) from None
+    outputs = write_outputs(args, lambda: res.rows, lambda path: sweep_figure(res, path))
     doc = {
         "generation": gen.name,
         **res.to_json(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Callable
 
 from .knobs import KnobError, Point, parse_mapping
 from .points import DEFAULTS, Cache, Target, default_cache_dir
@@ -115,4 +116,54 @@ def cache_of(args) -> Cache:
     return Cache(None if args.no_cache else (args.cache or default_cache_dir()))
 
 
-__all__ = ["add_workload_args", "base_point", "cache_of", "given_workload", "target_of"]
+def add_output_args(p, table: str) -> None:
+    """``--out`` (``table`` as .csv, .parquet or .json) and ``--plot`` (the figure as .png or .svg)."""
+    p.add_argument("--out", default=None, metavar="FILE", help=f"{table} as .csv, .parquet or .json")
+    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
+
+
+def check_outputs(args) -> None:
+    """Refuse an ``--out`` or ``--plot`` file of a kind it cannot be written as, before any work.
+
+    Raises:
+        KnobError: naming the file and the extensions it may have.
+    """
+    for path, exts in ((args.out, (".csv", ".parquet", ".json")), (args.plot, (".png", ".svg"))):
+        if path and not str(path).lower().endswith(exts):
+            raise KnobError(f"{path}: write {' or '.join(exts)}")
+
+
+def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], Any]) -> dict[str, str]:
+    """Write the ``--out`` table (``sweep.write_table`` of ``rows()``) and the ``--plot`` figure
+    (``figure(path)``), each when given; returns ``{"table": path, "plot": path}`` of those written.
+
+    Raises:
+        CommandError: a file cannot be written (exit 1, the file and what the system said).
+    """
+    from perfonto.commands.common import CommandError, why
+
+    outputs = {}
+    try:
+        if args.out:
+            from .sweep import write_table
+
+            write_table(rows(), args.out)
+            outputs["table"] = str(args.out)
+        if args.plot:
+            figure(args.plot)
+            outputs["plot"] = str(args.plot)
+    except OSError as exc:
+        raise CommandError(why(exc), 1) from None
+    return outputs
+
+
+__all__ = [
+    "add_output_args",
+    "add_workload_args",
+    "base_point",
+    "cache_of",
+    "check_outputs",
+    "given_workload",
+    "target_of",
+    "write_outputs",
+]
