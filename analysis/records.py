@@ -91,7 +91,7 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
             "without_value": int(null.sum()),
             "unfinished": unfinished,
         }
-        func = next((n.func for n in _walk(m.ir) if isinstance(n, ir.Rollup)), "")
+        func = next((n.func for n in ir.walk(m.ir) if isinstance(n, ir.Rollup)), "")
         if unfinished and func in ("p50", "p90", "p99", "mean"):
             doc["warning"] = (
                 f"capped by the run length: {unfinished} {pop or 'record'}(s) of the population had not finished "
@@ -106,12 +106,6 @@ def _precedes(a: np.ndarray, b: np.ndarray) -> bool:
     """Instant field ``a`` comes no later than ``b`` in every record where both are set."""
     both = np.isfinite(a) & np.isfinite(b)
     return bool(both.any()) and bool(np.all(a[both] <= b[both]))
-
-
-def _walk(n: ir.Node):
-    yield n
-    for c in ir.children(n):
-        yield from _walk(c)
 
 
 def records_vs_counters(gen, rec: Records, windows) -> str | None:

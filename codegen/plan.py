@@ -35,13 +35,7 @@ def plan(graph: MetricGraph) -> Plan:
     inputs: list[str] = []
     seen: set[str] = set()
     for m in graph.metrics.values():
-        stack = [m.ir]
-        found: list[str] = []
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ir.Input):
-                found.append(n.signal)
-            stack.extend(reversed(ir.children(n)))
+        found = [n.signal for n in ir.walk(m.ir) if isinstance(n, ir.Input)]  # in formula order
         for s in found:
             if s not in seen:
                 seen.add(s)

@@ -55,13 +55,10 @@ def _refs(graph: MetricGraph, names: list[str]) -> list[str]:
     """``names`` and the metrics they reference, in the graph's order."""
     need, todo = set(names), list(names)
     while todo:
-        stack = [graph.metrics[todo.pop()].ir]
-        while stack:
-            n = stack.pop()
+        for n in ir.walk(graph.metrics[todo.pop()].ir):
             if isinstance(n, ir.MetricRef) and n.metric not in need:
                 need.add(n.metric)
                 todo.append(n.metric)
-            stack.extend(ir.children(n))
     return [m for m in graph.metrics if m in need]
 
 

@@ -6,9 +6,12 @@ at the exact spot of a unit mismatch or an unknown name.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from perfonto.ontology.diagnostics import Span
+
+from . import trees
 
 
 @dataclass(frozen=True)
@@ -109,18 +112,24 @@ class MetricDecl:
     rollup_span: Span | None = field(default=None, compare=False)
 
 
-def walk(expr: Expr):
-    """Yield ``expr`` and all its sub-expressions, parents first."""
-    yield expr
-    if isinstance(expr, Unary):
-        yield from walk(expr.operand)
-    elif isinstance(expr, Binary):
-        yield from walk(expr.left)
-        yield from walk(expr.right)
-    elif isinstance(expr, Call):
-        for a in expr.args:
-            yield from walk(a)
-    elif isinstance(expr, IfElse):
-        yield from walk(expr.then)
-        yield from walk(expr.cond)
-        yield from walk(expr.otherwise)
+# Each expression node type -> the fields holding its sub-expressions, in order (a leaf has none): the one place
+# that knows the tree's shape. ``children`` and ``walk`` read it (through ``dsl.trees``);
+# ``tests/test_walk.py`` checks that it names every Expr field of every node type.
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    Number: (),
+    Name: (),
+    Unary: ("operand",),
+    Binary: ("left", "right"),
+    Call: ("args",),
+    IfElse: ("then", "cond", "otherwise"),
+}
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``expr`` in source order (``()`` for a leaf)."""
+    return trees.children(expr, CHILD_FIELDS)
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Yield ``expr`` and all its sub-expressions, parents first, in source order (iterative)."""
+    return trees.walk(expr, CHILD_FIELDS)

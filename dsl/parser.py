@@ -77,14 +77,7 @@ def _depth(e) -> int:
     while stack:
         n, d = stack.pop()
         best = max(best, d)
-        if isinstance(n, ast.Binary):
-            stack += [(n.left, d + 1), (n.right, d + 1)]
-        elif isinstance(n, ast.Unary):
-            stack.append((n.operand, d + 1))
-        elif isinstance(n, ast.Call):
-            stack += [(a, d + 1) for a in n.args]
-        elif isinstance(n, ast.IfElse):
-            stack += [(n.then, d + 1), (n.cond, d + 1), (n.otherwise, d + 1)]
+        stack += [(c, d + 1) for c in ast.children(n)]
     return best
 
 

@@ -13,7 +13,10 @@ for self-cancelling terms relies on it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from perfonto.dsl import trees
 from perfonto.ontology.errors import PerfontoError
 
 
@@ -134,29 +137,35 @@ def is_bool(n: Node) -> bool:
     return isinstance(n, (Not, Truth)) or (isinstance(n, Bin) and n.op in BOOL_OPS)
 
 
+# Each node type -> the fields holding its sub-expressions, in order (a leaf has none): the one place
+# that knows the tree's shape. ``children`` and ``walk`` read it (through ``dsl.trees``);
+# ``tests/test_walk.py`` checks that it names every Node field of every node type.
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    Num: (),
+    Event: (),
+    Const: (),
+    Ref: (),
+    Interval: (),
+    Bin: ("left", "right"),
+    Neg: ("operand",),
+    Not: ("operand",),
+    Truth: ("operand",),
+    BoolNum: ("cond",),
+    If: ("then", "cond", "other"),
+    Call: ("args",),
+    Rollup: ("arg",),
+    SafeDiv: ("num", "den"),
+}
+
+
 def children(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, Bin):
-        return (n.left, n.right)
-    if isinstance(n, (Neg, Not, Truth)):
-        return (n.operand,)
-    if isinstance(n, BoolNum):
-        return (n.cond,)
-    if isinstance(n, If):
-        return (n.then, n.cond, n.other)
-    if isinstance(n, Call):
-        return n.args
-    if isinstance(n, Rollup):
-        return (n.arg,)
-    if isinstance(n, SafeDiv):
-        return (n.num, n.den)
-    return ()
+    """The direct sub-expressions of ``n`` in order (``()`` for a leaf)."""
+    return trees.children(n, CHILD_FIELDS)
 
 
-def walk(n: Node):
-    """``n`` and all its sub-expressions, parents first."""
-    yield n
-    for c in children(n):
-        yield from walk(c)
+def walk(n: Node) -> Iterator[Node]:
+    """``n`` and all its sub-expressions, parents first, in order (iterative)."""
+    return trees.walk(n, CHILD_FIELDS)
 
 
 def leaves(n: Node, kind) -> set:

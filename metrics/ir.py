@@ -14,7 +14,11 @@ neither looks at units again.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from perfonto.dsl import trees
+
 from .ops import ARITY, Op as _Op
 
 Axes = tuple[tuple[str, int], ...]
@@ -94,21 +98,29 @@ Node = Const | Input | Interval | MetricRef | Op | Rollup
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"}
 
 
+# Each node type -> the fields holding its sub-expressions, in order (a leaf has none): the one place
+# that knows the tree's shape. ``children`` and ``walk`` read it (through ``dsl.trees``);
+# ``tests/test_walk.py`` checks that it names every Node field of every node type.
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    Const: (),
+    Input: (),
+    Interval: (),
+    MetricRef: (),
+    Op: ("args",),
+    Rollup: ("arg",),
+}
+
+
 def children(node: Node) -> tuple[Node, ...]:
-    if isinstance(node, Op):
-        return node.args
-    if isinstance(node, Rollup):
-        return (node.arg,)
-    return ()
+    """The direct operands of ``node`` in order (``()`` for a leaf)."""
+    return trees.children(node, CHILD_FIELDS)
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Yield ``node`` and all the nodes under it, parents first, operands in order (iterative)."""
+    return trees.walk(node, CHILD_FIELDS)
 
 
 def signals_of(node: Node) -> set[str]:
     """Signals read directly by this expression (not through other metrics)."""
-    out: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Input):
-            out.add(n.signal)
-        stack.extend(children(n))
-    return out
+    return {n.signal for n in walk(node) if isinstance(n, Input)}

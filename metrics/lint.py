@@ -137,20 +137,14 @@ def _reads_signals(n: ir.Node, compiled) -> bool:
         return not any(a.startswith(POP) for a, _ in n.axes)
     if isinstance(n, ir.MetricRef):
         m = compiled.get(n.metric)
-        return m is not None and not m.from_records and any(_reads_signals(c, compiled) for c in _walk(m.ir))
+        return m is not None and not m.from_records and any(_reads_signals(c, compiled) for c in ir.walk(m.ir))
     return any(_reads_signals(c, compiled) for c in ir.children(n))
-
-
-def _walk(n: ir.Node):
-    yield n
-    for c in ir.children(n):
-        yield from _walk(c)
 
 
 def _ir_rules(gen, s: Typed, name: str, m, d: ast.MetricDecl) -> list[Diagnostic]:
     if m.from_records or m.degree != 1:  # a ratio may scale by ratios: (1 - a / b) * c / d is a product of ratios
         return []
-    for n in _walk(m.ir):
+    for n in ir.walk(m.ir):
         if isinstance(n, ir.Op) and n.op in ("mul", "div") and len(n.args) == 2:
             a, b = n.args
             for total, ratio in ((a, b), (b, a)):
