@@ -95,26 +95,8 @@ def test_op_boundary_snapshots_make_the_attribution_exact(case, sohu, tmp_path):
 
 def test_run_and_analyze_use_the_snapshots_of_a_run_folder(tmp_path, capsys):
     run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--model",
-                "llama-3.1-8b",
-                "--chips",
-                "1",
-                "--duration",
-                "100ms",
-                "--op-snapshots",
-                "--by",
-                "op",
-                "--out",
-                str(run),
-                "--json",
-            ]
-        )
-        == 0
-    )
+    argv = "run --model llama-3.1-8b --chips 1 --duration 100ms --op-snapshots --by op --json"
+    assert main([*argv.split(), "--out", str(run)]) == 0
     ran = json.loads(capsys.readouterr().out)
     assert main(["analyze", str(run), "--by", "op", "--out", str(tmp_path / "a"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)

@@ -86,22 +86,7 @@ def page(tmp_path_factory):
     d = tmp_path_factory.mktemp("browser")
     run = d / "run"
     assert (
-        main(
-            [
-                "run",
-                "--model",
-                "llama-3.1-8b",
-                "--chips",
-                "2",
-                "--duration",
-                "200ms",
-                "--by",
-                "op",
-                "--out",
-                str(run),
-                "--json",
-            ]
-        )
+        main(["run", *"--model llama-3.1-8b --chips 2 --duration 200ms --by op".split(), "--out", str(run), "--json"])
         == 0
     )
     html = d / "report.html"
