@@ -10,6 +10,23 @@ def compile_src(gen, text: str, name: str = "t.metrics"):
     return compile_texts(gen, {name: text})
 
 
+#: A generation of 8 memory channels at 1 GHz, each with a 32-bit byte counter (``mem.read_bytes``):
+#: the start of the catalogs that tests of instances, slots and counter semantics write.
+MEM8_YAML = """\
+generation: base
+description: 8 memory channels
+clock_domains:
+  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
+blocks:
+  mem:
+    description: memory channels
+    clock: core
+    instances: {channel: 8}
+    signals:
+      read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
+"""
+
+
 def analyze(capsys, path, out, *extra) -> tuple[int, dict]:
     """``perfonto analyze PATH --out OUT --json EXTRA…`` in this process: its exit code and its JSON
     document (``capsys``: the test's, emptied first)."""

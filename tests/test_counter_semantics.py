@@ -17,19 +17,11 @@ from perfonto.capture.dump import DumpError
 from perfonto.ontology import load_generation
 from test_differential_backends import BACKENDS, PERIOD, _compile, run_backends
 from test_differential_rules import SIGS
+from helpers import MEM8_YAML
 
-BASE = """\
-generation: base
-description: a base generation with 8 memory channels
-clock_domains:
-  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
-blocks:
-  mem:
-    description: memory channels
-    clock: core
-    instances: {channel: 8}
-    signals:
-      read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
+BASE = (
+    MEM8_YAML
+    + """\
   power:
     description: energy
     clock: core
@@ -46,6 +38,7 @@ blocks:
       pkg_energy: {kind: counter, unit: J, width: 32, scale_field: {field: power.rapl_unit.energy, base: 0.5},
                    description: MSR_PKG_ENERGY_STATUS}
 """
+)
 SKU = """\
 generation: sku
 description: the base with 4 of its 8 channels populated
@@ -267,6 +260,22 @@ def test_counter_without_its_unit_register_is_left_out(gens):
     assert "power.pkg_energy" in dump.absent and any("power.rapl_unit.energy" in n for n in dump.notes)
 
 
+def _block_c(generation: str, description: str, signals: str) -> str:
+    """A generation of one block ``c`` on a 1 GHz clock whose signals are the YAML lines ``signals``
+    (indented six spaces); its first signal stands on line 10."""
+    return f"""\
+generation: {generation}
+description: {description}
+clock_domains:
+  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
+blocks:
+  c:
+    description: c
+    clock: core
+    signals:
+{signals}"""
+
+
 @pytest.mark.parametrize(
     "text,scale,modulus",
     [
@@ -278,18 +287,13 @@ def test_counter_without_its_unit_register_is_left_out(gens):
 def test_wrap_range_is_exact_past_a_doubles_precision(tmp_path, text, scale, modulus):
     """A wrap range is a whole number of raw counts and is read exactly, not through a float."""
     p = tmp_path / "g.yaml"
-    p.write_text(f"""\
-generation: big
-description: a range past 2^53
-clock_domains:
-  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
-blocks:
-  c:
-    description: c
-    clock: core
-    signals:
-      x: {{kind: counter, unit: B, scale: {scale}, width: 64, wrap_range: {text}, description: x}}
-""")
+    p.write_text(
+        _block_c(
+            "big",
+            "a range past 2^53",
+            f"      x: {{kind: counter, unit: B, scale: {scale}, width: 64, wrap_range: {text}, description: x}}\n",
+        )
+    )
     gen, diags = load_generation(p)
     assert gen is not None, [d.render() for d in diags]
     assert gen.signals["c.x"].modulus == modulus
@@ -310,20 +314,15 @@ BAD = [
 
 @pytest.mark.parametrize("extra,kind,code,text", BAD, ids=[b[0] for b in BAD])
 def test_bad_declarations_are_located_diagnostics(tmp_path, extra, kind, code, text):
-    y = f"""\
-generation: bad
-description: bad declarations
-clock_domains:
-  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
-blocks:
-  c:
-    description: c
-    clock: core
-    signals:
+    y = _block_c(
+        "bad",
+        "bad declarations",
+        f"""\
       x: {{kind: {kind}, unit: event, width: 32, description: x, {extra}}}
       unit: {{kind: packed, width: 16, description: unit register,
               fields: {{esu: {{bits: [8, 12], description: esu}}}}}}
-"""
+""",
+    )
     p = tmp_path / "bad.yaml"
     p.write_text(y)
     g, diags = load_generation(p)

@@ -15,6 +15,8 @@ from perfonto.capture.pieces import iter_chunks
 from perfonto.metrics.windows import MISSING, prepare, read_counters
 from perfonto.ontology import load_generation
 
+from helpers import MEM8_YAML
+
 MS = 1_000_000
 
 
@@ -67,19 +69,7 @@ def test_an_instance_missing_at_one_timestamp_is_a_missing_sample(tmp_path, cael
 
 
 SKU = {
-    "base.yaml": """\
-generation: base
-description: 8 memory channels
-clock_domains:
-  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
-blocks:
-  mem:
-    description: memory channels
-    clock: core
-    instances: {channel: 8}
-    signals:
-      read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
-""",
+    "base.yaml": MEM8_YAML,
     "sku.yaml": "generation: sku\ndescription: 4 of 8 channels\nextends: base\nblocks:\n  mem:\n    slots: {channel: "
     "[0, 2, 4, 6]}\n",
 }
