@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfonto.analysis.capture import analyse_capture, capture_of
+from perfonto.emulator.records import SCHEMA
 from perfonto.metrics.population import emission_gaps, evaluate_records, records_from_columns
 
 # one request: first token at 100 ms, then a 3-token speculative step at 130 ms, 1 token at 160 ms,
@@ -63,43 +64,29 @@ def _capture(tmp_path, sohu, completed_per_window):
 
 
 def _requests(tmp_path, rows):
-    cols = {
-        k: [r.get(k) for r in rows]
-        for k in (
-            "arrival_time",
-            "admission_time",
-            "first_token_time",
-            "completion_time",
-            "input_tokens",
-            "output_tokens",
-            "token_times",
-        )
-    }
+    """The emulator's request records (its schema less ``request_id`` and ``rank``) from dicts, a key a
+    row leaves out null."""
+    schema = pa.schema([f for f in SCHEMA if f.name not in ("request_id", "rank")])
     p = tmp_path / "requests.parquet"
-    pq.write_table(
-        pa.table(
-            cols,
-            schema=pa.schema(
-                [(k, pa.float64()) for k in list(cols)[:4]]
-                + [("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("token_times", pa.list_(pa.float64()))]
-            ),
-        ),
-        p,
-    )
+    pq.write_table(pa.table({k: [r.get(k) for r in rows] for k in schema.names}, schema=schema), p)
     return p
+
+
+#: A request that arrived at 0 and finished in the run: 8 prompt tokens, 2 output tokens at 0.1 and 0.2 s.
+FINISHED = {
+    "arrival_time": 0.0,
+    "admission_time": 0.0,
+    "first_token_time": 0.1,
+    "completion_time": 0.2,
+    "input_tokens": 8,
+    "output_tokens": 2,
+    "token_times": [0.1, 0.2],
+}
 
 
 def test_populations_are_stated_and_capped_ttft_is_flagged(library, sohu, tmp_path):
     rows = [  # arrived in the run: 2 finished, 1 decoding at the end, 1 still waiting for its first token
-        {
-            "arrival_time": 0.0,
-            "admission_time": 0.0,
-            "first_token_time": 0.1,
-            "completion_time": 0.2,
-            "input_tokens": 8,
-            "output_tokens": 2,
-            "token_times": [0.1, 0.2],
-        },
+        FINISHED,
         {
             "arrival_time": 0.1,
             "admission_time": 0.1,
@@ -142,17 +129,7 @@ def test_populations_are_stated_and_capped_ttft_is_flagged(library, sohu, tmp_pa
 
 
 def test_records_that_miss_completions_the_counters_saw_are_reported(library, sohu, tmp_path):
-    rows = [
-        {
-            "arrival_time": 0.0,
-            "admission_time": 0.0,
-            "first_token_time": 0.1,
-            "completion_time": 0.2,
-            "input_tokens": 8,
-            "output_tokens": 2,
-            "token_times": [0.1, 0.2],
-        }
-    ]
+    rows = [FINISHED]
     counters = _capture(tmp_path, sohu, [40, 43, 1, 0])  # 84 completions counted; 83 came from the warm-up
     rep = analyse_capture(library, capture_of(counters, _requests(tmp_path, rows)))
     (note,) = [n for n in rep.notes if "records list" in n]
