@@ -34,6 +34,18 @@ def catalog_failure(exc, args) -> CommandError:
     return CommandError(f"the catalog does not compile; run `{check}` for the full list", 1, exc.diagnostics)
 
 
+def uncompiled(cat, args, usage: bool) -> CommandError:
+    """The ``CommandError`` for a ``load_catalog`` result without a graph or with errors: ``usage``
+    (exit 2), no generation named ``--generation``; else a failure (1) that points at ``perfonto check``."""
+    return CommandError(
+        f"no generation named `{args.generation}`"
+        if usage
+        else "the catalog does not compile; run `perfonto check` for the full list",
+        2 if usage else 1,
+        cat.errors,
+    )
+
+
 def why(exc: BaseException) -> str:
     """A readable message for an exception from a lower layer: an OSError names its file and what
     the system said (never a bare errno), others give their message."""

@@ -13,7 +13,7 @@ import json
 
 from ..targets import offered_by
 from . import HELP
-from .common import CommandError, stderr
+from .common import CommandError, stderr, uncompiled
 
 
 def register(sub) -> None:
@@ -52,14 +52,7 @@ def cmd_export(args) -> int:
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
-        usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(
-            f"no generation named `{args.generation}`"
-            if usage
-            else "the catalog does not compile; run `perfonto check` for the full list",
-            2 if usage else 1,
-            cat.errors,
-        )
+        raise uncompiled(cat, args, any(d.code == "unknown-generation" for d in cat.diagnostics))
     args.generation = cat.graph.generation.name
     if args.target == "semconv":
         return _semconv(args, cat, err)

@@ -15,7 +15,7 @@ import threading
 from urllib.parse import urlparse
 
 from . import HELP
-from .common import CommandError, duration, non_negative_int, positive_int, stderr
+from .common import CommandError, duration, non_negative_int, positive_int, stderr, uncompiled
 
 
 def _port(text: str) -> int:
@@ -161,13 +161,8 @@ def cmd_serve(args) -> int:
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
-        usage = cat.generation is None and any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(
-            f"no generation named `{args.generation}`"
-            if usage
-            else "the catalog does not compile; run `perfonto check` for the full list",
-            2 if usage else 1,
-            cat.errors,
+        raise uncompiled(
+            cat, args, cat.generation is None and any(d.code == "unknown-generation" for d in cat.diagnostics)
         )
     graph = cat.graph
     source = _source(args, graph.generation, log)
