@@ -383,7 +383,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
         raise DumpError(
             f"{path}: none of its events ({', '.join(events[:6])}) is a signal's `sources: {{perf: …}}` in `{gen.name}`"
         )
-    axis = axis_of(gen, sorted({mapping[e][0] for e in mapping}), str(path))
+    axis = axis_of(gen, _signals_read(ps, mapping), str(path))
     labels = None
     if axis is not None:  # an instance axis sized by the data: the CPUs (cores, sockets) are its instances
         labels = check_labels(str(path), axis[0], perf_instances(ps, mapping), axis[1])
@@ -391,20 +391,33 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
 
 
+def _signals_read(ps: PerfStat, mapping: dict) -> list[str]:
+    """The signals the file's lines fill: a catalog's other signals (an imported catalog's per-core events
+    beside its per-package ones, `PerPkg`) may lie on other axes."""
+    return sorted({mapping[e][0] for x in ps.lines for e in (x.event, _base(x.event)) if e in mapping})
+
+
 def perf_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
     """The instance axis of ``gen`` sized by the data (``from_data``) that the perf events its signals
     read lie on, with the labels of the CPUs (``-A``: ``0``, ``1``, …), cores or sockets the file's lines
-    name (``all`` for aggregated lines); empty when none of them lies on such an axis.
+    name (``all`` for aggregated lines); an axis no line of the file fills has one placeholder instance,
+    ``absent`` (its signals are not in the capture).
 
     Raises:
-        DumpError: see ``perf_capture``; a ``from_data`` axis with no line in the file.
+        DumpError: see ``perf_capture``.
     """
     ps = read_perf_stat(path)
     mapping = mapping_of(gen)
-    axis = axis_of(gen, sorted({mapping[e][0] for e in mapping}), str(path))
-    if axis is None:
-        return {}
-    return {axis[0]: check_labels(str(path), axis[0], perf_instances(ps, mapping), None)}
+    from perfonto.ontology.derive import from_data_axes
+
+    axis = axis_of(gen, _signals_read(ps, mapping), str(path))
+    out = {} if axis is None else {axis[0]: check_labels(str(path), axis[0], perf_instances(ps, mapping), None)}
+    # an axis no line fills (an imported catalog's per-package block, the file holding per-core events only):
+    # one placeholder instance, its signals absent from the capture, the metrics that read them unavailable
+    for axes in from_data_axes(gen).values():
+        for a in axes:
+            out.setdefault(a, ("absent",))
+    return out
 
 
 __all__ = [

@@ -50,7 +50,7 @@ def _add_event(blocks: dict, domains: set, cat: SourceCatalog, ev, clock: str, p
     if cyc and parent is None:
         b["clock"] = cyc  # a block's cycle counters name its clock domain
     if ev.axes:
-        b["instances"] = {str(a): int(n) for a, n in ev.axes.items()}
+        b["instances"] = {str(a): (n if n == "from_data" else int(n)) for a, n in ev.axes.items()}
     elif cat.block_instances.get(ev.block):
         b["instances"] = {"instance": int(cat.block_instances[ev.block])}
     b["signals"][ev.name] = _signal_doc(cat, ev)

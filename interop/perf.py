@@ -29,6 +29,11 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
 - ``source_count(ev)`` is the number of PMU instances aggregated into ``ev`` (1 for imported events;
   the block's instance count when importing against a generation, where ``x / source_count(x)`` is
   ``avg(x)`` and a bare instanced event is ``sum(x)``, perf aggregating uncore PMUs by summing);
+- ``PerPkg`` (on a metric or an event definition): perf counts the event once per package (socket or
+  die) and, system-wide, sums it over the packages. Its events are signals of a block of their own,
+  ``<pmu>_package``, with an instance axis ``package`` sized by the capture (``from_data``: ``perf stat
+  --per-socket`` gives one instance per socket, aggregated output one), read in formulas as ``sum(x)``;
+  their perf names are kept as ``sources: {perf: …}`` like every event's;
 - ``%`` (integer remainder) and ``strcmp_cpuid_str`` have no counterpart: those metrics are rejected.
 """
 
@@ -175,6 +180,7 @@ class _Reader:
         self.metric_names = NameTable()
         self.defined_events: dict[str, str] = {}
         self.event_defs: dict[str, tuple[dict, dict]] = {}  # lower-case name -> (entry, its [perfonto: …] tag)
+        self.per_pkg = False  # the metric being read is PerPkg: its events count once per package
 
     def run(self) -> SourceCatalog:
         cat = self.cat
@@ -314,15 +320,26 @@ class _Reader:
         m = re.match(r"^([^/]+)/([^/]*)/?(.*)$", sym)
         if m:
             pmu, ev = m.group(1), m.group(2) + ("_" + m.group(3) if m.group(3) else "")
-        block = ident(pmu)
+        per_pkg = self.per_pkg or str(self.event_defs.get(low, ({}, {}))[0].get("PerPkg", "")).strip() == "1"
+        block = ident(pmu) + ("_package" if per_pkg else "")  # PerPkg events: a block of their own, per package
         table = self.event_names.setdefault(block, NameTable())
         name = table.get(low, ident(ev))
         defined = low in self.defined_events
         desc = self.defined_events.get(low) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
-        self.cat.event(low, block, name, desc, defined).sources.setdefault(
-            "perf", sym
-        )  # perf stat's column, kept as written
-        return ir.Event(low)
+        event = self.cat.event(low, block, name, desc, defined)
+        event.sources.setdefault("perf", sym)  # perf stat's column, kept as written
+        if per_pkg and event.block == block:
+            event.axes = {"package": "from_data"}  # as many packages as the capture has (--per-socket: S0, S1, …)
+        elif per_pkg and not event.axes:
+            self.cat.findings.append(
+                Finding(
+                    "per-package",
+                    event.key,
+                    f"`{sym}` is read by a PerPkg metric and by others that are not: kept as one count per chip",
+                )
+            )
+        # perf sums a PerPkg event over the packages it was counted on (system-wide, aggregated)
+        return ir.Rollup("sum", ir.Event(low)) if event.axes else ir.Event(low)
 
     def _tagged_event(self, low: str) -> ir.Node:
         entry, tag = self.event_defs[low]
@@ -335,7 +352,7 @@ class _Reader:
         if ev is not None and ev.axes:
             n = 1
             for size in ev.axes.values():
-                n *= size
+                n *= size if isinstance(size, int) else 1  # `from_data`: unknown until a capture is read
             return n
         return 1
 
@@ -372,14 +389,15 @@ class _Reader:
             origin=entry["_origin"],
         )
         cat.metrics[key] = m
-        if str(entry.get("PerPkg", "")).strip() == "1":
+        self.per_pkg = str(entry.get("PerPkg", "")).strip() == "1"
+        if self.per_pkg:
             cat.findings.append(
                 Finding(
                     "per-package",
                     key,
-                    "PerPkg: perf counts its events once per package (socket or die); "
-                    "imported as one count per capture chip (perf stat -a: the machine; --per-socket: one "
-                    "chip per package), not as an instance axis",
+                    "PerPkg: perf counts its events once per package (socket or die): imported as signals with a "
+                    "`package` instance axis sized by the capture (`from_data`: perf stat --per-socket gives one "
+                    "instance per socket, -a one, `all`), summed over the packages as perf sums them",
                     "info",
                 )
             )
@@ -393,6 +411,8 @@ class _Reader:
             m.problem = f"syntax: {exc}"
         except ir.Unsupported as exc:
             m.problem = str(exc)
+        finally:
+            self.per_pkg = False
 
     def _expr(self, t, pmu: str) -> ir.Node:
         num = lambda x: ir.as_number(self._expr(x, pmu))  # noqa: E731

@@ -237,3 +237,89 @@ def test_a_perf_capture_reads_against_the_imported_perf_catalog(tmp_path, capsys
     assert doc["metrics"]["all_l2_cache_accesses"]["unavailable"].startswith(
         "not in the dump: "
     )  # the prefetch events were not captured
+
+
+ZEN3_PKG = {f"remote_outbound_data_controller_{i}" for i in range(4)} | {
+    f"dram_channel_data_controller_{i}" for i in range(8)
+}
+
+
+def _socket_lines(counts: dict, layout: str) -> str:
+    """perf stat -I output of ``counts`` ({(time, socket, event): count}): `-x, --per-socket` (socket, its CPU
+    count, then the CSV fields, as perf 6.1 prints them), `-j --per-socket` (perf's JSON, `socket` and
+    `aggregate-number` keys) or `-x, -a` aggregated (perf's sum over the sockets)."""
+    if layout == "csv-aggregated":
+        total: dict = {}
+        for (t, _, ev), v in counts.items():
+            total[t, ev] = total.get((t, ev), 0) + v
+        return "".join(f"{t},{v},,{ev},1000000,100.00,,\n" for (t, ev), v in total.items())
+    if layout == "csv-per-socket":
+        return "".join(f"{t},{s},8,{v},,{ev},1000000,100.00,,\n" for (t, s, ev), v in counts.items())
+    return "".join(
+        json.dumps(
+            {
+                "interval": float(t),
+                "socket": s,
+                "aggregate-number": 8,
+                "counter-value": f"{v:f}",
+                "unit": "",
+                "event": ev,
+            }
+            | {"event-runtime": 1000000, "pcnt-running": 100.00, "metric-value": 0.0, "metric-unit": ""}
+        )
+        + "\n"
+        for (t, s, ev), v in counts.items()
+    )
+
+
+@pytest.mark.parametrize("layout", ["csv-per-socket", "json-per-socket", "csv-aggregated"])
+def test_perpkg_is_a_package_axis_that_per_socket_output_reads(tmp_path, capsys, layout):
+    """Issue 27 acceptance: `perfonto import perf` of amdzen3/recommended.json keeps `PerPkg` as an axis and the
+    original event names. The events of its two PerPkg metrics are signals of a block with a `package`
+    instance axis sized by the capture (`from_data`), perf's names kept as `sources`; the metrics sum
+    them over the packages, as perf sums a PerPkg event over packages system-wide, and keep the
+    ScaleUnit's factor (3e-5 for all_remote_links_outbound). `perf stat --per-socket` output (CSV and
+    JSON) reads against them, one package per socket; perf's aggregated output of the same counts gives
+    the same value. Expected: 3e-5 × the sum of the counts below, by hand."""
+    import yaml
+
+    from perfonto.cli import main
+
+    src = real_file("perf_x86_amdzen3_recommended.json")
+    out = tmp_path / "zen3"
+    assert main(["import", "perf", str(src), "--name", "zen3", "--out", str(out)]) == 0
+    doc = yaml.safe_load((out / "zen3.yaml").read_text())
+    pkg = doc["blocks"]["cpu_package"]
+    assert pkg["instances"] == {"package": "from_data"}
+    assert {s["sources"]["perf"] for s in pkg["signals"].values()} == ZEN3_PKG
+    assert "instances" not in doc["blocks"]["cpu"] and not ZEN3_PKG & set(doc["blocks"]["cpu"]["signals"])
+    assert "perf: ex_ret_brn_misp" in (out / "zen3.yaml").read_text()  # the other events keep their names too
+    metrics = (out / "zen3.metrics").read_text()
+    assert "sum(cpu_package.remote_outbound_data_controller_3)" in metrics
+    counts = {
+        ("1.000100000", "S0", "remote_outbound_data_controller_0"): 1000,
+        ("1.000100000", "S1", "remote_outbound_data_controller_0"): 3000,
+        ("1.000100000", "S0", "remote_outbound_data_controller_1"): 10,
+        ("1.000100000", "S1", "remote_outbound_data_controller_1"): 30,
+        ("1.000100000", "S0", "remote_outbound_data_controller_2"): 7,
+        ("1.000100000", "S1", "remote_outbound_data_controller_2"): 0,
+        ("1.000100000", "S0", "remote_outbound_data_controller_3"): 5,
+        ("1.000100000", "S1", "remote_outbound_data_controller_3"): 6,
+        ("2.000200000", "S0", "remote_outbound_data_controller_0"): 2000,
+        ("2.000200000", "S1", "remote_outbound_data_controller_0"): 4000,
+        ("2.000200000", "S0", "remote_outbound_data_controller_1"): 20,
+        ("2.000200000", "S1", "remote_outbound_data_controller_1"): 40,
+        ("2.000200000", "S0", "remote_outbound_data_controller_2"): 1,
+        ("2.000200000", "S1", "remote_outbound_data_controller_2"): 2,
+        ("2.000200000", "S0", "remote_outbound_data_controller_3"): 3,
+        ("2.000200000", "S1", "remote_outbound_data_controller_3"): 4,
+    }
+    capture = tmp_path / ("perf.json" if layout.startswith("json") else "perf.csv")
+    capture.write_text(_socket_lines(counts, layout))
+    capsys.readouterr()
+    argv = ["analyze", str(capture), "--catalog", str(out), "--no-library", "--out", str(tmp_path / "o"), "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)["metrics"]
+    # 1000+3000+10+30+7+0+5+6 + 2000+4000+20+40+1+2+3+4 = 10128 bytes' worth of events, × perf's ScaleUnit 3e-5
+    assert got["all_remote_links_outbound"]["value"] == pytest.approx(10128 * 3e-5, rel=1e-12)
+    assert got["nps1_die_to_dram"]["unavailable"].startswith("not in the dump: cpu_package.dram_channel")
