@@ -1,22 +1,20 @@
-"""Print an expression back as metric-language text, with only the brackets precedence needs."""
+"""Print an expression back as metric-language text, with only the brackets precedence needs (the
+metric language's table, ``dsl.precedence.Prec``)."""
 
 from __future__ import annotations
 
 from . import ast
-
-# binding strength, higher binds tighter (mirrors dsl/metrics.lark)
-_PREC = {"if": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "+": 6, "-": 6, "*": 7, "/": 7, "neg": 8, "**": 9, "atom": 10}
-_CMP = {"<", "<=", ">", ">=", "==", "!="}
+from .precedence import BINARY, Prec, bracket
 
 
-def _prec(e: ast.Expr) -> int:
+def _prec(e: ast.Expr) -> Prec:
     if isinstance(e, ast.IfElse):
-        return _PREC["if"]
+        return Prec.IF
     if isinstance(e, ast.Binary):
-        return _PREC["cmp"] if e.op in _CMP else _PREC[e.op]
+        return BINARY[e.op]
     if isinstance(e, ast.Unary):
-        return _PREC["not"] if e.op == "not" else _PREC["neg"]
-    return _PREC["atom"]
+        return Prec.NOT if e.op == "not" else Prec.NEG
+    return Prec.ATOM
 
 
 def _num(v: float) -> str:
@@ -38,24 +36,18 @@ def to_text(e: ast.Expr) -> str:
     p = _prec(e)
 
     def sub(x: ast.Expr, right: bool = False, assoc: bool = True) -> str:
-        t = to_text(x)
-        px = _prec(x)
-        if px < p or (px == p and right and not assoc):
-            return f"({t})"
-        return t
+        return bracket(to_text(x), _prec(x), p + 1 if right and not assoc else p)
 
     if isinstance(e, ast.IfElse):
 
         def tight(x: ast.Expr) -> str:  # then and cond are or-expressions in the grammar
-            return f"({to_text(x)})" if _prec(x) <= p else to_text(x)
+            return bracket(to_text(x), _prec(x), p + 1)
 
         return f"{tight(e.then)} if {tight(e.cond)} else {to_text(e.otherwise)}"
     if isinstance(e, ast.Unary):
         return f"not {sub(e.operand)}" if e.op == "not" else f"-{sub(e.operand)}"
     if e.op == "**":
-        left = (
-            to_text(e.left) if _prec(e.left) == _PREC["atom"] else f"({to_text(e.left)})"
-        )  # the grammar's base is an atom
+        left = bracket(to_text(e.left), _prec(e.left), Prec.ATOM)  # the grammar's base is an atom
         return f"{left} ** {sub(e.right)}"
     # the grammar is left-associative: a right operand of equal precedence keeps its brackets
     return f"{sub(e.left)} {e.op} {sub(e.right, right=True, assoc=False)}"

@@ -44,13 +44,13 @@ from dataclasses import dataclass, field
 import pint
 
 from perfonto.dsl import ast
+from perfonto.dsl.precedence import PERF_BINARY, PerfPrec, bracket
 from perfonto.metrics.compiler import MetricGraph
 from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology.units import UnitError, conversion_factor
 from perfonto.ontology import kinds
 
-PREC = {"|": 1, "^": 2, "&": 3, "<": 4, ">": 4, "+": 5, "-": 5, "*": 6, "/": 6}
-NEG, ATOM = 7, 9
+NEG, ATOM = PerfPrec.NEG, PerfPrec.ATOM  # perf's precedence levels (dsl.precedence)
 
 
 class _Unsupported(Exception):
@@ -243,7 +243,7 @@ class _Emitter:
 
     def p(self, e, need: int, rollup: bool = False) -> str:
         s, prec = self.expr(e, rollup)
-        return f"({s})" if prec < need else s
+        return bracket(s, prec, need)
 
     def expr(self, e, rollup: bool = False) -> tuple[str, int]:
         if isinstance(e, ast.Number):
@@ -259,10 +259,11 @@ class _Emitter:
         if isinstance(e, ast.Unary):
             if e.op == "-":
                 return "-" + self.p(e.operand, NEG, rollup), NEG
-            return f"1 - {self.p(e.operand, 6, rollup)}", 5
+            return f"1 - {self.p(e.operand, PerfPrec.TERM, rollup)}", PerfPrec.SUM
         if isinstance(e, ast.IfElse):
             return (
-                f"({self.p(e.then, 1, rollup)} if {self.p(e.cond, 1, rollup)} else {self.p(e.otherwise, 1, rollup)})",
+                f"({self.p(e.then, PerfPrec.OR, rollup)} if {self.p(e.cond, PerfPrec.OR, rollup)} "
+                f"else {self.p(e.otherwise, PerfPrec.OR, rollup)})",
                 ATOM,
             )
         if isinstance(e, ast.Call):
@@ -309,24 +310,24 @@ class _Emitter:
                 return "1", ATOM
             base = self.p(e.left, ATOM, rollup)
             prod = " * ".join([base] * abs(n))
-            return (prod, 6) if n > 0 else (f"1 / ({prod})", 6)
+            return (prod, PerfPrec.TERM) if n > 0 else (f"1 / ({prod})", PerfPrec.TERM)
         if op in ("+", "-", "*", "/"):
-            prec = PREC[op]
+            prec = PERF_BINARY[op]
             return f"{self.p(e.left, prec, rollup)} {op} {self.p(e.right, prec + 1, rollup)}", prec
-        a, b = self.p(e.left, 5, rollup), self.p(e.right, 5, rollup)
+        a, b = self.p(e.left, PerfPrec.SUM, rollup), self.p(e.right, PerfPrec.SUM, rollup)
         if op in ("<", ">"):
-            return f"{a} {op} {b}", 4
+            return f"{a} {op} {b}", PerfPrec.CMP
         if op == "<=":
-            return f"1 - ({a} > {b})", 5
+            return f"1 - ({a} > {b})", PerfPrec.SUM
         if op == ">=":
-            return f"1 - ({a} < {b})", 5
+            return f"1 - ({a} < {b})", PerfPrec.SUM
         if op == "==":
-            return f"1 - ({a} < {b} | {a} > {b})", 5
+            return f"1 - ({a} < {b} | {a} > {b})", PerfPrec.SUM
         if op == "!=":
-            return f"{a} < {b} | {a} > {b}", 1
+            return f"{a} < {b} | {a} > {b}", PerfPrec.OR
         if op in ("and", "or"):
             sym = "&" if op == "and" else "|"
-            prec = PREC[sym]
+            prec = PERF_BINARY[sym]
             return f"{self.p(e.left, prec, rollup)} {sym} {self.p(e.right, prec + 1, rollup)}", prec
         raise _Unsupported(f"operator `{op}` has no perf form")  # pragma: no cover
 
@@ -339,19 +340,19 @@ class _Emitter:
                 raise _Unsupported(f"`{f}()` of a non-linear expression: perf can only sum instance counts")
             if f == "sum":
                 return self.expr(arg, rollup=True)
-            return f"{self.p(arg, 6, rollup=True)} / source_count({sigs[0]})", 6
+            return f"{self.p(arg, PerfPrec.TERM, rollup=True)} / source_count({sigs[0]})", PerfPrec.TERM
         if f in ("min", "max") and len(args) == 1:
             raise _Unsupported(f"`{f}()` over instances: perf aggregates PMU instances by summing them")
         if f in ("min", "max"):
-            acc = self.p(args[-1], 0, rollup)
+            acc = self.p(args[-1], PerfPrec.ANY, rollup)
             for a in reversed(args[:-1]):
-                acc = f"{f}({self.p(a, 0, rollup)}, {acc})"
+                acc = f"{f}({self.p(a, PerfPrec.ANY, rollup)}, {acc})"
             return acc, ATOM
         if f == "abs":
-            x = self.p(args[0], 0, rollup)
+            x = self.p(args[0], PerfPrec.ANY, rollup)
             return f"max({x}, -({x}))", ATOM
         if f == "clamp":
-            x, lo, hi = (self.p(a, 0, rollup) for a in args)
+            x, lo, hi = (self.p(a, PerfPrec.ANY, rollup) for a in args)
             return f"min(max({x}, {lo}), {hi})", ATOM
         raise _Unsupported(f"`{f}()` has no perf form")
 

@@ -1,6 +1,7 @@
 """Print a neutral expression (``perfonto.importers.ir``) in perfonto's metric language.
 
-Two jobs beyond printing with the fewest brackets the grammar (``dsl/metrics.lark``) needs:
+Two jobs beyond printing with the fewest brackets the grammar (``dsl/metrics.lark``; its precedence table is
+``dsl.precedence.Prec``) needs:
 
 - **units of literals.** Source languages have no units: ``a + 5`` adds five *of whatever a counts*.
   In perfonto a bare number is dimensionless, so a literal next to a quantity with a unit (in ``+``,
@@ -21,10 +22,10 @@ from dataclasses import dataclass
 
 import pint
 
+from perfonto.dsl.precedence import Prec, bracket
+
 from . import ir
 from .units import base_units, unit_text
-
-IF, OR, AND, NOT, CMP, SUM, TERM, NEG, ATOM = 0, 1, 2, 3, 4, 5, 6, 7, 9
 
 
 @dataclass
@@ -126,11 +127,11 @@ class Printer:
 
     # -- printing --------------------------------------------------------------------------------
     def text(self, n: ir.Node) -> str:
-        return self._p(n, IF)
+        return self._p(n, Prec.IF)
 
     def _p(self, n: ir.Node, need: int, lit_unit: pint.Unit | None = None) -> str:
         s, prec = self._node(n, lit_unit)
-        return f"({s})" if prec < need else s
+        return bracket(s, prec, need)
 
     def _zero(self, u: pint.Unit | None) -> str:
         return "0" if u is None or u.dimensionless else f"0 [{unit_text(base_units(self.reg, u))}]"
@@ -147,40 +148,43 @@ class Printer:
         """A number, with its unit or, when bare, its partner's unit."""
         u = n.unit or (unit_text(lit_unit) if lit_unit is not None else None)
         body = number(n.value) + (f" [{u}]" if u else "")
-        return (f"-{body}", NEG) if n.value < 0 else (body, ATOM)
+        return (f"-{body}", Prec.NEG) if n.value < 0 else (body, Prec.ATOM)
 
     def _ref(self, n: ir.Ref, lit_unit: pint.Unit | None) -> tuple[str, int]:
         """Another imported metric by name, scaled back to the source's value when its unit was scaled."""
         r = self.refs[n.key]
         if r.k == 1.0:
-            return r.name, ATOM
+            return r.name, Prec.ATOM
         inv = 1.0 / r.k
         if abs(inv - round(inv)) < 1e-9 * abs(inv):
-            return f"{r.name} * {number(round(inv))}", TERM
-        return f"{r.name} / {number(r.k)}", TERM
+            return f"{r.name} * {number(round(inv))}", Prec.TERM
+        return f"{r.name} / {number(r.k)}", Prec.TERM
 
     def _neg(self, n: ir.Neg, lit_unit: pint.Unit | None) -> tuple[str, int]:
         """A minus sign (spaced from an operand that starts with one)."""
-        s = self._p(n.operand, NEG, lit_unit)
-        return ("- " + s if s.startswith("-") else "-" + s), NEG
+        s = self._p(n.operand, Prec.NEG, lit_unit)
+        return ("- " + s if s.startswith("-") else "-" + s), Prec.NEG
 
     def _if(self, n: ir.If, lit_unit: pint.Unit | None) -> tuple[str, int]:
         """`then if cond else other`, bare numbers in a branch taking the other branch's unit."""
         lu = self._partner_unit(n.then, n.other)
-        return (f"{self._p(n.then, OR, lu)} if {self._p(n.cond, OR)} else {self._p(n.other, IF, lu)}", IF)
+        return (
+            f"{self._p(n.then, Prec.OR, lu)} if {self._p(n.cond, Prec.OR)} else {self._p(n.other, Prec.IF, lu)}",
+            Prec.IF,
+        )
 
     def _call(self, n: ir.Call, lit_unit: pint.Unit | None) -> tuple[str, int]:
         """A function call; bare numbers among min/max arguments take their partners' unit."""
         lu = self._partner_unit(*n.args) if n.fn in ("min", "max") else None
-        return f"{n.fn}({', '.join(self._p(a, IF, lu) for a in n.args)})", ATOM
+        return f"{n.fn}({', '.join(self._p(a, Prec.IF, lu) for a in n.args)})", Prec.ATOM
 
     def _safe_div(self, n: ir.SafeDiv, lit_unit: pint.Unit | None) -> tuple[str, int]:
         """A division that gives 0 where the divisor is 0, written as an explicit `if ... else 0`."""
         q = ir.Bin("/", n.num, n.den)
         return (
-            f"{self._p(q, OR)} if {self._p(n.den, SUM)} != {self._zero(self.unit(n.den))} "
+            f"{self._p(q, Prec.OR)} if {self._p(n.den, Prec.SUM)} != {self._zero(self.unit(n.den))} "
             f"else {self._zero(self.unit(q))}",
-            IF,
+            Prec.IF,
         )
 
     def _bin(self, n: ir.Bin, lit_unit: pint.Unit | None) -> tuple[str, int]:
@@ -188,32 +192,32 @@ class Printer:
         other side's unit."""
         op = n.op
         if op in ("and", "or"):
-            prec = AND if op == "and" else OR
+            prec = Prec.AND if op == "and" else Prec.OR
             return f"{self._p(n.left, prec)} {op} {self._p(n.right, prec + 1)}", prec
         lu = self._partner_unit(n.left, n.right) if op in ("+", "-") or op in ir.CMP_OPS else None
         if op in ir.CMP_OPS:
-            return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, SUM, lu)}", CMP
+            return f"{self._p(n.left, Prec.SUM, lu)} {op} {self._p(n.right, Prec.SUM, lu)}", Prec.CMP
         if op in ("+", "-"):
-            return f"{self._p(n.left, SUM, lu)} {op} {self._p(n.right, TERM, lu)}", SUM
+            return f"{self._p(n.left, Prec.SUM, lu)} {op} {self._p(n.right, Prec.TERM, lu)}", Prec.SUM
         if op in ("*", "/"):
-            return f"{self._p(n.left, TERM)} {op} {self._p(n.right, NEG)}", TERM
+            return f"{self._p(n.left, Prec.TERM)} {op} {self._p(n.right, Prec.NEG)}", Prec.TERM
         raise TypeError(n)  # pragma: no cover
 
 
 # Node type -> its printer (Printer._node): each returns the text and its precedence.
 _PRINTERS = {
     ir.Num: Printer._num,
-    ir.Event: lambda self, n, lu: (self.events[n.key], ATOM),
-    ir.Const: lambda self, n, lu: (self.consts[n.key], ATOM),
+    ir.Event: lambda self, n, lu: (self.events[n.key], Prec.ATOM),
+    ir.Const: lambda self, n, lu: (self.consts[n.key], Prec.ATOM),
     ir.Ref: Printer._ref,
-    ir.Interval: lambda self, n, lu: ("interval", ATOM),
+    ir.Interval: lambda self, n, lu: ("interval", Prec.ATOM),
     ir.Neg: Printer._neg,
-    ir.Not: lambda self, n, lu: ("not " + self._p(n.operand, NOT), NOT),
-    ir.Truth: lambda self, n, lu: (f"{self._p(n.operand, SUM)} != {self._zero(self.unit(n.operand))}", CMP),
-    ir.BoolNum: lambda self, n, lu: (f"1 if {self._p(n.cond, OR)} else 0", IF),
+    ir.Not: lambda self, n, lu: ("not " + self._p(n.operand, Prec.NOT), Prec.NOT),
+    ir.Truth: lambda self, n, lu: (f"{self._p(n.operand, Prec.SUM)} != {self._zero(self.unit(n.operand))}", Prec.CMP),
+    ir.BoolNum: lambda self, n, lu: (f"1 if {self._p(n.cond, Prec.OR)} else 0", Prec.IF),
     ir.If: Printer._if,
     ir.Call: Printer._call,
-    ir.Rollup: lambda self, n, lu: (f"{n.fn}({self._p(n.arg, IF)})", ATOM),
+    ir.Rollup: lambda self, n, lu: (f"{n.fn}({self._p(n.arg, Prec.IF)})", Prec.ATOM),
     ir.SafeDiv: Printer._safe_div,
     ir.Bin: Printer._bin,
 }
