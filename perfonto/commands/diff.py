@@ -32,19 +32,13 @@ def cmd_diff(args) -> int:
             f"signals renamed ({len(s['renamed'])}): "
             + (", ".join(f"{r['from']} -> {r['to']}" for r in s["renamed"]) or "-")
         )
-        print(f"signals changed ({len(s['changed'])}):")
-        for c in s["changed"]:
-            print(f"  {c['signal']}: {c['field']} {c['old']} -> {c['new']}")
-        print(f"spec constants changed ({len(doc['spec'])}):")
-        for c in doc["spec"]:
-            print(f"  {c['constant']}: {c['old'] or '-'} -> {c['new'] or '-'}")
+        _section("signals changed", s["changed"], lambda c: f"{c['signal']}: {c['field']} {c['old']} -> {c['new']}")
+        _section(
+            "spec constants changed", doc["spec"], lambda c: f"{c['constant']}: {c['old'] or '-'} -> {c['new'] or '-'}"
+        )
         m = doc["metrics"]
-        print(f"metrics that become unavailable ({len(m['became_unavailable'])}):")
-        for x in m["became_unavailable"]:
-            print(f"  {x['metric']}: {x['reason']}")
-        print(f"metrics whose meaning changes ({len(m['changed'])}):")
-        for x in m["changed"]:
-            print(f"  {x['metric']}: {'; '.join(x['why'])}")
+        _section("metrics that become unavailable", m["became_unavailable"], lambda x: f"{x['metric']}: {x['reason']}")
+        _section("metrics whose meaning changes", m["changed"], lambda x: f"{x['metric']}: {'; '.join(x['why'])}")
         for e in doc["errors"]:
             print(f"error: {e}")
         print(
@@ -52,3 +46,10 @@ def cmd_diff(args) -> int:
             f"({len(doc['errors'])} policy error(s): stable signals may change only through deprecation)"
         )
     return 1 if doc["errors"] else 0
+
+
+def _section(title: str, entries: list, line) -> None:
+    """``title (n):``, then ``line(entry)`` indented for each entry."""
+    print(f"{title} ({len(entries)}):")
+    for e in entries:
+        print(f"  {line(e)}")
