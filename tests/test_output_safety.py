@@ -185,25 +185,22 @@ def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, args, n
 
     out = tmp_path / name
     env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
-    first = subprocess.run(
-        [sys.executable, "-m", "perfonto", *args, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+
+    def perfonto(**kw):
+        return subprocess.run(
+            [sys.executable, "-m", "perfonto", *args, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+            **kw,
+        )
+
+    first = perfonto()
     assert first.returncode == 0, first.stderr[-2000:]
     before = _snapshot(tmp_path)
-    small = subprocess.run(
-        [sys.executable, "-m", "perfonto", *args, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-        preexec_fn=_with_small_disk(600),
-    )
+    small = perfonto(preexec_fn=_with_small_disk(600))
     assert small.returncode == 1, small.stderr[-2000:]
     assert "Traceback" not in small.stderr and f"{out}" in small.stderr.split("error:")[-1], small.stderr[-1500:]
     assert _snapshot(tmp_path) == before  # the old output byte for byte, and no temporary left beside it

@@ -42,15 +42,22 @@ def test_two_concurrent_runs_into_one_folder(tmp_path):
     assert not list(tmp_path.glob(".X.*"))  # no temporary folder or lock left behind
 
 
-def test_interrupted_run_leaves_no_folder(tmp_path):
-    out = tmp_path / "Y"
+def _interrupted_run(tmp_path, name, sig, settle_s=0.0):
+    """``perfonto run --duration 20s --out tmp_path/name``, sent ``sig`` once its temporary folder is there
+    (and ``settle_s`` later); returns the finished process and the output path."""
+    out = tmp_path / name
     p = _popen(["run", "--duration", "20s", "--out", str(out)], tmp_path)
     deadline = time.time() + 120
-    while time.time() < deadline and not list(tmp_path.glob(".Y.tmp-*")):
+    while time.time() < deadline and not list(tmp_path.glob(f".{name}.tmp-*")):
         time.sleep(0.05)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
+    time.sleep(settle_s)
+    p.send_signal(sig)
     p.communicate(timeout=120)
+    return p, out
+
+
+def test_interrupted_run_leaves_no_folder(tmp_path):
+    p, out = _interrupted_run(tmp_path, "Y", signal.SIGINT, settle_s=0.5)
     assert p.returncode != 0
     assert not out.exists() and not list(tmp_path.glob(".Y*"))
     assert main(["analyze", str(out), "--out", str(tmp_path / "z")]) == 1
@@ -58,13 +65,7 @@ def test_interrupted_run_leaves_no_folder(tmp_path):
 
 
 def test_sigterm_cleans_up_too(tmp_path):
-    out = tmp_path / "T"
-    p = _popen(["run", "--duration", "20s", "--out", str(out)], tmp_path)
-    deadline = time.time() + 120
-    while time.time() < deadline and not list(tmp_path.glob(".T.tmp-*")):
-        time.sleep(0.05)
-    p.send_signal(signal.SIGTERM)
-    p.communicate(timeout=120)
+    _, out = _interrupted_run(tmp_path, "T", signal.SIGTERM)
     assert not out.exists() and not list(tmp_path.glob(".T*"))
 
 
