@@ -30,19 +30,14 @@ def _records(r):
     return t, {c: t.column(c).to_pylist() for c in t.column_names}
 
 
+def _sohu_8b(out_dir, chips=1, **kw):
+    """Llama-3-8B on Sohu, sampled every 5 ms."""
+    return emulator.run("sohu", model="llama3-8b", chips=chips, sample_period_s=0.005, out_dir=out_dir, **kw)
+
+
 def test_offline_drained_run_has_every_token(tmp_path):
     R, isl, osl = 12, 256, 9
-    r = emulator.run(
-        "sohu",
-        model="llama3-8b",
-        chips=1,
-        duration_s=0.3,
-        sample_period_s=0.005,
-        isl=isl,
-        osl=osl,
-        num_requests=R,
-        out_dir=tmp_path,
-    )
+    r = _sohu_8b(tmp_path, duration_s=0.3, isl=isl, osl=osl, num_requests=R)
     t, c = _records(r)
     assert t.column_names == COLUMNS and t.num_rows == R
     assert c["output_tokens"] == [osl] * R and c["input_tokens"] == [isl] * R
@@ -91,17 +86,7 @@ def test_unfinished_run_still_writes_records(tmp_path):
 
 
 def test_online_records_within_the_run(tmp_path):
-    r = emulator.run(
-        "sohu",
-        model="llama3-8b",
-        chips=1,
-        duration_s=0.5,
-        sample_period_s=0.005,
-        isl=128,
-        osl=16,
-        rate=200.0,
-        out_dir=tmp_path,
-    )
+    r = _sohu_8b(tmp_path, duration_s=0.5, isl=128, osl=16, rate=200.0)
     t, c = _records(r)
     arr = np.array(c["arrival_time"])
     assert t.num_rows > 50 and (arr <= 0.5).all() and (np.diff(arr) > 0).all()
@@ -115,18 +100,7 @@ def test_online_records_within_the_run(tmp_path):
 
 
 def test_ranks_are_copies(tmp_path):
-    r = emulator.run(
-        "sohu",
-        model="llama3-8b",
-        chips=2,
-        mapping=Mapping(tp=1, dp=2),
-        duration_s=0.2,
-        sample_period_s=0.005,
-        isl=128,
-        osl=8,
-        num_requests=8,
-        out_dir=tmp_path,
-    )
+    r = _sohu_8b(tmp_path, chips=2, mapping=Mapping(tp=1, dp=2), duration_s=0.2, isl=128, osl=8, num_requests=8)
     t, c = _records(r)
     assert t.num_rows == 8 and sorted(set(c["rank"])) == [0, 1]
     assert sum(c["output_tokens"]) == r.ground_truth["output_tokens"] == 8 * 8
