@@ -11,6 +11,7 @@ reads bytes itself.
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import os
@@ -255,13 +256,18 @@ def perf_seeds() -> list[bytes]:
                     "ScaleUnit": "1GB/s",
                     "BriefDescription": "peak [assumed: x]",
                 },
+                # PerPkg: a per-package axis (issue 27), on a metric and on an event definition
+                {"MetricName": "df", "MetricExpr": "dram_0 + dram_1 / source_count(dram_1)", "PerPkg": "1"},
+                {"EventName": "l3_hit", "Unit": "L3PMC", "PerPkg": "1", "BriefDescription": "L3 hits"},
+                {"MetricName": "l3", "MetricExpr": "l3_hit / duration_time", "ScaleUnit": "3e-5MiB"},
             ]
         )
     ]
-    real = _real("perf_arm64_neoverse-n2-v2_metrics.json")
-    if real:
-        doc = json.loads(real)
-        out += [_small_json(doc[i : i + 6]) for i in range(0, len(doc), 6)]
+    for name in ("perf_arm64_neoverse-n2-v2_metrics.json", "perf_x86_amdzen3_recommended.json"):
+        real = _real(name)
+        if real:
+            doc = json.loads(real)
+            out += [_small_json(doc[i : i + 6]) for i in range(0, len(doc), 6)]
     return out
 
 
@@ -426,13 +432,27 @@ def perfstat_seeds() -> list[bytes]:
     return [f.read_bytes() for f in sorted((ROOT / "tests" / "fixtures" / "perf").iterdir()) if f.is_file()]
 
 
-def perfstat_run(data: bytes) -> None:
-    """Read one `perf stat` output (CSV or report) into the collector format of the shipped linux catalog."""
-    from perfonto.capture.perf_stat import perf_capture
+def _capture(module: str, reader: str, file: str, catalog: str, doc: str, **options):
+    """A target that writes its input to ``TMP / file`` and reads it with
+    ``perfonto.capture.<module>.<reader>`` against the shipped catalog ``catalog`` (``options`` passed on)."""
 
-    p = TMP / "perf.csv"
-    p.write_bytes(data)
-    perf_capture(p, _shipped("linux"), [])
+    def run(data: bytes) -> None:
+        read = getattr(importlib.import_module(f"perfonto.capture.{module}"), reader)
+        p = TMP / file
+        p.write_bytes(data)
+        read(p, _shipped(catalog), [], **options)
+
+    run.__doc__ = doc
+    return run
+
+
+perfstat_run = _capture(
+    "perf_stat",
+    "perf_capture",
+    "perf.csv",
+    "linux",
+    "Read one `perf stat` output (CSV or report) into the collector format of the shipped linux catalog.",
+)
 
 
 def openmetrics_seeds() -> list[bytes]:
@@ -442,13 +462,13 @@ def openmetrics_seeds() -> list[bytes]:
     ]
 
 
-def openmetrics_run(data: bytes) -> None:
-    """Read one file of time-stamped OpenMetrics/Prometheus samples against the shipped node catalog."""
-    from perfonto.capture.openmetrics import openmetrics_capture
-
-    p = TMP / "scrapes.om"
-    p.write_bytes(data)
-    openmetrics_capture(p, _shipped("node"), [])
+openmetrics_run = _capture(
+    "openmetrics",
+    "openmetrics_capture",
+    "scrapes.om",
+    "node",
+    "Read one file of time-stamped OpenMetrics/Prometheus samples against the shipped node catalog.",
+)
 
 
 def _fixtures(folder: str) -> list[bytes]:
@@ -459,39 +479,40 @@ def dcgm_dmon_seeds() -> list[bytes]:
     return _fixtures("dcgm-dmon")
 
 
-def dcgm_dmon_run(data: bytes) -> None:
-    """Read one `dcgmi dmon` output against the shipped dcgm catalog (capture/dcgm_dmon.py)."""
-    from perfonto.capture.dcgm_dmon import dmon_capture
-
-    p = TMP / "dmon.txt"
-    p.write_bytes(data)
-    dmon_capture(p, _shipped("dcgm"), [], sample_period_ns=100_000_000)
+dcgm_dmon_run = _capture(
+    "dcgm_dmon",
+    "dmon_capture",
+    "dmon.txt",
+    "dcgm",
+    "Read one `dcgmi dmon` output against the shipped dcgm catalog (capture/dcgm_dmon.py).",
+    sample_period_ns=100_000_000,
+)
 
 
 def ncu_seeds() -> list[bytes]:
     return _fixtures("ncu")
 
 
-def ncu_run(data: bytes) -> None:
-    """Read one `ncu --csv --page raw` export against the shipped ncu catalog (capture/ncu.py)."""
-    from perfonto.capture.ncu import ncu_capture
-
-    p = TMP / "ncu.csv"
-    p.write_bytes(data)
-    ncu_capture(p, _shipped("ncu"), [])
+ncu_run = _capture(
+    "ncu",
+    "ncu_capture",
+    "ncu.csv",
+    "ncu",
+    "Read one `ncu --csv --page raw` export against the shipped ncu catalog (capture/ncu.py).",
+)
 
 
 def rocprof_csv_seeds() -> list[bytes]:
     return _fixtures("rocprof-csv")
 
 
-def rocprof_csv_run(data: bytes) -> None:
-    """Read one rocprofv3 counter_collection.csv against the shipped rocprof catalog (capture/rocprof.py)."""
-    from perfonto.capture.rocprof import rocprof_capture
-
-    p = TMP / "counter_collection.csv"
-    p.write_bytes(data)
-    rocprof_capture(p, _shipped("rocprof"), [])
+rocprof_csv_run = _capture(
+    "rocprof",
+    "rocprof_capture",
+    "counter_collection.csv",
+    "rocprof",
+    "Read one rocprofv3 counter_collection.csv against the shipped rocprof catalog (capture/rocprof.py).",
+)
 
 
 def paths_seeds() -> list[bytes]:
