@@ -84,35 +84,15 @@ def test_spec_override_is_a_derived_generation_not_a_patch():
 
 def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys):
     argv = [
-        "sweep",
-        "--model",
-        "llama-3.1-8b",
-        "--chips",
-        "1",
-        "--isl",
-        "128",
-        "--osl",
-        "256",
-        "--concurrency",
-        "32",
-        "--requests",
-        "64",
-        "--vary",
-        "spec.hbm.peak_bandwidth=4,8TB/s",
-        "--vary",
-        "isl=64,128",
-        "--jobs",
-        "1",
-        "--cache",
-        str(tmp_path / "c"),
+        *"sweep --model llama-3.1-8b --chips 1 --osl 256 --concurrency 32 --requests 64 --jobs 1".split(),
+        *"--vary spec.hbm.peak_bandwidth=4,8TB/s --vary isl=64,128".split(),
+        *["--cache", str(tmp_path / "c")],
     ]
-    assert (
-        main(
-            [a for a in argv if a not in ("--isl", "128")]
-            + ["--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "f.png"), "--json"]
-        )
-        == 0
-    )
+
+    def sweep(table, plot):
+        return main([*argv, "--out", str(tmp_path / table), "--plot", str(tmp_path / plot), "--json"])
+
+    assert sweep("t.csv", "f.png") == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["points"]) == 4 and doc["cache"]["hits"] == 0
     t = pcsv.read_csv(tmp_path / "t.csv")
@@ -120,13 +100,7 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys):
         t.column_names
     )
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (
-        main(
-            [a for a in argv if a not in ("--isl", "128")]
-            + ["--out", str(tmp_path / "t.parquet"), "--plot", str(tmp_path / "f.svg"), "--json"]
-        )
-        == 0
-    )
+    assert sweep("t.parquet", "f.svg") == 0
     again = json.loads(capsys.readouterr().out)
     assert again["cache"]["hits"] == 4 and again["points"] == doc["points"]
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 4 and b"<svg" in (tmp_path / "f.svg").read_bytes()[:400]
