@@ -432,8 +432,8 @@ def perfstat_seeds() -> list[bytes]:
     return [f.read_bytes() for f in sorted((ROOT / "tests" / "fixtures" / "perf").iterdir()) if f.is_file()]
 
 
-def _capture(module: str, reader: str, file: str, catalog: str, doc: str, **options):
-    """A target that writes its input to ``TMP / file`` and reads it with
+def _capture(module: str, reader: str, file: str, catalog: str, what: str, **options):
+    """A target that writes its input (``what``) to ``TMP / file`` and reads it with
     ``perfonto.capture.<module>.<reader>`` against the shipped catalog ``catalog`` (``options`` passed on)."""
 
     def run(data: bytes) -> None:
@@ -442,17 +442,11 @@ def _capture(module: str, reader: str, file: str, catalog: str, doc: str, **opti
         p.write_bytes(data)
         read(p, _shipped(catalog), [], **options)
 
-    run.__doc__ = doc
+    run.__doc__ = f"Read one {what} against the shipped {catalog} catalog (capture/{module}.py)."
     return run
 
 
-perfstat_run = _capture(
-    "perf_stat",
-    "perf_capture",
-    "perf.csv",
-    "linux",
-    "Read one `perf stat` output (CSV or report) into the collector format of the shipped linux catalog.",
-)
+perfstat_run = _capture("perf_stat", "perf_capture", "perf.csv", "linux", "`perf stat` output (CSV or report)")
 
 
 def openmetrics_seeds() -> list[bytes]:
@@ -463,11 +457,7 @@ def openmetrics_seeds() -> list[bytes]:
 
 
 openmetrics_run = _capture(
-    "openmetrics",
-    "openmetrics_capture",
-    "scrapes.om",
-    "node",
-    "Read one file of time-stamped OpenMetrics/Prometheus samples against the shipped node catalog.",
+    "openmetrics", "openmetrics_capture", "scrapes.om", "node", "file of time-stamped OpenMetrics/Prometheus samples"
 )
 
 
@@ -480,12 +470,7 @@ def dcgm_dmon_seeds() -> list[bytes]:
 
 
 dcgm_dmon_run = _capture(
-    "dcgm_dmon",
-    "dmon_capture",
-    "dmon.txt",
-    "dcgm",
-    "Read one `dcgmi dmon` output against the shipped dcgm catalog (capture/dcgm_dmon.py).",
-    sample_period_ns=100_000_000,
+    "dcgm_dmon", "dmon_capture", "dmon.txt", "dcgm", "`dcgmi dmon` output", sample_period_ns=100_000_000
 )
 
 
@@ -493,13 +478,7 @@ def ncu_seeds() -> list[bytes]:
     return _fixtures("ncu")
 
 
-ncu_run = _capture(
-    "ncu",
-    "ncu_capture",
-    "ncu.csv",
-    "ncu",
-    "Read one `ncu --csv --page raw` export against the shipped ncu catalog (capture/ncu.py).",
-)
+ncu_run = _capture("ncu", "ncu_capture", "ncu.csv", "ncu", "`ncu --csv --page raw` export")
 
 
 def rocprof_csv_seeds() -> list[bytes]:
@@ -507,11 +486,7 @@ def rocprof_csv_seeds() -> list[bytes]:
 
 
 rocprof_csv_run = _capture(
-    "rocprof",
-    "rocprof_capture",
-    "counter_collection.csv",
-    "rocprof",
-    "Read one rocprofv3 counter_collection.csv against the shipped rocprof catalog (capture/rocprof.py).",
+    "rocprof", "rocprof_capture", "counter_collection.csv", "rocprof", "rocprofv3 counter_collection.csv"
 )
 
 
