@@ -227,9 +227,7 @@ def _signal_items(gen, prefix: str, named, skipped: dict[str, str], axes: dict[s
         full = named(name)
         if full is None:
             continue
-        sig_axes = [f"{s.block}.{a}" for a, _ in s.axes]
-        for (a, n), full_axis in zip(s.axes, sig_axes):
-            axes[full_axis] = n
+        sig_axes = _block_axes(s.block, s.axes, axes)
         signals.append(_signal_item(gen, name, full, s, sig_axes, prefix))
     return signals
 
@@ -273,6 +271,16 @@ def _signal_item(gen, name: str, full: str, s, sig_axes: list[str], prefix: str)
     return item
 
 
+def _block_axes(block: str, instance_axes, axes: dict[str, int]) -> list[str]:
+    """The full names (``<block>.<axis>``) of an instrument's instance axes, each added to ``axes``
+    with its size."""
+    names = []
+    for a, n in instance_axes:
+        axes[f"{block}.{a}"] = n
+        names.append(f"{block}.{a}")
+    return names
+
+
 def _field_items(gen, prefix: str, named, axes: dict[str, int]) -> list[dict]:
     """One gauge per packed-register field (its block's instance axes added to `axes`)."""
     out = []
@@ -280,9 +288,7 @@ def _field_items(gen, prefix: str, named, axes: dict[str, int]) -> list[dict]:
         full = named(name)
         if full is None:
             continue
-        f_axes = [f"{f.block}.{a}" for a, _ in f.axes]
-        for (a, n), full_axis in zip(f.axes, f_axes):
-            axes[full_axis] = n
+        f_axes = _block_axes(f.block, f.axes, axes)
         u = export_unit(gen.registry, f.unit)
         out.append(
             {
