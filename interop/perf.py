@@ -510,8 +510,10 @@ class _Reader:
         left = num(t.left)
         count = self._call(t.right, pmu, num)
         inner = _unsum(left)
-        if inner is not None and count.value > 1:
-            blocks = {self.cat.events[k].block for k in ir.leaves(inner, ir.Event)}
+        keys = ir.leaves(inner, ir.Event) if inner is not None else set()
+        by_data = any(n == "from_data" for k in keys if k in self.cat.events for n in self.cat.events[k].axes.values())
+        if inner is not None and (count.value > 1 or by_data):  # by_data: as many packages as the capture has
+            blocks = {self.cat.events[k].block for k in keys}
             if len(blocks) == 1:
                 return ir.Rollup("avg", inner)
         return ir.Bin("/", left, count)

@@ -323,3 +323,37 @@ def test_perpkg_is_a_package_axis_that_per_socket_output_reads(tmp_path, capsys,
     # 1000+3000+10+30+7+0+5+6 + 2000+4000+20+40+1+2+3+4 = 10128 bytes' worth of events, × perf's ScaleUnit 3e-5
     assert got["all_remote_links_outbound"]["value"] == pytest.approx(10128 * 3e-5, rel=1e-12)
     assert got["nps1_die_to_dram"]["unavailable"].startswith("not in the dump: cpu_package.dram_channel")
+
+
+def test_perpkg_mean_over_packages_and_perpkg_event_definitions(tmp_path, capsys):
+    """perf's `x / source_count(x)` over a PerPkg event is the mean over the packages summed into `x`: `avg`
+    over the `package` axis; PerPkg on an event definition puts the event on that axis, for any metric
+    that reads it. Values by hand from the --per-socket CSV below (two sockets, one interval)."""
+    from perfonto.cli import main
+
+    _, report = _one(
+        tmp_path,
+        [
+            {"MetricName": "df", "MetricExpr": "dram_0 + dram_1 / source_count(dram_1)", "PerPkg": "1"},
+            {"EventName": "l3_hit", "PerPkg": "1", "BriefDescription": "L3 hits"},
+            {"MetricName": "l3", "MetricExpr": "l3_hit / 2"},
+        ],
+    )
+    assert report.ok, report.render()
+    text = report.generations[0].metrics_path.read_text()
+    assert "avg(cpu_package.dram_1)" in text and "sum(cpu_package.l3_hit)" in text
+    csv = tmp_path / "perf.csv"
+    counts = {"S0": (100, 40, 6), "S1": (300, 80, 10)}  # dram_0, dram_1, l3_hit per socket
+    csv.write_text(
+        "".join(
+            f"1.000100000,{s},8,{v},,{ev},1000000,100.00,,\n"
+            for s, vs in counts.items()
+            for ev, v in zip(("dram_0", "dram_1", "l3_hit"), vs)
+        )
+    )
+    capsys.readouterr()
+    argv = ["analyze", str(csv), "--catalog", str(tmp_path / "out"), "--no-library", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["metrics"]
+    assert got["df"]["value"] == pytest.approx((100 + 300) + (40 + 80) / 2, rel=1e-12)
+    assert got["l3"]["value"] == pytest.approx((6 + 10) / 2, rel=1e-12)
