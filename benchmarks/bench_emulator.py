@@ -46,6 +46,18 @@ def measure(chips: int, duration: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _scaling(xs, run, units):
+    """For each ``x`` of ``xs``: ``(x, run(x), wall s per unit, that over the first x's, marginal wall s
+    per added x since the previous one (None for the first))``, ``units(x)`` the units of work at ``x``."""
+    ref, prev = None, None
+    for x in xs:
+        m = run(x)
+        per = m["wall_s"] / units(x)
+        ref = ref or per
+        yield x, m, per, per / ref, (m["wall_s"] - prev[1]) / (x - prev[0]) if prev else None
+        prev = (x, m["wall_s"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="shorter runs (7.5, 15, 30 s; 7.5 s for the chip sweep)")
@@ -64,30 +76,19 @@ def main() -> None:
     )
 
     print("linearity in simulated time (8 chips):")
-    ref, prev = None, None
-    for d in durations:
-        m = measure(8, d)
-        per = m["wall_s"] / d
-        ref = ref or per
-        slope = f", marginal {(m['wall_s'] - prev[1]) / (d - prev[0]):.4f} s per added simulated s" if prev else ""
+    for d, m, per, ratio, marginal in _scaling(durations, lambda d: measure(8, d), lambda d: d):
+        slope = f", marginal {marginal:.4f} s per added simulated s" if marginal is not None else ""
         print(
-            f"  {d:5.1f} s simulated: {m['wall_s']:6.2f} s wall, {per:.4f} s per simulated s, ratio {per / ref:.2f}, "
+            f"  {d:5.1f} s simulated: {m['wall_s']:6.2f} s wall, {per:.4f} s per simulated s, ratio {ratio:.2f}, "
             f"{m['max_rss_gb']:.2f} GB{slope}"
         )
-        prev = (d, m["wall_s"])
 
     print(f"linearity in chips ({base:g} s simulated):")
-    ref, prev = None, None
-    for c in (1, 2, 4, 8):
-        m = measure(c, base)
-        per = m["wall_s"] / (c * base)
-        ref = ref or per
-        slope = f", marginal {(m['wall_s'] - prev[1]) / (c - prev[0]):.3f} s per added chip" if prev else ""
+    for c, m, per, ratio, marginal in _scaling((1, 2, 4, 8), lambda c: measure(c, base), lambda c: c * base):
+        slope = f", marginal {marginal:.3f} s per added chip" if marginal is not None else ""
         print(
-            f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio "
-            f"{per / ref:.2f}{slope}"
+            f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {ratio:.2f}{slope}"
         )
-        prev = (c, m["wall_s"])
 
     from perfonto.emulator.calibration import load_rows, prepare
     from perfonto.emulator.project import project
