@@ -9,6 +9,7 @@ generations per workload, with the ratio and the assumption that drives it.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from .knobs import KnobError
@@ -30,6 +31,18 @@ def _check(path) -> Path:
     if p.suffix.lower() not in (".png", ".svg"):
         raise KnobError(f"{p}: plots are written as .png or .svg, not {p.suffix or 'a file without extension'}")
     return p
+
+
+@contextmanager
+def _figure(p: Path, panels: int, figsize: tuple, **kw):
+    """A figure of ``panels`` panels, one above the other (its axes are what ``with`` gives); once
+    drawn, laid out, written to ``p`` and closed."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(panels, 1, figsize=figsize, **kw)
+    yield axes
+    fig.tight_layout()
+    fig.savefig(p)
+    plt.close(fig)
 
 
 def _label(v) -> str:
@@ -147,20 +160,16 @@ def sweep_figure(result, path) -> Path:
         OSError: the file cannot be written.
     """
     p = _check(path)
-    plt = _pyplot()
     knobs = result.knobs
     xi = next((i for i, k in enumerate(knobs) if all(isinstance(v, (int, float)) for v in k.values)), 0)
     x = knobs[xi]
     numeric = all(isinstance(v, (int, float)) for v in x.values)
     others = [k for i, k in enumerate(knobs) if i != xi]
-    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True, gridspec_kw={"height_ratios": [3, 3, 2, 1]})
-    _plot_series(axes, result, x, numeric, others)
-    _mark_crossings(axes, result.crossings, x, numeric)
-    _label_panels(axes, result.rows)
-    _x_axis(axes[3], x, numeric)
-    fig.tight_layout()
-    fig.savefig(p)
-    plt.close(fig)
+    with _figure(p, 4, (8, 10), sharex=True, gridspec_kw={"height_ratios": [3, 3, 2, 1]}) as axes:
+        _plot_series(axes, result, x, numeric, others)
+        _mark_crossings(axes, result.crossings, x, numeric)
+        _label_panels(axes, result.rows)
+        _x_axis(axes[3], x, numeric)
     return p
 
 
@@ -180,9 +189,15 @@ def compare_figure(cmp, path) -> Path:
         OSError: the file cannot be written.
     """
     p = _check(path)
-    plt = _pyplot()
     n = len(cmp.entries)
-    fig, axes = plt.subplots(2, 1, figsize=(max(6, 2.2 * n + 2), 7))
+    with _figure(p, 2, (max(6, 2.2 * n + 2), 7)) as axes:
+        _draw_comparison(axes, cmp, n)
+    return p
+
+
+def _draw_comparison(axes, cmp, n: int) -> None:
+    """Tokens/s and ITL p50 of both generations, side by side per workload, with the ratio and the
+    assumption that moves it most above each pair."""
     labels = [
         "\n".join(f"{k}={_label(v)}" for k, v in sorted(e["workload"].items()) if k not in ("requests",))
         for e in cmp.entries
@@ -216,10 +231,6 @@ def compare_figure(cmp, path) -> Path:
             )
     axes[0].set_title(f"{cmp.b} vs {cmp.a}: ratio and the assumption that moves it most", fontsize=9)
     axes[0].margins(y=0.25)
-    fig.tight_layout()
-    fig.savefig(p)
-    plt.close(fig)
-    return p
 
 
 __all__ = ["compare_figure", "sweep_figure"]
