@@ -27,6 +27,22 @@ blocks:
 """
 
 
+def one_block_yaml(generation: str, signals: str, *, block: str = "b", instances: str = "", extends: str = "") -> str:
+    """A generation of one block on a 1 GHz clock whose signals are the YAML lines ``signals`` (indented six
+    spaces); ``instances``: the block's instance axes (a flow map), ``extends``: its parent generation. Without
+    either, the first signal stands on line 10."""
+    return (
+        f"generation: {generation}\n"
+        + (f"extends: {extends}\n" if extends else "")
+        + "description: a test generation\n"
+        "clock_domains:\n"
+        "  core: {frequency: {value: 1, unit: GHz, provenance: assumed, source: test}}\n"
+        f"blocks:\n  {block}:\n    description: a block\n    clock: core\n"
+        + (f"    instances: {instances}\n" if instances else "")
+        + f"    signals:\n{signals}"
+    )
+
+
 def analyze(capsys, path, out, *extra) -> tuple[int, dict]:
     """``perfonto analyze PATH --out OUT --json EXTRA…`` in this process: its exit code and its JSON
     document (``capsys``: the test's, emptied first)."""

@@ -8,23 +8,13 @@ from perfonto.cli import main
 from perfonto.codegen.c_header import generate_header
 from perfonto.ontology.loader import load_generation
 
-HEAD = """generation: NAME
-description: ABI test generation
-clock_domains:
-  core: {frequency: {value: 1, unit: GHz, provenance: assumed, source: test}}
-blocks:
-  b:
-    description: a block
-    clock: core
-    signals:
-"""
+from helpers import one_block_yaml
+
 SIG = '      {name}: {{kind: counter, unit: event, width: 32, description: "counter {name}"{extra}}}\n'
 
 
 def _gen(tmp_path, name, sigs, extends=None):
-    text = HEAD.replace("NAME", name) + "".join(SIG.format(name=s, extra=e) for s, e in sigs)
-    if extends:
-        text = text.replace("description: ABI", f"extends: {extends}\ndescription: ABI")
+    text = one_block_yaml(name, "".join(SIG.format(name=s, extra=e) for s, e in sigs), extends=extends or "")
     p = tmp_path / f"{name}.yaml"
     p.write_text(text)
     return p

@@ -17,7 +17,7 @@ from perfonto.capture.dump import DumpError
 from perfonto.ontology import load_generation
 from test_differential_backends import BACKENDS, PERIOD, _compile, run_backends
 from test_differential_rules import SIGS
-from helpers import MEM8_YAML
+from helpers import MEM8_YAML, one_block_yaml
 
 BASE = (
     MEM8_YAML
@@ -260,22 +260,6 @@ def test_counter_without_its_unit_register_is_left_out(gens):
     assert "power.pkg_energy" in dump.absent and any("power.rapl_unit.energy" in n for n in dump.notes)
 
 
-def _block_c(generation: str, description: str, signals: str) -> str:
-    """A generation of one block ``c`` on a 1 GHz clock whose signals are the YAML lines ``signals``
-    (indented six spaces); its first signal stands on line 10."""
-    return f"""\
-generation: {generation}
-description: {description}
-clock_domains:
-  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
-blocks:
-  c:
-    description: c
-    clock: core
-    signals:
-{signals}"""
-
-
 @pytest.mark.parametrize(
     "text,scale,modulus",
     [
@@ -288,10 +272,10 @@ def test_wrap_range_is_exact_past_a_doubles_precision(tmp_path, text, scale, mod
     """A wrap range is a whole number of raw counts and is read exactly, not through a float."""
     p = tmp_path / "g.yaml"
     p.write_text(
-        _block_c(
+        one_block_yaml(
             "big",
-            "a range past 2^53",
             f"      x: {{kind: counter, unit: B, scale: {scale}, width: 64, wrap_range: {text}, description: x}}\n",
+            block="c",
         )
     )
     gen, diags = load_generation(p)
@@ -314,14 +298,14 @@ BAD = [
 
 @pytest.mark.parametrize("extra,kind,code,text", BAD, ids=[b[0] for b in BAD])
 def test_bad_declarations_are_located_diagnostics(tmp_path, extra, kind, code, text):
-    y = _block_c(
+    y = one_block_yaml(
         "bad",
-        "bad declarations",
         f"""\
       x: {{kind: {kind}, unit: event, width: 32, description: x, {extra}}}
       unit: {{kind: packed, width: 16, description: unit register,
               fields: {{esu: {{bits: [8, 12], description: esu}}}}}}
 """,
+        block="c",
     )
     p = tmp_path / "bad.yaml"
     p.write_text(y)

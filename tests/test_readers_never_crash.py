@@ -24,20 +24,11 @@ from perfonto.capture.dump import DumpError, read_counters
 from perfonto.ontology.loader import load_generation
 from perfonto.ontology.yaml_source import read_yaml
 
+from helpers import one_block_yaml
+
 LONG = "n" * 300  # past NAME_MAX (255) of every common file system
 
-GEN = """generation: g
-description: a test generation
-clock_domains:
-  core: {frequency: {value: 1, unit: GHz, provenance: assumed, source: test}}
-blocks:
-  b:
-    description: a block
-    clock: core
-    instances: INSTANCES
-    signals:
-      c: {kind: counter, unit: event, width: 32, description: "a counter of events"}
-"""
+COUNTER = '      c: {kind: counter, unit: event, width: 32, description: "a counter of events"}\n'
 
 
 def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -54,7 +45,7 @@ def test_yaml_integer_past_pythons_digit_limit(tmp_path, capsys):
     assert d.code == "yaml-unsupported" and (d.span.line, d.span.col) == (2, 8) and "5000 digits" in d.message
     cat = tmp_path / "cat"
     cat.mkdir()
-    (cat / "g.yaml").write_text(GEN.replace("INSTANCES", "{x: " + "1" * 5000 + "}"))
+    (cat / "g.yaml").write_text(one_block_yaml("g", COUNTER, instances="{x: " + "1" * 5000 + "}"))
     assert main(["check", "--catalog", str(cat)]) == 1
     out = capsys.readouterr().out
     assert f"{cat / 'g.yaml'}:9:20:" in out and "yaml-unsupported" in out and "internal error" not in out
@@ -62,7 +53,9 @@ def test_yaml_integer_past_pythons_digit_limit(tmp_path, capsys):
 
 def test_instance_axes_that_overflow_the_c_header(tmp_path, capsys):
     p = tmp_path / "g.yaml"
-    p.write_text(GEN.replace("INSTANCES", "{x: 1000000, y: 1000000, z: 1000000}"))  # 1e18 registers > uint32_t
+    p.write_text(
+        one_block_yaml("g", COUNTER, instances="{x: 1000000, y: 1000000, z: 1000000}")
+    )  # 1e18 registers > uint32_t
     gen, diags = load_generation(p)
     assert gen is None and [d.code for d in diags] == ["instances"]
     assert diags[0].span.line == 9 and "1,000,000,000,000,000,000 instances" in diags[0].message
