@@ -1,5 +1,6 @@
 """Across-chips rules of the typer (``metrics.infer``): which metrics are clock rates (the mean over
-chips at server level, never their sum) and which divide a per-chip time by a leader-counted count
+chips at server level, never their sum), which are shares (a percent: device-seconds over device-seconds,
+``is_share``) and which divide a per-chip time by a leader-counted count
 (``group_rule``: at server level the groups' times, ``metrics.levels.group_times``).
 
 Each function takes the ``Typer`` whose metric is being typed (its generation, registry, compiled
@@ -23,6 +24,17 @@ def is_frequency(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
         return True
     cyc = [k for k in dims if k.endswith("_cycle]")]
     return len(cyc) == 1 and dims == {cyc[0]: 1, "[time]": -1}
+
+
+def is_share(reg: pint.UnitRegistry, u: pint.Unit) -> bool:
+    """A percent: a share of something (of the time, of a capacity), never a total that adds across chips.
+
+    A per-chip share whose formula sums across chips — a time each chip measures over the window's
+    wall-clock time, ``busy_s / interval`` — would read C × its mean at server level (three chips half
+    busy: 150 %). The typer divides such a metric by the chip count, so that it is device-seconds over
+    device-seconds at every level (``Σ busy / (C × interval)``); a plain ratio (``[1]``, e.g. perf's
+    "CPUs utilized") stays a total, as perf prints it."""
+    return str(u) == "percent"
 
 
 def is_time(reg: pint.UnitRegistry, u: pint.Unit) -> bool:

@@ -40,7 +40,7 @@ from perfonto.ontology.resolved import Scope
 from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, is_rate, parse_unit
 
 from . import ir
-from .across_chips import group_check, is_frequency, reads_leader
+from .across_chips import group_check, is_frequency, is_share, reads_leader
 
 ROLLUPS = {"sum", "avg", "min", "max"}
 POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
@@ -192,7 +192,9 @@ class Typer:
             f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.qty)}",
         )
         node = t.node if f == 1.0 else self._mul_const(t.node, f)
-        if node.degree == 1 and is_frequency(self.reg, declared):  # a clock rate: the mean over chips, never their sum
+        if node.degree == 1 and (is_frequency(self.reg, declared) or is_share(self.reg, declared)):
+            # a clock rate or a share (a percent): the mean over chips, never their sum — a chip time over the
+            # window's wall-clock time is device-seconds over device-seconds at every level
             node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1)), node.axes, 0)
         if node.degree not in (0, 1):
             raise self.fail(

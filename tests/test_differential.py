@@ -198,12 +198,14 @@ def same_axes(draw, a: Term, b: Term) -> tuple[Term, Term]:
     return a, b
 
 
-def made_degree(t: Term) -> int:
-    """The chip degree a metric of formula ``t`` has where another metric reads it: the compiler's rule
-    (``metrics.infer``, ``metrics.across_chips.is_frequency``): a per-chip amount in a frequency unit
-    (core_cycle/s, 1/s) is a clock rate, its server value the mean over chips, so degree 0."""
+def made_degree(t: Term, unit: str = "") -> int:
+    """The chip degree a metric of formula ``t`` declared in ``unit`` has where another metric reads it:
+    the compiler's rule (``metrics.infer``, ``metrics.across_chips.is_frequency`` and ``is_share``): a
+    per-chip amount in a frequency unit (core_cycle/s, 1/s) is a clock rate, and one declared in percent
+    is a share (device-seconds over device-seconds); the server value of either is the mean over chips,
+    so degree 0."""
     frequency = t.dims == {"time": -1} or t.dims == {"core_cycle": 1, "time": -1}
-    return 0 if t.degree == 1 and frequency else t.degree
+    return 0 if t.degree == 1 and (frequency or unit == "percent") else t.degree
 
 
 @st.composite
@@ -230,7 +232,7 @@ def catalogs(draw, sigs: list[Sig]):
                 t = Term(f"({t.text} * {f.text})", dims, _unit_text(dims), t.degree + 1, t.axes)
         unit = "percent" if not t.dims and draw(st.booleans()) else t.unit
         lines.append(f'metric f{i} [{unit}] = {t.text}\n  "formula {i}"')
-        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", made_degree(t), t.axes))
+        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", made_degree(t, unit), t.axes))
     return "\n".join(lines) + "\n"
 
 
