@@ -77,6 +77,7 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
     from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
 
     from .compiler import compile_files, library_files
+    from .report_check import report_diagnostics
 
     notes: list[str] = []
     if catalog_dir is None:
@@ -140,7 +141,8 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
     graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
     found = _findings(graph, files, catalog_dir, notes)
-    return Catalog(gen, graph, diags + lint + graph.diagnostics + found, notes)
+    report = report_diagnostics(graph) if not graph.errors else []
+    return Catalog(gen, graph, diags + lint + graph.diagnostics + found + report, notes)
 
 
 def _findings(graph: MetricGraph, files: list[Path], catalog_dir, notes: list[str]) -> list[Diagnostic]:

@@ -96,6 +96,9 @@ CODES: dict[str, str] = {
     "finding-knob": "a finding rule's `remove` names a knob the emulator does not have",
     "finding-unknown-metric": "a finding rule names a metric the catalog does not define",
     "finding-share-unit": "a finding rule's `share` metric is not a percent or fraction of time",
+    # report declarations (`report:` in a generation's YAML)
+    "report-unknown-metric": "a generation's `report:` (headline, groups, per_chip) names a metric the catalog does "
+    "not define",
 }
 
 

@@ -3,7 +3,7 @@
 Rules (applied from the root of the chain down, one generation at a time):
 - mappings merge key by key, recursively (a child that writes ``blocks.hbm.instances.stack: 8``
   changes only that); any other value written by the child replaces the parent's, and so does a
-  signal's ``emulator`` binding as a whole (``emulator: null`` unbinds it);
+  signal's ``emulator`` binding as a whole (``emulator: null`` unbinds it), and so does ``report:``;
 - ``removed: [blk.sig, ...]`` deletes the parent's signals (recorded, so metrics that need them are
   reported unavailable with the reason);
 - ``renamed: {old: new}`` moves a signal to a new full name; the old name stays as a deprecated alias;
@@ -55,7 +55,10 @@ def _split(name: str) -> tuple[str, str] | None:
 
 def _replaced_whole(loc: tuple) -> bool:
     """Values a child replaces rather than merges: a signal's emulator binding (``blocks.<b>.signals.<s>.emulator``),
-    so that a child can change the kind of a binding or drop a term."""
+    so that a child can change the kind of a binding or drop a term; and the ``report:`` declaration, so that
+    a child's report is the one shown, not a mix of its and its parent's lists."""
+    if loc == ("report",):
+        return True
     return len(loc) == 5 and loc[0] == "blocks" and loc[2] == "signals" and loc[4] == "emulator"
 
 

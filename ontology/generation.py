@@ -20,6 +20,7 @@ from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _
 from . import kinds
 from .model import GenerationFile, ResetIndicatorKind
 from .signal_rules import check_signal
+from .report_decl import resolve_report
 from .spec_constants import resolve_constants
 from .resolved import (
     Generation,
@@ -80,6 +81,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         dict(lineage.removed),
         record_fields,
         records,
+        report=resolve_report(gf, src),
     )
     return gen, diags
 

@@ -408,6 +408,27 @@ class RecordType(_Model):
     )
 
 
+class ReportDecl(_Model):
+    """What the reports (terminal, HTML, ``report.json``) show of a catalog's metrics. Without it: every
+    metric that evaluated, grouped by block (``analysis.report_model``). A generation that extends another
+    inherits its parent's ``report:``; a child that writes one replaces it whole."""
+
+    headline: Annotated[list[DottedIdent], Strict()] = Field(
+        default_factory=list,
+        description="The server-level table's metrics, in this order (those that evaluated on the capture).",
+    )
+    groups: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=80)], Annotated[list[DottedIdent], Strict()]
+    ] = Field(
+        default_factory=dict,
+        description="Titled sections of the per-chip tables (terminal and HTML): `{title: [metric, ...]}`.",
+    )
+    per_chip: dict[DottedIdent, Annotated[str, StringConstraints(min_length=1, max_length=40)]] = Field(
+        default_factory=dict,
+        description="The per-chip table's columns, metric → column header (`{mfu: MFU %}`), in this order.",
+    )
+
+
 class GenerationFile(_Model):
     """One generation's YAML file: `ontology/catalog/<name>.yaml`."""
 
@@ -434,4 +455,10 @@ class GenerationFile(_Model):
     blocks: dict[Ident, Block] = Field(description="Blocks by name.")
     records: dict[Ident, RecordType] = Field(
         default_factory=dict, description="Record types written beside the counters (serving runtime events)."
+    )
+    report: ReportDecl | None = Field(
+        default=None,
+        description="The metrics the reports show: `headline` (server table), `groups` and `per_chip`; inherited by "
+        "a generation that extends this one, replaced whole by one that declares its own. Metric names are checked "
+        "when the catalog is compiled.",
     )

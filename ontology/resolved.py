@@ -182,6 +182,19 @@ class ResolvedConstant:
 
 
 @dataclass(frozen=True)
+class ReportSpec:
+    """A generation's ``report:`` (``ontology.model.ReportDecl``) resolved: the server table's metrics
+    (``headline``), titled sections of the per-chip tables (``groups``), the per-chip table's columns
+    (``per_chip``, metric → header), and where each named metric is written (``refs``: (name, span)),
+    for the compile-time check that every name is a metric of the catalog."""
+
+    headline: tuple[str, ...] = ()
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    per_chip: dict[str, str] = field(default_factory=dict)
+    refs: tuple[tuple[str, Span], ...] = ()
+
+
+@dataclass(frozen=True)
 class Generation:
     """A resolved generation: blocks, flat signal table, spec constants, and its unit registry."""
 
@@ -200,6 +213,7 @@ class Generation:
     removed: dict[str, str] = field(default_factory=dict)  # signal -> generation that removed it
     record_fields: dict[str, ResolvedRecordField] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)  # record type -> {"description", "derived_from"}
+    report: ReportSpec | None = None  # the catalog's `report:` (None: the default, analysis.report_model)
 
     def signal(self, name: str) -> ResolvedSignal:
         return self.signals[name]
@@ -211,6 +225,7 @@ __all__ = [
     "ResolvedConstant",
     "ResolvedField",
     "ResolvedRecordField",
+    "ReportSpec",
     "ResolvedSignal",
     "Scope",
 ]

@@ -1,0 +1,63 @@
+"""The compile-time check of a generation's ``report:`` declaration (``ontology.resolved.ReportSpec``):
+every metric it names (headline, groups, per_chip) must be a metric of the compiled catalog. It runs
+here, not when the YAML is resolved, because the metrics come from the catalog's metric files.
+
+A name in the generation's own file that is not a metric is an error (``report-unknown-metric``, at
+its file:line:col); one in a declaration inherited from a parent file is a warning (the catalog may
+leave out the metric files that define it, ``--no-library``): the reports show only the metrics that
+evaluated either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfonto.ontology.diagnostics import Diagnostic, did_you_mean
+
+from .graph import MetricGraph
+
+
+def report_diagnostics(graph: MetricGraph) -> list[Diagnostic]:
+    """One diagnostic per name of ``graph.generation.report`` that is not a metric of ``graph`` (a
+    declared metric, available on this generation or not); [] without a declaration."""
+    spec = graph.generation.report
+    if spec is None:
+        return []
+    known = set(graph.declarations) | set(graph.all_metrics)
+    own = _same_file(graph.generation.source_file)
+    out = []
+    for name, span in spec.refs:
+        if name in known:
+            continue
+        mine = own(span.file)
+        out.append(
+            Diagnostic(
+                "error" if mine else "warning",
+                "report-unknown-metric",
+                f"`report:` names `{name}`, which is not a metric of this catalog"
+                + ("" if mine else f" (the declaration is inherited from {span.file})"),
+                span,
+                hint=did_you_mean(name, known)
+                or (
+                    "name a metric defined by the catalog's metric files"
+                    if mine
+                    else "declare `report:` in this generation's file to replace the inherited one"
+                ),
+            )
+        )
+    return out
+
+
+def _same_file(path: str):
+    """A test of whether a span's file is ``path`` (compared resolved, as spans may be relative)."""
+
+    def key(p: str) -> str:
+        try:
+            return str(Path(p).resolve())
+        except (OSError, RuntimeError):
+            return p
+
+    mine = key(path)
+    return lambda other: key(other) == mine
+
+
+__all__ = ["report_diagnostics"]
