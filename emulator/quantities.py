@@ -16,7 +16,7 @@ signal's (seconds convert to cycles of the signal's clock domain).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,14 +41,7 @@ class Quantity:
     per_link: bool = False
 
     def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "unit": self.unit,
-            "meaning": self.meaning,
-            "leader_only": self.leader_only,
-            "per_link": self.per_link,
-        }
+        return asdict(self)  # every field, in declaration order
 
 
 @lru_cache(maxsize=None)
