@@ -285,22 +285,41 @@ def _groups(r: dict) -> str:
     return "".join(out) + "</section>"
 
 
-def _per_chip(r: dict, pics: dict, columns: dict) -> str:
-    units = {n: m.get("unit", "") for n, m in (r.get("metrics") or {}).items()}
+def _per_chip(r: dict, pics: dict, columns: dict, groups: dict) -> str:
+    """The per-chip section: the table of the report's per-chip columns (when it has any), one table
+    per group (``id="per-chip-<n>"``, ``data-group`` its title) and the heat map."""
     chips = r.get("per_chip") or []
-    present = [n for n in columns if chips and n in chips[0]["metrics"]]
-    rows = []
-    for p in chips:
-        label = f"{p['host']}/{p['chip']}" if "host" in p else str(p["chip"])
-        cells = "".join(
-            _cell(p["metrics"].get(n), fmt(p["metrics"].get(n), units.get(n, "")), "metric", n) for n in present
-        )
-        rows.append(f'<tr data-chip="{e(label)}"><td>{e(label)}</td>{cells}</tr>')
-    head = ["chip"] + [columns[n] if columns[n] == n else f"{columns[n]} ({n})" for n in present]
-    out = ['<section id="per-chip"><h2>Per chip (run level)</h2>', _table(head, rows, "per-chip")]
+    have = set(chips[0]["metrics"]) if chips else set()
+    out = ['<section id="per-chip"><h2>Per chip (run level)</h2>']
+    present = [n for n in columns if n in have]
+    if present:
+        head = ["chip"] + [columns[n] if columns[n] == n else f"{columns[n]} ({n})" for n in present]
+        out.append(_table(head, _chip_rows(r, present), "per-chip"))
+    for i, (title, names) in enumerate(groups.items()):
+        shown = [n for n in names if n in have]
+        if shown:
+            out.append(
+                f'<h3 id="per-chip-{i}" data-group="{e(title)}">{e(title)}</h3>'
+                + _table(["chip"] + shown, _chip_rows(r, shown), "per-chip-group")
+            )
+    if len(out) == 1:
+        out.append('<p class="dim">No per-chip columns in this report.</p>')
     if "heatmap" in pics:
         out.append(_img(pics["heatmap"], "Run-level value of every percent metric per chip."))
     return "".join(out) + "</section>"
+
+
+def _chip_rows(r: dict, names: list[str]) -> list[str]:
+    """One table row per chip (``data-chip``: ``host/chip`` or ``chip``) with the values of ``names``."""
+    units = {n: m.get("unit", "") for n, m in (r.get("metrics") or {}).items()}
+    rows = []
+    for p in r.get("per_chip") or []:
+        label = f"{p['host']}/{p['chip']}" if "host" in p else str(p["chip"])
+        cells = "".join(
+            _cell(p["metrics"].get(n), fmt(p["metrics"].get(n), units.get(n, "")), "metric", n) for n in names
+        )
+        rows.append(f'<tr data-chip="{e(label)}"><td>{e(label)}</td>{cells}</tr>')
+    return rows
 
 
 def _multichip(r: dict, pics: dict) -> str:
@@ -395,20 +414,36 @@ def _notes(r: dict) -> str:
     return out + "</section>"
 
 
-def render(report: dict, pictures=(), *, headline=(), per_chip: dict | None = None, timeline: str | None = None) -> str:
+def render(
+    report: dict,
+    pictures=(),
+    *,
+    headline=None,
+    per_chip: dict | None = None,
+    groups: dict | None = None,
+    timeline: str | None = None,
+) -> str:
     """The HTML page of a JSON report (``report.json``), with ``pictures`` (``analysis.plots``) inlined.
 
-    ``headline``: the metric names of the server-level table; ``per_chip``: {metric: column header}
-    of the per-chip table; ``timeline``: the relative path of the Perfetto trace written beside the
-    page (None: none)."""
+    The tables show what the report's ``report`` section says (``analysis.report_model.page_model``,
+    the model the terminal report renders too); ``headline`` (the server table's metric names),
+    ``per_chip`` ({metric: column header}) and ``groups`` ({title: [metric, ...]}, per-chip tables)
+    replace its parts. ``timeline``: the relative path of the Perfetto trace written beside the page
+    (None: none)."""
+    from .report_model import page_model
+
+    model = page_model(report)
+    headline = model.headline if headline is None else headline
+    per_chip = model.per_chip if per_chip is None else per_chip
+    groups = model.groups if groups is None else groups
     pics = {p.name: p for p in pictures}
     title = f"perfonto — {report.get('model') or 'capture'} on {report.get('chips')} × {report.get('generation')}"
     parts = [
-        _headline(report, headline or list(report.get("metrics") or {})[:15]),
+        _headline(report, headline),
         _bottleneck(report, pics),
         _ops(report, pics),
         _groups(report),
-        _per_chip(report, pics, per_chip or {}),
+        _per_chip(report, pics, per_chip, groups),
         _multichip(report, pics),
         _timeline(timeline),
         _notes(report),

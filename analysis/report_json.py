@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from .report_model import report_model
+
 
 def format_value(v, unit: str = "") -> str:
     """A value as every report prints it (terminal and HTML): ``null`` when not computable (None, NaN,
@@ -55,7 +57,8 @@ def metric_count_text(c: dict) -> str:
 
 def report_json(report) -> dict:
     """The JSON document of a ``Report`` (``analysis.capture``): ``generation`` (and its ``lineage``), ``model``,
-    ``chips``, ``metric_count`` (``metric_count``), ``metrics`` {name: {value, unit}} (record metrics with their
+    ``chips``, ``metric_count`` (``metric_count``), ``report`` (what the reports show: ``analysis.report_model``),
+    ``metrics`` {name: {value, unit}} (record metrics with their
     population; unavailable ones with the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds
     violations, null windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
     ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
@@ -73,6 +76,7 @@ def report_json(report) -> dict:
             "chips": report.chips,
             "metrics": metrics,
             "metric_count": metric_count(report),
+            "report": report_model(graph, report.evaluation).to_json(),
             "headline": getattr(report, "headline", None),
             "findings": getattr(report, "findings", None) or [],
             "bottleneck": a.bottleneck,

@@ -16,32 +16,6 @@ from .report_claim import render_context
 
 JobResult = Report
 
-HEADLINE = [
-    "tokens_per_second",
-    "output_tokens_per_second",
-    "mfu",
-    "mxu.utilization",
-    "mxu.achieved_flops",
-    "hbm.read_bandwidth",
-    "hbm.write_bandwidth",
-    "hbm.bandwidth_utilization",
-    "arithmetic_intensity",
-    "roofline.attainable_flops",
-    "roofline.ridge_point",
-    "c2c.bandwidth_utilization",
-    "pcie.bandwidth_utilization",
-    "power.average",
-    "energy_per_token",
-]
-PER_CHIP = {  # metric -> short column header
-    "mxu.utilization": "MXU %",
-    "mfu": "MFU %",
-    "hbm.bandwidth": "HBM GB/s",
-    "c2c.tx_bandwidth": "C2C tx GB/s",
-    "pcie.bandwidth_utilization": "PCIe %",
-    "power.average": "power W",
-}
-
 
 NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
 
@@ -52,22 +26,17 @@ def plain(text: str) -> Text:
     return Text("".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)))
 
 
-def report_columns(scalar: list[str], per_chip: list[str], sohu: bool) -> tuple[list[str], dict[str, str]]:
-    """The server table's metrics and the per-chip table's columns (metric → header), from the scalar
-    metrics that evaluated (``scalar``, in the catalog's order) and those with a per-chip value: for a
-    catalog of Sohu's lineage (``sohu``: it extends sohu, as the shipped h100/h200/b200/caelius do),
-    ``HEADLINE`` and ``PER_CHIP`` as far as it has them; for another catalog (Linux, node, DCGM, a user's
-    own) every scalar metric and the first six per chip. The terminal and the HTML report both choose
-    with this, so they show the same metrics."""
-    if sohu:
-        return [n for n in HEADLINE if n in set(scalar)], {n: h for n, h in PER_CHIP.items() if n in set(per_chip)}
-    return list(scalar), {n: n for n in [x for x in scalar if x in set(per_chip)][:6]}
+def report_layout(graph, ev):
+    """What the server and per-chip tables show (``analysis.report_model``: the catalog's ``report:``,
+    or every metric that evaluated, grouped by block); ``report.json`` and the HTML page hold the same."""
+    from perfonto.analysis.report_model import report_model
+
+    return report_model(graph, ev)
 
 
 def headline_metrics(graph, ev) -> list[str]:
-    """The metrics of the server table (``report_columns``) of an evaluated graph."""
-    scalar = [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
-    return report_columns(scalar, [], "sohu" in graph.generation.lineage)[0]
+    """The metrics of the server table (``report_layout``) of an evaluated graph."""
+    return report_layout(graph, ev).headline
 
 
 def finite(v) -> float | None:
@@ -312,28 +281,44 @@ def render_guided(found: list[dict], console: Console) -> None:
 
 
 def _per_chip(graph, ev, a, console: Console) -> None:
-    """The per-chip table: the PER_CHIP metrics this catalog has, the dominant top-down node when
-    the tree was evaluated, and a legend of exactly the columns shown."""
-    scalar = [n for n, m in graph.metrics.items() if not m.axes and n in ev.server]
-    shown = report_columns(scalar, [n for n in scalar if n in ev.per_chip], "sohu" in graph.generation.lineage)[1]
-    pc = Table(title="Per chip (run level)", title_justify="left")
-    pc.add_column("chip", justify="right")
-    for header in shown.values():
-        pc.add_column(header, justify="right")
-    if a.topdown:
-        pc.add_column("dominant top-down node", justify="left", no_wrap=True)
-    for ci, chip in enumerate(ev.chips):
-        row = [plain(f"{ev.hosts[ci]}/{int(chip)}") if ev.hosts is not None else str(int(chip))]
-        row += [_fmt(ev.per_chip[name][ci]) for name in shown]
+    """The per-chip tables (``report_layout``): the catalog's per-chip columns with the dominant
+    top-down node when the tree was evaluated, and a legend of exactly the columns shown; then one
+    table per group, its metrics with their units."""
+    layout = report_layout(graph, ev)
+    shown = layout.per_chip
+    if shown or a.topdown:
+        pc = Table(title="Per chip (run level)", title_justify="left")
+        pc.add_column("chip", justify="right")
+        for header in shown.values():
+            pc.add_column(header, justify="right")
         if a.topdown:
-            shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
-            fin = {k: v for k, v in shares.items() if v is not None}
-            dom = max(fin, key=fin.get) if fin else "—"
-            row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
-        pc.add_row(*row)
-    console.print(pc)
-    if any(h != n for n, h in shown.items()):  # a legend only where a header abbreviates a metric's name
-        console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
+            pc.add_column("dominant top-down node", justify="left", no_wrap=True)
+        for ci in range(len(ev.chips)):
+            row = [_chip_label(ev, ci)]
+            row += [_fmt(ev.per_chip[name][ci]) for name in shown]
+            if a.topdown:
+                shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
+                fin = {k: v for k, v in shares.items() if v is not None}
+                dom = max(fin, key=fin.get) if fin else "—"
+                row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
+            pc.add_row(*row)
+        console.print(pc)
+        if any(h != n for n, h in shown.items()):  # a legend only where a header abbreviates a metric's name
+            console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
+    for title, names in layout.groups.items():
+        gt = Table(title=Text(f"Per chip (run level): {title}"), title_justify="left")
+        gt.add_column("chip", justify="right")
+        for name in names:
+            gt.add_column(plain(name), justify="right")
+        for ci in range(len(ev.chips)):
+            gt.add_row(_chip_label(ev, ci), *[_fmt(ev.per_chip[n][ci], graph.metrics[n].unit_text) for n in names])
+        console.print(gt)
+
+
+def _chip_label(ev, ci: int):
+    """Chip ``ci``'s label in the per-chip tables: ``host/chip`` when the capture has hosts."""
+    chip = int(ev.chips[ci])
+    return plain(f"{ev.hosts[ci]}/{chip}") if ev.hosts is not None else str(chip)
 
 
 TOP_OPS = 10

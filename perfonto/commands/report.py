@@ -100,10 +100,7 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
 
     html_path = Path(args.html)
     timeline = None if args.no_timeline else _timeline(run, html_path, err)
-    headline, per_chip = _page_columns(doc)
-    page = html_report.render(
-        doc, pics, headline=headline, per_chip=per_chip, timeline=timeline.name if timeline is not None else None
-    )
+    page = html_report.render(doc, pics, timeline=timeline.name if timeline is not None else None)
     try:
         write_file(html_path, page)
     except OutputError as exc:
@@ -119,25 +116,6 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
         "timeline": str(timeline) if timeline is not None else None,
         "bytes": len(page.encode("utf-8")),
     }
-
-
-def _page_columns(doc: dict) -> tuple[list[str], dict[str, str]]:
-    """The headline and per-chip columns of the page: the report's scalar metrics (``report_columns``)."""
-    from ..report import report_columns
-
-    metrics = doc.get("metrics") or {}
-    scalar = [
-        n
-        for n, m in metrics.items()
-        if isinstance(m, dict)
-        and "unavailable" not in m
-        and "population" not in m
-        and not isinstance(m.get("value"), list)
-    ]
-    chip_names = set().union(*[set(r.get("metrics") or {}) for r in doc.get("per_chip") or [{}]])
-    # a report.json written before `lineage`: Sohu's schema by its MFU metric
-    sohu = "sohu" in doc["lineage"] if isinstance(doc.get("lineage"), list) else "mfu" in metrics
-    return report_columns(scalar, [n for n in scalar if n in chip_names], sohu)
 
 
 def _timeline(run: Path, html_path: Path, err) -> Path | None:
