@@ -17,6 +17,8 @@ from perfonto.metrics import windows
 from test_differential_backends import BACKENDS, PERIOD, Sig, _compile, run_backends
 
 N = None
+#: a.x / a.y over the two windows: 10 / 0 (null), then 10 / 5
+ZERO_DIVISOR_FIRST = {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}
 B = (("i", 3),)
 SIGS = [
     Sig("a.x", "counter", "event", (), 32),
@@ -79,47 +81,29 @@ CASES = [
     ("gauge sentinel", "W", "a.g", {"a.g": [65535, 1000, 3000]}, [N, 2.0]),
     ("packed fields: the end sample's bits x scale", "1", "a.p.lo + a.p.hi", {"a.p": [0, 0x35, 0x1F7]}, [6.5, 22.5]),
     ("a null register nulls both windows it touches", "event", "a.x", {"a.x": [0, N, 20]}, [N, N]),
-    ("division by zero is null", "1", "a.x / a.y", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 2.0]),
+    ("division by zero is null", "1", "a.x / a.y", ZERO_DIVISOR_FIRST, [N, 2.0]),
     # a literal zero divisor is refused at compile time (metrics.lint, div-zero); one that is zero at run time is null
     ("division by a value that is zero at run time is null", "1", "a.x / (a.x - a.x)", {"a.x": [0, 10, 20]}, [N, N]),
-    ("min with a null operand is null", "1", "min(a.x / a.y, 5)", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 2.0]),
-    ("max with a null operand is null", "1", "max(a.x / a.y, 5)", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 5.0]),
-    (
-        "clamp with a null operand is null",
-        "1",
-        "clamp(a.x / a.y, 0, 1)",
-        {"a.x": [0, 10, 20], "a.y": [0, 0, 5]},
-        [N, 1.0],
-    ),
-    (
-        "a comparison with null is null, and so is if",
-        "1",
-        "1 if a.x / a.y > 1 else 2",
-        {"a.x": [0, 10, 20], "a.y": [0, 0, 5]},
-        [N, 1],
-    ),
+    ("min with a null operand is null", "1", "min(a.x / a.y, 5)", ZERO_DIVISOR_FIRST, [N, 2.0]),
+    ("max with a null operand is null", "1", "max(a.x / a.y, 5)", ZERO_DIVISOR_FIRST, [N, 5.0]),
+    ("clamp with a null operand is null", "1", "clamp(a.x / a.y, 0, 1)", ZERO_DIVISOR_FIRST, [N, 1.0]),
+    ("a comparison with null is null, and so is if", "1", "1 if a.x / a.y > 1 else 2", ZERO_DIVISOR_FIRST, [N, 1]),
     (
         "and with a null operand is null even when the other is false",
         "1",
         "1 if (a.x / a.y > 1 and a.x < 0 [event]) else 2",
-        {"a.x": [0, 10, 20], "a.y": [0, 0, 5]},
+        ZERO_DIVISOR_FIRST,
         [N, 2],
     ),
     (
         "or with a null operand is null even when the other is true",
         "1",
         "1 if (a.x / a.y > 1 or a.x > 0 [event]) else 2",
-        {"a.x": [0, 10, 20], "a.y": [0, 0, 5]},
+        ZERO_DIVISOR_FIRST,
         [N, 1],
     ),
-    ("not of null is null", "1", "1 if not (a.x / a.y > 1) else 2", {"a.x": [0, 10, 20], "a.y": [0, 0, 5]}, [N, 2]),
-    (
-        "the branch not taken may be null",
-        "1",
-        "(a.x / a.y) if a.y > 0 [event] else 7",
-        {"a.x": [0, 10, 20], "a.y": [0, 0, 5]},
-        [7, 2.0],
-    ),
+    ("not of null is null", "1", "1 if not (a.x / a.y > 1) else 2", ZERO_DIVISOR_FIRST, [N, 2]),
+    ("the branch not taken may be null", "1", "(a.x / a.y) if a.y > 0 [event] else 7", ZERO_DIVISOR_FIRST, [7, 2.0]),
     (
         "overflow: inf - inf inside a formula is null, and so is a comparison of it",
         "1",
