@@ -7,28 +7,11 @@ import pytest
 
 from perfonto.cli import main
 
-NAMES = [
-    "input_tokens_per_second",
-    "output_tokens_per_second",
-    "tokens_per_second",
-    "ttft",
-    "tpot",
-    "itl",
-    "e2e_latency",
-    "ttft_p50",
-    "ttft_p99",
-    "tpot_p50",
-    "tpot_p99",
-    "itl_p50",
-    "itl_p99",
-    "mfu",
-    "hfu",
-    "mbu",
-    "energy_per_token",
-    "energy_per_output_token",
-    "dynamic_energy_per_token",
-    "server_energy_per_token",
-]
+NAMES = """
+input_tokens_per_second output_tokens_per_second tokens_per_second ttft tpot itl e2e_latency
+ttft_p50 ttft_p99 tpot_p50 tpot_p99 itl_p50 itl_p99 mfu hfu mbu
+energy_per_token energy_per_output_token dynamic_energy_per_token server_energy_per_token
+""".split()
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +22,8 @@ def served(tmp_path_factory):
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(
-            [
-                "run",
-                "--json",
-                "--out",
-                str(out),
-                "--model",
-                "llama3-8b",
-                "--chips",
-                "1",
-                "--isl",
-                "128",
-                "--osl",
-                "32",
-                "--duration",
-                "6s",
-            ]
-        )  # trtllm-bench's engine: ~0.15 s steps, a request lives ~5 s
+        argv = "run --json --model llama3-8b --chips 1 --isl 128 --osl 32 --duration 6s"
+        rc = main([*argv.split(), "--out", str(out)])  # trtllm-bench's engine: ~0.15 s steps, a request lives ~5 s
     assert rc == 0
     doc = json.loads(buf.getvalue())
     truth = json.loads(open(doc["outputs"]["ground_truth"]).read())
