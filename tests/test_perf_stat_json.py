@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -21,13 +20,7 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.perf_stat import collector_table, read_perf_stat
 
-FIX = Path(__file__).parent / "fixtures" / "perf"
-MAP = {
-    "task-clock": ("task_clock", "time", 1e9),
-    "context-switches": ("context_switches", "", 1.0),
-    "cpu-migrations": ("cpu_migrations", "", 1.0),
-    "page-faults": ("page_faults", "", 1.0),
-}
+from test_perf_stat import FIX, MAP  # the same fixtures folder and event map as the CSV tests
 
 
 def test_json_is_recognised_and_increments_become_running_totals():
