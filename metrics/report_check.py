@@ -2,7 +2,8 @@
 every metric it names (headline, groups, per_chip) must be a metric of the compiled catalog. It runs
 here, not when the YAML is resolved, because the metrics come from the catalog's metric files.
 
-A name in the generation's own file that is not a metric is an error (``report-unknown-metric``, at
+A metric over instance axes is a warning (``report-axes``): the tables show scalars only. A name in the
+generation's own file that is not a metric is an error (``report-unknown-metric``, at
 its file:line:col); one in a declaration inherited from a parent file is a warning (the catalog may
 leave out the metric files that define it, ``--no-library``): the reports show only the metrics that
 evaluated either way."""
@@ -26,6 +27,9 @@ def report_diagnostics(graph: MetricGraph) -> list[Diagnostic]:
     own = _same_file(graph.generation.source_file)
     out = []
     for name, span in spec.refs:
+        m = graph.metrics.get(name)
+        if m is not None and m.axes:
+            out.append(_axes_warning(name, m, span))
         if name in known:
             continue
         mine = own(span.file)
@@ -45,6 +49,19 @@ def report_diagnostics(graph: MetricGraph) -> list[Diagnostic]:
             )
         )
     return out
+
+
+def _axes_warning(name: str, m, span) -> Diagnostic:
+    """The warning for a metric over instance axes named in ``report:`` (the tables leave it out)."""
+    axes = ", ".join(a for a, _ in m.axes)
+    return Diagnostic(
+        "warning",
+        "report-axes",
+        f"`report:` names `{name}`, a metric over instance axes ({axes}): the report's tables show run-level "
+        "scalars only, so it is left out of them (report.json and metrics.parquet have its values)",
+        span,
+        hint="name a metric that rolls the axes up (sum, avg, max), or leave this one out",
+    )
 
 
 def _same_file(path: str):

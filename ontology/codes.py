@@ -99,6 +99,7 @@ CODES: dict[str, str] = {
     # report declarations (`report:` in a generation's YAML)
     "report-unknown-metric": "a generation's `report:` (headline, groups, per_chip) names a metric the catalog does "
     "not define",
+    "report-axes": "a generation's `report:` names a metric over instance axes (the tables show run-level scalars)",
 }
 
 

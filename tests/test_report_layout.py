@@ -267,3 +267,18 @@ def test_a_report_json_without_the_section_reads_its_shipped_generations_declara
     doc["lineage"], doc["generation"] = ["mine"], "mine"
     # the default: by block, an undotted name without its signals (not in report.json) under `other`
     assert page_model(doc).headline == ["mfu", "other.metric", "mxu.utilization"]
+
+
+def test_a_metric_over_instance_axes_in_the_report_is_a_warning(tmp_path):
+    cat = _catalog(tmp_path / "cat", "report:\n  headline: [cpus_utilized, core.busy_share]\n")
+    core = (
+        "  core:\n    description: per-core time.\n    clock: cpu\n    instances: {core: 2}\n    signals:\n"
+        "      busy: {kind: counter, unit: s, scale: 1.0e-9, width: 64, description: busy time}\n"
+    )
+    text = (cat / "mytool.yaml").read_text().replace("report:\n", core + "report:\n")
+    (cat / "mytool.yaml").write_text(text)
+    (cat / "mytool.metrics").write_text(METRICS + 'metric core.busy_share [1] = core.busy / interval\n  "Per core."\n')
+    c = load_catalog(cat, None, cache=False)
+    got = [d for d in c.diagnostics if d.code.startswith("report-")]
+    assert [(d.code, d.severity) for d in got] == [("report-axes", "warning")] and not c.errors
+    assert str(got[0].span) == _place(cat / "mytool.yaml", "core.busy_share") and "(core.core)" in got[0].message
