@@ -33,6 +33,14 @@ Not expressible, so the metric is skipped with the reason: per-instance ``min``/
 that varies over instances, metrics over request records (percentiles), fractional powers, offset
 units (degC). Lost but listed per metric: bounds, ``source``, the threshold message, ``rollup``,
 ``peak`` (its generated submetrics are exported as metrics).
+
+The metadata comes from the compiled metrics (``graph.metrics``: unit, threshold, axes, dependencies); the
+expression is written from the declaration the compiled catalog keeps (``graph.declarations``), not from
+the compiled IR (``CompiledMetric.ir``), because the IR has already dropped what this format keeps: a spec
+constant is a bare ``ir.Const`` value (no name, so no ``spec.<name>`` constant metric to reference), a
+literal's unit and every unit conversion are folded into ``Const`` factors indistinguishable from the
+formula's own numbers, and server-level chip factors (``Const(1, chip_power=…)``) are multiplied in. Writing
+base units from the IR needs those constants tagged by the compiler (issue 32, left open).
 """
 
 from __future__ import annotations
