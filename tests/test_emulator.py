@@ -64,21 +64,14 @@ class Dump:
         return float(self.delta(name).astype(np.float64).sum()) * self.gen.signals[name].scale
 
 
+_STEP_COUNTS = (
+    "decode_tokens decode_keys prefill_tokens prefill_chunks prefill_pairs prefill_history head_tokens completed"
+)
+
+
 def _batch(**kw) -> StepBatch:
-    fields = dict(
-        decode_tokens=0,
-        decode_keys=0,
-        prefill_tokens=0,
-        prefill_chunks=0,
-        prefill_pairs=0,
-        prefill_history=0,
-        head_tokens=0,
-        completed=0,
-        batch=1,
-        kv_tokens=0,
-        kv_alloc_tokens=0,
-    )
-    fields.update(kw)
+    """One step of one request, every count zero but those given in ``kw``."""
+    fields = dict.fromkeys(_STEP_COUNTS.split(), 0) | dict(batch=1, kv_tokens=0, kv_alloc_tokens=0) | kw
     return StepBatch(**{k: np.array([v], np.int64) for k, v in fields.items()})
 
 
