@@ -45,6 +45,8 @@ CASES = {
     "llama3-70b x8": dict(model="llama3-70b", chips=8, duration_s=1.0, warmup_steps=400),
     "llama-3.1-8b x2": dict(model="llama-3.1-8b", chips=2, duration_s=0.3, warmup_steps=400),
 }
+#: online serving of a small model, no warm-up: 4-9 ms steps whose batch changes every step
+ONLINE_SMALL = dict(model="llama-3.1-8b", chips=2, duration_s=0.5, isl=512, osl=64, rate=150.0, warmup_steps=0)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -110,18 +112,7 @@ def test_short_varying_steps_are_flagged_and_snapshots_fix_them(sohu, tmp_path):
     # holds several layers at rates that change from step to step — no per-op rate model fits; the
     # attribution says so (and falls back to time weighting) instead of printing confident numbers,
     # and op-boundary snapshots give the truth
-    res = emulator.run(
-        sohu,
-        out_dir=tmp_path,
-        model="llama-3.1-8b",
-        chips=2,
-        duration_s=0.5,
-        isl=512,
-        osl=64,
-        rate=150.0,
-        warmup_steps=0,
-        op_snapshots=True,
-    )
+    res = emulator.run(sohu, out_dir=tmp_path, op_snapshots=True, **ONLINE_SMALL)
     _, att = _attributed(res, sohu)
     assert not att.reliable(FLOPS) and att.fit["mxu.flops_fp8"]["residual"] > 0.05
     got, exact = _attributed(res, sohu, snapshots=True)
