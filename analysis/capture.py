@@ -166,10 +166,65 @@ def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] |
     return evaluated, evaluator, gone, unavailable
 
 
+_INSTANCES = {  # format -> (module, function): the instances a capture holds, for `from_data` axes
+    "perf-stat": ("perf_stat", "perf_instances_of"),
+    "openmetrics": ("openmetrics", "openmetrics_instances_of"),
+}
+
+
+def capture_instances(gen, capture: Capture) -> dict[str, tuple[str, ...]]:
+    """The sizes a capture gives the instance axes of ``gen`` declared ``from_data``: axis → the labels of
+    the instances it holds (``{"cpu": ("0", "1")}``), found by the capture's reader (the CPUs of
+    ``perf stat -A``, node_exporter's ``cpu`` label, a collector dump's per-instance columns); empty when
+    ``gen`` has no such axis. Compile the catalog with them (``load_catalog(..., instances=…)``) before
+    ``plan_capture``.
+
+    Raises:
+        DumpError: the capture holds no instance of such an axis, or its format's reader cannot size one
+            (naming the file).
+    """
+    from importlib import import_module
+
+    from perfonto.capture.instances import collector_instances
+    from perfonto.ontology.derive import from_data_axes
+
+    todo = from_data_axes(gen)
+    if not todo:
+        return {}
+    if capture.format == "collector":
+        return collector_instances(capture.counters, gen)
+    if capture.format not in _INSTANCES:
+        axes = ", ".join(f"{b}.{a}" for b, v in todo.items() for a in v)
+        raise DumpError(
+            f"{capture.counters}: the {capture.format} reader does not size instance axes from the data, and "
+            f"`{gen.name}` declares {axes} `from_data`; give the axis a size in the catalog"
+        )
+    module, fn = _INSTANCES[capture.format]
+    return getattr(import_module(f"perfonto.capture.{module}"), fn)(capture.counters, gen)
+
+
 def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
     """The dump plan of a capture's counters (``capture.dump_scan.plan_dump``: the key columns read once);
-    another tool's output (``capture.format``) is read into the collector format first."""
+    another tool's output (``capture.format``) is read into the collector format first. A catalog whose
+    instance axes are sized by the data must have been compiled for this capture's instances
+    (``capture_instances``); a note names them.
+
+    Raises:
+        DumpError: the counters cannot be read; the catalog still has the placeholder size of a ``from_data``
+            axis."""
+    from perfonto.ontology.derive import describe_instances, from_data_axes, instance_labels
+
     notes: list[str] = []
+    unsized = from_data_axes(graph.generation)
+    if unsized:
+        axes = ", ".join(f"{b}.{a}" for b, v in unsized.items() for a in v)
+        raise DumpError(
+            f"{capture.counters}: the catalog's instance axes {axes} are sized by the data (`from_data`) but it was "
+            "compiled without a capture's instances; compile it with load_catalog(..., instances="
+            "capture_instances(generation, capture)), as `perfonto analyze` does"
+        )
+    if instance_labels(graph.generation):
+        notes.append(describe_instances(instance_labels(graph.generation)))
     counters = capture.counters
     if capture.format != "collector":
         from perfonto.capture.formats import FORMATS
@@ -301,4 +356,13 @@ def analyse_capture(
     )
 
 
-__all__ = ["Capture", "Report", "analyse_capture", "capture_of", "dump_unavailable", "evaluable", "plan_capture"]
+__all__ = [
+    "Capture",
+    "Report",
+    "analyse_capture",
+    "capture_instances",
+    "capture_of",
+    "dump_unavailable",
+    "evaluable",
+    "plan_capture",
+]

@@ -39,7 +39,8 @@ import pyarrow as pa
 from lark import Lark, LarkError, Transformer
 
 from .dump_io import DumpError
-from .openmetrics_table import collector_table
+from .instances import axis_of, check_labels
+from .openmetrics_table import collector_table, series_instances
 
 SELECTOR = Lark(
     r"""
@@ -333,8 +334,30 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
             f"{path}: generation `{gen.name}` names no series (`sources: {{openmetrics: …}}` on its signals); "
             "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)"
         )
-    t = collector_table(read_scrapes(path), mapping, label=str(path), notes=notes)
+    scrapes = read_scrapes(path)
+    axis = axis_of(gen, sorted(mapping), str(path))
+    inst = None
+    if axis is not None:  # an instance axis sized by the data: the series' label of its name (`cpu`) places them
+        labels = check_labels(str(path), axis[0], series_instances(scrapes, mapping, axis[0], str(path)), axis[1])
+        inst = (axis[0], labels)
+    t = collector_table(scrapes, mapping, label=str(path), notes=notes, instances=inst)
     return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "openmetrics"})})
+
+
+def openmetrics_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
+    """The instance axis of ``gen`` sized by the data (``from_data``) that the signals read from series lie
+    on, with the values the series' label of the axis' name takes (node_exporter's ``cpu="0"`` …), in
+    instance order; empty when no such signal lies on one.
+
+    Raises:
+        DumpError: unreadable scrapes; a matched series without the label; no series for the axis.
+    """
+    mapping = mapping_of(gen)
+    axis = axis_of(gen, sorted(mapping), str(path))
+    if axis is None:
+        return {}
+    scrapes = read_scrapes(path)
+    return {axis[0]: check_labels(str(path), axis[0], series_instances(scrapes, mapping, axis[0], str(path)), None)}
 
 
 __all__ = [
@@ -344,6 +367,7 @@ __all__ = [
     "collector_table",
     "mapping_of",
     "openmetrics_capture",
+    "openmetrics_instances_of",
     "parse_selector",
     "read_scrapes",
     "sniff",

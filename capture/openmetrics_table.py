@@ -120,6 +120,13 @@ def _signal_column(sig: str, per_key: dict, keys: list[tuple], S: int, per: floa
     for c, key in enumerate(keys):
         for k, v in per_key.get(key, {}).items():
             vals[k, c] = v
+    raw, null = _raw(vals, sig, per, label)
+    return pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
+
+
+def _raw(vals: np.ndarray, sig: str, per: float, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values (NaN: absent) as raw counts of the signal's scale, rounded, and their nulls; a value outside
+    an unsigned 64-bit register is refused."""
     null = ~np.isfinite(vals)
     raw = np.rint(
         np.where(null, 0.0, vals) * per
@@ -130,7 +137,47 @@ def _signal_column(sig: str, per_key: dict, keys: list[tuple], S: int, per: floa
             f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
             f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale"
         )
-    return pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
+    return raw, null
+
+
+def series_instances(scrapes: list[Scrape], mapping: dict, axis: str, label: str) -> tuple[str, ...]:
+    """The values of label ``axis`` (an instance axis sized by the data: node_exporter's ``cpu``) on the
+    series the signals' selectors match, in instance order (``capture.instances.ordered_labels``).
+
+    Raises:
+        DumpError: a matched series without the label (naming the capture and the series' labels).
+    """
+    from .instances import ordered_labels
+
+    found, _ = _match(scrapes, mapping)
+    out = []
+    for sig, per in found.items():
+        for key in per:
+            if axis not in dict(key):
+                raise DumpError(
+                    f"{label}: a series of `{sig}` has no `{axis}` label ({dict(key) or 'no open label'}); the "
+                    f"signal lies on the instance axis `{axis}`, whose instances are that label's values"
+                )
+            out.append(dict(key)[axis])
+    return ordered_labels(out)
+
+
+def _instance_columns(cols, found, mapping, keys, axis, labels, S, label: str) -> None:
+    """Each signal's (rows × instances) values as flat ``name[i]`` columns: row (scrape, chip key), instance
+    the position of the series' ``axis`` label among ``labels``."""
+    from .instances import flat_columns
+
+    pos = {x: i for i, x in enumerate(labels)}
+    where = {k: c for c, k in enumerate(keys)}
+    for sig, per_key in found.items():
+        vals = np.full((S, len(keys), len(labels)), np.nan)
+        for key, per_scrape in per_key.items():
+            lab = dict(key)
+            c = where[tuple((a, b) for a, b in key if a != axis)]
+            for k, v in per_scrape.items():
+                vals[k, c, pos[lab[axis]]] = v
+        raw, null = _raw(vals, sig, mapping[sig][1], label)
+        flat_columns(cols, sig, raw.reshape(S * len(keys), -1), null.reshape(S * len(keys), -1))
 
 
 def collector_table(
@@ -139,11 +186,14 @@ def collector_table(
     *,
     label: str,
     notes: list[str] | None = None,
+    instances: tuple[str, tuple[str, ...]] | None = None,
 ) -> pa.Table:
     """The scrapes in the collector format: one row per (host, chip) and scrape (``sample``: the scrape's
     number, ``timestamp_ns`` from the first scrape), one column per signal whose selector matched: a
     counter's running total or a gauge's level, as uint64 raw counts of the signal's scale; null where the
-    series is absent or NaN.
+    series is absent or NaN. ``instances``: ``(axis, labels)``, an instance axis sized by the data: the
+    series' ``axis`` label (``cpu``) is then the instance, placed at its position among ``labels``, and the
+    other open labels the chip (one per host for node_exporter); the columns are ``name[i]``.
 
     Raises:
         DumpError: no selector matches any series (``label`` names the capture); a value that is negative
@@ -152,17 +202,23 @@ def collector_table(
     notes = notes if notes is not None else []
     found, open_labels = _match(scrapes, mapping)
     _check_matched(found, mapping, label, notes)
-    keys = list(dict.fromkeys(key for per in found.values() for key in per))
+    axis = instances[0] if instances else None
+    keys = list(dict.fromkeys(tuple((a, b) for a, b in key if a != axis) for per in found.values() for key in per))
+    open_labels.discard(axis or "")
     host_label = next((h for h in HOST_LABELS if any(h in dict(k) for k in keys)), None)
     hosts = [dict(k).get(host_label, "") if host_label else "" for k in keys]
     chip_no = _chip_numbers(keys, hosts, sorted(open_labels - {host_label}), label, notes)
     S = len(scrapes)
-    _note_partial(keys, found, S, label, notes)
+    if instances is None:  # (per instance, a series absent from a scrape is null there, as any register)
+        _note_partial(keys, found, S, label, notes)
     cols = _key_columns(scrapes, hosts, chip_no)
+    if instances is not None:
+        _instance_columns(cols, found, mapping, keys, instances[0], instances[1], S, label)
+        return pa.table(cols)
     for sig, per_key in found.items():
         _, per, _counter = mapping[sig]
         cols[sig] = _signal_column(sig, per_key, keys, S, per, label)
     return pa.table(cols)
 
 
-__all__ = ["CHIP_LABELS", "HOST_LABELS", "collector_table"]
+__all__ = ["CHIP_LABELS", "HOST_LABELS", "collector_table", "series_instances"]

@@ -70,12 +70,22 @@ def _spec_section(gen) -> list[str]:
     return out
 
 
+def _axis_size(b: dict, axis: str, n: int) -> str:
+    """An axis' size as the docs print it: a size sized by the data (``from_data``) says so, with the
+    placeholder size 1 the catalog is compiled with, or the capture's count and instances once sized."""
+    if axis in b.get("from_data", ()):
+        return "from the data (`from_data`; 1 here, a placeholder: a capture gives the size)"
+    if axis in b.get("labels", {}):
+        return f"{n} from the data ({', '.join(b['labels'][axis][:16])})"
+    return str(n)
+
+
 def _block_section(graph: MetricGraph, block: str) -> list[str]:
     """A block's heading (description, clock domain, instances) and its signals' table (kind, unit,
     width, scale, description, the metrics that read each)."""
     gen = graph.generation
     b = gen.blocks[block]
-    axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+    axes = ", ".join(f"{a}: {_axis_size(b, a, n)}" for a, n in b["axes"]) or "one per chip"
     out = [
         f"### Block `{_n(block)}`",
         "",

@@ -47,6 +47,7 @@ def load_catalog(
     others=None,
     library: bool = True,
     cache: bool | None = None,
+    instances: dict[str, tuple[str, ...]] | None = None,
 ) -> Catalog:
     """Compile ``catalog_dir`` (ontology ``*.yaml`` and metric ``*.metrics`` files) for ``generation``.
 
@@ -62,15 +63,51 @@ def load_catalog(
     ``cache``: read and write the compiled catalog in perfonto's cache (``metrics.catalog_cache``;
     None: unless ``PERFONTO_NO_CACHE`` is set). A hit returns what compiling the same files with the
     same perfonto gave, without parsing them.
+
+    ``instances``: the sizes of the generation's ``from_data`` instance axes, as a capture gives them
+    (axis → the instances' labels: ``{"cpu": ("0", "1")}``; ``ontology.derive.with_instances``); the
+    catalog is compiled against the generation so sized, and cached under a key that holds them.
+    Without it a ``from_data`` axis has 1 instance, a placeholder (``notes`` says so).
     """
     if others is None:
         from .catalog_cache import cached
 
-        return cached(catalog_dir, generation, library, cache, _compile)
-    return _compile(catalog_dir, generation, others=others, library=library)
+        return cached(catalog_dir, generation, library, cache, _compile, instances=instances)
+    return _compile(catalog_dir, generation, others=others, library=library, instances=instances)
 
 
-def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=None, library: bool = True) -> Catalog:
+def _sized(gen: Generation, instances, notes: list[str]) -> Generation:
+    """``gen`` with its ``from_data`` axes sized by ``instances``, or a note that they have the
+    placeholder size 1 (``ontology.derive``).
+
+    Raises:
+        DeriveError: ``instances`` does not fit the generation's ``from_data`` axes.
+    """
+    from perfonto.ontology.derive import describe_instances, from_data_axes, with_instances
+
+    todo = from_data_axes(gen)
+    if not todo:
+        return gen
+    if instances:
+        sized = with_instances(gen, instances)
+        notes.append(describe_instances(instances))
+        return sized
+    axes = ", ".join(f"{b}.{a}" for b, v in todo.items() for a in v)
+    notes.append(
+        f"instance axes sized by the data (`from_data`: {axes}) have 1 instance here, a placeholder: "
+        "a capture read by `perfonto analyze` gives their size"
+    )
+    return gen
+
+
+def _compile(
+    catalog_dir: str | Path | None,
+    generation: str | None,
+    *,
+    others=None,
+    library: bool = True,
+    instances: dict[str, tuple[str, ...]] | None = None,
+) -> Catalog:
     """``load_catalog`` without the cache."""
     from perfonto.ontology.files import FileReadError, check_path, is_dir
     from perfonto.ontology.lint import lint_generation
@@ -134,6 +171,7 @@ def _compile(catalog_dir: str | Path | None, generation: str | None, *, others=N
             notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
     if gen is None:
         return Catalog(None, None, diags, notes)
+    gen = _sized(gen, instances, notes)
     if catalog_dir is not None:
         notes.append(_library_note(gen, d, yamls, files, library))
         if library and (not yamls or set(gen.lineage[:-1]) & set(shipped_generations())):

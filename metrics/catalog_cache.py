@@ -46,8 +46,9 @@ def _shipped_files() -> list[Path]:
     return out
 
 
-def key(catalog_dir, generation, library: bool) -> str:
-    """The cache key of compiling ``catalog_dir`` for ``generation`` (see the module docstring)."""
+def key(catalog_dir, generation, library: bool, instances: dict | None = None) -> str:
+    """The cache key of compiling ``catalog_dir`` for ``generation`` (see the module docstring), with the
+    sizes a capture gave the ``from_data`` instance axes (``instances``: axis → labels) when given."""
     files = _shipped_files()
     where = "shipped"
     if catalog_dir is not None:
@@ -63,24 +64,28 @@ def key(catalog_dir, generation, library: bool) -> str:
 
     # a kind registered at run time is an input too (options sorted: a frozenset's order changes per process)
     table = repr(sorted((k, repr({**vars(v), "options": sorted(v.options)})) for k, v in kinds.KINDS.items()))
+    sized = [repr(sorted((a, tuple(str(x) for x in v)) for a, v in instances.items()))] if instances else []
     return _cache.digest(
         [_cache.code_digest("ontology", "dsl", "metrics"), where, repr(generation), repr(bool(library)), table]
+        + sized
         + _cache.file_parts(files)
     )
 
 
-def cached(catalog_dir, generation, library: bool, use: bool | None, compile_fn):
-    """``compile_fn(catalog_dir, generation, library=library)``, read from the cache when an entry for
-    the same inputs exists, and stored there after compiling (``use`` False, or the cache off: compile)."""
+def cached(catalog_dir, generation, library: bool, use: bool | None, compile_fn, instances: dict | None = None):
+    """``compile_fn(catalog_dir, generation, library=library)`` (and ``instances=`` when given: the sizes of
+    the ``from_data`` axes), read from the cache when an entry for the same inputs exists, and stored there
+    after compiling (``use`` False, or the cache off: compile)."""
+    extra = {"instances": instances} if instances else {}
     if use is False or (use is None and not _cache.enabled()):
-        return compile_fn(catalog_dir, generation, library=library)
-    path = _cache.entry("catalogs", key(catalog_dir, generation, library), ".pickle")
+        return compile_fn(catalog_dir, generation, library=library, **extra)
+    path = _cache.entry("catalogs", key(catalog_dir, generation, library, instances), ".pickle")
     hit = _cache.load_pickle(path)
     from .catalog import Catalog
 
     if isinstance(hit, Catalog):
         return hit
-    cat = compile_fn(catalog_dir, generation, library=library)
+    cat = compile_fn(catalog_dir, generation, library=library, **extra)
     try:
         data = dumps(cat)
     except Exception:  # noqa: BLE001 - an object that does not pickle is compiled every time, not an error

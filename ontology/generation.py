@@ -152,6 +152,9 @@ def _resolve_blocks(ctx: _Ctx) -> tuple[dict[str, dict], dict[str, ResolvedSigna
         if layout is None:
             continue
         blocks[bname] = {"clock": block.clock, "axes": layout.axes, "description": block.description}
+        from_data = tuple(a for a, size in block.instances.items() if size == "from_data")
+        if from_data:
+            blocks[bname]["from_data"] = from_data  # sized 1 until a capture fixes them (ontology.derive)
         if layout.present is not None:
             blocks[bname]["slots"] = layout.present
             blocks[bname]["full_axes"] = layout.full_axes
@@ -173,6 +176,9 @@ def _block_layout(ctx: _Ctx, bname: str, block) -> _Layout | None:
                 hint=did_you_mean(block.clock, ctx.gf.clock_domains) or "declare it under clock_domains",
             )
         )
+    from_data = tuple(a for a, size in block.instances.items() if size == "from_data")
+    if from_data:
+        block = _placeholder_sizes(ctx, bname, block, from_data)
     full_axes = tuple(block.instances.items())
     n_inst = 1
     for _, size in full_axes:
@@ -191,6 +197,25 @@ def _block_layout(ctx: _Ctx, bname: str, block) -> _Layout | None:
         return None
     axes, present = _slots(bname, block, bloc, ctx.src, ctx.diags)
     return _Layout(bname, block, bloc, axes, full_axes, present, n_inst)
+
+
+def _placeholder_sizes(ctx: _Ctx, bname: str, block, from_data: tuple[str, ...]):
+    """``block`` with its ``from_data`` axes sized 1, the placeholder until a capture gives their size
+    (``ontology.derive.with_instances``); ``slots`` on such an axis is an error (it has no fixed slots)."""
+    for axis in from_data:
+        if axis in block.slots:
+            ctx.diags.append(
+                Diagnostic(
+                    "error",
+                    "slots",
+                    f"block `{bname}`: `slots` names axis `{axis}`, whose size comes from the data (`from_data`)",
+                    ctx.src.span(("blocks", bname, "slots", axis)),
+                    hint="a `from_data` axis holds the instances a capture has; give the axis a size to declare slots",
+                )
+            )
+    sizes = {a: (1 if size == "from_data" else size) for a, size in block.instances.items()}
+    slots = {a: v for a, v in block.slots.items() if a not in from_data}
+    return block.model_copy(update={"instances": sizes, "slots": slots})
 
 
 def _resolve_signal(ctx: _Ctx, layout: _Layout, sname: str, sig, signals: dict, fields: dict) -> None:

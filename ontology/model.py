@@ -357,9 +357,12 @@ class Block(_Model):
 
     description: str = Field(min_length=1, description="What the block is.")
     clock: Ident = Field(description="Clock domain of the block's cycle counters.")
-    instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)]] = Field(
+    instances: dict[Ident, Annotated[StrictInt, Field(ge=1, le=1_000_000)] | Literal["from_data"]] = Field(
         default_factory=dict,
-        description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip.",
+        description="Named instance axes and their sizes, e.g. `{stack: 6}`; empty for a single instance per chip. "
+        "`from_data` (`{cpu: from_data}`): the size is the number of instances a capture holds (the CPUs of "
+        "`perf stat -A`, node_exporter's `cpu` label), fixed per capture when it is read; without a capture "
+        "(`check`, `docs`) the axis has 1 instance as a placeholder.",
     )
     slots: dict[Ident, Annotated[list[StrictInt], Strict()]] = Field(
         default_factory=dict,
@@ -426,6 +429,11 @@ class ReportDecl(_Model):
     per_chip: dict[DottedIdent, Annotated[str, StringConstraints(min_length=1, max_length=40)]] = Field(
         default_factory=dict,
         description="The per-chip table's columns, metric → column header (`{mfu: MFU %}`), in this order.",
+    )
+    fleet: Annotated[list[DottedIdent], Strict()] = Field(
+        default_factory=list,
+        description="The fleet tables' metrics (per pod, rack and host, and their spread across chips), in this "
+        "order; default: the first eight of `headline`.",
     )
 
 

@@ -27,11 +27,12 @@ JobResult = Report  # what ``run_job`` returns (the name the main job had before
 
 
 def compile_catalog(
-    catalog_dir=None, generation: str = "sohu", library: bool = True, log=lambda s: None
+    catalog_dir=None, generation: str = "sohu", library: bool = True, log=lambda s: None, instances=None
 ) -> tuple[Catalog, float]:
-    """Load and compile the catalog; raises ``CatalogError`` when it does not compile."""
+    """Load and compile the catalog (with ``instances``: its ``from_data`` axes sized by a capture, see
+    ``metrics.catalog.load_catalog``); raises ``CatalogError`` when it does not compile."""
     t0 = time.perf_counter()
-    cat = load_catalog(catalog_dir, generation, library=library)
+    cat = load_catalog(catalog_dir, generation, library=library, instances=instances)
     if cat.errors or cat.graph is None:
         raise CatalogError(cat.diagnostics)
     graph = cat.graph
@@ -237,8 +238,9 @@ def analyze_job(
             fails before anything is compiled or written (``analysis.side_files``).
         perfonto.outputs.OutputError: ``out`` cannot be written.
     """
-    from perfonto.analysis.capture import plan_capture
+    from perfonto.analysis.capture import capture_instances, plan_capture
     from perfonto.analysis.fleet_capture import analyse_fleet
+    from perfonto.ontology.derive import from_data_axes
     from perfonto.analysis.side_files import check_side_files
     from perfonto.metrics.catalog import select_metrics
     from perfonto.capture.dump_scan import CHUNK_ROWS
@@ -248,6 +250,11 @@ def analyze_job(
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
     cat, t_compile = compile_catalog(catalog, generation, library, log)
     graph = cat.graph
+    if isinstance(capture.counters, (str, Path)) and from_data_axes(graph.generation):
+        # instance axes sized by the data: the capture's instances fix them, the catalog is compiled for those
+        sized = capture_instances(graph.generation, capture)
+        cat, t_more = compile_catalog(catalog, generation, library, log, instances=sized)
+        graph, t_compile = cat.graph, t_compile + t_more
     if metrics:
         select_metrics(graph, metrics)  # unknown names fail before anything is written
     chunk_rows = chunk_rows or CHUNK_ROWS

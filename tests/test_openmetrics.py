@@ -1,8 +1,9 @@
 """`perfonto analyze --format openmetrics` (capture/openmetrics.py, issue 27): Prometheus text exposition
 and OpenMetrics text read against the shipped `node` catalog — a file of time-stamped samples (the
 layout promtool's backfill takes) or a folder of scrapes named by their time; labels the selector leaves
-open are the chip, `instance` the host; a series absent from a scrape nulls its windows. The fixture's
-values are hand-chosen and the expected shares computed by hand below."""
+open are the chip (`cpu`: the instances of the `node` catalog's `cpu` axis, sized by the data), `instance`
+the host; a series absent from a scrape nulls its windows. The fixture's values are hand-chosen and the
+expected shares computed by hand below."""
 
 from __future__ import annotations
 
@@ -25,17 +26,19 @@ TYPE = "# HELP node_cpu_seconds Seconds.\n# TYPE node_cpu_seconds counter\n"
 def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, tmp_path):
     code, doc = analyze(capsys, FIX, tmp_path / "o")
     assert code == 0
-    chips = {r["chip"]: r for r in doc["per_chip"]}
-    assert {r["host"] for r in doc["per_chip"]} == {"h1:9100"}  # the instance label is the host
-    # CPU 0, all three windows: idle .75, user 1.80, system .30, iowait .10, softirq .10 -> busy 2.20 of 3.05 s
-    assert chips[0]["metrics"]["cpu.busy_share"] == pytest.approx(2.20 / 3.05, abs=1e-12)
-    assert chips[0]["metrics"]["cpu.iowait_share"] == pytest.approx(0.10 / 3.05, abs=1e-12)
-    # CPU 1's steal is absent from the second scrape: its first two windows are null, the last one is
-    # idle .80, user .10, system .05, steal .10 -> busy .25 of 1.05 s
-    assert chips[1]["metrics"]["cpu.busy_share"] == pytest.approx(0.25 / 1.05, abs=1e-12)
+    assert [(r["host"], r["chip"]) for r in doc["per_chip"]] == [("h1:9100", 0)]  # one machine per instance label
+    assert "cpu: 2 instances from the data (0, 1)" in doc["notes"]  # its CPUs: the `cpu` axis, sized by the data
+    # CPU 1's steal is absent from the second scrape: the machine's first two windows are null (a total
+    # that lost a CPU would be wrong), the last one holds, for CPU 0, idle .30, user .50, system .10,
+    # softirq .05 -> busy .65 of .95 s; for CPU 1, idle .80, user .10, system .05, steal .10 -> busy .25 of 1.05 s
+    per_cpu = doc["metrics"]["cpu.busy_share"]
+    assert per_cpu["axes"] == [["cpu.cpu", 2]]
+    assert per_cpu["value"] == pytest.approx([0.65 / 0.95, 0.25 / 1.05], abs=1e-12)
+    assert doc["metrics"]["cpu.system_share"]["value"] == pytest.approx([0.15 / 0.95, 0.05 / 1.05], abs=1e-12)
     assert doc["null_windows"]["cpu.busy_share"] == {"missing sample": 2}
-    # the server level: the one window valid on both CPUs, busy (.65 + .25) of (.95 + 1.05) s
-    assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx(0.90 / 2.00, abs=1e-12)
+    # the machine: busy (.65 + .25) of (.95 + 1.05) s, a ratio of the totals over the CPUs
+    assert doc["metrics"]["busy_share"]["value"] == pytest.approx(0.90 / 2.00, abs=1e-12)
+    assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(0.90 / 1.0, abs=1e-12)  # over 1 s of wall time
 
 
 def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
@@ -58,7 +61,8 @@ def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
         (d / f"{1764650000 + 2 * k}.250.prom").write_text(TYPE + body)  # served without time stamps
     code, doc = analyze(capsys, d, tmp_path / "o")
     assert code == 0
-    assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx(1.25 / 2.0, abs=1e-12)  # user 1.25 of 2.0 s
+    assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx([1.25 / 2.0], abs=1e-12)  # user 1.25 of 2.0 s
+    assert doc["metrics"]["busy_share"]["value"] == pytest.approx(1.25 / 2.0, abs=1e-12)  # one CPU: the machine
     assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(1.25 / 4.0, abs=1e-12)  # over 4 s of wall-clock time
 
 
@@ -203,7 +207,7 @@ def test_terminal_html_and_json_print_one_metric_count(capsys, tmp_path):
     text = capsys.readouterr().out
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     c = doc["metric_count"]
-    assert c == {"evaluated": 7, "with_value": 7, "request": 0, "unavailable": 0}
+    assert c == {"evaluated": 12, "with_value": 12, "request": 0, "unavailable": 0}  # 6 per-CPU, 6 machine
     assert metric_count_text(c) in " ".join(text.split())
     assert main(["report", str(tmp_path / "o"), "--html", str(tmp_path / "r.html"), "--no-timeline"]) == 0
     assert f"<th>metrics</th><td>{metric_count_text(c)}</td>" in (tmp_path / "r.html").read_text()

@@ -97,5 +97,30 @@ def _codegen(args) -> list[Path]:
                 2 if usage else 1,
                 cat.diagnostics,
             )
+    _refuse_unsized(cat, args.target)
     files = target.emit(cat, target.options_from(args)).files
     return [write_file(out / name, text) for name, text in files.items()]
+
+
+SIZED_TARGETS = ("python", "sql", "c-header", "collector")  # what fixes every instance axis' size in its output
+
+
+def _refuse_unsized(cat, target: str) -> None:
+    """A target that writes a fixed instance count (an evaluator's array shapes, SQL's per-instance columns,
+    a register header, a collector schema's list sizes) is refused for a catalog whose instance axes are
+    sized by the data (``from_data``): their size is known only from a capture. ``docs`` and ``schemas``
+    are written (the docs with the placeholder size 1 and a note)."""
+    from perfonto.ontology.derive import from_data_axes
+
+    if cat is None or cat.generation is None or target not in SIZED_TARGETS:
+        return
+    todo = from_data_axes(cat.generation)
+    if todo:
+        axes = ", ".join(f"`{b}.{a}`" for b, v in todo.items() for a in v)
+        raise CommandError(
+            f"--target {target} writes a fixed number of instances, but the instance axes {axes} of "
+            f"`{cat.generation.name}` are sized by the data (`from_data`); `perfonto analyze` generates the "
+            "evaluator for each capture's instances (evaluator.py in its output folder), or give the axis a size "
+            "in a catalog of your own",
+            1,
+        )
