@@ -15,6 +15,12 @@ import re
 import numpy as np
 
 
+def _divide(v, w):
+    """``/`` as evaluate_ast.cpp computes it: 0 where the divisor is 0."""
+    a, b = np.broadcast_arrays(v, w)
+    return np.where(b == 0, 0.0, a / np.where(b == 0, 1.0, b))
+
+
 class RocprofEval:
     """``derived``: name → expression; ``counters``: name (or ``accumulate(C,MODE)``) → vector;
     ``properties``: agent property → value."""
@@ -46,14 +52,18 @@ class RocprofEval:
         self.i += 1
         return self.toks[self.i - 1]
 
-    def _sum(self):
-        v = self._prod()
-        while self._peek() in ("+", "-"):
+    def _level(self, ops, operand, apply):
+        """One left-associative precedence level: ``operand (op operand)*``."""
+        v = operand()
+        while self._peek() in ops:
             op = self._take()
-            w = self._prod()
+            w = operand()
             v, w = self._order(v, w)
-            v = v + w if op == "+" else v - w
+            v = apply(op, v, w)
         return v
+
+    def _sum(self):
+        return self._level(("+", "-"), self._prod, lambda op, v, w: v + w if op == "+" else v - w)
 
     @staticmethod
     def _order(v, w):
@@ -61,17 +71,7 @@ class RocprofEval:
         return (w, v) if v.size < w.size else (v, w)
 
     def _prod(self):
-        v = self._atom()
-        while self._peek() in ("*", "/"):
-            op = self._take()
-            w = self._atom()
-            v, w = self._order(v, w)
-            if op == "*":
-                v = v * w
-            else:
-                a, b = np.broadcast_arrays(v, w)
-                v = np.where(b == 0, 0.0, a / np.where(b == 0, 1.0, b))
-        return v
+        return self._level(("*", "/"), self._atom, lambda op, v, w: v * w if op == "*" else _divide(v, w))
 
     def _atom(self):
         t = self._take()
