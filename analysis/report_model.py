@@ -3,8 +3,9 @@ the HTML page (``analysis.html_report``) and ``report.json`` (its ``report`` sec
 rendered from).
 
 ``headline``: the server-level table's metrics, in order; ``groups``: titled sections of the per-chip
-tables, {title: [metric, ...]}; ``per_chip``: the per-chip table's columns, {metric: header}. Each
-holds only metrics that evaluated to a run-level scalar on the capture (a metric over instance axes,
+tables, {title: [metric, ...]}; ``per_chip``: the per-chip table's columns, {metric: header};
+``fleet``: the fleet tables' metrics (per pod, rack and host; their first eight of ``headline`` unless
+declared). Each holds only metrics that evaluated to a run-level scalar on the capture (a metric over instance axes,
 or one unavailable here, is left out: ``report.json`` still has every metric).
 
 Rule (``choose``): a catalog that declares ``report:`` in its generation YAML (``ontology.model.ReportDecl``,
@@ -19,6 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+FLEET_DEFAULT = 8  # metrics of the fleet tables when the catalog names none: the headline's first
+
 
 @dataclass
 class ReportModel:
@@ -29,6 +32,7 @@ class ReportModel:
     groups: dict[str, list[str]] = field(default_factory=dict)
     per_chip: dict[str, str] = field(default_factory=dict)
     declared: bool = False
+    fleet: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The ``report`` section of ``report.json``."""
@@ -37,6 +41,7 @@ class ReportModel:
             "groups": {t: list(ns) for t, ns in self.groups.items()},
             "per_chip": dict(self.per_chip),
             "declared": self.declared,
+            "fleet": list(self.fleet),
         }
 
     @classmethod
@@ -47,6 +52,7 @@ class ReportModel:
             {str(t): [str(n) for n in ns] for t, ns in (doc.get("groups") or {}).items()},
             {str(n): str(h) for n, h in (doc.get("per_chip") or {}).items()},
             bool(doc.get("declared")),
+            [str(n) for n in doc.get("fleet") or []],
         )
 
 
@@ -69,18 +75,20 @@ def choose(scalar: list[str], per_chip: list[str], spec, blocks: dict[str, str])
     have, chip = set(scalar), set(per_chip)
     if spec is not None:
         groups = {t: [n for n in ns if n in chip] for t, ns in spec.groups.items()}
+        headline = [n for n in spec.headline if n in have]
         return ReportModel(
-            [n for n in spec.headline if n in have],
+            headline,
             {t: ns for t, ns in groups.items() if ns},
             {n: h for n, h in spec.per_chip.items() if n in chip},
             True,
+            [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT],
         )
     by_block: dict[str, list[str]] = {}
     for n in scalar:
         by_block.setdefault(blocks.get(n, "other"), []).append(n)
     headline = [n for ns in by_block.values() for n in ns]
     groups = {b: [n for n in ns if n in chip] for b, ns in by_block.items()}
-    return ReportModel(headline, {b: ns for b, ns in groups.items() if ns}, {}, False)
+    return ReportModel(headline, {b: ns for b, ns in groups.items() if ns}, {}, False, headline[:FLEET_DEFAULT])
 
 
 def report_model(graph, ev) -> ReportModel:

@@ -20,11 +20,13 @@ def resolve_report(gf: GenerationFile, src: YamlSource) -> ReportSpec | None:
     for title, names in r.groups.items():
         refs += [(n, src.span(("report", "groups", title, i))) for i, n in enumerate(names)]
     refs += [(n, src.span(("report", "per_chip", n, "<key>"))) for n in r.per_chip]
+    refs += [(n, src.span(("report", "fleet", i))) for i, n in enumerate(r.fleet)]
     return ReportSpec(
         headline=tuple(r.headline),
         groups={t: tuple(ns) for t, ns in r.groups.items()},
         per_chip=dict(r.per_chip),
         refs=tuple(refs),
+        fleet=tuple(r.fleet),
     )
 
 

@@ -185,13 +185,15 @@ class ResolvedConstant:
 class ReportSpec:
     """A generation's ``report:`` (``ontology.model.ReportDecl``) resolved: the server table's metrics
     (``headline``), titled sections of the per-chip tables (``groups``), the per-chip table's columns
-    (``per_chip``, metric → header), and where each named metric is written (``refs``: (name, span)),
-    for the compile-time check that every name is a metric of the catalog."""
+    (``per_chip``, metric → header), the fleet tables' metrics (``fleet``), and where each named metric
+    is written (``refs``: (name, span)), for the compile-time check that every name is a metric of the
+    catalog."""
 
     headline: tuple[str, ...] = ()
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     per_chip: dict[str, str] = field(default_factory=dict)
     refs: tuple[tuple[str, Span], ...] = ()
+    fleet: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -486,24 +486,14 @@ def render_multichip(mc: dict, console: Console) -> None:
                 console.print(f"    … {sat['count'] - 8} more in report.json")
 
 
-FLEET = [
-    "tokens_per_second",
-    "mfu",
-    "mxu.utilization",
-    "hbm.bandwidth_utilization",
-    "c2c.bandwidth_utilization",
-    "topdown.interconnect_bound",
-    "power.average",
-    "power.temperature_mean",
-]
-
-
 def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
-    """The fleet section: headline metrics per pod, rack and host (ratios of totals; the largest
-    levels cut to ``max_rows`` rows), their spread across chips, and the chips that stand out."""
+    """The fleet section: the report's fleet metrics (``report_layout``) per pod, rack and host (ratios
+    of totals; the largest levels cut to ``max_rows`` rows), their spread across chips, and the chips
+    that stand out."""
     fleet = result.fleet
     graph = result.evaluated
-    names = [n for n in FLEET if n in graph.metrics and n in fleet.values.get("fleet", {})]
+    shown = report_layout(graph, result.evaluation).fleet  # the catalog's `report: fleet`, or its headline's first
+    names = [n for n in shown if n in graph.metrics and n in fleet.values.get("fleet", {})]
     for level in ("fleet", "pod", "rack", "host"):
         if level not in fleet.nodes:
             continue

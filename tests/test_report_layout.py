@@ -131,6 +131,7 @@ def test_a_declared_report_is_what_the_terminal_html_and_json_show(capsys, tmp_p
         "groups": {"scheduler": ["switches.per_second"]},
         "per_chip": {"cpus_utilized": "CPUs"},
         "declared": True,
+        "fleet": declared,  # none declared: the headline's
     }
     assert _chip_tables(text) == [["chip", "CPUs"], ["chip", "switches.per_second"]]
     assert "scheduler" in text.split("CPUs = cpus_utilized")[1].split("switches.per_second")[0]  # the group's title
@@ -150,7 +151,7 @@ def test_without_a_declaration_every_metric_shows_grouped_by_block(capsys, tmp_p
         "task": ["cpus_utilized"],
         "switches": ["switches.per_second"],
     }
-    assert doc["report"] == {"headline": every, "groups": groups, "per_chip": {}, "declared": False}
+    assert doc["report"] == {"headline": every, "groups": groups, "per_chip": {}, "declared": False, "fleet": every}
     assert {k: v for k, v in page.tables.items()} == groups
     # no table of separate columns: the groups are the per-chip tables
     assert _chip_tables(text) == [["chip", *names] for names in groups.values()]
@@ -220,14 +221,17 @@ def test_sohus_tables_are_declared_in_its_yaml_and_inherited():
     sohu = load_catalog(generation="sohu").generation.report
     assert sohu is not None and sohu.headline[:3] == ("tokens_per_second", "output_tokens_per_second", "mfu")
     assert sohu.per_chip["mxu.utilization"] == "MXU %"
-    for g in ("h100", "h200", "b200", "caelius"):
-        assert load_catalog(generation=g).generation.report.headline == sohu.headline
+    for g in ("sohu", "h100", "h200", "b200", "caelius"):
+        c = load_catalog(generation=g)
+        assert c.generation.report.headline == sohu.headline
+        assert not [d for d in c.diagnostics if d.code.startswith("report-")]  # every name a metric of the library
 
 
 @pytest.mark.parametrize(
     "folder, generation, headline",
     [
         ("linux", None, ["cpus_utilized", "context_switches.per_second"]),
+        ("node", None, ["busy_share", "user_share", "system_share", "iowait_share"]),
         ("dcgm", "dcgm_h100", ["gr_engine.active", "sm.active", "sm.occupancy"]),
         ("dcgm", "dcgm_h200", ["gr_engine.active", "sm.active", "sm.occupancy"]),
     ],
@@ -257,7 +261,13 @@ def test_choose_and_the_block_of_a_metric():
     assert metric_block("mfu", ["mxu.flops", "mxu.busy", "core.cycles"]) == "mxu"
     assert metric_block("ratio", []) == "other"
     m = choose(["a.x", "b", "a.y"], ["a.y"], None, {"a.x": "a", "b": "q", "a.y": "a"})
-    assert m == ReportModel(["a.x", "a.y", "b"], {"a": ["a.y"]}, {}, False)
+    assert m == ReportModel(["a.x", "a.y", "b"], {"a": ["a.y"]}, {}, False, ["a.x", "a.y", "b"])
+    ten = [f"m{i}" for i in range(10)]
+    assert choose(ten, [], None, {}).fleet == ten[:8]  # the default fleet tables: the headline's first eight
+    spec = load_catalog(generation="sohu").generation.report
+    m = choose(["mfu", "power.average", "power.temperature_mean", "tokens_per_second"], [], spec, {})
+    assert m.headline == ["tokens_per_second", "mfu", "power.average"]  # sohu.yaml's order
+    assert m.fleet == ["tokens_per_second", "mfu", "power.average", "power.temperature_mean"]
 
 
 def test_a_report_json_without_the_section_reads_its_shipped_generations_declaration():
