@@ -26,9 +26,12 @@ from perfonto.ontology.loader import load_generation_files
 from test_emulator import _batch, _cfg
 
 
-def _gen(tmp_path, body: str, name: str = "x", parent: str = "sohu"):
+def _hbm_signals(tmp_path, signals: str, name: str = "x", parent: str = "sohu"):
+    """A generation extending ``parent`` whose ``hbm`` block declares ``signals`` (YAML lines, dedented):
+    the first of them stands on line 7. Returns the file, the generation and the diagnostics."""
     path = tmp_path / f"{name}.yaml"
-    path.write_text(f"generation: {name}\nextends: {parent}\ndescription: test\n" + textwrap.dedent(body))
+    head = f"generation: {name}\nextends: {parent}\ndescription: test\nblocks:\n  hbm:\n    signals:\n"
+    path.write_text(head + textwrap.indent(textwrap.dedent(signals), " " * 6))
     return path, *load_generation(path)
 
 
@@ -54,12 +57,9 @@ def test_registry_is_what_the_emulator_computes():
 
 
 def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path, capsys):
-    path, gen, diags = _gen(
+    path, gen, diags = _hbm_signals(
         tmp_path,
         """\
-        blocks:
-          hbm:
-            signals:
               weight_bytes: {kind: counter, unit: B, width: 64, description: "Weight bytes.",
                              emulator: {linear: {hbm_weigths: 1}, split: jitter}}
               level: {kind: gauge, unit: B, description: "A level.", emulator: {gauge: hbm_read, split: even}}
@@ -86,12 +86,9 @@ def test_unknown_quantity_is_located_with_a_did_you_mean(tmp_path, capsys):
 
 
 def test_unit_that_does_not_convert_is_located(tmp_path):
-    path, gen, _ = _gen(
+    path, gen, _ = _hbm_signals(
         tmp_path,
         """\
-        blocks:
-          hbm:
-            signals:
               odd: {kind: counter, unit: FLOP, width: 64, description: "Wrong unit.",
                     emulator: {linear: {hbm_read: 1}, split: even}}
         """,
@@ -119,12 +116,9 @@ def test_unit_that_does_not_convert_is_located(tmp_path):
     ],
 )
 def test_binding_shape_errors_are_located(tmp_path, binding, message):
-    path, gen, diags = _gen(
+    path, gen, diags = _hbm_signals(
         tmp_path,
         f"""\
-        blocks:
-          hbm:
-            signals:
               sig: {{kind: counter, unit: B, width: 32, description: "A counter.", emulator: {binding}}}
         """,
     )
@@ -139,12 +133,9 @@ def test_binding_shape_errors_are_located(tmp_path, binding, message):
 
 
 def test_a_child_replaces_the_whole_binding_or_unbinds(tmp_path):
-    _, gen, diags = _gen(
+    _, gen, diags = _hbm_signals(
         tmp_path,
         """\
-        blocks:
-          hbm:
-            signals:
               read_bytes: {emulator: {constant: 0}}
               refresh_cycles: {emulator: null}
         """,
@@ -158,12 +149,9 @@ def test_a_child_replaces_the_whole_binding_or_unbinds(tmp_path):
 
 
 def test_an_unbound_signal_is_absent_from_the_dump(tmp_path):
-    _, gen, _ = _gen(
+    _, gen, _ = _hbm_signals(
         tmp_path,
         """\
-        blocks:
-          hbm:
-            signals:
               refresh_cycles: {emulator: null}
               scrub_cycles: {kind: counter, unit: hbm_cycle, width: 32, description: "Not modelled by the emulator."}
         """,
