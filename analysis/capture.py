@@ -200,7 +200,13 @@ def capture_instances(gen, capture: Capture) -> dict[str, tuple[str, ...]]:
             f"`{gen.name}` declares {axes} `from_data`; give the axis a size in the catalog"
         )
     module, fn = _INSTANCES[capture.format]
-    return getattr(import_module(f"perfonto.capture.{module}"), fn)(capture.counters, gen)
+    found = getattr(import_module(f"perfonto.capture.{module}"), fn)(capture.counters, gen)
+    for a in sorted({a for v in todo.values() for a in v} - set(found)):
+        raise DumpError(
+            f"{capture.counters}: no instance of the axis `{a}`, whose size comes from the data (`from_data`): "
+            f"the {capture.format} capture holds no series or line of its signals"
+        )
+    return found
 
 
 def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:

@@ -123,7 +123,7 @@ def _metrics_json(report) -> dict:
                 "value": [_num(x) for x in np.ravel(v)],
                 "unit": m.unit_text,
                 "axes": [list(a) for a in m.axes],
-            }
+            } | _instances_json(graph.generation, m.axes)
     for name, m in graph.record_metrics.items():
         v = (report.records or {}).get(name)
         if v is not None:
@@ -132,6 +132,18 @@ def _metrics_json(report) -> dict:
     for name, why in report.unavailable.items():
         metrics[name] = {"value": None, "unit": decls[name].unit if name in decls else "", "unavailable": why}
     return metrics
+
+
+def _instances_json(gen, axes) -> dict:
+    """``instances`` {axis: labels} for the axes a capture sized (``from_data``: the CPUs it held, in the
+    order of the values), when the metric has any."""
+    out = {}
+    for axis, _ in axes:
+        block, _, name = axis.partition(".")
+        labels = gen.blocks.get(block, {}).get("labels", {}).get(name)
+        if labels is not None:
+            out[axis] = list(labels)
+    return {"instances": out} if out else {}
 
 
 def _record_metric_json(report, name: str, m, v) -> dict:

@@ -57,6 +57,7 @@ def test_perf_captures_of_2_and_4_cpus_with_one_catalog(capsys, tmp_path):
     # 200, 100, 10 and 170 ms over 0.2 s
     assert m["cpu.utilized"]["value"] == pytest.approx([1.0, 0.5, 0.05, 0.85], rel=1e-12)
     assert m["cpu.utilized"]["axes"] == [["task.cpu", 4]]
+    assert m["cpu.utilized"]["instances"] == {"task.cpu": ["0", "1", "4", "5"]}  # which CPU each value is
     assert m["cpus_utilized"]["value"] == pytest.approx(0.480 / 0.2, rel=1e-12)  # 2.4 CPUs
     # 10 faults in 0.2 s, 5 in 0.1 s, 1 in 0.01 s, 17 in 0.17 s; the machine 33 in 0.48 s
     assert m["cpu.page_faults_per_second"]["value"] == pytest.approx([50.0, 50.0, 100.0, 100.0], rel=1e-12)
