@@ -19,6 +19,15 @@ REAL = (
 )
 
 
+def import_real(kind: str, name: str, out: Path, **kw):
+    """``perfonto import KIND`` of the real catalog ``name`` (skipped when absent) into ``out``: (the
+    file, the import report)."""
+    from perfonto.interop import import_file
+
+    path = real_file(name)
+    return path, import_file(kind, path, out, **kw)
+
+
 def real_file(name: str) -> Path:
     """A file of ``../shared/data/real-catalogs``; the test is skipped (and says so) when it is absent."""
     p = REAL / name

@@ -5,17 +5,15 @@ import json
 
 import pytest
 
-from perfonto.interop import import_file
 from ref_pyexpr import evaluate as ref_eval
-from ref_windows import perfonto_values, random_windows, real_file, same
+from ref_windows import import_real, perfonto_values, random_windows, same
 
 ARM = "arm_telemetry_neoverse-n1.json"
 
 
 @pytest.fixture(scope="module")
 def arm_import(tmp_path_factory):
-    path = real_file(ARM)
-    return path, import_file("arm", path, tmp_path_factory.mktemp("arm"))
+    return import_real("arm", ARM, tmp_path_factory.mktemp("arm"))
 
 
 def test_real_file_imports(arm_import):

@@ -7,15 +7,14 @@ import pytest
 
 from perfonto.interop import import_file
 from ref_pyexpr import evaluate as ref_eval
-from ref_windows import perfonto_values, random_windows, real_file, same
+from ref_windows import import_real, perfonto_values, random_windows, same
 
 INTEL = "intel_perfmon_HSW_haswell_metrics.json"
 
 
 @pytest.fixture(scope="module")
 def intel_import(tmp_path_factory):
-    path = real_file(INTEL)
-    return path, import_file("intel", path, tmp_path_factory.mktemp("intel"))
+    return import_real("intel", INTEL, tmp_path_factory.mktemp("intel"))
 
 
 def check_equivalence(report, path, trials=12) -> int:
@@ -68,8 +67,7 @@ def test_real_file_imports(intel_import):
 @pytest.mark.parametrize("smt", [1.0, 0.0])
 def test_equivalence_with_intel_reference(tmp_path, smt):
     """Both sides of every `if smt_on`: Hyper-Threading on and off."""
-    path = real_file(INTEL)
-    report = import_file("intel", path, tmp_path, constants={"hyperthreading_on": smt})
+    path, report = import_real("intel", INTEL, tmp_path, constants={"hyperthreading_on": smt})
     assert check_equivalence(report, path) == 12 * 112
 
 

@@ -9,7 +9,7 @@ import pytest
 from perfonto.interop import import_file
 from perfonto.interop.perf import ARM64_SBSA
 from ref_perf import PerfEval
-from ref_windows import perfonto_values, random_windows, real_file, same
+from ref_windows import import_real, perfonto_values, random_windows, real_file, same
 
 PERF = "perf_arm64_neoverse-n2-v2_metrics.json"
 
@@ -56,8 +56,7 @@ def check_equivalence(report, path, trials=12):
 
 @pytest.fixture(scope="module")
 def perf_import(tmp_path_factory):
-    path = real_file(PERF)
-    return path, import_file("perf", path, tmp_path_factory.mktemp("perf"))
+    return import_real("perf", PERF, tmp_path_factory.mktemp("perf"))
 
 
 def test_real_file_imports_with_units_and_report(perf_import):
@@ -79,8 +78,7 @@ def test_real_file_imports_with_units_and_report(perf_import):
 @pytest.mark.parametrize("slots", [5.0, 8.0])
 def test_equivalence_with_perf_reference(tmp_path, slots):
     """Both branches of the file's `if (#slots - 5)`: N2 (5 slots) and V2 (8 slots)."""
-    path = real_file(PERF)
-    report = import_file("perf", path, tmp_path, constants={"slots": slots})
+    path, report = import_real("perf", PERF, tmp_path, constants={"slots": slots})
     assert report.generations[0].gen.spec["spec.slots"].value == slots
     assert check_equivalence(report, path) == 12 * 41
 

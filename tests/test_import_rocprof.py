@@ -8,15 +8,14 @@ import yaml
 
 from perfonto.interop import import_file
 from ref_rocprof import RocprofEval
-from ref_windows import perfonto_values, random_windows, real_file, same
+from ref_windows import import_real, perfonto_values, random_windows, same
 
 ROCPROF = "rocprofiler-sdk_counter_defs.yaml"
 
 
 @pytest.fixture(scope="module")
 def rocprof_import(tmp_path_factory):
-    path = real_file(ROCPROF)
-    return path, import_file("rocprof", path, tmp_path_factory.mktemp("rocprof"))
+    return import_real("rocprof", ROCPROF, tmp_path_factory.mktemp("rocprof"))
 
 
 def _defs(path, arch):
