@@ -89,6 +89,11 @@ def _one(tmp_path, entries, **kw):
     return p, import_file("perf", p, tmp_path / "out", **kw)
 
 
+def _exprs(**exprs):
+    """perf metric entries: one ``{"MetricName": name, "MetricExpr": expression}`` per keyword, in order."""
+    return [{"MetricName": k, "MetricExpr": v} for k, v in exprs.items()]
+
+
 def _value(report, name, events, duration=1.0, literals=None):
     """Evaluate one imported metric on given event values (one window)."""
     built = report.generations[0]
@@ -172,28 +177,14 @@ def test_unknown_arch_std_event_is_rejected_with_reason(tmp_path):
 
 
 def test_unsupported_and_syntax_errors_are_listed(tmp_path):
-    _, report = _one(
-        tmp_path,
-        [
-            {"MetricName": "a", "MetricExpr": "strcmp_cpuid_str(0x41)"},
-            {"MetricName": "b", "MetricExpr": "x / (y"},
-            {"MetricName": "c", "MetricExpr": "b * 2"},
-        ],
-    )
+    _, report = _one(tmp_path, _exprs(a="strcmp_cpuid_str(0x41)", b="x / (y", c="b * 2"))
     rej = {r["metric"]: r["reason"] for r in report.rejected()}
     assert set(rej) == {"a", "b", "c"}
     assert "strcmp_cpuid_str" in rej["a"] and rej["b"].startswith("syntax") and "`b`" in rej["c"]
 
 
 def test_zero_divisor_and_self_cancelling_lint(tmp_path):
-    _, report = _one(
-        tmp_path,
-        [
-            {"MetricName": "z", "MetricExpr": "a / (#slots - 5)"},
-            {"MetricName": "s", "MetricExpr": "(a + b - a) / (c * d / d)"},
-            {"MetricName": "t", "MetricExpr": "a / #smt_on"},
-        ],
-    )
+    _, report = _one(tmp_path, _exprs(z="a / (#slots - 5)", s="(a + b - a) / (c * d / d)", t="a / #smt_on"))
     codes = [(f.code, f.metric, f.severity) for _, f in report.findings()]
     assert ("zero-divisor", "z", "error") in codes  # #slots is assumed 5: always null
     assert ("zero-divisor", "t", "warning") in codes  # SMT can be off
