@@ -100,6 +100,17 @@ def published_reference(graph, d: Path, n: int = 3):
     return d / "parts", ev
 
 
+def end_process(proc: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 20.0) -> None:
+    """Send ``sig`` to ``proc`` if it still runs and wait for it to end; kill it if it outlives ``timeout``."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def publish(tmp_part: Path) -> Path:
     """Rename a ``.tmp-`` part to its final name (as a collector does once the file is complete)."""
     final = tmp_part.with_name(tmp_part.name.removeprefix(".tmp-"))
@@ -229,13 +240,7 @@ class ServeProcess:
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 20.0) -> tuple[int, str, str]:
         """Signal the process, wait (then kill); returns (exit code, stdout, stderr)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
+        end_process(self.proc, sig, timeout)
         for t in self._threads:
             t.join(timeout=5)
         return self.proc.returncode, "".join(self.out_lines), "".join(self.err_lines)

@@ -14,6 +14,7 @@ import pytest
 from live_helpers import (
     ServeProcess,
     close_enough,
+    end_process,
     expected_series,
     free_port,
     get,
@@ -122,11 +123,6 @@ def test_prometheus_scraped_values_equal_the_batch_windows(tmp_path):
         assert h["scrapes"]["openmetrics"] >= 4  # Prometheus negotiated the OpenMetrics format
     finally:
         if prom is not None:
-            prom.terminate()
-            try:
-                prom.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait(timeout=5)
+            end_process(prom)
         code, _, err = serve.stop()
     assert code == 0, err
