@@ -18,18 +18,19 @@ HERE = Path(__file__).parent / "fixtures" / "compiler"
 CASES = sorted((p.parent.name, p) for p in HERE.glob("*/*.metrics"))
 
 
+#: how the expected files spell each kind of IR node
+_IR_TEXT = {
+    ir.Const: lambda n: f"{n.value:.6g}" + ("·chips" if n.chip_power else ""),
+    ir.Input: lambda n: n.signal,
+    ir.Interval: lambda n: "interval",
+    ir.MetricRef: lambda n: f"@{n.metric}",
+    ir.Rollup: lambda n: f"{n.func}({ir_text(n.arg)})",
+    ir.Op: lambda n: f"{n.op}({', '.join(ir_text(a) for a in n.args)})",
+}
+
+
 def ir_text(n: ir.Node) -> str:
-    if isinstance(n, ir.Const):
-        return f"{n.value:.6g}" + ("·chips" if n.chip_power else "")
-    if isinstance(n, ir.Input):
-        return n.signal
-    if isinstance(n, ir.Interval):
-        return "interval"
-    if isinstance(n, ir.MetricRef):
-        return f"@{n.metric}"
-    if isinstance(n, ir.Rollup):
-        return f"{n.func}({ir_text(n.arg)})"
-    return f"{n.op}({', '.join(ir_text(a) for a in n.args)})"
+    return _IR_TEXT[type(n)](n)
 
 
 def summary(stage, pass_name: str) -> str:
