@@ -48,10 +48,28 @@ class Catalog:
     signal (``kind``, ``unit_text``, ``width``, ``axes`` …); ``unavailable``: metric → why it has
     no value on this generation."""
 
-    def __init__(self, inner: _catalog.Catalog, path: str | Path | None):
+    def __init__(self, inner: _catalog.Catalog, path: str | Path | None, library: bool = True):
         self._inner = inner
         self.path = None if path is None else Path(path)
+        self._library = library
         self._evaluator = None
+
+    def sized_for(self, capture) -> "Catalog":
+        """This catalog compiled for the instances ``capture`` holds, when its generation has instance
+        axes sized by the data (``instances: {cpu: from_data}``); else itself.
+
+        Raises:
+            DumpError: the capture holds no instance of such an axis (naming the file).
+        """
+        from perfonto.analysis.capture import capture_instances
+        from perfonto.ontology.derive import from_data_axes
+
+        gen = self.generation
+        if gen is None or not from_data_axes(gen):
+            return self
+        sized = capture_instances(gen, capture)
+        inner = _catalog.load_catalog(self.path, gen.name, library=self._library, instances=sized)
+        return Catalog(inner, self.path, self._library)
 
     @property
     def generation(self):
@@ -149,7 +167,7 @@ def load_catalog(
     Raises:
         CatalogError: with ``raise_on_error``, when there is any error (all diagnostics attached).
     """
-    cat = Catalog(_catalog.load_catalog(path, generation, library=library), path)
+    cat = Catalog(_catalog.load_catalog(path, generation, library=library), path, library)
     return cat.raise_for_errors() if raise_on_error else cat
 
 
@@ -194,8 +212,12 @@ def evaluate(
     """
     from perfonto.values import duration_s
 
-    graph = catalog.raise_for_errors().graph
     period = None if sample_period is None else int(round(duration_s(sample_period, "sample_period") * 1e9))
+    capture = capture_of(
+        _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
+    )
+    catalog = catalog.raise_for_errors().sized_for(capture)  # instance axes sized by the data: this capture's
+    graph = catalog.raise_for_errors().graph
     if metrics is not None:
         if isinstance(metrics, str):
             metrics = [metrics]
@@ -208,9 +230,6 @@ def evaluate(
                 f"{did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
             )
         _catalog.select_metrics(graph, metrics)
-    capture = capture_of(
-        _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
-    )
     return Result(analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator()))
 
 

@@ -173,3 +173,16 @@ def test_a_collector_dump_sizes_the_axis_by_its_per_instance_columns(capsys, tmp
     # 0.25, 0.5 and 1 s of task-clock in 1 s; the machine 1.75 CPUs
     assert doc["metrics"]["cpu.utilized"]["value"] == pytest.approx([0.25, 0.5, 1.0], rel=1e-12)
     assert doc["metrics"]["cpus_utilized"]["value"] == pytest.approx(1.75, rel=1e-12)
+
+
+def test_the_api_sizes_the_catalog_for_the_capture(tmp_path):
+    import perfonto
+
+    csv = tmp_path / "c.csv"
+    csv.write_text("chip,timestamp_ns,task.clock[0],task.clock[1]\n0,0,0,0\n0,2000000000,500000000,1500000000\n")
+    cat = perfonto.load_catalog(LINUX, library=False)
+    assert cat.signals["task.clock"].axes == (("cpu", 1),)  # the placeholder until a capture sizes it
+    r = perfonto.evaluate(cat, csv)
+    # 0.5 s and 1.5 s of task-clock over 2 s; the machine 1 CPU
+    assert r.value("cpu.utilized") == pytest.approx([0.25, 0.75], rel=1e-12)
+    assert r.value("cpus_utilized") == pytest.approx(1.0, rel=1e-12)
