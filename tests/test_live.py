@@ -186,18 +186,9 @@ def test_naming_conventions_pinned(graph):
 def _emulated_source(graph, **kw):
     from perfonto.live_emulate import EmulatedSource
 
-    knobs = dict(
-        model="llama-3.1-8b",
-        chips=2,
-        sample_period_s=1e-3,
-        isl=2048,
-        osl=128,
-        warmup_steps=50,
-        slow_chip=None,
-        throttled_link=None,
-        router_skew=0.0,
-    )
-    return EmulatedSource(graph.generation, seed=0, **kw, **knobs)
+    knobs = dict(model="llama-3.1-8b", chips=2, sample_period_s=1e-3, isl=2048, osl=128, warmup_steps=50)
+    no_faults = dict(slow_chip=None, throttled_link=None, router_skew=0.0)
+    return EmulatedSource(graph.generation, seed=0, **kw, **knobs, **no_faults)
 
 
 def test_emulation_in_chunks_follows_on_with_a_new_baseline_per_chunk(graph, evaluator):
