@@ -25,7 +25,7 @@ from pathlib import Path
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
 
-from .docs import _anchor, _code, _esc, _n
+from .docs import _anchor, _axis_size, _code, _esc, _n
 from .docs_mermaid import mermaid
 
 YES, NO = "✓", "—"
@@ -64,7 +64,7 @@ def _spec_table(gen) -> list[str]:
 
 def _instances(b: dict) -> str:
     """A block's instances: its axes (or one per chip), and the slots present when only some are."""
-    axes = ", ".join(f"{a}: {n}" for a, n in b["axes"]) or "one per chip"
+    axes = ", ".join(f"{a}: {_axis_size(b, a, n)}" for a, n in b["axes"]) or "one per chip"
     if b.get("slots"):
         axes += (
             " present (slots "
