@@ -248,13 +248,17 @@ def analyze_job(
     from perfonto.codegen.evaluator_cache import warm_kernel
 
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
-    cat, t_compile = compile_catalog(catalog, generation, library, log)
+    said: list[str] = []  # what compiling says, held back until it is known whether the capture sizes the catalog
+    cat, t_compile = compile_catalog(catalog, generation, library, said.append)
     graph = cat.graph
     if isinstance(capture.counters, (str, Path)) and from_data_axes(graph.generation):
         # instance axes sized by the data: the capture's instances fix them, the catalog is compiled for those
         sized = capture_instances(graph.generation, capture)
         cat, t_more = compile_catalog(catalog, generation, library, log, instances=sized)
         graph, t_compile = cat.graph, t_compile + t_more
+    else:
+        for line in said:
+            log(line)
     if metrics:
         select_metrics(graph, metrics)  # unknown names fail before anything is written
     chunk_rows = chunk_rows or CHUNK_ROWS
