@@ -47,11 +47,11 @@ def axis_of(gen, signals, where: str) -> tuple[str, tuple[str, ...] | None] | No
     if not found:
         return None
     if len(found) > 1 or plain:
-        other = plain[0] if plain else sorted(found)[1]
+        first = sorted(found)[0]
+        other = f"signal `{plain[0]}` on none" if plain else f"signal `{found[sorted(found)[1]][0]}` on another"
         raise DumpError(
-            f"{where}: the signals read lie on the instance axis `{sorted(found)[0]}` (sized by the data) and "
-            f"{'not' if plain else 'on'} `{other}`; a capture read from another tool places one axis of instances "
-            "for all of its signals"
+            f"{where}: signal `{found[first][0]}` lies on the instance axis `{first}` (sized by the data), {other}; "
+            "a capture read from another tool places one axis of instances for all of the signals it fills"
         )
     axis = next(iter(found))
     labels = next((info["labels"][axis] for info in gen.blocks.values() if axis in info.get("labels", {})), None)

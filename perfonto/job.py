@@ -251,7 +251,7 @@ def analyze_job(
     said: list[str] = []  # what compiling says, held back until it is known whether the capture sizes the catalog
     cat, t_compile = compile_catalog(catalog, generation, library, said.append)
     graph = cat.graph
-    if isinstance(capture.counters, (str, Path)) and from_data_axes(graph.generation):
+    if from_data_axes(graph.generation):
         # instance axes sized by the data: the capture's instances fix them, the catalog is compiled for those
         sized = capture_instances(graph.generation, capture)
         cat, t_more = compile_catalog(catalog, generation, library, log, instances=sized)

@@ -186,3 +186,28 @@ def test_the_api_sizes_the_catalog_for_the_capture(tmp_path):
     # 0.5 s and 1.5 s of task-clock over 2 s; the machine 1 CPU
     assert r.value("cpu.utilized") == pytest.approx([0.25, 0.75], rel=1e-12)
     assert r.value("cpus_utilized") == pytest.approx(1.0, rel=1e-12)
+
+
+def test_signals_on_and_off_a_from_data_axis_in_one_capture_are_refused():
+    import dataclasses
+
+    from perfonto.capture.dump_io import DumpError
+    from perfonto.capture.instances import axis_of
+    from perfonto.metrics.catalog import load_catalog
+
+    gen = load_catalog(NODE, None, library=False).generation
+    assert axis_of(gen, ["cpu.user", "cpu.idle"], "s.prom") == ("cpu", None)  # one axis, not sized yet
+    sized = load_catalog(NODE, None, library=False, instances={"cpu": ("0", "3")}).generation
+    assert axis_of(sized, ["cpu.user"], "s.prom") == ("cpu", ("0", "3"))
+    assert axis_of(load_catalog(None, "sohu").generation, ["seq.elapsed_cycles"], "x") is None
+    # a signal of a block without instances read beside the per-CPU ones: which instance would it be?
+    solo = dataclasses.replace(gen.signals["cpu.user"], name="solo.x", block="solo", axes=())
+    mixed = dataclasses.replace(
+        gen,
+        signals={**gen.signals, "solo.x": solo},
+        blocks={**gen.blocks, "solo": {"clock": "cpu", "axes": (), "description": "one"}},
+    )
+    with pytest.raises(
+        DumpError, match=r"s\.prom: signal `cpu\.user` lies on the instance axis `cpu`.*`solo\.x` on none"
+    ):
+        axis_of(mixed, ["cpu.user", "solo.x"], "s.prom")
