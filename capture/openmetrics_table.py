@@ -162,22 +162,32 @@ def series_instances(scrapes: list[Scrape], mapping: dict, axis: str, label: str
     return ordered_labels(out)
 
 
-def _instance_columns(cols, found, mapping, keys, axis, labels, S, label: str) -> None:
+def _instance_columns(cols, found, mapping, keys, axis, labels, S, label: str, notes: list[str]) -> None:
     """Each signal's (rows × instances) values as flat ``name[i]`` columns: row (scrape, chip key), instance
-    the position of the series' ``axis`` label among ``labels``."""
+    the position of the series' ``axis`` label among ``labels``. A note names the chips (hosts) that have no
+    series at all for some instances: the capture's hosts share one axis, so those hosts' windows are null."""
     from .instances import flat_columns
 
     pos = {x: i for i, x in enumerate(labels)}
     where = {k: c for c, k in enumerate(keys)}
+    seen = np.zeros((len(keys), len(labels)), bool)
     for sig, per_key in found.items():
         vals = np.full((S, len(keys), len(labels)), np.nan)
         for key, per_scrape in per_key.items():
             lab = dict(key)
             c = where[tuple((a, b) for a, b in key if a != axis)]
+            seen[c, pos[lab[axis]]] = True
             for k, v in per_scrape.items():
                 vals[k, c, pos[lab[axis]]] = v
         raw, null = _raw(vals, sig, mapping[sig][1], label)
         flat_columns(cols, sig, raw.reshape(S * len(keys), -1), null.reshape(S * len(keys), -1))
+    for c in np.flatnonzero(~seen.all(axis=1))[:4]:
+        lacking = [labels[i] for i in np.flatnonzero(~seen[c])]
+        notes.append(
+            f"{label}: {dict(keys[c]) or 'the chip'} has no series for {axis} {', '.join(lacking[:8])} in any scrape, "
+            f"which other hosts have: its windows are null (one `{axis}` axis for the capture); analyse hosts with "
+            "other instances apart"
+        )
 
 
 def collector_table(
@@ -213,7 +223,7 @@ def collector_table(
         _note_partial(keys, found, S, label, notes)
     cols = _key_columns(scrapes, hosts, chip_no)
     if instances is not None:
-        _instance_columns(cols, found, mapping, keys, instances[0], instances[1], S, label)
+        _instance_columns(cols, found, mapping, keys, instances[0], instances[1], S, label, notes)
         return pa.table(cols)
     for sig, per_key in found.items():
         _, per, _counter = mapping[sig]

@@ -211,3 +211,18 @@ def test_signals_on_and_off_a_from_data_axis_in_one_capture_are_refused():
         DumpError, match=r"s\.prom: signal `cpu\.user` lies on the instance axis `cpu`.*`solo\.x` on none"
     ):
         axis_of(mixed, ["cpu.user", "solo.x"], "s.prom")
+
+
+def test_hosts_with_other_cpus_share_the_axis_with_a_note(capsys, tmp_path):
+    d = tmp_path / "scrapes"
+    d.mkdir()
+    for k in range(2):
+        big = _scrape({c: {"idle": 1.0 + k, "user": 1.0 + k} for c in range(3)}).replace("{cpu", '{instance="big",cpu')
+        small = _scrape({0: {"idle": 1.0 + 2 * k}}).replace("{cpu", '{instance="small",cpu')
+        (d / f"{1764650000 + k}.prom").write_text(big + small.split("counter\n", 1)[1])
+    code, doc = analyze(capsys, d, tmp_path / "o")
+    assert code == 0 and "cpu: 3 instances from the data (0, 1, 2)" in doc["notes"]
+    note = [n for n in doc["notes"] if "has no series for cpu 1, 2 in any scrape" in n]
+    assert note and "'small'" in note[0]
+    per_host = {r["host"]: r["metrics"]["busy_share"] for r in doc["per_chip"]}
+    assert per_host["big"] == pytest.approx(0.5, abs=1e-12) and per_host["small"] is None  # 1 s user of 2 s
