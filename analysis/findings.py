@@ -2,10 +2,14 @@
 the estimated gain if its cause were removed, and the next metric to look at.
 
 The rules are the catalog's (``metrics.findings``: data in ``*.findings.yaml``). A rule fires when its
-metric crosses its declared threshold. Its gain is first the bound by the share of time the cause
-takes (Amdahl's law): removing a share ``s`` of the time speeds the run up by ``1 / (1 − s)``, an
+metric crosses its declared threshold. Its gain is estimated first from the share of time the cause
+takes (Amdahl's law): removing a share ``s`` of the time whole speeds the run up by ``1 / (1 − s)``, an
 estimated gain of ``s / (1 − s)`` (Nsight Compute's rules give their "estimated speedup" the same way,
-from the share of time an issue takes). ``over: chip_max`` takes the largest per-chip share — chips in
+from the share of time an issue takes). It is an estimate, not a bound: removing a cause can shift
+other work too (a re-projection measured +16.4 % where a slow chip's wait estimated +15.9 %), and a
+cause that is only reduced (work rebalanced, not removed) gains less. The gains of several findings do
+not add up: a level-1 node's share holds its children's, so a parent is listed after the children that
+crossed too, with ``overlaps`` naming them. ``over: chip_max`` takes the largest per-chip share — chips in
 lock step finish a step together, so the step shortens by the longest wait. Where the run came from
 the emulator, ``perfonto findings --reproject`` (``perfonto.whatif.reproject``) repeats it without
 the cause and adds the measured gain beside the estimate.
@@ -45,7 +49,7 @@ def _share(graph, ev, rule) -> tuple[float, int | None]:
 
 
 def estimated_gain(share: float) -> float | None:
-    """The gain bound of removing a cause that takes ``share`` (0 … 1) of the time: ``s / (1 − s)``
+    """The estimated gain of removing a cause that takes ``share`` (0 … 1) of the time: ``s / (1 − s)``
     (throughput ×(1 + gain)); None for a share that is not a finite value in [0, 1)."""
     if not math.isfinite(share) or share < 0 or share >= 1:
         return None
@@ -72,11 +76,13 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         s, chip = _share(graph, ev, rule)
         gain = estimated_gain(s)
         out["share"] = _num(s)
-        out["share_basis"] = f"largest per-chip share (chip {chip})" if chip is not None else "server level"
+        out["share_basis"] = (
+            f"the largest per-chip share, chip {chip}'s" if chip is not None else "the server-level share"
+        )
         out["estimated_gain"] = gain
         out["estimate"] = (
-            f"removing it bounds the gain at +{gain * 100:.1f} % throughput ({s * 100:.1f} % of the time, "
-            f"{out['share_basis']})"
+            f"removing it would gain about +{gain * 100:.1f} % throughput: it takes {s * 100:.1f} % of the time "
+            f"({out['share_basis']})"
             if gain is not None
             else "the share of time is not known on this run"
         )
@@ -127,13 +133,74 @@ def findings(graph, ev, analysis, headline: dict | None) -> list[dict]:
             continue
         thr = graph.all_metrics[name].threshold
         value = _server(ev, name)
-        if thr is not None and math.isfinite(value) and not _crossed(thr[0], value, thr[1]):
-            continue
+        is_headline = bool(headline) and headline.get("metric") == name
+        if not is_headline and thr is not None and math.isfinite(value) and not _crossed(thr[0], value, thr[1]):
+            continue  # the headline is a finding even below its threshold (the level-1 bottleneck)
         text = headline["message"] if headline and headline.get("metric") == name else msg
         out.append(_finding(graph, ev, rule, _num(value), text))
-    first = headline.get("metric") if headline else None
-    out.sort(key=lambda f: (f["metric"] != first, -(f["estimated_gain"] or -1.0), f["metric"]))
+    return _ordered(graph, out, headline.get("metric") if headline else None)
+
+
+def _ordered(graph, out: list[dict], first: str | None) -> list[dict]:
+    """The headline's finding first; then by estimated gain, a parent (``parent`` in the top-down tree)
+    after every child that is a finding too, marked ``overlaps`` (its share holds theirs)."""
+    names = {f["metric"] for f in out}
+    children: dict[str, list[str]] = {}
+    for n in names:
+        m = graph.all_metrics.get(n)
+        p = getattr(m, "parent", None)
+        while p is not None:  # every ancestor holds this node's share
+            if p in names:
+                children.setdefault(p, []).append(n)
+            p = getattr(graph.all_metrics.get(p), "parent", None)
+    for f in out:
+        f["overlaps"] = sorted(children.get(f["metric"], []))
+    depth = {n: len(children.get(n, [])) > 0 for n in names}
+    out.sort(key=lambda f: (f["metric"] != first, depth[f["metric"]], -(f["estimated_gain"] or -1.0), f["metric"]))
     return out
 
 
-__all__ = ["estimated_gain", "findings"]
+#: the keys of a finding in report.json, with the types a reader may rely on
+_TYPES = {
+    "metric": str,
+    "title": str,
+    "message": str,
+    "why": str,
+    "estimate": str,
+    "evidence": dict,
+    "next": list,
+    "remove": dict,
+}
+
+
+def check_findings(found, where: str) -> list[dict]:
+    """``found`` (a report's ``findings``, e.g. read back from ``report.json``) checked: a list of
+    objects with the keys and types ``findings`` writes, numbers finite or null, ``remove`` naming only
+    emulator knobs with the value that removes each.
+
+    Raises:
+        ValueError: the first problem, naming ``where`` and the finding's index and key."""
+    from perfonto.metrics.findings import KNOBS
+
+    if not isinstance(found, list):
+        raise ValueError(f"{where}: `findings` is not a list")
+    for i, f in enumerate(found):
+        at = f"{where}: findings[{i}]"
+        if not isinstance(f, dict):
+            raise ValueError(f"{at} is not an object")
+        for k, t in _TYPES.items():
+            if not isinstance(f.get(k, t()), t):
+                raise ValueError(f"{at}.{k} is not a {t.__name__}")
+        if not isinstance(f.get("metric"), str) or not isinstance(f.get("title"), str):
+            raise ValueError(f"{at} has no `metric` and `title`")
+        for k in ("value", "share", "estimated_gain"):
+            v = f.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                raise ValueError(f"{at}.{k} is {v!r}, not a finite number or null")
+        for k, v in (f.get("remove") or {}).items():
+            if k not in KNOBS or v != KNOBS[k]:
+                raise ValueError(f"{at}.remove: `{k}: {v!r}` is not an emulator knob with the value that removes it")
+    return found
+
+
+__all__ = ["check_findings", "estimated_gain", "findings"]

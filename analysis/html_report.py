@@ -185,19 +185,25 @@ def _bottleneck(r: dict, pics: dict) -> str:
 
 def _findings(found: list[dict]) -> str:
     """The guided findings (``analysis.findings``): title, estimated gain, evidence, where to look next."""
-    if not found:
+    if not found or not isinstance(found, list):
         return ""
     trs = []
     for f in found:
+        if not isinstance(f, dict) or not isinstance(f.get("metric"), str):
+            continue  # a hand-edited report's malformed entry: shown by `perfonto findings`' check, not here
         gain = f.get("estimated_gain")
+        gain = gain if isinstance(gain, (int, float)) and math.isfinite(gain) else None
         ev = ", ".join(f"{k} = {format_value(v, '')}" for k, v in (f.get("evidence") or {}).items())
         trs.append(
             f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
-            f"<td>{'' if gain is None else e(f'+{gain * 100:.1f} %')}</td><td>{e(f.get('estimate') or '')}</td>"
+            f"<td>{'' if gain is None else e(f'{gain * 100:+.1f} %')}</td><td>{e(f.get('estimate') or '')}</td>"
+            f"<td>{e(f.get('why') or '')}</td>"
             f"<td>{e(ev)}</td><td>{e(', '.join(f.get('next') or []))}</td></tr>"
         )
-    return "<p>Findings (estimated gain if the cause were removed, bounded by its share of time):</p>" + _table(
-        ["finding", "gain", "estimate", "evidence", "look next at"], trs, "findings"
+    return (
+        "<p>Findings (gain estimated if the cause were removed, from its share of time; the gains overlap, "
+        "they do not add up):</p>"
+        + _table(["finding", "gain", "estimate", "why", "evidence", "look next at"], trs, "findings")
     )
 
 

@@ -10,11 +10,11 @@ A catalog's findings file lists rules (the shipped ones: ``metrics/library/topdo
         over: chip_max                           # server (default) | chip_max: lock-step chips
         evidence: [topdown.interconnect_bound, step_time]
         next: [topdown.interconnect.link_transfer]
-        remove: {slow_chip: none}                # emulator knobs that remove the cause (re-projection)
+        remove: {slow_chip: null}                # emulator knobs that remove the cause (re-projection)
         why: the group runs at its slowest chip's pace
 
-The estimated gain is a bound by the share of time (Amdahl's law: removing a cause that takes a
-share ``s`` of the time speeds the run up by at most ``1 / (1 − s)``), as Nsight Compute's rules
+The gain is estimated from the share of time (Amdahl's law: removing a cause that takes a share ``s``
+of the time whole speeds the run up by ``1 / (1 − s)``), as Nsight Compute's rules
 state an "estimated speedup" from the share of time an issue takes. ``over: chip_max`` takes the
 largest per-chip share: chips in lock step finish a step together, so the step shortens by the
 wait of the chip that waits longest. ``remove`` names the emulator's knobs (``slow_chip``,
@@ -90,8 +90,18 @@ def _remove(value, src, loc, diags: list) -> dict:
         diags.append(_err("finding-field", "`remove` is a mapping of emulator knobs", src.span(loc), ""))
         return {}
     out = {}
-    for k in value:
-        if k not in KNOBS:
+    for k, v in value.items():
+        if k in KNOBS and v != KNOBS[k] and not (v is None and KNOBS[k] is None):
+            diags.append(
+                _err(
+                    "finding-knob",
+                    f"`remove: {{{k}: {v!r}}}`: a re-projection removes the cause, so `{k}` takes "
+                    f"{'null' if KNOBS[k] is None else repr(KNOBS[k])}",
+                    src.span(loc + (k,)),
+                    f"write `{k}: {'null' if KNOBS[k] is None else KNOBS[k]}`",
+                )
+            )
+        elif k not in KNOBS:
             diags.append(
                 _err(
                     "finding-knob",
@@ -126,24 +136,25 @@ def _rule(item, src, loc, diags: list) -> FindingRule | None:
         diags.append(_err("finding-field", "a finding needs `metric` and `title` (text)", span, ""))
         return None
     over = item.get("over", "server")
-    if over not in OVER:
+    if not isinstance(over, str) or over not in OVER:  # every field is checked: all of a rule's errors at once
         diags.append(
             _err("finding-field", f"`over` is one of {', '.join(OVER)}, not {over!r}", src.span(loc + ("over",)), "")
         )
-        return None
     share = item.get("share")
     if share is not None and not isinstance(share, str):
         diags.append(_err("finding-field", "`share` is a metric name", src.span(loc + ("share",)), ""))
-        return None
+    why = item.get("why")
+    if why is not None and not isinstance(why, str):
+        diags.append(_err("finding-field", "`why` is text", src.span(loc + ("why",)), ""))
     rule = FindingRule(
         metric,
         title,
-        share,
-        over,
+        share if isinstance(share, str) else None,
+        over if over in OVER else "server",
         _names(item.get("evidence"), src, loc + ("evidence",), "evidence", diags),
         _names(item.get("next"), src, loc + ("next",), "next", diags),
         _remove(item.get("remove"), src, loc + ("remove",), diags),
-        str(item.get("why") or ""),
+        why if isinstance(why, str) else "",
         span,
     )
     return None if len(diags) > before else rule  # a rule with any error is left out whole
@@ -173,6 +184,16 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
                 )
             )
         ok = False
+    if ok and known[rule.metric].threshold is None:
+        diags.append(
+            Diagnostic(
+                "warning",
+                "finding-never-fires",
+                f"finding `{rule.title}`: `{rule.metric}` declares no threshold, so the finding never fires",
+                src.span(loc + ("metric",)),
+                hint=f'add `threshold OP VALUE: "message"` to `{rule.metric}`, or name a metric that has one',
+            )
+        )
     if ok and rule.share and known[rule.share].unit_text not in SHARE_UNITS:
         diags.append(
             _err(
@@ -213,10 +234,24 @@ def load_findings(paths: list[Path], graph) -> tuple[list[FindingRule], list[Dia
                 )
             )
             continue
+        seen: set[str] = set()
         for i, item in enumerate(items):
             loc = ("findings", i)
             rule = _rule(item, src, loc, diags)
-            if rule is not None and _check(rule, graph, src, loc, diags, notes):
+            if rule is None:
+                continue
+            if rule.metric in seen:
+                diags.append(
+                    _err(
+                        "finding-field",
+                        f"a second rule for `{rule.metric}` in this file",
+                        src.span(loc + ("metric",)),
+                        "keep one rule per metric (a catalog's own file replaces the library's rule)",
+                    )
+                )
+                continue
+            seen.add(rule.metric)
+            if _check(rule, graph, src, loc, diags, notes):
                 rules[rule.metric] = rule
     return list(rules.values()), diags, notes
 

@@ -55,12 +55,14 @@ def digest(parts: Iterable[bytes | str]) -> str:
 def file_parts(paths: Iterable[Path]) -> list[bytes | str]:
     """Each path and its bytes, for ``digest`` (an unreadable file gives its error text: the key still
     changes when it becomes readable)."""
+    from .files import FileReadError, read_bytes
+
     out: list[bytes | str] = []
     for p in paths:
         out.append(str(p))
-        try:
-            out.append(Path(p).read_bytes())
-        except OSError as exc:
+        try:  # a regular file only, within the size limit: a device or pipe in a catalog folder never blocks here
+            out.append(read_bytes(p, "catalog file"))
+        except FileReadError as exc:
             out.append(f"unreadable: {exc}")
     return out
 

@@ -96,6 +96,7 @@ CODES: dict[str, str] = {
     "finding-knob": "a finding rule's `remove` names a knob the emulator does not have",
     "finding-unknown-metric": "a finding rule names a metric the catalog does not define",
     "finding-share-unit": "a finding rule's `share` metric is not a percent or fraction of time",
+    "finding-never-fires": "a finding rule's metric declares no threshold, so the finding never fires (a warning)",
     # report declarations (`report:` in a generation's YAML)
     "report-unknown-metric": "a generation's `report:` (headline, groups, per_chip) names a metric the catalog does "
     "not define",

@@ -267,12 +267,19 @@ def render_guided(found: list[dict], console: Console) -> None:
     metric to look at; catalog text printed as plain text, never markup."""
     if not found:
         return
-    console.print("[bold]Findings[/bold] (estimated gain if the cause were removed; a bound by its share of time):")
+    console.print(
+        "[bold]Findings[/bold] (gain estimated if the cause were removed, from its share of time; the gains "
+        "overlap, they do not add up):"
+    )
     for f in found:
         gain = f.get("estimated_gain")
-        head = f"  • {f['title']}" + (f": up to +{gain * 100:.1f} % throughput" if gain is not None else "")
+        head = f"  • {f['title']}" + (f": about {gain * 100:+.1f} % throughput" if gain is not None else "")
         console.print(Text(head))
         console.print(Text(f"      {f['estimate']}"))
+        if f.get("why"):
+            console.print(Text(f"      why: {f['why']}"))
+        if f.get("overlaps"):
+            console.print(Text(f"      holds the share of: {', '.join(f['overlaps'])} (listed above)"))
         ev = ", ".join(f"{k} = {_g(v) if v is not None else 'null'}" for k, v in (f.get("evidence") or {}).items())
         if ev:
             console.print(Text(f"      evidence: {ev}"))

@@ -36,7 +36,8 @@ def test_the_shipped_rules_load_clean():
     assert "topdown.interconnect.peer_wait" in rules and len(rules) >= 10
     assert not [d for d in cat.diagnostics if d.code.startswith("finding")]
     peer = rules["topdown.interconnect.peer_wait"]
-    assert peer.over == "chip_max" and peer.remove == {"slow_chip": None, "router_skew": 0.0}
+    assert peer.over == "chip_max" and peer.remove == {"slow_chip": None}
+    assert rules["topdown.interconnect.link_transfer"].remove == {}  # a throttle is not the whole link share
     for r in rules.values():  # every rule's share is itself a share of time
         assert cat.graph.all_metrics[r.share].unit_text == "percent"
 
@@ -50,12 +51,13 @@ def graph():
     "text, code, where",
     [
         ("findings:\n  - metric: no.such\n    title: x\n", "finding-unknown-metric", (2, 13)),
-        ("findings:\n  - metric: mfu\n    title: x\n    next: [mfu, nope]\n", "finding-unknown-metric", (4, 11)),
-        ("findings:\n  - metric: mfu\n    title: x\n    remove: {clock: none}\n", "finding-knob", (4, 21)),
-        ("findings:\n  - metric: mfu\n    title: x\n    over: worst\n", "finding-field", (4, 11)),
-        ("findings:\n  - metric: mfu\n    title: x\n    colour: red\n", "finding-field", (4, 13)),
-        ("findings:\n  - metric: mfu\n", "finding-field", (2, 5)),
-        ("findings:\n  - metric: mfu\n    title: x\n    share: hbm.bandwidth\n", "finding-share-unit", (4, 12)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    next: [mfu, nope]\n", "finding-unknown-metric", (4, 11)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    remove: {clock: none}\n", "finding-knob", (4, 21)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    remove: {slow_chip: 3}\n", "finding-knob", (4, 25)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    over: worst\n", "finding-field", (4, 11)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    colour: red\n", "finding-field", (4, 13)),
+        ("findings:\n  - metric: mxu.utilization\n", "finding-field", (2, 5)),
+        ("findings:\n  - metric: mxu.utilization\n    title: x\n    share: hbm.bandwidth\n", "finding-share-unit", (4, 12)),
         ("rules: []\n", "finding-file", (1, 1)),
         ("findings: [\n", "yaml-syntax", None),
     ],
@@ -144,7 +146,7 @@ def test_slow_chip_finding_estimate_lands_within_10_percent_of_the_reprojection(
     assert abs(peer["estimate_error"]) <= 0.10
     # a finding whose knob the run does not set is not re-projected, and says why
     link = [f for f in doc["findings"] if f["metric"] == "topdown.interconnect.link_transfer"]
-    assert link and "skipped" in link[0]["reprojection"]
+    assert link and "skipped" in link[0]["reprojection"]  # no knob removes the whole link share
     saved = json.loads((out / "findings.json").read_text())
     assert saved[0]["reprojection"]["gain"] == peer["gain"]
 
@@ -166,6 +168,123 @@ def test_findings_bad_input_is_a_clear_error(tmp_path, capsys, slow_run):
 def test_the_terminal_report_prints_the_findings(slow_run, capsys):
     assert main(["findings", str(slow_run)]) == 0
     out = capsys.readouterr().out
-    assert "waiting for a slower chip at collectives: up to +" in out
-    assert "look next at:" in out
-    assert math.isfinite(float(out.split("up to +")[1].split(" %")[0]))
+    assert "waiting for a slower chip at collectives: about +" in out
+    assert "look next at:" in out and "why: chips in lock step" in out
+    assert math.isfinite(float(out.split("about +")[1].split(" %")[0]))
+
+
+def test_all_of_a_rules_errors_at_once_and_rules_that_cannot_work(tmp_path, graph):
+    f = tmp_path / "x.findings.yaml"
+    f.write_text(
+        "findings:\n"
+        "  - metric: mfu\n    title: a\n    over: true\n    next: 7\n    why: [1]\n"
+        "  - metric: ttft_p99\n    title: never\n"
+        "  - metric: mxu.utilization\n    title: one\n"
+        "  - metric: mxu.utilization\n    title: two\n"
+    )
+    rules, diags, _ = load_findings([f], graph)
+    codes = [(d.code, d.span.line) for d in diags]
+    assert ("finding-field", 4) in codes and ("finding-field", 5) in codes and ("finding-field", 6) in codes
+    assert ("finding-never-fires", 7) in codes  # ttft_p99 declares no threshold
+    assert ("finding-field", 11) in codes  # a second rule for the same metric in one file
+    assert [r.title for r in rules] == ["never", "one"]
+    assert {d.severity for d in diags if d.code == "finding-never-fires"} == {"warning"}
+
+
+def test_the_headline_is_a_finding_below_its_threshold_and_parents_come_after_children(graph):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from perfonto.analysis.findings import findings
+
+    server = {n: np.float64(0.0) for n in graph.metrics}
+    server |= {"topdown.memory_bound": np.float64(45.0), "topdown.compute_bound": np.float64(30.0)}
+    ev = SimpleNamespace(server=server, per_chip={}, chips=np.arange(1))
+    none = SimpleNamespace(thresholds=[])
+    head = {"metric": "topdown.memory_bound", "message": "memory bound: 45.0 % of the chips' cycles"}
+    found = findings(graph, ev, none, head)
+    assert [f["metric"] for f in found] == ["topdown.memory_bound"]  # 45 % is under its 50 % threshold
+    assert found[0]["estimated_gain"] == pytest.approx(0.45 / 0.55)
+    server |= {"topdown.interconnect_bound": np.float64(52.0), "topdown.interconnect.link_transfer": np.float64(40.0)}
+    crossed = SimpleNamespace(
+        thresholds=[
+            ("topdown.interconnect_bound", 52.0, "interconnect bound"),
+            ("topdown.interconnect.link_transfer", 40.0, "bound by link transfer"),
+        ]
+    )
+    found = findings(graph, ev, crossed, None)
+    assert [f["metric"] for f in found] == ["topdown.interconnect.link_transfer", "topdown.interconnect_bound"]
+    assert found[1]["overlaps"] == ["topdown.interconnect.link_transfer"] and found[0]["overlaps"] == []
+
+
+@pytest.mark.parametrize(
+    "edit, want",
+    [
+        (lambda r: r.update(findings=[1]), "findings[0] is not an object"),
+        (lambda r: r.update(findings=[{}]), "has no `metric` and `title`"),
+        (lambda r: r["findings"][0].update(estimated_gain="big"), "estimated_gain is 'big'"),
+        (lambda r: r["findings"][0].update(value=float("nan")), "value is nan"),
+        (lambda r: r["findings"][0].update(remove="slow_chip"), "remove is not a dict"),
+        (lambda r: r["findings"][0].update(remove={"slow_chip": [0, 3.0]}), "is not an emulator knob"),
+        (lambda r: r.update(findings="oops"), "`findings` is not a list"),
+    ],
+)
+def test_a_hand_edited_report_is_a_clear_error(slow_run, tmp_path, capsys, edit, want):
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(slow_run, run)
+    rep = json.loads((run / "report.json").read_text())
+    edit(rep)
+    (run / "report.json").write_text(json.dumps(rep))
+    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert want in err and "internal error" not in err, err
+    assert main(["report", str(run), "--html", str(tmp_path / "p.html")]) in (0, 1)  # never an internal error
+    assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "edit, want",
+    [
+        (lambda g: g.pop("model"), "'model' is missing"),
+        (lambda g: g.update(chips="eight"), "wrong type"),
+        (lambda g: g.update(knobs=[1, 2]), "`knobs` is not an object"),
+        (lambda g: g.update(requested_duration_s=-1), "refuses the run's settings"),
+    ],
+)
+def test_a_hand_edited_ground_truth_is_a_clear_error(slow_run, tmp_path, capsys, edit, want):
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(slow_run, run)
+    gt = json.loads((run / "ground_truth.json").read_text())
+    edit(gt)
+    (run / "ground_truth.json").write_text(json.dumps(gt))
+    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert want in err and "internal error" not in err, err
+
+
+def test_pipes_and_devices_are_refused_not_waited_on(tmp_path, capsys, slow_run):
+    import os
+    import shutil
+
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "report.json")
+    assert main(["findings", str(fifo)]) == 1
+    assert "not a regular file" in capsys.readouterr().err
+    run = tmp_path / "r"
+    shutil.copytree(slow_run, run)
+    (run / "ground_truth.json").unlink()
+    os.mkfifo(run / "ground_truth.json")
+    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
+    assert "not a regular file" in capsys.readouterr().err
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "e.metrics").write_text("")
+    (cat / "z.findings.yaml").symlink_to("/dev/zero")
+    assert main(["check", "--catalog", str(cat)]) == 1  # the cache key reads regular files only
+    assert "internal error" not in capsys.readouterr().err

@@ -15,6 +15,9 @@ from . import HELP
 from .common import CommandError, stdout
 
 
+OUT_DEFAULT = "perfonto-findings"
+
+
 def register(sub) -> None:
     p = sub.add_parser("findings", help=HELP["findings"])
     p.add_argument("run", metavar="RUN", help="a run or analyze output folder (holding report.json)")
@@ -23,24 +26,31 @@ def register(sub) -> None:
         action="store_true",
         help="emulate the run again without each finding's cause (an emulator knob) and measure the gain",
     )
-    p.add_argument(
-        "--out", default="perfonto-findings", help="output folder for --reproject (default: ./perfonto-findings)"
-    )
+    p.add_argument("--out", default=OUT_DEFAULT, help=f"output folder for --reproject (default: ./{OUT_DEFAULT})")
     p.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
     p.set_defaults(func=cmd_findings)
 
 
 def _report(run: Path) -> dict:
+    from perfonto.analysis.findings import check_findings
+    from perfonto.ontology.files import FileReadError, exists, read_text
+
     path = run / "report.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not exists(path):
         raise CommandError(f"{path}: no report.json; give a folder written by `perfonto run` or `perfonto analyze`")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"{path}: cannot read the report: {exc}")
-    if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+    try:  # a regular file only: a pipe or device named report.json is refused, never waited on
+        data = json.loads(read_text(path, "report"))
+    except FileReadError as exc:
+        raise CommandError(str(exc))
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})")
+    if not isinstance(data, dict) or "findings" not in data:
         raise CommandError(f"{path}: the report holds no findings; analyse the run again with this perfonto")
+    try:
+        check_findings(data["findings"], str(path))
+    except ValueError as exc:
+        raise CommandError(f"{exc}; analyse the run again to rewrite its report")
     return data
 
 
@@ -49,7 +59,7 @@ def _reproject_all(run: Path, found: list[dict], tmp: Path, log) -> None:
 
     for i, f in enumerate(found):
         if not f.get("remove"):
-            f["reprojection"] = {"skipped": "the cause is not an emulator knob"}
+            f["reprojection"] = {"skipped": "its cause is not an emulator knob that the rule can remove"}
             continue
         log(f"re-projecting `{f['metric']}` without {', '.join(f['remove'])} …")
         r = reproject(run, f["remove"], tmp / "reproject" / f"{i:02d}")
@@ -57,6 +67,10 @@ def _reproject_all(run: Path, found: list[dict], tmp: Path, log) -> None:
         if "gain" in r and est:
             r["estimate_error"] = (r["gain"] - est) / est
         f["reprojection"] = r
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f} %"
 
 
 def _print(found: list[dict], console) -> None:
@@ -69,14 +83,18 @@ def _print(found: list[dict], console) -> None:
         r = f.get("reprojection")
         if r and "gain" in r:
             knobs = ", ".join(f"{k} → {v}" for k, v in r["knobs"].items())
+            few = "; few steps: emulate longer for a steadier figure" if r["steps"] < 5 else ""
+            est = f.get("estimated_gain")
             console.print(
                 Text(
-                    f"  re-projected `{f['metric']}` ({knobs}): +{r['gain'] * 100:.1f} % throughput measured over "
+                    f"  re-projected `{f['metric']}` ({knobs}): {_pct(r['gain'])} throughput measured over "
                     f"{r['steps']} steps (step {r['step_period_s'][0] * 1e3:.3f} → "
-                    f"{r['step_period_s'][1] * 1e3:.3f} ms)"
-                    f" against +{(f['estimated_gain'] or 0) * 100:.1f} % estimated"
+                    f"{r['step_period_s'][1] * 1e3:.3f} ms){few}"
+                    + (f", against {_pct(est)} estimated from its share of time" if est is not None else "")
                 )
             )
+        elif r and "skipped" in r and f.get("remove"):
+            console.print(Text(f"  not re-projected `{f['metric']}`: {r['skipped']}"))
 
 
 def cmd_findings(args) -> int:
@@ -89,6 +107,8 @@ def cmd_findings(args) -> int:
     run = Path(args.run)
     found = _report(run)["findings"]
     console = Console(stderr=args.json)
+    if not args.reproject and args.out != OUT_DEFAULT:
+        console.print(Text(f"note: --out {args.out} is for --reproject; nothing is written without it"))
     if args.reproject:
         try:
             with output_folder(

@@ -54,15 +54,19 @@ class ReprojectError(PerfontoError, ValueError):
 
 
 def _read_json(path: Path, what: str) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from perfonto.ontology.files import FileReadError, exists, read_text
+
+    if not exists(path):
         raise ReprojectError(
             f"{path}: no {what}; re-projection needs a run folder written by `perfonto run` (the emulator's "
             "settings are in its ground_truth.json)"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReprojectError(f"{path}: cannot read the {what}: {exc}") from None
+        )
+    try:  # a regular file only: a pipe named ground_truth.json is refused, never waited on
+        data = json.loads(read_text(path, what))
+    except FileReadError as exc:
+        raise ReprojectError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ReprojectError(f"{path}:{exc.lineno}:{exc.colno}: the {what} is not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise ReprojectError(f"{path}: the {what} is not a JSON object")
     return data
@@ -145,6 +149,8 @@ def reproject(run_dir: str | Path, remove: dict, out_dir: str | Path) -> dict:
     run_dir = Path(run_dir)
     gt = _read_json(run_dir / "ground_truth.json", "ground truth")
     knobs = gt.get("knobs") or {}
+    if not isinstance(knobs, dict):
+        raise ReprojectError(f"{run_dir / 'ground_truth.json'}: `knobs` is not an object")
     changed = {k: v for k, v in remove.items() if knobs.get(k) not in (None, 0, 0.0) and knobs.get(k) != v}
     if not changed:
         return {"skipped": "the run has none of the knobs this finding removes set: " + ", ".join(remove)}
@@ -155,7 +161,18 @@ def reproject(run_dir: str | Path, remove: dict, out_dir: str | Path) -> dict:
             "overrides): emulate the re-projection with `perfonto run` and the catalog it came from"
         )
     base = step_periods(run_dir / "trace.parquet")
-    res = emulator.run(gen, out_dir=out_dir, **_run_kwargs(gt, changed))
+    try:
+        kwargs = _run_kwargs(gt, changed)
+    except KeyError as exc:
+        raise ReprojectError(f"{run_dir / 'ground_truth.json'}: the run's setting {exc} is missing") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ReprojectError(f"{run_dir / 'ground_truth.json'}: a run setting has the wrong type ({exc})") from None
+    try:
+        res = emulator.run(gen, out_dir=out_dir, **kwargs)
+    except ValueError as exc:  # the emulator's own refusal of a setting (a negative duration, an unknown model)
+        raise ReprojectError(
+            f"{run_dir / 'ground_truth.json'}: the emulator refuses the run's settings: {exc}"
+        ) from None
     again = res.ground_truth
     bad = _differs(gt, again)
     if bad:
