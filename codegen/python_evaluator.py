@@ -530,6 +530,8 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         + "\n\n"
         + _runtime("runtime_kernel.py")
         + "\n\n"
+        + _runtime("runtime_kernel_rules.py")
+        + "\n\n"
         + _runtime("runtime_kernel_drive.py")
     )
 
@@ -556,7 +558,7 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
     for _, _, _, d in table:
         deps += list(d)
         deps_off.append(len(deps))
-    _, _, runtime_names = _runtime_kernel_names()
+    _, knames, runtime_names, inlined = _runtime_kernel_names()
     body = [
         ast.Assign(targets=[_store("_NAN")], value=_np("nan")),
         ast.Assign(targets=[_store("_INF")], value=_np("inf")),
@@ -564,7 +566,8 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
         ast.Assign(targets=[_store("_KFN")], value=ast.Constant(None)),
         ast.Assign(targets=[_store("_KCACHE")], value=ast.Constant(False)),
         ast.Assign(targets=[_store("_JITTED")], value=literal(runtime_names)),
-        ast.Assign(targets=[_store("_KNAMES")], value=literal(_runtime_kernel_names()[1])),
+        ast.Assign(targets=[_store("_KINLINE")], value=literal(inlined)),
+        ast.Assign(targets=[_store("_KNAMES")], value=literal(knames)),
         ast.Assign(targets=[_store("_NV")], value=ast.Constant(sum(n for _, _, n, _ in table))),
         ast.Assign(targets=[_store("_MOFF")], value=_array([o for _, o, _, _ in table], "int64")),
         ast.Assign(targets=[_store("_MN")], value=_array([n for _, _, n, _ in table], "int64")),
@@ -578,7 +581,7 @@ def _kernel_constants(graph: MetricGraph, lay) -> list[ast.stmt]:
 def _runtime_kernel_names() -> tuple:
     from . import runtime_kernel
 
-    return None, tuple(runtime_kernel._KNAMES), tuple(runtime_kernel._JITTED)
+    return None, tuple(runtime_kernel._KNAMES), tuple(runtime_kernel._JITTED), tuple(runtime_kernel._KINLINE)
 
 
 def load(source: str, name: str = "perfonto_evaluator"):

@@ -1,6 +1,7 @@
 """The fused kernel's runtime, copied verbatim into every generated evaluator: scalar null-rule helpers,
-the window rules of a block of rows, and the row loop (numba compiles them on first use:
-``codegen/runtime_kernel_drive.py``).
+the rule tables, the row loop and its outputs (numba compiles them on first use:
+``codegen/runtime_kernel_drive.py``); the window rules of a block of rows are in
+``codegen/runtime_kernel_rules.py``, copied after this file.
 
 One pass per chunk: for each window-chip row the kernel reads the two samples' raw registers (from the
 caller's columns, without copying them first), applies the window rules of ``metrics/windows.py``
@@ -225,318 +226,6 @@ def _csr(entries, n):
             per[j] += [int(x) for x in vals]
     off[1:] = np.cumsum([len(p) for p in per]) if n else off[1:]
     return off, np.array([x for p in per for x in p], np.uint64)
-
-
-def _load(X, colmap, R0, C, j, r0, n, cc, pp):
-    """The raw registers of layout column ``j`` for rows ``r0 .. r0 + n`` into ``cc`` and the same
-    chips' previous samples into ``pp`` (the baseline ``R0`` before the chunk's first sample)."""
-    x = X[colmap[j]]
-    cur = x[r0 : r0 + n]  # views indexed by the loop variable only: see _column
-    for q in range(n):
-        cc[q] = cur[q]
-    if r0 >= C:
-        prev = x[r0 - C : r0 - C + n]
-        for q in range(n):
-            pp[q] = prev[q]
-    else:
-        for q in range(n):
-            r = r0 + q
-            pp[q] = x[r - C] if r >= C else R0[r % C, j]
-
-
-def _column(
-    j,
-    k,
-    ca,
-    co,
-    pa_,
-    po,
-    n,
-    v,
-    bd,
-    dd,
-    keep,
-    IV,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
-    modm,
-    sent_off,
-    sent_vals,
-    late,
-):
-    """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
-    previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies). The common
-    counters (a power-of-two width, no declared range, advance not needed later) take one loop that
-    reads the two registers and writes the value and its null flag; the others first keep the advance
-    in ``dd`` (rule 4d reads it later), then apply their class's rule to it.
-
-    Loops index views with the loop variable alone (``ca[co:co + n]``, then ``ca[q]``): numba wraps
-    a negative index, so ``ca[co + q]`` with ``co`` unknown is not provably contiguous and LLVM does
-    not vectorize it (a block-wise read of the registers measured 6 GB/s so, 35 GB/s as a view)."""
-    ca = ca[co : co + n]
-    pa_ = pa_[po : po + n]
-    if k <= 1 and not keep and modm[j] == 0:
-        mj, sj = mask[j], scale[j]
-        if k == 0:
-            hj = half[j]
-            for q in range(n):
-                d = (ca[q] - pa_[q]) & mj
-                v[q] = float(d) * sj
-                bd[q] = d > hj
-        else:
-            rj, wj = rate[j], wrap[j]
-            for q in range(n):
-                d = (ca[q] - pa_[q]) & mj
-                v[q] = float(d) * sj
-                limit = rj * IV[q] / sj + 1.0
-                bd[q] = float(d) > limit or limit >= wj
-    elif k <= 3:
-        mj, sj, mod = mask[j], scale[j], modm[j]
-        if mod != 0:  # rule 4c
-            for q in range(n):
-                c, p = ca[q], pa_[q]
-                d = (c - p) & mj
-                dd[q] = d + mod if c < p else d
-        else:
-            for q in range(n):
-                dd[q] = (ca[q] - pa_[q]) & mj
-        if k == 0:
-            hj = half[j]
-            for q in range(n):
-                d = dd[q]
-                v[q] = float(d) * sj
-                bd[q] = d > hj
-        elif k == 1:
-            rj, wj = rate[j], wrap[j]
-            for q in range(n):
-                d = dd[q]
-                v[q] = float(d) * sj
-                limit = rj * IV[q] / sj + 1.0
-                bd[q] = float(d) > limit or limit >= wj
-        elif k == 2:
-            for q in range(n):
-                v[q] = float(dd[q]) * sj
-                bd[q] = ca[q] < pa_[q]
-        else:
-            for q in range(n):
-                v[q] = float(dd[q]) * sj
-                bd[q] = False
-    elif k == 4:
-        gj = gscale[j]
-        for q in range(n):
-            v[q] = (float(ca[q]) + float(pa_[q])) * gj
-            bd[q] = False
-    else:
-        for q in range(n):
-            v[q] = float(ca[q])
-            bd[q] = False
-    for s in range(sent_off[j], sent_off[j + 1]):  # rule 5
-        sv = sent_vals[s]
-        for q in range(n):
-            if ca[q] == sv or pa_[q] == sv:
-                bd[q] = True
-    if modm[j] != 0:  # rule 4c: a raw value at or beyond the range
-        mod = modm[j]
-        for q in range(n):
-            if ca[q] >= mod or pa_[q] >= mod:
-                bd[q] = True
-    if not late[j]:  # no later rule changes this column: null it now, while it is in cache
-        for q in range(n):
-            if bd[q]:
-                v[q] = _NAN
-
-
-def _rules_block(
-    X,
-    colmap,
-    T,
-    T0,
-    R0,
-    C,
-    r0,
-    r1,
-    V,
-    F,
-    IV,
-    BD,
-    DD,
-    GF,
-    cc,
-    pp,
-    K,
-    G,
-    N,
-    cls,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
-    hist,
-    sent_off,
-    sent_vals,
-    reset_of,
-    groups,
-    modm,
-    us_i,
-    us_f,
-    fsrc,
-    flo,
-    fmask,
-    fscale,
-    fsent_off,
-    fsent_vals,
-    late,
-):
-    """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
-    ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
-    The same integer and float operations as the NumPy path, in the same order."""
-    n = r1 - r0
-    for q in range(n):
-        r = r0 + q
-        IV[q] = float(T[r] - (T[r - C] if r >= C else T0[r % C])) * 1e-9
-    for j in range(N):
-        k = cls[j]
-        if r0 >= C:  # registers read in place: this and the previous sample of each row
-            x = X[colmap[j]]
-            _column(
-                j,
-                k,
-                x,
-                r0,
-                x,
-                r0 - C,
-                n,
-                V[j],
-                BD[j],
-                DD[min(j, DD.shape[0] - 1)],
-                us_i[j, 0] >= 0,
-                IV,
-                mask,
-                scale,
-                half,
-                rate,
-                wrap,
-                gscale,
-                modm,
-                sent_off,
-                sent_vals,
-                late,
-            )
-        else:  # the chunk's first sample: the previous one is the baseline
-            _load(X, colmap, R0, C, j, r0, n, cc, pp)
-            _column(
-                j,
-                k,
-                cc,
-                0,
-                pp,
-                0,
-                n,
-                V[j],
-                BD[j],
-                DD[min(j, DD.shape[0] - 1)],
-                us_i[j, 0] >= 0,
-                IV,
-                mask,
-                scale,
-                half,
-                rate,
-                wrap,
-                gscale,
-                modm,
-                sent_off,
-                sent_vals,
-                late,
-            )
-    for h in range(hist.shape[0]):
-        a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
-        for i in range(ni):
-            for q in range(n):
-                GF[groups.shape[0], q] = False
-            for b in range(a + i * nb, a + (i + 1) * nb):
-                _load(X, colmap, R0, C, b, r0, n, cc, pp)
-                for q in range(n):
-                    if cc[q] < pp[q]:
-                        GF[groups.shape[0], q] = True
-            for b in range(a + i * nb, a + (i + 1) * nb):
-                sent = sent_off[b + 1] > sent_off[b]
-                for q in range(n):
-                    if not sent or not BD[b, q]:
-                        BD[b, q] = GF[groups.shape[0], q]
-                    if sent and GF[groups.shape[0], q]:
-                        BD[b, q] = True
-    for j in range(K):
-        ra = us_i[j, 0]
-        if ra >= 0:  # rule 4d
-            lo, um = np.uint64(us_i[j, 1]), np.uint64(us_i[j, 2])
-            _load(X, colmap, R0, C, ra, r0, n, cc, pp)
-            for q in range(n):
-                ec = (cc[q] >> lo) & um
-                mult = us_f[j, 1] ** (float(ec) * us_f[j, 0])
-                V[j, q] *= mult
-                if us_i[j, 3]:
-                    limit = us_f[j, 2] * IV[q] / (scale[j] * mult) + 1.0
-                    if not (float(DD[j, q]) > limit or limit >= us_f[j, 3]):
-                        if not _flagged(X, colmap, R0, C, j, r0 + q, modm, sent_off, sent_vals):
-                            BD[j, q] = False
-                    else:
-                        BD[j, q] = True
-                if ec != ((pp[q] >> lo) & um):
-                    BD[j, q] = True
-    for g in range(groups.shape[0]):
-        for q in range(n):
-            GF[g, q] = False
-        for b in range(groups[g, 0], groups[g, 1]):
-            _load(X, colmap, R0, C, b, r0, n, cc, pp)
-            for q in range(n):
-                if (cc[q] < pp[q]) if groups[g, 2] else (cc[q] != pp[q]):
-                    GF[g, q] = True
-    for j in range(K):
-        g = reset_of[j]
-        if g >= 0:
-            for q in range(n):
-                if GF[g, q]:
-                    BD[j, q] = True
-    for j in range(K):
-        ra = us_i[j, 0]
-        if ra >= 0:
-            for q in range(n):
-                if BD[ra, q]:
-                    BD[j, q] = True
-    for j in range(N):
-        if late[j]:
-            v, bd = V[j], BD[j]
-            for q in range(n):
-                if bd[q]:
-                    v[q] = _NAN
-    for k in range(fsrc.shape[0]):
-        _load(X, colmap, R0, C, fsrc[k], r0, n, cc, pp)
-        for q in range(n):
-            raw = cc[q]
-            x = float((raw >> flo[k]) & fmask[k]) * fscale[k]
-            for s in range(fsent_off[k], fsent_off[k + 1]):
-                if raw == fsent_vals[s]:
-                    x = _NAN
-            F[k, q] = x
-
-
-def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
-    """Whether column ``j``'s window at row ``r`` is null by a sentinel or a declared range (rules 5
-    and 4c, which no later rule clears)."""
-    c = X[colmap[j], r]
-    p = X[colmap[j], r - C] if r >= C else R0[r % C, j]
-    if modm[j] != 0 and (c >= modm[j] or p >= modm[j]):
-        return True
-    for s in range(sent_off[j], sent_off[j + 1]):
-        if c == sent_vals[s] or p == sent_vals[s]:
-            return True
-    return False
 
 
 def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
@@ -793,10 +482,34 @@ _JITTED = (
     "_emit_block",
     "_load",
     "_flagged",
+    "_counter_fast",
+    "_advance",
+    "_counter_rule",
+    "_level",
+    "_sentinels_and_range",
+    "_null_flagged",
     "_column",
+    "_intervals",
+    "_column_at",
+    "_histograms",
+    "_unit_fields",
+    "_reset_groups",
+    "_spread_nulls",
+    "_fields",
     "_rules_block",
     "_sums_block",
     "_kernel_body",
     "_kernel_loop",
     "_kernel_call",
 )
+_KINLINE = (
+    "_load",
+    "_column_at",
+    "_column",
+    "_counter_fast",
+    "_advance",
+    "_counter_rule",
+    "_level",
+    "_sentinels_and_range",
+    "_null_flagged",
+)  # compiled inline into their caller (``_jit``): the per-column rules run once per column and block

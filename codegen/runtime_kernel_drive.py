@@ -46,7 +46,7 @@ def _jit_locked():
             # the per-column rules inlined into their loop: a call per column and block cost ~0.2 µs
             # (array arguments and their reference counts); a streaming push of 8 chips measured 45 µs
             # median inlined, 57 µs not
-            inline = "always" if name in ("_column", "_load") else "never"
+            inline = "always" if name in _KINLINE else "never"
             g[name] = numba.njit(cache=_KCACHE, nogil=True, error_model="numpy", parallel=par, inline=inline)(g[name])
         _KFN = g["_kernel_call"]
     return _KFN or None
