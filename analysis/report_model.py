@@ -73,22 +73,28 @@ def choose(scalar: list[str], per_chip: list[str], spec, blocks: dict[str, str])
     those with a per-chip value (``per_chip``), the generation's ``report:`` (``spec``, an
     ``ontology.resolved.ReportSpec`` or None) and each metric's block (``blocks``, for the default)."""
     have, chip = set(scalar), set(per_chip)
-    if spec is not None:
-        groups = {t: [n for n in ns if n in chip] for t, ns in spec.groups.items()}
-        headline = [n for n in spec.headline if n in have]
-        return ReportModel(
-            headline,
-            {t: ns for t, ns in groups.items() if ns},
-            {n: h for n, h in spec.per_chip.items() if n in chip},
-            True,
-            [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT],
-        )
     by_block: dict[str, list[str]] = {}
     for n in scalar:
         by_block.setdefault(blocks.get(n, "other"), []).append(n)
-    headline = [n for ns in by_block.values() for n in ns]
-    groups = {b: [n for n in ns if n in chip] for b, ns in by_block.items()}
-    return ReportModel(headline, {b: ns for b, ns in groups.items() if ns}, {}, False, headline[:FLEET_DEFAULT])
+    default_headline = [n for ns in by_block.values() for n in ns]
+    default_groups = {b: [n for n in ns if n in chip] for b, ns in by_block.items()}
+    default_groups = {b: ns for b, ns in default_groups.items() if ns}
+    if spec is not None:
+        groups = {t: [n for n in ns if n in chip] for t, ns in spec.groups.items()}
+        groups = {t: ns for t, ns in groups.items() if ns}
+        columns = {n: h for n, h in spec.per_chip.items() if n in chip}
+        # a capture that feeds none of the declared metrics still shows what evaluated (the default)
+        headline = [n for n in spec.headline if n in have] or default_headline
+        if not groups and not columns:
+            groups = default_groups
+        return ReportModel(
+            headline,
+            groups,
+            columns,
+            True,
+            [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT],
+        )
+    return ReportModel(default_headline, default_groups, {}, False, default_headline[:FLEET_DEFAULT])
 
 
 def report_model(graph, ev) -> ReportModel:

@@ -179,7 +179,7 @@ def _compile(
     graph = compile_files(gen, files, others=shipped_others(gen) if others is None else others)
     lint = lint_generation(gen) + lint_metrics(graph)
     found = _findings(graph, files, catalog_dir, notes)
-    report = report_diagnostics(graph) if not graph.errors else []
+    report = report_diagnostics(graph, shipped=catalog_dir is not None and not yamls) if not graph.errors else []
     return Catalog(gen, graph, diags + lint + graph.diagnostics + found + report, notes)
 
 

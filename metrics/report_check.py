@@ -17,14 +17,16 @@ from perfonto.ontology.diagnostics import Diagnostic, did_you_mean
 from .graph import MetricGraph
 
 
-def report_diagnostics(graph: MetricGraph) -> list[Diagnostic]:
+def report_diagnostics(graph: MetricGraph, shipped: bool = False) -> list[Diagnostic]:
     """One diagnostic per name of ``graph.generation.report`` that is not a metric of ``graph`` (a
-    declared metric, available on this generation or not); [] without a declaration."""
+    declared metric, available on this generation or not); [] without a declaration. ``shipped``: the
+    generation is a shipped one, compiled with a user's metric files (a folder without YAML): its
+    declaration is not the user's, so a name it lacks is a warning too."""
     spec = graph.generation.report
     if spec is None:
         return []
     known = set(graph.declarations) | set(graph.all_metrics)
-    own = _same_file(graph.generation.source_file)
+    own = (lambda _f: False) if shipped else _same_file(graph.generation.source_file)
     out = []
     for name, span in spec.refs:
         m = graph.metrics.get(name)
