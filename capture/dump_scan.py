@@ -24,7 +24,8 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
-from .dump_grid import Grid, _grid, drift_note, time_reversals
+from .dump_grid import _grid, drift_note, time_reversals
+from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 from .partitions import segment
 
@@ -150,59 +151,103 @@ def plan_dump(
     given = source if isinstance(source, pa.Table) else None
     label, files = ("<table>", [Path("<table>")]) if given is not None else parts_of(source, "counter dump")
     root = Path(label) if given is None and Path(label).is_dir() else None
-    meta: dict = {}
-    gens: dict[str, str] = {}
-    groups: dict[str | None, list[Part]] = {}
-    names: list[str] = []
-    with_host, without_host = None, None
-    strings: set[str] = set()
+    found = _Found()
     for f in files:
-        if given is not None:
-            schema, ends, table = given.schema, None, given
-        else:
-            schema, ends, table = _schema(f, gen)
-        m = _meta(pa.table({}, schema=pa.schema([], metadata=schema.metadata)), str(f))
-        meta = meta or m
-        if m.get("generation") is not None:
-            gens.setdefault(str(m["generation"]), str(f))
-        part_cols = _partition_columns(f, root)
-        cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
-        names += [c for c in cols if c not in names]
-        strings |= {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)} | set(
-            part_cols
+        schema, ends, table = (given.schema, None, given) if given is not None else _schema(f, gen)
+        _add_file(found, f, schema, ends, table, root, gen)
+    _check_parts(label, gen, found)
+    plan = _new_plan(label, gen, found, timestamp_unit, sample_period_ns)
+    plan.columns = _signal_columns(plan, found.names)
+    if not plan.columns:
+        names = found.names
+        raise DumpError(
+            f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
+            f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
         )
-        if "host" in schema.names:
-            hosts = _hosts_of(Part(f, {}, None, None, ends, table), gen)
-            if any(h is None for h in hosts):
-                raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
-            for h in sorted(str(x) for x in hosts):
-                segment("host", h, what=f"{f}: column host")  # a host names an output folder: refused here if it cannot
-                groups.setdefault(h, []).append(
-                    Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table)
-                )
-            with_host = with_host or f
-        elif "host" in part_cols:
-            groups.setdefault(part_cols["host"], []).append(Part(f, part_cols, None, None, ends, table))
-            with_host = with_host or f
-        else:
-            groups.setdefault(None, []).append(Part(f, part_cols, None, None, ends, table))
-            without_host = without_host or f
-    if len(gens) > 1:
-        (g1, f1), (g2, f2) = list(gens.items())[:2]
+    plan.absent = tuple(n for n in gen.signals if n not in plan.columns)
+    _scan_grid(plan)
+    return plan
+
+
+@dataclass
+class _Found:
+    """What the parts' schemas say (``_add_file``, file by file): the first part's metadata, the
+    generation each part names (generation → its first file), the parts of each host, every column
+    name in order of appearance, the string columns, and a file that names hosts and one that does
+    not."""
+
+    meta: dict = field(default_factory=dict)
+    gens: dict[str, str] = field(default_factory=dict)
+    groups: dict[str | None, list[Part]] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    strings: set[str] = field(default_factory=set)
+    with_host: Path | None = None
+    without_host: Path | None = None
+
+
+def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path | None, gen: Generation) -> None:
+    """One file's metadata, generation, columns (its own and its Hive partition's) and parts."""
+    m = _meta(pa.table({}, schema=pa.schema([], metadata=schema.metadata)), str(f))
+    found.meta = found.meta or m
+    if m.get("generation") is not None:
+        found.gens.setdefault(str(m["generation"]), str(f))
+    part_cols = _partition_columns(f, root)
+    cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
+    found.names += [c for c in cols if c not in found.names]
+    found.strings |= {
+        fld.name for fld in schema if pa.types.is_string(fld.type) or pa.types.is_large_string(fld.type)
+    } | set(part_cols)
+    _add_parts(found, f, schema, part_cols, ends, table, gen)
+
+
+def _add_parts(found: _Found, f: Path, schema: pa.Schema, part_cols: dict, ends, table, gen: Generation) -> None:
+    """A file's parts by host: one per host its ``host`` column names (each with the host's rows when
+    it names several), else its ``host=…`` folder's, else the group without hosts."""
+    if "host" in schema.names:
+        hosts = _hosts_of(Part(f, {}, None, None, ends, table), gen)
+        if any(h is None for h in hosts):
+            raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
+        for h in sorted(str(x) for x in hosts):
+            segment("host", h, what=f"{f}: column host")  # a host names an output folder: refused here if it cannot
+            found.groups.setdefault(h, []).append(
+                Part(f, part_cols, h, None if len(hosts) == 1 else np.array([]), ends, table)
+            )
+        found.with_host = found.with_host or f
+    elif "host" in part_cols:
+        found.groups.setdefault(part_cols["host"], []).append(Part(f, part_cols, None, None, ends, table))
+        found.with_host = found.with_host or f
+    else:
+        found.groups.setdefault(None, []).append(Part(f, part_cols, None, None, ends, table))
+        found.without_host = found.without_host or f
+
+
+def _check_parts(label: str, gen: Generation, found: _Found) -> None:
+    """One generation over all parts, and it is ``gen``; every part names its host, or none does."""
+    if len(found.gens) > 1:
+        (g1, f1), (g2, f2) = list(found.gens.items())[:2]
         raise DumpError(
             f"{f2}: written for generation `{g2}`, but {f1} for `{g1}`; a dump holds one generation — "
             "analyse the generations apart"
         )
-    if with_host and without_host:
+    if found.with_host and found.without_host:
         raise DumpError(
-            f"{without_host}: names no host, but {with_host} does; in a fleet every part names its host "
+            f"{found.without_host}: names no host, but {found.with_host} does; in a fleet every part names its host "
             "(a `host` column or a host=… folder)"
         )
+    meta = found.meta
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(
             f"{label}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
             f"evaluate it with --generation {meta['generation']}"
         )
+
+
+def _new_plan(
+    label: str, gen: Generation, found: _Found, timestamp_unit: str | None, sample_period_ns: int | None
+) -> DumpPlan:
+    """The plan's frame from the parts: timestamp column and unit, long or wide layout, sample period,
+    the host groups in sorted order (the group without hosts first); no columns or grid yet."""
+    meta, names = found.meta, found.names
     unit = timestamp_unit or meta.get("timestamp_unit")
     stamps = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
     long = "signal" in names and "value" in names
@@ -215,50 +260,66 @@ def plan_dump(
         stamps[0] if len(stamps) == 1 else "timestamp_ns",
         unit,
         long,
-        dict(sorted(groups.items(), key=lambda kv: "" if kv[0] is None else kv[0])),
+        dict(sorted(found.groups.items(), key=lambda kv: "" if kv[0] is None else kv[0])),
         0,
         None,
         {},
         (),
     )
-    plan.string_columns = strings
-    plan.columns = _signal_columns(plan, names)
-    if not plan.columns:
-        raise DumpError(
-            f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
-            f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
-        )
-    plan.absent = tuple(n for n in gen.signals if n not in plan.columns)
-    _scan_grid(plan)
+    plan.string_columns = found.strings
     return plan
 
 
 def _signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
+    """Signal → its columns, in the generation's order: a long dump's signals (each its own column
+    name), a wide dump's ``name`` and ``name[i]`` columns (a column that is no signal is noted)."""
+    if plan.long:
+        return _long_signal_columns(plan)
+    return _wide_signal_columns(plan, names)
+
+
+def _long_signal_columns(plan: DumpPlan) -> dict[str, list[str]]:
+    """The signals and, per signal, the instances the rows of the whole dump give (checked against the
+    signal's instances when every part's ``instance`` column is an integer one)."""
     gen = plan.gen
-    if plan.long:  # the signals and, per signal, the instances the rows of the whole dump give
-        seen: dict[str, set[int]] = {}
-        typed = True  # an `instance` column of another type is refused when the part is read
-        for parts in plan.groups.values():
-            for part in parts:
-                t = _read(part, gen, ["signal", "instance"])
-                if "instance" in t.column_names and not pa.types.is_null(t.column("instance").type):
-                    typed &= pa.types.is_integer(t.column("instance").type)
-                else:
-                    t = pa.table({"signal": t.column("signal"), "instance": pa.nulls(t.num_rows, pa.int64())})
-                pairs = pc.unique(
-                    pc.binary_join_element_wise(
-                        pc.cast(t.column("signal"), pa.string()),
-                        pc.cast(t.column("instance"), pa.string()).fill_null(""),
-                        "\x00",
-                    )
-                )
-                for pair in pairs.to_pylist():
-                    if pair is not None:
-                        name, _, inst = pair.partition("\x00")
-                        seen.setdefault(name, set()).update([int(inst)] if inst else [])
-        for name in sorted(seen.keys() & gen.signals.keys()) if typed else ():
-            check_instances_seen(plan.label, gen, name, seen[name])
-        return {s: [s] for s in gen.signals if s in seen}
+    seen: dict[str, set[int]] = {}
+    typed = True  # an `instance` column of another type is refused when the part is read
+    for parts in plan.groups.values():
+        for part in parts:
+            t = _read(part, gen, ["signal", "instance"])
+            if "instance" in t.column_names and not pa.types.is_null(t.column("instance").type):
+                typed &= pa.types.is_integer(t.column("instance").type)
+            else:
+                t = pa.table({"signal": t.column("signal"), "instance": pa.nulls(t.num_rows, pa.int64())})
+            for name, inst in _signal_instances(t):
+                seen.setdefault(name, set()).update([int(inst)] if inst else [])
+    for name in sorted(seen.keys() & gen.signals.keys()) if typed else ():
+        check_instances_seen(plan.label, gen, name, seen[name])
+    return {s: [s] for s in gen.signals if s in seen}
+
+
+def _signal_instances(t: pa.Table) -> list[tuple[str, str]]:
+    """The distinct (signal, instance) pairs of a long table's rows, the instance as text ("" for a
+    null one); rows without a signal left out."""
+    pairs = pc.unique(
+        pc.binary_join_element_wise(
+            pc.cast(t.column("signal"), pa.string()),
+            pc.cast(t.column("instance"), pa.string()).fill_null(""),
+            "\x00",
+        )
+    )
+    out = []
+    for pair in pairs.to_pylist():
+        if pair is not None:
+            name, _, inst = pair.partition("\x00")
+            out.append((name, inst))
+    return out
+
+
+def _wide_signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str]]:
+    """A wide dump's columns by signal (``name``, ``name[i]``); a column that is neither a key, a string
+    column nor a signal's is noted once in ``plan.notes`` (with a "did you mean")."""
+    gen = plan.gen
     out: dict[str, list[str]] = {}
     for col in names:
         base, _, idx = col[:-1].rpartition("[") if col.endswith("]") and "[" in col else (col, "", "")
@@ -324,68 +385,6 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
     return chip, hs, ts, sample, per_part
 
 
-@dataclass
-class HostGrid:
-    """Where a host's rows land: ``grid`` (its ``Grid`` on the whole dump's grid points), ``row_grid``
-    (grid point of each row, rows in part order) and ``offsets`` (each part's first row), ``regular``:
-    every grid point holds every chip and the rows come sample by sample, chips in order (then the
-    rows are read in file order: ``capture.pieces``)."""
-
-    grid: Grid
-    row_grid: np.ndarray | None
-    offsets: np.ndarray
-    regular: bool
-
-
-def _increasing(chip: np.ndarray, ts: np.ndarray) -> bool:
-    """Whether the rows come sample by sample with the same chips in the same order and each chip's
-    timestamps increase (the layout most collectors write): a cheap test that spares the sort."""
-    n = len(chip)
-    if n == 0:
-        return True
-    rep = np.flatnonzero(chip[1:] == chip[0])
-    C = int(rep[0]) + 1 if len(rep) else n
-    if n % C:
-        return False
-    c2 = chip.reshape(-1, C)
-    return bool((c2 == c2[0]).all() and (np.diff(ts.reshape(-1, C), axis=0) > 0).all())
-
-
-def _regular_grid(plan: DumpPlan, chip, hs, ts, sample) -> Grid | None:
-    """The host's ``Grid`` without sorting when its rows are regular (``_increasing``, chips ascending,
-    one sample per grid point: consecutive samples one period apart within ±25 % — a timer that drifts
-    by less than that per step is not a gap — or numbered by ``sample`` one by one); else None."""
-    if plan.long or not _increasing(chip, ts):
-        return None
-    rep = np.flatnonzero(chip[1:] == chip[0])
-    C = int(rep[0]) + 1 if len(rep) else len(chip)
-    first = chip[:C]
-    if len(first) > 1 and not (np.diff(first) > 0).all():
-        return None
-    S = len(chip) // C
-    if S < 2:
-        return None
-    stamps = np.ascontiguousarray(ts.reshape(S, C))
-    if sample is not None:
-        s2 = sample.reshape(S, C)
-        if not ((s2 == s2[:, :1]).all() and (np.diff(s2[:, 0]) == 1).all()):
-            return None
-    elif plan.period > 0:
-        step = np.diff(stamps, axis=0) / plan.period
-        if not ((step > 0.75) & (step < 1.25)).all():
-            return None
-    if hs is not None:
-        h = hs.reshape(S, C)
-        if not (h == h[0]).all():
-            return None
-        names, hk = np.unique(h[0], return_inverse=True)
-    else:
-        names, hk = None, np.zeros(C, np.int64)
-    keys = np.stack([hk.astype(np.int64), first.astype(np.int64)], axis=1)
-    label = [f"{names[k[0]]}/{k[1]}" if names is not None else str(k[1]) for k in keys]
-    return Grid(keys, names, None, None, None, stamps, np.ones((S, C), bool), np.full(C, S), label)
-
-
 def _scan_grid(plan: DumpPlan) -> None:
     """The whole dump's grid from every host's key columns: its length, the first sample number, and
     the checks ``read_counters`` makes over all chips; each host's placement is kept in ``plan.grids``
@@ -424,50 +423,6 @@ def _scan_grid(plan: DumpPlan) -> None:
     for host, (g, first, per_part) in local.items():
         own_files = all(part.rows is None for part in plan.groups[host])  # no file shared with other hosts
         plan.grids[host] = _on_dump_grid(g, first - (base or 0), n_grid, per_part, own_files and not plan.long)
-
-
-def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_regular: bool = True) -> HostGrid:
-    """A host's grid ``g`` (its own grid points from 0) moved to the dump's: ``shift`` grid points later,
-    ``n_grid`` long (the points before and after the host's samples absent, their timestamps the
-    nearest sample's, as ``dump_grid._grid`` fills holes)."""
-    S, C = g.present.shape
-    offsets = np.concatenate([[0], np.cumsum(per_part)]).astype(np.int64)
-    rows = int(offsets[-1])
-    if g.order is None:  # regular (``_regular_grid``): row r is chip r % C of sample r // C
-        if may_be_regular and shift == 0 and S == n_grid:
-            return HostGrid(g, None, offsets, True)
-        g = Grid(
-            g.keys,
-            g.host_names,
-            (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
-            np.repeat(np.arange(C, dtype=np.int64), S),
-            np.tile(np.arange(S, dtype=np.int64), C),
-            g.stamps,
-            g.present,
-            g.counts,
-            g.label,
-        )
-    row_grid = np.empty(rows, np.int64)
-    row_grid[g.order] = g.grid + shift
-    if may_be_regular and shift == 0 and S == n_grid and g.present.all():
-        row_ci = np.empty(rows, np.int64)
-        row_ci[g.order] = g.ci
-        r = np.arange(rows, dtype=np.int64)
-        if np.array_equal(row_grid, r // C) and np.array_equal(row_ci, r % C):  # regular: nothing more to keep
-            return HostGrid(
-                Grid(g.keys, g.host_names, None, None, None, g.stamps, g.present, g.counts, g.label),
-                None,
-                offsets,
-                True,
-            )
-    present = np.zeros((n_grid, C), bool)
-    present[shift : shift + S] = g.present
-    stamps = np.empty((n_grid, C), np.int64)
-    stamps[shift : shift + S] = g.stamps
-    stamps[:shift] = g.stamps[0]
-    stamps[shift + S :] = g.stamps[-1]
-    moved = Grid(g.keys, g.host_names, g.order, g.ci, g.grid + shift, stamps, present, g.counts, g.label)
-    return HostGrid(moved, row_grid, offsets, False)
 
 
 def host_grid(plan: DumpPlan, host) -> HostGrid:
