@@ -26,12 +26,12 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .dump import CounterDump, _keys, _long_columns, _pivot, _wide_columns
+from .dump import CounterDump
 from .dump_io import ARROW, read_one
-from .dump_scan import CHUNK_ROWS, DumpPlan, Part, _key_columns, _read, host_grid
+from .dump_scan import CHUNK_ROWS, DumpPlan, Part, host_grid
+from .pieces_placed import placed_pieces
 
 
 @dataclass
@@ -155,6 +155,9 @@ def _prefetch(gen: Iterator, depth: int = 2) -> Iterator:
 
 
 def _chunks(plan: DumpPlan, signals, chunk_rows: int, columns, select) -> Iterator[Chunk]:
+    """The pieces of every host, hosts in the plan's order (``iter_chunks``): a regular host's as flat
+    matrices when columns are asked for (``_regular``), any other host's placed by grid point
+    (``capture.pieces_placed``); about ``chunk_rows`` rows a piece."""
     want = [s for s in (signals if signals is not None else plan.columns) if s in plan.columns]
     for gi, (host, parts) in enumerate(plan.groups.items()):
         hg = host_grid(plan, host)
@@ -167,63 +170,8 @@ def _chunks(plan: DumpPlan, signals, chunk_rows: int, columns, select) -> Iterat
             for first, T, X, M in _regular(plan, parts, tuple(columns), g, step):
                 yield Chunk(gi, host, first, None, Flat(T, X, tuple(columns), M), chips_, hosts_, plan)
             continue
-        row_grid = hg.row_grid
-        if hg.regular:  # placed by grid point: the row order the plan proved
-            g, row_grid = _regular_grid(g, int(hg.offsets[-1]))
-        whole = plan.long or any(p.row_group_ends is None for p in parts)
-        if whole and select is None:
-            step = plan.n_grid
-        carry = None
-        a = 0
-        while a < plan.n_grid - 1 or (a == 0 and plan.n_grid == 1):
-            b = min(a + step, plan.n_grid - 1)
-            if select is not None and not select(gi, a):
-                carry = None
-                a = b
-                if b >= plan.n_grid - 1:
-                    break
-                continue
-            lo = a if carry is None else a + 1
-            raw, missing = _place(plan, parts, want, row_grid, hg.offsets, lo, b, a, C, g, carry)
-            dump = CounterDump(
-                plan.label,
-                chips_,
-                g.stamps[a : b + 1],
-                raw,
-                g.present[a : b + 1],
-                missing,
-                dict(plan.meta),
-                hosts=hosts_,
-                absent=plan.absent,
-                notes=plan.notes,
-            )
-            yield Chunk(gi, host, a, dump, None, chips_, hosts_, plan)
-            carry = ({n: v[-1] for n, v in raw.items()}, {n: v[-1] for n, v in missing.items()})
-            a = b
-            if b >= plan.n_grid - 1:
-                break
-
-
-def _regular_grid(g, rows: int):
-    """A regular host's ``Grid`` with the per-row arrays ``_place`` reads (row r: grid point r // C,
-    chip column r % C), and each row's grid point."""
-    from .dump_grid import Grid
-
-    C = len(g.keys)
-    S = rows // C
-    order = (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1)
-    full = Grid(
-        g.keys,
-        g.host_names,
-        order,
-        np.repeat(np.arange(C, dtype=np.int64), S),
-        np.tile(np.arange(S, dtype=np.int64), C),
-        g.stamps,
-        g.present,
-        g.counts,
-        g.label,
-    )
-    return full, np.arange(rows, dtype=np.int64) // C
+        for first, dump in placed_pieces(plan, gi, parts, want, hg, step, select, chips_, hosts_):
+            yield Chunk(gi, host, first, dump, None, chips_, hosts_, plan)
 
 
 def open_parquet(path) -> pq.ParquetFile:
@@ -374,80 +322,6 @@ def _registers(plan: DumpPlan, t: pa.Table, p: str, pos: dict):
         for k, i in enumerate(_flat_order(p, name, sig, by_index)):
             vals, nulls = _wide_one(t, p, by_index[i], sig, scalar=True)
             yield name, lo + k, vals, nulls
-
-
-def _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry):
-    """Registers of grid points a … b: the carried sample at a, and the rows of lo … b read from the parts."""
-    gen = plan.gen
-    S = b - a + 1
-    raw = {n: np.zeros((S, C, gen.signals[n].instances), np.uint64) for n in want}
-    missing = {n: np.zeros((S, C, gen.signals[n].instances), bool) for n in want}
-    if carry is not None:
-        for n in want:
-            raw[n][0] = carry[0][n]
-            missing[n][0] = carry[1].get(n, False)
-    key_pos = {(None if g.host_names is None else g.host_names[k[0]], int(k[1])): i for i, k in enumerate(g.keys)}
-    for pi, part in enumerate(parts):
-        sel = np.flatnonzero(
-            (row_grid[offsets[pi] : offsets[pi + 1]] >= lo) & (row_grid[offsets[pi] : offsets[pi + 1]] <= b)
-        )
-        if not len(sel) and not plan.long:
-            continue
-        cols = _key_columns(plan) + (
-            [c for s in want for c in plan.columns[s]] if not plan.long else ["signal", "instance", "value"]
-        )
-        if plan.long:
-            t = _read(part, gen, cols)
-            if part.host is not None:
-                t = t.filter(pc.equal(pc.cast(t.column("host"), pa.string()), part.host))
-        else:
-            file_rows = sel if part.rows is None else part.rows[sel]
-            if part.row_group_ends is None:
-                t = _read(part, gen, cols).take(file_rows)
-            else:
-                rgs = np.unique(np.searchsorted(part.row_group_ends, file_rows, side="right"))
-                t = _read(part, gen, cols, rgs.tolist()).take(_relative(part, rgs, file_rows))
-        _fill(plan, t, str(part.path), want, raw, missing, key_pos, g, a, lo, b)
-    return raw, {n: m for n, m in missing.items() if m.any()}
-
-
-def _relative(part: Part, rgs: np.ndarray, file_rows: np.ndarray) -> np.ndarray:
-    """Positions of ``file_rows`` in the concatenation of row groups ``rgs``."""
-    sizes = np.diff(part.row_group_ends, prepend=0)
-    starts = part.row_group_ends - sizes
-    read_start = np.concatenate([[0], np.cumsum(sizes[rgs])[:-1]])
-    which = np.searchsorted(part.row_group_ends[rgs], file_rows, side="right")
-    return read_start[which] + (file_rows - starts[rgs][which])
-
-
-def _fill(plan, t: pa.Table, p: str, want, raw, missing, key_pos, g, a, lo, b) -> None:
-    notes: list[str] = []
-    chip, hs, ts = _keys(t, p, plan.unit)
-    if plan.long:
-        columns = _long_columns(t, p, plan.gen, notes)
-        chip, hs, ts, columns = _pivot(chip, hs, ts, t, p, {k: v for k, v in columns.items() if k in raw})
-    else:
-        columns = _wide_columns(
-            t.select([c for c in t.column_names if c not in ("host", "chip", plan.stamp, "sample")]), p, plan.gen, notes
-        )
-    for note in notes:
-        if note not in plan.notes:
-            plan.notes.append(note)
-    hs = [None] * len(chip) if hs is None else hs
-    ci = np.array([key_pos[(h, int(c))] for h, c in zip(hs, chip)], np.int64) if len(chip) else np.zeros(0, np.int64)
-    grid = np.empty(len(chip), np.int64)
-    for c in np.unique(ci):  # grid point of each row: its timestamp among its chip's samples
-        m = ci == c
-        sel = g.ci == c
-        pos = np.searchsorted(np.asarray(g.stamps[g.grid[sel], c]), ts[m])
-        grid[m] = g.grid[sel][np.clip(pos, 0, sel.sum() - 1)]
-    keep = (grid >= lo) & (grid <= b)
-    for name in want:
-        if name not in columns:
-            continue
-        vals, nulls = columns[name]
-        raw[name][grid[keep] - a, ci[keep]] = vals[keep]
-        missing[name][grid[keep] - a, ci[keep]] = nulls[keep]
 
 
 __all__ = ["Chunk", "Flat", "iter_chunks", "open_parquet"]
