@@ -37,12 +37,13 @@ from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
 from perfonto.capture.partitions import inside, segment
 from perfonto.capture.pieces import Chunk, iter_chunks
 from perfonto.metrics.graph import MetricGraph
-from perfonto.metrics.levels import group_inputs, group_scale, null_reasons
+from perfonto.metrics.levels import null_reasons
 from perfonto.metrics.windows import VALID, Windows, prepare
 
 from .checks import WindowChecks
 from .evaluate import Evaluation, metrics_table, write_table
-from .level_sums import ChipSums, combine, masked_sums, run_values
+from .engine_levels import _levels, chip_values, with_nan_inputs
+from .level_sums import ChipSums
 
 Progress = Callable[[str, int, int], None]
 FORMULA_NULL = "undefined (division by zero)"  # metrics.levels.null_reasons' label for a null with valid inputs
@@ -386,161 +387,6 @@ def _write(graph, w, values, ch, out: Path, part_no: dict, meta: dict | None) ->
         t = t.replace_schema_metadata({b"perfonto": json.dumps(meta).encode()})
     write_table(t, path)
     return str(path)
-
-
-def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
-    """Per-chip and server-level values from the carried sums (and a second pass where needed)."""
-    gen = graph.generation
-    sums, plan, C = st.sums, st.plan, st.C
-    deps = ChipSums(graph).deps
-    dirty = frozenset().union(*[s.dirty for s in sums]) if sums else frozenset()
-    per_chip: dict[str, np.ndarray] = {}
-    server: dict[str, np.ndarray] = {}
-    coverage: dict[str, float] = {}
-    keys: dict[frozenset, list[str]] = {}
-    for m in graph.metrics:
-        keys.setdefault(frozenset(deps[m] & dirty), []).append(m)
-    masks = {}
-    for key in keys:
-        bad = np.zeros(max(plan.n_grid - 1, 0), bool)
-        for s in key:
-            if s in st.bad_any:
-                bad |= st.bad_any[s]
-        if bad.any():
-            masks[key] = ~bad
-    need = {k: sorted(set().union(*[deps[m] for m in keys[k]])) for k in masks}
-    if st.server is not None:  # one host: carried in the first pass
-        srv_sums = {k: st.server.sums[k] for k in masks}
-    else:
-        srv_sums = _second_pass(graph, st, masks, need, chunk_rows, progress) if masks else {}
-    total_time = float(st.chip_time.mean()) if C else 0.0
-    for key, names in keys.items():
-        vals, dt = chip_values(sums, key)
-        out = evaluator.evaluate(
-            with_nan_inputs(gen, evaluator, {n: v[None] for n, v in vals.items()}, C), dt[None], 1.0
-        )
-        for n in names:
-            v = np.array(out[n][0], dtype=np.float64)
-            v[dt <= 0] = np.nan  # no valid window on that chip: nothing to report, not 0
-            per_chip[n] = v
-        if key in srv_sums:
-            vals, dt = run_values(gen, *srv_sums[key]), srv_sums[key][1]
-        rolled, interval, _ = combine(gen, vals, dt, np.zeros(C, np.int64), 1)
-        out = evaluator.evaluate(
-            with_nan_inputs(gen, evaluator, {n: v[None] for n, v in rolled.items()}, 1),
-            interval.reshape(1, 1),
-            float(C),
-        )
-        if any(graph.metrics[n].group_rule for n in names):  # a per-chip time over a leader count: the groups' times
-            grp = group_inputs(gen, rolled, group_scale(gen, vals, np.zeros(C, np.int64), 1))
-            out_grp = evaluator.evaluate(
-                with_nan_inputs(gen, evaluator, {n: v[None] for n, v in grp.items()}, 1),
-                interval.reshape(1, 1),
-                float(C),
-            )
-            out = {n: (out_grp[n] if graph.metrics[n].group_rule else v) for n, v in out.items()}
-        kept = float(interval[0]) if C else 0.0
-        for n in names:
-            server[n] = np.full_like(np.asarray(out[n][0, 0], dtype=np.float64), np.nan) if kept <= 0 else out[n][0, 0]
-            coverage[n] = kept / total_time if total_time > 0 else 0.0
-    for n, how in st.rollup.items():
-        per_chip[n] = st.extremes[n]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            server[n] = (np.nanmax if how == "max" else np.nanmin)(st.extremes[n], axis=0)
-        coverage[n] = 1.0
-    chips = np.concatenate([plan.chip_numbers[h] for h in plan.groups]) if C else np.zeros(0, np.int64)
-    hosts = (
-        None
-        if list(plan.groups) == [None]
-        else np.array([h for h, c in plan.chips.items() for _ in range(c)], dtype=object)
-    )
-    return Evaluation(None, {}, per_chip, server, chips, st.nulls, coverage, hosts)
-
-
-def with_nan_inputs(gen, evaluator, inputs: dict[str, np.ndarray], C: int) -> dict[str, np.ndarray]:
-    """``inputs`` plus NaN arrays (1, C, …) for the evaluator inputs they lack (the metrics evaluated
-    from them do not read those)."""
-    out = dict(inputs)
-    for name in getattr(evaluator, "INPUTS", ()):
-        if name not in out:
-            axes = gen.fields[name].axes if name in gen.fields else gen.signals[name].axes
-            out[name] = np.full((1, C) + tuple(s for _, s in axes), np.nan)
-    return out
-
-
-def chip_values(sums: list[ChipSums], key: frozenset) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per-chip run-level values (all chips, host by host) of the metrics of global class ``key``."""
-    parts, dts = [], []
-    for s in sums:
-        k = frozenset(key & s.dirty)
-        vals, dt = s.run_values(k)
-        parts.append(vals)
-        dts.append(dt)
-    names = set(parts[0]).intersection(*parts[1:]) if parts else set()
-    return {n: np.concatenate([p[n] for p in parts]) for n in names}, np.concatenate(dts)
-
-
-def _second_pass(graph, st: _Pass, masks: dict[frozenset, np.ndarray], need: dict, chunk_rows, progress) -> dict:
-    """Per-chip sums of the classes in ``masks`` (of the signals in ``need``) over the windows valid on
-    every chip: a clean piece none of whose windows is masked adds its sums from the first pass; the
-    others — pieces with a null, or holding a window null on another host — are read again."""
-    gen, plan, C = graph.generation, st.plan, st.C
-    acc: dict[frozenset, tuple[dict, np.ndarray]] = {}
-
-    def slot(key, names):
-        if key not in acc:
-            acc[key] = ({n: np.zeros((C,) + _shape(gen, n)) for n in names}, np.zeros(C))
-        return acc[key]
-
-    again: dict[tuple[int, int], list[frozenset]] = {}  # piece -> the classes it is read again for
-    for (group, first), (full, dt) in st.clean.items():
-        step_w = _piece_windows(st, group, first, chunk_rows)
-        c0, c1 = int(st.offsets[group]), int(st.offsets[group + 1])
-        for key, good in masks.items():
-            if good[first : first + step_w].all():
-                s, d = slot(key, need[key])
-                for n in need[key]:
-                    s[n][c0:c1] += full[n]
-                d[c0:c1] += dt
-            else:
-                again.setdefault((group, first), []).append(key)
-    for piece in st.dirty_pieces:
-        again[piece] = list(masks)
-
-    def select(group: int, first: int) -> bool:
-        return (group, first) in again
-
-    done, total = 0, len(again)
-    for ch in iter_chunks(plan, [n for n, _ in st.layout], chunk_rows, select=select):
-        st.stats["read again"] += 1
-        w = prepare(ch.dump, gen)
-        Wc, Cc = w.interval.shape
-        c0 = int(st.offsets[ch.group])
-        for key in again[(ch.group, ch.first)]:
-            good = masks[key]
-            mask = np.broadcast_to(good[ch.first : ch.first + Wc, None], (Wc, Cc))
-            s, dt = masked_sums(w, gen, need[key], mask)
-            a, d = slot(key, need[key])
-            for n, v in s.items():
-                a[n][c0 : c0 + Cc] += v
-            d[c0 : c0 + Cc] += dt
-        done += 1
-        if progress:
-            progress("server level: pieces with windows null on some chip, read again", done, total)
-    return acc
-
-
-def _shape(gen, name: str) -> tuple[int, ...]:
-    axes = gen.fields[name].axes if name in gen.fields else gen.signals[name].axes
-    return tuple(s for _, s in axes)
-
-
-def _piece_windows(st: _Pass, group: int, first: int, chunk_rows: int) -> int:
-    """Windows of the piece of host ``group`` that starts at grid point ``first``."""
-    C = int(st.offsets[group + 1] - st.offsets[group])
-    step = max(1, chunk_rows // max(C, 1))
-    return min(step, st.plan.n_grid - 1 - first)
 
 
 __all__ = ["EngineResult", "chip_values", "evaluate_capture", "with_nan_inputs"]
