@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from .dump_io import DumpError
+from .formats import file_head
 
 DEFAULT_PERIOD_NS = 1_000_000_000  # dcgmi dmon's default -d (1000 ms)
 # id -> (DCGM_FI name, dmon short name): DCGM API reference, "Field Identifiers";
@@ -162,12 +163,8 @@ def _blocks(rows: list[tuple[int, str, int, list[str]]]) -> list[int]:
 
 def sniff(path) -> bool:
     """Whether ``path`` looks like ``dcgmi dmon`` output: an ``#Entity`` header line in its first 4 kB."""
-    try:
-        if not Path(path).is_file():
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except (OSError, TypeError, ValueError):
+    head = file_head(path)
+    if head is None:
         return False
     return bool(re.search(r"^\s*#\s*Entity\s+[A-Z0-9_]+", head, re.M))
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
+from pathlib import Path
+
+from .dump_io import DumpError
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,38 @@ def raw_per_value(gen, sig) -> tuple[bool, float]:
     return False, 1.0 / sig.scale
 
 
+def file_head(path, size: int = 4096) -> str | None:
+    """The first ``size`` bytes of ``path`` as text (bytes that are not UTF-8 replaced), for a reader's
+    ``sniff``; None when ``path`` is not a regular file (a pipe is read once, by its reader, never by a
+    sniff) or cannot be read."""
+    try:
+        if not Path(path).is_file():
+            return None
+        with open(path, "rb") as fh:
+            return fh.read(size).decode("utf-8", "replace")
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def export_text(path, give: str, what: str) -> str:
+    """The whole text of a tool's export at ``path`` (UTF-8, a byte-order mark dropped); messages name
+    the file as ``path`` is written.
+
+    Raises:
+        DumpError: a pipe or a folder (``give``: what to give instead), a byte that is not UTF-8
+            (``what``: the tool's output it should be), or a file that cannot be read.
+    """
+    p = str(path)
+    if Path(path).exists() and not Path(path).is_file():
+        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); {give}")
+    try:
+        return Path(path).read_text(encoding="utf-8-sig", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this {what}?") from None
+    except OSError as exc:
+        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+
+
 def detect(path) -> str:
     """The format of ``path``: the first ``FORMATS`` row whose ``sniff`` recognises it, else ``collector``."""
     for f in FORMATS.values():
@@ -102,4 +137,4 @@ def default_catalog(name: str, path=None) -> str:
     return str(resources.files("perfonto").joinpath("catalogs", folder))
 
 
-__all__ = ["FORMATS", "Format", "default_catalog", "detect", "raw_per_value"]
+__all__ = ["FORMATS", "Format", "default_catalog", "detect", "export_text", "file_head", "raw_per_value"]

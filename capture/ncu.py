@@ -38,6 +38,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .dump_io import DumpError
+from .formats import export_text, file_head
 from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
 
 TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
@@ -69,14 +70,7 @@ def unit_expr(unit: str) -> str | None:
 
 def _rows(path: Path) -> tuple[list[tuple[int, list[str]]], str]:
     p = str(path)
-    if path.exists() and not path.is_file():
-        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); write ncu's output to a file first")
-    try:
-        text = path.read_text(encoding="utf-8-sig", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `ncu --csv` output?") from None
-    except OSError as exc:
-        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    text = export_text(path, "write ncu's output to a file first", "`ncu --csv` output")
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
@@ -215,12 +209,8 @@ def _converter(gen, sig: str, unit: str, p: str, n: int, metric: str, c: int):
 def sniff(path) -> bool:
     """Whether ``path`` looks like ``ncu --csv`` raw-page output: a row starting ``"ID","Process ID"`` in its
     first 16 kB whose columns include ``Kernel Name`` and a metric name (``a__b.sum``)."""
-    try:
-        if not Path(path).is_file():
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(16384).decode("utf-8", "replace")
-    except (OSError, TypeError, ValueError):
+    head = file_head(path, 16384)
+    if head is None:
         return False
     line = next((ln for ln in head.splitlines() if ln.startswith('"ID","Process ID"')), "")
     return '"Kernel Name"' in line and bool(re.search(r'"[a-z0-9_]+__[\w.]+"', line))

@@ -55,6 +55,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .dump_io import DumpError
+from .formats import export_text, file_head
 from .instances import axis_of, check_labels
 from .perf_table import UNITS, _base, collector_table, perf_instances
 
@@ -110,16 +111,7 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         DumpError: unreadable, or a line that is not perf stat's (file:line and what to do).
     """
     p = str(path)
-    if Path(path).exists() and not Path(path).is_file():
-        raise DumpError(
-            f"{p}: not a regular file (a pipe or a folder?); write perf's output to a file with `perf stat -o FILE`"
-        )
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `perf stat` output?") from None
-    except OSError as exc:
-        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    text = export_text(path, "write perf's output to a file with `perf stat -o FILE`", "`perf stat` output")
     out = PerfStat(p)
     body = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
     if not body:
@@ -322,12 +314,8 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
 def sniff(path) -> bool:
     """Whether ``path`` looks like ``perf stat`` output (its report, or CSV lines of a time stamp with nine
     decimals, or of value, unit, event and run time), from its first 4 kB."""
-    try:
-        if not Path(path).is_file():  # a pipe is read once, by its reader, never by a sniff
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except (OSError, TypeError, ValueError):
+    head = file_head(path)
+    if head is None:
         return False
     if "Performance counter stats" in head:
         return True

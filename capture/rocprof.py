@@ -37,6 +37,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .dump_io import DumpError
+from .formats import export_text, file_head
 from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
 
 REQUIRED = (
@@ -53,14 +54,7 @@ DURATION = "End_Timestamp - Start_Timestamp"  # a source naming the dispatch's o
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]], str]:
     p = str(path)
-    if path.exists() and not path.is_file():
-        raise DumpError(f"{p}: not a regular file (a pipe or a folder?); give rocprofv3's counter_collection.csv")
-    try:
-        text = path.read_text(encoding="utf-8-sig", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise DumpError(f"{p}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this rocprofv3's CSV?") from None
-    except OSError as exc:
-        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    text = export_text(path, "give rocprofv3's counter_collection.csv", "rocprofv3's CSV")
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:
@@ -211,12 +205,8 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
 def sniff(path) -> bool:
     """Whether ``path`` is a rocprofv3 counter-collection CSV: its first line names ``Dispatch_Id``,
     ``Counter_Name`` and ``Counter_Value``."""
-    try:
-        if not Path(path).is_file():
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except (OSError, TypeError, ValueError):
+    head = file_head(path)
+    if head is None:
         return False
     line = head.splitlines()[0] if head else ""
     return all(f'"{c}"' in line or f"{c}," in line for c in ("Dispatch_Id", "Counter_Name", "Counter_Value"))
