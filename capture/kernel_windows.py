@@ -120,4 +120,13 @@ def counter_signals(gen, tool: str) -> dict[str, str]:
     return out
 
 
-__all__ = ["Kernel", "counter_signals", "kernel_table", "kernel_trace"]
+def unread_note(p: str, what: str, signals: dict[str, str], unread: list[str]) -> str:
+    """The note for the signals ``unread`` (each with its name in the tool, from ``signals``) that the
+    capture ``p`` has no ``what`` (column, counter) for."""
+    return (
+        f"{p}: no {what} for {', '.join(f'{s} ({signals[s]})' for s in unread)} "
+        "(the metrics that read them are unavailable)"
+    )
+
+
+__all__ = ["Kernel", "counter_signals", "kernel_table", "kernel_trace", "unread_note"]

@@ -33,13 +33,14 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
+from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace, unread_note
 
 TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
 REQUIRED = ("ID", "Kernel Name", TIME)
@@ -91,68 +92,18 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
     """
     rows, p = _rows(Path(path))
     (hn, header), body = rows[0], rows[1:]
-    where = {name: i for i, name in enumerate(header)}
-    for name in REQUIRED:
-        if name not in where:
-            raise DumpError(
-                f'{p}:{hn}: no column "{name}"; ncu\'s raw page names each launch by "ID" and "Kernel Name" and '
-                f"times it by {TIME} (profile with `ncu --metrics {TIME},…` or a section set that holds it)"
-            )
-    if body and len(body[0][1]) != len(header):
-        raise DumpError(f"{p}:{body[0][0]}: {len(body[0][1])} field(s) where the header (row {hn}) has {len(header)}")
-    if not body or any(body[0][1][where[n]] for n in ("ID", "Kernel Name")):
-        raise DumpError(f"{p}:{hn + 1}: no units row after the header; give the output of `ncu --csv --page raw`")
-    (un, units), body = body[0], body[1:]
+    where = _header_columns(header, p, hn)
+    (un, units), body = _units_row(body, header, where, p, hn)
     signals = counter_signals(gen, "ncu")
     mapped = {sig: m for sig, m in signals.items() if m in where}
     absent = sorted(set(signals) - set(mapped))
     if absent:
-        notes.append(
-            f"{p}: no column for {', '.join(f'{s} ({signals[s]})' for s in absent)} "
-            "(the metrics that read them are unavailable)"
-        )
+        notes.append(unread_note(p, "column", signals, absent))
     if not mapped:
         raise DumpError(f"{p}: none of its metric columns is a signal's `sources: {{ncu: …}}` in `{gen.name}`")
     conv = {sig: _converter(gen, sig, units[where[m]], p, un, m, where[m]) for sig, m in mapped.items()}
-    t_unit = unit_expr(units[where[TIME]])
-    if t_unit is None or t_unit not in _TIMES.values():
-        raise DumpError(f"{p}:{un}: column {where[TIME] + 1} ({TIME}) is in `{units[where[TIME]]}`, not a time")
-    t_ns = gen.registry.Quantity(1, t_unit).to("ns").magnitude
-    kernels: list[Kernel] = []
-    seen: dict[str, int] = {}
-    t = 0.0
-    for n, r in body:
-        if len(r) != len(header):
-            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header (row {hn}) has {len(header)}")
-        kid = r[where["ID"]]
-        if kid in seen:
-            raise DumpError(
-                f'{p}:{n}: column 1 ("ID"): launch {kid} again (first on row {seen[kid]}): two reports in one file?'
-            )
-        seen[kid] = n
-        dur = _value(r[where[TIME]], p, n, where[TIME], TIME)
-        if dur is None or dur <= 0:
-            raise DumpError(
-                f"{p}:{n}: column {where[TIME] + 1} ({TIME}): the kernel has no duration (`{r[where[TIME]]}`), so it "
-                "cannot be placed in time; profile with the metric collected for every kernel"
-            )
-        dur_ns = dur * t_ns
-        if t + dur_ns >= 2.0**62:
-            raise DumpError(
-                f"{p}:{n}: column {where[TIME] + 1} ({TIME}): `{r[where[TIME]]}` puts the kernels past 146 years; "
-                "is the unit row right?"
-            )
-        counts: dict[str, float | None] = {}
-        for sig, m in mapped.items():
-            v = _value(r[where[m]], p, n, where[m], m)
-            amount = None if v is None else conv[sig](v, dur_ns * 1e-9)
-            counts[sig] = amount
-            if amount is not None and amount < 0:
-                raise DumpError(f"{p}:{n}: column {where[m] + 1} ({m}): {v:g} is negative; a kernel's amount is not")
-        chip = _chip(r[where["Device"]], p, n, where["Device"]) if "Device" in where else 0
-        start = int(round(t))
-        t += dur_ns
-        kernels.append(Kernel(chip, start, max(int(round(t)), start + 1), r[where["Kernel Name"]], counts, f"{p}:{n}"))
+    page = _Page(p, hn, header, where, mapped, conv, _ns_per_time_unit(gen, units, where, p, un))
+    kernels = _launches(page, body)
     if not kernels:
         raise DumpError(f"{p}: a header and units but no kernel rows; did ncu profile any kernel?")
     notes.append(
@@ -160,6 +111,106 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
         "page has no time stamps; ncu serializes the kernels it profiles): one window per kernel"
     )
     return kernels
+
+
+def _header_columns(header: list[str], p: str, hn: int) -> dict[str, int]:
+    """Column name → position, with every column of ``REQUIRED`` present."""
+    where = {name: i for i, name in enumerate(header)}
+    for name in REQUIRED:
+        if name not in where:
+            raise DumpError(
+                f'{p}:{hn}: no column "{name}"; ncu\'s raw page names each launch by "ID" and "Kernel Name" and '
+                f"times it by {TIME} (profile with `ncu --metrics {TIME},…` or a section set that holds it)"
+            )
+    return where
+
+
+def _units_row(body: list, header: list[str], where: dict[str, int], p: str, hn: int):
+    """(the units row as (row number, units), the kernel rows after it); the units row is the header's
+    width and blank under the launch's identifiers."""
+    if body and len(body[0][1]) != len(header):
+        raise DumpError(f"{p}:{body[0][0]}: {len(body[0][1])} field(s) where the header (row {hn}) has {len(header)}")
+    if not body or any(body[0][1][where[n]] for n in ("ID", "Kernel Name")):
+        raise DumpError(f"{p}:{hn + 1}: no units row after the header; give the output of `ncu --csv --page raw`")
+    return body[0], body[1:]
+
+
+def _ns_per_time_unit(gen, units: list[str], where: dict[str, int], p: str, un: int) -> float:
+    """Nanoseconds per unit of the duration column (its unit must be a time)."""
+    t_unit = unit_expr(units[where[TIME]])
+    if t_unit is None or t_unit not in _TIMES.values():
+        raise DumpError(f"{p}:{un}: column {where[TIME] + 1} ({TIME}) is in `{units[where[TIME]]}`, not a time")
+    return gen.registry.Quantity(1, t_unit).to("ns").magnitude
+
+
+@dataclass
+class _Page:
+    """What the header and units rows say: the file, the header's row and columns, signal → its metric
+    column, signal → (value, kernel seconds) → raw counts, nanoseconds per unit of the duration."""
+
+    p: str
+    hn: int
+    header: list[str]
+    where: dict[str, int]
+    mapped: dict[str, str]
+    conv: dict
+    t_ns: float
+
+
+def _launches(page: _Page, body: list) -> list[Kernel]:
+    """The kernel rows as kernels laid back to back from 0 ns, each lasting its duration, in file order;
+    each row the header's width, each ``ID`` once."""
+    p, where = page.p, page.where
+    kernels: list[Kernel] = []
+    seen: dict[str, int] = {}
+    t = 0.0
+    for n, r in body:
+        if len(r) != len(page.header):
+            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header (row {page.hn}) has {len(page.header)}")
+        kid = r[where["ID"]]
+        if kid in seen:
+            raise DumpError(
+                f'{p}:{n}: column 1 ("ID"): launch {kid} again (first on row {seen[kid]}): two reports in one file?'
+            )
+        seen[kid] = n
+        dur_ns = _duration_ns(page, r, n, t)
+        counts = _counts(page, r, n, dur_ns)
+        chip = _chip(r[where["Device"]], p, n, where["Device"]) if "Device" in where else 0
+        start = int(round(t))
+        t += dur_ns
+        kernels.append(Kernel(chip, start, max(int(round(t)), start + 1), r[where["Kernel Name"]], counts, f"{p}:{n}"))
+    return kernels
+
+
+def _duration_ns(page: _Page, r: list[str], n: int, t: float) -> float:
+    """A kernel row's duration in ns: positive, and ending within 2^62 ns of the first kernel's start
+    (``t``: where this one starts)."""
+    p, c = page.p, page.where[TIME]
+    dur = _value(r[c], p, n, c, TIME)
+    if dur is None or dur <= 0:
+        raise DumpError(
+            f"{p}:{n}: column {c + 1} ({TIME}): the kernel has no duration (`{r[c]}`), so it "
+            "cannot be placed in time; profile with the metric collected for every kernel"
+        )
+    dur_ns = dur * page.t_ns
+    if t + dur_ns >= 2.0**62:
+        raise DumpError(
+            f"{p}:{n}: column {c + 1} ({TIME}): `{r[c]}` puts the kernels past 146 years; is the unit row right?"
+        )
+    return dur_ns
+
+
+def _counts(page: _Page, r: list[str], n: int, dur_ns: float) -> dict[str, float | None]:
+    """A kernel row's raw counts per signal (None where ncu gave no value); none negative."""
+    counts: dict[str, float | None] = {}
+    for sig, m in page.mapped.items():
+        c = page.where[m]
+        v = _value(r[c], page.p, n, c, m)
+        amount = None if v is None else page.conv[sig](v, dur_ns * 1e-9)
+        counts[sig] = amount
+        if amount is not None and amount < 0:
+            raise DumpError(f"{page.p}:{n}: column {c + 1} ({m}): {v:g} is negative; a kernel's amount is not")
+    return counts
 
 
 def _value(text: str, p: str, n: int, c: int, name: str) -> float | None:
