@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace
+from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace, unread_note
 
 REQUIRED = (
     "Dispatch_Id",
@@ -108,28 +108,82 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
     signals = counter_signals(gen, "rocprof")
     if not signals:
         raise DumpError(f"{p}: generation `{gen.name}` names no rocprof counter (`sources: {{rocprof: …}}`)")
-    by_counter = {src: sig for sig, src in signals.items()}
-    reg = gen.registry
-    is_time = {
-        sig: reg.Quantity(1, gen.signals[sig].unit).dimensionality == reg.Quantity(1, "s").dimensionality
-        for sig in signals
-    }
-    to_unit = {
-        sig: reg.Quantity(1, "s").to(gen.signals[sig].unit).magnitude / gen.signals[sig].scale
-        for sig in signals
-        if is_time[sig]
-    }
-    disp: dict[tuple[str, str], Kernel] = {}
-    first: dict[tuple[str, str], int] = {}
-    seen_counter: dict[tuple, int] = {}
-    names = set()
-    pid = at.get("Process_Id")
+    rd = _Reading(p, header, at, gen, signals)
     for n, r in enumerate(body, 2):
-        if not r or r == [""]:
-            continue
-        if len(r) != len(header):
-            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header has {len(header)}")
-        key = (r[pid] if pid is not None else "", r[at["Dispatch_Id"]].strip())
+        if r and r != [""]:
+            rd.row(n, r)
+    kernels = sorted(rd.disp.values(), key=lambda k: (k.chip, k.start_ns))
+    if not kernels:
+        raise DumpError(f"{p}: a header but no dispatch rows; did rocprofv3 profile any kernel?")
+    _check_overlaps(kernels, at)
+    used = {sig for k in kernels for sig in k.counts}
+    unread = sorted(set(signals) - used)
+    if unread:
+        notes.append(unread_note(p, "counter", signals, unread))
+    if not used:
+        raise DumpError(
+            f"{p}: none of its counters ({', '.join(sorted(rd.names)[:6])}) is a signal's `sources: {{rocprof: …}}`"
+        )
+    agents = _number_agents(kernels, used)
+    notes.append(
+        f"{p}: {len(kernels)} dispatch(es), one window each, on their own time stamps; chips: "
+        + ", ".join(f"{i} = agent {a}" for i, a in enumerate(agents))
+    )
+    return kernels
+
+
+class _Reading:
+    """The dispatches read so far, row by row (``row``): ``disp`` ((process, dispatch) → its kernel),
+    the row that first named each, each (dispatch, counter)'s row, and every counter name seen."""
+
+    def __init__(self, p: str, header: list[str], at: dict[str, int], gen, signals: dict[str, str]):
+        self.p, self.header, self.at, self.gen, self.signals = p, header, at, gen, signals
+        self.by_counter = {src: sig for sig, src in signals.items()}
+        reg = gen.registry
+        self.is_time = {
+            sig: reg.Quantity(1, gen.signals[sig].unit).dimensionality == reg.Quantity(1, "s").dimensionality
+            for sig in signals
+        }
+        self.to_unit = {  # a time signal's raw counts per second
+            sig: reg.Quantity(1, "s").to(gen.signals[sig].unit).magnitude / gen.signals[sig].scale
+            for sig in signals
+            if self.is_time[sig]
+        }
+        self.disp: dict[tuple[str, str], Kernel] = {}
+        self.first: dict[tuple[str, str], int] = {}
+        self.seen_counter: dict[tuple, int] = {}
+        self.names: set[str] = set()
+        self.pid = at.get("Process_Id")
+
+    def row(self, n: int, r: list[str]) -> None:
+        """One row (file line ``n``): its dispatch (new, or the same as on its first row) and its counter's
+        value, read into the counter's signal."""
+        p, at = self.p, self.at
+        if len(r) != len(self.header):
+            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header has {len(self.header)}")
+        key = (r[self.pid] if self.pid is not None else "", r[at["Dispatch_Id"]].strip())
+        k, start, end = self._dispatch(n, r, key)
+        cname = r[at["Counter_Name"]].strip()
+        self.names.add(cname)
+        if (key, cname) in self.seen_counter:
+            raise DumpError(
+                f"{p}:{n}: column {at['Counter_Name'] + 1} (Counter_Name): {cname} again for dispatch {key[1]} "
+                f"(first on row {self.seen_counter[(key, cname)]}): two passes' files joined?"
+            )
+        self.seen_counter[(key, cname)] = n
+        sig = self.by_counter.get(cname)
+        if sig is None:
+            return
+        v = _number(r[at["Counter_Value"]], p, n, at["Counter_Value"], "Counter_Value")
+        if v < 0:
+            raise DumpError(f"{p}:{n}: column {at['Counter_Value'] + 1} (Counter_Value): {v:g} is negative")
+        s = self.gen.signals[sig]
+        k.counts[sig] = v / 100.0 * (end - start) * 1e-9 * self.to_unit[sig] if self.is_time[sig] else v / s.scale
+
+    def _dispatch(self, n: int, r: list[str], key: tuple[str, str]) -> tuple[Kernel, int, int]:
+        """(the row's dispatch, its start and end in ns): a new one (with its duration for the signals that
+        read it), or the one of an earlier row, which must name the same agent, kernel and times."""
+        p, at = self.p, self.at
         start = _int(r[at["Start_Timestamp"]], p, n, at["Start_Timestamp"], "Start_Timestamp")
         end = _int(r[at["End_Timestamp"]], p, n, at["End_Timestamp"], "End_Timestamp")
         if end <= start:
@@ -138,38 +192,23 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
             )
         agent = _agent(r[at["Agent_Id"]], p, n, at["Agent_Id"])
         kname = r[at["Kernel_Name"]]
-        k = disp.get(key)
+        k = self.disp.get(key)
         if k is None:
-            k = disp[key] = Kernel(agent, start, end, kname, {}, f"{p}:{n}")
-            first[key] = n
-            for sig, src in signals.items():
+            k = self.disp[key] = Kernel(agent, start, end, kname, {}, f"{p}:{n}")
+            self.first[key] = n
+            for sig, src in self.signals.items():
                 if src == DURATION:
-                    k.counts[sig] = (end - start) * 1e-9 * to_unit[sig]
+                    k.counts[sig] = (end - start) * 1e-9 * self.to_unit[sig]
         elif (k.chip, k.start_ns, k.end_ns, k.name) != (agent, start, end, kname):
             raise DumpError(
-                f"{p}:{n}: dispatch {key[1]} again with another agent, kernel or time stamps than on row {first[key]}: "
-                "two runs' files joined?"
+                f"{p}:{n}: dispatch {key[1]} again with another agent, kernel or time stamps than on row "
+                f"{self.first[key]}: two runs' files joined?"
             )
-        cname = r[at["Counter_Name"]].strip()
-        names.add(cname)
-        if (key, cname) in seen_counter:
-            raise DumpError(
-                f"{p}:{n}: column {at['Counter_Name'] + 1} (Counter_Name): {cname} again for dispatch {key[1]} "
-                f"(first on row {seen_counter[(key, cname)]}): two passes' files joined?"
-            )
-        seen_counter[(key, cname)] = n
-        mapped = by_counter.get(cname)
-        if mapped is None:
-            continue
-        sig = mapped
-        v = _number(r[at["Counter_Value"]], p, n, at["Counter_Value"], "Counter_Value")
-        if v < 0:
-            raise DumpError(f"{p}:{n}: column {at['Counter_Value'] + 1} (Counter_Value): {v:g} is negative")
-        s = gen.signals[sig]
-        k.counts[sig] = v / 100.0 * (end - start) * 1e-9 * to_unit[sig] if is_time[sig] else v / s.scale
-    kernels = sorted(disp.values(), key=lambda k: (k.chip, k.start_ns))
-    if not kernels:
-        raise DumpError(f"{p}: a header but no dispatch rows; did rocprofv3 profile any kernel?")
+        return k, start, end
+
+
+def _check_overlaps(kernels: list[Kernel], at: dict[str, int]) -> None:
+    """No two dispatches (sorted by agent, then start) overlap on one agent."""
     for a, b in zip(kernels, kernels[1:]):
         if a.chip == b.chip and b.start_ns < a.end_ns:
             raise DumpError(
@@ -177,17 +216,11 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
                 f"the one of row {a.where.rsplit(':', 1)[1]} on the same agent ends; dispatch counting runs one "
                 "kernel at a time"
             )
-    used = {sig for k in kernels for sig in k.counts}
-    unread = sorted(set(signals) - used)
-    if unread:
-        notes.append(
-            f"{p}: no counter for {', '.join(f'{s} ({signals[s]})' for s in unread)} "
-            "(the metrics that read them are unavailable)"
-        )
-    if not used:
-        raise DumpError(
-            f"{p}: none of its counters ({', '.join(sorted(names)[:6])}) is a signal's `sources: {{rocprof: …}}`"
-        )
+
+
+def _number_agents(kernels: list[Kernel], used: set[str]) -> list[int]:
+    """The agents in order; each kernel's chip becomes its agent's position, and its counts cover exactly
+    the signals ``used`` (None where it had none). Returns the agents."""
     agents = sorted({k.chip for k in kernels})
     for k in kernels:
         k.chip = agents.index(k.chip)
@@ -195,11 +228,7 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
             k.counts.setdefault(sig, None)
         for sig in set(k.counts) - used:
             del k.counts[sig]
-    notes.append(
-        f"{p}: {len(kernels)} dispatch(es), one window each, on their own time stamps; chips: "
-        + ", ".join(f"{i} = agent {a}" for i, a in enumerate(agents))
-    )
-    return kernels
+    return agents
 
 
 def sniff(path) -> bool:
