@@ -26,6 +26,9 @@ gather) have no position.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from perfonto.ontology import kinds
@@ -148,82 +151,130 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
     or ``link`` for a collective: an op whose transmitted link bytes at the link peak take longer than its
     HBM bytes at the HBM peak, placed at FLOP per link byte against the link roof), ``link_bytes`` (B),
     ``link_bytes_per_s`` and ``link_utilization`` (of the link peak, collectives only)."""
-    sets = signal_sets(gen)
-    cs = ceilings(gen)
-    hbm = next((c["value"] for c in cs if c["name"] == "HBM"), None)
-    total_time = float(np.sum(totals.time_s))
-    all_mat = _amount(totals, sets["matrix_flops"], slice(None), gen, "FLOP")
-    all_vec = _amount(totals, sets["vector_flops"], slice(None), gen, "FLOP")
-    all_link = _amount(totals, sets["link_bytes"], slice(None), gen, "B")
-    link_peak = next((c["value"] for c in cs if c["kind"] == "link"), None)
-    rows = []
-    for k, label in enumerate(totals.groups):
-        if label == NO_SPAN:
-            continue
-        t = float(totals.time_s[k])
-        mat = _amount(totals, sets["matrix_flops"], k, gen, "FLOP")
-        vec = _amount(totals, sets["vector_flops"], k, gen, "FLOP")
-        byts = _amount(totals, sets["hbm_bytes"], k, gen, "B")
-        mat_ok = significant(mat, _amount(totals, sets["matrix_flops"], k, gen, "FLOP", "estimate"), all_mat)
-        vec_ok = significant(vec, _amount(totals, sets["vector_flops"], k, gen, "FLOP", "estimate"), all_vec)
-        link = _amount(totals, sets["link_bytes"], k, gen, "B")
-        link_ok = significant(link, _amount(totals, sets["link_bytes"], k, gen, "B", "estimate"), all_link)
-        work = "matrix" if mat_ok else ("vector" if vec_ok else None)
-        flops = mat if work == "matrix" else vec
-        prec = None
-        if work == "matrix":
-            per = {p: _amount(totals, names, k, gen, "FLOP") for p, names in sets["by_precision"].items()}
-            prec = max(per, key=per.get) or None
-        ceil = _ceiling(cs, work, prec)
-        row = {
-            "op": label,
-            "time_s": t,
-            "time_share": t / total_time if total_time > 0 else None,
-            "spans": int(totals.spans[k]),
-            "work": work,
-            "precision": prec,
-            "flops": flops if work else 0.0,
-            "hbm_bytes": byts,
-            "intensity": None,
-            "flops_per_s": None,
-            "ceiling": None,
-            "peak": None,
-            "ridge": None,
-            "attainable": None,
-            "efficiency": None,
-            "side": None,
-            "bound": bound[k] if bound else None,
-            "roof": None,
-            "link_bytes": link if link_ok else 0.0,
-            "link_bytes_per_s": None,
-            "link_utilization": None,
-        }
-        # a collective: its link bytes at the link peak take longer than its HBM bytes at the HBM peak,
-        # so the link roof is the one that bounds it (an all-reduce reads and writes HBM too)
-        collective = bool(work) and link_ok and bool(link_peak) and bool(hbm) and link / link_peak >= byts / hbm
-        roof, bw, moved = ("link", link_peak, link) if collective else ("HBM", hbm, byts)
-        if work:
-            row["roof"] = roof
-        if collective and t > 0:
-            row["link_bytes_per_s"] = link / t
-            row["link_utilization"] = link / t / link_peak
-        if work and t > 0:
-            row["flops_per_s"] = flops / t
-        if work and moved > 0:
-            row["intensity"] = flops / moved
-        if ceil is not None and bw:
-            row["ceiling"], row["peak"], row["ridge"] = ceil["name"], ceil["value"], ceil["value"] / bw
-            if row["intensity"] is not None:
-                att = min(ceil["value"], row["intensity"] * bw)
-                row["attainable"] = att
-                row["side"] = (
-                    ("link" if collective else "memory") if row["intensity"] * bw < ceil["value"] else "compute"
-                )
-                if row["flops_per_s"] is not None and att > 0:
-                    row["efficiency"] = row["flops_per_s"] / att
-        rows.append(row)
+    run = _run(gen, totals)
+    rows = [_op_row(run, k, label, bound) for k, label in enumerate(totals.groups) if label != NO_SPAN]
     rows.sort(key=lambda r: -r["time_s"])
     return rows
+
+
+@dataclass
+class _Run:
+    """What each op's row reads: the generation, the attributed totals, the roofline's counters
+    (``signal_sets``) and ceilings, the HBM and link peaks (B/s), all chips' time (s) and the run's
+    matrix and vector FLOPs and link bytes."""
+
+    gen: Any
+    totals: GroupTotals
+    sets: dict
+    cs: list[dict]
+    hbm: float | None
+    link_peak: float | None
+    total_time: float
+    all_mat: float
+    all_vec: float
+    all_link: float
+
+
+def _run(gen, totals: GroupTotals) -> _Run:
+    """The ``_Run`` of ``gen``'s roofline over the attributed ``totals``."""
+    sets = signal_sets(gen)
+    cs = ceilings(gen)
+    return _Run(
+        gen,
+        totals,
+        sets,
+        cs,
+        next((c["value"] for c in cs if c["name"] == "HBM"), None),
+        next((c["value"] for c in cs if c["kind"] == "link"), None),
+        float(np.sum(totals.time_s)),
+        _amount(totals, sets["matrix_flops"], slice(None), gen, "FLOP"),
+        _amount(totals, sets["vector_flops"], slice(None), gen, "FLOP"),
+        _amount(totals, sets["link_bytes"], slice(None), gen, "B"),
+    )
+
+
+def _op_row(run: _Run, k: int, label: str, bound: list | None) -> dict:
+    """Op class ``k``'s row (``op_rows``): its work, bytes and link bytes, then its place on the roofline."""
+    totals, gen = run.totals, run.gen
+    t = float(totals.time_s[k])
+    work, flops, prec = _work(run, k)
+    byts = _amount(totals, run.sets["hbm_bytes"], k, gen, "B")
+    link, link_ok = _significant_amount(run, "link_bytes", k, "B", run.all_link)
+    row = {
+        "op": label,
+        "time_s": t,
+        "time_share": t / run.total_time if run.total_time > 0 else None,
+        "spans": int(totals.spans[k]),
+        "work": work,
+        "precision": prec,
+        "flops": flops if work else 0.0,
+        "hbm_bytes": byts,
+        "intensity": None,
+        "flops_per_s": None,
+        "ceiling": None,
+        "peak": None,
+        "ridge": None,
+        "attainable": None,
+        "efficiency": None,
+        "side": None,
+        "bound": bound[k] if bound else None,
+        "roof": None,
+        "link_bytes": link if link_ok else 0.0,
+        "link_bytes_per_s": None,
+        "link_utilization": None,
+    }
+    # a collective: its link bytes at the link peak take longer than its HBM bytes at the HBM peak,
+    # so the link roof is the one that bounds it (an all-reduce reads and writes HBM too)
+    hbm, link_peak = run.hbm, run.link_peak
+    collective = bool(work) and link_ok and bool(link_peak) and bool(hbm) and link / link_peak >= byts / hbm
+    _place(row, run, flops, byts, link, collective, _ceiling(run.cs, work, prec))
+    return row
+
+
+def _significant_amount(run: _Run, counters: str, k: int, unit: str, total: float) -> tuple[float, bool]:
+    """Op class ``k``'s amount of a ``signal_sets`` entry in ``unit``, and whether it is ``significant``
+    against its error estimate and the run's ``total``."""
+    names = run.sets[counters]
+    amount = _amount(run.totals, names, k, run.gen, unit)
+    return amount, significant(amount, _amount(run.totals, names, k, run.gen, unit, "estimate"), total)
+
+
+def _work(run: _Run, k: int) -> tuple[str | None, float, str | None]:
+    """(work: ``matrix`` where its matrix FLOPs are significant, else ``vector`` where its vector FLOPs
+    are, else None; the FLOPs of that work; the dominant precision of matrix work)."""
+    mat, mat_ok = _significant_amount(run, "matrix_flops", k, "FLOP", run.all_mat)
+    vec, vec_ok = _significant_amount(run, "vector_flops", k, "FLOP", run.all_vec)
+    work = "matrix" if mat_ok else ("vector" if vec_ok else None)
+    flops = mat if work == "matrix" else vec
+    prec = None
+    if work == "matrix":
+        per = {p: _amount(run.totals, names, k, run.gen, "FLOP") for p, names in run.sets["by_precision"].items()}
+        prec = max(per, key=per.get) or None
+    return work, flops, prec
+
+
+def _place(row: dict, run: _Run, flops: float, byts: float, link: float, collective: bool, ceil: dict | None) -> None:
+    """A row's place on the roofline: its roof (HBM, or the links for a collective), FLOP/s, intensity,
+    compute ceiling and ridge, attainable FLOP/s, side and efficiency."""
+    work, t = row["work"], row["time_s"]
+    roof, bw, moved = ("link", run.link_peak, link) if collective else ("HBM", run.hbm, byts)
+    if work:
+        row["roof"] = roof
+    if collective and t > 0:
+        row["link_bytes_per_s"] = link / t
+        row["link_utilization"] = link / t / run.link_peak
+    if work and t > 0:
+        row["flops_per_s"] = flops / t
+    if work and moved > 0:
+        row["intensity"] = flops / moved
+    if ceil is not None and bw:
+        row["ceiling"], row["peak"], row["ridge"] = ceil["name"], ceil["value"], ceil["value"] / bw
+        if row["intensity"] is not None:
+            att = min(ceil["value"], row["intensity"] * bw)
+            row["attainable"] = att
+            row["side"] = ("link" if collective else "memory") if row["intensity"] * bw < ceil["value"] else "compute"
+            if row["flops_per_s"] is not None and att > 0:
+                row["efficiency"] = row["flops_per_s"] / att
 
 
 def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | None:
