@@ -99,21 +99,11 @@ def register(sub) -> None:
 
 
 def cmd_analyze(args) -> int:
+    """Read the capture (``capture_of``), pick the tool's format and catalog, run the analysis into
+    ``--out`` and print the report (JSON with ``--json``)."""
     from perfonto.analysis.capture import capture_of
-    from perfonto.analysis.crosschip import RunError
-    from perfonto.analysis.spans import AttributionError
-    from perfonto.metrics.windows import DumpError
-    from perfonto.ontology.diagnostics import CatalogError
-    from perfonto.ontology.kinds import UnsupportedKind
 
-    from ..job import analyze_job
-    from ..outputs import OutputError
-    from ..report import render
-
-    err = stderr()
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    if args.metrics is not None and not metrics:
-        raise CommandError("--metrics is empty; name at least one metric, e.g. --metrics mfu,hbm.bandwidth", 2)
+    metrics = _metrics_option(args)
     period = None if args.sample_period is None else int(round(args.sample_period * 1e9))
     capture = capture_of(
         args.counters,
@@ -124,32 +114,74 @@ def cmd_analyze(args) -> int:
         sample_period_ns=period,
         snapshots=args.snapshots,
     )
-    from perfonto.capture.formats import default_catalog, detect
+    from perfonto.capture.formats import detect
 
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
-    if (
-        fmt != "collector" and args.catalog is None
-    ):  # the tool's shipped catalog (perf: linux, openmetrics: node or dcgm)
-        args.catalog = default_catalog(fmt, args.counters)
-        args.no_library = True
-        if fmt == "openmetrics" and Path(args.catalog).name == "dcgm" and args.generation is None:
-            from perfonto.capture.openmetrics import generation_of
+    if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, dcgm: dcgm, …)
+        _tool_catalog(args, fmt)
+    report = _analyze(args, capture, metrics)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        from ..report import render
 
-            args.generation, model = generation_of(args.counters)
-            if args.generation is None:
-                stderr().print(
-                    f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
-                    "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
-                    "your GPU's datasheet figures",
-                    markup=False,
-                )
-        elif fmt == "dcgm" and args.generation is None:
+        render(report, stdout())
+        if report.fleet is not None:
+            from ..report import render_fleet
+
+            render_fleet(report, stdout())
+    return 0
+
+
+def _metrics_option(args) -> list[str] | None:
+    """``--metrics`` as a list of names (None when not given); an empty list is a usage error."""
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.metrics is not None and not metrics:
+        raise CommandError("--metrics is empty; name at least one metric, e.g. --metrics mfu,hbm.bandwidth", 2)
+    return metrics
+
+
+def _tool_catalog(args, fmt: str) -> None:
+    """A tool's capture without ``--catalog``: the format's shipped catalog (``--no-library``) and, where
+    the capture does not say which GPU it is, the generation to use and a note saying so."""
+    from perfonto.capture.formats import default_catalog
+
+    args.catalog = default_catalog(fmt, args.counters)
+    args.no_library = True
+    if fmt == "openmetrics" and Path(args.catalog).name == "dcgm" and args.generation is None:
+        from perfonto.capture.openmetrics import generation_of
+
+        args.generation, model = generation_of(args.counters)
+        if args.generation is None:
             stderr().print(
-                "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
-                "(dcgm_h200) are used: give --generation dcgm_h100 or dcgm_h200",
+                f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
+                "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
+                "your GPU's datasheet figures",
                 markup=False,
             )
+    elif fmt == "dcgm" and args.generation is None:
+        stderr().print(
+            "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
+            "(dcgm_h200) are used: give --generation dcgm_h100 or dcgm_h200",
+            markup=False,
+        )
+
+
+def _analyze(args, capture, metrics: list[str] | None):
+    """The analysis job (``job.analyze_job``) over ``capture`` into ``--out``, with a progress bar on
+    stderr; its failures as command errors (2: an unknown metric; 1: a capture, catalog or output that
+    cannot be used)."""
+    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.spans import AttributionError
+    from perfonto.metrics.windows import DumpError
+    from perfonto.ontology.diagnostics import CatalogError
+    from perfonto.ontology.kinds import UnsupportedKind
+
+    from ..job import analyze_job
+    from ..outputs import OutputError
+
+    err = stderr()
     try:
         topology = None
         if args.topology is not None:
@@ -157,7 +189,7 @@ def cmd_analyze(args) -> int:
 
             topology = read_topology(args.topology)
         with progress_bar(err) as bar:
-            report = analyze_job(
+            return analyze_job(
                 capture,
                 out=args.out,
                 catalog=args.catalog,
@@ -182,15 +214,6 @@ def cmd_analyze(args) -> int:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
         raise CommandError(f"{exc.filename or args.counters}: {exc.strerror or exc}", 1) from None
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        render(report, stdout())
-        if report.fleet is not None:
-            from ..report import render_fleet
-
-            render_fleet(report, stdout())
-    return 0
 
 
 class progress_bar:
