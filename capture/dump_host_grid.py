@@ -88,17 +88,7 @@ def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_
     if g.order is None:  # regular (``_regular_grid``): row r is chip r % C of sample r // C
         if may_be_regular and shift == 0 and S == n_grid:
             return HostGrid(g, None, offsets, True)
-        g = Grid(
-            g.keys,
-            g.host_names,
-            (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
-            np.repeat(np.arange(C, dtype=np.int64), S),
-            np.tile(np.arange(S, dtype=np.int64), C),
-            g.stamps,
-            g.present,
-            g.counts,
-            g.label,
-        )
+        g = row_order_grid(g, S)
     row_grid = np.empty(rows, np.int64)
     row_grid[g.order] = g.grid + shift
     if may_be_regular and shift == 0 and S == n_grid and g.present.all():
@@ -120,3 +110,21 @@ def _on_dump_grid(g: Grid, shift: int, n_grid: int, per_part: list[int], may_be_
     stamps[shift + S :] = g.stamps[-1]
     moved = Grid(g.keys, g.host_names, g.order, g.ci, g.grid + shift, stamps, present, g.counts, g.label)
     return HostGrid(moved, row_grid, offsets, False)
+
+
+def row_order_grid(g: Grid, S: int) -> Grid:
+    """A regular host's ``Grid`` (``_regular_grid``: no per-row arrays) with the per-row arrays of
+    ``dump_grid._grid`` for its ``S`` × C rows in file order — row r is chip column r % C of grid point
+    r // C: ``order`` (the rows by chip column, then time), ``ci`` and ``grid`` of each sorted row."""
+    C = len(g.keys)
+    return Grid(
+        g.keys,
+        g.host_names,
+        (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1),
+        np.repeat(np.arange(C, dtype=np.int64), S),
+        np.tile(np.arange(S, dtype=np.int64), C),
+        g.stamps,
+        g.present,
+        g.counts,
+        g.label,
+    )

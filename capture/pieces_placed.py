@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .dump import CounterDump, _keys, _long_columns, _pivot, _wide_columns
-from .dump_host_grid import HostGrid
+from .dump_host_grid import HostGrid, row_order_grid
 from .dump_scan import DumpPlan, Part, _key_columns, _read
 
 
@@ -67,23 +67,8 @@ def _piece_dump(plan: DumpPlan, g, a: int, b: int, raw: dict, missing: dict, chi
 def _regular_grid(g, rows: int):
     """A regular host's ``Grid`` with the per-row arrays ``_place`` reads (row r: grid point r // C,
     chip column r % C), and each row's grid point."""
-    from .dump_grid import Grid
-
     C = len(g.keys)
-    S = rows // C
-    order = (np.arange(S, dtype=np.int64)[None, :] * C + np.arange(C, dtype=np.int64)[:, None]).reshape(-1)
-    full = Grid(
-        g.keys,
-        g.host_names,
-        order,
-        np.repeat(np.arange(C, dtype=np.int64), S),
-        np.tile(np.arange(S, dtype=np.int64), C),
-        g.stamps,
-        g.present,
-        g.counts,
-        g.label,
-    )
-    return full, np.arange(rows, dtype=np.int64) // C
+    return row_order_grid(g, rows // C), np.arange(rows, dtype=np.int64) // C
 
 
 def _place(plan, parts, want, row_grid, offsets, lo, b, a, C, g, carry):
