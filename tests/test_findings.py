@@ -51,13 +51,21 @@ def graph():
     "text, code, where",
     [
         ("findings:\n  - metric: no.such\n    title: x\n", "finding-unknown-metric", (2, 13)),
-        ("findings:\n  - metric: mxu.utilization\n    title: x\n    next: [mfu, nope]\n", "finding-unknown-metric", (4, 11)),
+        (
+            "findings:\n  - metric: mxu.utilization\n    title: x\n    next: [mfu, nope]\n",
+            "finding-unknown-metric",
+            (4, 11),
+        ),
         ("findings:\n  - metric: mxu.utilization\n    title: x\n    remove: {clock: none}\n", "finding-knob", (4, 21)),
         ("findings:\n  - metric: mxu.utilization\n    title: x\n    remove: {slow_chip: 3}\n", "finding-knob", (4, 25)),
         ("findings:\n  - metric: mxu.utilization\n    title: x\n    over: worst\n", "finding-field", (4, 11)),
         ("findings:\n  - metric: mxu.utilization\n    title: x\n    colour: red\n", "finding-field", (4, 13)),
         ("findings:\n  - metric: mxu.utilization\n", "finding-field", (2, 5)),
-        ("findings:\n  - metric: mxu.utilization\n    title: x\n    share: hbm.bandwidth\n", "finding-share-unit", (4, 12)),
+        (
+            "findings:\n  - metric: mxu.utilization\n    title: x\n    share: hbm.bandwidth\n",
+            "finding-share-unit",
+            (4, 12),
+        ),
         ("rules: []\n", "finding-file", (1, 1)),
         ("findings: [\n", "yaml-syntax", None),
     ],
