@@ -21,22 +21,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+import perfonto
 from perfonto.analysis.capture import Report, analyse_capture, capture_of
 from perfonto.metrics import catalog as _catalog
-from perfonto.metrics.windows import DumpError
+from perfonto.metrics.windows import DumpError as DumpError  # re-exported (perfonto.DumpError)
 from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 
-__all__ = [
-    "Catalog",
-    "CatalogError",
-    "Diagnostic",
-    "DumpError",
-    "Emulation",
-    "Result",
-    "emulate",
-    "evaluate",
-    "load_catalog",
-]
+# the package's public names (it lists them, so that ``import perfonto`` need not import this module)
+__all__ = [name for name in perfonto.__all__ if name != "__version__"]
 
 
 class Catalog:
