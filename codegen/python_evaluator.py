@@ -138,14 +138,7 @@ class FormulaEmitter:
         self.shared: set[ir.Node] = set()
         self.sensitive: set[ir.Node] = set()
         self.n_vars = 0
-        self.handlers = {
-            ir.Const: self.const,
-            ir.Input: self.input,
-            ir.Interval: self.interval,
-            ir.MetricRef: self.metric_ref,
-            ir.Rollup: self.rollup,
-            ir.Op: self.op,
-        }
+        self.handlers = ir.handlers(self)
         self.ops = {
             "div": self.div,
             "pow": self.pow,

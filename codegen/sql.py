@@ -68,14 +68,7 @@ class SqlEmitter:
         self.shared: set[ir.Node] = set()
         self.sensitive: set[ir.Node] = set()
         self.layers: dict[int, list[exp.Expression]] = {}
-        self.handlers: dict[type, Callable] = {
-            ir.Const: self.const,
-            ir.Input: self.input,
-            ir.Interval: self.interval,
-            ir.MetricRef: self.metric_ref,
-            ir.Rollup: self.rollup,
-            ir.Op: self.op,
-        }
+        self.handlers = ir.handlers(self)
         self.ops: dict[str, Callable] = {
             "add": self.binary(exp.Add),
             "sub": self.binary(exp.Sub),

@@ -14,7 +14,7 @@ neither looks at units again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from perfonto.dsl import trees
@@ -109,6 +109,23 @@ CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     Op: ("args",),
     Rollup: ("arg",),
 }
+
+
+# Each node type -> the name of the method that handles it in an emitter (``handlers``).
+HANDLER_NAMES: dict[type, str] = {
+    Const: "const",
+    Input: "input",
+    Interval: "interval",
+    MetricRef: "metric_ref",
+    Rollup: "rollup",
+    Op: "op",
+}
+
+
+def handlers(emitter: object) -> dict[type, Callable]:
+    """Node type -> ``emitter``'s bound method for it (``const``, ``input``, ``interval``, ``metric_ref``,
+    ``rollup``, ``op``): the dispatch table of a backend that emits one node type per method."""
+    return {t: getattr(emitter, name) for t, name in HANDLER_NAMES.items()}
 
 
 def children(node: Node) -> tuple[Node, ...]:
