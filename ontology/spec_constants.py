@@ -46,27 +46,23 @@ def _clock_constant(dname: str, dom, src: YamlSource, reg, diags: list[Diagnosti
     if u is None:
         return None
     if not (dom.frequency.value > 0):
-        diags.append(
-            Diagnostic(
-                "error",
-                "spec-value",
-                f"clock domain `{dname}` frequency must be positive, got {dom.frequency.value}",
-                src.span(loc + ("value",)),
-                hint="give the clock frequency, e.g. `value: 1.5, unit: GHz`",
-            )
+        _error(
+            diags,
+            "spec-value",
+            f"clock domain `{dname}` frequency must be positive, got {dom.frequency.value}",
+            src.span(loc + ("value",)),
+            "give the clock frequency, e.g. `value: 1.5, unit: GHz`",
         )
         return None
     try:
         hz = dom.frequency.value * conversion_factor(reg, u, reg.hertz)
     except UnitError as exc:
-        diags.append(
-            Diagnostic(
-                "error",
-                "unit-mismatch",
-                f"clock domain `{dname}` frequency: {exc}",
-                src.span(loc + ("unit",)),
-                hint="give the frequency in Hz, MHz or GHz",
-            )
+        _error(
+            diags,
+            "unit-mismatch",
+            f"clock domain `{dname}` frequency: {exc}",
+            src.span(loc + ("unit",)),
+            "give the frequency in Hz, MHz or GHz",
         )
         return None
     cu = reg.parse_units(f"{cycle_unit(dname)}/s")
@@ -90,28 +86,24 @@ def _spec_constant(
     loc = ("spec", cname)
     full = f"spec.{cname}"
     if full in spec:
-        diags.append(
-            Diagnostic(
-                "error",
-                "duplicate-name",
-                f"spec constant `{full}` is also defined by a clock domain",
-                src.span(loc + ("<key>",)),
-                hint="clock frequencies are spec.clock.<domain>; rename this constant",
-            )
+        _error(
+            diags,
+            "duplicate-name",
+            f"spec constant `{full}` is also defined by a clock domain",
+            src.span(loc + ("<key>",)),
+            "clock frequencies are spec.clock.<domain>; rename this constant",
         )
         return None
     u = unit(const.unit, loc + ("unit",), f"spec constant `{full}`")
     if u is None:
         return None
     if not u.dimensionless and not (const.value > 0):
-        diags.append(
-            Diagnostic(
-                "error",
-                "spec-value",
-                f"spec constant `{full}` must be positive, got {const.value} {const.unit}",
-                src.span(loc + ("value",)),
-                hint="peaks, bandwidths, capacities and powers are positive figures",
-            )
+        _error(
+            diags,
+            "spec-value",
+            f"spec constant `{full}` must be positive, got {const.value} {const.unit}",
+            src.span(loc + ("value",)),
+            "peaks, bandwidths, capacities and powers are positive figures",
         )
         return None
     if const.scope is Scope.instance and not _instance_scope_ok(gf, cname, full, loc, src, diags):
@@ -131,18 +123,21 @@ def _spec_constant(
     )
 
 
+def _error(diags: list[Diagnostic], code: str, message: str, span, hint: str) -> None:
+    """Report an error diagnostic (``code``, located at ``span``, with a ``hint``)."""
+    diags.append(Diagnostic("error", code, message, span, hint=hint))
+
+
 def _instance_scope_ok(gf: GenerationFile, cname: str, full: str, loc: tuple, src: YamlSource, diags) -> bool:
     """A per-instance constant is named after a block with instances; False after reporting it is not."""
     blk = gf.blocks.get(cname.split(".")[0])
     if blk is not None and blk.instances:
         return True
-    diags.append(
-        Diagnostic(
-            "error",
-            "scope",
-            f"spec constant `{full}` has scope `instance` but `{cname.split('.')[0]}` is not a block with instances",
-            src.span(loc + ("scope",)),
-            hint="name per-instance constants after their block, e.g. `hbm.stack_peak_bandwidth`",
-        )
+    _error(
+        diags,
+        "scope",
+        f"spec constant `{full}` has scope `instance` but `{cname.split('.')[0]}` is not a block with instances",
+        src.span(loc + ("scope",)),
+        "name per-instance constants after their block, e.g. `hbm.stack_peak_bandwidth`",
     )
     return False
