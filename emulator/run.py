@@ -44,7 +44,7 @@ from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, reques
 from .signals import plan_columns
 from .thermal import Thermal
 from .timeline import Timeline
-from .run_stages import device_grid, speculative_truth, timelines, write_side_outputs
+from .run_stages import device_grid, speculative_truth, timelines, whole_step_duration, write_side_outputs
 from .trace import collective_waits
 
 #: ``progress(phase, done, total)``: ``phase`` is ``"schedule"`` (simulated s) or ``"counters"`` (samples).
@@ -208,6 +208,7 @@ def run(
     draft_tokens: int = 0,
     acceptance: float = 0.0,
     op_snapshots: bool = False,
+    whole_steps: bool = False,
 ) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
@@ -223,6 +224,9 @@ def run(
     whole (``chunked_prefill``); each given one replaces the preset's, ``engine`` replaces all three.
     ``warmup_steps`` steps are scheduled before t = 0 and not measured (the server starts warm); with
     0 it starts empty at t = 0.
+    ``whole_steps``: the run ends at the end of the engine step in progress at ``duration_s`` instead
+    (``run_stages.whole_step_duration``; ground truth ``duration_s`` is the measured duration,
+    ``requested_duration_s`` the one asked for), so that its tokens and its work cover the same steps.
 
     Model and hardware: ``dtype`` of the weights (``fp8``, ``fp4``, ``bf16``), ``kv_dtype`` of the KV
     cache (default FP8, BF16 for BF16 weights); ``mapping`` (default: the preset's — tensor parallel
@@ -299,7 +303,16 @@ def run(
 
     b, idle = sv.batch, np.rint(sv.idle_s * f).astype(np.int64)
     horizon = max(end, end_host)
-    b, tls = timelines(b, idle, cfg, profiles, counts, horizon)
+    b_all = b
+    b, tls = timelines(b_all, idle, cfg, profiles, counts, horizon)
+    if whole_steps:  # stop at the end of the step in progress, so the run counts that step's tokens too
+        drift_max = max((abs(c.drift) for c in clocks), default=0.0)
+        measured_s = whole_step_duration(tls[0].ends, duration_s, sample_period_s, f, drift_max)
+        if measured_s > duration_s:
+            t_grid, _ = sample_grid(measured_s, sample_period_s, f)
+            d_ns, s_cyc, t_dev, end, end_host = device_grid(t_grid, clocks, f)
+            horizon = max(end, end_host)
+            b, tls = timelines(b_all, idle, cfg, profiles, counts, horizon)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
