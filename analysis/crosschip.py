@@ -5,9 +5,10 @@ A run folder (``RUN``, written by ``emulator.run`` or ``perfonto run``) holds ``
 driver's host/device/host clock reads), ``trace.parquet`` (host events on the host clock, device
 events on each chip's clock) and ``counters.parquet`` (samples stamped by each chip's clock).
 
-- Alignment (``fit_clocks``): one ``perfonto.align.fit_clock`` per chip; a device timestamp maps to
-  host time as ``(device − offset) / (1 + drift)``. With the emulator's ground truth, the error of
-  every mapped counter sample and device event is reported (``alignment_errors``).
+- Alignment (``fit_clocks``): one piecewise fit per chip (``analysis.clock_fit``: an epoch per clock
+  reset); a device timestamp maps to host time as ``(device − offset) / (1 + drift)`` of its epoch.
+  With the emulator's ground truth, the error of every mapped counter sample and device event is
+  reported (``alignment_errors``).
 - Collective wait (op-detail traces): a chip's wait in one collective call is the time from its
   arrival (the start of its collective span, on the host timeline) to the last chip's arrival, as
   NCCL's profiler and Nsight Systems define it; it is blamed on the last-arriving chip. Waits are
@@ -36,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .align import ClockFit, fit_clock
+from .align import ClockFit
 from .saturation import per_chip as sat_per_chip, ranges as sat_ranges
 from perfonto.ontology.errors import PerfontoError
 
@@ -139,12 +140,13 @@ class Run:
         return self.files.get(name, self.path / name)
 
 
-def fit_clocks(run: Run) -> dict[int, ClockFit]:
-    """Offset and drift of every chip from its sync reads."""
-    t = pq.read_table(str(run.file("sync.parquet")))
-    chip = t.column("chip").to_numpy()
-    h0, d, h1 = (t.column(k).to_numpy() for k in ("host_before_ns", "device_ns", "host_after_ns"))
-    return {int(c): fit_clock(h0[chip == c], d[chip == c], h1[chip == c]) for c in np.unique(chip)}
+def fit_clocks(run: Run, processing_ns: float = 0.0) -> dict[int, ClockFit]:
+    """Every chip's clock from its sync reads: piecewise at clock resets, with error bounds
+    (``analysis.clock_fit.ChipClock``, which keeps ``ClockFit``'s attributes)."""
+    from .clock_fit import clocks_of_table
+
+    path = run.file("sync.parquet")
+    return clocks_of_table(pq.read_table(str(path)), processing_ns, where=str(path))  # type: ignore[return-value]
 
 
 def to_host(fits: dict[int, ClockFit], chip: np.ndarray, device_ns: np.ndarray) -> np.ndarray:
