@@ -152,13 +152,16 @@ def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] |
     unavailable)`` — the catalog cut to the metrics asked for (``metrics``, None: all) whose inputs
     are in the dump, a generated evaluator for it (``evaluator`` when it still fits), the metrics the
     dump cannot give (``dump_unavailable``) and every unavailable metric asked for with its reason."""
+    from perfonto.metrics.optional import fill_defaults
+
     gen = graph.generation
     wanted = None if metrics is None else set(select_metrics(graph, metrics).all_metrics)
     absent = absent_signals | {f for f, fd in gen.fields.items() if fd.register in absent_signals}
+    given, graph = graph, fill_defaults(graph, absent)  # `default(x, d)` over an absent x reads d: still available
     gone = dump_unavailable(graph, absent, wanted)
     keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
     evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
-    if evaluator is None or evaluated is not graph:
+    if evaluator is None or evaluated is not given:
         evaluator = cached_evaluator(evaluated)[0]
     unavailable = dict(graph.unavailable) | gone
     if wanted is not None:

@@ -161,6 +161,7 @@ class ScalarEmitter:
             "or": "_kor",
             "not": "_knot",
             "where": "_kwhere",
+            "default": "_kdefault",
         }.get(o, "?")
         if fn is None:
             return ast.UnaryOp(ast.USub(), args[0])

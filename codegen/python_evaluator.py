@@ -151,6 +151,7 @@ class FormulaEmitter:
             "or": self.helper("_or"),
             "not": self.helper("_not"),
             "where": self.helper("_where"),
+            "default": self.helper("_default"),
         }
 
     def count_shared(self, roots: list[ir.Node]) -> None:

@@ -43,6 +43,12 @@ def _where(c, a, b):
     return np.where(np.isnan(c), np.nan, np.where(c != 0, a, b))
 
 
+def _default(a, b):
+    """``default(a, b)``: a where it is not null, else b (SQL's COALESCE)."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isnan(a), b, a)
+
+
 def _fin(o):
     """Finish a metric in place: inf (overflow) becomes null."""
     np.copyto(o, np.nan, where=np.isinf(o))

@@ -103,6 +103,10 @@ def _kwhere(c, a, b):
     return a if c != 0 else b
 
 
+def _kdefault(a, b):
+    return b if a != a else a
+
+
 def _kfin(x):
     """A metric's value: inf (overflow) is null."""
     return _NAN if x - x != 0 else x
@@ -478,6 +482,7 @@ _JITTED = (
     "_kor",
     "_knot",
     "_kwhere",
+    "_kdefault",
     "_kfin",
     "_emit_block",
     "_load",

@@ -90,6 +90,7 @@ class SqlEmitter:
             "or": self.logic(exp.Or),
             "not": self.not_,
             "where": self.where,
+            "default": self.default,
         }
         self.n_cols = 0
 
@@ -220,6 +221,11 @@ class SqlEmitter:
             return out, level
 
         return emit
+
+    def default(self, n: ir.Op):
+        """``default(x, d)``: COALESCE(x, d), x's NaN read as NULL (an optional input, ``metrics.optional``)."""
+        rows, level = self.args(n)
+        return [exp.Coalesce(this=self.nan_null(x, n.args[0]), expressions=[d]) for x, d in rows], level
 
     def clamp(self, n: ir.Op):
         rows, level = self.args(n)

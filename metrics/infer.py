@@ -28,8 +28,6 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
 
 from __future__ import annotations
 
-from typing import cast
-
 import pint
 
 from perfonto.dsl import ast
@@ -41,10 +39,12 @@ from perfonto.ontology.units import UnitError, conversion_factor, dimensionality
 
 from . import ir
 from .across_chips import group_check, is_frequency, is_share, reads_leader
+from .optional import type_default
+from .powers import type_power
 
 ROLLUPS = {"sum", "avg", "min", "max"}
 POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
-FUNCTIONS = ROLLUPS | POPULATION_REDUCTIONS | {"clamp", "abs"}
+FUNCTIONS = ROLLUPS | POPULATION_REDUCTIONS | {"clamp", "abs", "default"}
 POP = "population."  # axis-name prefix of record populations
 CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
@@ -413,18 +413,7 @@ class Typer:
                 a.literal and b.literal,
             )
         if e.op == "**":
-            if not (isinstance(e.right, ast.Number) and e.right.unit is None):
-                raise self.fail("type", "the exponent must be a plain number", e.right.span, hint="write e.g. `x ** 2`")
-            p = e.right.value
-            if abs(p) > 16:
-                raise self.fail("type", f"exponent {p:g} is out of range (|exponent| <= 16)", e.right.span)
-            if p != int(p) and not a.qty.dimensionless:
-                raise self.fail(
-                    "unit-mismatch", f"a fractional power of a quantity with unit {fmt_unit(a.qty)}", e.span
-                )
-            # pint annotates PlainUnit.__pow__ as returning a PlainUnit; it returns self.__class__, the registry's Unit
-            power = cast(pint.Unit, a.qty**p)
-            return _T(ir.Op("pow", (a.node, ir.Const(p)), axes, int(a.node.degree * p)), power, a.literal)
+            return type_power(self, e, a, b, axes)
         raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
 
     def _ifelse(self, e: ast.IfElse) -> _T:
@@ -466,6 +455,8 @@ class Typer:
         operands += args
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
+        if f == "default":
+            return type_default(self, e, args)
         if f in POPULATION_REDUCTIONS:
             return self._population_reduction(e, args)
         if f in ROLLUPS and len(args) == 1:

@@ -4,6 +4,8 @@ the typed IR. It is the semantics that generated evaluators must reproduce (diff
 Null rules: a null value is NaN inside arrays and leaves the API as null. Division by zero gives null
 (never inf or NaN from the division itself); null passes unchanged through arithmetic, conversions and
 rollups; a comparison with a null operand is null, and so is an ``if`` with a null condition.
+``default(x, d)`` is x where x is not null, else d; and d everywhere when x reads a signal the windows
+do not hold (an optional input absent from the capture).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ def _eval(n: ir.Node, w: Windows, done: dict[str, np.ndarray]):
     if isinstance(n, ir.Rollup):
         return _rollup(n, w, done)
     assert isinstance(n, ir.Op)
+    if n.op == "default" and not ir.signals_of(n.args[0]) <= set(w.values):  # an optional input not captured
+        return _eval(n.args[1], w, done)
     args = [_lift(_eval(a, w, done), a.axes, n.axes, ()) for a in n.args]
     op = _OPS.get(n.op)
     if op is None:  # an operation added to metrics.ops.Op without its reference rule here
@@ -166,4 +170,5 @@ _OPS = {
     "or": _logic(operator.or_),
     "not": _not,
     "where": _where,
+    "default": lambda x: np.where(np.isnan(np.asarray(x[0], dtype=np.float64)), x[1], x[0]),
 }

@@ -31,6 +31,7 @@ metric o.max [event] = max({A}, {B})
 metric o.clamp [event] = clamp({A}, {B}, {A} + {B})
 metric o.logic [event] = {A} if ({A} > {B} and not ({A} == {B})) or ({A} <= {B}) or ({A} != {B}) else {B}
 metric o.cmp [event] = {A} if ({A} < {B}) or ({A} >= {B}) else {B}
+metric o.default [1] = default({B} / ({B} - {A} + abs({B} - {A})), 7)
 """
 
 
@@ -86,6 +87,7 @@ def test_every_backend_evaluates_every_operation(tmp_path):
                 np.asarray(values[name], float), want[name], rtol=1e-12, equal_nan=True, err_msg=f"{backend} {name}"
             )
     assert np.isfinite(want["o.logic"]).all() and (want["o.min"] <= want["o.max"]).all()
+    assert (want["o.default"] == 7).any() and (want["o.default"] < 7).any()  # both the null and the valued branch
 
 
 def test_an_operation_added_to_the_enumeration_is_refused_by_name_by_every_backend(monkeypatch, tmp_path):

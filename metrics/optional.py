@@ -1,0 +1,168 @@
+"""Optional inputs: ``default(x, d)`` in the metric language.
+
+``default(x, d)`` is x where x has a value and d where it does not, in x's unit:
+
+- **null in a window** (a reset, a sentinel, a missing sample, a division by zero inside x): the IR
+  operation ``default`` (``metrics.ops.Op.DEFAULT``) gives d for that window on every backend
+  (the interpreter and the NumPy evaluator test for NaN, the fused kernel per row, SQL ``COALESCE``);
+- **absent from the capture** (the dump has no column for a signal x reads): ``fill_defaults`` rewrites
+  the catalog for that capture, each such ``default(x, d)`` becoming d, so the metric stays available
+  instead of being reported "not in the dump". The reference interpreter does the same by itself when
+  the windows lack one of x's signals.
+
+Typing (``type_default``, called by ``metrics.infer``): two arguments, both quantities; d is converted
+to x's unit by an explicit factor, and a unit d cannot be converted to is an error at d's file:line:col.
+A bare ``0`` fits every unit (zero bytes, zero seconds and zero events are all 0). A literal d takes x's
+chip degree (``default(ok, 0)`` is 0 per chip); a measured d must have x's degree.
+
+Run and server levels keep their rule (``metrics.levels``): the totals of a metric are summed over the
+windows where every input it reads is valid, the optional ones included; only an absent input is
+replaced for the whole run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import TYPE_CHECKING
+
+from perfonto.dsl import ast
+
+from . import ir
+
+if TYPE_CHECKING:  # the graph imports the compiler's stages; only for annotations here
+    from .graph import MetricGraph
+    from .infer import Typer, _T
+
+__all__ = ["fill_defaults", "optional_signals", "type_default"]
+
+
+def type_default(typer: "Typer", e: ast.Call, args: list) -> "_T":
+    """Type ``default(x, d)`` (module docstring): the IR ``Op("default", (x, d))`` in x's unit.
+
+    Raises ``infer.Fail`` (code ``arity``, ``type``, ``unit-mismatch`` or ``chip-degree``) pointing at the
+    call or at d."""
+    from .infer import _T
+
+    if len(args) != 2:
+        raise typer.fail(
+            "arity",
+            f"`default` takes two arguments (x, value), got {len(args)}",
+            e.span,
+            hint="e.g. `default(seq.ok_requests, 0)`: the value to use where x is absent or null",
+        )
+    x, d = args
+    bare_zero = isinstance(e.args[1], ast.Number) and e.args[1].value == 0 and e.args[1].unit is None
+    if not bare_zero:
+        f = typer.factor(
+            d.qty,
+            x.qty,
+            e.args[1].span,
+            f"the default of `default({_text(e.args[0])}, …)` must be in a unit of x ({x.qty:~})",
+        )
+        if f != 1.0:
+            d = _T(typer._mul_const(d.node, f), x.unit, d.literal, d.inst, d.total, d.sparsity)
+    deg = typer._same_degree(x, d, e.span, "default")
+    axes = typer._join(x.node.axes, d.node.axes, e.span)
+    return _T(ir.Op("default", (x.node, d.node), axes, deg), x.unit, sparsity=x.sparsity)
+
+
+def _text(e: ast.Expr) -> str:
+    return e.name if isinstance(e, ast.Name) else "x"
+
+
+def optional_signals(node: ir.Node) -> set[str]:
+    """The signals and fields read only as the first argument of a ``default`` (an absent one is
+    replaced by the default rather than making the metric unavailable)."""
+    inside: set[str] = set()
+    outside: set[str] = set()
+    stack: list[tuple[ir.Node, bool]] = [(node, False)]
+    while stack:
+        n, opt = stack.pop()
+        if isinstance(n, ir.Input):
+            (inside if opt else outside).add(n.signal)
+        elif isinstance(n, ir.Op) and n.op == "default":
+            stack += [(n.args[0], True), (n.args[1], opt)]
+        else:
+            stack += [(c, opt) for c in ir.children(n)]
+    return inside - outside
+
+
+def fill_defaults(graph: "MetricGraph", absent: set[str]) -> "MetricGraph":
+    """The catalog as a capture lacking ``absent`` (signal and field names) evaluates it: every
+    ``default(x, d)`` whose x reads an absent signal (or a metric that itself cannot be computed
+    without one) becomes d, and the dependency edges from what no longer is read are dropped, so
+    ``dump_unavailable`` keeps the metric. ``graph`` itself is unchanged; when nothing is replaced it
+    is returned as is. The new catalog's content hash names the replaced inputs (generated evaluators
+    are cached by it)."""
+    if not absent or not any(_has_default(m.ir) for m in graph.all_metrics.values()):
+        return graph
+    gone: set[str] = set()  # metrics that read an absent signal outside any default
+    replaced: set[str] = set()
+    new: dict[str, dict] = {"metrics": {}, "record_metrics": {}}
+    dag = None
+    for kind in ("metrics", "record_metrics"):
+        for name, m in getattr(graph, kind).items():
+            node = _rewrite(m.ir, absent, gone, replaced) if _has_default(m.ir) else m.ir
+            if node is not m.ir:
+                dag = graph.graph.copy() if dag is None else dag
+                sigs = ir.signals_of(node)
+                refs = {n.metric for n in ir.walk(node) if isinstance(n, ir.MetricRef)}
+                for dep in [u for u in dag.predecessors(name) if u in m.signal_deps or u in m.metric_deps]:
+                    if dep not in sigs and dep not in refs:
+                        dag.remove_edge(dep, name)
+                m = dataclasses.replace(
+                    m,
+                    ir=node,
+                    signal_deps=tuple(s for s in m.signal_deps if s in sigs),
+                    metric_deps=tuple(r for r in m.metric_deps if r in refs),
+                )
+            if _reads(m.ir, absent, gone):
+                gone.add(name)
+            new[kind][name] = m
+    if dag is None:
+        return graph
+    h = hashlib.sha256(f"{graph.content_hash}|defaults:{','.join(sorted(replaced))}".encode()).hexdigest()[:16]
+    return dataclasses.replace(
+        graph, metrics=new["metrics"], record_metrics=new["record_metrics"], graph=dag, content_hash=h
+    )
+
+
+def _has_default(node: ir.Node) -> bool:
+    return any(isinstance(n, ir.Op) and n.op == "default" for n in ir.walk(node))
+
+
+def _reads(node: ir.Node, absent: set[str], gone: set[str]) -> bool:
+    """Whether ``node`` reads an absent signal or a metric that cannot be computed."""
+    return any(
+        (isinstance(n, ir.Input) and n.signal in absent) or (isinstance(n, ir.MetricRef) and n.metric in gone)
+        for n in ir.walk(node)
+    )
+
+
+def _rewrite(node: ir.Node, absent: set[str], gone: set[str], replaced: set[str]) -> ir.Node:
+    """``node`` with each ``default(x, d)`` whose x reads something absent replaced by (the rewritten) d;
+    the same object when nothing changed."""
+    if isinstance(node, ir.Op) and node.op == "default" and _reads(node.args[0], absent, gone):
+        x = node.args[0]
+        replaced |= {n.signal for n in ir.walk(x) if isinstance(n, ir.Input) and n.signal in absent}
+        replaced |= {n.metric for n in ir.walk(x) if isinstance(n, ir.MetricRef) and n.metric in gone}
+        return _rewrite(node.args[1], absent, gone, replaced)
+    if isinstance(node, ir.Op):
+        args = tuple(_rewrite(a, absent, gone, replaced) for a in node.args)
+        if all(a is b for a, b in zip(args, node.args)):
+            return node
+        return ir.Op(node.op, args, node.axes, node.degree)
+    if isinstance(node, ir.Rollup):
+        arg = _rewrite(node.arg, absent, gone, replaced)
+        if arg is node.arg:
+            return node
+        if node.func in ("sum", "avg", "min", "max") and not any(
+            isinstance(n, (ir.Input, ir.Interval, ir.MetricRef)) for n in ir.walk(arg)
+        ):  # the default over every instance: as the compiler rolls up a per-instance constant
+            count = 1
+            for _, size in node.arg.axes:
+                count *= size
+            return ir.Op("mul", (arg, ir.Const(float(count) if node.func == "sum" else 1.0)), (), node.degree)
+        return ir.Rollup(node.func, arg, node.axes, node.degree)
+    return node
