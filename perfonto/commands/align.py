@@ -3,10 +3,14 @@ trace event to the host timeline, report the error against the ground truth, and
 analysis on that timeline (straggler, collective waits, skew, imbalance, saturation; see
 ``perfonto.crosschip``).
 
-Writes ``RUN/alignment.json`` (the fits, the errors and the analysis), ``RUN/aligned_counters.parquet``
-(``chip``, ``timestamp_ns``, ``host_ns``) and ``RUN/aligned_trace.parquet`` (the trace with
-``host_start_ns`` and ``host_end_ns``). Exit 0 when it produced them, 1 when the run folder lacks
-what it needs."""
+Each chip's clock is fitted piecewise, one epoch per detected clock reset (``analysis.clock_fit``),
+and every mapped time carries an error bound (``analysis.clock_run``). Writes ``RUN/alignment.json``
+(the fits with their epochs and resets, the bounds, the unmappable stamps, the device spans outside
+their submit bracket, the errors against a ground truth and the analysis),
+``RUN/aligned_counters.parquet`` (``chip``, ``timestamp_ns``, ``host_ns``, ``host_err_ns``,
+``unmappable``) and ``RUN/aligned_trace.parquet`` (the trace with ``host_start_ns``, ``host_end_ns``,
+their ``…_err_ns`` bounds, ``unmappable`` and ``outside_submit``). Exit 0 when it produced them, 1
+when the run folder lacks what it needs."""
 
 from __future__ import annotations
 
@@ -36,39 +40,50 @@ def register(sub) -> None:
         default=None,
         help="generation of the counters (default: the run's metadata, or the --catalog folder's)",
     )
+    p.add_argument(
+        "--device-processing-ns",
+        type=float,
+        default=0.0,
+        metavar="NS",
+        help="device time between a sync request's arrival and its device stamp, when sync.parquet has one "
+        "device stamp per read (removes the offset's bias of half of it; default: 0)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
     p.set_defaults(func=cmd_align)
 
 
 def cmd_align(args) -> int:
-    import numpy as np
-    import pyarrow as pa
+    import math
+
     import pyarrow.parquet as pq
 
     from pathlib import Path
 
-    from perfonto.analysis.crosschip import Run, RunError, aligned_trace, alignment_errors, analyse, fit_clocks, to_host
+    from perfonto.analysis.clock_run import alignment_summary, map_counters, map_trace
+    from perfonto.analysis.crosschip import Run, RunError, analyse, fit_clocks
     from perfonto.outputs import atomic_path, record_outputs, write_file
     from ..report import render_multichip
 
     if not 0 < args.saturation <= 1:
         raise CommandError(f"--saturation must be in (0, 1] (got {args.saturation})", 2)
+    if not (math.isfinite(args.device_processing_ns) and args.device_processing_ns >= 0):
+        raise CommandError(f"--device-processing-ns must be a finite number ≥ 0 (got {args.device_processing_ns})", 2)
     try:
         run = Run.open(args.run)
-        fits = fit_clocks(run)
+        fits = fit_clocks(run, args.device_processing_ns)
         doc = analyse(run.path, gen=_generation(args, run), threshold=args.saturation, with_alignment=False)
-        doc["alignment"] = alignment_errors(run, fits)
-        t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
-        chip, ts = t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
+        counters = map_counters(run, fits)
+        trace = map_trace(run, fits) if run.file("trace.parquet").exists() else None
+        doc["alignment"] = alignment_summary(run, fits, counters, trace)
         with atomic_path(run.file("aligned_counters.parquet")) as tmp:  # each output beside it, then renamed
-            pq.write_table(t.append_column("host_ns", pa.array(to_host(fits, chip, ts))), str(tmp))
+            pq.write_table(counters, str(tmp))
         outputs = {
             "alignment": str(run.file("alignment.json")),
             "aligned_counters": str(run.file("aligned_counters.parquet")),
         }
-        if run.file("trace.parquet").exists():
+        if trace is not None:
             with atomic_path(run.file("aligned_trace.parquet")) as tmp:
-                pq.write_table(aligned_trace(run, fits), str(tmp))
+                pq.write_table(trace, str(tmp))
             outputs["aligned_trace"] = str(run.file("aligned_trace.parquet"))
         doc["outputs"] = outputs
         write_file(run.file("alignment.json"), json.dumps(doc, indent=2))
@@ -101,36 +116,51 @@ def _generation(args, run):
 def _render_alignment(al: dict, out) -> None:
     from rich.table import Table
 
-    t = Table(title="Clock alignment (device = offset + (1 + drift) × host)", title_justify="left")
-    for col in (
-        "chip",
-        "offset ns",
-        "true offset ns",
-        "drift ppm",
-        "true drift ppm",
-        "reads kept",
-        "median err ns",
-        "p99 err ns",
-    ):
+    t = Table(title="Clock alignment (device = offset + (1 + drift) × host, per clock epoch)", title_justify="left")
+    for col in ("chip", "epochs", "offset ns", "true offset ns", "drift ppm", "true drift ppm", "reads kept",
+                "bound p99 ns", "median err ns", "p99 err ns"):  # fmt: skip
         t.add_column(col, justify="right")
     for r in al["chips"]:
-        e = r.get("error_ns", {})
+        e, b = r.get("error_ns", {}), r.get("bound_ns", {})
+        fitted = r["segments"][0]["drift_fitted"]
         t.add_row(
             str(r["chip"]),
+            str(len(r["segments"])),
             f"{r['offset_ns']:,.1f}",
             f"{r['true_offset_ns']:,.0f}" if "true_offset_ns" in r else "—",
-            f"{r['drift_ppm']:.4f}",
+            f"{r['drift_ppm']:.4f}" if fitted else "not fitted",
             f"{r['true_drift_ppm']:.4f}" if "true_drift_ppm" in r else "—",
             f"{r['reads_kept']}/{r['reads']}",
+            f"{b['p99']:.1f}" if b else "—",
             f"{e['median']:.1f}" if e else "—",
             f"{e['p99']:.1f}" if e else "—",
         )
     out.print(t)
+    _render_findings(al, out)
     if "error_ns" in al:
         e = al["error_ns"]
         out.print(
             f"alignment error over {al['samples']:,} counter samples and device events: median {e['median']:.1f} ns, "
-            f"p99 {e['p99']:.1f} ns, max {e['max']:.1f} ns"
+            f"p99 {e['p99']:.1f} ns, max {e['max']:.1f} ns; within the stated bound: {al['within_bound']:.1%}"
         )
     else:
         out.print("no ground truth with clocks in the run folder: the error against the truth is not reported")
+
+
+def _render_findings(al: dict, out) -> None:
+    """Resets, unmappable stamps and spans outside their submit bracket, one line each."""
+    for r in al["chips"]:
+        for z in r["resets"]:
+            out.print(
+                f"[yellow]chip {r['chip']}: device clock reset ({z['kind']}) between host "
+                f"{z['after_host_ns'] / 1e9:.6f} s and {z['before_host_ns'] / 1e9:.6f} s[/yellow]"
+            )
+        for reason, n in r["unmappable"].items():
+            out.print(f"[yellow]chip {r['chip']}: {n:,} stamp(s) unmappable ({reason}): no host time[/yellow]")
+    o = al.get("outside_submit")
+    if o and o["count"]:
+        first = o["spans"][0]
+        out.print(
+            f"[red]{o['count']:,} device span(s) outside their submit bracket[/red] (first: chip {first['chip']}, "
+            f"step {first['step']}, {first['name']}, trace row {first['row']}); see alignment.json"
+        )
