@@ -1,4 +1,4 @@
-"""Request records (``requests.parquet``): one row per request that arrived in the run, with the time
+"""Request records (``requests.parquet``): one row per request of the run, with the time
 of every output token, and the serving latencies they give (ground truth).
 
 Times are seconds since the start of the run on the host clock (``emulator.clocks``). A request is
@@ -9,10 +9,15 @@ decoding 1 + its accepted drafts, all at the step's end: several ``token_times``
 equal (``token_gap`` then holds zeros). A closed-loop request arrives when the request it replaces
 emitted its last token.
 
-Which requests: offline, every request is queued at t = 0 (arrival 0); those the warm-up admitted
-(before t = 0) belong to the warm-up and are left out; an unbounded queue lists the requests
-admitted in the run, a bounded one also those still queued at the end (admission null). Online,
-every request whose arrival is within the run. Fields not reached by the end of the run are null
+Which requests: offline, every request is queued at t = 0 (arrival 0); an unbounded queue lists the
+requests admitted in the run, a bounded one also those still queued at the end (admission null).
+Online, every request whose arrival is within the run. With warm-up steps (the server starts warm,
+``warmup_steps``) on one scheduler rank (no pipeline stages), offline and in a closed loop, the
+warm-up's steps are timed too and laid end to end up to t = 0: the requests it admitted that were
+still decoding at t = 0 are listed with their warm-up times (negative), so a short run still has
+completed requests (TPOT, E2E); offline, every request then arrives at the warm-up's start (queued
+since the server started, so TTFT and E2E include that wait); a closed loop's first clients arrive
+there too. Otherwise the warm-up's requests are left out. Fields not reached by the end of the run are null
 (``completion_time`` of a request still decoding); ``output_tokens`` counts the tokens emitted so far.
 Scheduler ranks are identical copies (``serving``), so each request row appears once per rank
 (column ``rank``), as the server's token counters count every rank.
@@ -56,8 +61,19 @@ class _StepTimes:
     warm-up steps) to global ones (``idx``), and to the host time (s) its tokens are emitted (the end of
     the global step ``pp − 1`` later, the pipeline's depth; NaN past the run or ``duration_s``)."""
 
-    def __init__(self, idx, warmup: int, pp: int, step_end_s: np.ndarray, duration_s: float):
+    def __init__(self, idx, warmup: int, pp: int, step_end_s: np.ndarray, duration_s: float, warm_s=None):
         self.idx, self.w, self.pp, self.step_end_s, self.duration_s = idx, warmup, pp, step_end_s, duration_s
+        # the warm-up steps laid end to end up to t = 0 (s, ≤ 0): their ends and starts; None without
+        # their durations or with pipeline stages (``serving.Served.warmup_ends_s``)
+        self.warm_end_s = self.warm_begin_s = None
+        if warm_s is not None and len(warm_s) == warmup and pp == 1:
+            self.warm_end_s = -(np.cumsum(warm_s[::-1])[::-1] - warm_s)
+            self.warm_begin_s = self.warm_end_s - warm_s
+
+    @property
+    def timed_warmup(self) -> bool:
+        """Whether the warm-up steps have times (one scheduler rank, a warm-up that ran)."""
+        return self.warm_end_s is not None and self.w > 0
 
     def glob(self, local):
         """Global step of each local step; −1 for a warm-up step or one past the timed steps."""
@@ -73,6 +89,10 @@ class _StepTimes:
         g = np.where(g >= 0, g + self.pp - 1, -1)
         ok = (g >= 0) & (g < n)
         t = np.where(ok, self.step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+        if self.timed_warmup:  # a warm-up step's tokens: emitted at its end, before t = 0
+            loc = np.asarray(local, np.int64)
+            wm = (loc >= 0) & (loc < self.w)
+            t = np.where(wm, self.warm_end_s[np.clip(loc, 0, self.w - 1)], t)
         return np.where(t <= self.duration_s + _EPS, t, np.nan)
 
 
@@ -83,16 +103,29 @@ def _admissions(log: dict, st: _StepTimes, step_start_s: np.ndarray) -> np.ndarr
     ga = st.glob(log["admit_step"])
     ok_a = (ga >= 0) & (ga < n) & (log["admit_step"] >= st.w)
     adm = np.where(ok_a, step_start_s[np.clip(ga, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+    if st.timed_warmup:  # admitted by a warm-up step: its start, before t = 0
+        a = np.asarray(log["admit_step"], np.int64)
+        wm = (a >= 0) & (a < st.w)
+        adm = np.where(wm, st.warm_begin_s[np.clip(a, 0, st.w - 1)], adm)
     return np.where(adm <= st.duration_s + _EPS, adm, np.nan)
 
 
-def _kept(bt, log: dict, adm: np.ndarray, w: int, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Which requests get a record (not admitted by the warm-up; offline, admitted in the run or from a
-    bounded queue; online, arrived in the run), and every request's arrival time."""
+def _kept(bt, log: dict, adm: np.ndarray, st: _StepTimes) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests get a record (offline, admitted in the run or from a bounded queue; online,
+    arrived in the run; offline and closed loop with a timed warm-up, also those the warm-up admitted
+    that were still decoding at t = 0), and every request's arrival time (offline: 0, or with a timed
+    warm-up the warm-up's start: every request was queued when the server started)."""
+    w, duration_s = st.w, st.duration_s
     before_run = (log["admit_step"] >= 0) & (log["admit_step"] < w)
     arrival = np.asarray(log["arrival_s"], np.float64)
     if bt.arrivals is None:
         keep = ~before_run & (np.isfinite(adm) | (bt.total is not None))
+        if st.timed_warmup:
+            last = np.asarray(log["last_step"], np.int64)
+            carried = before_run & ((last < 0) | (last >= w))  # in flight when the run began
+            keep |= carried
+            if bt.concurrency is None:  # offline: every request was queued when the server started
+                arrival = np.full_like(arrival, st.warm_begin_s[0])
     else:
         keep = ~before_run & (arrival <= duration_s + _EPS)
     return keep, arrival
@@ -116,7 +149,7 @@ def _tokens(bt, log: dict, keep: np.ndarray, st: _StepTimes, osl: int):
     return splits, cnt, first_t, comp
 
 
-def _unadmitted(bt, duration_s: float, cols: dict[str, list]) -> None:
+def _unadmitted(bt, duration_s: float, cols: dict[str, list], t0: float = 0.0) -> None:
     """Append the requests never admitted (queued at the end of a bounded offline run, or arrived
     online) to ``cols``: an arrival and nothing else; none for a closed loop."""
     total = bt.total if bt.arrivals is None else int(np.searchsorted(bt.arrivals, duration_s + _EPS, side="right"))
@@ -124,7 +157,7 @@ def _unadmitted(bt, duration_s: float, cols: dict[str, list]) -> None:
         total = None
     if total is not None and total > bt.admitted:
         m = total - bt.admitted
-        arr = np.zeros(m) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted : total], np.float64)
+        arr = np.full(m, t0) if bt.arrivals is None else np.asarray(bt.arrivals[bt.admitted : total], np.float64)
         cols["arrival"].append(arr)
         for key in ("admission", "first", "completion"):
             cols[key].append(np.full(m, np.nan))
@@ -139,9 +172,13 @@ def _rank_records(bt, st: _StepTimes, step_start_s: np.ndarray, osl: int, cols: 
     if bt.concurrency is not None:  # a closed-loop request arrives when the one it replaces has left
         a = log["arrival_step"]
         arr_t = st.emitted(a)
-        log = {**log, "arrival_s": np.where(a >= w, arr_t, 0.0)}
+        if st.timed_warmup:  # a first client (−1) arrived when the server started; others when one left
+            arrival_s = np.where(a >= 0, arr_t, st.warm_begin_s[0])
+        else:
+            arrival_s = np.where(a >= w, arr_t, 0.0)
+        log = {**log, "arrival_s": arrival_s}
     adm = _admissions(log, st, step_start_s)
-    keep, arrival = _kept(bt, log, adm, w, st.duration_s)
+    keep, arrival = _kept(bt, log, adm, st)
     splits, cnt, first_t, comp = _tokens(bt, log, keep, st, osl)
     sel = np.flatnonzero(keep)
     cols["arrival"].append(arrival[sel])
@@ -150,7 +187,7 @@ def _rank_records(bt, st: _StepTimes, step_start_s: np.ndarray, osl: int, cols: 
     cols["completion"].append(comp[sel] if len(sel) else np.zeros(0))
     cols["out"].append(cnt[sel])
     cols["times"].extend(splits[i] for i in sel)
-    _unadmitted(bt, st.duration_s, cols)
+    _unadmitted(bt, st.duration_s, cols, st.warm_begin_s[0] if st.timed_warmup else 0.0)
 
 
 def _records_table(cols: dict[str, list], isl: int, ranks: int) -> pa.Table:
@@ -189,8 +226,9 @@ def request_records(
     at ``step_start_s`` / ``step_end_s`` (host s; only the timed steps). See the module docstring."""
     pp = len(sv.batchers)
     cols: dict[str, list] = {k: [] for k in ("arrival", "admission", "first", "completion", "out", "times")}
-    for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
-        _rank_records(bt, _StepTimes(idx, w, pp, step_end_s, duration_s), step_start_s, osl, cols)
+    warm_s = sv.warmup_seconds or [None] * pp
+    for bt, idx, w, ws in zip(sv.batchers, sv.local_index, sv.warmup, warm_s):
+        _rank_records(bt, _StepTimes(idx, w, pp, step_end_s, duration_s, ws), step_start_s, osl, cols)
     return _records_table(cols, isl, ranks)
 
 

@@ -212,6 +212,7 @@ class Served:
     seconds: np.ndarray | None = None
     local_index: list[np.ndarray] = field(default_factory=list)  # per batcher: global index of each local step
     warmup: list[int] = field(default_factory=list)
+    warmup_seconds: list[np.ndarray] = field(default_factory=list)  # per batcher: each warm-up step's duration (s)
 
 
 def serve(
@@ -233,11 +234,12 @@ def serve(
         def seconds_fn(batch):
             return step_seconds(stack_work(batch, cfg), cfg)
 
-    warm = []
+    warm, warm_s = [], []
     for bt in batchers:
         w0 = bt.steps
-        bt.run(warmup_steps)
+        wb = bt.run(warmup_steps)
         warm.append(bt.steps - w0)
+        warm_s.append(np.asarray(seconds_fn(wb), np.float64) if len(wb) else np.zeros(0))
     online = any(bt.arrivals is not None for bt in batchers)
     loop = StepLoop(batchers, seconds_fn)
     limit = max_steps if max_steps is not None else 1 << 62
@@ -258,6 +260,7 @@ def serve(
         np.array(loop.secs),
         [np.array(x, np.int64) for x in loop.local],
         warm,
+        warm_s,
     )
 
 
