@@ -1,7 +1,10 @@
 """A correlated timeline of a run for Perfetto's UI: Chrome trace-event JSON or Perfetto protobuf.
 
-Everything is on the host timeline: device events are mapped through each chip's clock fit
-(``perfonto.crosschip.fit_clocks``). Layout:
+Everything is on the host timeline: device events are mapped through each chip's piecewise clock fit
+(``perfonto.crosschip.fit_clocks``, ``analysis.clock_run``): every device slice carries the error
+bound of its mapped times (``host_err_ns`` in its args) and, when it lies outside its step's submit
+bracket, ``outside_submit``; a slice or counter value whose device time cannot be mapped (between a
+clock reset and the next sync read) is left out and counted (``unmappable`` in the stats). Layout:
 
 - process ``host`` (pid 1): threads ``runtime`` (the serving runtime's launch calls), ``driver``
   (command submissions) and ``steps`` (one marker per step, from its launch to its sampled tokens);
@@ -33,7 +36,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from .crosschip import Run, aligned_trace, fit_clocks, instance_waits, text
+from .clock_run import map_trace
+from .crosschip import Run, fit_clocks, instance_waits, text
 from .timeline_proto import write_proto
 from perfonto.ontology.errors import PerfontoError
 
@@ -79,7 +83,9 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
     """
     run = _open_traced(run_dir)
     fits = fit_clocks(run)
-    t = aligned_trace(run, fits)
+    t = map_trace(run, fits)
+    mapped = t.column("unmappable").is_null().to_numpy(zero_copy_only=False)
+    t = t.filter(mapped)
     kind, unit, names = text(t, "kind"), text(t, "unit"), text(t, "name")
     chip = t.column("chip").to_numpy().astype(np.int64)
     step = t.column("step").to_numpy()
@@ -92,6 +98,7 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
     label = np.where(kind == "step", np.char.add("step ", step.astype(str)), names)
     label = np.where(kind == "api", "launch_step", label)
     args = _slice_args(t, kind, chip, step, hs, nbytes)
+    bound, outside = _bound_args(t, args)
     chips = sorted(fits)
     by_kind = _flow_ends(kind, names, step, chip, dur)
     flows = _flow_chains(by_kind, chips, pid, tid, hs + dur / 2)
@@ -116,6 +123,9 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
             "counter_tracks": len(counters),
             "steps": len(by_kind["api"]),
             "chips": len(chips),
+            "unmappable": int(len(mapped) - mapped.sum()),
+            "outside_submit": outside,
+            "bound_ns_max": bound,
         },
     )
 
@@ -164,6 +174,23 @@ def _slice_args(t, kind, chip, step, hs, nbytes) -> list:
     ):
         args[i] = {"step": int(step[i])} if kind[i] != "dma" else {"step": int(step[i]), "bytes": float(nbytes[i])}
     return args
+
+
+def _bound_args(t, args: list) -> tuple[float, int]:
+    """Add to each device slice's args its error bound (``host_err_ns``, the larger of its start's and
+    end's, ns) and ``outside_submit`` when flagged; returns the largest bound and the flagged count."""
+    es = t.column("host_start_err_ns").to_numpy()
+    ee = t.column("host_end_err_ns").to_numpy()
+    out = t.column("outside_submit").to_numpy(zero_copy_only=False)
+    dev = np.flatnonzero(text(t, "clock") == "device")
+    err = np.round(np.maximum(es, ee), 1)
+    for i in dev:
+        a = args[i] if args[i] is not None else {}
+        a["host_err_ns"] = float(err[i])
+        if out[i]:
+            a["outside_submit"] = True
+        args[i] = a
+    return (float(err[dev].max()) if len(dev) else 0.0), int(out.sum())
 
 
 def _flow_ends(kind, names, step, chip, dur) -> dict[str, dict]:
@@ -238,10 +265,10 @@ def _counters(run: Run, fits, metrics) -> list:
     out = []
     for c in sorted(fits):
         sel = chip == c
-        ts = fits[c].to_host(start[sel])
+        ts = fits[c].map(start[sel], ordered=True)[0]  # NaN: unmappable (after a clock reset)
         for m in chosen:
             v = tab.column(m).to_numpy(zero_copy_only=False).astype(np.float64)[sel]
-            ok = np.isfinite(v)
+            ok = np.isfinite(v) & np.isfinite(ts)
             out.append((CHIP_PID0 + int(c), m, ts[ok], v[ok]))
     return out
 

@@ -1,8 +1,9 @@
 """``perfonto timeline RUN --out FILE [--format json|proto] [--metrics a,b]``: a correlated timeline
 of a run for Perfetto's UI (see ``perfonto.timeline``): one process per chip with a thread per
 execution unit, counter tracks for selected metrics, and flows from each step's launch call to its
-submission, PCIe transfer and forward pass on every chip. Exit 0 when the file was written, 1 when
-the run folder lacks what it needs."""
+submission, PCIe transfer and forward pass on every chip; each device slice with the error bound of
+its alignment, and the slices that cannot be aligned or lie outside their submit bracket counted.
+Exit 0 when the file was written, 1 when the run folder lacks what it needs."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ def cmd_timeline(args) -> int:
             f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
             f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
             f"open it in https://ui.perfetto.dev",
+            markup=False,
+        )
+        err.print(
+            f"device times mapped within ±{info['bound_ns_max']:,.0f} ns at most (each slice's host_err_ns); "
+            f"{info['unmappable']:,} slice(s) left out as unmappable (after a clock reset, before the next sync read); "
+            f"{info['outside_submit']:,} device slice(s) outside their submit bracket (args.outside_submit)",
             markup=False,
         )
     return 0
