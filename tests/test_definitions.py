@@ -23,7 +23,8 @@ from test_differential_backends import _sql_values
 SIGNALS = (
     "      err: {kind: counter, unit: event, width: 32, description: failed requests}\n"
     "      ok: {kind: counter, unit: event, width: 32, sentinel: [4294967295], description: served requests}\n"
-    "      units: {kind: gauge, unit: '1', description: energy-status unit exponent}\n"
+    "      energy: {kind: counter, unit: event, width: 32, description: energy in 2^-ESU joules}\n"
+    "      rapl: {kind: packed, width: 32, description: units, fields: {esu: {bits: [8, 12], description: ESU}}}\n"
 )
 RATES = """\
 metric t.error_rate [1] = b.err / (b.err + default(b.ok, 0))
@@ -122,3 +123,42 @@ def test_the_default_is_checked_for_units(gen, formula, code, where, message):
     graph = compile_src(gen, f"metric t.bad [event] = {formula}\n")
     (d,) = graph.errors
     assert (d.code, (d.span.line, d.span.col)) == (code, where) and message in d.message, d.render()
+
+
+# -- b) a dimensionless per-sample exponent -------------------------------------------------------------------
+
+
+def test_a_field_exponent_of_a_dimensionless_base_on_every_backend(gen, tmp_path):
+    graph = compile_src(
+        gen,
+        "metric t.esu_joules [uJ] = 1 J * 0.5 ** b.rapl.esu\n"  # the energy-status unit: 2^-ESU J
+        "metric t.esu_scale [1] = 2 ** b.rapl.esu\n"
+        "metric t.esu_pct [1] = 2 ** (b.rapl.esu * 50 %)\n",  # 50 % is 0.5: the exponent is half the field
+    )
+    assert not graph.errors, [d.render() for d in graph.errors]
+    esu = [14 << 8, 14 << 8, 16 << 8, 10 << 8]  # the field (bits 8..12) at the window's end sample: 14, 16, 10
+    energy = [0, 2**14, 2**14 + 3 * 2**16, 2**14 + 3 * 2**16 + 5 * 2**10]  # increments 2^14, 3 * 2^16, 5 * 2^10
+    got = _backends(graph, gen, _table({"b.energy": energy, "b.rapl": esu}), tmp_path)
+    for backend, v in got.items():
+        # 2^-14 J = 61.03515625 uJ, 2^-16 J = 15.2587890625 uJ, 2^-10 J = 976.5625 uJ
+        np.testing.assert_allclose(
+            np.asarray(v["t.esu_joules"], float)[:, 0], [61.03515625, 15.2587890625, 976.5625], err_msg=backend
+        )
+        np.testing.assert_allclose(np.asarray(v["t.esu_scale"], float)[:, 0], [2.0**14, 2.0**16, 2.0**10])
+        np.testing.assert_allclose(np.asarray(v["t.esu_pct"], float)[:, 0], [2.0**7, 2.0**8, 2.0**5], err_msg=backend)
+
+
+@pytest.mark.parametrize(
+    "formula, code, col, message",
+    [
+        # a quantity in J to a per-sample power: its unit would change per window
+        ("(b.energy * 1 [J/event]) ** b.rapl.esu", "unit-mismatch", 20, "per-sample exponent `b.rapl.esu`"),
+        ("2 ** (1 J)", "unit-mismatch", 26, "must be dimensionless"),  # a dimensioned exponent
+        ("2 ** interval", "unit-mismatch", 25, "must be dimensionless"),
+        ("2 ** (b.energy / 1 event)", "chip-degree", 26, "adds up across chips"),  # a counter total: degree 1
+    ],
+)
+def test_a_per_sample_exponent_is_refused_with_a_reason(gen, formula, code, col, message):
+    graph = compile_src(gen, f"metric t.bad [1] = {formula}\n")
+    (d,) = graph.errors
+    assert (d.code, d.span.line, d.span.col) == (code, 1, col) and message in d.message, d.render()
