@@ -76,7 +76,7 @@ _INF = np.inf
 _KT = None
 _KFN = None
 _KCACHE = False
-_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kfin', '_emit_block', '_load', '_flagged', '_counter_fast', '_advance', '_counter_rule', '_level', '_sentinels_and_range', '_null_flagged', '_column', '_intervals', '_column_at', '_histograms', '_unit_fields', '_reset_groups', '_spread_nulls', '_fields', '_rules_block', '_sums_block', '_kernel_body', '_kernel_loop', '_kernel_call')
+_JITTED = ('_kdiv', '_kpow', '_kmin', '_kmax', '_kclamp', '_kcmp_lt', '_kcmp_le', '_kcmp_gt', '_kcmp_ge', '_kcmp_eq', '_kcmp_ne', '_kand', '_kor', '_knot', '_kwhere', '_kdefault', '_kfin', '_emit_block', '_load', '_flagged', '_counter_fast', '_advance', '_counter_rule', '_level', '_sentinels_and_range', '_null_flagged', '_column', '_intervals', '_column_at', '_histograms', '_unit_fields', '_reset_groups', '_spread_nulls', '_fields', '_rules_block', '_sums_block', '_kernel_body', '_kernel_loop', '_kernel_call')
 _KINLINE = ('_load', '_column_at', '_column', '_counter_fast', '_advance', '_counter_rule', '_level', '_sentinels_and_range', '_null_flagged')
 _KNAMES = ('_KCLS', '_KMASK', '_KSCALE', '_KHALF', '_KRATE', '_KWRAP', '_KGSCALE', '_KHIST', '_KSENT_OFF', '_KSENT_VALS', '_KRESET_OF', '_KGROUPS', '_KMODM', '_KUS_I', '_KUS_F', '_KFSRC', '_KFLO', '_KFMASK', '_KFSCALE', '_KFSENT_OFF', '_KFSENT_VALS', '_KLATE')
 _NV = 5
@@ -152,6 +152,12 @@ def _where(c, a, b):
     """``a if c else b``; null when the condition is null."""
     c = np.asarray(c, dtype=np.float64)
     return np.where(np.isnan(c), np.nan, np.where(c != 0, a, b))
+
+
+def _default(a, b):
+    """``default(a, b)``: a where it is not null, else b (SQL's COALESCE)."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isnan(a), b, a)
 
 
 def _fin(o):
@@ -624,6 +630,10 @@ def _kwhere(c, a, b):
     if c != c:
         return _NAN
     return a if c != 0 else b
+
+
+def _kdefault(a, b):
+    return b if a != a else a
 
 
 def _kfin(x):
