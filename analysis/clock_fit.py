@@ -39,7 +39,9 @@ interval before its first read). A stamp of epoch ``k > 0`` before its first rea
 and the next sync point: it is **unmappable** (``reset_gap``), never guessed. A stamp two epochs claim is
 resolved by the order of a time-ordered sequence (counter samples: the epoch never goes back, and moves
 on at a backwards step of the device time) or by a host hint (the earliest host time it can have, e.g. its
-submission), else it is ``ambiguous``.
+submission: the earliest epoch's time at or after the hint less its bound; when every epoch puts it
+before the hint, the latest of them, and it is outside its bracket either way), else it is ``ambiguous``
+(also when one epoch claims it and another holds it in its reset gap).
 """
 
 from __future__ import annotations
@@ -193,6 +195,7 @@ def fit_segment(x, y, half, dev_first: float | None = None) -> Segment:
             break
         keep = new
     a, b, xr, (fitted, s, sxx, dfree) = _choose(x[keep], y[keep])
+    sxx = sxx if fitted else 0.0  # offset only: its spread is s/√n, a drift it may hide is dfree
     xs, hs = x[keep], half[keep]
     h1 = float(np.sum(np.abs(xs - xr) * hs) / sxx) if fitted else 0.0
     return Segment(
@@ -308,19 +311,28 @@ def _walk(d, claim, gap, amb):
 
 
 def _by_hint(hosts, claim, gap, hint, clock: ChipClock):
-    """Epochs of unordered stamps: the one claiming epoch; among several, the earliest host time at or
-    after the hint (less its bound); else ambiguous. No claim: the reset gap, or outside."""
+    """Epochs of unordered stamps. One epoch claims it and none holds it in a reset gap: that epoch.
+    None claims it: the reset gap, or outside. Else ambiguous, unless a hint settles it: the earliest
+    candidate at or after the hint (less its bound), a claim mapped and a gap unmappable; when every
+    candidate is before the hint, the latest claim (outside its bracket either way, so flagged)."""
     K, N = claim.shape
-    n_claim = claim.sum(axis=0)
+    n_claim, n_gap = claim.sum(axis=0), gap.sum(axis=0)
     pick = np.where(n_claim >= 1, np.argmax(claim, axis=0), -1)
-    reason = np.where(n_claim == 1, 0, np.where(n_claim == 0, np.where(gap.any(axis=0), 1, 3), 2)).astype(np.int8)
-    if hint is not None:
-        hint = np.asarray(hint, np.float64)
-        for i in np.flatnonzero(n_claim > 1):
-            ks = [k for k in range(K) if claim[k, i] and hosts[k, i] + clock.segments[k].bound(hosts[k, i]) >= hint[i]]
-            if ks:
-                pick[i] = min(ks, key=lambda k: hosts[k, i])
-                reason[i] = 0
+    reason = np.where(n_claim == 0, np.where(n_gap > 0, 1, 3), np.where((n_claim == 1) & (n_gap == 0), 0, 2))
+    reason = reason.astype(np.int8)
+    if hint is None:
+        return pick, reason
+    hint = np.asarray(hint, np.float64)
+    segs = clock.segments
+    for i in np.flatnonzero(reason == 2):
+        cand = [k for k in range(K) if claim[k, i] or gap[k, i]]
+        after = [k for k in cand if hosts[k, i] + segs[k].bound(hosts[k, i]) >= hint[i]]
+        if after:
+            k = min(after, key=lambda k: hosts[k, i])
+            pick[i], reason[i] = k, 0 if claim[k, i] else 1
+        elif np.isfinite(hint[i]) and n_claim[i]:
+            pick[i] = max((k for k in cand if claim[k, i]), key=lambda k: hosts[k, i])
+            reason[i] = 0
     return pick, reason
 
 
