@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "reset-indicator": "a `reset_indicator_kind` without an indicator, or one indicator read as two kinds",
     "scale-field": "a counter's `scale_field` is not a dimensionless packed field of a matching register",
     "slots": "a block's `slots` name an axis it does not have, or a slot outside the axis",
+    "counter-slots": "a block's `counter_slots` or `group_constraints` name something that is not one of its counters",
     "histogram-buckets": "a histogram's bucket edges are not increasing",
     "packed-fields": "a packed register's fields overlap, leave its width or are missing",
     "counter-across-chips": "a counter declares `across_chips` (counters always sum across chips)",

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import pint
 
 from .binding import resolve_binding
+from .counter_slots import resolve_counter_slots
 from .diagnostics import Diagnostic, Span, did_you_mean  # noqa: F401  (Span: re-exported)
 from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
 from . import kinds
@@ -158,6 +159,9 @@ def _resolve_blocks(ctx: _Ctx) -> tuple[dict[str, dict], dict[str, ResolvedSigna
         if layout.present is not None:
             blocks[bname]["slots"] = layout.present
             blocks[bname]["full_axes"] = layout.full_axes
+        counter_slots = resolve_counter_slots(bname, block, ctx.src, ctx.diags, ctx.gf)  # issue 29: perfonto plan
+        if counter_slots is not None:
+            blocks[bname]["counter_slots"] = counter_slots
         for sname, sig in block.signals.items():
             _resolve_signal(ctx, layout, sname, sig, signals, fields)
     return blocks, signals, fields

@@ -352,6 +352,36 @@ class Signal(_Model):
     )
 
 
+class CounterSlots(_Model):
+    """How many of a block's counters its performance-monitoring unit reads at once (issue 29): ``programmable``
+    slots, each of which can count any one of the block's counters, and ``fixed`` counters that always count
+    (free-running or fixed-function, like x86's fixed counters). A block without ``counter_slots`` reads every
+    counter at once. ``perfonto plan`` packs the counters a set of metrics needs into passes."""
+
+    programmable: StrictInt = Field(ge=0, le=4096, description="Programmable counter slots per instance of the block.")
+    fixed: Annotated[list[Ident], Strict()] = Field(
+        default_factory=list, description="Short names of the block's counters that always count (no slot needed)."
+    )
+    provenance: Provenance = Field(
+        default=Provenance.assumed, description="measured, claimed, estimated or assumed (as for spec constants)."
+    )
+    source: str = Field(default="", description="Where the figure comes from, or the reasoning behind an assumption.")
+
+
+class GroupConstraint(_Model):
+    """A rule of a block's counter groups: ``together`` counters are read in one group whenever one of them is
+    (an event that needs a companion, like a leader), ``apart`` counters never share a group (they need the
+    same physical counter). Exactly one of the two, with two or more short signal names."""
+
+    together: Annotated[list[Ident], Strict()] = Field(
+        default_factory=list, description="Counters that must share a group."
+    )
+    apart: Annotated[list[Ident], Strict()] = Field(
+        default_factory=list, description="Counters no two of which may share a group."
+    )
+    reason: str = Field(default="", description="Why (the hardware rule behind it).")
+
+
 class Block(_Model):
     """A hardware unit family (mxu, vpu, sram, hbm, dma, c2c, pcie, seq, power)."""
 
@@ -369,6 +399,15 @@ class Block(_Model):
         description="Instance slots that exist, per axis, when fewer than the axis size are populated (a SKU with 4 "
         "of 8 memory channels: `{channel: [0, 1, 2, 3]}`); rollups run over these only, and a dump of "
         "all the axis' slots or of these only is read.",
+    )
+    counter_slots: CounterSlots | None = Field(
+        default=None,
+        description="Counters read at once: `{programmable: N, fixed: [signal, ...]}` (not the instance `slots` "
+        "above); without it every counter of the block counts at once.",
+    )
+    group_constraints: list[GroupConstraint] = Field(
+        default_factory=list,
+        description="Counters that must (`together`) or must not (`apart`) share a group (`perfonto plan`).",
     )
     signals: dict[Ident, Signal] = Field(description="Signals by short name; the full name is `<block>.<name>`.")
 

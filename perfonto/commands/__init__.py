@@ -22,6 +22,7 @@ HELP = {
     "compare": "two generations over a list of workloads, and which assumption drives each difference",
     "compare-runs": "compare captures with a baseline: every metric's change, its bootstrap interval and a verdict",
     "findings": "a run's findings with the gain removing each cause could buy (--reproject: measured on the emulator)",
+    "plan": "group the counters a set of metrics needs into the fewest passes, with each counter's read interval cap",
     "coverage": "which metrics each scenario moves, whether the catalog tells the scenarios apart, what each counter "
     "buys",
     "validate-emulator": "compare the emulator's throughput with the public measurements it is calibrated on",
