@@ -104,13 +104,6 @@ def _write_products(
 
 def run_job(
     *,
-    model: str = "llama3-70b",
-    chips: int = 8,
-    duration_s: float = 1.0,
-    sample_period_s: float = 1e-3,
-    isl: int = 2048,
-    osl: int = 128,
-    seed: int = 0,
     warmup_steps: int = 400,
     generation: str = "sohu",
     out: str | Path = "perfonto-out",
@@ -119,32 +112,33 @@ def run_job(
     force: bool = False,
     command: list[str] | None = None,
     log: Callable[[str], None] = lambda s: None,
-    progress=None,
-    slow_chip: tuple[int, float] | None = None,
-    throttled_link: tuple[int, int, float] | None = None,
-    router_skew: float = 0.0,
     serving: dict | None = None,
     by: tuple[str, ...] = (),
-    op_snapshots: bool = False,
+    **emulation,
 ) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
 
-    ``catalog``: a catalog folder (default: the shipped one); ``progress(phase, done, total)`` is
-    passed to ``emulator.run``; ``slow_chip``, ``throttled_link`` and ``router_skew`` are its knobs
-    (``emulator.knobs``); ``serving``: more of its keyword arguments (``preset``, ``num_requests``,
-    ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``). The report gets the run's modelling
-    assumptions and, for a generation with a public claim, the comparison (``emulator.claim``).
-    ``by``: groupings for every metric per layer / op / phase (``metrics_by_<by>.parquet``,
-    ``analysis.groups``); ``op_snapshots``: the emulator also reads the counters at every op
-    boundary (``snapshots.parquet``), which makes the attribution exact.
+    ``emulation``: ``emulator.run``'s keyword arguments, with its defaults (``model``, ``chips``,
+    ``duration_s``, ``sample_period_s``, ``isl``, ``osl``, ``seed``; ``progress(phase, done, total)``;
+    the knobs ``slow_chip``, ``throttled_link`` and ``router_skew`` of ``emulator.knobs``;
+    ``op_snapshots``: the emulator also reads the counters at every op boundary
+    (``snapshots.parquet``), which makes the attribution exact); ``serving``: more of them
+    (``preset``, ``num_requests``, ``rate``, ``concurrency``, ``draft_tokens``, ``acceptance``);
+    ``warmup_steps`` is 400 here. ``catalog``: a catalog folder (default: the shipped one). The report
+    gets the run's modelling assumptions and, for a generation with a public claim, the comparison
+    (``emulator.claim``). ``by``: groupings for every metric per layer / op / phase
+    (``metrics_by_<by>.parquet``, ``analysis.groups``).
 
     Raises:
+        TypeError: an argument ``emulator.run`` does not take.
         CatalogError: the catalog does not compile.
         perfonto.outputs.OutputError: ``out`` cannot be written (not perfonto's, being written).
     """
     from perfonto import emulator
     from perfonto.emulator.claim import run_context
 
+    emu_args = _emulation_args(emulator.run, warmup_steps=warmup_steps, **emulation, **(serving or {}))
+    model, chips = emu_args["model"], emu_args["chips"]
     cat, t_compile = compile_catalog(catalog, generation, library, log)
     graph = cat.graph
     timings = {"compile": t_compile}
@@ -152,27 +146,11 @@ def run_job(
     with output_folder(final, command=command, force=force) as tmp:
         t0 = time.perf_counter()
         log(
-            f"emulating {model} on {chips} x {graph.generation.name}, {duration_s:g} s simulated, "
-            f"sample period {sample_period_s * 1e3:g} ms, {isl}/{osl} tokens, {warmup_steps} warm-up steps, seed {seed}"
+            f"emulating {model} on {chips} x {graph.generation.name}, {emu_args['duration_s']:g} s simulated, "
+            f"sample period {emu_args['sample_period_s'] * 1e3:g} ms, {emu_args['isl']}/{emu_args['osl']} tokens, "
+            f"{warmup_steps} warm-up steps, seed {emu_args['seed']}"
         )
-        emu = emulator.run(
-            graph.generation,
-            model=model,
-            chips=chips,
-            duration_s=duration_s,
-            sample_period_s=sample_period_s,
-            isl=isl,
-            osl=osl,
-            seed=seed,
-            warmup_steps=warmup_steps,
-            out_dir=tmp,
-            progress=progress,
-            slow_chip=slow_chip,
-            throttled_link=throttled_link,
-            router_skew=router_skew,
-            op_snapshots=op_snapshots,
-            **(serving or {}),
-        )
+        emu = emulator.run(**(emu_args | {"gen": graph.generation, "out_dir": tmp}))
         timings["emulate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         mod, src = evaluator_for(graph, log)
@@ -202,6 +180,20 @@ def run_job(
             outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
+
+
+def _emulation_args(run: Callable, **kwargs) -> dict:
+    """``run``'s keyword arguments (``emulator.run``'s), its defaults filled in where not given; its
+    generation and output folder are set later.
+
+    Raises:
+        TypeError: an argument it does not take, or one given twice.
+    """
+    import inspect
+
+    bound = inspect.signature(run).bind(None, out_dir=None, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def analyze_job(
