@@ -22,6 +22,10 @@ latency later) and reads the host clock again (``host_after_ns``, after the retu
 one-way latency is log-normal with median ``median_ns`` (σ = ``sigma`` of its logarithm); a fraction
 ``late_fraction`` of the reads is delayed on one leg by a further uniform 0 … ``late_max_ns``
 (an interrupt, a PCIe replay, a preempted driver thread).
+
+Clock reset (``DeviceClock.with_reset``, off by default): the device clock restarts at a given device
+time at a given host time, so the sync reads (and any stamp taken through ``device_int``) show the jump
+that ``perfonto.analysis.clock_fit`` splits its fits at.
 """
 
 from __future__ import annotations
@@ -35,26 +39,49 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class DeviceClock:
-    """``device_ns = offset_ns + (1 + drift) × host_ns``."""
+    """``device_ns = offset_ns + (1 + drift) × host_ns``; with a reset (``reset_host_ns`` not None), from
+    host time ``reset_host_ns`` on the clock restarts at ``reset_to_ns``: ``device_ns = reset_to_ns +
+    (1 + drift) × (host_ns − reset_host_ns)`` (a device reset or a timer re-initialised by the driver)."""
 
     offset_ns: int
     drift: float
+    reset_host_ns: int | None = None
+    reset_to_ns: int = 0
 
     @property
     def drift_ppm(self) -> float:
         return self.drift * 1e6
 
+    def with_reset(self, host_ns: int, to_ns: int = 0) -> "DeviceClock":
+        """The same clock, restarting at device time ``to_ns`` at host time ``host_ns``."""
+        return DeviceClock(self.offset_ns, self.drift, int(host_ns), int(to_ns))
+
+    def _base(self, host_ns) -> tuple[np.ndarray, np.ndarray]:
+        """(the epoch's device time at its start, host time since then) at host times ``host_ns``."""
+        h = np.asarray(host_ns, np.float64)
+        if self.reset_host_ns is None:
+            return np.full(h.shape, float(self.offset_ns)), h
+        after = h >= self.reset_host_ns
+        return np.where(after, float(self.reset_to_ns), float(self.offset_ns)), np.where(
+            after, h - self.reset_host_ns, h
+        )
+
     def device(self, host_ns) -> np.ndarray:
         """Device time (ns, float64) at host times ``host_ns``."""
-        return self.offset_ns + (1.0 + self.drift) * np.asarray(host_ns, np.float64)
+        base, h = self._base(host_ns)
+        return base + (1.0 + self.drift) * h
 
     def device_int(self, host_ns) -> np.ndarray:
         """Device timestamps (int64 ns, rounded) at host times ``host_ns``."""
-        return self.offset_ns + np.rint((1.0 + self.drift) * np.asarray(host_ns, np.float64)).astype(np.int64)
+        base, h = self._base(host_ns)
+        return base.astype(np.int64) + np.rint((1.0 + self.drift) * h).astype(np.int64)
 
-    def host(self, device_ns) -> np.ndarray:
-        """Host time (ns, float64) of device timestamps."""
-        return (np.asarray(device_ns, np.float64) - self.offset_ns) / (1.0 + self.drift)
+    def host(self, device_ns, after_reset: bool = False) -> np.ndarray:
+        """Host time (ns, float64) of device timestamps (of the epoch after the reset when ``after_reset``)."""
+        d = np.asarray(device_ns, np.float64)
+        if after_reset and self.reset_host_ns is not None:
+            return self.reset_host_ns + (d - self.reset_to_ns) / (1.0 + self.drift)
+        return (d - self.offset_ns) / (1.0 + self.drift)
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:

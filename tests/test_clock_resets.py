@@ -216,3 +216,24 @@ def test_bad_sync_reads_name_row_and_column():
         clocks_of_table(bad, where="x.parquet")
     with pytest.raises(ValueError, match="no column.*device_ns"):
         clocks_of_table(t.drop(["device_ns"]), where="x.parquet")
+
+
+def test_emulated_sync_reads_with_a_clock_reset():
+    """The emulator's driver reads (log-normal legs around 2 µs, 1 % delayed by up to 200 µs) of a chip
+    whose clock restarts from 0 at host 4.505 s; reads every 10 ms from 0, samples every 1 ms."""
+    from perfonto.emulator.clocks import draw_clocks, sync_reads
+
+    clk = draw_clocks(1, seed=3)[0].with_reset(4_505_000_000, 0)
+    clocks = clocks_of_table(sync_reads([clk], 9e9, seed=3))
+    c = clocks[0]
+    # the reset falls between the reads taken at 4.50 s and 4.51 s: two epochs, 451 and 450 reads
+    assert len(c.resets) == 1 and c.resets[0]["kind"] == "backwards"
+    assert 4.50e9 < c.resets[0]["after_host_ns"] < 4.505e9 and c.resets[0]["before_host_ns"] == 4.51e9
+    assert [s.total for s in c.segments] == [451, 450] and all(s.drift_fitted for s in c.segments)
+    true = np.arange(9001) * 1e6
+    host, bound, why = c.map(clk.device_int(true), ordered=True)
+    # the samples at 4.505 … 4.510 s (six) precede the 4.51 s read's device stamp: unmappable
+    assert list(np.flatnonzero(why)) == list(range(4505, 4511)) and set(why[4505:4511]) == {1}
+    ok = why == 0
+    err = np.abs(host[ok] - true[ok])
+    assert (err <= bound[ok]).all() and err.max() < 2000 and bound[ok].max() < 10_000
