@@ -207,6 +207,8 @@ def alignment_errors(run: Run, fits: dict[int, ClockFit], dump=None) -> dict:
     chip = np.concatenate([chip, ec.astype(np.int64)])
     ts = np.concatenate([ts, et])
     err = np.abs(to_host(fits, chip, ts) - _true_host(gt, chip, ts))
+    mapped = np.isfinite(err)  # NaN: unmappable after a clock reset (analysis.clock_fit)
+    chip, err = chip[mapped], err[mapped]
     out["samples"] = int(len(err))
     out["error_ns"] = {"median": float(np.median(err)), "p99": float(np.quantile(err, 0.99)), "max": float(err.max())}
     for row in out["chips"]:
