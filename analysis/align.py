@@ -13,6 +13,11 @@ samples with the shortest round-trip delay):
 2. fit ``device − host_mid = offset + drift × host_mid`` by least squares on them;
 3. drop reads whose residual is more than 4 robust standard deviations (MAD) away and refit.
 The fit maps any device timestamp to host time: ``host = (device − offset) / (1 + drift)``.
+
+This is one line per chip, for a clock that never restarts. ``perfonto align`` and ``perfonto timeline``
+use ``analysis.clock_fit`` instead: the same estimator per clock epoch, split at detected resets, with
+offsets free of the midpoint bias, a stated rule for when a drift is fitted, and an error bound on
+every mapped time (``analysis.clock_run``).
 """
 
 from __future__ import annotations
