@@ -49,6 +49,7 @@ class Capture:
     format: str = (
         "collector"  # or a capture.formats.FORMATS name: another tool's output, read into the collector format
     )
+    multiplexed: str = "null"  # inputs that ran in different multiplex groups: null or flag (analysis.multiplexed)
 
 
 @dataclass
@@ -241,6 +242,9 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
         counters = FORMATS[capture.format].read(
             capture.counters, graph.generation, notes, sample_period_ns=capture.sample_period_ns
         )
+    from perfonto.capture.multiplex import split_multiplex
+
+    counters, mux = split_multiplex(counters, graph.generation, notes)  # times enabled and running: scaled
     try:
         plan = plan_dump(
             counters, graph.generation, timestamp_unit=capture.timestamp_unit, sample_period_ns=capture.sample_period_ns
@@ -252,6 +256,7 @@ def plan_capture(graph: MetricGraph, capture: Capture) -> DumpPlan:
     if capture.format != "collector":
         plan.label = str(capture.counters)
     plan.notes[:0] = notes
+    plan.multiplex = mux
     return plan
 
 
@@ -297,6 +302,11 @@ def analyse_capture(
     ev, dump = res.evaluation, res.dump
     w = ev.windows
     notes = list(plan.notes)
+    if plan.multiplex is not None:  # inputs never counted together: null or flagged, after the kernel's pass
+        from .multiplexed import apply_multiplexed
+
+        res.checks, more = apply_multiplexed(evaluated, ev, plan.multiplex, dump.chips, capture.multiplexed)
+        notes += more
     timings["evaluate"] = time.perf_counter() - t0
     W, C = w.interval.shape
     log(f"evaluated {len(evaluated.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")

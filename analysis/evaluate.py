@@ -31,6 +31,7 @@ class Evaluation:
     nulls: dict[str, dict[str, int]]
     coverage: dict[str, float]
     hosts: np.ndarray | None = None  # host of each chip column, when the dump names hosts
+    mismeasured: dict[str, np.ndarray] | None = None  # metric -> (W, C) inputs never counted together (multiplexed)
 
 
 def load_evaluator(path: str | Path):
@@ -95,7 +96,9 @@ def metrics_table(ev: Evaluation, graph: MetricGraph, first_window: int = 0) -> 
     ``start_ns``, ``interval_s``, one column per metric (null where the metric could not be computed;
     per-instance metrics as fixed-size lists), and ``out_of_bounds``: the metrics whose value in that
     window and chip lies outside their declared bounds (any instance), so a reader of the table sees
-    the flag beside the value (``OUT_OF_BOUNDS`` names the column)."""
+    the flag beside the value (``OUT_OF_BOUNDS`` names the column); for a multiplexed capture,
+    ``mismeasured``: the metrics whose inputs were never counted together in that row
+    (``analysis.multiplexed``)."""
     W, C = ev.windows.interval.shape
     cols = {"window": pa.array(np.repeat(np.arange(first_window, first_window + W, dtype=np.int64), C))}
     if ev.hosts is not None:
@@ -116,6 +119,8 @@ def metrics_table(ev: Evaluation, graph: MetricGraph, first_window: int = 0) -> 
             flat = v.reshape(-1)
             cols[name] = pa.array(flat, mask=np.isnan(flat))
     cols[OUT_OF_BOUNDS] = _name_lists(out_of_bounds(ev, graph), W * C)
+    if ev.mismeasured is not None:  # a multiplexed capture: the metrics whose inputs ran in different groups
+        cols[MISMEASURED] = _name_lists(ev.mismeasured, W * C)
     return pa.table(cols)
 
 
@@ -133,6 +138,7 @@ def _name_lists(flags: dict[str, np.ndarray], rows: int) -> pa.Array:
 
 
 OUT_OF_BOUNDS = "out_of_bounds"
+MISMEASURED = "mismeasured"
 
 
 def out_of_bounds(ev: Evaluation, graph: MetricGraph) -> dict[str, np.ndarray]:

@@ -71,6 +71,7 @@ class DumpPlan:
     string_columns: set = field(
         default_factory=set
     )  # columns of a string type (Hive partitions, labels: ignored silently)
+    multiplex: object | None = None  # capture.multiplex.Multiplex: times enabled and running, groups (when given)
 
     @property
     def rows(self) -> int:

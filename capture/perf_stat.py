@@ -19,8 +19,13 @@ optional metric value and its unit):
   machine cannot count it) are nulls: the windows they touch are null, reason ``missing sample``; an
   event not supported in any line is left out of the capture, so the metrics that read it are
   unavailable ("not in the dump: …").
-- **Multiplexing.** The run-time percentage is kept per row (``enabled``, 0–100); perf has already
-  scaled the count by it.
+- **Multiplexing.** The run time (ns) and run-time percentage are kept per row (``run_ns``, ``enabled``,
+  0–100); perf has already scaled the count by them (count × enabled / running), so the value is read as
+  printed. Where a counter ran less than all of an interval, the capture carries each register's times
+  (``C@enabled_ns`` = run time × 100 / percentage, ``C@running_ns``, as running totals) and its group:
+  the lines of one interval and CPU that ran less than 100 % with the same run time were scheduled
+  together (a perf group shares one run time); the metadata says ``multiplex_scaled`` (``capture.
+  multiplex``: a metric whose inputs ran in different groups is "mismeasured").
 - **Per CPU** (``-A``: ``CPU3``), per core (``S0-D0-C1``), per die or socket (``S0``): one chip
   column per identifier, in their order of first appearance; the aggregate is chip 0.
 - **The human-readable report** gives one window, from 0 to "seconds time elapsed".
@@ -68,7 +73,8 @@ class PerfLine:
     """One counter line: ``time`` (s since the start; None without ``-I``), ``where`` (CPU, core or socket
     identifier; "" aggregated), ``value`` (None for a marker), ``unit``, ``event``, ``state`` ("counted",
     "not counted", "not supported"), ``enabled`` (percent of the interval the counter ran), ``line``
-    (1-based line number in the file)."""
+    (1-based line number in the file), ``run_ns`` (the counter's run time in the interval, ns; None where
+    perf did not print it)."""
 
     time: float | None
     where: str
@@ -78,6 +84,7 @@ class PerfLine:
     state: str
     enabled: float
     line: int
+    run_ns: float | None = None
 
 
 @dataclass
@@ -188,7 +195,8 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
             f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)"
         )
     enabled = _enabled(f[i + 4], p, n) if len(f) > i + 4 and f[i + 4] else 100.0
-    return PerfLine(t, where, value, unit, event, state, enabled, n)
+    run = _number(f[i + 3], p, n, "run time") if len(f) > i + 4 and f[i + 3] and f[i + 4] else None
+    return PerfLine(t, where, value, unit, event, state, enabled, n, run)
 
 
 def _count(raw: str, event: str, p: str, n: int) -> tuple[float | None, str]:
@@ -268,7 +276,8 @@ def _json_line(obj: dict, p: str, n: int) -> PerfLine:
     if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
         raise DumpError(f"{p}:{n}: key `unit` `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)")
     enabled = _enabled(_json_text(obj, "pcnt-running", p, n), p, n) if "pcnt-running" in obj else 100.0
-    return PerfLine(t, where, value, unit, event, state, enabled, n)
+    run = _number(_json_text(obj, "event-runtime", p, n), p, n, "run time") if "event-runtime" in obj else None
+    return PerfLine(t, where, value, unit, event, state, enabled, n, run)
 
 
 _HUMAN = re.compile(
@@ -376,7 +385,10 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     if axis is not None:  # an instance axis sized by the data: the CPUs (cores, sockets) are its instances
         labels = check_labels(str(path), axis[0], perf_instances(ps, mapping), axis[1])
     t = collector_table(ps, mapping, notes=notes, instances=labels)
-    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "perf stat"})})
+    meta = {"generation": gen.name, "source": "perf stat"}
+    if any("@" in c for c in t.column_names):
+        meta["multiplex_scaled"] = True  # perf printed counts scaled by enabled / running (capture.multiplex)
+    return t.replace_schema_metadata({"perfonto": json.dumps(meta)})
 
 
 def _signals_read(ps: PerfStat, mapping: dict) -> list[str]:

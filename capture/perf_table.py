@@ -247,9 +247,14 @@ def collector_table(
         "timestamp_ns": pa.array(np.repeat(np.rint(np.array([0.0] + times) * 1e9).astype(np.int64), rows)),
     }
     _total_columns(ps, signals, inc, null, seen, cols, notes)
+    from .multiplex_perf import add_side_columns, perf_side_columns
+
+    keyed = [(x, x.time if ps.interval else ps.elapsed_s) for x in lines]
+    side = perf_side_columns(keyed, {t: k + 1 for k, t in enumerate(times)}, wheres, mapping, S)
     if instances is not None:
         cols["chip"] = pa.array(np.zeros(S, np.int64))
         _as_instances(cols, signals, S, C)
+    add_side_columns(cols, side, instances is not None)  # run times where perf multiplexed (capture.multiplex)
     return pa.table(cols)
 
 

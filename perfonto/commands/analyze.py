@@ -83,6 +83,13 @@ def register(sub) -> None:
         "spark: the window values from the generated Spark SQL on Spark",
     )
     a.add_argument(
+        "--multiplexed",
+        default="null",
+        choices=("null", "flag"),
+        help="a metric whose inputs ran in different multiplex groups (never counted together): null, reason "
+        "`mismeasured` (default), or flag: the value kept and marked",
+    )
+    a.add_argument(
         "--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])"
     )
     a.add_argument(
@@ -118,6 +125,7 @@ def cmd_analyze(args) -> int:
 
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
+    capture.multiplexed = args.multiplexed
     if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, dcgm: dcgm, …)
         _tool_catalog(args, fmt)
     report = _analyze(args, capture, metrics)
