@@ -100,6 +100,11 @@ def report_json(report) -> dict:
         }
         | per_group_json(report)
         | ({"notes": report.notes} if report.notes else {})
+        | (  # a multiplexed capture: per metric, the window values whose inputs were never counted together
+            {"mismeasured": {k: int(m.sum()) for k, m in report.evaluation.mismeasured.items()}}
+            if getattr(report.evaluation, "mismeasured", None) is not None
+            else {}
+        )
         | _context(getattr(report, "context", None))
         | (
             {"fleet": fleet_json(report.fleet, graph), "engine": report.engine}

@@ -262,7 +262,9 @@ def analyze_job(
     if isinstance(capture.counters, (str, Path)):
         plan = plan_capture(graph, capture)
     at_scale = engine in ("embedded", "spark") or (
-        not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows))
+        not by
+        and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows))
+        and (plan is None or plan.multiplex is None)  # multiplexed: read whole, its groups checked in memory
     )
     timings = {"compile": t_compile}
     inputs = {
@@ -297,6 +299,11 @@ def analyze_job(
             )
             if by:
                 report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
+            if plan.multiplex is not None:
+                report.notes.append(
+                    "multiplexed counters: inputs that ran in different groups are checked by the in-memory engine "
+                    "only (--engine memory); these values are scaled but not checked"
+                )
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)

@@ -161,6 +161,8 @@ def render(result: JobResult, console: Console) -> None:
             why = "all windows null (see Null window values)" if name in a.null_windows else "not computable"
             note = f"null: {why}" + (f"; {note}" if note else "")
         mark = bounds_mark(m, ev.server[name], a.violation_counts.get(name, 0))
+        if name in (getattr(ev, "mismeasured", None) or {}):  # --multiplexed flag: inputs never counted together
+            mark = "mismeasured (inputs in different multiplex groups)" + (f"; {mark}" if mark else "")
         if mark:
             value = f"[bold red]⚠[/bold red] {value}"
             note = f"[red]{mark}[/red]" + (f"; {note}" if note else "")
@@ -238,7 +240,7 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
         for v in a.violations:
             console.print(
                 f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. "
-                f"{v.bounds[1]:g})"
+                f"{v.bounds[1]:g})" + (" — mismeasured" if v.metric in (getattr(ev, "mismeasured", None) or {}) else "")
             )
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
@@ -302,7 +304,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             pc.add_column("dominant top-down node", justify="left", no_wrap=True)
         for ci in range(len(ev.chips)):
             row = [_chip_label(ev, ci)]
-            row += [_fmt(ev.per_chip[name][ci]) for name in shown]
+            row += [_mis(ev, name, ci, _fmt(ev.per_chip[name][ci])) for name in shown]
             if a.topdown:
                 shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
                 fin = {k: v for k, v in shares.items() if v is not None}
@@ -318,8 +320,18 @@ def _per_chip(graph, ev, a, console: Console) -> None:
         for name in names:
             gt.add_column(plain(name), justify="right")
         for ci in range(len(ev.chips)):
-            gt.add_row(_chip_label(ev, ci), *[_fmt(ev.per_chip[n][ci], graph.metrics[n].unit_text) for n in names])
+            gt.add_row(
+                _chip_label(ev, ci),
+                *[_mis(ev, n, ci, _fmt(ev.per_chip[n][ci], graph.metrics[n].unit_text)) for n in names],
+            )
         console.print(gt)
+
+
+def _mis(ev, name: str, ci: int, text: str) -> str:
+    """A per-chip value marked ``mismeasured`` where chip ``ci`` has a window whose inputs of ``name`` were never
+    counted together (``analysis.multiplexed``; a value under ``--multiplexed flag``)."""
+    m = (getattr(ev, "mismeasured", None) or {}).get(name)
+    return text if m is None or not m[:, ci].any() or text == NULL else f"⚠ {text} mismeasured"
 
 
 def _chip_label(ev, ci: int):
