@@ -20,7 +20,6 @@ import numpy as np
 import yaml
 from perfonto.ontology import Generation
 
-from .assumptions import Assumptions
 from .ops import EmuConfig
 from .parallel import Mapping
 from .run import setup
@@ -93,15 +92,8 @@ def concurrency_requests(concurrency: int) -> int:
 def project(
     gen: Generation | str,
     *,
-    model: str,
-    chips: int,
     isl: int,
     osl: int,
-    dtype: str = "fp8",
-    kv_dtype: str | None = None,
-    preset: str | None = None,
-    mapping: Mapping | None = None,
-    assumptions: Assumptions | None = None,
     engine: Engine | None = None,
     num_requests: int | None = None,
     rate: float | None = None,
@@ -111,33 +103,28 @@ def project(
     seed: int = 0,
     max_steps: int = MAX_STEPS,
     progress=None,
-    hardware: dict | None = None,
+    **scenario,
 ) -> Projection:
     """Serve ``num_requests`` requests and measure the server.
+
+    ``scenario``: ``setup``'s keyword arguments, the model and the hardware: ``model`` and ``chips``
+    (required), ``dtype``, ``kv_dtype``, ``preset``, ``mapping``, ``assumptions``, ``hardware``
+    (overrides of ``Hardware`` fields, SI units, after the preset's).
 
     Offline unless ``rate`` (requests/s, Poisson arrivals) or ``concurrency`` (closed loop: that many
     requests in flight, a new one when one completes, as vLLM bench ``--max-concurrency`` and
     GenAI-Perf ``--concurrency``). Requests: ``default_requests`` (offline, online) or
     ``concurrency_requests`` (closed loop) unless given. Engine: the preset's (``serving.engine_for``,
     the sizing ``run`` uses too) unless ``engine``; speculative decoding with ``draft_tokens`` drafts
-    per step at ``acceptance``. ``hardware`` overrides ``Hardware`` fields (SI units) after the
-    preset's. ``progress(done, total)`` is called with the requests completed so far (of one rank) as
-    the schedule advances.
+    per step at ``acceptance``. ``progress(done, total)`` is called with the requests completed so far
+    (of one rank) as the schedule advances.
 
     Raises:
         ValueError: unknown names, a mapping or a request that does not fit, a rate with a concurrency.
+        TypeError: no ``model`` or ``chips``, or an argument ``setup`` does not take.
     """
-    g, cfg, p = setup(
-        gen,
-        model=model,
-        chips=chips,
-        dtype=dtype,
-        kv_dtype=kv_dtype,
-        mapping=mapping,
-        preset=preset,
-        assumptions=assumptions,
-        hardware=hardware,
-    )
+    g, cfg, p = setup(gen, **scenario)
+    custom = scenario.get("assumptions") is not None
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
@@ -147,18 +134,18 @@ def project(
     fig = throughput(cfg, sv, osl)
     return Projection(
         g.name,
-        model,
-        int(chips),
+        scenario["model"],
+        int(scenario["chips"]),
         int(isl),
         int(osl),
         cfg.prec.weights,
         cfg.prec.kv,
-        p.name if assumptions is None else "custom",
+        "custom" if custom else p.name,
         cfg.mapping,
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        p.named if assumptions is None else (),
+        () if custom else p.named,
         cfg,
         sv,
     )
