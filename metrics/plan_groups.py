@@ -31,7 +31,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.errors import PerfontoError
 
 from .graph import MetricGraph
-from .plan_pack import Need, Rules, covers, pack, split
+from .plan_pack import Need, Rules, covers, pack, split, union
 from .windows import max_rate
 
 
@@ -172,15 +172,46 @@ def plan_groups(catalog, metrics, slots: int | None = None) -> Plan:
     ok = {m: n for m, n in needs.items() if layout.rules.fits(n)}
     bad = {m: n for m, n in needs.items() if m not in ok}
     pieces = [p for n in bad.values() for p in split(n, layout.atoms, layout.rules)]
-    passes, optimal = pack(list(ok.values()) + pieces, layout.rules)
-    if not passes:
-        passes = [{}]
+    fams = _families(graph, ok, layout.rules)
+    passes, optimal, fams = _packed(list(ok.values()) + pieces, fams, layout.rules)
     read = sorted({c for v in inputs.values() for c in v})
     caps = {c: read_cap(gen, gen.signals[c]) for c in read}
-    home = {m: next(i for i, p in enumerate(passes) if covers(p, n)) for m, n in ok.items()}
+    home = {m: next(i for i, p in enumerate(passes) if covers(p, fams.get(m, n))) for m, n in ok.items()}
     built = [_pass(i, p, layout, [m for m in ok if home[m] == i], inputs, caps) for i, p in enumerate(passes)]
     incons = tuple(Inconsistent(m, layout.why(n), _touching(passes, n)) for m, n in bad.items())
     return Plan(gen.name, tuple(names), tuple(built), caps, incons, inputs, layout.one_pass(needs), optimal, slots)
+
+
+def _families(graph: MetricGraph, ok: dict[str, Need], rules: Rules) -> dict[str, Need]:
+    """metric → the need of its family (the requested metrics that share its declared ``parent``, and the
+    parent itself when requested), for families of two or more whose needs fit one pass together: siblings
+    read in one pass add up to their parent in every window (``analysis.bottleneck``'s check)."""
+    by_parent: dict[str, list[str]] = {}
+    for m in ok:
+        decl = graph.declarations.get(m)
+        parent = getattr(decl, "parent", None)
+        if parent:
+            by_parent.setdefault(parent, []).append(m)
+    out: dict[str, Need] = {}
+    for parent, members in by_parent.items():
+        group = members + ([parent] if parent in ok else [])
+        need: Need = {}
+        for m in group:
+            need = union(need, ok[m])
+        if len(members) > 1 and rules.fits(need):
+            out.update({m: need for m in group})
+    return out
+
+
+def _packed(needs: list[Need], fams: dict[str, Need], rules: Rules) -> tuple[list[Need], bool, dict[str, Need]]:
+    """The passes (at least one), whether their count is proven the fewest, and the families kept whole:
+    with families as needs when that costs no pass over packing without them (``plan_pack`` rule 0)."""
+    plain, proven = pack(needs, rules)
+    if fams:
+        whole, _ = pack(needs + list({id(n): n for n in fams.values()}.values()), rules)
+        if len(whole) <= len(plain):
+            return whole or [{}], proven, fams
+    return plain or [{}], proven, {}
 
 
 def _expand(graph: MetricGraph, metrics) -> list[str]:

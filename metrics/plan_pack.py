@@ -8,6 +8,9 @@ own monitoring unit), so a metric whose counters all sit in one pass is measured
 
 The rule (stated, and tested against brute force on small inputs):
 
+0. (``plan_groups``) the metrics that share a declared ``parent`` (a top-down node's children) are also
+   given as one need when they fit one pass, and kept so when that costs no pass over packing without
+   them: siblings read together add up to their parent in every window;
 1. needs contained in another need are dropped (the larger need's pass reads them);
 2. **greedy with affinity**: the remaining needs in decreasing size (ties by name) each go to the pass
    where they fit adding the fewest new counters (sharing the most with what is already there: a

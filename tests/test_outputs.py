@@ -147,6 +147,7 @@ MISSING_FILE = {
     "report": ["report", "{m}", "--html", "{t}/r.html"],
     "compare-runs": ["compare-runs", "{m}", "{m}2"],
     "findings": ["findings", "{m}", "--reproject", "--out", "{t}/f"],
+    "plan": ["plan", "--catalog", "{m}", "--metrics", "mfu"],
 }
 BAD_VALUE = {
     "run": ["run", "--chips", "zero"],
@@ -170,6 +171,7 @@ BAD_VALUE = {
     "coverage": ["coverage", "--seeds", "0"],
     "emulate": ["emulate", "--fleet", "4by8", "--out", "o"],
     "compare-runs": ["compare-runs", "a", "b", "--fail-on-regression", "mfu:x"],
+    "plan": ["plan", "--metrics", "mfu", "--slots", "0"],
 }
 
 

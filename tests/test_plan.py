@@ -64,17 +64,19 @@ def passes(plan):
 def test_sohu_topdown_tree_on_4_slots_per_block():
     cat = load_catalog(None, "sohu")
     plan = plan_groups(cat, ["topdown.*"], slots=4)
-    # level 1 (5 cycle classes) is fixed on seq; level 2 is 9 programmable counters: ceil(9 / 4) = 3 passes,
-    # filled 4 + 4 + 1 in name order (every need is one counter, ties go by name)
+    # level 1 (5 cycle classes) is fixed on seq; level 2 is 9 programmable counters: ceil(9 / 4) = 3 passes.
+    # The children of each level-1 node stay in one pass (they must add up to it in every window):
+    # memory 3, interconnect 2, compute 2, host 2 counters; largest first, ties by name (`collective` < `compute`):
+    # memory -> pass 1 (3/4); interconnect -> 3 + 2 > 4, pass 2; compute -> pass 2 (4/4); host -> pass 3
     assert passes(plan) == [
+        ["seq.memory_activation_cycles", "seq.memory_kv_cycles", "seq.memory_weight_cycles"],
         [
             "seq.collective_transfer_cycles",
             "seq.collective_wait_cycles",
             "seq.compute_matrix_cycles",
             "seq.compute_vector_cycles",
         ],
-        ["seq.host_launch_cycles", "seq.host_pcie_cycles", "seq.memory_activation_cycles", "seq.memory_kv_cycles"],
-        ["seq.memory_weight_cycles"],
+        ["seq.host_launch_cycles", "seq.host_pcie_cycles"],
     ]
     assert plan.optimal and not plan.inconsistent
     assert plan.one_pass_slots == {"seq": 9}  # one pass needs all 9 level-2 counters at once
@@ -86,7 +88,15 @@ def test_sohu_topdown_tree_on_4_slots_per_block():
         "seq.memory_cycles",
     ]
     assert all(list(p.groups[0].fixed) == fixed for p in plan.passes)
-    assert "topdown.memory_bound" in plan.passes[0].metrics and "topdown.memory.weights" in plan.passes[2].metrics
+    assert plan.passes[0].metrics == (
+        "topdown.cycles",
+        "topdown.idle",
+        "topdown.memory.activations",
+        "topdown.memory.kv_cache",
+        "topdown.memory.weights",
+        "topdown.memory_bound",
+    )
+    assert plan.passes[2].metrics == ("topdown.host.launch", "topdown.host.pcie", "topdown.host_bound")
     assert sum(len(p.metrics) for p in plan.passes) == 15  # every metric of the tree consistent, once
     assert len(plan.caps) == 14  # 5 fixed + 9 programmable
     for name, cap in plan.caps.items():  # all 32-bit at 2e9 core_cycle/s
@@ -100,14 +110,14 @@ def test_plan_command_json_and_collector_config(tmp_path, capsys):
     cfg = tmp_path / "collector.yaml"
     assert main(["plan", "--metrics", "topdown.*", "--slots", "4", "--json", "--collector-config", str(cfg)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [len(p["groups"][0]["counters"]) for p in doc["passes"]] == [4, 4, 1]
+    assert [len(p["groups"][0]["counters"]) for p in doc["passes"]] == [3, 4, 2]
     assert doc["read_caps"]["seq.memory_kv_cycles"]["cap_s"] == pytest.approx(1.07374182375, rel=1e-12)
     written = yaml.safe_load(cfg.read_text())
     assert written["read_interval_s"] == pytest.approx(CAP32) and len(written["passes"]) == 3
     assert written["passes"][2]["groups"][0] == {
         "block": "seq",
         "slots": 4,
-        "counters": ["seq.memory_weight_cycles"],
+        "counters": ["seq.host_launch_cycles", "seq.host_pcie_cycles"],
         "fixed": [
             "seq.collective_cycles",
             "seq.compute_cycles",
@@ -146,6 +156,25 @@ def test_ratio_inputs_share_a_pass_and_the_rest_is_named(tmp_path):
     # {a,b,d} then {a,c}: a,b,c,d is 4 > 3, new pass; {c,d} joins {a,c} (one new counter): 2 = ceil(4 / 3) passes
     assert passes(plan3) == [["pmu.a", "pmu.b", "pmu.d"], ["pmu.a", "pmu.c", "pmu.d"]]
     assert not plan3.inconsistent and plan3.one_pass_slots == {"pmu": 4}
+
+
+def test_siblings_share_a_pass_unless_it_costs_one(tmp_path):
+    graph, _ = tiny(tmp_path, slots=2)
+    fam = METRICS + "metric whole [event] = pmu.a + pmu.d\nmetric kid_a [event] = pmu.a\n  parent whole\n"
+    fam += "metric kid_d [event] = pmu.d\n  parent whole\nmetric r_db [event/B] = pmu.d / pmu.b\n"
+    graph = compile_texts(graph.generation, {"t.metrics": fam})
+    assert not graph.errors, [d.render() for d in graph.errors]
+    asked = ["kid_a", "kid_d", "r_ac", "r_db"]
+    # 2 slots: {a,c} and {b,d} take 2 passes; the family {a,d} would make a third (every union of two is 3
+    # counters), so it is split: kid_a reads with r_ac, kid_d with r_db
+    plan = plan_groups(graph, asked)
+    assert passes(plan) == [["pmu.a", "pmu.c"], ["pmu.b", "pmu.d"]]
+    assert [list(p.metrics) for p in plan.passes] == [["kid_a", "r_ac"], ["kid_d", "r_db"]]
+    # 3 slots: {a,c}, {a,d} (the family), {b,d}: {a,c} + {a,d} = {a,c,d}; {b,d} would make 4: still 2 passes,
+    # the family whole in pass 1
+    plan = plan_groups(graph, asked, slots=3)
+    assert passes(plan) == [["pmu.a", "pmu.c", "pmu.d"], ["pmu.b", "pmu.d"]]
+    assert [list(p.metrics) for p in plan.passes] == [["kid_a", "kid_d", "r_ac"], ["r_db"]]
 
 
 def test_apart_makes_a_ratio_inconsistent(tmp_path):

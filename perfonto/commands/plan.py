@@ -46,7 +46,8 @@ def cmd_plan(args) -> int:
     if cat.graph is None or cat.errors:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
         name = args.generation or "sohu"
-        msg = f"no generation named `{name}`" if usage else "the catalog does not compile; run `perfonto check`"
+        where = f" --catalog {args.catalog}" if args.catalog else ""
+        msg = f"no generation named `{name}`" if usage else f"the catalog does not compile; run `perfonto check{where}`"
         raise CommandError(msg, 2 if usage else 1, cat.errors)
     try:
         plan = plan_groups(cat, args.metrics.split(","), slots=args.slots)
