@@ -237,3 +237,26 @@ def test_emulated_sync_reads_with_a_clock_reset():
     ok = why == 0
     err = np.abs(host[ok] - true[ok])
     assert (err <= bound[ok]).all() and err.max() < 2000 and bound[ok].max() < 10_000
+
+
+def test_alignment_json_and_text(tmp_path):
+    from rich.console import Console
+
+    from perfonto.analysis.clock_run import alignment_summary
+    from perfonto.analysis.crosschip import fit_clocks
+    from perfonto.commands.align import _render_alignment
+
+    run = _run_folder(tmp_path)
+    clocks = fit_clocks(run)
+    al = alignment_summary(run, clocks, map_counters(run, clocks), map_trace(run, clocks))
+    al = json.loads(json.dumps(al, allow_nan=False))  # what alignment.json holds: no NaN
+    # 20 samples + 3 device spans × (start, end) = 26 stamps; unmappable: samples at 450 and 500 ms and
+    # the gap op's start and end
+    assert al["samples"] == 26 and al["unmappable"] == 4 and al["chips"][0]["unmappable"] == {"reset_gap": 4}
+    assert al["bound_ns"]["max"] == pytest.approx(HALF) and al["outside_submit"]["count"] == 1
+    assert al["outside_submit"]["spans"][0]["row"] == 4 and len(al["chips"][0]["segments"]) == 2
+    con = Console(record=True, width=200)
+    _render_alignment(al, con)
+    text = con.export_text()
+    assert "chip 0: device clock reset (backwards) between host 0.400002 s and 0.500000 s" in text
+    assert "chip 0: 4 stamp(s) unmappable (reset_gap)" in text and "1 device span(s) outside their submit" in text
