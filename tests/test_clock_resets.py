@@ -260,3 +260,16 @@ def test_alignment_json_and_text(tmp_path):
     text = con.export_text()
     assert "chip 0: device clock reset (backwards) between host 0.400002 s and 0.500000 s" in text
     assert "chip 0: 4 stamp(s) unmappable (reset_gap)" in text and "1 device span(s) outside their submit" in text
+
+
+def test_forward_jump_against_the_host_clock():
+    """A clock that jumps 1 ms ahead between the reads at 40 and 50 ms (reads every 10 ms, legs 1000/1000):
+    y goes from 0 to 1e6, far past the allowed 2 × 1000.5 + 1000 ppm × 10 ms + 2 = 12 003 ns: a 'jump'.
+    A 10 µs step stays under the allowance and is left in one epoch (drift and noise could make it)."""
+    h0 = np.arange(10) * 1e7
+    for step, kinds in ((1e6, ["jump"]), (1e4, [])):
+        d = h0 + 1000 + np.where(h0 >= 5e7, step, 0.0)
+        c = fit_chip(make_reads(h0, d, h0 + 2000))
+        assert [z["kind"] for z in c.resets] == kinds
+        if kinds:
+            assert c.resets[0]["offset_jump_ns"] == pytest.approx(step) and c.resets[0]["before_host_ns"] == 5e7
