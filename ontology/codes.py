@@ -36,6 +36,8 @@ CODES: dict[str, str] = {
     "effective-width": "a counter's effective width is not within its storage width",
     "gauge-width": "a gauge declares a register width (gauges are levels and never wrap)",
     "max-rate": "a `max_rate` on a signal that is not a counter, or one that is not a positive rate",
+    "sensor": "an `averaging_window` that is not a positive time on a gauge, or a `cross_check` that does not pair "
+    "an energy counter with a power gauge",
     "sentinel": "a sentinel value does not fit the register",
     "wrap-range": "a counter's `wrap_range` is not a whole number of raw counts above 1 within its register",
     "reset-indicator": "a `reset_indicator_kind` without an indicator, or one indicator read as two kinds",

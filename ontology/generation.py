@@ -18,7 +18,7 @@ from .binding import resolve_binding
 from .counter_slots import resolve_counter_slots
 from .diagnostics import Diagnostic, Span, did_you_mean  # noqa: F401  (Span: re-exported)
 from .counters import _check_indicator_kinds, _check_scale_field, _flat_slots, _modulus, _slots
-from . import kinds
+from . import kinds, sensors
 from .model import GenerationFile, ResetIndicatorKind
 from .signal_rules import check_signal
 from .report_decl import resolve_report
@@ -55,6 +55,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
     _check_reserved_blocks(ctx)
     blocks, signals, fields = _resolve_blocks(ctx)
     _check_signal_references(ctx, signals, fields)
+    sensors.check_cross_check(ctx.reg, signals, ctx.src, ctx.diags)
     _check_indicator_kinds(gf, signals, src, diags)
     record_fields, records = _resolve_records(ctx)
     _check_record_derivations(ctx, records, record_fields)
@@ -275,6 +276,8 @@ def _resolve_signal(ctx: _Ctx, layout: _Layout, sname: str, sig, signals: dict, 
         slots=slot_idx,
         full_instances=n_full,
         sources=tuple(sorted(sig.sources.items())),
+        averaging_window=sensors.averaging_window(ctx.reg, full, sig, sloc, ctx.src, ctx.diags),
+        cross_check=sensors.cross_check_of(sig),
     )
     if sig.width == "unknown":
         signals[full] = dataclasses.replace(signals[full], width=64, wrap_width=None)

@@ -218,6 +218,19 @@ class EmulatorBinding(_Model):
     )
 
 
+class CrossCheck(_Model):
+    """An energy counter's pairing with the power gauge of the same rail (issue 29): over the run the
+    counter's increase is compared with the gauge's power integrated over time (analysis.energy_checks)."""
+
+    power: str = Field(min_length=1, description="Full name of the power gauge of the same rail (`power.power`).")
+    tolerance: float = Field(
+        gt=0,
+        lt=1,
+        description="Largest relative disagreement |E_counter - E_power| / E_counter accepted (0.1 = 10 %); a larger "
+        "one is reported.",
+    )
+
+
 class Signal(_Model):
     """A base hardware signal of a block."""
 
@@ -290,6 +303,16 @@ class Signal(_Model):
     )
     across_chips: ChipRollup | None = Field(
         default=None, description="Gauges: how the level combines across chips (default avg). Counters always sum."
+    )
+    averaging_window: str | None = Field(
+        default=None,
+        description="Gauges: the sensor's own averaging window, a time (`1 s`): each reading is the trailing mean "
+        "over it, so a window shorter than it reads the sensor's average, not the window's (marked in reports).",
+    )
+    cross_check: CrossCheck | None = Field(
+        default=None,
+        description="Energy counters: the power gauge of the same rail and the tolerance within which the counter's "
+        "increase and the integrated power must agree over the run (`{power: power.power, tolerance: 0.1}`).",
     )
     counted_by: Literal["chip", "leader"] = Field(
         default="chip",

@@ -122,6 +122,8 @@ class ResolvedSignal:
         None  # what the reference emulator counts for it (None: absent from emulated dumps)
     )
     sources: tuple[tuple[str, str], ...] = ()  # (tool, its name for the signal): what real tools' captures call it
+    averaging_window: float | None = None  # gauges: the sensor's trailing-average window, s (issue 29)
+    cross_check: tuple[str, float] | None = None  # energy counters: (power gauge of the same rail, tolerance)
 
     @property
     def instances(self) -> int:
