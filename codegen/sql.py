@@ -395,16 +395,16 @@ def build_query(
 def generate_sql(
     graph: MetricGraph,
     source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
+    *,
     dialect: str = "duckdb",
     pretty: bool = True,
-    order: bool = True,
-    host: bool = True,
+    **options,
 ) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
-    naming the generation and the catalog hash. See ``build_query`` for the arguments."""
+    naming the generation and the catalog hash; ``options``: the other arguments of ``build_query``
+    (``sample_period_ns``, ``order``, ``host``)."""
     gen = graph.generation
-    q = build_query(graph, source, sample_period_ns, dialect, order, host)
+    q = build_query(graph, source, dialect=dialect, **options)
     header = (
         f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
         f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n"

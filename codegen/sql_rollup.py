@@ -302,15 +302,15 @@ def build_rollup_query(
 def generate_rollup_sql(
     graph: MetricGraph,
     source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
+    *,
     dialect: str = "duckdb",
-    host: bool = True,
-    topology: str | None = None,
     pretty: bool = True,
+    **options,
 ) -> str:
-    """Text of the rollup query for ``dialect`` (see ``build_rollup_query``), with a header comment."""
+    """Text of the rollup query for ``dialect``, with a header comment; ``options``: the other arguments
+    of ``build_rollup_query`` (``sample_period_ns``, ``host``, ``topology``)."""
     assert dialect in DIALECTS, dialect
-    q = build_rollup_query(graph, source, sample_period_ns, dialect, host, topology)
+    q = build_rollup_query(graph, source, dialect=dialect, **options)
     header = (
         f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
         f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n"
