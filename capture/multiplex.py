@@ -251,13 +251,14 @@ def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
         if already:
             out_null[idx[1:][never]] = True
             continue
-        scaled[~ok | never] = 0.0
-        new = u[idx].copy()
         restart = ~ok | never  # after a null, the total restarts from the raw register
-        for k in range(1, len(idx)):  # segments between nulls: running totals of the scaled increases
-            with np.errstate(over="ignore"):
-                new[k] = u[idx][k] if restart[k - 1] else (new[k - 1] + np.uint64(scaled[k - 1])) & mask
-        out[idx] = new
+        scaled[restart] = 0.0
+        n = len(idx)
+        total = np.zeros(n, np.uint64)
+        with np.errstate(over="ignore"):  # uint64 sums wrap modulo 2^64; the mask takes them modulo 2^width
+            total[1:] = np.cumsum(scaled.astype(np.uint64))
+            first = np.maximum.accumulate(np.where(np.r_[True, restart], np.arange(n), 0))  # each read's segment
+            out[idx] = (u[idx][first] - total[first] + total) & mask  # segments between nulls: scaled totals
         out_null[idx[1:][never]] = True
     return pa.array(out, type=a.type, mask=out_null), raw_total, scaled_total
 

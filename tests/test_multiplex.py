@@ -238,3 +238,21 @@ def test_a_capture_laid_out_per_the_planner_gives_the_true_value(cat, tmp_path):
     d = _dump(tmp_path / "p.parquet", [0, 900, 1800], [0, 1000, 2000], run, run, gid["core.misses"], gid["core.loads"])
     m, _ = _analyze(cat, d, tmp_path / "o")
     assert m[RATIO] == pytest.approx([90.0, 90.0]) and m["mismeasured"] == [[], []]  # 900 / 1000 over that half
+
+
+def test_scaled_register_wraps_at_its_width_and_restarts_after_a_null(sohu_free_gen):
+    R = 2**48  # core.misses is 48 bits wide
+    t = pa.table(
+        {
+            "chip": pa.array([0] * 5, pa.int32()),
+            "timestamp_ns": pa.array([0, S, 2 * S, 3 * S, 4 * S], pa.int64()),
+            "core.misses": pa.array([R - 100, 100, None, 700, 800], pa.uint64()),
+            "core.misses@enabled_ns": [0, S, 2 * S, 3 * S, 4 * S],
+            "core.misses@running_ns": [0, S // 2, S, 3 * S // 2, 2 * S],  # half of every window
+        }
+    )
+    out, _ = split_multiplex(t, sohu_free_gen, [])
+    # window 0: 200 raw across the wrap, x2 = 400, so R - 100 + 400 = 300 modulo 2^48; windows 1, 2 touch the
+    # null; the total restarts from the raw 700 at read 3 (the kernel reads no window across the null), then
+    # window 3 adds 100 x 2 = 200: 900
+    assert out.column("core.misses").to_pylist() == [R - 100, 300, None, 700, 900]
