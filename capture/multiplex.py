@@ -148,10 +148,15 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         sig = _FLAT.match(col).group("base") if _FLAT.match(col) else col
         inst = int(_FLAT.match(col).group("i")) if _FLAT.match(col) else 0
         e, r, g = (_side(t, side.get(k), label, col, order) for k in SIDE)
-        new, raw_total, scaled_total = _scale(
+        new, raw_total, scaled_total, big = _scale(
             cols[col], e, r, chips, gen.signals[sig].width or 64, mux.scaled_by_reader
         )
         cols[col] = new
+        if big:
+            notes.append(
+                f"{label}: `{col}`: {big} window(s) whose scaled increase is half the register's range or more, null "
+                "(read the counter more often)"
+            )
         per = mux.series.setdefault((sig, inst), {})
         for c in np.unique(chips):
             m = chips == c
@@ -230,12 +235,14 @@ def _check_side(s: Series, label: str, col: str, rows: np.ndarray, order) -> Non
 
 def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
     """The register column with each window's increase scaled by Δenabled / Δrunning (module docstring), and
-    the run totals (raw, scaled) of its increases."""
+    the run totals (raw, scaled) of its increases, and the number of windows whose scaled increase was half
+    the register's range or more (null: the rewritten register cannot carry it; read more often)."""
     null = np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
     u = np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
     mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
     out, out_null = u.copy(), null.copy()
     raw_total = scaled_total = 0.0
+    too_big = 0
     for c in np.unique(chips):
         idx = np.nonzero(chips == c)[0]
         with np.errstate(over="ignore"):
@@ -246,6 +253,10 @@ def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(dr > 0, de / np.where(dr > 0, dr, 1.0), 1.0)
         scaled = np.floor(delta.astype(np.float64) * factor)  # perf's (u64) cast truncates
+        if not already:  # an increase the register cannot carry (half its range or more): null, never a made-up wrap
+            big = ok & (scaled >= float(1 << (width - 1)))
+            too_big += int(big.sum())
+            never = never | big
         raw_total += float(delta[ok].astype(np.float64).sum())
         scaled_total += float(scaled[ok & ~never].sum()) if not already else float(delta[ok].sum())
         if already:
@@ -260,7 +271,7 @@ def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
             first = np.maximum.accumulate(np.where(np.r_[True, restart], np.arange(n), 0))  # each read's segment
             out[idx] = (u[idx][first] - total[first] + total) & mask  # segments between nulls: scaled totals
         out_null[idx[1:][never]] = True
-    return pa.array(out, type=a.type, mask=out_null), raw_total, scaled_total
+    return pa.array(out, type=a.type, mask=out_null), raw_total, scaled_total, too_big
 
 
 def window_side(mux: Multiplex, key: tuple[str, int], chips, start_ns: np.ndarray, end_ns: np.ndarray):

@@ -41,7 +41,8 @@ blocks:
     signals:
       loads: {kind: counter, unit: event, width: 48, description: loads, sources: {perf: L1-dcache-loads}}
       misses: {kind: counter, unit: event, width: 48, description: misses, sources: {perf: L1-dcache-load-misses}}
-      stores: {kind: counter, unit: event, width: 48, description: stores, sources: {perf: L1-dcache-stores}}
+      stores: {kind: counter, unit: event, width: 16, max_rate: "1000 event/s", description: stores,
+               sources: {perf: L1-dcache-stores}}
 """
 METRICS = """metric core.miss_ratio [percent] = core.misses / core.loads
   "Load misses per load."
@@ -256,3 +257,45 @@ def test_scaled_register_wraps_at_its_width_and_restarts_after_a_null(sohu_free_
     # null; the total restarts from the raw 700 at read 3 (the kernel reads no window across the null), then
     # window 3 adds 100 x 2 = 200: 900
     assert out.column("core.misses").to_pylist() == [R - 100, 300, None, 700, 900]
+
+
+def test_a_read_pair_beyond_the_wrap_cap_stays_ambiguous_and_an_oversized_increase_is_null(cat, tmp_path):
+    # stores: 16 bits at most 1000/s wrap in 65.536 s; reads at 0, 1 and 101 s, the counter running half the time
+    stamps = [0, S, 101 * S]
+    cols = {
+        "chip": pa.array([0, 0, 0], pa.int32()),
+        "timestamp_ns": pa.array(stamps, pa.int64()),
+        "core.misses": pa.array([0, 10, 20], pa.uint64()),
+        "core.loads": pa.array([0, 100, 200], pa.uint64()),
+        "core.stores": pa.array([0, 100, 200], pa.uint64()),
+        "core.stores@enabled_ns": stamps,
+        "core.stores@running_ns": [0, S // 2, 101 * S // 2],
+    }
+    pq.write_table(pa.table(cols), tmp_path / "d.parquet")
+    m, rep = _analyze(cat, tmp_path / "d.parquet", tmp_path / "o")
+    # window 0: 100 x 2 = 200 stores in 1 s; window 1: 100 s apart, beyond the 65.5 s wrap: ambiguous, as without
+    # multiplexing
+    assert m["core.store_rate"] == [200.0, None]
+    assert rep["null_windows"]["core.store_rate"] == {"window longer than the counter's wrap period": 1}
+    assert m[RATIO] == [10.0, 10.0] and m["mismeasured"] == [[], []]  # one input multiplexed: nothing to pair
+    # 20,000 raw stores in a window where the counter ran a quarter: 80,000 >= 2^15, more than the 16-bit register
+    # can carry once scaled: null, with a note, never a made-up wrap
+    t = pa.table(
+        {
+            "chip": pa.array([0, 0], pa.int32()),
+            "timestamp_ns": pa.array([0, 100 * S], pa.int64()),
+            "core.stores": pa.array([0, 20_000], pa.uint64()),
+            "core.stores@enabled_ns": [0, 100 * S],
+            "core.stores@running_ns": [0, 25 * S],
+        }
+    )
+    notes: list[str] = []
+    out, _ = split_multiplex(t, load_gen(cat), notes)
+    assert out.column("core.stores").to_pylist() == [0, None]
+    assert any("`core.stores`: 1 window(s) whose scaled increase is half the register's range" in n for n in notes)
+
+
+def load_gen(cat):
+    from perfonto.metrics.catalog import load_catalog
+
+    return load_catalog(cat, None, library=False).graph.generation
