@@ -193,6 +193,7 @@ def run_context(gen, gt: dict) -> dict:
     cmp["scenario_matches"] = bool(same)
     cmp["run_tokens_per_second"] = gt.get("tokens_per_second")
     cmp["run_steps"] = gt.get("steps")
+    cmp["whole_steps"] = bool(gt.get("whole_steps"))
     cmp["run_ratio"] = gt["tokens_per_second"] / float(claim["tokens_per_second"]) if same else None
     out["claim"] = cmp
     return out

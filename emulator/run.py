@@ -384,6 +384,13 @@ def run(
         "osl": int(osl),
         "sample_period_s": float(sample_period_s),
         "requested_duration_s": float(duration_s),
+        "whole_steps": bool(whole_steps),
+        # offline with a timed warm-up: the requests' queueing time before t = 0 (emulator.records)
+        "offline_queued_s": (
+            float(sv.warmup_seconds[0].sum())
+            if rate is None and concurrency is None and len(sv.batchers) == 1 and sv.warmup and sv.warmup[0]
+            else None
+        ),
         "token_budget": int(eng.token_budget),
         "max_batch": int(eng.max_batch),
         "chunked_prefill": bool(eng.chunked_prefill),

@@ -114,6 +114,14 @@ def render_serving(result: JobResult, console: Console) -> None:
                 over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
             t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
+        gt = result.ground_truth or {}
+        if gt.get("offline_queued_s"):
+            console.print(
+                f"note: offline, every request was queued when the server started, {gt['offline_queued_s']:,.1f} s "
+                "before the run (its warm-up), so TTFT and E2E are mostly that wait; TPOT and ITL are the "
+                "serving latencies of this scenario.",
+                highlight=False,
+            )
     ts = result.time_split
     if ts and all(finite(v) is not None for v in ts.values()):
         console.print(
@@ -122,7 +130,13 @@ def render_serving(result: JobResult, console: Console) -> None:
             + f" (sum {sum(ts.values()) * 100:.1f} %)"
         )
     steps = (result.ground_truth or {}).get("steps")
-    if isinstance(steps, (int, float)) and 0 < steps < 20:
+    if isinstance(steps, (int, float)) and 0 < steps < 20 and (result.ground_truth or {}).get("whole_steps"):
+        console.print(
+            f"[yellow]note:[/yellow] {int(steps)} whole forward passes in the run (it ends where a step ends, so "
+            f"run-level token rates count every step's tokens); token counters advance when a step ends, so "
+            f"window-level token rates are spiky — run longer for more steps."
+        )
+    elif isinstance(steps, (int, float)) and 0 < steps < 20:
         console.print(
             f"[yellow]note:[/yellow] only {int(steps)} forward passes finished in the run; token counters advance "
             f"when a step ends, so window-level token rates are spiky and run-level ones uncertain by about "

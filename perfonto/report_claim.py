@@ -26,7 +26,7 @@ def render_context(ctx: dict | None, console: Console) -> None:
     )
     console.print(f"  source: {cl['source']}", markup=False, highlight=False)
     if c.get("scenario_matches") and c.get("run_ratio") is not None:
-        few = c.get("run_steps") is not None and c["run_steps"] < 20
+        few = c.get("run_steps") is not None and c["run_steps"] < 20 and not c.get("whole_steps")
         console.print(
             f"  this run: {c['run_tokens_per_second']:,.0f} tokens/s = {c['run_ratio']:.2f} × the claim"
             + (f" (over only {c['run_steps']} forward passes: run longer for a steady figure)" if few else ""),
