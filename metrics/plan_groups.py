@@ -214,6 +214,24 @@ def _packed(needs: list[Need], fams: dict[str, Need], rules: Rules) -> tuple[lis
     return plain or [{}], proven, {}
 
 
+def tree_slots(catalog, group: str = "topdown") -> dict | None:
+    """What reading a metric group (default: the top-down tree) costs on the catalog's declared slots:
+    ``{"group", "metrics": count, "passes": count, "one_pass_slots": {block: slots or None},
+    "inconsistent": [metric, ...]}``, or None when no metric is in ``group`` (``perfonto coverage``'s row)."""
+    graph = catalog if isinstance(catalog, MetricGraph) else catalog.graph
+    names = [m for m, x in graph.metrics.items() if group in x.groups]
+    if not names:
+        return None
+    plan = plan_groups(graph, names)
+    return {
+        "group": group,
+        "metrics": len(plan.metrics),
+        "passes": len(plan.passes),
+        "one_pass_slots": dict(plan.one_pass_slots),
+        "inconsistent": [i.metric for i in plan.inconsistent],
+    }
+
+
 def _expand(graph: MetricGraph, metrics) -> list[str]:
     """The requested names, patterns expanded, in order, each once; unknown names raise PlanError."""
     known = graph.all_metrics
@@ -358,4 +376,4 @@ def _pass(i: int, p: Need, layout: _Layout, mine: list[str], inputs, caps) -> Pa
     return Pass(i + 1, groups, tuple(mine), min(known) if known else None)
 
 
-__all__ = ["Group", "Inconsistent", "Pass", "Plan", "PlanError", "ReadCap", "plan_groups", "read_cap"]
+__all__ = ["Group", "Inconsistent", "Pass", "Plan", "PlanError", "ReadCap", "plan_groups", "read_cap", "tree_slots"]

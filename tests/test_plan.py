@@ -11,7 +11,7 @@ import yaml
 from perfonto.cli import main
 from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.compiler import compile_texts
-from perfonto.metrics.plan_groups import PlanError, plan_groups
+from perfonto.metrics.plan_groups import PlanError, plan_groups, tree_slots
 from perfonto.metrics.plan_pack import Rules, pack, union
 from perfonto.ontology.loader import load_generation
 
@@ -268,3 +268,26 @@ def test_pack_gives_the_fewest_passes_on_small_inputs():
         assert proven and len(got) == _brute(needs, rules), (needs, slots, apart)
         assert all(rules.fits(p) for p in got)
         assert all(any(all(v <= p.get(b, frozenset()) for b, v in n.items()) for p in got) for n in needs)
+
+
+def test_coverage_row_and_a_tree_without_fixed_level_1(tmp_path):
+    sohu = load_catalog(None, "sohu")
+    row = tree_slots(sohu)
+    assert row == {"group": "topdown", "metrics": 15, "passes": 3, "one_pass_slots": {"seq": 9}, "inconsistent": []}
+    (tmp_path / "g.yaml").write_text(
+        "generation: g\nextends: sohu\ndescription: no fixed top-down counters\nblocks:\n  seq:\n"
+        "    counter_slots: {programmable: 4, fixed: [elapsed_cycles]}\n"
+    )
+    cat = load_catalog(tmp_path, None)
+    assert not cat.errors
+    row = tree_slots(cat)
+    # every top-down ratio divides by the 5 level-1 classes: 5 (level 1) or 6 (level 2) programmable counters on 4
+    # slots, so none is consistent; one pass needs 5 + 9 = 14 slots
+    assert row["one_pass_slots"] == {"seq": 14} and len(row["inconsistent"]) == 15
+    plan = plan_groups(cat, ["topdown.idle"])
+    assert plan.inconsistent[0].reason == "needs 5 programmable `seq` counters at once, the block has 4 slots"
+    assert passes(plan) == [  # split 4 + 1 in name order
+        ["seq.collective_cycles", "seq.compute_cycles", "seq.host_wait_cycles", "seq.idle_cycles"],
+        ["seq.memory_cycles"],
+    ]
+    assert plan.inconsistent[0].passes == (1, 2)

@@ -69,14 +69,39 @@ def cmd_coverage(args) -> int:
     if not cov.scenarios:
         first = next((r["error"] for r in runs if r.get("error")), "no run")
         raise CommandError(f"no scenario could be emulated: {first}", 1)
-    doc = {"generation": gen.name, **cov.to_json()}
+    doc = {"generation": gen.name, **cov.to_json(), "collection": _collection(base)}
     if args.out:
         _write_out(args.out, doc)
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
     else:
         _render(cov, gen.name, args)
+        _render_collection(doc["collection"])
     return 0 if cov.all_told_apart else 1
+
+
+def _collection(base) -> dict | None:
+    """What reading the top-down tree costs on the declared counter slots (``metrics.plan_groups``)."""
+    from perfonto.metrics.plan_groups import PlanError, tree_slots
+
+    try:
+        return tree_slots(base.graph)
+    except PlanError as exc:  # constraints no grouping meets: said, not fatal to the coverage judgement
+        return {"error": str(exc)}
+
+
+def _render_collection(row: dict | None) -> None:
+    if row is None:
+        return
+    if "error" in row:
+        stdout().print(f"top-down tree collection: cannot be planned: {row['error']}", markup=False)
+        return
+    need = ", ".join(f"{b} {'impossible' if n is None else n}" for b, n in row["one_pass_slots"].items()) or "none"
+    stdout().print(
+        f"top-down tree collection: {row['metrics']} metrics in {row['passes']} pass(es) on the declared counter "
+        f"slots; one pass needs programmable slots per block: {need} (`perfonto plan --metrics 'topdown.*'`)",
+        markup=False,
+    )
 
 
 def _target(args):
