@@ -20,7 +20,8 @@ the windows valid for each class of metrics (``ChipSums``). The server level use
 ``metrics.levels`` does, the windows valid on every chip: for a dump of one host those sums are
 carried in the same pass; for a fleet, where a window was null on some chips only, a second pass
 reads again only the pieces that hold such windows (clean pieces add the sums kept from the first
-pass), never the whole dump.
+pass), never the whole dump. A counter's missing samples are bridged in the run totals by the running
+totals on either side, across pieces (``analysis.engine_bridge``).
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ from perfonto.capture.partitions import inside, segment
 from perfonto.capture.pieces import Chunk, iter_chunks
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import null_reasons
-from perfonto.metrics.windows import VALID, Windows, prepare
+from perfonto.metrics.windows import Windows, prepare
 
 from .checks import WindowChecks
 from .evaluate import Evaluation, metrics_table, write_table
+from .engine_bridge import Held
 from .engine_levels import _levels, chip_values, with_nan_inputs
 from .level_sums import ChipSums
 
@@ -133,11 +135,12 @@ class _Pass:
         self.kept_values: dict[int, list[dict]] = {}  # host group -> its pieces' window values, in time order
         self.kept_dumps: dict[int, list[CounterDump]] = {}
         self.stats = {"pieces": 0, "kernel": 0, "numpy": 0, "prepared again": 0, "read again": 0}
+        self.held = Held(self)  # missing samples bridged in the run totals, across pieces
 
     def add(self, ch: Chunk) -> tuple[Windows, dict[str, np.ndarray]]:
         values, ACC, kept = _evaluate_piece(self.evaluator, ch, self.layout)
         T = ch.flat.T if ch.flat is not None else ch.dump.timestamps_ns
-        Wc, Cc = T.shape[0] - 1, T.shape[1]
+        Cc = T.shape[1]
         col0 = int(self.offsets[ch.group])
         while len(self.sums) <= ch.group:
             self.sums.append(ChipSums(self.graph))
@@ -162,17 +165,10 @@ class _Pass:
         else:
             self.stats["prepared again"] += 1
             w = self._windows(ch, ACC, kept)
-            self.sums[ch.group].add(w)
-            if self.server is not None:
-                self.server.add(w)
-            else:
+            self.held.add(ch, w)  # to the sums, missing samples bridged (held back while a gap is open)
+            if self.server is None:
                 self.dirty_pieces.add((ch.group, ch.first))
             dt = w.interval.sum(axis=0)
-            for s, r in w.null.items():
-                if r.any():
-                    flag = (r != VALID).reshape(Wc, Cc, -1).any(axis=(1, 2))
-                    arr = self.bad_any.setdefault(s, np.zeros(self.W, bool))
-                    arr[ch.first : ch.first + Wc] |= flag
             counts = null_reasons(self.graph, w, values)
         for name, c in counts.items():
             into = self.nulls.setdefault(name, {})
@@ -285,6 +281,7 @@ def evaluate_capture(
             if progress:
                 progress("evaluate", done, total_rows)
         files += [f.result() for f in pending]
+    dump_plan.notes += [n for n in st.held.finish() if n not in dump_plan.notes]
     ev = _levels(graph, evaluator, st, chunk_rows, progress)
     ev.n_windows = st.W
     dump = None

@@ -14,6 +14,7 @@ import numpy as np
 
 from perfonto.capture.pieces import iter_chunks
 from perfonto.metrics.levels import group_inputs, group_scale
+from perfonto.metrics.bridge import totals
 from perfonto.metrics.windows import prepare
 
 from .evaluate import Evaluation
@@ -190,7 +191,7 @@ def _second_pass(graph, st: _Pass, masks: dict[frozenset, np.ndarray], need: dic
     done, total = 0, len(again)
     for ch in iter_chunks(plan, [n for n, _ in st.layout], chunk_rows, select=select):
         st.stats["read again"] += 1
-        w = prepare(ch.dump, gen)
+        w = totals(st.held.windows(ch.group, ch.first, prepare(ch.dump, gen)))  # bridged as in the pass
         Wc, Cc = w.interval.shape
         c0 = int(st.offsets[ch.group])
         for key in again[(ch.group, ch.first)]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import kinds
+from perfonto.metrics.bridge import totals
 from perfonto.metrics.levels import _invalid, signal_deps
 from perfonto.metrics.windows import Windows
 
@@ -66,7 +67,9 @@ class ChipSums:
         )
 
     def add(self, w: Windows) -> None:
-        """Add one piece's prepared windows (null ones left out per class)."""
+        """Add one piece's prepared windows (null ones left out per class; the windows of a missing sample
+        bridged by ``w.bridged`` counted, ``metrics.bridge.totals``)."""
+        w = totals(w)
         dirty_now = frozenset(s for s, r in w.null.items() if r.any())
 
         def sums_of(key, names):

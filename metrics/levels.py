@@ -17,6 +17,7 @@ import numpy as np
 
 from perfonto.ontology import kinds
 
+from .bridge import totals
 from .compiler import MetricGraph
 from .windows import REASONS, VALID, Windows, run_level, server_level
 
@@ -55,12 +56,16 @@ def _invalid(w: Windows, signals) -> np.ndarray:
 def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_values: dict | None = None) -> Levels:
     """Run- and server-level values of every metric with ``evaluate(inputs, interval, chips)``.
 
+    The run totals read the windows of a missing sample that the running totals around it bridge
+    (``w.bridged``, ``metrics.bridge.totals``): they lose no counts; the windows stay null.
+
     A metric that declares ``rollup max`` (or ``min``) cannot be re-derived from sums (the hottest
     window is not the temperature of the summed run): its run value is the extreme of its window
     values (``window_values``, evaluated here when not given), its server value the extreme over chips.
     """
     gen = graph.generation
     deps = signal_deps(graph)
+    window_level, w = w, totals(w)  # a missing sample bridged by the running totals around it counts (metrics.bridge)
     dirty = {s for s, r in w.null.items() if r.any()}
     groups: dict[tuple, list[str]] = {}
     for name in graph.metrics:
@@ -92,7 +97,8 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
             coverage[n] = kept / total_time if total_time > 0 else 0.0
     declared = [n for n, m in graph.metrics.items() if m.rollup]
     if declared:
-        window_values = window_values if window_values is not None else evaluate(w.values, w.interval, w.chips)
+        if window_values is None:
+            window_values = evaluate(window_level.values, window_level.interval, window_level.chips)
         for n in declared:
             fn = np.nanmax if graph.metrics[n].rollup == "max" else np.nanmin
             v = window_values[n]

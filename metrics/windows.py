@@ -38,7 +38,8 @@ The window rules, in one place (each has its own tests in ``tests/test_windows*.
 5. **Sentinels.** A raw value listed in ``sentinel`` means "no data": every window touching it is
    null, reason ``sentinel`` (never a number like 9.2e18 %).
 6. **Missing samples.** A sample that is absent (a gap in the chip's sampling grid) or holds a null
-   register makes the windows touching it null, reason ``missing sample``.
+   register makes the windows touching it null, reason ``missing sample``; the run totals bridge the gap
+   from the running totals on either side (``metrics.bridge``), so a missing sample loses no counts.
 7. **Gauges** are time-weighted means: the mean of the two endpoint reads (trapezoid rule on a
    piecewise-linear level), × scale.
 8. **Packed fields** are never differenced: a field's value is its bits at the window's end sample,
@@ -80,7 +81,9 @@ REASONS = {
 class Windows:
     """Prepared values. ``values[name]``: float64 (W, C, *axis sizes) in the signal's unit, NaN where
     null; ``null[name]``: uint8 reason codes of the same shape (0 = valid); ``interval``: (W, C)
-    seconds; ``chips``: factor for per-chip spec constants (1, or C at server level)."""
+    seconds; ``chips``: factor for per-chip spec constants (1, or C at server level); ``bridged[name]``:
+    like ``values``, the run-level value of each window of a bridged missing sample, NaN elsewhere
+    (``metrics.bridge``), and ``notes`` on the gaps not bridged."""
 
     interval: np.ndarray
     values: dict[str, np.ndarray]
@@ -88,6 +91,8 @@ class Windows:
     level: str = "window"
     start_ns: np.ndarray | None = None
     null: dict[str, np.ndarray] = field(default_factory=dict)
+    bridged: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
@@ -180,7 +185,10 @@ def prepare(dump: CounterDump, gen: Generation) -> Windows:
         shape = (raw.shape[0], raw.shape[1]) + tuple(s for _, s in f.axes)
         values[fname] = np.where(reason == VALID, v, np.nan).reshape(shape)
         nulls[fname] = reason.reshape(shape)
-    return Windows(interval, values, 1.0, "window", ts[:-1], nulls)
+    from .bridge import bridge_dump  # the run totals bridge missing samples (issue 27)
+
+    bridged, notes = bridge_dump(dump, gen)
+    return Windows(interval, values, 1.0, "window", ts[:-1], nulls, bridged, notes)
 
 
 def _signal_windows(dump: CounterDump, gen: Generation, sig, name: str, interval: np.ndarray, absent: np.ndarray):

@@ -28,17 +28,18 @@ def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, t
     assert code == 0
     assert [(r["host"], r["chip"]) for r in doc["per_chip"]] == [("h1:9100", 0)]  # one machine per instance label
     assert "cpu: 2 instances from the data (0, 1)" in doc["notes"]  # its CPUs: the `cpu` axis, sized by the data
-    # CPU 1's steal is absent from the second scrape: the machine's first two windows are null (a total
-    # that lost a CPU would be wrong), the last one holds, for CPU 0, idle .30, user .50, system .10,
-    # softirq .05 -> busy .65 of .95 s; for CPU 1, idle .80, user .10, system .05, steal .10 -> busy .25 of 1.05 s
+    # CPU 1's steal is absent from the second scrape: the machine's first two windows are null (their split
+    # is unknown), but the running totals around the gap (steal .50 -> .60 at t = 0 and 2 s) bridge it, so the
+    # run totals lose nothing (metrics.bridge): over the 3 s, CPU 0: idle .75, user 1.80, system .30, iowait .10,
+    # softirq .10 -> busy 2.20 of 3.05 s; CPU 1: idle 2.60, user .20, system .15, steal .20 -> busy .55 of 3.15 s
     per_cpu = doc["metrics"]["cpu.busy_share"]
     assert per_cpu["axes"] == [["cpu.cpu", 2]]
-    assert per_cpu["value"] == pytest.approx([0.65 / 0.95, 0.25 / 1.05], abs=1e-12)
-    assert doc["metrics"]["cpu.system_share"]["value"] == pytest.approx([0.15 / 0.95, 0.05 / 1.05], abs=1e-12)
+    assert per_cpu["value"] == pytest.approx([2.20 / 3.05, 0.55 / 3.15], abs=1e-12)
+    assert doc["metrics"]["cpu.system_share"]["value"] == pytest.approx([0.40 / 3.05, 0.15 / 3.15], abs=1e-12)
     assert doc["null_windows"]["cpu.busy_share"] == {"missing sample": 2}
-    # the machine: busy (.65 + .25) of (.95 + 1.05) s, a ratio of the totals over the CPUs
-    assert doc["metrics"]["busy_share"]["value"] == pytest.approx(0.90 / 2.00, abs=1e-12)
-    assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(0.90 / 1.0, abs=1e-12)  # over 1 s of wall time
+    # the machine: busy (2.20 + .55) of (3.05 + 3.15) s, a ratio of the totals over the CPUs
+    assert doc["metrics"]["busy_share"]["value"] == pytest.approx(2.75 / 6.20, abs=1e-12)
+    assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(2.75 / 3.0, abs=1e-12)  # over 3 s of wall time
 
 
 def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):

@@ -1,0 +1,273 @@
+"""Missing samples bridged in the run totals (issue 27): a missing sample loses no counts.
+
+A counter's running total missing at samples k … k+m−1 (an absent sample, or an empty cell) makes the
+m+1 windows touching them null (``metrics.windows`` rule 6, reason ``missing sample``): how the counts
+split between those windows is unknown. Their *sum* is known: the running totals on either side give
+the increase ``v(k+m) − v(k−1)`` over the bridged span ``t(k+m) − t(k−1)``, read by the same rules as a
+window's (rule 3: modulo the wrap width or range; rule 4: a reset when the reset indicator changed
+between the two ends, or the increase is implausible over the span; rule 4b: null when the counter could
+have wrapped more than once over the span). So the run level — per chip, per server, every ratio of
+totals — reads the gap's windows as valid, the bridged increase in the last of them and 0 in the others
+(``totals``); the windows themselves stay null.
+
+Not bridged (the windows stay out of the run totals, and a note says why): a reset or an ambiguous
+wrap over the span; a gap at the start of the run (no running total before it) or at its end (it never
+closes); an end of the span that is not a reading (a sentinel, a value beyond the counter's range).
+Only counters (``window: increase``) with a constant scale are bridged: a gauge's samples are levels,
+not totals, and a counter with a unit field (rule 4d) has no known unit over the gap.
+
+``Bridger`` reads a dump in pieces in time order (``analysis.engine``): the last good running total of
+every open gap is carried from piece to piece (``Carry``), so a gap that straddles a piece boundary is
+bridged as in the whole dump; ``bridge_dump`` is the whole dump as one piece (the reference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from perfonto.ontology import kinds
+
+from .windows import MISSING, REASONS, RESET, RESET_INFERRED, VALID, WRAP_AMBIGUOUS, Windows, max_rate
+from .windows import modular_delta, range_delta
+
+
+def bridgeable(sig) -> bool:
+    """Can a gap in ``sig``'s samples be bridged: a counter (``window: increase``) of constant scale."""
+    return kinds.of(sig).window == "increase" and sig.scale_field is None
+
+
+@dataclass
+class Carry:
+    """One signal's state at the end of a piece, per (chip, instance): ``open`` — the piece ended in a gap;
+    then ``has`` — a good sample came before it, ``raw`` its running total, ``t`` its time (ns), ``ok`` —
+    it can end a span (no sentinel, within range), ``ind`` the reset indicator there (C, indicator
+    instances) and ``w0`` the gap's first window (run numbering)."""
+
+    open: np.ndarray
+    has: np.ndarray
+    raw: np.ndarray
+    t: np.ndarray
+    ok: np.ndarray
+    w0: np.ndarray
+    ind: np.ndarray | None = None
+
+
+@dataclass
+class Piece:
+    """What bridging one piece gives: ``fills[s]`` (W, C, I) the run-level value of each bridged window
+    (the increase over the gap in its last window, 0 in the others; NaN elsewhere); ``waiting[s]`` (W, C, I)
+    the windows of a gap still open at the piece's end; ``closed[s]`` (C, I) the gaps open before the piece
+    that it closed, bridged; ``ended[s]`` (C, I) those it closed without a bridge (reset, ambiguous wrap)."""
+
+    fills: dict[str, np.ndarray] = field(default_factory=dict)
+    waiting: dict[str, np.ndarray] = field(default_factory=dict)
+    closed: dict[str, np.ndarray] = field(default_factory=dict)
+    ended: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class Bridger:
+    """Bridges the gaps of a dump read in pieces in time order (module docstring); ``notes()`` says which
+    gaps were left out of the run totals, and why."""
+
+    def __init__(self, gen) -> None:
+        self.gen = gen
+        self.carry: dict[str, Carry] = {}
+        self.unbridged: dict[tuple[str, str], list] = {}  # (signal, why) -> [count, first chip, first sample]
+        self.chips = np.zeros(0, np.int64)
+
+    def piece(self, dump, first: int) -> Piece:
+        """Bridge the piece ``dump`` whose first sample is sample ``first`` of the run (for a piece after the
+        first, the previous piece's last sample)."""
+        out = Piece()
+        for name, raw in dump.raw.items():
+            sig = self.gen.signals.get(name)
+            if sig is None or not bridgeable(sig):
+                continue
+            bad = np.broadcast_to(~dump.present[:, :, None] | dump.missing.get(name, False), raw.shape)
+            c = self.carry.get(name)
+            if not bad.any() and (c is None or not c.open.any()):
+                self.carry.pop(name, None)
+                continue
+            self._signal(out, name, sig, dump, raw, bad, first)
+        return out
+
+    def _signal(self, out: Piece, name: str, sig, dump, raw, bad, first: int) -> None:
+        S = raw.shape[0]
+        ts = dump.timestamps_ns
+        ok = ~bad
+        if sig.sentinel:
+            ok = ok & ~np.isin(raw, np.array(sig.sentinel, dtype=np.uint64))
+        if sig.modulus is not None:
+            ok = ok & (raw < np.uint64(sig.modulus))
+        ind = dump.raw.get(sig.reset_indicator) if sig.reset_indicator else None
+        c = self.carry.get(name) or self._empty(raw, ind)
+        j = np.arange(S)[:, None, None]
+        last = np.maximum.accumulate(np.where(~bad, j, -1), axis=0)  # last good sample at or before each
+        nxt = np.minimum.accumulate(np.where(~bad, j, S)[::-1], axis=0)[::-1]  # next good sample at or after
+        close = np.zeros(raw.shape, bool)
+        close[1:] = ~bad[1:] & bad[:-1]
+        good = np.zeros(raw.shape, bool)  # a closing sample whose span is bridged
+        amount = np.zeros(raw.shape)
+        cj, cc, ci = np.nonzero(close)
+        if cj.size:
+            lj = last[cj - 1, cc, ci]
+            inside = lj >= 0
+            l0 = np.maximum(lj, 0)
+            prev = np.where(inside, raw[l0, cc, ci], c.raw[cc, ci])
+            t0 = np.where(inside, ts[l0, cc], c.t[cc, ci])
+            has = inside | c.has[cc, ci]
+            end_ok = np.where(inside, ok[l0, cc, ci], c.ok[cc, ci]) & ok[cj, cc, ci]
+            why = self._span(sig, prev, raw[cj, cc, ci], (ts[cj, cc] - t0).astype(np.float64) * 1e-9)
+            if ind is not None:
+                carried = c.ind if c.ind is not None else ind[l0, cc]
+                left = np.where(inside[:, None], ind[l0, cc], carried[cc, ci] if c.ind is not None else carried)
+                hit = (ind[cj, cc] < left) if sig.reset_kind == "decrease" else (ind[cj, cc] != left)
+                why[hit.any(axis=-1) & (why == VALID)] = RESET
+            fine = has & end_ok & (why == VALID)
+            good[cj, cc, ci] = fine
+            amount[cj, cc, ci] = self._wrapped(sig, prev, raw[cj, cc, ci], fine).astype(np.float64) * sig.scale
+            self._count(name, ~has, "at the start of the run (no running total before it)", dump, cc, first + cj)
+            not_read = "an end of the gap is not a reading (a sentinel or out of range)"
+            self._count(name, has & ~end_ok, not_read, dump, cc, first + cj)
+            for code in (RESET, RESET_INFERRED, WRAP_AMBIGUOUS):
+                self._count(name, has & end_ok & (why == code), REASONS[code] + " over the gap", dump, cc, first + cj)
+        touch = bad[:-1] | bad[1:]
+        cl = nxt[1:]  # each window's closing sample (S: the gap is still open at the piece's end)
+        k = np.minimum(cl, S - 1)
+        bridged = touch & (cl < S) & np.take_along_axis(good, k, axis=0)
+        at_end = cl == np.arange(1, S)[:, None, None]
+        sizes = tuple(s for _, s in sig.axes)
+        W, C = S - 1, raw.shape[1]
+        fill = np.where(bridged, np.where(at_end, np.take_along_axis(amount, k, axis=0), 0.0), np.nan)
+        out.fills[name] = fill.reshape((W, C) + sizes)
+        out.waiting[name] = (touch & (cl >= S)).reshape((W, C) + sizes)
+        first_close = nxt[0]  # the first good sample: where a gap open before the piece closes
+        fc = np.minimum(first_close, S - 1)[None]
+        closes = c.open & (first_close < S)
+        closed = closes & np.take_along_axis(good, fc, axis=0)[0]
+        out.closed[name] = closed.reshape((C,) + sizes)
+        out.ended[name] = (closes & ~closed).reshape((C,) + sizes)
+        self.chips = dump.chips
+        self._carry(name, c, raw, ts, ok, ind, bad, last, first)
+
+    def _empty(self, raw, ind) -> Carry:
+        shape = raw.shape[1:]
+        z = np.zeros(shape, bool)
+        return Carry(
+            z,
+            z,
+            np.zeros(shape, np.uint64),
+            np.zeros(shape, np.int64),
+            z,
+            np.zeros(shape, np.int64),
+            None if ind is None else np.zeros(shape + ind.shape[2:], ind.dtype),
+        )
+
+    def _carry(self, name: str, c: Carry, raw, ts, ok, ind, bad, last, first: int) -> None:
+        """The state at the piece's end: where it ended in a gap, the last good sample before it (this
+        piece's, or the one carried when the whole piece was in the gap)."""
+        lj = last[-1]
+        here = lj >= 0
+        l0 = np.maximum(lj, 0)
+        cc = np.arange(raw.shape[1])[:, None]
+        new = Carry(
+            bad[-1].copy(),
+            np.where(here, True, c.has),
+            np.where(here, raw[l0, cc, np.arange(raw.shape[2])], c.raw),
+            np.where(here, ts[l0, cc], c.t),
+            np.where(here, ok[l0, cc, np.arange(raw.shape[2])], c.ok),
+            np.where(here, first + lj, np.where(c.open, c.w0, first)),
+            None,
+        )
+        if ind is not None:
+            new.ind = np.where(here[..., None], ind[l0, cc], c.ind if c.ind is not None else 0)
+        self.carry[name] = new
+
+    def _span(self, sig, prev, cur, dt):
+        """Rules 4 and 4b over a bridged span: VALID, RESET_INFERRED or WRAP_AMBIGUOUS per span."""
+        why = np.zeros(cur.shape, np.uint8)
+        if sig.wrap_width is None:  # unknown width: a decrease is a reset
+            why[cur < prev] = RESET_INFERRED
+            return why
+        M = sig.modulus if sig.modulus is not None else 1 << sig.wrap_width
+        delta = self._wrapped(sig, prev, cur, np.ones(cur.shape, bool))
+        rate = max_rate(self.gen, sig)
+        if rate is None:
+            why[delta > np.uint64(M // 2)] = RESET_INFERRED
+            return why
+        limit = rate * dt / sig.scale + 1.0
+        why[delta.astype(np.float64) > limit] = RESET_INFERRED
+        why[limit >= float(M)] = WRAP_AMBIGUOUS
+        return why
+
+    @staticmethod
+    def _wrapped(sig, prev, cur, fine):
+        """The raw increase modulo the counter's range (0 where not ``fine``)."""
+        prev = np.where(fine, prev, cur).astype(np.uint64)
+        cur = cur.astype(np.uint64)
+        if sig.wrap_width is None:
+            return cur - prev
+        if sig.modulus is not None:
+            return range_delta(prev, cur, sig.modulus)
+        return modular_delta(prev, cur, sig.wrap_width)
+
+    def _count(self, name: str, mask, why: str, dump, cc, samples) -> None:
+        if not mask.any():
+            return
+        rec = self.unbridged.setdefault((name, why), [0, None, None])
+        if rec[0] == 0:
+            i = int(np.argmax(mask))
+            rec[1], rec[2] = int(dump.chips[cc[i]]), int(samples[i])
+        rec[0] += int(mask.sum())
+
+    def notes(self) -> list[str]:
+        """One note per signal and reason of the gaps left out of the run totals (the gaps still open count
+        as never closing: call when the run has been read)."""
+        out = []
+        for name, c in self.carry.items():
+            if c.open.any():
+                col, i = np.argwhere(c.open)[0][0], tuple(np.argwhere(c.open)[0])
+                rec = self.unbridged.setdefault((name, "at the end of the run (it never closes)"), [0, None, None])
+                rec[0] += int(c.open.sum())
+                rec[1] = int(self.chips[col]) if rec[1] is None else rec[1]
+                rec[2] = -int(c.w0[i] + 1) if rec[2] is None else rec[2]
+        for (name, why), (n, chip, sample) in sorted(self.unbridged.items()):
+            where = (
+                f" (first: chip {chip}, from sample {-sample})"
+                if sample < 0
+                else f" (first: chip {chip}, closing at sample {sample})"
+            )
+            out.append(
+                f"{name}: {n} gap(s) of missing samples not bridged in the run totals, {why}{where}: "
+                "their windows are left out of the run and server totals"
+            )
+        return out
+
+
+def bridge_dump(dump, gen) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The whole dump as one piece: (``fills``: {signal: (W, C, I) run-level values of the bridged windows,
+    NaN elsewhere} for the signals with a missing sample, notes on the gaps not bridged)."""
+    b = Bridger(gen)
+    p = b.piece(dump, 0)
+    return {n: f for n, f in p.fills.items() if np.isfinite(f).any()}, b.notes()
+
+
+def totals(w: Windows) -> Windows:
+    """The windows as the run totals read them: the bridged windows of ``w.bridged`` valid, holding their
+    share of the bridged increase (module docstring); ``w`` itself when nothing was bridged.
+
+    Shapes: ``w.bridged[s]`` is shaped like ``w.values[s]`` (W, C, …), NaN where not bridged."""
+    bridged = getattr(w, "bridged", None)
+    if not bridged:
+        return w
+    values, null = dict(w.values), dict(w.null)
+    for n, f in bridged.items():
+        if n not in values:
+            continue
+        hit = np.isfinite(f) & (null[n] == MISSING) if n in null else np.isfinite(f)
+        values[n] = np.where(hit, f, values[n])
+        if n in null:
+            null[n] = np.where(hit, np.uint8(VALID), null[n])
+    return replace(w, values=values, null=null, bridged={})
