@@ -342,7 +342,10 @@ def analyse_capture(
             multichip = crosschip.analyse(run, gen=gen, dump=dump, windows=w)
             timings["crosschip"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    per = analyse_groups(evaluated, evaluator, dump, w, capture.trace, tuple(by), capture.snapshots)
+    from perfonto.capture.kernel_windows import capture_trace  # ncu, rocprof: their kernels are the op spans
+
+    trace = capture_trace(capture.format, capture.counters, capture.trace, gen)
+    per = analyse_groups(evaluated, evaluator, dump, w, trace, tuple(by), capture.snapshots)
     notes += per["notes"]
     if per["attribution"] is not None:
         timings["attribute"] = time.perf_counter() - t0

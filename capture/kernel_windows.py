@@ -18,6 +18,7 @@ its count is left out of the running totals after it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -99,6 +100,24 @@ def kernel_trace(kernels: list[Kernel]) -> pa.Table:
     )
 
 
+TRACES = {"ncu": ("ncu", "ncu_trace"), "rocprof": ("rocprof", "rocprof_trace")}  # format -> (module, reader)
+
+
+def capture_trace(fmt: str, counters, trace, gen):
+    """The op spans of a capture: ``trace`` when given (a path or a ``pa.Table``), else, for a tool's file of
+    one row per kernel (``TRACES``: Nsight Compute, rocprof), its kernels as op spans (``kernel_trace``), so
+    that ``--by op`` groups them by kernel name; None for another format without a trace.
+
+    Raises:
+        DumpError: the tool's file cannot be read (as its reader says)."""
+    if trace is not None or fmt not in TRACES or not isinstance(counters, (str, Path)):
+        return trace
+    from importlib import import_module
+
+    module, fn = TRACES[fmt]
+    return getattr(import_module(f"perfonto.capture.{module}"), fn)(counters, gen)
+
+
 def counter_signals(gen, tool: str) -> dict[str, str]:
     """signal → the name ``tool`` gives it, for the signals of ``gen`` whose ``sources`` name one.
 
@@ -129,4 +148,4 @@ def unread_note(p: str, what: str, signals: dict[str, str], unread: list[str]) -
     )
 
 
-__all__ = ["Kernel", "counter_signals", "kernel_table", "kernel_trace", "unread_note"]
+__all__ = ["Kernel", "TRACES", "capture_trace", "counter_signals", "kernel_table", "kernel_trace", "unread_note"]

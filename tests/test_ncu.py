@@ -127,3 +127,28 @@ def test_a_missing_metric_column_leaves_its_metrics_unavailable(capsys, tmp_path
     code, doc = analyze(capsys, p, tmp_path / "o")
     assert code == 0
     assert "sm.throughput" in doc["unavailable"] and doc["metrics"]["dram.bandwidth"]["value"] > 0
+
+
+def test_by_op_groups_the_kernels_by_their_kernel_name(capsys, tmp_path):
+    # a third launch of vector_add (ID 2): 33.56 + 16.78 Mbyte in 20 usecond, so the op table holds two ops:
+    # vector_add: 80 + 20 = 100 us over 2 launches, (134.22 + 67.11 + 33.56 + 16.78) Mbyte = 251,670,000 B
+    # -> 251,670,000 B / 100e-6 s = 2,516.7 GB/s; gemm_bf16: 1,250 us, 1 launch, 2,500 Mbyte -> 2,000 GB/s;
+    # the run: 1,350 us, so the shares are 100 / 1,350 and 1,250 / 1,350
+    vec = "vector_add(const float *, const float *, float *, int)"
+    gemm = "gemm_bf16(const __nv_bfloat16 *, const __nv_bfloat16 *, __nv_bfloat16 *)"
+    p = tmp_path / "three.csv"
+    row = f'"2","4242","bench","127.0.0.1","{vec}","1","7","(256, 1, 1)","(16384, 1, 1)","0","9.0",'
+    p.write_text(FIX.read_text() + row + '"33.56","16.78","80.00","20.00","10.00"\n')
+    code, doc = analyze(capsys, p, tmp_path / "o", "--format", "ncu", "--by", "op")
+    assert code == 0
+    ops = {r["op"]: r for r in doc["ops"]["rows"]}
+    assert set(ops) == {vec, gemm}
+    assert (ops[vec]["spans"], ops[gemm]["spans"]) == (2, 1)
+    assert ops[vec]["time_s"] == pytest.approx(100e-6, rel=1e-12)
+    assert ops[gemm]["time_s"] == pytest.approx(1250e-6, rel=1e-12)
+    assert ops[vec]["time_share"] == pytest.approx(100 / 1350, rel=1e-12)
+    t = pq.read_table(tmp_path / "o" / "metrics_by_op.parquet").to_pydict()
+    by = {op: i for i, op in enumerate(t["op"])}
+    assert t["time_s"][by[vec]] == pytest.approx(100e-6, rel=1e-12)
+    assert t["dram.bandwidth"][by[vec]] == pytest.approx(251_670_000 / 100e-6 / 1e9, rel=1e-12)
+    assert t["dram.bandwidth"][by[gemm]] == pytest.approx(2_500_000_000 / 1250e-6 / 1e9, rel=1e-12)
