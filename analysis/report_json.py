@@ -75,6 +75,7 @@ def report_json(report) -> dict:
             "model": report.model,
             "chips": report.chips,
             "metrics": metrics,
+            "constants": constants_json(graph, metrics),
             "metric_count": metric_count(report),
             "report": report_model(graph, report.evaluation).to_json(),
             "headline": getattr(report, "headline", None),
@@ -112,6 +113,26 @@ def report_json(report) -> dict:
             else {}
         )
     )
+
+
+def constants_json(graph, metrics: dict) -> dict:
+    """``constants`` {spec name: its record (``ontology.spec_constants.constant_record``: value, unit,
+    provenance, source, scope, where)} for every spec constant an evaluated metric read, directly or
+    through the metrics it reads; each such entry of ``metrics`` gets ``constants``, the sorted names
+    (so a value in the report names the figures it rests on and how sure each is)."""
+    import networkx as nx
+
+    from perfonto.ontology.spec_constants import constant_record
+
+    spec = graph.generation.spec
+    used: set[str] = set()
+    for name in graph.all_metrics:
+        if name in metrics and name in graph.graph:
+            names = sorted(a for a in nx.ancestors(graph.graph, name) if a in spec)
+            if names:
+                metrics[name]["constants"] = names
+                used.update(names)
+    return {n: constant_record(spec[n]) for n in sorted(used)}
 
 
 def _metrics_json(report) -> dict:

@@ -30,6 +30,16 @@ LEVEL2 = {
 }
 
 
+def dominant_peak(gen, gt: dict) -> str:
+    """The spec constant of ``mxu.peak_flops_dominant`` (``metrics/library/compute.metrics``) from the
+    ground truth's FLOPs by precision: FP4 where the generation has FP4 math and FP4 leads, else BF16
+    where BF16 leads FP8, else FP8."""
+    fp4, fp8, bf16 = (gt.get(f"flops_{p}", 0.0) for p in ("fp4", "fp8", "bf16"))
+    if fp4 > max(fp8, bf16):
+        return "spec.mxu.peak_flops_fp4" if "spec.mxu.peak_flops_fp4" in gen.spec else "spec.mxu.peak_flops_fp8"
+    return "spec.mxu.peak_flops_bf16" if bf16 > fp8 else "spec.mxu.peak_flops_fp8"
+
+
 def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     """Metric → its value computed from ground truth alone (server level, in the metric's unit)."""
     d, n = gt["duration_s"], gt["chips"]
@@ -38,10 +48,12 @@ def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     busy = gt.get("busy_s", {})
     hbm_bw = _peak(gen, "spec.hbm.peak_bandwidth", "B/s")
     peak8 = _peak(gen, "spec.mxu.peak_flops_fp8", "FLOP/s")
+    peak = _peak(gen, dominant_peak(gen, gt), "FLOP/s")
     t = {
-        "mfu": lambda: 100 * gt["model_flops"] / (n * peak8 * d),
+        "mfu": lambda: 100 * gt["model_flops"] / (n * peak * d),
         "model_flops_rate": lambda: gt["model_flops"] / d / 1e12,
-        "hfu": lambda: 100 * gt["flops"] / (n * peak8 * d),
+        "hfu": lambda: 100 * gt["flops"] / (n * peak * d),
+        "mxu.peak_flops_dominant": lambda: n * peak / 1e12,
         "mxu.achieved_flops": lambda: gt["flops"] / d / 1e12,
         "mxu.flops": lambda: gt["flops"] / 1e12,
         "mxu.flops.per_second": lambda: gt["flops"] / d / 1e12,

@@ -451,12 +451,12 @@ class Typer:
                 e.span,
                 hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}",
             )
+        if f == "default":
+            return type_default(self, e, operands)
         args = [self.expr(a) for a in e.args]
         operands += args
         for t, sub in zip(args, e.args):
             self._need_number(t, sub.span, f"`{f}`")
-        if f == "default":
-            return type_default(self, e, args)
         if f in POPULATION_REDUCTIONS:
             return self._population_reduction(e, args)
         if f in ROLLUPS and len(args) == 1:

@@ -16,8 +16,9 @@ every metric that uses it) out of the graph, a warning keeps it. The rules:
   literals are not ratios; a metric that is itself a ratio may be scaled by ratios (Intel's
   ``(1 - a / b) * c / d`` is a product of server ratios).
 - ``lint-flop-coverage`` (warning): a metric that reads some of a block's FLOP counters (unit FLOP,
-  a declared ``precision``) but not all of them — e.g. on caelius, ``mxu.achieved_flops`` (and so
-  ``hfu``) reads fp8 and bf16 but not ``mxu.flops_fp4``: FP4 work would be left out of utilisation.
+  a declared ``precision``) but not all of them — e.g. on caelius, a formula that reads fp8 and bf16
+  but not ``mxu.flops_fp4``: FP4 work would be left out of utilisation (the shipped library reads it as
+  ``default(mxu.flops_fp4, 0 FLOP)``, which every generation compiles).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from perfonto.dsl import ast
+from perfonto.ontology.diagnostics import Diagnostic
 
 from . import ir
 
@@ -34,25 +35,43 @@ if TYPE_CHECKING:  # the graph imports the compiler's stages; only for annotatio
     from .graph import MetricGraph
     from .infer import Typer, _T
 
-__all__ = ["fill_defaults", "optional_signals", "type_default"]
+__all__ = ["fill_defaults", "missing_names", "optional_names", "optional_signals", "optional_unknown", "type_default"]
 
 
-def type_default(typer: "Typer", e: ast.Call, args: list) -> "_T":
-    """Type ``default(x, d)`` (module docstring): the IR ``Op("default", (x, d))`` in x's unit.
+def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
+    """Type ``default(x, d)`` (module docstring): the IR ``Op("default", (x, d))`` in x's unit, or d
+    alone where x reads a signal this generation does not have (``missing_names``: the metric is
+    compiled with the default, not made unavailable); d then needs its own unit (``0 FLOP``).
 
     Raises ``infer.Fail`` (code ``arity``, ``type``, ``unit-mismatch`` or ``chip-degree``) pointing at the
     call or at d."""
     from .infer import _T
 
-    if len(args) != 2:
+    if len(e.args) != 2:
         raise typer.fail(
             "arity",
-            f"`default` takes two arguments (x, value), got {len(args)}",
+            f"`default` takes two arguments (x, value), got {len(e.args)}",
             e.span,
             hint="e.g. `default(seq.ok_requests, 0)`: the value to use where x is absent or null",
         )
-    x, d = args
     bare_zero = isinstance(e.args[1], ast.Number) and e.args[1].value == 0 and e.args[1].unit is None
+    missing = missing_names(typer, e.args[0])
+    if missing:
+        d = typer.expr(e.args[1])
+        operands.append(d)
+        typer._need_number(d, e.args[1].span, "`default`")
+        if bare_zero:
+            raise typer.fail(
+                "unit-mismatch",
+                f"`{missing[0]}` is not a signal of `{typer.gen.name}`, so the default is the value: give it x's unit",
+                e.args[1].span,
+                hint="e.g. `default(mxu.flops_fp4, 0 FLOP)`",
+            )
+        return _T(d.node, d.unit, d.literal, d.inst, d.total, d.sparsity)
+    x, d = typer.expr(e.args[0]), typer.expr(e.args[1])
+    operands += [x, d]
+    for t, sub in ((x, e.args[0]), (d, e.args[1])):
+        typer._need_number(t, sub.span, "`default`")
     if not bare_zero:
         f = typer.factor(
             d.qty,
@@ -65,6 +84,53 @@ def type_default(typer: "Typer", e: ast.Call, args: list) -> "_T":
     deg = typer._same_degree(x, d, e.span, "default")
     axes = typer._join(x.node.axes, d.node.axes, e.span)
     return _T(ir.Op("default", (x.node, d.node), axes, deg), x.unit, sparsity=x.sparsity)
+
+
+def missing_names(typer: "Typer", x: ast.Expr) -> list[str]:
+    """The signal names ``x`` reads that this generation does not provide (absent here, or listed but
+    known not to count): the resolve pass left them out of the graph (``optional_names``)."""
+    gen = typer.gen
+    out = []
+    for n in ast.walk(x):
+        if isinstance(n, ast.Name):
+            name = gen.aliases.get(n.name, n.name)
+            sig = gen.signals.get(name)
+            provided = (sig is not None and not sig.broken) or name in gen.fields or name in gen.record_fields
+            provided = provided or name in gen.spec or name in typer.compiled or name == "interval"
+            if not provided:
+                out.append(n.name)
+    return out
+
+
+def optional_unknown(name: str, metric: str, gen: str, near: str | None, span) -> Diagnostic:
+    """The warning for a name read only as x of ``default(x, d)`` that neither this generation nor any
+    other known to the compiler has (a typo would otherwise silently read d)."""
+    return Diagnostic(
+        "warning",
+        "unknown-name",
+        f"`{name}` in metric `{metric}` is not a name of `{gen}` or of another generation known here: "
+        "`default` uses its value",
+        span,
+        hint=near or "check the spelling; compile with the other generations to silence this for their names",
+    )
+
+
+def optional_names(expr: ast.Expr) -> set[str]:
+    """Names ``expr`` reads only inside the first argument of a ``default`` call: one this generation
+    cannot provide (defined on another generation, removed, broken) does not make the metric
+    unavailable (``metrics.passes.resolve_names``)."""
+    inside: set[str] = set()
+    outside: set[str] = set()
+    stack: list[tuple[ast.Expr, bool]] = [(expr, False)]
+    while stack:
+        n, opt = stack.pop()
+        if isinstance(n, ast.Name):
+            (inside if opt else outside).add(n.name)
+        elif isinstance(n, ast.Call) and n.func == "default" and len(n.args) == 2:
+            stack += [(n.args[0], True), (n.args[1], opt)]
+        else:
+            stack += [(c, opt) for c in ast.children(n)]
+    return inside - outside
 
 
 def _text(e: ast.Expr) -> str:

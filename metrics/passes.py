@@ -17,6 +17,7 @@ from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 from perfonto.ontology.generation import Generation
 
 from .infer import Fail, Typer, _reads_windows
+from .optional import optional_names, optional_unknown
 from .stages import Available, CompiledMetric, Declared, Graphed, Parsed, Resolved, Typed, advance, frozen
 
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
@@ -84,6 +85,7 @@ def resolve_names(s: Declared) -> Resolved:
     diags, bad = list(s.diagnostics), set(s.bad)
     known = set(gen.signals) | set(gen.fields) | set(gen.record_fields) | set(gen.spec) | set(by_name) | {"interval"}
     elsewhere = names_in(s.others, gen)
+    other_spec = {n for o in s.others for n in o.spec}
     unavailable: dict[str, str] = {}
     graph = nx.DiGraph()
     for n in list(gen.signals) + list(gen.fields):
@@ -100,6 +102,7 @@ def resolve_names(s: Declared) -> Resolved:
 
     for name, d in by_name.items():
         graph.add_node(name, kind="metric")
+        optional = optional_names(d.expr)  # read only as x of `default(x, d)`: absent here, d is used
         for node in ast.walk(d.expr):
             if not isinstance(node, ast.Name):
                 continue
@@ -117,7 +120,8 @@ def resolve_names(s: Declared) -> Resolved:
                 )
                 use(new, name, node.span)
             elif reason is not None:
-                unavailable.setdefault(name, reason)
+                if node.name not in optional:
+                    unavailable.setdefault(name, reason)
             elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
                 repl = gen.signals[node.name].renamed_to
                 diags.append(
@@ -130,6 +134,9 @@ def resolve_names(s: Declared) -> Resolved:
                     )
                 )
                 use(node.name, name, node.span)
+            elif node.name not in known and node.name in optional:  # `default(x, d)`: d here (metrics.optional)
+                if node.name not in other_spec:
+                    diags.append(optional_unknown(node.name, name, gen.name, did_you_mean(node.name, known), node.span))
             elif node.name not in known:
                 hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
                 diags.append(

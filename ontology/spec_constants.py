@@ -123,6 +123,23 @@ def _spec_constant(
     )
 
 
+def constant_record(c: ResolvedConstant) -> dict:
+    """What a report records of a spec constant a value used (``report.json``'s ``constants``):
+    ``value`` in ``unit`` (as the catalog writes it), ``provenance`` (measured, claimed, estimated or
+    assumed), ``source``, ``scope`` and ``where`` (the catalog file's name and line that set it: a child
+    generation's override names the child)."""
+    from pathlib import Path
+
+    return {
+        "value": c.value,
+        "unit": c.unit_text,
+        "provenance": c.provenance,
+        "source": c.source,
+        "scope": c.scope.value,
+        "where": f"{Path(c.span.file).name}:{c.span.line}" if c.span.file else "",
+    }
+
+
 def _error(diags: list[Diagnostic], code: str, message: str, span, hint: str) -> None:
     """Report an error diagnostic (``code``, located at ``span``, with a ``hint``)."""
     diags.append(Diagnostic("error", code, message, span, hint=hint))

@@ -162,3 +162,119 @@ def test_a_per_sample_exponent_is_refused_with_a_reason(gen, formula, code, col,
     graph = compile_src(gen, f"metric t.bad [1] = {formula}\n")
     (d,) = graph.errors
     assert (d.code, d.span.line, d.span.col) == (code, 1, col) and message in d.message, d.render()
+
+
+# -- c) and e) every dtype of caelius counted; the constants each value used -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def caelius_graph():
+    from perfonto.metrics.catalog import shipped_others
+    from perfonto.metrics.compiler import compile_files
+
+    g, _ = load_generation("caelius")
+    graph = compile_files(g, others=shipped_others())
+    assert not graph.errors, [d.render() for d in graph.errors]
+    return graph
+
+
+def _caelius_window(graph) -> dict[str, float]:
+    """One hand-made window of one caelius chip, 10 ms: per core (16) 2e12 FP4, 0.5e12 FP8 and 0.1e12 BF16
+    FLOP; 40e12 model FLOP; per HBM stack (8) 1e9 bytes read and 0.5e9 written."""
+    from perfonto.metrics.windows import Windows
+
+    def per(n: int, v: float) -> np.ndarray:
+        return np.full((1, 1, n), v)
+
+    values = {
+        "mxu.flops_fp4": per(16, 2e12),
+        "mxu.flops_fp8": per(16, 0.5e12),
+        "mxu.flops_bf16": per(16, 0.1e12),
+        "seq.model_flops": np.full((1, 1), 40e12),
+        "hbm.read_bytes": per(8, 1e9),
+        "hbm.write_bytes": per(8, 0.5e9),
+    }
+    names = ["mxu.achieved_flops", "mfu", "hfu", "arithmetic_intensity", "mxu.flops"]
+    out = evaluate(graph, Windows(np.full((1, 1), 0.01), values), names)
+    return {k: float(np.ravel(v)[0]) for k, v in out.items()}
+
+
+def test_caelius_fp4_work_counts_in_flops_mfu_hfu_and_intensity(caelius_graph):
+    v = _caelius_window(caelius_graph)
+    # 16 x (2 + 0.5 + 0.1) e12 = 41.6e12 FLOP in 0.01 s = 4160 TFLOP/s (without FP4: 960 TFLOP/s)
+    assert v["mxu.achieved_flops"] == pytest.approx(4160.0, rel=1e-12)
+    assert v["mxu.flops"] == pytest.approx(41.6, rel=1e-12)  # TFLOP
+    # FP4 leads (32e12 > 8e12): the FP4 peak, 36000 TFLOP/s; mfu = 4000 / 36000, hfu = 4160 / 36000
+    assert v["mfu"] == pytest.approx(100 * 4000 / 36000, rel=1e-12)
+    assert v["hfu"] == pytest.approx(100 * 4160 / 36000, rel=1e-12)
+    # 41.6e12 FLOP / (8 x 1.5e9 B) = 3466.67 FLOP/B
+    assert v["arithmetic_intensity"] == pytest.approx(41.6e12 / 12e9, rel=1e-12)
+
+
+def test_sohu_compiles_the_same_formulas_without_fp4(caelius_graph):
+    from perfonto.metrics.catalog import shipped_others
+    from perfonto.metrics.compiler import compile_files
+
+    sohu, _ = load_generation("sohu")
+    graph = compile_files(sohu, others=shipped_others())
+    assert not graph.errors and "mfu" in graph.metrics and "mxu.achieved_flops" in graph.metrics
+    assert not [d for d in graph.diagnostics if d.code in ("lint-flop-coverage", "unknown-name")]
+    assert not [d for d in caelius_graph.diagnostics if d.code == "lint-flop-coverage"]  # FP4 no longer left out
+    assert "mxu.flops_fp4" in caelius_graph.metrics["mxu.achieved_flops"].signal_deps
+    assert "mxu.flops_fp4" not in graph.metrics["mxu.achieved_flops"].signal_deps
+    # without the other generations, mxu.flops_fp4 is unknown anywhere: a warning, and the default is used
+    alone = compile_files(sohu)
+    assert not alone.errors and "mxu.achieved_flops" in alone.metrics
+    assert any(d.code == "unknown-name" and d.severity == "warning" for d in alone.diagnostics)
+
+
+def test_report_records_the_constants_each_value_used(caelius_graph):
+    from perfonto.analysis.report_json import constants_json
+
+    metrics = {"mfu": {"value": 1.0}, "mxu.achieved_flops": {"value": 2.0}}
+    table = constants_json(caelius_graph, metrics)
+    # mfu reads mxu.peak_flops_dominant, which chooses among the three dense peaks
+    assert metrics["mfu"]["constants"] == [
+        "spec.mxu.peak_flops_bf16",
+        "spec.mxu.peak_flops_fp4",
+        "spec.mxu.peak_flops_fp8",
+    ]
+    assert "constants" not in metrics["mxu.achieved_flops"]  # counters over the interval: no constant
+    assert table["spec.mxu.peak_flops_fp4"] == {
+        "value": 36000.0,
+        "unit": "TFLOP/s",
+        "provenance": "assumed",
+        "source": "twice the FP8 rate, as on B200",
+        "scope": "chip",
+        "where": f"caelius.yaml:{caelius_graph.generation.spec['spec.mxu.peak_flops_fp4'].span.line}",
+    }
+    assert set(table) == set(metrics["mfu"]["constants"])
+
+
+@pytest.mark.slow
+def test_caelius_fp4_emulation_agrees_with_ground_truth(tmp_path, monkeypatch):
+    """A 50 ms caelius run at FP4 weights (llama3-8b, one chip), analysed end to end: achieved FLOP/s,
+    MFU and HFU as the emulator's ground truth has them, and report.json names the constants."""
+    import perfonto
+    from perfonto.analysis.validate import truth_table
+
+    monkeypatch.setenv("PERFONTO_NO_JIT", "1")  # the pure-Python kernel: no numba compile for one chip
+    em = perfonto.emulate(
+        "caelius", model="llama3-8b", chips=1, duration=0.05, dtype="fp4", warmup_steps=20, out=tmp_path / "run"
+    )
+    gt = em.ground_truth
+    assert gt["flops_fp4"] > 0.9 * gt["flops"]  # the work is FP4: leaving it out would read ~4 % of it
+    doc = perfonto.evaluate(perfonto.load_catalog(generation="caelius"), em.path).report.to_json()
+    m = doc["metrics"]
+    d = gt["duration_s"]
+    assert m["mxu.achieved_flops"]["value"] == pytest.approx(gt["flops"] / d / 1e12, rel=1e-6)
+    # the FP4 peak (36000 TFLOP/s, the model's precision) as the emulator's mfu and hfu have it
+    assert m["mfu"]["value"] == pytest.approx(100 * gt["mfu"], rel=1e-6)
+    assert m["mfu"]["value"] == pytest.approx(100 * gt["model_flops"] / (36000e12 * d), rel=1e-6)
+    assert m["hfu"]["value"] == pytest.approx(100 * gt["hfu"], rel=1e-6)
+    truth = truth_table(load_generation("caelius")[0], gt)
+    assert truth["mfu"]() == pytest.approx(m["mfu"]["value"], rel=1e-6)
+    assert (
+        "spec.mxu.peak_flops_fp4" in m["mfu"]["constants"]
+        and doc["constants"]["spec.mxu.peak_flops_fp4"]["value"] == 36000.0
+    )
