@@ -34,12 +34,20 @@ class CollectorMetadata(BaseModel):
     timestamp_unit: str | None = Field(None, pattern="^(ns|us|ms|s)$", description="Unit of a bare `timestamp` column.")
     duration_ns: int | None = Field(None, ge=0, description="Duration of the capture on the host timeline, ns.")
     model: str | None = Field(None, description="The workload's model, shown in the report.")
+    multiplex_scaled: bool | None = Field(
+        None,
+        description="The registers hold counts already scaled by time enabled / time running (perf stat's printed "
+        "counts); the `C@enabled_ns`/`C@running_ns` columns then only say which counters ran together.",
+    )
 
 
 LAYOUTS = {
     "wide": {
         "keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp", "sample?"],
         "signals": "one column per signal (fixed-size list for instances) or per instance, `name[i]`",
+        "multiplex?": "per register column C (`name` or `name[i]`): `C@enabled_ns`, `C@running_ns` (running totals "
+        "of perf's time_enabled and time_running, ns) and optionally `C@group` (the multiplex group of the "
+        "interval ending at the read; null: unknown); counts are scaled by Δenabled / Δrunning (capture.multiplex)",
     },
     "long": {
         "keys": ["host?", "chip", "timestamp_ns|timestamp_us|timestamp_ms|timestamp_s|timestamp"],
