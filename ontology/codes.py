@@ -42,6 +42,7 @@ CODES: dict[str, str] = {
     "wrap-range": "a counter's `wrap_range` is not a whole number of raw counts above 1 within its register",
     "reset-indicator": "a `reset_indicator_kind` without an indicator, or one indicator read as two kinds",
     "scale-field": "a counter's `scale_field` is not a dimensionless packed field of a matching register",
+    "scale-field-override": "a child generation changes a signal's unit but not the `scale_field` it inherits",
     "slots": "a block's `slots` name an axis it does not have, or a slot outside the axis",
     "counter-slots": "a block's `counter_slots` or `group_constraints` name something that is not one of its counters",
     "histogram-buckets": "a histogram's bucket edges are not increasing",

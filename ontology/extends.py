@@ -185,6 +185,7 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
     lineage.chain.append(gname)
     child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
     before = _signal_names(data)
+    diags += scale_field_overrides(src, data)
     for k in NOT_INHERITED:
         data.pop(k, None)
     _merge(data, child, pos, src.positions, ())
@@ -197,6 +198,34 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
     _assign_ids(lineage, data, src, gname)
     data["removed"] = list(src.data.get("removed", []) or [])
     data["renamed"] = dict(src.data.get("renamed", {}) or {})
+
+
+def scale_field_overrides(src: YamlSource, data: dict) -> list[Diagnostic]:
+    """Errors for each signal ``src`` (a child generation) overrides with another ``unit`` while its parent
+    (``data``, merged so far) reads the unit per sample from a ``scale_field`` that the child does not
+    restate: the parent's field would still scale the child's plain unit, silently wrong by orders of
+    magnitude (RAPL's 2^-ESU J). The error points at the child's ``unit`` (file:line:col)."""
+    out: list[Diagnostic] = []
+    assert isinstance(src.data, dict), "a generation document is a mapping"
+    for b, blk in (src.data.get("blocks") or {}).items():
+        sigs = blk.get("signals") if isinstance(blk, dict) else None
+        for s, child in (sigs or {}).items() if isinstance(sigs, dict) else ():
+            parent = ((data.get("blocks") or {}).get(b) or {}).get("signals", {}).get(s)
+            if not (isinstance(child, dict) and isinstance(parent, dict) and parent.get("scale_field")):
+                continue
+            if "unit" in child and "scale_field" not in child and str(child["unit"]) != str(parent.get("unit")):
+                field = parent["scale_field"]
+                out.append(
+                    Diagnostic(
+                        "error",
+                        "scale-field-override",
+                        f"`{b}.{s}` changes its unit to `{child['unit']}` (the parent's: `{parent.get('unit')}`) "
+                        f"but keeps the parent's `scale_field` ({field}), which scales every sample of the new unit",
+                        src.span(("blocks", b, "signals", s, "unit")),
+                        hint="restate `scale_field` for the new unit, or write `scale_field: null` for a plain unit",
+                    )
+                )
+    return out
 
 
 def _has_signal(blocks: dict, sp: tuple[str, str] | None) -> bool:

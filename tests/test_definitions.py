@@ -5,6 +5,8 @@ generation's unit override without ``scale_field`` as a diagnostic, and every dt
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -278,3 +280,38 @@ def test_caelius_fp4_emulation_agrees_with_ground_truth(tmp_path, monkeypatch):
         "spec.mxu.peak_flops_fp4" in m["mfu"]["constants"]
         and doc["constants"]["spec.mxu.peak_flops_fp4"]["value"] == 36000.0
     )
+
+
+# -- d) a child's unit override without its scale_field -------------------------------------------------------
+
+PARENT = one_block_yaml(
+    "p",
+    "      rapl: {kind: packed, width: 32, description: units, fields: {esu: {bits: [8, 12], description: ESU}}}\n"
+    "      energy: {kind: counter, unit: J, width: 32, scale_field: {field: b.rapl.esu, base: 0.5}, "
+    "description: energy in 2^-ESU J}\n",
+)
+
+
+@pytest.mark.parametrize(
+    "override, error",
+    [
+        ("energy: {unit: mJ}", True),  # a plain mJ counter that would still be scaled by 2^-ESU: refused
+        ("energy: {unit: mJ, scale_field: null}", False),  # the plain unit, said explicitly
+        ("energy: {unit: mJ, scale_field: {field: b.rapl.esu, base: 0.5}}", False),  # restated
+        ("energy: {unit: J, description: same unit}", False),  # the unit unchanged: the field still applies
+    ],
+)
+def test_a_child_changing_a_scaled_unit_must_restate_scale_field(tmp_path, override, error):
+    (tmp_path / "p.yaml").write_text(PARENT)
+    child = "generation: c\nextends: p\ndescription: child\nblocks:\n  b:\n    signals:\n      " + override + "\n"
+    (tmp_path / "c.yaml").write_text(child)
+    g, diags = load_generation(tmp_path / "c.yaml")
+    found = [d for d in diags if d.code == "scale-field-override"]
+    if not error:
+        assert g is not None and not found, [d.render() for d in diags]
+        return
+    (d,) = found
+    # the child's `unit` value: line 7 (`      energy: {unit: mJ}`), column 22
+    assert (Path(d.span.file).name, d.span.line, d.span.col) == ("c.yaml", 7, 22), d.render()
+    assert "keeps the parent's `scale_field`" in d.message and "scale_field: null" in d.hint
+    assert g is None  # an error: nothing is resolved from it
