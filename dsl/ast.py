@@ -52,7 +52,8 @@ class Binary:
 @dataclass(frozen=True)
 class Call:
     """``sum(x)``/``avg``/``min``/``max`` with one argument roll up a block's instances; ``min(a, b)``,
-    ``max(a, b)``, ``clamp(x, lo, hi)``, ``abs(x)`` are element-wise."""
+    ``max(a, b)``, ``clamp(x, lo, hi)``, ``abs(x)`` are element-wise; ``default(x, d)`` is x, or d where x is
+    null or not captured (``metrics.optional``)."""
 
     func: str
     args: tuple["Expr", ...]

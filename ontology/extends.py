@@ -8,6 +8,9 @@ Rules (applied from the root of the chain down, one generation at a time):
   reported unavailable with the reason);
 - ``renamed: {old: new}`` moves a signal to a new full name; the old name stays as a deprecated alias;
 - ``generation``, ``description``, ``extends``, ``removed`` and ``renamed`` are never inherited.
+- a signal the child gives another ``unit`` while the parent reads its unit per sample from a
+  ``scale_field`` must restate ``scale_field`` (or write ``scale_field: null``): an error otherwise
+  (``scale_field_overrides``), since the parent's field would scale the new unit silently.
 Positions travel with the values, so an error in an inherited value points into the parent's file.
 """
 
