@@ -268,10 +268,10 @@ def analyze_job(
     plan = None
     if isinstance(capture.counters, (str, Path)):
         plan = plan_capture(graph, capture)
-    at_scale = engine in ("embedded", "spark") or (
-        not by
-        and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows))
-        and (plan is None or plan.multiplex is None)  # multiplexed: read whole, its groups checked in memory
+    multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory
+    at_scale = not multiplexed and (
+        engine in ("embedded", "spark")
+        or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
     )
     timings = {"compile": t_compile}
     inputs = {
@@ -306,11 +306,6 @@ def analyze_job(
             )
             if by:
                 report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
-            if plan.multiplex is not None:
-                report.notes.append(
-                    "multiplexed counters: inputs that ran in different groups are checked by the in-memory engine "
-                    "only (--engine memory); these values are scaled but not checked"
-                )
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
@@ -326,6 +321,11 @@ def analyze_job(
             chunk_rows=chunk_rows,
             progress=progress,
         )
+        if multiplexed and (engine in ("embedded", "spark") or topology is not None):
+            report.notes.append(
+                "a multiplexed capture is analysed by the in-memory engine, which checks which counters ran together "
+                f"(not --engine {engine}{', nor the topology rollups' if topology is not None else ''})"
+            )
         if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
             from perfonto.emulator.claim import run_context
 

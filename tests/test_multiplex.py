@@ -299,3 +299,10 @@ def load_gen(cat):
     from perfonto.metrics.catalog import load_catalog
 
     return load_catalog(cat, None, library=False).graph.generation
+
+
+def test_a_forced_engine_still_checks_the_groups(cat, tmp_path):
+    d = _dump(tmp_path / "d.parquet", [0, 900, 1800], [0, 200, 400], HALF, HALF, 1, 2)
+    m, rep = _analyze(cat, d, tmp_path / "o", "--engine", "embedded")
+    assert m[RATIO] == [None, None] and rep["null_windows"][RATIO] == {APART: 2}  # not 450 %
+    assert any("analysed by the in-memory engine" in n for n in rep["notes"])
