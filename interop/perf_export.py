@@ -100,6 +100,8 @@ def unit_label(unit_text: str) -> str:
 
 def export(graph: MetricGraph) -> PerfExport:
     """Translate every window metric of ``graph`` (see the module docstring)."""
+    from perfonto.metrics.optional import resolve_defaults
+
     gen = graph.generation
     reg = gen.registry
     out = PerfExport()
@@ -121,7 +123,7 @@ def export(graph: MetricGraph) -> PerfExport:
         try:
             specs: set[str] = set()
             emitter = _Emitter(graph, reg, specs)
-            text = emitter.expr(d.expr)[0]
+            text = emitter.expr(resolve_defaults(d.expr, gen, graph.metrics))[0]  # `default(x, d)`: x or d
             scale = _scale(reg, typer, m, d)
         except (_Unsupported, UnitError) as exc:
             out.skipped[name] = str(exc)

@@ -35,7 +35,15 @@ if TYPE_CHECKING:  # the graph imports the compiler's stages; only for annotatio
     from .graph import MetricGraph
     from .infer import Typer, _T
 
-__all__ = ["fill_defaults", "missing_names", "optional_names", "optional_signals", "optional_unknown", "type_default"]
+__all__ = [
+    "fill_defaults",
+    "missing_names",
+    "optional_names",
+    "optional_signals",
+    "optional_unknown",
+    "resolve_defaults",
+    "type_default",
+]
 
 
 def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
@@ -89,16 +97,43 @@ def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
 def missing_names(typer: "Typer", x: ast.Expr) -> list[str]:
     """The signal names ``x`` reads that this generation does not provide (absent here, or listed but
     known not to count): the resolve pass left them out of the graph (``optional_names``)."""
-    gen = typer.gen
-    out = []
-    for n in ast.walk(x):
-        if isinstance(n, ast.Name):
-            name = gen.aliases.get(n.name, n.name)
-            sig = gen.signals.get(name)
-            provided = (sig is not None and not sig.broken) or name in gen.fields or name in gen.record_fields
-            provided = provided or name in gen.spec or name in typer.compiled or name == "interval"
-            if not provided:
-                out.append(n.name)
+    return [n.name for n in ast.walk(x) if isinstance(n, ast.Name) and not _provided(typer.gen, typer.compiled, n.name)]
+
+
+def _provided(gen, compiled, name: str) -> bool:
+    name = gen.aliases.get(name, name)
+    sig = gen.signals.get(name)
+    if sig is not None:
+        return not sig.broken
+    return name in gen.fields or name in gen.record_fields or name in gen.spec or name in compiled or name == "interval"
+
+
+def resolve_defaults(expr: ast.Expr, gen, compiled) -> ast.Expr:
+    """``expr`` with each ``default(x, d)`` replaced by x where this generation provides every name x
+    reads, else by d (and ``a + 0``, a zero default, by a): for exporters whose target has no per-window
+    null (perf's metric expressions read an event or fail). ``compiled``: the catalog's metrics."""
+    if isinstance(expr, ast.Call) and expr.func == "default" and len(expr.args) == 2:
+        x, d = expr.args
+        keep = all(_provided(gen, compiled, n.name) for n in ast.walk(x) if isinstance(n, ast.Name))
+        return resolve_defaults(x if keep else d, gen, compiled)
+    fields = ast.CHILD_FIELDS[type(expr)]
+    if not fields:
+        return expr
+    changes = {}
+    for f in fields:
+        v = getattr(expr, f)
+        new = (
+            tuple(resolve_defaults(a, gen, compiled) for a in v)
+            if isinstance(v, tuple)
+            else resolve_defaults(v, gen, compiled)
+        )
+        changes[f] = new
+    out = dataclasses.replace(expr, **changes)
+    if isinstance(out, ast.Binary) and out.op in ("+", "-"):  # `a + 0 FLOP` (a default of zero) is a
+        if isinstance(out.right, ast.Number) and out.right.value == 0:
+            return out.left
+        if out.op == "+" and isinstance(out.left, ast.Number) and out.left.value == 0:
+            return out.right
     return out
 
 
