@@ -279,7 +279,9 @@ def ncu_capture(path: str | Path, gen, notes: list[str] | None = None, sample_pe
         raise DumpError(f"{path}: --sample-period does not apply to ncu's raw page: its windows are the kernels")
     kernels = read_ncu(path, gen, notes)
     t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)  # the signals with a column
-    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "ncu"})})
+    return t.replace_schema_metadata(
+        {"perfonto": json.dumps({"generation": gen.name, "source": "ncu", "increments": True})}
+    )
 
 
 def ncu_trace(path: str | Path, gen) -> pa.Table:

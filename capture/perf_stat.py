@@ -385,7 +385,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     if axis is not None:  # an instance axis sized by the data: the CPUs (cores, sockets) are its instances
         labels = check_labels(str(path), axis[0], perf_instances(ps, mapping), axis[1])
     t = collector_table(ps, mapping, notes=notes, instances=labels)
-    meta = {"generation": gen.name, "source": "perf stat"}
+    meta = {"generation": gen.name, "source": "perf stat", "increments": True}  # summed (metrics.bridge)
     if any("@" in c for c in t.column_names):
         meta["multiplex_scaled"] = True  # perf printed counts scaled by enabled / running (capture.multiplex)
     return t.replace_schema_metadata({"perfonto": json.dumps(meta)})

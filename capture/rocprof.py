@@ -255,7 +255,9 @@ def rocprof_capture(
         raise DumpError(f"{path}: --sample-period does not apply to rocprof's CSV: its windows are the dispatches")
     kernels = read_rocprof(path, gen, notes)
     t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)
-    return t.replace_schema_metadata({"perfonto": json.dumps({"generation": gen.name, "source": "rocprofv3"})})
+    return t.replace_schema_metadata(
+        {"perfonto": json.dumps({"generation": gen.name, "source": "rocprofv3", "increments": True})}
+    )
 
 
 def rocprof_trace(path: str | Path, gen) -> pa.Table:

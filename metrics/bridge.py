@@ -12,7 +12,10 @@ totals — reads the gap's windows as valid, the bridged increase in the last of
 
 Not bridged (the windows stay out of the run totals, and a note says why): a reset or an ambiguous
 wrap over the span; a gap at the start of the run (no running total before it) or at its end (it never
-closes); an end of the span that is not a reading (a sentinel, a value beyond the counter's range).
+closes); an end of the span that is not a reading (a sentinel, a value beyond the counter's range); a
+capture whose running totals a reader summed from a tool's per-interval increments (its metadata says
+``increments``: perf stat, Nsight Compute, rocprof), where the running total after a missing increment
+lacks that increment, so the difference across the gap would undercount.
 Only counters (``window: increase``) with a constant scale are bridged: a gauge's samples are levels,
 not totals, and a counter with a unit field (rule 4d) has no known unit over the gap.
 
@@ -31,6 +34,9 @@ from perfonto.ontology import kinds
 
 from .windows import MISSING, REASONS, RESET, RESET_INFERRED, VALID, WRAP_AMBIGUOUS, Windows, max_rate
 from .windows import modular_delta, range_delta
+
+
+INCREMENTS = "the capture gives per-interval increments (metadata `increments`), and a missing one is lost"
 
 
 def bridgeable(sig) -> bool:
@@ -81,11 +87,19 @@ class Bridger:
         """Bridge the piece ``dump`` whose first sample is sample ``first`` of the run (for a piece after the
         first, the previous piece's last sample)."""
         out = Piece()
+        increments = bool(dump.metadata.get("increments"))
         for name, raw in dump.raw.items():
             sig = self.gen.signals.get(name)
             if sig is None or not bridgeable(sig):
                 continue
             bad = np.broadcast_to(~dump.present[:, :, None] | dump.missing.get(name, False), raw.shape)
+            if increments:  # running totals summed from a tool's increments: a missing increment is lost
+                starts = bad.copy()
+                starts[1:] &= ~bad[:-1]
+                starts[0] &= first == 0  # a piece's first sample is the previous piece's last
+                cc, ci = np.nonzero(starts)[1:]
+                self._count(name, starts[starts], INCREMENTS, dump, cc, first + np.nonzero(starts)[0])
+                continue
             c = self.carry.get(name)
             if not bad.any() and (c is None or not c.open.any()):
                 self.carry.pop(name, None)
@@ -219,7 +233,8 @@ class Bridger:
         rec = self.unbridged.setdefault((name, why), [0, None, None])
         if rec[0] == 0:
             i = int(np.argmax(mask))
-            rec[1], rec[2] = int(dump.chips[cc[i]]), int(samples[i])
+            at = "from" if why == INCREMENTS else "closing at"
+            rec[1], rec[2] = int(dump.chips[cc[i]]), f"{at} sample {int(samples[i])}"
         rec[0] += int(mask.sum())
 
     def notes(self) -> list[str]:
@@ -232,15 +247,11 @@ class Bridger:
                 rec = self.unbridged.setdefault((name, "at the end of the run (it never closes)"), [0, None, None])
                 rec[0] += int(c.open.sum())
                 rec[1] = int(self.chips[col]) if rec[1] is None else rec[1]
-                rec[2] = -int(c.w0[i] + 1) if rec[2] is None else rec[2]
+                rec[2] = f"from sample {int(c.w0[i] + 1)}" if rec[2] is None else rec[2]
         for (name, why), (n, chip, sample) in sorted(self.unbridged.items()):
-            where = (
-                f" (first: chip {chip}, from sample {-sample})"
-                if sample < 0
-                else f" (first: chip {chip}, closing at sample {sample})"
-            )
             out.append(
-                f"{name}: {n} gap(s) of missing samples not bridged in the run totals, {why}{where}: "
+                f"{name}: {n} gap(s) of missing samples not bridged in the run totals, {why} (first: chip {chip}, "
+                f"{sample}): "
                 "their windows are left out of the run and server totals"
             )
         return out

@@ -162,3 +162,25 @@ def test_a_gap_that_may_hide_several_wraps_or_never_closes_stays_out_and_is_note
     assert len(notes) == 2
     assert "window longer than the counter's wrap period over the gap (first: chip 1, closing at sample 12)" in notes[1]
     assert "at the end of the run (it never closes) (first: chip 0, from sample 12)" in notes[0]
+
+
+def test_a_missing_increment_of_perf_stat_is_not_bridged(tmp_path, capsys):
+    # perf stat -I prints increments; the reader sums them into running totals, so the total after a
+    # `<not counted>` line lacks that interval's count: the difference across the gap would hold the 0.3 s
+    # line's 26 switches only, over 0.2 s of task-clock. The gap stays out (windows 1 and 2, 0.1-0.3 s), with
+    # a note. Over the other 12 intervals: (329 - 43 - 26) = 260 switches in (1,649.93 - 84.30 - 99.80) ms
+    # of task-clock = 260 / 1.46583 s.
+    fix = Path(__file__).parent / "fixtures" / "perf" / "perf-stat-interval.csv"
+    p = tmp_path / "nc.csv"
+    p.write_text(
+        fix.read_text().replace("0.200508350,43,,context-switches", "0.200508350,<not counted>,,context-switches")
+    )
+    doc = _cli_default(capsys, p, tmp_path / "o", "--format", "perf-stat")
+    assert doc["metrics"]["context_switches.per_second"]["value"] == pytest.approx(260 / 1.46583, rel=1e-9)
+    assert any("per-interval increments" in n and n.startswith("task.context_switches") for n in doc["notes"])
+
+
+def _cli_default(capsys, p, out, *extra) -> dict:
+    capsys.readouterr()
+    assert main(["analyze", str(p), "--out", str(out), "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
