@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..targets import offered_by
 from . import HELP
-from .common import CommandError, duration, stderr
+from .common import catalog_options, CommandError, duration, stderr
 
 TARGETS = offered_by("codegen")
 
@@ -19,9 +19,7 @@ TARGETS = offered_by("codegen")
 def register(sub) -> None:
     c = sub.add_parser("codegen", help=HELP["codegen"])
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
-    c.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-    c.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
-    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
+    catalog_options(c, library=True)
     c.add_argument("--out", required=True, help="output folder (each file is written atomically)")
     c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
     c.add_argument(

@@ -19,6 +19,23 @@ class CommandError(PerfontoError):
         self.message, self.code, self.diagnostics = message, code, list(diagnostics)
 
 
+GENERATION_HELP = "generation (default: sohu, or the --catalog folder's)"
+CATALOG_HELP = "catalog folder (default: the shipped catalog)"
+
+
+def catalog_options(
+    p, generation: str = GENERATION_HELP, catalog: str = CATALOG_HELP, metavar: str | None = None, library: bool = False
+) -> None:
+    """A command's ``--generation`` and ``--catalog`` (the catalog it compiles; help texts as given) and,
+    with ``library``, ``--no-library``."""
+    p.add_argument("--generation", default=None, help=generation)
+    p.add_argument("--catalog", default=None, metavar=metavar, help=catalog)
+    if library:
+        p.add_argument(
+            "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"
+        )
+
+
 def catalog_failure(exc, args) -> CommandError:
     """The ``CommandError`` for a ``CatalogError``: an unknown generation is a usage error (2), a
     catalog that does not compile a failure (1)."""

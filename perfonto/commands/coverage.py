@@ -8,15 +8,12 @@ import json
 import tempfile
 
 from . import HELP
-from .common import CommandError, catalog_failure, positive_int, stdout
+from .common import catalog_failure, catalog_options, CommandError, positive_int, stdout
 
 
 def register(sub) -> None:
     p = sub.add_parser("coverage", help=HELP["coverage"])
-    p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-    p.add_argument(
-        "--catalog", default=None, metavar="DIR", help="a catalog folder (a proposed counter is judged by what it adds)"
-    )
+    catalog_options(p, catalog="a catalog folder (a proposed counter is judged by what it adds)", metavar="DIR")
     p.add_argument(
         "--scenarios",
         default=None,

@@ -11,20 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import HELP
-from .common import CommandError, stderr
+from .common import catalog_options, CommandError, stderr
 
 
 def register(sub) -> None:
     c = sub.add_parser("docs", help=HELP["docs"])
-    c.add_argument(
-        "--generation",
-        default=None,
-        help="generation whose catalog gives the metric details (default: sohu, or the --catalog folder's)",
+    catalog_options(
+        c,
+        generation="generation whose catalog gives the metric details (default: sohu, or the --catalog folder's)",
+        catalog="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)",
+        library=True,
     )
-    c.add_argument(
-        "--catalog", default=None, help="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)"
-    )
-    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--out", required=True, help="output folder, written atomically")
     c.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     c.add_argument("--json", action="store_true", help="print one JSON object (the pages written) on stdout")

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from . import HELP
-from .common import CommandError
+from .common import catalog_options, CommandError
 
 
 def register(sub) -> None:
     for name in ("explain", "graph"):
         p = sub.add_parser(name, help=HELP[name])
         p.add_argument("metric", help="metric name, e.g. mfu")
-        p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-        p.add_argument("--catalog", default=None, help="catalog folder (default: the shipped catalog)")
-        p.add_argument(
-            "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"
-        )
+        catalog_options(p, library=True)
         p.add_argument("--json", action="store_true", help="print one JSON object ({name, text}) on stdout")
         if name == "graph":
             p.add_argument(

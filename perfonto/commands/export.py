@@ -13,21 +13,16 @@ import json
 
 from ..targets import offered_by
 from . import HELP
-from .common import CommandError, stderr, uncompiled
+from .common import catalog_options, CommandError, stderr, uncompiled
 
 
 def register(sub) -> None:
     p = sub.add_parser("export", help=HELP["export"])
     p.add_argument("target", choices=offered_by("export"), help="output format")
-    p.add_argument(
-        "--generation",
-        default=None,
-        help="generation whose catalog to export (default: sohu, or the --catalog folder's)",
-    )
-    p.add_argument(
-        "--catalog",
-        default=None,
-        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    catalog_options(
+        p,
+        generation="generation whose catalog to export (default: sohu, or the --catalog folder's)",
+        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
     )
     p.add_argument("--out", required=True, help="output file (perf-json) or folder (semconv)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")

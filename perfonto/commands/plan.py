@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, positive_int
+from .common import catalog_options, CommandError, positive_int
 
 
 def register(sub) -> None:
@@ -19,8 +19,7 @@ def register(sub) -> None:
         metavar="A,B",
         help="metrics to collect, comma-separated; patterns expand (`topdown.*` is the top-down tree)",
     )
-    p.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-    p.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
+    catalog_options(p, metavar="DIR")
     p.add_argument(
         "--slots",
         type=positive_int,

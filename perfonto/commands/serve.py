@@ -15,7 +15,7 @@ import threading
 from urllib.parse import urlparse
 
 from . import HELP
-from .common import CommandError, duration, non_negative_int, positive_int, stderr, uncompiled
+from .common import catalog_options, CommandError, duration, non_negative_int, positive_int, stderr, uncompiled
 
 
 def _port(text: str) -> int:
@@ -47,11 +47,10 @@ def register(sub) -> None:
         metavar="FILE|DIR",
         help="a folder of Parquet part files appended over time, or one dump file rewritten",
     )
-    p.add_argument("--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)")
-    p.add_argument(
-        "--catalog",
-        default=None,
-        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    catalog_options(
+        p,
+        generation="hardware generation (default: sohu, or the --catalog folder's)",
+        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
     )
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument(

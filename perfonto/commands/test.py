@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from . import HELP
-from .common import CommandError, stderr
+from .common import catalog_options, CommandError, stderr
 
 
 def register(sub) -> None:
@@ -14,10 +14,11 @@ def register(sub) -> None:
     t.add_argument(
         "path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)"
     )
-    t.add_argument(
-        "--generation", default=None, help="only vectors of this generation (default: every generation the files name)"
+    catalog_options(
+        t,
+        generation="only vectors of this generation (default: every generation the files name)",
+        catalog="catalog folder to compile (default: the shipped catalog)",
     )
-    t.add_argument("--catalog", default=None, help="catalog folder to compile (default: the shipped catalog)")
     t.add_argument("--json", action="store_true", help="print the outcomes as one JSON object")
     t.set_defaults(func=cmd_test)
 

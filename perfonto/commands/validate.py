@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, catalog_failure, stderr
+from .common import catalog_failure, catalog_options, CommandError, stderr
 
 
 def register(sub) -> None:
     v = sub.add_parser("validate", help=HELP["validate"])
-    v.add_argument("--generation", default=None, help="generation (default: sohu, or the --catalog folder's)")
-    v.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
+    catalog_options(v, metavar="DIR")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=cmd_validate)
 
