@@ -1,9 +1,14 @@
 """Small helpers shared by tests (importable as `helpers`; pytest puts tests/ on sys.path)."""
 
 import json
+from pathlib import Path
 
 from perfonto.cli import main
+from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.compiler import compile_texts
+
+#: The tool catalogs perfonto ships, one folder per tool (``perfonto/catalogs/<tool>``).
+TOOL_CATALOGS = Path(__file__).parents[1] / "perfonto" / "catalogs"
 
 
 def compile_src(gen, text: str, name: str = "t.metrics"):
@@ -41,6 +46,11 @@ def one_block_yaml(generation: str, signals: str, *, block: str = "b", instances
         + (f"    instances: {instances}\n" if instances else "")
         + f"    signals:\n{signals}"
     )
+
+
+def tool_generation(tool: str, generation: str | None = None):
+    """The generation of the shipped ``tool`` catalog, compiled alone (no metric library, no cache)."""
+    return load_catalog(TOOL_CATALOGS / tool, generation, library=False, cache=False).generation
 
 
 def analyze(capsys, path, out, *extra) -> tuple[int, dict]:

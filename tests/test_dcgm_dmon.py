@@ -20,15 +20,15 @@ from perfonto.capture.dcgm_dmon import dmon_capture, read_dmon, short_name
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.cli import main
-from perfonto.metrics.catalog import load_catalog
+
+from helpers import tool_generation
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm-dmon" / "dmon-2gpu.txt"
-CATALOG = Path(__file__).parents[1] / "perfonto" / "catalogs" / "dcgm"
 
 
 @pytest.fixture(scope="module")
 def gen():
-    return load_catalog(CATALOG, "dcgm_h100", library=False, cache=False).generation
+    return tool_generation("dcgm", "dcgm_h100")
 
 
 def _analyze(capsys, path, out, *extra) -> tuple[int, dict, str]:

@@ -19,16 +19,14 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.ncu import ncu_capture, ncu_trace, unit_expr
 
-from helpers import analyze
-from perfonto.metrics.catalog import load_catalog
+from helpers import analyze, tool_generation
 
 FIX = Path(__file__).parent / "fixtures" / "ncu" / "two-kernels.csv"
-CATALOG = Path(__file__).parents[1] / "perfonto" / "catalogs" / "ncu"
 
 
 @pytest.fixture(scope="module")
 def gen():
-    return load_catalog(CATALOG, None, library=False, cache=False).generation
+    return tool_generation("ncu")
 
 
 def test_two_kernels_give_the_hand_computed_bandwidths(capsys, tmp_path):

@@ -19,16 +19,14 @@ from perfonto.capture.formats import detect
 from perfonto.capture.kernel_windows import Kernel, kernel_table
 from perfonto.capture.rocprof import rocprof_capture, rocprof_trace
 
-from helpers import analyze
-from perfonto.metrics.catalog import load_catalog
+from helpers import analyze, tool_generation
 
 FIX = Path(__file__).parent / "fixtures" / "rocprof-csv" / "1234_counter_collection.csv"
-CATALOG = Path(__file__).parents[1] / "perfonto" / "catalogs" / "rocprof"
 
 
 @pytest.fixture(scope="module")
 def gen():
-    return load_catalog(CATALOG, None, library=False, cache=False).generation
+    return tool_generation("rocprof")
 
 
 def test_two_dispatches_give_the_hand_computed_values(capsys, tmp_path):
