@@ -315,3 +315,17 @@ def test_a_child_changing_a_scaled_unit_must_restate_scale_field(tmp_path, overr
     assert (Path(d.span.file).name, d.span.line, d.span.col) == ("c.yaml", 7, 22), d.render()
     assert "keeps the parent's `scale_field`" in d.message and "scale_field: null" in d.hint
     assert g is None  # an error: nothing is resolved from it
+
+
+def test_perf_export_reads_the_default_as_the_generation_has_it(caelius_graph):
+    from perfonto.interop.perf_export import export
+    from perfonto.metrics.catalog import shipped_others
+    from perfonto.metrics.compiler import compile_files
+
+    def expr(graph, name):
+        return next(e["MetricExpr"] for e in export(graph).entries if e.get("MetricName") == name)
+
+    sohu = compile_files(load_generation("sohu")[0], others=shipped_others())
+    # sohu has no FP4 counter: the zero default is dropped, as the formula read before FP4 was added
+    assert expr(sohu, "mxu.achieved_flops") == "((mxu.flops_fp8 * 1024) + (mxu.flops_bf16 * 1024)) / duration_time"
+    assert "(mxu.flops_fp4 * 1024)" in expr(caelius_graph, "mxu.achieved_flops")
