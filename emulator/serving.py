@@ -36,7 +36,7 @@ import numpy as np
 
 from .ops import EmuConfig, stack_work, step_seconds
 from .parallel import dtype_bytes, kv_capacity_tokens
-from .latency import latency, token_gaps
+from .latency import latency, load_figures, token_gaps
 from .scheduler import ContinuousBatcher, SchedulerError, poisson_arrivals
 from .step_loop import IDLE, STOP, StepLoop
 from .steps import ROW, StepBatch, token_steps
@@ -264,26 +264,30 @@ def serve(
     )
 
 
-def request_times(sv: Served, step_end_s: np.ndarray, *, tokens: bool = False) -> dict[str, np.ndarray]:
+def request_times(
+    sv: Served, step_end_s: np.ndarray, *, tokens: bool = False, step_start_s: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Per request of every batcher: ``arrival_s``, ``first_s``, ``last_s`` (NaN when not in the timed
-    range); with ``tokens``, also ``itl_s``: every gap between consecutive output tokens of a request.
+    range); with ``tokens``, also ``itl_s``: every gap between consecutive output tokens of a request;
+    with ``step_start_s`` (start time of every global step), ``admit_s``: the start of the step that
+    admitted the request (NaN when not in the timed range).
 
     A micro-batch's tokens leave the pipeline ``pp − 1`` steps after its step (``step_end_s`` is the
     end time of every global step); a closed-loop request arrives when the request it replaces has
     left (warm-up arrivals: at 0)."""
     pp = len(sv.batchers)
-    out = {"arrival_s": [], "first_s": [], "last_s": [], "itl_s": []}
+    out = {"arrival_s": [], "first_s": [], "last_s": [], "itl_s": [], "admit_s": []}
     n = len(step_end_s)
     for bt, idx, w in zip(sv.batchers, sv.local_index, sv.warmup):
         log = bt.request_log()
 
-        def when(local_step):
+        def when(local_step, at=step_end_s, lag=pp - 1):
             local_step = np.asarray(local_step, np.int64)
             j = local_step - w
             ok = (local_step >= 0) & (j >= 0) & (j < len(idx))
-            g = np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1) + (pp - 1)
+            g = np.where(ok, idx[np.clip(j, 0, max(len(idx) - 1, 0))] if len(idx) else 0, -1) + lag
             ok &= (g >= 0) & (g < n)
-            return np.where(ok, step_end_s[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
+            return np.where(ok, at[np.clip(g, 0, max(n - 1, 0))] if n else 0.0, np.nan)
 
         arrival = log["arrival_s"]
         if bt.concurrency is not None:
@@ -292,10 +296,27 @@ def request_times(sv: Served, step_end_s: np.ndarray, *, tokens: bool = False) -
         out["arrival_s"].append(arrival)
         out["first_s"].append(when(log["first_step"]))
         out["last_s"].append(when(log["last_step"]))
+        if step_start_s is not None:
+            out["admit_s"].append(when(log["admit_step"], step_start_s, 0))
         if tokens:
             owner, step = token_steps(log["first_step"], log["last_step"], log["per_step"], bt.osl, bt.steps)
             out["itl_s"].append(token_gaps(owner, when(step)))
     return {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+
+
+_PCT = ("p50", "p90", "p99")
+
+
+def _unadmitted(sv: Served) -> np.ndarray:
+    """Arrival times (s) of the requests no batcher admitted: online, those arrived or not; offline,
+    the rest of a bounded queue (at 0); a closed loop has none waiting beyond its clients."""
+    out = []
+    for bt in sv.batchers:
+        if bt.arrivals is not None:
+            out.append(bt.arrivals[bt.admitted :])
+        elif bt.concurrency is None and bt.total is not None:
+            out.append(np.zeros(max(bt.total - bt.admitted, 0)))
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 @dataclass
@@ -323,12 +344,9 @@ class Throughput:
             "makespan_s": self.makespan_s,
             "requests": self.requests,
             "steps": self.steps,
-            "ttft_p50_s": lat["ttft_s"]["p50"],
-            "ttft_p99_s": lat["ttft_s"]["p99"],
-            "tpot_p50_s": lat["tpot_s"]["p50"],
-            "tpot_p99_s": lat["tpot_s"]["p99"],
-            "itl_p50_s": lat.get("itl_s", {}).get("p50"),
-            "itl_p99_s": lat.get("itl_s", {}).get("p99"),
+            **{f"{k}_{p}_s": lat.get(f"{k}_s", {}).get(p) for k in ("ttft", "tpot", "itl") for p in _PCT},
+            **{f"ttft_{k}_{p}_s": lat.get(f"{k}_s", {}).get(p) for k in ("queue", "prefill") for p in ("p50", "p99")},
+            **lat.get("load", {}),
         }
 
 
@@ -353,8 +371,9 @@ def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None 
     wt = float((s + sv.idle_s)[w].sum())
     st_out = float(b.emitted_tokens[w].sum()) * ranks / wt if wt else 0.0
     st_all = float((b.emitted_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0
-    t = request_times(sv, ends, tokens=True)
-    lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl, itl_s=t["itl_s"])
+    t = request_times(sv, ends, tokens=True, step_start_s=ends - s)
+    lat = latency(t["arrival_s"], t["first_s"], t["last_s"], osl, itl_s=t["itl_s"], admit_s=t["admit_s"])
+    lat["load"] = load_figures(t["arrival_s"], t["admit_s"], t["last_s"], ends - s, _unadmitted(sv))
     return Throughput(
         out_tok / span if span else 0.0,
         (out_tok + in_tok) / span if span else 0.0,

@@ -287,10 +287,12 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         "total tok/s",
         "steady total tok/s",
         "TTFT p50",
+        "TTFT p90",
         "TTFT p99",
         "TPOT p50",
         "TPOT p99",
         "ITL p50",
+        "ITL p90",
         "ITL p99",
     ):
         t.add_column(col, justify="right" if "tok" in col or " p" in col else "left")
@@ -301,20 +303,27 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
             f"{f['output_tokens_per_second']:,.0f}",
             f"{f['tokens_per_second']:,.0f}",
             f"{f['steady_tokens_per_second']:,.0f}",
-            _fmt_s(f["ttft_p50_s"]),
-            _fmt_s(f["ttft_p99_s"]),
+            *(_fmt_s(f[f"ttft_{q}_s"]) for q in ("p50", "p90", "p99")),
             _fmt_s(f["tpot_p50_s"]),
             _fmt_s(f["tpot_p99_s"]),
-            _fmt_s(f["itl_p50_s"]),
-            _fmt_s(f["itl_p99_s"]),
+            *(_fmt_s(f[f"itl_{q}_s"]) for q in ("p50", "p90", "p99")),
         )
     out.print(t)
     out.print(
         "output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
-        "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0); "
+        "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0; "
+        "above the capacity the queue, and TTFT with it, grow over the run); "
         "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive tokens of a request "
         "(0 between tokens one speculative step emits together)"
     )
+    for n, r in results.items():
+        f = r.figures.to_json()
+        out.print(
+            f"[bold]{r.preset}[/]: TTFT p50 = queue {_fmt_s(f['ttft_queue_p50_s'])} + prefill "
+            f"{_fmt_s(f['ttft_prefill_p50_s'])} (p99: {_fmt_s(f['ttft_queue_p99_s'])} + "
+            f"{_fmt_s(f['ttft_prefill_p99_s'])}); at most {f['queued_max']:,} requests queued and "
+            f"{f['in_flight_max']:,} in flight per scheduler rank"
+        )
     for n, r in results.items():
         out.print(
             f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}; "
