@@ -50,6 +50,7 @@ class Capture:
         "collector"  # or a capture.formats.FORMATS name: another tool's output, read into the collector format
     )
     multiplexed: str = "null"  # inputs that ran in different multiplex groups: null or flag (analysis.multiplexed)
+    steady_state: float | None = 0.9  # fraction of the peak concurrency for the steady-state window (None: off)
 
 
 @dataclass
@@ -82,6 +83,8 @@ class Report:
     links: dict | None = None  # analysis.links.link_utilization: chip x link busy share
     fleet: object | None = None  # analysis.fleet.Fleet: rollups per host, rack, pod and fleet (fleet-scale path)
     engine: str = "memory"  # memory (whole dump in memory), embedded (in pieces) or spark
+    energy: dict | None = None  # analysis.serving_checks: sensor averaging marks and energy cross-checks
+    steady_state: dict | None = None  # analysis.steady_state: the steady-state window and its serving figures
 
     def to_json(self) -> dict:
         """The report as one JSON document (``analysis.report_json``)."""
@@ -327,6 +330,10 @@ def analyse_capture(
             notes.append(mismatch)
     elif evaluated.record_metrics:
         notes.append("no request records given: latency metrics (ttft, tpot, itl, e2e) are not evaluated")
+    from .serving_checks import serving_checks
+
+    energy, steady, more = serving_checks(evaluated, capture, ev)  # issue 29: sensors and the steady state
+    notes += more
     split = trace_time_split(capture.trace, ev.windows) if capture.trace is not None else None
     multichip = None
     if capture.sync is not None:
@@ -375,6 +382,8 @@ def analyse_capture(
         groups=per["groups"],
         ops=per["ops"],
         links=link_utilization(gen, w, dump.chips),
+        energy=energy,
+        steady_state=steady,
     )
 
 

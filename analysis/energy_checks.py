@@ -3,8 +3,9 @@
 
 - **Averaging windows.** A gauge that declares ``averaging_window`` (a power sensor that reports its
   trailing mean over 1 s, as NVML does on recent NVIDIA boards) gives, in a window shorter than that,
-  the sensor's trailing average rather than the window's: such windows are marked, per gauge, with the
-  metrics that read the gauge (``averaging_marks``).
+  the sensor's trailing average rather than the window's: such windows (shorter by more than 1 %, so that
+  clock drift does not mark a window of the sensor's length) are marked, per gauge, with the metrics that
+  read the gauge (``averaging_marks``).
 - **Energy against power.** An energy counter that declares ``cross_check: {power: G, tolerance: t}``
   is compared over the run, chip by chip, with the integral of gauge ``G``: ``E_counter = Σ_w ΔE_w``
   and ``E_power = Σ_w P̄_w · Δt_w`` (``P̄_w`` the gauge's time-weighted mean in window ``w``, ``Δt_w`` its
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-_SHORT = 1e-9  # relative: a window this much shorter than the sensor's window is still as long as it
+# relative: a window less than 1 % shorter than the sensor's window counts as long as it (device clocks drift by up
+# to ~100 ppm and sample times jitter, so a 1 ms sample period can read 0.9999 ms; the reading is then 99.99 % the
+# window's own)
+_SHORT = 0.01
 FIRST = 8  # window marks listed per gauge (the count covers them all)
 
 

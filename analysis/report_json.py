@@ -101,6 +101,8 @@ def report_json(report) -> dict:
         }
         | per_group_json(report)
         | ({"notes": report.notes} if report.notes else {})
+        | ({"energy_checks": report.energy} if getattr(report, "energy", None) else {})
+        | ({"steady_state": report.steady_state} if getattr(report, "steady_state", None) else {})
         | (  # a multiplexed capture: per metric, the window values whose inputs were never counted together
             {"mismeasured": {k: int(m.sum()) for k, m in report.evaluation.mismeasured.items()}}
             if getattr(report.evaluation, "mismeasured", None) is not None

@@ -49,6 +49,8 @@ class SteadyState:
     full: dict[str, float | None] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     requests_in_window: int = 0
+    run_start: float = 0.0  # s: the first instant of the records
+    run_end: float = 0.0  # s: the end of the run (the last instant of the records unless given)
 
     def to_json(self) -> dict:
         """The JSON form (``report.json``'s ``steady_state``)."""
@@ -57,6 +59,9 @@ class SteadyState:
             "start_s": self.start,
             "end_s": self.end,
             "duration_s": self.end - self.start,
+            "share_of_run": (self.end - self.start) / (self.run_end - self.run_start)
+            if self.run_end > self.run_start
+            else None,
             "peak_concurrency": self.peak,
             "threshold": self.threshold,
             "requests_in_window": self.requests_in_window,
@@ -184,6 +189,7 @@ def steady_state(
     lo, hi = longest_above(times, level, fraction * peak, end)
     in_window = np.isfinite(arrival) & (arrival >= lo) & (arrival < hi)
     ss = SteadyState(fraction, lo, hi, peak, fraction * peak, requests_in_window=int(in_window.sum()))
+    ss.run_start, ss.run_end = t0, end
     ss.window, ss.full = _rates(columns, lo, hi), _rates(columns, t0, end)
     ss.units = {k: RATE_UNITS[k] for k in ss.window}
     lat_w, lat_f = _latencies(graph, columns, in_window), _latencies(graph, columns, None)

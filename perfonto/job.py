@@ -114,6 +114,7 @@ def run_job(
     log: Callable[[str], None] = lambda s: None,
     serving: dict | None = None,
     by: tuple[str, ...] = (),
+    steady_state: float | None = 0.9,
     **emulation,
 ) -> Report:
     """Run the main job end to end: compile, emulate into the output folder, analyse.
@@ -127,7 +128,8 @@ def run_job(
     ``warmup_steps`` is 400 here. ``catalog``: a catalog folder (default: the shipped one). The report
     gets the run's modelling assumptions and, for a generation with a public claim, the comparison
     (``emulator.claim``). ``by``: groupings for every metric per layer / op / phase
-    (``metrics_by_<by>.parquet``, ``analysis.groups``).
+    (``metrics_by_<by>.parquet``, ``analysis.groups``). ``steady_state``: the fraction of the peak
+    concurrency for the steady-state window (``analysis.steady_state``; None: off).
 
     Raises:
         TypeError: an argument ``emulator.run`` does not take.
@@ -171,6 +173,7 @@ def run_job(
             emu.sync_path,
             emu.ground_truth,
             snapshots=emu.snapshots_path,
+            steady_state=steady_state,
         )
         report = analyse_capture(graph, capture, evaluator=mod, model=model, log=log, by=by)
         report.chips = chips

@@ -122,6 +122,9 @@ def render_serving(result: JobResult, console: Console) -> None:
                 "serving latencies of this scenario.",
                 highlight=False,
             )
+    from .report_steady import render_steady_state
+
+    render_steady_state(result, console)
     ts = result.time_split
     if ts and all(finite(v) is not None for v in ts.values()):
         console.print(

@@ -66,8 +66,9 @@ def test_a_power_gauge_averaged_over_longer_than_the_window_is_marked(tmp_path):
 
 
 def test_windows_as_long_as_the_sensor_window_are_not_marked(sohu):
-    # sohu's sensor averages over 1 ms: windows of 1 ms and 5 ms read the window's own power
-    assert ec.averaging_marks(sohu, _windows(sohu, [[1e-3], [5e-3]], [[100.0], [120.0]])) == []
+    # sohu's sensor averages over 1 ms: windows of 1 ms and 5 ms read the window's own power, and so does
+    # one of 0.9999 ms (a 1 ms period on a device clock 100 ppm slow: less than 1 % short)
+    assert ec.averaging_marks(sohu, _windows(sohu, [[1e-3], [5e-3], [0.9999e-3]], [[100.0], [120.0], [90.0]])) == []
     # a 0.5 ms window is half the sensor's
     (m,) = ec.averaging_marks(sohu, _windows(sohu, [[1e-3], [5e-4]], [[100.0], [120.0]]))
     assert (m["windows_marked"], m["shortest_s"]) == (1, 5e-4)

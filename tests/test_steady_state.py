@@ -50,9 +50,7 @@ def _trace() -> dict:
 
 def test_concurrency_of_the_trace():
     c = _trace()
-    times, level = concurrency(
-        np.asarray(c["request.admission_time"]), np.asarray(c["request.completion_time"]), 60.0
-    )
+    times, level = concurrency(np.asarray(c["request.admission_time"]), np.asarray(c["request.completion_time"]), 60.0)
     assert times.tolist() == [0, 5, 10, 50, 55, 60]
     assert level.tolist() == [2, 5, 10, 5, 2, 0]
     assert longest_above(times, level, 9, 60.0) == (10.0, 50.0)
@@ -79,7 +77,7 @@ def test_steady_state_window_and_its_figures(library):
     assert s.window["tpot_p50"] == pytest.approx(987.5) and s.full["tpot_p50"] == pytest.approx(993.75)
     assert s.units["ttft_p50"] == "ms" and s.units["output_tokens_per_second"] == "tok/s"
     doc = s.to_json()
-    assert doc["start_s"] == 10.0 and doc["duration_s"] == 40.0
+    assert doc["start_s"] == 10.0 and doc["duration_s"] == 40.0 and doc["share_of_run"] == pytest.approx(40 / 60)
     assert doc["metrics"]["output_tokens_per_second"] == {
         "steady_state": pytest.approx(10.125),
         "full_run": pytest.approx(475 / 60),
@@ -120,3 +118,54 @@ def test_records_without_requests_are_refused(library):
     empty = {k: [] for k in _trace()}
     with pytest.raises(ValueError, match="no request"):
         steady_state(library, empty, 0.9)
+
+
+@pytest.mark.slow
+def test_analyze_reports_the_steady_state_and_the_energy_checks(tmp_path, capsys):
+    """`perfonto analyze --steady-state 0.5` on an emulated run sampled every 0.5 ms: the steady-state
+    section beside the full run's values, every window marked as shorter than sohu's 1 ms power sensor,
+    and the energy counter agreeing with the integrated power (no disagreement reported)."""
+    import json
+
+    from perfonto import emulator
+    from perfonto.cli import main
+
+    run = tmp_path / "run"
+    emulator.run(
+        "sohu", model="llama3-8b", chips=1, duration_s=0.3, sample_period_s=5e-4, isl=256, osl=16,
+        num_requests=200, rate=400, out_dir=run,
+    )  # fmt: skip
+    code = main(["analyze", str(run), "--out", str(tmp_path / "out"), "--json", "--steady-state", "0.5"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    ss = doc["steady_state"]
+    assert ss["fraction"] == 0.5 and ss["threshold"] == 0.5 * ss["peak_concurrency"]
+    assert 0 <= ss["start_s"] < ss["end_s"] <= 0.3 + 1e-9
+    row = ss["metrics"]["output_tokens_per_second"]
+    assert row["unit"] == "tok/s" and row["steady_state"] > 0 and row["full_run"] > 0
+    assert set(ss["metrics"]) >= {"ttft_p50", "tpot_p50", "energy_per_output_token", "energy_per_token"}
+    # 0.3 s at 0.5 ms: 600 windows, every one half the sensor's 1 ms
+    (avg,) = doc["energy_checks"]["averaging"]
+    assert (avg["signal"], avg["windows_marked"], avg["windows"]) == ("power.power", 600, 600)
+    (cc,) = doc["energy_checks"]["cross_checks"]
+    assert cc["counter"] == "power.energy" and cc["disagree"] == []
+    assert any("trailing average over 0.001 s" in n for n in doc["notes"])
+    assert not any("disagree beyond" in n for n in doc["notes"])
+
+
+def test_the_terminal_table_shows_both_columns(library):
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from perfonto.report_steady import render_steady_state
+
+    console = Console(record=True, width=200)
+    render_steady_state(SimpleNamespace(steady_state=steady_state(library, _trace(), 0.9).to_json()), console)
+    text = console.export_text()
+    flat = " ".join(text.split())  # the title wraps at the table's width
+    assert "Steady state: 10 s to 50 s (40 s), requests in flight ≥ 90 % of the peak of 10" in flat
+    row = next(line for line in text.splitlines() if "output_tokens_per_second" in line)
+    assert "10.12 tok/s" in row and "7.917 tok/s" in row  # 405 / 40 and 475 / 60
+    row = next(line for line in text.splitlines() if "ttft_p50" in line)
+    assert "500 ms" in row and "750 ms" in row

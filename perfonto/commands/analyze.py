@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from . import HELP
+from .steady_option import add_steady_state
 from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, positive_int, stderr, stdout
 
 
@@ -102,6 +103,7 @@ def register(sub) -> None:
     a.add_argument("--out", required=True, help="output folder, written atomically")
     a.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     a.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    add_steady_state(a)
     a.set_defaults(func=cmd_analyze)
 
 
@@ -125,6 +127,7 @@ def cmd_analyze(args) -> int:
 
     fmt = detect(args.counters) if args.format == "auto" else args.format
     capture.format = fmt
+    capture.steady_state = args.steady_state
     capture.multiplexed = args.multiplexed
     if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, dcgm: dcgm, …)
         _tool_catalog(args, fmt)

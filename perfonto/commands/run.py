@@ -7,6 +7,7 @@ import json
 import math
 
 from . import HELP
+from .steady_option import add_steady_state
 from .common import (
     BY_HELP,
     CommandError,
@@ -102,6 +103,7 @@ def register(sub) -> None:
     r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
     r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
     r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    add_steady_state(r)
     r.set_defaults(func=cmd_run)
 
 
@@ -216,6 +218,7 @@ def cmd_run(args) -> int:
             ),
             by=args.by,
             op_snapshots=args.op_snapshots,
+            steady_state=args.steady_state,
         )
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None

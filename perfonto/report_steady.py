@@ -1,0 +1,37 @@
+"""The terminal report's steady-state table (issue 29, point 6): the serving figures over the longest
+interval whose concurrency stays at or above a fraction of its peak (``analysis.steady_state``), beside
+the full run's."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _cell(v, unit: str) -> str:
+    if v is None or not math.isfinite(v):
+        return "—"
+    return (f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}") + f" {unit}"
+
+
+def render_steady_state(result, console: Console) -> None:
+    """A table of ``result.steady_state`` (``report.json``'s ``steady_state``); nothing when absent."""
+    doc = getattr(result, "steady_state", None)
+    if not doc:
+        return
+    t = Table(
+        title=(
+            f"Steady state: {doc['start_s']:.4g} s to {doc['end_s']:.4g} s ({doc['duration_s']:.4g} s), "
+            f"requests in flight ≥ {doc['fraction'] * 100:g} % of the peak of {doc['peak_concurrency']:g} "
+            f"(--steady-state); ramp-up and drain left out"
+        ),
+        title_justify="left",
+    )
+    t.add_column("metric")
+    t.add_column("steady state", justify="right")
+    t.add_column("full run", justify="right")
+    for name, row in doc["metrics"].items():
+        t.add_row(name, _cell(row["steady_state"], row["unit"]), _cell(row["full_run"], row["unit"]))
+    console.print(t)
