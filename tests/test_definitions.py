@@ -329,3 +329,22 @@ def test_perf_export_reads_the_default_as_the_generation_has_it(caelius_graph):
     # sohu has no FP4 counter: the zero default is dropped, as the formula read before FP4 was added
     assert expr(sohu, "mxu.achieved_flops") == "((mxu.flops_fp8 * 1024) + (mxu.flops_bf16 * 1024)) / duration_time"
     assert "(mxu.flops_fp4 * 1024)" in expr(caelius_graph, "mxu.achieved_flops")
+
+
+def test_an_absent_ok_count_through_the_engine(tmp_path, monkeypatch):
+    """The whole analysis (the fused kernel's pure-Python twin, levels, report) on a capture without ``b.ok``."""
+    import perfonto
+
+    monkeypatch.setenv("PERFONTO_NO_JIT", "1")
+    cat_dir = tmp_path / "cat"
+    cat_dir.mkdir()
+    (cat_dir / "t.yaml").write_text(one_block_yaml("t", SIGNALS))
+    (cat_dir / "rates.metrics").write_text(RATES)
+    pq.write_table(_table({"b.err": ERR}), tmp_path / "d.parquet")
+    res = perfonto.evaluate(perfonto.load_catalog(cat_dir, library=False, raise_on_error=True), tmp_path / "d.parquet")
+    assert "t.error_rate" not in res.unavailable
+    # windows: 5/(5+0), 7/(7+0), 8/(8+0) = 1; default 5 events: 5/10, 7/12, 8/13
+    assert res.window.column("t.error_rate").to_pylist() == [1.0, 1.0, 1.0]
+    np.testing.assert_allclose(res.window.column("t.error_rate5").to_pylist(), [0.5, 7 / 12, 8 / 13], rtol=1e-12)
+    # the run: 20 errors over 20 + 0
+    assert res.server.column("t.error_rate").to_pylist() == [1.0]
