@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic
@@ -119,7 +119,7 @@ def resolve_defaults(expr: ast.Expr, gen, compiled) -> ast.Expr:
     fields = ast.CHILD_FIELDS[type(expr)]
     if not fields:
         return expr
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in fields:
         v = getattr(expr, f)
         new = (
