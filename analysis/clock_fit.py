@@ -99,14 +99,20 @@ def make_reads(
         lo, hi = np.asarray(device_before, np.float64), np.asarray(device_after, np.float64)
     if not (len(h0) == len(h1) == len(lo) == len(hi)) or len(h0) == 0:
         raise ValueError(f"{where}sync reads: columns of unequal length or no read")
-    for name, col in (("host_before_ns", h0), ("host_after_ns", h1), ("device", lo), ("device", hi)):
+    one = device_before is None
+    dev = (("device_ns", d),) if one else (("device_before_ns", lo), ("device_after_ns", hi))
+    for name, col in (("host_before_ns", h0), ("host_after_ns", h1), *dev):
         _bad(~np.isfinite(col), where, rows, name, "is not a finite number")
     _bad(h1 < h0, where, rows, "host_after_ns", "is before host_before_ns (the host clock went backwards)")
     _bad(hi < lo, where, rows, "device_after_ns", "is before device_before_ns (or processing_ns is negative)")
     net = (h1 - h0) - (hi - lo)
-    _bad(
-        net < -SLACK_NS, where, rows, "device_after_ns", "device work longer than the host round trip; check the stamps"
+    long = (
+        f"--device-processing-ns ({float(processing_ns):g} ns) is longer than this read's host round trip; "
+        "give a shorter one"
+        if one
+        else "device work longer than the host round trip; check the stamps"
     )
+    _bad(net < -SLACK_NS, where, rows, "device_ns" if one else "device_after_ns", long)
     order = np.argsort(h0, kind="stable")
     h0, h1, lo, hi, net = h0[order], h1[order], lo[order], hi[order], np.maximum(net[order], 0.0)
     x = (h0 + h1) / 2
@@ -214,7 +220,7 @@ def _choose(x, y):
     s0 = float(np.std(y, ddof=1)) if n >= 2 else 0.0
     if n < DRIFT_MIN_READS or sxx <= 0:
         return a, 0.0, xr, (False, s0, sxx, DRIFT_BOUND_PPM * 1e-6)
-    b = float(np.sum(xc * y) / sxx)
+    b = float(np.sum(xc * (y - a)) / sxx)  # y centred: y may be ~1e18 (host stamps since the epoch)
     s1 = float(np.sqrt(np.sum((y - a - b * xc) ** 2) / (n - 2)))
     se_b = s1 / np.sqrt(sxx)
     if abs(b) > t_crit(n - 2) * se_b:
@@ -357,6 +363,25 @@ def fit_chip(reads: Reads, max_drift_ppm: float = MAX_DRIFT_PPM) -> ChipClock:
     return ChipClock(tuple(segs), resets, lead)
 
 
+def _column(table, name: str, where: str) -> np.ndarray:
+    """A sync-read column as numpy: ``chip`` integer without nulls, the stamps integer or floating
+    (a null stamp becomes NaN, reported by ``make_reads``); else ValueError naming the column."""
+    import pyarrow as pa
+
+    c = table.column(name)
+    typ = c.type.value_type if pa.types.is_dictionary(c.type) else c.type
+    ok = pa.types.is_integer(typ) or (name != "chip" and pa.types.is_floating(typ))
+    if not ok:
+        want = "an integer chip index" if name == "chip" else "integer or floating nanoseconds"
+        raise ValueError(f"{where}: column {name} is {typ}, not {want}; rewrite sync.parquet with that type")
+    if name == "chip" and c.null_count:
+        row = int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{where}: sync read row {row}, column chip: is empty; fix or drop that read")
+    if pa.types.is_dictionary(c.type):
+        c = c.cast(typ)
+    return c.to_numpy(zero_copy_only=False)
+
+
 def clocks_of_table(table, processing_ns: float = 0.0, where: str = "sync reads") -> dict[int, ChipClock]:
     """Every chip's piecewise clock from a sync-read table (pyarrow): columns ``chip``,
     ``host_before_ns``, ``device_ns``, ``host_after_ns``, and optionally ``device_before_ns`` and
@@ -366,15 +391,18 @@ def clocks_of_table(table, processing_ns: float = 0.0, where: str = "sync reads"
         ValueError: a missing column, or a bad read (``make_reads``), naming ``where``, the chip and the row.
     """
     names = set(table.column_names)
+    pair = {"device_before_ns", "device_after_ns"}
+    if len(names & pair) == 1:
+        [have], [lack] = names & pair, pair - names
+        raise ValueError(f"{where}: column {have} without {lack}; give both device stamps, or neither (device_ns)")
     need = {"chip", "host_before_ns", "host_after_ns"} | ({"device_ns"} if "device_before_ns" not in names else set())
     missing = sorted(need - names)
     if missing:
         raise ValueError(f"{where}: no column(s) {', '.join(missing)}; a sync read is host_before_ns, device_ns, "
                          "host_after_ns per chip (or device_before_ns and device_after_ns for device_ns)")  # fmt: skip
-    col = {
-        k: table.column(k).to_numpy(zero_copy_only=False)
-        for k in names & {*need, "device_before_ns", "device_after_ns"}
-    }
+    if table.num_rows == 0:
+        raise ValueError(f"{where}: no sync read (0 rows); the driver's host/device clock reads are needed per chip")
+    col = {k: _column(table, k, where) for k in names & (need | pair)}
     chip = col["chip"]
     out = {}
     for c in np.unique(chip):

@@ -71,6 +71,7 @@ def cmd_align(args) -> int:
     try:
         run = Run.open(args.run)
         fits = fit_clocks(run, args.device_processing_ns)
+        _check_chips(run, fits)
         doc = analyse(run.path, gen=_generation(args, run), threshold=args.saturation, with_alignment=False)
         counters = map_counters(run, fits)
         trace = map_trace(run, fits) if run.file("trace.parquet").exists() else None
@@ -98,6 +99,25 @@ def cmd_align(args) -> int:
     render_multichip(doc, out)
     out.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in doc["outputs"].items()) + "[/dim]")
     return 0
+
+
+def _check_chips(run, fits) -> None:
+    """Every chip of the counters and of the trace's device events has sync reads (RunError otherwise)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from perfonto.analysis.crosschip import RunError, text
+
+    chips = set(pq.read_table(str(run.file("counters.parquet")), columns=["chip"]).column("chip").to_pylist())
+    if run.file("trace.parquet").exists():
+        t = pq.read_table(str(run.file("trace.parquet")), columns=["chip", "clock"])
+        chips |= set(np.asarray(t.column("chip").to_pylist(), dtype=object)[text(t, "clock") == "device"])
+    missing = sorted(int(c) for c in chips - set(fits) if c is not None)
+    if missing:
+        raise RunError(
+            f"{run.file('sync.parquet')}: no sync reads for chip(s) {', '.join(map(str, missing))} of the counters "
+            "or the trace; the driver's host/device clock reads are needed for every chip"
+        )
 
 
 def _generation(args, run):

@@ -1,0 +1,141 @@
+"""Issue 29, point 4, hostile input: `perfonto align` (and `analysis.clock_fit`) on sync reads that are
+empty, mistyped, half-declared or numerically awkward give a clear error naming the file, the column and
+the row (exit 1, never a traceback), or the right value."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto import emulator
+from perfonto.analysis.clock_fit import clocks_of_table, fit_chip, make_reads
+from perfonto.cli import main
+
+
+def sync(n=10, chips=2) -> pa.Table:
+    """``n`` reads per chip, 100 ms apart, legs 1000/1000 ns; chip c's clock is 5 ms × c ahead."""
+    h0 = np.tile(np.arange(n, dtype=np.int64) * 100_000_000, chips)
+    chip = np.repeat(np.arange(chips, dtype=np.int32), n)
+    return pa.table({"chip": chip, "host_before_ns": h0, "device_ns": h0 + 1000 + 5_000_000 * chip,
+                     "host_after_ns": h0 + 2000})  # fmt: skip
+
+
+def test_empty_sync_reads_are_an_error():
+    with pytest.raises(ValueError, match=r"x.parquet: no sync read \(0 rows\)"):
+        clocks_of_table(sync().slice(0, 0), where="x.parquet")
+
+
+def test_one_device_stamp_column_without_the_other():
+    t = sync().append_column("device_before_ns", sync().column("device_ns"))
+    with pytest.raises(ValueError, match=r"x.parquet: .*device_before_ns without device_after_ns"):
+        clocks_of_table(t, where="x.parquet")
+    with pytest.raises(ValueError, match=r"device_after_ns without device_before_ns"):
+        clocks_of_table(t.rename_columns([*t.column_names[:-1], "device_after_ns"]), where="x.parquet")
+
+
+@pytest.mark.parametrize(
+    "column, values, what",
+    [
+        ("device_ns", lambda t: pa.array([str(v) for v in t.column("device_ns").to_pylist()]), "string"),
+        ("chip", lambda t: pa.array([True] * t.num_rows), "bool"),
+        ("chip", lambda t: pa.array(t.column("chip").to_numpy() + 0.5), "double"),
+    ],
+)
+def test_a_column_of_the_wrong_type_is_named(column, values, what):
+    t = sync()
+    t = t.set_column(t.column_names.index(column), column, values(t))
+    with pytest.raises(ValueError, match=rf"x.parquet: column {column} is {what}"):
+        clocks_of_table(t, where="x.parquet")
+
+
+def test_a_null_chip_names_its_row():
+    t = sync()
+    chip = t.column("chip").to_pylist()
+    chip[13] = None
+    with pytest.raises(ValueError, match=r"x.parquet: sync read row 13, column chip: is empty"):
+        clocks_of_table(t.set_column(0, "chip", pa.array(chip, pa.int32())), where="x.parquet")
+
+
+def test_a_non_finite_stamp_names_its_own_column():
+    t = sync()
+    d = t.column("device_ns").to_pylist()
+    d[4] = None
+    with pytest.raises(ValueError, match=r"row 4, column device_ns: is not a finite number"):
+        clocks_of_table(t.set_column(2, "device_ns", pa.array(d, pa.int64())), where="x.parquet")
+    two = sync().append_column("device_before_ns", pa.array(np.full(20, np.nan)))
+    two = two.append_column("device_after_ns", sync().column("device_ns"))
+    with pytest.raises(ValueError, match=r"row 0, column device_before_ns: is not a finite number"):
+        clocks_of_table(two, where="x.parquet")
+
+
+def test_a_processing_time_longer_than_the_round_trip_names_the_option():
+    # each read's host round trip is 2000 ns: 1e18 ns of device work cannot fit in it
+    with pytest.raises(ValueError, match=r"row 0, column device_ns: --device-processing-ns \(1e\+18 ns\) is longer"):
+        clocks_of_table(sync(), processing_ns=1e18, where="x.parquet")
+
+
+def test_host_stamps_since_the_epoch_keep_their_precision():
+    """Host stamps of CLOCK_REALTIME (1.76e18 ns) and a device clock near 0: y = device − host is about
+    −1.76e18, where float64 keeps 256 ns. 50 reads 10 ms apart, legs 1000/1000 ns, no drift: the fit must
+    find no drift and map within its bound (an uncentred slope read ~1e10 ppm and 0.25 s errors)."""
+    base = 1_760_000_000_000_000_000
+    h0 = base + np.arange(50, dtype=np.int64) * 10_000_000
+    clk = fit_chip(make_reads(h0, h0 - base + 1000 + 1_000_000, h0 + 2000))
+    seg = clk.segments[0]
+    assert not seg.drift_fitted and seg.b == 0
+    true = base + np.arange(0, 490_000_000, 7_000_000, dtype=np.int64)
+    host, bound, why = clk.map(true - base + 1_000_000, ordered=True)
+    err = np.abs(host - true.astype(np.float64))
+    assert not why.any() and err.max() <= 256 and (err <= bound).all() and bound.max() < 2000
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    emulator.run("sohu", duration_s=0.2, sample_period_s=0.01, warmup_steps=5, seed=3, out_dir=out)
+    return out
+
+
+def _variant(small, tmp_path, table=None, raw=None):
+    run = tmp_path / "run"
+    shutil.copytree(small, run)
+    if raw is not None:
+        (run / "sync.parquet").write_bytes(raw)
+    else:
+        pq.write_table(table, run / "sync.parquet")
+    return run
+
+
+def _align(run, capsys, *extra):
+    rc = main(["align", str(run), "--json", *extra])
+    doc = json.loads(capsys.readouterr().out)
+    return rc, doc
+
+
+def test_counters_of_a_chip_without_sync_reads(small, tmp_path, capsys):
+    t = pq.read_table(small / "sync.parquet")
+    run = _variant(small, tmp_path, t.filter(pa.compute.not_equal(t.column("chip"), 3)))
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and not doc["ok"]
+    assert doc["error"].startswith(f"{run / 'sync.parquet'}: no sync reads for chip(s) 3 of the counters")
+    assert not (run / "alignment.json").exists()
+
+
+def test_empty_and_half_declared_sync_files_through_the_command(small, tmp_path, capsys):
+    t = pq.read_table(small / "sync.parquet")
+    run = _variant(small, tmp_path, t.slice(0, 0))
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and doc["error"].startswith(f"{run / 'sync.parquet'}: no sync read (0 rows)")
+    shutil.rmtree(run)
+    run = _variant(small, tmp_path, t.append_column("device_before_ns", t.column("device_ns")))
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and "device_before_ns without device_after_ns" in doc["error"]
+    shutil.rmtree(run)
+    run = _variant(small, tmp_path, raw=b"chip,host_before_ns\n0,1\n")
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and str(run / "sync.parquet") in doc["error"] and "not a parquet file" in doc["error"].lower()
