@@ -15,8 +15,9 @@ Over the window (times in seconds on the records' clock):
   (their prefill ends with the first token);
 - requests per second: completions in ``(start, end]`` over the duration;
 - the latency reductions of the catalog (``ttft_p50``, ``tpot_p99``, ``itl_p50`` …), evaluated with their own
-  formulas over the requests that arrived in ``[start, end)`` (the usual measurement-window rule of serving
-  benchmarks: a request belongs to the window it was sent in);
+  formulas over the requests that entered flight (admission, else arrival) in ``[start, end)`` — the
+  measurement-window rule of serving benchmarks (a request belongs to the window it was sent in), read at
+  admission so that an offline run, whose requests all arrive at 0, still has a population;
 - energy per output token and per token (all tokens), where the caller gives the energy the counters saw
   over the window (``analysis.energy_checks.energy_between``).
 
@@ -123,11 +124,20 @@ def _col(columns: dict, name: str) -> np.ndarray | None:
     return None if v is None else np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
 
 
+def _token_lists(columns: dict) -> list[np.ndarray]:
+    """Each request's output-token times (float (n,) s; a null list or instant left out)."""
+    out = []
+    for t in columns.get("request.token_times") or []:
+        a = np.asarray([np.nan if x is None else x for x in (t or [])], dtype=np.float64)
+        out.append(a[np.isfinite(a)])
+    return out
+
+
 def _rates(columns: dict, lo: float, hi: float) -> dict[str, float | None]:
     """Tokens/s, output tokens/s and requests/s over ``(lo, hi]`` from the record columns."""
     dur = hi - lo
-    times = columns.get("request.token_times") or []
-    out_tok = sum(int(np.count_nonzero((np.asarray(t, float) > lo) & (np.asarray(t, float) <= hi))) for t in times)
+    times = _token_lists(columns)
+    out_tok = sum(int(np.count_nonzero((t > lo) & (t <= hi))) for t in times)
     first, inp, comp = (
         _col(columns, "request.first_token_time"),
         _col(columns, "request.input_tokens"),
@@ -178,7 +188,7 @@ def steady_state(
         raise ValueError("the request records have no arrival_time or completion_time: no concurrency to follow")
     adm = _col(columns, "request.admission_time")
     begin = adm if adm is not None and np.isfinite(adm).any() else arrival
-    last = [float(np.max(t)) for t in columns.get("request.token_times") or [] if len(t)]
+    last = [float(np.max(t)) for t in _token_lists(columns) if len(t)]
     known = np.r_[arrival[np.isfinite(arrival)], comp[np.isfinite(comp)], last]
     if not known.size:
         raise ValueError("the request records hold no request with a time")
@@ -187,7 +197,7 @@ def steady_state(
     times, level = concurrency(begin, comp, end)
     peak = float(level.max()) if level.size else 0.0
     lo, hi = longest_above(times, level, fraction * peak, end)
-    in_window = np.isfinite(arrival) & (arrival >= lo) & (arrival < hi)
+    in_window = np.isfinite(begin) & (begin >= lo) & (begin < hi)
     ss = SteadyState(fraction, lo, hi, peak, fraction * peak, requests_in_window=int(in_window.sum()))
     ss.run_start, ss.run_end = t0, end
     ss.window, ss.full = _rates(columns, lo, hi), _rates(columns, t0, end)

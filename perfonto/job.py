@@ -309,6 +309,11 @@ def analyze_job(
             )
             if by:
                 report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
+            if capture.requests is not None and capture.steady_state is not None:
+                report.notes.append(
+                    "the steady-state window (--steady-state) and the energy-sensor checks are evaluated by the "
+                    "in-memory engine only (--engine memory)"
+                )
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)

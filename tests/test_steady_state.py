@@ -60,7 +60,7 @@ def test_concurrency_of_the_trace():
 def test_steady_state_window_and_its_figures(library):
     s = steady_state(library, _trace(), 0.9)
     assert (s.start, s.end, s.peak, s.threshold) == (10.0, 50.0, 10.0, 9.0)
-    assert s.requests_in_window == 5  # the C requests arrived in [10, 50)
+    assert s.requests_in_window == 5  # the C requests entered flight in [10, 50)
     # output tokens emitted in (10, 50]: A 2 x 40 (11..50) + B 3 x 40 (11..50) + C 5 x 41 (10.5, 11..50) = 405
     assert s.window["output_tokens_per_second"] == pytest.approx(405 / 40)  # 10.125 tok/s
     # plus the prompts whose prefill ended in (10, 50] (C's first tokens at 10.5): 5 x 100
@@ -169,3 +169,24 @@ def test_the_terminal_table_shows_both_columns(library):
     assert "10.12 tok/s" in row and "7.917 tok/s" in row  # 405 / 40 and 475 / 60
     row = next(line for line in text.splitlines() if "ttft_p50" in line)
     assert "500 ms" in row and "750 ms" in row
+
+
+def test_a_request_still_queued_has_null_times_and_is_not_in_flight(library):
+    c = _trace()  # plus one request that arrived at 20 s and was never admitted: no times, no tokens
+    for k, v in (("arrival_time", 20.0), ("input_tokens", 100), ("output_tokens", 0)):
+        c[f"request.{k}"].append(v)
+    for k in ("admission_time", "first_token_time", "completion_time", "token_times"):
+        c[f"request.{k}"].append(None)
+    s = steady_state(library, c, 0.9)
+    assert (s.start, s.end, s.requests_in_window) == (10.0, 50.0, 5)  # arrived in [10, 50) but never in flight
+    assert s.window["output_tokens_per_second"] == pytest.approx(405 / 40)
+    assert s.window["ttft_p50"] == pytest.approx(500.0)  # its TTFT is null, left out
+
+
+def test_an_offline_run_selects_its_latency_population_at_admission(library):
+    c = _trace()  # every request queued at 0 (offline), admitted as before
+    c["request.arrival_time"] = [0.0] * 10
+    s = steady_state(library, c, 0.9)
+    assert (s.start, s.end, s.requests_in_window) == (10.0, 50.0, 5)  # C, admitted at 10
+    assert s.window["ttft_p50"] == pytest.approx(10_500.0)  # 10.5 s from arrival at 0 to its first token
+    assert s.window["tpot_p50"] == pytest.approx(987.5)
