@@ -388,7 +388,9 @@ def clocks_of_table(table, processing_ns: float = 0.0, where: str = "sync reads"
     ``device_after_ns`` (the device's stamps at the request's arrival and the reply's departure).
 
     Raises:
-        ValueError: a missing column, or a bad read (``make_reads``), naming ``where``, the chip and the row.
+        ValueError: a missing column or one of the wrong type, no read, a bad read (``make_reads``), naming
+            ``where``, the chip and the row; or a chip more than half of whose reads (3 or more) start a new
+            epoch (device stamps that do not follow the host clock).
     """
     names = set(table.column_names)
     pair = {"device_before_ns", "device_after_ns"}
@@ -418,7 +420,14 @@ def clocks_of_table(table, processing_ns: float = 0.0, where: str = "sync reads"
             where=f"{where}, chip {int(c)}: ",
             rows=np.flatnonzero(sel),
         )
-        out[int(c)] = fit_chip(reads)
+        clk = fit_chip(reads)
+        if len(clk.resets) >= 3 and 2 * len(clk.resets) > clk.total:
+            raise ValueError(
+                f"{where}, chip {int(c)}: {len(clk.resets)} of {clk.total} sync reads start a new clock epoch (a reset "
+                "or a jump): the device stamps do not follow the host clock; check that device_ns is the chip's "
+                "own clock in ns"
+            )
+        out[int(c)] = clk
     return out
 
 

@@ -139,3 +139,25 @@ def test_empty_and_half_declared_sync_files_through_the_command(small, tmp_path,
     run = _variant(small, tmp_path, raw=b"chip,host_before_ns\n0,1\n")
     rc, doc = _align(run, capsys)
     assert rc == 1 and str(run / "sync.parquet") in doc["error"] and "not a parquet file" in doc["error"].lower()
+
+
+def test_device_stamps_that_do_not_follow_the_host_clock():
+    """Random device stamps: nearly every read 'resets' the clock. Mapping samples through hundreds of
+    one-read epochs is a guess (and an epochs × samples matrix); more than half the reads starting an
+    epoch is an error naming the chip."""
+    t = sync(n=40)
+    d = t.column("device_ns").to_numpy().copy()
+    d[:40] = np.random.default_rng(5).integers(0, 10**12, 40)
+    with pytest.raises(ValueError, match=r"x.parquet, chip 0: \d+ of 40 sync reads start a new clock epoch"):
+        clocks_of_table(t.set_column(2, "device_ns", pa.array(d)), where="x.parquet")
+    d = t.column("device_ns").to_numpy().copy()
+    d[20:40] -= 10**9  # one real reset: kept
+    assert len(clocks_of_table(t.set_column(2, "device_ns", pa.array(d)))[0].resets) == 1
+
+
+def test_timeline_of_a_chip_without_sync_reads(small, tmp_path, capsys):
+    t = pq.read_table(small / "sync.parquet")
+    run = _variant(small, tmp_path, t.filter(pa.compute.not_equal(t.column("chip"), 3)))
+    out = tmp_path / "tl.json"
+    assert main(["timeline", str(run), "--out", str(out)]) == 1
+    assert "no sync reads for chip(s) 3" in capsys.readouterr().err.replace("\n", "") and not out.exists()

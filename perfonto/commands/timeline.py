@@ -51,6 +51,12 @@ def cmd_timeline(args) -> int:
     from perfonto.outputs import atomic_path
 
     try:
+        from perfonto.analysis.crosschip import Run, fit_clocks
+
+        from .align import _check_chips
+
+        run = Run.open(args.run)
+        _check_chips(run, fit_clocks(run))  # a chip without sync reads: an error, not a timeline missing it
         with atomic_path(args.out) as tmp:  # beside it, then renamed: a failure leaves the old file whole
             info = write(args.run, tmp, args.format, metrics)
     except (RunError, TimelineError, ValueError, OSError) as exc:
