@@ -22,6 +22,7 @@ read pair inside half a wrap, where an increase is unambiguous (``metrics.window
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 
 import networkx as nx
@@ -152,7 +153,10 @@ def read_cap(gen, sig) -> ReadCap:
     if rate is None or rate <= 0:
         return ReadCap(sig.name, rng, None, unit, None, None, "no max_rate declared")
     raw = rate / sig.scale
-    return ReadCap(sig.name, rng, rate, unit, raw, (rng - 1) / raw / 2)
+    cap = (rng - 1) / raw / 2
+    if not math.isfinite(cap):  # a tiny max_rate: past any float, and JSON has no Infinity
+        return ReadCap(sig.name, rng, rate, unit, raw, None, "never wraps at its max_rate (cap beyond 1e308 s)")
+    return ReadCap(sig.name, rng, rate, unit, raw, cap)
 
 
 def plan_groups(catalog, metrics, slots: int | None = None) -> Plan:
@@ -309,10 +313,21 @@ class _Layout:
             b = self.gen.signals[c].block
             if b not in self.slots or c in self.fixed:
                 continue
+            if self.slots[b] == 0:
+                self._no_slots(b, counters, metric)
             atom = self.atoms.get(c, frozenset({c}))
             self._check_atom(b, atom, metric)
             out.setdefault(b, set()).update(atom)
         return {b: frozenset(v) for b, v in out.items()}
+
+    def _no_slots(self, b: str, counters: tuple[str, ...], metric: str) -> None:
+        """Raise PlanError: ``metric`` reads counters of ``b`` that are not fixed, and ``b`` has no slots."""
+        names = [c for c in counters if self.gen.signals[c].block == b and c not in self.fixed]
+        raise PlanError(
+            f"{self.decl[b].get('span', b)}: `{metric}` reads {', '.join(names)}, which block `{b}` cannot count: it "
+            "has no programmable slots and they are not fixed; make the counters fixed or give the block "
+            "programmable slots"
+        )
 
     def _check_atom(self, b: str, atom: frozenset[str], metric: str) -> None:
         d = self.decl.get(b, {})
@@ -339,7 +354,9 @@ class _Layout:
         for b, cs in sorted(need.items()):
             n = self.slots[b]
             if len(cs) > n:
-                out.append(f"needs {len(cs)} programmable `{b}` counters at once, the block has {n} slots")
+                out.append(
+                    f"needs {len(cs)} programmable `{b}` counters at once, the block has {n} slot{'s' * (n != 1)}"
+                )
             for a in self.rules.apart.get(b, ()):
                 if len(cs & a) > 1:
                     out.append(f"needs {', '.join(sorted(cs & a))} at once, which must not share a group")

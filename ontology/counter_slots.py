@@ -63,7 +63,7 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
                     "error",
                     "counter-slots",
                     f"block `{bname}`: a group constraint holds {'both' if gc.together else 'neither'} "
-                    "`together` and `apart`",
+                    f"`together` {'and' if gc.together else 'nor'} `apart`",
                     src.span(gloc),
                     hint="write one rule per entry: `{together: [a, b]}` or `{apart: [a, b]}`",
                 )
@@ -80,6 +80,8 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
             diags,
             f"group_constraints[{i}].{key}",
         )
+        if key == "apart" and _fixed_apart(bname, gc.apart, out["fixed"], gloc, src, diags, i):
+            continue
         if len(set(names)) < 2:
             diags.append(
                 Diagnostic(
@@ -94,6 +96,24 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
         (together if key == "together" else apart).append((tuple(dict.fromkeys(names)), src.span(gloc + (key,))))
     out["together"], out["apart"] = tuple(together), tuple(apart)
     return out
+
+
+def _fixed_apart(bname: str, names, fixed, loc: tuple, src, diags: list[Diagnostic], i: int) -> bool:
+    """Report the fixed counters an ``apart`` rule names (a fixed counter counts in every group, so nothing
+    can be kept apart from it); True when there was one."""
+    bad = [(j, n) for j, n in enumerate(names) if f"{bname}.{n}" in fixed]
+    for j, n in bad:
+        diags.append(
+            Diagnostic(
+                "error",
+                "counter-slots",
+                f"block `{bname}`: `{n}` in `group_constraints[{i}].apart` is a fixed counter: it counts in every "
+                "group, so no counter can be kept apart from it",
+                src.span(loc + ("apart", j)),
+                hint=f"drop `{n}` from the `apart` rule, or from `counter_slots.fixed`",
+            )
+        )
+    return bool(bad)
 
 
 def _names(bname: str, block, moved, names, loc: tuple, src, diags: list[Diagnostic], what: str) -> list[str]:

@@ -41,6 +41,8 @@ def cmd_plan(args) -> int:
     from perfonto.metrics.catalog import load_catalog
     from perfonto.metrics.plan_groups import PlanError, plan_groups
 
+    if args.collector_config is not None and not args.collector_config.strip():
+        raise CommandError("--collector-config needs a file name (e.g. --collector-config plan.yaml)", 2)
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
@@ -96,7 +98,11 @@ def render(plan) -> str:
     out = [
         f"{plan.generation}: {len(plan.metrics)} metric(s) in {len(plan.passes)} pass(es) ({slots}; "
         f"{'fewest passes, proven' if plan.optimal else 'greedy, not proven fewest'}); "
-        f"read every {_s(plan.read_interval_s)} or more often"
+        + (
+            f"read every {_s(plan.read_interval_s)} or more often"
+            if plan.read_interval_s is not None
+            else "no read-interval cap (no counter read with a known width and max_rate)"
+        )
     ]
     for p in plan.passes:
         out.append(f"pass {p.index} (read interval cap {_s(p.read_interval_s)}):")
