@@ -28,6 +28,8 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
 
 from __future__ import annotations
 
+import dataclasses
+
 import pint
 
 from perfonto.dsl import ast
@@ -195,7 +197,7 @@ class Typer:
         if node.degree == 1 and (is_frequency(self.reg, declared) or is_share(self.reg, declared)):
             # a clock rate or a share (a percent): the mean over chips, never their sum — a chip time over the
             # window's wall-clock time is device-seconds over device-seconds at every level
-            node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1)), node.axes, 0)
+            node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1, origin="chip")), node.axes, 0)
         if node.degree not in (0, 1):
             raise self.fail(
                 "chip-degree",
@@ -245,7 +247,7 @@ class Typer:
 
     @staticmethod
     def _mul_const(node: ir.Node, f: float) -> ir.Node:
-        return ir.Op("mul", (node, ir.Const(f)), node.axes, node.degree)
+        return ir.Op("mul", (node, ir.Const(f, origin="convert")), node.axes, node.degree)
 
     # -- expressions ---------------------------------------------------------------------------
     def expr(self, e: ast.Expr) -> _T:
@@ -256,7 +258,7 @@ class Typer:
         return t
 
     def _number(self, e: ast.Number) -> _T:
-        return _T(ir.Const(e.value), self.unit(e.unit, e.span), literal=True)
+        return _T(ir.Const(e.value, origin="literal", label=e.unit or ""), self.unit(e.unit, e.span), literal=True)
 
     def _name(self, e: ast.Name) -> _T:
         n = self.gen.aliases.get(e.name, e.name)
@@ -291,10 +293,10 @@ class Typer:
             sp = frozenset({c.sparsity}) if c.sparsity else frozenset()
             if c.scope is Scope.instance:
                 return _T(
-                    ir.Const(c.value, chip_power=power, axes=block_axes, degree=power), c.unit, inst=True, sparsity=sp
+                    ir.Const(c.value, power, block_axes, power, origin="spec", label=n), c.unit, inst=True, sparsity=sp
                 )
             total = frozenset(a for a, _ in block_axes) if c.scope is Scope.chip else frozenset()
-            return _T(ir.Const(c.value, chip_power=power, degree=power), c.unit, total=total, sparsity=sp)
+            return _T(ir.Const(c.value, power, (), power, "spec", n), c.unit, total=total, sparsity=sp)
         if n in self.compiled:
             m = self.compiled[n]
             return _T(ir.MetricRef(n, m.axes, m.degree), m.unit, sparsity=frozenset(self.sparsity_of.get(n, ())))
@@ -503,7 +505,8 @@ class Typer:
             n_inst = 1
             for _, size in t.node.axes:
                 n_inst *= size
-            node = ir.Op("mul", (t.node, ir.Const(float(n_inst) if f == "sum" else 1.0)), (), t.node.degree)
+            count = ir.Const(float(n_inst) if f == "sum" else 1.0, origin="count")
+            node = ir.Op("mul", (t.node, count), (), t.node.degree)
             total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
             return _T(node, t.unit, total=total, sparsity=t.sparsity)
         return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
@@ -598,8 +601,8 @@ class Typer:
 def _scale_literal(node: ir.Node, degree: int) -> ir.Node:
     """Give a literal sub-expression chip degree ``degree``: multiply it by chips**degree at server level."""
     if isinstance(node, ir.Const) and node.chip_power == 0:
-        return ir.Const(node.value, chip_power=degree, axes=node.axes, degree=degree)
-    return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree)), node.axes, degree)
+        return dataclasses.replace(node, chip_power=degree, degree=degree)
+    return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree, origin="chip")), node.axes, degree)
 
 
 def _reads_windows(node: ir.Node, compiled: dict) -> bool:

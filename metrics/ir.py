@@ -15,7 +15,7 @@ neither looks at units again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfonto.dsl import trees
 
@@ -28,12 +28,22 @@ Axes = tuple[tuple[str, int], ...]
 class Const:
     """A number already in the unit the compiler decided for it. At server level it is multiplied by
     ``chips ** chip_power``: 1 for a per-chip spec constant (peak FLOP/s of one chip), 1 for a literal
-    added to a per-chip amount, 0 otherwise."""
+    added to a per-chip amount, 0 otherwise.
+
+    ``origin`` says where the number came from, for targets that write the formula in other units
+    than the compiler's (the perf-JSON exporter writes base units): ``literal`` (a number of the
+    formula, ``label`` its unit text or ""), ``spec`` (a spec constant, ``label`` its name; ``value``
+    in its declared unit), ``convert`` (a unit conversion factor the compiler multiplied in), ``chip``
+    (a server-level chip factor, 1 in a window), ``count`` (an instance count of a rollup), or "" (any
+    other number). Neither takes part in equality or hashing: two Consts of one value are the same
+    operand to every evaluator."""
 
     value: float
     chip_power: int = 0
     axes: Axes = ()
     degree: int = 0
+    origin: str = field(default="", compare=False)
+    label: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

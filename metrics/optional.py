@@ -264,6 +264,7 @@ def _rewrite(node: ir.Node, absent: set[str], gone: set[str], replaced: set[str]
             count = 1
             for _, size in node.arg.axes:
                 count *= size
-            return ir.Op("mul", (arg, ir.Const(float(count) if node.func == "sum" else 1.0)), (), node.degree)
+            n = ir.Const(float(count) if node.func == "sum" else 1.0, origin="count")
+            return ir.Op("mul", (arg, n), (), node.degree)
         return ir.Rollup(node.func, arg, node.axes, node.degree)
     return node

@@ -162,3 +162,21 @@ def test_export_then_import_on_the_command_line_needs_no_flag(tmp_path, capsys):
     assert main(["import", "perf", str(out), "--out", str(tmp_path / "back"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["imported"] == doc["with_unit"] == n and doc["rejected_count"] == 0
+
+
+def test_export_is_written_from_the_compiled_ir_not_the_formula():
+    """Issue 32: the expressions come from each metric's compiled IR (its Consts say which number is a spec
+    constant, a literal with its unit, a unit conversion or a chip factor), so the parse tree's formulas
+    are not read: blanking them changes nothing. A signal renamed by a child generation is read under its
+    new name (caelius renames c2c.retries to c2c.replays; the formula still says the old name)."""
+    import dataclasses
+
+    graph = load_catalog(None, "caelius").graph
+    before = export(graph)
+    graph.declarations = {n: dataclasses.replace(d, expr=None) for n, d in graph.declarations.items()}
+    after = export(graph)
+    assert after.entries == before.entries and after.skipped == before.skipped
+    rate = next(e for e in after.entries if e.get("MetricName") == "c2c.retry_rate")
+    assert (
+        rate["MetricExpr"] == "c2c.replays / duration_time" and "c2c.retries" in graph.metrics["c2c.retry_rate"].formula
+    )
