@@ -103,6 +103,7 @@ def make_reads(
     dev = (("device_ns", d),) if one else (("device_before_ns", lo), ("device_after_ns", hi))
     for name, col in (("host_before_ns", h0), ("host_after_ns", h1), *dev):
         _bad(~np.isfinite(col), where, rows, name, "is not a finite number")
+        _bad(np.abs(col) >= 2.0**63, where, rows, name, "is outside the range of a nanosecond stamp; check its unit")
     _bad(h1 < h0, where, rows, "host_after_ns", "is before host_before_ns (the host clock went backwards)")
     _bad(hi < lo, where, rows, "device_after_ns", "is before device_before_ns (or processing_ns is negative)")
     net = (h1 - h0) - (hi - lo)

@@ -161,3 +161,11 @@ def test_timeline_of_a_chip_without_sync_reads(small, tmp_path, capsys):
     out = tmp_path / "tl.json"
     assert main(["timeline", str(run), "--out", str(out)]) == 1
     assert "no sync reads for chip(s) 3" in capsys.readouterr().err.replace("\n", "") and not out.exists()
+
+
+def test_a_stamp_outside_the_nanosecond_range_names_its_row():
+    """1e300 ns is no nanosecond stamp (int64 ns ends at 9.2e18, 292 years): it gave NaN bounds silently."""
+    h0 = np.arange(10) * 1e7
+    h0[6] = 1e300
+    with pytest.raises(ValueError, match=r"row 6, column host_before_ns: is outside the range of a nanosecond"):
+        make_reads(h0, np.arange(10) * 1e7 + 1000, np.arange(10) * 1e7 + 2000)
