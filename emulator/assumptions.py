@@ -63,6 +63,15 @@ class Assumptions:
             peer: nccl-tests' alltoall bus bandwidth is below its all-reduce's).
         expert_imbalance: the hottest expert-parallel rank's routed load ÷ the mean, beyond the
             binomial noise of routing (``emulator.moe``; 1 = a perfectly balanced router).
+        moe_half_rows: tokens per expert at which a grouped expert GEMM's efficiency is half of
+            ``mxu_eff_max`` (``emulator.moe.grouped_gemm_efficiency``): 64, the M tile of Hopper's
+            warpgroup MMA (``wgmma`` m64), with which grouped MoE GEMM kernels tile each expert's
+            rows — an expert with ``t ≪ 64`` tokens fills ``t/64`` of its tiles, whatever the dense
+            GEMMs of the same step do (an assumption, not fitted: no calibration row isolates it).
+        a2a_half_bytes: bytes sent to one peer at which the all-to-all's link efficiency is half of
+            ``a2a_eff`` (``emulator.moe.a2a_efficiency``): 256 KiB, small messages to many peers
+            cannot keep the links busy (as ``hbm_half_bytes`` for HBM; an assumption). Its latency
+            is ``hop_latency_s`` per exchange step, ``ep − 1`` steps.
         pcie_eff: payload fraction of the PCIe rate (TLP headers).
     Execution model:
         activations_in_hbm: every op reads its input activations from HBM and writes its outputs
@@ -124,6 +133,8 @@ class Assumptions:
     link_eff: float = 0.90
     a2a_eff: float = 0.60
     expert_imbalance: float = 1.0
+    moe_half_rows: float = 64.0
+    a2a_half_bytes: float = 256 * 1024
     pcie_eff: float = 0.85
 
     activations_in_hbm: bool = False

@@ -29,6 +29,7 @@ import numpy as np
 
 from .assumptions import Assumptions, efficiency
 from .knobs import NOMINAL, ChipProfile
+from .moe import a2a_efficiency, grouped_gemm_efficiency
 from .quantities import of_kind
 from .subclasses import SUBCLASSES, subclass_phases
 from .scheduler import StepBatch
@@ -50,6 +51,9 @@ __all__ = [
     "stack_work",
     "step_seconds",
 ]
+
+#: The grouped expert GEMMs (``moe.grouped_gemm_efficiency``), by slot name without its layer-kind prefix.
+EXPERT_GEMMS = ("experts_gate_up", "experts_down")
 
 #: Cycle classes of ``seq.*_cycles`` (index = class code in ``OpTable.cls``).
 CLASSES = ("compute", "memory", "collective", "host_wait", "idle")
@@ -131,7 +135,12 @@ def slot_seconds(
     def div(num, den):
         return np.divide(num, den, out=np.zeros(shape), where=(num > 0) & (den > 0))
 
-    eff = efficiency(W["rows"], a.mxu_eff_max, a.mxu_half_rows)
+    expert = np.array([s.split(".")[-1] in EXPERT_GEMMS for s in plan.slots])[None, :]
+    eff = np.where(
+        expert,
+        grouped_gemm_efficiency(W["rows"], a.mxu_eff_max, a.moe_half_rows),
+        efficiency(W["rows"], a.mxu_eff_max, a.mxu_half_rows),
+    )
     t_mxu = div(W["fp8"], hw.peak_fp8 * eff) + div(W["bf16"], hw.peak_bf16 * eff)
     if W["fp4"].any():
         t_mxu = t_mxu + div(W["fp4"], hw.peak("fp4") * eff * a.fp4_eff_ratio)
@@ -147,7 +156,9 @@ def slot_seconds(
         t_mxu, t_vpu, t_mem, t_sram, t_kvr = t_mxu * cf, t_vpu * cf, t_mem * cf, t_sram * cf, t_kvr * cf
     links = a.ring_links or hw.links
     a2a = np.array([t == "all_to_all" for t in plan.tags])[None, :]
-    t_link = W["tx"] / (hw.link_bw * links * np.where(a2a, a.a2a_eff, a.link_eff)) * float(profile.ring_factor)
+    per_peer = div(W["tx"], W["hops"])  # all-to-all: one message to each of the ep − 1 peers
+    link_eff = np.where(a2a, a2a_efficiency(per_peer, a.a2a_eff, a.a2a_half_bytes), a.link_eff)
+    t_link = div(W["tx"], hw.link_bw * links * link_eff) * float(profile.ring_factor)
     t_pcie = np.maximum(W["pcie_rx"], W["pcie_tx"]) / (hw.pcie_bw * a.pcie_eff)
     comp = np.maximum(np.maximum(t_mxu, t_vpu), t_sram)
     active = (W["fp4"] + W["fp8"] + W["bf16"] + W["vpu"] + stream + W["kv_r"] + W["tx"]) > 0

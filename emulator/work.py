@@ -23,7 +23,8 @@ head; d hidden; dtypes from ``Precision``; activations BF16, 2 B):
   FP4); weights ``k·n`` × bytes read from HBM once per step (the weights of the experts a step
   touches, for MoE); activations ``m·k`` read, ``m·n`` written.
 - MoE (uniform routing): a step of ``T`` tokens touches ``E_local·(1 − (1 − k/E)^T)`` of a chip's
-  local experts; each expert GEMM has ``T·k/E`` rows on average (the efficiency's size).
+  local experts; each touched expert's GEMM has the chip's ``T·k·E_local/E`` rows ÷ the experts
+  touched (``moe.tokens_per_expert``: the grouped GEMM efficiency's size, ``moe``).
 - Attention: ``ModelShape.prefill_pair_flops`` per causal pair of a prompt chunk, ``decode_pair_flops``
   per (decode token, key); KV history read from HBM (paged reads); new K/V (MLA: the latent and
   rotary key) written by ``rope``. MLA prompts decompress their keys through ``kv_up`` (the history
@@ -54,7 +55,7 @@ from .hardware import Hardware
 from .models import ModelShape
 from .parallel import ChipShape, Mapping, MappingError, Precision, chip_shape, dtype_bytes, p_chip_touched
 from .knobs import NOMINAL, ChipProfile
-from .moe import imbalance
+from .moe import imbalance, tokens_per_expert
 from .model_flops import attention_flops_per_token, dense_flops_per_token, lm_head_flops
 from .scheduler import StepBatch
 
@@ -398,8 +399,8 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
             put(pre + "moe_dispatch", **a2a)
             load = float(profile.expert_load)
             rows = Tg * k * cs.local_experts / E * load  # token-expert rows on this chip
-            per_expert = Tg * k / E * load
             touched = cs.local_experts * (1.0 - (1.0 - min(k / E * load, 1.0)) ** Tg)
+            per_expert = tokens_per_expert(rows, touched)
             fe = cs.expert_ffn
             put(
                 pre + "experts_gate_up",
