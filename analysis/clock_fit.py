@@ -403,6 +403,11 @@ def clocks_of_table(table, processing_ns: float = 0.0, where: str = "sync reads"
     if missing:
         raise ValueError(f"{where}: no column(s) {', '.join(missing)}; a sync read is host_before_ns, device_ns, "
                          "host_after_ns per chip (or device_before_ns and device_after_ns for device_ns)")  # fmt: skip
+    if processing_ns and "device_before_ns" in names:
+        raise ValueError(
+            f"{where}: --device-processing-ns ({float(processing_ns):g} ns) applies to one device stamp per read; "
+            "this file's device_before_ns and device_after_ns measure the processing time: drop the option"
+        )
     if table.num_rows == 0:
         raise ValueError(f"{where}: no sync read (0 rows); the driver's host/device clock reads are needed per chip")
     col = {k: _column(table, k, where) for k in names & (need | pair)}

@@ -169,3 +169,15 @@ def test_a_stamp_outside_the_nanosecond_range_names_its_row():
     h0[6] = 1e300
     with pytest.raises(ValueError, match=r"row 6, column host_before_ns: is outside the range of a nanosecond"):
         make_reads(h0, np.arange(10) * 1e7 + 1000, np.arange(10) * 1e7 + 2000)
+
+
+def test_a_processing_time_beside_two_device_stamps_is_not_ignored():
+    t = sync()
+    two = t.append_column("device_before_ns", t.column("device_ns")).append_column(
+        "device_after_ns", t.column("device_ns")
+    )
+    with pytest.raises(
+        ValueError, match=r"x.parquet: .*--device-processing-ns \(3000 ns\) applies to one device stamp"
+    ):
+        clocks_of_table(two, processing_ns=3000.0, where="x.parquet")
+    assert clocks_of_table(two, where="x.parquet")[1].segments[0].offset_ns == pytest.approx(5e6)
