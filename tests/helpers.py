@@ -32,6 +32,25 @@ blocks:
 """
 
 
+#: The start of a generation ``tiny`` of one monitored block ``pmu`` with a free-running ``cycles``
+#: counter, for the collection planner's tests: ``str.format`` fields ``{slots}`` (its ``counter_slots``)
+#: and ``{constraints}`` (its ``group_constraints``); each test's catalog adds its signals after it.
+PMU_YAML = """\
+generation: tiny
+description: planner test
+clock_domains:
+  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
+blocks:
+  pmu:
+    description: one monitored block
+    clock: core
+    counter_slots: {slots}
+    group_constraints: {constraints}
+    signals:
+      cycles: {{kind: counter, unit: core_cycle, width: 32, description: free-running cycles}}
+"""
+
+
 def one_block_yaml(generation: str, signals: str, *, block: str = "b", instances: str = "", extends: str = "") -> str:
     """A generation of one block on a 1 GHz clock whose signals are the YAML lines ``signals`` (indented six
     spaces); ``instances``: the block's instance axes (a flow map), ``extends``: its parent generation. Without

@@ -15,28 +15,21 @@ from perfonto.metrics.plan_groups import PlanError, plan_groups, tree_slots
 from perfonto.metrics.plan_pack import Rules, pack, union
 from perfonto.ontology.loader import load_generation
 
+from helpers import PMU_YAML
+
 CAP32 = (
     (2**32 - 1) / 2e9 / 2
 )  # a 32-bit seq cycle counter at max_rate 2e9 core_cycle/s: 4294967295 / 4e9 = 1.07374182375 s
 
-TINY = """\
-generation: tiny
-description: planner test
-clock_domains:
-  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
-blocks:
-  pmu:
-    description: one monitored block
-    clock: core
-    counter_slots: {{programmable: {slots}, fixed: [cycles]}}
-    group_constraints: {constraints}
-    signals:
-      cycles: {{kind: counter, unit: core_cycle, width: 32, description: free-running cycles}}
+TINY = (
+    PMU_YAML
+    + """\
       a: {{kind: counter, unit: event, width: 48, effective_width: 40, max_rate: 1e9 event/s, description: a}}
       b: {{kind: counter, unit: B, width: 32, scale: 64, max_rate: 64 GB/s, description: b}}
       c: {{kind: counter, unit: J, width: 32, scale: 0.001, wrap_range: 1000 J, max_rate: 500 W, description: c}}
       d: {{kind: counter, unit: event, width: 32, description: d}}
 """
+)
 METRICS = """\
 metric r_ab [event/B] = pmu.a / pmu.b
 metric r_ac [event/J] = pmu.a / pmu.c
@@ -49,7 +42,7 @@ ALL = ["r_ab", "r_ac", "r_cd", "per_cycle", "three"]
 
 def tiny(tmp_path, slots=2, constraints="[]"):
     path = tmp_path / "tiny.yaml"
-    path.write_text(TINY.format(slots=slots, constraints=constraints))
+    path.write_text(TINY.format(slots=f"{{programmable: {slots}, fixed: [cycles]}}", constraints=constraints))
     gen, diags = load_generation(path)
     assert gen is not None, [d.render() for d in diags]
     graph = compile_texts(gen, {"t.metrics": METRICS})

@@ -13,23 +13,16 @@ from perfonto.metrics.compiler import compile_texts
 from perfonto.metrics.plan_groups import PlanError, plan_groups
 from perfonto.ontology.loader import load_generation
 
-GEN = """\
-generation: tiny
-description: planner test
-clock_domains:
-  core: {{frequency: {{value: 1, unit: GHz, provenance: assumed}}}}
-blocks:
-  pmu:
-    description: one monitored block
-    clock: core
-    counter_slots: {slots}
-    group_constraints: {constraints}
-    signals:
-      cycles: {{kind: counter, unit: core_cycle, width: 32, description: free-running cycles}}
+from helpers import PMU_YAML
+
+GEN = (
+    PMU_YAML
+    + """\
       a: {{kind: counter, unit: event, width: 48, max_rate: 1e9 event/s, description: a}}
       b: {{kind: counter, unit: B, width: 32, max_rate: {b_rate}, description: b}}
       g: {{kind: gauge, unit: B, description: g}}
 """
+)
 METRICS = """\
 metric r_ab [event/B] = pmu.a / pmu.b
 metric per_cycle [event/core_cycle] = pmu.a / pmu.cycles
