@@ -44,9 +44,9 @@ def _where(c, a, b):
 
 
 def _default(a, b):
-    """``default(a, b)``: a where it is not null, else b (SQL's COALESCE)."""
-    a = np.asarray(a, dtype=np.float64)
-    return np.where(np.isnan(a), b, a)
+    """``default(a, b)`` of a captured ``a``: ``a``, its nulls kept (``metrics.optional``; an absent ``a``
+    was replaced by ``b`` in the catalog before this code was generated)."""
+    return np.asarray(a, dtype=np.float64)
 
 
 def _fin(o):

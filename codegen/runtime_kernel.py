@@ -104,7 +104,7 @@ def _kwhere(c, a, b):
 
 
 def _kdefault(a, b):
-    return b if a != a else a
+    return a  # a captured optional input: its value, null kept (metrics.optional)
 
 
 def _kfin(x):

@@ -223,9 +223,10 @@ class SqlEmitter:
         return emit
 
     def default(self, n: ir.Op):
-        """``default(x, d)``: COALESCE(x, d), x's NaN read as NULL (an optional input, ``metrics.optional``)."""
+        """``default(x, d)`` of a captured x: x, its nulls kept (``metrics.optional``: an absent x was
+        replaced by d in the catalog before the SQL was generated)."""
         rows, level = self.args(n)
-        return [exp.Coalesce(this=self.nan_null(x, n.args[0]), expressions=[d]) for x, d in rows], level
+        return [x for x, _ in rows], level
 
     def clamp(self, n: ir.Op):
         rows, level = self.args(n)

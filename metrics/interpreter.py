@@ -4,8 +4,9 @@ the typed IR. It is the semantics that generated evaluators must reproduce (diff
 Null rules: a null value is NaN inside arrays and leaves the API as null. Division by zero gives null
 (never inf or NaN from the division itself); null passes unchanged through arithmetic, conversions and
 rollups; a comparison with a null operand is null, and so is an ``if`` with a null condition.
-``default(x, d)`` is x where x is not null, else d; and d everywhere when x reads a signal the windows
-do not hold (an optional input absent from the capture).
+``default(x, d)`` is d everywhere when x reads a signal the windows do not hold (an optional input
+absent from the capture), else x — a null window of a captured x stays null (a reset or a sentinel is
+not a zero).
 """
 
 from __future__ import annotations
@@ -170,5 +171,5 @@ _OPS = {
     "or": _logic(operator.or_),
     "not": _not,
     "where": _where,
-    "default": lambda x: np.where(np.isnan(np.asarray(x[0], dtype=np.float64)), x[1], x[0]),
+    "default": lambda x: np.asarray(x[0], dtype=np.float64),  # x captured: x, nulls included
 }

@@ -37,7 +37,7 @@ class Op(str, Enum):
     OR = "or"
     NOT = "not"
     WHERE = "where"
-    DEFAULT = "default"  # default(x, d): x where it is not null, else d (SQL COALESCE); see metrics.optional
+    DEFAULT = "default"  # default(x, d): d where the capture lacks x (a catalog rewrite), else x; metrics.optional
 
     def __str__(self) -> str:
         return self.value
@@ -45,8 +45,6 @@ class Op(str, Enum):
 
 ARITY = {Op.NEG: 1, Op.ABS: 1, Op.NOT: 1, Op.CLAMP: 3, Op.WHERE: 3}
 ARITY = {op: ARITY.get(op, 2) for op in Op}
-ARITHMETIC = frozenset(
-    {Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.NEG, Op.ABS, Op.MIN, Op.MAX, Op.CLAMP, Op.DEFAULT}
-)
+ARITHMETIC = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.NEG, Op.ABS, Op.MIN, Op.MAX, Op.CLAMP, Op.DEFAULT})
 COMPARISONS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 LOGIC = frozenset({Op.AND, Op.OR, Op.NOT, Op.WHERE})

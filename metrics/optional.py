@@ -1,10 +1,10 @@
 """Optional inputs: ``default(x, d)`` in the metric language.
 
-``default(x, d)`` is x where x has a value and d where it does not, in x's unit:
+``default(x, d)`` is d where the capture does not have x, and x where it does, in x's unit:
 
-- **null in a window** (a reset, a sentinel, a missing sample, a division by zero inside x): the IR
-  operation ``default`` (``metrics.ops.Op.DEFAULT``) gives d for that window on every backend
-  (the interpreter and the NumPy evaluator test for NaN, the fused kernel per row, SQL ``COALESCE``);
+- **captured**: the IR operation ``default`` (``metrics.ops.Op.DEFAULT``) is x on every backend, a null
+  window of x included: a reset, a sentinel or a missing sample is not a zero, and filling it with d
+  would be a silently wrong value (a window whose FP4 counter reset would read no FP4 work);
 - **absent from the capture** (the dump has no column for a signal x reads): ``fill_defaults`` rewrites
   the catalog for that capture, each such ``default(x, d)`` becoming d, so the metric stays available
   instead of being reported "not in the dump". The reference interpreter does the same by itself when
