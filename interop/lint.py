@@ -19,34 +19,34 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceMetric
 
 
+def _show_num(n: ir.Num) -> str:
+    v = n.value
+    return (str(int(v)) if float(v).is_integer() else repr(v)) + (f" {n.unit}" if n.unit else "")
+
+
+# Each node type -> its short infix text (``show``), its operands shown in turn.
+_SHOW = {
+    ir.Num: _show_num,
+    ir.Event: lambda n: n.key,
+    ir.Const: lambda n: n.key,
+    ir.Ref: lambda n: n.key,
+    ir.Interval: lambda n: "interval",
+    ir.Bin: lambda n: f"({show(n.left)} {n.op} {show(n.right)})",
+    ir.Neg: lambda n: f"-{show(n.operand)}",
+    ir.Not: lambda n: f"not {show(n.operand)}",
+    ir.Truth: lambda n: show(n.operand),
+    ir.BoolNum: lambda n: show(n.cond),
+    ir.If: lambda n: f"({show(n.then)} if {show(n.cond)} else {show(n.other)})",
+    ir.Call: lambda n: f"{n.fn}({', '.join(show(a) for a in n.args)})",
+    ir.Rollup: lambda n: f"{n.fn}({show(n.arg)})",
+    ir.SafeDiv: lambda n: f"d_ratio({show(n.num)}, {show(n.den)})",
+}
+
+
 def show(n: ir.Node) -> str:
     """Short infix text of a sub-expression for messages (source names)."""
-    if isinstance(n, ir.Num):
-        v = n.value
-        return (str(int(v)) if float(v).is_integer() else repr(v)) + (f" {n.unit}" if n.unit else "")
-    if isinstance(n, (ir.Event, ir.Const, ir.Ref)):
-        return n.key
-    if isinstance(n, ir.Interval):
-        return "interval"
-    if isinstance(n, ir.Bin):
-        return f"({show(n.left)} {n.op} {show(n.right)})"
-    if isinstance(n, ir.Neg):
-        return f"-{show(n.operand)}"
-    if isinstance(n, ir.Not):
-        return f"not {show(n.operand)}"
-    if isinstance(n, ir.Truth):
-        return show(n.operand)
-    if isinstance(n, ir.BoolNum):
-        return show(n.cond)
-    if isinstance(n, ir.If):
-        return f"({show(n.then)} if {show(n.cond)} else {show(n.other)})"
-    if isinstance(n, ir.Call):
-        return f"{n.fn}({', '.join(show(a) for a in n.args)})"
-    if isinstance(n, ir.Rollup):
-        return f"{n.fn}({show(n.arg)})"
-    if isinstance(n, ir.SafeDiv):
-        return f"d_ratio({show(n.num)}, {show(n.den)})"
-    return "?"  # pragma: no cover
+    text = _SHOW.get(type(n))
+    return text(n) if text is not None else "?"
 
 
 def _terms(n: ir.Node, sign: int, out: list) -> None:
