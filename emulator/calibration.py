@@ -258,6 +258,53 @@ def leave_family_out(preps: list[Prepared], full_fit: dict, progress: Callable[[
     return out
 
 
+#: Issue 30's targets on the out-of-sample geomean error, by model kind (and for latency rows).
+TARGETS = {"dense": 0.15, "moe": 0.30, "ttft_itl": 0.25}
+
+
+def _kind(model: str) -> str:
+    from .models import get_model
+
+    return "moe" if get_model(model).is_moe else "dense"
+
+
+def by_profile(res: dict, loo_family: dict | None, rows_are_profiles: bool = True) -> dict:
+    """Per engine profile (``engine_profiles.yaml``) and model kind (``dense`` / ``moe``): ``in_sample``
+    (``summary`` over the profile's validated rows of that kind), ``leave_one_source_out`` (None with
+    ``loso_note`` when the profile cites fewer than two sources: nothing to leave out) and
+    ``leave_one_family_out`` (the rows of the kind's families predicted by fits without them, from
+    ``loo_family``; None when not run). ``res``: ``validate``'s result; its rows belong to the profiles
+    whose ``calibration.file`` is the shipped calibration file (``rows_are_profiles``; False when the
+    caller validated another file). A profile without cited rows gets ``{"rows": 0, "note"}``."""
+    from .engine_profiles import load_profiles
+
+    fam_kind = {r["family"]: _kind(r["model"]) for r in res["rows"]}
+    out = {}
+    for name, prof in load_profiles().items():
+        if not (rows_are_profiles and prof.calibration_file == "emulator/data/calibration.yaml"):
+            out[name] = {"rows": 0, "note": "no cited public rows: its constants are stated assumptions"}
+            continue
+        kinds = {}
+        for kind in ("dense", "moe"):
+            rows = [r for r in res["rows"] if _kind(r["model"]) == kind]
+            lofo = None
+            if loo_family is not None:
+                lofo = summary([x for f, v in loo_family.items() if fam_kind.get(f) == kind for x in v["rows"]])
+            kinds[kind] = {
+                "in_sample": summary(rows),
+                "leave_one_source_out": None,
+                "leave_one_family_out": lofo,
+                "target": TARGETS[kind],
+            }
+        note = (
+            f"{len(prof.sources)} cited source(s): leave-one-source-out needs two"
+            if len(prof.sources) < 2
+            else "leave-one-source-out not computed: the rows do not name their source"
+        )
+        out[name] = {"rows": len(res["rows"]), "sources": list(prof.sources), "kinds": kinds, "loso_note": note}
+    return out
+
+
 def leave_one_out(preps: list[Prepared], full_fit: dict, progress: Callable[[int, int], None] | None = None) -> dict:
     """Refit without each row (from the full fit's values) and predict it. Returns
     ``{"rows": [{label, measured, predicted, error}], "geomean_error", "worst_error"}``."""

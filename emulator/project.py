@@ -12,6 +12,7 @@ FLOP/s per chip, KV cache, memory) for a request shape.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 import yaml
 from perfonto.ontology import Generation
 
+from .engine_profiles import profile
 from .ops import EmuConfig
 from .parallel import Mapping
 from .run import setup
@@ -64,6 +66,7 @@ class Projection:
     named: tuple[str, ...]
     config: EmuConfig = field(repr=False)
     served: Served | None = field(default=None, repr=False)
+    engine_profile: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -77,6 +80,7 @@ class Projection:
             "preset": self.preset,
             "mapping": self.mapping.describe(),
             "engine": self.engine.describe(),
+            "engine_profile": self.engine_profile,
             "kv_capacity_tokens_per_rank": self.kv_capacity_tokens,
             **self.figures.to_json(),
             "assumptions": list(self.named),
@@ -103,6 +107,7 @@ def project(
     seed: int = 0,
     max_steps: int = MAX_STEPS,
     progress=None,
+    engine_profile: str | None = None,
     **scenario,
 ) -> Projection:
     """Serve ``num_requests`` requests and measure the server.
@@ -117,14 +122,20 @@ def project(
     ``concurrency_requests`` (closed loop) unless given. Engine: the preset's (``serving.engine_for``,
     the sizing ``run`` uses too) unless ``engine``; speculative decoding with ``draft_tokens`` drafts
     per step at ``acceptance``. ``progress(done, total)`` is called with the requests completed so far
-    (of one rank) as the schedule advances.
+    (of one rank) as the schedule advances. ``engine_profile`` (``emulator/data/engine_profiles.yaml``):
+    its kernel constants on top of the preset's assumptions and its scheduler (unless ``engine``).
 
     Raises:
-        ValueError: unknown names, a mapping or a request that does not fit, a rate with a concurrency.
+        ValueError: unknown names (an unknown engine profile too), a mapping or a request that does not
+            fit, a rate with a concurrency.
         TypeError: no ``model`` or ``chips``, or an argument ``setup`` does not take.
     """
     g, cfg, p = setup(gen, **scenario)
     custom = scenario.get("assumptions") is not None
+    if engine_profile is not None:
+        prof = profile(engine_profile)
+        cfg = dataclasses.replace(cfg, a=prof.assumptions(cfg.a))
+        engine = engine or prof.engine(cfg, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
@@ -145,9 +156,10 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        () if custom else p.named,
+        () if custom else p.named + (prof.named if engine_profile is not None else ()),
         cfg,
         sv,
+        engine_profile,
     )
 
 

@@ -96,6 +96,13 @@ def register(sub) -> None:
     )
     add_scenario_args(p)
     p.add_argument(
+        "--engine-profile",
+        default=None,
+        metavar="NAME",
+        help="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, sohu): its kernel efficiencies "
+        "and scheduler on top of the preset (default: the preset's)",
+    )
+    p.add_argument(
         "--requests",
         type=positive_int,
         default=None,
@@ -217,6 +224,7 @@ def cmd_project(args) -> int:
                     draft_tokens=args.draft_tokens,
                     acceptance=args.acceptance if args.draft_tokens else 0.0,
                     progress=bar,
+                    engine_profile=args.engine_profile,
                 )
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
@@ -326,8 +334,9 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         )
     for n, r in results.items():
         out.print(
-            f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}; "
-            f"KV cache {r.kv_capacity_tokens:,} tokens per rank"
+            f"[bold]{r.preset}[/]: {r.mapping.describe()}; {r.engine.describe()}"
+            + (f" (engine profile {r.engine_profile})" if r.engine_profile else "")
+            + f"; KV cache {r.kv_capacity_tokens:,} tokens per rank"
         )
     for n, r in results.items():
         if r.named:

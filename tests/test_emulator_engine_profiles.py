@@ -1,0 +1,81 @@
+"""Issue 30, item 1: serving-engine profiles as data (emulator/data/engine_profiles.yaml), selected with
+``--engine-profile``; validate-emulator's errors per profile and model kind."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perfonto.cli import main
+from perfonto.emulator.assumptions import fitted_assumptions
+from perfonto.emulator.calibration import by_profile
+from perfonto.emulator.engine_profiles import EngineProfileError, load_profiles, profile
+from perfonto.emulator.project import project
+
+KW = dict(model="llama-3.1-8b", chips=1, isl=1000, osl=1000, num_requests=200)
+
+
+def test_trtllm_profile_is_todays_calibrated_behaviour():
+    base = project("h200", **KW)
+    prof = project("h200", engine_profile="trtllm", **KW)
+    # the gpu preset already starts from fitted.yaml with link_eff 0.80 and trtllm-bench's sizing: nothing changes
+    assert prof.config.a == base.config.a and prof.engine == base.engine
+    assert prof.figures.output_tokens_per_second == base.figures.output_tokens_per_second
+    assert prof.config.a.mxu_eff_max == fitted_assumptions().mxu_eff_max
+    assert profile("trtllm").sources and "perf-overview.md @ 00f37686" in profile("trtllm").sources[0]
+
+
+def test_sohu_profile_sets_its_stated_kernels_and_scheduler():
+    pr = project("sohu", engine_profile="sohu", **KW)
+    a = pr.config.a
+    assert (a.mxu_eff_max, a.mxu_half_rows, a.kv_read_eff, a.op_overhead_s, a.host_step_s) == (
+        0.95,
+        16.0,
+        0.85,
+        0.0,
+        5.0e-6,
+    )
+    e = pr.engine
+    assert (e.max_batch, e.token_budget, e.chunked_prefill) == (256, 2048, True)
+    assert pr.to_json()["engine_profile"] == "sohu" and profile("sohu").sources == ()
+
+
+def test_a_malformed_profile_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("profiles:\n  x:\n    kernels: {dense_gemm: {kv_read_eff: 0.5}}\n    scheduler: trtllm-bench\n")
+    with pytest.raises(EngineProfileError, match="dense_gemm sets kv_read_eff; it may set mxu_eff_max"):
+        load_profiles(str(bad))
+    bad.write_text("profiles:\n  x:\n    kernels: {tensor_cores: {}}\n    scheduler: {max_batch: 8}\n")
+    with pytest.raises(EngineProfileError, match="unknown op class 'tensor_cores'"):
+        load_profiles(str(bad))
+    with pytest.raises(EngineProfileError, match="no engine profile 'vllm'; profiles: trtllm, sohu"):
+        profile("vllm")
+
+
+def test_cli_refuses_an_unknown_profile(capsys):
+    rc = main(["project", "--generation", "h200", "--model", "llama-3.1-8b", "--chips", "1", "--engine-profile", "x"])
+    assert rc == 1 and "no engine profile 'x'" in capsys.readouterr().err
+
+
+def test_errors_by_profile_and_kind_by_hand():
+    rows = [
+        {"model": "llama-3.1-8b", "family": "llama-3", "predicted": 110.0, "measured": 100.0},
+        {"model": "llama-3.1-8b", "family": "llama-3", "predicted": 90.0, "measured": 100.0},
+        {"model": "qwen3-235b-a22b", "family": "qwen3", "predicted": 150.0, "measured": 100.0},
+    ]
+    lofo = {
+        "llama-3": {"rows": [{"predicted": 120.0, "measured": 100.0}]},
+        "qwen3": {"rows": [{"predicted": 50.0, "measured": 100.0}]},
+    }
+    out = by_profile({"rows": rows}, lofo)
+    t = out["trtllm"]["kinds"]
+    # dense in sample: exp((ln 1.1 + |ln 0.9|)/2) − 1 = exp((0.09531 + 0.10536)/2) − 1 = exp(0.100335) − 1 = 0.10554
+    assert t["dense"]["in_sample"]["geomean_error"] == pytest.approx(math.exp((math.log(1.1) - math.log(0.9)) / 2) - 1)
+    assert t["dense"]["in_sample"]["geomean_error"] == pytest.approx(0.10554, abs=1e-5)
+    assert t["moe"]["in_sample"]["geomean_error"] == pytest.approx(0.5)  # one row, 150/100
+    assert t["dense"]["leave_one_family_out"]["geomean_error"] == pytest.approx(0.2)
+    assert t["moe"]["leave_one_family_out"]["geomean_error"] == pytest.approx(1.0)  # 50 vs 100: a factor 2
+    # one cited source: nothing to leave out
+    assert t["dense"]["leave_one_source_out"] is None and "1 cited source" in out["trtllm"]["loso_note"]
+    assert out["sohu"]["rows"] == 0 and "assumptions" in out["sohu"]["note"]
