@@ -41,7 +41,10 @@ resolved by the order of a time-ordered sequence (counter samples: the epoch nev
 on at a backwards step of the device time) or by a host hint (the earliest host time it can have, e.g. its
 submission: the earliest epoch's time at or after the hint less its bound; when every epoch puts it
 before the hint, the latest of them, and it is outside its bracket either way), else it is ``ambiguous``
-(also when one epoch claims it and another holds it in its reset gap).
+(also when one epoch claims it and another holds it in its reset gap). In a time-ordered sequence, a
+backwards step of the device time that stays in one epoch is a reset no sync read saw (before the first
+read or after the last): of the runs it splits the epoch's stamps into, those whose device times miss
+the epoch's reads are ``unseen_reset``, and when several meet them all are ``ambiguous``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ REASONS = {
     1: "reset_gap: between a device clock reset and the next sync read",
     2: "ambiguous: two clock epochs fit this device time",
     3: "outside: further than one sync interval before the first sync read",
+    5: "unseen_reset: across a device clock reset that no sync read follows or precedes",
 }
 
 
@@ -142,7 +146,8 @@ def find_resets(r: Reads, max_drift_ppm: float = MAX_DRIFT_PPM) -> list[tuple[in
 class Segment:
     """One epoch's fit: ``y = a + b (x − xr)`` on ``n`` kept of ``total`` reads; error-bound terms
     ``h0``, ``h1`` (ns, ns/ns), ``s`` (residual SD, ns), ``sxx`` (ns²), ``dfree`` (unfitted drift bound);
-    its first read's device stamp ``dev_first`` and host span ``host_first``…``host_last``."""
+    its first read's device stamp ``dev_first`` (and last read's ``dev_last``) and host span
+    ``host_first``…``host_last``."""
 
     a: float
     b: float
@@ -158,6 +163,7 @@ class Segment:
     dev_first: float
     host_first: float
     host_last: float
+    dev_last: float = np.nan
 
     @property
     def offset_ns(self) -> float:
@@ -187,7 +193,7 @@ class Segment:
         }
 
 
-def fit_segment(x, y, half, dev_first: float | None = None) -> Segment:
+def fit_segment(x, y, half, dev_first: float | None = None, dev_last: float | None = None) -> Segment:
     """Fit one epoch's reads (arrays of equal length ≥ 1, host order) by the rule of the module docstring."""
     x, y, half = (np.asarray(a, np.float64) for a in (x, y, half))
     keep = half <= np.quantile(half, 0.5)
@@ -208,6 +214,7 @@ def fit_segment(x, y, half, dev_first: float | None = None) -> Segment:
     return Segment(
         float(a), float(b), float(xr), fitted, int(keep.sum()), len(x), float(s), float(sxx), float(hs.mean()), h1,
         float(dfree), float(dev_first if dev_first is not None else np.nan), float(x[0]), float(x[-1]),
+        float(dev_last if dev_last is not None else np.nan),
     )  # fmt: skip
 
 
@@ -265,14 +272,17 @@ class ChipClock:
         segs = self.segments
         hosts = np.stack([s.to_host(d) for s in segs]) if len(d) else np.zeros((len(segs), 0))
         if len(segs) == 1:
-            return hosts[0], segs[0].bound(hosts[0]), np.zeros(len(d), np.int8)
-        claim, gap = self._status(d, hosts)
-        if ordered:
-            late = np.stack([hosts[k] > s.host_last for k, s in enumerate(segs)])
-            amb = claim & late & np.r_[gap[1:], np.zeros((1, len(d)), bool)]
-            pick, reason = _walk(d, claim, gap, amb)
+            pick, reason = np.zeros(len(d), np.int64), np.zeros(len(d), np.int8)
         else:
-            pick, reason = _by_hint(hosts, claim, gap, hint_ns, self)
+            claim, gap = self._status(d, hosts)
+            if ordered:
+                late = np.stack([hosts[k] > s.host_last for k, s in enumerate(segs)])
+                amb = claim & late & np.r_[gap[1:], np.zeros((1, len(d)), bool)]
+                pick, reason = _walk(d, claim, gap, amb)
+            else:
+                pick, reason = _by_hint(hosts, claim, gap, hint_ns, self)
+        if ordered:
+            reason = _unseen(d, pick, reason, segs)
         ok = reason == 0
         idx = np.arange(len(d))
         host = np.where(ok, hosts[np.maximum(pick, 0), idx], np.nan)
@@ -294,6 +304,31 @@ class ChipClock:
             if k > 0:
                 gap[k] = (d < s.dev_first) & (hosts[k] >= segs[k - 1].host_last - s.bound(segs[k - 1].host_last))
         return claim, gap
+
+
+def _unseen(d, pick, reason, segs) -> np.ndarray:
+    """Reasons of a time-ordered sequence with its backwards steps of the device time that no detected
+    reset explains (the step stays in one epoch: a reset before the first or after the last sync read).
+    Such steps split an epoch's stamps into runs; a run whose device times miss the epoch's reads
+    (``dev_first``…``dev_last``) is of a clock the reads never saw (5, ``unseen_reset``); when several runs
+    meet them, none can be told from the others (2, ``ambiguous``)."""
+    if len(d) < 2:
+        return reason
+    step = np.flatnonzero((d[1:] < d[:-1]) & (pick[1:] == pick[:-1])) + 1
+    if not len(step):
+        return reason
+    run = np.zeros(len(d), np.int64)
+    run[step] = 1
+    run = np.cumsum(run)
+    out = reason.copy()
+    for k in np.unique(pick[step]):
+        s, mine = segs[k], pick == k
+        ids = np.unique(run[mine])
+        hit = [r for r in ids if d[mine & (run == r)].min() <= s.dev_last and d[mine & (run == r)].max() >= s.dev_first]
+        for r in ids:
+            sel = mine & (run == r) & (out == 0)
+            out[sel] = 5 if r not in hit else (2 if len(hit) > 1 else 0)
+    return out
 
 
 def _walk(d, claim, gap, amb):
@@ -350,7 +385,7 @@ def fit_chip(reads: Reads, max_drift_ppm: float = MAX_DRIFT_PPM) -> ChipClock:
     segs = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         sl = slice(lo, hi)
-        segs.append(fit_segment(reads.x[sl], reads.y[sl], reads.half[sl], reads.dev_lo[lo]))
+        segs.append(fit_segment(reads.x[sl], reads.y[sl], reads.half[sl], reads.dev_lo[lo], reads.dev_hi[hi - 1]))
     resets = tuple(
         {
             "kind": kind,

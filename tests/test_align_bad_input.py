@@ -181,3 +181,30 @@ def test_a_processing_time_beside_two_device_stamps_is_not_ignored():
     ):
         clocks_of_table(two, processing_ns=3000.0, where="x.parquet")
     assert clocks_of_table(two, where="x.parquet")[1].segments[0].offset_ns == pytest.approx(5e6)
+
+
+def test_a_reset_the_sync_reads_do_not_cover_is_never_guessed():
+    """Counter samples every 50 ms from 0; the device clock restarts from 0 at host 450 ms (device = 1e12 + h
+    before, h − 450e6 after) and the sync reads (every 100 ms, legs 1000/1000) cover only one side of it.
+    One epoch then maps the other side's samples hundreds of ms (or 1000 s) away with a 1000.5 ns bound:
+    those samples, past a backwards step of the device time that no detected reset explains, are
+    unmappable ('unseen_reset')."""
+    reset = 450e6
+
+    def dev(h):
+        return np.where(h < reset, 1e12 + h, h - reset)
+
+    true = np.arange(20) * 50e6
+    for h0, mapped in ((np.arange(5, 10) * 1e8, np.arange(9, 20)), (np.arange(0, 5) * 1e8, np.arange(0, 9))):
+        clk = fit_chip(make_reads(h0, dev(h0 + 1000), h0 + 2000))
+        host, bound, why = clk.map(dev(true), ordered=True)
+        assert list(np.flatnonzero(why == 0)) == list(mapped)
+        assert set(why[why != 0]) == {5} and np.isnan(host[why != 0]).all()
+        assert np.abs(host[mapped] - true[mapped]).max() < 1e-6
+    # device ranges that overlap (a device clock 5 ms ahead, reset to 0): the reads cannot tell the two
+    # sides apart, so both are ambiguous rather than one guessed
+    h0 = np.arange(5, 10) * 1e8
+    near = lambda h: np.where(h < reset, 5e6 + h, h - reset)  # noqa: E731
+    clk = fit_chip(make_reads(h0, near(h0 + 1000), h0 + 2000))
+    host, bound, why = clk.map(near(true), ordered=True)
+    assert set(why) == {2} and np.isnan(host).all()
