@@ -73,7 +73,8 @@ def cmd_timeline(args) -> int:
         )
         err.print(
             f"device times mapped within ±{info['bound_ns_max']:,.0f} ns at most (each slice's host_err_ns); "
-            f"{info['unmappable']:,} slice(s) left out as unmappable (after a clock reset, before the next sync read); "
+            f"{info['unmappable']:,} slice(s) left out as unmappable (no host time: after a clock reset, before "
+            "the next sync read, or ambiguous between clock epochs); "
             f"{info['outside_submit']:,} device slice(s) outside their submit bracket (args.outside_submit)",
             markup=False,
         )
