@@ -224,7 +224,7 @@ def _energy_per_token(ss: SteadyState, columns: dict, energy, window, full) -> N
         vals = getattr(ss, key)
         vals["energy_per_output_token"] = joules / (out * dur) if out else None
         vals["energy_per_token"] = joules / (allt * dur) if allt else None
-    ss.units |= {"energy_per_output_token": "J/token", "energy_per_token": "J/token"}
+    ss.units |= {"energy_per_output_token": "J/output_token", "energy_per_token": "J/token"}
 
 
 def read_columns(path: str | Path, gen) -> dict:
