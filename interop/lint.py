@@ -49,22 +49,20 @@ def show(n: ir.Node) -> str:
     return text(n) if text is not None else "?"
 
 
-def _terms(n: ir.Node, sign: int, out: list) -> None:
-    if isinstance(n, ir.Bin) and n.op in ("+", "-"):
-        _terms(n.left, sign, out)
-        _terms(n.right, sign if n.op == "+" else -sign, out)
-    elif isinstance(n, ir.Neg):
-        _terms(n.operand, -sign, out)
-    else:
-        out.append((n, sign))
-
-
-def _factors(n: ir.Node, power: int, out: list) -> None:
-    if isinstance(n, ir.Bin) and n.op in ("*", "/"):
-        _factors(n.left, power, out)
-        _factors(n.right, power if n.op == "*" else -power, out)
-    else:
-        out.append((n, power))
+def _parts(n: ir.Node, ops: tuple[str, str]) -> list[tuple[ir.Node, int]]:
+    """``n`` flattened over ``ops`` (``("+", "-")``: its terms, a negation flipping the sign;
+    ``("*", "/")``: its factors): each operand with +1, or -1 where it is subtracted or divided by."""
+    out: list[tuple[ir.Node, int]] = []
+    todo = [(n, 1)]
+    while todo:
+        x, sign = todo.pop()
+        if isinstance(x, ir.Bin) and x.op in ops:
+            todo += [(x.right, sign if x.op == ops[0] else -sign), (x.left, sign)]
+        elif ops[0] == "+" and isinstance(x, ir.Neg):
+            todo.append((x.operand, -sign))
+        else:
+            out.append((x, sign))
+    return out
 
 
 def _constant_only(n: ir.Node) -> bool:
@@ -110,8 +108,7 @@ def _check_terms(n: ir.Node, add) -> None:
     """A sum where a term is both added and subtracted: it cancels."""
     if not (isinstance(n, ir.Bin) and n.op in ("+", "-")):
         return
-    terms: list = []
-    _terms(n, 1, terms)
+    terms = _parts(n, ("+", "-"))
     for t, s in terms:
         if s > 0 and not isinstance(t, ir.Num) and (t, -1) in terms:
             add("self-cancelling", f"`{show(t)}` is both added and subtracted in `{show(n)}`: it cancels", what=t)
@@ -121,8 +118,7 @@ def _check_factors(n: ir.Node, add) -> None:
     """A product where a factor is in both the numerator and the denominator: it cancels."""
     if not (isinstance(n, ir.Bin) and n.op in ("*", "/")):
         return
-    facs: list = []
-    _factors(n, 1, facs)
+    facs = _parts(n, ("*", "/"))
     for f, p in facs:
         if p > 0 and (f, -1) in facs and not (isinstance(f, ir.Num) and f.value == 1):
             sev = "info" if isinstance(f, ir.Num) else "warning"
