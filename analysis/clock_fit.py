@@ -44,7 +44,7 @@ before the hint, the latest of them, and it is outside its bracket either way), 
 (also when one epoch claims it and another holds it in its reset gap). In a time-ordered sequence, a
 backwards step of the device time that stays in one epoch is a reset no sync read saw (before the first
 read or after the last): of the runs it splits the epoch's stamps into, those whose device times miss
-the epoch's reads are ``unseen_reset``, and when several meet them all are ``ambiguous``.
+the epoch's reads are ``unseen_reset`` (when another run meets them).
 """
 
 from __future__ import annotations
@@ -309,9 +309,10 @@ class ChipClock:
 def _unseen(d, pick, reason, segs) -> np.ndarray:
     """Reasons of a time-ordered sequence with its backwards steps of the device time that no detected
     reset explains (the step stays in one epoch: a reset before the first or after the last sync read).
-    Such steps split an epoch's stamps into runs; a run whose device times miss the epoch's reads
-    (``dev_first``…``dev_last``) is of a clock the reads never saw (5, ``unseen_reset``); when several runs
-    meet them, none can be told from the others (2, ``ambiguous``)."""
+    Such steps split an epoch's stamps into runs; when one run meets the epoch's reads (device times within
+    ``dev_first``…``dev_last``), the runs that miss them are of a clock the reads never saw (5,
+    ``unseen_reset``). Runs that all meet the reads stay mapped: rows a little out of time order look the
+    same, and the device times cannot tell them from a reset."""
     if len(d) < 2:
         return reason
     step = np.flatnonzero((d[1:] < d[:-1]) & (pick[1:] == pick[:-1])) + 1
@@ -327,7 +328,7 @@ def _unseen(d, pick, reason, segs) -> np.ndarray:
         hit = [r for r in ids if d[mine & (run == r)].min() <= s.dev_last and d[mine & (run == r)].max() >= s.dev_first]
         for r in ids:
             sel = mine & (run == r) & (out == 0)
-            out[sel] = 5 if r not in hit else (2 if len(hit) > 1 else 0)
+            out[sel] = 5 if hit and r not in hit else 0
     return out
 
 
