@@ -207,3 +207,15 @@ def test_a_reset_the_sync_reads_do_not_cover_is_never_guessed():
     shuffled = true[[0, 2, 1, 3, 5, 4, 6, 7, 9, 8, 10, 11, 12, 13, 14, 15, 16, 17, 19, 18]]
     host, bound, why = clk.map(shuffled + 5e6, ordered=True)
     assert not why.any() and np.abs(host - shuffled).max() < 1e-6
+
+
+def test_chips_not_numbered_from_0_without_gaps(small, tmp_path, capsys):
+    """Chip 3 absent from the sync reads, the counters and the trace: the cross-chip analysis indexes
+    chips 0 … N−1 (it raised IndexError)."""
+    run = tmp_path / "run"
+    shutil.copytree(small, run)
+    for f in ("sync", "counters", "trace"):
+        t = pq.read_table(run / f"{f}.parquet")
+        pq.write_table(t.filter(pa.compute.not_equal(t.column("chip"), 3)), run / f"{f}.parquet")
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and "chips 0, 1, 2, 4, 5, 6, 7" in doc["error"] and "numbered 0 … 6" in doc["error"]

@@ -72,6 +72,11 @@ def cmd_align(args) -> int:
         run = Run.open(args.run)
         fits = fit_clocks(run, args.device_processing_ns)
         _check_chips(run, fits)
+        if sorted(fits) != list(range(len(fits))):
+            raise RunError(
+                f"{run.file('sync.parquet')}: chips {', '.join(map(str, sorted(fits)))}; the cross-chip analysis "
+                f"needs them numbered 0 … {len(fits) - 1} without gaps: renumber the chip column of the run's files"
+            )
         doc = analyse(run.path, gen=_generation(args, run), threshold=args.saturation, with_alignment=False)
         counters = map_counters(run, fits)
         trace = map_trace(run, fits) if run.file("trace.parquet").exists() else None
