@@ -219,3 +219,13 @@ def test_chips_not_numbered_from_0_without_gaps(small, tmp_path, capsys):
         pq.write_table(t.filter(pa.compute.not_equal(t.column("chip"), 3)), run / f"{f}.parquet")
     rc, doc = _align(run, capsys)
     assert rc == 1 and "chips 0, 1, 2, 4, 5, 6, 7" in doc["error"] and "numbered 0 … 6" in doc["error"]
+
+
+@pytest.mark.parametrize("name, column", [("counters", "chip"), ("trace", "clock"), ("trace", "chip")])
+def test_a_run_file_without_a_column_align_reads(small, tmp_path, capsys, name, column):
+    run = tmp_path / "run"
+    shutil.copytree(small, run)
+    t = pq.read_table(run / f"{name}.parquet")
+    pq.write_table(t.drop([column]).replace_schema_metadata(t.schema.metadata), run / f"{name}.parquet")
+    rc, doc = _align(run, capsys)
+    assert rc == 1 and doc["error"].startswith(f"{run / f'{name}.parquet'}: no column {column}")

@@ -113,9 +113,17 @@ def _check_chips(run, fits) -> None:
 
     from perfonto.analysis.crosschip import RunError, text
 
-    chips = set(pq.read_table(str(run.file("counters.parquet")), columns=["chip"]).column("chip").to_pylist())
+    def read(name: str, columns: list[str]):
+        path = run.file(name)
+        have = pq.read_schema(str(path)).names
+        for c in columns:
+            if c not in have:
+                raise RunError(f"{path}: no column {c}; the run's {name} needs {', '.join(columns)}")
+        return pq.read_table(str(path), columns=columns)
+
+    chips = set(read("counters.parquet", ["chip"]).column("chip").to_pylist())
     if run.file("trace.parquet").exists():
-        t = pq.read_table(str(run.file("trace.parquet")), columns=["chip", "clock"])
+        t = read("trace.parquet", ["chip", "clock"])
         chips |= set(np.asarray(t.column("chip").to_pylist(), dtype=object)[text(t, "clock") == "device"])
     missing = sorted(int(c) for c in chips - set(fits) if c is not None)
     if missing:
