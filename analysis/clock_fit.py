@@ -406,6 +406,8 @@ def _column(table, name: str, where: str) -> np.ndarray:
     import pyarrow as pa
 
     c = table.column(name)
+    if name != "chip" and (pa.types.is_timestamp(c.type) or pa.types.is_duration(c.type)):  # e.g. pandas datetime64
+        c = c.cast(pa.timestamp("ns") if pa.types.is_timestamp(c.type) else pa.duration("ns")).cast(pa.int64())
     typ = c.type.value_type if pa.types.is_dictionary(c.type) else c.type
     ok = pa.types.is_integer(typ) or (name != "chip" and pa.types.is_floating(typ))
     if not ok:

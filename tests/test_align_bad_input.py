@@ -229,3 +229,17 @@ def test_a_run_file_without_a_column_align_reads(small, tmp_path, capsys, name, 
     pq.write_table(t.drop([column]).replace_schema_metadata(t.schema.metadata), run / f"{name}.parquet")
     rc, doc = _align(run, capsys)
     assert rc == 1 and doc["error"].startswith(f"{run / f'{name}.parquet'}: no column {column}")
+
+
+def test_timestamp_typed_stamps_are_read_as_nanoseconds():
+    """pandas writes datetime64 columns as Parquet timestamps: read as ns since the epoch (µs resolution
+    too), the same fit as the integer columns."""
+    t = sync()
+    ref = clocks_of_table(t)[1].segments[0].offset_ns
+    for unit in ("ns", "us"):
+        u = t
+        for k in ("host_before_ns", "host_after_ns"):
+            v = u.column(k).cast(pa.timestamp("ns")).cast(pa.timestamp(unit), safe=False)
+            u = u.set_column(u.column_names.index(k), k, v)
+        off = clocks_of_table(u)[1].segments[0].offset_ns
+        assert off == pytest.approx(ref, abs=1000 if unit == "us" else 1e-6)
