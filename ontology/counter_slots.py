@@ -8,7 +8,8 @@ plain dict kept in ``Generation.blocks[<block>]["counter_slots"]``::
      "together": ((full names, Span), ...), "apart": ((full names, Span), ...)}
 
 Every name must be a counter (or histogram) of the block; anything else is a ``counter-slots`` error
-at the name's place. Whether the constraints can be met with the slots a plan is given (a
+at the name's place, and so are ``group_constraints`` on a block without ``counter_slots`` (which
+reads every counter at once). Whether the constraints can be met with the slots a plan is given (a
 ``together`` group larger than the slots, a ``together`` group two of whose counters must be
 ``apart``) depends on the slot count (``perfonto plan --slots N``) and is checked by the planner.
 """
@@ -31,6 +32,18 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
     removed = set(getattr(gf, "removed", None) or ())
     loc = ("blocks", bname)
     cs = block.counter_slots
+    if cs is None:
+        diags.append(
+            Diagnostic(
+                "error",
+                "counter-slots",
+                f"block `{bname}`: group_constraints without counter_slots: a block without counter_slots reads "
+                "every counter at once, so its rules would be ignored",
+                src.span(loc + ("group_constraints",)),
+                hint="declare `counter_slots: {programmable: N}` (N: the counters the block reads at once) beside them",
+            )
+        )
+        return None
     out: dict = {
         "programmable": cs.programmable if cs is not None else None,
         "fixed": (),

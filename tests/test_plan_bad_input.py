@@ -100,3 +100,15 @@ def test_gauge_only_plan_says_nothing_is_read_through_a_slot(tmp_path, capsys):
     assert "read every unknown" not in out and "no read-interval cap" in out
     assert main(["plan", "--catalog", str(d), "--metrics", "r_ab"]) == 0
     assert "the block has 1 slot" in capsys.readouterr().out.replace("1 slots", "?")
+
+
+def test_group_constraints_without_counter_slots_are_an_error(tmp_path):
+    """Without counter_slots a block reads every counter at once and the planner skipped its rules: an
+    `apart` pair was planned in one group (r_ab 'consistent')."""
+    d = folder(tmp_path, constraints="[{apart: [a, b]}]")
+    text = (d / "tiny.yaml").read_text().replace("    counter_slots: {programmable: 2, fixed: [cycles]}\n", "")
+    (d / "tiny.yaml").write_text(text)
+    gen, diags = graph(d)
+    [e] = [x for x in diags if x.code == "counter-slots"]
+    assert "group_constraints without counter_slots" in e.message and e.span.line == 9
+    assert "counter_slots: {programmable: N}" in e.hint
