@@ -40,6 +40,7 @@ from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth
 from .latency import latency
+from .engine_profiles import profile
 from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, request_times, serve
 from .signals import plan_columns
 from .thermal import Thermal
@@ -209,6 +210,7 @@ def run(
     acceptance: float = 0.0,
     op_snapshots: bool = False,
     whole_steps: bool = False,
+    engine_profile: str | None = None,
 ) -> EmulationResult:
     """Emulate ``chips`` chips serving ``model`` for ``duration_s`` seconds and write the counter dump.
 
@@ -268,6 +270,14 @@ def run(
         preset=preset,
         assumptions=assumptions,
     )
+    if engine_profile is not None:  # its kernel constants and scheduler (emulator/data/engine_profiles.yaml)
+        ep = profile(engine_profile)
+        cfg = dataclasses.replace(cfg, a=ep.assumptions(cfg.a))
+        given = {"max_batch": max_batch, "token_budget": token_budget, "chunked_prefill": chunked_prefill}
+        engine = engine or dataclasses.replace(
+            ep.engine(cfg, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance),
+            **{k: v for k, v in given.items() if v is not None},
+        )
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
     if warmup_steps < 0:

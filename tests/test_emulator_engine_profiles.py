@@ -79,3 +79,14 @@ def test_errors_by_profile_and_kind_by_hand():
     # one cited source: nothing to leave out
     assert t["dense"]["leave_one_source_out"] is None and "1 cited source" in out["trtllm"]["loso_note"]
     assert out["sohu"]["rows"] == 0 and "assumptions" in out["sohu"]["note"]
+
+
+def test_run_takes_the_profile(tmp_path):
+    from perfonto import emulator
+
+    r = emulator.run(
+        "sohu", model="llama-3.1-8b", chips=1, duration_s=0.01, out_dir=tmp_path, engine_profile="sohu", max_batch=64
+    )
+    gt = r.ground_truth
+    # the profile's scheduler (2048 tokens per step, chunked) with the max batch given on top
+    assert (gt["token_budget"], gt["max_batch"], gt["chunked_prefill"]) == (2048, 64, True)

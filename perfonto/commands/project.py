@@ -96,13 +96,6 @@ def register(sub) -> None:
     )
     add_scenario_args(p)
     p.add_argument(
-        "--engine-profile",
-        default=None,
-        metavar="NAME",
-        help="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, sohu): its kernel efficiencies "
-        "and scheduler on top of the preset (default: the preset's)",
-    )
-    p.add_argument(
         "--requests",
         type=positive_int,
         default=None,
@@ -133,8 +126,15 @@ def _rate(text: str) -> float:
 
 
 def add_scenario_args(p) -> None:
-    """``--rate`` / ``--concurrency`` (exclusive; default offline) and speculative decoding
-    (``--draft-tokens``, ``--acceptance``), shared by ``project`` and ``run``."""
+    """``--rate`` / ``--concurrency`` (exclusive; default offline), speculative decoding
+    (``--draft-tokens``, ``--acceptance``) and ``--engine-profile``, shared by ``project`` and ``run``."""
+    p.add_argument(
+        "--engine-profile",
+        default=None,
+        metavar="NAME",
+        help="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, sohu): its kernel efficiencies "
+        "and scheduler on top of the preset (default: the preset's)",
+    )
     g = p.add_mutually_exclusive_group()
     g.add_argument(
         "--rate", type=_rate, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)"

@@ -215,6 +215,7 @@ def cmd_run(args) -> int:
                 concurrency=args.concurrency,
                 draft_tokens=args.draft_tokens,
                 acceptance=args.acceptance if args.draft_tokens else 0.0,
+                engine_profile=args.engine_profile,
             ),
             by=args.by,
             op_snapshots=args.op_snapshots,
