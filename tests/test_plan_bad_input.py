@@ -112,3 +112,15 @@ def test_group_constraints_without_counter_slots_are_an_error(tmp_path):
     [e] = [x for x in diags if x.code == "counter-slots"]
     assert "group_constraints without counter_slots" in e.message and e.span.line == 9
     assert "counter_slots: {programmable: N}" in e.hint
+
+
+def test_collector_config_replaces_a_link_never_writes_through_it(tmp_path):
+    """--collector-config at a symbolic link to an input (here the catalog's YAML) replaces the link, as
+    every perfonto output does; it wrote the plan into the catalog file."""
+    d = folder(tmp_path)
+    before = (d / "tiny.yaml").read_text()
+    link = tmp_path / "plan.yaml"
+    link.symlink_to(d / "tiny.yaml")
+    assert main(["plan", "--catalog", str(d), "--metrics", "r_ab", "--collector-config", str(link)]) == 0
+    assert (d / "tiny.yaml").read_text() == before and not link.is_symlink()
+    assert "perfonto_collector_plan" in link.read_text()

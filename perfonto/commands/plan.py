@@ -79,8 +79,10 @@ def _write_config(path: str, doc: dict) -> None:
         text = yaml.safe_dump(body, sort_keys=False)
     else:
         text = json.dumps(body, indent=2) + "\n"
+    from perfonto.outputs import write_file
+
     try:
-        p.write_text(text, encoding="utf-8")
+        write_file(p, text)  # atomic, and a link at the path is replaced, never written through
     except OSError as exc:
         from perfonto.ontology.files import describe_os_error
 
