@@ -90,3 +90,13 @@ def test_run_takes_the_profile(tmp_path):
     gt = r.ground_truth
     # the profile's scheduler (2048 tokens per step, chunked) with the max batch given on top
     assert (gt["token_budget"], gt["max_batch"], gt["chunked_prefill"]) == (2048, 64, True)
+
+
+def test_sweep_takes_the_profile(capsys):
+    import json
+
+    argv = ["sweep", "--generation", "sohu", "--model", "llama-3.1-8b", "--chips", "1", "--engine-profile", "sohu"]
+    argv += ["--vary", "isl=128,256", "--requests", "50", "--no-cache", "--jobs", "1", "--json"]
+    assert main(argv) == 0
+    pts = json.loads(capsys.readouterr().out)["points"]
+    assert [p["engine"] for p in pts] == ["max batch 256, 2048 tokens per step, chunked prompts"] * 2

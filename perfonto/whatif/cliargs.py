@@ -46,6 +46,12 @@ def add_workload_args(p, *, generation: bool = True) -> None:
     p.add_argument("--mapping", default=None, help="parallel mapping, e.g. tp8, tp4-dp2 (default: the preset's)")
     p.add_argument("--preset", default=None, help="assumption preset (default: the generation's)")
     p.add_argument(
+        "--engine-profile",
+        default=None,
+        metavar="NAME",
+        help="serving-engine profile (emulator/data/engine_profiles.yaml): its kernels and scheduler on the preset",
+    )
+    p.add_argument(
         "--batch", type=positive_int, default=None, help="the engine's max batch (default: the preset's sizing)"
     )
     g = p.add_mutually_exclusive_group()
@@ -79,6 +85,7 @@ def given_workload(args) -> dict:
         "kv_dtype",
         "mapping",
         "preset",
+        "engine_profile",
         "batch",
         "concurrency",
         "rate",

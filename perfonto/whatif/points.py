@@ -15,6 +15,8 @@ per row. A changed generation or catalog changes the fingerprint; a changed perf
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import os
@@ -190,6 +192,7 @@ def project_point(target: Target, point: Point):
     row's ``error`` says why). Row: the point's spec overrides and workload, ``generation``,
     ``preset``, ``mapping`` and ``engine`` as run, and ``ROW_FIGURES``."""
     from perfonto.emulator.breakdown import time_split
+    from perfonto.emulator.engine_profiles import profile
     from perfonto.emulator.project import project
     from perfonto.emulator.run import setup
     from perfonto.emulator.serving import engine_for
@@ -215,23 +218,26 @@ def project_point(target: Target, point: Point):
             preset=wl.get("preset"),
             hardware=hardware,
         )
-        if wl.get("batch") or wl.get("engine") or wl.get("assume"):
+        prof = profile(wl["engine_profile"]) if wl.get("engine_profile") else None
+        if wl.get("batch") or wl.get("engine") or wl.get("assume") or prof:
             _, cfg, p = setup(gen, **scenario)
-            if wl.get("assume"):
-                assumptions = p.assumptions.replace(**dict(wl["assume"]))
+            if wl.get("assume") or prof:  # the engine profile's kernels on the preset's, the varied ones on top
+                base = prof.assumptions(p.assumptions) if prof else p.assumptions
+                assumptions = base.replace(**dict(wl.get("assume") or {}))
                 _, cfg, _ = setup(gen, **scenario, assumptions=assumptions)
             e = dict(wl.get("engine") or ())
-            engine = engine_for(
-                cfg,
-                p,
-                int(wl["isl"]),
-                int(wl["osl"]),
-                max_batch=wl.get("batch") or e.get("max_batch"),
-                token_budget=e.get("token_budget"),
-                chunked_prefill=e.get("chunked_prefill"),
-                draft_tokens=draft,
-                acceptance=acc,
-            )
+            given = {
+                "max_batch": wl.get("batch") or e.get("max_batch"),
+                "token_budget": e.get("token_budget"),
+                "chunked_prefill": e.get("chunked_prefill"),
+            }
+            if prof:
+                engine = dataclasses.replace(
+                    prof.engine(cfg, int(wl["isl"]), int(wl["osl"]), draft_tokens=draft, acceptance=acc),
+                    **{k: v for k, v in given.items() if v is not None},
+                )
+            else:
+                engine = engine_for(cfg, p, int(wl["isl"]), int(wl["osl"]), **given, draft_tokens=draft, acceptance=acc)
         pr = project(
             gen,
             **scenario,
