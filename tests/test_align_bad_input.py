@@ -243,3 +243,23 @@ def test_timestamp_typed_stamps_are_read_as_nanoseconds():
             u = u.set_column(u.column_names.index(k), k, v)
         off = clocks_of_table(u)[1].segments[0].offset_ns
         assert off == pytest.approx(ref, abs=1000 if unit == "us" else 1e-6)
+
+
+def test_alignment_json_is_strict_json_when_stamps_are_unmappable(small, tmp_path, capsys):
+    """A first sync read of chip 0 1000 s off (a reset after the very first read): the stamps before the
+    second read are unmappable, the cross-chip waits over them NaN; alignment.json and --json hold null
+    there (they held NaN, which is not JSON)."""
+    t = pq.read_table(small / "sync.parquet")
+    d = t.column("device_ns").to_numpy().copy()
+    d[0] += 10**12  # row 0 is chip 0's first read
+    run = _variant(small, tmp_path, t.set_column(2, "device_ns", pa.array(d)))
+    assert main(["align", str(run), "--json"]) == 0
+    out = capsys.readouterr().out
+
+    def no(c):
+        raise ValueError(f"not JSON: {c}")
+
+    doc = json.loads(out, parse_constant=no)
+    json.loads((run / "alignment.json").read_text(), parse_constant=no)
+    assert doc["alignment"]["chips"][0]["resets"][0]["kind"] == "backwards" and doc["alignment"]["unmappable"] > 0
+    assert main(["align", str(run)]) == 0  # the text report prints the NaN waits (a None there raised TypeError)

@@ -92,18 +92,32 @@ def cmd_align(args) -> int:
                 pq.write_table(trace, str(tmp))
             outputs["aligned_trace"] = str(run.file("aligned_trace.parquet"))
         doc["outputs"] = outputs
-        write_file(run.file("alignment.json"), json.dumps(doc, indent=2))
+        clean = _finite(doc)  # a value over unmappable stamps is NaN: null in JSON
+        write_file(run.file("alignment.json"), json.dumps(clean, indent=2, allow_nan=False))
         record_outputs(run.path, [Path(p).name for p in outputs.values()])
     except (RunError, ValueError, OSError) as exc:
         raise CommandError(why(exc), 1) from None
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(clean, indent=2, allow_nan=False))
         return 0
     out = stdout()
     _render_alignment(doc["alignment"], out)
     render_multichip(doc, out)
     out.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in doc["outputs"].items()) + "[/dim]")
     return 0
+
+
+def _finite(o):
+    """``o`` with every non-finite float (NaN, ±inf) as None, in nested dicts and lists."""
+    import math
+
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    return o
 
 
 def _check_chips(run, fits) -> None:
