@@ -22,15 +22,16 @@ def placed_pieces(
 ) -> Iterator[tuple[int, CounterDump]]:
     """(first grid point, piece) of each piece of host ``gi`` (the plan's ``gi``-th group, ``parts`` its
     parts) with its rows placed by grid point (``_place``), ``step`` windows a piece — one
-    piece for the whole dump when a part is read whole (the long layout, parts without row groups)
-    and no ``select`` is given — each piece's first sample the previous piece's last (carried over,
-    not read again); a piece that ``select`` refuses is skipped, and nothing is carried over it."""
+    piece for the whole dump when a part is read whole (the long layout, parts without row groups),
+    with or without ``select`` (so that a second pass finds the first pass's pieces) — each piece's first
+    sample the previous piece's last (carried over, not read again); a piece that ``select`` refuses is
+    skipped, and nothing is carried over it."""
     g, row_grid = hg.grid, hg.row_grid
     C = len(g.keys)
     if hg.regular:  # placed by grid point: the row order the plan proved
         g, row_grid = _regular_grid(g, int(hg.offsets[-1]))
     whole = plan.long or any(p.row_group_ends is None for p in parts)
-    if whole and select is None:
+    if whole:  # with ``select`` too: a second pass picks the pieces of the first by their first grid point
         step = plan.n_grid
     carry = None
     a = 0
