@@ -187,15 +187,41 @@ def _mapping(wl: dict):
     return Mapping(tp=tp, pp=m.get("pp", 1), dp=m.get("dp", 1), ep=ep, attn_dp=attn)
 
 
+def _engine_assumptions(gen, scenario: dict, wl: dict, draft: int, acc: float):
+    """The engine and assumptions of a workload that sets the batch, the engine, varied assumptions
+    (``assume``) or an engine profile: the profile's kernels on the preset's assumptions and the varied
+    ones on top (None: the preset's); the profile's scheduler, or the preset's sizing, with the batch
+    and engine settings given on top."""
+    from perfonto.emulator.engine_profiles import profile
+    from perfonto.emulator.run import setup
+    from perfonto.emulator.serving import engine_for
+
+    prof = profile(wl["engine_profile"]) if wl.get("engine_profile") else None
+    assumptions = None
+    _, cfg, p = setup(gen, **scenario)
+    if wl.get("assume") or prof:
+        base = prof.assumptions(p.assumptions) if prof else p.assumptions
+        assumptions = base.replace(**dict(wl.get("assume") or {}))
+        _, cfg, _ = setup(gen, **scenario, assumptions=assumptions)
+    e = dict(wl.get("engine") or ())
+    given = {
+        "max_batch": wl.get("batch") or e.get("max_batch"),
+        "token_budget": e.get("token_budget"),
+        "chunked_prefill": e.get("chunked_prefill"),
+    }
+    isl, osl = int(wl["isl"]), int(wl["osl"])
+    if prof is None:
+        return engine_for(cfg, p, isl, osl, **given, draft_tokens=draft, acceptance=acc), assumptions
+    eng = prof.engine(cfg, isl, osl, draft_tokens=draft, acceptance=acc)
+    return dataclasses.replace(eng, **{k: v for k, v in given.items() if v is not None}), assumptions
+
+
 def project_point(target: Target, point: Point):
     """Project ``point``: ``(row, projection)``; the projection is None when the workload fails (the
     row's ``error`` says why). Row: the point's spec overrides and workload, ``generation``,
     ``preset``, ``mapping`` and ``engine`` as run, and ``ROW_FIGURES``."""
     from perfonto.emulator.breakdown import time_split
-    from perfonto.emulator.engine_profiles import profile
     from perfonto.emulator.project import project
-    from perfonto.emulator.run import setup
-    from perfonto.emulator.serving import engine_for
 
     gen = derived_generation(target, point)
     wl = workload(point)
@@ -218,26 +244,8 @@ def project_point(target: Target, point: Point):
             preset=wl.get("preset"),
             hardware=hardware,
         )
-        prof = profile(wl["engine_profile"]) if wl.get("engine_profile") else None
-        if wl.get("batch") or wl.get("engine") or wl.get("assume") or prof:
-            _, cfg, p = setup(gen, **scenario)
-            if wl.get("assume") or prof:  # the engine profile's kernels on the preset's, the varied ones on top
-                base = prof.assumptions(p.assumptions) if prof else p.assumptions
-                assumptions = base.replace(**dict(wl.get("assume") or {}))
-                _, cfg, _ = setup(gen, **scenario, assumptions=assumptions)
-            e = dict(wl.get("engine") or ())
-            given = {
-                "max_batch": wl.get("batch") or e.get("max_batch"),
-                "token_budget": e.get("token_budget"),
-                "chunked_prefill": e.get("chunked_prefill"),
-            }
-            if prof:
-                engine = dataclasses.replace(
-                    prof.engine(cfg, int(wl["isl"]), int(wl["osl"]), draft_tokens=draft, acceptance=acc),
-                    **{k: v for k, v in given.items() if v is not None},
-                )
-            else:
-                engine = engine_for(cfg, p, int(wl["isl"]), int(wl["osl"]), **given, draft_tokens=draft, acceptance=acc)
+        if wl.get("batch") or wl.get("engine") or wl.get("assume") or wl.get("engine_profile"):
+            engine, assumptions = _engine_assumptions(gen, scenario, wl, draft, acc)
         pr = project(
             gen,
             **scenario,
