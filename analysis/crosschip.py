@@ -551,8 +551,8 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
     the longest chip's span of samples on the host timeline.
 
     Raises:
-        RunError: the run lacks the sync reads or the counters, or a chip of the counters has no
-            sync reads.
+        RunError: the run lacks the sync reads or the counters, a chip of the counters has no
+            sync reads, or the chips are not numbered 0 .. N-1.
     """
     run = path if isinstance(path, Run) else Run.open(path)
     fits = fit_clocks(run)
@@ -564,6 +564,12 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
                 "counters; the driver's host/device clock reads are needed for every chip"
             )
     chips = len(fits)
+    if sorted(fits) != list(range(chips)):  # waits, blame and links are indexed by chip number
+        raise RunError(
+            f"{run.file('sync.parquet')}: the chips are numbered {', '.join(map(str, sorted(fits)))}; the multi-chip "
+            f"analysis needs them numbered 0 .. {chips - 1} in the counters, sync reads and trace — renumber them, "
+            "or leave out --sync to skip it"
+        )
     try:
         duration_ns = run.duration_ns
     except RunError:

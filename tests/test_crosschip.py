@@ -128,3 +128,25 @@ def test_run_rejects_bad_knobs(capsys, tmp_path, flag):
         rc = main(["run", "--json", "--out", str(tmp_path), "--duration", "1s", *flag])
         raise SystemExit(rc)
     assert e.value.code == 2
+
+
+def test_chips_not_numbered_from_zero_are_refused_by_name(slow, tmp_path):
+    """Waits, blame and links are indexed by chip number: chips 2 .. 9 (a renumbered capture) get a RunError
+    naming the numbers and what to do, not an IndexError from deep inside the analysis."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    src, _ = slow
+    for name in ("counters.parquet", "sync.parquet", "trace.parquet"):
+        t = pq.read_table(src / name)
+        i = t.schema.get_field_index("chip")
+        t = t.set_column(i, t.schema.field(i), pc.add(t.column("chip"), pa.scalar(2, t.schema.field(i).type)))
+        pq.write_table(t, tmp_path / name)
+    shutil.copy(src / "ground_truth.json", tmp_path / "ground_truth.json")
+    from perfonto.analysis.crosschip import RunError
+
+    with pytest.raises(RunError, match=r"numbered 2, 3, .*9; .*0 \.\. 7"):
+        analyse(tmp_path)
