@@ -82,8 +82,8 @@ class Multiplex:
         parts = []
         for s, d in sorted(self.scaling.items()):
             if d["running_pct"] < 100.0 - 1e-9:
-                f = d["scaled"] / d["raw"] if d["raw"] else float("nan")
-                parts.append(f"{s} ran {d['running_pct']:.2f} % (x{f:.4g})")
+                f = f"x{d['scaled'] / d['raw']:.4g}" if d["raw"] else "no window counted"
+                parts.append(f"{s} ran {d['running_pct']:.2f} % ({f})")
         how = "by the reader (perf's printed counts)" if self.scaled_by_reader else "count x enabled / running"
         return f"multiplexed counters scaled as perf scales them ({how}): " + (
             ", ".join(parts) if parts else "every counter ran all of its enabled time"
@@ -144,7 +144,14 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
     order = pa.compute.sort_indices(t, [("chip", "ascending"), (stamp, "ascending")])
     t = t.take(order)
     chips = np.asarray(t.column("chip").to_numpy(zero_copy_only=False), np.int64)
-    ts = np.asarray(t.column(stamp).to_numpy(zero_copy_only=False), np.int64) * _STAMPS[stamp]
+    raw_ts = t.column(stamp).to_numpy(zero_copy_only=False)  # as the dump reader takes it: scaled, then rounded
+    if stamp == "timestamp_ns" and pa.types.is_integer(t.column(stamp).type):
+        ts = np.asarray(raw_ts, np.int64)
+    else:
+        f = np.asarray(raw_ts, np.float64) * _STAMPS[stamp]
+        if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
+            raise DumpError(f"{label}: column `{stamp}` holds a non-finite or out-of-range timestamp")
+        ts = np.rint(f).astype(np.int64)
     mux = Multiplex(scaled_by_reader=bool(loaded.meta.get("multiplex_scaled")))
     cols = {n: t.column(n) for n in t.column_names if SEP not in n}
     for col, side in sides.items():
@@ -215,12 +222,29 @@ def _side(t: pa.Table, name: str | None, label: str, col: str, order) -> np.ndar
     if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
         raise DumpError(f"{label}: column `{name}` is {a.type}; it holds numbers (ns, or a group id)")
     null = np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
-    v = np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False), np.float64)
+    v = np.array(a.fill_null(0).to_numpy(zero_copy_only=False), np.float64)  # a copy: written below
+
+    def row(i) -> int:
+        return int(np.asarray(order)[i])
+
     if name.endswith("@group"):
-        v[null] = -1.0
+        v[null | np.isnan(v)] = -1.0  # null or NaN: the group is not known
+        bad = np.nonzero((v != np.floor(v)) | (np.abs(v) > 2**62))[0]
+        if bad.size:
+            raise DumpError(
+                f"{label}: row {row(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a whole group id; write the "
+                "group each read's interval was scheduled in as an integer (null or -1: not known)"
+            )
     elif null.any():
-        row = int(np.asarray(order)[np.nonzero(null)[0][0]])
-        raise DumpError(f"{label}: row {row}, column `{name}`: null; every read records its times")
+        first = np.nonzero(null)[0][0]
+        raise DumpError(f"{label}: row {row(first)}, column `{name}`: null; every read records its times")
+    else:
+        bad = np.nonzero(~np.isfinite(v) | (np.abs(v) > 9.2e18))[0]
+        if bad.size:
+            raise DumpError(
+                f"{label}: row {row(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a finite number of ns; "
+                "write perf's time_enabled / time_running as running totals in ns"
+            )
     return v
 
 
@@ -253,6 +277,8 @@ def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
         de, dr = np.diff(e[idx]), np.diff(r[idx])
         ok = ~(null[idx][1:] | null[idx][:-1])
         never = (dr <= 0) & (de > 0)  # enabled, never on the PMU: perf's <not counted>
+        if not already:  # an increase with no running time (nor enabled time) was never counted either
+            never = never | ((dr <= 0) & (delta > 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(dr > 0, de / np.where(dr > 0, dr, 1.0), 1.0)
         scaled = np.floor(delta.astype(np.float64) * factor)  # perf's (u64) cast truncates

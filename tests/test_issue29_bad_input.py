@@ -1,0 +1,89 @@
+"""Issue 29's new inputs fed bad and odd values as a hostile user would: multiplex side columns, perf stat's
+run-time columns, request records for the steady state, and the metric language's ``default()``. Each
+case is either a clear error naming the file and the row, line or column, or the right value worked by hand;
+never a traceback or a silently wrong value."""
+
+from __future__ import annotations
+
+import warnings
+
+import pyarrow as pa
+import pytest
+from test_multiplex import GEN, METRICS, S
+
+from perfonto.capture.dump_io import DumpError
+from perfonto.capture.multiplex import split_multiplex
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory):
+    from perfonto.metrics.catalog import load_catalog
+
+    d = tmp_path_factory.mktemp("muxbad")
+    (d / "mux.yaml").write_text(GEN)
+    (d / "mux.metrics").write_text(METRICS)
+    return load_catalog(d, None, library=False).graph.generation
+
+
+def _table(**over):
+    """One chip read at 0, 1 and 2 s: 900 misses per window in group 1, 200 loads in group 2, each ran half."""
+    cols = {
+        "chip": pa.array([0, 0, 0], pa.int32()),
+        "timestamp_ns": pa.array([0, S, 2 * S], pa.int64()),
+        "core.misses": pa.array([0, 900, 1800], pa.uint64()),
+        "core.loads": pa.array([0, 200, 400], pa.uint64()),
+        "core.misses@enabled_ns": [0, S, 2 * S],
+        "core.misses@running_ns": [0, S // 2, S],
+        "core.misses@group": [1, 1, 1],
+        "core.loads@enabled_ns": [0, S, 2 * S],
+        "core.loads@running_ns": [0, S // 2, S],
+        "core.loads@group": [2, 2, 2],
+    }
+    cols.update(over)
+    return pa.table({k: v for k, v in cols.items() if v is not None})
+
+
+def _split(gen, t):
+    notes: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning (NaN cast to an integer) is a bug
+        out, mux = split_multiplex(t, gen, notes)
+    return out, mux, notes
+
+
+def test_a_float_group_id_is_read_when_whole_and_refused_with_its_row_when_not(gen):
+    out, mux, _ = _split(gen, _table(**{"core.misses@group": [1.0, 1.0, 1.0]}))
+    assert mux.series[("core.misses", 0)][0].group.tolist() == [1, 1, 1]
+    with pytest.raises(DumpError, match=r"row 0, column `core.misses@group`: 1.5 is not a whole group id"):
+        _split(gen, _table(**{"core.misses@group": [1.5, 1.5, 1.5]}))
+    with pytest.raises(DumpError, match=r"row 1, column `core.misses@group`: 1e\+30 is not a whole group id"):
+        _split(gen, _table(**{"core.misses@group": [1.0, 1e30, 1.0]}))
+    # NaN, like null: the group is not known
+    _, mux, _ = _split(gen, _table(**{"core.misses@group": [float("nan")] * 3}))
+    assert mux.series[("core.misses", 0)][0].group.tolist() == [-1, -1, -1]
+
+
+def test_a_nan_or_infinite_time_is_refused_with_its_row(gen):
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(DumpError, match=r"row 1, column `core.misses@enabled_ns`: .*not a finite number of ns"):
+            _split(gen, _table(**{"core.misses@enabled_ns": [0.0, bad, 2e9]}))
+
+
+def test_a_counter_that_was_never_enabled_nor_running_is_null_not_counted_raw(gen):
+    # enabled and running stay 0 while the register grows 900 a window: perf's run == 0 is <not counted>;
+    # counted raw, misses / loads (scaled x2) would read 900 / 400 = 225 % with no mark
+    out, _, _ = _split(gen, _table(**{"core.misses@enabled_ns": [0, 0, 0], "core.misses@running_ns": [0, 0, 0]}))
+    assert out.column("core.misses").to_pylist() == [0, None, None]
+
+
+def test_timestamps_in_float_seconds_keep_their_fractions(gen):
+    # read at 0, 0.5 and 1 s: cast to int64 before scaling, 0.5 s became 0 and no window matched its side data
+    t = _table(timestamp_ns=None).append_column("timestamp_s", pa.array([0.0, 0.5, 1.0]))
+    _, mux, _ = _split(gen, t)
+    assert mux.series[("core.misses", 0)][0].t_ns.tolist() == [0, S // 2, S]
+
+
+def test_the_scaling_note_never_prints_nan(gen):
+    # every window of misses touches a null read: no raw count to scale
+    _, _, notes = _split(gen, _table(**{"core.misses": pa.array([0, None, 1800], pa.uint64())}))
+    assert "nan" not in notes[-1] and "core.misses ran 50.00 % (no window counted)" in notes[-1]
