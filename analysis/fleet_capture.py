@@ -3,9 +3,9 @@ topology, or with ``--engine spark``.
 
 The dump is planned (``capture.dump_scan``), evaluated in pieces by the embedded engine
 (``analysis.engine``: the generated evaluator, bounded memory, window values written as
-``metrics/host=…/part-*.parquet``) — or, with ``engine="spark"``, the window values come from the
-generated Spark SQL on Spark (``analysis.spark_engine``) and the embedded engine only carries the
-run-level sums — then rolled up per host, rack, pod and fleet (``analysis.fleet``). The result is
+``metrics/host=…/part-*.parquet``) — or, with ``engine="spark"``, the same engine runs on Spark's
+executors host by host (``analysis.spark_kernel``) and the driver merges the hosts' run-level sums —
+then rolled up per host, rack, pod and fleet (``analysis.fleet``). The result is
 the ``Report`` of ``analysis.capture`` with ``fleet`` set; request records and the trace are used as
 there; the multi-chip analysis (one host's chips on its timeline) needs the whole dump in memory and
 is left out with a note.
@@ -64,30 +64,31 @@ def analyse_fleet(
         f"{plan.rows:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
         f"{plan.n_grid} samples each; engine {engine}"
     )
-    spark_out = None
+    meta = {"generation": gen.name, "catalog_hash": graph.content_hash}
     if engine == "spark":
-        from .spark_engine import session, window_values
+        from .spark_engine import session
+        from .spark_kernel import evaluate_on_spark
 
         t1 = time.perf_counter()
         spark = session(spark_master)
         try:
-            has_host = list(plan.groups) != [None]
-            window_values(
-                spark, evaluated, capture.counters, out_metrics, sample_period_ns=plan.period or None, host=has_host
+            res = evaluate_on_spark(
+                spark,
+                evaluated,
+                evaluator,
+                plan,
+                out_metrics,
+                chunk_rows=chunk_rows,
+                write_meta=meta,
+                progress=progress,
             )
         finally:
             spark.stop()
         timings["spark"] = time.perf_counter() - t1
-        spark_out, out_metrics = out_metrics, None
-    res = evaluate_capture(
-        evaluated,
-        evaluator,
-        plan,
-        out_metrics,
-        chunk_rows=chunk_rows,
-        progress=progress,
-        write_meta={"generation": gen.name, "catalog_hash": graph.content_hash},
-    )
+    else:
+        res = evaluate_capture(
+            evaluated, evaluator, plan, out_metrics, chunk_rows=chunk_rows, progress=progress, write_meta=meta
+        )
     timings["evaluate"] = time.perf_counter() - t0
     ev = res.evaluation
     analysis = analyse(evaluated, ev, checks=res.checks)
@@ -123,6 +124,6 @@ def analyse_fleet(
     )
     report.headline = headline(evaluated, ev, analysis, None)
     report.findings = findings(graph, ev, analysis, report.headline)
-    report.outputs = {"metrics": str(spark_out or out_metrics)} if (spark_out or out_metrics) else {}
+    report.outputs = {"metrics": str(out_metrics)} if out_metrics else {}
     report.rows = res.rows
     return report

@@ -13,6 +13,7 @@ as Parquet partitioned by host. pyspark is imported only here.
 from __future__ import annotations
 
 import re
+import sys
 
 from pathlib import Path
 
@@ -81,6 +82,9 @@ def session(master: str = "local[2]", app: str = "perfonto"):
         .config("spark.sql.parquet.enableVectorizedReader", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")  # host=007 stays "007"
+        .config("spark.pyspark.python", sys.executable)  # executors run perfonto's interpreter
+        .config("spark.pyspark.driver.python", sys.executable)
     )
     if master.startswith("local"):
         b = b.config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
