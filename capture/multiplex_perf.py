@@ -34,14 +34,41 @@ def perf_side_columns(lines, ti: dict, wheres: list[str], mapping: dict, S: int)
         sig = mapping[x.event][0]
         e, r, g = out.setdefault(sig, (np.zeros((S, C)), np.zeros((S, C)), np.full((S, C), -1, np.int64)))
         k, c = ti[key], wheres.index(x.where)
-        if x.value is None or x.run_ns is None or x.enabled <= 0.0:
+        if x.value is None:
             continue  # a marker: the register is null there; no time to record
+        _check_run(x)
+        if x.run_ns is None:
+            continue  # no run time printed: the count ran the whole interval (percentage 100)
         r[k, c] = x.run_ns
-        e[k, c] = x.run_ns * 100.0 / x.enabled
+        # perf prints %.2f of 100 x run / enabled: 0.00 is under 0.005 %, enabled at least run x 20,000
+        e[k, c] = x.run_ns * 100.0 / max(x.enabled, 0.005)
         if x.enabled < 100.0:
             ids = groups.setdefault((k, c), {})
             g[k, c] = ids.setdefault(x.run_ns, len(ids))
     return {s: (np.cumsum(e, axis=0), np.cumsum(r, axis=0), g) for s, (e, r, g) in out.items()}
+
+
+def _check_run(x) -> None:
+    """Refuse a counted line whose run time perf never prints (``DumpError`` naming the line and event): a
+    run time below 0 or past int64 ns, a count that never ran (perf prints ``<not counted>``), or a run
+    percentage below 100 without the run time."""
+    from .dump_io import DumpError
+
+    where = f"perf stat output, line {x.line}: `{x.event}`"
+    if x.run_ns is None:
+        if x.enabled < 100.0:
+            raise DumpError(
+                f"{where} ran {x.enabled:.2f} % of the interval but has no run time; perf prints both (-x, CSV: "
+                "the run time before the percentage): give perf's own output"
+            )
+        return
+    if not 0.0 <= x.run_ns < 9.2e18:
+        raise DumpError(f"{where}: run time {x.run_ns:g} ns is negative or past 2^63 ns; give perf's own output")
+    if x.run_ns == 0.0:
+        raise DumpError(
+            f"{where}: a count with a run time of 0 (it never ran): perf prints `<not counted>` for such a line; "
+            "give perf's own output"
+        )
 
 
 def add_side_columns(cols: dict, side: dict[str, tuple], one_chip: bool) -> None:

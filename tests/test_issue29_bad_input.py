@@ -5,11 +5,12 @@ never a traceback or a silently wrong value."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pyarrow as pa
 import pytest
-from test_multiplex import GEN, METRICS, S
+from test_multiplex import GEN, METRICS, RATIO, S
 
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.multiplex import split_multiplex
@@ -87,3 +88,69 @@ def test_the_scaling_note_never_prints_nan(gen):
     # every window of misses touches a null read: no raw count to scale
     _, _, notes = _split(gen, _table(**{"core.misses": pa.array([0, None, 1800], pa.uint64())}))
     assert "nan" not in notes[-1] and "core.misses ran 50.00 % (no window counted)" in notes[-1]
+
+
+PERF_HEAD = "# started on Wed Dec  2 10:00:00 2026\n\n"
+MISS, LOAD = "L1-dcache-load-misses", "L1-dcache-loads"
+
+
+def _perf(tmp_path, first_miss: str) -> str:
+    """perf stat -I CSV: misses and loads in two groups (45 % and 50 %), the first misses line as given."""
+    lines = [
+        f"     1.000000000,{first_miss}\n",
+        f"     1.000000000,400,,{LOAD},500000000,50.00,,\n",
+        f"     2.000000000,1800,,{MISS},450000000,45.00,,\n",
+        f"     2.000000000,400,,{LOAD},500000000,50.00,,\n",
+    ]
+    p = tmp_path / "perf.csv"
+    p.write_text(PERF_HEAD + "".join(lines))
+    return str(p)
+
+
+@pytest.fixture(scope="module")
+def cat(tmp_path_factory):
+    d = tmp_path_factory.mktemp("muxcat")
+    (d / "mux.yaml").write_text(GEN)
+    (d / "mux.metrics").write_text(METRICS)
+    return d
+
+
+def _perf_analyze(cat, path, out):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from perfonto.cli import main
+
+    args = ["analyze", path, "--format", "perf-stat", "--out", str(out), "--catalog", str(cat), "--no-library"]
+    rc = main(args)
+    if rc != 0:
+        return rc, None, None
+    return rc, pq.read_table(out / "metrics.parquet").to_pydict(), json.loads((out / "report.json").read_text())
+
+
+def test_perf_run_percentage_0_with_a_count_is_still_multiplexed(cat, tmp_path):
+    # perf prints %.2f of 100 x run / enabled: 0.00 means under 0.005 %, not "ran the whole interval"; the
+    # window was left unmarked and the ratio read 1800 / 400 = 450 % beside a bound violation
+    p = _perf(tmp_path, f"1800,,{MISS},450000000,0.00,,")
+    rc, m, _ = _perf_analyze(cat, p, tmp_path / "o")
+    assert rc == 0 and m[RATIO] == [None, None] and m["mismeasured"] == [[RATIO], [RATIO]]
+
+
+@pytest.mark.parametrize(
+    ("first", "what"),
+    [
+        (f"1800,,{MISS},0,50.00,,", r"a count with a run time of 0"),
+        (f"1800,,{MISS},-450000000,45.00,,", r"run time -4.5e\+08 ns is negative or past 2\^63 ns"),
+        (f"1800,,{MISS},1e30,45.00,,", r"run time 1e\+30 ns is negative or past 2\^63 ns"),
+        (f"1800,,{MISS},,45.00,,", r"ran 45.00 % of the interval but has no run time"),
+    ],
+)
+def test_perf_run_times_perf_never_prints_are_refused_with_their_line(cat, tmp_path, capsys, first, what):
+    p = _perf(tmp_path, first)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rc, _, _ = _perf_analyze(cat, p, tmp_path / "o")
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and "internal error" not in err
+    assert re.search(rf"perf stat output, line 3: `{MISS}`.*{what}", " ".join(err.split())), err
