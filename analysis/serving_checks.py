@@ -54,7 +54,7 @@ def serving_checks(graph, capture, ev, chips=None) -> tuple[dict | None, dict | 
     try:
         ss = steady_state(graph, read_columns(capture.requests, gen), fraction, energy=energy)
     except ValueError as exc:
-        notes.append(f"no steady-state window: {exc}")
+        notes.append(f"no steady-state window ({capture.requests}): {exc}")
         return energy_json(marks, checks), None, notes
     doc = ss.to_json() | ({"energy_counter": counter} if energy is not None else {})
     if doc["share_of_run"] is not None and doc["share_of_run"] < SHORT_SHARE:

@@ -121,7 +121,13 @@ def longest_above(times: np.ndarray, level: np.ndarray, threshold: float, run_en
 
 def _col(columns: dict, name: str) -> np.ndarray | None:
     v = columns.get(name)
-    return None if v is None else np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
+    if v is None:
+        return None
+    odd = [x for x in v if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float, np.number)))]
+    if odd:
+        bad = odd[0]
+        raise ValueError(f"`{name}` holds {bad!r}, not a time in seconds or a count; write numbers (null: unknown)")
+    return np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
 
 
 def _token_lists(columns: dict) -> list[np.ndarray]:
@@ -189,13 +195,17 @@ def steady_state(
     adm = _col(columns, "request.admission_time")
     begin = adm if adm is not None and np.isfinite(adm).any() else arrival
     last = [float(np.max(t)) for t in _token_lists(columns) if len(t)]
-    known = np.r_[arrival[np.isfinite(arrival)], comp[np.isfinite(comp)], last]
+    first = [float(np.min(t)) for t in _token_lists(columns) if len(t)]
+    known = np.r_[arrival, begin, comp, last, first]  # the run spans every instant the records hold
+    known = known[np.isfinite(known)]
     if not known.size:
         raise ValueError("the request records hold no request with a time")
     end = float(run_end) if run_end is not None else float(known.max())
     t0 = float(known.min())
     times, level = concurrency(begin, comp, end)
     peak = float(level.max()) if level.size else 0.0
+    if peak <= 0:
+        raise ValueError("no request is in flight for any time (each completes where it is admitted)")
     lo, hi = longest_above(times, level, fraction * peak, end)
     in_window = np.isfinite(begin) & (begin >= lo) & (begin < hi)
     ss = SteadyState(fraction, lo, hi, peak, fraction * peak, requests_in_window=int(in_window.sum()))

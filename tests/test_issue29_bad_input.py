@@ -154,3 +154,37 @@ def test_perf_run_times_perf_never_prints_are_refused_with_their_line(cat, tmp_p
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err and "internal error" not in err
     assert re.search(rf"perf stat output, line 3: `{MISS}`.*{what}", " ".join(err.split())), err
+
+
+def test_steady_state_without_arrival_times_runs_from_the_first_admission(library):
+    from test_steady_state import _trace
+
+    from perfonto.analysis.steady_state import steady_state
+
+    c = _trace()
+    c["request.arrival_time"] = [None] * len(c["request.arrival_time"])  # admissions 0, 5, 10 still known
+    s = steady_state(library, c, 0.9)
+    assert (s.start, s.end) == (10.0, 50.0)
+    # the run is (0, 60], as with arrivals: it started at 50 s (the first completion), the window lay before
+    # it and its share of the run read 4.0
+    assert s.run_start == 0.0 and s.to_json()["share_of_run"] == pytest.approx(40 / 60)
+    assert s.full["output_tokens_per_second"] == pytest.approx(475 / 60)
+
+
+def test_steady_state_names_a_column_that_holds_text(library):
+    from test_steady_state import _trace
+
+    from perfonto.analysis.steady_state import steady_state
+
+    c = _trace()
+    c["request.completion_time"] = ["late"] * len(c["request.completion_time"])
+    with pytest.raises(ValueError, match=r"`request.completion_time` holds 'late', not a time in seconds"):
+        steady_state(library, c, 0.9)
+
+
+def test_steady_state_of_requests_that_finish_where_they_begin_says_so(library):
+    from perfonto.analysis.steady_state import steady_state
+
+    c = {"request.arrival_time": [1.0], "request.admission_time": [1.0], "request.completion_time": [1.0]}
+    with pytest.raises(ValueError, match=r"no request is in flight for any time"):
+        steady_state(library, c, 0.9)
