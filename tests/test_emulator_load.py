@@ -111,3 +111,10 @@ def test_project_json_and_table_give_p90(capsys):
     for k in ("ttft", "itl", "tpot"):
         assert doc[f"{k}_p50_s"] <= doc[f"{k}_p90_s"] <= doc[f"{k}_p99_s"]
     assert doc["ttft_queue_p50_s"] + doc["ttft_prefill_p50_s"] > 0 and "queued_max" in doc
+
+
+def test_the_sohu_profile_chunks_a_long_prompt_over_four_steps():
+    # the sohu engine profile states chunked prefill in 2048-token steps: ⌈8192/2048⌉ = 4 steps of 2048
+    pr = project("sohu", model="llama-3.1-8b", chips=1, isl=8192, osl=2, engine_profile="sohu", num_requests=1)
+    assert pr.served.batch.prefill_tokens.tolist() == [2048, 2048, 2048, 2048, 0]
+    assert pr.figures.to_json()["ttft_p50_s"] == pytest.approx(pr.served.seconds[:4].sum(), rel=1e-9)
