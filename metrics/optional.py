@@ -209,7 +209,8 @@ def fill_defaults(graph: "MetricGraph", absent: set[str]) -> "MetricGraph":
                 dag = graph.graph.copy() if dag is None else dag
                 sigs = ir.signals_of(node)
                 refs = {n.metric for n in ir.walk(node) if isinstance(n, ir.MetricRef)}
-                for dep in [u for u in dag.predecessors(name) if u in m.signal_deps or u in m.metric_deps]:
+                read = set(m.signal_deps) | set(m.metric_deps) | absent  # a field is in no signal_deps
+                for dep in [u for u in dag.predecessors(name) if u in read]:
                     if dep not in sigs and dep not in refs:
                         dag.remove_edge(dep, name)
                 m = dataclasses.replace(

@@ -188,3 +188,35 @@ def test_steady_state_of_requests_that_finish_where_they_begin_says_so(library):
     c = {"request.arrival_time": [1.0], "request.admission_time": [1.0], "request.completion_time": [1.0]}
     with pytest.raises(ValueError, match=r"no request is in flight for any time"):
         steady_state(library, c, 0.9)
+
+
+# -- default(): optional inputs over a capture that lacks them ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dgen(tmp_path_factory):
+    from helpers import one_block_yaml
+    from test_definitions import SIGNALS
+
+    from perfonto.ontology.loader import load_generation
+
+    p = tmp_path_factory.mktemp("dgen") / "t.yaml"
+    p.write_text(one_block_yaml("t", SIGNALS))
+    g, diags = load_generation(p)
+    assert g is not None, [d.render() for d in diags]
+    return g
+
+
+def test_a_default_over_a_field_of_an_absent_register_reads_the_default(dgen, tmp_path):
+    from helpers import compile_src
+    from test_definitions import _backends, _table
+
+    import numpy as np
+
+    # no `b.rapl` column: 2 ** default(b.rapl.esu, 3) is 2 ** 3 = 8 in each window; it was left
+    # "not in the dump: b.rapl.esu" (a field's edge was kept in the dependency graph)
+    graph = compile_src(dgen, "metric t.scale [1] = 2 ** default(b.rapl.esu, 3)\n")
+    assert not graph.errors, [d.render() for d in graph.errors]
+    got = _backends(graph, dgen, _table({"b.err": [0, 5, 12, 20]}), tmp_path)
+    for backend, v in got.items():
+        np.testing.assert_allclose(np.asarray(v["t.scale"], float)[:, 0], [8.0, 8.0, 8.0], err_msg=backend)
