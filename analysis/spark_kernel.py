@@ -167,6 +167,11 @@ def run_host(table: pa.Table, ship: dict, graph_bytes: bytes) -> bytes:
     graph, ev = _worker(ship, graph_bytes)
     plan = plan_dump(table, graph.generation, timestamp_unit=ship["unit"], sample_period_ns=ship["period"] or None)
     plan.label = ship["label"]
+    for host, parts in plan.groups.items():  # placed by grid point: in the plan's pieces, as the embedded engine
+        if not plan.grids[host].regular:  # reads a Parquet part (the table read whole, as one row group)
+            for part in parts:
+                if part.table is not None and part.row_group_ends is None:
+                    part.row_group_ends = np.array([part.table.num_rows], np.int64)
     st = _Pass(graph, ev, plan, keep=False)
     if ship["hosts"] > 1:  # the dump's server level is summed on the driver: keep the clean pieces' sums
         st.server = None

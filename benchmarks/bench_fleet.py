@@ -1,6 +1,6 @@
 """Fleet-scale analysis: the default (embedded) engine over a large partitioned fleet in bounded memory,
-and rows/s of the embedded engine, DuckDB on the generated SQL and Spark local[1] / local[2], printed
-as ratios measured in one run. Not a test: it prints figures.
+and rows/s of the embedded engine, DuckDB and Spark on the generated SQL, and ``--engine spark`` on
+local[2] and on one and two standalone workers, printed as ratios measured in one run. Not a test: it prints figures.
 
     pip install -e '.[test,bench]'
     python benchmarks/bench_fleet.py [--hosts 125] [--chips 8] [--duration 1h] [--period 100ms] [--subset 4] \
@@ -12,9 +12,11 @@ as ratios measured in one run. Not a test: it prints figures.
    after a warm-up on one host that fills perfonto's cache: wall time, rows/s and peak resident memory
    (the targets: < 3 min, < 2 GB);
 3. on the first ``--subset`` hosts (the same rows for every engine): the embedded engine, DuckDB
-   running the generated SQL (``COPY … TO`` Parquet), and the generated Spark SQL on Spark local[1]
-   and local[2] (``analysis.spark_engine``), each in its own child process; rows/s as ratios to the
-   embedded engine.
+   running the generated SQL (``COPY … TO`` Parquet), the generated Spark SQL on Spark local[2]
+   (``analysis.spark_engine``, the export target), and ``--engine spark`` (the embedded engine's kernel
+   on Spark executors: ``analysis.spark_kernel``) on local[2] and on a standalone cluster of one and of
+   two one-core workers on 127.0.0.1, each in its own child process; rows/s as ratios to the embedded
+   engine, and two workers over one worker.
 The dataset is deleted at the end unless ``--keep`` (it is tens of GB at full scale).
 """
 
@@ -75,15 +77,22 @@ def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
         con.execute(f"SET threads = {os.cpu_count()}")
         con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/perfonto-duckdb-spill'")
         rows = con.execute(f"COPY ({sql}) TO '{out}.parquet' (FORMAT parquet)").fetchone()[0]
-    else:
+    elif engine.startswith("spark-sql-"):  # the generated Spark SQL (the export target), for reference
         from perfonto.analysis.spark_engine import session, window_values
 
-        spark = session(engine.replace("spark-", ""))
+        spark = session(engine.replace("spark-sql-", ""))
         try:
             window_values(spark, graph, data, out, sample_period_ns=None)
             rows = spark.read.parquet(str(out)).count()
         finally:
             spark.stop()
+    else:  # --engine spark: the embedded engine's kernel on Spark executors, on local[N] or a cluster's URL
+        from perfonto.analysis.capture import Capture
+        from perfonto.job import analyze_job
+
+        master = engine.split("@", 1)[1] if "@" in engine else engine.replace("spark-", "")
+        rep = analyze_job(Capture(data), out=out, engine="spark", spark_master=master, force=True)
+        rows = rep.rows
     return {"rows": int(rows), "seconds": time.perf_counter() - t0, "peak_mb": _peak_mb()}
 
 
@@ -130,6 +139,38 @@ def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) 
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def run_clusters(sub: Path, work: Path) -> dict:
+    """``--engine spark`` on a standalone cluster of one, then two one-core workers on 127.0.0.1 (started
+    here from pyspark's ``spark-class`` and stopped after), each over the subset in a child process."""
+    from perfonto.analysis.spark_cluster import StandaloneCluster
+    from perfonto.capture.dump_io import DumpError
+
+    res = {}
+    for n in (1, 2):
+        eng = f"spark-{n}-worker{'s' if n > 1 else ''}"
+        try:
+            with StandaloneCluster(workers=n, cores=1) as url:
+                res[eng] = run_child(f"spark@{url}", sub, work / eng)
+        except DumpError as exc:
+            res[eng] = {"error": [str(exc)]}
+        print(f"subset, {eng}: {res[eng]}", flush=True)
+    return res
+
+
+def _ratios(res: dict) -> None:
+    """The issue's ratios, from the rates measured in this run."""
+
+    def rate(k):
+        r = res.get(k, {})
+        return r["rows"] / r["seconds"] if "seconds" in r else float("nan")
+
+    print(
+        f"\nratios (same run): Spark two workers / one worker = {rate('spark-2-workers') / rate('spark-1-worker'):.3f} "
+        f"(target >= 1.6); Spark local[2] (kernel) / embedded = {rate('spark-local[2]') / rate('embedded'):.3f} "
+        f"(target >= 0.5); Spark SQL local[2] / embedded = {rate('spark-sql-local[2]') / rate('embedded'):.3f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hosts", type=int, default=125)
@@ -169,9 +210,10 @@ def main() -> None:
             (sub / h.name).mkdir(parents=True)
             os.link(h / "part-0.parquet", sub / h.name / "part-0.parquet")
         res = {}
-        for eng in ("embedded", "duckdb", "spark-local[1]", "spark-local[2]"):
+        for eng in ("embedded", "duckdb", "spark-sql-local[2]", "spark-local[2]"):
             res[eng] = run_child(eng, sub, work / eng.replace("[", "").replace("]", ""))
             print(f"subset, {eng}: {res[eng]}", flush=True)
+        res.update(run_clusters(sub, work))
         rows = full.get("rows", 0)
         print(
             f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × "
@@ -197,6 +239,7 @@ def main() -> None:
                 f"{'subset (' + str(a.subset) + ' hosts), ' + eng:48s} {r['seconds']:9.1f} s  {rate:12,.0f} rows/s  "
                 f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver)"
             )
+        _ratios(res)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not a.keep:

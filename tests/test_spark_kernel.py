@@ -132,3 +132,32 @@ def test_spark_local_equals_the_embedded_engine(dirty, library, tmp_path):
     assert got.engine == "spark" and got.rows == want.rows == HOSTS * CHIPS * 150
     assert len(truth["slow_chips"]) == 2 and want.evaluation.nulls  # slow chips and null windows in the data
     _same_reports(got, want, tmp_path / "spark", tmp_path / "embedded")
+
+
+@pytest.mark.slow
+def test_spark_two_workers_equal_the_embedded_engine(dirty, library, tmp_path):
+    """More than one executor (a standalone master and two one-core workers on 127.0.0.1, the four hosts
+    in four partitions): the same report as the embedded engine."""
+    from perfonto.analysis.spark_cluster import StandaloneCluster
+
+    data, _ = dirty
+    want = _analyse(data, library, "embedded", tmp_path / "embedded")
+    with StandaloneCluster(workers=2) as url:
+        got = _analyse(data, library, "spark", tmp_path / "spark", master=url)
+    assert got.timings["spark"] > 0 and got.rows == want.rows
+    _same_reports(got, want, tmp_path / "spark", tmp_path / "embedded")
+
+
+def test_spark_engine_refuses_a_csv_dump_clearly(tmp_path, library):
+    """A capture Spark does not read (a CSV dump) is a clear error before Spark starts."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from perfonto.analysis.capture import plan_capture
+    from perfonto.analysis.spark_kernel import spark_frame
+
+    t = pa.table({"chip": [0, 0], "timestamp_ns": [0, PERIOD_NS], "seq.steps": pa.array([1, 2], pa.uint64())})
+    pacsv.write_csv(t, tmp_path / "c.csv")
+    plan = plan_capture(library, Capture(tmp_path / "c.csv", sample_period_ns=PERIOD_NS))
+    with pytest.raises(DumpError, match="--engine spark reads Parquet"):
+        spark_frame(None, plan)
