@@ -49,10 +49,16 @@ def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     hbm_bw = _peak(gen, "spec.hbm.peak_bandwidth", "B/s")
     peak8 = _peak(gen, "spec.mxu.peak_flops_fp8", "FLOP/s")
     peak = _peak(gen, dominant_peak(gen, gt), "FLOP/s")
+    # the chip-seconds the executed FLOPs take at each precision's own dense peak (compute.metrics' hfu)
+    at_peak = sum(
+        gt[f"flops_{p}"] / _peak(gen, f"spec.mxu.peak_flops_{p}", "FLOP/s")
+        for p in ("fp8", "bf16", "fp4")
+        if gt.get(f"flops_{p}")
+    )
     t = {
-        "mfu": lambda: 100 * gt["model_flops"] / (n * peak * d),
+        "mfu": lambda: 100 * gt["model_flops"] / gt["flops"] * at_peak / (n * d),
         "model_flops_rate": lambda: gt["model_flops"] / d / 1e12,
-        "hfu": lambda: 100 * gt["flops"] / (n * peak * d),
+        "hfu": lambda: 100 * at_peak / (n * d),
         "mxu.peak_flops_dominant": lambda: n * peak / 1e12,
         "mxu.achieved_flops": lambda: gt["flops"] / d / 1e12,
         "mxu.flops": lambda: gt["flops"] / 1e12,

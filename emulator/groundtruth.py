@@ -36,8 +36,11 @@ Per chip and summed over chips:
   (input + output), ``requests_completed``; ``steps`` (forward passes finished, every chip);
 - ``collective_wait_s``: time from the chip's arrival at each collective to the last chip's arrival,
   over host time [0, duration]; ``waits_for``: {chip: seconds} it waited with that chip last to arrive.
-Server-level: ``mfu`` = model_flops ÷ (chips × the dense peak of the model's math precision ×
-duration); ``hfu`` = flops ÷ the same (hfu ≥ mfu); ``tokens_per_second`` = tokens ÷ duration;
+Server-level: ``hfu`` = Σ over precisions of flops_p ÷ (chips × the dense peak of p × duration): the
+share of the chips' time the executed matrix FLOPs take at each precision's own peak (with one
+precision, flops ÷ (chips × peak × duration)); ``mfu`` = model_flops ÷ flops × hfu (hfu ≥ mfu; with no
+matrix FLOPs, model_flops over the peak of the model's math precision), as
+``metrics/library/compute.metrics``; ``tokens_per_second`` = tokens ÷ duration;
 ``output_tokens_per_second``; ``idle_power_w`` (a chip's idle floor, spec.power.idle);
 ``steps`` counts forward passes of the TP group once. Multi-chip: ``clocks`` (each chip's
 ``offset_ns`` and ``drift_ppm``; also ``clock_offsets_ns``, ``clock_drifts_ppm``), ``straggler``
@@ -146,11 +149,21 @@ def _chip_truth(c: int, tl: Timeline, e: int, lead: bool, plan: ColumnPlan, hw: 
     }
 
 
-def _chip_rates(d: dict, c: int, chips: int, peak: float, duration_s: float, f: float, waits) -> None:
+def peak_time_utilisation(d: dict, hw, peak: float, chips_time_s: float) -> tuple[float, float]:
+    """(MFU, HFU) of FLOP totals ``d`` (``flops_fp8``, ``flops_bf16``, ``flops_fp4``, ``flops``,
+    ``model_flops``) over ``chips_time_s`` chip-seconds: HFU = Σ_p flops_p / peak_p / chips_time_s, each
+    precision at its own dense peak (``hw.peak``); MFU = model_flops / flops × HFU, or model_flops over
+    ``peak`` (the model's math precision) when no matrix FLOPs ran. As ``metrics/library/compute.metrics``."""
+    at_peak = sum(float(d.get(f"flops_{p}", 0.0)) / hw.peak(p) for p in ("fp8", "bf16", "fp4") if d.get(f"flops_{p}"))
+    hfu = at_peak / chips_time_s
+    mfu = d["model_flops"] / d["flops"] * hfu if d["flops"] > 0 else d["model_flops"] / (peak * chips_time_s)
+    return mfu, hfu
+
+
+def _chip_rates(d: dict, c: int, chips: int, hw, peak: float, duration_s: float, f: float, waits) -> None:
     """Add a chip's tokens, MFU, HFU, mean power and (with ``waits``) its collective waits to ``d``."""
     d["tokens"] = d["input_tokens"] + d["output_tokens"]
-    d["mfu"] = d["model_flops"] / (peak * duration_s)
-    d["hfu"] = d["flops"] / (peak * duration_s)
+    d["mfu"], d["hfu"] = peak_time_utilisation(d, hw, peak, duration_s)
     d["avg_power_w"] = d["energy_j"] / duration_s
     if waits is not None:
         d["collective_wait_s"] = float(waits["wait_cycles"][c] / f)
@@ -210,12 +223,11 @@ def ground_truth(
     per_chip = []
     for c in range(chips):
         d = _chip_truth(c, tls[int(prof_of[c])], int(end_cycles[c]), bool(plan.leaders[c]), plan, hw, used, slow)
-        _chip_rates(d, c, chips, peak, duration_s, f, waits)
+        _chip_rates(d, c, chips, hw, peak, duration_s, f, waits)
         per_chip.append(d)
     gt = _sums(per_chip, duration_s, chips)
     gt["peak_flops_model_precision"] = peak
-    gt["mfu"] = gt["model_flops"] / (chips * peak * duration_s)
-    gt["hfu"] = gt["flops"] / (chips * peak * duration_s)
+    gt["mfu"], gt["hfu"] = peak_time_utilisation(gt, hw, peak, chips * duration_s)
     gt["tokens_per_second"] = gt["tokens"] / duration_s
     gt["output_tokens_per_second"] = gt["output_tokens"] / duration_s
     gt["input_tokens_per_second"] = gt["input_tokens"] / duration_s

@@ -208,9 +208,12 @@ def test_caelius_fp4_work_counts_in_flops_mfu_hfu_and_intensity(caelius_graph):
     # 16 x (2 + 0.5 + 0.1) e12 = 41.6e12 FLOP in 0.01 s = 4160 TFLOP/s (without FP4: 960 TFLOP/s)
     assert v["mxu.achieved_flops"] == pytest.approx(4160.0, rel=1e-12)
     assert v["mxu.flops"] == pytest.approx(41.6, rel=1e-12)  # TFLOP
-    # FP4 leads (32e12 > 8e12): the FP4 peak, 36000 TFLOP/s; mfu = 4000 / 36000, hfu = 4160 / 36000
-    assert v["mfu"] == pytest.approx(100 * 4000 / 36000, rel=1e-12)
-    assert v["hfu"] == pytest.approx(100 * 4160 / 36000, rel=1e-12)
+    # each precision at its own dense peak (caelius: FP4 36000, FP8 18000, BF16 9000 TFLOP/s):
+    # hfu = (3200 / 36000 + 800 / 18000 + 160 / 9000) = 0.0889 + 0.0444 + 0.0178 = 15.11 %
+    hfu = 100 * (3200 / 36000 + 800 / 18000 + 160 / 9000)
+    assert v["hfu"] == pytest.approx(hfu, rel=1e-12)
+    # mfu: the model's 40e12 of the 41.6e12 executed FLOP, times hfu = 14.53 % (over the FP8 peak alone: 22 %)
+    assert v["mfu"] == pytest.approx(40 / 41.6 * hfu, rel=1e-12)
     # 41.6e12 FLOP / (8 x 1.5e9 B) = 3466.67 FLOP/B
     assert v["arithmetic_intensity"] == pytest.approx(41.6e12 / 12e9, rel=1e-12)
 
@@ -272,9 +275,10 @@ def test_caelius_fp4_emulation_agrees_with_ground_truth(tmp_path, monkeypatch):
     m = doc["metrics"]
     d = gt["duration_s"]
     assert m["mxu.achieved_flops"]["value"] == pytest.approx(gt["flops"] / d / 1e12, rel=1e-6)
-    # the FP4 peak (36000 TFLOP/s, the model's precision) as the emulator's mfu and hfu have it
+    # each precision at its own peak (FP4 36000, FP8 18000, BF16 9000 TFLOP/s), as the emulator's mfu has it
+    at_peak = gt["flops_fp4"] / 36000e12 + gt["flops_fp8"] / 18000e12 + gt["flops_bf16"] / 9000e12
     assert m["mfu"]["value"] == pytest.approx(100 * gt["mfu"], rel=1e-6)
-    assert m["mfu"]["value"] == pytest.approx(100 * gt["model_flops"] / (36000e12 * d), rel=1e-6)
+    assert m["mfu"]["value"] == pytest.approx(100 * gt["model_flops"] / gt["flops"] * at_peak / d, rel=1e-6)
     assert m["hfu"]["value"] == pytest.approx(100 * gt["hfu"], rel=1e-6)
     truth = truth_table(load_generation("caelius")[0], gt)
     assert truth["mfu"]() == pytest.approx(m["mfu"]["value"], rel=1e-6)

@@ -258,8 +258,10 @@ def test_cycle_counters_wrap_and_deltas_recover_ground_truth(long_run):
     assert d.total("hbm.active_cycles") / (6 * 4.8e9) == pytest.approx(gt["busy_s"]["hbm"], rel=1e-3)
     assert gt["tokens"] == gt["input_tokens"] + gt["output_tokens"]
     assert gt["tokens_per_second"] == gt["tokens"] / 4.0
-    assert gt["hfu"] == pytest.approx(gt["flops"] / (8 * 9e15 * 4.0))
-    assert gt["mfu"] == pytest.approx(gt["model_flops"] / (8 * 9e15 * 4.0)) and gt["mfu"] <= gt["hfu"]
+    # each precision at its own dense peak (sohu: FP8 9e15, BF16 4.5e15 FLOP/s), over 8 chips x 4 s
+    hfu = (gt["flops_fp8"] / 9e15 + gt["flops_bf16"] / 4.5e15) / (8 * 4.0)
+    assert gt["flops_fp8"] + gt["flops_bf16"] == pytest.approx(gt["flops"]) and gt["hfu"] == pytest.approx(hfu)
+    assert gt["mfu"] == pytest.approx(gt["model_flops"] / gt["flops"] * hfu) and gt["mfu"] <= gt["hfu"]
     assert d.total("seq.model_flops") == pytest.approx(gt["model_flops"], rel=1e-3)
     assert d.total("power.job_energy") == pytest.approx(gt["job_energy_j"], rel=1e-3)
     assert d.total("seq.job_time") == pytest.approx(gt["job_time_s"], rel=1e-6) == pytest.approx(8 * 4.0, rel=1e-4)

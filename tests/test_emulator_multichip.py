@@ -81,9 +81,12 @@ def test_slow_chip_is_the_straggler_in_ground_truth(slow):
 def test_model_flops_shares_add_up_and_hfu_bounds_mfu(slow):
     gt = slow.ground_truth
     shares = [p["model_flops"] for p in gt["per_chip"]]
-    assert sum(shares) == pytest.approx(gt["model_flops"]) and max(shares) == pytest.approx(min(shares), rel=2e-4)
+    # equal up to the run's edge: each chip's last sample falls on its own clock (drift up to 100 ppm, ~60 us of
+    # 0.6 s), so an op that ends in that sliver is counted on some chips only (6e-4 here with the fitted constants)
+    assert sum(shares) == pytest.approx(gt["model_flops"]) and max(shares) == pytest.approx(min(shares), rel=1e-3)
     assert gt["flops"] >= gt["model_flops"] > 0 and gt["hfu"] >= gt["mfu"]
-    assert gt["mfu"] == pytest.approx(gt["model_flops"] / (8 * 9e15 * gt["duration_s"]))
+    at_peak = gt["flops_fp8"] / 9e15 + gt["flops_bf16"] / 4.5e15  # chip-seconds at each precision's own peak
+    assert gt["mfu"] == pytest.approx(gt["model_flops"] / gt["flops"] * at_peak / (8 * gt["duration_s"]))
     assert gt["job_energy_j"] == gt["energy_j"] and gt["idle_power_w"] == 90.0
     assert gt["job_time_s"] == pytest.approx(8 * gt["duration_s"], rel=2e-4)
 
@@ -261,7 +264,8 @@ def test_caelius_runs_end_to_end(capsys, tmp_path):
     gt = json.loads((tmp_path / "ground_truth.json").read_text())
     assert doc["generation"] == "caelius" and gt["model_flops"] > 0 and gt["hfu"] >= gt["mfu"]
     t = pq.read_table(tmp_path / "counters.parquet", columns=["seq.model_flops", "hbm.read_bytes"])
-    assert t.num_rows == 101 * 8
+    assert t.num_rows == (round(gt["duration_s"] / 1e-3) + 1) * 8  # whole engine steps: 100 ms asked or more
+    assert gt["requested_duration_s"] == 0.1 <= gt["duration_s"]
 
 
 def test_progress_reports_both_phases(tmp_path):

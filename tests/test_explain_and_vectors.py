@@ -14,8 +14,8 @@ from perfonto.cli import main
 def test_explain_mfu(capsys):
     assert main(["explain", "mfu"]) == 0
     out = capsys.readouterr().out
-    assert "formula: model_flops_rate / mxu.peak_flops_dominant" in out  # the peak of the leading dtype (issue 29)
-    assert "declared [percent]" in out and "conversion factor 100" in out  # unit derivation
+    assert "formula: (model_flops_rate / mxu.achieved_flops * hfu) if" in out  # model FLOPs' share x hfu (issue 29)
+    assert "declared [percent]" in out and "conversion factor 1" in out  # unit derivation: hfu is a percent already
     assert "seq.model_flops (counter, FLOP, 64-bit, scale 1024, per chip)" in out  # tree down to signals
     assert "interval (window duration" in out
     assert "caelius: available" in out and "source: Chowdhery" in out
