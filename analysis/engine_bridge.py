@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from perfonto.metrics.bridge import Bridger
+from perfonto.metrics.bridge import Bridger, spans, totals
 from perfonto.metrics.windows import VALID, Windows
 
 
@@ -30,6 +30,7 @@ class Held:
         self.bridgers: dict[int, Bridger] = {}
         self.held: dict[int, tuple[int, Windows, dict, dict]] = {}  # group -> (first window, windows, fills, waiting)
         self.kept: dict[int, dict[str, list[tuple[np.ndarray, ...]]]] = {}  # group -> signal -> (index, value)
+        self.runs: dict[str, list[tuple[int, int]]] = {}  # signal -> bridged runs [start, end) (the fleet's)
 
     def add(self, ch, w: Windows) -> None:
         """A piece with a null window: bridge its gaps (and those held from before that it closes), then add
@@ -46,13 +47,18 @@ class Held:
                 if n not in p.closed:
                     continue
                 shut = wait & p.closed[n][None]  # closed and bridged here: 0 in the held windows
-                h_fills[n] = np.where(shut, 0.0, h_fills[n])
+                h_fills[n] = np.where(shut, -0.0, h_fills[n])  # -0.0: not the gap's last window (metrics.bridge)
                 h_wait[n] = wait & ~shut & ~p.ended[n][None]
             first, rows = h_first, _cat(h_rows, rows)
             fills = _cat_arrays(h_fills, fills, h_rows, w, np.nan)
             waiting = _cat_arrays(h_wait, waiting, h_rows, w, False)
         W = rows.interval.shape[0]
         cut = min([int(np.argmax(a.reshape(W, -1).any(axis=1))) for a in waiting.values() if a.any()], default=W)
+        on = np.zeros(W, bool)  # a bridged span goes on into the next window: no cut there
+        for f in fills.values():
+            on |= (np.isfinite(f) & np.signbit(f)).reshape(W, -1).any(axis=1)
+        while cut > 0 and cut < W and on[cut - 1]:
+            cut -= 1
         if cut < W:
             self.held[g] = (
                 first + cut,
@@ -78,27 +84,49 @@ class Held:
         """Add windows ``first`` … of host ``g`` to its run-level sums (and the server's; the windows null on
         some chip, for the fleet's server level), the bridged windows valid with their ``fills``."""
         st = self.st
-        values, null = dict(rows.values), dict(rows.null)
-        for n, f in fills.items():
-            hit = np.isfinite(f)
-            if not hit.any():
-                continue
-            values[n] = np.where(hit, f, values[n])
-            if n in null:
-                null[n] = np.where(hit, np.uint8(VALID), null[n])
+        w = replace(rows, bridged={n: f for n, f in fills.items() if np.isfinite(f).any()})
+        for n, f in w.bridged.items():
             if st.server is None:  # the fleet's second pass puts them back in the pieces it reads again
+                hit = np.isfinite(f)
                 idx = np.nonzero(hit)
                 self.kept.setdefault(g, {}).setdefault(n, []).append((idx[0] + first,) + tuple(idx[1:]) + (f[hit],))
-        t = replace(rows, values=values, null=null, bridged={})
-        st.sums[g].add(t)
+                self._runs(n, spans(w, [n]), first)
+        st.sums[g].add(w)  # the bridged windows valid (metrics.bridge.totals), a cut bridged run left out whole
         if st.server is not None:
-            st.server.add(t)
+            st.server.add(w)
+        t = totals(w)
         Wc, Cc = t.interval.shape
         for s, r in t.null.items():
             if r.any():
                 flag = (r != VALID).reshape(Wc, Cc, -1).any(axis=(1, 2))
                 arr = st.bad_any.setdefault(s, np.zeros(st.W, bool))
                 arr[first : first + Wc] |= flag
+
+    def _runs(self, name: str, sc, first: int) -> None:
+        """Keep the bridged spans (run numbering, [start, end)) of ``name`` on any chip (``metrics.bridge.spans``)."""
+        if sc is None:
+            return
+        span, cont = sc
+        for c in range(span.shape[1]):
+            s, k = span[:, c], cont[:, c]
+            start = s & ~np.r_[False, k[:-1]]
+            end = s & ~k  # a span's last window
+            for a, b in zip(np.nonzero(start)[0], np.nonzero(end)[0]):
+                self.runs.setdefault(name, []).append((first + int(a), first + int(b) + 1))
+
+    def whole_runs(self, bad: np.ndarray, signals) -> np.ndarray:
+        """``bad`` (windows of the run left out on every chip) with each bridged run of ``signals`` that it cuts
+        left out whole, until nothing changes (``metrics.bridge.server_bad`` over the fleet)."""
+        runs = [r for s in signals for r in self.runs.get(s, [])]
+        bad = bad.copy()
+        changed = bool(runs)
+        while changed:
+            changed = False
+            for a, b in runs:
+                if bad[a:b].any() and not bad[a:b].all():
+                    bad[a:b] = True
+                    changed = True
+        return bad
 
     def windows(self, g: int, first: int, w: Windows) -> Windows:
         """A piece of host ``g`` read again (windows ``first`` …) with the values its bridged windows had

@@ -32,7 +32,7 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
     sums, plan, C = st.sums, st.plan, st.C
     deps = ChipSums(graph).deps
     keys = _classes(graph, deps, sums)
-    masks = _class_masks(st, keys)
+    masks = _class_masks(st, keys, deps)
     need = {k: sorted(set().union(*[deps[m] for m in keys[k]])) for k in masks}
     if st.server is not None:  # one host: carried in the first pass
         srv_sums = {k: st.server.sums[k] for k in masks}
@@ -70,8 +70,9 @@ def _classes(graph, deps: dict, sums: list[ChipSums]) -> dict[frozenset, list[st
     return keys
 
 
-def _class_masks(st: _Pass, keys: dict[frozenset, list[str]]) -> dict[frozenset, np.ndarray]:
-    """Per class with a window null on some chip: the windows valid for its signals on every chip."""
+def _class_masks(st: _Pass, keys: dict[frozenset, list[str]], deps: dict) -> dict[frozenset, np.ndarray]:
+    """Per class with a window null on some chip: the windows valid for its signals on every chip (a bridged
+    run of missing samples that a null window cuts left out whole, ``engine_bridge.Held.whole_runs``)."""
     masks = {}
     for key in keys:
         bad = np.zeros(max(st.plan.n_grid - 1, 0), bool)
@@ -79,7 +80,7 @@ def _class_masks(st: _Pass, keys: dict[frozenset, list[str]]) -> dict[frozenset,
             if s in st.bad_any:
                 bad |= st.bad_any[s]
         if bad.any():
-            masks[key] = ~bad
+            masks[key] = ~st.held.whole_runs(bad, set().union(*[deps[m] for m in keys[key]]))
     return masks
 
 

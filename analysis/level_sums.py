@@ -20,7 +20,7 @@ import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import kinds
-from perfonto.metrics.bridge import totals
+from perfonto.metrics.bridge import server_bad, spans, totals
 from perfonto.metrics.levels import _invalid, signal_deps
 from perfonto.metrics.windows import Windows
 
@@ -69,14 +69,14 @@ class ChipSums:
     def add(self, w: Windows) -> None:
         """Add one piece's prepared windows (null ones left out per class; the windows of a missing sample
         bridged by ``w.bridged`` counted, ``metrics.bridge.totals``)."""
-        w = totals(w)
-        dirty_now = frozenset(s for s, r in w.null.items() if r.any())
+        tv = totals(w)
+        dirty_now = frozenset(s for s, r in tv.null.items() if r.any())
 
         def sums_of(key, names):
-            bad = _invalid(w, sorted(key & dirty_now)) if key & dirty_now else None
+            bad = _invalid(w, sorted(key & dirty_now), names) if key & dirty_now else None
             if bad is not None and self.server:  # a window null on one chip is left out on all of them
-                bad = np.broadcast_to(bad.any(axis=1, keepdims=True), bad.shape)
-            return masked_sums(w, self.gen, names, None if bad is None else ~bad)
+                bad = server_bad(bad, spans(w, names))
+            return masked_sums(tv, self.gen, names, None if bad is None else ~bad)
 
         self._add(dirty_now, sums_of)
 

@@ -63,7 +63,7 @@ class Carry:
 @dataclass
 class Piece:
     """What bridging one piece gives: ``fills[s]`` (W, C, I) the run-level value of each bridged window
-    (the increase over the gap in its last window, 0 in the others; NaN elsewhere); ``waiting[s]`` (W, C, I)
+    (the increase over the gap in its last window, −0.0 in the others; NaN elsewhere); ``waiting[s]`` (W, C, I)
     the windows of a gap still open at the piece's end; ``closed[s]`` (C, I) the gaps open before the piece
     that it closed, bridged; ``ended[s]`` (C, I) those it closed without a bridge (reset, ambiguous wrap)."""
 
@@ -154,7 +154,7 @@ class Bridger:
         at_end = cl == np.arange(1, S)[:, None, None]
         sizes = tuple(s for _, s in sig.axes)
         W, C = S - 1, raw.shape[1]
-        fill = np.where(bridged, np.where(at_end, np.take_along_axis(amount, k, axis=0), 0.0), np.nan)
+        fill = np.where(bridged, np.where(at_end, np.take_along_axis(amount, k, axis=0), -0.0), np.nan)
         out.fills[name] = fill.reshape((W, C) + sizes)
         out.waiting[name] = (touch & (cl >= S)).reshape((W, C) + sizes)
         first_close = nxt[0]  # the first good sample: where a gap open before the piece closes
@@ -282,3 +282,50 @@ def totals(w: Windows) -> Windows:
         if n in null:
             null[n] = np.where(hit, np.uint8(VALID), null[n])
     return replace(w, values=values, null=null, bridged={})
+
+
+def spans(w: Windows, signals) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where ``w.bridged`` makes windows valid for any of ``signals`` (any instance): (``span`` (W, C) True at
+    those windows, ``cont`` (W, C) True where a gap's span goes on into the next window — a window of a gap
+    other than its last holds −0.0, whose sign bit marks it); None when none is. A span holds one bridged
+    increase, in its last window: it is counted whole or not at all (``atomic``)."""
+    span: np.ndarray | None = None
+    cont: np.ndarray | None = None
+    for s in signals:
+        f = w.bridged.get(s) if w.bridged else None
+        if f is None:
+            continue
+        hit = np.isfinite(f) & (w.null[s] == MISSING) if s in w.null else np.isfinite(f)
+        on = (hit & np.signbit(f)).reshape(hit.shape[0], hit.shape[1], -1).any(axis=2)
+        hit = hit.reshape(hit.shape[0], hit.shape[1], -1).any(axis=2)
+        span = hit if span is None else span | hit
+        cont = on if cont is None else cont | on
+    return None if span is None or cont is None else (span, cont)
+
+
+def atomic(bad: np.ndarray, sc: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """``bad`` (W, C) with every bridged span (``spans``: overlapping spans of a chip together) bad whole where
+    any of its windows is: a bridged increase sits in the gap's last window, so a total over part of its
+    windows would lose it (or keep it without the time it took)."""
+    if sc is None or not (bad & sc[0]).any():
+        return bad
+    W, C = bad.shape
+    s, c, b = sc[0].T.reshape(-1), sc[1].T.reshape(-1), bad.T.reshape(-1)  # chip by chip
+    start = s & ~np.r_[False, c[:-1]]
+    start[::W] = s[::W]  # a span does not go on into the next chip
+    rid = np.cumsum(start) * s  # 0: not bridged
+    hit = np.zeros(int(rid.max()) + 1, bool)
+    hit[rid[b & s]] = True
+    hit[0] = False
+    return bad | hit[rid].reshape(C, W).T
+
+
+def server_bad(bad: np.ndarray, span: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """(W, C) the windows left out at server level, from each chip's ``bad`` (W, C): a window bad on one chip
+    is left out on all, and a bridged run cut by that is left out whole (``atomic``), until nothing changes."""
+    while True:
+        col = np.broadcast_to(bad.any(axis=1, keepdims=True), bad.shape)
+        new = atomic(col, span)
+        if (new == col).all():
+            return col
+        bad = new

@@ -17,7 +17,7 @@ import numpy as np
 
 from perfonto.ontology import kinds
 
-from .bridge import totals
+from .bridge import atomic, server_bad, spans, totals
 from .compiler import MetricGraph
 from .windows import REASONS, VALID, Windows, run_level, server_level
 
@@ -43,14 +43,17 @@ def signal_deps(graph: MetricGraph) -> dict[str, set[str]]:
     return out
 
 
-def _invalid(w: Windows, signals) -> np.ndarray:
-    """(W, C) True where any of ``signals`` is null in the window (any instance)."""
+def _invalid(w: Windows, signals, reads=None) -> np.ndarray:
+    """(W, C) True where any of ``signals`` is null in the window (any instance) — after the bridged missing
+    samples of ``w.bridged`` are made valid; a bridged run of any of ``reads`` (default ``signals``) that a
+    null window cuts is left out whole (``metrics.bridge.atomic``)."""
+    tv = totals(w)
     bad = np.zeros(w.interval.shape, dtype=bool)
     for s in signals:
-        r = w.null.get(s)
+        r = tv.null.get(s)
         if r is not None and r.any():
             bad |= (r != VALID).reshape(r.shape[0], r.shape[1], -1).any(axis=2)
-    return bad
+    return atomic(bad, spans(w, signals if reads is None else reads))
 
 
 def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_values: dict | None = None) -> Levels:
@@ -75,11 +78,12 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
     coverage: dict[str, float] = {}
     total_time = float(w.interval.sum(axis=0).mean()) if w.interval.size else 0.0
     for key, names in groups.items():
-        bad = _invalid(w, key)
+        reads = set().union(*[deps[n] for n in names])
+        bad = _invalid(window_level, key, reads)
         run = run_level(w, gen, ~bad if key else None)
         out = evaluate(run.values, run.interval, run.chips)
-        common = ~bad.any(axis=1, keepdims=True) if key else None
-        run_all = run_level(w, gen, np.broadcast_to(common, bad.shape) if common is not None else None)
+        common = ~server_bad(bad, spans(window_level, reads)) if key else None
+        run_all = run_level(w, gen, common)
         srv = server_level(run_all, gen)
         out_srv = evaluate(srv.values, srv.interval, srv.chips)
         if any(graph.metrics[n].group_rule for n in names):

@@ -184,3 +184,38 @@ def _cli_default(capsys, p, out, *extra) -> dict:
     capsys.readouterr()
     assert main(["analyze", str(p), "--out", str(out), "--json", *extra]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("layout", ["csv", "parquet"])
+def test_a_fleet_of_two_hosts_bridges_in_pieces_and_in_the_second_pass(setup, layout):
+    # chip 0 on host h0, chip 1 on host h1; the gaps above plus chip 0's last sample, which never closes:
+    # chip 0 counts windows 0-10, 11 x 1,000 = 11,000; chip 1 all 12 (its gap bridged), 24,000. The server
+    # level takes the windows valid on both chips: window 11 is null on chip 0, and it holds chip 1's bridged
+    # 8,000 (windows 8-10 hold 0), so chip 1's bridged run 8-11 is left out whole (a part of it would lose
+    # the increase): windows 0-7, 8 x 1,000 + 8 x 2,000 = 24,000, over 8 x (0.04 + 0.06) s = 0.8 s of busy
+    # time -> 30,000 /s. The fleet's second pass reads again the pieces holding those windows (the CSV: one
+    # piece per host, read whole; the Parquet: row groups of 2 rows, so pieces of 2 windows and chip 1's gap,
+    # samples 9-11, across pieces).
+    import pyarrow as pa
+    import pyarrow.csv as pc
+    import pyarrow.parquet as pq
+
+    tmp, _, graph, ev = setup
+    p = _dump(tmp, f"fleet-{layout}.csv", GAPS | {(0, 12)})
+    p.write_text(
+        "host,"
+        + p.read_text().replace("\n0,", "\nh0,0,").replace("\n1,", "\nh1,1,").split("\n", 1)[0]
+        + "\n"
+        + p.read_text().replace("\n0,", "\nh0,0,").replace("\n1,", "\nh1,1,").split("\n", 1)[1]
+    )
+    if layout == "parquet":
+        types = {"b.busy": pa.uint64(), "b.ops": pa.uint64(), "chip": pa.int32(), "timestamp_ns": pa.int64()}
+        t = pc.read_csv(p, convert_options=pc.ConvertOptions(column_types=types))
+        t = t.sort_by([("host", "ascending"), ("timestamp_ns", "ascending")])
+        p = p.with_suffix(".parquet")
+        pq.write_table(t, p, row_group_size=2)
+    ref = evaluate_dump(graph, ev, p)
+    for r in (ref, evaluate_capture(graph, ev, plan_dump(str(p), graph.generation), None, chunk_rows=2).evaluation):
+        assert np.asarray(r.per_chip["ops_total"]).tolist() == [11_000, 24_000]
+        assert float(r.server["ops_total"]) == pytest.approx(24_000, rel=1e-12)
+        assert float(r.server["ops_rate"]) == pytest.approx(30_000, rel=1e-12)
