@@ -6,7 +6,10 @@ Concurrency is the number of requests in flight at each instant, from the reques
 when the records have no admission time) to its completion (the end of the run when it has not
 completed). It is a step function; its peak is its maximum over the run, and the window is the longest
 interval ``[start, end)`` on which it is ``≥ fraction × peak`` (the earliest of equally long ones).
-Ramp-up (the batch filling) and drain (the last requests finishing) fall outside it.
+Ramp-up (the batch filling) and drain (the last requests finishing) fall outside it. Records with times
+below 0 and at or after it (the emulator's warm-up: the requests it admitted before t = 0 that were still
+decoding at 0, with their warm-up times; the ones it finished are not listed) describe a run that starts
+at 0: the full run is ``(0, end]`` and a warm-up request is in flight from 0.
 
 Over the window (times in seconds on the records' clock):
 - output tokens per second: output tokens emitted in ``(start, end]`` over ``end − start`` (a token is
@@ -202,7 +205,9 @@ def steady_state(
         raise ValueError("the request records hold no request with a time")
     end = float(run_end) if run_end is not None else float(known.max())
     t0 = float(known.min())
-    times, level = concurrency(begin, comp, end)
+    if t0 < 0.0 <= end:  # a warm-up before t = 0, listed only by its requests still in flight at 0: the run is (0, end]
+        t0 = 0.0
+    times, level = concurrency(np.maximum(begin, t0), comp, end)
     peak = float(level.max()) if level.size else 0.0
     if peak <= 0:
         raise ValueError("no request is in flight for any time (each completes where it is admitted)")

@@ -220,3 +220,35 @@ def test_a_default_over_a_field_of_an_absent_register_reads_the_default(dgen, tm
     got = _backends(graph, dgen, _table({"b.err": [0, 5, 12, 20]}), tmp_path)
     for backend, v in got.items():
         np.testing.assert_allclose(np.asarray(v["t.scale"], float)[:, 0], [8.0, 8.0, 8.0], err_msg=backend)
+
+
+def test_warm_up_requests_before_time_0_are_not_part_of_the_full_run(library):
+    """The emulator lists the warm-up's requests still decoding at t = 0 with their (negative) warm-up
+    times; the requests the warm-up finished are not listed, so the records before 0 are a partial view.
+    The run is (0, 60]: with it starting at the first warm-up instant, `perfonto run`'s full-run tok/s
+    read a quarter of the report's own counter-based figure."""
+    from test_steady_state import _trace
+
+    from perfonto.analysis.steady_state import steady_state
+
+    c = _trace()
+    w = [float(t) for t in range(-29, 21)]  # W: admitted at -30 s, 50 tokens at -29 … 20 s, completes at 20 s
+    for k, v in (
+        ("request.arrival_time", -30.0),
+        ("request.admission_time", -30.0),
+        ("request.first_token_time", -29.0),
+        ("request.completion_time", 20.0),
+        ("request.input_tokens", 100),
+        ("request.output_tokens", 50),
+        ("request.token_times", w),
+    ):
+        c[k].append(v)
+    s = steady_state(library, c, 0.9)
+    # in flight from 0: [0, 5) 3, [5, 10) 6, [10, 20) 11, [20, 50) 10 ...; at 0.9 x 11 = 9.9: [10, 50)
+    assert (s.start, s.end, s.peak, s.run_start, s.run_end) == (10.0, 50.0, 11.0, 0.0, 60.0)
+    assert s.to_json()["share_of_run"] == pytest.approx(40 / 60)
+    # (0, 60]: the trace's 475 output tokens + W's 20 (1 … 20 s); W's prompt was prefilled before 0
+    assert s.full["output_tokens_per_second"] == pytest.approx(495 / 60)
+    assert s.full["tokens_per_second"] == pytest.approx((495 + 1000) / 60)
+    assert s.full["requests_per_second"] == pytest.approx(11 / 60)
+    assert s.requests_in_window == 5  # W entered flight before the window: not in its latency population
