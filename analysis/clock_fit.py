@@ -17,7 +17,8 @@ Reset detection, between consecutive reads ``i − 1`` and ``i`` (host order):
   asymmetry of the two reads could make it.
 
 Fit of one epoch (robust, as NTP's clock filter prefers the reads with the shortest round trip):
-keep the reads whose ``half`` is within the fastest 50 % (all when that leaves fewer than 3), fit,
+keep the fastest half of the reads by ``half`` — but at least ``DRIFT_MIN_READS + 2`` = 5 (all when
+there are fewer), so that the filter never leaves too few reads for the drift test below — fit,
 drop reads more than 4 robust SDs (MAD × 1.4826, floor 1 ns) off the fit, refit (3 rounds at most).
 Model-selection rule for the drift (stated): the slope is fitted only when the epoch keeps
 ``DRIFT_MIN_READS`` = 3 reads or more and the least-squares slope is further from zero than
@@ -196,9 +197,9 @@ class Segment:
 def fit_segment(x, y, half, dev_first: float | None = None, dev_last: float | None = None) -> Segment:
     """Fit one epoch's reads (arrays of equal length ≥ 1, host order) by the rule of the module docstring."""
     x, y, half = (np.asarray(a, np.float64) for a in (x, y, half))
-    keep = half <= np.quantile(half, 0.5)
-    if keep.sum() < 3:
-        keep = np.ones(len(x), bool)
+    n_keep = max((len(x) + 1) // 2, min(len(x), DRIFT_MIN_READS + 2))  # the fastest half, at least 5
+    keep = np.zeros(len(x), bool)
+    keep[np.argsort(half, kind="stable")[:n_keep]] = True
     for _ in range(3):
         a, b, xr, _ = _choose(x[keep], y[keep])
         res = y - a - b * (x - xr)

@@ -273,3 +273,17 @@ def test_forward_jump_against_the_host_clock():
         assert [z["kind"] for z in c.resets] == kinds
         if kinds:
             assert c.resets[0]["offset_jump_ns"] == pytest.approx(step) and c.resets[0]["before_host_ns"] == 5e7
+
+
+def test_the_round_trip_filter_leaves_enough_reads_for_the_drift_test():
+    """Five reads 1 s apart with a 200 ppm drift and ±20 us of offset noise (review finding): the filter keeps
+    the fastest half but at least 5, so the slope (SE = 20 us / sqrt(10 s^2) = 6.3 ppm, t = 32 > t_crit(3) = 10.2)
+    is fitted. Keeping only the 3 fastest (SE = 20 us / sqrt(2 s^2) = 14 ppm, t = 14 < t_crit(1) = 236) would not."""
+    from perfonto.analysis.clock_fit import fit_segment
+
+    x = np.arange(5) * 1e9
+    y = 1000 + 200e-6 * x + np.array([20e3, -20e3, 20e3, -20e3, 20e3])
+    half = np.array([500.0, 600.0, 700.0, 800.0, 900.0])
+    seg = fit_segment(x, y, half)
+    assert seg.n == 5 and seg.drift_fitted and seg.b == pytest.approx(200e-6, rel=1e-9)
+    assert not fit_segment(x[:3], y[:3], half[:3]).drift_fitted
