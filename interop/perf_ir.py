@@ -153,10 +153,13 @@ class PerfIR:
         return self.expr(node)[0]
 
     def p(self, n: ir.Node, need: int, rollup: bool = False) -> str:
+        """``n``'s text, bracketed when it binds looser than ``need`` (a ``PerfPrec`` level)."""
         s, prec = self.expr(n, rollup)
         return bracket(s, prec, need)
 
     def expr(self, n: ir.Node, rollup: bool = False) -> tuple[str, int]:
+        """(text, precedence) of any IR node; ``rollup``: inside ``sum``/``avg`` over instances, where a
+        per-instance event may stand (perf sums a PMU's instances). Raises ``Unsupported``."""
         if isinstance(n, ir.Const):
             return self.const(n)
         if isinstance(n, ir.Input):
@@ -170,6 +173,8 @@ class PerfIR:
         return self.op(n, rollup)
 
     def const(self, c: ir.Const) -> tuple[str, int]:
+        """A number by its origin: a spec constant by name, a literal in base units, a unit conversion or
+        chip factor as 1, any other number as it is."""
         if c.origin == "spec":
             self.specs.add(c.label)
             return c.label, ATOM
@@ -199,6 +204,7 @@ class PerfIR:
         return name if k == 1.0 else f"({name} * {number(k)})"
 
     def rollup(self, r: ir.Rollup) -> tuple[str, int]:
+        """``sum``/``avg`` over instances of a linear expression of signals; ``min``/``max`` refused."""
         if r.func in ("min", "max"):
             raise Unsupported(f"`{r.func}()` over instances: perf aggregates PMU instances by summing them")
         sigs = [n.signal for n in ir.walk(r.arg) if isinstance(n, ir.Input) and n.signal in self.gen.signals]
@@ -209,6 +215,7 @@ class PerfIR:
         return f"{self.p(r.arg, PerfPrec.TERM, rollup=True)} / source_count({sigs[0]})", PerfPrec.TERM
 
     def op(self, n: ir.Op, rollup: bool) -> tuple[str, int]:
+        """An operation (``metrics.ops.Op``), a conversion or chip factor dropped (1 in base units)."""
         a = n.args
         if n.op in ("mul", "div") and _unit_factor(a[1]):
             return self.expr(a[0], rollup)
@@ -240,6 +247,7 @@ class PerfIR:
         return self.call(n, rollup)
 
     def power(self, base: ir.Node, exp: ir.Node, rollup: bool) -> tuple[str, int]:
+        """``base ** n`` for an integer ``|n| <= 8`` as repeated products (perf has no power)."""
         if not (isinstance(exp, ir.Const) and float(exp.value).is_integer() and abs(exp.value) <= 8):
             raise Unsupported("a power with a non-integer exponent has no perf form")
         k = int(exp.value)
