@@ -102,7 +102,8 @@ def side_columns(names) -> dict[str, dict[str, str]]:
 
 
 def _schema_names(source) -> list[str]:
-    """The column names of a table, or of the first file of a dump path (cheap: schema or header only)."""
+    """The column names of a table, or of every file of a dump path (cheap: schema or header only; a side
+    column in any part counts)."""
     if isinstance(source, pa.Table):
         return source.column_names
     from .dump_io import parts_of
@@ -112,13 +113,14 @@ def _schema_names(source) -> list[str]:
         _, files = parts_of(source, "counter dump")
     except DumpError:
         return []
-    if not files:
-        return []
-    try:
-        s = _schema_of(Path(files[0]))
-    except (DumpError, OSError, pa.ArrowException):
-        return []  # the dump's reader says what is wrong with the file
-    return list(s.names) if isinstance(s, pa.Schema) else list(s)
+    names: dict[str, None] = {}
+    for f in files:
+        try:
+            s = _schema_of(Path(f))
+        except (DumpError, OSError, pa.ArrowException):
+            continue  # the dump's reader says what is wrong with the file
+        names |= dict.fromkeys(s.names if isinstance(s, pa.Schema) else s)
+    return list(names)
 
 
 def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | None]:
@@ -132,9 +134,10 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
     """
     if not side_columns(_schema_names(source)):
         return source, None
+    from .dump import csv_types
     from .dump_io import load
 
-    loaded = load(source)
+    loaded = load(source, "counter dump", csv_types(gen))  # a CSV's registers read as the dump reader reads them
     t, label = loaded.table, loaded.label
     sides = side_columns(t.column_names)
     _check_layout(t, sides, gen, label)

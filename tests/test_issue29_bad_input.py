@@ -252,3 +252,53 @@ def test_warm_up_requests_before_time_0_are_not_part_of_the_full_run(library):
     assert s.full["tokens_per_second"] == pytest.approx((495 + 1000) / 60)
     assert s.full["requests_per_second"] == pytest.approx(11 / 60)
     assert s.requests_in_window == 5  # W entered flight before the window: not in its latency population
+
+
+def _parts(rows, with_side):
+    t = {
+        "chip": pa.array([0] * len(rows), pa.int32()),
+        "timestamp_ns": pa.array([r * S for r in rows], pa.int64()),
+        "core.misses": pa.array([900 * r for r in rows], pa.uint64()),
+        "core.loads": pa.array([200 * r for r in rows], pa.uint64()),
+    }
+    if with_side:
+        for c, g in (("core.misses", 1), ("core.loads", 2)):
+            t |= {f"{c}@enabled_ns": [r * S for r in rows], f"{c}@running_ns": [r * S // 2 for r in rows]}
+            t[f"{c}@group"] = [g] * len(rows)
+    return pa.table(t)
+
+
+def test_side_columns_in_a_later_part_of_a_dump_folder_are_read(cat, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    # part 0 without side columns, part 1 with them: only part 0's schema was looked at, so the side data
+    # was dropped and the ratio read 900 / 200 = 450 % with no mark
+    d = tmp_path / "dump"
+    d.mkdir()
+    pq.write_table(_parts([0, 1], False), d / "part-0.parquet")
+    pq.write_table(_parts([2, 3], True), d / "part-1.parquet")
+    rc, _, _ = _perf_analyze_dump(cat, d, tmp_path / "o")
+    assert rc == 1  # part 0's reads have no times: refused with the row, never read as unmultiplexed
+    assert "column `core.misses@enabled_ns`: null; every read records its times" in capsys.readouterr().err
+
+
+def test_a_csv_dump_with_side_columns_reads_its_registers_as_counters(cat, tmp_path):
+    import pyarrow.csv as pc
+
+    p = tmp_path / "mux.csv"
+    pc.write_csv(_parts([0, 1, 2], True), p)
+    rc, m, _ = _perf_analyze_dump(cat, p, tmp_path / "o")  # CSV infers int64; was "<table>: … is signed"
+    assert rc == 0 and m[RATIO] == [None, None] and m["core.load_rate"] == [400.0, 400.0]
+
+
+def _perf_analyze_dump(cat, path, out):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from perfonto.cli import main
+
+    rc = main(["analyze", str(path), "--out", str(out), "--catalog", str(cat), "--no-library"])
+    if rc != 0:
+        return rc, None, None
+    return rc, pq.read_table(out / "metrics.parquet").to_pydict(), json.loads((out / "report.json").read_text())
