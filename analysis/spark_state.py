@@ -59,6 +59,7 @@ def host_state(st, host, files: list[str], rows: int, spans: dict[int, int], not
         "dirty": sorted((first, spans[first]) for _, first in st.dirty_pieces),
         "stats": st.stats,
         "bridged": st.held.kept.get(0, {}),  # the values of its bridged windows, for the second pass
+        "bridged_runs": st.held.runs,  # its bridged spans, left out whole where the fleet's masks cut them
         "notes": notes,
         "files": files,
         "rows": rows,
@@ -120,6 +121,8 @@ def merge_state(st, group: int, data: bytes, deps: dict) -> tuple[list[str], int
     _dirty_pieces(st, group, s["dirty"])
     if s["bridged"]:
         st.held.kept[group] = s["bridged"]
+    for name, runs in s.get("bridged_runs", {}).items():
+        st.held.runs.setdefault(name, []).extend(runs)
     st.plan.notes += [n for n in s["notes"] if n not in st.plan.notes]
     for k, v in s["stats"].items():
         st.stats[k] = st.stats.get(k, 0) + v
