@@ -29,8 +29,10 @@ metric's inputs, the (window, chip) cells where that holds, labelled with both i
 Counters of different instances (``name[0]``, ``name[1]``: CPUs with their own PMUs) are compared only
 within one instance number.
 
-Limits: wide layout only (a long dump with side columns is refused); one host; sentinel values are
-not looked for in a multiplexed register.
+A read equal to one of the signal's ``sentinel`` values is null before scaling (the windows on either
+side are null, as without side columns).
+
+Limits: wide layout only (a long dump with side columns is refused); one host.
 """
 
 from __future__ import annotations
@@ -161,8 +163,9 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         sig = _FLAT.match(col).group("base") if _FLAT.match(col) else col
         inst = int(_FLAT.match(col).group("i")) if _FLAT.match(col) else 0
         e, r, g = (_side(t, side.get(k), label, col, order) for k in SIDE)
+        sig_ = gen.signals[sig]
         new, raw_total, scaled_total, big = _scale(
-            cols[col], e, r, chips, gen.signals[sig].width or 64, mux.scaled_by_reader
+            cols[col], e, r, chips, sig_.width or 64, mux.scaled_by_reader, sig_.sentinel or ()
         )
         cols[col] = new
         if big:
@@ -263,12 +266,15 @@ def _check_side(s: Series, label: str, col: str, rows: np.ndarray, order) -> Non
         )
 
 
-def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool):
+def _scale(a: pa.ChunkedArray, e, r, chips, width: int, already: bool, sentinel=()):
     """The register column with each window's increase scaled by Δenabled / Δrunning (module docstring), and
     the run totals (raw, scaled) of its increases, and the number of windows whose scaled increase was half
-    the register's range or more (null: the rewritten register cannot carry it; read more often)."""
-    null = np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
+    the register's range or more (null: the rewritten register cannot carry it; read more often). A read
+    equal to one of the signal's ``sentinel`` values is no count: null, as the windows on either side."""
     u = np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
+    null = np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
+    if len(sentinel):
+        null = null | np.isin(u, np.asarray(sentinel, dtype=np.uint64))
     mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
     out, out_null = u.copy(), null.copy()
     raw_total = scaled_total = 0.0

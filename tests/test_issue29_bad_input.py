@@ -302,3 +302,17 @@ def _perf_analyze_dump(cat, path, out):
     if rc != 0:
         return rc, None, None
     return rc, pq.read_table(out / "metrics.parquet").to_pydict(), json.loads((out / "report.json").read_text())
+
+
+def test_a_sentinel_read_of_a_multiplexed_register_is_null_not_a_count(gen):
+    import dataclasses
+
+    # core.loads (48-bit) declared with a sentinel, as a PMU that writes all ones while the counter is
+    # off the PMU: the read after the sentinel came out (200 - (2^48 - 1)) mod 2^48 = 201, scaled x2 = 402
+    sig = gen.signals["core.loads"]
+    sentinel = (1 << 48) - 1
+    g2 = dataclasses.replace(gen, signals=gen.signals | {"core.loads": dataclasses.replace(sig, sentinel=[sentinel])})
+    t = _table(**{"core.loads": pa.array([0, sentinel, 200], pa.uint64())})
+    out, _, _ = _split(g2, t)
+    # the sentinel read is null: both windows that touch it are null; the total restarts from the raw 200
+    assert out.column("core.loads").to_pylist() == [0, None, 200]
