@@ -88,7 +88,13 @@ def session(master: str = "local[2]", app: str = "perfonto"):
     )
     if master.startswith("local"):
         b = b.config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
-    s = b.getOrCreate()
+    try:
+        s = b.getOrCreate()
+    except Exception as exc:  # no Java, a JVM that does not start: one line, not the gateway's traceback
+        msg = " ".join(str(exc).split())[:300]
+        raise DumpError(
+            f"--engine spark: Spark did not start on {master!r} ({msg}); Java 17 must be installed"
+        ) from None
     s.sparkContext.setLogLevel("ERROR")
     return s
 

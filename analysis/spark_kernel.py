@@ -110,11 +110,14 @@ def _host_table(batches: list, names: list[str], ship: dict, gen) -> pa.Table:
     first part's schema metadata (generation, period, units)."""
     t = pa.Table.from_batches(batches).rename_columns(names)
     order = {p: i for i, p in enumerate(ship["files"])}
-    path = [str(Path(unquote(urlparse(u).path))) for u in t.column("_file").to_pylist()]
+    import pyarrow.compute as pc
+
+    urls = pc.unique(t.column("_file"))  # a few files: their names mapped once, not row by row
     try:
-        part = pa.array([order[p] for p in path], pa.int64())
+        rank = np.array([order[str(Path(unquote(urlparse(u).path)))] for u in urls.to_pylist()], np.int64)
     except KeyError as exc:
         raise DumpError(f"Spark read {exc.args[0]}, which is not a part of the planned dump") from None
+    part = pa.array(rank[pc.index_in(t.column("_file"), value_set=urls).to_numpy(zero_copy_only=False)])
     t = t.append_column("_part", part).sort_by([("_part", "ascending"), ("_row", "ascending")])
     t = t.drop_columns(["_file", "_row", "_g", "_part"])
     fields = []

@@ -85,6 +85,18 @@ def _ties(outliers, top=5):
     return groups[:-1] if len(outliers) == top else groups
 
 
+def _same_spread(gf, wf):
+    """The spread across chips within 1e-12; the outliers the same chips (ties in either order)."""
+    assert gf.spread.keys() == wf.spread.keys() and gf.outliers.keys() == wf.outliers.keys()
+    for m, sp in wf.spread.items():
+        for k in ("p50", "p99", "max"):
+            _close(np.nan if gf.spread[m][k] is None else gf.spread[m][k], np.nan if sp[k] is None else sp[k], m)
+        for side in ("high", "low"):
+            a, b = _apart(gf.outliers[m][side], sp["p50"]), _apart(wf.outliers[m][side], sp["p50"])
+            _close([o["value"] for o in a], [o["value"] for o in b], f"outliers {m}")
+            assert _ties(a) == _ties(b), (m, side)
+
+
 def _same_reports(got, want, got_dir, want_dir):
     files = sorted(str(p.relative_to(want_dir)) for p in want_dir.rglob("*.parquet"))
     assert files == sorted(str(p.relative_to(got_dir)) for p in got_dir.rglob("*.parquet")) and len(files) > HOSTS
@@ -111,14 +123,7 @@ def _same_reports(got, want, got_dir, want_dir):
         assert np.array_equal(gf.chips[level], wf.chips[level])
         for n in wf.values[level]:
             _close(gf.values[level][n], wf.values[level][n], f"{level} {n}")
-    assert gf.spread.keys() == wf.spread.keys() and gf.outliers.keys() == wf.outliers.keys()
-    for m, sp in wf.spread.items():
-        for k in ("p50", "p99", "max"):
-            _close(np.nan if gf.spread[m][k] is None else gf.spread[m][k], np.nan if sp[k] is None else sp[k], m)
-        for side in ("high", "low"):
-            a, b = _apart(gf.outliers[m][side], sp["p50"]), _apart(wf.outliers[m][side], sp["p50"])
-            _close([o["value"] for o in a], [o["value"] for o in b], f"outliers {m}")
-            assert _ties(a) == _ties(b), (m, side)
+    _same_spread(gf, wf)
     ga, wa = got.analysis, want.analysis
     assert (ga.violation_counts, ga.tree_violations) == (wa.violation_counts, wa.tree_violations)
     assert [vars(v) for v in ga.violations] == [vars(v) for v in wa.violations]
