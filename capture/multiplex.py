@@ -148,6 +148,16 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         raise DumpError(f"{label}: multiplex columns need a `timestamp_ns` (or _us, _ms, _s) column")
     order = pa.compute.sort_indices(t, [("chip", "ascending"), (stamp, "ascending")])
     t = t.take(order)
+    starts = np.cumsum([0, *loaded.rows]) if loaded.rows else np.zeros(1, np.int64)
+
+    def at(i) -> str:
+        """A row of the sorted table as the file and 1-based row it was read from (the dump reader's numbering)."""
+        k = int(np.asarray(order)[i])
+        if len(loaded.files) > 1:
+            part = int(np.searchsorted(starts, k, side="right")) - 1
+            return f"{loaded.files[part]}: row {k - int(starts[part]) + 1}"
+        return f"{label}: row {k + 1}"
+
     chips = np.asarray(t.column("chip").to_numpy(zero_copy_only=False), np.int64)
     raw_ts = t.column(stamp).to_numpy(zero_copy_only=False)  # as the dump reader takes it: scaled, then rounded
     if stamp == "timestamp_ns" and pa.types.is_integer(t.column(stamp).type):
@@ -162,7 +172,7 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
     for col, side in sides.items():
         sig = _FLAT.match(col).group("base") if _FLAT.match(col) else col
         inst = int(_FLAT.match(col).group("i")) if _FLAT.match(col) else 0
-        e, r, g = (_side(t, side.get(k), label, col, order) for k in SIDE)
+        e, r, g = (_side(t, side.get(k), label, at) for k in SIDE)
         sig_ = gen.signals[sig]
         new, raw_total, scaled_total, big = _scale(
             cols[col], e, r, chips, sig_.width or 64, mux.scaled_by_reader, sig_.sentinel or ()
@@ -177,7 +187,7 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         for c in np.unique(chips):
             m = chips == c
             per[int(c)] = Series(ts[m], e[m], r[m], g[m].astype(np.int64))
-            _check_side(per[int(c)], label, col, np.nonzero(m)[0], order)
+            _check_side(per[int(c)], col, np.nonzero(m)[0], at)
         d = mux.scaling.setdefault(sig, {"raw": 0.0, "scaled": 0.0, "enabled": 0.0, "running": 0.0})
         d["raw"] += raw_total
         d["scaled"] += scaled_total
@@ -220,7 +230,7 @@ def _check_layout(t: pa.Table, sides: dict, gen, label: str) -> None:
             raise DumpError(f"{label}: `{col}` is a list column; give multiplexed instances as `{col}[i]` columns")
 
 
-def _side(t: pa.Table, name: str | None, label: str, col: str, order) -> np.ndarray:
+def _side(t: pa.Table, name: str | None, label: str, at) -> np.ndarray:
     """A side column as float64 (group: -1 where null); an absent ``@group`` is all -1."""
     if name is None:
         return np.full(t.num_rows, -1.0)
@@ -230,39 +240,35 @@ def _side(t: pa.Table, name: str | None, label: str, col: str, order) -> np.ndar
     null = np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
     v = np.array(a.fill_null(0).to_numpy(zero_copy_only=False), np.float64)  # a copy: written below
 
-    def row(i) -> int:
-        return int(np.asarray(order)[i])
-
     if name.endswith("@group"):
         v[null | np.isnan(v)] = -1.0  # null or NaN: the group is not known
         bad = np.nonzero((v != np.floor(v)) | (np.abs(v) > 2**62))[0]
         if bad.size:
             raise DumpError(
-                f"{label}: row {row(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a whole group id; write the "
+                f"{at(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a whole group id; write the "
                 "group each read's interval was scheduled in as an integer (null or -1: not known)"
             )
     elif null.any():
         first = np.nonzero(null)[0][0]
-        raise DumpError(f"{label}: row {row(first)}, column `{name}`: null; every read records its times")
+        raise DumpError(f"{at(first)}, column `{name}`: null; every read records its times")
     else:
         bad = np.nonzero(~np.isfinite(v) | (np.abs(v) > 9.2e18))[0]
         if bad.size:
             raise DumpError(
-                f"{label}: row {row(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a finite number of ns; "
+                f"{at(bad[0])}, column `{name}`: {v[bad[0]]:g} is not a finite number of ns below 2^63; "
                 "write perf's time_enabled / time_running as running totals in ns"
             )
     return v
 
 
-def _check_side(s: Series, label: str, col: str, rows: np.ndarray, order) -> None:
+def _check_side(s: Series, col: str, rows: np.ndarray, at) -> None:
     """Refuse times that go back or a counter that ran longer than it was enabled (row and column named)."""
     _, _, de, dr, _ = s.windows()
     bad = np.nonzero((de < 0) | (dr < 0) | (dr > de * (1 + 1e-9) + 1e-6) | (s.running > s.enabled + 1e-6)[1:])[0]
     if bad.size:
-        row = int(np.asarray(order)[rows[bad[0] + 1]])
         raise DumpError(
-            f"{label}: row {row}, column `{col}@enabled_ns`/`{col}@running_ns`: the times go back, or the counter ran "
-            "longer than it was enabled; they are running totals of perf's time_enabled and time_running"
+            f"{at(rows[bad[0] + 1])}, column `{col}@enabled_ns`/`{col}@running_ns`: the times go back, or the counter "
+            "ran longer than it was enabled; they are running totals of perf's time_enabled and time_running"
         )
 
 

@@ -55,9 +55,9 @@ def _split(gen, t):
 def test_a_float_group_id_is_read_when_whole_and_refused_with_its_row_when_not(gen):
     out, mux, _ = _split(gen, _table(**{"core.misses@group": [1.0, 1.0, 1.0]}))
     assert mux.series[("core.misses", 0)][0].group.tolist() == [1, 1, 1]
-    with pytest.raises(DumpError, match=r"row 0, column `core.misses@group`: 1.5 is not a whole group id"):
+    with pytest.raises(DumpError, match=r"row 1, column `core.misses@group`: 1.5 is not a whole group id"):
         _split(gen, _table(**{"core.misses@group": [1.5, 1.5, 1.5]}))
-    with pytest.raises(DumpError, match=r"row 1, column `core.misses@group`: 1e\+30 is not a whole group id"):
+    with pytest.raises(DumpError, match=r"row 2, column `core.misses@group`: 1e\+30 is not a whole group id"):
         _split(gen, _table(**{"core.misses@group": [1.0, 1e30, 1.0]}))
     # NaN, like null: the group is not known
     _, mux, _ = _split(gen, _table(**{"core.misses@group": [float("nan")] * 3}))
@@ -65,8 +65,9 @@ def test_a_float_group_id_is_read_when_whole_and_refused_with_its_row_when_not(g
 
 
 def test_a_nan_or_infinite_time_is_refused_with_its_row(gen):
+    # rows are numbered from 1 in the file's order, as the dump reader numbers them (they were from 0)
     for bad in (float("nan"), float("inf")):
-        with pytest.raises(DumpError, match=r"row 1, column `core.misses@enabled_ns`: .*not a finite number of ns"):
+        with pytest.raises(DumpError, match=r"row 2, column `core.misses@enabled_ns`: .*not a finite number of ns"):
             _split(gen, _table(**{"core.misses@enabled_ns": [0.0, bad, 2e9]}))
 
 
@@ -272,14 +273,15 @@ def test_side_columns_in_a_later_part_of_a_dump_folder_are_read(cat, tmp_path, c
     import pyarrow.parquet as pq
 
     # part 0 without side columns, part 1 with them: only part 0's schema was looked at, so the side data
-    # was dropped and the ratio read 900 / 200 = 450 % with no mark
+    # was dropped and the ratio read 900 / 200 = 450 % with no mark; the error names the part and its row
     d = tmp_path / "dump"
     d.mkdir()
     pq.write_table(_parts([0, 1], False), d / "part-0.parquet")
     pq.write_table(_parts([2, 3], True), d / "part-1.parquet")
     rc, _, _ = _perf_analyze_dump(cat, d, tmp_path / "o")
     assert rc == 1  # part 0's reads have no times: refused with the row, never read as unmultiplexed
-    assert "column `core.misses@enabled_ns`: null; every read records its times" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "part-0.parquet: row 1, column `core.misses@enabled_ns`: null; every read records its times" in err
 
 
 def test_a_csv_dump_with_side_columns_reads_its_registers_as_counters(cat, tmp_path):

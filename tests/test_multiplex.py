@@ -216,7 +216,7 @@ def test_bad_side_columns_name_file_row_and_column(sohu_free_gen, tmp_path):
         }
     )
     pq.write_table(t, tmp_path / "bad.parquet")
-    with pytest.raises(DumpError, match=r"bad.parquet: row 1, column `core.loads@enabled_ns`/`core.loads@running_ns`"):
+    with pytest.raises(DumpError, match=r"bad.parquet: row 2, column `core.loads@enabled_ns`/`core.loads@running_ns`"):
         split_multiplex(tmp_path / "bad.parquet", gen, [])
 
 
