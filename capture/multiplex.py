@@ -146,6 +146,15 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
     stamp = next((c for c in _STAMPS if c in t.column_names), None)
     if stamp is None:
         raise DumpError(f"{label}: multiplex columns need a `timestamp_ns` (or _us, _ms, _s) column")
+    if "chip" not in t.column_names:
+        raise DumpError(f"{label}: no `chip` column; every row of a collector dump names its chip")
+    from .dump import _check_key_columns
+    from .dump_wide import _check_type
+
+    _check_key_columns(t, label, stamp)  # the dump reader's checks, here where the file is still known
+    for col in sides:
+        m = _FLAT.match(col)
+        _check_type(label, col, gen.signals[m.group("base") if m else col], t.schema.field(col).type)
     order = pa.compute.sort_indices(t, [("chip", "ascending"), (stamp, "ascending")])
     t = t.take(order)
     starts = np.cumsum([0, *loaded.rows]) if loaded.rows else np.zeros(1, np.int64)

@@ -318,3 +318,20 @@ def test_a_sentinel_read_of_a_multiplexed_register_is_null_not_a_count(gen):
     out, _, _ = _split(g2, t)
     # the sentinel read is null: both windows that touch it are null; the total restarts from the raw 200
     assert out.column("core.loads").to_pylist() == [0, None, 200]
+
+
+@pytest.mark.parametrize(
+    ("over", "what"),
+    [
+        ({"chip": None}, r"d.parquet: no `chip` column"),  # was an internal ArrowInvalid
+        ({"chip": ["a", "a", "a"]}, r"d.parquet: column `chip` has type string"),  # was int('a')
+        ({"timestamp_ns": pa.array([0, None, 2 * S], pa.int64())}, r"d.parquet: `timestamp_ns` holds nulls"),
+        ({"core.misses": [0.0, 900.5, 1800.0]}, r"d.parquet: column `core.misses` has type double"),  # was <table>
+    ],
+)
+def test_the_keys_and_registers_of_a_multiplexed_dump_are_checked_with_its_file(gen, tmp_path, over, what):
+    import pyarrow.parquet as pq
+
+    pq.write_table(_table(**over), tmp_path / "d.parquet")
+    with pytest.raises(DumpError, match=what):
+        _split(gen, tmp_path / "d.parquet")
