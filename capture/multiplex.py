@@ -183,6 +183,14 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         inst = int(_FLAT.match(col).group("i")) if _FLAT.match(col) else 0
         e, r, g = (_side(t, side.get(k), label, at) for k in SIDE)
         sig_ = gen.signals[sig]
+        if sig_.width and sig_.width < 64:  # a value past the register: refused, as the dump reader does, never masked
+            raw = np.asarray(cols[col].fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
+            over = np.nonzero(raw >> np.uint64(sig_.width))[0]
+            if over.size:
+                raise DumpError(
+                    f"{at(over[0])}, column `{col}`: value {int(raw[over[0]])} does not fit the {sig_.width}-bit "
+                    "register; write the register's raw value"
+                )
         new, raw_total, scaled_total, big = _scale(
             cols[col], e, r, chips, sig_.width or 64, mux.scaled_by_reader, sig_.sentinel or ()
         )

@@ -335,3 +335,14 @@ def test_the_keys_and_registers_of_a_multiplexed_dump_are_checked_with_its_file(
     pq.write_table(_table(**over), tmp_path / "d.parquet")
     with pytest.raises(DumpError, match=what):
         _split(gen, tmp_path / "d.parquet")
+
+
+def test_a_multiplexed_register_value_past_its_width_is_refused_not_masked(gen):
+    # core.stores is a 16-bit register: 70,000 does not fit (the dump reader refuses it without side columns);
+    # masked to 16 bits before scaling it read 70,000 mod 65,536 = 4,464
+    t = _table(**{"core.stores": pa.array([0, 70_000, 70_100], pa.uint64())})
+    t = t.append_column("core.stores@enabled_ns", pa.array([0, S, 2 * S])).append_column(
+        "core.stores@running_ns", pa.array([0, S // 2, S])
+    )
+    with pytest.raises(DumpError, match=r"row 2, column `core.stores`: value 70000 does not fit the 16-bit register"):
+        _split(gen, t)
