@@ -1,5 +1,6 @@
-"""Spark local mode runs the generated Spark SQL unchanged and gives the window values of DuckDB and
-of the embedded engine (the generated Python evaluator over pieces) on a Hive-partitioned fleet dump
+"""Spark local mode runs the generated Spark SQL unchanged (the export target; ``--engine spark`` runs
+the kernel itself: tests/test_spark_kernel.py) and gives the window values of DuckDB and of the
+embedded engine (the generated Python evaluator over pieces) on a Hive-partitioned fleet dump
 whose hosts each number their chips from 0, with wraps, resets, sentinels, a null register and a
 dropped sample (issue 14's acceptance: max relative difference ≤ 1e-9, nulls in the same places)."""
 
@@ -43,35 +44,18 @@ def _same(got, want, what):
 
 @pytest.mark.slow
 def test_spark_equals_duckdb_and_the_embedded_engine(tmp_path, library):
-    import json
-
-    from perfonto.cli import main
-
     src = dirty_fleet(tmp_path, library.generation)
     source, host = dump_source(str(src))
     assert host  # host=… folders
     duck = duckdb.sql(generate_sql(library, source, sample_period_ns=PERIOD_NS)).arrow()
     duck = duck.read_all() if hasattr(duck, "read_all") else duck
-    assert (
-        main(
-            [
-                "analyze",
-                str(src),
-                "--engine",
-                "spark",
-                "--spark-master",
-                "local[2]",
-                "--sample-period",
-                "2ms",
-                "--out",
-                str(tmp_path / "run"),
-                "--json",
-            ]
-        )
-        == 0
-    )  # starts a local SparkSession and stops it
-    rep = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert rep["engine"] == "spark" and rep["outputs"]["metrics"].endswith("metrics")
+    from perfonto.analysis.spark_engine import session, window_values
+
+    spark = session("local[2]", "perfonto-sql-test")  # the generated Spark SQL, the export target
+    try:
+        window_values(spark, library, src, tmp_path / "run" / "metrics", sample_period_ns=PERIOD_NS)
+    finally:
+        spark.stop()
     keys_d, want = _frame(duck, library)
     keys_s, got = _frame(pq.read_table(tmp_path / "run" / "metrics"), library)
     assert len(keys_d) == 3 * 2 * 150 and keys_d.drop_duplicates().shape[0] == len(
