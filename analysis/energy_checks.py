@@ -153,7 +153,9 @@ def energy_between(gen, windows, signal: str, start_ns=None):
     """A function ``(lo, hi) -> (joules, a, b) | None`` for ``analysis.steady_state``: the increase of
     energy counter ``signal`` summed over chips and the windows that lie inside ``[lo, hi]`` (s since the
     dump's first sample, which is taken to be the records' time 0), with ``[a, b]`` the span those
-    windows cover; None when no valid window lies inside."""
+    windows cover; None when no valid window lies inside, or when a window inside ``[a, b]`` is null on
+    some chip (the energy would miss that window's joules while the tokens over ``[a, b]`` count them:
+    a J/token silently too low)."""
     if signal not in windows.values or (start_ns is None and windows.start_ns is None):
         return None
     e = _per_chip(np.asarray(windows.values[signal], dtype=np.float64))
@@ -166,6 +168,10 @@ def energy_between(gen, windows, signal: str, start_ns=None):
         rows = inside.all(axis=1) & np.isfinite(e).all(axis=1)  # a window in every chip's account
         if not rows.any():
             return None
-        return float(e[rows].sum()), float(t[rows].min()), float(ends[rows].max())
+        a, b = float(t[rows].min()), float(ends[rows].max())
+        span = ((t >= a - 1e-9) & (ends <= b + 1e-9)).all(axis=1)
+        if (span & ~rows).any():  # a null window between a and b: its joules are unknown
+            return None
+        return float(e[rows].sum()), a, b
 
     return between

@@ -110,6 +110,12 @@ def test_energy_between_sums_the_windows_inside(sohu):
     between = ec.energy_between(sohu, w, "power.energy")
     assert between(0.5, 1.5) == (6.0, 0.5, 1.5)  # 2 windows x (1 + 2) J
     assert between(0.6, 0.9) is None  # no whole window inside
+    # a null window between two valid ones (review finding): summing the others over [0, 2] would give 9 J for
+    # 12 J of work, a J/token 25 % low; the energy over that span is unknown
+    e = np.tile([1.0, 2.0], (4, 1))
+    e[1, 0] = np.nan
+    between = ec.energy_between(sohu, _windows(sohu, np.full((4, 2), 0.5), np.full((4, 2), 100.0), e), "power.energy")
+    assert between(0.0, 2.0) is None and between(1.0, 2.0) == (6.0, 1.0, 2.0)
 
 
 @pytest.mark.parametrize(
