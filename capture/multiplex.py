@@ -37,6 +37,7 @@ Limits: wide layout only (a long dump with side columns is refused); one host.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,7 +217,23 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         d.pop("enabled")
     notes.append(mux.note())
     out = pa.table(cols)
-    return out.replace_schema_metadata(t.schema.metadata), mux
+    return out.replace_schema_metadata(_increments_meta(t.schema.metadata, mux.scaling)), mux
+
+
+def _increments_meta(md, scaled) -> dict:
+    """The table's schema metadata with the multiplexed signals listed under ``increments``: a scaled
+    register is a running total of scaled increments, and a window the counter never ran has none, so a
+    gap in it must not be bridged from the totals on either side (``metrics.bridge``), which would mix the
+    raw value it restarts from with the scaled total before it."""
+    md = dict(md or {})
+    try:
+        doc = json.loads(md.get(b"perfonto", b"{}"))
+    except ValueError:
+        return md  # the dump reader says what is wrong with it
+    if isinstance(doc, dict) and doc.get("increments") is not True:
+        doc["increments"] = sorted(set(doc.get("increments") or []) | set(scaled))
+        md[b"perfonto"] = json.dumps(doc).encode()
+    return md
 
 
 def _check_layout(t: pa.Table, sides: dict, gen, label: str) -> None:

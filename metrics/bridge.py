@@ -14,8 +14,9 @@ Not bridged (the windows stay out of the run totals, and a note says why): a res
 wrap over the span; a gap at the start of the run (no running total before it) or at its end (it never
 closes); an end of the span that is not a reading (a sentinel, a value beyond the counter's range); a
 capture whose running totals a reader summed from a tool's per-interval increments (its metadata says
-``increments``: perf stat, Nsight Compute, rocprof), where the running total after a missing increment
-lacks that increment, so the difference across the gap would undercount.
+``increments``: perf stat, Nsight Compute, rocprof; or lists the signals, as a multiplexed capture does for
+its scaled registers), where the running total after a missing increment lacks that increment, so the
+difference across the gap would undercount.
 Only counters (``window: increase``) with a constant scale are bridged: a gauge's samples are levels,
 not totals, and a counter with a unit field (rule 4d) has no known unit over the gap.
 
@@ -87,13 +88,13 @@ class Bridger:
         """Bridge the piece ``dump`` whose first sample is sample ``first`` of the run (for a piece after the
         first, the previous piece's last sample)."""
         out = Piece()
-        increments = bool(dump.metadata.get("increments"))
+        summed = dump.metadata.get("increments")  # True: every register; a list: those signals (multiplexed)
         for name, raw in dump.raw.items():
             sig = self.gen.signals.get(name)
             if sig is None or not bridgeable(sig):
                 continue
             bad = np.broadcast_to(~dump.present[:, :, None] | dump.missing.get(name, False), raw.shape)
-            if increments:  # running totals summed from a tool's increments: a missing increment is lost
+            if summed is True or (isinstance(summed, list) and name in summed):  # a missing increment is lost
                 starts = bad.copy()
                 starts[1:] &= ~bad[:-1]
                 starts[0] &= first == 0  # a piece's first sample is the previous piece's last

@@ -306,3 +306,26 @@ def test_a_forced_engine_still_checks_the_groups(cat, tmp_path):
     m, rep = _analyze(cat, d, tmp_path / "o", "--engine", "embedded")
     assert m[RATIO] == [None, None] and rep["null_windows"][RATIO] == {APART: 2}  # not 450 %
     assert any("analysed by the in-memory engine" in n for n in rep["notes"])
+
+
+def test_a_window_the_counter_never_ran_is_not_bridged_with_raw_and_scaled_totals(cat, tmp_path):
+    """loads run half of each 1 s window at 1000/s (500 counted, 1000 scaled), except the third, where the
+    group never ran (review finding). The scaled register is a running total of scaled increments, so the
+    gap is not bridged from the totals on either side (that mixed the raw value the register restarts from
+    with the scaled total before it: 600/s). The read after the gap is not a scaled total either, so the
+    windows on both sides of it are null; the run rate is 3 x 1000 loads over the 3 s measured = 1000/s."""
+    t = pa.table(
+        {
+            "chip": pa.array([0] * 6, pa.int32()),
+            "timestamp_ns": pa.array([k * S for k in range(6)], pa.int64()),
+            "core.loads": pa.array([0, 500, 1000, 1000, 1500, 2000], pa.uint64()),
+            "core.loads@enabled_ns": pa.array([k * S for k in range(6)], pa.int64()),
+            "core.loads@running_ns": pa.array([0, S // 2, S, S, 3 * S // 2, 2 * S], pa.int64()),
+            "core.loads@group": pa.array([1] * 6, pa.int64()),
+        }
+    )
+    pq.write_table(t, tmp_path / "d.parquet")
+    m, rep = _analyze(cat, tmp_path / "d.parquet", tmp_path / "o")
+    assert m["core.load_rate"] == [1000.0, 1000.0, None, None, 1000.0]
+    assert rep["metrics"]["core.load_rate"]["value"] == pytest.approx(1000.0, rel=1e-12)
+    assert any("not bridged" in n and "core.loads" in n for n in rep["notes"])
