@@ -9,6 +9,7 @@ signal's cycle unit belongs to its block's clock domain.
 from __future__ import annotations
 
 import dataclasses
+import types
 import hashlib
 from typing import Any, NamedTuple
 
@@ -160,7 +161,12 @@ def _resolve_blocks(ctx: _Ctx) -> tuple[dict[str, dict], dict[str, ResolvedSigna
         if layout.present is not None:
             blocks[bname]["slots"] = layout.present
             blocks[bname]["full_axes"] = layout.full_axes
-        counter_slots = resolve_counter_slots(bname, block, ctx.src, ctx.diags, ctx.gf)  # issue 29: perfonto plan
+        # issue 29 (perfonto plan): inherited slot names follow every rename and removal down the chain
+        moved = types.SimpleNamespace(
+            renamed={**dict(ctx.lineage.aliases), **dict(ctx.gf.renamed or {})},
+            removed=set(ctx.lineage.removed) | set(ctx.gf.removed or ()),
+        )
+        counter_slots = resolve_counter_slots(bname, block, ctx.src, ctx.diags, moved)
         if counter_slots is not None:
             blocks[bname]["counter_slots"] = counter_slots
         for sname, sig in block.signals.items():
