@@ -169,14 +169,7 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         return f"{label}: row {k + 1}"
 
     chips = np.asarray(t.column("chip").to_numpy(zero_copy_only=False), np.int64)
-    raw_ts = t.column(stamp).to_numpy(zero_copy_only=False)  # as the dump reader takes it: scaled, then rounded
-    if stamp == "timestamp_ns" and pa.types.is_integer(t.column(stamp).type):
-        ts = np.asarray(raw_ts, np.int64)
-    else:
-        f = np.asarray(raw_ts, np.float64) * _STAMPS[stamp]
-        if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
-            raise DumpError(f"{label}: column `{stamp}` holds a non-finite or out-of-range timestamp")
-        ts = np.rint(f).astype(np.int64)
+    ts = _stamps_ns(t, stamp, label)
     mux = Multiplex(scaled_by_reader=bool(loaded.meta.get("multiplex_scaled")))
     cols = {n: t.column(n) for n in t.column_names if SEP not in n}
     for col, side in sides.items():
@@ -184,14 +177,7 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
         inst = int(_FLAT.match(col).group("i")) if _FLAT.match(col) else 0
         e, r, g = (_side(t, side.get(k), label, at) for k in SIDE)
         sig_ = gen.signals[sig]
-        if sig_.width and sig_.width < 64:  # a value past the register: refused, as the dump reader does, never masked
-            raw = np.asarray(cols[col].fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
-            over = np.nonzero(raw >> np.uint64(sig_.width))[0]
-            if over.size:
-                raise DumpError(
-                    f"{at(over[0])}, column `{col}`: value {int(raw[over[0]])} does not fit the {sig_.width}-bit "
-                    "register; write the register's raw value"
-                )
+        _check_width(cols[col], col, sig_.width, at)
         new, raw_total, scaled_total, big = _scale(
             cols[col], e, r, chips, sig_.width or 64, mux.scaled_by_reader, sig_.sentinel or ()
         )
@@ -218,6 +204,30 @@ def split_multiplex(source, gen, notes: list[str]) -> tuple[object, Multiplex | 
     notes.append(mux.note())
     out = pa.table(cols)
     return out.replace_schema_metadata(_increments_meta(t.schema.metadata, mux.scaling)), mux
+
+
+def _stamps_ns(t: pa.Table, stamp: str, label: str) -> np.ndarray:
+    """The rows' times in ns, as the dump reader takes them (scaled to ns, then rounded)."""
+    raw_ts = t.column(stamp).to_numpy(zero_copy_only=False)
+    if stamp == "timestamp_ns" and pa.types.is_integer(t.column(stamp).type):
+        return np.asarray(raw_ts, np.int64)
+    f = np.asarray(raw_ts, np.float64) * _STAMPS[stamp]
+    if not np.all(np.isfinite(f)) or (f.size and np.abs(f).max() > 9.2e18):
+        raise DumpError(f"{label}: column `{stamp}` holds a non-finite or out-of-range timestamp")
+    return np.rint(f).astype(np.int64)
+
+
+def _check_width(column, col: str, width, at) -> None:
+    """A value past the register's width is refused with its row, as the dump reader does; never masked."""
+    if not width or width >= 64:
+        return
+    raw = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
+    over = np.nonzero(raw >> np.uint64(width))[0]
+    if over.size:
+        raise DumpError(
+            f"{at(over[0])}, column `{col}`: value {int(raw[over[0]])} does not fit the {width}-bit "
+            "register; write the register's raw value"
+        )
 
 
 def _increments_meta(md, scaled) -> dict:

@@ -76,6 +76,33 @@ def declare(p: Parsed) -> Declared:
     return advance(Declared, p, diagnostics=tuple(diags), by_name=frozen(by_name), bad=frozenset(bad))
 
 
+def _clause_errors(name: str, d, by_name) -> list[Diagnostic]:
+    """A metric's clauses that name something: a declared rollup other than ``max``/``min``, a parent that
+    is not a metric of the catalog."""
+    out = []
+    if d.rollup is not None and d.rollup not in ("max", "min"):
+        out.append(
+            Diagnostic(
+                "error",
+                "rollup",
+                f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
+                d.rollup_span or d.span,
+                hint="anything else is re-derived from summed inputs; omit the clause",
+            )
+        )
+    if d.parent is not None and d.parent not in by_name:
+        out.append(
+            Diagnostic(
+                "error",
+                "unknown-name",
+                f"unknown parent metric `{d.parent}` of `{name}`",
+                d.parent_span or d.span,
+                hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog",
+            )
+        )
+    return out
+
+
 def resolve_names(s: Declared) -> Resolved:
     """Every name a formula reads becomes an edge of the dependency graph (dependency → user):
     renamed signals resolve through their alias (warning), deprecated ones warn, names this
@@ -147,27 +174,9 @@ def resolve_names(s: Declared) -> Resolved:
                 bad.add(name)
             elif node.name != "interval":
                 use(node.name, name, node.span)
-        if d.rollup is not None and d.rollup not in ("max", "min"):
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "rollup",
-                    f"`rollup {d.rollup}` of `{name}`: a declared rollup is `max` or `min`",
-                    d.rollup_span or d.span,
-                    hint="anything else is re-derived from summed inputs; omit the clause",
-                )
-            )
-            bad.add(name)
-        if d.parent is not None and d.parent not in by_name:
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-name",
-                    f"unknown parent metric `{d.parent}` of `{name}`",
-                    d.parent_span or d.span,
-                    hint=did_you_mean(d.parent, by_name) or "the parent must be a metric of the catalog",
-                )
-            )
+        errors = _clause_errors(name, d, by_name)
+        diags += errors
+        if errors:
             bad.add(name)
     return advance(
         Resolved,

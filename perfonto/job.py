@@ -240,9 +240,8 @@ def analyze_job(
             fails before anything is compiled or written (``analysis.side_files``).
         perfonto.outputs.OutputError: ``out`` cannot be written.
     """
-    from perfonto.analysis.capture import capture_instances, plan_capture
+    from perfonto.analysis.capture import plan_capture
     from perfonto.analysis.fleet_capture import analyse_fleet
-    from perfonto.ontology.derive import from_data_axes
     from perfonto.analysis.side_files import check_side_files
     from perfonto.metrics.catalog import select_metrics
     from perfonto.capture.dump_scan import CHUNK_ROWS
@@ -250,17 +249,7 @@ def analyze_job(
     from perfonto.codegen.evaluator_cache import warm_kernel
 
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
-    said: list[str] = []  # what compiling says, held back until it is known whether the capture sizes the catalog
-    cat, t_compile = compile_catalog(catalog, generation, library, said.append)
-    graph = cat.graph
-    if from_data_axes(graph.generation):
-        # instance axes sized by the data: the capture's instances fix them, the catalog is compiled for those
-        sized = capture_instances(graph.generation, capture)
-        cat, t_more = compile_catalog(catalog, generation, library, log, instances=sized)
-        graph, t_compile = cat.graph, t_compile + t_more
-    else:
-        for line in said:
-            log(line)
+    graph, t_compile = _compile_for(capture, catalog, generation, library, log)
     if metrics:
         select_metrics(graph, metrics)  # unknown names fail before anything is written
     chunk_rows = chunk_rows or CHUNK_ROWS
@@ -277,15 +266,7 @@ def analyze_job(
         or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
     )
     timings = {"compile": t_compile}
-    inputs = {
-        "counters.parquet": _where(capture.counters),
-        "requests.parquet": _where(capture.requests),
-        "trace.parquet": _where(capture.trace),
-        "sync.parquet": _where(capture.sync),
-        "snapshots.parquet": _where(capture.snapshots),
-    }
-    if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
-        inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
+    inputs = _inputs(capture)
     final = Path(out)
     with output_folder(final, command=command, force=force, inputs={k: v for k, v in inputs.items() if v}) as tmp:
         t0 = time.perf_counter()
@@ -307,13 +288,7 @@ def analyze_job(
                 progress=progress,
                 log=log,
             )
-            if by:
-                report.notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
-            if capture.requests is not None and capture.steady_state is not None:
-                report.notes.append(
-                    "the steady-state window (--steady-state) and the energy-sensor checks are evaluated by the "
-                    "in-memory engine only (--engine memory)"
-                )
+            report.notes += _in_memory_only(capture, by)
             timings |= report.timings
             outputs["metrics"] = str(tmp / "metrics")
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
@@ -341,6 +316,50 @@ def analyze_job(
         timings |= report.timings
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
+
+
+def _compile_for(capture: Capture, catalog, generation: str, library: bool, log) -> tuple:
+    """(graph, compile seconds): the catalog compiled for ``capture`` — for the instances it holds where the
+    catalog sizes an axis from the data (what the first compile says is then not logged: the second's is)."""
+    from perfonto.analysis.capture import capture_instances
+    from perfonto.ontology.derive import from_data_axes
+
+    said: list[str] = []  # what compiling says, held back until it is known whether the capture sizes the catalog
+    cat, t_compile = compile_catalog(catalog, generation, library, said.append)
+    if not from_data_axes(cat.graph.generation):
+        for line in said:
+            log(line)
+        return cat.graph, t_compile
+    sized = capture_instances(cat.graph.generation, capture)  # the capture's instances fix the axes' sizes
+    cat, t_more = compile_catalog(catalog, generation, library, log, instances=sized)
+    return cat.graph, t_compile + t_more
+
+
+def _inputs(capture: Capture) -> dict[str, str | None]:
+    """The capture's files by their run-folder names (the output manifest's ``inputs``)."""
+    inputs = {
+        "counters.parquet": _where(capture.counters),
+        "requests.parquet": _where(capture.requests),
+        "trace.parquet": _where(capture.trace),
+        "sync.parquet": _where(capture.sync),
+        "snapshots.parquet": _where(capture.snapshots),
+    }
+    if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
+        inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
+    return inputs
+
+
+def _in_memory_only(capture: Capture, by: tuple[str, ...]) -> list[str]:
+    """Notes on what the embedded and Spark engines leave to the in-memory engine."""
+    notes = []
+    if by:
+        notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
+    if capture.requests is not None and capture.steady_state is not None:
+        notes.append(
+            "the steady-state window (--steady-state) and the energy-sensor checks are evaluated by the "
+            "in-memory engine only (--engine memory)"
+        )
+    return notes
 
 
 def _where(source) -> str | None:
