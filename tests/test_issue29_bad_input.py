@@ -10,7 +10,7 @@ import warnings
 
 import pyarrow as pa
 import pytest
-from test_multiplex import GEN, METRICS, RATIO, S
+from test_multiplex import RATIO, S, mux_catalog
 
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.multiplex import split_multiplex
@@ -20,10 +20,7 @@ from perfonto.capture.multiplex import split_multiplex
 def gen(tmp_path_factory):
     from perfonto.metrics.catalog import load_catalog
 
-    d = tmp_path_factory.mktemp("muxbad")
-    (d / "mux.yaml").write_text(GEN)
-    (d / "mux.metrics").write_text(METRICS)
-    return load_catalog(d, None, library=False).graph.generation
+    return load_catalog(mux_catalog(tmp_path_factory.mktemp("muxbad")), None, library=False).graph.generation
 
 
 def _table(**over):
@@ -110,10 +107,7 @@ def _perf(tmp_path, first_miss: str) -> str:
 
 @pytest.fixture(scope="module")
 def cat(tmp_path_factory):
-    d = tmp_path_factory.mktemp("muxcat")
-    (d / "mux.yaml").write_text(GEN)
-    (d / "mux.metrics").write_text(METRICS)
-    return d
+    return mux_catalog(tmp_path_factory.mktemp("muxcat"))
 
 
 def _perf_analyze(cat, path, out):

@@ -62,12 +62,16 @@ APART = (
 S = 10**9  # ns
 
 
-@pytest.fixture(scope="module")
-def cat(tmp_path_factory):
-    d = tmp_path_factory.mktemp("muxcat")
+def mux_catalog(d: Path) -> Path:
+    """Write the test catalog (``GEN``, ``METRICS``) into folder ``d``."""
     (d / "mux.yaml").write_text(GEN)
     (d / "mux.metrics").write_text(METRICS)
     return d
+
+
+@pytest.fixture(scope="module")
+def cat(tmp_path_factory):
+    return mux_catalog(tmp_path_factory.mktemp("muxcat"))
 
 
 def _dump(path, misses, loads, run_m, run_l, group_m, group_l, stores=None):
