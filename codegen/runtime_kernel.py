@@ -260,7 +260,50 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
 
 
 def _kernel_loop(
-    X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, NV, MOFF, MN, K, G
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    start,
+    chips,
+    want,
+    OUT,
+    BITS,
+    OFF,
+    BOFF,
+    ACC,
+    sums,
+    VOUT,
+    keepv,
+    NV,
+    MOFF,
+    MN,
+    K,
+    G,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
 ):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
@@ -271,7 +314,7 @@ def _kernel_loop(
     (``_sums_block``), in the same pass; with ``keepv``, every window value goes to ``VOUT`` (N +
     fields, rows): register columns, then fields, NaN where null."""
     N = colmap.shape[0]
-    NF = _KFSRC.shape[0]
+    NF = fsrc.shape[0]
     rows = T.shape[0]
     B = 2048  # rows per block: its window values (~4 MB for 240 columns) stay in L3; 512 measured 1.8x slower in cache
     if rows - start < B:  # a short chunk (a streaming push: one sample of each chip) gets scratch of its own size
@@ -285,14 +328,56 @@ def _kernel_loop(
         IV = np.empty(B)
         BD = np.empty((N + 1, B), np.bool_)
         DD = np.empty((max(K, 1), B), np.uint64)
-        GF = np.empty((_KGROUPS.shape[0] + 1, B), np.bool_)
+        GF = np.empty((groups.shape[0] + 1, B), np.bool_)
         cc = np.empty(B, np.uint64)
         pp = np.empty(B, np.uint64)
         mv = np.empty((NV + 1, B))
         for blk in range(t * per, min(nblk, (t + 1) * per)):
             r0 = start + blk * B
             r1 = min(rows, r0 + B)
-            _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N)
+            _rules_block(
+                X,
+                colmap,
+                T,
+                T0,
+                R0,
+                C,
+                r0,
+                r1,
+                V,
+                F,
+                IV,
+                BD,
+                DD,
+                GF,
+                cc,
+                pp,
+                K,
+                G,
+                N,
+                cls,
+                mask,
+                scale,
+                half,
+                rate,
+                wrap,
+                gscale,
+                hist,
+                sent_off,
+                sent_vals,
+                reset_of,
+                groups,
+                modm,
+                us_i,
+                us_f,
+                fsrc,
+                flo,
+                fmask,
+                fscale,
+                fsent_off,
+                fsent_vals,
+                late,
+            )
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
             if keepv:
@@ -327,12 +412,12 @@ _KNAMES = (
     "_KFSENT_OFF",
     "_KFSENT_VALS",
     "_KLATE",
-)  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants where the rules read them
+)  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
 
 
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
-    """``_kernel_loop`` with the catalog's metric layout compiled in (a short argument list: each call
-    type-checks only these); the window rules read the rule tables (``_KNAMES``) as globals."""
+    """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
+    type-checks only these)."""
     _kernel_loop(
         X,
         colmap,
@@ -356,20 +441,31 @@ def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
         _MN,
         _K,
         _G,
+        _KCLS,
+        _KMASK,
+        _KSCALE,
+        _KHALF,
+        _KRATE,
+        _KWRAP,
+        _KGSCALE,
+        _KHIST,
+        _KSENT_OFF,
+        _KSENT_VALS,
+        _KRESET_OF,
+        _KGROUPS,
+        _KMODM,
+        _KUS_I,
+        _KUS_F,
+        _KFSRC,
+        _KFLO,
+        _KFMASK,
+        _KFSCALE,
+        _KFSENT_OFF,
+        _KFSENT_VALS,
+        _KLATE,
     )
 
 
-_KINLINE = (
-    "_load",
-    "_column_at",
-    "_column",
-    "_counter_fast",
-    "_advance",
-    "_counter_rule",
-    "_level",
-    "_sentinels_and_range",
-    "_null_flagged",
-)  # compiled inline into their caller (``_jit``): the per-column rules run once per column and block
 _JITTED = (
     "_kdiv",
     "_kpow",
@@ -389,8 +485,17 @@ _JITTED = (
     "_kdefault",
     "_kfin",
     "_emit_block",
+    "_load",
     "_flagged",
+    "_counter_fast",
+    "_advance",
+    "_counter_rule",
+    "_level",
+    "_sentinels_and_range",
+    "_null_flagged",
+    "_column",
     "_intervals",
+    "_column_at",
     "_histograms",
     "_unit_fields",
     "_reset_groups",
@@ -401,5 +506,15 @@ _JITTED = (
     "_kernel_body",
     "_kernel_loop",
     "_kernel_call",
-    *_KINLINE,
-)  # every function numba compiles (``_jit``)
+)
+_KINLINE = (
+    "_load",
+    "_column_at",
+    "_column",
+    "_counter_fast",
+    "_advance",
+    "_counter_rule",
+    "_level",
+    "_sentinels_and_range",
+    "_null_flagged",
+)  # compiled inline into their caller (``_jit``): the per-column rules run once per column and block

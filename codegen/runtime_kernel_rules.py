@@ -31,7 +31,30 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
             pp[q] = x[r - C] if r >= C else R0[r % C, j]
 
 
-def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV):
+def _column(
+    j,
+    k,
+    ca,
+    co,
+    pa_,
+    po,
+    n,
+    v,
+    bd,
+    dd,
+    keep,
+    IV,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    modm,
+    sent_off,
+    sent_vals,
+    late,
+):
     """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
     previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies). The common
     counters (a power-of-two width, no declared range, advance not needed later) take one loop that
@@ -46,15 +69,15 @@ def _column(j, k, ca, co, pa_, po, n, v, bd, dd, keep, IV):
     not vectorize it (a block-wise read of the registers measured 6 GB/s so, 35 GB/s as a view)."""
     ca = ca[co : co + n]
     pa_ = pa_[po : po + n]
-    if k <= 1 and not keep and _KMODM[j] == 0:
-        _counter_fast(k, ca, pa_, n, v, bd, IV, _KMASK[j], _KSCALE[j], _KHALF[j], _KRATE[j], _KWRAP[j])
+    if k <= 1 and not keep and modm[j] == 0:
+        _counter_fast(k, ca, pa_, n, v, bd, IV, mask[j], scale[j], half[j], rate[j], wrap[j])
     elif k <= 3:
-        _advance(ca, pa_, n, dd, _KMASK[j], _KMODM[j])
-        _counter_rule(k, ca, pa_, n, v, bd, dd, IV, _KSCALE[j], _KHALF[j], _KRATE[j], _KWRAP[j])
+        _advance(ca, pa_, n, dd, mask[j], modm[j])
+        _counter_rule(k, ca, pa_, n, v, bd, dd, IV, scale[j], half[j], rate[j], wrap[j])
     else:
-        _level(k, ca, pa_, n, v, bd, _KGSCALE[j])
-    _sentinels_and_range(j, ca, pa_, n, bd, _KMODM, _KSENT_OFF, _KSENT_VALS)
-    if not _KLATE[j]:  # no later rule changes this column: null it now, while it is in cache
+        _level(k, ca, pa_, n, v, bd, gscale[j])
+    _sentinels_and_range(j, ca, pa_, n, bd, modm, sent_off, sent_vals)
+    if not late[j]:  # no later rule changes this column: null it now, while it is in cache
         _null_flagged(v, bd, n)
 
 
@@ -147,7 +170,49 @@ def _null_flagged(v, bd, n):
             v[q] = _NAN
 
 
-def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, G, N):
+def _rules_block(
+    X,
+    colmap,
+    T,
+    T0,
+    R0,
+    C,
+    r0,
+    r1,
+    V,
+    F,
+    IV,
+    BD,
+    DD,
+    GF,
+    cc,
+    pp,
+    K,
+    G,
+    N,
+    cls,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    hist,
+    sent_off,
+    sent_vals,
+    reset_of,
+    groups,
+    modm,
+    us_i,
+    us_f,
+    fsrc,
+    flo,
+    fmask,
+    fscale,
+    fsent_off,
+    fsent_vals,
+    late,
+):
     """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
     ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
     The same integer and float operations as the NumPy path, in the same order: intervals, each
@@ -156,17 +221,41 @@ def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, 
     n = r1 - r0
     _intervals(T, T0, C, r0, n, IV)
     for j in range(N):
-        _column_at(X, colmap, R0, C, j, _KCLS[j], r0, n, V, BD, DD, cc, pp, IV)
-    _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, _KHIST, _KSENT_OFF, _KGROUPS.shape[0])
-    _unit_fields(
-        X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, _KSCALE, _KMODM, _KSENT_OFF, _KSENT_VALS, _KUS_I, _KUS_F
-    )
-    _reset_groups(X, colmap, R0, C, r0, n, GF, cc, pp, _KGROUPS)
-    _spread_nulls(n, BD, GF, K, _KRESET_OF, _KUS_I)
+        _column_at(
+            X,
+            colmap,
+            R0,
+            C,
+            j,
+            cls[j],
+            r0,
+            n,
+            V,
+            BD,
+            DD,
+            cc,
+            pp,
+            IV,
+            mask,
+            scale,
+            half,
+            rate,
+            wrap,
+            gscale,
+            modm,
+            sent_off,
+            sent_vals,
+            us_i,
+            late,
+        )
+    _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, groups.shape[0])
+    _unit_fields(X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, scale, modm, sent_off, sent_vals, us_i, us_f)
+    _reset_groups(X, colmap, R0, C, r0, n, GF, cc, pp, groups)
+    _spread_nulls(n, BD, GF, K, reset_of, us_i)
     for j in range(N):
-        if _KLATE[j]:
+        if late[j]:
             _null_flagged(V[j], BD[j], n)
-    _fields(X, colmap, R0, C, r0, n, F, cc, pp, _KFSRC, _KFLO, _KFMASK, _KFSCALE, _KFSENT_OFF, _KFSENT_VALS)
+    _fields(X, colmap, R0, C, r0, n, F, cc, pp, fsrc, flo, fmask, fscale, fsent_off, fsent_vals)
 
 
 def _intervals(T, T0, C, r0, n, IV):
@@ -177,18 +266,88 @@ def _intervals(T, T0, C, r0, n, IV):
         IV[q] = float(T[r] - (T[r - C] if r >= C else T0[r % C])) * 1e-9
 
 
-def _column_at(X, colmap, R0, C, j, k, r0, n, V, BD, DD, cc, pp, IV):
+def _column_at(
+    X,
+    colmap,
+    R0,
+    C,
+    j,
+    k,
+    r0,
+    n,
+    V,
+    BD,
+    DD,
+    cc,
+    pp,
+    IV,
+    mask,
+    scale,
+    half,
+    rate,
+    wrap,
+    gscale,
+    modm,
+    sent_off,
+    sent_vals,
+    us_i,
+    late,
+):
     """``_column`` for layout column ``j`` (class ``k``) of rows ``r0 .. r0 + n``: its registers
     read in place (this and the previous sample of each row) or, in the chunk's first sample, copied
     beside the baseline's (``_load``)."""
-    keep = _KUS_I[j, 0] >= 0
-    dd = DD[min(j, DD.shape[0] - 1)]
     if r0 >= C:  # registers read in place: this and the previous sample of each row
         x = X[colmap[j]]
-        _column(j, k, x, r0, x, r0 - C, n, V[j], BD[j], dd, keep, IV)
+        _column(
+            j,
+            k,
+            x,
+            r0,
+            x,
+            r0 - C,
+            n,
+            V[j],
+            BD[j],
+            DD[min(j, DD.shape[0] - 1)],
+            us_i[j, 0] >= 0,
+            IV,
+            mask,
+            scale,
+            half,
+            rate,
+            wrap,
+            gscale,
+            modm,
+            sent_off,
+            sent_vals,
+            late,
+        )
     else:  # the chunk's first sample: the previous one is the baseline
         _load(X, colmap, R0, C, j, r0, n, cc, pp)
-        _column(j, k, cc, 0, pp, 0, n, V[j], BD[j], dd, keep, IV)
+        _column(
+            j,
+            k,
+            cc,
+            0,
+            pp,
+            0,
+            n,
+            V[j],
+            BD[j],
+            DD[min(j, DD.shape[0] - 1)],
+            us_i[j, 0] >= 0,
+            IV,
+            mask,
+            scale,
+            half,
+            rate,
+            wrap,
+            gscale,
+            modm,
+            sent_off,
+            sent_vals,
+            late,
+        )
 
 
 def _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, g):
