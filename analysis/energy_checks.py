@@ -149,22 +149,31 @@ def notes(marks: list[dict], checks: list[dict]) -> list[str]:
     return out
 
 
+TOKEN_COUNTERS = ("seq.output_tokens", "seq.input_tokens")  # the runtime's token counters, where a catalog has them
+
+
 def energy_between(gen, windows, signal: str, start_ns=None):
     """A function ``(lo, hi) -> (joules, a, b) | None`` for ``analysis.steady_state``: the increase of
-    energy counter ``signal`` summed over chips and the windows that lie inside ``[lo, hi]`` (s since the
-    dump's first sample, which is taken to be the records' time 0), with ``[a, b]`` the span those
-    windows cover; None when no valid window lies inside, or when a window inside ``[a, b]`` is null on
+    energy counter ``signal`` summed over chips and the windows that start in ``[lo, hi)`` (s since each
+    chip's first sample, which is taken to be the records' time 0), with ``[a, b]`` the span those
+    windows cover, and where the windows hold ``TOKEN_COUNTERS`` also the output and all tokens they
+    counted over those windows (so that energy and tokens come from the same windows: request records
+    time a token at its step's end on the host clock, and at a window edge a whole step's tokens can fall
+    on the other side); None when no valid window lies inside, or when a window inside ``[a, b]`` is null on
     some chip (the energy would miss that window's joules while the tokens over ``[a, b]`` count them:
     a J/token silently too low)."""
     if signal not in windows.values or (start_ns is None and windows.start_ns is None):
         return None
     e = _per_chip(np.asarray(windows.values[signal], dtype=np.float64))
+    tokens = True if all(n in windows.values for n in TOKEN_COUNTERS) else None
     starts = np.asarray(start_ns if start_ns is not None else windows.start_ns, dtype=np.float64)
-    t = (starts - np.nanmin(starts)) / 1e9
+    t = (starts - np.nanmin(starts, axis=0)) / 1e9  # each chip from its own first sample (its clock's offset out)
     ends = t + np.asarray(windows.interval, dtype=np.float64)
 
     def between(lo: float, hi: float):
-        inside = (t >= lo - 1e-9) & (ends <= hi + 1e-9)
+        # the windows that start in [lo, hi): a counter counts a step's tokens when the step ends, so the window
+        # that starts just before hi holds the tokens of a step ending at hi (its joules past hi: one sample period)
+        inside = (t >= lo - 1e-9) & (t < hi - 1e-9)
         rows = inside.all(axis=1) & np.isfinite(e).all(axis=1)  # a window in every chip's account
         if not rows.any():
             return None
@@ -172,6 +181,12 @@ def energy_between(gen, windows, signal: str, start_ns=None):
         span = ((t >= a - 1e-9) & (ends <= b + 1e-9)).all(axis=1)
         if (span & ~rows).any():  # a null window between a and b: its joules are unknown
             return None
-        return float(e[rows].sum()), a, b
+        got = (float(e[rows].sum()), a, b)
+        if tokens is None:
+            return got
+        out, inp = (_per_chip(np.asarray(windows.values[n], dtype=np.float64))[rows] for n in TOKEN_COUNTERS)
+        if not (np.isfinite(out).all() and np.isfinite(inp).all()):
+            return got
+        return got + (float(out.sum()), float(out.sum() + inp.sum()))
 
     return between

@@ -232,13 +232,15 @@ def _energy_per_token(ss: SteadyState, columns: dict, energy, window, full) -> N
         got = energy(lo, hi)
         if got is None:
             continue
-        joules, a, b = got
-        r = _rates(columns, a, b)
-        out, allt = r.get("output_tokens_per_second"), r.get("tokens_per_second")
-        dur = b - a
+        joules, a, b = got[:3]
+        if len(got) == 5:  # the counters' tokens over the same windows as the joules
+            n_out, n_all = got[3], got[4]
+        else:  # the records' tokens over the windows' span
+            r = _rates(columns, a, b)
+            n_out, n_all = ((r.get(k) or 0.0) * (b - a) for k in ("output_tokens_per_second", "tokens_per_second"))
         vals = getattr(ss, key)
-        vals["energy_per_output_token"] = joules / (out * dur) if out else None
-        vals["energy_per_token"] = joules / (allt * dur) if allt else None
+        vals["energy_per_output_token"] = joules / n_out if n_out else None
+        vals["energy_per_token"] = joules / n_all if n_all else None
     ss.units |= {"energy_per_output_token": "J/output_token", "energy_per_token": "J/token"}
 
 

@@ -108,14 +108,15 @@ def test_energy_between_sums_the_windows_inside(sohu):
     # four 0.5 s windows from t = 0 on two chips, 1 J and 2 J per window: [0.5, 1.5] holds windows 1 and 2
     w = _windows(sohu, np.full((4, 2), 0.5), np.full((4, 2), 100.0), np.tile([1.0, 2.0], (4, 1)))
     between = ec.energy_between(sohu, w, "power.energy")
-    assert between(0.5, 1.5) == (6.0, 0.5, 1.5)  # 2 windows x (1 + 2) J
+    # 2 windows x (1 + 2) J; the token counters of the same windows (all 0 here) come with it
+    assert between(0.5, 1.5) == (6.0, 0.5, 1.5, 0.0, 0.0)
     assert between(0.6, 0.9) is None  # no whole window inside
     # a null window between two valid ones (review finding): summing the others over [0, 2] would give 9 J for
     # 12 J of work, a J/token 25 % low; the energy over that span is unknown
     e = np.tile([1.0, 2.0], (4, 1))
     e[1, 0] = np.nan
     between = ec.energy_between(sohu, _windows(sohu, np.full((4, 2), 0.5), np.full((4, 2), 100.0), e), "power.energy")
-    assert between(0.0, 2.0) is None and between(1.0, 2.0) == (6.0, 1.0, 2.0)
+    assert between(0.0, 2.0) is None and between(1.0, 2.0)[:3] == (6.0, 1.0, 2.0)
 
 
 @pytest.mark.parametrize(
@@ -157,3 +158,22 @@ def test_energy_per_token_metrics_name_their_population(library):
     assert (per_output.unit_text, per_token.unit_text) == ("J/output_token", "J/token")
     reg = per_output.unit._REGISTRY
     assert reg.Quantity(1.0, per_output.unit).to("J/token").magnitude == 1.0
+
+
+def test_energy_per_token_windows_on_each_chips_clock_and_the_step_that_ends_at_the_edge(sohu):
+    """The default run's case (a user trial): chip 1's clock is 9 ms ahead, and a step's tokens count in the
+    window where it ends, the last one. Two chips, four 0.25 s windows, 1 J each; 10 output + 90 prompt tokens
+    in the last window of chip 0 (the leader). Over [0, 1): every window of both chips (8 J) and 100 tokens:
+    0.08 J per token (the windows on one clock from the earliest chip dropped chip 1's last window and, with
+    it, read 8 J over 0 tokens)."""
+    from perfonto.metrics.windows import Windows
+
+    W, C = 4, 2
+    v = {n: np.zeros((W, C) + tuple(s for _, s in sig.axes)) for n, sig in sohu.signals.items()}
+    v["power.energy"] = np.ones((W, C))
+    v["seq.output_tokens"][3, 0], v["seq.input_tokens"][3, 0] = 10.0, 90.0
+    start = np.arange(W)[:, None] * 0.25e9 + np.array([[0.0, 9e6]])
+    between = ec.energy_between(sohu, Windows(np.full((W, C), 0.25), v, 1.0, start_ns=start), "power.energy")
+    joules, a, b, out, alltok = between(0.0, 1.0)
+    assert (joules, a, b, out, alltok) == (8.0, 0.0, 1.0, 10.0, 100.0)
+    assert joules / alltok == pytest.approx(0.08)
