@@ -62,8 +62,9 @@ def ordered_labels(labels) -> tuple[str, ...]:
     """Labels in instance order: numerically when every label is an integer (CPUs 0, 1, …, 10), else as
     they came (their order of first appearance)."""
     labels = list(dict.fromkeys(str(x) for x in labels))
-    if labels and all(x.isdigit() for x in labels):
-        return tuple(sorted(labels, key=int))
+    if labels and all(x.isascii() and x.isdigit() for x in labels):
+        # numeric order without int(): a label of thousands of digits is still a label, not a crash
+        return tuple(sorted(labels, key=lambda x: (len(x.lstrip("0")), x.lstrip("0"), x)))
     return tuple(labels)
 
 

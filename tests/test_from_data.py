@@ -226,3 +226,14 @@ def test_hosts_with_other_cpus_share_the_axis_with_a_note(capsys, tmp_path):
     assert note and "'small'" in note[0]
     per_host = {r["host"]: r["metrics"]["busy_share"] for r in doc["per_chip"]}
     assert per_host["big"] == pytest.approx(0.5, abs=1e-12) and per_host["small"] is None  # 1 s user of 2 s
+
+
+def test_instance_labels_sort_numerically_without_int_conversion():
+    """CPU labels 0, 2, 10 sort as numbers; a label of 5,001 digits (found by the perf-stat fuzzer: int() refuses
+    strings over 4,300 digits) sorts last instead of crashing; non-ASCII digits keep their order of appearance."""
+    from perfonto.capture.instances import ordered_labels
+
+    assert ordered_labels(["10", "2", "0", "02"]) == ("0", "02", "2", "10")  # equal values: as text
+    big = "9" * 5001
+    assert ordered_labels(["3", big, "1"]) == ("1", "3", big)
+    assert ordered_labels(["²", "1"]) == ("²", "1")
