@@ -4,6 +4,8 @@ pages: tests/test_codegen_docs.py), each importer's output (generation YAML and 
 `perfonto check`'s rendered diagnostics — all from small fixture inputs, so that a change to any
 generator shows up as a reviewed diff.
 
+Each golden file is the artifact's name plus ``.golden`` (tests/golden/artifacts/alpha.sql.golden): expected
+output, read as text only.
 Refresh only on purpose:  PERFONTO_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_artifacts.py
 (an absent or different golden file fails the test otherwise; nothing is rewritten silently).
 """
@@ -83,8 +85,14 @@ IMPORTS = {
 }
 
 
+def golden_path(name: str) -> Path:
+    """The golden file of artifact ``name``: stored as ``<name>.golden``, expected output kept as text, so that
+    the linters, the formatter and the duplicate finder do not read generated code as the project's source."""
+    return GOLDEN / f"{name}.golden"
+
+
 def _compare(name: str, text: str) -> None:
-    path = GOLDEN / name
+    path = golden_path(name)
     if os.environ.get("PERFONTO_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
