@@ -50,7 +50,7 @@ from perfonto.metrics.compiler import MetricGraph
 from perfonto.ontology.units import UnitError, conversion_factor
 from perfonto.ontology import kinds
 
-from .perf_ir import PerfIR, Unsupported, check_chip_degrees, number, offset_unit
+from .perf_ir import PerfIR, Unsupported, check_chip_degrees, comparison, number, offset_unit, signed
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _metric_entry(name: str, m, d, text: str, scale: float, lost_by_metric: dict
     if m.threshold is not None:
         op, value, msg = m.threshold
         raw = value / scale
-        entry["MetricThreshold"] = _compare(name, op, number(raw) if raw >= 0 else f"-{number(raw)}")
+        entry["MetricThreshold"] = comparison(name, op, signed(raw)[0])[0]
         lost.append(f"threshold message {msg!r}")
     if m.bounds is not None:
         lost.append(f"bounds {m.bounds[0]:g} .. {m.bounds[1]:g}")
@@ -166,7 +166,7 @@ def _constant_entry(gen, s: str) -> dict:
     desc = (c.description or s).strip()
     return {
         "MetricName": s,
-        "MetricExpr": number(base.magnitude) if base.magnitude >= 0 else f"-{number(base.magnitude)}",
+        "MetricExpr": signed(base.magnitude)[0],
         "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
         "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip(),
     }
@@ -191,15 +191,3 @@ def event_entry(gen, name: str) -> dict:
         "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
         "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]",
     }
-
-
-def _compare(a: str, op: str, b: str) -> str:
-    if op in ("<", ">"):
-        return f"{a} {op} {b}"
-    if op == "<=":
-        return f"1 - ({a} > {b})"
-    if op == ">=":
-        return f"1 - ({a} < {b})"
-    if op == "==":
-        return f"1 - ({a} < {b} | {a} > {b})"
-    return f"{a} < {b} | {a} > {b}"

@@ -29,6 +29,7 @@ chips; such a metric is refused (``check_chip_degrees``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pint
 
@@ -37,11 +38,11 @@ from perfonto.metrics import ir
 from perfonto.ontology import kinds
 from perfonto.ontology.resolved import Scope
 
-__all__ = ["PerfIR", "Unsupported", "check_chip_degrees", "number", "offset_unit"]
+__all__ = ["PerfIR", "Unsupported", "check_chip_degrees", "comparison", "number", "offset_unit"]
 
 NEG, ATOM = PerfPrec.NEG, PerfPrec.ATOM
 _SAME_DEGREE = {"add", "sub", "min", "max", "clamp", "lt", "le", "gt", "ge", "eq", "ne", "default"}
-_COMPARE = {"lt": "<", "gt": ">"}
+_CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 class Unsupported(Exception):
@@ -135,43 +136,59 @@ def _product_degree(op: str, ds: list[int | None]) -> int | None:
         return None if x is None and y is None else (x or 0) - (y or 0)
     if op in ("neg", "abs"):
         return ds[0]
-    return 0  # pow of a dimensionless base, not, and, or: chip-independent
+    if op in ("pow", "not", "and", "or"):
+        return 0  # pow of a dimensionless base, logic: chip-independent
+    raise ValueError(f"no perf-JSON chip degree for IR op {op!r}")  # an operation added to metrics.ops.Op only
 
 
 class PerfIR:
     """IR → perf expression text with its precedence. ``events`` and ``specs`` collect the signals and
-    spec constants the written expressions read (their definitions are exported beside them)."""
+    spec constants the written expressions read (their definitions are exported beside them).
+
+    Dispatch goes through the shared tables of every expression backend: ``handlers`` (node type → method,
+    ``metrics.ir.handlers``) and ``ops`` (``metrics.ops.Op`` name → method); an operation missing from
+    ``ops`` is refused by name (``tests/test_ops.py``)."""
 
     def __init__(self, graph):
         self.graph, self.gen = graph, graph.generation
         self.reg: pint.UnitRegistry = self.gen.registry
         self.events: set[str] = set()
         self.specs: set[str] = set()
+        self.in_rollup = False  # inside sum/avg over instances, where a per-instance event may stand
+        self.handlers = ir.handlers(self)
+        self.ops: dict[str, Callable[[ir.Op], tuple[str, int]]] = {
+            "add": self.sum_or_difference,
+            "sub": self.sum_or_difference,
+            "mul": self.product,
+            "div": self.product,
+            "pow": self.power,
+            "neg": self.neg,
+            "abs": self.call,
+            "min": self.call,
+            "max": self.call,
+            "clamp": self.call,
+            **{c: self.compare for c in ("lt", "le", "gt", "ge", "eq", "ne")},
+            "and": self.logic,
+            "or": self.logic,
+            "not": self.not_,
+            "where": self.where,
+            "default": self.default,
+        }
 
     def text(self, node: ir.Node) -> str:
         """The perf ``MetricExpr`` of ``node`` (see the module docstring); raises ``Unsupported``."""
         return self.expr(node)[0]
 
-    def p(self, n: ir.Node, need: int, rollup: bool = False) -> str:
+    def p(self, n: ir.Node, need: int) -> str:
         """``n``'s text, bracketed when it binds looser than ``need`` (a ``PerfPrec`` level)."""
-        s, prec = self.expr(n, rollup)
+        s, prec = self.expr(n)
         return bracket(s, prec, need)
 
-    def expr(self, n: ir.Node, rollup: bool = False) -> tuple[str, int]:
-        """(text, precedence) of any IR node; ``rollup``: inside ``sum``/``avg`` over instances, where a
-        per-instance event may stand (perf sums a PMU's instances). Raises ``Unsupported``."""
-        if isinstance(n, ir.Const):
-            return self.const(n)
-        if isinstance(n, ir.Input):
-            return self.event(n.signal, rollup), ATOM
-        if isinstance(n, ir.Interval):
-            return "duration_time", ATOM
-        if isinstance(n, ir.MetricRef):
-            return n.metric, ATOM
-        if isinstance(n, ir.Rollup):
-            return self.rollup(n)
-        return self.op(n, rollup)
+    def expr(self, n: ir.Node) -> tuple[str, int]:
+        """(text, precedence) of any IR node. Raises ``Unsupported``."""
+        return self.handlers[type(n)](n)
 
+    # -- leaves -------------------------------------------------------------------------------------
     def const(self, c: ir.Const) -> tuple[str, int]:
         """A number by its origin: a spec constant by name, a literal in base units, a unit conversion or
         chip factor as 1, any other number as it is."""
@@ -188,12 +205,13 @@ class PerfIR:
                 raise Unsupported(f"literal `{c.value:g} {c.label}`: {exc}") from None
         return signed(c.value)
 
-    def event(self, name: str, rollup: bool) -> str:
+    def input(self, n: ir.Input) -> tuple[str, int]:
         """A signal as perf reads it: its raw count times its scale in base units."""
+        name = n.signal
         if name not in self.gen.signals:
             raise Unsupported(f"`{name}` is not a counter, constant or window metric perf can read")
         s = self.gen.signals[name]
-        if s.axes and not rollup:
+        if s.axes and not self.in_rollup:
             raise Unsupported(f"`{name}` per instance: perf aggregates PMU instances; roll it up with sum() or avg()")
         if kinds.of(s).window not in ("increase", "mean"):
             raise Unsupported(f"`{name}` is a {s.kind} register; perf events are counts")
@@ -201,7 +219,13 @@ class PerfIR:
             raise Unsupported(f"`{name}` is in an offset unit ({s.unit_text})")
         k = float(self.reg.Quantity(s.scale, s.unit).to_base_units().magnitude)  # one raw count in base units
         self.events.add(name)
-        return name if k == 1.0 else f"({name} * {number(k)})"
+        return (name if k == 1.0 else f"({name} * {number(k)})"), ATOM
+
+    def interval(self, n: ir.Interval) -> tuple[str, int]:
+        return "duration_time", ATOM
+
+    def metric_ref(self, n: ir.MetricRef) -> tuple[str, int]:
+        return n.metric, ATOM
 
     def rollup(self, r: ir.Rollup) -> tuple[str, int]:
         """``sum``/``avg`` over instances of a linear expression of signals; ``min``/``max`` refused."""
@@ -210,76 +234,101 @@ class PerfIR:
         sigs = [n.signal for n in ir.walk(r.arg) if isinstance(n, ir.Input) and n.signal in self.gen.signals]
         if not _linear(r.arg) or not sigs:
             raise Unsupported(f"`{r.func}()` of a non-linear expression: perf can only sum instance counts")
-        if r.func == "sum":
-            return self.expr(r.arg, rollup=True)
-        return f"{self.p(r.arg, PerfPrec.TERM, rollup=True)} / source_count({sigs[0]})", PerfPrec.TERM
+        outer, self.in_rollup = self.in_rollup, True
+        try:
+            if r.func == "sum":
+                return self.expr(r.arg)
+            return f"{self.p(r.arg, PerfPrec.TERM)} / source_count({sigs[0]})", PerfPrec.TERM
+        finally:
+            self.in_rollup = outer
 
-    def op(self, n: ir.Op, rollup: bool) -> tuple[str, int]:
-        """An operation (``metrics.ops.Op``), a conversion or chip factor dropped (1 in base units)."""
-        a = n.args
-        if n.op in ("mul", "div") and _unit_factor(a[1]):
-            return self.expr(a[0], rollup)
-        if n.op == "mul" and _unit_factor(a[0]):
-            return self.expr(a[1], rollup)
-        if n.op == "default":  # the compiler wrote d where x is absent; perf's NaN is perfonto's null
-            return self.expr(a[0], rollup)
-        if n.op in ("add", "sub") and _zero(a[1]):  # an absent optional input's zero default
-            return self.expr(a[0], rollup)
-        if n.op == "add" and _zero(a[0]):
-            return self.expr(a[1], rollup)
-        if n.op in ("add", "sub", "mul", "div"):
-            sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[n.op]
-            prec = PERF_BINARY[sym]
-            return f"{self.p(a[0], prec, rollup)} {sym} {self.p(a[1], prec + 1, rollup)}", prec
-        if n.op == "pow":
-            return self.power(a[0], a[1], rollup)
-        if n.op == "neg":
-            return "-" + self.p(a[0], NEG, rollup), NEG
-        if n.op == "not":
-            return f"1 - {self.p(a[0], PerfPrec.TERM, rollup)}", PerfPrec.SUM
-        if n.op == "where":
-            c, t, o = (self.p(x, PerfPrec.OR, rollup) for x in a)
-            return f"({t} if {c} else {o})", ATOM
-        if n.op in ("and", "or"):
-            sym = "&" if n.op == "and" else "|"
-            prec = PERF_BINARY[sym]
-            return f"{self.p(a[0], prec, rollup)} {sym} {self.p(a[1], prec + 1, rollup)}", prec
-        return self.call(n, rollup)
+    # -- operations (``metrics.ops.Op``) --------------------------------------------------------------
+    def op(self, n: ir.Op) -> tuple[str, int]:
+        if n.op not in self.ops:  # an operation added to metrics.ops.Op only
+            raise ValueError(f"no perf-JSON handler for IR op {n.op!r}")
+        return self.ops[n.op](n)
 
-    def power(self, base: ir.Node, exp: ir.Node, rollup: bool) -> tuple[str, int]:
+    def infix(self, sym: str, a: ir.Node, b: ir.Node) -> tuple[str, int]:
+        """``a sym b`` for a left-associative binary operator of perf's (``PERF_BINARY``)."""
+        prec = PERF_BINARY[sym]
+        return f"{self.p(a, prec)} {sym} {self.p(b, prec + 1)}", prec
+
+    def sum_or_difference(self, n: ir.Op) -> tuple[str, int]:
+        """``+``/``-``; a zero operand (an absent optional input's zero default) is nothing to add."""
+        a, b = n.args
+        if _zero(b):
+            return self.expr(a)
+        if n.op == "add" and _zero(a):
+            return self.expr(b)
+        return self.infix("+" if n.op == "add" else "-", a, b)
+
+    def product(self, n: ir.Op) -> tuple[str, int]:
+        """``*``/``/``; a conversion or chip factor is dropped (1 in base units)."""
+        a, b = n.args
+        if _unit_factor(b):
+            return self.expr(a)
+        if n.op == "mul" and _unit_factor(a):
+            return self.expr(b)
+        return self.infix("*" if n.op == "mul" else "/", a, b)
+
+    def power(self, n: ir.Op) -> tuple[str, int]:
         """``base ** n`` for an integer ``|n| <= 8`` as repeated products (perf has no power)."""
+        base, exp = n.args
         if not (isinstance(exp, ir.Const) and float(exp.value).is_integer() and abs(exp.value) <= 8):
             raise Unsupported("a power with a non-integer exponent has no perf form")
         k = int(exp.value)
         if k == 0:
             return "1", ATOM
-        b = self.p(base, ATOM, rollup)
+        b = self.p(base, ATOM)
         prod = " * ".join([b] * abs(k))
         return (prod, PerfPrec.TERM) if k > 0 else (f"1 / ({prod})", PerfPrec.TERM)
 
-    def call(self, n: ir.Op, rollup: bool) -> tuple[str, int]:
-        """Element-wise functions and comparisons."""
-        args = [
-            self.p(x, PerfPrec.ANY if n.op in ("min", "max", "abs", "clamp") else PerfPrec.SUM, rollup) for x in n.args
-        ]
-        if n.op in ("min", "max"):
-            return f"{n.op}({args[0]}, {args[1]})", ATOM
+    def neg(self, n: ir.Op) -> tuple[str, int]:
+        return "-" + self.p(n.args[0], NEG), NEG
+
+    def not_(self, n: ir.Op) -> tuple[str, int]:
+        return f"1 - {self.p(n.args[0], PerfPrec.TERM)}", PerfPrec.SUM
+
+    def where(self, n: ir.Op) -> tuple[str, int]:
+        c, t, o = (self.p(x, PerfPrec.OR) for x in n.args)
+        return f"({t} if {c} else {o})", ATOM
+
+    def logic(self, n: ir.Op) -> tuple[str, int]:
+        return self.infix("&" if n.op == "and" else "|", *n.args)
+
+    def default(self, n: ir.Op) -> tuple[str, int]:
+        """``x``: the compiler wrote d where x is absent; perf's NaN is perfonto's null."""
+        return self.expr(n.args[0])
+
+    def call(self, n: ir.Op) -> tuple[str, int]:
+        """Element-wise functions: perf's two-argument ``min``/``max``, and ``abs``/``clamp`` through them."""
+        args = [self.p(x, PerfPrec.ANY) for x in n.args]
         if n.op == "abs":
             return f"max({args[0]}, -({args[0]}))", ATOM
         if n.op == "clamp":
             return f"min(max({args[0]}, {args[1]}), {args[2]})", ATOM
-        x, y = args
-        if n.op in _COMPARE:
-            return f"{x} {_COMPARE[n.op]} {y}", PerfPrec.CMP
-        if n.op == "le":
-            return f"1 - ({x} > {y})", PerfPrec.SUM
-        if n.op == "ge":
-            return f"1 - ({x} < {y})", PerfPrec.SUM
-        if n.op == "eq":
-            return f"1 - ({x} < {y} | {x} > {y})", PerfPrec.SUM
-        if n.op == "ne":
-            return f"{x} < {y} | {x} > {y}", PerfPrec.OR
-        raise Unsupported(f"operation `{n.op}` has no perf form")
+        return f"{n.op}({args[0]}, {args[1]})", ATOM
+
+    def compare(self, n: ir.Op) -> tuple[str, int]:
+        x, y = (self.p(a, PerfPrec.SUM) for a in n.args)
+        return comparison(x, n.op, y)
+
+
+def comparison(x: str, op: str, y: str) -> tuple[str, int]:
+    """``x op y`` in perf's language (``op``: an IR comparison ``lt`` … ``ne`` or its symbol ``<`` … ``!=``),
+    with its precedence: ``<``/``>`` as such, the others through ``1 - …`` and ``|`` (perf's give 1/0)."""
+    op = _CMP_SYMBOL.get(op, op)
+    if op in ("<", ">"):
+        return f"{x} {op} {y}", PerfPrec.CMP
+    if op == "<=":
+        return f"1 - ({x} > {y})", PerfPrec.SUM
+    if op == ">=":
+        return f"1 - ({x} < {y})", PerfPrec.SUM
+    if op == "==":
+        return f"1 - ({x} < {y} | {x} > {y})", PerfPrec.SUM
+    if op == "!=":
+        return f"{x} < {y} | {x} > {y}", PerfPrec.OR
+    raise ValueError(f"no perf form for the comparison {op!r}")
 
 
 def _zero(n: ir.Node) -> bool:

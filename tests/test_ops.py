@@ -1,6 +1,7 @@
 """Issue 32: the IR's operations are one enumeration (``perfonto.metrics.ops.Op``) and every expression
 backend evaluates every member: a catalog whose formulas use each operation runs through the reference
-interpreter, the generated NumPy evaluator, its streaming kernel and the generated DuckDB SQL, and all agree.
+interpreter, the generated NumPy evaluator, its streaming kernel, the generated DuckDB SQL and the perf-JSON
+export (each MetricExpr evaluated as perf would, ``ref_perf``), and all agree.
 A member added to the enumeration without a formula here fails the coverage check."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from perfonto.metrics.interpreter import evaluate
 from perfonto.metrics.ops import ARITY, Op
 from perfonto.metrics.windows import prepare, read_counters
 from helpers import compile_src
+from ref_perf import PerfEval
+from ref_windows import same
 from test_differential_backends import Sig, _sql_values, _stream, build_generation
 
 A, B = "a.x", "a.y"
@@ -86,6 +89,7 @@ def test_every_backend_evaluates_every_operation(tmp_path):
             np.testing.assert_allclose(
                 np.asarray(values[name], float), want[name], rtol=1e-12, equal_nan=True, err_msg=f"{backend} {name}"
             )
+    _check_perf_json(graph, dump, w, want)
     assert np.isfinite(want["o.logic"]).all() and (want["o.min"] <= want["o.max"]).all()
     # a captured x: default keeps x, its null windows (a division by zero inside x) included (metrics.optional)
     assert np.isnan(want["o.default"]).any() and (want["o.default"] < 7).any() and not (want["o.default"] == 7).any()
@@ -98,6 +102,7 @@ def test_an_operation_added_to_the_enumeration_is_refused_by_name_by_every_backe
     import enum
 
     from perfonto.codegen import kernel, python_evaluator, sql
+    from perfonto.interop import perf_ir
     from perfonto.metrics import interpreter, ops
 
     members = {o.name: o.value for o in Op} | {"XOR": "xor"}
@@ -115,10 +120,30 @@ def test_an_operation_added_to_the_enumeration_is_refused_by_name_by_every_backe
         "NumPy evaluator": lambda: python_evaluator.FormulaEmitter({}).op(node),
         "kernel": lambda: kernel.ScalarEmitter.op(_bare(kernel.ScalarEmitter), node, None),
         "SQL": lambda: sql.SqlEmitter(graph, {}).op(node),
+        "perf JSON": lambda: perf_ir.PerfIR(graph).op(node),
+        "perf JSON chip degree": lambda: perf_ir._product_degree("xor", [1, 1]),
     }
     for backend, call in refusals.items():
         with pytest.raises(ValueError, match="'xor'"):
             call()
+
+
+def _check_perf_json(graph, dump, w, want):
+    """Every metric is exported to perf JSON (none skipped: an operation without a perf-JSON handler
+    raises), and perf's evaluation of each MetricExpr, fed each chip's raw counts, is the interpreter's."""
+    from perfonto.interop.perf_export import export
+
+    out = export(graph)
+    assert not out.skipped, out.skipped
+    exprs = {e["MetricName"]: e["MetricExpr"] for e in out.entries if "MetricName" in e}
+    assert set(graph.metrics) <= set(exprs)
+    for t in range(w.interval.shape[0]):
+        for c in range(w.interval.shape[1]):
+            events = {n: float(w.values[n][t, c]) / graph.generation.signals[n].scale for n in (A, B)}
+            ref = PerfEval(exprs, events, {}, float(w.interval[t, c]))
+            for name in graph.metrics:
+                got = want[name][t, c]
+                assert same(got, ref.metric(name)), f"perf JSON {name}: {got!r} != {ref.metric(name)!r} ({exprs[name]})"
 
 
 def _bare(cls):
