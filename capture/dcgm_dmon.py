@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from .dump_io import DumpError
-from .formats import file_head
+from .formats import export_text, file_head
 
 DEFAULT_PERIOD_NS = 1_000_000_000  # dcgmi dmon's default -d (1000 ms)
 # id -> (DCGM_FI name, dmon short name): DCGM API reference, "Field Identifiers";
@@ -80,19 +80,6 @@ def short_name(source: str) -> str:
     return s
 
 
-def _text(path: Path) -> str:
-    if path.exists() and not path.is_file():
-        raise DumpError(f"{path}: not a regular file (a pipe?); write dmon's output to a file first")
-    try:
-        return path.read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise DumpError(
-            f"{path}: byte 0x{exc.object[exc.start]:02x} is not UTF-8; is this `dcgmi dmon` output?"
-        ) from None
-    except OSError as exc:
-        raise DumpError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def read_dmon(path: str | Path) -> tuple[list[str], dict[str, str], int, list[tuple[int, str, int, list[str]]]]:
     """(the fields' short names, field → the unit its units line gives (``""`` for none), the units line's
     number (0: none), the rows as (line, entity kind, entity id, value texts)) of a ``dcgmi dmon`` file.
@@ -107,7 +94,8 @@ def read_dmon(path: str | Path) -> tuple[list[str], dict[str, str], int, list[tu
     units_n = 0
     units: dict[str, str] = {}
     rows = []
-    for n, ln in enumerate(_text(p).splitlines(), 1):
+    text = export_text(p, "write dmon's output to a file first", "`dcgmi dmon` output")
+    for n, ln in enumerate(text.splitlines(), 1):
         if not ln.strip():
             continue
         if ln.lstrip().startswith("#"):

@@ -39,6 +39,7 @@ import pyarrow as pa
 from lark import Lark, LarkError, Transformer
 
 from .dump_io import DumpError
+from .formats import export_text
 from .instances import axis_of, check_labels
 from .openmetrics_table import collector_table, series_instances
 
@@ -164,17 +165,7 @@ def _families(text: str, path: str):
 
 
 def _read_text(p: Path) -> str:
-    if p.exists() and not p.is_file():
-        raise DumpError(f"{p}: not a regular file (a pipe?); save each scrape to a file first")
-    try:
-        return p.read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise DumpError(
-            f"{p}: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} is not UTF-8; "
-            "is this a Prometheus/OpenMetrics scrape?"
-        ) from None
-    except OSError as exc:
-        raise DumpError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    return export_text(p, "save each scrape to a file first", "a Prometheus/OpenMetrics scrape")
 
 
 def _stamp(ts) -> float | None:
