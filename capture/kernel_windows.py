@@ -17,6 +17,7 @@ its count is left out of the running totals after it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,26 @@ def kernel_table(kernels: list[Kernel], signals: list[str], *, label: str, notes
     return pa.table(cols)
 
 
+def kernel_capture(path, gen, read, notes: list[str] | None, sample_period_ns: int | None, *, source: str, export: str):
+    """The kernels ``read(path, gen, notes)`` gives as a capture of ``gen`` in the collector format, one window
+    per kernel (``kernel_table`` over the signals the kernels count), its metadata naming the generation and
+    the tool (``source``).
+
+    Raises:
+        DumpError: what ``read`` raises, or a sample period given (``export``: the tool's export, whose
+            windows are its kernels).
+    """
+    notes = notes if notes is not None else []
+    if sample_period_ns is not None:
+        raise DumpError(f"{path}: --sample-period does not apply to {export}")
+    kernels = read(path, gen, notes)
+    signals = list(kernels[0].counts) if kernels else []  # the signals with a column
+    t = kernel_table(kernels, signals, label=str(path), notes=notes)
+    return t.replace_schema_metadata(
+        {"perfonto": json.dumps({"generation": gen.name, "source": source, "increments": True})}
+    )
+
+
 def kernel_trace(kernels: list[Kernel]) -> pa.Table:
     """The kernels as op spans in the trace format, on the time axis of ``kernel_table`` (0 at the first
     kernel's start)."""
@@ -148,4 +169,13 @@ def unread_note(p: str, what: str, signals: dict[str, str], unread: list[str]) -
     )
 
 
-__all__ = ["Kernel", "TRACES", "capture_trace", "counter_signals", "kernel_table", "kernel_trace", "unread_note"]
+__all__ = [
+    "Kernel",
+    "TRACES",
+    "capture_trace",
+    "counter_signals",
+    "kernel_capture",
+    "kernel_table",
+    "kernel_trace",
+    "unread_note",
+]

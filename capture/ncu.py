@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace, unread_note
+from .kernel_windows import Kernel, counter_signals, kernel_capture, kernel_trace, unread_note
 
 TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
 REQUIRED = ("ID", "Kernel Name", TIME)
@@ -274,13 +273,8 @@ def ncu_capture(path: str | Path, gen, notes: list[str] | None = None, sample_pe
     Raises:
         DumpError: a bad file (module docstring), or a sample period given (the windows are the kernels).
     """
-    notes = notes if notes is not None else []
-    if sample_period_ns is not None:
-        raise DumpError(f"{path}: --sample-period does not apply to ncu's raw page: its windows are the kernels")
-    kernels = read_ncu(path, gen, notes)
-    t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)  # the signals with a column
-    return t.replace_schema_metadata(
-        {"perfonto": json.dumps({"generation": gen.name, "source": "ncu", "increments": True})}
+    return kernel_capture(
+        path, gen, read_ncu, notes, sample_period_ns, source="ncu", export="ncu's raw page: its windows are the kernels"
     )
 
 

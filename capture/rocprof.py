@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 
@@ -38,7 +37,7 @@ import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_table, kernel_trace, unread_note
+from .kernel_windows import Kernel, counter_signals, kernel_capture, kernel_trace, unread_note
 
 REQUIRED = (
     "Dispatch_Id",
@@ -250,14 +249,8 @@ def rocprof_capture(
     Raises:
         DumpError: a bad file (module docstring), or a sample period given (the windows are the dispatches).
     """
-    notes = notes if notes is not None else []
-    if sample_period_ns is not None:
-        raise DumpError(f"{path}: --sample-period does not apply to rocprof's CSV: its windows are the dispatches")
-    kernels = read_rocprof(path, gen, notes)
-    t = kernel_table(kernels, list(kernels[0].counts), label=str(path), notes=notes)
-    return t.replace_schema_metadata(
-        {"perfonto": json.dumps({"generation": gen.name, "source": "rocprofv3", "increments": True})}
-    )
+    export = "rocprof's CSV: its windows are the dispatches"
+    return kernel_capture(path, gen, read_rocprof, notes, sample_period_ns, source="rocprofv3", export=export)
 
 
 def rocprof_trace(path: str | Path, gen) -> pa.Table:
