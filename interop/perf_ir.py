@@ -157,10 +157,10 @@ class PerfIR:
         self.in_rollup = False  # inside sum/avg over instances, where a per-instance event may stand
         self.handlers = ir.handlers(self)
         self.ops: dict[str, Callable[[ir.Op], tuple[str, int]]] = {
-            "add": self.sum_or_difference,
-            "sub": self.sum_or_difference,
-            "mul": self.product,
-            "div": self.product,
+            "add": self.binary("+", _zero, commutative=True),
+            "sub": self.binary("-", _zero, commutative=False),
+            "mul": self.binary("*", _unit_factor, commutative=True),
+            "div": self.binary("/", _unit_factor, commutative=False),
             "pow": self.power,
             "neg": self.neg,
             "abs": self.call,
@@ -253,23 +253,20 @@ class PerfIR:
         prec = PERF_BINARY[sym]
         return f"{self.p(a, prec)} {sym} {self.p(b, prec + 1)}", prec
 
-    def sum_or_difference(self, n: ir.Op) -> tuple[str, int]:
-        """``+``/``-``; a zero operand (an absent optional input's zero default) is nothing to add."""
-        a, b = n.args
-        if _zero(b):
-            return self.expr(a)
-        if n.op == "add" and _zero(a):
-            return self.expr(b)
-        return self.infix("+" if n.op == "add" else "-", a, b)
+    def binary(self, sym: str, neutral: Callable[[ir.Node], bool], commutative: bool):
+        """``a sym b`` (``+ - * /``), an operand that changes nothing dropped: a zero added or subtracted (an
+        absent optional input's zero default), a conversion or chip factor multiplied or divided by (1 in
+        base units); on the left only where the operator is commutative."""
 
-    def product(self, n: ir.Op) -> tuple[str, int]:
-        """``*``/``/``; a conversion or chip factor is dropped (1 in base units)."""
-        a, b = n.args
-        if _unit_factor(b):
-            return self.expr(a)
-        if n.op == "mul" and _unit_factor(a):
-            return self.expr(b)
-        return self.infix("*" if n.op == "mul" else "/", a, b)
+        def emit(n: ir.Op) -> tuple[str, int]:
+            a, b = n.args
+            if neutral(b):
+                return self.expr(a)
+            if commutative and neutral(a):
+                return self.expr(b)
+            return self.infix(sym, a, b)
+
+        return emit
 
     def power(self, n: ir.Op) -> tuple[str, int]:
         """``base ** n`` for an integer ``|n| <= 8`` as repeated products (perf has no power)."""
