@@ -12,7 +12,18 @@ from pathlib import Path
 
 from . import HELP
 from .steady_option import add_steady_state
-from .common import BY_HELP, CommandError, catalog_failure, duration, groupings, positive_int, stderr, stdout
+from .common import (
+    BY_HELP,
+    CommandError,
+    catalog_failure,
+    duration,
+    groupings,
+    job_arguments,
+    output_options,
+    positive_int,
+    stderr,
+    stdout,
+)
 
 
 def register(sub) -> None:
@@ -100,9 +111,7 @@ def register(sub) -> None:
         metavar="N",
         help="embedded engine: sample rows per piece (default: 32768; memory grows with it)",
     )
-    a.add_argument("--out", required=True, help="output folder, written atomically")
-    a.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
-    a.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    output_options(a)
     add_steady_state(a)
     a.set_defaults(func=cmd_analyze)
 
@@ -202,14 +211,8 @@ def _analyze(args, capture, metrics: list[str] | None):
         with progress_bar(err) as bar:
             return analyze_job(
                 capture,
-                out=args.out,
-                catalog=args.catalog,
-                generation=args.generation,
-                library=not args.no_library,
+                **job_arguments(args, err),
                 metrics=metrics,
-                force=args.force,
-                command=args.argv,
-                log=lambda s: err.print(s, markup=False),
                 topology=topology,
                 engine=args.engine,
                 spark_master=args.spark_master,

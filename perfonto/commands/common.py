@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING
 from perfonto.ontology.errors import PerfontoError
 
@@ -34,6 +35,44 @@ def catalog_options(
         p.add_argument(
             "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"
         )
+
+
+OUT_HELP = "output folder, written atomically"
+JSON_HELP = "print one JSON object on stdout, messages on stderr"
+
+
+def output_options(p, out_help: str = OUT_HELP, default: str | None = None, json_help: str = JSON_HELP) -> None:
+    """A command's ``--out`` folder (required unless ``default`` is given), ``--force`` (replace a folder
+    perfonto did not write) and ``--json``, with the help texts given."""
+    p.add_argument("--out", required=default is None, default=default, help=out_help)
+    p.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def job_arguments(args, err) -> dict:
+    """The keyword arguments a job (``job.run_job``, ``job.analyze_job``) takes from its command's options
+    as they are: the catalog (``--catalog``, ``--generation``, ``--no-library``), the output folder
+    (``--out``, ``--force``), the command line it records there, and its log as plain text on ``err``."""
+    return dict(
+        catalog=args.catalog,
+        generation=args.generation,
+        library=not args.no_library,
+        out=args.out,
+        force=args.force,
+        command=args.argv,
+        log=lambda s: err.print(s, markup=False),
+    )
+
+
+def summary(args, doc: dict, *lines: str, err: Console | None = None) -> None:
+    """What a command that wrote its output says: under ``--json`` ``doc`` as one JSON object on stdout,
+    else ``lines`` as plain text (no markup) on stderr (``err``, or a new console)."""
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return
+    err = err or stderr()
+    for line in lines:
+        err.print(line, markup=False)
 
 
 def catalog_failure(exc, args) -> CommandError:

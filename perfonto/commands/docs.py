@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import HELP
-from .common import catalog_options, CommandError, stderr
+from .common import catalog_options, CommandError, output_options, stderr
 
 
 def register(sub) -> None:
@@ -22,9 +22,7 @@ def register(sub) -> None:
         catalog="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)",
         library=True,
     )
-    c.add_argument("--out", required=True, help="output folder, written atomically")
-    c.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
-    c.add_argument("--json", action="store_true", help="print one JSON object (the pages written) on stdout")
+    output_options(c, json_help="print one JSON object (the pages written) on stdout")
     c.set_defaults(func=cmd_docs)
 
 

@@ -7,10 +7,9 @@ the emulator refused the parameters, 2 for usage errors."""
 from __future__ import annotations
 
 import argparse
-import json
 
 from . import HELP
-from .common import CommandError, duration, non_negative_int, positive_int, stderr
+from .common import CommandError, duration, non_negative_int, output_options, positive_int, stderr, summary
 
 
 def _fleet(text: str) -> tuple[int, int]:
@@ -41,9 +40,7 @@ def register(sub) -> None:
     )
     e.add_argument("--hosts-per-rack", type=positive_int, default=4, help="hosts per rack (default: 4)")
     e.add_argument("--racks-per-pod", type=positive_int, default=2, help="racks per pod (default: 2)")
-    e.add_argument("--out", required=True, help="output folder, written atomically")
-    e.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
-    e.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    output_options(e)
     e.set_defaults(func=cmd_emulate)
 
 
@@ -75,7 +72,7 @@ def cmd_emulate(args) -> int:
         raise CommandError(str(exc), 1) from None
     except ValueError as exc:
         raise CommandError(str(exc), 1) from None
-    summary = {
+    doc = {
         "ok": True,
         "out": args.out,
         "hosts": hosts,
@@ -86,13 +83,12 @@ def cmd_emulate(args) -> int:
         "counters": f"{args.out}/counters",
         "topology": f"{args.out}/topology.csv",
     }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        err.print(
-            f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips {truth['slow_chips']}, throttled "
-            f"links {truth['throttled_links']}, hot racks {truth['hot_racks']}); analyse with: perfonto analyze "
-            f"{args.out}/counters --topology {args.out}/topology.csv --out OUT",
-            markup=False,
-        )
+    summary(
+        args,
+        doc,
+        f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips {truth['slow_chips']}, throttled "
+        f"links {truth['throttled_links']}, hot racks {truth['hot_racks']}); analyse with: perfonto analyze "
+        f"{args.out}/counters --topology {args.out}/topology.csv --out OUT",
+        err=err,
+    )
     return 0

@@ -9,11 +9,10 @@ The formats are the targets ``perfonto.targets`` lists for ``export``."""
 
 from __future__ import annotations
 
-import json
 
 from ..targets import offered_by
 from . import HELP
-from .common import catalog_options, CommandError, stderr, uncompiled
+from .common import catalog_options, CommandError, stderr, summary, uncompiled
 
 
 def register(sub) -> None:
@@ -60,7 +59,7 @@ def cmd_export(args) -> int:
         raise CommandError(str(exc), 1) from None
     n_const = sum(1 for e in result.entries if e.get("MetricName", "").startswith("spec."))
     n_events = len(result.events)
-    summary = {
+    doc = {
         "ok": True,
         "generation": args.generation,
         "out": args.out,
@@ -70,19 +69,16 @@ def cmd_export(args) -> int:
         "skipped": result.skipped,
         "lost": result.lost,
     }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        err.print(
-            f"wrote {args.out}: {summary['metrics']} metrics, {n_const} constant metrics and {n_events} event "
-            f"definitions of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf "
-            f"{args.out}`)",
-            markup=False,
-        )
-        if result.skipped:
-            err.print(f"not expressible in perf ({len(result.skipped)}):", markup=False)
-            for name, why in result.skipped.items():
-                err.print(f"  - {name}: {why}", markup=False)
+    summary(
+        args,
+        doc,
+        f"wrote {args.out}: {doc['metrics']} metrics, {n_const} constant metrics and {n_events} event "
+        f"definitions of `{args.generation}` as perf pmu-events JSON (re-import with `perfonto import perf "
+        f"{args.out}`)",
+        *([f"not expressible in perf ({len(result.skipped)}):"] if result.skipped else []),
+        *(f"  - {name}: {why}" for name, why in result.skipped.items()),
+        err=err,
+    )
     return 0
 
 
@@ -107,7 +103,7 @@ def _semconv(args, cat, err) -> int:
     except OSError as exc:
         raise CommandError(f"cannot write {args.out}: {exc.strerror or exc}", 1) from None
     problems = lint(reg.files)
-    summary = {
+    doc = {
         "ok": not problems,
         "generation": args.generation,
         "out": args.out,
@@ -116,17 +112,14 @@ def _semconv(args, cat, err) -> int:
         "skipped": reg.skipped,
         "problems": problems,
     }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        err.print(
-            f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
-            f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} "
-            f"signals, {reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`",
-            markup=False,
-        )
-        for name, why in reg.skipped.items():
-            err.print(f"  skipped {name}: {why}", markup=False)
-        for p in problems:
-            err.print(f"  problem: {p}", markup=False)
+    summary(
+        args,
+        doc,
+        f"wrote {args.out}: an OpenTelemetry semantic-conventions registry of `{args.generation}` "
+        f"({reg.counts['metrics']} metrics, {reg.counts['records']} record histograms, {reg.counts['signals']} "
+        f"signals, {reg.counts['attributes']} attributes); check it with `weaver registry check -r {args.out}`",
+        *(f"  skipped {name}: {why}" for name, why in reg.skipped.items()),
+        *(f"  problem: {p}" for p in problems),
+        err=err,
+    )
     return 1 if problems else 0

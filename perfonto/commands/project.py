@@ -162,6 +162,21 @@ def add_scenario_args(p) -> None:
     )
 
 
+def scenario_of(args) -> dict:
+    """The serving scenario of ``add_scenario_args``' options, ``--preset`` and ``--requests`` as the
+    keyword arguments of ``emulator.project.project`` (``run``'s ``serving``): the acceptance only with
+    draft tokens."""
+    return dict(
+        preset=args.preset,
+        num_requests=args.requests,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        draft_tokens=args.draft_tokens,
+        acceptance=args.acceptance if args.draft_tokens else 0.0,
+        engine_profile=args.engine_profile,
+    )
+
+
 def mapping_from_args(args, chips: int, model: str):
     """A ``Mapping`` when any of --tp/--pp/--dp/--ep/--attention-dp is given, else None (the preset's)."""
     from perfonto.emulator.models import get_model
@@ -216,15 +231,9 @@ def cmd_project(args) -> int:
                     osl=args.osl,
                     dtype=args.dtype,
                     kv_dtype=args.kv_dtype,
-                    preset=name,
                     mapping=mapping,
-                    num_requests=args.requests,
-                    rate=args.rate,
-                    concurrency=args.concurrency,
-                    draft_tokens=args.draft_tokens,
-                    acceptance=args.acceptance if args.draft_tokens else 0.0,
                     progress=bar,
-                    engine_profile=args.engine_profile,
+                    **{**scenario_of(args), "preset": name},
                 )
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None

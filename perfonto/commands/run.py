@@ -10,16 +10,19 @@ from . import HELP
 from .steady_option import add_steady_state
 from .common import (
     BY_HELP,
+    OUT_HELP,
     CommandError,
     catalog_failure,
     duration,
     groupings,
+    job_arguments,
     non_negative_int,
+    output_options,
     positive_int,
     stderr,
     stdout,
 )
-from .project import add_scenario_args
+from .project import add_scenario_args, scenario_of
 
 DEFAULT_OUT = "perfonto-out"
 
@@ -100,9 +103,7 @@ def register(sub) -> None:
         help="also read the counters at every op boundary (trigger-on-marker, snapshots.parquet): exact per-op "
         "attribution",
     )
-    r.add_argument("--out", default=DEFAULT_OUT, help=f"output folder, written atomically (default: ./{DEFAULT_OUT})")
-    r.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
-    r.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    output_options(r, f"{OUT_HELP} (default: ./{DEFAULT_OUT})", default=DEFAULT_OUT)
     add_steady_state(r)
     r.set_defaults(func=cmd_run)
 
@@ -197,26 +198,12 @@ def cmd_run(args) -> int:
             osl=args.osl,
             seed=args.seed,
             warmup_steps=args.warmup_steps,
-            generation=args.generation,
-            catalog=args.catalog,
-            library=not args.no_library,
-            out=args.out,
-            force=args.force,
-            command=args.argv,
-            log=lambda s: err.print(s, markup=False),
+            **job_arguments(args, err),
             progress=bar,
             slow_chip=args.slow_chip,
             throttled_link=args.throttled_link,
             router_skew=args.router_skew,
-            serving=dict(
-                preset=args.preset,
-                num_requests=args.requests,
-                rate=args.rate,
-                concurrency=args.concurrency,
-                draft_tokens=args.draft_tokens,
-                acceptance=args.acceptance if args.draft_tokens else 0.0,
-                engine_profile=args.engine_profile,
-            ),
+            serving=scenario_of(args),
             by=args.by,
             op_snapshots=args.op_snapshots,
             steady_state=args.steady_state,

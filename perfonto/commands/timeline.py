@@ -7,10 +7,9 @@ Exit 0 when the file was written, 1 when the run folder lacks what it needs."""
 
 from __future__ import annotations
 
-import json
 
 from . import HELP
-from .common import CommandError, stderr, why
+from .common import CommandError, stderr, summary, why
 
 
 def register(sub) -> None:
@@ -62,22 +61,18 @@ def cmd_timeline(args) -> int:
     except (RunError, TimelineError, ValueError, OSError) as exc:
         raise CommandError(why(exc), 1) from None
     info = {"out": args.out, "format": args.format, **info}
-    if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        err.print(
-            f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
-            f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
-            f"open it in https://ui.perfetto.dev",
-            markup=False,
-        )
-        err.print(
-            f"device times mapped within ±{info['bound_ns_max']:,.0f} ns at most (each slice's host_err_ns); "
-            f"{info['unmappable']:,} slice(s) left out as unmappable (no host time: after a clock reset, before "
-            "the next sync read, or ambiguous between clock epochs); "
-            f"{info['outside_submit']:,} device slice(s) outside their submit bracket (args.outside_submit)",
-            markup=False,
-        )
+    summary(
+        args,
+        info,
+        f"wrote {args.out} ({args.format}): {info['slices']:,} slices, {info['flows']:,} flows over "
+        f"{info['steps']} steps × {info['chips']} chips, {info['counter_tracks']} counter tracks; "
+        f"open it in https://ui.perfetto.dev",
+        f"device times mapped within ±{info['bound_ns_max']:,.0f} ns at most (each slice's host_err_ns); "
+        f"{info['unmappable']:,} slice(s) left out as unmappable (no host time: after a clock reset, before "
+        "the next sync read, or ambiguous between clock epochs); "
+        f"{info['outside_submit']:,} device slice(s) outside their submit bracket (args.outside_submit)",
+        err=err,
+    )
     return 0
 
 
