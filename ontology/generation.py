@@ -100,19 +100,20 @@ class _Ctx:
     lineage: Any
     diags: list[Diagnostic]
 
+    def error(self, code: str, message: str, loc: tuple, hint: str = "") -> None:
+        """Report an error `code` at `loc` (a path into the file)."""
+        self.diags.append(Diagnostic("error", code, message, self.src.span(loc), hint=hint))
+
     def unit(self, text: str, loc: tuple, what: str) -> pint.Unit | None:
         """The unit `text` parsed, or None after reporting an unknown-unit error at `loc`."""
         try:
             return parse_unit(self.reg, text)
         except UnitError as exc:
-            self.diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-unit",
-                    f"{what}: {exc}",
-                    self.src.span(loc),
-                    hint="use a unit of ontology/units.txt (B, GB/s, FLOP, token, W, J, %, <domain>_cycle, ...)",
-                )
+            self.error(
+                "unknown-unit",
+                f"{what}: {exc}",
+                loc,
+                hint="use a unit of ontology/units.txt (B, GB/s, FLOP, token, W, J, %, <domain>_cycle, ...)",
             )
             return None
 
@@ -134,14 +135,11 @@ def _check_reserved_blocks(ctx: _Ctx) -> None:
     """No block takes a name the metric language gives a meaning of its own."""
     for bname in ctx.gf.blocks:
         if bname in RESERVED:
-            ctx.diags.append(
-                Diagnostic(
-                    "error",
-                    "reserved-name",
-                    f"block `{bname}` uses a reserved name",
-                    ctx.src.span(("blocks", bname, "<key>")),
-                    hint=f"{', '.join(sorted(RESERVED))} are reserved by the metric language",
-                )
+            ctx.error(
+                "reserved-name",
+                f"block `{bname}` uses a reserved name",
+                ("blocks", bname, "<key>"),
+                hint=f"{', '.join(sorted(RESERVED))} are reserved by the metric language",
             )
 
 
@@ -178,14 +176,11 @@ def _block_layout(ctx: _Ctx, bname: str, block) -> _Layout | None:
     """The block's clock checked and its instance layout, or None when it has too many instances."""
     bloc = ("blocks", bname)
     if block.clock not in ctx.gf.clock_domains:
-        ctx.diags.append(
-            Diagnostic(
-                "error",
-                "unknown-clock",
-                f"block `{bname}` uses clock domain `{block.clock}`, which is not declared",
-                ctx.src.span(bloc + ("clock",)),
-                hint=did_you_mean(block.clock, ctx.gf.clock_domains) or "declare it under clock_domains",
-            )
+        ctx.error(
+            "unknown-clock",
+            f"block `{bname}` uses clock domain `{block.clock}`, which is not declared",
+            bloc + ("clock",),
+            hint=did_you_mean(block.clock, ctx.gf.clock_domains) or "declare it under clock_domains",
         )
     from_data = tuple(a for a, size in block.instances.items() if size == "from_data")
     if from_data:
@@ -195,15 +190,12 @@ def _block_layout(ctx: _Ctx, bname: str, block) -> _Layout | None:
     for _, size in full_axes:
         n_inst *= size
     if n_inst > MAX_INSTANCES:
-        ctx.diags.append(
-            Diagnostic(
-                "error",
-                "instances",
-                f"block `{bname}` has {n_inst:,} instances "
-                f"({' x '.join(str(s) for _, s in full_axes)}); at most {MAX_INSTANCES:,} per chip",
-                ctx.src.span(bloc + ("instances",)),
-                hint="a block's instance axes name real units (cores, stacks, links)",
-            )
+        ctx.error(
+            "instances",
+            f"block `{bname}` has {n_inst:,} instances "
+            f"({' x '.join(str(s) for _, s in full_axes)}); at most {MAX_INSTANCES:,} per chip",
+            bloc + ("instances",),
+            hint="a block's instance axes name real units (cores, stacks, links)",
         )
         return None
     axes, present = _slots(bname, block, bloc, ctx.src, ctx.diags)
@@ -215,14 +207,11 @@ def _placeholder_sizes(ctx: _Ctx, bname: str, block, from_data: tuple[str, ...])
     (``ontology.derive.with_instances``); ``slots`` on such an axis is an error (it has no fixed slots)."""
     for axis in from_data:
         if axis in block.slots:
-            ctx.diags.append(
-                Diagnostic(
-                    "error",
-                    "slots",
-                    f"block `{bname}`: `slots` names axis `{axis}`, whose size comes from the data (`from_data`)",
-                    ctx.src.span(("blocks", bname, "slots", axis)),
-                    hint="a `from_data` axis holds the instances a capture has; give the axis a size to declare slots",
-                )
+            ctx.error(
+                "slots",
+                f"block `{bname}`: `slots` names axis `{axis}`, whose size comes from the data (`from_data`)",
+                ("blocks", bname, "slots", axis),
+                hint="a `from_data` axis holds the instances a capture has; give the axis a size to declare slots",
             )
     sizes = {a: (1 if size == "from_data" else size) for a, size in block.instances.items()}
     slots = {a: v for a, v in block.slots.items() if a not in from_data}
@@ -297,14 +286,11 @@ def _signal_unit(ctx: _Ctx, full: str, sig, kind, sloc: tuple) -> pint.Unit | No
     if "fields" in kind.options:  # a packed register: its fields carry the units
         return ctx.reg.dimensionless if not sig.unit else ctx.unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
     if not sig.unit:
-        ctx.diags.append(
-            Diagnostic(
-                "error",
-                "missing-unit",
-                f"signal `{full}` has no `unit`",
-                ctx.src.span(sloc),
-                hint="every counter, gauge and histogram has a unit (B, FLOP, token, event, core_cycle, W, ...)",
-            )
+        ctx.error(
+            "missing-unit",
+            f"signal `{full}` has no `unit`",
+            sloc,
+            hint="every counter, gauge and histogram has a unit (B, FLOP, token, event, core_cycle, W, ...)",
         )
         return None
     return ctx.unit(sig.unit, sloc + ("unit",), f"signal `{full}`")
@@ -316,15 +302,12 @@ def _signal_sizes(ctx: _Ctx, layout: _Layout, full: str, sig, kind, sloc: tuple)
         return layout.axes
     n_inst, n_buckets = layout.n_inst, len(sig.buckets) + 1
     if n_inst * n_buckets > MAX_INSTANCES:
-        ctx.diags.append(
-            Diagnostic(
-                "error",
-                "instances",
-                f"signal `{full}` has {n_inst * n_buckets:,} registers "
-                f"per chip ({n_inst:,} instances x {n_buckets} buckets); at most {MAX_INSTANCES:,}",
-                ctx.src.span(sloc + ("buckets",)),
-                hint="use fewer buckets",
-            )
+        ctx.error(
+            "instances",
+            f"signal `{full}` has {n_inst * n_buckets:,} registers "
+            f"per chip ({n_inst:,} instances x {n_buckets} buckets); at most {MAX_INSTANCES:,}",
+            sloc + ("buckets",),
+            hint="use fewer buckets",
         )
         return None
     return layout.axes + (("bucket", n_buckets),)
@@ -340,14 +323,11 @@ def _max_rate(ctx: _Ctx, full: str, sig, u, sloc: tuple):
             raise UnitError("not positive")
         return max_rate
     except UnitError:
-        ctx.diags.append(
-            Diagnostic(
-                "error",
-                "unit-mismatch",
-                f"signal `{full}`: max_rate `{sig.max_rate}` is not a positive rate in {sig.unit}/s",
-                ctx.src.span(sloc + ("max_rate",)),
-                hint=f"write e.g. `max_rate: 2 T{sig.unit}/s`",
-            )
+        ctx.error(
+            "unit-mismatch",
+            f"signal `{full}`: max_rate `{sig.max_rate}` is not a positive rate in {sig.unit}/s",
+            sloc + ("max_rate",),
+            hint=f"write e.g. `max_rate: 2 T{sig.unit}/s`",
         )
         return None
 
@@ -379,14 +359,11 @@ def _check_cycle_domain(ctx: _Ctx, layout: _Layout, full: str, u, sloc: tuple) -
     for dim in ctx.reg.Quantity(1, u).dimensionality:
         dname = dim.strip("[]")
         if dname.endswith("_cycle") and dname != cycle_unit(clock):
-            ctx.diags.append(
-                Diagnostic(
-                    "error",
-                    "clock-domain-mismatch",
-                    f"signal `{full}` counts `{dname}` but block `{layout.name}` runs on clock `{clock}`",
-                    ctx.src.span(sloc + ("unit",)),
-                    hint=f"use `{cycle_unit(clock)}`, or move the signal to a block on that clock",
-                )
+            ctx.error(
+                "clock-domain-mismatch",
+                f"signal `{full}` counts `{dname}` but block `{layout.name}` runs on clock `{clock}`",
+                sloc + ("unit",),
+                hint=f"use `{cycle_unit(clock)}`, or move the signal to a block on that clock",
             )
 
 
@@ -396,26 +373,20 @@ def _check_signal_references(ctx: _Ctx, signals: dict[str, ResolvedSignal], fiel
     for full, s_ in signals.items():
         sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
         if s_.reset_indicator is not None and s_.reset_indicator not in signals:
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-name",
-                    f"signal `{full}`: reset indicator `{s_.reset_indicator}` is not a signal",
-                    src.span(sloc + ("reset_indicator",)),
-                    hint=did_you_mean(s_.reset_indicator, signals) or "name a signal of this generation",
-                )
+            ctx.error(
+                "unknown-name",
+                f"signal `{full}`: reset indicator `{s_.reset_indicator}` is not a signal",
+                sloc + ("reset_indicator",),
+                hint=did_you_mean(s_.reset_indicator, signals) or "name a signal of this generation",
             )
         if s_.scale_field is not None:
             _check_scale_field(full, s_, fields, sloc + ("scale_field", "field"), src, diags)
         if s_.renamed_to is not None and s_.renamed_to not in signals:
-            diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-name",
-                    f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
-                    src.span(sloc + ("renamed_to",)),
-                    hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it",
-                )
+            ctx.error(
+                "unknown-name",
+                f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
+                sloc + ("renamed_to",),
+                hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it",
             )
 
 
@@ -426,14 +397,11 @@ def _resolve_records(ctx: _Ctx) -> tuple[dict[str, ResolvedRecordField], dict[st
     for rname, rt in ctx.gf.records.items():
         rloc = ("records", rname)
         if rname in ctx.gf.blocks or rname in RESERVED:
-            ctx.diags.append(
-                Diagnostic(
-                    "error",
-                    "duplicate-name",
-                    f"record type `{rname}` has the name of a block",
-                    ctx.src.span(rloc + ("<key>",)),
-                    hint="record fields and signals share the `<name>.<field>` namespace",
-                )
+            ctx.error(
+                "duplicate-name",
+                f"record type `{rname}` has the name of a block",
+                rloc + ("<key>",),
+                hint="record fields and signals share the `<name>.<field>` namespace",
             )
             continue
         records[rname] = {
@@ -462,12 +430,9 @@ def _check_record_derivations(ctx: _Ctx, records: dict[str, dict], record_fields
     for rname, info in records.items():
         src_field = info["derived_from"]
         if src_field is not None and (src_field not in record_fields or not record_fields[src_field].times):
-            ctx.diags.append(
-                Diagnostic(
-                    "error",
-                    "unknown-name",
-                    f"record type `{rname}` derives from `{src_field}`, which is not a `times` field",
-                    ctx.src.span(("records", rname, "derived")),
-                    hint="name a record field declared with `times: true`",
-                )
+            ctx.error(
+                "unknown-name",
+                f"record type `{rname}` derives from `{src_field}`, which is not a `times` field",
+                ("records", rname, "derived"),
+                hint="name a record field declared with `times: true`",
             )
