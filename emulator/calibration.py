@@ -39,6 +39,7 @@ from .project import geomean_error, project
 from .scheduler import StepBatch
 
 FIT_STEPS = 600  # steps timed per row during the fit
+PERF_OVERVIEW = "trtllm-perf-overview"  # the source of calibration.yaml's rows
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class Row:
     pp: int = 1
     set: str = "shipped"  # shipped (the 16 public rows of ../shared) or perf-overview (further rows of the page)
     cite: str = ""
+    source: str = PERF_OVERVIEW  # the cited document (calibration_sources.yaml names the others)
+    concurrency: int = 0  # 0: offline (every request queued at once); N: closed loop with N in flight
+    ttft_ms: float = 0.0  # mean TTFT the source states (0: none)
+    itl_ms: float = 0.0  # mean inter-token latency the source states, AIPerf's definition (0: none)
 
     @property
     def family(self) -> str:
@@ -66,29 +71,51 @@ class Row:
     @property
     def label(self) -> str:
         par = f"TP{self.tp}" + (f"PP{self.pp}" if self.pp > 1 else "")
-        return f"{self.model} {self.gpu} {par} {self.dtype} {self.isl}/{self.osl}"
+        load = f" concurrency {self.concurrency}" if self.concurrency else ""
+        return f"{self.model} {self.gpu} {par} {self.dtype} {self.isl}/{self.osl}{load}"
 
 
 def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     """The calibration file (``emulator/data/calibration.yaml`` by default): header fields and rows."""
     p = Path(path) if path else DATA / "calibration.yaml"
     doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    rows = [
-        Row(
-            str(r["model"]),
-            str(r["gpu"]),
-            int(r.get("tp", 1)),
-            str(r.get("dtype", "fp8")),
-            int(r["isl"]),
-            int(r["osl"]),
-            float(r["value"]),
-            int(r.get("pp", 1)),
-            str(r.get("set", "shipped")),
-            str(r.get("cite", "")),
-        )
-        for r in doc["rows"]
-    ]
-    return {k: v for k, v in doc.items() if k != "rows"}, rows
+    return {k: v for k, v in doc.items() if k != "rows"}, [_row(r) for r in doc["rows"]]
+
+
+def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
+    return Row(
+        str(r["model"]),
+        str(r["gpu"]),
+        int(r.get("tp", 1)),
+        str(r.get("dtype", "fp8")),
+        int(r["isl"]),
+        int(r["osl"]),
+        float(r["value"]),
+        int(r.get("pp", 1)),
+        str(r.get("set", "shipped" if source == PERF_OVERVIEW else "other")),
+        str(r.get("cite", "")),
+        str(r.get("source", source)),
+        int(r.get("concurrency", 0)),
+        float(r.get("ttft_ms", 0.0)),
+        float(r.get("itl_ms", 0.0)),
+    )
+
+
+def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
+    """The other cited sources (``emulator/data/calibration_sources.yaml`` by default): ``{id: {title,
+    url, engine, quote, ...}}`` and their rows (each naming its source, which must be listed).
+
+    Raises:
+        ValueError: a row names a source the file does not list.
+    """
+    p = Path(path) if path else DATA / "calibration_sources.yaml"
+    doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    sources = doc.get("sources") or {}
+    rows = [_row(r, source="") for r in doc.get("rows") or ()]
+    bad = sorted({r.source for r in rows} - set(sources))
+    if bad:
+        raise ValueError(f"{p}: rows cite sources it does not list: {', '.join(bad)}")
+    return sources, rows
 
 
 @dataclass
@@ -268,40 +295,172 @@ def _kind(model: str) -> str:
     return "moe" if get_model(model).is_moe else "dense"
 
 
-def by_profile(res: dict, loo_family: dict | None, rows_are_profiles: bool = True) -> dict:
-    """Per engine profile (``engine_profiles.yaml``) and model kind (``dense`` / ``moe``): ``in_sample``
-    (``summary`` over the profile's validated rows of that kind), ``leave_one_source_out`` (None with
-    ``loso_note`` when the profile cites fewer than two sources: nothing to leave out) and
-    ``leave_one_family_out`` (the rows of the kind's families predicted by fits without them, from
-    ``loo_family``; None when not run). ``res``: ``validate``'s result; its rows belong to the profiles
-    whose ``calibration.file`` is the shipped calibration file (``rows_are_profiles``; False when the
-    caller validated another file). A profile without cited rows gets ``{"rows": 0, "note"}``."""
+def by_profile(
+    res: dict,
+    loo_family: dict | None,
+    rows_are_profiles: bool = True,
+    loso: dict | None = None,
+    others: list[dict] | None = None,
+    source_profile: dict | None = None,
+) -> dict:
+    """Per engine profile (``engine_profiles.yaml``) and figure kind — ``dense`` and ``moe`` throughput,
+    ``ttft``, ``itl`` — the geomean errors: ``in_sample`` (the profile's calibration rows, ``res``:
+    ``validate``'s result, under the shipped fit; None for TTFT/ITL: no latency row is fitted),
+    ``shipped_fit_other_sources`` (``others``: the figures of the other cited sources under the shipped
+    fit), ``leave_one_source_out`` (from ``loso``, ``leave_source_out``'s result: every held-out source's
+    figures predicted by a fit on the other sources; None when not run, with ``loso_note`` saying why) and
+    ``leave_one_family_out`` (throughput only, from ``loo_family``; None when not run).
+
+    A profile's sources: its calibration rows (when its ``calibration.file`` is the shipped calibration
+    file and ``rows_are_profiles``; False when the caller validated another file) and the other sources
+    that ``source_profile`` (``{source id: profile}``) gives it. A profile with none gets ``{"rows": 0,
+    "note"}``."""
     from .engine_profiles import load_profiles
 
     fam_kind = {r["family"]: _kind(r["model"]) for r in res["rows"]}
     out = {}
     for name, prof in load_profiles().items():
-        if not (rows_are_profiles and prof.calibration_file == "emulator/data/calibration.yaml"):
+        own = rows_are_profiles and prof.calibration_file == "emulator/data/calibration.yaml"
+        mine = {s for s, pr in (source_profile or {}).items() if pr == name} | ({PERF_OVERVIEW} if own else set())
+        if not own:
             out[name] = {"rows": 0, "note": "no cited public rows: its constants are stated assumptions"}
             continue
+        other = by_metric([f for f in others or () if f["source"] in mine])
+        held = by_metric([f for s, v in (loso or {}).items() if s in mine for f in v["figures"]])
         kinds = {}
-        for kind in ("dense", "moe"):
+        for kind in ("dense", "moe", "ttft", "itl"):
             rows = [r for r in res["rows"] if _kind(r["model"]) == kind]
             lofo = None
-            if loo_family is not None:
+            if loo_family is not None and kind in ("dense", "moe"):
                 lofo = summary([x for f, v in loo_family.items() if fam_kind.get(f) == kind for x in v["rows"]])
             kinds[kind] = {
-                "in_sample": summary(rows),
-                "leave_one_source_out": None,
+                "in_sample": summary(rows) if rows else None,
+                "shipped_fit_other_sources": other[kind],
+                "leave_one_source_out": held[kind] if loso is not None else None,
                 "leave_one_family_out": lofo,
-                "target": TARGETS[kind],
+                "target": TARGETS.get(kind, TARGETS["ttft_itl"]),
             }
-        note = (
-            f"{len(prof.sources)} cited source(s): leave-one-source-out needs two"
-            if len(prof.sources) < 2
-            else "leave-one-source-out not computed: the rows do not name their source"
-        )
-        out[name] = {"rows": len(res["rows"]), "sources": list(prof.sources), "kinds": kinds, "loso_note": note}
+        n = max(len(mine), len(prof.sources))
+        if loso is None:
+            note = f"{n} cited source(s): leave-one-source-out needs two" if n < 2 else "leave-one-source-out not run"
+        else:
+            note = f"{len(mine)} cited sources, each held out in turn: {', '.join(sorted(mine))}"
+        out[name] = {"rows": len(res["rows"]), "sources": sorted(mine), "kinds": kinds, "loso_note": note}
+    return out
+
+
+def design_params() -> dict:
+    """The fitted constants at their design values (``Assumptions()``): what a refit starts from, and
+    what a source is predicted with when no other source has offline rows to fit on."""
+    d = Assumptions()
+    return {k: float(getattr(d, k)) for k in FITTED_BOUNDS}
+
+
+#: The figures a row may state, and their names in the results.
+METRICS = {"value": "throughput", "ttft_ms": "ttft", "itl_ms": "itl"}
+
+
+@lru_cache(maxsize=64)
+def _replay(row: Row, params: tuple) -> dict:
+    from .models import get_model
+
+    mp = dataclasses.replace(Mapping.default(get_model(row.model), row.tp), pp=row.pp)
+    pr = project(
+        row.gpu,
+        model=row.model,
+        chips=mp.chips,
+        isl=row.isl,
+        osl=row.osl,
+        dtype=row.dtype,
+        mapping=mp,
+        concurrency=row.concurrency,
+        overrides=dict(params),
+    )
+    lat = pr.figures.latency
+    return {
+        "value": pr.figures.output_tokens_per_second,
+        "ttft_ms": 1e3 * (lat["ttft_s"]["mean"] or 0.0),
+        "itl_ms": 1e3 * (lat["tpot_s"]["mean"] or 0.0),
+    }
+
+
+def replay(row: Row, params: dict) -> dict:
+    """A closed-loop row's benchmark (``row.concurrency`` requests in flight, ``concurrency_requests``
+    requests) under the preset with ``params``: ``{"value": output tokens/s of the group, "ttft_ms":
+    mean TTFT, "itl_ms": mean TPOT}`` — TPOT is AIPerf's inter-token latency, ``(request latency −
+    TTFT) / (output tokens − 1)`` per request, averaged. Cached per process."""
+    return _replay(row, tuple(sorted(params.items())))
+
+
+def figures(row: Row, params: dict, prep: Prepared | None = None) -> list[dict]:
+    """Predicted vs measured for each figure ``row`` states (throughput; TTFT and ITL where stated):
+    an offline row is timed from ``prep`` (its prepared schedule), a closed-loop row replayed."""
+    if row.concurrency == 0:
+        if prep is None:
+            prep = prepare(row)
+        pred = {"value": prep.predict(prep.cfg.a.replace(**params))}
+    else:
+        pred = replay(row, params)
+    out = []
+    for key, metric in METRICS.items():
+        meas = float(getattr(row, key))
+        if meas > 0 and key in pred:
+            p = float(pred[key])
+            out.append(
+                {
+                    "source": row.source,
+                    "row": row.label,
+                    "model": row.model,
+                    "kind": _kind(row.model),
+                    "metric": metric,
+                    "measured": meas,
+                    "predicted": p,
+                    "error": p / meas - 1.0,
+                }
+            )
+    return out
+
+
+def by_metric(figs: list[dict]) -> dict:
+    """``summary`` of ``figures`` by what they measure: ``dense`` and ``moe`` throughput, ``ttft``,
+    ``itl`` (None where there are none)."""
+    groups = {
+        "dense": [f for f in figs if f["metric"] == "throughput" and f["kind"] == "dense"],
+        "moe": [f for f in figs if f["metric"] == "throughput" and f["kind"] == "moe"],
+        "ttft": [f for f in figs if f["metric"] == "ttft"],
+        "itl": [f for f in figs if f["metric"] == "itl"],
+    }
+    return {k: (summary(v) if v else None) for k, v in groups.items()}
+
+
+def leave_source_out(
+    preps: list[Prepared], online: list[Row], progress: Callable[[int, int], None] | None = None
+) -> dict:
+    """Leave one source out: for each cited source, refit the constants on the offline rows of the
+    other sources (one start, from the design values, as ``leave_family_out``: a constant the other
+    sources cannot pin down stays at its design value; the design values themselves when no other
+    source has offline rows) and predict every figure of the held-out source — offline rows timed,
+    closed-loop rows (``online``) replayed. ``preps``: the prepared offline rows of every source.
+
+    Returns:
+        ``{source: {"fit_rows", "fit_sources", "parameters", "figures": [...], **by_metric}}``.
+    """
+    srcs = sorted({p.row.source for p in preps} | {r.source for r in online})
+    out = {}
+    for i, s in enumerate(srcs):
+        train = [p for p in preps if p.row.source != s]
+        params = fit(train, starts=1)["parameters"] if train else design_params()
+        figs = [f for p in preps if p.row.source == s for f in figures(p.row, params, p)]
+        figs += [f for r in online if r.source == s for f in figures(r, params)]
+        out[s] = {
+            "fit_rows": len(train),
+            "fit_sources": sorted({p.row.source for p in train}),
+            "parameters": params,
+            "figures": figs,
+            **by_metric(figs),
+        }
+        if progress:
+            progress(i + 1, len(srcs))
     return out
 
 

@@ -108,6 +108,7 @@ def project(
     max_steps: int = MAX_STEPS,
     progress=None,
     engine_profile: str | None = None,
+    overrides: dict | None = None,
     **scenario,
 ) -> Projection:
     """Serve ``num_requests`` requests and measure the server.
@@ -124,6 +125,8 @@ def project(
     per step at ``acceptance``. ``progress(done, total)`` is called with the requests completed so far
     (of one rank) as the schedule advances. ``engine_profile`` (``emulator/data/engine_profiles.yaml``):
     its kernel constants on top of the preset's assumptions and its scheduler (unless ``engine``).
+    ``overrides``: ``Assumptions`` fields set last, on top of the preset's and the profile's (what the
+    calibration's refits vary).
 
     Raises:
         ValueError: unknown names (an unknown engine profile too), a mapping or a request that does not
@@ -136,6 +139,8 @@ def project(
         prof = profile(engine_profile)
         cfg = dataclasses.replace(cfg, a=prof.assumptions(cfg.a))
         engine = engine or prof.engine(cfg, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
+    if overrides:
+        cfg = dataclasses.replace(cfg, a=cfg.a.replace(**overrides))
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
