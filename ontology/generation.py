@@ -372,22 +372,25 @@ def _check_signal_references(ctx: _Ctx, signals: dict[str, ResolvedSignal], fiel
     src, diags = ctx.src, ctx.diags
     for full, s_ in signals.items():
         sloc = ("blocks", s_.block, "signals", full.split(".", 1)[1])
-        if s_.reset_indicator is not None and s_.reset_indicator not in signals:
-            ctx.error(
-                "unknown-name",
-                f"signal `{full}`: reset indicator `{s_.reset_indicator}` is not a signal",
-                sloc + ("reset_indicator",),
-                hint=did_you_mean(s_.reset_indicator, signals) or "name a signal of this generation",
-            )
+        reset = s_.reset_indicator, sloc + ("reset_indicator",)
+        _check_names_a_signal(ctx, full, "reset indicator", *reset, signals, "name a signal of this generation")
         if s_.scale_field is not None:
             _check_scale_field(full, s_, fields, sloc + ("scale_field", "field"), src, diags)
-        if s_.renamed_to is not None and s_.renamed_to not in signals:
-            ctx.error(
-                "unknown-name",
-                f"signal `{full}`: renamed_to `{s_.renamed_to}` is not a signal",
-                sloc + ("renamed_to",),
-                hint=did_you_mean(s_.renamed_to, signals) or "name the signal that replaces it",
-            )
+        renamed = s_.renamed_to, sloc + ("renamed_to",)
+        _check_names_a_signal(ctx, full, "renamed_to", *renamed, signals, "name the signal that replaces it")
+
+
+def _check_names_a_signal(
+    ctx: _Ctx, full: str, what: str, target: str | None, loc: tuple, signals: dict, hint: str
+) -> None:
+    """Signal `full`'s attribute `what` (at `loc`), when given, names a signal of this generation."""
+    if target is not None and target not in signals:
+        ctx.error(
+            "unknown-name",
+            f"signal `{full}`: {what} `{target}` is not a signal",
+            loc,
+            hint=did_you_mean(target, signals) or hint,
+        )
 
 
 def _resolve_records(ctx: _Ctx) -> tuple[dict[str, ResolvedRecordField], dict[str, dict]]:
