@@ -7,9 +7,12 @@ measurement. Summary: ``geomean_error = exp(mean |ln(predicted/measured)|) − 1
 (the largest ``max(p/m, m/p) − 1``), as fractions, over all rows and over the ``shipped`` ones (the
 16 public rows of ``../shared``). Then, per model family (Llama 3, Qwen3), the same errors when the
 constants are refitted without that family's rows (leave-one-family-out; ``--no-loo`` skips it).
-Then, per engine profile (``emulator/data/engine_profiles.yaml``) and model kind (dense / MoE), the
-in-sample, leave-one-source-out and leave-one-family-out geomean errors, and a closing note with
-issue 30's targets. Exit 0 when it ran.
+Then the other cited sources (``emulator/data/calibration_sources.yaml``, ``--sources``): each figure
+(throughput; TTFT and ITL where the source states them) under the shipped fit and, unless
+``--no-loso``, with its source left out of a refit on the other sources' offline rows. Then, per
+engine profile (``emulator/data/engine_profiles.yaml``) and figure kind (dense / MoE throughput, TTFT,
+ITL), the in-sample, other-source, leave-one-source-out and leave-one-family-out geomean errors, and a
+closing note with issue 30's targets on the leave-one-source-out figures. Exit 0 when it ran.
 """
 
 from __future__ import annotations
