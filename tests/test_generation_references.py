@@ -8,7 +8,8 @@ from test_ontology import GOOD, load_text
 def test_a_reset_indicator_or_replacement_that_is_not_a_signal_is_located_with_a_hint(tmp_path):
     text = GOOD.replace(
         "width: 32, description: busy}",
-        "width: 32, description: busy, reset_indicator: mxu.busy_cycle, stability: deprecated, renamed_to: nosuch.thing}",
+        "width: 32, description: busy, reset_indicator: mxu.busy_cycle,"
+        " stability: deprecated, renamed_to: nosuch.thing}",
     )
     gen, diags = load_text(tmp_path, text)
     assert gen is None
