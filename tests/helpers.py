@@ -3,6 +3,9 @@
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
+import pytest
+
 from perfonto.cli import main
 from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.compiler import compile_texts
@@ -72,12 +75,26 @@ def tool_generation(tool: str, generation: str | None = None):
     return load_catalog(TOOL_CATALOGS / tool, generation, library=False, cache=False).generation
 
 
+def tool_generation_fixture(tool: str, generation: str | None = None):
+    """A module-scoped fixture giving ``tool_generation(tool, generation)``, for a test module to take as its
+    ``gen`` (``gen = tool_generation_fixture("ncu")``): the generation is compiled once per module."""
+    return pytest.fixture(scope="module")(lambda: tool_generation(tool, generation))
+
+
 def analyze(capsys, path, out, *extra) -> tuple[int, dict]:
     """``perfonto analyze PATH --out OUT --json EXTRA…`` in this process: its exit code and its JSON
     document (``capsys``: the test's, emptied first)."""
     capsys.readouterr()
     code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
     return code, json.loads(capsys.readouterr().out)
+
+
+def analyze_windows(capsys, path, out, generation: str) -> tuple[dict, dict]:
+    """``analyze`` of ``path`` into ``out``, which must succeed reading it as ``generation``: its JSON document
+    and its per-window metrics (``metrics.parquet``, column → values)."""
+    code, doc = analyze(capsys, path, out)
+    assert code == 0 and doc["generation"] == generation, doc
+    return doc, pq.read_table(Path(out) / "metrics.parquet").to_pydict()
 
 
 #: The engine of the first emulator (8192-token steps, chunked prompts, up to 1024 requests): for tests

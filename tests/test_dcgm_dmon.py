@@ -21,14 +21,12 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.cli import main
 
-from helpers import tool_generation
+from helpers import tool_generation_fixture
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm-dmon" / "dmon-2gpu.txt"
 
 
-@pytest.fixture(scope="module")
-def gen():
-    return tool_generation("dcgm", "dcgm_h100")
+gen = tool_generation_fixture("dcgm", "dcgm_h100")
 
 
 def _analyze(capsys, path, out, *extra) -> tuple[int, dict, str]:

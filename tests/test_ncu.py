@@ -19,21 +19,17 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.ncu import ncu_capture, ncu_trace, unit_expr
 
-from helpers import analyze, tool_generation
+from helpers import analyze, analyze_windows, tool_generation_fixture
 
 FIX = Path(__file__).parent / "fixtures" / "ncu" / "two-kernels.csv"
 
 
-@pytest.fixture(scope="module")
-def gen():
-    return tool_generation("ncu")
+gen = tool_generation_fixture("ncu")
 
 
 def test_two_kernels_give_the_hand_computed_bandwidths(capsys, tmp_path):
-    code, doc = analyze(capsys, FIX, tmp_path / "o")
-    assert code == 0 and doc["generation"] == "ncu_h100"
+    doc, w = analyze_windows(capsys, FIX, tmp_path / "o", "ncu_h100")
     # kernel 0: (134.22 + 67.11) Mbyte = 201,330,000 B in 80 usecond; kernel 1: (2,000 + 500) Mbyte in 1,250 usecond
-    w = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
     assert w["start_ns"] == [0, 80_000]  # back to back, each lasting its gpu__time_duration.sum
     assert w["interval_s"] == pytest.approx([80e-6, 1250e-6], rel=1e-12)
     assert w["dram.bandwidth"] == pytest.approx([201_330_000 / 80e-6 / 1e9, 2.5e9 / 1.25e-3 / 1e9], rel=1e-12)

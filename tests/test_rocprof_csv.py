@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from perfonto.capture.dump_io import DumpError
@@ -19,22 +18,18 @@ from perfonto.capture.formats import detect
 from perfonto.capture.kernel_windows import Kernel, kernel_table
 from perfonto.capture.rocprof import rocprof_capture, rocprof_trace
 
-from helpers import analyze, tool_generation
+from helpers import analyze_windows, tool_generation_fixture
 
 FIX = Path(__file__).parent / "fixtures" / "rocprof-csv" / "1234_counter_collection.csv"
 
 
-@pytest.fixture(scope="module")
-def gen():
-    return tool_generation("rocprof")
+gen = tool_generation_fixture("rocprof")
 
 
 def test_two_dispatches_give_the_hand_computed_values(capsys, tmp_path):
-    code, doc = analyze(capsys, FIX, tmp_path / "o")
-    assert code == 0 and doc["generation"] == "rocprof_mi300x"
+    doc, w = analyze_windows(capsys, FIX, tmp_path / "o", "rocprof_mi300x")
     # dispatch 1: 100 us, FETCH_SIZE 97,656.25 KiB (100,000,000 B) + WRITE_SIZE 48,828.125 KiB (50,000,000 B);
     # 50 us idle; dispatch 2: 400 us, 390,625 KiB (400,000,000 B) fetched, nothing written
-    w = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
     assert w["start_ns"] == [0, 100_000, 150_000] and w["interval_s"] == pytest.approx([100e-6, 50e-6, 400e-6])
     assert w["hbm.bandwidth"] == pytest.approx([150e6 / 100e-6 / 1e9, None, 400e6 / 400e-6 / 1e9])
     assert w["hbm.bandwidth"][0] == pytest.approx(1500.0, rel=1e-12)
