@@ -126,3 +126,13 @@ def test_errors_by_profile_with_sources_left_out_by_hand():
     assert t["ttft"]["shipped_fit_other_sources"]["geomean_error"] == pytest.approx(0.25)
     assert t["ttft"]["in_sample"] is None and t["ttft"]["target"] == 0.25 and t["moe"]["leave_one_source_out"] is None
     assert out["trtllm"]["sources"] == ["n", PERF_OVERVIEW] and "2 cited sources" in out["trtllm"]["loso_note"]
+
+
+def test_a_closed_loop_replay_at_concurrency_1_obeys_aiperfs_identity():
+    """One client, back to back: each request takes TTFT + (osl − 1) × ITL (AIPerf's ITL), so the
+    output throughput is osl / (TTFT + (osl − 1) × ITL) — the check the NIM page's own rows pass (500
+    tokens in 406.77 ms + 499 × 18.58 ms = 9.68 s: 51.6 tokens/s, the table's 51.67)."""
+    r = Row("llama-3.1-8b", "h100", 1, "fp8", 128, 32, 1.0, source="x", concurrency=1, ttft_ms=1.0, itl_ms=1.0)
+    f = calibration.replay(r, design_params())
+    assert f["value"] == pytest.approx(32 / ((f["ttft_ms"] + 31 * f["itl_ms"]) / 1e3), rel=1e-6)
+    assert 0 < f["itl_ms"] < f["ttft_ms"]  # the first token carries the 128-token prompt
