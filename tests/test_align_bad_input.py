@@ -53,20 +53,21 @@ def test_a_column_of_the_wrong_type_is_named(column, values, what):
         clocks_of_table(t, where="x.parquet")
 
 
+def _with_null(t: pa.Table, column: str, row: int) -> pa.Table:
+    """``t`` with the value of ``column`` at ``row`` null (the column's type kept)."""
+    values = t.column(column).to_pylist()
+    values[row] = None
+    return t.set_column(t.column_names.index(column), column, pa.array(values, t.schema.field(column).type))
+
+
 def test_a_null_chip_names_its_row():
-    t = sync()
-    chip = t.column("chip").to_pylist()
-    chip[13] = None
     with pytest.raises(ValueError, match=r"x.parquet: sync read row 13, column chip: is empty"):
-        clocks_of_table(t.set_column(0, "chip", pa.array(chip, pa.int32())), where="x.parquet")
+        clocks_of_table(_with_null(sync(), "chip", 13), where="x.parquet")
 
 
 def test_a_non_finite_stamp_names_its_own_column():
-    t = sync()
-    d = t.column("device_ns").to_pylist()
-    d[4] = None
     with pytest.raises(ValueError, match=r"row 4, column device_ns: is not a finite number"):
-        clocks_of_table(t.set_column(2, "device_ns", pa.array(d, pa.int64())), where="x.parquet")
+        clocks_of_table(_with_null(sync(), "device_ns", 4), where="x.parquet")
     two = sync().append_column("device_before_ns", pa.array(np.full(20, np.nan)))
     two = two.append_column("device_after_ns", sync().column("device_ns"))
     with pytest.raises(ValueError, match=r"row 0, column device_before_ns: is not a finite number"):
