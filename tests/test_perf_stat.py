@@ -22,10 +22,16 @@ MAP = {
 }
 
 
+def interval_totals(path: Path, lines: int, first_s: float) -> dict:
+    """The collector table (column → values, through ``MAP``) of perf stat's interval output ``path``,
+    which must read as ``lines`` lines, the first at ``first_s`` seconds."""
+    ps = read_perf_stat(path)
+    assert ps.interval and len(ps.lines) == lines and ps.lines[0].time == pytest.approx(first_s)
+    return collector_table(ps, MAP).to_pydict()
+
+
 def test_interval_csv_becomes_running_totals_from_zero():
-    ps = read_perf_stat(FIX / "perf-stat-interval.csv")
-    assert ps.interval and len(ps.lines) == 56 and ps.lines[0].time == pytest.approx(0.100178297)
-    t = collector_table(ps, MAP).to_pydict()
+    t = interval_totals(FIX / "perf-stat-interval.csv", 56, 0.100178297)
     assert t["timestamp_ns"][:3] == [0, 100178297, 200508350]
     # perf's first interval: 77.25 msec, 67 switches, 6 migrations; the second adds 84.30 msec and 43 switches
     assert t["task_clock"][:3] == [0, 77_250_000, 77_250_000 + 84_300_000]

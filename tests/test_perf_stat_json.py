@@ -20,14 +20,12 @@ from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
 from perfonto.capture.perf_stat import collector_table, read_perf_stat
 
-from test_perf_stat import FIX, MAP  # the same fixtures folder and event map as the CSV tests
+from test_perf_stat import FIX, MAP, interval_totals  # the CSV tests' fixtures folder, event map and interval check
 
 
 def test_json_is_recognised_and_increments_become_running_totals():
     assert detect(FIX / "perf-stat-interval.json") == "perf-stat"
-    ps = read_perf_stat(FIX / "perf-stat-interval.json")
-    assert ps.interval and len(ps.lines) == 100 and ps.lines[0].time == pytest.approx(0.103763521)
-    t = collector_table(ps, MAP).to_pydict()
+    t = interval_totals(FIX / "perf-stat-interval.json", 100, 0.103763521)
     assert t["timestamp_ns"][:3] == [0, 103_763_521, 211_760_086]
     # the first interval: 27.406139 msec, 26 switches, 2267 faults; the second adds 24.273702 msec, 17, 1645
     assert t["task_clock"][:3] == [0, 27_406_139, 27_406_139 + 24_273_702]
