@@ -9,6 +9,7 @@ import pytest
 from perfonto.cli import main
 from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.compiler import compile_texts
+from perfonto.ontology.loader import load_generation
 
 #: The tool catalogs perfonto ships, one folder per tool (``perfonto/catalogs/<tool>``).
 TOOL_CATALOGS = Path(__file__).parents[1] / "perfonto" / "catalogs"
@@ -68,6 +69,15 @@ def one_block_yaml(generation: str, signals: str, *, block: str = "b", instances
         + (f"    instances: {instances}\n" if instances else "")
         + f"    signals:\n{signals}"
     )
+
+
+def generation_from_yaml(path: Path, text: str):
+    """The generation the YAML ``text``, written to ``path``, loads as (the test fails with the loader's
+    diagnostics where it loads none)."""
+    path.write_text(text)
+    g, diags = load_generation(path)
+    assert g is not None, [d.render() for d in diags]
+    return g
 
 
 def tool_generation(tool: str, generation: str | None = None):

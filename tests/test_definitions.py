@@ -19,7 +19,7 @@ from perfonto.metrics.interpreter import evaluate
 from perfonto.metrics.windows import prepare, read_counters
 from perfonto.ontology.loader import load_generation
 
-from helpers import compile_src, one_block_yaml
+from helpers import compile_src, generation_from_yaml, one_block_yaml
 from test_differential_backends import _sql_values
 
 SIGNALS = (
@@ -38,11 +38,7 @@ OK = [0, 15, 4294967295, 50]  # increments 15, then a sentinel (two null windows
 
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory):
-    p = tmp_path_factory.mktemp("gen") / "t.yaml"
-    p.write_text(one_block_yaml("t", SIGNALS))
-    g, diags = load_generation(p)
-    assert g is not None, [d.render() for d in diags]
-    return g
+    return generation_from_yaml(tmp_path_factory.mktemp("gen") / "t.yaml", one_block_yaml("t", SIGNALS))
 
 
 def _table(cols: dict[str, list[int]]) -> pa.Table:

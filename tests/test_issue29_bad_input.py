@@ -190,16 +190,10 @@ def test_steady_state_of_requests_that_finish_where_they_begin_says_so(library):
 
 @pytest.fixture(scope="module")
 def dgen(tmp_path_factory):
-    from helpers import one_block_yaml
+    from helpers import generation_from_yaml, one_block_yaml
     from test_definitions import SIGNALS
 
-    from perfonto.ontology.loader import load_generation
-
-    p = tmp_path_factory.mktemp("dgen") / "t.yaml"
-    p.write_text(one_block_yaml("t", SIGNALS))
-    g, diags = load_generation(p)
-    assert g is not None, [d.render() for d in diags]
-    return g
+    return generation_from_yaml(tmp_path_factory.mktemp("dgen") / "t.yaml", one_block_yaml("t", SIGNALS))
 
 
 def test_a_default_over_a_field_of_an_absent_register_reads_the_default(dgen, tmp_path):
