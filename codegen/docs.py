@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfonto.metrics.explain import limits
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
 
@@ -130,11 +131,7 @@ def _optional_facts(m) -> list[str]:
         out.append(f"- **description**: {_esc(m.description)}")
     if m.groups:
         out.append(f"- **groups**: {', '.join(_esc(g) for g in m.groups)}")
-    if m.bounds:
-        out.append(f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(m.unit_text)}")
-    if m.threshold:
-        op, v, msg = m.threshold
-        out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(m.unit_text)}: {_esc(msg)}")
+    out += [f"- **{fact}**: {text}" for fact, text in limits(m, _esc)]
     if m.parent:
         out.append(f"- **parent**: [`{_n(m.parent)}`](#{_anchor(m.parent)})")
     return out

@@ -17,6 +17,33 @@ def window_meaning(kind: str) -> str:
     return kinds.of(kind).meaning
 
 
+def input_of(gen, name: str) -> tuple[str | None, object]:
+    """What ``name`` is among the generation's inputs, with its definition: ``("signal", ResolvedSignal)``,
+    ``("field", ResolvedField)`` (a packed register's field), ``("record_field", ResolvedRecordField)``,
+    ``("spec", spec constant)`` or ``("interval", None)``; ``(None, None)`` for anything else (a metric)."""
+    for kind, table in (
+        ("signal", gen.signals),
+        ("field", gen.fields),
+        ("record_field", gen.record_fields),
+        ("spec", gen.spec),
+    ):
+        if name in table:
+            return kind, table[name]
+    return ("interval", None) if name == "interval" else (None, None)
+
+
+def limits(m, esc=str) -> list[tuple[str, str]]:
+    """A metric's bounds and threshold, those it has, as (fact, text), each catalog text through ``esc``
+    (the Markdown reference escapes it; ``explain`` writes it as it is)."""
+    out = []
+    if m.bounds:
+        out.append(("bounds", f"{m.bounds[0]:g} .. {m.bounds[1]:g} {esc(m.unit_text)}"))
+    if m.threshold:
+        op, v, msg = m.threshold
+        out.append(("threshold", f"{esc(op)} {v:g} {esc(m.unit_text)}: {esc(msg)}"))
+    return out
+
+
 def availability(name: str, catalog_dir=None) -> dict[str, str]:
     """Generation → "available" or the reason the metric is unavailable there: the shipped generations
     and library, or (``catalog_dir``) the generations and metric files of a user's catalog."""
@@ -60,6 +87,15 @@ def availability(name: str, catalog_dir=None) -> dict[str, str]:
     return out
 
 
+# What each kind of input is, as a step of ``unit_steps`` (a packed field cannot stand in a formula).
+_STEP_NOTES = {
+    "signal": lambda s: f"{s.kind}: {window_meaning(s.kind)}",
+    "spec": lambda c: f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)",
+    "record_field": lambda f: f"record field: one value per `{f.record}` record",
+    "interval": lambda _: "window duration from the sample timestamps",
+}
+
+
 def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
     """(sub-expression, unit, note) for every sub-expression, innermost first, then the conversion."""
     decl = graph.declarations[name]
@@ -74,19 +110,8 @@ def unit_steps(graph: MetricGraph, name: str) -> list[tuple[str, str, str]]:
     steps = []
     for node, unit, axes, degree in typer.trace:
         text = to_text(node)
-        note = []
-        if text in gen.signals:
-            s = gen.signals[text]
-            note.append(f"{s.kind}: {window_meaning(s.kind)}")
-        elif text in gen.spec:
-            c = gen.spec[text]
-            note.append(f"spec constant {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope)")
-        elif text in graph.all_metrics:
-            note.append("metric")
-        elif text in gen.record_fields:
-            note.append(f"record field: one value per `{gen.record_fields[text].record}` record")
-        elif text == "interval":
-            note.append("window duration from the sample timestamps")
+        kind, what = input_of(gen, text)
+        note = ["metric"] if text in graph.all_metrics else [_STEP_NOTES[kind](what)] if kind in _STEP_NOTES else []
         if axes:
             note.append("over " + ", ".join(f"{a}[{n}]" for a, n in axes))
         note.append(
@@ -122,87 +147,99 @@ def dependency_tree(graph: MetricGraph, name: str, prefix: str = "", seen: set |
             if d not in seen:
                 seen.add(d)
                 lines += dependency_tree(graph, d, prefix + ("    " if last else "│   "), seen)
-        elif d in gen.signals:
-            s = gen.signals[d]
-            inst = ", ".join(f"{a} x{n}" for a, n in s.axes) or "per chip"
-            width = f"{s.width}-bit" if s.width else "level"
-            lines.append(f"{prefix}{branch}{d} ({s.kind}, {s.unit_text}, {width}, scale {s.scale:g}, {inst})")
-        elif d in gen.fields:
-            f = gen.fields[d]
-            lines.append(f"{prefix}{branch}{d} (bits {f.lo}..{f.hi} of {f.register})")
-        elif d in gen.record_fields:
-            rf = gen.record_fields[d]
-            lines.append(f"{prefix}{branch}{d} (record field, {rf.unit_text}, one per {rf.record})")
-        elif d == "interval":
-            lines.append(f"{prefix}{branch}interval (window duration from the sample timestamps, s)")
-        elif d in gen.spec:
-            c = gen.spec[d]
-            lines.append(
-                f"{prefix}{branch}{d} = {c.value:g} {c.unit_text} ({c.provenance}{': ' + c.source if c.source else ''})"
-            )
+            continue
+        kind, what = input_of(gen, d)
+        if kind is not None:
+            lines.append(f"{prefix}{branch}{d}{_TREE_LEAVES[kind](what)}")
     return lines
+
+
+def _signal_leaf(s) -> str:
+    """A signal's kind, unit, width, scale and instances."""
+    inst = ", ".join(f"{a} x{n}" for a, n in s.axes) or "per chip"
+    width = f"{s.width}-bit" if s.width else "level"
+    return f" ({s.kind}, {s.unit_text}, {width}, scale {s.scale:g}, {inst})"
+
+
+# What each kind of input is, after its name, as a leaf of ``dependency_tree``.
+_TREE_LEAVES = {
+    "signal": _signal_leaf,
+    "field": lambda f: f" (bits {f.lo}..{f.hi} of {f.register})",
+    "record_field": lambda rf: f" (record field, {rf.unit_text}, one per {rf.record})",
+    "interval": lambda _: " (window duration from the sample timestamps, s)",
+    "spec": lambda c: f" = {c.value:g} {c.unit_text} ({c.provenance}{': ' + c.source if c.source else ''})",
+}
 
 
 def explain_input(gen, name: str) -> str | None:
     """What a signal, packed field, record field or spec constant is (None if ``name`` is none of them)."""
-    out = []
-    if name in gen.signals:
-        s = gen.signals[name]
-        out.append(f"{name}: {s.kind} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}")
-        out.append(f"  {s.description}")
-        out.append(
-            f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)"
-        )
-        out.append(
-            "instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`"
-        )
-        if s.sentinel:
-            out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
-        if s.modulus is not None:
-            out.append(
-                f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or "
-                "beyond it are null)"
-            )
-        if s.scale_field is not None:
-            out.append(
-                f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a "
-                "change is null)"
-            )
-        if s.slots is not None:
-            out.append(
-                f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices "
-                f"{', '.join(map(str, s.slots[:16]))}"
-                f"{' …' if len(s.slots) > 16 else ''})"
-            )
-        if s.reset_indicator:
-            out.append(
-                f"reset indicator: {s.reset_indicator}"
-                + (" (an uptime: a decrease is a reset)" if s.reset_kind == "decrease" else " (any change is a reset)")
-            )
-        if s.max_rate:
-            out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
-        out.append(
-            f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
-            + ("; BROKEN on this generation" if s.broken else "")
-        )
-        out.append(f"in a metric: {window_meaning(s.kind)}")
-    elif name in gen.fields:
-        f = gen.fields[name]
-        out.append(f"{name}: bits {f.lo}..{f.hi} of packed register `{f.register}` [{f.unit_text}] — {f.description}")
-    elif name in gen.record_fields:
-        f = gen.record_fields[name]
-        out.append(f"{name}: field of `{f.record}` records [{f.unit_text}] — {f.description}")
-    elif name in gen.spec:
-        c = gen.spec[name]
-        out.append(f"{name} = {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope) — defined at {c.span}")
-        if c.description:
-            out.append(f"  {c.description}")
-        if c.precision or c.sparsity:
-            out.append(f"precision: {c.precision or '—'}; sparsity: {c.sparsity or '—'}")
-        out.append(f"source: {c.source or '—'}")
-    else:
+    kind, what = input_of(gen, name)
+    if kind not in _INPUT_TEXTS:
         return None
-    return "\n".join(out)
+    return "\n".join(_INPUT_TEXTS[kind](name, what))
+
+
+def _signal_text(name: str, s) -> list[str]:
+    """A signal: kind, block, unit, width and wrap, instances, sentinels, resets, stability, meaning."""
+    out = [f"{name}: {s.kind} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}"]
+    out.append(f"  {s.description}")
+    out.append(
+        f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)"
+    )
+    out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
+    if s.sentinel:
+        out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")
+    if s.modulus is not None:
+        out.append(
+            f"wraps at a declared range: {s.modulus} raw counts (increase mod {s.modulus}; raw values at or "
+            "beyond it are null)"
+        )
+    if s.scale_field is not None:
+        out.append(
+            f"unit per sample: raw × {s.scale:g} × {s.scale_field[1]:g} ^ {s.scale_field[0]} (a window across a "
+            "change is null)"
+        )
+    if s.slots is not None:
+        out.append(
+            f"instances: {s.instances} present of {s.full_instances} slots (flat slot indices "
+            f"{', '.join(map(str, s.slots[:16]))}"
+            f"{' …' if len(s.slots) > 16 else ''})"
+        )
+    if s.reset_indicator:
+        out.append(
+            f"reset indicator: {s.reset_indicator}"
+            + (" (an uptime: a decrease is a reset)" if s.reset_kind == "decrease" else " (any change is a reset)")
+        )
+    if s.max_rate:
+        out.append(f"max rate: {s.max_rate:g} {s.unit_text}/s")
+    out.append(
+        f"stability: {s.stability}{' → ' + s.renamed_to if s.renamed_to else ''}; since `{s.since}`"
+        + ("; BROKEN on this generation" if s.broken else "")
+    )
+    out.append(f"in a metric: {window_meaning(s.kind)}")
+    return out
+
+
+def _spec_text(name: str, c) -> list[str]:
+    """A spec constant: value, provenance, scope, description, precision and source."""
+    out = [f"{name} = {c.value:g} {c.unit_text} ({c.provenance}, {c.scope.value} scope) — defined at {c.span}"]
+    if c.description:
+        out.append(f"  {c.description}")
+    if c.precision or c.sparsity:
+        out.append(f"precision: {c.precision or '—'}; sparsity: {c.sparsity or '—'}")
+    out.append(f"source: {c.source or '—'}")
+    return out
+
+
+# Each kind of input -> its lines in ``explain_input`` (``interval`` has none: it is not a declaration).
+_INPUT_TEXTS = {
+    "signal": _signal_text,
+    "field": lambda name, f: [
+        f"{name}: bits {f.lo}..{f.hi} of packed register `{f.register}` [{f.unit_text}] — {f.description}"
+    ],
+    "record_field": lambda name, f: [f"{name}: field of `{f.record}` records [{f.unit_text}] — {f.description}"],
+    "spec": _spec_text,
+}
 
 
 def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
@@ -212,10 +249,7 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
         out.append(f"  {m.description}")
     out.append("")
     out.append(f"formula: {m.formula}")
-    if m.bounds:
-        out.append(f"bounds: {m.bounds[0]:g} .. {m.bounds[1]:g} {m.unit_text}")
-    if m.threshold:
-        out.append(f"threshold: {m.threshold[0]} {m.threshold[1]:g} {m.unit_text}: {m.threshold[2]}")
+    out += [f"{fact}: {text}" for fact, text in limits(m)]
     if m.parent:
         out.append(f"parent (top-down tree): {m.parent}")
     children = sorted(n for n, x in graph.metrics.items() if x.parent == name)
