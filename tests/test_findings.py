@@ -226,6 +226,22 @@ def test_the_headline_is_a_finding_below_its_threshold_and_parents_come_after_ch
     assert found[1]["overlaps"] == ["topdown.interconnect.link_transfer"] and found[0]["overlaps"] == []
 
 
+def _hand_edited_is_a_clear_error(slow_run, tmp_path, capsys, name: str, edit, want: str) -> Path:
+    """A copy of ``slow_run`` whose JSON file ``name`` ``edit`` changed: ``findings --reproject`` over it
+    exits 1 with ``want`` in its message and no internal error. Returns the copy."""
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(slow_run, run)
+    doc = json.loads((run / name).read_text())
+    edit(doc)
+    (run / name).write_text(json.dumps(doc))
+    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert want in err and "internal error" not in err, err
+    return run
+
+
 @pytest.mark.parametrize(
     "edit, want",
     [
@@ -239,16 +255,7 @@ def test_the_headline_is_a_finding_below_its_threshold_and_parents_come_after_ch
     ],
 )
 def test_a_hand_edited_report_is_a_clear_error(slow_run, tmp_path, capsys, edit, want):
-    import shutil
-
-    run = tmp_path / "r"
-    shutil.copytree(slow_run, run)
-    rep = json.loads((run / "report.json").read_text())
-    edit(rep)
-    (run / "report.json").write_text(json.dumps(rep))
-    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
-    err = capsys.readouterr().err
-    assert want in err and "internal error" not in err, err
+    run = _hand_edited_is_a_clear_error(slow_run, tmp_path, capsys, "report.json", edit, want)
     assert main(["report", str(run), "--html", str(tmp_path / "p.html")]) in (0, 1)  # never an internal error
     assert "internal error" not in capsys.readouterr().err
 
@@ -263,16 +270,7 @@ def test_a_hand_edited_report_is_a_clear_error(slow_run, tmp_path, capsys, edit,
     ],
 )
 def test_a_hand_edited_ground_truth_is_a_clear_error(slow_run, tmp_path, capsys, edit, want):
-    import shutil
-
-    run = tmp_path / "r"
-    shutil.copytree(slow_run, run)
-    gt = json.loads((run / "ground_truth.json").read_text())
-    edit(gt)
-    (run / "ground_truth.json").write_text(json.dumps(gt))
-    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 1
-    err = capsys.readouterr().err
-    assert want in err and "internal error" not in err, err
+    _hand_edited_is_a_clear_error(slow_run, tmp_path, capsys, "ground_truth.json", edit, want)
 
 
 def test_pipes_and_devices_are_refused_not_waited_on(tmp_path, capsys, slow_run):
