@@ -53,21 +53,16 @@ def _anchor(name: str) -> str:
     return name.replace(".", "").replace("_", "-").lower()
 
 
-def _spec_section(gen) -> list[str]:
-    """The spec constants: value, unit, provenance, scope, source."""
-    out = [
-        "## Spec constants",
-        "",
-        "| name | value | unit | provenance | scope | source |",
-        "|---|---|---|---|---|---|",
-    ]
+def spec_table(gen, name_header: str = "name", empty: str = "", description: bool = False) -> list[str]:
+    """The spec constants as a table: value, unit, provenance, scope, source (``empty`` where it has none)
+    and, with ``description``, their descriptions; the first column headed ``name_header``."""
+    cols = [name_header, "value", "unit", "provenance", "scope", "source"] + (["description"] if description else [])
+    out = ["## Spec constants", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for name in sorted(gen.spec):
         c = gen.spec[name]
-        out.append(
-            f"| `{_n(name)}` | {c.value:g} | {_esc(c.unit_text)} | {c.provenance} | {c.scope.value} | "
-            f"{_esc(c.source)} |"
-        )
-    out.append("")
+        cells = [f"`{_n(name)}`", f"{c.value:g}", _esc(c.unit_text), _esc(c.provenance), _esc(c.scope.value)]
+        cells += [_esc(c.source) or empty] + ([_esc(c.description) or empty] if description else [])
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 
@@ -176,7 +171,7 @@ def generate_markdown(graph: MetricGraph) -> str:
         f"{len(gen.signals)} signals, {len(gen.spec)} spec constants, {len(graph.all_metrics)} metrics."
     )
     out.append("")
-    out += _spec_section(gen)
+    out += spec_table(gen) + [""]
     out.append("## Signals")
     out.append("")
     for block in sorted(gen.blocks):

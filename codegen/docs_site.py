@@ -25,7 +25,7 @@ from pathlib import Path
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
 
-from .docs import _anchor, _axis_size, _code, _esc, _n
+from .docs import _anchor, _axis_size, _code, _esc, _n, spec_table
 from .docs_mermaid import mermaid
 
 YES, NO = "✓", "—"
@@ -47,19 +47,7 @@ def _groups_of(decl) -> tuple[str, ...]:
 
 def _spec_table(gen) -> list[str]:
     """The generation's spec constants: value, unit, provenance, scope, source, description."""
-    out = [
-        "## Spec constants",
-        "",
-        "| constant | value | unit | provenance | scope | source | description |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for c in sorted(gen.spec):
-        k = gen.spec[c]
-        out.append(
-            f"| `{_n(c)}` | {k.value:g} | {_esc(k.unit_text)} | {_esc(k.provenance)} | {_esc(k.scope.value)} | "
-            f"{_esc(k.source) or NO} | {_esc(k.description) or NO} |"
-        )
-    return out
+    return spec_table(gen, "constant", NO, description=True)
 
 
 def _instances(b: dict) -> str:
