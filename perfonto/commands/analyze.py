@@ -23,6 +23,7 @@ from .common import (
     positive_int,
     stderr,
     stdout,
+    transient_bar,
 )
 
 
@@ -239,17 +240,9 @@ class progress_bar:
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("rows"),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=True,
-        )
+        self.bar = transient_bar(self.console, MofNCompleteColumn(), TextColumn("rows"), TimeRemainingColumn())
         self.bar.__enter__()
         return self
 

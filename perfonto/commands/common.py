@@ -179,6 +179,14 @@ def stdout() -> Console:
     return console
 
 
+def transient_bar(console: Console, *columns):
+    """A rich progress bar on ``console`` that leaves nothing behind when it stops: each task's
+    description, the bar, then ``columns`` (rich progress columns)."""
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), *columns, console=console, transient=True)
+
+
 def duration(text: str) -> float:
     """Parse ``1s``, ``500ms``, ``2.5 s``, ``1min`` into seconds (``perfonto.values.duration_s``: the
     rule the API and the sweep use too)."""

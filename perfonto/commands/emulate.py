@@ -10,6 +10,7 @@ import argparse
 
 from . import HELP
 from .common import CommandError, duration, non_negative_int, output_options, positive_int, stderr, summary
+from .run import emulation_of
 
 
 def _fleet(text: str) -> tuple[int, int]:
@@ -61,11 +62,7 @@ def cmd_emulate(args) -> int:
                 generation("sohu"),
                 spec,
                 tmp,
-                model=args.model,
-                duration_s=args.duration,
-                sample_period_s=args.sample_period,
-                seed=args.seed,
-                warmup_steps=args.warmup_steps,
+                **emulation_of(args),
                 log=lambda s: err.print(s, markup=False),
             )
     except OutputError as exc:

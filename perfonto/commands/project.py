@@ -12,7 +12,7 @@ import json
 import time
 
 from . import HELP
-from .common import CommandError, non_negative_int, positive_int, stderr, stdout, why as _why
+from .common import CommandError, non_negative_int, positive_int, stderr, stdout, transient_bar, why as _why
 
 
 class EmuProgress:
@@ -33,16 +33,9 @@ class EmuProgress:
         if self.bar is None:
             if time.perf_counter() - self.t0 < self.after:
                 return
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.percentage:>3.0f} %"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
+            self.bar = transient_bar(self.console, TextColumn("{task.percentage:>3.0f} %"), TimeElapsedColumn())
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=max(total, 1))
         self.bar.update(self.task, completed=done, total=max(total, 1))
@@ -211,6 +204,8 @@ def cmd_project(args) -> int:
     from perfonto.emulator.presets import family_claim, preset_names, resolve
     from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token, project
 
+    from .run import emulation_of
+
     try:
         mapping = mapping_from_args(args, args.chips, args.model)
         resolve(args.generation, args.preset)  # unknown preset: fail early
@@ -225,10 +220,7 @@ def cmd_project(args) -> int:
             ) as bar:
                 results[name] = project(
                     args.generation,
-                    model=args.model,
-                    chips=args.chips,
-                    isl=args.isl,
-                    osl=args.osl,
+                    **emulation_of(args),
                     dtype=args.dtype,
                     kv_dtype=args.kv_dtype,
                     mapping=mapping,

@@ -108,6 +108,28 @@ def register(sub) -> None:
     r.set_defaults(func=cmd_run)
 
 
+#: The emulation options (``run`` and ``serve`` have them all) → the emulator's parameters.
+EMULATION = {
+    "model": "model",
+    "chips": "chips",
+    "duration": "duration_s",
+    "sample_period": "sample_period_s",
+    "isl": "isl",
+    "osl": "osl",
+    "seed": "seed",
+    "warmup_steps": "warmup_steps",
+    "slow_chip": "slow_chip",
+    "throttled_link": "throttled_link",
+    "router_skew": "router_skew",
+}
+
+
+def emulation_of(args) -> dict:
+    """The emulator's keyword arguments (``emulator.run``, ``job.run_job``, ``live_emulate.EmulatedSource``,
+    ``emulator.project``, ``emulator.fleet``) from the emulation options the command has."""
+    return {param: getattr(args, opt) for opt, param in EMULATION.items() if hasattr(args, opt)}
+
+
 def _chips(text: str) -> int:
     from perfonto.emulator.run import MAX_CHIPS
 
@@ -190,19 +212,9 @@ def cmd_run(args) -> int:
     bar = _Progress(enabled=not args.json)
     try:
         result = run_job(
-            model=args.model,
-            chips=args.chips,
-            duration_s=args.duration,
-            sample_period_s=args.sample_period,
-            isl=args.isl,
-            osl=args.osl,
-            seed=args.seed,
-            warmup_steps=args.warmup_steps,
+            **emulation_of(args),
             **job_arguments(args, err),
             progress=bar,
-            slow_chip=args.slow_chip,
-            throttled_link=args.throttled_link,
-            router_skew=args.router_skew,
             serving=scenario_of(args),
             by=args.by,
             op_snapshots=args.op_snapshots,

@@ -125,21 +125,9 @@ def _source(args, gen, log):
         raise CommandError(f"--chunk ({args.chunk:g} s) must hold at least two samples of {args.sample_period:g} s", 2)
     from ..live_emulate import EmulatedSource
 
-    src = EmulatedSource(
-        gen,
-        seed=args.seed,
-        duration_s=args.duration,
-        chunk_s=args.chunk,
-        model=args.model,
-        chips=args.chips,
-        sample_period_s=args.sample_period,
-        isl=args.isl,
-        osl=args.osl,
-        warmup_steps=args.warmup_steps,
-        slow_chip=args.slow_chip,
-        throttled_link=args.throttled_link,
-        router_skew=args.router_skew,
-    )
+    from .run import emulation_of
+
+    src = EmulatedSource(gen, chunk_s=args.chunk, **emulation_of(args))
     try:
         src.start()
     except ValueError as exc:
