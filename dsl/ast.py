@@ -73,13 +73,9 @@ class IfElse:
 Expr = Number | Name | Unary | Binary | Call | IfElse
 
 
-@dataclass(frozen=True)
-class Bound:
-    """A literal in a ``bounds`` or ``threshold`` clause; a bare number is in the metric's own unit."""
-
-    value: float
-    unit: str | None
-    span: Span = field(compare=False)
+# A literal in a ``bounds`` or ``threshold`` clause is a ``Number`` like any other; only its reading differs:
+# a bare number there is in the metric's own unit (``metrics.infer.Typer._bound``).
+Bound = Number
 
 
 @dataclass(frozen=True)
