@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from perfonto.ontology import Generation
+from perfonto.ontology.records import attributes
 
 from .engine_profiles import profile
 from .ops import EmuConfig
@@ -70,14 +71,7 @@ class Projection:
 
     def to_json(self) -> dict:
         return {
-            "generation": self.generation,
-            "model": self.model,
-            "chips": self.chips,
-            "isl": self.isl,
-            "osl": self.osl,
-            "dtype": self.dtype,
-            "kv_dtype": self.kv_dtype,
-            "preset": self.preset,
+            **attributes(self, "generation", "model", "chips", "isl", "osl", "dtype", "kv_dtype", "preset"),
             "mapping": self.mapping.describe(),
             "engine": self.engine.describe(),
             "engine_profile": self.engine_profile,

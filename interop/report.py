@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from perfonto.ontology.records import attributes
+
 from .build import BuiltGeneration
 from .catalog import Finding, SourceCatalog
 
@@ -87,14 +89,9 @@ class ImportReport:
 
     def to_json(self) -> dict:
         return {
-            "ok": self.ok,
-            "format": self.format,
-            "source": self.source,
-            "error": self.error,
+            **attributes(self, "ok", "format", "source", "error"),
             "metrics": self.total,
-            "imported": self.imported,
-            "with_unit": self.with_unit,
-            "without_unit": self.without_unit,
+            **attributes(self, "imported", "with_unit", "without_unit"),
             "rejected_count": self.total - self.imported,
             "compiled_ratio": round(self.ratio, 6),
             "generations": [

@@ -5,8 +5,9 @@ model a cached catalog is made of, the kinds table) does not load the YAML model
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .lazy import lazy_getattr
 
 _WHERE = {
     "CatalogError": "diagnostics",
@@ -37,8 +38,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .loader import load_generation, load_generation_files, shipped_generations
     from .resolved import Generation, ResolvedConstant, ResolvedSignal
 
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _WHERE)

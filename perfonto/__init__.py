@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 from typing import TYPE_CHECKING
 
+from .ontology.lazy import lazy_getattr as _lazy_getattr
+
 try:
     __version__ = _metadata.version("perfonto")
 except _metadata.PackageNotFoundError:  # a checkout that is not installed
@@ -30,13 +32,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Catalog, CatalogError, Diagnostic, DumpError, Emulation, Result, emulate, evaluate, load_catalog
 
-
-def __getattr__(name: str):
-    if name in __all__:
-        from . import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'perfonto' has no attribute {name!r}")
+__getattr__ = _lazy_getattr(__name__, {name: "api" for name in __all__ if name != "__version__"})
 
 
 def __dir__():

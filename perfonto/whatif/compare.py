@@ -21,6 +21,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from perfonto.ontology.records import attributes
+
 from .knobs import KnobError, Point, emulated_spec
 from .points import Cache, Target, base_generation, workload
 from .sweep import run_points
@@ -131,8 +133,7 @@ class Comparison:
 
     def to_json(self) -> dict:
         return {
-            "a": self.a,
-            "b": self.b,
+            **attributes(self, "a", "b"),
             "workloads": self.entries,
             "not_moved": self.only,
             "method": "each change moves one assumption from A's value to B's, the rest A's; factor = "
