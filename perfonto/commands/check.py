@@ -5,20 +5,18 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, stderr
+from .common import CommandError, catalog_options, stderr
 
 
 def register(sub) -> None:
     c = sub.add_parser("check", help=HELP["check"])
-    c.add_argument(
-        "--catalog",
-        default=None,
-        help="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+    catalog_options(
+        c,
+        generation="generation to compile against (default: sohu, or the --catalog folder's)",
+        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
+        library=True,
+        catalog_first=True,
     )
-    c.add_argument(
-        "--generation", default=None, help="generation to compile against (default: sohu, or the --catalog folder's)"
-    )
-    c.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     c.add_argument("--json", action="store_true", help="print diagnostics as one JSON object")
     c.set_defaults(func=cmd_check)
 

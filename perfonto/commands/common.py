@@ -25,12 +25,18 @@ CATALOG_HELP = "catalog folder (default: the shipped catalog)"
 
 
 def catalog_options(
-    p, generation: str = GENERATION_HELP, catalog: str = CATALOG_HELP, metavar: str | None = None, library: bool = False
+    p,
+    generation: str = GENERATION_HELP,
+    catalog: str = CATALOG_HELP,
+    metavar: str | None = None,
+    library: bool = False,
+    catalog_first: bool = False,
 ) -> None:
-    """A command's ``--generation`` and ``--catalog`` (the catalog it compiles; help texts as given) and,
-    with ``library``, ``--no-library``."""
-    p.add_argument("--generation", default=None, help=generation)
-    p.add_argument("--catalog", default=None, metavar=metavar, help=catalog)
+    """A command's ``--generation`` and ``--catalog`` (the catalog it compiles; help texts as given, in
+    that order or, with ``catalog_first``, the other way round) and, with ``library``, ``--no-library``."""
+    options = [("--generation", {"help": generation}), ("--catalog", {"metavar": metavar, "help": catalog})]
+    for name, kw in options[::-1] if catalog_first else options:
+        p.add_argument(name, default=None, **kw)
     if library:
         p.add_argument(
             "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from . import HELP
-from .common import CommandError, stderr, summary, why
+from .common import CommandError, catalog_options, stderr, summary, why
 
 
 def register(sub) -> None:
@@ -28,13 +28,13 @@ def register(sub) -> None:
         help="comma-separated metrics of RUN/metrics.parquet for counter tracks "
         "(default: mxu.utilization, hbm.bandwidth_utilization, c2c.bandwidth_utilization, power.average)",
     )
-    p.add_argument(
-        "--catalog",
-        default=None,
+    catalog_options(
+        p,
+        generation="generation whose metrics --metrics names (default: the run's)",
+        catalog="catalog folder: --metrics names are checked against it (default: the shipped catalog)",
         metavar="DIR",
-        help="catalog folder: --metrics names are checked against it (default: the shipped catalog)",
+        catalog_first=True,
     )
-    p.add_argument("--generation", default=None, help="generation whose metrics --metrics names (default: the run's)")
     p.add_argument("--json", action="store_true", help="print a summary as one JSON object on stdout")
     p.set_defaults(func=cmd_timeline)
 
