@@ -1,20 +1,26 @@
 """``--engine spark``: the embedded engine's pass — the generated kernel, its window rules and formulas in
-one pass — run on Spark executors, one host at a time, through Spark's Arrow batch API (``mapInArrow``).
+one pass — run on Spark executors, one task per host (a host is one group: the embedded engine evaluates
+a host's chips on the host's grid, a missing sample or a gap being a grid point without that chip).
 
-Spark reads the planned dump's Parquet parts (Hive partitions as columns, registers declared ``LONG`` as
-in ``analysis.spark_engine``) with each row's file and row number (``_metadata``); the rows are
-range-partitioned by host (a host is one group: the embedded engine evaluates a host's chips on the
-host's grid, a missing sample or a gap being a grid point without that chip). On the executor a
-partition's Arrow batches are split by host, put back in file order (registers viewed as ``uint64``
-again), planned as one host (``capture.dump_scan.plan_dump``) and read in the same pieces as the
-embedded engine reads them (``capture.pieces``: the previous sample carried from piece to piece), each
-evaluated by ``analysis.engine._Pass`` with the same generated evaluator: window values written as the
-embedded engine writes them (``metrics/host=<host>/part-<n>.parquet``, from Arrow batches, so the files
-are the same), and the host's run-level sums and checks returned as one small row
-(``analysis.spark_state``). The driver merges the rows into one pass and builds the chip, server, host,
-rack, pod and fleet levels with the embedded engine's own code (``engine_levels``, ``level_sums``,
-``fleet``); the server level's windows valid on every chip, when some window was null somewhere, are
-summed by ``engine_levels._second_pass`` on the driver, over just the pieces that hold such windows.
+The driver plans the dump as the embedded engine does (``capture.dump_scan.plan_dump``: the key columns
+read once, every host placed on the dump's grid) and gives each task its host's share of that plan
+(``_host_plan``: the host's Parquet parts, chips and placement). The task reads the host's registers
+itself, with the capture layer, in the embedded engine's own pieces (``capture.pieces``: the previous
+sample carried from piece to piece), each evaluated by ``analysis.engine._Pass`` with the same
+generated evaluator: window values written as the embedded engine writes them
+(``metrics/host=<host>/part-<n>.parquet``), and the host's run-level sums and checks returned as one
+small row (``analysis.spark_state``). The driver merges the rows into one pass and builds the chip,
+server, host, rack, pod and fleet levels with the embedded engine's own code (``engine_levels``,
+``level_sums``, ``fleet``); the server level's windows valid on every chip, when some window was null
+somewhere, are summed by ``engine_levels._second_pass`` on the driver, over just the pieces that hold
+such windows.
+
+Spark schedules the tasks and carries the states; it does not move the counters. Reading them with
+Spark's Parquet reader (registers declared ``LONG``, the row-based reader: the vectorized one refuses
+a dictionary-encoded ``uint64`` read as ``LONG``), converting its rows to Arrow for ``mapInArrow`` and
+range-partitioning them by host (a sampling job and a shuffle of every row) cost far more than the
+evaluation itself (issue 33: 41.7 s for 576k rows on ``local[2]``, 0.076 × the embedded engine), for
+rows that the task then had to sort back into file order.
 
 The kernel is compiled once: the driver imports the evaluator from perfonto's cache
 (``codegen.evaluator_cache``: a content-hashed folder holding ``evaluator.py`` and numba's on-disk cache
@@ -22,7 +28,8 @@ of its compiled kernel) and compiles it there; executors are given that file's p
 compiled kernel from numba's cache beside it (once per Python worker, which Spark reuses across
 tasks), never compiling it per task. The compiled catalog is shipped once as a broadcast. Executors
 must see the cache folder, the dump and the output folder at the same paths as the driver (one
-machine, or a shared file system).
+machine, or a shared file system); the dump's parts must be Parquet (the plan of a CSV or Arrow IPC
+part holds its rows in the driver's memory).
 """
 
 from __future__ import annotations
@@ -33,10 +40,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
-from urllib.parse import unquote, urlparse
-
-import numpy as np
-import pyarrow as pa
 
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
@@ -67,66 +70,19 @@ def _parquet_parts(plan: DumpPlan) -> list[Path]:
     return files
 
 
-def _is_register(name: str, gen) -> bool:
-    return name in gen.signals or (name.endswith("]") and name.rpartition("[")[0] in gen.signals)
+def _host_plan(plan: DumpPlan, host) -> bytes:
+    """The plan of one host — its parts, chips and placement on the whole dump's grid (``plan.grids``),
+    the dump's grid length and first sample — pickled for the executor that evaluates it; the
+    generation is left out (not picklable: the executor puts back its graph's)."""
+    import copy
 
-
-def spark_frame(spark, plan: DumpPlan):
-    """The plan's Parquet parts as a Spark DataFrame: registers declared ``LONG`` (or arrays of it),
-    Hive partitions as string columns, ``_file`` and ``_row`` (each row's file and row number), ``_g``
-    (the host's group number in the plan). Returns (DataFrame, column names in order)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
-
-    files = [str(p) for p in _parquet_parts(plan)]
-    root = Path(plan.label)
-    reader = spark.read.option("basePath", str(root)) if root.is_dir() else spark.read
-    df = reader.parquet(*files)
-    fields = []
-    for f in df.schema.fields:
-        if _is_register(f.name, plan.gen):
-            fields.append(
-                StructField(f.name, ArrayType(LongType()) if isinstance(f.dataType, ArrayType) else LongType())
-            )
-        else:
-            fields.append(f)
-    reader = spark.read.schema(StructType(fields))
-    df = (reader.option("basePath", str(root)) if root.is_dir() else reader).parquet(*files)
-    hosts = [h for h in plan.groups]
-    if hosts == [None]:
-        g = F.lit(0)
-    else:
-        g = F.create_map(*[x for i, h in enumerate(hosts) for x in (F.lit(h), F.lit(i))])[F.col("host").cast("string")]
-    df = df.select(
-        "*", F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_row"), g.alias("_g")
-    )
-    names = df.columns
-    return df.toDF(*[f"c{i}" if n != "_g" else n for i, n in enumerate(names)]), names  # Arrow UDFs refuse dotted names
-
-
-def _host_table(batches: list, names: list[str], ship: dict, gen) -> pa.Table:
-    """One host's rows as the capture layer reads them: columns named back, rows in file order (the plan's
-    parts, then row number), registers as ``uint64`` again (the 64 bits Spark carried as ``LONG``), the
-    first part's schema metadata (generation, period, units)."""
-    t = pa.Table.from_batches(batches).rename_columns(names)
-    order = {p: i for i, p in enumerate(ship["files"])}
-    import pyarrow.compute as pc
-
-    urls = pc.unique(t.column("_file"))  # a few files: their names mapped once, not row by row
-    try:
-        rank = np.array([order[str(Path(unquote(urlparse(u).path)))] for u in urls.to_pylist()], np.int64)
-    except KeyError as exc:
-        raise DumpError(f"Spark read {exc.args[0]}, which is not a part of the planned dump") from None
-    part = pa.array(rank[pc.index_in(t.column("_file"), value_set=urls).to_numpy(zero_copy_only=False)])
-    t = t.append_column("_part", part).sort_by([("_part", "ascending"), ("_row", "ascending")])
-    t = t.drop_columns(["_file", "_row", "_g", "_part"])
-    fields = []
-    for f in t.schema:
-        typ = f.type
-        if _is_register(f.name, gen):
-            typ = pa.list_(pa.uint64()) if pa.types.is_list(typ) else pa.uint64()
-        fields.append(pa.field(f.name, typ, f.nullable))
-    return t.cast(pa.schema(fields, metadata=ship["metadata"]), safe=False)
+    p = copy.copy(plan)
+    p.gen, p.multiplex, p.notes = None, None, []
+    p.groups = {host: plan.groups[host]}
+    p.chips = {host: plan.chips[host]}
+    p.chip_numbers = {host: plan.chip_numbers[host]}
+    p.grids = {host: plan.grids[host]} if host in plan.grids else {}
+    return pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _worker(ship: dict, graph_bytes: bytes):
@@ -156,25 +112,19 @@ def _worker(ship: dict, graph_bytes: bytes):
     return _WORKER[key]
 
 
-def run_host(table: pa.Table, ship: dict, graph_bytes: bytes) -> bytes:
-    """The embedded engine's pass over one host's rows ``table`` (``_host_table``): window values written
-    under ``ship['out']``; returns ``spark_state.host_state``.
+def run_host(plan_bytes: bytes, ship: dict, graph_bytes: bytes) -> bytes:
+    """The embedded engine's pass over one host (``_host_plan``'s bytes): its Parquet parts read in the
+    plan's pieces, window values written under ``ship['out']``; returns ``spark_state.host_state``.
 
     Raises:
         DumpError: the rows cannot be read (as the embedded engine would say)."""
-    from perfonto.capture.dump_scan import plan_dump
     from perfonto.capture.pieces import iter_chunks
 
     from .engine import _Pass, _write
 
     graph, ev = _worker(ship, graph_bytes)
-    plan = plan_dump(table, graph.generation, timestamp_unit=ship["unit"], sample_period_ns=ship["period"] or None)
-    plan.label = ship["label"]
-    for host, parts in plan.groups.items():  # placed by grid point: in the plan's pieces, as the embedded engine
-        if not plan.grids[host].regular:  # reads a Parquet part (the table read whole, as one row group)
-            for part in parts:
-                if part.table is not None and part.row_group_ends is None:
-                    part.row_group_ends = np.array([part.table.num_rows], np.int64)
+    plan = pickle.loads(plan_bytes)
+    plan.gen = graph.generation
     st = _Pass(graph, ev, plan, keep=False)
     if ship["hosts"] > 1:  # the dump's server level is summed on the driver: keep the clean pieces' sums
         st.server = None
@@ -199,30 +149,18 @@ def run_host(table: pa.Table, ship: dict, graph_bytes: bytes) -> bytes:
     return host_state(st, host, files, rows, spans, notes)
 
 
-def _partition_fn(ship: dict, graph_bc):
-    """The ``mapInArrow`` function: a partition's batches, split by host (``_g``), each host evaluated
-    by ``run_host``; yields one row (host number, state bytes, error) per host."""
+def _task_fn(ship: dict, graph_bc):
+    """The function of a Spark task: its hosts (group number, ``_host_plan`` bytes), each evaluated by
+    ``run_host``; yields (group number, state bytes, error) per host."""
 
-    def fn(batches):
-        by_host: dict[int, list] = {}
-        gi = ship["names"].index("_g")
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            g = b.column(gi).to_numpy(zero_copy_only=False)
-            for k in np.unique(g):
-                by_host.setdefault(int(k), []).append(b.filter(pa.array(g == k)) if (g != k).any() else b)
-        for k, bs in sorted(by_host.items()):
+    def fn(items):
+        for g, plan_bytes in items:
             state, error = b"", ""
             try:
-                graph, _ = _worker(ship, graph_bc.value)
-                state = run_host(_host_table(bs, ship["names"], ship, graph.generation), ship, graph_bc.value)
+                state = run_host(plan_bytes, ship, graph_bc.value)
             except DumpError as exc:
                 error = str(exc)
-            yield pa.RecordBatch.from_pydict(
-                {"g": [k], "state": [state], "error": [error]},
-                schema=pa.schema([("g", pa.int32()), ("state", pa.binary()), ("error", pa.string())]),
-            )
+            yield g, state, error
 
     return fn
 
@@ -258,26 +196,18 @@ def evaluate_on_spark(
 
     Raises:
         DumpError: a part that is not Parquet, rows Spark cannot read, a host evaluated on another grid."""
-    import pyarrow.parquet as pq
-
     from perfonto.metrics.catalog_cache import dumps
 
     from .engine import EngineResult, _Pass
     from .engine_levels import _levels
 
-    files = _parquet_parts(plan)
-    df, names = spark_frame(spark, plan)
+    _parquet_parts(plan)
+    hosts = list(plan.groups)
     path, module, source = _compiled(graph, evaluator)
     graph_bytes = dumps(graph)
     ship = {
         "digest": f"{graph.content_hash}:{module or hash(source)}:{len(graph_bytes)}",
-        "names": names,
-        "files": [str(p) for p in files],
-        "metadata": pq.read_schema(str(files[0])).metadata,
-        "unit": plan.unit,
-        "period": plan.period,
-        "label": plan.label,
-        "hosts": len(plan.groups),
+        "hosts": len(hosts),
         "out": str(out) if out is not None else None,
         "chunk_rows": chunk_rows,
         "meta": write_meta,
@@ -286,17 +216,16 @@ def evaluate_on_spark(
         "source": source,
         "env": {k: os.environ[k] for k in _ENV if k in os.environ},
     }
-    bc = spark.sparkContext.broadcast(graph_bytes)
+    # one task per host, the largest first (hosts of equal size spread evenly over the executors' cores)
+    items = [(g, _host_plan(plan, hosts[g])) for g in sorted(range(len(hosts)), key=lambda g: -plan.chips[hosts[g]])]
+    sc = spark.sparkContext
+    bc = sc.broadcast(graph_bytes)
     try:
-        fn = _partition_fn(ship, bc)
-        rows = (
-            df.repartitionByRange(max(1, len(plan.groups)), "_g")
-            .mapInArrow(fn, "g int, state binary, error string")
-            .collect()
-        )
+        rows = sc.parallelize(items, max(1, len(items))).mapPartitions(_task_fn(ship, bc)).collect()
     finally:
         bc.unpersist()
-    errors = [r.error for r in rows if r.error]
+    del items
+    errors = [e for _, _, e in rows if e]
     if errors:
         raise DumpError(errors[0])
     st = _Pass(graph, evaluator, plan, keep=False)
@@ -307,8 +236,8 @@ def evaluate_on_spark(
     deps = deps or signal_deps(graph)
     written: list[str] = []
     done = 0
-    for r in sorted(rows, key=lambda r: r.g):
-        f, n = merge_state(st, r.g, r.state, deps)
+    for g, state, _ in sorted(rows, key=lambda r: r[0]):
+        f, n = merge_state(st, g, state, deps)
         written += f
         done += n
     for gi in range(len(plan.groups)):  # a host without rows in Spark's read (none on the grid) keeps empty sums
@@ -332,4 +261,4 @@ def evaluate_on_spark(
     )
 
 
-__all__ = ["evaluate_on_spark", "run_host", "spark_frame"]
+__all__ = ["evaluate_on_spark", "run_host"]

@@ -159,10 +159,10 @@ def test_spark_engine_refuses_a_csv_dump_clearly(tmp_path, library):
     import pyarrow.csv as pacsv
 
     from perfonto.analysis.capture import plan_capture
-    from perfonto.analysis.spark_kernel import spark_frame
+    from perfonto.analysis.spark_kernel import evaluate_on_spark
 
     t = pa.table({"chip": [0, 0], "timestamp_ns": [0, PERIOD_NS], "seq.steps": pa.array([1, 2], pa.uint64())})
     pacsv.write_csv(t, tmp_path / "c.csv")
     plan = plan_capture(library, Capture(tmp_path / "c.csv", sample_period_ns=PERIOD_NS))
     with pytest.raises(DumpError, match="--engine spark reads Parquet"):
-        spark_frame(None, plan)
+        evaluate_on_spark(None, library, None, plan, None)
