@@ -377,20 +377,30 @@ def build_query(
     ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
     em = SqlEmitter(graph, wins.input_cols)
     em.emit_metrics({name: fold(m.ir) for name, m in graph.metrics.items()})
-    prev = "win"
-    for level in sorted(em.layers):
-        cte = f"l{level}"
-        ctes.append((cte, exp.select(exp.Star(), *em.layers[level]).from_(prev, copy=False)))
-        prev = cte
-    outputs = [_col("window"), _col("host"), _col("chip"), _col("start_ns"), _col("interval_s")]
+    keys = [_col("window"), _col("host"), _col("chip"), _col("start_ns"), _col("interval_s")]
+    query = layered_query(graph, ctes, "win", em.layers, em.metric_cols, keys)
+    return query.order_by(_col("host"), _col("chip"), _col("window"), copy=False) if order else query
+
+
+def layered_query(
+    graph: MetricGraph, ctes: list, prev: str, layers: dict, metric_cols: dict, keys: list[exp.Expression]
+) -> exp.Select:
+    """The query over ``ctes`` (name → select, in order) and the formula layers after them (CTE ``l<level>``
+    each over the one before, the first over ``prev``): ``keys``, then each emitted metric of
+    ``metric_cols`` under its name (an array of its instances where it has axes)."""
+    for lv in sorted(layers):
+        ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
+        prev = f"l{lv}"
+    outputs = list(keys)
     for name, m in graph.metrics.items():
-        cols, _ = em.metric_cols[name]
-        value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
-        outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
+        if name in metric_cols:
+            cols, _ = metric_cols[name]
+            value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
+            outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
     query = exp.select(*outputs).from_(prev, copy=False)
     for name, sel in ctes:
         query = query.with_(name, as_=sel, copy=False)
-    return query.order_by(_col("host"), _col("chip"), _col("window"), copy=False) if order else query
+    return query
 
 
 def generate_sql(
@@ -414,6 +424,11 @@ def generate_sql(
         not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()
     ):  # pragma: no cover - validated names
         header = "-- perfonto generated metrics query\n"
+    return sql_text(header, q, dialect, pretty)
+
+
+def sql_text(header: str, q: exp.Expression, dialect: str, pretty: bool) -> str:
+    """A generated query's text for ``dialect``: ``header`` (comment lines), the query, ``;``."""
     return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"  # the tree is ours to consume
 
 

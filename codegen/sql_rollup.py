@@ -31,7 +31,7 @@ from perfonto.metrics.levels import is_chip_time
 from perfonto.ontology import kinds
 
 from .ir_passes import fold
-from .sql import DIALECTS, SqlEmitter, window_stages
+from .sql import DIALECTS, SqlEmitter, layered_query, sql_text, window_stages
 from .sql_windows import _alias, _case, _cast, _col, _int, _is_null, _num
 
 LEVELS = (("chip", ("host", "chip")), ("host", ("host",)), ("rack", ("rack",)), ("pod", ("pod",)), ("fleet", ()))
@@ -247,17 +247,6 @@ def _emit(graph: MetricGraph, jobs: list[tuple]) -> tuple[dict[int, list[exp.Exp
     return layers, metric_cols
 
 
-def _outputs(graph: MetricGraph, metric_cols: dict) -> list[exp.Expression]:
-    """The query's columns: ``level``, ``node``, ``chips``, then each emitted metric (a list with axes)."""
-    outputs = [_col("level"), _col("node"), _col("chips")]
-    for name, m in graph.metrics.items():
-        if name in metric_cols:
-            cols, _ = metric_cols[name]
-            value = exp.Array(expressions=[_col(c) for c in cols]) if m.axes else _col(cols[0])
-            outputs.append(_alias(value, exp.to_identifier(name, quoted=True)))
-    return outputs
-
-
 def build_rollup_query(
     graph: MetricGraph,
     source: exp.Expression | str = "counters",
@@ -290,13 +279,7 @@ def build_rollup_query(
         ctes.append(("nodes_g", exp.select(exp.Star(), *scaled).from_("nodes", copy=False)))
         prev = "nodes_g"
     layers, metric_cols = _emit(graph, _metric_jobs(graph, classes, inputs_of))
-    for lv in sorted(layers):
-        ctes.append((f"l{lv}", exp.select(exp.Star(), *layers[lv]).from_(prev, copy=False)))
-        prev = f"l{lv}"
-    query = exp.select(*_outputs(graph, metric_cols)).from_(prev, copy=False)
-    for name, sel in ctes:
-        query = query.with_(name, as_=sel, copy=False)
-    return query
+    return layered_query(graph, ctes, prev, layers, metric_cols, [_col("level"), _col("node"), _col("chips")])
 
 
 def generate_rollup_sql(
@@ -315,4 +298,4 @@ def generate_rollup_sql(
         f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
         f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n"
     )
-    return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"
+    return sql_text(header, q, dialect, pretty)
