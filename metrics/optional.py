@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from perfonto.dsl import ast
@@ -154,17 +155,29 @@ def optional_names(expr: ast.Expr) -> set[str]:
     """Names ``expr`` reads only inside the first argument of a ``default`` call: one this generation
     cannot provide (defined on another generation, removed, broken) does not make the metric
     unavailable (``metrics.passes.resolve_names``)."""
+    return _only_defaulted(
+        expr,
+        lambda n: n.name if isinstance(n, ast.Name) else None,
+        lambda n: isinstance(n, ast.Call) and n.func == "default" and len(n.args) == 2,
+        ast.children,
+    )
+
+
+def _only_defaulted(root, name_of: Callable, is_default: Callable, children: Callable) -> set[str]:
+    """The names (``name_of`` a leaf, None for other nodes) under ``root`` that stand only inside the first
+    argument of a ``default`` call (``is_default``), for the syntax tree and the IR alike (iterative)."""
     inside: set[str] = set()
     outside: set[str] = set()
-    stack: list[tuple[ast.Expr, bool]] = [(expr, False)]
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         n, opt = stack.pop()
-        if isinstance(n, ast.Name):
-            (inside if opt else outside).add(n.name)
-        elif isinstance(n, ast.Call) and n.func == "default" and len(n.args) == 2:
+        name = name_of(n)
+        if name is not None:
+            (inside if opt else outside).add(name)
+        elif is_default(n):
             stack += [(n.args[0], True), (n.args[1], opt)]
         else:
-            stack += [(c, opt) for c in ast.children(n)]
+            stack += [(c, opt) for c in children(n)]
     return inside - outside
 
 
@@ -175,18 +188,12 @@ def _text(e: ast.Expr) -> str:
 def optional_signals(node: ir.Node) -> set[str]:
     """The signals and fields read only as the first argument of a ``default`` (an absent one is
     replaced by the default rather than making the metric unavailable)."""
-    inside: set[str] = set()
-    outside: set[str] = set()
-    stack: list[tuple[ir.Node, bool]] = [(node, False)]
-    while stack:
-        n, opt = stack.pop()
-        if isinstance(n, ir.Input):
-            (inside if opt else outside).add(n.signal)
-        elif isinstance(n, ir.Op) and n.op == "default":
-            stack += [(n.args[0], True), (n.args[1], opt)]
-        else:
-            stack += [(c, opt) for c in ir.children(n)]
-    return inside - outside
+    return _only_defaulted(
+        node,
+        lambda n: n.signal if isinstance(n, ir.Input) else None,
+        lambda n: isinstance(n, ir.Op) and n.op == "default",
+        ir.children,
+    )
 
 
 def fill_defaults(graph: "MetricGraph", absent: set[str]) -> "MetricGraph":
