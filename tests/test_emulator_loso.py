@@ -136,3 +136,26 @@ def test_a_closed_loop_replay_at_concurrency_1_obeys_aiperfs_identity():
     f = calibration.replay(r, design_params())
     assert f["value"] == pytest.approx(32 / ((f["ttft_ms"] + 31 * f["itl_ms"]) / 1e3), rel=1e-6)
     assert 0 < f["itl_ms"] < f["ttft_ms"]  # the first token carries the 128-token prompt
+
+
+class _Lin:
+    """A prepared row predicting 100 × mxu_eff_max / 0.5 output tokens/s against 100 measured."""
+
+    row = Row("llama-3.1-8b", "h100", 1, "fp8", 128, 128, 100.0, source="a")
+    cfg = SimpleNamespace(a=SimpleNamespace(replace=lambda **kw: SimpleNamespace(**kw)))
+
+    def predict(self, a, full: bool = True) -> float:
+        return 100.0 * a.mxu_eff_max / 0.5
+
+
+def test_the_prior_pulls_an_underdetermined_constant_toward_its_design_value():
+    # without the prior the row alone sets mxu_eff_max: 100 × x / 0.5 = 100 → x = 0.5
+    assert calibration.fit([_Lin()], names=["mxu_eff_max"], starts=1)["parameters"]["mxu_eff_max"] == pytest.approx(
+        0.5, abs=1e-3
+    )
+    # with prior 1: minimise ln(2x)² + (u − u0)², u = (x − 0.3)/0.7, u0 = (0.9 − 0.3)/0.7 = 0.857;
+    # stationary where ln(2x)/x + (u − u0)/0.7 = 0: at x = 0.5 the slope is (0.2857 − 0.857)/0.7 < 0, so
+    # x > 0.5, and x < 0.9 (there ln(2x)/x > 0 and u = u0): the fit lands between the row and the design
+    x = calibration.fit([_Lin()], names=["mxu_eff_max"], starts=1, prior=1.0)["parameters"]["mxu_eff_max"]
+    assert 0.5 < x < 0.9
+    assert math.log(2 * x) / x + ((x - 0.3) / 0.7 - 0.6 / 0.7) / 0.7 == pytest.approx(0.0, abs=2e-3)

@@ -37,6 +37,13 @@ def register(sub) -> None:
     )
     p.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out refits")
     p.add_argument(
+        "--loso-prior",
+        type=float,
+        default=None,
+        metavar="W",
+        help="weight of the refits' pull toward the design values (default: calibration.REFIT_PRIOR, 1; 0: none)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help='print {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out", "other_sources", '
@@ -65,6 +72,22 @@ def prepare_rows(path, json_mode: bool, label: str):
             preps.append(prepare(r))
             bar(i + 1, len(rows))
     return header, preps
+
+
+def _prior(w):
+    """The refits' prior: ``w`` (≥ 0) or ``calibration.REFIT_PRIOR``.
+
+    Raises:
+        ValueError: a negative or non-finite weight."""
+    import math
+
+    from perfonto.emulator.calibration import REFIT_PRIOR
+
+    if w is None:
+        return REFIT_PRIOR
+    if not (math.isfinite(w) and w >= 0):
+        raise ValueError(f"--loso-prior must be a finite weight ≥ 0 (got {w})")
+    return w
 
 
 def _other_sources(path, json_mode: bool):
@@ -119,7 +142,9 @@ def cmd_validate_emulator(args) -> int:
             res["other_sources"] = _figures(offline, online, params, bar)
         if not args.no_loso:
             with EmuProgress("leave-one-source-out refits", enabled=not args.json) as bar:
-                res["leave_one_source_out"] = leave_source_out(preps + offline, online, progress=bar)
+                res["leave_one_source_out"] = leave_source_out(
+                    preps + offline, online, progress=bar, prior=_prior(args.loso_prior)
+                )
         res["by_profile"] = by_profile(
             res,
             res.get("leave_one_family_out"),
@@ -199,7 +224,10 @@ def _print_others(out, figs: list[dict], loso: dict | None) -> None:
     out.print(t)
     for s, v in (loso or {}).items():
         fit_on = ", ".join(v["fit_sources"]) or "nothing (design values)"
-        out.print(f"  {s} left out: constants fitted on {v['fit_rows']} offline rows of {fit_on}", markup=False)
+        out.print(
+            f"  {s} left out: constants fitted on {v['fit_rows']} offline rows of {fit_on} (prior {v['prior']:g})",
+            markup=False,
+        )
 
 
 def _print_profiles(out, prof: dict) -> None:
