@@ -92,7 +92,7 @@ def test_hold_out_rows_predicted_from_the_others(preps, held_out, why):
 def test_validate_emulator_cli_json(capsys):
     from perfonto.cli import main
 
-    assert main(["validate-emulator", "--json"]) == 0
+    assert main(["validate-emulator", "--json", "--no-loso"]) == 0  # leave-one-source-out: test_emulator_loso
     doc = json.loads(capsys.readouterr().out)  # stdout holds the JSON alone
     assert {"rows", "geomean_error", "worst_error", "shipped", "leave_one_family_out"} <= set(doc) and len(
         doc["rows"]
@@ -105,3 +105,9 @@ def test_validate_emulator_cli_json(capsys):
     # the dense family predicted by a fit on the MoE rows alone, and the other way round: reported, and
     # worse than the joint fit (the MoE constants are not identifiable from dense rows)
     assert loo["llama-3"]["geomean_error"] > doc["shipped"]["geomean_error"] and loo["qwen3"]["geomean_error"] > 0.1
+    # the other cited sources under the shipped fit: 3 offline rows, 9 closed-loop rows with TTFT and ITL
+    other = doc["other_sources"]
+    assert sum(f["metric"] == "throughput" for f in other) == 12
+    assert sum(f["metric"] == "ttft" for f in other) == 9 and sum(f["metric"] == "itl" for f in other) == 9
+    kinds = doc["by_profile"]["trtllm"]["kinds"]
+    assert kinds["ttft"]["shipped_fit_other_sources"]["n"] == 9 and kinds["ttft"]["leave_one_source_out"] is None
