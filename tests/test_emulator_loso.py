@@ -159,3 +159,18 @@ def test_the_prior_pulls_an_underdetermined_constant_toward_its_design_value():
     x = calibration.fit([_Lin()], names=["mxu_eff_max"], starts=1, prior=1.0)["parameters"]["mxu_eff_max"]
     assert 0.5 < x < 0.9
     assert math.log(2 * x) / x + ((x - 0.3) / 0.7 - 0.6 / 0.7) / 0.7 == pytest.approx(0.0, abs=2e-3)
+
+
+@pytest.mark.parametrize(
+    "argv,why",
+    [
+        (["--loso-prior", "-1"], "--loso-prior must be a finite weight ≥ 0"),
+        (["--sources", "/nonexistent/sources.yaml"], "/nonexistent/sources.yaml"),
+    ],
+)
+def test_bad_arguments_are_refused_before_the_replays(argv, why, capsys, monkeypatch):
+    from perfonto.cli import main
+
+    monkeypatch.setattr(calibration, "prepare", lambda *a, **k: pytest.fail("replayed before refusing"))
+    assert main(["validate-emulator", *argv]) == 1
+    assert why in capsys.readouterr().err

@@ -126,8 +126,12 @@ def _figures(offline, online, params: dict, bar) -> list[dict]:
 def cmd_validate_emulator(args) -> int:
     from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
     from perfonto.emulator.calibration import by_profile, leave_family_out, leave_source_out, validate
+    from perfonto.ontology.files import read_bytes
 
     try:
+        prior = _prior(args.loso_prior)  # refuse bad arguments before minutes of replays
+        if args.sources is not None:
+            read_bytes(args.sources, "sources file")
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
@@ -142,9 +146,7 @@ def cmd_validate_emulator(args) -> int:
             res["other_sources"] = _figures(offline, online, params, bar)
         if not args.no_loso:
             with EmuProgress("leave-one-source-out refits", enabled=not args.json) as bar:
-                res["leave_one_source_out"] = leave_source_out(
-                    preps + offline, online, progress=bar, prior=_prior(args.loso_prior)
-                )
+                res["leave_one_source_out"] = leave_source_out(preps + offline, online, progress=bar, prior=prior)
         res["by_profile"] = by_profile(
             res,
             res.get("leave_one_family_out"),
