@@ -80,6 +80,15 @@ def main(argv=None) -> int:
         "--data-dir", default=None, help="where the dump is kept between runs (default: a folder under the temp dir)"
     )
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+    ap.add_argument(
+        "--cache-dir",
+        default=None,
+        help="perfonto's cache folder, kept after the run (default: a fresh one, removed); with --no-cold it "
+        "must already hold this catalog's compiled catalog and kernel",
+    )
+    ap.add_argument(
+        "--no-cold", action="store_true", help="skip the cold-cache run (needs a --cache-dir a run has filled)"
+    )
     a = ap.parse_args(argv)
     data = Path(a.data_dir or Path(tempfile.gettempdir()) / "perfonto-bench-analyze")
     run_dir = data / f"run-{a.chips}x{a.duration}"
@@ -87,6 +96,11 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="perfonto-bench-analyze-"))
     env = dict(os.environ)
     env.pop("PERFONTO_NO_JIT", None)
+    # warm means what a user's second run has: Python's bytecode cache too (a shell that sets
+    # PYTHONDONTWRITEBYTECODE would make every run compile perfonto's ~800 modules from source)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if a.no_cold and a.cache_dir is None:
+        raise SystemExit("--no-cold needs --cache-dir (a cache a cold run has filled)")
     try:
         if not dump.exists():
             print(f"making the dump: perfonto run --duration {a.duration} --chips {a.chips}", file=sys.stderr)
@@ -118,12 +132,14 @@ def main(argv=None) -> int:
             out = work / f"duck-{k}.parquet"
             wall, peak, _ = _run([PY, "-c", DUCKDB_CHILD, str(sql), str(out)], env)
             duck.append((wall, peak))
-        cache = work / "cache"
+        cache = Path(a.cache_dir) if a.cache_dir else work / "cache"
         env_cache = dict(env, PERFONTO_CACHE_DIR=str(cache))
-        _warm_file(dump)
-        cold_wall, cold_peak, cold = _run(
-            [PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / "cold"), "--json"], env_cache
-        )
+        cold_wall = cold_peak = float("nan")
+        if not a.no_cold:
+            _warm_file(dump)
+            cold_wall, cold_peak, _ = _run(
+                [PY, "-m", "perfonto", "analyze", str(dump), "--out", str(work / "cold"), "--json"], env_cache
+            )
         warm = []
         for k in range(a.repeat):
             _warm_file(dump)
@@ -146,13 +162,13 @@ def main(argv=None) -> int:
             "duckdb_s": [round(w, 3) for w, _ in duck],
             "duckdb_median_s": round(d_med, 3),
             "duckdb_peak_mb": round(max(p for _, p in duck)),
-            "analyze_cold_s": round(cold_wall, 3),
-            "analyze_cold_peak_mb": round(cold_peak),
+            "analyze_cold_s": None if a.no_cold else round(cold_wall, 3),
+            "analyze_cold_peak_mb": None if a.no_cold else round(cold_peak),
             "analyze_warm_s": [round(w, 3) for w, _ in warm],
             "analyze_warm_median_s": round(w_med, 3),
             "analyze_warm_peak_mb": round(max(p for _, p in warm)),
             "warm_vs_duckdb": round(w_med / d_med, 3),
-            "cold_vs_duckdb": round(cold_wall / d_med, 3),
+            "cold_vs_duckdb": None if a.no_cold else round(cold_wall / d_med, 3),
             "analyze_rows_per_s": round(rows / w_med),
             "duckdb_rows_per_s": round(rows / d_med),
             "help_s": round(starts["help"], 3),
@@ -169,10 +185,11 @@ def main(argv=None) -> int:
         print(
             f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)"
         )
-        print(
-            f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the "
-            "catalog and the kernel)"
-        )
+        if not a.no_cold:
+            print(
+                f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the "
+                "catalog and the kernel)"
+            )
         print(
             f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs "
             f"{res['analyze_warm_s']}, "

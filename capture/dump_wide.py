@@ -107,7 +107,8 @@ def _wide_one(t: pa.Table, p: str, col: str, sig, scalar: bool = False) -> tuple
         DumpError: another number of instances, a type that is not an unsigned integer wide enough for
             the register, a negative value or one past the register's width (naming file, row, column).
     """
-    c = t.column(col).combine_chunks()
+    c = t.column(col)
+    c = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()  # one chunk (a piece's batch): read in place, no copy
     n_inst = 1 if scalar else sig.instances
     wide = 0 if scalar or sig.slots is None else sig.full_instances  # a dump of every slot, present or not
     if (pa.types.is_list(c.type) or pa.types.is_large_list(c.type)) and not scalar:

@@ -17,11 +17,29 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import cache as _cache
 
-from .python_evaluator import generate, load
+if TYPE_CHECKING:
+    from perfonto.metrics.graph import MetricGraph
+
+# ``python_evaluator`` (the generator: the kernel's planner, the ontology's pydantic model) is imported
+# only when an evaluator has to be generated: a warm run imports the cached file and nothing of it
+
+
+def generate(graph: MetricGraph) -> str:
+    """``python_evaluator.generate``: the evaluator's source for ``graph``."""
+    from .python_evaluator import generate as _generate
+
+    return _generate(graph)
+
+
+def load(src: str):
+    """``python_evaluator.load``: the evaluator module of ``src``, loaded in memory."""
+    from .python_evaluator import load as _load
+
+    return _load(src)
 
 
 def key(graph: MetricGraph) -> str:
@@ -104,6 +122,7 @@ def warm_kernel(mod):
         import numpy as np
 
         try:
+            _numba_without_blas_probe()
             n = sum(b - a for _, a, b in mod._REGS)
             st = mod.Stream()
             st.push_flat(
@@ -115,6 +134,40 @@ def warm_kernel(mod):
     th = threading.Thread(target=run, name="perfonto-kernel-load", daemon=True)
     th.start()
     return th
+
+
+class _NoBlasProbe:
+    """A meta-path finder that refuses ``scipy.linalg`` to numba's BLAS probe only (``numba.np.linalg.
+    ensure_blas`` on the importing thread's stack): any other import of it, on any thread, goes on as usual."""
+
+    def find_spec(self, name, path=None, target=None):
+        """None (not this finder's) except for the probe's ``scipy.linalg``, which it refuses."""
+        if name != "scipy.linalg" and not name.startswith("scipy.linalg."):
+            return None
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_name == "ensure_blas" and f.f_globals.get("__name__") == "numba.np.linalg":
+                raise ModuleNotFoundError("scipy.linalg: not probed for the evaluator's kernel", name=name)
+            f = f.f_back
+        return None
+
+
+def _numba_without_blas_probe() -> None:
+    """Import numba's array implementations without their BLAS probe: ``numba.np.arraymath`` imports
+    ``scipy.linalg`` at import time (0.3-0.7 s, a third of loading the cached kernel) only to pick the
+    inner product of ``np.correlate``/``np.convolve``, which the generated kernel does not call; numba's
+    linear algebra still imports it when something compiles it. Nothing to do when either is already
+    imported."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    probe = _NoBlasProbe()
+    sys.meta_path.insert(0, probe)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except Exception:  # noqa: BLE001 - the kernel's own load reports whatever this met
+        pass
+    finally:
+        sys.meta_path.remove(probe)
 
 
 __all__ = ["entry_folder", "evaluator", "kernel_cached", "key", "warm_kernel"]

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from . import ir
-from .compiler import MetricGraph
+from .graph import MetricGraph
 from .windows import Windows
 
 

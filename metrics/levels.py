@@ -18,7 +18,7 @@ import numpy as np
 from perfonto.ontology import kinds
 
 from .bridge import atomic, server_bad, spans, totals
-from .compiler import MetricGraph
+from .graph import MetricGraph
 from .windows import REASONS, VALID, Windows, run_level, server_level
 
 EvalFn = Callable[[dict, np.ndarray, float], dict]

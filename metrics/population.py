@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .compiler import MetricGraph
+from .graph import MetricGraph
 from .interpreter import _eval
 from .windows import DumpError, Windows
 

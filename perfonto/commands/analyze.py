@@ -232,7 +232,9 @@ def _analyze(args, capture, metrics: list[str] | None):
 
 
 class progress_bar:
-    """A rich progress bar on stderr for the engine's ``progress(phase, done, total)`` (rows)."""
+    """A rich progress bar on stderr for the engine's ``progress(phase, done, total)`` (rows); none when
+    stderr is not a terminal (a transient bar shows nothing there: neither rich's progress module nor
+    its refresh thread is started)."""
 
     def __init__(self, console):
         self.console = console
@@ -240,6 +242,8 @@ class progress_bar:
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):
+        if not self.console.is_terminal:
+            return self
         from rich.progress import MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
         self.bar = transient_bar(self.console, MofNCompleteColumn(), TextColumn("rows"), TimeRemainingColumn())
@@ -247,10 +251,13 @@ class progress_bar:
         return self
 
     def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.bar is None:
+            return
         if phase not in self.tasks:
             self.tasks[phase] = self.bar.add_task(phase, total=total)
         self.bar.update(self.tasks[phase], completed=done)
 
     def __exit__(self, *exc):
-        self.bar.__exit__(*exc)
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
         return False
