@@ -95,83 +95,111 @@ def iter_chunks(
     chunk_rows: int = CHUNK_ROWS,
     columns: list[tuple[str, int]] | None = None,
     select=None,
+    readers: int | None = None,
 ) -> Iterator[Chunk]:
     """The pieces of the dump (module docstring), host by host in sorted order, in time order within a
     host; ``signals``: the signals to read (default: every signal in the dump); ``columns``: the
     register layout of flat pieces (default: none, every piece a ``CounterDump``); ``select(group,
     first)``: read only the pieces it is true for (the same pieces as without it; only the row groups
-    that hold their rows are read).
+    that hold their rows are read); ``readers``: hosts read at the same time, each on a thread of its
+    own (default: two on a machine of four cores or more, else one); the pieces and their order are
+    the same whatever it is.
 
     Raises:
         DumpError: a register column that contradicts the ontology (as ``read_counters`` says it).
     """
-    return _prefetch(_chunks(plan, signals, chunk_rows, columns, select))
+    want = [s for s in (signals if signals is not None else plan.columns) if s in plan.columns]
+    hosts = [
+        lambda gi=gi, host=host, parts=parts: _host_chunks(plan, gi, host, parts, want, chunk_rows, columns, select)
+        for gi, (host, parts) in enumerate(plan.groups.items())
+    ]
+    return _prefetch(hosts, readers if readers is not None else _default_readers())
 
 
-def _prefetch(gen: Iterator, depth: int = 2) -> Iterator:
-    """``gen``'s items, produced up to ``depth`` ahead on a background thread: reading and decoding the
-    next piece (pyarrow and NumPy copies release the GIL) overlaps the caller's work on this one (the
-    kernel releases it too). An exception in ``gen`` is raised here, at the item where it happened; a
-    caller that stops early stops the thread."""
+def _default_readers() -> int:
+    """Hosts read at once by default: two where reading is the longest of the engine's three stages
+    (read, evaluate, write) and the machine has the cores to overlap them, else one."""
+    import os
+
+    return 2 if (os.cpu_count() or 1) >= 4 else 1
+
+
+def _prefetch(hosts: list, readers: int = 1, depth: int = 2) -> Iterator:
+    """The items of ``hosts`` (one generator factory per host), all of the first host's, then all of the
+    second's …, produced ahead on ``readers`` background threads: thread ``k`` reads hosts ``k``,
+    ``k + readers`` … in turn into a queue of its own, at most ``depth`` items ahead, so reading and
+    decoding the next pieces (pyarrow and NumPy copies release the GIL) overlaps the caller's work on
+    this one (the kernel releases it too) and, with several readers, the next host is read while this
+    one is. An exception in a host's generator is raised here, at the item where it happened (that
+    thread reads no further host); a caller that stops early stops the threads."""
     import queue
     import threading
 
-    q: queue.Queue = queue.Queue(maxsize=depth)
+    R = max(1, min(readers, len(hosts)))
+    qs: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(R)]
     stop = threading.Event()
     end = object()
 
-    def run():
-        try:
-            for item in gen:
-                while not stop.is_set():
-                    try:
-                        q.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put((end, None))
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            q.put((end, exc))
+    def put(q: queue.Queue, item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
-    th = threading.Thread(target=run, name="perfonto-read", daemon=True)
-    th.start()
-    try:
-        while True:
-            item, exc = q.get()
-            if item is end:
-                if exc is not None:
-                    raise exc
+    def run(k: int) -> None:
+        for i in range(k, len(hosts), R):
+            try:
+                for item in hosts[i]():
+                    if not put(qs[k], (item, None)):
+                        return
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                put(qs[k], (end, exc))
                 return
-            yield item
+            if not put(qs[k], (end, None)):
+                return
+
+    threads = [threading.Thread(target=run, args=(k,), name=f"perfonto-read-{k}", daemon=True) for k in range(R)]
+    for th in threads:
+        th.start()
+    try:
+        for i in range(len(hosts)):
+            q = qs[i % R]
+            while True:
+                item, exc = q.get()
+                if item is end:
+                    if exc is not None:
+                        raise exc
+                    break
+                yield item
     finally:
         stop.set()
-        while th.is_alive():  # let a blocked put see the stop
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                th.join(0.05)
+        for q, th in zip(qs, threads):
+            while th.is_alive():  # let a blocked put see the stop
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    th.join(0.05)
 
 
-def _chunks(plan: DumpPlan, signals, chunk_rows: int, columns, select) -> Iterator[Chunk]:
-    """The pieces of every host, hosts in the plan's order (``iter_chunks``): a regular host's as flat
-    matrices when columns are asked for (``_regular``), any other host's placed by grid point
+def _host_chunks(plan: DumpPlan, gi: int, host, parts, want, chunk_rows: int, columns, select) -> Iterator[Chunk]:
+    """The pieces of host ``host`` (the plan's ``gi``-th, in time order: ``iter_chunks``): as flat matrices
+    when it is regular and columns are asked for (``_regular``), else placed by grid point
     (``capture.pieces_placed``); about ``chunk_rows`` rows a piece."""
-    want = [s for s in (signals if signals is not None else plan.columns) if s in plan.columns]
-    for gi, (host, parts) in enumerate(plan.groups.items()):
-        hg = host_grid(plan, host)
-        g = hg.grid
-        C = len(g.keys)
-        chips_ = g.keys[:, 1].astype(np.int64)
-        hosts_ = None if g.host_names is None else g.host_names[g.keys[:, 0]]
-        step = max(1, chunk_rows // max(C, 1))
-        if hg.regular and columns is not None and not plan.long and select is None:
-            for first, T, X, M in _regular(plan, parts, tuple(columns), g, step):
-                yield Chunk(gi, host, first, None, Flat(T, X, tuple(columns), M), chips_, hosts_, plan)
-            continue
-        for first, dump in placed_pieces(plan, gi, parts, want, hg, step, select, chips_, hosts_):
-            yield Chunk(gi, host, first, dump, None, chips_, hosts_, plan)
+    hg = host_grid(plan, host)
+    g = hg.grid
+    C = len(g.keys)
+    chips_ = g.keys[:, 1].astype(np.int64)
+    hosts_ = None if g.host_names is None else g.host_names[g.keys[:, 0]]
+    step = max(1, chunk_rows // max(C, 1))
+    if hg.regular and columns is not None and not plan.long and select is None:
+        for first, T, X, M in _regular(plan, parts, tuple(columns), g, step):
+            yield Chunk(gi, host, first, None, Flat(T, X, tuple(columns), M), chips_, hosts_, plan)
+        return
+    for first, dump in placed_pieces(plan, gi, parts, want, hg, step, select, chips_, hosts_):
+        yield Chunk(gi, host, first, dump, None, chips_, hosts_, plan)
 
 
 def open_parquet(path) -> pq.ParquetFile:
@@ -274,7 +302,7 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
                 piece = t.slice(done, k)
                 for name, lo, vals, nulls in _registers(plan, piece, str(part.path), pos):
                     X[lo : lo + vals.shape[1], fill : fill + k] = vals.T
-                    if nulls.any():
+                    if _any(nulls):
                         if M is None:
                             M = np.zeros(X.shape, bool)
                         M[lo : lo + vals.shape[1], fill : fill + k] = nulls.T
@@ -301,6 +329,14 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
             np.ascontiguousarray(X[:, :fill]),  # contiguous, as every piece
             None if M is None else np.ascontiguousarray(M[:, :fill]),
         )
+
+
+def _any(nulls: np.ndarray) -> bool:
+    """Whether a register's nulls hold a True; a broadcast of one value (no null: ``_wide_one`` gives a
+    broadcast False) is answered from that value, not by a pass over every row."""
+    if nulls.size and not any(nulls.strides):
+        return bool(nulls.flat[0])
+    return bool(nulls.any())
 
 
 def _registers(plan: DumpPlan, t: pa.Table, p: str, pos: dict):
