@@ -104,6 +104,9 @@ def _worker(ship: dict, graph_bytes: bytes):
                 spec.loader.exec_module(mod)
                 mod._KCACHE = True  # numba's cache beside the file: the driver's compile is loaded, not redone
                 sys.modules[ship["module"]] = mod
+                from perfonto.codegen.evaluator_cache import warm_kernel
+
+                warm_kernel(mod)  # loaded on a thread while the task reads its first pieces
             else:
                 from perfonto.codegen.python_evaluator import load
 
