@@ -101,6 +101,9 @@ def _formula_nulls(values: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
     """Null window values of a piece whose inputs are all valid: each is the formula's own."""
     out = {}
     for name, v in values.items():
+        with np.errstate(all="ignore"):  # a sum past the float range is inf, no warning
+            if not np.isnan(np.sum(v)):  # no NaN (a sum is NaN with one, or with +inf and -inf: then counted below)
+                continue
         n = int(np.isnan(v).reshape(v.shape[0], v.shape[1], -1).any(axis=2).sum())
         if n:
             out[name] = {FORMULA_NULL: n}

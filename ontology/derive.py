@@ -19,7 +19,7 @@ import json
 import math
 
 from .diagnostics import did_you_mean
-from .generation import Generation
+from .resolved import Generation
 from .units import UnitError, conversion_factor, parse_unit
 from .errors import PerfontoError
 
