@@ -131,9 +131,8 @@ def merge_state(st, group: int, data: bytes, deps: dict) -> tuple[list[str], int
 
 def _dirty_pieces(st, group: int, dirty: list[tuple[int, int]]) -> None:
     """The host's pieces with a null as the whole dump's pieces (``engine_levels._piece_windows``: the
-    pieces the second pass reads again): every piece of the plan that overlaps one. The executor's
-    pieces are the plan's, but for a host placed by grid point from rows Spark handed over (no row
-    groups: read as one piece)."""
+    pieces the second pass reads again): every piece of the plan that overlaps one (the executor read
+    the host with the driver's plan: its pieces are the plan's)."""
     C = int(st.offsets[group + 1] - st.offsets[group])
     step = max(1, st.chunk_rows // max(C, 1))
     for first, n in dirty:
