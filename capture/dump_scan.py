@@ -12,7 +12,7 @@ The key columns are read here, once, and every host's placement kept (``HostGrid
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
-from .dump_grid import _grid, drift_note, time_reversals
+from .dump_grid import Stamps, _grid, drift_note, time_reversals
 from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
 from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
 from .partitions import segment
@@ -404,6 +404,8 @@ def _scan_grid(plan: DumpPlan) -> None:
             plan.notes.append(note)
         first = 0 if sample is None else int(sample.min())
         end = max(end, first + (int(g.grid.max()) if g.grid is not None else len(g.stamps) - 1) + 1)
+        if g.order is None:  # regular: every host's timestamps are kept, compactly (``dump_grid.Stamps``)
+            g = replace(g, stamps=Stamps.compact(g.stamps, plan.period))
         count_max = max(count_max, int(g.counts.max()))
         counts |= set(g.counts.tolist())
         if sample is not None:
