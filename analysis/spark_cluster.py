@@ -47,23 +47,34 @@ def spark_class() -> Path:
 
 class StandaloneCluster:
     """A master and ``workers`` workers (``cores`` cores and ``memory`` each) on 127.0.0.1 (module
-    docstring). ``url``: the master's ``spark://`` URL once started; ``start`` waits (up to
-    ``timeout_s`` s) until every worker has registered.
+    docstring); ``pin``: each worker's processes (its executor, its Python workers) bound to ``cores``
+    CPUs of their own (``_cpus``), so that a worker of one core uses one CPU: Spark's cores are task
+    slots, and a task's threads (reading, the kernel, writing) would use every CPU. ``url``: the
+    master's ``spark://`` URL once started; ``start`` waits (up to ``timeout_s`` s) until every worker
+    has registered.
 
     Raises:
         DumpError: a process that exits or a cluster not up within ``timeout_s`` (its log's tail named)."""
 
-    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "2g", timeout_s: float = 120.0):
+    def __init__(
+        self, workers: int = 2, cores: int = 1, memory: str = "2g", timeout_s: float = 120.0, pin: bool = False
+    ):
         self.workers, self.cores, self.memory, self.timeout_s = workers, cores, memory, timeout_s
+        self.pin = pin
         self.procs: list[subprocess.Popen] = []
         self.dir: Path | None = None
         self.url = ""
 
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _start(self, name: str, args: list[str], cpus: set[int] | None = None) -> subprocess.Popen:
         env = dict(os.environ, SPARK_HOME=str(spark_class().parent.parent), SPARK_LOCAL_IP="127.0.0.1")
         log = open(self.dir / f"{name}.log", "wb")
         p = subprocess.Popen(
-            [str(spark_class()), *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            [str(spark_class()), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )
         log.close()
         self.procs.append(p)
@@ -105,9 +116,18 @@ class StandaloneCluster:
                     str(_free_port()),
                     self.url,
                 ],
+                self._cpus(i),
             )
         self._wait(ui)
         return self.url
+
+    def _cpus(self, i: int) -> set[int] | None:
+        """With ``pin``: the CPUs of worker ``i`` (``cores`` of them, the next ones after worker ``i − 1``'s),
+        which its executor and Python workers inherit; else None (any CPU)."""
+        if not self.pin or not hasattr(os, "sched_setaffinity"):
+            return None
+        have = sorted(os.sched_getaffinity(0))
+        return {have[(i * self.cores + k) % len(have)] for k in range(self.cores)}
 
     def _wait(self, ui: int) -> None:
         end = time.monotonic() + self.timeout_s

@@ -152,7 +152,9 @@ def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) 
 
 def run_clusters(sub: Path, work: Path) -> dict:
     """``--engine spark`` on a standalone cluster of one, then two one-core workers on 127.0.0.1 (started
-    here from pyspark's ``spark-class`` and stopped after), each over the subset in a child process."""
+    here from pyspark's ``spark-class`` and stopped after), each over the subset in a child process;
+    each worker's processes bound to a CPU of their own (``StandaloneCluster(pin=True)``): a task's
+    reader and writer threads would otherwise make one worker of one core use two CPUs."""
     from perfonto.analysis.spark_cluster import StandaloneCluster
     from perfonto.capture.dump_io import DumpError
 
@@ -160,7 +162,7 @@ def run_clusters(sub: Path, work: Path) -> dict:
     for n in (1, 2):
         eng = f"spark-{n}-worker{'s' if n > 1 else ''}"
         try:
-            with StandaloneCluster(workers=n, cores=1) as url:
+            with StandaloneCluster(workers=n, cores=1, pin=True) as url:  # one CPU per worker, its own
                 res[eng] = run_child(f"spark@{url}", sub, work / eng)
         except DumpError as exc:
             res[eng] = {"error": [str(exc)]}
