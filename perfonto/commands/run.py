@@ -13,6 +13,7 @@ from .common import (
     OUT_HELP,
     CommandError,
     catalog_failure,
+    catalog_options,
     duration,
     groupings,
     job_arguments,
@@ -52,17 +53,14 @@ def register(sub) -> None:
         help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = "
         "cold start)",
     )
-    r.add_argument(
-        "--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's generation)"
-    )
-    r.add_argument(
-        "--catalog",
-        default=None,
-        metavar="DIR",
-        help="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the "
+    catalog_options(
+        r,
+        generation="hardware generation (default: sohu, or the --catalog folder's generation)",
+        catalog="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the "
         "shipped metric library",
+        metavar="DIR",
+        library=True,
     )
-    r.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
     r.add_argument(
         "--slow-chip",
         type=_slow_chip,
