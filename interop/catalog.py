@@ -118,3 +118,23 @@ class SourceCatalog:
         if ev is None:
             ev = self.events[key] = SourceEvent(key, block, name, description, defined)
         return ev
+
+    def assumed_constant(
+        self,
+        key: str,
+        name: str,
+        description: str,
+        default: tuple[float, str],
+        overrides: dict[str, float],
+        may_be_zero: bool = False,
+    ) -> SourceConstant:
+        """Register (once) and return the machine constant ``key``, spec name ``name`` (no ``spec.``):
+        the importer's ``default`` (value, why) is ``assumed``; a value for ``name`` in ``overrides``
+        (the command line's ``--constant``) is ``claimed`` instead."""
+        c = self.constants.get(key)
+        if c is None:
+            (value, why), prov = default, "assumed"
+            if name in overrides:
+                value, why, prov = overrides[name], "given on the command line (--constant)", "claimed"
+            c = self.constants[key] = SourceConstant(key, name, value, description, why, prov, may_be_zero=may_be_zero)
+        return c

@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 
 from . import ir
-from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
+from .catalog import Finding, SourceCatalog, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
 from .source_io import load_json
@@ -171,25 +171,15 @@ class _Reader:
     def _constant(self, name: str) -> ir.Node:
         if name.upper() in DURATIONS:
             return ir.Bin("/", ir.Interval(), ir.Num(1.0, DURATIONS[name.upper()]))
-        key = name
-        if key not in self.cat.constants:
-            cname = ident(name)
-            value, why = CONSTANT_DEFAULTS.get(
-                name.upper(), (1.0, "an Intel constant this importer does not know; 1 assumed")
-            )
-            prov = "assumed"
-            if cname in self.overrides:
-                value, why, prov = self.overrides[cname], "given on the command line (--constant)", "claimed"
-            self.cat.constants[key] = SourceConstant(
-                key,
-                cname,
-                value,
-                f"Intel constant {name}",
-                why,
-                prov,
-                may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
-            )
-        return ir.Const(key)
+        self.cat.assumed_constant(
+            name,
+            ident(name),
+            f"Intel constant {name}",
+            CONSTANT_DEFAULTS.get(name.upper(), (1.0, "an Intel constant this importer does not know; 1 assumed")),
+            self.overrides,
+            may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
+        )
+        return ir.Const(name)
 
     def _expr(self, t, aliases: dict[str, ir.Node]) -> ir.Node:
         num = lambda x: ir.as_number(self._expr(x, aliases))  # noqa: E731

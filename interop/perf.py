@@ -280,19 +280,14 @@ class _Reader:
     def _literal(self, lit: str) -> ir.Node:
         name = ident(lit)
         key = "#" + lit.lower()
-        if key not in self.cat.constants:
-            value, why = LITERAL_DEFAULTS.get(name, (1.0, "a perf literal this importer does not know; 1 assumed"))
-            if name in self.overrides:
-                value, why = self.overrides[name], "given on the command line (--constant)"
-            self.cat.constants[key] = SourceConstant(
-                key,
-                name,
-                value,
-                f"perf literal #{lit}",
-                why,
-                "claimed" if name in self.overrides else "assumed",
-                may_be_zero=name in ("smt_on", "core_wide") or name not in LITERAL_DEFAULTS,
-            )
+        self.cat.assumed_constant(
+            key,
+            name,
+            f"perf literal #{lit}",
+            LITERAL_DEFAULTS.get(name, (1.0, "a perf literal this importer does not know; 1 assumed")),
+            self.overrides,
+            may_be_zero=name in ("smt_on", "core_wide") or name not in LITERAL_DEFAULTS,
+        )
         return ir.Const(key)
 
     # -- events ------------------------------------------------------------------------------------
