@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, stdout, why
+from .common import CommandError, catalog_options, stdout, why
 
 
 def register(sub) -> None:
@@ -29,16 +29,12 @@ def register(sub) -> None:
         default=0.9,
         help="utilisation from which a PCIe or link window counts as saturated (default: 0.9)",
     )
-    p.add_argument(
-        "--catalog",
-        default=None,
+    catalog_options(
+        p,
+        generation="generation of the counters (default: the run's metadata, or the --catalog folder's)",
+        catalog="catalog folder whose generation the run's counters are (default: shipped)",
         metavar="DIR",
-        help="catalog folder whose generation the run's counters are (default: shipped)",
-    )
-    p.add_argument(
-        "--generation",
-        default=None,
-        help="generation of the counters (default: the run's metadata, or the --catalog folder's)",
+        catalog_first=True,
     )
     p.add_argument(
         "--device-processing-ns",

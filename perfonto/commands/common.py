@@ -149,6 +149,17 @@ non_negative_int = _int_at_least(0)
 positive_int = _int_at_least(1)
 
 
+def request_rate(text: str) -> float:
+    """``--rate``: Poisson arrivals in requests/s, a finite number above 0 (an argparse type applying
+    ``perfonto.values.rate``, the rule the API and ``--vary rate=`` use; anything else is a usage error)."""
+    from perfonto.values import ValueRuleError, rate
+
+    try:
+        return rate(text, "rate")
+    except ValueRuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("rate: ")) from None
+
+
 def groupings(text: str) -> tuple[str, ...]:
     """``--by``: a comma-separated list of ``op``, ``layer``, ``phase`` (an argparse type; anything else
     is a usage error naming the choices)."""

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from . import HELP
-from .common import CommandError, stdout
+from .common import CommandError, output_options, stdout
 
 
 OUT_DEFAULT = "perfonto-findings"
@@ -26,9 +26,12 @@ def register(sub) -> None:
         action="store_true",
         help="emulate the run again without each finding's cause (an emulator knob) and measure the gain",
     )
-    p.add_argument("--out", default=OUT_DEFAULT, help=f"output folder for --reproject (default: ./{OUT_DEFAULT})")
-    p.add_argument("--force", action="store_true", help="replace --out even if perfonto did not write it")
-    p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
+    output_options(
+        p,
+        out_help=f"output folder for --reproject (default: ./{OUT_DEFAULT})",
+        default=OUT_DEFAULT,
+        json_help="print the findings as one JSON document",
+    )
     p.set_defaults(func=cmd_findings)
 
 

@@ -12,7 +12,16 @@ import json
 import time
 
 from . import HELP
-from .common import CommandError, non_negative_int, positive_int, stderr, stdout, transient_bar, why as _why
+from .common import (
+    CommandError,
+    non_negative_int,
+    positive_int,
+    request_rate,
+    stderr,
+    stdout,
+    transient_bar,
+    why as _why,
+)
 
 
 class EmuProgress:
@@ -108,16 +117,6 @@ def _probability(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _rate(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (v > 0 and v < float("inf")):
-        raise argparse.ArgumentTypeError(f"a rate is a finite number of requests/s > 0: {text!r}")
-    return v
-
-
 def add_scenario_args(p) -> None:
     """``--rate`` / ``--concurrency`` (exclusive; default offline), speculative decoding
     (``--draft-tokens``, ``--acceptance``) and ``--engine-profile``, shared by ``project`` and ``run``."""
@@ -130,7 +129,10 @@ def add_scenario_args(p) -> None:
     )
     g = p.add_mutually_exclusive_group()
     g.add_argument(
-        "--rate", type=_rate, default=None, help="online: Poisson arrivals at this many requests/s (default: offline)"
+        "--rate",
+        type=request_rate,
+        default=None,
+        help="online: Poisson arrivals at this many requests/s (default: offline)",
     )
     g.add_argument(
         "--concurrency",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,26 +10,18 @@ from .knobs import KnobError, Point, parse_mapping
 from .points import DEFAULTS, Cache, Target, default_cache_dir
 
 
-def _rate(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (0 < v < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text!r}")
-    return v
-
-
 def add_workload_args(p, *, generation: bool = True) -> None:
     """The base workload (defaults: ``points.DEFAULTS``, the preset's engine), the generation, the
     cache and ``--jobs``."""
-    from perfonto.commands.common import positive_int
+    from perfonto.commands.common import catalog_options, positive_int, request_rate
 
     if generation:
-        p.add_argument(
-            "--generation", default=None, help="hardware generation (default: sohu, or the --catalog folder's)"
+        catalog_options(
+            p,
+            generation="hardware generation (default: sohu, or the --catalog folder's)",
+            catalog="a catalog folder whose generation is the base",
+            metavar="DIR",
         )
-        p.add_argument("--catalog", default=None, metavar="DIR", help="a catalog folder whose generation is the base")
     p.add_argument("--model", default=None, help=f"model (default: {DEFAULTS['model']})")
     p.add_argument(
         "--chips", type=positive_int, default=None, help=f"chips (default: {DEFAULTS['chips']}, or the mapping's)"
@@ -58,7 +49,7 @@ def add_workload_args(p, *, generation: bool = True) -> None:
     g.add_argument(
         "--concurrency", type=positive_int, default=None, help="closed loop: N requests in flight (default: offline)"
     )
-    g.add_argument("--rate", type=_rate, default=None, help="online: Poisson arrivals, requests/s")
+    g.add_argument("--rate", type=request_rate, default=None, help="online: Poisson arrivals, requests/s")
     p.add_argument(
         "--requests", type=positive_int, default=None, help="requests per projection (default: the benchmark's count)"
     )
