@@ -16,11 +16,12 @@ import pickle
 from pathlib import Path
 
 from perfonto.ontology import cache as _cache
-from perfonto.ontology.units import pickle_reducer
 
 
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
+        from perfonto.ontology.units import pickle_reducer  # pint: imported when a catalog is stored, not read
+
         return pickle_reducer(obj)
 
 
@@ -94,4 +95,27 @@ def cached(catalog_dir, generation, library: bool, use: bool | None, compile_fn,
     return cat
 
 
-__all__ = ["cached", "dumps", "key"]
+def cached_text(catalog_dir, generation, library: bool, what: list[str], make) -> tuple[str, int]:
+    """``make()`` — a ``(text, exit status)`` computed from the catalog that ``load_catalog(catalog_dir,
+    generation, library=library)`` compiles and from the other generations of the same files (what
+    ``perfonto explain`` prints) — read from the cache when the same text was made before, so that a
+    command whose catalog is unchanged neither unpickles the catalog nor imports pint and networkx.
+
+    The key is the catalog's (``key``: every file in ``catalog_dir`` and the shipped files, perfonto's
+    version and the source of ``ontology``, ``dsl`` and ``metrics``) plus ``what``: the command's own
+    inputs (the metric name, options, the digest of the command's source). Only a text with exit status
+    0 is stored; the cache off (``PERFONTO_NO_CACHE``) calls ``make()``."""
+    if not _cache.enabled():
+        return make()
+    path = _cache.entry("texts", _cache.digest([key(catalog_dir, generation, library), *what]), ".txt")
+    try:
+        return path.read_text(encoding="utf-8"), 0
+    except (OSError, UnicodeDecodeError):  # not there (or damaged): a miss
+        pass
+    text, rc = make()
+    if rc == 0:
+        _cache.write_atomic(path, text.encode("utf-8"))
+    return text, rc
+
+
+__all__ = ["cached", "cached_text", "dumps", "key"]

@@ -53,17 +53,38 @@ def _emit(args, text: str) -> None:
         print(text, end="" if text.endswith("\n") else "\n")
 
 
-def cmd_explain(args) -> int:
-    from perfonto.metrics.explain import explain
+def _cached(args, what: tuple, make) -> tuple[str, int]:
+    """``make()`` through the text cache (``metrics.catalog_cache.cached_text``): keyed by the catalog's
+    inputs, this command's options ``what`` and this file's source, so that a warm ``explain`` does not
+    load the catalog (nor import pint, networkx and numpy)."""
+    from pathlib import Path
 
-    graph, rc = _graph(args)
-    _emit(args, graph if isinstance(graph, str) else explain(graph, args.metric, args.catalog))
+    from perfonto.metrics.catalog_cache import cached_text
+
+    here = Path(__file__).read_bytes().decode("utf-8", "replace")
+    lib = not args.no_library
+    return cached_text(args.catalog, args.generation, lib, [repr(what), repr(args.catalog), here], make)
+
+
+def cmd_explain(args) -> int:
+    def make():
+        from perfonto.metrics.explain import explain
+
+        graph, rc = _graph(args)
+        return (graph if isinstance(graph, str) else explain(graph, args.metric, args.catalog)), rc
+
+    text, rc = _cached(args, ("explain", args.metric), make)
+    _emit(args, text)
     return rc
 
 
 def cmd_graph(args) -> int:
-    from perfonto.metrics.explain import graph_text
+    def make():
+        from perfonto.metrics.explain import graph_text
 
-    graph, rc = _graph(args)
-    _emit(args, graph_text(graph, args.metric, args.format))
+        graph, rc = _graph(args)
+        return graph_text(graph, args.metric, args.format), rc
+
+    text, rc = _cached(args, ("graph", args.metric, args.format), make)
+    _emit(args, text)
     return rc
