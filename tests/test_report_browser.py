@@ -80,6 +80,8 @@ needs_browser = pytest.mark.skipif(
     "package (apt-get install -y chromium; .ci/run does)",
 )
 
+pytestmark = pytest.mark.slow  # a real browser (an external tool): `.ci/run` runs it after the fast suite
+
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):

@@ -56,6 +56,7 @@ def test_scrape_parsed_by_prometheus_client_equals_batch(graph, parts):
     assert close_enough(got, expected_series(graph, ev, HOST)) == []
 
 
+@pytest.mark.slow  # an external tool (promtool); `.ci/run` runs it after the fast suite
 @pytest.mark.skipif(
     shutil.which("promtool") is None,
     reason="promtool is not installed (.ci/run installs Debian's prometheus package, which ships it)",

@@ -28,12 +28,15 @@ from perfonto.metrics.telemetry import expositions
 PROMETHEUS = shutil.which("prometheus")
 HOST = "node-b"
 
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None,
-    reason="Prometheus is not installed (.ci/run installs Debian's `prometheus` package with apt-get; it could not "
-    "here): falling back to prometheus_client's parser in "
-    "test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        PROMETHEUS is None,
+        reason="Prometheus is not installed (.ci/run installs Debian's `prometheus` package with apt-get; it could not "
+        "here): falling back to prometheus_client's parser in "
+        "test_serve_cli.py::test_scrape_parsed_by_prometheus_client_equals_batch",
+    ),
+]  # slow: a real Prometheus scraping for seconds (an external tool); `.ci/run` runs it after the fast suite
 
 
 def _query(base: str, q: str) -> list[dict]:
