@@ -118,22 +118,27 @@ def test_emulate_serves_in_real_time_and_equals_the_emulators_dump(graph, tmp_pa
     assert close_enough(got, expected_series(graph, ev, HOST)) == []
 
 
-def test_bad_input_is_a_clear_error(tmp_path):
-    r = _run("serve", "--follow", str(tmp_path), "--port", "70000")
-    assert r.returncode == 2 and "65535" in r.stderr and "Traceback" not in r.stderr
+def test_bad_input_is_a_clear_error(tmp_path, capsys):
+    """The command's refusals, in process (each child costs 1-2 s of start-up); the exit code, stdout and
+    stderr of a real process are checked by the first case here and by the shutdown test below."""
+    from perfonto.cli import main
+
     r = _run("serve", "--follow", str(tmp_path / "missing"), "--port", "0", "--json")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
     assert doc["ok"] is False and "no such file or folder" in doc["error"]
-    r = _run("serve", "--emulate", "--otlp", "localhost:4318")
-    assert r.returncode == 2 and "OTLP/HTTP endpoint" in r.stderr
-    r = _run("serve", "--emulate", "--chips", "2", "--slow-chip", "7:1.5", "--port", "0", "--json")
-    assert r.returncode == 1 and json.loads(r.stdout)["error"].startswith("cannot emulate:")
+    assert main(["serve", "--follow", str(tmp_path), "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert "65535" in err and "Traceback" not in err
+    assert main(["serve", "--emulate", "--otlp", "localhost:4318"]) == 2
+    assert "OTLP/HTTP endpoint" in capsys.readouterr().err
+    assert main(["serve", "--emulate", "--chips", "2", "--slow-chip", "7:1.5", "--port", "0", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"].startswith("cannot emulate:")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = _run("serve", "--follow", str(tmp_path), "--port", str(port), "--json")
-    assert r.returncode == 1 and "cannot listen on 127.0.0.1:%d" % port in json.loads(r.stdout)["error"]
-    r = _run("serve")
-    assert r.returncode == 2 and "--emulate" in r.stderr
+        assert main(["serve", "--follow", str(tmp_path), "--port", str(port), "--json"]) == 1
+    assert "cannot listen on 127.0.0.1:%d" % port in json.loads(capsys.readouterr().out)["error"]
+    assert main(["serve"]) == 2
+    assert "--emulate" in capsys.readouterr().err
