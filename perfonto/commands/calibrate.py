@@ -14,14 +14,12 @@ from pathlib import Path
 from . import HELP
 from .common import CommandError, stderr, stdout, why as _why
 from .project import EmuProgress
-from .validate_emulator import prepare_rows
+from .validate_emulator import add_rows_option, prepare_rows
 
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP["calibrate"])
-    p.add_argument(
-        "--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)"
-    )
+    add_rows_option(p)
     p.add_argument("--out", default=None, help="where to write the parameters (default: emulator/data/fitted.yaml)")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")

@@ -59,10 +59,8 @@ def cmd_codegen(args) -> int:
 
     try:
         written = _codegen(args)
-    except ValueError as exc:  # a catalog the target cannot express (e.g. C identifiers that collide)
-        raise CommandError(str(exc), 1) from None
-    except OutputError as exc:
-        raise CommandError(str(exc), 1) from None
+    except (ValueError, OutputError) as exc:  # a catalog the target cannot express (e.g. C identifiers that
+        raise CommandError(str(exc), 1) from None  # collide), or an output folder that cannot be written
     for path in written:
         stderr().print(f"wrote {path}", markup=False)
     if args.json:

@@ -26,9 +26,7 @@ from .project import EmuProgress
 
 def register(sub) -> None:
     p = sub.add_parser("validate-emulator", help=HELP["validate-emulator"])
-    p.add_argument(
-        "--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)"
-    )
+    add_rows_option(p)
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
     p.add_argument(
         "--sources",
@@ -52,6 +50,13 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_validate_emulator)
 
 
+def add_rows_option(p) -> None:
+    """``--rows``: the calibration file that ``prepare_rows`` reads (``validate-emulator``, ``calibrate``)."""
+    p.add_argument(
+        "--rows", default=None, help="calibration file (default: the shipped emulator/data/calibration.yaml)"
+    )
+
+
 def prepare_rows(path, json_mode: bool, label: str):
     """Prepared rows of ``path`` with a progress bar (none under --json).
 
@@ -60,18 +65,26 @@ def prepare_rows(path, json_mode: bool, label: str):
         as /dev/full, a name too long — ``ontology.files.FileReadError`` names it and the reason), or
         its rows do not load.
     """
-    from perfonto.emulator.calibration import load_rows, prepare
+    from perfonto.emulator.calibration import load_rows
     from perfonto.ontology.files import read_bytes
 
     if path is not None:
         read_bytes(path, "calibration file")  # refuse devices and folders before the loader reads them
     header, rows = load_rows(path)
+    return header, _replayed(rows, json_mode, label)
+
+
+def _replayed(rows, json_mode: bool, label: str) -> list:
+    """``calibration.prepare`` of each row (its benchmark replayed once), in order, with a progress bar
+    labelled ``label`` (none under --json)."""
+    from perfonto.emulator.calibration import prepare
+
     preps = []
     with EmuProgress(label, enabled=not json_mode) as bar:
         for i, r in enumerate(rows):
             preps.append(prepare(r))
             bar(i + 1, len(rows))
-    return header, preps
+    return preps
 
 
 def _prior(w):
@@ -97,18 +110,14 @@ def _other_sources(path, json_mode: bool):
     Raises:
         ValueError: the file is not a readable regular file, or its rows do not load.
     """
-    from perfonto.emulator.calibration import load_sources, prepare
+    from perfonto.emulator.calibration import load_sources
     from perfonto.ontology.files import read_bytes
 
     if path is not None:
         read_bytes(path, "sources file")
     sources, rows = load_sources(path)
     offline = [r for r in rows if r.concurrency == 0]
-    preps = []
-    with EmuProgress("replaying the other sources' offline benchmarks", enabled=not json_mode) as bar:
-        for i, r in enumerate(offline):
-            preps.append(prepare(r))
-            bar(i + 1, len(offline))
+    preps = _replayed(offline, json_mode, "replaying the other sources' offline benchmarks")
     return sources, preps, [r for r in rows if r.concurrency > 0]
 
 
