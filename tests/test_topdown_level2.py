@@ -29,13 +29,19 @@ def _job(tmp_path, **knobs):
     return run_job(duration_s=3.0, sample_period_s=0.01, out=tmp_path, **knobs)  # several ~0.3-0.5 s steps
 
 
+@pytest.fixture(scope="module")
+def nominal(tmp_path_factory):
+    """The job without a knob, run once for the tests that read it (read only)."""
+    return _job(tmp_path_factory.mktemp("nominal"))
+
+
 def _share(gt, key, chip=None):
     src = gt if chip is None else gt["per_chip"][chip]
     return 100 * src["topdown2_s"][key] / sum(src["topdown_s"].values())
 
 
-def test_level2_tree_adds_up_and_matches_the_truth(tmp_path):
-    r = _job(tmp_path)
+def test_level2_tree_adds_up_and_matches_the_truth(nominal):
+    r = nominal
     kids = tree_children(r.graph)
     assert kids["topdown.compute_bound"] == ["topdown.compute.matrix", "topdown.compute.vector"]
     assert kids["topdown.interconnect_bound"] == [
@@ -78,7 +84,7 @@ def test_slow_chip_headline_names_waiting_on_that_chip(tmp_path):
     assert r.analysis.tree_violations == []
 
 
-def test_throttled_link_link_transfer_leads(tmp_path):
+def test_throttled_link_link_transfer_leads(tmp_path, nominal):
     r = _job(tmp_path, throttled_link=(2, 5, 4.0))
     h, ev, gt = r.headline, r.evaluation, r.ground_truth
     assert h["metric"] == "topdown.interconnect.link_transfer" and h["chip"] is None
@@ -86,7 +92,6 @@ def test_throttled_link_link_transfer_leads(tmp_path):
     assert max(leaves, key=leaves.get) == "topdown.interconnect.link_transfer"
     assert leaves["topdown.interconnect.peer_wait"] < 0.1  # every chip's collective is as slow: nobody waits
     assert leaves["topdown.interconnect.link_transfer"] == pytest.approx(_share(gt, "collective_transfer"), rel=2e-3)
-    nominal = _job(tmp_path / "nominal")
     per_byte = gt["topdown2_s"]["collective_transfer"] / gt["c2c_tx_bytes"]
     nominal_per_byte = nominal.ground_truth["topdown2_s"]["collective_transfer"] / nominal.ground_truth["c2c_tx_bytes"]
     assert per_byte > 2.5 * nominal_per_byte  # a ring moves at its slowest link's rate: 1/4 of it (latency aside)
