@@ -7,15 +7,17 @@ value and scope checked.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pint
 
 from .diagnostics import Diagnostic
-from .model import GenerationFile
 from .resolved import ResolvedConstant, Scope
 from .units import UnitError, conversion_factor, cycle_unit
-from .yaml_source import YamlSource
+
+if TYPE_CHECKING:  # annotations only: a report's constant_record does not import pydantic's models
+    from .model import GenerationFile
+    from .yaml_source import YamlSource
 
 # unit(text, location, what): the parsed unit, or None after reporting an unknown-unit error
 UnitParser = Callable[[str, tuple, str], "pint.Unit | None"]
