@@ -45,8 +45,9 @@ CASES = {
     "llama3-70b x8": dict(model="llama3-70b", chips=8, duration_s=1.0, warmup_steps=400),
     "llama-3.1-8b x2": dict(model="llama-3.1-8b", chips=2, duration_s=0.3, warmup_steps=400),
 }
-#: online serving of a small model, no warm-up: 4-9 ms steps whose batch changes every step
-ONLINE_SMALL = dict(model="llama-3.1-8b", chips=2, duration_s=0.5, isl=512, osl=64, rate=150.0, warmup_steps=0)
+#: online serving of a small model, no warm-up: 4-9 ms steps whose batch changes every step; 0.25 s (~40 steps)
+#: leaves the rate model's residual at 0.32 (0.5 s: 0.32), far above the 0.05 that flags it
+ONLINE_SMALL = dict(model="llama-3.1-8b", chips=2, duration_s=0.25, isl=512, osl=64, rate=150.0, warmup_steps=0)
 
 
 @pytest.mark.parametrize("case", list(CASES))
