@@ -16,6 +16,7 @@ from .common import (
     BY_HELP,
     CommandError,
     catalog_failure,
+    catalog_options,
     duration,
     groupings,
     job_arguments,
@@ -35,10 +36,12 @@ def register(sub) -> None:
         help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
         "(its requests, trace, sync reads and ground truth are used unless given)",
     )
-    a.add_argument("--catalog", default=None, metavar="DIR", help="catalog folder (default: the shipped catalog)")
-    a.add_argument("--no-library", action="store_true", help="with --catalog: compile only the folder's metric files")
-    a.add_argument(
-        "--generation", default=None, help="generation of the dump (default: sohu, or the --catalog folder's)"
+    catalog_options(
+        a,
+        generation="generation of the dump (default: sohu, or the --catalog folder's)",
+        metavar="DIR",
+        library=True,
+        catalog_first=True,
     )
     a.add_argument(
         "--requests", default=None, metavar="R", help="request records (latency metrics: ttft, tpot, itl, e2e)"
