@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, catalog_options, stdout, why
+from .common import CommandError, catalog_options, json_option, stdout, why
 
 
 def register(sub) -> None:
@@ -44,7 +44,7 @@ def register(sub) -> None:
         help="device time between a sync request's arrival and its device stamp, when sync.parquet has one "
         "device stamp per read (removes the offset's bias of half of it; default: 0)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    json_option(p)
     p.set_defaults(func=cmd_align)
 
 

@@ -13,7 +13,6 @@ def register(sub) -> None:
     catalog_options(
         c,
         generation="generation to compile against (default: sohu, or the --catalog folder's)",
-        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
         library=True,
         catalog_first=True,
     )

@@ -8,7 +8,7 @@ import json
 import tempfile
 
 from . import HELP
-from .common import catalog_failure, catalog_options, CommandError, positive_int, stdout
+from .common import catalog_failure, catalog_options, CommandError, jobs_option, json_option, positive_int, stdout
 
 
 def register(sub) -> None:
@@ -39,12 +39,12 @@ def register(sub) -> None:
         action="store_true",
         help="judge only the --without counters (faster); the others that feed a diagnosis are listed as not judged",
     )
-    p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
+    jobs_option(p)
     p.add_argument(
         "--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)"
     )
     p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    json_option(p)
     p.set_defaults(func=cmd_coverage)
 
 

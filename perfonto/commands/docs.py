@@ -19,7 +19,6 @@ def register(sub) -> None:
     catalog_options(
         c,
         generation="generation whose catalog gives the metric details (default: sohu, or the --catalog folder's)",
-        catalog="catalog folder of *.yaml and *.metrics files (default: the shipped catalog)",
         library=True,
     )
     output_options(c, json_help="print one JSON object (the pages written) on stdout")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from . import HELP
-from .common import CommandError, duration, non_negative_int, output_options, positive_int, stderr, summary
+from .common import CommandError, non_negative_int, output_options, positive_int, stderr, summary, workload_options
 from .run import emulation_of
 
 
@@ -23,19 +23,11 @@ def _fleet(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
-    from perfonto.emulator import MODELS
-
     e = sub.add_parser("emulate", help=HELP["emulate"])
     e.add_argument(
         "--fleet", type=_fleet, required=True, metavar="HOSTSxCHIPS", help="hosts and chips per host, e.g. 16x8"
     )
-    e.add_argument(
-        "--model", default="llama3-70b", choices=sorted(MODELS), help="model every host serves (default: llama3-70b)"
-    )
-    e.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 1h (default: 1s)")
-    e.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
-    e.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
-    e.add_argument("--warmup-steps", type=non_negative_int, default=400, help="unmeasured warm-up steps (default: 400)")
+    workload_options(e, "model", "duration", "sample_period", "seed", "warmup_steps")
     e.add_argument(
         "--slow-chips", type=non_negative_int, default=2, help="hosts with one chip binned slower (default: 2)"
     )

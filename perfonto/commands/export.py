@@ -12,23 +12,18 @@ from __future__ import annotations
 
 from ..targets import offered_by
 from . import HELP
-from .common import catalog_options, CommandError, stderr, summary, uncompiled
+from .common import catalog_options, CommandError, output_options, stderr, summary, uncompiled
 
 
 def register(sub) -> None:
     p = sub.add_parser("export", help=HELP["export"])
     p.add_argument("target", choices=offered_by("export"), help="output format")
-    catalog_options(
+    catalog_options(p, generation="generation whose catalog to export (default: sohu, or the --catalog folder's)")
+    output_options(
         p,
-        generation="generation whose catalog to export (default: sohu, or the --catalog folder's)",
-        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
-    )
-    p.add_argument("--out", required=True, help="output file (perf-json) or folder (semconv)")
-    p.add_argument("--json", action="store_true", help="print a summary as one JSON document on stdout")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="semconv: write into a non-empty folder perfonto did not write "
+        "output file (perf-json) or folder (semconv)",
+        # unlike a command that replaces its --out folder, semconv writes into the folder and keeps its files
+        force_help="semconv: write into a non-empty folder perfonto did not write "
         "(its files are kept; one with the name of an output is refused)",
     )
     p.set_defaults(func=cmd_export)

@@ -7,20 +7,18 @@ bar the emulator commands share.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 from . import HELP
 from .common import (
     CommandError,
-    non_negative_int,
-    positive_int,
-    request_rate,
+    json_option,
     stderr,
     stdout,
     transient_bar,
     why as _why,
+    workload_options,
 )
 
 
@@ -62,99 +60,23 @@ class EmuProgress:
 
 
 def register(sub) -> None:
-    from perfonto.emulator import MODELS
-
     p = sub.add_parser("project", help=HELP["project"])
     p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
-    p.add_argument(
-        "--model",
-        default="llama3-70b",
-        choices=sorted(MODELS),
-        metavar="MODEL",
-        help="model: " + ", ".join(sorted({m.name for m in MODELS.values()})) + " (aliases: llama3-70b, llama3-8b, …)",
-    )
-    p.add_argument("--chips", type=positive_int, default=8, help="chips in the group (default: 8)")
-    p.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
-    p.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
-    p.add_argument("--dtype", default="fp8", choices=["fp8", "fp4", "bf16"], help="weight dtype (default: fp8)")
-    p.add_argument(
-        "--kv-dtype",
-        default=None,
-        choices=["fp8", "fp4", "bf16"],
-        help="KV-cache dtype (default: fp8; bf16 with bf16 weights)",
-    )
-    p.add_argument(
-        "--preset", default=None, help="assumption preset (default: the generation's; see emulator/data/presets.yaml)"
-    )
-    p.add_argument("--tp", type=positive_int, default=None, help="chips per pipeline stage (default: chips / (pp·dp))")
-    p.add_argument("--pp", type=positive_int, default=None, help="pipeline stages (default: 1)")
-    p.add_argument("--dp", type=positive_int, default=None, help="data-parallel replicas (default: 1)")
-    p.add_argument("--ep", type=positive_int, default=None, help="expert parallelism, 1 or tp (MoE; default: tp)")
-    p.add_argument(
-        "--attention-dp",
-        default=None,
-        action=argparse.BooleanOptionalAction,
-        help="data-parallel attention for MoE models (default: on when tp > 1)",
-    )
+    workload_options(p, "model", "chips", "isl", "osl", "dtype", "kv_dtype", "preset", *MAPPING)
     add_scenario_args(p)
-    p.add_argument(
-        "--requests",
-        type=positive_int,
-        default=None,
-        help="requests of the benchmark (default: TensorRT-LLM's count for these lengths; closed loop: 10 × the "
-        "concurrency, at least 100)",
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    workload_options(p, "requests")
+    json_option(p)
     p.set_defaults(func=cmd_project)
 
 
-def _probability(text: str) -> float:
-    from perfonto.values import ValueRuleError, probability
-
-    try:
-        return probability(text, "--acceptance")
-    except ValueRuleError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+#: The mapping options of ``project`` (``mapping_from_args``).
+MAPPING = ("tp", "pp", "dp", "ep", "attention_dp")
 
 
 def add_scenario_args(p) -> None:
-    """``--rate`` / ``--concurrency`` (exclusive; default offline), speculative decoding
-    (``--draft-tokens``, ``--acceptance``) and ``--engine-profile``, shared by ``project`` and ``run``."""
-    p.add_argument(
-        "--engine-profile",
-        default=None,
-        metavar="NAME",
-        help="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, sohu): its kernel efficiencies "
-        "and scheduler on top of the preset (default: the preset's)",
-    )
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--rate",
-        type=request_rate,
-        default=None,
-        help="online: Poisson arrivals at this many requests/s (default: offline)",
-    )
-    g.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="closed loop: N requests in flight, a new one as soon as one completes (vLLM bench --max-concurrency)",
-    )
-    p.add_argument(
-        "--draft-tokens",
-        type=non_negative_int,
-        default=0,
-        metavar="K",
-        help="speculative decoding / MTP: K draft tokens verified per request and step (default: 0, off)",
-    )
-    p.add_argument(
-        "--acceptance",
-        type=_probability,
-        default=0.7,
-        metavar="A",
-        help="probability that each draft token is accepted (default: 0.7; with --draft-tokens)",
-    )
+    """``--engine-profile``, ``--rate`` / ``--concurrency`` (exclusive; default offline) and speculative
+    decoding (``--draft-tokens``, ``--acceptance``), shared by ``project`` and ``run``."""
+    workload_options(p, "engine_profile", "rate", "concurrency", "draft_tokens", "acceptance")
 
 
 def scenario_of(args) -> dict:
@@ -177,7 +99,7 @@ def mapping_from_args(args, chips: int, model: str):
     from perfonto.emulator.models import get_model
     from perfonto.emulator.parallel import Mapping, MappingError
 
-    if all(getattr(args, k) is None for k in ("tp", "pp", "dp", "ep", "attention_dp")):
+    if all(getattr(args, k) is None for k in MAPPING):
         return None
     m = get_model(model)
     pp, dp = args.pp or 1, args.dp or 1

@@ -14,7 +14,6 @@ from .common import (
     CommandError,
     catalog_failure,
     catalog_options,
-    duration,
     groupings,
     job_arguments,
     non_negative_int,
@@ -22,6 +21,7 @@ from .common import (
     positive_int,
     stderr,
     stdout,
+    workload_options,
 )
 from .project import add_scenario_args, scenario_of
 
@@ -29,69 +29,24 @@ DEFAULT_OUT = "perfonto-out"
 
 
 def register(sub) -> None:
-    from perfonto.emulator import MODELS
-
     r = sub.add_parser("run", help=HELP["run"])
-    r.add_argument(
-        "--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)"
-    )
-    r.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group, 1 … 1024 (default: 8)")
-    r.add_argument("--duration", type=duration, default=1.0, help="simulated time, e.g. 1s, 500ms (default: 1s)")
-    r.add_argument(
-        "--sample-period",
-        type=duration,
-        default=1e-3,
-        help="counter sampling period, from 1us to the duration (default: 1ms)",
-    )
-    r.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
-    r.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
-    r.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
-    r.add_argument(
-        "--warmup-steps",
-        type=non_negative_int,
-        default=400,
-        help="steps scheduled before t = 0 and not measured, so the run starts with a full batch (default: 400; 0 = "
-        "cold start)",
+    workload_options(
+        r, "model", "chips", "duration", "sample_period", "isl", "osl", "seed", "warmup_steps", chips=EMULATED_CHIPS
     )
     catalog_options(
         r,
-        generation="hardware generation (default: sohu, or the --catalog folder's generation)",
         catalog="a catalog folder (ontology *.yaml, *.metrics); a generation extending a shipped one also gets the "
         "shipped metric library",
         metavar="DIR",
         library=True,
     )
-    r.add_argument(
-        "--slow-chip",
-        type=_slow_chip,
-        default=None,
-        metavar="CHIP:FACTOR",
-        help="make one chip's ops take FACTOR × as long, e.g. 3:1.2 (chip 3, 20 %% slower)",
-    )
-    r.add_argument(
-        "--throttled-link",
-        type=_throttled_link,
-        default=None,
-        metavar="CHIP:LINK:FACTOR",
-        help="make one chip-to-chip link carry 1/FACTOR of its rate, e.g. 2:5:4",
-    )
-    r.add_argument(
-        "--router-skew",
-        type=_non_negative_float,
-        default=0.0,
-        metavar="S",
-        help="MoE models: Zipf exponent of the routed-expert load over the chips (default: 0, uniform)",
-    )
-    r.add_argument(
-        "--preset",
-        default=None,
-        help="assumption preset (default: the generation's; the engine is sized as `project` sizes it)",
-    )
-    r.add_argument(
-        "--requests",
-        type=positive_int,
-        default=None,
-        help="requests in all (default: an unbounded queue, or enough for the duration)",
+    workload_options(r, "slow_chip", "throttled_link", "router_skew")
+    workload_options(
+        r,
+        "preset",
+        "requests",
+        preset={"note": "the generation's; the engine is sized as `project` sizes it"},
+        requests={"note": "an unbounded queue, or enough for the duration"},
     )
     add_scenario_args(r)
     r.add_argument("--by", type=groupings, default=(), metavar="op|layer|phase", help=BY_HELP)
@@ -135,6 +90,10 @@ def _chips(text: str) -> int:
     if v > MAX_CHIPS:
         raise argparse.ArgumentTypeError(f"at most {MAX_CHIPS} chips: {text!r}")
     return v
+
+
+#: ``--chips`` of the emulating commands (``run``, ``serve``): at most ``emulator.run.MAX_CHIPS``.
+EMULATED_CHIPS = {"type": _chips, "note": "8; 1 … 1024"}
 
 
 def _non_negative_float(text: str) -> float:

@@ -15,7 +15,7 @@ import threading
 from urllib.parse import urlparse
 
 from . import HELP
-from .common import catalog_options, CommandError, duration, non_negative_int, positive_int, stderr, uncompiled
+from .common import catalog_options, CommandError, duration, non_negative_int, stderr, uncompiled, workload_options
 
 
 def _port(text: str) -> int:
@@ -35,9 +35,7 @@ def _endpoint(text: str) -> str:
 
 
 def register(sub) -> None:
-    from perfonto.emulator import MODELS
-
-    from .run import _chips, _non_negative_float, _slow_chip, _throttled_link
+    from .run import EMULATED_CHIPS
 
     p = sub.add_parser("serve", help=HELP["serve"])
     src = p.add_mutually_exclusive_group(required=True)
@@ -47,11 +45,7 @@ def register(sub) -> None:
         metavar="FILE|DIR",
         help="a folder of Parquet part files appended over time, or one dump file rewritten",
     )
-    catalog_options(
-        p,
-        generation="hardware generation (default: sohu, or the --catalog folder's)",
-        catalog="folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)",
-    )
+    catalog_options(p)
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
     p.add_argument(
         "--port", type=_port, default=9464, help="TCP port of /metrics and /healthz (default: 9464; 0 = any free port)"
@@ -66,27 +60,24 @@ def register(sub) -> None:
     )
     p.add_argument("--otlp-interval", type=duration, default=10.0, help="OTLP export period (default: 10s)")
     e = p.add_argument_group("--emulate")
-    e.add_argument(
-        "--model", default="llama3-70b", choices=sorted(MODELS), help="model to emulate (default: llama3-70b)"
-    )
-    e.add_argument("--chips", type=_chips, default=8, help="chips in the tensor-parallel group (default: 8)")
+    workload_options(e, "model", "chips", chips=EMULATED_CHIPS)
     e.add_argument(
         "--duration", type=duration, default=None, help="stop the source after this long (default: run until stopped)"
     )
-    e.add_argument("--sample-period", type=duration, default=1e-3, help="counter sampling period (default: 1ms)")
-    e.add_argument("--isl", type=positive_int, default=2048, help="input tokens per request (default: 2048)")
-    e.add_argument("--osl", type=positive_int, default=128, help="output tokens per request (default: 128)")
-    e.add_argument(
-        "--seed", type=non_negative_int, default=0, help="random seed of the first chunk (chunk k: seed + k)"
+    workload_options(
+        e,
+        "sample_period",
+        "isl",
+        "osl",
+        "seed",
+        "warmup_steps",
+        "slow_chip",
+        "throttled_link",
+        "router_skew",
+        sample_period={"note": "1ms; 1us … the chunk"},
+        seed={"note": "0; chunk k: seed + k"},
+        warmup_steps={"note": "400, in each chunk; 0 = cold start"},
     )
-    e.add_argument(
-        "--warmup-steps", type=non_negative_int, default=400, help="warm-up steps of each chunk (default: 400)"
-    )
-    e.add_argument("--slow-chip", type=_slow_chip, default=None, metavar="CHIP:FACTOR", help="as in `perfonto run`")
-    e.add_argument(
-        "--throttled-link", type=_throttled_link, default=None, metavar="CHIP:LINK:FACTOR", help="as in `perfonto run`"
-    )
-    e.add_argument("--router-skew", type=_non_negative_float, default=0.0, metavar="S", help="as in `perfonto run`")
     e.add_argument(
         "--chunk",
         type=duration,

@@ -13,47 +13,18 @@ from .points import DEFAULTS, Cache, Target, default_cache_dir
 def add_workload_args(p, *, generation: bool = True) -> None:
     """The base workload (defaults: ``points.DEFAULTS``, the preset's engine), the generation, the
     cache and ``--jobs``."""
-    from perfonto.commands.common import catalog_options, positive_int, request_rate
+    from perfonto.commands.common import catalog_options, jobs_option, json_option, workload_options
 
     if generation:
-        catalog_options(
-            p,
-            generation="hardware generation (default: sohu, or the --catalog folder's)",
-            catalog="a catalog folder whose generation is the base",
-            metavar="DIR",
-        )
-    p.add_argument("--model", default=None, help=f"model (default: {DEFAULTS['model']})")
-    p.add_argument(
-        "--chips", type=positive_int, default=None, help=f"chips (default: {DEFAULTS['chips']}, or the mapping's)"
+        catalog_options(p, catalog="a catalog folder whose generation is the base", metavar="DIR")
+    notes = {k: {"note": f"{v}, or the mapping's" if k == "chips" else v} for k, v in DEFAULTS.items()}
+    workload_options(
+        p,
+        *WORKLOAD,
+        fill_later=True,
+        **{**notes, "model": {**notes["model"], "choices": None}},  # an unknown model: KnobError, JSON under --json
     )
-    p.add_argument(
-        "--isl", type=positive_int, default=None, help=f"input tokens per request (default: {DEFAULTS['isl']})"
-    )
-    p.add_argument(
-        "--osl", type=positive_int, default=None, help=f"output tokens per request (default: {DEFAULTS['osl']})"
-    )
-    p.add_argument("--dtype", default=None, choices=["fp8", "fp4", "bf16"], help="weight dtype (default: fp8)")
-    p.add_argument("--kv-dtype", default=None, choices=["fp8", "fp4", "bf16"], help="KV-cache dtype")
-    p.add_argument("--mapping", default=None, help="parallel mapping, e.g. tp8, tp4-dp2 (default: the preset's)")
-    p.add_argument("--preset", default=None, help="assumption preset (default: the generation's)")
-    p.add_argument(
-        "--engine-profile",
-        default=None,
-        metavar="NAME",
-        help="serving-engine profile (emulator/data/engine_profiles.yaml): its kernels and scheduler on the preset",
-    )
-    p.add_argument(
-        "--batch", type=positive_int, default=None, help="the engine's max batch (default: the preset's sizing)"
-    )
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--concurrency", type=positive_int, default=None, help="closed loop: N requests in flight (default: offline)"
-    )
-    g.add_argument("--rate", type=request_rate, default=None, help="online: Poisson arrivals, requests/s")
-    p.add_argument(
-        "--requests", type=positive_int, default=None, help="requests per projection (default: the benchmark's count)"
-    )
-    p.add_argument("--jobs", type=positive_int, default=None, help="worker processes (default: the cores)")
+    jobs_option(p)
     p.add_argument(
         "--cache",
         default=None,
@@ -61,27 +32,31 @@ def add_workload_args(p, *, generation: bool = True) -> None:
         help="cache folder (default: $PERFONTO_CACHE or ~/.cache/perfonto, /whatif)",
     )
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout, messages on stderr")
+    json_option(p)
+
+
+#: The workload options of the what-if commands (``perfonto.commands.common.workload_options``), in order.
+WORKLOAD = (
+    "model",
+    "chips",
+    "isl",
+    "osl",
+    "dtype",
+    "kv_dtype",
+    "mapping",
+    "preset",
+    "engine_profile",
+    "batch",
+    "concurrency",
+    "rate",
+    "requests",
+)
 
 
 def given_workload(args) -> dict:
     """The workload options given on the command line (None left out)."""
     out = {}
-    for k in (
-        "model",
-        "chips",
-        "isl",
-        "osl",
-        "dtype",
-        "kv_dtype",
-        "mapping",
-        "preset",
-        "engine_profile",
-        "batch",
-        "concurrency",
-        "rate",
-        "requests",
-    ):
+    for k in WORKLOAD:
         v = getattr(args, k, None)
         if v is not None:
             out[k] = v
