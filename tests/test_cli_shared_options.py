@@ -74,7 +74,10 @@ def test_the_help_names_the_default_a_what_if_command_fills_in():
 
 
 def test_emulating_commands_keep_the_chip_limit_and_project_does_not():
+    from perfonto.emulator.run import MAX_CHIPS
+
     assert _parse("project", "--chips", "2048").chips == 2048
+    assert f"1 … {MAX_CHIPS})" in _options("run")["chips"].help  # the help says the limit the type applies
     for command, argv in (("run", ()), ("serve", ("--emulate",))):
         with pytest.raises(UsageError, match="at most 1024 chips"):
             _parse(command, *argv, "--chips", "2048")
