@@ -267,15 +267,6 @@ def _csv_types(plan: DumpPlan):
     return csv_types(plan.gen)
 
 
-def _pool_array(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised C-contiguous array of ``shape`` in pyarrow's memory pool (mimalloc or jemalloc, 64-byte
-    aligned) rather than NumPy's: the pool keeps the pages a finished piece freed for the next one, where a
-    NumPy matrix of a piece (tens of MB: glibc maps such an allocation and unmaps it when it is freed) is
-    page-faulted and zeroed by the kernel again for every piece."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    return np.frombuffer(pa.allocate_buffer(nbytes), dtype=dtype).reshape(shape)
-
-
 def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
     """(first grid point, T (S, C), X (columns, S × C), missing or None) of each piece of a regular host:
     ``step`` windows a piece, the previous piece's last sample first. Each batch's register columns
@@ -292,7 +283,7 @@ def _regular(plan: DumpPlan, parts: list[Part], layout, g, step: int):
     absent = [pos[s] for s, _ in layout if s not in plan.columns]
 
     def new_matrix():
-        m = _pool_array((ncol, C + rows_per), np.uint64)
+        m = np.empty((ncol, C + rows_per), np.uint64)
         for lo, hi in absent:  # registers the dump lacks read as 0: no reset, no unit change (as the reference rules)
             m[lo:hi] = 0
         return m
