@@ -152,74 +152,102 @@ def _emit_block(mv, r0, n, want, OUT, BITS, OFF, BOFF, MOFF, MN):
                 BITS[b >> 3] |= np.uint8(1 << (b & 7))
 
 
+def _kernel_records():
+    """The record types of the kernel's rule tables (only functions are copied into the generated
+    evaluator, so they are built here): one register column's rules, one packed field's, one
+    histogram's and one reset group's."""
+    column = np.dtype(
+        [
+            (
+                "cls",
+                np.int64,
+            ),  # rule class: counters 0-3 (half width, max rate, went down, histogram), 4 gauge, 5 packed
+            ("mask", np.uint64),  # width mask of a counter
+            ("half", np.uint64),  # class 0: the largest plausible advance (half the width)
+            ("modm", np.uint64),  # declared range M (rule 4c), 0 when none
+            ("scale", np.float64),  # counter scale
+            ("rate", np.float64),  # class 1: maximum rate
+            ("wrap", np.float64),  # class 1: the width, as the limit the rate check must stay under
+            ("gscale", np.float64),  # gauge: scale / 2
+            ("sent_a", np.int64),  # the column's sentinels: sent[sent_a:sent_b]
+            ("sent_b", np.int64),
+            ("reset_of", np.int64),  # its reset group (rule 4a), -1 when none
+            ("unit_reg", np.int64),  # rule 4d: the register column holding its unit field, -1 when none
+            ("unit_lo", np.uint64),  # the unit field's lowest bit and mask
+            ("unit_mask", np.uint64),
+            ("unit_checked", np.bool_),  # the plausibility check again at the unit (a maximum rate)
+            ("unit_fscale", np.float64),  # the unit's field scale, base, maximum rate and M
+            ("unit_base", np.float64),
+            ("unit_rate", np.float64),
+            ("unit_wrap", np.float64),
+            ("late", np.bool_),  # its null flags may still change after its own rules (histogram, unit, reset)
+        ],
+        align=True,
+    )  # the rules of one register column (``_kernel_tables``)
+    # one packed field (rule 8): its register column, lowest bit, mask, scale, sentinels sent[sent_a:sent_b]
+    field = np.dtype(
+        [
+            ("src", np.int64),
+            ("lo", np.uint64),
+            ("mask", np.uint64),
+            ("scale", np.float64),
+            ("sent_a", np.int64),
+            ("sent_b", np.int64),
+        ],
+        align=True,
+    )
+    histogram = np.dtype([("first", np.int64), ("inst", np.int64), ("buckets", np.int64)], align=True)  # a histogram
+    group = np.dtype([("ind_a", np.int64), ("ind_b", np.int64), ("down", np.bool_)], align=True)  # a reset group:
+    # its indicator registers' columns [ind_a, ind_b), reset when one went down (an uptime) or else changed at all
+    return column, field, histogram, group
+
+
 def _kernel_tables():
-    """The rule tables of ``codegen/runtime_stream.py`` as per-column arrays (numba reads arrays, not
-    nested tuples): class, mask, half range, scale, max rate, wrap, gauge scale; sentinels and reset
-    groups as CSR; histogram instances; declared ranges; unit fields."""
+    """The rule tables of ``codegen/runtime_stream.py`` as record arrays (numba reads arrays, not nested
+    tuples; the record types of ``_kernel_records``): ``cols`` one column record per register column,
+    ``fields`` one field record per packed field, ``hist`` one per histogram, ``groups`` one per reset
+    group, and ``sent`` uint64: every sentinel value, the columns' then the fields' (each record holds
+    its range)."""
     N = _N
-    cls = np.full(N, 5, np.int64)
+    column, field, histogram, group = _kernel_records()
+    cols = np.zeros(N, column)
+    cls = cols["cls"]
+    cls[:] = 5
     cls[:_K1] = 0
     cls[_K1:_K2] = 1
     cls[_K2:_K3] = 2
     cls[_K3:_K] = 3
     cls[_K:_G] = 4
-    full = lambda src, a, b, dtype: np.concatenate([np.zeros(a, dtype), np.asarray(src, dtype), np.zeros(N - b, dtype)])  # noqa: E731
-    mask = full(_MASK, 0, _K, np.uint64)
-    scale = full(_SCALE, 0, _K, np.float64)
-    half = full(_HALF, 0, _K1, np.uint64)
-    rate = full(_RATE, _K1, _K2, np.float64)
-    wrap = full(_WRAP, _K1, _K2, np.float64)
-    gscale = full(_GSCALE, _K, _G, np.float64)
-    hist = np.zeros((len(_HIST), 3), np.int64)
-    for k, (a, n, nb) in enumerate(_HIST):
-        hist[k] = (a, n, nb)
-    sent_off, sent_vals = _csr([(a, b, vals) for a, b, vals in _SENT], N)
-    fsent_off, fsent_vals = _csr([(a, b, vals) for a, b, vals in _FIELD_SENT], _NF)
-    reset_of = np.full(N, -1, np.int64)
-    groups = np.zeros((len(_RESET), 3), np.int64)
-    for g, (ia, ib, cols, dec) in enumerate(_RESET):
-        groups[g] = (ia, ib, int(dec))
-        for a, b in cols:
-            reset_of[a:b] = g
-    modm = np.zeros(N, np.uint64)
+    cols["mask"][:_K] = _MASK
+    cols["scale"][:_K] = _SCALE
+    cols["half"][:_K1] = _HALF
+    cols["rate"][_K1:_K2] = _RATE
+    cols["wrap"][_K1:_K2] = _WRAP
+    cols["gscale"][_K:_G] = _GSCALE
+    hist = np.array([tuple(h) for h in _HIST], histogram)
+    off, sent = _csr([(a, b, vals) for a, b, vals in _SENT] + [(N + a, N + b, v) for a, b, v in _FIELD_SENT], N + _NF)
+    cols["sent_a"], cols["sent_b"] = off[:N], off[1 : N + 1]
+    cols["reset_of"] = -1
+    groups = np.zeros(len(_RESET), group)
+    for g, (ia, ib, resets, dec) in enumerate(_RESET):
+        groups[g] = (ia, ib, bool(dec))
+        for a, b in resets:
+            cols["reset_of"][a:b] = g
     for a, b, m in _MODC:
-        modm[a:b] = m
-    us_i = np.full((N, 4), -1, np.int64)  # register column (per counter column), lo, mask, has rate
-    us_f = np.zeros((N, 4), np.float64)  # field scale, base, rate, M
-    for a, b, ra, rb, lo, fmask, fs, base, rt, m in _USCALE:
-        for j in range(a, b):
-            us_i[j] = (ra + (j - a if rb - ra > 1 else 0), lo, fmask, 1 if rt else 0)
-            us_f[j] = (fs, base, rt, m)
-    late = np.zeros(
-        N, np.bool_
-    )  # columns whose null flags later rules may still change (histograms, unit fields, resets)
-    late[_K3:_K] = True
-    late[reset_of >= 0] = True
-    late[us_i[:, 0] >= 0] = True
-    return (
-        cls,
-        mask,
-        scale,
-        half,
-        rate,
-        wrap,
-        gscale,
-        hist,
-        sent_off,
-        sent_vals,
-        reset_of,
-        groups,
-        modm,
-        us_i,
-        us_f,
-        np.asarray(_FIELD_SRC, np.int64),
-        np.asarray(_FIELD_LO, np.uint64),
-        np.asarray(_FIELD_MASK, np.uint64),
-        np.asarray(_FIELD_SCALE, np.float64),
-        fsent_off,
-        fsent_vals,
-        late,
-    )
+        cols["modm"][a:b] = m
+    cols["unit_reg"] = -1
+    for a, b, ra, rb, lo, fmask, fs, base, rt, m in _USCALE:  # one unit register, or one per counter column
+        cols["unit_reg"][a:b] = np.arange(ra, ra + (b - a)) if rb - ra > 1 else ra
+        for name, x in zip(
+            ("lo", "mask", "checked", "fscale", "base", "rate", "wrap"), (lo, fmask, bool(rt), fs, base, rt, m)
+        ):
+            cols["unit_" + name][a:b] = x
+    cols["late"][_K3:_K] = True
+    cols["late"][(cols["reset_of"] >= 0) | (cols["unit_reg"] >= 0)] = True
+    fields = np.zeros(_NF, field)
+    fields["src"], fields["lo"], fields["mask"], fields["scale"] = _FIELD_SRC, _FIELD_LO, _FIELD_MASK, _FIELD_SCALE
+    fields["sent_a"], fields["sent_b"] = off[N:-1], off[N + 1 :]
+    return cols, fields, hist, groups, sent
 
 
 def _csr(entries, n):
@@ -281,29 +309,11 @@ def _kernel_loop(
     MOFF,
     MN,
     K,
-    G,
-    cls,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
+    cols,
+    fields,
     hist,
-    sent_off,
-    sent_vals,
-    reset_of,
     groups,
-    modm,
-    us_i,
-    us_f,
-    fsrc,
-    flo,
-    fmask,
-    fscale,
-    fsent_off,
-    fsent_vals,
-    late,
+    sent,
 ):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
@@ -314,7 +324,7 @@ def _kernel_loop(
     (``_sums_block``), in the same pass; with ``keepv``, every window value goes to ``VOUT`` (N +
     fields, rows): register columns, then fields, NaN where null."""
     N = colmap.shape[0]
-    NF = fsrc.shape[0]
+    NF = fields.shape[0]
     rows = T.shape[0]
     B = 2048  # rows per block: its window values (~4 MB for 240 columns) stay in L3; 512 measured 1.8x slower in cache
     if rows - start < B:  # a short chunk (a streaming push: one sample of each chip) gets scratch of its own size
@@ -336,47 +346,7 @@ def _kernel_loop(
             r0 = start + blk * B
             r1 = min(rows, r0 + B)
             _rules_block(
-                X,
-                colmap,
-                T,
-                T0,
-                R0,
-                C,
-                r0,
-                r1,
-                V,
-                F,
-                IV,
-                BD,
-                DD,
-                GF,
-                cc,
-                pp,
-                K,
-                G,
-                N,
-                cls,
-                mask,
-                scale,
-                half,
-                rate,
-                wrap,
-                gscale,
-                hist,
-                sent_off,
-                sent_vals,
-                reset_of,
-                groups,
-                modm,
-                us_i,
-                us_f,
-                fsrc,
-                flo,
-                fmask,
-                fscale,
-                fsent_off,
-                fsent_vals,
-                late,
+                X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, N, cols, fields, hist, groups, sent
             )
             if sums:
                 _sums_block(V, F, IV, r0, r1 - r0, C, N, NF, K, ACC[t])
@@ -389,30 +359,8 @@ def _kernel_loop(
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-_KNAMES = (
-    "_KCLS",
-    "_KMASK",
-    "_KSCALE",
-    "_KHALF",
-    "_KRATE",
-    "_KWRAP",
-    "_KGSCALE",
-    "_KHIST",
-    "_KSENT_OFF",
-    "_KSENT_VALS",
-    "_KRESET_OF",
-    "_KGROUPS",
-    "_KMODM",
-    "_KUS_I",
-    "_KUS_F",
-    "_KFSRC",
-    "_KFLO",
-    "_KFMASK",
-    "_KFSCALE",
-    "_KFSENT_OFF",
-    "_KFSENT_VALS",
-    "_KLATE",
-)  # the tables of ``_kernel_tables``, as globals: numba compiles them in as constants
+_KNAMES = ("_KCOLS", "_KFIELDS", "_KHIST", "_KGROUPS", "_KSENT")  # the tables of ``_kernel_tables``, as
+# globals: numba compiles them in as constants
 
 
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
@@ -440,29 +388,11 @@ def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BO
         _MOFF,
         _MN,
         _K,
-        _G,
-        _KCLS,
-        _KMASK,
-        _KSCALE,
-        _KHALF,
-        _KRATE,
-        _KWRAP,
-        _KGSCALE,
+        _KCOLS,
+        _KFIELDS,
         _KHIST,
-        _KSENT_OFF,
-        _KSENT_VALS,
-        _KRESET_OF,
         _KGROUPS,
-        _KMODM,
-        _KUS_I,
-        _KUS_F,
-        _KFSRC,
-        _KFLO,
-        _KFMASK,
-        _KFSCALE,
-        _KFSENT_OFF,
-        _KFSENT_VALS,
-        _KLATE,
+        _KSENT,
     )
 
 

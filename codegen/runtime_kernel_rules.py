@@ -11,8 +11,6 @@ fields. Registers are read as ``X[colmap[j], r]`` (see ``codegen/runtime_kernel.
 # Names such as _NAN are defined by the generated evaluator this source is copied into.
 # ruff: noqa: F821
 
-import numpy as np
-
 
 def _load(X, colmap, R0, C, j, r0, n, cc, pp):
     """The raw registers of layout column ``j`` for rows ``r0 .. r0 + n`` into ``cc`` and the same
@@ -31,30 +29,7 @@ def _load(X, colmap, R0, C, j, r0, n, cc, pp):
             pp[q] = x[r - C] if r >= C else R0[r % C, j]
 
 
-def _column(
-    j,
-    k,
-    ca,
-    co,
-    pa_,
-    po,
-    n,
-    v,
-    bd,
-    dd,
-    keep,
-    IV,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
-    modm,
-    sent_off,
-    sent_vals,
-    late,
-):
+def _column(j, ca, co, pa_, po, n, v, bd, dd, IV, cols, sent):
     """Rules 3–7 and 4c, 5 for layout column ``j`` over ``n`` rows: current registers ``ca[co + q]``,
     previous ``pa_[po + q]`` (the registers in place, or the baseline block's copies). The common
     counters (a power-of-two width, no declared range, advance not needed later) take one loop that
@@ -64,20 +39,24 @@ def _column(
     (``_level``). Then sentinels and declared ranges (``_sentinels_and_range``) and, when no later rule
     changes the column, its nulls (``_null_flagged``).
 
+    ``cols[j]`` holds the column's rules (a column record of ``_kernel_records``), ``sent`` the sentinel values.
+
     Loops index views with the loop variable alone (``ca[co:co + n]``, then ``ca[q]``): numba wraps
     a negative index, so ``ca[co + q]`` with ``co`` unknown is not provably contiguous and LLVM does
     not vectorize it (a block-wise read of the registers measured 6 GB/s so, 35 GB/s as a view)."""
     ca = ca[co : co + n]
     pa_ = pa_[po : po + n]
-    if k <= 1 and not keep and modm[j] == 0:
-        _counter_fast(k, ca, pa_, n, v, bd, IV, mask[j], scale[j], half[j], rate[j], wrap[j])
+    rule = cols[j]
+    k = rule.cls
+    if k <= 1 and rule.unit_reg < 0 and rule.modm == 0:
+        _counter_fast(k, ca, pa_, n, v, bd, IV, rule.mask, rule.scale, rule.half, rule.rate, rule.wrap)
     elif k <= 3:
-        _advance(ca, pa_, n, dd, mask[j], modm[j])
-        _counter_rule(k, ca, pa_, n, v, bd, dd, IV, scale[j], half[j], rate[j], wrap[j])
+        _advance(ca, pa_, n, dd, rule.mask, rule.modm)
+        _counter_rule(k, ca, pa_, n, v, bd, dd, IV, rule.scale, rule.half, rule.rate, rule.wrap)
     else:
-        _level(k, ca, pa_, n, v, bd, gscale[j])
-    _sentinels_and_range(j, ca, pa_, n, bd, modm, sent_off, sent_vals)
-    if not late[j]:  # no later rule changes this column: null it now, while it is in cache
+        _level(k, ca, pa_, n, v, bd, rule.gscale)
+    _sentinels_and_range(ca, pa_, n, bd, rule, sent)
+    if not rule.late:  # no later rule changes this column: null it now, while it is in cache
         _null_flagged(v, bd, n)
 
 
@@ -148,16 +127,16 @@ def _level(k, ca, pa_, n, v, bd, gj):
             bd[q] = False
 
 
-def _sentinels_and_range(j, ca, pa_, n, bd, modm, sent_off, sent_vals):
-    """Rule 5 (either sample holds one of column ``j``'s sentinels) and rule 4c (a raw value at or
-    beyond its declared range) set the null flag."""
-    for s in range(sent_off[j], sent_off[j + 1]):  # rule 5
-        sv = sent_vals[s]
+def _sentinels_and_range(ca, pa_, n, bd, rule, sent):
+    """Rule 5 (either sample holds one of the column's sentinels, ``sent[rule.sent_a:rule.sent_b]``) and
+    rule 4c (a raw value at or beyond its declared range ``rule.modm``) set the null flag."""
+    for s in range(rule.sent_a, rule.sent_b):  # rule 5
+        sv = sent[s]
         for q in range(n):
             if ca[q] == sv or pa_[q] == sv:
                 bd[q] = True
-    if modm[j] != 0:  # rule 4c: a raw value at or beyond the range
-        mod = modm[j]
+    if rule.modm != 0:  # rule 4c: a raw value at or beyond the range
+        mod = rule.modm
         for q in range(n):
             if ca[q] >= mod or pa_[q] >= mod:
                 bd[q] = True
@@ -170,92 +149,25 @@ def _null_flagged(v, bd, n):
             v[q] = _NAN
 
 
-def _rules_block(
-    X,
-    colmap,
-    T,
-    T0,
-    R0,
-    C,
-    r0,
-    r1,
-    V,
-    F,
-    IV,
-    BD,
-    DD,
-    GF,
-    cc,
-    pp,
-    K,
-    G,
-    N,
-    cls,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
-    hist,
-    sent_off,
-    sent_vals,
-    reset_of,
-    groups,
-    modm,
-    us_i,
-    us_f,
-    fsrc,
-    flo,
-    fmask,
-    fscale,
-    fsent_off,
-    fsent_vals,
-    late,
-):
+def _rules_block(X, colmap, T, T0, R0, C, r0, r1, V, F, IV, BD, DD, GF, cc, pp, K, N, cols, fields, hist, groups, sent):
     """Window values of rows ``r0 .. r1`` (rules 2–8 of ``metrics/windows.py``), column by column:
     ``V`` (N + 1, rows) values, ``F`` (fields + 1, rows), ``IV`` (rows,) intervals in s; null is NaN.
-    The same integer and float operations as the NumPy path, in the same order: intervals, each
-    column's rules, histograms, unit fields (rule 4d), reset groups, a unit field's register nulls,
-    the late columns' nulls, then the packed fields."""
+    The rules are the record arrays of ``_kernel_tables`` (``cols``, ``fields``, ``hist``, ``groups``)
+    and their sentinel values ``sent``. The same integer and float operations as the NumPy path, in
+    the same order: intervals, each column's rules, histograms, unit fields (rule 4d), reset groups, a
+    unit field's register nulls, the late columns' nulls, then the packed fields."""
     n = r1 - r0
     _intervals(T, T0, C, r0, n, IV)
     for j in range(N):
-        _column_at(
-            X,
-            colmap,
-            R0,
-            C,
-            j,
-            cls[j],
-            r0,
-            n,
-            V,
-            BD,
-            DD,
-            cc,
-            pp,
-            IV,
-            mask,
-            scale,
-            half,
-            rate,
-            wrap,
-            gscale,
-            modm,
-            sent_off,
-            sent_vals,
-            us_i,
-            late,
-        )
-    _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, groups.shape[0])
-    _unit_fields(X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, scale, modm, sent_off, sent_vals, us_i, us_f)
+        _column_at(X, colmap, R0, C, j, r0, n, V, BD, DD, cc, pp, IV, cols, sent)
+    _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, cols, groups.shape[0])
+    _unit_fields(X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, cols, sent)
     _reset_groups(X, colmap, R0, C, r0, n, GF, cc, pp, groups)
-    _spread_nulls(n, BD, GF, K, reset_of, us_i)
+    _spread_nulls(n, BD, GF, K, cols)
     for j in range(N):
-        if late[j]:
+        if cols[j].late:
             _null_flagged(V[j], BD[j], n)
-    _fields(X, colmap, R0, C, r0, n, F, cc, pp, fsrc, flo, fmask, fscale, fsent_off, fsent_vals)
+    _fields(X, colmap, R0, C, r0, n, F, cc, pp, fields, sent)
 
 
 def _intervals(T, T0, C, r0, n, IV):
@@ -266,96 +178,25 @@ def _intervals(T, T0, C, r0, n, IV):
         IV[q] = float(T[r] - (T[r - C] if r >= C else T0[r % C])) * 1e-9
 
 
-def _column_at(
-    X,
-    colmap,
-    R0,
-    C,
-    j,
-    k,
-    r0,
-    n,
-    V,
-    BD,
-    DD,
-    cc,
-    pp,
-    IV,
-    mask,
-    scale,
-    half,
-    rate,
-    wrap,
-    gscale,
-    modm,
-    sent_off,
-    sent_vals,
-    us_i,
-    late,
-):
-    """``_column`` for layout column ``j`` (class ``k``) of rows ``r0 .. r0 + n``: its registers
-    read in place (this and the previous sample of each row) or, in the chunk's first sample, copied
-    beside the baseline's (``_load``)."""
+def _column_at(X, colmap, R0, C, j, r0, n, V, BD, DD, cc, pp, IV, cols, sent):
+    """``_column`` for layout column ``j`` of rows ``r0 .. r0 + n``: its registers read in place (this
+    and the previous sample of each row) or, in the chunk's first sample, copied beside the baseline's
+    (``_load``)."""
+    dd = DD[min(j, DD.shape[0] - 1)]
     if r0 >= C:  # registers read in place: this and the previous sample of each row
         x = X[colmap[j]]
-        _column(
-            j,
-            k,
-            x,
-            r0,
-            x,
-            r0 - C,
-            n,
-            V[j],
-            BD[j],
-            DD[min(j, DD.shape[0] - 1)],
-            us_i[j, 0] >= 0,
-            IV,
-            mask,
-            scale,
-            half,
-            rate,
-            wrap,
-            gscale,
-            modm,
-            sent_off,
-            sent_vals,
-            late,
-        )
+        _column(j, x, r0, x, r0 - C, n, V[j], BD[j], dd, IV, cols, sent)
     else:  # the chunk's first sample: the previous one is the baseline
         _load(X, colmap, R0, C, j, r0, n, cc, pp)
-        _column(
-            j,
-            k,
-            cc,
-            0,
-            pp,
-            0,
-            n,
-            V[j],
-            BD[j],
-            DD[min(j, DD.shape[0] - 1)],
-            us_i[j, 0] >= 0,
-            IV,
-            mask,
-            scale,
-            half,
-            rate,
-            wrap,
-            gscale,
-            modm,
-            sent_off,
-            sent_vals,
-            late,
-        )
+        _column(j, cc, 0, pp, 0, n, V[j], BD[j], dd, IV, cols, sent)
 
 
-def _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, g):
+def _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, cols, g):
     """Rule 4 for every histogram instance: a bucket that went down in a window (a reset) nulls every
     bucket of the instance there; a bucket with sentinels keeps its own sentinel flag too. ``GF[g]`` (the row
     past the reset groups') is the instance's scratch flag."""
     for h in range(hist.shape[0]):
-        a, ni, nb = hist[h, 0], hist[h, 1], hist[h, 2]
+        a, ni, nb = hist[h].first, hist[h].inst, hist[h].buckets
         for i in range(ni):
             for q in range(n):
                 GF[g, q] = False
@@ -365,7 +206,7 @@ def _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, g):
                     if cc[q] < pp[q]:
                         GF[g, q] = True
             for b in range(a + i * nb, a + (i + 1) * nb):
-                sent = sent_off[b + 1] > sent_off[b]
+                sent = cols[b].sent_b > cols[b].sent_a
                 for q in range(n):
                     if not sent or not BD[b, q]:
                         BD[b, q] = GF[g, q]
@@ -373,24 +214,25 @@ def _histograms(X, colmap, R0, C, r0, n, BD, GF, cc, pp, hist, sent_off, g):
                         BD[b, q] = True
 
 
-def _unit_fields(X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, scale, modm, sent_off, sent_vals, us_i, us_f):
+def _unit_fields(X, colmap, R0, C, r0, n, V, IV, BD, DD, cc, pp, K, cols, sent):
     """Rule 4d for each counter column with a unit field: its value times base ** (field × scale),
     the field read from the current sample of its register; with a maximum rate, the plausibility
     check again at that unit (a window not flagged by a sentinel or range is cleared when it
     passes); a field that changed within the window nulls it."""
     for j in range(K):
-        ra = us_i[j, 0]
+        u = cols[j]
+        ra = u.unit_reg
         if ra >= 0:  # rule 4d
-            lo, um = np.uint64(us_i[j, 1]), np.uint64(us_i[j, 2])
+            lo, um = u.unit_lo, u.unit_mask
             _load(X, colmap, R0, C, ra, r0, n, cc, pp)
             for q in range(n):
                 ec = (cc[q] >> lo) & um
-                mult = us_f[j, 1] ** (float(ec) * us_f[j, 0])
+                mult = u.unit_base ** (float(ec) * u.unit_fscale)
                 V[j, q] *= mult
-                if us_i[j, 3]:
-                    limit = us_f[j, 2] * IV[q] / (scale[j] * mult) + 1.0
-                    if not (float(DD[j, q]) > limit or limit >= us_f[j, 3]):
-                        if not _flagged(X, colmap, R0, C, j, r0 + q, modm, sent_off, sent_vals):
+                if u.unit_checked:
+                    limit = u.unit_rate * IV[q] / (u.scale * mult) + 1.0
+                    if not (float(DD[j, q]) > limit or limit >= u.unit_wrap):
+                        if not _flagged(X, colmap, R0, C, j, r0 + q, cols, sent):
                             BD[j, q] = False
                     else:
                         BD[j, q] = True
@@ -404,52 +246,57 @@ def _reset_groups(X, colmap, R0, C, r0, n, GF, cc, pp, groups):
     for g in range(groups.shape[0]):
         for q in range(n):
             GF[g, q] = False
-        for b in range(groups[g, 0], groups[g, 1]):
+        down = groups[g].down
+        for b in range(groups[g].ind_a, groups[g].ind_b):
             _load(X, colmap, R0, C, b, r0, n, cc, pp)
             for q in range(n):
-                if (cc[q] < pp[q]) if groups[g, 2] else (cc[q] != pp[q]):
+                if (cc[q] < pp[q]) if down else (cc[q] != pp[q]):
                     GF[g, q] = True
 
 
-def _spread_nulls(n, BD, GF, K, reset_of, us_i):
+def _spread_nulls(n, BD, GF, K, cols):
     """Null flags that spread between columns: a reset group's flag to each of its counters (rule 4a),
     then a unit field's register's flag to the counter the field scales."""
     for j in range(K):
-        g = reset_of[j]
+        g = cols[j].reset_of
         if g >= 0:
             for q in range(n):
                 if GF[g, q]:
                     BD[j, q] = True
     for j in range(K):
-        ra = us_i[j, 0]
+        ra = cols[j].unit_reg
         if ra >= 0:
             for q in range(n):
                 if BD[ra, q]:
                     BD[j, q] = True
 
 
-def _fields(X, colmap, R0, C, r0, n, F, cc, pp, fsrc, flo, fmask, fscale, fsent_off, fsent_vals):
+def _fields(X, colmap, R0, C, r0, n, F, cc, pp, fields, sent):
     """Rule 8 (and 5): each packed field's value, its bits of the current register scaled, null where the
     raw register holds one of the field's sentinels."""
-    for k in range(fsrc.shape[0]):
-        _load(X, colmap, R0, C, fsrc[k], r0, n, cc, pp)
+    for k in range(fields.shape[0]):
+        f = fields[k]
+        lo, fm, sc = f.lo, f.mask, f.scale
+        _load(X, colmap, R0, C, f.src, r0, n, cc, pp)
         for q in range(n):
             raw = cc[q]
-            x = float((raw >> flo[k]) & fmask[k]) * fscale[k]
-            for s in range(fsent_off[k], fsent_off[k + 1]):
-                if raw == fsent_vals[s]:
+            x = float((raw >> lo) & fm) * sc
+            for s in range(f.sent_a, f.sent_b):
+                if raw == sent[s]:
                     x = _NAN
             F[k, q] = x
 
 
-def _flagged(X, colmap, R0, C, j, r, modm, sent_off, sent_vals):
+def _flagged(X, colmap, R0, C, j, r, cols, sent):
     """Whether column ``j``'s window at row ``r`` is null by a sentinel or a declared range (rules 5
     and 4c, which no later rule clears)."""
     c = X[colmap[j], r]
     p = X[colmap[j], r - C] if r >= C else R0[r % C, j]
-    if modm[j] != 0 and (c >= modm[j] or p >= modm[j]):
+    rule = cols[j]
+    mod = rule.modm
+    if mod != 0 and (c >= mod or p >= mod):
         return True
-    for s in range(sent_off[j], sent_off[j + 1]):
-        if c == sent_vals[s] or p == sent_vals[s]:
+    for s in range(rule.sent_a, rule.sent_b):
+        if c == sent[s] or p == sent[s]:
             return True
     return False
