@@ -11,7 +11,7 @@ How a scrape is read:
   (``scrapes/1764650000.250.prom``: write it with ``date +%s.%N``); the files are read in time order.
 - **Mapping.** A signal declares the series it is read from as a selector,
   ``sources: {openmetrics: 'node_cpu_seconds_total{mode="idle"}'}``: the sample name and the labels
-  that must match (parsed by ``SELECTOR``, a lark grammar). The labels the selector leaves open are the
+  that must match (parsed by ``parse_selector``, a lark grammar). The labels the selector leaves open are the
   chip key: one label whose values are all integers (node_exporter's ``cpu="3"``) is the chip number;
   several, the one whose integer values tell a host's series apart (``cpu``, ``gpu``, …: dcgm-exporter's
   ``gpu="0"`` beside its ``UUID`` and ``modelName``), else the label sets are numbered in order of first
@@ -30,31 +30,27 @@ and what to do.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from lark import Lark, LarkError, Transformer
 
 from .dump_io import DumpError
 from .formats import export_text
 from .instances import axis_of, check_labels
 from .openmetrics_table import collector_table, series_instances
 
-SELECTOR = Lark(
-    r"""
+_GRAMMAR = r"""
     selector: NAME ("{" [matcher ("," matcher)*] ","? "}")?
     matcher: NAME "=" ESCAPED_STRING
     NAME: /[a-zA-Z_:][a-zA-Z0-9_:]*/
     %import common.ESCAPED_STRING
     %import common.WS
     %ignore WS
-""",
-    start="selector",
-    parser="lalr",
-)
+"""
 
 
 @dataclass(frozen=True)
@@ -70,13 +66,21 @@ class Selector:
         return (name == self.name or name == self.name + "_total") and all(labels.get(k) == v for k, v in self.labels)
 
 
-class _ToSelector(Transformer):
-    def selector(self, items):
-        name, *matchers = items
-        return Selector(str(name), tuple(sorted(m for m in matchers if m is not None)))
+@functools.cache
+def _parser():
+    """(the lark parser of ``_GRAMMAR``, the transformer class to a ``Selector``, lark's error
+    class), built on first use: detecting a file's format imports this module, and needs no lark."""
+    from lark import Lark, LarkError, Transformer
 
-    def matcher(self, items):
-        return str(items[0]), json.loads(str(items[1]))
+    class _ToSelector(Transformer):
+        def selector(self, items):
+            name, *matchers = items
+            return Selector(str(name), tuple(sorted(m for m in matchers if m is not None)))
+
+        def matcher(self, items):
+            return str(items[0]), json.loads(str(items[1]))
+
+    return Lark(_GRAMMAR, start="selector", parser="lalr"), _ToSelector, LarkError
 
 
 def parse_selector(text: str, where: str = "selector") -> Selector:
@@ -85,9 +89,10 @@ def parse_selector(text: str, where: str = "selector") -> Selector:
     Raises:
         DumpError: not a selector (``where`` names the signal it came from, with the column of the error).
     """
+    parser, to_selector, error = _parser()
     try:
-        return _ToSelector().transform(SELECTOR.parse(text))
-    except LarkError as exc:
+        return to_selector().transform(parser.parse(text))
+    except error as exc:
         col = getattr(exc, "column", None)
         at = f" at column {col}" if isinstance(col, int) and col > 0 else ""
         raise DumpError(
@@ -352,7 +357,6 @@ def openmetrics_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]
 
 
 __all__ = [
-    "SELECTOR",
     "Scrape",
     "Selector",
     "collector_table",
