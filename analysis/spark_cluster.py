@@ -121,6 +121,12 @@ class StandaloneCluster:
         self._wait(ui)
         return self.url
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """The process ids of the workers started (each its JVM: ``spark-class`` execs it); their executors
+        and the executors' Python workers are their children."""
+        return [p.pid for p in self.procs[1:]]
+
     def _cpus(self, i: int) -> set[int] | None:
         """With ``pin``: the CPUs of worker ``i`` (``cores`` of them, the next ones after worker ``i − 1``'s),
         which its executor and Python workers inherit; else None (any CPU)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -152,20 +153,50 @@ def run_host(plan_bytes: bytes, ship: dict, graph_bytes: bytes) -> bytes:
     return host_state(st, host, files, rows, spans, notes)
 
 
+def _loaded(digest: str) -> bool:
+    """Whether this Python worker holds the graph and evaluator of ``digest`` (``_worker``)."""
+    return digest in _WORKER
+
+
 def _task_fn(ship: dict, graph_bc):
     """The function of a Spark task: its hosts (group number, ``_host_plan`` bytes), each evaluated by
-    ``run_host``; yields (group number, state bytes, error) per host."""
+    ``run_host``; yields (group number, state bytes, error, timing) per host. ``timing`` (seconds, this
+    Python worker's clocks): ``start`` the task's start (epoch), ``setup`` and ``setup_cpu`` getting the
+    graph and evaluator (``_worker``: zero once this Python worker has them), ``host`` and ``host_cpu``
+    the host's pass (CPU: every thread of the process), ``fresh`` whether this Python worker ran no
+    task before."""
 
     def fn(items):
+        fresh = not _loaded(ship["digest"])  # this module's own table, not the copy pickled with ``fn``
         for g, plan_bytes in items:
             state, error = b"", ""
+            t0, c0 = time.time(), time.process_time()
             try:
-                state = run_host(plan_bytes, ship, graph_bc.value)
+                graph_bytes = graph_bc.value
+                _worker(ship, graph_bytes)
+                t1, c1 = time.time(), time.process_time()
+                state = run_host(plan_bytes, ship, graph_bytes)
             except DumpError as exc:
                 error = str(exc)
-            yield g, state, error
+                t1, c1 = time.time(), time.process_time()
+            t2, c2 = time.time(), time.process_time()
+            timing = {"start": t0, "setup": t1 - t0, "setup_cpu": c1 - c0, "host": t2 - t1, "host_cpu": c2 - c1}
+            yield g, state, error, dict(timing, fresh=fresh)
+            fresh = False
 
     return fn
+
+
+def _job_stats(stats: dict, job_s: float, timings: list[dict]) -> None:
+    """The Spark job's times (seconds) into the pass's ``stats``: ``spark seconds`` the job's wall time on
+    the driver (tasks' scheduling, Python workers' start, the hosts' passes, the states' return);
+    ``spark python workers`` the Python workers that ran their first task; ``spark setup seconds`` /
+    ``spark setup cpu seconds`` their graph and evaluator loads (``_worker``); ``spark host seconds`` /
+    ``spark host cpu seconds`` the hosts' passes (``run_host``), summed over tasks."""
+    stats["spark seconds"] = job_s
+    stats["spark python workers"] = sum(1 for t in timings if t.get("fresh"))
+    for k in ("setup", "setup_cpu", "host", "host_cpu"):
+        stats[f"spark {k.replace('_', ' ')} seconds"] = sum(t[k] for t in timings)
 
 
 def _compiled(graph: MetricGraph, evaluator):
@@ -229,12 +260,14 @@ def evaluate_on_spark(
     items = [(g, _host_plan(plan, hosts[g])) for g in sorted(range(len(hosts)), key=lambda g: -plan.chips[hosts[g]])]
     sc = spark.sparkContext
     bc = sc.broadcast(graph_bytes)
+    t0 = time.perf_counter()
     try:
         rows = sc.parallelize(items, max(1, len(items))).mapPartitions(_task_fn(ship, bc)).collect()
     finally:
         bc.unpersist()
+    job_s = time.perf_counter() - t0
     del items
-    errors = [e for _, _, e in rows if e]
+    errors = [e for _, _, e, _ in rows if e]
     if errors:
         raise DumpError(errors[0])
     st = _Pass(graph, evaluator, plan, keep=False)
@@ -245,10 +278,11 @@ def evaluate_on_spark(
     deps = deps or signal_deps(graph)
     written: list[str] = []
     done = 0
-    for g, state, _ in sorted(rows, key=lambda r: r[0]):
+    for g, state, _, _ in sorted(rows, key=lambda r: r[0]):
         f, n = merge_state(st, g, state, deps)
         written += f
         done += n
+    _job_stats(st.stats, job_s, [r[3] for r in rows])
     for gi in range(len(plan.groups)):  # a host without rows in Spark's read (none on the grid) keeps empty sums
         while len(st.sums) <= gi:
             from .level_sums import ChipSums

@@ -4,7 +4,10 @@ local[2] and on one and two standalone workers, printed as ratios measured in on
 
     pip install -e '.[test,bench]'
     python benchmarks/bench_fleet.py [--hosts 125] [--chips 8] [--duration 1h] [--period 100ms] [--subset 4] \
-        [--data-dir DIR] [--keep] [--skip-full] [--skip-sql]
+        [--data-dir DIR] [--keep] [--skip-full] [--skip-sql] [--clusters-only] [--repeat N]
+
+    # just two standalone workers over one (4 hosts x 8 chips x 1 h at 100 ms = 1,152,032 rows), 3 rounds:
+    python benchmarks/bench_fleet.py --clusters-only --hosts 4 --repeat 3
 
 1. ``perfonto emulate --fleet HOSTSxCHIPS`` writes the dataset (hosts × chips × samples rows; 125 × 8 ×
    36,000 = 36M rows for 1 h at 100 ms), unless ``--data-dir`` holds it already;
@@ -20,7 +23,11 @@ local[2] and on one and two standalone workers, printed as ratios measured in on
    report), every engine after the same warm-up (perfonto's cache filled: no kernel compiled); a Spark
    engine's session start (the JVM, and a cluster's executors) is timed apart and printed beside it, not
    counted in its rows/s; its Python workers' start and imports (perfonto, numba, the kernel from the
-   cache) are counted.
+   cache) are counted. On each cluster, once it is up (its start is not the job), ``perfonto analyze
+   --engine spark --spark-master URL`` is also timed as a process, as a user runs it: the driver's JVM,
+   the executors' start and everything after counted, with the CPU seconds of the driver and of the
+   workers' executors; the two-worker ratio is printed for both (``--repeat``: several rounds, each
+   measured back to back). ``--clusters-only`` runs just that comparison (after the warm-up).
 The dataset is deleted at the end unless ``--keep`` (it is tens of GB at full scale).
 """
 
@@ -150,24 +157,71 @@ def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) 
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def run_clusters(sub: Path, work: Path) -> dict:
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and of its children it has waited for (a standalone worker's
+    executors, whose Python workers the executor waited for), from ``/proc`` (NaN elsewhere)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
+    """``perfonto analyze DATA --engine spark --spark-master URL --out OUT`` as a user runs it, in a process
+    of its own, on a cluster already started (its start is not the job's): wall time, window rows,
+    CPU seconds of the driver (the process, its JVM) and of the workers' executors and Python workers."""
+    cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--engine", "spark", "--spark-master", url]
+    before = sum(_tree_cpu(p) for p in workers)
+    with tempfile.TemporaryFile("w+") as fe:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=fe, text=True)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        fe.seek(0)
+        err = fe.read()
+    time.sleep(2.0)  # the workers wait for their executors after the application ends
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {"error": err.strip().splitlines()[-1:] or ["failed"]}
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.ParquetFile(str(f)).metadata.num_rows for f in (out / "metrics").rglob("*.parquet"))
+    return {
+        "rows": rows,
+        "seconds": wall,
+        "driver_cpu_s": usage.ru_utime + usage.ru_stime,
+        "workers_cpu_s": sum(_tree_cpu(p) for p in workers) - before,
+        "peak_mb": usage.ru_maxrss / 1024.0,
+    }
+
+
+def run_clusters(sub: Path, work: Path, repeat: int = 1) -> list[dict]:
     """``--engine spark`` on a standalone cluster of one, then two one-core workers on 127.0.0.1 (started
-    here from pyspark's ``spark-class`` and stopped after), each over the subset in a child process;
-    each worker's processes bound to a CPU of their own (``StandaloneCluster(pin=True)``): a task's
-    reader and writer threads would otherwise make one worker of one core use two CPUs."""
+    here from pyspark's ``spark-class`` and stopped after), each worker's processes bound to a CPU of
+    their own (``StandaloneCluster(pin=True)``: a task's reader and writer threads would otherwise make
+    one worker of one core use two CPUs); on each cluster, once started: ``perfonto analyze`` as a
+    process (``run_spark_cli``: what a user runs), then ``analyze_job`` in a child process with the
+    Spark session started apart (``child``: the session's start not counted). ``repeat`` times; one
+    dict of results per round."""
     from perfonto.analysis.spark_cluster import StandaloneCluster
     from perfonto.capture.dump_io import DumpError
 
-    res = {}
-    for n in (1, 2):
-        eng = f"spark-{n}-worker{'s' if n > 1 else ''}"
-        try:
-            with StandaloneCluster(workers=n, cores=1, pin=True) as url:  # one CPU per worker, its own
-                res[eng] = run_child(f"spark@{url}", sub, work / eng)
-        except DumpError as exc:
-            res[eng] = {"error": [str(exc)]}
-        print(f"subset, {eng}: {res[eng]}", flush=True)
-    return res
+    rounds = []
+    for r in range(repeat):
+        res = {}
+        for n in (1, 2):
+            eng = f"spark-{n}-worker{'s' if n > 1 else ''}"
+            try:
+                cluster = StandaloneCluster(workers=n, cores=1, pin=True)  # one CPU per worker, its own
+                with cluster as url:
+                    res[eng + " (cli)"] = run_spark_cli(url, sub, work / f"{eng}-cli-{r}", cluster.worker_pids)
+                    res[eng] = run_child(f"spark@{url}", sub, work / f"{eng}-{r}")
+            except DumpError as exc:
+                res[eng] = res[eng + " (cli)"] = {"error": [str(exc)]}
+            print(f"subset, {eng}, round {r + 1}: perfonto analyze (process): {res[eng + ' (cli)']}", flush=True)
+            print(f"subset, {eng}, round {r + 1}: analyze_job (session apart): {res[eng]}", flush=True)
+        rounds.append(res)
+    return rounds
 
 
 def _ratios(res: dict) -> None:
@@ -184,8 +238,36 @@ def _ratios(res: dict) -> None:
     )
 
 
+def _cluster_ratios(rounds: list[dict]) -> None:
+    """Two workers over one worker (rows/s) in each round: ``perfonto analyze`` as a process on the
+    started cluster, and ``analyze_job`` with the session started apart; with the CPU seconds spent."""
+
+    def rate(r):
+        return r["rows"] / r["seconds"] if "seconds" in r else float("nan")
+
+    print("\ntwo workers / one worker (rows/s, target >= 1.6), each round measured back to back:")
+    for i, res in enumerate(rounds):
+        api = rate(res.get("spark-2-workers", {})) / rate(res.get("spark-1-worker", {}))
+        one, two = res.get("spark-1-worker (cli)", {}), res.get("spark-2-workers (cli)", {})
+        cpu = "; ".join(
+            f"{k}: driver {r['driver_cpu_s']:.1f} + workers {r['workers_cpu_s']:.1f} CPU s"
+            for k, r in (("one", one), ("two", two))
+            if "driver_cpu_s" in r
+        )
+        print(
+            f"  round {i + 1}: perfonto analyze (process) {rate(two) / rate(one):.3f} "
+            f"({one.get('seconds', float('nan')):.1f} s -> {two.get('seconds', float('nan')):.1f} s; {cpu}); "
+            f"analyze_job, session apart {api:.3f}"
+        )
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="just the two-worker comparison, quickly (4 hosts x 8 chips x 1 h at 100 ms = 1,152,032 rows, "
+        "written once and kept in DIR): python benchmarks/bench_fleet.py --clusters-only --hosts 4 --repeat 3 "
+        "--data-dir DIR --keep",
+    )
     ap.add_argument("--hosts", type=int, default=125)
     ap.add_argument("--chips", type=int, default=8)
     ap.add_argument("--duration", type=_duration, default=3600.0)
@@ -195,6 +277,12 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--skip-full", action="store_true", help="only the engine comparison on the subset")
     ap.add_argument("--skip-sql", action="store_true", help="leave out DuckDB and Spark on the generated SQL")
+    ap.add_argument(
+        "--clusters-only",
+        action="store_true",
+        help="only --engine spark on one and on two standalone workers (with --hosts and --subset: the data)",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of the one/two-worker comparison (default: 1)")
     ap.add_argument("--child", default=None)
     ap.add_argument("--data", type=Path)
     ap.add_argument("--out", type=Path)
@@ -220,7 +308,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in (data / "counters").rglob("*.parquet"))
         full = (
             {"rows": 0, "error": ["skipped (--skip-full)"]}
-            if a.skip_full
+            if a.skip_full or a.clusters_only
             else run_cli(data / "counters", work / "full", data / "topology.csv", work / "cache")
         )
         print(f"full fleet, perfonto analyze (default engine): {full}", flush=True)
@@ -232,16 +320,18 @@ def main() -> None:
         warm = run_child("embedded", sub, work / "warm-up")  # fills perfonto's cache: no engine below compiles it
         print(f"subset, warm-up (embedded, not counted): {warm}", flush=True)
         sql = () if a.skip_sql else ("duckdb", "spark-sql-local[2]")
-        for eng in ("embedded", *sql, "spark-local[2]"):
+        for eng in () if a.clusters_only else ("embedded", *sql, "spark-local[2]"):
             res[eng] = run_child(eng, sub, work / eng.replace("[", "").replace("]", ""))
             print(f"subset, {eng}: {res[eng]}", flush=True)
-        res.update(run_clusters(sub, work))
+        rounds = run_clusters(sub, work, max(1, a.repeat))
+        res.update(rounds[0])
+        sub_rows = res.get("spark-1-worker (cli)", {}).get("rows", 0)
         rows = full.get("rows", 0)
         print(
             f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × "
             f"{int(round(a.duration / a.period)) + 1:,} samples "
             f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
-            f"{os.cpu_count()} cores\n"
+            f"{os.cpu_count()} cores; the subset of {a.subset} hosts: {sub_rows:,} window rows\n"
         )
         if "seconds" in full:
             print(
@@ -250,7 +340,7 @@ def main() -> None:
                 f"peak {full['peak_mb'] / 1024:.2f} GB (targets < 180 s: {'yes' if full['seconds'] < 180 else 'NO'}, "
                 f"< 2 GB: {'yes' if full['peak_mb'] < 2048 else 'NO'})"
             )
-        ref = res["embedded"]
+        ref = res.get("embedded", {})
         for eng, r in res.items():
             if "seconds" not in r:
                 print(f"{eng:48s} failed: {r.get('error')}")
@@ -263,6 +353,7 @@ def main() -> None:
                 f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver){started}"
             )
         _ratios(res)
+        _cluster_ratios(rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not a.keep:
