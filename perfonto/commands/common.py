@@ -79,16 +79,13 @@ def _workload_specs() -> dict[str, dict]:
     """Every workload and emulation option of the projecting and emulating commands, declared once: the
     option's name (``dest``) → its argparse keywords (``default`` included), ``what`` (the help before
     ``(default: …)``) and ``note`` (how the help says the default, where ``default`` alone does not)."""
-    from perfonto.emulator import MODELS
-
     from .run import _non_negative_float, _slow_chip, _throttled_link
 
-    canon = sorted({m.name for m in MODELS.values()})
     return {
         "model": dict(
-            what=f"model: {', '.join(canon)} (aliases: llama3-70b, llama3-8b, …)",
+            what="model, by name or alias (emulator/data/models.yaml), e.g. llama-3.1-8b or llama3-8b",
             default="llama3-70b",
-            choices=sorted(MODELS),
+            choices=_model_names,
             metavar="MODEL",
         ),
         "chips": dict(what="chips in the group", default=8, type=positive_int),
@@ -144,6 +141,13 @@ def _workload_specs() -> dict[str, dict]:
             metavar="A",
         ),
     }
+
+
+def _model_names() -> list[str]:
+    """The names and aliases ``--model`` accepts (``emulator.MODELS``), sorted."""
+    from perfonto.emulator import MODELS
+
+    return sorted(MODELS)
 
 
 def _emulation_specs(non_negative_float, slow_chip, throttled_link) -> dict[str, dict]:
@@ -205,6 +209,8 @@ def workload_options(p, *names: str, fill_later: bool = False, **given: dict) ->
     exclusive = p.add_mutually_exclusive_group() if {"rate", "concurrency"} <= set(names) else None
     for name in names:
         kw = {**specs[name], **given.get(name, {})}
+        if callable(kw.get("choices")):  # the models: the emulator loads only for a command that checks them
+            kw["choices"] = kw["choices"]()
         what, note = kw.pop("what"), kw.pop("note", None)
         note = note if note is not None else kw["default"]
         if fill_later:
