@@ -120,7 +120,7 @@ def test_a_catalog_adds_and_overrides_rules(tmp_path, capsys):
     assert mine[0]["estimated_gain"] is None and mine[0]["evidence"]["mfu"] is not None
 
 
-SLOW = ["--duration", "1s", "--isl", "128", "--osl", "128", "--sample-period", "10ms"]
+SLOW = ["--duration", "600ms", "--isl", "128", "--osl", "128", "--sample-period", "10ms"]
 
 
 @pytest.fixture(scope="module")
