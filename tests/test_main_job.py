@@ -119,8 +119,8 @@ def _check_against_truth(doc: dict, m: dict, truth: dict) -> None:
 
 
 def test_long_run_wraps_32_bit_counters_and_still_matches_truth(capsys, tmp_path):
-    # 4 s at 1.5 GHz is 6e9 core cycles: every 32-bit cycle counter wraps at least once
-    doc, _ = run_json(capsys, tmp_path, "--duration", "4s", "--sample-period", "10ms", "--chips", "4")
+    # 3 s at 1.5 GHz is 4.5e9 core cycles, past 2^32 (4.29e9): every 32-bit cycle counter wraps at least once
+    doc, _ = run_json(capsys, tmp_path, "--duration", "3s", "--sample-period", "10ms", "--chips", "4")
     truth = json.loads(open(doc["outputs"]["ground_truth"]).read())
     raw = pq.read_table(doc["outputs"]["counters"], columns=["chip", "seq.elapsed_cycles"])
     el = raw.column("seq.elapsed_cycles").to_numpy()[raw.column("chip").to_numpy() == 0].astype(np.int64)
