@@ -54,3 +54,21 @@ def test_errors_are_not_cached(tmp_path, monkeypatch, capsys):
         assert main(["explain", "mfuu"]) == 2
         assert "did you mean `mfu`" in capsys.readouterr().err
     assert not (tmp_path / "cache" / "texts").exists()
+
+
+def test_a_warm_explain_process_imports_no_pint_networkx_or_numpy(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PERFONTO_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("PERFONTO_NO_CACHE", None)
+    probe = (
+        "import sys\nfrom perfonto.cli import main\nrc = main(['explain', 'mfu'])\n"
+        "print('LOADED', sorted(m for m in ('pint', 'networkx', 'numpy') if m in sys.modules))\nsys.exit(rc)"
+    )
+    runs = [subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+    cold, warm = (r.stdout.rsplit("LOADED", 1) for r in runs)
+    assert cold[0] == warm[0] and "caelius: available" in warm[0]
+    assert "pint" in cold[1] and warm[1].strip() == "[]"
