@@ -10,7 +10,9 @@ trtllm-bench's engine sizing, the perf page's request count) under the GPU famil
 The schedule of an offline benchmark does not depend on time, so each row is scheduled once; only
 the step times depend on the fitted constants (``assumptions.FITTED_BOUNDS``). ``fit`` minimises
 ``Σ_rows ln(predicted/measured)²`` over those constants within their physical bounds (trust-region
-reflective least squares, ``scipy.optimize.least_squares``), shared by every GPU, model and length;
+reflective least squares, ``scipy.optimize.least_squares``), shared by every GPU, model and length —
+in two stages when there are both dense and MoE rows: the constants of the kernels every model runs on
+the dense rows, then the MoE-only ones (``MOE_ONLY``: all-to-all, expert imbalance) on the MoE rows;
 to keep each evaluation fast it times an even subsample of each row's steps (each standing for its
 neighbours), and ``validate`` then times every step. ``leave_one_out`` refits without each row in
 turn and predicts it; ``leave_family_out`` refits without a whole model family (every Llama 3
@@ -66,6 +68,10 @@ class Row:
     concurrency: int = 0  # 0: offline (every request queued at once); N: closed loop with N in flight
     ttft_ms: float = 0.0  # mean TTFT the source states (0: none)
     itl_ms: float = 0.0  # mean inter-token latency the source states, AIPerf's definition (0: none)
+    max_batch: int = 0  # the source's --max_batch_size per scheduler rank (0: trtllm-bench's sizing)
+    token_budget: int = 0  # the source's --max_num_tokens per scheduler rank (0: trtllm-bench's sizing)
+    num_requests: int = 0  # the source's request count (0: the perf-overview table's, ``default_requests``)
+    kv_dtype: str = ""  # the KV-cache dtype the source states ("": the preset's)
 
     @property
     def family(self) -> str:
@@ -78,7 +84,24 @@ class Row:
     def label(self) -> str:
         par = f"TP{self.tp}" + (f"PP{self.pp}" if self.pp > 1 else "")
         load = f" concurrency {self.concurrency}" if self.concurrency else ""
-        return f"{self.model} {self.gpu} {par} {self.dtype} {self.isl}/{self.osl}{load}"
+        eng = f" max batch {self.max_batch}, {self.token_budget} tokens" if self.max_batch else ""
+        kv = f" KV {self.kv_dtype}" if self.kv_dtype else ""
+        return f"{self.model} {self.gpu} {par} {self.dtype}{kv} {self.isl}/{self.osl}{load}{eng}"
+
+    def scenario(self) -> dict:
+        """``project``'s keyword arguments for what the source states beyond the model, GPU, mapping and
+        lengths: its engine sizing (``engine``: whole prompts per step, as trtllm-bench), request count
+        and KV-cache dtype (none where the row leaves them to the defaults)."""
+        from .serving import Engine
+
+        out: dict = {}
+        if self.max_batch:
+            out["engine"] = Engine(max_batch=self.max_batch, token_budget=self.token_budget, chunked_prefill=False)
+        if self.num_requests:
+            out["num_requests"] = self.num_requests
+        if self.kv_dtype:
+            out["kv_dtype"] = self.kv_dtype
+        return out
 
 
 def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
@@ -104,7 +127,23 @@ def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
         int(r.get("concurrency", 0)),
         float(r.get("ttft_ms", 0.0)),
         float(r.get("itl_ms", 0.0)),
+        *_engine_fields(r),
     )
+
+
+def _engine_fields(r: dict) -> tuple[int, int, int, str]:
+    """A row's ``max_batch``, ``token_budget``, ``num_requests`` and ``kv_dtype`` (0 / "" when absent).
+
+    Raises:
+        ValueError: one of ``max_batch`` and ``token_budget`` without the other, or a value below 1 (a
+        source states the engine's sizing whole, or the row leaves it to trtllm-bench's)."""
+    mb, tb, n = (int(r.get(k, 0) or 0) for k in ("max_batch", "token_budget", "num_requests"))
+    if bool(mb) != bool(tb) or min(mb, tb, n) < 0:
+        raise ValueError(
+            f"row {r.get('model')} {r.get('isl')}/{r.get('osl')}: max_batch and token_budget come together, "
+            f"each ≥ 1 (got max_batch={mb}, token_budget={tb}, num_requests={n})"
+        )
+    return mb, tb, n, str(r.get("kv_dtype", "") or "")
 
 
 def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
@@ -158,7 +197,16 @@ def prepare(row: Row, fit_steps: int = FIT_STEPS) -> Prepared:
     m = get_model(row.model)
     mp = Mapping.default(m, row.tp)
     mp = dataclasses.replace(mp, pp=row.pp)
-    pr = project(row.gpu, model=row.model, chips=mp.chips, isl=row.isl, osl=row.osl, dtype=row.dtype, mapping=mp)
+    pr = project(
+        row.gpu,
+        model=row.model,
+        chips=mp.chips,
+        isl=row.isl,
+        osl=row.osl,
+        dtype=row.dtype,
+        mapping=mp,
+        **row.scenario(),
+    )
     cfg, sv = pr.config, pr.served
     work = stack_work(sv.batch, cfg)
     n = len(sv.batch)
@@ -174,6 +222,11 @@ def _assumptions(base: Assumptions, names: list[str], x: np.ndarray) -> Assumpti
     return base.replace(**dict(zip(names, map(float, x))))
 
 
+#: The fitted constants that only mixture-of-experts rows depend on (the all-to-all of dispatch and
+#: combine, the hottest expert rank's load): ``fit`` sets them on the MoE rows, after the others.
+MOE_ONLY = ("a2a_eff", "expert_imbalance")
+
+
 def fit(
     preps: list[Prepared],
     *,
@@ -185,6 +238,42 @@ def fit(
 ) -> dict:
     """Fit ``names`` (default every fitted constant) to the rows of ``preps``.
 
+    With the default ``names`` and both dense and MoE rows, in two stages: the constants of the kernels
+    every model runs (dense GEMM, FP4, KV reads, launch and step overheads) on the dense rows, then
+    ``MOE_ONLY`` on the MoE rows with those fixed — a MoE model's attention and dense GEMMs run the
+    kernels a dense model's do, so what sets a MoE row apart is left to the MoE terms (grouped GEMMs at
+    their tokens per expert, ``emulator.moe``; expert imbalance; all-to-all), never to the dense
+    kernels' constants (which one MoE source would otherwise bend for every dense model). Otherwise, one
+    joint fit (``_fit``). Returns ``{"parameters": {...}, "cost": ..., "residuals": [...]}`` (the rows'
+    residuals, ``ln(predicted/measured)`` on the fit's subsample, in the order of ``preps``).
+    """
+    if names is None:
+        dense = [p for p in preps if _kind(p.row.model) == "dense"]
+        moe = [p for p in preps if _kind(p.row.model) == "moe"]
+        if dense and moe:
+            kw = {"x0": x0, "starts": starts, "seed": seed, "prior": prior}
+            shared = _fit(dense, names=[n for n in FITTED_BOUNDS if n not in MOE_ONLY], **kw)
+            own = _fit(moe, names=list(MOE_ONLY), fixed=shared["parameters"], **kw)
+            params = {n: {**shared["parameters"], **own["parameters"]}[n] for n in FITTED_BOUNDS}
+            a = preps[0].cfg.a.replace(**params)
+            res = [float(np.log(p.predict(a, full=False) / p.row.value)) for p in preps]
+            return {"parameters": params, "cost": shared["cost"] + own["cost"], "residuals": res}
+    return _fit(preps, names=names, x0=x0, starts=starts, seed=seed, prior=prior)
+
+
+def _fit(
+    preps: list[Prepared],
+    *,
+    names: list[str] | None = None,
+    x0: dict | None = None,
+    starts: int = 3,
+    seed: int = 0,
+    prior: float = 0.0,
+    fixed: dict | None = None,
+) -> dict:
+    """One least-squares fit of ``names`` (default every fitted constant) to the rows of ``preps``, the
+    constants in ``fixed`` held at their values.
+
     Starts from ``x0`` (default: the design values of ``Assumptions()``) and ``starts − 1`` seeded
     random points within the bounds; keeps the best. ``prior`` > 0 adds, per constant, the residual
     ``prior × (u − u_design)`` (``u``: the constant's place between its bounds, 0 to 1): a constant
@@ -195,7 +284,7 @@ def fit(
     from scipy.optimize import least_squares
 
     names = names or list(FITTED_BOUNDS)
-    base = preps[0].cfg.a
+    base = preps[0].cfg.a.replace(**fixed) if fixed else preps[0].cfg.a
     lo = np.array([FITTED_BOUNDS[n][0] for n in names])
     hi = np.array([FITTED_BOUNDS[n][1] for n in names])
     meas = np.log(np.array([p.row.value for p in preps]))
@@ -409,6 +498,7 @@ def _replay(row: Row, params: tuple) -> dict:
         mapping=mp,
         concurrency=row.concurrency,
         overrides=dict(params),
+        **row.scenario(),
     )
     lat = pr.figures.latency
     return {
@@ -533,8 +623,9 @@ def write_fitted(path: Path, fitted: dict, validation: dict, header: dict, loo: 
         "about": "Efficiency-model constants fitted by `perfonto calibrate` (emulator/calibration.py) on "
         "emulator/data/calibration.yaml; reproduce with `perfonto calibrate`.",
         "source": header.get("source", ""),
-        "method": "least squares on ln(predicted/measured) over all rows, trust-region reflective within the "
-        "bounds below (scipy.optimize.least_squares), 3 starts",
+        "method": "least squares on ln(predicted/measured), trust-region reflective within the bounds below "
+        "(scipy.optimize.least_squares), 3 starts; in two stages (calibration.fit): the constants every model's "
+        f"kernels share on the dense rows, then {', '.join(MOE_ONLY)} on the MoE rows with those fixed",
         "parameters": {k: float(v) for k, v in fitted["parameters"].items()},
         "meaning": {
             k: f"{FITTED_BOUNDS[k][2]} (bounds {FITTED_BOUNDS[k][0]:g} .. {FITTED_BOUNDS[k][1]:g})"

@@ -105,9 +105,10 @@ def test_validate_emulator_cli_json(capsys):
     # the dense family predicted by a fit on the MoE rows alone, and the other way round: reported, and
     # worse than the joint fit (the MoE constants are not identifiable from dense rows)
     assert loo["llama-3"]["geomean_error"] > doc["shipped"]["geomean_error"] and loo["qwen3"]["geomean_error"] > 0.1
-    # the other cited sources under the shipped fit: 3 offline rows, 9 closed-loop rows with TTFT and ITL
+    # the other cited sources under the shipped fit: 3 + 2 offline rows (405B blog, DeepSeek-R1 blog), 9
+    # closed-loop rows with TTFT and ITL
     other = doc["other_sources"]
-    assert sum(f["metric"] == "throughput" for f in other) == 12
+    assert sum(f["metric"] == "throughput" for f in other) == 14
     assert sum(f["metric"] == "ttft" for f in other) == 9 and sum(f["metric"] == "itl" for f in other) == 9
     kinds = doc["by_profile"]["trtllm"]["kinds"]
     assert kinds["ttft"]["shipped_fit_other_sources"]["n"] == 9 and kinds["ttft"]["leave_one_source_out"] is None

@@ -1,0 +1,58 @@
+"""Calibration rows that state their engine's sizing (issue 30: a second cited MoE source, the TensorRT-LLM
+DeepSeek-R1 blog's max-throughput runs with --max_batch_size, --max_num_tokens, --num_requests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfonto.emulator.calibration import Row, load_sources
+from perfonto.emulator.serving import Engine
+
+DS = "trtllm-blog-deepseek-r1-best-perf"
+
+
+def test_a_row_with_its_engine_sizing_replays_that_engine():
+    r = Row("deepseek-v3", "h200", 8, "fp8", 1024, 2048, 11489.2671, max_batch=128, token_budget=1151)
+    r = Row(**{**r.__dict__, "num_requests": 5120, "kv_dtype": "bf16"})
+    sc = r.scenario()
+    assert sc == {
+        "engine": Engine(max_batch=128, token_budget=1151, chunked_prefill=False),
+        "num_requests": 5120,
+        "kv_dtype": "bf16",
+    }
+    assert "max batch 128, 1151 tokens" in r.label and "KV bf16" in r.label
+
+
+def test_a_row_without_engine_sizing_leaves_it_to_trtllm_bench():
+    assert Row("llama-3.1-8b", "h100", 1, "fp8", 128, 128, 28312).scenario() == {}
+
+
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ("max_batch: 128", "max_batch and token_budget come together"),
+        ("token_budget: 1151", "max_batch and token_budget come together"),
+        ("max_batch: 128, token_budget: 1151, num_requests: -1", "each ≥ 1"),
+    ],
+)
+def test_a_half_stated_engine_is_refused(tmp_path, extra, why):
+    p = tmp_path / "s.yaml"
+    row = f"{{source: a, model: deepseek-v3, gpu: h200, tp: 8, isl: 1024, osl: 2048, value: 3, {extra}}}"
+    p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {row}\n")
+    with pytest.raises(ValueError, match=why):
+        load_sources(p)
+
+
+def test_the_deepseek_rows_state_what_the_blog_ran():
+    """Each row's lengths, engine sizing and request count are the blog's command line, and its
+    concurrency fills every attention-DP rank's batch (ranks × max batch): offline, as replayed."""
+    sources, rows = load_sources()
+    q = " ".join(sources[DS]["quote"].split())
+    ds = [r for r in rows if r.source == DS]
+    assert {(r.gpu, r.dtype) for r in ds} == {("h200", "fp8"), ("b200", "fp4")}
+    for r in ds:
+        assert r.model == "deepseek-v3" and r.concurrency == 0 and r.tp == 8
+        assert f"--input-mean {r.isl} --output-mean {r.osl}" in q
+        assert f"--max_batch_size {r.max_batch} --max_num_tokens {r.token_budget} --num_requests {r.num_requests}" in q
+        assert f"--concurrency {r.tp * r.max_batch}" in q
+        assert f"Total Output Throughput (tokens/sec): {r.value}" in q
