@@ -20,7 +20,8 @@ row, or every Qwen3 row) and predicts that family — a check that the constants
 hardware and the mapping rather than the rows or the models they were fitted on.
 
 Other cited sources (``emulator/data/calibration_sources.yaml``: an NVIDIA blog's Llama 3.1 405B
-offline rows, NIM's closed-loop Llama-3.3-70B rows with TTFT and ITL) are never in the shipped fit;
+offline rows, NIM's closed-loop Llama-3.3-70B rows with TTFT and ITL, the TensorRT-LLM DeepSeek-R1 blog's
+max-throughput runs with their stated engine sizing) are never in the shipped fit;
 ``leave_source_out`` refits on the offline rows of every source but one and predicts the held-out
 source's figures — offline rows timed, closed-loop rows replayed (``replay``: ``project`` with the
 row's concurrency), TTFT and ITL by AIPerf's definitions (mean TTFT; ITL = mean TPOT).
