@@ -167,6 +167,20 @@ def _tree_cpu(pid: int) -> float:
     return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _executors_gone(pids: list[int], timeout_s: float = 60.0) -> None:
+    """Wait (up to ``timeout_s`` s) until the workers ``pids`` have no child process left: the
+    application's executors have exited and been waited for."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        kids = ""
+        for pid in pids:
+            for t in Path(f"/proc/{pid}/task").glob("*/children"):
+                kids += t.read_text().strip()
+        if not kids:
+            return
+        time.sleep(0.5)
+
+
 def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
     """``perfonto analyze DATA --engine spark --spark-master URL --out OUT`` as a user runs it, in a process
     of its own, on a cluster already started (its start is not the job's): wall time, window rows,
@@ -180,7 +194,7 @@ def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
         wall = time.perf_counter() - t0
         fe.seek(0)
         err = fe.read()
-    time.sleep(2.0)  # the workers wait for their executors after the application ends
+    _executors_gone(workers)  # their CPU counts in a worker's once it has waited for them
     if os.waitstatus_to_exitcode(status) != 0:
         return {"error": err.strip().splitlines()[-1:] or ["failed"]}
     import pyarrow.parquet as pq
