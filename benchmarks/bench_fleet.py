@@ -157,36 +157,66 @@ def run_child(engine: str, data: Path, out: Path, topology: Path | None = None) 
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds of process ``pid`` and of its children it has waited for (a standalone worker's
-    executors, whose Python workers the executor waited for), from ``/proc`` (NaN elsewhere)."""
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far, from ``/proc`` (0 when gone)."""
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return float("nan")
-    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+        return 0.0
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _executors_gone(pids: list[int], timeout_s: float = 60.0) -> None:
-    """Wait (up to ``timeout_s`` s) until the workers ``pids`` have no child process left: the
-    application's executors have exited and been waited for."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        kids = ""
-        for pid in pids:
-            for t in Path(f"/proc/{pid}/task").glob("*/children"):
-                kids += t.read_text().strip()
-        if not kids:
-            return
-        time.sleep(0.5)
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (its children, theirs, …), from ``/proc``."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for t in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                kids = [int(k) for k in t.read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+class TreeCPU:
+    """CPU seconds of the processes started below ``pids`` while it runs (a standalone worker's
+    executors and their Python workers, which die with the application): each sampled every
+    ``every_s`` s, its last sample kept; a process's last ``every_s`` s may be missed."""
+
+    def __init__(self, pids: list[int], every_s: float = 0.25):
+        import threading
+
+        self.pids, self.every_s, self.seen = pids, every_s, {}
+        self._base = {d: _cpu_s(d) for p in pids for d in _descendants(p)}  # before the job
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            for p in self.pids:
+                for d in _descendants(p):
+                    c = _cpu_s(d)
+                    if c:
+                        self.seen[d] = c
+
+    def stop(self) -> float:
+        """Stop sampling; the CPU seconds used below ``pids`` since the start."""
+        self._stop.set()
+        self._thread.join()
+        return sum(c - self._base.get(d, 0.0) for d, c in self.seen.items())
 
 
 def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
     """``perfonto analyze DATA --engine spark --spark-master URL --out OUT`` as a user runs it, in a process
     of its own, on a cluster already started (its start is not the job's): wall time, window rows,
-    CPU seconds of the driver (the process, its JVM) and of the workers' executors and Python workers."""
+    CPU seconds of the driver's Python process and of the workers' executors and Python workers
+    (``TreeCPU``; the driver's JVM is not counted)."""
     cmd = [sys.executable, "-m", "perfonto", "analyze", str(data), "--engine", "spark", "--spark-master", url]
-    before = sum(_tree_cpu(p) for p in workers)
+    cpu = TreeCPU(workers)
     with tempfile.TemporaryFile("w+") as fe:
         t0 = time.perf_counter()
         p = subprocess.Popen([*cmd, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=fe, text=True)
@@ -194,7 +224,7 @@ def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
         wall = time.perf_counter() - t0
         fe.seek(0)
         err = fe.read()
-    _executors_gone(workers)  # their CPU counts in a worker's once it has waited for them
+    workers_cpu = cpu.stop()
     if os.waitstatus_to_exitcode(status) != 0:
         return {"error": err.strip().splitlines()[-1:] or ["failed"]}
     import pyarrow.parquet as pq
@@ -204,7 +234,7 @@ def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
         "rows": rows,
         "seconds": wall,
         "driver_cpu_s": usage.ru_utime + usage.ru_stime,
-        "workers_cpu_s": sum(_tree_cpu(p) for p in workers) - before,
+        "workers_cpu_s": workers_cpu,
         "peak_mb": usage.ru_maxrss / 1024.0,
     }
 
