@@ -203,8 +203,10 @@ def _kernel_records():
 
 
 def _kernel_tables():
-    """The rule tables of ``codegen/runtime_stream.py`` as record arrays (numba reads arrays, not nested
-    tuples; the record types of ``_kernel_records``): ``cols`` one column record per register column,
+    """The kernel's catalog tables, ``(K, cols, fields, hist, groups, sent, NV, MOFF, MN)``: the counter
+    columns ``K``, the rule tables of ``codegen/runtime_stream.py`` as record arrays (numba reads arrays,
+    not nested tuples; the record types of ``_kernel_records``) and the metric scratch layout (``_NV``,
+    ``_MOFF``, ``_MN``). ``cols`` holds one column record per register column,
     ``fields`` one field record per packed field, ``hist`` one per histogram, ``groups`` one per reset
     group, and ``sent`` uint64: every sentinel value, the columns' then the fields' (each record holds
     its range)."""
@@ -247,7 +249,7 @@ def _kernel_tables():
     fields = np.zeros(_NF, field)
     fields["src"], fields["lo"], fields["mask"], fields["scale"] = _FIELD_SRC, _FIELD_LO, _FIELD_MASK, _FIELD_SCALE
     fields["sent_a"], fields["sent_b"] = off[N:-1], off[N + 1 :]
-    return cols, fields, hist, groups, sent
+    return _K, cols, fields, hist, groups, sent, _NV, _MOFF, _MN
 
 
 def _csr(entries, n):
@@ -287,34 +289,7 @@ def _sums_block(V, F, IV, r0, n, C, N, NF, K, ACC):
             ACC[c, j] = s
 
 
-def _kernel_loop(
-    X,
-    colmap,
-    T,
-    T0,
-    R0,
-    C,
-    start,
-    chips,
-    want,
-    OUT,
-    BITS,
-    OFF,
-    BOFF,
-    ACC,
-    sums,
-    VOUT,
-    keepv,
-    NV,
-    MOFF,
-    MN,
-    K,
-    cols,
-    fields,
-    hist,
-    groups,
-    sent,
-):
+def _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, tables):
     """Every window-chip row of a chunk from row ``start`` on (0, or C when the chunk's first sample is
     only the baseline), in blocks of 2,048 rows: window values column by column (``_rules_block``), then
     the metrics metric by metric (``_kernel_body``), then into the outputs (``_emit_block``). ``X``
@@ -322,7 +297,10 @@ def _kernel_loop(
     sample before the chunk (the baseline of its first windows when ``start`` is 0). With ``sums``,
     each thread ``t`` also adds the blocks' run-level sums into ``ACC[t]`` (C, N + fields + 1)
     (``_sums_block``), in the same pass; with ``keepv``, every window value goes to ``VOUT`` (N +
-    fields, rows): register columns, then fields, NaN where null."""
+    fields, rows): register columns, then fields, NaN where null. ``tables``: the catalog's tables
+    (``_kernel_tables``), unpacked here, before the parallel loop (numba's parfor takes no tuple of
+    arrays into its body)."""
+    K, cols, fields, hist, groups, sent, NV, MOFF, MN = tables
     N = colmap.shape[0]
     NF = fields.shape[0]
     rows = T.shape[0]
@@ -359,44 +337,27 @@ def _kernel_loop(
             _emit_block(mv, r0 - start, r1 - r0, want, OUT, BITS, OFF, BOFF, MOFF, MN)
 
 
-_KNAMES = ("_KCOLS", "_KFIELDS", "_KHIST", "_KGROUPS", "_KSENT")  # the tables of ``_kernel_tables``, as
-# globals: numba compiles them in as constants
+_KNAMES = ("_KTABLES",)  # the global holding ``_kernel_tables()`` (``_jit``): numba compiles it in as a constant
 
 
 def _kernel_call(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv):
     """``_kernel_loop`` with the catalog's tables compiled in (a short argument list: each call
     type-checks only these)."""
-    _kernel_loop(
-        X,
-        colmap,
-        T,
-        T0,
-        R0,
-        C,
-        start,
-        chips,
-        want,
-        OUT,
-        BITS,
-        OFF,
-        BOFF,
-        ACC,
-        sums,
-        VOUT,
-        keepv,
-        _NV,
-        _MOFF,
-        _MN,
-        _K,
-        _KCOLS,
-        _KFIELDS,
-        _KHIST,
-        _KGROUPS,
-        _KSENT,
-    )
+    _kernel_loop(X, colmap, T, T0, R0, C, start, chips, want, OUT, BITS, OFF, BOFF, ACC, sums, VOUT, keepv, _KTABLES)
 
 
-_JITTED = (
+_KINLINE = (
+    "_load",
+    "_column_at",
+    "_column",
+    "_counter_fast",
+    "_advance",
+    "_counter_rule",
+    "_level",
+    "_sentinels_and_range",
+    "_null_flagged",
+)  # compiled inline into their caller (``_jit``): the per-column rules run once per column and block
+_JITTED = _KINLINE + (
     "_kdiv",
     "_kpow",
     "_kmin",
@@ -415,17 +376,8 @@ _JITTED = (
     "_kdefault",
     "_kfin",
     "_emit_block",
-    "_load",
     "_flagged",
-    "_counter_fast",
-    "_advance",
-    "_counter_rule",
-    "_level",
-    "_sentinels_and_range",
-    "_null_flagged",
-    "_column",
     "_intervals",
-    "_column_at",
     "_histograms",
     "_unit_fields",
     "_reset_groups",
@@ -436,15 +388,4 @@ _JITTED = (
     "_kernel_body",
     "_kernel_loop",
     "_kernel_call",
-)
-_KINLINE = (
-    "_load",
-    "_column_at",
-    "_column",
-    "_counter_fast",
-    "_advance",
-    "_counter_rule",
-    "_level",
-    "_sentinels_and_range",
-    "_null_flagged",
-)  # compiled inline into their caller (``_jit``): the per-column rules run once per column and block
+)  # every function numba compiles (``_jit``): the inlined ones and the others

@@ -36,7 +36,7 @@ def _jit_locked():
             return None
         g = globals()
         _KT = _kernel_tables()
-        g.update(zip(_KNAMES, _KT))
+        g.update(zip(_KNAMES, (_KT,)))  # one global: _kernel_call passes it on
         g["_KNTH"] = max(1, min(int(os.environ.get("PERFONTO_KERNEL_THREADS", "1")), numba.config.NUMBA_NUM_THREADS))
         g["_prange"] = numba.prange  # a plain range unless the loop is compiled parallel
         for name in _JITTED:
