@@ -423,23 +423,26 @@ def by_profile(
     A profile's sources: its calibration rows (when its ``calibration.file`` is the shipped calibration
     file and ``rows_are_profiles``; False when the caller validated another file) and the other sources
     that ``source_profile`` (``{source id: profile}``) gives it. A profile with none gets ``{"rows": 0,
-    "note"}``."""
+    "note"}``. A profile whose calibration file is not the shipped one (``vllm``: checked, never fitted,
+    ``fitted_sources``) has ``"fitted": False``, no in-sample or leave-one-family-out figures (None), and
+    its cited sources' figures under the shipped fit and with their source left out."""
     from .engine_profiles import load_profiles
 
     fam_kind = {r["family"]: _kind(r["model"]) for r in res["rows"]}
     out = {}
     for name, prof in load_profiles().items():
-        own = rows_are_profiles and prof.calibration_file == "emulator/data/calibration.yaml"
+        own = rows_are_profiles and prof.calibration_file == SHIPPED_CALIBRATION
         mine = {s for s, pr in (source_profile or {}).items() if pr == name} | ({PERF_OVERVIEW} if own else set())
-        if not own:
+        if not mine:
             out[name] = {"rows": 0, "note": "no cited public rows: its constants are stated assumptions"}
             continue
+        cal_rows = res["rows"] if own else []  # a profile checked on other sources has no fitted rows
         other = by_metric([f for f in others or () if f["source"] in mine])
         held = by_metric([f for s, v in (loso or {}).items() if s in mine for f in v["figures"]])
-        lofo = _family_kinds(loo_family, fam_kind)
+        lofo = _family_kinds(loo_family, fam_kind) if own else {}
         kinds = {}
         for kind in ("dense", "moe", "ttft", "itl"):
-            rows = [r for r in res["rows"] if _kind(r["model"]) == kind]
+            rows = [r for r in cal_rows if _kind(r["model"]) == kind]
             kinds[kind] = {
                 "in_sample": summary(rows) if rows else None,
                 "shipped_fit_other_sources": other[kind],
@@ -448,12 +451,38 @@ def by_profile(
                 "target": TARGETS.get(kind, TARGETS["ttft_itl"]),
             }
         out[name] = {
-            "rows": len(res["rows"]),
+            "rows": len(cal_rows),
+            "fitted": own,
             "sources": sorted(mine),
             "kinds": kinds,
-            "loso_note": _loso_note(loso, mine, len(prof.sources)),
+            "loso_note": _loso_note(loso, mine, len(prof.sources), own),
         }
     return out
+
+
+#: The calibration file of the fitted engine profile (``trtllm``): the rows ``perfonto calibrate`` fits.
+SHIPPED_CALIBRATION = "emulator/data/calibration.yaml"
+
+
+def fitted_sources(source_profile: dict) -> set:
+    """The sources whose offline rows a fit may use: the perf-overview page (``PERF_OVERVIEW``) and the
+    other cited sources (``source_profile``: ``{source id: engine profile}``) of every profile whose
+    calibration file is the shipped one (``trtllm``). The sources of another profile (``vllm``) are
+    checked against those constants, never fitted on: the fit has no per-profile constants, and their
+    rows would bend the constants of every other engine.
+
+    Raises:
+        ValueError: a source names no engine profile of ``engine_profiles.yaml``.
+    """
+    from .engine_profiles import load_profiles
+
+    profs = load_profiles()
+    bad = sorted(f"{s} ({pr!r})" for s, pr in source_profile.items() if pr not in profs)
+    if bad:
+        raise ValueError(f"sources name no engine profile: {', '.join(bad)}; profiles: {', '.join(profs)}")
+    return {PERF_OVERVIEW} | {
+        s for s, pr in source_profile.items() if profs[pr].calibration_file == SHIPPED_CALIBRATION
+    }
 
 
 def _family_kinds(loo_family: dict | None, fam_kind: dict) -> dict:
@@ -466,8 +495,11 @@ def _family_kinds(loo_family: dict | None, fam_kind: dict) -> dict:
     }
 
 
-def _loso_note(loso: dict | None, mine: set, cited: int) -> str:
+def _loso_note(loso: dict | None, mine: set, cited: int, fitted: bool = True) -> str:
     n = max(len(mine), cited)
+    if not fitted:
+        how = "checked, never fitted: its rows predicted by the constants fitted on the fitted profile's sources"
+        return f"{len(mine)} cited source(s), {how}: {', '.join(sorted(mine))}"
     if loso is None:
         return f"{n} cited source(s): leave-one-source-out needs two" if n < 2 else "leave-one-source-out not run"
     return f"{len(mine)} cited sources, each held out in turn: {', '.join(sorted(mine))}"
@@ -569,13 +601,15 @@ def leave_source_out(
     online: list[Row],
     progress: Callable[[int, int], None] | None = None,
     prior: float = REFIT_PRIOR,
+    fit_only: set | None = None,
 ) -> dict:
     """Leave one source out: for each cited source, refit the constants on the offline rows of the
-    other sources (one start, from the design values, as ``leave_family_out``, with ``fit``'s
-    ``prior`` toward them: a constant the other sources cannot pin down stays at or near its design
-    value; the design values themselves when no other source has offline rows) and predict every
-    figure of the held-out source — offline rows timed, closed-loop rows (``online``) replayed.
-    ``preps``: the prepared offline rows of every source.
+    other sources (only those in ``fit_only`` when given — ``fitted_sources``: a source of an engine
+    profile the fit does not calibrate is predicted, never fitted on; one start, from the design values,
+    as ``leave_family_out``, with ``fit``'s ``prior`` toward them: a constant the other sources cannot
+    pin down stays at or near its design value; the design values themselves when no other source has
+    offline rows) and predict every figure of the held-out source — offline rows timed, closed-loop
+    rows (``online``) replayed. ``preps``: the prepared offline rows of every source.
 
     Returns:
         ``{source: {"fit_rows", "fit_sources", "parameters", "figures": [...], **by_metric}}``.
@@ -583,7 +617,7 @@ def leave_source_out(
     srcs = sorted({p.row.source for p in preps} | {r.source for r in online})
     out = {}
     for i, s in enumerate(srcs):
-        train = [p for p in preps if p.row.source != s]
+        train = [p for p in preps if p.row.source != s and (fit_only is None or p.row.source in fit_only)]
         params = fit(train, starts=1, prior=prior)["parameters"] if train else design_params()
         figs = [f for p in preps if p.row.source == s for f in figures(p.row, params, p)]
         figs += [f for r in online if r.source == s for f in figures(r, params)]

@@ -49,8 +49,8 @@ def test_a_malformed_profile_file_is_a_clear_error(tmp_path):
     bad.write_text("profiles:\n  x:\n    kernels: {tensor_cores: {}}\n    scheduler: {max_batch: 8}\n")
     with pytest.raises(EngineProfileError, match="unknown op class 'tensor_cores'"):
         load_profiles(str(bad))
-    with pytest.raises(EngineProfileError, match="no engine profile 'vllm'; profiles: trtllm, sohu"):
-        profile("vllm")
+    with pytest.raises(EngineProfileError, match="no engine profile 'sglang'; profiles: trtllm, vllm, sohu"):
+        profile("sglang")
 
 
 def test_cli_refuses_an_unknown_profile(capsys):
@@ -79,6 +79,8 @@ def test_errors_by_profile_and_kind_by_hand():
     # one cited source: nothing to leave out
     assert t["dense"]["leave_one_source_out"] is None and "1 cited source" in out["trtllm"]["loso_note"]
     assert out["sohu"]["rows"] == 0 and "assumptions" in out["sohu"]["note"]
+    # vllm's source is not given here: no figures, the note says so
+    assert "kinds" not in out["vllm"] and "no cited public rows" in out["vllm"]["note"]
 
 
 def test_run_takes_the_profile(tmp_path):

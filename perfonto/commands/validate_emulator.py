@@ -134,7 +134,7 @@ def _figures(offline, online, params: dict, bar) -> list[dict]:
 
 def cmd_validate_emulator(args) -> int:
     from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
-    from perfonto.emulator.calibration import by_profile, leave_family_out, leave_source_out, validate
+    from perfonto.emulator.calibration import by_profile, fitted_sources, leave_family_out, leave_source_out, validate
     from perfonto.ontology.files import read_bytes
 
     try:
@@ -151,18 +151,22 @@ def cmd_validate_emulator(args) -> int:
             res["leave_one_family_out"] = leave_family_out(preps, {"parameters": params}, progress=bar)
     try:
         sources, offline, online = _other_sources(args.sources, args.json)
+        source_profile = {k: v.get("profile") for k, v in sources.items()}
+        fit_only = fitted_sources(source_profile)
         with EmuProgress("other sources under the shipped fit", enabled=not args.json) as bar:
             res["other_sources"] = _figures(offline, online, params, bar)
         if not args.no_loso:
             with EmuProgress("leave-one-source-out refits", enabled=not args.json) as bar:
-                res["leave_one_source_out"] = leave_source_out(preps + offline, online, progress=bar, prior=prior)
+                res["leave_one_source_out"] = leave_source_out(
+                    preps + offline, online, progress=bar, prior=prior, fit_only=fit_only
+                )
         res["by_profile"] = by_profile(
             res,
             res.get("leave_one_family_out"),
             rows_are_profiles=args.rows is None,
             loso=res.get("leave_one_source_out"),
             others=res["other_sources"],
-            source_profile={k: v.get("profile") for k, v in sources.items()},
+            source_profile=source_profile,
         )
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
@@ -250,7 +254,7 @@ def _print_profiles(out, prof: dict) -> None:
         "leaving one source out; leaving one family out):"
     )
     for name, p in prof.items():
-        if not p["rows"]:
+        if "kinds" not in p:
             out.print(f"  {name}: {p['note']}", markup=False)
             continue
         for kind, k in p["kinds"].items():

@@ -1,0 +1,92 @@
+"""Issue 30, item 1: the vLLM engine profile, checked (never fitted) on its own cited rows — vLLM's CI
+performance benchmark, latency tests on H200 (emulator/data/calibration_sources.yaml)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from perfonto.emulator import calibration
+from perfonto.emulator.calibration import (
+    PERF_OVERVIEW,
+    Row,
+    by_profile,
+    fitted_sources,
+    leave_source_out,
+    load_sources,
+    prepare,
+)
+from perfonto.emulator.engine_profiles import profile
+
+SRC = "vllm-perf-benchmark-build-9515"
+
+
+def test_vllm_rows_are_the_quoted_mean_latencies_as_output_tokens_per_second():
+    sources, rows = load_sources()
+    src = sources[SRC]
+    assert src["profile"] == "vllm" and src["url"].endswith("/builds/9515")
+    quote = src["quote"]
+    assert "Input length: 32 tokens" in quote and "Output length: 128 tokens" in quote and "fixed (8)" in quote
+    test_of = {"llama-3.3-70b": "latency_llama70B_tp4", "llama-3.1-8b": "latency_llama8B_tp1"}
+    test_of["mixtral-8x7b"] = "latency_mixtral8x7B_tp2"
+    mine = [r for r in rows if r.source == SRC]
+    assert sorted(r.model for r in mine) == sorted(test_of)
+    for r in mine:
+        m = re.search(re.escape(test_of[r.model]) + r" \| H200 \| ([0-9.]+) \|", quote)
+        assert m, r.model
+        mean_s = float(m.group(1)) / 1e3
+        assert (r.gpu, r.isl, r.osl, r.num_requests, r.concurrency, r.dtype) == ("h200", 32, 128, 8, 0, "bf16")
+        assert f"tp{r.tp}" in test_of[r.model].lower()
+        # 8 requests × 128 output tokens in the mean end-to-end latency
+        assert r.value == pytest.approx(8 * 128 / mean_s, rel=1e-5)
+
+
+def test_the_vllm_profile_is_checked_never_fitted():
+    p = profile("vllm")
+    assert p.fitted and p.calibration_file == "emulator/data/calibration_sources.yaml"
+    assert p.sources and "builds/9515" in p.sources[0]
+    sources, _ = load_sources()
+    fit = fitted_sources({k: v["profile"] for k, v in sources.items()})
+    assert SRC not in fit and PERF_OVERVIEW in fit
+    assert {k for k, v in sources.items() if v["profile"] == "trtllm"} <= fit
+    with pytest.raises(ValueError, match="no engine profile: x \\('sglang'\\)"):
+        fitted_sources({"x": "sglang"})
+
+
+def test_leave_source_out_never_fits_on_a_source_outside_fit_only(monkeypatch):
+    small = dict(gpu="h200", dtype="bf16", isl=32, osl=128, num_requests=8)
+    a = prepare(Row(model="llama-3.1-8b", tp=1, value=1000.0, source="a", **small))
+    b = prepare(Row(model="llama-3.1-8b", tp=1, value=1200.0, source="b", **small))
+    v = prepare(Row(model="llama-3.1-8b", tp=1, value=1228.671, source=SRC, **small))
+    seen = []
+
+    def fake_fit(train, **kw):
+        seen.append(sorted({p.row.source for p in train}))
+        return {"parameters": calibration.design_params()}
+
+    monkeypatch.setattr(calibration, "fit", fake_fit)
+    out = leave_source_out([a, b, v], [], fit_only={"a", "b"})
+    assert seen == [["b"], ["a"], ["a", "b"]]  # sources in order a, b, then the vLLM one: fitted on a and b
+    assert out[SRC]["fit_sources"] == ["a", "b"] and out[SRC]["dense"]["n"] == 1
+    seen.clear()
+    leave_source_out([a, b, v], [])  # without fit_only every other source is fitted on
+    assert seen == [["b", SRC], ["a", SRC], ["a", "b"]]
+
+
+def test_by_profile_reports_the_vllm_rows_without_in_sample_figures():
+    cal = [{"model": "llama-3.1-8b", "family": "llama-3", "predicted": 110.0, "measured": 100.0}]
+    fig = {"source": SRC, "kind": "dense", "metric": "throughput", "measured": 100.0}
+    others = [{**fig, "predicted": 125.0}, {**fig, "kind": "moe", "predicted": 50.0}]
+    loso = {SRC: {"figures": [{**fig, "predicted": 80.0}]}}
+    lofo = {"llama-3": {"rows": [{"predicted": 120.0, "measured": 100.0}]}}
+    out = by_profile({"rows": cal}, lofo, loso=loso, others=others, source_profile={SRC: "vllm"})
+    v = out["vllm"]
+    assert v["fitted"] is False and v["rows"] == 0 and v["sources"] == [SRC] and "never fitted" in v["loso_note"]
+    k = v["kinds"]
+    assert k["dense"]["in_sample"] is None and k["dense"]["leave_one_family_out"] is None
+    assert k["dense"]["shipped_fit_other_sources"]["geomean_error"] == pytest.approx(0.25)
+    assert k["moe"]["shipped_fit_other_sources"]["geomean_error"] == pytest.approx(1.0)  # 50 vs 100: a factor 2
+    assert k["dense"]["leave_one_source_out"]["geomean_error"] == pytest.approx(0.25)  # 80 vs 100: 1/0.8 − 1
+    # the trtllm profile keeps its calibration rows and leave-one-family-out figures
+    assert out["trtllm"]["fitted"] is True and out["trtllm"]["kinds"]["dense"]["in_sample"]["n"] == 1
