@@ -104,6 +104,25 @@ class Row:
             out["kv_dtype"] = self.kv_dtype
         return out
 
+    def project(self, **kw):
+        """``project`` of the row's scenario: its model, GPU, TP × PP mapping (the model's default split),
+        lengths, dtype and ``scenario()``, plus ``kw`` (``concurrency``, ``overrides``). The one place a
+        row becomes a projection, for ``fit``'s step replay and ``validate``'s figures alike."""
+        from .models import get_model
+
+        mp = dataclasses.replace(Mapping.default(get_model(self.model), self.tp), pp=self.pp)
+        return project(
+            self.gpu,
+            model=self.model,
+            chips=mp.chips,
+            isl=self.isl,
+            osl=self.osl,
+            dtype=self.dtype,
+            mapping=mp,
+            **kw,
+            **self.scenario(),
+        )
+
 
 def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     """The calibration file (``emulator/data/calibration.yaml`` by default): header fields and rows."""
@@ -193,21 +212,7 @@ def prepare(row: Row, fit_steps: int = FIT_STEPS) -> Prepared:
 
     Cached per process: the schedule and the work do not depend on the fitted constants, which
     ``validate`` and ``fit`` apply when they time the steps."""
-    from .models import get_model
-
-    m = get_model(row.model)
-    mp = Mapping.default(m, row.tp)
-    mp = dataclasses.replace(mp, pp=row.pp)
-    pr = project(
-        row.gpu,
-        model=row.model,
-        chips=mp.chips,
-        isl=row.isl,
-        osl=row.osl,
-        dtype=row.dtype,
-        mapping=mp,
-        **row.scenario(),
-    )
+    pr = row.project()
     cfg, sv = pr.config, pr.served
     work = stack_work(sv.batch, cfg)
     n = len(sv.batch)
@@ -518,21 +523,7 @@ METRICS = {"value": "throughput", "ttft_ms": "ttft", "itl_ms": "itl"}
 
 @lru_cache(maxsize=64)
 def _replay(row: Row, params: tuple) -> dict:
-    from .models import get_model
-
-    mp = dataclasses.replace(Mapping.default(get_model(row.model), row.tp), pp=row.pp)
-    pr = project(
-        row.gpu,
-        model=row.model,
-        chips=mp.chips,
-        isl=row.isl,
-        osl=row.osl,
-        dtype=row.dtype,
-        mapping=mp,
-        concurrency=row.concurrency,
-        overrides=dict(params),
-        **row.scenario(),
-    )
+    pr = row.project(concurrency=row.concurrency, overrides=dict(params))
     lat = pr.figures.latency
     return {
         "value": pr.figures.output_tokens_per_second,
