@@ -233,41 +233,22 @@ def _assumptions(base: Assumptions, names: list[str], x: np.ndarray) -> Assumpti
 MOE_ONLY = ("a2a_eff", "expert_imbalance")
 
 
+def _staged(preps: list[Prepared], **kw) -> dict | None:
+    """``fit``'s two stages (shared constants on the dense rows, then ``MOE_ONLY`` on the MoE rows),
+    or None unless ``preps`` holds both kinds."""
+    dense = [p for p in preps if _kind(p.row.model) == "dense"]
+    moe = [p for p in preps if _kind(p.row.model) == "moe"]
+    if not (dense and moe):
+        return None
+    shared = fit(dense, names=[n for n in FITTED_BOUNDS if n not in MOE_ONLY], **kw)
+    own = fit(moe, names=list(MOE_ONLY), fixed=shared["parameters"], **kw)
+    params = {n: {**shared["parameters"], **own["parameters"]}[n] for n in FITTED_BOUNDS}
+    a = preps[0].cfg.a.replace(**params)
+    res = [float(np.log(p.predict(a, full=False) / p.row.value)) for p in preps]
+    return {"parameters": params, "cost": shared["cost"] + own["cost"], "residuals": res}
+
+
 def fit(
-    preps: list[Prepared],
-    *,
-    names: list[str] | None = None,
-    x0: dict | None = None,
-    starts: int = 3,
-    seed: int = 0,
-    prior: float = 0.0,
-) -> dict:
-    """Fit ``names`` (default every fitted constant) to the rows of ``preps``.
-
-    With the default ``names`` and both dense and MoE rows, in two stages: the constants of the kernels
-    every model runs (dense GEMM, FP4, KV reads, launch and step overheads) on the dense rows, then
-    ``MOE_ONLY`` on the MoE rows with those fixed — a MoE model's attention and dense GEMMs run the
-    kernels a dense model's do, so what sets a MoE row apart is left to the MoE terms (grouped GEMMs at
-    their tokens per expert, ``emulator.moe``; expert imbalance; all-to-all), never to the dense
-    kernels' constants (which one MoE source would otherwise bend for every dense model). Otherwise, one
-    joint fit (``_fit``). Returns ``{"parameters": {...}, "cost": ..., "residuals": [...]}`` (the rows'
-    residuals, ``ln(predicted/measured)`` on the fit's subsample, in the order of ``preps``).
-    """
-    if names is None:
-        dense = [p for p in preps if _kind(p.row.model) == "dense"]
-        moe = [p for p in preps if _kind(p.row.model) == "moe"]
-        if dense and moe:
-            kw = {"x0": x0, "starts": starts, "seed": seed, "prior": prior}
-            shared = _fit(dense, names=[n for n in FITTED_BOUNDS if n not in MOE_ONLY], **kw)
-            own = _fit(moe, names=list(MOE_ONLY), fixed=shared["parameters"], **kw)
-            params = {n: {**shared["parameters"], **own["parameters"]}[n] for n in FITTED_BOUNDS}
-            a = preps[0].cfg.a.replace(**params)
-            res = [float(np.log(p.predict(a, full=False) / p.row.value)) for p in preps]
-            return {"parameters": params, "cost": shared["cost"] + own["cost"], "residuals": res}
-    return _fit(preps, names=names, x0=x0, starts=starts, seed=seed, prior=prior)
-
-
-def _fit(
     preps: list[Prepared],
     *,
     names: list[str] | None = None,
@@ -277,16 +258,28 @@ def _fit(
     prior: float = 0.0,
     fixed: dict | None = None,
 ) -> dict:
-    """One least-squares fit of ``names`` (default every fitted constant) to the rows of ``preps``, the
-    constants in ``fixed`` held at their values.
+    """Fit ``names`` (default every fitted constant) to the rows of ``preps``, the constants in ``fixed``
+    held at their values.
 
-    Starts from ``x0`` (default: the design values of ``Assumptions()``) and ``starts − 1`` seeded
-    random points within the bounds; keeps the best. ``prior`` > 0 adds, per constant, the residual
-    ``prior × (u − u_design)`` (``u``: the constant's place between its bounds, 0 to 1): a constant
-    moves from its design value only as far as the rows pay for it — what keeps a refit on fewer rows
-    than constants determined (``leave_source_out``). Returns ``{"parameters": {...}, "cost": ...,
-    "residuals": [...]}`` (the rows' residuals).
+    With the default ``names`` and both dense and MoE rows, in two stages (``_staged``): the constants of
+    the kernels every model runs (dense GEMM, FP4, KV reads, launch and step overheads) on the dense
+    rows, then ``MOE_ONLY`` on the MoE rows with those fixed — a MoE model's attention and dense GEMMs
+    run the kernels a dense model's do, so what sets a MoE row apart is left to the MoE terms (grouped
+    GEMMs at their tokens per expert, ``emulator.moe``; expert imbalance; all-to-all), never to the
+    dense kernels' constants (which one MoE source would otherwise bend for every dense model).
+
+    Otherwise one joint least-squares fit, from ``x0`` (default: the design values of
+    ``Assumptions()``) and ``starts − 1`` seeded random points within the bounds; keeps the best.
+    ``prior`` > 0 adds, per constant, the residual ``prior × (u − u_design)`` (``u``: the constant's
+    place between its bounds, 0 to 1): a constant moves from its design value only as far as the rows
+    pay for it — what keeps a refit on fewer rows than constants determined (``leave_source_out``).
+    Returns ``{"parameters": {...}, "cost": ..., "residuals": [...]}`` (the rows' residuals,
+    ``ln(predicted/measured)`` on the fit's subsample, in the order of ``preps``).
     """
+    if names is None and fixed is None:
+        staged = _staged(preps, x0=x0, starts=starts, seed=seed, prior=prior)
+        if staged is not None:
+            return staged
     from scipy.optimize import least_squares
 
     names = names or list(FITTED_BOUNDS)

@@ -54,7 +54,9 @@ def test_a_moe_row_the_moe_terms_cannot_reach_leaves_the_dense_constants_alone()
     p = f["parameters"]
     assert p["mxu_eff_max"] == pytest.approx(0.5, abs=1e-3) and p["a2a_eff"] == 1.0
     assert f["residuals"] == pytest.approx([0.0, math.log(250 / 300)], abs=1e-3)
-    joint = calibration._fit([_Prep("llama-3.1-8b", 100.0), _Prep("qwen3-235b-a22b", 300.0)], starts=1)
+    joint = calibration.fit(
+        [_Prep("llama-3.1-8b", 100.0), _Prep("qwen3-235b-a22b", 300.0)], names=list(calibration.FITTED_BOUNDS), starts=1
+    )
     assert joint["parameters"]["mxu_eff_max"] > 0.52  # what staging prevents
 
 
