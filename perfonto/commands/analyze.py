@@ -96,7 +96,8 @@ def register(sub) -> None:
         help="one engine, two outputs — auto (default): memory for a dump of up to 131,072 rows without a "
         "topology, else embedded; memory: window values kept (metrics.parquet, cross-chip and per-op analyses); "
         "embedded: written in pieces, bounded memory (metrics/host=…/part-*.parquet, fleet rollups); "
-        "spark: the window values from the generated Spark SQL on Spark",
+        "spark: the same kernel on Spark, one task per host (--spark-master; "
+        "the generated SQL: `codegen --target sql --dialect spark`)",
     )
     a.add_argument(
         "--multiplexed",
