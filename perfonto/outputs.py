@@ -242,16 +242,19 @@ def output_folder(
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
     old_term = signal.getsignal(signal.SIGTERM)
+    old_int = signal.getsignal(signal.SIGINT)
 
     terminated = []
 
-    def on_term(signum, frame):  # make SIGTERM clean up like Ctrl-C
+    def on_term(signum, frame):  # SIGTERM cleans up like Ctrl-C; both are remembered, see below
         terminated.append(signum)
         raise KeyboardInterrupt
 
     try:
         if threading_main():
             signal.signal(signal.SIGTERM, on_term)
+            if old_int is signal.default_int_handler:  # a command's own Ctrl-C handler (serve) stays
+                signal.signal(signal.SIGINT, on_term)
         tmp.mkdir()
         manifest = {
             "perfonto": _version(),
@@ -261,7 +264,8 @@ def output_folder(
             "inputs": dict(inputs or {}),
         }
         yield tmp
-        if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer or callback): still stop
+        if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer, a callback or a
+            # library that catches BaseException): still stop, and never commit an interrupted run's output
             raise KeyboardInterrupt
         manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["files"] = sorted(_files(tmp) | {MANIFEST})
@@ -305,6 +309,8 @@ def output_folder(
     finally:
         if threading_main():
             signal.signal(signal.SIGTERM, old_term)
+            if old_int is signal.default_int_handler:
+                signal.signal(signal.SIGINT, old_int)
         try:
             lock.unlink()
         except FileNotFoundError:
