@@ -1,6 +1,6 @@
 """A Ctrl-C that a library swallows still stops the run: ``output_folder`` remembers SIGINT (as it does
-SIGTERM) and never commits an interrupted run's output. Found in CI: ``perfonto run`` sent SIGINT on a
-cold cache exited 0 with its whole output written (tests/test_outputs.py::test_interrupted_run_leaves_no_folder)."""
+SIGTERM) and never commits an interrupted run's output, whoever caught the KeyboardInterrupt in between
+(a finalizer, a callback, a library catching BaseException)."""
 
 import os
 import signal
@@ -10,8 +10,17 @@ import pytest
 from perfonto.outputs import output_folder
 
 
+@pytest.fixture
+def ctrl_c():
+    """SIGINT raising KeyboardInterrupt, as in a terminal, for the test (a test process started in the
+    background or by an xdist worker may have SIGINT ignored); the process's own handler back after."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def _swallowing_library():
-    """What a library does that catches BaseException around its work (a finalizer, a callback)."""
+    """What a library does that catches BaseException around its work."""
     try:
         os.kill(os.getpid(), signal.SIGINT)
         signal.sigtimedwait([], 0)  # let the handler run here, inside the try
@@ -19,7 +28,7 @@ def _swallowing_library():
         pass
 
 
-def test_a_swallowed_ctrl_c_leaves_no_output(tmp_path):
+def test_a_swallowed_ctrl_c_leaves_no_output(tmp_path, ctrl_c):
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         with output_folder(out) as tmp:
@@ -30,9 +39,22 @@ def test_a_swallowed_ctrl_c_leaves_no_output(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
-def test_an_uninterrupted_run_is_committed(tmp_path):
+def test_an_uninterrupted_run_is_committed(tmp_path, ctrl_c):
     out = tmp_path / "run"
     with output_folder(out) as tmp:
         (tmp / "report.json").write_text("{}")
     assert (out / "report.json").read_text() == "{}"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_ignored_by_the_parent_stays_ignored(tmp_path):
+    """A process started with SIGINT ignored (nohup, a background job) keeps it ignored: perfonto does not
+    install its handler over SIG_IGN."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with output_folder(tmp_path / "run") as tmp:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            (tmp / "report.json").write_text("{}")
+        assert (tmp_path / "run" / "report.json").exists()
+    finally:
+        signal.signal(signal.SIGINT, old)

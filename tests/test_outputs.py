@@ -20,8 +20,22 @@ from perfonto.outputs import OutputError, output_folder
 PERFONTO = [sys.executable, "-m", "perfonto"]
 
 
+def _ctrl_c_as_in_a_terminal():
+    """In the child, before perfonto starts: SIGINT back to its default, as a user's terminal gives it. A
+    test run started in the background of a non-interactive shell (or by pytest-xdist's workers) inherits
+    SIGINT ignored, and a process that starts with SIGINT ignored keeps ignoring it (Python's convention)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _popen(args, cwd):
-    return subprocess.Popen([*PERFONTO, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*PERFONTO, *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
 
 
 def test_two_concurrent_runs_into_one_folder(tmp_path):
