@@ -136,12 +136,6 @@ def _compose(text: str) -> list:
         return list(yaml.compose_all(text, Loader=yaml.SafeLoader))
 
 
-def load_data(text: str):
-    """Plain data of trusted YAML (the emulator's and perfonto's own data files): ``yaml.safe_load`` with
-    libyaml's parser where PyYAML has it; no positions, no duplicate-key check (``read_yaml`` for catalogs)."""
-    return yaml.load(text, Loader=_COMPOSER)
-
-
 def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
     """Parse one YAML file. Never raises for bad input: problems are in ``.diagnostics``.
 
