@@ -238,10 +238,13 @@ def _choose(x, y):
 
 
 def t_crit(dof: int) -> float:
-    """Two-sided critical value of Student's t at the level of a 3 σ normal test (p ≈ 0.0027)."""
-    from scipy.stats import norm, t
+    """Two-sided critical value of Student's t at the level of a 3 σ normal test (p ≈ 0.0027).
 
-    return float(t.ppf(norm.cdf(DRIFT_T), dof))
+    ``scipy.special``'s inverse t CDF and normal CDF: the values of ``scipy.stats.t.ppf(norm.cdf(3), dof)``
+    (bit for bit) without importing ``scipy.stats`` (~1 s of every ``perfonto run``'s start)."""
+    from scipy.special import ndtr, stdtrit
+
+    return float(stdtrit(dof, ndtr(DRIFT_T)))
 
 
 @dataclass(frozen=True)

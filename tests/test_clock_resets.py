@@ -194,6 +194,8 @@ def noisy_reads(drift_ppm: float, seed: int = 7):
 def test_drift_not_fitted_on_noise_and_fitted_on_real_drift():
     # the rule's threshold with 25 kept reads (the fastest half of 50): Student's t, 23 dof, two-sided 0.27 %
     assert t_crit(23) == pytest.approx(3.36, abs=0.01)
+    # Student's t table at the 0.99865 quantile: 235.8 (1 dof), 9.219 (3 dof), 3.0 for many
+    assert [t_crit(1), t_crit(3), t_crit(10**6)] == pytest.approx([235.80, 9.219, 3.0], abs=0.01)
     r = noisy_reads(0.0)
     p = np.polyfit(r.x, r.y, 1)  # on all 50 reads the slope is 0.19 of its standard error: noise
     se = np.sqrt(np.sum((r.y - np.polyval(p, r.x)) ** 2) / 48 / np.sum((r.x - r.x.mean()) ** 2))
@@ -277,7 +279,7 @@ def test_forward_jump_against_the_host_clock():
 
 def test_the_round_trip_filter_leaves_enough_reads_for_the_drift_test():
     """Five reads 1 s apart with a 200 ppm drift and ±20 us of offset noise (review finding): the filter keeps
-    the fastest half but at least 5, so the slope (SE = 20 us / sqrt(10 s^2) = 6.3 ppm, t = 32 > t_crit(3) = 10.2)
+    the fastest half but at least 5, so the slope (SE = 20 us / sqrt(10 s^2) = 6.3 ppm, t = 32 > t_crit(3) = 9.2)
     is fitted. Keeping only the 3 fastest (SE = 20 us / sqrt(2 s^2) = 14 ppm, t = 14 < t_crit(1) = 236) would not."""
     from perfonto.analysis.clock_fit import fit_segment
 
