@@ -41,12 +41,16 @@ def analyse_fleet(
     evaluator=None,
     engine: str = "embedded",
     spark_master: str = "local[2]",
+    spark=None,
     chunk_rows: int = CHUNK_ROWS,
     top: int = 5,
     progress: Callable[[str, int, int], None] | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> Report:
     """Analyse ``capture`` at fleet scale (module docstring); window values go to ``out_metrics``.
+    ``spark``: with ``engine="spark"``, the session's start already under way
+    (``analysis.spark_engine.SessionStart``), else one is started on ``spark_master`` here; either is
+    stopped once the hosts are evaluated.
 
     Raises:
         DumpError: the counters cannot be read; TopologyError: the topology does not place a chip.
@@ -66,14 +70,14 @@ def analyse_fleet(
     )
     meta = {"generation": gen.name, "catalog_hash": graph.content_hash}
     if engine == "spark":
-        from .spark_engine import session
+        from .spark_engine import SessionStart
         from .spark_kernel import evaluate_on_spark
 
         t1 = time.perf_counter()
-        spark = session(spark_master)
+        start = spark or SessionStart(spark_master)
         try:
             res = evaluate_on_spark(
-                spark,
+                start.get(),
                 evaluated,
                 evaluator,
                 plan,
@@ -83,7 +87,7 @@ def analyse_fleet(
                 progress=progress,
             )
         finally:
-            spark.stop()
+            start.stop()
         timings["spark"] = time.perf_counter() - t1
     else:
         res = evaluate_capture(

@@ -71,6 +71,14 @@ def session(master: str = "local[2]", app: str = "perfonto"):
         DumpError: pyspark missing, or ``master`` refused by ``check_master``.
     """
     check_master(master)
+    return _start(master, app)
+
+
+def _start(master: str, app: str):
+    """``session``'s SparkSession on ``master`` (already checked).
+
+    Raises:
+        DumpError: pyspark missing, or a JVM that does not start."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # pragma: no cover - pyspark comes with the test extras
@@ -97,6 +105,50 @@ def session(master: str = "local[2]", app: str = "perfonto"):
         ) from None
     s.sparkContext.setLogLevel("ERROR")
     return s
+
+
+class SessionStart:
+    """``session(master)`` started on a thread of its own, so that the JVM and, on a cluster, the
+    executors start while the driver compiles the catalog, loads the kernel and plans the dump.
+    ``check_master`` runs at once (a wrong URL, or no master answering, fails before anything else);
+    ``get`` waits for the session and raises what ``session`` raised (``DumpError``); ``stop`` stops it
+    (after waiting for its start), and may be called more than once.
+
+    Raises:
+        DumpError: ``master`` refused by ``check_master``."""
+
+    def __init__(self, master: str = "local[2]", app: str = "perfonto"):
+        import threading
+
+        check_master(master)
+        self.master = master
+        self._spark = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(app,), name="perfonto-spark-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, app: str) -> None:
+        try:
+            self._spark = _start(self.master, app)
+        except BaseException as exc:  # noqa: BLE001 - raised again by get(), on the driver's thread
+            self._error = exc
+
+    def get(self):
+        """The SparkSession, once started.
+
+        Raises:
+            DumpError: pyspark missing, or Spark did not start (``session``)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._spark
+
+    def stop(self) -> None:
+        """Stop the session (once started; nothing when it did not start)."""
+        self._thread.join()
+        spark, self._spark = self._spark, None
+        if spark is not None:
+            spark.stop()
 
 
 def counters_frame(spark, source: str | Path, gen):

@@ -249,73 +249,86 @@ def analyze_job(
     from perfonto.codegen.evaluator_cache import warm_kernel
 
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
-    graph, t_compile = _compile_for(capture, catalog, generation, library, log)
-    if metrics:
-        select_metrics(graph, metrics)  # unknown names fail before anything is written
-    chunk_rows = chunk_rows or CHUNK_ROWS
-    t0 = time.perf_counter()
-    mod, src = evaluator_for(graph, log)
-    warm_kernel(mod)  # the kernel loads (or compiles) while the capture's keys are read
-    t_codegen = time.perf_counter() - t0
-    plan = None
-    if isinstance(capture.counters, (str, Path)):
-        plan = plan_capture(graph, capture)
-    multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory
-    at_scale = not multiplexed and (
-        engine in ("embedded", "spark")
-        or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
-    )
-    timings = {"compile": t_compile}
-    inputs = _inputs(capture)
-    final = Path(out)
-    with output_folder(final, command=command, force=force, inputs={k: v for k, v in inputs.items() if v}) as tmp:
+    spark = None
+    if engine == "spark":  # the JVM and the executors start while the catalog compiles and the dump is planned
+        from perfonto.analysis.spark_engine import SessionStart
+
+        spark = SessionStart(spark_master)
+    try:
+        graph, t_compile = _compile_for(capture, catalog, generation, library, log)
+        if metrics:
+            select_metrics(graph, metrics)  # unknown names fail before anything is written
+        chunk_rows = chunk_rows or CHUNK_ROWS
         t0 = time.perf_counter()
-        (tmp / "evaluator.py").write_text(src, encoding="utf-8")
-        timings["codegen"] = t_codegen + time.perf_counter() - t0
-        outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
-        if at_scale and plan is not None:
-            report = analyse_fleet(
+        mod, src = evaluator_for(graph, log)
+        warm_kernel(mod)  # the kernel loads (or compiles) while the capture's keys are read
+        t_codegen = time.perf_counter() - t0
+        plan = None
+        if isinstance(capture.counters, (str, Path)):
+            plan = plan_capture(graph, capture)
+        multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory
+        at_scale = not multiplexed and (
+            engine in ("embedded", "spark")
+            or (not by and (topology is not None or (plan is not None and plan.rows > 4 * chunk_rows)))
+        )
+        timings = {"compile": t_compile}
+        inputs = _inputs(capture)
+        final = Path(out)
+        with output_folder(final, command=command, force=force, inputs={k: v for k, v in inputs.items() if v}) as tmp:
+            t0 = time.perf_counter()
+            (tmp / "evaluator.py").write_text(src, encoding="utf-8")
+            timings["codegen"] = t_codegen + time.perf_counter() - t0
+            outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
+            if at_scale and plan is not None:
+                report = analyse_fleet(
+                    graph,
+                    capture,
+                    tmp / "metrics",
+                    plan=plan,
+                    topology=topology,
+                    metrics=metrics,
+                    evaluator=mod,
+                    engine="spark" if engine == "spark" else "embedded",
+                    spark_master=spark_master,
+                    spark=spark,
+                    chunk_rows=chunk_rows,
+                    progress=progress,
+                    log=log,
+                )
+                report.notes += _in_memory_only(capture, by)
+                timings |= report.timings
+                outputs["metrics"] = str(tmp / "metrics")
+                _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
+                return report
+            report = analyse_capture(
                 graph,
                 capture,
-                tmp / "metrics",
-                plan=plan,
-                topology=topology,
                 metrics=metrics,
                 evaluator=mod,
-                engine="spark" if engine == "spark" else "embedded",
-                spark_master=spark_master,
+                log=log,
+                by=by,
+                plan=plan,
                 chunk_rows=chunk_rows,
                 progress=progress,
-                log=log,
             )
-            report.notes += _in_memory_only(capture, by)
-            timings |= report.timings
-            outputs["metrics"] = str(tmp / "metrics")
-            _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
-            return report
-        report = analyse_capture(
-            graph,
-            capture,
-            metrics=metrics,
-            evaluator=mod,
-            log=log,
-            by=by,
-            plan=plan,
-            chunk_rows=chunk_rows,
-            progress=progress,
-        )
-        if multiplexed and (engine in ("embedded", "spark") or topology is not None):
-            report.notes.append(
-                "a multiplexed capture is analysed by the in-memory engine, which checks which counters ran together "
-                f"(not --engine {engine}{', nor the topology rollups' if topology is not None else ''})"
-            )
-        if capture.ground_truth is not None and "preset" in capture.ground_truth:  # an emulated run: what it assumed
-            from perfonto.emulator.claim import run_context
+            if multiplexed and (engine in ("embedded", "spark") or topology is not None):
+                report.notes.append(
+                    "a multiplexed capture is analysed by the in-memory engine, which checks which counters ran "
+                    "together "
+                    f"(not --engine {engine}{', nor the topology rollups' if topology is not None else ''})"
+                )
+            if (
+                capture.ground_truth is not None and "preset" in capture.ground_truth
+            ):  # an emulated run: what it assumed
+                from perfonto.emulator.claim import run_context
 
-            report.context = run_context(graph.generation, capture.ground_truth)
-        timings |= report.timings
-        _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
-    return report
+                report.context = run_context(graph.generation, capture.ground_truth)
+            timings |= report.timings
+            _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
+        return report
+    finally:
+        if spark is not None:  # a capture left to the in-memory engine, or an error: the session is not left running
+            spark.stop()
 
 
 def _compile_for(capture: Capture, catalog, generation: str, library: bool, log) -> tuple:
