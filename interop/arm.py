@@ -86,16 +86,12 @@ def _read_constants(cat: SourceCatalog, prod: dict, constants: dict[str, float] 
     """The product configuration's slot counts as spec constants (a value in `constants` overrides)."""
     for field in ("num_slots", "num_bus_slots"):
         if isinstance(prod.get(field), (int, float)):
-            value = float(prod[field])
-            if field in (constants or {}):
+            value, why = float(prod[field]), "given by the specification's product_configuration"
+            if field in (constants or {}):  # the command line's value, and the note says so
                 value = float(constants[field])
+                why = f"given on the command line (--constant), over the specification's {prod[field]:g}"
             cat.constants[field] = SourceConstant(
-                field,
-                field,
-                value,
-                f"Arm product configuration `{field}`",
-                "given by the specification's product_configuration",
-                "claimed",
+                field, field, value, f"Arm product configuration `{field}`", why, "claimed"
             )
 
 

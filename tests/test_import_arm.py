@@ -49,3 +49,21 @@ def test_equivalence_with_arm_reference(arm_import):
             assert same(got, expected), f"{key}: {got!r} != {expected!r}"
             n += 1
     assert n == trials * 31
+
+
+def test_a_constant_given_on_the_command_line_says_so(tmp_path):
+    """A `--constant num_slots=…` replaces the product configuration's value, and its note names the
+    command line and the specification's own value (it used to credit the specification)."""
+    from perfonto.interop import arm
+
+    spec = {
+        "product_configuration": {"product_name": "toy", "num_slots": 8, "num_bus_slots": 2},
+        "events": {"CPU_CYCLES": {"code": "0x11", "title": "cycles", "description": "Counts cycles."}},
+        "metrics": {},
+    }
+    p = tmp_path / "toy.json"
+    p.write_text(json.dumps(spec))
+    cat = arm.read(p, "toy", {"num_slots": 6})
+    given, spec_own = cat.constants["num_slots"], cat.constants["num_bus_slots"]
+    assert given.value == 6.0 and "--constant" in given.source and "specification's 8" in given.source
+    assert spec_own.value == 2.0 and spec_own.source == "given by the specification's product_configuration"
