@@ -240,9 +240,15 @@ def _ops(r: dict, pics: dict) -> str:
         f'<p class="dim">Counters attributed to the trace\'s op spans ({e(src)}); FLOP/s of one chip while the op '
         "runs; intensity: FLOPs per HBM byte (a collective's: per byte sent on the chip-to-chip links); roof: the "
         "attainable min(peak, intensity × HBM bandwidth, or × the link bandwidth for a collective); "
+        "roofline side: where the intensity lies against the ridge point; bound (cycles): where the op's cycles "
+        "went (top-down), what the chip did — near the ridge the two may differ and the cycles decide; "
         "error: split-half estimate of the attributed work. Time outside every span: "
         f"{fmt(None if no_span is None else no_span * 100, 'percent')}.</p>",
-        _table(["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline", "bound", "error"], rows, "ops"),
+        _table(
+            ["op", "time", "work", "FLOP/s", "intensity", "of roof", "roofline side", "bound (cycles)", "error"],
+            rows,
+            "ops",
+        ),
     ]
     if "roofline" in pics:
         out.append(

@@ -398,8 +398,8 @@ def render_ops(result: JobResult, console: Console) -> None:
         ("FLOP/s", "right"),
         ("intensity", "right"),
         ("of roof", "right"),
-        ("roofline", "left"),
-        ("bound", "left"),
+        ("roofline side", "left"),
+        ("bound (cycles)", "left"),
     ):
         t.add_column(col, justify=just)
     for r in ops[:TOP_OPS]:
@@ -411,6 +411,17 @@ def render_ops(result: JobResult, console: Console) -> None:
         name = plain(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
         t.add_row(name, share, r["work"] or "—", _eng(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
     console.print(t)
+    same = {"memory": "topdown.memory_bound", "compute": "topdown.compute_bound", "link": "topdown.interconnect_bound"}
+    differ = [r for r in ops[:TOP_OPS] if r["side"] and r["bound"] and same.get(r["side"]) != r["bound"]]
+    if differ:
+        console.print(
+            Text(
+                f"roofline side and bound differ for {', '.join(r['op'] for r in differ)}: the side is where the op's "
+                "intensity lies against the ridge point (the roofs it could reach); the bound is where its cycles "
+                "went (top-down), what the chip did. Near the ridge both roofs are close and the cycles decide.",
+                style="dim",
+            )
+        )
     if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
         console.print(
             "[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]"

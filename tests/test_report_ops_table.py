@@ -1,0 +1,49 @@
+"""The per-op table names its two views apart: `roofline side` (the op's intensity against the ridge point)
+and `bound (cycles)` (where its cycles went, top-down); where they disagree, as for a projection just below
+the ridge, a line under the table names the ops and says which is which."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from perfonto.report import render_ops
+
+
+def _row(op, side, bound, intensity):
+    return {
+        "op": op,
+        "time_share": 0.1,
+        "work": "matrix",
+        "flops_per_s": 5e15,
+        "intensity": intensity,
+        "efficiency": 0.6,
+        "side": side,
+        "ceiling": "FP8",
+        "bound": bound,
+    }
+
+
+def _render(rows) -> str:
+    console = Console(record=True, width=200)
+    render_ops(SimpleNamespace(ops=rows, attribution=None), console)
+    return console.export_text()
+
+
+def test_an_op_below_the_ridge_whose_cycles_are_compute_is_explained():
+    # ridge 1250 FLOP/B (9 PFLOP/s over 7.2 TB/s): qkv_proj at 1089 FLOP/B is on the memory side, its cycles compute
+    text = _render(
+        [
+            _row("ffn_gate_up", "compute", "topdown.compute_bound", 3613.0),
+            _row("qkv_proj", "memory", "topdown.compute_bound", 1089.1),
+            _row("allreduce", "link", "topdown.interconnect_bound", 0.25),
+        ]
+    )
+    assert "roofline side" in text and "bound (cycles)" in text
+    assert "roofline side and bound differ for qkv_proj:" in text  # only it: link/interconnect agree
+
+
+def test_no_line_when_every_op_agrees():
+    text = _render([_row("ffn_down", "compute", "topdown.compute_bound", 2402.6)])
+    assert "differ" not in text
