@@ -282,14 +282,15 @@ def _ratios(res: dict) -> None:
     )
 
 
-def _cluster_ratios(rounds: list[dict]) -> None:
+def _cluster_ratios(rounds: list[dict], size: str) -> None:
     """Two workers over one worker (rows/s) in each round: ``perfonto analyze`` as a process on the
-    started cluster, and ``analyze_job`` with the session started apart; with the CPU seconds spent."""
+    started cluster, and ``analyze_job`` with the session started apart; with the CPU seconds spent.
+    ``size``: what both ran over (hosts, chips, rows), printed with the ratios."""
 
     def rate(r):
         return r["rows"] / r["seconds"] if "seconds" in r else float("nan")
 
-    print("\ntwo workers / one worker (rows/s, target >= 1.6), each round measured back to back:")
+    print(f"\ntwo workers / one worker (rows/s, target >= 1.6) over {size}, each round measured back to back:")
     for i, res in enumerate(rounds):
         api = rate(res.get("spark-2-workers", {})) / rate(res.get("spark-1-worker", {}))
         one, two = res.get("spark-1-worker (cli)", {}), res.get("spark-2-workers (cli)", {})
@@ -336,6 +337,7 @@ def main() -> None:
         print(json.dumps(child(a.child, a.data, a.out, a.topology)))
         return
     base = a.data_dir or Path(tempfile.mkdtemp(prefix="perfonto-fleet-bench-"))
+    base.mkdir(parents=True, exist_ok=True)  # a --data-dir not made yet
     data = base / f"fleet-{a.hosts}x{a.chips}-{a.duration:g}s-{a.period:g}s"
     work = Path(tempfile.mkdtemp(prefix="perfonto-fleet-out-", dir=base))
     try:
@@ -375,7 +377,7 @@ def main() -> None:
             f"\nperfonto fleet benchmark — {a.hosts} hosts × {a.chips} chips × "
             f"{int(round(a.duration / a.period)) + 1:,} samples "
             f"({a.duration:g} s at {a.period * 1e3:g} ms) = {rows:,} window rows; {size / 1e9:.1f} GB of zstd Parquet; "
-            f"{os.cpu_count()} cores; the subset of {a.subset} hosts: {sub_rows:,} window rows\n"
+            f"{os.cpu_count()} cores; the subset of {sum(1 for _ in sub.iterdir())} hosts: {sub_rows:,} window rows\n"
         )
         if "seconds" in full:
             print(
@@ -397,7 +399,8 @@ def main() -> None:
                 f"{ratio:6.3f} × embedded  peak {r['peak_mb'] / 1024:.2f} GB (driver){started}"
             )
         _ratios(res)
-        _cluster_ratios(rounds)
+        n_sub = sum(1 for _ in sub.iterdir())
+        _cluster_ratios(rounds, f"{n_sub} hosts x {a.chips} chips = {sub_rows:,} window rows")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not a.keep:
