@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 import uuid
+from typing import NoReturn
 from contextlib import contextmanager
 from pathlib import Path
 from perfonto.ontology.errors import PerfontoError
@@ -226,18 +227,7 @@ def output_folder(
         OutputError: see ``check_target`` and ``check_inputs``; the folder is being written by another
             process; the parent cannot be created; a user's file has the name of a new output.
     """
-    p = Path(os.path.abspath(path))  # `out/..`, `new/..`: the folder they name, never a temporary inside it
-    if p.name in ("", ".", ".."):
-        raise OutputError(f"{path}: names the root folder; choose another --out")
-    check_inputs(p, inputs)
-    p = check_target(p, force)
-    if p.is_symlink():  # after check_target: a name the file system refuses is reported there
-        p = Path(os.path.realpath(p))
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{p.parent}: cannot create the folder ({exc.strerror}); choose another --out") from None
-    p = Path(os.path.realpath(p.parent)) / p.name  # one lock per real folder, whichever link led here
+    p = _real_target(path, force, inputs)
     lock = _lock(p)
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
@@ -267,41 +257,11 @@ def output_folder(
         if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer, a callback or a
             # library that catches BaseException): still stop, and never commit an interrupted run's output
             raise KeyboardInterrupt
-        manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        manifest["files"] = sorted(_files(tmp) | {MANIFEST})
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        check_target(p, force)  # still ours to replace
-        kept = _carry_user_files(p, tmp)
-        old = None
-        if p.exists():
-            old = p.parent / f".{p.name}.old-{run_id}"
-            p.rename(old)
-        try:
-            tmp.rename(p)
-        except BaseException:  # interrupted or failed between the two renames: the old folder goes back first
-            if old is not None and not p.exists():
-                old.rename(p)
-            raise
-        if kept:
-            print(
-                f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})",
-                file=sys.stderr,
-            )
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _commit(tmp, p, manifest, force, run_id)
     except OSError as exc:
         _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
-        where = str(exc.filename or "")
-        if where.startswith(str(tmp)) or (
-            not where and _full(exc)
-        ):  # writing the output failed: name it, not a temporary
-            rel = where[len(str(tmp)) :].lstrip(os.sep)
-            raise OutputError(
-                f"{p}{os.sep + rel if rel else ''}: cannot write ({exc.strerror or exc}); free space or choose "
-                "another --out (the previous output, if any, is unchanged)"
-            ) from None
-        raise
+        _raise_write_error(exc, tmp, p)
     except BaseException:
         _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -315,6 +275,66 @@ def output_folder(
             lock.unlink()
         except FileNotFoundError:
             pass
+
+
+def _real_target(path: str | Path, force: bool, inputs: dict | None) -> Path:
+    """``path`` as the real folder to write (its parent created, links resolved: one lock per real folder,
+    whichever link led here), after ``check_inputs`` and ``check_target``.
+
+    Raises:
+        OutputError: the root folder, an input, a target ``check_target`` refuses, a parent that cannot be made.
+    """
+    p = Path(os.path.abspath(path))  # `out/..`, `new/..`: the folder they name, never a temporary inside it
+    if p.name in ("", ".", ".."):
+        raise OutputError(f"{path}: names the root folder; choose another --out")
+    check_inputs(p, inputs)
+    p = check_target(p, force)
+    if p.is_symlink():  # after check_target: a name the file system refuses is reported there
+        p = Path(os.path.realpath(p))
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{p.parent}: cannot create the folder ({exc.strerror}); choose another --out") from None
+    return Path(os.path.realpath(p.parent)) / p.name
+
+
+def _commit(tmp: Path, p: Path, manifest: dict, force: bool, run_id: str) -> None:
+    """The finished ``tmp`` becomes ``p``: its manifest written, the user's files of the old ``p`` carried
+    over, then two renames (the old folder aside, the new one in place; the old one back if the second
+    fails) and the old folder removed."""
+    manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    manifest["files"] = sorted(_files(tmp) | {MANIFEST})
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    check_target(p, force)  # still ours to replace
+    kept = _carry_user_files(p, tmp)
+    old = None
+    if p.exists():
+        old = p.parent / f".{p.name}.old-{run_id}"
+        p.rename(old)
+    try:
+        tmp.rename(p)
+    except BaseException:  # interrupted or failed between the two renames: the old folder goes back first
+        if old is not None and not p.exists():
+            old.rename(p)
+        raise
+    if kept:
+        msg = f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})"
+        print(msg, file=sys.stderr)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _raise_write_error(exc: OSError, tmp: Path, p: Path) -> NoReturn:
+    """Re-raise ``exc``; a failure to write the output (a path in ``tmp``, or a full disk) as an
+    ``OutputError`` naming the final path, never the temporary folder."""
+    where = str(exc.filename or "")
+    if where.startswith(str(tmp)) or (not where and _full(exc)):
+        rel = where[len(str(tmp)) :].lstrip(os.sep)
+        raise OutputError(
+            f"{p}{os.sep + rel if rel else ''}: cannot write ({exc.strerror or exc}); free space or choose "
+            "another --out (the previous output, if any, is unchanged)"
+        ) from None
+    raise exc
 
 
 def _restore(tmp: Path, p: Path) -> None:
