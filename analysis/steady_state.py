@@ -53,6 +53,7 @@ class SteadyState:
     full: dict[str, float | None] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     requests_in_window: int = 0
+    requests_total: int = 0  # every record: the full run's latency population
     run_start: float = 0.0  # s: the first instant of the records
     run_end: float = 0.0  # s: the end of the run (the last instant of the records unless given)
 
@@ -69,6 +70,9 @@ class SteadyState:
             "peak_concurrency": self.peak,
             "threshold": self.threshold,
             "requests_in_window": self.requests_in_window,
+            "requests_total": self.requests_total,
+            "run_start_s": self.run_start,
+            "run_end_s": self.run_end,
             "metrics": {
                 k: {"steady_state": _num(self.window.get(k)), "full_run": _num(self.full.get(k)), "unit": u}
                 for k, u in self.units.items()
@@ -213,7 +217,9 @@ def steady_state(
         raise ValueError("no request is in flight for any time (each completes where it is admitted)")
     lo, hi = longest_above(times, level, fraction * peak, end)
     in_window = np.isfinite(begin) & (begin >= lo) & (begin < hi)
-    ss = SteadyState(fraction, lo, hi, peak, fraction * peak, requests_in_window=int(in_window.sum()))
+    ss = SteadyState(
+        fraction, lo, hi, peak, fraction * peak, requests_in_window=int(in_window.sum()), requests_total=len(arrival)
+    )
     ss.run_start, ss.run_end = t0, end
     ss.window, ss.full = _rates(columns, lo, hi), _rates(columns, t0, end)
     ss.units = {k: RATE_UNITS[k] for k in ss.window}

@@ -190,3 +190,35 @@ def test_an_offline_run_selects_its_latency_population_at_admission(library):
     assert (s.start, s.end, s.requests_in_window) == (10.0, 50.0, 5)  # C, admitted at 10
     assert s.window["ttft_p50"] == pytest.approx(10_500.0)  # 10.5 s from arrival at 0 to its first token
     assert s.window["tpot_p50"] == pytest.approx(987.5)
+
+
+def test_the_table_says_when_the_window_is_the_whole_run_and_what_each_column_is_over():
+    """A window that is the whole run is not said to leave a ramp-up out; the caption names the full run's
+    span (the records', not the counters') and the two latency populations (a new user read 97,428 beside
+    the server level's 97,336 tok/s, and steady TTFT beside another full-run TTFT, with no word on why)."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from perfonto.report_steady import render_steady_state
+
+    doc = {
+        "fraction": 0.9,
+        "start_s": 0.0,
+        "end_s": 1.005,
+        "duration_s": 1.005,
+        "share_of_run": 1.0,
+        "peak_concurrency": 1920.0,
+        "requests_in_window": 45,
+        "requests_total": 1965,
+        "run_start_s": 0.0,
+        "run_end_s": 1.005,
+        "metrics": {"tokens_per_second": {"steady_state": 97428.0, "full_run": 97428.0, "unit": "tok/s"}},
+    }
+    for share, says in ((1.0, "the whole run"), (0.6, "ramp-up and drain left out")):
+        console = Console(record=True, width=300)
+        render_steady_state(SimpleNamespace(steady_state=doc | {"share_of_run": share}), console)
+        text = " ".join(console.export_text().split())  # the caption wraps at the table's width
+        assert says in text and ("ramp-up and drain left out" in text) == (share < 1)
+        assert "the request records' span, 0 s to 1.005 s" in text and "45 requests admitted" in text
+        assert "all 1,965 records" in text
