@@ -278,7 +278,7 @@ def analyze_job(
             t0 = time.perf_counter()
             (tmp / "evaluator.py").write_text(src, encoding="utf-8")
             timings["codegen"] = t_codegen + time.perf_counter() - t0
-            outputs = {k.removesuffix(".parquet"): v for k, v in inputs.items() if v}
+            outputs = {k.removesuffix(".parquet").removesuffix(".json"): v for k, v in inputs.items() if v}
             if at_scale and plan is not None:
                 report = analyse_fleet(
                     graph,

@@ -4,6 +4,8 @@ multi-chip section (``render_multichip``: straggler, collective waits, skew, imb
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from rich.console import Console
 from rich.table import Table
@@ -202,7 +204,18 @@ def render(result: JobResult, console: Console) -> None:
     if result.multichip is not None and result.chips > 1:
         render_multichip(result.multichip, console)
     render_context(getattr(result, "context", None), console)
-    console.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in result.outputs.items()) + "[/dim]")
+    for what, files in _written_and_read(result.outputs).items():
+        if files:
+            console.print(Text(f"{what}: " + ", ".join(f"{k}={v}" for k, v in files.items()), style="dim"))
+
+
+def _written_and_read(outputs: dict) -> dict[str, dict]:
+    """``{"outputs": what this command wrote, "read": the capture files it read}``: ``perfonto analyze``'s
+    report lists its capture's files beside what it wrote, and only what lies in the report's own folder
+    was written (``perfonto run`` writes its emulated capture there)."""
+    home = Path(outputs["report"]).parent if outputs.get("report") else None
+    wrote = {k: v for k, v in outputs.items() if home is None or home == Path(v) or home in Path(v).parents}
+    return {"outputs": wrote, "read": {k: v for k, v in outputs.items() if k not in wrote}}
 
 
 def _topdown_table(graph, ev, a, console: Console) -> None:

@@ -47,3 +47,23 @@ def test_an_op_below_the_ridge_whose_cycles_are_compute_is_explained():
 def test_no_line_when_every_op_agrees():
     text = _render([_row("ffn_down", "compute", "topdown.compute_bound", 2402.6)])
     assert "differ" not in text
+
+
+def test_analyze_lists_what_it_read_apart_from_what_it_wrote():
+    """`perfonto analyze` listed its capture's files as `outputs:` (a new user's trial); only what lies in
+    the report's own folder was written."""
+    from perfonto.report import _written_and_read
+
+    got = _written_and_read(
+        {
+            "counters": "/data/run/counters.parquet",
+            "ground_truth": "/data/run/ground_truth.json",
+            "metrics": "/out/an/metrics.parquet",
+            "docs": "/out/an/docs/sohu.md",
+            "report": "/out/an/report.json",
+        }
+    )
+    assert list(got["outputs"]) == ["metrics", "docs", "report"]
+    assert list(got["read"]) == ["counters", "ground_truth"]
+    run = _written_and_read({"counters": "/out/r/counters.parquet", "report": "/out/r/report.json"})
+    assert run == {"outputs": {"counters": "/out/r/counters.parquet", "report": "/out/r/report.json"}, "read": {}}
