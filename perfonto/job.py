@@ -53,7 +53,8 @@ def evaluator_for(graph, log=lambda s: None):
     from perfonto.ontology import cache
 
     mod, src = evaluator(graph)
-    if not kernel_cached(graph) and mod._jit is not None and _numba_installed():
+    # with the cache off the kernel compiles in memory, whatever the cache folder holds
+    if (not cache.enabled() or not kernel_cached(graph)) and mod._jit is not None and _numba_installed():
         where = f" and cached in {cache.root()}" if cache.enabled() else " (--no-cache: not kept)"
         log(
             f"compiling the evaluator's kernel for catalog {graph.content_hash}: once per catalog and machine{where}, "
