@@ -335,3 +335,22 @@ def test_pipes_and_devices_are_refused_not_waited_on(tmp_path, capsys, slow_run)
     (cat / "z.findings.yaml").symlink_to("/dev/zero")
     assert main(["check", "--catalog", str(cat)]) == 1  # the cache key reads regular files only
     assert "internal error" not in capsys.readouterr().err
+
+
+def test_reproject_with_no_knob_to_remove_says_so(tmp_path, capsys):
+    """`findings --reproject` on findings whose rules name no emulator knob printed the estimates as if
+    nothing had been asked (a new user's trial): each says it was not re-projected, and a line says none was."""
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(_default_run_report(tmp_path), run / "report.json")
+    assert main(["findings", str(run), "--reproject", "--out", str(tmp_path / "o")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not re-projected `topdown.interconnect_bound`: its cause is not an emulator knob" in out
+    assert "--reproject: none of the 3 finding(s) was re-projected" in out
+
+
+def _default_run_report(tmp_path):
+    assert main(["run", "--duration", "0.4s", "--out", str(tmp_path / "r")]) == 0
+    return tmp_path / "r" / "report.json"

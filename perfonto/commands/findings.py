@@ -96,8 +96,16 @@ def _print(found: list[dict], console) -> None:
                     + (f", against {_pct(est)} estimated from its share of time" if est is not None else "")
                 )
             )
-        elif r and "skipped" in r and f.get("remove"):
+        elif r and "skipped" in r:
             console.print(Text(f"  not re-projected `{f['metric']}`: {r['skipped']}"))
+    asked = [f for f in found if f.get("reprojection")]
+    if asked and not any("gain" in f["reprojection"] for f in asked):
+        console.print(
+            Text(
+                f"--reproject: none of the {len(asked)} finding(s) was re-projected (their rules name no emulator "
+                "knob that removes the cause: `remove:` in the findings rules); the gains above are the estimates"
+            )
+        )
 
 
 def cmd_findings(args) -> int:
