@@ -523,8 +523,8 @@ def render_multichip(mc: dict, console: Console) -> None:
             )
         elif sat.get("per_chip"):  # one line per chip and kind; the merged ranges are in report.json
             console.print(
-                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window), merged per "
-                "chip:"
+                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window; counted per "
+                "link and PCIe port, each a run of windows), merged per chip:"
             )
             for r in sat["per_chip"][:8]:
                 what = f"chip {r['chip']} PCIe" if r["kind"] == "pcie" else f"chip {r['chip']} links {r['links']}"
