@@ -159,7 +159,14 @@ def _generation(args, run):
 def _render_alignment(al: dict, out) -> None:
     from rich.table import Table
 
-    t = Table(title="Clock alignment (device = offset + (1 + drift) × host, per clock epoch)", title_justify="left")
+    t = Table(
+        title="Clock alignment (device = offset + (1 + drift) × host, per clock epoch)",
+        title_justify="left",
+        caption="reads kept: the sync reads of shortest round trip the fit uses (the fastest half, at least 5); "
+        "bound: the error a mapped time is stated to be within (round trips, 3 standard errors of the fit, a "
+        "drift not fitted); err: its actual error against the run's ground truth, which the bound must cover",
+        caption_justify="left",
+    )
     for col in ("chip", "epochs", "offset ns", "true offset ns", "drift ppm", "true drift ppm", "reads kept",
                 "bound p99 ns", "median err ns", "p99 err ns"):  # fmt: skip
         t.add_column(col, justify="right")
@@ -169,7 +176,7 @@ def _render_alignment(al: dict, out) -> None:
         t.add_row(
             str(r["chip"]),
             str(len(r["segments"])),
-            f"{r['offset_ns']:,.1f}",
+            f"{r['offset_ns']:,.0f}",  # as the true offset: the bound is thousands of ns
             f"{r['true_offset_ns']:,.0f}" if "true_offset_ns" in r else "—",
             f"{r['drift_ppm']:.4f}" if fitted else "not fitted",
             f"{r['true_drift_ppm']:.4f}" if "true_drift_ppm" in r else "—",
