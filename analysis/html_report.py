@@ -58,6 +58,11 @@ def e(text) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
+def _short_time(seconds: float) -> str:
+    """A short interval in ms, or in µs below 0.1 ms (as the terminal report prints skew)."""
+    return fmt(seconds * 1e3, "ms") if abs(seconds) >= 1e-4 else fmt(seconds * 1e6, "µs")
+
+
 def fmt(v, unit: str = "") -> str:
     """A value as the report prints it (``report_json.format_value``, the terminal report's formatter too),
     HTML-escaped."""
@@ -358,8 +363,9 @@ def _multichip(r: dict, pics: dict) -> str:
         sk = mc.get("skew") or {}
         if sk:
             out.append(
-                f"<p>Per-step skew: median {fmt(sk.get('arrival_p50_s', 0) * 1e3, 'ms')}, max "
-                f"{fmt(sk.get('arrival_max_s', 0) * 1e3, 'ms')} over {e(sk.get('steps'))} steps.</p>"
+                f"<p>Per-step skew: median {_short_time(sk.get('arrival_p50_s', 0))}, max "
+                f"{_short_time(sk.get('arrival_max_s', 0))} over {e(sk.get('steps'))} steps that hold a collective "
+                "in the trace (whole or in part).</p>"
             )
         imb = (mc.get("imbalance") or {}).get("across_chips") or {}
         if imb:

@@ -497,7 +497,8 @@ def render_multichip(mc: dict, console: Console) -> None:
         sk = coll["skew"]
         console.print(
             f"  per-step skew (largest arrival spread at a collective): median {_ms(sk['arrival_p50_s'])}, "
-            f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps; forward-pass start skew max "
+            f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps that hold a collective in the trace (whole or "
+            "in part); forward-pass start skew max "
             f"{_ms(sk['exec_start_max_s'])}"
         )
     imb = mc.get("imbalance", {})

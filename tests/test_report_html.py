@@ -311,3 +311,10 @@ def test_bad_input_fails_clearly(reported, tmp_path, capsys):
     assert main(["analyze", str(bare), "--by", "layer", "--out", str(tmp_path / "b"), "--json"]) == 1
     err = json.loads(capsys.readouterr().out)["error"]
     assert "--by layer" in err and "trace" in err and not (tmp_path / "b").exists()
+
+
+def test_short_skews_are_in_microseconds_as_in_the_terminal():
+    """The page printed the main job's skew as 0.0003456 ms where the terminal says 0.35 µs."""
+    from perfonto.analysis.html_report import _short_time
+
+    assert [_short_time(3.456e-7), _short_time(4.41e-7), _short_time(2.5e-3)] == ["0.346 µs", "0.441 µs", "2.500 ms"]
