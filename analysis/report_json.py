@@ -10,11 +10,17 @@ import numpy as np
 from .report_model import report_model
 
 
+# units that count whole things (ontology/units.txt's base counts): a whole number of them prints without decimals
+COUNT_UNITS = frozenset(
+    {"token", "output_token", "request", "op", "instruction", "transaction", "event", "byte", "B", "tok", "req"}
+)
+
+
 def format_value(v, unit: str = "") -> str:
     """A value as every report prints it (terminal and HTML): ``null`` when not computable (None, NaN,
-    infinite), percent with two decimals, else three decimals (one at 1000 and above) or four significant
-    digits for very large or very small values, then the unit (none for a ratio of like quantities,
-    unit ``1``)."""
+    infinite), percent with two decimals, a whole number of a counted unit (``COUNT_UNITS``) without
+    decimals, else three decimals (one at 1000 and above) or four significant digits for very large or
+    very small values, then the unit (none for a ratio of like quantities, unit ``1``)."""
     try:
         v = None if v is None else float(v)
     except (TypeError, ValueError):
@@ -23,6 +29,8 @@ def format_value(v, unit: str = "") -> str:
         return "null"
     if unit in ("percent", "%"):
         return f"{v:.2f} %"
+    if unit in COUNT_UNITS and v.is_integer() and abs(v) < 1e6:  # a count of whole things: 45 request
+        return f"{v:,.0f} {unit}"
     a = abs(v)
     s = f"{v:.4g}" if a != 0 and (a >= 1e6 or a < 1e-3) else (f"{v:,.3f}" if a < 1000 else f"{v:,.1f}")
     return f"{s} {'' if unit in ('1', 'dimensionless') else unit}".strip()

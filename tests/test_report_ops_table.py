@@ -67,3 +67,13 @@ def test_analyze_lists_what_it_read_apart_from_what_it_wrote():
     assert list(got["read"]) == ["counters", "ground_truth"]
     run = _written_and_read({"counters": "/out/r/counters.parquet", "report": "/out/r/report.json"})
     assert run == {"outputs": {"counters": "/out/r/counters.parquet", "report": "/out/r/report.json"}, "read": {}}
+
+
+def test_a_whole_count_prints_without_decimals():
+    """`requests_completed 45.000 request` read as a measurement with three decimals (a new user's trial)."""
+    from perfonto.analysis.report_json import format_value
+
+    assert format_value(45.0, "request") == "45 request"
+    assert format_value(1965.0, "token") == "1,965 token"
+    assert format_value(45.5, "request") == "45.500 request"  # a mean count keeps its decimals
+    assert format_value(2.0, "J") == "2.000 J" and format_value(3e9, "B") == "3e+09 B"
