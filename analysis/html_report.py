@@ -7,7 +7,8 @@ the timeline in Perfetto's UI (https://ui.perfetto.dev). Every text that comes f
 the dump or the trace (metric names, threshold messages, notes, op names, the model) goes through
 ``html.escape``, so it can never add markup.
 
-Sections (each a ``<section id=…>``): ``summary``, ``headline`` (server-level metrics),
+Sections (each a ``<section id=…>``): ``summary``, ``headline`` (server-level metrics), ``serving``
+(request-level metrics and the steady state, ``html_serving``; when the run has request records),
 ``bottleneck`` (top-down split, dominant bottleneck, drill-down, thresholds, the split over time),
 ``ops`` (per-op table and roofline), ``groups`` (``--by`` groupings, when present), ``per-chip``
 (table and heat map), ``multichip`` (straggler, waits, skew, imbalance, link matrix, saturation),
@@ -26,7 +27,18 @@ import math
 from .report_json import format_value, metric_count_text
 
 PERFETTO = "https://ui.perfetto.dev/"
-SECTIONS = ("summary", "headline", "bottleneck", "ops", "groups", "per-chip", "multichip", "timeline", "notes")
+SECTIONS = (
+    "summary",
+    "headline",
+    "serving",
+    "bottleneck",
+    "ops",
+    "groups",
+    "per-chip",
+    "multichip",
+    "timeline",
+    "notes",
+)
 GROUP_METRICS = (
     "mxu.utilization",
     "mxu.achieved_flops",
@@ -448,6 +460,7 @@ def render(
     ``per_chip`` ({metric: column header}) and ``groups`` ({title: [metric, ...]}, per-chip tables)
     replace its parts. ``timeline``: the relative path of the Perfetto trace written beside the page
     (None: none)."""
+    from .html_serving import serving_section
     from .report_model import page_model
 
     model = page_model(report)
@@ -458,6 +471,7 @@ def render(
     title = f"perfonto — {report.get('model') or 'capture'} on {report.get('chips')} × {report.get('generation')}"
     parts = [
         _headline(report, headline),
+        serving_section(report),
         _bottleneck(report, pics),
         _ops(report, pics),
         _groups(report),

@@ -318,3 +318,19 @@ def test_short_skews_are_in_microseconds_as_in_the_terminal():
     from perfonto.analysis.html_report import _short_time
 
     assert [_short_time(3.456e-7), _short_time(4.41e-7), _short_time(2.5e-3)] == ["0.346 µs", "0.441 µs", "2.500 ms"]
+
+
+def test_serving_section_prints_the_request_metrics_and_the_steady_state(reported):
+    """The page had no TTFT/TPOT/ITL/E2E table and no steady state, while its notes spoke of them (a new
+    user's trial): each request-level reduction is printed at the report's value, with its population."""
+    run, html, doc, _ = reported
+    page = Page(html.read_text())
+    cells = [c for c in page.cells if c["section"] == "serving"]
+    printed = {c["data-metric"]: c for c in cells if "data-metric" in c}
+    want = {n for n, m in doc["metrics"].items() if m.get("population") == "request" and "of" in m}
+    assert want and want <= set(printed)
+    for n in want:
+        assert_prints(printed[n], doc["metrics"][n]["value"])
+    if doc.get("steady_state"):
+        steady = {c["data-field"] for c in cells if "data-field" in c}
+        assert {f"steady:{n}" for n in doc["steady_state"]["metrics"]} <= steady

@@ -1,0 +1,65 @@
+"""The HTML report's ``serving`` section: the request-level metrics (TTFT, TPOT, ITL, E2E, completed
+requests — the catalog's record metrics, over ``requests.parquet``) with their populations and warnings,
+and the steady-state table beside the full run's figures when the run has one (``analysis.steady_state``).
+
+The terminal report prints both; the page left them out while its notes spoke of ``e2e_latency_p50`` and
+``tpot_*`` (a new user's trial). Every number sits in a cell that carries its exact value, as the rest of
+the page does (``html_report``).
+"""
+
+from __future__ import annotations
+
+from .html_report import _cell, _table, e, fmt
+
+
+def serving_section(r: dict) -> str:
+    """``<section id="serving">`` of report.json ``r``; empty when it holds no request-level metric and no
+    steady state (a capture without request records)."""
+    records = {n: m for n, m in (r.get("metrics") or {}).items() if m.get("population")}  # request, token_gap
+    ss = r.get("steady_state")
+    if not records and not ss:
+        return ""
+    out = ['<section id="serving"><h2>Serving (request records)</h2>']
+    if records:
+        rows = []
+        for n, m in sorted(records.items()):
+            if isinstance(m.get("value"), list) or "of" not in m and m.get("value") is None:
+                continue  # a per-request definition (ttft): the page shows its reductions (ttft_p50, …)
+            count, value = m.get("count"), m.get("value")
+            rows.append(
+                f"<tr><td><code>{e(n)}</code></td>{_cell(value, fmt(value, m.get('unit', '')), 'metric', n)}"
+                f"<td>{e('' if count is None else f'{count:,}')}</td><td>{e(m.get('warning') or '')}</td></tr>"
+            )
+        out.append(
+            '<p class="dim">Each over the population it could be measured on: requests, or the gaps between '
+            "output tokens (ITL).</p>" + _table(["metric", "value", "population", "note"], rows, "serving")
+        )
+    if ss:
+        out.append(_steady(ss))
+    return "".join(out) + "</section>"
+
+
+def _steady(ss: dict) -> str:
+    """The steady-state window and its figures beside the full run's (``report_steady``'s table)."""
+    whole = ss.get("share_of_run") is not None and ss["share_of_run"] >= 0.999
+    rows = [
+        f"<tr><td><code>{e(n)}</code></td>"
+        f"{_cell(v.get('steady_state'), fmt(v.get('steady_state'), v.get('unit', '')), 'field', 'steady:' + n)}"
+        f"{_cell(v.get('full_run'), fmt(v.get('full_run'), v.get('unit', '')), 'field', 'full:' + n)}</tr>"
+        for n, v in (ss.get("metrics") or {}).items()
+    ]
+    head = (
+        f'<h3>Steady state: {ss["start_s"]:.4g} s to {ss["end_s"]:.4g} s</h3><p class="dim">Requests in flight '
+        f"≥ {ss['fraction'] * 100:g} % of the peak of {ss['peak_concurrency']:g}; "
+        + ("the whole run: no ramp-up or drain fell below that level" if whole else "ramp-up and drain left out")
+    )
+    if "run_end_s" in ss:
+        head += (
+            f". Full run: the request records' span, {ss['run_start_s']:.4g} s to {ss['run_end_s']:.4g} s; latencies "
+            f"over the {ss['requests_in_window']:,} requests admitted in the window against all "
+            f"{ss['requests_total']:,} records"
+        )
+    return head + ".</p>" + _table(["metric", "steady state", "full run"], rows, "steady")
+
+
+__all__ = ["serving_section"]
