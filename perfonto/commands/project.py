@@ -228,7 +228,7 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         "ITL p90",
         "ITL p99",
     ):
-        t.add_column(col, justify="right" if "tok" in col or " p" in col else "left")
+        t.add_column(col, justify="right" if "tok" in col or " p" in col else "left", no_wrap=col == "preset")
     for n, r in results.items():
         f = r.figures.to_json()
         t.add_row(
