@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import copy
 import functools
-
+import json
+from pathlib import Path
 
 from .parallel import Mapping
 from .presets import family_claim, preset_names, resolve
@@ -121,13 +122,41 @@ def claim_comparison(gen: str, preset: str | None = None) -> dict | None:
     Returns ``{"claim", "preset", "tokens_per_second", "ratio", "reaches", "changes": [{what,
     tokens_per_second, factor}], "moves_most", "note"}``, ``changes`` sorted by effect, largest first
     (``factor``: projected tokens/s with the change ÷ without). A fresh copy each call: the nine projections
-    depend on ``gen`` and ``preset`` only and are made once per process (~1 s each time otherwise).
+    (~1 s) depend on ``gen``, ``preset``, the emulator's and the ontology's code and the shipped catalog and
+    emulator data only, so they are made once per process and kept in perfonto's cache (``ontology.cache``,
+    ``claims/``) keyed by all of those; ``PERFONTO_NO_CACHE`` makes them every time.
     """
     return copy.deepcopy(_claim_comparison(gen, preset))
 
 
 @functools.lru_cache(maxsize=16)
 def _claim_comparison(gen: str, preset: str | None) -> dict | None:
+    from perfonto.ontology import cache
+
+    if not cache.enabled():
+        return _compare(gen, preset)
+    path = cache.entry("claims", _key(gen, preset), ".json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not made yet, or unreadable: made again
+        pass
+    out = _compare(gen, preset)
+    cache.write_atomic(path, json.dumps(out).encode("utf-8"))
+    return out
+
+
+def _key(gen: str, preset: str | None) -> str:
+    """The cache key of a comparison: what it is computed from (the emulator's and the ontology's code and
+    perfonto's version, the emulator's data files, the shipped generations' YAML), ``gen`` and ``preset``."""
+    from perfonto import ontology
+    from perfonto.ontology import cache
+
+    files = sorted((Path(__file__).parent / "data").glob("*.yaml"))
+    files += sorted((Path(ontology.__file__).parent / "catalog").glob("*.yaml"))
+    return cache.digest([cache.code_digest("emulator", "ontology"), *cache.file_parts(files), gen, str(preset)])
+
+
+def _compare(gen: str, preset: str | None) -> dict | None:
     claim = family_claim(gen)
     if claim is None:
         return None
