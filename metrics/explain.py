@@ -11,6 +11,8 @@ from perfonto.metrics.infer import Fail, Typer
 from perfonto.ontology import kinds
 from perfonto.ontology.units import fmt_unit
 
+STEP_WIDTH = 48  # characters of the "unit, step by step" expression column (an 80-100 column terminal)
+
 
 def window_meaning(kind: str) -> str:
     """What a signal's name means inside a metric (its kind's row in ``ontology/kinds.py``)."""
@@ -272,9 +274,12 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
     out.append("")
     out.append("unit, step by step:")
     steps = unit_steps(graph, name)
-    w = max(len(s[0]) for s in steps)
+    w = min(max(len(s[0]) for s in steps), STEP_WIDTH)  # a longer step stands on its own line, the unit below it
     uw = max(len(s[1]) for s in steps)
     for text, unit, note in steps:
+        if len(text) > w:
+            out.append(f"  {text}")
+            text = ""
         out.append(f"  {text:<{w}}  {unit:<{uw}}  {note}")
     out.append("")
     out.append("depends on:")

@@ -21,6 +21,20 @@ def test_explain_mfu(capsys):
     assert "caelius: available" in out and "source: Chowdhery" in out
 
 
+def test_explain_unit_steps_fit_a_terminal(capsys):
+    """The step-by-step unit table was padded to its longest expression (~150 columns for mfu, a new
+    user's trial): a step longer than the column stands on its own line with its unit below it."""
+    from perfonto.metrics.explain import STEP_WIDTH
+
+    assert main(["explain", "mfu"]) == 0
+    lines = capsys.readouterr().out.split("unit, step by step:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    achieved = next(x for x in lines if x.startswith("  mxu.achieved_flops "))
+    assert achieved[2 + STEP_WIDTH + 2 :].startswith("TFLOP/s")
+    long = next(i for i, x in enumerate(lines) if x.startswith("  model_flops_rate / mxu.achieved_flops * hfu if"))
+    assert lines[long + 1].strip().startswith("%")
+    assert all(x[2 + STEP_WIDTH : 4 + STEP_WIDTH] == "  " for i, x in enumerate(lines) if i != long)  # one column
+
+
 def test_explain_unavailable_and_unknown(capsys):
     assert main(["explain", "hbm.refresh_overhead", "--generation", "caelius"]) == 1
     assert "removed in generation `caelius`" in capsys.readouterr().err
