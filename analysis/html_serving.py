@@ -10,6 +10,7 @@ the page does (``html_report``).
 from __future__ import annotations
 
 from .html_report import _cell, _table, e, fmt
+from .steady_state import in_words
 
 
 def serving_section(r: dict) -> str:
@@ -41,24 +42,14 @@ def serving_section(r: dict) -> str:
 
 def _steady(ss: dict) -> str:
     """The steady-state window and its figures beside the full run's (``report_steady``'s table)."""
-    whole = ss.get("share_of_run") is not None and ss["share_of_run"] >= 0.999
     rows = [
         f"<tr><td><code>{e(n)}</code></td>"
         f"{_cell(v.get('steady_state'), fmt(v.get('steady_state'), v.get('unit', '')), 'field', 'steady:' + n)}"
         f"{_cell(v.get('full_run'), fmt(v.get('full_run'), v.get('unit', '')), 'field', 'full:' + n)}</tr>"
         for n, v in (ss.get("metrics") or {}).items()
     ]
-    head = (
-        f'<h3>Steady state: {ss["start_s"]:.4g} s to {ss["end_s"]:.4g} s</h3><p class="dim">Requests in flight '
-        f"≥ {ss['fraction'] * 100:g} % of the peak of {ss['peak_concurrency']:g}; "
-        + ("the whole run: no ramp-up or drain fell below that level" if whole else "ramp-up and drain left out")
-    )
-    if "run_end_s" in ss:
-        head += (
-            f". Full run: the request records' span, {ss['run_start_s']:.4g} s to {ss['run_end_s']:.4g} s; latencies "
-            f"over the {ss['requests_in_window']:,} requests admitted in the window against all "
-            f"{ss['requests_total']:,} records"
-        )
+    window, span, latencies = in_words(ss)
+    head = f'<h3>Steady state</h3><p class="dim">{e(window)}' + (f". {e(span)}; {e(latencies)}" if span else "")
     return head + ".</p>" + _table(["metric", "steady state", "full run"], rows, "steady")
 
 

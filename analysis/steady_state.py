@@ -84,6 +84,27 @@ def _num(v) -> float | None:
     return None if v is None or not np.isfinite(v) else float(v)
 
 
+def in_words(doc: dict) -> tuple[str, str | None, str | None]:
+    """``(window, span, latencies)``: report.json's ``steady_state`` ``doc`` in the words both reports print
+    (terminal and HTML): the window and whether it is the whole run; the full run's span (the request
+    records', which can differ from the counters'); the two latency populations. The last two are None for
+    a report written before they were recorded."""
+    whole = doc.get("share_of_run") is not None and doc["share_of_run"] >= 0.999
+    window = (
+        f"{doc['start_s']:.4g} s to {doc['end_s']:.4g} s ({doc['duration_s']:.4g} s), requests in flight "
+        f"≥ {doc['fraction'] * 100:g} % of the peak of {doc['peak_concurrency']:g} (--steady-state); "
+        + ("the whole run: no ramp-up or drain fell below that level" if whole else "ramp-up and drain left out")
+    )
+    if "run_end_s" not in doc:
+        return window, None, None
+    span = f"full run: the request records' span, {doc['run_start_s']:.4g} s to {doc['run_end_s']:.4g} s"
+    latencies = (
+        f"latencies: the {doc['requests_in_window']:,} requests admitted in the window, against all "
+        f"{doc['requests_total']:,} records for the full run (one not yet complete has no TPOT)"
+    )
+    return window, span, latencies
+
+
 def check_fraction(fraction: float) -> float:
     """``fraction`` when it is in (0, 1]; else ValueError saying what to give."""
     if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
