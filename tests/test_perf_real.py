@@ -148,6 +148,12 @@ def test_perf_json_gives_the_figures_of_the_csv_and_of_perf(perf, tmp_path, caps
     from perfonto.capture.perf_stat import collector_table, read_perf_stat
 
     table = collector_table(read_perf_stat(js), {"page-faults": ("pf", "", 1.0), "task-clock": ("tc", "time", 1e9)})
+    rows = [r for r in _interval_rows(js) if r[3] in ("page-faults", "task-clock")]
+    stamps = sorted({float(r[0]) for r in rows})
     for event, column, per in (("page-faults", "pf", 1.0), ("task-clock", "tc", 1e6)):
-        counts = [float(r[1]) for r in _interval_rows(js) if r[3] == event and not r[1].startswith("<")]
-        assert table.column(column)[-1].as_py() == sum(round(c * per) for c in counts), event
+        counted = {float(r[0]): float(r[1]) for r in rows if r[3] == event and not r[1].startswith("<")}
+        totals = table.column(column).to_pylist()
+        # an interval whose line is a marker (`<not counted>`) or is missing (a run's last, cut-off interval) is
+        # null, never a zero; every other one carries the running total of what perf counted up to it
+        assert [v is None for v in totals[1:]] == [t not in counted for t in stamps], event
+        assert [v for v in totals if v is not None][-1] == sum(round(c * per) for c in counted.values()), event
