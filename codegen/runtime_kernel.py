@@ -381,6 +381,7 @@ _JITTED = _KINLINE + (
     "_histograms",
     "_unit_fields",
     "_reset_groups",
+    "_or_row",
     "_spread_nulls",
     "_fields",
     "_rules_block",

@@ -254,21 +254,22 @@ def _reset_groups(X, colmap, R0, C, r0, n, GF, cc, pp, groups):
                     GF[g, q] = True
 
 
+def _or_row(n, dst, j, src, i):
+    """Null flags of row ``i`` of ``src`` added to row ``j`` of ``dst`` (its first ``n`` entries)."""
+    for q in range(n):
+        if src[i, q]:
+            dst[j, q] = True
+
+
 def _spread_nulls(n, BD, GF, K, cols):
     """Null flags that spread between columns: a reset group's flag to each of its counters (rule 4a),
     then a unit field's register's flag to the counter the field scales."""
     for j in range(K):
-        g = cols[j].reset_of
-        if g >= 0:
-            for q in range(n):
-                if GF[g, q]:
-                    BD[j, q] = True
+        if cols[j].reset_of >= 0:
+            _or_row(n, BD, j, GF, cols[j].reset_of)
     for j in range(K):
-        ra = cols[j].unit_reg
-        if ra >= 0:
-            for q in range(n):
-                if BD[ra, q]:
-                    BD[j, q] = True
+        if cols[j].unit_reg >= 0:
+            _or_row(n, BD, j, BD, cols[j].unit_reg)
 
 
 def _fields(X, colmap, R0, C, r0, n, F, cc, pp, fields, sent):
