@@ -31,7 +31,7 @@ class _Spark:
 
 
 def test_a_failed_start_is_raised_by_get_and_stop_is_quiet(monkeypatch):
-    def fail(master, app):
+    def fail(master, app, kernel=False):
         raise DumpError(f"--engine spark: Spark did not start on {master!r} (no java); Java 17 must be installed")
 
     monkeypatch.setattr(spark_engine, "_start", fail)
@@ -44,12 +44,14 @@ def test_a_failed_start_is_raised_by_get_and_stop_is_quiet(monkeypatch):
 
 def test_a_session_started_is_stopped_once(monkeypatch):
     _Spark.stopped = 0
-    monkeypatch.setattr(spark_engine, "_start", lambda master, app: _Spark())
+    kernels = []
+    monkeypatch.setattr(spark_engine, "_start", lambda master, app, kernel=False: kernels.append(kernel) or _Spark())
     start = spark_engine.SessionStart("local[1]")
     assert isinstance(start.get(), _Spark)
     start.stop()
     start.stop()
     assert _Spark.stopped == 1
+    assert kernels == [True]  # --engine spark's JVMs: KERNEL_JAVA_OPTIONS
 
 
 def test_analyze_starts_spark_while_it_plans_and_raises_a_failed_start(monkeypatch, fleet, tmp_path):
@@ -62,7 +64,7 @@ def test_analyze_starts_spark_while_it_plans_and_raises_a_failed_start(monkeypat
     entered, planned = threading.Event(), threading.Event()
     seen = {}
 
-    def start(master, app):
+    def start(master, app, kernel=False):
         entered.set()
         seen["thread"] = threading.current_thread() is not threading.main_thread()
         seen["planned while starting"] = planned.wait(30)
@@ -98,3 +100,24 @@ def test_analyze_refuses_a_master_that_is_not_a_url_before_compiling(monkeypatch
         job.analyze_job(
             Capture(fleet, sample_period_ns=PERIOD_NS), out=tmp_path / "out", engine="spark", spark_master="localhost"
         )
+
+
+def test_kernel_java_options_keep_what_spark_defaults_set(tmp_path, monkeypatch):
+    """The kernel path's JVM flags are added to what the cluster's spark-defaults.conf gives the key
+    (setting the key would replace it); an option the file already sets (a collector, the JIT level) is
+    the file's."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "# site settings\n"
+        "spark.executor.extraJavaOptions   -Dlog4j.configurationFile=/etc/spark/log4j2.xml -XX:+UseG1GC\n"
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=4\n"
+        "spark.executor.memory 8g\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    assert spark_engine.java_options("spark.executor.extraJavaOptions") == (
+        "-Dlog4j.configurationFile=/etc/spark/log4j2.xml -XX:+UseG1GC -XX:TieredStopAtLevel=1"
+    )
+    assert spark_engine.java_options("spark.driver.extraJavaOptions") == "-XX:TieredStopAtLevel=4 -XX:+UseSerialGC"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))  # no file: the kernel path's flags alone
+    assert spark_engine.java_options("spark.driver.extraJavaOptions") == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
