@@ -282,6 +282,40 @@ def _ratios(res: dict) -> None:
     )
 
 
+def two_cpu_ceiling(host: Path, work: Path, rounds: int = 2) -> float:
+    """What two one-CPU workers can give on this machine at best: ``perfonto analyze`` of one host's dump
+    (the embedded engine: the work a worker's task does) pinned to CPU 0 alone, then two of it at once on
+    CPUs 0 and 1, ``rounds`` times; returns 2 × (alone) ÷ (the slower of the two at once), medians. On a
+    machine whose two CPUs share a core or a memory bus this is below 2, and the two-worker ratio cannot
+    pass it. NaN with fewer than two CPUs."""
+    import statistics
+
+    if len(os.sched_getaffinity(0)) < 2:
+        return float("nan")
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+
+    def start(k: int, cpu: int) -> subprocess.Popen:
+        out = work / f"ceiling-{k}-{cpu}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "perfonto", "analyze", str(host), "--out", str(out)]
+        pin = {cpu}
+        return subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.sched_setaffinity(0, pin)
+        )
+
+    alone, both = [], []
+    for k in range(rounds):
+        t0 = time.perf_counter()
+        failed = start(k, cpus[0]).wait() != 0
+        alone.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        failed |= any(p.wait() != 0 for p in [start(k, c) for c in cpus])
+        both.append(time.perf_counter() - t0)
+        if failed:
+            return float("nan")
+    return 2.0 * statistics.median(alone) / statistics.median(both)
+
+
 def _cluster_ratios(rounds: list[dict], size: str) -> None:
     """Two workers over one worker (rows/s) in each round: ``perfonto analyze`` as a process on the
     started cluster, and ``analyze_job`` with the session started apart; with the CPU seconds spent.
@@ -369,6 +403,8 @@ def main() -> None:
         for eng in () if a.clusters_only else ("embedded", *sql, "spark-local[2]"):
             res[eng] = run_child(eng, sub, work / eng.replace("[", "").replace("]", ""))
             print(f"subset, {eng}: {res[eng]}", flush=True)
+        ceiling = two_cpu_ceiling(sorted(sub.iterdir())[0], work)
+        print(f"this machine's ceiling for two one-CPU workers: {ceiling:.3f}", flush=True)
         rounds = run_clusters(sub, work, max(1, a.repeat))
         res.update(rounds[0])
         sub_rows = res.get("spark-1-worker (cli)", {}).get("rows", 0)
@@ -401,6 +437,10 @@ def main() -> None:
         _ratios(res)
         n_sub = sum(1 for _ in sub.iterdir())
         _cluster_ratios(rounds, f"{n_sub} hosts x {a.chips} chips = {sub_rows:,} window rows")
+        print(
+            f"  this machine's ceiling, same run: {ceiling:.3f} (perfonto analyze of one host pinned to one CPU: "
+            "2 × its time alone ÷ two at once on two CPUs; no two-worker ratio can pass it)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not a.keep:
