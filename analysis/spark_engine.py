@@ -12,7 +12,6 @@ as Parquet partitioned by host. pyspark is imported only here.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -65,57 +64,9 @@ def check_master(master: str) -> str:
     return master
 
 
-# The JVMs of ``--engine spark`` (``analysis.spark_kernel``) only schedule tasks and pass each host's plan
-# and state to Python: no counter goes through them. Their optimising JIT (C2) and a parallel collector
-# only cost CPU there: measured on two one-core standalone workers, 4 hosts (1.15M rows), an executor's
-# JVM used 7.1 CPU-s with the defaults and 3.1 with these, and the process took 28.6 s -> 19.9 s.
-KERNEL_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
-
-
-def _option_name(flag: str) -> str:
-    """What a JVM flag sets: ``GC`` for a collector choice (``-XX:+UseG1GC``), else the option's name
-    (``TieredStopAtLevel`` for ``-XX:TieredStopAtLevel=1``), else the flag itself."""
-    m = re.fullmatch(r"-XX:[+-]?(\w+?)(=.*)?", flag)
-    if m is None:
-        return flag
-    return "GC" if re.fullmatch(r"Use\w*GC", m.group(1)) else m.group(1)
-
-
-def _spark_defaults() -> dict[str, str]:
-    """The properties of Spark's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``,
-    pyspark's folder when ``SPARK_HOME`` is unset; none when there is no such file): a key, then
-    whitespace, ``=`` or ``:``, then the value."""
-    home = os.environ.get("SPARK_HOME")
-    if not home:  # pip's pyspark is its own Spark home (pyspark.find_spark_home)
-        import importlib.util
-
-        spec = importlib.util.find_spec("pyspark")
-        home = str(Path(spec.origin).parent) if spec and spec.origin else ""
-    folder = os.environ.get("SPARK_CONF_DIR") or (str(Path(home) / "conf") if home else "")
-    path = Path(folder) / "spark-defaults.conf" if folder else None
-    if path is None or not path.is_file():
-        return {}
-    props = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = re.match(r"\s*([^#!\s=:][^\s=:]*)\s*[\s=:]\s*(.*?)\s*$", line)
-        if m:
-            props[m.group(1)] = m.group(2)
-    return props
-
-
-def java_options(key: str, wanted: tuple[str, ...] = KERNEL_JAVA_OPTIONS, defaults: dict | None = None) -> str:
-    """The value to give ``key`` (``spark.driver.extraJavaOptions``, ``spark.executor.extraJavaOptions``):
-    what ``spark-defaults.conf`` sets for it (``_spark_defaults``; setting the key replaces that value),
-    then each of ``wanted`` whose option it does not set already: a cluster's own choice of collector or
-    JIT level is kept."""
-    have = (defaults if defaults is not None else _spark_defaults()).get(key, "").split()
-    names = {_option_name(f) for f in have}
-    return " ".join(have + [f for f in wanted if _option_name(f) not in names])
-
-
 def session(master: str = "local[2]", app: str = "perfonto", *, kernel: bool = False):
     """A SparkSession for the generated SQL (UI off, few shuffle partitions in local mode); ``kernel``:
-    for ``--engine spark`` (``KERNEL_JAVA_OPTIONS`` for the driver's and the executors' JVMs).
+    for ``--engine spark`` (``spark_jvm.KERNEL_JAVA_OPTIONS`` for the driver's and the executors' JVMs).
 
     Raises:
         DumpError: pyspark missing, or ``master`` refused by ``check_master``.
@@ -147,8 +98,12 @@ def _start(master: str, app: str, kernel: bool = False):
     if master.startswith("local"):
         b = b.config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
     if kernel:
-        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            b = b.config(key, java_options(key))
+        from .spark_jvm import KEYS, java_options
+
+        for key in KEYS:
+            value = java_options(key)
+            if value is not None:
+                b = b.config(key, value)
     try:
         s = b.getOrCreate()
     except Exception as exc:  # no Java, a JVM that does not start: one line, not the gateway's traceback

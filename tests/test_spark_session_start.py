@@ -100,24 +100,3 @@ def test_analyze_refuses_a_master_that_is_not_a_url_before_compiling(monkeypatch
         job.analyze_job(
             Capture(fleet, sample_period_ns=PERIOD_NS), out=tmp_path / "out", engine="spark", spark_master="localhost"
         )
-
-
-def test_kernel_java_options_keep_what_spark_defaults_set(tmp_path, monkeypatch):
-    """The kernel path's JVM flags are added to what the cluster's spark-defaults.conf gives the key
-    (setting the key would replace it); an option the file already sets (a collector, the JIT level) is
-    the file's."""
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text(
-        "# site settings\n"
-        "spark.executor.extraJavaOptions   -Dlog4j.configurationFile=/etc/spark/log4j2.xml -XX:+UseG1GC\n"
-        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=4\n"
-        "spark.executor.memory 8g\n"
-    )
-    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
-    assert spark_engine.java_options("spark.executor.extraJavaOptions") == (
-        "-Dlog4j.configurationFile=/etc/spark/log4j2.xml -XX:+UseG1GC -XX:TieredStopAtLevel=1"
-    )
-    assert spark_engine.java_options("spark.driver.extraJavaOptions") == "-XX:TieredStopAtLevel=4 -XX:+UseSerialGC"
-    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))  # no file: the kernel path's flags alone
-    assert spark_engine.java_options("spark.driver.extraJavaOptions") == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
