@@ -2,8 +2,10 @@
 
 On that path the driver's and the executors' JVMs only schedule tasks and pass each host's plan and state
 to Python: no counter goes through them, so the optimising JIT compiler (C2) only costs CPU there.
-Measured on two one-core standalone workers, 4 hosts (1.15M rows): an executor's JVM used 7.1 CPU-s with
-the defaults and 3.1 with C1 only, and ``perfonto analyze`` took 28.6 s -> 19.9-22.8 s (issue 33).
+Measured on one and two pinned one-core standalone workers, 4 hosts (1.15M rows), ``perfonto analyze`` as
+a process: an executor's JVM used 7.1 CPU-s with the defaults and 3.9-4.7 with C1 only; two workers took
+28.6 s -> 24.6-25.0 s, one worker 28.1 s -> 23.7-27.4 s (issue 33). The serial collector as well gave
+19.9-22.8 s, but see below.
 
 Only the JIT level is set. A collector is not: a second collector flag anywhere in the JVM's command line
 (an administrator's ``defaultJavaOptions``, ``JAVA_TOOL_OPTIONS`` on a worker) stops the JVM, while a
