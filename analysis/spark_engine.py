@@ -98,10 +98,11 @@ def _start(master: str, app: str, kernel: bool = False):
     if master.startswith("local"):
         b = b.config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
     if kernel:
-        from .spark_jvm import KEYS, java_options
+        from .spark_jvm import KEYS, java_options, spark_defaults
 
+        defaults = spark_defaults()  # read once for both keys
         for key in KEYS:
-            value = java_options(key)
+            value = java_options(key, defaults=defaults)
             if value is not None:
                 b = b.config(key, value)
     try:

@@ -54,12 +54,16 @@ def spark_defaults(path: Path | None = None) -> dict[str, str]:
     as Java reads a properties file for what matters here: ``#`` and ``!`` comment lines, a line ending in
     an odd number of backslashes continued on the next (its leading blanks dropped), a key ended by
     whitespace, ``=`` or ``:``. Other escapes are kept as written (``java_options`` leaves such a value
-    alone)."""
+    alone); none when the file cannot be read."""
     path = path or _conf_file()
     if path is None:
         return {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:  # Spark cannot read it either, and says so itself: nothing of it to keep
+        return {}
     lines, buf = [], None
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in text.splitlines():
         line = raw.lstrip() if buf is not None else raw
         if buf is None and (not line.strip() or line.lstrip()[0] in "#!"):
             continue

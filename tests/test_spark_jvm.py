@@ -61,6 +61,17 @@ def test_a_value_with_an_escape_is_left_alone(tmp_path, monkeypatch):
     assert spark_jvm.java_options(DRIVER) is None
 
 
+def test_an_unreadable_file_is_none(tmp_path, monkeypatch):
+    _conf(tmp_path, monkeypatch, "spark.driver.extraJavaOptions -XX:+UseG1GC\n")
+
+    def refuse(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(spark_jvm.Path, "read_text", refuse)
+    assert spark_jvm.spark_defaults() == {}
+    assert spark_jvm.java_options(DRIVER) == "-XX:TieredStopAtLevel=1"
+
+
 @pytest.mark.parametrize(
     "flag, name",
     [
