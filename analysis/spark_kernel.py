@@ -26,7 +26,10 @@ The kernel is compiled once: the driver imports the evaluator from perfonto's ca
 (``codegen.evaluator_cache``: a content-hashed folder holding ``evaluator.py`` and numba's on-disk cache
 of its compiled kernel) and compiles it there; executors are given that file's path and load the
 compiled kernel from numba's cache beside it (once per Python worker, which Spark reuses across
-tasks), never compiling it per task. The compiled catalog is shipped once as a broadcast. Executors
+tasks), never compiling it per task. The compiled catalog is shipped once as a broadcast. Where the
+driver is perfonto's command line, which keeps pandas unloaded (``capture.no_pandas``), its session's
+Python workers do too: pyarrow would load it at their first read only to ask whether it was given a
+pandas object (0.5-1.2 s of each worker's first host). Executors
 must see the cache folder, the dump and the output folder at the same paths as the driver (one
 machine, or a shared file system); the dump's parts must be Parquet (the plan of a CSV or Arrow IPC
 part holds its rows in the driver's memory).
@@ -44,6 +47,7 @@ from typing import Callable
 
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.no_pandas import pandas_blocked
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.windows import Windows
 
@@ -89,7 +93,12 @@ def _host_plan(plan: DumpPlan, host) -> bytes:
 def _worker(ship: dict, graph_bytes: bytes):
     """(graph, evaluator) in this Python worker: the catalog unpickled once, the evaluator imported once
     from the cache file the driver compiled (its kernel loaded from numba's cache there), or from the
-    source shipped when the cache is off."""
+    source shipped when the cache is off. ``ship['no_pandas']``: keep pandas unloaded here, as the
+    driver does (``capture.no_pandas``)."""
+    if ship.get("no_pandas"):  # the driver is perfonto's CLI: this worker is its own session's
+        from perfonto.capture.no_pandas import block_pandas
+
+        block_pandas()
     key = ship["digest"]
     if key not in _WORKER:
         for k, v in ship["env"].items():
@@ -255,6 +264,7 @@ def evaluate_on_spark(
         "module": module,
         "source": source,
         "env": {k: os.environ[k] for k in _ENV if k in os.environ},
+        "no_pandas": pandas_blocked(),
     }
     # one task per host, the largest first (hosts of equal size spread evenly over the executors' cores)
     items = [(g, _host_plan(plan, hosts[g])) for g in sorted(range(len(hosts)), key=lambda g: -plan.chips[hosts[g]])]

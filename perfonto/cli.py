@@ -132,28 +132,16 @@ def main(argv: list[str] | None = None) -> int:
         )
 
 
-class _NoPandas:
-    """An import finder that answers "not installed" for pandas (see ``entry``)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(
-                "pandas is not used by the perfonto command line (PERFONTO_PANDAS=1 lets it load)", name=name
-            )
-        return None
-
-
 def entry() -> int:
     """The ``perfonto`` program (console script and ``python -m perfonto``): ``main`` in a process of its
     own. pyarrow imports pandas, when it is installed, the first time it builds an array, only to ask
     whether what it was given is a pandas object (1.0 s of a 5.7 s analyze here); the command line
-    never hands it one, so in this process an import finder says pandas is not installed.
-    ``PERFONTO_PANDAS=1`` lets it load; ``main`` called in-process (tests, a user's script) changes
-    nothing."""
-    import os
+    never hands it one, so in this process an import finder says pandas is not installed
+    (``capture.no_pandas``). ``PERFONTO_PANDAS=1`` lets it load; ``main`` called in-process (tests, a
+    user's script) changes nothing."""
+    from perfonto.capture.no_pandas import block_pandas
 
-    if "pandas" not in sys.modules and not os.environ.get("PERFONTO_PANDAS"):
-        sys.meta_path.insert(0, _NoPandas())
+    block_pandas()
     try:
         return main()
     except KeyboardInterrupt:  # Ctrl-C while the command starts (imports, parsing): no traceback, the shell's code
