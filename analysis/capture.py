@@ -93,6 +93,20 @@ class Report:
         return report_json(self)
 
 
+def fleet_folder(path) -> Path | None:
+    """``path`` as the folder ``perfonto emulate --fleet`` writes — ``counters/`` (Hive partitions
+    ``host=…``) beside ``topology.csv`` — or None when it is not one (a run folder holds
+    ``counters.parquet``; a dump folder holds its parts)."""
+    from perfonto.ontology.files import is_dir, is_file
+
+    if not isinstance(path, (str, Path)) or not is_dir(path):
+        return None
+    p = Path(path)
+    if is_dir(p / "counters") and is_file(p / "topology.csv") and not is_file(p / "counters.parquet"):
+        return p
+    return None
+
+
 def capture_of(
     counters,
     requests=None,
@@ -106,14 +120,18 @@ def capture_of(
     """A ``Capture`` from what a user points at. ``counters`` may be a run folder (it holds
     ``counters.parquet``, as ``perfonto run`` and ``emulator.run`` write it): its request records,
     trace, sync reads, op-boundary snapshots (``snapshots.parquet``) and ``ground_truth.json`` are
-    used unless given. Otherwise ``counters`` is the
-    dump itself (a file, a folder of dump files, a glob or a table)."""
+    used unless given. A fleet folder (``fleet_folder``) gives its ``counters/``; its topology is the
+    caller's to read (``perfonto analyze`` takes it unless ``--topology`` is given). Otherwise
+    ``counters`` is the dump itself (a file, a folder of dump files, a glob or a table)."""
     import json
 
     truth = None
     from perfonto.ontology.files import is_dir, is_file
 
-    if isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
+    fleet = fleet_folder(counters)
+    if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: not read
+        counters = fleet / "counters"
+    elif isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
         run = Path(counters)
         counters = run / "counters.parquet"
 
@@ -395,5 +413,6 @@ __all__ = [
     "capture_of",
     "dump_unavailable",
     "evaluable",
+    "fleet_folder",
     "plan_capture",
 ]

@@ -234,3 +234,20 @@ def test_rollup_sql_equals_the_report(fleet, library):
         for m, v in c["metrics"].items():
             if m in chip_rows.columns and v is not None:
                 assert chip_rows.loc[f"{c['host']}/{c['chip']}", m] == pytest.approx(v, rel=1e-9, abs=1e-12), m
+
+
+def test_the_fleet_folder_itself_is_a_capture(fleet, tmp_path, capsys):
+    """``perfonto analyze F`` on the folder ``perfonto emulate --fleet`` writes reads ``F/counters`` with
+    ``F/topology.csv`` (said on stderr) and gives the report of the explicit form; ``--topology`` still
+    wins. It read ``topology.csv`` as a counter part before ("no `chip` column")."""
+    out, _, rep = fleet
+    assert main(["analyze", str(out / "data"), "--out", str(tmp_path / "f"), "--json"]) == 0
+    got = capsys.readouterr()
+    doc = json.loads(got.out)
+    assert f"the fleet's topology {out / 'data' / 'topology.csv'} is used" in got.err
+    for key in ("fleet", "per_chip", "headline", "null_windows", "bounds_violations", "engine"):
+        assert doc[key] == rep[key], key
+    topo = tmp_path / "t.csv"
+    topo.write_text("host,rack\nh000,r0\n")
+    assert main(["analyze", str(out / "data"), "--topology", str(topo), "--out", str(tmp_path / "g"), "--json"]) == 1
+    assert "no row places host `h001`" in json.loads(capsys.readouterr().out)["error"]

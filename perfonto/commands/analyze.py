@@ -34,7 +34,8 @@ def register(sub) -> None:
         "counters",
         metavar="COUNTERS",
         help="counter dump: a file, a folder or a glob (see the collector-format guide), or a run folder "
-        "(its requests, trace, sync reads and ground truth are used unless given)",
+        "(its requests, trace, sync reads and ground truth are used unless given), or the folder "
+        "`perfonto emulate --fleet` writes (its counters/ and, unless --topology is given, its topology.csv)",
     )
     catalog_options(
         a,
@@ -137,9 +138,14 @@ def cmd_analyze(args) -> int:
         sample_period_ns=period,
         snapshots=args.snapshots,
     )
+    from perfonto.analysis.capture import fleet_folder
     from perfonto.capture.formats import detect
 
-    fmt = detect(args.counters) if args.format == "auto" else args.format
+    fleet = fleet_folder(args.counters)
+    if fleet is not None and args.topology is None:  # `perfonto emulate --fleet`'s folder: its topology too
+        args.topology = str(fleet / "topology.csv")
+        stderr().print(f"note: the fleet's topology {args.topology} is used (--topology replaces it)", markup=False)
+    fmt = detect(capture.counters if fleet is not None else args.counters) if args.format == "auto" else args.format
     capture.format = fmt
     capture.steady_state = args.steady_state
     capture.multiplexed = args.multiplexed
