@@ -30,9 +30,13 @@ from perfonto.ontology import load_generation
 os.environ.setdefault("PERFONTO_NO_JIT", "1")
 # perfonto's cache (compiled catalogs, generated evaluators) in a folder of the session's own: the suite
 # neither reads nor fills the user's cache, and every test after the first finds the shipped catalog
-# compiled.
+# compiled. The process that made the folder (the controller, under xdist) removes it when it exits.
 if not os.environ.get("PERFONTO_CACHE_DIR"):
+    import atexit
+    import shutil
+
     os.environ["PERFONTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="perfonto-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["PERFONTO_CACHE_DIR"], ignore_errors=True)
 
 # Randomised tests replay the same examples on every run of the same commit (CI and the README's test
 # command): hypothesis derives each test's examples from the test itself, not from a clock or a saved
