@@ -265,25 +265,14 @@ def evaluate_capture(
         columns += [(n, graph.generation.signals[n].instances) for n in dump_plan.columns if n not in have]
     signals = [n for n, _ in columns]
     total_rows = st.W * st.C
-    files: list[str] = []
-    part_no: dict[str | None, int] = {}
-    done = 0
-    from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(
-        1, thread_name_prefix="perfonto-write"
-    ) as writer:  # encoding a part overlaps the next piece
-        pending = []
-        for ch in iter_chunks(dump_plan, signals, chunk_rows, columns=columns):
-            w, values = st.add(ch)
-            if out is not None:
-                while len(pending) >= 2:  # at most two pieces' values held for the writer
-                    files.append(pending.pop(0).result())
-                pending.append(writer.submit(_write, graph, w, values, ch, Path(out), part_no, write_meta))
-            done += w.interval.size
-            if progress:
-                progress("evaluate", done, total_rows)
-        files += [f.result() for f in pending]
+    def piece_done(ch, w, done: int) -> None:
+        if progress:
+            progress("evaluate", done, total_rows)
+
+    files, done = run_pieces(
+        st, iter_chunks(dump_plan, signals, chunk_rows, columns=columns), out, write_meta, piece_done
+    )
     dump_plan.notes += [n for n in st.held.finish() if n not in dump_plan.notes]
     ev = _levels(graph, evaluator, st, chunk_rows, progress)
     ev.n_windows = st.W
@@ -301,9 +290,44 @@ def evaluate_capture(
         dump = _whole([_in_time(st.kept_dumps[g]) for g in groups])
         ev.windows = prepare(dump, graph.generation) if dump is not None else None
     else:
-        ev.windows = Windows(
-            st.chip_time[None, :], {}, 1.0, "run", None, {}
-        )  # the run per chip; the windows were written
+        ev.windows = Windows(st.chip_time[None, :], {}, 1.0, "run", None, {})  # the run per chip; windows written
+    return pass_result(st, ev, files, done, dump)
+
+
+def run_pieces(
+    st: _Pass,
+    chunks,
+    out: str | Path | None,
+    write_meta: dict | None,
+    piece_done: Callable[[Chunk, Windows, int], None] | None = None,
+) -> tuple[list[str], int]:
+    """Each piece of ``chunks`` (``capture.pieces.Chunk``, in time order per host) through ``st.add``,
+    its window values written under ``out/host=<host>/part-<n>.parquet`` by one writer thread, so that
+    encoding a part overlaps the next piece (at most two pieces' values held for it; ``out`` None: not
+    written). ``piece_done(chunk, windows, rows so far)`` after each piece. The embedded engine's pass and
+    a Spark task's host (``spark_kernel.run_host``) alike. Returns (files written, window rows)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files: list[str] = []
+    part_no: dict[str | None, int] = {}
+    done = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="perfonto-write") as writer:
+        pending = []
+        for ch in chunks:
+            w, values = st.add(ch)
+            if out is not None:
+                while len(pending) >= 2:
+                    files.append(pending.pop(0).result())
+                pending.append(writer.submit(_write, st.graph, w, values, ch, Path(out), part_no, write_meta))
+            done += w.interval.size
+            if piece_done is not None:
+                piece_done(ch, w, done)
+        files += [f.result() for f in pending]
+    return files, done
+
+
+def pass_result(st: _Pass, ev: Evaluation, files: list[str], done: int, dump: CounterDump | None = None):
+    """The ``EngineResult`` of a finished pass ``st`` whose levels are ``ev``."""
     return EngineResult(
         ev,
         st.sums,

@@ -41,7 +41,6 @@ import os
 import pickle
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -133,7 +132,7 @@ def run_host(plan_bytes: bytes, ship: dict, graph_bytes: bytes) -> bytes:
         DumpError: the rows cannot be read (as the embedded engine would say)."""
     from perfonto.capture.pieces import iter_chunks
 
-    from .engine import _Pass, _write
+    from .engine import _Pass, run_pieces
 
     graph, ev = _worker(ship, graph_bytes)
     plan = pickle.loads(plan_bytes)
@@ -142,22 +141,13 @@ def run_host(plan_bytes: bytes, ship: dict, graph_bytes: bytes) -> bytes:
     if ship["hosts"] > 1:  # the dump's server level is summed on the driver: keep the clean pieces' sums
         st.server = None
     host = list(plan.groups)[0] if plan.groups else None
-    out = Path(ship["out"]) if ship["out"] else None
-    files: list[str] = []
-    rows = 0
-    part_no: dict = {}
     spans: dict[int, int] = {}
-    with ThreadPoolExecutor(1, thread_name_prefix="perfonto-write") as writer:  # writing overlaps the next piece
-        pending = []
-        for ch in iter_chunks(plan, [n for n, _ in st.layout], ship["chunk_rows"], columns=list(st.layout)):
-            w, values = st.add(ch)
-            spans[ch.first] = w.interval.shape[0]
-            if out is not None:
-                while len(pending) >= 2:
-                    files.append(pending.pop(0).result())
-                pending.append(writer.submit(_write, graph, w, values, ch, out, part_no, ship["meta"]))
-            rows += w.interval.size
-        files += [f.result() for f in pending]
+
+    def piece_done(ch, w, done: int) -> None:
+        spans[ch.first] = w.interval.shape[0]
+
+    chunks = iter_chunks(plan, [n for n, _ in st.layout], ship["chunk_rows"], columns=list(st.layout))
+    files, rows = run_pieces(st, chunks, ship["out"] or None, ship["meta"], piece_done)
     notes = st.held.finish()  # gaps that never close: their windows added without them
     return host_state(st, host, files, rows, spans, notes)
 
@@ -247,7 +237,7 @@ def evaluate_on_spark(
         DumpError: a part that is not Parquet, rows Spark cannot read, a host evaluated on another grid."""
     from perfonto.metrics.catalog_cache import dumps
 
-    from .engine import EngineResult, _Pass
+    from .engine import _Pass, pass_result
     from .engine_levels import _levels
 
     _parquet_parts(plan)
@@ -301,17 +291,7 @@ def evaluate_on_spark(
     ev = _levels(graph, evaluator, st, chunk_rows, progress)
     ev.n_windows = st.W
     ev.windows = Windows(st.chip_time[None, :], {}, 1.0, "run", None, {})
-    return EngineResult(
-        ev,
-        st.sums,
-        st.checks,
-        written,
-        done,
-        st.extremes,
-        {"start_ns": st.first_start, "end_ns": st.last_end},
-        None,
-        st.stats,
-    )
+    return pass_result(st, ev, written, done)
 
 
 __all__ = ["evaluate_on_spark", "run_host"]
