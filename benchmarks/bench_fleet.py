@@ -58,7 +58,13 @@ def _duration(text: str) -> float:
 
 
 def child(engine: str, data: Path, out: Path, topology: Path | None) -> dict:
-    """One engine over ``data`` (a folder of host=… partitions) in this process."""
+    """One engine over ``data`` (a folder of host=… partitions) in this process. perfonto's engines run in a
+    process set up as the ``perfonto`` command sets up its own (``cli.entry``: pandas kept unloaded, in the
+    driver and in the Python workers of the Spark session it starts)."""
+    if not engine.startswith(("duckdb", "spark-sql-")):
+        from perfonto.capture.no_pandas import block_pandas
+
+        block_pandas()
     from perfonto.analysis.capture import dump_unavailable
     from perfonto.metrics.catalog import load_catalog, select_metrics
     from perfonto.capture.dump_scan import plan_dump
