@@ -6,10 +6,15 @@ the summed run-level inputs of its chips (``analysis.level_sums.combine``: count
 their ``across_chips`` rule, the interval the chips' mean, per-chip constants × the number of chips),
 each chip over its own valid windows. The sums are carried, so a rack is exactly the rollup of its
 hosts and the fleet of its pods. Spread: p50, p99 and max of the per-chip values and the share of
-chips past the metric's threshold. Outliers: per metric, the ``top`` chips farthest from the fleet's
-median (in units of the median absolute deviation) on either side — ``high`` and ``low`` — with their
-host and rack (a chip binned slower computes longer than its peers, which wait for it: it is the
-highest in ``mxu.utilization`` and ``topdown.compute_bound``).
+chips past the metric's threshold. Outliers: per metric, up to ``top`` chips on either side of the
+fleet's median — ``high`` and ``low`` — farthest first, with their host and rack (a chip binned slower
+computes longer than its peers, which wait for it: it is the highest in ``mxu.utilization`` and
+``topdown.compute_bound``). A chip stands out when its modified z-score, 0.6745 · (value − median) / MAD
+(median absolute deviation), is beyond ``Z_OUTLIER`` = 3.5 (Iglewicz and Hoaglin, "How to Detect and
+Handle Outliers", ASQC 1993) and it is at least ``MIN_RELATIVE`` = 1 % from the median: a fleet whose
+chips agree to a few parts in a thousand has a tiny MAD, and every small difference would score high
+(where the MAD is 0, any chip that differs by ≥ 1 % stands out, its score null). Each entry gives the
+score (``deviation``) and ``relative``, (value − median) / |median|.
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ from .engine import EngineResult, chip_values, with_nan_inputs
 from .level_sums import combine
 
 LEVELS = ("chip", "host", "rack", "pod", "fleet")
+Z_SCALE = 0.6745  # the normal distribution's MAD ÷ its standard deviation: a modified z-score is in σ units
+Z_OUTLIER = 3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+MIN_RELATIVE = 0.01  # a chip within 1 % of the median never stands out, whatever its score
 
 
 @dataclass
 class Fleet:
     """``nodes[level]``: labels of the level's nodes; ``values[level][metric]``: (nodes, …);
     ``chips[level]``: chips per node; ``spread[metric]``: {p50, p99, max, threshold share};
-    ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation}; ``place``: (host, chip,
+    ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation (modified z-score,
+    null where the MAD is 0), relative (to the median)}; ``place``: (host, chip,
     rack, pod) per chip."""
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
@@ -176,17 +185,27 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
             "share_of_chips": float(np.mean([_crossed(op, float(y), limit) for y in x])),
         }
     mad = float(np.median(np.abs(x - p50)))
-    scale = mad if mad > 0 else max(abs(p50), 1e-300) * 1e-9
-    with np.errstate(over="ignore", invalid="ignore"):
-        dev = np.where(ok, (v - p50) / scale, np.nan)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        z = np.where(ok, Z_SCALE * (v - p50) / mad, np.nan) if mad > 0 else np.where(ok & (v != p50), np.inf, 0.0)
+        rel = np.where(ok, (v - p50) / abs(p50), np.nan) if p50 != 0 else np.where(ok & (v != 0), np.inf, 0.0)
+        z = np.where(ok & (v < p50), -np.abs(z), np.abs(z))  # the side of the median (an infinite score too)
+        rel = np.where(ok & (v < p50), -np.abs(rel), np.abs(rel))
+        stands_out = ok & (np.abs(z) > Z_OUTLIER) & (np.abs(rel) >= MIN_RELATIVE)
     out: dict[str, list[dict]] = {"high": [], "low": []}
-    for side, sign in (("high", -1.0), ("low", 1.0)):
-        order = np.argsort(np.where(ok, sign * dev, np.inf), kind="stable")[:top]
-        for i in order:
-            if not ok[i] or sign * dev[i] >= 0:
-                continue
+    for side, sign in (("high", 1.0), ("low", -1.0)):
+        cand = np.flatnonzero(stands_out & (sign * (v - p50) > 0))
+        for i in cand[np.argsort(-np.abs(v[cand] - p50), kind="stable")][:top]:
             h, c, rack, _ = place[i]
-            out[side].append({"host": h, "chip": c, "rack": rack, "value": float(v[i]), "deviation": float(dev[i])})
+            out[side].append(
+                {
+                    "host": h,
+                    "chip": c,
+                    "rack": rack,
+                    "value": float(v[i]),
+                    "deviation": float(z[i]) if np.isfinite(z[i]) else None,
+                    "relative": float(rel[i]) if np.isfinite(rel[i]) else None,
+                }
+            )
     return spread, out
 
 

@@ -247,7 +247,7 @@ def _context(ctx: dict | None) -> dict:
 def fleet_json(fleet, graph) -> dict:
     """The fleet section: ``levels`` {host|rack|pod|fleet: [{node, chips, metrics {name: value}}]} (scalar
     metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold}}
-    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation}]}}, and
+    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}}, and
     ``chips`` [{host, chip, rack, pod}]."""
     scalar = [n for n, m in graph.metrics.items() if not m.axes]
     levels = {}

@@ -76,6 +76,21 @@ def parse_fleet(text: str) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def _profile_text(p: dict) -> str:
+    """A host profile as words: ``chip 1 1.3 × slower, link 2:5 at 1/4 of its rate, hot rack``, or
+    ``every chip and link at full speed``."""
+    parts = []
+    if p["slow_chip"] is not None:
+        chip, factor = p["slow_chip"]
+        parts.append(f"chip {chip} {factor:g} × slower")
+    if p["throttled_link"] is not None:
+        chip, link, factor = p["throttled_link"]
+        parts.append(f"link {chip}:{link} at 1/{factor:g} of its rate")
+    if p["hot"]:
+        parts.append("hot rack")
+    return ", ".join(parts) or "every chip and link at full speed"
+
+
 def generate_fleet(
     gen,
     spec: FleetSpec,
@@ -108,10 +123,7 @@ def generate_fleet(
             key = (p["slow_chip"], p["throttled_link"], p["hot"])
             if key not in written:
                 emu_dir = Path(tmp) / f"emu{len(written)}"
-                log(
-                    f"emulating profile {len(written)} (slow chip {p['slow_chip']}, throttled link "
-                    f"{p['throttled_link']}, hot {p['hot']}) for {host}"
-                )
+                log(f"emulating profile {len(written)} ({_profile_text(p)}) for {host}")
                 res = run(
                     gen,
                     model=model,

@@ -575,8 +575,19 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         if len(nodes) > max_rows:
             t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
         console.print(t)
-    t = Table(title="Spread across chips", title_justify="left")
-    for col in ("metric", "p50", "p99", "max", "past threshold", "highest chips (host/chip, rack)", "lowest chips"):
+    t = Table(
+        title="Spread across chips (a chip stands out at a modified z-score past 3.5 and ≥ 1 % from p50)",
+        title_justify="left",
+    )
+    for col in (
+        "metric",
+        "p50",
+        "p99",
+        "max",
+        "past threshold",
+        "chips that stand out high (host/chip, rack, vs p50)",
+        "low",
+    ):
         t.add_column(col)
     for n in names:
         sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
@@ -586,8 +597,12 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         thr = sp.get("threshold")
         side = {
             k: ", ".join(
-                f"{o['host']}/{o['chip']}" + (f" ({o['rack']})" if o.get("rack") else "") for o in out.get(k, [])[:3]
+                f"{o['host']}/{o['chip']}"
+                + (f" ({o['rack']})" if o.get("rack") else "")
+                + (f" {o['relative'] * 100:+.1f} %" if o.get("relative") is not None else "")
+                for o in out.get(k, [])[:3]
             )
+            or "—"
             for k in ("high", "low")
         }
         t.add_row(

@@ -1,7 +1,8 @@
 """``perfonto emulate --fleet HOSTSxCHIPS --out DIR``: a partitioned fleet dataset for tests and
 benchmarks (``emulator.fleet``): ``counters/host=<host>/part-0.parquet``, ``topology.csv`` and
 ``ground_truth.json``, with a few slow chips, a throttled link and a hot rack. Analyse it with
-``perfonto analyze DIR/counters --topology DIR/topology.csv --out OUT``. Exit 0 when written, 1 when
+``perfonto analyze DIR --out OUT`` (the same as ``perfonto analyze DIR/counters --topology
+DIR/topology.csv --out OUT``). Exit 0 when written, 1 when
 the emulator refused the parameters, 2 for usage errors."""
 
 from __future__ import annotations
@@ -75,9 +76,11 @@ def cmd_emulate(args) -> int:
     summary(
         args,
         doc,
-        f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips {truth['slow_chips']}, throttled "
-        f"links {truth['throttled_links']}, hot racks {truth['hot_racks']}); analyse with: perfonto analyze "
-        f"{args.out}/counters --topology {args.out}/topology.csv --out OUT",
+        f"wrote {hosts} hosts x {chips} chips to {args.out}/counters (slow chips: "
+        f"{', '.join(f'{h} chip {c}' for h, c in truth['slow_chips']) or 'none'}; throttled links: "
+        f"{', '.join(f'{h} chip {c} link {k}' for h, c, k in truth['throttled_links']) or 'none'}; hot racks: "
+        f"{', '.join(truth['hot_racks']) or 'none'}); analyse with: perfonto analyze "
+        f"{args.out} --out OUT (its counters/ with its topology.csv)",
         err=err,
     )
     return 0
