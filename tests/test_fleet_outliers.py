@@ -31,12 +31,14 @@ def test_a_zero_mad_flags_only_chips_a_percent_away_with_a_null_score():
 
 
 def test_scores_and_sides():
-    # median 100, |x - 100| = [0, 1, 1, 0.5, 0.5, 5, 1.5, 8, 0] -> MAD 1.0 (the median of those nine)
-    v = [100.0, 101.0, 99.0, 100.5, 99.5, 105.0, 98.5, 92.0, 100.0]
+    # median 100, |x - 100| = [0, 1, 1, 0.5, 0.5, 6, 1.5, 8, 0] -> MAD 1.0 (the median of those nine);
+    # 106 scores 0.6745 * 6 = 4.05 (a chip at 105 would score 3.37: not past 3.5)
+    v = [100.0, 101.0, 99.0, 100.5, 99.5, 106.0, 98.5, 92.0, 100.0]
     out = _out(v)
     (hi,) = out["high"]
-    assert hi["host"] == "h005" and hi["deviation"] == pytest.approx(0.6745 * 5.0 / 1.0)
-    assert hi["relative"] == pytest.approx(0.05)
+    assert hi["host"] == "h005" and hi["deviation"] == pytest.approx(0.6745 * 6.0 / 1.0)
+    assert hi["relative"] == pytest.approx(0.06)
+    assert _out(v[:5] + [105.0] + v[6:])["high"] == []
     (lo,) = out["low"]  # 98.5 scores only -1.0; 92 scores -5.4 and is 8 % low
     assert lo["host"] == "h007" and lo["deviation"] == pytest.approx(-0.6745 * 8.0)
     assert lo["relative"] == pytest.approx(-0.08)
