@@ -166,8 +166,29 @@ def plan_dump(
             f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
         )
     plan.absent = tuple(n for n in gen.signals if n not in plan.columns)
+    if not plan.long:
+        _check_same_columns(plan, found)
     _scan_grid(plan)
     return plan
+
+
+def _check_same_columns(plan: DumpPlan, found: _Found) -> None:
+    """Every part of a wide dump holds every signal column the dump has (a host whose collector missed a
+    register would otherwise read as if the register were absent from the whole dump, or fail mid-read).
+
+    Raises:
+        DumpError: naming the part, the first column it lacks and a part that has it."""
+    wanted = [c for cols in plan.columns.values() for c in cols]
+    for f, have in found.cols_of.items():
+        missing = [c for c in wanted if c not in have]
+        if missing:
+            other = next(g for g, cols in found.cols_of.items() if missing[0] in cols)
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise DumpError(
+                f"{f}: no column `{missing[0]}`{more}, which {other} has; every part of a dump holds the same "
+                "signal columns: write the missing registers into this part (null where they were not read), "
+                "or leave the part out"
+            )
 
 
 @dataclass
@@ -184,6 +205,7 @@ class _Found:
     strings: set[str] = field(default_factory=set)
     with_host: Path | None = None
     without_host: Path | None = None
+    cols_of: dict[Path, set[str]] = field(default_factory=dict)  # each file's columns, Hive partition's included
 
 
 def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path | None, gen: Generation) -> None:
@@ -195,6 +217,7 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     part_cols = _partition_columns(f, root)
     cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
     found.names += [c for c in cols if c not in found.names]
+    found.cols_of[f] = set(cols)
     found.strings |= {
         fld.name for fld in schema if pa.types.is_string(fld.type) or pa.types.is_large_string(fld.type)
     } | set(part_cols)

@@ -251,3 +251,21 @@ def test_the_fleet_folder_itself_is_a_capture(fleet, tmp_path, capsys):
     topo.write_text("host,rack\nh000,r0\n")
     assert main(["analyze", str(out / "data"), "--topology", str(topo), "--out", str(tmp_path / "g"), "--json"]) == 1
     assert "no row places host `h001`" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_part_without_a_column_the_others_have_is_named(fleet, tmp_path, capsys):
+    """A host whose part lacks a register column the other parts hold is refused up front, naming the
+    part, the column and a part that has it; it failed mid-read with pyarrow's KeyError (exit 2, no file
+    named; a Python traceback under --engine spark)."""
+    import shutil
+
+    out, _, _ = fleet
+    d = tmp_path / "d"
+    shutil.copytree(out / "data" / "counters", d)
+    part = d / "host=h001" / "part-0.parquet"
+    t = pq.read_table(part)
+    pq.write_table(t.drop_columns(["mxu.busy_cycles"]), part)
+    with pytest.raises(DumpError, match=r"host=h001/part-0.parquet: no column `mxu.busy_cycles`, which .*host=h000"):
+        plan_dump(d, library_generation(out))
+    assert main(["analyze", str(d), "--out", str(tmp_path / "o"), "--json"]) == 1
+    assert "every part of a dump holds the same signal columns" in json.loads(capsys.readouterr().out)["error"]
