@@ -13,6 +13,8 @@ JSON document both commands print and write as ``report.json``.
 
 from __future__ import annotations
 
+import os
+
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,15 +98,38 @@ class Report:
 def fleet_folder(path) -> Path | None:
     """``path`` as the folder ``perfonto emulate --fleet`` writes — ``counters/`` (Hive partitions
     ``host=…``) beside ``topology.csv`` — or None when it is not one (a run folder holds
-    ``counters.parquet``; a dump folder holds its parts)."""
-    from perfonto.ontology.files import is_dir, is_file
+    ``counters.parquet``; a dump folder holds its parts). A folder with ``topology.csv`` (in any form:
+    a broken one is the topology reader's to refuse) and ``counters`` or ``ground_truth.json`` is one.
+
+    Raises:
+        DumpError: a folder that is both a run's and a fleet's (``counters.parquet`` beside
+            ``counters/``), or a fleet folder whose ``counters`` is not a folder."""
+    from perfonto.ontology.files import is_dir
 
     if not isinstance(path, (str, Path)) or not is_dir(path):
         return None
     p = Path(path)
-    if is_dir(p / "counters") and is_file(p / "topology.csv") and not is_file(p / "counters.parquet"):
-        return p
-    return None
+
+    def there(name: str) -> bool:
+        return os.path.lexists(p / name)
+
+    if not there("topology.csv") or not (there("counters") or there("ground_truth.json")):
+        return None
+    if there("counters.parquet"):
+        if not there("counters"):
+            return None  # a run folder with a topology beside it
+        raise DumpError(
+            f"{p}: holds both a run's counters.parquet and a fleet's counters/; point at one of them "
+            f"({p / 'counters.parquet'} or {p / 'counters'} with --topology {p / 'topology.csv'})"
+        )
+    if not is_dir(p / "counters"):
+        raise DumpError(
+            f"{p}: holds topology.csv, as a fleet folder does, but its counters/ "
+            + ("is not a folder" if there("counters") else "is missing")
+            + ": a fleet folder holds its dump as counters/host=…/part-*.parquet (perfonto emulate --fleet); "
+            "point at the dump itself, with --topology"
+        )
+    return p
 
 
 def capture_of(

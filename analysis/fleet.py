@@ -6,8 +6,11 @@ the summed run-level inputs of its chips (``analysis.level_sums.combine``: count
 their ``across_chips`` rule, the interval the chips' mean, per-chip constants × the number of chips),
 each chip over its own valid windows. The sums are carried, so a rack is exactly the rollup of its
 hosts and the fleet of its pods. Spread: p50, p99 and max of the per-chip values and the share of
-chips past the metric's threshold. Outliers: per metric, up to ``top`` chips on either side of the
-fleet's median — ``high`` and ``low`` — farthest first, with their host and rack (a chip binned slower
+chips past the metric's threshold; a metric that reads a count only each tensor-parallel group's
+leader chip keeps (``counted_by: leader``: tokens, steps) is spread over the hosts' rollups instead
+(``over: hosts``; its outliers name hosts, chip null), since the other chips count none. Outliers:
+per metric, up to ``top`` chips on either side of the fleet's median — ``high`` and ``low`` —
+farthest first, with their host and rack (a chip binned slower
 computes longer than its peers, which wait for it: it is the highest in ``mxu.utilization`` and
 ``topdown.compute_bound``). A chip stands out when its modified z-score, 0.6745 · (value − median) / MAD
 (median absolute deviation), is beyond ``Z_OUTLIER`` = 3.5 (Iglewicz and Hoaglin, "How to Detect and
@@ -89,12 +92,40 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
         f.values[level] = _summed_values(graph, evaluator, res, keys, idx, G)
         f.values[level].update(_extreme_values(graph, ev, idx, G))
         f.chips[level] = np.bincount(idx, minlength=G).astype(np.float64)
+    by_leader = _reads_leader(graph) if "host" in f.values else set()
+    hosts_place = _host_places(place, f.nodes.get("host", []))
     for m, meta in graph.metrics.items():
         v = np.asarray(ev.per_chip[m], dtype=np.float64)
         if v.ndim != 1:
             continue
+        if m in by_leader:  # counted by each group's leader chip only: spread over the hosts' rollups
+            f.spread[m], f.outliers[m] = _spread(meta, np.asarray(f.values["host"][m], np.float64), hosts_place, top)
+            f.spread[m]["over"] = "hosts"
+            continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
     return f
+
+
+def _host_places(place, hosts: list[str]) -> list[tuple]:
+    """(host, None, rack, pod) of each host node, in ``hosts``' order (its first chip's rack and pod)."""
+    first: dict[str, tuple] = {}
+    for h, _, rack, pod in place:
+        first.setdefault(h, (h, None, rack, pod))
+    return [first.get(h, (h, None, None, None)) for h in hosts]
+
+
+def _reads_leader(graph: MetricGraph) -> set[str]:
+    """The metrics that read a leader-counted signal (``counted_by: leader``: tokens, steps, requests),
+    directly or through other metrics: their per-chip value is the group's on its leader chip and
+    zero or undefined on the others."""
+    import networkx as nx
+
+    gen = graph.generation
+    out = set()
+    for m in graph.metrics:
+        if any(n in gen.signals and gen.signals[n].counted_by == "leader" for n in nx.ancestors(graph.graph, m)):
+            out.add(m)
+    return out
 
 
 def _node_labels(place) -> dict[str, list[str]]:

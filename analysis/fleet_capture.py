@@ -98,6 +98,14 @@ def analyse_fleet(
     analysis = analyse(evaluated, ev, checks=res.checks)
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
     notes = list(plan.notes)
+    if topology is not None:  # hosts the topology places that the dump has no rows for (a collector down?)
+        missing = sorted({h for h, _ in topology.place} - {str(h) for h in plan.chip_numbers})
+        if missing:
+            notes.append(
+                f"the topology ({topology.path}) places {len(missing)} host(s) the dump has no rows for: "
+                f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}; their racks' and pods' rollups "
+                "hold only the hosts with rows"
+            )
     records = None
     if capture.requests is not None and evaluated.record_metrics:
         records = record_metrics(evaluated, capture.requests)

@@ -8,6 +8,8 @@ Every failure is a ``TopologyError`` naming the file, the row and the column, an
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,8 +82,12 @@ def _rows(path: Path) -> list[dict]:
         raise
     except OSError as exc:
         raise TopologyError(f"{path}: cannot read the topology ({exc.strerror or exc})") from None
-    except Exception as exc:  # a parser's own error: say which file and what it said
-        raise TopologyError(f"{path}: not a readable topology file ({' '.join(str(exc).split())[:300]})") from None
+    except Exception as exc:  # a parser's own error: say which file and what it said (printable text only)
+        said = "".join(ch if " " <= ch <= "~" else "?" for ch in " ".join(str(exc).split()))[:160]
+        raise TopologyError(
+            f"{path}: not a readable topology file ({said}); write a header `host,rack,pod` (and `chip` to "
+            "place single chips) and one row per host"
+        ) from None
     raise TopologyError(f"{path}: unknown file type; a topology is .csv, .parquet or .yaml")
 
 
@@ -92,9 +98,15 @@ def read_topology(path: str | Path) -> Topology:
         TopologyError: unreadable file, an unknown or missing column, an empty host or rack, a chip
             that is not a non-negative integer, a chip placed twice.
     """
+    from perfonto.ontology.files import exists, is_dir, is_file
+
     p = Path(path)
-    if not p.is_file():
-        raise TopologyError(f"{p}: no such topology file")
+    if not is_file(p):
+        if is_dir(p):
+            raise TopologyError(f"{p}: is a folder; a topology is a file (.csv, .parquet or .yaml)")
+        if exists(p) or not os.path.lexists(p):
+            raise TopologyError(f"{p}: no such topology file")
+        raise TopologyError(f"{p}: a link that leads to no file (dangling or a loop); point it at the topology file")
     rows = _rows(p)
     if not rows:
         raise TopologyError(f"{p}: the topology has no rows; give one row per host (host, rack, pod)")

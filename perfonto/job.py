@@ -297,6 +297,16 @@ def analyze_job(
                     log=log,
                 )
                 report.notes += _in_memory_only(capture, by)
+                if engine == "memory":  # said, not silently replaced
+                    report.notes.append(
+                        "--engine memory: "
+                        + (
+                            "the topology's fleet rollups are"
+                            if topology is not None
+                            else f"a dump of {plan.rows:,} sample rows is"
+                        )
+                        + " evaluated by the embedded engine (in pieces; window values under metrics/)"
+                    )
                 timings |= report.timings
                 outputs["metrics"] = str(tmp / "metrics")
                 _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)

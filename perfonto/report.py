@@ -576,7 +576,8 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
             t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
         console.print(t)
     t = Table(
-        title="Spread across chips (a chip stands out at a modified z-score past 3.5 and ≥ 1 % from p50)",
+        title="Spread across chips, or hosts where marked (one stands out at a modified z-score past 3.5 and "
+        "≥ 1 % from p50)",
         title_justify="left",
     )
     for col in (
@@ -597,7 +598,7 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         thr = sp.get("threshold")
         side = {
             k: ", ".join(
-                f"{o['host']}/{o['chip']}"
+                (o["host"] if o.get("chip") is None else f"{o['host']}/{o['chip']}")
                 + (f" ({o['rack']})" if o.get("rack") else "")
                 + (f" {o['relative'] * 100:+.1f} %" if o.get("relative") is not None else "")
                 for o in out.get(k, [])[:3]
@@ -606,7 +607,7 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
             for k in ("high", "low")
         }
         t.add_row(
-            n,
+            n + (" (over hosts)" if sp.get("over") == "hosts" else ""),
             _fmt(sp["p50"], unit),
             _fmt(sp["p99"], unit),
             _fmt(sp["max"], unit),

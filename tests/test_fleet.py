@@ -124,6 +124,15 @@ def test_fleet_rows_rollups_and_outliers(fleet, library):
     assert (
         rep["engine"] == "embedded" and f["spread"]["mxu.utilization"]["max"] >= f["spread"]["mxu.utilization"]["p99"]
     )
+    # tokens are counted by each tensor-parallel group's leader chip only: spread over the 8 hosts' rollups,
+    # not over 32 chips of which 24 count none (a p50 of 0 tok/s before); the throttled host is the lowest
+    tps = f["spread"]["tokens_per_second"]
+    assert (tps["chips"], tps["over"], f["spread"]["mfu"]["chips"]) == (8, "hosts", 32) and tps["p50"] > 0
+    assert tps["p50"] == pytest.approx(
+        float(np.median([n["metrics"]["tokens_per_second"] for n in f["levels"]["host"]]))
+    )
+    low = f["outliers"]["tokens_per_second"]["low"]
+    assert low[0]["host"] == truth["throttled_links"][0][0] and low[0]["chip"] is None
 
 
 def test_rollups_of_rollups_are_exact(fleet):
@@ -269,3 +278,67 @@ def test_a_part_without_a_column_the_others_have_is_named(fleet, tmp_path, capsy
         plan_dump(d, library_generation(out))
     assert main(["analyze", str(d), "--out", str(tmp_path / "o"), "--json"]) == 1
     assert "every part of a dump holds the same signal columns" in json.loads(capsys.readouterr().out)["error"]
+
+
+def _fleet_copy(fleet, tmp_path, name="F"):
+    import shutil
+
+    out, _, _ = fleet
+    f = tmp_path / name
+    shutil.copytree(out / "data", f)
+    return f
+
+
+def _analyze_error(args, capsys) -> str:
+    assert main(["analyze", *args, "--json"]) == 1
+    return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_broken_fleet_folders_are_named_not_read_as_something_else(fleet, tmp_path, capsys):
+    """A fleet folder whose topology.csv is a folder or a dangling link, whose counters/ is missing, or
+    that also holds a run's counters.parquet: one clear error each (they were read as a plain dump
+    without the topology, with topology.csv as a counter part, or as a run folder)."""
+    import shutil
+
+    f = _fleet_copy(fleet, tmp_path, "dir")
+    (f / "topology.csv").unlink()
+    (f / "topology.csv").mkdir()
+    err = _analyze_error([str(f), "--out", str(tmp_path / "o1")], capsys)
+    assert err == f"{f / 'topology.csv'}: is a folder; a topology is a file (.csv, .parquet or .yaml)"
+    f = _fleet_copy(fleet, tmp_path, "link")
+    (f / "topology.csv").unlink()
+    (f / "topology.csv").symlink_to(tmp_path / "nowhere.csv")
+    assert "a link that leads to no file" in _analyze_error([str(f), "--out", str(tmp_path / "o2")], capsys)
+    f = _fleet_copy(fleet, tmp_path, "nocounters")
+    shutil.rmtree(f / "counters")
+    err = _analyze_error([str(f), "--out", str(tmp_path / "o3")], capsys)
+    assert err.startswith(f"{f}: holds topology.csv, as a fleet folder does, but its counters/ is missing")
+    f = _fleet_copy(fleet, tmp_path, "both")
+    shutil.copy(next((f / "counters").rglob("*.parquet")), f / "counters.parquet")
+    err = _analyze_error([str(f), "--out", str(tmp_path / "o4")], capsys)
+    assert "holds both a run's counters.parquet and a fleet's counters/" in err
+
+
+def test_hosts_the_topology_places_without_rows_and_engine_memory_are_noted(fleet, tmp_path, capsys):
+    import shutil
+
+    f = _fleet_copy(fleet, tmp_path)
+    shutil.rmtree(f / "counters" / "host=h001")
+    with open(f / "topology.csv", "a", encoding="utf-8") as fh:
+        fh.write("h999,r09,p9\n")
+    assert main(["analyze", str(f), "--engine", "memory", "--out", str(tmp_path / "o"), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("places 2 host(s) the dump has no rows for: h001, h999" in n for n in notes), notes
+    assert any(
+        n.startswith("--engine memory: the topology's fleet rollups are evaluated by the embedded") for n in notes
+    )
+
+
+def test_a_binary_topology_is_refused_in_printable_text(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(TopologyError) as exc:
+        read_topology(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}: not a readable topology file (") and "write a header `host,rack,pod`" in msg
+    assert all(" " <= ch <= "~" for ch in msg.replace(str(p), ""))
