@@ -275,7 +275,11 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
     if a.null_windows:
-        console.print("[bold]Null window values[/bold] (not computable; never NaN or a made-up number):")
+        console.print(
+            "[bold]Null window values[/bold] (not computable; never NaN or a made-up number; a window with no "
+            "event of a denominator, e.g. no step ending in it, is one; the run-level values divide the run's "
+            "totals and keep their value):"
+        )
         for k, reasons in sorted(a.null_windows.items()):
             console.print(f"  • {k}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()), markup=False)
     partial = {k: c for k, c in ev.coverage.items() if c < 0.999999}
