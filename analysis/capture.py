@@ -98,8 +98,8 @@ class Report:
 def fleet_folder(path) -> Path | None:
     """``path`` as the folder ``perfonto emulate --fleet`` writes — ``counters/`` (Hive partitions
     ``host=…``) beside ``topology.csv`` — or None when it is not one (a run folder holds
-    ``counters.parquet``; a dump folder holds its parts). A folder with ``topology.csv`` (in any form:
-    a broken one is the topology reader's to refuse) and ``counters`` or ``ground_truth.json`` is one.
+    ``counters.parquet``; a dump folder holds its parts). A folder with ``topology.csv`` and ``counters``
+    (in any form: a broken topology is the topology reader's to refuse) is one.
 
     Raises:
         DumpError: a folder that is both a run's and a fleet's (``counters.parquet`` beside
@@ -113,7 +113,7 @@ def fleet_folder(path) -> Path | None:
     def there(name: str) -> bool:
         return os.path.lexists(p / name)
 
-    if not there("topology.csv") or not (there("counters") or there("ground_truth.json")):
+    if not there("topology.csv") or not there("counters"):
         return None
     if there("counters.parquet"):
         if not there("counters"):
@@ -123,11 +123,10 @@ def fleet_folder(path) -> Path | None:
             f"({p / 'counters.parquet'} or {p / 'counters'} with --topology {p / 'topology.csv'})"
         )
     if not is_dir(p / "counters"):
+        what = "a link that leads to no folder" if (p / "counters").is_symlink() else "not a folder"
         raise DumpError(
-            f"{p}: holds topology.csv, as a fleet folder does, but its counters/ "
-            + ("is not a folder" if there("counters") else "is missing")
-            + ": a fleet folder holds its dump as counters/host=…/part-*.parquet (perfonto emulate --fleet); "
-            "point at the dump itself, with --topology"
+            f"{p / 'counters'}: is {what}; a fleet folder holds its dump as counters/host=…/part-*.parquet "
+            "beside topology.csv (perfonto emulate --fleet writes it so): point at the dump with --topology"
         )
     return p
 

@@ -15,9 +15,12 @@ computes longer than its peers, which wait for it: it is the highest in ``mxu.ut
 ``topdown.compute_bound``). A chip stands out when its modified z-score, 0.6745 · (value − median) / MAD
 (median absolute deviation), is beyond ``Z_OUTLIER`` = 3.5 (Iglewicz and Hoaglin, "How to Detect and
 Handle Outliers", ASQC 1993) and it is at least ``MIN_RELATIVE`` = 1 % from the median: a fleet whose
-chips agree to a few parts in a thousand has a tiny MAD, and every small difference would score high
-(where the MAD is 0, any chip that differs by ≥ 1 % stands out, its score null). Each entry gives the
-score (``deviation``) and ``relative``, (value − median) / |median|.
+chips agree to a few parts in a thousand has a tiny MAD, and every small difference would score high.
+Where the MAD is 0 (most chips share one value), the chips that differ (by ≥ 1 %) stand out, their
+score null, unless they sit on more than half of the hosts: then they are a role every host gives a
+chip (its chip 0 doing the host's I/O), not an odd chip (ECC errors on one) or an odd host. Where
+the median is 0 there is no 1 % to be: the score alone decides. Each entry gives the score
+(``deviation``) and ``relative``, (value − median) / |median| (null where the median is 0).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Fleet:
     spread: dict[str, dict] = field(default_factory=dict)
     outliers: dict[str, list[dict]] = field(default_factory=dict)
     place: list[tuple[str, int, str | None, str | None]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def value(self, level: str, node: str, metric: str):
         """The value of ``metric`` at node ``node`` of ``level`` (``fleet`` has the one node ``fleet``)."""
@@ -93,17 +97,39 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
         f.values[level].update(_extreme_values(graph, ev, idx, G))
         f.chips[level] = np.bincount(idx, minlength=G).astype(np.float64)
     by_leader = _reads_leader(graph) if "host" in f.values else set()
-    hosts_place = _host_places(place, f.nodes.get("host", []))
+    hosts = f.nodes.get("host", [])
+    led = _hosts_with_leader(graph, res, place, hosts) if by_leader else np.ones(len(hosts), bool)
+    if by_leader and not led.all():
+        idle = [h for h, ok in zip(hosts, led) if not ok]
+        f.notes.append(
+            f"{len(idle)} host(s) counted no tokens, steps or requests over the run (a stalled host, or groups "
+            f"that span hosts, led from another): {', '.join(idle[:8])}{' …' if len(idle) > 8 else ''}; the "
+            "spread of the metrics that read those counts is over the other hosts"
+        )
+    hosts_place = _host_places(place, hosts)
     for m, meta in graph.metrics.items():
         v = np.asarray(ev.per_chip[m], dtype=np.float64)
         if v.ndim != 1:
             continue
-        if m in by_leader:  # counted by each group's leader chip only: spread over the hosts' rollups
-            f.spread[m], f.outliers[m] = _spread(meta, np.asarray(f.values["host"][m], np.float64), hosts_place, top)
+        if m in by_leader:  # counted by each group's leader chip only: spread over the hosts that hold a leader
+            hv = np.where(led, np.asarray(f.values["host"][m], np.float64), np.nan)
+            f.spread[m], f.outliers[m] = _spread(meta, hv, hosts_place, top)
             f.spread[m]["over"] = "hosts"
             continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
     return f
+
+
+def _hosts_with_leader(graph: MetricGraph, res: EngineResult, place, hosts: list[str]) -> np.ndarray:
+    """(hosts,) bool: the hosts on some chip of which a leader-counted counter advanced over the run
+    (``metrics.levels.leaders``); every host when the dump holds no leader-counted counter."""
+    from perfonto.metrics.levels import leaders
+
+    lead = leaders(graph.generation, chip_values(res.sums, frozenset())[0]) if res.sums else None
+    if lead is None or len(lead) != len(place):
+        return np.ones(len(hosts), bool)
+    with_leader = {place[i][0] for i in np.flatnonzero(lead)}
+    return np.array([h in with_leader for h in hosts], bool)
 
 
 def _host_places(place, hosts: list[str]) -> list[tuple]:
@@ -217,11 +243,16 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
         }
     mad = float(np.median(np.abs(x - p50)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        z = np.where(ok, Z_SCALE * (v - p50) / mad, np.nan) if mad > 0 else np.where(ok & (v != p50), np.inf, 0.0)
-        rel = np.where(ok, (v - p50) / abs(p50), np.nan) if p50 != 0 else np.where(ok & (v != 0), np.inf, 0.0)
-        z = np.where(ok & (v < p50), -np.abs(z), np.abs(z))  # the side of the median (an infinite score too)
-        rel = np.where(ok & (v < p50), -np.abs(rel), np.abs(rel))
-        stands_out = ok & (np.abs(z) > Z_OUTLIER) & (np.abs(rel) >= MIN_RELATIVE)
+        away = ok & (v != p50)
+        if mad > 0:
+            z = np.where(ok, Z_SCALE * (v - p50) / mad, np.nan)
+            score_ok = np.abs(z) > Z_OUTLIER
+        else:  # most chips share one value: the others stand out unless they are a role the hosts share
+            z = np.where(away, np.sign(v - p50) * np.inf, 0.0)
+            score_ok = away & ~_a_role(away, place)
+        rel = np.where(ok, (v - p50) / abs(p50), np.nan) if p50 != 0 else np.full(v.shape, np.nan)
+        near = (np.abs(rel) < MIN_RELATIVE) if p50 != 0 else np.zeros(v.shape, bool)  # no median to be 1 % of
+        stands_out = ok & score_ok & ~near
     out: dict[str, list[dict]] = {"high": [], "low": []}
     for side, sign in (("high", 1.0), ("low", -1.0)):
         cand = np.flatnonzero(stands_out & (sign * (v - p50) > 0))
@@ -238,6 +269,15 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
                 }
             )
     return spread, out
+
+
+def _a_role(away: np.ndarray, place) -> bool:
+    """Whether the chips ``away`` from the shared value sit on more than half of the hosts (of two or
+    more): a role every host gives some chip (its chip 0 doing the host's I/O), not an odd chip or host."""
+    hosts = {p[0] for p in place}
+    if len(hosts) < 2:
+        return False
+    return len({place[i][0] for i in np.flatnonzero(away)}) > len(hosts) / 2
 
 
 __all__ = ["Fleet", "LEVELS", "rollups"]

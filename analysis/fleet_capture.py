@@ -97,7 +97,7 @@ def analyse_fleet(
     ev = res.evaluation
     analysis = analyse(evaluated, ev, checks=res.checks)
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
-    notes = list(plan.notes)
+    notes = list(plan.notes) + fleet.notes
     if topology is not None:  # hosts the topology places that the dump has no rows for (a collector down?)
         missing = sorted({h for h, _ in topology.place} - {str(h) for h in plan.chip_numbers})
         if missing:

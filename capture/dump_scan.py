@@ -161,9 +161,15 @@ def plan_dump(
     plan.columns = _signal_columns(plan, found.names)
     if not plan.columns:
         names = found.names
+        topo = set(names) <= {"host", "chip", "rack", "pod"}
         raise DumpError(
             f"{label}: no column is a signal of generation `{gen.name}` (columns: {', '.join(names[:10])}"
-            f"{' …' if len(names) > 10 else ''}); was the dump written for another generation?"
+            f"{' …' if len(names) > 10 else ''}); "
+            + (
+                "these are a topology's columns: give that file with --topology and point at the counter dump"
+                if topo
+                else "was the dump written for another generation?"
+            )
         )
     plan.absent = tuple(n for n in gen.signals if n not in plan.columns)
     if not plan.long:
@@ -181,6 +187,12 @@ def _check_same_columns(plan: DumpPlan, found: _Found) -> None:
     wanted = [c for cols in plan.columns.values() for c in cols]
     for f, have in found.cols_of.items():
         missing = [c for c in wanted if c not in have]
+        if missing and len(missing) == len(wanted):  # no signal at all: a file that is no counter part
+            raise DumpError(
+                f"{f}: holds no signal column (its columns: {', '.join(sorted(have)[:8])}); it is not a counter "
+                "part: move it out of the dump's folder"
+                + (" (a topology goes to --topology)" if have <= {"host", "chip", "rack", "pod"} else "")
+            )
         if missing:
             other = next(g for g, cols in found.cols_of.items() if missing[0] in cols)
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""

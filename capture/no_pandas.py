@@ -5,7 +5,9 @@ NumPy, only to ask whether what it was given is a pandas object. perfonto's comm
 workers of the Spark sessions it starts never hand it one, so there an import finder answers that pandas
 is not installed: measured here, 0.5-1.2 s of a process's first reads (a Spark Python worker's first host:
 2.8-3.4 s with pandas loaded, 2.2-2.3 s without). ``PERFONTO_PANDAS=1`` lets pandas load; a process that
-already holds pandas (a user's script, a notebook) is left alone.
+already holds pandas (a user's script, a notebook) is left alone. ``sys.modules["pandas"] = None``, Python's
+own marker, is not usable: pyarrow's compiled import reads it as a module and fails. So in a blocked
+process ``importlib.util.find_spec("pandas")`` raises ``ModuleNotFoundError`` too, as ``import`` does.
 """
 
 from __future__ import annotations

@@ -24,10 +24,34 @@ def test_a_tight_fleet_has_no_outliers_however_small_its_mad():
     assert _out(v) == {"high": [], "low": []}
 
 
-def test_a_zero_mad_flags_only_chips_a_percent_away_with_a_null_score():
+def _on_hosts(values, chips_per_host):
+    v = np.asarray(values, float)
+    place = [(f"h{i // chips_per_host:03d}", i % chips_per_host, "r0", None) for i in range(len(v))]
+    return _spread(META, v, place, top=5)[1]
+
+
+def test_a_zero_mad_flags_chips_a_percent_away_with_a_null_score():
     out = _out([2.0] * 9 + [2.6, 2.01])  # median 2.0, MAD 0: 2.6 is +30 %, 2.01 only +0.5 %
     assert [(o["host"], o["deviation"], o["relative"]) for o in out["high"]] == [("h009", None, pytest.approx(0.3))]
     assert out["low"] == []
+
+
+def test_a_zero_mad_tells_a_role_from_an_odd_host():
+    # 4 hosts x 4 chips, each host's chip 0 doing its I/O: off the shared 0 on every host, a role
+    assert _on_hosts([5.0, 0.0, 0.0, 0.0] * 4, 4) == {"high": [], "low": []}
+    # one host's 4 chips throttled to half (1 of 4 hosts): an odd host, all four stand out
+    out = _on_hosts([10.0] * 12 + [5.0] * 4, 4)
+    assert [(o["host"], o["chip"], o["relative"]) for o in out["low"]] == [("h003", c, -0.5) for c in range(4)]
+    # ECC errors on one chip where no other chip has any: p50 0, so no relative; it stands out
+    out = _on_hosts([0.0] * 15 + [3.0], 4)
+    assert [(o["host"], o["chip"], o["deviation"], o["relative"]) for o in out["high"]] == [("h003", 3, None, None)]
+
+
+def test_a_zero_median_and_a_mad_leave_the_score_alone_to_decide():
+    # p50 0 and MAD 1 (half the chips at +-1): 0.6745 * 9 = 6.1 stands out, with no relative
+    out = _out([0.0] * 5 + [1.0, -1.0] * 3 + [9.0])
+    assert [(o["value"], o["relative"]) for o in out["high"]] == [(9.0, None)]
+    assert out["high"][0]["deviation"] == pytest.approx(0.6745 * 9.0)
 
 
 def test_scores_and_sides():
