@@ -98,14 +98,8 @@ def analyse_fleet(
     analysis = analyse(evaluated, ev, checks=res.checks)
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
     notes = list(plan.notes) + fleet.notes
-    if topology is not None:  # hosts the topology places that the dump has no rows for (a collector down?)
-        missing = sorted({h for h, _ in topology.place} - {str(h) for h in plan.chip_numbers})
-        if missing:
-            notes.append(
-                f"the topology ({topology.path}) places {len(missing)} host(s) the dump has no rows for: "
-                f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}; their racks' and pods' rollups "
-                "hold only the hosts with rows"
-            )
+    if topology is not None:
+        notes += _placed_without_rows(topology, plan)
     records = None
     if capture.requests is not None and evaluated.record_metrics:
         records = record_metrics(evaluated, capture.requests)
@@ -139,3 +133,21 @@ def analyse_fleet(
     report.outputs = {"metrics": str(out_metrics)} if out_metrics else {}
     report.rows = res.rows
     return report
+
+
+def _placed_without_rows(topology: Topology, plan: DumpPlan) -> list[str]:
+    """A note on the hosts, and the single chips of hosts with rows, that the topology places but the dump
+    has no rows for (a collector down?): their racks' and pods' rollups hold only what has rows."""
+    have = {str(h): {int(c) for c in chips} for h, chips in plan.chip_numbers.items()}
+    hosts = sorted({h for h, _ in topology.place} - set(have))
+    chips = sorted(f"{h}/{c}" for h, c in topology.place if c is not None and h in have and c not in have[h])
+    gone = hosts + chips
+    if not gone:
+        return []
+    what = " and ".join(
+        x for x in (f"{len(hosts)} host(s)" if hosts else "", f"{len(chips)} chip(s)" if chips else "") if x
+    )
+    return [
+        f"the topology ({topology.path}) places {what} the dump has no rows for: {', '.join(gone[:8])}"
+        f"{' …' if len(gone) > 8 else ''}; their racks' and pods' rollups hold only what has rows"
+    ]

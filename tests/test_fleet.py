@@ -338,11 +338,14 @@ def test_hosts_the_topology_places_without_rows_and_engine_memory_are_noted(flee
 
     f = _fleet_copy(fleet, tmp_path)
     shutil.rmtree(f / "counters" / "host=h001")
-    with open(f / "topology.csv", "a", encoding="utf-8") as fh:
-        fh.write("h999,r09,p9\n")
+    rows = (f / "topology.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "host,rack,pod"  # chip 7 of h002, placed on its own, has no rows (h002 has chips 0-3)
+    text = "\n".join(["host,rack,pod,chip"] + [r + "," for r in rows[1:]] + ["h999,r09,p9,", "h002,r00,p0,7"])
+    (f / "topology.csv").write_text(text + "\n", encoding="utf-8")
     assert main(["analyze", str(f), "--engine", "memory", "--out", str(tmp_path / "o"), "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert any("places 2 host(s) the dump has no rows for: h001, h999" in n for n in notes), notes
+    want = "places 2 host(s) and 1 chip(s) the dump has no rows for: h001, h999, h002/7"
+    assert any(want in n for n in notes), notes
     assert any(
         n.startswith("--engine memory: the topology's fleet rollups are evaluated by the embedded") for n in notes
     )
