@@ -48,6 +48,13 @@ class Loaded:
     rows: list[int] = field(default_factory=list)
 
 
+def damaged(path, exc: BaseException) -> DumpError:
+    """The ``DumpError`` for a part whose data cannot be decoded although its footer could (a damaged page,
+    a truncated copy): the file, what the reader said, what to do."""
+    said = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return DumpError(f"{path}: cannot be read ({said}); the file is damaged: copy or write it again, or leave it out")
+
+
 def is_glob(text: str) -> bool:
     return any(c in text for c in "*?[")
 

@@ -26,7 +26,7 @@ from perfonto.ontology.resolved import Generation
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
 from .dump_grid import Stamps, _grid, drift_note, time_reversals
 from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
-from .dump_io import PARQUET, DumpError, _meta, _partition_columns, parts_of, read_one
+from .dump_io import PARQUET, DumpError, _meta, _partition_columns, damaged, parts_of, read_one
 from .partitions import segment
 
 CHUNK_ROWS = 32_768
@@ -105,11 +105,14 @@ def _read(part: Part, gen: Generation, columns: list[str], row_groups: list[int]
         pf = open_parquet(part.path)
         have = set(pf.schema_arrow.names)
         cols = [c for c in columns if c in have]
-        t = pf.read_row_groups(
-            row_groups if row_groups is not None else list(range(len(part.row_group_ends))),
-            columns=cols,
-            use_threads=False,
-        )
+        try:
+            t = pf.read_row_groups(
+                row_groups if row_groups is not None else list(range(len(part.row_group_ends))),
+                columns=cols,
+                use_threads=False,
+            )
+        except (OSError, pa.ArrowException) as exc:  # a page that does not decode: name the part
+            raise damaged(part.path, exc) from None
     else:
         t = read_one(part.path, "counter dump", csv_types(gen))
         t = t.select([c for c in columns if c in t.column_names])

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .dump import CounterDump
-from .dump_io import ARROW, read_one
+from .dump_io import ARROW, damaged, read_one
 from .dump_scan import CHUNK_ROWS, DumpPlan, Part, host_grid
 from .pieces_placed import placed_pieces
 
@@ -212,8 +212,15 @@ def _batches(plan: DumpPlan, part: Part, cols: list[str], batch_rows: int) -> It
     if part.row_group_ends is not None:
         pf = open_parquet(part.path)
         have = set(pf.schema_arrow.names)
-        yield from pf.iter_batches(batch_size=batch_rows, columns=[c for c in cols if c in have], use_threads=True)
-        return
+        batches = pf.iter_batches(batch_size=batch_rows, columns=[c for c in cols if c in have], use_threads=True)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except (OSError, pa.ArrowException) as exc:  # a page that does not decode: name the part
+                raise damaged(part.path, exc) from None
+            yield batch
     if part.path.name.lower().endswith(ARROW):
         mapped = _mapped_batches(part.path, cols, batch_rows)
         if mapped is not None:

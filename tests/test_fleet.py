@@ -359,3 +359,24 @@ def test_a_binary_topology_is_refused_in_printable_text(tmp_path):
     msg = str(exc.value)
     assert msg.startswith(f"{p}: not a readable topology file (") and "write a header `host,rack,pod`" in msg
     assert all(" " <= ch <= "~" for ch in msg.replace(str(p), ""))
+
+
+def test_a_damaged_page_names_the_part(fleet, tmp_path, capsys):
+    """A part whose footer reads but one of whose pages does not decode (bytes zeroed in a zstd frame) is
+    refused naming the part and what to do; it said only the dump's folder (and --engine spark printed
+    the executor's Python traceback)."""
+    f = _fleet_copy(fleet, tmp_path)
+    part = f / "counters" / "host=h003" / "part-0.parquet"
+    md = pq.ParquetFile(part).metadata
+    col = next(
+        md.row_group(0).column(c)
+        for c in range(md.num_columns)
+        if md.row_group(0).column(c).path_in_schema.startswith("mxu.busy_cycles")
+    )
+    raw = bytearray(part.read_bytes())
+    raw[col.data_page_offset + 20 : col.data_page_offset + 200] = bytes(180)
+    part.write_bytes(bytes(raw))
+    err = _analyze_error([str(f), "--out", str(tmp_path / "o")], capsys)
+    assert err.startswith(f"{part}: cannot be read (") and err.endswith(
+        "the file is damaged: copy or write it again, or leave it out"
+    )
