@@ -264,7 +264,7 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
             continue
         if col.endswith("]") and "[" in col:
             base, _, idx = col[:-1].rpartition("[")
-            if base in gen.signals and idx.isdigit() and len(idx) <= 9:  # an index, not a 5000-digit number
+            if base in gen.signals and idx.isdecimal() and len(idx) <= 9:  # an index, not a 5000-digit number
                 flat.setdefault(base, {})[int(idx)] = col
                 continue
         if col in gen.signals:

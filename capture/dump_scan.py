@@ -362,7 +362,7 @@ def _wide_signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str
     out: dict[str, list[str]] = {}
     for col in names:
         base, _, idx = col[:-1].rpartition("[") if col.endswith("]") and "[" in col else (col, "", "")
-        if idx and not (idx.isdigit() and len(idx) <= 9):  # an index, not a 5000-digit number
+        if idx and not (idx.isdecimal() and len(idx) <= 9):  # an index, not a 5000-digit number
             base = col
         if base in gen.signals and col not in KEYS:
             out.setdefault(base, []).append(col)

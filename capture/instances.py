@@ -95,7 +95,7 @@ def flat_columns(cols: dict[str, pa.Array], sig: str, total: np.ndarray, null: n
         cols[f"{sig}[{i}]"] = pa.array(total[:, i].astype(np.uint64), mask=null[:, i])
 
 
-_FLAT = re.compile(r"^(?P<base>.+)\[(?P<i>\d+)\]$")
+_FLAT = re.compile(r"^(?P<base>.+)\[(?P<i>\d{1,9})\]$")  # an index, not a 5000-digit number
 
 
 def _schema_of(path: Path) -> pa.Schema | list[str]:

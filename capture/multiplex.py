@@ -50,7 +50,7 @@ from .dump_io import DumpError
 SEP = "@"
 SIDE = ("enabled_ns", "running_ns", "group")
 MISMEASURED = "mismeasured"
-_FLAT = re.compile(r"^(?P<base>.+)\[(?P<i>\d+)\]$")
+_FLAT = re.compile(r"^(?P<base>.+)\[(?P<i>\d{1,9})\]$")  # an index, not a 5000-digit number
 _STAMPS = {"timestamp_ns": 1, "timestamp_us": 1_000, "timestamp_ms": 1_000_000, "timestamp_s": 1_000_000_000}
 
 

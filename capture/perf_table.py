@@ -26,7 +26,7 @@ def _base(event: str) -> str:
 
 
 def _chip_of(where: str) -> int:
-    m = re.fullmatch(r"CPU(\d+)", where)
+    m = re.fullmatch(r"CPU(\d{1,9})", where)  # a CPU number, not a 5000-digit string
     return int(m.group(1)) if m else -1
 
 
@@ -181,7 +181,7 @@ def _total_columns(ps, signals, inc, null, seen, cols, notes) -> None:
 def perf_label(where: str) -> str:
     """An instance's label: the CPU's number for ``CPUn`` (``-A``), the core, die or socket identifier as
     perf prints it (``S0-D0-C1``), ``all`` for aggregated lines."""
-    m = re.fullmatch(r"CPU(\d+)", where)
+    m = re.fullmatch(r"CPU(\d{1,9})", where)
     return m.group(1) if m else (where or "all")
 
 
