@@ -96,7 +96,7 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
         f.values[level] = _summed_values(graph, evaluator, res, keys, idx, G)
         f.values[level].update(_extreme_values(graph, ev, idx, G))
         f.chips[level] = np.bincount(idx, minlength=G).astype(np.float64)
-    by_leader = _reads_leader(graph) if "host" in f.values else set()
+    by_leader = {m for m, meta in graph.metrics.items() if meta.reads_leader} if "host" in f.values else set()
     hosts = f.nodes.get("host", [])
     led = _hosts_with_leader(graph, res, place, hosts) if by_leader else np.ones(len(hosts), bool)
     if by_leader and not led.all():
@@ -138,20 +138,6 @@ def _host_places(place, hosts: list[str]) -> list[tuple]:
     for h, _, rack, pod in place:
         first.setdefault(h, (h, None, rack, pod))
     return [first.get(h, (h, None, None, None)) for h in hosts]
-
-
-def _reads_leader(graph: MetricGraph) -> set[str]:
-    """The metrics that read a leader-counted signal (``counted_by: leader``: tokens, steps, requests),
-    directly or through other metrics: their per-chip value is the group's on its leader chip and
-    zero or undefined on the others."""
-    import networkx as nx
-
-    gen = graph.generation
-    out = set()
-    for m in graph.metrics:
-        if any(n in gen.signals and gen.signals[n].counted_by == "leader" for n in nx.ancestors(graph.graph, m)):
-            out.add(m)
-    return out
 
 
 def _node_labels(place) -> dict[str, list[str]]:
@@ -243,16 +229,19 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
         }
     mad = float(np.median(np.abs(x - p50)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        away = ok & (v != p50)
         if mad > 0:
             z = np.where(ok, Z_SCALE * (v - p50) / mad, np.nan)
             score_ok = np.abs(z) > Z_OUTLIER
         else:  # most chips share one value: the others stand out unless they are a role the hosts share
+            away = ok & (v != p50)
             z = np.where(away, np.sign(v - p50) * np.inf, 0.0)
             score_ok = away & ~_a_role(away, place)
-        rel = np.where(ok, (v - p50) / abs(p50), np.nan) if p50 != 0 else np.full(v.shape, np.nan)
-        near = (np.abs(rel) < MIN_RELATIVE) if p50 != 0 else np.zeros(v.shape, bool)  # no median to be 1 % of
-        stands_out = ok & score_ok & ~near
+        if p50 != 0:
+            rel = np.where(ok, (v - p50) / abs(p50), np.nan)
+            score_ok &= ~(np.abs(rel) < MIN_RELATIVE)
+        else:  # no median to be 1 % of: the score alone decides
+            rel = np.full(v.shape, np.nan)
+        stands_out = ok & score_ok
     out: dict[str, list[dict]] = {"high": [], "low": []}
     for side, sign in (("high", 1.0), ("low", -1.0)):
         cand = np.flatnonzero(stands_out & (sign * (v - p50) > 0))

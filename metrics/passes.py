@@ -315,6 +315,7 @@ def infer_units(s: Available) -> Typed:
             population=pop_axes[0].split(".", 1)[1] if pop_axes else None,
             from_records=from_records,
             group_rule=typer.group_rule and not from_records,
+            reads_leader=typer.leader_of.get(name, False),
         )
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
 

@@ -59,6 +59,7 @@ class CompiledMetric:
     group_rule: bool = (
         False  # a per-chip time over a leader-counted count: server times are the groups' (metrics.levels)
     )
+    reads_leader: bool = False  # reads a leader-counted signal (counted_by: leader), directly or through a metric
 
 
 @dataclass(frozen=True)
