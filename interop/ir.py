@@ -29,25 +29,24 @@ class Num:
 
 
 @dataclass(frozen=True)
-class Event:
-    """A base counter, by its key in ``SourceCatalog.events``."""
+class _Keyed:
+    """A leaf named by its key in one of the ``SourceCatalog``'s tables. The kinds below add no field;
+    a dataclass compares the class too, so ``Event("x") != Const("x")``."""
 
     key: str
 
 
-@dataclass(frozen=True)
-class Const:
+class Event(_Keyed):
+    """A base counter, by its key in ``SourceCatalog.events``."""
+
+
+class Const(_Keyed):
     """A machine constant (perf ``#slots``, Intel ``HYPERTHREADING_ON``, rocprof ``simd_count``), by its
     key in ``SourceCatalog.constants``; becomes ``spec.<name>``."""
 
-    key: str
 
-
-@dataclass(frozen=True)
-class Ref:
+class Ref(_Keyed):
     """Another metric of the same source, by its key in ``SourceCatalog.metrics``."""
-
-    key: str
 
 
 @dataclass(frozen=True)
@@ -66,20 +65,22 @@ class Bin:
 
 
 @dataclass(frozen=True)
-class Neg:
+class _Unary:
+    """A node of one sub-expression; the kinds below add no field (and compare their class too)."""
+
     operand: "Node"
 
 
-@dataclass(frozen=True)
-class Not:
-    operand: "Node"
+class Neg(_Unary):
+    """``-operand``."""
 
 
-@dataclass(frozen=True)
-class Truth:
+class Not(_Unary):
+    """``not operand`` (a condition)."""
+
+
+class Truth(_Unary):
     """A number used as a condition: true when non-zero (perf's ``if``: ``fpclassify(c) != FP_ZERO``)."""
-
-    operand: "Node"
 
 
 @dataclass(frozen=True)
