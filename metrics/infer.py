@@ -49,6 +49,21 @@ POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record 
 FUNCTIONS = ROLLUPS | POPULATION_REDUCTIONS | {"clamp", "abs", "default"}
 POP = "population."  # axis-name prefix of record populations
 CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+# rule of ``_check_meetings`` -> the error's (code, message, hint)
+_MEETINGS = {
+    "population": (
+        "population",
+        "a per-record value meets a per-window quantity",
+        "record fields (request.*, token_gap.*) combine with each other and with constants; "
+        "reduce them first (p50, p99, mean, count)",
+    ),
+    "instance": (
+        "scope",
+        "a per-instance spec constant meets a chip-wide amount",
+        "roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
+        "or compare it with a per-instance measurement",
+    ),
+}
 
 
 class Fail(Exception):
@@ -319,8 +334,7 @@ class Typer:
     def _scope(self, out: _T, operands: list, span: Span) -> _T:
         """Scope rules between spec constants and measurements (see the module docstring): each rule is
         about two different operands, checked in one pass over them (``max`` may have 100,000)."""
-        self._check_population(operands, span)
-        self._check_instance_constants(operands, span)
+        self._check_meetings(operands, span)
         self._check_totals(operands, span)
         sp = [t.sparsity for t in operands if t.sparsity]
         if len(sp) >= 2 and len(frozenset().union(*sp)) > 1:
@@ -335,33 +349,20 @@ class Typer:
         out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
         return out
 
-    def _check_population(self, operands: list, span: Span) -> None:
-        """A per-record value never meets a quantity read from windows."""
-        pop = [a for a in operands if any(x.startswith(POP) for x, _ in a.node.axes)]
-        if pop and any(
-            not any(x.startswith(POP) for x, _ in b.node.axes) and _reads_windows(b.node, self.compiled)
-            for b in operands
-        ):
-            raise self.fail(
-                "population",
-                "a per-record value meets a per-window quantity",
-                span,
-                hint="record fields (request.*, token_gap.*) combine with each other and with constants; "
-                "reduce them first (p50, p99, mean, count)",
-            )
-
-    def _check_instance_constants(self, operands: list, span: Span) -> None:
-        """A per-instance spec constant never meets a chip-wide amount."""
-        if any(a.inst for a in operands) and any(
-            not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands
-        ):
-            raise self.fail(
-                "scope",
-                "a per-instance spec constant meets a chip-wide amount",
-                span,
-                hint="roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
-                "or compare it with a per-instance measurement",
-            )
+    def _check_meetings(self, operands: list, span: Span) -> None:
+        """Kinds of operand that never meet (``_MEETINGS``): a per-record value and a quantity read from
+        windows; a per-instance spec constant and a chip-wide amount."""
+        per_record = [any(x.startswith(POP) for x, _ in t.node.axes) for t in operands]
+        meets = {
+            "population": any(per_record)
+            and any(not p and _reads_windows(t.node, self.compiled) for p, t in zip(per_record, operands)),
+            "instance": any(a.inst for a in operands)
+            and any(not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands),
+        }
+        for rule, met in meets.items():
+            if met:
+                code, message, hint = _MEETINGS[rule]
+                raise self.fail(code, message, span, hint=hint)
 
     def _check_totals(self, operands: list, span: Span) -> None:
         """A chip-wide total over an axis never meets another operand's per-instance value over that axis."""
