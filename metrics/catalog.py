@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfonto.ontology.diagnostics import Diagnostic, Span
+from perfonto.ontology.errors import PerfontoError
 from perfonto.ontology.resolved import Generation
 
 from .graph import MetricGraph
@@ -258,12 +259,22 @@ def folder_generation(yamls: list[Path]) -> str | None:
     return leaves[0] if len(leaves) == 1 else None
 
 
+class UnknownMetric(PerfontoError, KeyError):
+    """A metric name asked for (``--metrics``, ``select_metrics``) that the compiled catalog does not
+    hold, or holds as unavailable; ``str()`` is the message itself (a did-you-mean or the reason), not
+    ``KeyError``'s quoted repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def select_metrics(graph: MetricGraph, names) -> MetricGraph:
     """The part of ``graph`` that computes ``names`` (window or record metrics) and the metrics they
     need, in the same order; the dependency graph, generation and hash are shared.
 
     Raises:
-        KeyError: a name that is not a compiled metric of ``graph`` (the message has a did-you-mean).
+        UnknownMetric: a name that is not a compiled metric of ``graph`` (the message has a did-you-mean);
+            a ``KeyError`` too.
     """
     import networkx as nx
 
@@ -274,7 +285,7 @@ def select_metrics(graph: MetricGraph, names) -> MetricGraph:
     for n in names:
         if n not in every:
             why = graph.unavailable.get(n)
-            raise KeyError(
+            raise UnknownMetric(
                 f"`{n}` is unavailable: {why}"
                 if why
                 else f"no metric `{n}` in the catalog"

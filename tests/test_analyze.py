@@ -144,7 +144,27 @@ def test_metrics_flag_evaluates_only_what_is_asked(run2, tmp_path, capsys):
         )
         == 2
     )
-    assert "did you mean" in json.loads(capsys.readouterr().out)["error"]
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert "did you mean `hbm.bandwidth" in error and not error.startswith(("'", '"'))  # the message, not a repr
+
+
+def test_only_an_unknown_metric_is_a_usage_error(run2, tmp_path, capsys, monkeypatch):
+    """Exit 2 is for a --metrics name the catalog lacks (``UnknownMetric``, a ``KeyError`` and a
+    ``PerfontoError``); a ``KeyError`` from anywhere else in the job is a bug, said as an internal error."""
+    import perfonto.job
+    from perfonto.metrics.catalog import UnknownMetric
+    from perfonto.ontology.errors import PerfontoError
+
+    assert issubclass(UnknownMetric, KeyError) and issubclass(UnknownMetric, PerfontoError)
+
+    def broken(*a, **k):
+        raise KeyError("window")
+
+    monkeypatch.setattr(perfonto.job, "analyze_job", broken)
+    capsys.readouterr()
+    code = main(["analyze", str(run2 / "counters.parquet"), "--out", str(tmp_path / "k"), "--json"])
+    assert code == 1
+    assert json.loads(capsys.readouterr().out)["error"].startswith("internal error: KeyError")
 
 
 def _table(gen, n=4, **over):

@@ -205,6 +205,7 @@ def _analyze(args, capture, metrics: list[str] | None):
     cannot be used)."""
     from perfonto.analysis.crosschip import RunError
     from perfonto.analysis.spans import AttributionError
+    from perfonto.metrics.catalog import UnknownMetric
     from perfonto.metrics.windows import DumpError
     from perfonto.ontology.diagnostics import CatalogError
     from perfonto.ontology.kinds import UnsupportedKind
@@ -233,8 +234,8 @@ def _analyze(args, capture, metrics: list[str] | None):
             )
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
-    except KeyError as exc:
-        raise CommandError(str(exc.args[0]), 2) from None
+    except UnknownMetric as exc:  # a --metrics name: a usage error (any other KeyError is a bug, not this)
+        raise CommandError(str(exc), 2) from None
     except (DumpError, RunError, OutputError, AttributionError, UnsupportedKind) as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
