@@ -31,20 +31,24 @@ class Num:
 @dataclass(frozen=True)
 class _Keyed:
     """A leaf named by its key in one of the ``SourceCatalog``'s tables. The kinds below add no field;
-    a dataclass compares the class too, so ``Event("x") != Const("x")``."""
+    each is a frozen dataclass itself (else its instances would take new attributes), and a dataclass
+    compares the class too, so ``Event("x") != Const("x")``."""
 
     key: str
 
 
+@dataclass(frozen=True)
 class Event(_Keyed):
     """A base counter, by its key in ``SourceCatalog.events``."""
 
 
+@dataclass(frozen=True)
 class Const(_Keyed):
     """A machine constant (perf ``#slots``, Intel ``HYPERTHREADING_ON``, rocprof ``simd_count``), by its
     key in ``SourceCatalog.constants``; becomes ``spec.<name>``."""
 
 
+@dataclass(frozen=True)
 class Ref(_Keyed):
     """Another metric of the same source, by its key in ``SourceCatalog.metrics``."""
 
@@ -71,14 +75,17 @@ class _Unary:
     operand: "Node"
 
 
+@dataclass(frozen=True)
 class Neg(_Unary):
     """``-operand``."""
 
 
+@dataclass(frozen=True)
 class Not(_Unary):
     """``not operand`` (a condition)."""
 
 
+@dataclass(frozen=True)
 class Truth(_Unary):
     """A number used as a condition: true when non-zero (perf's ``if``: ``fpclassify(c) != FP_ZERO``)."""
 
