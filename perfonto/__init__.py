@@ -23,6 +23,7 @@ __all__ = [
     "DumpError",
     "Emulation",
     "Result",
+    "UnknownMetric",
     "__version__",
     "emulate",
     "evaluate",
@@ -30,7 +31,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .api import Catalog, CatalogError, Diagnostic, DumpError, Emulation, Result, emulate, evaluate, load_catalog
+    from .api import (
+        Catalog,
+        CatalogError,
+        Diagnostic,
+        DumpError,
+        Emulation,
+        Result,
+        UnknownMetric,
+        emulate,
+        evaluate,
+        load_catalog,
+    )
 
 __getattr__ = _lazy_getattr(__name__, {name: "api" for name in __all__ if name != "__version__"})
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import perfonto
 from perfonto.analysis.capture import Report, analyse_capture, capture_of
 from perfonto.metrics import catalog as _catalog
+from perfonto.metrics.catalog import UnknownMetric as UnknownMetric  # re-exported (perfonto.UnknownMetric)
 from perfonto.metrics.windows import DumpError as DumpError  # re-exported (perfonto.DumpError)
 from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 
@@ -199,7 +200,8 @@ def evaluate(
     Raises:
         CatalogError: the catalog has errors.
         DumpError: a part of the capture cannot be read (the message names file and column).
-        KeyError: a name in ``metrics`` that is not a metric of the catalog (with a did-you-mean).
+        UnknownMetric: a name in ``metrics`` that is not a metric of the catalog (with a did-you-mean); a
+            ``KeyError`` too.
         ValueError: a ``sample_period`` that is not a positive duration (``perfonto.values``).
     """
     from perfonto.values import duration_s
@@ -217,7 +219,7 @@ def evaluate(
         if unknown:
             from perfonto.ontology.diagnostics import did_you_mean
 
-            raise KeyError(
+            raise UnknownMetric(
                 f"no metric `{unknown[0]}` in the catalog; "
                 f"{did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
             )
@@ -253,18 +255,22 @@ class Result:
         return dict(self.report.records or {})
 
     def unit(self, name: str) -> str:
-        """The unit of metric ``name`` as text; raises ``KeyError`` (with a did-you-mean) for another name."""
+        """The unit of metric ``name`` as text; raises ``UnknownMetric`` (a ``KeyError``, with a
+        did-you-mean) for another name."""
         m = self.report.evaluated.all_metrics.get(name)
         if m is None:
             from perfonto.ontology.diagnostics import did_you_mean
 
             known = list(self.report.evaluated.all_metrics)
-            raise KeyError(f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}")
+            raise UnknownMetric(
+                f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}"
+            )
         return m.unit_text
 
     def value(self, name: str):
         """The server-level value of a window metric (a float, a list for per-instance metrics, None
-        for null) or a run-level record metric; raises ``KeyError`` for a metric it does not hold."""
+        for null) or a run-level record metric; raises ``UnknownMetric`` (a ``KeyError``) for a metric it
+        does not hold."""
         ev = self.report.evaluation
         if name in ev.server:
             v = np.asarray(ev.server[name], dtype=np.float64)
@@ -274,11 +280,11 @@ class Result:
             return _num(rec)
         why = self.report.unavailable.get(name)
         if why:
-            raise KeyError(f"`{name}` is unavailable: {why}")
+            raise UnknownMetric(f"`{name}` is unavailable: {why}")
         from perfonto.ontology.diagnostics import did_you_mean
 
         known = list(self.report.evaluated.all_metrics) + list(self.report.unavailable)
-        raise KeyError(f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}")
+        raise UnknownMetric(f"no metric `{name}` in this result; {did_you_mean(name, known) or 'see Result.metrics'}")
 
     @cached_property
     def window(self) -> pa.Table:

@@ -235,7 +235,8 @@ def analyze_job(
 
     Raises:
         CatalogError: the catalog does not compile.
-        KeyError: a name in ``metrics`` that is not a metric of the catalog.
+        perfonto.metrics.catalog.UnknownMetric: a name in ``metrics`` that is not a metric of the catalog (a
+            ``KeyError`` too).
         DumpError: a part of the capture cannot be read (TopologyError: the topology does not place a chip); a
             side file that is missing (requests, trace, sync reads, snapshots) or not Parquet (the first three)
             fails before anything is compiled or written (``analysis.side_files``).
