@@ -9,7 +9,8 @@ local[2] and on one and two standalone workers, printed as ratios measured in on
     # just two standalone workers over one (4 hosts x 8 chips x 1 h at 100 ms = 1,152,032 rows), 3 rounds:
     python benchmarks/bench_fleet.py --clusters-only --hosts 4 --repeat 3
 
-    # every engine on the whole 36M-row fleet (issue 33's figures; ~25 min on 2 cores, ~45 GB of disk):
+    # perfonto's engines (not the SQL references) on the whole 36M-row fleet (issue 33's figures; ~25 min
+    # on 2 cores, 24 GB of data plus one engine's ~9 GB of window values at a time):
     python benchmarks/bench_fleet.py --subset 125 --skip-sql --data-dir DIR --keep
 
 1. ``perfonto emulate --fleet HOSTSxCHIPS`` writes the dataset (hosts × chips × samples rows; 125 × 8 ×
@@ -160,6 +161,7 @@ def run_cli(data: Path, out: Path, topology: Path | None, cache: Path) -> dict:
         fe.seek(0)
         err = fe.read()
     if os.waitstatus_to_exitcode(status) != 0:
+        shutil.rmtree(out, ignore_errors=True)  # a failed run's partial window values
         return {"error": err.strip().splitlines()[-1:] or ["failed"]}
     rows = _rows_written(out)
     return {"rows": rows, "seconds": wall, "peak_mb": usage.ru_maxrss / 1024.0}
@@ -256,6 +258,7 @@ def run_spark_cli(url: str, data: Path, out: Path, workers: list[int]) -> dict:
         err = fe.read()
     workers_cpu = cpu.stop()
     if os.waitstatus_to_exitcode(status) != 0:
+        shutil.rmtree(out, ignore_errors=True)  # a failed run's partial window values
         return {"error": err.strip().splitlines()[-1:] or ["failed"]}
     rows = _rows_written(out)
     return {
