@@ -27,6 +27,7 @@ first, and a metric's inf or NaN is NULL.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from sqlglot import exp
@@ -281,15 +282,36 @@ class SqlEmitter:
         self.metric_cols[name] = (fin, level + 2)
 
 
-def window_stages(
-    graph: MetricGraph,
-    source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
-    dialect: str = "duckdb",
-    host: bool = True,
-) -> tuple[list[tuple[str, exp.Select]], Windows]:
+@dataclass(frozen=True)
+class SqlSource:
+    """The raw counter table a generated query reads, and how: what ``build_query`` and
+    ``build_rollup_query`` share.
+
+    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
+    ``host``, ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per
+    instance). A chip is (``host``, ``chip``): windows are partitioned by both, so hosts that each
+    number their chips 0..7 stay apart.
+    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
+    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
+    samples of a chip form the windows.
+    dialect: a key of ``DIALECTS`` (``duckdb`` or ``spark``).
+    host: False for a table without a ``host`` column (one host, printed as ``''``).
+    """
+
+    source: exp.Expression | str = "counters"
+    sample_period_ns: int | None = None
+    dialect: str = "duckdb"
+    host: bool = True
+
+    def __post_init__(self):
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"unknown SQL dialect {self.dialect!r}; choose one of {', '.join(DIALECTS)}")
+
+
+def window_stages(graph: MetricGraph, src: SqlSource) -> tuple[list[tuple[str, exp.Select]], Windows]:
     """The ``src`` … ``win`` stages of the metrics query (CTE name → select) and the ``Windows`` that
     built them (``input_cols``: each input's columns in ``win``); see ``build_query``."""
+    source, sample_period_ns, dialect, host = src.source, src.sample_period_ns, src.dialect, src.host
     d = DIALECTS[dialect]
     wins = (d.windows or Windows)(graph, d)
     src_table = exp.to_table(source) if isinstance(source, str) else source
@@ -354,27 +376,10 @@ def window_stages(
     return ctes, wins
 
 
-def build_query(
-    graph: MetricGraph,
-    source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
-    dialect: str = "duckdb",
-    order: bool = True,
-    host: bool = True,
-) -> exp.Select:
-    """The sqlglot tree of the metrics query (see the module docstring).
-
-    source: a table or view name, or any sqlglot table expression (``read_parquet('…')``), with columns
-    ``host``, ``chip``, ``timestamp_ns`` (ns) and one per signal (uint64, or a fixed-size list per
-    instance). A chip is (``host``, ``chip``): windows are partitioned by both, so hosts that each
-    number their chips 0..7 stay apart. host: False for a table without a ``host`` column (one host,
-    printed as ``''``).
-    sample_period_ns: when given, samples are placed on that grid and gaps give null windows, as
-    ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
-    samples of a chip form the windows.
-    order: sort the result by host, chip and window.
-    """
-    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
+def build_query(graph: MetricGraph, src: SqlSource, order: bool = True) -> exp.Select:
+    """The sqlglot tree of the metrics query (see the module docstring) over ``src`` (``SqlSource``);
+    order: sort the result by host, chip and window."""
+    ctes, wins = window_stages(graph, src)
     em = SqlEmitter(graph, wins.input_cols)
     em.emit_metrics({name: fold(m.ir) for name, m in graph.metrics.items()})
     keys = [_col("window"), _col("host"), _col("chip"), _col("start_ns"), _col("interval_s")]
@@ -409,21 +414,30 @@ def generate_sql(
     *,
     dialect: str = "duckdb",
     pretty: bool = True,
-    **options,
+    sample_period_ns: int | None = None,
+    host: bool = True,
+    order: bool = True,
 ) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
-    naming the generation and the catalog hash; ``options``: the other arguments of ``build_query``
-    (``sample_period_ns``, ``order``, ``host``)."""
+    naming the generation and the catalog hash; ``source``, ``sample_period_ns``, ``host``: as
+    ``SqlSource`` says; order: sort the result by host, chip and window."""
+    q = build_query(graph, SqlSource(source, sample_period_ns, dialect, host), order=order)
+    return generated_text(graph, "metrics query", "", q, dialect, pretty)
+
+
+def generated_text(graph: MetricGraph, what: str, flags: str, q: exp.Expression, dialect: str, pretty: bool) -> str:
+    """A generated query's text: a header comment naming ``what`` it is, the generation, the catalog hash,
+    the metrics and how to regenerate it (``flags``: more of the command line, e.g. `` --rollup``), then
+    the query (``sql_text``)."""
     gen = graph.generation
-    q = build_query(graph, source, dialect=dialect, **options)
     header = (
-        f"-- perfonto generated metrics query ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
-        f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql`.\n"
+        f"-- perfonto generated {what} ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
+        f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
     )
     if (
         not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()
     ):  # pragma: no cover - validated names
-        header = "-- perfonto generated metrics query\n"
+        header = f"-- perfonto generated {what}\n"
     return sql_text(header, q, dialect, pretty)
 
 

@@ -31,7 +31,7 @@ from perfonto.metrics.levels import is_chip_time
 from perfonto.ontology import kinds
 
 from .ir_passes import fold
-from .sql import DIALECTS, SqlEmitter, layered_query, sql_text, window_stages
+from .sql import SqlEmitter, SqlSource, generated_text, layered_query, window_stages
 from .sql_windows import _alias, _case, _cast, _col, _int, _is_null, _num
 
 LEVELS = (("chip", ("host", "chip")), ("host", ("host",)), ("rack", ("rack",)), ("pod", ("pod",)), ("fleet", ()))
@@ -247,18 +247,12 @@ def _emit(graph: MetricGraph, jobs: list[tuple]) -> tuple[dict[int, list[exp.Exp
     return layers, metric_cols
 
 
-def build_rollup_query(
-    graph: MetricGraph,
-    source: exp.Expression | str = "counters",
-    sample_period_ns: int | None = None,
-    dialect: str = "duckdb",
-    host: bool = True,
-    topology: str | None = None,
-) -> exp.Select:
-    """The sqlglot tree of the rollup query (module docstring); ``topology``: a table or view with
-    ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or pod level)."""
+def build_rollup_query(graph: MetricGraph, src: SqlSource, topology: str | None = None) -> exp.Select:
+    """The sqlglot tree of the rollup query (module docstring) over ``src`` (``SqlSource``); ``topology``:
+    a table or view with ``host``, ``chip``, ``rack``, ``pod`` (one row per chip), or None (no rack or
+    pod level)."""
     gen = graph.generation
-    ctes, wins = window_stages(graph, source, sample_period_ns, dialect, host)
+    ctes, wins = window_stages(graph, src)
     classes = _classes(graph)
     tot, run, agg = [_col("host"), _col("chip")], [_col("host"), _col("chip")], {}
     inputs_of: list[dict[str, list[str]]] = []
@@ -283,19 +277,10 @@ def build_rollup_query(
 
 
 def generate_rollup_sql(
-    graph: MetricGraph,
-    source: exp.Expression | str = "counters",
-    *,
-    dialect: str = "duckdb",
-    pretty: bool = True,
-    **options,
+    graph: MetricGraph, src: SqlSource = SqlSource(), *, topology: str | None = None, pretty: bool = True
 ) -> str:
-    """Text of the rollup query for ``dialect``, with a header comment; ``options``: the other arguments
-    of ``build_rollup_query`` (``sample_period_ns``, ``host``, ``topology``)."""
-    assert dialect in DIALECTS, dialect
-    q = build_rollup_query(graph, source, dialect=dialect, **options)
-    header = (
-        f"-- perfonto generated fleet rollup query ({dialect}); generation {graph.generation.name}, catalog hash "
-        f"{graph.content_hash}: every metric per chip, host, rack, pod and fleet as ratios of totals.\n"
-    )
-    return sql_text(header, q, dialect, pretty)
+    """Text of the rollup query over ``src`` (``SqlSource``: the counter table, its sampling period,
+    dialect and whether it has ``host``), with a header comment: every metric per chip, host, rack, pod
+    and fleet as ratios of totals; ``topology``: as ``build_rollup_query`` says."""
+    q = build_rollup_query(graph, src, topology)
+    return generated_text(graph, "fleet rollup query", " --rollup", q, src.dialect, pretty)

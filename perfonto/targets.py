@@ -72,7 +72,7 @@ def _python(cat, options) -> Emitted:
 
 
 def _sql(cat, options) -> Emitted:
-    from perfonto.codegen.sql import dump_source, generate_sql
+    from perfonto.codegen.sql import SqlSource, dump_source, generate_sql
 
     gen, dialect, counters = cat.generation, options["dialect"], options["counters"]
     host = True  # the table names each row's host (a chip is (host, chip)), unless the dump given has none
@@ -87,7 +87,7 @@ def _sql(cat, options) -> Emitted:
         from perfonto.codegen.sql_rollup import generate_rollup_sql
 
         text = generate_rollup_sql(
-            cat.graph, source, sample_period_ns=period, dialect=dialect, host=host, topology=options["topology_table"]
+            cat.graph, SqlSource(source, period, dialect, host), topology=options["topology_table"]
         )
     else:
         text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=dialect, host=host)

@@ -103,7 +103,7 @@ def test_chip_host_rack_and_fleet_levels_are_device_seconds_shares(capture, tmp_
 
 def test_the_rollup_sql_gives_the_same_shares(capture):
     duckdb = pytest.importorskip("duckdb")
-    from perfonto.codegen.sql import dump_source
+    from perfonto.codegen.sql import SqlSource, dump_source
     from perfonto.codegen.sql_rollup import generate_rollup_sql
 
     graph = load_catalog(capture / "cat", generation=None, cache=False).graph
@@ -112,7 +112,7 @@ def test_the_rollup_sql_gives_the_same_shares(capture):
     topo["pod"] = ["p0"] * 4
     con.register("topology", pa.table(topo))
     source, _ = dump_source(str(capture / "counters"))
-    res = con.sql(generate_rollup_sql(graph, source, topology="topology")).df().set_index(["level", "node"])
+    res = con.sql(generate_rollup_sql(graph, SqlSource(source), topology="topology")).df().set_index(["level", "node"])
     want = {("host", "h0"): 37.5, ("host", "h1"): 55.0, ("rack", "r1"): 55.0, ("fleet", "fleet"): 46.25}
     want |= {("chip", f"{h}/{c}"): s * 100 for (h, c), s in SHARES.items()}
     for key, v in want.items():

@@ -221,7 +221,7 @@ def test_rollup_sql_equals_the_report(fleet, library):
     """The generated rollup query (DuckDB) gives the report's rollups at every level."""
     import pyarrow as pa
 
-    from perfonto.codegen.sql import dump_source
+    from perfonto.codegen.sql import SqlSource, dump_source
     from perfonto.codegen.sql_rollup import generate_rollup_sql
 
     duckdb = pytest.importorskip("duckdb")
@@ -230,7 +230,7 @@ def test_rollup_sql_equals_the_report(fleet, library):
     con = duckdb.connect()
     con.register("topology", pa.table({k: [c[k] for c in chips] for k in ("host", "chip", "rack", "pod")}))
     source, host = dump_source(str(out / "data" / "counters"))
-    res = con.sql(generate_rollup_sql(library, source, topology="topology")).df()
+    res = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topology")).df()
     assert sorted(res.level.unique()) == ["chip", "fleet", "host", "pod", "rack"] and len(res) == 32 + 8 + 2 + 1 + 1
     compared = 0
     for level in ("host", "rack", "pod", "fleet"):

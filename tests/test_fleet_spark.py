@@ -11,7 +11,7 @@ import pytest
 from fleet_data import PERIOD_NS, dirty_fleet
 from perfonto.analysis.engine import evaluate_capture
 from perfonto.codegen.python_evaluator import generate, load
-from perfonto.codegen.sql import dump_source, generate_sql
+from perfonto.codegen.sql import SqlSource, dump_source, generate_sql
 from perfonto.capture.dump_scan import plan_dump
 
 duckdb = pytest.importorskip("duckdb")
@@ -84,11 +84,11 @@ def test_rollup_sql_on_spark_equals_duckdb(tmp_path, library):
 
     src = dirty_fleet(tmp_path, library.generation)
     source, _ = dump_source(str(src))
-    duck = duckdb.sql(generate_rollup_sql(library, source, sample_period_ns=PERIOD_NS)).df()
+    duck = duckdb.sql(generate_rollup_sql(library, SqlSource(source, PERIOD_NS))).df()
     spark = session("local[1]", "perfonto-rollup-test")
     try:
         counters_frame(spark, src, library.generation).createOrReplaceTempView("counters")
-        text = generate_rollup_sql(library, "counters", sample_period_ns=PERIOD_NS, dialect="spark", pretty=False)
+        text = generate_rollup_sql(library, SqlSource("counters", PERIOD_NS, "spark"), pretty=False)
         body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("--")).rstrip().rstrip(";")
         sp = spark.sql(body).toPandas()
     finally:
