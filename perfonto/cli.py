@@ -54,15 +54,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command in HELP:
         importlib.import_module(f"perfonto.commands.{module_of(command)}").register(sub)
         for sp in set(sub.choices.values()):
-            if (
-                "--no-cache" in sp._option_string_actions
-            ):  # the what-if commands' own (their points' cache): it means this too
-                continue
             sp.add_argument(
                 "--no-cache",
                 action="store_true",
-                help="compile the catalog and the evaluator from the files, not from perfonto's cache "
-                "(also PERFONTO_NO_CACHE=1; the cache folder: PERFONTO_CACHE_DIR)",
+                help="neither read nor write perfonto's cache: compile the catalog and the evaluator from the files "
+                "and run every what-if point again (also PERFONTO_NO_CACHE=1; the cache folder: PERFONTO_CACHE_DIR)",
             )
         known = set(sub.choices)
         for name, text in HELP.items():  # the other commands: listed, not loaded
@@ -98,7 +94,20 @@ def main(argv: list[str] | None = None) -> int:
 
         from perfonto.ontology.cache import NO_CACHE_ENV
 
-        os.environ[NO_CACHE_ENV] = "1"
+        before = os.environ.get(NO_CACHE_ENV)
+        os.environ[NO_CACHE_ENV] = "1"  # for this command only: ``main`` called in-process leaves it as it was
+        try:
+            return _dispatch(args)
+        finally:
+            if before is None:
+                os.environ.pop(NO_CACHE_ENV, None)
+            else:
+                os.environ[NO_CACHE_ENV] = before
+    return _dispatch(args)
+
+
+def _dispatch(args) -> int:
+    """Run the parsed command; its errors become ``_fail``'s message and exit status."""
     from .commands.common import CommandError
     from .outputs import OutputError
 

@@ -72,3 +72,19 @@ def test_a_warm_explain_process_imports_no_pint_networkx_or_numpy(tmp_path):
     cold, warm = (r.stdout.rsplit("LOADED", 1) for r in runs)
     assert cold[0] == warm[0] and "caelius: available" in warm[0]
     assert "pint" in cold[1] and warm[1].strip() == "[]"
+
+
+def test_no_cache_holds_for_one_command_only(tmp_path, monkeypatch, capsys):
+    """``--no-cache`` turns every perfonto cache off for its command; ``main`` called in-process (a test, a
+    user's script) leaves ``PERFONTO_NO_CACHE`` as it found it, so a later command still reads the cache."""
+    import os
+
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
+    seen = []
+    monkeypatch.setattr(explain_mod, "explain", lambda *a, **k: seen.append(os.environ.get("PERFONTO_NO_CACHE")) or "")
+    assert _explain(capsys, "mfu", "--no-cache")[0] == 0
+    assert seen == ["1"] and "PERFONTO_NO_CACHE" not in os.environ
+    monkeypatch.setenv("PERFONTO_NO_CACHE", "0")
+    assert _explain(capsys, "mfu", "--no-cache")[0] == 0
+    assert os.environ["PERFONTO_NO_CACHE"] == "0"

@@ -82,11 +82,11 @@ def test_spec_override_is_a_derived_generation_not_a_patch():
     assert d.content_hash != gen.content_hash
 
 
-def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys):
+def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "c"))
     argv = [
         *"sweep --model llama-3.1-8b --chips 1 --osl 256 --concurrency 32 --requests 64 --jobs 1".split(),
         *"--vary spec.hbm.peak_bandwidth=4,8TB/s --vary isl=64,128".split(),
-        *["--cache", str(tmp_path / "c")],
     ]
 
     def sweep(table, plot):

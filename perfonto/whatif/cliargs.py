@@ -24,14 +24,7 @@ def add_workload_args(p, *, generation: bool = True) -> None:
         fill_later=True,
         **{**notes, "model": {**notes["model"], "choices": None}},  # an unknown model: KnobError, JSON under --json
     )
-    jobs_option(p)
-    p.add_argument(
-        "--cache",
-        default=None,
-        metavar="DIR",
-        help="cache folder (default: $PERFONTO_CACHE or ~/.cache/perfonto, /whatif)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    jobs_option(p)  # the points' cache: perfonto's (``--no-cache``, PERFONTO_CACHE_DIR), added by the CLI
     json_option(p)
 
 
@@ -85,8 +78,11 @@ def target_of(generation: str | None, catalog: str | None) -> Target:
 
 
 def cache_of(args) -> Cache:
-    """The cache of ``--cache`` / ``--no-cache`` (default: ``points.default_cache_dir``)."""
-    return Cache(None if args.no_cache else (args.cache or default_cache_dir()))
+    """The points' cache: ``points.default_cache_dir``, or none under ``--no-cache`` or
+    ``PERFONTO_NO_CACHE=1`` (the switches of every perfonto cache, ``ontology.cache``)."""
+    from perfonto.ontology.cache import enabled
+
+    return Cache(default_cache_dir() if enabled() and not getattr(args, "no_cache", False) else None)
 
 
 def add_output_args(p, table: str) -> None:

@@ -157,11 +157,11 @@ class Cache:
 
 
 def default_cache_dir() -> Path:
-    """``$PERFONTO_CACHE`` or ``~/.cache/perfonto``, then ``whatif``."""
-    root = os.environ.get("PERFONTO_CACHE") or (
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfonto"
-    )
-    return Path(root) / "whatif"
+    """``whatif`` in perfonto's cache folder (``ontology.cache.root``: ``$PERFONTO_CACHE_DIR``, else the
+    user's cache folder, ``~/.cache/perfonto`` on Linux), beside the compiled catalogs."""
+    from perfonto.ontology.cache import root
+
+    return root() / "whatif"
 
 
 def workload(point: Point) -> dict:
