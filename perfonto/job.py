@@ -207,6 +207,26 @@ def _emulation_args(run: Callable, **kwargs) -> dict:
     return dict(bound.arguments)
 
 
+def _replaced_engine(engine: str, topology, rows: int) -> list[str]:
+    """The note for ``--engine memory`` on a capture the embedded engine takes instead (said, not
+    silently replaced): one with a topology, or too large to hold."""
+    if engine != "memory":
+        return []
+    what = "the topology's fleet rollups are" if topology is not None else f"a dump of {rows:,} sample rows is"
+    return [f"--engine memory: {what} evaluated by the embedded engine (in pieces; window values under metrics/)"]
+
+
+def _multiplexed_in_memory(engine: str, topology) -> list[str]:
+    """The note for a multiplexed capture asked of an engine it does not go to (it is read whole, so
+    that which counters ran together is checked), or with a topology whose rollups it does not get."""
+    if engine not in ("embedded", "spark") and topology is None:
+        return []
+    return [
+        "a multiplexed capture is analysed by the in-memory engine, which checks which counters ran together "
+        f"(not --engine {engine}{', nor the topology rollups' if topology is not None else ''})"
+    ]
+
+
 def analyze_job(
     capture: Capture,
     *,
@@ -265,9 +285,7 @@ def analyze_job(
         mod, src = evaluator_for(graph, log)
         warm_kernel(mod)  # the kernel loads (or compiles) while the capture's keys are read
         t_codegen = time.perf_counter() - t0
-        plan = None
-        if isinstance(capture.counters, (str, Path)):
-            plan = plan_capture(graph, capture)
+        plan = plan_capture(graph, capture) if isinstance(capture.counters, (str, Path)) else None
         multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory
         at_scale = not multiplexed and (
             engine in ("embedded", "spark")
@@ -297,17 +315,7 @@ def analyze_job(
                     progress=progress,
                     log=log,
                 )
-                report.notes += _in_memory_only(capture, by)
-                if engine == "memory":  # said, not silently replaced
-                    report.notes.append(
-                        "--engine memory: "
-                        + (
-                            "the topology's fleet rollups are"
-                            if topology is not None
-                            else f"a dump of {plan.rows:,} sample rows is"
-                        )
-                        + " evaluated by the embedded engine (in pieces; window values under metrics/)"
-                    )
+                report.notes += _in_memory_only(capture, by) + _replaced_engine(engine, topology, plan.rows)
                 timings |= report.timings
                 outputs["metrics"] = str(tmp / "metrics")
                 _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
@@ -323,12 +331,8 @@ def analyze_job(
                 chunk_rows=chunk_rows,
                 progress=progress,
             )
-            if multiplexed and (engine in ("embedded", "spark") or topology is not None):
-                report.notes.append(
-                    "a multiplexed capture is analysed by the in-memory engine, which checks which counters ran "
-                    "together "
-                    f"(not --engine {engine}{', nor the topology rollups' if topology is not None else ''})"
-                )
+            if multiplexed:
+                report.notes += _multiplexed_in_memory(engine, topology)
             if (
                 capture.ground_truth is not None and "preset" in capture.ground_truth
             ):  # an emulated run: what it assumed
