@@ -27,6 +27,9 @@ from perfonto.metrics import catalog as _catalog
 from perfonto.metrics.catalog import UnknownMetric as UnknownMetric  # re-exported (perfonto.UnknownMetric)
 from perfonto.metrics.windows import DumpError as DumpError  # re-exported (perfonto.DumpError)
 from perfonto.ontology.diagnostics import CatalogError, Diagnostic
+from perfonto.ontology.errors import PerfontoError
+
+Error = PerfontoError  # perfonto.Error: the base of every error perfonto raises for bad input
 
 # the package's public names (it lists them, so that ``import perfonto`` need not import this module)
 __all__ = [name for name in perfonto.__all__ if name != "__version__"]
@@ -116,7 +119,7 @@ class Catalog:
         source), a signal, a packed field, a record field or a spec constant — as text.
 
         Raises:
-            KeyError: ``name`` is none of these (the message has a did-you-mean).
+            UnknownMetric: ``name`` is none of these (the message has a did-you-mean); a ``KeyError`` too.
         """
         from perfonto.metrics.explain import explain, explain_input
         from perfonto.ontology.diagnostics import did_you_mean
@@ -127,7 +130,7 @@ class Catalog:
         text = explain_input(self.generation, name)
         if text is None:
             known = list(self.graph.declarations) + list(self.generation.signals) + list(self.generation.spec)
-            raise KeyError(
+            raise UnknownMetric(
                 f"no metric, signal or spec constant named `{name}`; "
                 f"{did_you_mean(name, known) or 'see perfonto check'}"
             )

@@ -45,8 +45,25 @@ def test_catalog_errors_and_raise(tmp_path):
     good = perfonto.load_catalog()
     assert "hbm.read_bytes" in good.signals and "mfu" in good.metrics
     assert "hbm.read_bytes" in good.explain("hbm.read_bytes")
-    with pytest.raises(KeyError, match="did you mean"):
+    with pytest.raises(perfonto.UnknownMetric, match="did you mean") as unknown:
         good.explain("hbm.read_byte")
+    assert isinstance(unknown.value, KeyError)  # callers that caught KeyError still do
+
+
+def test_one_base_catches_every_public_error():
+    """``perfonto.Error`` is the base of every error perfonto raises for bad input (issue 32): an API user
+    catches one thing; each error keeps the built-in class it had."""
+    from perfonto.ontology.errors import PerfontoError
+
+    assert perfonto.Error is PerfontoError
+    for cls, builtin in (
+        (perfonto.CatalogError, Exception),
+        (perfonto.DumpError, ValueError),
+        (perfonto.UnknownMetric, KeyError),
+    ):
+        assert issubclass(cls, perfonto.Error) and issubclass(cls, builtin), cls
+    with pytest.raises(perfonto.Error, match="did you mean"):
+        perfonto.load_catalog().explain("mffu")
 
 
 def test_evaluate_takes_tables_and_frames(tmp_path):
