@@ -1,5 +1,5 @@
 """Fleet rollups: every metric per chip, host, rack, pod and for the fleet, the spread across chips,
-and the chips that stand out.
+and the chips that stand out (racks and pods that stand out as a group: ``analysis.fleet_nodes``).
 
 A rollup is a ratio of totals, never a mean of ratios: a node's value is the metric evaluated over
 the summed run-level inputs of its chips (``analysis.level_sums.combine``: counters summed, gauges by
@@ -50,13 +50,15 @@ class Fleet:
     ``chips[level]``: chips per node; ``spread[metric]``: {p50, p99, max, threshold share};
     ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation (modified z-score,
     null where the MAD is 0), relative (to the median)}; ``place``: (host, chip,
-    rack, pod) per chip."""
+    rack, pod) per chip; ``nodes_out[metric][level]``: the racks or pods whose chips stand out as a group
+    (``analysis.fleet_nodes``)."""
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     chips: dict[str, np.ndarray] = field(default_factory=dict)
     spread: dict[str, dict] = field(default_factory=dict)
     outliers: dict[str, list[dict]] = field(default_factory=dict)
+    nodes_out: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     place: list[tuple[str, int, str | None, str | None]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -117,7 +119,25 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
             f.spread[m]["over"] = "hosts"
             continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
+    _nodes_out(f, ev, labels, by_leader)
     return f
+
+
+def _nodes_out(f: Fleet, ev, labels: dict[str, list[str]], by_leader: set[str]) -> None:
+    """``f.nodes_out``: per scalar metric (not a leader-counted one, whose other chips count none), the
+    racks and pods that stand out (``analysis.fleet_nodes``), for each of those levels of two nodes or more."""
+    from .fleet_nodes import nodes_standing_out
+
+    for level in ("rack", "pod"):
+        if len(f.nodes.get(level, [])) < 2:
+            continue
+        for m, v in ev.per_chip.items():
+            v = np.asarray(v, dtype=np.float64)
+            if v.ndim != 1 or m in by_leader:
+                continue
+            found = nodes_standing_out(labels[level], v)
+            if found:
+                f.nodes_out.setdefault(m, {})[level] = found
 
 
 def _hosts_with_leader(graph: MetricGraph, res: EngineResult, place, hosts: list[str]) -> np.ndarray:

@@ -247,8 +247,9 @@ def _context(ctx: dict | None) -> dict:
 def fleet_json(fleet, graph) -> dict:
     """The fleet section: ``levels`` {host|rack|pod|fleet: [{node, chips, metrics {name: value}}]} (scalar
     metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold}}
-    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}}, and
-    ``chips`` [{host, chip, rack, pod}]."""
+    across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}},
+    ``nodes_out`` {metric: {rack|pod: [{node, chips, median, reference, relative, deviation}]}} (racks and
+    pods whose chips stand out as a group: ``analysis.fleet_nodes``), and ``chips`` [{host, chip, rack, pod}]."""
     scalar = [n for n, m in graph.metrics.items() if not m.axes]
     levels = {}
     for level, nodes in fleet.nodes.items():
@@ -266,6 +267,7 @@ def fleet_json(fleet, graph) -> dict:
         "levels": levels,
         "spread": fleet.spread,
         "outliers": fleet.outliers,
+        "nodes_out": fleet.nodes_out,
         "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place],
     }
 

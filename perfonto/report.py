@@ -204,6 +204,8 @@ def render(result: JobResult, console: Console) -> None:
     if result.multichip is not None and result.chips > 1:
         render_multichip(result.multichip, console)
     render_context(getattr(result, "context", None), console)
+    if getattr(result, "fleet", None) is not None:
+        render_fleet(result, console)
     for what, files in _written_and_read(result.outputs).items():
         if files:
             console.print(Text(f"{what}: " + ", ".join(f"{k}={v}" for k, v in files.items()), style="dim"))
@@ -553,32 +555,48 @@ def render_multichip(mc: dict, console: Console) -> None:
 
 def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
     """The fleet section: the report's fleet metrics (``report_layout``) per pod, rack and host (ratios
-    of totals; the largest levels cut to ``max_rows`` rows), their spread across chips, and the chips
-    that stand out."""
+    of totals; the largest levels cut to ``max_rows`` rows), their spread across chips, the chips that
+    stand out, and the racks and pods that stand out as a group."""
     fleet = result.fleet
     graph = result.evaluated
     shown = report_layout(graph, result.evaluation).fleet  # the catalog's `report: fleet`, or its headline's first
     names = [n for n in shown if n in graph.metrics and n in fleet.values.get("fleet", {})]
     for level in ("fleet", "pod", "rack", "host"):
-        if level not in fleet.nodes:
-            continue
-        nodes = fleet.nodes[level]
-        t = Table(
-            title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips)", title_justify="left"
+        if level in fleet.nodes:
+            console.print(_level_table(fleet, graph, names, level, max_rows))
+    console.print(_spread_table(fleet, graph, names))
+    _nodes_out(fleet, graph, names, console)
+
+
+def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> Table:
+    """One level's fleet table: a row per node (the first ``max_rows``), a column per metric of ``names``;
+    a ``max`` or ``min`` rollup's column says so (the extreme over the node's chips, not a ratio of totals)."""
+    nodes = fleet.nodes[level]
+    extremes = [n for n in names if graph.metrics[n].rollup in ("max", "min")]
+    said = "; (max) and (min) columns: the extreme over those chips" if extremes else ""
+    t = Table(
+        title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips{said})",
+        title_justify="left",
+    )
+    t.add_column(level)
+    t.add_column("chips", justify="right")
+    for n in names:
+        rollup = graph.metrics[n].rollup
+        t.add_column(n + (f" ({rollup})" if rollup in ("max", "min") else ""), justify="right", overflow="fold")
+    for i, node in enumerate(nodes[:max_rows]):
+        t.add_row(
+            plain(node),
+            str(int(fleet.chips[level][i])),
+            *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names],
         )
-        t.add_column(level)
-        t.add_column("chips", justify="right")
-        for n in names:
-            t.add_column(n, justify="right")
-        for i, node in enumerate(nodes[:max_rows]):
-            t.add_row(
-                plain(node),
-                str(int(fleet.chips[level][i])),
-                *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names],
-            )
-        if len(nodes) > max_rows:
-            t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
-        console.print(t)
+    if len(nodes) > max_rows:
+        t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
+    return t
+
+
+def _spread_table(fleet, graph, names: list[str]) -> Table:
+    """The spread of ``names`` across chips (or hosts, for leader-counted metrics) and the chips that
+    stand out on either side (the first three)."""
     t = Table(
         title="Spread across chips, or hosts where marked (one stands out at a modified z-score past 3.5 and "
         "≥ 1 % from p50)",
@@ -593,7 +611,7 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
         "chips that stand out high (host/chip, rack, vs p50)",
         "low",
     ):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # a metric's name whole, wrapped, not cut short in a narrow terminal
     for n in names:
         sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
         if not sp or sp.get("p50") is None:
@@ -619,4 +637,33 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
             plain(side["high"]),
             plain(side["low"]),
         )
-    console.print(t)
+    return t
+
+
+def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) -> None:
+    """The racks and pods whose chips stand out as a group (``analysis.fleet_nodes``), for the fleet
+    tables' metrics first, then the others; at most ``most`` lines (``report.json`` has them all)."""
+    rows = [
+        (m, level, o)
+        for m in [*names, *[n for n in fleet.nodes_out if n not in names]]
+        for level, found in fleet.nodes_out.get(m, {}).items()
+        for o in found
+    ]
+    if not rows:
+        return
+    console.print(
+        "Racks and pods that stand out (their chips' median against the typical node's, or the other one's; "
+        "the chip spread above cannot name a node that holds much of the fleet):"
+    )
+    for m, level, o in rows[:most]:
+        unit = graph.metrics[m].unit_text
+        rel = f" ({o['relative'] * 100:+.1f} %)" if o.get("relative") is not None else ""
+        console.print(
+            Text.assemble(
+                f"  {level} ",
+                plain(o["node"]),
+                f" ({o['chips']} chips): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)}{rel}",
+            )
+        )
+    if len(rows) > most:
+        console.print(f"  … {len(rows) - most} more in report.json (fleet.nodes_out)")

@@ -137,6 +137,11 @@ def test_fleet_outliers_name_the_slow_chips_the_hot_rack_and_the_throttled_host(
     # runs the hot rack's hosts 15 degC above the others' ambient)
     temp = {n["node"]: n["metrics"]["power.temperature_mean"] for n in f["levels"]["rack"]}
     assert min(temp[r] for r in hot) - max(t for r, t in temp.items() if r not in hot) > 10
+    # ... and the rack rule names it (analysis.fleet_nodes); the slow chips and the throttled host, faults
+    # of one chip or one host, name no rack
+    (named,) = f["nodes_out"]["power.temperature_mean"]["rack"]
+    assert named["node"] in hot and named["relative"] > 0.3 and named["chips"] == 16
+    assert set(f["nodes_out"]) <= {"power.temperature_mean", "power.temperature_peak"}
     low = f["outliers"]["c2c.bandwidth_utilization"]["low"]
     assert {o["host"] for o in low[:4]} == {truth["throttled_links"][0][0]}  # the whole host waits on its slow ring
 
@@ -397,3 +402,37 @@ def test_a_damaged_page_names_the_part(fleet, tmp_path, capsys):
     assert err.startswith(f"{part}: cannot be read (") and err.endswith(
         "the file is damaged: copy or write it again, or leave it out"
     )
+
+
+def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
+    fleet, tmp_path, capsys, library, monkeypatch
+):
+    """The text report of a fleet: its fleet tables print before the ``outputs:`` line that closes every
+    report, and a column whose rollup is ``max`` or ``min`` says so (the tables are otherwise ratios of
+    totals, which an extreme is not): shown here by adding ``power.temperature_peak`` (``rollup max``)
+    to the fleet tables."""
+    import perfonto.report as text_report
+
+    out, _, _ = fleet
+    argv = ["analyze", str(out / "data" / "counters"), "--topology", str(out / "data" / "topology.csv")]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 0
+    text = capsys.readouterr().out
+    assert "Fleet — per rack" in text and "outputs:" in text
+    assert text.index("Fleet — per rack") < text.index("Spread across chips") < text.rindex("outputs:")
+    rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
+    assert "(max)" not in rack and "(max) and (min) columns" not in rack  # the default tables hold no extreme
+
+    layout = text_report.report_layout
+
+    def with_peak(graph, ev):
+        model = layout(graph, ev)
+        model.fleet = [*model.fleet, "power.temperature_peak"]
+        return model
+
+    monkeypatch.setattr(text_report, "report_layout", with_peak)
+    assert library.metrics["power.temperature_peak"].rollup == "max"
+    assert main([*argv, "--out", str(tmp_path / "r2")]) == 0
+    text = capsys.readouterr().out
+    rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
+    assert "(max) and (min) columns: the extreme over those chips" in " ".join(rack.split())
+    assert "(max)" in rack.replace("┃", "").replace(" ", "")

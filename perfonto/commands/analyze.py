@@ -157,11 +157,7 @@ def cmd_analyze(args) -> int:
     else:
         from ..report import render
 
-        render(report, stdout())
-        if report.fleet is not None:
-            from ..report import render_fleet
-
-            render_fleet(report, stdout())
+        render(report, stdout())  # the fleet section too, when there is one, before the outputs line
     return 0
 
 
