@@ -131,11 +131,13 @@ def _nodes_out(f: Fleet, ev, labels: dict[str, list[str]], by_leader: set[str]) 
     for level in ("rack", "pod"):
         if len(f.nodes.get(level, [])) < 2:
             continue
+        names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
+        placed = ~np.array([str(n).startswith("(no ") for n in names])[idx]  # "(no pod)": no node to name
         for m, v in ev.per_chip.items():
             v = np.asarray(v, dtype=np.float64)
             if v.ndim != 1 or m in by_leader:
                 continue
-            found = nodes_standing_out(labels[level], v)
+            found = nodes_standing_out(idx, [str(n) for n in names], np.where(placed, v, np.nan))
             if found:
                 f.nodes_out.setdefault(m, {})[level] = found
 

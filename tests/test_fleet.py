@@ -411,8 +411,13 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     report, and a column whose rollup is ``max`` or ``min`` says so (the tables are otherwise ratios of
     totals, which an extreme is not): shown here by adding ``power.temperature_peak`` (``rollup max``)
     to the fleet tables."""
+    from rich.console import Console
+
+    import perfonto.commands.analyze as analyze_cmd
     import perfonto.report as text_report
 
+    # the console a pipe gets (no colour, 120 columns), whatever FORCE_COLOR or COLUMNS say here
+    monkeypatch.setattr(analyze_cmd, "stdout", lambda: Console(highlight=False, width=120, color_system=None))
     out, _, _ = fleet
     argv = ["analyze", str(out / "data" / "counters"), "--topology", str(out / "data" / "topology.csv")]
     assert main([*argv, "--out", str(tmp_path / "r")]) == 0

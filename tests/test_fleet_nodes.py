@@ -5,7 +5,12 @@ then sits between the halves), and not a rack that one odd host drags."""
 import numpy as np
 import pytest
 
-from perfonto.analysis.fleet_nodes import nodes_standing_out
+from perfonto.analysis.fleet_nodes import nodes_standing_out as _by_index
+
+
+def nodes_standing_out(labels: list[str], v: np.ndarray) -> list[dict]:
+    names, idx = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    return _by_index(idx, [str(n) for n in names], v)
 
 
 def test_a_hot_half_of_the_fleet_is_named_once():
@@ -17,7 +22,9 @@ def test_a_hot_half_of_the_fleet_is_named_once():
     assert (o["node"], o["chips"], o["median"], o["reference"]) == ("r01", 16, 52.5, 37.5)
     assert o["relative"] == pytest.approx(15.0 / 37.5)  # +40 %
     # pooled MAD: |x − own median| is 0.1 on 16 chips and 0 on 16, median 0.05 → σ = 0.05 / 0.6745
-    assert o["deviation"] == pytest.approx(15.0 / (0.05 / 0.6745))
+    assert o["deviation"] == pytest.approx(15.0 / (0.05 / 0.6745))  # signed, as the chip outliers'
+    (low,) = nodes_standing_out(labels, -v)
+    assert low["node"] == "r00" and low["deviation"] == pytest.approx(15.0 / (0.05 / 0.6745))
 
 
 def test_one_odd_host_does_not_name_its_rack():
@@ -32,6 +39,7 @@ def test_one_odd_host_does_not_name_its_rack():
     small = np.concatenate([good, good, [20.0, 20.0, 20.0, 39.5], good])
     (o,) = nodes_standing_out(labels[:16] + ["r02"] * 4 + labels[24:], small)
     assert (o["node"], o["median"], o["reference"]) == ("r02", 20.0, 40.0) and o["relative"] == pytest.approx(-0.5)
+    assert o["deviation"] is None  # 15 of 28 chips sit on their rack's median: pooled MAD 0, the 1 % decides
 
 
 def test_a_shift_under_one_percent_or_within_the_spread_is_not_named():
@@ -54,3 +62,13 @@ def test_nulls_are_left_out_and_one_node_is_no_comparison():
     (o,) = nodes_standing_out(["a"] * 4 + ["b"] * 4, v)
     assert (o["node"], o["chips"], o["reference"]) == ("b", 3, 1.0)
     assert nodes_standing_out(["a"] * 4 + ["b"] * 4, np.r_[[1.0] * 4, [np.nan] * 4]) == []
+
+
+def test_one_chip_nodes_give_no_spread_and_no_findings():
+    # 32 one-chip racks of 5 % noise: each chip is its own rack's median, so there is no spread within
+    # racks to measure against; that level is the chip level, which the chip rule judges
+    rng = np.random.default_rng(0)
+    v = 100.0 * (1 + 0.05 * rng.standard_normal(32))
+    assert nodes_standing_out([f"r{k:02d}" for k in range(32)], v) == []
+    # zero reference and no spread: nothing to measure a difference against
+    assert nodes_standing_out(["a"] * 2 + ["b"] * 2 + ["c"] * 2, np.r_[0.0, 0.0, 0.0, 0.0, 1e-12, 1e-12]) == []
