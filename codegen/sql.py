@@ -422,17 +422,20 @@ def generate_sql(
     naming the generation and the catalog hash; ``source``, ``sample_period_ns``, ``host``: as
     ``SqlSource`` says; order: sort the result by host, chip and window."""
     q = build_query(graph, SqlSource(source, sample_period_ns, dialect, host), order=order)
-    return generated_text(graph, "metrics query", "", q, dialect, pretty)
+    flags = "" if dialect == "duckdb" else f" --dialect {dialect}"
+    return generated_text(graph, "metrics query", flags, q, len(graph.metrics), dialect, pretty)
 
 
-def generated_text(graph: MetricGraph, what: str, flags: str, q: exp.Expression, dialect: str, pretty: bool) -> str:
+def generated_text(
+    graph: MetricGraph, what: str, flags: str, q: exp.Select, metrics: int, dialect: str, pretty: bool
+) -> str:
     """A generated query's text: a header comment naming ``what`` it is, the generation, the catalog hash,
-    the metrics and how to regenerate it (``flags``: more of the command line, e.g. `` --rollup``), then
-    the query (``sql_text``)."""
+    the number of ``metrics`` it computes and the command that regenerates it (``flags``: the options
+    after ``--target sql``, e.g. `` --rollup --dialect spark``), then the query (``sql_text``)."""
     gen = graph.generation
     header = (
         f"-- perfonto generated {what} ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
-        f"{len(graph.metrics)} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
+        f"{metrics} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
     )
     if (
         not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()

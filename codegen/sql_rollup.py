@@ -282,5 +282,13 @@ def generate_rollup_sql(
     """Text of the rollup query over ``src`` (``SqlSource``: the counter table, its sampling period,
     dialect and whether it has ``host``), with a header comment: every metric per chip, host, rack, pod
     and fleet as ratios of totals; ``topology``: as ``build_rollup_query`` says."""
+    if not isinstance(src, SqlSource):
+        raise TypeError(
+            f"generate_rollup_sql takes the counter table as a codegen.sql.SqlSource, not {type(src).__name__}: "
+            "e.g. generate_rollup_sql(graph, SqlSource('counters', sample_period_ns, 'spark'))"
+        )
     q = build_rollup_query(graph, src, topology)
-    return generated_text(graph, "fleet rollup query", " --rollup", q, src.dialect, pretty)
+    keys = 3  # level, node, chips; then a column per metric (a max/min rollup metric is not in this query)
+    flags = " --rollup" + ("" if src.dialect == "duckdb" else f" --dialect {src.dialect}")
+    flags += f" --topology-table {topology}" if topology and topology.replace("_", "").isalnum() else ""
+    return generated_text(graph, "fleet rollup query", flags, q, len(q.expressions) - keys, src.dialect, pretty)
