@@ -38,7 +38,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser. With ``command`` (a name of ``commands.HELP``), only that command's
     module is imported and registered, with all its options; without, every command is listed with
     its one-line help (``perfonto --help``) and no command module is imported. Every command takes
-    ``--no-cache`` (compile from the files, as a first run does: ``ontology.cache``)."""
+    ``--no-cache`` (compile from the files, as a first run does: ``ontology.cache``; the what-if
+    commands also run every point again)."""
     from perfonto import __version__
 
     from .commands import HELP, module_of
@@ -111,6 +112,8 @@ def _dispatch(args) -> int:
     from .commands.common import CommandError
     from .outputs import OutputError
 
+    _arrow_pool(args.command)
+
     try:
         return args.func(args)
     except CommandError as exc:
@@ -147,12 +150,14 @@ def entry() -> int:
     whether what it was given is a pandas object (1.0 s of a 5.7 s analyze here); the command line
     never hands it one, so in this process an import finder says pandas is not installed
     (``capture.no_pandas``). ``PERFONTO_PANDAS=1`` lets it load; ``main`` called in-process (tests, a
-    user's script) changes nothing. Arrow's buffers come from jemalloc where the platform's pyarrow
-    wheels carry it (``_arrow_pool``)."""
+    user's script) changes nothing. A command that decodes a dump allocates Arrow's buffers from
+    jemalloc (``_arrow_pool``)."""
     from perfonto.capture.no_pandas import block_pandas
 
+    global _OWN_PROCESS
+
     block_pandas()
-    _arrow_pool()
+    _OWN_PROCESS = True
     try:
         return main()
     except KeyboardInterrupt:  # Ctrl-C while the command starts (imports, parsing): no traceback, the shell's code
@@ -160,19 +165,29 @@ def entry() -> int:
         return 130
 
 
-def _arrow_pool() -> None:
-    """In the ``perfonto`` process on Linux, Arrow allocates from jemalloc rather than its default,
-    mimalloc, unless ``ARROW_DEFAULT_MEMORY_POOL`` says otherwise. Decoding a dump's Parquet pages
-    allocates and frees a piece's buffers over and over; mimalloc hands freed pages back to the system
-    and faults them in again. On this 2-core VM, ``perfonto analyze`` of a 2M-row dump took 10.9 s
-    against 11.6–11.9 s, at the same peak memory (1.36–1.43 GB); a pass over a 241k-row dump's
-    row groups took 0.38 s against 0.76 s. Set through the environment, read when pyarrow first
-    allocates, so nothing is imported here (``perfonto --help`` stays fast); Linux only, because
-    pyarrow's Linux wheels are built with jemalloc and other platforms' may not be."""
+_OWN_PROCESS = False  # set by ``entry``: this process is the ``perfonto`` program, not a caller of ``main``
+_DUMP_READERS = ("analyze", "run")  # the commands that decode dumps (and import pyarrow anyway)
+
+
+def _arrow_pool(command: str | None) -> None:
+    """In the ``perfonto`` process, for the commands that decode a dump (``analyze``, ``run``), Arrow
+    allocates from jemalloc rather than its default, mimalloc, where this pyarrow carries jemalloc and
+    ``ARROW_DEFAULT_MEMORY_POOL`` names no pool. Decoding a dump's Parquet pages allocates and frees a
+    piece's buffers over and over; mimalloc hands freed pages back to the system and faults them in
+    again. On this 2-core VM, ``perfonto analyze`` of a 2M-row dump took 10.9 s against 11.6–11.9 s at
+    the same peak memory (1.36–1.43 GB); a pass over a 241k-row dump's row groups 0.38 s against 0.76 s.
+    Chosen in this process only (``pa.set_memory_pool``): child processes (Spark's workers, a sweep's
+    pool) keep their own default, and a pyarrow built without jemalloc keeps mimalloc, silently."""
     import os
 
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    if not _OWN_PROCESS or command not in _DUMP_READERS or os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    import pyarrow as pa
+
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # built without jemalloc
+        pass
 
 
 def _fail(args, message: str, code: int, diagnostics) -> int:
