@@ -261,8 +261,8 @@ def folder_generation(yamls: list[Path]) -> str | None:
 
 class UnknownMetric(PerfontoError, KeyError):
     """A metric name asked for (``--metrics``, ``select_metrics``) that the compiled catalog does not
-    hold, or holds as unavailable; ``str()`` is the message itself (a did-you-mean or the reason), not
-    ``KeyError``'s quoted repr."""
+    hold, or holds as unavailable (``Catalog.explain``: a name that is no metric, signal or constant);
+    ``str()`` is the message itself (a did-you-mean or the reason), not ``KeyError``'s quoted repr."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

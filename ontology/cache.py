@@ -1,5 +1,6 @@
 """perfonto's on-disk cache: compiled catalogs and generated evaluators (with their compiled kernels),
-keyed by the content of everything that made them.
+keyed by the content of everything that made them. The same folder holds the run reports' claim
+comparisons (``claims/``) and the what-if commands' points (``whatif/``), each keyed by its own inputs.
 
 Where: ``$PERFONTO_CACHE_DIR`` when set, else the user's cache folder (``platformdirs``:
 ``~/.cache/perfonto`` on Linux). ``PERFONTO_NO_CACHE=1`` (the CLI's ``--no-cache``) turns it off: every

@@ -84,6 +84,7 @@ def test_spec_override_is_a_derived_generation_not_a_patch():
 
 def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
     argv = [
         *"sweep --model llama-3.1-8b --chips 1 --osl 256 --concurrency 32 --requests 64 --jobs 1".split(),
         *"--vary spec.hbm.peak_bandwidth=4,8TB/s --vary isl=64,128".split(),
@@ -162,3 +163,18 @@ def test_empty_sweep_and_a_constant_the_preset_sets(capsys):
 )
 def test_vary_syntax(text, values):
     assert parse_vary(text, base_generation(Target())).values == pytest.approx(values)
+
+
+def test_the_old_cache_option_says_what_replaced_it(tmp_path, capsys, monkeypatch):
+    """``--cache DIR`` was the what-if commands' own cache folder; perfonto has one cache folder now
+    (``PERFONTO_CACHE_DIR``): the old option is a usage error that names it, and the old variable a note."""
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "c"))
+    argv = ["sweep", "--vary", "isl=64,128", "--requests", "8", "--jobs", "1", "--json"]
+    assert main([*argv, "--cache", str(tmp_path / "old")]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert "--cache is gone" in doc["error"] and "PERFONTO_CACHE_DIR=" in doc["error"]
+    assert not (tmp_path / "old").exists()
+    monkeypatch.setenv("PERFONTO_CACHE", str(tmp_path / "old"))
+    monkeypatch.delenv("PERFONTO_CACHE_DIR")  # the old variable alone: a note (--no-cache: nothing written)
+    assert main([*argv, "--no-cache"]) == 0
+    assert "PERFONTO_CACHE is no longer read" in capsys.readouterr().err and not (tmp_path / "old").exists()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ def add_workload_args(p, *, generation: bool = True) -> None:
         **{**notes, "model": {**notes["model"], "choices": None}},  # an unknown model: KnobError, JSON under --json
     )
     jobs_option(p)  # the points' cache: perfonto's (``--no-cache``, PERFONTO_CACHE_DIR), added by the CLI
+    p.add_argument("--cache", default=None, metavar="DIR", help=argparse.SUPPRESS)  # gone: says what replaced it
     json_option(p)
 
 
@@ -80,8 +82,23 @@ def target_of(generation: str | None, catalog: str | None) -> Target:
 def cache_of(args) -> Cache:
     """The points' cache: ``points.default_cache_dir``, or none under ``--no-cache`` or
     ``PERFONTO_NO_CACHE=1`` (the switches of every perfonto cache, ``ontology.cache``)."""
-    from perfonto.ontology.cache import enabled
+    import os
 
+    from perfonto.commands.common import CommandError, stderr
+    from perfonto.ontology.cache import CACHE_ENV, enabled
+
+    if getattr(args, "cache", None):
+        raise CommandError(
+            f"--cache is gone: the what-if points live in perfonto's cache folder; set {CACHE_ENV}={args.cache} "
+            "(or --no-cache to run every point again)",
+            2,
+        )
+    if os.environ.get("PERFONTO_CACHE") and not os.environ.get(CACHE_ENV):
+        stderr().print(
+            f"note: PERFONTO_CACHE is no longer read; the what-if points are cached in {default_cache_dir()} "
+            f"(set {CACHE_ENV} to move perfonto's cache)",
+            markup=False,
+        )
     return Cache(default_cache_dir() if enabled() and not getattr(args, "no_cache", False) else None)
 
 
