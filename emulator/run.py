@@ -25,6 +25,7 @@ from typing import Callable
 
 import numpy as np
 from perfonto.ontology import Generation
+from perfonto.ontology.errors import PerfontoError
 
 from .assumptions import Assumptions
 from .clocks import DeviceClock, draw_clocks
@@ -47,6 +48,12 @@ from .thermal import Thermal
 from .timeline import Timeline
 from .run_stages import device_grid, speculative_truth, timelines, whole_step_duration, write_side_outputs
 from .trace import collective_waits
+
+
+class WorkloadError(PerfontoError, ValueError):
+    """A run's workload or sampling that the emulator refuses (a duration, period, chip count, model
+    name or warm-up out of range): bad input, so a ``perfonto.Error``; a ``ValueError`` as it always was."""
+
 
 #: ``progress(phase, done, total)``: ``phase`` is ``"schedule"`` (simulated s) or ``"counters"`` (samples).
 Progress = Callable[[str, float, float], None]
@@ -89,15 +96,15 @@ def sample_grid(duration_s: float, period_s: float, core_hz: float) -> tuple[np.
     run's duration is the last sample's time.
 
     Raises:
-        ValueError: a duration or period that is not finite and positive, or a period under 1 ns.
+        WorkloadError (a ValueError): a duration or period that is not finite and positive, or a period under 1 ns.
     """
     if not (math.isfinite(duration_s) and duration_s > 0) or not (math.isfinite(period_s) and period_s > 0):
-        raise ValueError(f"duration_s and sample_period_s must be finite and > 0 (got {duration_s}, {period_s})")
+        raise WorkloadError(f"duration_s and sample_period_s must be finite and > 0 (got {duration_s}, {period_s})")
     d_ns, p_ns = int(round(duration_s * 1e9)), int(round(period_s * 1e9))
     if p_ns < 1:
-        raise ValueError("sample_period_s must be at least 1 ns")
+        raise WorkloadError("sample_period_s must be at least 1 ns")
     if p_ns > d_ns:
-        raise ValueError(
+        raise WorkloadError(
             f"the sample period ({period_s:g} s) is longer than the duration ({duration_s:g} s): no window would fit"
         )
     t = np.arange(0, d_ns, p_ns, dtype=np.int64)
@@ -136,11 +143,11 @@ def setup(
     if isinstance(gen, str):
         gen = generation(gen)
     if not 1 <= int(chips) <= MAX_CHIPS:
-        raise ValueError(f"chips must be between 1 and {MAX_CHIPS} (got {chips})")
+        raise WorkloadError(f"chips must be between 1 and {MAX_CHIPS} (got {chips})")
     try:
         shape = get_model(model)
     except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+        raise WorkloadError(exc.args[0]) from None
     p = resolve(gen, preset)
     hw = p.apply(hardware_from_generation(gen))
     if hardware:
@@ -159,9 +166,9 @@ def _check_periods(duration_s: float, sample_period_s: float) -> None:
     period under ``MIN_SAMPLE_PERIOD_S``."""
     for name, v in (("duration_s", duration_s), ("sample_period_s", sample_period_s)):
         if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a finite number of seconds > 0 (got {v})")
+            raise WorkloadError(f"{name} must be a finite number of seconds > 0 (got {v})")
     if sample_period_s < MIN_SAMPLE_PERIOD_S:
-        raise ValueError(
+        raise WorkloadError(
             f"sample_period_s must be at least {MIN_SAMPLE_PERIOD_S * 1e6:g} µs (got {sample_period_s:g} s)"
         )
 
@@ -253,9 +260,9 @@ def run(
     counters (samples).
 
     Raises:
-        ValueError: bad parameters (a duration or period that is not finite and positive, a period
-            under 1 µs or over the duration, more than ``MAX_CHIPS`` chips, a knob that does not
-            apply); ``HardwareSpecError`` / ``SchedulerError`` / ``MappingError`` (all ValueError)
+        WorkloadError (a ValueError): bad parameters (a duration or period that is not finite and
+            positive, a period under 1 µs or over the duration, more than ``MAX_CHIPS`` chips, a knob
+            that does not apply); ``HardwareSpecError`` / ``SchedulerError`` / ``MappingError`` (all ValueError)
             when the generation lacks a constant, has one that is not a finite positive number, or
             the model does not fit.
     """
@@ -281,7 +288,7 @@ def run(
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
     if warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
+        raise WorkloadError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
     knobs = _knobs(slow_chip, throttled_link, router_skew)
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
     profiles, prof_of = knobs.profiles(chips, mp)

@@ -64,6 +64,14 @@ def test_one_base_catches_every_public_error():
         assert issubclass(cls, perfonto.Error) and issubclass(cls, builtin), cls
     with pytest.raises(perfonto.Error, match="did you mean"):
         perfonto.load_catalog().explain("mffu")
+    for bad, says in (
+        (dict(model="nope"), "unknown model"),
+        (dict(chips=0), "chips must be"),
+        (dict(duration=-1), "> 0"),
+    ):
+        with pytest.raises(perfonto.Error, match=says) as refused:
+            perfonto.emulate(**bad)
+        assert isinstance(refused.value, ValueError)  # as it always was
 
 
 def test_evaluate_takes_tables_and_frames(tmp_path):
