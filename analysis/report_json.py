@@ -56,10 +56,12 @@ def metric_count(report) -> dict:
 
 
 def metric_count_text(c: dict) -> str:
-    """``metric_count`` as the reports print it: ``86 metrics (82 with a value, 19 request-level, 0 unavailable)``."""
+    """``metric_count`` as the reports print it: ``87 window metrics (82 with a value, 0 unavailable) and
+    19 request-level`` — two kinds side by side, not the second inside the first (``print(catalog)`` counts
+    both: 106 metrics)."""
     return (
-        f"{c['evaluated']} metrics ({c['with_value']} with a value, {c['request']} request-level, "
-        f"{c['unavailable']} unavailable)"
+        f"{c['evaluated']} window metrics ({c['with_value']} with a value, {c['unavailable']} unavailable) "
+        f"and {c['request']} request-level"
     )
 
 

@@ -146,9 +146,10 @@ class Catalog:
 
     def __repr__(self) -> str:
         g = self.generation.name if self.generation else "?"
+        window, request = (len(self.graph.metrics), len(self.graph.record_metrics)) if self.graph else (0, 0)
         return (
-            f"<perfonto.Catalog {g}: {len(self.metrics)} metrics, {len(self.signals)} signals, {len(self.errors)} "
-            "error(s)>"
+            f"<perfonto.Catalog {g}: {len(self.metrics)} metrics ({window} window, {request} request-level), "
+            f"{len(self.signals)} signals, {len(self.errors)} error(s)>"
         )
 
 

@@ -41,7 +41,8 @@ def compile_catalog(
         log(note)
     log(
         f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
-        f"{len(graph.metrics)} metrics, catalog hash {graph.content_hash} ({dt:.2f} s)"
+        f"{len(graph.metrics)} window and {len(graph.record_metrics)} request-level metrics, catalog hash "
+        f"{graph.content_hash} ({dt:.2f} s)"
     )
     return cat, dt
 
