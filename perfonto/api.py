@@ -228,7 +228,8 @@ def evaluate(
                 f"{did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
             )
         _catalog.select_metrics(graph, metrics)
-    return Result(analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator()))
+    report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
+    return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
 
 
 class Result:
@@ -239,8 +240,9 @@ class Result:
     table of every window value outside its metric's declared bounds; ``unavailable``: metric →
     why it has no value; ``report``: the full ``analysis.capture.Report`` (``to_json()``)."""
 
-    def __init__(self, report: Report):
+    def __init__(self, report: Report, left_out: frozenset[str] = frozenset()):
         self.report = report
+        self.left_out = left_out  # the catalog's metrics that ``evaluate(metrics=[...])`` did not ask for
 
     @property
     def metrics(self) -> dict:
@@ -285,6 +287,10 @@ class Result:
         why = self.report.unavailable.get(name)
         if why:
             raise UnknownMetric(f"`{name}` is unavailable: {why}")
+        if name in self.left_out:
+            raise UnknownMetric(
+                f"`{name}` was not asked for: evaluate(..., metrics=[...]) left it out; add it to that list"
+            )
         from perfonto.ontology.diagnostics import did_you_mean
 
         known = list(self.report.evaluated.all_metrics) + list(self.report.unavailable)

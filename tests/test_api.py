@@ -93,6 +93,12 @@ def test_evaluate_takes_tables_and_frames(tmp_path):
         perfonto.evaluate(cat, 42)
     with pytest.raises(KeyError, match="did you mean"):
         perfonto.evaluate(cat, emu.counters, metrics=["hbm.bandwith"])
+    some = perfonto.evaluate(cat, emu.counters, metrics=["hbm.bandwidth"])
+    assert some.value("hbm.bandwidth") == pytest.approx(by_path.value("hbm.bandwidth"), rel=1e-12)
+    with pytest.raises(perfonto.UnknownMetric, match="`mfu` was not asked for"):
+        some.value("mfu")  # a metric of the catalog that metrics=[...] left out: said so, not "no metric"
+    with pytest.raises(perfonto.UnknownMetric, match="no metric `mfuu` in this result"):
+        some.value("mfuu")
 
 
 def test_version_flag(capsys):
