@@ -219,15 +219,7 @@ def evaluate(
     if metrics is not None:
         if isinstance(metrics, str):
             metrics = [metrics]
-        unknown = [m for m in metrics if m not in graph.metrics and m not in graph.declarations]
-        if unknown:
-            from perfonto.ontology.diagnostics import did_you_mean
-
-            raise UnknownMetric(
-                f"no metric `{unknown[0]}` in the catalog; "
-                f"{did_you_mean(unknown[0], list(graph.declarations)) or 'see Catalog.metrics'}"
-            )
-        _catalog.select_metrics(graph, metrics)
+        _catalog.select_metrics(graph, metrics)  # an unknown or unavailable name fails here, before any work
     report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
     return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
 
