@@ -193,11 +193,18 @@ def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | No
     return out
 
 
-def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] | None, evaluator=None):
+def evaluable(
+    graph: MetricGraph,
+    absent_signals: set[str],
+    metrics: list[str] | None,
+    evaluator=None,
+    log: Callable[[str], None] | None = None,
+):
     """What of ``graph`` a dump lacking ``absent_signals`` can evaluate: ``(evaluated, evaluator, gone,
     unavailable)`` — the catalog cut to the metrics asked for (``metrics``, None: all) whose inputs
-    are in the dump, a generated evaluator for it (``evaluator`` when it still fits), the metrics the
-    dump cannot give (``dump_unavailable``) and every unavailable metric asked for with its reason."""
+    are in the dump, a generated evaluator for it (``evaluator`` when it still fits; else from perfonto's
+    cache, ``log`` told when its kernel must be compiled first), the metrics the dump cannot give
+    (``dump_unavailable``) and every unavailable metric asked for with its reason."""
     from perfonto.metrics.optional import fill_defaults
 
     gen = graph.generation
@@ -208,7 +215,7 @@ def evaluable(graph: MetricGraph, absent_signals: set[str], metrics: list[str] |
     keep = [n for n in graph.all_metrics if n not in gone and (wanted is None or n in wanted)]
     evaluated = graph if len(keep) == len(graph.all_metrics) else select_metrics(graph, keep)
     if evaluator is None or evaluated is not given:
-        evaluator = cached_evaluator(evaluated)[0]
+        evaluator = cached_evaluator(evaluated, log=log)[0]
     unavailable = dict(graph.unavailable) | gone
     if wanted is not None:
         unavailable = {k: v for k, v in unavailable.items() if k in wanted}
@@ -342,7 +349,7 @@ def analyse_capture(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     plan = plan or plan_capture(graph, capture)
-    evaluated, evaluator, gone, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator)
+    evaluated, evaluator, gone, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator, log)
     res = evaluate_capture(evaluated, evaluator, plan, None, chunk_rows=chunk_rows, progress=progress, keep=True)
     ev, dump = res.evaluation, res.dump
     w = ev.windows

@@ -59,7 +59,7 @@ def analyse_fleet(
     t0 = time.perf_counter()
     plan = plan or plan_capture(graph, capture)
     gen = graph.generation
-    evaluated, evaluator, _, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator)
+    evaluated, evaluator, _, unavailable = evaluable(graph, set(plan.absent), metrics, evaluator, log)
     if topology is not None:  # every chip placed, before anything is evaluated
         for host, chips in plan.chip_numbers.items():
             for c in chips:

@@ -17,7 +17,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from perfonto.ontology import cache as _cache
 
@@ -67,11 +67,37 @@ def entry_folder(graph: MetricGraph) -> Path:
     return _cache.entry("evaluators", key(graph)) / f"threads-{_threads()}"
 
 
-def evaluator(graph: MetricGraph, use: bool | None = None):
+def evaluator(graph: MetricGraph, use: bool | None = None, log: Callable[[str], None] | None = None):
     """``(module, source)``: the generated evaluator of ``graph``, imported from its cache entry (its
     kernel compiled with numba's cache there) — or, with the cache off (``use`` False, or
     ``PERFONTO_NO_CACHE``) or not writable, generated and loaded in memory as
-    ``python_evaluator.load`` does (the kernel then compiles in every process)."""
+    ``python_evaluator.load`` does (the kernel then compiles in every process). ``log``: told, before
+    anything compiles, when the kernel will have to be compiled (``compiling_notice``)."""
+    mod, src = _evaluator(graph, use)
+    if log is not None:
+        notice = compiling_notice(graph, mod, use)
+        if notice:
+            log(notice)
+    return mod, src
+
+
+def compiling_notice(graph: MetricGraph, mod, use: bool | None = None) -> str | None:
+    """The line that says the kernel of ``graph``'s evaluator ``mod`` must be compiled before it runs
+    (tens of seconds, once per catalog and machine; in every process with the cache off), or None when
+    numba's cache holds it or there is no kernel to compile (no numba, ``PERFONTO_NO_JIT``)."""
+    on = use is not False and (use is not None or _cache.enabled())
+    if getattr(mod, "_jit", None) is None or os.environ.get("PERFONTO_NO_JIT"):
+        return None
+    if importlib.util.find_spec("numba") is None or (on and kernel_cached(graph)):
+        return None
+    where = f" and cached in {_cache.root()}" if on else " (--no-cache: not kept)"
+    return (
+        f"compiling the evaluator's kernel for {len(graph.metrics)} metrics of catalog {graph.content_hash}: once per "
+        f"catalog, metric set and machine{where}, tens of seconds"
+    )
+
+
+def _evaluator(graph: MetricGraph, use: bool | None):
     if use is False or (use is None and not _cache.enabled()):
         src = generate(graph)
         return load(src), src

@@ -137,11 +137,14 @@ class Catalog:
         return text
 
     def evaluator(self):
-        """The generated evaluator module of the whole catalog (NumPy only), generated once."""
-        from perfonto.codegen.python_evaluator import generate, load
+        """The generated evaluator module of the whole catalog, from perfonto's cache as the CLI has it
+        (``codegen.evaluator_cache``: its numba kernel compiled once per catalog and machine, tens of
+        seconds, then loaded by every later process; compiled in each process with ``PERFONTO_NO_CACHE=1``,
+        and NumPy alone without numba). Loaded once per ``Catalog``."""
+        from perfonto.codegen.evaluator_cache import evaluator
 
         if self._evaluator is None:
-            self._evaluator = load(generate(self.raise_for_errors().graph))
+            self._evaluator = evaluator(self.raise_for_errors().graph)[0]
         return self._evaluator
 
     def __repr__(self) -> str:

@@ -50,25 +50,9 @@ def compile_catalog(
 def evaluator_for(graph, log=lambda s: None):
     """The generated evaluator of ``graph`` and its source, from perfonto's cache
     (``codegen.evaluator_cache``); says so on ``log`` when its kernel has to be compiled first."""
-    from perfonto.codegen.evaluator_cache import evaluator, kernel_cached
-    from perfonto.ontology import cache
+    from perfonto.codegen.evaluator_cache import evaluator
 
-    mod, src = evaluator(graph)
-    # with the cache off the kernel compiles in memory, whatever the cache folder holds
-    if (not cache.enabled() or not kernel_cached(graph)) and mod._jit is not None and _numba_installed():
-        where = f" and cached in {cache.root()}" if cache.enabled() else " (--no-cache: not kept)"
-        log(
-            f"compiling the evaluator's kernel for catalog {graph.content_hash}: once per catalog and machine{where}, "
-            "tens of seconds"
-        )
-    return mod, src
-
-
-def _numba_installed() -> bool:
-    import importlib.util
-    import os
-
-    return not os.environ.get("PERFONTO_NO_JIT") and importlib.util.find_spec("numba") is not None
+    return evaluator(graph, log=log)
 
 
 def _write_products(

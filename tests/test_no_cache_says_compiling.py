@@ -14,13 +14,31 @@ from perfonto.ontology import cache
 
 @pytest.mark.parametrize("enabled, cached, says", [(False, True, True), (True, True, False), (True, False, True)])
 def test_the_compile_line_follows_the_cache_switch(monkeypatch, enabled, cached, says):
+    pytest.importorskip("numba")
     mod = SimpleNamespace(_jit=object())
-    monkeypatch.setattr(ec, "evaluator", lambda graph: (mod, "src"))
+    monkeypatch.setattr(ec, "_evaluator", lambda graph, use: (mod, "src"))
     monkeypatch.setattr(ec, "kernel_cached", lambda graph: cached)
     monkeypatch.setattr(cache, "enabled", lambda: enabled)
-    monkeypatch.setattr(job, "_numba_installed", lambda: True)
+    monkeypatch.delenv("PERFONTO_NO_JIT", raising=False)
     said: list[str] = []
-    job.evaluator_for(SimpleNamespace(content_hash="abc"), said.append)
+    job.evaluator_for(SimpleNamespace(content_hash="abc", metrics={"m": None}), said.append)
     assert bool(said) == says
     if says and not enabled:
         assert "--no-cache: not kept" in said[0]
+
+
+def test_every_path_to_a_kernel_says_when_it_compiles(tmp_path, monkeypatch):
+    """A catalog cut to ``--metrics`` gets an evaluator of its own (``analysis.capture.evaluable``): its
+    first compile says so too (a new user waited 21 s on `--metrics mfu` with no word), and the API's
+    ``Catalog.evaluator`` takes the cached evaluator, not one compiled in every process."""
+    import perfonto
+    from perfonto.analysis.capture import evaluable
+
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
+    monkeypatch.setattr(ec, "compiling_notice", lambda graph, mod, use=None: f"compiling {graph.content_hash}")
+    cat = perfonto.load_catalog()
+    said: list[str] = []
+    evaluated, _, _, _ = evaluable(cat.graph, set(), ["mfu"], cat.evaluator(), said.append)
+    assert said == [f"compiling {evaluated.content_hash}"] and "mfu" in evaluated.metrics
+    assert cat.evaluator() is ec.evaluator(cat.graph)[0]  # the cache entry's module, imported once
