@@ -427,16 +427,26 @@ def generate_sql(
 
 
 def generated_text(
-    graph: MetricGraph, what: str, flags: str, q: exp.Select, metrics: int, dialect: str, pretty: bool
+    graph: MetricGraph,
+    what: str,
+    flags: str,
+    q: exp.Select,
+    metrics: int,
+    dialect: str,
+    pretty: bool,
+    notes: tuple[str, ...] = (),
 ) -> str:
     """A generated query's text: a header comment naming ``what`` it is, the generation, the catalog hash,
     the number of ``metrics`` it computes and the command that regenerates it (``flags``: the options
-    after ``--target sql``, e.g. `` --rollup --dialect spark``), then the query (``sql_text``)."""
+    after ``--target sql``, e.g. `` --rollup --dialect spark``), a comment line per note (what the query
+    leaves out; a note that is not one printable line is dropped, so no text ends the comment), then the
+    query (``sql_text``)."""
     gen = graph.generation
     header = (
         f"-- perfonto generated {what} ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
         f"{metrics} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
     )
+    header += "".join(f"-- {note}\n" for note in notes if note.isprintable())
     if (
         not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()
     ):  # pragma: no cover - validated names

@@ -291,4 +291,14 @@ def generate_rollup_sql(
     keys = 3  # level, node, chips; then a column per metric (a max/min rollup metric is not in this query)
     flags = " --rollup" + ("" if src.dialect == "duckdb" else f" --dialect {src.dialect}")
     flags += f" --topology-table {topology}" if topology and topology.replace("_", "").isalnum() else ""
-    return generated_text(graph, "fleet rollup query", flags, q, len(q.expressions) - keys, src.dialect, pretty)
+    notes = []
+    extremes = [m for m, c in graph.metrics.items() if c.rollup in ("max", "min")]
+    if extremes:
+        notes.append(
+            f"Not here: {', '.join(extremes)} (rollup max/min: a node's value is the extreme of its chips' "
+            "values, not a ratio of totals; perfonto analyze --topology reports them per node)."
+        )
+    if not topology:
+        notes.append("No --topology-table: rack and pod are NULL, so there is no rack or pod level.")
+    count = len(q.expressions) - keys
+    return generated_text(graph, "fleet rollup query", flags, q, count, src.dialect, pretty, tuple(notes))

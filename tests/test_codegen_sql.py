@@ -92,3 +92,24 @@ def test_names_are_quoted_identifiers(sohu):
     assert 'AS "select.from"' in sql and '"hbm.read_bytes"[1]' in sql
     parsed = sqlglot.parse_one(sql.split("\n", 2)[2].rstrip().rstrip(";"), read="duckdb")
     assert "select.from" in [e.alias_or_name for e in parsed.expressions]
+
+
+def test_the_rollup_header_says_what_the_query_leaves_out(library):
+    """A `rollup max`/`min` metric is not in the fleet rollup query (its node value is an extreme, not a
+    ratio of totals): the header names it, and says when there is no rack or pod level; the counts and
+    the regenerate line follow the query (a new user's trial found the metric silently missing)."""
+    from perfonto.codegen.sql import SqlSource, generated_text
+    from perfonto.codegen.sql_rollup import build_rollup_query, generate_rollup_sql
+
+    extremes = [m for m, c in library.metrics.items() if c.rollup in ("max", "min")]
+    assert extremes == ["power.temperature_peak"]
+    text = generate_rollup_sql(library, SqlSource(dialect="spark"))
+    head = [ln for ln in text.splitlines() if ln.startswith("--")]
+    assert f"{len(library.metrics) - 1} metrics." in head[0] and "--rollup --dialect spark`" in head[1]
+    assert head[2].startswith("-- Not here: power.temperature_peak (rollup max/min")
+    assert head[3].startswith("-- No --topology-table") and len(head) == 4
+    with_topo = generate_rollup_sql(library, SqlSource(), topology="topo")
+    assert "--rollup --topology-table topo`" in with_topo and "No --topology-table" not in with_topo
+    q = build_rollup_query(library, SqlSource())
+    odd = generated_text(library, "q", "", q, 1, "duckdb", False, ("fine", "two\nlines; DROP TABLE x"))
+    assert "-- fine\n" in odd and "DROP TABLE" not in odd  # a note is one printable line or nothing
