@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfonto.metrics.across_chips import chip_extreme
 from perfonto.metrics.explain import limits
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_unit
@@ -103,9 +104,10 @@ def _block_section(graph: MetricGraph, block: str) -> list[str]:
     return out
 
 
-def _population(m) -> str:
-    """What a metric is computed over: records (per record, or per run), or windows (a total or a ratio
-    of totals at server level)."""
+def _population(m, extreme: str | None = None) -> str:
+    """What a metric is computed over: records (per record, or per run), or windows (a total, a ratio
+    of totals, or with ``extreme`` the max or min over chips at server level:
+    ``metrics.across_chips.chip_extreme``)."""
     if m.from_records:
         pop = (
             f"one value per `{_n(m.population)}` record"
@@ -113,9 +115,12 @@ def _population(m) -> str:
             else "one value per run, over the records of its argument's population"
         )
         return f"- **population**: {pop}"
-    return (
-        f"- **population**: windows (counter increases and gauge means); at server level "
-        f"{'a sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}"
+    return "- **population**: windows (counter increases and gauge means); at server level " + (
+        f"the {extreme} over chips"
+        if extreme
+        else "a sum over chips (a total)"
+        if m.degree == 1
+        else "a ratio of server totals"
     )
 
 
@@ -143,7 +148,7 @@ def _metric_entry(graph: MetricGraph, name: str) -> list[str]:
         f"- **formula**: {_code(m.formula)}",
     ]
     out += _optional_facts(m)
-    out.append(_population(m))
+    out.append(_population(m, None if m.from_records else chip_extreme(graph, name)))
     if m.source:
         out.append(f"- **source**: {_esc(m.source)}")
     record_deps = tuple(sorted(p for p in graph.graph.predecessors(name) if p in graph.generation.record_fields))

@@ -86,3 +86,21 @@ def group_check(typer, e: ast.Binary, a, b) -> None:
             and reads_leader(typer, other)
         ):
             typer.group_rule = True
+
+
+def chip_extreme(graph, name: str) -> str | None:
+    """``max`` or ``min`` when a metric's value over several chips (a server, a rack, a pod) is an extreme
+    of its chips' values rather than a ratio of totals: a declared ``rollup max|min``, or a metric whose
+    every signal is a gauge combined across chips by ``max`` (``across_chips: max``: the hottest chip's
+    temperature); else None. For reports, so that such a column is not read as a ratio of totals."""
+    m = graph.metrics.get(name)
+    if m is None:
+        return None
+    if m.rollup in ("max", "min"):
+        return m.rollup
+    gen = graph.generation
+    reads = [gen.signals[s] for s in m.signal_deps if s in gen.signals]
+    rules = {getattr(s, "across_chips", None) for s in reads}
+    if reads and all(s.kind == "gauge" for s in reads) and len(rules) == 1 and next(iter(rules)) in ("max", "min"):
+        return next(iter(rules))
+    return None

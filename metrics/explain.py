@@ -267,9 +267,19 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
             )
         )
     else:
+        from .across_chips import chip_extreme
+
+        extreme = chip_extreme(graph, name)
         out.append(
             "server level: "
-            + ("sum over chips (a total)" if m.degree == 1 else "ratio of server totals, from summed base quantities")
+            + (
+                f"the {extreme} over chips (a {'declared rollup' if m.rollup else 'gauge combined across chips'}"
+                f" by {extreme}), not a ratio of totals"
+                if extreme
+                else "sum over chips (a total)"
+                if m.degree == 1
+                else "ratio of server totals, from summed base quantities"
+            )
         )
     out.append("")
     out.append("unit, step by step:")

@@ -570,10 +570,13 @@ def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> Non
 
 def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> Table:
     """One level's fleet table: a row per node (the first ``max_rows``), a column per metric of ``names``;
-    a ``max`` or ``min`` rollup's column says so (the extreme over the node's chips, not a ratio of totals)."""
+    a column whose node value is the extreme of its chips' (``metrics.across_chips.chip_extreme``: a
+    ``rollup max|min``, or a gauge combined by ``max``) says so, not read as a ratio of totals."""
+    from perfonto.metrics.across_chips import chip_extreme
+
     nodes = fleet.nodes[level]
-    extremes = [n for n in names if graph.metrics[n].rollup in ("max", "min")]
-    said = "; (max) and (min) columns: the extreme over those chips" if extremes else ""
+    extreme = {n: chip_extreme(graph, n) for n in names}
+    said = "; (max) and (min) columns: the extreme over those chips" if any(extreme.values()) else ""
     t = Table(
         title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips{said})",
         title_justify="left",
@@ -581,8 +584,7 @@ def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> T
     t.add_column(level)
     t.add_column("chips", justify="right")
     for n in names:
-        rollup = graph.metrics[n].rollup
-        t.add_column(n + (f" ({rollup})" if rollup in ("max", "min") else ""), justify="right", overflow="fold")
+        t.add_column(n + (f" ({extreme[n]})" if extreme[n] else ""), justify="right", overflow="fold")
     for i, node in enumerate(nodes[:max_rows]):
         t.add_row(
             plain(node),

@@ -408,9 +408,9 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     fleet, tmp_path, capsys, library, monkeypatch
 ):
     """The text report of a fleet: its fleet tables print before the ``outputs:`` line that closes every
-    report, and a column whose rollup is ``max`` or ``min`` says so (the tables are otherwise ratios of
-    totals, which an extreme is not): shown here by adding ``power.temperature_peak`` (``rollup max``)
-    to the fleet tables."""
+    report, and a column whose node value is an extreme of its chips' says so (the tables are otherwise
+    ratios of totals, which an extreme is not): ``power.temperature_mean`` (a gauge combined across chips
+    by max) in the shipped layout, and ``power.temperature_peak`` (``rollup max``) added to it."""
     from rich.console import Console
 
     import perfonto.commands.analyze as analyze_cmd
@@ -425,7 +425,10 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     assert "Fleet — per rack" in text and "outputs:" in text
     assert text.index("Fleet — per rack") < text.index("Spread across chips") < text.rindex("outputs:")
     rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
-    assert "(max)" not in rack and "(max) and (min) columns" not in rack  # the default tables hold no extreme
+    # power.temperature_mean reads a gauge combined across chips by max: its rack value is the hottest chip's
+    assert "(max) and (min) columns: the extreme over those chips" in " ".join(rack.split())
+    assert "(max)" in "".join(rack.split())
+    assert "(max)" not in text[: text.index("Fleet — per")]  # the tables before the fleet's are as they were
 
     layout = text_report.report_layout
 
