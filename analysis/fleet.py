@@ -265,8 +265,10 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
             rel = np.full(v.shape, np.nan)
         stands_out = ok & score_ok
     out: dict[str, list[dict]] = {"high": [], "low": []}
+    spread["stand_out"] = {}  # how many stand out on each side; ``out`` lists the farthest ``top``
     for side, sign in (("high", 1.0), ("low", -1.0)):
         cand = np.flatnonzero(stands_out & (sign * (v - p50) > 0))
+        spread["stand_out"][side] = int(cand.size)
         for i in cand[np.argsort(-np.abs(v[cand] - p50), kind="stable")][:top]:
             h, c, rack, _ = place[i]
             out[side].append(

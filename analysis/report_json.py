@@ -248,7 +248,8 @@ def _context(ctx: dict | None) -> dict:
 
 def fleet_json(fleet, graph) -> dict:
     """The fleet section: ``levels`` {host|rack|pod|fleet: [{node, chips, metrics {name: value}}]} (scalar
-    metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold}}
+    metrics; rollups are ratios of totals), ``spread`` {metric: {p50, p99, max, chips, threshold, stand_out
+    {high, low}: how many chips stand out}}
     across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}},
     ``nodes_out`` {metric: {rack|pod: [{node, chips, median, reference, relative, deviation}]}} (racks and
     pods whose chips stand out as a group: ``analysis.fleet_nodes``), and ``chips`` [{host, chip, rack, pod}]."""

@@ -604,8 +604,9 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
         "≥ 1 % from p50)",
         title_justify="left",
     )
+    longest = max([len(n) + (len(" (over hosts)") if fleet.spread.get(n, {}).get("over") else 0) for n in names] or [6])
+    t.add_column("metric", no_wrap=True, min_width=longest)  # a metric's name whole, on one line
     for col in (
-        "metric",
         "p50",
         "p99",
         "max",
@@ -613,23 +614,25 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
         "chips that stand out high (host/chip, rack, vs p50)",
         "low",
     ):
-        t.add_column(col, overflow="fold")  # a metric's name whole, wrapped, not cut short in a narrow terminal
+        t.add_column(col, overflow="fold")
     for n in names:
         sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
         if not sp or sp.get("p50") is None:
             continue
         unit = graph.metrics[n].unit_text
         thr = sp.get("threshold")
-        side = {
-            k: ", ".join(
+        side = {}
+        for k in ("high", "low"):
+            shown = out.get(k, [])[:3]
+            text = ", ".join(
                 (o["host"] if o.get("chip") is None else f"{o['host']}/{o['chip']}")
                 + (f" ({o['rack']})" if o.get("rack") else "")
-                + (f" {o['relative'] * 100:+.1f} %" if o.get("relative") is not None else "")
-                for o in out.get(k, [])[:3]
+                + " "
+                + _versus(graph, n, o["value"], sp["p50"], o.get("relative"))
+                for o in shown
             )
-            or "—"
-            for k in ("high", "low")
-        }
+            more = (sp.get("stand_out") or {}).get(k, len(shown)) - len(shown)
+            side[k] = (text + (f", … {more} more" if more > 0 else "")) or "—"
         t.add_row(
             n + (" (over hosts)" if sp.get("over") == "hosts" else ""),
             _fmt(sp["p50"], unit),
@@ -640,6 +643,19 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
             plain(side["low"]),
         )
     return t
+
+
+def _versus(graph, name: str, value: float, reference: float, relative: float | None) -> str:
+    """How far ``value`` is from ``reference``, as the reports say it: a signed percent of the reference,
+    or for a metric on an interval scale (a unit whose zero is not its base unit's: degC) the signed
+    difference in its unit (+15 degC; a percent of a Celsius reading means nothing)."""
+    m = graph.metrics[name]
+    reg = getattr(m.unit, "_REGISTRY", None)
+    interval = reg is not None and reg.Quantity(0.0, m.unit).to_base_units().magnitude != 0
+    if relative is not None and not interval:
+        return f"{relative * 100:+.1f} %"
+    d = value - reference
+    return ("+" if d >= 0 else "") + _fmt(d, m.unit_text)
 
 
 def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) -> None:
@@ -659,12 +675,12 @@ def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) 
     )
     for m, level, o in rows[:most]:
         unit = graph.metrics[m].unit_text
-        rel = f" ({o['relative'] * 100:+.1f} %)" if o.get("relative") is not None else ""
+        vs = _versus(graph, m, o["median"], o["reference"], o.get("relative"))
         console.print(
             Text.assemble(
                 f"  {level} ",
                 plain(o["node"]),
-                f" ({o['chips']} chips): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)}{rel}",
+                f" ({o['chips']} chips): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
             )
         )
     if len(rows) > most:

@@ -144,6 +144,9 @@ def test_fleet_outliers_name_the_slow_chips_the_hot_rack_and_the_throttled_host(
     assert set(f["nodes_out"]) <= {"power.temperature_mean", "power.temperature_peak"}
     low = f["outliers"]["c2c.bandwidth_utilization"]["low"]
     assert {o["host"] for o in low[:4]} == {truth["throttled_links"][0][0]}  # the whole host waits on its slow ring
+    # the lists hold the farthest five; the spread says how many stand out in all (a new user saw 3 of ~12)
+    counts = f["spread"]["c2c.bandwidth_utilization"]["stand_out"]
+    assert counts["low"] >= 4 and len(low) == min(5, counts["low"])
 
 
 def test_leader_counted_tokens_spread_over_the_hosts(fleet):
@@ -425,6 +428,11 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     assert "Fleet — per rack" in text and "outputs:" in text
     assert text.index("Fleet — per rack") < text.index("Spread across chips") < text.rindex("outputs:")
     rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
+    nodes = text[text.index("Racks and pods that stand out") :]
+    line = next(ln for ln in nodes.splitlines() if "power.temperature_mean" in ln)
+    assert "degC (+15.0" in line and "%" not in line  # a difference in degC: a percent of a Celsius reading is not
+    more = [ln for ln in text[text.index("Spread across chips") :].splitlines() if "more" in ln]
+    assert more  # the spread table says how many chips it does not list
     # power.temperature_mean reads a gauge combined across chips by max: its rack value is the hottest chip's
     assert "(max) and (min) columns: the extreme over those chips" in " ".join(rack.split())
     assert "(max)" in "".join(rack.split())
