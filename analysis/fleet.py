@@ -132,7 +132,8 @@ def _nodes_out(f: Fleet, ev, labels: dict[str, list[str]], by_leader: set[str]) 
         if len(f.nodes.get(level, [])) < 2:
             continue
         names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
-        placed = ~np.array([str(n).startswith("(no ") for n in names])[idx]  # "(no pod)": no node to name
+        at = 2 if level == "rack" else 3  # the chips the topology places at this level; the rest have no node
+        placed = np.array([p[at] is not None for p in f.place], bool)
         for m, v in ev.per_chip.items():
             v = np.asarray(v, dtype=np.float64)
             if v.ndim != 1 or m in by_leader:

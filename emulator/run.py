@@ -142,8 +142,7 @@ def setup(
     """
     if isinstance(gen, str):
         gen = generation(gen)
-    if not 1 <= int(chips) <= MAX_CHIPS:
-        raise WorkloadError(f"chips must be between 1 and {MAX_CHIPS} (got {chips})")
+    _whole("chips", chips, 1, MAX_CHIPS)
     try:
         shape = get_model(model)
     except KeyError as exc:
@@ -159,6 +158,17 @@ def setup(
     cfg = EmuConfig(shape, hw, a, mp, Precision.of(dtype, kv_dtype, a.head_dtype))
     cfg.cs  # checks the mapping
     return gen, cfg, p
+
+
+def _whole(name: str, v, lo: int, hi: int | None = None) -> None:
+    """Refuse ``v`` unless it is a whole number (an int, or a float with no fraction; not a bool) in
+    ``lo`` … ``hi``: ``chips=1.5`` ran a 1-chip emulation, ``isl=nan`` failed deep in the scheduler."""
+    import numbers
+
+    whole = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and float(v).is_integer()
+    if not whole or v < lo or (hi is not None and v > hi):
+        span = f"between {lo} and {hi}" if hi is not None else f"≥ {lo}"
+        raise WorkloadError(f"{name} must be a whole number {span} (got {v!r})")
 
 
 def _check_periods(duration_s: float, sample_period_s: float) -> None:
@@ -287,8 +297,9 @@ def run(
         )
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
-    if warmup_steps < 0:
-        raise WorkloadError(f"warmup_steps must be ≥ 0 (got {warmup_steps})")
+    for name, v in (("isl", isl), ("osl", osl)):
+        _whole(name, v, 1)
+    _whole("warmup_steps", warmup_steps, 0)
     knobs = _knobs(slow_chip, throttled_link, router_skew)
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
     profiles, prof_of = knobs.profiles(chips, mp)

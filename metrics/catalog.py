@@ -283,6 +283,8 @@ def select_metrics(graph: MetricGraph, names) -> MetricGraph:
     every = graph.all_metrics
     need: set[str] = set()
     for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"a metric name is a string, not {type(n).__name__} ({n!r})")
         if n not in every:
             why = graph.unavailable.get(n)
             raise UnknownMetric(

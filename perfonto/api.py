@@ -220,8 +220,7 @@ def evaluate(
     catalog = catalog.raise_for_errors().sized_for(capture)  # instance axes sized by the data: this capture's
     graph = catalog.raise_for_errors().graph
     if metrics is not None:
-        if isinstance(metrics, str):
-            metrics = [metrics]
+        metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # an iterator is read once, here
         _catalog.select_metrics(graph, metrics)  # an unknown or unavailable name fails here, before any work
     report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
     return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
@@ -276,9 +275,16 @@ class Result:
         if name in ev.server:
             v = np.asarray(ev.server[name], dtype=np.float64)
             return _num(v) if v.ndim == 0 else [_num(x) for x in v.ravel()]
+        if not isinstance(name, str):
+            raise TypeError(f"a metric name is a string, not {type(name).__name__}")
         rec = (self.report.records or {}).get(name)
         if rec is not None and np.ndim(rec) == 0:
             return _num(rec)
+        if rec is not None:
+            raise UnknownMetric(
+                f"`{name}` has a value per record ({np.size(rec)} of them), not one for the run: read "
+                f"Result.records[{name!r}], or a reduction of it such as `{name}_p50` where the catalog has one"
+            )
         why = self.report.unavailable.get(name)
         if why:
             raise UnknownMetric(f"`{name}` is unavailable: {why}")

@@ -67,7 +67,9 @@ def test_one_base_catches_every_public_error():
     for bad, says in (
         (dict(model="nope"), "unknown model"),
         (dict(chips=0), "chips must be"),
+        (dict(chips=1.5), "chips must be a whole number"),
         (dict(duration=-1), "> 0"),
+        (dict(isl=float("nan")), "isl must be a whole number"),
     ):
         with pytest.raises(perfonto.Error, match=says) as refused:
             perfonto.emulate(**bad)
@@ -99,6 +101,16 @@ def test_evaluate_takes_tables_and_frames(tmp_path):
         some.value("mfu")  # a metric of the catalog that metrics=[...] left out: said so, not "no metric"
     with pytest.raises(perfonto.UnknownMetric, match="no metric `mfuu` in this result"):
         some.value("mfuu")
+    once = perfonto.evaluate(cat, emu.counters, metrics=iter(["hbm.bandwidth"]))  # an iterator is read once
+    assert once.value("hbm.bandwidth") == some.value("hbm.bandwidth")
+    with pytest.raises(TypeError, match="a metric name is a string, not NoneType"):
+        perfonto.evaluate(cat, emu.counters, metrics=[None])
+    with pytest.raises(TypeError, match="a metric name is a string"):
+        some.value(None)
+    served = perfonto.evaluate(cat, emu.counters, requests=emu.requests, metrics=["ttft", "ttft_p50"])
+    assert served.value("ttft_p50") is not None
+    with pytest.raises(perfonto.UnknownMetric, match=r"`ttft` has a value per record .* Result.records\['ttft'\]"):
+        served.value("ttft")
 
 
 def test_version_flag(capsys):
