@@ -314,7 +314,7 @@ def window_stages(graph: MetricGraph, src: SqlSource) -> tuple[list[tuple[str, e
     source, sample_period_ns, dialect, host = src.source, src.sample_period_ns, src.dialect, src.host
     d = DIALECTS[dialect]
     wins = (d.windows or Windows)(graph, d)
-    src_table = exp.to_table(source) if isinstance(source, str) else source
+    src_table = table_name(source) if isinstance(source, str) else source
     regs = wins.all_reg_cols()
     ctes: list[tuple[str, exp.Select]] = []
     if sample_period_ns:
@@ -417,12 +417,14 @@ def generate_sql(
     sample_period_ns: int | None = None,
     host: bool = True,
     order: bool = True,
+    regenerate: str | None = None,
 ) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
     naming the generation and the catalog hash; ``source``, ``sample_period_ns``, ``host``: as
-    ``SqlSource`` says; order: sort the result by host, chip and window."""
+    ``SqlSource`` says; order: sort the result by host, chip and window; ``regenerate``: the options after
+    ``perfonto codegen --target sql`` that made it, for the header (default: the dialect's alone)."""
     q = build_query(graph, SqlSource(source, sample_period_ns, dialect, host), order=order)
-    flags = "" if dialect == "duckdb" else f" --dialect {dialect}"
+    flags = regenerate if regenerate is not None else ("" if dialect == "duckdb" else f" --dialect {dialect}")
     return generated_text(graph, "metrics query", flags, q, len(graph.metrics), dialect, pretty)
 
 
@@ -442,6 +444,8 @@ def generated_text(
     leaves out; a note that is not one printable line is dropped, so no text ends the comment), then the
     query (``sql_text``)."""
     gen = graph.generation
+    if not flags.isprintable():  # a line break would end the comment: say less rather than let text out
+        flags = " with the options that made it"
     header = (
         f"-- perfonto generated {what} ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
         f"{metrics} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
@@ -452,6 +456,27 @@ def generated_text(
     ):  # pragma: no cover - validated names
         header = f"-- perfonto generated {what}\n"
     return sql_text(header, q, dialect, pretty)
+
+
+def table_name(name: str, alias: str | None = None) -> exp.Table:
+    """A table or view named by the user (``--counters`` for Spark, ``--topology-table``) as a sqlglot table:
+    ``[catalog.][db.]table``, split on dots, each part an identifier — quoted unless it is a plain ASCII
+    name (``[A-Za-z_][A-Za-z0-9_]*``), so ``tôpo`` or ``my topo`` reach Spark back-quoted, and no text of
+    the name is read as SQL (``it's``, ``x --y``).
+
+    Raises:
+        ValueError: an empty name or part, more than three parts, or a line break in it.
+    """
+    import re
+
+    parts = name.split(".")
+    if not name or any(not p for p in parts) or len(parts) > 3 or not name.isprintable():
+        raise ValueError(f"{name!r} is not a table name: give [catalog.][db.]table, each part non-empty, on one line")
+    ids = [exp.to_identifier(p, quoted=not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)) for p in parts]
+    table = exp.Table(this=ids[-1], db=ids[-2] if len(ids) > 1 else None, catalog=ids[0] if len(ids) > 2 else None)
+    if alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return table
 
 
 def sql_text(header: str, q: exp.Expression, dialect: str, pretty: bool) -> str:

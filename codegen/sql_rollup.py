@@ -23,6 +23,8 @@ Stages after the window stages of ``codegen.sql`` (``window_stages``):
 
 from __future__ import annotations
 
+import shlex
+
 from sqlglot import exp
 
 from perfonto.metrics import ir
@@ -31,7 +33,7 @@ from perfonto.metrics.levels import is_chip_time
 from perfonto.ontology import kinds
 
 from .ir_passes import fold
-from .sql import SqlEmitter, SqlSource, generated_text, layered_query, window_stages
+from .sql import SqlEmitter, SqlSource, generated_text, layered_query, table_name, window_stages
 from .sql_windows import _alias, _case, _cast, _col, _int, _is_null, _num
 
 LEVELS = (("chip", ("host", "chip")), ("host", ("host",)), ("rack", ("rack",)), ("pod", ("pod",)), ("fleet", ()))
@@ -172,7 +174,7 @@ def _placed(topology: str | None) -> exp.Select:
             copy=False,
         )
         .join(
-            exp.Table(this=exp.to_identifier(topology), alias=exp.TableAlias(this=exp.to_identifier("t"))),
+            table_name(topology, "t"),
             on=exp.and_(
                 exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
                 exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r")),
@@ -277,11 +279,17 @@ def build_rollup_query(graph: MetricGraph, src: SqlSource, topology: str | None 
 
 
 def generate_rollup_sql(
-    graph: MetricGraph, src: SqlSource = SqlSource(), *, topology: str | None = None, pretty: bool = True
+    graph: MetricGraph,
+    src: SqlSource = SqlSource(),
+    *,
+    topology: str | None = None,
+    pretty: bool = True,
+    regenerate: str | None = None,
 ) -> str:
     """Text of the rollup query over ``src`` (``SqlSource``: the counter table, its sampling period,
     dialect and whether it has ``host``), with a header comment: every metric per chip, host, rack, pod
-    and fleet as ratios of totals; ``topology``: as ``build_rollup_query`` says."""
+    and fleet as ratios of totals; ``topology``: as ``build_rollup_query`` says; ``regenerate``: the
+    options after ``perfonto codegen --target sql`` that made it, for the header."""
     if not isinstance(src, SqlSource):
         raise TypeError(
             f"generate_rollup_sql takes the counter table as a codegen.sql.SqlSource, not {type(src).__name__}: "
@@ -289,8 +297,10 @@ def generate_rollup_sql(
         )
     q = build_rollup_query(graph, src, topology)
     keys = 3  # level, node, chips; then a column per metric (a max/min rollup metric is not in this query)
-    flags = " --rollup" + ("" if src.dialect == "duckdb" else f" --dialect {src.dialect}")
-    flags += f" --topology-table {topology}" if topology and topology.replace("_", "").isalnum() else ""
+    flags = regenerate
+    if flags is None:  # the options this function knows of (``regenerate``: the command's, all of them)
+        flags = " --rollup" + ("" if src.dialect == "duckdb" else f" --dialect {src.dialect}")
+        flags += f" --topology-table {shlex.quote(topology)}" if topology else ""
     notes = []
     extremes = [m for m, c in graph.metrics.items() if c.rollup in ("max", "min")]
     if extremes:

@@ -83,15 +83,30 @@ def _sql(cat, options) -> Emitted:
         source = counters or "counters"
     period = None if options["sample_period"] is None else int(round(options["sample_period"] * 1e9))
     name = gen.name + (".rollup" if options["rollup"] else "") + ("" if dialect == "duckdb" else f".{dialect}")
+    again = _sql_options(options)
     if options["rollup"]:
         from perfonto.codegen.sql_rollup import generate_rollup_sql
 
-        text = generate_rollup_sql(
-            cat.graph, SqlSource(source, period, dialect, host), topology=options["topology_table"]
-        )
+        src = SqlSource(source, period, dialect, host)
+        text = generate_rollup_sql(cat.graph, src, topology=options["topology_table"], regenerate=again)
     else:
-        text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=dialect, host=host)
+        text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=dialect, host=host, regenerate=again)
     return Emitted({f"{name}.sql": text})
+
+
+def _sql_options(options) -> str:
+    """The options of ``perfonto codegen --target sql`` that shaped a query, shell-quoted, for its header's
+    "regenerate with" line (a catalog option is not among them: the header names the catalog's hash)."""
+    import shlex
+
+    given = [
+        ("--rollup", None) if options["rollup"] else None,
+        ("--dialect", options["dialect"]) if options["dialect"] != "duckdb" else None,
+        ("--counters", options["counters"]) if options["counters"] else None,
+        ("--sample-period", f"{options['sample_period']:g}s") if options["sample_period"] is not None else None,
+        ("--topology-table", options["topology_table"]) if options.get("topology_table") else None,
+    ]
+    return "".join(f" {flag}" + ("" if v is None else f" {shlex.quote(str(v))}") for flag, v in filter(None, given))
 
 
 def _c_header(cat, options) -> Emitted:

@@ -1,6 +1,8 @@
 """The SQL target: DuckDB runs the generated query over an emulator dump and matches the generated
 Python evaluator; the CLI writes it; the Spark dialect is one call away; catalog names are quoted."""
 
+import shlex
+
 import numpy as np
 import pytest
 import sqlglot
@@ -113,3 +115,40 @@ def test_the_rollup_header_says_what_the_query_leaves_out(library):
     q = build_rollup_query(library, SqlSource())
     odd = generated_text(library, "q", "", q, 1, "duckdb", False, ("fine", "two\nlines; DROP TABLE x"))
     assert "-- fine\n" in odd and "DROP TABLE" not in odd  # a note is one printable line or nothing
+
+
+def test_user_table_names_are_names_never_sql(library):
+    """``--counters`` (Spark) and ``--topology-table`` are table names: split on dots, each part quoted
+    unless plain ASCII, so Spark gets ``tôpo`` back-quoted and no text of a name is read as SQL (a
+    bad-input breaker: ``it's`` was an internal error, ``x --y`` turned the rest into a comment)."""
+    from perfonto.codegen.sql import SqlSource, table_name
+    from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+    assert table_name("counters").sql("spark") == "counters"
+    assert table_name("db.counters").sql("spark") == "db.counters"
+    assert table_name("tôpo", "t").sql("spark") == "`tôpo` AS t"
+    assert table_name("it's").sql("spark") == "`it's`" and table_name("x --y").sql("duckdb") == '"x --y"'
+    for bad in ("", "a..b", "a.b.c.d", "two\nlines"):
+        with pytest.raises(ValueError, match="is not a table name"):
+            table_name(bad)
+    text = generate_rollup_sql(library, SqlSource("x --y", dialect="spark"), topology="my topo", pretty=False)
+    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("--"))
+    assert "FROM `x --y`" in body and "LEFT JOIN `my topo` AS t" in body
+    assert "--topology-table 'my topo'`" in text.splitlines()[1]  # the regenerate line, shell-quoted
+
+
+def test_the_regenerate_line_carries_every_option_that_shaped_the_query(tmp_path):
+    """`perfonto codegen --target sql`'s header gives the command that makes the same query: the dump,
+    the sampling period, the dialect, the rollup and its topology (a breaker found --counters and
+    --sample-period left out); a value with a line break never reaches the comment."""
+    from perfonto.cli import main
+
+    out = tmp_path / "q"
+    argv = ["codegen", "--target", "sql", "--dialect", "spark", "--counters", "cnt", "--sample-period", "1ms"]
+    assert main([*argv, "--rollup", "--topology-table", "my topo", "--out", str(out)]) == 0
+    line = (out / "sohu.rollup.spark.sql").read_text().splitlines()[1]
+    want = "--rollup --dialect spark --counters cnt --sample-period 0.001s --topology-table 'my topo'`"
+    assert line.endswith(want + ".")
+    again = tmp_path / "again"  # the line's options give the same query
+    assert main(["codegen", "--target", "sql", *shlex.split(want.rstrip("`")), "--out", str(again)]) == 0
+    assert (again / "sohu.rollup.spark.sql").read_text() == (out / "sohu.rollup.spark.sql").read_text()
