@@ -90,7 +90,12 @@ def compiling_notice(graph: MetricGraph, mod, use: bool | None = None) -> str | 
         return None
     if importlib.util.find_spec("numba") is None or (on and kernel_cached(graph)):
         return None
-    where = f" and cached in {_cache.root()}" if on else " (--no-cache: not kept)"
+    if not on:
+        where = " (--no-cache: not kept)"
+    elif getattr(mod, "_KCACHE", False):
+        where = f" and cached in {_cache.root()}"
+    else:  # the cache is on, but its folder refused the evaluator's file: every process compiles again
+        where = f" (the cache folder {_cache.root()} cannot be written: not kept; set {_cache.CACHE_ENV} to one)"
     return (
         f"compiling the evaluator's kernel for {len(graph.metrics)} metrics of catalog {graph.content_hash}: once per "
         f"catalog, metric set and machine{where}, tens of seconds"

@@ -42,3 +42,20 @@ def test_every_path_to_a_kernel_says_when_it_compiles(tmp_path, monkeypatch):
     evaluated, _, _, _ = evaluable(cat.graph, set(), ["mfu"], cat.evaluator(), said.append)
     assert said == [f"compiling {evaluated.content_hash}"] and "mfu" in evaluated.metrics
     assert cat.evaluator() is ec.evaluator(cat.graph)[0]  # the cache entry's module, imported once
+
+
+def test_an_unwritable_cache_folder_is_said_not_claimed(tmp_path, monkeypatch):
+    """A PERFONTO_CACHE_DIR that cannot be written (a file here) keeps nothing: the compile line says so and
+    names the variable, instead of "cached in" the folder (a breaker saw every run compile again, silently)."""
+    pytest.importorskip("numba")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(not_a_folder))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
+    monkeypatch.delenv("PERFONTO_NO_JIT", raising=False)
+    import perfonto
+
+    said: list[str] = []
+    ec.evaluator(perfonto.load_catalog().graph, log=said.append)
+    assert len(said) == 1 and f"the cache folder {not_a_folder} cannot be written" in said[0]
+    assert "PERFONTO_CACHE_DIR" in said[0] and "cached in" not in said[0]
