@@ -91,6 +91,26 @@ def _rows(path: Path) -> list[dict]:
     raise TopologyError(f"{path}: unknown file type; a topology is .csv, .parquet or .yaml")
 
 
+def _name(p: Path, i: int, col: str, v):
+    """A host, rack or pod cell as the name it stands for: a string as it is, a whole number without
+    ``.0`` (a Parquet float column of 1.0, 2.0 names rack ``1``), a NaN or null as empty (None); a list,
+    mapping or true/false is refused: a name is one value."""
+    import math
+
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TopologyError(
+            f"{p}: row {i}: column `{col}` is {v!r}; a {col} is one name (text or a number), not a list or a flag"
+        )
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        if v.is_integer():
+            return str(int(v))
+    return str(v)
+
+
 def read_topology(path: str | Path) -> Topology:
     """Read a topology file (module docstring).
 
@@ -115,6 +135,8 @@ def read_topology(path: str | Path) -> Topology:
         unknown = sorted(set(row) - set(COLUMNS))
         if unknown:
             raise TopologyError(f"{p}: row {i}: column `{unknown[0]}` is not a topology column ({', '.join(COLUMNS)})")
+        for col in ("host", "rack", "pod"):
+            row[col] = _name(p, i, col, row.get(col))
         for col in ("host", "rack"):
             if row.get(col) in (None, ""):
                 raise TopologyError(f"{p}: row {i}: column `{col}` is empty; every row names its host and rack")

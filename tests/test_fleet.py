@@ -452,3 +452,21 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
     assert "(max) and (min) columns: the extreme over those chips" in " ".join(rack.split())
     assert "(max)" in rack.replace("┃", "").replace(" ", "")
+
+
+def test_topology_cells_are_names(tmp_path):
+    """A Parquet float column names rack ``1``, not ``1.0``, and a NaN is an empty cell (a breaker got a
+    rack named ``nan``); a YAML list or flag where a name belongs is refused by row and column."""
+    import pyarrow as pa
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"host": ["h0", "h1"], "rack": [1.0, 2.0], "pod": [float("nan"), 3.0]}), p)
+    assert read_topology(p).place == {("h0", None): ("1", None), ("h1", None): ("2", "3")}
+    pq.write_table(pa.table({"host": ["h0"], "rack": [float("nan")]}), p)
+    with pytest.raises(TopologyError, match="row 1: column `rack` is empty"):
+        read_topology(p)
+    for text, col in (("h0: {rack: [1, 2]}\n", "rack"), ("h0: {rack: r0, pod: true}\n", "pod")):
+        y = tmp_path / "t.yaml"
+        y.write_text(text)
+        with pytest.raises(TopologyError, match=f"row 1: column `{col}` is .*; a {col} is one name"):
+            read_topology(y)
