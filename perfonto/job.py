@@ -263,12 +263,13 @@ def analyze_job(
         spark = SessionStart(spark_master)
     try:
         graph, t_compile = _compile_for(capture, catalog, generation, library, log)
-        if metrics:
-            select_metrics(graph, metrics)  # unknown names fail before anything is written
+        chosen = select_metrics(graph, metrics) if metrics else None  # unknown names fail before anything is written
         chunk_rows = chunk_rows or CHUNK_ROWS
         t0 = time.perf_counter()
-        mod, src = evaluator_for(graph, log)
-        warm_kernel(mod)  # the kernel loads (or compiles) while the capture's keys are read
+        mod, src = evaluator_for(graph, log if chosen is None else lambda s: None)
+        # the kernel that will run loads (or compiles) while the capture's keys are read: with --metrics, the
+        # chosen metrics' own (analysis.capture.evaluable takes the same cache entry), not the whole catalog's
+        warm_kernel(mod if chosen is None else evaluator_for(chosen)[0])  # evaluable says when that one compiles
         t_codegen = time.perf_counter() - t0
         plan = plan_capture(graph, capture) if isinstance(capture.counters, (str, Path)) else None
         multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory

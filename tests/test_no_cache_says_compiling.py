@@ -59,3 +59,21 @@ def test_an_unwritable_cache_folder_is_said_not_claimed(tmp_path, monkeypatch):
     ec.evaluator(perfonto.load_catalog().graph, log=said.append)
     assert len(said) == 1 and f"the cache folder {not_a_folder} cannot be written" in said[0]
     assert "PERFONTO_CACHE_DIR" in said[0] and "cached in" not in said[0]
+
+
+def test_analyze_with_metrics_warms_only_the_chosen_metrics_kernel(tmp_path, monkeypatch):
+    """`perfonto analyze --metrics mfu` runs the kernel of mfu and what it needs: that is the one loaded
+    (or compiled) ahead, not the whole catalog's, which it never runs (on a cold cache: a second compile)."""
+    import perfonto
+    from perfonto.metrics.catalog import select_metrics
+
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
+    emu = perfonto.emulate(model="llama-3.1-8b", chips=1, duration=0.02, isl=128, osl=16, out=tmp_path / "run")
+    warmed = []
+    monkeypatch.setattr("perfonto.codegen.evaluator_cache.warm_kernel", lambda mod: warmed.append(mod))
+    from perfonto.cli import main
+
+    assert main(["analyze", str(emu.counters), "--metrics", "mfu", "--out", str(tmp_path / "o")]) == 0
+    chosen = select_metrics(perfonto.load_catalog().graph, ["mfu"])
+    assert warmed == [ec.evaluator(chosen)[0]]
