@@ -178,3 +178,19 @@ def test_the_old_cache_option_says_what_replaced_it(tmp_path, capsys, monkeypatc
     monkeypatch.delenv("PERFONTO_CACHE_DIR")  # the old variable alone: a note (--no-cache: nothing written)
     assert main([*argv, "--no-cache"]) == 0
     assert "PERFONTO_CACHE is no longer read" in capsys.readouterr().err and not (tmp_path / "old").exists()
+
+
+def test_a_sweep_over_lengths_says_when_the_request_count_changes(capsys, monkeypatch, tmp_path):
+    """Without --requests each point takes TensorRT-LLM's count for its lengths (30,000 up to 256 tokens,
+    3,000 up to 2,500), so isl 128 → 256 at osl 128 goes from 30,000 requests to 3,000 and the offline
+    TTFT p50 (mostly the queue) falls ~9× (a breaker read it as a bug): each row gives its count, and the
+    text says so."""
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "c"))
+    argv = ["sweep", "--vary", "isl=128,256", "--jobs", "1", "--no-cache"]
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["points"]
+    assert [r["requests"] for r in rows] == [30000, 3000]
+    assert main(argv) == 0
+    assert "served different numbers of requests" in " ".join(capsys.readouterr().out.split())
+    assert main([*argv, "--requests", "500", "--json"]) == 0
+    assert {r["requests"] for r in json.loads(capsys.readouterr().out)["points"]} == {500}

@@ -107,16 +107,17 @@ def _render(res, gen: str, outputs: dict) -> None:
     t = Table(title=f"sweep of {gen}: {len(res.rows)} point(s), projected (steady state)")
     for k in res.knobs:
         t.add_column(k.name + (f" [{k.unit}]" if k.unit else ""), justify="right")
-    for col in ("tokens/s", "TTFT p50", "ITL p50", "MFU", "bottleneck"):
+    for col in ("tokens/s", "requests", "TTFT p50", "ITL p50", "MFU", "bottleneck"):
         t.add_column(col, justify="left" if col == "bottleneck" else "right")
     for r in res.rows:
         cells = [_fmt(r.get(k.name), "") for k in res.knobs]
         if r.get("error"):
-            t.add_row(*cells, "—", "—", "—", "—", f"error: {r['error'][:60]}")
+            t.add_row(*cells, "—", "—", "—", "—", "—", f"error: {r['error'][:60]}")
             continue
         t.add_row(
             *cells,
             _fmt(r["tokens_per_second"], "tok"),
+            f"{r['requests']:,}" if r.get("requests") is not None else "—",
             _fmt(r["ttft_p50_s"], "s"),
             _fmt(r["itl_p50_s"], "s"),
             _fmt(r["mfu"], "pct"),
@@ -133,5 +134,11 @@ def _render(res, gen: str, outputs: dict) -> None:
         )
     if not res.crossings:
         out.print("the bottleneck does not change along the sweep")
+    counts = {r.get("requests") for r in res.rows if not r.get("error")}
+    if len(counts) > 1:  # TTFT of an offline benchmark is mostly the queue: it scales with the request count
+        out.print(
+            "note: the points served different numbers of requests (without --requests each takes TensorRT-LLM's "
+            "count for its lengths), so their TTFT compares queues of different lengths; give --requests N to fix it"
+        )
     for k, v in outputs.items():
         out.print(f"{k}: {v}")

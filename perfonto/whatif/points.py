@@ -27,10 +27,14 @@ from pathlib import Path
 from .knobs import KnobError, Point, parse_mapping
 
 #: Figures of a row, beside the point's inputs: steady tokens/s (input + output, the server at full
-#: load), the benchmark's, output tokens/s, latencies (s), MFU and the level-1 shares (fractions).
+#: load), the benchmark's and the requests it served (``--requests``, else TensorRT-LLM's count for the
+#: point's lengths: 30,000 up to 256 tokens, 3,000 up to 2,500, … — so a sweep over isl or osl can change
+#: it, and with it an offline benchmark's TTFT, which is mostly queueing), output tokens/s, latencies (s),
+#: MFU and the level-1 shares (fractions).
 ROW_FIGURES = (
     "tokens_per_second",
     "benchmark_tokens_per_second",
+    "requests",
     "output_tokens_per_second",
     "ttft_p50_s",
     "ttft_p99_s",
@@ -271,6 +275,7 @@ def project_point(target: Target, point: Point):
         "engine": pr.engine.describe(),
         "tokens_per_second": f.steady_tokens_per_second,
         "benchmark_tokens_per_second": f.tokens_per_second,
+        "requests": f.requests,
         "output_tokens_per_second": f.steady_output_tokens_per_second,
         **{k: lat[k] for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "itl_p50_s", "itl_p99_s")},
         "mfu": split["mfu"],
