@@ -247,6 +247,15 @@ def _bottleneck(graph, a, console: Console) -> None:
         )
         for child, v in a.children.items():
             console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
+        if a.drilldown and a.drilldown[0][0] != a.bottleneck:  # two rules, two answers: say which is which
+            from perfonto.analysis.bottleneck import _crossed
+
+            thr = graph.metrics[a.bottleneck].threshold
+            past = thr is not None and _crossed(thr[0], float(a.topdown[a.bottleneck]), thr[1])
+            console.print(
+                "  (the largest level-1 share; the headline and the drill-down follow the nodes past their "
+                + ("thresholds instead)" if past else f"thresholds instead, which {a.bottleneck} is not)")
+            )
     if a.drilldown:
         console.print(
             "[bold]Drill-down[/bold] (deepest top-down node above its threshold): "
