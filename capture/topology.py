@@ -39,7 +39,11 @@ class Topology:
         hosts = sorted({h for h, _ in self.place})
         from perfonto.ontology.diagnostics import did_you_mean
 
-        hint = did_you_mean(key[0], hosts)
+        chips = sorted(c for h, c in self.place if h == key[0] and c is not None)
+        if chips:  # the host is there, only not this chip: a did-you-mean would name the host itself
+            hint = f"the file places chips {', '.join(map(str, chips[:16]))}{' …' if len(chips) > 16 else ''} of it"
+        else:
+            hint = did_you_mean(key[0], hosts)
         raise TopologyError(
             f"{self.path}: column `host`: no row places host `{key[0]}` chip {key[1]} of the dump"
             + (f" ({hint})" if hint else "")

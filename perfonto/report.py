@@ -688,7 +688,7 @@ def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) 
         console.print(
             Text.assemble(
                 f"  {level} ",
-                plain(o["node"]),
+                plain(o["node"] if len(o["node"]) <= 80 else o["node"][:79] + "…"),  # report.json has it whole
                 f" ({o['chips']} chips): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
             )
         )

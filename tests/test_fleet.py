@@ -192,6 +192,13 @@ def test_bad_topology_files_name_row_and_column(tmp_path, text, error):
     assert str(e.value).startswith(f"{p}: ") and error in str(e.value)
 
 
+def test_a_placed_host_missing_one_chip_is_named_with_the_chips_it_has(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("host,chip,rack\nh001,0,r0\nh001,2,r0\n")
+    with pytest.raises(TopologyError, match=r"no row places host `h001` chip 1 .*the file places chips 0, 2 of it"):
+        read_topology(p).of("h001", 1)
+
+
 def test_yaml_topology_and_unknown_host(tmp_path):
     p = tmp_path / "t.yaml"
     p.write_text("h000: {rack: r0, pod: p0}\nh001: {rack: r0}\n")
