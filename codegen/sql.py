@@ -508,5 +508,11 @@ def dump_source(path: str) -> tuple[exp.Expression, bool]:
         if files and not host:
             host = "host" in pq.read_schema(files[0]).names
         return parquet_source(str(p / "**" / "*.parquet"), hive=hive), host
-    host = p.is_file() and "host" in pq.read_schema(p).names
+    try:
+        host = p.is_file() and "host" in pq.read_schema(p).names
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(
+            f"{p}: not a Parquet file ({' '.join(str(exc).split())[:160]}); --counters takes the dump's Parquet "
+            "file or folder"
+        ) from None
     return parquet_source(str(p)), host

@@ -152,3 +152,11 @@ def test_the_regenerate_line_carries_every_option_that_shaped_the_query(tmp_path
     again = tmp_path / "again"  # the line's options give the same query
     assert main(["codegen", "--target", "sql", *shlex.split(want.rstrip("`")), "--out", str(again)]) == 0
     assert (again / "sohu.rollup.spark.sql").read_text() == (out / "sohu.rollup.spark.sql").read_text()
+
+
+def test_a_counters_file_that_is_not_parquet_is_named(tmp_path, capsys):
+    bad = tmp_path / "notpq.csv"
+    bad.write_text("a,b\n")
+    assert main(["codegen", "--target", "sql", "--counters", str(bad), "--out", str(tmp_path / "o")]) != 0
+    err = capsys.readouterr().err
+    assert f"{bad}: not a Parquet file" in " ".join(err.split()) and "internal error" not in err
