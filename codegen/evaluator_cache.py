@@ -74,11 +74,16 @@ def evaluator(graph: MetricGraph, use: bool | None = None, log: Callable[[str], 
     ``python_evaluator.load`` does (the kernel then compiles in every process). ``log``: told, before
     anything compiles, when the kernel will have to be compiled (``compiling_notice``)."""
     mod, src = _evaluator(graph, use)
-    if log is not None:
+    if log is not None and key(graph) not in _SAID:
         notice = compiling_notice(graph, mod, use)
         if notice:
+            _SAID.add(key(graph))  # said once per process: a second caller of the same kernel waits on it
             log(notice)
     return mod, src
+
+
+_SAID: set[str] = set()  # the evaluators whose compile this process has announced
+_IN_MEMORY: dict[str, object] = {}  # with the cache off: each evaluator loaded once per process, compiled once
 
 
 def compiling_notice(graph: MetricGraph, mod, use: bool | None = None) -> str | None:
@@ -91,21 +96,27 @@ def compiling_notice(graph: MetricGraph, mod, use: bool | None = None) -> str | 
     if importlib.util.find_spec("numba") is None or (on and kernel_cached(graph)):
         return None
     if not on:
-        where = " (--no-cache: not kept)"
+        when = "in every process (--no-cache: not kept)"
     elif getattr(mod, "_KCACHE", False):
-        where = f" and cached in {_cache.root()}"
+        when = f"once per catalog, metric set and machine, and cached in {_cache.root()}"
     else:  # the cache is on, but its folder refused the evaluator's file: every process compiles again
-        where = f" (the cache folder {_cache.root()} cannot be written: not kept; set {_cache.CACHE_ENV} to one)"
+        when = (
+            f"in every process (the cache folder {_cache.root()} cannot be written: not kept; set "
+            f"{_cache.CACHE_ENV} to one)"
+        )
     return (
-        f"compiling the evaluator's kernel for {len(graph.metrics)} metrics of catalog {graph.content_hash}: once per "
-        f"catalog, metric set and machine{where}, tens of seconds"
+        f"compiling the evaluator's kernel for {len(graph.metrics)} metrics of catalog {graph.content_hash}: {when}, "
+        "tens of seconds"
     )
 
 
 def _evaluator(graph: MetricGraph, use: bool | None):
     if use is False or (use is None and not _cache.enabled()):
         src = generate(graph)
-        return load(src), src
+        k = key(graph)
+        if k not in _IN_MEMORY:
+            _IN_MEMORY[k] = load(src)
+        return _IN_MEMORY[k], src
     folder = entry_folder(graph)
     path = folder / "evaluator.py"
     src = None

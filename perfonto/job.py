@@ -47,7 +47,7 @@ def compile_catalog(
     return cat, dt
 
 
-def evaluator_for(graph, log=lambda s: None):
+def evaluator_for(graph, log=None):
     """The generated evaluator of ``graph`` and its source, from perfonto's cache
     (``codegen.evaluator_cache``); says so on ``log`` when its kernel has to be compiled first."""
     from perfonto.codegen.evaluator_cache import evaluator
@@ -212,6 +212,23 @@ def _multiplexed_in_memory(engine: str, topology) -> list[str]:
     ]
 
 
+def _warm_the_kernel_that_runs(graph, mod, plan, metrics, log) -> None:
+    """Start loading (or compiling) the kernel that will run while the capture's keys are read: the whole
+    catalog's (``mod``), or with ``metrics`` or a dump that lacks a signal the cut catalog's, which
+    ``analysis.capture.evaluable`` builds (the same cache entry the analysis takes) and announces."""
+    from perfonto.analysis.capture import evaluable
+    from perfonto.codegen.evaluator_cache import warm_kernel
+
+    if plan is not None:
+        run = evaluable(graph, set(plan.absent), metrics, mod, log)[1]
+    else:
+        run = None if metrics else mod
+    if run is mod:
+        evaluator_for(graph, log)  # says so when the whole catalog's kernel must be compiled first
+    if run is not None:
+        warm_kernel(run)
+
+
 def analyze_job(
     capture: Capture,
     *,
@@ -253,8 +270,6 @@ def analyze_job(
     from perfonto.metrics.catalog import select_metrics
     from perfonto.capture.dump_scan import CHUNK_ROWS
 
-    from perfonto.codegen.evaluator_cache import warm_kernel
-
     check_side_files(capture)  # a wrong side file fails now, not after the evaluation
     spark = None
     if engine == "spark":  # the JVM and the executors start while the catalog compiles and the dump is planned
@@ -263,15 +278,14 @@ def analyze_job(
         spark = SessionStart(spark_master)
     try:
         graph, t_compile = _compile_for(capture, catalog, generation, library, log)
-        chosen = select_metrics(graph, metrics) if metrics else None  # unknown names fail before anything is written
+        if metrics:
+            select_metrics(graph, metrics)  # unknown names fail before anything is written
         chunk_rows = chunk_rows or CHUNK_ROWS
-        t0 = time.perf_counter()
-        mod, src = evaluator_for(graph, log if chosen is None else lambda s: None)
-        # the kernel that will run loads (or compiles) while the capture's keys are read: with --metrics, the
-        # chosen metrics' own (analysis.capture.evaluable takes the same cache entry), not the whole catalog's
-        warm_kernel(mod if chosen is None else evaluator_for(chosen)[0])  # evaluable says when that one compiles
-        t_codegen = time.perf_counter() - t0
         plan = plan_capture(graph, capture) if isinstance(capture.counters, (str, Path)) else None
+        t0 = time.perf_counter()
+        mod, src = evaluator_for(graph)  # the whole catalog's: its source is the run's evaluator.py
+        _warm_the_kernel_that_runs(graph, mod, plan, metrics, log)
+        t_codegen = time.perf_counter() - t0
         multiplexed = plan is not None and plan.multiplex is not None  # read whole: its groups are checked in memory
         at_scale = not multiplexed and (
             engine in ("embedded", "spark")
