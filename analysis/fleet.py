@@ -238,7 +238,10 @@ def _evaluate_by_chips(gen, evaluator, rolled: dict, interval: np.ndarray, n: np
 def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
     ok = np.isfinite(v)
     if not ok.any():
-        return {"p50": None, "p99": None, "max": None, "chips": 0}, {"high": [], "low": []}
+        return {"p50": None, "p99": None, "max": None, "chips": 0, "stand_out": {"high": 0, "low": 0}}, {
+            "high": [],
+            "low": [],
+        }
     x = v[ok]
     p50 = float(np.percentile(x, 50))
     spread = {"p50": p50, "p99": float(np.percentile(x, 99)), "max": float(x.max()), "chips": int(ok.sum())}

@@ -460,19 +460,17 @@ def generated_text(
 
 def table_name(name: str, alias: str | None = None) -> exp.Table:
     """A table or view named by the user (``--counters`` for Spark, ``--topology-table``) as a sqlglot table:
-    ``[catalog.][db.]table``, split on dots, each part an identifier — quoted unless it is a plain ASCII
-    name (``[A-Za-z_][A-Za-z0-9_]*``), so ``tôpo`` or ``my topo`` reach Spark back-quoted, and no text of
-    the name is read as SQL (``it's``, ``x --y``).
+    ``[catalog.][db.]table``, split on dots, each part a quoted identifier, so ``tôpo``, ``my topo`` or a
+    reserved word (``order``) reach Spark back-quoted, and no text of the name is read as SQL (``it's``,
+    ``x --y``). DuckDB and Spark match quoted names without regard to case, as unquoted ones.
 
     Raises:
         ValueError: an empty name or part, more than three parts, or a line break in it.
     """
-    import re
-
     parts = name.split(".")
     if not name or any(not p for p in parts) or len(parts) > 3 or not name.isprintable():
         raise ValueError(f"{name!r} is not a table name: give [catalog.][db.]table, each part non-empty, on one line")
-    ids = [exp.to_identifier(p, quoted=not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)) for p in parts]
+    ids = [exp.to_identifier(p, quoted=True) for p in parts]
     table = exp.Table(this=ids[-1], db=ids[-2] if len(ids) > 1 else None, catalog=ids[0] if len(ids) > 2 else None)
     if alias:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))

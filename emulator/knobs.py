@@ -33,6 +33,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from perfonto.ontology.errors import PerfontoError
+
+
+class WorkloadError(PerfontoError, ValueError):
+    """A run's workload, sampling or knob that the emulator refuses (a duration, period, chip count, model
+    name, warm-up or a slow-chip/throttled-link/router-skew knob out of range): bad input, so a
+    ``perfonto.Error``; a ``ValueError`` as it always was."""
 
 
 @dataclass(frozen=True)
@@ -81,31 +88,33 @@ class Knobs:
 
         def factor(name, f):
             if not (np.isfinite(f) and f >= 1.0):
-                raise ValueError(f"{name} factor must be a finite number ≥ 1 (a slowdown; got {f})")
+                raise WorkloadError(f"{name} factor must be a finite number ≥ 1 (a slowdown; got {f})")
 
         if self.slow_chip is not None:
             c, f = self.slow_chip
             if not 0 <= int(c) < chips:
-                raise ValueError(f"slow_chip: chip {c} is not one of the {chips} chips (0 … {chips - 1})")
+                raise WorkloadError(f"slow_chip: chip {c} is not one of the {chips} chips (0 … {chips - 1})")
             factor("slow_chip", float(f))
         if self.throttled_link is not None:
             c, link, f = self.throttled_link
             if not 0 <= int(c) < chips:
-                raise ValueError(f"throttled_link: chip {c} is not one of the {chips} chips (0 … {chips - 1})")
+                raise WorkloadError(f"throttled_link: chip {c} is not one of the {chips} chips (0 … {chips - 1})")
             used = min(ring_links or links, links)
             if not 0 <= int(link) < used:
-                raise ValueError(
+                raise WorkloadError(
                     f"throttled_link: link {link} is not one of the {used} links the collectives use (0 … {used - 1})"
                 )
             factor("throttled_link", float(f))
             if mapping.tp * mapping.pp <= 1:
-                raise ValueError("throttled_link: a single-chip group sends nothing over its links")
+                raise WorkloadError("throttled_link: a single-chip group sends nothing over its links")
         if not np.isfinite(self.router_skew) or self.router_skew < 0:
-            raise ValueError(f"router_skew must be a finite number ≥ 0 (got {self.router_skew})")
+            raise WorkloadError(f"router_skew must be a finite number ≥ 0 (got {self.router_skew})")
         if self.router_skew and not (model.is_moe and mapping.ep > 1):
-            raise ValueError("router_skew needs a mixture-of-experts model with its experts spread over chips (ep > 1)")
+            raise WorkloadError(
+                "router_skew needs a mixture-of-experts model with its experts spread over chips (ep > 1)"
+            )
         if self.active and mapping.dp > 1:
-            raise ValueError(
+            raise WorkloadError(
                 "the slow-chip, throttled-link and router-skew knobs model chips that synchronise every "
                 "step; data-parallel replicas (dp > 1) never wait for each other — emulate one replica"
             )

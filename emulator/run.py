@@ -25,14 +25,13 @@ from typing import Callable
 
 import numpy as np
 from perfonto.ontology import Generation
-from perfonto.ontology.errors import PerfontoError
 
 from .assumptions import Assumptions
 from .clocks import DeviceClock, draw_clocks
 from .counters import write_counters
 from .groundtruth import ground_truth
 from .hardware import Hardware, hardware_from_generation
-from .knobs import Knobs
+from .knobs import Knobs, WorkloadError
 from .lockstep import lockstep_seconds
 from .models import get_model
 from .opsnapshots import write_snapshots
@@ -48,11 +47,6 @@ from .thermal import Thermal
 from .timeline import Timeline
 from .run_stages import device_grid, speculative_truth, timelines, whole_step_duration, write_side_outputs
 from .trace import collective_waits
-
-
-class WorkloadError(PerfontoError, ValueError):
-    """A run's workload or sampling that the emulator refuses (a duration, period, chip count, model
-    name or warm-up out of range): bad input, so a ``perfonto.Error``; a ``ValueError`` as it always was."""
 
 
 #: ``progress(phase, done, total)``: ``phase`` is ``"schedule"`` (simulated s) or ``"counters"`` (samples).

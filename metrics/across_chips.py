@@ -90,14 +90,18 @@ def group_check(typer, e: ast.Binary, a, b) -> None:
 
 def chip_extreme(graph, name: str) -> str | None:
     """``max`` or ``min`` when a metric's value over several chips (a server, a rack, a pod) is an extreme
-    of its chips' values rather than a ratio of totals: a declared ``rollup max|min``, or a metric whose
-    every signal is a gauge combined across chips by ``max`` (``across_chips: max``: the hottest chip's
-    temperature); else None. For reports, so that such a column is not read as a ratio of totals."""
+    of its chips' values rather than a ratio of totals: a declared ``rollup max|min``, or a metric that
+    reads no other metric and whose every signal is a gauge combined across chips by ``max``
+    (``across_chips: max``: the hottest chip's temperature); else None. A formula that decreases with
+    such a gauge (``100 - power.temperature``) would be the min over chips: the shipped catalog has none.
+    For reports, so that such a column is not read as a ratio of totals."""
     m = graph.metrics.get(name)
     if m is None:
         return None
     if m.rollup in ("max", "min"):
         return m.rollup
+    if m.metric_deps:  # built on other metrics: what it does with the gauge is not known here
+        return None
     gen = graph.generation
     reads = [gen.signals[s] for s in m.signal_deps if s in gen.signals]
     rules = {getattr(s, "across_chips", None) for s in reads}

@@ -253,7 +253,7 @@ def _bottleneck(graph, a, console: Console) -> None:
             thr = graph.metrics[a.bottleneck].threshold
             past = thr is not None and _crossed(thr[0], float(a.topdown[a.bottleneck]), thr[1])
             console.print(
-                "  (the largest level-1 share; the headline and the drill-down follow the nodes past their "
+                "  (the largest level-1 share; the drill-down follows the nodes past their "
                 + ("thresholds instead)" if past else f"thresholds instead, which {a.bottleneck} is not)")
             )
     if a.drilldown:

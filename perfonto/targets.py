@@ -103,8 +103,12 @@ def _sql_options(options) -> str:
         ("--rollup", None) if options["rollup"] else None,
         ("--dialect", options["dialect"]) if options["dialect"] != "duckdb" else None,
         ("--counters", options["counters"]) if options["counters"] else None,
-        ("--sample-period", f"{options['sample_period']:g}s") if options["sample_period"] is not None else None,
-        ("--topology-table", options["topology_table"]) if options.get("topology_table") else None,
+        ("--sample-period", f"{int(round(options['sample_period'] * 1e9))}ns")
+        if options["sample_period"] is not None
+        else None,
+        ("--topology-table", options["topology_table"])
+        if options["rollup"] and options.get("topology_table")
+        else None,
     ]
     return "".join(f" {flag}" + ("" if v is None else f" {shlex.quote(str(v))}") for flag, v in filter(None, given))
 

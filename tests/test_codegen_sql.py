@@ -124,8 +124,8 @@ def test_user_table_names_are_names_never_sql(library):
     from perfonto.codegen.sql import SqlSource, table_name
     from perfonto.codegen.sql_rollup import generate_rollup_sql
 
-    assert table_name("counters").sql("spark") == "counters"
-    assert table_name("db.counters").sql("spark") == "db.counters"
+    assert table_name("counters").sql("spark") == "`counters`" and table_name("order").sql("spark") == "`order`"
+    assert table_name("db.counters").sql("spark") == "`db`.`counters`"
     assert table_name("tôpo", "t").sql("spark") == "`tôpo` AS t"
     assert table_name("it's").sql("spark") == "`it's`" and table_name("x --y").sql("duckdb") == '"x --y"'
     for bad in ("", "a..b", "a.b.c.d", "two\nlines"):
@@ -147,7 +147,7 @@ def test_the_regenerate_line_carries_every_option_that_shaped_the_query(tmp_path
     argv = ["codegen", "--target", "sql", "--dialect", "spark", "--counters", "cnt", "--sample-period", "1ms"]
     assert main([*argv, "--rollup", "--topology-table", "my topo", "--out", str(out)]) == 0
     line = (out / "sohu.rollup.spark.sql").read_text().splitlines()[1]
-    want = "--rollup --dialect spark --counters cnt --sample-period 0.001s --topology-table 'my topo'`"
+    want = "--rollup --dialect spark --counters cnt --sample-period 1000000ns --topology-table 'my topo'`"
     assert line.endswith(want + ".")
     again = tmp_path / "again"  # the line's options give the same query
     assert main(["codegen", "--target", "sql", *shlex.split(want.rstrip("`")), "--out", str(again)]) == 0

@@ -194,3 +194,6 @@ def test_a_sweep_over_lengths_says_when_the_request_count_changes(capsys, monkey
     assert "served different numbers of requests" in " ".join(capsys.readouterr().out.split())
     assert main([*argv, "--requests", "500", "--json"]) == 0
     assert {r["requests"] for r in json.loads(capsys.readouterr().out)["points"]} == {500}
+    # closed loop: the count follows the concurrency (10 × it) and the queue is the concurrency: no such note
+    assert main(["sweep", "--vary", "concurrency=4,8", "--jobs", "1", "--no-cache"]) == 0
+    assert "served different numbers" not in capsys.readouterr().out

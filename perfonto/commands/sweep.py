@@ -81,7 +81,7 @@ def cmd_sweep(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    _render(res, gen.name, outputs)
+    _render(res, gen.name, outputs, set(dict(base.workload)))
     return 0
 
 
@@ -100,7 +100,7 @@ def _fmt(v, kind: str) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _render(res, gen: str, outputs: dict) -> None:
+def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = frozenset()) -> None:
     from rich.table import Table
 
     out = stdout()
@@ -135,7 +135,8 @@ def _render(res, gen: str, outputs: dict) -> None:
     if not res.crossings:
         out.print("the bottleneck does not change along the sweep")
     counts = {r.get("requests") for r in res.rows if not r.get("error")}
-    if len(counts) > 1:  # TTFT of an offline benchmark is mostly the queue: it scales with the request count
+    closed = {"concurrency", "rate", "requests"} & ({k.name for k in res.knobs} | set(given))  # not the default count
+    if len(counts) > 1 and not closed:  # offline: TTFT is mostly the queue, and scales with the request count
         out.print(
             "note: the points served different numbers of requests (without --requests each takes TensorRT-LLM's "
             "count for its lengths), so their TTFT compares queues of different lengths; give --requests N to fix it"
