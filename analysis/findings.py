@@ -65,6 +65,7 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         "message": message,
         "why": rule.why,
         "evidence": {n: _num(_server(ev, n)) for n in rule.evidence},
+        "evidence_units": {n: graph.all_metrics[n].unit_text for n in rule.evidence if n in graph.all_metrics},
         "next": list(rule.next),
         "share": None,
         "share_basis": None,

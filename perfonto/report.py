@@ -327,7 +327,11 @@ def render_guided(found: list[dict], console: Console) -> None:
             console.print(Text(f"      why: {f['why']}"))
         if f.get("overlaps"):
             console.print(Text(f"      holds the share of: {', '.join(f['overlaps'])} (listed above)"))
-        ev = ", ".join(f"{k} = {_g(v) if v is not None else 'null'}" for k, v in (f.get("evidence") or {}).items())
+        units = f.get("evidence_units") or {}  # a report.json from before units were kept: bare numbers
+        ev = ", ".join(
+            f"{k} = {'null' if v is None else _fmt(v, units[k]) if k in units else _g(v)}"
+            for k, v in (f.get("evidence") or {}).items()
+        )
         if ev:
             console.print(Text(f"      evidence: {ev}"))
         if f.get("next"):

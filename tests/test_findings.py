@@ -118,6 +118,16 @@ def test_a_catalog_adds_and_overrides_rules(tmp_path, capsys):
     mine = [f for f in found if f["metric"] == "my.busy"]
     assert len(mine) == 1 and mine[0]["title"] == "our own finding"
     assert mine[0]["estimated_gain"] is None and mine[0]["evidence"]["mfu"] is not None
+    assert mine[0]["evidence_units"] == {"mfu": "percent"}  # the text prints `mfu = 12.34 %`, not a bare number
+    from rich.console import Console
+
+    from perfonto.report import render_guided
+
+    console = Console(width=200, color_system=None, record=True)
+    render_guided(mine, console)
+    assert f"mfu = {mine[0]['evidence']['mfu']:.2f} %" in console.export_text()
+    render_guided([{k: v for k, v in mine[0].items() if k != "evidence_units"}], console)  # an older report.json
+    assert "mfu = " in console.export_text()
 
 
 SLOW = ["--duration", "600ms", "--isl", "128", "--osl", "128", "--sample-period", "10ms"]
