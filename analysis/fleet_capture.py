@@ -99,7 +99,7 @@ def analyse_fleet(
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
     notes = list(plan.notes) + fleet.notes
     if topology is not None:
-        notes += _placed_without_rows(topology, plan)
+        notes += _placed_without_rows(topology, plan) + _racks_in_two_pods(topology)
     records = None
     if capture.requests is not None and evaluated.record_metrics:
         records = record_metrics(evaluated, capture.requests)
@@ -150,4 +150,21 @@ def _placed_without_rows(topology: Topology, plan: DumpPlan) -> list[str]:
     return [
         f"the topology ({topology.path}) places {what} the dump has no rows for: {', '.join(gone[:8])}"
         f"{' …' if len(gone) > 8 else ''}; their racks' and pods' rollups hold only what has rows"
+    ]
+
+
+def _racks_in_two_pods(topology: Topology) -> list[str]:
+    """A note on the racks the topology puts in more than one pod (a typo in a pod column?): such a rack's
+    rollup holds chips of each of its pods, and the pods' rollups share it."""
+    pods: dict[str, set[str]] = {}
+    for rack, pod in topology.place.values():
+        if pod is not None:
+            pods.setdefault(rack, set()).add(pod)
+    split = sorted(r for r, ps in pods.items() if len(ps) > 1)
+    if not split:
+        return []
+    said = "; ".join(f"{r} in {', '.join(sorted(pods[r]))}" for r in split[:4]) + (" …" if len(split) > 4 else "")
+    return [
+        f"the topology ({topology.path}) puts {len(split)} rack(s) in more than one pod: {said}; each such "
+        "rack's rollup holds chips of each of its pods"
     ]

@@ -481,3 +481,14 @@ def test_topology_cells_are_names(tmp_path):
         y.write_text(text)
         with pytest.raises(TopologyError, match=f"row 1: column `{col}` is .*; a {col} is one name"):
             read_topology(y)
+
+
+def test_a_rack_in_two_pods_is_noted(fleet, tmp_path):
+    """A topology that puts one rack in two pods (a typo in the pod column?) is analysed, with a note."""
+    out, _, _ = fleet
+    topo = tmp_path / "t.csv"
+    rows = ["host,rack,pod"] + [f"h{h:03d},r{h // 4:02d},p{0 if h in (0, 1, 4, 5) else 1}" for h in range(8)]
+    topo.write_text("\n".join(rows) + "\n")
+    assert main(["analyze", str(out / "data" / "counters"), "--topology", str(topo), "--out", str(tmp_path / "o")]) == 0
+    notes = json.loads((tmp_path / "o" / "report.json").read_text())["notes"]
+    assert any("puts 2 rack(s) in more than one pod: r00 in p0, p1; r01 in p0, p1" in n for n in notes), notes
