@@ -91,8 +91,10 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
     f.values["chip"] = dict(ev.per_chip)
     f.chips["chip"] = np.ones(len(place))
     keys = _metrics_by_inputs(graph, res)
+    node_of: dict[str, np.ndarray] = {}  # each chip's node index at each level, in f.nodes[level]'s order
     for level in levels:
         names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
+        node_of[level] = idx
         G = len(names)
         f.nodes[level] = [str(n) for n in names]
         f.values[level] = _summed_values(graph, evaluator, res, keys, idx, G)
@@ -119,11 +121,11 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
             f.spread[m]["over"] = "hosts"
             continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
-    _nodes_out(f, ev, labels, by_leader)
+    _nodes_out(f, ev, node_of, by_leader)
     return f
 
 
-def _nodes_out(f: Fleet, ev, labels: dict[str, list[str]], by_leader: set[str]) -> None:
+def _nodes_out(f: Fleet, ev, node_of: dict[str, np.ndarray], by_leader: set[str]) -> None:
     """``f.nodes_out``: per scalar metric (not a leader-counted one, whose other chips count none), the
     racks and pods that stand out (``analysis.fleet_nodes``), for each of those levels of two nodes or more."""
     from .fleet_nodes import nodes_standing_out
@@ -131,14 +133,14 @@ def _nodes_out(f: Fleet, ev, labels: dict[str, list[str]], by_leader: set[str]) 
     for level in ("rack", "pod"):
         if len(f.nodes.get(level, [])) < 2:
             continue
-        names, idx = np.unique(np.array(labels[level], dtype=object), return_inverse=True)
+        idx = node_of[level]
         at = 2 if level == "rack" else 3  # the chips the topology places at this level; the rest have no node
         placed = np.array([p[at] is not None for p in f.place], bool)
         for m, v in ev.per_chip.items():
             v = np.asarray(v, dtype=np.float64)
             if v.ndim != 1 or m in by_leader:
                 continue
-            found = nodes_standing_out(idx, [str(n) for n in names], np.where(placed, v, np.nan))
+            found = nodes_standing_out(idx, f.nodes[level], np.where(placed, v, np.nan))
             if found:
                 f.nodes_out.setdefault(m, {})[level] = found
 

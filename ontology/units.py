@@ -266,6 +266,13 @@ def _conversion_factor(reg: pint.UnitRegistry, src: pint.Unit, dst: pint.Unit) -
         raise UnitError(str(exc)) from None
 
 
+def is_interval_scale(u: pint.Unit) -> bool:
+    """Whether ``u``'s zero is not its base unit's zero (degC, degF): differences of such readings have a
+    meaning, ratios and percents of them do not."""
+    reg = getattr(u, "_REGISTRY", None)
+    return reg is not None and reg.Quantity(0.0, u).to_base_units().magnitude != 0
+
+
 def fmt_unit(u: pint.Unit) -> str:
     """Short human form of a unit (``GB/s``, ``%``, ``1`` for dimensionless)."""
     cache = _cache(u._REGISTRY, "fmt")  # pint's formatter is slow, and a catalog has few distinct units

@@ -662,10 +662,10 @@ def _versus(graph, name: str, value: float, reference: float, relative: float | 
     """How far ``value`` is from ``reference``, as the reports say it: a signed percent of the reference,
     or for a metric on an interval scale (a unit whose zero is not its base unit's: degC) the signed
     difference in its unit (+15 degC; a percent of a Celsius reading means nothing)."""
+    from perfonto.ontology.units import is_interval_scale
+
     m = graph.metrics[name]
-    reg = getattr(m.unit, "_REGISTRY", None)
-    interval = reg is not None and reg.Quantity(0.0, m.unit).to_base_units().magnitude != 0
-    if relative is not None and not interval:
+    if relative is not None and not is_interval_scale(m.unit):
         return f"{relative * 100:+.1f} %"
     d = value - reference
     return ("+" if d >= 0 else "") + _fmt(d, m.unit_text)
