@@ -139,9 +139,12 @@ class _Pass:
         self.kept_dumps: dict[int, list[CounterDump]] = {}
         self.stats = {"pieces": 0, "kernel": 0, "numpy": 0, "prepared again": 0, "read again": 0}
         self.held = Held(self)  # missing samples bridged in the run totals, across pieces
+        # hosts whose last piece held a null: their next piece keeps its inputs' window values from the one
+        # kernel run (a null-heavy capture then runs the kernel once a piece, not twice; a clean one never pays)
+        self.dirty_host: set[int] = set()
 
     def add(self, ch: Chunk) -> tuple[Windows, dict[str, np.ndarray]]:
-        values, ACC, kept = _evaluate_piece(self.evaluator, ch, self.layout)
+        values, ACC, kept = _evaluate_piece(self.evaluator, ch, self.layout, keep_values=ch.group in self.dirty_host)
         T = ch.flat.T if ch.flat is not None else ch.dump.timestamps_ns
         Cc = T.shape[1]
         col0 = int(self.offsets[ch.group])
@@ -154,6 +157,7 @@ class _Pass:
             else "numpy"
         ] += 1
         clean = ch.flat is not None and ch.flat.missing is None and not np.isnan(ACC).any()
+        (self.dirty_host.discard if clean else self.dirty_host.add)(ch.group)
         if clean:
             full = self.evaluator.input_sums(ACC)
             dt = ACC[:, -1].copy()

@@ -139,6 +139,38 @@ def test_a_piece_with_a_reset_is_prepared_again_and_named(dump, library, evaluat
     assert any("reset (indicator)" in reasons for reasons in res.evaluation.nulls.values())
 
 
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_pieces_with_nulls_run_the_kernel_once_each(dump, library, tmp_path, monkeypatch, jit):
+    """A capture with a null in every piece: after the first such piece of a host, each piece keeps its
+    inputs' window values from its one kernel run instead of running the kernel again for them, with the
+    same values as one piece over the whole capture (with numba: the kernel; without: the NumPy path)."""
+    if jit:
+        pytest.importorskip("numba")
+        monkeypatch.delenv("PERFONTO_NO_JIT", raising=False)
+    evaluator = load(generate(library))  # a fresh module: whether it jits is decided at its first call
+    t = pq.read_table(dump)
+    boot = t.column("seq.boot_count").to_numpy().copy()
+    S = t.num_rows // 8
+    boot += np.repeat(np.arange(S, dtype=np.uint64) // 40, 8)  # every chip reboots every 40 samples
+    t = t.set_column(t.column_names.index("seq.boot_count"), "seq.boot_count", pa.array(boot, pa.uint64()))
+    path = tmp_path / "resets.parquet"
+    pq.write_table(t, path, row_group_size=240)
+    whole = evaluate_capture(library, evaluator, plan_dump(path, library.generation), None, chunk_rows=10**6, keep=True)
+    calls = []
+    real = evaluator.window_values
+    monkeypatch.setattr(evaluator, "window_values", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = evaluate_capture(library, evaluator, plan_dump(path, library.generation), None, chunk_rows=400, keep=True)
+    assert res.stats["pieces"] >= 5 and res.stats["prepared again"] == res.stats["pieces"]
+    assert res.stats["kernel" if jit else "numpy"] == res.stats["pieces"]
+    assert len(calls) == (1 if jit else res.stats["pieces"])  # the kernel: only the first piece ran it twice
+    for name in library.metrics:
+        assert np.array_equal(whole.evaluation.window[name], res.evaluation.window[name], equal_nan=True), name
+        for lv in ("per_chip", "server"):
+            x, y = getattr(whole.evaluation, lv)[name], getattr(res.evaluation, lv)[name]
+            assert np.allclose(x, y, rtol=1e-9, atol=0, equal_nan=True), (name, lv)
+    assert whole.evaluation.nulls == res.evaluation.nulls
+
+
 def _analyze(dump: Path, out: Path, cache: Path, catalog: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PERFONTO_NO_JIT"}
     env["PERFONTO_CACHE_DIR"] = str(cache)
