@@ -36,6 +36,7 @@ SECTIONS = (
     "groups",
     "per-chip",
     "multichip",
+    "fleet",
     "timeline",
     "notes",
 )
@@ -460,6 +461,7 @@ def render(
     ``per_chip`` ({metric: column header}) and ``groups`` ({title: [metric, ...]}, per-chip tables)
     replace its parts. ``timeline``: the relative path of the Perfetto trace written beside the page
     (None: none)."""
+    from .html_fleet import fleet_section
     from .html_serving import serving_section
     from .report_model import page_model
 
@@ -477,6 +479,7 @@ def render(
         _groups(report),
         _per_chip(report, pics, per_chip, groups),
         _multichip(report, pics),
+        fleet_section(report, model.fleet),
         _timeline(timeline),
         _notes(report),
     ]

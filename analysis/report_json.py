@@ -252,7 +252,13 @@ def fleet_json(fleet, graph) -> dict:
     {high, low}: how many chips stand out}}
     across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}},
     ``nodes_out`` {metric: {rack|pod: [{node, chips, median, reference, relative, deviation}]}} (racks and
-    pods whose chips stand out as a group: ``analysis.fleet_nodes``), and ``chips`` [{host, chip, rack, pod}]."""
+    pods whose chips stand out as a group: ``analysis.fleet_nodes``), ``chips`` [{host, chip, rack, pod}],
+    ``extreme`` {metric: max|min} (a node's value is the extreme over its chips, not a ratio of totals:
+    ``metrics.across_chips.chip_extreme``) and ``interval_scale`` [metric] (a unit whose zero is not its
+    base unit's, degC: a difference is said in the unit, never as a percent)."""
+    from perfonto.metrics.across_chips import chip_extreme
+    from perfonto.ontology.units import is_interval_scale
+
     scalar = [n for n, m in graph.metrics.items() if not m.axes]
     levels = {}
     for level, nodes in fleet.nodes.items():
@@ -272,6 +278,8 @@ def fleet_json(fleet, graph) -> dict:
         "outliers": fleet.outliers,
         "nodes_out": fleet.nodes_out,
         "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place],
+        "extreme": {n: x for n in scalar if (x := chip_extreme(graph, n))},
+        "interval_scale": [n for n in scalar if is_interval_scale(graph.metrics[n].unit)],
     }
 
 

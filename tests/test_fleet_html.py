@@ -1,0 +1,84 @@
+"""The HTML report's fleet section (``analysis/html_fleet.py``): a fleet capture's page shows the rollups per
+pod, rack and host, the spread across chips and the racks that stand out, each number the one
+``report.json``'s fleet section holds (which the terminal report prints too); a run's page has none."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+
+from perfonto.analysis.html_fleet import fleet_section
+from perfonto.analysis.html_report import SECTIONS
+from perfonto.cli import main
+from perfonto.emulator.fleet import FleetSpec, generate_fleet
+from test_report_html import Page, assert_prints
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory, sohu):
+    """8 hosts × 2 chips in two racks (the second runs 15 degC hot; two slow chips), analysed with its
+    topology, and the page of that output."""
+    d = tmp_path_factory.mktemp("fleet-html")
+    generate_fleet(sohu, FleetSpec(8, 2), d / "data", duration_s=0.2, sample_period_s=2e-3, warmup_steps=100)
+    assert main(["analyze", str(d / "data"), "--out", str(d / "run"), "--json"]) == 0
+    html = d / "page" / "report.html"
+    assert main(["report", str(d / "run"), "--html", str(html), "--no-timeline"]) == 0
+    text = html.read_text()
+    return Page(text), text, json.loads((d / "run" / "report.json").read_text())
+
+
+def test_each_level_table_prints_the_reports_rollups(page):
+    p, text, doc = page
+    f, names = doc["fleet"], doc["report"]["fleet"]
+    sections = [a.get("id") for t, a in p.tags if t == "section"]
+    assert "fleet" in sections and sections == [s for s in SECTIONS if s in sections]  # in the nav's order
+    checked = 0
+    for level in ("fleet", "pod", "rack", "host"):
+        assert f'id="fleet-{level}"' in text
+        want = {r["node"]: r["metrics"] for r in f["levels"][level]}
+        rows = re.findall(rf'<tr data-{level}="([^"]*)">(.*?)</tr>', text)
+        assert [html.unescape(node) for node, _ in rows] == list(want)  # every node (8 hosts: under the cut)
+        for node, body in rows:
+            cells = re.findall(r'data-metric="([^"]+)" data-value="([^"]*)">([^<]*)<', body)
+            assert [m for m, _, _ in cells] == names
+            for m, value, shown in cells:
+                assert_prints({"data-value": value, "text": html.unescape(shown)}, want[html.unescape(node)].get(m))
+                checked += 1
+    assert checked == len(names) * sum(len(v) for v in f["levels"].values())
+    assert f["extreme"].get("power.temperature_mean") == "max"
+    assert "<th>power.temperature_mean (max)</th>" in text  # the hottest chip's, not a ratio of totals
+
+
+def test_spread_and_the_hot_rack_are_named_as_the_report_names_them(page):
+    p, text, doc = page
+    f = doc["fleet"]
+    spread = [c for c in p.cells if c["section"] == "fleet" and "data-p50" in c]
+    assert spread and all(float(c["data-value"]) == f["spread"][c["data-p50"]]["p50"] for c in spread)
+    slow = [o for o in f["outliers"]["mfu"]["low"]]
+    assert slow and all(f"{o['host']}/{o['chip']} ({o['rack']}) {o['relative'] * 100:+.1f} %" in text for o in slow[:5])
+    hot = [o for o in f["nodes_out"]["power.temperature_mean"]["rack"]]
+    assert [o["node"] for o in hot] == ["r01"]
+    # degC on an interval scale: the difference in degrees, never a percent of a Celsius reading
+    assert "<code>power.temperature_mean</code> 52." in text and "(+15.000 degC)</li>" in text
+
+
+def test_a_report_without_a_fleet_section_has_no_fleet_html():
+    assert fleet_section({"metrics": {}}, ["mfu"]) == ""
+    doc = {
+        "metrics": {"t": {"unit": "degC"}},
+        "fleet": {
+            "levels": {"rack": [{"node": "<r&1>", "chips": 2, "metrics": {"t": 40.0}}]},
+            "spread": {},
+            "outliers": {},
+            "nodes_out": {
+                "t": {"rack": [{"node": "<r&1>", "chips": 2, "median": 50.0, "reference": 40.0, "relative": 0.25}]}
+            },
+            "interval_scale": ["t"],
+        },
+    }
+    html = fleet_section(doc, ["t"])
+    assert "<r&1>" not in html and "&lt;r&amp;1&gt;" in html  # a node name from data is escaped
+    assert "(+10.000 degC)" in html and "25.0 %" not in html
