@@ -50,8 +50,8 @@ class Fleet:
     ``chips[level]``: chips per node; ``spread[metric]``: {p50, p99, max, threshold share};
     ``outliers[metric]``: {high: [...], low: [...]} of {host, chip, rack, value, deviation (modified z-score,
     null where the MAD is 0), relative (to the median)}; ``place``: (host, chip,
-    rack, pod) per chip; ``nodes_out[metric][level]``: the racks or pods whose chips stand out as a group
-    (``analysis.fleet_nodes``)."""
+    rack, pod) per chip; ``nodes_out[metric][level]``: the racks or pods whose chips (hosts, for a
+    leader-counted metric) stand out as a group (``analysis.fleet_nodes``)."""
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
@@ -111,23 +111,27 @@ def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology
             "spread of the metrics that read those counts is over the other hosts"
         )
     hosts_place = _host_places(place, hosts)
+    by_host: dict[str, np.ndarray] = {}  # leader-counted metrics: each host's value (NaN on a host that led none)
     for m, meta in graph.metrics.items():
         v = np.asarray(ev.per_chip[m], dtype=np.float64)
         if v.ndim != 1:
             continue
         if m in by_leader:  # counted by each group's leader chip only: spread over the hosts that hold a leader
             hv = np.where(led, np.asarray(f.values["host"][m], np.float64), np.nan)
+            by_host[m] = hv
             f.spread[m], f.outliers[m] = _spread(meta, hv, hosts_place, top)
             f.spread[m]["over"] = "hosts"
             continue
         f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
-    _nodes_out(f, ev, node_of, by_leader)
+    _nodes_out(f, ev, node_of, by_leader, by_host)
     return f
 
 
-def _nodes_out(f: Fleet, ev, node_of: dict[str, np.ndarray], by_leader: set[str]) -> None:
-    """``f.nodes_out``: per scalar metric (not a leader-counted one, whose other chips count none), the
-    racks and pods that stand out (``analysis.fleet_nodes``), for each of those levels of two nodes or more."""
+def _nodes_out(f: Fleet, ev, node_of: dict[str, np.ndarray], by_leader: set[str], by_host: dict) -> None:
+    """``f.nodes_out``: per scalar metric, the racks and pods that stand out (``analysis.fleet_nodes``), for
+    each of those levels of two nodes or more: over the nodes' chips, or for a leader-counted metric (whose
+    other chips count none: ``by_host``, each host's value) over the nodes' hosts — such a finding has
+    ``hosts`` (how many had a value) and ``over: hosts`` in place of ``chips``."""
     from .fleet_nodes import nodes_standing_out
 
     for level in ("rack", "pod"):
@@ -143,6 +147,27 @@ def _nodes_out(f: Fleet, ev, node_of: dict[str, np.ndarray], by_leader: set[str]
             found = nodes_standing_out(idx, f.nodes[level], np.where(placed, v, np.nan))
             if found:
                 f.nodes_out.setdefault(m, {})[level] = found
+        if not by_host:
+            continue
+        host_node = _host_nodes(node_of["host"], np.where(placed, idx, -1), len(f.nodes["host"]))
+        for m, hv in by_host.items():
+            found = nodes_standing_out(np.maximum(host_node, 0), f.nodes[level], np.where(host_node >= 0, hv, np.nan))
+            for o in found:
+                o["hosts"] = o.pop("chips")
+                o["over"] = "hosts"
+            if found:
+                f.nodes_out.setdefault(m, {})[level] = found
+
+
+def _host_nodes(host_of_chip: np.ndarray, node_of_chip: np.ndarray, hosts: int) -> np.ndarray:
+    """(hosts,) int: each host's node at a level (an index; ``node_of_chip`` −1 where a chip has none), or −1
+    where its chips have none or lie in more than one node (such a host is left out of that level's
+    comparison)."""
+    lo = np.full(hosts, np.iinfo(np.int64).max)
+    hi = np.full(hosts, -1)
+    np.minimum.at(lo, host_of_chip, node_of_chip)
+    np.maximum.at(hi, host_of_chip, node_of_chip)
+    return np.where((lo == hi) & (lo >= 0), hi, -1)
 
 
 def _hosts_with_leader(graph: MetricGraph, res: EngineResult, place, hosts: list[str]) -> np.ndarray:

@@ -105,15 +105,21 @@ def _nodes_out(fleet: dict, names: list[str], units: dict) -> str:
                 unit = units.get(m, "")
                 vs = _versus(o["median"], o["reference"], o.get("relative"), unit, m in interval)
                 items.append(
-                    f'<li data-node="{e(o["node"])}">{e(level)} <code>{e(o["node"])}</code> ({e(o["chips"])} chips): '
+                    f'<li data-node="{e(o["node"])}">{e(level)} <code>{e(o["node"])}</code> ({e(_members(o))}): '
                     f"<code>{e(m)}</code> {fmt(o['median'], unit)} against {fmt(o['reference'], unit)} ({e(vs)})</li>"
                 )
     if not items:
         return ""
     return (
-        '<h3 id="fleet-nodes">Racks and pods that stand out</h3><p class="dim">Their chips\' median against the '
-        f"typical node's (or the other one's).</p><ul>{''.join(items)}</ul>"
+        '<h3 id="fleet-nodes">Racks and pods that stand out</h3><p class="dim">Their chips\' median (hosts\' for '
+        "a metric only a group's leader chip counts) against the typical node's (or the other one's).</p>"
+        f"<ul>{''.join(items)}</ul>"
     )
+
+
+def _members(o: dict) -> str:
+    """What a standing-out node's median is over: its chips, or for a leader-counted metric its hosts."""
+    return f"{o['hosts']} hosts" if o.get("over") == "hosts" else f"{o['chips']} chips"
 
 
 def _who(o: dict) -> str:

@@ -252,7 +252,8 @@ def fleet_json(fleet, graph) -> dict:
     {high, low}: how many chips stand out}}
     across chips, ``outliers`` {metric: {high, low: [{host, chip, rack, value, deviation, relative}]}},
     ``nodes_out`` {metric: {rack|pod: [{node, chips, median, reference, relative, deviation}]}} (racks and
-    pods whose chips stand out as a group: ``analysis.fleet_nodes``), ``chips`` [{host, chip, rack, pod}],
+    pods whose chips stand out as a group: ``analysis.fleet_nodes``; for a leader-counted metric, tokens/s,
+    over the nodes' hosts: ``hosts`` and ``over: hosts`` in place of ``chips``), ``chips`` [{host, chip, rack, pod}],
     ``extreme`` {metric: max|min} (a node's value is the extreme over its chips, not a ratio of totals:
     ``metrics.across_chips.chip_extreme``) and ``interval_scale`` [metric] (a unit whose zero is not its
     base unit's, degC: a difference is said in the unit, never as a percent)."""

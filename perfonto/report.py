@@ -683,7 +683,8 @@ def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) 
     if not rows:
         return
     console.print(
-        "Racks and pods that stand out (their chips' median against the typical node's, or the other one's; "
+        "Racks and pods that stand out (their chips' median, or hosts' where marked, against the typical node's, "
+        "or the other one's; "
         "the chip spread above cannot name a node that holds much of the fleet):"
     )
     for m, level, o in rows[:most]:
@@ -693,8 +694,13 @@ def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) 
             Text.assemble(
                 f"  {level} ",
                 plain(o["node"] if len(o["node"]) <= 80 else o["node"][:79] + "…"),  # report.json has it whole
-                f" ({o['chips']} chips): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
+                f" ({_members(o)}): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
             )
         )
     if len(rows) > most:
         console.print(f"  … {len(rows) - most} more in report.json (fleet.nodes_out)")
+
+
+def _members(o: dict) -> str:
+    """What a standing-out node's median is over: its chips, or for a leader-counted metric its hosts."""
+    return f"{o['hosts']} hosts" if o.get("over") == "hosts" else f"{o['chips']} chips"

@@ -82,3 +82,34 @@ def test_a_report_without_a_fleet_section_has_no_fleet_html():
     html = fleet_section(doc, ["t"])
     assert "<r&1>" not in html and "&lt;r&amp;1&gt;" in html  # a node name from data is escaped
     assert "(+10.000 degC)" in html and "25.0 %" not in html
+
+
+def test_a_rack_that_serves_fewer_tokens_is_named_over_its_hosts(tmp_path, sohu):
+    """tokens/s is counted by each group's leader chip only (the other chips count 0), so the chip rule
+    cannot judge a rack on it; over the hosts' rollups it can: the hosts of rack r01 (of three) serving
+    20 % fewer tokens name r01, over its hosts, in report.json and the page."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "data"
+    generate_fleet(sohu, FleetSpec(12, 2), data, duration_s=0.2, sample_period_s=2e-3, warmup_steps=100)
+    for h in range(4, 8):  # rack r01: hosts h004 … h007 (4 hosts a rack)
+        part = data / "counters" / f"host=h{h:03d}" / "part-0.parquet"
+        t = pq.read_table(part)
+        for name in ("seq.input_tokens", "seq.output_tokens"):
+            v = t.column(name).to_numpy()
+            t = t.set_column(t.column_names.index(name), name, pa.array(v - (v - v.min()) // 5, pa.uint64()))
+        pq.write_table(t, part)
+    assert main(["analyze", str(data), "--out", str(tmp_path / "run"), "--json"]) == 0
+    doc = json.loads((tmp_path / "run" / "report.json").read_text())
+    found = doc["fleet"]["nodes_out"]["tokens_per_second"]["rack"]
+    counted = [r["node"] for r in doc["fleet"]["levels"]["host"] if r["metrics"]["tokens_per_second"]]
+    r01 = [h for h in counted if h in ("h004", "h005", "h006", "h007")]  # a host that led no group: left out
+    assert [o["node"] for o in found] == ["r01"] and found[0]["over"] == "hosts" and found[0]["hosts"] == len(r01) >= 2
+    assert found[0]["relative"] == pytest.approx(-0.2, abs=0.01)
+    assert "chips" not in found[0]
+    html = tmp_path / "page.html"
+    assert main(["report", str(tmp_path / "run"), "--html", str(html), "--no-timeline"]) == 0
+    assert f"rack <code>r01</code> ({len(r01)} hosts): <code>tokens_per_second</code>" in html.read_text()
+    assert np.isfinite(found[0]["median"])
