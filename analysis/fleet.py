@@ -41,6 +41,7 @@ from .level_sums import combine
 LEVELS = ("chip", "host", "rack", "pod", "fleet")
 Z_SCALE = 0.6745  # the normal distribution's MAD ÷ its standard deviation: a modified z-score is in σ units
 Z_OUTLIER = 3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+TOP_OUTLIERS = 50  # chips listed per metric and side in report.json (the reports name the first; all are counted)
 MIN_RELATIVE = 0.01  # a chip within 1 % of the median never stands out, whatever its score
 
 
@@ -75,12 +76,15 @@ def _places(hosts, chips, topology: Topology | None):
     return out
 
 
-def rollups(graph: MetricGraph, evaluator, res: EngineResult, topology: Topology | None = None, top: int = 5) -> Fleet:
+def rollups(
+    graph: MetricGraph, evaluator, res: EngineResult, topology: Topology | None = None, top: int | None = None
+) -> Fleet:
     """The fleet rollups of an evaluated dump (module docstring).
 
     Raises:
         TopologyError: ``topology`` does not place a chip of the dump.
     """
+    top = TOP_OUTLIERS if top is None else top
     ev = res.evaluation
     hosts = list(ev.hosts) if ev.hosts is not None else [None] * len(ev.chips)
     place = _places(hosts, ev.chips, topology)

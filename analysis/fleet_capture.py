@@ -43,7 +43,7 @@ def analyse_fleet(
     spark_master: str = "local[2]",
     spark=None,
     chunk_rows: int = CHUNK_ROWS,
-    top: int = 5,
+    top: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> Report:

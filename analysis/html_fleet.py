@@ -25,32 +25,39 @@ def fleet_section(r: dict, names: list[str]) -> str:
     levels = fleet.get("levels") or {}
     shown = [n for n in names if any(n in (row.get("metrics") or {}) for rows in levels.values() for row in rows)]
     out = ['<section id="fleet"><h2>Fleet</h2>']
+    places: dict[str, dict] = {}
+    for c in fleet.get("chips") or []:  # each host's rack and pod: its first chip's
+        places.setdefault(str(c.get("host")), c)
     for level in LEVELS:
         if level in levels:
-            out.append(_level(level, levels[level], shown, units, fleet.get("extreme") or {}))
+            where = places if level == "host" else {}
+            out.append(_level(level, levels[level], shown, units, fleet.get("extreme") or {}, where))
     out.append(_spread(fleet, shown, units))
     out.append(_nodes_out(fleet, shown, units))
     return "".join(out) + "</section>"
 
 
-def _level(level: str, rows: list[dict], names: list[str], units: dict, extreme: dict) -> str:
-    """One level's table: a row per node (the first ``MAX_ROWS``), a column per metric; a column whose node
-    value is the extreme of its chips' says so in its header."""
+def _level(level: str, rows: list[dict], names: list[str], units: dict, extreme: dict, places: dict) -> str:
+    """One level's table: a row per node (the first ``MAX_ROWS``; for hosts, their rack and pod when the
+    topology gives them), a column per metric; a column whose node value is the extreme of its chips'
+    says so in its header."""
     marked = any(extreme.get(n) for n in names)
-    head = [level, "chips"] + [n + (f" ({extreme[n]})" if extreme.get(n) else "") for n in names]
+    where = [k for k in ("rack", "pod") if any(p.get(k) for p in places.values())]
+    head = [level, *where, "chips"] + [n + (f" ({extreme[n]})" if extreme.get(n) else "") for n in names]
     body = []
     for row in rows[:MAX_ROWS]:
         cells = "".join(_cell(row["metrics"].get(n), fmt(row["metrics"].get(n), units[n]), "metric", n) for n in names)
+        at = "".join(f"<td>{e(places.get(str(row['node']), {}).get(k) or '—')}</td>" for k in where)
         body.append(
-            f'<tr data-{e(level)}="{e(row["node"])}"><td>{e(row["node"])}</td><td class="num">{e(row["chips"])}</td>'
-            f"{cells}</tr>"
+            f'<tr data-{e(level)}="{e(row["node"])}"><td class="node">{e(row["node"])}</td>{at}'
+            f'<td class="num">{e(row["chips"])}</td>{cells}</tr>'
         )
     if len(rows) > MAX_ROWS:
         body.append(f'<tr><td colspan="{len(head)}">… {len(rows) - MAX_ROWS} more in report.json</td></tr>')
     said = "; (max) and (min) columns: the extreme over those chips" if marked else ""
     return (
         f'<h3 id="fleet-{e(level)}">Per {e(level)} ({len(rows)})</h3><p class="dim">Ratios of totals over each '
-        f"node's chips{said}.</p>" + _table(head, body, f"fleet-{level}")
+        f"node's chips{said}.</p>" + _wide(_table(head, body, f"fleet-{level}"))
     )
 
 
@@ -58,6 +65,7 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
     """The spread of each metric across chips (or hosts, for leader-counted metrics) and the chips that stand
     out on either side."""
     spread, outliers = fleet.get("spread") or {}, fleet.get("outliers") or {}
+    hosts = len((fleet.get("levels") or {}).get("host") or [])
     interval = set(fleet.get("interval_scale") or ())
     body = []
     for n in names:
@@ -74,11 +82,11 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
             ]
             more = (sp.get("stand_out") or {}).get(k, len(found)) - len(named)
             sides.append(e(", ".join(named) + (f", … {more} more" if more > 0 else "")) or "—")
-        over = " (over hosts)" if sp.get("over") == "hosts" else ""
+        over = _over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""
         body.append(
             f'<tr data-spread="{e(n)}"><td><code>{e(n)}</code>{e(over)}</td>'
             + "".join(_cell(sp.get(q), fmt(sp.get(q), units[n]), q, n) for q in ("p50", "p99", "max"))
-            + f"<td>{fmt(thr['share_of_chips'] * 100, 'percent') if thr else ''}</td>"
+            + f"<td>{e(_past(thr))}</td>"
             + f"<td>{sides[0]}</td><td>{sides[1]}</td></tr>"
         )
     if not body:
@@ -86,10 +94,12 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
     return (
         '<h3 id="fleet-spread">Spread across chips</h3><p class="dim">Across chips, or hosts where marked; a chip '
         "stands out at a modified z-score past 3.5 and ≥ 1 % from p50.</p>"
-        + _table(
-            ["metric", "p50", "p99", "max", "past threshold", "stand out high (host/chip, rack)", "low"],
-            body,
-            "fleet-spread",
+        + _wide(
+            _table(
+                ["metric", "p50", "p99", "max", "past threshold", "stand out high (host/chip, rack)", "low"],
+                body,
+                "fleet-spread",
+            )
         )
     )
 
@@ -115,6 +125,23 @@ def _nodes_out(fleet: dict, names: list[str], units: dict) -> str:
         "a metric only a group's leader chip counts) against the typical node's (or the other one's).</p>"
         f"<ul>{''.join(items)}</ul>"
     )
+
+
+def _wide(table: str) -> str:
+    """A table that scrolls sideways when it is wider than the page (many metrics, long node names)."""
+    return f'<div class="wide">{table}</div>'
+
+
+def _past(thr: dict | None) -> str:
+    """The share of chips past a metric's threshold, with the threshold (``12.5 % (> 80)``), as the terminal
+    report prints it."""
+    return f"{thr['share_of_chips'] * 100:.1f} % ({thr['op']} {thr['limit']:g})" if thr else ""
+
+
+def _over_hosts(sp: dict, hosts: int) -> str:
+    """A leader-counted metric's spread is over hosts: how many had a value (``perfonto.report._over_hosts``)."""
+    n = sp.get("chips", hosts)
+    return f" (over {n} of {hosts} hosts)" if n < hosts else " (over hosts)"
 
 
 def _members(o: dict) -> str:

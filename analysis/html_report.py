@@ -54,7 +54,8 @@ color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}
 h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}th,td{border:1px solid #ddd;padding:.25em .6em}
-th{background:#f3f3f3;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f3f3;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.node{max-width:24em;overflow-wrap:anywhere}.wide{overflow-x:auto}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
 .bar{display:inline-block;height:.8em;background:#4c72b0;vertical-align:middle}.dim{color:#666;font-size:.9em}
 .warn{color:#a40000;font-weight:600}nav a{margin-right:1em}code{background:#f6f6f6;padding:0 .2em}

@@ -594,19 +594,37 @@ def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> T
         title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips{said})",
         title_justify="left",
     )
-    t.add_column(level)
+    t.add_column(level, overflow="fold")  # a long name wraps whole: names cut alike would read as one node
+    places = _host_racks(fleet) if level == "host" else {}
+    where = [k for k in ("rack", "pod") if any(p[k] for p in places.values())]
+    for k in where:
+        t.add_column(k, overflow="fold")
     t.add_column("chips", justify="right")
     for n in names:
         t.add_column(n + (f" ({extreme[n]})" if extreme[n] else ""), justify="right", overflow="fold")
     for i, node in enumerate(nodes[:max_rows]):
         t.add_row(
             plain(node),
+            *[plain(places[node][k] or "—") for k in where],
             str(int(fleet.chips[level][i])),
             *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names],
         )
     if len(nodes) > max_rows:
-        t.add_row(f"… {len(nodes) - max_rows} more", "", *["" for _ in names])
+        t.add_row(
+            f"… {len(nodes) - max_rows} more in report.json (fleet.levels.{level})",
+            *["" for _ in where],
+            "",
+            *["" for _ in names],
+        )
     return t
+
+
+def _host_racks(fleet) -> dict[str, dict[str, str | None]]:
+    """Each host's rack and pod (its first chip's: the topology places chips), for the host table."""
+    out: dict[str, dict[str, str | None]] = {}
+    for h, _, rack, pod in fleet.place:
+        out.setdefault(h, {"rack": rack, "pod": pod})
+    return out
 
 
 def _spread_table(fleet, graph, names: list[str]) -> Table:
@@ -617,7 +635,14 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
         "≥ 1 % from p50)",
         title_justify="left",
     )
-    longest = max([len(n) + (len(" (over hosts)") if fleet.spread.get(n, {}).get("over") else 0) for n in names] or [6])
+    hosts = len(fleet.nodes.get("host", []))
+    longest = max(
+        [
+            len(n) + (len(_over_hosts(fleet.spread[n], hosts)) if fleet.spread.get(n, {}).get("over") else 0)
+            for n in names
+        ]
+        or [6]
+    )
     t.add_column("metric", no_wrap=True, min_width=longest)  # a metric's name whole, on one line
     for col in (
         "p50",
@@ -628,6 +653,7 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
         "low",
     ):
         t.add_column(col, overflow="fold")
+    hosts = len(fleet.nodes.get("host", []))
     for n in names:
         sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
         if not sp or sp.get("p50") is None:
@@ -647,15 +673,22 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
             more = (sp.get("stand_out") or {}).get(k, len(shown)) - len(shown)
             side[k] = (text + (f", … {more} more" if more > 0 else "")) or "—"
         t.add_row(
-            n + (" (over hosts)" if sp.get("over") == "hosts" else ""),
+            n + (_over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""),
             _fmt(sp["p50"], unit),
             _fmt(sp["p99"], unit),
             _fmt(sp["max"], unit),
-            pct(thr["share_of_chips"]) if thr else "",
+            f"{pct(thr['share_of_chips'])} ({thr['op']} {thr['limit']:g})" if thr else "",
             plain(side["high"]),
             plain(side["low"]),
         )
     return t
+
+
+def _over_hosts(sp: dict, hosts: int) -> str:
+    """A leader-counted metric's spread is over hosts: how many of them had a value (a host that led no
+    group over the run, or one whose group is led from another host, has none)."""
+    n = sp.get("chips", hosts)
+    return f" (over {n} of {hosts} hosts)" if n < hosts else " (over hosts)"
 
 
 def _versus(graph, name: str, value: float, reference: float, relative: float | None) -> str:

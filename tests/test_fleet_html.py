@@ -50,6 +50,9 @@ def test_each_level_table_prints_the_reports_rollups(page):
     assert checked == len(names) * sum(len(v) for v in f["levels"].values())
     assert f["extreme"].get("power.temperature_mean") == "max"
     assert "<th>power.temperature_mean (max)</th>" in text  # the hottest chip's, not a ratio of totals
+    for node, body in re.findall(r'<tr data-host="([^"]*)">(.*?)</tr>', text):  # each host with its rack and pod
+        c = next(c for c in f["chips"] if c["host"] == node)
+        assert body.startswith(f'<td class="node">{node}</td><td>{c["rack"]}</td><td>{c["pod"]}</td>')
 
 
 def test_spread_and_the_hot_rack_are_named_as_the_report_names_them(page):
@@ -59,6 +62,11 @@ def test_spread_and_the_hot_rack_are_named_as_the_report_names_them(page):
     assert spread and all(float(c["data-value"]) == f["spread"][c["data-p50"]]["p50"] for c in spread)
     slow = [o for o in f["outliers"]["mfu"]["low"]]
     assert slow and all(f"{o['host']}/{o['chip']} ({o['rack']}) {o['relative'] * 100:+.1f} %" in text for o in slow[:5])
+    tok = f["spread"]["tokens_per_second"]  # over the hosts that led a group: how many, said in the row
+    over = "(over hosts)" if tok["chips"] == 8 else f"(over {tok['chips']} of 8 hosts)"
+    assert f"<code>tokens_per_second</code> {over}</td>" in text
+    thr = f["spread"]["mxu.utilization"]["threshold"]  # the share past the threshold, and the threshold
+    assert f"<td>{thr['share_of_chips'] * 100:.1f} % ({html.escape(thr['op'])} {thr['limit']:g})</td>" in text
     hot = [o for o in f["nodes_out"]["power.temperature_mean"]["rack"]]
     assert [o["node"] for o in hot] == ["r01"]
     # degC on an interval scale: the difference in degrees, never a percent of a Celsius reading

@@ -14,6 +14,7 @@ import pytest
 
 from fleet_data import PERIOD_NS, dirty_host
 from perfonto.analysis.capture import Capture
+from perfonto.analysis.fleet import TOP_OUTLIERS
 from perfonto.analysis.fleet_capture import analyse_fleet
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.topology import read_topology
@@ -72,7 +73,7 @@ def _apart(outliers, p50):
     return [o for o in outliers if p50 is None or abs(o["value"] - p50) > 1e-12 * abs(p50)]
 
 
-def _ties(outliers, top=5):
+def _ties(outliers, top=TOP_OUTLIERS):
     """The outliers' chips as groups of equal values (within 1e-12: chips of identical hosts, listed in
     either order), in order; the last group left out when the list was cut at ``top`` (inside a tie)."""
     groups: list[set] = []
