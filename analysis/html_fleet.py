@@ -66,7 +66,7 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
     out on either side."""
     spread, outliers = fleet.get("spread") or {}, fleet.get("outliers") or {}
     hosts = len((fleet.get("levels") or {}).get("host") or [])
-    interval = set(fleet.get("interval_scale") or ())
+    interval = _interval_scale(fleet, units)
     body = []
     for n in names:
         sp = spread.get(n) or {}
@@ -96,7 +96,7 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
         "stands out at a modified z-score past 3.5 and ≥ 1 % from p50.</p>"
         + _wide(
             _table(
-                ["metric", "p50", "p99", "max", "past threshold", "stand out high (host/chip, rack)", "low"],
+                ["metric", "p50", "p99", "max", "past threshold", "stand out high (host/chip, rack, vs p50)", "low"],
                 body,
                 "fleet-spread",
             )
@@ -107,7 +107,7 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
 def _nodes_out(fleet: dict, names: list[str], units: dict) -> str:
     """The racks and pods whose chips stand out as a group, the fleet metrics first, then the others."""
     found = fleet.get("nodes_out") or {}
-    interval = set(fleet.get("interval_scale") or ())
+    interval = _interval_scale(fleet, units)
     items = []
     for m in [*names, *[n for n in found if n not in names]]:
         for level, nodes in (found.get(m) or {}).items():
@@ -125,6 +125,17 @@ def _nodes_out(fleet: dict, names: list[str], units: dict) -> str:
         "a metric only a group's leader chip counts) against the typical node's (or the other one's).</p>"
         f"<ul>{''.join(items)}</ul>"
     )
+
+
+INTERVAL_UNITS = ("degC", "degF", "°C", "°F")  # a report.json from before ``interval_scale``: its units decide
+
+
+def _interval_scale(fleet: dict, units: dict) -> set[str]:
+    """The metrics on an interval scale (degC: a difference in degrees, never a percent): ``report.json``'s
+    ``fleet.interval_scale``, or for one written before that key, the metrics whose unit is a temperature's."""
+    if "interval_scale" in fleet:
+        return set(fleet["interval_scale"] or ())
+    return {n for n, u in units.items() if u in INTERVAL_UNITS}
 
 
 def _wide(table: str) -> str:

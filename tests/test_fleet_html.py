@@ -90,6 +90,8 @@ def test_a_report_without_a_fleet_section_has_no_fleet_html():
     html = fleet_section(doc, ["t"])
     assert "<r&1>" not in html and "&lt;r&amp;1&gt;" in html  # a node name from data is escaped
     assert "(+10.000 degC)" in html and "25.0 %" not in html
+    del doc["fleet"]["interval_scale"]  # a report.json written before the key: the unit decides
+    assert "(+10.000 degC)" in fleet_section(doc, ["t"])
 
 
 def test_a_rack_that_serves_fewer_tokens_is_named_over_its_hosts(tmp_path, sohu):
