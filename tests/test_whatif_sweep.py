@@ -105,6 +105,13 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monk
     again = json.loads(capsys.readouterr().out)
     assert again["cache"]["hits"] == 4 and again["points"] == doc["points"]
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 4 and b"<svg" in (tmp_path / "f.svg").read_bytes()[:400]
+    # the JSON says its units (MFU and shares are fractions here, percent in report.json) ...
+    assert doc["units"]["mfu"] == "fraction" and doc["units"]["itl_p50_s"] == "s" and 0 < doc["points"][0]["mfu"] < 1
+    # ... and the text says what came from the cache (it said nothing)
+    assert main(argv) == 0
+    assert f"cache: 4 of 4 point(s) read from {tmp_path / 'c' / 'whatif'}" in " ".join(capsys.readouterr().out.split())
+    assert main([*argv, "--no-cache"]) == 0
+    assert "cache: off" in capsys.readouterr().out
 
 
 def test_cache_key_changes_with_the_generation_and_the_point():

@@ -91,7 +91,9 @@ def cmd_compare(args) -> int:
         raise CommandError(f"no workload runs on both: {e['a'].get('error') or e['b'].get('error')}", 1)
     outputs = write_outputs(args, lambda: [_flat(cmp, e) for e in cmp.entries], lambda path: compare_figure(cmp, path))
     if args.json:
-        print(json.dumps({**cmp.to_json(), "outputs": outputs}, indent=2, default=str))
+        from perfonto.whatif.points import ROW_UNITS
+
+        print(json.dumps({**cmp.to_json(), "units": dict(ROW_UNITS), "outputs": outputs}, indent=2, default=str))
         return 0
     _render(cmp, outputs)
     return 0

@@ -36,7 +36,7 @@ def cmd_sweep(args) -> int:
     from perfonto.whatif.cliargs import base_point, cache_of, check_outputs, target_of, write_outputs
     from perfonto.whatif.knobs import KnobError, parse_vary
     from perfonto.whatif.plots import sweep_figure
-    from perfonto.whatif.points import base_generation
+    from perfonto.whatif.points import ROW_UNITS, base_generation
     from perfonto.whatif.sweep import sweep
 
     from .project import EmuProgress
@@ -75,6 +75,7 @@ def cmd_sweep(args) -> int:
         "generation": gen.name,
         **res.to_json(),
         "outputs": outputs,
+        "units": dict(ROW_UNITS),
         "cache": {"folder": str(cache.folder) if cache.folder else None, "hits": cache.hits},
         "failed_points": len(res.rows) - len(ok),
     }
@@ -82,7 +83,15 @@ def cmd_sweep(args) -> int:
         print(json.dumps(doc, indent=2, default=str))
         return 0
     _render(res, gen.name, outputs, set(dict(base.workload)))
+    stdout().print(_cache_line(cache, len(res.rows)), markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def _cache_line(cache, points: int) -> str:
+    """What the sweep took from perfonto's cache of projected points (the text said nothing of it)."""
+    if cache.folder is None:
+        return "cache: off (--no-cache or PERFONTO_NO_CACHE): every point projected"
+    return f"cache: {cache.hits} of {points} point(s) read from {cache.folder}; the others projected and kept there"
 
 
 def _fmt(v, kind: str) -> str:

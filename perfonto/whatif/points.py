@@ -49,6 +49,18 @@ ROW_FIGURES = (
     "share_idle",
     "bottleneck",
 )
+#: The unit of each of ``ROW_FIGURES`` as the what-if JSON gives it (``units`` beside its rows): MFU and the
+#: shares are fractions of 1 here, where ``report.json`` and the tables print percent (a new user read 0.09
+#: as 0.09 %).
+ROW_UNITS = {
+    "tokens_per_second": "token/s",
+    "benchmark_tokens_per_second": "token/s",
+    "requests": "request",
+    "output_tokens_per_second": "token/s",
+    **{k: "s" for k in ROW_FIGURES if k.endswith("_s")},
+    "mfu": "fraction",
+    **{k: "fraction" for k in ROW_FIGURES if k.startswith("share_")},
+}
 DEFAULTS = {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "dtype": "fp8"}
 
 
