@@ -32,7 +32,7 @@ import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import group_inputs, group_scale
-from perfonto.capture.topology import Topology
+from perfonto.capture.topology import UNPLACED, Topology
 
 from .bottleneck import _crossed
 from .engine import EngineResult, chip_values, with_nan_inputs
@@ -199,8 +199,8 @@ def _node_labels(place) -> dict[str, list[str]]:
     return {
         "chip": [f"{h}/{c}" if h else str(c) for h, c, _, _ in place],
         "host": [h for h, *_ in place],
-        "rack": [r if r is not None else "(no rack)" for _, _, r, _ in place],
-        "pod": [p if p is not None else "(no pod)" for *_, p in place],
+        "rack": [r if r is not None else UNPLACED["rack"] for _, _, r, _ in place],
+        "pod": [p if p is not None else UNPLACED["pod"] for *_, p in place],
         "fleet": ["fleet"] * len(place),
     }
 

@@ -115,12 +115,17 @@ def _name(p: Path, i: int, col: str, v):
     return str(v)
 
 
+#: The labels reports give the chips a topology places in no rack or no pod (their node in the fleet
+#: tables); a topology that names a rack or pod so is refused, or its chips would merge with those.
+UNPLACED = {"rack": "(no rack)", "pod": "(no pod)"}
+
+
 def read_topology(path: str | Path) -> Topology:
     """Read a topology file (module docstring).
 
     Raises:
         TopologyError: unreadable file, an unknown or missing column, an empty host or rack, a chip
-            that is not a non-negative integer, a chip placed twice.
+            that is not a non-negative integer, a chip placed twice, a rack or pod named as ``UNPLACED``.
     """
     from perfonto.ontology.files import exists, is_dir, is_file
 
@@ -144,6 +149,12 @@ def read_topology(path: str | Path) -> Topology:
         for col in ("host", "rack"):
             if row.get(col) in (None, ""):
                 raise TopologyError(f"{p}: row {i}: column `{col}` is empty; every row names its host and rack")
+        for col, label in UNPLACED.items():
+            if row.get(col) == label:
+                raise TopologyError(
+                    f"{p}: row {i}: column `{col}` is {label!r}, the name the reports give chips placed in no "
+                    f"{col}; name the {col} otherwise"
+                )
         chip = row.get("chip")
         if chip in ("", None):
             chip = None

@@ -490,6 +490,19 @@ def test_topology_cells_are_names(tmp_path):
             read_topology(y)
 
 
+@pytest.mark.parametrize("col, label", [("rack", "(no rack)"), ("pod", "(no pod)")])
+def test_a_rack_or_pod_named_as_the_unplaced_chips_is_refused(tmp_path, col, label):
+    """The reports call the chips a topology places in no pod ``(no pod)``: a pod named so would merge with
+    them in every table (left alone last stop), so it is refused by row and column."""
+    row = {"host": "h0", "rack": "r0", "pod": "p0"} | {col: label}
+    t = tmp_path / "t.csv"
+    t.write_text("host,rack,pod\n" + ",".join(f'"{row[k]}"' for k in ("host", "rack", "pod")) + "\n")
+    with pytest.raises(
+        TopologyError, match=rf"row 1: column `{col}` is '{re.escape(label)}'.*name the {col} otherwise"
+    ):
+        read_topology(t)
+
+
 def test_a_rack_in_two_pods_is_noted(fleet, tmp_path):
     """A topology that puts one rack in two pods (a typo in the pod column?) is analysed, with a note."""
     out, _, _ = fleet
