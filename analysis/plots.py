@@ -155,6 +155,9 @@ def roofline_picture(report: dict) -> Picture | None:
     return Picture("roofline", title, fig, {"points": points, "ceilings": cs})
 
 
+LABEL_BOX = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
+
+
 def _memory_roofs(ax, memory: list, x0: float, peak: float, color: str = "#333333", style: str = "") -> None:
     """Draw the memory roofs (intensity × bandwidth, up to the highest compute ceiling), each labelled
     near the left edge (``style``: one line style for all, else solid then dashed)."""
@@ -171,6 +174,8 @@ def _memory_roofs(ax, memory: list, x0: float, peak: float, color: str = "#33333
             fontsize=7,
             rotation=0,
             color=color,
+            zorder=4,  # over the op marks (zorder 3): a roof's label stays readable where an op sits on it
+            bbox=LABEL_BOX,
         )
 
 
@@ -193,6 +198,8 @@ def _compute_roofs(ax, compute: list, memory: list, x1: float) -> None:
             ha="right",
             fontsize=7,
             color="#333333",
+            zorder=4,
+            bbox=LABEL_BOX,
         )
 
 

@@ -174,6 +174,17 @@ def test_collectives_sit_under_the_link_roof_and_marks_are_sized_by_time(reporte
     assert any(ln.get_linestyle() == "-." for ln in ax.lines)  # the link roof is drawn
 
 
+def test_roof_labels_are_drawn_over_the_op_marks(reported):
+    """Each roof's label (HBM, SRAM, the links, the compute peaks) is drawn above the op marks on a pale
+    box, so an op that sits on the label's place (the all-reduces on the link roof's) does not hide it."""
+    _, _, doc, _ = reported
+    ax = plots.roofline_picture(doc).figure.axes[0]
+    marks = max(c.get_zorder() for c in ax.collections)
+    labels = [t for t in ax.texts if "B/s" in t.get_text() or "peak" in t.get_text()]
+    assert {"C2C links 1.2 TB/s", "HBM 7.2 TB/s"} <= {t.get_text() for t in labels}
+    assert all(t.get_zorder() > marks and t.get_bbox_patch() is not None for t in labels)
+
+
 def test_page_is_self_contained_complete_and_prints_the_report(reported):
     run, html, doc, _ = reported
     text = html.read_text()
