@@ -57,7 +57,7 @@ def _rows(path: Path) -> list[dict]:
         if name.endswith((".yaml", ".yml")):
             import yaml
 
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_keys_loader(path))
             if isinstance(data, dict):
                 rows = []
                 for h, v in data.items():
@@ -65,7 +65,11 @@ def _rows(path: Path) -> list[dict]:
                         raise TopologyError(
                             f"{path}: host `{h}`: expected a mapping with `rack` (and `pod`), got {type(v).__name__}"
                         )
-                    rows.append({"host": h, **v})
+                    if "host" in v and str(v["host"]) != str(h):
+                        raise TopologyError(
+                            f"{path}: host `{h}`: its mapping names another host `{v['host']}`; the key is the host"
+                        )
+                    rows.append({**v, "host": h})
                 return rows
             if isinstance(data, list) and all(isinstance(r, dict) for r in data):
                 return data
@@ -78,10 +82,17 @@ def _rows(path: Path) -> list[dict]:
             import pyarrow as pa
             import pyarrow.csv as pcsv
 
+            # a name is what the cell says (a pod `NA` or `null` is named so; only an empty cell is none)
             opts = pcsv.ConvertOptions(
-                column_types={"host": pa.string(), "rack": pa.string(), "pod": pa.string()}, strings_can_be_null=True
+                column_types={"host": pa.string(), "rack": pa.string(), "pod": pa.string()},
+                strings_can_be_null=True,
+                null_values=[""],
             )
-            return pcsv.read_csv(str(path), convert_options=opts).to_pylist()
+            table = pcsv.read_csv(str(path), convert_options=opts)
+            twice = sorted({c for c in table.column_names if table.column_names.count(c) > 1})
+            if twice:
+                raise TopologyError(f"{path}: column `{twice[0]}` appears twice in the header; keep one")
+            return table.to_pylist()
     except TopologyError:
         raise
     except OSError as exc:
@@ -120,6 +131,29 @@ def _name(p: Path, i: int, col: str, v):
 UNPLACED = {"rack": "(no rack)", "pod": "(no pod)"}
 
 
+def _unique_keys_loader(path: Path):
+    """A safe YAML loader that refuses a mapping key given twice (PyYAML keeps the last one silently: a host
+    listed twice would be placed by its last row alone)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                line = key_node.start_mark.line + 1
+                raise TopologyError(f"{path}:{line}: `{key}` is given twice in one mapping; give each host once")
+            if isinstance(key, (str, int, float, bool)):
+                seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
 def read_topology(path: str | Path) -> Topology:
     """Read a topology file (module docstring).
 
@@ -141,7 +175,7 @@ def read_topology(path: str | Path) -> Topology:
         raise TopologyError(f"{p}: the topology has no rows; give one row per host (host, rack, pod)")
     topo = Topology(str(p))
     for i, row in enumerate(rows, start=1):
-        unknown = sorted(set(row) - set(COLUMNS))
+        unknown = sorted(str(k) for k in set(row) - set(COLUMNS))
         if unknown:
             raise TopologyError(f"{p}: row {i}: column `{unknown[0]}` is not a topology column ({', '.join(COLUMNS)})")
         for col in ("host", "rack", "pod"):
@@ -150,10 +184,10 @@ def read_topology(path: str | Path) -> Topology:
             if row.get(col) in (None, ""):
                 raise TopologyError(f"{p}: row {i}: column `{col}` is empty; every row names its host and rack")
         for col, label in UNPLACED.items():
-            if row.get(col) == label:
+            if isinstance(row.get(col), str) and " ".join(row[col].split()).lower() == label:
                 raise TopologyError(
-                    f"{p}: row {i}: column `{col}` is {label!r}, the name the reports give chips placed in no "
-                    f"{col}; name the {col} otherwise"
+                    f"{p}: row {i}: column `{col}` is {row[col]!r}, which reads as {label!r}, the name the reports "
+                    f"give chips placed in no {col}; name the {col} otherwise"
                 )
         chip = row.get("chip")
         if chip in ("", None):
@@ -163,7 +197,7 @@ def read_topology(path: str | Path) -> Topology:
                 chip = int(chip)
                 if chip < 0 or str(row["chip"]).strip().lstrip("+") not in (str(chip), f"{chip}.0"):
                     raise ValueError
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise TopologyError(
                     f"{p}: row {i}: column `chip` is {row['chip']!r}; a chip is a non-negative integer "
                     "(leave it empty to place every chip of the host)"
