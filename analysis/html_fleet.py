@@ -16,10 +16,23 @@ LEVELS = ("fleet", "pod", "rack", "host")
 
 def fleet_section(r: dict, names: list[str]) -> str:
     """``<section id="fleet">`` of report.json ``r`` for the metrics ``names`` (the report model's ``fleet``);
-    empty when the report has no fleet section (a ``perfonto run``)."""
+    empty when the report has no fleet section (a ``perfonto run``).
+
+    Raises:
+        KeyError, TypeError, ValueError, AttributeError: the fleet section is not as ``fleet_json`` writes it
+            (a hand-edited report.json); the exception's ``section`` is ``fleet``.
+    """
     fleet = r.get("fleet")
     if not fleet:
         return ""
+    try:
+        return _fleet_section(r, fleet, names)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        exc.section = "fleet"  # type: ignore[attr-defined]  # the command names it
+        raise
+
+
+def _fleet_section(r: dict, fleet: dict, names: list[str]) -> str:
     units = {n: m.get("unit", "") for n, m in (r.get("metrics") or {}).items()}  # every metric: nodes_out has others
     units |= {n: units.get(n, "") for n in names}
     levels = fleet.get("levels") or {}
@@ -134,7 +147,10 @@ def _interval_scale(fleet: dict, units: dict) -> set[str]:
     """The metrics on an interval scale (degC: a difference in degrees, never a percent): ``report.json``'s
     ``fleet.interval_scale``, or for one written before that key, the metrics whose unit is a temperature's."""
     if "interval_scale" in fleet:
-        return set(fleet["interval_scale"] or ())
+        given = fleet["interval_scale"] or []
+        if not isinstance(given, list):
+            raise TypeError(f"fleet.interval_scale is {type(given).__name__}, not a list of metric names")
+        return set(given)
     return {n for n, u in units.items() if u in INTERVAL_UNITS}
 
 

@@ -67,9 +67,17 @@ SCRIPT = (
 )
 
 
+# control characters and the bidirectional overrides, shown as their escapes: a NUL is not HTML, and a
+# right-to-left override in a rack name would reorder what the page shows after it
+_UNSEEN = {
+    c: f"\\u{c:04x}" for c in (*range(32), 127, *range(0x202A, 0x202F), *range(0x2066, 0x206A)) if c not in (9, 10, 13)
+}
+
+
 def e(text) -> str:
-    """``text`` escaped for HTML text and attribute values."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """``text`` escaped for HTML text and attribute values (control characters and bidirectional overrides
+    shown as ``\\u…`` escapes)."""
+    return html.escape(("" if text is None else str(text)).translate(_UNSEEN), quote=True)
 
 
 def _short_time(seconds: float) -> str:

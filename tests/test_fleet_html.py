@@ -90,6 +90,9 @@ def test_a_report_without_a_fleet_section_has_no_fleet_html():
     html = fleet_section(doc, ["t"])
     assert "<r&1>" not in html and "&lt;r&amp;1&gt;" in html  # a node name from data is escaped
     assert "(+10.000 degC)" in html and "25.0 %" not in html
+    odd = {"levels": {"rack": [{"node": "r\u202e1\x00", "chips": 1, "metrics": {}}]}}  # an override, a NUL
+    shown = fleet_section(doc | {"fleet": doc["fleet"] | odd}, ["t"])
+    assert "\u202e" not in shown and "\x00" not in shown and "r\\u202e1\\u0000" in shown
     del doc["fleet"]["interval_scale"]  # a report.json written before the key: the unit decides
     assert "(+10.000 degC)" in fleet_section(doc, ["t"])
 
@@ -123,3 +126,28 @@ def test_a_rack_that_serves_fewer_tokens_is_named_over_its_hosts(tmp_path, sohu)
     assert main(["report", str(tmp_path / "run"), "--html", str(html), "--no-timeline"]) == 0
     assert f"rack <code>r01</code> ({len(r01)} hosts): <code>tokens_per_second</code>" in html.read_text()
     assert np.isfinite(found[0]["median"])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda f: f["levels"]["rack"][0].pop("chips"),
+        lambda f: f.update(levels="abc"),
+        lambda f: f["spread"]["mfu"].update(p50="abc"),
+        lambda f: f.update(interval_scale=3),
+        lambda f: f["outliers"]["mfu"]["low"][0].pop("value"),
+    ],
+)
+def test_a_hand_edited_fleet_section_is_named_not_an_internal_error(page, tmp_path, capsys, edit):
+    """A breaker's report.json edits (a key gone, a string for a number or a list) made ``perfonto report
+    --html`` an internal error; it names the file and the section, and says how to write it again."""
+    _, _, doc = page
+    doc = json.loads(json.dumps(doc))
+    edit(doc["fleet"])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.json").write_text(json.dumps(doc))
+    assert main(["report", str(run), "--html", str(tmp_path / "p.html"), "--no-timeline"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run / 'report.json'}: its `fleet` section is not as perfonto writes it" in err and "internal" not in err
+    assert not (tmp_path / "p.html").exists()

@@ -100,7 +100,15 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
 
     html_path = Path(args.html)
     timeline = None if args.no_timeline else _timeline(run, html_path, err)
-    page = html_report.render(doc, pics, timeline=timeline.name if timeline is not None else None)
+    try:
+        page = html_report.render(doc, pics, timeline=timeline.name if timeline is not None else None)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a report.json edited by hand
+        where = getattr(exc, "section", None)
+        raise CommandError(
+            f"{run / 'report.json'}: {'its `' + where + '` section' if where else 'a section'} is not as perfonto "
+            f"writes it ({type(exc).__name__}: {why(exc)}); write it again with `perfonto analyze` or `perfonto run`",
+            1,
+        ) from None
     try:
         write_file(html_path, page)
     except OutputError as exc:
