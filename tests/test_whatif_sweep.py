@@ -109,7 +109,15 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monk
     assert doc["units"]["mfu"] == "fraction" and doc["units"]["itl_p50_s"] == "s" and 0 < doc["points"][0]["mfu"] < 1
     # ... and the text says what came from the cache (it said nothing)
     assert main(argv) == 0
-    assert f"cache: 4 of 4 point(s) read from {tmp_path / 'c' / 'whatif'}" in " ".join(capsys.readouterr().out.split())
+    assert f"cache: 4 projection(s) read from {tmp_path / 'c' / 'whatif'}; the others" in capsys.readouterr().out
+    for f in (tmp_path / "c" / "whatif").rglob("*.json"):  # rows of another shape (a breaker's {}, [], null)
+        f.write_text(json.dumps({}))
+    assert main([*argv, "--json"]) == 0  # projected again, not an internal error
+    assert json.loads(capsys.readouterr().out)["cache"]["hits"] == 0
+    (tmp_path / "ro").write_text("a file where the cache folder should be")
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "ro"))
+    assert main(argv) == 0
+    assert "cannot be written (read-only, or not a folder): nothing was kept" in capsys.readouterr().out
     assert main([*argv, "--no-cache"]) == 0
     assert "cache: off" in capsys.readouterr().out
 

@@ -83,15 +83,20 @@ def cmd_sweep(args) -> int:
         print(json.dumps(doc, indent=2, default=str))
         return 0
     _render(res, gen.name, outputs, set(dict(base.workload)))
-    stdout().print(_cache_line(cache, len(res.rows)), markup=False, highlight=False, soft_wrap=True)
+    stdout().print(_cache_line(cache), markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
-def _cache_line(cache, points: int) -> str:
-    """What the sweep took from perfonto's cache of projected points (the text said nothing of it)."""
+def _cache_line(cache) -> str:
+    """What the sweep took from perfonto's cache of projected points (the text said nothing of it): how many
+    projections it read (the grid's points and those of the crossings' bisection), and whether the others
+    could be kept."""
     if cache.folder is None:
         return "cache: off (--no-cache or PERFONTO_NO_CACHE): every point projected"
-    return f"cache: {cache.hits} of {points} point(s) read from {cache.folder}; the others projected and kept there"
+    read = f"{cache.hits} projection(s) read from {cache.folder}"
+    if not cache.writable():
+        return f"cache: {read}; the folder cannot be written (read-only, or not a folder): nothing was kept"
+    return f"cache: {read}; the others projected and kept there"
 
 
 def _fmt(v, kind: str) -> str:

@@ -134,6 +134,15 @@ def code_hash() -> str:
     return h.hexdigest()[:20]
 
 
+def _a_row(row) -> bool:
+    """A projected point's row as ``project_point`` writes it: its workload and every figure, or an error."""
+    if not isinstance(row, dict):
+        return False
+    if isinstance(row.get("error"), str):
+        return True
+    return all(k in row for k in (*DEFAULTS, *ROW_FIGURES)) and isinstance(row.get("tokens_per_second"), (int, float))
+
+
 def point_key(target: Target, point: Point, kind: str = "project") -> str:
     """The cache key of a point: sha256 over the code hash, the derived generation's fingerprint, the
     workload and ``kind``."""
@@ -149,6 +158,8 @@ class Cache:
         self.hits = 0
 
     def get(self, key: str) -> dict | None:
+        """The row kept under ``key``, or None: none kept, or one that is not a projected point's row (a
+        file cut short, edited, or of another shape: it is projected again and written over)."""
         if self.folder is None:
             return None
         p = self.folder / key[:2] / f"{key}.json"
@@ -156,8 +167,21 @@ class Cache:
             row = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        if not _a_row(row):
+            return None
         self.hits += 1
         return row
+
+    def writable(self) -> bool:
+        """Whether rows can be kept in the folder (False on a read-only file system, or where the folder's
+        path is a file)."""
+        if self.folder is None:
+            return False
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        return os.access(self.folder, os.W_OK)
 
     def put(self, key: str, row: dict) -> None:
         if self.folder is None:
