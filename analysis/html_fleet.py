@@ -39,8 +39,12 @@ def _fleet_section(r: dict, fleet: dict, names: list[str]) -> str:
     shown = [n for n in names if any(n in (row.get("metrics") or {}) for rows in levels.values() for row in rows)]
     out = ['<section id="fleet"><h2>Fleet</h2>']
     places: dict[str, dict] = {}
-    for c in fleet.get("chips") or []:  # each host's rack and pod: its first chip's
-        places.setdefault(str(c.get("host")), c)
+    for c in fleet.get("chips") or []:  # each host's rack and pod: its chips', comma-separated where they differ
+        at = places.setdefault(str(c.get("host")), {"rack": [], "pod": []})
+        for k in ("rack", "pod"):
+            if c.get(k) is not None and str(c[k]) not in at[k]:
+                at[k].append(str(c[k]))
+    places = {h: {k: ", ".join(v) or None for k, v in at.items()} for h, at in places.items()}
     for level in LEVELS:
         if level in levels:
             where = places if level == "host" else {}

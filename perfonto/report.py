@@ -620,11 +620,15 @@ def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> T
 
 
 def _host_racks(fleet) -> dict[str, dict[str, str | None]]:
-    """Each host's rack and pod (its first chip's: the topology places chips), for the host table."""
-    out: dict[str, dict[str, str | None]] = {}
+    """Each host's rack and pod, for the host table: its chips', comma-separated where they differ (the
+    topology places chips, and may split a host)."""
+    seen: dict[str, dict[str, list[str]]] = {}
     for h, _, rack, pod in fleet.place:
-        out.setdefault(h, {"rack": rack, "pod": pod})
-    return out
+        at = seen.setdefault(h, {"rack": [], "pod": []})
+        for k, v in (("rack", rack), ("pod", pod)):
+            if v is not None and v not in at[k]:
+                at[k].append(v)
+    return {h: {k: ", ".join(v) or None for k, v in at.items()} for h, at in seen.items()}
 
 
 def _spread_table(fleet, graph, names: list[str]) -> Table:

@@ -151,3 +151,18 @@ def test_a_hand_edited_fleet_section_is_named_not_an_internal_error(page, tmp_pa
     err = " ".join(capsys.readouterr().err.split())
     assert f"{run / 'report.json'}: its `fleet` section is not as perfonto writes it" in err and "internal" not in err
     assert not (tmp_path / "p.html").exists()
+
+
+def test_a_host_split_across_racks_says_both():
+    """A topology may place a host's chips in two racks: its row names both, not its first chip's alone."""
+    doc = {
+        "metrics": {},
+        "fleet": {
+            "levels": {"host": [{"node": "h0", "chips": 2, "metrics": {}}]},
+            "chips": [
+                {"host": "h0", "chip": 0, "rack": "r0", "pod": "p0"},
+                {"host": "h0", "chip": 1, "rack": "r9", "pod": "p0"},
+            ],
+        },
+    }
+    assert '<td class="node">h0</td><td>r0, r9</td><td>p0</td>' in fleet_section(doc, [])
