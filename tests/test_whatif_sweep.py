@@ -118,6 +118,9 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monk
     monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "ro"))
     assert main(argv) == 0
     assert "cannot be written (read-only, or not a folder): nothing was kept" in capsys.readouterr().out
+    # a table under a file: the option and the path named (it said only "/…/ro: File exists")
+    assert main([*argv, "--out", str(tmp_path / "ro" / "t.csv")]) == 1
+    assert f"--out {tmp_path / 'ro' / 't.csv'}: cannot be written" in " ".join(capsys.readouterr().err.split())
     assert main([*argv, "--no-cache"]) == 0
     assert "cache: off" in capsys.readouterr().out
 

@@ -129,17 +129,21 @@ def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], 
     from perfonto.commands.common import CommandError, why
 
     outputs = {}
+    what = None
     try:
         if args.out:
             from .sweep import write_table
 
+            what = ("--out", args.out)
             write_table(rows(), args.out)
             outputs["table"] = str(args.out)
         if args.plot:
+            what = ("--plot", args.plot)
             figure(args.plot)
             outputs["plot"] = str(args.plot)
     except OSError as exc:
-        raise CommandError(why(exc), 1) from None
+        opt, path = what or ("--out", args.out)
+        raise CommandError(f"{opt} {path}: cannot be written ({why(exc)}); choose another {opt}", 1) from None
     return outputs
 
 
