@@ -503,20 +503,21 @@ def test_a_rack_or_pod_named_as_the_unplaced_chips_is_refused(tmp_path, col, lab
         read_topology(t)
 
 
-@pytest.mark.parametrize(
-    "name, text, message",
-    [
-        ("inf.csv", "host,chip,rack\nh0,inf,r0\n", "row 1: column `chip` is inf; a chip is a non-negative integer"),
-        ("dup.csv", "host,rack,rack\nh0,r0,r1\n", "column `rack` appears twice in the header"),
-        ("twice.yaml", "h0: {rack: r0}\nh0: {rack: r9}\n", "twice.yaml:2: `h0` is given twice in one mapping"),
-        ("inner.yaml", "h0: {rack: r0, host: h1}\n", "host `h0`: its mapping names another host `h1`"),
-        ("intkey.yaml", "- {host: h0, rack: r0, 1: a}\n", "row 1: column `1` is not a topology column"),
-        ("space.csv", 'host,rack,pod\nh0,r0,"(No pod) "\n', "column `pod` is '(No pod) ', which reads as '(no pod)'"),
-    ],
-)
-def test_topology_that_would_be_read_wrong_is_refused(tmp_path, name, text, message):
+BAD_TOPOLOGIES = {  # file name: (its text, what the refusal says)
+    "inf.csv": ("host,chip,rack\nh0,inf,r0\n", "row 1: column `chip` is inf; a chip is a non-negative integer"),
+    "dup.csv": ("host,rack,rack\nh0,r0,r1\n", "column `rack` appears twice in the header"),
+    "twice.yaml": ("h0: {rack: r0}\nh0: {rack: r9}\n", "twice.yaml:2: `h0` is given twice in one mapping"),
+    "inner.yaml": ("h0: {rack: r0, host: h1}\n", "host `h0`: its mapping names another host `h1`"),
+    "intkey.yaml": ("- {host: h0, rack: r0, 1: a}\n", "row 1: column `1` is not a topology column"),
+    "space.csv": ('host,rack,pod\nh0,r0,"(No pod) "\n', "column `pod` is '(No pod) ', which reads as '(no pod)'"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_TOPOLOGIES)
+def test_topology_that_would_be_read_wrong_is_refused(tmp_path, name):
     """A breaker's topology files: a chip of inf crashed; a column or host given twice, a host that its
     mapping renames, and a pod that prints as the unplaced chips' label were read silently."""
+    text, message = BAD_TOPOLOGIES[name]
     t = tmp_path / name
     t.write_text(text)
     with pytest.raises(TopologyError, match=re.escape(message)):
