@@ -7,6 +7,7 @@ as a group (``analysis.fleet_nodes``). A page shows more rows than a terminal (`
 
 from __future__ import annotations
 
+from .fleet_words import host_places, members, over_hosts, past, versus, who
 from .html_report import _cell, _table, e, fmt
 
 MAX_ROWS = 100  # nodes a level's table shows; the rest are counted
@@ -38,13 +39,7 @@ def _fleet_section(r: dict, fleet: dict, names: list[str]) -> str:
     levels = fleet.get("levels") or {}
     shown = [n for n in names if any(n in (row.get("metrics") or {}) for rows in levels.values() for row in rows)]
     out = ['<section id="fleet"><h2>Fleet</h2>']
-    places: dict[str, dict] = {}
-    for c in fleet.get("chips") or []:  # each host's rack and pod: its chips', comma-separated where they differ
-        at = places.setdefault(str(c.get("host")), {"rack": [], "pod": []})
-        for k in ("rack", "pod"):
-            if c.get(k) is not None and str(c[k]) not in at[k]:
-                at[k].append(str(c[k]))
-    places = {h: {k: ", ".join(v) or None for k, v in at.items()} for h, at in places.items()}
+    places = host_places((c.get("host"), c.get("rack"), c.get("pod")) for c in fleet.get("chips") or [])
     for level in LEVELS:
         if level in levels:
             where = places if level == "host" else {}
@@ -94,16 +89,16 @@ def _spread(fleet: dict, names: list[str], units: dict) -> str:
         for k in ("high", "low"):
             found = (outliers.get(n) or {}).get(k, [])
             named = [
-                _who(o) + " " + _versus(o["value"], sp["p50"], o.get("relative"), units[n], n in interval)
+                who(o) + " " + versus(o["value"], sp["p50"], o.get("relative"), units[n], n in interval)
                 for o in found[:MAX_SIDE]
             ]
             more = (sp.get("stand_out") or {}).get(k, len(found)) - len(named)
             sides.append(e(", ".join(named) + (f", … {more} more" if more > 0 else "")) or "—")
-        over = _over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""
+        over = over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""
         body.append(
             f'<tr data-spread="{e(n)}"><td><code>{e(n)}</code>{e(over)}</td>'
             + "".join(_cell(sp.get(q), fmt(sp.get(q), units[n]), q, n) for q in ("p50", "p99", "max"))
-            + f"<td>{e(_past(thr))}</td>"
+            + f"<td>{e(past(thr))}</td>"
             + f"<td>{sides[0]}</td><td>{sides[1]}</td></tr>"
         )
     if not body:
@@ -130,9 +125,9 @@ def _nodes_out(fleet: dict, names: list[str], units: dict) -> str:
         for level, nodes in (found.get(m) or {}).items():
             for o in nodes:
                 unit = units.get(m, "")
-                vs = _versus(o["median"], o["reference"], o.get("relative"), unit, m in interval)
+                vs = versus(o["median"], o["reference"], o.get("relative"), unit, m in interval)
                 items.append(
-                    f'<li data-node="{e(o["node"])}">{e(level)} <code>{e(o["node"])}</code> ({e(_members(o))}): '
+                    f'<li data-node="{e(o["node"])}">{e(level)} <code>{e(o["node"])}</code> ({e(members(o))}): '
                     f"<code>{e(m)}</code> {fmt(o['median'], unit)} against {fmt(o['reference'], unit)} ({e(vs)})</li>"
                 )
     if not items:
@@ -161,40 +156,6 @@ def _interval_scale(fleet: dict, units: dict) -> set[str]:
 def _wide(table: str) -> str:
     """A table that scrolls sideways when it is wider than the page (many metrics, long node names)."""
     return f'<div class="wide">{table}</div>'
-
-
-def _past(thr: dict | None) -> str:
-    """The share of chips past a metric's threshold, with the threshold (``12.5 % (> 80)``), as the terminal
-    report prints it."""
-    return f"{thr['share_of_chips'] * 100:.1f} % ({thr['op']} {thr['limit']:g})" if thr else ""
-
-
-def _over_hosts(sp: dict, hosts: int) -> str:
-    """A leader-counted metric's spread is over hosts: how many had a value (``perfonto.report._over_hosts``)."""
-    n = sp.get("chips", hosts)
-    return f" (over {n} of {hosts} hosts)" if n < hosts else " (over hosts)"
-
-
-def _members(o: dict) -> str:
-    """What a standing-out node's median is over: its chips, or for a leader-counted metric its hosts."""
-    return f"{o['hosts']} hosts" if o.get("over") == "hosts" else f"{o['chips']} chips"
-
-
-def _who(o: dict) -> str:
-    """A chip that stands out, as the reports name it: host/chip (rack)."""
-    who = str(o["host"]) if o.get("chip") is None else f"{o['host']}/{o['chip']}"
-    return who + (f" ({o['rack']})" if o.get("rack") else "")
-
-
-def _versus(value: float, reference: float, relative, unit: str, interval: bool) -> str:
-    """How far ``value`` is from ``reference``: a signed percent of it, or on an interval scale (degC) the
-    signed difference in the unit (``perfonto.report._versus``, from ``report.json``)."""
-    from .report_json import format_value
-
-    if relative is not None and not interval:
-        return f"{relative * 100:+.1f} %"
-    d = value - reference
-    return ("+" if d >= 0 else "") + format_value(d, unit)
 
 
 __all__ = ["fleet_section"]

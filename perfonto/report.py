@@ -620,20 +620,17 @@ def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> T
 
 
 def _host_racks(fleet) -> dict[str, dict[str, str | None]]:
-    """Each host's rack and pod, for the host table: its chips', comma-separated where they differ (the
-    topology places chips, and may split a host)."""
-    seen: dict[str, dict[str, list[str]]] = {}
-    for h, _, rack, pod in fleet.place:
-        at = seen.setdefault(h, {"rack": [], "pod": []})
-        for k, v in (("rack", rack), ("pod", pod)):
-            if v is not None and v not in at[k]:
-                at[k].append(v)
-    return {h: {k: ", ".join(v) or None for k, v in at.items()} for h, at in seen.items()}
+    """Each host's rack and pod, for the host table (``analysis.fleet_words.host_places``)."""
+    from perfonto.analysis.fleet_words import host_places
+
+    return host_places((h, rack, pod) for h, _, rack, pod in fleet.place)
 
 
 def _spread_table(fleet, graph, names: list[str]) -> Table:
     """The spread of ``names`` across chips (or hosts, for leader-counted metrics) and the chips that
     stand out on either side (the first three)."""
+    from perfonto.analysis.fleet_words import over_hosts, past, who
+
     t = Table(
         title="Spread across chips, or hosts where marked (one stands out at a modified z-score past 3.5 and "
         "≥ 1 % from p50)",
@@ -642,7 +639,7 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
     hosts = len(fleet.nodes.get("host", []))
     longest = max(
         [
-            len(n) + (len(_over_hosts(fleet.spread[n], hosts)) if fleet.spread.get(n, {}).get("over") else 0)
+            len(n) + (len(over_hosts(fleet.spread[n], hosts)) if fleet.spread.get(n, {}).get("over") else 0)
             for n in names
         ]
         or [6]
@@ -667,50 +664,36 @@ def _spread_table(fleet, graph, names: list[str]) -> Table:
         side = {}
         for k in ("high", "low"):
             shown = out.get(k, [])[:3]
-            text = ", ".join(
-                (o["host"] if o.get("chip") is None else f"{o['host']}/{o['chip']}")
-                + (f" ({o['rack']})" if o.get("rack") else "")
-                + " "
-                + _versus(graph, n, o["value"], sp["p50"], o.get("relative"))
-                for o in shown
-            )
+            text = ", ".join(who(o) + " " + _versus(graph, n, o["value"], sp["p50"], o.get("relative")) for o in shown)
             more = (sp.get("stand_out") or {}).get(k, len(shown)) - len(shown)
             side[k] = (text + (f", … {more} more" if more > 0 else "")) or "—"
         t.add_row(
-            n + (_over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""),
+            n + (over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""),
             _fmt(sp["p50"], unit),
             _fmt(sp["p99"], unit),
             _fmt(sp["max"], unit),
-            f"{pct(thr['share_of_chips'])} ({thr['op']} {thr['limit']:g})" if thr else "",
+            past(thr),
             plain(side["high"]),
             plain(side["low"]),
         )
     return t
 
 
-def _over_hosts(sp: dict, hosts: int) -> str:
-    """A leader-counted metric's spread is over hosts: how many of them had a value (a host that led no
-    group over the run, or one whose group is led from another host, has none)."""
-    n = sp.get("chips", hosts)
-    return f" (over {n} of {hosts} hosts)" if n < hosts else " (over hosts)"
-
-
 def _versus(graph, name: str, value: float, reference: float, relative: float | None) -> str:
-    """How far ``value`` is from ``reference``, as the reports say it: a signed percent of the reference,
-    or for a metric on an interval scale (a unit whose zero is not its base unit's: degC) the signed
-    difference in its unit (+15 degC; a percent of a Celsius reading means nothing)."""
+    """How far ``value`` is from ``reference``, as the reports say it (``analysis.fleet_words.versus``: degC
+    differences in degrees, the others a signed percent)."""
+    from perfonto.analysis.fleet_words import versus
     from perfonto.ontology.units import is_interval_scale
 
     m = graph.metrics[name]
-    if relative is not None and not is_interval_scale(m.unit):
-        return f"{relative * 100:+.1f} %"
-    d = value - reference
-    return ("+" if d >= 0 else "") + _fmt(d, m.unit_text)
+    return versus(value, reference, relative, m.unit_text, is_interval_scale(m.unit))
 
 
 def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) -> None:
     """The racks and pods whose chips stand out as a group (``analysis.fleet_nodes``), for the fleet
     tables' metrics first, then the others; at most ``most`` lines (``report.json`` has them all)."""
+    from perfonto.analysis.fleet_words import members
+
     rows = [
         (m, level, o)
         for m in [*names, *[n for n in fleet.nodes_out if n not in names]]
@@ -731,13 +714,8 @@ def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) 
             Text.assemble(
                 f"  {level} ",
                 plain(o["node"] if len(o["node"]) <= 80 else o["node"][:79] + "…"),  # report.json has it whole
-                f" ({_members(o)}): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
+                f" ({members(o)}): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
             )
         )
     if len(rows) > most:
         console.print(f"  … {len(rows) - most} more in report.json (fleet.nodes_out)")
-
-
-def _members(o: dict) -> str:
-    """What a standing-out node's median is over: its chips, or for a leader-counted metric its hosts."""
-    return f"{o['hosts']} hosts" if o.get("over") == "hosts" else f"{o['chips']} chips"
