@@ -220,7 +220,8 @@ def _findings(found: list[dict]) -> str:
             continue  # a hand-edited report's malformed entry: shown by `perfonto findings`' check, not here
         gain = f.get("estimated_gain")
         gain = gain if isinstance(gain, (int, float)) and math.isfinite(gain) else None
-        ev = ", ".join(f"{k} = {format_value(v, '')}" for k, v in (f.get("evidence") or {}).items())
+        units = f.get("evidence_units") if isinstance(f.get("evidence_units"), dict) else {}  # older: bare numbers
+        ev = ", ".join(f"{k} = {format_value(v, units.get(k, ''))}" for k, v in (f.get("evidence") or {}).items())
         trs.append(
             f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
             f"<td>{'' if gain is None else e(f'{gain * 100:+.1f} %')}</td><td>{e(f.get('estimate') or '')}</td>"

@@ -353,7 +353,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             pc.add_column("dominant top-down node", justify="left", no_wrap=True)
         for ci in range(len(ev.chips)):
             row = [_chip_label(ev, ci)]
-            row += [_mis(ev, name, ci, _fmt(ev.per_chip[name][ci])) for name in shown]
+            row += [_mis(ev, name, ci, _bare(ev.per_chip[name][ci], graph.metrics[name].unit_text)) for name in shown]
             if a.topdown:
                 shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
                 fin = {k: v for k, v in shares.items() if v is not None}
@@ -374,6 +374,16 @@ def _per_chip(graph, ev, a, console: Console) -> None:
                 *[_mis(ev, n, ci, _fmt(ev.per_chip[n][ci], graph.metrics[n].unit_text)) for n in names],
             )
         console.print(gt)
+
+
+def _bare(v, unit: str) -> str:
+    """A value formatted by its unit's rule (``_fmt``: a percent with two decimals) without the unit, which
+    the column's header carries (a per-chip PCIe % printed 0.0009797 beside the server's 0.00 %)."""
+    text = _fmt(v, unit)
+    for suffix in (" %", f" {unit}"):
+        if unit and text.endswith(suffix):
+            return text[: -len(suffix)]
+    return text
 
 
 def _mis(ev, name: str, ci: int, text: str) -> str:

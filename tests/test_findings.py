@@ -128,6 +128,10 @@ def test_a_catalog_adds_and_overrides_rules(tmp_path, capsys):
     assert f"mfu = {mine[0]['evidence']['mfu']:.2f} %" in console.export_text()
     render_guided([{k: v for k, v in mine[0].items() if k != "evidence_units"}], console)  # an older report.json
     assert "mfu = " in console.export_text()
+    from perfonto.analysis.html_report import _findings  # the page as the terminal (it printed bare numbers)
+
+    assert f"mfu = {mine[0]['evidence']['mfu']:.2f} %" in _findings(mine)
+    assert "mfu = " in _findings([{k: v for k, v in mine[0].items() if k != "evidence_units"}])
 
 
 SLOW = ["--duration", "600ms", "--isl", "128", "--osl", "128", "--sample-period", "10ms"]

@@ -109,7 +109,7 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monk
     assert doc["units"]["mfu"] == "fraction" and doc["units"]["itl_p50_s"] == "s" and 0 < doc["points"][0]["mfu"] < 1
     # ... and the text says what came from the cache (it said nothing)
     assert main(argv) == 0
-    assert f"cache: 4 projection(s) read from {tmp_path / 'c' / 'whatif'}; the others" in capsys.readouterr().out
+    assert f"cache: 4 projection(s) read from {tmp_path / 'c' / 'whatif'}; any others" in capsys.readouterr().out
     for f in (tmp_path / "c" / "whatif").rglob("*.json"):  # rows of another shape (a breaker's {}, [], null)
         f.write_text(json.dumps({}))
     assert main([*argv, "--json"]) == 0  # projected again, not an internal error

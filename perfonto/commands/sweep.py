@@ -96,7 +96,7 @@ def _cache_line(cache) -> str:
     read = f"{cache.hits} projection(s) read from {cache.folder}"
     if not cache.writable():
         return f"cache: {read}; the folder cannot be written (read-only, or not a folder): nothing was kept"
-    return f"cache: {read}; the others projected and kept there"
+    return f"cache: {read}; any others projected and kept there"
 
 
 def _fmt(v, kind: str) -> str:
