@@ -242,8 +242,13 @@ def per_group_json(report) -> dict:
 
 
 def _context(ctx: dict | None) -> dict:
-    """``assumptions`` and ``claim`` of an emulated run (``emulator.claim.run_context``), when known."""
-    return {"assumptions": ctx.get("assumptions"), "claim": ctx.get("claim")} if ctx else {}
+    """``assumptions`` (the run's, then its preset's), ``preset_says`` (the preset's alone) and ``claim`` of an
+    emulated run (``emulator.claim.run_context``), when known."""
+    return (
+        {"assumptions": ctx.get("assumptions"), "preset_says": ctx.get("preset_says"), "claim": ctx.get("claim")}
+        if ctx
+        else {}
+    )
 
 
 def fleet_json(fleet, graph) -> dict:

@@ -204,8 +204,9 @@ def _compare(gen: str, preset: str | None) -> dict | None:
 
 
 def run_context(gen, gt: dict) -> dict:
-    """``{"assumptions": [...], "claim": {...} | None}`` for a run's report: its modelling assumptions
-    (``modelling_assumptions`` with its preset's list) and, when ``gen``'s family has a public claim,
+    """``{"assumptions": [...], "preset_says": [...], "claim": {...} | None}`` for a run's report: its
+    modelling assumptions (``modelling_assumptions`` with its preset's list; ``preset_says``: that list
+    alone, the preset's words with their reasons) and, when ``gen``'s family has a public claim,
     ``claim_comparison`` under the run's preset with the run's own figures beside it
     (``run_tokens_per_second``, and ``run_ratio`` when the run is the claim's scenario:
     ``scenario_matches``)."""
@@ -215,7 +216,7 @@ def run_context(gen, gt: dict) -> dict:
         named = resolve(gen, preset if preset != "custom" else None).named if preset != "custom" else ()
     except ValueError:
         named = ()
-    out = {"assumptions": modelling_assumptions(gt, named), "claim": None}
+    out = {"assumptions": modelling_assumptions(gt, named), "preset_says": list(named), "claim": None}
     claim = family_claim(gen)
     if claim is None or preset == "custom":
         return out

@@ -12,9 +12,15 @@ def render_context(ctx: dict | None, console: Console) -> None:
     """Print the assumptions and the claim comparison of ``ctx`` (nothing when ``ctx`` is None)."""
     if not ctx:
         return
-    console.print("[bold]Modelling assumptions[/bold] (what shapes these numbers):")
-    for a in ctx.get("assumptions", []):
+    says = ctx.get("preset_says") or []
+    console.print("[bold]Modelling assumptions[/bold] (what shapes these numbers), as this run made them:")
+    for a in [a for a in ctx.get("assumptions", []) if a not in says]:
         console.print(f"  • {a}", markup=False)
+    if says:  # the same choices in the preset's words, with their reasons (they were one list: read as repeats)
+        preset = (ctx.get("claim") or {}).get("preset")
+        console.print(f"  as the preset{f' `{preset}`' if preset else ''} states them, with their reasons:")
+        for a in says:
+            console.print(f"    ◦ {a}", markup=False)
     c = ctx.get("claim")
     if not c:
         return

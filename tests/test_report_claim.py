@@ -39,6 +39,18 @@ def test_the_report_names_its_modelling_assumptions(report):
     assert "collectives are not overlapped with compute" in text and "mapping TP8 over 8 chips" in text
     assert f"up to {gt['max_batch']} requests and {gt['token_budget']} tokens per step" in text
     assert "assumed except the 144 GB HBM" in text  # the preset's own list: Sohu's figures are assumptions
+    # the preset's list, said apart from the run's own (one list read as the same choices said twice)
+    says = doc["preset_says"]
+    assert says and set(says) <= set(doc["assumptions"]) and not any("this run's HBM bytes" in a for a in says)
+    from rich.console import Console
+
+    from perfonto.report_claim import render_context
+
+    console = Console(width=300, color_system=None, record=True)
+    render_context({"assumptions": doc["assumptions"], "preset_says": says, "claim": doc["claim"]}, console)
+    out = console.export_text()
+    head = out.index("as the preset `conservative` states them")
+    assert all(out.index(a) > head for a in says) and out.index("mapping TP8 over 8 chips") < head
 
 
 def test_sohu_is_compared_with_the_claim_and_the_assumption_that_moves_it_most(report):
