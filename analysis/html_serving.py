@@ -10,7 +10,7 @@ the page does (``html_report``).
 from __future__ import annotations
 
 from .html_report import _cell, _table, e, fmt
-from .steady_state import in_words
+from .steady_state import in_words, offline_queue_note
 
 
 def serving_section(r: dict) -> str:
@@ -35,6 +35,8 @@ def serving_section(r: dict) -> str:
             '<p class="dim">Each over the population it could be measured on: requests, or the gaps between '
             "output tokens (ITL).</p>" + _table(["metric", "value", "population", "note"], rows, "serving")
         )
+        if isinstance(r.get("offline_queued_s"), (int, float)):  # the terminal's note: TTFT is mostly the wait
+            out.append(f'<p class="dim" id="offline-queue">{e(offline_queue_note(r["offline_queued_s"]))}</p>')
     if ss:
         out.append(_steady(ss))
     return "".join(out) + "</section>"

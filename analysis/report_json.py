@@ -244,11 +244,10 @@ def per_group_json(report) -> dict:
 def _context(ctx: dict | None) -> dict:
     """``assumptions`` (the run's, then its preset's), ``preset_says`` (the preset's alone) and ``claim`` of an
     emulated run (``emulator.claim.run_context``), when known."""
-    return (
-        {"assumptions": ctx.get("assumptions"), "preset_says": ctx.get("preset_says"), "claim": ctx.get("claim")}
-        if ctx
-        else {}
-    )
+    if not ctx:
+        return {}
+    out = {"assumptions": ctx.get("assumptions"), "preset_says": ctx.get("preset_says"), "claim": ctx.get("claim")}
+    return out | ({"offline_queued_s": ctx["offline_queued_s"]} if ctx.get("offline_queued_s") else {})
 
 
 def fleet_json(fleet, graph) -> dict:

@@ -84,6 +84,15 @@ def _num(v) -> float | None:
     return None if v is None or not np.isfinite(v) else float(v)
 
 
+def offline_queue_note(seconds: float) -> str:
+    """What an offline run's TTFT and E2E are, in the words both reports print: every request was queued
+    ``seconds`` before the run (its warm-up), so they are mostly that wait."""
+    return (
+        f"note: offline, every request was queued when the server started, {seconds:,.1f} s before the run (its "
+        "warm-up), so TTFT and E2E are mostly that wait; TPOT and ITL are the serving latencies of this scenario."
+    )
+
+
 def in_words(doc: dict) -> tuple[str, str | None, str | None]:
     """``(window, span, latencies)``: report.json's ``steady_state`` ``doc`` in the words both reports print
     (terminal and HTML): the window and whether it is the whole run; the full run's span (the request

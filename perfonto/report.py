@@ -118,12 +118,9 @@ def render_serving(result: JobResult, console: Console) -> None:
         console.print(t)
         gt = result.ground_truth or {}
         if gt.get("offline_queued_s"):
-            console.print(
-                f"note: offline, every request was queued when the server started, {gt['offline_queued_s']:,.1f} s "
-                "before the run (its warm-up), so TTFT and E2E are mostly that wait; TPOT and ITL are the "
-                "serving latencies of this scenario.",
-                highlight=False,
-            )
+            from perfonto.analysis.steady_state import offline_queue_note
+
+            console.print(offline_queue_note(gt["offline_queued_s"]), highlight=False)
     from .report_steady import render_steady_state
 
     render_steady_state(result, console)
@@ -132,7 +129,8 @@ def render_serving(result: JobResult, console: Console) -> None:
         console.print(
             "Time split (device trace, unions of spans, all chips): "
             + ", ".join(f"{k.replace('_', ' ')} {pct(v)}" for k, v in ts.items())
-            + f" (sum {sum(ts.values()) * 100:.1f} %)"
+            + f" (sum {sum(ts.values()) * 100:.1f} %; compute: the spans of every compute op, the memory-bound "
+            "ones included, which top-down counts as memory)"
         )
     steps = (result.ground_truth or {}).get("steps")
     if isinstance(steps, (int, float)) and 0 < steps < 20 and (result.ground_truth or {}).get("whole_steps"):

@@ -174,6 +174,16 @@ def test_collectives_sit_under_the_link_roof_and_marks_are_sized_by_time(reporte
     assert any(ln.get_linestyle() == "-." for ln in ax.lines)  # the link roof is drawn
 
 
+def test_the_page_says_what_an_offline_ttft_is(reported):
+    """An offline run's TTFT is mostly the wait since its requests were queued: the terminal said so and the
+    page did not (a new user read a TTFT of 111 s with no note)."""
+    from perfonto.analysis.steady_state import offline_queue_note
+
+    _, html, doc, _ = reported
+    assert doc["offline_queued_s"] > 0
+    assert html_report.e(offline_queue_note(doc["offline_queued_s"])) in html.read_text()
+
+
 def test_roof_labels_are_drawn_over_the_op_marks(reported):
     """Each roof's label (HBM, SRAM, the links, the compute peaks) is drawn above the op marks on a pale
     box, so an op that sits on the label's place (the all-reduces on the link roof's) does not hide it."""
