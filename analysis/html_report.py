@@ -37,6 +37,7 @@ SECTIONS = (
     "per-chip",
     "multichip",
     "fleet",
+    "assumptions",
     "timeline",
     "notes",
 )
@@ -471,6 +472,7 @@ def render(
     ``per_chip`` ({metric: column header}) and ``groups`` ({title: [metric, ...]}, per-chip tables)
     replace its parts. ``timeline``: the relative path of the Perfetto trace written beside the page
     (None: none)."""
+    from .html_context import context_section
     from .html_fleet import fleet_section
     from .html_serving import serving_section
     from .report_model import page_model
@@ -490,6 +492,7 @@ def render(
         _per_chip(report, pics, per_chip, groups),
         _multichip(report, pics),
         fleet_section(report, model.fleet),
+        context_section(report),
         _timeline(timeline),
         _notes(report),
     ]

@@ -184,6 +184,20 @@ def test_the_page_says_what_an_offline_ttft_is(reported):
     assert html_report.e(offline_queue_note(doc["offline_queued_s"])) in html.read_text()
 
 
+def test_the_page_states_the_runs_assumptions_and_the_claim_as_the_terminal_does(reported):
+    """The page had no modelling assumptions or claim comparison; it prints the terminal's lines
+    (``analysis.context_words``), from report.json."""
+    from perfonto.analysis.context_words import context_lines
+
+    _, html, doc, _ = reported
+    text = html.read_text()
+    lines = context_lines({k: doc.get(k) for k in ("assumptions", "preset_says", "claim")})
+    assert any(k == "factor" for k, _ in lines) and any("× the claim" in t for _, t in lines)
+    section = text[text.index('<section id="assumptions">') :]
+    for _, line in lines:
+        assert html_report.e(line) in section, line
+
+
 def test_roof_labels_are_drawn_over_the_op_marks(reported):
     """Each roof's label (HBM, SRAM, the links, the compute peaks) is drawn above the op marks on a pale
     box, so an op that sits on the label's place (the all-reduces on the link roof's) does not hide it."""
