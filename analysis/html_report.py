@@ -166,16 +166,17 @@ def _headline(r: dict, names) -> str:
 
 def _bottleneck(r: dict, pics: dict) -> str:
     td = r.get("topdown") or {}
+    kids = r.get("topdown_children") if isinstance(r.get("topdown_children"), dict) else {}  # older: level 1 only
+    ms = r.get("metrics") or {}
     rows = []
     for n, v in td.items():
-        width = 0 if v is None else max(0.0, min(100.0, v)) * 3
-        rows.append(
-            f"<tr><td><code>{e(n)}</code></td>{_cell(v, fmt(v, 'percent'), 'metric', n)}"
-            f'<td><span class="bar" style="width:{width:.1f}px"></span></td></tr>'
-        )
+        rows.append(_topdown_row(n, v, n))
+        for c in kids.get(n) or []:  # level 2, as the terminal's tree
+            cv = (ms.get(c) or {}).get("value")
+            rows.append(_topdown_row(c, cv if isinstance(cv, (int, float)) else None, f"└ {c}"))
     out = [
         '<section id="bottleneck"><h2>Bottleneck</h2>',
-        _table(["top-down level 1", "share of core cycles", ""], rows)
+        _table(["top-down levels 1 and 2", "share of core cycles", ""], rows)
         if rows
         else '<p class="dim">Top-down not evaluated: no top-down metric in this catalog or capture.</p>',
     ]
@@ -209,6 +210,15 @@ def _bottleneck(r: dict, pics: dict) -> str:
     if "topdown" in pics:
         out.append(_img(pics["topdown"], "Level-1 top-down shares per sampling window (mean over chips), stacked."))
     return "".join(out) + "</section>"
+
+
+def _topdown_row(name: str, v, label: str) -> str:
+    """A row of the top-down table: the node (``label``: its name, indented for level 2), its share, a bar."""
+    width = 0 if v is None else max(0.0, min(100.0, v)) * 3
+    return (
+        f"<tr><td><code>{e(label)}</code></td>{_cell(v, fmt(v, 'percent'), 'metric', name)}"
+        f'<td><span class="bar" style="width:{width:.1f}px"></span></td></tr>'
+    )
 
 
 def _findings(found: list[dict]) -> str:

@@ -93,6 +93,7 @@ def report_json(report) -> dict:
             "bottleneck": a.bottleneck,
             "bottleneck_label": a.bottleneck_label,
             "topdown": {k: _num(v) for k, v in a.topdown.items()},
+            "topdown_children": _level2(graph, a.topdown, metrics),
             "drilldown": [{"metric": n, "share_of_time": _num(v)} for n, v in a.drilldown],
             "topdown_tree_violations": a.tree_violations,
             "thresholds_crossed": [{"metric": n, "value": _num(v), "message": msg} for n, v, msg in a.thresholds],
@@ -125,6 +126,15 @@ def report_json(report) -> dict:
             else {}
         )
     )
+
+
+def _level2(graph, level1: dict, metrics: dict) -> dict[str, list[str]]:
+    """``topdown_children`` {level-1 node: its level-2 nodes that have a value in ``metrics``} (the tree the
+    catalog declares: ``analysis.bottleneck.tree_children``), so a page drawn from the JSON shows level 2."""
+    from .bottleneck import tree_children
+
+    kids = tree_children(graph)
+    return {n: [c for c in kids.get(n, []) if c in metrics] for n in level1}
 
 
 def constants_json(graph, metrics: dict) -> dict:

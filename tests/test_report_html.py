@@ -251,9 +251,13 @@ def _check_headline_and_topdown(cells: dict, doc: dict) -> None:
     for c in cells["bottleneck"]:  # the level-1 table comes first (thresholds crossed may repeat a node)
         td.setdefault(c["data-metric"], c)
     assert [n for n in td if n in doc["topdown"]] == list(doc["topdown"])
-    td = {n: td[n] for n in doc["topdown"]}
-    for name, cell in td.items():
-        assert_prints(cell, doc["topdown"][name])
+    for name in doc["topdown"]:
+        assert_prints(td[name], doc["topdown"][name])
+    # level 2 under its level-1 node, as the terminal's tree (the page showed level 1 only)
+    level2 = [c for kids in doc["topdown_children"].values() for c in kids]
+    assert "topdown.memory.kv_cache" in level2
+    for child in level2:
+        assert_prints(td[child], doc["metrics"][child]["value"])
 
 
 def _check_per_chip_and_ops(cells: dict, page: Page, doc: dict) -> None:
