@@ -9,17 +9,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-#: How the terminal sets each kind of line (``analysis.context_words.KINDS``): indent, bullet, style.
-_LOOK = {
-    "head": ("", "", "bold"),
-    "item": ("  ", "• ", ""),
-    "subhead": ("  ", "", ""),
-    "subitem": ("    ", "◦ ", ""),
-    "line": ("  ", "", ""),
-    "factor": ("    ", "", ""),
-    "most": ("  ", "", "bold"),
-    "remark": ("  ", "", "dim"),
-}
+#: How the terminal sets each kind of line (``analysis.context_words.KINDS``): a heading flush left, the rest
+#: indented (list items and figure lines one step deeper), bullets on list items, bold or dim where it helps.
+_DEEPER = ("subitem", "factor")
+_BULLET = {"item": "• ", "subitem": "◦ "}
+_STYLE = {"head": "bold", "most": "bold", "remark": "dim"}
 
 
 def render_context(ctx: dict | None, console: Console) -> None:
@@ -27,5 +21,5 @@ def render_context(ctx: dict | None, console: Console) -> None:
     from perfonto.analysis.context_words import context_lines
 
     for kind, text in context_lines(ctx):
-        indent, bullet, style = _LOOK[kind]
-        console.print(Text(indent + bullet + text, style=style), highlight=False)
+        indent = "" if kind == "head" else "    " if kind in _DEEPER else "  "
+        console.print(Text(indent + _BULLET.get(kind, "") + text, style=_STYLE.get(kind, "")), highlight=False)
