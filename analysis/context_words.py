@@ -5,15 +5,13 @@ reports print (the terminal's ``perfonto.report_claim`` and the HTML page's ``an
 
 from __future__ import annotations
 
-#: A line's role, for each report to style: a heading, an item of a list, a line of text, a figure line
-#: (``× 2.27  what``), the one that moves it most, and the closing remark.
-KINDS = ("head", "item", "subhead", "subitem", "line", "factor", "most", "remark")
-
 
 def context_lines(ctx: dict | None) -> list[tuple[str, str]]:
     """``[(kind, text)]`` of ``ctx`` (module docstring): the run's own assumptions, then the preset's in its
     words with their reasons, then the claim, its scenario under the run's preset and each assumption moved
-    alone toward the claim preset's setting; empty without a context."""
+    alone toward the claim preset's setting; empty without a context. ``kind``, for each report to style:
+    ``head``, ``item`` (of a list), ``subhead``, ``subitem``, ``line``, ``factor`` (``× 2.27  what``), ``most``
+    (the one that moves it most), ``remark``."""
     if not ctx:
         return []
     says = ctx.get("preset_says") or []
@@ -21,7 +19,7 @@ def context_lines(ctx: dict | None) -> list[tuple[str, str]]:
     out = [("head", "Modelling assumptions (what shapes these numbers), as this run made them:")]
     out += [("item", a) for a in ctx.get("assumptions") or [] if a not in says]
     if says:  # the same choices in the preset's words, with their reasons (one list read as repeats)
-        preset = (c or {}).get("preset")
+        preset = ctx.get("preset") or (c or {}).get("preset")  # a report.json from before `preset`: the claim's
         out.append(("subhead", f"as the preset{f' `{preset}`' if preset else ''} states them, with their reasons:"))
         out += [("subitem", a) for a in says]
     return out + (_claim_lines(c) if c else [])
@@ -63,4 +61,4 @@ def _claim_lines(c: dict) -> list[tuple[str, str]]:
     return out + [("remark", c["note"])]
 
 
-__all__ = ["KINDS", "context_lines"]
+__all__ = ["context_lines"]

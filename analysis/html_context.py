@@ -8,7 +8,7 @@ from .context_words import context_lines
 from .html_report import e
 
 
-_TAGS = {  # how the page sets each kind of line (``analysis.context_words.KINDS``); items are list entries
+_TAGS = {  # how the page sets each kind of line (``analysis.context_words.context_lines``); items are list entries
     "head": ("<h2>", "</h2>"),
     "most": ("<p><strong>", "</strong></p>"),
     "remark": ('<p class="dim">', "</p>"),
@@ -19,9 +19,14 @@ def context_section(r: dict) -> str:
     """``<section id="assumptions">`` of report.json ``r``; empty when it has no assumptions."""
     if not r.get("assumptions"):
         return ""
-    ctx = {k: r.get(k) for k in ("assumptions", "preset_says", "claim")}
+    ctx = {k: r.get(k) for k in ("assumptions", "preset", "preset_says", "claim")}
+    try:
+        lines = context_lines(ctx)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a hand-edited report.json
+        exc.section = "assumptions"  # type: ignore[attr-defined]  # the command names it
+        raise
     out, items = ['<section id="assumptions">'], []
-    for kind, text in context_lines(ctx):
+    for kind, text in lines:
         if kind in ("item", "subitem", "factor"):
             items.append(f"<li>{e(text)}</li>")
             continue

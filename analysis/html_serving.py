@@ -35,8 +35,11 @@ def serving_section(r: dict) -> str:
             '<p class="dim">Each over the population it could be measured on: requests, or the gaps between '
             "output tokens (ITL).</p>" + _table(["metric", "value", "population", "note"], rows, "serving")
         )
-        if isinstance(r.get("offline_queued_s"), (int, float)):  # the terminal's note: TTFT is mostly the wait
-            out.append(f'<p class="dim" id="offline-queue">{e(offline_queue_note(r["offline_queued_s"]))}</p>')
+        q = r.get("offline_queued_s")
+        if (
+            isinstance(q, (int, float)) and not isinstance(q, bool) and q > 0
+        ):  # the terminal's note: TTFT is mostly the wait
+            out.append(f'<p class="dim" id="offline-queue">{e(offline_queue_note(q))}</p>')
     if ss:
         out.append(_steady(ss))
     return "".join(out) + "</section>"

@@ -256,7 +256,7 @@ def _context(ctx: dict | None) -> dict:
     emulated run (``emulator.claim.run_context``), when known."""
     if not ctx:
         return {}
-    out = {"assumptions": ctx.get("assumptions"), "preset_says": ctx.get("preset_says"), "claim": ctx.get("claim")}
+    out = {k: ctx.get(k) for k in ("assumptions", "preset", "preset_says", "claim")}
     return out | ({"offline_queued_s": ctx["offline_queued_s"]} if ctx.get("offline_queued_s") else {})
 
 

@@ -216,7 +216,12 @@ def run_context(gen, gt: dict) -> dict:
         named = resolve(gen, preset if preset != "custom" else None).named if preset != "custom" else ()
     except ValueError:
         named = ()
-    out = {"assumptions": modelling_assumptions(gt, named), "preset_says": list(named), "claim": None}
+    out = {
+        "assumptions": modelling_assumptions(gt, named),
+        "preset": preset,
+        "preset_says": list(named),
+        "claim": None,
+    }
     if gt.get("offline_queued_s"):  # offline: every request queued before the run (its TTFT is mostly the wait)
         out["offline_queued_s"] = float(gt["offline_queued_s"])
     claim = family_claim(gen)

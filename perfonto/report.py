@@ -378,10 +378,8 @@ def _bare(v, unit: str) -> str:
     """A value formatted by its unit's rule (``_fmt``: a percent with two decimals) without the unit, which
     the column's header carries (a per-chip PCIe % printed 0.0009797 beside the server's 0.00 %)."""
     text = _fmt(v, unit)
-    for suffix in (" %", f" {unit}"):
-        if unit and text.endswith(suffix):
-            return text[: -len(suffix)]
-    return text
+    shown = " %" if unit in ("percent", "%") else f" {unit}"  # the unit as _fmt writes it after the number
+    return text[: -len(shown)] if unit and text.endswith(shown) else text
 
 
 def _mis(ev, name: str, ci: int, text: str) -> str:

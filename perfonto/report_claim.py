@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-#: How the terminal sets each kind of line (``analysis.context_words.KINDS``): a heading flush left, the rest
+#: How the terminal sets each kind of line (``analysis.context_words.context_lines``): a heading flush left, the rest
 #: indented (list items and figure lines one step deeper), bullets on list items, bold or dim where it helps.
 _DEEPER = ("subitem", "factor")
 _BULLET = {"item": "• ", "subitem": "◦ "}

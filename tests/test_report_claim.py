@@ -49,6 +49,7 @@ def test_the_report_names_its_modelling_assumptions(report):
     console = Console(width=300, color_system=None, record=True)
     render_context({"assumptions": doc["assumptions"], "preset_says": says, "claim": doc["claim"]}, console)
     out = console.export_text()
+    assert doc["preset"] == "conservative"  # named without a claim too (an h100 run's said only "the preset")
     head = out.index("as the preset `conservative` states them")
     assert all(out.index(a) > head for a in says) and out.index("mapping TP8 over 8 chips") < head
 

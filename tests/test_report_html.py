@@ -198,6 +198,25 @@ def test_the_page_states_the_runs_assumptions_and_the_claim_as_the_terminal_does
         assert html_report.e(line) in section, line
 
 
+def test_per_chip_cells_drop_only_the_unit_their_header_carries():
+    """The terminal's per-chip table: each value by its unit's rule, without the unit (the header has it)."""
+    from perfonto.report import _bare
+
+    assert _bare(0.0009797, "percent") == "0.00" and _bare(31.934, "percent") == "31.93"
+    assert _bare(2892.3, "GB/s") == "2,892.3" and _bare(294.6281, "W") == "294.628"
+    assert _bare(45.0, "request") == "45" and _bare(float("nan"), "W") == "null" and _bare(1.5, "1") == "1.500"
+
+
+def test_an_older_report_json_still_renders(reported):
+    """A report.json written before topdown_children, preset_says, preset and offline_queued_s: the page
+    shows level 1, one list of assumptions and no offline note, without an error."""
+    _, _, doc, _ = reported
+    old = {k: v for k, v in doc.items() if k not in ("topdown_children", "preset_says", "preset", "offline_queued_s")}
+    page = html_report.render(old)
+    assert '<section id="assumptions">' in page and "as the preset" not in page and "offline-queue" not in page
+    assert "└ topdown." not in page
+
+
 def test_roof_labels_are_drawn_over_the_op_marks(reported):
     """Each roof's label (HBM, SRAM, the links, the compute peaks) is drawn above the op marks on a pale
     box, so an op that sits on the label's place (the all-reduces on the link roof's) does not hide it."""
