@@ -73,6 +73,7 @@ class Row:
     token_budget: int = 0  # the source's --max_num_tokens per scheduler rank (0: trtllm-bench's sizing)
     num_requests: int = 0  # the source's request count (0: the perf-overview table's, ``default_requests``)
     kv_dtype: str = ""  # the KV-cache dtype the source states ("": the preset's)
+    chunked_prefill: bool = False  # with max_batch: prompts chunked into the token budget (vLLM), else whole
 
     @property
     def family(self) -> str:
@@ -85,19 +86,23 @@ class Row:
     def label(self) -> str:
         par = f"TP{self.tp}" + (f"PP{self.pp}" if self.pp > 1 else "")
         load = f" concurrency {self.concurrency}" if self.concurrency else ""
-        eng = f" max batch {self.max_batch}, {self.token_budget} tokens" if self.max_batch else ""
+        chunk = ", chunked" if self.chunked_prefill else ""
+        eng = f" max batch {self.max_batch}, {self.token_budget} tokens{chunk}" if self.max_batch else ""
         kv = f" KV {self.kv_dtype}" if self.kv_dtype else ""
         return f"{self.model} {self.gpu} {par} {self.dtype}{kv} {self.isl}/{self.osl}{load}{eng}"
 
     def scenario(self) -> dict:
         """``project``'s keyword arguments for what the source states beyond the model, GPU, mapping and
-        lengths: its engine sizing (``engine``: whole prompts per step, as trtllm-bench), request count
-        and KV-cache dtype (none where the row leaves them to the defaults)."""
+        lengths: its engine sizing (``engine``: whole prompts per step, as trtllm-bench, or prompts chunked
+        into the token budget where the row says ``chunked_prefill``, as vLLM), request count and KV-cache
+        dtype (none where the row leaves them to the defaults)."""
         from .serving import Engine
 
         out: dict = {}
         if self.max_batch:
-            out["engine"] = Engine(max_batch=self.max_batch, token_budget=self.token_budget, chunked_prefill=False)
+            out["engine"] = Engine(
+                max_batch=self.max_batch, token_budget=self.token_budget, chunked_prefill=self.chunked_prefill
+            )
         if self.num_requests:
             out["num_requests"] = self.num_requests
         if self.kv_dtype:
@@ -151,19 +156,25 @@ def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
     )
 
 
-def _engine_fields(r: dict) -> tuple[int, int, int, str]:
-    """A row's ``max_batch``, ``token_budget``, ``num_requests`` and ``kv_dtype`` (0 / "" when absent).
+def _engine_fields(r: dict) -> tuple[int, int, int, str, bool]:
+    """A row's ``max_batch``, ``token_budget``, ``num_requests``, ``kv_dtype`` and ``chunked_prefill``
+    (0 / "" / False when absent).
 
     Raises:
         ValueError: one of ``max_batch`` and ``token_budget`` without the other, or a value below 1 (a
-        source states the engine's sizing whole, or the row leaves it to trtllm-bench's)."""
+        source states the engine's sizing whole, or the row leaves it to trtllm-bench's);
+        ``chunked_prefill`` not a boolean, or without the sizing it chunks into."""
     mb, tb, n = (int(r.get(k, 0) or 0) for k in ("max_batch", "token_budget", "num_requests"))
+    where = f"row {r.get('model')} {r.get('isl')}/{r.get('osl')}"
     if bool(mb) != bool(tb) or min(mb, tb, n) < 0:
         raise ValueError(
-            f"row {r.get('model')} {r.get('isl')}/{r.get('osl')}: max_batch and token_budget come together, "
+            f"{where}: max_batch and token_budget come together, "
             f"each ≥ 1 (got max_batch={mb}, token_budget={tb}, num_requests={n})"
         )
-    return mb, tb, n, str(r.get("kv_dtype", "") or "")
+    chunked = r.get("chunked_prefill", False)
+    if not isinstance(chunked, bool) or (chunked and not mb):
+        raise ValueError(f"{where}: chunked_prefill is true or false, with max_batch and token_budget; got {chunked!r}")
+    return mb, tb, n, str(r.get("kv_dtype", "") or ""), chunked
 
 
 def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:

@@ -90,3 +90,47 @@ def test_by_profile_reports_the_vllm_rows_without_in_sample_figures():
     assert k["dense"]["leave_one_source_out"]["geomean_error"] == pytest.approx(0.25)  # 80 vs 100: 1/0.8 − 1
     # the trtllm profile keeps its calibration rows and leave-one-family-out figures
     assert out["trtllm"]["fitted"] is True and out["trtllm"]["kinds"]["dense"]["in_sample"]["n"] == 1
+
+
+GPUSTACK = "gpustack-perf-lab-qwen3-h100"
+
+
+def test_gpustack_rows_are_the_quoted_output_throughputs_of_runs_that_generated_the_stated_lengths():
+    """Each GPUStack row is a vLLM-baseline random case whose page figures agree with one another: output
+    tokens/s × benchmark duration = generated tokens (the page's rounding), and those are within 1 % of
+    prompts × the stated output length (the rule that keeps a row: the replay generates the stated lengths)."""
+    sources, rows = load_sources()
+    src = sources[GPUSTACK]
+    assert src["profile"] == "vllm" and len(src["commit"]) == 40 and "vLLM: v0.11.0" in src["quote"]
+    mine = [r for r in rows if r.source == GPUSTACK]
+    assert sorted((r.model, r.isl, r.osl) for r in mine) == sorted(
+        (m, i, o) for m in ("qwen3-14b", "qwen3-32b") for i, o in ((4000, 200), (2000, 100), (128, 4))
+    )
+    model_part = {
+        "qwen3-14b": src["quote"].split("Qwen3-32B page:")[0],
+        "qwen3-32b": src["quote"].split("Qwen3-32B page:")[1],
+    }
+    case = {4000: "4K", 2000: "2K", 128: "128"}
+    for r in mine:
+        part = model_part[r.model].split(f"# random {case[r.isl]} input")[1]
+        n = int(re.search(r"Successful requests: (\d+)", part).group(1))
+        secs = float(re.search(r"Benchmark duration \(s\): ([0-9.]+)", part).group(1))
+        made = int(re.search(r"Total generated tokens: (\d+)", part).group(1))
+        rate = float(re.search(r"Output token throughput \(tok/s\): ([0-9.]+)", part).group(1))
+        assert (r.value, r.num_requests, r.gpu, r.tp, r.dtype, r.concurrency) == (rate, n, "h100", 1, "bf16", 0)
+        assert rate * secs == pytest.approx(made, rel=2e-4)
+        assert made == pytest.approx(n * r.osl, rel=0.01)
+        # vLLM's `vllm serve` sizing on an H100: 8192 tokens, 1024 sequences per step, prompts chunked
+        eng = r.scenario()["engine"]
+        assert (eng.max_batch, eng.token_budget, eng.chunked_prefill) == (1024, 8192, True)
+
+
+def test_a_row_states_chunked_prefill_only_with_the_sizing_it_chunks_into(tmp_path):
+    base = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 1, osl: 2, value: 3"
+    for bad in (", chunked_prefill: true}", ", max_batch: 8, token_budget: 64, chunked_prefill: yes please}"):
+        p = tmp_path / "s.yaml"
+        p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}{bad}\n")
+        with pytest.raises(ValueError, match="chunked_prefill is true or false, with max_batch and token_budget"):
+            load_sources(p)
+    p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}, max_batch: 8, token_budget: 64}}\n")
+    assert load_sources(p)[1][0].scenario()["engine"].chunked_prefill is False  # trtllm-bench's whole prompts
