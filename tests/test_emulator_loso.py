@@ -24,6 +24,7 @@ from perfonto.emulator.calibration import (
 def test_the_other_sources_cite_their_page_and_every_row_names_a_listed_source():
     sources, rows = load_sources()
     trt = {"nvidia-blog-405b-modelopt", "nim-llama-3.3-70b-h100", "trtllm-blog-deepseek-r1-best-perf"}
+    trt |= {"gpustack-perf-lab-qwen3-32b-h100-trtllm"}
     vllm = {"vllm-perf-benchmark-build-9515", "gpustack-perf-lab-qwen3-h100"}
     assert set(sources) == trt | vllm
     for k, s in sources.items():

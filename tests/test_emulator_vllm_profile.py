@@ -93,36 +93,47 @@ def test_by_profile_reports_the_vllm_rows_without_in_sample_figures():
 
 
 GPUSTACK = "gpustack-perf-lab-qwen3-h100"
+GPUSTACK_TRT = "gpustack-perf-lab-qwen3-32b-h100-trtllm"
 
 
-def test_gpustack_rows_are_the_quoted_output_throughputs_of_runs_that_generated_the_stated_lengths():
-    """Each GPUStack row is a vLLM-baseline random case whose page figures agree with one another: output
-    tokens/s × benchmark duration = generated tokens (the page's rounding), and those are within 1 % of
-    prompts × the stated output length (the rule that keeps a row: the replay generates the stated lengths)."""
+def _case(quote: str, model: str, isl: int) -> str:
+    """The page's result block of the random case ``isl`` for ``model`` (the vLLM quote holds both pages)."""
+    part = quote.split("Qwen3-32B page:")[model == "qwen3-32b"] if "Qwen3-32B page:" in quote else quote
+    return part.split(f"# random {({4000: '4K', 2000: '2K', 128: '128'})[isl]} input")[1]
+
+
+@pytest.mark.parametrize(
+    "src,engine,models",
+    [(GPUSTACK, (1024, 8192, True), ("qwen3-14b", "qwen3-32b")), (GPUSTACK_TRT, (2048, 8192, True), ("qwen3-32b",))],
+)
+def test_gpustack_rows_are_the_quoted_figures_of_runs_that_generated_the_stated_lengths(src, engine, models):
+    """Each GPUStack row is a random case whose page figures agree with one another: output tokens/s ×
+    benchmark duration = generated tokens (the page's rounding), within 1 % of prompts × the stated output
+    length (the rule that keeps a row: the replay generates the stated lengths). Every prompt was in flight at
+    once: a closed loop of all of them, checked and never fitted; TTFT and TPOT are the page's means."""
     sources, rows = load_sources()
-    src = sources[GPUSTACK]
-    assert src["profile"] == "vllm" and len(src["commit"]) == 40 and "vLLM: v0.11.0" in src["quote"]
-    mine = [r for r in rows if r.source == GPUSTACK]
+    s = sources[src]
+    assert len(s["commit"]) == 40 and s["profile"] == ("vllm" if src == GPUSTACK else "trtllm")
+    mine = [r for r in rows if r.source == src]
     assert sorted((r.model, r.isl, r.osl) for r in mine) == sorted(
-        (m, i, o) for m in ("qwen3-14b", "qwen3-32b") for i, o in ((4000, 200), (2000, 100), (128, 4))
+        (m, i, o) for m in models for i, o in ((4000, 200), (2000, 100), (128, 4))
     )
-    model_part = {
-        "qwen3-14b": src["quote"].split("Qwen3-32B page:")[0],
-        "qwen3-32b": src["quote"].split("Qwen3-32B page:")[1],
-    }
-    case = {4000: "4K", 2000: "2K", 128: "128"}
+    lat = s["quote"].split("cases' latencies")[1]
     for r in mine:
-        part = model_part[r.model].split(f"# random {case[r.isl]} input")[1]
+        part = _case(s["quote"].split("cases' latencies")[0], r.model, r.isl)
         n = int(re.search(r"Successful requests: (\d+)", part).group(1))
         secs = float(re.search(r"Benchmark duration \(s\): ([0-9.]+)", part).group(1))
         made = int(re.search(r"Total generated tokens: (\d+)", part).group(1))
         rate = float(re.search(r"Output token throughput \(tok/s\): ([0-9.]+)", part).group(1))
-        assert (r.value, r.num_requests, r.gpu, r.tp, r.dtype, r.concurrency) == (rate, n, "h100", 1, "bf16", 0)
+        assert (r.value, r.num_requests, r.concurrency, r.gpu, r.tp) == (rate, n, n, "h100", 1)
         assert rate * secs == pytest.approx(made, rel=2e-4)
         assert made == pytest.approx(n * r.osl, rel=0.01)
-        # vLLM's `vllm serve` sizing on an H100: 8192 tokens, 1024 sequences per step, prompts chunked
+        figs = _case(lat, r.model, r.isl)
+        assert r.ttft_ms == float(re.search(r"Mean TTFT \(ms\): ([0-9.]+)", figs).group(1))
+        assert r.itl_ms == float(re.search(r"Mean TPOT \(ms\): ([0-9.]+)", figs).group(1))
         eng = r.scenario()["engine"]
-        assert (eng.max_batch, eng.token_budget, eng.chunked_prefill) == (1024, 8192, True)
+        assert (eng.max_batch, eng.token_budget, eng.chunked_prefill) == engine
+    assert {r.dtype for r in mine} == ({"bf16"} if src == GPUSTACK else {"fp8"})
 
 
 def test_a_row_states_chunked_prefill_only_with_the_sizing_it_chunks_into(tmp_path):
