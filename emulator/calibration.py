@@ -130,10 +130,55 @@ class Row:
 
 
 def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
-    """The calibration file (``emulator/data/calibration.yaml`` by default): header fields and rows."""
+    """The calibration file (``emulator/data/calibration.yaml`` by default): header fields and rows.
+
+    Raises:
+        ValueError: the file is not YAML, or a row is malformed (``file:line`` named, ``_rows_of``)."""
     p = Path(path) if path else DATA / "calibration.yaml"
-    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    return {k: v for k, v in doc.items() if k != "rows"}, [_row(r) for r in doc["rows"]]
+    doc, rows = _rows_of(p, PERF_OVERVIEW)
+    return {k: v for k, v in doc.items() if k != "rows"}, rows
+
+
+def _rows_of(p: Path, source: str) -> tuple[dict, list[Row]]:
+    """The YAML mapping of ``p`` and its ``rows`` as ``Row``s (``source``: the one a row that names none
+    cites), each row's model and dtype known to the emulator.
+
+    Raises:
+        ValueError: ``p:line:col`` and YAML's complaint where it does not parse; ``p:line: row N`` and what
+        is wrong with the row (a field missing or of the wrong type, an unknown model or dtype, a bad
+        engine sizing) — checked here, before minutes of replays, not in the replay that meets it."""
+    from .models import get_model
+    from .parallel import dtype_bytes
+
+    text = p.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        raise ValueError(f"{where}: not YAML ({getattr(exc, 'problem', None) or exc}); fix the file") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows", []), list):
+        raise ValueError(f"{p}: expected a mapping with a list of `rows`")
+    lines = [n.start_mark.line + 1 for k, v in node.value if k.value == "rows" for n in v.value] if node else []
+    out = []
+    for i, r in enumerate(doc.get("rows") or ()):
+        where = f"{p}:{lines[i] if i < len(lines) else '?'}: row {i + 1}"
+        try:
+            if not isinstance(r, dict):
+                raise ValueError(f"expected a mapping, got {r!r}")
+            row = _row(r, source=source)
+            get_model(row.model)
+            dtype_bytes(row.dtype)
+            if row.kv_dtype:
+                dtype_bytes(row.kv_dtype)
+        except KeyError as exc:
+            why = exc.args[0] if exc.args and " " in str(exc.args[0]) else f"no field {exc}"
+            raise ValueError(f"{where}: {why}") from None
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        out.append(row)
+    return doc, out
 
 
 def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
@@ -172,8 +217,10 @@ def _engine_fields(r: dict) -> tuple[int, int, int, str, bool]:
             f"each ≥ 1 (got max_batch={mb}, token_budget={tb}, num_requests={n})"
         )
     chunked = r.get("chunked_prefill", False)
-    if not isinstance(chunked, bool) or (chunked and not mb):
-        raise ValueError(f"{where}: chunked_prefill is true or false, with max_batch and token_budget; got {chunked!r}")
+    if not isinstance(chunked, bool):
+        raise ValueError(f"{where}: chunked_prefill is true or false (got {chunked!r})")
+    if chunked and not mb:
+        raise ValueError(f"{where}: chunked_prefill needs the max_batch and token_budget its prompts are chunked into")
     return mb, tb, n, str(r.get("kv_dtype", "") or ""), chunked
 
 
@@ -182,12 +229,14 @@ def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     url, engine, quote, ...}}`` and their rows (each naming its source, which must be listed).
 
     Raises:
-        ValueError: a row names a source the file does not list.
+        ValueError: a row names a source the file does not list; the file or a row is malformed
+        (``_rows_of``).
     """
     p = Path(path) if path else DATA / "calibration_sources.yaml"
-    doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    doc, rows = _rows_of(p, "")
     sources = doc.get("sources") or {}
-    rows = [_row(r, source="") for r in doc.get("rows") or ()]
+    if not isinstance(sources, dict):
+        raise ValueError(f"{p}: `sources` is a mapping of source id to its citation")
     bad = sorted({r.source for r in rows} - set(sources))
     if bad:
         raise ValueError(f"{p}: rows cite sources it does not list: {', '.join(bad)}")

@@ -138,10 +138,13 @@ def test_gpustack_rows_are_the_quoted_figures_of_runs_that_generated_the_stated_
 
 def test_a_row_states_chunked_prefill_only_with_the_sizing_it_chunks_into(tmp_path):
     base = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 1, osl: 2, value: 3"
-    for bad in (", chunked_prefill: true}", ", max_batch: 8, token_budget: 64, chunked_prefill: yes please}"):
-        p = tmp_path / "s.yaml"
+    p = tmp_path / "s.yaml"
+    for bad, why in (
+        (", chunked_prefill: true}", "chunked_prefill needs the max_batch and token_budget"),
+        (", max_batch: 8, token_budget: 64, chunked_prefill: yes please}", "chunked_prefill is true or false"),
+    ):
         p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}{bad}\n")
-        with pytest.raises(ValueError, match="chunked_prefill is true or false, with max_batch and token_budget"):
+        with pytest.raises(ValueError, match=f"s.yaml:3: row 1: .*{why}"):
             load_sources(p)
     p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}, max_batch: 8, token_budget: 64}}\n")
     assert load_sources(p)[1][0].scenario()["engine"].chunked_prefill is False  # trtllm-bench's whole prompts

@@ -293,6 +293,41 @@ def test_calibrate_and_validate_emulator_name_the_file(tmp_path, capsys, cmd):
         assert str(rows) in err and reason in err and "Errno" not in err
 
 
+ROW = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3"
+
+
+@pytest.mark.parametrize(
+    "text,where,why",
+    [
+        ("sources: [\n", ":2:1: not YAML", "fix the file"),
+        ("sources: {a: {url: x}}\nrows:\n  - 7\n", ":3: row 1", "expected a mapping, got 7"),
+        (
+            "sources: {a: {url: x}}\nrows:\n  - {source: a, gpu: h100, isl: 8, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "no field 'model'",
+        ),
+        (
+            f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}}}\n  - {ROW}, model: gpt-17}}\n",
+            ":4: row 2",
+            "unknown model 'gpt-17'",
+        ),
+        (f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}, dtype: fp7}}\n", ":3: row 1", "unknown dtype 'fp7'"),
+        (f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}, isl: lots}}\n", ":3: row 1", "invalid literal"),
+        ("sources: [a]\nrows: []\n", "s.yaml: `sources` is a mapping", "citation"),
+    ],
+)
+def test_a_bad_sources_file_names_its_line_before_any_replay(tmp_path, capsys, text, where, why):
+    """A sources file that does not parse, or a row that cannot be replayed, is refused with ``file:line``
+    and the reason, before minutes of replays (a YAML error was an internal error, a row's unknown model
+    named no file)."""
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert main(["validate-emulator", "--no-loo", "--no-loso", "--sources", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert f"{p}{where}" in err or (where.startswith("s.yaml") and f"{tmp_path}/{where}" in err), err
+    assert why in err and "internal error" not in err
+
+
 # --- docs ------------------------------------------------------------------------------------------
 
 

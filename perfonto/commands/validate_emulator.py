@@ -134,13 +134,21 @@ def _figures(offline, online, params: dict, bar) -> list[dict]:
 
 def cmd_validate_emulator(args) -> int:
     from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
-    from perfonto.emulator.calibration import by_profile, fitted_sources, leave_family_out, leave_source_out, validate
+    from perfonto.emulator.calibration import (
+        by_profile,
+        fitted_sources,
+        leave_family_out,
+        leave_source_out,
+        load_sources,
+        validate,
+    )
     from perfonto.ontology.files import read_bytes
 
     try:
         prior = _prior(args.loso_prior)  # refuse bad arguments before minutes of replays
         if args.sources is not None:
             read_bytes(args.sources, "sources file")
+        load_sources(args.sources)  # a malformed file or row is refused before any replay
         _, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
