@@ -135,50 +135,91 @@ def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     Raises:
         ValueError: the file is not YAML, or a row is malformed (``file:line`` named, ``_rows_of``)."""
     p = Path(path) if path else DATA / "calibration.yaml"
-    doc, rows = _rows_of(p, PERF_OVERVIEW)
+    doc, rows = _rows_of(p, PERF_OVERVIEW, need_rows=True)
     return {k: v for k, v in doc.items() if k != "rows"}, rows
 
 
-def _rows_of(p: Path, source: str) -> tuple[dict, list[Row]]:
+#: The fields a row may hold (``Row``'s, its ``source`` and the words on what its replay assumes).
+ROW_FIELDS = frozenset(f.name for f in dataclasses.fields(Row)) | {"assumed"}
+_INT_FIELDS = {"tp": 1, "pp": 1, "isl": 1, "osl": 1, "concurrency": 0, "max_batch": 0, "token_budget": 0}
+_INT_FIELDS |= {"num_requests": 0}
+
+
+def _rows_of(
+    p: Path, source: str, need_rows: bool = False, check: Callable[[dict, Row], None] | None = None
+) -> tuple[dict, list[Row]]:
     """The YAML mapping of ``p`` and its ``rows`` as ``Row``s (``source``: the one a row that names none
-    cites), each row's model and dtype known to the emulator.
+    cites), each row's fields known and typed, its model, GPU and dtypes known to the emulator.
 
     Raises:
-        ValueError: ``p:line:col`` and YAML's complaint where it does not parse; ``p:line: row N`` and what
-        is wrong with the row (a field missing or of the wrong type, an unknown model or dtype, a bad
-        engine sizing) — checked here, before minutes of replays, not in the replay that meets it."""
-    from .models import get_model
-    from .parallel import dtype_bytes
+        ValueError: ``p:line:col`` and what is wrong where the file does not read as one YAML mapping (not
+        UTF-8, a syntax error, a duplicate key: ``ontology.yaml_source.read_yaml``); ``p:line: row N`` and
+        what is wrong with the row (an unknown or missing field, a count that is not a whole number ≥ its
+        least, a figure that is not a finite number > 0, an unknown model, GPU or dtype, a bad engine
+        sizing, or what ``check(doc, row)`` refuses) — checked here, before minutes of replays, not in the
+        replay that meets it; no rows where ``need_rows``."""
+    from perfonto.ontology.yaml_source import read_yaml
 
-    text = p.read_text(encoding="utf-8")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        raise ValueError(f"{where}: not YAML ({getattr(exc, 'problem', None) or exc}); fix the file") from None
+    src = read_yaml(p)
+    errors = [d for d in src.diagnostics if d.severity == "error"]
+    if errors:
+        d = errors[0]
+        raise ValueError(f"{d.span}: {d.message}" + (f"; {d.hint}" if d.hint else "; fix the file"))
+    doc = src.data
     if not isinstance(doc, dict) or not isinstance(doc.get("rows", []), list):
         raise ValueError(f"{p}: expected a mapping with a list of `rows`")
-    lines = [n.start_mark.line + 1 for k, v in node.value if k.value == "rows" for n in v.value] if node else []
+    if need_rows and not doc.get("rows"):
+        raise ValueError(f"{p}: no `rows`: a calibration file lists the measured rows to fit and check")
     out = []
     for i, r in enumerate(doc.get("rows") or ()):
-        where = f"{p}:{lines[i] if i < len(lines) else '?'}: row {i + 1}"
+        where = f"{p}:{src.span(('rows', i)).line or '?'}: row {i + 1}"
         try:
-            if not isinstance(r, dict):
-                raise ValueError(f"expected a mapping, got {r!r}")
-            row = _row(r, source=source)
-            get_model(row.model)
-            dtype_bytes(row.dtype)
-            if row.kv_dtype:
-                dtype_bytes(row.kv_dtype)
+            out.append(_checked_row(r, source))
+            if check is not None:
+                check(doc, out[-1])
         except KeyError as exc:
             why = exc.args[0] if exc.args and " " in str(exc.args[0]) else f"no field {exc}"
             raise ValueError(f"{where}: {why}") from None
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{where}: {exc}") from None
-        out.append(row)
     return doc, out
+
+
+def _checked_row(r, source: str) -> Row:
+    """``_row`` of one row after its fields are checked (``_rows_of``)."""
+    import difflib
+    import math
+
+    from .models import get_model
+    from .parallel import dtype_bytes
+    from .presets import generation
+
+    if not isinstance(r, dict):
+        raise ValueError(f"expected a mapping, got {r!r}")
+    for k in r:
+        if k not in ROW_FIELDS:
+            near = difflib.get_close_matches(str(k), sorted(ROW_FIELDS), n=1)
+            hint = f" (did you mean `{near[0]}`?)" if near else f"; fields: {', '.join(sorted(ROW_FIELDS))}"
+            raise ValueError(f"unknown field `{k}`{hint}")
+    for k, least in _INT_FIELDS.items():
+        v = r.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+            raise ValueError(f"`{k}` is a whole number ≥ {least} (got {v!r})")
+    for k, must in (("value", True), ("ttft_ms", False), ("itl_ms", False)):
+        v = r.get(k)
+        if v is None and not must:
+            continue
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok or v < 0 or (must and v == 0):
+            least = "> 0" if must else "≥ 0"
+            raise ValueError(f"`{k}` is a finite number {least} (got {v!r})")
+    row = _row(r, source=source)
+    get_model(row.model)
+    generation(row.gpu)
+    dtype_bytes(row.dtype)
+    if row.kv_dtype:
+        dtype_bytes(row.kv_dtype)
+    return row
 
 
 def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
@@ -210,7 +251,7 @@ def _engine_fields(r: dict) -> tuple[int, int, int, str, bool]:
         source states the engine's sizing whole, or the row leaves it to trtllm-bench's);
         ``chunked_prefill`` not a boolean, or without the sizing it chunks into."""
     mb, tb, n = (int(r.get(k, 0) or 0) for k in ("max_batch", "token_budget", "num_requests"))
-    where = f"row {r.get('model')} {r.get('isl')}/{r.get('osl')}"
+    where = f"{r.get('model')} {r.get('isl')}/{r.get('osl')}"
     if bool(mb) != bool(tb) or min(mb, tb, n) < 0:
         raise ValueError(
             f"{where}: max_batch and token_budget come together, "
@@ -232,14 +273,30 @@ def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
         ValueError: a row names a source the file does not list; the file or a row is malformed
         (``_rows_of``).
     """
+    from .engine_profiles import load_profiles
+
+    profiles = load_profiles()
+
+    def cited(doc: dict, row: Row) -> None:
+        sources = doc.get("sources")
+        if not isinstance(sources, dict):
+            raise ValueError("the file's `sources` is a mapping of source id to its citation")
+        if not row.source:
+            raise ValueError("no `source`: name the cited source (a key of `sources`) the row comes from")
+        if row.source not in sources:
+            raise ValueError(f"source `{row.source}` is not listed under `sources`; listed: {', '.join(sources)}")
+        prof = (sources[row.source] or {}).get("profile") if isinstance(sources[row.source], dict) else None
+        if prof not in profiles:
+            raise ValueError(
+                f"source `{row.source}` names engine profile {prof!r}; profiles: {', '.join(profiles)} "
+                "(emulator/data/engine_profiles.yaml)"
+            )
+
     p = Path(path) if path else DATA / "calibration_sources.yaml"
-    doc, rows = _rows_of(p, "")
+    doc, rows = _rows_of(p, "", check=cited)
     sources = doc.get("sources") or {}
     if not isinstance(sources, dict):
         raise ValueError(f"{p}: `sources` is a mapping of source id to its citation")
-    bad = sorted({r.source for r in rows} - set(sources))
-    if bad:
-        raise ValueError(f"{p}: rows cite sources it does not list: {', '.join(bad)}")
     return sources, rows
 
 

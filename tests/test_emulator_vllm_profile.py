@@ -143,8 +143,8 @@ def test_a_row_states_chunked_prefill_only_with_the_sizing_it_chunks_into(tmp_pa
         (", chunked_prefill: true}", "chunked_prefill needs the max_batch and token_budget"),
         (", max_batch: 8, token_budget: 64, chunked_prefill: yes please}", "chunked_prefill is true or false"),
     ):
-        p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}{bad}\n")
+        p.write_text(f"sources: {{a: {{url: x, profile: trtllm}}}}\nrows:\n  - {base}{bad}\n")
         with pytest.raises(ValueError, match=f"s.yaml:3: row 1: .*{why}"):
             load_sources(p)
-    p.write_text(f"sources: {{a: {{url: x}}}}\nrows:\n  - {base}, max_batch: 8, token_budget: 64}}\n")
+    p.write_text(f"sources: {{a: {{url: x, profile: trtllm}}}}\nrows:\n  - {base}, max_batch: 8, token_budget: 64}}\n")
     assert load_sources(p)[1][0].scenario()["engine"].chunked_prefill is False  # trtllm-bench's whole prompts

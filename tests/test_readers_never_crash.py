@@ -294,38 +294,84 @@ def test_calibrate_and_validate_emulator_name_the_file(tmp_path, capsys, cmd):
 
 
 ROW = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3"
+SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
 
 
 @pytest.mark.parametrize(
     "text,where,why",
     [
-        ("sources: [\n", ":2:1: not YAML", "fix the file"),
-        ("sources: {a: {url: x}}\nrows:\n  - 7\n", ":3: row 1", "expected a mapping, got 7"),
+        ("sources: [\n", ":2:1:", "malformed YAML"),
+        (SRC + "  - 7\n", ":3: row 1", "expected a mapping, got 7"),
+        (SRC + "  - {source: a, gpu: h100, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no field 'model'"),
         (
-            "sources: {a: {url: x}}\nrows:\n  - {source: a, gpu: h100, isl: 8, osl: 8, value: 3}\n",
-            ":3: row 1",
-            "no field 'model'",
-        ),
-        (
-            f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}}}\n  - {ROW}, model: gpt-17}}\n",
+            SRC + f"  - {ROW}}}\n  - {{source: a, model: gpt-17, gpu: h100, isl: 8, osl: 8, value: 3}}\n",
             ":4: row 2",
             "unknown model 'gpt-17'",
         ),
-        (f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}, dtype: fp7}}\n", ":3: row 1", "unknown dtype 'fp7'"),
-        (f"sources: {{a: {{url: x}}}}\nrows:\n  - {ROW}, isl: lots}}\n", ":3: row 1", "invalid literal"),
+        (SRC + f"  - {ROW}, dtype: fp7}}\n", ":3: row 1", "unknown dtype 'fp7'"),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: lots, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "`isl` is a whole number ≥ 1 (got 'lots')",
+        ),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8.7, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "`isl` is a whole number",
+        ),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 0}\n",
+            ":3: row 1",
+            "`value` is a finite number > 0",
+        ),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: .nan}\n",
+            ":3: row 1",
+            "`value` is a finite",
+        ),
+        (
+            SRC + f"  - {ROW}, concurency: 8}}\n",
+            ":3: row 1",
+            "unknown field `concurency` (did you mean `concurrency`?)",
+        ),
+        (SRC + "  - {model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no `source`"),
+        (
+            SRC + f"  - {ROW}}}\n  - {{source: b, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3}}\n",
+            ":4: row 2",
+            "source `b` is not listed",
+        ),
+        ("sources: {a: {url: x}}\nrows:\n" + f"  - {ROW}}}\n", ":3: row 1", "names engine profile None"),
+        (SRC + "  - {source: a, model: llama-3.1-8b, gpu: h9000, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "h9000"),
+        (SRC + f"  - {ROW}}}\nrows: []\n", ":4:1:", "duplicate key `rows`"),
         ("sources: [a]\nrows: []\n", "s.yaml: `sources` is a mapping", "citation"),
+        (b"rows: [\xff]\n", ":1:", "not UTF-8"),
     ],
 )
-def test_a_bad_sources_file_names_its_line_before_any_replay(tmp_path, capsys, text, where, why):
-    """A sources file that does not parse, or a row that cannot be replayed, is refused with ``file:line``
-    and the reason, before minutes of replays (a YAML error was an internal error, a row's unknown model
-    named no file)."""
+def test_a_bad_sources_file_names_its_line_before_any_replay(tmp_path, capsys, monkeypatch, text, where, why):
+    """A sources file that does not read, or a row that cannot be replayed, is refused with ``file:line``
+    and the reason before any replay (a YAML error was an internal error; a row's unknown model named no
+    file and surfaced only in its replay; a misspelt field was ignored)."""
+    from perfonto.commands import validate_emulator
+
+    def no_replay(*a, **k):
+        raise AssertionError("a replay ran before the sources file was checked")
+
+    monkeypatch.setattr(validate_emulator, "prepare_rows", no_replay)
     p = tmp_path / "s.yaml"
-    p.write_text(text)
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
     assert main(["validate-emulator", "--no-loo", "--no-loso", "--sources", str(p)]) == 1
     err = capsys.readouterr().err
     assert f"{p}{where}" in err or (where.startswith("s.yaml") and f"{tmp_path}/{where}" in err), err
-    assert why in err and "internal error" not in err
+    assert why in err and "internal error" not in err, err
+
+
+def test_calibrate_refuses_a_rows_file_without_rows(tmp_path, capsys):
+    p = tmp_path / "r.yaml"
+    for text in ("rows: []\n", "title: x\n"):
+        p.write_text(text)
+        assert main(["calibrate", "--no-loo", "--rows", str(p), "--out", str(tmp_path / "f.yaml")]) == 1
+        err = capsys.readouterr().err
+        assert f"{p}: no `rows`" in err and "internal error" not in err, err
 
 
 # --- docs ------------------------------------------------------------------------------------------
