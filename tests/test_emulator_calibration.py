@@ -106,16 +106,18 @@ def test_validate_emulator_cli_json(capsys):
     # worse than the joint fit (the MoE constants are not identifiable from dense rows)
     assert loo["llama-3"]["geomean_error"] > doc["shipped"]["geomean_error"] and loo["qwen3"]["geomean_error"] > 0.1
     # the other cited sources under the shipped fit: 3 + 2 offline rows (405B blog, DeepSeek-R1 blog), 9
-    # closed-loop rows with TTFT and ITL, and the vLLM profile's 3 offline rows (vLLM's CI latency tests)
+    # closed-loop NIM rows with TTFT and ITL, the vLLM profile's 3 offline rows (vLLM's CI latency tests),
+    # and GPUStack's 9 served rows (6 vLLM, 3 TensorRT-LLM), each with TTFT and TPOT
     other = doc["other_sources"]
-    assert sum(f["metric"] == "throughput" for f in other) == 17
-    assert sum(f["metric"] == "ttft" for f in other) == 9 and sum(f["metric"] == "itl" for f in other) == 9
+    assert sum(f["metric"] == "throughput" for f in other) == 17 + 9
+    assert sum(f["metric"] == "ttft" for f in other) == 9 + 9 and sum(f["metric"] == "itl" for f in other) == 9 + 9
     kinds = doc["by_profile"]["trtllm"]["kinds"]
-    assert kinds["ttft"]["shipped_fit_other_sources"]["n"] == 9 and kinds["ttft"]["leave_one_source_out"] is None
-    assert kinds["dense"]["shipped_fit_other_sources"]["n"] == 12  # the vLLM rows are not the trtllm profile's
+    assert kinds["ttft"]["shipped_fit_other_sources"]["n"] == 9 + 3 and kinds["ttft"]["leave_one_source_out"] is None
+    assert kinds["dense"]["shipped_fit_other_sources"]["n"] == 12 + 3  # the vLLM rows are not the trtllm profile's
     v = doc["by_profile"]["vllm"]
     assert v["fitted"] is False and v["kinds"]["dense"]["in_sample"] is None
     assert (
-        v["kinds"]["dense"]["shipped_fit_other_sources"]["n"] == 2
+        v["kinds"]["dense"]["shipped_fit_other_sources"]["n"] == 2 + 6
         and v["kinds"]["moe"]["shipped_fit_other_sources"]["n"] == 1
+        and v["kinds"]["ttft"]["shipped_fit_other_sources"]["n"] == 6
     )
