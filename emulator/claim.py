@@ -20,6 +20,7 @@ import functools
 import json
 from pathlib import Path
 
+from .engine_profiles import profile
 from .parallel import Mapping
 from .presets import family_claim, preset_names, resolve
 from .serving import Engine
@@ -213,7 +214,8 @@ def run_context(gen, gt: dict) -> dict:
     name = gen if isinstance(gen, str) else gen.name
     preset = gt.get("preset")
     try:
-        named = resolve(gen, preset if preset != "custom" else None).named if preset != "custom" else ()
+        prof = profile(gt["engine_profile"]).named if gt.get("engine_profile") else None
+        named = resolve(gen, preset if preset != "custom" else None).stated(prof) if preset != "custom" else ()
     except ValueError:
         named = ()
     out = {

@@ -41,7 +41,19 @@ class Preset:
     hardware: dict
     mapping: str
     engine: object  # "trtllm" or a dict
-    named: tuple[str, ...]
+    model_named: tuple[str, ...]
+    engine_named: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        """Every assumption of the preset in words: the execution model's, then the engine's."""
+        return self.model_named + self.engine_named
+
+    def stated(self, profile_named: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """The preset's assumptions in words, with the engine's (kernel constants, scheduler) replaced by
+        ``profile_named`` (an engine profile's ``named``, ``emulator/engine_profiles.py``) when one is given:
+        a run with ``--engine-profile`` never states the preset's engine beside the profile's."""
+        return self.model_named + (self.engine_named if profile_named is None else tuple(profile_named))
 
     def apply(self, hw: Hardware) -> Hardware:
         """``hw`` with the preset's hardware overrides."""
@@ -152,4 +164,5 @@ def resolve(gen: Generation | str, name: str | None = None) -> Preset:
         str(p.get("mapping", "default")),
         p.get("engine", "trtllm"),
         tuple(p.get("named", ())),
+        tuple(p.get("engine_named", ())),
     )

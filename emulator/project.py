@@ -155,7 +155,7 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        () if custom else p.named + (prof.named if engine_profile is not None else ()),
+        () if custom else p.stated(prof.named if engine_profile is not None else None),
         cfg,
         sv,
         engine_profile,

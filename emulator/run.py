@@ -425,6 +425,7 @@ def run(
         "kv_dtype": cfg.prec.kv,
         "mapping": dataclasses.asdict(mp),
         "preset": p.name if assumptions is None else "custom",
+        "engine_profile": engine_profile,
         "hardware_overrides": p.hardware if assumptions is None else {},
         "kv_capacity_tokens": rank_kv_capacity(cfg, eng),
         "weight_bytes_per_chip": cfg.cs.weight_bytes,

@@ -102,3 +102,34 @@ def test_sweep_takes_the_profile(capsys):
     assert main(argv) == 0
     pts = json.loads(capsys.readouterr().out)["points"]
     assert [p["engine"] for p in pts] == ["max batch 256, 2048 tokens per step, chunked prompts"] * 2
+
+
+def test_a_profile_replaces_the_presets_engine_statements():
+    # vllm chunks prompts: the trtllm preset's "whole prompts per step (no chunking)" must not be printed beside it
+    base = project("h100", **KW).named
+    prof = project("h100", engine_profile="vllm", **KW).named
+    assert any("whole prompts per step (no chunking)" in s for s in base)
+    assert not any("no chunking" in s or "trtllm-bench" in s for s in prof)
+    assert list(prof[-len(profile("vllm").named) :]) == list(profile("vllm").named)
+    # the execution model's statements stay
+    assert "one kernel per op: activations go through HBM between ops" in prof
+    assert any(s.startswith("KV cache: 90 %") for s in prof)
+
+
+def test_run_report_states_the_profiles_engine(tmp_path):
+    from perfonto import emulator
+    from perfonto.emulator.claim import run_context
+
+    r = emulator.run("h100", model="llama-3.1-8b", chips=1, duration_s=0.01, out_dir=tmp_path, engine_profile="vllm")
+    assert r.ground_truth["engine_profile"] == "vllm"
+    says = run_context("h100", r.ground_truth)["preset_says"]
+    assert says[-len(profile("vllm").named) :] == list(profile("vllm").named)
+    assert not any("no chunking" in s for s in says)
+
+
+def test_help_names_every_profile(capsys):
+    with pytest.raises(SystemExit):
+        main(["project", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in load_profiles():
+        assert name in text.split("engine_profiles.yaml:")[1].split(")")[0]

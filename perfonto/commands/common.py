@@ -98,7 +98,7 @@ def _workload_specs() -> dict[str, dict]:
             what="assumption preset, from emulator/data/presets.yaml", default=None, note="the generation's"
         ),
         "engine_profile": dict(
-            what="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, sohu): its kernel "
+            what="serving-engine profile (emulator/data/engine_profiles.yaml: trtllm, vllm, sohu): its kernel "
             "efficiencies and scheduler on top of the preset",
             default=None,
             note="the preset's",

@@ -265,7 +265,8 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         )
     for n, r in results.items():
         if r.named:
-            out.print(f"[bold]{r.preset}[/] assumptions:")
+            prof = f" with engine profile {r.engine_profile}" if r.engine_profile else ""
+            out.print(f"[bold]{r.preset}[/]{prof} assumptions:")
             for s in r.named:
                 out.print(f"  - {s}", markup=False)
     if claim:
