@@ -12,6 +12,19 @@ from perfonto.metrics.graph import MetricGraph
 from .bottleneck import BoundViolation, _as_fraction, tree_children
 
 
+def _first_true(bad: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(window, chip) indices of the first ``k`` True cells of ``bad`` (W, C), in window-then-chip order:
+    ``np.nonzero(bad)`` cut to ``k``, scanning a growing prefix so that a piece where most windows are
+    out of bounds is not indexed whole."""
+    flat = bad.reshape(-1)
+    n = max(64, 8 * k)
+    while True:
+        idx = np.flatnonzero(flat[:n])
+        if len(idx) >= k or n >= flat.size:
+            return np.divmod(idx[:k], bad.shape[1])
+        n *= 16
+
+
 class WindowChecks:
     """Bound violations and top-down sums of a dump read in pieces."""
 
@@ -33,13 +46,15 @@ class WindowChecks:
             tol = 1e-9 * max(abs(lo), abs(hi), 1.0)
             with np.errstate(invalid="ignore"):
                 bad = (v < lo - tol) | (v > hi + tol)
-            bad = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
-            if not bad.any():
+            if bad.ndim > 2:
+                bad = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
+            count = int(np.count_nonzero(bad))
+            if not count:
                 continue
-            self.counts[name] = self.counts.get(name, 0) + int(bad.sum())
-            wis, cis = np.nonzero(bad)  # window-then-chip order; only the first few are listed
+            self.counts[name] = self.counts.get(name, 0) + count
+            wis, cis = _first_true(bad, self.max_listed)  # window-then-chip order; only the first few are listed
             listed = self.first.setdefault(name, [])
-            for wi, ci in zip(wis[: self.max_listed].tolist(), cis[: self.max_listed].tolist()):
+            for wi, ci in zip(wis.tolist(), cis.tolist()):
                 val = v[wi, ci]
                 listed.append(
                     (

@@ -27,17 +27,29 @@ from perfonto.metrics.windows import Windows
 
 def masked_sums(w: Windows, gen, names, mask: np.ndarray | None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per chip: ``Σ v`` of counters and ``Σ v·dt`` of gauges and fields over the windows where ``mask``
-    (W, C) is True (all when None), and ``Σ dt``. Null values in kept windows stay NaN."""
+    (W, C) is True (all when None), and ``Σ dt``. Null values in kept windows stay NaN.
+
+    Each sum is one weighted pass over the windows (``einsum`` with the 0/1 mask, or the masked
+    interval, as weights), with no masked copy of the values: a left-out window's value × 0 adds
+    nothing as long as it is finite, which is checked on the left-out windows only (few); a signal
+    with a NaN or ±inf there is summed through a masked copy instead."""
     dt = w.interval if mask is None else np.where(mask, w.interval, 0.0)
+    ones = None if mask is None else mask.astype(np.float64)
+    out_w, out_c = (None, None) if mask is None else np.nonzero(~mask)
     out = {}
     for n in names:
         v = w.values[n]
-        extra = (1,) * (v.ndim - 2)
-        vv = v if mask is None else np.where(mask.reshape(mask.shape + extra), v, 0.0)
-        if kinds.row_of(gen, n).run == "sum":
-            out[n] = vv.sum(axis=0)
-        else:
-            out[n] = (vv * dt.reshape(dt.shape + extra)).sum(axis=0)
+        counter = kinds.row_of(gen, n).run == "sum"
+        if mask is None and counter:
+            out[n] = np.einsum("wc...->c...", v)  # 3-4x ndarray.sum(axis=0) over (W, C) with C short
+            continue
+        weight = dt if not counter else ones
+        if out_w is not None and out_w.size and not np.isfinite(v[out_w, out_c]).all():
+            extra = (1,) * (v.ndim - 2)
+            vv = np.where(mask.reshape(mask.shape + extra), v, 0.0)
+            out[n] = vv.sum(axis=0) if counter else (vv * dt.reshape(dt.shape + extra)).sum(axis=0)
+            continue
+        out[n] = np.einsum("wc...,wc->c...", v, weight)
     return out, dt.sum(axis=0)
 
 
