@@ -45,6 +45,7 @@ from .assumptions import DATA, FITTED_BOUNDS, Assumptions, load_fitted
 from .ops import EmuConfig, stack_work, step_seconds
 from .parallel import Mapping
 from .project import geomean_error, project
+from .run import MAX_CHIPS, MAX_CONCURRENCY, MAX_REQUESTS
 from .scheduler import StepBatch
 
 FIT_STEPS = 600  # steps timed per row during the fit
@@ -143,6 +144,9 @@ def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
 ROW_FIELDS = frozenset(f.name for f in dataclasses.fields(Row)) | {"assumed"}
 _INT_FIELDS = {"tp": 1, "pp": 1, "isl": 1, "osl": 1, "concurrency": 0, "max_batch": 0, "token_budget": 0}
 _INT_FIELDS |= {"num_requests": 0}
+#: The fields every row states (a row without its dtype was replayed as FP8, without its TP as TP1).
+_REQUIRED = ("model", "gpu", "tp", "dtype", "isl", "osl", "value")
+_INT_MOST = {"num_requests": MAX_REQUESTS, "concurrency": MAX_CONCURRENCY, "tp": MAX_CHIPS, "pp": MAX_CHIPS}
 
 
 def _rows_of(
@@ -201,10 +205,15 @@ def _checked_row(r, source: str) -> Row:
             near = difflib.get_close_matches(str(k), sorted(ROW_FIELDS), n=1)
             hint = f" (did you mean `{near[0]}`?)" if near else f"; fields: {', '.join(sorted(ROW_FIELDS))}"
             raise ValueError(f"unknown field `{k}`{hint}")
+    missing = [k for k in _REQUIRED if r.get(k) is None]
+    if missing:
+        raise ValueError(f"no {', '.join(f'`{k}`' for k in missing)}: a row states {', '.join(_REQUIRED)}")
     for k, least in _INT_FIELDS.items():
         v = r.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
-            raise ValueError(f"`{k}` is a whole number ≥ {least} (got {v!r})")
+        most = _INT_MOST.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least or (most and v > most)):
+            span = f"between {least} and {most:,}" if most else f"≥ {least}"
+            raise ValueError(f"`{k}` is a whole number {span} (got {v!r})")
     for k, must in (("value", True), ("ttft_ms", False), ("itl_ms", False)):
         v = r.get(k)
         if v is None and not must:
@@ -212,14 +221,30 @@ def _checked_row(r, source: str) -> Row:
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         if not ok or v < 0 or (must and v == 0):
             least = "> 0" if must else "≥ 0"
-            raise ValueError(f"`{k}` is a finite number {least} (got {v!r})")
+            raise ValueError(f"`{k}` is a finite number {least} (got {v!r}){_yaml_number_hint(v)}")
     row = _row(r, source=source)
     get_model(row.model)
     generation(row.gpu)
     dtype_bytes(row.dtype)
     if row.kv_dtype:
         dtype_bytes(row.kv_dtype)
+    if row.tp * row.pp > MAX_CHIPS:
+        raise ValueError(f"TP{row.tp} × PP{row.pp} is more than {MAX_CHIPS} chips")
+    # the row's projection set up without serving: a mapping that does not split the model, a prompt
+    # that never fits the KV cache or the step, refused here rather than in its replay
+    row.project(concurrency=row.concurrency or None, check_only=True)
     return row
+
+
+def _yaml_number_hint(v) -> str:
+    """A hint for a number YAML read as text: ``1e300`` without a dot or exponent sign is a string to YAML 1.1."""
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            return ""
+        return "; YAML reads it as text: write the number with a dot and a signed exponent, e.g. 1.0e+3"
+    return ""
 
 
 def _row(r: dict, source: str = PERF_OVERVIEW) -> Row:
@@ -285,11 +310,13 @@ def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
             raise ValueError("no `source`: name the cited source (a key of `sources`) the row comes from")
         if row.source not in sources:
             raise ValueError(f"source `{row.source}` is not listed under `sources`; listed: {', '.join(sources)}")
-        prof = (sources[row.source] or {}).get("profile") if isinstance(sources[row.source], dict) else None
+        if not isinstance(sources[row.source], dict):
+            return  # named with its line below
+        prof = sources[row.source].get("profile")
         if prof not in profiles:
+            said = f"names engine profile {prof!r}" if prof is not None else "names no engine profile (`profile:`)"
             raise ValueError(
-                f"source `{row.source}` names engine profile {prof!r}; profiles: {', '.join(profiles)} "
-                "(emulator/data/engine_profiles.yaml)"
+                f"source `{row.source}` {said}; profiles: {', '.join(profiles)} (emulator/data/engine_profiles.yaml)"
             )
 
     p = Path(path) if path else DATA / "calibration_sources.yaml"
@@ -297,6 +324,19 @@ def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     sources = doc.get("sources") or {}
     if not isinstance(sources, dict):
         raise ValueError(f"{p}: `sources` is a mapping of source id to its citation")
+    for sid, entry in sources.items():
+        why = None
+        if not isinstance(entry, dict):
+            why = f"source `{sid}` is a mapping (url, title, profile, quote …), not {entry!r}"
+        elif entry.get("profile") not in profiles:
+            prof = entry.get("profile")
+            said = f"names engine profile {prof!r}" if prof is not None else "names no engine profile (`profile:`)"
+            why = f"source `{sid}` {said}; profiles: {', '.join(profiles)} (emulator/data/engine_profiles.yaml)"
+        if why:
+            from perfonto.ontology.yaml_source import read_yaml
+
+            line = read_yaml(p).span(("sources", sid)).line or "?"
+            raise ValueError(f"{p}:{line}: {why}")
     return sources, rows
 
 
@@ -753,11 +793,21 @@ def leave_one_out(preps: list[Prepared], full_fit: dict, progress: Callable[[int
     return {"rows": out, "geomean_error": geomean_error(pred, meas), "worst_error": worst}
 
 
-def write_fitted(path: Path, fitted: dict, validation: dict, header: dict, loo: dict | None = None) -> None:
-    """Write ``fitted.yaml``: the parameters with their meaning and bounds, and how they were fitted."""
+def write_fitted(
+    path: Path,
+    fitted: dict,
+    validation: dict,
+    header: dict,
+    loo: dict | None = None,
+    rows: str = "emulator/data/calibration.yaml",
+) -> None:
+    """Write ``fitted.yaml``: the parameters with their meaning and bounds, how they were fitted and on
+    which rows file (``rows``, as the user named it)."""
+    shipped = rows == "emulator/data/calibration.yaml"
+    again = "`perfonto calibrate`" if shipped else f"`perfonto calibrate --rows {rows}`"
     doc = {
-        "about": "Efficiency-model constants fitted by `perfonto calibrate` (emulator/calibration.py) on "
-        "emulator/data/calibration.yaml; reproduce with `perfonto calibrate`.",
+        "about": f"Efficiency-model constants fitted by `perfonto calibrate` (emulator/calibration.py) on "
+        f"{rows}; reproduce with {again}.",
         "source": header.get("source", ""),
         "method": "least squares on ln(predicted/measured), trust-region reflective within the bounds below "
         "(scipy.optimize.least_squares), 3 starts; in two stages (calibration.fit): the constants every model's "

@@ -25,7 +25,7 @@ from perfonto.ontology.records import attributes
 from .engine_profiles import profile
 from .ops import EmuConfig
 from .parallel import Mapping
-from .run import setup
+from .run import check_load, setup
 from .serving import Engine, Served, Throughput, engine_for, make_batchers, rank_kv_capacity, serve, throughput
 
 DATA = Path(__file__).parent / "data"
@@ -103,8 +103,9 @@ def project(
     progress=None,
     engine_profile: str | None = None,
     overrides: dict | None = None,
+    check_only: bool = False,
     **scenario,
-) -> Projection:
+) -> Projection | None:
     """Serve ``num_requests`` requests and measure the server.
 
     ``scenario``: ``setup``'s keyword arguments, the model and the hardware: ``model`` and ``chips``
@@ -120,13 +121,16 @@ def project(
     (of one rank) as the schedule advances. ``engine_profile`` (``emulator/data/engine_profiles.yaml``):
     its kernel constants on top of the preset's assumptions and its scheduler (unless ``engine``).
     ``overrides``: ``Assumptions`` fields set last, on top of the preset's and the profile's (what the
-    calibration's refits vary).
+    calibration's refits vary). ``check_only``: set up the model, mapping, engine and requests and
+    return None without serving: the errors a projection would raise, in milliseconds (the calibration
+    files' rows are checked so before any replay).
 
     Raises:
         ValueError: unknown names (an unknown engine profile too), a mapping or a request that does not
             fit, a rate with a concurrency.
         TypeError: no ``model`` or ``chips``, or an argument ``setup`` does not take.
     """
+    check_load(num_requests, concurrency)
     g, cfg, p = setup(gen, **scenario)
     custom = scenario.get("assumptions") is not None
     if engine_profile is not None:
@@ -138,6 +142,8 @@ def project(
     eng = engine or engine_for(cfg, p, isl, osl, draft_tokens=draft_tokens, acceptance=acceptance)
     n = num_requests or (concurrency_requests(concurrency) if concurrency else default_requests(isl, osl))
     batchers = make_batchers(cfg, eng, isl, osl, num_requests=n, rate=rate, concurrency=concurrency, seed=seed)
+    if check_only:
+        return None
     total = sum(bt.total or 0 for bt in batchers)
     tick = (lambda now: progress(sum(bt.completed for bt in batchers), total)) if progress else None
     sv = serve(cfg, batchers, max_steps=max_steps, progress=tick)

@@ -54,6 +54,11 @@ Progress = Callable[[str, float, float], None]
 
 #: Most chips one emulation takes (the per-chip trace, clocks and counter columns grow with them).
 MAX_CHIPS = 1024
+#: Requests one emulation serves, and requests in flight in a closed loop: at most these (a million
+#: requests took 34 s and 7.4 GB to project, a hundred million were killed for memory; the public
+#: benchmarks this models send up to a few thousand, at a concurrency of a few hundred).
+MAX_REQUESTS = 100_000
+MAX_CONCURRENCY = 10_000
 #: Shortest sampling period (a driver cannot read thousands of registers faster).
 MIN_SAMPLE_PERIOD_S = 1e-6
 
@@ -163,6 +168,18 @@ def _whole(name: str, v, lo: int, hi: int | None = None) -> None:
     if not whole or v < lo or (hi is not None and v > hi):
         span = f"between {lo} and {hi}" if hi is not None else f"≥ {lo}"
         raise WorkloadError(f"{name} must be a whole number {span} (got {v!r})")
+
+
+def check_load(num_requests, concurrency) -> None:
+    """Refuse a request count above ``MAX_REQUESTS`` or a concurrency above ``MAX_CONCURRENCY`` (each a
+    whole number ≥ 1 when given; None: the default).
+
+    Raises:
+        WorkloadError: naming the value and the limit."""
+    if num_requests is not None:
+        _whole("num_requests", num_requests, 1, MAX_REQUESTS)
+    if concurrency is not None:
+        _whole("concurrency", concurrency, 1, MAX_CONCURRENCY)
 
 
 def _check_periods(duration_s: float, sample_period_s: float) -> None:
@@ -293,6 +310,7 @@ def run(
     chips = int(chips)
     for name, v in (("isl", isl), ("osl", osl)):
         _whole(name, v, 1)
+    check_load(num_requests, concurrency)
     _whole("warmup_steps", warmup_steps, 0)
     knobs = _knobs(slow_chip, throttled_link, router_skew)
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)

@@ -32,12 +32,15 @@ def test_a_row_without_engine_sizing_leaves_it_to_trtllm_bench():
     [
         ("max_batch: 128", "max_batch and token_budget come together"),
         ("token_budget: 1151", "max_batch and token_budget come together"),
-        ("max_batch: 128, token_budget: 1151, num_requests: -1", "`num_requests` is a whole number ≥ 0"),
+        (
+            "max_batch: 128, token_budget: 1151, num_requests: -1",
+            "`num_requests` is a whole number between 0 and 100,000",
+        ),
     ],
 )
 def test_a_half_stated_engine_is_refused(tmp_path, extra, why):
     p = tmp_path / "s.yaml"
-    row = f"{{source: a, model: deepseek-v3, gpu: h200, tp: 8, isl: 1024, osl: 2048, value: 3, {extra}}}"
+    row = f"{{source: a, model: deepseek-v3, gpu: h200, tp: 8, dtype: fp8, isl: 1024, osl: 2048, value: 3, {extra}}}"
     p.write_text(f"sources: {{a: {{url: x, profile: trtllm}}}}\nrows:\n  - {row}\n")
     with pytest.raises(ValueError, match=why):
         load_sources(p)

@@ -49,7 +49,7 @@ def test_the_other_sources_cite_their_page_and_every_row_names_a_listed_source()
 
 def test_a_row_citing_an_unlisted_source_is_refused(tmp_path):
     p = tmp_path / "s.yaml"
-    row = "{source: b, model: llama-3.1-8b, gpu: h100, isl: 1, osl: 2, value: 3}"
+    row = "{source: b, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 1, osl: 2, value: 3}"
     p.write_text(f"sources: {{a: {{url: x, profile: trtllm}}}}\nrows:\n  - {row}\n")
     with pytest.raises(ValueError, match="s.yaml:3: row 1: source `b` is not listed under `sources`; listed: a"):
         load_sources(p)

@@ -137,7 +137,7 @@ def test_gpustack_rows_are_the_quoted_figures_of_runs_that_generated_the_stated_
 
 
 def test_a_row_states_chunked_prefill_only_with_the_sizing_it_chunks_into(tmp_path):
-    base = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 1, osl: 2, value: 3"
+    base = "{source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 1, osl: 2, value: 3"
     p = tmp_path / "s.yaml"
     for bad, why in (
         (", chunked_prefill: true}", "chunked_prefill needs the max_batch and token_budget"),

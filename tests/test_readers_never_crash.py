@@ -293,7 +293,7 @@ def test_calibrate_and_validate_emulator_name_the_file(tmp_path, capsys, cmd):
         assert str(rows) in err and reason in err and "Errno" not in err
 
 
-ROW = "{source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3"
+ROW = "{source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 3"
 SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
 
 
@@ -302,30 +302,30 @@ SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
     [
         ("sources: [\n", ":2:1:", "malformed YAML"),
         (SRC + "  - 7\n", ":3: row 1", "expected a mapping, got 7"),
-        (SRC + "  - {source: a, gpu: h100, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no field 'model'"),
+        (SRC + "  - {source: a, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no `model`"),
         (
-            SRC + f"  - {ROW}}}\n  - {{source: a, model: gpt-17, gpu: h100, isl: 8, osl: 8, value: 3}}\n",
+            SRC + f"  - {ROW}}}\n  - {ROW.replace('llama-3.1-8b', 'gpt-17')}}}\n",
             ":4: row 2",
             "unknown model 'gpt-17'",
         ),
-        (SRC + f"  - {ROW}, dtype: fp7}}\n", ":3: row 1", "unknown dtype 'fp7'"),
+        (SRC + f"  - {ROW.replace('dtype: fp8', 'dtype: fp7')}}}\n", ":3: row 1", "unknown dtype 'fp7'"),
         (
-            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: lots, osl: 8, value: 3}\n",
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: lots, osl: 8, value: 3}\n",
             ":3: row 1",
             "`isl` is a whole number ≥ 1 (got 'lots')",
         ),
         (
-            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8.7, osl: 8, value: 3}\n",
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 8.7, osl: 8, value: 3}\n",
             ":3: row 1",
             "`isl` is a whole number",
         ),
         (
-            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 0}\n",
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 0}\n",
             ":3: row 1",
             "`value` is a finite number > 0",
         ),
         (
-            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: .nan}\n",
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: .nan}\n",
             ":3: row 1",
             "`value` is a finite",
         ),
@@ -334,15 +334,46 @@ SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
             ":3: row 1",
             "unknown field `concurency` (did you mean `concurrency`?)",
         ),
-        (SRC + "  - {model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no `source`"),
         (
-            SRC + f"  - {ROW}}}\n  - {{source: b, model: llama-3.1-8b, gpu: h100, isl: 8, osl: 8, value: 3}}\n",
+            SRC + "  - {model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "no `source`",
+        ),
+        (
+            SRC + f"  - {ROW}}}\n  - {ROW.replace('source: a', 'source: b')}}}\n",
             ":4: row 2",
             "source `b` is not listed",
         ),
-        ("sources: {a: {url: x}}\nrows:\n" + f"  - {ROW}}}\n", ":3: row 1", "names engine profile None"),
-        (SRC + "  - {source: a, model: llama-3.1-8b, gpu: h9000, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "h9000"),
+        ("sources: {a: {url: x}}\nrows:\n" + f"  - {ROW}}}\n", ":3: row 1", "names no engine profile (`profile:`)"),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h9000, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "h9000",
+        ),
         (SRC + f"  - {ROW}}}\nrows: []\n", ":4:1:", "duplicate key `rows`"),
+        (
+            SRC + "  - {source: a, model: llama-3.1-8b, gpu: h100, tp: 1, isl: 8, osl: 8, value: 3}\n",
+            ":3: row 1",
+            "no `dtype`",
+        ),
+        (SRC + f"  - {ROW}, num_requests: 100000000}}\n", ":3: row 1", "between 0 and 100,000"),
+        (SRC + f"  - {ROW.replace('value: 3', 'value: 1e3')}}}\n", ":3: row 1", "write the number with a dot"),
+        (SRC + f"  - {ROW}, concurrency: 100000000}}\n", ":3: row 1", "between 0 and 10,000"),
+        (
+            SRC + f"  - {ROW.replace('tp: 1', 'tp: 4096')}}}\n",
+            ":3: row 1",
+            "`tp` is a whole number between 1 and 1,024",
+        ),
+        (SRC + f"  - {ROW.replace('tp: 1', 'tp: 512')}, pp: 4}}\n", ":3: row 1", "more than 1024 chips"),
+        (SRC + f"  - {ROW}, pp: 3}}\n", ":3: row 1", "do not split over pp = 3"),
+        (SRC + f"  - {ROW.replace('isl: 8', 'isl: 100000000000')}}}\n", ":3: row 1", "KV tokens but only"),
+        (SRC + f"  - {ROW}, max_batch: 8, token_budget: 1}}\n", ":3: row 1", "never fits a 1-token step"),
+        (
+            "sources: {a: {url: x, profile: trtllm}, bogus: 5}\nrows:\n" + f"  - {ROW}}}\n",
+            ":1: source `bogus`",
+            "not 5",
+        ),
+        ("sources:\n  a: {url: x, profile: trtllm}\n  b:\nrows:\n" + f"  - {ROW}}}\n", ":3: source `b`", "not None"),
         ("sources: [a]\nrows: []\n", "s.yaml: `sources` is a mapping", "citation"),
         (b"rows: [\xff]\n", ":1:", "not UTF-8"),
     ],
@@ -372,6 +403,29 @@ def test_calibrate_refuses_a_rows_file_without_rows(tmp_path, capsys):
         assert main(["calibrate", "--no-loo", "--rows", str(p), "--out", str(tmp_path / "f.yaml")]) == 1
         err = capsys.readouterr().err
         assert f"{p}: no `rows`" in err and "internal error" not in err, err
+
+
+def test_calibrate_never_writes_over_what_it_should_not(tmp_path, capsys):
+    from perfonto.commands.calibrate import _written_by_calibrate
+    from perfonto.emulator.assumptions import DATA
+
+    shipped = (DATA / "fitted.yaml").read_bytes()
+    rows = tmp_path / "r.yaml"
+    rows.write_bytes((DATA / "calibration.yaml").read_bytes())
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    cases = [
+        ([], "is not the shipped calibration file: give --out FILE"),  # would replace the shipped constants
+        (["--out", str(rows)], "is the --rows file"),
+        (["--out", str(notes)], "exists and was not written by `perfonto calibrate`"),
+    ]
+    for extra, why in cases:
+        assert main(["calibrate", "--no-loo", "--rows", str(rows), *extra]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "internal error" not in err, err
+    assert (DATA / "fitted.yaml").read_bytes() == shipped
+    assert rows.read_bytes() == (DATA / "calibration.yaml").read_bytes() and notes.read_text() == "mine\n"
+    assert _written_by_calibrate(DATA / "fitted.yaml") and not _written_by_calibrate(notes)
 
 
 # --- docs ------------------------------------------------------------------------------------------

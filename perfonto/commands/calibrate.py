@@ -20,7 +20,15 @@ from .validate_emulator import add_rows_option, prepare_rows
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP["calibrate"])
     add_rows_option(p)
-    p.add_argument("--out", default=None, help="where to write the parameters (default: emulator/data/fitted.yaml)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where to write the parameters (default: emulator/data/fitted.yaml, the constants every projection "
+        "uses; required with a --rows file other than the shipped one)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="write over an existing --out file that `perfonto calibrate` did not write"
+    )
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=cmd_calibrate)
@@ -31,6 +39,7 @@ def cmd_calibrate(args) -> int:
     from perfonto.emulator.calibration import fit, leave_family_out, validate, write_fitted
 
     err = stderr()
+    out = _out_path(args, DATA)
     try:
         header, preps = prepare_rows(args.rows, args.json, "replaying the calibration benchmarks")
     except (ValueError, KeyError, OSError) as exc:
@@ -43,9 +52,8 @@ def cmd_calibrate(args) -> int:
     if not args.no_loo:
         with EmuProgress("leave-one-family-out refits", enabled=not args.json) as bar:
             loo = leave_family_out(preps, f, progress=bar)
-    out = Path(args.out) if args.out else DATA / "fitted.yaml"
     try:
-        write_fitted(out, f, res, header, loo)
+        write_fitted(out, f, res, header, loo, rows=_shown(args.rows, DATA))
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}", 1) from None
     doc = {"parameters": f["parameters"], "fit": res, "leave_one_family_out": loo, "written": str(out)}
@@ -66,3 +74,62 @@ def cmd_calibrate(args) -> int:
             f"{v['n']} rows"
         )
     return 0
+
+
+FITTED_ABOUT = "Efficiency-model constants fitted by `perfonto calibrate`"
+
+
+def _shown(rows, data: Path) -> str:
+    """The rows file as ``fitted.yaml``'s ``about`` names it: the shipped one by its place in the project."""
+    return "emulator/data/calibration.yaml" if rows is None else str(rows)
+
+
+def _out_path(args, data: Path) -> Path:
+    """Where the fit goes, checked before any replay: a ``--rows`` file other than the shipped one needs
+    ``--out`` (its fit would otherwise replace the constants every projection uses); ``--out`` is never
+    the rows file itself, and a file there that this command did not write (no ``about`` of a fit) is
+    kept unless ``--force``.
+
+    Raises:
+        CommandError: one of those, naming the file and what to give instead.
+    """
+    shipped = data / "calibration.yaml"
+    rows = Path(args.rows) if args.rows else shipped
+    custom = args.rows is not None and not _same(rows, shipped)
+    if args.out is None:
+        if custom:
+            raise CommandError(
+                f"--rows {args.rows} is not the shipped calibration file: give --out FILE for its fit (without "
+                f"--out the fit would replace {data / 'fitted.yaml'}, the constants every projection uses)",
+                2,
+            )
+        return data / "fitted.yaml"
+    out = Path(args.out)
+    if _same(out, rows):
+        raise CommandError(f"--out {out} is the --rows file: the fit would replace the rows; give another --out", 2)
+    if out.exists() and not args.force and not _written_by_calibrate(out):
+        raise CommandError(
+            f"--out {out} exists and was not written by `perfonto calibrate`: give another path, or --force to "
+            "replace it",
+            2,
+        )
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def _written_by_calibrate(path: Path) -> bool:
+    """Whether ``path`` is a regular file whose first line is a fit's ``about`` (``write_fitted``)."""
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as fh:
+            head = fh.read(200).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.startswith(f"about: {FITTED_ABOUT}")

@@ -122,11 +122,16 @@ def _workload_specs() -> dict[str, dict]:
         "concurrency": dict(
             what="closed loop: N requests in flight, a new one as soon as one completes (vLLM bench --max-concurrency)",
             default=None,
-            note="offline",
-            type=positive_int,
+            note="offline; at most 10,000",
+            type=_count_up_to("MAX_CONCURRENCY"),
             metavar="N",
         ),
-        "requests": dict(what="requests in all", default=None, note=PROJECTED_REQUESTS, type=positive_int),
+        "requests": dict(
+            what="requests in all",
+            default=None,
+            note=PROJECTED_REQUESTS + "; at most 100,000",
+            type=_count_up_to("MAX_REQUESTS"),
+        ),
         "draft_tokens": dict(
             what="speculative decoding / MTP: K draft tokens verified per request and step",
             default=0,
@@ -321,6 +326,21 @@ def _int_at_least(minimum: int):
 
 non_negative_int = _int_at_least(0)
 positive_int = _int_at_least(1)
+
+
+def _count_up_to(limit_name: str):
+    """An argparse type: ``positive_int`` at most ``emulator.run.<limit_name>`` (imported when parsed)."""
+
+    def parse(text: str) -> int:
+        import importlib
+
+        v = positive_int(text)
+        limit = getattr(importlib.import_module("perfonto.emulator.run"), limit_name)
+        if v > limit:
+            raise argparse.ArgumentTypeError(f"at most {limit:,}: {text!r}")
+        return v
+
+    return parse
 
 
 def request_rate(text: str) -> float:
