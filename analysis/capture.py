@@ -147,7 +147,6 @@ def capture_of(
     used unless given. A fleet folder (``fleet_folder``) gives its ``counters/``; its topology is the
     caller's to read (``perfonto analyze`` takes it unless ``--topology`` is given). Otherwise
     ``counters`` is the dump itself (a file, a folder of dump files, a glob or a table)."""
-    import json
 
     truth = None
     from perfonto.ontology.files import is_dir, is_file
@@ -160,7 +159,15 @@ def capture_of(
         counters = run / "counters.parquet"
 
         def pick(given, name):
-            return given if given is not None else (run / name if (run / name).is_file() else None)
+            if given is not None:
+                return given
+            part = run / name
+            if part.exists() and not part.is_file():  # a folder in a run part's place: never silently left out
+                raise DumpError(
+                    f"{part}: not a file, so the run's {name.split('.')[0]} cannot be read; move it aside, or "
+                    f"analyse {counters} alone"
+                )
+            return part if part.is_file() else None
 
         requests, trace, sync = (
             pick(requests, "requests.parquet"),
@@ -168,14 +175,32 @@ def capture_of(
             pick(sync, "sync.parquet"),
         )
         snapshots = pick(snapshots, "snapshots.parquet")
-        gt = run / "ground_truth.json"
-        if gt.is_file():
-            try:
-                truth = json.loads(gt.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                truth = None
-            truth = truth if isinstance(truth, dict) else None
+        gt = pick(None, "ground_truth.json")
+        if gt is not None:
+            truth = _run_truth(gt, counters)
     return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns, snapshots)
+
+
+def _run_truth(gt: Path, counters: Path) -> dict:
+    """A run folder's ``ground_truth.json`` (the emulator's), read whole.
+
+    Raises:
+        DumpError: not UTF-8 JSON (``file:line:col``) or not a JSON object: a damaged ground truth would
+        otherwise drop the report's modelling assumptions and the clock alignment without a word."""
+    import json
+
+    instead = f"repair it, or analyse {counters} alone (no ground truth)"
+    try:
+        truth = json.loads(gt.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DumpError(f"{gt}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}); {instead}") from None
+    except UnicodeDecodeError:
+        raise DumpError(f"{gt}: not UTF-8 text; {instead}") from None
+    except OSError as exc:
+        raise DumpError(f"{gt}: cannot be read ({exc.strerror or exc}); {instead}") from None
+    if not isinstance(truth, dict):
+        raise DumpError(f"{gt}: a JSON {type(truth).__name__}, not the object the emulator writes; {instead}")
+    return truth
 
 
 def dump_unavailable(graph: MetricGraph, absent: set[str], wanted: set[str] | None = None) -> dict[str, str]:

@@ -432,6 +432,13 @@ def _scan_grid(plan: DumpPlan) -> None:
     local = {}
     for host in plan.groups:
         chip, hs, ts, sample, per_part = _group_keys(plan, host, reversals=True)
+        if len(ts) < 2:
+            what = "no sample rows" if len(ts) == 0 else "one sample row"
+            where = "" if host is None or len(plan.groups) == 1 else f" for host {host!r}"
+            raise DumpError(
+                f"{plan.label}: {what}{where}; a window needs two samples of each chip: give a dump with at "
+                "least two samples per chip"
+            )
         g = _regular_grid(plan, chip, hs, ts, sample)
         if g is None:
             g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)

@@ -157,6 +157,52 @@ def test_sample_period_infinity_in_dump_metadata(sohu, tmp_path, capsys):
     assert doc["ok"] is False and "sample_period_ns" in doc["error"]
 
 
+@pytest.mark.parametrize("n, what", [(0, "no sample rows"), (1, "one sample row")])
+def test_a_dump_with_no_window_says_so(tmp_path, capsys, n, what):
+    """0 rows was an internal IndexError; a chip with one sample has no window either."""
+    t = pa.table(
+        {
+            "chip": pa.array(np.zeros(n, np.int32)),
+            "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
+            "seq.elapsed_cycles": pa.array(np.arange(n, dtype=np.uint64) * 1_500_000),
+        }
+    )
+    p = tmp_path / "d.parquet"
+    pq.write_table(t, p)
+    assert main(["analyze", str(p), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert f"{p}: {what}; a window needs two samples" in err and "internal error" not in err, err
+
+
+def test_a_run_folders_damaged_parts_are_named_not_left_out(tmp_path, capsys):
+    """A damaged ground_truth.json, or a folder in a part's place, dropped the report's assumptions,
+    clock alignment or request metrics without a word."""
+    import shutil
+
+    from perfonto import emulator
+
+    run = tmp_path / "run"
+    emulator.run("sohu", model="llama-3.1-8b", chips=1, duration_s=0.02, out_dir=run)
+    cases = [
+        ("ground_truth.json", b'{"broken": ', "ground_truth.json:1:12: not JSON"),
+        ("ground_truth.json", b"[1, 2]", "a JSON list, not the object the emulator writes"),
+        ("ground_truth.json", b"\xff\xfe", "not UTF-8"),
+        ("requests.parquet", None, "requests.parquet: not a file, so the run's requests cannot be read"),
+    ]
+    for i, (name, body, why) in enumerate(cases):
+        case = tmp_path / f"case{i}"
+        shutil.copytree(run, case)
+        (case / name).unlink()
+        if body is None:
+            (case / name).mkdir()
+        else:
+            (case / name).write_bytes(body)
+        assert main(["analyze", str(case), "--out", str(tmp_path / f"o{i}")]) == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert why in err and f"analyse {case / 'counters.parquet'} alone" in err and "internal" not in err, err
+        assert not (tmp_path / f"o{i}").exists()
+
+
 # --- importers -------------------------------------------------------------------------------------
 
 DEEP = 20_000
