@@ -135,8 +135,18 @@ def load_rows(path: str | Path | None = None) -> tuple[dict, list[Row]]:
 
     Raises:
         ValueError: the file is not YAML, or a row is malformed (``file:line`` named, ``_rows_of``)."""
+    from .project import default_requests, requests_table
+
     p = Path(path) if path else DATA / "calibration.yaml"
     doc, rows = _rows_of(p, PERF_OVERVIEW, need_rows=True)
+    # the file's own request counts per length (a --rows copy's were ignored for the shipped file's)
+    table = requests_table(doc.get("num_requests"), str(p))
+    rows = [
+        dataclasses.replace(r, num_requests=table[(r.isl, r.osl)])
+        if not r.num_requests and table.get((r.isl, r.osl), 0) not in (0, default_requests(r.isl, r.osl))
+        else r
+        for r in rows
+    ]
     return {k: v for k, v in doc.items() if k != "rows"}, rows
 
 

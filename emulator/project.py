@@ -32,10 +32,35 @@ DATA = Path(__file__).parent / "data"
 MAX_STEPS = 400_000
 
 
+def requests_table(table, where: str) -> dict[tuple[int, int], int]:
+    """A calibration file's ``num_requests`` table (``{"isl/osl": requests}``) as ``{(isl, osl): n}``.
+
+    Raises:
+        ValueError: ``where`` (the file) and the entry: not a mapping, a key that is not ``isl/osl`` in
+        whole numbers ≥ 1, a count that is not a whole number between 1 and ``run.MAX_REQUESTS``."""
+    from .run import MAX_REQUESTS
+
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ValueError(f'{where}: `num_requests` maps "isl/osl" to a request count (got {table!r})')
+    out = {}
+    for k, v in table.items():
+        parts = str(k).split("/")
+        if len(parts) != 2 or not all(x.isdigit() and int(x) >= 1 for x in parts):
+            raise ValueError(f"{where}: `num_requests` key {k!r} is not isl/osl in whole numbers, e.g. 128/2048")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_REQUESTS:
+            raise ValueError(
+                f"{where}: `num_requests` {k}: a whole number between 1 and {MAX_REQUESTS:,} requests (got {v!r})"
+            )
+        out[(int(parts[0]), int(parts[1]))] = v
+    return out
+
+
 @lru_cache(maxsize=None)
 def _requests_table() -> dict[tuple[int, int], int]:
-    doc = yaml.safe_load((DATA / "calibration.yaml").read_text(encoding="utf-8"))
-    return {tuple(int(x) for x in k.split("/")): int(v) for k, v in doc.get("num_requests", {}).items()}
+    p = DATA / "calibration.yaml"
+    return requests_table(yaml.safe_load(p.read_text(encoding="utf-8")).get("num_requests"), str(p))
 
 
 def default_requests(isl: int, osl: int) -> int:

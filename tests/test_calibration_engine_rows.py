@@ -59,3 +59,28 @@ def test_the_deepseek_rows_state_what_the_blog_ran():
         assert f"--max_batch_size {r.max_batch} --max_num_tokens {r.token_budget} --num_requests {r.num_requests}" in q
         assert f"--concurrency {r.tp * r.max_batch}" in q
         assert f"Total Output Throughput (tokens/sec): {r.value}" in q
+
+
+def test_a_rows_files_own_request_table_is_used(tmp_path):
+    """The `num_requests` table of a --rows file was ignored for the shipped file's (a copy with 128/128:
+    100 replayed 30,000 requests), and a bad entry in it was never looked at."""
+    from perfonto.emulator.calibration import load_rows
+    from perfonto.emulator.project import default_requests
+
+    row = "{model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 128, osl: 128, value: 3}"
+    p = tmp_path / "r.yaml"
+    p.write_text(f"num_requests:\n  128/128: 100\nrows:\n  - {row}\n")
+    assert default_requests(128, 128) == 30000
+    assert load_rows(p)[1][0].num_requests == 100
+    p.write_text(f"num_requests:\n  128/128: 30000\nrows:\n  - {row}\n")
+    assert load_rows(p)[1][0].num_requests == 0  # the default's count: the row is as the shipped one's
+    for table, why in (
+        ("  128/128: lots", "128/128: a whole number between 1 and 100,000 requests (got 'lots')"),
+        ("  128/128: 100000000", "between 1 and 100,000"),
+        ("  128x128: 100", "key '128x128' is not isl/osl"),
+        ("  - 1", 'maps "isl/osl" to a request count'),
+    ):
+        p.write_text(f"num_requests:\n{table}\nrows:\n  - {row}\n")
+        with pytest.raises(ValueError, match=f"{p}: `num_requests`") as exc:
+            load_rows(p)
+        assert why in str(exc.value), exc.value
