@@ -186,10 +186,23 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        () if custom else p.stated(prof.named if engine_profile is not None else None),
+        (() if custom else p.stated(prof.named if engine_profile is not None else None)) + _math_note(cfg),
         cfg,
         sv,
         engine_profile,
+    )
+
+
+def _math_note(cfg: EmuConfig) -> tuple[str, ...]:
+    """What the projection assumes about a weight dtype the chip has no matrix math for (FP4 weights on a
+    generation without ``spec.mxu.peak_flops_fp4`` run FP8 math, ``Hardware.math_dtype``), else nothing."""
+    w = cfg.prec.weights
+    math = cfg.hw.math_dtype(w)
+    if math == w:
+        return ()
+    return (
+        f"{w.upper()} weights run {math.upper()} matrix math: {cfg.hw.generation} has no {w.upper()} matrix math "
+        "(spec.mxu.peak_flops_fp4), so the weights are dequantised on load; only their bytes are FP4's",
     )
 
 

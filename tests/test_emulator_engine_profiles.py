@@ -133,3 +133,11 @@ def test_help_names_every_profile(capsys):
     text = " ".join(capsys.readouterr().out.split())
     for name in load_profiles():
         assert name in text.split("engine_profiles.yaml:")[1].split(")")[0]
+
+
+def test_fp4_weights_without_fp4_math_say_so():
+    """H100 has no FP4 matrix math: FP4 weights run FP8 math, which the projection states; B200 has it."""
+    note = [s for s in project("h100", dtype="fp4", **KW).named if "dequantised on load" in s]
+    assert note and note[0].startswith("FP4 weights run FP8 matrix math: h100 has no FP4 matrix math")
+    assert not any("dequantised" in s for s in project("b200", dtype="fp4", **KW).named)
+    assert not any("dequantised" in s for s in project("h100", dtype="fp8", **KW).named)

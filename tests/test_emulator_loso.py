@@ -175,7 +175,9 @@ def test_the_prior_pulls_an_underdetermined_constant_toward_its_design_value():
 @pytest.mark.parametrize(
     "argv,why",
     [
-        (["--loso-prior", "-1"], "--loso-prior must be a finite weight ≥ 0"),
+        (["--loso-prior", "-1"], "--loso-prior must be a weight between 0 and 1e+06 (got -1"),
+        (["--loso-prior", "1e308"], "--loso-prior must be a weight between 0 and 1e+06 (got 1e+308"),
+        (["--loso-prior", "nan"], "--loso-prior must be a weight between 0 and 1e+06 (got nan"),
         (["--sources", "/nonexistent/sources.yaml"], "/nonexistent/sources.yaml"),
     ],
 )

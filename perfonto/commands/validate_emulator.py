@@ -98,9 +98,16 @@ def _prior(w):
 
     if w is None:
         return REFIT_PRIOR
-    if not (math.isfinite(w) and w >= 0):
-        raise ValueError(f"--loso-prior must be a finite weight ≥ 0 (got {w})")
+    if not (math.isfinite(w) and 0 <= w <= MAX_PRIOR):
+        raise ValueError(
+            f"--loso-prior must be a weight between 0 and {MAX_PRIOR:g} (got {w:g}; {MAX_PRIOR:g} already pins "
+            "every constant at its design value, and past it the fit's residuals overflow)"
+        )
     return w
+
+
+#: The largest ``--loso-prior``: a pull of 10^6 per unit of a constant's range pins it; 1e308 overflowed.
+MAX_PRIOR = 1e6
 
 
 def _other_sources(path, json_mode: bool):
