@@ -201,23 +201,13 @@ def _rows_of(
 
 def _checked_row(r, source: str) -> Row:
     """``_row`` of one row after its fields are checked (``_rows_of``)."""
-    import difflib
     import math
 
     from .models import get_model
     from .parallel import dtype_bytes
     from .presets import generation
 
-    if not isinstance(r, dict):
-        raise ValueError(f"expected a mapping, got {r!r}")
-    for k in r:
-        if k not in ROW_FIELDS:
-            near = difflib.get_close_matches(str(k), sorted(ROW_FIELDS), n=1)
-            hint = f" (did you mean `{near[0]}`?)" if near else f"; fields: {', '.join(sorted(ROW_FIELDS))}"
-            raise ValueError(f"unknown field `{k}`{hint}")
-    missing = [k for k in _REQUIRED if r.get(k) is None]
-    if missing:
-        raise ValueError(f"no {', '.join(f'`{k}`' for k in missing)}: a row states {', '.join(_REQUIRED)}")
+    _check_fields(r)
     for k, least in _INT_FIELDS.items():
         v = r.get(k)
         most = _INT_MOST.get(k)
@@ -244,6 +234,26 @@ def _checked_row(r, source: str) -> Row:
     # that never fits the KV cache or the step, refused here rather than in its replay
     row.project(concurrency=row.concurrency or None, check_only=True)
     return row
+
+
+def _check_fields(r) -> None:
+    """A row is a mapping of known fields (a misspelt one named with a did-you-mean) holding every one of
+    ``_REQUIRED``.
+
+    Raises:
+        ValueError: what is wrong, for ``_rows_of`` to prefix with the row's line."""
+    import difflib
+
+    if not isinstance(r, dict):
+        raise ValueError(f"expected a mapping, got {r!r}")
+    for k in r:
+        if k not in ROW_FIELDS:
+            near = difflib.get_close_matches(str(k), sorted(ROW_FIELDS), n=1)
+            hint = f" (did you mean `{near[0]}`?)" if near else f"; fields: {', '.join(sorted(ROW_FIELDS))}"
+            raise ValueError(f"unknown field `{k}`{hint}")
+    missing = [k for k in _REQUIRED if r.get(k) is None]
+    if missing:
+        raise ValueError(f"no {', '.join(f'`{k}`' for k in missing)}: a row states {', '.join(_REQUIRED)}")
 
 
 def _yaml_number_hint(v) -> str:

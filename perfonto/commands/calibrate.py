@@ -17,18 +17,17 @@ from .project import EmuProgress
 from .validate_emulator import add_rows_option, prepare_rows
 
 
+OUT_HELP = (
+    "where to write the parameters (default: emulator/data/fitted.yaml, the constants every projection uses; "
+    "required with a --rows file other than the shipped one)"
+)
+
+
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP["calibrate"])
     add_rows_option(p)
-    p.add_argument(
-        "--out",
-        default=None,
-        help="where to write the parameters (default: emulator/data/fitted.yaml, the constants every projection "
-        "uses; required with a --rows file other than the shipped one)",
-    )
-    p.add_argument(
-        "--force", action="store_true", help="write over an existing --out file that `perfonto calibrate` did not write"
-    )
+    p.add_argument("--out", default=None, help=OUT_HELP)
+    p.add_argument("--force", action="store_true", help="write over an --out file that calibrate did not write")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=cmd_calibrate)
