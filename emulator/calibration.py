@@ -820,11 +820,13 @@ def write_fitted(
     header: dict,
     loo: dict | None = None,
     rows: str = "emulator/data/calibration.yaml",
+    out: str | None = None,
 ) -> None:
-    """Write ``fitted.yaml``: the parameters with their meaning and bounds, how they were fitted and on
-    which rows file (``rows``, as the user named it)."""
+    """Write ``fitted.yaml``: the parameters with their meaning and bounds, how they were fitted, on which
+    rows file (``rows``, as the user named it) and the command that writes it again (with ``--out`` when
+    ``out``, a file other than the shipped one)."""
     shipped = rows == "emulator/data/calibration.yaml"
-    again = "`perfonto calibrate`" if shipped else f"`perfonto calibrate --rows {rows}`"
+    again = "`perfonto calibrate" + ("" if shipped else f" --rows {rows}") + (f" --out {out}`" if out else "`")
     doc = {
         "about": f"Efficiency-model constants fitted by `perfonto calibrate` (emulator/calibration.py) on "
         f"{rows}; reproduce with {again}.",

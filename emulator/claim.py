@@ -214,7 +214,7 @@ def run_context(gen, gt: dict) -> dict:
     name = gen if isinstance(gen, str) else gen.name
     preset = gt.get("preset")
     try:
-        prof = profile(gt["engine_profile"]).named if gt.get("engine_profile") else None
+        prof = profile(gt["engine_profile"]) if gt.get("engine_profile") else None
         named = resolve(gen, preset if preset != "custom" else None).stated(prof) if preset != "custom" else ()
     except ValueError:
         named = ()

@@ -42,18 +42,23 @@ class Preset:
     mapping: str
     engine: object  # "trtllm" or a dict
     model_named: tuple[str, ...]
-    engine_named: tuple[str, ...] = ()
+    engine_named: tuple[tuple[str, frozenset], ...] = ()  # (text, the fields a profile replaces it by; empty: any)
 
     @property
     def named(self) -> tuple[str, ...]:
         """Every assumption of the preset in words: the execution model's, then the engine's."""
-        return self.model_named + self.engine_named
+        return self.model_named + tuple(t for t, _ in self.engine_named)
 
-    def stated(self, profile_named: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    def stated(self, profile=None) -> tuple[str, ...]:
         """The preset's assumptions in words, with the engine's (kernel constants, scheduler) replaced by
-        ``profile_named`` (an engine profile's ``named``, ``emulator/engine_profiles.py``) when one is given:
-        a run with ``--engine-profile`` never states the preset's engine beside the profile's."""
-        return self.model_named + (self.engine_named if profile_named is None else tuple(profile_named))
+        ``profile``'s (an ``engine_profiles.EngineProfile``: its ``named``) when one is given, so that a run
+        with ``--engine-profile`` never states the preset's engine beside the profile's; a statement kept
+        unless named fields are set stays where the profile sets none of them (its constant still applies)."""
+        if profile is None:
+            return self.named
+        sets = set(profile.kernels)
+        kept = tuple(t for t, unless in self.engine_named if unless and not unless & sets)
+        return self.model_named + kept + tuple(profile.named)
 
     def apply(self, hw: Hardware) -> Hardware:
         """``hw`` with the preset's hardware overrides."""
@@ -164,5 +169,24 @@ def resolve(gen: Generation | str, name: str | None = None) -> Preset:
         str(p.get("mapping", "default")),
         p.get("engine", "trtllm"),
         tuple(p.get("named", ())),
-        tuple(p.get("engine_named", ())),
+        tuple(_engine_statement(fam, name, e) for e in p.get("engine_named", ())),
+    )
+
+
+def _engine_statement(fam: str, name: str, e) -> tuple[str, frozenset]:
+    """An ``engine_named`` entry as (text, fields): a plain text (any profile replaces it) or
+    ``{text, kept_unless: [Assumptions fields]}``.
+
+    Raises:
+        PresetError: another shape, or a field ``Assumptions`` does not have."""
+    if isinstance(e, str):
+        return e, frozenset()
+    fields = {f.name for f in dataclasses.fields(Assumptions)}
+    if isinstance(e, dict) and isinstance(e.get("text"), str) and set(e) <= {"text", "kept_unless"}:
+        unless = frozenset(str(k) for k in (e.get("kept_unless") or ()))
+        if unless <= fields:
+            return e["text"], unless
+    raise PresetError(
+        f"preset {fam}/{name}: an engine_named entry is a text or {{text, kept_unless: [Assumptions fields]}} "
+        f"(got {e!r})"
     )

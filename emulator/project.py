@@ -186,7 +186,7 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        (() if custom else p.stated(prof.named if engine_profile is not None else None)) + _math_note(cfg),
+        (() if custom else p.stated(prof if engine_profile is not None else None)) + _math_note(cfg),
         cfg,
         sv,
         engine_profile,

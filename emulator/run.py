@@ -56,8 +56,9 @@ Progress = Callable[[str, float, float], None]
 MAX_CHIPS = 1024
 #: Requests one emulation serves, and requests in flight in a closed loop: at most these (a million
 #: requests took 34 s and 7.4 GB to project, a hundred million were killed for memory; the public
-#: benchmarks this models send up to a few thousand, at a concurrency of a few hundred).
-MAX_REQUESTS = 100_000
+#: benchmarks this models send up to 30,000, at a concurrency of a few hundred; an 8-chip Sohu at its
+#: claimed rate, ~3,900 requests/s, for 30 s of Poisson arrivals asks for 175,000).
+MAX_REQUESTS = 1_000_000
 MAX_CONCURRENCY = 10_000
 #: Shortest sampling period (a driver cannot read thousands of registers faster).
 MIN_SAMPLE_PERIOD_S = 1e-6
@@ -334,6 +335,11 @@ def run(
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
         num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
+        if num_requests > MAX_REQUESTS:  # the arrivals the duration needs, capped as a given count is
+            raise WorkloadError(
+                f"a rate of {rate:g} requests/s over {duration_s:g} s needs {num_requests:,} requests (1.5 × "
+                f"rate × duration), more than {MAX_REQUESTS:,}: give a lower rate or a shorter duration"
+            )
     batchers = make_batchers(
         cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed
     )

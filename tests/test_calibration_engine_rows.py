@@ -34,7 +34,7 @@ def test_a_row_without_engine_sizing_leaves_it_to_trtllm_bench():
         ("token_budget: 1151", "max_batch and token_budget come together"),
         (
             "max_batch: 128, token_budget: 1151, num_requests: -1",
-            "`num_requests` is a whole number between 0 and 100,000",
+            "`num_requests` is a whole number between 0 and 1,000,000",
         ),
     ],
 )
@@ -75,8 +75,8 @@ def test_a_rows_files_own_request_table_is_used(tmp_path):
     p.write_text(f"num_requests:\n  128/128: 30000\nrows:\n  - {row}\n")
     assert load_rows(p)[1][0].num_requests == 0  # the default's count: the row is as the shipped one's
     for table, why in (
-        ("  128/128: lots", "128/128: a whole number between 1 and 100,000 requests (got 'lots')"),
-        ("  128/128: 100000000", "between 1 and 100,000"),
+        ("  128/128: lots", "128/128: a whole number between 1 and 1,000,000 requests (got 'lots')"),
+        ("  128/128: 100000000", "between 1 and 1,000,000"),
         ("  128x128: 100", "key '128x128' is not isl/osl"),
         ("  - 1", 'maps "isl/osl" to a request count'),
     ):

@@ -141,3 +141,21 @@ def test_fp4_weights_without_fp4_math_say_so():
     assert note and note[0].startswith("FP4 weights run FP8 matrix math: h100 has no FP4 matrix math")
     assert not any("dequantised" in s for s in project("b200", dtype="fp4", **KW).named)
     assert not any("dequantised" in s for s in project("h100", dtype="fp8", **KW).named)
+
+
+def test_a_profile_keeps_the_presets_statements_whose_constants_it_leaves():
+    """The sohu profile sets no all-reduce rate: the preset's 80 % (still in force) stays stated; trtllm and
+    vllm state their own, and the preset's is not repeated."""
+    from perfonto.emulator.presets import resolve
+
+    p = resolve("h100")
+    sohu = p.stated(profile("sohu"))
+    assert "NVLink collectives at 80 % of the link rate (nccl-tests bus bandwidth)" in sohu
+    assert not any("trtllm-bench sizes them" in s for s in sohu)
+    for name in ("trtllm", "vllm"):
+        said = p.stated(profile(name))
+        assert sum("80 % of the link rate" in s for s in said) == 1, said
+    cons = resolve("sohu", "conservative").stated(profile("sohu"))
+    assert "all-reduces at 80 % of the link rate" in cons
+    assert any(s.startswith("HBM efficiency, all-to-all and expert load imbalance") for s in cons)
+    assert not any(s.startswith("matrix-engine and KV-read efficiencies") for s in cons)

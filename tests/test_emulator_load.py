@@ -118,3 +118,24 @@ def test_the_sohu_profile_chunks_a_long_prompt_over_four_steps():
     pr = project("sohu", model="llama-3.1-8b", chips=1, isl=8192, osl=2, engine_profile="sohu", num_requests=1)
     assert pr.served.batch.prefill_tokens.tolist() == [2048, 2048, 2048, 2048, 0]
     assert pr.figures.to_json()["ttft_p50_s"] == pytest.approx(pr.served.seconds[:4].sum(), rel=1e-9)
+
+
+def test_request_counts_are_capped_given_or_derived(tmp_path):
+    """10^8 requests were killed for memory: a given count, a concurrency, and the count a rate derives
+    from the duration are refused past the caps, before anything is written."""
+    import pytest
+
+    from perfonto import emulator
+    from perfonto.emulator.knobs import WorkloadError
+    from perfonto.emulator.project import project
+    from perfonto.emulator.run import MAX_CONCURRENCY, MAX_REQUESTS
+
+    kw = dict(model="llama-3.1-8b", chips=1, isl=128, osl=16)
+    with pytest.raises(WorkloadError, match="num_requests must be a whole number between 1 and 1000000"):
+        project("h100", num_requests=MAX_REQUESTS + 1, **kw)
+    with pytest.raises(WorkloadError, match="concurrency must be a whole number between 1 and 10000"):
+        project("h100", concurrency=MAX_CONCURRENCY + 1, **kw)
+    out = tmp_path / "r"
+    with pytest.raises(WorkloadError, match="needs 150,000,016 requests .* more than 1,000,000"):
+        emulator.run("h100", duration_s=1.0, rate=1e8, out_dir=out, **kw)
+    assert not out.exists()

@@ -402,7 +402,7 @@ SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
             ":3: row 1",
             "no `dtype`",
         ),
-        (SRC + f"  - {ROW}, num_requests: 100000000}}\n", ":3: row 1", "between 0 and 100,000"),
+        (SRC + f"  - {ROW}, num_requests: 100000000}}\n", ":3: row 1", "between 0 and 1,000,000"),
         (SRC + f"  - {ROW.replace('value: 3', 'value: 1e3')}}}\n", ":3: row 1", "write the number with a dot"),
         (SRC + f"  - {ROW}, concurrency: 100000000}}\n", ":3: row 1", "between 0 and 10,000"),
         (
@@ -464,6 +464,9 @@ def test_calibrate_never_writes_over_what_it_should_not(tmp_path, capsys):
         ([], "is not the shipped calibration file: give --out FILE"),  # would replace the shipped constants
         (["--out", str(rows)], "is the --rows file"),
         (["--out", str(notes)], "exists and was not written by `perfonto calibrate`"),
+        (["--out", str(DATA / "fitted.yaml")], "is the shipped constants every projection uses"),
+        (["--out", str(tmp_path)], "is a folder"),
+        (["--out", str(tmp_path / "no" / "f.yaml")], "which is not a folder"),
     ]
     for extra, why in cases:
         assert main(["calibrate", "--no-loo", "--rows", str(rows), *extra]) == 2

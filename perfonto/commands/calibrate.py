@@ -52,7 +52,7 @@ def cmd_calibrate(args) -> int:
         with EmuProgress("leave-one-family-out refits", enabled=not args.json) as bar:
             loo = leave_family_out(preps, f, progress=bar)
     try:
-        write_fitted(out, f, res, header, loo, rows=_shown(args.rows, DATA))
+        write_fitted(out, f, res, header, loo, rows=_shown(args.rows, DATA), out=_shown_out(out, DATA))
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}", 1) from None
     doc = {"parameters": f["parameters"], "fit": res, "leave_one_family_out": loo, "written": str(out)}
@@ -79,8 +79,16 @@ FITTED_ABOUT = "Efficiency-model constants fitted by `perfonto calibrate`"
 
 
 def _shown(rows, data: Path) -> str:
-    """The rows file as ``fitted.yaml``'s ``about`` names it: the shipped one by its place in the project."""
-    return "emulator/data/calibration.yaml" if rows is None else str(rows)
+    """The rows file as ``fitted.yaml``'s ``about`` names it: the shipped one (however it was named) by its
+    place in the project."""
+    return (
+        "emulator/data/calibration.yaml" if rows is None or _same(Path(rows), data / "calibration.yaml") else str(rows)
+    )
+
+
+def _shown_out(out: Path, data: Path) -> str | None:
+    """``--out`` as the reproduce hint names it: None for the shipped ``fitted.yaml``."""
+    return None if _same(out, data / "fitted.yaml") or out == data / "fitted.yaml" else str(out)
 
 
 def _out_path(args, data: Path) -> Path:
@@ -106,6 +114,15 @@ def _out_path(args, data: Path) -> Path:
     out = Path(args.out)
     if _same(out, rows):
         raise CommandError(f"--out {out} is the --rows file: the fit would replace the rows; give another --out", 2)
+    if out.is_dir() or not out.parent.is_dir():
+        where = "is a folder" if out.is_dir() else f"is in {out.parent}, which is not a folder"
+        raise CommandError(f"--out {out} {where}: give a file path in an existing folder", 2)
+    if custom and _same(out, data / "fitted.yaml") and not args.force:
+        raise CommandError(
+            f"--out {out} is the shipped constants every projection uses, and --rows {args.rows} is not the "
+            "shipped calibration file: give another --out, or --force to replace them",
+            2,
+        )
     if out.exists() and not args.force and not _written_by_calibrate(out):
         raise CommandError(
             f"--out {out} exists and was not written by `perfonto calibrate`: give another path, or --force to "
@@ -123,12 +140,13 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _written_by_calibrate(path: Path) -> bool:
-    """Whether ``path`` is a regular file whose first line is a fit's ``about`` (``write_fitted``)."""
+    """Whether ``path`` is a regular YAML file whose ``about`` is a fit's (``write_fitted``)."""
+    import yaml
+
     try:
-        if not path.is_file():
+        if not path.is_file() or path.stat().st_size > 1_000_000:
             return False
-        with path.open("rb") as fh:
-            head = fh.read(200).decode("utf-8", "replace")
-    except OSError:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
         return False
-    return head.startswith(f"about: {FITTED_ABOUT}")
+    return isinstance(doc, dict) and str(doc.get("about", "")).startswith(FITTED_ABOUT)

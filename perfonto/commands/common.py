@@ -129,7 +129,7 @@ def _workload_specs() -> dict[str, dict]:
         "requests": dict(
             what="requests in all",
             default=None,
-            note=PROJECTED_REQUESTS + "; at most 100,000",
+            note=PROJECTED_REQUESTS + "; at most 1,000,000",
             type=_count_up_to("MAX_REQUESTS"),
         ),
         "draft_tokens": dict(
