@@ -183,6 +183,21 @@ def check_load(num_requests, concurrency) -> None:
         _whole("concurrency", concurrency, 1, MAX_CONCURRENCY)
 
 
+def _rate_requests(rate: float, duration_s: float) -> int:
+    """Requests an online run at ``rate`` (requests/s) needs over ``duration_s``: 1.5 × rate × duration +
+    16 (Poisson arrivals past the end are never reached).
+
+    Raises:
+        WorkloadError: more than ``MAX_REQUESTS``, capped as a given count is."""
+    n = int(np.ceil(rate * duration_s * 1.5)) + 16
+    if n > MAX_REQUESTS:
+        raise WorkloadError(
+            f"a rate of {rate:g} requests/s over {duration_s:g} s needs {n:,} requests (1.5 × rate × duration), "
+            f"more than {MAX_REQUESTS:,}: give a lower rate or a shorter duration"
+        )
+    return n
+
+
 def _check_periods(duration_s: float, sample_period_s: float) -> None:
     """Refuse a duration or sampling period that is not a finite positive number of seconds, and a
     period under ``MIN_SAMPLE_PERIOD_S``."""
@@ -334,12 +349,7 @@ def run(
     d_ns, s_cyc, t_dev, end, end_host = device_grid(t_grid, clocks, f)
     until_s = max(end, end_host) / f
     if rate is not None and num_requests is None:
-        num_requests = int(np.ceil(rate * duration_s * 1.5)) + 16
-        if num_requests > MAX_REQUESTS:  # the arrivals the duration needs, capped as a given count is
-            raise WorkloadError(
-                f"a rate of {rate:g} requests/s over {duration_s:g} s needs {num_requests:,} requests (1.5 × "
-                f"rate × duration), more than {MAX_REQUESTS:,}: give a lower rate or a shorter duration"
-            )
+        num_requests = _rate_requests(rate, duration_s)
     batchers = make_batchers(
         cfg, eng, isl, osl, num_requests=num_requests, rate=rate, concurrency=concurrency, seed=seed
     )
