@@ -50,7 +50,7 @@ def test_a_workload_option_reads_the_same_in_every_command():
     "command, expected",
     [
         ("project", dict(model="llama3-70b", chips=8, isl=2048, osl=128, dtype="fp8", kv_dtype=None, tp=None)),
-        ("project", dict(draft_tokens=0, acceptance=0.7, rate=None, concurrency=None, requests=None)),
+        ("project", dict(draft_tokens=0, acceptance=None, rate=None, concurrency=None, requests=None)),
         ("run", dict(model="llama3-70b", chips=8, isl=2048, osl=128, preset=None, requests=None, draft_tokens=0)),
         ("serve", dict(model="llama3-70b", chips=8, isl=2048, osl=128)),
         ("sweep", dict(model=None, chips=None, isl=None, osl=None, dtype=None, mapping=None, requests=None)),
@@ -109,3 +109,30 @@ def test_export_and_analyze_declare_out_force_json_through_output_options():
 def test_an_unknown_workload_option_is_refused_by_name():
     with pytest.raises(KeyError, match="not workload options: chip"):
         workload_options(argparse.ArgumentParser(), "model", chip={"default": 1})
+
+
+@pytest.mark.parametrize("command", ["project", "run"])
+def test_acceptance_without_draft_tokens_is_refused(command, tmp_path, capsys):
+    # it was accepted and silently ignored: the projection ran without speculative decoding
+    from perfonto.cli import main
+
+    out = tmp_path / "o"
+    assert (
+        main(
+            [command, "--acceptance", "0.5", "--out", str(out)]
+            if command == "run"
+            else [command, "--acceptance", "0.5"]
+        )
+        == 2
+    )
+    assert "give --draft-tokens K" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_acceptance_defaults_to_0_7_with_draft_tokens():
+    from perfonto.commands.project import scenario_of
+
+    args = _parse("project", "--draft-tokens", "3")
+    assert scenario_of(args)["acceptance"] == 0.7
+    assert scenario_of(_parse("project", "--draft-tokens", "3", "--acceptance", "0.4"))["acceptance"] == 0.4
+    assert scenario_of(_parse("project"))["acceptance"] == 0.0

@@ -20,6 +20,9 @@ class CommandError(PerfontoError):
         self.message, self.code, self.diagnostics = message, code, list(diagnostics)
 
 
+#: ``--acceptance`` when ``--draft-tokens`` is given without it (a typical draft acceptance rate).
+DEFAULT_ACCEPTANCE = 0.7
+
 GENERATION_HELP = "hardware generation (default: sohu, or the --catalog folder's)"
 CATALOG_HELP = "catalog folder of ontology *.yaml and metric *.metrics files (default: the shipped catalog)"
 
@@ -141,7 +144,8 @@ def _workload_specs() -> dict[str, dict]:
         ),
         "acceptance": dict(
             what="with --draft-tokens: probability that each draft token is accepted",
-            default=0.7,
+            default=None,
+            note=f"{DEFAULT_ACCEPTANCE:g}",
             type=_probability,
             metavar="A",
         ),

@@ -82,14 +82,26 @@ def add_scenario_args(p) -> None:
 def scenario_of(args) -> dict:
     """The serving scenario of ``add_scenario_args``' options, ``--preset`` and ``--requests`` as the
     keyword arguments of ``emulator.project.project`` (``run``'s ``serving``): the acceptance only with
-    draft tokens."""
+    draft tokens (``DEFAULT_ACCEPTANCE`` when not given).
+
+    Raises:
+        CommandError: ``--acceptance`` without ``--draft-tokens`` (it would be silently ignored).
+    """
+    from .common import DEFAULT_ACCEPTANCE, CommandError
+
+    if args.acceptance is not None and not args.draft_tokens:
+        raise CommandError(
+            f"--acceptance {args.acceptance:g} applies to speculative decoding only: give --draft-tokens K (K > 0) "
+            "with it, or leave it out",
+            2,
+        )
     return dict(
         preset=args.preset,
         num_requests=args.requests,
         rate=args.rate,
         concurrency=args.concurrency,
         draft_tokens=args.draft_tokens,
-        acceptance=args.acceptance if args.draft_tokens else 0.0,
+        acceptance=(DEFAULT_ACCEPTANCE if args.acceptance is None else args.acceptance) if args.draft_tokens else 0.0,
         engine_profile=args.engine_profile,
     )
 
