@@ -283,3 +283,25 @@ def test_project_errors_exit_1_and_usage_errors_2(capsys):
     cap = capsys.readouterr()
     assert json.loads(cap.out)["ok"] is False and "410.1 GB per chip" in cap.err and "use more chips" in cap.err
     assert main(["project", "--model", "gpt-17"]) == 2
+
+
+def test_project_skips_a_preset_beside_the_chosen_one_that_cannot_serve(capsys):
+    # a new user's trial: Qwen3-235B under the conservative preset failed as a whole because the claim
+    # preset (one whole model per chip) cannot hold its 236 GB of weights on a 144 GB chip
+    assert main(["project", "--model", "qwen3-235b-a22b", "--preset", "conservative", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["presets"]) == {"conservative"} and "236.4 GB per chip" in doc["skipped_presets"]["claim"]
+    assert doc["tokens_per_second"] > 0
+    # the chosen preset itself still fails as a whole
+    assert main(["project", "--model", "qwen3-235b-a22b", "--preset", "claim", "--json"]) == 1
+
+
+def test_project_compares_with_the_claim_only_on_its_scenario(capsys):
+    # `project --rate 20` printed the offered load as '0.09 × the claim (falls short of it)' with
+    # scenario_matches true, and an HBM need of 995 % of the peak from the low-load bytes per token
+    assert main(["project", "--concurrency", "8", "--requests", "32", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["claim"]
+    assert c["scenario_matches"] is False and "by_preset" not in c and "needs" not in c
+    assert main(["project", "--concurrency", "8", "--requests", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "not the claim's" in out and "What the claim needs" not in out and "× the claim" not in out

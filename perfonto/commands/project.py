@@ -138,9 +138,6 @@ def _fmt_s(v) -> str:
 
 def cmd_project(args) -> int:
     from perfonto.emulator.presets import family_claim, preset_names, resolve
-    from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token, project
-
-    from .run import emulation_of
 
     try:
         mapping = mapping_from_args(args, args.chips, args.model)
@@ -148,60 +145,22 @@ def cmd_project(args) -> int:
         claim = family_claim(args.generation)
         names = preset_names(args.generation) if claim else [args.preset]
         chosen = args.preset or (names[0] if claim else None)
-        results = {}
+        results, skipped = {}, {}
         for name in names:
-            with EmuProgress(
-                f"projecting {args.model} on {args.chips} × {args.generation}" + (f" ({name})" if name else ""),
-                enabled=not args.json,
-            ) as bar:
-                results[name] = project(
-                    args.generation,
-                    **emulation_of(args),
-                    dtype=args.dtype,
-                    kv_dtype=args.kv_dtype,
-                    mapping=mapping,
-                    progress=bar,
-                    **{**scenario_of(args), "preset": name},
-                )
+            try:
+                results[name] = _project_one(args, name, mapping)
+            except (ValueError, KeyError) as exc:
+                if name == chosen:
+                    raise
+                skipped[name] = _why(exc)  # a preset beside the chosen one that cannot serve the scenario
     except (ValueError, KeyError, OSError) as exc:
         raise CommandError(_why(exc), 1) from None
     main = results[chosen]
     doc = main.to_json()
     if claim:
         doc["presets"] = {n: r.to_json() for n, r in results.items()}
-        same = (
-            args.model in ("llama3-70b", "llama-3-70b", "llama-3.3-70b", "llama-3.1-70b")
-            and args.chips == claim["chips"]
-            and (args.isl, args.osl) == (claim["isl"], claim["osl"])
-            and args.dtype == claim["dtype"]
-        )
-        ref = results.get("claim", main)
-        need = claim_requirements(
-            ref.config,
-            tokens_per_second=float(claim["tokens_per_second"]),
-            chips=int(claim["chips"]),
-            isl=int(claim["isl"]),
-            osl=int(claim["osl"]),
-            hbm_bytes_per_token=hbm_bytes_per_token(ref),
-        )
-        need["catalog_peak_flops"] = main.config.hw.peak(main.config.hw.math_dtype(main.config.prec.weights))
-        need["share_of_catalog_peak"] = need["sustained_flops_per_chip"] / need["catalog_peak_flops"]
-        doc["claim"] = {
-            **claim,
-            "scenario_matches": same,
-            "needs": need,
-            "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
-            "compared_figure": "steady_tokens_per_second (the server at full load, middle half of the run)",
-            "by_preset": {
-                n: {
-                    "tokens_per_second": r.figures.steady_tokens_per_second,
-                    "benchmark_tokens_per_second": r.figures.tokens_per_second,
-                    "ratio_to_claim": r.figures.steady_tokens_per_second / float(claim["tokens_per_second"]),
-                    "reaches_claim": r.figures.steady_tokens_per_second > float(claim["tokens_per_second"]),
-                }
-                for n, r in results.items()
-            },
-        }
+        doc["skipped_presets"] = skipped
+        doc["claim"] = _claim_doc(args, claim, results, main)
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -213,7 +172,85 @@ def cmd_project(args) -> int:
         else "offline"
     )
     _render(stdout(), results, chosen, doc.get("claim"), scenario=scenario)
+    for n, why in skipped.items():
+        stdout().print(f"preset {n}: not projected: {why}", markup=False)
     return 0
+
+
+def _project_one(args, name, mapping):
+    """The projection of ``args``' scenario under preset ``name`` (a progress bar on a terminal)."""
+    from perfonto.emulator.project import project
+
+    from .run import emulation_of
+
+    with EmuProgress(
+        f"projecting {args.model} on {args.chips} × {args.generation}" + (f" ({name})" if name else ""),
+        enabled=not args.json,
+    ) as bar:
+        return project(
+            args.generation,
+            **emulation_of(args),
+            dtype=args.dtype,
+            kv_dtype=args.kv_dtype,
+            mapping=mapping,
+            progress=bar,
+            **{**scenario_of(args), "preset": name},
+        )
+
+
+def claim_scenario_matches(args, claim: dict) -> bool:
+    """Whether ``project``'s arguments are the public claim's scenario: its model, chips, lengths and
+    dtype, offline (no --rate, --concurrency or --draft-tokens). Only then are the projections compared
+    with the claim's tokens/s and its needs worked out from them."""
+    return (
+        args.model in ("llama3-70b", "llama-3-70b", "llama-3.3-70b", "llama-3.1-70b")
+        and args.chips == claim["chips"]
+        and (args.isl, args.osl) == (claim["isl"], claim["osl"])
+        and args.dtype == claim["dtype"]
+        and args.rate is None
+        and not args.concurrency
+        and not args.draft_tokens
+    )
+
+
+def _claim_doc(args, claim: dict, results: dict, main) -> dict:
+    """The ``claim`` section of ``project``'s JSON: the claim, whether this is its scenario, and — only
+    when it is — each preset's steady tokens/s against it and what the claim needs (FLOP/s, HBM traffic
+    per token under the claim preset). Another scenario's tokens/s (an offered load, a closed loop, another
+    model) is no measure of the claim, and its bytes per token are not the claim's."""
+    from perfonto.emulator.presets import resolve
+    from perfonto.emulator.project import claim_requirements, hbm_bytes_per_token
+
+    same = claim_scenario_matches(args, claim)
+    doc = {**claim, "scenario_matches": same}
+    if not same:
+        return doc
+    ref = results.get("claim", main)
+    need = claim_requirements(
+        ref.config,
+        tokens_per_second=float(claim["tokens_per_second"]),
+        chips=int(claim["chips"]),
+        isl=int(claim["isl"]),
+        osl=int(claim["osl"]),
+        hbm_bytes_per_token=hbm_bytes_per_token(ref) if "claim" in results else None,
+    )
+    need["catalog_peak_flops"] = main.config.hw.peak(main.config.hw.math_dtype(main.config.prec.weights))
+    need["share_of_catalog_peak"] = need["sustained_flops_per_chip"] / need["catalog_peak_flops"]
+    return {
+        **doc,
+        "needs": need,
+        "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
+        "compared_figure": "steady_tokens_per_second (the server at full load, middle half of the run)",
+        "by_preset": {
+            n: {
+                "tokens_per_second": r.figures.steady_tokens_per_second,
+                "benchmark_tokens_per_second": r.figures.tokens_per_second,
+                "ratio_to_claim": r.figures.steady_tokens_per_second / float(claim["tokens_per_second"]),
+                "reaches_claim": r.figures.steady_tokens_per_second > float(claim["tokens_per_second"]),
+            }
+            for n, r in results.items()
+        },
+    }
 
 
 def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> None:
@@ -282,43 +319,54 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
             for s in r.named:
                 out.print(f"  - {s}", markup=False)
     if claim:
-        need = claim["needs"]
-        out.print()
+        _render_claim(out, claim)
+
+
+def _render_claim(out, claim: dict) -> None:
+    """The public claim, and on its own scenario each preset against it and what it needs."""
+    out.print()
+    out.print(
+        f"[bold]Public claim[/]: more than {claim['tokens_per_second']:,} tokens/s (input + output) for an "
+        f"{claim['chips']}-chip server, {claim['model']}, {claim['dtype'].upper()}, {claim['isl']}/{claim['osl']}"
+    )
+    out.print(f"  source: {claim['source']}", markup=False)
+    if not claim["scenario_matches"]:
         out.print(
-            f"[bold]Public claim[/]: more than {claim['tokens_per_second']:,} tokens/s (input + output) for an "
-            f"{claim['chips']}-chip server, {claim['model']}, {claim['dtype'].upper()}, {claim['isl']}/{claim['osl']}"
-        )
-        out.print(f"  source: {claim['source']}", markup=False)
-        if not claim["scenario_matches"]:
-            out.print("  (the figures above are for your scenario, not the claim's)")
-        for n, b in claim["by_preset"].items():
-            out.print(
-                f"  {n}: {b['tokens_per_second']:,.0f} tokens/s at full load = {b['ratio_to_claim']:.2f} × the claim "
-                f"({'reaches' if b['reaches_claim'] else 'falls short of'} it; whole benchmark "
-                f"{b['benchmark_tokens_per_second']:,.0f})"
-            )
-        out.print("[bold]What the claim needs[/]:")
-        out.print(
-            f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work "
-            f"sustained per chip ({need['flops_per_token'] / 1e9:.1f} GFLOP per token × "
-            f"{need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
-            f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} "
-            f"PFLOP/s peak; a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation",
+            "  the figures above are for your scenario, not the claim's (offline, "
+            f"{claim['model']}, {claim['chips']} chips, {claim['isl']}/{claim['osl']}, {claim['dtype']}): "
+            "`perfonto project` on the claim's scenario compares the presets with it and says what it needs",
             markup=False,
         )
-        if need.get("hbm_bandwidth_needed"):
-            out.print(
-                f"  - {need['hbm_bandwidth_needed'] / 1e12:.2f} TB/s of HBM traffic per chip "
-                f"({need['hbm_bytes_per_token'] / 1e6:.2f} MB per token under the claim preset: weights and KV "
-                f"re-read every step), {need['hbm_bandwidth_needed'] / need['hbm_peak_bandwidth'] * 100:.0f} % of "
-                f"the {need['hbm_peak_bandwidth'] / 1e12:.1f} TB/s peak — it must overlap the matrix work",
-                markup=False,
-            )
+        return
+    need = claim["needs"]
+    for n, b in claim["by_preset"].items():
         out.print(
-            f"  - the model ({need['model_bytes_one_chip'] / 1e9:.1f} GB) "
-            f"{'fits' if need['fits_one_chip'] else 'does not fit'} in one chip's {need['hbm_capacity'] / 1e9:.0f} GB, "
-            f"so the chips can serve as independent replicas without chip-to-chip traffic",
+            f"  {n}: {b['tokens_per_second']:,.0f} tokens/s at full load = {b['ratio_to_claim']:.2f} × the claim "
+            f"({'reaches' if b['reaches_claim'] else 'falls short of'} it; whole benchmark "
+            f"{b['benchmark_tokens_per_second']:,.0f})"
+        )
+    out.print("[bold]What the claim needs[/]:")
+    out.print(
+        f"  - {need['sustained_flops_per_chip'] / 1e15:.2f} PFLOP/s of {claim['dtype'].upper()} matrix work "
+        f"sustained per chip ({need['flops_per_token'] / 1e9:.1f} GFLOP per token × "
+        f"{need['tokens_per_second']:,.0f} tokens/s ÷ {claim['chips']} chips), "
+        f"{need['share_of_catalog_peak'] * 100:.0f} % of the catalog's {need['catalog_peak_flops'] / 1e15:.1f} "
+        f"PFLOP/s peak; a peak of at least {need['peak_needed_at_90pct'] / 1e15:.2f} PFLOP/s at 90 % utilisation",
+        markup=False,
+    )
+    if need.get("hbm_bandwidth_needed"):
+        out.print(
+            f"  - {need['hbm_bandwidth_needed'] / 1e12:.2f} TB/s of HBM traffic per chip "
+            f"({need['hbm_bytes_per_token'] / 1e6:.2f} MB per token under the claim preset: weights and KV "
+            f"re-read every step), {need['hbm_bandwidth_needed'] / need['hbm_peak_bandwidth'] * 100:.0f} % of "
+            f"the {need['hbm_peak_bandwidth'] / 1e12:.1f} TB/s peak — it must overlap the matrix work",
             markup=False,
         )
-        for s in claim.get("assumptions_needed", []):
-            out.print(f"  - {s}", markup=False)
+    out.print(
+        f"  - the model ({need['model_bytes_one_chip'] / 1e9:.1f} GB) "
+        f"{'fits' if need['fits_one_chip'] else 'does not fit'} in one chip's {need['hbm_capacity'] / 1e9:.0f} GB, "
+        f"so the chips can serve as independent replicas without chip-to-chip traffic",
+        markup=False,
+    )
+    for s in claim.get("assumptions_needed", []):
+        out.print(f"  - {s}", markup=False)
