@@ -159,3 +159,30 @@ def test_a_profile_keeps_the_presets_statements_whose_constants_it_leaves():
     assert "all-reduces at 80 % of the link rate" in cons
     assert any(s.startswith("HBM efficiency, all-to-all and expert load imbalance") for s in cons)
     assert not any(s.startswith("matrix-engine and KV-read efficiencies") for s in cons)
+
+
+def test_skipped_refits_are_said_not_run_not_missing():
+    # a new user read `--no-loso`'s 'leave one source out n/a (no figures) … : n/a' as missing data
+    import io
+
+    from rich.console import Console
+
+    from perfonto.commands.validate_emulator import _print_profiles
+
+    one = {"geomean_error": 0.2, "worst_error": 0.3, "n": 4}
+    kind = {
+        "in_sample": one,
+        "shipped_fit_other_sources": one,
+        "leave_one_source_out": None,
+        "leave_one_family_out": None,
+        "target": 0.15,
+    }
+    prof = {"trtllm": {"kinds": {"dense": kind}, "loso_note": "x"}}
+    buf = io.StringIO()
+    _print_profiles(Console(file=buf, width=300), prof, {"loso": "--no-loso", "loo": "--no-loo"})
+    text = buf.getvalue()
+    assert "leave one source out not run (--no-loso)" in text and "leave one family out not run (--no-loo)" in text
+    assert "vs ≤ 15 %: not judged" in text and "no figures" not in text
+    buf = io.StringIO()
+    _print_profiles(Console(file=buf, width=300), prof)  # refits that ran and found no figures: as before
+    assert "leave one source out n/a (no figures)" in buf.getvalue()

@@ -220,8 +220,9 @@ def cmd_validate_emulator(args) -> int:
             f"{v['worst_error'] * 100:.1f} % "
             f"over its {v['n']} rows"
         )
-    _print_others(out, res.get("other_sources", []), res.get("leave_one_source_out"))
-    _print_profiles(out, res["by_profile"])
+    not_run = {"loso": "--no-loso" if args.no_loso else None, "loo": "--no-loo" if args.no_loo else None}
+    _print_others(out, res.get("other_sources", []), res.get("leave_one_source_out"), not_run["loso"])
+    _print_profiles(out, res["by_profile"], not_run)
     return 0
 
 
@@ -229,16 +230,22 @@ def _pct(v) -> str:
     return "n/a" if v is None else f"{v['geomean_error'] * 100:.1f} %"
 
 
-def _print_others(out, figs: list[dict], loso: dict | None) -> None:
-    """The other sources' figures: measured, under the shipped fit, and with their source left out."""
+def _print_others(out, figs: list[dict], loso: dict | None, loso_off: str | None = None) -> None:
+    """The other sources' figures: measured, under the shipped fit, and with their source left out
+    (``loso_off``: the option that skipped those refits, named in the column's header)."""
     from rich.table import Table
 
     if not figs:
         return
     held = {(f["source"], f["row"], f["metric"]): f for v in (loso or {}).values() for f in v["figures"]}
-    t = Table(title="Other cited sources (throughput: output tokens/s of the group; TTFT, ITL: mean ms)")
-    for col in ("source", "row", "figure", "measured", "shipped fit", "error", "source left out", "error "):
-        t.add_column(col, justify="left" if col in ("source", "row", "figure") else "right")
+    t = Table(
+        title="Other cited sources (throughput: output tokens/s of the group; TTFT, ITL: mean ms)",
+        caption="error: predicted ÷ measured − 1",
+    )
+    left_out = "source left out" + (f" (not run: {loso_off})" if loso_off else "")
+    for col in ("source", "row", "figure", "measured", "shipped fit", "error", left_out, "error "):
+        # a source's name is one word: folded whole over lines, never cut short
+        t.add_column(col, justify="left" if col in ("source", "row", "figure") else "right", overflow="fold")
     for f in figs:
         h = held.get((f["source"], f["row"], f["metric"]))
         t.add_row(
@@ -260,10 +267,16 @@ def _print_others(out, figs: list[dict], loso: dict | None) -> None:
         )
 
 
-def _print_profiles(out, prof: dict) -> None:
+def _print_profiles(out, prof: dict, not_run: dict | None = None) -> None:
     """Per engine profile and figure kind: in-sample, other sources under the shipped fit,
     leave-one-source-out and leave-one-family-out geomean errors, then the closing note with issue 30's
-    targets."""
+    targets. ``not_run``: {"loso", "loo"} → the option that skipped those refits (None: they ran), said
+    as such instead of 'n/a (no figures)'."""
+    off = not_run or {}
+
+    def held(v, which: str) -> str:
+        return f"not run ({off[which]})" if off.get(which) else f"{_pct(v)} ({_n(v)})"
+
     out.print(
         "By engine profile and figure (geomean error: in sample; other sources under the shipped fit; "
         "leaving one source out; leaving one family out):"
@@ -279,8 +292,8 @@ def _print_profiles(out, prof: dict) -> None:
             out.print(
                 f"  {name} {kind}: in sample {_pct(k['in_sample'])} ({_n(k['in_sample'])}); other sources "
                 f"{_pct(k['shipped_fit_other_sources'])} ({_n(k['shipped_fit_other_sources'])}); leave one source "
-                f"out {_pct(k['leave_one_source_out'])} ({_n(k['leave_one_source_out'])}); leave one family out "
-                f"{_pct(k['leave_one_family_out'])}",
+                f"out {held(k['leave_one_source_out'], 'loso')}; leave one family out "
+                f"{'not run (' + off['loo'] + ')' if off.get('loo') else _pct(k['leave_one_family_out'])}",
                 markup=False,
             )
         out.print(f"  {name}: {p['loso_note']}", markup=False)
@@ -293,8 +306,8 @@ def _print_profiles(out, prof: dict) -> None:
             loso = k["leave_one_source_out"]
             met = "n/a" if loso is None else ("met" if loso["geomean_error"] <= k["target"] else "not met")
             out.print(
-                f"  {name} {kind}: leave one source out {_pct(loso)} ({_n(loso)}) "
-                f"vs ≤ {k['target'] * 100:.0f} %: {met}",
+                f"  {name} {kind}: leave one source out {held(loso, 'loso')} "
+                f"vs ≤ {k['target'] * 100:.0f} %: {'not judged' if off.get('loso') else met}",
                 markup=False,
             )
 
