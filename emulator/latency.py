@@ -2,9 +2,10 @@
 
 - TTFT: first output token − arrival, over requests with a first token;
 - TPOT: (last token − first token) ÷ (output tokens − 1), over completed requests with ≥ 2 tokens;
-- ITL: every gap between consecutive output tokens of a request (``osl − 1`` gaps per request, never
-  the TTFT); with speculative decoding a step emits several tokens of a request at one instant, so
-  some gaps are 0 (the request-record definition of ``token_gap``, ``ontology`` records);
+- ITL: every gap between consecutive *emissions* of a request (never the TTFT): with speculative or
+  multi-token decoding a step emits several tokens of a request at one instant, one emission, so ITL
+  is a per-step latency there (vLLM's per-chunk ITL; the catalog's ``token_gap`` records and its
+  ``itl`` metric count alike), while TPOT stays per token; without it, ``osl − 1`` gaps a request;
 percentiles (p50, p90, p99) linear-interpolated (numpy's default).
 
 TTFT splits in two at the start of the step that admits the request (``admit_s``):
@@ -33,15 +34,16 @@ def percentiles(x: np.ndarray) -> dict[str, float | None]:
 
 
 def token_gaps(owner: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Gaps between consecutive tokens of the same request: ``owner`` and ``times`` (one entry per
-    token, in request then time order; NaN times dropped first)."""
+    """Gaps (s) between consecutive emissions of the same request: ``owner`` and ``times`` (one entry per
+    token, in request then time order; NaN times dropped first); tokens of one request at one instant
+    (one speculative step's) are one emission, so no gap is 0."""
     owner, times = np.asarray(owner), np.asarray(times, np.float64)
     ok = np.isfinite(times)
     owner, times = owner[ok], times[ok]
     if len(times) < 2:
         return np.zeros(0)
-    same = owner[1:] == owner[:-1]
-    return np.diff(times)[same]
+    gaps = np.diff(times)
+    return gaps[(owner[1:] == owner[:-1]) & (gaps != 0)]
 
 
 def latency(

@@ -6,7 +6,8 @@ Times are seconds since the start of the run on the host clock (``emulator.clock
 *emitted* at the end of the step that samples it (the end of that step's host transfer), ``pp − 1``
 steps later with pipeline stages. A step emits one token per decoding request, or with speculative
 decoding 1 + its accepted drafts, all at the step's end: several ``token_times`` of a request can be
-equal (``token_gap`` then holds zeros). A closed-loop request arrives when the request it replaces
+equal (one emission: ITL, the catalog's ``itl`` and ``latency_truth`` count the gaps between emissions,
+never a 0). A closed-loop request arrives when the request it replaces
 emitted its last token.
 
 Which requests: offline, every request is queued at t = 0 (arrival 0); an unbounded queue lists the
@@ -262,6 +263,7 @@ def latency_truth(table: pa.Table) -> dict:
         d = np.diff(vals)
         inner = np.ones(len(d), bool)
         inner[offs[1:-1][(offs[1:-1] > 0) & (offs[1:-1] < len(vals))] - 1] = False  # gaps across two requests
+        inner &= d != 0  # tokens of one speculative step are one emission: ITL is between emissions
         itl = d[inner] if len(vals) else np.zeros(0)
     else:
         itl = np.zeros(0)

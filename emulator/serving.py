@@ -268,7 +268,7 @@ def request_times(
     sv: Served, step_end_s: np.ndarray, *, tokens: bool = False, step_start_s: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
     """Per request of every batcher: ``arrival_s``, ``first_s``, ``last_s`` (NaN when not in the timed
-    range); with ``tokens``, also ``itl_s``: every gap between consecutive output tokens of a request;
+    range); with ``tokens``, also ``itl_s``: every gap between consecutive emissions of a request;
     with ``step_start_s`` (start time of every global step), ``admit_s``: the start of the step that
     admitted the request (NaN when not in the timed range).
 

@@ -388,9 +388,13 @@ def stderr() -> Console:
 def stdout() -> Console:
     from rich.console import Console
 
+    import os
+
     console = Console(highlight=False)
-    if not console.is_terminal:  # files and pipes: wide enough for the tables, no wrapping
-        console = Console(highlight=False, width=120)
+    if not console.is_terminal:  # files and pipes: wide enough for the tables, wider where COLUMNS says so
+        cols = os.environ.get("COLUMNS", "")
+        width = min(max(120, int(cols) if cols.isdigit() else 0), 1000)
+        console = Console(highlight=False, width=width)
     return console
 
 

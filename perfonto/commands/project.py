@@ -262,41 +262,38 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         f"{first.dtype} weights, {first.kv_dtype} KV cache, "
         f"{scenario} benchmark of {first.figures.requests:,} requests"
     )
-    t = Table(title="Projected serving figures (whole server)")
-    for col in (
-        "preset",
-        "output tok/s",
-        "total tok/s",
-        "steady total tok/s",
-        "TTFT p50",
-        "TTFT p90",
-        "TTFT p99",
-        "TPOT p50",
-        "TPOT p99",
-        "ITL p50",
-        "ITL p90",
-        "ITL p99",
-    ):
-        t.add_column(col, justify="right" if "tok" in col or " p" in col else "left", no_wrap=col == "preset")
-    for n, r in results.items():
+    profile = first.engine_profile
+    title = "Projected serving figures (whole server" + (f", engine profile {profile})" if profile else ")")
+    # two tables, throughput then latency: one of twelve columns was cut short at 120 characters ('468,4…')
+    t = Table(title=title)
+    for col in ("preset", "output tok/s", "total tok/s", "steady total tok/s"):
+        t.add_column(col, justify="left" if col == "preset" else "right", no_wrap=True)
+    lat = Table()
+    for col in ("preset", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p90", "ITL p99"):
+        lat.add_column(col, justify="left" if col == "preset" else "right", no_wrap=True)
+    for r in results.values():
         f = r.figures.to_json()
         t.add_row(
             r.preset,
             f"{f['output_tokens_per_second']:,.0f}",
             f"{f['tokens_per_second']:,.0f}",
             f"{f['steady_tokens_per_second']:,.0f}",
+        )
+        lat.add_row(
+            r.preset,
             *(_fmt_s(f[f"ttft_{q}_s"]) for q in ("p50", "p90", "p99")),
             _fmt_s(f["tpot_p50_s"]),
             _fmt_s(f["tpot_p99_s"]),
             *(_fmt_s(f[f"itl_{q}_s"]) for q in ("p50", "p90", "p99")),
         )
     out.print(t)
+    out.print(lat)
     out.print(
         "output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
         "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0; "
         "above the capacity the queue, and TTFT with it, grow over the run); "
-        "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive tokens of a request "
-        "(0 between tokens one speculative step emits together)"
+        "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive emissions of a "
+        "request (the tokens one speculative step emits together are one emission, as vLLM's per-chunk ITL)"
     )
     for n, r in results.items():
         f = r.figures.to_json()
