@@ -137,7 +137,13 @@ def run_job(
         log(
             f"emulating {model} on {chips} x {graph.generation.name}, {emu_args['duration_s']:g} s simulated, "
             f"sample period {emu_args['sample_period_s'] * 1e3:g} ms, {emu_args['isl']}/{emu_args['osl']} tokens, "
-            f"{warmup_steps} warm-up steps, seed {emu_args['seed']}"
+            + (
+                # the arrivals start with the run: a warm-up before t = 0 has no request to serve
+                "online: the server starts empty at t = 0 (no warm-up; a run long enough reaches steady state)"
+                if emu_args.get("rate") is not None
+                else f"{warmup_steps} warm-up steps"
+            )
+            + f", seed {emu_args['seed']}"
         )
         emu = emulator.run(**(emu_args | {"gen": graph.generation, "out_dir": tmp}))
         measured = emu.ground_truth["duration_s"]

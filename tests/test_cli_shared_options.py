@@ -136,3 +136,13 @@ def test_acceptance_defaults_to_0_7_with_draft_tokens():
     assert scenario_of(args)["acceptance"] == 0.7
     assert scenario_of(_parse("project", "--draft-tokens", "3", "--acceptance", "0.4"))["acceptance"] == 0.4
     assert scenario_of(_parse("project"))["acceptance"] == 0.0
+
+
+def test_an_online_run_says_it_starts_empty(tmp_path, capsys):
+    # a new user read '400 warm-up steps' on a --rate run that started from an empty server
+    from perfonto.cli import main
+
+    argv = ["run", "--model", "llama-3.1-8b", "--chips", "1", "--isl", "128", "--osl", "16", "--duration", "50ms"]
+    assert main([*argv, "--rate", "50", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "online: the server starts empty at t = 0" in err and "warm-up steps" not in err
