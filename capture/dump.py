@@ -129,11 +129,7 @@ def read_counters(
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
-    version = meta.get("collector_format", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise DumpError(f"{p}: metadata collector_format is {version!r}; it is the format's version number (1)")
-    if version > 1:
-        raise DumpError(f"{p}: written in collector format {version}; this perfonto reads format 1 — upgrade perfonto")
+    # the collector-format version and duration_ns: checked as the metadata is read (dump_io._meta)
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(
             f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "

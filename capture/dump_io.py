@@ -261,7 +261,37 @@ def _meta(table: pa.Table, label: str) -> dict:
         meta = json.loads(md[b"perfonto"])
     except ValueError:
         raise DumpError(f"{label}: the `perfonto` schema metadata is not JSON; rewrite it or drop it") from None
-    return meta if isinstance(meta, dict) else {}
+    if not isinstance(meta, dict):
+        raise DumpError(
+            f"{label}: the `perfonto` schema metadata is JSON {type(meta).__name__}, not an object; it is an object "
+            "of the collector format's keys (collector_format, generation, sample_period_ns, …): rewrite it or drop it"
+        )
+    _check_meta(label, meta)
+    return meta
+
+
+def _check_meta(label: str, meta: dict) -> None:
+    """The collector-format version (this reader: 1; a newer one is refused) and ``duration_ns`` (a
+    non-negative count of ns) of a dump's ``perfonto`` metadata; ``sample_period_ns`` is checked where it
+    is read (``capture.dump._period``), the generation against the one asked for.
+
+    Raises:
+        DumpError: naming the file, the key and what to do."""
+    version = meta.get("collector_format", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DumpError(f"{label}: metadata collector_format is {version!r}; it is the format's version number (1)")
+    if version > 1:
+        raise DumpError(
+            f"{label}: written in collector format {version}; this perfonto reads format 1 — upgrade perfonto"
+        )
+    dur = meta.get("duration_ns")
+    if dur is not None and (
+        isinstance(dur, bool) or not isinstance(dur, (int, float)) or not dur >= 0 or dur == float("inf")
+    ):
+        raise DumpError(
+            f"{label}: metadata duration_ns is {str(dur)[:40]!r}; it is the capture's duration in ns (a number ≥ 0): "
+            "fix it or drop the key"
+        )
 
 
 def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] | None = None) -> Loaded:

@@ -230,6 +230,13 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     if m.get("generation") is not None:
         found.gens.setdefault(str(m["generation"]), str(f))
     part_cols = _partition_columns(f, root)
+    twice = sorted({c for c in schema.names if schema.names.count(c) > 1})
+    if twice:  # pyarrow cannot select such a column: refused here, named
+        raise DumpError(
+            f"{f}: column `{twice[0]}` appears {schema.names.count(twice[0])} times"
+            + (f" (and {len(twice) - 1} more column(s) twice)" if len(twice) > 1 else "")
+            + "; a dump names each column once: keep one of them"
+        )
     cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
     found.names += [c for c in cols if c not in found.names]
     found.cols_of[f] = set(cols)
@@ -373,6 +380,14 @@ def _wide_signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str
             note = f"column `{col}` is not a signal of `{gen.name}`; ignored" + (f" ({hint})" if hint else "")
             if note not in plan.notes:
                 plan.notes.append(note)
+    for s, cols in out.items():
+        if s in cols and len(cols) > 1:  # the whole signal and one of its instances: which to read?
+            other = next(c for c in cols if c != s)
+            raise DumpError(
+                f"{plan.label}: signal `{s}` is given both as column `{s}` and as `{other}`; a dump gives a "
+                "signal one way: one column (a list of its instances, or a scalar) or one `name[i]` column per "
+                "instance: drop the other"
+            )
     return {s: out[s] for s in gen.signals if s in out}
 
 
