@@ -157,6 +157,13 @@ _INT_FIELDS |= {"num_requests": 0}
 #: The fields every row states (a row without its dtype was replayed as FP8, without its TP as TP1).
 _REQUIRED = ("model", "gpu", "tp", "dtype", "isl", "osl", "value")
 _INT_MOST = {"num_requests": MAX_REQUESTS, "concurrency": MAX_CONCURRENCY, "tp": MAX_CHIPS, "pp": MAX_CHIPS}
+#: What a measured figure can be (least, most, what it is): output tokens/s of a group of chips, a mean
+#: TTFT (ms, at most a day of queueing), a mean ITL (ms, at most an hour).
+_PLAUSIBLE = {
+    "value": (1e-3, 1e9, "group's output tokens/s"),
+    "ttft_ms": (1e-3, 8.64e7, "mean TTFT in ms"),
+    "itl_ms": (1e-3, 3.6e6, "mean ITL in ms"),
+}
 
 
 def _rows_of(
@@ -185,6 +192,7 @@ def _rows_of(
     if need_rows and not doc.get("rows"):
         raise ValueError(f"{p}: no `rows`: a calibration file lists the measured rows to fit and check")
     out = []
+    seen: dict[tuple, str] = {}  # a row's measured configuration → where it was first given
     for i, r in enumerate(doc.get("rows") or ()):
         where = f"{p}:{src.span(('rows', i)).line or '?'}: row {i + 1}"
         try:
@@ -196,7 +204,21 @@ def _rows_of(
             raise ValueError(f"{where}: {why}") from None
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{where}: {exc}") from None
+        key = _configuration(out[-1])
+        if key in seen:  # counted twice in a fit and in the geomeans, or two values for one measurement
+            raise ValueError(
+                f"{where}: the same measurement as {seen[key]} (source, model, GPU, mapping, dtypes, lengths and "
+                "scenario alike): give it once"
+            )
+        seen[key] = f"line {src.span(('rows', i)).line or '?'} (row {i + 1})"
     return doc, out
+
+
+def _configuration(row: Row) -> tuple:
+    """What a row measured (every field but its figures and the words on it): two rows alike are one
+    measurement given twice."""
+    skip = {"value", "ttft_ms", "itl_ms", "cite", "set"}
+    return tuple(getattr(row, f.name) for f in dataclasses.fields(Row) if f.name not in skip)
 
 
 def _checked_row(r, source: str) -> Row:
@@ -222,6 +244,12 @@ def _checked_row(r, source: str) -> Row:
         if not ok or v < 0 or (must and v == 0):
             least = "> 0" if must else "≥ 0"
             raise ValueError(f"`{k}` is a finite number {least} (got {v!r}){_yaml_number_hint(v)}")
+        lo, hi, what = _PLAUSIBLE[k]
+        if v and not lo <= v <= hi:  # 1e300 tok/s pinned every constant at a bound and printed a 300-digit error
+            raise ValueError(f"`{k}` is {v:g}: a {what} is between {lo:g} and {hi:g}; check the figure and its unit")
+    for k in ("set", "cite", "assumed", "source"):
+        if r.get(k) is not None and not isinstance(r[k], str):
+            raise ValueError(f"`{k}` is text (got {type(r[k]).__name__} {str(r[k])[:40]})")
     row = _row(r, source=source)
     get_model(row.model)
     generation(row.gpu)

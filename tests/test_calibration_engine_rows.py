@@ -84,3 +84,40 @@ def test_a_rows_files_own_request_table_is_used(tmp_path):
         with pytest.raises(ValueError, match=f"{p}: `num_requests`") as exc:
             load_rows(p)
         assert why in str(exc.value), exc.value
+
+
+ROW8B = "model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 128, osl: 128"
+
+
+@pytest.mark.parametrize(
+    "fields, why",
+    [
+        # a bad-input pass: 1e300 tok/s was fitted (every constant at a bound, a 300-digit error printed)
+        ("value: 1.0e+300", "`value` is 1e+300: a group's output tokens/s is between 0.001 and 1e+09"),
+        ("value: 1.0e-300", "`value` is 1e-300"),
+        ("value: 3, concurrency: 4, ttft_ms: 1.0e+300", "`ttft_ms` is 1e+300: a mean TTFT in ms is between"),
+        ("value: 3, concurrency: 4, itl_ms: 1.0e+9", "`itl_ms` is 1e+09: a mean ITL in ms"),
+        ("value: 3, set: [1, 2]", "`set` is text (got list"),
+        ("value: 3, cite: {a: 1}", "`cite` is text (got dict"),
+    ],
+)
+def test_an_implausible_figure_or_a_field_of_another_type_is_refused(tmp_path, fields, why):
+    from perfonto.emulator.calibration import load_rows
+
+    p = tmp_path / "r.yaml"
+    p.write_text(f"rows:\n  - {{{ROW8B}, {fields}}}\n")
+    with pytest.raises(ValueError, match=f"{p}:2: row 1") as exc:
+        load_rows(p)
+    assert why in str(exc.value), exc.value
+
+
+def test_a_measurement_given_twice_is_refused_naming_both_rows(tmp_path):
+    # counted twice in the fit (its constants moved), or two values for one measurement, silently
+    from perfonto.emulator.calibration import load_rows
+
+    p = tmp_path / "r.yaml"
+    p.write_text(f"rows:\n  - {{{ROW8B}, value: 3}}\n  - {{{ROW8B}, concurrency: 4, value: 3}}\n  - {{{ROW8B}, value: 30}}\n")
+    with pytest.raises(ValueError, match=r"r.yaml:4: row 3: the same measurement as line 2 \(row 1\)"):
+        load_rows(p)
+    p.write_text(f"rows:\n  - {{{ROW8B}, value: 3}}\n  - {{{ROW8B.replace('128, osl', '256, osl')}, value: 3}}\n")
+    assert len(load_rows(p)[1]) == 2  # another length: another measurement
