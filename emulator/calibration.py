@@ -223,7 +223,6 @@ def _configuration(row: Row) -> tuple:
 
 def _checked_row(r, source: str) -> Row:
     """``_row`` of one row after its fields are checked (``_rows_of``)."""
-    import math
 
     from .models import get_model
     from .parallel import dtype_bytes
@@ -236,6 +235,29 @@ def _checked_row(r, source: str) -> Row:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least or (most and v > most)):
             span = f"between {least} and {most:,}" if most else f"≥ {least}"
             raise ValueError(f"`{k}` is a whole number {span} (got {v!r})")
+    _check_figures(r)
+    row = _row(r, source=source)
+    get_model(row.model)
+    generation(row.gpu)
+    dtype_bytes(row.dtype)
+    if row.kv_dtype:
+        dtype_bytes(row.kv_dtype)
+    if row.tp * row.pp > MAX_CHIPS:
+        raise ValueError(f"TP{row.tp} × PP{row.pp} is more than {MAX_CHIPS} chips")
+    # the row's projection set up without serving: a mapping that does not split the model, a prompt
+    # that never fits the KV cache or the step, refused here rather than in its replay
+    row.project(concurrency=row.concurrency or None, check_only=True)
+    return row
+
+
+def _check_figures(r) -> None:
+    """A row's figures are finite numbers within what they can be (``_PLAUSIBLE``: value > 0, a latency
+    ≥ 0, 0 meaning not stated) and its words are text.
+
+    Raises:
+        ValueError: what is wrong, for ``_rows_of`` to prefix with the row's line."""
+    import math
+
     for k, must in (("value", True), ("ttft_ms", False), ("itl_ms", False)):
         v = r.get(k)
         if v is None and not must:
@@ -250,18 +272,6 @@ def _checked_row(r, source: str) -> Row:
     for k in ("set", "cite", "assumed", "source"):
         if r.get(k) is not None and not isinstance(r[k], str):
             raise ValueError(f"`{k}` is text (got {type(r[k]).__name__} {str(r[k])[:40]})")
-    row = _row(r, source=source)
-    get_model(row.model)
-    generation(row.gpu)
-    dtype_bytes(row.dtype)
-    if row.kv_dtype:
-        dtype_bytes(row.kv_dtype)
-    if row.tp * row.pp > MAX_CHIPS:
-        raise ValueError(f"TP{row.tp} × PP{row.pp} is more than {MAX_CHIPS} chips")
-    # the row's projection set up without serving: a mapping that does not split the model, a prompt
-    # that never fits the KV cache or the step, refused here rather than in its replay
-    row.project(concurrency=row.concurrency or None, check_only=True)
-    return row
 
 
 def _check_fields(r) -> None:

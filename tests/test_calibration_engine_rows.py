@@ -116,7 +116,8 @@ def test_a_measurement_given_twice_is_refused_naming_both_rows(tmp_path):
     from perfonto.emulator.calibration import load_rows
 
     p = tmp_path / "r.yaml"
-    p.write_text(f"rows:\n  - {{{ROW8B}, value: 3}}\n  - {{{ROW8B}, concurrency: 4, value: 3}}\n  - {{{ROW8B}, value: 30}}\n")
+    rows = [f"{{{ROW8B}, value: 3}}", f"{{{ROW8B}, concurrency: 4, value: 3}}", f"{{{ROW8B}, value: 30}}"]
+    p.write_text("rows:\n" + "".join(f"  - {r}\n" for r in rows))
     with pytest.raises(ValueError, match=r"r.yaml:4: row 3: the same measurement as line 2 \(row 1\)"):
         load_rows(p)
     p.write_text(f"rows:\n  - {{{ROW8B}, value: 3}}\n  - {{{ROW8B.replace('128, osl', '256, osl')}, value: 3}}\n")
