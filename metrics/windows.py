@@ -17,8 +17,10 @@ The window rules, in one place (each has its own tests in ``tests/test_windows*.
    The indicator's kind decides what a reset looks like: a boot counter or a start-time stamp
    (``reset_indicator_kind: boot_counter | start_time``, the default) marks one by any change, an
    uptime (``uptime``) by a decrease only — its normal increase is not a reset.
-   A cycle counter's maximum rate is its clock (one count per cycle per register) unless it declares
-   another ``max_rate``.
+   A cycle counter's maximum rate is its clock (one count per cycle per register) plus
+   ``CLOCK_HEADROOM`` (1 %: a chip's clock runs some ppm fast against the host's timestamps, crystal
+   tolerance, spread spectrum; at the bare clock a chip 85 ppm fast had every window called a reset)
+   unless it declares another ``max_rate``.
 4b. **Ambiguous wraps.** When ``max_rate × interval`` reaches the counter's range (2^w × scale), the
    counter may have wrapped more than once in the window and its increase cannot be known: null,
    reason ``window longer than the counter's wrap period`` (sample faster, or use a wider counter).
@@ -107,9 +109,15 @@ def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
     return d
 
 
+#: A cycle counter's default maximum rate over its clock (rule 4): a clock that runs fast against the
+#: host's timestamps is no reset, a reset's jump is far beyond 1 %.
+CLOCK_HEADROOM = 0.01
+
+
 def max_rate(gen: Generation, sig) -> float | None:
     """The fastest a counter can grow, in its unit per second: its declared ``max_rate``, or for a
-    cycle counter its clock (one count per cycle per register); None when unknown."""
+    cycle counter its clock (one count per cycle per register) × (1 + ``CLOCK_HEADROOM``); None when
+    unknown."""
     if sig.max_rate is not None:
         return sig.max_rate
     clock = gen.clock_domains.get(sig.clock)
@@ -118,7 +126,7 @@ def max_rate(gen: Generation, sig) -> float | None:
     reg = gen.registry
     if reg.Quantity(1, sig.unit).dimensionality != reg.Quantity(1, clock.unit * reg.second).dimensionality:
         return None
-    return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude)
+    return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude) * (1 + CLOCK_HEADROOM)
 
 
 def range_delta(prev: np.ndarray, cur: np.ndarray, modulus: int) -> np.ndarray:

@@ -147,6 +147,17 @@ def render_serving(result: JobResult, console: Console) -> None:
         )
 
 
+def _null_why(ev, name: str, null_windows: dict) -> str:
+    """Why a metric's server-level value is null: every window null, or (some chips with values) no
+    window valid on every chip at once — the server level sums only those — or not computable."""
+    if name not in null_windows:
+        return "not computable"
+    per_chip = np.asarray((getattr(ev, "per_chip", None) or {}).get(name, []), dtype=float)
+    if np.isfinite(per_chip).any():
+        return "no window valid on every chip at once (see Null window values; some chips have values)"
+    return "all windows null (see Null window values)"
+
+
 def render(result: JobResult, console: Console) -> None:
     """Print the text report of ``result`` (module docstring); nulls print as ``null``, a section
     with nothing evaluated as one line or not at all."""
@@ -175,7 +186,7 @@ def render(result: JobResult, console: Console) -> None:
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
         value = _fmt(ev.server[name], m.unit_text)
         if value == NULL:
-            why = "all windows null (see Null window values)" if name in a.null_windows else "not computable"
+            why = _null_why(ev, name, a.null_windows)
             note = f"null: {why}" + (f"; {note}" if note else "")
         mark = bounds_mark(m, ev.server[name], a.violation_counts.get(name, 0))
         if name in (getattr(ev, "mismeasured", None) or {}):  # --multiplexed flag: inputs never counted together

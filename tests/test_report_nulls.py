@@ -79,3 +79,24 @@ def test_no_topdown_table_and_a_legend_of_the_columns_shown(tmp_path, capsys):
     assert "dominant top-down node" not in out
     legend = next(line for line in out.splitlines() if line.startswith("per-chip columns:"))
     assert legend == "per-chip columns: HBM GB/s = hbm.bandwidth, PCIe % = pcie.bandwidth_utilization"
+
+
+def test_a_server_value_null_while_chips_have_values_says_so(tmp_path, capsys):
+    # a new user read 'null: all windows null' where 3 of 8 chips had every window valid: the server level
+    # sums the windows valid on every chip at once, and here there is none
+    n = 2 * N
+    chip = np.repeat(np.arange(2, dtype=np.int32)[None], N, axis=0).reshape(-1)
+    rx = np.repeat(np.arange(N, dtype=np.uint64)[:, None] * 1000, 2, axis=1).reshape(-1)
+    t = pa.table(
+        {
+            "chip": pa.array(chip),
+            "timestamp_ns": pa.array(np.repeat(np.arange(N, dtype=np.int64) * 1_000_000, 2)),
+            "pcie.rx_bytes": pa.array([None if c == 1 else int(v) for c, v in zip(chip, rx)], pa.uint64()),
+            "pcie.tx_bytes": pa.array(np.zeros(n, np.uint64)),
+        }
+    )
+    pq.write_table(t, tmp_path / "d.parquet")
+    assert main(["analyze", str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "pcie.bandwidth_utilization" in line and "│" in line)
+    assert "null" in row and "no window valid on every chip at once" in row, row

@@ -383,3 +383,39 @@ def _gen_for_property(factory):
         p.write_text(GEN_YAML)
         _GEN["g"] = load_generation(p)[0]
     return _GEN["g"]
+
+
+def test_a_cycle_counter_a_little_fast_against_the_host_is_no_reset(tmp_path, sohu):
+    # A new user's export/import round trip dropped Sohu's declared max_rate: the default limit was the bare
+    # 1.5 GHz clock, and a chip whose clock ran 85 ppm fast (1,500,128 cycles a 1 ms sample) had every
+    # window of mxu.utilization called a reset. The default now allows 1 % over the clock; a reset's jump
+    # (here the counter restarting below its last value) is still one.
+    sig = sohu.signals["mxu.busy_cycles"]
+    assert sig.max_rate is None and sig.instances > 1
+    n, per = 6, 1_500_128  # cycles a 1 ms window: 85 ppm over the 1.5 GHz clock
+    vals = [[k * per] * sig.instances for k in range(n)]
+    vals[4] = [7] * sig.instances  # restarted from 0 (a reset), then counts on
+    vals[5] = [7 + per] * sig.instances
+    t = pa.table(
+        {
+            "chip": pa.array(np.zeros(n, np.int32)),
+            "timestamp_ns": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
+            "mxu.busy_cycles": pa.FixedSizeListArray.from_arrays(
+                pa.array([x for v in vals for x in v], pa.uint64()), sig.instances
+            ),
+        }
+    )
+    pq.write_table(t, tmp_path / "d.parquet")
+    w = prepare(read_counters(tmp_path / "d.parquet", sohu), sohu)
+    v, null = w.values["mxu.busy_cycles"][:, 0, 0], w.null["mxu.busy_cycles"][:, 0, 0]
+    assert list(v[:3]) == [per] * 3 and (null[:3] == VALID).all()
+    assert null[3] == RESET_INFERRED and np.isnan(v[3])  # 2^32 − 4,500,377 up: far beyond 1.515e6 a window
+    assert v[4] == per
+    # 2 % fast is beyond the headroom: a counter that cannot run that fast is not trusted
+    vals2 = [[k * 1_530_000] * sig.instances for k in range(3)]
+    t2 = t.slice(0, 3).set_column(
+        2, "mxu.busy_cycles", pa.FixedSizeListArray.from_arrays(pa.array([x for v in vals2 for x in v], pa.uint64()), 8)
+    )
+    pq.write_table(t2, tmp_path / "d2.parquet")
+    w2 = prepare(read_counters(tmp_path / "d2.parquet", sohu), sohu)
+    assert (w2.null["mxu.busy_cycles"][:, 0, 0] == RESET_INFERRED).all()
