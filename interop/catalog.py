@@ -29,6 +29,8 @@ class SourceEvent:
     axes: dict = field(default_factory=dict)  # instance axes, when the source gives them
     across_chips: str | None = None  # gauges
     counted_by: str = "chip"
+    effective_width: int | None = None  # a counter stored wider than it wraps (perfonto's own export)
+    max_rate: float | None = None  # fastest increase, unit per second (perfonto's own export)
     sources: dict = field(
         default_factory=dict
     )  # tool -> the tool's own name for the event (perf: as perf stat prints it)

@@ -67,6 +67,10 @@ def _signal_doc(cat: SourceCatalog, ev) -> dict:
         sig["across_chips"] = ev.across_chips
     if ev.counted_by != "chip":
         sig["counted_by"] = ev.counted_by
+    if ev.effective_width is not None and ev.kind == "counter":
+        sig["effective_width"] = ev.effective_width
+    if ev.max_rate is not None and ev.kind == "counter":
+        sig["max_rate"] = f"{ev.max_rate!r} {ev.unit}/s"
     if ev.sources:
         sig["sources"] = dict(ev.sources)
     return sig

@@ -15,7 +15,8 @@ The rules follow perf's expression language (``tools/perf/util/expr.y``):
 - ``interval`` is ``duration_time`` (seconds);
 - every event a metric reads is defined too (``EventName``, ``Unit`` = its block, ``ScaleUnit`` =
   ``<scale><unit>``, so a perf user's raw counts mean the same thing), its description ending with
-  ``[perfonto: kind=…; width=…; instances=axis:n; counted_by=…; across_chips=…]`` so that ``perfonto
+  ``[perfonto: kind=…; width=…; instances=axis:n; counted_by=…; across_chips=…; effective_width=…;
+  max_rate=… (its unit per second)]`` so that ``perfonto
   import perf`` rebuilds the same signals without any flag;
 - spec constants become constant metrics ``spec.<name>`` (their base-unit value, ScaleUnit back to
   their unit, ``[perfonto: scope=…]`` then provenance and source at the end of the description as
@@ -185,6 +186,10 @@ def event_entry(gen, name: str) -> dict:
         tag.append(f"counted_by={s.counted_by}")
     if kinds.of(s).across == "declared" and "across_chips" in kinds.of(s).options:
         tag.append(f"across_chips={s.across_chips}")
+    if s.wrap_width is not None and s.wrap_width != s.width:
+        tag.append(f"effective_width={s.wrap_width}")
+    if s.max_rate is not None:  # the window rules' reset limit (the unit's per second)
+        tag.append(f"max_rate={number(s.max_rate)}")
     return {
         "EventName": name,
         "Unit": s.block,

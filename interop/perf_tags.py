@@ -48,6 +48,13 @@ def tagged_event(cat: SourceCatalog, low: str, entry: dict, tg: dict, descriptio
     ev.axes = axes
     ev.across_chips = tg.get("across_chips") if tg.get("across_chips") in ("sum", "avg", "max") else None
     ev.counted_by = "leader" if tg.get("counted_by") == "leader" else "chip"
+    ew = str(tg.get("effective_width", ""))
+    ev.effective_width = int(ew) if ew.isdigit() and 1 <= int(ew) <= 64 else None
+    try:
+        rate = float(tg.get("max_rate", "nan"))
+    except ValueError:
+        rate = float("nan")
+    ev.max_rate = rate if 0 < rate < float("inf") else None
     node: ir.Node = ir.Event(low)
     if axes:
         node = ir.Rollup("sum", node)

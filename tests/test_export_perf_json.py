@@ -120,6 +120,9 @@ def test_round_trip_is_lossless_for_what_perf_expresses(sohu_export, tmp_path, e
                 b.counted_by,
                 b.width,
             )
+            # the window rules' limits too (a new user's round trip lost seq.elapsed_cycles' 2e9/s, and
+            # its windows were called resets against the bare clock)
+            assert (a.wrap_width, a.max_rate) == (b.wrap_width, pytest.approx(b.max_rate) if b.max_rate else None)
     for c in ("spec.hbm.peak_bandwidth", "spec.clock.hbm"):
         assert (
             bgen.spec[c].value == pytest.approx(gen.spec[c].value, rel=1e-12)
