@@ -121,6 +121,7 @@ class Mapping:
             raise MappingError(f"{m.experts} experts of {m.name} do not split over ep = {self.ep} chips")
         if self.attn_dp and self.ep != self.tp and self.tp > 1:
             raise MappingError("data-parallel attention needs the experts spread over the stage (ep = tp)")
+        self._check_heads(m)
         for kind, n in m.layer_kinds():
             if n % self.pp:
                 ok = [p for p in range(1, m.layers + 1) if all(c % p == 0 for _, c in m.layer_kinds())]
@@ -128,6 +129,26 @@ class Mapping:
                     f"{n} {kind} layers of {m.name} do not split over pp = {self.pp} stages; "
                     f"possible pp: {', '.join(map(str, ok))}"
                 )
+
+    def _check_heads(self, m: ModelShape) -> None:
+        """Tensor parallelism splits attention by whole heads (Megatron-LM; vLLM and TensorRT-LLM refuse
+        otherwise): the query heads divide over the attention TP, and the KV heads either divide over it or
+        are replicated to it (tp a multiple of them).
+
+        Raises:
+            MappingError: naming the heads and the TP degrees that split them."""
+        tp = 1 if self.attn_dp else self.tp
+        kv = m.heads if m.is_mla else m.kv_heads
+
+        def fits(t: int) -> bool:
+            return m.heads % t == 0 and (kv % t == 0 or t % kv == 0)
+
+        if not fits(tp):
+            ok = [t for t in range(1, m.heads + 1) if fits(t)]
+            raise MappingError(
+                f"{m.heads} attention heads ({kv} KV heads) of {m.name} do not split over tp = {tp} chips; "
+                f"possible tp: {', '.join(map(str, ok))}"
+            )
 
     def describe(self) -> str:
         parts = [f"TP{self.tp}" + (" (attention data-parallel)" if self.attn_dp else "")]

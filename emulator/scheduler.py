@@ -44,6 +44,11 @@ from .steps import ROW, StepBatch, token_steps
 from perfonto.ontology.errors import PerfontoError
 
 
+#: The most draft tokens a request verifies per step (MTP drafts 1–3, EAGLE up to about 8 in the engines'
+#: defaults; 1000 drafts on a 128-token output projected the claim preset slower than the conservative one).
+MAX_DRAFT_TOKENS = 16
+
+
 class SchedulerError(PerfontoError, ValueError):
     """Scenario parameters that cannot be served (bad lengths, KV cache too small)."""
 
@@ -107,9 +112,10 @@ class ContinuousBatcher:
                 raise SchedulerError(f"{name} must be ≥ 1 (got {v})")
         if concurrency is not None and (int(concurrency) < 1 or arrivals is not None):
             raise SchedulerError(f"concurrency must be ≥ 1 and excludes arrival times (got {concurrency})")
-        if int(draft_tokens) < 0 or not 0.0 <= float(acceptance) <= 1.0:
+        if not 0 <= int(draft_tokens) <= MAX_DRAFT_TOKENS or not 0.0 <= float(acceptance) <= 1.0:
             raise SchedulerError(
-                f"draft tokens must be ≥ 0 and the acceptance rate in [0, 1] (got {draft_tokens}, {acceptance})"
+                f"draft tokens must be 0 … {MAX_DRAFT_TOKENS} and the acceptance rate in [0, 1] "
+                f"(got {draft_tokens}, {acceptance})"
             )
         self.k, self.alpha = int(draft_tokens), float(acceptance)
         self.concurrency = None if concurrency is None else int(concurrency)

@@ -305,3 +305,30 @@ def test_project_compares_with_the_claim_only_on_its_scenario(capsys):
     assert main(["project", "--concurrency", "8", "--requests", "32"]) == 0
     out = capsys.readouterr().out
     assert "not the claim's" in out and "What the claim needs" not in out and "× the claim" not in out
+
+
+def test_tp_that_does_not_split_the_heads_is_refused_with_the_possible_degrees():
+    # a bad-input pass: TP3 of Llama-70B (64 heads) projected 21.33 heads a chip, TP1024 0.0625
+    from perfonto.emulator.parallel import MappingError
+
+    m = get_model("llama-3.3-70b")
+    with pytest.raises(
+        MappingError, match=r"64 attention heads \(8 KV heads\) .* tp = 3 chips; possible tp: 1, 2, 4, 8, 16"
+    ):
+        Mapping(tp=3).check(m)
+    with pytest.raises(MappingError, match="tp = 1024"):
+        Mapping(tp=1024).check(m)
+    Mapping(tp=16).check(m)  # KV heads replicated over 16: as engines run it
+    Mapping(tp=8, ep=8, attn_dp=True).check(get_model("qwen3-235b-a22b"))  # attention data-parallel: TP1 attention
+    assert main(["project", "--generation", "h200", "--model", "llama-3.3-70b", "--chips", "3", "--json"]) == 1
+
+
+def test_draft_tokens_are_bounded():
+    from perfonto.emulator.scheduler import MAX_DRAFT_TOKENS
+
+    assert MAX_DRAFT_TOKENS == 16
+    assert main(["project", "--draft-tokens", "17"]) == 2
+    with pytest.raises(ValueError, match="draft tokens must be 0 … 16"):
+        emulator.project.project(
+            "h100", model="llama-3.1-8b", chips=1, isl=128, osl=128, draft_tokens=1000, num_requests=4
+        )

@@ -136,10 +136,10 @@ def _workload_specs() -> dict[str, dict]:
             type=_count_up_to("MAX_REQUESTS"),
         ),
         "draft_tokens": dict(
-            what="speculative decoding / MTP: K draft tokens verified per request and step",
+            what="speculative decoding / MTP: K draft tokens verified per request and step, at most 16",
             default=0,
             note="0, off",
-            type=non_negative_int,
+            type=_draft_tokens,
             metavar="K",
         ),
         "acceptance": dict(
@@ -345,6 +345,16 @@ def _count_up_to(limit_name: str):
         return v
 
     return parse
+
+
+def _draft_tokens(text: str) -> int:
+    """``--draft-tokens``: a whole number 0 … ``emulator.scheduler.MAX_DRAFT_TOKENS``."""
+    from perfonto.emulator.scheduler import MAX_DRAFT_TOKENS
+
+    v = non_negative_int(text)
+    if v > MAX_DRAFT_TOKENS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_DRAFT_TOKENS} draft tokens a step: {text!r}")
+    return v
 
 
 def request_rate(text: str) -> float:
