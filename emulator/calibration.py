@@ -460,7 +460,8 @@ def _staged(preps: list[Prepared], **kw) -> dict | None:
     params = {n: {**shared["parameters"], **own["parameters"]}[n] for n in FITTED_BOUNDS}
     a = preps[0].cfg.a.replace(**params)
     res = [float(np.log(p.predict(a, full=False) / p.row.value)) for p in preps]
-    return {"parameters": params, "cost": shared["cost"] + own["cost"], "residuals": res}
+    loose = [n for n in FITTED_BOUNDS if n in shared.get("unconstrained", []) + own.get("unconstrained", [])]
+    return {"parameters": params, "cost": shared["cost"] + own["cost"], "residuals": res, "unconstrained": loose}
 
 
 def fit(
@@ -499,11 +500,20 @@ def fit(
 
     names = names or list(FITTED_BOUNDS)
     base = preps[0].cfg.a.replace(**fixed) if fixed else preps[0].cfg.a
+    design = Assumptions()  # start from the design defaults, not from a previous fit: reproducible
+    order = list(names)
+    loose = _unconstrained(preps, base, {n: getattr(design, n) for n in names})
+    names = [n for n in names if n not in loose]  # the rest kept at their design values, and said so
+    if not names:
+        return {
+            "parameters": {n: getattr(design, n) for n in order},
+            "cost": 0.0,
+            "residuals": [],
+            "unconstrained": loose,
+        }
     lo = np.array([FITTED_BOUNDS[n][0] for n in names])
     hi = np.array([FITTED_BOUNDS[n][1] for n in names])
     meas = np.log(np.array([p.row.value for p in preps]))
-
-    design = Assumptions()  # start from the design defaults, not from a previous fit: reproducible
     u_design = np.clip((np.array([getattr(design, n) for n in names], float) - lo) / (hi - lo), 0.0, 1.0)
 
     def resid(u):
@@ -534,10 +544,25 @@ def fit(
     u = np.where(best.x < 1e-6, 0.0, np.where(best.x > 1 - 1e-6, 1.0, best.x))  # at a bound: exactly the bound
     x = lo + u * (hi - lo)
     return {
-        "parameters": {n: float(f"{v:.4g}") for n, v in zip(names, x)},
+        "parameters": {n: float(f"{x[names.index(n)]:.4g}") if n in names else getattr(design, n) for n in order},
         "cost": float(best.cost),
         "residuals": [float(v) for v in best.fun[: len(preps)]],
+        "unconstrained": loose,
     }
+
+
+def _unconstrained(preps: list[Prepared], base: Assumptions, at: dict[str, float]) -> list[str]:
+    """The constants of ``at`` (name → the value the others are held at) that no row's prediction depends
+    on (FP4 GEMM efficiency without an FP4 row, the all-to-all without a MoE row): moved from one bound to
+    the other, every prediction stays the same. A fit would set them wherever its random start left them
+    and write them as fitted."""
+    out = []
+    for n in at:
+        lo, hi, _ = FITTED_BOUNDS[n]
+        a, b = base.replace(**{**at, n: lo}), base.replace(**{**at, n: hi})
+        if all(abs(p.predict(a, full=False) / p.predict(b, full=False) - 1) < 1e-12 for p in preps):
+            out.append(n)
+    return out
 
 
 def validate(preps: list[Prepared], params: dict | None = None) -> dict:
@@ -873,6 +898,11 @@ def write_fitted(
         "(scipy.optimize.least_squares), 3 starts; in two stages (calibration.fit): the constants every model's "
         f"kernels share on the dense rows, then {', '.join(MOE_ONLY)} on the MoE rows with those fixed",
         "parameters": {k: float(v) for k, v in fitted["parameters"].items()},
+        **(
+            {"not_fitted": {k: "no row depends on it: its design value" for k in fitted["unconstrained"]}}
+            if fitted.get("unconstrained")
+            else {}
+        ),
         "meaning": {
             k: f"{FITTED_BOUNDS[k][2]} (bounds {FITTED_BOUNDS[k][0]:g} .. {FITTED_BOUNDS[k][1]:g})"
             for k in fitted["parameters"]

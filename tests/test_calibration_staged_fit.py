@@ -66,3 +66,19 @@ def test_without_dense_rows_the_fit_is_joint():
     f = calibration.fit([_Prep("qwen3-235b-a22b", 50.0)], starts=1)
     p = f["parameters"]
     assert (p["mxu_eff_max"] / 0.5) * (p["a2a_eff"] / 0.4) == pytest.approx(0.5, rel=1e-3)
+
+
+def test_a_constant_no_row_depends_on_keeps_its_design_value_and_is_named():
+    # a bad-input pass: three FP8 dense rows wrote fp4_eff_ratio 0.9254, a2a_eff 0.7214 and
+    # expert_imbalance 1.416 as fitted (where a random start left them); one row more moved them to
+    # 0.4991, 0.6 and 1.0. Here the dense row's prediction reads mxu_eff_max alone.
+    from perfonto.emulator.assumptions import Assumptions
+
+    design = Assumptions()
+    f = calibration.fit([_Prep("llama-3.1-8b", 100.0)], starts=3)
+    p = f["parameters"]
+    assert p["mxu_eff_max"] == pytest.approx(0.5, abs=1e-3) and "mxu_eff_max" not in f["unconstrained"]
+    assert set(f["unconstrained"]) == set(calibration.FITTED_BOUNDS) - {"mxu_eff_max"}
+    for n in f["unconstrained"]:
+        assert p[n] == getattr(design, n), n
+    assert list(p) == list(calibration.FITTED_BOUNDS)

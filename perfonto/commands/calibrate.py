@@ -55,14 +55,23 @@ def cmd_calibrate(args) -> int:
         write_fitted(out, f, res, header, loo, rows=_shown(args.rows, DATA), out=_shown_out(out, DATA))
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}", 1) from None
-    doc = {"parameters": f["parameters"], "fit": res, "leave_one_family_out": loo, "written": str(out)}
+    loose = f.get("unconstrained", [])
+    doc = {
+        "parameters": f["parameters"],
+        "not_fitted": loose,
+        "fit": res,
+        "leave_one_family_out": loo,
+        "written": str(out),
+    }
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
     con = stdout()
     con.print(f"wrote {out}")
     for k, v in f["parameters"].items():
-        con.print(f"  {k:16s} {v:.4g}")
+        con.print(
+            f"  {k:16s} {v:.4g}" + ("  (not fitted: no row depends on it; its design value)" if k in loose else "")
+        )
     con.print(
         f"fit: geomean_error {res['geomean_error']:.4f}, worst_error {res['worst_error']:.4f} over {len(preps)} rows "
         f"(shipped rows: {res['shipped']['geomean_error']:.4f})"
