@@ -271,7 +271,9 @@ def catalog_failure(exc, args) -> CommandError:
     gen = getattr(args, "generation", None) or "sohu"
     if usage:
         return CommandError(
-            f"no generation named `{gen}`" + (f" in {args.catalog}" if getattr(args, "catalog", None) else ""),
+            f"no generation named `{gen}`"
+            + (f" in {args.catalog}" if getattr(args, "catalog", None) else "")
+            + shipped_folder_hint(gen),
             2,
             exc.diagnostics,
         )
@@ -279,11 +281,22 @@ def catalog_failure(exc, args) -> CommandError:
     return CommandError(f"the catalog does not compile; run `{check}` for the full list", 1, exc.diagnostics)
 
 
+def shipped_folder_hint(name) -> str:
+    """For a name that is one of the catalogs shipped as folders (``perfonto/catalogs``: linux, dcgm,
+    node, ncu, rocprof), how to select it: they are catalog folders, not generations of the chip family."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "catalogs" / str(name)
+    if not str(name).isidentifier() or not folder.is_dir():
+        return ""
+    return f"; `{name}` is a catalog shipped as a folder: select it with --catalog {folder}"
+
+
 def uncompiled(cat, args, usage: bool) -> CommandError:
     """The ``CommandError`` for a ``load_catalog`` result without a graph or with errors: ``usage``
     (exit 2), no generation named ``--generation``; else a failure (1) that points at ``perfonto check``."""
     return CommandError(
-        f"no generation named `{args.generation}`"
+        f"no generation named `{args.generation}`{shipped_folder_hint(args.generation)}"
         if usage
         else "the catalog does not compile; run `perfonto check` for the full list",
         2 if usage else 1,
@@ -309,7 +322,9 @@ def load_generation_arg(name: str):
     gen, diags = load_generation(name)
     if gen is None:
         usage = any(d.code == "unknown-generation" for d in diags)
-        raise CommandError(f"cannot load generation `{name}`", 2 if usage else 1, diags)
+        raise CommandError(
+            f"cannot load generation `{name}`{shipped_folder_hint(name) if usage else ''}", 2 if usage else 1, diags
+        )
     return gen, diags
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import HELP
-from .common import catalog_options, CommandError
+from .common import catalog_options, CommandError, shipped_folder_hint
 
 
 def register(sub) -> None:
@@ -27,7 +27,9 @@ def _graph(args):
     cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
     if cat.graph is None:
         usage = any(d.code == "unknown-generation" for d in cat.diagnostics)
-        raise CommandError(f"cannot load generation `{args.generation or 'sohu'}`", 2 if usage else 1, cat.errors)
+        name = args.generation or "sohu"
+        hint = shipped_folder_hint(name) if usage else ""
+        raise CommandError(f"cannot load generation `{name}`{hint}", 2 if usage else 1, cat.errors)
     if args.metric not in cat.graph.all_metrics:
         if getattr(args, "func", None) is cmd_explain:
             from perfonto.metrics.explain import explain_input
