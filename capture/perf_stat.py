@@ -352,11 +352,24 @@ def mapping_of(gen) -> dict[str, tuple[str, str, float]]:
 
     out = {}
     for name, sig in gen.signals.items():
-        event = dict(sig.sources).get("perf")
-        if event:
+        events = dict(sig.sources).get("perf")
+        if events:
             is_time, per = raw_per_value(gen, sig)
-            out[event] = (name, "time" if is_time else "", per)
+            for event in events.split("|"):  # alternatives, in order of preference: `task-clock|cpu-clock`
+                out[event.strip()] = (name, "time" if is_time else "", per)
     return out
+
+
+def first_present(mapping: dict, events: set[str]) -> dict:
+    """``mapping`` (``mapping_of``) with one event per signal: of a signal's alternatives, the first the
+    capture holds (``events``, with their bases), so that a file holding two never fills a signal twice."""
+    taken: set[str] = set()
+    out = {}
+    for event, target in mapping.items():  # in the order the alternatives were written
+        if event in events and target[0] not in taken:
+            out[event] = target
+            taken.add(target[0])
+    return {**{e: t for e, t in mapping.items() if t[0] not in taken}, **out}
 
 
 def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Table:
@@ -370,6 +383,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
 
     ps = read_perf_stat(path)
     mapping = mapping_of(gen)
+    mapping = first_present(mapping, {e for x in ps.lines for e in (x.event, _base(x.event))})
     if not mapping:
         raise DumpError(
             f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
@@ -407,7 +421,7 @@ def perf_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
         DumpError: see ``perf_capture``.
     """
     ps = read_perf_stat(path)
-    mapping = mapping_of(gen)
+    mapping = first_present(mapping_of(gen), {e for x in ps.lines for e in (x.event, _base(x.event))})
     from perfonto.ontology.derive import from_data_axes
 
     axis = axis_of(gen, _signals_read(ps, mapping), str(path))
