@@ -466,7 +466,9 @@ def test_calibrate_never_writes_over_what_it_should_not(tmp_path, capsys):
         (["--out", str(notes)], "exists and was not written by `perfonto calibrate`"),
         (["--out", str(DATA / "fitted.yaml")], "is the shipped constants every projection uses"),
         (["--out", str(tmp_path)], "is a folder"),
-        (["--out", str(tmp_path / "no" / "f.yaml")], "which is not a folder"),
+        (["--out", str(tmp_path / "no" / "f.yaml")], "which does not exist"),
+        (["--out", str(notes / "f.yaml")], "which is not a folder"),
+        (["--out", ""], "an empty path"),
     ]
     for extra, why in cases:
         assert main(["calibrate", "--no-loo", "--rows", str(rows), *extra]) == 2

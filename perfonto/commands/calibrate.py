@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from . import HELP
-from .common import CommandError, stderr, stdout, why as _why
+from .common import CommandError, out_path, stderr, stdout, why as _why
 from .project import EmuProgress
 from .validate_emulator import add_rows_option, prepare_rows
 
@@ -26,7 +26,7 @@ OUT_HELP = (
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help=HELP["calibrate"])
     add_rows_option(p)
-    p.add_argument("--out", default=None, help=OUT_HELP)
+    p.add_argument("--out", default=None, help=OUT_HELP, type=out_path)
     p.add_argument("--force", action="store_true", help="write over an --out file that calibrate did not write")
     p.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out check")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
@@ -124,7 +124,13 @@ def _out_path(args, data: Path) -> Path:
     if _same(out, rows):
         raise CommandError(f"--out {out} is the --rows file: the fit would replace the rows; give another --out", 2)
     if out.is_dir() or not out.parent.is_dir():
-        where = "is a folder" if out.is_dir() else f"is in {out.parent}, which is not a folder"
+        where = (
+            "is a folder"
+            if out.is_dir()
+            else f"is in {out.parent}, which is not a folder"
+            if out.parent.exists()
+            else f"is in {out.parent}, which does not exist"
+        )
         raise CommandError(f"--out {out} {where}: give a file path in an existing folder", 2)
     if custom and _same(out, data / "fitted.yaml") and not args.force:
         raise CommandError(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..targets import offered_by
 from . import HELP
-from .common import catalog_options, CommandError, duration, stderr
+from .common import catalog_options, CommandError, duration, out_path, stderr
 
 TARGETS = offered_by("codegen")
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
     c = sub.add_parser("codegen", help=HELP["codegen"])
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
     catalog_options(c, library=True)
-    c.add_argument("--out", required=True, help="output folder (each file is written atomically)")
+    c.add_argument("--out", required=True, help="output folder (each file is written atomically)", type=out_path)
     c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
     c.add_argument(
         "--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)"

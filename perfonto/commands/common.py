@@ -58,7 +58,7 @@ def output_options(
 ) -> None:
     """A command's ``--out`` (required unless ``default`` is given), ``--force`` (by default: replace a
     folder perfonto did not write) and ``--json``, with the help texts given."""
-    p.add_argument("--out", required=default is None, default=default, help=out_help)
+    p.add_argument("--out", required=default is None, default=default, help=out_help, type=out_path)
     p.add_argument("--force", action="store_true", help=force_help)
     json_option(p, json_help)
 
@@ -360,6 +360,13 @@ def _count_up_to(limit_name: str):
         return v
 
     return parse
+
+
+def out_path(text: str) -> str:
+    """``--out``: a path that is not empty (an empty one was taken as the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: give the folder or file to write")
+    return text
 
 
 def _draft_tokens(text: str) -> int:

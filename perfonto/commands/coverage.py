@@ -8,7 +8,16 @@ import json
 import tempfile
 
 from . import HELP
-from .common import catalog_failure, catalog_options, CommandError, jobs_option, json_option, positive_int, stdout
+from .common import (
+    catalog_failure,
+    catalog_options,
+    CommandError,
+    jobs_option,
+    json_option,
+    out_path,
+    positive_int,
+    stdout,
+)
 
 
 def register(sub) -> None:
@@ -43,7 +52,7 @@ def register(sub) -> None:
     p.add_argument(
         "--keep", default=None, metavar="DIR", help="keep the runs' captures in DIR (default: a temporary folder)"
     )
-    p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON")
+    p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON", type=out_path)
     json_option(p)
     p.set_defaults(func=cmd_coverage)
 

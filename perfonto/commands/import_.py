@@ -10,7 +10,7 @@ import argparse
 import json
 
 from . import HELP
-from .common import stderr
+from .common import out_path, stderr
 
 
 def _constant(text: str) -> tuple[str, float]:
@@ -29,7 +29,9 @@ def register(sub) -> None:
     p = sub.add_parser("import", help=HELP["import"])
     p.add_argument("format", choices=FORMATS, help="source format")
     p.add_argument("file", help="the catalog file")
-    p.add_argument("--out", required=True, help="folder for the generated YAML, .metrics file and report")
+    p.add_argument(
+        "--out", required=True, help="folder for the generated YAML, .metrics file and report", type=out_path
+    )
     p.add_argument("--name", default=None, help="generation name (default: from the file name)")
     p.add_argument(
         "--generation",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 
 from . import HELP
-from .common import CommandError, catalog_options, stderr, summary, why
+from .common import CommandError, catalog_options, out_path, stderr, summary, why
 
 
 def register(sub) -> None:
     p = sub.add_parser("timeline", help=HELP["timeline"])
     p.add_argument("run", metavar="RUN", help="output folder of `perfonto run` (or emulator.run)")
-    p.add_argument("--out", required=True, help="output file (open it in https://ui.perfetto.dev)")
+    p.add_argument("--out", required=True, help="output file (open it in https://ui.perfetto.dev)", type=out_path)
     p.add_argument(
         "--format",
         default="json",

@@ -104,8 +104,10 @@ def cache_of(args) -> Cache:
 
 def add_output_args(p, table: str) -> None:
     """``--out`` (``table`` as .csv, .parquet or .json) and ``--plot`` (the figure as .png or .svg)."""
-    p.add_argument("--out", default=None, metavar="FILE", help=f"{table} as .csv, .parquet or .json")
-    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg")
+    from perfonto.commands.common import out_path
+
+    p.add_argument("--out", default=None, metavar="FILE", help=f"{table} as .csv, .parquet or .json", type=out_path)
+    p.add_argument("--plot", default=None, metavar="FILE", help="the figure as .png or .svg", type=out_path)
 
 
 def check_outputs(args) -> None:
