@@ -317,7 +317,30 @@ def infer_units(s: Available) -> Typed:
             group_rule=typer.group_rule and not from_records,
             reads_leader=typer.leader_of.get(name, False),
         )
+    diags += _parent_units(compiled, by_name)
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
+
+
+def _parent_units(compiled: dict[str, CompiledMetric], by_name) -> list[Diagnostic]:
+    """A warning per top-down child whose unit is not of its parent's dimension: a node's children are
+    shares of it that add up to it (a GB/s under a percent cannot)."""
+    out = []
+    for name, m in compiled.items():
+        parent = compiled.get(m.parent) if m.parent else None
+        if parent is None or m.unit.dimensionality == parent.unit.dimensionality:
+            continue
+        d = by_name[name]
+        out.append(
+            Diagnostic(
+                "warning",
+                "parent-unit",
+                f"`{name}` [{m.unit_text}] is a child of `{m.parent}` [{parent.unit_text}]: a top-down node's children "
+                "are shares of it that add up to it, in its unit",
+                d.parent_span or d.span,
+                hint=f"give `{name}` the unit of `{m.parent}`, or drop its `parent` clause (a group names a family)",
+            )
+        )
+    return out
 
 
 def _from_records(s: Available, name: str, pop_axes: list, deps_m: tuple, compiled: dict) -> bool:

@@ -67,6 +67,7 @@ CODES: dict[str, str] = {
     "arity": "a function called with the wrong number of arguments",
     "cycle": "metrics depend on each other in a cycle",
     "rollup": "a declared rollup other than max or min, or a rollup over nothing",
+    "parent-unit": "a top-down child whose unit is not of its parent's dimension (children are shares of it)",
     "unit-mismatch": "units that cannot be converted (declared unit, addition, comparison)",
     "axes-mismatch": "an operation between values over different instance axes, not rolled up",
     "chip-degree": "a metric that scales as chips^k with k not 0 or 1, or adds unlike degrees",

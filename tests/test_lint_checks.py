@@ -56,3 +56,21 @@ def test_caelius_fp4_counter_left_out_of_hfu_is_flagged():
     assert "e.partial" in warns and "mxu.flops_fp4" in warns["e.partial"] and "e.use" in warns["e.partial"]
     sohu = load_catalog(None, "sohu")  # sohu's utilisation metrics read every FLOP counter it has
     assert not [d for d in sohu.diagnostics if d.code == "lint-flop-coverage"]
+
+
+def test_a_top_down_child_in_another_dimension_than_its_parent_is_a_warning(tmp_path, capsys):
+    # a new user hung a GB/s under topdown.memory.weights (percent); children are shares adding up to it
+    text = (
+        'metric hbm.weight_read_bandwidth [GB/s] = sum(hbm.read_bytes) / interval\n  "a rate"\n'
+        "  parent topdown.memory.weights\n"
+        'metric topdown.memory.weights_share [1] = avg(mxu.busy_cycles) / seq.elapsed_cycles\n  "a share"\n'
+        "  parent topdown.memory.weights\n"
+    )
+    code, diags = _check(tmp_path, capsys, text)
+    assert code == 0
+    (w,) = [x for x in diags if x["code"] == "parent-unit"]
+    assert (
+        w["severity"] == "warning"
+        and w["line"] == 3
+        and "[GB/s] is a child of `topdown.memory.weights`" in w["message"]
+    )
