@@ -289,8 +289,8 @@ def _check_meta(label: str, meta: dict) -> None:
         isinstance(dur, bool) or not isinstance(dur, (int, float)) or not dur >= 0 or dur == float("inf")
     ):
         raise DumpError(
-            f"{label}: metadata duration_ns is {str(dur)[:40]!r}; it is the capture's duration in ns (a number ≥ 0): "
-            "fix it or drop the key"
+            f"{label}: metadata duration_ns is {json.dumps(dur)[:40]}; it is the capture's duration in ns "
+            "(a number ≥ 0): fix it or drop the key"
         )
 
 
@@ -308,8 +308,9 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
     meta: dict = {}
     for f in files:
         t = read_one(f, what, csv_types)
+        part_meta = _meta(t, str(f))  # every part's metadata checked, the first that has some kept
         if not meta:
-            meta = _meta(t, str(f))
+            meta = part_meta
         for k, v in _partition_columns(f, root).items():
             if k not in t.column_names:
                 t = t.append_column(k, pa.array([v] * t.num_rows, pa.string()))

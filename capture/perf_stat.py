@@ -360,6 +360,12 @@ def mapping_of(gen) -> dict[str, tuple[str, str, float]]:
     return out
 
 
+def _supported_events(ps) -> set[str]:
+    """The events (and their bases) of a capture with a line perf counted or could not count this once
+    (``<not counted>``); one ``<not supported>`` on every line is no alternative to read."""
+    return {e for x in ps.lines if x.state != "not supported" for e in (x.event, _base(x.event))}
+
+
 def first_present(mapping: dict, events: set[str]) -> dict:
     """``mapping`` (``mapping_of``) with one event per signal: of a signal's alternatives, the first the
     capture holds (``events``, with their bases), so that a file holding two never fills a signal twice."""
@@ -383,7 +389,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
 
     ps = read_perf_stat(path)
     mapping = mapping_of(gen)
-    mapping = first_present(mapping, {e for x in ps.lines for e in (x.event, _base(x.event))})
+    mapping = first_present(mapping, _supported_events(ps))
     if not mapping:
         raise DumpError(
             f"{path}: generation `{gen.name}` names no perf event (`sources: {{perf: …}}` on its signals); "
@@ -421,7 +427,7 @@ def perf_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
         DumpError: see ``perf_capture``.
     """
     ps = read_perf_stat(path)
-    mapping = first_present(mapping_of(gen), {e for x in ps.lines for e in (x.event, _base(x.event))})
+    mapping = first_present(mapping_of(gen), _supported_events(ps))
     from perfonto.ontology.derive import from_data_axes
 
     axis = axis_of(gen, _signals_read(ps, mapping), str(path))

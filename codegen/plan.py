@@ -57,7 +57,7 @@ def plan(graph: MetricGraph) -> Plan:
 
 def max_rate(gen: Generation, sig: ResolvedSignal) -> float | None:
     """The counter's maximum rate in its unit per second, as ``metrics.windows`` decides it (declared,
-    or a cycle counter's clock), or None."""
+    or a cycle counter's clock plus ``CLOCK_HEADROOM``), or None."""
     from perfonto.metrics import windows
 
     rule = getattr(windows, "max_rate", None)

@@ -18,7 +18,7 @@ Rules, as in ``metrics.windows.prepare``:
   changing in the window, or its register null, absent or a sentinel at either end, nulls the window;
 - rule 4: reset when the reset indicator changed (any instance; for an uptime: decreased), or the increase is
   implausible: above max_rate × interval / scale + 1 when the counter has a max rate (declared, or a cycle counter's
-  clock: ``metrics.windows.max_rate``), else above 2^(w−1); any decrease for a counter of unknown
+  clock plus 1 %: ``metrics.windows.max_rate``), else above 2^(w−1); any decrease for a counter of unknown
   width, or in any bucket of a histogram instance; rule 4b: null when max_rate × interval / scale + 1
   reaches 2^w (the counter may have wrapped more than once);
 - rule 5: a window touching a sentinel raw value is null (fields: the end sample only);

@@ -217,8 +217,12 @@ def _rows_of(
 def _configuration(row: Row) -> tuple:
     """What a row measured (every field but its figures and the words on it): two rows alike are one
     measurement given twice."""
+    from .models import get_model
+
     skip = {"value", "ttft_ms", "itl_ms", "cite", "set"}
-    return tuple(getattr(row, f.name) for f in dataclasses.fields(Row) if f.name not in skip)
+    key = {f.name: getattr(row, f.name) for f in dataclasses.fields(Row) if f.name not in skip}
+    key["model"] = get_model(row.model).name  # an alias is the same model (llama3-70b, llama-3.3-70b)
+    return tuple(key.values())
 
 
 def _checked_row(r, source: str) -> Row:
@@ -456,7 +460,15 @@ def _staged(preps: list[Prepared], **kw) -> dict | None:
     if not (dense and moe):
         return None
     shared = fit(dense, names=[n for n in FITTED_BOUNDS if n not in MOE_ONLY], **kw)
-    own = fit(moe, names=list(MOE_ONLY), fixed=shared["parameters"], **kw)
+    # a shared constant no dense row depends on but a MoE row does (FP4 GEMMs with FP4 MoE rows only) is
+    # fitted with the MoE-only ones, not written as 'no row depends on it'
+    design = Assumptions()
+    held = {n: getattr(design, n) for n in FITTED_BOUNDS}
+    loose_moe = set(_unconstrained(moe, moe[0].cfg.a, held))
+    moved = [n for n in shared.get("unconstrained", []) if n not in loose_moe]
+    fixed = {k: v for k, v in shared["parameters"].items() if k not in moved}
+    own = fit(moe, names=[*moved, *MOE_ONLY], fixed=fixed, **kw)
+    shared["unconstrained"] = [n for n in shared.get("unconstrained", []) if n not in moved]
     params = {n: {**shared["parameters"], **own["parameters"]}[n] for n in FITTED_BOUNDS}
     a = preps[0].cfg.a.replace(**params)
     res = [float(np.log(p.predict(a, full=False) / p.row.value)) for p in preps]
@@ -489,8 +501,10 @@ def fit(
     ``prior`` > 0 adds, per constant, the residual ``prior × (u − u_design)`` (``u``: the constant's
     place between its bounds, 0 to 1): a constant moves from its design value only as far as the rows
     pay for it — what keeps a refit on fewer rows than constants determined (``leave_source_out``).
-    Returns ``{"parameters": {...}, "cost": ..., "residuals": [...]}`` (the rows' residuals,
-    ``ln(predicted/measured)`` on the fit's subsample, in the order of ``preps``).
+    A constant no row's prediction depends on (``_unconstrained``, judged with the others at their design
+    values) is not fitted: it keeps its design value and is listed in ``unconstrained``.
+    Returns ``{"parameters": {...}, "cost": ..., "residuals": [...], "unconstrained": [...]}`` (the rows'
+    residuals, ``ln(predicted/measured)`` on the fit's subsample, in the order of ``preps``).
     """
     if names is None and fixed is None:
         staged = _staged(preps, x0=x0, starts=starts, seed=seed, prior=prior)
@@ -504,13 +518,10 @@ def fit(
     order = list(names)
     loose = _unconstrained(preps, base, {n: getattr(design, n) for n in names})
     names = [n for n in names if n not in loose]  # the rest kept at their design values, and said so
-    if not names:
-        return {
-            "parameters": {n: getattr(design, n) for n in order},
-            "cost": 0.0,
-            "residuals": [],
-            "unconstrained": loose,
-        }
+    if not names:  # nothing to fit: the rows' residuals at the design values
+        at = {n: getattr(design, n) for n in order}
+        res = [float(np.log(p.predict(base.replace(**at), full=False) / p.row.value)) for p in preps]
+        return {"parameters": at, "cost": 0.5 * float(np.sum(np.square(res))), "residuals": res, "unconstrained": loose}
     lo = np.array([FITTED_BOUNDS[n][0] for n in names])
     hi = np.array([FITTED_BOUNDS[n][1] for n in names])
     meas = np.log(np.array([p.row.value for p in preps]))

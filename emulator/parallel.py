@@ -147,7 +147,8 @@ class Mapping:
             ok = [t for t in range(1, m.heads + 1) if fits(t)]
             raise MappingError(
                 f"{m.heads} attention heads ({kv} KV heads) of {m.name} do not split over tp = {tp} chips; "
-                f"possible tp: {', '.join(map(str, ok))}"
+                f"possible tp: {', '.join(map(str, ok))} (the other chips as data-parallel replicas or pipeline "
+                "stages: --tp with --dp or --pp)"
             )
 
     def describe(self) -> str:

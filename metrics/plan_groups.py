@@ -15,7 +15,7 @@ the rule: greedy with affinity, proven or searched exhaustively on small inputs)
 metrics that cannot be measured consistently (their counters do not fit one group) and, per counter,
 its **read cap**: half the shortest time in which it can wrap, (R − 1) / (max_rate / scale) / 2 s,
 with R = 2^effective width (or the raw modulus of a ``wrap_range``) and max_rate the declared one
-(or a cycle counter's clock, ``metrics.windows.max_rate``). Reading at least that often keeps every
+(or a cycle counter's clock plus 1 %, ``metrics.windows.max_rate``). Reading at least that often keeps every
 read pair inside half a wrap, where an increase is unambiguous (``metrics.windows`` rule 4b).
 """
 

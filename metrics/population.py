@@ -3,7 +3,8 @@
 Records are written beside the counters (``requests.parquet``): one row per request with the fields
 of the generation's ``request`` record type; ``token_times`` is a list per request. A derived
 population (``token_gap``) has one record per gap between consecutive instants of a ``times`` field:
-a request with n output tokens gives n − 1 gaps, and the time to the first token is never a gap.
+a request with n output tokens at n distinct instants gives n − 1 gaps (tokens at one instant, one
+speculative step's, are one emission: no gap of 0), and the time to the first token is never a gap.
 A metric over record fields has one value per record of its population (``ttft`` per request,
 ``itl`` per gap); ``p50``/``p90``/``p99``/``mean``/``count`` reduce a population to one value over
 that population only, ignoring nulls (a TPOT of a one-token reply is null, not 0).

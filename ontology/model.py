@@ -358,7 +358,7 @@ class Signal(_Model):
         default_factory=dict,
         description="What real tools call this signal, by tool: `{perf: task-clock}` — the event, metric or field name "
         "a capture of that tool holds it under (`perfonto analyze --format perf-stat` reads perf's `task-clock` "
-        "lines into it). Alternatives are separated by `|`, the first the capture holds is read "
+        "lines into it). For perf, alternatives are separated by `|`, the first the capture counts is read "
         "(`task-clock|cpu-clock`: `perf stat -a` counts cpu-clock). A value in a time unit is converted to the "
         "signal's unit; a count is read as it is.",
     )

@@ -54,6 +54,17 @@ def count(v, what: str = "count", minimum: int = 1) -> int:
     return int(x)
 
 
+def draft_tokens(v, what: str = "draft tokens") -> int:
+    """Speculative decoding's draft tokens a request verifies per step: a whole number 0 …
+    ``emulator.scheduler.MAX_DRAFT_TOKENS`` (16)."""
+    from perfonto.emulator.scheduler import MAX_DRAFT_TOKENS
+
+    k = count(v, what, 0)
+    if k > MAX_DRAFT_TOKENS:
+        raise ValueRuleError(f"{what}: at most {MAX_DRAFT_TOKENS} draft tokens a step, not {v!r}")
+    return k
+
+
 def rate(v, what: str = "rate") -> float:
     """A rate (requests/s): a finite number above 0."""
     x = _number(v, what)
@@ -91,7 +102,7 @@ WORKLOAD = {
     "osl": lambda v, w: count(v, w, 1),
     "batch": lambda v, w: count(v, w, 1),
     "concurrency": lambda v, w: count(v, w, 1),
-    "draft_tokens": lambda v, w: count(v, w, 0),
+    "draft_tokens": lambda v, w: draft_tokens(v, w),
     "rate": rate,
     "acceptance": probability,
 }

@@ -82,3 +82,20 @@ def test_a_constant_no_row_depends_on_keeps_its_design_value_and_is_named():
     for n in f["unconstrained"]:
         assert p[n] == getattr(design, n), n
     assert list(p) == list(calibration.FITTED_BOUNDS)
+
+
+class _Fp4MoePrep(_Prep):
+    """A MoE row whose prediction also reads fp4_eff_ratio (an FP4 MoE row), a dense row's does not."""
+
+    def predict(self, a, full: bool = True) -> float:
+        base = super().predict(a, full)
+        return base * (a.fp4_eff_ratio / 0.5 if self.row.model.startswith("qwen3") else 1.0)
+
+
+def test_a_shared_constant_only_moe_rows_depend_on_is_fitted_on_them_not_called_loose():
+    # the review: FP8 dense rows beside FP4 MoE rows wrote fp4_eff_ratio as 'no row depends on it'
+    f = calibration.fit([_Fp4MoePrep("llama-3.1-8b", 100.0), _Fp4MoePrep("qwen3-235b-a22b", 100.0)], starts=1)
+    assert "fp4_eff_ratio" not in f["unconstrained"] and "a2a_eff" not in f["unconstrained"]
+    p = f["parameters"]
+    assert (p["a2a_eff"] / 0.4) * (p["fp4_eff_ratio"] / 0.5) == pytest.approx(1.0, rel=1e-3)
+    assert "expert_imbalance" in f["unconstrained"]

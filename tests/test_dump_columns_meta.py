@@ -62,8 +62,8 @@ def test_a_signal_whole_and_per_instance_is_named(tmp_path, capsys):
     [
         ({"collector_format": 99}, "written in collector format 99; this perfonto reads format 1"),
         ([1, 2], "metadata is JSON list, not an object"),
-        ({"duration_ns": -5}, "metadata duration_ns is '-5'"),
-        ({"duration_ns": "1s"}, "metadata duration_ns is '1s'"),
+        ({"duration_ns": -5}, "metadata duration_ns is -5;"),
+        ({"duration_ns": "1s"}, 'metadata duration_ns is "1s";'),
         ({"collector_format": "1"}, "metadata collector_format is '1'"),
     ],
 )

@@ -305,6 +305,11 @@ def test_project_compares_with_the_claim_only_on_its_scenario(capsys):
     assert main(["project", "--concurrency", "8", "--requests", "32"]) == 0
     out = capsys.readouterr().out
     assert "not the claim's" in out and "What the claim needs" not in out and "× the claim" not in out
+    # a mapping, KV dtype or engine profile of one's own is another scenario too (--tp 8 forced the claim
+    # preset to TP8: 335k tok/s 'compared' with the claim)
+    for extra in (["--tp", "8"], ["--kv-dtype", "bf16"], ["--engine-profile", "vllm"]):
+        assert main(["project", "--json", *extra]) == 0
+        assert json.loads(capsys.readouterr().out)["claim"]["scenario_matches"] is False, extra
 
 
 def test_tp_that_does_not_split_the_heads_is_refused_with_the_possible_degrees():

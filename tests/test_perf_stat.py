@@ -185,3 +185,25 @@ def test_a_pipe_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(DumpError, match="not a regular file"):
         read_perf_stat(fifo)
+
+
+def test_a_signals_alternatives_read_the_first_perf_counted(tmp_path):
+    # `perf stat -a` counts cpu-clock: the linux catalog's task.clock reads `task-clock|cpu-clock`, the first
+    # the file holds with a count; a task-clock `<not supported>` on every line is no alternative (the review)
+    from perfonto.capture.perf_stat import first_present, mapping_of, perf_capture
+    from perfonto.metrics.catalog import load_catalog
+
+    linux = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "linux"
+    gen = load_catalog(linux, "linux").graph.generation
+    assert {e for e, t in mapping_of(gen).items() if t[0] == "task.clock"} == {"task-clock", "cpu-clock"}
+    both = {"task-clock", "cpu-clock"}
+    assert [e for e, t in first_present(mapping_of(gen), both).items() if t[0] == "task.clock"] == ["task-clock"]
+    lines = []
+    for k in range(1, 4):
+        lines.append(f"     {0.2 * k:.9f},200.45,msec,cpu-clock,200454195,100.00,1.002,CPUs utilized")
+        lines.append(f"     {0.2 * k:.9f},<not supported>,msec,task-clock,0,100.00,,")
+        lines.append(f"     {0.2 * k:.9f},{10 * k},,context-switches,200454345,100.00,49.9,/sec")
+    p = tmp_path / "perf.csv"
+    p.write_text("# started on Fri Dec  4 16:54:59 2026\n\n" + "\n".join(lines) + "\n")
+    t = perf_capture(p, gen).to_pydict()
+    assert t["task.clock[0]"][1:] == [200_450_000, 400_900_000, 601_350_000]  # from cpu-clock, ns

@@ -370,13 +370,15 @@ def out_path(text: str) -> str:
 
 
 def _draft_tokens(text: str) -> int:
-    """``--draft-tokens``: a whole number 0 … ``emulator.scheduler.MAX_DRAFT_TOKENS``."""
-    from perfonto.emulator.scheduler import MAX_DRAFT_TOKENS
+    """``--draft-tokens``: a whole number 0 … 16 (an argparse type applying ``perfonto.values.draft_tokens``,
+    the rule sweeps and scenario files use too)."""
+    from perfonto.values import ValueRuleError, draft_tokens
 
     v = non_negative_int(text)
-    if v > MAX_DRAFT_TOKENS:
-        raise argparse.ArgumentTypeError(f"at most {MAX_DRAFT_TOKENS} draft tokens a step: {text!r}")
-    return v
+    try:
+        return draft_tokens(v, "--draft-tokens")
+    except ValueRuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def request_rate(text: str) -> float:

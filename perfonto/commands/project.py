@@ -200,8 +200,9 @@ def _project_one(args, name, mapping):
 
 def claim_scenario_matches(args, claim: dict) -> bool:
     """Whether ``project``'s arguments are the public claim's scenario: its model, chips, lengths and
-    dtype, offline (no --rate, --concurrency or --draft-tokens). Only then are the projections compared
-    with the claim's tokens/s and its needs worked out from them."""
+    dtype, offline (no --rate, --concurrency or --draft-tokens), each preset's own mapping, KV cache and
+    engine (no --tp/--pp/--dp/--ep/--attention-dp, --kv-dtype other than the weights', or --engine-profile).
+    Only then are the projections compared with the claim's tokens/s and its needs worked out from them."""
     return (
         args.model in ("llama3-70b", "llama-3-70b", "llama-3.3-70b", "llama-3.1-70b")
         and args.chips == claim["chips"]
@@ -210,6 +211,9 @@ def claim_scenario_matches(args, claim: dict) -> bool:
         and args.rate is None
         and not args.concurrency
         and not args.draft_tokens
+        and all(getattr(args, k, None) is None for k in MAPPING)
+        and args.kv_dtype in (None, claim["dtype"])
+        and args.engine_profile is None
     )
 
 

@@ -93,6 +93,11 @@ def _parse_value(key: str, v, err):
         isinstance(v, bool) or not isinstance(v, int) or v < (0 if key in ("warmup_steps", "draft_tokens") else 1)
     ):
         return err(f"`{key}` must be a whole number ≥ {0 if key in ('warmup_steps', 'draft_tokens') else 1}, got {v!r}")
+    if key == "draft_tokens":
+        from perfonto.emulator.scheduler import MAX_DRAFT_TOKENS
+
+        if v > MAX_DRAFT_TOKENS:
+            return err(f"`{key}` is at most {MAX_DRAFT_TOKENS} draft tokens a step, got {v!r}")
     if kind is float:
         try:
             f = float(v)
