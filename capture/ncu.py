@@ -1,7 +1,9 @@
 """Nsight Compute's raw page as a capture: the CSV ``ncu --csv --page raw`` prints (or ``ncu --import
-REPORT.ncu-rep --csv --page raw``), as NVIDIA's Nsight Compute CLI documentation describes it
-(https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html: "Output Pages" — ``raw`` prints all
-collected metrics of every profiled kernel launch; ``--csv``; "Metrics and Units" and ``--print-units``).
+REPORT.ncu-rep --csv --page raw``; the default details page of ``ncu --csv``, one row per metric of a
+launch, is laid out as the raw page first: ``_details_as_raw``), as NVIDIA's Nsight Compute CLI
+documentation describes it (https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html: "Output
+Pages" — ``raw`` prints all collected metrics of every profiled kernel launch; ``--csv``; "Metrics and
+Units" and ``--print-units``).
 
 Layout: a header row of column names — the launch's identifiers (``"ID","Process ID","Process Name","Host
 Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC"``, …) then one column per
@@ -44,7 +46,17 @@ from .kernel_windows import Kernel, counter_signals, kernel_capture, kernel_trac
 TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
 REQUIRED = ("ID", "Kernel Name", TIME)
 _SCALED = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_TIMES = {"nsecond": "ns", "usecond": "us", "msecond": "ms", "second": "s"}
+# ncu 2023 prints `nsecond`, `byte/second`; ncu 2025 (CUDA 13) `ns`, `byte/s` (a real H200 capture)
+_TIMES = {
+    "nsecond": "ns",
+    "usecond": "us",
+    "msecond": "ms",
+    "second": "s",
+    "ns": "ns",
+    "us": "us",
+    "ms": "ms",
+    "s": "s",
+}
 _COUNTS = {"": "1", "inst": "instruction", "warp": "1", "sector": "1", "request": "1", "thread": "1", "block": "1"}
 
 
@@ -79,7 +91,39 @@ def _rows(path: Path) -> tuple[list[tuple[int, list[str]]], str]:
         rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     except csv.Error as exc:
         raise DumpError(f"{p}: not CSV ({exc}); give the output of `ncu --csv --page raw`") from None
-    return [(start + 1 + i, r) for i, r in enumerate(rows) if r and not (len(r) == 1 and r[0].startswith("=="))], p
+    out = [(start + 1 + i, r) for i, r in enumerate(rows) if r and not (len(r) == 1 and r[0].startswith("=="))]
+    return (_details_as_raw(out, p) if DETAILS <= set(out[0][1]) else out), p
+
+
+#: The columns of ncu's default ``--csv`` page (details): one row per metric of a launch.
+DETAILS = {"Section Name", "Metric Name", "Metric Unit", "Metric Value"}
+
+
+def _details_as_raw(rows: list[tuple[int, list[str]]], p: str) -> list[tuple[int, list[str]]]:
+    """ncu's details page (``ncu --csv`` without ``--page raw``: a row per metric of each launch, under the
+    launch's identifier columns) laid out as the raw page: the identifiers, one column per metric, a
+    units row, a row per launch (numbered by the line of its first metric). A metric given twice for one
+    launch, or in two units, is refused naming the line."""
+    (hn, header), body = rows[0], rows[1:]
+    at = {name: i for i, name in enumerate(header)}
+    ids = [c for c in header if c not in DETAILS]
+    metrics: dict[str, str] = {}  # metric → its unit, in first-seen order
+    launches: dict[str, tuple[int, list[str], dict[str, str]]] = {}
+    for n, r in body:
+        if len(r) != len(header):
+            raise DumpError(f"{p}:{n}: {len(r)} field(s) where the header (row {hn}) has {len(header)}")
+        name, unit, value = r[at["Metric Name"]], r[at["Metric Unit"]], r[at["Metric Value"]]
+        if metrics.setdefault(name, unit) != unit:
+            raise DumpError(f"{p}:{n}: metric {name} in `{unit}` here, `{metrics[name]}` before; one unit a metric")
+        line, ident, values = launches.setdefault(r[at["ID"]], (n, [r[at[c]] for c in ids], {}))
+        if name in values:
+            raise DumpError(f"{p}:{n}: metric {name} of launch {r[at['ID']]} again (first on row {line})")
+        values[name] = value
+    head = ids + list(metrics)
+    units = [""] * len(ids) + list(metrics.values())
+    return [(hn, head), (hn, units)] + [
+        (n, ident + [v.get(m, "n/a") for m in metrics]) for n, ident, v in launches.values()
+    ]
 
 
 def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:

@@ -475,7 +475,9 @@ dcgm_dmon_run = _capture(
 
 
 def ncu_seeds() -> list[bytes]:
-    return _fixtures("ncu")
+    """The hand-made raw page and the two real H200 exports (raw page, details page)."""
+    h200 = ROOT / "tests" / "fixtures" / "h200"
+    return _fixtures("ncu") + [(h200 / n).read_bytes() for n in ("ncu-details.csv", "ncu-raw.csv")]
 
 
 ncu_run = _capture("ncu", "ncu_capture", "ncu.csv", "ncu", "`ncu --csv --page raw` export")
