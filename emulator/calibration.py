@@ -352,6 +352,31 @@ def _engine_fields(r: dict) -> tuple[int, int, int, str, bool]:
     return mb, tb, n, str(r.get("kv_dtype", "") or ""), chunked
 
 
+def _check_sources_key(p: Path) -> None:
+    """A sources file's ``sources`` is a mapping, named at its own line (not at the first row's); a file
+    without one (a rows file given as --sources) says so. A file that does not read is left to ``_rows_of``.
+
+    Raises:
+        ValueError: naming the file (and the key's line) and what to give."""
+    from perfonto.ontology.yaml_source import read_yaml
+
+    src = read_yaml(p)
+    doc = src.data
+    if any(d.severity == "error" for d in src.diagnostics) or not isinstance(doc, dict):
+        return
+    if "sources" not in doc:
+        raise ValueError(
+            f"{p}: no `sources`: a sources file lists its cited documents (id: url, title, profile, quote …) "
+            "beside its rows; is this a rows file (give it as --rows)?"
+        )
+    if not isinstance(doc["sources"], dict):
+        line = src.span(("sources",)).line or "?"
+        raise ValueError(
+            f"{p}:{line}: `sources` is a mapping of source id to its citation (url, title, profile, quote …), "
+            f"not a {type(doc['sources']).__name__}"
+        )
+
+
 def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
     """The other cited sources (``emulator/data/calibration_sources.yaml`` by default): ``{id: {title,
     url, engine, quote, ...}}`` and their rows (each naming its source, which must be listed).
@@ -382,6 +407,7 @@ def load_sources(path: str | Path | None = None) -> tuple[dict, list[Row]]:
             )
 
     p = Path(path) if path else DATA / "calibration_sources.yaml"
+    _check_sources_key(p)
     doc, rows = _rows_of(p, "", check=cited)
     sources = doc.get("sources") or {}
     if not isinstance(sources, dict):

@@ -420,7 +420,14 @@ SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
             "not 5",
         ),
         ("sources:\n  a: {url: x, profile: trtllm}\n  b:\nrows:\n" + f"  - {ROW}}}\n", ":3: source `b`", "not None"),
-        ("sources: [a]\nrows: []\n", "s.yaml: `sources` is a mapping", "citation"),
+        ("sources: [a]\nrows: []\n", "s.yaml:1: `sources` is a mapping", "not a list"),
+        # a source list after rows was blamed on row 1's line; a rows file given as --sources said the same
+        (
+            "rows:\n" + f"  - {ROW}}}\n" + "sources: [a, b]\n",
+            "s.yaml:3: `sources` is a mapping",
+            "not a list",
+        ),
+        ("rows:\n" + f"  - {ROW}}}\n", "s.yaml: no `sources`", "is this a rows file"),
         (b"rows: [\xff]\n", ":1:", "not UTF-8"),
     ],
 )
