@@ -46,7 +46,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
 from .dump_grid import Grid, _grid, drift_note, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
-from .dump_io import DumpError, load
+from .dump_io import DumpError, check_unique_columns, load, two_layouts
 from .dump_wide import _check_type, _wide_one  # noqa: F401  (one register column, shared with capture.pieces and dump_long)
 from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with capture.dump_scan)
 
@@ -126,9 +126,7 @@ def read_counters(
     loaded = load(source, "counter dump", csv_types(gen))
     t, p, meta = loaded.table, loaded.label, loaded.meta
     names = t.column_names
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise DumpError(f"{p}: duplicate column(s) {', '.join(dup)}; each signal is one column")
+    check_unique_columns(p, names)
     # the collector-format version and duration_ns: checked as the metadata is read (dump_io._meta)
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(
@@ -271,7 +269,7 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
     for base, cols in flat.items():
         sig = gen.signals[base]
         if base in out:
-            raise DumpError(f"{p}: `{base}` is both one column and per-instance columns `{base}[i]`; keep one form")
+            raise two_layouts(p, base, next(iter(cols.values())))
         order = _flat_order(p, base, sig, cols)
         vals, nulls = [], []
         for i in order:

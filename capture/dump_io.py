@@ -270,6 +270,30 @@ def _meta(table: pa.Table, label: str) -> dict:
     return meta
 
 
+def check_unique_columns(label, names: list[str]) -> None:
+    """Every column of a dump part named once (pyarrow cannot select a column given twice).
+
+    Raises:
+        DumpError: naming the file and the first column given twice."""
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise DumpError(
+            f"{label}: column `{twice[0]}` appears {names.count(twice[0])} times"
+            + (f" (and {len(twice) - 1} more column(s) twice)" if len(twice) > 1 else "")
+            + ", a duplicate column; a dump names each column once: keep one of them"
+        )
+
+
+def two_layouts(label, signal: str, other: str) -> DumpError:
+    """The error for a signal given both whole (column ``signal``) and per instance (``other``, a
+    ``name[i]`` column)."""
+    return DumpError(
+        f"{label}: signal `{signal}` is given both as column `{signal}` and as `{other}`; a dump gives a "
+        "signal one way: one column (a list of its instances, or a scalar) or one `name[i]` column per "
+        "instance: drop the other"
+    )
+
+
 def _check_meta(label: str, meta: dict) -> None:
     """The collector-format version (this reader: 1; a newer one is refused) and ``duration_ns`` (a
     non-negative count of ns) of a dump's ``perfonto`` metadata; ``sample_period_ns`` is checked where it

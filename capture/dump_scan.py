@@ -26,7 +26,17 @@ from perfonto.ontology.resolved import Generation
 from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
 from .dump_grid import Stamps, _grid, drift_note, time_reversals
 from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
-from .dump_io import PARQUET, DumpError, _meta, _partition_columns, damaged, parts_of, read_one
+from .dump_io import (
+    PARQUET,
+    DumpError,
+    _meta,
+    _partition_columns,
+    check_unique_columns,
+    damaged,
+    parts_of,
+    read_one,
+    two_layouts,
+)
 from .partitions import segment
 
 CHUNK_ROWS = 32_768
@@ -230,13 +240,7 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     if m.get("generation") is not None:
         found.gens.setdefault(str(m["generation"]), str(f))
     part_cols = _partition_columns(f, root)
-    twice = sorted({c for c in schema.names if schema.names.count(c) > 1})
-    if twice:  # pyarrow cannot select such a column: refused here, named
-        raise DumpError(
-            f"{f}: column `{twice[0]}` appears {schema.names.count(twice[0])} times"
-            + (f" (and {len(twice) - 1} more column(s) twice)" if len(twice) > 1 else "")
-            + "; a dump names each column once: keep one of them"
-        )
+    check_unique_columns(f, list(schema.names))
     cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
     found.names += [c for c in cols if c not in found.names]
     found.cols_of[f] = set(cols)
@@ -383,11 +387,7 @@ def _wide_signal_columns(plan: DumpPlan, names: list[str]) -> dict[str, list[str
     for s, cols in out.items():
         if s in cols and len(cols) > 1:  # the whole signal and one of its instances: which to read?
             other = next(c for c in cols if c != s)
-            raise DumpError(
-                f"{plan.label}: signal `{s}` is given both as column `{s}` and as `{other}`; a dump gives a "
-                "signal one way: one column (a list of its instances, or a scalar) or one `name[i]` column per "
-                "instance: drop the other"
-            )
+            raise two_layouts(plan.label, s, other)
     return {s: out[s] for s in gen.signals if s in out}
 
 

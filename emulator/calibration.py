@@ -488,10 +488,11 @@ def _staged(preps: list[Prepared], **kw) -> dict | None:
     shared = fit(dense, names=[n for n in FITTED_BOUNDS if n not in MOE_ONLY], **kw)
     # a shared constant no dense row depends on but a MoE row does (FP4 GEMMs with FP4 MoE rows only) is
     # fitted with the MoE-only ones, not written as 'no row depends on it'
-    design = Assumptions()
-    held = {n: getattr(design, n) for n in FITTED_BOUNDS}
-    loose_moe = set(_unconstrained(moe, moe[0].cfg.a, held))
-    moved = [n for n in shared.get("unconstrained", []) if n not in loose_moe]
+    moved = []
+    if shared.get("unconstrained"):  # the dense rows left some shared constant free: do the MoE rows read it?
+        design = Assumptions()
+        loose_moe = set(_unconstrained(moe, moe[0].cfg.a, {n: getattr(design, n) for n in FITTED_BOUNDS}))
+        moved = [n for n in shared["unconstrained"] if n not in loose_moe]
     fixed = {k: v for k, v in shared["parameters"].items() if k not in moved}
     own = fit(moe, names=[*moved, *MOE_ONLY], fixed=fixed, **kw)
     shared["unconstrained"] = [n for n in shared.get("unconstrained", []) if n not in moved]
