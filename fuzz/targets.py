@@ -10,11 +10,13 @@ reads bytes itself.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -24,6 +26,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 TMP = Path(tempfile.mkdtemp(prefix="perfonto-fuzz-"))
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)  # the harness's scratch files, its own folder
 
 
 @functools.lru_cache(maxsize=1)

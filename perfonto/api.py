@@ -426,20 +426,26 @@ def emulate(
     if cat.generation is None:
         raise CatalogError(cat.diagnostics)
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="perfonto-emulate-"))
+    made = out is None or not folder.exists()  # a folder this call makes is removed again if the run is refused
     folder.mkdir(parents=True, exist_ok=True)
-    res = emulator.run(
-        cat.generation,
-        model=model,
-        chips=chips,
-        duration_s=duration,
-        sample_period_s=sample_period,
-        isl=isl,
-        osl=osl,
-        seed=seed,
-        warmup_steps=warmup_steps,
-        out_dir=folder,
-        **knobs,
-    )
+    try:
+        res = emulator.run(
+            cat.generation,
+            model=model,
+            chips=chips,
+            duration_s=duration,
+            sample_period_s=sample_period,
+            isl=isl,
+            osl=osl,
+            seed=seed,
+            warmup_steps=warmup_steps,
+            out_dir=folder,
+            **knobs,
+        )
+    except BaseException:
+        if made and not any(folder.iterdir()):  # only an empty folder of its own: never the caller's files
+            folder.rmdir()
+        raise
     # emulator.run writes every side output (the fields are optional for results made elsewhere)
     assert res.requests_path is not None and res.trace_path is not None and res.sync_path is not None
     return Emulation(

@@ -5,6 +5,7 @@ explicit, the package installs as one import namespace, and a user's own `metric
 from __future__ import annotations
 
 import re
+import tempfile
 import subprocess
 import sys
 import zipfile
@@ -19,7 +20,8 @@ from perfonto.guides import guide_text
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_documented_example_runs(capsys):
+def test_documented_example_runs(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # emulate(out=None)'s folder: in the test's own
     code = re.search(r"```python\n(.*?)```", guide_text("api.md"), re.S).group(1)
     exec(compile(code, "api.md", "exec"), {})
     out = capsys.readouterr().out
@@ -50,7 +52,8 @@ def test_catalog_errors_and_raise(tmp_path):
     assert isinstance(unknown.value, KeyError)  # callers that caught KeyError still do
 
 
-def test_one_base_catches_every_public_error():
+def test_one_base_catches_every_public_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     """``perfonto.Error`` is the base of every error perfonto raises for bad input (issue 32): an API user
     catches one thing; each error keeps the built-in class it had."""
     from perfonto.ontology.errors import PerfontoError
@@ -74,6 +77,15 @@ def test_one_base_catches_every_public_error():
         with pytest.raises(perfonto.Error, match=says) as refused:
             perfonto.emulate(**bad)
         assert isinstance(refused.value, ValueError)  # as it always was
+    assert not list(tmp_path.iterdir()), "a refused emulate() left the folder it made"
+    with pytest.raises(perfonto.Error, match="unknown model"):
+        perfonto.emulate(model="nope", out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")
+    with pytest.raises(perfonto.Error, match="unknown model"):
+        perfonto.emulate(model="nope", out=tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "the user's"
 
 
 def test_evaluate_takes_tables_and_frames(tmp_path):
