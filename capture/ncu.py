@@ -300,14 +300,41 @@ def _converter(gen, sig: str, unit: str, p: str, n: int, metric: str, c: int):
     )
 
 
+#: the GPU a launch ran on, as ncu's raw page names it (``NVIDIA H200``), and the shipped generation per GPU
+DEVICE_NAME = "device__attribute_display_name"
+GPU_GENERATIONS = {"H100": "ncu_h100", "H200": "ncu_h200"}
+
+
+def generation_of(path) -> tuple[str | None, str | None]:
+    """(the shipped generation for the GPU the capture names, the GPU names it gives) — from the
+    ``device__attribute_display_name`` column, which ncu's raw page prints for every launch (``NVIDIA
+    H200`` → ``ncu_h200``); the details page has it only when it was asked for. (None, names or None)
+    when the capture names no GPU, one without a shipped generation, or more than one model (the
+    names joined by ", "). A file the reader would refuse gives (None, None): the reader says why."""
+    try:
+        rows, _ = _rows(Path(path))
+    except DumpError:
+        return None, None
+    header = rows[0][1]
+    if DEVICE_NAME not in header:
+        return None, None
+    c = header.index(DEVICE_NAME)
+    names = sorted({r[c].strip() for _, r in rows[2:] if len(r) > c and r[c].strip() not in ("", "n/a")})
+    if len(names) != 1:
+        return None, ", ".join(names) or None
+    return next((g for k, g in GPU_GENERATIONS.items() if k in names[0].upper()), None), names[0]
+
+
 def sniff(path) -> bool:
-    """Whether ``path`` looks like ``ncu --csv`` raw-page output: a row starting ``"ID","Process ID"`` in its
-    first 16 kB whose columns include ``Kernel Name`` and a metric name (``a__b.sum``)."""
+    """Whether ``path`` looks like ``ncu --csv`` output: a row starting ``"ID","Process ID"`` in its first
+    16 kB whose columns include ``Kernel Name`` and either a metric name (``a__b.sum``: the raw page) or
+    ``Metric Name`` and ``Metric Value`` (the details page, ``ncu --csv``'s default)."""
     head = file_head(path, 16384)
     if head is None:
         return False
     line = next((ln for ln in head.splitlines() if ln.startswith('"ID","Process ID"')), "")
-    return '"Kernel Name"' in line and bool(re.search(r'"[a-z0-9_]+__[\w.]+"', line))
+    details = '"Metric Name"' in line and '"Metric Value"' in line
+    return '"Kernel Name"' in line and (details or bool(re.search(r'"[a-z0-9_]+__[\w.]+"', line)))
 
 
 def ncu_capture(path: str | Path, gen, notes: list[str] | None = None, sample_period_ns: int | None = None) -> pa.Table:
@@ -327,4 +354,15 @@ def ncu_trace(path: str | Path, gen) -> pa.Table:
     return kernel_trace(read_ncu(path, gen, []))
 
 
-__all__ = ["REQUIRED", "TIME", "ncu_capture", "ncu_trace", "read_ncu", "sniff", "unit_expr"]
+__all__ = [
+    "DEVICE_NAME",
+    "GPU_GENERATIONS",
+    "REQUIRED",
+    "TIME",
+    "generation_of",
+    "ncu_capture",
+    "ncu_trace",
+    "read_ncu",
+    "sniff",
+    "unit_expr",
+]

@@ -7,6 +7,7 @@ reader knew `nsecond`, `byte/second`), and the details page (one row per metric)
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -63,3 +64,45 @@ def test_a_details_page_with_a_metric_twice_for_one_launch_is_refused(tmp_path, 
     assert main(["analyze", str(tmp_path / "d.csv"), "--format", "ncu", "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "d.csv:" in err and "metric gpu__time_duration.sum of launch 0 again" in err and "internal error" not in err
+
+
+def test_the_raw_page_names_the_h200_and_its_peak_is_the_h200s(tmp_path, capsys):
+    """The raw page prints device__attribute_display_name (`NVIDIA H200`): the capture is read against
+    ncu_h200, so hbm.peak_share is the kernel's DRAM bytes/s over 4.8 TB/s — which ncu's own SOL DRAM %
+    confirms (vector_add: 2,944.6 GB/s is 61.3 % of 4.8 TB/s, ncu printed 61.23 %; against the H100's
+    3.35 TB/s it read 87.9 %). No --format: the file is recognised as ncu's."""
+    assert main(["analyze", str(FIX / "ncu-raw.csv"), "--out", str(tmp_path / "o"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["generation"] == "ncu_h200"
+    assert doc["constants"]["spec.hbm.peak_bandwidth"]["value"] == 4.8
+    t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
+    ncu = _ncu_printed("ncu-raw.csv")
+    for w, kid in enumerate(sorted(ncu, key=int)):
+        assert t["hbm.peak_share"][w] == pytest.approx(ncu[kid]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9)
+        assert t["hbm.peak_share"][w] == pytest.approx(
+            ncu[kid]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] / 100, abs=0.002
+        )
+
+
+def test_a_page_that_names_no_gpu_or_another_says_which_peaks_it_uses(tmp_path, capsys):
+    """The details page names no GPU unless asked: read as ncu_h100 with a note saying so and how to pick
+    ncu_h200 (which then gives the H200's share); a raw page naming a GPU without a shipped ncu generation
+    names it in the note."""
+    assert main(["analyze", str(FIX / "ncu-details.csv"), "--out", str(tmp_path / "a"), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["generation"] == "ncu_h100"
+    assert "names no GPU (device__attribute_display_name)" in cap.err and "--generation ncu_h100 or ncu_h200" in cap.err
+    o = tmp_path / "b"
+    assert main(["analyze", str(FIX / "ncu-details.csv"), "--generation", "ncu_h200", "--out", str(o), "--json"]) == 0
+    capsys.readouterr()
+    share = pq.read_table(o / "metrics.parquet").to_pydict()["hbm.peak_share"]
+    assert share[0] == pytest.approx(
+        _ncu_printed("ncu-details.csv")["0"]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9
+    )
+    (tmp_path / "a100.csv").write_text(
+        (FIX / "ncu-raw.csv").read_text().replace('"NVIDIA H200"', '"NVIDIA A100-SXM4-80GB"')
+    )
+    assert main(["analyze", str(tmp_path / "a100.csv"), "--out", str(tmp_path / "c"), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["generation"] == "ncu_h100"
+    assert "names GPU NVIDIA A100-SXM4-80GB, which has no shipped ncu generation" in cap.err

@@ -187,6 +187,20 @@ def _tool_catalog(args, fmt: str) -> None:
                 "your GPU's datasheet figures",
                 markup=False,
             )
+    elif fmt == "ncu" and args.generation is None:
+        from perfonto.capture.ncu import DEVICE_NAME, generation_of
+
+        args.generation, model = generation_of(args.counters)
+        if args.generation is None:
+            said = (
+                f"names GPU {model}, which has no shipped ncu generation" if model else f"names no GPU ({DEVICE_NAME})"
+            )
+            stderr().print(
+                f"note: the capture {said}; the H100 datasheet peaks of ncu_h100 are used: give --generation "
+                "ncu_h100 or ncu_h200, or a catalog of your GPU's datasheet figures",
+                markup=False,
+            )
+            args.generation = "ncu_h100"
     elif fmt == "dcgm" and args.generation is None:
         stderr().print(
             "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
