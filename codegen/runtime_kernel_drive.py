@@ -89,7 +89,7 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
     BOFF[1:] = np.cumsum(bsizes)[:-1]
     n_out, n_bits = int(sizes.sum()) + 1, int(bsizes.sum()) // 8 + 1
     if pool is None:
-        OUT, BITS = np.empty(n_out), np.zeros(n_bits, np.uint8)
+        OUT, BITS = _spare_outputs(n_out, n_bits)
     else:  # two buffers used in turn: no fresh pages to fault in per chunk
         pool.append(pool.pop(0))
         OUT, BITS = pool[-1]
@@ -101,6 +101,34 @@ def _run_kernel(X, colmap, T, T0, R0, C, start, chips, want, pool=None, sums=Fal
     fn(X, colmap, T, T0, R0, C, start, float(chips), want, OUT, BITS, OFF, BOFF, ACC, bool(sums), VOUT, bool(keepv))
     res = (OUT, BITS, OFF, BOFF, ((ACC.sum(axis=0) if _KNTH > 1 else ACC[0]) if sums else None))
     return res + (VOUT,) if keepv else res
+
+
+def _spare_outputs(n_out, n_bits):
+    """(OUT float64 of at least ``n_out``, BITS uint8 of at least ``n_bits``, its first ``n_bits`` zero): a
+    pair made for an earlier call that nothing refers to any more — a result's values are views of OUT
+    and BITS, whose ``base`` is the buffer itself, so a pair whose reference counts are the list's own is
+    held by no result, table or thread — else a new pair (kept for later when there are fewer than four).
+    A fresh buffer costs the kernel's zeroing of each of its pages at the first write, per piece."""
+    import sys
+    import threading
+
+    spare = globals().setdefault("_SPARE_OUT", [])  # the pairs this evaluator made (only functions are copied in)
+    with globals().setdefault("_SPARE_LOCK", threading.Lock()):
+        for pair in spare:
+            # the list's tuple holds each array once; getrefcount's argument adds one
+            if (
+                pair[0].size >= n_out
+                and pair[1].size >= n_bits
+                and sys.getrefcount(pair[0]) == 2
+                and sys.getrefcount(pair[1]) == 2
+            ):
+                OUT, BITS = pair
+                BITS[:n_bits] = 0
+                return OUT, BITS
+        OUT, BITS = np.empty(n_out), np.zeros(n_bits, np.uint8)
+        if len(spare) < 4:
+            spare.append((OUT, BITS))
+        return OUT, BITS
 
 
 def _no_acc():
