@@ -12,7 +12,7 @@ from pathlib import Path
 from perfonto.metrics.across_chips import chip_extreme
 from perfonto.metrics.explain import limits
 from perfonto.metrics.graph import MetricGraph
-from perfonto.ontology.units import fmt_unit
+from perfonto.ontology.units import fmt_number, fmt_unit
 
 
 _PUNCT = set("\\`*_{}[]()#!|<>~&")
@@ -61,7 +61,7 @@ def spec_table(gen, name_header: str = "name", empty: str = "", description: boo
     out = ["## Spec constants", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for name in sorted(gen.spec):
         c = gen.spec[name]
-        cells = [f"`{_n(name)}`", f"{c.value:g}", _esc(c.unit_text), _esc(c.provenance), _esc(c.scope.value)]
+        cells = [f"`{_n(name)}`", f"{fmt_number(c.value)}", _esc(c.unit_text), _esc(c.provenance), _esc(c.scope.value)]
         cells += [_esc(c.source) or empty] + ([_esc(c.description) or empty] if description else [])
         out.append("| " + " | ".join(cells) + " |")
     return out
@@ -97,8 +97,8 @@ def _block_section(graph: MetricGraph, block: str) -> list[str]:
         used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
         width = str(s.width) if s.width else "—"
         out.append(
-            f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {s.scale:g} | {_esc(s.description)} | "
-            f"{used} |"
+            f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {fmt_number(s.scale)} | "
+            f"{_esc(s.description)} | {used} |"
         )
     out.append("")
     return out

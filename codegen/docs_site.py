@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfonto.metrics.graph import MetricGraph
-from perfonto.ontology.units import fmt_unit
+from perfonto.ontology.units import fmt_number, fmt_unit
 
 from .docs import _anchor, _axis_size, _code, _esc, _n, spec_table
 from .docs_mermaid import mermaid
@@ -86,7 +86,7 @@ def _fields_table(gen, block: str) -> list[str]:
         f = gen.fields[fname]
         out.append(
             f'| <a id="{_anchor(fname)}"></a>`{_n(fname)}` | `{_n(f.register)}` | {f.lo}..{f.hi} | '
-            f"{_esc(f.unit_text)} | {f.scale:g} | {_esc(f.description)} |"
+            f"{_esc(f.unit_text)} | {fmt_number(f.scale)} | {_esc(f.description)} |"
         )
     return out
 
@@ -94,9 +94,9 @@ def _fields_table(gen, block: str) -> list[str]:
 def _bounds(d, m) -> str:
     """A metric's bounds: the compiled ones (in its unit), else the declared ones, else none."""
     if m is not None and m.bounds:
-        return f"- **bounds**: {m.bounds[0]:g} .. {m.bounds[1]:g} {_esc(d.unit)}"
+        return f"- **bounds**: {fmt_number(m.bounds[0])} .. {fmt_number(m.bounds[1])} {_esc(d.unit)}"
     if d.bounds:
-        return f"- **bounds**: {d.bounds[0].value:g} .. {d.bounds[1].value:g}"
+        return f"- **bounds**: {fmt_number(d.bounds[0].value)} .. {fmt_number(d.bounds[1].value)}"
     return f"- **bounds**: {NO}"
 
 
@@ -248,7 +248,7 @@ class _Site:
             used = ", ".join(self.metric_link(u) for u in users) or NO
             out.append(
                 f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | {_width(s)} | '
-                f"{s.scale:g} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
+                f"{fmt_number(s.scale)} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
             )
         out += _fields_table(gen, block)
         out.append("")
@@ -276,9 +276,9 @@ class _Site:
                 + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else "")
             )
         if s.scale_field is not None:
-            notes.append(f"unit × {s.scale_field[1]:g}^`{_n(s.scale_field[0])}` per sample")
+            notes.append(f"unit × {fmt_number(s.scale_field[1])}^`{_n(s.scale_field[0])}` per sample")
         if s.max_rate is not None:
-            notes.append(f"max rate {s.max_rate:g} {_esc(s.unit_text)}/s")
+            notes.append(f"max rate {fmt_number(s.max_rate)} {_esc(s.unit_text)}/s")
         if s.stability != "stable":
             notes.append(_esc(s.stability) + (f", renamed to `{_n(s.renamed_to)}`" if s.renamed_to else ""))
         if s.broken:
@@ -345,7 +345,7 @@ class _Site:
         ]
         if m is not None and m.threshold:
             op, v, msg = m.threshold
-            out.append(f"- **threshold**: {_esc(op)} {v:g} {_esc(d.unit)}: {_esc(msg)}")
+            out.append(f"- **threshold**: {_esc(op)} {fmt_number(v)} {_esc(d.unit)}: {_esc(msg)}")
         if d.parent:
             out.append(f"- **parent**: {self.metric_link(d.parent) if d.parent in self.decl else _esc(d.parent)}")
         out.append(f"- **groups**: {', '.join(f'[{_esc(x)}]({_file(x)}.md)' for x in _groups_of(d))}")

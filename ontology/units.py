@@ -273,6 +273,20 @@ def is_interval_scale(u: pint.Unit) -> bool:
     return reg is not None and reg.Quantity(0.0, u).to_base_units().magnitude != 0
 
 
+def fmt_number(x: float) -> str:
+    """``x`` as the shortest text that reads back as the same float: plain (``repr``, a whole number
+    without ``.0``) or in exponent form, whichever is shorter — ``1048576`` (``:g`` wrote 1.04858e+06,
+    another number), ``1e+09``, ``1e-09``, ``3.35``."""
+    x = float(x)
+    text = repr(x)
+    text = text[:-2] if text.endswith(".0") else text
+    for k in range(17):
+        exp = f"{x:.{k}e}"
+        if float(exp) == x:
+            return exp if len(exp) < len(text) else text
+    return text
+
+
 def fmt_unit(u: pint.Unit) -> str:
     """Short human form of a unit (``GB/s``, ``%``, ``1`` for dimensionless)."""
     cache = _cache(u._REGISTRY, "fmt")  # pint's formatter is slow, and a catalog has few distinct units
