@@ -203,7 +203,11 @@ def _check_key_columns(t: pa.Table, p: str, col: str) -> None:
     for key in ("chip", col):
         c = t.column(key)
         if c.null_count:
-            raise DumpError(f"{p}: `{key}` holds nulls; every row needs a chip and a timestamp")
+            r = int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DumpError(
+                f"{p}: row {r + 1}: `{key}` is empty (rows counted from 1 after the header; {c.null_count} such "
+                "row(s)); every row needs a chip and a timestamp"
+            )
         if key == "chip" and not pa.types.is_integer(c.type):
             raise DumpError(f"{p}: column `chip` has type {c.type}; it must be an integer column")
         if key != "chip" and not (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)):

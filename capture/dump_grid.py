@@ -100,6 +100,7 @@ def _grid(
     sample_base: int | None = None,
     n_grid: int | None = None,
     check_span: bool = True,
+    row_name=None,
 ) -> Grid:
     """Place rows on the grid (module docstring). ``sample_base`` and ``n_grid`` come from the whole
     dump when ``capture.dump_scan`` places one part of it (default: this part's own); ``check_span``:
@@ -118,8 +119,15 @@ def _grid(
     label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
     same = np.diff(ci) == 0
     if np.any(np.diff(ts_sorted)[same] <= 0):
-        c = int(ci[1:][same & (np.diff(ts_sorted) <= 0)][0])
-        raise DumpError(f"{p}: timestamps of chip {label[c]} do not increase (duplicate or out-of-order samples)")
+        k = int(np.flatnonzero(same & (np.diff(ts_sorted) <= 0))[0])  # sorted by time within each chip
+        a, b = sorted((int(order[k]), int(order[k + 1])))  # the two rows, in the file's order
+        what = "a duplicate sample" if ts[a] == ts[b] else "out of order"
+        name = row_name if row_name is not None else (lambda r: f"row {r + 1}")
+        at = f"{name(a)} is at {ts[a]} ns, {name(b)} at {ts[b]} ns" if name(a) else "duplicate or out-of-order samples"
+        raise DumpError(
+            f"{p}: timestamps of chip {label[int(ci[k])]} do not increase: {at} ({what}; rows counted from 1 after "
+            "the header); drop the repeated sample or sort the rows by time"
+        )
     if counts.min() < 2:
         c = int(np.argmin(counts))
         raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")

@@ -439,6 +439,25 @@ def _group_keys(plan: DumpPlan, host: str | None, reversals: bool = False):
     return chip, hs, ts, sample, per_part
 
 
+def _row_name(plan: DumpPlan, host, per_part: list[int]):
+    """``r`` → "FILE: row N" for row ``r`` of a host's key columns (its parts' rows one after the other;
+    N counted from 1 in that file), or "" where a row is no file row (a long-layout dump's samples)."""
+    if plan.long:
+        return lambda r: ""
+    ends = np.cumsum(per_part)
+    parts = plan.groups[host]
+    single = sum(len(v) for v in plan.groups.values()) == 1  # the message names the file already
+
+    def name(r: int) -> str:
+        i = int(np.searchsorted(ends, r, side="right"))
+        k = r - (int(ends[i - 1]) if i else 0)
+        rows, path = parts[i].rows, parts[i].path
+        row = f"row {(int(rows[k]) if rows is not None else k) + 1}"
+        return row if single else f"{path.parent.name}/{path.name}: {row}"
+
+    return name
+
+
 def _scan_grid(plan: DumpPlan) -> None:
     """The whole dump's grid from every host's key columns: its length, the first sample number, and
     the checks ``read_counters`` makes over all chips; each host's placement is kept in ``plan.grids``
@@ -456,7 +475,16 @@ def _scan_grid(plan: DumpPlan) -> None:
             )
         g = _regular_grid(plan, chip, hs, ts, sample)
         if g is None:
-            g = _grid(plan.label, chip, hs, ts, plan.period, sample, check_span=False)
+            g = _grid(
+                plan.label,
+                chip,
+                hs,
+                ts,
+                plan.period,
+                sample,
+                check_span=False,
+                row_name=_row_name(plan, host, per_part),
+            )
         plan.chips[host] = len(g.keys)
         plan.chip_numbers[host] = g.keys[:, 1].astype(np.int64)
         note = drift_note(plan.label, g.stamps, g.present, plan.period) if sample is None else None
