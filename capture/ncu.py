@@ -300,29 +300,38 @@ def _converter(gen, sig: str, unit: str, p: str, n: int, metric: str, c: int):
     )
 
 
-#: the GPU a launch ran on, as ncu's raw page names it (``NVIDIA H200``), and the shipped generation per GPU
+#: the GPU a launch ran on, as ncu's raw page names it (``NVIDIA H200``)
 DEVICE_NAME = "device__attribute_display_name"
-GPU_GENERATIONS = {"H100": "ncu_h100", "H200": "ncu_h200"}
 
 
-def generation_of(path) -> tuple[str | None, str | None]:
-    """(the shipped generation for the GPU the capture names, the GPU names it gives) — from the
-    ``device__attribute_display_name`` column, which ncu's raw page prints for every launch (``NVIDIA
-    H200`` → ``ncu_h200``); the details page has it only when it was asked for. (None, names or None)
-    when the capture names no GPU, one without a shipped generation, or more than one model (the
-    names joined by ", "). A file the reader would refuse gives (None, None): the reader says why."""
+@dataclass(frozen=True)
+class GpuNamed:
+    """What a capture says of its GPU: ``generation`` (the shipped ncu generation of the one model it
+    names, else None), ``names`` (the distinct model names, sorted) and ``launches`` (0: the file cannot
+    be read or holds no launch, so nothing is said of it: the reader reports why)."""
+
+    generation: str | None
+    names: tuple[str, ...]
+    launches: int
+
+
+def generation_of(path) -> GpuNamed:
+    """The GPU of an ncu capture, from the ``device__attribute_display_name`` column, which ncu's raw page
+    prints for every launch; the details page has it only when it was asked for. The generation is the
+    one of ``capture.gpu_models.part_of`` the only name (``NVIDIA H200`` → ``ncu_h200``)."""
+    from .gpu_models import part_of
+
     try:
         rows, _ = _rows(Path(path))
     except DumpError:
-        return None, None
-    header = rows[0][1]
+        return GpuNamed(None, (), 0)
+    header, body = rows[0][1], rows[2:]
     if DEVICE_NAME not in header:
-        return None, None
+        return GpuNamed(None, (), len(body))
     c = header.index(DEVICE_NAME)
-    names = sorted({r[c].strip() for _, r in rows[2:] if len(r) > c and r[c].strip() not in ("", "n/a")})
-    if len(names) != 1:
-        return None, ", ".join(names) or None
-    return next((g for k, g in GPU_GENERATIONS.items() if k in names[0].upper()), None), names[0]
+    names = sorted({r[c].strip() for _, r in body if len(r) > c and r[c].strip().casefold() not in ("", "n/a")})
+    part = part_of(names[0]) if len(names) == 1 else None
+    return GpuNamed(f"ncu_{part}" if part else None, tuple(names), len(body))
 
 
 def sniff(path) -> bool:
@@ -356,7 +365,7 @@ def ncu_trace(path: str | Path, gen) -> pa.Table:
 
 __all__ = [
     "DEVICE_NAME",
-    "GPU_GENERATIONS",
+    "GpuNamed",
     "REQUIRED",
     "TIME",
     "generation_of",

@@ -261,18 +261,19 @@ def catalog_of(path) -> str:
     return "dcgm" if "DCGM_FI_" in _head(path) else "node"
 
 
-GPU_GENERATIONS = {"H100": "dcgm_h100", "H200": "dcgm_h200"}  # dcgm-exporter's modelName -> the shipped dcgm generation
-
-
 def generation_of(path) -> tuple[str | None, str | None]:
     """(the shipped generation for the GPU model the scrapes name, that model) — from dcgm-exporter's
-    ``modelName`` label (``NVIDIA H100 80GB HBM3`` → ``dcgm_h100``); (None, model or None) when the model
-    has no generation of its own, or the scrapes name none."""
+    ``modelName`` label (``NVIDIA H100 80GB HBM3`` → ``dcgm_h100``: ``capture.gpu_models``, exact SXM names);
+    (None, model or None) when the model has no generation of its own (an H100 PCIe, a GH200), or the
+    scrapes name none."""
     m = re.search(r'modelName="([^"]*)"', _head(path))
     if not m:
         return None, None
+    from .gpu_models import part_of
+
     model = m.group(1)
-    return next((g for k, g in GPU_GENERATIONS.items() if k in model.upper()), None), model
+    part = part_of(model)
+    return (f"dcgm_{part}" if part else None), model
 
 
 def _head(path) -> str:

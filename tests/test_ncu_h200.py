@@ -105,4 +105,37 @@ def test_a_page_that_names_no_gpu_or_another_says_which_peaks_it_uses(tmp_path, 
     assert main(["analyze", str(tmp_path / "a100.csv"), "--out", str(tmp_path / "c"), "--json"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["generation"] == "ncu_h100"
-    assert "names GPU NVIDIA A100-SXM4-80GB, which has no shipped ncu generation" in cap.err
+    assert "names GPU NVIDIA A100-SXM4-80GB, which no shipped ncu generation describes" in cap.err
+
+
+@pytest.mark.parametrize(
+    "names, says",
+    [
+        (["NVIDIA GH200 480GB"] * 2, "names GPU NVIDIA GH200 480GB, which no shipped ncu generation"),  # not an H200
+        (["NVIDIA H100 PCIe"] * 2, "names GPU NVIDIA H100 PCIe, which no shipped"),  # 2.0 TB/s, not the SXM5's
+        (
+            ["NVIDIA H100 80GB HBM3", "NVIDIA H200"],
+            "ran on more than one GPU model (NVIDIA H100 80GB HBM3; NVIDIA H200)",
+        ),
+        (["NVIDIA \x1b[2JH200"] * 2, "names GPU NVIDIA \\x1b[2JH200, which"),  # the escape shown, not sent
+    ],
+)
+def test_only_the_parts_a_generation_describes_pick_it(tmp_path, capsys, names, says):
+    """The GPU name must be the part's own (H100 SXM5 `NVIDIA H100 80GB HBM3`, H200 SXM `NVIDIA H200`): a
+    GH200 or an H100 PCIe only contains one, and has other peaks; launches on two models share one
+    generation's peaks. Each says so, with the name printable, and reads with ncu_h100's peaks."""
+    text = (FIX / "ncu-raw.csv").read_text().split('"NVIDIA H200"')
+    assert len(text) == 3  # one name per launch
+    (tmp_path / "n.csv").write_text(text[0] + f'"{names[0]}"' + text[1] + f'"{names[1]}"' + text[2])
+    assert main(["analyze", str(tmp_path / "n.csv"), "--out", str(tmp_path / "o"), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["generation"] == "ncu_h100"
+    assert says in " ".join(cap.err.split()) and "\x1b" not in cap.err
+
+
+def test_a_file_that_cannot_be_read_gets_no_gpu_note_first(tmp_path, capsys):
+    head = [ln for ln in (FIX / "ncu-raw.csv").read_text().splitlines() if ln.startswith('"ID"')]
+    (tmp_path / "h.csv").write_text(head[0] + "\n")  # a header, no units row, no launch
+    assert main(["analyze", str(tmp_path / "h.csv"), "--format", "ncu", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "names no GPU" not in err and "h.csv" in err

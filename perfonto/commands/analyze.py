@@ -177,30 +177,39 @@ def _tool_catalog(args, fmt: str) -> None:
     args.catalog = default_catalog(fmt, args.counters)
     args.no_library = True
     if fmt == "openmetrics" and Path(args.catalog).name == "dcgm" and args.generation is None:
+        from perfonto.capture.gpu_models import shown
         from perfonto.capture.openmetrics import generation_of
 
         args.generation, model = generation_of(args.counters)
         if args.generation is None:
             stderr().print(
-                f"note: the scrapes name GPU model {model or '(none)'}, which has no shipped DCGM generation; "
+                f"note: the scrapes name GPU model {shown(model) if model else '(none)'}, which has no shipped DCGM "
+                "generation (dcgm_h100: H100 SXM5, dcgm_h200: H200 SXM); "
                 "the peaks of dcgm_h200 are used: give --generation dcgm_h100 or dcgm_h200, or a catalog of "
                 "your GPU's datasheet figures",
                 markup=False,
             )
     elif fmt == "ncu" and args.generation is None:
+        from perfonto.capture.gpu_models import shown
         from perfonto.capture.ncu import DEVICE_NAME, generation_of
 
-        args.generation, model = generation_of(args.counters)
-        if args.generation is None:
+        named = generation_of(args.counters)
+        args.generation = named.generation or "ncu_h100"
+        if named.generation is None and named.launches:  # an unreadable file: the reader says why, no note first
+            names = "; ".join(shown(n) for n in named.names[:4]) + (" …" if len(named.names) > 4 else "")
             said = (
-                f"names GPU {model}, which has no shipped ncu generation" if model else f"names no GPU ({DEVICE_NAME})"
+                f"ran on more than one GPU model ({names}), and one generation's peaks apply to every launch"
+                if len(named.names) > 1
+                else f"names GPU {names}, which no shipped ncu generation describes (ncu_h100: H100 SXM5 "
+                "`NVIDIA H100 80GB HBM3`; ncu_h200: H200 SXM `NVIDIA H200`)"
+                if named.names
+                else f"names no GPU ({DEVICE_NAME})"
             )
             stderr().print(
-                f"note: the capture {said}; the H100 datasheet peaks of ncu_h100 are used: give --generation "
+                f"note: the capture {said}; the H100 SXM5 datasheet peaks of ncu_h100 are used: give --generation "
                 "ncu_h100 or ncu_h200, or a catalog of your GPU's datasheet figures",
                 markup=False,
             )
-            args.generation = "ncu_h100"
     elif fmt == "dcgm" and args.generation is None:
         stderr().print(
             "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
