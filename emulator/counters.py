@@ -28,6 +28,7 @@ chip. A signal without a binding has no column.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,26 +223,36 @@ def write_counters(
     e_anchor = np.zeros(chips)
     thermals = [copy.deepcopy(thermal) for _ in range(chips)]
     tl0 = tls[0]
-    with pq.ParquetWriter(str(path), sch) as writer:
-        for i0 in range(0, n, k):
-            i1 = min(n, i0 + k)
-            s, ts = s_cyc[i0:i1], t_ns[i0:i1]
-            m = len(s)
-            rel = np.stack([tls[prof[c]].relcum(anchor, s[:, c]) for c in range(chips)], axis=1)  # (m, chips, Q)
-            lin = (regs.values(rel) % mod).reshape(m, chips, C)
-            imp, lev = _levels(tl0, s, ts, rel, thermals, e_anchor)
-            blk = _Block(m, chips, s, lin, imp, lev, plan.leaders, gen.registry)
-            cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), m)), pa.array(ts.reshape(-1))]
-            for p in plan.signals:
-                out = _RAW.get(p.kind, _constant)(p, blk)
-                raw = np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, p.instances)
-                cols.append(_column(raw, bool(p.signal.axes)))
-            writer.write_table(pa.Table.from_arrays(cols, schema=sch))
-            if progress is not None:
-                progress(i1, n)
-            if i1 < n:
-                nxt = int(tl0.step_at(np.array([s_cyc[i1].min()]))[0])
-                at = np.stack([tls[prof[c]].relcum(anchor, tl0.starts[nxt : nxt + 1]) for c in range(chips)], axis=1)
-                regs.advance(at)
-                e_anchor += at[0, :, _ENERGY]
-                anchor = nxt
+    # written under another name and renamed once whole: a run stopped part way (Ctrl-C, an error) leaves no
+    # counters.parquet that reads as a shorter capture, and a caller's earlier one stays until then
+    partial = Path(str(path) + ".partial")
+    try:
+        with pq.ParquetWriter(str(partial), sch) as writer:
+            for i0 in range(0, n, k):
+                i1 = min(n, i0 + k)
+                s, ts = s_cyc[i0:i1], t_ns[i0:i1]
+                m = len(s)
+                rel = np.stack([tls[prof[c]].relcum(anchor, s[:, c]) for c in range(chips)], axis=1)  # (m, chips, Q)
+                lin = (regs.values(rel) % mod).reshape(m, chips, C)
+                imp, lev = _levels(tl0, s, ts, rel, thermals, e_anchor)
+                blk = _Block(m, chips, s, lin, imp, lev, plan.leaders, gen.registry)
+                cols = [pa.array(np.tile(np.arange(chips, dtype=np.int32), m)), pa.array(ts.reshape(-1))]
+                for p in plan.signals:
+                    out = _RAW.get(p.kind, _constant)(p, blk)
+                    raw = np.ascontiguousarray(out).astype(np.uint64).reshape(m * chips, p.instances)
+                    cols.append(_column(raw, bool(p.signal.axes)))
+                writer.write_table(pa.Table.from_arrays(cols, schema=sch))
+                if progress is not None:
+                    progress(i1, n)
+                if i1 < n:
+                    nxt = int(tl0.step_at(np.array([s_cyc[i1].min()]))[0])
+                    at = np.stack(
+                        [tls[prof[c]].relcum(anchor, tl0.starts[nxt : nxt + 1]) for c in range(chips)], axis=1
+                    )
+                    regs.advance(at)
+                    e_anchor += at[0, :, _ENERGY]
+                    anchor = nxt
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)

@@ -211,11 +211,33 @@ def _check_periods(duration_s: float, sample_period_s: float) -> None:
 
 
 def _knobs(slow_chip, throttled_link, router_skew) -> Knobs:
-    """The knobs that make chips differ, as ``run`` takes them (tuples, or None)."""
+    """The knobs that make chips differ, as ``run`` takes them (tuples, or None).
+
+    Raises:
+        WorkloadError: a knob that is not a tuple of numbers of its length, or a skew that is not a number.
+    """
+
+    def numbers(name, v, form):
+        if v is None:
+            return None
+        try:
+            t = tuple(v)
+            ok = len(t) == len(form.split(",")) and all(float(x) == float(x) for x in t)
+            ok = ok and all(float(x) == int(float(x)) for x in t[:-1])  # chip and link numbers are whole
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise WorkloadError(f"{name} must be ({form}), numbers with whole chip and link numbers (got {v!r})")
+        return t
+
+    try:
+        skew = float(router_skew)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"router_skew must be a number ≥ 0 (got {router_skew!r})") from None
     return Knobs(
-        slow_chip=tuple(slow_chip) if slow_chip is not None else None,
-        throttled_link=tuple(throttled_link) if throttled_link is not None else None,
-        router_skew=float(router_skew),
+        slow_chip=numbers("slow_chip", slow_chip, "chip, factor"),
+        throttled_link=numbers("throttled_link", throttled_link, "chip, link, factor"),
+        router_skew=skew,
     )
 
 

@@ -426,7 +426,8 @@ def emulate(
     if cat.generation is None:
         raise CatalogError(cat.diagnostics)
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="perfonto-emulate-"))
-    made = out is None or not folder.exists()  # a folder this call makes is removed again if the run is refused
+    # the folders this call makes (``out`` and any missing parents) are removed again if the run is refused
+    made = [folder] if out is None else [d for d in (folder, *folder.parents) if not d.exists()]
     folder.mkdir(parents=True, exist_ok=True)
     try:
         res = emulator.run(
@@ -443,8 +444,9 @@ def emulate(
             **knobs,
         )
     except BaseException:
-        if made and not any(folder.iterdir()):  # only an empty folder of its own: never the caller's files
-            folder.rmdir()
+        for d in made:  # innermost first; only empty folders of its own, never the caller's files
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
         raise
     # emulator.run writes every side output (the fields are optional for results made elsewhere)
     assert res.requests_path is not None and res.trace_path is not None and res.sync_path is not None

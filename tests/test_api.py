@@ -73,14 +73,16 @@ def test_one_base_catches_every_public_error(tmp_path, monkeypatch):
         (dict(chips=1.5), "chips must be a whole number"),
         (dict(duration=-1), "> 0"),
         (dict(isl=float("nan")), "isl must be a whole number"),
+        (dict(slow_chip=5), r"slow_chip must be \(chip, factor\)"),  # was a TypeError from deep inside
+        (dict(throttled_link=(0, 1)), r"throttled_link must be \(chip, link, factor\)"),
     ):
         with pytest.raises(perfonto.Error, match=says) as refused:
             perfonto.emulate(**bad)
         assert isinstance(refused.value, ValueError)  # as it always was
     assert not list(tmp_path.iterdir()), "a refused emulate() left the folder it made"
     with pytest.raises(perfonto.Error, match="unknown model"):
-        perfonto.emulate(model="nope", out=tmp_path / "run")
-    assert not (tmp_path / "run").exists()
+        perfonto.emulate(model="nope", out=tmp_path / "a" / "b" / "run")
+    assert not (tmp_path / "a").exists()  # nor the parents it made
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("the user's")
     with pytest.raises(perfonto.Error, match="unknown model"):
@@ -183,3 +185,22 @@ def test_schema_modelines_resolve_in_the_installed_layout():
         rel = re.match(r"# yaml-language-server: \$schema=(\S+)$", first).group(1)
         assert (y.parent / rel).resolve().is_file(), (y, rel)
         assert (y.parent / rel).resolve().parent.name == "schemas"
+
+
+def test_a_run_stopped_while_writing_leaves_no_shorter_capture(tmp_path):
+    """Ctrl-C (here: from the progress callback) while the counters are written: no counters.parquet that
+    reads as a shorter capture is left, and a caller's earlier counters.parquet in ``out`` is kept whole."""
+
+    def stop(phase, done, total):
+        if phase == "counters" and done > 0:
+            raise KeyboardInterrupt
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "counters.parquet").write_bytes(b"the caller's earlier capture")
+    args = dict(model="llama-3.1-8b", chips=1, duration=0.05, isl=128, osl=16, sample_period=1e-4, progress=stop)
+    for out in (tmp_path / "new", tmp_path / "mine"):
+        with pytest.raises(KeyboardInterrupt):
+            perfonto.emulate(out=out, **args)
+    assert not (tmp_path / "new" / "counters.parquet").exists()
+    assert (tmp_path / "mine" / "counters.parquet").read_bytes() == b"the caller's earlier capture"
+    assert not list(tmp_path.rglob("*.partial"))
