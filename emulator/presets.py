@@ -160,7 +160,7 @@ def resolve(gen: Generation | str, name: str | None = None) -> Preset:
         a = base.replace(**p.get("assumptions", {}))
     except ValueError as exc:
         raise PresetError(f"preset {fam}/{name}: {exc}") from None
-    return Preset(
+    preset = Preset(
         fam,
         name,
         str(p.get("description", "")),
@@ -171,6 +171,43 @@ def resolve(gen: Generation | str, name: str | None = None) -> Preset:
         tuple(p.get("named", ())),
         tuple(_engine_statement(fam, name, e) for e in p.get("engine_named", ())),
     )
+    if any("{" in t for t in preset.model_named):
+        preset = dataclasses.replace(preset, model_named=_with_figures(preset, gen))
+    return preset
+
+
+def _with_figures(preset: Preset, gen: Generation | str) -> tuple[str, ...]:
+    """The preset's statements with ``{peak_fp8}`` (PFLOP/s), ``{hbm_bw}`` and ``{c2c_bw}`` (TB/s),
+    ``{hbm_capacity}`` (GB) and ``{provenance}`` (how the catalog holds them: "assumed, except the 144 GB
+    HBM claimed") filled in from ``gen``'s catalog with the preset's hardware overrides: a preset shared
+    by a family's generations states each one's own figures (caelius's, not sohu's)."""
+    from .hardware import hardware_from_generation
+
+    g = gen if isinstance(gen, Generation) else generation(gen)
+    hw = preset.apply(hardware_from_generation(g))
+    figures = {
+        "peak_fp8": f"{hw.peak_fp8 / 1e15:g}",
+        "hbm_bw": f"{hw.hbm_bw / 1e12:g}",
+        "c2c_bw": f"{hw.c2c_bw / 1e12:g}",
+        "hbm_capacity": f"{hw.hbm_capacity / 1e9:g}",
+    }
+    labels = {
+        "spec.mxu.peak_flops_fp8": "the FP8 peak",
+        "spec.hbm.peak_bandwidth": "the HBM bandwidth",
+        "spec.hbm.capacity": f"the {figures['hbm_capacity']} GB HBM",
+        "spec.c2c.peak_bandwidth": "the chip-to-chip bandwidth",
+    }
+    said = {k: str(getattr(g.spec[k], "provenance", "")) for k in labels if k in g.spec and k not in preset.hardware}
+    most = max(set(said.values()), key=list(said.values()).count) if said else "stated"
+    others = [f"{labels[k]} {v}" for k, v in said.items() if v != most]
+    figures["provenance"] = most + (f", except {' and '.join(others)}" if others else "")
+    try:
+        return tuple(t.format(**figures) for t in preset.model_named)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise PresetError(
+            f"preset {preset.family}/{preset.name}: a statement names an unknown figure ({exc}); "
+            f"the figures are {', '.join('{' + k + '}' for k in figures)}"
+        ) from None
 
 
 def _engine_statement(fam: str, name: str, e) -> tuple[str, frozenset]:

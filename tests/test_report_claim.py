@@ -38,7 +38,11 @@ def test_the_report_names_its_modelling_assumptions(report):
     )
     assert "collectives are not overlapped with compute" in text and "mapping TP8 over 8 chips" in text
     assert f"up to {gt['max_batch']} requests and {gt['token_budget']} tokens per step" in text
-    assert "assumed except the 144 GB HBM" in text  # the preset's own list: Sohu's figures are assumptions
+    # the preset's own list: Sohu's figures as its catalog holds them (assumptions, the HBM size public)
+    assert (
+        "peak FP8 9 PFLOP/s, HBM 7.2 TB/s and 144 GB, 1.2 TB/s chip-to-chip: the catalog's figures (assumed, "
+        "except the 144 GB HBM claimed)" in text
+    )
     # the preset's list, said apart from the run's own (one list read as the same choices said twice)
     says = doc["preset_says"]
     assert says and set(says) <= set(doc["assumptions"]) and not any("this run's HBM bytes" in a for a in says)
@@ -80,3 +84,13 @@ def test_sohu_is_compared_with_the_claim_and_the_assumption_that_moves_it_most(r
 
 def test_no_claim_for_other_generations():
     assert claim_comparison("h100") is None and claim_comparison("caelius") is None
+
+
+def test_a_preset_shared_by_a_family_states_each_generations_own_figures():
+    """caelius extends sohu and runs its conservative preset: the statement of the hardware is caelius's
+    catalog (18 PFLOP/s, 16 TB/s, 288 GB, 2.4 TB/s, all assumed), not sohu's (a new user read sohu's 9 PFLOP/s
+    and 7.2 TB/s on caelius's projection)."""
+    from perfonto.emulator.presets import resolve
+
+    (cael,) = [t for t in resolve("caelius", "conservative").named if "catalog's figures" in t]
+    assert cael == "peak FP8 18 PFLOP/s, HBM 16 TB/s and 288 GB, 2.4 TB/s chip-to-chip: the catalog's figures (assumed)"
