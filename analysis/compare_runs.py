@@ -148,11 +148,22 @@ def block_bootstrap(
     return change, float(lo), float(hi)
 
 
-def _verdict(lo: float, hi: float, a: float | None, b: float | None) -> str:
+def _events(w: np.ndarray | None) -> int | None:
+    """Windows with a finite non-zero value: a metric of events that land in few windows (tokens count
+    when a step ends: a 1 ms window of a 0.33 s step) has as many observations as those windows."""
+    return None if w is None else int(np.count_nonzero(np.isfinite(w) & (w != 0)))
+
+
+def _verdict(
+    lo: float, hi: float, a: float | None, b: float | None, nz_a: int | None = None, nz_b: int | None = None
+) -> str:
     if a is not None and b is not None and a == b:
         return "no change"
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"too few windows (< {MIN_WINDOWS})"
+    if nz_a is not None and nz_b is not None and max(nz_a, nz_b) < MIN_WINDOWS:
+        # a handful of non-zero windows in each run (a 1 s run holds ~3 engine steps): no interval tells a change
+        return f"too few windows with a value ≠ 0 ({nz_a} and {nz_b} < {MIN_WINDOWS}): run longer"
     if lo > 0:
         return "increased"
     if hi < 0:
@@ -201,7 +212,7 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             "window_change": change,
             "window_interval": [lo, hi],
             "relative_interval": [rel_lo, rel_hi],
-            "verdict": _verdict(lo, hi, a, b),
+            "verdict": _verdict(lo, hi, a, b, _events(wa), _events(wb)),
             "differs": bool(rel is not None and rel_lo is not None and not (rel_lo <= rel <= rel_hi)),
         }
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
@@ -243,8 +254,10 @@ def finite(doc):
 
 def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
     """The rules (metric, signed percent) that ``result`` crosses: a negative percent is crossed by a drop of
-    more than its size, a positive one by a rise of more than it, both only where the verdict says the
-    change is beyond the noise. Raises ``CompareError`` for a metric the runs do not both have."""
+    more than its size, a positive one by a rise of more than it, where the verdict says the change is
+    beyond the noise, or where the run-level change is past it and there are too few windows to tell
+    (a gate that cannot decide fails, saying so). Raises ``CompareError`` for a metric the runs do not
+    both have."""
     out = []
     for name, pct in rules:
         m = result["metrics"].get(name)
@@ -262,6 +275,12 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
             rel = math.copysign(math.inf, m["change"])
         else:
             rel = 100 * m["relative"]
-        if m["verdict"] in ("increased", "decreased") and ((pct < 0 and rel < pct) or (pct > 0 and rel > pct)):
+        past = (pct < 0 and rel < pct) or (pct > 0 and rel > pct)
+        if m["verdict"] in ("increased", "decreased") and past:
             out.append(f"{name}: {rel:+.2f} % ({m['baseline']:.6g} → {m['value']:.6g} {m['unit']}), past {pct:+g} %")
+        elif m["verdict"].startswith("too few") and past:  # a gate that cannot tell does not pass silently
+            out.append(
+                f"{name}: {rel:+.2f} % ({m['baseline']:.6g} → {m['value']:.6g} {m['unit']}), past {pct:+g} %, not "
+                f"told from the noise: {m['verdict']}"
+            )
     return out
