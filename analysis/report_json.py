@@ -56,12 +56,12 @@ def metric_count(report) -> dict:
 
 
 def metric_count_text(c: dict) -> str:
-    """``metric_count`` as the reports print it: ``87 window metrics (82 with a value, 0 unavailable) and
-    19 request-level`` — two kinds side by side, not the second inside the first (``print(catalog)`` counts
-    both: 106 metrics)."""
+    """``metric_count`` as the reports print it: ``86 window metrics evaluated (82 with a value), 1
+    unavailable and 19 request-level`` — the kinds side by side, none read as a part of another (``86 …
+    (86 with a value, 1 unavailable)`` read as 87; ``print(catalog)`` counts both kinds: 106 metrics)."""
     return (
-        f"{c['evaluated']} window metrics ({c['with_value']} with a value, {c['unavailable']} unavailable) "
-        f"and {c['request']} request-level"
+        f"{c['evaluated']} window metrics evaluated ({c['with_value']} with a value), {c['unavailable']} "
+        f"unavailable and {c['request']} request-level"
     )
 
 
