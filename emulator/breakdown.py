@@ -29,18 +29,21 @@ def time_split(pr) -> dict:
     """The split of a ``project.Projection`` (it must keep its ``served`` schedule).
 
     Returns ``{"shares": {class: fraction}, "level2": {"compute.matrix": …, "memory.weights": …},
-    "bottleneck": class with the largest share, "mfu": fraction, "seconds": steady seconds}``;
-    empty shares and a None bottleneck when the steady window holds no step.
+    "bottleneck": class with the largest share, "fixed_op_share": the fraction of the time that is the
+    ops' fixed cost (``op_overhead_s`` per op and collective: launch, ramp-up, drain; counted inside their
+    classes, so a "memory" bottleneck with most of it fixed cost is not bought back with bandwidth),
+    "mfu": fraction, "seconds": steady seconds}``; empty shares and a None bottleneck when the steady
+    window holds no step.
     """
     sv, cfg = pr.served, pr.config
     if sv is None or sv.seconds is None or not len(sv.seconds):
-        return {"shares": {}, "level2": {}, "bottleneck": None, "mfu": None, "seconds": 0.0}
+        return {"shares": {}, "level2": {}, "bottleneck": None, "fixed_op_share": None, "mfu": None, "seconds": 0.0}
     ends = np.cumsum(sv.seconds + sv.idle_s)
     win = steady_window(ends)
     idx = np.flatnonzero(win & (sv.owner >= 0))
     idle = float(sv.idle_s[win].sum())
     if not len(idx):
-        return {"shares": {}, "level2": {}, "bottleneck": None, "mfu": None, "seconds": 0.0}
+        return {"shares": {}, "level2": {}, "bottleneck": None, "fixed_op_share": None, "mfu": None, "seconds": 0.0}
     b = sv.batch.select(idx)
     W = stack_work(b, cfg)
     tm = slot_seconds(W, cfg)
@@ -79,6 +82,8 @@ def time_split(pr) -> dict:
         "memory.kv_cache": mem_share("kv"),
         "memory.activations": mem_share("act"),
     }
+    # the ops' fixed cost (launch, ramp-up and drain: ``op_overhead_s`` per op), inside their classes above
+    fixed = float((tm["fixed"] * reps[None, :]).sum()) / total if total > 0 else 0.0
     busy = float(sv.seconds[idx].sum()) + idle
     mp = cfg.mapping
     flops_chip = float(model_flops(b, cfg.model).sum()) * mp.ranks / mp.chips
@@ -87,6 +92,7 @@ def time_split(pr) -> dict:
         "shares": shares,
         "level2": level2,
         "bottleneck": max(shares, key=shares.get) if total > 0 else None,
+        "fixed_op_share": fixed,
         "mfu": flops_chip / (peak * busy) if busy > 0 else None,
         "seconds": busy,
     }

@@ -182,6 +182,7 @@ def slot_seconds(
             t = np.where(sel, t * f[:, None], t)
     return {
         "t": t,
+        "fixed": np.where(np.isin(kinds, ("op", "collective")), np.minimum(over, t), 0.0),
         "mxu": t_mxu,
         "vpu": t_vpu,
         "mem": t_mem,

@@ -114,6 +114,17 @@ def _fmt(v, kind: str) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _fixed_note(rows: list[dict], out) -> None:
+    """What the "fixed per-op" column means, when the ops' fixed cost is a large part of some point's time."""
+    fixed = [r.get("fixed_op_share") or 0.0 for r in rows if not r.get("error")]
+    if fixed and max(fixed) >= 0.25:  # a class's time that no bandwidth or FLOP/s buys back
+        out.print(
+            f"fixed per-op: the share of the time that is the ops' fixed cost (launch, ramp-up and drain per op: "
+            f"the preset's op_overhead_s), counted inside the ops' classes — up to {max(fixed) * 100:.0f} % here, "
+            "which faster HBM, links or matrix engines do not shorten"
+        )
+
+
 def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = frozenset()) -> None:
     from rich.table import Table
 
@@ -121,12 +132,12 @@ def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = fro
     t = Table(title=f"sweep of {gen}: {len(res.rows)} point(s), projected (steady state)")
     for k in res.knobs:
         t.add_column(k.name + (f" [{k.unit}]" if k.unit else ""), justify="right")
-    for col in ("tokens/s", "requests", "TTFT p50", "ITL p50", "MFU", "bottleneck"):
+    for col in ("tokens/s", "requests", "TTFT p50", "ITL p50", "MFU", "bottleneck", "fixed per-op"):
         t.add_column(col, justify="left" if col == "bottleneck" else "right")
     for r in res.rows:
         cells = [_fmt(r.get(k.name), "") for k in res.knobs]
         if r.get("error"):
-            t.add_row(*cells, "—", "—", "—", "—", "—", f"error: {r['error'][:60]}")
+            t.add_row(*cells, "—", "—", "—", "—", "—", f"error: {r['error'][:60]}", "—")
             continue
         t.add_row(
             *cells,
@@ -136,6 +147,7 @@ def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = fro
             _fmt(r["itl_p50_s"], "s"),
             _fmt(r["mfu"], "pct"),
             r["bottleneck"] or "—",
+            _fmt(r.get("fixed_op_share"), "pct"),
         )
     out.print(t)
     for c in res.crossings:
@@ -148,6 +160,7 @@ def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = fro
         )
     if not res.crossings:
         out.print("the bottleneck does not change along the sweep")
+    _fixed_note(res.rows, out)
     counts = {r.get("requests") for r in res.rows if not r.get("error")}
     closed = {"concurrency", "rate", "requests"} & ({k.name for k in res.knobs} | set(given))  # not the default count
     if len(counts) > 1 and not closed:  # offline: TTFT is mostly the queue, and scales with the request count

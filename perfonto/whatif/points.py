@@ -30,7 +30,8 @@ from .knobs import KnobError, Point, parse_mapping
 #: load), the benchmark's and the requests it served (``--requests``, else TensorRT-LLM's count for the
 #: point's lengths: 30,000 up to 256 tokens, 3,000 up to 2,500, … — so a sweep over isl or osl can change
 #: it, and with it an offline benchmark's TTFT, which is mostly queueing), output tokens/s, latencies (s),
-#: MFU and the level-1 shares (fractions).
+#: MFU and the level-1 shares (fractions), and the share of the time that is the ops' fixed cost (launch,
+#: ramp-up, drain: ``emulator.breakdown.time_split``), inside those classes.
 ROW_FIGURES = (
     "tokens_per_second",
     "benchmark_tokens_per_second",
@@ -48,6 +49,7 @@ ROW_FIGURES = (
     "share_host",
     "share_idle",
     "bottleneck",
+    "fixed_op_share",
 )
 #: The unit of each of ``ROW_FIGURES`` as the what-if JSON gives it (``units`` beside its rows): MFU and the
 #: shares are fractions of 1 here, where ``report.json`` and the tables print percent (a new user read 0.09
@@ -60,6 +62,7 @@ ROW_UNITS = {
     **{k: "s" for k in ROW_FIGURES if k.endswith("_s")},
     "mfu": "fraction",
     **{k: "fraction" for k in ROW_FIGURES if k.startswith("share_")},
+    "fixed_op_share": "fraction",
 }
 DEFAULTS = {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "dtype": "fp8"}
 
@@ -317,6 +320,7 @@ def project_point(target: Target, point: Point):
         "mfu": split["mfu"],
         **{f"share_{k}": v for k, v in split["shares"].items()},
         "bottleneck": split["bottleneck"],
+        "fixed_op_share": split["fixed_op_share"],
     }
     return row, pr
 
