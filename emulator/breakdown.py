@@ -7,7 +7,9 @@ the run, ``serving.steady_window``) exactly as the counter writer classifies the
 time between steps (online arrivals) is *idle*. Each class's share is its time over the total, so
 the shares add up to 1 and match the level-1 ``topdown.*`` metrics a run of the same steps reports
 (up to the counter writer's rounding to whole cycles). Level 2 as ``subclasses`` splits it: compute
-into matrix / vector, memory into weights / KV cache / activations.
+into matrix / vector, memory into weights / KV cache / activations, interconnect into collectives whose time
+the links set (``interconnect.link``) and those whose HBM reads and writes or arithmetic take longer
+(``interconnect.local``: faster links do not shorten them).
 
 ``mfu``: model FLOPs (``work.model_flops``: no padding, no replicated work) over the peak of the
 weights' math dtype × chips × time, over the same steps (PaLM's model FLOPs utilisation).
@@ -82,6 +84,12 @@ def time_split(pr) -> dict:
         "memory.kv_cache": mem_share("kv"),
         "memory.activations": mem_share("act"),
     }
+    # a collective lasts as long as its busiest side: the links, or the reduction's HBM reads and writes
+    # and its arithmetic (``ops.slot_seconds``); only the first is bought back with link bandwidth
+    coll = kinds.repeat(len(b), 0) == "collective"
+    by_link = coll & (tm["link"] >= np.maximum(tm["comp"], tm["mem"]))
+    level2["interconnect.link"] = float(t[by_link].sum()) / total if total else 0.0
+    level2["interconnect.local"] = float(t[coll & ~by_link].sum()) / total if total else 0.0
     # the ops' fixed cost (launch, ramp-up and drain: ``op_overhead_s`` per op), inside their classes above
     fixed = float((tm["fixed"] * reps[None, :]).sum()) / total if total > 0 else 0.0
     busy = float(sv.seconds[idx].sum()) + idle

@@ -55,3 +55,24 @@ def test_the_sweep_row_and_table_carry_it(capsys):
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "fixed per-op" in out and "which faster HBM, links or matrix engines do not shorten" in out
+
+
+def test_collectives_the_links_do_not_set_are_said_apart(capsys):
+    """A sweep of the chip-to-chip bandwidth (a new user's: share_interconnect stayed at 0.224 from 4 to 16
+    TB/s while tokens/s did not move, which read as "buy links"): the collectives whose HBM reads and
+    writes take longer than their link transfers are the rest of the interconnect share, not link time."""
+    import json
+
+    from perfonto.cli import main
+
+    pr = project("sohu", model="llama3-70b", chips=8, isl=2048, osl=128, num_requests=300)
+    split = time_split(pr)
+    l2 = split["level2"]
+    assert l2["interconnect.link"] + l2["interconnect.local"] == pytest.approx(split["shares"]["interconnect"])
+    argv = ["sweep", "--vary", "spec.c2c.peak_bandwidth=4,1000TB/s", "--requests", "300", "--no-cache"]
+    assert main(argv + ["--json"]) == 0
+    a, b = json.loads(capsys.readouterr().out)["points"]
+    assert b["link_share"] < 0.01 < b["share_interconnect"]  # 1000 TB/s links: what is left is set by HBM
+    assert a["link_share"] > 0.5 * a["share_interconnect"]  # at 4 TB/s the links set most of it
+    assert main(argv) == 0
+    assert "faster links do not shorten that part" in " ".join(capsys.readouterr().out.split())

@@ -115,13 +115,22 @@ def _fmt(v, kind: str) -> str:
 
 
 def _fixed_note(rows: list[dict], out) -> None:
-    """What the "fixed per-op" column means, when the ops' fixed cost is a large part of some point's time."""
-    fixed = [r.get("fixed_op_share") or 0.0 for r in rows if not r.get("error")]
+    """What the "fixed per-op" column means, when the ops' fixed cost is a large part of some point's time;
+    and, where the interconnect's share is mostly collectives whose HBM traffic sets their time, that."""
+    ok = [r for r in rows if not r.get("error")]
+    fixed = [r.get("fixed_op_share") or 0.0 for r in ok]
     if fixed and max(fixed) >= 0.25:  # a class's time that no bandwidth or FLOP/s buys back
         out.print(
             f"fixed per-op: the share of the time that is the ops' fixed cost (launch, ramp-up and drain per op: "
             f"the preset's op_overhead_s), counted inside the ops' classes — up to {max(fixed) * 100:.0f} % here, "
             "which faster HBM, links or matrix engines do not shorten"
+        )
+    local = [(r.get("share_interconnect") or 0.0) - (r.get("link_share") or 0.0) for r in ok]
+    if local and max(local) >= 0.10:
+        out.print(
+            f"interconnect: up to {max(local) * 100:.0f} % of the time is collectives whose reduction's HBM reads "
+            "and writes (or arithmetic) take longer than their link transfers: faster links do not shorten that "
+            "part; faster HBM does (link_share in --json: the part the links set)"
         )
 
 

@@ -31,7 +31,8 @@ from .knobs import KnobError, Point, parse_mapping
 #: point's lengths: 30,000 up to 256 tokens, 3,000 up to 2,500, … — so a sweep over isl or osl can change
 #: it, and with it an offline benchmark's TTFT, which is mostly queueing), output tokens/s, latencies (s),
 #: MFU and the level-1 shares (fractions), and the share of the time that is the ops' fixed cost (launch,
-#: ramp-up, drain: ``emulator.breakdown.time_split``), inside those classes.
+#: ramp-up, drain: ``emulator.breakdown.time_split``), inside those classes, and the share in collectives whose
+#: time the links set (the rest of ``share_interconnect`` is set by their HBM traffic or arithmetic).
 ROW_FIGURES = (
     "tokens_per_second",
     "benchmark_tokens_per_second",
@@ -50,6 +51,7 @@ ROW_FIGURES = (
     "share_idle",
     "bottleneck",
     "fixed_op_share",
+    "link_share",
 )
 #: The unit of each of ``ROW_FIGURES`` as the what-if JSON gives it (``units`` beside its rows): MFU and the
 #: shares are fractions of 1 here, where ``report.json`` and the tables print percent (a new user read 0.09
@@ -63,6 +65,7 @@ ROW_UNITS = {
     "mfu": "fraction",
     **{k: "fraction" for k in ROW_FIGURES if k.startswith("share_")},
     "fixed_op_share": "fraction",
+    "link_share": "fraction",
 }
 DEFAULTS = {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "dtype": "fp8"}
 
@@ -321,6 +324,7 @@ def project_point(target: Target, point: Point):
         **{f"share_{k}": v for k, v in split["shares"].items()},
         "bottleneck": split["bottleneck"],
         "fixed_op_share": split["fixed_op_share"],
+        "link_share": split["level2"].get("interconnect.link"),
     }
     return row, pr
 
