@@ -37,13 +37,26 @@ def catalog_options(
 ) -> None:
     """A command's ``--generation`` and ``--catalog`` (the catalog it compiles; help texts as given, in
     that order or, with ``catalog_first``, the other way round) and, with ``library``, ``--no-library``."""
-    options = [("--generation", {"help": generation}), ("--catalog", {"metavar": metavar, "help": catalog})]
+    options = [
+        ("--generation", {"help": generation, "type": _generation_name}),
+        ("--catalog", {"metavar": metavar, "help": catalog}),
+    ]
     for name, kw in options[::-1] if catalog_first else options:
         p.add_argument(name, default=None, **kw)
     if library:
         p.add_argument(
             "--no-library", action="store_true", help="with --catalog: compile only the folder's metric files"
         )
+
+
+def _generation_name(text: str) -> str:
+    """``--generation``'s value: a name, not empty or blank (an empty one was looked up as a generation
+    named '' and then reported as `sohu`, the default, in a second contradicting error)."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; name a generation, e.g. sohu (perfonto check lists a folder's)")
+    return text
 
 
 OUT_HELP = "output folder, written atomically"
