@@ -139,3 +139,17 @@ def test_a_file_that_cannot_be_read_gets_no_gpu_note_first(tmp_path, capsys):
     assert main(["analyze", str(tmp_path / "h.csv"), "--format", "ncu", "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "names no GPU" not in err and "h.csv" in err
+
+
+def test_a_generation_given_for_another_part_is_used_and_said(tmp_path, capsys):
+    """--generation ncu_h100 on the H200 capture: honoured (3.35 TB/s), with a note that the capture names an
+    H200; the matching generation given says nothing."""
+    o = tmp_path / "o"
+    assert main(["analyze", str(FIX / "ncu-raw.csv"), "--generation", "ncu_h100", "--out", str(o), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["constants"]["spec.hbm.peak_bandwidth"]["value"] == 3.35
+    assert "the capture names GPU NVIDIA H200 (ncu_h200); --generation ncu_h100's peaks are used" in " ".join(
+        cap.err.split()
+    )
+    assert main(["analyze", str(FIX / "ncu-raw.csv"), "--generation", "ncu_h200", "--out", str(tmp_path / "p")]) == 0
+    assert "the capture names GPU" not in capsys.readouterr().err

@@ -210,6 +210,17 @@ def _tool_catalog(args, fmt: str) -> None:
                 "ncu_h100 or ncu_h200, or a catalog of your GPU's datasheet figures",
                 markup=False,
             )
+    elif fmt == "ncu":  # --generation given: honoured, and said when the capture names another part
+        from perfonto.capture.gpu_models import shown
+        from perfonto.capture.ncu import generation_of
+
+        named = generation_of(args.counters)
+        if named.generation is not None and named.generation != args.generation:
+            stderr().print(
+                f"note: the capture names GPU {shown(named.names[0])} ({named.generation}); --generation "
+                f"{shown(args.generation)}'s peaks are used, as asked",
+                markup=False,
+            )
     elif fmt == "dcgm" and args.generation is None:
         stderr().print(
             "note: dcgmi dmon does not name the GPU model; the peaks of the dcgm catalog's default generation "
