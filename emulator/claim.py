@@ -215,7 +215,11 @@ def run_context(gen, gt: dict) -> dict:
     preset = gt.get("preset")
     try:
         prof = profile(gt["engine_profile"]) if gt.get("engine_profile") else None
-        named = resolve(gen, preset if preset != "custom" else None).stated(prof) if preset != "custom" else ()
+        if preset != "custom":
+            chosen = resolve(gen, preset)
+            named = chosen.stated(prof) + (prof.foreign_note(chosen.family) if prof is not None else ())
+        else:
+            named = ()
     except ValueError:
         named = ()
     out = {

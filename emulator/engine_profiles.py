@@ -52,6 +52,17 @@ class EngineProfile:
     sources: tuple[str, ...]
     calibration_file: str | None
     named: tuple[str, ...]
+    families: tuple[str, ...] = ()  # the preset families whose stack it describes (empty: any)
+
+    def foreign_note(self, family: str) -> tuple[str, ...]:
+        """A statement that the profile is applied to a chip of another ``family`` than the stack it
+        describes (the sohu profile's design assumptions on an h100: a what-if, not that GPU's stack)."""
+        if not self.families or family in self.families:
+            return ()
+        return (
+            f"engine profile {self.name} describes {self.stack}; on a chip of the {family} family its constants "
+            "are a what-if, not a description of that chip's own serving stack",
+        )
 
     def assumptions(self, base: Assumptions) -> Assumptions:
         """``base`` with the profile's kernel constants (the fitted ones first when ``fitted``)."""
@@ -128,6 +139,7 @@ def load_profiles(path: str | None = None) -> dict[str, EngineProfile]:
             tuple(cal.get("sources", ())),
             cal.get("file"),
             tuple(d.get("named", ())),
+            tuple(d.get("families", ())),
         )
     return out
 

@@ -186,7 +186,9 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        (() if custom else p.stated(prof if engine_profile is not None else None)) + _math_note(cfg),
+        (() if custom else p.stated(prof if engine_profile is not None else None))
+        + (prof.foreign_note(p.family) if engine_profile is not None else ())
+        + _math_note(cfg),
         cfg,
         sv,
         engine_profile,

@@ -186,3 +186,17 @@ def test_skipped_refits_are_said_not_run_not_missing():
     buf = io.StringIO()
     _print_profiles(Console(file=buf, width=300), prof)  # refits that ran and found no figures: as before
     assert "leave one source out n/a (no figures)" in buf.getvalue()
+
+
+def test_a_profile_on_another_familys_chip_is_stated_as_a_what_if():
+    """The sohu profile (Etched's design assumptions) on an h100, or trtllm's fitted GPU constants on sohu:
+    applied, and stated as a what-if; on its own family nothing is added (left alone in stop 48)."""
+    from perfonto.emulator.project import project
+
+    on_gpu = project("h100", model="llama-3.1-8b", chips=1, isl=128, osl=16, num_requests=20, engine_profile="sohu")
+    assert any("engine profile sohu describes Etched Sohu" in n and "gpu family" in n for n in on_gpu.named)
+    own = project("h100", model="llama-3.1-8b", chips=1, isl=128, osl=16, num_requests=20, engine_profile="trtllm")
+    assert not any("what-if" in n for n in own.named)
+    assert not any("what-if" in n for n in profile("sohu").foreign_note("sohu"))
+    (note,) = profile("trtllm").foreign_note("sohu")
+    assert "its constants are a what-if, not a description of that chip's own serving stack" in note
