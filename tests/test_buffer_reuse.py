@@ -6,6 +6,7 @@ evaluated after it. The pass also leaves the garbage collector as it found it (`
 from __future__ import annotations
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -27,15 +28,25 @@ def test_a_held_piece_is_never_written_over_and_a_released_one_is_reused(tmp_pat
     assert len(held) > 2 * pieces.SPARE_MATRICES  # more pieces than a host keeps matrices
     assert all(np.array_equal(x, copy) for x, copy in held)  # each still as it was read
     assert len({id(x) for x, _ in held}) == len(held)  # all held at once: none could be reused
-    seen, n = set(), 0
+    copies = [copy for _, copy in held]
+    del held[:]  # no matrix of the first pass is held any more
+    seen: dict[int, list] = {}  # host → weak references to the matrices its pieces came in
+    pieces_of, reused, n = {}, {}, 0
     for k, ch in enumerate(_flat_pieces(plan, sohu)):  # the same pieces, each dropped before the next
         if ch.flat is None:
             continue
-        assert np.array_equal(ch.flat.X, held[n][1]), k
-        seen.add(id(ch.flat.X.base if ch.flat.X.base is not None else ch.flat.X))
+        assert np.array_equal(ch.flat.X, copies[n]), k  # a reused matrix holds this piece's registers
+        X = ch.flat.X if ch.flat.X.base is None else ch.flat.X.base
+        refs = seen.setdefault(ch.group, [])
+        # the same object as an earlier piece's (alive, so not a new array at a recycled address)
+        reused[ch.group] = reused.get(ch.group, 0) + any(r() is X for r in refs)
+        pieces_of[ch.group] = pieces_of.get(ch.group, 0) + 1
+        refs.append(weakref.ref(X))
         n += 1
-        del ch
-    assert n == len(held) and len(seen) <= pieces.SPARE_MATRICES + 2  # matrices were reused
+        del ch, X
+    assert n > 2 * pieces.SPARE_MATRICES
+    for g, count in pieces_of.items():  # each host's reader makes at most its pool's matrices (+ a last copy)
+        assert reused[g] >= count - pieces.SPARE_MATRICES - 1 > 0, (g, reused[g], count)
 
 
 @pytest.mark.slow  # compiles a kernel (numba)
