@@ -21,7 +21,9 @@ def part_of(name: str) -> str | None:
 def shown(name: str, limit: int = 80) -> str:
     """A model name from a capture, fit for a message: control characters escaped (``\\x1b``), cut to
     ``limit`` characters with "…"."""
-    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(name))
+    from perfonto.ontology.diagnostics import escaped
+
+    text = escaped(name)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -32,6 +32,7 @@ row without a duration, two rows of one ``ID``, or a row of another width.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from dataclasses import dataclass
@@ -81,8 +82,16 @@ def unit_expr(unit: str) -> str | None:
 
 
 def _rows(path: Path) -> tuple[list[tuple[int, list[str]]], str]:
+    """The file's rows (line number, fields) from its header on, as the raw page. The text is read each
+    call; its parsing is cached by the text itself, so ``generation_of`` and ``read_ncu`` parse a capture
+    once (a copy of the rows each call)."""
     p = str(path)
-    text = export_text(path, "write ncu's output to a file first", "`ncu --csv` output")
+    rows = _parsed(export_text(path, "write ncu's output to a file first", "`ncu --csv` output"), p)
+    return [(n, list(r)) for n, r in rows], p
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(text: str, p: str) -> list[tuple[int, list[str]]]:
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
@@ -92,7 +101,7 @@ def _rows(path: Path) -> tuple[list[tuple[int, list[str]]], str]:
     except csv.Error as exc:
         raise DumpError(f"{p}: not CSV ({exc}); give the output of `ncu --csv --page raw`") from None
     out = [(start + 1 + i, r) for i, r in enumerate(rows) if r and not (len(r) == 1 and r[0].startswith("=="))]
-    return (_details_as_raw(out, p) if DETAILS <= set(out[0][1]) else out), p
+    return _details_as_raw(out, p) if DETAILS <= set(out[0][1]) else out
 
 
 #: The columns of ncu's default ``--csv`` page (details): one row per metric of a launch.

@@ -141,6 +141,12 @@ class CatalogError(PerfontoError):
         super().__init__(head + more)
 
 
+def escaped(text) -> str:
+    """``text`` (a name from data: a host, an op, a GPU model) with every character a terminal would act on
+    (NUL, ESC, CR, U+2028 …) shown as its escape (``\\x1b``) instead of sent."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
 def did_you_mean(word: str, candidates) -> str:
     """A "did you mean …?" hint for ``word`` among ``candidates``, or "" when nothing is close."""
     import difflib

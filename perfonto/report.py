@@ -25,7 +25,9 @@ NULL = "null"  # how the text report shows a value that is not computable (JSON 
 def plain(text: str) -> Text:
     """A name from data (host, chip, op, node) as terminal text: never read as rich markup, and its
     control characters (NUL, ESC, CR, U+2028 …) shown escaped (``\\x00``) rather than sent to the terminal."""
-    return Text("".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)))
+    from perfonto.ontology.diagnostics import escaped
+
+    return Text(escaped(text))
 
 
 def report_layout(graph, ev):
