@@ -18,7 +18,12 @@ optional metric value and its unit):
 - **Markers.** ``<not counted>`` (the event did not run in the interval) and ``<not supported>`` (the
   machine cannot count it) are nulls: the windows they touch are null, reason ``missing sample``; an
   event not supported in any line is left out of the capture, so the metrics that read it are
-  unavailable ("not in the dump: …").
+  unavailable ("not in the dump: …"). One exception: ``<not counted>`` with a run time of 0 at
+  100.00 % means the counter was never *enabled* in the interval (perf prints 100 % when the run time
+  equals the enabled time, here both 0: ``print_running_csv`` in ``tools/perf/util/stat-display.c``)
+  — a per-task counter whose task did not run (``perf stat -I 100 -- CMD`` while CMD sleeps) — and
+  its count is 0, not unknown: it is read as 0 (so the run's ``task-clock`` sums to perf's own), with
+  a note. A counter enabled but never scheduled on the PMU (multiplexed out, ``0,0.00``) stays null.
 - **Multiplexing.** The run time (ns) and run-time percentage are kept per row (``run_ns``, ``enabled``,
   0–100); perf has already scaled the count by them (count × enabled / running), so the value is read as
   printed. Where a counter ran less than all of an interval, the capture carries each register's times
@@ -65,6 +70,8 @@ from .instances import axis_of, check_labels
 from .perf_table import UNITS, _base, collector_table, perf_instances
 
 MARKERS = {"<not counted>": "not counted", "<not supported>": "not supported"}
+#: the state of a ``<not counted>`` line whose counter was never enabled in its interval: a count of 0
+IDLE = "not enabled"
 _AGG = re.compile(r"^(CPU\d+|S\d+(-D\d+)?(-C\d+)?|N\d+)$")
 
 
@@ -196,7 +203,16 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
         )
     enabled = _enabled(f[i + 4], p, n) if len(f) > i + 4 and f[i + 4] else 100.0
     run = _number(f[i + 3], p, n, "run time") if len(f) > i + 4 and f[i + 3] and f[i + 4] else None
+    value, state = _not_enabled(value, state, run, enabled)
     return PerfLine(t, where, value, unit, event, state, enabled, n, run)
+
+
+def _not_enabled(value: float | None, state: str, run: float | None, enabled: float) -> tuple[float | None, str]:
+    """``<not counted>`` with run time 0 at 100 %: never enabled in the interval (its task did not run),
+    so the count is 0 (module docstring, "Markers"); any other line as it is."""
+    if state == "not counted" and run == 0 and enabled == 100.0:
+        return 0.0, IDLE
+    return value, state
 
 
 def _count(raw: str, event: str, p: str, n: int) -> tuple[float | None, str]:
@@ -277,6 +293,7 @@ def _json_line(obj: dict, p: str, n: int) -> PerfLine:
         raise DumpError(f"{p}:{n}: key `unit` `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)")
     enabled = _enabled(_json_text(obj, "pcnt-running", p, n), p, n) if "pcnt-running" in obj else 100.0
     run = _number(_json_text(obj, "event-runtime", p, n), p, n, "run time") if "event-runtime" in obj else None
+    value, state = _not_enabled(value, state, run, enabled)
     return PerfLine(t, where, value, unit, event, state, enabled, n, run)
 
 
@@ -405,6 +422,12 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     if axis is not None:  # an instance axis sized by the data: the CPUs (cores, sockets) are its instances
         labels = check_labels(str(path), axis[0], perf_instances(ps, mapping), axis[1])
     t = collector_table(ps, mapping, notes=notes, instances=labels)
+    idle = sum(x.state == IDLE and (x.event in mapping or _base(x.event) in mapping) for x in ps.lines)
+    if idle and notes is not None:
+        notes.append(
+            f"{path}: {idle} line(s) `<not counted>` with a run time of 0 at 100 %: the counter was not enabled in "
+            "the interval (a per-task counter while its task did not run), read as a count of 0"
+        )
     meta = {"generation": gen.name, "source": "perf stat", "increments": True}  # summed (metrics.bridge)
     if any("@" in c for c in t.column_names):
         meta["multiplex_scaled"] = True  # perf printed counts scaled by enabled / running (capture.multiplex)

@@ -154,12 +154,49 @@ def test_perf_json_gives_the_figures_of_the_csv_and_of_perf(perf, tmp_path, caps
     rows = [r for r in _interval_rows(js) if r[3] in ("page-faults", "task-clock")]
     stamps = sorted({float(r[0]) for r in rows})
     for event, column, per in (("page-faults", "pf", 1.0), ("task-clock", "tc", 1e6)):
-        counted = {float(r[0]): float(r[1]) for r in rows if r[3] == event and not r[1].startswith("<")}
+        counted = {
+            float(r[0]): 0.0 if r[1] == "<not counted>" and float(r[4]) == 0 and float(r[5]) == 100 else float(r[1])
+            for r in rows
+            if r[3] == event and (not r[1].startswith("<") or (float(r[4]) == 0 and float(r[5]) == 100))
+        }
         totals = table.column(column).to_pylist()
-        # an interval whose line is a marker (`<not counted>`) or is missing (a run's last, cut-off interval) is
-        # null, never a zero; every other one carries the running total of what perf counted up to it
+        # an interval whose line is a marker (`<not counted>` of a counter that was enabled) or is missing (a run's
+        # last, cut-off interval) is null, never a zero (one never enabled, run time 0 at 100 %, counted 0); every
+        # other one carries the running total of what perf counted up to it
         assert [v is None for v in totals[1:]] == [t not in counted for t in stamps], event
         assert [v for v in totals if v is not None][-1] == sum(round(c * per) for c in counted.values()), event
+
+
+def test_a_task_that_sleeps_gives_perfs_total_cpu_time(perf, tmp_path, capsys):
+    """`perf stat -I 100 -x,` of a workload that computes, sleeps 0.5 s, computes again: perf prints
+    `<not counted>` (run time 0 at 100 %) for its task-clock while it sleeps. Those intervals count 0 (a new
+    user's capture gave 0.671 CPUs utilized where perf's own increments give 0.534: the sleep was left out
+    of the run), so the run's `cpus_utilized` is Σ perf's task-clock ÷ the last time stamp, and every
+    window has a value."""
+    work = (
+        "import time\nt0 = time.monotonic()\nwhile time.monotonic() - t0 < 0.6: pass\ntime.sleep(0.5)\n"
+        "t0 = time.monotonic()\nwhile time.monotonic() - t0 < 0.3: pass\n"
+    )
+    out = tmp_path / "sleep.csv"
+    subprocess.run(
+        [perf, "stat", "-I", "100", "-x,", "-e", "task-clock", "-o", str(out), "--", sys.executable, "-c", work],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    rows = [r for r in _interval_rows(str(out)) if r[3] == "task-clock"]
+    idle = [r for r in rows if r[1] == "<not counted>"]
+    if not idle:
+        pytest.skip("perf printed no `<not counted>` interval for the sleeping task here")
+    assert all(float(r[4]) == 0 and float(r[5]) == 100 for r in idle), idle
+    busy_ms = sum(float(r[1]) for r in rows if not r[1].startswith("<"))
+    capsys.readouterr()
+    assert main(["analyze", str(out), "--out", str(tmp_path / "o"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["metrics"]["cpus_utilized"]["value"]
+    want = busy_ms / 1000.0 / max(float(r[0]) for r in rows)
+    assert abs(got - want) <= 1e-6 * want, (got, want)
+    t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
+    assert all(v is not None for v in t["cpus_utilized"]) and t["cpus_utilized"].count(0.0) >= len(idle) - 1
 
 
 def test_perf_system_wide_per_cpu_counts_cpu_clock_and_gives_perfs_figures(perf, tmp_path):

@@ -83,6 +83,35 @@ def test_not_counted_is_a_null_register(tmp_path):
     assert cs.null_count == 1 and cs[2].as_py() is None and cs[1].as_py() == 67
 
 
+def test_not_counted_never_enabled_is_a_count_of_zero(tmp_path):
+    """perf 6.1, `perf stat -I 100 -x, -e task-clock,context-switches -- CMD` while CMD sleeps: the interval's
+    lines read `<not counted>,msec,task-clock,0,100.00,,` — run time 0 at 100 % (perf prints 100 when the run
+    time equals the enabled time: both 0), the per-task counter was never enabled, its task did not run, and
+    the count is 0. Enabled but never on the PMU (`0,0.00`, multiplexed out) is unknown: null."""
+    lines = [
+        "     0.100000000,50.00,msec,task-clock,50000000,100.00,0.500,CPUs utilized",
+        "     0.100000000,7,,context-switches,50000000,100.00,140.000,/sec",
+        "     0.200000000,<not counted>,msec,task-clock,0,100.00,,",
+        "     0.200000000,<not counted>,,context-switches,0,100.00,,",
+        "     0.300000000,25.00,msec,task-clock,25000000,100.00,0.250,CPUs utilized",
+        "     0.300000000,<not counted>,,context-switches,0,0.00,,",
+    ]
+    path = tmp_path / "sleep.csv"
+    path.write_text("\n".join(lines) + "\n")
+    t = collector_table(read_perf_stat(path), MAP).to_pydict()
+    assert t["task_clock"] == [0, 50_000_000, 50_000_000, 75_000_000]  # 0.2 s: a zero increment, not a null
+    assert t["context_switches"] == [0, 7, 7, None]  # the last interval's count is not known
+    as_json = [
+        '{"interval" : 0.100000000, "counter-value" : "50.000000", "unit" : "msec", "event" : "task-clock", '
+        '"event-runtime" : 50000000, "pcnt-running" : 100.00}',
+        '{"interval" : 0.200000000, "counter-value" : "<not counted>", "unit" : "msec", "event" : "task-clock", '
+        '"event-runtime" : 0, "pcnt-running" : 100.00}',
+    ]
+    path = tmp_path / "sleep.json"
+    path.write_text("\n".join(as_json) + "\n")
+    assert collector_table(read_perf_stat(path), MAP).to_pydict()["task_clock"] == [0, 50_000_000, 50_000_000]
+
+
 @pytest.mark.parametrize(
     "text, error",
     [

@@ -34,11 +34,14 @@ def test_json_is_recognised_and_increments_become_running_totals():
     assert t["cpu_migrations"][4] == 2  # 0, 0, 0, then 2 in the fourth interval
 
 
-def test_not_counted_in_json_is_null_and_loses_no_later_counts():
-    """perf printed `<not counted>` for every event in the interval ending at 1.867095707 s (sample 18)."""
+def test_not_counted_in_json_never_enabled_counts_zero_and_loses_no_later_counts():
+    """perf printed `<not counted>` for every event in the interval ending at 1.867095707 s (sample 18), each
+    with `"event-runtime" : 0, "pcnt-running" : 100.00` (and a metric-value of 0): the per-task counters were
+    not enabled there (the task did not run), so the interval adds 0 — not a null (capture.perf_stat,
+    "Markers")."""
     t = collector_table(read_perf_stat(FIX / "perf-stat-interval.json"), MAP).to_pydict()
     k = t["timestamp_ns"].index(1_867_095_707)
-    assert k == 18 and all(t[s][k] is None for s in ("task_clock", "context_switches", "page_faults"))
+    assert k == 18 and all(t[s][k] == t[s][k - 1] for s in ("task_clock", "context_switches", "page_faults"))
     # the interval after it adds its own count to the total before it: 23 + 13 switches in those two lines
     assert t["context_switches"][k + 1] - t["context_switches"][k - 1] == 13
     assert t["context_switches"][k - 1] - t["context_switches"][k - 2] == 26
