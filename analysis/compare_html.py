@@ -81,7 +81,8 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
     for name, m in sorted(res["metrics"].items(), key=lambda kv: (kv[1]["verdict"] == "no change", kv[0])):
         lo, hi = m["relative_interval"]
         cls = {"increased": "up", "decreased": "down"}.get(m["verdict"], "dim")
-        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo is not None and hi is not None else "—"
+        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
+        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if told and lo is not None and hi is not None else "—"
         change = "new" if m["relative"] is None else _num(100 * m["relative"], "+.2f") + " %"
         rows.append(
             f"<tr><td>{e(name)}</td>{_cell(m['baseline'], _num(m['baseline']), metric=name, run='baseline')}"
@@ -92,7 +93,7 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
         )
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("metric", "baseline", "run", "unit", "change", f"{pct} % interval (window means)", "verdict")
+        for h in ("metric", "baseline", "run", "unit", "change", f"{pct} % interval (run-level change, bootstrap over windows)", "verdict")
     )
     out = [f'<section id="metrics{k}"><h2>Metrics</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>']
     if res["topdown"]:

@@ -1,15 +1,20 @@
 """Compare captures: a baseline run and one or more others (``perfonto run`` or ``analyze`` folders of the
 same catalog), metric by metric, with an interval that says whether a change is more than the noise.
 
-Per metric: the run-level server values of both runs (``report.json``) and their relative change; and,
-from the per-window values (``metrics.parquet``, or the ``metrics/host=…`` parts), the change in the mean
-over windows of the per-window mean over chips with a moving-block bootstrap interval (Künsch 1989:
-blocks of ⌈W^(1/3)⌉ consecutive windows drawn with replacement, each run on its own, ``n_boot``
-resamples, a fixed seed so the same folders give the same interval), also given relative to the
-baseline's window mean. The verdict is the bootstrap's: "increased" or "decreased" when that interval
-excludes zero, else "no change". The run-level change and the change in window means differ where
-windows weigh differently in the run's totals (``differs`` marks a run-level change outside the
-interval). Direction-free on purpose: whether more
+Per metric: the run-level server values of both runs (``report.json``) and their relative change — the
+figure the table shows and the verdict is about; and, from the per-window values (``metrics.parquet``,
+or the ``metrics/host=…`` parts), how much that change could be noise: a moving-block bootstrap
+(Künsch 1989: blocks of ⌈W^(1/3)⌉ consecutive windows drawn with replacement, each run on its own,
+``n_boot`` resamples, a fixed seed so the same folders give the same interval) of the mean over windows
+of the per-window mean over chips. ``window_change`` / ``window_interval`` are that change in window
+means and its percentile interval. ``relative_interval`` is the run-level relative change with the
+bootstrap's spread: ``(1 + run change) × (m_b* / m_a*) ÷ (m_b / m_a) − 1`` over the resamples (``m*`` a
+resample's window mean), so it is centred on the figure shown and, for a metric that is never negative,
+never below −100 % (a ratio of means, not a difference over the baseline). The verdict: "increased" or
+"decreased" when that interval excludes zero, else "no change" — never "decreased" beside a run-level
+change of +0.03 % (a new user's slow-chip comparison read so: the verdict followed the window means).
+``differs`` marks a metric whose window means moved where its run-level value did not (or the reverse):
+windows weigh unequally in the run's totals. Direction-free on purpose: whether more
 is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a signed threshold per metric
 (``mfu:-5`` fails on a drop of more than 5 %, ``ttft_p99:+10`` on a rise of more than 10 %).
 
@@ -37,6 +42,7 @@ __all__ = [
     "load_run",
     "block_bootstrap",
     "compare",
+    "run_interval",
     "finite",
     "regressions",
 ]
@@ -119,6 +125,29 @@ def _numeric(t) -> bool:
     return pa.types.is_floating(t) or pa.types.is_integer(t)
 
 
+def _resampled_means(
+    a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``n_boot`` moving-block bootstrap resamples of the mean of each series (NaNs dropped; blocks of
+    ⌈n^(1/3)⌉ windows, each series resampled on its own, one seeded generator); None when either has
+    fewer than ``MIN_WINDOWS`` values."""
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size < MIN_WINDOWS or b.size < MIN_WINDOWS:  # too few windows to tell a change from the noise
+        return None
+    rng = np.random.default_rng(seed)
+
+    def means(x: np.ndarray) -> np.ndarray:
+        n = x.size
+        L = max(1, math.ceil(n ** (1 / 3)))
+        k = math.ceil(n / L)
+        starts = rng.integers(0, n - L + 1, size=(n_boot, k))
+        idx = (starts[:, :, None] + np.arange(L)[None, None, :]).reshape(n_boot, -1)[:, :n]
+        return x[idx].mean(axis=1)
+
+    mb = means(b)  # b first: the order the draws were always taken in (the same seed, the same interval)
+    return means(a), mb
+
+
 def block_bootstrap(
     a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
@@ -129,23 +158,37 @@ def block_bootstrap(
     Source: H. R. Künsch, "The jackknife and the bootstrap for general stationary observations",
     Annals of Statistics 17 (1989); percentile interval.
     """
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size < MIN_WINDOWS or b.size < MIN_WINDOWS:  # too few windows to tell a change from the noise
+    boot = _resampled_means(a, b, n_boot=n_boot, seed=seed)
+    if boot is None:
         return math.nan, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    change = float(b.mean() - a.mean())
-
-    def means(x: np.ndarray) -> np.ndarray:
-        n = x.size
-        L = max(1, math.ceil(n ** (1 / 3)))
-        k = math.ceil(n / L)
-        starts = rng.integers(0, n - L + 1, size=(n_boot, k))
-        idx = (starts[:, :, None] + np.arange(L)[None, None, :]).reshape(n_boot, -1)[:, :n]
-        return x[idx].mean(axis=1)
-
-    d = means(b) - means(a)
-    lo, hi = np.quantile(d, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+    change = float(np.nanmean(b[np.isfinite(b)]) - np.nanmean(a[np.isfinite(a)]))
+    lo, hi = np.quantile(boot[1] - boot[0], [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
     return change, float(lo), float(hi)
+
+
+def run_interval(
+    a: np.ndarray, b: np.ndarray, rel: float, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """The interval of a run-level relative change ``rel`` (``b_run / a_run − 1``) at ``confidence``, with the
+    spread of the window means' moving-block bootstrap: the percentiles of ``(1 + rel) × (m_b* / m_a*) ÷
+    (m_b / m_a) − 1``. For window values that are never negative a ratio of non-negative means, so never
+    below −100 %; otherwise the bootstrap's differences over the baseline's window mean, shifted to
+    ``rel``. NaNs where the bootstrap has too few windows or the baseline's window mean is 0."""
+    boot = _resampled_means(a, b, n_boot=n_boot, seed=seed)
+    if boot is None:
+        return math.nan, math.nan
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    ma, mb = float(a.mean()), float(b.mean())
+    q = [(1 - confidence) / 2, 1 - (1 - confidence) / 2]
+    if a.min() >= 0 and b.min() >= 0 and ma > 0 and mb > 0 and rel > -1:
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample of only zeros: an unbounded ratio
+            r = np.where(boot[0] > 0, boot[1] / boot[0], np.where(boot[1] > 0, np.inf, 1.0))
+        lo, hi = np.quantile((1 + rel) * r / (mb / ma) - 1, q, method="inverted_cdf")  # no inf − inf
+    elif ma != 0:
+        lo, hi = np.quantile(rel + ((boot[1] - boot[0]) - (mb - ma)) / abs(ma), q)
+    else:
+        return math.nan, math.nan
+    return float(lo), float(hi)
 
 
 def _events(w: np.ndarray | None) -> int | None:
@@ -157,9 +200,9 @@ def _events(w: np.ndarray | None) -> int | None:
 def _verdict(
     lo: float, hi: float, a: float | None, b: float | None, nz_a: int | None = None, nz_b: int | None = None
 ) -> str:
-    if a is not None and b is not None and a == b:
-        return "no change"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if a is not None and b is not None and math.isclose(a, b, rel_tol=1e-6, abs_tol=0.0):
+        return "no change"  # the same value up to floating-point round-off (a sum taken in another order)
+    if math.isnan(lo) or math.isnan(hi):  # an interval bound may be infinite (a resample of zeros), never NaN
         return f"too few windows (< {MIN_WINDOWS})"
     if nz_a is not None and nz_b is not None and max(nz_a, nz_b) < MIN_WINDOWS:
         # a handful of non-zero windows in each run (a 1 s run holds ~3 engine steps): no interval tells a change
@@ -194,15 +237,25 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             only[name] = "baseline" if b is None else str(other.path)
             continue
         wa, wb = base.windows.get(name), other.windows.get(name)
+        rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
+        change = lo = hi = math.nan
+        rel_lo = rel_hi = None
         if wa is not None and wb is not None:
             change, lo, hi = block_bootstrap(wa, wb, n_boot=n_boot, confidence=confidence, seed=seed)
-            mean_a = float(np.nanmean(wa)) if np.isfinite(wa).any() else math.nan
+            if rel is not None:
+                rl, rh = run_interval(wa, wb, rel, n_boot=n_boot, confidence=confidence, seed=seed)
+                rel_lo, rel_hi = (rl, rh) if math.isfinite(rl) else (None, None)
+        win_rel = mean_a = mean_b = None  # the window means and their relative change, for ``differs``
+        if wa is not None and wb is not None and np.isfinite(wa).any() and np.isfinite(wb).any():
+            mean_a, mean_b = float(np.nanmean(wa)), float(np.nanmean(wb))
+            win_rel = (mean_b - mean_a) / abs(mean_a) if mean_a else None
+        if rel is None or rel_lo is None:  # from a baseline of 0, or no run-level interval: the windows' verdict
+            verdict = _verdict(lo, hi, a, b, _events(wa), _events(wb))
         else:
-            change, lo, hi, mean_a = math.nan, math.nan, math.nan, math.nan
-        rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
-        rel_lo = rel_hi = None
-        if mean_a and math.isfinite(mean_a) and math.isfinite(lo):
-            rel_lo, rel_hi = lo / abs(mean_a), hi / abs(mean_a)
+            verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
+        moved = ("increased", "decreased")
+        window_verdict = _verdict(lo, hi, mean_a, mean_b) if win_rel is not None else None
+        differs = bool(rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved))
         metrics[name] = {
             "unit": base.unit(name),
             "baseline": a,
@@ -211,9 +264,10 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             "relative": rel,
             "window_change": change,
             "window_interval": [lo, hi],
+            "window_relative": win_rel,
             "relative_interval": [rel_lo, rel_hi],
-            "verdict": _verdict(lo, hi, a, b, _events(wa), _events(wb)),
-            "differs": bool(rel is not None and rel_lo is not None and not (rel_lo <= rel <= rel_hi)),
+            "verdict": verdict,
+            "differs": differs,
         }
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
     topdown = {n: [(base.report.get("topdown") or {}).get(n), (other.report.get("topdown") or {}).get(n)] for n in td}

@@ -207,3 +207,32 @@ def test_a_metric_of_few_events_says_so_and_its_gate_fails(tmp_path, capsys):
     assert not regressions(res, [("tokens_per_second", -20.0)])  # not past it: nothing to tell
     assert main(["compare-runs", str(base), str(other), "--fail-on-regression", "tokens_per_second:-5"]) == 1
     capsys.readouterr()
+
+
+def test_the_verdict_is_about_the_run_level_change_it_sits_beside(tmp_path, capsys):
+    """A new user's slow-chip comparison read "arithmetic_intensity +0.03 % [-7.59 %, -1.40 %] decreased": the
+    change was the run's, the interval and verdict the window means'. The interval is now the run-level
+    change's (the window bootstrap's spread around it), so a run value that did not move reads "no change",
+    marked where the window means moved; and a metric that is never negative has no interval below −100 %."""
+    rng = np.random.default_rng(7)
+    a, b = 100 + rng.normal(0, 3, 400), 95 + rng.normal(0, 3, 400)  # window means −5 %, beyond the noise
+    base, other = _run(tmp_path / "a", {"ai": a}), _run(tmp_path / "b", {"ai": b})
+    for folder, value in ((base, 588.43), (other, 588.43 * 1.0003)):  # the run-level values: +0.03 %
+        doc = json.loads((folder / "report.json").read_text())
+        doc["metrics"]["ai"]["value"] = value
+        (folder / "report.json").write_text(json.dumps(doc))
+    m = compare(load_run(base), load_run(other))["metrics"]["ai"]
+    lo, hi = m["relative_interval"]
+    assert m["relative"] == pytest.approx(3e-4) and lo < 3e-4 < hi and hi - lo < 0.02
+    assert m["verdict"] == "no change" and m["differs"]
+    assert m["window_relative"] == pytest.approx(-0.05, abs=0.01) and m["window_interval"][1] < 0
+    assert main(["compare-runs", str(base), str(other), "--all", "--fail-on-regression", "ai:-1"]) == 0
+    out = capsys.readouterr().out
+    assert "+0.03 % *" in out and "no change" in out and "decreased" not in out
+
+    sparse_a, sparse_b = np.zeros(200), np.zeros(200)  # events in a few windows: resamples of only zeros
+    sparse_a[[10, 90, 150]], sparse_b[[40, 120]] = 5.0, 4.0
+    base, other = _run(tmp_path / "c", {"r": sparse_a}), _run(tmp_path / "d", {"r": sparse_b})
+    m = compare(load_run(base), load_run(other))["metrics"]["r"]
+    assert m["relative"] == pytest.approx(8 / 15 - 1) and m["relative_interval"][0] >= -1.0
+    assert m["verdict"].startswith("too few windows with a value ≠ 0")

@@ -97,38 +97,47 @@ def cmd_compare_runs(args) -> int:
     return 1 if crossed else 0
 
 
+def _pct(x: float) -> str:
+    """A relative change in percent, signed: two decimals, or two significant digits below 0.01 % (a change of
+    a few parts per million is not "+0.00 %")."""
+    v = 100 * x
+    if abs(v) < 1e-6:  # round-off: sums taken in another order
+        return "+0.00"
+    return f"{v:+.2f}" if abs(v) >= 0.01 else f"{v:+.1e}"
+
+
 def _render(res: dict, out, show_all: bool) -> None:
     from rich.table import Table
 
     from perfonto.report import plain
 
     pct = round(res["confidence"] * 100)
-    t = Table(
-        title=f"{res['run']} against {res['baseline']} ({res['generation']}; change: run level; interval and verdict: "
-        f"the change in window means, {pct} % moving-block bootstrap)",
-        title_justify="left",
+    out.print(
+        f"{res['run']} against {res['baseline']} ({res['generation']}): the change in each run-level value, its "
+        f"{pct} % interval from a moving-block bootstrap over windows, and the verdict on it",
+        markup=False,
     )
-    t.add_column("metric", overflow="fold", min_width=30)
+    t = Table()
+    t.add_column("metric (unit)", overflow="fold", min_width=20)
     t.add_column("baseline", justify="right", no_wrap=True)
     t.add_column("run", justify="right", no_wrap=True)
-    t.add_column("unit", overflow="fold", max_width=12)
     t.add_column("change", justify="right", no_wrap=True)
     t.add_column(f"{pct} % interval", justify="right", no_wrap=True)
-    t.add_column("verdict", overflow="fold")
+    t.add_column("verdict", overflow="fold", min_width=16)
     shown, differs = 0, 0
     for name, m in res["metrics"].items():
         if not show_all and m["verdict"] == "no change":
             continue
         lo, hi = m["relative_interval"]
-        interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if lo is not None and hi is not None else "—"
-        change = "new (baseline 0)" if m["relative"] is None else f"{100 * m['relative']:+.2f} %"
+        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
+        interval = f"[{_pct(lo)}, {_pct(hi)}] %" if told and lo is not None and hi is not None else "—"
+        change = "new (baseline 0)" if m["relative"] is None else f"{_pct(m['relative'])} %"
         mark = " *" if m.get("differs") else ""
         differs += bool(mark)
         t.add_row(
-            plain(name),
+            plain(name) + (f" ({plain(m['unit'])})" if m["unit"] else ""),
             f"{m['baseline']:.6g}",
             f"{m['value']:.6g}",
-            plain(m["unit"]),
             change + mark,
             interval,
             m["verdict"],
@@ -137,8 +146,9 @@ def _render(res: dict, out, show_all: bool) -> None:
     out.print(t)
     if differs:
         out.print(
-            "* the run-level change lies outside the interval of the change in window means: windows weigh "
-            "unequally in the run's totals; the verdict is the windows'",
+            "* the mean over windows moved beyond the noise where the run-level value did not, or the reverse: "
+            "windows weigh unequally in the run's totals (--json: window_relative, window_interval); the verdict "
+            "is the run-level value's",
             markup=False,
         )
     if res.get("note"):
