@@ -338,6 +338,7 @@ def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
             for i in range(chips)
         },
         "total_wait_s": total * 1e-9,
+        "duration_s": duration_ns * 1e-9,
         "wait_share_of_time": total / (chips * duration_ns) if duration_ns > 0 else 0.0,
         "blame_s": [float(x * 1e-9) for x in blame],
         "straggler": straggler,

@@ -381,9 +381,9 @@ def _multichip(r: dict, pics: dict) -> str:
     else:
         st = mc.get("straggler")
         out.append(
-            f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the others wait for '
-            f"it {fmt(st['blamed_wait_s'] * 1e3, 'ms')} in collectives ({fmt(st['share'] * 100, 'percent')} of all "
-            "collective wait)</p>"
+            f'<p class="warn" data-straggler="{e(st["chip"])}">Straggler: chip {e(st["chip"])} — the other chips wait '
+            f"for it {fmt(st['blamed_wait_s'] * 1e3, 'ms')} of chip time in collectives, summed over them "
+            f"({fmt(st['share'] * 100, 'percent')} of all collective wait)</p>"
             if st
             else '<p data-straggler="">No straggler.</p>'
         )
