@@ -52,6 +52,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"perfonto {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    p.commands = sub.choices  # name → the command's parser (``main`` refuses unknown arguments with its usage)
     if command in HELP:
         importlib.import_module(f"perfonto.commands.{module_of(command)}").register(sub)
         for sp in set(sub.choices.values()):
@@ -77,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run"]  # `perfonto` alone runs the main job on its defaults
     parser = build_parser(argv[0] if not argv[0].startswith("-") else None)
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # refused by the command's own parser, so that the usage shown is the command's
+            command = parser.commands.get(getattr(args, "command", None) or "", parser)
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
     except UsageError as exc:
         import json
 

@@ -123,7 +123,11 @@ def test_stale_lock_is_taken_over(tmp_path):
 
 def test_abbreviations_are_off(tmp_path, capsys):
     assert main(["run", "--chip", "4", "--out", str(tmp_path / "r"), "--json"]) == 2
-    assert "unrecognized arguments: --chip" in json.loads(capsys.readouterr().out)["error"]
+    cap = capsys.readouterr()
+    assert "unrecognized arguments: --chip" in json.loads(cap.out)["error"]
+    # the command's usage, which lists --chips, not the top level's (a new user was shown `perfonto COMMAND ...`)
+    assert cap.err.startswith("usage: perfonto run ") and "--chips CHIPS" in cap.err
+    assert main(["--bogus"]) == 2 and capsys.readouterr().err.startswith("usage: perfonto [-h]")
 
 
 def _one_json(out: str) -> dict:
