@@ -34,14 +34,15 @@ def test_two_kernels_give_the_hand_computed_bandwidths(capsys, tmp_path):
     assert w["interval_s"] == pytest.approx([80e-6, 1250e-6], rel=1e-12)
     assert w["dram.bandwidth"] == pytest.approx([201_330_000 / 80e-6 / 1e9, 2.5e9 / 1.25e-3 / 1e9], rel=1e-12)
     assert w["dram.bandwidth"] == pytest.approx([2516.625, 2000.0], rel=1e-12)
-    assert w["sm.throughput"] == pytest.approx([0.1225, 0.90], rel=1e-12)
+    assert w["sm.throughput"] == pytest.approx([12.25, 90.0], rel=1e-12)  # percent, as ncu prints it
     m = doc["metrics"]
     # the run: 2,701,330,000 B over 1,330 us
     assert m["dram.bandwidth"]["value"] == pytest.approx(2_701_330_000 / 1.33e-3 / 1e9, rel=1e-12)
-    assert m["hbm.peak_share"]["value"] == pytest.approx(2_701_330_000 / 1.33e-3 / 3.35e12, rel=1e-12)
+    assert m["hbm.peak_share"]["value"] == pytest.approx(100 * 2_701_330_000 / 1.33e-3 / 3.35e12, rel=1e-12)
     # percentages weighted by duration: (12.25 % x 80 + 90 % x 1250) / 1330, (85.5 % x 80 + 40 % x 1250) / 1330
-    assert m["sm.throughput"]["value"] == pytest.approx((0.1225 * 80 + 0.90 * 1250) / 1330, rel=1e-12)
-    assert m["dram.throughput"]["value"] == pytest.approx((0.855 * 80 + 0.40 * 1250) / 1330, rel=1e-12)
+    assert m["sm.throughput"]["value"] == pytest.approx((12.25 * 80 + 90 * 1250) / 1330, rel=1e-12)
+    assert m["dram.throughput"]["value"] == pytest.approx((85.5 * 80 + 40 * 1250) / 1330, rel=1e-12)
+    assert m["dram.throughput"]["unit"] == "percent"
     assert any("laid back to back in ID order" in n for n in doc["notes"])
 
 

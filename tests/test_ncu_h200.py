@@ -46,12 +46,12 @@ def test_each_kernels_figures_are_the_ones_ncu_printed(tmp_path, name, capsys):
         checks = {
             "dram.read_bandwidth": ncu["dram__bytes_read.sum.per_second"] / 1e9,  # GB/s
             "dram.bandwidth": ncu["dram__bytes.sum.per_second"] / 1e9,
-            "sm.throughput": ncu["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100,
-            "dram.throughput": ncu["dram__throughput.avg.pct_of_peak_sustained_elapsed"] / 100,
+            "sm.throughput": ncu["sm__throughput.avg.pct_of_peak_sustained_elapsed"],  # percent, as ncu prints it
+            "dram.throughput": ncu["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
         }
         for metric, want in checks.items():
             # ncu prints its rates to 2 decimals of B/s and its percentages to 2 decimals
-            tol = 1e-9 * want if "bandwidth" in metric else 5e-5 + 1e-9
+            tol = 1e-9 * want if "bandwidth" in metric else 5e-3 + 1e-9
             assert t[metric][w] == pytest.approx(want, abs=tol), (kid, metric, t[metric][w], want)
     if name == "ncu-raw.csv":  # the vector add by hand from ncu's counts: (134,227,712 + 54,697,216) B in 64,160 ns
         assert t["dram.bandwidth"][0] == pytest.approx((134_227_712 + 54_697_216) / 64_160, rel=1e-12)
@@ -78,9 +78,9 @@ def test_the_raw_page_names_the_h200_and_its_peak_is_the_h200s(tmp_path, capsys)
     t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
     ncu = _ncu_printed("ncu-raw.csv")
     for w, kid in enumerate(sorted(ncu, key=int)):
-        assert t["hbm.peak_share"][w] == pytest.approx(ncu[kid]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9)
+        assert t["hbm.peak_share"][w] == pytest.approx(100 * ncu[kid]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9)
         assert t["hbm.peak_share"][w] == pytest.approx(
-            ncu[kid]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] / 100, abs=0.002
+            ncu[kid]["dram__throughput.avg.pct_of_peak_sustained_elapsed"], abs=0.2
         )
 
 
@@ -97,7 +97,7 @@ def test_a_page_that_names_no_gpu_or_another_says_which_peaks_it_uses(tmp_path, 
     capsys.readouterr()
     share = pq.read_table(o / "metrics.parquet").to_pydict()["hbm.peak_share"]
     assert share[0] == pytest.approx(
-        _ncu_printed("ncu-details.csv")["0"]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9
+        100 * _ncu_printed("ncu-details.csv")["0"]["dram__bytes.sum.per_second"] / 4.8e12, rel=1e-9
     )
     (tmp_path / "a100.csv").write_text(
         (FIX / "ncu-raw.csv").read_text().replace('"NVIDIA H200"', '"NVIDIA A100-SXM4-80GB"')
