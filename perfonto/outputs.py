@@ -158,7 +158,7 @@ def _dirs(root: Path) -> list[str]:
     return out
 
 
-def _carry_user_files(p: Path, tmp: Path) -> list[str]:
+def _carry_user_files(p: Path, tmp: Path, ours_kept: set[str] = frozenset()) -> list[str]:
     """Move every file of the old folder ``p`` that perfonto did not write into the new folder ``tmp``,
     at the same relative path (folders it creates take the old folders' permissions; a user's empty
     folders are kept too), so that replacing the folder keeps them; returns their relative paths.
@@ -170,7 +170,7 @@ def _carry_user_files(p: Path, tmp: Path) -> list[str]:
     if not p.is_dir():
         return []
     new = _files(tmp)
-    ours = _written_before(p, new)
+    ours = _written_before(p, new) - set(ours_kept)  # perfonto's earlier files kept are carried like a user's
     user = sorted(_files(p) - ours - {MANIFEST})
     if _manifest(p) is None and (p / MANIFEST).exists() and MANIFEST not in user:
         user.append(MANIFEST)  # someone else's perfonto.json: theirs, so it must not be replaced silently
@@ -208,7 +208,12 @@ def _make_parents(src_root: Path, dst_root: Path, rel: Path) -> None:
 
 @contextmanager
 def output_folder(
-    path: str | Path, *, command: list[str] | None = None, force: bool = False, inputs: dict | None = None
+    path: str | Path,
+    *,
+    command: list[str] | None = None,
+    force: bool = False,
+    inputs: dict | None = None,
+    accumulate: bool = False,
 ):
     """Write a folder atomically: yields a temporary sibling to write into, which becomes ``path``
     (with its manifest) when the block ends without an exception; on an exception, a Ctrl-C or a
@@ -222,6 +227,10 @@ def output_folder(
     ``inputs``: name → path of what the command read (recorded in the manifest; ``perfonto analyze``
     records its capture so that ``align``/``timeline`` can find the trace and sync reads); an output
     folder that equals, holds or lies inside an input is refused.
+
+    ``accumulate``: what perfonto wrote into the folder before and this command does not write again is
+    kept (and stays listed as perfonto's): ``codegen`` of several targets, or ``import`` of several
+    catalogs, into one folder, each replacing only its own files.
 
     Raises:
         OutputError: see ``check_target`` and ``check_inputs``; the folder is being written by another
@@ -257,7 +266,7 @@ def output_folder(
         if terminated:  # the KeyboardInterrupt was swallowed (raised inside a finalizer, a callback or a
             # library that catches BaseException): still stop, and never commit an interrupted run's output
             raise KeyboardInterrupt
-        _commit(tmp, p, manifest, force, run_id)
+        _commit(tmp, p, manifest, force, run_id, accumulate)
     except OSError as exc:
         _restore(tmp, p)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -298,15 +307,19 @@ def _real_target(path: str | Path, force: bool, inputs: dict | None) -> Path:
     return Path(os.path.realpath(p.parent)) / p.name
 
 
-def _commit(tmp: Path, p: Path, manifest: dict, force: bool, run_id: str) -> None:
+def _commit(tmp: Path, p: Path, manifest: dict, force: bool, run_id: str, accumulate: bool = False) -> None:
     """The finished ``tmp`` becomes ``p``: its manifest written, the user's files of the old ``p`` carried
-    over, then two renames (the old folder aside, the new one in place; the old one back if the second
-    fails) and the old folder removed."""
+    over (with ``accumulate``, perfonto's earlier files that were not written again too), then two renames
+    (the old folder aside, the new one in place; the old one back if the second fails) and the old folder
+    removed."""
     manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    manifest["files"] = sorted(_files(tmp) | {MANIFEST})
+    new = _files(tmp)
+    ours_kept = (_written_before(p, new) - new - {MANIFEST}) if accumulate and p.is_dir() else set()
+    ours_kept = {f for f in ours_kept if (p / f).exists() or (p / f).is_symlink()}
+    manifest["files"] = sorted(new | ours_kept | {MANIFEST})
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     check_target(p, force)  # still ours to replace
-    kept = _carry_user_files(p, tmp)
+    kept = [f for f in _carry_user_files(p, tmp, ours_kept) if f not in ours_kept]
     old = None
     if p.exists():
         old = p.parent / f".{p.name}.old-{run_id}"

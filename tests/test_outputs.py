@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -224,3 +225,40 @@ def test_all_commands_are_covered():
         "export",
         "graph",
     }
+
+
+def test_codegen_and_import_never_replace_a_file_they_did_not_write(tmp_path, capsys):
+    """Found by a session trying to break perfonto: `codegen --target docs --out d` replaced the user's
+    d/sohu.md, `import perf F --out d` their d/perf_small.yaml, and `codegen --catalog c --out c` wrote
+    into the input catalog. Both now write their folder as the other commands do (atomically, with a
+    manifest), several targets or imports accumulating in one folder."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "sohu.md").write_text("USER\n")
+    assert main(["codegen", "--target", "docs", "--out", str(d)]) == 1  # not perfonto's folder
+    assert main(["codegen", "--target", "docs", "--out", str(d), "--force"]) == 1  # still the user's file
+    assert (d / "sohu.md").read_text() == "USER\n"
+    (d / "sohu.md").rename(d / "notes.md")
+    assert main(["codegen", "--target", "docs", "--out", str(d), "--force"]) == 0
+    assert (d / "notes.md").read_text() == "USER\n" and (d / "sohu.md").read_text().startswith("# sohu")
+    g = tmp_path / "gen"  # the README's gen/: one target after another, each replacing only its own files
+    for target in ("python", "sql", "python"):
+        assert main(["codegen", "--target", target, "--out", str(g)]) == 0
+    assert {"sohu_evaluator.py", "sohu.sql", "perfonto.json"} <= {p.name for p in g.iterdir()}
+    cat = tmp_path / "cat"
+    shutil.copytree(Path(__file__).parents[1] / "perfonto" / "catalogs" / "linux", cat)
+    before = sorted(p.name for p in cat.iterdir())
+    assert main(["codegen", "--target", "docs", "--catalog", str(cat), "--no-library", "--out", str(cat)]) == 1
+    assert sorted(p.name for p in cat.iterdir()) == before
+    err = capsys.readouterr().err
+    assert "perfonto did not write this file" in err and "is the input" in err
+    imp = tmp_path / "imp"
+    imp.mkdir()
+    (imp / "perf_small.yaml").write_text("USER YAML\n")
+    src = Path(__file__).parent / "fixtures" / "import" / "perf_small.json"
+    assert main(["import", "perf", str(src), "--out", str(imp), "--force"]) == 1
+    assert (imp / "perf_small.yaml").read_text() == "USER YAML\n"
+    assert main(["import", "perf", str(src), "--out", str(tmp_path / "imp2"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["generations"][0]["metrics_file"] == str(tmp_path / "imp2" / "perf_small.metrics")
+    assert ".tmp-" not in json.dumps(doc)

@@ -20,7 +20,14 @@ def register(sub) -> None:
     c = sub.add_parser("codegen", help=HELP["codegen"])
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
     catalog_options(c, library=True)
-    c.add_argument("--out", required=True, help="output folder (each file is written atomically)", type=out_path)
+    c.add_argument(
+        "--out",
+        required=True,
+        help="output folder, written atomically; several targets may share one (each replaces only its own "
+        "files); a file perfonto did not write is never replaced",
+        type=out_path,
+    )
+    c.add_argument("--force", action="store_true", help="write into a non-empty folder perfonto did not write")
     c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
     c.add_argument(
         "--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)"
@@ -95,7 +102,14 @@ def _codegen(args) -> list[Path]:
             )
     _refuse_unsized(cat, args.target)
     files = target.emit(cat, target.options_from(args)).files
-    return [write_file(out / name, text) for name, text in files.items()]
+    from ..outputs import output_folder
+
+    inputs = {"catalog": str(args.catalog)} if getattr(args, "catalog", None) else None
+    command = getattr(args, "argv", None)
+    with output_folder(out, command=command, force=args.force, inputs=inputs, accumulate=True) as tmp:
+        for name, text in files.items():
+            write_file(tmp / name, text)
+    return [out / name for name in files]
 
 
 SIZED_TARGETS = ("python", "sql", "c-header", "collector")  # what fixes every instance axis' size in its output

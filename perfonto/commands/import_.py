@@ -30,8 +30,13 @@ def register(sub) -> None:
     p.add_argument("format", choices=FORMATS, help="source format")
     p.add_argument("file", help="the catalog file")
     p.add_argument(
-        "--out", required=True, help="folder for the generated YAML, .metrics file and report", type=out_path
+        "--out",
+        required=True,
+        help="folder for the generated YAML, .metrics file and report, written atomically (several imports may "
+        "share one); a file perfonto did not write is never replaced",
+        type=out_path,
     )
+    p.add_argument("--force", action="store_true", help="write into a non-empty folder perfonto did not write")
     p.add_argument("--name", default=None, help="generation name (default: from the file name)")
     p.add_argument(
         "--generation",
@@ -54,6 +59,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_import)
 
 
+def _moved(doc: dict, tmp, out) -> dict:
+    """``doc`` with every mention of the temporary folder ``tmp`` (a path, or a path inside a message) as ``out``."""
+    a, b = json.dumps(str(tmp))[1:-1], json.dumps(str(out))[1:-1]
+    return json.loads(json.dumps(doc).replace(a, b))
+
+
 def cmd_import(args) -> int:
     from pathlib import Path
 
@@ -63,22 +74,34 @@ def cmd_import(args) -> int:
     if args.generation and args.format != "perf":
         err.print("error: --generation applies to perf files only", markup=False)
         return 2
-    report = import_file(
-        args.format,
-        args.file,
-        args.out,
-        args.name,
-        extends=args.generation,
-        constants=dict(args.constant),
-        archs=args.arch or None,
-        arch_std=args.arch_std or None,
-    )
-    doc = report.to_json()
-    if not report.error:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    from perfonto.outputs import output_folder
+
+    class _NotWritten(Exception):
+        """The file could not be imported: the output folder is left as it was."""
+
+    out = Path(args.out)
+    command = getattr(args, "argv", None)
+    try:
+        with output_folder(out, command=command, force=args.force, inputs={"file": args.file}, accumulate=True) as tmp:
+            report = import_file(
+                args.format,
+                args.file,
+                tmp,
+                args.name,
+                extends=args.generation,
+                constants=dict(args.constant),
+                archs=args.arch or None,
+                arch_std=args.arch_std or None,
+            )
+            doc = _moved(report.to_json(), tmp, out)
+            if report.error:
+                raise _NotWritten
+            (tmp / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    except _NotWritten:
+        pass
+    text = report.render().replace(str(tmp), str(out))  # paths where the files are now, never the temporary folder
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        err.print(report.render(), markup=False)
+        err.print(text, markup=False)
     return 0 if report.ok else 1
