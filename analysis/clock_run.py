@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .clock_fit import REASONS, ChipClock
-from .crosschip import Run, _true_host, text
+from .crosschip import Run, _true_host, read_parquet, text
 
 HOST_KINDS = ("api", "submit", "dma", "step")
 
@@ -30,7 +29,7 @@ HOST_KINDS = ("api", "submit", "dma", "step")
 def map_counters(run: Run, clocks: dict[int, ChipClock]) -> pa.Table:
     """``chip``, ``timestamp_ns`` (device), ``host_ns``, ``host_err_ns`` (float64 ns, NaN when
     unmappable) and ``unmappable`` (the reason, null when mapped) of every counter sample."""
-    t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
+    t = read_parquet(run.file("counters.parquet"), columns=["chip", "timestamp_ns"])
     chip = t.column("chip").to_numpy().astype(np.int64)
     host, err, why = _map_all(clocks, chip, t.column("timestamp_ns").to_numpy(), ordered=True)
     return (
@@ -60,7 +59,7 @@ def map_trace(run: Run, clocks: dict[int, ChipClock]) -> pa.Table:
     """``trace.parquet`` with ``host_start_ns``, ``host_end_ns``, ``host_start_err_ns``,
     ``host_end_err_ns`` (float64 ns; host events as they are, with bound 0), ``unmappable`` (reason or
     null) and ``outside_submit`` (bool; see the module docstring)."""
-    t = pq.read_table(str(run.file("trace.parquet")))
+    t = read_parquet(run.file("trace.parquet"))
     dev = text(t, "clock") == "device"
     kind = text(t, "kind")
     chip = t.column("chip").to_numpy().astype(np.int64)

@@ -93,7 +93,15 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
         )
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("metric", "baseline", "run", "unit", "change", f"{pct} % interval (run-level change, bootstrap over windows)", "verdict")
+        for h in (
+            "metric",
+            "baseline",
+            "run",
+            "unit",
+            "change",
+            f"{pct} % interval (run-level change, bootstrap over windows)",
+            "verdict",
+        )
     )
     out = [f'<section id="metrics{k}"><h2>Metrics</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>']
     if res["topdown"]:

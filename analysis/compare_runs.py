@@ -125,9 +125,7 @@ def _numeric(t) -> bool:
     return pa.types.is_floating(t) or pa.types.is_integer(t)
 
 
-def _resampled_means(
-    a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int
-) -> tuple[np.ndarray, np.ndarray] | None:
+def _resampled_means(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``n_boot`` moving-block bootstrap resamples of the mean of each series (NaNs dropped; blocks of
     ⌈n^(1/3)⌉ windows, each series resampled on its own, one seeded generator); None when either has
     fewer than ``MIN_WINDOWS`` values."""
@@ -255,7 +253,9 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
         moved = ("increased", "decreased")
         window_verdict = _verdict(lo, hi, mean_a, mean_b) if win_rel is not None else None
-        differs = bool(rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved))
+        differs = bool(
+            rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved)
+        )
         metrics[name] = {
             "unit": base.unit(name),
             "baseline": a,

@@ -61,6 +61,21 @@ class RunError(PerfontoError, ValueError):
     """A run folder without the files the analysis needs."""
 
 
+def read_parquet(path, columns: list[str] | None = None, schema_only: bool = False):
+    """A run's Parquet file (its table, or only its schema), a file pyarrow cannot read refused naming it.
+
+    Raises:
+        RunError: the file is not Parquet, is cut short or is damaged (pyarrow's message names no file).
+    """
+    try:
+        return pq.read_schema(str(path)) if schema_only else pq.read_table(str(path), columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise RunError(
+            f"{path}: not a readable Parquet file ({exc}); was it overwritten? write the run again "
+            "(`perfonto run` or `perfonto analyze`)"
+        ) from None
+
+
 @dataclass
 class Run:
     """The files of a run: a run folder, or a capture's files wherever they are (``files`` maps a
@@ -146,7 +161,7 @@ def fit_clocks(run: Run, processing_ns: float = 0.0) -> dict[int, ClockFit]:
     from .clock_fit import clocks_of_table
 
     path = run.file("sync.parquet")
-    return clocks_of_table(pq.read_table(str(path)), processing_ns, where=str(path))  # type: ignore[return-value]
+    return clocks_of_table(read_parquet(path), processing_ns, where=str(path))  # type: ignore[return-value]
 
 
 def to_host(fits: dict[int, ClockFit], chip: np.ndarray, device_ns: np.ndarray) -> np.ndarray:
@@ -174,7 +189,7 @@ def text(table, name: str) -> np.ndarray:
 def _device_events(run: Run) -> tuple[np.ndarray, np.ndarray]:
     if not run.file("trace.parquet").exists():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    t = pq.read_table(str(run.file("trace.parquet")), columns=["clock", "chip", "start_ns", "end_ns"])
+    t = read_parquet(run.file("trace.parquet"), columns=["clock", "chip", "start_ns", "end_ns"])
     dev = text(t, "clock") == "device"
     chip = t.column("chip").to_numpy()[dev]
     return np.concatenate([chip, chip]), np.concatenate(
@@ -225,7 +240,7 @@ def _sample_times(run: Run, dump=None) -> tuple[np.ndarray, np.ndarray]:
     if dump is not None:
         chip = np.broadcast_to(dump.chips.astype(np.int64), dump.timestamps_ns.shape)[dump.present]
         return chip, dump.timestamps_ns[dump.present]
-    t = pq.read_table(str(run.file("counters.parquet")), columns=["chip", "timestamp_ns"])
+    t = read_parquet(run.file("counters.parquet"), columns=["chip", "timestamp_ns"])
     return t.column("chip").to_numpy().astype(np.int64), t.column("timestamp_ns").to_numpy()
 
 
@@ -234,7 +249,7 @@ def aligned_trace(run: Run, fits: dict[int, ClockFit]):
     through their chip's clock fit, host events as they are."""
     import pyarrow as pa
 
-    t = pq.read_table(str(run.file("trace.parquet")))
+    t = read_parquet(run.file("trace.parquet"))
     dev = text(t, "clock") == "device"
     chip = t.column("chip").to_numpy()
     hs = t.column("start_ns").to_numpy().astype(np.float64)

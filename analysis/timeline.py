@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from .clock_run import map_trace
-from .crosschip import Run, fit_clocks, instance_waits, text
+from .crosschip import Run, fit_clocks, instance_waits, read_parquet, text
 from .timeline_proto import write_proto
 from perfonto.ontology.errors import PerfontoError
 
@@ -245,7 +244,7 @@ def _counters(run: Run, fits, metrics) -> list:
                 f"run `perfonto run` (it evaluates the metrics) or leave --metrics out"
             )
         return []
-    cols = pq.read_schema(str(path)).names
+    cols = read_parquet(path, schema_only=True).names
     if metrics:
         bad = [m for m in metrics if m not in cols]
         if bad:
@@ -259,7 +258,7 @@ def _counters(run: Run, fits, metrics) -> list:
         chosen = [m for m in DEFAULT_METRICS if m in cols]
     if not chosen:
         return []
-    tab = pq.read_table(str(path), columns=["chip", "start_ns", *chosen])
+    tab = read_parquet(path, columns=["chip", "start_ns", *chosen])
     chip = tab.column("chip").to_numpy()
     start = tab.column("start_ns").to_numpy()
     out = []

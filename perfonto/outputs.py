@@ -435,6 +435,32 @@ def write_file(path: str | Path, text: str | bytes) -> Path:
     return Path(path)
 
 
+#: the files of a run folder that ``report``, ``timeline``, ``align`` and ``compare-runs`` read (a folder from
+#: before manifests listed their files is protected by these names)
+RUN_FILES = ("report.json", "metrics.parquet", "counters.parquet", "trace.parquet", "sync.parquet", "ground_truth.json")
+
+
+def refuse_run_file(target: str | Path, run_folder: str | Path, option: str) -> None:
+    """Refuse a single-file output (``report --html``, ``timeline --out``) that would replace a file of the
+    perfonto folder ``run_folder`` that its manifest lists (the run's own outputs, which this command and
+    the others read), one of ``RUN_FILES``, or an input the manifest records; a new file, or any other,
+    is written as asked.
+
+    Raises:
+        OutputError: naming the file and what to do.
+    """
+    root = Path(os.path.realpath(run_folder))
+    real = os.path.realpath(target)
+    doc = _manifest(root) or {}
+    files = [f for f in (doc.get("files") or []) if isinstance(f, str)] + [*RUN_FILES, MANIFEST]
+    inputs = [os.path.realpath(v) for v in (doc.get("inputs") or {}).values() if isinstance(v, str) and v]
+    if any(real == os.path.realpath(root / f) for f in files) or any(_under(real, i) for i in inputs):
+        raise OutputError(
+            f"{target}: is one of the files of the run {run_folder} (its outputs or its input); {option} there "
+            "would replace what perfonto reads: choose another file name"
+        )
+
+
 def record_outputs(folder: str | Path, names: list[str]) -> None:
     """Add ``names`` (relative paths a later command wrote into the perfonto folder ``folder``, e.g.
     ``align``'s ``alignment.json``) to its manifest's ``files``, so that replacing the folder replaces

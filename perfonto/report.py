@@ -533,9 +533,8 @@ def render_multichip(mc: dict, console: Console) -> None:
     if coll:
         st = coll.get("straggler")
         if st:
-            console.print(
-                f"  [bold red]Straggler: chip {st['chip']}[/bold red] — {straggler_wait(st, chips, coll.get('duration_s'))}"
-            )
+            wait = straggler_wait(st, chips, coll.get("duration_s"))
+            console.print(f"  [bold red]Straggler: chip {st['chip']}[/bold red] — {wait}")
         else:
             console.print(
                 f"  no straggler: collective wait is {pct(coll['wait_share_of_time'], 2)} of the chips' time"

@@ -108,10 +108,14 @@ def test_main_job_report_names_the_straggler(capsys, tmp_path):
     # one's mean beside it
     import re
 
-    m = re.search(r"wait for it ([\d,.]+) ms of chip time in collectives, ([\d,.]+) ms each on average", " ".join(cap.out.split()))
+    m = re.search(
+        r"wait for it ([\d,.]+) ms of chip time in collectives, ([\d,.]+) ms each on average", " ".join(cap.out.split())
+    )
     assert m, cap.out
     total, each = (float(x.replace(",", "")) for x in m.groups())
-    assert total == pytest.approx(mc["straggler"]["blamed_wait_s"] * 1e3, abs=1e-3) and each == pytest.approx(total / 7, abs=2e-3)
+    assert total == pytest.approx(mc["straggler"]["blamed_wait_s"] * 1e3, abs=1e-3) and each == pytest.approx(
+        total / 7, abs=2e-3
+    )
     assert {"skew", "imbalance", "saturation", "slow_links", "alignment", "waits_for"} <= set(mc)
     assert mc["alignment"]["error_ns"]["p99"] < 5000
     assert main(["run", "--out", str(tmp_path / "t"), "--duration", "300ms", "--throttled-link", "1:2:4"]) == 0

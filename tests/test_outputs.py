@@ -262,3 +262,29 @@ def test_codegen_and_import_never_replace_a_file_they_did_not_write(tmp_path, ca
     doc = json.loads(capsys.readouterr().out)
     assert doc["generations"][0]["metrics_file"] == str(tmp_path / "imp2" / "perf_small.metrics")
     assert ".tmp-" not in json.dumps(doc)
+
+
+def test_report_and_timeline_never_replace_the_runs_own_files(tmp_path, capsys):
+    """Found by a session trying to break perfonto: `report R --html R/metrics.parquet` and `timeline R --out
+    R/trace.parquet` replaced the run's own files (exit 0), after which every later command failed with
+    pyarrow's "Parquet magic bytes not found", naming no file; `--plots R` wrote pictures the manifest did
+    not list."""
+    run = tmp_path / "R"
+    assert main(["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "50ms", "--out", str(run)]) == 0
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(["report", str(run), "--html", str(run / "metrics.parquet")]) == 1
+    assert main(["timeline", str(run), "--out", str(run / "trace.parquet")]) == 1
+    assert main(["timeline", str(run), "--out", str(run / "report.json")]) == 1
+    assert "is one of the files of the run" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert main(["report", str(run), "--html", str(run / "page.html"), "--plots", str(run)]) == 0  # new names: fine
+    listed = json.loads((run / "perfonto.json").read_text())["files"]
+    assert "roofline.png" in listed and "roofline.svg" in listed
+    broken = tmp_path / "B"
+    shutil.copytree(run, broken)
+    (broken / "trace.parquet").write_text("<!DOCTYPE html>")  # what an overwrite used to leave
+    capsys.readouterr()
+    assert main(["timeline", str(broken), "--out", str(tmp_path / "t.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{broken / 'trace.parquet'}: not a readable Parquet file" in " ".join(err.split())

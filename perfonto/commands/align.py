@@ -119,17 +119,16 @@ def _finite(o):
 def _check_chips(run, fits) -> None:
     """Every chip of the counters and of the trace's device events has sync reads (RunError otherwise)."""
     import numpy as np
-    import pyarrow.parquet as pq
 
-    from perfonto.analysis.crosschip import RunError, text
+    from perfonto.analysis.crosschip import RunError, read_parquet, text
 
     def read(name: str, columns: list[str]):
         path = run.file(name)
-        have = pq.read_schema(str(path)).names
+        have = read_parquet(path, schema_only=True).names
         for c in columns:
             if c not in have:
                 raise RunError(f"{path}: no column {c}; the run's {name} needs {', '.join(columns)}")
-        return pq.read_table(str(path), columns=columns)
+        return read_parquet(path, columns=columns)
 
     chips = set(read("counters.parquet", ["chip"]).column("chip").to_pylist())
     if run.file("trace.parquet").exists():

@@ -63,10 +63,19 @@ def cmd_report(args) -> int:
     pics = plots.pictures(doc, table)
     out: dict = {"pictures": [p.name for p in pics]}
     if args.plots is not None:
+        from ..outputs import OutputError, record_outputs, refuse_run_file
+
         try:
+            for p in pics:  # a picture's name is never one of the run's files
+                for ext in (".png", ".svg"):
+                    refuse_run_file(Path(args.plots) / f"{p.name}{ext}", run, "--plots")
             out["plots"] = plots.write_pictures(pics, args.plots)
+        except OutputError as exc:
+            raise CommandError(str(exc), 1) from None
         except OSError as exc:
             raise CommandError(f"{args.plots}: cannot write the pictures ({why(exc)})", 1) from None
+        if Path(args.plots).resolve() == run.resolve():  # into the run folder: listed as the run's, replaced with it
+            record_outputs(run, [Path(f).name for fs in out["plots"].values() for f in fs])
     if args.html is not None:
         out |= _write_page(args, run, doc, pics, err)
     if args.json:
@@ -98,7 +107,15 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
 
     from ..outputs import OutputError, write_file
 
+    from ..outputs import refuse_run_file
+
     html_path = Path(args.html)
+    try:
+        refuse_run_file(html_path, run, "--html")
+        if not args.no_timeline:
+            refuse_run_file(html_path.with_name(html_path.stem + ".pftrace"), run, "--html's timeline")
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
     timeline = None if args.no_timeline else _timeline(run, html_path, err)
     try:
         page = html_report.render(doc, pics, timeline=timeline.name if timeline is not None else None)

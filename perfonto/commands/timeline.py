@@ -47,8 +47,12 @@ def cmd_timeline(args) -> int:
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
     if metrics and (args.catalog is not None or args.generation is not None):
         _check_names(args, metrics)
-    from perfonto.outputs import atomic_path
+    from perfonto.outputs import OutputError, atomic_path, refuse_run_file
 
+    try:
+        refuse_run_file(args.out, args.run, "--out")
+    except OutputError as exc:
+        raise CommandError(str(exc), 1) from None
     try:
         from perfonto.analysis.crosschip import Run, fit_clocks
 
