@@ -58,7 +58,8 @@ class FleetSpec:
             }
             for h in range(H)
         }
-        slow_hosts = sorted({(i * H) // max(self.slow, 1) for i in range(min(self.slow, H))})
+        n = min(self.slow, H)  # spread over the fleet: n distinct hosts (99 over 2 hosts made 1)
+        slow_hosts = sorted({(i * H) // n for i in range(n)}) if n else []
         for i, h in enumerate(slow_hosts):
             out[h]["slow_chip"] = ((2 * i + 1) % C, self.slow_factor)
         if H > 1 and C > 1:

@@ -36,6 +36,11 @@ import numpy as np
 from perfonto.ontology.errors import PerfontoError
 
 
+
+#: the largest slow-chip or throttled-link factor (a binned or throttled part is 1.1–2 × slower; 10^9 asked the
+#: emulator for 617 GiB)
+MAX_SLOWDOWN = 100.0
+
 class WorkloadError(PerfontoError, ValueError):
     """A run's workload, sampling or knob that the emulator refuses (a duration, period, chip count, model
     name, warm-up or a slow-chip/throttled-link/router-skew knob out of range): bad input, so a
@@ -87,8 +92,11 @@ class Knobs:
         finite, router skew without routed experts spread over chips, any knob with ``dp > 1``)."""
 
         def factor(name, f):
-            if not (np.isfinite(f) and f >= 1.0):
-                raise WorkloadError(f"{name} factor must be a finite number ≥ 1 (a slowdown; got {f})")
+            if not (np.isfinite(f) and 1.0 <= f <= MAX_SLOWDOWN):
+                raise WorkloadError(
+                    f"{name} factor must be a number from 1 to {MAX_SLOWDOWN:g} (a slowdown; got {f}): a run covers "
+                    "whole engine steps, and a chip or link 10^4 × slower made one step 828 s long"
+                )
 
         if self.slow_chip is not None:
             c, f = self.slow_chip

@@ -160,6 +160,10 @@ def setup(
     return gen, cfg, p
 
 
+#: the most warm-up steps (each one scheduled: 100,000 take ~30 s here; 10^8 ran for hours with nothing printed)
+MAX_WARMUP_STEPS = 100_000
+
+
 def _whole(name: str, v, lo: int, hi: int | None = None) -> None:
     """Refuse ``v`` unless it is a whole number (an int, or a float with no fraction; not a bool) in
     ``lo`` … ``hi``: ``chips=1.5`` ran a 1-chip emulation, ``isl=nan`` failed deep in the scheduler."""
@@ -349,7 +353,7 @@ def run(
     for name, v in (("isl", isl), ("osl", osl)):
         _whole(name, v, 1)
     check_load(num_requests, concurrency)
-    _whole("warmup_steps", warmup_steps, 0)
+    _whole("warmup_steps", warmup_steps, 0, MAX_WARMUP_STEPS)
     knobs = _knobs(slow_chip, throttled_link, router_skew)
     knobs.check(chips, mp, cfg.model, hw.links, a.ring_links)
     profiles, prof_of = knobs.profiles(chips, mp)

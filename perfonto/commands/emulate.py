@@ -46,6 +46,12 @@ def cmd_emulate(args) -> int:
 
     err = stderr()
     hosts, chips = args.fleet
+    if args.slow_chips > hosts:
+        raise CommandError(
+            f"--slow-chips {args.slow_chips}: the fleet has {hosts} host(s), and each slow chip is on a host of its "
+            f"own; give at most {hosts}",
+            2,
+        )
     spec = FleetSpec(
         hosts, chips, hosts_per_rack=args.hosts_per_rack, racks_per_pod=args.racks_per_pod, slow=args.slow_chips
     )

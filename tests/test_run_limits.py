@@ -1,0 +1,43 @@
+"""Run options that asked the emulator for the impossible: found by a session trying to break perfonto.
+`--slow-chip 0:1e9` ran out of memory (617 GiB asked; "internal error"), `0:1e4` ran for minutes (one
+engine step of 828 s), `--warmup-steps 100000000` ran for hours with nothing printed, and
+`emulate --fleet 2x2 --slow-chips 99` silently made one slow chip. Each is now refused at once, saying
+the range."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from perfonto.cli import main
+from perfonto.emulator.fleet import FleetSpec
+
+
+@pytest.mark.parametrize(
+    "argv, want",
+    [
+        (["--slow-chip", "0:1e9"], "slow_chip factor must be a number from 1 to 100"),
+        (["--slow-chip", "0:1e4"], "slow_chip factor must be a number from 1 to 100"),
+        (["--throttled-link", "0:0:1e9"], "throttled_link factor must be a number from 1 to 100"),
+        (["--warmup-steps", "100000000"], "warmup_steps must be a whole number between 0 and 100000"),
+    ],
+)
+def test_out_of_range_run_options_are_refused_at_once(tmp_path, capsys, argv, want):
+    t0 = time.monotonic()
+    rc = main(
+        ["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "20ms", *argv, "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert rc == 1 and want in err and "internal error" not in err, err
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "o").exists()
+
+
+def test_more_slow_chips_than_hosts_is_a_usage_error_and_slow_hosts_are_distinct(tmp_path, capsys):
+    assert (
+        main(["emulate", "--fleet", "2x2", "--duration", "10ms", "--slow-chips", "99", "--out", str(tmp_path / "f")])
+        == 2
+    )
+    assert "the fleet has 2 host(s)" in capsys.readouterr().err
+    slow = lambda spec: [h for h, p in spec.profiles().items() if p["slow_chip"]]  # noqa: E731
+    assert slow(FleetSpec(2, 2, slow=2)) == [0, 1] and slow(FleetSpec(8, 4, slow=3)) == [0, 2, 5]
