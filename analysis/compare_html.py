@@ -140,6 +140,12 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
     if res["only_in"]:
         items = "".join(f"<li><code>{e(n)}</code>: {e(w)}</li>" for n, w in res["only_in"].items())
         out.append(f'<section id="only{k}"><h2>A value in one run only</h2><ul>{items}</ul></section>')
+    if res.get("units_differ"):
+        items = "".join(
+            f"<li><code>{e(n)}</code>: {e(a or 'no unit')} → {e(b or 'no unit')}</li>"
+            for n, (a, b) in res["units_differ"].items()
+        )
+        out.append(f'<section id="units{k}"><h2>Not compared: the unit differs</h2><ul>{items}</ul></section>')
     return "".join(out)
 
 

@@ -18,7 +18,9 @@ windows weigh unequally in the run's totals. Direction-free on purpose: whether 
 is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a signed threshold per metric
 (``mfu:-5`` fails on a drop of more than 5 %, ``ttft_p99:+10`` on a rise of more than 10 %).
 
-Metrics with a value in one run only are listed (``only_in``), not dropped; the top-down shares and the
+Metrics with a value in one run only are listed (``only_in``), not dropped; a metric whose unit differs
+between the runs (two catalogs' metrics of one name: ``mfu`` in percent and in 1) is not compared but
+listed (``units_differ``), and a gate on it is a usage error; the top-down shares and the
 per-op table (time share per op class) are compared side by side too.
 """
 
@@ -225,7 +227,7 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
         if base.generation == other.generation
         else f"runs of different generations ({base.generation} → {other.generation}): metrics matched by name"
     )
-    metrics, only = {}, {}
+    metrics, only, units = {}, {}, {}
     names = list(dict.fromkeys(list(base.report["metrics"]) + list(other.report["metrics"])))
     for name in names:
         a, b = base.value(name), other.value(name)
@@ -233,6 +235,9 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             continue
         if a is None or b is None:
             only[name] = "baseline" if b is None else str(other.path)
+            continue
+        if base.unit(name) != other.unit(name):  # another catalog's metric of that name: not the same quantity
+            units[name] = [base.unit(name), other.unit(name)]
             continue
         wa, wb = base.windows.get(name), other.windows.get(name)
         rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
@@ -280,6 +285,7 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
         "n_boot": n_boot,
         "metrics": metrics,
         "only_in": only,
+        "units_differ": units,
         "topdown": topdown,
         "ops": _ops(base.report, other.report),
         "bottleneck": [base.report.get("bottleneck"), other.report.get("bottleneck")],
@@ -318,9 +324,13 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
         if m is None:
             from perfonto.ontology.diagnostics import did_you_mean
 
+            differ = (result.get("units_differ") or {}).get(name)
             why = (
                 "has a value in one run only"
                 if name in result["only_in"]
+                else f"is in {differ[0] or 'no unit'} in the baseline and in {differ[1] or 'no unit'} in the run "
+                "(two catalogs' metrics of one name): not compared"
+                if differ
                 else "is not a metric of these runs; "
                 f"{did_you_mean(name, result['metrics']) or 'see compare-runs --all'}"
             )

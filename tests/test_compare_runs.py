@@ -236,3 +236,21 @@ def test_the_verdict_is_about_the_run_level_change_it_sits_beside(tmp_path, caps
     m = compare(load_run(base), load_run(other))["metrics"]["r"]
     assert m["relative"] == pytest.approx(8 / 15 - 1) and m["relative_interval"][0] >= -1.0
     assert m["verdict"].startswith("too few windows with a value ≠ 0")
+
+
+def test_a_metric_in_another_unit_is_not_compared(tmp_path, capsys):
+    """Found by a session trying to break perfonto: a run analysed with a catalog whose `mfu` is in 1 against one
+    whose `mfu` is in percent read "26.0091 → 0.439101 percent −98.31 % decreased" and failed its gate. The
+    unit differs: the metric is listed, not compared, and a gate on it is a usage error."""
+    rng = np.random.default_rng(9)
+    a = _run(tmp_path / "a", {"mfu": 26 + rng.normal(0, 1, 100), "mbu": 40 + rng.normal(0, 1, 100)})
+    b = _run(tmp_path / "b", {"mfu": 0.26 + rng.normal(0, 0.01, 100), "mbu": 40 + rng.normal(0, 1, 100)})
+    doc = json.loads((b / "report.json").read_text())
+    doc["metrics"]["mfu"]["unit"] = "1"
+    (b / "report.json").write_text(json.dumps(doc))
+    res = compare(load_run(a), load_run(b))
+    assert "mfu" not in res["metrics"] and res["units_differ"] == {"mfu": ["percent", "1"]} and "mbu" in res["metrics"]
+    assert main(["compare-runs", str(a), str(b), "--fail-on-regression", "mfu:-5"]) == 2
+    assert "is in percent in the baseline and in 1 in the run" in capsys.readouterr().err
+    assert main(["compare-runs", str(a), str(b)]) == 0
+    assert "not compared, the unit differs" in " ".join(capsys.readouterr().out.split())

@@ -156,6 +156,12 @@ def _render(res: dict, out, show_all: bool) -> None:
     quiet = len(res["metrics"]) - shown
     if quiet:
         out.print(f"{quiet} metric(s) with no change at this confidence (--all lists them)", markup=False)
+    if res.get("units_differ"):
+        out.print(
+            "not compared, the unit differs (two catalogs' metrics of one name): "
+            + ", ".join(f"{n} ({a or 'no unit'} → {b or 'no unit'})" for n, (a, b) in res["units_differ"].items()),
+            markup=False,
+        )
     if res["only_in"]:
         out.print("value in one run only: " + ", ".join(f"{n} ({w})" for n, w in res["only_in"].items()), markup=False)
     b0, b1 = res["bottleneck"]
