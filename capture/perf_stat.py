@@ -161,6 +161,16 @@ def _one_mode(out: PerfStat) -> PerfStat:
             f"{out.path}:{bad.line}: a line {'without' if out.interval else 'with'} a time stamp among lines "
             f"{'with' if out.interval else 'without'}: two perf runs in one file? Give one run's output"
         )
+    if out.interval:  # perf prints the intervals in time order; one out of order would be re-sorted into a wrong window
+        prev = out.lines[0]
+        for x in out.lines[1:]:
+            if x.time < prev.time:
+                raise DumpError(
+                    f"{out.path}:{x.line}: time stamp {x.time:.9f} s comes after {prev.time:.9f} s (line {prev.line}); "
+                    "perf stat -I writes its intervals in time order: was the file edited, or two runs joined? "
+                    "Give one run's output as perf wrote it"
+                )
+            prev = x
     return out
 
 
