@@ -166,8 +166,16 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
 
 
 def _header_columns(header: list[str], p: str, hn: int) -> dict[str, int]:
-    """Column name → position, with every column of ``REQUIRED`` present."""
-    where = {name: i for i, name in enumerate(header)}
+    """Column name → position, with every column of ``REQUIRED`` present and none twice (the later one won:
+    a file with a metric's column twice read the second's value)."""
+    where: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in where:
+            raise DumpError(
+                f'{p}:{hn}: column "{name}" is in the header twice (columns {where[name] + 1} and {i + 1}); ncu writes '
+                "each metric once: give the file as ncu wrote it"
+            )
+        where[name] = i
     for name in REQUIRED:
         if name not in where:
             raise DumpError(

@@ -99,6 +99,12 @@ def _bad(tmp_path, old, new) -> Path:
         ),
         ('"134.22"', '"lots"', r"bad\.csv:7: column 12 \(dram__bytes_read\.sum\): `lots` is not a number"),
         ('"1","4242"', '"0","4242"', r'bad\.csv:8: column 1 \("ID"\): launch 0 again \(first on row 7\)'),
+        # a metric's column twice (found by a session trying to break the reader: the later one was read)
+        (
+            '"dram__bytes_write.sum"',
+            '"dram__bytes_read.sum"',
+            r'bad\.csv:5: column "dram__bytes_read\.sum" is in the header twice \(columns 12 and 13\)',
+        ),
     ],
 )
 def test_bad_files_name_the_file_row_and_column(tmp_path, gen, old, new, match):
