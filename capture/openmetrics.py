@@ -139,7 +139,11 @@ def _families(text: str, path: str):
     else:
         from prometheus_client.parser import text_string_to_metric_families
     try:
-        return list(text_string_to_metric_families(text))
+        fams = list(text_string_to_metric_families(text))
+        _no_sample_dropped(fams, text, path)
+        return fams
+    except DumpError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the parser raises ValueError, TypeError or IndexError on bad text
         from prometheus_client.parser import text_string_to_metric_families as one_line
 
@@ -160,13 +164,65 @@ def _families(text: str, path: str):
                 continue
             try:
                 list(one_line(ln + "\n"))
+                if openmetrics:  # and as the grammar the file is in (a time stamp of 1e20 fails only there)
+                    list(text_string_to_metric_families(ln + "\n# EOF\n"))
             except Exception:  # noqa: BLE001
                 raise DumpError(
                     f"{path}:{n}: not a sample line of the Prometheus/OpenMetrics text format: `{ln.strip()[:80]}`"
                 ) from None
+        _time_stamps_are_dates(text, path, openmetrics)
         raise DumpError(
             f"{path}: not Prometheus/OpenMetrics text ({exc}); give scrapes as exporters serve them"
         ) from None
+
+
+def _time_stamps_are_dates(text: str, path: str, openmetrics: bool) -> None:
+    """After the parser refused the text with no line to name (a time stamp of 1e20 fails inside it with
+    "'float' object has no attribute 'sec'"): the first sample line whose time stamp is not a date between
+    2000 and 2100 (seconds in OpenMetrics, milliseconds in Prometheus text), named with its number."""
+    import math
+
+    scale = 1.0 if openmetrics else 1e3
+    for n, ln in enumerate(text.splitlines(), 1):
+        if not ln.strip() or ln.startswith("#"):
+            continue
+        tail = ln.rsplit("}", 1)[-1].split() if "}" in ln else ln.split()[1:]
+        if len(tail) < 2:
+            continue
+        try:
+            ts = float(tail[1])
+        except ValueError:
+            continue
+        if not (math.isfinite(ts) and EPOCH_RANGE[0] * scale <= ts <= EPOCH_RANGE[1] * scale):
+            raise DumpError(
+                f"{path}:{n}: the time stamp {tail[1][:30]} is not a date between 2000 and 2100 "
+                f"({'seconds: OpenMetrics' if openmetrics else 'milliseconds: Prometheus text'}); fix or drop the line"
+            )
+
+
+def _no_sample_dropped(fams, text: str, path: str) -> None:
+    """Refuse a series written twice for one time stamp, which the OpenMetrics parser drops without a word
+    (a breaker's second `node_cpu_seconds_total{…} 103.00 T` vanished): when the families hold fewer samples
+    than the text has sample lines, each line is parsed alone to name the two lines."""
+    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.startswith("#")]
+    if sum(len(f.samples) for f in fams) >= len(lines):
+        return
+    from prometheus_client.parser import text_string_to_metric_families as one_line
+
+    seen: dict[tuple, int] = {}
+    for n, ln in lines:
+        try:
+            smp = [x for fam in one_line(ln + "\n") for x in fam.samples]
+        except Exception:  # noqa: BLE001 - a line only the OpenMetrics grammar reads: not this check's to judge
+            continue
+        for x in smp:
+            key = (x.name, tuple(sorted(x.labels.items())), x.timestamp)
+            if key in seen:
+                raise DumpError(
+                    f"{path}:{n}: the series {x.name} is written again for the time stamp of line {seen[key]}; the "
+                    "parser would keep one of the two values without a word: give each series once per time"
+                )
+            seen[key] = n
 
 
 def _read_text(p: Path) -> str:

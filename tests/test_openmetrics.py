@@ -267,3 +267,23 @@ def test_time_stamp_units_and_duplicate_series_are_errors(tmp_path, text, match)
     p.write_text(text)
     with pytest.raises(DumpError, match=match):
         read_scrapes(p)
+
+
+def test_a_series_twice_at_one_time_and_a_time_stamp_past_any_date_name_their_line(tmp_path):
+    """Found by a session trying to break the reader: a second `node_cpu_seconds_total{cpu="0",mode="idle",…}` at
+    the time of line 3 was dropped by the OpenMetrics parser without a word, and a time stamp of 1e20 gave
+    "'float' object has no attribute 'sec'" with no line."""
+    lines = FIX.read_text().splitlines()
+    assert lines[2].startswith('node_cpu_seconds_total{cpu="0",mode="idle"') and lines[2].endswith(" 1764650000.000")
+    dup = tmp_path / "dup.om"
+    dup.write_text("\n".join([*lines[:3], lines[2].replace(" 100.00 ", " 103.00 "), *lines[3:]]) + "\n")
+    with pytest.raises(
+        DumpError,
+        match=r"dup\.om:4: the series node_cpu_seconds_total is written again for the time "
+        r"stamp of line 3",
+    ):
+        read_scrapes(dup)
+    far = tmp_path / "far.om"
+    far.write_text("\n".join([*lines[:5], lines[5].rsplit(" ", 1)[0] + " 1e20", *lines[6:]]) + "\n")
+    with pytest.raises(DumpError, match=r"far\.om:6: the time stamp 1e20 is not a date between 2000 and 2100"):
+        read_scrapes(far)
