@@ -127,7 +127,8 @@ def test_not_counted_never_enabled_is_a_count_of_zero(tmp_path):
         ("# started on Wed\n\n", "no counter lines"),
         # found by a session trying to break the reader: an interval out of time order was re-sorted into wrong windows
         (
-            "     0.200000000,20.00,msec,task-clock,20000000,100.00,,\n     0.100000000,10.00,msec,task-clock,10000000,100.00,,\n",
+            "     0.200000000,20.00,msec,task-clock,20000000,100.00,,\n"
+            "     0.100000000,10.00,msec,task-clock,10000000,100.00,,\n",
             "perf-stat.csv:2: time stamp 0.100000000 s comes after 0.200000000 s (line 1)",
         ),
         # found by a session trying to break the reader: silently wrong values before
