@@ -102,3 +102,19 @@ def test_no_header_and_no_mapped_field(tmp_path, gen):
     p.write_text("#Entity   FBUSD\nID        MiB\nGPU 0     1024\nGPU 0     1024\n")
     with pytest.raises(DumpError, match=r"none of its fields \(FBUSD\) is a signal's `sources: \{dcgm: …\}`"):
         dmon_capture(p, gen, [])
+
+
+def test_an_impossible_activity_ratio_is_flagged_out_of_bounds(capsys, tmp_path):
+    """Found by a session trying to break the readers: `GRACT 57.0` (a ratio, 0 … 1 in DCGM) on dmon's line 6 read
+    gr_engine.active 14.837 with nothing said. The shipped ratio metrics declare their bounds: the window and the
+    run value are flagged."""
+    from helpers import analyze
+
+    lines = FIX.read_text().splitlines()
+    assert lines[5].split()[:3] == ["GPU", "0", "0.900"]
+    bad = tmp_path / "dmon.txt"
+    bad.write_text("\n".join([*lines[:5], lines[5].replace("0.900 ", "57.0  ", 1), *lines[6:]]) + "\n")
+    code, doc = analyze(capsys, bad, tmp_path / "o")
+    assert code == 0 and doc["bounds_violations"]["counts"] == {"gr_engine.active": 1}
+    (first,) = doc["bounds_violations"]["first"]
+    assert first["chip"] == 0 and first["bounds"] == [0.0, 1.0] and first["value"] > 1

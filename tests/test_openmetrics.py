@@ -287,3 +287,20 @@ def test_a_series_twice_at_one_time_and_a_time_stamp_past_any_date_name_their_li
     far.write_text("\n".join([*lines[:5], lines[5].rsplit(" ", 1)[0] + " 1e20", *lines[6:]]) + "\n")
     with pytest.raises(DumpError, match=r"far\.om:6: the time stamp 1e20 is not a date between 2000 and 2100"):
         read_scrapes(far)
+
+
+def test_a_cpu_time_counter_that_jumps_past_wall_time_is_a_reset(capsys, tmp_path):
+    """Found by a session trying to break the readers: node_exporter's idle counter jumping by 1e6 s within a 1 s
+    scrape read busy_share 7.3e-06 with nothing said. One CPU's time grows at most 1 s/s: the node catalog declares
+    `max_rate: 2 s/s` on its counters, so that window (and the one after, which falls back) is a reset, not data."""
+    from helpers import analyze
+
+    text = FIX.read_text()
+    assert text.count(" 100.25 1764650001.000") == 1
+    bad = tmp_path / "jump.om"
+    bad.write_text(text.replace(" 100.25 1764650001.000", " 1000100.25 1764650001.000"))
+    code, doc = analyze(capsys, bad, tmp_path / "o")
+    assert code == 0 and doc["null_windows"]["busy_share"] == {"reset (implausible increase or decrease)": 2}
+    code, good = analyze(capsys, FIX, tmp_path / "g")
+    assert 0 < doc["metrics"]["busy_share"]["value"] < 1
+    assert "reset (implausible increase or decrease)" not in good["null_windows"]["busy_share"]  # the fixture's own

@@ -288,3 +288,20 @@ def test_report_and_timeline_never_replace_the_runs_own_files(tmp_path, capsys):
     assert main(["timeline", str(broken), "--out", str(tmp_path / "t.json")]) == 1
     err = capsys.readouterr().err
     assert f"{broken / 'trace.parquet'}: not a readable Parquet file" in " ".join(err.split())
+
+
+def test_codegen_replaces_a_file_it_generated_where_no_manifest_lists_it(tmp_path, capsys):
+    """The repository's schemas/ (a package: __init__.py beside the generated schemas, no manifest) is refreshed
+    with `codegen --target schemas --out schemas --force`: the schemas carry perfonto's `$id`, so they are
+    replaced; __init__.py is kept; a schema-named file without the mark is a user's and refused."""
+    d = tmp_path / "schemas"
+    shutil.copytree(
+        Path(__file__).parents[1] / "schemas", d, ignore=shutil.ignore_patterns("__pycache__", "perfonto.json")
+    )
+    init = (d / "__init__.py").read_bytes()
+    assert main(["codegen", "--target", "schemas", "--out", str(d), "--force"]) == 0
+    assert (d / "__init__.py").read_bytes() == init and (d / "generation.schema.json").stat().st_size > 1000
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "vectors.schema.json").write_text('{"mine": true}')
+    assert main(["codegen", "--target", "schemas", "--out", str(tmp_path / "u"), "--force"]) == 1
+    assert (tmp_path / "u" / "vectors.schema.json").read_text() == '{"mine": true}'

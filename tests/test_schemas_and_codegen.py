@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_schemas_are_current():
     for name, text in schemas().items():
         path = ROOT / "schemas" / name
-        assert path.exists(), f"{path} missing: run `perfonto codegen --target schemas --out schemas`"
-        assert path.read_text() == text, f"{path} is stale: run `perfonto codegen --target schemas --out schemas`"
+        assert path.exists(), f"{path} missing: run `perfonto codegen --target schemas --out schemas --force`"
+        assert path.read_text() == text, f"{path} is stale: run `perfonto codegen --target schemas --out schemas --force`"
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in catalog_dir().glob("*.yaml")))
