@@ -36,10 +36,10 @@ import numpy as np
 from perfonto.ontology.errors import PerfontoError
 
 
-
 #: the largest slow-chip or throttled-link factor (a binned or throttled part is 1.1–2 × slower; 10^9 asked the
 #: emulator for 617 GiB)
 MAX_SLOWDOWN = 100.0
+
 
 class WorkloadError(PerfontoError, ValueError):
     """A run's workload, sampling or knob that the emulator refuses (a duration, period, chip count, model

@@ -21,7 +21,8 @@ def test_schemas_are_current():
     for name, text in schemas().items():
         path = ROOT / "schemas" / name
         assert path.exists(), f"{path} missing: run `perfonto codegen --target schemas --out schemas --force`"
-        assert path.read_text() == text, f"{path} is stale: run `perfonto codegen --target schemas --out schemas --force`"
+        refresh = "perfonto codegen --target schemas --out schemas --force"
+        assert path.read_text() == text, f"{path} is stale: run `{refresh}`"
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in catalog_dir().glob("*.yaml")))
