@@ -214,6 +214,45 @@ def _verdict(
     return "no change"
 
 
+def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, unit: str, boot: dict) -> dict:
+    """One metric's comparison (``compare``'s ``metrics`` entry): run-level values ``a`` → ``b``, the window
+    values ``wa``, ``wb`` (None where a run has none), ``boot`` the bootstrap's ``n_boot``, ``confidence``,
+    ``seed``."""
+    rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
+    change = lo = hi = math.nan
+    rel_lo = rel_hi = None
+    if wa is not None and wb is not None:
+        change, lo, hi = block_bootstrap(wa, wb, **boot)
+        if rel is not None:
+            rl, rh = run_interval(wa, wb, rel, **boot)
+            rel_lo, rel_hi = (rl, rh) if math.isfinite(rl) else (None, None)
+    win_rel = mean_a = mean_b = None  # the window means and their relative change, for ``differs``
+    if wa is not None and wb is not None and np.isfinite(wa).any() and np.isfinite(wb).any():
+        mean_a, mean_b = float(np.nanmean(wa)), float(np.nanmean(wb))
+        win_rel = (mean_b - mean_a) / abs(mean_a) if mean_a else None
+    if rel is None or rel_lo is None:  # from a baseline of 0, or no run-level interval: the windows' verdict
+        verdict = _verdict(lo, hi, a, b, _events(wa), _events(wb))
+    else:
+        verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
+    moved = ("increased", "decreased")
+    window_verdict = _verdict(lo, hi, mean_a, mean_b) if win_rel is not None else None
+    return {
+        "unit": unit,
+        "baseline": a,
+        "value": b,
+        "change": b - a,
+        "relative": rel,
+        "window_change": change,
+        "window_interval": [lo, hi],
+        "window_relative": win_rel,
+        "relative_interval": [rel_lo, rel_hi],
+        "verdict": verdict,
+        "differs": bool(
+            rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved)
+        ),
+    }
+
+
 def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict:
     """``other`` against the baseline ``base``: ``metrics`` (name → baseline, value, change, relative,
     interval, verdict, unit), ``only_in`` (name → which run has a value), ``topdown`` and ``ops``
@@ -239,41 +278,8 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
         if base.unit(name) != other.unit(name):  # another catalog's metric of that name: not the same quantity
             units[name] = [base.unit(name), other.unit(name)]
             continue
-        wa, wb = base.windows.get(name), other.windows.get(name)
-        rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
-        change = lo = hi = math.nan
-        rel_lo = rel_hi = None
-        if wa is not None and wb is not None:
-            change, lo, hi = block_bootstrap(wa, wb, n_boot=n_boot, confidence=confidence, seed=seed)
-            if rel is not None:
-                rl, rh = run_interval(wa, wb, rel, n_boot=n_boot, confidence=confidence, seed=seed)
-                rel_lo, rel_hi = (rl, rh) if math.isfinite(rl) else (None, None)
-        win_rel = mean_a = mean_b = None  # the window means and their relative change, for ``differs``
-        if wa is not None and wb is not None and np.isfinite(wa).any() and np.isfinite(wb).any():
-            mean_a, mean_b = float(np.nanmean(wa)), float(np.nanmean(wb))
-            win_rel = (mean_b - mean_a) / abs(mean_a) if mean_a else None
-        if rel is None or rel_lo is None:  # from a baseline of 0, or no run-level interval: the windows' verdict
-            verdict = _verdict(lo, hi, a, b, _events(wa), _events(wb))
-        else:
-            verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
-        moved = ("increased", "decreased")
-        window_verdict = _verdict(lo, hi, mean_a, mean_b) if win_rel is not None else None
-        differs = bool(
-            rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved)
-        )
-        metrics[name] = {
-            "unit": base.unit(name),
-            "baseline": a,
-            "value": b,
-            "change": b - a,
-            "relative": rel,
-            "window_change": change,
-            "window_interval": [lo, hi],
-            "window_relative": win_rel,
-            "relative_interval": [rel_lo, rel_hi],
-            "verdict": verdict,
-            "differs": differs,
-        }
+        boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+        metrics[name] = _metric(a, b, base.windows.get(name), other.windows.get(name), base.unit(name), boot)
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
     topdown = {n: [(base.report.get("topdown") or {}).get(n), (other.report.get("topdown") or {}).get(n)] for n in td}
     return {
