@@ -95,7 +95,7 @@ def file_head(path, size: int = 4096) -> str | None:
         if not Path(path).is_file():
             return None
         with open(path, "rb") as fh:
-            return fh.read(size).decode("utf-8", "replace")
+            return fh.read(size).decode("utf-8", "replace").removeprefix("\ufeff")  # a byte-order mark dropped
     except (OSError, TypeError, ValueError):
         return None
 

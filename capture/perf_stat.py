@@ -355,7 +355,9 @@ def sniff(path) -> bool:
         return False
     if "Performance counter stats" in head:
         return True
-    lines = [ln for ln in head.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][:8]
+    whole = head if head.endswith("\n") else head.rpartition("\n")[0]  # a line cut off (by the 4 kB, or a file
+    # cut short) is not judged: the reader names it
+    lines = [ln for ln in whole.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][:8]
     if lines and lines[0].lstrip().startswith("{"):  # perf stat -j: a JSON object with an event and its count
         import json
 

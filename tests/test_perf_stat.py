@@ -242,3 +242,20 @@ def test_a_signals_alternatives_read_the_first_perf_counted(tmp_path):
     p.write_text("# started on Fri Dec  4 16:54:59 2026\n\n" + "\n".join(lines) + "\n")
     t = perf_capture(p, gen).to_pydict()
     assert t["task.clock[0]"][1:] == [200_450_000, 400_900_000, 601_350_000]  # from cpu-clock, ns
+
+
+def test_a_file_cut_short_or_with_a_byte_order_mark_is_still_recognised(tmp_path):
+    """Found by a session trying to break the readers: perf CSV cut after 250 bytes, or with a UTF-8 byte-order
+    mark before it, was not recognised as perf's and got the collector format's message ("8 field(s) where the
+    header has 1 column(s)"). The sniff judges whole lines only and drops the mark; the reader then names the
+    line cut short."""
+    from perfonto.capture.formats import detect
+
+    data = (FIX / "perf-stat-interval.csv").read_bytes()
+    cut, bom = tmp_path / "cut.csv", tmp_path / "bom.csv"
+    cut.write_bytes(data[:250])
+    bom.write_bytes(b"\xef\xbb\xbf" + data)
+    assert detect(cut) == "perf-stat" and detect(bom) == "perf-stat"
+    with pytest.raises(DumpError, match=r"cut\.csv:6: 1 field\(s\) where line 3 has 8"):
+        read_perf_stat(cut)
+    assert len(read_perf_stat(bom).lines) == 56
