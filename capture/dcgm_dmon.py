@@ -214,14 +214,20 @@ def dmon_capture(
         j = fields.index(f)
         per = _per(reg, sig, units.get(f, ""), f"{p}:{units_n}", f, j)
         vals = np.full((S, C), np.nan)
+        line = np.zeros((S, C), np.int64)
         for (n, _, gid, v), k in zip(rows, block):
             vals[k, ci[gid]] = _value(v[j], p, n, f, j)
+            line[k, ci[gid]] = n
         null = ~np.isfinite(vals)
-        with np.errstate(over="ignore"):  # an overflow is refused just below
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
             raw = np.rint(np.where(null, 0.0, vals) * per)
-        if np.any(raw < 0) or np.any(raw >= 2.0**64):
+        bad = (raw < 0) | (raw >= 2.0**64)
+        if bad.any():
+            k, c = np.argwhere(bad)[0]
+            what = "a negative value" if raw[k, c] < 0 else "a value too large"
             raise DumpError(
-                f"{p}: field {f} holds a value outside an unsigned 64-bit register at `{mapping[f]}`'s scale"
+                f"{p}:{line[k, c]}: column {j + 2} ({f}) holds {vals[k, c]:g}, {what} for an unsigned 64-bit register "
+                f"at `{mapping[f]}`'s scale; dmon prints no such value: give the file as dmon wrote it"
             )
         cols[mapping[f]] = pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
     meta = {"generation": gen.name, "source": "dcgmi dmon", "sample_period_ns": int(period)}

@@ -184,6 +184,10 @@ def _separator(line: str, p: str, n: int) -> str:
 def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     i = 0
     t = None
+    if f and re.fullmatch(r"-\d+\.\d{9}", f[0]):
+        raise DumpError(
+            f"{p}:{n}: the time stamp {f[0]} is negative; perf's -I time stamps count seconds from the start"
+        )
     if f and re.fullmatch(r"\d+\.\d{9}", f[0]):  # perf prints -I time stamps with nine decimals (%3d.%09d)
         t = _number(f[0], p, n, "time stamp")
         i = 1
@@ -275,7 +279,8 @@ def _json_text(obj: dict, key: str, p: str, n: int, default: str | None = None) 
     """A key's value as text (perf writes strings and numbers), or ``default`` where it is absent."""
     v = obj.get(key, default)
     if v is None:
-        raise DumpError(f"{p}:{n}: no key `{key}`; perf stat -j writes it on every counter line")
+        what = f"key `{key}` is null" if key in obj else f"no key `{key}`"
+        raise DumpError(f"{p}:{n}: {what}; perf stat -j writes it on every counter line, a string or a number")
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         raise DumpError(f"{p}:{n}: key `{key}` holds a JSON {type(v).__name__}; perf writes a string or a number")
     return str(v)

@@ -118,3 +118,12 @@ def test_an_impossible_activity_ratio_is_flagged_out_of_bounds(capsys, tmp_path)
     assert code == 0 and doc["bounds_violations"]["counts"] == {"gr_engine.active": 1}
     (first,) = doc["bounds_violations"]["first"]
     assert first["chip"] == 0 and first["bounds"] == [0.0, 1.0] and first["value"] > 1
+
+
+def test_a_negative_power_names_its_line_and_column(tmp_path, gen):
+    """`POWER -410` on line 6 said "field POWER holds a value outside an unsigned 64-bit register", with no line."""
+    lines = FIX.read_text().splitlines()
+    bad = tmp_path / "neg.txt"
+    bad.write_text("\n".join([*lines[:5], lines[5].replace(" 410.000 ", "-410.000 "), *lines[6:]]) + "\n")
+    with pytest.raises(DumpError, match=r"neg\.txt:6: column 5 \(POWER\) holds -410, a negative value"):
+        dmon_capture(bad, gen, [])

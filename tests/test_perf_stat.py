@@ -125,6 +125,10 @@ def test_not_counted_never_enabled_is_a_count_of_zero(tmp_path):
             "`task-clock` is in `counts`, but its signal `task_clock` is a time",
         ),
         ("# started on Wed\n\n", "no counter lines"),
+        (
+            "    -0.100000000,77.25,msec,task-clock,77247753,100.00,,\n",
+            "perf-stat.csv:1: the time stamp -0.100000000 is negative",
+        ),
         # found by a session trying to break the reader: an interval out of time order was re-sorted into wrong windows
         (
             "     0.200000000,20.00,msec,task-clock,20000000,100.00,,\n"
