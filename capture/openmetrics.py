@@ -253,7 +253,7 @@ def _name_time(f: Path) -> float:
     return float(m.group(1) + (m.group(2) or "")) * unit
 
 
-def read_scrapes(path: str | Path) -> list[Scrape]:
+def read_scrapes(path: str | Path, notes: list[str] | None = None) -> list[Scrape]:
     """The scrapes of ``path`` in time order (module docstring: a file of time-stamped samples, or a folder
     of one scrape per file named by its time).
 
@@ -268,12 +268,14 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
             raise DumpError(
                 f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)"
             )
-        scrapes, origin = [], {}
+        scrapes, origin, empty = [], {}, []
         for f in files:
             s = Scrape(_name_time(f))
             for fam in _families(_read_text(f), str(f)):
                 for smp in fam.samples:
                     _put(s, smp, f)
+            if not s.series:
+                empty.append(f.name)
             if s.time_s in origin:
                 raise DumpError(
                     f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
@@ -282,6 +284,16 @@ def read_scrapes(path: str | Path) -> list[Scrape]:
             origin[s.time_s] = f.name
             scrapes.append(s)
         scrapes.sort(key=lambda s: s.time_s)
+        skipped = sorted(d.name for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
+        if notes is not None and empty:
+            notes.append(
+                f"{p}: {len(empty)} scrape file(s) hold no sample (a failed scrape?): {', '.join(empty[:5])}"
+                f"{' …' if len(empty) > 5 else ''}; their windows are null (missing sample)"
+            )
+        if notes is not None and skipped:
+            notes.append(
+                f"{p}: folder(s) inside it not read ({', '.join(skipped[:5])}): one scrape per file, in the folder itself"
+            )
     else:
         by_time: dict[float, Scrape] = {}
         for fam in _families(_read_text(p), str(p)):
@@ -387,7 +399,7 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
             f"{path}: generation `{gen.name}` names no series (`sources: {{openmetrics: …}}` on its signals); "
             "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)"
         )
-    scrapes = read_scrapes(path)
+    scrapes = read_scrapes(path, notes)
     axis = axis_of(gen, sorted(mapping), str(path))
     inst = None
     if axis is not None:  # an instance axis sized by the data: the series' label of its name (`cpu`) places them

@@ -65,6 +65,14 @@ def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
     assert doc["metrics"]["cpu.busy_share"]["value"] == pytest.approx([1.25 / 2.0], abs=1e-12)  # user 1.25 of 2.0 s
     assert doc["metrics"]["busy_share"]["value"] == pytest.approx(1.25 / 2.0, abs=1e-12)  # one CPU: the machine
     assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(1.25 / 4.0, abs=1e-12)  # over 4 s of wall-clock time
+    # a failed scrape (an empty file) and a folder inside are named in a note (found by a session trying to break
+    # the reader: both were skipped without a word)
+    (d / "1764650006.250.prom").write_text("")
+    (d / "more").mkdir()
+    code, doc = analyze(capsys, d, tmp_path / "o2")
+    notes = " ".join(doc["notes"])
+    assert code == 0 and "1 scrape file(s) hold no sample (a failed scrape?): 1764650006.250.prom" in notes
+    assert "folder(s) inside it not read (more)" in notes
 
 
 def test_format_is_recognised_and_collector_dumps_are_not(tmp_path):
