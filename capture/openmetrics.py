@@ -292,7 +292,8 @@ def read_scrapes(path: str | Path, notes: list[str] | None = None) -> list[Scrap
             )
         if notes is not None and skipped:
             notes.append(
-                f"{p}: folder(s) inside it not read ({', '.join(skipped[:5])}): one scrape per file, in the folder itself"
+                f"{p}: folder(s) inside it not read ({', '.join(skipped[:5])}): "
+                "one scrape per file, in the folder itself"
             )
     else:
         by_time: dict[float, Scrape] = {}
