@@ -32,3 +32,16 @@ def test_a_catalog_shipped_as_a_folder_named_as_a_generation_says_how_to_select_
     assert main(["explain", "context_switches.per_second", "--catalog", folder]) == 0
     assert main(["explain", "mfu", "--generation", "sohux"]) == 2
     assert "shipped as a folder" not in capsys.readouterr().err
+
+
+def test_the_readme_lists_every_model_the_emulator_has():
+    """A new user found `project --model qwen3-14b` accepted though the README's model list lacked it."""
+    import re
+
+    import yaml
+
+    models = yaml.safe_load((README.parent / "emulator" / "data" / "models.yaml").read_text())["models"]
+    listed = re.search(r"^Models: (.*?)Generations:", README.read_text(), re.M | re.S)
+    assert listed, "the README's `Models:` paragraph"
+    missing = [m for m in models if f"`{m}`" not in listed.group(1)]
+    assert not missing, f"README.md's model list lacks {missing}"
