@@ -32,8 +32,9 @@ from pathlib import Path
 
 from perfonto.ontology.diagnostics import Diagnostic, Span
 
-#: The emulator knobs a rule may remove, and the value that removes each (``emulator.knobs``).
-KNOBS = {"slow_chip": None, "throttled_link": None, "router_skew": 0.0}
+#: The emulator knobs a rule may remove, and the value that removes each (``emulator.knobs``; and one
+#: modelling assumption, ``overlap_collectives``: collectives hidden behind compute, only their latency left).
+KNOBS = {"slow_chip": None, "throttled_link": None, "router_skew": 0.0, "overlap_collectives": True}
 OVER = ("server", "chip_max")
 SHARE_UNITS = ("percent", "%", "ratio", "1", "dimensionless")  # a share of time: percent or a fraction
 _KEYS = {"metric", "title", "share", "over", "evidence", "next", "remove", "why"}

@@ -64,7 +64,7 @@ def _reproject_all(run: Path, found: list[dict], tmp: Path, log) -> None:
         if not f.get("remove"):
             f["reprojection"] = {"skipped": "its cause is not an emulator knob that the rule can remove"}
             continue
-        log(f"re-projecting `{f['metric']}` without {', '.join(f['remove'])} …")
+        log(f"re-projecting `{f['metric']}` with {', '.join(f'{k} → {v}' for k, v in f['remove'].items())} …")
         r = reproject(run, f["remove"], tmp / "reproject" / f"{i:02d}")
         est = f.get("estimated_gain")
         if "gain" in r and est:

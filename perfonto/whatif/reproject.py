@@ -95,13 +95,28 @@ def step_periods(trace: Path) -> np.ndarray:
     return np.diff(starts).astype(np.float64) * 1e-9
 
 
+#: what a rule may remove that is a modelling assumption of the run (``ground_truth.json``'s ``assumptions``),
+#: not a workload knob: the run is emulated again with its assumptions and this one changed
+ASSUMPTION_KNOBS = ("overlap_collectives",)
+
+
+def _current(gt: dict, knob: str):
+    """The run's value of ``knob``: its workload knob, or for ``ASSUMPTION_KNOBS`` its assumption."""
+    if knob in ASSUMPTION_KNOBS:
+        return (gt.get("assumptions") or {}).get(knob)
+    return (gt.get("knobs") or {}).get(knob)
+
+
 def _run_kwargs(gt: dict, remove: dict) -> dict:
     """``emulator.run``'s keyword arguments for the run of ground truth ``gt`` with ``remove`` applied."""
+    from perfonto.emulator.assumptions import Assumptions
     from perfonto.emulator.parallel import Mapping
 
     spec = gt.get("speculative") or {}
     knobs = dict(gt.get("knobs") or {})
-    knobs.update(remove)
+    knobs.update({k: v for k, v in remove.items() if k not in ASSUMPTION_KNOBS})
+    changed = {k: v for k, v in remove.items() if k in ASSUMPTION_KNOBS}
+    assumptions = Assumptions(**{**gt["assumptions"], **changed}) if changed else None
     slow, link = knobs.get("slow_chip"), knobs.get("throttled_link")
     return dict(
         model=gt["model"],
@@ -119,6 +134,8 @@ def _run_kwargs(gt: dict, remove: dict) -> dict:
         kv_dtype=gt.get("kv_dtype"),
         mapping=Mapping(**gt["mapping"]) if gt.get("mapping") else None,
         preset=gt.get("preset"),
+        assumptions=assumptions,
+        engine_profile=gt.get("engine_profile"),
         chunked_prefill=gt.get("chunked_prefill"),
         rate=gt.get("rate"),
         concurrency=gt.get("concurrency"),
@@ -130,8 +147,15 @@ def _run_kwargs(gt: dict, remove: dict) -> dict:
     )
 
 
-def _differs(gt: dict, again: dict) -> list[str]:
-    return [k for k in SETTINGS if json.dumps(gt.get(k), sort_keys=True) != json.dumps(again.get(k), sort_keys=True)]
+def _differs(gt: dict, again: dict, changed: dict) -> list[str]:
+    """The settings the re-projection did not reproduce; with an assumption changed, the preset is recorded as
+    "custom": its assumptions are compared instead, all but the changed ones."""
+    keys = [k for k in SETTINGS if not (k in ("preset", "hardware_overrides") and set(changed) & set(ASSUMPTION_KNOBS))]
+    out = [k for k in keys if json.dumps(gt.get(k), sort_keys=True) != json.dumps(again.get(k), sort_keys=True)]
+    if set(changed) & set(ASSUMPTION_KNOBS):
+        a, b = dict(gt.get("assumptions") or {}), dict(again.get("assumptions") or {})
+        out += [f"assumptions.{k}" for k in sorted(set(a) | set(b)) if k not in changed and a.get(k) != b.get(k)]
+    return out
 
 
 def reproject(run_dir: str | Path, remove: dict, out_dir: str | Path) -> dict:
@@ -151,7 +175,11 @@ def reproject(run_dir: str | Path, remove: dict, out_dir: str | Path) -> dict:
     knobs = gt.get("knobs") or {}
     if not isinstance(knobs, dict):
         raise ReprojectError(f"{run_dir / 'ground_truth.json'}: `knobs` is not an object")
-    changed = {k: v for k, v in remove.items() if knobs.get(k) not in (None, 0, 0.0) and knobs.get(k) != v}
+    changed = {
+        k: v
+        for k, v in remove.items()
+        if _current(gt, k) != v and (k in ASSUMPTION_KNOBS or _current(gt, k) not in (None, 0, 0.0))
+    }
     if not changed:
         return {"skipped": "the run has none of the knobs this finding removes set: " + ", ".join(remove)}
     gen, _ = load_generation(str(gt.get("generation")))
@@ -174,7 +202,7 @@ def reproject(run_dir: str | Path, remove: dict, out_dir: str | Path) -> dict:
             f"{run_dir / 'ground_truth.json'}: the emulator refuses the run's settings: {exc}"
         ) from None
     again = res.ground_truth
-    bad = _differs(gt, again)
+    bad = _differs(gt, again, changed)
     if bad:
         raise ReprojectError(f"{run_dir}: the re-projection did not reproduce the run's settings {', '.join(bad)}")
     new = step_periods(Path(res.trace_path))
