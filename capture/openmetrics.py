@@ -255,72 +255,78 @@ def _name_time(f: Path) -> float:
 
 def read_scrapes(path: str | Path, notes: list[str] | None = None) -> list[Scrape]:
     """The scrapes of ``path`` in time order (module docstring: a file of time-stamped samples, or a folder
-    of one scrape per file named by its time).
+    of one scrape per file named by its time); ``notes`` gets a folder's empty files and sub-folders.
 
     Raises:
         DumpError: no scrapes, a sample without a time stamp in a single file, a folder file whose name
         holds no time, two scrapes at one time, or text the exposition parser refuses (file:line).
     """
     p = Path(path)
-    if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
-        if not files:
-            raise DumpError(
-                f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)"
-            )
-        scrapes, origin, empty = [], {}, []
-        for f in files:
-            s = Scrape(_name_time(f))
-            for fam in _families(_read_text(f), str(f)):
-                for smp in fam.samples:
-                    _put(s, smp, f)
-            if not s.series:
-                empty.append(f.name)
-            if s.time_s in origin:
-                raise DumpError(
-                    f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
-                    "in the folder?)"
-                )
-            origin[s.time_s] = f.name
-            scrapes.append(s)
-        scrapes.sort(key=lambda s: s.time_s)
-        skipped = sorted(d.name for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
-        if notes is not None and empty:
-            notes.append(
-                f"{p}: {len(empty)} scrape file(s) hold no sample (a failed scrape?): {', '.join(empty[:5])}"
-                f"{' …' if len(empty) > 5 else ''}; their windows are null (missing sample)"
-            )
-        if notes is not None and skipped:
-            notes.append(
-                f"{p}: folder(s) inside it not read ({', '.join(skipped[:5])}): "
-                "one scrape per file, in the folder itself"
-            )
-    else:
-        by_time: dict[float, Scrape] = {}
-        for fam in _families(_read_text(p), str(p)):
-            for smp in fam.samples:
-                t = _stamp(smp.timestamp)
-                if t is None:
-                    raise DumpError(
-                        f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
-                        "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time"
-                    )
-                _put(by_time.setdefault(t, Scrape(t)), smp, p)
-        scrapes = [by_time[t] for t in sorted(by_time)]
-        if scrapes and not (
-            EPOCH_RANGE[0] <= scrapes[0].time_s <= EPOCH_RANGE[1] and scrapes[-1].time_s <= EPOCH_RANGE[1]
-        ):
-            kind = "OpenMetrics (seconds)" if _is_openmetrics(p) else "Prometheus text without `# EOF` (milliseconds)"
-            raise DumpError(
-                f"{p}: time stamps from {scrapes[0].time_s:.6g} s since the epoch, read as {kind}, are not a date "
-                "between 2000 and 2100: the time stamps are in another unit; OpenMetrics text (ending in `# EOF`) "
-                "takes seconds, Prometheus text milliseconds"
-            )
+    scrapes = _folder_scrapes(p, notes) if p.is_dir() else _file_scrapes(p)
     for a, b in zip(scrapes, scrapes[1:]):
         if b.time_s == a.time_s:
             raise DumpError(f"{p}: two scrapes at the same time {a.time_s}; each scrape needs its own time")
     if len(scrapes) < 2:
         raise DumpError(f"{p}: {len(scrapes)} scrape(s); a window needs two: scrape at least twice")
+    return scrapes
+
+
+def _folder_scrapes(p: Path, notes: list[str] | None) -> list[Scrape]:
+    """A folder of one scrape per file, named by its time, in time order."""
+    files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
+    if not files:
+        raise DumpError(
+            f"{p}: an empty folder; put one scrape per file in it, named by its time (`$(date +%s.%N).prom`)"
+        )
+    scrapes, origin, empty = [], {}, []
+    for f in files:
+        s = Scrape(_name_time(f))
+        for fam in _families(_read_text(f), str(f)):
+            for smp in fam.samples:
+                _put(s, smp, f)
+        if not s.series:
+            empty.append(f.name)
+        if s.time_s in origin:
+            raise DumpError(
+                f"{f}: the same scrape time as {origin[s.time_s]}; each scrape needs its own time (a copy left "
+                "in the folder?)"
+            )
+        origin[s.time_s] = f.name
+        scrapes.append(s)
+    scrapes.sort(key=lambda s: s.time_s)
+    skipped = sorted(d.name for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if notes is not None and empty:
+        notes.append(
+            f"{p}: {len(empty)} scrape file(s) hold no sample (a failed scrape?): {', '.join(empty[:5])}"
+            f"{' …' if len(empty) > 5 else ''}; their windows are null (missing sample)"
+        )
+    if notes is not None and skipped:
+        notes.append(
+            f"{p}: folder(s) inside it not read ({', '.join(skipped[:5])}): one scrape per file, in the folder itself"
+        )
+    return scrapes
+
+
+def _file_scrapes(p: Path) -> list[Scrape]:
+    """A file of time-stamped samples as its scrapes, one per time stamp, in time order."""
+    by_time: dict[float, Scrape] = {}
+    for fam in _families(_read_text(p), str(p)):
+        for smp in fam.samples:
+            t = _stamp(smp.timestamp)
+            if t is None:
+                raise DumpError(
+                    f"{p}: the sample `{smp.name}` has no time stamp; a file of many scrapes needs one per "
+                    "sample (as promtool's backfill takes them), or give a folder of scrapes named by their time"
+                )
+            _put(by_time.setdefault(t, Scrape(t)), smp, p)
+    scrapes = [by_time[t] for t in sorted(by_time)]
+    if scrapes and not (EPOCH_RANGE[0] <= scrapes[0].time_s <= EPOCH_RANGE[1] and scrapes[-1].time_s <= EPOCH_RANGE[1]):
+        kind = "OpenMetrics (seconds)" if _is_openmetrics(p) else "Prometheus text without `# EOF` (milliseconds)"
+        raise DumpError(
+            f"{p}: time stamps from {scrapes[0].time_s:.6g} s since the epoch, read as {kind}, are not a date "
+            "between 2000 and 2100: the time stamps are in another unit; OpenMetrics text (ending in `# EOF`) "
+            "takes seconds, Prometheus text milliseconds"
+        )
     return scrapes
 
 
