@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..targets import offered_by
 from . import HELP
-from .common import catalog_options, CommandError, duration, out_path, stderr
+from .common import SHARED_FORCE_HELP, SHARED_OUT_HELP, CommandError, catalog_options, duration, output_options, stderr
 
 TARGETS = offered_by("codegen")
 
@@ -20,15 +20,12 @@ def register(sub) -> None:
     c = sub.add_parser("codegen", help=HELP["codegen"])
     c.add_argument("--target", required=True, choices=TARGETS, help="what to generate")
     catalog_options(c, library=True)
-    c.add_argument(
-        "--out",
-        required=True,
-        help="output folder, written atomically; several targets may share one (each replaces only its own "
-        "files); a file perfonto did not write is never replaced",
-        type=out_path,
+    output_options(
+        c,
+        out_help=SHARED_OUT_HELP.format(what="output folder", runs="targets"),
+        force_help=SHARED_FORCE_HELP,
+        json_help="print one JSON object (the files written) on stdout",
     )
-    c.add_argument("--force", action="store_true", help="write into a non-empty folder perfonto did not write")
-    c.add_argument("--json", action="store_true", help="print one JSON object (the files written) on stdout")
     c.add_argument(
         "--dialect", default="duckdb", choices=("duckdb", "spark"), help="sql: SQL dialect (default: duckdb)"
     )

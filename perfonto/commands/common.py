@@ -64,6 +64,12 @@ JSON_HELP = "print one JSON object on stdout, messages on stderr"
 
 
 FORCE_HELP = "replace --out even if perfonto did not write it"
+#: --out of a command whose outputs accumulate in one folder (codegen, import: ``output_folder(accumulate=True)``)
+SHARED_OUT_HELP = (
+    "{what}, written atomically; several {runs} may share one (each replaces only its own files); a file perfonto "
+    "did not write is never replaced"
+)
+SHARED_FORCE_HELP = "write into a non-empty folder perfonto did not write"
 
 
 def output_options(

@@ -10,7 +10,7 @@ import argparse
 import json
 
 from . import HELP
-from .common import out_path, stderr
+from .common import SHARED_FORCE_HELP, SHARED_OUT_HELP, output_options, stderr
 
 
 def _constant(text: str) -> tuple[str, float]:
@@ -29,14 +29,12 @@ def register(sub) -> None:
     p = sub.add_parser("import", help=HELP["import"])
     p.add_argument("format", choices=FORMATS, help="source format")
     p.add_argument("file", help="the catalog file")
-    p.add_argument(
-        "--out",
-        required=True,
-        help="folder for the generated YAML, .metrics file and report, written atomically (several imports may "
-        "share one); a file perfonto did not write is never replaced",
-        type=out_path,
+    output_options(
+        p,
+        out_help=SHARED_OUT_HELP.format(what="folder for the generated YAML, .metrics file and report", runs="imports"),
+        force_help=SHARED_FORCE_HELP,
+        json_help="print the report as one JSON document on stdout",
     )
-    p.add_argument("--force", action="store_true", help="write into a non-empty folder perfonto did not write")
     p.add_argument("--name", default=None, help="generation name (default: from the file name)")
     p.add_argument(
         "--generation",
@@ -55,7 +53,6 @@ def register(sub) -> None:
     p.add_argument(
         "--arch-std", action="append", default=[], help="perf only: an architecture-standard JSON file for ArchStdEvent"
     )
-    p.add_argument("--json", action="store_true", help="print the report as one JSON document on stdout")
     p.set_defaults(func=cmd_import)
 
 
