@@ -13,7 +13,9 @@ resample's window mean), so it is centred on the figure shown and, for a metric 
 never below −100 % (a ratio of means, not a difference over the baseline). The verdict: "increased" or
 "decreased" when that interval excludes zero, else "no change" — never "decreased" beside a run-level
 change of +0.03 % (a new user's slow-chip comparison read so: the verdict followed the window means).
-``differs`` marks a metric whose window means moved where its run-level value did not (or the reverse):
+(With no positive window means, the bootstrap's differences over the run-level baseline, shifted to the
+run's change, cut at −100 % for a never-negative metric.) ``differs`` marks a metric whose window means
+moved where its run-level value did not (or the reverse):
 windows weigh unequally in the run's totals. Direction-free on purpose: whether more
 is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a signed threshold per metric
 (``mfu:-5`` fails on a drop of more than 5 %, ``ttft_p99:+10`` on a rise of more than 10 %).
@@ -167,27 +169,40 @@ def block_bootstrap(
 
 
 def run_interval(
-    a: np.ndarray, b: np.ndarray, rel: float, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+    a: np.ndarray,
+    b: np.ndarray,
+    rel: float,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    base: float | None = None,
 ) -> tuple[float, float]:
-    """The interval of a run-level relative change ``rel`` (``b_run / a_run − 1``) at ``confidence``, with the
-    spread of the window means' moving-block bootstrap: the percentiles of ``(1 + rel) × (m_b* / m_a*) ÷
-    (m_b / m_a) − 1``. For window values that are never negative a ratio of non-negative means, so never
-    below −100 %; otherwise the bootstrap's differences over the baseline's window mean, shifted to
-    ``rel``. NaNs where the bootstrap has too few windows or the baseline's window mean is 0."""
+    """The interval of a run-level relative change ``rel`` (``b_run / a_run − 1``, ``base`` = ``a_run``) at
+    ``confidence``, with the spread of the window means' moving-block bootstrap. Where the windows and both
+    run values are never negative and both window means positive: the percentiles of ``(1 + rel) ×
+    (m_b* / m_a*) ÷ (m_b / m_a) − 1`` (a ratio of non-negative means). Otherwise the bootstrap's differences
+    over the run-level baseline ``|base|`` (the baseline's window mean when not given), shifted to ``rel``;
+    for never-negative values it is cut at −100 % (such a metric cannot fall further). NaNs where the
+    bootstrap has too few windows or there is no scale (a baseline of 0)."""
     boot = _resampled_means(a, b, n_boot=n_boot, seed=seed)
     if boot is None:
         return math.nan, math.nan
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     ma, mb = float(a.mean()), float(b.mean())
     q = [(1 - confidence) / 2, 1 - (1 - confidence) / 2]
-    if a.min() >= 0 and b.min() >= 0 and ma > 0 and mb > 0 and rel > -1:
+    never_negative = a.min() >= 0 and b.min() >= 0 and (base is None or base >= 0) and rel >= -1
+    if never_negative and ma > 0 and mb > 0 and rel > -1:
         with np.errstate(divide="ignore", invalid="ignore"):  # a resample of only zeros: an unbounded ratio
             r = np.where(boot[0] > 0, boot[1] / boot[0], np.where(boot[1] > 0, np.inf, 1.0))
         lo, hi = np.quantile((1 + rel) * r / (mb / ma) - 1, q, method="inverted_cdf")  # no inf − inf
-    elif ma != 0:
-        lo, hi = np.quantile(rel + ((boot[1] - boot[0]) - (mb - ma)) / abs(ma), q)
-    else:
+        return float(lo), float(hi)
+    scale = abs(base) if base is not None else abs(ma)
+    if scale == 0:
         return math.nan, math.nan
+    lo, hi = np.quantile(rel + ((boot[1] - boot[0]) - (mb - ma)) / scale, q)
+    if never_negative:
+        lo, hi = max(lo, -1.0), max(hi, -1.0)
     return float(lo), float(hi)
 
 
@@ -224,7 +239,7 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
     if wa is not None and wb is not None:
         change, lo, hi = block_bootstrap(wa, wb, **boot)
         if rel is not None:
-            rl, rh = run_interval(wa, wb, rel, **boot)
+            rl, rh = run_interval(wa, wb, rel, base=a, **boot)
             rel_lo, rel_hi = (rl, rh) if math.isfinite(rl) else (None, None)
     win_rel = mean_a = mean_b = None  # the window means and their relative change, for ``differs``
     if wa is not None and wb is not None and np.isfinite(wa).any() and np.isfinite(wb).any():
@@ -235,7 +250,7 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
     else:
         verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
     moved = ("increased", "decreased")
-    window_verdict = _verdict(lo, hi, mean_a, mean_b) if win_rel is not None else None
+    window_verdict = _verdict(lo, hi, mean_a, mean_b) if mean_a is not None else None
     return {
         "unit": unit,
         "baseline": a,
@@ -247,8 +262,11 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
         "window_relative": win_rel,
         "relative_interval": [rel_lo, rel_hi],
         "verdict": verdict,
-        "differs": bool(
-            rel is not None and window_verdict is not None and (window_verdict in moved) != (verdict in moved)
+        "differs": bool(  # the windows moved where the run did not, the reverse, or the other way
+            rel is not None
+            and window_verdict is not None
+            and (window_verdict in moved or verdict in moved)
+            and window_verdict != verdict
         ),
     }
 

@@ -254,3 +254,19 @@ def test_a_metric_in_another_unit_is_not_compared(tmp_path, capsys):
     assert "is in percent in the baseline and in 1 in the run" in capsys.readouterr().err
     assert main(["compare-runs", str(a), str(b)]) == 0
     assert "not compared, the unit differs" in " ".join(capsys.readouterr().out.split())
+
+
+def test_edge_windows_never_turn_the_verdict_against_the_run_level_change():
+    """Found by a review: with the baseline's windows all 0 (a run-level value of 1.0 from elsewhere) and the run's
+    around 0.55, the run-level −50 % read "increased" (the windows' verdict); and a never-negative metric whose run
+    windows are all 0 had an interval below −100 %."""
+    from perfonto.analysis.compare_runs import _metric
+
+    boot = {"n_boot": 2000, "confidence": 0.95, "seed": 0}
+    rng = np.random.default_rng(1)
+    m = _metric(1.0, 0.5, np.zeros(100), 0.5 + 0.1 * rng.random(100), "x", boot)
+    assert m["relative"] == -0.5 and m["verdict"] == "decreased" and m["differs"]  # the windows rose
+    lo, hi = m["relative_interval"]
+    assert lo < -0.5 < hi < 0
+    m = _metric(1.0, 0.0, 1 + rng.random(100), np.zeros(100), "x", boot)
+    assert m["relative"] == -1.0 and m["relative_interval"][0] >= -1.0 and m["verdict"] == "decreased"
