@@ -305,3 +305,69 @@ def test_codegen_replaces_a_file_it_generated_where_no_manifest_lists_it(tmp_pat
     (tmp_path / "u" / "vectors.schema.json").write_text('{"mine": true}')
     assert main(["codegen", "--target", "schemas", "--out", str(tmp_path / "u"), "--force"]) == 1
     assert (tmp_path / "u" / "vectors.schema.json").read_text() == '{"mine": true}'
+
+
+def test_accumulating_outputs_survive_a_failure_and_keep_the_folders_inputs(tmp_path, capsys, monkeypatch):
+    """From a review of codegen/import writing their folders: (1) a third target that failed while moving files
+    deleted the first two targets' files; (2) a user's notes that merely said "perfonto generated" were taken for
+    perfonto's and replaced; (3) codegen into an analyze folder dropped its recorded inputs, after which timeline and
+    align could not find the capture; (4) `report R --plots R` worked once, then was refused; (5) a second import
+    into one folder replaced the first's import-report.json; the folder's permissions were lost."""
+    import perfonto.outputs as outputs
+
+    g = tmp_path / "gen"
+    assert main(["codegen", "--target", "python", "--out", str(g)]) == 0
+    assert main(["codegen", "--target", "sql", "--out", str(g)]) == 0
+    (g / "zz-notes.md").write_text("mine\n")  # carried after the earlier targets (sorted)
+    real_rename = os.rename
+
+    def failing(src, dst):  # the carry of the user's notes fails, after the earlier targets were moved
+        if str(src).endswith("zz-notes.md"):
+            raise PermissionError(13, "Permission denied", str(src))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(outputs.os, "rename", failing)
+    assert main(["codegen", "--target", "c-header", "--out", str(g)]) == 1
+    monkeypatch.setattr(outputs.os, "rename", real_rename)
+    assert {"sohu_evaluator.py", "sohu.sql", "zz-notes.md"} <= {p.name for p in g.iterdir()}
+    assert not (g / "sohu.h").exists() and not any(p.name.startswith(".") for p in g.iterdir())
+
+    (g / "sohu.md").write_text("My analysis: the evaluator here is perfonto generated; see below.\n" * 20)
+    assert main(["codegen", "--target", "docs", "--out", str(g)]) == 1  # a user's file, whatever it says
+    assert (g / "sohu.md").read_text().startswith("My analysis")
+    os.chmod(g, 0o700)
+    (g / "sohu.md").unlink()
+    assert main(["codegen", "--target", "docs", "--out", str(g)]) == 0
+    assert (g.stat().st_mode & 0o777) == 0o700 and not (g / outputs.CARRIED).exists()
+
+    run = tmp_path / "R"
+    assert main(["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "50ms", "--out", str(run)]) == 0
+    inputs = json.loads((run / "perfonto.json").read_text())["inputs"]
+    assert main(["codegen", "--target", "sql", "--out", str(run)]) == 0
+    assert json.loads((run / "perfonto.json").read_text())["inputs"] == inputs
+    for _ in range(2):
+        assert main(["report", str(run), "--plots", str(run)]) == 0
+
+    src = Path(__file__).parent / "fixtures" / "import" / "perf_small.json"
+    imp = tmp_path / "imp"
+    assert main(["import", "perf", str(src), "--out", str(imp), "--name", "first"]) == 0
+    assert main(["import", "perf", str(src), "--out", str(imp), "--name", "second"]) == 0
+    assert json.loads((imp / "import-report.json").read_text())["generations"][0]["generation"] == "first"
+    assert json.loads((imp / "import-report-second.json").read_text())["generations"][0]["generation"] == "second"
+
+
+def test_a_damaged_manifest_or_ground_truth_is_a_clear_error(tmp_path, capsys):
+    """From the review: a perfonto manifest whose `files` is a number, or whose `inputs` is a list, and a ground truth
+    whose `assumptions` is a string gave "internal error"."""
+    from perfonto.outputs import refuse_run_file
+    from perfonto.whatif.reproject import ReprojectError, reproject
+
+    run = tmp_path / "R"
+    run.mkdir()
+    (run / "perfonto.json").write_text(json.dumps({"perfonto": "0", "run_id": "x", "files": 5, "inputs": [1]}))
+    refuse_run_file(run / "page.html", run, "--html")  # a new name: written as asked, no exception
+    with pytest.raises(Exception, match="is one of the files of the run"):
+        refuse_run_file(run / "report.json", run, "--html")
+    (run / "ground_truth.json").write_text(json.dumps({"knobs": {}, "assumptions": "x"}))
+    with pytest.raises(ReprojectError, match="`assumptions` is not an object"):
+        reproject(run, {"overlap_collectives": True}, tmp_path / "o")

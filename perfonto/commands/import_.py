@@ -7,6 +7,7 @@ to stderr, or to stdout as one JSON document under ``--json``."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 
 from . import HELP
@@ -56,6 +57,18 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_import)
 
 
+def _report_name(out, doc: dict) -> str:
+    """``import-report.json``; beside another generation's import in the same folder (imports accumulate there),
+    ``import-report-<generation>.json``, so that neither report replaces the other."""
+    mine = sorted(str(g.get("generation")) for g in doc.get("generations") or [])
+    try:
+        there = json.loads((Path(out) / "import-report.json").read_text(encoding="utf-8"))
+        theirs = sorted(str(g.get("generation")) for g in there.get("generations") or [])
+    except (OSError, ValueError, AttributeError, TypeError):
+        return "import-report.json"
+    return "import-report.json" if theirs == mine or not mine else f"import-report-{mine[0]}.json"
+
+
 def _moved(doc: dict, tmp, out) -> dict:
     """``doc`` with every mention of the temporary folder ``tmp`` (a path, or a path inside a message) as ``out``."""
     a, b = json.dumps(str(tmp))[1:-1], json.dumps(str(out))[1:-1]
@@ -93,7 +106,7 @@ def cmd_import(args) -> int:
             doc = _moved(report.to_json(), tmp, out)
             if report.error:
                 raise _NotWritten
-            (tmp / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+            (tmp / _report_name(out, doc)).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     except _NotWritten:
         pass
     text = report.render().replace(str(tmp), str(out))  # paths where the files are now, never the temporary folder

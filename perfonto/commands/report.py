@@ -66,9 +66,9 @@ def cmd_report(args) -> int:
         from ..outputs import OutputError, record_outputs, refuse_run_file
 
         try:
-            for p in pics:  # a picture's name is never one of the run's files
-                for ext in (".png", ".svg"):
-                    refuse_run_file(Path(args.plots) / f"{p.name}{ext}", run, "--plots")
+            names = frozenset(f"{p.name}{ext}" for p in pics for ext in (".png", ".svg"))
+            for name in sorted(names):  # never one of the run's files; its own pictures of before are replaced
+                refuse_run_file(Path(args.plots) / name, run, "--plots", ours=names)
             out["plots"] = plots.write_pictures(pics, args.plots)
         except OutputError as exc:
             raise CommandError(str(exc), 1) from None

@@ -102,9 +102,12 @@ ASSUMPTION_KNOBS = ("overlap_collectives",)
 
 def _current(gt: dict, knob: str):
     """The run's value of ``knob``: its workload knob, or for ``ASSUMPTION_KNOBS`` its assumption."""
-    if knob in ASSUMPTION_KNOBS:
-        return (gt.get("assumptions") or {}).get(knob)
-    return (gt.get("knobs") or {}).get(knob)
+    where = gt.get("assumptions") if knob in ASSUMPTION_KNOBS else gt.get("knobs")
+    if where is not None and not isinstance(where, dict):
+        raise ReprojectError(
+            f"ground_truth.json: `{'assumptions' if knob in ASSUMPTION_KNOBS else 'knobs'}` is not an object"
+        )
+    return (where or {}).get(knob)
 
 
 def _run_kwargs(gt: dict, remove: dict) -> dict:
