@@ -371,3 +371,22 @@ def test_a_damaged_manifest_or_ground_truth_is_a_clear_error(tmp_path, capsys):
     (run / "ground_truth.json").write_text(json.dumps({"knobs": {}, "assumptions": "x"}))
     with pytest.raises(ReprojectError, match="`assumptions` is not an object"):
         reproject(run, {"overlap_collectives": True}, tmp_path / "o")
+
+
+def test_codegen_into_a_mount_point_writes_file_by_file(tmp_path, capsys, monkeypatch):
+    """A mount point (a Docker volume as --out) cannot be renamed ("Device or resource busy", found by a review):
+    codegen writes its files into it one by one, still refusing to replace a user's file."""
+    import perfonto.outputs as outputs
+
+    d = tmp_path / "vol"
+    d.mkdir()
+    real = os.path.realpath(d)
+    monkeypatch.setattr(outputs.os.path, "ismount", lambda p: os.path.realpath(p) == real)
+    assert main(["codegen", "--target", "python", "--out", str(d)]) == 0
+    assert main(["codegen", "--target", "sql", "--out", str(d)]) == 0
+    ino = d.stat().st_ino
+    assert {"sohu_evaluator.py", "sohu.sql", "perfonto.json"} <= {p.name for p in d.iterdir()}
+    assert set(json.loads((d / "perfonto.json").read_text())["files"]) >= {"sohu_evaluator.py", "sohu.sql"}
+    (d / "sohu.h").write_text("/* mine */\n")
+    assert main(["codegen", "--target", "c-header", "--out", str(d)]) == 1
+    assert (d / "sohu.h").read_text() == "/* mine */\n" and d.stat().st_ino == ino  # the folder itself stayed
