@@ -9,8 +9,9 @@ from the share of time an issue takes). It is an estimate, not a bound: removing
 other work too (a re-projection measured +16.4 % where a slow chip's wait estimated +15.9 %), and a
 cause that is only reduced (work rebalanced, not removed) gains less. The gains of several findings do
 not add up: a level-1 node's share holds its children's, so a parent is listed after the children that
-crossed too, with ``overlaps`` naming them. ``over: chip_max`` takes the largest per-chip share — chips in
-lock step finish a step together, so the step shortens by the longest wait. Where the run came from
+crossed too, with ``overlaps`` naming them — or, when those children hold (nearly) all of its share, not
+listed at all: each child says it is ``within`` that parent. ``over: chip_max`` takes the largest per-chip
+share — chips in lock step finish a step together, so the step shortens by the longest wait. Where the run came from
 the emulator, ``perfonto findings --reproject`` (``perfonto.whatif.reproject``) repeats it without
 the cause and adds the measured gain beside the estimate.
 
@@ -156,9 +157,39 @@ def _ordered(graph, out: list[dict], first: str | None) -> list[dict]:
             p = getattr(graph.all_metrics.get(p), "parent", None)
     for f in out:
         f["overlaps"] = sorted(children.get(f["metric"], []))
+    out = _fold_covered_parents(graph, out, first)
+    names = {f["metric"] for f in out}
     depth = {n: len(children.get(n, [])) > 0 for n in names}
     out.sort(key=lambda f: (f["metric"] != first, depth[f["metric"]], -(f["estimated_gain"] or -1.0), f["metric"]))
     return out
+
+
+#: a parent finding is folded into its children when their shares hold this much of its own
+COVERED = 0.95
+
+
+def _fold_covered_parents(graph, out: list[dict], first: str | None) -> list[dict]:
+    """``out`` without the parents (not the headline) whose direct children that are findings hold at least
+    ``COVERED`` of their share: the default run listed "interconnect bound +91.6 %" beside "bound by link
+    transfer +91.6 %", one cause twice. Each such child says ``within`` ({metric, title, share} of the parent,
+    ``with``: its sibling findings)."""
+    by = {f["metric"]: f for f in out}
+    drop = set()
+    for f in out:
+        if f["metric"] == first or not f.get("share"):
+            continue
+        kids = [k for k in out if getattr(graph.all_metrics.get(k["metric"]), "parent", None) == f["metric"]]
+        covered = sum(k.get("share") or 0.0 for k in kids)
+        if kids and covered >= COVERED * f["share"]:
+            drop.add(f["metric"])
+            for k in kids:
+                k["within"] = {
+                    "metric": f["metric"],
+                    "title": f["title"],
+                    "share": f["share"],
+                    "with": sorted(x["metric"] for x in kids if x is not k),
+                }
+    return [by[n] for n in by if n not in drop]
 
 
 #: the keys of a finding in report.json, with the types a reader may rely on

@@ -338,6 +338,12 @@ def render_guided(found: list[dict], console: Console) -> None:
             console.print(Text(f"      why: {f['why']}"))
         if f.get("overlaps"):
             console.print(Text(f"      holds the share of: {', '.join(f['overlaps'])} (listed above)"))
+        within = f.get("within")
+        if isinstance(within, dict) and within.get("title"):
+            share = within.get("share")
+            of = f" ({share * 100:.1f} % of the time)" if isinstance(share, (int, float)) else ""
+            who = f"this finding and {', '.join(within['with'])} make" if within.get("with") else "this finding makes"
+            console.print(Text(f"      within: {within['title']}{of}; {who} up nearly all of it"))
         units = f.get("evidence_units") or {}  # a report.json from before units were kept: bare numbers
         ev = ", ".join(
             f"{k} = {'null' if v is None else _fmt(v, units[k]) if k in units else _g(v)}"
