@@ -103,10 +103,12 @@ def parse_selector(text: str, where: str = "selector") -> Selector:
 
 @dataclass
 class Scrape:
-    """One scrape: ``time_s`` (seconds since the epoch), ``series`` ((name, sorted labels) → value)."""
+    """One scrape: ``time_s`` (seconds since the epoch), ``series`` ((name, sorted labels) → value), ``source``
+    (its file, for a folder of scrapes)."""
 
     time_s: float
     series: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
+    source: str | None = None  # the file it was read from (a folder's scrapes), for an error's place
 
 
 def _put(s: Scrape, smp, where) -> None:
@@ -280,7 +282,7 @@ def _folder_scrapes(p: Path, notes: list[str] | None) -> list[Scrape]:
         )
     scrapes, origin, empty = [], {}, []
     for f in files:
-        s = Scrape(_name_time(f))
+        s = Scrape(_name_time(f), source=str(f))
         for fam in _families(_read_text(f), str(f)):
             for smp in fam.samples:
                 _put(s, smp, f)

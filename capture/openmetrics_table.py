@@ -113,18 +113,22 @@ def _key_columns(scrapes: list[Scrape], hosts: list[str], chip_no: list[int]) ->
     return cols
 
 
-def _signal_column(sig: str, per_key: dict, keys: list[tuple], S: int, per: float, label: str) -> pa.Array:
+def _signal_column(
+    sig: str, per_key: dict, keys: list[tuple], S: int, per: float, label: str, names: list[str] | None = None
+) -> pa.Array:
     """One signal's column: its values as uint64 raw counts of the signal's scale, null where the series
     is absent or NaN; a value outside an unsigned 64-bit register is refused."""
     vals = np.full((S, len(keys)), np.nan)
     for c, key in enumerate(keys):
         for k, v in per_key.get(key, {}).items():
             vals[k, c] = v
-    raw, null = _raw(vals, sig, per, label)
+    raw, null = _raw(vals, sig, per, label, names)
     return pa.array(raw.reshape(-1).astype(np.uint64), mask=null.reshape(-1))
 
 
-def _raw(vals: np.ndarray, sig: str, per: float, label: str) -> tuple[np.ndarray, np.ndarray]:
+def _raw(
+    vals: np.ndarray, sig: str, per: float, label: str, names: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Values (NaN: absent) as raw counts of the signal's scale, rounded, and their nulls; a value outside
     an unsigned 64-bit register is refused."""
     null = ~np.isfinite(vals)
@@ -132,9 +136,11 @@ def _raw(vals: np.ndarray, sig: str, per: float, label: str) -> tuple[np.ndarray
         np.where(null, 0.0, vals) * per
     )  # raw counts of the signal's scale (gauges too: registers are integers)
     if np.any(raw < 0) or np.any(raw >= 2.0**64):
-        bad = float(vals[~null][(raw[~null] < 0) | (raw[~null] >= 2.0**64)][0])
+        k, c = np.argwhere(~null & ((raw < 0) | (raw >= 2.0**64)))[0]
+        bad = float(vals[k, c])
+        where = names[k] if names is not None and k < len(names) else label  # the scrape's file, or its time
         raise DumpError(
-            f"{label}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
+            f"{where}: the series of `{sig}` holds {bad:g}, outside an unsigned 64-bit register at the signal's "
             f"scale; a negative value needs an offset the catalog declares, a huge one a larger scale"
         )
     return raw, null
@@ -162,7 +168,9 @@ def series_instances(scrapes: list[Scrape], mapping: dict, axis: str, label: str
     return ordered_labels(out)
 
 
-def _instance_columns(cols, found, mapping, keys, axis, labels, S, label: str, notes: list[str]) -> None:
+def _instance_columns(
+    cols, found, mapping, keys, axis, labels, S, label: str, notes: list[str], names: list[str] | None = None
+) -> None:
     """Each signal's (rows × instances) values as flat ``name[i]`` columns: row (scrape, chip key), instance
     the position of the series' ``axis`` label among ``labels``. A note names the chips (hosts) that have no
     series at all for some instances: the capture's hosts share one axis, so those hosts' windows are null."""
@@ -179,7 +187,7 @@ def _instance_columns(cols, found, mapping, keys, axis, labels, S, label: str, n
             seen[c, pos[lab[axis]]] = True
             for k, v in per_scrape.items():
                 vals[k, c, pos[lab[axis]]] = v
-        raw, null = _raw(vals, sig, mapping[sig][1], label)
+        raw, null = _raw(vals, sig, mapping[sig][1], label, names)
         flat_columns(cols, sig, raw.reshape(S * len(keys), -1), null.reshape(S * len(keys), -1))
     for c in np.flatnonzero(~seen.all(axis=1))[:4]:
         lacking = [labels[i] for i in np.flatnonzero(~seen[c])]
@@ -222,12 +230,13 @@ def collector_table(
     if instances is None:  # (per instance, a series absent from a scrape is null there, as any register)
         _note_partial(keys, found, S, label, notes)
     cols = _key_columns(scrapes, hosts, chip_no)
+    names = [s.source or f"{label} (the scrape at {s.time_s:.9g} s)" for s in scrapes]  # for an error's place
     if instances is not None:
-        _instance_columns(cols, found, mapping, keys, instances[0], instances[1], S, label, notes)
+        _instance_columns(cols, found, mapping, keys, instances[0], instances[1], S, label, notes, names)
         return pa.table(cols)
     for sig, per_key in found.items():
         _, per, _counter = mapping[sig]
-        cols[sig] = _signal_column(sig, per_key, keys, S, per, label)
+        cols[sig] = _signal_column(sig, per_key, keys, S, per, label, names)
     return pa.table(cols)
 
 

@@ -312,3 +312,23 @@ def test_a_cpu_time_counter_that_jumps_past_wall_time_is_a_reset(capsys, tmp_pat
     code, good = analyze(capsys, FIX, tmp_path / "g")
     assert 0 < doc["metrics"]["busy_share"]["value"] < 1
     assert "reset (implausible increase or decrease)" not in good["null_windows"]["busy_share"]  # the fixture's own
+
+
+def test_a_negative_value_in_a_folder_of_scrapes_names_its_file(tmp_path):
+    """Found by a session trying to break the reader: `DCGM_FI_PROF_GR_ENGINE_ACTIVE{…} -3` in one scrape named only
+    the folder."""
+    import re
+    import shutil
+
+    from perfonto.capture.openmetrics import openmetrics_capture
+    from perfonto.ontology.loader import load_generation
+
+    d = tmp_path / "dcgm"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "dcgm-exporter", d)
+    f = d / "1764650001.000.prom"
+    text, n = re.subn(r"^(DCGM_FI_PROF_GR_ENGINE_ACTIVE\{[^}]*\}) \S+", r"\1 -3", f.read_text(), count=1, flags=re.M)
+    assert n == 1
+    f.write_text(text)
+    gen, _ = load_generation(str(Path(__file__).parents[1] / "perfonto" / "catalogs" / "dcgm" / "dcgm_h100.yaml"))
+    with pytest.raises(DumpError, match=r"1764650001\.000\.prom: the series of `gpu\.gr_engine_active` holds -3"):
+        openmetrics_capture(d, gen, [])
