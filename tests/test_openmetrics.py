@@ -203,7 +203,9 @@ def test_a_negative_gauge_is_a_clear_error():
     from perfonto.capture.openmetrics import Scrape
 
     s = [Scrape(0.0, {("temp", ()): -5.0}), Scrape(1.0, {("temp", ()): 3.0})]
-    with pytest.raises(DumpError, match=r"x: the series of `t` holds -5, outside an unsigned 64-bit register"):
+    with pytest.raises(
+        DumpError, match=r"x \(the scrape at 0 s\): the series of `t` holds -5, outside an unsigned 64-bit register"
+    ):
         collector_table(s, {"t": (Selector("temp", ()), 1.0, False)}, label="x")
 
 
