@@ -92,7 +92,21 @@ def _note_partial(keys: list[tuple], found: dict, S: int, label: str, notes: lis
         notes.append(
             f"{label}: {len(partial)} of {len(keys)} chips' series are absent from some scrapes (a label that "
             f"changed between scrapes splits a series in two, each null where the other is), e.g. {dict(partial[0])}"
+            + _changed_label(partial)
         )
+
+
+def _changed_label(partial: list[tuple]) -> str:
+    """ "; the label that changed: …" for two of ``partial`` that differ in one label's value only, else ""."""
+    for i, a in enumerate(partial):
+        da = dict(a)
+        for b in partial[i + 1 :]:
+            db = dict(b)
+            diff = [n for n in da.keys() | db.keys() if da.get(n) != db.get(n)]
+            if len(diff) == 1:
+                n = diff[0]
+                return f"; the label that changed: {n} ({da.get(n)!r} and {db.get(n)!r})"
+    return ""
 
 
 def _key_columns(scrapes: list[Scrape], hosts: list[str], chip_no: list[int]) -> dict[str, pa.Array]:

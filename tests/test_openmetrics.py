@@ -334,3 +334,18 @@ def test_a_negative_value_in_a_folder_of_scrapes_names_its_file(tmp_path):
     gen, _ = load_generation(str(Path(__file__).parents[1] / "perfonto" / "catalogs" / "dcgm" / "dcgm_h100.yaml"))
     with pytest.raises(DumpError, match=r"1764650001\.000\.prom: the series of `gpu\.gr_engine_active` holds -3"):
         openmetrics_capture(d, gen, [])
+
+
+def test_a_label_that_changes_between_scrapes_is_named(capsys, tmp_path):
+    """Found by a session trying to break the reader: a `modelName` that changed in the last scrape split every GPU in
+    two (4 chips, all null) and the note did not say which label changed."""
+    import shutil
+
+    d = tmp_path / "dcgm"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "dcgm-exporter", d)
+    f = d / "1764650002.000.prom"
+    assert 'modelName="NVIDIA H100 80GB HBM3"' in f.read_text()
+    f.write_text(f.read_text().replace('modelName="NVIDIA H100 80GB HBM3"', 'modelName="NVIDIA H200"'))
+    code, doc = analyze(capsys, d, tmp_path / "o")
+    notes = " ".join(doc["notes"])
+    assert code == 0 and "the label that changed: modelName ('NVIDIA H100 80GB HBM3' and 'NVIDIA H200')" in notes
