@@ -14,16 +14,18 @@ from perfonto.cli import main
 from perfonto.emulator.fleet import FleetSpec
 
 
-@pytest.mark.parametrize(
-    "argv, want",
-    [
-        (["--slow-chip", "0:1e9"], "slow_chip factor must be a number from 1 to 100"),
-        (["--slow-chip", "0:1e4"], "slow_chip factor must be a number from 1 to 100"),
-        (["--throttled-link", "0:0:1e9"], "throttled_link factor must be a number from 1 to 100"),
-        (["--warmup-steps", "100000000"], "warmup_steps must be a whole number between 0 and 100000"),
-    ],
-)
-def test_out_of_range_run_options_are_refused_at_once(tmp_path, capsys, argv, want):
+#: option → what the refusal says (each value asked the emulator for the impossible before)
+REFUSED = {
+    "--slow-chip 0:1e9": "slow_chip factor must be a number from 1 to 100",
+    "--slow-chip 0:1e4": "slow_chip factor must be a number from 1 to 100",
+    "--throttled-link 0:0:1e9": "throttled_link factor must be a number from 1 to 100",
+    "--warmup-steps 100000000": "warmup_steps must be a whole number between 0 and 100000",
+}
+
+
+@pytest.mark.parametrize("option", sorted(REFUSED))
+def test_out_of_range_run_options_are_refused_at_once(tmp_path, capsys, option):
+    argv, want = option.split(), REFUSED[option]
     t0 = time.monotonic()
     rc = main(
         ["run", "--model", "llama-3.1-8b", "--chips", "2", "--duration", "20ms", *argv, "--out", str(tmp_path / "o")]
