@@ -151,16 +151,23 @@ def _resampled_means(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) ->
 
 
 def block_bootstrap(
-    a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    resampled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float, float]:
     """The change ``mean(b) − mean(a)`` of two series of window values and its moving-block bootstrap
     interval at ``confidence`` (NaNs dropped; blocks of ⌈n^(1/3)⌉ windows, each series resampled on
     its own). Returns (change, low, high); NaNs when either series has fewer than ``MIN_WINDOWS`` values.
 
     Source: H. R. Künsch, "The jackknife and the bootstrap for general stationary observations",
-    Annals of Statistics 17 (1989); percentile interval.
+    Annals of Statistics 17 (1989); percentile interval. ``resampled``: ``_resampled_means(a, b)`` when the
+    caller has them (the same draws for the same seed).
     """
-    boot = _resampled_means(a, b, n_boot=n_boot, seed=seed)
+    boot = resampled if resampled is not None else _resampled_means(a, b, n_boot=n_boot, seed=seed)
     if boot is None:
         return math.nan, math.nan, math.nan
     change = float(np.nanmean(b[np.isfinite(b)]) - np.nanmean(a[np.isfinite(a)]))
@@ -177,6 +184,7 @@ def run_interval(
     confidence: float = 0.95,
     seed: int = 0,
     base: float | None = None,
+    resampled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float]:
     """The interval of a run-level relative change ``rel`` (``b_run / a_run − 1``, ``base`` = ``a_run``) at
     ``confidence``, with the spread of the window means' moving-block bootstrap. Where the windows and both
@@ -184,8 +192,8 @@ def run_interval(
     (m_b* / m_a*) ÷ (m_b / m_a) − 1`` (a ratio of non-negative means). Otherwise the bootstrap's differences
     over the run-level baseline ``|base|`` (the baseline's window mean when not given), shifted to ``rel``;
     for never-negative values it is cut at −100 % (such a metric cannot fall further). NaNs where the
-    bootstrap has too few windows or there is no scale (a baseline of 0)."""
-    boot = _resampled_means(a, b, n_boot=n_boot, seed=seed)
+    bootstrap has too few windows or there is no scale (a baseline of 0). ``resampled``: as ``block_bootstrap``'s."""
+    boot = resampled if resampled is not None else _resampled_means(a, b, n_boot=n_boot, seed=seed)
     if boot is None:
         return math.nan, math.nan
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -237,9 +245,10 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
     change = lo = hi = math.nan
     rel_lo = rel_hi = None
     if wa is not None and wb is not None:
-        change, lo, hi = block_bootstrap(wa, wb, **boot)
-        if rel is not None:
-            rl, rh = run_interval(wa, wb, rel, base=a, **boot)
+        draws = _resampled_means(wa, wb, n_boot=boot["n_boot"], seed=boot["seed"])  # once, for both intervals
+        change, lo, hi = block_bootstrap(wa, wb, **boot, resampled=draws)
+        if rel is not None and draws is not None:
+            rl, rh = run_interval(wa, wb, rel, base=a, **boot, resampled=draws)
             rel_lo, rel_hi = (rl, rh) if math.isfinite(rl) else (None, None)
     win_rel = mean_a = mean_b = None  # the window means and their relative change, for ``differs``
     if wa is not None and wb is not None and np.isfinite(wa).any() and np.isfinite(wb).any():

@@ -517,30 +517,33 @@ def write_file(path: str | Path, text: str | bytes) -> Path:
 RUN_FILES = ("report.json", "metrics.parquet", "counters.parquet", "trace.parquet", "sync.parquet", "ground_truth.json")
 
 
-def refuse_run_file(target: str | Path, run_folder: str | Path, option: str, ours: frozenset = frozenset()) -> None:
-    """Refuse a single-file output (``report --html``, ``timeline --out``) that would replace a file of the
-    perfonto folder ``run_folder`` that its manifest lists (the run's own outputs, which this command and
-    the others read), one of ``RUN_FILES``, or an input the manifest records; a new file, or any other,
-    is written as asked. ``ours``: names this command writes, which it may replace where the manifest lists
-    them (``report --plots RUN`` a second time).
+def refuse_run_file(
+    target: str | Path | list, run_folder: str | Path, option: str, ours: frozenset = frozenset()
+) -> None:
+    """Refuse a single-file output (``report --html``, ``timeline --out``; a list of them: ``--plots``' pictures,
+    the manifest read once) that would replace a file of the perfonto folder ``run_folder`` that its manifest
+    lists (the run's own outputs, which this command and the others read), one of ``RUN_FILES``, or an input
+    the manifest records; a new file, or any other, is written as asked. ``ours``: names this command writes,
+    which it may replace where the manifest lists them (``report --plots RUN`` a second time).
 
     Raises:
         OutputError: naming the file and what to do.
     """
     root = Path(os.path.realpath(run_folder))
-    real = os.path.realpath(target)
     doc = _manifest(root) or {}
-    listed = doc.get("files") if isinstance(doc.get("files"), list) else []
-    if os.path.basename(real) in ours:  # a file this command wrote there before (report --plots' pictures)
-        listed = []
-    files = [f for f in listed if isinstance(f, str)] + [*RUN_FILES, MANIFEST]
+    listed = [f for f in doc.get("files") or [] if isinstance(f, str)] if isinstance(doc.get("files"), list) else []
     given = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
     inputs = [os.path.realpath(v) for v in given.values() if isinstance(v, str) and v]
-    if any(real == os.path.realpath(root / f) for f in files) or any(_under(real, i) for i in inputs):
-        raise OutputError(
-            f"{target}: is one of the files of the run {run_folder} (its outputs or its input); {option} there "
-            "would replace what perfonto reads: choose another file name"
-        )
+    theirs = {os.path.realpath(root / f) for f in listed}  # the manifest's: replaceable only if ``ours``
+    fixed = {os.path.realpath(root / f) for f in (*RUN_FILES, MANIFEST)}
+    for t in target if isinstance(target, list) else [target]:
+        real = os.path.realpath(t)
+        mine = os.path.basename(real) in ours  # a file this command wrote there before (report --plots' pictures)
+        if real in fixed or (real in theirs and not mine) or any(_under(real, i) for i in inputs):
+            raise OutputError(
+                f"{t}: is one of the files of the run {run_folder} (its outputs or its input); {option} there "
+                "would replace what perfonto reads: choose another file name"
+            )
 
 
 def record_outputs(folder: str | Path, names: list[str]) -> None:

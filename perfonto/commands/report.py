@@ -67,8 +67,8 @@ def cmd_report(args) -> int:
 
         try:
             names = frozenset(f"{p.name}{ext}" for p in pics for ext in (".png", ".svg"))
-            for name in sorted(names):  # never one of the run's files; its own pictures of before are replaced
-                refuse_run_file(Path(args.plots) / name, run, "--plots", ours=names)
+            # never one of the run's files; its own pictures of before are replaced
+            refuse_run_file([Path(args.plots) / n for n in sorted(names)], run, "--plots", ours=names)
             out["plots"] = plots.write_pictures(pics, args.plots)
         except OutputError as exc:
             raise CommandError(str(exc), 1) from None
