@@ -90,7 +90,8 @@ def main() -> None:
             f"  {c} chip(s): {m['wall_s']:6.2f} s wall, {per:.4f} s per chip per simulated s, ratio {ratio:.2f}{slope}"
         )
 
-    from perfonto.emulator.calibration import load_rows, prepare
+    from perfonto.emulator.calibration import prepare
+    from perfonto.emulator.calibration_rows import load_rows
     from perfonto.emulator.project import project
 
     t0 = time.perf_counter()

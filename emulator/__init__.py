@@ -24,8 +24,10 @@ chips' tables in lock step), ``timeline`` (piecewise-linear cumulative counters)
 of a generation's bindings), ``signals`` (each signal planned from its binding), ``thermal``,
 ``clocks`` (device clocks, sync reads), ``counters`` (raw register writer), ``records`` (request
 records), ``trace`` (host-side events, collective waits), ``groundtruth``, ``run``, ``project``,
-``claim`` (a run's modelling assumptions, the comparison with a public claim), ``calibration`` (fit
-and validation against ``data/calibration.yaml``).
+``claim`` (a run's modelling assumptions, the comparison with a public claim), ``calibration_rows`` (the cited
+rows, read and checked), ``calibration`` (the fit and its in-sample checks against
+``data/calibration.yaml``), ``source_validation`` (the other cited sources, leave-one-source-out, errors per
+engine profile).
 """
 
 from . import project as project_module

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfonto.emulator.calibration import Row, load_sources
+from perfonto.emulator.calibration_rows import Row, load_sources
 from perfonto.emulator.serving import Engine
 
 DS = "trtllm-blog-deepseek-r1-best-perf"
@@ -64,7 +64,7 @@ def test_the_deepseek_rows_state_what_the_blog_ran():
 def test_a_rows_files_own_request_table_is_used(tmp_path):
     """The `num_requests` table of a --rows file was ignored for the shipped file's (a copy with 128/128:
     100 replayed 30,000 requests), and a bad entry in it was never looked at."""
-    from perfonto.emulator.calibration import load_rows
+    from perfonto.emulator.calibration_rows import load_rows
     from perfonto.emulator.project import default_requests
 
     row = "{model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 128, osl: 128, value: 3}"
@@ -102,7 +102,7 @@ ROW8B = "model: llama-3.1-8b, gpu: h100, tp: 1, dtype: fp8, isl: 128, osl: 128"
     ],
 )
 def test_an_implausible_figure_or_a_field_of_another_type_is_refused(tmp_path, fields, why):
-    from perfonto.emulator.calibration import load_rows
+    from perfonto.emulator.calibration_rows import load_rows
 
     p = tmp_path / "r.yaml"
     p.write_text(f"rows:\n  - {{{ROW8B}, {fields}}}\n")
@@ -113,7 +113,7 @@ def test_an_implausible_figure_or_a_field_of_another_type_is_refused(tmp_path, f
 
 def test_a_measurement_given_twice_is_refused_naming_both_rows(tmp_path):
     # counted twice in the fit (its constants moved), or two values for one measurement, silently
-    from perfonto.emulator.calibration import load_rows
+    from perfonto.emulator.calibration_rows import load_rows
 
     p = tmp_path / "r.yaml"
     rows = [f"{{{ROW8B}, value: 3}}", f"{{{ROW8B}, concurrency: 4, value: 3}}", f"{{{ROW8B}, value: 30}}"]

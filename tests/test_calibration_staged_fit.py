@@ -9,7 +9,8 @@ import math
 import pytest
 
 from perfonto.emulator import calibration
-from perfonto.emulator.calibration import MOE_ONLY, Row
+from perfonto.emulator.calibration import MOE_ONLY
+from perfonto.emulator.calibration_rows import Row
 
 
 class _A:

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
-from perfonto.emulator.calibration import fit, load_rows, prepare, validate
+from perfonto.emulator.calibration import fit, prepare, validate
+from perfonto.emulator.calibration_rows import load_rows
 from perfonto.emulator.project import geomean_error
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "calibration" / "trtllm-offline-throughput.yaml"

@@ -9,7 +9,7 @@ import pytest
 
 from perfonto.cli import main
 from perfonto.emulator.assumptions import fitted_assumptions
-from perfonto.emulator.calibration import by_profile
+from perfonto.emulator.source_validation import by_profile
 from perfonto.emulator.engine_profiles import EngineProfileError, load_profiles, profile
 from perfonto.emulator.project import project
 

@@ -10,17 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfonto.emulator import calibration
-from perfonto.emulator.calibration import (
-    PERF_OVERVIEW,
-    Row,
-    by_metric,
-    by_profile,
-    design_params,
-    figures,
-    leave_source_out,
-    load_sources,
-)
+from perfonto.emulator import calibration, source_validation
+from perfonto.emulator.calibration import design_params
+from perfonto.emulator.calibration_rows import PERF_OVERVIEW, Row, load_sources
+from perfonto.emulator.source_validation import by_metric, by_profile, figures, leave_source_out
 
 
 def test_the_other_sources_cite_their_page_and_every_row_names_a_listed_source():
@@ -79,7 +72,7 @@ def test_leave_one_source_out_fits_on_the_other_sources_only(monkeypatch):
         # a fit on source a alone finds mxu_eff_max 0.5; on b alone 0.6; on both 0.55
         return {"parameters": {"mxu_eff_max": {("a",): 0.5, ("b",): 0.6}.get(srcs, 0.55)}}
 
-    monkeypatch.setattr(calibration, "fit", fake_fit)
+    monkeypatch.setattr(source_validation, "fit", fake_fit)
     preps = [_Prep(_row("a"), 1.0), _Prep(_row("a", isl=256), 1.0), _Prep(_row("b", value=200.0), 1.1)]
     out = leave_source_out(preps, [])
     assert seen == {("b",): 1, ("a",): 2}  # holding a out fits on b's one row; holding b out, on a's two
@@ -93,14 +86,16 @@ def test_leave_one_source_out_fits_on_the_other_sources_only(monkeypatch):
 
 
 def test_a_source_alone_is_predicted_with_the_design_values(monkeypatch):
-    monkeypatch.setattr(calibration, "fit", lambda *a, **k: pytest.fail("nothing to fit on"))
+    monkeypatch.setattr(source_validation, "fit", lambda *a, **k: pytest.fail("nothing to fit on"))
     out = leave_source_out([_Prep(_row("a"), 1.0)], [])
     assert out["a"]["parameters"] == design_params() and out["a"]["fit_rows"] == 0
 
 
 def test_closed_loop_rows_compare_ttft_and_itl(monkeypatch):
     r = Row("llama-3.3-70b", "h100", 2, "fp8", 5000, 500, 50.0, source="n", concurrency=1, ttft_ms=400.0, itl_ms=20.0)
-    monkeypatch.setattr(calibration, "replay", lambda row, params: {"value": 55.0, "ttft_ms": 300.0, "itl_ms": 25.0})
+    monkeypatch.setattr(
+        source_validation, "replay", lambda row, params: {"value": 55.0, "ttft_ms": 300.0, "itl_ms": 25.0}
+    )
     f = {x["metric"]: x for x in figures(r, {})}
     assert f["throughput"]["error"] == pytest.approx(0.1)
     assert f["ttft"]["error"] == pytest.approx(-0.25) and f["itl"]["error"] == pytest.approx(0.25)
@@ -144,7 +139,7 @@ def test_a_closed_loop_replay_at_concurrency_1_obeys_aiperfs_identity():
     output throughput is osl / (TTFT + (osl − 1) × ITL) — the check the NIM page's own rows pass (500
     tokens in 406.77 ms + 499 × 18.58 ms = 9.68 s: 51.6 tokens/s, the table's 51.67)."""
     r = Row("llama-3.1-8b", "h100", 1, "fp8", 128, 32, 1.0, source="x", concurrency=1, ttft_ms=1.0, itl_ms=1.0)
-    f = calibration.replay(r, design_params())
+    f = source_validation.replay(r, design_params())
     assert f["value"] == pytest.approx(32 / ((f["ttft_ms"] + 31 * f["itl_ms"]) / 1e3), rel=1e-6)
     assert 0 < f["itl_ms"] < f["ttft_ms"]  # the first token carries the 128-token prompt
 

@@ -7,16 +7,10 @@ import re
 
 import pytest
 
-from perfonto.emulator import calibration
-from perfonto.emulator.calibration import (
-    PERF_OVERVIEW,
-    Row,
-    by_profile,
-    fitted_sources,
-    leave_source_out,
-    load_sources,
-    prepare,
-)
+from perfonto.emulator import calibration, source_validation
+from perfonto.emulator.calibration import prepare
+from perfonto.emulator.calibration_rows import PERF_OVERVIEW, Row, load_sources
+from perfonto.emulator.source_validation import by_profile, fitted_sources, leave_source_out
 from perfonto.emulator.engine_profiles import profile
 
 SRC = "vllm-perf-benchmark-build-9515"
@@ -65,7 +59,7 @@ def test_leave_source_out_never_fits_on_a_source_outside_fit_only(monkeypatch):
         seen.append(sorted({p.row.source for p in train}))
         return {"parameters": calibration.design_params()}
 
-    monkeypatch.setattr(calibration, "fit", fake_fit)
+    monkeypatch.setattr(source_validation, "fit", fake_fit)
     out = leave_source_out([a, b, v], [], fit_only={"a", "b"})
     assert seen == [["b"], ["a"], ["a", "b"]]  # sources in order a, b, then the vLLM one: fitted on a and b
     assert out[SRC]["fit_sources"] == ["a", "b"] and out[SRC]["dense"]["n"] == 1

@@ -39,7 +39,7 @@ def register(sub) -> None:
         type=float,
         default=None,
         metavar="W",
-        help="weight of the refits' pull toward the design values (default: calibration.REFIT_PRIOR, 1; 0: none)",
+        help="weight of the refits' pull toward the design values (default: source_validation.REFIT_PRIOR, 1; 0: none)",
     )
     p.add_argument(
         "--json",
@@ -65,7 +65,7 @@ def prepare_rows(path, json_mode: bool, label: str):
         as /dev/full, a name too long — ``ontology.files.FileReadError`` names it and the reason), or
         its rows do not load.
     """
-    from perfonto.emulator.calibration import load_rows
+    from perfonto.emulator.calibration_rows import load_rows
     from perfonto.ontology.files import read_bytes
 
     if path is not None:
@@ -88,13 +88,13 @@ def _replayed(rows, json_mode: bool, label: str) -> list:
 
 
 def _prior(w):
-    """The refits' prior: ``w`` (≥ 0) or ``calibration.REFIT_PRIOR``.
+    """The refits' prior: ``w`` (≥ 0) or ``source_validation.REFIT_PRIOR``.
 
     Raises:
         ValueError: a negative or non-finite weight."""
     import math
 
-    from perfonto.emulator.calibration import REFIT_PRIOR
+    from perfonto.emulator.source_validation import REFIT_PRIOR
 
     if w is None:
         return REFIT_PRIOR
@@ -117,7 +117,7 @@ def _other_sources(path, json_mode: bool):
     Raises:
         ValueError: the file is not a readable regular file, or its rows do not load.
     """
-    from perfonto.emulator.calibration import load_sources
+    from perfonto.emulator.calibration_rows import load_sources
     from perfonto.ontology.files import read_bytes
 
     if path is not None:
@@ -130,7 +130,7 @@ def _other_sources(path, json_mode: bool):
 
 def _figures(offline, online, params: dict, bar) -> list[dict]:
     """Every figure of the other sources under ``params``."""
-    from perfonto.emulator.calibration import figures
+    from perfonto.emulator.source_validation import figures
 
     out = [f for p in offline for f in figures(p.row, params, p)]
     for i, r in enumerate(online):
@@ -141,14 +141,9 @@ def _figures(offline, online, params: dict, bar) -> list[dict]:
 
 def cmd_validate_emulator(args) -> int:
     from perfonto.emulator.assumptions import FITTED_BOUNDS, load_fitted
-    from perfonto.emulator.calibration import (
-        by_profile,
-        fitted_sources,
-        leave_family_out,
-        leave_source_out,
-        load_sources,
-        validate,
-    )
+    from perfonto.emulator.calibration import leave_family_out, validate
+    from perfonto.emulator.calibration_rows import load_sources
+    from perfonto.emulator.source_validation import by_profile, fitted_sources, leave_source_out
     from perfonto.ontology.files import read_bytes
 
     try:
