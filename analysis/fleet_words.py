@@ -1,4 +1,4 @@
-"""How the reports word the fleet section — one place for the terminal report (``perfonto.report.
+"""How the reports word the fleet section — one place for the terminal report (``perfonto.report_fleet.
 render_fleet``) and the HTML page (``analysis.html_fleet``), both reading what ``analysis.fleet`` found
 (the page from ``report.json``): a chip that stands out, how far a value is from its reference, what a
 spread or a standing-out node is over, the share past a threshold, and each host's rack and pod."""

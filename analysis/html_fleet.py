@@ -1,4 +1,4 @@
-"""The fleet section of the HTML report: what the terminal report's fleet tables say (``perfonto.report.
+"""The fleet section of the HTML report: what the terminal report's fleet tables say (``perfonto.report_fleet.
 render_fleet``), from ``report.json``'s ``fleet`` (``analysis.report_json.fleet_json``) — the report's fleet
 metrics per pod, rack and host (ratios of totals over each node's chips, or the extreme over them where
 marked), their spread across chips with the chips that stand out, and the racks and pods that stand out

@@ -1,6 +1,8 @@
 """Human report of a job (rich): headline metrics at server level, the top-down split, the dominant
-bottleneck with its drill-down, thresholds crossed, bound violations, a per-chip table, and the
-multi-chip section (``render_multichip``: straggler, collective waits, skew, imbalance, saturation)."""
+bottleneck with its drill-down, thresholds crossed, bound violations, a per-chip table; then the sections
+of their own modules: the top ops (``report_ops``), the multi-chip section (``report_multichip``: straggler,
+collective waits, skew, imbalance, saturation) and the fleet section (``report_fleet``). How a value is
+written (units, nulls, shares, names from data) is ``report_format``'s."""
 
 from __future__ import annotations
 
@@ -15,19 +17,12 @@ from perfonto.analysis.bottleneck import tree_children
 from perfonto.analysis.capture import Report
 
 from .report_claim import render_context
+from .report_fleet import render_fleet
+from .report_format import NULL, bare_text, finite, number_text, pct, plain, value_text
+from .report_multichip import render_multichip
+from .report_ops import render_ops
 
 JobResult = Report
-
-
-NULL = "null"  # how the text report shows a value that is not computable (JSON null), never "nan"
-
-
-def plain(text: str) -> Text:
-    """A name from data (host, chip, op, node) as terminal text: never read as rich markup, and its
-    control characters (NUL, ESC, CR, U+2028 …) shown escaped (``\\x00``) rather than sent to the terminal."""
-    from perfonto.ontology.diagnostics import escaped
-
-    return Text(escaped(text))
 
 
 def report_layout(graph, ev):
@@ -41,32 +36,6 @@ def report_layout(graph, ev):
 def headline_metrics(graph, ev) -> list[str]:
     """The metrics of the server table (``report_layout``) of an evaluated graph."""
     return report_layout(graph, ev).headline
-
-
-def finite(v) -> float | None:
-    """``v`` as a float, or None when it is None, NaN, infinite or not a number (a NumPy scalar of
-    any width, or a 0-d array, included)."""
-    if v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if np.isfinite(f) else None
-
-
-def pct(v, digits: int = 1, scale: float = 100.0) -> str:
-    """A share as ``12.3 %`` (``v × scale``); ``—`` when it is null or not finite."""
-    f = finite(v)
-    return "—" if f is None else f"{f * scale:.{digits}f} %"
-
-
-def _fmt(v, unit: str = "") -> str:
-    """A value with its unit (``12.345 GB/s``, ``1.23e+09 B``); ``null`` when not computable: the one
-    formatter of the terminal and HTML reports (``analysis.report_json.format_value``)."""
-    from perfonto.analysis.report_json import format_value
-
-    return format_value(finite(v), unit)
 
 
 def bounds_mark(m, server_value, windows_out: int) -> str:
@@ -116,7 +85,7 @@ def render_serving(result: JobResult, console: Console) -> None:
             over = f"{p['count']:,} {p.get('population') or 'record'}(s)" if "count" in p else ""
             if p.get("warning"):
                 over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
-            t.add_row(n, _fmt(v, graph.record_metrics[n].unit_text), over)
+            t.add_row(n, value_text(v, graph.record_metrics[n].unit_text), over)
         console.print(t)
         gt = result.ground_truth or {}
         if gt.get("offline_queued_s"):
@@ -186,7 +155,7 @@ def render(result: JobResult, console: Console) -> None:
         if name == "hbm.read_bandwidth":
             peak = gen.spec["spec.hbm.peak_bandwidth"]
             note = f"server peak {result.chips * peak.value:g} {peak.unit_text} (read + write)"
-        value = _fmt(ev.server[name], m.unit_text)
+        value = value_text(ev.server[name], m.unit_text)
         if value == NULL:
             why = _null_why(ev, name, a.null_windows)
             note = f"null: {why}" + (f"; {note}" if note else "")
@@ -240,12 +209,14 @@ def _topdown_table(graph, ev, a, console: Console) -> None:
     kids = tree_children(graph)
     for name, v in a.topdown.items():
         bar = "█" * int(round(finite(v) / 100 * 40)) if finite(v) is not None else ""
-        td.add_row(name, _fmt(v, "percent"), bar)
+        td.add_row(name, value_text(v, "percent"), bar)
         for child in (c for c in kids.get(name, []) if c in ev.server):  # level 2
             cv = float(ev.server[child]) if np.ndim(ev.server[child]) == 0 else float("nan")
-            td.add_row(f"  └ {child}", _fmt(cv, "percent"), "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40)))
+            td.add_row(
+                f"  └ {child}", value_text(cv, "percent"), "█" * int(round((cv if np.isfinite(cv) else 0) / 100 * 40))
+            )
     total = sum(v for v in a.topdown.values() if np.isfinite(v))
-    td.add_row("[dim]sum[/dim]", _fmt(total, "percent"), "")
+    td.add_row("[dim]sum[/dim]", value_text(total, "percent"), "")
     console.print(td)
 
 
@@ -253,11 +224,11 @@ def _bottleneck(graph, a, console: Console) -> None:
     """The dominant bottleneck, its children and the drill-down path."""
     if a.bottleneck:
         console.print(
-            f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {_fmt(a.topdown[a.bottleneck], 'percent')} — "
+            f"[bold]Dominant bottleneck:[/bold] {a.bottleneck} = {value_text(a.topdown[a.bottleneck], 'percent')} — "
             f"{a.bottleneck_label}"
         )
         for child, v in a.children.items():
-            console.print(f"  └ {child} = {_fmt(v, graph.metrics[child].unit_text)}")
+            console.print(f"  └ {child} = {value_text(v, graph.metrics[child].unit_text)}")
         if a.drilldown and a.drilldown[0][0] != a.bottleneck:  # two rules, two answers: say which is which
             from perfonto.analysis.bottleneck import _crossed
 
@@ -285,14 +256,15 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
     if a.thresholds:
         console.print("[bold]Thresholds crossed[/bold] (server level):")
         for name, v, msg in a.thresholds:
-            console.print(f"  • {name} = {_fmt(v, graph.metrics[name].unit_text)}: {msg}")
+            console.print(f"  • {name} = {value_text(v, graph.metrics[name].unit_text)}: {msg}")
     render_guided(result.findings or [], console)
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
             console.print(
-                f"  • {v.metric} = {_g(v.value)} on chip {v.chip}, window {v.window} (bounds {v.bounds[0]:g} .. "
-                f"{v.bounds[1]:g})" + (" — mismeasured" if v.metric in (getattr(ev, "mismeasured", None) or {}) else "")
+                f"  • {v.metric} = {number_text(v.value)} on chip {v.chip}, window {v.window} "
+                f"(bounds {v.bounds[0]:g} .. {v.bounds[1]:g})"
+                + (" — mismeasured" if v.metric in (getattr(ev, "mismeasured", None) or {}) else "")
             )
         for name, n in a.violation_counts.items():
             console.print(f"    {name}: {n} window(s) in all")
@@ -346,7 +318,7 @@ def render_guided(found: list[dict], console: Console) -> None:
             console.print(Text(f"      within: {within['title']}{of}; {who} up nearly all of it"))
         units = f.get("evidence_units") or {}  # a report.json from before units were kept: bare numbers
         ev = ", ".join(
-            f"{k} = {'null' if v is None else _fmt(v, units[k]) if k in units else _g(v)}"
+            f"{k} = {'null' if v is None else value_text(v, units[k]) if k in units else number_text(v)}"
             for k, v in (f.get("evidence") or {}).items()
         )
         if ev:
@@ -370,7 +342,9 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             pc.add_column("dominant top-down node", justify="left", no_wrap=True)
         for ci in range(len(ev.chips)):
             row = [_chip_label(ev, ci)]
-            row += [_mis(ev, name, ci, _bare(ev.per_chip[name][ci], graph.metrics[name].unit_text)) for name in shown]
+            row += [
+                _mis(ev, name, ci, bare_text(ev.per_chip[name][ci], graph.metrics[name].unit_text)) for name in shown
+            ]
             if a.topdown:
                 shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
                 fin = {k: v for k, v in shares.items() if v is not None}
@@ -388,17 +362,9 @@ def _per_chip(graph, ev, a, console: Console) -> None:
         for ci in range(len(ev.chips)):
             gt.add_row(
                 _chip_label(ev, ci),
-                *[_mis(ev, n, ci, _fmt(ev.per_chip[n][ci], graph.metrics[n].unit_text)) for n in names],
+                *[_mis(ev, n, ci, value_text(ev.per_chip[n][ci], graph.metrics[n].unit_text)) for n in names],
             )
         console.print(gt)
-
-
-def _bare(v, unit: str) -> str:
-    """A value formatted by its unit's rule (``_fmt``: a percent with two decimals) without the unit, which
-    the column's header carries (a per-chip PCIe % printed 0.0009797 beside the server's 0.00 %)."""
-    text = _fmt(v, unit)
-    shown = " %" if unit in ("percent", "%") else f" {unit}"  # the unit as _fmt writes it after the number
-    return text[: -len(shown)] if unit and text.endswith(shown) else text
 
 
 def _mis(ev, name: str, ci: int, text: str) -> str:
@@ -412,345 +378,3 @@ def _chip_label(ev, ci: int):
     """Chip ``ci``'s label in the per-chip tables: ``host/chip`` when the capture has hosts."""
     chip = int(ev.chips[ci])
     return plain(f"{ev.hosts[ci]}/{chip}") if ev.hosts is not None else str(chip)
-
-
-TOP_OPS = 10
-
-
-def _g(v, spec: str = ".6g") -> str:
-    """A bare number (``1.23457e+09``); ``null`` when not computable."""
-    f = finite(v)
-    return NULL if f is None else format(f, spec)
-
-
-def _eng(v, unit: str) -> str:
-    """A number with an SI prefix (``1.23 PFLOP/s``); ``—`` for None."""
-    v = finite(v)
-    if v is None:
-        return "—"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= factor:
-            return f"{v / factor:.3g} {prefix}{unit}"
-    return f"{v:.3g} {unit}"
-
-
-def render_ops(result: JobResult, console: Console) -> None:
-    """The top op classes by time with their roofline position (intensity, FLOP/s per chip while the
-    op runs, share of the attainable roof) and bound (``analysis.roofline.op_rows``)."""
-    ops = result.ops or []
-    att = result.attribution
-    src = (
-        "exact, from op-boundary counter snapshots"
-        if att is not None and att.source.startswith("snapshots")
-        else "window increases shared by time x fitted per-op rate"
-    )
-    t = Table(
-        title=f"Top ops by time (counters attributed to the trace's op spans: {src}; per chip while the op runs)",
-        title_justify="left",
-    )
-    for col, just in (
-        ("op", "left"),
-        ("time", "right"),
-        ("work", "left"),
-        ("FLOP/s", "right"),
-        ("intensity", "right"),
-        ("of roof", "right"),
-        ("roofline side", "left"),
-        ("bound (cycles)", "left"),
-    ):
-        t.add_column(col, justify=just)
-    for r in ops[:TOP_OPS]:
-        share = pct(r["time_share"])
-        inten = f"{_g(r['intensity'], '.4g')} FLOP/B" if finite(r["intensity"]) is not None else "—"
-        eff = pct(r["efficiency"])
-        side = f"{r['side']} ({r['ceiling']})" if r["side"] else "—"
-        bound = (r["bound"] or "—").removeprefix("topdown.")
-        name = plain(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
-        t.add_row(name, share, r["work"] or "—", _eng(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
-    console.print(t)
-    same = {"memory": "topdown.memory_bound", "compute": "topdown.compute_bound", "link": "topdown.interconnect_bound"}
-    differ = [r for r in ops[:TOP_OPS] if r["side"] and r["bound"] and same.get(r["side"]) != r["bound"]]
-    if differ:
-        console.print(
-            Text(
-                f"roofline side and bound differ for {', '.join(r['op'] for r in differ)}: the side is where the op's "
-                "intensity lies against the ridge point (the roofs it could reach); the bound is where its cycles "
-                "went (top-down), what the chip did. Near the ridge both roofs are close and the cycles decide.",
-                style="dim",
-            )
-        )
-    if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
-        console.print(
-            "[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]"
-        )
-    if len(ops) > TOP_OPS:
-        console.print(f"[dim]… {len(ops) - TOP_OPS} more op classes in report.json (ops.rows)[/dim]")
-
-
-def _ms(v: float) -> str:
-    if finite(v) is None:
-        return "—"
-    return f"{v * 1e3:,.3f} ms" if abs(v) >= 1e-4 else f"{v * 1e6:,.2f} µs"
-
-
-def _wait_table(mc: dict, coll: dict, console: Console) -> None:
-    t = Table(title="Collective wait per chip (arrival to the last chip's arrival)", title_justify="left")
-    t.add_column("chip", justify="right")
-    t.add_column("wait", justify="right")
-    t.add_column("share of run", justify="right")
-    t.add_column("waits mostly for", justify="left")
-    dur = mc.get("duration_s", 0) or 1.0
-    for c, w in enumerate(coll["wait_s"]):
-        wf = coll["waits_for"].get(str(c), {})
-        top = max(wf, key=wf.get) if wf else None
-        t.add_row(
-            str(c), _ms(w), pct(w / dur, 2), f"chip {top} ({pct(wf[top] / w, 0)})" if top is not None and w > 0 else "—"
-        )
-    console.print(t)
-
-
-def straggler_wait(st: dict, chips: int, duration_s: float | None) -> str:
-    """The wait a straggler causes, as chip time: the sum over the other chips, each one's mean and its share
-    of the run (a sum of 735 ms over 7 chips in a 1.1 s run read like wall time)."""
-    others = max(chips - 1, 1)
-    each = st["blamed_wait_s"] / others
-    of_run = f", {pct(each / duration_s, 1)} of the {duration_s:.3f} s run" if duration_s else ""
-    return (
-        f"the {others} other chip(s) wait for it {_ms(st['blamed_wait_s'])} of chip time in collectives, "
-        f"{_ms(each)} each on average{of_run} ({pct(st['share'], 0)} of all collective wait)"
-    )
-
-
-def render_multichip(mc: dict, console: Console) -> None:
-    """The multi-chip section, from ``perfonto.crosschip.analyse``: the straggler (or that there is
-    none), each chip's collective wait and whom it waits for, the per-step skew, load imbalance
-    (1 − mean/max) across and within chips, slow links, and the windows where PCIe or a link
-    saturates (host time)."""
-    chips = mc.get("chips", 0)
-    coll = mc.get("collective")
-    console.print(f"[bold]Multi-chip[/bold] ({chips} chips, on the host timeline)")
-    al = mc.get("alignment", {})
-    if "error_ns" in al:
-        e = al["error_ns"]
-        console.print(
-            f"  clocks aligned from the sync reads: error median {e['median']:.0f} ns, p99 {e['p99']:.0f} ns "
-            f"over {al['samples']:,} timestamps"
-        )
-    if coll:
-        st = coll.get("straggler")
-        if st:
-            wait = straggler_wait(st, chips, coll.get("duration_s"))
-            console.print(f"  [bold red]Straggler: chip {st['chip']}[/bold red] — {wait}")
-        else:
-            console.print(
-                f"  no straggler: collective wait is {pct(coll['wait_share_of_time'], 2)} of the chips' time"
-                + (" (within the clock-alignment noise)" if coll["wait_share_of_time"] < 1e-3 else "")
-            )
-        if st or coll["wait_share_of_time"] >= 1e-3:
-            _wait_table(mc, coll, console)
-        sk = coll["skew"]
-        console.print(
-            f"  per-step skew (largest arrival spread at a collective): median {_ms(sk['arrival_p50_s'])}, "
-            f"max {_ms(sk['arrival_max_s'])} over {sk['steps']} steps that hold a collective in the trace (whole or "
-            "in part); forward-pass start skew max "
-            f"{_ms(sk['exec_start_max_s'])}"
-        )
-    imb = mc.get("imbalance", {})
-    if imb:
-        across = ", ".join(f"{b} {pct(v)}" for b, v in imb.get("across_chips", {}).items())
-        within = ", ".join(f"{b} {pct(d['value'])} (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items())
-        console.print(f"  load imbalance 1 − mean/max across chips: {across}")
-        if within:
-            console.print(f"  load imbalance across instances within a chip (worst chip): {within}")
-    for sl in mc.get("slow_links", [])[:4]:
-        console.print(
-            f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "
-            f"{pct(sl['rate_ratio'], 0)} of the median link's rate (busy {_ms(sl['busy_s'])} vs "
-            f"{_ms(sl['median_busy_s'])})"
-        )
-    sat = mc.get("saturation", {})
-    if sat:
-        ivs = sat.get("intervals", [])
-        if not ivs:
-            console.print(
-                f"  no PCIe or link window at or above {sat['threshold'] * 100:.0f} % "
-                f"(peaks: PCIe {pct(sat['pcie_util_max'])}, link {pct(sat['link_util_max'])})"
-            )
-        elif sat.get("per_chip"):  # one line per chip and kind; the merged ranges are in report.json
-            console.print(
-                f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window; counted per "
-                "link and PCIe port, each a run of windows), merged per chip:"
-            )
-            for r in sat["per_chip"][:8]:
-                what = f"chip {r['chip']} PCIe" if r["kind"] == "pcie" else f"chip {r['chip']} links {r['links']}"
-                console.print(
-                    f"    {what}: {r['windows']} window(s) in {r['bursts']} burst(s), {r['first_s'] * 1e3:,.1f} – "
-                    f"{r['last_s'] * 1e3:,.1f} ms, peak {pct(r['peak_util'])}"
-                )
-            if len(sat["per_chip"]) > 8:
-                console.print(f"    … {len(sat['per_chip']) - 8} more chip/kind(s) in report.json")
-        else:
-            console.print(f"  {sat['count']} saturated interval(s) (≥ {sat['threshold'] * 100:.0f} % of a window):")
-            for iv in ivs[:8]:
-                what = f"chip {iv['chip']} PCIe" if iv["kind"] == "pcie" else f"chip {iv['chip']} link {iv['link']}"
-                console.print(
-                    f"    {what}: {iv['start_s'] * 1e3:,.3f} – {iv['end_s'] * 1e3:,.3f} ms "
-                    f"({iv['windows']} window(s), peak {pct(iv['peak_util'])})"
-                )
-            if len(ivs) > 8:
-                console.print(f"    … {sat['count'] - 8} more in report.json")
-
-
-def render_fleet(result: JobResult, console: Console, max_rows: int = 12) -> None:
-    """The fleet section: the report's fleet metrics (``report_layout``) per pod, rack and host (ratios
-    of totals; the largest levels cut to ``max_rows`` rows), their spread across chips, the chips that
-    stand out, and the racks and pods that stand out as a group."""
-    fleet = result.fleet
-    graph = result.evaluated
-    shown = report_layout(graph, result.evaluation).fleet  # the catalog's `report: fleet`, or its headline's first
-    names = [n for n in shown if n in graph.metrics and n in fleet.values.get("fleet", {})]
-    for level in ("fleet", "pod", "rack", "host"):
-        if level in fleet.nodes:
-            console.print(_level_table(fleet, graph, names, level, max_rows))
-    console.print(_spread_table(fleet, graph, names))
-    _nodes_out(fleet, graph, names, console)
-
-
-def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> Table:
-    """One level's fleet table: a row per node (the first ``max_rows``), a column per metric of ``names``;
-    a column whose node value is the extreme of its chips' (``metrics.across_chips.chip_extreme``: a
-    ``rollup max|min``, or a gauge combined by ``max``) says so, not read as a ratio of totals."""
-    from perfonto.metrics.across_chips import chip_extreme
-
-    nodes = fleet.nodes[level]
-    extreme = {n: chip_extreme(graph, n) for n in names}
-    said = "; (max) and (min) columns: the extreme over those chips" if any(extreme.values()) else ""
-    t = Table(
-        title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips{said})",
-        title_justify="left",
-    )
-    t.add_column(level, overflow="fold")  # a long name wraps whole: names cut alike would read as one node
-    places = _host_racks(fleet) if level == "host" else {}
-    where = [k for k in ("rack", "pod") if any(p[k] for p in places.values())]
-    for k in where:
-        t.add_column(k, overflow="fold")
-    t.add_column("chips", justify="right")
-    for n in names:
-        t.add_column(n + (f" ({extreme[n]})" if extreme[n] else ""), justify="right", overflow="fold")
-    for i, node in enumerate(nodes[:max_rows]):
-        t.add_row(
-            plain(node),
-            *[plain(places[node][k] or "—") for k in where],
-            str(int(fleet.chips[level][i])),
-            *[_fmt(fleet.values[level][n][i], graph.metrics[n].unit_text) for n in names],
-        )
-    if len(nodes) > max_rows:
-        t.add_row(
-            f"… {len(nodes) - max_rows} more in report.json (fleet.levels.{level})",
-            *["" for _ in where],
-            "",
-            *["" for _ in names],
-        )
-    return t
-
-
-def _host_racks(fleet) -> dict[str, dict[str, str | None]]:
-    """Each host's rack and pod, for the host table (``analysis.fleet_words.host_places``)."""
-    from perfonto.analysis.fleet_words import host_places
-
-    return host_places((h, rack, pod) for h, _, rack, pod in fleet.place)
-
-
-def _spread_table(fleet, graph, names: list[str]) -> Table:
-    """The spread of ``names`` across chips (or hosts, for leader-counted metrics) and the chips that
-    stand out on either side (the first three)."""
-    from perfonto.analysis.fleet_words import over_hosts, past, who
-
-    t = Table(
-        title="Spread across chips, or hosts where marked (one stands out at a modified z-score past 3.5 and "
-        "≥ 1 % from p50)",
-        title_justify="left",
-    )
-    hosts = len(fleet.nodes.get("host", []))
-    longest = max(
-        [
-            len(n) + (len(over_hosts(fleet.spread[n], hosts)) if fleet.spread.get(n, {}).get("over") else 0)
-            for n in names
-        ]
-        or [6]
-    )
-    t.add_column("metric", no_wrap=True, min_width=longest)  # a metric's name whole, on one line
-    for col in (
-        "p50",
-        "p99",
-        "max",
-        "past threshold",
-        "chips that stand out high (host/chip, rack, vs p50)",
-        "low",
-    ):
-        t.add_column(col, overflow="fold")
-    hosts = len(fleet.nodes.get("host", []))
-    for n in names:
-        sp, out = fleet.spread.get(n), fleet.outliers.get(n, {})
-        if not sp or sp.get("p50") is None:
-            continue
-        unit = graph.metrics[n].unit_text
-        thr = sp.get("threshold")
-        side = {}
-        for k in ("high", "low"):
-            shown = out.get(k, [])[:3]
-            text = ", ".join(who(o) + " " + _versus(graph, n, o["value"], sp["p50"], o.get("relative")) for o in shown)
-            more = (sp.get("stand_out") or {}).get(k, len(shown)) - len(shown)
-            side[k] = (text + (f", … {more} more" if more > 0 else "")) or "—"
-        t.add_row(
-            n + (over_hosts(sp, hosts) if sp.get("over") == "hosts" else ""),
-            _fmt(sp["p50"], unit),
-            _fmt(sp["p99"], unit),
-            _fmt(sp["max"], unit),
-            past(thr),
-            plain(side["high"]),
-            plain(side["low"]),
-        )
-    return t
-
-
-def _versus(graph, name: str, value: float, reference: float, relative: float | None) -> str:
-    """How far ``value`` is from ``reference``, as the reports say it (``analysis.fleet_words.versus``: degC
-    differences in degrees, the others a signed percent)."""
-    from perfonto.analysis.fleet_words import versus
-    from perfonto.ontology.units import is_interval_scale
-
-    m = graph.metrics[name]
-    return versus(value, reference, relative, m.unit_text, is_interval_scale(m.unit))
-
-
-def _nodes_out(fleet, graph, names: list[str], console: Console, most: int = 8) -> None:
-    """The racks and pods whose chips stand out as a group (``analysis.fleet_nodes``), for the fleet
-    tables' metrics first, then the others; at most ``most`` lines (``report.json`` has them all)."""
-    from perfonto.analysis.fleet_words import members
-
-    rows = [
-        (m, level, o)
-        for m in [*names, *[n for n in fleet.nodes_out if n not in names]]
-        for level, found in fleet.nodes_out.get(m, {}).items()
-        for o in found
-    ]
-    if not rows:
-        return
-    console.print(
-        "Racks and pods that stand out (their chips' median, or hosts' where marked, against the typical node's, "
-        "or the other one's; "
-        "the chip spread above cannot name a node that holds much of the fleet):"
-    )
-    for m, level, o in rows[:most]:
-        unit = graph.metrics[m].unit_text
-        vs = _versus(graph, m, o["median"], o["reference"], o.get("relative"))
-        console.print(
-            Text.assemble(
-                f"  {level} ",
-                plain(o["node"] if len(o["node"]) <= 80 else o["node"][:79] + "…"),  # report.json has it whole
-                f" ({members(o)}): {m} {_fmt(o['median'], unit)} against {_fmt(o['reference'], unit)} ({vs})",
-            )
-        )
-    if len(rows) > most:
-        console.print(f"  … {len(rows) - most} more in report.json (fleet.nodes_out)")

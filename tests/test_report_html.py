@@ -200,11 +200,13 @@ def test_the_page_states_the_runs_assumptions_and_the_claim_as_the_terminal_does
 
 def test_per_chip_cells_drop_only_the_unit_their_header_carries():
     """The terminal's per-chip table: each value by its unit's rule, without the unit (the header has it)."""
-    from perfonto.report import _bare
+    from perfonto.report_format import bare_text
 
-    assert _bare(0.0009797, "percent") == "0.00" and _bare(31.934, "percent") == "31.93"
-    assert _bare(2892.3, "GB/s") == "2,892.3" and _bare(294.6281, "W") == "294.628"
-    assert _bare(45.0, "request") == "45" and _bare(float("nan"), "W") == "null" and _bare(1.5, "1") == "1.500"
+    assert bare_text(0.0009797, "percent") == "0.00" and bare_text(31.934, "percent") == "31.93"
+    assert bare_text(2892.3, "GB/s") == "2,892.3" and bare_text(294.6281, "W") == "294.628"
+    assert (
+        bare_text(45.0, "request") == "45" and bare_text(float("nan"), "W") == "null" and bare_text(1.5, "1") == "1.500"
+    )
 
 
 def test_an_older_report_json_still_renders(reported):

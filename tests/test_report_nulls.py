@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfonto.cli import main
-from perfonto.report import _eng, _fmt, _g, _ms, finite, pct
+from perfonto.report_format import finite, ms_text, number_text, pct, si_text, value_text
 
 N = 5
 
@@ -35,12 +35,12 @@ def _dump(path) -> None:
 @pytest.mark.parametrize("v", [None, float("nan"), np.float32("nan"), np.float64("inf"), np.array(np.nan)])
 def test_formatters_show_null_not_nan(v):
     assert finite(v) is None
-    assert _fmt(v, "GB/s") == "null" and _fmt(v, "percent") == "null" and _g(v) == "null"
-    assert pct(v) == "—" and _eng(v, "FLOP/s") == "—" and _ms(v) == "—"
+    assert value_text(v, "GB/s") == "null" and value_text(v, "percent") == "null" and number_text(v) == "null"
+    assert pct(v) == "—" and si_text(v, "FLOP/s") == "—" and ms_text(v) == "—"
 
 
 def test_formatters_keep_finite_numpy_values():
-    assert _fmt(np.float32(12.5), "GB/s") == "12.500 GB/s" and _fmt(np.array(3.0), "percent") == "3.00 %"
+    assert value_text(np.float32(12.5), "GB/s") == "12.500 GB/s" and value_text(np.array(3.0), "percent") == "3.00 %"
     assert pct(np.float32(0.25)) == "25.0 %"
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from perfonto.report import render_ops
+from perfonto.report_ops import render_ops
 
 
 def _row(op, side, bound, intensity):

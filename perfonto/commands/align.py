@@ -58,7 +58,7 @@ def cmd_align(args) -> int:
     from perfonto.analysis.clock_run import alignment_summary, map_counters, map_trace
     from perfonto.analysis.crosschip import Run, RunError, analyse, fit_clocks
     from perfonto.outputs import atomic_path, record_outputs, write_file
-    from ..report import render_multichip
+    from ..report_multichip import render_multichip
 
     if not 0 < args.saturation <= 1:
         raise CommandError(f"--saturation must be in (0, 1] (got {args.saturation})", 2)

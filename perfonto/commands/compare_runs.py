@@ -109,7 +109,7 @@ def _pct(x: float) -> str:
 def _render(res: dict, out, show_all: bool) -> None:
     from rich.table import Table
 
-    from perfonto.report import plain
+    from perfonto.report_format import plain
 
     pct = round(res["confidence"] * 100)
     out.print(

@@ -126,7 +126,7 @@ def mapping_from_args(args, chips: int, model: str):
 
 def _fmt_s(v) -> str:
     """A duration in ms or s; ``—`` when null or NaN."""
-    from perfonto.report import finite
+    from perfonto.report_format import finite
 
     v = finite(v)
     if v is None:

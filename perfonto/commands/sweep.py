@@ -101,7 +101,7 @@ def _cache_line(cache) -> str:
 
 def _fmt(v, kind: str) -> str:
     """A sweep cell: ``s`` seconds, ``pct`` a share, ``tok`` tokens/s; ``—`` when null or NaN."""
-    from perfonto.report import finite
+    from perfonto.report_format import finite
 
     if v is None or (not isinstance(v, str) and finite(v) is None):
         return "—"
