@@ -96,6 +96,9 @@ def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     for metric, key in LEVEL2.items():  # top-down level 2 (emulator.subclasses), when the truth has it
         if key in gt.get("topdown2_s", {}):
             t[metric] = (lambda k: lambda: 100 * gt["topdown2_s"][k] / cyc)(key)
+    tags = gt.get("hbm_bytes_by_tag") or {}
+    if {"weights", "kv_read", "kv_write"} <= set(tags):  # the model's bytes: memory.metrics' mbu
+        t["mbu"] = lambda: 100 * (tags["weights"] + tags["kv_read"] + tags["kv_write"]) / (n * hbm_bw * d)
     if "c2c_rx_bytes" in gt:
         t["c2c.rx_bandwidth"] = lambda: gt["c2c_rx_bytes"] / d / 1e9
     if "mxu" in busy:

@@ -304,7 +304,9 @@ def _work(b: StepBatch, cfg: EmuConfig, profile: ChipProfile = NOMINAL) -> dict[
     put(
         "host_in", pcie_rx=np.where(T > 0, a.token_id_bytes * P + a.request_meta_bytes * b.batch + a.command_bytes, 0.0)
     )
-    put("embed", w=T * d * hb * inv_pp, vpu=T * d * inv_pp, act_w=T * d * ab * inv_pp)
+    # vocabulary-parallel embedding: each of the N chips holds V/N rows and looks up the tokens in its range
+    # (T/N rows on average), writes T rows with zeros elsewhere, and the all-reduce sums them
+    put("embed", w=T * d * hb * inv_pp / N, vpu=T * d * inv_pp, act_w=T * d * ab * inv_pp)
     ar = allreduce(T)
     put("embed_allreduce", **{k: v * inv_pp for k, v in ar.items() if k != "rows"}, **({"rows": T} if ar else {}))
 

@@ -90,7 +90,7 @@ def test_check_uses_the_catalog_folders_generation(tmp_path, capsys):
     d = _folder(tmp_path, "sohu_mine")
     assert main(["check", "--catalog", str(d), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["ok"] and doc["generation"] == "sohu_mine" and doc["signals"] == 60
+    assert doc["ok"] and doc["generation"] == "sohu_mine" and doc["signals"] == 61
     assert not any(x["code"] == "unknown-generation" for x in doc["diagnostics"])
 
 
@@ -128,4 +128,4 @@ def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsy
         in bare.notes
     )
     assert main(["check", "--catalog", str(d)]) == 0
-    assert "sohu: 60 signals, 88 metrics compiled, 0 error(s)" in capsys.readouterr().out  # + mxu.peak_flops_dominant
+    assert "sohu: 61 signals, 88 metrics compiled, 0 error(s)" in capsys.readouterr().out  # + mxu.peak_flops_dominant
