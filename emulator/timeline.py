@@ -15,6 +15,9 @@ level-2 classes (``emulator.subclasses``) are phases of their slot: each grows a
 contiguous whole-cycle stretch of the slot and 0 elsewhere, so they too are exact integers and add up
 to their level-1 class at every cycle.
 Step-end impulses (tokens, requests, steps) are exact integer step counts.
+A collective slot that waits for its group (``collective_wait``) does its op's work — link bytes and busy
+time, the reduction — after the wait, over the rest of the slot; energy, job time and HBM refresh accrue
+over the whole slot.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ from .subclasses import SUBCLASSES
 CYCLE_QUANTITIES = ("elapsed",) + CLASSES + SUBCLASSES
 _PHASED = [CYCLE_QUANTITIES.index(n) for n in SUBCLASSES]
 QUANTITY_NAMES = CYCLE_QUANTITIES + tuple(QUANTITIES)
+#: Quantities that accrue with time whatever the chip does (board energy, job time, HBM refresh): spread
+#: over the whole slot. Every other quantity is the work of the slot's op, which a collective only starts
+#: once its group has arrived: in a slot that waits (``collective_wait``, first in the slot) it accrues
+#: over the rest of the slot, so a chip waiting for a peer sends nothing on its links until the transfer.
+_ACCRUE_ALWAYS = ("energy", "job_time", "hbm_refresh")
+_OP_WORK = [len(CYCLE_QUANTITIES) + i for i, n in enumerate(QUANTITIES) if n not in _ACCRUE_ALWAYS]
+_WAIT = SUBCLASSES.index("collective_wait")
 QUANTITY_UNITS = {**{c: "core_cycle" for c in CYCLE_QUANTITIES}, **QUANTITIES}
 
 
@@ -206,6 +216,11 @@ class Timeline:
         tau = u - self.sstart[j, k]
         within = tau[:, None] * rate
         within[:, _PHASED] = np.clip(tau[:, None] - self.phase_off[j, k], 0, self.phase_amt[j, k])
+        wait = self.phase_amt[j, k, _WAIT]  # the slot's first cycles, waiting for the group to arrive
+        if wait.any():
+            w = wait > 0
+            moved = np.clip(tau[w] - wait[w], 0, None) / np.maximum(dur[w] - wait[w], 1)
+            within[np.ix_(w, _OP_WORK)] = moved[:, None] * self.inc[j[w], k[w]][:, _OP_WORK]
         return base + (self.cinc[j, k] + within)
 
     def impulses_at(self, s: np.ndarray) -> dict[str, np.ndarray]:

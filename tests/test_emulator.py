@@ -19,7 +19,7 @@ from perfonto.emulator.ops import CLASSES, EmuConfig, build_ops
 from perfonto.emulator.parallel import Mapping, Precision
 from perfonto.emulator.scheduler import ContinuousBatcher, StepBatch
 from perfonto.emulator.subclasses import CHILDREN, SUBCLASSES
-from perfonto.emulator.timeline import CYCLE_QUANTITIES
+from perfonto.emulator.timeline import CYCLE_QUANTITIES, QUANTITY_NAMES
 from perfonto.emulator.thermal import first_order_filter
 from perfonto.ontology import load_generation
 
@@ -400,8 +400,13 @@ def test_timeline_matches_explicit_segments(gen, tmp_path, model, chips, request
     off = np.concatenate([tl.phase_off[j, seq] for j in range(len(tl))])
     amt = np.concatenate([tl.phase_amt[j, seq] for j in range(len(tl))])
     e = np.searchsorted(bounds, s, side="right") - 1  # the execution holding each sample
+    wait = amt[e, SUBCLASSES.index("collective_wait")]  # a collective's op work accrues after its wait
+    after_wait = np.clip(s - bounds[e] - wait, 0, None) / np.maximum(dur[e] - wait, 1)
+    always = [QUANTITY_NAMES.index(n) for n in ("energy", "job_time", "hbm_refresh")]
     for q in range(cum.shape[1]):
         want = np.interp(s, bounds, cum[:, q])
+        if q >= len(CYCLE_QUANTITIES) and q not in always:
+            want = cum[e, q] + after_wait * inc[e, q]
         if q in phased:
             i = phased.index(q)
             want = cum[e, q] + np.clip(s - bounds[e] - off[e, i], 0, amt[e, i])
