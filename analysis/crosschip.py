@@ -19,7 +19,8 @@ events on each chip's clock) and ``counters.parquet`` (samples stamped by each c
 - Per-step skew: the largest spread of the chips' arrival times over the step's collectives, and the
   spread of the chips' forward-pass start times.
 - Load imbalance, 1 − mean/max (Nsight Compute's workload-distribution view): across chips of each
-  block's busy time or bytes over the run, and across the instances of a block within each chip.
+  block's busy time or work (bytes, matrix FLOPs) over the run, and across the instances of a block within
+  each chip. Busy time uneven with the work even is a slower chip, not an uneven load (``imbalance_note``).
 - Saturation: windows where a chip's PCIe traffic (the busier direction) or a link's busy time
   reaches ``threshold`` of the window (merged into intervals of consecutive windows, host time);
   a *slow link* is a link whose payload rate while busy is under ``SLOW_LINK_RATIO`` of the median
@@ -46,12 +47,37 @@ SLOW_LINK_RATIO = 0.67
 #: block → (signals summed for its load, whether it is a cycle count)
 LOAD = {
     "mxu": (("mxu.busy_cycles",), True),
+    "mxu_flops": (("mxu.flops_fp8", "mxu.flops_bf16", "mxu.flops_fp4"), False),
     "vpu": (("vpu.busy_cycles",), True),
     "hbm": (("hbm.read_bytes", "hbm.write_bytes"), False),
     "sram": (("sram.read_bytes", "sram.write_bytes"), False),
     "dma": (("dma.bytes",), False),
     "c2c": (("c2c.busy_cycles",), True),
 }
+
+#: How the reports name each ``LOAD`` entry: a busy time or the work done (bytes, FLOPs). A chip that is
+#: only slower shows in the busy times, with the work even; uneven work (router skew) shows in both.
+IMBALANCE_LABEL = {
+    "mxu": "mxu busy",
+    "mxu_flops": "mxu FLOPs",
+    "vpu": "vpu busy",
+    "hbm": "hbm bytes",
+    "sram": "sram bytes",
+    "dma": "dma bytes",
+    "c2c": "c2c busy",
+}
+
+
+def imbalance_note(across: dict) -> str | None:
+    """A sentence when the matrix engines' busy time is uneven across chips (≥ 5 %) but their work is not
+    (< 1 %): one chip ran the same work slower — a straggler, not an uneven load."""
+    busy, work = across.get("mxu"), across.get("mxu_flops")
+    if busy is None or work is None or busy < 0.05 or work >= 0.01:
+        return None
+    return (
+        f"the chips did the same matrix work (FLOPs {100 * work:.1f} % apart) in busy times {100 * busy:.1f} % apart: "
+        "one chip runs it slower, the load itself is even"
+    )
 
 
 MANIFEST = "perfonto.json"  # what a perfonto command wrote into its output folder (``perfonto.outputs``)

@@ -401,11 +401,14 @@ def _multichip(r: dict, pics: dict) -> str:
                 f"{_short_time(sk.get('arrival_max_s', 0))} over {e(sk.get('steps'))} steps that hold a collective "
                 "in the trace (whole or in part).</p>"
             )
+        from .crosschip import IMBALANCE_LABEL, imbalance_note
+
         imb = (mc.get("imbalance") or {}).get("across_chips") or {}
         if imb:
             out.append(
-                "<p>Load imbalance across chips (1 − mean/max): "
-                + ", ".join(f"{e(b)} {fmt(v * 100, 'percent')}" for b, v in imb.items())
+                "<p>Imbalance across chips (1 − mean/max of busy time or work): "
+                + ", ".join(f"{e(IMBALANCE_LABEL.get(b, b))} {fmt(v * 100, 'percent')}" for b, v in imb.items())
+                + (f" — {e(imbalance_note(imb))}" if imbalance_note(imb) else "")
                 + "</p>"
             )
         for sl in mc.get("slow_links") or []:

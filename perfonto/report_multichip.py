@@ -78,11 +78,19 @@ def render_multichip(mc: dict, console: Console) -> None:
         )
     imb = mc.get("imbalance", {})
     if imb:
-        across = ", ".join(f"{b} {pct(v)}" for b, v in imb.get("across_chips", {}).items())
-        within = ", ".join(f"{b} {pct(d['value'])} (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items())
-        console.print(f"  load imbalance 1 − mean/max across chips: {across}")
+        from perfonto.analysis.crosschip import IMBALANCE_LABEL, imbalance_note
+
+        label = lambda b: IMBALANCE_LABEL.get(b, b)  # noqa: E731
+        across = ", ".join(f"{label(b)} {pct(v)}" for b, v in imb.get("across_chips", {}).items())
+        within = ", ".join(
+            f"{label(b)} {pct(d['value'])} (chip {d['chip']})" for b, d in imb.get("within_chip", {}).items()
+        )
+        console.print(f"  imbalance 1 − mean/max across chips (busy time or work): {across}")
+        note = imbalance_note(imb.get("across_chips", {}))
+        if note:
+            console.print(f"    {note}")
         if within:
-            console.print(f"  load imbalance across instances within a chip (worst chip): {within}")
+            console.print(f"  imbalance across instances within a chip (worst chip): {within}")
     for sl in mc.get("slow_links", [])[:4]:
         console.print(
             f"  [bold red]Slow link: chip {sl['chip']} link {sl['link']}[/bold red] carries its bytes at "

@@ -11,7 +11,7 @@ import pytest
 
 from perfonto import emulator
 from perfonto.cli import main
-from perfonto.analysis.crosschip import analyse, instance_waits
+from perfonto.analysis.crosschip import analyse, imbalance_note, instance_waits
 from helpers import SHORT_STEPS
 
 KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400, **SHORT_STEPS)
@@ -46,6 +46,9 @@ def test_slow_chip_is_the_straggler_and_waits_match_truth(slow):
     assert all(max(c["waits_for"][str(i)], key=c["waits_for"][str(i)].get) == "6" for i in range(8) if i != 6)
     assert c["skew"]["arrival_max_s"] == pytest.approx(gt["step_skew_s"]["max"], rel=0.01)
     assert a["imbalance"]["across_chips"]["mxu"] == pytest.approx(gt["load_imbalance"]["mxu_busy"], rel=0.01)
+    # slower, not more loaded: the matrix work is even, and the report says so
+    assert a["imbalance"]["across_chips"]["mxu_flops"] < 1e-3
+    assert "one chip runs it slower, the load itself is even" in imbalance_note(a["imbalance"]["across_chips"])
     assert a["slow_links"] == []
 
 
@@ -94,6 +97,8 @@ def test_router_skew_names_the_hot_chip(tmp_path):
     )
     a = analyse(tmp_path)
     assert a["collective"]["straggler"]["chip"] == 0 and a["imbalance"]["across_chips"]["mxu"] > 0.3
+    assert a["imbalance"]["across_chips"]["mxu_flops"] > 0.3  # uneven work, not a slower chip
+    assert imbalance_note(a["imbalance"]["across_chips"]) is None
 
 
 def test_main_job_report_names_the_straggler(capsys, tmp_path):
