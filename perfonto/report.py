@@ -252,11 +252,11 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
     if result.ops:
         render_ops(result, console)
     for msg in a.tree_violations:
-        console.print(f"[bold red]Top-down tree:[/bold red] {msg}")
+        console.print(Text.assemble(("Top-down tree: ", "bold red"), plain(msg)))
     if a.thresholds:
         console.print("[bold]Thresholds crossed[/bold] (server level):")
         for name, v, msg in a.thresholds:
-            console.print(f"  • {name} = {value_text(v, graph.metrics[name].unit_text)}: {msg}")
+            console.print(Text.assemble(f"  • {name} = {value_text(v, graph.metrics[name].unit_text)}: ", plain(msg)))
     render_guided(result.findings or [], console)
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
@@ -275,7 +275,7 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
             "totals and keep their value):"
         )
         for k, reasons in sorted(a.null_windows.items()):
-            console.print(f"  • {k}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()), markup=False)
+            console.print(plain(f"  • {k}: " + ", ".join(f"{n} {r}" for r, n in reasons.items())))
     partial = {k: c for k, c in ev.coverage.items() if c < 0.999999}
     if partial:
         console.print(
@@ -283,13 +283,13 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
             "and denominator):"
         )
         for k, c in sorted(partial.items()):
-            console.print(f"  • {k}: {c * 100:.1f} % of the run", markup=False)
+            console.print(plain(f"  • {k}: {c * 100:.1f} % of the run"))
     if result.unavailable:
         console.print("[bold]Unavailable metrics[/bold] (on this generation, or not fed by this capture):")
         for k, why in sorted(result.unavailable.items()):
-            console.print(f"  • {k}: {why}", markup=False)
+            console.print(plain(f"  • {k}: {why}"))
     for note in result.notes:
-        console.print(Text.assemble(("note: ", "yellow"), note))  # catalog and dump text is never markup
+        console.print(Text.assemble(("note: ", "yellow"), plain(note)))  # catalog and dump text is never markup
 
 
 def render_guided(found: list[dict], console: Console) -> None:
@@ -304,27 +304,27 @@ def render_guided(found: list[dict], console: Console) -> None:
     for f in found:
         gain = f.get("estimated_gain")
         head = f"  • {f['title']}" + (f": about {gain * 100:+.1f} % throughput" if gain is not None else "")
-        console.print(Text(head))
-        console.print(Text(f"      {f['estimate']}"))
+        console.print(plain(head))
+        console.print(plain(f"      {f['estimate']}"))
         if f.get("why"):
-            console.print(Text(f"      why: {f['why']}"))
+            console.print(plain(f"      why: {f['why']}"))
         if f.get("overlaps"):
-            console.print(Text(f"      holds the share of: {', '.join(f['overlaps'])} (listed above)"))
+            console.print(plain(f"      holds the share of: {', '.join(f['overlaps'])} (listed above)"))
         within = f.get("within")
         if isinstance(within, dict) and within.get("title"):
             share = within.get("share")
             of = f" ({share * 100:.1f} % of the time)" if isinstance(share, (int, float)) else ""
             who = f"this finding and {', '.join(within['with'])} make" if within.get("with") else "this finding makes"
-            console.print(Text(f"      within: {within['title']}{of}; {who} up nearly all of it"))
+            console.print(plain(f"      within: {within['title']}{of}; {who} up nearly all of it"))
         units = f.get("evidence_units") or {}  # a report.json from before units were kept: bare numbers
         ev = ", ".join(
             f"{k} = {'null' if v is None else value_text(v, units[k]) if k in units else number_text(v)}"
             for k, v in (f.get("evidence") or {}).items()
         )
         if ev:
-            console.print(Text(f"      evidence: {ev}"))
+            console.print(plain(f"      evidence: {ev}"))
         if f.get("next"):
-            console.print(Text(f"      look next at: {', '.join(f['next'])}"))
+            console.print(plain(f"      look next at: {', '.join(f['next'])}"))
 
 
 def _per_chip(graph, ev, a, console: Console) -> None:
@@ -337,7 +337,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
         pc = Table(title="Per chip (run level)", title_justify="left")
         pc.add_column("chip", justify="right")
         for header in shown.values():
-            pc.add_column(header, justify="right")
+            pc.add_column(plain(header), justify="right")  # the catalog's text: never markup
         if a.topdown:
             pc.add_column("dominant top-down node", justify="left", no_wrap=True)
         for ci in range(len(ev.chips)):
@@ -353,9 +353,11 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             pc.add_row(*row)
         console.print(pc)
         if any(h != n for n, h in shown.items()):  # a legend only where a header abbreviates a metric's name
-            console.print(f"[dim]per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}[/dim]")
+            legend = plain(f"per-chip columns: {', '.join(f'{h} = {n}' for n, h in shown.items())}")
+            legend.stylize("dim")
+            console.print(legend)
     for title, names in layout.groups.items():
-        gt = Table(title=Text(f"Per chip (run level): {title}"), title_justify="left")
+        gt = Table(title=plain(f"Per chip (run level): {title}"), title_justify="left")
         gt.add_column("chip", justify="right")
         for name in names:
             gt.add_column(plain(name), justify="right")

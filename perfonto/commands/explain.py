@@ -52,7 +52,11 @@ def _emit(args, text: str) -> None:
     if args.json:
         print(json.dumps({"ok": True, "name": args.metric, "text": text}, indent=2))
     else:
-        print(text, end="" if text.endswith("\n") else "\n")
+        from perfonto.ontology.diagnostics import escaped
+
+        # the catalog's text (descriptions, sources) may hold control characters: shown escaped, never sent
+        shown = "\n".join(escaped(line) for line in text.split("\n"))
+        print(shown, end="" if shown.endswith("\n") else "\n")
 
 
 def _cached(args, what: tuple, make) -> tuple[str, int]:
