@@ -64,7 +64,7 @@ def _building_parser() -> tuple[Lark, "_ToAst"]:
 _LOCK = threading.Lock()
 
 
-MAX_DEPTH = 256  # nesting levels of one expression; the compiler's passes recurse over the tree
+MAX_DEPTH = 128  # nesting levels of one expression: below what every code generator and exporter recurses through
 
 
 class _TooDeep(Exception):

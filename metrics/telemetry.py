@@ -140,7 +140,33 @@ def time_degree(graph: MetricGraph, name: str, _memo: dict | None = None) -> int
     memo = {} if _memo is None else _memo
     if name in memo:
         return memo[name]
-    memo[name] = None  # a cycle cannot happen (the graph is a DAG); this only guards the recursion
+    for dep in _metrics_read_first(graph, name, memo):  # a chain of metrics is walked here, not recursed
+        memo[dep] = _degree(graph, dep, memo)
+    return memo[name]
+
+
+def _metrics_read_first(graph: MetricGraph, name: str, memo: dict) -> list[str]:
+    """``name`` and the metrics it reads (not yet in ``memo``), each after every metric it reads: an
+    iterative depth-first post-order, so that a long chain of metrics never deepens the recursion."""
+    order: list[str] = []
+    seen = set(memo)
+    stack: list[tuple[str, bool]] = [(name, False)]
+    while stack:
+        m, done = stack.pop()
+        if done:
+            order.append(m)
+            continue
+        if m in seen:
+            continue
+        seen.add(m)
+        stack.append((m, True))
+        refs = {n.metric for n in ir.walk(graph.metrics[m].ir) if isinstance(n, ir.MetricRef)}
+        stack += [(r, False) for r in sorted(refs) if r not in seen and r in graph.metrics]
+    return order
+
+
+def _degree(graph: MetricGraph, name: str, memo: dict) -> int | None:
+    """``time_degree`` of ``name`` once the metrics it reads are in ``memo``."""
     gen = graph.generation
 
     def deg(n) -> int | None:
@@ -152,7 +178,7 @@ def time_degree(graph: MetricGraph, name: str, _memo: dict | None = None) -> int
             sig = gen.signals.get(n.signal)
             return 1 if sig is not None and kinds.of(sig).counts else 0
         if isinstance(n, ir.MetricRef):
-            return time_degree(graph, n.metric, memo)
+            return memo.get(n.metric)
         if isinstance(n, ir.Rollup):
             return deg(n.arg)
         ds = [d for d in (deg(a) for a in n.args) if d is not None]
@@ -169,23 +195,35 @@ def time_degree(graph: MetricGraph, name: str, _memo: dict | None = None) -> int
         non_const = [d for a, d in zip(n.args, ds) if not isinstance(a, ir.Const)]
         return non_const[0] if non_const and len(set(non_const)) == 1 else (0 if not non_const else None)
 
-    memo[name] = deg(graph.metrics[name].ir)
-    return memo[name]
+    return deg(graph.metrics[name].ir)
 
 
 def _non_negative(graph: MetricGraph, node) -> bool:
     """True when the expression cannot go below zero: counter increases (never negative) and
-    non-negative constants combined by +, ×, ÷ and sum/avg/min/max rollups."""
-    if isinstance(node, ir.Const):
-        return node.value >= 0
-    if isinstance(node, (ir.Interval, ir.Input)):
-        return True
-    if isinstance(node, ir.MetricRef):
-        m = graph.metrics.get(node.metric)
-        return m is not None and _non_negative(graph, m.ir)
-    if isinstance(node, ir.Rollup):
-        return _non_negative(graph, node.arg)
-    return node.op in ("add", "mul", "div") and all(_non_negative(graph, a) for a in node.args)
+    non-negative constants combined by +, ×, ÷ and sum/avg/min/max rollups, through the metrics it reads
+    (walked iteratively: a long chain of metrics never deepens the recursion)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Const):
+            if not n.value >= 0:
+                return False
+        elif isinstance(n, ir.MetricRef):
+            m = graph.metrics.get(n.metric)
+            if m is None:
+                return False
+            if n.metric not in seen:
+                seen.add(n.metric)
+                stack.append(m.ir)
+        elif isinstance(n, ir.Rollup):
+            stack.append(n.arg)
+        elif isinstance(n, ir.Op):
+            if n.op not in ("add", "mul", "div"):
+                return False
+            stack += list(n.args)
+        elif not isinstance(n, (ir.Interval, ir.Input)):
+            return False
+    return True
 
 
 def instrument(graph: MetricGraph, name: str) -> str:
