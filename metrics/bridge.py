@@ -38,6 +38,7 @@ from .windows import modular_delta, range_delta
 
 
 INCREMENTS = "the capture gives per-interval increments (metadata `increments`), and a missing one is lost"
+LOST = "lost increments"  # the key of a summed capture's gaps in ``Bridger.unbridged`` (``notes`` words them)
 
 
 def bridgeable(sig) -> bool:
@@ -94,21 +95,33 @@ class Bridger:
             if sig is None or not bridgeable(sig):
                 continue
             bad = np.broadcast_to(~dump.present[:, :, None] | dump.missing.get(name, False), raw.shape)
-            if summed is True or (isinstance(summed, list) and name in summed):  # a missing increment is lost
-                starts = bad.copy()
-                starts[1:] &= ~bad[:-1]
-                starts[0] &= first == 0  # a piece's first sample is the previous piece's last
-                cc, ci = np.nonzero(starts)[1:]
-                self._count(name, starts[starts], INCREMENTS, dump, cc, first + np.nonzero(starts)[0])
-                continue
+            # True: a reader summed every register, skipping a lost increment (the window after it is known);
+            # a list: multiplexed registers that restart from the raw value after a gap (nothing is known)
+            lost = summed is True
+            if lost or (isinstance(summed, list) and name in summed):
+                self._note_gaps(name, dump, bad, first, LOST if lost else INCREMENTS)
+                if not lost:
+                    continue
             c = self.carry.get(name)
             if not bad.any() and (c is None or not c.open.any()):
                 self.carry.pop(name, None)
                 continue
-            self._signal(out, name, sig, dump, raw, bad, first)
+            self._signal(out, name, sig, dump, raw, bad, first, lost)
         return out
 
-    def _signal(self, out: Piece, name: str, sig, dump, raw, bad, first: int) -> None:
+    def _note_gaps(self, name: str, dump, bad, first: int, why: str) -> None:
+        """Count the gaps of a capture of increments (``why``: ``LOST`` or ``INCREMENTS``) for the notes."""
+        starts = bad.copy()
+        starts[1:] &= ~bad[:-1]
+        starts[0] &= first == 0  # a piece's first sample is the previous piece's last
+        cc, _ = np.nonzero(starts)[1:]
+        self._count(name, starts[starts], why, dump, cc, first + np.nonzero(starts)[0])
+
+    def _signal(self, out: Piece, name: str, sig, dump, raw, bad, first: int, lost: bool = False) -> None:
+        """Bridge ``name``'s gaps in this piece (module docstring). ``lost``: the running totals were summed
+        by a reader that skipped each missing increment (metadata ``increments: true``), so the increase
+        over a gap is the increment of its last window alone: that window is valid with it, the gap's other
+        windows stay null (never 0: their counts are lost)."""
         S = raw.shape[0]
         ts = dump.timestamps_ns
         ok = ~bad
@@ -155,13 +168,16 @@ class Bridger:
         at_end = cl == np.arange(1, S)[:, None, None]
         sizes = tuple(s for _, s in sig.axes)
         W, C = S - 1, raw.shape[1]
-        fill = np.where(bridged, np.where(at_end, np.take_along_axis(amount, k, axis=0), -0.0), np.nan)
+        inner = np.nan if lost else -0.0  # a window inside the gap: lost, or 0 with the increase at its end
+        fill = np.where(bridged, np.where(at_end, np.take_along_axis(amount, k, axis=0), inner), np.nan)
         out.fills[name] = fill.reshape((W, C) + sizes)
         out.waiting[name] = (touch & (cl >= S)).reshape((W, C) + sizes)
         first_close = nxt[0]  # the first good sample: where a gap open before the piece closes
         fc = np.minimum(first_close, S - 1)[None]
         closes = c.open & (first_close < S)
         closed = closes & np.take_along_axis(good, fc, axis=0)[0]
+        if lost:  # the windows held from an earlier piece are lost increments: they stay out
+            closed = np.zeros_like(closed)
         out.closed[name] = closed.reshape((C,) + sizes)
         out.ended[name] = (closes & ~closed).reshape((C,) + sizes)
         self.chips = dump.chips
@@ -234,7 +250,7 @@ class Bridger:
         rec = self.unbridged.setdefault((name, why), [0, None, None])
         if rec[0] == 0:
             i = int(np.argmax(mask))
-            at = "from" if why == INCREMENTS else "closing at"
+            at = "from" if why in (INCREMENTS, LOST) else "closing at"
             rec[1], rec[2] = int(dump.chips[cc[i]]), f"{at} sample {int(samples[i])}"
         rec[0] += int(mask.sum())
 
@@ -250,6 +266,14 @@ class Bridger:
                 rec[1] = int(self.chips[col]) if rec[1] is None else rec[1]
                 rec[2] = f"from sample {int(c.w0[i] + 1)}" if rec[2] is None else rec[2]
         for (name, why), (n, chip, sample) in sorted(self.unbridged.items()):
+            if why == LOST:
+                out.append(
+                    f"{name}: {n} gap(s) of missing samples, {INCREMENTS} (first: chip {chip}, {sample}): "
+                    "the gap's windows are left out of the run and server totals; the window after it, whose own "
+                    "increment the tool printed, is null in the window table (its start is missing) but counted in "
+                    "the run totals"
+                )
+                continue
             out.append(
                 f"{name}: {n} gap(s) of missing samples not bridged in the run totals, {why} (first: chip {chip}, "
                 f"{sample}): "
