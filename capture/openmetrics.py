@@ -135,6 +135,13 @@ def _is_openmetrics(p: Path) -> bool:
 def _families(text: str, path: str):
     """The exposition's metric families, parsed by ``prometheus_client`` (OpenMetrics when the text ends
     with ``# EOF``); a refused line is found by parsing the lines one by one and named with its number."""
+    if text.strip() and not text.endswith("\n"):  # both formats end every line, the last one too, with \n
+        n = text.count("\n") + 1
+        last = text.rsplit("\n", 1)[-1].strip()
+        raise DumpError(
+            f"{path}:{n}: the file ends inside a line (`{last[:60]}` has no newline after it): it may be cut short; "
+            "give the whole scrape (an exporter ends every line, the last one too, with a newline)"
+        )
     openmetrics = text.rstrip().endswith("# EOF")
     if openmetrics:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families

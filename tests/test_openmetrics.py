@@ -8,6 +8,7 @@ expected shares computed by hand below."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from helpers import analyze
 
 FIX = Path(__file__).parent / "fixtures" / "openmetrics" / "node-cpu.om"
 TYPE = "# HELP node_cpu_seconds Seconds.\n# TYPE node_cpu_seconds counter\n"
+IDLE0 = 'node_cpu_seconds_total{cpu="0",mode="idle"}'
 
 
 def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, tmp_path):
@@ -99,6 +101,11 @@ def test_selector_grammar():
             r"s\.prom:4: ",
         ),
         (TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 1764650000000\n', r"1 scrape\(s\); a window needs two"),
+        # a scrape cut short in a number (a copy stopped early) read as a smaller count: a counter reset
+        (
+            TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1.5 1764650000000\n' + IDLE0 + " 16",
+            r"s\.prom:4: the file ends inside a line \(`" + re.escape(IDLE0) + " 16` has no newline",
+        ),
     ],
 )
 def test_bad_scrape_files_name_the_file_and_line(tmp_path, text, match):
