@@ -1,7 +1,7 @@
 """Where a projection's time goes: the top-down split of a projected schedule, without counters.
 
-``time_split(pr)`` classifies every slot of the steady steps of a ``Projection`` (the middle half of
-the run, ``serving.steady_window``) exactly as the counter writer classifies the sequencer's cycles
+``time_split(pr)`` classifies every slot of the steady steps of a ``Projection`` (the server at full
+load, ``serving.steady_window``) exactly as the counter writer classifies the sequencer's cycles
 (``ops.op_table``): an op whose compute side (matrix, vector, SRAM) is at least its HBM side is
 *compute*, otherwise *memory*; collectives are *interconnect*; the host slots are *host*; idle
 time between steps (online arrivals) is *idle*. Each class's share is its time over the total, so
@@ -41,7 +41,7 @@ def time_split(pr) -> dict:
     if sv is None or sv.seconds is None or not len(sv.seconds):
         return {"shares": {}, "level2": {}, "bottleneck": None, "fixed_op_share": None, "mfu": None, "seconds": 0.0}
     ends = np.cumsum(sv.seconds + sv.idle_s)
-    win = steady_window(ends)
+    win = steady_window(ends, sv.batch.batch, sv.batch.prefill_tokens)
     idx = np.flatnonzero(win & (sv.owner >= 0))
     idle = float(sv.idle_s[win].sum())
     if not len(idx):

@@ -244,7 +244,9 @@ def _claim_doc(args, claim: dict, results: dict, main) -> dict:
         **doc,
         "needs": need,
         "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
-        "compared_figure": "steady_tokens_per_second (the server at full load, middle half of the run)",
+        "compared_figure": (
+            "steady_tokens_per_second (the server at full load: its largest batch, still admitting prompts)"
+        ),
         "by_preset": {
             n: {
                 "tokens_per_second": r.figures.steady_tokens_per_second,
@@ -293,8 +295,9 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
     out.print(t)
     out.print(lat)
     out.print(
-        "output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: the middle half "
-        "of the run, at full load; TTFT from arrival (queueing included: offline, every request is queued at t = 0; "
+        "output and total tok/s: tokens over the whole benchmark (trtllm-bench's figure); steady: at full load "
+        "(from the first to the last step at the largest batch that still admits prompts; else the middle half); "
+        "TTFT from arrival (queueing included: offline, every request is queued at t = 0; "
         "above the capacity the queue, and TTFT with it, grow over the run); "
         "TPOT per request (last − first token) ÷ (tokens − 1); ITL every gap between consecutive emissions of a "
         "request (the tokens one speculative step emits together are one emission, as vLLM's per-chunk ITL)"

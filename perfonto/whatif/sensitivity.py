@@ -29,7 +29,7 @@ UNTIMED = ("spec.clock.", "spec.power.")
 
 #: Figures whose elasticities are reported: row name → (label, higher is better). The ranking is by
 #: the whole benchmark's tokens/s: its schedule is the same on both sides of a rate constant, so the
-#: ratio is the model's own, while the steady window (the middle half of the run) may hold one
+#: ratio is the model's own, while the steady window (``serving.steady_window``: the full-load plateau) may hold one
 #: prompt burst more on one side (a few % at these steps).
 FIGURES = {
     "benchmark_tokens_per_second": ("tokens/s", True),
