@@ -65,20 +65,31 @@ def _replaced_whole(loc: tuple) -> bool:
     return len(loc) == 5 and loc[0] == "blocks" and loc[2] == "signals" and loc[4] == "emulator"
 
 
-def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple) -> None:
+def _under(pos: dict) -> dict[tuple, list[tuple]]:
+    """Every prefix of ``pos``'s keys → the keys under it (itself included): which positions a replaced
+    value takes with it, found without scanning every position for every key (a generation of 10,000
+    signals took 164 s to merge that way)."""
+    idx: dict[tuple, list[tuple]] = {}
+    for k in pos:
+        for n in range(1, len(k) + 1):
+            idx.setdefault(k[:n], []).append(k)
+    return idx
+
+
+def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple, idx: tuple | None = None) -> None:
+    base_under, over_under = idx if idx is not None else (_under(base_pos), _under(over_pos))
     for key, val in over.items():
         loc = prefix + (key,)
         if isinstance(val, dict) and isinstance(base.get(key), dict) and not _replaced_whole(loc):
             base_pos[loc] = over_pos.get(loc, base_pos.get(loc))
             base_pos[loc + ("<key>",)] = over_pos.get(loc + ("<key>",), base_pos.get(loc + ("<key>",)))
-            _merge(base[key], val, base_pos, over_pos, loc)
+            _merge(base[key], val, base_pos, over_pos, loc, (base_under, over_under))
         else:
             base[key] = copy.deepcopy(val)
-            for k in [k for k in base_pos if k[: len(loc)] == loc]:
-                del base_pos[k]
-            for k, v in over_pos.items():
-                if k[: len(loc)] == loc:
-                    base_pos[k] = v
+            for k in base_under.get(loc, ()):  # the replaced value's positions (none added under it since)
+                base_pos.pop(k, None)
+            for k in over_under.get(loc, ()):
+                base_pos[k] = over_pos[k]
 
 
 def _move_positions(pos: dict, old: tuple, new: tuple) -> None:
@@ -87,11 +98,20 @@ def _move_positions(pos: dict, old: tuple, new: tuple) -> None:
 
 
 def find_parent(name: str, child_path: Path, shipped: Path) -> Path | None:
-    for d in (child_path.parent, shipped):
-        p = d / f"{name}.yaml"
-        if p.exists():
-            return p
-    return None
+    """The file of generation ``name``: ``name.yaml`` next to the child, or another YAML file there that
+    declares ``generation: name`` (a parent is named by its generation, not only by its file), else the
+    shipped ``name.yaml``; None when there is none."""
+    p = child_path.parent / f"{name}.yaml"
+    if p.exists():
+        return p
+    for q in sorted(child_path.parent.glob("*.yaml")):
+        if q == child_path or q.name.endswith((".findings.yaml", ".vectors.yaml")):
+            continue
+        src = read_yaml(q)
+        if isinstance(src.data, dict) and src.data.get("generation") == name:
+            return q
+    p = shipped / f"{name}.yaml"
+    return p if p.exists() else None
 
 
 def load_chain(path: Path, shipped: Path) -> Merged:
