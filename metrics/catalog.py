@@ -157,7 +157,8 @@ def _compile(
                     Diagnostic(
                         "error",
                         "empty-catalog",
-                        "the folder holds no *.yaml or *.metrics files",
+                        "the folder holds no ontology *.yaml or *.metrics files (a *.findings.yaml or *.vectors.yaml "
+                        "is read beside them)",
                         Span(str(d)),
                         hint="put ontology YAML and metric files in it",
                     )

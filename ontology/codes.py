@@ -23,6 +23,7 @@ CODES: dict[str, str] = {
     "unknown-field": "a key the model does not know (see the did-you-mean)",
     # generations and signals
     "unknown-generation": "no generation of that name is shipped or in the catalog folder",
+    "duplicate-generation": "two files of a catalog folder declare the same generation",
     "empty-catalog": "a catalog folder holds no ontology YAML and no metric files",
     "extends-cycle": "generations extend each other in a cycle",
     "reserved-name": "a block or signal uses a name reserved by the language (spec, interval, …)",

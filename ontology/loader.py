@@ -188,6 +188,7 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
     up next to it first, then among the shipped generations)."""
     diags: list[Diagnostic] = []
     names = []
+    found: list[tuple[Path, object]] = []  # the files declaring `name`: one, or the duplicate is an error
     for p in sorted(paths):
         src = read_yaml(p)
         if src.diagnostics:
@@ -219,8 +220,21 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
                 )
             )
         if gname == name:
-            gen, more = _load_path(Path(p))
-            return gen, diags + more
+            found.append((Path(p), src))
+    if len(found) > 1:
+        where = " and ".join(f"{q}:{s.span(('generation',)).line}" for q, s in found)
+        return None, diags + [
+            Diagnostic(
+                "error",
+                "duplicate-generation",
+                f"two files declare `generation: {name}`: {where}",
+                found[1][1].span(("generation",)),
+                hint="keep one, or give the other its own name (a generation that extends it says `extends:`)",
+            )
+        ]
+    if found:
+        gen, more = _load_path(found[0][0])
+        return gen, diags + more
     if diags and not any(n == name for n in names):
         return None, diags  # the files that failed to read may be the one declaring it: their errors say why
     diags.append(
@@ -230,7 +244,11 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
             f"no file declares `generation: {name}`",
             Span(str(paths[0].parent) if paths else "."),
             hint=did_you_mean(name, [n for n in names if n])
-            or f"generations found: {', '.join(str(n) for n in names) or 'none'}",
+            or (
+                f"generations found: {', '.join(str(n) for n in names)}; pick one with --generation NAME"
+                if names
+                else "generations found: none"
+            ),
         )
     )
     return None, diags

@@ -1,0 +1,36 @@
+"""Generations in a catalog folder are found by the names they declare (a breaker's findings): a parent
+named by its `generation:` in a file of another name, two files declaring one generation (one was
+silently ignored), and a folder of several generations with none chosen."""
+
+from __future__ import annotations
+
+from perfonto.cli import main
+
+
+def _write(d, name, text):
+    (d / name).write_text(text, encoding="utf-8")
+
+
+def test_extends_names_the_parent_by_its_generation(tmp_path, capsys):
+    _write(tmp_path, "a.yaml", "generation: a1\nextends: b1\ndescription: child\n")
+    _write(tmp_path, "b.yaml", "generation: b1\nextends: sohu\ndescription: parent\n")
+    assert main(["check", "--catalog", str(tmp_path), "--generation", "a1"]) == 0
+    assert "a1: 61 signals" in capsys.readouterr().out
+
+
+def test_two_files_declaring_one_generation_is_an_error_naming_both(tmp_path, capsys):
+    _write(tmp_path, "a.yaml", "generation: g1\nextends: sohu\ndescription: one\n")
+    _write(tmp_path, "b.yaml", "generation: g1\nextends: sohu\ndescription: two\n")
+    assert main(["explain", "spec.hbm.capacity", "--catalog", str(tmp_path), "--generation", "g1"]) != 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "error[duplicate-generation]: two files declare `generation: g1`" in text
+    assert "a.yaml:1" in text and "b.yaml:1" in text
+
+
+def test_several_generations_and_none_chosen_says_to_pick_one(tmp_path, capsys):
+    _write(tmp_path, "a.yaml", "generation: a1\nextends: sohu\ndescription: one\n")
+    _write(tmp_path, "b.yaml", "generation: b1\nextends: sohu\ndescription: two\n")
+    main(["check", "--catalog", str(tmp_path)])
+    out = capsys.readouterr()
+    assert "generations found: a1, b1; pick one with --generation NAME" in out.out + out.err
