@@ -108,10 +108,38 @@ def _spec(gen: Generation, name: str, to: str, allow_zero: bool = False) -> floa
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         need = "a finite number ≥ 0" if allow_zero else "a finite number > 0"
         raise HardwareSpecError(
-            f"spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}; the emulator "
-            f"needs {need} (fix it under `spec:` in {gen.source_file})"
+            f"{_where(gen, name)}: spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}; the "
+            f"emulator needs {need} (fix it under `spec:`)"
+        )
+    floor = FLOOR.get(to, FLOOR.get("cycle/s") if to.endswith("_cycle/s") else None)
+    if floor is not None and 0 < v < floor[0]:
+        raise HardwareSpecError(
+            f"{_where(gen, name)}: spec constant `{name}` of `{gen.name}` is {const.value} {const.unit_text}, below "
+            f"the {floor[1]} the emulator models (one forward pass would take hours or years, past what a run can "
+            "sample); fix it under `spec:`"
         )
     return v
+
+
+#: The smallest figure the emulator models, by the unit a constant converts to: below it one forward pass
+#: takes hours (a breaker's HBM at 1e-9 TB/s asked for 1.4 TiB of samples, at 1e-20 crashed the timeline).
+FLOOR = {
+    "FLOP/s": (1e9, "1 GFLOP/s"),
+    "B/s": (1e9, "1 GB/s"),
+    "B": (1e6, "1 MB"),
+    "cycle/s": (1e6, "1 MHz"),
+}
+
+
+def _where(gen: Generation, name: str) -> str:
+    """Where constant ``name`` is written: ``file:line`` in the generation's file, else the file."""
+    try:
+        from perfonto.ontology.yaml_source import read_yaml
+
+        line = read_yaml(gen.source_file).span(("spec", name.removeprefix("spec."))).line
+    except Exception:  # noqa: BLE001 - a position is a help, never a second error
+        line = None
+    return f"{gen.source_file}:{line}" if line else str(gen.source_file)
 
 
 #: The spec constants the emulator reads and the ``Hardware`` field each sets (besides the clocks,

@@ -389,6 +389,13 @@ def run(
     if whole_steps:  # stop at the end of the step in progress, so the run counts that step's tokens too
         drift_max = max((abs(c.drift) for c in clocks), default=0.0)
         measured_s = whole_step_duration(tls[0].ends, duration_s, sample_period_s, f, drift_max)
+        if measured_s > max(10 * duration_s, duration_s + 60.0):
+            raise WorkloadError(
+                f"the engine step in progress at --duration {duration_s:g} s ends at {measured_s:,.1f} s on this "
+                f"hardware ({hw.hbm_bw / 1e9:,.3g} GB/s HBM, {hw.peak_fp8 / 1e12:,.3g} TFLOP/s FP8): the run, "
+                "which ends with that step, would sample all of it; check the generation's spec constants, or "
+                "give a --duration of several steps"
+            )
         if measured_s > duration_s:
             t_grid, _ = sample_grid(measured_s, sample_period_s, f)
             d_ns, s_cyc, t_dev, end, end_host = device_grid(t_grid, clocks, f)
