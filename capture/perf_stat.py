@@ -313,7 +313,10 @@ def _json_line(obj: dict, p: str, n: int) -> PerfLine:
 
 
 _HUMAN = re.compile(
-    r"^\s*(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)"
+    # -A prints the CPU first (CPU0), --per-socket/--per-die/--per-core/--per-node the identifier (S0-D0-C1,
+    # N0) and the number of CPUs it aggregates, then the count as without them
+    r"^\s*(?:(?P<where>CPU\d{1,9}|S\d{1,9}(?:-D\d{1,9})?(?:-C\d{1,9})?|N\d{1,9})\s+(?:\d{1,9}\s+)?)?"
+    r"(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)"
 )
 
 
@@ -344,7 +347,8 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
         raw = m.group("value")
         state = MARKERS.get(raw, "counted")
         value = None if raw in MARKERS else _number(raw, out.path, n, "count")
-        out.lines.append(PerfLine(None, "", value, m.group("unit") or "", m.group("event"), state, 100.0, n))
+        where = m.group("where") or ""
+        out.lines.append(PerfLine(None, where, value, m.group("unit") or "", m.group("event"), state, 100.0, n))
     if out.elapsed_s is None:
         raise DumpError(
             f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report"

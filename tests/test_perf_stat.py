@@ -46,6 +46,30 @@ def test_per_cpu_lines_are_chips():
     assert t["page_faults"][2:4] == [0, 79]
 
 
+def test_the_report_per_cpu_and_per_socket_names_its_instances(tmp_path):
+    # `perf stat -a -A` (written by perf 6.1 here) prints the CPU before each count; --per-socket prints the
+    # socket and the number of CPUs it sums (the same counts summed by hand: 1,348.12 + 1,348.13 msec, 278 +
+    # 553 switches). Both were refused ("none of its events () is a signal's sources").
+    ps = read_perf_stat(FIX / "perf-stat-percpu.txt")
+    t = collector_table(ps, MAP).to_pydict()
+    assert t["chip"] == [0, 1, 0, 1] and t["task_clock"][2:] == [1_348_120_000, 1_348_130_000]
+    assert t["context_switches"][2:] == [278, 553] and t["page_faults"][2:] == [6684, 15126]
+    text = (FIX / "perf-stat-percpu.txt").read_text()
+    sock = (
+        text.split("\n\n Performance")[0]
+        + "\n\n Performance counter stats for 'system wide':\n\n"
+        + (
+            "S0        2           2,696.25 msec task-clock          #    2.000 CPUs utilized\n"
+            "S0        2                831      context-switches    #  308.206 /sec\n"
+            "\n       1.348122547 seconds time elapsed\n"
+        )
+    )
+    p = tmp_path / "sock.txt"
+    p.write_text(sock)
+    t = collector_table(read_perf_stat(p), MAP).to_pydict()
+    assert t["task_clock"] == [0, 2_696_250_000] and t["context_switches"] == [0, 831]
+
+
 def test_the_report_gives_one_window_to_the_elapsed_time():
     ps = read_perf_stat(FIX / "perf-stat-total.txt")
     assert ps.elapsed_s == pytest.approx(0.254768785)
