@@ -87,6 +87,13 @@ class Follower:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such file or folder to follow")
+        other = _tool_capture(self.path)
+        if other is not None:
+            raise PartError(
+                f"{self.path}: {other} output; --follow reads the collector format only (a growing .parquet, "
+                f".arrow or .csv dump, or a folder of its parts): analyse this capture with `perfonto analyze "
+                f"{self.path} --out DIR`"
+            )
         self.gen, self.reader, self.settle_s, self.clock = gen, reader, settle_s, clock
         self.is_dir = self.path.is_dir()
         self._last_name = ""  # folder: the last part taken (in name order)
@@ -214,6 +221,29 @@ class Follower:
         new = block.slice(0, S)
         new.new_baseline = n > 0
         return [new], msgs
+
+
+def _tool_capture(path: Path) -> str | None:
+    """The format (``capture.formats``) of another tool's capture at ``path`` — a perf stat file, a scrape
+    file, or a folder of scrapes and no collector parts — which --follow does not read (it waited
+    silently on a folder of scrapes, its health saying "starting"); None for the collector format or an
+    empty folder (its parts are still to come)."""
+    from perfonto.capture.formats import detect
+
+    try:
+        if path.is_file():
+            fmt = detect(path)
+            return None if fmt == "collector" else fmt
+        files = sorted(e for e in path.iterdir() if e.is_file() and not e.name.startswith((".", "_")))
+    except OSError:
+        return None  # the poll names what it cannot read
+    if any(f.suffix in (".parquet", ".arrow", ".csv") for f in files):
+        return None
+    for f in files[:8]:
+        fmt = detect(f)
+        if fmt != "collector":
+            return fmt
+    return None
 
 
 class FollowSource:

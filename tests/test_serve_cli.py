@@ -142,3 +142,22 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "cannot listen on 127.0.0.1:%d" % port in json.loads(capsys.readouterr().out)["error"]
     assert main(["serve"]) == 2
     assert "--emulate" in capsys.readouterr().err
+
+
+def test_follow_refuses_another_tools_capture_and_names_analyze(tmp_path, capsys):
+    """A folder of node_exporter scrapes or a perf stat file is not a growing collector dump: --follow waited
+    on them in silence, its health saying "starting" (a new user's trial); it now says to analyse them."""
+    from pathlib import Path
+
+    from perfonto.cli import main
+
+    scrapes = tmp_path / "scrapes"
+    scrapes.mkdir()
+    (scrapes / "1764650000.000.prom").write_text(
+        '# TYPE node_cpu_seconds counter\nnode_cpu_seconds_total{cpu="0",mode="idle"} 1\n'
+    )
+    perf = Path(__file__).parent / "fixtures" / "perf" / "perf-stat-interval.csv"
+    for path, fmt in ((scrapes, "openmetrics"), (perf, "perf-stat")):
+        assert main(["serve", "--follow", str(path), "--port", "0"]) == 1
+        err = capsys.readouterr().err
+        assert f"{fmt} output; --follow reads the collector format only" in err and "perfonto analyze" in err

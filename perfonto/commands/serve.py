@@ -100,11 +100,11 @@ def register(sub) -> None:
 
 def _source(args, gen, log):
     if args.follow is not None:
-        from perfonto.analysis.follow import Follower, FollowSource
+        from perfonto.analysis.follow import Follower, FollowSource, PartError
 
         try:
             return FollowSource(Follower(args.follow, gen, settle_s=args.settle), poll_s=args.poll, log=log)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, PartError) as exc:
             raise CommandError(str(exc.args[0]), 1) from None
     if args.sample_period < 1e-6:
         raise CommandError(f"--sample-period must be at least 1us (got {args.sample_period:g} s)", 2)
