@@ -48,6 +48,14 @@ class Loaded:
     rows: list[int] = field(default_factory=list)
 
 
+#: What a refusal of an unrecognised file adds: the other tools' captures perfonto reads, found by their
+#: content (an empty file, or a folder of empty scrapes, has none to recognise).
+OTHER_TOOLS = (
+    "; perf stat output and Prometheus/OpenMetrics scrapes (a file, or a folder of .prom files) are recognised "
+    "by their content (--format perf-stat or openmetrics names them; an empty file has nothing to recognise)"
+)
+
+
 def damaged(path, exc: BaseException) -> DumpError:
     """The ``DumpError`` for a part whose data cannot be decoded although its footer could (a damaged page,
     a truncated copy): the file, what the reader said, what to do."""
@@ -81,7 +89,7 @@ def parts_of(source: str | Path, what: str) -> tuple[str, list[Path]]:
                     if len(files) > MAX_FILES:
                         raise DumpError(f"{p}: more than {MAX_FILES} files; point at a narrower folder")
             if not files:
-                raise DumpError(f"{p}: the folder holds no {', '.join(SUFFIXES)} files; is it the {what}?")
+                raise DumpError(f"{p}: the folder holds no {', '.join(SUFFIXES)} files; is it the {what}?{OTHER_TOOLS}")
             return text, files
         if not p.exists():
             raise DumpError(f"{p}: no such file or folder; check the path of the {what}")
@@ -145,7 +153,7 @@ def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = N
         raise DumpError(
             f"{path}: not a readable {_kind(name)} {what} ({msg}); check the file, or write it again"
         ) from None
-    raise DumpError(f"{path}: unknown file type; a {what} is {', '.join(SUFFIXES)}")
+    raise DumpError(f"{path}: unknown file type; a {what} is {', '.join(SUFFIXES)}{OTHER_TOOLS}")
 
 
 _CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value")

@@ -136,6 +136,8 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         return _human(out, body)
     if body[0][1].lstrip().startswith("{"):
         return _one_mode(_json(out, body))
+    if _HUMAN_I.match(body[0][1]):
+        return _one_mode(_human_interval(out, body))
     sep = _separator(body[0][1], p, body[0][0])
     width = None
     for n, ln in body:
@@ -320,6 +322,36 @@ _HUMAN = re.compile(
 )
 
 
+#: ``perf stat -I`` without ``-x``: each counter line starts with its time stamp (nine decimals), then the
+#: human report's columns (``_HUMAN``)
+_HUMAN_I = re.compile(r"^\s*(?P<time>\d{1,12}\.\d{9})\s+(?=\S)(?!,)")
+
+
+def _human_interval(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
+    """The lines of ``perf stat -I`` written without ``-x`` (time stamp, then the report's columns); perf's
+    counts are already scaled, as in its report."""
+    for n, ln in body:
+        t = _HUMAN_I.match(ln)
+        m = _HUMAN.match(ln[t.end() :].split("#")[0]) if t else None
+        if m is None:
+            raise DumpError(f"{out.path}:{n}: not a counter line of perf stat -I's output: `{ln.strip()[:60]}`")
+        raw = m.group("value")
+        value = None if raw in MARKERS else _number(raw, out.path, n, "count")
+        out.lines.append(
+            PerfLine(
+                _number(t.group("time"), out.path, n, "time stamp"),
+                m.group("where") or "",
+                value,
+                m.group("unit") or "",
+                m.group("event"),
+                MARKERS.get(raw, "counted"),
+                100.0,
+                n,
+            )
+        )
+    return out
+
+
 def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
     # the header ("Performance counter stats for 'CMD':") quotes the command, which may span lines: the
     # counter lines start after the line that closes it (ending in ':'), and stop at the elapsed time
@@ -378,7 +410,12 @@ def sniff(path) -> bool:
     pat = re.compile(
         r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)"
     )
-    return bool(lines) and all(pat.match(ln) for ln in lines)
+
+    def human_interval(ln: str) -> bool:  # perf stat -I without -x: a time stamp, then a report line
+        t = _HUMAN_I.match(ln)
+        return t is not None and _HUMAN.match(ln[t.end() :].split("#")[0]) is not None
+
+    return bool(lines) and (all(pat.match(ln) for ln in lines) or all(human_interval(ln) for ln in lines))
 
 
 def mapping_of(gen) -> dict[str, tuple[str, str, float]]:

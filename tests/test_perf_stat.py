@@ -70,6 +70,18 @@ def test_the_report_per_cpu_and_per_socket_names_its_instances(tmp_path):
     assert t["task_clock"] == [0, 2_696_250_000] and t["context_switches"] == [0, 831]
 
 
+def test_interval_output_without_x_is_read_and_recognised():
+    # `perf stat -I 100` without -x (written by perf 6.1 here): a time stamp, then the report's columns; it
+    # was "unknown file type" under --format auto. perf printed 45.00 msec and 12 switches at 0.103910284
+    from perfonto.capture.formats import detect
+
+    path = FIX / "perf-stat-interval-report.txt"
+    assert detect(path) == "perf-stat"
+    t = interval_totals(path, 28, 0.103910284)
+    assert t["timestamp_ns"][:2] == [0, 103_910_284]
+    assert t["task_clock"][:3] == [0, 45_000_000, 45_000_000 + 48_450_000] and t["context_switches"][:3] == [0, 12, 26]
+
+
 def test_the_report_gives_one_window_to_the_elapsed_time():
     ps = read_perf_stat(FIX / "perf-stat-total.txt")
     assert ps.elapsed_s == pytest.approx(0.254768785)
