@@ -42,6 +42,7 @@ def test_a_file_of_time_stamped_scrapes_gives_the_hand_computed_shares(capsys, t
     # the machine: busy (2.20 + .55) of (3.05 + 3.15) s, a ratio of the totals over the CPUs
     assert doc["metrics"]["busy_share"]["value"] == pytest.approx(2.75 / 6.20, abs=1e-12)
     assert doc["metrics"]["cpus_busy"]["value"] == pytest.approx(2.75 / 3.0, abs=1e-12)  # over 3 s of wall time
+    assert doc["metrics"]["steal_share"]["value"] == pytest.approx(0.20 / 6.20, abs=1e-12)  # mpstat's all %steal
 
 
 def test_a_folder_of_scrapes_named_by_time(capsys, tmp_path):
@@ -225,7 +226,7 @@ def test_terminal_html_and_json_print_one_metric_count(capsys, tmp_path):
     text = capsys.readouterr().out
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     c = doc["metric_count"]
-    assert c == {"evaluated": 12, "with_value": 12, "request": 0, "unavailable": 0}  # 6 per-CPU, 6 machine
+    assert c == {"evaluated": 13, "with_value": 13, "request": 0, "unavailable": 0}  # 6 per-CPU, 7 machine
     assert metric_count_text(c) in " ".join(text.split())
     assert main(["report", str(tmp_path / "o"), "--html", str(tmp_path / "r.html"), "--no-timeline"]) == 0
     assert f"<th>metrics</th><td>{metric_count_text(c)}</td>" in (tmp_path / "r.html").read_text()
