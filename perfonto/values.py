@@ -75,7 +75,7 @@ def rate(v, what: str = "rate") -> float:
 
 def duration_s(v, what: str = "duration") -> float:
     """A duration in seconds: a number (seconds) or text with a unit (``100us``, ``1.5 s``, ``2min``,
-    read with perfonto's pint registry); finite, above 0 and at most a day."""
+    read with perfonto's pint registry); finite, at least 1 ns and at most a day."""
     if isinstance(v, str):
         from perfonto.ontology.units import UnitError, parse_quantity, registry_for
 
@@ -90,6 +90,8 @@ def duration_s(v, what: str = "duration") -> float:
         x = _number(v, what)
     if not math.isfinite(x) or x <= 0:
         raise ValueRuleError(f"{what}: a duration is positive and finite, not {v!r}")
+    if x < 1e-9:  # timestamps are whole ns: 0.1ns rounded to a period of 0 and turned the sampling grid off
+        raise ValueRuleError(f"{what}: {v!r} is shorter than 1 ns, the resolution of perfonto's time stamps")
     if x > MAX_DURATION_S:
         raise ValueRuleError(f"{what}: {v!r} is longer than a day")
     return float(x)

@@ -109,6 +109,7 @@ def test_the_rules_themselves():
         lambda: duration_s("3 parsecs"),
         lambda: duration_s(True),
         lambda: duration_s(2 * 86_400),
+        lambda: duration_s("0.1ns"),  # a sample period that rounded to 0 ns turned the SQL's sampling grid off
     ):
         with pytest.raises(ValueRuleError):
             bad()
