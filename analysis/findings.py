@@ -39,14 +39,37 @@ def _server(ev, name: str) -> float:
     return float(v)
 
 
-def _share(graph, ev, rule) -> tuple[float, int | None]:
-    """(the rule's share of time as a fraction, the chip it was read on for ``chip_max``, else None)."""
+#: Per-chip shares this close to the largest (relative) are the same share: which of them is largest is
+#: clock-drift noise, and the report names them together rather than one of them.
+TIED = 1e-3
+
+
+def _share(graph, ev, rule) -> tuple[float, str | None]:
+    """(the rule's share of time as a fraction, the chip it was read on for ``chip_max`` — ``chip 3`` or
+    ``chips 0–2, 4–7`` where several tie within ``TIED`` — else None)."""
     if rule.over == "chip_max" and rule.share in ev.per_chip and len(ev.chips):
         per = np.asarray(ev.per_chip[rule.share], np.float64).reshape(len(ev.chips), -1)[:, 0]
         if np.isfinite(per).any():
             i = int(np.nanargmax(per))
-            return _fraction(graph, rule.share, float(per[i])), int(ev.chips[i])
+            tied = [int(c) for c, v in zip(ev.chips, per) if np.isfinite(v) and v >= per[i] * (1 - TIED)]
+            who = f"chip {int(ev.chips[i])}" if len(tied) == 1 else f"chips {_ranges(tied)}"
+            return _fraction(graph, rule.share, float(per[i])), who
     return _fraction(graph, rule.share, _server(ev, rule.share)), None
+
+
+def _ranges(chips: list[int]) -> str:
+    """``0–2, 4–7`` for chips 0, 1, 2, 4, 5, 6, 7."""
+    out, start = [], None
+    for k, c in enumerate(sorted(chips)):
+        if start is None:
+            start = prev = c
+        elif c != prev + 1:
+            out.append(f"{start}–{prev}" if prev > start else str(start))
+            start = c
+        prev = c
+        if k == len(chips) - 1:
+            out.append(f"{start}–{prev}" if prev > start else str(start))
+    return ", ".join(out)
 
 
 def estimated_gain(share: float) -> float | None:
@@ -79,7 +102,11 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         gain = estimated_gain(s)
         out["share"] = _num(s)
         out["share_basis"] = (
-            f"the largest per-chip share, chip {chip}'s" if chip is not None else "the server-level share"
+            "the server-level share"
+            if chip is None
+            else f"the largest per-chip share, alike on {chip}"
+            if chip.startswith("chips")
+            else f"the largest per-chip share, {chip}'s"
         )
         out["estimated_gain"] = gain
         out["estimate"] = (
