@@ -118,9 +118,10 @@ def _put(s: Scrape, smp, where) -> None:
     old = s.series.get(key)
     if old is not None and not (old == v or (old != old and v != v)):
         labels = ",".join(f'{a}="{b}"' for a, b in key[1])
+        at = _series_lines(where, key)
         raise DumpError(
-            f"{where}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.9g} with two values ({old:g}, {v:g}); "
-            "give each series once per scrape"
+            f"{where}{at}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.3f} s with two values ({old:g}, "
+            f"{v:g}); give each series once per scrape"
         )
     s.series[key] = v
 
@@ -207,6 +208,28 @@ def _time_stamps_are_dates(text: str, path: str, openmetrics: bool) -> None:
                 f"{path}:{n}: the time stamp {tail[1][:30]} is not a date between 2000 and 2100 "
                 f"({'seconds: OpenMetrics' if openmetrics else 'milliseconds: Prometheus text'}); fix or drop the line"
             )
+
+
+def _series_lines(where, key) -> str:
+    """``:N (and line M)``: the lines of file ``where`` that write series ``key`` (name, labels), to name
+    them in an error; "" when ``where`` is no file or the lines are not found."""
+    try:
+        p = Path(str(where))
+        if not p.is_file():
+            return ""
+        text = _read_text(p)
+    except (OSError, DumpError):
+        return ""
+    name, labels = key
+    want = [f'{a}="{b}"' for a, b in labels]
+    hits = [
+        n
+        for n, ln in enumerate(text.splitlines(), 1)
+        if ln.startswith(name) and ln[len(name) : len(name) + 1] in ("{", " ") and all(w in ln for w in want)
+    ]
+    if len(hits) < 2:
+        return ""
+    return f":{hits[1]} (and line {hits[0]})"
 
 
 def _no_sample_dropped(fams, text: str, path: str) -> None:

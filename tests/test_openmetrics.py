@@ -276,7 +276,8 @@ def test_scrape_names_in_ms_or_ns_are_read_in_their_unit(tmp_path, name, ok):
             TYPE + 'node_cpu_seconds_total{cpu="0",mode="idle"} 1 '
             '1764650000000\nnode_cpu_seconds_total{cpu="0",mode="idle"} 999 '
             "1764650000000\n",
-            r'the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time',
+            r's\.prom:4 \(and line 3\): the series node_cpu_seconds_total\{cpu="0",mode="idle"\} twice at time '
+            r"1764650000\.000 s",  # its lines, and the time in full (it printed 1.76465e+09)
         ),
     ],
 )
