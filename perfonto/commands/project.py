@@ -13,6 +13,7 @@ import time
 from . import HELP
 from .common import (
     CommandError,
+    catalog_options,
     json_option,
     stderr,
     stdout,
@@ -61,7 +62,12 @@ class EmuProgress:
 
 def register(sub) -> None:
     p = sub.add_parser("project", help=HELP["project"])
-    p.add_argument("--generation", default="sohu", help="hardware generation (default: sohu)")
+    catalog_options(
+        p,
+        generation="hardware generation (default: sohu, or the --catalog folder's)",
+        catalog="a catalog folder whose generation to project (future silicon: a generation extending a shipped one)",
+        metavar="DIR",
+    )
     workload_options(p, "model", "chips", "isl", "osl", "dtype", "kv_dtype", "preset", *MAPPING)
     add_scenario_args(p)
     workload_options(p, "requests")
@@ -140,6 +146,7 @@ def cmd_project(args) -> int:
     from perfonto.emulator.presets import family_claim, preset_names, resolve
 
     try:
+        args.generation = _generation(args)
         mapping = mapping_from_args(args, args.chips, args.model)
         resolve(args.generation, args.preset)  # unknown preset: fail early
         claim = family_claim(args.generation)
@@ -177,6 +184,22 @@ def cmd_project(args) -> int:
     return 0
 
 
+def _generation(args):
+    """The generation to project: a shipped name (``--generation``, default sohu), or the generation a
+    ``--catalog`` folder declares (loaded with its parents: ``whatif.points.base_generation``).
+
+    Raises:
+        ValueError: the folder's generation does not load (its first messages)."""
+    if args.catalog is None and args.generation is None:
+        return "sohu"
+    if args.catalog is None:
+        return args.generation
+    from perfonto.whatif.cliargs import target_of
+    from perfonto.whatif.points import base_generation
+
+    return base_generation(target_of(args.generation, args.catalog))
+
+
 def _project_one(args, name, mapping):
     """The projection of ``args``' scenario under preset ``name`` (a progress bar on a terminal)."""
     from perfonto.emulator.project import project
@@ -184,7 +207,8 @@ def _project_one(args, name, mapping):
     from .run import emulation_of
 
     with EmuProgress(
-        f"projecting {args.model} on {args.chips} × {args.generation}" + (f" ({name})" if name else ""),
+        f"projecting {args.model} on {args.chips} × {getattr(args.generation, 'name', args.generation)}"
+        + (f" ({name})" if name else ""),
         enabled=not args.json,
     ) as bar:
         return project(
