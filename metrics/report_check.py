@@ -27,7 +27,8 @@ def report_diagnostics(graph: MetricGraph, shipped: bool = False) -> list[Diagno
         return []
     known = set(graph.declarations) | set(graph.all_metrics)
     own = (lambda _f: False) if shipped else _same_file(graph.generation.source_file)
-    out = []
+    out: list[Diagnostic] = []
+    inherited: list[tuple[str, object]] = []  # names of an inherited declaration: one warning for them all
     for name, span in spec.refs:
         m = graph.metrics.get(name)
         if m is not None and m.axes:
@@ -35,6 +36,9 @@ def report_diagnostics(graph: MetricGraph, shipped: bool = False) -> list[Diagno
         if name in known:
             continue
         mine = own(span.file)
+        if not mine:
+            inherited.append((name, span))
+            continue
         out.append(
             Diagnostic(
                 "error" if mine else "warning",
@@ -50,7 +54,24 @@ def report_diagnostics(graph: MetricGraph, shipped: bool = False) -> list[Diagno
                 ),
             )
         )
+    if inherited:
+        out.append(_inherited_warning(inherited))
     return out
+
+
+def _inherited_warning(names: list) -> Diagnostic:
+    """One warning for the names of an inherited ``report:`` that are not metrics of this catalog (a folder
+    compiled with ``--no-library`` printed one warning per name: 29 for sohu's), at the first of them."""
+    shown = ", ".join(f"`{n}`" for n, _ in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    span = names[0][1]
+    return Diagnostic(
+        "warning",
+        "report-unknown-metric",
+        f"`report:` names {len(names)} metric(s) this catalog does not define: {shown} (the declaration is "
+        f"inherited from {span.file}); the reports show the metrics that evaluated",
+        span,
+        hint="declare `report:` in this generation's file to replace the inherited one",
+    )
 
 
 def _axes_warning(name: str, m, span) -> Diagnostic:

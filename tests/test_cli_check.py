@@ -129,3 +129,13 @@ def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsy
     )
     assert main(["check", "--catalog", str(d)]) == 0
     assert "sohu: 61 signals, 88 metrics compiled, 0 error(s)" in capsys.readouterr().out  # + mxu.peak_flops_dominant
+
+
+def test_an_inherited_report_of_absent_metrics_is_one_warning(tmp_path, capsys):
+    """A folder of one metric file compiled with --no-library inherits sohu's `report:`, whose metrics it does
+    not define: one warning saying how many (a breaker counted 29, one per name)."""
+    (tmp_path / "a.metrics").write_text('metric hbm.rb [GB/s] = sum(hbm.read_bytes) / interval\n  "Reads."\n')
+    assert main(["check", "--catalog", str(tmp_path), "--no-library"]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert text.count("report-unknown-metric") == 1 and "`report:` names 29 metric(s)" in text
