@@ -34,3 +34,14 @@ def test_several_generations_and_none_chosen_says_to_pick_one(tmp_path, capsys):
     main(["check", "--catalog", str(tmp_path)])
     out = capsys.readouterr()
     assert "generations found: a1, b1; pick one with --generation NAME" in out.out + out.err
+
+
+def test_a_c_header_of_a_catalog_whose_metrics_fail_says_so(tmp_path, capsys):
+    """The header describes the signals, so it is written when the metrics do not compile; it said nothing of
+    them (a breaker's finding): a note now names the errors and where to list them."""
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    _write(cat, "a.metrics", 'metric x [B] = sum(hbm.nope)\n  "d"\n')
+    assert main(["codegen", "--target", "c-header", "--catalog", str(cat), "--out", str(tmp_path / "h")]) == 0
+    err = capsys.readouterr().err
+    assert "note: the catalog's metrics do not compile (1 error(s)" in err and (tmp_path / "h" / "sohu.h").exists()

@@ -97,6 +97,13 @@ def _codegen(args) -> list[Path]:
                 2 if usage else 1,
                 cat.diagnostics,
             )
+    if cat is not None and target.needs == "generation" and cat.errors:  # the C header: the signals alone
+        stderr().print(
+            f"note: the catalog's metrics do not compile ({len(cat.errors)} error(s); `perfonto check"
+            + (f" --catalog {args.catalog}" if args.catalog else "")
+            + "` lists them); the header describes the generation's signals, which do not depend on them",
+            markup=False,
+        )
     _refuse_unsized(cat, args.target)
     files = target.emit(cat, target.options_from(args)).files
     from ..outputs import output_folder
