@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .diagnostics import Diagnostic, Span, did_you_mean
+from .model import IDENT_RE
 from .yaml_source import YamlSource, read_yaml
 
 NOT_INHERITED = ("generation", "description", "extends", "removed", "renamed")
@@ -180,7 +181,18 @@ def _read_chain(
         parent = src.data.get("extends")
         if parent is None:
             break
-        ppath = find_parent(str(parent), cur, shipped)
+        if not isinstance(parent, str) or not IDENT_RE.match(parent):  # a name, never a path read as one
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "schema",
+                    f"`extends` is the name of the generation this one extends (e.g. `sohu`), not {parent!r}",
+                    src.span(("extends",)),
+                    hint="name a generation shipped or declared by a file of this folder; a path is not a name",
+                )
+            )
+            return chain, Merged(chain[0], texts, Lineage(), diags)
+        ppath = find_parent(parent, cur, shipped)
         if ppath is None:
             diags.append(_unknown_parent(src, str(parent), cur, shipped))
             return chain, Merged(chain[0], texts, Lineage(), diags)

@@ -45,3 +45,14 @@ def test_a_c_header_of_a_catalog_whose_metrics_fail_says_so(tmp_path, capsys):
     assert main(["codegen", "--target", "c-header", "--catalog", str(cat), "--out", str(tmp_path / "h")]) == 0
     err = capsys.readouterr().err
     assert "note: the catalog's metrics do not compile (1 error(s)" in err and (tmp_path / "h" / "sohu.h").exists()
+
+
+def test_extends_is_a_name_not_a_list_or_a_path(tmp_path, capsys):
+    """`extends: [sohu]` was told "did you mean `sohu`", and `extends: ../base/gen` read a file outside the
+    folder before the name pattern refused it (a breaker's findings)."""
+    for value in ("[sohu]", "../base/gen"):
+        _write(tmp_path, "a.yaml", f"generation: a1\nextends: {value}\ndescription: x\n")
+        assert main(["check", "--catalog", str(tmp_path)]) == 1
+        out = capsys.readouterr()
+        want = "a.yaml:2:10: error[schema]: `extends` is the name of the generation this one extends"
+        assert want in out.out + out.err
