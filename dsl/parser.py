@@ -71,6 +71,17 @@ class _TooDeep(Exception):
     pass
 
 
+def _literal(token, span) -> float:
+    """A number as written, as a float: refused when it overflows (``1e400``) or underflows to 0
+    (``1e-400``: a factor read as 0, or "division by a literal zero" for a divisor that was not written 0)."""
+    value = float(token)
+    if not math.isfinite(value):
+        raise _ClauseError(f"number {token} is out of range", span)
+    if value == 0.0 and any(ch in "123456789" for ch in str(token).lower().split("e")[0]):
+        raise _ClauseError(f"number {token} underflows to 0 (below about 1e-308); write 0, or scale the unit", span)
+    return value
+
+
 def _depth(e) -> int:
     """Nesting depth of an expression (iterative: a deep tree must not overflow the stack here)."""
     best, stack = 0, [(e, 1)]
@@ -240,9 +251,7 @@ class _ToAst(Transformer):
         if isinstance(rest[0], Token) and rest[0].type == "NEG":
             sign = -1.0
             rest = rest[1:]
-        value = float(rest[0])
-        if not math.isfinite(value):
-            raise _ClauseError(f"number {rest[0]} is out of range", span)
+        value = _literal(rest[0], span)
         unit = rest[1].text if len(rest) > 1 else None
         return ast.Bound(sign * value, unit, span)
 
@@ -252,9 +261,7 @@ class _ToAst(Transformer):
 
     def number(self, items):
         span = self._span_of(items[0], items[-1])
-        value = float(items[0])
-        if not math.isfinite(value):
-            raise _ClauseError(f"number {items[0]} is out of range", span)
+        value = _literal(items[0], span)
         return ast.Number(value, items[1].text if len(items) > 1 else None, span)
 
     def name(self, items):

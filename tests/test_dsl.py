@@ -115,6 +115,8 @@ def test_one_bad_declaration_keeps_the_others():
         ('metric a [1] = 1\n  "bad escape \\x4"', "invalid string"),
         ('metric a [1] = 1\n  source "\\ud800"', "invalid string"),
         ("metric a [1] = 1e999", "out of range"),
+        ("metric a [1] = 2 * 1e-400", "number 1e-400 underflows to 0"),  # read as 0 in silence
+        ("metric a [1] = 1\n  bounds 1e-400 .. 1", "underflows to 0"),
     ],
 )
 def test_bad_clauses_are_diagnostics(src, words):
