@@ -149,7 +149,8 @@ def _compile(
             if not p.name.endswith((".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml"))
         )
         files = sorted(d.glob("*.metrics"))
-        if not yamls and not files:
+        rules_only = any(p.name.endswith((".findings.yaml", ".findings.yml")) for p in d.glob("*.y*ml"))
+        if not yamls and not files and not rules_only:  # a folder of finding rules: the shipped catalog, its rules
             return Catalog(
                 None,
                 None,

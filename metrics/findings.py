@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfonto.ontology.diagnostics import Diagnostic, Span
+from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 
 #: The emulator knobs a rule may remove, and the value that removes each (``emulator.knobs``; and one
 #: modelling assumption, ``overlap_collectives``: collectives hidden behind compute, only their latency left).
@@ -116,12 +116,14 @@ def _remove(value, src, loc, diags: list) -> dict:
     return out
 
 
-def _rule(item, src, loc, diags: list) -> FindingRule | None:
-    """One rule from its YAML mapping, or None (with a diagnostic) when it is malformed."""
+def _rule(item, src, loc, diags: list) -> tuple[FindingRule | None, bool]:
+    """One rule from its YAML mapping and whether it is whole: (None, False) when it has no metric or
+    title to check; (the rule, False) when another field is malformed (diagnostics added), so that the
+    metrics it names are still checked and every error of the rule is said at once."""
     span, before = src.span(loc), len(diags)
     if not isinstance(item, dict):
         diags.append(_err("finding-field", "a finding is a mapping with `metric` and `title`", span, ""))
-        return None
+        return None, False
     extra = sorted(set(item) - _KEYS)
     for k in extra:
         diags.append(
@@ -135,7 +137,7 @@ def _rule(item, src, loc, diags: list) -> FindingRule | None:
     metric, title = item.get("metric"), item.get("title")
     if not isinstance(metric, str) or not isinstance(title, str):
         diags.append(_err("finding-field", "a finding needs `metric` and `title` (text)", span, ""))
-        return None
+        return None, False
     over = item.get("over", "server")
     if not isinstance(over, str) or over not in OVER:  # every field is checked: all of a rule's errors at once
         diags.append(
@@ -158,7 +160,7 @@ def _rule(item, src, loc, diags: list) -> FindingRule | None:
         why if isinstance(why, str) else "",
         span,
     )
-    return None if len(diags) > before else rule  # a rule with any error is left out whole
+    return rule, len(diags) == before  # a rule with any error is left out whole, once its metrics are checked
 
 
 def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool:
@@ -181,7 +183,7 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
                     "finding-unknown-metric",
                     f"finding `{rule.title}` names unknown metric `{name}`",
                     src.span(loc + (key,)),
-                    "name a metric of the catalog (perfonto explain --list)",
+                    did_you_mean(name, known) or "name a metric of the catalog (perfonto explain --list)",
                 )
             )
         ok = False
@@ -238,8 +240,11 @@ def load_findings(paths: list[Path], graph) -> tuple[list[FindingRule], list[Dia
         seen: set[str] = set()
         for i, item in enumerate(items):
             loc = ("findings", i)
-            rule = _rule(item, src, loc, diags)
+            rule, whole = _rule(item, src, loc, diags)
             if rule is None:
+                continue
+            if not whole:
+                _check(rule, graph, src, loc, diags, notes)  # its unknown metrics too, not one error at a time
                 continue
             if rule.metric in seen:
                 diags.append(

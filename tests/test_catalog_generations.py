@@ -56,3 +56,23 @@ def test_extends_is_a_name_not_a_list_or_a_path(tmp_path, capsys):
         out = capsys.readouterr()
         want = "a.yaml:2:10: error[schema]: `extends` is the name of the generation this one extends"
         assert want in out.out + out.err
+
+
+def test_a_folder_of_finding_rules_checks_every_error_of_a_rule(tmp_path, capsys):
+    """A folder holding only a *.findings.yaml is the shipped catalog with its rules (it was refused as
+    holding no *.yaml); a rule's unknown knob no longer hides its unknown metric, which gets a did-you-mean."""
+    _write(
+        tmp_path,
+        "mine.findings.yaml",
+        "findings:\n  - metric: topdown.memory_bound\n    title: memory bound\n    share: topdown.memory_bound\n"
+        "    evidence: [hbm.bandwith_utilization]\n    remove: {hbm_faster: true}\n",
+    )
+    assert main(["check", "--catalog", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "mine.findings.yaml:6:26: error[finding-knob]: unknown emulator knob `hbm_faster`" in text
+    assert (
+        "names unknown metric `hbm.bandwith_utilization`" in text and "did you mean `hbm.bandwidth_utilization`" in text
+    )
+    _write(tmp_path, "mine.findings.yaml", "findings:\n  - metric: topdown.memory_bound\n    title: mine\n")
+    assert main(["check", "--catalog", str(tmp_path)]) == 0
