@@ -449,7 +449,7 @@ def parse_file(path) -> tuple[list[ast.MetricDecl], list[Diagnostic]]:
                 "error",
                 code,
                 f"cannot read file: {exc.reason}",
-                Span(str(path), 1 if code == "not-utf8" else 0, 1 if code == "not-utf8" else 0),
+                Span(str(path), exc.line or 1, exc.col or 1) if code == "not-utf8" else Span(str(path), 0, 0),
                 hint=exc.hint,
             )
         ]

@@ -26,6 +26,8 @@ class FileReadError(PerfontoError, ValueError):
     def __init__(self, path: str, reason: str, hint: str = ""):
         super().__init__(f"{_short(path)}: {reason}")
         self.path, self.reason, self.hint = str(path), reason, hint
+        self.line: int | None = None  # 1-based, for a byte that is not UTF-8
+        self.col: int | None = None
 
 
 def _short(path: str, limit: int = 160) -> str:
@@ -100,11 +102,15 @@ def read_text(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FileReadError(
+        err = FileReadError(
             str(path),
             f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
             "save the file as UTF-8",
-        ) from None
+        )
+        before = raw[: exc.start]
+        err.line = before.count(b"\n") + 1  # where the byte is, for a diagnostic's line:col
+        err.col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise err from None
 
 
 def _probe(path, test) -> bool:

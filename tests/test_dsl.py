@@ -141,3 +141,12 @@ def test_compile_refuses_what_codegen_could_not_emit(sohu):
         sohu, "metric power.status.pstate [1] = 1\nmetric request.arrival_time [s] = 1 s\nmetric spec.x [1] = 1"
     )
     assert [d.code for d in g.errors] == ["duplicate-name"] * 3
+
+
+def test_a_byte_that_is_not_utf8_is_named_with_its_line_and_column(tmp_path):
+    from perfonto.dsl.parser import parse_file
+
+    p = tmp_path / "c.metrics"
+    p.write_bytes(b'metric a [1] = 1\n  "caf\xe9"\n')  # Latin-1 e-acute: it pointed at 1:1 with a byte offset
+    decls, diags = parse_file(p)
+    assert decls == [] and diags[0].code == "not-utf8" and (diags[0].span.line, diags[0].span.col) == (2, 7)
