@@ -203,6 +203,10 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
         mark = exc.problem_mark or exc.context_mark
         span = _span(spath, mark) if mark else Span(spath, 1, 1)
         msg = f"malformed YAML: {exc.problem or exc.context}"
+        lines = text.splitlines() or [""]
+        if mark and mark.line >= len(lines):  # the end of the stream: the last line, not one past it
+            span = Span(spath, len(lines), len(lines[-1]) + 1)
+            msg += " (at the end of the file)"
         src.diagnostics.append(
             Diagnostic("error", "yaml-syntax", msg, span, hint="check indentation and quoting near this position")
         )

@@ -346,7 +346,7 @@ SRC = "sources: {a: {url: x, profile: trtllm}}\nrows:\n"
 @pytest.mark.parametrize(
     "text,where,why",
     [
-        ("sources: [\n", ":2:1:", "malformed YAML"),
+        ("sources: [\n", ":1:11:", "malformed YAML"),  # the end of its one line, not a line 2
         (SRC + "  - 7\n", ":3: row 1", "expected a mapping, got 7"),
         (SRC + "  - {source: a, gpu: h100, tp: 1, dtype: fp8, isl: 8, osl: 8, value: 3}\n", ":3: row 1", "no `model`"),
         (

@@ -48,3 +48,12 @@ def test_refused_text_keeps_the_python_parsers_message(tmp_path, text, words, li
 def test_nesting_past_libyamls_limit_is_still_too_deep(tmp_path):
     (d,) = ys.read_yaml(tmp_path / "deep.yaml", "a: " + "[" * 5000 + "]" * 5000).diagnostics
     assert d.code == "yaml-too-deep"
+
+
+def test_an_error_at_the_end_of_the_file_points_at_its_last_line(tmp_path):
+    from perfonto.ontology.yaml_source import read_yaml
+
+    p = tmp_path / "a.yaml"
+    p.write_text('generation: a1\nextends: sohu\ndescription: "x\nspec:\n  a: 1\n')  # a quote never closed
+    (d,) = read_yaml(p).diagnostics
+    assert d.code == "yaml-syntax" and (d.span.line, d.span.col) == (5, 7) and "end of the file" in d.message  # was 6:1
