@@ -180,6 +180,15 @@ def hardware_from_generation(gen: Generation) -> Hardware:
     Raises:
         HardwareSpecError: a constant is missing or has the wrong dimension.
     """
+    from perfonto.ontology.lint import misspelt_overrides
+
+    for new, old in misspelt_overrides(gen):  # the emulator would use the parent's value in silence
+        if old in SPEC_FIELDS and new not in SPEC_FIELDS:
+            raise HardwareSpecError(
+                f"{_where(gen, new)}: spec constant `{new}` is new in `{gen.name}` and no part of the emulator "
+                f"reads it, while `{old}` keeps its parent's {gen.spec[old].value} {gen.spec[old].unit_text}: did "
+                f"you mean `{old.removeprefix('spec.')}`?"
+            )
     clocks = {}
     for dom in gen.clock_domains:
         clocks[dom] = _spec(gen, f"spec.clock.{dom}", f"{dom}_cycle/s")

@@ -86,6 +86,7 @@ CODES: dict[str, str] = {
     # lint (warnings)
     "lint-description": "a metric or signal without a description",
     "lint-source": "a metric without the source of its formula",
+    "lint-spec-near-miss": "a spec constant new in a child generation, close to an inherited one (a misspelt override)",
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
     "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
     "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",

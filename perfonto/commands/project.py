@@ -193,6 +193,17 @@ def _generation(args):
     if args.catalog is None and args.generation is None:
         return "sohu"
     if args.catalog is None:
+        from perfonto.ontology.diagnostics import did_you_mean
+        from perfonto.ontology.loader import shipped_generations
+
+        if args.generation not in shipped_generations():  # a usage error, as for run (exit 2)
+            hint = did_you_mean(args.generation, shipped_generations())
+            raise CommandError(
+                f"no generation named `{args.generation}`"
+                + (f"; {hint}" if hint else f"; shipped: {', '.join(shipped_generations())}")
+                + " (a generation of your own: --catalog DIR)",
+                2,
+            )
         return args.generation
     from perfonto.whatif.cliargs import target_of
     from perfonto.whatif.points import base_generation

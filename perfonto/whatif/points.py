@@ -95,15 +95,26 @@ def base_generation(target: Target):
 
         d = Path(target.catalog)
         yamls = sorted(
-            p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith((".vectors.yaml", ".vectors.yml"))
+            p
+            for p in [*d.glob("*.yaml"), *d.glob("*.yml")]
+            if not p.name.endswith((".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml"))
         )
         if not d.is_dir() or not yamls:
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
-        gen, diags = load_generation_files(yamls, target.generation or folder_generation(yamls) or "sohu")
+        name = target.generation or folder_generation(yamls) or "sohu"
+        gen, diags = load_generation_files(yamls, name)
     if gen is None:
-        msgs = "; ".join(d.message + (f" ({d.hint})" if d.hint else "") for d in diags if d.severity == "error")[:400]
-        raise KnobError(f"generation `{target.generation}` does not load: {msgs}")
+        msgs = "; ".join(_located(d) for d in diags if d.severity == "error")[:600]
+        shown = target.generation or (name if target.catalog is not None else "sohu")
+        raise KnobError(f"generation `{shown}` does not load: {msgs}")
     return gen
+
+
+def _located(d) -> str:
+    """A diagnostic as ``file:line:col: message (hint)`` (the loader's place; it said the message alone)."""
+    s = d.span
+    at = f"{s.file}:{s.line}:{s.col}: " if s.file and s.line else ""  # a place with a line, never a bare name
+    return at + d.message + (f" ({d.hint})" if d.hint else "")
 
 
 def derived_generation(target: Target, point: Point):
