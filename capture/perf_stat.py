@@ -324,31 +324,36 @@ _HUMAN = re.compile(
 
 #: ``perf stat -I`` without ``-x``: each counter line starts with its time stamp (nine decimals), then the
 #: human report's columns (``_HUMAN``)
-_HUMAN_I = re.compile(r"^\s*(?P<time>\d{1,12}\.\d{9})\s+(?=\S)(?!,)")
+_HUMAN_I = re.compile(r"^ *(?P<time>\d{1,12}\.\d{9}) +(?=\S)")  # spaces: a tab or comma is a CSV separator
+#: the run percentage perf's report prints at a line's end when the counter ran part of its enabled time
+_PERCENT = re.compile(r"\((?P<pct>\d{1,3}(?:\.\d+)?)%\)\s*$")
+
+
+def _report_line(m, time: float | None, ln: str, path: str, n: int) -> PerfLine:
+    """One counter line of perf's human-readable output (``m``: its ``_HUMAN`` match): the count checked
+    as in CSV (``_count``), the run percentage perf prints at the end when the counter ran part of its
+    enabled time (``print_running_std``: only where run ≠ enabled), and ``<not counted>`` without one read
+    as never enabled in the interval (run = enabled = 0), a count of 0 as ``_not_enabled`` reads CSV."""
+    value, state = _count(m.group("value"), m.group("event"), path, n)
+    pm = _PERCENT.search(ln)
+    enabled = _enabled(pm.group("pct"), path, n) if pm else 100.0
+    if state == "not counted" and pm is None:
+        value, state = 0.0, IDLE
+    return PerfLine(time, m.group("where") or "", value, m.group("unit") or "", m.group("event"), state, enabled, n)
 
 
 def _human_interval(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
     """The lines of ``perf stat -I`` written without ``-x`` (time stamp, then the report's columns); perf's
-    counts are already scaled, as in its report."""
+    counts are already scaled, as in its report. A line holding only a derived figure (``# 0.41 stalled
+    cycles per insn``, perf's TopdownL1 lines) has nothing to read."""
     for n, ln in body:
         t = _HUMAN_I.match(ln)
+        if t is not None and ln[t.end() :].lstrip().startswith("#"):
+            continue
         m = _HUMAN.match(ln[t.end() :].split("#")[0]) if t else None
         if m is None:
             raise DumpError(f"{out.path}:{n}: not a counter line of perf stat -I's output: `{ln.strip()[:60]}`")
-        raw = m.group("value")
-        value = None if raw in MARKERS else _number(raw, out.path, n, "count")
-        out.lines.append(
-            PerfLine(
-                _number(t.group("time"), out.path, n, "time stamp"),
-                m.group("where") or "",
-                value,
-                m.group("unit") or "",
-                m.group("event"),
-                MARKERS.get(raw, "counted"),
-                100.0,
-                n,
-            )
-        )
+        out.lines.append(_report_line(m, _number(t.group("time"), out.path, n, "time stamp"), ln, out.path, n))
     return out
 
 
@@ -376,11 +381,7 @@ def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
             continue  # after the elapsed time: perf's user and sys times, nothing more to read
         if not m:
             raise DumpError(f"{out.path}:{n}: not a counter line of perf stat's report: `{ln.strip()[:60]}`")
-        raw = m.group("value")
-        state = MARKERS.get(raw, "counted")
-        value = None if raw in MARKERS else _number(raw, out.path, n, "count")
-        where = m.group("where") or ""
-        out.lines.append(PerfLine(None, where, value, m.group("unit") or "", m.group("event"), state, 100.0, n))
+        out.lines.append(_report_line(m, None, ln, out.path, n))
     if out.elapsed_s is None:
         raise DumpError(
             f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report"
@@ -413,7 +414,8 @@ def sniff(path) -> bool:
 
     def human_interval(ln: str) -> bool:  # perf stat -I without -x: a time stamp, then a report line
         t = _HUMAN_I.match(ln)
-        return t is not None and _HUMAN.match(ln[t.end() :].split("#")[0]) is not None
+        rest = ln[t.end() :] if t is not None else ""
+        return t is not None and (rest.lstrip().startswith("#") or _HUMAN.match(rest.split("#")[0]) is not None)
 
     return bool(lines) and (all(pat.match(ln) for ln in lines) or all(human_interval(ln) for ln in lines))
 
@@ -483,8 +485,9 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
     idle = sum(x.state == IDLE and (x.event in mapping or _base(x.event) in mapping) for x in ps.lines)
     if idle and notes is not None:
         notes.append(
-            f"{path}: {idle} line(s) `<not counted>` with a run time of 0 at 100 %: the counter was not enabled in "
-            "the interval (a per-task counter while its task did not run), read as a count of 0"
+            f"{path}: {idle} line(s) `<not counted>` with a run time of 0 at 100 % (in perf's report: without a run "
+            "percentage): the counter was not enabled in the interval (a per-task counter while its task did not "
+            "run), read as a count of 0"
         )
     meta = {"generation": gen.name, "source": "perf stat", "increments": True}  # summed (metrics.bridge)
     if any("@" in c for c in t.column_names):

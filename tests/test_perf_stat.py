@@ -299,3 +299,31 @@ def test_a_file_cut_short_or_with_a_byte_order_mark_is_still_recognised(tmp_path
     with pytest.raises(DumpError, match=r"cut\.csv:6: 1 field\(s\) where line 3 has 8"):
         read_perf_stat(cut)
     assert len(read_perf_stat(bom).lines) == 56
+
+
+def test_report_forms_read_as_their_csv(tmp_path):
+    """A design review of the -I report reader: a line holding only a derived figure (perf prints `# 0.41
+    stalled cycles per insn` on its own line) is skipped, not refused; a tab-separated CSV (-x $'\\t') stays
+    CSV with its run percentages (it was read as the report, losing them); the report's `(45.00%)` is the run
+    percentage, and `<not counted>` without one is a counter never enabled (a count of 0), as in CSV."""
+    head = "# started on Fri Dec  4 23:57:45 2026\n\n#           time             counts unit events\n"
+    p = tmp_path / "hw.txt"
+    p.write_text(
+        head + "     1.001003585          5,678,901      instructions       #    0.46 insn per cycle\n"
+        "     1.001003585                                              #    0.41 stalled cycles per insn  (83.35%)\n"
+        "     1.001003585          1,234,567      cycles                                      (45.00%)\n"
+        "     1.001003585      <not counted>      context-switches\n"
+        "     1.001003585      <not counted>      page-faults                                 (0.00%)\n"
+    )
+    ps = read_perf_stat(p)
+    got = {x.event: (x.value, x.state, x.enabled) for x in ps.lines}
+    assert got == {
+        "instructions": (5_678_901.0, "counted", 100.0),
+        "cycles": (1_234_567.0, "counted", 45.0),
+        "context-switches": (0.0, "not enabled", 100.0),  # never enabled: no percentage printed
+        "page-faults": (None, "not counted", 0.0),  # enabled, never on the PMU: unknown
+    }
+    tab = tmp_path / "tab.csv"
+    tab.write_text((FIX / "perf-stat-multiplexed.csv").read_text().replace(",", "\t"))
+    csv = read_perf_stat(FIX / "perf-stat-multiplexed.csv")
+    assert [(x.enabled, x.run_ns) for x in read_perf_stat(tab).lines] == [(x.enabled, x.run_ns) for x in csv.lines]
