@@ -118,7 +118,7 @@ def _put(s: Scrape, smp, where) -> None:
     old = s.series.get(key)
     if old is not None and not (old == v or (old != old and v != v)):
         labels = ",".join(f'{a}="{b}"' for a, b in key[1])
-        at = _series_lines(where, key)
+        at = _series_lines(where, key, s.time_s)
         raise DumpError(
             f"{where}{at}: the series {key[0]}{{{labels}}} twice at time {s.time_s:.3f} s with two values ({old:g}, "
             f"{v:g}); give each series once per scrape"
@@ -136,7 +136,8 @@ def _is_openmetrics(p: Path) -> bool:
 def _families(text: str, path: str):
     """The exposition's metric families, parsed by ``prometheus_client`` (OpenMetrics when the text ends
     with ``# EOF``); a refused line is found by parsing the lines one by one and named with its number."""
-    if text.strip() and not text.endswith("\n"):  # both formats end every line, the last one too, with \n
+    last_line = text.rsplit("\n", 1)[-1]
+    if text.strip() and not text.endswith("\n") and last_line != "# EOF":  # OpenMetrics: `# EOF` may end bare
         n = text.count("\n") + 1
         last = text.rsplit("\n", 1)[-1].strip()
         raise DumpError(
@@ -210,9 +211,22 @@ def _time_stamps_are_dates(text: str, path: str, openmetrics: bool) -> None:
             )
 
 
-def _series_lines(where, key) -> str:
-    """``:N (and line M)``: the lines of file ``where`` that write series ``key`` (name, labels), to name
-    them in an error; "" when ``where`` is no file or the lines are not found."""
+def _at_time(line: str, time_s: float) -> bool:
+    """Whether a sample line is of the scrape at ``time_s`` (s): its time stamp, in s (OpenMetrics) or ms
+    (Prometheus text), is that time; a line without one belongs to a file of one scrape."""
+    tail = line.rsplit("}", 1)[-1].split() if "}" in line else line.split()[1:]
+    if len(tail) < 2:
+        return True
+    try:
+        ts = float(tail[1])
+    except ValueError:
+        return True
+    return any(abs(ts * k - time_s) <= 1e-3 for k in (1.0, 1e-3))  # within a millisecond
+
+
+def _series_lines(where, key, time_s: float | None = None) -> str:
+    """``:N (and line M)``: the lines of file ``where`` that write series ``key`` (name, labels) in the scrape
+    at ``time_s``, to name them in an error; "" when ``where`` is no file or the lines are not found."""
     try:
         p = Path(str(where))
         if not p.is_file():
@@ -221,11 +235,14 @@ def _series_lines(where, key) -> str:
     except (OSError, DumpError):
         return ""
     name, labels = key
-    want = [f'{a}="{b}"' for a, b in labels]
+    want = [re.compile(r"[{,]\s*" + re.escape(a) + r'="' + re.escape(b) + r'"') for a, b in labels]
     hits = [
         n
         for n, ln in enumerate(text.splitlines(), 1)
-        if ln.startswith(name) and ln[len(name) : len(name) + 1] in ("{", " ") and all(w in ln for w in want)
+        if ln.startswith(name)
+        and ln[len(name) : len(name) + 1] in ("{", " ")
+        and all(w.search(ln) for w in want)
+        and (time_s is None or _at_time(ln, time_s))
     ]
     if len(hits) < 2:
         return ""

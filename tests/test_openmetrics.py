@@ -358,3 +358,22 @@ def test_a_label_that_changes_between_scrapes_is_named(capsys, tmp_path):
     code, doc = analyze(capsys, d, tmp_path / "o")
     notes = " ".join(doc["notes"])
     assert code == 0 and "the label that changed: modelName ('NVIDIA H100 80GB HBM3' and 'NVIDIA H200')" in notes
+
+
+def test_eof_without_a_newline_and_a_duplicate_in_a_later_scrape(tmp_path):
+    """A design review: OpenMetrics allows `# EOF` without a final newline (it was refused as a cut line),
+    and a series written twice in the third scrape of a file named the first scrape's lines."""
+    text = FIX.read_text()
+    assert text.rstrip().endswith("# EOF")
+    bare = tmp_path / "bare.om"
+    bare.write_text(text.rstrip("\n"))
+    assert len(read_scrapes(bare)) == len(read_scrapes(FIX))
+    s = (
+        TYPE
+        + "".join(f"{IDLE0} {v} {t}\n" for v, t in ((1, 1764650000000), (2, 1764650001000), (3, 1764650002000)))
+        + f"{IDLE0} 9 1764650002000\n"
+    )
+    p = tmp_path / "s.prom"
+    p.write_text(s)
+    with pytest.raises(DumpError, match=r"s\.prom:6 \(and line 5\): the series"):
+        read_scrapes(p)
