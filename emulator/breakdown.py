@@ -41,7 +41,7 @@ def time_split(pr) -> dict:
     if sv is None or sv.seconds is None or not len(sv.seconds):
         return {"shares": {}, "level2": {}, "bottleneck": None, "fixed_op_share": None, "mfu": None, "seconds": 0.0}
     ends = np.cumsum(sv.seconds + sv.idle_s)
-    win = steady_window(ends, sv.batch.batch, sv.batch.prefill_tokens)
+    win = steady_window(ends, sv.batch.batch, sv.batch.prefill_tokens, sv.idle_s)
     idx = np.flatnonzero(win & (sv.owner >= 0))
     idle = float(sv.idle_s[win].sum())
     if not len(idx):

@@ -225,7 +225,7 @@ def hbm_bytes_per_token(pr: Projection) -> float:
     from .serving import steady_window
 
     sv, cfg = pr.served, pr.config
-    w = steady_window(np.cumsum(sv.seconds + sv.idle_s), sv.batch.batch, sv.batch.prefill_tokens)
+    w = steady_window(np.cumsum(sv.seconds + sv.idle_s), sv.batch.batch, sv.batch.prefill_tokens, sv.idle_s)
     b = sv.batch.select(np.flatnonzero(w))
     if len(b) == 0:
         return 0.0

@@ -351,35 +351,52 @@ class Throughput:
 
 
 #: A step is at full load when its batch holds at least this share of the run's largest batch.
-FULL_LOAD = 0.98
+FULL_LOAD = 0.95
 
 
-def steady_window(ends: np.ndarray, batch: np.ndarray | None = None, prefill: np.ndarray | None = None) -> np.ndarray:
+def steady_window(
+    ends: np.ndarray,
+    batch: np.ndarray | None = None,
+    prefill: np.ndarray | None = None,
+    idle: np.ndarray | None = None,
+) -> np.ndarray:
     """The steps of the server at full load (bool, one per step; ``ends``: each step's end, s).
 
-    With the steps' batch sizes (``batch``, requests per step): from the first to the last step whose
-    batch is within ``FULL_LOAD`` of the run's largest — the plateau of an offline benchmark between its
-    ramp-up and its drain, ended at its last step that still admits prompts (``prefill``: prompt tokens
-    per step; after it the queue is empty and the drain's shorter decode-only steps begin) — when it
-    spans at least a tenth of the makespan. Otherwise (no batch given, or
-    no such plateau: few requests, or arrivals the server keeps up with) the steps whose end falls in the
-    middle half of the run. The middle half alone read an offline run's ramp as steady: with 3,000
-    requests of 2048/128 on 8 Sohu chips the batch still grew towards its 1,920 there, and the output
-    tokens/s read 4,660 where the plateau gives 5,731 (a hand audit)."""
+    With the steps' batch sizes (``batch``, requests per step): the longest stretch of consecutive steps
+    whose batch is within ``FULL_LOAD`` of the run's largest — the plateau of an offline benchmark between
+    its ramp-up and its drain — ended at its last step that still admits prompts (``prefill``: prompt tokens
+    per step; after it the queue is empty and the drain's shorter decode-only steps begin), when it spans
+    at least a tenth of the makespan. The middle half of the run alone read an offline run's ramp as
+    steady: with 3,000 requests of 2048/128 on 8 Sohu chips the batch still grew towards its 1,920 there,
+    and the output tokens/s read 4,660 where the plateau gives 5,731 (a hand audit).
+
+    Without such a plateau: an offline run (``idle`` given and never positive: every request queued at
+    t = 0, few enough to be served in one wave) has no steady state, and the whole run is returned (its
+    middle half was the prefill of that wave: 966 output tokens/s against the benchmark's 4,618 for 200
+    requests); an online run (idle time between arrivals), or no batch given, the steps whose end falls in
+    the middle half of the run, away from its start from empty and its drain."""
     span = float(ends[-1]) if len(ends) else 0.0
     middle = (ends > 0.25 * span) & (ends <= 0.75 * span)
     if batch is None or not len(batch) or batch.max() <= 0:
         return middle
-    full = np.flatnonzero(batch >= FULL_LOAD * batch.max())
-    i0, i1 = int(full[0]), int(full[-1])
+    i0, i1 = _longest_run(batch >= FULL_LOAD * batch.max())
     if prefill is not None and prefill[i0 : i1 + 1].any():
         i1 = i0 + int(np.flatnonzero(prefill[i0 : i1 + 1])[-1])
     start = float(ends[i0 - 1]) if i0 > 0 else 0.0
     if float(ends[i1]) - start < 0.1 * span:
-        return middle
+        offline = idle is not None and not (np.asarray(idle) > 0).any()
+        return np.ones(len(ends), bool) if offline else middle
     window = np.zeros(len(ends), bool)
     window[i0 : i1 + 1] = True
     return window
+
+
+def _longest_run(mask: np.ndarray) -> tuple[int, int]:
+    """First and last index of the longest stretch of consecutive True in ``mask`` (the first if tied)."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    k = int(np.argmax(stops - starts))
+    return int(starts[k]), int(stops[k]) - 1
 
 
 def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None = None) -> Throughput:
@@ -392,7 +409,7 @@ def throughput(cfg: EmuConfig, sv: Served, osl: int, seconds: np.ndarray | None 
     b = sv.batch
     out_tok = float(b.emitted_tokens.sum()) * ranks
     in_tok = float(b.prefill_tokens.sum()) * ranks
-    w = steady_window(ends, b.batch, b.prefill_tokens)
+    w = steady_window(ends, b.batch, b.prefill_tokens, sv.idle_s)
     wt = float((s + sv.idle_s)[w].sum())
     st_out = float(b.emitted_tokens[w].sum()) * ranks / wt if wt else 0.0
     st_all = float((b.emitted_tokens[w] + b.prefill_tokens[w]).sum()) * ranks / wt if wt else 0.0

@@ -20,7 +20,7 @@ def test_the_fixed_share_is_the_ops_count_times_the_overhead_over_the_time():
     pr = project("sohu", **DECODE)
     split = time_split(pr)
     sv, cfg = pr.served, pr.config
-    win = steady_window(np.cumsum(sv.seconds + sv.idle_s), sv.batch.batch, sv.batch.prefill_tokens)
+    win = steady_window(np.cumsum(sv.seconds + sv.idle_s), sv.batch.batch, sv.batch.prefill_tokens, sv.idle_s)
     idx = np.flatnonzero(win & (sv.owner >= 0))
     W = stack_work(sv.batch.select(idx), cfg)
     tm = slot_seconds(W, cfg)
