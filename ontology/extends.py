@@ -103,16 +103,30 @@ def find_parent(name: str, child_path: Path, shipped: Path) -> Path | None:
     declares ``generation: name`` (a parent is named by its generation, not only by its file), else the
     shipped ``name.yaml``; None when there is none."""
     p = child_path.parent / f"{name}.yaml"
-    if p.exists():
+    if p.exists() and p.resolve() != child_path.resolve():  # a copy of sohu.yaml that now extends sohu
         return p
-    for q in sorted(child_path.parent.glob("*.yaml")):
-        if q == child_path or q.name.endswith((".findings.yaml", ".vectors.yaml")):
-            continue
-        src = read_yaml(q)
-        if isinstance(src.data, dict) and src.data.get("generation") == name:
-            return q
+    found = [
+        q
+        for q in sorted(child_path.parent.glob("*.yaml"))
+        if q.resolve() != child_path.resolve()
+        and not q.name.endswith((".findings.yaml", ".vectors.yaml"))
+        and isinstance((src := read_yaml(q)).data, dict)
+        and src.data.get("generation") == name
+    ]
+    if len(found) > 1:
+        raise DuplicateParent(name, found)
+    if found:
+        return found[0]
     p = shipped / f"{name}.yaml"
     return p if p.exists() else None
+
+
+class DuplicateParent(Exception):
+    """Two files next to a child declare the generation it extends (``find_parent``)."""
+
+    def __init__(self, name: str, paths: list[Path]):
+        super().__init__(name)
+        self.name, self.paths = name, paths
 
 
 def load_chain(path: Path, shipped: Path) -> Merged:
@@ -192,7 +206,20 @@ def _read_chain(
                 )
             )
             return chain, Merged(chain[0], texts, Lineage(), diags)
-        ppath = find_parent(parent, cur, shipped)
+        try:
+            ppath = find_parent(parent, cur, shipped)
+        except DuplicateParent as dup:
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "duplicate-generation",
+                    f"`extends: {parent}`: two files declare `generation: {parent}`: "
+                    + " and ".join(str(q) for q in dup.paths),
+                    src.span(("extends",)),
+                    hint="keep one, or give the other its own name",
+                )
+            )
+            return chain, Merged(chain[0], texts, Lineage(), diags)
         if ppath is None:
             diags.append(_unknown_parent(src, str(parent), cur, shipped))
             return chain, Merged(chain[0], texts, Lineage(), diags)

@@ -4,6 +4,8 @@ silently ignored), and a folder of several generations with none chosen."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from perfonto.cli import main
 
 
@@ -76,3 +78,19 @@ def test_a_folder_of_finding_rules_checks_every_error_of_a_rule(tmp_path, capsys
     )
     _write(tmp_path, "mine.findings.yaml", "findings:\n  - metric: topdown.memory_bound\n    title: mine\n")
     assert main(["check", "--catalog", str(tmp_path)]) == 0
+
+
+def test_a_parent_declared_twice_is_an_error_and_a_copy_named_like_its_parent_extends_it(tmp_path, capsys):
+    """A design review: two files declaring the generation a child extends were resolved silently (the
+    first), and a copy of sohu.yaml renamed to sohu_next but kept as sohu.yaml extended itself (a cycle)."""
+    _write(tmp_path, "a.yaml", "generation: base1\nextends: sohu\ndescription: a\n")
+    _write(tmp_path, "b.yaml", "generation: base1\nextends: sohu\ndescription: b\n")
+    _write(tmp_path, "c.yaml", "generation: child1\nextends: base1\ndescription: c\n")
+    assert main(["check", "--catalog", str(tmp_path), "--generation", "child1"]) == 1
+    out = capsys.readouterr()
+    assert "error[duplicate-generation]: `extends: base1`: two files declare `generation: base1`" in out.out + out.err
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    text = (Path(__file__).parents[1] / "ontology" / "catalog" / "sohu.yaml").read_text()
+    _write(copy, "sohu.yaml", text.replace("\ngeneration: sohu\n", "\ngeneration: sohu_next\nextends: sohu\n", 1))
+    assert main(["check", "--catalog", str(copy), "--generation", "sohu_next"]) == 0
