@@ -24,6 +24,7 @@ import html
 import json
 import math
 
+from .findings import gain_text
 from .report_json import format_value, metric_count_text
 
 PERFETTO = "https://ui.perfetto.dev/"
@@ -235,7 +236,7 @@ def _findings(found: list[dict]) -> str:
         ev = ", ".join(f"{k} = {format_value(v, units.get(k, ''))}" for k, v in (f.get("evidence") or {}).items())
         trs.append(
             f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
-            f"<td>{'' if gain is None else e(f'{gain * 100:+.1f} %')}</td><td>{e(f.get('estimate') or '')}</td>"
+            f"<td>{'' if gain is None else e(gain_text(gain))}</td><td>{e(f.get('estimate') or '')}</td>"
             f"<td>{e(f.get('why') or '')}</td>"
             f"<td>{e(ev)}</td><td>{e(', '.join(f.get('next') or []))}</td></tr>"
         )

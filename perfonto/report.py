@@ -16,6 +16,8 @@ from rich.text import Text
 from perfonto.analysis.bottleneck import tree_children
 from perfonto.analysis.capture import Report
 
+from perfonto.analysis.findings import GAIN_SHOWN_MAX, gain_text
+
 from .report_claim import render_context
 from .report_fleet import render_fleet
 from .report_format import NULL, bare_text, finite, number_text, pct, plain, value_text
@@ -303,7 +305,9 @@ def render_guided(found: list[dict], console: Console) -> None:
     )
     for f in found:
         gain = f.get("estimated_gain")
-        head = f"  • {f['title']}" + (f": about {gain * 100:+.1f} % throughput" if gain is not None else "")
+        head = f"  • {f['title']}" + (
+            f": {'about ' if gain <= GAIN_SHOWN_MAX else ''}{gain_text(gain)} throughput" if gain is not None else ""
+        )
         console.print(plain(head))
         console.print(plain(f"      {f['estimate']}"))
         if f.get("why"):

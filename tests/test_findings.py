@@ -405,3 +405,12 @@ def test_a_share_tied_on_several_chips_names_them_all(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     f = next(f for f in doc["findings"] if f["metric"] == "topdown.interconnect.peer_wait")
     assert f["share_basis"] == "the largest per-chip share, alike on chips 0–2, 4–7"
+
+
+def test_a_gain_past_what_a_share_can_size_is_not_printed_as_a_figure():
+    """A batch-1 decode read "memory bound: about +36807.8 % throughput" (s / (1 − s) at s = 99.7 %; a new
+    user's trial): past +1,900 % (s > 95 %) the reports say "more than" and why."""
+    from perfonto.analysis.findings import estimated_gain, gain_text
+
+    assert gain_text(estimated_gain(0.5)) == "+100.0 %" and gain_text(estimated_gain(0.95)) == "+1900.0 %"
+    assert gain_text(estimated_gain(0.997)) == "more than +1,900 %" and gain_text(None) == "—"

@@ -79,6 +79,8 @@ def _pct(x: float) -> str:
 def _print(found: list[dict], console) -> None:
     from rich.text import Text
 
+    from perfonto.analysis.findings import gain_text
+
     from perfonto.report import render_guided
 
     render_guided(found, console)
@@ -93,7 +95,7 @@ def _print(found: list[dict], console) -> None:
                     f"  re-projected `{f['metric']}` ({knobs}): {_pct(r['gain'])} throughput measured over "
                     f"{r['steps']} steps (step {r['step_period_s'][0] * 1e3:.3f} → "
                     f"{r['step_period_s'][1] * 1e3:.3f} ms){few}"
-                    + (f", against {_pct(est)} estimated from its share of time" if est is not None else "")
+                    + (f", against {gain_text(est)} estimated from its share of time" if est is not None else "")
                 )
             )
         elif r and "skipped" in r:
