@@ -244,6 +244,22 @@ def _knobs(slow_chip, throttled_link, router_skew) -> Knobs:
     )
 
 
+def _refuse_long_step(measured_s: float, duration_s: float, hw) -> None:
+    """Refuse a run whose step in progress at ``duration_s`` ends past 10 × it (and a minute): the run
+    ends with that step and would sample all of it (a breaker's HBM of 1e-4 TB/s sampled 1.9M windows of a
+    10 ms run before it was killed).
+
+    Raises:
+        WorkloadError: with the step's end and the hardware's bandwidth and peak."""
+    if measured_s > max(10 * duration_s, duration_s + 60.0):
+        raise WorkloadError(
+            f"the engine step in progress at --duration {duration_s:g} s ends at {measured_s:,.1f} s on this "
+            f"hardware ({hw.hbm_bw / 1e9:,.3g} GB/s HBM, {hw.peak_fp8 / 1e12:,.3g} TFLOP/s FP8): the run, "
+            "which ends with that step, would sample all of it; check the generation's spec constants, or "
+            "give a --duration of several steps"
+        )
+
+
 def run(
     gen: Generation | str,
     *,
@@ -389,13 +405,7 @@ def run(
     if whole_steps:  # stop at the end of the step in progress, so the run counts that step's tokens too
         drift_max = max((abs(c.drift) for c in clocks), default=0.0)
         measured_s = whole_step_duration(tls[0].ends, duration_s, sample_period_s, f, drift_max)
-        if measured_s > max(10 * duration_s, duration_s + 60.0):
-            raise WorkloadError(
-                f"the engine step in progress at --duration {duration_s:g} s ends at {measured_s:,.1f} s on this "
-                f"hardware ({hw.hbm_bw / 1e9:,.3g} GB/s HBM, {hw.peak_fp8 / 1e12:,.3g} TFLOP/s FP8): the run, "
-                "which ends with that step, would sample all of it; check the generation's spec constants, or "
-                "give a --duration of several steps"
-            )
+        _refuse_long_step(measured_s, duration_s, hw)
         if measured_s > duration_s:
             t_grid, _ = sample_grid(measured_s, sample_period_s, f)
             d_ns, s_cyc, t_dev, end, end_host = device_grid(t_grid, clocks, f)

@@ -188,7 +188,7 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
     up next to it first, then among the shipped generations)."""
     diags: list[Diagnostic] = []
     names = []
-    found: list[tuple[Path, object]] = []  # the files declaring `name`: one, or the duplicate is an error
+    found: list[tuple[Path, YamlSource]] = []  # the files declaring `name`: one, or the duplicate is an error
     for p in sorted(paths):
         src = read_yaml(p)
         if src.diagnostics:
