@@ -222,3 +222,13 @@ def test_the_table_says_when_the_window_is_the_whole_run_and_what_each_column_is
         assert says in text and ("ramp-up and drain left out" in text) == (share < 1)
         assert "the request records' span, 0 s to 1.005 s" in text and "45 requests admitted" in text
         assert "all 1,965 records" in text
+
+
+def test_a_window_that_is_a_burst_says_so():
+    """A --rate 200 run's window held 8.2 % of the run, and its output tokens/s (28,650) passed the 25,600
+    offered (a new user's trial): under a quarter of the run the words say it is a burst."""
+    from perfonto.analysis.steady_state import in_words
+
+    doc = {"fraction": 0.9, "start_s": 1.933, "end_s": 2.342, "duration_s": 0.4088, "peak_concurrency": 178.0}
+    assert "the peak is a burst" in in_words(doc | {"share_of_run": 0.082})[0]
+    assert "burst" not in in_words(doc | {"share_of_run": 0.6})[0]
