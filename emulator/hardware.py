@@ -132,14 +132,13 @@ FLOOR = {
 
 
 def _where(gen: Generation, name: str) -> str:
-    """Where constant ``name`` is written: ``file:line`` in the generation's file, else the file."""
-    try:
-        from perfonto.ontology.yaml_source import read_yaml
-
-        line = read_yaml(gen.source_file).span(("spec", name.removeprefix("spec."))).line
-    except Exception:  # noqa: BLE001 - a position is a help, never a second error
-        line = None
-    return f"{gen.source_file}:{line}" if line else str(gen.source_file)
+    """Where constant ``name`` is written — its own file, the child's or an inherited parent's, and line —
+    else the generation's file."""
+    c = gen.spec.get(name)
+    span = getattr(c, "span", None)
+    if span is not None and span.file and span.line:
+        return f"{span.file}:{span.line}"
+    return str(gen.source_file)
 
 
 #: The spec constants the emulator reads and the ``Hardware`` field each sets (besides the clocks,
