@@ -41,7 +41,9 @@ def _reduced(m) -> ir.Node | None:
 
 def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[str, dict]:
     """What each reduction over records covers: ``{metric: {"population", "of", "count", "without_value",
-    "unfinished", "warning"?}}``. ``count``: records the reduction used (non-null values); ``without_value``:
+    "unfinished", "before_run"?, "warning"?}}``. ``before_run``: of the values, those complete (the latest
+    instant they need, e.g. the first token for TTFT) at or before 0, the run's start on the records' clock (the
+    emulator's warm-up requests). ``count``: records the reduction used (non-null values); ``without_value``:
     records of the population left out (null); ``unfinished``: of those, the ones that had started (the
     earliest instant the value needs — arrival, first token — is set) but not reached the end the
     value needs by the end of the run: a request still waiting for its first token, or still decoding. Percentiles and
@@ -91,6 +93,11 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
             "without_value": int(null.sum()),
             "unfinished": unfinished,
         }
+        last = next((f for f in times if all(_precedes(rec.fields[g], rec.fields[f]) for g in times if g != f)), None)
+        if last is not None:  # records on a clock where the run starts at 0 (the emulator's warm-up: below 0)
+            before = int((~null & (rec.fields[last] <= 0)).sum())  # at 0: made by the step ending there
+            if before:
+                doc["before_run"] = before  # values complete before the run's start (its counters' span)
         func = next((n.func for n in ir.walk(m.ir) if isinstance(n, ir.Rollup)), "")
         if unfinished and func in ("p50", "p90", "p99", "mean"):
             doc["warning"] = (

@@ -203,7 +203,7 @@ def _record_metric_json(report, name: str, m, v) -> dict:
             "value": _num(v),
             "unit": m.unit_text,
             "population": pop.get("population") or "run (over records)",
-        } | {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "warning") if k in pop}
+        } | {k: pop[k] for k in ("of", "count", "without_value", "unfinished", "before_run", "warning") if k in pop}
     arr = np.asarray(v, dtype=np.float64)
     return {
         "value": None,

@@ -85,6 +85,8 @@ def render_serving(result: JobResult, console: Console) -> None:
         for n, v in rows:
             p = pops.get(n, {})
             over = f"{p['count']:,} {p.get('population') or 'record'}(s)" if "count" in p else ""
+            if p.get("before_run"):  # the warm-up's requests: complete before the counters start
+                over += f", {p['before_run']:,} of them before the run's start"
             if p.get("warning"):
                 over += f" [yellow]⚠ capped by the run length: {p['unfinished']:,} unfinished[/yellow]"
             t.add_row(n, value_text(v, graph.record_metrics[n].unit_text), over)
