@@ -49,42 +49,26 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
     value needs by the end of the run: a request still waiting for its first token, or still decoding. Percentiles and
     means over a population with unfinished records are capped by the run length (the slowest are missing), and
     say so in ``warning``."""
-    import networkx as nx
-
-    gen = graph.generation
     out: dict[str, dict] = {}
     for name, m in graph.record_metrics.items():
         if m.population is not None:
             continue
         arg = _reduced(m)
-        if arg is None:
+        found = _reduced_values(graph, rec, values, arg) if arg is not None else None
+        if found is None:
             continue
-        if isinstance(arg, ir.MetricRef):
-            of, v = arg.metric, np.asarray(values.get(arg.metric, []), dtype=np.float64)
-            fields = {a for a in nx.ancestors(graph.graph, arg.metric) if a in gen.record_fields}
-        elif isinstance(arg, ir.Input):
-            of, v, fields = arg.signal, np.asarray(rec.fields.get(arg.signal, []), dtype=np.float64), {arg.signal}
-        else:
-            continue
+        of, v, fields = found
+        gen = graph.generation
         pop = (
             (graph.record_metrics[of].population if of in graph.record_metrics else gen.record_fields[of].record)
             if (of in graph.record_metrics or of in gen.record_fields)
             else None
         )
         null = np.isnan(v)
-        started = np.zeros(v.shape, bool)
-        sec = gen.registry.second
-        times = [
-            f
-            for f in sorted(fields)
-            if f in rec.fields
-            and rec.fields[f].shape == v.shape
-            and gen.registry.Quantity(1, gen.record_fields[f].unit).dimensionality
-            == gen.registry.Quantity(1, sec).dimensionality
-        ]
+        times = _time_fields(gen, rec, fields, v.shape)
         first = next((f for f in times if all(_precedes(rec.fields[f], rec.fields[g]) for g in times if g != f)), None)
-        if first is not None:  # started: the earliest instant the value needs (arrival, first token) is there
-            started = np.isfinite(rec.fields[first])
+        # started: the earliest instant the value needs (arrival, first token) is there
+        started = np.isfinite(rec.fields[first]) if first is not None else np.zeros(v.shape, bool)
         unfinished = int((null & started).sum())
         doc = {
             "population": pop,
@@ -94,10 +78,9 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
             "unfinished": unfinished,
         }
         last = next((f for f in times if all(_precedes(rec.fields[g], rec.fields[f]) for g in times if g != f)), None)
-        if last is not None:  # records on a clock where the run starts at 0 (the emulator's warm-up: below 0)
-            before = int((~null & (rec.fields[last] <= 0)).sum())  # at 0: made by the step ending there
-            if before:
-                doc["before_run"] = before  # values complete before the run's start (its counters' span)
+        before = int((~null & (rec.fields[last] <= 0)).sum()) if last is not None else 0  # at 0: the step ending there
+        if before:  # records on a clock where the run starts at 0 (the emulator's warm-up: at or below 0)
+            doc["before_run"] = before
         func = next((n.func for n in ir.walk(m.ir) if isinstance(n, ir.Rollup)), "")
         if unfinished and func in ("p50", "p90", "p99", "mean"):
             doc["warning"] = (
@@ -107,6 +90,32 @@ def record_populations(graph: MetricGraph, rec: Records, values: dict) -> dict[s
             )
         out[name] = doc
     return out
+
+
+def _reduced_values(graph: MetricGraph, rec: Records, values: dict, arg) -> tuple[str, np.ndarray, set] | None:
+    """(what a reduction reduces, its values, the record fields it reads) for a reduction's argument ``arg``
+    (a metric or a record field); None for another expression."""
+    import networkx as nx
+
+    gen = graph.generation
+    if isinstance(arg, ir.MetricRef):
+        fields = {a for a in nx.ancestors(graph.graph, arg.metric) if a in gen.record_fields}
+        return arg.metric, np.asarray(values.get(arg.metric, []), dtype=np.float64), fields
+    if isinstance(arg, ir.Input):
+        return arg.signal, np.asarray(rec.fields.get(arg.signal, []), dtype=np.float64), {arg.signal}
+    return None
+
+
+def _time_fields(gen, rec: Records, fields: set, shape: tuple) -> list[str]:
+    """The fields among ``fields`` that are instants (in a unit of time) with one value per record."""
+    sec = gen.registry.Quantity(1, gen.registry.second).dimensionality
+    return [
+        f
+        for f in sorted(fields)
+        if f in rec.fields
+        and rec.fields[f].shape == shape
+        and gen.registry.Quantity(1, gen.record_fields[f].unit).dimensionality == sec
+    ]
 
 
 def _precedes(a: np.ndarray, b: np.ndarray) -> bool:
