@@ -44,17 +44,22 @@ def _server(ev, name: str) -> float:
 TIED = 1e-3
 
 
-def _share(graph, ev, rule) -> tuple[float, str | None]:
-    """(the rule's share of time as a fraction, the chip it was read on for ``chip_max`` — ``chip 3`` or
-    ``chips 0–2, 4–7`` where several tie within ``TIED`` — else None)."""
+def _share(graph, ev, rule) -> tuple[float, str]:
+    """(the rule's share of time as a fraction, what it was read on in words: the server level, or for
+    ``chip_max`` the largest per-chip share — chip 3's, or alike on chips 0–2, 4–7 where several tie
+    within ``TIED``)."""
     if rule.over == "chip_max" and rule.share in ev.per_chip and len(ev.chips):
         per = np.asarray(ev.per_chip[rule.share], np.float64).reshape(len(ev.chips), -1)[:, 0]
         if np.isfinite(per).any():
             i = int(np.nanargmax(per))
             tied = [int(c) for c, v in zip(ev.chips, per) if np.isfinite(v) and v >= per[i] * (1 - TIED)]
-            who = f"chip {int(ev.chips[i])}" if len(tied) == 1 else f"chips {_ranges(tied)}"
-            return _fraction(graph, rule.share, float(per[i])), who
-    return _fraction(graph, rule.share, _server(ev, rule.share)), None
+            basis = (
+                f"the largest per-chip share, chip {int(ev.chips[i])}'s"
+                if len(tied) == 1
+                else f"the largest per-chip share, alike on chips {_ranges(tied)}"
+            )
+            return _fraction(graph, rule.share, float(per[i])), basis
+    return _fraction(graph, rule.share, _server(ev, rule.share)), "the server-level share"
 
 
 def _ranges(chips: list[int]) -> str:
@@ -113,16 +118,9 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         "remove": dict(rule.remove),
     }
     if rule.share:
-        s, chip = _share(graph, ev, rule)
+        s, out["share_basis"] = _share(graph, ev, rule)
         gain = estimated_gain(s)
         out["share"] = _num(s)
-        out["share_basis"] = (
-            "the server-level share"
-            if chip is None
-            else f"the largest per-chip share, alike on {chip}"
-            if chip.startswith("chips")
-            else f"the largest per-chip share, {chip}'s"
-        )
         out["estimated_gain"] = gain
         out["estimate"] = (
             "the share of time is not known on this run"
