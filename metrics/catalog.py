@@ -205,7 +205,8 @@ def _findings(graph: MetricGraph, files: list[Path], catalog_dir, notes: list[st
 
 
 def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path], library: bool) -> str:
-    """Which metric files a catalog folder is compiled with: its own, the shipped library's, or both."""
+    """Which metric files a catalog folder is compiled with: its own, the shipped library's, or both; and
+    whether the folder's generation takes the name of a shipped one (which it then replaces)."""
     from perfonto.ontology.loader import shipped_generations
 
     own = (
@@ -213,18 +214,24 @@ def _library_note(gen: Generation, d: Path, yamls: list[Path], files: list[Path]
         if files
         else "no metric file of the folder"
     )
+    replaces = (
+        f"; the folder's generation `{gen.name}` replaces the shipped one of that name (rename it to compare the two)"
+        if yamls and gen.name in shipped_generations()
+        else ""
+    )
     shipped = not yamls or set(gen.lineage[:-1]) & set(shipped_generations())
     if not shipped:
         return (
             f"metric files compiled: {own} (`{gen.name}` extends no shipped generation: the shipped library does "
-            "not apply)"
+            f"not apply){replaces}"
         )
     if not library:
-        return f"metric files compiled: {own} only (--no-library: the shipped metric library is left out)"
+        return f"metric files compiled: {own} only (--no-library: the shipped metric library is left out){replaces}"
     base = gen.name if not yamls else [g for g in gen.lineage[:-1] if g in shipped_generations()][-1]
+    written = f"written for `{base}`" if base == gen.name else f"written for `{base}`, which `{gen.name}` extends"
     return (
-        f"metric files compiled: the shipped metric library (for `{base}`) and {own}; "
-        "--no-library leaves the library out"
+        f"metric files compiled: the shipped metric library ({written}) and {own}; --no-library leaves the "
+        f"library out{replaces}"
     )
 
 

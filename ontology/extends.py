@@ -40,6 +40,8 @@ class Lineage:
         default_factory=dict
     )  # signal -> C header id (append-only, see ontology.model.Signal.id)
     id_errors: list[Diagnostic] = field(default_factory=list)
+    # spec constant key (without `spec.`) -> its unit as the parent chain left it, before this generation
+    parent_spec: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -247,6 +249,9 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
     lineage.chain.append(gname)
     child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
     before = _signal_names(data)
+    lineage.parent_spec = {
+        str(k): str(v.get("unit", "")) for k, v in (data.get("spec") or {}).items() if isinstance(v, dict)
+    }
     diags += scale_field_overrides(src, data)
     for k in NOT_INHERITED:
         data.pop(k, None)

@@ -52,7 +52,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
     diags: list[Diagnostic] = []
     reg = registry_for(tuple(sorted(gf.clock_domains)))
     ctx = _Ctx(gf, src, reg, lineage, diags)
-    spec, clocks = resolve_constants(gf, src, reg, diags, ctx.unit)
+    spec, clocks = resolve_constants(gf, src, reg, diags, ctx.unit, lineage.parent_spec)
     _check_reserved_blocks(ctx)
     blocks, signals, fields = _resolve_blocks(ctx)
     _check_signal_references(ctx, signals, fields)
@@ -85,6 +85,7 @@ def resolve(gf: GenerationFile, src: YamlSource, lineage=None) -> tuple[Generati
         record_fields,
         records,
         report=resolve_report(gf, src),
+        inherited_spec=frozenset(f"spec.{k}" for k in lineage.parent_spec),
     )
     return gen, diags
 

@@ -6,6 +6,8 @@ units that parse, provenance on every spec constant, no duplicate keys) are not 
 
 from __future__ import annotations
 
+import math
+
 from .diagnostics import Diagnostic
 from .generation import Generation
 from . import kinds
@@ -16,21 +18,84 @@ def misspelt_overrides(gen: Generation) -> list[tuple[str, str]]:
     """(new constant, inherited constant) pairs of a generation that extends another: a spec constant its
     own file declares that no parent does, close to one it inherits unchanged (``hbm.peak_bandwith`` beside
     the inherited ``hbm.peak_bandwidth``) — a misspelt override, which leaves the parent's value in force
-    (a new user's HBM what-if projected sohu's own figure, rc 0). Names that differ only in digits
-    (``mxu.peak_flops_fp4`` beside ``fp8``) are variants, not typos."""
-    import difflib
+    (a new user's HBM what-if projected sohu's own figure, rc 0). An override of a constant a parent
+    declares is not new; names that differ only in digits (``mxu.peak_flops_fp4`` beside ``fp8``,
+    ``hbm2.peak_bandwidth`` beside ``hbm``) are variants, and a constant named after a block the
+    generation adds (``uec.peak_bandwidth`` for a new ``uec`` block) is that block's own, not a typo."""
     import re
 
     if len(gen.lineage) < 2:
         return []
     own = {n for n, c in gen.spec.items() if c.span.file and _same(c.span.file, gen.source_file)}
-    inherited = [n for n in gen.spec if n not in own]
+    inherited = sorted(n for n in gen.spec if n not in own)
+    # blocks whose every signal is first in this generation: the blocks it adds
+    new_blocks = {s.name.split(".")[0] for s in gen.signals.values() if s.since == gen.name} - {
+        s.name.split(".")[0] for s in gen.signals.values() if s.since != gen.name
+    }
     out = []
-    for name in sorted(own):
-        close = difflib.get_close_matches(name, inherited, n=1, cutoff=0.85)
-        if close and re.sub(r"\d", "", close[0]) != re.sub(r"\d", "", name):
-            out.append((name, close[0]))
+    for name in sorted(own - gen.inherited_spec):
+        near = [(_edits(name, old), old) for old in inherited]
+        near = [(d, old) for d, old in near if d <= 2 and re.sub(r"\d", "", old) != re.sub(r"\d", "", name)]
+        if not near:
+            continue
+        close = min(near)[1]
+        if name.count(".") >= 2 and name.split(".")[1] in new_blocks and name.split(".")[1] != close.split(".")[1]:
+            continue
+        out.append((name, close))
     return out
+
+
+#: The sample period a wrap check assumes: ``perfonto run``'s default, and about the fastest a host
+#: samples counters in software.
+SAMPLE_PERIOD_S = 1e-3
+
+
+def _short_wrap(s) -> Diagnostic | None:
+    """A counter whose declared ``max_rate`` wraps its register in less than two sample periods of 1 ms:
+    a read pair further apart than half the wrap period is ambiguous, so every window would be null
+    (an architect's 16-bit byte counter at 100 GB/s wraps every 0.66 µs and passed check)."""
+    if s.max_rate is None or s.max_rate <= 0 or s.scale_field is not None or not s.scale > 0:
+        return None
+    rng = s.modulus or (2**s.wrap_width if s.wrap_width else None)
+    if rng is None:
+        return None
+    raw_rate = s.max_rate / s.scale
+    cap = (rng - 1) / raw_rate / 2
+    if cap >= SAMPLE_PERIOD_S:
+        return None
+    bits = math.ceil(math.log2(2 * SAMPLE_PERIOD_S * raw_rate + 1))
+    return Diagnostic(
+        "warning",
+        "lint-wrap-period",
+        f"counter `{s.name}` wraps every {_seconds(2 * cap)} at its max_rate ({s.max_rate:g} {s.unit_text}/s over "
+        f"{rng:g} raw values of {s.scale:g} {s.unit_text}): read pairs must be under {_seconds(cap)} apart, so "
+        f"sampled every {SAMPLE_PERIOD_S * 1e3:g} ms every window of it is null",
+        s.span,
+        hint=f"give it at least {bits} bits (or a larger `scale`), or correct `max_rate`",
+    )
+
+
+def _seconds(x: float) -> str:
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if x >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x:.3g} s"
+
+
+def _edits(a: str, b: str) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) from ``a`` to ``b``: a typo is one or two."""
+    if abs(len(a) - len(b)) > 2:
+        return 3
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
 
 
 def _same(a: str, b) -> bool:
@@ -77,6 +142,7 @@ def lint_generation(gen: Generation) -> list[Diagnostic]:
                     hint="say why the figure was chosen (`source:`)",
                 )
             )
+    out += [d for s in gen.signals.values() if (d := _short_wrap(s)) is not None]
     for name, s in gen.signals.items():
         if kinds.of(s).counts and s.unit_text:
             if is_rate(reg, s.unit):

@@ -218,6 +218,7 @@ class Generation:
     record_fields: dict[str, ResolvedRecordField] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)  # record type -> {"description", "derived_from"}
     report: ReportSpec | None = None  # the catalog's `report:` (None: the default, analysis.report_model)
+    inherited_spec: frozenset[str] = frozenset()  # spec constants (full names) a parent declares
 
     def signal(self, name: str) -> ResolvedSignal:
         return self.signals[name]

@@ -24,9 +24,17 @@ UnitParser = Callable[[str, tuple, str], "pint.Unit | None"]
 
 
 def resolve_constants(
-    gf: GenerationFile, src: YamlSource, reg, diags: list[Diagnostic], unit: UnitParser
+    gf: GenerationFile,
+    src: YamlSource,
+    reg,
+    diags: list[Diagnostic],
+    unit: UnitParser,
+    parent_units: dict[str, str] | None = None,
 ) -> tuple[dict[str, ResolvedConstant], dict[str, ResolvedConstant]]:
-    """Every spec constant by full name (clock frequencies first), and the clock constants by domain."""
+    """Every spec constant by full name (clock frequencies first), and the clock constants by domain.
+    ``parent_units``: the unit each constant had in the parent chain (key without ``spec.``); an override
+    in a unit of another dimension is an error at the override's unit (file:line:col), not at every
+    metric that reads the constant."""
     spec: dict[str, ResolvedConstant] = {}
     clocks: dict[str, ResolvedConstant] = {}
     for dname, dom in gf.clock_domains.items():
@@ -36,9 +44,32 @@ def resolve_constants(
             spec[c.name] = c
     for cname, const in gf.spec.items():
         c = _spec_constant(gf, cname, const, spec, src, diags, unit)
+        if c is not None and not _same_dimension(c, (parent_units or {}).get(cname), reg, src, diags):
+            c = None
         if c is not None:
             spec[c.name] = c
     return spec, clocks
+
+
+def _same_dimension(c: ResolvedConstant, parent_unit: str | None, reg, src: YamlSource, diags) -> bool:
+    """Whether an override keeps the dimension of the constant it overrides (True for a new constant)."""
+    if not parent_unit or parent_unit == c.unit_text:
+        return True
+    try:
+        pu = reg.parse_units(parent_unit)
+    except Exception:  # the parent's own unit error is reported where the parent declares it
+        return True
+    if reg.Quantity(1, pu).dimensionality == reg.Quantity(1, c.unit).dimensionality:
+        return True
+    _error(
+        diags,
+        "unit-mismatch",
+        f"spec constant `{c.name}` overrides the parent's, which is in {parent_unit}, with {c.unit_text}: "
+        "another dimension, which every metric reading it would inherit",
+        src.span(("spec", c.name.removeprefix("spec."), "unit")),
+        f"give the value in a unit convertible to {parent_unit}, or name a new constant for the new quantity",
+    )
+    return False
 
 
 def _clock_constant(dname: str, dom, src: YamlSource, reg, diags: list[Diagnostic], unit: UnitParser):

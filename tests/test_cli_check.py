@@ -117,7 +117,7 @@ def test_a_folder_of_metric_files_only_keeps_the_shipped_library(tmp_path, capsy
     assert not cat.errors and {"my.double", "hbm.bandwidth", "mfu"} <= set(cat.graph.metrics)
     assert len(cat.graph.metrics) == len(load_catalog().graph.metrics) + 1
     assert (
-        "metric files compiled: the shipped metric library (for `sohu`) and the folder's 1 metric file(s) "
+        "metric files compiled: the shipped metric library (written for `sohu`) and the folder's 1 metric file(s) "
         "(mine.metrics); --no-library leaves the library out"
     ) in cat.notes
     bare = load_catalog(d, None, library=False)
@@ -139,3 +139,26 @@ def test_an_inherited_report_of_absent_metrics_is_one_warning(tmp_path, capsys):
     out = capsys.readouterr()
     text = out.out + out.err
     assert text.count("report-unknown-metric") == 1 and "`report:` names 29 metric(s)" in text
+
+
+HEAD = """extends: sohu
+description: next.
+spec:
+  hbm.peak_bandwidth: {value: 14.4, unit: TB/s, provenance: assumed, source: x, description: HBM.}
+"""
+
+
+def test_the_library_note_names_the_generation_it_is_compiled_for_and_a_replaced_shipped_one(tmp_path):
+    """An architect's trial: the note said "the shipped metric library (for `sohu`)" while compiling
+    `caelius_arch`, and a folder declaring `generation: caelius` replaced the shipped caelius in silence
+    (project printed the folder's 14.4 TB/s, not the shipped 16)."""
+    from perfonto.metrics.catalog import load_catalog
+
+    (tmp_path / "g.yaml").write_text("generation: caelius_arch\n" + HEAD)
+    cat = load_catalog(tmp_path, None)
+    assert not cat.errors
+    assert any("the shipped metric library (written for `sohu`, which `caelius_arch` extends)" in n for n in cat.notes)
+    assert not any("replaces the shipped" in n for n in cat.notes)
+    (tmp_path / "g.yaml").write_text("generation: caelius\n" + HEAD)
+    cat = load_catalog(tmp_path, None)
+    assert any("the folder's generation `caelius` replaces the shipped one of that name" in n for n in cat.notes)

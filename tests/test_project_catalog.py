@@ -51,3 +51,63 @@ def test_project_names_the_file_line_of_a_bad_generation_and_refuses_an_unknown_
     assert "generation `sohu_next` does not load:" in err and "g.yaml:5:" in err and "provenence" in err  # was `None`
     assert main(["project", "--generation", "sohuu"]) == 2  # a usage error, as for run
     assert "did you mean `sohu`?" in capsys.readouterr().err
+
+
+def test_a_correct_override_and_new_constants_are_not_called_misspelt(tmp_path, capsys):
+    """An architect's Caelius trial: the README's own `hbm.peak_bandwidth` override was warned about as a
+    misspelling of `sram.peak_bandwidth` (every key of the child's file counted as new), and a new block's
+    `uec.peak_bandwidth` or an FP4 peak beside the inherited BF16 one blocked the emulator. A typo of an
+    inherited key is still caught."""
+    extra = (
+        "  mxu.peak_flops_fp4: {value: 36000, unit: TFLOP/s, provenance: assumed, source: x, description: FP4.}\n"
+        "  uec.peak_bandwidth: {value: 1.8, unit: TB/s, provenance: assumed, source: x, description: UEC links.}\n"
+        "blocks:\n"
+        "  uec:\n"
+        "    clock: core\n"
+        "    description: Ultra Ethernet links.\n"
+        "    instances: {link: 4}\n"
+        "    signals:\n"
+        "      tx_bytes: {kind: counter, unit: B, width: 64, description: Bytes sent on the link.}\n"
+    )
+    (tmp_path / "g.yaml").write_text(NEXT + extra)
+    assert main(["check", "--catalog", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "lint-spec-near-miss" not in out.out + out.err
+    assert main(["project", "--catalog", str(tmp_path)]) == 0
+    capsys.readouterr()
+    (tmp_path / "g.yaml").write_text(NEXT + extra.replace("mxu.peak_flops_fp4", "mxu.peak_flosp_bf16"))
+    assert main(["check", "--catalog", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "spec constant `spec.mxu.peak_flosp_bf16` is new in `sohu_next` and close to `spec.mxu.peak_flops_bf16`" in (
+        out.out + out.err
+    )
+
+
+def test_an_override_in_another_dimension_is_an_error_at_the_override(tmp_path, capsys):
+    """`hbm.peak_bandwidth: {unit: TFLOP/s}` gave 8 errors in the shipped library's metric files and
+    none at the override."""
+    (tmp_path / "g.yaml").write_text(NEXT.replace("unit: TB/s", "unit: TFLOP/s"))
+    assert main(["check", "--catalog", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "g.yaml:5:" in text and "error[unit-mismatch]: spec constant `spec.hbm.peak_bandwidth` overrides" in text
+    assert "which is in TB/s, with TFLOP/s" in text
+    assert "memory.metrics" not in text
+
+
+def test_a_counter_too_narrow_for_its_max_rate_is_flagged_with_the_width_it_needs(tmp_path, capsys):
+    """A 16-bit byte counter at 100 GB/s wraps every 0.66 µs: check passed it and every window of the
+    run came back null. 2 × 1 ms × 1e11 B/s = 2e8 raw counts → 28 bits (2^28 − 1 over 1e11/s ÷ 2 = 1.34 ms)."""
+    gen = NEXT + (
+        "blocks:\n  uec:\n    clock: core\n    description: Ultra Ethernet links.\n    instances: {link: 4}\n"
+        "    signals:\n"
+        "      tx_bytes: {kind: counter, unit: B, width: 16, max_rate: 100 GB/s, description: Bytes sent on it.}\n"
+        "      rx_bytes: {kind: counter, unit: B, width: 28, max_rate: 100 GB/s, description: Bytes received.}\n"
+    )
+    (tmp_path / "g.yaml").write_text(gen)
+    assert main(["check", "--catalog", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "g.yaml:12:" in text and "warning[lint-wrap-period]: counter `uec.tx_bytes` wraps every 655 ns" in text
+    assert "give it at least 28 bits" in text
+    assert "`uec.rx_bytes` wraps" not in text
