@@ -69,8 +69,20 @@ class PerfExport:
 
 
 def unit_label(unit_text: str) -> str:
-    """The ScaleUnit label of a declared unit (``percent`` is written ``%``, as perf's own files do)."""
-    return "%" if unit_text.strip() in ("percent", "%") else unit_text.strip()
+    """The ScaleUnit label of a declared unit (``percent`` is written ``%``, as perf's own files do; a
+    plain number, ``1``, has none)."""
+    t = unit_text.strip()
+    return "%" if t in ("percent", "%") else "" if t == "1" else t
+
+
+def scale_unit(scale: float, unit_text: str) -> str:
+    """perf's ``ScaleUnit``: the factor, then the label. A label that starts like a number is set off by
+    a space, or perf (and ``split_scale_unit``) would read its digits as part of the factor: a plain
+    number's ``1`` label once made ``"11"``, a scale of 11."""
+    label = unit_label(unit_text)
+    if label and (label[0].isdigit() or label[0] in ".+-"):
+        label = " " + label
+    return f"{number(scale)}{label}"
 
 
 def export(graph: MetricGraph) -> PerfExport:
@@ -132,7 +144,7 @@ def _scale(reg, m) -> float:
 def _metric_entry(name: str, m, d, text: str, scale: float, lost_by_metric: dict[str, list[str]]) -> dict:
     """A metric's perf entry (expression, scale unit, groups, description, threshold); what perf has no
     field for is listed in `lost_by_metric`."""
-    entry = {"MetricName": name, "MetricExpr": text, "ScaleUnit": f"{number(scale)}{unit_label(m.unit_text)}"}
+    entry = {"MetricName": name, "MetricExpr": text, "ScaleUnit": scale_unit(scale, m.unit_text)}
     groups = list(m.groups) + ([f"{m.parent}_group"] if m.parent else [])
     if groups:
         entry["MetricGroup"] = ";".join(groups)
@@ -168,7 +180,7 @@ def _constant_entry(gen, s: str) -> dict:
     return {
         "MetricName": s,
         "MetricExpr": signed(base.magnitude)[0],
-        "ScaleUnit": f"{number(scale)}{unit_label(c.unit_text)}",
+        "ScaleUnit": scale_unit(scale, c.unit_text),
         "BriefDescription": f"{desc} [perfonto: scope={c.scope.value}] [{c.provenance}: {c.source}]".strip(),
     }
 
@@ -193,6 +205,6 @@ def event_entry(gen, name: str) -> dict:
     return {
         "EventName": name,
         "Unit": s.block,
-        "ScaleUnit": f"{number(s.scale)}{unit_label(s.unit_text)}",
+        "ScaleUnit": scale_unit(s.scale, s.unit_text),
         "BriefDescription": f"{s.description.strip()} [perfonto: {'; '.join(tag)}]",
     }

@@ -183,3 +183,37 @@ def test_export_is_written_from_the_compiled_ir_not_the_formula():
     assert (
         rate["MetricExpr"] == "c2c.replays / duration_time" and "c2c.retries" in graph.metrics["c2c.retry_rate"].formula
     )
+
+
+def test_a_plain_number_metric_keeps_its_scale_through_the_round_trip(tmp_path):
+    """A migrator's round trip: every dimensionless metric and constant of an imported Neoverse N2 catalog
+    was exported with `"ScaleUnit": "11"` (scale 1, unit label "1"), which perf and perfonto's importer read
+    as ×11: ipc 2.0 came back 22.0 and `spec.slots` 5 came back 55."""
+    from perfonto.interop.perf_export import scale_unit
+    from perfonto.interop.units import split_scale_unit
+
+    assert scale_unit(1.0, "1") == "1" and split_scale_unit(scale_unit(1.0, "1")) == (1.0, "")
+    assert split_scale_unit(scale_unit(1.0, "1/s")) == (1.0, "1/s")  # a label that starts like a number
+    assert split_scale_unit(scale_unit(100.0, "percent")) == (100.0, "%")
+    d = tmp_path / "cat"
+    d.mkdir()
+    (d / "g.yaml").write_text(
+        "generation: tiny\ndescription: t.\nclock_domains: {core: {frequency: {value: 1, unit: GHz, "
+        "provenance: assumed, source: x}}}\nspec:\n  slots: {value: 5, unit: '1', provenance: assumed, source: x, "
+        "description: issue slots per cycle.}\nblocks:\n  cpu:\n    clock: core\n    description: the core.\n"
+        "    signals:\n      instructions: {kind: counter, unit: event, width: 64, description: instructions retired.}\n"
+        "      cycles: {kind: counter, unit: event, width: 64, description: core clock cycles.}\n"
+    )
+    (d / "m.metrics").write_text(
+        'metric ipc [1] = cpu.instructions / cpu.cycles\n  "Instructions per cycle."\n'
+        'metric slot_use [1] = ipc / spec.slots\n  "Share of the issue slots used."\n'
+    )
+    out = tmp_path / "t.json"
+    assert main(["export", "perf-json", "--catalog", str(d), "--out", str(out)]) == 0
+    entries = {e.get("MetricName") or e.get("EventName"): e for e in json.loads(out.read_text())}
+    assert {entries[n]["ScaleUnit"] for n in ("ipc", "slot_use", "spec.slots")} == {"1"}
+    back = tmp_path / "back"
+    assert main(["import", "perf", str(out), "--out", str(back)]) == 0
+    text = "".join(p.read_text() for p in back.iterdir() if p.suffix in (".yaml", ".metrics"))
+    assert "value: 5.0" in text and "value: 55" not in text
+    assert re.search(r"metric ipc \[1\] = cpu\.instructions / cpu\.cycles\n", text)
