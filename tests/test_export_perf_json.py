@@ -201,7 +201,7 @@ def test_a_plain_number_metric_keeps_its_scale_through_the_round_trip(tmp_path):
         "generation: tiny\ndescription: t.\nclock_domains: {core: {frequency: {value: 1, unit: GHz, "
         "provenance: assumed, source: x}}}\nspec:\n  slots: {value: 5, unit: '1', provenance: assumed, source: x, "
         "description: issue slots per cycle.}\nblocks:\n  cpu:\n    clock: core\n    description: the core.\n"
-        "    signals:\n      instructions: {kind: counter, unit: event, width: 64, description: instructions retired.}\n"
+        "    signals:\n      instructions: {kind: counter, unit: event, width: 64, description: instructions done.}\n"
         "      cycles: {kind: counter, unit: event, width: 64, description: core clock cycles.}\n"
     )
     (d / "m.metrics").write_text(
