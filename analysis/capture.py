@@ -152,8 +152,10 @@ def capture_of(
     from perfonto.ontology.files import is_dir, is_file
 
     fleet = fleet_folder(counters)
-    if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: not read
+    if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: only its step counts
         counters = fleet / "counters"
+        if (fleet / "ground_truth.json").is_file():
+            truth = fleet_steps(_run_truth(fleet / "ground_truth.json", counters))
     elif isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
         run = Path(counters)
         counters = run / "counters.parquet"
@@ -179,6 +181,18 @@ def capture_of(
         if gt is not None:
             truth = _run_truth(gt, counters)
     return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns, snapshots)
+
+
+def fleet_steps(gt: dict) -> dict | None:
+    """``{"fleet_steps": {host: forward passes finished}}`` from an emulated fleet's ground truth (each
+    host's run's ``steps``), or None: what the report needs to say its token figures are step-quantised."""
+    hosts = gt.get("hosts") if isinstance(gt.get("hosts"), dict) else {}
+    steps = {}
+    for h, v in hosts.items():
+        n = (v.get("truth") or {}).get("steps") if isinstance(v, dict) and isinstance(v.get("truth"), dict) else None
+        if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0:
+            steps[str(h)] = int(n)
+    return {"fleet_steps": steps} if steps else None
 
 
 def _run_truth(gt: Path, counters: Path) -> dict:

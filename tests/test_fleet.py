@@ -540,3 +540,20 @@ def test_a_rack_in_two_pods_is_noted(fleet, tmp_path):
     assert main(["analyze", str(out / "data" / "counters"), "--topology", str(topo), "--out", str(tmp_path / "o")]) == 0
     notes = json.loads((tmp_path / "o" / "report.json").read_text())["notes"]
     assert any("puts 2 rack(s) in more than one pod: r00 in p0, p1; r01 in p0, p1" in n for n in notes), notes
+
+
+def test_a_fleet_of_few_steps_says_its_token_figures_are_step_quantised(fleet, tmp_path, capsys):
+    """A data engineer's 3x4 fleet of 1 s: one host finished 1 forward pass and the others 2, so the rack
+    table showed tokens/s −50 % for it (MFU −37 %) with no word; the emulated fleet's ground truth says how
+    many steps each host finished, and the report says what that does to its token figures."""
+    from perfonto.analysis.capture import fleet_steps
+
+    out, truth, _ = fleet
+    steps = {h: v["truth"]["steps"] for h, v in truth["hosts"].items()}
+    assert fleet_steps(truth) == {"fleet_steps": steps} and max(steps.values()) < 20
+    assert main(["analyze", str(out / "data"), "--out", str(tmp_path / "f")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "note: the hosts finished few forward passes (" in text
+    low = min(steps.values())
+    assert f"uncertain by up to {f'about {100 / low:.0f} %' if low else 'entirely'}," in text
+    assert fleet_steps({"hosts": {"h0": {"truth": {"steps": True}}}}) is None  # not a count
