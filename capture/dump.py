@@ -19,10 +19,11 @@ What a collector writes (the full description, for people who write collectors, 
 - **Subsets.** A dump may hold any subset of the generation's signals; the absent ones are listed
   in ``CounterDump.absent`` and the metrics that read them are unavailable ("not in the dump").
   Columns that are not signals are ignored with a note (and a "did you mean").
-- **Types.** Registers are unsigned integers. A counter column of a signed or floating type, or of a
-  storage type narrower than the counter's register width, or with another instance count than the
-  generation declares, is a ``DumpError`` naming the file, the column and the fix. A gauge may be
-  stored signed as long as it holds no negative value.
+- **Types.** Registers are unsigned integers. A counter column of a floating type, of a storage type
+  narrower than the counter's register width, of a signed type whose sign bit the register would need
+  (a 64-bit counter as int64; a 32- or 48-bit one in int64, as Spark and Hive write, is read), or with
+  another instance count than the generation declares, is a ``DumpError`` naming the file, the column
+  and the fix. A signed column may hold no negative value.
 - **Slots.** On a block whose generation declares ``slots`` (a SKU with 4 of its 8 memory channels
   populated), a signal holds the present slots only: a list column of every slot (8) or of the
   present ones (4, in slot order), ``name[i]`` columns of every slot or of the present slots (``i``
@@ -46,7 +47,7 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
 from .dump_grid import Grid, _grid, drift_note, time_reversals  # noqa: F401  (the grid placement, shared with capture.dump_scan)
-from .dump_io import DumpError, check_unique_columns, load, two_layouts
+from .dump_io import DumpError, check_unique_columns, load, rows_counted, two_layouts
 from .dump_wide import _check_type, _wide_one  # noqa: F401  (one register column, shared with capture.pieces and dump_long)
 from .dump_long import _long_columns, _long_keys, _pivot, check_instances_seen  # noqa: F401  (shared with capture.dump_scan)
 
@@ -205,7 +206,7 @@ def _check_key_columns(t: pa.Table, p: str, col: str) -> None:
         if c.null_count:
             r = int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0])
             raise DumpError(
-                f"{p}: row {r + 1}: `{key}` is empty (rows counted from 1 after the header; {c.null_count} such "
+                f"{p}: row {r + 1}: `{key}` is empty ({rows_counted(p)}; {c.null_count} such "
                 "row(s)); every row needs a chip and a timestamp"
             )
         if key == "chip" and not pa.types.is_integer(c.type):

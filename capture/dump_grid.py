@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dump_io import DumpError
+from .dump_io import DumpError, rows_counted
 
 
 @dataclass
@@ -125,8 +125,8 @@ def _grid(
         name = row_name if row_name is not None else (lambda r: f"row {r + 1}")
         at = f"{name(a)} is at {ts[a]} ns, {name(b)} at {ts[b]} ns" if name(a) else "duplicate or out-of-order samples"
         raise DumpError(
-            f"{p}: timestamps of chip {label[int(ci[k])]} do not increase: {at} ({what}; rows counted from 1 after "
-            "the header); drop the repeated sample or sort the rows by time"
+            f"{p}: timestamps of chip {label[int(ci[k])]} do not increase: {at} ({what}; {rows_counted(p)}); "
+            "drop the repeated sample or sort the rows by time"
         )
     if counts.min() < 2:
         c = int(np.argmin(counts))

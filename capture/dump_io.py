@@ -358,3 +358,9 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
                 "write every part with the same schema"
             ) from None
     return Loaded(table, label, [str(f) for f in files], meta, [t.num_rows for t in tables])
+
+
+def rows_counted(p) -> str:
+    """How a message about ``p`` numbers its rows: after a text file's header line, or from the first row."""
+    text = str(p).lower().endswith((".csv", ".tsv", ".txt", ".csv.gz"))
+    return "rows counted from 1 after the header" if text else "rows counted from 1"

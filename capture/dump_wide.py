@@ -1,7 +1,8 @@
 """One register column of a wide counter table (``capture.dump``'s collector format) as raw values and
 nulls, checked: a scalar column, a fixed-size list (or a list of one length) per instance, or on a block
-with ``slots`` a list of every slot (the present ones kept); an unsigned integer type wide enough for the
-register, no negative value, no value past the register's width.
+with ``slots`` a list of every slot (the present ones kept); an integer type wide enough for the
+register (a signed one only where the register is narrower than its sign bit: Spark and Hive write
+int64), no negative value, no value past the register's width.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ def _check_type(p: str, col: str, sig, typ: pa.DataType) -> None:
             "(write the register's raw value, not a scaled or converted one)"
         )
     if kinds.of(sig).counts:
-        if pa.types.is_signed_integer(typ):
+        # a signed column holds a register narrower than its sign bit (Spark and Hive have no unsigned
+        # type: a 48-bit counter arrives as int64); negative values are refused where they are read
+        if pa.types.is_signed_integer(typ) and (sig.width is None or sig.width >= typ.bit_width):
+            width = f"a {sig.width}-bit" if sig.width is not None else "a counter of undeclared width's"
             raise DumpError(
-                f"{p}: column `{col}` is signed ({typ}); counter registers are unsigned — "
-                f"write it as uint{max(8, typ.bit_width)} (a signed type cannot hold a {sig.width}-bit wrap)"
+                f"{p}: column `{col}` is signed ({typ}); its sign bit cannot hold {width} register — "
+                f"write it as uint{max(8, typ.bit_width)}"
             )
         if sig.width is not None and typ.bit_width < sig.width:
             raise DumpError(

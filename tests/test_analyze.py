@@ -180,8 +180,8 @@ def _table(gen, n=4, **over):
     "over, match",
     [
         (
-            {"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.int64))},
-            r"`seq.elapsed_cycles` is signed \(int64\).*uint64",
+            {"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.int32))},
+            r"`seq.elapsed_cycles` is signed \(int32\); its sign bit cannot hold a 32-bit register.*uint32",
         ),
         ({"seq.elapsed_cycles": pa.array(np.arange(4, dtype=np.float64))}, r"`seq.elapsed_cycles` has type double"),
         (
@@ -261,3 +261,64 @@ def test_device_files_and_missing_paths(sohu, tmp_path):
         read_counters(tmp_path / "nope.parquet", sohu)
     with pytest.raises(DumpError, match="no file matches"):
         read_counters(str(tmp_path / "*.csv"), sohu)
+
+
+def test_counters_narrower_than_a_signed_column_are_read_as_spark_writes_them(tmp_path, run2, sohu, capsys):
+    """Spark and Hive have no unsigned type: a data engineer's dump with every register that fits in
+    int64 cast to it (DuckDB's BIGINT) was refused ("a signed type cannot hold a 32-bit wrap") while the
+    generated SQL computed every metric from the same file. Both engines now read it, equal to the uint64
+    dump; a 64-bit counter in int64 and a negative value are still refused."""
+    from perfonto.ontology import kinds
+
+    t = pq.read_table(run2 / "counters.parquet")
+    cast, wide64 = t, []
+    for i, f in enumerate(t.schema):
+        sig = sohu.signals.get(f.name)
+        if sig is None or not (pa.types.is_unsigned_integer(f.type) or pa.types.is_fixed_size_list(f.type)):
+            continue
+        if sig.width is not None and sig.width < 64:
+            typ = pa.list_(pa.int64(), f.type.list_size) if pa.types.is_fixed_size_list(f.type) else pa.int64()
+            cast = cast.set_column(i, pa.field(f.name, typ), t.column(i).cast(typ))
+        elif f.type == pa.uint64() and sig.width == 64 and kinds.of(sig).counts:
+            wide64.append(f.name)
+    assert cast.schema != t.schema
+    p = tmp_path / "signed.parquet"
+    pq.write_table(cast, p)
+    for engine in ("memory", "embedded"):
+        assert main(["analyze", str(p), "--engine", engine, "--out", str(tmp_path / engine), "--json"]) == 0
+        assert (
+            main(
+                [
+                    "analyze",
+                    str(run2 / "counters.parquet"),
+                    "--engine",
+                    engine,
+                    "--out",
+                    str(tmp_path / f"u{engine}"),
+                    "--json",
+                ]
+            )
+            == 0
+        )
+        capsys.readouterr()
+        a = pq.read_table(
+            tmp_path / engine / "metrics.parquet" if engine == "memory" else tmp_path / engine / "metrics"
+        )
+        b = pq.read_table(
+            tmp_path / f"u{engine}" / "metrics.parquet" if engine == "memory" else tmp_path / f"u{engine}" / "metrics"
+        )
+        assert a.num_rows == b.num_rows > 0
+        assert a.select(sorted(a.column_names)).equals(b.select(sorted(b.column_names)))
+    assert wide64, "a 64-bit counter of the shipped catalog"
+    name = wide64[0]
+    i = cast.schema.get_field_index(name)
+    bad = cast.set_column(i, pa.field(name, pa.int64()), cast.column(i).cast(pa.int64()))
+    pq.write_table(bad, tmp_path / "w.parquet")
+    with pytest.raises(DumpError, match=rf"`{name}` is signed \(int64\); its sign bit cannot hold a 64-bit register"):
+        read_counters(tmp_path / "w.parquet", sohu)
+    name = next(n for n in cast.column_names if n in sohu.signals and cast.schema.field(n).type == pa.int64())
+    i = cast.schema.get_field_index(name)
+    neg = cast.set_column(i, cast.schema.field(i), pa.array(np.full(cast.num_rows, -1, np.int64)))
+    pq.write_table(neg, tmp_path / "n.parquet")
+    with pytest.raises(DumpError, match=rf"`{name}` holds negative values"):
+        read_counters(tmp_path / "n.parquet", sohu)
