@@ -23,6 +23,7 @@ class BoundViolation:
     window: int
     value: float
     bounds: tuple[float, float]
+    host: str | None = None  # the chip's host, when the capture names hosts
 
 
 @dataclass
@@ -118,7 +119,12 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
                 val = v[wi, ci]
                 violations.append(
                     BoundViolation(
-                        name, int(ev.chips[ci]), int(wi), float(np.nanmax(val) if np.ndim(val) else val), m.bounds
+                        name,
+                        int(ev.chips[ci]),
+                        int(wi),
+                        float(np.nanmax(val) if np.ndim(val) else val),
+                        m.bounds,
+                        None if ev.hosts is None else str(ev.hosts[ci]),
                     )
                 )
     tree = check_tree(graph, ev)

@@ -36,8 +36,11 @@ class WindowChecks:
         self.first: dict[str, list[tuple[int, int, BoundViolation]]] = {}  # metric -> its first violations
         self.tree: dict[str | None, list] = {}  # parent -> [bad windows, worst error, window, chip number]
 
-    def add(self, values: dict[str, np.ndarray], first: int, chips: np.ndarray, col0: int) -> None:
-        """One piece: ``values`` (W, C, …) of windows ``first`` …, chip columns ``col0`` … of the whole dump."""
+    def add(
+        self, values: dict[str, np.ndarray], first: int, chips: np.ndarray, col0: int, hosts: np.ndarray | None = None
+    ) -> None:
+        """One piece: ``values`` (W, C, …) of windows ``first`` …, chip columns ``col0`` … of the whole dump
+        (``hosts``: each column's host, when the dump names hosts)."""
         for name, m in self.graph.metrics.items():
             if not m.bounds:
                 continue
@@ -66,6 +69,7 @@ class WindowChecks:
                             first + int(wi),
                             float(np.nanmax(val) if np.ndim(val) else val),
                             m.bounds,
+                            None if hosts is None else str(hosts[ci]),
                         ),
                     )
                 )

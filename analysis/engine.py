@@ -183,7 +183,11 @@ class _Pass:
             for k, v in c.items():
                 into[k] = into.get(k, 0) + v
         self.chip_time[col0 : col0 + Cc] += dt
-        self.checks.add(values, ch.first, ch.chips if ch.chips is not None else ch.dump.chips, col0)
+        chips = ch.chips if ch.chips is not None else ch.dump.chips
+        hosts = (
+            ch.hosts if ch.hosts is not None else (None if ch.host is None else np.full(len(chips), ch.host, object))
+        )
+        self.checks.add(values, ch.first, chips, col0, hosts)
         for n, how in self.rollup.items():  # ``rollup max|min`` metrics: the extreme window per chip
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # an all-null column gives null

@@ -34,6 +34,16 @@ class Evaluation:
     mismeasured: dict[str, np.ndarray] | None = None  # metric -> (W, C) inputs never counted together (multiplexed)
 
 
+def chip_names(ev) -> list[str]:
+    """Each chip column's name in messages: ``host/chip`` when the capture names hosts (a fleet numbers
+    its chips from 0 on every host, so a bare number is ambiguous), else the chip number."""
+    chips = [str(int(c)) for c in ev.chips]
+    hosts = getattr(ev, "hosts", None)
+    if hosts is None or not any(str(h) for h in hosts):
+        return chips
+    return [f"{h}/{c}" for h, c in zip(hosts, chips)]
+
+
 def load_evaluator(path: str | Path):
     """Import a generated evaluator module from its file."""
     spec = importlib.util.spec_from_file_location(f"perfonto_evaluator_{abs(hash(str(path)))}", str(path))

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .bottleneck import _crossed
+from .evaluate import chip_names
 
 
 def _fraction(graph, name: str, v: float) -> float:
@@ -47,19 +48,30 @@ TIED = 1e-3
 def _share(graph, ev, rule) -> tuple[float, str]:
     """(the rule's share of time as a fraction, what it was read on in words: the server level, or for
     ``chip_max`` the largest per-chip share — chip 3's, or alike on chips 0–2, 4–7 where several tie
-    within ``TIED``)."""
+    within ``TIED``; ``host/chip`` when the capture names hosts)."""
     if rule.over == "chip_max" and rule.share in ev.per_chip and len(ev.chips):
         per = np.asarray(ev.per_chip[rule.share], np.float64).reshape(len(ev.chips), -1)[:, 0]
         if np.isfinite(per).any():
             i = int(np.nanargmax(per))
-            tied = [int(c) for c, v in zip(ev.chips, per) if np.isfinite(v) and v >= per[i] * (1 - TIED)]
+            tied = [k for k, v in enumerate(per) if np.isfinite(v) and v >= per[i] * (1 - TIED)]
             basis = (
-                f"the largest per-chip share, chip {int(ev.chips[i])}'s"
+                f"the largest per-chip share, chip {chip_names(ev)[i]}'s"
                 if len(tied) == 1
-                else f"the largest per-chip share, alike on chips {_ranges(tied)}"
+                else f"the largest per-chip share, alike on chips {_tied_text(ev, tied)}"
             )
             return _fraction(graph, rule.share, float(per[i])), basis
     return _fraction(graph, rule.share, _server(ev, rule.share)), "the server-level share"
+
+
+def _tied_text(ev, cols: list[int]) -> str:
+    """Chip columns ``cols`` in words: ``0–2, 4–7``, or per host ``h000/0–2, h001/2–3``."""
+    hosts = getattr(ev, "hosts", None)
+    if hosts is None or not any(str(h) for h in hosts):
+        return _ranges([int(ev.chips[k]) for k in cols])
+    by: dict[str, list[int]] = {}
+    for k in cols:
+        by.setdefault(str(hosts[k]), []).append(int(ev.chips[k]))
+    return ", ".join(f"{h}/{r}" for h, c in by.items() for r in _ranges(c).split(", "))
 
 
 def _ranges(chips: list[int]) -> str:

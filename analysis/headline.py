@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bottleneck import _crossed
+from .evaluate import chip_names
 
 PEER_WAIT = "topdown.interconnect.peer_wait"
 
@@ -29,17 +30,28 @@ def _value(x) -> float:
 def waited_on(graph, ev, multichip: dict | None) -> int | None:
     """The chip the others wait for: the multi-chip straggler, else the chip whose per-chip peer-wait
     share is lowest while the median chip waits at least twice as long (None when unclear)."""
+    i = _waited_on_column(graph, ev, multichip)
+    if i is None:
+        st = ((multichip or {}).get("collective") or {}).get("straggler") or (multichip or {}).get("straggler")
+        return int(st["chip"]) if st else None
+    return int(ev.chips[i])
+
+
+def _waited_on_column(graph, ev, multichip: dict | None) -> int | None:
+    """``waited_on``'s chip as a column of ``ev`` (which names its host too), None when unclear or when
+    the straggler is not one of ``ev``'s chips."""
     coll = (multichip or {}).get("collective") or {}
     st = coll.get("straggler") or (multichip or {}).get("straggler")
     if st:
-        return int(st["chip"])
+        cols = [k for k, c in enumerate(ev.chips) if int(c) == int(st["chip"])]
+        return cols[0] if len(cols) == 1 else None
     if PEER_WAIT not in graph.metrics or len(ev.chips) < 2:
         return None
     w = np.asarray(ev.per_chip[PEER_WAIT], np.float64)
     if not np.isfinite(w).all():
         return None
     i = int(np.argmin(w))
-    return int(ev.chips[i]) if np.median(w) >= 2 * w[i] + 1e-9 else None
+    return i if np.median(w) >= 2 * w[i] + 1e-9 else None
 
 
 def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
@@ -51,14 +63,18 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
         op, limit, _ = m.threshold
         if np.isfinite(v) and _crossed(op, v, limit):
             chip = waited_on(graph, ev, multichip)
-            who = f"chip {chip}" if chip is not None else "a slower chip"
-            return {
+            col = _waited_on_column(graph, ev, multichip)
+            who = f"chip {chip_names(ev)[col]}" if col is not None else f"chip {chip}" if chip is not None else None
+            out = {
                 "metric": PEER_WAIT,
                 "share": v / 100.0,
                 "chip": chip,
-                "message": f"waiting for {who} at collectives: {v:.1f} % of the chips' cycles "
+                "message": f"waiting for {who or 'a slower chip'} at collectives: {v:.1f} % of the chips' cycles "
                 f"(the group runs at its slowest chip's pace)",
             }
+            if col is not None and ev.hosts is not None:
+                out["host"] = str(ev.hosts[col])
+            return out
     if analysis.drilldown:
         name, share = analysis.drilldown[-1]
         thr = graph.metrics[name].threshold

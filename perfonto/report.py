@@ -284,8 +284,9 @@ def _findings(result: JobResult, graph, ev, a, console: Console) -> None:
     if a.violation_counts:
         console.print("[bold red]Values outside declared bounds[/bold red]:")
         for v in a.violations:
+            where = plain(f"{v.host}/{v.chip}" if v.host else str(v.chip))
             console.print(
-                f"  • {v.metric} = {number_text(v.value)} on chip {v.chip}, window {v.window} "
+                f"  • {v.metric} = {number_text(v.value)} on chip {where}, window {v.window} "
                 f"(bounds {v.bounds[0]:g} .. {v.bounds[1]:g})"
                 + (" — mismeasured" if v.metric in (getattr(ev, "mismeasured", None) or {}) else "")
             )

@@ -3,9 +3,11 @@ with chips numbered per host gives one row per (host, chip, window), rollups equ
 ground truth and the injected slow chips among the top outliers; topology and fleet errors are clear."""
 
 import json
+import shutil
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -557,3 +559,43 @@ def test_a_fleet_of_few_steps_says_its_token_figures_are_step_quantised(fleet, t
     low = min(steps.values())
     assert f"uncertain by up to {f'about {100 / low:.0f} %' if low else 'entirely'}," in text
     assert fleet_steps({"hosts": {"h0": {"truth": {"steps": True}}}}) is None  # not a count
+
+
+def test_fleet_messages_name_the_host_of_a_chip(fleet, tmp_path, capsys):
+    """Every host numbers its chips from 0: a data engineer's fleet report said "waiting for chip 1", tied
+    findings "alike on chips 0, 0–2, 2–3", and a bound violation "on chip 2" (report.json without a host)
+    for one of three chip 2s. Each now names the host."""
+    from types import SimpleNamespace
+
+    from perfonto.analysis.findings import _tied_text
+    from perfonto.analysis.headline import PEER_WAIT, headline
+    from perfonto.metrics.catalog import load_catalog
+
+    graph = load_catalog().graph
+    hosts = np.array(["h000"] * 4 + ["h001"] * 4, object)
+    wait = np.array([20.0, 2.0, 20.0, 20.0, 20.0, 20.0, 20.0, 20.0])  # everyone waits for h000's chip 1
+    ev = SimpleNamespace(
+        chips=np.array([0, 1, 2, 3] * 2), hosts=hosts, per_chip={PEER_WAIT: wait}, server={PEER_WAIT: np.float64(18.0)}
+    )
+    head = headline(graph, ev, SimpleNamespace(drilldown=[], bottleneck=None))
+    assert head["chip"] == 1 and head["host"] == "h000"
+    assert head["message"].startswith("waiting for chip h000/1 at collectives")
+    assert _tied_text(ev, [0, 2, 3, 4, 5, 6]) == "h000/0, h000/2–3, h001/0–2"
+    assert _tied_text(SimpleNamespace(chips=ev.chips[:4], hosts=None), [0, 2, 3]) == "0, 2–3"
+    out, truth, rep = fleet
+    d = tmp_path / "c"
+    shutil.copytree(out / "data" / "counters", d)
+    part = sorted(d.glob("host=*/*.parquet"))[1]
+    host = part.parent.name.removeprefix("host=")
+    t = pq.read_table(part)
+    chip = np.asarray(t["chip"])
+    occ = t.column("sram.occupancy").combine_chunks()
+    vals = occ.values.to_numpy(zero_copy_only=False).reshape(len(t), -1).copy()
+    vals[chip == 2] = vals[chip == 2] * 10 + 10**6  # past the SRAM's capacity: sram.occupancy_ratio > 100 %
+    new = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1), occ.type.value_type), occ.type.list_size)
+    pq.write_table(t.set_column(t.column_names.index("sram.occupancy"), "sram.occupancy", new), part)
+    assert main(["analyze", str(d), "--out", str(tmp_path / "o")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sram.occupancy_ratio = " in text and f"on chip {host}/2, window" in text
+    doc = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert {v["host"] for v in doc["bounds_violations"]["first"]} == {host}
