@@ -8,7 +8,8 @@ Stages after the window stages of ``codegen.sql`` (``window_stages``):
    gauges and packed fields as Σ value × interval, and Σ interval — as ``metrics.levels`` sums them;
 2. ``chip_run`` — the chip's run-level inputs: counters as summed, gauges ÷ Σ interval;
 3. ``placed`` — each chip with its ``rack`` and ``pod`` from the ``topology`` table (``host``,
-   ``chip``, ``rack``, ``pod``; NULL without one);
+   ``chip``, ``rack``, ``pod``; a NULL ``chip`` places every chip of its host, as ``perfonto emulate
+   --fleet``'s ``topology.csv`` does; NULL rack and pod without a topology);
 4. ``nodes`` — one row per node of every level (``level``, ``node``, ``chips``): the chips' run-level
    inputs combined as ``metrics.windows.server_level`` combines them (counters summed, gauges by
    their ``across_chips`` rule — SUM, AVG or MAX —, packed fields by MAX, the interval the chips'
@@ -177,7 +178,13 @@ def _placed(topology: str | None) -> exp.Select:
             table_name(topology, "t"),
             on=exp.and_(
                 exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
-                exp.EQ(this=_col("chip", "t"), expression=_col("chip", "r")),
+                exp.or_(  # an empty chip places every chip of its host (a CSV's empty column may be text)
+                    exp.Is(this=_col("chip", "t"), expression=exp.Null()),
+                    exp.EQ(
+                        this=exp.TryCast(this=_col("chip", "t"), to=exp.DataType.build("BIGINT")),
+                        expression=_cast(_col("chip", "r"), "BIGINT"),
+                    ),
+                ),
             ),
             join_type="LEFT",
             copy=False,

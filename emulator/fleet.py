@@ -153,7 +153,8 @@ def generate_fleet(
             if progress:
                 progress(h + 1, spec.hosts)
     with open(out / "topology.csv", "w", encoding="utf-8") as f:
-        f.write("host,rack,pod\n" + "".join(f"{h},{v['rack']},{v['pod']}\n" for h, v in hosts.items()))
+        # an empty chip places every chip of the host; the column is there so that SQL can join on it
+        f.write("host,chip,rack,pod\n" + "".join(f"{h},,{v['rack']},{v['pod']}\n" for h, v in hosts.items()))
     slow = [[h, v["knobs"]["slow_chip"][0]] for h, v in hosts.items() if v["knobs"]["slow_chip"]]
     link = [[h, *v["knobs"]["throttled_link"][:2]] for h, v in hosts.items() if v["knobs"]["throttled_link"]]
     racks = sorted({v["rack"] for v in hosts.values() if v["knobs"]["hot"]})

@@ -51,7 +51,8 @@ def register(sub) -> None:
         "--topology-table",
         default=None,
         metavar="NAME",
-        help="sql --rollup: a table with host, chip, rack, pod (default: no rack or pod level)",
+        help="sql --rollup: a table with host, chip, rack, pod; an empty chip places every chip of its host "
+        "(default: no rack or pod level)",
     )
     c.set_defaults(func=cmd_codegen)
 
