@@ -295,17 +295,22 @@ class SqlSource:
     ``metrics.windows.read_counters`` does with the dump's ``sample_period_ns``; otherwise consecutive
     samples of a chip form the windows.
     dialect: a key of ``DIALECTS`` (``duckdb`` or ``spark``).
-    host: False for a table without a ``host`` column (one host, printed as ``''``).
+    host: False for a table without a ``host`` column (one host, printed as ``''``); None (DuckDB only)
+    when that is not known as the query is written: the table's ``host`` if it has one, else ``''``
+    (``UNION ALL BY NAME`` with an empty row that has one), so the default query reads a fleet's
+    dump and ``perfonto run``'s alike.
     """
 
     source: exp.Expression | str = "counters"
     sample_period_ns: int | None = None
     dialect: str = "duckdb"
-    host: bool = True
+    host: bool | None = True
 
     def __post_init__(self):
         if self.dialect not in DIALECTS:
             raise ValueError(f"unknown SQL dialect {self.dialect!r}; choose one of {', '.join(DIALECTS)}")
+        if self.host is None and self.dialect != "duckdb":
+            raise ValueError("a counter table whose host column is not known is read by DuckDB's SQL only")
 
 
 def window_stages(graph: MetricGraph, src: SqlSource) -> tuple[list[tuple[str, exp.Select]], Windows]:
@@ -335,7 +340,9 @@ def window_stages(graph: MetricGraph, src: SqlSource) -> tuple[list[tuple[str, e
         )
     else:
         grid = exp.Sub(this=_window(exp.RowNumber(), CHIP_KEY, "timestamp_ns"), expression=_int(1))
-    if not host:  # one host: name it '' so that windows are still partitioned by (host, chip)
+    if host is None:  # the table's host if it has one, else ''
+        src_table = _host_if_any(src_table)
+    elif not host:  # one host: name it '' so that windows are still partitioned by (host, chip)
         src_table = exp.Subquery(
             this=exp.select(_alias(exp.Literal.string(""), "host"), exp.Star()).from_(src_table, copy=False),
             alias=exp.TableAlias(this=exp.to_identifier("c")),
@@ -415,7 +422,7 @@ def generate_sql(
     dialect: str = "duckdb",
     pretty: bool = True,
     sample_period_ns: int | None = None,
-    host: bool = True,
+    host: bool | None = True,
     order: bool = True,
     regenerate: str | None = None,
 ) -> str:
@@ -480,6 +487,22 @@ def table_name(name: str, alias: str | None = None) -> exp.Table:
 def sql_text(header: str, q: exp.Expression, dialect: str, pretty: bool) -> str:
     """A generated query's text for ``dialect``: ``header`` (comment lines), the query, ``;``."""
     return header + q.sql(dialect=dialect, pretty=pretty, copy=False) + ";\n"  # the tree is ours to consume
+
+
+def _host_if_any(src_table: exp.Expression) -> exp.Expression:
+    """``src_table`` with a ``host`` column whether or not it has one (DuckDB): its own, else ``''``."""
+    import sqlglot
+
+    q = sqlglot.parse_one(
+        "SELECT COALESCE(CAST(host AS VARCHAR), '') AS host, * EXCLUDE (host) FROM (SELECT CAST(NULL AS VARCHAR) "
+        "AS host WHERE FALSE UNION ALL BY NAME SELECT * FROM perfonto_counters) AS u",
+        read="duckdb",
+    )
+    for t in q.find_all(exp.Table):
+        if t.name == "perfonto_counters":
+            t.replace(src_table.copy())
+            break
+    return exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier("c")))
 
 
 def parquet_source(path: str, hive: bool = False) -> exp.Expression:

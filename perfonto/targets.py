@@ -75,10 +75,10 @@ def _sql(cat, options) -> Emitted:
     from perfonto.codegen.sql import SqlSource, dump_source, generate_sql
 
     gen, dialect, counters = cat.generation, options["dialect"], options["counters"]
-    host = True  # the table names each row's host (a chip is (host, chip)), unless the dump given has none
-    if dialect == "duckdb":
+    host: bool | None = True  # the table names each row's host (a chip is (host, chip)), unless the dump has none
+    if dialect == "duckdb":  # no dump given: the query reads counters.parquet's host if it has one
         source, found = dump_source(counters or "counters.parquet")
-        host = found or counters is None
+        host = True if found else None if counters is None else False
     else:
         source = counters or "counters"
     period = None if options["sample_period"] is None else int(round(options["sample_period"] * 1e9))
