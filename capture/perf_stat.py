@@ -437,6 +437,33 @@ def mapping_of(gen) -> dict[str, tuple[str, str, float]]:
     return out
 
 
+def match_case(ps, mapping: dict, notes: list[str] | None = None) -> None:
+    """Rename, in place, each event of ``ps`` that no signal names as perf printed it but one names in
+    another case (``OP_RETIRED`` for ``sources: {perf: op_retired}``): perf's event names are
+    case-insensitive, and an imported Arm catalog writes them as its formulas did (a migrator's capture
+    read nothing). A name two signals' events share in different cases is left as printed."""
+    lower: dict[str, list[str]] = {}
+    for event in mapping:
+        lower.setdefault(event.lower(), []).append(event)
+    renamed = {}
+    for x in ps.lines:
+        base = _base(x.event)
+        if x.event in mapping or base in mapping:
+            continue
+        found = lower.get(base.lower(), [])
+        if len(found) == 1:
+            renamed[x.event] = found[0] + x.event[len(base) :]
+            x.event = renamed[x.event]
+    if renamed and notes is not None:
+        pairs = sorted(renamed.items())
+        notes.append(
+            f"{ps.path}: events matched to their signals' `sources: {{perf: …}}` without regard to case (perf's "
+            f"names are case-insensitive): "
+            + ", ".join(f"{a} as {b}" for a, b in pairs[:8])
+            + (" …" if len(pairs) > 8 else "")
+        )
+
+
 def _supported_events(ps) -> set[str]:
     """The events (and their bases) of a capture with a line perf counted or could not count this once
     (``<not counted>``); one ``<not supported>`` on every line is no alternative to read."""
@@ -466,6 +493,7 @@ def perf_capture(path: str | Path, gen, notes: list[str] | None = None) -> pa.Ta
 
     ps = read_perf_stat(path)
     mapping = mapping_of(gen)
+    match_case(ps, mapping, notes)
     mapping = first_present(mapping, _supported_events(ps))
     if not mapping:
         raise DumpError(
@@ -511,6 +539,7 @@ def perf_instances_of(path: str | Path, gen) -> dict[str, tuple[str, ...]]:
         DumpError: see ``perf_capture``.
     """
     ps = read_perf_stat(path)
+    match_case(ps, mapping_of(gen))
     mapping = first_present(mapping_of(gen), _supported_events(ps))
     from perfonto.ontology.derive import from_data_axes
 

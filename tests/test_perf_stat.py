@@ -327,3 +327,29 @@ def test_report_forms_read_as_their_csv(tmp_path):
     tab.write_text((FIX / "perf-stat-multiplexed.csv").read_text().replace(",", "\t"))
     csv = read_perf_stat(FIX / "perf-stat-multiplexed.csv")
     assert [(x.enabled, x.run_ns) for x in read_perf_stat(tab).lines] == [(x.enabled, x.run_ns) for x in csv.lines]
+
+
+def test_event_names_match_without_regard_to_case(tmp_path):
+    """perf's event names are case-insensitive: an imported Arm catalog reads `sources: {perf: op_retired}`
+    (as its ArchStdEvent formula wrote it) and a real capture prints OP_RETIRED; the capture read nothing
+    ("not in the dump: cpu.op_retired") and the retiring share was unavailable (a migrator's trial)."""
+    from perfonto.capture.perf_stat import perf_capture
+    from perfonto.metrics.catalog import load_catalog
+
+    linux = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "linux"
+    gen = load_catalog(linux, "linux").graph.generation
+    lines = []
+    for k in range(1, 4):
+        lines.append(f"     {0.2 * k:.9f},200.45,msec,CPU-CLOCK,200454195,100.00,1.002,CPUs utilized")
+        lines.append(f"     {0.2 * k:.9f},{10 * k},,Context-Switches:u,200454345,100.00,49.9,/sec")
+    p = tmp_path / "perf.csv"
+    p.write_text("\n".join(lines) + "\n")
+    notes: list[str] = []
+    t = perf_capture(p, gen, notes).to_pydict()
+    assert t["task.clock[0]"][1:] == [200_450_000, 400_900_000, 601_350_000]
+    assert any(
+        "without regard to case" in n
+        and "CPU-CLOCK as cpu-clock" in n
+        and "Context-Switches:u as context-switches:u" in n
+        for n in notes
+    ), notes
