@@ -17,7 +17,9 @@ Translation:
   read as IEEE NaN (as perf, which runs these formulas after Intel's ``create_perf_json.py``), i.e. null;
 - constants are machine values: dimensionless ``spec`` constants with assumed values, except
   ``DURATIONTIMEINMILLISECONDS`` and ``DURATIONTIMEINSECONDS``, which are the window's duration as a
-  number (``interval / 1 ms``, ``interval / 1 s``);
+  number (``interval / 1 ms``, ``interval / 1 s``), and ``SYSTEM_TSC_FREQ``, which Intel's formulas read
+  as the TSC's ticks in the window (their ``BaseFormula`` writes it ``tsc``, and Linux perf's version of the
+  same metrics reads ``msr@tsc@``, a count over the interval): ``spec.system_tsc_freq × interval / 1 s``;
 - ``UnitOfMeasure`` ``percent`` → percent, ``per instruction`` → ``event/event``; empty → no unit;
 - the threshold's own comparison → ``threshold``; conjuncts that repeat an ancestor's condition are
   carried by ``parent``; disjunctions and conditions on other metrics are reported, not translated;
@@ -40,7 +42,7 @@ from .thresholds import comparison, split
 CONSTANT_DEFAULTS = {
     "HYPERTHREADING_ON": (1.0, "1 when Hyper-Threading is on (the collecting tool supplies it)"),
     "THREADS_PER_CORE": (2.0, "hardware threads per core"),
-    "SYSTEM_TSC_FREQ": (2.5e9, "TSC frequency, as the collecting tool supplies it"),
+    "SYSTEM_TSC_FREQ": (2.5e9, "TSC frequency in Hz, as the collecting tool supplies it (read × the window)"),
     "SOCKET_COUNT": (1.0, "sockets"),
     "CORES_PER_SOCKET": (8.0, "cores per socket"),
     "CHAS_PER_SOCKET": (8.0, "CHA units per socket"),
@@ -54,6 +56,8 @@ TRANSLATIONS = [
     "Intel `a if c else b` takes b when c is 0: written `a if c != 0 else b`",
     "Intel division by zero (undefined in the README) is read as NaN, i.e. perfonto's null",
     "DURATIONTIMEINMILLISECONDS is the window duration as a number of ms: `interval / 1 ms`",
+    "SYSTEM_TSC_FREQ is the TSC's ticks in the window (Intel's BaseFormula `tsc`, perf's msr@tsc@): "
+    "`spec.system_tsc_freq * (interval / 1 s)`",
     "other Intel constants are machine values: dimensionless `spec.*` constants with assumed values",
     "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent`",
     "events are counters with unit `event` and width 64 (the metrics file gives neither)",
@@ -179,6 +183,8 @@ class _Reader:
             self.overrides,
             may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
         )
+        if name.upper() == "SYSTEM_TSC_FREQ":  # ticks in the window, not a rate: CPUs_Utilized = REF_TSC / it
+            return ir.Bin("*", ir.Const(name), ir.Bin("/", ir.Interval(), ir.Num(1.0, "s")))
         return ir.Const(name)
 
     def _expr(self, t, aliases: dict[str, ir.Node]) -> ir.Node:

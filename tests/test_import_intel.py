@@ -35,6 +35,8 @@ def check_equivalence(report, path, trials=12) -> int:
                 name = c["Name"]
                 if name.upper() == "DURATIONTIMEINMILLISECONDS":
                     env[c["Alias"]] = interval * 1000.0
+                elif name.upper() == "SYSTEM_TSC_FREQ":  # the TSC's ticks in the window (BaseFormula `tsc`)
+                    env[c["Alias"]] = gen.spec[built.constants[name]].value * interval
                 else:
                     env[c["Alias"]] = gen.spec[built.constants[name]].value
             expected = ref_eval(m["Formula"], env)  # Intel's value: percent metrics in percent
@@ -120,3 +122,26 @@ def test_percent_compared_with_a_fraction_is_flagged(tmp_path):
     report = import_file("intel", p, tmp_path / "o")
     assert report.generations[0].graph.metrics["stalls"].threshold[:2] == (">", 0.5)
     assert any(f.code == "percent-vs-fraction" and f.metric == "Stalls" for _, f in report.findings())
+
+
+def test_the_tsc_constant_counts_the_windows_ticks(tmp_path):
+    """Intel's formulas read SYSTEM_TSC_FREQ as the TSC's ticks over the interval (their BaseFormula:
+    `cpu_clk_unhalted.ref_tsc / tsc`; Linux perf's version reads msr@tsc@, a count). It was a fixed
+    2.5e9, right only for 1 s windows: a migrator's one core busy at 3 GHz, TSC 2.5 GHz, sampled every
+    100 ms read 0.1 CPUs utilized and 9.99 GHz. By hand: REF_TSC counts 2.5e8 a window, THREAD 3.0e8;
+    CPUs utilized = 2.5e8 / (2.5e9 × 0.1) = 1; core frequency = 3.0e8 / 2.5e8 × 2.5e8 / 1e9 / 0.1 = 3 GHz."""
+    import numpy as np
+
+    import perfonto
+
+    path, report = import_real("intel", INTEL, tmp_path)
+    (built,) = report.generations
+    rates = {"CPU_CLK_UNHALTED.REF_TSC": 2.5e9, "CPU_CLK_UNHALTED.THREAD": 3.0e9}
+    cols = {"chip": np.zeros(4, np.int64), "timestamp_ns": np.arange(4, dtype=np.int64) * 100_000_000}
+    for event, sig in built.signals.items():
+        cols[sig] = (np.arange(4) * rates.get(event, 1e9) * 0.1).astype(np.uint64)
+    import pyarrow as pa
+
+    res = perfonto.evaluate(perfonto.load_catalog(tmp_path), pa.table(cols), sample_period="100ms")
+    assert res.value("info_system_cpus_utilized") == pytest.approx(1.0, rel=1e-12)
+    assert res.value("info_system_core_frequency") == pytest.approx(3.0, rel=1e-12)
