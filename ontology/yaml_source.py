@@ -19,6 +19,9 @@ from .diagnostics import Diagnostic, Span
 from .files import FileReadError, read_bytes
 
 MAX_NODES = 200_000  # after alias expansion; a real catalog has a few thousand
+#: A document of more values than this many per byte of its text expands aliases (a YAML bomb); a
+#: value takes at least two characters written out, so a large plain file never reaches it.
+VALUES_PER_BYTE = 1
 
 
 @dataclass
@@ -46,14 +49,15 @@ def _span(path: str, mark) -> Span:
 
 
 class _Builder:
-    def __init__(self, src: YamlSource):
+    def __init__(self, src: YamlSource, limit: int = MAX_NODES):
         self.src = src
         self.count = 0
+        self.limit = limit  # values after alias expansion: MAX_NODES, or more for a larger text
         self.ctor = _Constructor()  # one per read: a constructor remembers every node it built
 
     def build(self, node, loc: tuple):
         self.count += 1
-        if self.count > MAX_NODES:
+        if self.count > self.limit:
             raise _TooBig(node)
         if len(loc) > 64:
             raise _Unsupported(node, "the document is nested more than 64 levels deep (or an alias refers to itself)")
@@ -227,7 +231,7 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
                 hint="split it into one file per generation",
             )
         )
-    builder = _Builder(src)
+    builder = _Builder(src, max(MAX_NODES, VALUES_PER_BYTE * len(text)))
     try:
         src.data = builder.build(nodes[0], ())
     except _TooBig as exc:
@@ -235,7 +239,8 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
             Diagnostic(
                 "error",
                 "yaml-too-large",
-                f"the document expands to more than {MAX_NODES} values (alias/anchor expansion?)",
+                f"the document expands to more than {builder.limit} values, more than its {len(text)} characters "
+                "could write out: alias/anchor expansion",
                 _span(spath, exc.node.start_mark),
                 hint="remove the recursive or repeated aliases",
             )
