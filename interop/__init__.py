@@ -75,6 +75,16 @@ def import_file(
         report.error = f"cannot read {path}: malformed {fmt} file ({type(exc).__name__}: {exc})"
         return report
     report.catalogs = cats
+    used = {c.name for cat in cats for c in cat.constants.values()}
+    report.unused_constants = sorted(set(constants or {}) - used)
+    if not any(c.metrics for c in cats):  # nothing to import: another tool's file, or events only
+        events = sum(len(c.events) for c in cats)
+        held = f"holds {events} event definition(s) but no metric" if events else "holds no metric"
+        report.error = (
+            f"{path}: {held} that `perfonto import {fmt}` reads; is it a {FORMAT_NAMES.get(fmt, fmt)} file? "
+            "(nothing was written)"
+        )
+        return report
     try:
         for cat in cats:
             where = out / cat.generation if len(cats) > 1 else out
@@ -86,5 +96,13 @@ def import_file(
         report.error = f"cannot write the import: {describe_os_error(exc)}"
     return report
 
+
+#: What each format's file is, for a file that holds nothing the importer reads.
+FORMAT_NAMES = {
+    "perf": "Linux perf pmu-events metrics JSON",
+    "intel": "Intel perfmon metrics JSON",
+    "arm": "Arm telemetry specification JSON",
+    "rocprof": "rocprofiler-sdk counter definitions YAML",
+}
 
 __all__ = ["FORMATS", "PASS_RATIO", "ImportReport", "import_file", "default_generation"]

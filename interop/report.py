@@ -20,6 +20,7 @@ class ImportReport:
     generations: list[BuiltGeneration] = field(default_factory=list)
     catalogs: list[SourceCatalog] = field(default_factory=list)
     error: str = ""
+    unused_constants: list[str] = field(default_factory=list)  # --constant names the file has no constant of
 
     # -- counts (weighted: a rocprofiler counter defined for 4 architectures counts 4 times) --------
     def _outcomes(self):
@@ -111,6 +112,7 @@ class ImportReport:
             "findings": [{"generation": gname, **f.to_json()} for gname, f in self.findings()],
             "translations": self.translations(),
             "names": {g.generation: g.names for g in self.generations},
+            "unused_constants": list(self.unused_constants),
         }
 
     def render(self) -> str:
@@ -127,8 +129,15 @@ class ImportReport:
         lines.append(
             f"  metrics: {self.total} in the file, {self.imported} imported ({100 * self.ratio:.1f} %): "
             f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
-            f" — {'OK' if self.ok else 'below the 95 % needed'}"
+            f" — {'OK' if self.ok else 'below the 95 % needed (exit 1; the files are written for inspection)'}"
         )
+        if self.unused_constants:
+            known = sorted({c.name for cat in self.catalogs for c in cat.constants.values()})
+            lines.append(
+                f"  warning: --constant {', '.join(self.unused_constants)}: the file has no constant of that name "
+                f"(its constants: {', '.join(known[:12]) if known else 'none'}{' …' if len(known) > 12 else ''}); "
+                "not used"
+            )
         multi = len(self.generations) > 1
         rej = _grouped(self.rejected(), "reason")
         if rej:

@@ -38,6 +38,31 @@ def test_exit_1_below_95_percent(tmp_path, capsys):
     assert main(["import", "perf", str(p), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert "bad" in err and "`%`" in err and "below the 95 %" in err
+    assert "the files are written for inspection" in err and list((tmp_path / "o").glob("*.metrics"))
+
+
+def test_a_file_with_no_metric_writes_nothing_and_says_what_it_may_be(tmp_path, capsys):
+    """A migrator gave the OpenTelemetry GPU registry to `import rocprof`: "0 in the file … below the 95 %
+    needed", exit 1, `"error": ""`, and the output folder written."""
+    p = tmp_path / "semconv.yaml"
+    p.write_text("groups:\n  - id: metric.hw.gpu.io\n    type: metric\n    metric_name: hw.gpu.io\n")
+    assert main(["import", "rocprof", str(p), "--out", str(tmp_path / "o"), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert "holds no metric that `perfonto import rocprof` reads" in doc["error"]
+    assert "rocprofiler-sdk counter definitions YAML" in doc["error"] and not (tmp_path / "o").exists()
+
+
+def test_a_constant_the_file_does_not_have_is_named(tmp_path, capsys):
+    """`--constant NOPE=4` was ignored in silence."""
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps([{"MetricName": "ipc", "MetricExpr": "instructions / cycles / #slots"}]))
+    assert (
+        main(["import", "perf", str(p), "--out", str(tmp_path / "o"), "--constant", "NOPE=4", "--constant", "slots=6"])
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "warning: --constant nope: the file has no constant of that name (its constants: slots); not used" in err
+    assert json.loads((tmp_path / "o" / "import-report.json").read_text())["unused_constants"] == ["nope"]
 
 
 @pytest.mark.parametrize("content", ["not json", '{"a": 1}'])
