@@ -20,6 +20,8 @@ Translation:
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from . import ir
@@ -72,6 +74,13 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     return cat
 
 
+def perf_name(event: str) -> str | None:
+    """The name ``perf stat -e`` takes (and prints) for an Arm PMU event: its architecture name in lower
+    case (``INST_RETIRED`` → ``inst_retired``, perf's pmu-events spelling), so that a perf capture reads
+    against the imported catalog; None for a name perf could not take as an event."""
+    return event.lower() if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]*", event) else None
+
+
 def _read_events(cat: SourceCatalog, events: dict) -> None:
     """Every event as a CPU counter, described by its title, description and event code."""
     table = NameTable()
@@ -79,7 +88,9 @@ def _read_events(cat: SourceCatalog, events: dict) -> None:
         ev = ev if isinstance(ev, dict) else {}
         desc = ": ".join(x for x in (str(ev.get("title") or ""), str(ev.get("description") or "")) if x)
         code = f" (event code {ev['code']})" if ev.get("code") else ""
-        cat.event(name, "cpu", table.get(name, ident(name)), (desc or f"Arm event {name}") + code)
+        ev_ = cat.event(name, "cpu", table.get(name, ident(name)), (desc or f"Arm event {name}") + code)
+        if perf_name(name):
+            ev_.sources.setdefault("perf", perf_name(name))
 
 
 def _read_constants(cat: SourceCatalog, prod: dict, constants: dict[str, float] | None) -> None:
@@ -185,9 +196,11 @@ def _expr(t, cat: SourceCatalog, metrics: dict) -> ir.Node:
         if t.name in metrics:
             return ir.Ref(t.name)
         if t.name not in cat.events:
-            cat.event(
+            ev = cat.event(
                 t.name, "cpu", ident(t.name), f"Arm event {t.name} (not defined in the specification)", defined=False
             )
+            if perf_name(t.name):
+                ev.sources.setdefault("perf", perf_name(t.name))
         return ir.Event(t.name)
     if isinstance(t, SNeg):
         return ir.Neg(_expr(t.operand, cat, metrics))

@@ -169,7 +169,9 @@ class _Reader:
         key = name.upper()
         block = "uncore" if key.startswith("UNC_") else "cpu"
         table = self.events.setdefault(block, NameTable())
-        self.cat.event(key, block, table.get(key, ident(name)), f"Intel event {name}")
+        ev = self.cat.event(key, block, table.get(key, ident(name)), f"Intel event {name}")
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]*", name):  # perf's pmu-events alias: the name in lower case
+            ev.sources.setdefault("perf", name.lower())
         return ir.Event(key)
 
     def _constant(self, name: str) -> ir.Node:

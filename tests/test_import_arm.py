@@ -67,3 +67,17 @@ def test_a_constant_given_on_the_command_line_says_so(tmp_path):
     given, spec_own = cat.constants["num_slots"], cat.constants["num_bus_slots"]
     assert given.value == 6.0 and "--constant" in given.source and "specification's 8" in given.source
     assert spec_own.value == 2.0 and spec_own.source == "given by the specification's product_configuration"
+
+
+def test_events_name_their_perf_alias(tmp_path):
+    """An Arm event's perf name is its architecture name in lower case (INST_RETIRED → inst_retired), so a
+    `perf stat` capture reads against the imported catalog."""
+    import yaml
+
+    from ref_windows import import_real
+
+    import_real("arm", "arm_telemetry_neoverse-n1.json", tmp_path)
+    doc = yaml.safe_load(next(tmp_path.glob("*.yaml")).read_text())
+    sigs = {n: s for b in doc["blocks"].values() for n, s in b["signals"].items()}
+    assert sigs["inst_retired"]["sources"] == {"perf": "inst_retired"}
+    assert all(s["sources"]["perf"] == n for n, s in sigs.items())

@@ -145,3 +145,34 @@ def test_the_tsc_constant_counts_the_windows_ticks(tmp_path):
     res = perfonto.evaluate(perfonto.load_catalog(tmp_path), pa.table(cols), sample_period="100ms")
     assert res.value("info_system_cpus_utilized") == pytest.approx(1.0, rel=1e-12)
     assert res.value("info_system_core_frequency") == pytest.approx(3.0, rel=1e-12)
+
+
+def test_an_imported_catalog_reads_a_perf_capture(tmp_path, capsys):
+    """Imported Intel (and Arm) catalogs recorded no `sources: {perf: …}`, so `perfonto analyze perf.csv
+    --catalog <import>` refused a perf capture ("names no perf event"). Each event now names its perf
+    alias (the name in lower case, as perf's pmu-events spell it): 2e8 instructions over 1e8 cycles a
+    100 ms interval is an IPC of 2 and a CPI of 0.5."""
+    import json
+
+    from perfonto.cli import main
+
+    import_real("intel", INTEL, tmp_path / "cat")
+    lines = []
+    for k in range(1, 4):
+        lines.append(f"{0.1 * k:.9f},200000000,,inst_retired.any,100000000,100.00,,")
+        lines.append(f"{0.1 * k:.9f},100000000,,cpu_clk_unhalted.thread,100000000,100.00,,")
+    p = tmp_path / "perf.csv"
+    p.write_text("\n".join(lines) + "\n")
+    args = [
+        "analyze",
+        str(p),
+        "--format",
+        "perf-stat",
+        "--catalog",
+        str(tmp_path / "cat"),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main([*args, "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)["metrics"]
+    assert m["info_thread_ipc"]["value"] == pytest.approx(2.0) and m["info_thread_cpi"]["value"] == pytest.approx(0.5)
