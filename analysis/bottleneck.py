@@ -124,7 +124,7 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
                         int(wi),
                         float(np.nanmax(val) if np.ndim(val) else val),
                         m.bounds,
-                        None if ev.hosts is None else str(ev.hosts[ci]),
+                        None if getattr(ev, "hosts", None) is None else str(ev.hosts[ci]),
                     )
                 )
     tree = check_tree(graph, ev)

@@ -72,7 +72,7 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
                 "message": f"waiting for {who or 'a slower chip'} at collectives: {v:.1f} % of the chips' cycles "
                 f"(the group runs at its slowest chip's pace)",
             }
-            if col is not None and ev.hosts is not None:
+            if col is not None and getattr(ev, "hosts", None) is not None:
                 out["host"] = str(ev.hosts[col])
             return out
     if analysis.drilldown:
