@@ -113,6 +113,29 @@ def _partition_columns(path: Path, root: Path | None) -> dict[str, str]:
     return out
 
 
+def partition_array(key: str, value: str, n: int) -> pa.Array:
+    """A Hive partition's value as a column of ``n`` rows: ``chip=3`` an integer (chips are integers, as
+    Spark and DuckDB infer it), any other key a string (``host=101`` names a host)."""
+    if key == "chip" and re.fullmatch(r"-?\d{1,18}", value):
+        return pa.array([int(value)] * n, pa.int64())
+    return pa.array([value] * n, pa.string())
+
+
+def check_partition(path: Path, key: str, value: str, column) -> None:
+    """Refuse a file whose own ``key`` column disagrees with its folder's ``key=value``: which one a reader
+    takes differs (perfonto reads the column, DuckDB's hive_partitioning the folder), so the two would name
+    the rows differently without a word (a data engineer's host=outer folder holding host `inner`)."""
+    import pyarrow.compute as pc
+
+    seen = {str(x) for x in pc.unique(column).to_pylist() if x is not None}
+    if seen and seen != {value}:
+        other = ", ".join(sorted(seen)[:3]) + (" …" if len(seen) > 3 else "")
+        raise DumpError(
+            f"{path}: its folder says {key}={value} but its `{key}` column holds {other}; make them agree, or "
+            f"drop the column or the {key}=… folder"
+        )
+
+
 def read_one(path: Path, what: str, csv_types: dict[str, pa.DataType] | None = None) -> pa.Table:
     """One file by its suffix (CSV with ``csv_types`` for the columns it names).
 
@@ -345,7 +368,9 @@ def load(source, what: str = "counter dump", csv_types: dict[str, pa.DataType] |
             meta = part_meta
         for k, v in _partition_columns(f, root).items():
             if k not in t.column_names:
-                t = t.append_column(k, pa.array([v] * t.num_rows, pa.string()))
+                t = t.append_column(k, partition_array(k, v, t.num_rows))
+            else:
+                check_partition(f, k, v, t.column(k))
         tables.append(t.replace_schema_metadata(None))
     if len(tables) == 1:
         table = tables[0]

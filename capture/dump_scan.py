@@ -31,8 +31,10 @@ from .dump_io import (
     DumpError,
     _meta,
     _partition_columns,
+    check_partition,
     check_unique_columns,
     damaged,
+    partition_array,
     parts_of,
     read_one,
     two_layouts,
@@ -128,7 +130,7 @@ def _read(part: Part, gen: Generation, columns: list[str], row_groups: list[int]
         t = t.select([c for c in columns if c in t.column_names])
     for k, v in part.partition.items():
         if k in columns and k not in t.column_names:
-            t = t.append_column(k, pa.array([v] * t.num_rows, pa.string()))
+            t = t.append_column(k, partition_array(k, v, t.num_rows))
     return t
 
 
@@ -246,7 +248,7 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     found.cols_of[f] = set(cols)
     found.strings |= {
         fld.name for fld in schema if pa.types.is_string(fld.type) or pa.types.is_large_string(fld.type)
-    } | set(part_cols)
+    } | {k for k, v in part_cols.items() if pa.types.is_string(partition_array(k, v, 0).type)}
     _add_parts(found, f, schema, part_cols, ends, table, gen)
 
 
@@ -257,6 +259,8 @@ def _add_parts(found: _Found, f: Path, schema: pa.Schema, part_cols: dict, ends,
         hosts = _hosts_of(Part(f, {}, None, None, ends, table), gen)
         if any(h is None for h in hosts):
             raise DumpError(f"{f}: `host` holds nulls; name every row's host, or drop the column")
+        if "host" in part_cols:
+            check_partition(f, "host", part_cols["host"], pa.array([str(h) for h in hosts], pa.string()))
         for h in sorted(str(x) for x in hosts):
             segment("host", h, what=f"{f}: column host")  # a host names an output folder: refused here if it cannot
             found.groups.setdefault(h, []).append(

@@ -254,6 +254,36 @@ def test_hive_partitioned_folder(tmp_path, sohu):
     assert not any("date" in n for n in dump.notes)  # partition columns are not signals, and not noise
 
 
+def test_chip_partitions_are_chips_and_a_folder_that_contradicts_its_rows_is_refused(tmp_path, run2, capsys):
+    """A data engineer's `date=…/chip=0/part-0.parquet` layout (a chip's rows, no chip column) was refused:
+    "column `chip` has type string; it must be an integer column". And a `host=outer` folder holding rows
+    of host `inner` was read as `inner` by analyze and as `outer` by the generated SQL, without a word."""
+    t = pq.read_table(run2 / "counters.parquet")
+    chips = pa.compute.unique(t["chip"]).to_pylist()
+    for c in chips:
+        d = tmp_path / "split" / "date=2026-12-01" / f"chip={c}"
+        d.mkdir(parents=True)
+        rows = t.filter(pa.compute.equal(t["chip"], c))
+        pq.write_table(rows.drop(["chip"]).replace_schema_metadata(t.schema.metadata), d / "part-0.parquet")
+    mfu = {}
+    for engine in ("memory", "embedded"):
+        for name, src in (("whole", run2 / "counters.parquet"), ("split", tmp_path / "split")):
+            out = tmp_path / f"{name}-{engine}"
+            assert main(["analyze", str(src), "--engine", engine, "--out", str(out), "--json"]) == 0
+            mfu[name, engine] = json.loads(capsys.readouterr().out)["metrics"]["mfu"]["value"]
+    assert len(chips) == 2 and len({round(v, 9) for v in mfu.values()}) == 1, mfu
+    d = tmp_path / "conflict" / "host=outer"
+    d.mkdir(parents=True)
+    pq.write_table(t.append_column("host", pa.array(["inner"] * t.num_rows)), d / "part-0.parquet")
+    for engine in ("memory", "embedded"):
+        assert (
+            main(["analyze", str(tmp_path / "conflict"), "--engine", engine, "--out", str(tmp_path / "c"), "--json"])
+            == 1
+        )
+        err = json.loads(capsys.readouterr().out)["error"]
+        assert "its folder says host=outer but its `host` column holds inner" in err, err
+
+
 def test_device_files_and_missing_paths(sohu, tmp_path):
     with pytest.raises(DumpError, match="not a regular file"):
         read_counters("/dev/full", sohu)
