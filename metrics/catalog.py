@@ -291,17 +291,21 @@ def select_metrics(graph: MetricGraph, names) -> MetricGraph:
 
     every = graph.all_metrics
     need: set[str] = set()
+    bad = []  # every name that is not a metric, so that a list with two typos is fixed in one go
     for n in names:
         if not isinstance(n, str):
             raise TypeError(f"a metric name is a string, not {type(n).__name__} ({n!r})")
         if n not in every:
             why = graph.unavailable.get(n)
-            raise UnknownMetric(
+            bad.append(
                 f"`{n}` is unavailable: {why}"
                 if why
                 else f"no metric `{n}` in the catalog"
                 + (f"; {did_you_mean(n, every)}" if did_you_mean(n, every) else "")
             )
+    if bad:
+        raise UnknownMetric("; ".join(bad) if len(bad) < 2 else f"{len(bad)} names: " + "; ".join(bad))
+    for n in names:
         need.add(n)
         need |= {a for a in nx.ancestors(graph.graph, n) if a in every}
     return MetricGraph(

@@ -609,3 +609,25 @@ def test_fleet_messages_name_the_host_of_a_chip(fleet, tmp_path, capsys):
     assert "sram.occupancy_ratio = " in text and f"on chip {host}/2, window" in text
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     assert {v["host"] for v in doc["bounds_violations"]["first"]} == {host}
+
+
+def test_emulate_defaults_fit_a_small_fleet_and_a_bad_split_names_the_fleet_option(tmp_path, capsys):
+    """`emulate --fleet 1x1` was refused for the default --slow-chips 2; `--fleet 2x3` suggested `--tp with
+    --dp or --pp`, which emulate does not have (a data engineer's trial)."""
+    assert main(["emulate", "--fleet", "1x1", "--duration", "50ms", "--out", str(tmp_path / "a"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slow_chips"] == [["h000", 0]]
+    assert main(["emulate", "--fleet", "2x3", "--out", str(tmp_path / "b"), "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert "possible tp: 1, 2, 4, 8" in err and "give --fleet 2xN with N one of those" in err and "--dp" not in err
+    assert main(["emulate", "--fleet", "1x2", "--slow-chips", "2", "--out", str(tmp_path / "c"), "--json"]) == 2
+
+
+def test_every_unknown_metric_of_a_list_is_named_at_once(capsys):
+    """`--metrics mfuu,hbm.bandwith` named only the first typo."""
+    from perfonto.metrics.catalog import UnknownMetric, load_catalog, select_metrics
+
+    graph = load_catalog().graph
+    with pytest.raises(UnknownMetric) as e:
+        select_metrics(graph, ["mfuu", "mfu", "hbm.bandwith"])
+    msg = str(e.value)
+    assert msg.startswith("2 names: no metric `mfuu`") and "did you mean `mfu`" in msg and "`hbm.bandwith`" in msg

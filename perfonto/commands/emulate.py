@@ -30,7 +30,10 @@ def register(sub) -> None:
     )
     workload_options(e, "model", "duration", "sample_period", "seed", "warmup_steps")
     e.add_argument(
-        "--slow-chips", type=non_negative_int, default=2, help="hosts with one chip binned slower (default: 2)"
+        "--slow-chips",
+        type=non_negative_int,
+        default=None,
+        help="hosts with one chip binned slower (default: 2, or every host of a smaller fleet)",
     )
     e.add_argument("--hosts-per-rack", type=positive_int, default=4, help="hosts per rack (default: 4)")
     e.add_argument("--racks-per-pod", type=positive_int, default=2, help="racks per pod (default: 2)")
@@ -46,6 +49,8 @@ def cmd_emulate(args) -> int:
 
     err = stderr()
     hosts, chips = args.fleet
+    if args.slow_chips is None:  # the default fits any fleet: `--fleet 1x1` was refused for the default's sake
+        args.slow_chips = min(2, hosts)
     if args.slow_chips > hosts:
         raise CommandError(
             f"--slow-chips {args.slow_chips}: the fleet has {hosts} host(s), and each slow chip is on a host of its "
@@ -67,7 +72,16 @@ def cmd_emulate(args) -> int:
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     except ValueError as exc:
-        raise CommandError(str(exc), 1) from None
+        from perfonto.emulator.parallel import MappingError
+
+        text = str(exc)
+        if isinstance(exc, MappingError) and "possible tp:" in text:  # emulate has no --tp: each host is one group
+            text = text.split(" (the other chips as")[0] + (
+                f"; emulate runs each host's chips as one tensor-parallel group: give --fleet {hosts}xN with N one "
+                "of those"
+            )
+            raise CommandError(text, 2) from None
+        raise CommandError(text, 1) from None
     doc = {
         "ok": True,
         "out": args.out,
