@@ -95,7 +95,9 @@ def wide_schema(gen: Generation, hosts: bool = False) -> pa.Schema:
 
 def wide_schema_json(gen: Generation) -> str:
     """``wide_schema`` as JSON:
-    ``{"collector_format", "generation", "columns": [{name, type, instances, kind, unit}]}``."""
+    ``{"collector_format", "generation", "columns": [{name, type, instances, kind, unit, scale, width}]}``
+    (``scale``: raw register × scale = the value in ``unit``, so a collector writes the raw register and a
+    reader converts; ``scale_field``: the packed field that sets the unit per sample, where one does)."""
     cols = [
         {"name": "host", "type": "string", "optional": True},
         {"name": "chip", "type": "int32"},
@@ -110,7 +112,9 @@ def wide_schema_json(gen: Generation) -> str:
                 "instances": sig.instances,
                 "kind": sig.kind,
                 "unit": sig.unit_text,
+                "scale": sig.scale,  # the register holds raw counts: raw × scale is the value in `unit`
                 "width": sig.width,
+                **({"scale_field": sig.scale_field[0]} if sig.scale_field else {}),
             }
         )
     return json.dumps({"collector_format": VERSION, "generation": gen.name, "columns": cols}, indent=2) + "\n"

@@ -87,3 +87,17 @@ def test_the_registry_emits_the_golden_files(alpha, name, golden):
     emitted = t.emit(alpha, {o: None for o in t.options})
     assert list(emitted.files) == [golden]  # the golden file is named as the command names its output
     assert emitted.files[golden] == ARTIFACTS[golden](alpha.graph)
+
+
+def test_the_collector_schema_says_each_registers_scale(tmp_path):
+    """An architect's collector writer could not convert: `collector.json` said `"unit": "B"` for a register
+    counted in 64-byte lines (scale 64) and `FLOP` for one counted in units of 1024 FLOP."""
+    import json
+
+    from perfonto.cli import main
+
+    assert main(["codegen", "--target", "collector", "--out", str(tmp_path)]) == 0
+    cols = {c["name"]: c for c in json.loads((tmp_path / "sohu.collector.json").read_text())["columns"]}
+    assert (cols["sram.read_bytes"]["unit"], cols["sram.read_bytes"]["scale"]) == ("B", 64)
+    assert (cols["mxu.flops_fp8"]["unit"], cols["mxu.flops_fp8"]["scale"]) == ("FLOP", 1024)
+    assert all("scale" in c for n, c in cols.items() if n not in ("host", "chip", "timestamp_ns"))
