@@ -196,12 +196,19 @@ def project(
 
 
 def _math_note(cfg: EmuConfig) -> tuple[str, ...]:
-    """What the projection assumes about a weight dtype the chip has no matrix math for (FP4 weights on a
-    generation without ``spec.mxu.peak_flops_fp4`` run FP8 math, ``Hardware.math_dtype``), else nothing."""
+    """What the projection assumes about a weight dtype other than FP8: the peak its matrix math runs at
+    (the presets' statements give the FP8 peak), or, for a dtype the chip has no matrix math for (FP4
+    weights on a generation without ``spec.mxu.peak_flops_fp4``), that they run FP8 math
+    (``Hardware.math_dtype``); nothing for FP8."""
     w = cfg.prec.weights
     math = cfg.hw.math_dtype(w)
-    if math == w:
+    if math == w == "fp8":
         return ()
+    if math == w:  # the assumptions state the FP8 peak; this projection's GEMMs run at another one
+        return (
+            f"{w.upper()} weights run {math.upper()} matrix math: peak {math.upper()} "
+            f"{cfg.hw.peak(math) / 1e15:g} PFLOP/s (spec.mxu.peak_flops_{math}), not the FP8 peak",
+        )
     return (
         f"{w.upper()} weights run {math.upper()} matrix math: {cfg.hw.generation} has no {w.upper()} matrix math "
         "(spec.mxu.peak_flops_fp4), so the weights are dequantised on load; only their bytes are FP4's",

@@ -111,3 +111,12 @@ def test_a_counter_too_narrow_for_its_max_rate_is_flagged_with_the_width_it_need
     assert "g.yaml:12:" in text and "warning[lint-wrap-period]: counter `uec.tx_bytes` wraps every 655 ns" in text
     assert "give it at least 28 bits" in text
     assert "`uec.rx_bytes` wraps" not in text
+
+
+def test_the_assumptions_name_the_peak_a_dtype_runs_at(capsys):
+    """`project --generation caelius --dtype fp4` listed only "peak FP8 18 PFLOP/s" among its assumptions
+    while its GEMMs ran at caelius's FP4 peak, 36 PFLOP/s (an architect's trial)."""
+    doc = _steady(capsys, "--generation", "caelius", "--dtype", "fp4")
+    assert any("peak FP4 36 PFLOP/s (spec.mxu.peak_flops_fp4)" in s for s in doc["assumptions"]), doc["assumptions"]
+    fp8 = _steady(capsys, "--generation", "caelius")
+    assert not any("matrix math" in s for s in fp8["assumptions"])
