@@ -93,15 +93,28 @@ def _block_section(graph: MetricGraph, block: str) -> list[str]:
     ]
     for name in sorted(s for s in gen.signals if gen.signals[s].block == block):
         s = gen.signals[name]
-        users = sorted(n for n in graph.graph.successors(name) if n in graph.all_metrics) if name in graph.graph else []
-        used = ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
+        fields = sorted((f for f in gen.fields.values() if f.register == name), key=lambda f: f.lo)
+        users = _users(graph, [name, *(f.name for f in fields)])  # a packed register is read through its fields
         width = str(s.width) if s.width else "—"
         out.append(
             f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {fmt_number(s.scale)} | "
-            f"{_esc(s.description)} | {used} |"
+            f"{_esc(s.description)} | {users} |"
         )
+        for f in fields:  # each field under its register: its bits, unit and the metrics that read it
+            out.append(
+                f"| `{_n(f.name)}` | field, bits {f.lo}..{f.hi} | {_esc(f.unit_text)} | {f.hi - f.lo + 1} | "
+                f"{fmt_number(f.scale)} | {_esc(f.description)} | {_users(graph, [f.name])} |"
+            )
     out.append("")
     return out
+
+
+def _users(graph: MetricGraph, names: list[str]) -> str:
+    """The metrics that read any of ``names`` (signals or packed fields), as links, or —."""
+    users = sorted(
+        {n for name in names if name in graph.graph for n in graph.graph.successors(name) if n in graph.all_metrics}
+    )
+    return ", ".join(f"[`{_n(u)}`](#{_anchor(u)})" for u in users) or "—"
 
 
 def _population(m, extreme: str | None = None) -> str:

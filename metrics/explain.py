@@ -178,16 +178,28 @@ def explain_input(gen, name: str) -> str | None:
     kind, what = input_of(gen, name)
     if kind not in _INPUT_TEXTS:
         return None
-    return "\n".join(_INPUT_TEXTS[kind](name, what))
+    lines = _INPUT_TEXTS[kind](name, what)
+    fields = [f for f in gen.fields.values() if f.register == name]
+    if fields:  # a packed register is read through its fields: name them (an architect found none listed)
+        lines.append("fields:")
+        lines += [
+            f"  {f.name}: bits {f.lo}..{f.hi} [{f.unit_text or '1'}]" + (f" — {f.description}" if f.description else "")
+            for f in sorted(fields, key=lambda f: f.lo)
+        ]
+    return "\n".join(lines)
 
 
 def _signal_text(name: str, s) -> list[str]:
     """A signal: kind, block, unit, width and wrap, instances, sentinels, resets, stability, meaning."""
     out = [f"{name}: {s.kind} signal of block `{s.block}` [{s.unit_text}] — defined at {s.span}"]
     out.append(f"  {s.description}")
-    out.append(
-        f"width: {s.width} bits; wraps at {s.wrap_width or 'unknown'} bits; scale {s.scale:g} (raw × scale = value)"
-    )
+    wraps = (
+        f"wraps at {s.wrap_width or 'unknown'} bits"
+        if kinds.of(s).counts
+        else f"read as it is, no wrap ({'a packed register' if s.kind == 'packed' else 'a ' + s.kind})"
+    )  # a gauge or a packed register is no count
+    width = f"{s.width} bits" if s.width is not None else "not declared"
+    out.append(f"width: {width}; {wraps}; scale {s.scale:g} (raw × scale = value)")
     out.append("instances: " + (", ".join(f"{a} x{n}" for a, n in s.axes) or "one per chip") + f"; clock `{s.clock}`")
     if s.sentinel:
         out.append(f"sentinel raw values (no data): {', '.join(str(v) for v in s.sentinel)}")

@@ -120,3 +120,28 @@ def test_the_assumptions_name_the_peak_a_dtype_runs_at(capsys):
     assert any("peak FP4 36 PFLOP/s (spec.mxu.peak_flops_fp4)" in s for s in doc["assumptions"]), doc["assumptions"]
     fp8 = _steady(capsys, "--generation", "caelius")
     assert not any("matrix math" in s for s in fp8["assumptions"])
+
+
+def test_a_packed_registers_fields_are_in_explain_and_the_docs(tmp_path, capsys):
+    """An architect's packed `uec.link_status`: explain said "read through its fields" without naming them
+    and "wraps at 32 bits" for a status word; the docs listed no field and "used by: —" while a metric read
+    its `lanes` field."""
+    gen = NEXT + (
+        "blocks:\n  uec:\n    clock: core\n    description: Ultra Ethernet links.\n    instances: {link: 4}\n"
+        "    signals:\n      link_status:\n        kind: packed\n        width: 32\n"
+        "        description: Link status register.\n        fields:\n"
+        "          up: {bits: [0, 0], description: 1 while the link is up.}\n"
+        "          lanes: {bits: [1, 4], description: Active lanes.}\n"
+    )
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "g.yaml").write_text(gen)
+    (cat / "m.metrics").write_text('metric uec.lanes_min [1] = min(uec.link_status.lanes)\n  "Fewest lanes."\n')
+    assert main(["explain", "uec.link_status", "--catalog", str(cat)]) == 0
+    out = capsys.readouterr().out
+    assert "read as it is, no wrap (a packed register)" in out and "wraps at" not in out
+    assert "uec.link_status.lanes: bits 1..4 [1] — Active lanes." in out
+    assert main(["codegen", "--target", "docs", "--catalog", str(cat), "--out", str(tmp_path / "d")]) == 0
+    doc = (tmp_path / "d" / "sohu_next.md").read_text()
+    assert "| `uec.link_status` | packed |  | 32 | 1 | Link status register. | [`uec.lanes_min`]" in doc
+    assert "| `uec.link_status.lanes` | field, bits 1..4 | 1 | 4 | 1 | Active lanes. | [`uec.lanes_min`]" in doc
