@@ -161,34 +161,48 @@ def _class_columns(gen, k: int, key: frozenset, wins, tot: list, run: list, agg:
     return mapping
 
 
+def _topo(topology: str, dialect: str) -> exp.Select:
+    """The ``topo`` stage: the topology table as (host, chip, rack, pod), ``chip`` NULL where a row places
+    every chip of its host (no value, or an empty text: a CSV's empty column) — and, in DuckDB, where the
+    table has no ``chip`` or ``pod`` column at all (``UNION ALL BY NAME`` with an empty row that has them),
+    as ``capture.topology`` reads it."""
+    import sqlglot
+
+    text = "VARCHAR" if dialect == "duckdb" else "STRING"
+    inner = (
+        "(SELECT CAST(NULL AS VARCHAR) AS chip, CAST(NULL AS VARCHAR) AS pod WHERE FALSE "
+        "UNION ALL BY NAME SELECT * FROM perfonto_topology) AS u"
+        if dialect == "duckdb"
+        else "perfonto_topology"
+    )
+    q = sqlglot.parse_one(
+        f"SELECT host, NULLIF(TRIM(CAST(chip AS {text})), '') AS chip, rack, pod FROM {inner}", read="duckdb"
+    )
+    for t in q.find_all(exp.Table):
+        if t.name == "perfonto_topology":
+            t.replace(table_name(topology))
+            break
+    return q
+
+
 def _placed(topology: str | None) -> exp.Select:
-    """The ``placed`` stage: each chip's run-level row with its ``rack`` and ``pod`` from ``topology``
-    (a left join), or NULL ones without a topology."""
+    """The ``placed`` stage: each chip's run-level row with its ``rack`` and ``pod`` from the ``topo``
+    stage — the row for that chip, else its host's row without a chip (as ``capture.topology``: a chip's
+    own row wins, so no chip is placed twice) — or NULL ones without a topology."""
     if not topology:
         return exp.select(
             exp.Star(), _alias(_cast(exp.Null(), "VARCHAR"), "rack"), _alias(_cast(exp.Null(), "VARCHAR"), "pod")
         ).from_("chip_run")
-    return (
-        exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("r")), _col("rack", "t"), _col("pod", "t"))
-        .from_(
-            exp.Table(this=exp.to_identifier("chip_run"), alias=exp.TableAlias(this=exp.to_identifier("r"))),
-            copy=False,
-        )
-        .join(
-            table_name(topology, "t"),
-            on=exp.and_(
-                exp.EQ(this=_col("host", "t"), expression=_col("host", "r")),
-                exp.or_(  # an empty chip places every chip of its host (a CSV's empty column may be text)
-                    exp.Is(this=_col("chip", "t"), expression=exp.Null()),
-                    exp.EQ(
-                        this=exp.TryCast(this=_col("chip", "t"), to=exp.DataType.build("BIGINT")),
-                        expression=_cast(_col("chip", "r"), "BIGINT"),
-                    ),
-                ),
-            ),
-            join_type="LEFT",
-            copy=False,
-        )
+    import sqlglot
+
+    return sqlglot.parse_one(
+        "SELECT r.*, "
+        "CASE WHEN t1.host IS NOT NULL THEN t1.rack ELSE t2.rack END AS rack, "
+        "CASE WHEN t1.host IS NOT NULL THEN t1.pod ELSE t2.pod END AS pod "
+        "FROM chip_run AS r "
+        "LEFT JOIN topo AS t1 ON t1.host = r.host AND TRY_CAST(t1.chip AS BIGINT) = CAST(r.chip AS BIGINT) "
+        "LEFT JOIN topo AS t2 ON t2.host = r.host AND t2.chip IS NULL",
+        read="duckdb",
     )
 
 
@@ -275,6 +289,8 @@ def build_rollup_query(graph: MetricGraph, src: SqlSource, topology: str | None 
         ("chip_tot", exp.select(*tot).from_("win", copy=False).group_by(_col("host"), _col("chip"), copy=False))
     )
     ctes.append(("chip_run", exp.select(*run).from_("chip_tot", copy=False)))
+    if topology:
+        ctes.append(("topo", _topo(topology, src.dialect)))
     ctes.append(("placed", _placed(topology)))
     ctes.append(("nodes", _nodes(agg, topology)))
     prev = "nodes"
