@@ -249,6 +249,9 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     found.strings |= {
         fld.name for fld in schema if pa.types.is_string(fld.type) or pa.types.is_large_string(fld.type)
     } | {k for k, v in part_cols.items() if pa.types.is_string(partition_array(k, v, 0).type)}
+    if "chip" in part_cols and "chip" in schema.names:  # the rows' chips against their chip=… folder
+        col = table.column("chip") if table is not None else pq.read_table(f, columns=["chip"]).column("chip")
+        check_partition(f, "chip", part_cols["chip"], col)
     _add_parts(found, f, schema, part_cols, ends, table, gen)
 
 

@@ -254,7 +254,7 @@ def test_hive_partitioned_folder(tmp_path, sohu):
     assert not any("date" in n for n in dump.notes)  # partition columns are not signals, and not noise
 
 
-def test_chip_partitions_are_chips_and_a_folder_that_contradicts_its_rows_is_refused(tmp_path, run2, capsys):
+def test_chip_partitions_are_chips_and_a_folder_that_contradicts_its_rows_is_refused(tmp_path, run2, sohu, capsys):
     """A data engineer's `date=…/chip=0/part-0.parquet` layout (a chip's rows, no chip column) was refused:
     "column `chip` has type string; it must be an integer column". And a `host=outer` folder holding rows
     of host `inner` was read as `inner` by analyze and as `outer` by the generated SQL, without a word."""
@@ -282,6 +282,19 @@ def test_chip_partitions_are_chips_and_a_folder_that_contradicts_its_rows_is_ref
         )
         err = json.loads(capsys.readouterr().out)["error"]
         assert "its folder says host=outer but its `host` column holds inner" in err, err
+    # a chip's rows under another chip's folder (a review: only host was checked on analyze's path)
+    d = tmp_path / "chipconflict" / "chip=0"
+    d.mkdir(parents=True)
+    pq.write_table(t.filter(pa.compute.equal(t["chip"], chips[1])), d / "part-0.parquet")
+    for engine in ("memory", "embedded"):
+        assert main(["analyze", str(d.parent), "--engine", engine, "--out", str(tmp_path / "c"), "--json"]) == 1
+        err = json.loads(capsys.readouterr().out)["error"]
+        assert f"its folder says chip=0 but its `chip` column holds {chips[1]}" in err, err
+    # a folder key that names no rows is not checked against a column of that name (a date column)
+    d = tmp_path / "dated" / "date=2026-12-01"
+    d.mkdir(parents=True)
+    pq.write_table(t.append_column("date", pa.array(["2026-12-02"] * t.num_rows)), d / "part-0.parquet")
+    assert read_counters(tmp_path / "dated", sohu).keys
 
 
 def test_device_files_and_missing_paths(sohu, tmp_path):
