@@ -17,9 +17,10 @@ Translation:
   read as IEEE NaN (as perf, which runs these formulas after Intel's ``create_perf_json.py``), i.e. null;
 - constants are machine values: dimensionless ``spec`` constants with assumed values, except
   ``DURATIONTIMEINMILLISECONDS`` and ``DURATIONTIMEINSECONDS``, which are the window's duration as a
-  number (``interval / 1 ms``, ``interval / 1 s``), and ``SYSTEM_TSC_FREQ``, which Intel's formulas read
-  as the TSC's ticks in the window (their ``BaseFormula`` writes it ``tsc``, and Linux perf's version of the
-  same metrics reads ``msr@tsc@``, a count over the interval): ``spec.system_tsc_freq × interval / 1 s``;
+  number (``interval / 1 ms``, ``interval / 1 s``), and ``SYSTEM_TSC_FREQ`` where the metric's
+  ``BaseFormula`` reads it as ``tsc`` — the TSC's ticks in the window (Linux perf's version of the same
+  metrics reads ``msr@tsc@``, a count over the interval): ``spec.system_tsc_freq × interval / 1 s``;
+  elsewhere (EMON-style ``a / b * c`` frequencies) it is the frequency in Hz;
 - ``UnitOfMeasure`` ``percent`` → percent, ``per instruction`` → ``event/event``; empty → no unit;
 - the threshold's own comparison → ``threshold``; conjuncts that repeat an ancestor's condition are
   carried by ``parent``; disjunctions and conditions on other metrics are reported, not translated;
@@ -56,8 +57,8 @@ TRANSLATIONS = [
     "Intel `a if c else b` takes b when c is 0: written `a if c != 0 else b`",
     "Intel division by zero (undefined in the README) is read as NaN, i.e. perfonto's null",
     "DURATIONTIMEINMILLISECONDS is the window duration as a number of ms: `interval / 1 ms`",
-    "SYSTEM_TSC_FREQ is the TSC's ticks in the window (Intel's BaseFormula `tsc`, perf's msr@tsc@): "
-    "`spec.system_tsc_freq * (interval / 1 s)`",
+    "SYSTEM_TSC_FREQ is the TSC's ticks in the window where the BaseFormula reads `tsc` (perf's msr@tsc@): "
+    "`spec.system_tsc_freq * (interval / 1 s)`; elsewhere the frequency in Hz",
     "other Intel constants are machine values: dimensionless `spec.*` constants with assumed values",
     "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent`",
     "events are counters with unit `event` and width 64 (the metrics file gives neither)",
@@ -89,6 +90,7 @@ class _Reader:
         self.events: dict[str, NameTable] = {}
         self.by_legacy: dict[str, str] = {}
         self.by_name: dict[str, str] = {}
+        self.entries: dict[str, dict] = {}  # MetricName in lower case -> its entry
 
     def run(self) -> SourceCatalog:
         entries = []
@@ -112,6 +114,7 @@ class _Reader:
             if e.get("LegacyName"):
                 self.by_legacy[str(e["LegacyName"])] = key
             entries.append(e)
+        self.entries = {str(e["MetricName"]).lower(): e for e in entries}
         children = {str(e.get("ParentCategory")) for e in entries if e.get("ParentCategory")}
         for e in entries:
             self._metric(e, children)
@@ -160,10 +163,23 @@ class _Reader:
         for ev in e.get("Events") or []:
             if isinstance(ev, dict) and ev.get("Alias") and ev.get("Name"):
                 aliases[str(ev["Alias"])] = self._event(str(ev["Name"]))
+        ticks = self._reads_tsc_ticks(e, set())
         for c in e.get("Constants") or []:
             if isinstance(c, dict) and c.get("Alias") and c.get("Name"):
-                aliases[str(c["Alias"])] = self._constant(str(c["Name"]))
+                aliases[str(c["Alias"])] = self._constant(str(c["Name"]), ticks)
         return aliases
+
+    def _reads_tsc_ticks(self, e: dict, seen: set[str]) -> bool:
+        """Whether the metric's ``BaseFormula`` reads the TSC as ticks: it names ``tsc``, or a metric that
+        does (``tma_info_system_cpus_utilized / num_cpus``: its Formula inlines that metric's TSC)."""
+        base = str(e.get("BaseFormula") or "")
+        if re.search(r"(?<![\w.])tsc(?![\w.])", base, re.IGNORECASE):
+            return True
+        for token in re.findall(r"(?<![\w.])tma_(\w+)", base.lower()):
+            ref = self.entries.get(token)
+            if ref is not None and token not in seen and self._reads_tsc_ticks(ref, seen | {token}):
+                return True
+        return False
 
     def _event(self, name: str) -> ir.Node:
         key = name.upper()
@@ -174,7 +190,9 @@ class _Reader:
             ev.sources.setdefault("perf", name.lower())
         return ir.Event(key)
 
-    def _constant(self, name: str) -> ir.Node:
+    def _constant(self, name: str, tsc_ticks: bool = False) -> ir.Node:
+        """A constant's node: a duration as a number, ``SYSTEM_TSC_FREQ`` as the window's TSC ticks where
+        the metric's ``BaseFormula`` reads ``tsc`` (``tsc_ticks``) else in Hz, any other as a spec constant."""
         if name.upper() in DURATIONS:
             return ir.Bin("/", ir.Interval(), ir.Num(1.0, DURATIONS[name.upper()]))
         self.cat.assumed_constant(
@@ -185,7 +203,7 @@ class _Reader:
             self.overrides,
             may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
         )
-        if name.upper() == "SYSTEM_TSC_FREQ":  # ticks in the window, not a rate: CPUs_Utilized = REF_TSC / it
+        if name.upper() == "SYSTEM_TSC_FREQ" and tsc_ticks:  # ticks in the window: CPUs_Utilized = REF_TSC / it
             return ir.Bin("*", ir.Const(name), ir.Bin("/", ir.Interval(), ir.Num(1.0, "s")))
         return ir.Const(name)
 

@@ -176,3 +176,39 @@ def test_an_imported_catalog_reads_a_perf_capture(tmp_path, capsys):
     assert main([*args, "--json"]) == 0
     m = json.loads(capsys.readouterr().out)["metrics"]
     assert m["info_thread_ipc"]["value"] == pytest.approx(2.0) and m["info_thread_cpi"]["value"] == pytest.approx(0.5)
+
+
+def test_an_emon_style_frequency_reads_the_tsc_in_hz(tmp_path):
+    """A review: EMON-style metrics (newer perfmon files, PerfSpect) read SYSTEM_TSC_FREQ in Hz —
+    `cpu_operating_frequency = (a / b * c) / 1e9` with no duration —, where the TMA metrics whose
+    BaseFormula reads `tsc` take it as ticks. By hand at 100 ms windows, THREAD 3.0e8 and REF_TSC 2.5e8 a
+    window, TSC 2.5 GHz: 3.0e8 / 2.5e8 × 2.5e9 / 1e9 = 3 GHz either way the metric is written."""
+    import numpy as np
+    import pyarrow as pa
+
+    import perfonto
+
+    events = [{"Name": "CPU_CLK_UNHALTED.THREAD", "Alias": "a"}, {"Name": "CPU_CLK_UNHALTED.REF_TSC", "Alias": "b"}]
+    doc = {
+        "Metrics": [
+            {
+                "MetricName": "cpu_operating_frequency",
+                "Formula": "(a / b * c) / 1000000000",
+                "BaseFormula": "(cpu_clk_unhalted.thread / cpu_clk_unhalted.ref_tsc * #system_tsc_freq) / 1000000000",
+                "UnitOfMeasure": "",
+                "Events": events,
+                "Constants": [{"Name": "SYSTEM_TSC_FREQ", "Alias": "c"}],
+            }
+        ]
+    }
+    p = tmp_path / "emon.json"
+    p.write_text(json.dumps(doc))
+    report = import_file("intel", p, tmp_path / "o")
+    assert report.ok, report.render()
+    (built,) = report.generations
+    rates = {"CPU_CLK_UNHALTED.REF_TSC": 2.5e9, "CPU_CLK_UNHALTED.THREAD": 3.0e9}
+    cols = {"chip": np.zeros(4, np.int64), "timestamp_ns": np.arange(4, dtype=np.int64) * 100_000_000}
+    for event, sig in built.signals.items():
+        cols[sig] = (np.arange(4) * rates[event] * 0.1).astype(np.uint64)
+    res = perfonto.evaluate(perfonto.load_catalog(tmp_path / "o"), pa.table(cols), sample_period="100ms")
+    assert res.value("cpu_operating_frequency") == pytest.approx(3.0, rel=1e-12)
