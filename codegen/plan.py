@@ -58,10 +58,9 @@ def plan(graph: MetricGraph) -> Plan:
 def max_rate(gen: Generation, sig: ResolvedSignal) -> float | None:
     """The counter's maximum rate in its unit per second, as ``metrics.windows`` decides it (declared,
     or a cycle counter's clock plus ``CLOCK_HEADROOM``), or None."""
-    from perfonto.metrics import windows
+    from perfonto.ontology.rates import max_rate as rate
 
-    rule = getattr(windows, "max_rate", None)
-    return rule(gen, sig) if rule is not None else sig.max_rate
+    return rate(gen, sig)
 
 
 def register_class(sig: ResolvedSignal, gen: Generation | None = None) -> int:

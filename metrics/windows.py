@@ -64,6 +64,7 @@ import numpy as np
 
 from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
+from perfonto.ontology.rates import CLOCK_HEADROOM, max_rate  # noqa: F401  (rule 4, shared with the lint)
 
 from perfonto.capture.dump import CounterDump, DumpError, read_counters  # noqa: F401  (the readers of the collector format)
 
@@ -107,26 +108,6 @@ def modular_delta(prev: np.ndarray, cur: np.ndarray, width: int) -> np.ndarray:
     if width < 64:
         d &= np.uint64((1 << width) - 1)
     return d
-
-
-#: A cycle counter's default maximum rate over its clock (rule 4): a clock that runs fast against the
-#: host's timestamps is no reset, a reset's jump is far beyond 1 %.
-CLOCK_HEADROOM = 0.01
-
-
-def max_rate(gen: Generation, sig) -> float | None:
-    """The fastest a counter can grow, in its unit per second: its declared ``max_rate``, or for a
-    cycle counter its clock (one count per cycle per register) × (1 + ``CLOCK_HEADROOM``); None when
-    unknown."""
-    if sig.max_rate is not None:
-        return sig.max_rate
-    clock = gen.clock_domains.get(sig.clock)
-    if clock is None:
-        return None
-    reg = gen.registry
-    if reg.Quantity(1, sig.unit).dimensionality != reg.Quantity(1, clock.unit * reg.second).dimensionality:
-        return None
-    return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude) * (1 + CLOCK_HEADROOM)
 
 
 def range_delta(prev: np.ndarray, cur: np.ndarray, modulus: int) -> np.ndarray:

@@ -11,6 +11,7 @@ import math
 from .diagnostics import Diagnostic
 from .generation import Generation
 from . import kinds
+from .rates import max_rate
 from .units import is_rate
 
 
@@ -45,31 +46,33 @@ def misspelt_overrides(gen: Generation) -> list[tuple[str, str]]:
     return out
 
 
-#: The sample period a wrap check assumes: ``perfonto run``'s default, and about the fastest a host
-#: samples counters in software.
+#: The window a wrap check assumes: ``perfonto run``'s default sample period, and about the fastest a
+#: host samples counters in software.
 SAMPLE_PERIOD_S = 1e-3
 
 
-def _short_wrap(s) -> Diagnostic | None:
-    """A counter whose declared ``max_rate`` wraps its register in less than two sample periods of 1 ms:
-    a read pair further apart than half the wrap period is ambiguous, so every window would be null
-    (an architect's 16-bit byte counter at 100 GB/s wraps every 0.66 µs and passed check)."""
-    if s.max_rate is None or s.max_rate <= 0 or s.scale_field is not None or not s.scale > 0:
+def _short_wrap(gen: Generation, s) -> Diagnostic | None:
+    """A counter that can rise past its whole register in one 1 ms window at its maximum rate (declared,
+    or a cycle counter's clock + 1 %: ``rates.max_rate``): window rule 4b then calls every such window
+    ambiguous (``max_rate × interval / scale + 1 ≥`` the register's range) and nulls it — an architect's
+    16-bit byte counter at 100 GB/s passed check and gave no value in a run."""
+    rate = max_rate(gen, s)
+    if rate is None or rate <= 0 or s.scale_field is not None or not s.scale > 0 or not kinds.of(s).counts:
         return None
     rng = s.modulus or (2**s.wrap_width if s.wrap_width else None)
     if rng is None:
         return None
-    raw_rate = s.max_rate / s.scale
-    cap = (rng - 1) / raw_rate / 2
-    if cap >= SAMPLE_PERIOD_S:
+    per_window = rate * SAMPLE_PERIOD_S / s.scale  # raw counts a 1 ms window can add
+    if per_window + 1 < rng:
         return None
-    bits = math.ceil(math.log2(2 * SAMPLE_PERIOD_S * raw_rate + 1))
+    bits = math.ceil(math.log2(per_window + 2))
     return Diagnostic(
         "warning",
         "lint-wrap-period",
-        f"counter `{s.name}` wraps every {_seconds(2 * cap)} at its max_rate ({s.max_rate:g} {s.unit_text}/s over "
-        f"{rng:g} raw values of {s.scale:g} {s.unit_text}): read pairs must be under {_seconds(cap)} apart, so "
-        f"sampled every {SAMPLE_PERIOD_S * 1e3:g} ms every window of it is null",
+        f"counter `{s.name}` can rise by {per_window:.4g} raw counts in a {SAMPLE_PERIOD_S * 1e3:g} ms window at its "
+        f"max rate ({rate:g} {s.unit_text}/s), past its register's {rng:g} values (it wraps every "
+        f"{_seconds((rng - 1) / (rate / s.scale))}): every window of {SAMPLE_PERIOD_S * 1e3:g} ms or longer is "
+        "null (`window longer than the counter's wrap period`)",
         s.span,
         hint=f"give it at least {bits} bits (or a larger `scale`), or correct `max_rate`",
     )
@@ -142,7 +145,7 @@ def lint_generation(gen: Generation) -> list[Diagnostic]:
                     hint="say why the figure was chosen (`source:`)",
                 )
             )
-    out += [d for s in gen.signals.values() if (d := _short_wrap(s)) is not None]
+    out += [d for s in gen.signals.values() if (d := _short_wrap(gen, s)) is not None]
     for name, s in gen.signals.items():
         if kinds.of(s).counts and s.unit_text:
             if is_rate(reg, s.unit):

@@ -97,20 +97,24 @@ def test_an_override_in_another_dimension_is_an_error_at_the_override(tmp_path, 
 
 def test_a_counter_too_narrow_for_its_max_rate_is_flagged_with_the_width_it_needs(tmp_path, capsys):
     """A 16-bit byte counter at 100 GB/s wraps every 0.66 µs: check passed it and every window of the
-    run came back null. 2 × 1 ms × 1e11 B/s = 2e8 raw counts → 28 bits (2^28 − 1 over 1e11/s ÷ 2 = 1.34 ms)."""
+    run came back null. A 1 ms window at 1e11 B/s adds 1e8 raw counts: rule 4b nulls it unless 1e8 + 1 <
+    2^bits → 27 bits (2^27 = 1.34e8); a 27-bit counter reads 1 ms windows (a review: not 28), and a 16-bit
+    cycle counter at the 1.5 GHz core clock (no max_rate: the clock + 1 %) wraps in 44 µs and is flagged."""
     gen = NEXT + (
         "blocks:\n  uec:\n    clock: core\n    description: Ultra Ethernet links.\n    instances: {link: 4}\n"
         "    signals:\n"
         "      tx_bytes: {kind: counter, unit: B, width: 16, max_rate: 100 GB/s, description: Bytes sent on it.}\n"
-        "      rx_bytes: {kind: counter, unit: B, width: 28, max_rate: 100 GB/s, description: Bytes received.}\n"
+        "      rx_bytes: {kind: counter, unit: B, width: 27, max_rate: 100 GB/s, description: Bytes received.}\n"
+        "      busy: {kind: counter, unit: core_cycle, width: 16, description: Cycles the link was busy.}\n"
     )
     (tmp_path / "g.yaml").write_text(gen)
     assert main(["check", "--catalog", str(tmp_path)]) == 0
     out = capsys.readouterr()
     text = out.out + out.err
-    assert "g.yaml:12:" in text and "warning[lint-wrap-period]: counter `uec.tx_bytes` wraps every 655 ns" in text
-    assert "give it at least 28 bits" in text
-    assert "`uec.rx_bytes` wraps" not in text
+    assert "g.yaml:12:" in text and "warning[lint-wrap-period]: counter `uec.tx_bytes` can rise by 1e+08 raw" in text
+    assert "(it wraps every 655 ns)" in text and "give it at least 27 bits" in text
+    assert "`uec.rx_bytes`" not in text
+    assert "warning[lint-wrap-period]: counter `uec.busy` can rise by 1.515e+06 raw counts" in text
 
 
 def test_the_assumptions_name_the_peak_a_dtype_runs_at(capsys):
