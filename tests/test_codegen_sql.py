@@ -133,7 +133,7 @@ def test_user_table_names_are_names_never_sql(library):
             table_name(bad)
     text = generate_rollup_sql(library, SqlSource("x --y", dialect="spark"), topology="my topo", pretty=False)
     body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("--"))
-    assert "FROM `x --y`" in body and "LEFT JOIN `my topo` AS t" in body
+    assert "FROM `x --y`" in body and "FROM `my topo`" in body and "LEFT JOIN topo AS t1" in body
     assert "--topology-table 'my topo'`" in text.splitlines()[1]  # the regenerate line, shell-quoted
 
 
