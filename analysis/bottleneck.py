@@ -13,7 +13,7 @@ import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
 
-from .evaluate import Evaluation
+from .evaluate import Evaluation, chip_names
 
 
 @dataclass
@@ -160,7 +160,7 @@ def check_tree(graph: MetricGraph, ev: Evaluation, tol: float = 1e-6) -> list[st
             what = "level-1 top-down shares" if parent is None else f"children of {parent}"
             msgs.append(
                 f"{what} ({', '.join(names)}) do not add up in {int(bad.sum())} window(s); "
-                f"worst: window {w}, chip {int(ev.chips[c])}, off by {float(err[w, c]):.3g}"
+                f"worst: window {w}, chip {chip_names(ev)[c]}, off by {float(err[w, c]):.3g}"
             )
     return msgs
 

@@ -155,7 +155,10 @@ def capture_of(
     if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: only its step counts
         counters = fleet / "counters"
         if (fleet / "ground_truth.json").is_file():
-            truth = fleet_steps(_run_truth(fleet / "ground_truth.json", counters))
+            try:
+                truth = fleet_steps(_run_truth(fleet / "ground_truth.json", counters))
+            except DumpError:  # read for a note only: a damaged one does not stop the analysis
+                truth = None
     elif isinstance(counters, (str, Path)) and is_dir(counters) and is_file(Path(counters) / "counters.parquet"):
         run = Path(counters)
         counters = run / "counters.parquet"
@@ -193,6 +196,25 @@ def fleet_steps(gt: dict) -> dict | None:
         if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0:
             steps[str(h)] = int(n)
     return {"fleet_steps": steps} if steps else None
+
+
+def fleet_steps_note(gt: dict | None) -> list[str]:
+    """The note for an emulated fleet whose hosts finished few forward passes (``fleet_steps``): token
+    counters advance when a step ends, so a host's token rates and per-token figures move by a whole step's
+    tokens (a data engineer read one host's 1 step against another's 2 as −50 % tokens/s while its MFU was
+    −37 %); none otherwise."""
+    steps = (gt or {}).get("fleet_steps")
+    if not isinstance(steps, dict) or not steps or min(steps.values()) >= 20:
+        return []
+    few = sorted(set(steps.values()))
+    counts = ", ".join(f"{n} on {sum(1 for v in steps.values() if v == n)} host(s)" for n in few)
+    worst = f"about {100 / few[0]:.0f} %" if few[0] > 0 else "entirely"
+    return [
+        f"the hosts finished few forward passes ({counts}); token counters advance when a step ends, so a "
+        f"host's token rates and per-token figures (energy, FLOPs per token) are uncertain by up to {worst}, and "
+        "host or rack differences in them below that are a step's tokens, not a fault — emulate longer "
+        "(--duration) for steadier serving figures"
+    ]
 
 
 def _run_truth(gt: Path, counters: Path) -> dict:
@@ -441,7 +463,7 @@ def analyse_capture(
 
     trace = capture_trace(capture.format, capture.counters, capture.trace, gen)
     per = analyse_groups(evaluated, evaluator, dump, w, trace, tuple(by), capture.snapshots)
-    notes += per["notes"]
+    notes += per["notes"] + fleet_steps_note(capture.ground_truth)
     if per["attribution"] is not None:
         timings["attribute"] = time.perf_counter() - t0
         log(

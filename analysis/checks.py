@@ -88,7 +88,8 @@ class WindowChecks:
             rec[0] += int(bad.sum())
             key = (float(err[w, c]), -(first + int(w)), -(col0 + int(c)))
             if key > (rec[1], -rec[2], -rec[4]):
-                rec[1:] = [float(err[w, c]), first + int(w), int(chips[c]), col0 + int(c)]
+                label = f"{hosts[c]}/{int(chips[c])}" if hosts is not None and str(hosts[c]) else str(int(chips[c]))
+                rec[1:] = [float(err[w, c]), first + int(w), label, col0 + int(c)]
 
     def violations(self) -> list[BoundViolation]:
         """The first ``max_listed`` violations, in metric order, then window, then chip."""

@@ -22,7 +22,7 @@ from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
 from perfonto.capture.topology import Topology
 
 from .bottleneck import analyse
-from .capture import Capture, Report, evaluable, plan_capture
+from .capture import Capture, Report, evaluable, fleet_steps_note, plan_capture
 from .engine import evaluate_capture
 from .fleet import rollups
 from .findings import findings
@@ -97,7 +97,7 @@ def analyse_fleet(
     ev = res.evaluation
     analysis = analyse(evaluated, ev, checks=res.checks)
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
-    notes = list(plan.notes) + fleet.notes
+    notes = list(plan.notes) + fleet.notes + fleet_steps_note(capture.ground_truth)
     if topology is not None:
         notes += _placed_without_rows(topology, plan) + _racks_in_two_pods(topology)
     records = None

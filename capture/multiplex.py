@@ -218,10 +218,15 @@ def _stamps_ns(t: pa.Table, stamp: str, label: str) -> np.ndarray:
 
 
 def _check_width(column, col: str, width, at) -> None:
-    """A value past the register's width is refused with its row, as the dump reader does; never masked."""
+    """A negative value, or one past the register's width, is refused with its row, as the dump reader
+    does; never masked (a negative one was reported as 2^64 − 1 past the width: a review)."""
+    values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+    if values.dtype.kind == "i" and (values < 0).any():  # a signed column (Spark's): refused as itself, first
+        bad = int(np.flatnonzero(values < 0)[0])
+        raise DumpError(f"{at(bad)}, column `{col}`: value {int(values[bad])} is negative; raw registers are unsigned")
     if not width or width >= 64:
         return
-    raw = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.uint64)
+    raw = values.astype(np.uint64)
     over = np.nonzero(raw >> np.uint64(width))[0]
     if over.size:
         raise DumpError(

@@ -21,18 +21,15 @@ def misspelt_overrides(gen: Generation) -> list[tuple[str, str]]:
     the inherited ``hbm.peak_bandwidth``) — a misspelt override, which leaves the parent's value in force
     (a new user's HBM what-if projected sohu's own figure, rc 0). An override of a constant a parent
     declares is not new; names that differ only in digits (``mxu.peak_flops_fp4`` beside ``fp8``,
-    ``hbm2.peak_bandwidth`` beside ``hbm``) are variants, and a constant named after a block the
-    generation adds (``uec.peak_bandwidth`` for a new ``uec`` block) is that block's own, not a typo."""
+    ``hbm2.peak_bandwidth`` beside ``hbm``) are variants, and a constant named after a block of the
+    generation (``uec.peak_bandwidth`` for a new ``uec`` block, ``vpu.peak_flops_bf16`` beside ``mxu``'s)
+    is that block's own, not a typo."""
     import re
 
     if len(gen.lineage) < 2:
         return []
     own = {n for n, c in gen.spec.items() if c.span.file and _same(c.span.file, gen.source_file)}
     inherited = sorted(n for n in gen.spec if n not in own)
-    # blocks whose every signal is first in this generation: the blocks it adds
-    new_blocks = {s.name.split(".")[0] for s in gen.signals.values() if s.since == gen.name} - {
-        s.name.split(".")[0] for s in gen.signals.values() if s.since != gen.name
-    }
     out = []
     for name in sorted(own - gen.inherited_spec):
         near = [(_edits(name, old), old) for old in inherited]
@@ -40,8 +37,9 @@ def misspelt_overrides(gen: Generation) -> list[tuple[str, str]]:
         if not near:
             continue
         close = min(near)[1]
-        if name.count(".") >= 2 and name.split(".")[1] in new_blocks and name.split(".")[1] != close.split(".")[1]:
-            continue
+        seg, other = name.split(".")[1], close.split(".")[1]
+        if name.count(".") >= 2 and seg != other and seg in gen.blocks:
+            continue  # named after a block of its own (a new `uec`, or `vpu` beside `mxu`): that block's constant
         out.append((name, close))
     return out
 

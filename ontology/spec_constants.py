@@ -13,7 +13,7 @@ import pint
 
 from .diagnostics import Diagnostic
 from .resolved import ResolvedConstant, Scope
-from .units import UnitError, conversion_factor, cycle_unit
+from .units import UnitError, conversion_factor, cycle_unit, dimensionality, parse_unit
 
 if TYPE_CHECKING:  # annotations only: a report's constant_record does not import pydantic's models
     from .model import GenerationFile
@@ -56,10 +56,10 @@ def _same_dimension(c: ResolvedConstant, parent_unit: str | None, reg, src: Yaml
     if not parent_unit or parent_unit == c.unit_text:
         return True
     try:
-        pu = reg.parse_units(parent_unit)
-    except Exception:  # the parent's own unit error is reported where the parent declares it
+        pu = parse_unit(reg, parent_unit)
+    except UnitError:  # the parent's own unit error is reported where the parent declares it
         return True
-    if reg.Quantity(1, pu).dimensionality == reg.Quantity(1, c.unit).dimensionality:
+    if dimensionality(reg, pu) == dimensionality(reg, c.unit):
         return True
     _error(
         diags,

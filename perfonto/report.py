@@ -120,25 +120,6 @@ def render_serving(result: JobResult, console: Console) -> None:
             f"when a step ends, so window-level token rates are spiky and run-level ones uncertain by about "
             f"{100 / steps:.0f} % — run longer for steadier serving figures."
         )
-    _fleet_steps_note(result.ground_truth or {}, console)
-
-
-def _fleet_steps_note(gt: dict, console) -> None:
-    """An emulated fleet whose hosts finished few forward passes: token counters advance when a step ends,
-    so a host's token rates and per-token figures move by a whole step's tokens (a data engineer read
-    one host's 1 step against another's 2 as −50 % tokens/s while its MFU was −37 %)."""
-    steps = gt.get("fleet_steps") if isinstance(gt.get("fleet_steps"), dict) else {}
-    if not steps or min(steps.values()) >= 20:
-        return
-    few = sorted(set(steps.values()))
-    counts = ", ".join(f"{n} on {sum(1 for v in steps.values() if v == n)} host(s)" for n in few)
-    worst = f"about {100 / few[0]:.0f} %" if few[0] > 0 else "entirely"
-    console.print(
-        f"[yellow]note:[/yellow] the hosts finished few forward passes ({counts}); token counters advance when a "
-        f"step ends, so a host's token rates and per-token figures (energy, FLOPs per token) are uncertain by up to "
-        f"{worst}, and host or rack differences in them below that are a step's tokens, not a fault — emulate "
-        "longer (--duration) for steadier serving figures."
-    )
 
 
 def _null_why(ev, name: str, null_windows: dict) -> str:

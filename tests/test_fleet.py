@@ -585,6 +585,8 @@ def test_a_fleet_of_few_steps_says_its_token_figures_are_step_quantised(fleet, t
     assert main(["analyze", str(out / "data"), "--out", str(tmp_path / "f")]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "note: the hosts finished few forward passes (" in text
+    notes = json.loads((tmp_path / "f" / "report.json").read_text())["notes"]  # in report.json too (a review)
+    assert any(n.startswith("the hosts finished few forward passes") for n in notes)
     low = min(steps.values())
     assert f"uncertain by up to {f'about {100 / low:.0f} %' if low else 'entirely'}," in text
     assert fleet_steps({"hosts": {"h0": {"truth": {"steps": True}}}}) is None  # not a count
@@ -650,3 +652,11 @@ def test_every_unknown_metric_of_a_list_is_named_at_once(capsys):
         select_metrics(graph, ["mfuu", "mfu", "hbm.bandwith"])
     msg = str(e.value)
     assert msg.startswith("2 names: no metric `mfuu`") and "did you mean `mfu`" in msg and "`hbm.bandwith`" in msg
+
+
+def test_a_damaged_fleet_ground_truth_does_not_stop_the_analysis(fleet, tmp_path, capsys):
+    """The fleet's ground truth is read for its step counts only (a review: a damaged one stopped analyze)."""
+    f = _fleet_copy(fleet, tmp_path)
+    (f / "ground_truth.json").write_text("{not json")
+    assert main(["analyze", str(f), "--out", str(tmp_path / "o"), "--json"]) == 0
+    assert not any("few forward passes" in n for n in json.loads(capsys.readouterr().out)["notes"])

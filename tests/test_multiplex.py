@@ -333,3 +333,21 @@ def test_a_window_the_counter_never_ran_is_not_bridged_with_raw_and_scaled_total
     assert m["core.load_rate"] == [1000.0, 1000.0, None, None, 1000.0]
     assert rep["metrics"]["core.load_rate"]["value"] == pytest.approx(1000.0, rel=1e-12)
     assert any("not bridged" in n and "core.loads" in n for n in rep["notes"])
+
+
+def test_a_negative_register_in_a_signed_column_is_named_as_negative(sohu_free_gen):
+    """A review: a signed (Spark) column's -1 was reported as 18446744073709551615 past the 48-bit width."""
+    gen = sohu_free_gen
+    t = pa.table(
+        {
+            "chip": pa.array([0, 0], pa.int32()),
+            "timestamp_ns": pa.array([0, S], pa.int64()),
+            "core.loads": pa.array([0, -1], pa.int64()),
+            "core.loads@enabled_ns": [0, S],
+            "core.loads@running_ns": [0, S],
+        }
+    )
+    with pytest.raises(
+        DumpError, match=r"row 2, column `core.loads`: value -1 is negative; raw registers are unsigned"
+    ):
+        split_multiplex(t, gen, [])

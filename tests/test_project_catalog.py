@@ -61,6 +61,7 @@ def test_a_correct_override_and_new_constants_are_not_called_misspelt(tmp_path, 
     extra = (
         "  mxu.peak_flops_fp4: {value: 36000, unit: TFLOP/s, provenance: assumed, source: x, description: FP4.}\n"
         "  uec.peak_bandwidth: {value: 1.8, unit: TB/s, provenance: assumed, source: x, description: UEC links.}\n"
+        "  vpu.peak_flops_bf16: {value: 90, unit: TFLOP/s, provenance: assumed, source: x, description: VPU peak.}\n"
         "blocks:\n"
         "  uec:\n"
         "    clock: core\n"
