@@ -10,7 +10,9 @@ Definitions (one place; the emulator's runtime counts ``seq.model_flops`` with t
   mean context is (L + 1) / 2 (PaLM, Chowdhery et al. 2022, appendix B, costs attention this way);
 - the LM head (d_model × vocabulary) runs once per decode token and once per prefill *request* (only
   the last prompt position's logits are sampled), never once per prefill token;
-- padding is not model work (it is hardware work, counted by the matrix engine's counters: HFU).
+- padding is not model work (it is hardware work, counted by the matrix engine's counters: HFU), nor
+  is a speculative-decoding verify row whose draft token is rejected (it emits nothing), nor the draft
+  network's own passes.
 MFU = model FLOPs per second ÷ the dense peak of the precision the model runs at.
 """
 

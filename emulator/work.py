@@ -217,14 +217,21 @@ def model_flops(b: StepBatch, m) -> np.ndarray:
     token, the LM head once per sampled row (each decode token, each finished prompt), attention over
     the causal (query, key) pairs actually attended (``prefill_pairs + decode_keys``) at
     ``d_attn = prefill_pair_flops / 4`` (GQA ``H·dh``; MLA unabsorbed ``H·(nope + rope + v)/2``) — no
-    padding, no replicated heads, no MLA decompression of history."""
+    padding, no replicated heads, no MLA decompression of history, and no rejected draft row: with
+    speculative decoding a verify row whose draft token is rejected emits nothing, so its weights, LM
+    head and attention (at the step's mean keys per decode row) are hardware work (HFU), not model work
+    (a what-if audit: MFU rose 4.55× for 2.59× the tokens with 4 drafts)."""
     T = b.tokens.astype(np.float64)
     pairs = (b.prefill_pairs + b.decode_keys).astype(np.float64)
+    heads = b.head_tokens.astype(np.float64)
+    if b.draft_rows is not None and b.accepted_tokens is not None:
+        rejected = np.maximum(b.draft_rows.astype(np.float64) - b.accepted_tokens.astype(np.float64), 0.0)
+        D = b.decode_tokens.astype(np.float64)
+        keys_per_row = np.divide(b.decode_keys, D, out=np.zeros_like(D), where=D > 0)
+        T, heads, pairs = T - rejected, heads - rejected, pairs - rejected * keys_per_row
     per_pair = attention_flops_per_token(m.layers, m.prefill_pair_flops / 4.0, 1.0, causal=False)
     return (
-        dense_flops_per_token(m.active_matmul_params) * T
-        + lm_head_flops(m.hidden, m.vocab, b.head_tokens.astype(np.float64))
-        + per_pair * pairs
+        dense_flops_per_token(m.active_matmul_params) * T + lm_head_flops(m.hidden, m.vocab, heads) + per_pair * pairs
     )
 
 
