@@ -143,7 +143,31 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
             else f"removing it would gain about +{gain * 100:.1f} % throughput: it takes {s * 100:.1f} % of the time "
             f"({out['share_basis']})"
         )
+        caveat = _idle_caveat(graph, ev, rule, s)
+        if caveat:
+            out["caveat"] = caveat
     return out
+
+
+#: A resource at work less than this fraction of the share blamed on it is idle through most of it.
+BUSY_OF_SHARE = 0.5
+
+
+def _idle_caveat(graph, ev, rule, share: float) -> str | None:
+    """Why the estimate may not be bought by a bigger resource: the rule's ``busy`` metric (how much of
+    the time the links or HBM work) far below the share of time blamed on them means most of the share
+    is something else (``idle_why``) — a what-if audit's decode run blamed 36.4 % of the time on link
+    transfer with the links busy 0.43 % of it, and its re-projection gained +0.4 %, not +57 %."""
+    if not rule.busy or not math.isfinite(share) or share <= 0:
+        return None
+    busy = _fraction(graph, rule.busy, _server(ev, rule.busy))
+    if not math.isfinite(busy) or busy >= BUSY_OF_SHARE * share:
+        return None
+    return (
+        f"{rule.busy} = {busy * 100:.2f} % of the time against a {share * 100:.1f} % share: the resource is idle "
+        f"through most of that share, which is {rule.idle_why or 'not its work'}; the estimate assumes the whole "
+        "share removed, which a faster resource does not do"
+    )
 
 
 def _num(v: float) -> float | None:

@@ -236,7 +236,9 @@ def _findings(found: list[dict]) -> str:
         ev = ", ".join(f"{k} = {format_value(v, units.get(k, ''))}" for k, v in (f.get("evidence") or {}).items())
         trs.append(
             f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
-            f"<td>{'' if gain is None else e(gain_text(gain))}</td><td>{e(f.get('estimate') or '')}</td>"
+            f"<td>{'' if gain is None else e(gain_text(gain))}</td><td>{e(f.get('estimate') or '')}"
+            + (f"<br>but: {e(f['caveat'])}" if isinstance(f.get("caveat"), str) else "")
+            + "</td>"
             f"<td>{e(f.get('why') or '')}</td>"
             f"<td>{e(ev)}</td><td>{e(', '.join(f.get('next') or []))}</td></tr>"
         )

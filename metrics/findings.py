@@ -37,14 +37,17 @@ from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 KNOBS = {"slow_chip": None, "throttled_link": None, "router_skew": 0.0, "overlap_collectives": True}
 OVER = ("server", "chip_max")
 SHARE_UNITS = ("percent", "%", "ratio", "1", "dimensionless")  # a share of time: percent or a fraction
-_KEYS = {"metric", "title", "share", "over", "evidence", "next", "remove", "why"}
+_KEYS = {"metric", "title", "share", "over", "evidence", "next", "remove", "why", "busy", "idle_why"}
 
 
 @dataclass(frozen=True)
 class FindingRule:
     """One rule (module docstring): ``metric`` fires it, ``share`` (a percent or fraction metric, or
     None: no gain estimate) sizes the gain, ``over`` says how chips combine, ``remove`` the knobs
-    (name → the value that removes the cause) for a re-projection; ``span`` where it was declared."""
+    (name → the value that removes the cause) for a re-projection; ``span`` where it was declared;
+    ``busy`` (a percent or fraction metric) how much of the time the resource the rule blames is at work:
+    far below the share, the share is mostly something else (``idle_why``: latency, fixed per-operation
+    cost), and the finding says so beside its estimate."""
 
     metric: str
     title: str
@@ -55,6 +58,8 @@ class FindingRule:
     remove: dict = field(default_factory=dict)
     why: str = ""
     span: Span | None = None
+    busy: str | None = None  # a percent or fraction metric: how much of the time the blamed resource works
+    idle_why: str = ""  # what the share is when the resource is idle through most of it
 
 
 def library_findings() -> list[Path]:
@@ -149,6 +154,11 @@ def _rule(item, src, loc, diags: list) -> tuple[FindingRule | None, bool]:
     why = item.get("why")
     if why is not None and not isinstance(why, str):
         diags.append(_err("finding-field", "`why` is text", src.span(loc + ("why",)), ""))
+    busy, idle_why = item.get("busy"), item.get("idle_why")
+    if busy is not None and not isinstance(busy, str):
+        diags.append(_err("finding-field", "`busy` is a metric name", src.span(loc + ("busy",)), ""))
+    if idle_why is not None and not isinstance(idle_why, str):
+        diags.append(_err("finding-field", "`idle_why` is text", src.span(loc + ("idle_why",)), ""))
     rule = FindingRule(
         metric,
         title,
@@ -159,6 +169,8 @@ def _rule(item, src, loc, diags: list) -> tuple[FindingRule | None, bool]:
         _remove(item.get("remove"), src, loc + ("remove",), diags),
         why if isinstance(why, str) else "",
         span,
+        busy if isinstance(busy, str) else None,
+        idle_why if isinstance(idle_why, str) else "",
     )
     return rule, len(diags) == before  # a rule with any error is left out whole, once its metrics are checked
 
@@ -168,6 +180,7 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
     generation leaves the rule out with a note); the share metric must be a percent or a fraction."""
     known = graph.all_metrics
     named = [("metric", rule.metric)] + ([("share", rule.share)] if rule.share else [])
+    named += [("busy", rule.busy)] if rule.busy else []
     named += [("evidence", n) for n in rule.evidence] + [("next", n) for n in rule.next]
     ok = True
     for key, name in named:
@@ -204,6 +217,16 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
                 f"`share` metric `{rule.share}` is in {known[rule.share].unit_text}, not a share of time",
                 src.span(loc + ("share",)),
                 "name a percent or dimensionless metric (a share of the chips' time)",
+            )
+        )
+        ok = False
+    if ok and rule.busy and known[rule.busy].unit_text not in SHARE_UNITS:
+        diags.append(
+            _err(
+                "finding-share-unit",
+                f"`busy` metric `{rule.busy}` is in {known[rule.busy].unit_text}, not a share of time",
+                src.span(loc + ("busy",)),
+                "name a percent or dimensionless metric (how much of the time the resource works)",
             )
         )
         ok = False

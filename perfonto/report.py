@@ -313,6 +313,8 @@ def render_guided(found: list[dict], console: Console) -> None:
         )
         console.print(plain(head))
         console.print(plain(f"      {f['estimate']}"))
+        if f.get("caveat"):
+            console.print(Text.assemble(("      but: ", "yellow"), plain(f["caveat"])))
         if f.get("why"):
             console.print(plain(f"      why: {f['why']}"))
         if f.get("overlaps"):

@@ -67,6 +67,11 @@ def graph():
             "finding-share-unit",
             (4, 12),
         ),
+        (
+            "findings:\n  - metric: mxu.utilization\n    title: x\n    busy: hbm.bandwidth\n",
+            "finding-share-unit",
+            (4, 11),
+        ),
         ("rules: []\n", "finding-file", (1, 1)),
         ("findings: [\n", "yaml-syntax", None),
     ],
@@ -414,3 +419,26 @@ def test_a_gain_past_what_a_share_can_size_is_not_printed_as_a_figure():
 
     assert gain_text(estimated_gain(0.5)) == "+100.0 %" and gain_text(estimated_gain(0.95)) == "+1900.0 %"
     assert gain_text(estimated_gain(0.997)) == "more than +1,900 %" and gain_text(None) == "—"
+
+
+def test_a_share_the_blamed_resource_is_idle_through_says_so(tmp_path, capsys):
+    """A what-if audit's decode run (8 clients, 128/2048): "bound by link transfer: about +57.3 %" with the
+    links busy 0.43 % of the time (c2c.link_busy), and its re-projection gained +0.4 %; "weight streaming
+    +58 %" with HBM busy 14.2 % of a 36.7 % share. Such a finding now says the share is mostly latency or
+    fixed per-operation cost, which a faster resource does not remove; the default prefill-heavy run's links
+    (busy 46.8 % of a 47.8 % share) get no such caveat."""
+    out = tmp_path / "dec"
+    args = ["run", "--isl", "128", "--osl", "2048", "--concurrency", "8", "--duration", "300ms", "--out", str(out)]
+    assert main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    found = {f["metric"]: f for f in json.loads((out / "report.json").read_text())["findings"]}
+    link = found["topdown.interconnect.link_transfer"]
+    busy = link["evidence"]["c2c.link_busy"]
+    assert busy < 0.5 * link["share"] * 100 and "latency — each collective's setup and its hops" in link["caveat"]
+    assert link["caveat"].startswith(f"c2c.link_busy = {busy:.2f} % of the time against a {link['share'] * 100:.1f} %")
+    assert "fixed per-operation cost" in found["topdown.memory.weights"]["caveat"]
+    assert "but: c2c.link_busy = " in text
+    assert main(["run", "--out", str(tmp_path / "base"), "--json"]) == 0
+    capsys.readouterr()
+    base = json.loads((tmp_path / "base" / "report.json").read_text())["findings"]
+    assert base and not any("caveat" in f for f in base)
