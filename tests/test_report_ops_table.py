@@ -4,6 +4,7 @@ the ridge, a line under the table names the ops and says which is which."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from rich.console import Console
@@ -77,3 +78,22 @@ def test_a_whole_count_prints_without_decimals():
     assert format_value(1965.0, "token") == "1,965 token"
     assert format_value(45.5, "request") == "45.500 request"  # a mean count keeps its decimals
     assert format_value(2.0, "J") == "2.000 J" and format_value(3e9, "B") == "3e+09 B"
+
+
+def test_an_op_the_windows_cannot_tell_from_its_neighbours_is_not_reliable(tmp_path, capsys):
+    """A what-if audit's decode run (8 clients, 128/2048, 1 ms windows over µs ops): the op table gave
+    ffn_norm 1.48 TFLOP of matrix work at 24 FLOP/B, marked reliable (ground truth: no matrix work, 0.8
+    FLOP/B), because the rate model fit the windows while the norm always ran beside its GEMMs. The
+    split-half estimate (rates fitted on even against odd windows) now marks such a row ≈."""
+    from perfonto.cli import main
+
+    out = tmp_path / "dec"
+    args = ["run", "--isl", "128", "--osl", "2048", "--concurrency", "8", "--duration", "300ms", "--out", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    rows = {r["op"]: r for r in json.loads((out / "report.json").read_text())["ops"]["rows"]}
+    truth = json.loads((out / "ground_truth.json").read_text())["by_op"]
+    norm = rows["ffn_norm"]
+    assert truth["ffn_norm"]["flops"] == 0  # no matrix work in truth
+    assert norm["work"] == "vector" or (norm["reliable"] is False and "≈ ffn_norm" in text), norm
+    assert rows["ffn_gate_up"]["reliable"] is True  # the GEMMs themselves are told apart
