@@ -125,6 +125,12 @@ TRANSLATIONS = [
 ]
 
 
+def _encoding(e: dict) -> str:
+    """`` (EventCode 0x3c, UMask 0x2)``: a defined event's encoding for its signal's description, or ""."""
+    parts = [f"{k} {e[k]}" for k in ("EventCode", "UMask", "Unit", "ConfigCode") if str(e.get(k) or "").strip()]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def load_arch_std(path: str | Path) -> dict[str, dict]:
     """An architecture-standard JSON file (events or metrics) as ``{lower-case name: entry}``."""
     data = load_json(path, "architecture-standard file")
@@ -190,6 +196,8 @@ class _Reader:
                 continue
             if "EventName" in e and "MetricName" not in e:
                 desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
+                if not tag:  # another tool's definition: its encoding, so that a collector can program it
+                    desc += _encoding(e)
                 self.defined_events[str(e["EventName"]).lower()] = desc
                 self.event_defs[str(e["EventName"]).lower()] = (e, tag)
                 continue
@@ -222,6 +230,17 @@ class _Reader:
         for key, entry in self.entries.items():
             self._metric(key, entry)
         self._thresholds()
+        unused = sorted(set(self.defined_events) - set(cat.events))
+        if unused:  # a migrator's Zen 3 file: 21 defined events, none read by a metric, and no word of them
+            cat.findings.append(
+                Finding(
+                    "unused-events",
+                    "",
+                    f"{len(unused)} event definition(s) no metric reads are left out: {', '.join(unused[:8])}"
+                    + (" …" if len(unused) > 8 else "")
+                    + " (an event becomes a signal when a metric reads it; import the events' metrics too)",
+                )
+            )
         return cat
 
     def _reject(self, key: str, why: str, origin: str) -> None:

@@ -115,3 +115,24 @@ def test_catalog_text_cannot_inject(tmp_path):
     assert {"cpu.weird_ev_1", "uncore_imc.cas_count_read"} <= set(built.gen.signals)  # pmu@event@ → block pmu
     text = built.metrics_path.read_text()
     assert "\nmetric pwned" not in text and text.count("\nmetric ") == 2
+
+
+def test_defined_events_keep_their_encoding_and_unused_ones_are_named(tmp_path, capsys):
+    """A migrator: a Zen 3 file's 21 defined events were dropped in silence, and an event a metric reads
+    kept only its description (EventCode 0x3c / UMask 0x2 lost)."""
+    p = tmp_path / "m.json"
+    p.write_text(
+        json.dumps(
+            [
+                {"EventName": "my_ev", "EventCode": "0x3c", "UMask": "0x2", "BriefDescription": "My event."},
+                {"EventName": "spare_ev", "EventCode": "0x10", "BriefDescription": "Unused."},
+                {"MetricName": "my_rate", "MetricExpr": "my_ev / duration_time"},
+            ]
+        )
+    )
+    assert main(["import", "perf", str(p), "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "1 event definition(s) no metric reads are left out: spare_ev" in err
+    doc = yaml.safe_load(next((tmp_path / "o").glob("*.yaml")).read_text())
+    sig = next(s for b in doc["blocks"].values() for n, s in b["signals"].items() if n == "my_ev")
+    assert sig["description"] == "My event. (EventCode 0x3c, UMask 0x2)"
