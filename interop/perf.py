@@ -190,6 +190,7 @@ class _Reader:
 
     def run(self) -> SourceCatalog:
         cat = self.cat
+        duplicates: list[tuple[str, str, str]] = []
         for i, e in enumerate(self.data):
             if not isinstance(e, dict):
                 cat.findings.append(Finding("malformed", "", f"entry {i} is not an object; skipped", "error"))
@@ -220,8 +221,11 @@ class _Reader:
                 continue
             key = str(entry["MetricName"])
             origin = origin or f"MetricName {key}"
-            if key.lower() in self.lower:
-                self._reject(key + f"#{i}", f"duplicate metric name `{key}`", origin)
+            if not key.strip():  # an empty name was imported as metric `x` without a word (a migrator's file)
+                self._reject(f"#{i}", f"entry {i} has an empty MetricName", f"entry {i}")
+                continue
+            if key.lower() in self.lower:  # named after the metrics kept, so that the kept one keeps its name
+                duplicates.append((key + f"#{i}", f"duplicate metric name `{key}`", origin))
                 continue
             if key.lower().startswith("spec.") and self._constant_metric(key, entry):
                 continue
@@ -229,6 +233,8 @@ class _Reader:
             self.lower[key.lower()] = key
         for key, entry in self.entries.items():
             self._metric(key, entry)
+        for args in duplicates:
+            self._reject(*args)
         self._thresholds()
         unused = sorted(set(self.defined_events) - set(cat.events))
         if unused:  # a migrator's Zen 3 file: 21 defined events, none read by a metric, and no word of them

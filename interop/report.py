@@ -53,6 +53,34 @@ class ImportReport:
         """The file was read and at least 95 % of its metrics compile."""
         return not self.error and self.total > 0 and self.ratio >= PASS_RATIO
 
+    def renamed(self) -> list[tuple[str, str, str]]:
+        """(source name, perfonto name, why) for each metric whose name had to change beyond case and
+        separators: characters a name cannot hold (``héllo wörld``, ``../x``), an empty name, or a
+        suffix that keeps it apart from another (``ok1_3``) — a migrator found these in the JSON only."""
+        import re
+
+        from .names import metric_name
+
+        out = []
+        for g in self.generations:
+            for src, name in g.names.items():
+                o = g.outcomes.get(src)
+                if o is not None and o.status == "rejected":  # listed with the rejected, under its reason
+                    continue
+                key = src.split("#")[0]
+                plain = re.fullmatch(r"[A-Za-z0-9_. -]+", key) is not None
+                if key and plain and name == metric_name(key.lower()):
+                    continue
+                why = (
+                    " (an empty name)"
+                    if not key
+                    else " (to keep it apart from another metric of that name)"
+                    if plain
+                    else " (characters a metric name cannot hold)"
+                )
+                out.append((key, name, why))
+        return out
+
     def rejected(self) -> list[dict]:
         return [
             {"metric": o.key, "name": o.name, "generation": g.generation, "definitions": o.weight, "reason": o.reason}
@@ -131,6 +159,12 @@ class ImportReport:
             f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
             f" — {'OK' if self.ok else 'below the 95 % needed (exit 1; the files are written for inspection)'}"
         )
+        renamed = self.renamed()
+        if renamed:
+            lines.append(f"  renamed ({len(renamed)}; every name is in report.json's `names`):")
+            lines += [f"    - {src!r} → {name}{why}" for src, name, why in renamed[:12]]
+            if len(renamed) > 12:
+                lines.append(f"    … {len(renamed) - 12} more")
         if self.unused_constants:
             known = sorted({c.name for cat in self.catalogs for c in cat.constants.values()})
             lines.append(

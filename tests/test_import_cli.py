@@ -136,3 +136,29 @@ def test_defined_events_keep_their_encoding_and_unused_ones_are_named(tmp_path, 
     doc = yaml.safe_load(next((tmp_path / "o").glob("*.yaml")).read_text())
     sig = next(s for b in doc["blocks"].values() for n, s in b["signals"].items() if n == "my_ev")
     assert sig["description"] == "My event. (EventCode 0x3c, UMask 0x2)"
+
+
+def test_renames_are_said_and_a_kept_duplicate_keeps_its_name(tmp_path, capsys):
+    """A migrator: of `ok1`, `OK1`, `ok1` the metric kept was named `ok1_3` (the rejected copies had
+    taken `ok1` and `ok1_2`), an empty MetricName became metric `x` with no warning, and `héllo wörld` →
+    `h_llo_w_rld` was said in the JSON's `names` only."""
+    p = tmp_path / "m.json"
+    p.write_text(
+        json.dumps(
+            [
+                {"MetricName": "ok1", "MetricExpr": "a / b"},
+                {"MetricName": "OK1", "MetricExpr": "b / a"},
+                {"MetricName": "ok1", "MetricExpr": "a + b"},
+                {"MetricName": "", "MetricExpr": "a"},
+                {"MetricName": "héllo wörld", "MetricExpr": "a * 2"},
+                {"MetricName": "twice", "MetricExpr": "ok1 * 2"},
+            ]
+        )
+    )
+    main(["import", "perf", str(p), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    text = next((tmp_path / "o").glob("*.metrics")).read_text()
+    assert "metric ok1 [1] = cpu.a / cpu.b" in text and "metric twice [1] = ok1 * 2" in text and "ok1_3" not in text
+    assert "#3: entry 3 has an empty MetricName" in err and "metric x " not in text
+    assert "renamed (1; every name is in report.json's `names`):" in err
+    assert "'héllo wörld' → h_llo_w_rld (characters a metric name cannot hold)" in err
