@@ -131,6 +131,25 @@ def fleet_folder(path) -> Path | None:
     return p
 
 
+def _regular_input(path, option: str) -> None:
+    """Refuse a path given for a run part that is not a regular file: reading a FIFO waits for ever (a
+    breaker's `--sync fifo` hung analyze), a device never ends; a table or frame passes as it is.
+
+    Raises:
+        DumpError: naming the path and the option."""
+    import os
+    import stat
+
+    if not isinstance(path, (str, Path)):
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing file is the reader's to name
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise DumpError(f"{path}: not a regular file (a device or a pipe?); give {option} a file")
+
+
 def capture_of(
     counters,
     requests=None,
@@ -151,6 +170,8 @@ def capture_of(
     truth = None
     from perfonto.ontology.files import is_dir, is_file
 
+    for option, given in (("--requests", requests), ("--trace", trace), ("--sync", sync)):
+        _regular_input(given, option)
     fleet = fleet_folder(counters)
     if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: only its step counts
         counters = fleet / "counters"

@@ -12,6 +12,7 @@ lock left by a process that no longer exists is taken over.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -454,6 +455,10 @@ def atomic_path(path: str | Path):
     try:
         if p.is_dir() and not p.is_symlink():
             raise OutputError(f"{p}: is a folder; give a file name")
+        if (p.exists() or p.is_symlink()) and not p.is_symlink() and not p.is_file():
+            raise OutputError(  # os.replace would put a file in a device's place (a breaker's /dev/zero)
+                f"{p}: not a regular file (a device or a pipe?); give a file path"
+            )
         if p.is_file() and not p.is_symlink():
             mode = p.stat().st_mode & 0o7777  # the new file keeps the old one's permissions
     except OSError as exc:
@@ -467,6 +472,7 @@ def atomic_path(path: str | Path):
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, p)  # a symbolic link at ``path`` is replaced by the file, never written through
+        _remember(p)
     except OSError as exc:
         _unlink(tmp)
         named = exc.filename is not None and (str(exc.filename).startswith(str(tmp)) or str(exc.filename) == str(p))
@@ -478,6 +484,80 @@ def atomic_path(path: str | Path):
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def _record(p: Path) -> Path:
+    """Where perfonto remembers that it wrote the single file ``p`` (its real path's digest, under the
+    cache folder's ``written/``): one small file per output, so that parallel processes never clash."""
+    from perfonto.ontology import cache
+
+    real = os.path.realpath(p)
+    return cache.root() / "written" / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _stamp(p: Path) -> str:
+    st = os.stat(p)
+    return f"{os.path.realpath(p)}\n{st.st_size} {st.st_mtime_ns} {st.st_ino}\n"
+
+
+def remember_output(p: str | Path) -> None:
+    """Note that perfonto wrote the file ``p`` (a writer that renames into place itself, not through
+    ``atomic_path``), so that ``check_file_target`` lets a later run replace it."""
+    _remember(Path(p))
+
+
+def _remember(p: Path) -> None:
+    """Note that perfonto wrote ``p`` as it is now (path, size, modification time, inode); best effort."""
+    try:
+        r = _record(p)
+        r.parent.mkdir(parents=True, exist_ok=True)
+        r.write_text(_stamp(p), encoding="utf-8", errors="surrogateescape")
+    except (OSError, ValueError):
+        pass
+
+
+def _remembered(p: Path) -> bool:
+    """Whether ``p`` is, unchanged, a file perfonto wrote (``_remember``)."""
+    try:
+        return _record(p).read_text(encoding="utf-8", errors="surrogateescape") == _stamp(p)
+    except (OSError, ValueError):
+        return False
+
+
+def check_file_target(path: str | Path, option: str, force: bool = False) -> None:
+    """Refuse a single-file output (``report --html``, ``timeline --out``, ``export perf-json --out`` …) that
+    would replace something perfonto did not write: a device, a pipe or a folder always; an existing file
+    unless perfonto wrote it (``_remembered``, or a generated file's header) or ``force``. A link is
+    replaced, never written through (``atomic_path``). A breaker's ``report --html /dev/zero`` replaced the
+    device, and ``--html notes.txt`` a user's notes, with rc 0.
+
+    Raises:
+        OutputError: naming the path, the option and what to do."""
+    import stat as st_
+
+    if not str(path).strip():
+        raise OutputError(f"{option}: an empty path; give a file name")
+    p = Path(path)
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(
+            f"{option} {str(p)[:200]}: cannot be written ({exc.strerror or exc}); choose another place"
+        ) from None
+    if st_.S_ISLNK(mode):
+        return
+    if st_.S_ISDIR(mode):
+        raise OutputError(f"{p}: is a folder; {option} writes a file: give a file name")
+    if not st_.S_ISREG(mode):
+        raise OutputError(f"{p}: not a regular file (a device or a pipe?); {option} writes a file: give a file path")
+    if force or _remembered(p) or _generated(p):
+        return
+    raise OutputError(
+        f"{p}: a file perfonto did not write (or one changed since); {option} would replace it: choose another "
+        "name, or give --force to replace it"
+    )
 
 
 def _full(exc: OSError) -> bool:

@@ -411,3 +411,54 @@ def test_coverage_out_under_a_small_disk_leaves_the_old_table_whole(tmp_path):
     small = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, preexec_fn=_with_small_disk(600))
     assert small.returncode == 1 and "Traceback" not in small.stderr, small.stderr[-1500:]
     assert _snapshot(tmp_path) == before
+
+
+def test_a_single_file_output_never_replaces_a_device_a_pipe_or_a_users_file(tmp_path, capsys):
+    """A breaker (as root): `report --html /dev/zero` replaced the device with the page (rc 0), `--html
+    notes.txt` a user's notes, `export perf-json --out` another run's report.json. Single-file outputs now
+    refuse a device, a pipe and a folder always, and a file perfonto did not write unless --force; a file
+    perfonto wrote is replaced as before (a second run to the same name)."""
+    from perfonto.cli import main
+
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
+    capsys.readouterr()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    notes = tmp_path / "notes.html"
+    notes.write_text("my notes")
+    for argv, target in (
+        (["report", str(run), "--html"], fifo),
+        (["report", str(run), "--html"], notes),
+        (["timeline", str(run), "--out"], notes),
+        (["export", "perf-json", "--out"], notes),
+        (["plan", "--metrics", "mfu", "--collector-config"], notes.with_suffix(".json")),
+    ):
+        if target.suffix == ".json":
+            target.write_text('{"mine": 1}')
+        assert main([*argv, str(target), "--json"]) == 1, argv
+        err = json.loads(capsys.readouterr().out)["error"]
+        assert ("not a regular file" in err) if target == fifo else ("a file perfonto did not write" in err), err
+    assert notes.read_text() == "my notes" and fifo.is_fifo()
+    page = tmp_path / "page.html"
+    assert main(["report", str(run), "--html", str(page), "--json"]) == 0
+    assert main(["report", str(run), "--html", str(page), "--json"]) == 0  # its own page, replaced
+    assert main(["report", str(run), "--html", str(notes), "--force", "--json"]) == 0
+    assert "my notes" not in notes.read_text()
+
+
+def test_a_pipe_given_as_a_run_part_is_refused_not_waited_on(tmp_path, capsys):
+    """A breaker's `analyze … --sync fifo` (or --requests, --trace) waited for ever; COUNTERS already refused."""
+    from perfonto.cli import main
+
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
+    capsys.readouterr()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for option in ("--sync", "--requests", "--trace"):
+        argv = ["analyze", str(run / "counters.parquet"), "--out", str(tmp_path / "o"), option, str(fifo), "--json"]
+        assert main(argv) == 1
+        assert json.loads(capsys.readouterr().out)["error"] == (
+            f"{fifo}: not a regular file (a device or a pipe?); give {option} a file"
+        )

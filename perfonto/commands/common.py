@@ -468,3 +468,11 @@ def duration(text: str) -> float:
         return duration_s(text, "duration")
     except ValueRuleError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("duration: ")) from None
+
+
+def file_force_option(p) -> None:
+    """``--force`` for a command that writes single files (``outputs.check_file_target``): replace a file
+    of that name that perfonto did not write."""
+    p.add_argument(
+        "--force", action="store_true", help="replace an output file that perfonto did not write (refused otherwise)"
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, stdout
+from .common import CommandError, file_force_option, stdout
 
 #: Workloads compared when none is given: the public claim's scenario, a decode-heavy and a
 #: prefill-heavy one.
@@ -35,6 +35,7 @@ def register(sub) -> None:
     )
     add_workload_args(p, generation=False)
     add_output_args(p, "the side-by-side table")
+    file_force_option(p)
     p.set_defaults(func=cmd_compare)
 
 

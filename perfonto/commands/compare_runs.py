@@ -12,7 +12,7 @@ import argparse
 import json
 
 from . import HELP
-from .common import CommandError, stdout
+from .common import CommandError, file_force_option, stdout
 
 
 def _rule(text: str) -> tuple[str, float]:
@@ -56,6 +56,7 @@ def register(sub) -> None:
         "--html", default=None, metavar="FILE", help="also write the comparison as one self-contained HTML page"
     )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    file_force_option(p)
     p.set_defaults(func=cmd_compare_runs)
 
 
@@ -74,8 +75,9 @@ def cmd_compare_runs(args) -> int:
         raise CommandError(str(exc), 1) from None
     if args.html:
         from perfonto.analysis.compare_html import render
-        from perfonto.outputs import write_file
+        from perfonto.outputs import check_file_target, write_file
 
+        check_file_target(args.html, "--html", args.force)
         write_file(args.html, render(results, [r.report for r in runs]))  # beside it, then renamed
     if args.json:
         print(

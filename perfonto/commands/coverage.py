@@ -10,6 +10,7 @@ import tempfile
 from . import HELP
 from .common import (
     catalog_failure,
+    file_force_option,
     catalog_options,
     CommandError,
     jobs_option,
@@ -54,6 +55,7 @@ def register(sub) -> None:
     )
     p.add_argument("--out", default=None, metavar="FILE", help="write the judgement as JSON", type=out_path)
     json_option(p)
+    file_force_option(p)
     p.set_defaults(func=cmd_coverage)
 
 
@@ -77,7 +79,7 @@ def cmd_coverage(args) -> int:
         raise CommandError(f"no scenario could be emulated: {first}", 1)
     doc = {"generation": gen.name, **cov.to_json(), "collection": _collection(base)}
     if args.out:
-        _write_out(args.out, doc)
+        _write_out(args.out, doc, args.force)
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
     else:
@@ -196,11 +198,12 @@ def _judge(args, target, nominal, scs: list, gen):
     return cov, runs
 
 
-def _write_out(path: str, doc: dict) -> None:
+def _write_out(path: str, doc: dict, force: bool = False) -> None:
     """Write the judgement to ``--out`` (beside it, then renamed)."""
-    from perfonto.outputs import write_file
+    from perfonto.outputs import check_file_target, write_file
 
     try:
+        check_file_target(path, "--out", force)
         write_file(path, json.dumps(doc, indent=2, default=str))  # beside it, then renamed
     except OSError as exc:
         from .common import why

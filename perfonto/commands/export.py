@@ -37,7 +37,7 @@ def cmd_export(args) -> int:
     from ..targets import target
 
     err = stderr()
-    from perfonto.outputs import OutputError, write_file
+    from perfonto.outputs import OutputError, check_file_target, write_file
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
@@ -49,6 +49,7 @@ def cmd_export(args) -> int:
     result = emitted.detail
     try:
         (text,) = emitted.files.values()  # one file, written where --out says
+        check_file_target(args.out, "--out", args.force)
         write_file(Path(args.out), text)  # beside it, then renamed: a full disk leaves the old file whole
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import catalog_options, CommandError, positive_int
+from .common import CommandError, catalog_options, file_force_option, positive_int
 
 
 def register(sub) -> None:
@@ -34,6 +34,7 @@ def register(sub) -> None:
         help="write the passes, groups and read intervals for a collector (YAML for .yaml/.yml, else JSON)",
     )
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object on stdout")
+    file_force_option(p)
     p.set_defaults(func=cmd_plan)
 
 
@@ -57,7 +58,7 @@ def cmd_plan(args) -> int:
         raise CommandError(text, 2 if text.startswith(("no metric", "metric `")) else 1) from None
     doc = plan.to_json()
     if args.collector_config:
-        _write_config(args.collector_config, doc)
+        _write_config(args.collector_config, doc, args.force)
     if args.json:
         print(json.dumps({"ok": True, **doc}, indent=2))
     else:
@@ -65,7 +66,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _write_config(path: str, doc: dict) -> None:
+def _write_config(path: str, doc: dict, force: bool = False) -> None:
     """The collector config: generation, read interval and passes (groups and their metrics), with each
     counter's read cap; YAML when ``path`` ends in .yaml/.yml, else JSON."""
     from pathlib import Path
@@ -79,9 +80,10 @@ def _write_config(path: str, doc: dict) -> None:
         text = yaml.safe_dump(body, sort_keys=False)
     else:
         text = json.dumps(body, indent=2) + "\n"
-    from perfonto.outputs import write_file
+    from perfonto.outputs import check_file_target, write_file
 
     try:
+        check_file_target(p, "--collector-config", force)
         write_file(p, text)  # atomic, and a link at the path is replaced, never written through
     except OSError as exc:
         from perfonto.ontology.files import describe_os_error

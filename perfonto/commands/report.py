@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from . import HELP
-from .common import CommandError, stderr, why
+from .common import CommandError, file_force_option, stderr, why
 
 
 def register(sub) -> None:
@@ -30,6 +30,7 @@ def register(sub) -> None:
         help="do not write the Perfetto timeline beside the page (it takes a few seconds on long runs)",
     )
     p.add_argument("--json", action="store_true", help="print what was written as one JSON object on stdout")
+    file_force_option(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -63,13 +64,20 @@ def cmd_report(args) -> int:
     pics = plots.pictures(doc, table)
     out: dict = {"pictures": [p.name for p in pics]}
     if args.plots is not None:
-        from ..outputs import OutputError, record_outputs, refuse_run_file
+        from ..outputs import OutputError, check_file_target, record_outputs, refuse_run_file, remember_output
 
         try:
             names = frozenset(f"{p.name}{ext}" for p in pics for ext in (".png", ".svg"))
             # never one of the run's files; its own pictures of before are replaced
             refuse_run_file([Path(args.plots) / n for n in sorted(names)], run, "--plots", ours=names)
+            if not str(args.plots).strip():
+                raise OutputError("--plots: an empty path; give a folder")
+            for n in sorted(names):  # nor a file of the user's that has a picture's name
+                check_file_target(Path(args.plots) / n, "--plots", args.force)
             out["plots"] = plots.write_pictures(pics, args.plots)
+            for files in out["plots"].values():
+                for f in files:
+                    remember_output(f)
         except OutputError as exc:
             raise CommandError(str(exc), 1) from None
         except OSError as exc:
@@ -109,11 +117,15 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
 
     from ..outputs import refuse_run_file
 
+    from ..outputs import check_file_target
+
     html_path = Path(args.html)
     try:
+        check_file_target(args.html, "--html", args.force)  # a device, a folder, a file of the user's: refused
         refuse_run_file(html_path, run, "--html")
         if not args.no_timeline:
             refuse_run_file(html_path.with_name(html_path.stem + ".pftrace"), run, "--html's timeline")
+            check_file_target(html_path.with_name(html_path.stem + ".pftrace"), "--html's timeline", args.force)
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     timeline = None if args.no_timeline else _timeline(run, html_path, err)
@@ -152,12 +164,15 @@ def _timeline(run: Path, html_path: Path, err) -> Path | None:
     import os
     import uuid
 
+    from ..outputs import remember_output
+
     target = html_path.with_name(html_path.stem + ".pftrace")
     tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         write(run, tmp, "proto")
         os.replace(tmp, target)
+        remember_output(target)
     except (RunError, TimelineError) as exc:
         err.print(f"note: no timeline beside the page: {exc}", markup=False)
         return None

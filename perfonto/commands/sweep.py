@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from . import HELP
-from .common import CommandError, positive_int, stdout
+from .common import CommandError, file_force_option, positive_int, stdout
 
 
 def register(sub) -> None:
@@ -29,6 +29,7 @@ def register(sub) -> None:
     p.add_argument(
         "--max-points", type=positive_int, default=1000, help="refuse a grid of more points than this (default: 1000)"
     )
+    file_force_option(p)
     p.set_defaults(func=cmd_sweep)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from . import HELP
-from .common import CommandError, catalog_options, out_path, stderr, summary, why
+from .common import CommandError, catalog_options, file_force_option, out_path, stderr, summary, why
 
 
 def register(sub) -> None:
@@ -36,6 +36,7 @@ def register(sub) -> None:
         catalog_first=True,
     )
     p.add_argument("--json", action="store_true", help="print a summary as one JSON object on stdout")
+    file_force_option(p)
     p.set_defaults(func=cmd_timeline)
 
 
@@ -47,10 +48,11 @@ def cmd_timeline(args) -> int:
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None
     if metrics and (args.catalog is not None or args.generation is not None):
         _check_names(args, metrics)
-    from perfonto.outputs import OutputError, atomic_path, refuse_run_file
+    from perfonto.outputs import OutputError, atomic_path, check_file_target, refuse_run_file
 
     try:
         refuse_run_file(args.out, args.run, "--out")
+        check_file_target(args.out, "--out", args.force)
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     try:

@@ -114,11 +114,17 @@ def check_outputs(args) -> None:
     """Refuse an ``--out`` or ``--plot`` file of a kind it cannot be written as, before any work.
 
     Raises:
-        KnobError: naming the file and the extensions it may have.
+        KnobError: naming the file and the extensions it may have; OutputError: a device, a folder, or a
+            file perfonto did not write without ``--force`` (``outputs.check_file_target``).
     """
+    from perfonto.outputs import check_file_target
+
     for path, exts in ((args.out, (".csv", ".parquet", ".json")), (args.plot, (".png", ".svg"))):
         if path and not str(path).lower().endswith(exts):
             raise KnobError(f"{path}: write {' or '.join(exts)}")
+    for opt, path in (("--out", args.out), ("--plot", args.plot)):
+        if path is not None:  # a device, a folder or a file of the user's is refused before any work
+            check_file_target(path, opt, getattr(args, "force", False))
 
 
 def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], Any]) -> dict[str, str]:
@@ -142,6 +148,9 @@ def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], 
         if args.plot:
             what = ("--plot", args.plot)
             figure(args.plot)
+            from perfonto.outputs import remember_output
+
+            remember_output(args.plot)
             outputs["plot"] = str(args.plot)
     except OSError as exc:
         opt, path = what or ("--out", args.out)
