@@ -111,12 +111,49 @@ def main(argv: list[str] | None = None) -> int:
     return _dispatch(args)
 
 
+#: Arguments that name a file or folder: an empty one is refused (a breaker's `analyze ''` read the current
+#: folder, `--plots ''` wrote pictures there, `--requests ''` and `--topology ''` read it).
+PATH_ARGS = {
+    "counters": "COUNTERS",
+    "run": "RUN",
+    "runs": "RUN",
+    "file": "FILE",
+    "requests": "--requests",
+    "trace": "--trace",
+    "sync": "--sync",
+    "snapshots": "--snapshots",
+    "topology": "--topology",
+    "catalog": "--catalog",
+    "plots": "--plots",
+    "html": "--html",
+    "out": "--out",
+    "plot": "--plot",
+    "follow": "--follow",
+    "collector_config": "--collector-config",
+    "rows": "--rows",
+    "sources": "--sources",
+}
+
+
+def _empty_path(args) -> str | None:
+    """The option of the first empty path among the parsed arguments, or None."""
+    for dest, flag in PATH_ARGS.items():
+        value = getattr(args, dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            return "--counters" if dest == "counters" and getattr(args, "command", "") == "codegen" else flag
+    return None
+
+
 def _dispatch(args) -> int:
     """Run the parsed command; its errors become ``_fail``'s message and exit status."""
     from .commands.common import CommandError
     from .outputs import OutputError
 
     _arrow_pool(args.command)
+    empty = _empty_path(args)
+    if empty is not None:
+        return _fail(args, f"{empty}: an empty path; give a file or folder", 2, [])
 
     try:
         return args.func(args)

@@ -462,3 +462,20 @@ def test_a_pipe_given_as_a_run_part_is_refused_not_waited_on(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["error"] == (
             f"{fifo}: not a regular file (a device or a pipe?); give {option} a file"
         )
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["analyze", "", "--out", "x"], "COUNTERS"),
+        (["analyze", "c.parquet", "--out", "x", "--requests", ""], "--requests"),
+        (["report", "r", "--html", "p.html", "--plots", ""], "--plots"),
+        (["codegen", "--target", "sql", "--counters", "", "--out", "g"], "--counters"),
+        (["compare-runs", "a", ""], "RUN"),
+    ],
+)
+def test_an_empty_path_is_a_usage_error(argv, flag, capsys):
+    """A breaker: `analyze ''` read the current folder, `--plots ''` wrote pictures into it, `codegen --counters
+    ''` wrote SQL that reads it (rc 0)."""
+    assert main([*argv, "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == f"{flag}: an empty path; give a file or folder"
