@@ -72,6 +72,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _given_twice(command, argv: list[str]) -> str | None:
+    """The first option of ``command`` that takes one value and appears twice in ``argv``:
+    argparse keeps the last in silence (a breaker's `--slow-chip 3:1.2 --slow-chip 4:1.3` lost chip 3's
+    fault). Options that collect their values (``--vary``, ``--constant``) may repeat."""
+    import argparse
+
+    seen: set[str] = set()
+    for tok in argv:
+        if tok == "--":
+            break
+        if not tok.startswith("-"):
+            continue
+        flag = tok.split("=", 1)[0]
+        action = getattr(command, "_option_string_actions", {}).get(flag)
+        collects = (argparse._AppendAction, argparse._CountAction, argparse._HelpAction, argparse._StoreConstAction)
+        if action is None or isinstance(action, collects):  # a repeated switch (--json --json) is harmless
+            continue
+        key = action.dest
+        if key in seen:
+            return flag
+        seen.add(key)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -79,9 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv[0] if not argv[0].startswith("-") else None)
     try:
         args, extra = parser.parse_known_args(argv)
+        command = parser.commands.get(getattr(args, "command", None) or "", parser)
         if extra:  # refused by the command's own parser, so that the usage shown is the command's
-            command = parser.commands.get(getattr(args, "command", None) or "", parser)
             command.error(f"unrecognized arguments: {' '.join(extra)}")
+        twice = _given_twice(command, argv[1:])
+        if twice:
+            command.error(f"{twice} is given twice; give it once (only one value is used)")
     except UsageError as exc:
         import json
 
