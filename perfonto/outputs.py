@@ -278,6 +278,7 @@ def output_folder(
             process; the parent cannot be created; a user's file has the name of a new output.
     """
     p = _real_target(path, force, inputs)
+    _refuse_other_command(p, command, force)
     lock = _lock(p)
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
@@ -325,6 +326,32 @@ def output_folder(
             lock.unlink()
         except FileNotFoundError:
             pass
+
+
+def _subcommand(command) -> str | None:
+    """The perfonto command of a recorded command line (``["perfonto", "run", …]`` → ``run``; ``perfonto``
+    alone runs ``run``), or None when it cannot be told."""
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        return None
+    rest = [c for c in command[1:] if not c.startswith("-")]
+    return rest[0] if rest else "run"
+
+
+def _refuse_other_command(p: Path, command: list[str] | None, force: bool) -> None:
+    """Refuse to replace (or add to) a folder another perfonto command wrote, unless ``force``: its manifest
+    lists that command's outputs, which replacing the folder deletes (a breaker's `docs --out RUN` deleted
+    the run's counters and report; `codegen --out RUN` claimed the run's files as its own).
+
+    Raises:
+        OutputError: naming the folder, the command that wrote it and what to do."""
+    if force or command is None or not p.is_dir():
+        return
+    theirs, mine = _subcommand((_manifest(p) or {}).get("command")), _subcommand(list(command))
+    if theirs and mine and theirs != mine:
+        raise OutputError(
+            f"{p}: holds the output of `perfonto {theirs}`; writing `perfonto {mine}`'s there would replace or "
+            "claim it: choose another --out, or give --force"
+        )
 
 
 def _real_target(path: str | Path, force: bool, inputs: dict | None) -> Path:

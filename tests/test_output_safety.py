@@ -479,3 +479,27 @@ def test_an_empty_path_is_a_usage_error(argv, flag, capsys):
     ''` wrote SQL that reads it (rc 0)."""
     assert main([*argv, "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == f"{flag}: an empty path; give a file or folder"
+
+
+def test_an_option_of_one_value_given_twice_is_refused(capsys):
+    """A breaker: `run --slow-chip 3:1.2 --slow-chip 4:1.3` kept chip 4's fault only, rc 0; so did --chips,
+    --by, --metrics. Options that collect values (--vary, --constant) and switches may repeat."""
+    assert main(["run", "--slow-chip", "3:1.2", "--slow-chip", "4:1.3", "--json"]) == 2
+    assert "--slow-chip is given twice; give it once" in capsys.readouterr().err
+    assert main(["analyze", "x", "--out", "y", "--metrics", "mfu", "--metrics=tokens_per_second"]) == 2
+    assert "--metrics is given twice" in capsys.readouterr().err
+    assert main(["project", "--json", "--json", "--isl", "64", "--osl", "8", "--requests", "4"]) == 0
+
+
+def test_a_folder_another_command_wrote_is_not_replaced_without_force(tmp_path, capsys):
+    """A breaker: `docs --out RUN` deleted the run's counters and report (its manifest listed them), and
+    `codegen --out RUN` claimed the run's files in its own manifest, both rc 0."""
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
+    capsys.readouterr()
+    for argv in (["docs", "--out", str(run)], ["codegen", "--target", "python", "--out", str(run)]):
+        assert main([*argv, "--json"]) == 1
+        assert "holds the output of `perfonto run`" in json.loads(capsys.readouterr().out)["error"]
+        assert (run / "counters.parquet").is_file() and (run / "report.json").is_file()
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0  # the same command
+    assert main(["docs", "--out", str(run), "--force", "--json"]) == 0
