@@ -53,6 +53,7 @@ class Capture:
     )
     multiplexed: str = "null"  # inputs that ran in different multiplex groups: null or flag (analysis.multiplexed)
     steady_state: float | None = 0.9  # fraction of the peak concurrency for the steady-state window (None: off)
+    folder: str | None = None  # the run or fleet folder the user gave as COUNTERS (an input an --out may not lie in)
 
 
 @dataclass
@@ -172,6 +173,7 @@ def capture_of(
 
     for option, given in (("--requests", requests), ("--trace", trace), ("--sync", sync)):
         _regular_input(given, option)
+    given = counters if isinstance(counters, (str, Path)) and is_dir(counters) else None
     fleet = fleet_folder(counters)
     if fleet is not None:  # the fleet's own ground truth (hosts' profiles) is not a run's: only its step counts
         counters = fleet / "counters"
@@ -204,7 +206,9 @@ def capture_of(
         gt = pick(None, "ground_truth.json")
         if gt is not None:
             truth = _run_truth(gt, counters)
-    return Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns, snapshots)
+    cap = Capture(counters, requests, trace, sync, truth, timestamp_unit, sample_period_ns, snapshots)
+    cap.folder = str(given) if given is not None else None
+    return cap
 
 
 def fleet_steps(gt: dict) -> dict | None:

@@ -278,7 +278,8 @@ def output_folder(
             process; the parent cannot be created; a user's file has the name of a new output.
     """
     p = _real_target(path, force, inputs)
-    _refuse_other_command(p, command, force)
+    if not accumulate:  # an accumulating command (codegen, import) keeps what the folder held
+        _refuse_other_command(p, command, force)
     lock = _lock(p)
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"
@@ -338,9 +339,10 @@ def _subcommand(command) -> str | None:
 
 
 def _refuse_other_command(p: Path, command: list[str] | None, force: bool) -> None:
-    """Refuse to replace (or add to) a folder another perfonto command wrote, unless ``force``: its manifest
-    lists that command's outputs, which replacing the folder deletes (a breaker's `docs --out RUN` deleted
-    the run's counters and report; `codegen --out RUN` claimed the run's files as its own).
+    """Refuse to replace a folder another perfonto command wrote, unless ``force``: its manifest lists that
+    command's outputs, which replacing the folder deletes (a breaker's `docs --out RUN` deleted the run's
+    counters and report). ``codegen`` and ``import`` add to a folder and keep what it held (its files and
+    recorded inputs), so they are not refused.
 
     Raises:
         OutputError: naming the folder, the command that wrote it and what to do."""

@@ -492,14 +492,25 @@ def test_an_option_of_one_value_given_twice_is_refused(capsys):
 
 
 def test_a_folder_another_command_wrote_is_not_replaced_without_force(tmp_path, capsys):
-    """A breaker: `docs --out RUN` deleted the run's counters and report (its manifest listed them), and
-    `codegen --out RUN` claimed the run's files in its own manifest, both rc 0."""
+    """A breaker: `docs --out RUN` deleted the run's counters and report (its manifest listed them), rc 0.
+    codegen adds to a folder (keeping the run's files and inputs: test_outputs), so it is not refused."""
     run = tmp_path / "run"
     assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
     capsys.readouterr()
-    for argv in (["docs", "--out", str(run)], ["codegen", "--target", "python", "--out", str(run)]):
+    for argv in (["docs", "--out", str(run)], ["emulate", "--fleet", "1x1", "--duration", "20ms", "--out", str(run)]):
         assert main([*argv, "--json"]) == 1
         assert "holds the output of `perfonto run`" in json.loads(capsys.readouterr().out)["error"]
         assert (run / "counters.parquet").is_file() and (run / "report.json").is_file()
     assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0  # the same command
     assert main(["docs", "--out", str(run), "--force", "--json"]) == 0
+
+
+def test_an_out_inside_the_run_folder_given_is_refused(tmp_path, capsys):
+    """A breaker: `analyze RUN --out RUN/sub` was written (rc 0) though the README refuses an --out inside an
+    input: the run folder given was not among the recorded inputs, only its counters.parquet."""
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(run), "--out", str(run / "sub"), "--json"]) == 1
+    assert "lies inside the input" in json.loads(capsys.readouterr().out)["error"] and not (run / "sub").exists()
+    assert main(["analyze", str(run), "--out", str(tmp_path / "elsewhere"), "--json"]) == 0
