@@ -143,6 +143,40 @@ class ImportReport:
             "unused_constants": list(self.unused_constants),
         }
 
+    def _name_lines(self) -> list[str]:
+        """The report's lines on names: the metrics renamed, and --constant names the file does not have."""
+        lines = []
+        renamed = self.renamed()
+        if renamed:
+            lines.append(f"  renamed ({len(renamed)}; every name is in report.json's `names`):")
+            lines += [f"    - {src!r} → {name}{why}" for src, name, why in renamed[:12]]
+            if len(renamed) > 12:
+                lines.append(f"    … {len(renamed) - 12} more")
+        if self.unused_constants:
+            known = sorted({c.name for cat in self.catalogs for c in cat.constants.values()})
+            lines.append(
+                f"  warning: --constant {', '.join(self.unused_constants)}: the file has no constant of that name "
+                f"(its constants: {', '.join(known[:12]) if known else 'none'}{' …' if len(known) > 12 else ''}); "
+                "not used"
+            )
+        return lines
+
+    def _finding_lines(self) -> list[str]:
+        """The lint findings, by code (the first few of a code that has many: all are in the JSON)."""
+        fs = [f for _, f in self.findings() if f.code not in ("unit-not-applied", "threshold-not-translated")]
+        if not fs:
+            return []
+        lines = [f"  lint findings ({len(fs)}):"]
+        by_code: dict[str, list[Finding]] = {}
+        for f in fs:
+            by_code.setdefault(f.code, []).append(f)
+        for code, items in by_code.items():
+            shown = items if len(items) <= 6 else items[:4]
+            lines += [f"    - {f.severity}[{code}] {f.metric + ': ' if f.metric else ''}{f.message}" for f in shown]
+            if len(items) > len(shown):
+                lines.append(f"    - … and {len(items) - len(shown)} more [{code}] (all in the JSON report)")
+        return lines
+
     def render(self) -> str:
         lines = [f"perfonto import {self.format}: {self.source}"]
         if self.error:
@@ -159,19 +193,7 @@ class ImportReport:
             f"{self.with_unit} with a unit, {self.without_unit} without; {self.total - self.imported} rejected"
             f" — {'OK' if self.ok else 'below the 95 % needed (exit 1; the files are written for inspection)'}"
         )
-        renamed = self.renamed()
-        if renamed:
-            lines.append(f"  renamed ({len(renamed)}; every name is in report.json's `names`):")
-            lines += [f"    - {src!r} → {name}{why}" for src, name, why in renamed[:12]]
-            if len(renamed) > 12:
-                lines.append(f"    … {len(renamed) - 12} more")
-        if self.unused_constants:
-            known = sorted({c.name for cat in self.catalogs for c in cat.constants.values()})
-            lines.append(
-                f"  warning: --constant {', '.join(self.unused_constants)}: the file has no constant of that name "
-                f"(its constants: {', '.join(known[:12]) if known else 'none'}{' …' if len(known) > 12 else ''}); "
-                "not used"
-            )
+        lines += self._name_lines()
         multi = len(self.generations) > 1
         rej = _grouped(self.rejected(), "reason")
         if rej:
@@ -185,17 +207,7 @@ class ImportReport:
         if thr:
             lines.append(f"  thresholds not translated ({len(thr)}):")
             lines += [f"    - {t['metric']}: {t['reason']}" for t in thr]
-        fs = [f for _, f in self.findings() if f.code not in ("unit-not-applied", "threshold-not-translated")]
-        if fs:
-            lines.append(f"  lint findings ({len(fs)}):")
-            by_code: dict[str, list[Finding]] = {}
-            for f in fs:
-                by_code.setdefault(f.code, []).append(f)
-            for code, items in by_code.items():
-                shown = items if len(items) <= 6 else items[:4]
-                lines += [f"    - {f.severity}[{code}] {f.metric + ': ' if f.metric else ''}{f.message}" for f in shown]
-                if len(items) > len(shown):
-                    lines.append(f"    - … and {len(items) - len(shown)} more [{code}] (all in the JSON report)")
+        lines += self._finding_lines()
         if self.translations():
             lines.append("  translations:")
             lines += [f"    - {t}" for t in self.translations()]

@@ -54,3 +54,15 @@ def test_help_says_bare_perfonto_runs_the_main_job(capsys):
         main(["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "`perfonto` with no arguments runs the whole main job (`perfonto run` on its defaults" in out
+
+
+def test_an_unknown_preset_or_engine_profile_is_a_usage_error(capsys):
+    """A breaker: `run --preset bogus` and `run --engine-profile vlm` exited 1 (a data error) where `compare
+    --preset-a bogus` exited 2; an option naming nothing that exists is a usage error."""
+    from perfonto.cli import main
+
+    assert main(["run", "--preset", "bogus", "--json"]) == 2
+    assert "no preset 'bogus'" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["run", "--engine-profile", "vlm", "--json"]) == 2
+    assert "no engine profile 'vlm'" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["project", "--preset", "bogus", "--json"]) == 2

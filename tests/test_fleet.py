@@ -278,25 +278,6 @@ def test_rollup_sql_equals_the_report(fleet, library):
     pdt.assert_frame_equal(  # the same rows, up to DuckDB's parallel summation order
         own.sort_values(key).reset_index(drop=True), res.sort_values(key).reset_index(drop=True), rtol=1e-12
     )
-    # a host's row and one chip's own row (the chip's wins, as perfonto's reader places it; it was joined
-    # twice, doubling that chip in its host's, rack's and the fleet's totals), '' as an empty chip, and no
-    # chip column at all
-    first = chips[0]
-    hosts = {c["host"]: c for c in chips if c["host"] != first["host"]}  # one row per host, its chip empty
-    rows = {k: [c[k] for c in hosts.values()] for k in ("host", "rack", "pod")}
-    rows["chip"] = [""] * len(rows["host"])
-    for k, v in (("host", first["host"]), ("chip", ""), ("rack", first["rack"]), ("pod", first["pod"])):
-        rows[k].append(v)
-    for k, v in (("host", first["host"]), ("chip", str(first["chip"])), ("rack", "r-own"), ("pod", first["pod"])):
-        rows[k].append(v)
-    con.register("topo2", pa.table(rows))
-    two = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topo2")).df()
-    assert two[two.level == "fleet"].chips.iloc[0] == 32 and two[two.node == "r-own"].chips.iloc[0] == 1
-    con.register(
-        "topo3", pa.table({k: [c[k] for c in {c["host"]: c for c in chips}.values()] for k in ("host", "rack", "pod")})
-    )
-    three = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topo3")).df()
-    assert sorted(three.level.unique()) == sorted(res.level.unique()) and len(three) == len(res)
     assert sorted(res.level.unique()) == ["chip", "fleet", "host", "pod", "rack"] and len(res) == 32 + 8 + 2 + 1 + 1
     compared = 0
     for level in ("host", "rack", "pod", "fleet"):
@@ -660,3 +641,36 @@ def test_a_damaged_fleet_ground_truth_does_not_stop_the_analysis(fleet, tmp_path
     (f / "ground_truth.json").write_text("{not json")
     assert main(["analyze", str(f), "--out", str(tmp_path / "o"), "--json"]) == 0
     assert not any("few forward passes" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+def test_rollup_sql_places_a_chip_by_its_own_row_and_reads_a_topology_without_chips(fleet, library):
+    """A review: a host's row beside one chip's own row joined twice, doubling that chip in its host's,
+    rack's and fleet's totals; '' is an empty chip; DuckDB's query reads a topology without a chip column."""
+    import pyarrow as pa
+
+    from perfonto.codegen.sql import SqlSource, dump_source
+    from perfonto.codegen.sql_rollup import generate_rollup_sql
+
+    duckdb = pytest.importorskip("duckdb")
+    out, _, rep = fleet
+    chips = rep["fleet"]["chips"]
+    con = duckdb.connect()
+    source, host = dump_source(str(out / "data" / "counters"))
+    con.register("topology", pa.table({k: [c[k] for c in chips] for k in ("host", "chip", "rack", "pod")}))
+    res = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topology")).df()
+    first = chips[0]
+    hosts = {c["host"]: c for c in chips if c["host"] != first["host"]}  # one row per host, its chip empty
+    rows = {k: [c[k] for c in hosts.values()] for k in ("host", "rack", "pod")}
+    rows["chip"] = [""] * len(rows["host"])
+    for k, v in (("host", first["host"]), ("chip", ""), ("rack", first["rack"]), ("pod", first["pod"])):
+        rows[k].append(v)
+    for k, v in (("host", first["host"]), ("chip", str(first["chip"])), ("rack", "r-own"), ("pod", first["pod"])):
+        rows[k].append(v)
+    con.register("topo2", pa.table(rows))
+    two = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topo2")).df()
+    assert two[two.level == "fleet"].chips.iloc[0] == 32 and two[two.node == "r-own"].chips.iloc[0] == 1
+    con.register(
+        "topo3", pa.table({k: [c[k] for c in {c["host"]: c for c in chips}.values()] for k in ("host", "rack", "pod")})
+    )
+    three = con.sql(generate_rollup_sql(library, SqlSource(source, host=host), topology="topo3")).df()
+    assert sorted(three.level.unique()) == sorted(res.level.unique()) and len(three) == len(res)

@@ -143,12 +143,15 @@ def _fmt_s(v) -> str:
 
 
 def cmd_project(args) -> int:
-    from perfonto.emulator.presets import family_claim, preset_names, resolve
+    from perfonto.emulator.presets import PresetError, family_claim, preset_names, resolve
 
     try:
         args.generation = _generation(args)
         mapping = mapping_from_args(args, args.chips, args.model)
-        resolve(args.generation, args.preset)  # unknown preset: fail early
+        try:
+            resolve(args.generation, args.preset)  # unknown preset: fail early, as the usage error it is
+        except PresetError as exc:
+            raise CommandError(_why(exc), 2) from None
         claim = family_claim(args.generation)
         names = preset_names(args.generation) if claim else [args.preset]
         chosen = args.preset or (names[0] if claim else None)

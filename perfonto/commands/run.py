@@ -152,6 +152,8 @@ class _Progress:
 def cmd_run(args) -> int:
 
     from perfonto.ontology.diagnostics import CatalogError
+    from perfonto.emulator.engine_profiles import EngineProfileError
+    from perfonto.emulator.presets import PresetError
 
     from ..job import run_job
     from ..outputs import OutputError
@@ -181,6 +183,8 @@ def cmd_run(args) -> int:
         raise catalog_failure(exc, args) from None
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
+    except (PresetError, EngineProfileError) as exc:  # an option naming no preset or profile: a usage error
+        raise CommandError(str(exc), 2) from None
     except (ValueError, OSError) as exc:
         raise CommandError(str(exc), 1) from None
     finally:
