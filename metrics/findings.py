@@ -210,26 +210,20 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
                 hint=f'add `threshold OP VALUE: "message"` to `{rule.metric}`, or name a metric that has one',
             )
         )
-    if ok and rule.share and known[rule.share].unit_text not in SHARE_UNITS:
-        diags.append(
-            _err(
-                "finding-share-unit",
-                f"`share` metric `{rule.share}` is in {known[rule.share].unit_text}, not a share of time",
-                src.span(loc + ("share",)),
-                "name a percent or dimensionless metric (a share of the chips' time)",
+    for key, name, what in (
+        ("share", rule.share, "a share of the chips' time"),
+        ("busy", rule.busy, "how much of the time the resource works"),
+    ):
+        if ok and name and known[name].unit_text not in SHARE_UNITS:
+            diags.append(
+                _err(
+                    "finding-share-unit",
+                    f"`{key}` metric `{name}` is in {known[name].unit_text}, not a share of time",
+                    src.span(loc + (key,)),
+                    f"name a percent or dimensionless metric ({what})",
+                )
             )
-        )
-        ok = False
-    if ok and rule.busy and known[rule.busy].unit_text not in SHARE_UNITS:
-        diags.append(
-            _err(
-                "finding-share-unit",
-                f"`busy` metric `{rule.busy}` is in {known[rule.busy].unit_text}, not a share of time",
-                src.span(loc + ("busy",)),
-                "name a percent or dimensionless metric (how much of the time the resource works)",
-            )
-        )
-        ok = False
+            ok = False
     return ok
 
 

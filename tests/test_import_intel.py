@@ -157,12 +157,10 @@ def test_an_imported_catalog_reads_a_perf_capture(tmp_path, capsys):
     from perfonto.cli import main
 
     import_real("intel", INTEL, tmp_path / "cat")
-    lines = []
-    for k in range(1, 4):
-        lines.append(f"{0.1 * k:.9f},200000000,,inst_retired.any,100000000,100.00,,")
-        lines.append(f"{0.1 * k:.9f},100000000,,cpu_clk_unhalted.thread,100000000,100.00,,")
-    p = tmp_path / "perf.csv"
-    p.write_text("\n".join(lines) + "\n")
+    from perf_lines import write_perf_csv
+
+    events = [("200000000", "", "inst_retired.any"), ("100000000", "", "cpu_clk_unhalted.thread")]
+    p = write_perf_csv(tmp_path / "perf.csv", 0.1, events)
     args = [
         "analyze",
         str(p),

@@ -338,12 +338,10 @@ def test_event_names_match_without_regard_to_case(tmp_path):
 
     linux = Path(__file__).resolve().parents[1] / "perfonto" / "catalogs" / "linux"
     gen = load_catalog(linux, "linux").graph.generation
-    lines = []
-    for k in range(1, 4):
-        lines.append(f"     {0.2 * k:.9f},200.45,msec,CPU-CLOCK,200454195,100.00,1.002,CPUs utilized")
-        lines.append(f"     {0.2 * k:.9f},{10 * k},,Context-Switches:u,200454345,100.00,49.9,/sec")
-    p = tmp_path / "perf.csv"
-    p.write_text("\n".join(lines) + "\n")
+    from perf_lines import write_perf_csv
+
+    events = [("200.45", "msec", "CPU-CLOCK"), ("{k}0", "", "Context-Switches:u")]
+    p = write_perf_csv(tmp_path / "perf.csv", 0.2, events)
     notes: list[str] = []
     t = perf_capture(p, gen, notes).to_pydict()
     assert t["task.clock[0]"][1:] == [200_450_000, 400_900_000, 601_350_000]
