@@ -45,13 +45,35 @@ def _waited_on_column(graph, ev, multichip: dict | None) -> int | None:
     if st:
         cols = [k for k, c in enumerate(ev.chips) if int(c) == int(st["chip"])]
         return cols[0] if len(cols) == 1 else None
-    if PEER_WAIT not in graph.metrics or len(ev.chips) < 2:
+    return _waited_on_per_group(graph, ev, np.arange(len(ev.chips)))
+
+
+def _waited_on_per_group(graph, ev, cols: np.ndarray) -> int | None:
+    """Among chip columns ``cols`` (one group in lock step), the one whose peer-wait share is lowest while
+    the group's median waits at least twice as long; None when unclear."""
+    if PEER_WAIT not in graph.metrics or len(cols) < 2:
         return None
-    w = np.asarray(ev.per_chip[PEER_WAIT], np.float64)
+    w = np.asarray(ev.per_chip[PEER_WAIT], np.float64).reshape(len(ev.chips), -1)[cols, 0]
     if not np.isfinite(w).all():
         return None
     i = int(np.argmin(w))
-    return i if np.median(w) >= 2 * w[i] + 1e-9 else None
+    return int(cols[i]) if np.median(w) >= 2 * w[i] + 1e-9 else None
+
+
+def waited_on_per_host(graph, ev) -> list[int]:
+    """In a capture of several hosts (each host's chips one group in lock step), the chip column each host
+    waits for, where one stands out (a new user's fleet had slow chips on two hosts and the headline named
+    one)."""
+    hosts = getattr(ev, "hosts", None)
+    if hosts is None or len({str(h) for h in hosts}) < 2:
+        return []
+    hosts = np.asarray([str(h) for h in hosts])
+    out = []
+    for h in dict.fromkeys(hosts):
+        k = _waited_on_per_group(graph, ev, np.flatnonzero(hosts == h))
+        if k is not None:
+            out.append(k)
+    return out
 
 
 def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
@@ -64,7 +86,11 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
         if np.isfinite(v) and _crossed(op, v, limit):
             chip = waited_on(graph, ev, multichip)
             col = _waited_on_column(graph, ev, multichip)
-            who = f"chip {chip_names(ev)[col]}" if col is not None else f"chip {chip}" if chip is not None else None
+            per_host = waited_on_per_host(graph, ev) if multichip is None else []
+            if per_host:  # a fleet: each host's group waits for its own slow chip
+                col, chip = per_host[0], int(ev.chips[per_host[0]])
+            names = [chip_names(ev)[k] for k in per_host] or ([chip_names(ev)[col]] if col is not None else [])
+            who = f"chip {', '.join(names)}" if names else f"chip {chip}" if chip is not None else None
             out = {
                 "metric": PEER_WAIT,
                 "share": v / 100.0,
@@ -74,6 +100,8 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
             }
             if col is not None and getattr(ev, "hosts", None) is not None:
                 out["host"] = str(ev.hosts[col])
+            if len(per_host) > 1:
+                out["waited_on"] = names
             return out
     if analysis.drilldown:
         name, share = analysis.drilldown[-1]

@@ -411,9 +411,17 @@ def _commit(tmp: Path, p: Path, manifest: dict, force: bool, run_id: str, accumu
             old.rename(p)
         raise
     (p / CARRIED).unlink(missing_ok=True)
-    if kept:
-        msg = f"perfonto: kept {len(kept)} file(s) in {p} that perfonto did not write (e.g. {kept[0]})"
+    ours = [k for k in kept if _remembered(p / k)]  # another perfonto command's (report --html into a run)
+    theirs = [k for k in kept if k not in ours]
+    if theirs:
+        msg = f"perfonto: kept {len(theirs)} file(s) in {p} that perfonto did not write (e.g. {theirs[0]})"
         print(msg, file=sys.stderr)
+    if ours:
+        print(
+            f"perfonto: kept {len(ours)} file(s) in {p} that another perfonto command wrote there (e.g. {ours[0]}): "
+            "they describe what the folder held before; write them again",
+            file=sys.stderr,
+        )
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

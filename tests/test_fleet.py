@@ -592,6 +592,10 @@ def test_fleet_messages_name_the_host_of_a_chip(fleet, tmp_path, capsys):
     head = headline(graph, ev, SimpleNamespace(drilldown=[], bottleneck=None))
     assert head["chip"] == 1 and head["host"] == "h000"
     assert head["message"].startswith("waiting for chip h000/1 at collectives")
+    ev.per_chip = {PEER_WAIT: np.array([20.0, 2.0, 20.0, 20.0, 20.0, 20.0, 20.0, 3.0])}  # a slow chip on each host
+    head = headline(graph, ev, SimpleNamespace(drilldown=[], bottleneck=None))
+    assert head["message"].startswith("waiting for chip h000/1, h001/3 at collectives")  # a new user's fleet: one named
+    assert head["waited_on"] == ["h000/1", "h001/3"]
     assert _tied_text(ev, [0, 2, 3, 4, 5, 6]) == "h000/0, h000/2–3, h001/0–2"
     assert _tied_text(SimpleNamespace(chips=ev.chips[:4], hosts=None), [0, 2, 3]) == "0, 2–3"
     out, truth, rep = fleet

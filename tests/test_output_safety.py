@@ -514,3 +514,18 @@ def test_an_out_inside_the_run_folder_given_is_refused(tmp_path, capsys):
     assert main(["analyze", str(run), "--out", str(run / "sub"), "--json"]) == 1
     assert "lies inside the input" in json.loads(capsys.readouterr().out)["error"] and not (run / "sub").exists()
     assert main(["analyze", str(run), "--out", str(tmp_path / "elsewhere"), "--json"]) == 0
+
+
+def test_a_page_another_command_wrote_into_a_run_is_not_called_the_users(tmp_path, capsys):
+    """A new user: after `report RUN --html RUN/page.html`, a new `run --out RUN` said it kept 3 files "that
+    perfonto did not write" — two were the page and its timeline, written by perfonto a minute before."""
+    run = tmp_path / "run"
+    argv = ["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]
+    assert main(argv) == 0
+    (run / "notes.txt").write_text("mine")
+    assert main(["report", str(run), "--html", str(run / "page.html"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "kept 1 file(s) in" in err and "that perfonto did not write (e.g. notes.txt)" in err
+    assert "that another perfonto command wrote there (e.g. page.html)" in err
