@@ -411,19 +411,27 @@ def _commit(tmp: Path, p: Path, manifest: dict, force: bool, run_id: str, accumu
             old.rename(p)
         raise
     (p / CARRIED).unlink(missing_ok=True)
-    ours = [k for k in kept if _remembered(p / k)]  # another perfonto command's (report --html into a run)
+    _say_kept(p, kept)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _say_kept(p: Path, kept: list[str]) -> None:
+    """Say which files of the old folder were kept: the user's, and those another perfonto command wrote
+    there (``report --html`` into a run: a new user read them called files "perfonto did not write")."""
+    ours = [k for k in kept if _remembered(p / k)]
     theirs = [k for k in kept if k not in ours]
     if theirs:
-        msg = f"perfonto: kept {len(theirs)} file(s) in {p} that perfonto did not write (e.g. {theirs[0]})"
-        print(msg, file=sys.stderr)
+        print(
+            f"perfonto: kept {len(theirs)} file(s) in {p} that perfonto did not write (e.g. {theirs[0]})",
+            file=sys.stderr,
+        )
     if ours:
         print(
             f"perfonto: kept {len(ours)} file(s) in {p} that another perfonto command wrote there (e.g. {ours[0]}): "
             "they describe what the folder held before; write them again",
             file=sys.stderr,
         )
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _commit_in_place(tmp: Path, p: Path, new: set[str], generated_ok: bool) -> None:
