@@ -164,8 +164,8 @@ def _idle_caveat(graph, ev, rule, share: float) -> str | None:
     if not math.isfinite(busy) or busy >= BUSY_OF_SHARE * share:
         return None
     return (
-        f"{rule.busy} = {busy * 100:.2f} % of the time against a {share * 100:.1f} % share: the resource is idle "
-        f"through most of that share, which is {rule.idle_why or 'not its work'}; the estimate assumes the whole "
+        f"{rule.busy} = {busy * 100:.2f} % against a {share * 100:.1f} % share of the time: the resource is at work "
+        f"through little of that share, which is {rule.idle_why or 'not its work'}; the estimate assumes the whole "
         "share removed, which a faster resource does not do"
     )
 

@@ -190,17 +190,13 @@ class _Reader:
 
     def run(self) -> SourceCatalog:
         cat = self.cat
-        duplicates: list[tuple[str, str, str]] = []
+        duplicates: list[tuple[str, str, str]] = []  # rejected entries: named after the metrics kept
         for i, e in enumerate(self.data):
             if not isinstance(e, dict):
                 cat.findings.append(Finding("malformed", "", f"entry {i} is not an object; skipped", "error"))
                 continue
             if "EventName" in e and "MetricName" not in e:
-                desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
-                if not tag:  # another tool's definition: its encoding, so that a collector can program it
-                    desc += _encoding(e)
-                self.defined_events[str(e["EventName"]).lower()] = desc
-                self.event_defs[str(e["EventName"]).lower()] = (e, tag)
+                self._define_event(e)
                 continue
             entry, origin = e, ""
             if "ArchStdEvent" in e and "MetricName" not in e:
@@ -209,11 +205,13 @@ class _Reader:
                 origin = f"ArchStdEvent {name}"
                 if base is None or "MetricName" not in base:
                     key = name.lower()
-                    self._reject(
-                        key,
-                        f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with "
-                        "--arch-std)",
-                        origin,
+                    duplicates.append(
+                        (
+                            key,
+                            f"ArchStdEvent `{name}`: the architecture-standard metric is not known (give it with "
+                            "--arch-std)",
+                            origin,
+                        )
                     )
                     continue
                 entry = {**base, **{k: v for k, v in e.items() if k != "ArchStdEvent"}}
@@ -222,7 +220,7 @@ class _Reader:
             key = str(entry["MetricName"])
             origin = origin or f"MetricName {key}"
             if not key.strip():  # an empty name was imported as metric `x` without a word (a migrator's file)
-                self._reject(f"#{i}", f"entry {i} has an empty MetricName", f"entry {i}")
+                duplicates.append((f"#{i}", f"entry {i} has an empty MetricName", f"entry {i}"))
                 continue
             if key.lower() in self.lower:  # named after the metrics kept, so that the kept one keeps its name
                 duplicates.append((key + f"#{i}", f"duplicate metric name `{key}`", origin))
@@ -236,9 +234,25 @@ class _Reader:
         for args in duplicates:
             self._reject(*args)
         self._thresholds()
-        unused = sorted(set(self.defined_events) - set(cat.events))
-        if unused:  # a migrator's Zen 3 file: 21 defined events, none read by a metric, and no word of them
-            cat.findings.append(
+        self._note_unused_events()
+        return cat
+
+    def _define_event(self, e: dict) -> None:
+        """An ``EventName`` entry: its description (with another tool's encoding, so that a collector can
+        program it) and its perfonto tag (perfonto's own export)."""
+        desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
+        if not tag:
+            desc += _encoding(e)
+        self.defined_events[str(e["EventName"]).lower()] = desc
+        self.event_defs[str(e["EventName"]).lower()] = (e, tag)
+
+    def _note_unused_events(self) -> None:
+        """A warning naming the defined events no metric reads (a migrator's Zen 3 file: 21, dropped without
+        a word)."""
+        read = {k.split("/")[1] if k.count("/") >= 2 else k for k in self.cat.events}  # `pmu/event/` reads `event`
+        unused = sorted(set(self.defined_events) - read)
+        if unused:
+            self.cat.findings.append(
                 Finding(
                     "unused-events",
                     "",
@@ -247,7 +261,6 @@ class _Reader:
                     + " (an event becomes a signal when a metric reads it; import the events' metrics too)",
                 )
             )
-        return cat
 
     def _reject(self, key: str, why: str, origin: str) -> None:
         self.cat.metrics[key] = SourceMetric(
@@ -344,8 +357,9 @@ class _Reader:
         block = ident(pmu) + ("_package" if per_pkg else "")  # PerPkg events: a block of their own, per package
         table = self.event_names.setdefault(block, NameTable())
         name = table.get(low, ident(ev))
-        defined = low in self.defined_events
-        desc = self.defined_events.get(low) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
+        plain = low.split("/")[1] if low.count("/") >= 2 else low  # `cpu_core/inst_retired.any/`: its event
+        defined = plain in self.defined_events
+        desc = self.defined_events.get(plain) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
         event = self.cat.event(low, block, name, desc, defined)
         event.sources.setdefault("perf", sym)  # perf stat's column, kept as written
         if per_pkg and event.block == block:

@@ -210,15 +210,15 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
                 hint=f'add `threshold OP VALUE: "message"` to `{rule.metric}`, or name a metric that has one',
             )
         )
-    for key, name, what in (
+    for key, of, what in (
         ("share", rule.share, "a share of the chips' time"),
         ("busy", rule.busy, "how much of the time the resource works"),
     ):
-        if ok and name and known[name].unit_text not in SHARE_UNITS:
+        if ok and of and known[of].unit_text not in SHARE_UNITS:
             diags.append(
                 _err(
                     "finding-share-unit",
-                    f"`{key}` metric `{name}` is in {known[name].unit_text}, not a share of time",
+                    f"`{key}` metric `{of}` is in {known[of].unit_text}, not a share of time",
                     src.span(loc + (key,)),
                     f"name a percent or dimensionless metric ({what})",
                 )

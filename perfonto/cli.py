@@ -86,7 +86,13 @@ def _given_twice(command, argv: list[str]) -> str | None:
             continue
         flag = tok.split("=", 1)[0]
         action = getattr(command, "_option_string_actions", {}).get(flag)
-        collects = (argparse._AppendAction, argparse._CountAction, argparse._HelpAction, argparse._StoreConstAction)
+        collects = (
+            argparse._AppendAction,
+            argparse._CountAction,
+            argparse._HelpAction,
+            argparse._StoreConstAction,
+            argparse.BooleanOptionalAction,
+        )
         if action is None or isinstance(action, collects):  # a repeated switch (--json --json) is harmless
             continue
         key = action.dest
@@ -167,7 +173,7 @@ def _empty_path(args) -> str | None:
     for dest, flag in PATH_ARGS.items():
         value = getattr(args, dest, None)
         values = value if isinstance(value, list) else [value]
-        if any(isinstance(v, str) and not v.strip() for v in values):
+        if any(isinstance(v, str) and v == "" for v in values):
             return "--counters" if dest == "counters" and getattr(args, "command", "") == "codegen" else flag
     return None
 

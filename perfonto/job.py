@@ -380,7 +380,9 @@ def _inputs(capture: Capture) -> dict[str, str | None]:
         "snapshots.parquet": _where(capture.snapshots),
     }
     if getattr(capture, "folder", None):  # the run or fleet folder given: an --out inside it is refused too
-        inputs["capture folder"] = str(Path(capture.folder).resolve())
+        from .outputs import CAPTURE_FOLDER
+
+        inputs[CAPTURE_FOLDER] = str(Path(capture.folder).resolve())
     if isinstance(capture.counters, (str, Path)) and capture.ground_truth is not None:
         inputs["ground_truth.json"] = str((Path(capture.counters).parent / "ground_truth.json").resolve())
     return inputs

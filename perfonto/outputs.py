@@ -334,8 +334,13 @@ def _subcommand(command) -> str | None:
     alone runs ``run``), or None when it cannot be told."""
     if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
         return None
-    rest = [c for c in command[1:] if not c.startswith("-")]
-    return rest[0] if rest else "run"
+    from perfonto.commands import HELP
+
+    words = [c for c in command if not c.startswith("-")]
+    known = [w for w in words if w in HELP]  # `findings` records ["findings", RUN]; the API, sys.argv
+    if known:
+        return known[0]
+    return "run" if len(words) == 1 and Path(words[0]).name == "perfonto" else None
 
 
 def _refuse_other_command(p: Path, command: list[str] | None, force: bool) -> None:
@@ -537,7 +542,8 @@ def _record(p: Path) -> Path:
     from perfonto.ontology import cache
 
     real = os.path.realpath(p)
-    return cache.root() / "written" / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    root = Path(os.path.abspath(cache.root()))  # a relative PERFONTO_CACHE_DIR is one folder, wherever run from
+    return root / "written" / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _stamp(p: Path) -> str:
@@ -552,7 +558,10 @@ def remember_output(p: str | Path) -> None:
 
 
 def _remember(p: Path) -> None:
-    """Note that perfonto wrote ``p`` as it is now (path, size, modification time, inode); best effort."""
+    """Note that perfonto wrote ``p`` as it is now (path, size, modification time, inode); best effort. A
+    file inside a folder being written (``.name.tmp-…``) is not noted: it moves when the folder commits."""
+    if any(part.startswith(".") and ".tmp-" in part for part in Path(os.path.abspath(p)).parts):
+        return
     try:
         r = _record(p)
         r.parent.mkdir(parents=True, exist_ok=True)
@@ -580,7 +589,7 @@ def check_file_target(path: str | Path, option: str, force: bool = False) -> Non
         OutputError: naming the path, the option and what to do."""
     import stat as st_
 
-    if not str(path).strip():
+    if str(path) == "":
         raise OutputError(f"{option}: an empty path; give a file name")
     p = Path(path)
     try:
@@ -637,6 +646,10 @@ def write_file(path: str | Path, text: str | bytes) -> Path:
     return Path(path)
 
 
+#: the manifest's name for the run or fleet folder given as an analysis's input: an output folder may not lie
+#: in it (``check_inputs``), a single file written there later may (``refuse_run_file``)
+CAPTURE_FOLDER = "capture folder"
+
 #: the files of a run folder that ``report``, ``timeline``, ``align`` and ``compare-runs`` read (a folder from
 #: before manifests listed their files is protected by these names)
 RUN_FILES = ("report.json", "metrics.parquet", "counters.parquet", "trace.parquet", "sync.parquet", "ground_truth.json")
@@ -658,6 +671,7 @@ def refuse_run_file(
     doc = _manifest(root) or {}
     listed = [f for f in doc.get("files") or [] if isinstance(f, str)] if isinstance(doc.get("files"), list) else []
     given = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
+    given = {k: v for k, v in given.items() if k != CAPTURE_FOLDER}  # a page beside the capture is no input's
     inputs = [os.path.realpath(v) for v in given.values() if isinstance(v, str) and v]
     theirs = {os.path.realpath(root / f) for f in listed}  # the manifest's: replaceable only if ``ours``
     fixed = {os.path.realpath(root / f) for f in (*RUN_FILES, MANIFEST)}

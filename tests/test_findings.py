@@ -435,7 +435,7 @@ def test_a_share_the_blamed_resource_is_idle_through_says_so(tmp_path, capsys):
     link = found["topdown.interconnect.link_transfer"]
     busy = link["evidence"]["c2c.link_busy"]
     assert busy < 0.5 * link["share"] * 100 and "latency — each collective's setup and its hops" in link["caveat"]
-    assert link["caveat"].startswith(f"c2c.link_busy = {busy:.2f} % of the time against a {link['share'] * 100:.1f} %")
+    assert link["caveat"].startswith(f"c2c.link_busy = {busy:.2f} % against a {link['share'] * 100:.1f} % share")
     assert "fixed per-operation cost" in found["topdown.memory.weights"]["caveat"]
     assert "but: c2c.link_busy = " in text
     assert main(["run", "--out", str(tmp_path / "base"), "--json"]) == 0

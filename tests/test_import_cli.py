@@ -162,3 +162,26 @@ def test_renames_are_said_and_a_kept_duplicate_keeps_its_name(tmp_path, capsys):
     assert "#3: entry 3 has an empty MetricName" in err and "metric x " not in text
     assert "renamed (1; every name is in report.json's `names`):" in err
     assert "'héllo wörld' → h_llo_w_rld (characters a metric name cannot hold)" in err
+
+
+def test_rejected_entries_take_no_name_and_a_pmu_qualified_event_is_read(tmp_path, capsys):
+    """A review: an empty MetricName's rejection took `x` first (a kept `x` became `x_2`), and a defined
+    event read as `cpu_core@MY_EV@` was reported unused and lost its encoding."""
+    p = tmp_path / "m.json"
+    p.write_text(
+        json.dumps(
+            [
+                {"MetricName": "", "MetricExpr": "a"},
+                {"EventName": "MY_EV", "EventCode": "0x3c", "BriefDescription": "My event."},
+                {"MetricName": "x", "MetricExpr": "cpu_core@MY_EV@ / duration_time"},
+            ]
+        )
+    )
+    main(["import", "perf", str(p), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    text = next((tmp_path / "o").glob("*.metrics")).read_text()
+    assert "metric x " in text and "x_2" not in text
+    assert "left out" not in err
+    doc = yaml.safe_load(next((tmp_path / "o").glob("*.yaml")).read_text())
+    descs = [s["description"] for b in doc["blocks"].values() for s in b["signals"].values()]
+    assert any("(EventCode 0x3c)" in d for d in descs), descs

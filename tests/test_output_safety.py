@@ -529,3 +529,26 @@ def test_a_page_another_command_wrote_into_a_run_is_not_called_the_users(tmp_pat
     err = " ".join(capsys.readouterr().err.split())
     assert "kept 1 file(s) in" in err and "that perfonto did not write (e.g. notes.txt)" in err
     assert "that another perfonto command wrote there (e.g. page.html)" in err
+
+
+def test_review_cases_of_the_output_guards(tmp_path, capsys):
+    """A review of the guards: `sweep --plot link.png` wrote through the link into the user's file (savefig
+    follows links); `findings r1 --reproject` then `findings r2 --reproject` into the default folder was
+    refused ("holds the output of `perfonto r1`": findings records ["findings", RUN]); a page written into a
+    run folder an analysis read was refused as one of the run's files."""
+    from perfonto.outputs import _subcommand
+
+    assert _subcommand(["findings", "/x/r1"]) == "findings" and _subcommand(["perfonto"]) == "run"
+    assert _subcommand(["/usr/bin/python", "-m", "ipykernel_launcher", "-f", "kernel-1.json"]) is None
+    notes = tmp_path / "notes.png"
+    notes.write_bytes(b"my picture")
+    (tmp_path / "plot.png").symlink_to(notes)
+    argv = ["sweep", "--model", "llama-3.1-8b", "--chips", "1", "--osl", "8", "--requests", "4"]
+    assert main([*argv, "--vary", "isl=64,128", "--plot", str(tmp_path / "plot.png"), "--json"]) == 0
+    capsys.readouterr()
+    assert notes.read_bytes() == b"my picture" and not (tmp_path / "plot.png").is_symlink()
+    run = tmp_path / "run"
+    assert main(["run", "--duration", "50ms", "--chips", "2", "--out", str(run), "--json"]) == 0
+    assert main(["analyze", str(run), "--out", str(tmp_path / "a"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "a"), "--html", str(run / "analysis.html"), "--json"]) == 0

@@ -147,10 +147,10 @@ def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], 
             outputs["table"] = str(args.out)
         if args.plot:
             what = ("--plot", args.plot)
-            figure(args.plot)
-            from perfonto.outputs import remember_output
+            from perfonto.outputs import atomic_path
 
-            remember_output(args.plot)
+            with atomic_path(args.plot) as tmp:  # beside it, then renamed: a link is replaced, never written through
+                figure(tmp)
             outputs["plot"] = str(args.plot)
     except OSError as exc:
         opt, path = what or ("--out", args.out)
