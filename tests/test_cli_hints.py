@@ -66,3 +66,12 @@ def test_an_unknown_preset_or_engine_profile_is_a_usage_error(capsys):
     assert main(["run", "--engine-profile", "vlm", "--json"]) == 2
     assert "no engine profile 'vlm'" in json.loads(capsys.readouterr().out)["error"]
     assert main(["project", "--preset", "bogus", "--json"]) == 2
+
+
+def test_a_chip_count_the_heads_do_not_split_over_names_the_option_run_has(capsys):
+    """A breaker: `run --chips 3` advised `--tp with --dp or --pp`, which `run` does not take."""
+    from perfonto.cli import main
+
+    assert main(["run", "--chips", "3", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert "possible tp: 1, 2, 4, 8" in err and "give --chips N, N one of those" in err and "--dp" not in err

@@ -476,3 +476,16 @@ def file_force_option(p) -> None:
     p.add_argument(
         "--force", action="store_true", help="replace an output file that perfonto did not write (refused otherwise)"
     )
+
+
+def split_refused(exc: Exception, instead: str) -> CommandError | None:
+    """A usage error for a chip count the model's heads do not split over, in a command without ``--tp``
+    (``run``, ``emulate``): the emulator's hint names ``--tp with --dp or --pp``, which those commands do not
+    take, so it is replaced by ``instead`` (a breaker followed it into "unrecognized arguments"). None for
+    any other error."""
+    from perfonto.emulator.parallel import MappingError
+
+    text = str(exc)
+    if not (isinstance(exc, MappingError) and "possible tp:" in text):
+        return None
+    return CommandError(text.split(" (the other chips as")[0] + f"; {instead}", 2)

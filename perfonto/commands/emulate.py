@@ -10,7 +10,16 @@ from __future__ import annotations
 import argparse
 
 from . import HELP
-from .common import CommandError, non_negative_int, output_options, positive_int, stderr, summary, workload_options
+from .common import (
+    CommandError,
+    non_negative_int,
+    output_options,
+    positive_int,
+    split_refused,
+    stderr,
+    summary,
+    workload_options,
+)
 from .run import emulation_of
 
 
@@ -72,16 +81,11 @@ def cmd_emulate(args) -> int:
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     except ValueError as exc:
-        from perfonto.emulator.parallel import MappingError
-
-        text = str(exc)
-        if isinstance(exc, MappingError) and "possible tp:" in text:  # emulate has no --tp: each host is one group
-            text = text.split(" (the other chips as")[0] + (
-                f"; emulate runs each host's chips as one tensor-parallel group: give --fleet {hosts}xN with N one "
-                "of those"
-            )
-            raise CommandError(text, 2) from None
-        raise CommandError(text, 1) from None
+        usage = split_refused(
+            exc,
+            f"emulate runs each host's chips as one tensor-parallel group: give --fleet {hosts}xN with N one of those",
+        )
+        raise (usage or CommandError(str(exc), 1)) from None
     doc = {
         "ok": True,
         "out": args.out,

@@ -12,6 +12,7 @@ from .common import (
     BY_HELP,
     OUT_HELP,
     CommandError,
+    split_refused,
     catalog_failure,
     catalog_options,
     groupings,
@@ -186,7 +187,8 @@ def cmd_run(args) -> int:
     except (PresetError, EngineProfileError) as exc:  # an option naming no preset or profile: a usage error
         raise CommandError(str(exc), 2) from None
     except (ValueError, OSError) as exc:
-        raise CommandError(str(exc), 1) from None
+        usage = split_refused(exc, "run maps its chips as one tensor-parallel group: give --chips N, N one of those")
+        raise (usage or CommandError(str(exc), 1)) from None
     finally:
         bar.close()
     if args.json:
