@@ -20,6 +20,7 @@ class Catalog:
     graph: MetricGraph | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    from_cache: bool = False  # read from perfonto's cache (metrics.catalog_cache), not compiled in this process
 
     @property
     def errors(self) -> list[Diagnostic]:

@@ -85,6 +85,7 @@ def cached(catalog_dir, generation, library: bool, use: bool | None, compile_fn,
     from .catalog import Catalog
 
     if isinstance(hit, Catalog):
+        hit.from_cache = True  # so that a command does not say it compiled what it read
         return hit
     cat = compile_fn(catalog_dir, generation, library=library, **extra)
     try:

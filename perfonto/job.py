@@ -39,8 +39,9 @@ def compile_catalog(
     dt = time.perf_counter() - t0
     for note in cat.notes:
         log(note)
+    how = " (read from the cache)" if cat.from_cache else ""  # a new user read "compiled … (0.02 s)" on a hit
     log(
-        f"compiled catalog: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
+        f"compiled catalog{how}: generation {graph.generation.name}, {len(graph.generation.signals)} signals, "
         f"{len(graph.metrics)} window and {len(graph.record_metrics)} request-level metrics, catalog hash "
         f"{graph.content_hash} ({dt:.2f} s)"
     )

@@ -75,3 +75,18 @@ def test_a_chip_count_the_heads_do_not_split_over_names_the_option_run_has(capsy
     assert main(["run", "--chips", "3", "--json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert "possible tp: 1, 2, 4, 8" in err and "give --chips N, N one of those" in err and "--dp" not in err
+
+
+def test_a_catalog_read_from_the_cache_is_not_said_to_be_compiled(tmp_path, monkeypatch, capsys):
+    """A new user: every command said "compiled catalog: … (0.02 s)" on a cache hit, while the README says a
+    second process does not compile the catalog."""
+    from perfonto.cli import main
+
+    monkeypatch.setenv("PERFONTO_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("PERFONTO_NO_CACHE", raising=False)
+    argv = ["run", "--duration", "20ms", "--chips", "2", "--json", "--out"]
+    assert main([*argv, str(tmp_path / "a")]) == 0
+    first = capsys.readouterr().err
+    assert main([*argv, str(tmp_path / "b")]) == 0
+    second = capsys.readouterr().err
+    assert "compiled catalog: generation" in first and "compiled catalog (read from the cache): generation" in second
