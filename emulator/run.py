@@ -40,6 +40,7 @@ from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth
 from .engine_profiles import profile
+from .footprint import available_memory, check_fits
 from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, serve
 from .signals import plan_columns
 from .thermal import Thermal
@@ -339,7 +340,8 @@ def run(
 
     Raises:
         WorkloadError (a ValueError): bad parameters (a duration or period that is not finite and
-            positive, a period under 1 µs or over the duration, more than ``MAX_CHIPS`` chips, a knob
+            positive, a period under 1 µs or over the duration, more than ``MAX_CHIPS`` chips, more samples than the
+            machine's memory holds (``emulator.footprint``), a knob
             that does not apply); ``HardwareSpecError`` / ``SchedulerError`` / ``MappingError`` (all ValueError)
             when the generation lacks a constant, has one that is not a finite positive number, or
             the model does not fit.
@@ -365,6 +367,8 @@ def run(
         )
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
+    registers = sum(s.instances for s in gen.signals.values())
+    check_fits(chips, registers, duration_s, sample_period_s, available_memory())
     for name, v in (("isl", isl), ("osl", osl)):
         _whole(name, v, 1)
     check_load(num_requests, concurrency)

@@ -43,3 +43,30 @@ def test_more_slow_chips_than_hosts_is_a_usage_error_and_slow_hosts_are_distinct
     assert "the fleet has 2 host(s)" in capsys.readouterr().err
     slow = lambda spec: [h for h, p in spec.profiles().items() if p["slow_chip"]]  # noqa: E731
     assert slow(FleetSpec(2, 2, slow=2)) == [0, 1] and slow(FleetSpec(8, 4, slow=3)) == [0, 2, 5]
+
+
+def test_a_run_that_cannot_fit_in_memory_is_refused_with_its_figures(tmp_path, capsys):
+    """`run --duration 23h --sample-period 1us` failed after the scheduling with "internal error:
+    MemoryError: Unable to allocate 617. GiB"; `--duration 23h` at 1 ms ran on towards ~7 TB."""
+    t0 = time.monotonic()
+    rc = main(["run", "--duration", "23h", "--sample-period", "1us", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert "82,800,000,002 samples of 8 chips" in err and "give a longer --sample-period" in err, err
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "o").exists()
+    rc = main(["emulate", "--fleet", "2x8", "--duration", "23h", "--out", str(tmp_path / "f")])
+    assert rc == 1 and "82,800,002 samples of 8 chips" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()
+
+
+def test_the_memory_estimate_by_hand():
+    """10 s at 1 ms on 8 chips: 10,002 samples × 8 chips = 80,016 rows; × 279 registers × 40 B = 893.0 MB,
+    which fits in 1 GB and not in 0.8 GB; at most 0.8e9 / (8 × 279 × 40) × 1 ms = 8.96 s fits then."""
+    from perfonto.emulator.footprint import check_fits
+    from perfonto.emulator.knobs import WorkloadError
+
+    check_fits(8, 279, 10.0, 1e-3, 10**9)
+    check_fits(8, 279, 1e6, 1e-3, None)  # the memory unknown: nothing refused
+    with pytest.raises(WorkloadError, match=r"10,002 samples of 8 chips × 279 registers need about 0\.9 GB") as e:
+        check_fits(8, 279, 10.0, 1e-3, 8 * 10**8)
+    assert "at most about 9 s at this period" in str(e.value)

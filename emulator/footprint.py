@@ -1,0 +1,78 @@
+"""How much memory an emulation needs before it starts, so that a run that cannot fit is refused at once
+with the figures, not after minutes with a ``MemoryError`` (``perfonto run --duration 23h
+--sample-period 1us`` asked for 617 GiB for its sample clock alone) or an hour of work the machine's
+memory cannot hold (``--duration 23h`` at 1 ms: 662M rows, ~7 TB).
+
+``emulator.run.run`` holds every sample of every chip in memory while it writes the counters: the
+sample grid, each chip's device clock and every register's running value, plus the Parquet encoder's
+copy. Peak resident memory measured here (``/usr/bin/time -f %M perfonto run --out DIR``, 8 chips of
+the shipped Sohu generation, 279 register instances over its signals): 10 s at 1 ms (80,008 rows)
+1,402,640 KiB, 40 s (320,008 rows) 4,116,020 KiB — 2,713,380 KiB / 240,000 rows = 11,577 bytes a row =
+41.5 bytes per register and row, about five 8-byte copies of each value. ``BYTES_PER_REGISTER_ROW`` rounds
+that down to 40 and the fixed part (imports, catalog, scheduler) is not counted, so the estimate errs
+low: a run is refused only where it cannot fit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from .knobs import WorkloadError
+
+#: bytes of resident memory per register value of one row (one sample of one chip) at the peak of a run
+#: (module docstring: 41.5 measured, rounded down)
+BYTES_PER_REGISTER_ROW = 40
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the kernel says a new allocation can get (``MemAvailable`` of ``/proc/meminfo``,
+    Linux), else the machine's physical memory (``sysconf``), else None (unknown: nothing is refused)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(chips: int, registers: int, duration_s: float, sample_period_s: float, available: int | None) -> None:
+    """Refuse an emulation whose samples cannot be held in ``available`` bytes.
+
+    ``chips``: chips emulated together (one host of a fleet); ``registers``: register values a row (every
+    instance of every signal); rows = chips × (duration ÷ period + 2 samples: the one at 0 and the
+    final one); need = rows × registers × ``BYTES_PER_REGISTER_ROW``.
+
+    Raises:
+        WorkloadError: the estimate above ``available``, naming both and what to change.
+    """
+    if available is None:
+        return
+    samples = math.floor(duration_s / sample_period_s) + 2
+    rows = samples * int(chips)
+    need = rows * int(registers) * BYTES_PER_REGISTER_ROW
+    if need <= available:
+        return
+    longest = available / (int(chips) * int(registers) * BYTES_PER_REGISTER_ROW) * sample_period_s
+    raise WorkloadError(
+        f"{samples:,} samples of {chips} chips × {registers} registers need about {_gb(need)} of memory "
+        f"(the emulator holds a run's samples in memory) and {_gb(available)} is available: give a longer "
+        f"--sample-period (now {sample_period_s * 1e3:g} ms) or a shorter --duration (at most about "
+        f"{_seconds(longest)} at this period), or fewer chips"
+    )
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e12:,.1f} TB" if n >= 1e12 else f"{n / 1e9:,.1f} GB"
+
+
+def _seconds(s: float) -> str:
+    return f"{s / 3600:,.1f} h" if s >= 3600 else f"{s:,.0f} s" if s >= 1 else f"{s * 1e3:,.0f} ms"
+
+
+__all__ = ["BYTES_PER_REGISTER_ROW", "available_memory", "check_fits"]
