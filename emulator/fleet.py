@@ -92,6 +92,22 @@ def _profile_text(p: dict) -> str:
     return ", ".join(parts) or "every chip and link at full speed"
 
 
+def _check_size(gen, spec: FleetSpec, duration_s: float, sample_period_s: float, out: Path) -> None:
+    """Refuse a fleet one of whose hosts cannot be emulated in this machine's memory or whose parts cannot
+    fit on ``out``'s disk (``emulator.footprint``), before any host is emulated."""
+    import math
+    import shutil
+
+    from .footprint import available_memory, check_disk, check_fits
+    from .run import _check_periods
+
+    _check_periods(duration_s, sample_period_s)
+    registers = sum(s.instances for s in gen.signals.values())
+    check_fits(spec.chips, registers, duration_s, sample_period_s, available_memory())  # one host at a time
+    rows = spec.hosts * spec.chips * (math.floor(duration_s / sample_period_s) + 2)
+    check_disk(rows, registers, shutil.disk_usage(out).free, "the disk of --out")
+
+
 def generate_fleet(
     gen,
     spec: FleetSpec,
@@ -112,6 +128,7 @@ def generate_fleet(
     """
     out = Path(out)
     (out / "counters").mkdir(parents=True, exist_ok=True)
+    _check_size(gen, spec, duration_s, sample_period_s, out)
     profiles = spec.profiles()
     _, cfg, _ = setup(gen, model=model, chips=spec.chips)
     hot = cfg.a.replace(ambient_c=cfg.a.ambient_c + spec.hot_delta_c)

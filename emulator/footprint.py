@@ -11,6 +11,12 @@ the shipped Sohu generation, 279 register instances over its signals): 10 s at 1
 41.5 bytes per register and row, about five 8-byte copies of each value. ``BYTES_PER_REGISTER_ROW`` rounds
 that down to 40 and the fixed part (imports, catalog, scheduler) is not counted, so the estimate errs
 low: a run is refused only where it cannot fit.
+
+``emulate --fleet`` writes one such run per host profile and a Parquet part per host: measured here, ``perfonto
+emulate --fleet 1000x8 --out DIR`` (1 s at 1 ms: 8,016,000 rows of 279 registers) wrote 3,625,707,320
+bytes = 452 bytes a row = 1.62 bytes per register and row; ``DISK_BYTES_PER_REGISTER_ROW`` rounds that
+down to 1.5, so a fleet is refused only where its parts cannot fit in the free space of ``--out``'s disk
+(``emulate --fleet 100000x8`` asked for ~360 GB and ran on until the disk filled).
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from .knobs import WorkloadError
 #: bytes of resident memory per register value of one row (one sample of one chip) at the peak of a run
 #: (module docstring: 41.5 measured, rounded down)
 BYTES_PER_REGISTER_ROW = 40
+
+#: bytes on disk per register value of one row of an emulated fleet's Parquet parts (module docstring:
+#: 1.62 measured, rounded down)
+DISK_BYTES_PER_REGISTER_ROW = 1.5
 
 
 def available_memory() -> int | None:
@@ -67,12 +77,27 @@ def check_fits(chips: int, registers: int, duration_s: float, sample_period_s: f
     )
 
 
+def check_disk(rows: int, registers: int, free: int, where: str) -> None:
+    """Refuse writing ``rows`` rows of ``registers`` register values where ``free`` bytes are free.
+
+    Raises:
+        WorkloadError: the estimate (rows × registers × ``DISK_BYTES_PER_REGISTER_ROW``) above ``free``,
+            naming both and ``where``.
+    """
+    need = rows * registers * DISK_BYTES_PER_REGISTER_ROW
+    if need > free:
+        raise WorkloadError(
+            f"{rows:,} rows of {registers} registers need about {_gb(need)} on disk and {where} has {_gb(free)} "
+            f"free: emulate fewer hosts or chips, a shorter --duration or a longer --sample-period"
+        )
+
+
 def _gb(n: float) -> str:
-    return f"{n / 1e12:,.1f} TB" if n >= 1e12 else f"{n / 1e9:,.1f} GB"
+    return f"{n / 1e12:,.1f} TB" if n >= 1e12 else f"{n / 1e9:,.1f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
 
 
 def _seconds(s: float) -> str:
     return f"{s / 3600:,.1f} h" if s >= 3600 else f"{s:,.0f} s" if s >= 1 else f"{s * 1e3:,.0f} ms"
 
 
-__all__ = ["BYTES_PER_REGISTER_ROW", "available_memory", "check_fits"]
+__all__ = ["BYTES_PER_REGISTER_ROW", "DISK_BYTES_PER_REGISTER_ROW", "available_memory", "check_disk", "check_fits"]

@@ -67,6 +67,28 @@ def test_the_memory_estimate_by_hand():
 
     check_fits(8, 279, 10.0, 1e-3, 10**9)
     check_fits(8, 279, 1e6, 1e-3, None)  # the memory unknown: nothing refused
-    with pytest.raises(WorkloadError, match=r"10,002 samples of 8 chips × 279 registers need about 0\.9 GB") as e:
+    with pytest.raises(WorkloadError, match=r"10,002 samples of 8 chips × 279 registers need about 893\.0 MB") as e:
         check_fits(8, 279, 10.0, 1e-3, 8 * 10**8)
     assert "at most about 9 s at this period" in str(e.value)
+
+
+def test_a_fleet_that_cannot_fit_on_the_disk_is_refused_before_any_host(tmp_path, capsys):
+    """`emulate --fleet 100000x8` (~360 GB) ran on until the disk filled; this one asks for ~33 TB (each
+    host's 8,016 rows fit in memory): 10,000,000 hosts × 8 chips × 1,002 samples = 80,160,000,000 rows ×
+    279 registers × 1.5 B = 33.5 TB."""
+    t0 = time.monotonic()
+    rc = main(["emulate", "--fleet", "10000000x8", "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "80,160,000,000 rows of 279 registers need about 33.5 TB on disk" in err, err
+    assert time.monotonic() - t0 < 30
+    assert "emulating profile" not in err and not (tmp_path / "f").exists()
+
+
+def test_the_disk_estimate_by_hand():
+    """2 × 8 chips × 1,002 samples = 16,032 rows × 279 registers × 1.5 B = 6,709,392 B."""
+    from perfonto.emulator.footprint import check_disk
+    from perfonto.emulator.knobs import WorkloadError
+
+    check_disk(16_032, 279, 6_709_392, "here")
+    with pytest.raises(WorkloadError, match="need about 6.7 MB on disk and here has 6.7 MB free"):
+        check_disk(16_032, 279, 6_709_391, "here")
