@@ -98,14 +98,13 @@ def _check_size(gen, spec: FleetSpec, duration_s: float, sample_period_s: float,
     import math
     import shutil
 
-    from .footprint import available_memory, check_disk, check_fits
+    from .footprint import check_disk, check_run_fits, registers_of
     from .run import _check_periods
 
     _check_periods(duration_s, sample_period_s)
-    registers = sum(s.instances for s in gen.signals.values())
-    check_fits(spec.chips, registers, duration_s, sample_period_s, available_memory())  # one host at a time
+    check_run_fits(gen, spec.chips, duration_s, sample_period_s)  # one host at a time
     rows = spec.hosts * spec.chips * (math.floor(duration_s / sample_period_s) + 2)
-    check_disk(rows, registers, shutil.disk_usage(out).free, "the disk of --out")
+    check_disk(rows, registers_of(gen), shutil.disk_usage(out).free, "the disk of --out")
 
 
 def generate_fleet(

@@ -51,6 +51,16 @@ def available_memory() -> int | None:
         return None
 
 
+def registers_of(gen) -> int:
+    """Register values a row of ``gen``'s dump: every instance of every signal."""
+    return sum(s.instances for s in gen.signals.values())
+
+
+def check_run_fits(gen, chips: int, duration_s: float, sample_period_s: float) -> None:
+    """``check_fits`` for a run of ``chips`` chips of generation ``gen`` on this machine's available memory."""
+    check_fits(chips, registers_of(gen), duration_s, sample_period_s, available_memory())
+
+
 def check_fits(chips: int, registers: int, duration_s: float, sample_period_s: float, available: int | None) -> None:
     """Refuse an emulation whose samples cannot be held in ``available`` bytes.
 
@@ -100,4 +110,12 @@ def _seconds(s: float) -> str:
     return f"{s / 3600:,.1f} h" if s >= 3600 else f"{s:,.0f} s" if s >= 1 else f"{s * 1e3:,.0f} ms"
 
 
-__all__ = ["BYTES_PER_REGISTER_ROW", "DISK_BYTES_PER_REGISTER_ROW", "available_memory", "check_disk", "check_fits"]
+__all__ = [
+    "BYTES_PER_REGISTER_ROW",
+    "DISK_BYTES_PER_REGISTER_ROW",
+    "available_memory",
+    "check_disk",
+    "check_fits",
+    "check_run_fits",
+    "registers_of",
+]

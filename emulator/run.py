@@ -40,7 +40,7 @@ from .parallel import Mapping, MappingError, Precision
 from .presets import generation, resolve
 from .records import latency_truth
 from .engine_profiles import profile
-from .footprint import available_memory, check_fits
+from .footprint import check_run_fits
 from .serving import Engine, engine_for, make_batchers, rank_kv_capacity, serve
 from .signals import plan_columns
 from .thermal import Thermal
@@ -367,8 +367,7 @@ def run(
         )
     a, hw, mp = cfg.a, cfg.hw, cfg.mapping
     chips = int(chips)
-    registers = sum(s.instances for s in gen.signals.values())
-    check_fits(chips, registers, duration_s, sample_period_s, available_memory())
+    check_run_fits(gen, chips, duration_s, sample_period_s)
     for name, v in (("isl", isl), ("osl", osl)):
         _whole(name, v, 1)
     check_load(num_requests, concurrency)
