@@ -134,6 +134,7 @@ def read_counters(
             f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
             f"evaluate it with --generation {meta['generation']}"
         )
+    check_unit_option(names, p, timestamp_unit)
     unit = timestamp_unit or meta.get("timestamp_unit")
     chip, host, ts = _keys(t, p, unit)
     long = "signal" in names and "value" in names
@@ -178,6 +179,22 @@ def _within_int64(c, key: str, p) -> None:
         raise DumpError(
             f"{p}: row {i + 1}, column `{key}`: value {int(arr[i])} is past 2^63 − 1, the largest {key} "
             "perfonto holds; write ids and timestamps that fit a signed 64-bit integer"
+        )
+
+
+def check_unit_option(names: list[str], p: str, timestamp_unit: str | None) -> None:
+    """Refuse a ``--timestamp-unit`` that contradicts the dump's timestamp column (``timestamp_ns`` read
+    with ``--timestamp-unit us`` was read as ns, the option ignored in silence).
+
+    Raises:
+        DumpError: naming the column, its unit and the option.
+    """
+    stamp = [n for n in names if n.startswith("timestamp_") and n[10:] in TIME_UNITS]
+    if timestamp_unit is not None and len(stamp) == 1 and stamp[0][10:] != timestamp_unit:
+        raise DumpError(
+            f"{p}: column `{stamp[0]}` is in {stamp[0][10:]}, and --timestamp-unit {timestamp_unit} says "
+            f"otherwise; the option is for a bare `timestamp` column: drop it, or rename the column if it is "
+            f"really in {timestamp_unit}"
         )
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
-from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, csv_types
+from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, check_unit_option, csv_types
 from .dump_grid import Stamps, _grid, drift_note, time_reversals
 from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
 from .dump_io import (
@@ -305,6 +305,7 @@ def _new_plan(
     """The plan's frame from the parts: timestamp column and unit, long or wide layout, sample period,
     the host groups in sorted order (the group without hosts first); no columns or grid yet."""
     meta, names = found.meta, found.names
+    check_unit_option(names, label, timestamp_unit)
     unit = timestamp_unit or meta.get("timestamp_unit")
     stamps = [n for n in names if n == "timestamp" or (n.startswith("timestamp_") and n[10:] in TIME_UNITS)]
     long = "signal" in names and "value" in names

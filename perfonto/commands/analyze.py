@@ -147,6 +147,12 @@ def cmd_analyze(args) -> int:
         stderr().print(f"note: the fleet's topology {args.topology} is used (--topology replaces it)", markup=False)
     fmt = detect(capture.counters if fleet is not None else args.counters) if args.format == "auto" else args.format
     capture.format = fmt
+    if fmt != "collector" and args.timestamp_unit is not None:  # it was ignored in silence
+        raise CommandError(
+            f"--timestamp-unit is for a collector-format dump's bare `timestamp` column; a {fmt} capture states "
+            "its own times: drop the option",
+            2,
+        )
     capture.steady_state = args.steady_state
     capture.multiplexed = args.multiplexed
     if fmt != "collector" and args.catalog is None:  # the tool's shipped catalog (perf: linux, dcgm: dcgm, …)
