@@ -60,8 +60,9 @@ _MEETINGS = {
     "instance": (
         "scope",
         "a per-instance spec constant meets a chip-wide amount",
-        "roll the constant up to the chip first, e.g. `sum(spec.<block>.<name>)`, "
-        "or compare it with a per-instance measurement",
+        "roll both sides up alike: `sum(x) / sum(spec.<block>.<name>)` for the chip's total, "
+        "`avg(x) / avg(spec.<block>.<name>)` for the mean instance, or compare the constant with a "
+        "per-instance measurement",
     ),
 }
 
@@ -75,7 +76,7 @@ class Fail(Exception):
 class _T:
     """A typed sub-expression: IR node, its unit (None for booleans), and whether it is a bare literal."""
 
-    __slots__ = ("node", "unit", "literal", "inst", "total", "sparsity")
+    __slots__ = ("node", "unit", "literal", "inst", "total", "sparsity", "rolls")
 
     def __init__(
         self,
@@ -90,6 +91,8 @@ class _T:
         self.sparsity = sparsity  # {"dense"} / {"sparse"} for FLOP quantities that declare it
         self.inst = inst  # derived from a per-instance spec constant, not rolled up
         self.total = total  # instance axes this value is a chip-wide capacity over (chip-scope constants)
+        # (axis, size, "sum" | "mean", from a spec constant?) of each roll-up inside the value (``_check_rolls``)
+        self.rolls: frozenset = frozenset()
 
     @property
     def is_bool(self) -> bool:
@@ -347,7 +350,39 @@ class Typer:
         out.sparsity = frozenset().union(*sp) if sp else frozenset()
         out.inst = any(t.inst for t in operands) and bool(out.node.axes)
         out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
+        out.rolls = frozenset().union(*(t.rolls for t in operands)) if operands else frozenset()
         return out
+
+    def _check_rolls(self, a: _T, b: _T, span: Span) -> None:
+        """In ``a / b``, a mean over an instance axis (``avg``, ``min``, ``max``) on one side and a chip-wide
+        total over the same axis (``sum``, or a chip-scope constant) on the other, one of them a spec
+        constant and the other a measurement: the ratio is off by the number of instances.
+        ``avg(noc.tx_bytes) / (sum(spec.noc.link_peak_bandwidth) * interval)`` read 3.05 % for links busy
+        48.8 % (16 links), and the scope error's own hint led there."""
+        sides = [self._roll_set(a), self._roll_set(b)]
+        for ax, size, kind, const in sides[0]:
+            other = "sum" if kind == "mean" else "mean"
+            if (ax, size, other, not const) in sides[1]:
+                mean_const = const if kind == "mean" else not const
+                raise self.fail(
+                    "scope",
+                    f"a {'spec constant' if mean_const else 'measurement'}'s mean over {ax} meets "
+                    f"{'a measurement' if mean_const else 'a spec constant'}'s chip-wide total over it: the "
+                    f"ratio is off by the number of instances ({size})",
+                    span,
+                    hint="roll both sides up alike: `sum(x) / sum(spec.…)` for the chip, "
+                    "`avg(x) / avg(spec.…)` for the mean instance",
+                )
+
+    def _roll_set(self, t: _T) -> set:
+        """``t.rolls`` with each chip-scope constant's total counted as a sum over its axes."""
+        sizes = {ax: size for ax, size, _, _ in t.rolls}
+        return set(t.rolls) | {(ax, sizes.get(ax, self._axis_size(ax)), "sum", True) for ax in t.total}
+
+    def _axis_size(self, axis: str) -> int:
+        """Instances along ``axis`` (``block.axis``) of the generation, 0 when unknown."""
+        block, _, name = axis.partition(".")
+        return dict(self.gen.blocks.get(block, {}).get("axes", ())).get(name, 0)
 
     def _check_meetings(self, operands: list, span: Span) -> None:
         """Kinds of operand that never meet (``_MEETINGS``): a per-record value and a quantity read from
@@ -403,6 +438,8 @@ class Typer:
             return _T(ir.Op(op, (a.node, b.node), axes, deg), a.unit, a.literal and b.literal)
         if e.op in ("*", "/"):
             group_check(self, e, a, b)
+        if e.op == "/":
+            self._check_rolls(a, b, e.span)
         if e.op == "*":
             return _T(
                 ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
@@ -509,8 +546,12 @@ class Typer:
             count = ir.Const(float(n_inst) if f == "sum" else 1.0, origin="count")
             node = ir.Op("mul", (t.node, count), (), t.node.degree)
             total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
-            return _T(node, t.unit, total=total, sparsity=t.sparsity)
-        return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
+            out = _T(node, t.unit, total=total, sparsity=t.sparsity)
+            out.rolls = t.rolls | {(a, n, "sum" if f == "sum" else "mean", True) for a, n in t.node.axes}
+            return out
+        out = _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
+        out.rolls = t.rolls | {(a, n, "sum" if f == "sum" else "mean", False) for a, n in t.node.axes}
+        return out
 
     def _elementwise(self, e: ast.Call, args: list) -> _T:
         """``min``, ``max`` (two or more arguments) and ``clamp`` (x, lo, hi), element by element, in

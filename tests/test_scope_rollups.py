@@ -1,0 +1,81 @@
+"""Roll-ups of a per-instance measurement against a per-instance peak must match: a mean over the
+instances (``avg``, ``min``, ``max``) divided by the chip's total over them (``sum``, or a chip-scope
+constant), or the reverse, is off by the number of instances. An architect followed the scope error's
+own hint (``sum(spec.…)``) from ``avg(noc.tx_bytes) / (spec.noc.link_peak_bandwidth * interval)`` to
+``avg(noc.tx_bytes) / (sum(spec.noc.link_peak_bandwidth) * interval)``: it compiled and read 3.05 % for
+16 links busy 48.8 %. Hand numbers: 4 links of 100 GB/s peak carry 10, 20, 30 and 40 GB in a 1 s window
+(mean 25 GB, total 100 GB): the mean link is 25 % busy and so is the chip (100 of 400 GB/s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import compile_src
+from perfonto.metrics.interpreter import evaluate
+from perfonto.metrics.windows import Windows
+
+
+@pytest.fixture(scope="module")
+def links(tmp_path_factory):
+    from perfonto.ontology import load_generation
+
+    p = tmp_path_factory.mktemp("l") / "links.yaml"
+    p.write_text("""\
+generation: links
+description: a part with 4 links
+clock_domains:
+  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
+spec:
+  noc.link_peak: {value: 100, unit: GB/s, provenance: assumed, scope: instance}
+  noc.chip_peak: {value: 400, unit: GB/s, provenance: assumed, scope: chip}
+blocks:
+  noc:
+    description: the links
+    clock: core
+    instances: {link: 4}
+    signals:
+      tx_bytes: {kind: counter, unit: B, width: 64, description: bytes sent on the link}
+""")
+    gen, d = load_generation(p)
+    assert gen is not None, [x.render() for x in d]
+    return gen
+
+
+WINDOW = Windows(np.ones((1, 1)), {"noc.tx_bytes": np.array([[[10e9, 20e9, 30e9, 40e9]]])})
+
+RIGHT = [
+    "avg(noc.tx_bytes) / (avg(spec.noc.link_peak) * interval)",
+    "sum(noc.tx_bytes) / (sum(spec.noc.link_peak) * interval)",
+    "avg(noc.tx_bytes / (spec.noc.link_peak * interval))",
+    "sum(noc.tx_bytes) / (spec.noc.chip_peak * interval)",
+]
+WRONG = [
+    "avg(noc.tx_bytes) / (sum(spec.noc.link_peak) * interval)",  # 6.25 %: the one the hint led to
+    "sum(noc.tx_bytes) / (avg(spec.noc.link_peak) * interval)",  # 100 %
+    "max(noc.tx_bytes) / (sum(spec.noc.link_peak) * interval)",
+    "avg(noc.tx_bytes) / (spec.noc.chip_peak * interval)",  # a chip-scope peak is a total over the links
+    "sum(spec.noc.link_peak) * interval / avg(noc.tx_bytes)",  # the reverse division
+]
+
+
+@pytest.mark.parametrize("formula", RIGHT)
+def test_like_roll_ups_compile_and_read_the_hand_figure(links, formula):
+    g = compile_src(links, f"metric u [percent] = {formula}")
+    assert not g.errors, [x.render() for x in g.errors]
+    assert float(np.ravel(evaluate(g, WINDOW)["u"])[0]) == pytest.approx(25.0)
+
+
+@pytest.mark.parametrize("formula", WRONG)
+def test_a_mean_against_a_chip_total_is_a_scope_error_naming_the_count(links, formula):
+    unit = "1/percent" if formula.startswith("sum(spec") else "percent"
+    g = compile_src(links, f"metric u [{unit}] = {formula}")
+    assert [d.code for d in g.errors] == ["scope"], [x.render() for x in g.errors]
+    assert "off by the number of instances (4)" in g.errors[0].message
+    assert "avg(x) / avg(spec.…)" in g.errors[0].hint
+
+
+def test_the_scope_error_for_an_unrolled_peak_no_longer_points_at_the_wrong_fix(links):
+    g = compile_src(links, "metric u [percent] = avg(noc.tx_bytes) / (spec.noc.link_peak * interval)")
+    assert [d.code for d in g.errors] == ["scope"]
+    assert "`avg(x) / avg(spec.<block>.<name>)` for the mean instance" in g.errors[0].hint
