@@ -12,8 +12,11 @@ header or units line (the same as the first) is skipped.
 
 How it is read:
 
-- **Time.** dmon prints no time stamps. Its lines come in blocks, one line per entity per interval, in the
-  entity order of the first block: a new block starts when an entity comes again, or earlier in that order.
+- **Time.** dmon prints no time stamps. Its lines come in blocks, one line per GPU per interval, the lines
+  of one interval taken in any order (they need not keep one order from one interval to the next): a block
+  runs until a GPU comes again. A file that also lacks a GPU's line in some interval may read two ways (the line
+  after the gap ends that interval or starts the next): read in the first block's GPU order when that and
+  the reading above agree, refused naming the line where they part when not.
   Sample *k* is at *k* × the period given with ``--sample-period`` (dmon's ``-d``, in ms); without it, dmon's
   default of 1000 ms, and a note says so either way.
 - **Mapping.** A signal declares the DCGM field it is read from as ``sources: {dcgm: NAME}``, where NAME is the
@@ -26,8 +29,8 @@ How it is read:
   with a note.
 
 Every problem is a ``DumpError`` naming the file, the line and the column (the field): a line of another width
-than the header, a value that is not a number or ``N/A``, a unit the signal cannot read, a header that changes,
-or no field a signal maps.
+than the header, a header naming a field twice, a value that is not a number or ``N/A``, a unit the signal
+cannot read, a header that changes, lines whose interval is ambiguous, or no field a signal maps.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def read_dmon(path: str | Path) -> tuple[list[str], dict[str, str], int, list[tu
             if not names or names[0].lower() != "entity":
                 continue
             if fields is None:
+                _unique_fields(names[1:], p, n)
                 fields, header_line = names[1:], ln
                 starts = [m.start() for m in re.finditer(r"\S+", ln)][1:]
             elif names[1:] != fields:
@@ -136,17 +140,65 @@ def read_dmon(path: str | Path) -> tuple[list[str], dict[str, str], int, list[tu
     return fields, units, units_n, rows
 
 
-def _blocks(rows: list[tuple[int, str, int, list[str]]]) -> list[int]:
-    """The interval (block) number of each row (module docstring)."""
+def _blocks(rows: list[tuple[int, str, int, list[str]]], p: str) -> list[int]:
+    """The interval (block) number of each row (module docstring: a GPU's line again starts the next
+    interval; the lines of one interval may come in any order).
+
+    Raises:
+        DumpError: the file reads two ways — its lines are not in one order in every interval and an
+        interval lacks a GPU's line, so which interval a line is of is a guess (naming the line).
+    """
+    gids = [r[2] for r in rows]
+    grouped = _until_repeat(gids)
+    ordered = _in_first_order(gids)
+    if grouped == ordered or len(gids) == (grouped[-1] + 1) * len(set(gids)):
+        return grouped  # one reading, or every interval whole: the only one that is
+    i = next(i for i, (a, b) in enumerate(zip(grouped, ordered)) if a != b)
+    first = ", ".join(f"GPU {g}" for g in dict.fromkeys(gids))
+    raise DumpError(
+        f"{p}:{rows[i][0]}: which interval this `GPU {gids[i]}` line is of is ambiguous: the GPUs' lines are not "
+        f"in the first interval's order ({first}) in every interval, and some interval lacks a GPU's line "
+        f"({len(gids)} GPU lines for {len(set(gids))} GPUs), so the line may start an interval or end the one "
+        "before it; give dmon's output whole (a line per GPU in every interval), or cut it to whole intervals"
+    )
+
+
+def _until_repeat(gids: list[int]) -> list[int]:
+    """Each row's interval when an interval runs until a GPU comes again (its lines in any order)."""
+    out, k, seen = [], -1, set()
+    for gid in gids:
+        if k < 0 or gid in seen:
+            k, seen = k + 1, set()
+        seen.add(gid)
+        out.append(k)
+    return out
+
+
+def _in_first_order(gids: list[int]) -> list[int]:
+    """Each row's interval when every interval lists the GPUs in the first interval's order: a GPU that
+    comes again, or earlier in that order, starts the next (an interval may then lack a GPU's line)."""
     order: dict[int, int] = {}
     out, k, last = [], -1, None
-    for _, _, gid, _ in rows:
+    for gid in gids:
         pos = order.setdefault(gid, len(order))
         if last is None or pos <= last:
             k += 1
         out.append(k)
         last = pos
     return out
+
+
+def _unique_fields(fields: list[str], p: Path, n: int) -> None:
+    """Refuse a header naming a field twice: the second column's units and values would be read as the
+    first's (``#Entity GRACT SMACT DRAMA POWER SMACT`` was blamed on column 3's unit)."""
+    first: dict[str, int] = {}
+    for j, f in enumerate(fields):
+        if f in first:
+            raise DumpError(
+                f"{p}:{n}: column {j + 2} ({f}) names the field of column {first[f] + 2} again; dmon prints each "
+                "field once (`-e` lists each id once): give the file as dmon wrote it"
+            )
+        first[f] = j
 
 
 def sniff(path) -> bool:
@@ -198,7 +250,7 @@ def dmon_capture(
             else "(dmon's default -d 1000; give --sample-period MS if you ran dmon with another -d)"
         )
     )
-    block = _blocks(rows)
+    block = _blocks(rows, p)
     S = block[-1] + 1
     gpus = sorted({r[2] for r in rows})
     ci = {g: i for i, g in enumerate(gpus)}

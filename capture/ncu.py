@@ -10,7 +10,8 @@ Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC"``,
 metric (``gpu__time_duration.sum``, ``dram__bytes_read.sum``, …); a second row of units (empty under the
 identifiers; ``nsecond``, ``byte``, ``Kbyte``, ``%``, ``byte/second``, …, auto-scaled per column unless
 ``--print-units base``); then one row per kernel launch. Lines before the header (``==PROF==`` messages,
-the application's own output) are skipped. Values may carry thousands separators (``"27,595,520"``);
+the application's own output) are skipped. Values are C-locale numbers and may carry thousands separators
+(``"27,595,520"``, ``"2,000.00"``); one in a locale's format (``"2.000,00"``) is refused, not read as 2;
 ``n/a`` is an unknown value (null).
 
 How it is read (``capture.kernel_windows``): one window per kernel launch. The raw page holds no time
@@ -273,14 +274,29 @@ def _counts(page: _Page, r: list[str], n: int, dur_ns: float) -> dict[str, float
     return counts
 
 
+# a number as ncu writes it in the C locale: `2000`, `2,000.00` (',' between groups of three digits), `1.5e+03`
+_C_NUMBER = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d*)(?:\.\d*)?(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+_LOCALE_LIKE = re.compile(r"[+-]?\d[\d.,'\s\u00a0\u202f]*")  # digits with a locale's separators: `2.000,00`
+
+
 def _value(text: str, p: str, n: int, c: int, name: str) -> float | None:
     t = text.strip()
     if t in ("", "n/a", "N/A"):
         return None
-    try:
-        v = float(t.replace(",", ""))
-    except ValueError:
-        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a number") from None
+    v = None
+    if _C_NUMBER.fullmatch(t):
+        try:
+            v = float(t.replace(",", ""))
+        except ValueError:  # `.` or `+` alone
+            pass
+    if v is None and _LOCALE_LIKE.fullmatch(t):
+        raise DumpError(
+            f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a number in the C locale ncu writes (`2,000.00`: "
+            "',' between groups of three digits, '.' before the decimals): a locale's format? Export again with "
+            "`LC_ALL=C ncu …`"
+        )
+    if v is None:
+        raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a number")
     if v != v or v in (float("inf"), float("-inf")):
         raise DumpError(f"{p}:{n}: column {c + 1} ({name}): `{t[:30]}` is not a finite number")
     return v

@@ -23,6 +23,10 @@ How a scrape is read:
   scrape is null there (the windows it touches are null, reason ``missing sample``); NaN is null too.
   A selector that matches no series in the whole capture leaves its signal out, so the metrics that
   read it are unavailable ("not in the dump: …").
+- **GPU model.** The series a selector matches in one scrape must name one GPU model (dcgm-exporter's
+  ``modelName``, which picks the generation: ``generation_of``): scrapes of an H100 and an H200 side by side
+  are refused, naming the models and their GPUs, since one generation's peaks would be applied to both;
+  analyse each model's series apart.
 
 Every problem is a ``DumpError`` naming the file (and line, for a line the exposition parser refuses)
 and what to do.
@@ -41,6 +45,7 @@ import pyarrow as pa
 from .dump_io import DumpError
 from .formats import export_text
 from .instances import axis_of, check_labels
+from .openmetrics_models import one_model
 from .openmetrics_table import collector_table, series_instances
 
 _GRAMMAR = r"""
@@ -456,6 +461,7 @@ def openmetrics_capture(path: str | Path, gen, notes: list[str] | None = None) -
             "analyse node_exporter scrapes with a catalog that does (the shipped `node` catalog is the default)"
         )
     scrapes = read_scrapes(path, notes)
+    one_model(scrapes, mapping, str(path))
     axis = axis_of(gen, sorted(mapping), str(path))
     inst = None
     if axis is not None:  # an instance axis sized by the data: the series' label of its name (`cpu`) places them
