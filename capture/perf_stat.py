@@ -33,7 +33,15 @@ optional metric value and its unit):
   multiplex``: a metric whose inputs ran in different groups is "mismeasured").
 - **Per CPU** (``-A``: ``CPU3``), per core (``S0-D0-C1``), per die or socket (``S0``): one chip
   column per identifier, in their order of first appearance; the aggregate is chip 0.
-- **The human-readable report** gives one window, from 0 to "seconds time elapsed".
+- **The human-readable report** gives one window, from 0 to "seconds time elapsed". Its numbers are read in
+  the C locale's form (perf prints them in its locale): digits, in groups of three separated by ',' where
+  printf groups them (en_US: ``1,234,567``), '.' before a fraction (``195.57 msec``), and a count without a
+  unit whole (``%.0f``). Another form (de_DE: ``195,57 msec``, ``86.743`` page faults, ``0,607874754 seconds
+  time elapsed``) is refused, saying to rerun perf with ``LC_ALL=C``: read, it was 100 or 1000 times off. A
+  unit other than a time's (``51,856,284 ns duration_time``, ``1.23 Joules power/energy-pkg/``) is the
+  word between the value and the event; perf before 5.x printed a time's after it (``task-clock (msec)``).
+  A report holds one run: a second run's (``perf stat --append``: a second "Performance counter stats"
+  header or elapsed time) and ``perf stat -r N`` (means over the runs, ``( +- 1.23% )``) are refused.
 - **JSON** (``perf stat -j``): one object per line, each read as the CSV line it stands for — ``interval``
   the time stamp, ``counter-value`` the value (a number in a string, or a marker), ``unit``, ``event``,
   ``pcnt-running`` the run percentage, and ``cpu`` (a number: ``CPU<n>``) or ``core``/``die``/``socket``/
@@ -57,9 +65,7 @@ naming the file, line and field; an event no signal maps is a note, not an error
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -67,54 +73,9 @@ import pyarrow as pa
 from .dump_io import DumpError
 from .formats import export_text, file_head
 from .instances import axis_of, check_labels
+from .perf_lines import _AGG, IDLE, MARKERS, PerfLine, PerfStat, _count, _enabled, _not_enabled, _number
+from .perf_report import _HUMAN, _HUMAN_I, _human, _human_interval
 from .perf_table import UNITS, _base, collector_table, perf_instances
-
-MARKERS = {"<not counted>": "not counted", "<not supported>": "not supported"}
-#: the state of a ``<not counted>`` line whose counter was never enabled in its interval: a count of 0
-IDLE = "not enabled"
-_AGG = re.compile(r"^(CPU\d+|S\d+(-D\d+)?(-C\d+)?|N\d+)$")
-
-
-@dataclass
-class PerfLine:
-    """One counter line: ``time`` (s since the start; None without ``-I``), ``where`` (CPU, core or socket
-    identifier; "" aggregated), ``value`` (None for a marker), ``unit``, ``event``, ``state`` ("counted",
-    "not counted", "not supported"), ``enabled`` (percent of the interval the counter ran), ``line``
-    (1-based line number in the file), ``run_ns`` (the counter's run time in the interval, ns; None where
-    perf did not print it)."""
-
-    time: float | None
-    where: str
-    value: float | None
-    unit: str
-    event: str
-    state: str
-    enabled: float
-    line: int
-    run_ns: float | None = None
-
-
-@dataclass
-class PerfStat:
-    """What a ``perf stat`` file holds: its counter lines, and for the human-readable report the
-    elapsed wall time (``elapsed_s``)."""
-
-    path: str
-    lines: list[PerfLine] = field(default_factory=list)
-    elapsed_s: float | None = None
-    interval: bool = False
-
-
-def _number(text: str, path: str, line: int, what: str) -> float:
-    try:
-        v = float(text.replace(",", "") if what == "count" else text)
-    except ValueError:
-        raise DumpError(
-            f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?"
-        ) from None
-    if not math.isfinite(v):
-        raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a finite number")
-    return v
 
 
 def read_perf_stat(path: str | Path) -> PerfStat:
@@ -223,32 +184,6 @@ def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
     return PerfLine(t, where, value, unit, event, state, enabled, n, run)
 
 
-def _not_enabled(value: float | None, state: str, run: float | None, enabled: float) -> tuple[float | None, str]:
-    """``<not counted>`` with run time 0 at 100 %: never enabled in the interval (its task did not run),
-    so the count is 0 (module docstring, "Markers"); any other line as it is."""
-    if state == "not counted" and run == 0 and enabled == 100.0:
-        return 0.0, IDLE
-    return value, state
-
-
-def _count(raw: str, event: str, p: str, n: int) -> tuple[float | None, str]:
-    """A counter value as perf prints it: (the count, ``counted``), or (None, the marker's state)."""
-    state = MARKERS.get(raw, "counted")
-    value = None if raw in MARKERS else _number(raw, p, n, "count")
-    if value is not None and value < 0:
-        raise DumpError(f"{p}:{n}: the count {raw} of `{event}` is negative; perf prints counts, never below 0")
-    return value, state
-
-
-def _enabled(text: str, p: str, n: int) -> float:
-    """The percentage of the interval the counter ran (perf's run percentage), checked to be 0–100."""
-    enabled = _number(text.rstrip("%"), p, n, "run percentage")
-    if not 0.0 <= enabled <= 100.0:
-        raise DumpError(f"{p}:{n}: the run percentage {text} is outside 0–100")
-    return enabled
-
-
-# the keys of a JSON line that say which CPU, core, die, socket, … it counts (perf's aggr_printout; `cpu` is a number)
 _JSON_WHERE = ("cpu", "core", "die", "socket", "node", "cache", "cluster", "thread")
 
 
@@ -312,81 +247,6 @@ def _json_line(obj: dict, p: str, n: int) -> PerfLine:
     run = _number(_json_text(obj, "event-runtime", p, n), p, n, "run time") if "event-runtime" in obj else None
     value, state = _not_enabled(value, state, run, enabled)
     return PerfLine(t, where, value, unit, event, state, enabled, n, run)
-
-
-_HUMAN = re.compile(
-    # -A prints the CPU first (CPU0), --per-socket/--per-die/--per-core/--per-node the identifier (S0-D0-C1,
-    # N0) and the number of CPUs it aggregates, then the count as without them
-    r"^\s*(?:(?P<where>CPU\d{1,9}|S\d{1,9}(?:-D\d{1,9})?(?:-C\d{1,9})?|N\d{1,9})\s+(?:\d{1,9}\s+)?)?"
-    r"(?P<value>[\d.,]+|<not counted>|<not supported>)\s+(?P<unit>msec|usec|nsec|sec)?\s*(?P<event>\S+)"
-)
-
-
-#: ``perf stat -I`` without ``-x``: each counter line starts with its time stamp (nine decimals), then the
-#: human report's columns (``_HUMAN``)
-_HUMAN_I = re.compile(r"^ *(?P<time>\d{1,12}\.\d{9}) +(?=\S)")  # spaces: a tab or comma is a CSV separator
-#: the run percentage perf's report prints at a line's end when the counter ran part of its enabled time
-_PERCENT = re.compile(r"\((?P<pct>\d{1,3}(?:\.\d+)?)%\)\s*$")
-
-
-def _report_line(m, time: float | None, ln: str, path: str, n: int) -> PerfLine:
-    """One counter line of perf's human-readable output (``m``: its ``_HUMAN`` match): the count checked
-    as in CSV (``_count``), the run percentage perf prints at the end when the counter ran part of its
-    enabled time (``print_running_std``: only where run ≠ enabled), and ``<not counted>`` without one read
-    as never enabled in the interval (run = enabled = 0), a count of 0 as ``_not_enabled`` reads CSV."""
-    value, state = _count(m.group("value"), m.group("event"), path, n)
-    pm = _PERCENT.search(ln)
-    enabled = _enabled(pm.group("pct"), path, n) if pm else 100.0
-    if state == "not counted" and pm is None:
-        value, state = 0.0, IDLE
-    return PerfLine(time, m.group("where") or "", value, m.group("unit") or "", m.group("event"), state, enabled, n)
-
-
-def _human_interval(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
-    """The lines of ``perf stat -I`` written without ``-x`` (time stamp, then the report's columns); perf's
-    counts are already scaled, as in its report. A line holding only a derived figure (``# 0.41 stalled
-    cycles per insn``, perf's TopdownL1 lines) has nothing to read."""
-    for n, ln in body:
-        t = _HUMAN_I.match(ln)
-        if t is not None and ln[t.end() :].lstrip().startswith("#"):
-            continue
-        m = _HUMAN.match(ln[t.end() :].split("#")[0]) if t else None
-        if m is None:
-            raise DumpError(f"{out.path}:{n}: not a counter line of perf stat -I's output: `{ln.strip()[:60]}`")
-        out.lines.append(_report_line(m, _number(t.group("time"), out.path, n, "time stamp"), ln, out.path, n))
-    return out
-
-
-def _human(out: PerfStat, body: list[tuple[int, str]]) -> PerfStat:
-    # the header ("Performance counter stats for 'CMD':") quotes the command, which may span lines: the
-    # counter lines start after the line that closes it (ending in ':'), and stop at the elapsed time
-    start = next((k for k, (_, ln) in enumerate(body) if "Performance counter stats" in ln), None)
-    if start is not None:
-        start = next((k for k in range(start, len(body)) if body[k][1].rstrip().endswith(":")), start)
-    started = start is None
-    for k, (n, ln) in enumerate(body):
-        if start is not None and k <= start:
-            continue
-        if ln.strip().endswith("seconds time elapsed"):
-            out.elapsed_s = _number(ln.split()[0], out.path, n, "elapsed time")
-            continue
-        if "seconds user" in ln or "seconds sys" in ln:
-            continue
-        m = _HUMAN.match(ln.split("#")[0])
-        if m and ("#" in ln or start is not None or m.group("value") in MARKERS):
-            started = True
-        elif not started:
-            continue
-        if out.elapsed_s is not None:
-            continue  # after the elapsed time: perf's user and sys times, nothing more to read
-        if not m:
-            raise DumpError(f"{out.path}:{n}: not a counter line of perf stat's report: `{ln.strip()[:60]}`")
-        out.lines.append(_report_line(m, None, ln, out.path, n))
-    if out.elapsed_s is None:
-        raise DumpError(
-            f"{out.path}: no 'seconds time elapsed' line: the report is cut short; give perf stat's whole report"
-        )
-    return out
 
 
 def sniff(path) -> bool:

@@ -1,0 +1,166 @@
+"""perf stat's human-readable report as perf wrote it in another locale, twice into one file, or with -r
+(capture/perf_stat.py). The fixtures were written by perf 6.1 on the development machine:
+
+- perf-stat-de-interval.txt: `LOCPATH=… LC_ALL=de_DE.UTF-8 perf stat -I 200 -e task-clock,page-faults -- python3 …`
+- perf-stat-de-elapsed.txt: `LC_ALL=de_DE.UTF-8 perf stat -e context-switches,cpu-migrations -- sleep 0.6`
+- perf-stat-grouped.txt: `LC_ALL=en_US.UTF-8 perf stat -e duration_time,task-clock,page-faults -- python3 …`
+- perf-stat-append.txt: `perf stat --append -o FILE …` twice (`sleep 0.05`, then `python3 -c x=[0]*10**6`)
+- perf-stat-repeat.txt: `perf stat -r 3 -e task-clock,page-faults -- sleep 0.05`
+
+The expected values are the numbers perf printed, worked by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from perfonto.capture.dump_io import DumpError
+from perfonto.capture.perf_stat import collector_table, read_perf_stat
+
+FIX = Path(__file__).parent / "fixtures" / "perf"
+MAP = {
+    "task-clock": ("task_clock", "time", 1e9),
+    "page-faults": ("page_faults", "", 1.0),
+    "context-switches": ("context_switches", "", 1.0),
+}
+
+
+def _refused(path: Path) -> str:
+    with pytest.raises(DumpError) as exc:
+        collector_table(read_perf_stat(path), MAP)
+    return str(exc.value)
+
+
+def test_a_decimal_comma_is_refused_with_the_locale_hint():
+    """de_DE's `187,21 msec task-clock` at 0.203841357 s was read as 18721 msec: 91.8 CPUs utilized
+    (18.721 s / 0.2038 s) where perf printed 0,936."""
+    msg = _refused(FIX / "perf-stat-de-interval.txt")
+    assert "perf-stat-de-interval.txt:4:" in msg and "`187,21`" in msg and "`task-clock`" in msg
+    assert "LC_ALL=C" in msg
+
+
+def test_digits_grouped_with_a_dot_are_refused(tmp_path):
+    """de_DE's `59.462 page-faults` (59462 faults) was read as 59.462: 1000 times too few. The same file
+    without its task-clock lines (refused first, on the decimal comma) is refused on the page faults."""
+    text = (FIX / "perf-stat-de-interval.txt").read_text().splitlines()
+    path = tmp_path / "faults.txt"
+    path.write_text("\n".join(ln for ln in text if "task-clock" not in ln) + "\n")
+    msg = _refused(path)
+    assert "faults.txt:4:" in msg and "`59.462`" in msg and "whole number" in msg and "LC_ALL=C" in msg
+
+
+def test_an_elapsed_time_with_a_decimal_comma_names_the_locale():
+    """A de_DE report of small whole counts (1 switch, 0 migrations: the same in any locale) has only its
+    elapsed time to show the locale, `0,601457843`; refused before too, but as "not a number"."""
+    msg = _refused(FIX / "perf-stat-de-elapsed.txt")
+    assert "perf-stat-de-elapsed.txt:9:" in msg and "`0,601457843`" in msg and "LC_ALL=C" in msg
+
+
+@pytest.mark.parametrize(
+    "value, event, before",
+    [
+        ("1,23,456", "page-faults", "123456, en_IN's grouping"),
+        ("1234,567", "page-faults", "1234567"),
+        ("12,3456", "page-faults", "123456"),
+        ("1.234.567", "page-faults", "not a number, without the hint"),
+        ("1.234,56 msec", "task-clock", "123456 msec"),
+        ("86.743", "page-faults", "86.743 faults"),
+    ],
+)
+def test_values_not_in_the_c_locales_form_name_line_and_value(tmp_path, value, event, before):
+    path = tmp_path / "report.txt"
+    path.write_text(
+        " Performance counter stats for 'true':\n\n"
+        f"          {value}      {event}\n\n"
+        "       0.002071073 seconds time elapsed\n"
+    )
+    msg = _refused(path)
+    assert "report.txt:3: " in msg and f"`{value.split()[0]}`" in msg and "LC_ALL=C" in msg, before
+
+
+def test_the_c_locales_groups_and_units_are_read():
+    """en_US groups digits with ',' in threes (the C locale prints none): 322.11 msec and 68,150 faults over
+    0.329000561 s; perf printed 0.979 CPUs utilized (322.11 / 329.000561 = 0.97906) and 211.574 K/sec
+    (68150 / 0.32211 s = 211573.7). `329,000,561 ns duration_time` was read as the event `ns`."""
+    ps = read_perf_stat(FIX / "perf-stat-grouped.txt")
+    assert [(x.event, x.unit, x.value) for x in ps.lines] == [
+        ("duration_time", "ns", 329_000_561.0),
+        ("task-clock", "msec", 322.11),
+        ("page-faults", "", 68_150.0),
+    ]
+    t = collector_table(ps, MAP).to_pydict()
+    assert t["task_clock"] == [0, 322_110_000] and t["page_faults"] == [0, 68_150]
+    assert t["task_clock"][1] / 1e9 / ps.elapsed_s == pytest.approx(0.97906, abs=5e-6)
+
+
+def test_the_cli_gives_perfs_cpus_utilized_for_a_grouped_report(tmp_path, capsys):
+    from perfonto.cli import main
+
+    path = FIX / "perf-stat-grouped.txt"
+    assert main(["analyze", str(path), "--format", "perf-stat", "--out", str(tmp_path / "o"), "--json"]) == 0
+    got = {k: v["value"] for k, v in json.loads(capsys.readouterr().out)["metrics"].items()}
+    assert round(got["cpus_utilized"], 3) == 0.979  # perf printed 0.979
+    assert got["page_faults.per_second"] == pytest.approx(211_573.7, abs=0.1)  # perf printed 211.574 K/sec
+
+
+def test_units_between_value_and_event_and_perf_4s_unit_after_it(tmp_path):
+    """A fraction with a unit is no locale sign (`1.23 Joules power/energy-pkg/`, read as the event `Joules`
+    before); perf before 5.x printed `0.643545  task-clock (msec)`, read as a count before (a time signal
+    refused it)."""
+    path = tmp_path / "report.txt"
+    path.write_text(
+        " Performance counter stats for 'sleep 1':\n\n"
+        "              1.23 Joules power/energy-pkg/\n"
+        "          0.643545      task-clock (msec)         #    0.001 CPUs utilized\n"
+        "                 1      context-switches          #    0.002 M/sec\n\n"
+        "       1.001234567 seconds time elapsed\n"
+    )
+    ps = read_perf_stat(path)
+    assert [(x.event, x.unit, x.value) for x in ps.lines] == [
+        ("power/energy-pkg/", "Joules", 1.23),
+        ("task-clock", "msec", 0.643545),
+        ("context-switches", "", 1.0),
+    ]
+    assert collector_table(ps, MAP).to_pydict()["task_clock"] == [0, 643_545]  # 0.643545 msec in ns
+
+
+def test_two_runs_appended_to_one_file_are_refused(tmp_path):
+    """`perf stat --append`: the first run's 0.70 msec was read under the second run's 0.087334969 s,
+    0.008 CPUs utilized (0.70 / 87.334969), where perf printed 0.014 and 0.929 for the two runs."""
+    msg = _refused(FIX / "perf-stat-append.txt")
+    assert "perf-stat-append.txt:18: a second run's report starts here (the first starts on line 4)" in msg
+    assert "one run per file" in msg
+    # a second elapsed time without its header (the file edited) is a second run too
+    text = (FIX / "perf-stat-append.txt").read_text().splitlines()
+    path = tmp_path / "edited.txt"
+    path.write_text("\n".join(text[:12] + ["       0.087334969 seconds time elapsed"]) + "\n")
+    assert "edited.txt:13: a second run's elapsed time here" in _refused(path)
+
+
+def test_repeat_output_is_refused_as_means_over_runs(tmp_path):
+    """`perf stat -r 3` prints means (`0.0514069 +- 0.0000684 seconds time elapsed`): it was refused as
+    "no 'seconds time elapsed' line: the report is cut short", which is false."""
+    msg = _refused(FIX / "perf-stat-repeat.txt")
+    assert "perf-stat-repeat.txt:4: `perf stat -r`/`--repeat` output (3 runs)" in msg and "without -r" in msg
+    # perf 6.1's `-r 2 -I 100`: the last interval carries the spread
+    path = tmp_path / "repeat-interval.txt"
+    path.write_text(
+        "#           time             counts unit events\n"
+        "     0.100159465               0.76 msec task-clock     #    0.008 CPUs utilized\n"
+        "     0.251681914               0.06 msec task-clock     #    0.001 CPUs utilized    ( +-375.79% )\n"
+    )
+    assert re.search(r"repeat-interval\.txt:3: `perf stat -r`/`--repeat` output", _refused(path))
+
+
+def test_a_decimal_comma_in_json_is_refused(tmp_path):
+    """perf -j in de_DE writes `"counter-value" : "90,979971"` (90.98 msec); its digit-group stripping read
+    it as 90979971 msec."""
+    path = tmp_path / "perf.json"
+    path.write_text(
+        '{"interval" : 0.200259030, "counter-value" : "90,979971", "unit" : "msec", "event" : "task-clock"}\n'
+    )
+    msg = _refused(path)
+    assert "perf.json:1: the count `90,979971` has a decimal comma" in msg and "LC_ALL=C" in msg
