@@ -88,7 +88,7 @@ CODES: dict[str, str] = {
     "lint-source": "a metric without the source of its formula",
     "lint-spec-near-miss": "a spec constant new in a child generation, close to an inherited one (a misspelt override)",
     "lint-counter-rate": "a counter whose unit is a rate (a counter counts an amount; rates are metrics)",
-    "lint-wrap-period": "a counter whose max_rate wraps it faster than a 1 ms sample reads (every window null)",
+    "lint-wrap-period": "a counter its max_rate (or, lacking one, its block's lowest peak) wraps within a 1 ms sample",
     "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
     "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",
     # what-if studies (perfonto coverage)

@@ -11,7 +11,7 @@ import math
 from .diagnostics import Diagnostic
 from .generation import Generation
 from . import kinds
-from .rates import max_rate
+from .rates import max_rate, peak_rate
 from .units import is_rate
 
 
@@ -54,8 +54,12 @@ def _short_wrap(gen: Generation, s) -> Diagnostic | None:
     or a cycle counter's clock + 1 %: ``rates.max_rate``): window rule 4b then calls every such window
     ambiguous (``max_rate × interval / scale + 1 ≥`` the register's range) and nulls it — an architect's
     16-bit byte counter at 100 GB/s passed check and gave no value in a run."""
-    rate = max_rate(gen, s)
-    if rate is None or rate <= 0 or s.scale_field is not None or not s.scale > 0 or not kinds.of(s).counts:
+    if s.scale_field is not None or not s.scale > 0 or not kinds.of(s).counts:
+        return None
+    rate, peak = max_rate(gen, s), None
+    if rate is None and (found := peak_rate(gen, s)) is not None:
+        rate, peak = found
+    if rate is None or rate <= 0:
         return None
     rng = s.modulus or (2**s.wrap_width if s.wrap_width else None)
     if rng is None:
@@ -64,15 +68,22 @@ def _short_wrap(gen: Generation, s) -> Diagnostic | None:
     if per_window + 1 < rng:
         return None
     bits = math.ceil(math.log2(per_window + 2))
+    at = f"max rate ({rate:g} {s.unit_text}/s)" if peak is None else f"block's peak `{peak}` ({rate:g} {s.unit_text}/s)"
+    wraps = f"{_seconds((rng - 1) / (rate / s.scale))}"
+    then = (
+        f"every window of {SAMPLE_PERIOD_S * 1e3:g} ms or longer is null "
+        "(`window longer than the counter's wrap period`)"
+        if peak is None
+        else "with no `max_rate`, a window in which it wraps more than once reads a wrong, smaller increase"
+    )
     return Diagnostic(
         "warning",
         "lint-wrap-period",
         f"counter `{s.name}` can rise by {per_window:.4g} raw counts in a {SAMPLE_PERIOD_S * 1e3:g} ms window at its "
-        f"max rate ({rate:g} {s.unit_text}/s), past its register's {rng:g} values (it wraps every "
-        f"{_seconds((rng - 1) / (rate / s.scale))}): every window of {SAMPLE_PERIOD_S * 1e3:g} ms or longer is "
-        "null (`window longer than the counter's wrap period`)",
+        f"{at}, past its register's {rng:g} values (it wraps every {wraps}): {then}",
         s.span,
-        hint=f"give it at least {bits} bits (or a larger `scale`), or correct `max_rate`",
+        hint=f"give it at least {bits} bits (or a larger `scale`), or "
+        + ("correct `max_rate`" if peak is None else "declare its `max_rate` (window rule 4b then nulls such windows)"),
     )
 
 

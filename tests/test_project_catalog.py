@@ -118,6 +118,42 @@ def test_a_counter_too_narrow_for_its_max_rate_is_flagged_with_the_width_it_need
     assert "warning[lint-wrap-period]: counter `uec.busy` can rise by 1.515e+06 raw counts" in text
 
 
+def test_a_counter_without_max_rate_is_checked_at_its_blocks_peak(tmp_path, capsys):
+    """An architect's 24-bit byte counter on a link of 512 GB/s (a per-instance peak), with no max_rate,
+    passed check and read 0.84 % for links 48.8 % busy (windows of several wraps read small). At the
+    block's lowest peak per instance: a 1 ms window adds 5.12e11 × 1e-3 = 5.12e8 raw counts, past 2^24 =
+    16,777,216 (it wraps every 16,777,215 / 5.12e11 s = 32.8 µs): 29 bits needed (2^29 = 5.37e8). A
+    chip-scope peak is a total over the instances: 400 GB/s over 4 links is 100 GB/s each → 1e8 counts a
+    window, 27 bits; a 32-bit counter of that block is not flagged, nor one of a block
+    without a peak (dbg)."""
+    gen = NEXT + (
+        "  noc.link_peak: {value: 512, unit: GB/s, provenance: assumed, source: a what-if, scope: instance,\n"
+        "                  description: One link's peak.}\n"
+        "  noc.link_floor: {value: 1024, unit: GB/s, provenance: assumed, source: a what-if, scope: instance,\n"
+        "                   description: A higher peak.}\n"
+        "  uec.peak: {value: 400, unit: GB/s, provenance: assumed, source: a what-if, description: All links.}\n"
+        "blocks:\n  noc:\n    clock: core\n    description: NoC links.\n    instances: {link: 16}\n"
+        "    signals:\n"
+        "      tx_bytes: {kind: counter, unit: B, width: 24, description: Bytes sent on it.}\n"
+        "  uec:\n    clock: core\n    description: Ultra Ethernet links.\n    instances: {link: 4}\n"
+        "    signals:\n"
+        "      tx_bytes: {kind: counter, unit: B, width: 16, description: Bytes sent on it.}\n"
+        "      rx_bytes: {kind: counter, unit: B, width: 32, description: Bytes received.}\n"
+        "  dbg:\n    clock: core\n    description: No peak declared.\n"
+        "    signals:\n"
+        "      tx_bytes: {kind: counter, unit: B, width: 16, description: Bytes sent.}\n"
+    )
+    (tmp_path / "g.yaml").write_text(gen)
+    assert main(["check", "--catalog", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "counter `noc.tx_bytes` can rise by 5.12e+08 raw counts in a 1 ms window at its block's peak " in text
+    assert "`spec.noc.link_peak` (5.12e+11 B/s)" in text and "(it wraps every 32.8 µs)" in text, text
+    assert "give it at least 29 bits" in text and "declare its `max_rate`" in text
+    assert "counter `uec.tx_bytes` can rise by 1e+08 raw counts" in text and "give it at least 27 bits" in text
+    assert "`uec.rx_bytes`" not in text and "`dbg.tx_bytes`" not in text
+
+
 def test_the_assumptions_name_the_peak_a_dtype_runs_at(capsys):
     """`project --generation caelius --dtype fp4` listed only "peak FP8 18 PFLOP/s" among its assumptions
     while its GEMMs ran at caelius's FP4 peak, 36 PFLOP/s (an architect's trial)."""
