@@ -40,6 +40,27 @@ class Kernel:
     where: str = ""
 
 
+def check_totals(kernels: list[Kernel], gen, where, device: str) -> None:
+    """No signal's running total on a chip (the kernels in the order they are read) reaches 2^64 raw counts,
+    the width of the capture's counters: the value whose kernel takes it past is named — ``where(kernel,
+    signal)`` gives its ``file:line: column`` — rather than the capture alone (a value of 1e30, or a signal's
+    scale too fine for the counts); ``device``: what a chip is called (``device``, ``agent``).
+
+    Raises:
+        DumpError: naming the value's place, the signal, the chip and the total.
+    """
+    total: dict[tuple[int, str], float] = {}
+    for k in kernels:
+        for sig, v in k.counts.items():
+            t = total[(k.chip, sig)] = total.get((k.chip, sig), 0.0) + (v or 0.0)
+            if t >= 2.0**64:
+                raise DumpError(
+                    f"{where(k, sig)}: this kernel takes the running total of `{sig}` on {device} {k.chip} past 2^64 "
+                    f"raw counts ({t:.3g} raw counts of scale {gen.signals[sig].scale:g}), the most a counter of the "
+                    "capture holds; is the value or its unit right, or the signal's scale?"
+                )
+
+
 def kernel_table(kernels: list[Kernel], signals: list[str], *, label: str, notes: list[str]) -> pa.Table:
     """The kernels in the collector format (module docstring): ``chip``, ``sample``, ``timestamp_ns`` (from
     the first kernel's start), one uint64 running-total column per signal in ``signals``.
@@ -170,6 +191,7 @@ def unread_note(p: str, what: str, signals: dict[str, str], unread: list[str]) -
 
 
 __all__ = [
+    "check_totals",
     "Kernel",
     "TRACES",
     "capture_trace",

@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_capture, kernel_trace, unread_note
+from .kernel_windows import Kernel, check_totals, counter_signals, kernel_capture, kernel_trace, unread_note
 
 TIME = "gpu__time_duration.sum"  # the kernel's duration: the only time the raw page holds
 REQUIRED = ("ID", "Kernel Name", TIME)
@@ -157,6 +157,7 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
     conv = {sig: _converter(gen, sig, units[where[m]], p, un, m, where[m]) for sig, m in mapped.items()}
     page = _Page(p, hn, header, where, mapped, conv, _ns_per_time_unit(gen, units, where, p, un))
     kernels = _launches(page, body)
+    check_totals(kernels, gen, lambda k, sig: f"{k.where}: column {where[mapped[sig]] + 1} ({mapped[sig]})", "device")
     if not kernels:
         raise DumpError(f"{p}: a header and units but no kernel rows; did ncu profile any kernel?")
     notes.append(
@@ -308,10 +309,22 @@ def _chip(text: str, p: str, n: int, c: int) -> int:
     return int(text)
 
 
+#: an ncu metric whose name says it is a percentage (``….pct_of_peak_sustained_elapsed``, ``….pct``), as
+#: NVIDIA's Profiling Guide names them ("Metrics Structure": the ``pct`` rollup and submetrics)
+_PCT_NAME = re.compile(r"(?:^|[._])pct(?:$|_)")
+
+
 def _converter(gen, sig: str, unit: str, p: str, n: int, metric: str, c: int):
     """(value, kernel seconds) → raw counts of ``sig`` for a column in ncu's ``unit`` (module docstring)."""
     reg, s = gen.registry, gen.signals[sig]
     target = reg.Quantity(1, s.unit)
+    if _PCT_NAME.search(metric) and unit != "%":  # an empty cell reads as a count: 85.32 % became 8532 %
+        shown = f"`{unit}`" if unit else "empty"
+        raise DumpError(
+            f"{p}:{n}: column {c + 1} ({metric}): the unit is {shown}, but the metric's name says it is a percentage, "
+            "which ncu prints in `%`; the units row was lost or edited: export again with `ncu --csv --page raw`, "
+            "or write `%` in this column of the units row (the line after the header)"
+        )
     expr = unit_expr(unit)
     if expr is None and unit == "cycle" and str(s.unit).endswith("cycle"):
         expr = str(s.unit)

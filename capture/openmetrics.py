@@ -164,6 +164,8 @@ def _families(text: str, path: str):
         from prometheus_client.parser import text_string_to_metric_families as one_line
 
         said = str(exc)
+        if openmetrics and said.startswith("Clashing name: "):
+            _clashing_name(text, said.removeprefix("Clashing name: "), path)
         for n, ln in enumerate(text.splitlines(), 1):
             if ln.strip() and ln.strip() in said:  # the parser quotes the line it refused
                 what = (
@@ -190,6 +192,43 @@ def _families(text: str, path: str):
         raise DumpError(
             f"{path}: not Prometheus/OpenMetrics text ({exc}); give scrapes as exporters serve them"
         ) from None
+
+
+def _clashing_name(text: str, name: str, path: str) -> None:
+    """After the OpenMetrics parser refused the text with "Clashing name: NAME": the line to blame. A
+    ``# TYPE X_total counter`` line (Prometheus text's way; OpenMetrics names the family without ``_total``,
+    and its samples ``X_total``), or the first line where family NAME comes back after another family's."""
+    lines = text.splitlines()
+    for n, ln in enumerate(lines, 1):
+        f = ln.split()
+        if len(f) == 4 and f[:2] == ["#", "TYPE"] and f[3] == "counter" and f[2].endswith("_total"):
+            if name in (f[2], f[2] + "_total", f[2] + "_created"):
+                family = f[2].removesuffix("_total")
+                raise DumpError(
+                    f"{path}:{n}: `{ln.strip()}`: in OpenMetrics text (a file that ends with `# EOF`) a counter's "
+                    f"family is named without `_total`, which only its samples carry: write `# TYPE {family} "
+                    "counter`; or give the file as Prometheus text: drop the `# EOF` line and write the time "
+                    "stamps in milliseconds"
+                )
+    sfx = ("", "_total", "_created", "_count", "_sum", "_bucket", "_gcount", "_gsum", "_info")
+    first, before = None, False  # the line that first named NAME; whether the line before did
+    for n, ln in enumerate(lines, 1):
+        f = ln.split()
+        if len(f) >= 3 and f[0] == "#" and f[1] in ("TYPE", "HELP", "UNIT"):
+            fam = f[2]
+        elif ln.strip() and not ln.startswith("#"):
+            fam = re.split(r"[{\s]", ln.strip(), maxsplit=1)[0]
+        else:
+            continue
+        mine = any(fam + a == name or name + a == fam for a in sfx)
+        if mine and first is not None and not before:
+            raise DumpError(
+                f"{path}:{n}: {name} comes back here after another family's lines (its family began on line {first}); "
+                "OpenMetrics text keeps each family's lines together: write each family's samples, of every "
+                "time stamp, in one block under its # TYPE line"
+            )
+        first = n if mine and first is None else first
+        before = mine
 
 
 def _time_stamps_are_dates(text: str, path: str, openmetrics: bool) -> None:
@@ -272,9 +311,11 @@ def _no_sample_dropped(fams, text: str, path: str) -> None:
         for x in smp:
             key = (x.name, tuple(sorted(x.labels.items())), x.timestamp)
             if key in seen:
+                labels = ",".join(f'{a}="{b}"' for a, b in key[1])
                 raise DumpError(
-                    f"{path}:{n}: the series {x.name} is written again for the time stamp of line {seen[key]}; the "
-                    "parser would keep one of the two values without a word: give each series once per time"
+                    f"{path}:{n}: the series {x.name} is written again for the time stamp of line {seen[key]} "
+                    f"(the series {x.name}{{{labels}}}, time stamp {ln.split()[-1][:30]}); the parser would keep one "
+                    "of the two values without a word: give each series once per time"
                 )
             seen[key] = n
 

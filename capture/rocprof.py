@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from .dump_io import DumpError
 from .formats import export_text, file_head
-from .kernel_windows import Kernel, counter_signals, kernel_capture, kernel_trace, unread_note
+from .kernel_windows import Kernel, check_totals, counter_signals, kernel_capture, kernel_trace, unread_note
 
 REQUIRED = (
     "Dispatch_Id",
@@ -115,6 +115,7 @@ def read_rocprof(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
     if not kernels:
         raise DumpError(f"{p}: a header but no dispatch rows; did rocprofv3 profile any kernel?")
     _check_overlaps(kernels, at)
+    check_totals(kernels, gen, rd.value_place, "agent")
     used = {sig for k in kernels for sig in k.counts}
     unread = sorted(set(signals) - used)
     if unread:
@@ -151,6 +152,7 @@ class _Reading:
         self.disp: dict[tuple[str, str], Kernel] = {}
         self.first: dict[tuple[str, str], int] = {}
         self.seen_counter: dict[tuple, int] = {}
+        self.value_row: dict[tuple[str, str], int] = {}  # (a dispatch's first row, signal) → its value's row
         self.names: set[str] = set()
         self.pid = at.get("Process_Id")
 
@@ -177,7 +179,13 @@ class _Reading:
         if v < 0:
             raise DumpError(f"{p}:{n}: column {at['Counter_Value'] + 1} (Counter_Value): {v:g} is negative")
         s = self.gen.signals[sig]
+        self.value_row[(k.where, sig)] = n
         k.counts[sig] = v / 100.0 * (end - start) * 1e-9 * self.to_unit[sig] if self.is_time[sig] else v / s.scale
+
+    def value_place(self, k: Kernel, sig: str) -> str:
+        """``file:line: column`` of the value ``sig`` of dispatch ``k`` (the kernel's place when unknown)."""
+        n = self.value_row.get((k.where, sig))
+        return f"{self.p}:{n}: column {self.at['Counter_Value'] + 1} (Counter_Value)" if n is not None else k.where
 
     def _dispatch(self, n: int, r: list[str], key: tuple[str, str]) -> tuple[Kernel, int, int]:
         """(the row's dispatch, its start and end in ns): a new one (with its duration for the signals that
