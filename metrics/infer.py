@@ -374,6 +374,22 @@ class Typer:
                     "`avg(x) / avg(spec.…)` for the mean instance",
                 )
 
+    def _check_level_rate(self, a: _T, b: _T, span: Span) -> None:
+        """``a / b`` where ``a`` reads only levels — gauges (their window value is the mean over the window)
+        and packed fields (the value at its end) — and ``b`` holds ``interval``: a level is no amount accrued
+        in the window, so the quotient is no rate; it read 80,000 event/s in every window and 210.5 event/s
+        over the run for a packed retry field (``sum(noc.link_status.retries) / interval``)."""
+        levels = _level_inputs(a.node, self.gen)
+        if levels and _holds_interval(b.node):
+            raise self.fail(
+                "level-rate",
+                f"`{levels[0]}` is a level (a {_level_word(self.gen, levels[0])}), not an amount accrued in the "
+                "window: divided by the window's duration it is no rate, and a window and the run would read it "
+                "differently",
+                span,
+                hint="count the events with a counter (kind: counter) to get a rate, or report the level itself",
+            )
+
     def _roll_set(self, t: _T) -> set:
         """``t.rolls`` with each chip-scope constant's total counted as a sum over its axes."""
         sizes = {ax: size for ax, size, _, _ in t.rolls}
@@ -440,6 +456,7 @@ class Typer:
             group_check(self, e, a, b)
         if e.op == "/":
             self._check_rolls(a, b, e.span)
+            self._check_level_rate(a, b, e.span)
         if e.op == "*":
             return _T(
                 ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
@@ -657,6 +674,30 @@ def _reads_windows(node: ir.Node, compiled: dict) -> bool:
         m = compiled.get(node.metric)
         return m is not None and getattr(m, "population", None) is None and not getattr(m, "from_records", False)
     return any(_reads_windows(c, compiled) for c in ir.children(node))
+
+
+def _level_inputs(node: ir.Node, gen: Generation) -> list[str]:
+    """The signals and packed fields ``node`` reads when none of them counts (all gauges or fields), else []."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Input) and (n.signal in gen.signals or n.signal in gen.fields):
+            if n.signal in gen.signals and kinds.of(gen.signals[n.signal]).name != "gauge":
+                return []  # a count (or a kind whose window value this rule does not know): not only levels
+            found.append(n.signal)
+        stack.extend(ir.children(n))
+    return found
+
+
+def _holds_interval(node: ir.Node) -> bool:
+    return isinstance(node, ir.Interval) or any(_holds_interval(c) for c in ir.children(node))
+
+
+def _level_word(gen: Generation, name: str) -> str:
+    if name in gen.fields:
+        return "packed register's field: its value at the window's end"
+    return "gauge: its mean over the window"
 
 
 def _constant_only(node: ir.Node) -> bool:

@@ -45,6 +45,18 @@ class Term:
     axes: tuple
     literal: bool = False
     boolean: bool = False
+    level: bool | None = None  # a signal's own term: True for a gauge or packed field (a level), False for a count
+
+
+def _only_levels(text: str, pool: list[Term]) -> bool:
+    """Whether the signals ``text`` reads directly (not through a metric) are all levels — gauges and packed
+    fields — as the compiler's level-rate rule sees them (``metrics.infer._level_inputs``): such a value over
+    ``interval`` is refused."""
+    import re
+
+    names = set(re.findall(r"[a-z]\.[\w.]+", text))
+    read = [t.level for t in pool if t.level is not None and t.text in names]
+    return bool(read) and all(read)
 
 
 _BASE = {
@@ -83,7 +95,14 @@ def leaves(sigs: list[Sig], metrics: list[Term]) -> list[Term]:
         if s.kind == "packed":
             for f in s.fields:
                 out.append(
-                    Term(f"{s.name}.{f}", {}, "1", 0, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes))
+                    Term(
+                        f"{s.name}.{f}",
+                        {},
+                        "1",
+                        0,
+                        tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes),
+                        level=True,
+                    )
                 )
             continue
         row = kinds.of(
@@ -96,7 +115,14 @@ def leaves(sigs: list[Sig], metrics: list[Term]) -> list[Term]:
             else 0
         )
         out.append(
-            Term(s.name, UNITS[s.unit], s.unit, degree, tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes))
+            Term(
+                s.name,
+                UNITS[s.unit],
+                s.unit,
+                degree,
+                tuple((f"{s.name.split('.')[0]}.{a}", n) for a, n in s.axes),
+                level=row.name == "gauge",
+            )
         )
     out.append(Term("interval", {"time": 1}, "s", 0, ()))
     out.append(Term("spec.k0", {"byte": 1, "time": -1}, "B/s", 1, ()))
@@ -126,6 +152,8 @@ def terms(draw, pool: list[Term], depth: int) -> Term:
     if op in ("*", "/"):
         b = draw(terms(pool, depth - 1))
         a, b = same_axes(draw, a, b)
+        if op == "/" and "interval" in b.text and _only_levels(a.text, pool):
+            op = "*"  # a level over the window's duration is refused (error[level-rate])
         k = 1 if op == "*" else -1
         dims = _mul_dims(a.dims, b.dims, k)
         return Term(
