@@ -1,5 +1,5 @@
 """C header of a generation's signals for driver and firmware code: signal IDs, block instance counts,
-register widths and scales.
+register widths and scales, and each packed register's fields (shift, width, mask, scale).
 
 Names come from the resolved generation, whose identifiers are validated lower-case snake_case by the
 ontology loader; they are still checked here and every string literal is escaped, so a catalog can
@@ -131,5 +131,42 @@ def generate_header(gen: Generation) -> str:
             f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, "
             f"{wrap}u, {s.instances}u, {scale!r}}},"
         )
-    lines += ["};", "", f"#endif /* {p}_H */", ""]
+    lines += ["};", ""]
+    lines += _field_macros(gen, p)
+    lines += [f"#endif /* {p}_H */", ""]
     return "\n".join(lines)
+
+
+def _field_macros(gen: Generation, p: str) -> list[str]:
+    """Each packed register's fields as macros: ``<P>_FIELD_<BLOCK>__<REG>__<FIELD>_SHIFT`` (its lowest bit),
+    ``_WIDTH`` (bits), ``_MASK`` (in place, a uint64 constant) and ``_SCALE`` (raw × scale = the value in its
+    unit), and ``_GET(raw)``, the field's raw value of a register word — so firmware decodes
+    ``power.status`` as the catalog does, not by hand. None for a generation without packed registers."""
+    fields = sorted(gen.fields.values(), key=lambda f: (f.register, f.lo))
+    if not fields:
+        return []
+    out = ["/* Fields of packed registers: bits [SHIFT, SHIFT + WIDTH) of the register word; raw x SCALE = value. */"]
+    for f in fields:
+        if not (0 <= f.lo <= f.hi < 64):
+            raise ValueError(f"field `{f.name}` has bits [{f.lo}, {f.hi}], outside a 64-bit register")
+        scale = float(f.scale)
+        if not math.isfinite(scale):
+            raise ValueError(f"field `{f.name}` has a non-finite scale")
+        m = f"{p}_FIELD_{_c_ident(f.name)}"
+        width = f.hi - f.lo + 1
+        mask = ((1 << width) - 1) << f.lo
+        out += [
+            f"/* {_comment(f.name)}: {_comment(f.unit_text)}; {_comment(f.description)} */",
+            f"#define {m}_SHIFT {f.lo}u",
+            f"#define {m}_WIDTH {width}u",
+            f"#define {m}_MASK UINT64_C(0x{mask:x})",
+            f"#define {m}_SCALE {scale!r}",
+            f"#define {m}_GET(raw) ((((uint64_t)(raw)) & {m}_MASK) >> {m}_SHIFT)",
+        ]
+    return out + [""]
+
+
+def _comment(text: str) -> str:
+    """``text`` safe inside a C block comment: printable ASCII only, no comment end, no trigraph."""
+    t = "".join(c if 32 <= ord(c) < 127 else "?" for c in str(text))
+    return t.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")

@@ -64,3 +64,39 @@ def test_an_id_given_twice_is_an_error(tmp_path):
     p = _gen(tmp_path, "dup", [("a", ", id: 3"), ("b", ", id: 3")])
     g, diags = load_generation(p)
     assert g is None and [d.code for d in diags] == ["signal-id"] and diags[0].span.line == 11
+
+
+def test_packed_fields_decode_in_c_as_the_catalog_reads_them(tmp_path):
+    """The header gave no bit positions for packed fields (firmware decoded `power.status` by hand). Sohu's
+    `power.status`: pstate bits [0, 3], thermal_throttle bit 4. The word 0x1B = 0b1_1011 holds pstate 0xB
+    = 11 and thermal_throttle 1; 0x0F holds pstate 15, thermal_throttle 0. Compiled and run where a C
+    compiler is."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    gen, _ = load_generation("sohu")
+    text = generate_header(gen)
+    f = "PERFONTO_SOHU_FIELD_POWER__STATUS__"
+    assert f"#define {f}PSTATE_SHIFT 0u" in text and f"#define {f}PSTATE_MASK UINT64_C(0xf)" in text
+    assert f"#define {f}THERMAL_THROTTLE_SHIFT 4u" in text and f"#define {f}THERMAL_THROTTLE_WIDTH 1u" in text
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler on this machine: the field macros are checked as text only")
+    (tmp_path / "sohu.h").write_text(text)
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "sohu.h"\nint main(void) {\n'
+        f'  printf("%u %u %u %u\\n", (unsigned){f}PSTATE_GET(0x1B), (unsigned){f}THERMAL_THROTTLE_GET(0x1B),\n'
+        f"         (unsigned){f}PSTATE_GET(0x0F), (unsigned){f}THERMAL_THROTTLE_GET(0x0F));\n"
+        "  return 0;\n}\n"
+    )
+    exe = tmp_path / "decode"
+    build = subprocess.run(
+        [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "main.c", "-o", str(exe)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert build.returncode == 0, build.stderr
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.split() == ["11", "1", "15", "0"]
