@@ -39,7 +39,13 @@ def _reporter(full: str, sloc: tuple, src: YamlSource, diags: list[Diagnostic]) 
 
     def err(code, msg, key, hint=""):
         diags.append(
-            Diagnostic("error", code, f"signal `{full}`: {msg}", src.span(sloc + ((key,) if key else ())), hint=hint)
+            Diagnostic(
+                "error",
+                code,
+                f"signal `{full}`: {msg}",
+                src.span(sloc + (key if isinstance(key, tuple) else (key,) if key else ())),
+                hint=hint,
+            )
         )
 
     return err
@@ -118,11 +124,25 @@ def _check_fields(err: _Err, sig, k) -> None:
     used: list[tuple[int, int, str]] = []
     for fname, f in sig.fields.items():
         lo, hi = f.bits
-        if lo > hi or lo < 0 or (isinstance(sig.width, int) and hi >= sig.width):
-            err("packed-fields", f"field `{fname}` bits [{lo}, {hi}] do not fit in {sig.width} bits", "fields")
+        at = ("fields", fname, "bits")  # the field's own line, not the first field's
+        if lo > hi:
+            err(
+                "packed-fields",
+                f"field `{fname}` bits [{lo}, {hi}]: the first bit is above the last",
+                at,
+                f"write [{hi}, {lo}]",
+            )
+            continue  # no bit range to compare with the others
+        if lo < 0 or (isinstance(sig.width, int) and hi >= sig.width):
+            err("packed-fields", f"field `{fname}` bits [{lo}, {hi}] do not fit in {sig.width} bits", at)
         for a, b, other in used:
             if lo <= b and a <= hi:
-                err("packed-fields", f"fields `{other}` and `{fname}` overlap", "fields")
+                both = f"{max(lo, a)}..{min(hi, b)}" if max(lo, a) != min(hi, b) else f"{max(lo, a)}"
+                err(
+                    "packed-fields",
+                    f"fields `{other}` [{a}, {b}] and `{fname}` [{lo}, {hi}] overlap in bit(s) {both}",
+                    at,
+                )
         used.append((lo, hi, fname))
 
 
