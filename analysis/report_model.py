@@ -68,10 +68,13 @@ def metric_block(name: str, signals=()) -> str:
     return sorted(blocks.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def choose(scalar: list[str], per_chip: list[str], spec, blocks: dict[str, str]) -> ReportModel:
+def choose(
+    scalar: list[str], per_chip: list[str], spec, blocks: dict[str, str], extra: tuple[str, list[str]] | None = None
+) -> ReportModel:
     """The report model from the scalar metrics that evaluated (``scalar``, in the catalog's order),
     those with a per-chip value (``per_chip``), the generation's ``report:`` (``spec``, an
-    ``ontology.resolved.ReportSpec`` or None) and each metric's block (``blocks``, for the default)."""
+    ``ontology.resolved.ReportSpec`` or None) and each metric's block (``blocks``, for the default);
+    ``extra``: (title, metrics) a declared report is shown with after what it declares (``_unreported``)."""
     have, chip = set(scalar), set(per_chip)
     by_block: dict[str, list[str]] = {}
     for n in scalar:
@@ -87,6 +90,10 @@ def choose(scalar: list[str], per_chip: list[str], spec, blocks: dict[str, str])
         headline = [n for n in spec.headline if n in have] or default_headline
         if not groups and not columns:
             groups = default_groups
+        if extra and extra[1]:
+            headline += [n for n in extra[1] if n not in headline]
+            if [n for n in extra[1] if n in chip]:
+                groups[extra[0]] = [n for n in extra[1] if n in chip]
         return ReportModel(
             headline,
             groups,
@@ -112,7 +119,42 @@ def report_model(graph, ev) -> ReportModel:
         for n in scalar:
             reads = () if "." in n else [a for a in nx.ancestors(graph.graph, n) if kinds[a].get("kind") == "signal"]
             blocks[n] = metric_block(n, reads)
-    return choose(scalar, chip, graph.generation.report, blocks)
+    return choose(scalar, chip, graph.generation.report, blocks, _unreported(graph, scalar))
+
+
+def _unreported(graph, scalar: list[str]) -> tuple[str, list[str]] | None:
+    """(title, metrics): the scalar metrics a catalog folder's own metric files define that the ``report:`` its
+    generation inherits names nowhere — an architect's new `noc.*` metrics appeared in neither the terminal
+    report nor the page of a generation extending Sohu, whose report Sohu declares. None where the generation
+    declares its own report (it shows what it says) or declares none (every metric is shown)."""
+    from perfonto.metrics.compiler import library_files
+
+    spec, gen = graph.generation.report, graph.generation
+    if spec is None or not spec.refs or _same_file(spec.refs[0][1].file, gen.source_file):
+        return None
+    shipped = {_resolved(f) for f in library_files()}
+    named = set(spec.headline) | set(spec.per_chip) | set(spec.fleet) | {n for ns in spec.groups.values() for n in ns}
+    new = [
+        n
+        for n in scalar
+        if n not in named and (f := getattr(graph.metrics[n].span, "file", None)) and _resolved(f) not in shipped
+    ]
+    if not new:
+        return None
+    return f"{gen.name}'s own metrics", new
+
+
+def _resolved(f) -> str:
+    from pathlib import Path
+
+    try:
+        return str(Path(str(f)).resolve())
+    except OSError:
+        return str(f)
+
+
+def _same_file(a, b) -> bool:
+    return bool(a) and bool(b) and _resolved(a) == _resolved(b)
 
 
 def page_model(doc: dict) -> ReportModel:
