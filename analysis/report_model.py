@@ -75,7 +75,7 @@ def choose(
     those with a per-chip value (``per_chip``), the generation's ``report:`` (``spec``, an
     ``ontology.resolved.ReportSpec`` or None) and each metric's block (``blocks``, for the default);
     ``extra``: (title, metrics) a declared report is shown with after what it declares (``_unreported``)."""
-    have, chip = set(scalar), set(per_chip)
+    chip = set(per_chip)
     by_block: dict[str, list[str]] = {}
     for n in scalar:
         by_block.setdefault(blocks.get(n, "other"), []).append(n)
@@ -83,25 +83,26 @@ def choose(
     default_groups = {b: [n for n in ns if n in chip] for b, ns in by_block.items()}
     default_groups = {b: ns for b, ns in default_groups.items() if ns}
     if spec is not None:
-        groups = {t: [n for n in ns if n in chip] for t, ns in spec.groups.items()}
-        groups = {t: ns for t, ns in groups.items() if ns}
-        columns = {n: h for n, h in spec.per_chip.items() if n in chip}
-        # a capture that feeds none of the declared metrics still shows what evaluated (the default)
-        headline = [n for n in spec.headline if n in have] or default_headline
-        if not groups and not columns:
-            groups = default_groups
-        if extra and extra[1]:
-            headline += [n for n in extra[1] if n not in headline]
-            if [n for n in extra[1] if n in chip]:
-                groups[extra[0]] = [n for n in extra[1] if n in chip]
-        return ReportModel(
-            headline,
-            groups,
-            columns,
-            True,
-            [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT],
-        )
+        return _declared(spec, scalar, chip, default_headline, default_groups, extra)
     return ReportModel(default_headline, default_groups, {}, False, default_headline[:FLEET_DEFAULT])
+
+
+def _declared(spec, scalar: list[str], chip: set, default_headline, default_groups, extra) -> ReportModel:
+    """``choose`` for a catalog that declares ``report:`` (``spec``), with ``extra`` after what it declares."""
+    have = set(scalar)
+    groups = {t: [n for n in ns if n in chip] for t, ns in spec.groups.items()}
+    groups = {t: ns for t, ns in groups.items() if ns}
+    columns = {n: h for n, h in spec.per_chip.items() if n in chip}
+    # a capture that feeds none of the declared metrics still shows what evaluated (the default)
+    headline = [n for n in spec.headline if n in have] or default_headline
+    if not groups and not columns:
+        groups = default_groups
+    if extra and extra[1]:
+        headline += [n for n in extra[1] if n not in headline]
+        if [n for n in extra[1] if n in chip]:
+            groups[extra[0]] = [n for n in extra[1] if n in chip]
+    fleet = [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT]
+    return ReportModel(headline, groups, columns, True, fleet)
 
 
 def report_model(graph, ev) -> ReportModel:
