@@ -8,9 +8,12 @@ registry compatibility checks against the previous release.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .generation import Generation, ResolvedSignal
+from .resolved import ResolvedConstant
+from .units import UnitError, conversion_factor, parse_unit
 
 
 @dataclass
@@ -91,10 +94,38 @@ def _compare_props(d: SignalDiff, old: Generation, new: Generation, o: str, n: s
 
 
 def _compare_spec(d: SignalDiff, old: Generation, new: Generation) -> None:
-    """The spec constants whose value, unit or provenance differ (added and dropped ones included)."""
+    """The spec constants whose value or provenance differ (added and dropped ones included), each shown as
+    written. Values are compared in one unit: 7.2 TB/s overridden as 7200 GB/s is no change."""
     for name in sorted(set(old.spec) | set(new.spec)):
         o, n = old.spec.get(name), new.spec.get(name)
-        fo = f"{o.value:g} {o.unit_text} ({o.provenance})" if o else None
-        fn = f"{n.value:g} {n.unit_text} ({n.provenance})" if n else None
-        if fo != fn:
-            d.spec.append({"constant": name, "old": fo, "new": fn})
+        if o is None or n is None or not _same_figure(o, n, new.registry):
+            d.spec.append({"constant": name, "old": _written(o), "new": _written(n)})
+
+
+#: Two values of a constant this close, once in one unit, are one figure: a unit's conversion factor
+#: rounds (7.2 TB/s is 7200.000000000001 GB/s), a real change is far larger.
+SAME_FIGURE_REL = 1e-12
+
+
+def _same_figure(o: ResolvedConstant, n: ResolvedConstant, reg) -> bool:
+    """Whether ``o`` and ``n`` hold the same value, converted to ``n``'s unit in ``reg`` (the new
+    generation's registry), with the same provenance."""
+    if o.provenance != n.provenance:
+        return False
+    try:
+        factor = conversion_factor(reg, parse_unit(reg, o.unit_text), n.unit)
+    except UnitError:  # another dimension, or a unit only the old generation has (a dropped clock's cycles)
+        return False
+    return math.isclose(o.value * factor, n.value, rel_tol=SAME_FIGURE_REL)
+
+
+def _written(c: ResolvedConstant | None) -> str | None:
+    """A constant as the diff shows it: its value in its unit and its provenance; a clock frequency
+    (``spec.clock.<domain>``, held in cycles per second) in GHz, or MHz below 1 GHz. Enough digits that two
+    different values never print alike (``%g`` printed 1.5 GHz and 1.5000005 GHz both as 1.5e+09)."""
+    if c is None:
+        return None
+    value, unit = c.value, c.unit_text
+    if c.name.startswith("spec.clock."):
+        value, unit = (value / 1e9, "GHz") if value >= 1e9 else (value / 1e6, "MHz")
+    return f"{value:.15g} {unit} ({c.provenance})"

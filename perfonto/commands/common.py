@@ -333,18 +333,74 @@ def why(exc: BaseException) -> str:
     return str(exc.args[0]) if exc.args else type(exc).__name__
 
 
-def load_generation_arg(name: str):
-    """Load ``--generation``/a positional generation: an unknown name is a usage error (2), a file that
-    does not load is a failure (1)."""
+def load_generation_arg(name: str, catalog: str | None = None):
+    """Load ``--generation``/a positional generation: a YAML path as it is; a name from the ``catalog``
+    folder (``--catalog DIR``) when the folder declares it, else the shipped one of that name. An unknown
+    name is a usage error (2), a file that does not load is a failure (1)."""
+    in_folder: list = []
+    if catalog is not None and not names_a_file(name):
+        gen, in_folder = catalog_generation(name, catalog)
+        if gen is not None:
+            return gen, []
+    return shipped_generation(name, catalog, in_folder)
+
+
+def shipped_generation(name: str, catalog: str | None = None, in_folder: list = ()):
+    """The shipped generation ``name`` (or the YAML file it names) and the loader's diagnostics; an unknown
+    name is a usage error (2) that shows ``in_folder`` (``catalog``'s own unknown-generation diagnostic) too,
+    a file that does not load a failure (1)."""
     from perfonto.ontology.loader import load_generation
 
+    in_folder = list(in_folder)
     gen, diags = load_generation(name)
     if gen is None:
         usage = any(d.code == "unknown-generation" for d in diags)
+        where = f" (neither {catalog} nor the shipped generations declare it)" if in_folder and usage else ""
         raise CommandError(
-            f"cannot load generation `{name}`{shipped_folder_hint(name) if usage else ''}", 2 if usage else 1, diags
+            f"cannot load generation `{name}`{where}{shipped_folder_hint(name) if usage else ''}",
+            2 if usage else 1,
+            in_folder + diags,
         )
     return gen, diags
+
+
+def names_a_file(name: str) -> bool:
+    """Whether a generation argument names a file (a ``.yaml``/``.yml`` path, or anything that exists) rather
+    than a generation (``ontology.loader.load_generation``'s rule)."""
+    from pathlib import Path
+
+    return Path(name).suffix in (".yaml", ".yml") or Path(name).exists()
+
+
+def catalog_generation(name: str, catalog: str):
+    """Generation ``name`` of the catalog folder ``catalog``, found as every command's ``--catalog`` finds
+    it (``metrics.catalog.load_catalog``), and ``[]``; or None and the folder's unknown-generation
+    diagnostic (its generations, a did-you-mean) when no file of the folder declares ``name``: the caller
+    looks among the shipped ones.
+
+    Raises:
+        CommandError: the folder is not a catalog folder, or its generation ``name`` does not load (1).
+    """
+    from dataclasses import replace
+    from pathlib import Path
+
+    from perfonto.metrics.catalog import load_catalog
+
+    cat = load_catalog(catalog, name)
+    if cat.generation is not None:
+        return cat.generation, []
+    errors = cat.errors
+    if errors and all(d.code == "unknown-generation" for d in errors):  # the name is an argument here, not --generation
+        return None, [replace(d, hint=d.hint.replace("; pick one with --generation NAME", "")) for d in errors]
+    if not Path(catalog).is_dir() or any(d.code == "empty-catalog" for d in errors):
+        what = "give a folder of ontology *.yaml files"
+        raise CommandError(f"--catalog {catalog}: not a catalog folder; {what}", 1, errors)
+    raise CommandError(
+        f"cannot load generation `{name}` from --catalog {catalog}; fix the errors above "
+        f"(`perfonto check --catalog {catalog} --generation {name}` lists them)",
+        1,
+        errors,
+    )
 
 
 def _int_at_least(minimum: int):

@@ -1,4 +1,4 @@
-"""``perfonto compare GEN_A GEN_B``: two generations over a list of workloads, side by side, with the
+"""``perfonto compare GEN_A GEN_B [--catalog DIR]``: two generations over a list of workloads, side by side, with the
 assumption that drives each difference (``whatif.compare``)."""
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help=HELP["compare"])
     p.add_argument("a", metavar="GEN_A", help="generation name, YAML file or catalog folder (the reference)")
     p.add_argument("b", metavar="GEN_B", help="generation name, YAML file or catalog folder")
+    p.add_argument(
+        "--catalog",
+        metavar="DIR",
+        default=None,
+        help="catalog folder: a generation name is looked up among its *.yaml files first (and runs on the "
+        "folder's catalog), then among the shipped generations (default: the shipped ones only)",
+    )
     p.add_argument("--preset-a", default=None, help="preset of A (default: its family's)")
     p.add_argument("--preset-b", default=None, help="preset of B (default: its family's)")
     p.add_argument(
@@ -40,7 +47,7 @@ def register(sub) -> None:
 
 
 def cmd_compare(args) -> int:
-    from perfonto.whatif.cliargs import base_point, cache_of, check_outputs, target_of, write_outputs
+    from perfonto.whatif.cliargs import base_point, cache_of, check_outputs, write_outputs
     from perfonto.whatif.compare import compare
     from perfonto.whatif.knobs import KnobError, Point, grid, parse_vary
     from perfonto.whatif.plots import compare_figure
@@ -49,7 +56,7 @@ def cmd_compare(args) -> int:
     from .project import EmuProgress
 
     try:
-        ta, tb = target_of(args.a, None), target_of(args.b, None)
+        ta, tb = _target(args.a, args.catalog), _target(args.b, args.catalog)
         ga = base_generation(ta)
         base_generation(tb)
         knobs = [parse_vary(v, ga) for v in args.vary]
@@ -98,6 +105,22 @@ def cmd_compare(args) -> int:
         return 0
     _render(cmp, outputs)
     return 0
+
+
+def _target(name: str, catalog: str | None):
+    """The what-if target of GEN_A or GEN_B: a YAML file or catalog folder as given; with ``--catalog``, a
+    name the folder declares on the folder's catalog, any other the shipped generation of that name
+    (``common.catalog_generation``: the folder first, as ``perfonto diff --catalog``)."""
+    from perfonto.whatif.cliargs import target_of
+
+    from .common import catalog_generation, names_a_file, shipped_generation
+
+    if catalog is None or names_a_file(name):
+        return target_of(name, None)
+    gen, in_folder = catalog_generation(name, catalog)
+    if gen is None:
+        shipped_generation(name, catalog, in_folder)  # a name neither declares: a usage error naming both
+    return target_of(name, catalog if gen is not None else None)
 
 
 def _flat(cmp, e) -> dict:

@@ -1,4 +1,4 @@
-"""``perfonto diff OLD NEW``: compatibility of two generations (exit 1 when a policy is broken)."""
+"""``perfonto diff OLD NEW [--catalog DIR]``: compatibility of two generations (exit 1 when a policy is broken)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,13 @@ def register(sub) -> None:
     d = sub.add_parser("diff", help=HELP["diff"])
     d.add_argument("old", help="generation name (e.g. sohu) or path to a generation YAML file")
     d.add_argument("new", help="generation name (e.g. caelius) or path to a generation YAML file")
+    d.add_argument(
+        "--catalog",
+        metavar="DIR",
+        default=None,
+        help="catalog folder: a generation name is looked up among its *.yaml files first, then among the "
+        "shipped generations (default: the shipped ones only)",
+    )
     d.add_argument("--json", action="store_true", help="print one JSON object")
     d.set_defaults(func=cmd_diff)
 
@@ -19,7 +26,7 @@ def register(sub) -> None:
 def cmd_diff(args) -> int:
     from perfonto.metrics.diff import diff_generations
 
-    gens = [load_generation_arg(which)[0] for which in (args.old, args.new)]
+    gens = [load_generation_arg(which, args.catalog)[0] for which in (args.old, args.new)]
     doc = diff_generations(*gens)
     if args.json:
         print(json.dumps(doc, indent=2, default=str))

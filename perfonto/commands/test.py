@@ -1,4 +1,5 @@
-"""``perfonto test [PATH]``: run catalog test vectors (exit 1 on any failure, or when none is found)."""
+"""``perfonto test [PATH] [--catalog DIR]``: run catalog test vectors (PATH's, else the ``--catalog``
+folder's, else the shipped library's; exit 1 on any failure, or when none is found)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from .common import catalog_options, CommandError, stderr
 def register(sub) -> None:
     t = sub.add_parser("test", help=HELP["test"])
     t.add_argument(
-        "path", nargs="?", default=None, help="a vectors file or a folder of them (default: the shipped library)"
+        "path",
+        nargs="?",
+        default=None,
+        help="a vectors file or a folder of them (default: the --catalog folder's, else the shipped library's)",
     )
     catalog_options(
         t,
@@ -25,7 +29,7 @@ def register(sub) -> None:
 
 def cmd_test(args) -> int:
     err = stderr()
-    files = _vector_files(args.path)
+    files = _vector_files(args.path, args.catalog)
     outcomes, diags = _run_vectors(args, files, _generations(files, args.generation))
     failed = [o for o in outcomes if not o.ok]
     if args.json:
@@ -38,21 +42,29 @@ def cmd_test(args) -> int:
     return 1 if failed or diags else 0
 
 
-def _vector_files(arg: str | None) -> list:
-    """The vectors files at ``arg`` (a file or a folder; default: the shipped library); at least one."""
+def _vector_files(arg: str | None, catalog: str | None = None) -> list:
+    """The vectors files at ``arg`` (a file or a folder), else in the ``catalog`` folder (``--catalog``),
+    else in the shipped library; at least one."""
     from perfonto.metrics.compiler import library_files
     from perfonto.metrics.vectors import vector_files
     from perfonto.ontology.files import FileReadError, check_path, exists
 
-    path = Path(arg) if arg else library_files()[0].parent
+    path = Path(arg or catalog or library_files()[0].parent)
     try:
-        check_path(path, "vectors path")
+        check_path(path, "vectors path" if arg or not catalog else "--catalog folder")
     except FileReadError as exc:
         raise CommandError(str(exc), 1) from None
     files = vector_files(path) if exists(path) else []
-    if not files:
+    if files:
+        return files
+    if arg or not catalog:
         raise CommandError(f"no test vectors (*.vectors.yaml) found at {path}", 1)
-    return files
+    raise CommandError(
+        f"no test vectors (*.vectors.yaml) in the --catalog folder {path}"
+        + ("" if exists(path) else " (it does not exist)")
+        + "; add a <name>.vectors.yaml there, or give the vectors' PATH",
+        1,
+    )
 
 
 def _generations(files: list, wanted: str | None) -> set[str]:
