@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .dump_io import DumpError
+from .dump_io import DumpError, first_repeat
 from .formats import export_text, file_head
 
 DEFAULT_PERIOD_NS = 1_000_000_000  # dcgmi dmon's default -d (1000 ms)
@@ -191,14 +191,13 @@ def _in_first_order(gids: list[int]) -> list[int]:
 def _unique_fields(fields: list[str], p: Path, n: int) -> None:
     """Refuse a header naming a field twice: the second column's units and values would be read as the
     first's (``#Entity GRACT SMACT DRAMA POWER SMACT`` was blamed on column 3's unit)."""
-    first: dict[str, int] = {}
-    for j, f in enumerate(fields):
-        if f in first:
-            raise DumpError(
-                f"{p}:{n}: column {j + 2} ({f}) names the field of column {first[f] + 2} again; dmon prints each "
-                "field once (`-e` lists each id once): give the file as dmon wrote it"
-            )
-        first[f] = j
+    twice = first_repeat(fields)
+    if twice is not None:
+        f, i, j = twice
+        raise DumpError(
+            f"{p}:{n}: column {j + 2} ({f}) names the field of column {i + 2} again; dmon prints each "
+            "field once (`-e` lists each id once): give the file as dmon wrote it"
+        )
 
 
 def sniff(path) -> bool:

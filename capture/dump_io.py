@@ -319,6 +319,17 @@ def check_unique_columns(label, names: list[str]) -> None:
         )
 
 
+def first_repeat(names: list[str]) -> tuple[str, int, int] | None:
+    """(name, its first position, its second) of the first name ``names`` holds twice, in the order the
+    second one comes; None when each is there once (a tool's header naming a column twice)."""
+    first: dict[str, int] = {}
+    for j, n in enumerate(names):
+        if n in first:
+            return n, first[n], j
+        first[n] = j
+    return None
+
+
 def two_layouts(label, signal: str, other: str) -> DumpError:
     """The error for a signal given both whole (column ``signal``) and per instance (``other``, a
     ``name[i]`` column)."""

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .dump_io import DumpError
+from .dump_io import DumpError, first_repeat
 from .formats import export_text, file_head
 from .kernel_windows import Kernel, check_totals, counter_signals, kernel_capture, kernel_trace, unread_note
 
@@ -170,14 +170,14 @@ def read_ncu(path: str | Path, gen, notes: list[str]) -> list[Kernel]:
 def _header_columns(header: list[str], p: str, hn: int) -> dict[str, int]:
     """Column name → position, with every column of ``REQUIRED`` present and none twice (the later one won:
     a file with a metric's column twice read the second's value)."""
-    where: dict[str, int] = {}
-    for i, name in enumerate(header):
-        if name in where:
-            raise DumpError(
-                f'{p}:{hn}: column "{name}" is in the header twice (columns {where[name] + 1} and {i + 1}); ncu writes '
-                "each metric once: give the file as ncu wrote it"
-            )
-        where[name] = i
+    twice = first_repeat(header)
+    if twice is not None:
+        name, i, j = twice
+        raise DumpError(
+            f'{p}:{hn}: column "{name}" is in the header twice (columns {i + 1} and {j + 1}); ncu writes '
+            "each metric once: give the file as ncu wrote it"
+        )
+    where = {name: i for i, name in enumerate(header)}
     for name in REQUIRED:
         if name not in where:
             raise DumpError(

@@ -99,6 +99,14 @@ def analyze(capsys, path, out, *extra) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+def analyze_err(capsys, path, out, *extra) -> tuple[int, dict, str]:
+    """As ``analyze``, with what the command wrote on stderr (its notes and errors) too."""
+    capsys.readouterr()
+    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
+    got = capsys.readouterr()
+    return code, json.loads(got.out), got.err
+
+
 def analyze_windows(capsys, path, out, generation: str) -> tuple[dict, dict]:
     """``analyze`` of ``path`` into ``out``, which must succeed reading it as ``generation``: its JSON document
     and its per-window metrics (``metrics.parquet``, column → values)."""

@@ -11,7 +11,6 @@ them), `N/A` for the profiling fields' first sample. The expected values are com
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ import pytest
 from perfonto.capture.dcgm_dmon import dmon_capture, read_dmon, short_name
 from perfonto.capture.dump_io import DumpError
 from perfonto.capture.formats import detect
-from perfonto.cli import main
 
-from helpers import tool_generation_fixture
+from helpers import analyze_err, tool_generation_fixture
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm-dmon" / "dmon-2gpu.txt"
 
@@ -29,15 +27,8 @@ FIX = Path(__file__).parent / "fixtures" / "dcgm-dmon" / "dmon-2gpu.txt"
 gen = tool_generation_fixture("dcgm", "dcgm_h100")
 
 
-def _analyze(capsys, path, out, *extra) -> tuple[int, dict, str]:
-    capsys.readouterr()
-    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
-    got = capsys.readouterr()
-    return code, json.loads(got.out), got.err
-
-
 def test_dmon_gives_the_hand_computed_values(capsys, tmp_path):
-    code, doc, _ = _analyze(capsys, FIX, tmp_path / "o", "--generation", "dcgm_h100", "--sample-period", "100ms")
+    code, doc, _ = analyze_err(capsys, FIX, tmp_path / "o", "--generation", "dcgm_h100", "--sample-period", "100ms")
     assert code == 0
     chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
     # TOTEC (mJ): GPU 0 1,000,000 -> 1,085,000 over 2 x 100 ms = 425 W; GPU 1 60,000 mJ / 0.2 s = 300 W
@@ -55,7 +46,7 @@ def test_dmon_gives_the_hand_computed_values(capsys, tmp_path):
 
 
 def test_without_a_sample_period_dmon_default_is_used_and_said(capsys, tmp_path):
-    code, doc, err = _analyze(capsys, FIX, tmp_path / "o")
+    code, doc, err = analyze_err(capsys, FIX, tmp_path / "o")
     assert code == 0 and doc["generation"] == "dcgm_h200"
     assert "dcgmi dmon does not name the GPU model" in err
     assert any("dmon's default -d 1000" in n for n in doc["notes"])

@@ -12,7 +12,6 @@ capture/openmetrics.py); each of these exited 0 with wrong figures, or blamed th
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -21,19 +20,11 @@ import pytest
 
 from perfonto.capture.dcgm_dmon import dmon_capture, read_dmon
 from perfonto.capture.dump_io import DumpError
-from perfonto.cli import main
 
-from helpers import tool_generation_fixture
+from helpers import analyze_err, tool_generation_fixture
 
 FIXTURES = Path(__file__).parent / "fixtures"
 gen = tool_generation_fixture("dcgm", "dcgm_h100")
-
-
-def _analyze(capsys, path, out, *extra) -> tuple[int, dict, str]:
-    capsys.readouterr()
-    code = main(["analyze", str(path), "--out", str(out), "--json", *extra])
-    got = capsys.readouterr()
-    return code, json.loads(got.out), got.err
 
 
 # --- 1. dcgmi dmon --------------------------------------------------------------------------------------------
@@ -72,7 +63,9 @@ def test_dmon_lines_of_one_interval_in_another_order_read_as_in_order(capsys, tm
 
     docs = {}
     for f in (straight, swapped):
-        code, doc, _ = _analyze(capsys, f, tmp_path / f.stem, "--sample-period", "100ms", "--generation", "dcgm_h100")
+        code, doc, _ = analyze_err(
+            capsys, f, tmp_path / f.stem, "--sample-period", "100ms", "--generation", "dcgm_h100"
+        )
         assert code == 0
         docs[f.stem] = doc
     doc = docs["swapped"]
@@ -134,7 +127,7 @@ NCU = FIXTURES / "ncu" / "two-kernels.csv"
 
 
 def test_ncu_fixture_still_reads_its_grouped_values(capsys, tmp_path):
-    code, doc, _ = _analyze(capsys, NCU, tmp_path / "o")
+    code, doc, _ = analyze_err(capsys, NCU, tmp_path / "o")
     assert code == 0
     # dram__bytes_read.sum 134.22 + "2,000.00" Mbyte over 80 + "1,250.00" us: 2,134.22 MB / 1,330 us
     assert doc["metrics"]["dram.read_bandwidth"]["value"] == pytest.approx(2134.22 / 1330 * 1000, rel=1e-12)
@@ -147,7 +140,7 @@ def test_ncu_value_in_a_locale_format_is_refused(capsys, tmp_path, value):
     f = tmp_path / "locale.csv"
     f.write_text(text.replace('"2,000.00","500.00"', f'"{value}","500.00"'))
     line = 1 + next(i for i, ln in enumerate(f.read_text().splitlines()) if value in ln)
-    code, doc, err = _analyze(capsys, f, tmp_path / "o")
+    code, doc, err = analyze_err(capsys, f, tmp_path / "o")
     # read as 2.0 it gave (134.22 + 2) MB / 1,330 us = 102.4 GB/s, exit 0
     assert code == 1 and doc["ok"] is False and doc["error"] in err
     assert f"locale.csv:{line}: column 12 (dram__bytes_read.sum): `{value}` is not a number" in err
@@ -177,7 +170,7 @@ def _scrapes(tmp_path: Path, gpu1_model: str | None, gpu0_model: str | None = No
 def test_dcgm_exporter_two_models_side_by_side_are_refused(capsys, tmp_path):
     d = _scrapes(tmp_path, "NVIDIA H200")
     for extra in ((), ("--generation", "dcgm_h200")):
-        code, doc, err = _analyze(capsys, d, tmp_path / "o", *extra)
+        code, doc, err = analyze_err(capsys, d, tmp_path / "o", *extra)
         assert code == 1 and doc["ok"] is False and doc["error"] in err
         assert "1764650000.000.prom:4: one scrape's series name 2 GPU models" in err  # line 4: gpu 1's first series
         assert "`NVIDIA H100 80GB HBM3` (gpu 0 on node-17; --generation dcgm_h100)" in err
@@ -187,12 +180,12 @@ def test_dcgm_exporter_two_models_side_by_side_are_refused(capsys, tmp_path):
 
 def test_dcgm_exporter_one_model_reads_as_before(capsys, tmp_path):
     # DCGM_FI_PROF_DRAM_ACTIVE is 0.5 on gpu 0 and 0.25 on gpu 1 in every scrape
-    code, doc, _ = _analyze(capsys, FIXTURES / "dcgm-exporter", tmp_path / "h100")
+    code, doc, _ = analyze_err(capsys, FIXTURES / "dcgm-exporter", tmp_path / "h100")
     assert code == 0 and doc["generation"] == "dcgm_h100"
     chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
     assert chips[1]["hbm.bandwidth_estimate"] == pytest.approx(0.25 * 3.35, rel=1e-12)
     # both GPUs H200 (one model, written with other spacing on gpu 0): dcgm_h200's 4.8 TB/s
-    code, doc, _ = _analyze(capsys, _scrapes(tmp_path / "b", "NVIDIA H200", "NVIDIA  H200"), tmp_path / "h200")
+    code, doc, _ = analyze_err(capsys, _scrapes(tmp_path / "b", "NVIDIA H200", "NVIDIA  H200"), tmp_path / "h200")
     assert code == 0 and doc["generation"] == "dcgm_h200"
     chips = {r["chip"]: r["metrics"] for r in doc["per_chip"]}
     assert chips[0]["hbm.bandwidth_estimate"] == pytest.approx(0.5 * 4.8, rel=1e-12)
