@@ -10,6 +10,9 @@ prints figures (ratios measured in the same run) and writes them as JSON with ``
 2. ``perfonto codegen --target sql --counters DUMP``: the generated DuckDB query over that file;
 3. DuckDB: ``COPY (the generated query) TO 'metrics.parquet'`` in a child process (``SET threads`` to the
    machine's cores), ``--repeat`` times: its output is the same metric table analyze writes;
+3b. Polars: the same generated query through ``polars.SQLContext`` over ``pl.scan_parquet`` of the same file (its
+   fixed-size list columns cast to lists, which Polars' SQL indexes), written with ``write_parquet``, in a
+   child process, ``--repeat`` times (skipped, saying so, where Polars is not installed);
 4. ``perfonto analyze DUMP --out DIR`` in a child process: **cold** — an empty cache folder
    (``PERFONTO_CACHE_DIR``), so the catalog is compiled and the kernel JIT-compiled — then **warm**,
    ``--repeat`` times with the cache the cold run filled (the compiled catalog and numba's cache of the
@@ -75,6 +78,21 @@ con = duckdb.connect()
 con.execute(f"SET threads = {os.cpu_count()}")
 n = con.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet)").fetchone()[0]
 print(n)
+"""
+
+
+POLARS_CHILD = r"""
+import re, sys
+import polars as pl
+sql = "\n".join(l for l in open(sys.argv[1]).read().splitlines() if not l.startswith("--")).rstrip().rstrip(";")
+lf = pl.scan_parquet(sys.argv[3])
+arrays = [(n, t) for n, t in lf.collect_schema().items() if isinstance(t, pl.Array)]
+lf = lf.with_columns([pl.col(n).cast(pl.List(t.inner)) for n, t in arrays])
+ctx = pl.SQLContext()
+ctx.register("counters", lf)
+out = ctx.execute(re.sub(r"READ_PARQUET\('[^']*'\)", "counters", sql, flags=re.I)).collect()
+out.write_parquet(sys.argv[2])
+print(out.height)
 """
 
 
@@ -162,6 +180,12 @@ def main(argv=None) -> int:
             out = work / f"duck-{k}.parquet"
             wall, peak, _ = _run([PY, "-c", DUCKDB_CHILD, str(sql), str(out)], env)
             duck.append((wall, peak))
+        polars = []
+        if _have("polars"):
+            for k in range(a.repeat):
+                _warm_file(dump)
+                out = work / f"polars-{k}.parquet"
+                polars.append(_run([PY, "-c", POLARS_CHILD, str(sql), str(out), str(dump)], env)[:2])
         cache = Path(a.cache_dir) if a.cache_dir else work / "cache"
         env_cache = dict(env, PERFONTO_CACHE_DIR=str(cache))
         cold_wall = cold_peak = float("nan")
@@ -186,6 +210,8 @@ def main(argv=None) -> int:
         floors = [_floor(dump, _one_table(work / "warm-0"), work / f"floor-{k}.parquet", env) for k in range(a.repeat)]
         f_med = statistics.median(floors)
         check = _cross_check(work / "duck-0.parquet", _metrics_of(work / "warm-0"))
+        p_check = _cross_check(work / "polars-0.parquet", _metrics_of(work / "warm-0")) if polars else None
+        p_med = statistics.median(w for w, _ in polars) if polars else None
         d_med = statistics.median(w for w, _ in duck)
         w_med = statistics.median(w for w, _ in warm)
         res = {
@@ -205,6 +231,10 @@ def main(argv=None) -> int:
             "duckdb_rows_per_s": round(rows / d_med),
             "help_s": round(starts["help"], 3),
             "explain_mfu_s": round(starts["explain_mfu"], 3),
+            "polars_s": [round(w, 3) for w, _ in polars] or None,
+            "polars_median_s": None if p_med is None else round(p_med, 3),
+            "warm_vs_polars": None if p_med is None else round(w_med / p_med, 3),
+            "polars_cross_check": p_check,
             "io_baseline_s": [round(f, 3) for f in floors],
             "io_baseline_median_s": round(f_med, 3),
             "io_baseline_vs_duckdb": round(f_med / d_med, 3),
@@ -221,6 +251,13 @@ def main(argv=None) -> int:
         print(
             f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)"
         )
+        if p_med is not None:
+            print(
+                f"Polars SQL on the same query       {p_med:7.2f} s  (runs {res['polars_s']}; analyze ÷ Polars "
+                f"{res['warm_vs_polars']}; cross-check: {p_check})"
+            )
+        else:
+            print("Polars: not installed (pip install polars), not timed")
         if not a.no_cold:
             print(
                 f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the "
@@ -241,6 +278,12 @@ def main(argv=None) -> int:
         )
         print(f"cross-check against DuckDB: {check}")
     return 0
+
+
+def _have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 def _one_table(run_out: Path) -> Path:
