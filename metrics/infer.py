@@ -39,6 +39,8 @@ from perfonto.ontology import kinds
 from perfonto.ontology.resolved import Scope
 from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, is_rate, parse_unit
 
+from .rollup_rules import ROLL_HINT, after_division, level_rate_error, roll_set, roll_warning
+
 from . import ir
 from .across_chips import group_check, is_frequency, is_share, reads_leader
 from .optional import type_default
@@ -60,9 +62,7 @@ _MEETINGS = {
     "instance": (
         "scope",
         "a per-instance spec constant meets a chip-wide amount",
-        "roll both sides up alike: `sum(x) / sum(spec.<block>.<name>)` for the chip's total, "
-        "`avg(x) / avg(spec.<block>.<name>)` for the mean instance, or compare the constant with a "
-        "per-instance measurement",
+        ROLL_HINT + ", or compare the constant with a per-instance measurement",
     ),
 }
 
@@ -118,6 +118,8 @@ class Typer:
         self.sparsity_of: dict[str, frozenset] = {}  # metric -> sparsity of its FLOPs
         self.leader_of: dict[str, bool] = {}  # metric -> reads a leader-counted signal
         self.group_rule = False  # the metric being typed divides a per-chip time by a leader count
+        self.warnings: list[Diagnostic] = []  # the last metric typed (``rollup_rules.roll_warning``)
+        self.rolls_of: dict[str, tuple[frozenset, frozenset]] = {}  # metric -> its value's (rolls, total)
 
     def fail(self, code: str, msg: str, span: Span, hint: str = "") -> Fail:
         return Fail(Diagnostic("error", code, msg, span, hint=hint))
@@ -188,6 +190,7 @@ class Typer:
 
     def _metric(self, d: ast.MetricDecl, compiled: dict):
         self.compiled = compiled
+        self.warnings = []
         self.metric_name = d.name
         self.group_rule = any(
             getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name)
@@ -198,6 +201,7 @@ class Typer:
         if not t.is_bool:
             self._gauge_rate_check(d, t, declared)
             self.sparsity_of[d.name] = t.sparsity
+            self.rolls_of[d.name] = (t.rolls, t.total)
         if t.is_bool:
             raise self.fail(
                 "bool-metric",
@@ -317,7 +321,12 @@ class Typer:
             return _T(ir.Const(c.value, power, (), power, "spec", n), c.unit, total=total, sparsity=sp)
         if n in self.compiled:
             m = self.compiled[n]
-            return _T(ir.MetricRef(n, m.axes, m.degree), m.unit, sparsity=frozenset(self.sparsity_of.get(n, ())))
+            rolls, total = self.rolls_of.get(n, (frozenset(), frozenset()))
+            out = _T(
+                ir.MetricRef(n, m.axes, m.degree), m.unit, total=total, sparsity=frozenset(self.sparsity_of.get(n, ()))
+            )
+            out.rolls = rolls  # a metric named in another carries its roll-ups (``rollup_rules``)
+            return out
         raise self.fail("unknown-name", f"unknown name `{n}`", e.span)  # resolved earlier; kept for safety
 
     def _unary(self, e: ast.Unary) -> _T:
@@ -327,7 +336,9 @@ class Typer:
                 raise self.fail("type", "`not` needs a condition", e.span)
             return _T(ir.Op("not", (t.node,), t.node.axes, 0), None)
         self._need_number(t, e.operand.span, "`-`")
-        return _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal, t.inst, t.total, t.sparsity)
+        out = _T(ir.Op("neg", (t.node,), t.node.axes, t.node.degree), t.unit, t.literal, t.inst, t.total, t.sparsity)
+        out.rolls = t.rolls
+        return out
 
     def _binary(self, e: ast.Binary) -> _T:
         operands: list[_T] = []
@@ -349,56 +360,21 @@ class Typer:
             )
         out.sparsity = frozenset().union(*sp) if sp else frozenset()
         out.inst = any(t.inst for t in operands) and bool(out.node.axes)
-        out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
-        out.rolls = frozenset().union(*(t.rolls for t in operands)) if operands else frozenset()
+        if not (isinstance(out.node, ir.Op) and out.node.op == "div"):  # a division set its own (after_division)
+            out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
+            out.rolls = frozenset().union(*(t.rolls for t in operands)) if operands else frozenset()
         return out
 
-    def _check_rolls(self, a: _T, b: _T, span: Span) -> None:
-        """In ``a / b``, a mean over an instance axis (``avg``, ``min``, ``max``) on one side and a chip-wide
-        total over the same axis (``sum``, or a chip-scope constant) on the other, one of them a spec
-        constant and the other a measurement: the ratio is off by the number of instances.
-        ``avg(noc.tx_bytes) / (sum(spec.noc.link_peak_bandwidth) * interval)`` read 3.05 % for links busy
-        48.8 % (16 links), and the scope error's own hint led there."""
-        sides = [self._roll_set(a), self._roll_set(b)]
-        for ax, size, kind, const in sides[0]:
-            other = "sum" if kind == "mean" else "mean"
-            if (ax, size, other, not const) in sides[1]:
-                mean_const = const if kind == "mean" else not const
-                raise self.fail(
-                    "scope",
-                    f"a {'spec constant' if mean_const else 'measurement'}'s mean over {ax} meets "
-                    f"{'a measurement' if mean_const else 'a spec constant'}'s chip-wide total over it: the "
-                    f"ratio is off by the number of instances ({size})",
-                    span,
-                    hint="roll both sides up alike: `sum(x) / sum(spec.…)` for the chip, "
-                    "`avg(x) / avg(spec.…)` for the mean instance",
-                )
-
-    def _check_level_rate(self, a: _T, b: _T, span: Span) -> None:
-        """``a / b`` where ``a`` reads only levels — gauges (their window value is the mean over the window)
-        and packed fields (the value at its end) — and ``b`` holds ``interval``: a level is no amount accrued
-        in the window, so the quotient is no rate; it read 80,000 event/s in every window and 210.5 event/s
-        over the run for a packed retry field (``sum(noc.link_status.retries) / interval``)."""
-        levels = _level_inputs(a.node, self.gen)
-        if levels and _holds_interval(b.node):
-            raise self.fail(
-                "level-rate",
-                f"`{levels[0]}` is a level (a {_level_word(self.gen, levels[0])}), not an amount accrued in the "
-                "window: divided by the window's duration it is no rate, and a window and the run would read it "
-                "differently",
-                span,
-                hint="count the events with a counter (kind: counter) to get a rate, or report the level itself",
-            )
-
-    def _roll_set(self, t: _T) -> set:
-        """``t.rolls`` with each chip-scope constant's total counted as a sum over its axes."""
-        sizes = {ax: size for ax, size, _, _ in t.rolls}
-        return set(t.rolls) | {(ax, sizes.get(ax, self._axis_size(ax)), "sum", True) for ax in t.total}
-
-    def _axis_size(self, axis: str) -> int:
-        """Instances along ``axis`` (``block.axis``) of the generation, 0 when unknown."""
-        block, _, name = axis.partition(".")
-        return dict(self.gen.blocks.get(block, {}).get("axes", ())).get(name, 0)
+    def _check_division(self, op: str, a: _T, b: _T, span: Span) -> None:
+        """``metrics.rollup_rules`` on ``a op b``: a level over the window's duration is an error; a mean over
+        an instance axis against a chip-wide total over it is a warning (``self.warnings``)."""
+        err = level_rate_error(op, a.node, b.node, self.gen, self.compiled, span)
+        if err is not None:
+            raise Fail(err)
+        if op == "/":
+            w = roll_warning(roll_set(a.rolls, a.total, self.gen), roll_set(b.rolls, b.total, self.gen), span)
+            if w is not None:
+                self.warnings.append(w)
 
     def _check_meetings(self, operands: list, span: Span) -> None:
         """Kinds of operand that never meet (``_MEETINGS``): a per-record value and a quantity read from
@@ -454,9 +430,8 @@ class Typer:
             return _T(ir.Op(op, (a.node, b.node), axes, deg), a.unit, a.literal and b.literal)
         if e.op in ("*", "/"):
             group_check(self, e, a, b)
-        if e.op == "/":
-            self._check_rolls(a, b, e.span)
-            self._check_level_rate(a, b, e.span)
+        if e.op in ("*", "/"):
+            self._check_division(e.op, a, b, e.span)
         if e.op == "*":
             return _T(
                 ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
@@ -464,11 +439,13 @@ class Typer:
                 a.literal and b.literal,
             )
         if e.op == "/":
-            return _T(
+            out = _T(
                 ir.Op("div", (a.node, b.node), axes, a.node.degree - b.node.degree),
                 a.qty / b.qty,
                 a.literal and b.literal,
             )
+            out.rolls, out.total = after_division(a.rolls, a.total, b.rolls, b.total)
+            return out
         if e.op == "**":
             return type_power(self, e, a, b, axes)
         raise self.fail("syntax", f"unknown operator {e.op}", e.span)  # pragma: no cover
@@ -674,30 +651,6 @@ def _reads_windows(node: ir.Node, compiled: dict) -> bool:
         m = compiled.get(node.metric)
         return m is not None and getattr(m, "population", None) is None and not getattr(m, "from_records", False)
     return any(_reads_windows(c, compiled) for c in ir.children(node))
-
-
-def _level_inputs(node: ir.Node, gen: Generation) -> list[str]:
-    """The signals and packed fields ``node`` reads when none of them counts (all gauges or fields), else []."""
-    found: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ir.Input) and (n.signal in gen.signals or n.signal in gen.fields):
-            if n.signal in gen.signals and kinds.of(gen.signals[n.signal]).name != "gauge":
-                return []  # a count (or a kind whose window value this rule does not know): not only levels
-            found.append(n.signal)
-        stack.extend(ir.children(n))
-    return found
-
-
-def _holds_interval(node: ir.Node) -> bool:
-    return isinstance(node, ir.Interval) or any(_holds_interval(c) for c in ir.children(node))
-
-
-def _level_word(gen: Generation, name: str) -> str:
-    if name in gen.fields:
-        return "packed register's field: its value at the window's end"
-    return "gauge: its mean over the window"
 
 
 def _constant_only(node: ir.Node) -> bool:

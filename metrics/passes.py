@@ -271,6 +271,8 @@ def infer_units(s: Available) -> Typed:
             excluded.add(name)
             continue
         typed = _type_metric(typer, name, d, compiled, diags)
+        diags += typer.warnings  # the metric's roll-up warnings (``metrics.rollup_rules``), typed or not
+        typer.warnings = []
         if typed is None:
             excluded.add(name)
             continue

@@ -55,6 +55,7 @@ CODES: dict[str, str] = {
     "unknown-quantity": "an emulator binding names a quantity the emulator does not have, or one of the wrong kind",
     "stability": "a stability or rename declaration is inconsistent",
     "scope": "a spec constant's scope is used against an amount of another scope",
+    "scope-rollup": "a mean over a block's instances divided by a chip-wide total over them (or the reverse)",
     "level-rate": "a gauge or packed field (a level) divided by the window's duration: no rate",
     "sparsity": "dense work divided by a sparse peak (or the reverse)",
     # metric language and compiler

@@ -46,14 +46,38 @@ class Term:
     literal: bool = False
     boolean: bool = False
     level: bool | None = None  # a signal's own term: True for a gauge or packed field (a level), False for a count
+    formula: str = ""  # a metric's term (`f0`): the formula it names
+
+
+def _level_rate(op: str, a: Term, b: Term, pool: list[Term]) -> bool:
+    """Whether the compiler refuses ``a op b`` as a level over the window's duration (``metrics.rollup_rules``):
+    a level over ``interval`` (times a constant), or times a constant over it."""
+    import re
+
+    if op == "/":
+        dur = re.fullmatch(r"interval|\((interval \* spec\.k\d|spec\.k\d \* interval)\)", b.text) is not None
+        return dur and _only_levels(a.text, pool)
+    return any(_per_duration(x) and _only_levels(y.text, pool) for x, y in ((a, b), (b, a)))
+
+
+def _per_duration(t: Term) -> bool:
+    """Whether ``t`` is a constant over the window's duration (``(spec.k1 / interval)``, or over it times a
+    constant), as ``metrics.rollup_rules`` reads ``1 / interval``."""
+    import re
+
+    dur = r"(interval|\((interval \* spec\.k\d|spec\.k\d \* interval)\))"
+    return re.fullmatch(rf"\(spec\.k\d / {dur}\)", t.text) is not None
 
 
 def _only_levels(text: str, pool: list[Term]) -> bool:
-    """Whether the signals ``text`` reads directly (not through a metric) are all levels — gauges and packed
-    fields — as the compiler's level-rate rule sees them (``metrics.infer._level_inputs``): such a value over
-    ``interval`` is refused."""
+    """Whether the signals ``text`` reads — directly or through the metrics it names (``f0`` …, by their
+    formulas) — are all levels, gauges and packed fields, as the compiler's level-rate rule sees them
+    (``metrics.rollup_rules.level_inputs``): such a value over ``interval`` is refused."""
     import re
 
+    formulas = {t.text: t.formula for t in pool if t.formula}
+    for _ in range(len(formulas) + 1):  # a metric names only earlier ones: this many passes expand them all
+        text = re.sub(r"\bf\d+\b", lambda m: f"({formulas.get(m.group(0), m.group(0))})", text)
     names = set(re.findall(r"[a-z]\.[\w.]+", text))
     read = [t.level for t in pool if t.level is not None and t.text in names]
     return bool(read) and all(read)
@@ -152,8 +176,10 @@ def terms(draw, pool: list[Term], depth: int) -> Term:
     if op in ("*", "/"):
         b = draw(terms(pool, depth - 1))
         a, b = same_axes(draw, a, b)
-        if op == "/" and "interval" in b.text and _only_levels(a.text, pool):
-            op = "*"  # a level over the window's duration is refused (error[level-rate])
+        if _level_rate(op, a, b, pool):  # a level over the window's duration is refused (error[level-rate])
+            op = "*" if op == "/" else "/"
+            if _level_rate(op, a, b, pool):
+                return a
         k = 1 if op == "*" else -1
         dims = _mul_dims(a.dims, b.dims, k)
         return Term(
@@ -260,7 +286,11 @@ def catalogs(draw, sigs: list[Sig]):
                 t = Term(f"({t.text} * {f.text})", dims, _unit_text(dims), t.degree + 1, t.axes)
         unit = "percent" if not t.dims and draw(st.booleans()) else t.unit
         lines.append(f'metric f{i} [{unit}] = {t.text}\n  "formula {i}"')
-        made.append(Term(f"f{i}", t.dims, unit if unit != "percent" else "percent", made_degree(t, unit), t.axes))
+        made.append(
+            Term(
+                f"f{i}", t.dims, unit if unit != "percent" else "percent", made_degree(t, unit), t.axes, formula=t.text
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
