@@ -275,8 +275,9 @@ def _counts(page: _Page, r: list[str], n: int, dur_ns: float) -> dict[str, float
     return counts
 
 
-# a number as ncu writes it in the C locale: `2000`, `2,000.00` (',' between groups of three digits), `1.5e+03`
-_C_NUMBER = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d*)(?:\.\d*)?(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+# a number as ncu writes it in the C locale: `2000`, `2,000.00` (',' between groups of three digits, the first
+# not 0: `0,123` is a decimal comma), `1.5e+03`
+_C_NUMBER = re.compile(r"[+-]?(?:(?:[1-9]\d{0,2}(?:,\d{3})+|\d*)(?:\.\d*)?(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
 _LOCALE_LIKE = re.compile(r"[+-]?\d[\d.,'\s\u00a0\u202f]*")  # digits with a locale's separators: `2.000,00`
 
 

@@ -9,6 +9,11 @@ import re
 from .dump_io import DumpError
 from .perf_lines import IDLE, LOCALE_HINT, MARKERS, PerfLine, PerfStat, _count, _enabled, _number
 
+#: the units sysfs gives events (``…/events/<name>.unit``) that perf prints between a value and its event: a
+#: word outside this list there is no unit — ``perf stat -G web`` prints ``1,234,567  cycles  web`` (the event,
+#: then its cgroup), and ``cycles`` was read as a unit of an event `web`
+SCALE_UNITS = ("Joules", "MiB", "KiB", "GiB", "MB", "kB", "GB", "ns", "us", "ms", "Watts", "mJ", "uJ", "MHz", "%")
+
 _HUMAN = re.compile(
     # -A prints the CPU first (CPU0), --per-socket/--per-die/--per-core/--per-node the identifier (S0-D0-C1,
     # N0) and the number of CPUs it aggregates, then the count as without them
@@ -16,7 +21,8 @@ _HUMAN = re.compile(
     r"(?P<value>[\d.,]+|<not counted>|<not supported>)\s+"
     # the unit: a time's, or another word followed by the event (`51,856,284 ns duration_time`, `1.23 Joules
     # power/energy-pkg/`); a word followed by nothing, `(50.00%)` or `#` is the event
-    r"(?:(?P<unit>msec|usec|nsec|sec)\s+|(?P<other>[A-Za-z%/][\w%/.-]{0,30})\s+(?=[^\s(#]))?(?P<event>\S+)"
+    r"(?:(?P<unit>msec|usec|nsec|sec)\s+|(?P<other>" + "|".join(map(re.escape, SCALE_UNITS)) + r")\s+(?=[^\s(#]))?"
+    r"(?P<event>\S+)"
     r"(?:\s+\((?P<after>msec|usec|nsec|sec)\))?"  # perf before 5.x: `0.643545      task-clock (msec)`
 )
 #: a value as perf's report writes it in the C locale: digits, in groups of three separated by ',' where

@@ -26,7 +26,8 @@ def max_rate(gen: Generation, sig) -> float | None:
 
 
 def peak_rate(gen: Generation, sig) -> tuple[float, str] | None:
-    """(rate in the counter's unit per second, the constant's name) for a counter whose own ``max_rate`` the
+    """(rate in the counter's unit per second, the constant's name) for a counter of an amount (bytes, FLOPs;
+    not a dimensionless count, which a frequency would match) whose own ``max_rate`` the
     catalog does not give and whose clock does not bound it: the lowest peak among its block's spec constants in
     its unit per second (``spec.noc.link_peak_bandwidth`` for ``noc.tx_bytes`` in bytes), per instance — a
     ``scope: instance`` constant as it is, a chip-scope one divided by the block's instances (its total over
@@ -36,6 +37,8 @@ def peak_rate(gen: Generation, sig) -> tuple[float, str] | None:
     from .resolved import Scope
 
     reg = gen.registry
+    if reg.Quantity(1, sig.unit).dimensionless:  # a count of events: a frequency (a refclk) is no peak of it
+        return None
     want = reg.Quantity(1, sig.unit / reg.second).dimensionality
     n = max(1, sig.instances)
     best: tuple[float, str] | None = None

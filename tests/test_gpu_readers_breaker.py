@@ -133,7 +133,7 @@ def test_ncu_fixture_still_reads_its_grouped_values(capsys, tmp_path):
     assert doc["metrics"]["dram.read_bandwidth"]["value"] == pytest.approx(2134.22 / 1330 * 1000, rel=1e-12)
 
 
-@pytest.mark.parametrize("value", ["2.000,00", "2,00", "1,2345", "2 000,00", "2'000.00"])
+@pytest.mark.parametrize("value", ["2.000,00", "2,00", "1,2345", "2 000,00", "2'000.00", "0,123"])
 def test_ncu_value_in_a_locale_format_is_refused(capsys, tmp_path, value):
     text = NCU.read_text()
     assert text.count('"2,000.00","500.00"') == 1

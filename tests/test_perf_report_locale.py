@@ -164,3 +164,23 @@ def test_a_decimal_comma_in_json_is_refused(tmp_path):
     )
     msg = _refused(path)
     assert "perf.json:1: the count `90,979971` has a decimal comma" in msg and "LC_ALL=C" in msg
+
+
+def test_a_cgroup_after_the_event_is_not_read_as_a_unit(tmp_path):
+    """`perf stat -G web` prints the cgroup after the event: `1,234,567  cycles  web`. A reader that took
+    any word between value and event as a unit read `cycles` as the unit of an event `web` (a review);
+    only the units sysfs gives events (Joules, MiB, ns …) are units."""
+    p = tmp_path / "g.txt"
+    p.write_text(
+        " Performance counter stats for 'system wide':\n\n"
+        "         1,234,567      cycles                           web\n"
+        "           234,567      instructions                     web\n"
+        "              1.23 Joules power/energy-pkg/\n\n"
+        "       1.001234567 seconds time elapsed\n"
+    )
+    ps = read_perf_stat(p)
+    assert [(x.event, x.value, x.unit) for x in ps.lines] == [
+        ("cycles", 1234567.0, ""),
+        ("instructions", 234567.0, ""),
+        ("power/energy-pkg/", 1.23, "Joules"),
+    ]

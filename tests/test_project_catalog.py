@@ -132,6 +132,7 @@ def test_a_counter_without_max_rate_is_checked_at_its_blocks_peak(tmp_path, caps
         "  noc.link_floor: {value: 1024, unit: GB/s, provenance: assumed, source: a what-if, scope: instance,\n"
         "                   description: A higher peak.}\n"
         "  uec.peak: {value: 400, unit: GB/s, provenance: assumed, source: a what-if, description: All links.}\n"
+        "  dbg.refclk: {value: 100, unit: MHz, provenance: assumed, source: a what-if, description: Ref clock.}\n"
         "blocks:\n  noc:\n    clock: core\n    description: NoC links.\n    instances: {link: 16}\n"
         "    signals:\n"
         "      tx_bytes: {kind: counter, unit: B, width: 24, description: Bytes sent on it.}\n"
@@ -142,6 +143,7 @@ def test_a_counter_without_max_rate_is_checked_at_its_blocks_peak(tmp_path, caps
         "  dbg:\n    clock: core\n    description: No peak declared.\n"
         "    signals:\n"
         "      tx_bytes: {kind: counter, unit: B, width: 16, description: Bytes sent.}\n"
+        '      errs: {kind: counter, unit: "1", width: 16, description: A count of errors.}\n'
     )
     (tmp_path / "g.yaml").write_text(gen)
     assert main(["check", "--catalog", str(tmp_path)]) == 0
@@ -152,6 +154,7 @@ def test_a_counter_without_max_rate_is_checked_at_its_blocks_peak(tmp_path, caps
     assert "give it at least 29 bits" in text and "declare its `max_rate`" in text
     assert "counter `uec.tx_bytes` can rise by 1e+08 raw counts" in text and "give it at least 27 bits" in text
     assert "`uec.rx_bytes`" not in text and "`dbg.tx_bytes`" not in text
+    assert "`dbg.errs`" not in text  # a dimensionless count is not checked at a frequency (a review: a refclk)
 
 
 def test_the_assumptions_name_the_peak_a_dtype_runs_at(capsys):
