@@ -95,15 +95,14 @@ def _profile_text(p: dict) -> str:
 def _check_size(gen, spec: FleetSpec, duration_s: float, sample_period_s: float, out: Path) -> None:
     """Refuse a fleet one of whose hosts cannot be emulated in this machine's memory or whose parts cannot
     fit on ``out``'s disk (``emulator.footprint``), before any host is emulated."""
-    import math
     import shutil
 
-    from .footprint import check_disk, check_run_fits, registers_of
+    from .footprint import check_disk, check_run_fits, registers_of, rows_of
     from .run import _check_periods
 
     _check_periods(duration_s, sample_period_s)
     check_run_fits(gen, spec.chips, duration_s, sample_period_s)  # one host at a time
-    rows = spec.hosts * spec.chips * (math.floor(duration_s / sample_period_s) + 2)
+    rows = spec.hosts * rows_of(spec.chips, duration_s, sample_period_s)
     check_disk(rows, registers_of(gen), shutil.disk_usage(out).free, "the disk of --out")
 
 

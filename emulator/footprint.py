@@ -35,9 +35,32 @@ BYTES_PER_REGISTER_ROW = 40
 DISK_BYTES_PER_REGISTER_ROW = 1.5
 
 
+#: (limit, usage) files of the process's cgroup under /sys/fs/cgroup: v2, then v1
+CGROUP_FILES = (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"))
+
+
 def available_memory() -> int | None:
-    """Bytes of memory the kernel says a new allocation can get (``MemAvailable`` of ``/proc/meminfo``,
-    Linux), else the machine's physical memory (``sysconf``), else None (unknown: nothing is refused)."""
+    """Bytes of memory a new allocation can get: the kernel's ``MemAvailable`` (``/proc/meminfo``, Linux),
+    or the machine's physical memory (``sysconf``), capped by the process's cgroup limit less what the cgroup
+    already uses (``/sys/fs/cgroup/memory.max`` and ``memory.current``, v2; ``memory.limit_in_bytes`` and
+    ``memory.usage_in_bytes``, v1: a container is killed at its limit, whatever the host has free); None
+    when none is known (nothing is refused)."""
+    best = _meminfo_available()
+    if best is None:
+        try:
+            best = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            best = None
+    for limit, used in CGROUP_FILES:
+        cap = _read_int(f"/sys/fs/cgroup/{limit}")
+        if cap is not None and cap < 1 << 60:  # "max" or a v1 "no limit" (about 2^63)
+            left = max(0, cap - (_read_int(f"/sys/fs/cgroup/{used}") or 0))
+            best = left if best is None else min(best, left)
+            break
+    return best
+
+
+def _meminfo_available() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
@@ -45,10 +68,22 @@ def available_memory() -> int | None:
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _read_int(path: str) -> int | None:
+    """The integer a cgroup file holds; None for ``max``, an absent file or anything else."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+        with open(path, encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
         return None
+
+
+def rows_of(chips: int, duration_s: float, sample_period_s: float) -> int:
+    """Rows an emulation of ``chips`` chips writes: chips × (duration ÷ period + 2 samples: the one at 0 and
+    the final one)."""
+    return int(chips) * (math.floor(duration_s / sample_period_s) + 2)
 
 
 def registers_of(gen) -> int:
@@ -73,8 +108,8 @@ def check_fits(chips: int, registers: int, duration_s: float, sample_period_s: f
     """
     if available is None:
         return
-    samples = math.floor(duration_s / sample_period_s) + 2
-    rows = samples * int(chips)
+    rows = rows_of(chips, duration_s, sample_period_s)
+    samples = rows // int(chips)
     need = rows * int(registers) * BYTES_PER_REGISTER_ROW
     if need <= available:
         return
@@ -118,4 +153,5 @@ __all__ = [
     "check_fits",
     "check_run_fits",
     "registers_of",
+    "rows_of",
 ]

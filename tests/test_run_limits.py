@@ -92,3 +92,17 @@ def test_the_disk_estimate_by_hand():
     check_disk(16_032, 279, 6_709_392, "here")
     with pytest.raises(WorkloadError, match="need about 6.7 MB on disk and here has 6.7 MB free"):
         check_disk(16_032, 279, 6_709_391, "here")
+
+
+def test_a_containers_memory_limit_caps_what_is_available(monkeypatch):
+    """MemAvailable is the host's: a container with a 4 GB cgroup limit, 1 GB of it used, is killed past 3
+    GB whatever the host has free (a review). With 24 GB available on the host: 3 GB; with no limit
+    ("max"): 24 GB."""
+    from perfonto.emulator import footprint
+
+    monkeypatch.setattr(footprint, "_meminfo_available", lambda: 24 * 10**9)
+    files = {"/sys/fs/cgroup/memory.max": 4 * 10**9, "/sys/fs/cgroup/memory.current": 10**9}
+    monkeypatch.setattr(footprint, "_read_int", files.get)
+    assert footprint.available_memory() == 3 * 10**9
+    monkeypatch.setattr(footprint, "_read_int", lambda path: None)  # `max`, or no cgroup files
+    assert footprint.available_memory() == 24 * 10**9
