@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 FLEET_DEFAULT = 8  # metrics of the fleet tables when the catalog names none: the headline's first
+EXTRA_HEADLINE = 8  # a child generation's own metrics its inherited report names nowhere: the headline's share
 
 
 @dataclass
@@ -97,8 +98,8 @@ def _declared(spec, scalar: list[str], chip: set, default_headline, default_grou
     headline = [n for n in spec.headline if n in have] or default_headline
     if not groups and not columns:
         groups = default_groups
-    if extra and extra[1]:
-        headline += [n for n in extra[1] if n not in headline]
+    if extra and extra[1]:  # the headline takes the first EXTRA_HEADLINE of them; the group, all
+        headline += [n for n in extra[1] if n not in headline][:EXTRA_HEADLINE]
         if [n for n in extra[1] if n in chip]:
             groups[extra[0]] = [n for n in extra[1] if n in chip]
     fleet = [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT]
@@ -124,25 +125,27 @@ def report_model(graph, ev) -> ReportModel:
 
 
 def _unreported(graph, scalar: list[str]) -> tuple[str, list[str]] | None:
-    """(title, metrics): the scalar metrics a catalog folder's own metric files define that the ``report:`` its
-    generation inherits names nowhere — an architect's new `noc.*` metrics appeared in neither the terminal
-    report nor the page of a generation extending Sohu, whose report Sohu declares. None where the generation
-    declares its own report (it shows what it says) or declares none (every metric is shown)."""
-    from perfonto.metrics.compiler import library_files
+    """(title, metrics): the scalar metrics defined in the metric files of the generation's own folder (beside
+    its YAML) that the ``report:`` it inherits names nowhere — an architect's new `noc.*` metrics appeared in
+    neither the terminal report nor the page of a generation extending Sohu, whose report Sohu declares.
+    Metrics of the parent's catalog that its report leaves out stay out (a child of `node` does not list
+    `cpu.total_time`). None where the generation declares its own report (it shows what it says) or
+    declares none (every metric is shown)."""
+    from pathlib import Path
 
     spec, gen = graph.generation.report, graph.generation
-    if spec is None or not spec.refs or _same_file(spec.refs[0][1].file, gen.source_file):
+    if spec is None or not spec.refs or _same_file(spec.refs[0][1].file, gen.source_file) or not gen.source_file:
         return None
-    shipped = {_resolved(f) for f in library_files()}
+    own = _resolved(Path(str(gen.source_file)).parent)
     named = set(spec.headline) | set(spec.per_chip) | set(spec.fleet) | {n for ns in spec.groups.values() for n in ns}
     new = [
         n
         for n in scalar
-        if n not in named and (f := getattr(graph.metrics[n].span, "file", None)) and _resolved(f) not in shipped
+        if n not in named
+        and (f := getattr(graph.metrics[n].span, "file", None))
+        and _resolved(Path(str(f)).parent) == own
     ]
-    if not new:
-        return None
-    return f"{gen.name}'s own metrics", new
+    return (f"{gen.name}'s own metrics", new) if new else None
 
 
 def _resolved(f) -> str:
