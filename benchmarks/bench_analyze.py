@@ -180,12 +180,7 @@ def main(argv=None) -> int:
             out = work / f"duck-{k}.parquet"
             wall, peak, _ = _run([PY, "-c", DUCKDB_CHILD, str(sql), str(out)], env)
             duck.append((wall, peak))
-        polars = []
-        if _have("polars"):
-            for k in range(a.repeat):
-                _warm_file(dump)
-                out = work / f"polars-{k}.parquet"
-                polars.append(_run([PY, "-c", POLARS_CHILD, str(sql), str(out), str(dump)], env)[:2])
+        polars = _polars_runs(sql, dump, work, a.repeat, env)
         cache = Path(a.cache_dir) if a.cache_dir else work / "cache"
         env_cache = dict(env, PERFONTO_CACHE_DIR=str(cache))
         cold_wall = cold_peak = float("nan")
@@ -208,76 +203,97 @@ def main(argv=None) -> int:
             times = [_run([PY, "-m", "perfonto", *cmd], env_cache)[0] for _ in range(5)]
             starts[name] = statistics.median(times)
         floors = [_floor(dump, _one_table(work / "warm-0"), work / f"floor-{k}.parquet", env) for k in range(a.repeat)]
-        f_med = statistics.median(floors)
         check = _cross_check(work / "duck-0.parquet", _metrics_of(work / "warm-0"))
         p_check = _cross_check(work / "polars-0.parquet", _metrics_of(work / "warm-0")) if polars else None
-        p_med = statistics.median(w for w, _ in polars) if polars else None
-        d_med = statistics.median(w for w, _ in duck)
-        w_med = statistics.median(w for w, _ in warm)
-        res = {
-            "rows": rows,
-            "dump_mb": round(dump.stat().st_size / 1e6, 1),
-            "duckdb_s": [round(w, 3) for w, _ in duck],
-            "duckdb_median_s": round(d_med, 3),
-            "duckdb_peak_mb": round(max(p for _, p in duck)),
-            "analyze_cold_s": None if a.no_cold else round(cold_wall, 3),
-            "analyze_cold_peak_mb": None if a.no_cold else round(cold_peak),
-            "analyze_warm_s": [round(w, 3) for w, _ in warm],
-            "analyze_warm_median_s": round(w_med, 3),
-            "analyze_warm_peak_mb": round(max(p for _, p in warm)),
-            "warm_vs_duckdb": round(w_med / d_med, 3),
-            "cold_vs_duckdb": None if a.no_cold else round(cold_wall / d_med, 3),
-            "analyze_rows_per_s": round(rows / w_med),
-            "duckdb_rows_per_s": round(rows / d_med),
-            "help_s": round(starts["help"], 3),
-            "explain_mfu_s": round(starts["explain_mfu"], 3),
-            "polars_s": [round(w, 3) for w, _ in polars] or None,
-            "polars_median_s": None if p_med is None else round(p_med, 3),
-            "warm_vs_polars": None if p_med is None else round(w_med / p_med, 3),
-            "polars_cross_check": p_check,
-            "io_baseline_s": [round(f, 3) for f in floors],
-            "io_baseline_median_s": round(f_med, 3),
-            "io_baseline_vs_duckdb": round(f_med / d_med, 3),
-            "warm_vs_io_baseline": round(w_med / f_med, 3),
-            "cross_check": check,
-            "targets": {"warm_vs_duckdb": 0.2, "explain_mfu_s": 1.0, "help_s": 0.5},
-        }
+        res = _result(rows, dump, duck, polars, (cold_wall, cold_peak, a.no_cold), warm, starts, floors)
+        res["cross_check"], res["polars_cross_check"] = check, p_check
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if a.json:
         print(json.dumps(res, indent=2))
     else:
-        print(f"dump: {rows:,} rows ({res['dump_mb']} MB Parquet)")
-        print(
-            f"DuckDB on the generated SQL   {d_med:7.2f} s  (runs {res['duckdb_s']}, peak {res['duckdb_peak_mb']} MB)"
-        )
-        if p_med is not None:
-            print(
-                f"Polars SQL on the same query       {p_med:7.2f} s  (runs {res['polars_s']}; analyze ÷ Polars "
-                f"{res['warm_vs_polars']}; cross-check: {p_check})"
-            )
-        else:
-            print("Polars: not installed (pip install polars), not timed")
-        if not a.no_cold:
-            print(
-                f"perfonto analyze, cold cache  {cold_wall:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  (compiles the "
-                "catalog and the kernel)"
-            )
-        print(
-            f"perfonto analyze, warm cache  {w_med:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  (target ≤ 0.2; runs "
-            f"{res['analyze_warm_s']}, "
-            f"peak {res['analyze_warm_peak_mb']} MB)"
-        )
-        print(
-            f"I/O baseline (start, import, decode the dump, write the metric table)  {f_med:7.2f} s  ÷ DuckDB "
-            f"{res['io_baseline_vs_duckdb']}; analyze ÷ it {res['warm_vs_io_baseline']}  (runs {res['io_baseline_s']})"
-        )
-        print(
-            f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} "
-            "s (target < 1)"
-        )
-        print(f"cross-check against DuckDB: {check}")
+        _print_text(res, a.no_cold)
     return 0
+
+
+def _result(rows, dump: Path, duck: list, polars: list, cold: tuple, warm: list, starts: dict, floors: list) -> dict:
+    """The figures as one JSON document: each engine's runs (wall s, peak MB), their medians and ratios."""
+    cold_wall, cold_peak, no_cold = cold
+    d_med = statistics.median(w for w, _ in duck)
+    w_med = statistics.median(w for w, _ in warm)
+    f_med = statistics.median(floors)
+    p_med = statistics.median(w for w, _ in polars) if polars else None
+    return {
+        "rows": rows,
+        "dump_mb": round(dump.stat().st_size / 1e6, 1),
+        "duckdb_s": [round(w, 3) for w, _ in duck],
+        "duckdb_median_s": round(d_med, 3),
+        "duckdb_peak_mb": round(max(p for _, p in duck)),
+        "analyze_cold_s": None if no_cold else round(cold_wall, 3),
+        "analyze_cold_peak_mb": None if no_cold else round(cold_peak),
+        "analyze_warm_s": [round(w, 3) for w, _ in warm],
+        "analyze_warm_median_s": round(w_med, 3),
+        "analyze_warm_peak_mb": round(max(p for _, p in warm)),
+        "warm_vs_duckdb": round(w_med / d_med, 3),
+        "cold_vs_duckdb": None if no_cold else round(cold_wall / d_med, 3),
+        "analyze_rows_per_s": round(rows / w_med),
+        "duckdb_rows_per_s": round(rows / d_med),
+        "help_s": round(starts["help"], 3),
+        "explain_mfu_s": round(starts["explain_mfu"], 3),
+        "polars_s": [round(w, 3) for w, _ in polars] or None,
+        "polars_median_s": None if p_med is None else round(p_med, 3),
+        "warm_vs_polars": None if p_med is None else round(w_med / p_med, 3),
+        "io_baseline_s": [round(f, 3) for f in floors],
+        "io_baseline_median_s": round(f_med, 3),
+        "io_baseline_vs_duckdb": round(f_med / d_med, 3),
+        "warm_vs_io_baseline": round(w_med / f_med, 3),
+        "targets": {"warm_vs_duckdb": 0.2, "explain_mfu_s": 1.0, "help_s": 0.5},
+    }
+
+
+def _print_text(res: dict, no_cold: bool) -> None:
+    """The figures of ``res`` (``main``'s JSON document) as lines of text."""
+    print(f"dump: {res['rows']:,} rows ({res['dump_mb']} MB Parquet)")
+    print(
+        f"DuckDB on the generated SQL   {res['duckdb_median_s']:7.2f} s  (runs {res['duckdb_s']}, peak "
+        f"{res['duckdb_peak_mb']} MB)"
+    )
+    if res["polars_median_s"] is not None:
+        print(
+            f"Polars SQL on the same query  {res['polars_median_s']:7.2f} s  (runs {res['polars_s']}; analyze ÷ Polars "
+            f"{res['warm_vs_polars']}; cross-check: {res['polars_cross_check']})"
+        )
+    else:
+        print("Polars: not installed (pip install polars), not timed")
+    if not no_cold:
+        print(
+            f"perfonto analyze, cold cache  {res['analyze_cold_s']:7.2f} s  ÷ DuckDB {res['cold_vs_duckdb']}  "
+            "(compiles the catalog and the kernel)"
+        )
+    print(
+        f"perfonto analyze, warm cache  {res['analyze_warm_median_s']:7.2f} s  ÷ DuckDB {res['warm_vs_duckdb']}  "
+        f"(target ≤ 0.2; runs {res['analyze_warm_s']}, peak {res['analyze_warm_peak_mb']} MB)"
+    )
+    print(
+        f"I/O baseline (start, import, decode the dump, write the metric table)  {res['io_baseline_median_s']:7.2f} s"
+        f"  ÷ DuckDB {res['io_baseline_vs_duckdb']}; analyze ÷ it {res['warm_vs_io_baseline']}  "
+        f"(runs {res['io_baseline_s']})"
+    )
+    print(
+        f"perfonto --help {res['help_s']:.2f} s (target < 0.5), perfonto explain mfu {res['explain_mfu_s']:.2f} "
+        "s (target < 1)"
+    )
+    print(f"cross-check against DuckDB: {res['cross_check']}")
+
+
+def _polars_runs(sql: Path, dump: Path, work: Path, repeat: int, env: dict) -> list:
+    """(wall s, peak MB) of each of ``repeat`` Polars runs of the query (``POLARS_CHILD``); [] without Polars."""
+    runs = []
+    if _have("polars"):
+        for k in range(repeat):
+            _warm_file(dump)
+            runs.append(_run([PY, "-c", POLARS_CHILD, str(sql), str(work / f"polars-{k}.parquet"), str(dump)], env)[:2])
+    return runs
 
 
 def _have(module: str) -> bool:
