@@ -103,3 +103,11 @@ def test_the_scope_error_for_an_unrolled_peak_no_longer_points_at_the_wrong_fix(
     g = compile_src(links, "metric u [percent] = avg(noc.tx_bytes) / (spec.noc.link_peak * interval)")
     assert [d.code for d in g.errors] == ["scope"]
     assert "`avg(x) / avg(spec.…)` for the mean" in g.errors[0].hint and "declare its scope" in g.errors[0].hint
+
+
+def test_a_peak_clause_over_a_mean_is_warned_of_at_the_clause(links):
+    """`metric x [GB] = avg(c2c.tx_bytes)` with `peak spec.c2c.peak_bandwidth` (the chip's total over 12
+    links) generated `x.pct_of_peak` at 1.19 % for links 14.26 % busy, in silence (a metric author)."""
+    g = compile_src(links, 'metric m [GB] = avg(noc.tx_bytes)\n  "mean link bytes"\n  peak spec.noc.chip_peak\n')
+    warned = _rollup_warnings(g)
+    assert len(warned) == 1 and warned[0].span.line == 3, [x.render() for x in g.diagnostics]
