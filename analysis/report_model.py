@@ -96,12 +96,14 @@ def _declared(spec, scalar: list[str], chip: set, default_headline, default_grou
     columns = {n: h for n, h in spec.per_chip.items() if n in chip}
     # a capture that feeds none of the declared metrics still shows what evaluated (the default)
     headline = [n for n in spec.headline if n in have] or default_headline
-    if not groups and not columns:
+    fallback = not groups and not columns
+    if fallback:
         groups = default_groups
     if extra and extra[1]:  # the headline takes the first EXTRA_HEADLINE of them; the group, all
         headline += [n for n in extra[1] if n not in headline][:EXTRA_HEADLINE]
-        if [n for n in extra[1] if n in chip]:
-            groups[extra[0]] = [n for n in extra[1] if n in chip]
+        mine = [n for n in extra[1] if n in chip]
+        if mine and not fallback:  # the default groups already hold every metric with a per-chip value
+            groups[extra[0]] = mine
     fleet = [n for n in spec.fleet if n in have] if spec.fleet else headline[:FLEET_DEFAULT]
     return ReportModel(headline, groups, columns, True, fleet)
 

@@ -132,7 +132,7 @@ def read_counters(
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(
             f"{p}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
-            f"evaluate it with --generation {meta['generation']}"
+            f"{generation_hint(meta['generation'])}"
         )
     check_unit_option(names, p, timestamp_unit)
     unit = timestamp_unit or meta.get("timestamp_unit")
@@ -180,6 +180,17 @@ def _within_int64(c, key: str, p) -> None:
             f"{p}: row {i + 1}, column `{key}`: value {int(arr[i])} is past 2^63 − 1, the largest {key} "
             "perfonto holds; write ids and timestamps that fit a signed 64-bit integer"
         )
+
+
+def generation_hint(name: str) -> str:
+    """What to do with a dump written for generation ``name``: ``--generation NAME`` where it is shipped, else
+    ``--catalog DIR`` (the folder it was written with: `--generation sohu_next` only said that no such
+    generation exists)."""
+    from perfonto.ontology.loader import shipped_generations
+
+    if name in shipped_generations():
+        return f"evaluate it with --generation {name}"
+    return f"`{name}` is not shipped: evaluate it with --catalog DIR, the catalog folder that declares it"
 
 
 def check_unit_option(names: list[str], p: str, timestamp_unit: str | None) -> None:

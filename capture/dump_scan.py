@@ -23,7 +23,17 @@ import pyarrow.parquet as pq
 from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.resolved import Generation
 
-from .dump import KEYS, TIME_UNITS, _keys, _long_keys, _period, check_instances_seen, check_unit_option, csv_types
+from .dump import (
+    KEYS,
+    TIME_UNITS,
+    _keys,
+    _long_keys,
+    _period,
+    check_instances_seen,
+    check_unit_option,
+    csv_types,
+    generation_hint,
+)
 from .dump_grid import Stamps, _grid, drift_note, time_reversals
 from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
 from .dump_io import (
@@ -295,7 +305,7 @@ def _check_parts(label: str, gen: Generation, found: _Found) -> None:
     if meta.get("generation") not in (None, gen.name):
         raise DumpError(
             f"{label}: the dump was written for generation `{meta['generation']}`, not `{gen.name}`; "
-            f"evaluate it with --generation {meta['generation']}"
+            f"{generation_hint(meta['generation'])}"
         )
 
 
