@@ -232,6 +232,16 @@ def _read_chain(
 def _unknown_parent(src: YamlSource, parent: str, cur: Path, shipped: Path) -> Diagnostic:
     """The error for an ``extends`` that names no generation file next to ``cur`` or shipped."""
     known = sorted({p.stem for p in list(cur.parent.glob("*.yaml")) + list(shipped.glob("*.yaml"))})
+    tool = _tool_catalog(parent)
+    if tool is not None:  # `extends: linux` was told to extend `mylinux`, the file's own name (a new user)
+        return Diagnostic(
+            "error",
+            "unknown-parent",
+            f"`extends: {parent}`: `{parent}` is a shipped tool catalog ({tool}), which a folder does not extend",
+            src.span(("extends",)),
+            hint=f"copy {tool}'s *.yaml and *.metrics files into this folder and extend the copy (its metrics come "
+            "with it); the guide real-captures.md shows how",
+        )
     return Diagnostic(
         "error",
         "unknown-parent",
@@ -239,6 +249,19 @@ def _unknown_parent(src: YamlSource, parent: str, cur: Path, shipped: Path) -> D
         src.span(("extends",)),
         hint=did_you_mean(parent, known) or f"known generations: {', '.join(known)}",
     )
+
+
+def _tool_catalog(name: str) -> str | None:
+    """The folder of the shipped tool catalog (``perfonto/catalogs/<tool>/``: linux, node, dcgm, ncu, rocprof)
+    holding generation ``name``, or None."""
+    from importlib import resources
+
+    try:
+        root = Path(str(resources.files("perfonto").joinpath("catalogs")))
+    except (ModuleNotFoundError, TypeError):
+        return None
+    hits = sorted(root.glob(f"*/{name}.yaml")) if IDENT_RE.match(name) else []
+    return str(hits[0].parent) if hits else None
 
 
 def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, diags: list[Diagnostic]) -> None:

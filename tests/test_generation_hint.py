@@ -34,3 +34,14 @@ def test_a_dump_of_another_generation_says_what_to_give(tmp_path, capsys, writte
     assert main(["analyze", str(tmp_path / "d.parquet"), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
     assert f"the dump was written for generation `{written_for}`, not `sohu`; {says}" in err, err
+
+
+def test_extending_a_shipped_tool_catalog_says_to_copy_it(tmp_path, capsys):
+    """`extends: linux` was told "did you mean `mylinux`" (the file's own name); the shipped tool catalogs
+    (perfonto/catalogs/linux, node, dcgm, ncu, rocprof) are not generations a folder extends."""
+    (tmp_path / "mylinux.yaml").write_text("generation: mylinux\nextends: linux\ndescription: mine\n")
+    assert main(["check", "--catalog", str(tmp_path)]) == 1
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "`extends: linux`: `linux` is a shipped tool catalog (" in text and "copy " in text, text
+    assert "mylinux`?" not in text
