@@ -7,13 +7,16 @@ from perfonto.ontology.diff import diff_signals
 from perfonto.ontology.resolved import Generation
 
 
-def diff_generations(old: Generation, new: Generation) -> dict:
-    """The diff document: ``{"signals": {...}, "metrics": {"became_unavailable", "changed"}, "errors"}``."""
+def diff_generations(old: Generation, new: Generation, graphs: tuple = (None, None)) -> dict:
+    """The diff document: ``{"signals": {...}, "metrics": {"added", "removed", "became_unavailable", "changed"},
+    "errors"}``. ``graphs``: the compiled metrics of ``old`` and ``new`` where a catalog folder gives them (its
+    own metric files with the library, ``metrics.catalog.load_catalog``); None: the shipped library compiled
+    against the generation."""
     sd = diff_signals(old, new)
     from perfonto.metrics.catalog import shipped_others
 
-    go = compile_files(old, others=shipped_others(old) + (new,))
-    gn = compile_files(new, others=shipped_others(new) + (old,))
+    go = graphs[0] or compile_files(old, others=shipped_others(old) + (new,))
+    gn = graphs[1] or compile_files(new, others=shipped_others(new) + (old,))
     became = []
     for name in sorted(gn.unavailable):
         if name in go.metrics:
@@ -41,7 +44,12 @@ def diff_generations(old: Generation, new: Generation) -> dict:
         "new": new.name,
         "signals": {"added": sd.added, "removed": sd.removed, "renamed": sd.renamed, "changed": sd.changed},
         "spec": sd.spec,
-        "metrics": {"became_unavailable": became, "changed": changed},
+        "metrics": {
+            "added": sorted(set(gn.metrics) - set(go.metrics) - set(go.unavailable)),
+            "removed": sorted(set(go.metrics) - set(gn.metrics) - set(gn.unavailable)),
+            "became_unavailable": became,
+            "changed": changed,
+        },
         "errors": sd.errors,
         "compatible": not sd.errors,
     }

@@ -105,8 +105,11 @@ def test_diff_catalog_keeps_the_yaml_path_form(cat, capsys):
     assert main(["diff", "sohu", str(cat / "caelius.yaml"), "--json"]) == 0
     plain = _json(capsys)
     assert main(["diff", "sohu", str(cat / "caelius.yaml"), "--catalog", str(cat), "--json"]) == 0
-    assert _json(capsys) == plain
+    folder = _json(capsys)
+    assert {k: v for k, v in folder.items() if k != "metrics"} == {k: v for k, v in plain.items() if k != "metrics"}
     assert plain["signals"]["added"] == ["noc.tx_bytes"]
+    # with --catalog the folder's own metric files are compiled too (the YAML alone: the shipped library)
+    assert plain["metrics"]["added"] == [] and folder["metrics"]["added"] == ["noc.link_utilization"]
 
 
 def test_diff_catalog_name_in_neither_is_a_usage_error_naming_both(cat, capsys):
@@ -236,3 +239,19 @@ def test_compare_catalog_name_in_neither_is_a_usage_error(cat, capsys):
     err = capsys.readouterr().err
     assert f"cannot load generation `caelus` (neither {cat} nor the shipped generations declare it)" in err
     assert "did you mean `caelius`?" in err and "Traceback" not in err
+
+
+def test_diff_with_a_catalog_lists_the_folders_own_metrics(tmp_path, capsys):
+    """A new user's two metrics of a folder generation extending sohu were missing from `diff --catalog`
+    (it compiled the shipped library only, and listed no metric added)."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "g.yaml").write_text("generation: sohu_mine\nextends: sohu\ndescription: one metric more\n")
+    (d / "m.metrics").write_text(
+        'metric my.hbm_share [percent] = hbm.bandwidth / spec.hbm.peak_bandwidth\n  "HBM bandwidth over its peak."\n'
+    )
+    assert main(["diff", "sohu", "sohu_mine", "--catalog", str(d), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metrics"]["added"] == ["my.hbm_share"] and doc["metrics"]["removed"] == []
+    assert main(["diff", "sohu", "sohu_mine", "--catalog", str(d)]) == 0
+    assert "metrics added (1): my.hbm_share" in capsys.readouterr().out

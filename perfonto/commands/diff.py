@@ -27,7 +27,7 @@ def cmd_diff(args) -> int:
     from perfonto.metrics.diff import diff_generations
 
     gens = [load_generation_arg(which, args.catalog)[0] for which in (args.old, args.new)]
-    doc = diff_generations(*gens)
+    doc = diff_generations(*gens, graphs=tuple(_folder_graph(args.catalog, g) for g in gens))
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
     else:
@@ -44,6 +44,8 @@ def cmd_diff(args) -> int:
             "spec constants changed", doc["spec"], lambda c: f"{c['constant']}: {c['old'] or '-'} -> {c['new'] or '-'}"
         )
         m = doc["metrics"]
+        print(f"metrics added ({len(m['added'])}): {', '.join(m['added']) or '-'}")
+        print(f"metrics removed ({len(m['removed'])}): {', '.join(m['removed']) or '-'}")
         _section("metrics that become unavailable", m["became_unavailable"], lambda x: f"{x['metric']}: {x['reason']}")
         _section("metrics whose meaning changes", m["changed"], lambda x: f"{x['metric']}: {'; '.join(x['why'])}")
         for e in doc["errors"]:
@@ -53,6 +55,25 @@ def cmd_diff(args) -> int:
             f"({len(doc['errors'])} policy error(s): stable signals may change only through deprecation)"
         )
     return 1 if doc["errors"] else 0
+
+
+def _folder_graph(catalog: str | None, gen):
+    """The compiled metrics of ``gen`` when the ``--catalog`` folder declares it (its own metric files with the
+    library, as every command compiles it: a new user's two metrics were missing from the diff); else None."""
+    if catalog is None:
+        return None
+    from pathlib import Path
+
+    from perfonto.metrics.catalog import load_catalog
+
+    src = Path(str(getattr(gen, "source_file", "") or ""))
+    try:
+        if not src.is_file() or src.parent.resolve() != Path(catalog).resolve():
+            return None
+    except OSError:
+        return None
+    cat = load_catalog(catalog, gen.name)
+    return cat.graph if cat.generation is not None else None
 
 
 def _section(title: str, entries: list, line) -> None:
