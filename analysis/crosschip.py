@@ -555,7 +555,16 @@ def _generation(name: str):
 
     gen, diags = load_generation(name)
     if gen is None:
-        raise RunError("; ".join(d.message for d in diags) or f"cannot load generation `{name}`")
+        unknown = any(d.code == "unknown-generation" for d in diags)
+        raise RunError(
+            "; ".join(d.message for d in diags)
+            + (
+                f": the run was made with a catalog folder declaring `{name}`? give it with --catalog DIR"
+                if unknown
+                else ""
+            )
+            or f"cannot load generation `{name}`"
+        )
     return gen
 
 
