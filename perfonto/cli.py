@@ -102,6 +102,20 @@ def _given_twice(command, argv: list[str]) -> str | None:
     return None
 
 
+def _option_hint(command, extra: list[str]) -> str:
+    """``; did you mean `--chips`?`` for the first unknown option of ``extra`` close to one of ``command``'s
+    (``--chip 8`` was refused with no word of ``--chips``: abbreviations are refused on purpose); "" else."""
+    from perfonto.ontology.diagnostics import did_you_mean
+
+    known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    for tok in extra:
+        if tok.startswith("--"):
+            hint = did_you_mean(tok.split("=", 1)[0], known)
+            if hint:
+                return f"; {hint}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -111,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
         command = parser.commands.get(getattr(args, "command", None) or "", parser)
         if extra:  # refused by the command's own parser, so that the usage shown is the command's
-            command.error(f"unrecognized arguments: {' '.join(extra)}")
+            command.error(f"unrecognized arguments: {' '.join(extra)}{_option_hint(command, extra)}")
         twice = _given_twice(command, argv[1:])
         if twice:
             command.error(f"{twice} is given twice; give it once (only one value is used)")

@@ -90,3 +90,12 @@ def test_a_catalog_read_from_the_cache_is_not_said_to_be_compiled(tmp_path, monk
     assert main([*argv, str(tmp_path / "b")]) == 0
     second = capsys.readouterr().err
     assert "compiled catalog: generation" in first and "compiled catalog (read from the cache): generation" in second
+
+
+def test_an_unknown_option_close_to_a_known_one_is_named(capsys):
+    """`perfonto run --chip 8` was refused with no word of `--chips` (a new user); abbreviations stay refused."""
+    assert main(["run", "--chip", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --chip 8; did you mean `--chips`" in err, err
+    assert main(["run", "--zzz"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("unrecognized arguments: --zzz")
