@@ -270,3 +270,19 @@ def test_edge_windows_never_turn_the_verdict_against_the_run_level_change():
     assert lo < -0.5 < hi < 0
     m = _metric(1.0, 0.0, 1 + rng.random(100), np.zeros(100), "x", boot)
     assert m["relative"] == -1.0 and m["relative_interval"][0] >= -1.0 and m["verdict"] == "decreased"
+
+
+def test_two_runs_alike_say_so_in_one_line_not_an_empty_table(tmp_path, capsys):
+    """Two runs with nothing changed printed the table's header with no row above "N metric(s) with no
+    change" (read as a failed comparison); now one line says nothing moved and how many were compared."""
+    rng = np.random.default_rng(4)
+    noise = rng.normal(0, 1, 200)
+    a = _run(tmp_path / "a", {"mfu": 40 + noise, "mbu": 30 + noise})
+    b = _run(tmp_path / "b", {"mfu": 40 + noise[::-1], "mbu": 30 + noise[::-1]})
+    assert main(["compare-runs", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "no metric changed beyond the noise at 95 % confidence: 2 metric(s) compared (--all lists them)" in out
+    assert "metric (unit)" not in out  # no table without a row
+    assert main(["compare-runs", str(a), str(b), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "metric (unit)" in out and "mfu (percent)" in out

@@ -145,7 +145,8 @@ def _render(res: dict, out, show_all: bool) -> None:
             m["verdict"],
         )
         shown += 1
-    out.print(t)
+    if shown:
+        out.print(t)  # an empty table (headers, no row) reads as a failure to compare: the line below says it all
     if differs:
         out.print(
             "* the mean over windows moved beyond the noise where the run-level value did not, or the reverse: "
@@ -156,7 +157,12 @@ def _render(res: dict, out, show_all: bool) -> None:
     if res.get("note"):
         out.print(f"note: {res['note']}", markup=False)
     quiet = len(res["metrics"]) - shown
-    if quiet:
+    if quiet and not shown:
+        out.print(
+            f"no metric changed beyond the noise at {pct} % confidence: {quiet} metric(s) compared (--all lists them)",
+            markup=False,
+        )
+    elif quiet:
         out.print(f"{quiet} metric(s) with no change at this confidence (--all lists them)", markup=False)
     if res.get("units_differ"):
         out.print(
