@@ -138,9 +138,13 @@ def _one_mode(out: PerfStat) -> PerfStat:
 
 
 def _separator(line: str, p: str, n: int) -> str:
-    for sep in (",", ";", "\t", "|", ":"):
-        if sep in line:
-            return sep
+    """The ``-x`` separator of the first counter line: the candidate that splits it into the most fields
+    (ties in the order below). perf 6.1 in de_DE with ``-x';'`` writes ``0.200241885;107,20;msec;task-clock;…``:
+    its commas are decimal commas, so taking the first separator found (',') split the line inside its
+    numbers and the error named a field, not the locale."""
+    found = [sep for sep in (",", ";", "\t", "|", ":") if sep in line]
+    if found:
+        return max(found, key=line.count)  # max keeps the first of equal counts
     raise DumpError(f"{p}:{n}: no field separator; write the file with `perf stat -x, -o FILE`")
 
 
@@ -251,7 +255,8 @@ def _json_line(obj: dict, p: str, n: int) -> PerfLine:
 
 def sniff(path) -> bool:
     """Whether ``path`` looks like ``perf stat`` output (its report, or CSV lines of a time stamp with nine
-    decimals, or of value, unit, event and run time), from its first 4 kB."""
+    decimals, or of value, unit, event and run time, separated by ',' or ';' — a locale's decimal commas
+    included, so that its reader names the locale), from its first 4 kB."""
     head = file_head(path)
     if head is None:
         return False
@@ -269,7 +274,8 @@ def sniff(path) -> bool:
             return False
         return isinstance(first, dict) and "event" in first and "counter-value" in first
     pat = re.compile(
-        r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,|<not (counted|supported)>,)"
+        r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,"
+        r"|[\d.,]+;(msec|usec|nsec|sec)?;[A-Za-z][\w:/=,-]*;\d+;|<not (counted|supported)>[,;])"
     )
 
     def human_interval(ln: str) -> bool:  # perf stat -I without -x: a time stamp, then a report line

@@ -6,6 +6,10 @@
 - perf-stat-grouped.txt: `LC_ALL=en_US.UTF-8 perf stat -e duration_time,task-clock,page-faults -- python3 …`
 - perf-stat-append.txt: `perf stat --append -o FILE …` twice (`sleep 0.05`, then `python3 -c x=[0]*10**6`)
 - perf-stat-repeat.txt: `perf stat -r 3 -e task-clock,page-faults -- sleep 0.05`
+- perf-stat-de-semicolon-interval.csv / perf-stat-semicolon-interval.csv: `LC_ALL=de_DE.UTF-8` / `LC_ALL=C
+  perf stat -x';' -I 200 -e task-clock,page-faults -o FILE -- python3 -c "x=[0]*10**7; import time; time.sleep(0.3)"`
+- perf-stat-de-semicolon.csv: `LC_ALL=de_DE.UTF-8 perf stat -x';' -e task-clock,page-faults,duration_time -o FILE
+  -- python3 -c "x=[0]*10**7"`
 
 The expected values are the numbers perf printed, worked by hand."""
 
@@ -184,3 +188,39 @@ def test_a_cgroup_after_the_event_is_not_read_as_a_unit(tmp_path):
         ("instructions", 234567.0, ""),
         ("power/energy-pkg/", 1.23, "Joules"),
     ]
+
+
+@pytest.mark.parametrize(
+    "name, line, value",
+    [("perf-stat-de-semicolon-interval.csv", 3, "107,20"), ("perf-stat-de-semicolon.csv", 3, "152,95")],
+)
+def test_a_semicolon_csv_in_de_de_is_perfs_and_names_the_locale(name, line, value):
+    """`-x';'` is what a de_DE user picks to keep perf's decimal commas out of the separator; the line
+    `0.200241885;107,20;msec;task-clock;…` was split at its commas (the count `0.200241885;107` "is not a
+    number"), and without -I the file was not recognised as perf's at all (a generic CSV error)."""
+    from perfonto.capture.formats import detect
+
+    path = FIX / name
+    assert detect(path) == "perf-stat"
+    msg = _refused(path)
+    assert f"{path}:{line}: the count `{value}` has a decimal comma" in msg and "LC_ALL=C perf stat" in msg
+
+
+def test_a_semicolon_csv_in_the_c_locale_is_read(tmp_path, capsys):
+    """The same run in the C locale: the printed 118.95 msec of task-clock over the first interval's
+    0.200349175 s is 0.593713 CPUs (perf printed 0.595: it divides by the nominal 200 ms), 28,051 page faults
+    over that task-clock 235,821.8 /s (perf printed 235.819 K/sec from its unrounded count); the second interval is
+    `<not counted>` with a run time of 0 (never enabled): 0 CPUs, no fault rate."""
+    from perfonto.capture.formats import detect
+    from perfonto.cli import main
+
+    path = FIX / "perf-stat-semicolon-interval.csv"
+    assert detect(path) == "perf-stat"
+    assert main(["analyze", str(path), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(tmp_path / "o" / "metrics.parquet").to_pydict()
+    assert t["cpus_utilized"][:2] == pytest.approx([0.11895 / 0.200349175, 0.0], rel=1e-9)
+    assert t["page_faults.per_second"][0] == pytest.approx(28051 / 0.11895, rel=1e-9)
+    assert t["page_faults.per_second"][1] is None
