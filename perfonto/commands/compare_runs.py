@@ -119,32 +119,7 @@ def _render(res: dict, out, show_all: bool) -> None:
         f"{pct} % interval from a moving-block bootstrap over windows, and the verdict on it",
         markup=False,
     )
-    t = Table()
-    t.add_column("metric (unit)", overflow="fold", min_width=20)
-    t.add_column("baseline", justify="right", no_wrap=True)
-    t.add_column("run", justify="right", no_wrap=True)
-    t.add_column("change", justify="right", no_wrap=True)
-    t.add_column(f"{pct} % interval", justify="right", no_wrap=True)
-    t.add_column("verdict", overflow="fold", min_width=16)
-    shown, differs = 0, 0
-    for name, m in res["metrics"].items():
-        if not show_all and m["verdict"] == "no change":
-            continue
-        lo, hi = m["relative_interval"]
-        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
-        interval = f"[{_pct(lo)}, {_pct(hi)}] %" if told and lo is not None and hi is not None else "—"
-        change = "new (baseline 0)" if m["relative"] is None else f"{_pct(m['relative'])} %"
-        mark = " *" if m.get("differs") else ""
-        differs += bool(mark)
-        t.add_row(
-            plain(name) + (f" ({plain(m['unit'])})" if m["unit"] else ""),
-            f"{m['baseline']:.6g}",
-            f"{m['value']:.6g}",
-            change + mark,
-            interval,
-            m["verdict"],
-        )
-        shown += 1
+    t, shown, differs = _change_table(res, pct, show_all)
     if shown:
         out.print(t)  # an empty table (headers, no row) reads as a failure to compare: the line below says it all
     if differs:
@@ -181,3 +156,38 @@ def _render(res: dict, out, show_all: bool) -> None:
         for op, (a, b) in res["ops"].items():
             ops.add_row(plain(op), "—" if a is None else f"{100 * a:.1f} %", "—" if b is None else f"{100 * b:.1f} %")
         out.print(ops)
+
+
+def _change_table(res: dict, pct: int, show_all: bool):
+    """(the table of changed metrics — every metric with ``show_all`` —, rows in it, rows marked ``*``)."""
+    from rich.table import Table
+
+    from perfonto.report_format import plain
+
+    t = Table()
+    t.add_column("metric (unit)", overflow="fold", min_width=20)
+    t.add_column("baseline", justify="right", no_wrap=True)
+    t.add_column("run", justify="right", no_wrap=True)
+    t.add_column("change", justify="right", no_wrap=True)
+    t.add_column(f"{pct} % interval", justify="right", no_wrap=True)
+    t.add_column("verdict", overflow="fold", min_width=16)
+    shown, differs = 0, 0
+    for name, m in res["metrics"].items():
+        if not show_all and m["verdict"] == "no change":
+            continue
+        lo, hi = m["relative_interval"]
+        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
+        interval = f"[{_pct(lo)}, {_pct(hi)}] %" if told and lo is not None and hi is not None else "—"
+        change = "new (baseline 0)" if m["relative"] is None else f"{_pct(m['relative'])} %"
+        mark = " *" if m.get("differs") else ""
+        differs += bool(mark)
+        t.add_row(
+            plain(name) + (f" ({plain(m['unit'])})" if m["unit"] else ""),
+            f"{m['baseline']:.6g}",
+            f"{m['value']:.6g}",
+            change + mark,
+            interval,
+            m["verdict"],
+        )
+        shown += 1
+    return t, shown, differs
