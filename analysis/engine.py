@@ -302,6 +302,9 @@ def evaluate_capture(
             st, iter_chunks(dump_plan, signals, chunk_rows, columns=columns), out, write_meta, piece_done
         )
     dump_plan.notes += [n for n in st.held.finish() if n not in dump_plan.notes]
+    from .clock_check import clock_notes  # the time base against the clocks: a wrong --timestamp-unit
+
+    dump_plan.notes += [n for n in clock_notes(graph.generation, st.sums, dump_plan.unit) if n not in dump_plan.notes]
     ev = _levels(graph, evaluator, st, chunk_rows, progress)
     ev.n_windows = st.W
     dump = None
