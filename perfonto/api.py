@@ -13,8 +13,6 @@ Everything here is a thin layer over the layers' public functions (``metrics.cat
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -28,6 +26,8 @@ from perfonto.metrics.catalog import UnknownMetric as UnknownMetric  # re-export
 from perfonto.metrics.windows import DumpError as DumpError  # re-exported (perfonto.DumpError)
 from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 from perfonto.ontology.errors import PerfontoError
+
+from perfonto.api_emulate import Emulation as Emulation, emulate as emulate  # re-exported (perfonto.emulate)
 
 Error = PerfontoError  # perfonto.Error: the base of every error perfonto raises for bad input
 
@@ -69,6 +69,8 @@ class Catalog:
 
     @property
     def generation(self):
+        """The resolved generation (``name``, ``signals``, ``spec`` constants, ``records`` …); None when
+        the ontology failed to load."""
         return self._inner.generation
 
     @property
@@ -78,34 +80,45 @@ class Catalog:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
+        """Every error and warning, in file order: ``Diagnostic`` (``severity``, ``code``, ``message``,
+        ``span`` file:line:col, ``hint``; ``render()`` as text)."""
         return list(self._inner.diagnostics)
 
     @property
     def errors(self) -> list[Diagnostic]:
+        """The diagnostics of severity ``error`` (empty for a catalog that compiled)."""
         return self._inner.errors
 
     @property
     def notes(self) -> list[str]:
+        """What loading said that is neither error nor warning (which metric files were compiled …)."""
         return list(self._inner.notes)
 
     @property
     def ok(self) -> bool:
+        """True when the catalog compiled without an error."""
         return not self.errors and self.graph is not None
 
     @property
     def metrics(self) -> dict:
+        """Metric name → compiled metric (``unit_text``, ``formula``, ``description``, ``axes``, ``bounds``,
+        ``source``), window and request-level metrics together; empty when the catalog did not compile."""
         return dict(self.graph.all_metrics) if self.graph is not None else {}
 
     @property
     def signals(self) -> dict:
+        """Signal name → resolved signal of the generation (``kind``, ``unit_text``, ``width`` in bits,
+        ``axes``)."""
         return dict(self.generation.signals) if self.generation is not None else {}
 
     @property
     def unavailable(self) -> dict[str, str]:
+        """Metric name → why it has no value on this generation (a signal it lacks …)."""
         return dict(self.graph.unavailable) if self.graph is not None else {}
 
     @property
     def content_hash(self) -> str:
+        """A short hex hash of everything compiled (the same files give the same hash); "" without a graph."""
         return self.graph.content_hash if self.graph is not None else ""
 
     def raise_for_errors(self) -> "Catalog":
@@ -120,10 +133,16 @@ class Catalog:
 
         Raises:
             UnknownMetric: ``name`` is none of these (the message has a did-you-mean); a ``KeyError`` too.
+            TypeError: ``name`` is not a string.
         """
         from perfonto.metrics.explain import explain, explain_input
         from perfonto.ontology.diagnostics import did_you_mean
 
+        if not isinstance(name, str):
+            raise TypeError(
+                f"Catalog.explain takes a name as a string (a metric, signal, field or spec constant, e.g. "
+                f"'hbm.bandwidth'), not {type(name).__name__}"
+            )
         self.raise_for_errors()
         if name in self.graph.declarations:
             return explain(self.graph, name, self.path)
@@ -160,15 +179,56 @@ def load_catalog(
     path: str | Path | None = None, generation: str | None = None, *, library: bool = True, raise_on_error: bool = False
 ) -> Catalog:
     """Load and compile a catalog: the shipped one (``path=None``), or a folder of ontology ``*.yaml``
-    and metric ``*.metrics`` files. ``generation``: default sohu, or the folder's generation.
-    ``library``: a folder whose generation extends a shipped one, or that has no YAML (the shipped
-    generation), also gets the shipped metric library.
+    and metric ``*.metrics`` files (a ``str`` or ``Path``). ``generation``: default sohu, or the
+    folder's generation; a shipped generation is loaded by name with ``load_catalog(generation="h100")``
+    (a generation's name given as ``path`` is an error whose hint says so). ``library``: a folder whose
+    generation extends a shipped one, or that has no YAML (the shipped generation), also gets the
+    shipped metric library; the shipped library's own folder given as ``path`` is compiled once.
 
     Raises:
         CatalogError: with ``raise_on_error``, when there is any error (all diagnostics attached).
     """
-    cat = Catalog(_catalog.load_catalog(path, generation, library=library), path, library)
+    library = library and not _is_shipped_library(path)  # its files would be compiled twice ("defined twice")
+    inner = _generation_as_path(path) or _catalog.load_catalog(path, generation, library=library)
+    cat = Catalog(inner, path, library)
     return cat.raise_for_errors() if raise_on_error else cat
+
+
+def _is_shipped_library(path) -> bool:
+    """``path`` is the folder of the shipped metric library (``metrics/library``)."""
+    from perfonto.metrics.compiler import library_files
+
+    if path is None or not isinstance(path, (str, Path)):
+        return False
+    shipped = {f.parent.resolve() for f in library_files()}
+    try:
+        return Path(path).resolve() in shipped
+    except OSError:
+        return False
+
+
+def _generation_as_path(path) -> _catalog.Catalog | None:
+    """A catalog holding one error when ``path`` is not a file or folder but a shipped generation's name
+    (``load_catalog("h100")``): its hint is ``load_catalog(generation="h100")``; else None."""
+    from perfonto.ontology.diagnostics import Span
+    from perfonto.ontology.loader import shipped_generations
+
+    if not isinstance(path, str) or path not in shipped_generations() or Path(path).exists():
+        return None
+    return _catalog.Catalog(
+        None,
+        None,
+        [
+            Diagnostic(
+                "error",
+                "io",
+                f"not a folder: `{path}` is the name of a shipped generation, and load_catalog's first "
+                "argument is a catalog folder",
+                Span(path),
+                hint=f'load the shipped generation by name: load_catalog(generation="{path}")',
+            )
+        ],
+    )
 
 
 def _as_source(counters):
@@ -185,6 +245,88 @@ def _as_source(counters):
     )
 
 
+def _check_catalog(catalog, counters) -> None:
+    """Refuse a ``catalog`` that is not a ``Catalog``, saying how to make one.
+
+    Raises:
+        TypeError: naming what was given and what to call.
+    """
+    if isinstance(catalog, Catalog):
+        return
+    if isinstance(counters, Catalog):
+        raise TypeError("evaluate takes the catalog first and the capture second: evaluate(catalog, counters)")
+    if isinstance(catalog, (str, Path)):
+        raise TypeError(
+            f"evaluate's catalog is a perfonto.Catalog, not the path {str(catalog)!r}: load it first, "
+            f"cat = perfonto.load_catalog({str(catalog)!r}) (perfonto.load_catalog() for the shipped one), "
+            "then perfonto.evaluate(cat, counters)"
+        )
+    raise TypeError(
+        f"evaluate's catalog is a perfonto.Catalog (cat = perfonto.load_catalog(...)), not {type(catalog).__name__}"
+    )
+
+
+def _check_timestamp_unit(unit) -> None:
+    """Refuse a ``timestamp_unit`` that is not a time unit a dump's time stamps are written in.
+
+    Raises:
+        ValueRuleError: naming the value and the units taken.
+    """
+    from perfonto.capture.dump import TIME_UNITS
+    from perfonto.values import ValueRuleError
+
+    if unit is not None and (not isinstance(unit, str) or unit not in TIME_UNITS):
+        raise ValueRuleError(
+            f"timestamp_unit: {unit!r} is not a unit of time stamps; give one of {', '.join(TIME_UNITS)} "
+            "(the unit of a bare `timestamp` column: timestamp_unit='ns' for nanoseconds)"
+        )
+
+
+#: what ``evaluate``'s side files are: parameter → (what it holds, its file name in a run folder)
+SIDE_FILES = {
+    "requests": ("request records", "requests.parquet"),
+    "trace": ("trace", "trace.parquet"),
+    "sync": ("sync reads", "sync.parquet"),
+}
+
+
+def _check_side_sources(**given) -> None:
+    """Refuse a side file given as something other than a path (a table or a frame).
+
+    Raises:
+        TypeError: naming the parameter, the type given and what it takes.
+    """
+    for name, value in given.items():
+        if value is None or isinstance(value, (str, Path)):
+            continue
+        what, file = SIDE_FILES[name]
+        kind = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
+        raise TypeError(
+            f"{name}= takes the path of a Parquet file of the {what} (a run folder's {file}), not a {kind}; "
+            f"write the table to a file first (pyarrow.parquet.write_table(table, {file!r}), or a pandas frame's "
+            f"to_parquet({file!r})) and give its path, or give a run folder as counters"
+        )
+
+
+def _check_side_files(capture) -> None:
+    """The capture's request records, trace and sync reads, where they are files: each a Parquet file
+    with the columns its table has (``analysis.side_files``, the check ``perfonto analyze`` makes).
+
+    Raises:
+        DumpError: naming the file, the parameter and the table it should be.
+    """
+    from perfonto.analysis.side_files import SYNC_COLUMNS, check_parquet
+    from perfonto.analysis.spans import REQUIRED
+
+    for name, source, columns in (
+        ("requests", capture.requests, ()),
+        ("trace", capture.trace, REQUIRED),
+        ("sync", capture.sync, SYNC_COLUMNS),
+    ):
+        if isinstance(source, (str, Path)):
+            check_parquet(source, f"{name}=", SIDE_FILES[name][0], columns)
+
+
 def evaluate(
     catalog: Catalog,
     counters,
@@ -198,25 +340,36 @@ def evaluate(
 ) -> "Result":
     """Evaluate ``catalog`` over a capture.
 
-    ``counters``: a counter dump in the collector format — a file, a folder or a glob (Parquet,
-    Arrow IPC, CSV; wide or long layout), a ``pyarrow.Table``, or a pandas/Polars frame — or a run
-    folder (``counters.parquet`` inside; its ``requests``, ``trace`` and ``sync`` files are used
-    unless given). ``metrics``: only these and what they need. ``timestamp_unit`` for a bare
-    ``timestamp`` column; ``sample_period`` in seconds, or text with a unit (``"100us"``).
+    ``catalog``: a ``Catalog`` (``load_catalog(...)``). ``counters``: a counter dump in the collector
+    format — a file, a folder or a glob (Parquet, Arrow IPC, CSV; wide or long layout), a
+    ``pyarrow.Table``, or a pandas/Polars frame — or a run folder (``counters.parquet`` inside; its
+    ``requests``, ``trace`` and ``sync`` files are used unless given). ``requests``, ``trace``, ``sync``:
+    paths of Parquet files (request records; the device trace: ``kind``, ``name``, ``clock``, ``chip``,
+    ``start_ns``, ``end_ns``; sync reads), checked before anything is evaluated. ``metrics``: only these
+    and what they need. ``timestamp_unit`` (``ns``, ``us``, ``ms`` or ``s``) for a bare ``timestamp``
+    column; ``sample_period`` in seconds, or text with a unit (``"100us"``).
 
     Raises:
+        TypeError: ``catalog`` is not a ``Catalog`` (a path: load it with ``load_catalog`` first), or
+            ``counters``, ``requests``, ``trace`` or ``sync`` is not of a type they take.
         CatalogError: the catalog has errors.
-        DumpError: a part of the capture cannot be read (the message names file and column).
+        DumpError: a part of the capture cannot be read (the message names file and column), or a side
+            file is missing or not the table it should be (the message names the file and the table).
         UnknownMetric: a name in ``metrics`` that is not a metric of the catalog (with a did-you-mean); a
             ``KeyError`` too.
-        ValueError: a ``sample_period`` that is not a positive duration (``perfonto.values``).
+        ValueError: a ``sample_period`` that is not a positive duration, a ``timestamp_unit`` that is not
+            one of ns, us, ms, s (``perfonto.values.ValueRuleError``, a ``perfonto.Error``).
     """
     from perfonto.values import duration_s
 
+    _check_catalog(catalog, counters)
     period = None if sample_period is None else int(round(duration_s(sample_period, "sample_period") * 1e9))
+    _check_timestamp_unit(timestamp_unit)
+    _check_side_sources(requests=requests, trace=trace, sync=sync)
     capture = capture_of(
         _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
     )
+    _check_side_files(capture)  # the wrong table as the trace: said now, naming the file (as perfonto analyze)
     catalog = catalog.raise_for_errors().sized_for(capture)  # instance axes sized by the data: this capture's
     graph = catalog.raise_for_errors().graph
     if metrics is not None:
@@ -224,6 +377,13 @@ def evaluate(
         _catalog.select_metrics(graph, metrics)  # an unknown or unavailable name fails here, before any work
     report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
     return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
+
+
+#: why a request-level metric has no value when ``evaluate`` was given no request records
+NO_RECORDS = (
+    "it is computed from the request records, and this evaluation had none: give them with "
+    "evaluate(..., requests='requests.parquet'), or evaluate a run folder that holds requests.parquet"
+)
 
 
 class Result:
@@ -240,18 +400,31 @@ class Result:
 
     @property
     def metrics(self) -> dict:
+        """Window metric name → compiled metric (``unit_text``, ``formula``, ``axes`` …): the columns of
+        ``window``, ``per_chip`` and ``server``, in order (request-level metrics are in ``records``)."""
         return dict(self.report.evaluated.metrics)
 
     @property
     def unavailable(self) -> dict[str, str]:
-        return dict(self.report.unavailable)
+        """Metric name → why it has no value in this result: a signal the capture lacks, or — when no
+        request records were given — each request-level metric (ttft, tpot, itl …), which needs them."""
+        out = dict(self.report.unavailable)
+        if self.report.records is None:  # no request records: no request-level metric has a value
+            for name in self.report.evaluated.record_metrics:
+                out.setdefault(name, NO_RECORDS)
+        return out
 
     @property
     def null_reasons(self) -> dict[str, dict[str, int]]:
+        """Window metric name → {reason: number of (window, chip) values null for it}, for the metrics
+        that have null values."""
         return dict(self.report.evaluation.nulls)
 
     @property
     def records(self) -> dict:
+        """Request-level metric name → its value: a float for a run-level reduction (``ttft_p50``, in
+        the metric's unit, NaN for null), a 1-D array with one value per request record for a
+        per-record metric (``ttft``); empty without request records."""
         return dict(self.report.records or {})
 
     def unit(self, name: str) -> str:
@@ -285,7 +458,7 @@ class Result:
                 f"`{name}` has a value per record ({np.size(rec)} of them), not one for the run: read "
                 f"Result.records[{name!r}], or a reduction of it such as `{name}_p50` where the catalog has one"
             )
-        why = self.report.unavailable.get(name)
+        why = self.unavailable.get(name)
         if why:
             raise UnknownMetric(f"`{name}` is unavailable: {why}")
         if name in self.left_out:
@@ -299,16 +472,23 @@ class Result:
 
     @cached_property
     def window(self) -> pa.Table:
+        """One row per window and chip: ``window`` (its index), ``chip`` (``host`` too for a fleet),
+        ``interval_s`` (the window's length in s), then a column per metric in its unit (``unit``);
+        null where a value cannot be computed, a fixed-size list for a per-instance metric."""
         from perfonto.analysis.evaluate import metrics_table
 
         return metrics_table(self.report.evaluation, self.report.evaluated)
 
     @cached_property
     def per_chip(self) -> pa.Table:
+        """One row per chip over the whole run: ``chip`` (``host`` too for a fleet), then a column per
+        metric as in ``window``."""
         return self._level(self.report.evaluation.per_chip, per_chip=True)
 
     @cached_property
     def server(self) -> pa.Table:
+        """One row for the server (every chip over the whole run), a column per metric as in ``window``;
+        ``value(name)`` reads one."""
         return self._level({k: np.asarray(v)[None] for k, v in self.report.evaluation.server.items()}, per_chip=False)
 
     def _level(self, values: dict, per_chip: bool) -> pa.Table:
@@ -376,88 +556,12 @@ class Result:
         return pl.from_arrow(self.table(level))
 
     def to_json(self) -> dict:
+        """The whole report as a JSON-ready dict: the document ``perfonto analyze --json`` prints."""
         return self.report.to_json()
 
     def __repr__(self) -> str:
         W, C = self.report.evaluation.windows.interval.shape
         return f"<perfonto.Result {len(self.report.evaluated.metrics)} metrics over {W} windows x {C} chips>"
-
-
-@dataclass
-class Emulation:
-    """An emulated capture: ``path`` (the run folder), the files in it, and the ground truth."""
-
-    path: Path
-    counters: Path
-    requests: Path
-    trace: Path
-    sync: Path
-    ground_truth: dict
-
-
-def emulate(
-    generation: str = "sohu",
-    *,
-    model: str = "llama3-70b",
-    chips: int = 8,
-    duration: float = 1.0,
-    sample_period: float = 1e-3,
-    isl: int = 2048,
-    osl: int = 128,
-    seed: int = 0,
-    warmup_steps: int = 400,
-    out: str | Path | None = None,
-    catalog: str | Path | None = None,
-    **knobs,
-) -> Emulation:
-    """Emulate ``model`` served on ``chips`` chips of ``generation`` for ``duration`` seconds and
-    write the capture (counters, request records, trace, sync reads, ground truth) into ``out`` (a new
-    temporary folder when None; it is left for the caller). ``catalog``: a folder whose generation
-    (with its emulator bindings) is emulated instead. ``knobs``: ``emulator.run``'s other arguments
-    (``slow_chip``, ``throttled_link``, ``router_skew``, ``rate``, ``preset`` …).
-
-    Raises:
-        CatalogError: the generation does not load.
-        ValueError: a workload the emulator cannot run (its message says why).
-    """
-    from perfonto import emulator
-
-    cat = _catalog.load_catalog(catalog, generation)
-    if cat.generation is None:
-        raise CatalogError(cat.diagnostics)
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="perfonto-emulate-"))
-    # the folders this call makes (``out`` and any missing parents) are removed again if the run is refused
-    made = [folder] if out is None else [d for d in (folder, *folder.parents) if not d.exists()]
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        res = emulator.run(
-            cat.generation,
-            model=model,
-            chips=chips,
-            duration_s=duration,
-            sample_period_s=sample_period,
-            isl=isl,
-            osl=osl,
-            seed=seed,
-            warmup_steps=warmup_steps,
-            out_dir=folder,
-            **knobs,
-        )
-    except BaseException:
-        for d in made:  # innermost first; only empty folders of its own, never the caller's files
-            if d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
-        raise
-    # emulator.run writes every side output (the fields are optional for results made elsewhere)
-    assert res.requests_path is not None and res.trace_path is not None and res.sync_path is not None
-    return Emulation(
-        folder,
-        Path(res.counters_path),
-        Path(res.requests_path),
-        Path(res.trace_path),
-        Path(res.sync_path),
-        res.ground_truth,
-    )
 
 
 def _num(v) -> float | None:
