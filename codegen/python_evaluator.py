@@ -511,6 +511,7 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         _metrics_function(graph, lay.inputs),
         one,
         const("_INPUTS_ONE", literal(tuple(used_one))),
+        const("_METRIC_REGS", literal(metric_registers(graph, lay))),
         *_kernel_constants(graph, lay),
     ]
     module = ast.Module(body=body, type_ignores=[])
@@ -522,12 +523,42 @@ def _generate(graph: MetricGraph, chunk_rows: int) -> str:
         + "\n\n"
         + _runtime("runtime_stream.py")
         + "\n\n"
+        + _runtime("runtime_inputs.py")
+        + "\n\n"
         + _runtime("runtime_kernel.py")
         + "\n\n"
         + _runtime("runtime_kernel_rules.py")
         + "\n\n"
         + _runtime("runtime_kernel_drive.py")
     )
+
+
+def metric_registers(graph: MetricGraph, lay) -> tuple[tuple[int, ...], ...]:
+    """Per metric (in ``graph.metrics`` order), the indices into ``lay.regs`` of the registers its own
+    formula reads: its signals, the packed registers of its fields, and (as ``codegen.plan.plan``
+    closes them) their reset indicators and unit-field registers. With the metrics it reads
+    (``_MDEPS``) this is what a ``Stream`` of chosen metrics needs fed (``_stream_regs``)."""
+    from perfonto.ontology import kinds
+
+    gen = graph.generation
+    index = {name: k for k, (name, _, _) in enumerate(lay.regs)}
+    out = []
+    for m in graph.metrics.values():
+        found = [n.signal for n in ir.walk(m.ir) if isinstance(n, ir.Input)]
+        todo = [gen.fields[s].register if s in gen.fields else s for s in found]
+        need: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in need:
+                continue
+            need.add(name)
+            sig = gen.signals[name]
+            if sig.reset_indicator is not None and kinds.of(sig).counts:
+                todo.append(sig.reset_indicator)
+            if sig.scale_field is not None:
+                todo.append(gen.fields[sig.scale_field[0]].register)
+        out.append(tuple(sorted(index[n] for n in need)))
+    return tuple(out)
 
 
 def _flat_columns(gen, lay) -> tuple[str, ...]:

@@ -62,7 +62,7 @@ def _wanted(metrics):
     todo = []
     for n in metrics:
         if n not in pos:
-            raise KeyError(f"no metric named {n!r}")
+            raise KeyError(f"no metric named {n!r}{_did_you_mean(n, names)}")
         todo.append(pos[n])
     while todo:
         k = todo.pop()
@@ -152,15 +152,17 @@ def _kernel_block(stream, T, registers, sums=False):
     ``_push_flat``; returns {metric: values} as the NumPy path does."""
     S, C = T.shape
     X = np.empty((_N, S * C), np.uint64)
-    for name, a, b in _REGS:
-        X[a:b] = np.asarray(registers[name]).reshape(S * C, b - a).T
+    _gather(stream, registers, (S, C), X.T)
     res = _push_flat(stream, T, X, None, sums=sums)
     return None if res is None else {k: v for k, (v, _) in res.items()}
 
 
 def _push_flat(stream, timestamps_ns, X, colmap, reuse=False, sums=False, keep_values=False):
-    T = np.asarray(timestamps_ns, dtype=np.int64)
+    T = _block_stamps(stream, timestamps_ns, None)
     S, C = T.shape
+    if X.dtype != np.uint64:  # raw unsigned integers: a float or a negative value is refused
+        _check_values("X", X)
+        X = X.astype(np.uint64)
     colmap = np.arange(_N, dtype=np.int64) if colmap is None else np.asarray(colmap, dtype=np.int64)
     stream.sums = None
     stream.values = None
@@ -260,11 +262,7 @@ def _kernel_push(stream, ts, registers):
         )
         stream._push = P
     _, X, T, colmap, OUT, BITS, OFF, BOFF, scalar, rest, keep = P
-    if isinstance(registers, np.ndarray):
-        X[...] = registers.T
-    else:
-        for name, a, b in _REGS:
-            X[a:b] = np.asarray(registers[name]).reshape(C, b - a).T
+    _gather(stream, registers, (C,), X.T)  # one copy of every register (refused unless unsigned integers)
     T[...] = ts
     _jit()(
         X,

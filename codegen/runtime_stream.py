@@ -34,7 +34,7 @@ Rules, as in ``metrics.windows.prepare``:
 import numpy as np
 
 # Tables defined by the generated module (placeholders so that this file imports on its own).
-INPUTS = ()
+INPUTS = SIGNALS = ()
 METRICS = {}
 _INPUT_SRC = ()
 _SCALAR_METRICS = ()
@@ -47,7 +47,7 @@ _HIST = _RESET = _SENT = _FIELD_SENT = _MODC = _USCALE = ()
 _CHUNK_ROWS = 1024
 
 
-_PRE = _PRE_SEGS = _INPUTS_ONE = ()
+_PRE = _PRE_SEGS = _INPUTS_ONE = _METRIC_REGS = ()
 
 
 def _metrics(inp, interval, chips, OUT, A, pre):  # replaced by the generated formula function (chunks)
@@ -294,6 +294,7 @@ class Stream:
         self._ws = {}  # work arrays reused from chunk to chunk
         self._metrics = None if metrics is None else tuple(metrics)
         self._want = _wanted(self._metrics)
+        self._regs = _stream_regs(self._want)  # the registers a push needs (the name None: not needed)
         self._jit = jit
         self._push = None  # pre-allocated buffers of ``push``, by chip count
         self.sums = None  # run-level sums of the last push_flat / push_block(sums=True)
@@ -301,9 +302,7 @@ class Stream:
 
     def _pack(self, registers, lead, i0, i1):
         R = _buf(self._ws, "R", (i1 - i0 + 1,) + lead + (_N,), np.uint64)
-        for name, a, b in _REGS:
-            x = np.asarray(registers[name])
-            R[1:, ..., a:b] = x[i0:i1].reshape((i1 - i0,) + lead + (b - a,))
+        _gather(self, registers, (i1 - i0,) + lead, R[1:], slice(i0, i1))
         return R
 
     def _flags(self, present, missing, lead, i0, i1):
@@ -331,20 +330,16 @@ class Stream:
         (C, *instance sizes)} for the window that ends at this sample; NaN is null. With the compiled
         kernel, all chips go through one call into buffers allocated once per chip count.
         """
-        ts = np.asarray(timestamp_ns, dtype=np.int64)
+        ts = np.asarray(timestamp_ns)
+        if ts.dtype != np.int64 or ts.ndim != 1 or (self._T is not None and ts.shape != self._T.shape):
+            ts = _stamps(self, ts, (0,))
         C = ts.shape[0]
+        if self._T is not None and (ts <= self._T).any():
+            _refuse_time(self, ts[None], None if present is None else np.asarray(present)[None])
         if present is None and not missing and self._B is None and self._T is not None and _use_kernel(self):
             return _kernel_push(self, ts, registers)
         R = np.empty((2, C, _N), dtype=np.uint64)
-        if isinstance(registers, np.ndarray):
-            R[1] = registers
-        elif _REGS:
-            np.concatenate(
-                [np.asarray(registers[name]).reshape(C, b - a) for name, a, b in _REGS],
-                axis=1,
-                out=R[1],
-                casting="unsafe",
-            )
+        _gather(self, registers, (C,), R[1])
         B = None
         if present is not None or missing:
             B = self._flags(
@@ -372,8 +367,8 @@ class Stream:
             _run(_inputs(V, F, _INPUTS_ONE), interval, 1.0, OUT, A, self._ws["V"][:1])
         self._set_last(ts, R[1], None if B is None else B[1])
         if not A:
-            return dict(zip(_SCALAR_METRICS, OUT[:, 0]))
-        return {k: v[0] for k, v in _result(OUT, A).items()}
+            return self._select(dict(zip(_SCALAR_METRICS, OUT[:, 0])))
+        return self._select({k: v[0] for k, v in _result(OUT, A).items()})
 
     def push_block(self, timestamps_ns, registers, present=None, missing=None, _kernel=True, sums=False):
         """Add S consecutive samples: timestamps_ns int (S, C); registers {signal: uint64 (S, C, *sizes)};
@@ -383,7 +378,7 @@ class Stream:
         ``_CHUNK_ROWS`` rows, so temporaries do not grow with S. With ``sums``, ``self.sums`` is set to
         the new windows' run-level sums (see ``push_flat``).
         """
-        T = np.asarray(timestamps_ns, dtype=np.int64)
+        T = _block_stamps(self, timestamps_ns, present)
         S, C = T.shape
         self.sums = np.zeros((C, _N + _NF + 1)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
