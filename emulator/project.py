@@ -29,6 +29,8 @@ from .run import check_load, setup
 from .serving import Engine, Served, Throughput, engine_for, make_batchers, rank_kv_capacity, serve, throughput
 
 DATA = Path(__file__).parent / "data"
+#: Steps a projection serves at most (a projection takes seconds): a run that needs more is cut there, with
+#: fewer requests completed than asked (``Projection.step_cap`` says so).
 MAX_STEPS = 400_000
 
 
@@ -93,6 +95,9 @@ class Projection:
     config: EmuConfig = field(repr=False)
     served: Served | None = field(default=None, repr=False)
     engine_profile: str | None = None
+    #: None, or, when the run was cut at ``max_steps`` before its last request completed: ``{"max_steps",
+    #: "requests_completed", "requests_requested"}`` (server totals); its figures are those of the part served.
+    step_cap: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -102,8 +107,45 @@ class Projection:
             "engine_profile": self.engine_profile,
             "kv_capacity_tokens_per_rank": self.kv_capacity_tokens,
             **self.figures.to_json(),
+            "step_cap": self.step_cap,
+            "steady_share": steady_share(self),
             "assumptions": list(self.named),
         }
+
+
+def step_cap(batchers, ranks: int, steps: int, max_steps: int, completed: int) -> dict | None:
+    """``Projection.step_cap``: None when every batcher finished (or the run had fewer than ``max_steps``
+    steps); else the cap, and the requests completed of those requested (server totals: ``ranks`` ranks)."""
+    if steps < max_steps or all(bt.finished for bt in batchers):
+        return None
+    requested = sum(bt.total or 0 for bt in batchers) * ranks
+    return {"max_steps": int(max_steps), "requests_completed": int(completed), "requests_requested": int(requested)}
+
+
+def step_cap_note(cap: dict, isl: int, osl: int) -> str:
+    """What a projection cut at the step cap means and what to change (the words ``project`` and ``sweep``
+    print)."""
+    return (
+        f"the run was cut at the emulator's cap of {cap['max_steps']:,} steps (emulator.project.MAX_STEPS) with "
+        f"{cap['requests_completed']:,} of the {cap['requests_requested']:,} requests asked for completed "
+        f"({isl}/{osl} tokens: up to {osl:,} decode steps per request): its figures are that part's; give fewer "
+        "--requests, a shorter --osl, or more in flight (--concurrency)"
+    )
+
+
+def steady_share(pr: "Projection") -> float | None:
+    """The share of the run's time (makespan) in its steady window (``serving.steady_window``: the steps at
+    full load); None without a served schedule. A small share (a window of a run of one or two waves of the
+    batch) is where the window falls in the waves, not a steady state."""
+    from .serving import steady_window
+
+    sv = pr.served
+    if sv is None or sv.seconds is None or not len(sv.seconds):
+        return None
+    dt = sv.seconds + sv.idle_s
+    span = float(dt.sum())
+    w = steady_window(np.cumsum(dt), sv.batch.batch, sv.batch.prefill_tokens, sv.idle_s)
+    return float(dt[w].sum()) / span if span > 0 else None
 
 
 def concurrency_requests(concurrency: int) -> int:
@@ -124,7 +166,7 @@ def project(
     draft_tokens: int = 0,
     acceptance: float = 0.0,
     seed: int = 0,
-    max_steps: int = MAX_STEPS,
+    max_steps: int | None = None,
     progress=None,
     engine_profile: str | None = None,
     overrides: dict | None = None,
@@ -143,7 +185,8 @@ def project(
     ``concurrency_requests`` (closed loop) unless given. Engine: the preset's (``serving.engine_for``,
     the sizing ``run`` uses too) unless ``engine``; speculative decoding with ``draft_tokens`` drafts
     per step at ``acceptance``. ``progress(done, total)`` is called with the requests completed so far
-    (of one rank) as the schedule advances. ``engine_profile`` (``emulator/data/engine_profiles.yaml``):
+    (of one rank) as the schedule advances. ``max_steps``: the steps served at most (default ``MAX_STEPS``); a
+    run cut there says so in ``Projection.step_cap``. ``engine_profile`` (``emulator/data/engine_profiles.yaml``):
     its kernel constants on top of the preset's assumptions and its scheduler (unless ``engine``).
     ``overrides``: ``Assumptions`` fields set last, on top of the preset's and the profile's (what the
     calibration's refits vary). ``check_only``: set up the model, mapping, engine and requests and
@@ -156,6 +199,7 @@ def project(
         TypeError: no ``model`` or ``chips``, or an argument ``setup`` does not take.
     """
     check_load(num_requests, concurrency)
+    max_steps = MAX_STEPS if max_steps is None else max_steps  # read here: the cap as the module has it now
     g, cfg, p = setup(gen, **scenario)
     custom = scenario.get("assumptions") is not None
     if engine_profile is not None:
@@ -192,6 +236,7 @@ def project(
         cfg,
         sv,
         engine_profile,
+        step_cap(batchers, cfg.mapping.ranks, len(sv.batch), max_steps, fig.requests),
     )
 
 

@@ -97,9 +97,13 @@ def test_sweep_cli_writes_table_plot_and_reuses_its_cache(tmp_path, capsys, monk
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["points"]) == 4 and doc["cache"]["hits"] == 0
     t = pcsv.read_csv(tmp_path / "t.csv")
-    assert t.num_rows == 4 and {"spec.hbm.peak_bandwidth", "isl", "tokens_per_second", "bottleneck", "mfu"} <= set(
-        t.column_names
-    )
+    assert t.num_rows == 4 and {
+        "spec.hbm.peak_bandwidth [TB/s]",
+        "isl",
+        "tokens_per_second",
+        "bottleneck",
+        "mfu",
+    } <= set(t.column_names)
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sweep("t.parquet", "f.svg") == 0
     again = json.loads(capsys.readouterr().out)

@@ -7,6 +7,7 @@ bar the emulator commands share.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -68,9 +69,11 @@ def register(sub) -> None:
         catalog="a catalog folder whose generation to project (future silicon: a generation extending a shipped one)",
         metavar="DIR",
     )
-    workload_options(p, "model", "chips", "isl", "osl", "dtype", "kv_dtype", "preset", *MAPPING)
+    workload_options(p, "model", "chips", "isl", "osl", "dtype", "kv_dtype", "preset", *MAPPING, "mapping")
     add_scenario_args(p)
     workload_options(p, "requests")
+    # the what-if commands' --batch: refused with what sets the batch here (cmd_project)
+    p.add_argument("--batch", default=None, help=argparse.SUPPRESS, dest="whatif_batch")
     json_option(p)
     p.set_defaults(func=cmd_project)
 
@@ -112,6 +115,42 @@ def scenario_of(args) -> dict:
     )
 
 
+def _chips_given(args) -> bool:
+    """Whether ``--chips`` is on the command line (its default is 8; a ``--mapping`` sets the chips otherwise)."""
+    return any(a == "--chips" or a.startswith("--chips=") for a in getattr(args, "argv", ()))
+
+
+def apply_mapping_option(args) -> None:
+    """``--mapping tp4-dp2`` (the what-if commands' form) as --tp/--pp/--dp/--ep/--attention-dp, and the
+    chips as its product unless ``--chips`` is given.
+
+    Raises:
+        CommandError: --mapping with one of those, or a mapping that is not one.
+    """
+    if getattr(args, "mapping", None) is None:
+        return
+    from perfonto.whatif.knobs import KnobError, parse_mapping
+
+    if any(getattr(args, k) is not None for k in MAPPING):
+        raise CommandError("--mapping and --tp/--pp/--dp/--ep/--attention-dp both set the mapping; give one", 2)
+    try:
+        m = parse_mapping(args.mapping)
+    except KnobError as exc:
+        raise CommandError(f"--mapping: {exc}", 2) from None
+    for k in ("tp", "pp", "dp", "ep"):
+        setattr(args, k, m.get(k))
+    args.attention_dp = True if m.get("attn_dp") else None
+    if not _chips_given(args):
+        args.chips = m.get("tp", 1) * m.get("pp", 1) * m.get("dp", 1)
+
+
+def _mapping_fix(tp: int, pp: int, dp: int, chips: int, given_dp: bool) -> str:
+    """What to give when tp × pp × dp is not ``chips``: the --dp that fills them, else the --chips it takes."""
+    if not given_dp and chips % (tp * pp) == 0:
+        return f"give --dp {chips // (tp * pp)} (data-parallel replicas of tp {tp} × pp {pp}), or --chips {tp * pp}"
+    return f"give --chips {tp * pp * dp}, or a --tp/--pp/--dp whose product is {chips}"
+
+
 def mapping_from_args(args, chips: int, model: str):
     """A ``Mapping`` when any of --tp/--pp/--dp/--ep/--attention-dp is given, else None (the preset's)."""
     from perfonto.emulator.models import get_model
@@ -123,7 +162,10 @@ def mapping_from_args(args, chips: int, model: str):
     pp, dp = args.pp or 1, args.dp or 1
     tp = args.tp or max(chips // (pp * dp), 1)
     if tp * pp * dp != chips:
-        raise MappingError(f"tp {tp} × pp {pp} × dp {dp} = {tp * pp * dp} chips, not --chips {chips}")
+        raise MappingError(
+            f"tp {tp} × pp {pp} × dp {dp} = {tp * pp * dp} chips, not --chips {chips}: "
+            + _mapping_fix(tp, pp, dp, chips, args.dp is not None)
+        )
     if not m.is_moe:
         return Mapping(tp=tp, pp=pp, dp=dp, ep=args.ep or 1)
     attn_dp = args.attention_dp if args.attention_dp is not None else tp > 1
@@ -145,6 +187,13 @@ def _fmt_s(v) -> str:
 def cmd_project(args) -> int:
     from perfonto.emulator.presets import PresetError, family_claim, preset_names, resolve
 
+    if args.whatif_batch is not None:
+        raise CommandError(
+            f"project has no --batch: the engine's max batch is its preset's sizing (trtllm-bench's); to set it, "
+            f"perfonto sweep --batch {args.whatif_batch} (or --vary batch=…), or --engine-profile NAME",
+            2,
+        )
+    apply_mapping_option(args)
     try:
         args.generation = _generation(args)
         mapping = mapping_from_args(args, args.chips, args.model)
@@ -305,7 +354,9 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
         f"[bold]{first.model}[/] on {first.chips} × {first.generation}, {first.isl}/{first.osl} tokens, "
         f"{first.dtype} weights, {first.kv_dtype} KV cache, "
         f"{scenario} benchmark of {first.figures.requests:,} requests"
+        + (f" (of {first.step_cap['requests_requested']:,} asked: cut at the step cap)" if first.step_cap else "")
     )
+    _cap_warnings(out, results)
     profile = first.engine_profile
     title = "Projected serving figures (whole server" + (f", engine profile {profile})" if profile else ")")
     # two tables, throughput then latency: one of twelve columns was cut short at 120 characters ('468,4…')
@@ -362,6 +413,18 @@ def _render(out, results: dict, chosen, claim, scenario: str = "offline") -> Non
                 out.print(f"  - {s}", markup=False)
     if claim:
         _render_claim(out, claim)
+
+
+def _cap_warnings(out, results: dict) -> None:
+    """A warning for each preset whose run was cut at the emulator's step cap (its figures are a part's)."""
+    from perfonto.emulator.project import step_cap_note
+
+    for r in results.values():
+        if r.step_cap:
+            out.print(
+                f"[bold yellow]warning[/] ({r.preset}): " + step_cap_note(r.step_cap, r.isl, r.osl),
+                highlight=False,
+            )
 
 
 def _render_claim(out, claim: dict) -> None:

@@ -71,19 +71,23 @@ def cmd_sweep(args) -> int:
     ok = [r for r in res.rows if not r.get("error")]
     if not ok:
         raise CommandError(f"no point of the sweep could be projected; the first: {res.rows[0]['error']}", 1)
-    outputs = write_outputs(args, lambda: res.rows, lambda path: sweep_figure(res, path))
+    units = res.units() | dict(ROW_UNITS)  # the knobs' (spec.hbm.peak_bandwidth: TB/s; a clock: GHz), the figures'
+    outputs = write_outputs(args, res.shown_rows, lambda path: sweep_figure(res, path), units, headed=set(res.units()))
+    figure, notes = _notes(res, set(dict(base.workload)))
     doc = {
         "generation": gen.name,
         **res.to_json(),
         "outputs": outputs,
-        "units": dict(ROW_UNITS),
+        "units": units,
         "cache": {"folder": str(cache.folder) if cache.folder else None, "hits": cache.hits},
         "failed_points": len(res.rows) - len(ok),
+        "table_figure": figure[0],
+        "notes": notes,
     }
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    _render(res, gen.name, outputs, set(dict(base.workload)))
+    _render(res, gen.name, outputs, figure, notes)
     stdout().print(_cache_line(cache), markup=False, highlight=False, soft_wrap=True)
     return 0
 
@@ -135,23 +139,64 @@ def _fixed_note(rows: list[dict], out) -> None:
         )
 
 
-def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = frozenset()) -> None:
+def _crossing_line(c: dict, knobs) -> str:
+    """One crossing in words: where it is (bisected), or, when no point between its bracket's ends runs,
+    between which points that run it lies and that the points between cannot run."""
+    where = ", ".join(f"{k}={_fmt(v, '')}" for k, v in c["series"].items())
+    unit = next((k.unit for k in knobs if k.name == c["knob"]), "")
+    grid = f"the grid points {_fmt(c['grid'][0], '')} and {_fmt(c['grid'][1], '')}"
+    if c.get("at") is None:
+        bad = c.get("cannot_run") or {}
+        vals = ", ".join(_fmt(v, "") for v in bad.get("values", []))
+        return (
+            f"bottleneck {c['from']} → {c['to']} between {c['knob']} = {_fmt(c['low'], '')} and "
+            f"{_fmt(c['high'], '')} {unit}".rstrip()
+            + (f" ({where})" if where else "")
+            + ("" if [c["low"], c["high"]] == list(c["grid"]) else f" (of {grid})")
+            + f": the crossing cannot be placed closer, as {c['knob']} = {vals} between them cannot run "
+            f"({bad.get('error', '')})"
+        )
+    return (
+        f"bottleneck {c['from']} → {c['to']} at {c['knob']} = {c['at']:.4g} {unit}".rstrip()
+        + (f" ({where})" if where else "")
+        + f", between {grid}"
+    )
+
+
+def _notes(res, given: set[str]) -> tuple[tuple[str, str], list[str]]:
+    """The tokens/s the table shows (``sweep_notes.table_figure``) and the notes printed under it (the same
+    in ``--json``), the step cap's first."""
+    from perfonto.whatif import sweep_notes as sn
+
+    figure, why = sn.table_figure(res)
+    notes = [
+        sn.cap_note(res.rows),
+        why,
+        sn.bottleneck_note(res),
+        *sn.flat_notes(res),
+        sn.requests_note(res.rows, {k.name for k in res.knobs}, given),
+    ]
+    return figure, [n for n in notes if n]
+
+
+def _render(res, gen: str, outputs: dict, figure: tuple[str, str], notes: list[str]) -> None:
     from rich.table import Table
 
     out = stdout()
-    t = Table(title=f"sweep of {gen}: {len(res.rows)} point(s), projected (steady state)")
+    steady = " (steady state)" if figure[0] == "tokens_per_second" else ""
+    t = Table(title=f"sweep of {gen}: {len(res.rows)} point(s), projected{steady}")
     for k in res.knobs:
         t.add_column(k.name + (f" [{k.unit}]" if k.unit else ""), justify="right")
-    for col in ("tokens/s", "requests", "TTFT p50", "ITL p50", "MFU", "bottleneck", "fixed per-op"):
+    for col in (figure[1], "requests", "TTFT p50", "ITL p50", "MFU", "bottleneck", "fixed per-op"):
         t.add_column(col, justify="left" if col == "bottleneck" else "right")
     for r in res.rows:
-        cells = [_fmt(r.get(k.name), "") for k in res.knobs]
+        cells = [_fmt(k.shown(r.get(k.name)), "") for k in res.knobs]
         if r.get("error"):
             t.add_row(*cells, "—", "—", "—", "—", "—", f"error: {r['error'][:60]}", "—")
             continue
         t.add_row(
             *cells,
-            _fmt(r["tokens_per_second"], "tok"),
+            _fmt(r[figure[0]], "tok"),
             f"{r['requests']:,}" if r.get("requests") is not None else "—",
             _fmt(r["ttft_p50_s"], "s"),
             _fmt(r["itl_p50_s"], "s"),
@@ -160,23 +205,10 @@ def _render(res, gen: str, outputs: dict, given: frozenset[str] | set[str] = fro
             _fmt(r.get("fixed_op_share"), "pct"),
         )
     out.print(t)
-    for c in res.crossings:
-        where = ", ".join(f"{k}={_fmt(v, '')}" for k, v in c["series"].items())
-        unit = next((k.unit for k in res.knobs if k.name == c["knob"]), "")
-        out.print(
-            f"bottleneck {c['from']} → {c['to']} at {c['knob']} = {c['at']:.4g} {unit}".rstrip()
-            + (f" ({where})" if where else "")
-            + f", between the grid points {_fmt(c['grid'][0], '')} and {_fmt(c['grid'][1], '')}"
-        )
-    if not res.crossings:
-        out.print("the bottleneck does not change along the sweep")
+    for c in res.to_json()["crossings"]:  # in the knobs' units
+        out.print(_crossing_line(c, res.knobs), markup=False, highlight=False, soft_wrap=True)
     _fixed_note(res.rows, out)
-    counts = {r.get("requests") for r in res.rows if not r.get("error")}
-    closed = {"concurrency", "rate", "requests"} & ({k.name for k in res.knobs} | set(given))  # not the default count
-    if len(counts) > 1 and not closed:  # offline: TTFT is mostly the queue, and scales with the request count
-        out.print(
-            "note: the points served different numbers of requests (without --requests each takes TensorRT-LLM's "
-            "count for its lengths), so their TTFT compares queues of different lengths; give --requests N to fix it"
-        )
+    for n in notes:
+        out.print(n, markup=False, highlight=False)
     for k, v in outputs.items():
         out.print(f"{k}: {v}")

@@ -25,6 +25,10 @@ def add_workload_args(p, *, generation: bool = True) -> None:
         fill_later=True,
         **{**notes, "model": {**notes["model"], "choices": None}},  # an unknown model: KnobError, JSON under --json
     )
+    for opt in PROJECT_ONLY:  # project's options: refused with the equivalent --mapping (given_workload)
+        flag = opt == "--attention-dp"
+        kw: dict = dict(action=argparse.BooleanOptionalAction) if flag else {}
+        p.add_argument(opt, default=None, help=argparse.SUPPRESS, dest=_dest(opt), **kw)
     jobs_option(p)  # the points' cache: perfonto's (``--no-cache``, PERFONTO_CACHE_DIR), added by the CLI
     p.add_argument("--cache", default=None, metavar="DIR", help=argparse.SUPPRESS)  # gone: says what replaced it
     json_option(p)
@@ -48,8 +52,43 @@ WORKLOAD = (
 )
 
 
+#: ``perfonto project``'s mapping options, which the what-if commands take as one ``--mapping``.
+PROJECT_ONLY = ("--tp", "--pp", "--dp", "--ep", "--attention-dp")
+
+
+def _dest(opt: str) -> str:
+    return "project_" + opt.removeprefix("--").replace("-", "_")
+
+
+def _project_options(args) -> None:
+    """Refuse ``project``'s --tp/--pp/--dp/--ep/--attention-dp, naming the ``--mapping`` that says the same.
+
+    Raises:
+        KnobError: one of them given.
+    """
+    given = {o: getattr(args, _dest(o), None) for o in PROJECT_ONLY}
+    given = {o: v for o, v in given.items() if v is not None}
+    if not given:
+        return
+    adp = given.pop("--attention-dp", None)
+    parts = [f"{o.removeprefix('--')}{v}" for o, v in given.items()] + (["adp"] if adp else [])
+    typed = " ".join(
+        [f"{o} {v}" for o, v in given.items()] + [f"--{'' if adp else 'no-'}attention-dp"] * (adp is not None)
+    )
+    command = getattr(args, "command", None) or "this command"
+    raise KnobError(
+        f"{command} takes the mapping as one option: --mapping {'-'.join(parts) or 'tp8'} for {typed} "
+        "(tp<N>, pp<N>, dp<N>, ep<N>, adp joined by -; the chips are their product unless --chips)"
+    )
+
+
 def given_workload(args) -> dict:
-    """The workload options given on the command line (None left out)."""
+    """The workload options given on the command line (None left out).
+
+    Raises:
+        KnobError: ``project``'s mapping options (``PROJECT_ONLY``), a bad mapping, an unknown model.
+    """
+    _project_options(args)
     out = {}
     for k in WORKLOAD:
         v = getattr(args, k, None)
@@ -127,9 +166,16 @@ def check_outputs(args) -> None:
             check_file_target(path, opt, getattr(args, "force", False))
 
 
-def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], Any]) -> dict[str, str]:
-    """Write the ``--out`` table (``sweep.write_table`` of ``rows()``) and the ``--plot`` figure
-    (``figure(path)``), each when given; returns ``{"table": path, "plot": path}`` of those written.
+def write_outputs(
+    args,
+    rows: Callable[[], list[dict]],
+    figure: Callable[[Any], Any],
+    units: dict[str, str] | None = None,
+    headed: set[str] | None = None,
+) -> dict[str, str]:
+    """Write the ``--out`` table (``sweep.write_table`` of ``rows()``, with ``units`` and the columns
+    ``headed`` with theirs) and the ``--plot`` figure (``figure(path)``), each when given; returns
+    ``{"table": path, "plot": path}`` of those written.
 
     Raises:
         CommandError: a file cannot be written (exit 1, the file and what the system said).
@@ -143,7 +189,7 @@ def write_outputs(args, rows: Callable[[], list[dict]], figure: Callable[[Any], 
             from .sweep import write_table
 
             what = ("--out", args.out)
-            write_table(rows(), args.out)
+            write_table(rows(), args.out, units, headed)
             outputs["table"] = str(args.out)
         if args.plot:
             what = ("--plot", args.plot)

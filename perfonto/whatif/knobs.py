@@ -8,8 +8,8 @@ workload knob (``WORKLOAD``). ``--vary NAME=VALUES`` gives its values:
 - a range ``A..B:N``: N points evenly spaced from A to B, both included; ``A..B:N:log`` spaces
   them geometrically (``spec.hbm.peak_bandwidth=4..16TB/s:7``, ``concurrency=1..256:9:log``);
 - spec values take a unit, after any number or once at the end (``4..16TB/s``, ``4TB/s,8TB/s``);
-  without one, the constant's own unit (``ontology/catalog/<gen>.yaml``); ``x0.5..x2:5`` are
-  factors of the generation's value.
+  without one, the unit the catalog declares the constant in (``ontology/catalog/<gen>.yaml``: TB/s, GB,
+  TFLOP/s, …; a clock's GHz, ``clock_domains``); ``x0.5..x2:5`` are factors of the generation's value.
 
 Mappings: ``tp<N>``, ``pp<N>``, ``dp<N>``, ``ep<N>`` and ``adp`` (data-parallel attention) joined by
 ``-`` (``tp4-dp2``, ``tp8-ep8-adp``); the chips are their product unless ``chips`` says otherwise.
@@ -71,7 +71,12 @@ class Knob:
 
     name: str
     values: tuple
-    unit: str = ""  # the spec constant's unit (display)
+    unit: str = ""  # the unit the values are shown and written in (a spec constant's; GHz for a clock)
+    scale: float = 1.0  # values / scale are in ``unit`` (a clock's values are in cycles/s, shown in GHz)
+
+    def shown(self, v):
+        """``v`` (a value of the knob) in ``unit``."""
+        return v / self.scale if self.scale != 1.0 and isinstance(v, (int, float)) else v
 
     @property
     def is_spec(self) -> bool:
@@ -161,24 +166,59 @@ def _check_spec_name(name: str, gen, what: str) -> None:
         )
 
 
+#: The unit the catalogs declare clock domains in (``clock_domains: core: frequency: {value: 1.5, unit: GHz}``):
+#: a bare clock value is in it, as a bare value of another constant is in the unit the catalog gives it.
+CLOCK_UNIT = ("GHz", 1e9)
+
+
+def _declared(name: str, gen) -> tuple[str, float]:
+    """The unit a bare value of constant ``name`` is in and its factor to the constant's own unit."""
+    return CLOCK_UNIT if name.startswith("spec.clock.") else (gen.spec[name].unit_text, 1.0)
+
+
+def _check_emulated(name: str, gen, vals: list, texts: list, what: str) -> None:
+    """Refuse a value the emulator cannot model (below its floor: a 1.5 Hz clock), naming the ``--vary`` value
+    (the emulator's message named the catalog's line, a file the user did not edit)."""
+    import re
+
+    from perfonto.emulator.hardware import HardwareSpecError, hardware_from_generation
+    from perfonto.ontology.derive import with_spec
+
+    for v, text in zip(vals, texts):
+        try:
+            hardware_from_generation(with_spec(gen, {name: v}))
+        except HardwareSpecError as exc:
+            msg = re.sub(r"^\S+:\d+: ", "", str(exc.args[0]))
+            msg = re.sub(r"[;(]? ?\(?fix it under `spec:`\)?$", "", msg).rstrip("; ")
+            unit = _declared(name, gen)[0]
+            raise KnobError(
+                f"{what}: the value {text.strip()!r} cannot be projected ({msg}); a value without a unit is in "
+                f"{unit}: write e.g. {gen.spec[name].value / _declared(name, gen)[1]:g}{unit}"
+            ) from None
+
+
 def _vary_spec(name: str, values: str, gen, what: str) -> Knob:
     """A spec constant's knob: a range ``A..B:N[:log]`` or a list, each value in the constant's unit (a
-    value without a unit takes the range's high end's, or the list's last item's)."""
+    value without a unit takes the range's high end's, or the list's last item's; without any, the unit the
+    catalog declares: a clock's GHz)."""
     _check_spec_name(name, gen, what)
-    unit = gen.spec[name].unit_text
+    unit, scale = _declared(name, gen)
+    bare = unit if scale != 1.0 else ""
     if ".." in values:
         lo, hi, n, log = _range(values, what)
-        hi_unit = _number(hi, what)[2]
+        hi_unit = _number(hi, what)[2] or bare
         a = _spec_value(gen, name, lo, "" if _number(lo, what)[2] else hi_unit, what)
-        b = _spec_value(gen, name, hi, "", what)
+        b = _spec_value(gen, name, hi, hi_unit, what)
         vals = _spaced(a, b, n, log, what)
+        texts = [f"{v / scale:g}{unit}" for v in vals]
     else:
-        items = [s for s in values.split(",")]
-        if any(not s.strip() for s in items):
+        texts = [s for s in values.split(",")]
+        if any(not s.strip() for s in texts):
             raise KnobError(f"{what}: an empty item in {values!r}")
-        last_unit = _number(items[-1], what)[2]
-        vals = [_spec_value(gen, name, s, "" if _number(s, what)[2] else last_unit, what) for s in items]
-    return Knob(name, tuple(vals), unit)
+        last_unit = _number(texts[-1], what)[2] or bare
+        vals = [_spec_value(gen, name, s, "" if _number(s, what)[2] else last_unit, what) for s in texts]
+    _check_emulated(name, gen, vals, texts, what)
+    return Knob(name, tuple(vals), unit, scale)
 
 
 def _workload_range(name: str, typ: type, values: str, what: str) -> list:
@@ -280,11 +320,23 @@ class Point:
         return Point(tuple(sorted(spec.items())), tuple(sorted(wl.items())))
 
 
+def _check_speculative(base: Point, knobs: list[Knob]) -> None:
+    """Refuse an acceptance without draft tokens (every point would be the same, speculative decoding off),
+    as ``perfonto project --acceptance`` without ``--draft-tokens`` is refused."""
+    given = {k.name: k.values for k in knobs} | {k: (v,) for k, v in base.workload}
+    if "acceptance" in given and not any(given.get("draft_tokens", ())):
+        raise KnobError(
+            "--vary acceptance applies to speculative decoding only: vary the draft tokens too (--vary "
+            "draft_tokens=K, K > 0), or leave the acceptance out"
+        )
+
+
 def grid(base: Point, knobs: list[Knob]) -> list[Point]:
     """Every combination of the knobs' values on top of ``base`` (first knob slowest).
 
     Raises:
-        KnobError: no knob, a knob given twice, or more than 100,000 points.
+        KnobError: no knob, a knob given twice, an acceptance without draft tokens, or more than 100,000
+            points.
     """
     if not knobs:
         raise KnobError("nothing to sweep: give at least one --vary NAME=VALUES")
@@ -292,6 +344,7 @@ def grid(base: Point, knobs: list[Knob]) -> list[Point]:
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise KnobError(f"--vary {dup} is given twice; give all its values in one --vary")
+    _check_speculative(base, knobs)
     n = math.prod(len(k.values) for k in knobs)
     if n > 100_000:
         raise KnobError(f"the sweep has {n:,} points; at most 100,000")

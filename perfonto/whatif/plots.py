@@ -89,7 +89,7 @@ def _plot_series(axes, result, x, numeric: bool, others: list) -> None:
         name = ", ".join(f"{k.name}={_label(v)}" for k, v in zip(others, key)) or None
         _plot_lines(axes, xs, rows, name)
         fixed = dict(zip((k.name for k in others), key))
-        at = {tuple(c["grid"]): c["at"] for c in result.crossings if c["series"] == fixed}
+        at = {tuple(c["grid"]): c["at"] for c in result.crossings if c["series"] == fixed and c["at"] is not None}
         _bottleneck_bands(axes[3], xs, rows, at, numeric)
 
 
@@ -152,6 +152,19 @@ def _x_axis(ax, x, numeric: bool) -> None:
     ax.set_xlabel(f"{x.name}" + (f" [{x.unit}]" if x.unit else ""))
 
 
+def _shown(result):
+    """``result`` with each knob's values in its unit (a clock's GHz, not cycles/s), as the table shows them."""
+    import dataclasses
+
+    from .sweep import SweepResult
+
+    if all(k.scale == 1.0 for k in result.knobs):
+        return result
+    doc = result.to_json()
+    knobs = [dataclasses.replace(k, values=tuple(k.shown(v) for v in k.values), scale=1.0) for k in result.knobs]
+    return SweepResult(knobs, doc["points"], doc["crossings"])
+
+
 def sweep_figure(result, path) -> Path:
     """Write the figure of a ``sweep.SweepResult`` to ``path`` (.png or .svg); returns the path.
 
@@ -160,6 +173,7 @@ def sweep_figure(result, path) -> Path:
         OSError: the file cannot be written.
     """
     p = _check(path)
+    result = _shown(result)
     knobs = result.knobs
     xi = next((i for i, k in enumerate(knobs) if all(isinstance(v, (int, float)) for v in k.values)), 0)
     x = knobs[xi]

@@ -32,7 +32,10 @@ from .knobs import KnobError, Point, parse_mapping
 #: it, and with it an offline benchmark's TTFT, which is mostly queueing), output tokens/s, latencies (s),
 #: MFU and the level-1 shares (fractions), and the share of the time that is the ops' fixed cost (launch,
 #: ramp-up, drain: ``emulator.breakdown.time_split``), inside those classes, and the share in collectives whose
-#: time the links set (the rest of ``share_interconnect`` is set by their HBM traffic or arithmetic).
+#: time the links set (the rest of ``share_interconnect`` is set by their HBM traffic or arithmetic); the share of
+#: the run's time in the steady window (``emulator.project.steady_share``: small, the window is no steady state);
+#: the requests asked for, and the emulator's step cap (``emulator.project.MAX_STEPS``) where the run was cut
+#: there (None otherwise: then every request asked for completed).
 ROW_FIGURES = (
     "tokens_per_second",
     "benchmark_tokens_per_second",
@@ -52,6 +55,9 @@ ROW_FIGURES = (
     "bottleneck",
     "fixed_op_share",
     "link_share",
+    "steady_share",
+    "requests_requested",
+    "cut_at_steps",
 )
 #: The unit of each of ``ROW_FIGURES`` as the what-if JSON gives it (``units`` beside its rows): MFU and the
 #: shares are fractions of 1 here, where ``report.json`` and the tables print percent (a new user read 0.09
@@ -66,6 +72,9 @@ ROW_UNITS = {
     **{k: "fraction" for k in ROW_FIGURES if k.startswith("share_")},
     "fixed_op_share": "fraction",
     "link_share": "fraction",
+    "steady_share": "fraction",
+    "requests_requested": "request",
+    "cut_at_steps": "step",
 }
 DEFAULTS = {"model": "llama3-70b", "chips": 8, "isl": 2048, "osl": 128, "dtype": "fp8"}
 
@@ -278,7 +287,7 @@ def project_point(target: Target, point: Point):
     row's ``error`` says why). Row: the point's spec overrides and workload, ``generation``,
     ``preset``, ``mapping`` and ``engine`` as run, and ``ROW_FIGURES``."""
     from perfonto.emulator.breakdown import time_split
-    from perfonto.emulator.project import project
+    from perfonto.emulator.project import project, steady_share
 
     gen = derived_generation(target, point)
     wl = workload(point)
@@ -336,6 +345,9 @@ def project_point(target: Target, point: Point):
         "bottleneck": split["bottleneck"],
         "fixed_op_share": split["fixed_op_share"],
         "link_share": split["level2"].get("interconnect.link"),
+        "steady_share": steady_share(pr),
+        "requests_requested": pr.step_cap["requests_requested"] if pr.step_cap else f.requests,
+        "cut_at_steps": pr.step_cap["max_steps"] if pr.step_cap else None,
     }
     return row, pr
 

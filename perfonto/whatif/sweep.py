@@ -67,24 +67,74 @@ def _key(target, pt, cache):
 @dataclass
 class SweepResult:
     """Rows of a sweep (one per point, grid order), the knobs, and the crossings: ``{"knob", "series"
-    (the other knobs' values), "at" (the crossing, in the knob's unit), "low", "high" (the final
-    bracket), "from", "to" (bottlenecks below and above)}``."""
+    (the other knobs' values), "at" (the crossing, in the knob's unit; None when no point between "low"
+    and "high" runs), "low", "high" (the final bracket: points that run), "from", "to" (bottlenecks below
+    and above), and "cannot_run" (only then: ``{"values", "error"}``, the points tried between)}``."""
 
     knobs: list[Knob]
     rows: list[dict]
     crossings: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
+        """The knobs, points and crossings, each knob's values in its ``unit`` (a clock's GHz)."""
         return {
-            "knobs": [{"name": k.name, "values": list(k.values), "unit": k.unit} for k in self.knobs],
-            "points": self.rows,
-            "crossings": self.crossings,
+            "knobs": [{"name": k.name, "values": [k.shown(v) for v in k.values], "unit": k.unit} for k in self.knobs],
+            "points": self.shown_rows(),
+            "crossings": [self._shown_crossing(c) for c in self.crossings],
         }
+
+    def units(self) -> dict[str, str]:
+        """The unit of each knob that has one (``Knob.unit``)."""
+        return {k.name: k.unit for k in self.knobs if k.unit}
+
+    def shown_rows(self) -> list[dict]:
+        """The rows with each knob's value in its ``unit`` (what the tables and files show)."""
+        scaled = [k for k in self.knobs if k.scale != 1.0]
+        return [r | {k.name: k.shown(r.get(k.name)) for k in scaled} for r in self.rows] if scaled else self.rows
+
+    def _shown_crossing(self, c: dict) -> dict:
+        k = next((k for k in self.knobs if k.name == c["knob"]), None)
+        if k is None or k.scale == 1.0:
+            return c
+        out = c | {f: k.shown(c[f]) for f in ("at", "low", "high")} | {"grid": [k.shown(v) for v in c["grid"]]}
+        if c.get("cannot_run"):
+            out["cannot_run"] = c["cannot_run"] | {"values": [k.shown(v) for v in c["cannot_run"]["values"]]}
+        return out
+
+
+#: Points tried inside a bracket before its crossing is declared between points that run (the points
+#: between cannot run: chips = 5, 6, 7 between 4 and 8 for a model of 64 heads).
+MAX_TRIES = 8
+
+
+def _inside(lo, hi, mid, integer: bool, log: bool) -> list:
+    """The points to try inside ``(lo, hi)``, the midpoint first: the integers between, nearest the midpoint
+    first (at most ``MAX_TRIES``); for a real knob the midpoint, then the quarter points (in ln x when ``log``)."""
+    if integer:
+        return sorted(range(lo + 1, hi), key=lambda v: (abs(v - mid), v))[:MAX_TRIES]
+    at = (lambda t: lo * (hi / lo) ** t) if log else (lambda t: lo + (hi - lo) * t)
+    return [mid, at(0.25), at(0.75)]
+
+
+def _probe(target: Target, base: Point, knob: Knob, tries: list, cache: Cache, failed: list) -> tuple:
+    """The first of ``tries`` that runs and its row, or ``(None, None)`` when none does (each that does not
+    is added to ``failed`` as ``(value, error)``)."""
+    for v in tries:
+        row = evaluate_point(target, base.with_values(**{knob.name: v}), cache)
+        if not row.get("error"):
+            return v, row
+        failed.append((v, row["error"]))
+    return None, None
 
 
 def _bisect(target: Target, base: Point, knob: Knob, lo, hi, b_lo: str, tol: float, cache: Cache) -> tuple:
+    """The crossing between ``lo`` (bottleneck ``b_lo``) and ``hi`` (another), both points that run:
+    ``(low, high, at, cannot_run)``. A point inside that cannot run (a mapping that does not divide) is
+    skipped for its neighbours; when none inside runs, the crossing lies somewhere between ``low`` and
+    ``high``: ``at`` is None and ``cannot_run`` ``{"values": the points tried, "error": the first one's}``."""
     integer = all(isinstance(v, int) for v in knob.values)
     log = all(isinstance(v, (int, float)) and v > 0 for v in (lo, hi))
+    failed: list = []
     for _ in range(60):
         if integer and hi - lo <= 1:
             break
@@ -95,13 +145,17 @@ def _bisect(target: Target, base: Point, knob: Knob, lo, hi, b_lo: str, tol: flo
             mid = int(round(mid))
             if mid in (lo, hi):
                 break
-        row = evaluate_point(target, base.with_values(**{knob.name: mid}), cache)
+        failed.clear()
+        v, row = _probe(target, base, knob, _inside(lo, hi, mid, integer, log), cache, failed)
+        if row is None:  # nothing between runs: the crossing is somewhere between lo and hi
+            values = sorted(x for x, _ in failed)
+            return lo, hi, None, {"values": values, "error": failed[0][1]}
         if row.get("bottleneck") == b_lo:
-            lo = mid
+            lo = v
         else:
-            hi = mid
+            hi = v
     at = (math.sqrt(lo * hi) if log else (lo + hi) / 2) if not integer else hi
-    return lo, hi, at
+    return lo, hi, at, None
 
 
 def _refine(target: Target, base: Point, knob: Knob, lo, hi, b_lo, tol, folder):
@@ -125,12 +179,15 @@ def _check_size(knobs: list[Knob], max_points: int) -> None:
 
 
 def _pending_crossings(rows: list[dict], x: Knob, others: list[Knob]) -> list[tuple]:
-    """The neighbouring grid points along ``x`` whose bottlenecks differ, per combination of the other
-    knobs: (those knobs' values, x below, x above, the bottleneck below, the one above)."""
+    """The neighbouring grid points along ``x`` that run and whose bottlenecks differ (points between that
+    cannot run are passed over), per combination of the other knobs: (those knobs' values, x below, x above,
+    the bottleneck below, the one above)."""
     pending = []
     for combo in itertools.product(*(k.values for k in others)):
         fixed = dict(zip((k.name for k in others), combo))
-        series = [(r[x.name], r) for r in rows if all(r.get(n) == v for n, v in fixed.items())]
+        series = [  # the points that run: a crossing lies between two of them
+            (r[x.name], r) for r in rows if not r.get("error") and all(r.get(n) == v for n, v in fixed.items())
+        ]
         series.sort(key=lambda t: t[0])
         for (a, ra), (b, rb) in zip(series, series[1:]):
             if ra.get("bottleneck") and rb.get("bottleneck") and ra["bottleneck"] != rb["bottleneck"]:
@@ -182,16 +239,19 @@ def sweep(
     pending = _pending_crossings(rows, x, others)
     results = _refine_all(target, base, x, pending, tol, cache, jobs)
     crossings = []
-    for (fixed, a, b, fa, fb), (lo, hi, at) in zip(pending, results):
+    for (fixed, a, b, fa, fb), (lo, hi, at, cannot) in zip(pending, results):
         crossings.append(
             {"knob": x.name, "series": fixed, "at": at, "low": lo, "high": hi, "grid": [a, b], "from": fa, "to": fb}
+            | ({"cannot_run": cannot} if cannot else {})
         )
     return SweepResult(knobs, rows, crossings)
 
 
-def write_table(rows: list[dict], path) -> str:
+def write_table(rows: list[dict], path, units: dict[str, str] | None = None, headed: set[str] | None = None) -> str:
     """Write ``rows`` to ``path`` as CSV, Parquet or JSON by its extension, atomically (beside it, then
-    renamed: a failure leaves the old file whole); returns the format.
+    renamed: a failure leaves the old file whole); returns the format. ``units`` (column → unit): JSON writes
+    ``{"units", "points"}`` (else the bare list of rows), Parquet keeps each column's unit in its field's
+    metadata; the columns ``headed`` (the knobs') are headed ``name [unit]`` in CSV and Parquet.
 
     Raises:
         KnobError: another extension.
@@ -210,12 +270,20 @@ def write_table(rows: list[dict], path) -> str:
         raise KnobError(
             f"{p}: the table is written as .csv, .parquet or .json, not {ext or 'a file without extension'}"
         )
+    units = units or {}
     with atomic_path(p) as tmp:
         if ext == ".json":
-            tmp.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+            doc = {"units": units, "points": rows} if units else rows
+            tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8")
             return "json"
         cols = list(dict.fromkeys(k for r in rows for k in r))
-        table = pa.table({c: pa.array([_cell(r.get(c)) for r in rows]) for c in cols})
+        heads = [f"{c} [{units[c]}]" if c in (headed or ()) and units.get(c) else c for c in cols]
+        arrays = [pa.array([_cell(r.get(c)) for r in rows]) for c in cols]
+        fields = [
+            pa.field(h, a.type, metadata={"unit": units[c]} if units.get(c) else None)
+            for h, c, a in zip(heads, cols, arrays)
+        ]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
         if ext == ".csv":
             import pyarrow.csv as pcsv
 
