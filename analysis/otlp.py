@@ -12,7 +12,7 @@ attribute). Null series are not observed. The SDK's reader exports every ``inter
 from __future__ import annotations
 
 import logging
-
+import threading
 
 from .live import LiveMetrics
 
@@ -37,6 +37,7 @@ class OtlpExport:
 
         self.live = live
         exporter = OTLPMetricExporter(endpoint=endpoint, timeout=timeout_s)
+        self.exporter = exporter
         self.reader = PeriodicExportingMetricReader(
             exporter, export_interval_millis=interval_s * 1000.0, export_timeout_millis=timeout_s * 1000.0
         )
@@ -76,9 +77,18 @@ class OtlpExport:
         """Collect and export now; True when the export went through."""
         return bool(self.provider.force_flush(timeout_millis=timeout_s * 1000.0))
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Export a last time and stop the reader (bounded by ``timeout_s``)."""
+    def shutdown(self, timeout_s: float = 1.0) -> None:
+        """Export a last time and stop the reader, within about ``timeout_s``: past it, the exporter is
+        stopped, which ends its retries at once (an endpoint that is down held the exit for 6.7 s)."""
+        timer = threading.Timer(timeout_s, self._stop_exporter)
+        timer.daemon = True
+        timer.start()
         try:
             self.provider.shutdown(timeout_millis=timeout_s * 1000.0)
         except Exception as exc:  # the SDK raises on a second shutdown or a failed final export
             logging.getLogger("perfonto.otlp").warning("OTLP shutdown: %s", exc)
+        finally:
+            timer.cancel()
+
+    def _stop_exporter(self) -> None:
+        self.exporter.shutdown()

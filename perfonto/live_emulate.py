@@ -168,11 +168,19 @@ class EmulatedSource:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def status(self) -> dict:
-        """``kind``, ``chunks`` emulated, ``lag_s`` behind the wall clock, ``errors`` and ``error``."""
+        """``kind``, ``chunks`` emulated, ``lag_s`` behind the wall clock, ``errors``, ``error`` and
+        ``problem``: the emulation falls behind the wall clock (``lag_s`` past ``max(2 s, 2 chunks)``)."""
+        late = self.lag_s is not None and not self.finished and self.lag_s > max(2.0, 2 * self.chunk_s)
         return {
             "kind": "emulate",
             "chunks": self.chunks,
             "lag_s": self.lag_s,
+            "problem": (
+                f"the emulation is {self.lag_s:.1f} s behind the wall clock: it cannot keep up (fewer --chips, "
+                "a longer --sample-period or a smaller model)"
+                if late
+                else None
+            ),
             "errors": int(self.error is not None),
             "error": self.error,
             "finished": self.finished,

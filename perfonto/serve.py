@@ -11,10 +11,12 @@
   windows pushed, the source's state and the scrapes served per format), 200 unless failed (503);
 - with an OTLP endpoint, also pushes over OTLP/HTTP (``analysis.otlp``).
 
-Connections are served by a bounded pool of ``WORKERS`` threads (at most ``MAX_QUEUED`` accepted
-connections wait; past that a new one is closed at once), each with a ``CONNECTION_TIMEOUT_S`` socket
-timeout so an idle or half-sent request is dropped; a scraper that disconnects mid-response costs
-nothing and prints nothing.
+Connections are served by a bounded pool of ``WORKERS`` threads. An accepted connection is handed to
+a worker only once its request has started to arrive: until then it waits in one selector thread
+(at most ``MAX_QUEUED`` connections wait; past that a new one is closed at once), and one that sends
+nothing for ``CONNECTION_TIMEOUT_S`` is closed there, so idle sockets never hold a worker (200 idle
+connections stalled scrapes for 15 s). A worker's socket has the same timeout, so a half-sent
+request is dropped; a scraper that disconnects mid-response costs nothing and prints nothing.
 
 ``run(stop)`` serves until ``stop`` is set (the CLI sets it on SIGINT or SIGTERM), then stops the
 source, the HTTP server and the OTLP exporter (a last export) and returns a summary.
@@ -25,6 +27,9 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import re
+import selectors
+import socket
 import tempfile
 import threading
 import time
@@ -54,24 +59,61 @@ class PooledHTTPServer(HTTPServer):
     request_queue_size = 512  # the listen backlog: 200 scrapers connecting at once are not refused
 
     def __init__(self, address, handler, log: Callable[[str], None] = lambda s: None, workers: int = WORKERS):
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET  # --bind ::1
         super().__init__(address, handler)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="perfonto-http")
         self._queued = 0
         self._lock = threading.Lock()
         self._log = log
         self.refused = 0
+        self._sel = selectors.DefaultSelector()
+        self._idle: dict = {}  # connection -> (client address, when it is closed unless it sent something)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
+        self._closing = False
+        self._waiter = threading.Thread(target=self._wait_for_requests, name="perfonto-http-idle", daemon=True)
+        self._waiter.start()
 
     def process_request(self, request, client_address):
         with self._lock:
-            if self._queued >= MAX_QUEUED:
+            if self._queued >= MAX_QUEUED or self._closing:
                 self.refused += 1
                 self.shutdown_request(request)
                 return
             self._queued += 1
-        try:
-            self._pool.submit(self._work, request, client_address)
-        except RuntimeError:  # the pool is shut down: the server is closing
-            self.shutdown_request(request)
+            self._idle[request] = (client_address, time.monotonic() + CONNECTION_TIMEOUT_S)
+            self._sel.register(request, selectors.EVENT_READ)
+        self._wake_w.send(b"x")
+
+    def _wait_for_requests(self) -> None:
+        """Hand a connection to a worker once it has something to read; close the idle ones."""
+        while not self._closing:
+            try:
+                ready = [k.fileobj for k, _ in self._sel.select(timeout=0.5)]
+            except (OSError, ValueError):  # closed under us: the server is closing
+                return
+            now = time.monotonic()
+            with self._lock:
+                if self._wake_r in ready:
+                    self._wake_r.recv(4096)
+                expired = [s for s, (_, deadline) in self._idle.items() if deadline <= now]
+                go = [(s, self._idle[s][0]) for s in ready if s in self._idle]
+                for s in expired + [s for s, _ in go]:
+                    if s in self._idle:
+                        self._sel.unregister(s)
+                        del self._idle[s]
+            for s in expired:
+                self._done(s)
+            for s, addr in go:
+                try:
+                    self._pool.submit(self._work, s, addr)
+                except RuntimeError:  # the pool is shut down: the server is closing
+                    self._done(s)
+
+    def _done(self, request) -> None:
+        self.shutdown_request(request)
+        with self._lock:
+            self._queued -= 1
 
     def _work(self, request, client_address):
         try:
@@ -79,9 +121,7 @@ class PooledHTTPServer(HTTPServer):
         except Exception:  # noqa: BLE001 - one line at most, never a traceback
             self.handle_error(request, client_address)
         finally:
-            self.shutdown_request(request)
-            with self._lock:
-                self._queued -= 1
+            self._done(request)
 
     def handle_error(self, request, client_address):
         exc = sys.exc_info()[1]
@@ -91,8 +131,19 @@ class PooledHTTPServer(HTTPServer):
     def server_close(self):
         super().server_close()
         pool = getattr(self, "_pool", None)  # absent when binding failed inside HTTPServer.__init__
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if pool is None:
+            return
+        pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closing = True
+            idle, self._idle = list(self._idle), {}
+        self._wake_w.send(b"x")
+        self._waiter.join(timeout=2)
+        for s in idle:
+            self.shutdown_request(s)
+        self._sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
 
 def _version() -> str:
@@ -104,22 +155,32 @@ def _version() -> str:
         return "unknown"
 
 
+_VARYING = re.compile(r"\d+(\.\d+)?")
+
+
 class _OneLine(logging.Handler):
     """OpenTelemetry SDK log records as one line each on ``log`` (no tracebacks); a message already
-    said in the last minute (an endpoint that stays down) is not repeated."""
+    said in the last minute (an endpoint that stays down) is not repeated — compared by its stable
+    part, numbers left out ("retrying in 0.89s" and "retrying in 1.73s" are one message).
+    ``last_s``: when the SDK last warned (an export failing), for the health."""
 
     def __init__(self, log: Callable[[str], None]):
         super().__init__(logging.WARNING)
         self.log = log
         self._said: dict[str, float] = {}
+        self.last_s: float | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         msg, now = record.getMessage(), time.monotonic()
-        if now - self._said.get(msg, -1e9) < 60.0:
+        if "already shutdown" in msg:  # the exporter stopped early by a bounded shutdown (analysis.otlp)
+            return
+        self.last_s = now
+        key = _VARYING.sub("#", msg)
+        if now - self._said.get(key, -1e9) < 60.0:
             return
         if len(self._said) > 100:
             self._said.clear()
-        self._said[msg] = now
+        self._said[key] = now
         self.log(f"warning: OTLP export: {msg}")
 
 
@@ -155,14 +216,17 @@ class Server:
         except BaseException:
             self._tmp.cleanup()
             raise
-        self.url = f"http://{bind}:{self.httpd.server_address[1]}"
+        self.url = f"http://{'[' + bind + ']' if ':' in bind else bind}:{self.httpd.server_address[1]}"
         self.otlp = None
         self.otlp_endpoint = otlp
+        self.otlp_interval_s = otlp_interval_s
+        self._otlp_log: _OneLine | None = None
         if otlp:
             from perfonto.analysis.otlp import OtlpExport
 
             logger = logging.getLogger("opentelemetry")
-            logger.addHandler(_OneLine(log))
+            self._otlp_log = _OneLine(log)
+            logger.addHandler(self._otlp_log)
             logger.propagate = False
             self.otlp = OtlpExport(
                 self.live,
@@ -181,22 +245,36 @@ class Server:
         st["errors"] = st.get("errors", 0) + self.push_errors
         return st
 
+    def _problems(self, st: dict) -> list[str]:
+        """What degrades the service now: the source's ``problem`` (a followed path gone, an emulation
+        falling behind) and an OTLP export that failed within its last two periods."""
+        out = [st["problem"]] if st.get("problem") else []
+        said = None if self._otlp_log is None else self._otlp_log.last_s
+        if said is not None and time.monotonic() - said < 2 * self.otlp_interval_s + 5.0:
+            out.append(f"OTLP export to {self.otlp_endpoint} is failing (see the log)")
+        return out
+
     def health(self) -> tuple[int, dict]:
         """(HTTP status, body) of ``/healthz``: ``status`` is ``failed`` (503) when the source failed,
-        ``finished`` when a bounded source is done (its last values stay served), ``starting`` before
-        the first window, else ``ok``."""
+        ``finished`` when a bounded source is done (its last values stay served), ``degraded`` (200,
+        with ``problems``) when the source or the OTLP export is in trouble now, ``starting`` before the
+        first window, else ``ok``."""
         st = self._status()
         snap = self.live.snapshot()
+        problems = self._problems(st)
         if st.get("error"):
             status = "failed"
         elif st.get("finished"):
             status = "finished"
+        elif problems:
+            status = "degraded"
         elif snap.windows == 0:
             status = "starting"
         else:
             status = "ok"
         body = {
             "status": status,
+            "problems": problems,
             "source": st,
             "samples": snap.samples,
             "windows": snap.windows,

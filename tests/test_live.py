@@ -4,6 +4,7 @@ the batch evaluator's window values; bad parts, resets and memory."""
 import tracemalloc
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -105,11 +106,16 @@ def test_time_going_back_starts_a_new_baseline(graph, evaluator, dump, tmp_path)
     _, _, table = dump
     a, b = write_parts(table, tmp_path / "p", 2)
     publish(a)
-    (tmp_path / "p" / "part-00009.parquet").write_bytes(
-        a.with_name("part-00000.parquet").read_bytes()
-    )  # the same samples again
     f = Follower(tmp_path / "p", graph.generation)
-    blocks, msgs = f.poll()
+    first, msgs = f.poll()
+    assert msgs == []
+    # a device reset: the next part's timestamps restart before the first sample counted
+    t = pq.read_table(str(tmp_path / "p" / "part-00000.parquet"))
+    ts = t.column("timestamp_ns").to_numpy()
+    t = t.set_column(t.column_names.index("timestamp_ns"), "timestamp_ns", pa.array(ts - int(ts.min()) - 10**9))
+    pq.write_table(t, str(tmp_path / "p" / "part-00009.parquet"))
+    second, msgs = f.poll()
+    blocks = first + second
     assert [bl.new_baseline for bl in blocks] == [False, True] and "new baseline" in msgs[0]
     live = LiveMetrics(graph, evaluator, host="h")
     n = [live.push(bl) for bl in blocks]

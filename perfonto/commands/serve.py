@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import socket
 import threading
@@ -34,10 +35,45 @@ def _endpoint(text: str) -> str:
     return text if u.path not in ("", "/") else text.rstrip("/") + "/v1/metrics"
 
 
+def _mark_mode(group, mode: str) -> None:
+    """Record, in the namespace's ``serve_given`` ({option: mode}), each option of ``group`` given on the
+    command line, so the other mode's options are refused (``_check_mode``) instead of ignored."""
+    for action in group._group_actions:
+        base = type(action)
+
+        class Marked(base):  # type: ignore[misc, valid-type]
+            def __call__(self, parser, namespace, values, option_string=None):
+                given = dict(getattr(namespace, "serve_given", None) or {})
+                given[option_string] = mode
+                namespace.serve_given = given
+                super().__call__(parser, namespace, values, option_string)
+
+        action.__class__ = Marked
+
+
+def _check_mode(args) -> None:
+    """Refuse an option of the other source mode (``--chips`` with ``--follow``, ``--poll`` with ``--emulate``).
+
+    Raises:
+        CommandError: exit 2, naming the option and the mode it belongs to.
+    """
+    mode = "--follow" if args.follow is not None else "--emulate"
+    wrong = [(opt, m) for opt, m in (getattr(args, "serve_given", None) or {}).items() if m != mode]
+    if wrong:
+        opts = ", ".join(o for o, _ in wrong)
+        raise CommandError(
+            f"{opts}: {'an option' if len(wrong) == 1 else 'options'} of `perfonto serve {wrong[0][1]}`, not of "
+            f"{mode} (it would be ignored); drop {'it' if len(wrong) == 1 else 'them'}",
+            2,
+        )
+
+
 def register(sub) -> None:
     from .run import EMULATED_CHIPS
 
     p = sub.add_parser("serve", help=HELP["serve"])
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.?\d+\s*[a-zµ]*$")  # --duration -1s: a value, refused
+    p.set_defaults(serve_given=None)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--emulate", action="store_true", help="emulate in real time (the knobs of `perfonto run`)")
     src.add_argument(
@@ -84,14 +120,17 @@ def register(sub) -> None:
         default=1.0,
         help="simulated seconds emulated at a time, replayed at wall-clock pace (default: 1s)",
     )
+    _mark_mode(e, "--emulate")
     f = p.add_argument_group("--follow")
     f.add_argument("--poll", type=duration, default=0.5, help="how often to look for new parts (default: 0.5s)")
     f.add_argument(
         "--settle",
         type=duration,
         default=2.0,
-        help="how long an unreadable part may stay unchanged before it is skipped as corrupt (default: 2s)",
+        help="how long an unreadable part may stay unchanged before it is skipped as corrupt, and how long a "
+        "part taken is watched for rows appended to it (default: 2s)",
     )
+    _mark_mode(f, "--follow")
     p.add_argument(
         "--json", action="store_true", help="on shutdown, print one JSON summary on stdout; messages on stderr"
     )
@@ -124,18 +163,68 @@ def _source(args, gen, log):
     except ValueError as exc:
         src.close()
         raise CommandError(f"cannot emulate: {exc}", 1) from None
+    except BaseException:  # a signal during start-up: no scratch folder left behind
+        src.close()
+        raise
     return src
 
 
+class _StartupStop(Exception):
+    """SIGINT or SIGTERM before serving began (the first chunk being emulated, the evaluator generated)."""
+
+
+def _listen_error(args, exc: OSError) -> CommandError:
+    if isinstance(exc, socket.gaierror):
+        return CommandError(
+            f"cannot listen on {args.bind}:{args.port}: {args.bind!r} is not an address of this machine "
+            f"({exc.strerror or exc}); give an IPv4 or IPv6 address, e.g. 127.0.0.1, 0.0.0.0 or ::1",
+            1,
+        )
+    return CommandError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror or exc}", 1)
+
+
 def cmd_serve(args) -> int:
-    from perfonto.metrics.catalog import load_catalog
-
-    from ..serve import Server
-
     err = stderr()
 
     def log(msg: str) -> None:
         err.print(msg, markup=False)
+
+    _check_mode(args)
+    stop = threading.Event()
+    serving = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+        if not serving.is_set():
+            raise _StartupStop(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server, what = _start(args, log)
+        serving.set()
+        log(
+            f"serving {len(server.live.expositions)} metrics of {server.graph.generation.name} (catalog hash "
+            f"{server.graph.content_hash}) on {server.url}/metrics (health: {server.url}/healthz); {what}"
+            f"{'; OTLP to ' + args.otlp if args.otlp else ''}; stop with Ctrl-C or SIGTERM"
+        )
+        summary = server.run(stop)
+    except _StartupStop as exc:
+        log(f"stopped by {exc} during start-up, before serving anything")
+        return 0
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    log(f"stopped: {summary['samples']} samples, {summary['windows']} windows evaluated per chip")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _start(args, log):
+    """The catalog, the source and the ``Server`` (closing the source when the server cannot start)."""
+    from perfonto.metrics.catalog import load_catalog
+
+    from ..serve import Server
 
     cat = load_catalog(args.catalog, args.generation)
     if cat.graph is None or cat.errors:
@@ -157,29 +246,17 @@ def cmd_serve(args) -> int:
         )
     except OSError as exc:
         source.close()
-        raise CommandError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror or exc}", 1) from None
+        raise _listen_error(args, exc) from None
     except ValueError as exc:
         source.close()
         raise CommandError(str(exc), 1) from None
+    except BaseException:
+        source.close()
+        raise
     what = (
         f"following {args.follow}"
         if args.follow
         else f"emulating {args.model} on {args.chips} x {graph.generation.name} in real time, "
         f"{args.sample_period * 1e3:g} ms samples"
     )
-    log(
-        f"serving {len(server.live.expositions)} metrics of {graph.generation.name} (catalog hash "
-        f"{graph.content_hash}) on {server.url}/metrics (health: {server.url}/healthz); {what}"
-        f"{'; OTLP to ' + args.otlp if args.otlp else ''}; stop with Ctrl-C or SIGTERM"
-    )
-    stop = threading.Event()
-    old = {s: signal.signal(s, lambda signum, frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        summary = server.run(stop)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    log(f"stopped: {summary['samples']} samples, {summary['windows']} windows evaluated per chip")
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    return 0
+    return server, what
