@@ -20,12 +20,15 @@ from .live import LiveMetrics
 
 
 def _help(e, m) -> str:
-    """The ``# HELP`` text: the description on one line. prometheus_client escapes ``\\`` and LF; a CR,
-    another control character or a Unicode line or paragraph separator (U+2028/9, which some
-    parsers split at) would still break the line, so each becomes a space."""
+    """The ``# HELP`` text: the description on one line (a counter's says it is served as a running
+    total). prometheus_client escapes ``\\`` and LF; a CR, another control character or a Unicode line
+    or paragraph separator (U+2028/9, which some parsers split at) would still break the line, so each
+    becomes a space."""
     scale = "" if e.unit.factor == 1 else f", exported × {e.unit.factor:g}"
     desc = "".join(" " if (ord(ch) < 32 and ch != "\n") or ch in "\x7f\x85\u2028\u2029" else ch for ch in m.description)
-    return f"{desc} (perfonto metric {e.metric} [{m.unit_text}]{scale})"
+    # a counter is served as its running total (the catalog's description is of one window's amount)
+    total = "; served as the running total since the server started" if e.instrument == "counter" else ""
+    return f"{desc} (perfonto metric {e.metric} [{m.unit_text}]{scale}{total})"
 
 
 class LiveCollector(Collector):
