@@ -15,6 +15,11 @@ every metric that uses it) out of the graph, a warning keeps it. The rules:
   means nothing (README: "refuses mixing per-chip totals with ratios"). Constants, ``interval`` and
   literals are not ratios; a metric that is itself a ratio may be scaled by ratios (Intel's
   ``(1 - a / b) * c / d`` is a product of server ratios).
+- ``percent-times-100`` (error): a metric declared ``[percent]`` whose formula multiplies by a bare
+  ``100`` (or divides by ``0.01``) as its last step: perfonto converts the formula's value to the
+  declared unit itself — a ratio 0.32 is shown as 32 % — so the ``* 100`` that other tools' formulas
+  carry (perf's ``100 *``, TMA's, rocprof's) makes it 100 × too large (a new user's
+  ``mxu.utilization * 100`` read 4,967.7 %).
 - ``lint-flop-coverage`` (warning): a metric that reads some of a block's FLOP counters (unit FLOP,
   a declared ``precision``) but not all of them — e.g. on caelius, a formula that reads fp8 and bf16
   but not ``mxu.flops_fp4``: FP4 work would be left out of utilisation (the shipped library reads it as
@@ -59,7 +64,7 @@ def lint(s: Typed) -> Typed:
 
 
 def _ast_rules(gen, d: ast.MetricDecl) -> list[Diagnostic]:
-    out = []
+    out = _percent_times_100(d)
     reg = gen.registry
     for node in ast.walk(d.expr):
         if isinstance(node, ast.Name):
@@ -101,6 +106,41 @@ def _ast_rules(gen, d: ast.MetricDecl) -> list[Diagnostic]:
                     )
                 )
     return out
+
+
+PERCENT_UNITS = ("percent", "%")
+
+
+def _factors(e) -> list:
+    """The factors of a product as written (``a * b / c``: a, b and the divisor ``/ c`` as ("/", c))."""
+    if isinstance(e, ast.Binary) and e.op == "*":
+        return _factors(e.left) + _factors(e.right)
+    if isinstance(e, ast.Binary) and e.op == "/":
+        return _factors(e.left) + [("/", e.right)]
+    return [e]
+
+
+def _percent_times_100(d: ast.MetricDecl) -> list[Diagnostic]:
+    """The ``percent-times-100`` rule (module docstring): a bare ``100`` factor (or ``/ 0.01``) at the
+    top of a metric declared in percent."""
+    if d.unit.strip() not in PERCENT_UNITS:
+        return []
+    for f in _factors(d.expr):
+        div = isinstance(f, tuple)
+        node = f[1] if div else f
+        if isinstance(node, ast.Number) and node.unit is None and node.value == (0.01 if div else 100):
+            return [
+                Diagnostic(
+                    "error",
+                    "percent-times-100",
+                    f"metric `{d.name}` is declared [{d.unit.strip()}] and its formula "
+                    f"{'divides by 0.01' if div else 'multiplies by 100'}: perfonto shows a ratio in the declared "
+                    "unit itself (0.32 is 32 %), so the value would be 100 × too large",
+                    node.span,
+                    hint=f"drop the `{'/ 0.01' if div else '* 100'}` (other tools' formulas carry it, perfonto's not)",
+                )
+            ]
+    return []
 
 
 def _const(reg, e) -> float | None:

@@ -93,6 +93,7 @@ CODES: dict[str, str] = {
     "lint-wrap-period": "a counter its max_rate (or, lacking one, its block's lowest peak) wraps within a 1 ms sample",
     "threshold-bounds": "a threshold outside the metric's declared bounds (it never fires, or always does)",
     "lint-flop-coverage": "a metric reads some of a block's FLOP counters but not all (that work is left out)",
+    "percent-times-100": "a metric declared in percent multiplies by 100 (perfonto converts to percent itself)",
     # what-if studies (perfonto coverage)
     "scenario": "a coverage scenario the emulator cannot run as written (unknown key or knob, bad value)",
     # test vectors
