@@ -25,45 +25,49 @@ def _stream_regs(want):
     return tuple((name if i in need else None, a, b) for i, (name, a, b) in enumerate(_REGS))
 
 
-def _copy_registers(stream, registers, lead, out, rows, casting):
+def _copy_registers(stream, registers, lead, out, rows):
     """Registers into ``out`` uint64 (*lead, _N): ``registers`` one array of that shape, or {signal:
     array (*lead, *instance sizes)} (``rows``: a slice of their first axis to take); a register the
-    stream does not need reads 0. ``casting`` "same_kind" refuses floats and signed integers."""
+    stream does not need reads 0. An array that is not uint64 is checked first (``_check_values``:
+    a signed one for negative values, anything else refused), so int64 registers (pandas', Python
+    lists') take one check and one copy, and uint64 ones only the copy."""
     if isinstance(registers, np.ndarray):
         if registers.shape != out.shape:
             raise ValueError("shape")
-        np.copyto(out, registers, casting=casting)
+        if registers.dtype.kind != "u":
+            _check_values("registers", registers)
+        np.copyto(out, registers, casting="unsafe")
         return
     if not _REGS:
         return
     shape = out.shape[:-1]  # ``lead``, or its rows and chips flattened into one axis
-    if rows is None:
-        parts = [
-            np.asarray(registers[n]).reshape(shape + (b - a,)) if n else np.zeros(shape + (b - a,), np.uint64)
-            for n, a, b in stream._regs
-        ]
-    else:
-        parts = [
-            np.asarray(registers[n])[rows].reshape(shape + (b - a,)) if n else np.zeros(shape + (b - a,), np.uint64)
-            for n, a, b in stream._regs
-        ]
-    np.concatenate(parts, axis=-1, out=out, casting=casting)
+    parts = []
+    for n, a, b in stream._regs:
+        if not n:
+            parts.append(np.zeros(shape + (b - a,), np.uint64))
+            continue
+        x = np.asarray(registers[n])
+        if rows is not None:
+            x = x[rows]
+        if x.dtype.kind != "u":
+            _check_values(f"registers[{n!r}]", x)
+        parts.append(x.reshape(shape + (b - a,)))
+    np.concatenate(parts, axis=-1, out=out, casting="unsafe")
 
 
 def _gather(stream, registers, lead, out, rows=None):
     """``_copy_registers``, refusing registers that are not raw unsigned integers of the expected shapes
-    (checked only when the copy fails: no pass over the values on the way that succeeds)."""
+    (diagnosed only when the copy fails: no pass over the values of uint64 registers)."""
     try:
-        _copy_registers(stream, registers, lead, out, rows, "same_kind")
+        _copy_registers(stream, registers, lead, out, rows)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        _check_registers(stream, registers, lead, rows, e)  # raises, unless signed integers ≥ 0
-        _copy_registers(stream, registers, lead, out, rows, "unsafe")
+        _check_registers(stream, registers, lead, rows, e)  # raises the error that says what is wrong
+        raise
 
 
 def _check_registers(stream, registers, lead, rows, err):
     """Raise the error that says what is wrong with ``registers`` (the copy of them raised ``err``):
-    argument, signal, what was given and what is expected. Returns when every register is an integer
-    array of the right size with no negative value (a signed dtype): the caller copies them as they are."""
+    argument, signal, what was given and what is expected; ``err`` itself where none of these is."""
     what = "one sample" if len(lead) == 1 else f"{lead[0]} samples"
     if isinstance(registers, np.ndarray):
         want = tuple(lead) + (_N,)
@@ -86,8 +90,7 @@ def _check_registers(stream, registers, lead, rows, err):
             whole = lead if rows is None else (x.shape[0] if x.ndim else 0,) + tuple(lead[1:])  # a block's rows
             _check_shape(name, x, whole, b - a)
             _check_values(f"registers[{name!r}]", x[rows] if rows is not None else x)
-    if not isinstance(err, TypeError):  # not a dtype problem found here: the copy's own error
-        raise err
+    raise err
 
 
 def _check_signals(stream, registers):
@@ -122,7 +125,7 @@ def _check_values(arg, x):
     """Registers are raw unsigned integers: refuse floats and every other non-integer dtype, and negative
     values in a signed integer array."""
     kind = x.dtype.kind
-    if kind in "ub":
+    if kind == "u":
         return
     if kind != "i":
         raise TypeError(
@@ -157,7 +160,24 @@ def _stamps(stream, t, lead):
             f"{arg}: {t.shape[-1]} chip(s) given; this stream has {stream._T.shape[0]} (set by its first "
             "sample): each sample carries every chip, with present=False where a chip has none"
         )
+    if t.dtype.kind == "u" and t.size and int(t.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{arg}: {int(t.max())} ns is past the int64 range of nanosecond time stamps")
     return t.astype(np.int64)
+
+
+def _block_rows(stream, registers, S):
+    """Refuse a block's registers whose first axis is not its ``S`` samples (a shorter array was sliced
+    into a reshape error on the NumPy path): the signal, the shape given and the shape expected."""
+    if isinstance(registers, np.ndarray) or not hasattr(registers, "keys"):
+        return
+    for name, a, b in stream._regs:
+        if name and name in registers:
+            shape = np.shape(registers[name])
+            if not shape or shape[0] != S:
+                raise ValueError(
+                    f"registers[{name!r}]: an array of shape {shape} given; expected ({S}, chips, instances): "
+                    f"one row per time stamp ({S} samples)"
+                )
 
 
 def _block_stamps(stream, timestamps_ns, present):

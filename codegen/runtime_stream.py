@@ -380,6 +380,7 @@ class Stream:
         """
         T = _block_stamps(self, timestamps_ns, present)
         S, C = T.shape
+        _block_rows(self, registers, S)
         self.sums = np.zeros((C, _N + _NF + 1)) if sums else None
         if _kernel and present is None and not missing and self._B is None and S > 1 and _use_kernel(self):
             return _kernel_block(self, T, registers, sums)

@@ -166,3 +166,36 @@ def test_registers_of_a_block_are_refused_as_in_push(mod, jit):
 def test_an_unknown_metric_name_gets_a_did_you_mean(mod):
     with pytest.raises(KeyError, match=r"no metric named 'pp'; did you mean 'p'\?"):
         mod.Stream(metrics=["pp"])
+
+
+def test_a_block_with_fewer_register_rows_than_time_stamps_names_the_signal(mod, jit):
+    """A review: on the NumPy path the shorter array was sliced into numpy's "cannot reshape array of size
+    24 into shape (9,2,3)"; both paths now name the signal and the rows the time stamps ask for."""
+    S = 10
+    T = (np.arange(1, S + 1)[:, None] * 1_000_000 + np.zeros(C, np.int64)).astype(np.int64)
+    R = {
+        "a.x": np.ones((5, C, 3), np.uint64).cumsum(0),
+        "a.y": np.ones((5, C), np.uint64).cumsum(0),
+        "b.t": np.ones((5, C), np.uint64),
+    }
+    with pytest.raises(ValueError, match=r"registers\['a.x'\]: an array of shape \(5, 2, 3\) given; expected \(10, "):
+        mod.Stream(jit=jit).push_block(T, R)
+
+
+def test_unsigned_stamps_past_int64_and_bool_registers_are_refused(mod, jit):
+    st = started(mod, jit)
+    with pytest.raises(ValueError, match="past the int64 range"):
+        st.push(T1.astype(np.uint64) + np.uint64(2**63), regs(1))
+    bad = regs(1)
+    bad["a.y"] = np.array([True, True])
+    with pytest.raises(TypeError, match=r"registers\['a.y'\]: bool values given; registers are raw unsigned"):
+        st.push(T1, bad)
+
+
+def test_int64_registers_read_as_uint64_ones(mod, jit):
+    """int64 (pandas', Python lists') take one check and one copy, with the same values as uint64."""
+    a, b = started(mod, jit), mod.Stream(jit=jit)
+    b.push(T0, regs(0, np.int64))
+    for k, t in ((1, T1), (2, T2)):
+        want, got = a.push(t, regs(k)), b.push(t, regs(k, np.int64))
+        assert want.keys() == got.keys() and all(np.array_equal(want[m], got[m], equal_nan=True) for m in want)
