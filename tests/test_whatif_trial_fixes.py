@@ -268,3 +268,31 @@ def test_written_tables_keep_the_knobs_units(tmp_path, capsys, monkeypatch):
     assert [p["spec.clock.core"] for p in doc["points"]] == [1.5, 1.5]
     field = pq.read_schema(tmp_path / "t.parquet").field("spec.hbm.peak_bandwidth [TB/s]")
     assert field.metadata == {b"unit": b"TB/s"}
+
+
+def test_review_a_zero_steady_figure_is_no_division_by_zero():
+    """A review: a point whose steady tokens/s is 0 (no steady window) crashed the note with a
+    ZeroDivisionError; such a pair is not compared."""
+    from types import SimpleNamespace
+
+    from perfonto.whatif.sweep_notes import _against
+
+    knob = SimpleNamespace(name="spec.hbm.capacity", values=[138.0, 167.0])
+    rows = [
+        {"spec.hbm.capacity": 138.0, "tokens_per_second": 0.0, "benchmark_tokens_per_second": 100.0},
+        {"spec.hbm.capacity": 167.0, "tokens_per_second": 50.0, "benchmark_tokens_per_second": 90.0},
+    ]
+    assert _against(SimpleNamespace(knobs=[knob], rows=rows)) is None
+
+
+def test_review_a_crossings_series_shows_the_other_knobs_in_their_units():
+    """A review: with a clock as the second knob, crossings[].series kept 1.5e9 (cycles/s) while points[]
+    showed 1.5 (GHz), so the two could not be matched."""
+    from perfonto.whatif.knobs import Knob
+    from perfonto.whatif.sweep import SweepResult
+
+    chips = Knob("chips", (4, 8))
+    clock = Knob("spec.clock.core", (1.5e9,), unit="GHz", scale=1e9)
+    crossing = {"knob": "chips", "series": {"spec.clock.core": 1.5e9}, "at": 6, "low": 4, "high": 8, "grid": [4, 8]}
+    doc = SweepResult([chips, clock], [{"chips": 4, "spec.clock.core": 1.5e9}], [crossing]).to_json()
+    assert doc["points"][0]["spec.clock.core"] == doc["crossings"][0]["series"]["spec.clock.core"] == 1.5

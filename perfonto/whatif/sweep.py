@@ -93,7 +93,10 @@ class SweepResult:
         return [r | {k.name: k.shown(r.get(k.name)) for k in scaled} for r in self.rows] if scaled else self.rows
 
     def _shown_crossing(self, c: dict) -> dict:
-        k = next((k for k in self.knobs if k.name == c["knob"]), None)
+        by = {k.name: k for k in self.knobs}
+        series = {n: by[n].shown(v) if n in by else v for n, v in (c.get("series") or {}).items()}
+        c = c | {"series": series}  # the other knobs' values in their units too (a clock second: GHz)
+        k = by.get(c["knob"])
         if k is None or k.scale == 1.0:
             return c
         out = c | {f: k.shown(c[f]) for f in ("at", "low", "high")} | {"grid": [k.shown(v) for v in c["grid"]]}

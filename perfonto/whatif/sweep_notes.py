@@ -15,6 +15,8 @@ from 138 to 196 GB and the batch from 640 to 896, while the benchmark's rose fro
 
 from __future__ import annotations
 
+import math
+
 from perfonto.analysis.steady_state import BURST_SHARE
 
 #: The steady and the benchmark figures disagree between two points when they move in opposite directions,
@@ -46,6 +48,10 @@ def _series(rows: list[dict], x, others) -> list[list[dict]]:
     return [sorted(g, key=lambda r: r[x.name]) for g in groups.values()]
 
 
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+
+
 def _against(res) -> str | None:
     """Where, along the first numeric knob, the steady tokens/s and the benchmark's move in opposite
     directions (each by more than ``DISAGREE``): the first such pair in words, else None."""
@@ -56,6 +62,9 @@ def _against(res) -> str | None:
     others = [k for i, k in enumerate(res.knobs) if i != xi]
     for s in _series(res.rows, x, others):
         for a, b in zip(s, s[1:]):
+            figures = ("tokens_per_second", "benchmark_tokens_per_second")
+            if not all(_positive(r.get(f)) for r in (a, b) for f in figures):
+                continue  # a point with no steady figure (0, or none): nothing to compare
             ds = b["tokens_per_second"] / a["tokens_per_second"] - 1
             db = b["benchmark_tokens_per_second"] / a["benchmark_tokens_per_second"] - 1
             if (ds > 0) != (db > 0) and abs(ds - db) > DISAGREE and min(abs(ds), abs(db)) > SAME:
