@@ -16,11 +16,14 @@ Rules (what a fleet operator's collector does, and what a reader cannot know):
 - **Folder.** Parts are the folder's ``*.parquet``, ``*.arrow`` and ``*.csv`` files (names starting with ``.``
   or ``_`` are a writer's temporary files and ignored). Every new part is taken, whatever its name; the
   parts found in one poll are taken in the order of their samples' time (``part-10`` after
-  ``part-9`` included). Windows continue across parts: a part's first sample closes the window that the
+  ``part-9`` included), except where time goes back between parts adjacent in name order (a
+  restarted collector: ``follow_parts.eras``): the parts named after the jump follow, from a new baseline.
+  Windows continue across parts: a part's first sample closes the window that the
   previous part's last sample opened. A part is watched after it is taken until it has not changed for
   ``settle_s`` seconds: rows appended to it meanwhile (a CSV part still being written) are read then.
 - **One file.** When its size or modification time changes, the samples after the last one counted are
-  read; trailing samples that some chip has not written yet are held back until it has.
+  read; trailing samples that some chip has not written yet are held back until it has (in a CSV part
+  too). A CSV file's position moves only once its new rows read: a read that fails is tried again.
 - **Memory.** Only new rows are read in full: of a CSV file, the bytes past the last whole line taken
   (a half-written last line waits); of a Parquet file, the key columns, then only the row groups that
   hold new rows; an Arrow file is memory-mapped. So memory follows the new rows, not the file.
@@ -42,7 +45,20 @@ import pyarrow as pa
 from perfonto.metrics.windows import DumpError, read_counters
 from perfonto.ontology.resolved import Generation
 
-from .follow_parts import PartError, Tracked, block_of, csv_rows, natural, parquet_rows, read_part, stat
+from .follow_parts import (
+    PartError,
+    Tracked,
+    after_restart,
+    block_of,
+    csv_rows,
+    eras,
+    hold_incomplete,
+    natural,
+    parquet_rows,
+    read_part,
+    stat,
+    tool_capture,
+)
 from .live import SampleBlock
 
 
@@ -74,7 +90,7 @@ class Follower:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such file or folder to follow")
-        other = _tool_capture(self.path)
+        other = tool_capture(self.path)
         if other is not None:
             raise PartError(
                 f"{self.path}: {other} output; --follow reads the collector format only (a growing .parquet, "
@@ -109,17 +125,20 @@ class Follower:
             return self.reader(p, self.gen)
         try:
             table = self._new_rows(p, tr)
-            if table is None or table.num_rows == 0:
-                return None
-            return block_of(read_counters(table, self.gen), str(p), self.gen)
+            block = None
+            if table is not None and table.num_rows:
+                block = block_of(read_counters(table, self.gen), str(p), self.gen)
         except (DumpError, OSError) as exc:
             raise PartError(str(exc).replace("<table>", str(p))) from None
+        tr.commit()  # CSV: the position moves once the rows read
+        return block
 
     def _new_rows(self, p: Path, tr: Tracked) -> pa.Table | None:
         from perfonto.capture.dump import csv_types
         from perfonto.capture.dump_io import read_one
 
         name = p.name.lower()
+        tr.read = None
         if name.endswith(".csv"):
             table = csv_rows(p, tr, csv_types(self.gen))
         elif name.endswith((".parquet", ".pq")):
@@ -131,6 +150,7 @@ class Follower:
         table = self._filter(table, self._new_mask(table, str(p)))
         if name.endswith(".csv"):
             tr.read = table
+            table = hold_incomplete(table, tr, str(p))  # a sample some chip has not written yet waits
         return table
 
     def _filter(self, table: pa.Table, mask: np.ndarray) -> pa.Table:
@@ -142,8 +162,9 @@ class Follower:
         return table
 
     def _new_mask(self, t: pa.Table, label: str) -> np.ndarray:
-        """Rows after the last sample counted of their chip; every row where time restarts (a row
-        before the first sample counted since the last baseline)."""
+        """Rows after the last sample counted of their chip; where time restarts (a row before the first
+        sample counted since the last baseline), the rows after the restart only (``after_restart``:
+        a ring file that holds samples from both sides of a device reset has its old ones counted)."""
         from perfonto.capture.dump import _keys
         from perfonto.capture.dump_io import _meta
 
@@ -155,20 +176,20 @@ class Follower:
             sel = chip == k[1] if k[0] is None or host is None else (chip == k[1]) & (host == k[0])
             last[sel], first[sel] = v, self._first.get(k, _MIN)
         if np.any(ts < first):
-            return np.ones(t.num_rows, dtype=bool)
+            return after_restart(chip, host, ts, first)
         return ts > last
 
     # -- counting each sample once ----------------------------------------------------------------
 
-    def _take(self, block: SampleBlock, trim: bool) -> tuple[SampleBlock | None, list[str]]:
+    def _take(self, block: SampleBlock, trim: bool, restart: bool = False) -> tuple[SampleBlock | None, list[str]]:
         """``block``'s samples after the last ones counted (module docstring); ``trim``: hold back trailing
-        samples that some chip has not written yet."""
+        samples that some chip has not written yet; ``restart``: time restarts at ``block`` (a new baseline)."""
         keys = [(None if block.hosts is None else block.hosts[c], int(ch)) for c, ch in enumerate(block.chips)]
         ts = block.timestamps_ns
         present = block.present if block.present is not None else np.ones(ts.shape, dtype=bool)
         first = np.array([self._first.get(k, _MIN) for k in keys])
         msgs = []
-        if np.any(present & (ts < first[None, :])):
+        if restart or np.any(present & (ts < first[None, :])):
             block.new_baseline = True
             self._first.clear()
             self._last.clear()
@@ -210,8 +231,9 @@ class Follower:
         except PartError as exc:
             err = self._settled_error(self.path, str(exc))
             if err is None:
-                return [], []
+                return [], []  # read again from the same place at the next poll
             tr.sig = sig
+            tr.commit(skip=True)
             self.skipped += 1
             return [], [f"skipped this version of {self.path.name}: {err}"]
         self._pending.pop(self.path.name, None)
@@ -277,10 +299,14 @@ class Follower:
         got, msgs = self._new_parts(parts[: self.max_parts])
         grown = self._grown(msgs)
         new = {id(b) for b in got}
-        blocks = []
-        for b in sorted(got + grown, key=lambda b: int(b.timestamps_ns[0].min())):  # in time, whatever the names
+        # in time, whatever the names; but where time goes back between parts adjacent in name order (a
+        # restart: ``eras``), the parts after it follow those before it, from a new baseline
+        era = dict(zip(map(id, got), eras(got)))
+        blocks, seen = [], 0
+        for b in sorted(got + grown, key=lambda b: (era.get(id(b), 0), int(b.timestamps_ns[0].min()))):
             self._dropped = 0
-            out, m = self._take(b, trim=False)
+            out, m = self._take(b, trim=False, restart=era.get(id(b), 0) > seen)
+            seen = era.get(id(b), 0)
             msgs += m
             if out is not None:
                 blocks.append(out)
@@ -325,16 +351,21 @@ class Follower:
                 if now - tr.since >= self.settle_s:
                     del self._watch[name]
                 continue
-            tr.sig, tr.since = sig, now
+            old, (tr.sig, tr.since) = tr.sig, (sig, now)
             if sig is None:
                 del self._watch[name]
                 continue
             try:
                 block = self._read(p, tr)
             except PartError as exc:
+                err = self._settled_error(p, str(exc))
+                if err is None:
+                    tr.sig = old  # may still be being written: read again at the next poll
+                    continue
                 del self._watch[name]
-                msgs.append(f"part {name} changed after it was read and no longer reads: {exc}")
+                msgs.append(f"part {name} changed after it was read and no longer reads: {err}")
                 continue
+            self._pending.pop(name, None)
             if block is not None:
                 out.append(block)
         return out
@@ -345,31 +376,6 @@ def _late(name: str, n: int) -> str:
         f"{name}: {n} rows or samples at or before the last sample counted of their chip were skipped "
         "(already counted, or a part that arrived after later ones)"
     )
-
-
-def _tool_capture(path: Path) -> str | None:
-    """The format (``capture.formats``) of another tool's capture at ``path`` — a perf stat file, a scrape
-    file, or a folder of scrapes and no collector parts — which --follow does not read (it waited
-    silently on a folder of scrapes, its health saying "starting"); None for the collector format or an
-    empty folder (its parts are still to come)."""
-    from perfonto.capture.formats import detect
-
-    try:
-        if path.is_file():
-            if path.stat().st_size == 0:
-                return None  # still to be written: waited for, as a missing part is
-            fmt = detect(path)
-            return None if fmt == "collector" else fmt
-        files = sorted(e for e in path.iterdir() if e.is_file() and not e.name.startswith((".", "_")))
-    except OSError:
-        return None  # the poll names what it cannot read
-    if any(f.suffix in (".parquet", ".arrow", ".csv") for f in files):
-        return None
-    for f in files[:8]:
-        fmt = detect(f)
-        if fmt != "collector":
-            return fmt
-    return None
 
 
 class FollowSource:

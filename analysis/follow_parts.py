@@ -66,6 +66,16 @@ class Tracked:
     tail: bytes = b""  # CSV: the last line taken (tells a file appended to from one replaced)
     carry: pa.Table | None = None  # CSV rows read but not taken (a sample some chip has not written yet)
     read: pa.Table | None = None  # CSV: the rows of the last read (to find those held back)
+    keys: frozenset = frozenset()  # CSV: the (host, chip) keys seen in the file
+    staged: tuple | None = None  # CSV: (header, offset, tail, keys, held) of a read, kept once it reads
+
+    def commit(self, skip: bool = False) -> None:
+        """Keep the position of the last read (after its rows were read as counters, or ``skip``: its
+        bytes do not read and are skipped); its rows held back are read again with the next lines."""
+        if self.staged is not None:
+            self.header, self.offset, self.tail, keys, held = self.staged
+            self.keys, self.carry = self.keys | keys, None if skip else held
+        self.staged = None
 
 
 def natural(name: str) -> list:
@@ -113,7 +123,10 @@ def parquet_rows(p: Path, new_mask, everything: bool) -> tuple[pa.Table | None, 
 
 
 def csv_rows(p: Path, tr: Tracked, types) -> pa.Table | None:
-    """Header + the whole lines past what was taken (the whole file when it was replaced)."""
+    """Header + the whole lines past what was taken (the whole file when it was replaced), after the
+    rows held back last time. The position moves only when ``tr.commit()`` is called (once the rows
+    read as counters): a read that fails is read again from the same place."""
+    tr.staged = None
     with open(p, "rb") as f:
         header = f.readline()
         if not header.endswith(b"\n"):
@@ -128,13 +141,132 @@ def csv_rows(p: Path, tr: Tracked, types) -> pa.Table | None:
     body = body[: body.rfind(b"\n") + 1]  # a half-written last line waits
     if not body:
         return None
-    tr.header, tr.offset = header, start + len(body)
-    tr.tail = body[body.rfind(b"\n", 0, len(body) - 1) + 1 :]
+    tail = body[body.rfind(b"\n", 0, len(body) - 1) + 1 :]
     table = _parse_csv(p, header + body, types)
     if tr.carry is not None and start > len(header):
         table = pa.concat_tables([tr.carry, table], promote_options="default")
-    tr.carry = None
+    tr.staged = (header, start + len(body), tail, frozenset(), None)
     return table
+
+
+def hold_incomplete(table: pa.Table, tr: Tracked, label: str) -> pa.Table:
+    """``table`` less the trailing rows of samples that some chip (of the file's, ``tr.keys``, or the
+    table's) has not written yet: a chip's n-th sample is complete when every chip has n samples (or,
+    with a ``sample`` column, a sample number every chip has reached). The rows held back are staged
+    to be read again with the next lines (``Tracked.commit``).
+
+    Raises:
+        DumpError: a key column that does not read.
+    """
+    from perfonto.capture.dump import _keys
+    from perfonto.capture.dump_io import _meta
+
+    if tr.staged is None or table.num_rows == 0:
+        return table
+    chip, host, ts = _keys(table, label, _meta(table, label).get("timestamp_unit"))
+    ids, names = key_ids(chip, host)
+    if not tr.keys <= names:
+        keep = np.zeros(len(ids), dtype=bool)  # a chip of the file has no row here yet
+    elif "sample" in table.column_names:
+        stamp = table.column("sample").to_numpy(zero_copy_only=False).astype(np.int64)
+        top = np.full(len(names), np.iinfo(np.int64).min)
+        np.maximum.at(top, ids, stamp)
+        keep = stamp <= top.min()
+    else:  # the rank of each row's time among its chip's times
+        uniq, inv = np.unique(np.stack([ids, ts]), axis=1, return_inverse=True)
+        counts = np.bincount(uniq[0], minlength=len(names))
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = np.arange(uniq.shape[1]) - first[uniq[0]]
+        keep = rank[np.ravel(inv)] < counts.min()
+    held = None if keep.all() else table.filter(pa.array(~keep))
+    tr.staged = (*tr.staged[:3], names, held)
+    return table if held is None else table.filter(pa.array(keep))
+
+
+def key_ids(chip: np.ndarray, host: np.ndarray | None) -> tuple[np.ndarray, frozenset]:
+    """Each row's key as a number (0, 1, …) and the keys, (host or None, chip), that the rows hold."""
+    if host is None:
+        uniq, ids = np.unique(chip, return_inverse=True)
+        return np.ravel(ids), frozenset((None, int(c)) for c in uniq)
+    hosts, h = np.unique(host.astype(str), return_inverse=True)
+    uniq, ids = np.unique(np.stack([np.ravel(h), chip]), axis=1, return_inverse=True)
+    return np.ravel(ids), frozenset((str(hosts[a]), int(c)) for a, c in uniq.T)
+
+
+def after_restart(chip: np.ndarray, host: np.ndarray | None, ts: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Where time restarts (a row before ``first``, the first sample counted of its chip since the last
+    baseline): the rows of each chip after its last jump back in time in file order (all its rows when
+    they all come after the restart or it has none counted; none when it has no row from after the
+    restart yet)."""
+    keep = np.zeros(len(chip), dtype=bool)
+    ids, _ = key_ids(chip, host)
+    for k in np.unique(ids):
+        idx = np.flatnonzero(ids == k)
+        back = np.flatnonzero(np.diff(ts[idx]) < 0)
+        if back.size:
+            keep[idx[back[-1] + 1 :]] = True
+        elif first[idx[0]] == np.iinfo(np.int64).min or ts[idx[0]] < first[idx[0]]:
+            keep[idx] = True
+    return keep
+
+
+def eras(blocks: list[SampleBlock]) -> list[int]:
+    """The era of each of the new parts found in one poll, given in name order: a part whose samples go
+    back in time from the part named before it (a chip's first sample before its last one there) starts
+    a new era (a restarted collector or device reset: its parts have earlier stamps than those written
+    before it), unless it ends where that part begins (parts named out of time order: each chip's last
+    sample within two sample intervals of its first one there)."""
+    out: list[int] = []
+    for i, b in enumerate(blocks):
+        era = out[-1] if out else 0
+        if i:
+            a, ka = blocks[i - 1], _ends(blocks[i - 1])
+            kb = _ends(b)
+            common = ka.keys() & kb.keys()
+            gap = 2 * max(_step(a), _step(b))
+            back = any(kb[k][0] < ka[k][1] for k in common)
+            before = all(kb[k][1] < ka[k][0] and ka[k][0] - kb[k][1] <= gap for k in common)
+            era += back and not before
+        out.append(era)
+    return out
+
+
+def _ends(b: SampleBlock) -> dict[tuple, tuple[int, int]]:
+    """(host or None, chip) → (first, last) time stamp of ``b``."""
+    hosts = b.hosts if b.hosts is not None else (None,) * len(b.chips)
+    ts = b.timestamps_ns
+    return {(h, int(c)): (int(ts[0, i]), int(ts[-1, i])) for i, (h, c) in enumerate(zip(hosts, b.chips))}
+
+
+def _step(b: SampleBlock) -> int:
+    """The median interval between samples of ``b`` (0 for a single sample)."""
+    ts = b.timestamps_ns
+    return int(np.median(np.diff(ts, axis=0))) if len(ts) > 1 else 0
+
+
+def tool_capture(path: Path) -> str | None:
+    """The format (``capture.formats``) of another tool's capture at ``path`` — a perf stat file, a scrape
+    file, or a folder of scrapes and no collector parts — which --follow does not read (it waited
+    silently on a folder of scrapes, its health saying "starting"); None for the collector format or an
+    empty folder (its parts are still to come)."""
+    from perfonto.capture.formats import detect
+
+    try:
+        if path.is_file():
+            if path.stat().st_size == 0:
+                return None  # still to be written: waited for, as a missing part is
+            fmt = detect(path)
+            return None if fmt == "collector" else fmt
+        files = sorted(e for e in path.iterdir() if e.is_file() and not e.name.startswith((".", "_")))
+    except OSError:
+        return None  # the poll names what it cannot read
+    if any(f.suffix in (".parquet", ".arrow", ".csv") for f in files):
+        return None
+    for f in files[:8]:
+        fmt = detect(f)
+        if fmt != "collector":
+            return fmt
+    return None
 
 
 def _parse_csv(p: Path, data: bytes, types) -> pa.Table:
@@ -153,4 +285,18 @@ def _parse_csv(p: Path, data: bytes, types) -> pa.Table:
         raise DumpError(f"{p}: not a readable CSV counter dump ({msg}); check the file, or write it again") from None
 
 
-__all__ = ["PartError", "Tracked", "block_of", "csv_rows", "natural", "parquet_rows", "read_part", "stat"]
+__all__ = [
+    "PartError",
+    "Tracked",
+    "after_restart",
+    "block_of",
+    "csv_rows",
+    "eras",
+    "hold_incomplete",
+    "key_ids",
+    "natural",
+    "parquet_rows",
+    "read_part",
+    "stat",
+    "tool_capture",
+]

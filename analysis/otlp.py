@@ -35,7 +35,7 @@ class OtlpExport:
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
 
-        self.live = live
+        self.live, self.timeout_s = live, timeout_s
         exporter = OTLPMetricExporter(endpoint=endpoint, timeout=timeout_s)
         self.exporter = exporter
         self.reader = PeriodicExportingMetricReader(
@@ -77,18 +77,26 @@ class OtlpExport:
         """Collect and export now; True when the export went through."""
         return bool(self.provider.force_flush(timeout_millis=timeout_s * 1000.0))
 
-    def shutdown(self, timeout_s: float = 1.0) -> None:
-        """Export a last time and stop the reader, within about ``timeout_s``: past it, the exporter is
-        stopped, which ends its retries at once (an endpoint that is down held the exit for 6.7 s)."""
-        timer = threading.Timer(timeout_s, self._stop_exporter)
+    def shutdown(self, retry_s: float = 1.0) -> None:
+        """Export a last time and stop the reader. The last export has the exporter's own timeout (a slow
+        collector that answers gets it); past ``retry_s`` it is not retried (an endpoint that is down
+        held the exit for 6.7 s): the export in flight is left to finish, only the retries end."""
+        timer = threading.Timer(retry_s, self._end_retries)
         timer.daemon = True
         timer.start()
         try:
-            self.provider.shutdown(timeout_millis=timeout_s * 1000.0)
+            self.provider.shutdown(timeout_millis=(self.timeout_s + 1.0) * 1000.0)
         except Exception as exc:  # the SDK raises on a second shutdown or a failed final export
             logging.getLogger("perfonto.otlp").warning("OTLP shutdown: %s", exc)
         finally:
             timer.cancel()
 
-    def _stop_exporter(self) -> None:
-        self.exporter.shutdown()
+    def _end_retries(self) -> None:
+        """End the exporter's retries (the event its backoff waits on) without closing its connection;
+        an SDK without that event has its exporter stopped (which ends an export in flight too)."""
+        client = getattr(self.exporter, "_client", None)
+        event = getattr(client, "_shutdown_event", None) or getattr(self.exporter, "_shutdown_in_progress", None)
+        if isinstance(event, threading.Event):
+            event.set()
+        else:
+            self.exporter.shutdown()

@@ -211,6 +211,7 @@ class Server:
         self.push_errors = 0
         self.scrapes = {"openmetrics": 0, "text": 0}
         self.started_s = time.time()
+        self._serving = False  # serve_forever started (``run``)
         try:
             self.httpd = PooledHTTPServer((bind, port), _handler(self), log=log)
         except BaseException:
@@ -292,6 +293,7 @@ class Server:
         http = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="perfonto-http", daemon=True
         )
+        self._serving = True
         http.start()
         try:
             for block in self.source.blocks(stop):
@@ -322,9 +324,11 @@ class Server:
         }
 
     def close(self) -> None:
-        """Stop the source, the HTTP server and the OTLP exporter (idempotent)."""
+        """Stop the source, the HTTP server and the OTLP exporter (idempotent; also before ``run``)."""
         self.source.close()
-        self.httpd.shutdown()
+        if self._serving:  # shutdown() waits for serve_forever: forever when it never ran
+            self.httpd.shutdown()
+            self._serving = False
         self.httpd.server_close()
         if self.otlp is not None:
             self.otlp.shutdown()

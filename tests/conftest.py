@@ -69,3 +69,39 @@ def library(sohu):
     graph = compile_files(sohu, others=shipped_others(sohu))
     assert not graph.errors, [d.render() for d in graph.errors]
     return graph
+
+
+# -- the shipped catalog's graph and generated evaluator, and an emulated dump cut into parts: the live tests'
+# (test_live.py, test_serve_trial_fixes.py, test_follow_review_fixes.py); a module's own fixture of a name wins
+
+
+@pytest.fixture(scope="module")
+def graph():
+    """The shipped sohu catalog's compiled graph."""
+    from perfonto.metrics.catalog import load_catalog
+
+    return load_catalog(None, "sohu").graph
+
+
+@pytest.fixture(scope="module")
+def evaluator(graph, tmp_path_factory):
+    """The generated evaluator of ``graph``, loaded as a module."""
+    from perfonto.analysis.evaluate import load_evaluator
+    from perfonto.codegen.python_evaluator import generate
+
+    p = tmp_path_factory.mktemp("ev") / "ev.py"
+    p.write_text(generate(graph), encoding="utf-8")
+    return load_evaluator(p)
+
+
+@pytest.fixture(scope="module")
+def ref(graph, tmp_path_factory):
+    """(table, batch evaluation of it, three part tables in time order) of an emulated dump."""
+    import pyarrow.parquet as pq
+
+    from live_helpers import publish, reference_dump, write_parts
+
+    d = tmp_path_factory.mktemp("emu")
+    table, _, ev = reference_dump(graph, d)
+    parts = [pq.read_table(str(publish(p))) for p in write_parts(table, d / "cut", 3)]
+    return table, ev, parts

@@ -250,3 +250,19 @@ class ServeProcess:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def snapshot_series(live) -> dict:
+    """{(sample name, sorted labels): value} of a ``LiveMetrics`` snapshot, as a scrape would show them
+    (null values left out)."""
+    snap = live.snapshot()
+    out = {}
+    for name, e in live.expositions.items():
+        sample = e.prom_name if e.instrument == "gauge" else e.prom_name + "_total"
+        for ci, (host, chip) in enumerate(snap.series):
+            v = snap.values[name][ci]
+            for idx in np.ndindex(v.shape):
+                if not np.isnan(v[idx]):
+                    labels = (("chip", chip), ("host", host)) + tuple(zip(e.labels, map(str, idx)))
+                    out[(sample, tuple(sorted(labels)))] = float(v[idx])
+    return out

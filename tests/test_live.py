@@ -9,30 +9,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from live_helpers import (
+    snapshot_series,
     close_enough,
     expected_series,
     publish,
     reference_dump,
     write_parts,
 )
-from perfonto.analysis.evaluate import load_evaluator
 from perfonto.analysis.follow import Follower, read_part
 from perfonto.analysis.live import LiveMetrics
-from perfonto.codegen.python_evaluator import generate
-from perfonto.metrics.catalog import load_catalog
 from perfonto.metrics.telemetry import expositions
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return load_catalog(None, "sohu").graph
-
-
-@pytest.fixture(scope="module")
-def evaluator(graph, tmp_path_factory):
-    p = tmp_path_factory.mktemp("ev") / "ev.py"
-    p.write_text(generate(graph), encoding="utf-8")
-    return load_evaluator(p)
 
 
 @pytest.fixture(scope="module")
@@ -42,18 +28,7 @@ def dump(graph, tmp_path_factory):
     return full, ev, table
 
 
-def _snapshot_series(live: LiveMetrics) -> dict:
-    snap = live.snapshot()
-    out = {}
-    for name, e in live.expositions.items():
-        sample = e.prom_name if e.instrument == "gauge" else e.prom_name + "_total"
-        for ci, (host, chip) in enumerate(snap.series):
-            v = snap.values[name][ci]
-            for idx in np.ndindex(v.shape):
-                if not np.isnan(v[idx]):
-                    labels = (("chip", chip), ("host", host)) + tuple(zip(e.labels, map(str, idx)))
-                    out[(sample, tuple(sorted(labels)))] = float(v[idx])
-    return out
+_snapshot_series = snapshot_series
 
 
 def test_parts_followed_in_order_equal_the_batch_windows(graph, evaluator, dump, tmp_path):

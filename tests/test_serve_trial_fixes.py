@@ -5,40 +5,14 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
-import pytest
 
-from live_helpers import close_enough, expected_series, publish, reference_dump, write_parts
-from perfonto.analysis.evaluate import load_evaluator
+from live_helpers import snapshot_series, close_enough, expected_series
 from perfonto.analysis.follow import Follower
 from perfonto.analysis.live import LiveMetrics
-from perfonto.codegen.python_evaluator import generate
-from perfonto.metrics.catalog import load_catalog
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return load_catalog(None, "sohu").graph
-
-
-@pytest.fixture(scope="module")
-def evaluator(graph, tmp_path_factory):
-    p = tmp_path_factory.mktemp("ev") / "ev.py"
-    p.write_text(generate(graph), encoding="utf-8")
-    return load_evaluator(p)
-
-
-@pytest.fixture(scope="module")
-def ref(graph, tmp_path_factory):
-    """(table, batch evaluation of it, three part tables in time order)."""
-    d = tmp_path_factory.mktemp("emu")
-    table, _, ev = reference_dump(graph, d)
-    parts = [pq.read_table(str(publish(p))) for p in write_parts(table, d / "cut", 3)]
-    return table, ev, parts
 
 
 def _push_all(live, blocks):
@@ -56,14 +30,20 @@ def _atomic(table: pa.Table, path):
     os.replace(tmp, path)
 
 
+def ring_followed(graph, evaluator, tables: list, path):
+    """A ring file written with ``tables`` (atomically), followed, its first poll pushed into a new
+    ``LiveMetrics``: (the follower, the live state)."""
+    _atomic(pa.concat_tables(tables), path)
+    f = Follower(path, graph.generation)
+    live = LiveMetrics(graph, evaluator, host="h0")
+    _push_all(live, f.poll()[0])
+    return f, live
+
+
 def test_ring_file_rewritten_with_its_latest_samples_counts_each_sample_once(graph, evaluator, ref, tmp_path):
     table, ev, (p0, p1, p2) = ref
     ring = tmp_path / "ring.parquet"
-    _atomic(pa.concat_tables([p0, p1]), ring)
-    f = Follower(ring, graph.generation)
-    live = LiveMetrics(graph, evaluator, host="h0")
-    blocks, msgs = f.poll()
-    _push_all(live, blocks)
+    f, live = ring_followed(graph, evaluator, [p0, p1], ring)
     _atomic(pa.concat_tables([p1, p2]), ring)  # the ring keeps its latest samples only
     blocks, msgs = f.poll()
     assert msgs == [] and [b.new_baseline for b in blocks] == [False]
@@ -226,18 +206,7 @@ def test_empty_file_at_start_is_waited_for(graph, ref, tmp_path):
     assert len(blocks) == 1
 
 
-def _series(live: LiveMetrics) -> dict:
-    snap = live.snapshot()
-    out = {}
-    for name, e in live.expositions.items():
-        sample = e.prom_name if e.instrument == "gauge" else e.prom_name + "_total"
-        for ci, (host, chip) in enumerate(snap.series):
-            v = snap.values[name][ci]
-            for idx in np.ndindex(v.shape):
-                if not np.isnan(v[idx]):
-                    labels = (("chip", chip), ("host", host)) + tuple(zip(e.labels, map(str, idx)))
-                    out[(sample, tuple(sorted(labels)))] = float(v[idx])
-    return out
+_series = snapshot_series
 
 
 # -- the server, the CLI -----------------------------------------------------------------------------

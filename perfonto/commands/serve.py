@@ -193,15 +193,20 @@ def cmd_serve(args) -> int:
     stop = threading.Event()
     serving = threading.Event()
 
+    got: list[str] = []
+
     def on_signal(signum, frame):
+        got.append(signal.Signals(signum).name)
         stop.set()
         if not serving.is_set():
-            raise _StartupStop(signal.Signals(signum).name)
+            raise _StartupStop(got[-1])
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server, what = _start(args, log)
-        serving.set()
+        server, what = _start(args, log, serving)
+        if stop.is_set():  # a signal held while the server was built: close it, serve nothing
+            server.close()
+            raise _StartupStop(got[-1] if got else "a signal")
         log(
             f"serving {len(server.live.expositions)} metrics of {server.graph.generation.name} (catalog hash "
             f"{server.graph.content_hash}) on {server.url}/metrics (health: {server.url}/healthz); {what}"
@@ -220,8 +225,10 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _start(args, log):
-    """The catalog, the source and the ``Server`` (closing the source when the server cannot start)."""
+def _start(args, log, serving: threading.Event):
+    """The catalog, the source and the ``Server`` (closing the source when the server cannot start).
+    SIGINT and SIGTERM are held while the server is built, until ``serving`` is set: one that comes
+    meanwhile is handled then (it stops the server; it cannot leave a half-built one unclosed)."""
     from perfonto.metrics.catalog import load_catalog
 
     from ..serve import Server
@@ -233,6 +240,7 @@ def _start(args, log):
         )
     graph = cat.graph
     source = _source(args, graph.generation, log)
+    held = _hold_signals()
     try:
         server = Server(
             graph,
@@ -253,6 +261,9 @@ def _start(args, log):
     except BaseException:
         source.close()
         raise
+    finally:
+        serving.set()  # before the signals held are handled: a stop now ends the serving, not the start-up
+        _release_signals(held)
     what = (
         f"following {args.follow}"
         if args.follow
@@ -260,3 +271,17 @@ def _start(args, log):
         f"{args.sample_period * 1e3:g} ms samples"
     )
     return server, what
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _hold_signals():
+    """Block SIGINT and SIGTERM (where the platform can); returns the mask to restore."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS) if hasattr(signal, "pthread_sigmask") else None
+
+
+def _release_signals(mask) -> None:
+    """Restore ``mask``: a signal held meanwhile is handled now."""
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
