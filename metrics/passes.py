@@ -7,6 +7,9 @@
 
 from __future__ import annotations
 
+import functools
+import os
+
 import heapq
 import re
 
@@ -103,6 +106,20 @@ def _clause_errors(name: str, d, by_name) -> list[Diagnostic]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _library_dir() -> str:
+    from importlib import resources
+
+    return os.path.realpath(str(resources.files("perfonto.metrics").joinpath("library")))
+
+
+def shipped_library(file: str) -> bool:
+    """Whether ``file`` is a metric file of the shipped library (``metrics/library``): its metrics read a
+    deprecated signal knowingly (``hbm.refresh_overhead`` is a sohu metric; caelius removes the signal and
+    the metric is unavailable there), so only a user's metric reading one is warned of."""
+    return bool(file) and os.path.dirname(os.path.realpath(file)) == _library_dir()
+
+
 def resolve_names(s: Declared) -> Resolved:
     """Every name a formula reads becomes an edge of the dependency graph (dependency → user):
     renamed signals resolve through their alias (warning), deprecated ones warn, names this
@@ -151,15 +168,16 @@ def resolve_names(s: Declared) -> Resolved:
                     unavailable.setdefault(name, reason)
             elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
                 repl = gen.signals[node.name].renamed_to
-                diags.append(
-                    Diagnostic(
-                        "warning",
-                        "deprecated-signal",
-                        f"metric `{name}` reads deprecated signal `{node.name}`",
-                        node.span,
-                        hint=f"use `{repl}`" if repl else "it may be removed in a later generation",
+                if repl or not shipped_library(d.span.file):  # the library reads it knowingly (sohu-only)
+                    diags.append(
+                        Diagnostic(
+                            "warning",
+                            "deprecated-signal",
+                            f"metric `{name}` reads deprecated signal `{node.name}`",
+                            node.span,
+                            hint=f"use `{repl}`" if repl else "it may be removed in a later generation",
+                        )
                     )
-                )
                 use(node.name, name, node.span)
             elif node.name not in known and node.name in optional:  # `default(x, d)`: d here (metrics.optional)
                 if node.name not in other_spec:
