@@ -162,7 +162,10 @@ def test_signal_while_the_server_is_built_closes_it(monkeypatch, tmp_path, capsy
     guard = signal.signal(signal.SIGTERM, lambda *a: None)  # a SIGTERM the command does not catch kills no test run
     try:
         assert main(["serve", "--follow", str(tmp_path / "c.csv"), "--port", "0"]) == 0
-        assert "stopped by SIGTERM during start-up" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        # the signal is handled in the main thread at its next bytecode: before the stop flag is read (a stop
+        # during start-up) or just after serving began (an ordinary stop); either way a clean one
+        assert "stopped by SIGTERM during start-up" in err or "stopped: 0 samples" in err, err
         assert len(made) == 1
         s = made[0]
         assert s.httpd.socket.fileno() == -1 and not s.httpd._waiter.is_alive()  # the socket, the waiter
