@@ -6,10 +6,13 @@ keeps, per metric and series (host, chip, instance):
 
 - for a **gauge** (``metrics.telemetry``): the value of the latest window, or nothing when that
   window is null (a null window is never exported as NaN: the series is absent until a valid window);
+  or, with ``window_s`` (``perfonto serve --window SPAN``), its run-level value over the trailing span
+  from the span's run-level sums (``analysis.live_window``), computed when a snapshot asks for it;
 - for a **counter**: the running total of its valid window values (a null window adds nothing, and
   is counted in ``null_windows``), and the wall time it started.
 
-Memory does not grow with the samples: a block's windows are reduced to these arrays as it arrives.
+Memory does not grow with the samples: a block's windows are reduced to these arrays as it arrives
+(with a span, to at most 18 buckets of per-chip sums).
 Values are in the exported unit (``Exposition.unit.factor`` applied). ``snapshot()`` gives a
 consistent copy under a lock, for the HTTP thread and the OTLP reader.
 """
@@ -25,6 +28,8 @@ import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.telemetry import Exposition, expositions
+
+from .live_window import SpanSums
 
 
 @dataclass
@@ -78,6 +83,8 @@ class Snapshot:
     last_timestamp_ns: np.ndarray
     last_push_s: float | None
     baselines: int
+    window_s: float | None = None  # the span gauges are served over (None: the latest window)
+    span_windows: int = 0  # the windows in that span now
 
     def points(self, metric: str):
         """Every finite value of ``metric``: ``(host, chip, index, value)`` by series, then instance in C
@@ -99,10 +106,13 @@ class LiveMetrics:
 
     ``evaluator``: the generated evaluator module (``codegen.python_evaluator.generate``, loaded with
     ``analysis.evaluate.load_evaluator``); ``host``: the host label of every series when the blocks
-    carry no host names.
+    carry no host names; ``window_s``: serve each gauge over the trailing span of that many seconds
+    (``analysis.live_window``) instead of the latest window (None).
     """
 
-    def __init__(self, graph: MetricGraph, evaluator, host: str, prefix: str = "perfonto"):
+    def __init__(
+        self, graph: MetricGraph, evaluator, host: str, prefix: str = "perfonto", window_s: float | None = None
+    ):
         self.graph = graph
         self.evaluator = evaluator
         self.host = host
@@ -119,6 +129,12 @@ class LiveMetrics:
         self._last_ts: np.ndarray = np.zeros(0, dtype=np.int64)
         self._last_push_s: float | None = None
         self._baselines = 0
+        self.window_s = window_s
+        self._span: SpanSums | None = None
+        if window_s is not None:
+            gauges = [n for n, e in self.expositions.items() if e.instrument == "gauge"]
+            self._span = SpanSums(graph, evaluator, max(1, round(window_s * 1e9)), gauges)
+        self._span_dirty = False
 
     @property
     def chips(self) -> np.ndarray | None:
@@ -157,7 +173,10 @@ class LiveMetrics:
         if self._stream is None or block.new_baseline:
             self._stream = self.evaluator.Stream()
             self._baselines += 1
-        out = self._stream.push_block(block.timestamps_ns, block.raw, block.present, block.missing or None)
+        if self._span is None:
+            out = self._stream.push_block(block.timestamps_ns, block.raw, block.present, block.missing or None)
+        else:
+            out = self._span.push(self._stream, block, self._lock)
         n = 0 if out is None else next(iter(out.values())).shape[0] if out else 0
         with self._lock:
             self._samples += block.samples
@@ -174,7 +193,10 @@ class LiveMetrics:
             nulls = np.isnan(v)
             self._nulls[name] += int(nulls.any(axis=tuple(range(2, v.ndim))).sum()) if v.ndim > 2 else int(nulls.sum())
             if e.instrument == "gauge":
-                self._values[name] = v[-1] * e.unit.factor
+                if self._span is None:
+                    self._values[name] = v[-1] * e.unit.factor
+                else:
+                    self._span_dirty = True
             else:
                 add = np.where(nulls, 0.0, v).sum(axis=0) * e.unit.factor
                 valid = (~nulls).any(axis=0)
@@ -184,6 +206,10 @@ class LiveMetrics:
     def snapshot(self) -> Snapshot:
         """A consistent copy of the state (module docstring)."""
         with self._lock:
+            if self._span is not None and self._span_dirty:
+                for name, v in self._span.values().items():
+                    self._values[name] = v * self.expositions[name].unit.factor
+                self._span_dirty = False
             return Snapshot(
                 {k: v.copy() for k, v in self._values.items()},
                 self._series,
@@ -194,4 +220,6 @@ class LiveMetrics:
                 self._last_ts.copy(),
                 self._last_push_s,
                 self._baselines,
+                self.window_s,
+                0 if self._span is None else self._span.windows,
             )

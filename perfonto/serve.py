@@ -199,12 +199,13 @@ class Server:
         otlp: str | None = None,
         otlp_interval_s: float = 10.0,
         log: Callable[[str], None] = lambda s: None,
+        window_s: float | None = None,
     ):
         self.graph, self.source, self.log = graph, source, log
         self._tmp = tempfile.TemporaryDirectory(prefix="perfonto-serve-eval-")
         path = Path(self._tmp.name) / f"{graph.generation.name}_evaluator.py"
         path.write_text(generate(graph), encoding="utf-8")
-        self.live = LiveMetrics(graph, load_evaluator(path), host)
+        self.live = LiveMetrics(graph, load_evaluator(path), host, window_s=window_s)
         self.info = {"generation": graph.generation.name, "catalog_hash": graph.content_hash, "version": _version()}
         self.registry = registry_for(LiveCollector(self.live, self.info, self._status))
         self.messages: collections.deque[str] = collections.deque(maxlen=20)
@@ -279,6 +280,7 @@ class Server:
             "source": st,
             "samples": snap.samples,
             "windows": snap.windows,
+            "window_s": snap.window_s,
             "chips": [int(c) for _, c in snap.series],
             "metrics": len(self.live.expositions),
             "scrapes": dict(self.scrapes),

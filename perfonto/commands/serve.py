@@ -95,6 +95,14 @@ def register(sub) -> None:
         help="also export over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/metrics",
     )
     p.add_argument("--otlp-interval", type=duration, default=10.0, help="OTLP export period (default: 10s)")
+    p.add_argument(
+        "--window",
+        type=duration,
+        default=None,
+        metavar="SPAN",
+        help="serve each gauge over the trailing SPAN (e.g. 1s), from its run-level sums as `analyze` computes "
+        "a run value, instead of the latest window (one sample period; the default) — recommended: 1s or more",
+    )
     e = p.add_argument_group("--emulate")
     workload_options(e, "model", "chips", chips=EMULATED_CHIPS)
     e.add_argument(
@@ -251,6 +259,7 @@ def _start(args, log, serving: threading.Event):
             otlp=args.otlp,
             otlp_interval_s=args.otlp_interval,
             log=log,
+            window_s=args.window,
         )
     except OSError as exc:
         source.close()
