@@ -449,7 +449,10 @@ def analyse_capture(
     W, C = w.interval.shape
     log(f"evaluated {len(evaluated.metrics)} metrics over {W} windows x {C} chips with the generated evaluator")
     if gone:
-        log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(plan.absent)} signal(s) they read")
+        import networkx as nx  # only the absent signals the unavailable metrics read (not every absent one)
+
+        read = {a for n in gone if n in graph.graph for a in nx.ancestors(graph.graph, n)} & set(plan.absent)
+        log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(read)} signal(s) they read")
     analysis = analyse(evaluated, ev, checks=res.checks)
     records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
