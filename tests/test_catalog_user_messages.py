@@ -1,7 +1,7 @@
-"""Messages a new user read wrong. `deprecated-signal` warns a metric author whose formula reads a signal a later generation removes; the
-shipped library's own `hbm.refresh_overhead` (a sohu metric, unavailable on caelius by design) reads
-`hbm.refresh_cycles` knowingly, and two new users read "1 warning(s)" on every `perfonto check` of an
-unmodified catalog as something they had done wrong."""
+"""Messages new users read wrong. `deprecated-signal` warns a metric author whose formula reads a signal a
+later generation removes; the shipped library's own `hbm.refresh_overhead` (a sohu metric, unavailable on
+caelius by design) reads `hbm.refresh_cycles` knowingly, and two new users read "1 warning(s)" on every
+`perfonto check` of an unmodified catalog as something they had done wrong."""
 
 from __future__ import annotations
 
