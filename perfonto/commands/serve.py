@@ -203,15 +203,19 @@ def cmd_serve(args) -> int:
 
     got: list[str] = []
 
+    building = threading.Event()  # the source and server are being made: a signal is handled after (a
+    # signal is run in the main thread at its next bytecode, wherever the OS delivered it — inside the
+    # server's constructor, whose half-made socket nobody would close, if this raised there)
+
     def on_signal(signum, frame):
         got.append(signal.Signals(signum).name)
         stop.set()
-        if not serving.is_set():
+        if not serving.is_set() and not building.is_set():
             raise _StartupStop(got[-1])
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server, what = _start(args, log, serving)
+        server, what = _start(args, log, serving, building)
         if stop.is_set():  # a signal held while the server was built: close it, serve nothing
             server.close()
             raise _StartupStop(got[-1] if got else "a signal")
@@ -233,10 +237,11 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _start(args, log, serving: threading.Event):
+def _start(args, log, serving: threading.Event, building: threading.Event):
     """The catalog, the source and the ``Server`` (closing the source when the server cannot start).
-    SIGINT and SIGTERM are held while the server is built, until ``serving`` is set: one that comes
-    meanwhile is handled then (it stops the server; it cannot leave a half-built one unclosed)."""
+    A SIGINT or SIGTERM while the source is made stops the start-up there; once it is made (``building``
+    set) a signal only sets the stop flag: the caller closes the server it gets back and reports the stop,
+    so no half-made server is left unclosed (the signals are also held in this thread meanwhile)."""
     from perfonto.metrics.catalog import load_catalog
 
     from ..serve import Server
@@ -247,7 +252,14 @@ def _start(args, log, serving: threading.Event):
             cat, args, cat.generation is None and any(d.code == "unknown-generation" for d in cat.diagnostics)
         )
     graph = cat.graph
-    source = _source(args, graph.generation, log)
+    source = None
+    try:  # a signal while the source is made stops the start-up (the source cleans up after itself) …
+        source = _source(args, graph.generation, log)
+        building.set()  # … from here it only sets the stop flag: the caller closes what was made
+    except BaseException:
+        if source is not None:
+            source.close()
+        raise
     held = _hold_signals()
     try:
         server = Server(
