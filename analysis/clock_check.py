@@ -42,39 +42,35 @@ def domain_counters(gen) -> dict[str, list[str]]:
     return out
 
 
-def rates(sums: list, gen, wanted: set[str]) -> dict[str, np.ndarray]:
-    """{counter: its run-level rate per chip (and instance), per second} for the counters of ``wanted`` in
-    ``sums`` (``analysis.level_sums.ChipSums``, one per group of chips: each counter's delta over the
-    windows where it is valid, over those windows' time); the groups' chips concatenated."""
-    out: dict[str, list[np.ndarray]] = {}
+def top_rates(sums: list, wanted: set[str]) -> dict[str, float]:
+    """{counter: its highest run-level rate over chips and instances, per second} for the counters of
+    ``wanted`` in ``sums`` (``analysis.level_sums.ChipSums``, one per group of chips: each counter's delta
+    over the windows where it is valid, over those windows' time); a counter with no finite rate is left out."""
+    out: dict[str, float] = {}
     for cs in sums:
-        got: dict[str, np.ndarray] = {}
+        seen: set[str] = set()  # a counter's first class of sums in this group is its own
         for entry in cs.sums.values():
             if entry is None:
                 continue
             total, dt = entry
-            for n in wanted & set(total) - set(got):
+            for n in wanted & set(total) - seen:
+                seen.add(n)
                 v = np.asarray(total[n], dtype=np.float64)
                 t = np.asarray(dt, dtype=np.float64).reshape(np.shape(dt) + (1,) * (v.ndim - 1))
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    got[n] = np.where(t > 0, v / t, np.nan)
-        for n, r in got.items():
-            out.setdefault(n, []).append(r.reshape(r.shape[0], -1))
-    return {n: np.concatenate(v, axis=0) if len({x.shape[1] for x in v}) == 1 else v[0] for n, v in out.items()}
+                    r = np.where(t > 0, v / t, np.nan)
+                if np.isfinite(r).any():
+                    out[n] = max(out.get(n, -np.inf), float(np.nanmax(r)))
+    return out
 
 
-def fastest(rate: dict[str, np.ndarray], names: list[str]) -> tuple[str, float] | None:
-    """(counter, its highest rate over chips and instances) among ``names`` in ``rate``; None when none
-    has a finite rate."""
-    best: tuple[str, float] | None = None
-    for n in names:
-        r = rate.get(n)
-        if r is None or not np.isfinite(r).any():
-            continue
-        top = float(np.nanmax(r))
-        if best is None or top > best[1]:
-            best = (n, top)
-    return best
+def fastest(rate: dict[str, float], names: list[str]) -> tuple[str, float] | None:
+    """(counter, its rate) of the fastest of ``names`` in ``rate`` (``top_rates``); None when none has one."""
+    have = [(rate[n], n) for n in names if n in rate]
+    if not have:
+        return None
+    r, n = max(have)
+    return n, r
 
 
 def _hertz(gen, domain: str) -> float | None:
@@ -98,7 +94,7 @@ def clock_notes(gen, sums: list, time_unit: str | None) -> list[str]:
     one nearest its clock (a free-running counter, if the catalog has one, tells the factor)."""
     read = time_unit or "ns"
     domains = domain_counters(gen)
-    per = rates(sums, gen, {n for names in domains.values() for n in names})
+    per = top_rates(sums, {n for names in domains.values() for n in names})
     seen = []  # (rate / clock, domain, counter, rate, clock)
     for d, names in domains.items():
         top, f = fastest(per, names), _hertz(gen, d)
@@ -126,4 +122,4 @@ def clock_notes(gen, sums: list, time_unit: str | None) -> list[str]:
     return []
 
 
-__all__ = ["HIGH", "LOW", "clock_notes", "domain_counters", "fastest", "rates"]
+__all__ = ["HIGH", "LOW", "clock_notes", "domain_counters", "fastest", "top_rates"]

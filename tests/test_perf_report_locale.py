@@ -38,6 +38,14 @@ def _refused(path: Path) -> str:
     return str(exc.value)
 
 
+def _report(path: Path, command: str, lines: list[str], elapsed: str = "1.001234567") -> Path:
+    """``path`` written as perf stat's report of ``command``: its header, ``lines`` (one counter each, as
+    perf aligns them), and the elapsed-time footer."""
+    body = "".join(f"{ln}\n" for ln in lines)
+    path.write_text(f" Performance counter stats for '{command}':\n\n{body}\n       {elapsed} seconds time elapsed\n")
+    return path
+
+
 def test_a_decimal_comma_is_refused_with_the_locale_hint():
     """de_DE's `187,21 msec task-clock` at 0.203841357 s was read as 18721 msec: 91.8 CPUs utilized
     (18.721 s / 0.2038 s) where perf printed 0,936."""
@@ -75,12 +83,7 @@ def test_an_elapsed_time_with_a_decimal_comma_names_the_locale():
     ],
 )
 def test_values_not_in_the_c_locales_form_name_line_and_value(tmp_path, value, event, before):
-    path = tmp_path / "report.txt"
-    path.write_text(
-        " Performance counter stats for 'true':\n\n"
-        f"          {value}      {event}\n\n"
-        "       0.002071073 seconds time elapsed\n"
-    )
+    path = _report(tmp_path / "report.txt", "true", [f"          {value}      {event}"], "0.002071073")
     msg = _refused(path)
     assert "report.txt:3: " in msg and f"`{value.split()[0]}`" in msg and "LC_ALL=C" in msg, before
 
@@ -114,14 +117,12 @@ def test_units_between_value_and_event_and_perf_4s_unit_after_it(tmp_path):
     """A fraction with a unit is no locale sign (`1.23 Joules power/energy-pkg/`, read as the event `Joules`
     before); perf before 5.x printed `0.643545  task-clock (msec)`, read as a count before (a time signal
     refused it)."""
-    path = tmp_path / "report.txt"
-    path.write_text(
-        " Performance counter stats for 'sleep 1':\n\n"
-        "              1.23 Joules power/energy-pkg/\n"
-        "          0.643545      task-clock (msec)         #    0.001 CPUs utilized\n"
-        "                 1      context-switches          #    0.002 M/sec\n\n"
-        "       1.001234567 seconds time elapsed\n"
-    )
+    lines = [
+        "              1.23 Joules power/energy-pkg/",
+        "          0.643545      task-clock (msec)         #    0.001 CPUs utilized",
+        "                 1      context-switches          #    0.002 M/sec",
+    ]
+    path = _report(tmp_path / "report.txt", "sleep 1", lines)
     ps = read_perf_stat(path)
     assert [(x.event, x.unit, x.value) for x in ps.lines] == [
         ("power/energy-pkg/", "Joules", 1.23),
@@ -174,14 +175,12 @@ def test_a_cgroup_after_the_event_is_not_read_as_a_unit(tmp_path):
     """`perf stat -G web` prints the cgroup after the event: `1,234,567  cycles  web`. A reader that took
     any word between value and event as a unit read `cycles` as the unit of an event `web` (a review);
     only the units sysfs gives events (Joules, MiB, ns …) are units."""
-    p = tmp_path / "g.txt"
-    p.write_text(
-        " Performance counter stats for 'system wide':\n\n"
-        "         1,234,567      cycles                           web\n"
-        "           234,567      instructions                     web\n"
-        "              1.23 Joules power/energy-pkg/\n\n"
-        "       1.001234567 seconds time elapsed\n"
-    )
+    lines = [
+        "         1,234,567      cycles                           web",
+        "           234,567      instructions                     web",
+        "              1.23 Joules power/energy-pkg/",
+    ]
+    p = _report(tmp_path / "g.txt", "system wide", lines)
     ps = read_perf_stat(p)
     assert [(x.event, x.value, x.unit) for x in ps.lines] == [
         ("cycles", 1234567.0, ""),
