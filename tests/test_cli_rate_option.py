@@ -1,4 +1,4 @@
-"""``--rate`` is one argparse type (``commands.common.request_rate``) in every command that takes it:
+"""``--rate`` is one argparse type (``commands.workload_args.request_rate``) in every command that takes it:
 a value ``perfonto.values.rate`` refuses is a usage error (exit 2) with that rule's words, in
 ``project``, ``run`` and the what-if commands alike; a good one reaches the command as a float."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from perfonto.cli import main
-from perfonto.commands.common import request_rate
+from perfonto.commands.workload_args import request_rate
 from perfonto.values import ValueRuleError, rate
 
 

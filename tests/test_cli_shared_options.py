@@ -1,5 +1,5 @@
 """One declaration per option idea (issue 32): the workload options of `project`, `run`, `serve` and the
-what-if commands come from `perfonto.commands.common.workload_options`, so each is described the same
+what-if commands come from `perfonto.commands.workload_args.workload_options`, so each is described the same
 way in every command's `--help`, while every command keeps its own default values."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import argparse
 import pytest
 
 from perfonto.cli import UsageError, build_parser
-from perfonto.commands.common import CATALOG_HELP, _workload_specs, workload_options
+from perfonto.commands.common import CATALOG_HELP
+from perfonto.commands.workload_args import _workload_specs, workload_options
 
 WORKLOAD_COMMANDS = ("project", "run", "serve", "emulate", "sweep", "sensitivity", "compare")
 #: Options whose name is a shared one's but whose meaning is the command's own: `serve --duration` stops

@@ -18,8 +18,8 @@ from .common import (
     split_refused,
     stderr,
     summary,
-    workload_options,
 )
+from .workload_args import workload_options
 from .run import emulation_of
 
 

@@ -20,8 +20,8 @@ from .common import (
     stdout,
     transient_bar,
     why as _why,
-    workload_options,
 )
+from .workload_args import workload_options
 
 
 class EmuProgress:
@@ -96,7 +96,7 @@ def scenario_of(args) -> dict:
     Raises:
         CommandError: ``--acceptance`` without ``--draft-tokens`` (it would be silently ignored).
     """
-    from .common import DEFAULT_ACCEPTANCE, CommandError
+    from .workload_args import DEFAULT_ACCEPTANCE
 
     if args.acceptance is not None and not args.draft_tokens:
         raise CommandError(

@@ -22,8 +22,8 @@ from .common import (
     positive_int,
     stderr,
     stdout,
-    workload_options,
 )
+from .workload_args import workload_options
 from .project import add_scenario_args, scenario_of
 
 DEFAULT_OUT = "perfonto-out"

@@ -16,7 +16,8 @@ import threading
 from urllib.parse import urlparse
 
 from . import HELP
-from .common import catalog_options, CommandError, duration, non_negative_int, stderr, uncompiled, workload_options
+from .common import catalog_options, CommandError, duration, non_negative_int, stderr, uncompiled
+from .workload_args import workload_options
 
 
 def _port(text: str) -> int:

@@ -14,7 +14,8 @@ from .points import DEFAULTS, Cache, Target, default_cache_dir
 def add_workload_args(p, *, generation: bool = True) -> None:
     """The base workload (defaults: ``points.DEFAULTS``, the preset's engine), the generation, the
     cache and ``--jobs``."""
-    from perfonto.commands.common import catalog_options, jobs_option, json_option, workload_options
+    from perfonto.commands.common import catalog_options, jobs_option, json_option
+    from perfonto.commands.workload_args import workload_options
 
     if generation:
         catalog_options(p, catalog="a catalog folder whose generation is the base", metavar="DIR")
@@ -34,7 +35,7 @@ def add_workload_args(p, *, generation: bool = True) -> None:
     json_option(p)
 
 
-#: The workload options of the what-if commands (``perfonto.commands.common.workload_options``), in order.
+#: The workload options of the what-if commands (``perfonto.commands.workload_args.workload_options``), in order.
 WORKLOAD = (
     "model",
     "chips",
