@@ -424,9 +424,9 @@ def analyse_capture(
     Raises:
         DumpError: the counters, request records, trace or snapshots cannot be read.
         AttributionError: ``by`` is given but the capture has no usable trace.
-        crosschip.RunError: sync reads that do not cover the dump's chips.
+        run_files.RunError: sync reads that do not cover the dump's chips.
     """
-    from . import crosschip  # the analyses of a kept capture, imported when one is analysed
+    from . import crosschip, run_files  # the analyses of a kept capture, imported when one is analysed
     from .groups import analyse_groups
     from .links import link_utilization
     from .records import read_and_evaluate, record_populations, records_vs_counters, trace_time_split
@@ -481,7 +481,7 @@ def analyse_capture(
             )
         else:
             t0 = time.perf_counter()
-            run = crosschip.Run.of(
+            run = run_files.Run.of(
                 dump.path, capture.sync, capture.trace, capture.ground_truth, meta=dict(dump.metadata)
             )
             multichip = crosschip.analyse(run, gen=gen, dump=dump, windows=w)

@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from .clock_fit import REASONS, ChipClock
-from .crosschip import Run, _true_host, read_parquet, text
+from .crosschip import _true_host, text
+from .run_files import Run, read_parquet
 
 HOST_KINDS = ("api", "submit", "dma", "step")
 

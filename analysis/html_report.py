@@ -404,7 +404,7 @@ def _multichip(r: dict, pics: dict) -> str:
                 f"{_short_time(sk.get('arrival_max_s', 0))} over {e(sk.get('steps'))} steps that hold a collective "
                 "in the trace (whole or in part).</p>"
             )
-        from .crosschip import IMBALANCE_LABEL, imbalance_note
+        from .chip_load import IMBALANCE_LABEL, imbalance_note
 
         imb = (mc.get("imbalance") or {}).get("across_chips") or {}
         if imb:

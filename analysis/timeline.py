@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from .clock_run import map_trace
-from .crosschip import Run, fit_clocks, instance_waits, read_parquet, text
+from .crosschip import fit_clocks, instance_waits, text
+from .run_files import Run, read_parquet
 from .timeline_proto import write_proto
 from perfonto.ontology.errors import PerfontoError
 
@@ -78,7 +79,7 @@ def build(run_dir: str | Path, metrics: tuple[str, ...] | None = None) -> Model:
 
     Raises:
         TimelineError: no ``trace.parquet``, or a requested metric not in ``metrics.parquet``.
-        crosschip.RunError: no sync reads or counters.
+        run_files.RunError: no sync reads or counters.
     """
     run = _open_traced(run_dir)
     fits = fit_clocks(run)

@@ -78,7 +78,7 @@ def render_multichip(mc: dict, console: Console) -> None:
         )
     imb = mc.get("imbalance", {})
     if imb:
-        from perfonto.analysis.crosschip import IMBALANCE_LABEL, imbalance_note
+        from perfonto.analysis.chip_load import IMBALANCE_LABEL, imbalance_note
 
         label = lambda b: IMBALANCE_LABEL.get(b, b)  # noqa: E731
         across = ", ".join(f"{label(b)} {pct(v)}" for b, v in imb.get("across_chips", {}).items())

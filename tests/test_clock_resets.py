@@ -13,7 +13,7 @@ import pytest
 
 from perfonto.analysis.clock_fit import clocks_of_table, fit_chip, make_reads, t_crit
 from perfonto.analysis.clock_run import map_counters, map_trace
-from perfonto.analysis.crosschip import Run
+from perfonto.analysis.run_files import Run
 
 RESET_AT = 450_000_000  # host ns: the device clock restarts from 0 here
 OFF0 = 5_000_000  # epoch 0: device = 5 ms + host

@@ -11,7 +11,8 @@ import pytest
 
 from perfonto import emulator
 from perfonto.cli import main
-from perfonto.analysis.crosschip import analyse, imbalance_note, instance_waits
+from perfonto.analysis.chip_load import imbalance_note
+from perfonto.analysis.crosschip import analyse, instance_waits
 from helpers import SHORT_STEPS
 
 KW = dict(duration_s=0.5, sample_period_s=0.002, warmup_steps=400, **SHORT_STEPS)
@@ -162,7 +163,7 @@ def test_chips_not_numbered_from_zero_are_refused_by_name(slow, tmp_path):
         t = t.set_column(i, t.schema.field(i), pc.add(t.column("chip"), pa.scalar(2, t.schema.field(i).type)))
         pq.write_table(t, tmp_path / name)
     shutil.copy(src / "ground_truth.json", tmp_path / "ground_truth.json")
-    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.run_files import RunError
 
     with pytest.raises(RunError, match=r"numbered 2, 3, .*9; .*0 \.\. 7"):
         analyse(tmp_path)

@@ -56,7 +56,8 @@ def cmd_align(args) -> int:
     from pathlib import Path
 
     from perfonto.analysis.clock_run import alignment_summary, map_counters, map_trace
-    from perfonto.analysis.crosschip import Run, RunError, analyse, fit_clocks
+    from perfonto.analysis.crosschip import analyse, fit_clocks
+    from perfonto.analysis.run_files import Run, RunError
     from perfonto.outputs import atomic_path, record_outputs, write_file
     from ..report_multichip import render_multichip
 
@@ -120,7 +121,8 @@ def _check_chips(run, fits) -> None:
     """Every chip of the counters and of the trace's device events has sync reads (RunError otherwise)."""
     import numpy as np
 
-    from perfonto.analysis.crosschip import RunError, read_parquet, text
+    from perfonto.analysis.crosschip import text
+    from perfonto.analysis.run_files import RunError, read_parquet
 
     def read(name: str, columns: list[str]):
         path = run.file(name)

@@ -239,7 +239,7 @@ def _analyze(args, capture, metrics: list[str] | None):
     """The analysis job (``job.analyze_job``) over ``capture`` into ``--out``, with a progress bar on
     stderr; its failures as command errors (2: an unknown metric; 1: a capture, catalog or output that
     cannot be used)."""
-    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.run_files import RunError
     from perfonto.analysis.spans import AttributionError
     from perfonto.metrics.catalog import UnknownMetric
     from perfonto.metrics.windows import DumpError

@@ -156,7 +156,7 @@ def _write_page(args, run: Path, doc: dict, pics: list, err) -> dict:
 def _timeline(run: Path, html_path: Path, err) -> Path | None:
     """Write RUN's Perfetto timeline beside the page; None (with a note) when the run has no trace
     or sync reads."""
-    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.run_files import RunError
     from perfonto.analysis.timeline import TimelineError, write
 
     import os

@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def cmd_timeline(args) -> int:
-    from perfonto.analysis.crosschip import RunError
+    from perfonto.analysis.run_files import RunError
     from perfonto.analysis.timeline import TimelineError, write
 
     err = stderr()
@@ -56,7 +56,8 @@ def cmd_timeline(args) -> int:
     except OutputError as exc:
         raise CommandError(str(exc), 1) from None
     try:
-        from perfonto.analysis.crosschip import Run, fit_clocks
+        from perfonto.analysis.crosschip import fit_clocks
+        from perfonto.analysis.run_files import Run
 
         from .align import _check_chips
 
