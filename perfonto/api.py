@@ -28,6 +28,7 @@ from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 from perfonto.ontology.errors import PerfontoError
 
 from perfonto.api_emulate import Emulation as Emulation, emulate as emulate  # re-exported (perfonto.emulate)
+from perfonto.api_words import reworded
 
 Error = PerfontoError  # perfonto.Error: the base of every error perfonto raises for bad input
 
@@ -366,16 +367,19 @@ def evaluate(
     period = None if sample_period is None else int(round(duration_s(sample_period, "sample_period") * 1e9))
     _check_timestamp_unit(timestamp_unit)
     _check_side_sources(requests=requests, trace=trace, sync=sync)
-    capture = capture_of(
-        _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
-    )
-    _check_side_files(capture)  # the wrong table as the trace: said now, naming the file (as perfonto analyze)
-    catalog = catalog.raise_for_errors().sized_for(capture)  # instance axes sized by the data: this capture's
-    graph = catalog.raise_for_errors().graph
-    if metrics is not None:
-        metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # an iterator is read once, here
-        _catalog.select_metrics(graph, metrics)  # an unknown or unavailable name fails here, before any work
-    report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
+    try:  # the readers say what to do in the CLI's options: the message a caller gets names the keywords
+        capture = capture_of(
+            _as_source(counters), requests, trace, sync, timestamp_unit=timestamp_unit, sample_period_ns=period
+        )
+        _check_side_files(capture)  # the wrong table as the trace: said now, naming the file (as perfonto analyze)
+        catalog = catalog.raise_for_errors().sized_for(capture)  # instance axes sized by the data: this capture's
+        graph = catalog.raise_for_errors().graph
+        if metrics is not None:
+            metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # an iterator is read once, here
+            _catalog.select_metrics(graph, metrics)  # an unknown or unavailable name fails here, before any work
+        report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
+    except PerfontoError as exc:
+        raise reworded(exc) from exc.__cause__
     return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
 
 
