@@ -13,7 +13,8 @@ Stages after the window stages of ``codegen.sql`` (``window_stages``):
 4. ``nodes`` — one row per node of every level (``level``, ``node``, ``chips``): the chips' run-level
    inputs combined as ``metrics.windows.server_level`` combines them (counters summed, gauges by
    their ``across_chips`` rule — SUM, AVG or MAX —, packed fields by MAX, the interval the chips'
-   mean). The carried columns are sums (and maxima), so a rack's row is the rollup of its hosts' rows;
+   mean; a leader-counted counter as the sum of its leaders' rates × that interval, ``chip_run`` carrying
+   the rate). The carried columns are sums (and maxima), so a rack's row is the rollup of its hosts' rows;
    Classes with ``group_rule`` metrics (a per-chip time over a leader-counted count) also carry
    each chip's leader flag and the node's number of groups; ``nodes_g`` adds their chip-measured
    times scaled by groups / chips, over which those metrics are evaluated (``metrics.levels``);
@@ -142,10 +143,18 @@ def _class_columns(gen, k: int, key: frozenset, wins, tot: list, run: list, agg:
     mapping: dict[str, list[str]] = {}
     for s in sorted(key):
         summed, rule = _summed(gen, s), kinds.across_rule(gen, s)
+        leader = s in gen.signals and gen.signals[s].counted_by == "leader"
         mapping[s] = []
         for c in wins.input_cols.get(s, []):
             name = f"k{k}_{c}"
             mapping[s].append(name)
+            if summed and leader:  # a leader's rate, summed over the node's leaders × its interval (``combine``)
+                tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
+                run.append(
+                    _alias(exp.Div(this=_col(name), expression=exp.Nullif(this=_col(dt), expression=_num(0.0))), name)
+                )
+                agg[name] = exp.Mul(this=exp.Sum(this=_col(name)), expression=agg[dt].copy())
+                continue
             if summed:
                 tot.append(_alias(exp.Sum(this=_case(valid, _col(c))), name))
                 run.append(_col(name))
