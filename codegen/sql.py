@@ -299,12 +299,18 @@ class SqlSource:
     when that is not known as the query is written: the table's ``host`` if it has one, else ``''``
     (``UNION ALL BY NAME`` with an empty row that has one), so the default query reads a fleet's
     dump and ``perfonto run``'s alike.
+    flat: the signals with instances that the table holds as one column per instance, ``name[i]`` (the
+    collector format's flat layout), rather than as one list column.
+    absent: registers the table lacks that the window rules still read (a reset indicator): read as NULL,
+    as the dump reader reads a missing register.
     """
 
     source: exp.Expression | str = "counters"
     sample_period_ns: int | None = None
     dialect: str = "duckdb"
     host: bool | None = True
+    flat: frozenset[str] = frozenset()
+    absent: frozenset[str] = frozenset()
 
     def __post_init__(self):
         if self.dialect not in DIALECTS:
@@ -319,6 +325,7 @@ def window_stages(graph: MetricGraph, src: SqlSource) -> tuple[list[tuple[str, e
     source, sample_period_ns, dialect, host = src.source, src.sample_period_ns, src.dialect, src.host
     d = DIALECTS[dialect]
     wins = (d.windows or Windows)(graph, d)
+    wins.flat, wins.absent = src.flat, src.absent
     src_table = table_name(source) if isinstance(source, str) else source
     regs = wins.all_reg_cols()
     ctes: list[tuple[str, exp.Select]] = []
@@ -425,14 +432,18 @@ def generate_sql(
     host: bool | None = True,
     order: bool = True,
     regenerate: str | None = None,
+    flat: frozenset[str] = frozenset(),
+    absent: frozenset[str] = frozenset(),
+    notes: tuple[str, ...] = (),
 ) -> str:
     """Text of the metrics query for ``dialect`` (``duckdb`` or ``spark``), with a header comment
-    naming the generation and the catalog hash; ``source``, ``sample_period_ns``, ``host``: as
+    naming the generation and the catalog hash; ``source``, ``sample_period_ns``, ``host``, ``flat``, ``absent``: as
     ``SqlSource`` says; order: sort the result by host, chip and window; ``regenerate``: the options after
-    ``perfonto codegen --target sql`` that made it, for the header (default: the dialect's alone)."""
-    q = build_query(graph, SqlSource(source, sample_period_ns, dialect, host), order=order)
+    ``perfonto codegen --target sql`` that made it, for the header (default: the dialect's alone);
+    ``notes``: header lines (what the query leaves out)."""
+    q = build_query(graph, SqlSource(source, sample_period_ns, dialect, host, flat, absent), order=order)
     flags = regenerate if regenerate is not None else ("" if dialect == "duckdb" else f" --dialect {dialect}")
-    return generated_text(graph, "metrics query", flags, q, len(graph.metrics), dialect, pretty)
+    return generated_text(graph, "metrics query", flags, q, len(graph.metrics), dialect, pretty, notes)
 
 
 def generated_text(

@@ -317,11 +317,13 @@ def generate_rollup_sql(
     topology: str | None = None,
     pretty: bool = True,
     regenerate: str | None = None,
+    notes: tuple[str, ...] = (),
 ) -> str:
     """Text of the rollup query over ``src`` (``SqlSource``: the counter table, its sampling period,
     dialect and whether it has ``host``), with a header comment: every metric per chip, host, rack, pod
     and fleet as ratios of totals; ``topology``: as ``build_rollup_query`` says; ``regenerate``: the
-    options after ``perfonto codegen --target sql`` that made it, for the header."""
+    options after ``perfonto codegen --target sql`` that made it, for the header; ``notes``: more header
+    lines (what the query leaves out)."""
     if not isinstance(src, SqlSource):
         raise TypeError(
             f"generate_rollup_sql takes the counter table as a codegen.sql.SqlSource, not {type(src).__name__}: "
@@ -333,7 +335,7 @@ def generate_rollup_sql(
     if flags is None:  # the options this function knows of (``regenerate``: the command's, all of them)
         flags = " --rollup" + ("" if src.dialect == "duckdb" else f" --dialect {src.dialect}")
         flags += f" --topology-table {shlex.quote(topology)}" if topology else ""
-    notes = []
+    notes = list(notes)
     extremes = [m for m, c in graph.metrics.items() if c.rollup in ("max", "min")]
     if extremes:
         notes.append(

@@ -124,12 +124,21 @@ class Windows:
             n = self.gen.signals[name].instances
             self.reg_cols[name] = [f"r{j}_{k}" for k in range(n)]
         self.input_cols: dict[str, list[str]] = {}
+        self.flat: frozenset[str] = frozenset()  # signals held as ``name[i]`` columns (``SqlSource.flat``)
+        self.absent: frozenset[str] = frozenset()  # registers the table lacks: NULL (``SqlSource.absent``)
 
     def src_columns(self) -> list[exp.Expression]:
         out: list[exp.Expression] = []
         for name, cols in self.reg_cols.items():
             sig = self.gen.signals[name]
             for k, c in enumerate(cols):
+                if name in self.absent:  # a register the dump lacks that a rule still reads (a reset indicator)
+                    null = exp.Cast(this=exp.Null(), to=exp.DataType.build("UBIGINT", dialect="duckdb"))
+                    out.append(_alias(self._register(null), c))
+                    continue
+                if name in self.flat:  # the flat layout: instance k is its own column
+                    out.append(_alias(self._register(_col(f"{name}[{k}]")), c))
+                    continue
                 e = exp.Bracket(this=_col(name), expressions=[_int(k)], offset=0) if sig.axes else _col(name)
                 if sig.slots is not None:  # a dump of every slot, or of the present ones only
                     full = exp.EQ(this=exp.ArraySize(this=_col(name)), expression=_int(sig.full_instances))

@@ -73,12 +73,18 @@ def _python(cat, options) -> Emitted:
 
 def _sql(cat, options) -> Emitted:
     from perfonto.codegen.sql import SqlSource, dump_source, generate_sql
+    from perfonto.sql_fit import dump_columns, fit
 
     gen, dialect, counters = cat.generation, options["dialect"], options["counters"]
     host: bool | None = True  # the table names each row's host (a chip is (host, chip)), unless the dump has none
+    graph, flat, absent, notes = cat.graph, frozenset[str](), frozenset[str](), ()
     if dialect == "duckdb":  # no dump given: the query reads counters.parquet's host if it has one
         source, found = dump_source(counters or "counters.parquet")
         host = True if found else None if counters is None else False
+        names = dump_columns(counters) if counters else None
+        if names is not None:  # a dump given: read the columns it has (a subset, the flat layout)
+            fitted = fit(cat.graph, names, counters)  # ValueError: it feeds no metric (the command says so)
+            graph, flat, absent, notes = fitted.graph, fitted.flat, fitted.absent, fitted.notes
     else:
         source = counters or "counters"
     period = None if options["sample_period"] is None else int(round(options["sample_period"] * 1e9))
@@ -87,10 +93,20 @@ def _sql(cat, options) -> Emitted:
     if options["rollup"]:
         from perfonto.codegen.sql_rollup import generate_rollup_sql
 
-        src = SqlSource(source, period, dialect, host)
-        text = generate_rollup_sql(cat.graph, src, topology=options["topology_table"], regenerate=again)
+        src = SqlSource(source, period, dialect, host, flat, absent)
+        text = generate_rollup_sql(graph, src, topology=options["topology_table"], regenerate=again, notes=notes)
     else:
-        text = generate_sql(cat.graph, source, sample_period_ns=period, dialect=dialect, host=host, regenerate=again)
+        text = generate_sql(
+            graph,
+            source,
+            sample_period_ns=period,
+            dialect=dialect,
+            host=host,
+            regenerate=again,
+            flat=flat,
+            absent=absent,
+            notes=notes,
+        )
     return Emitted({f"{name}.sql": text})
 
 

@@ -1,0 +1,113 @@
+"""``perfonto codegen --target sql --counters DUMP`` writes a query that runs on that dump: one with only some
+of the signals, and one in the flat layout (a column per instance, ``name[i]``), both of which the collector
+format allows and ``perfonto analyze`` reads. The query named every signal as a list column, and DuckDB
+refused it ("Referenced column "mxu.busy_cycles" not found"); now it reads the columns the dump has, leaves
+out the metrics the dump cannot feed (named in its header, as analyze lists them unavailable) and gives the
+metric table analyze gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from perfonto import emulator
+from perfonto.cli import main
+
+duckdb = pytest.importorskip("duckdb")
+
+KEPT = ("mxu", "hbm", "seq")  # the blocks the partial dump keeps
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, sohu):
+    out = tmp_path_factory.mktemp("emu")
+    return emulator.run(sohu, model="llama3-70b", chips=2, duration_s=0.1, sample_period_s=2e-3, seed=3, out_dir=out)
+
+
+def _flat_partial(table: pa.Table) -> pa.Table:
+    """``table`` with the signals of ``KEPT`` blocks only, every list column split into ``name[i]`` columns."""
+    cols: dict[str, pa.Array] = {}
+    for name in table.column_names:
+        col = table.column(name).combine_chunks()
+        if "." in name and name.split(".")[0] not in KEPT:
+            continue
+        if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type):
+            n = len(col[0].as_py())
+            values = np.asarray(col.flatten()).reshape(len(col), n)
+            for k in range(n):
+                cols[f"{name}[{k}]"] = pa.array(values[:, k])
+        else:
+            cols[name] = col
+    return pa.Table.from_pydict(cols, metadata=table.schema.metadata)
+
+
+def test_the_query_fits_a_flat_partial_dump_and_equals_analyze(run, tmp_path, capsys):
+    dump = tmp_path / "flat.parquet"
+    t = _flat_partial(pq.read_table(run.counters_path))
+    assert any(c.endswith("[1]") for c in t.column_names) and "c2c.tx_bytes" not in str(t.column_names)
+    pq.write_table(t, dump)
+    assert (
+        main(
+            [
+                "codegen",
+                "--target",
+                "sql",
+                "--counters",
+                str(dump),
+                "--sample-period",
+                "2ms",
+                "--out",
+                str(tmp_path / "g"),
+            ]
+        )
+        == 0
+    )
+    sql = (tmp_path / "g" / "sohu.sql").read_text()
+    header = [line for line in sql.splitlines() if line.startswith("--")]
+    assert any("Not here:" in h and "c2c.bandwidth_utilization" in h and "c2c.tx_bytes" in h for h in header)
+    assert any("one column per instance" in h and "hbm.read_bytes" in h for h in header)
+    got = duckdb.sql(sql).df().sort_values(["chip", "window"]).reset_index(drop=True)
+
+    assert main(["analyze", str(dump), "--out", str(tmp_path / "a"), "--json"]) == 0
+    capsys.readouterr()
+    table = tmp_path / "a" / "metrics.parquet"
+    want = (
+        pq.read_table(table if table.exists() else tmp_path / "a" / "metrics")
+        .to_pandas()
+        .sort_values(["chip", "window"])
+        .reset_index(drop=True)
+    )
+    metrics = [c for c in got.columns if c not in ("window", "host", "chip", "start_ns", "interval_s")]
+    assert "mfu" in metrics and "hbm.read_bandwidth" in metrics and "c2c.bandwidth_utilization" not in metrics
+    assert len(got) == len(want) > 40
+    compared = 0
+    for m in metrics:
+        assert m in want.columns, m
+        a = (
+            np.array([np.nan if v is None else v for v in got[m]], dtype=float)
+            if got[m].dtype == object
+            else got[m].to_numpy(float)
+        )
+        if want[m].dtype == object:  # per-instance metrics: lists
+            continue
+        np.testing.assert_allclose(a, want[m].to_numpy(float), rtol=1e-9, equal_nan=True, err_msg=m)
+        compared += np.isfinite(a).any()
+    assert compared > 10
+
+
+def test_a_dump_that_feeds_no_metric_is_refused_naming_it(tmp_path, capsys):
+    dump = tmp_path / "keys.parquet"
+    pq.write_table(pa.table({"chip": [0, 0], "timestamp_ns": [0, 1_000_000], "unknown.x": [1, 2]}), dump)
+    assert main(["codegen", "--target", "sql", "--counters", str(dump), "--out", str(tmp_path / "g")]) == 1
+    err = capsys.readouterr().err
+    assert f"{dump}: the dump feeds none of the metrics" in err and "generation `sohu`" in err
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_whole_dump_gets_the_unfitted_query(run, tmp_path, capsys):
+    """A dump with every signal as list columns: the query is the one written without a dump (no notes)."""
+    assert main(["codegen", "--target", "sql", "--counters", str(run.counters_path), "--out", str(tmp_path / "g")]) == 0
+    sql = (tmp_path / "g" / "sohu.sql").read_text()
+    assert "Not here" not in sql and "one column per instance" not in sql
