@@ -109,7 +109,8 @@ def test_the_rollup_header_says_what_the_query_leaves_out(library):
     head = [ln for ln in text.splitlines() if ln.startswith("--")]
     assert f"{len(library.metrics) - 1} metrics." in head[0] and "--rollup --dialect spark`" in head[1]
     assert head[2].startswith("-- Not here: power.temperature_peak (rollup max/min")
-    assert head[3].startswith("-- No --topology-table") and len(head) == 4
+    assert head[3].startswith("-- No --topology-table")
+    assert head[4].startswith("-- Gaps: a window null from a missing sample") and len(head) == 5
     with_topo = generate_rollup_sql(library, SqlSource(), topology="topo")
     assert "--rollup --topology-table topo`" in with_topo and "No --topology-table" not in with_topo
     q = build_rollup_query(library, SqlSource())
