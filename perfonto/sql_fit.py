@@ -60,7 +60,31 @@ def fit(graph: MetricGraph, names: list[str], where: str) -> Fit:
     from perfonto.metrics.optional import fill_defaults
 
     gen = graph.generation
-    have = set(names) - KEYS
+    flat, absent, partial = _layout(gen, set(names) - KEYS)
+    read = _read_inputs(graph)
+    if not (absent & read) and not flat:
+        return Fit(graph, frozenset(), (), frozenset(absent & set(gen.signals)))
+    filled = fill_defaults(graph, absent)
+    gone = dump_unavailable(filled, absent)
+    keep = [m for m in filled.all_metrics if m not in gone and m in filled.metrics]
+    if not (_read_inputs(select_metrics(filled, keep)) if keep else set()):  # constants alone: no dump of it
+        lacking = sorted(s for s in absent if s in gen.signals)
+        raise ValueError(
+            f"{where}: the dump feeds none of the metrics (it has no column for {', '.join(lacking[:8])}"
+            f"{' …' if len(lacking) > 8 else ''}); is it a counter dump of generation `{gen.name}`?"
+        )
+    fitted = filled if len(keep) == len(filled.all_metrics) else select_metrics(filled, keep)
+    notes = _notes(graph, filled, gone, absent, where)
+    if partial:
+        notes.append(f"Read as absent, some instance columns missing: {', '.join(partial[:6])}.")
+    if flat:
+        notes.append(f"Read from one column per instance (name[i]): {', '.join(sorted(flat)[:12])}.")
+    return Fit(fitted, frozenset(flat), tuple(notes), frozenset(absent & set(gen.signals)))
+
+
+def _layout(gen, have: set[str]) -> tuple[set[str], set[str], list[str]]:
+    """(the signals held as ``name[i]`` columns, the signals and fields absent, the signals with some of
+    their instance columns only) of a dump whose signal columns are ``have``."""
     flat: set[str] = set()
     absent: set[str] = set()
     partial: list[str] = []
@@ -76,19 +100,11 @@ def fit(graph: MetricGraph, names: list[str], where: str) -> Fit:
         if got:
             partial.append(f"{name} ({len(got)} of its {len(per)} instance columns)")
     absent |= {f for f, fd in gen.fields.items() if fd.register in absent}
-    read = _read_inputs(graph)
-    if not (absent & read) and not flat:
-        return Fit(graph, frozenset(), (), frozenset(absent & set(gen.signals)))
-    filled = fill_defaults(graph, absent)
-    gone = dump_unavailable(filled, absent)
-    keep = [m for m in filled.all_metrics if m not in gone and m in filled.metrics]
-    if not (_read_inputs(select_metrics(filled, keep)) if keep else set()):  # constants alone: no dump of it
-        lacking = sorted(s for s in absent if s in gen.signals)
-        raise ValueError(
-            f"{where}: the dump feeds none of the metrics (it has no column for {', '.join(lacking[:8])}"
-            f"{' …' if len(lacking) > 8 else ''}); is it a counter dump of generation `{gen.name}`?"
-        )
-    fitted = filled if len(keep) == len(filled.all_metrics) else select_metrics(filled, keep)
+    return flat, absent, partial
+
+
+def _notes(graph: MetricGraph, filled: MetricGraph, gone: dict, absent: set[str], where: str) -> list[str]:
+    """The header line naming the metrics left out and the columns they lack (none when none is)."""
     notes = []
     left = sorted(m for m in gone if m in graph.metrics)
     if left:
@@ -100,11 +116,7 @@ def fit(graph: MetricGraph, names: list[str], where: str) -> Fit:
             f"{' …' if len(left) > 12 else ''}): it has no column for {', '.join(lacking[:12])}"
             f"{' …' if len(lacking) > 12 else ''}."
         )
-    if partial:
-        notes.append(f"Read as absent, some instance columns missing: {', '.join(partial[:6])}.")
-    if flat:
-        notes.append(f"Read from one column per instance (name[i]): {', '.join(sorted(flat)[:12])}.")
-    return Fit(fitted, frozenset(flat), tuple(notes), frozenset(absent & set(gen.signals)))
+    return notes
 
 
 def _read_inputs(graph: MetricGraph) -> set[str]:
