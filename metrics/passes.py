@@ -7,9 +7,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
-
 import heapq
 import re
 
@@ -17,11 +14,11 @@ import networkx as nx
 
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
-from perfonto.ontology.generation import Generation
 
 from .infer import Fail, Typer, _reads_windows
 from .optional import optional_names, optional_unknown
 from .stages import Available, CompiledMetric, Declared, Graphed, Parsed, Resolved, Typed, advance, frozen
+from .unavailable import names_in, removed_read, shipped_library, unavailable_reason
 
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
@@ -106,25 +103,12 @@ def _clause_errors(name: str, d, by_name) -> list[Diagnostic]:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def _library_dir() -> str:
-    from importlib import resources
-
-    return os.path.realpath(str(resources.files("perfonto.metrics").joinpath("library")))
-
-
-def shipped_library(file: str) -> bool:
-    """Whether ``file`` is a metric file of the shipped library (``metrics/library``): its metrics read a
-    deprecated signal knowingly (``hbm.refresh_overhead`` is a sohu metric; caelius removes the signal and
-    the metric is unavailable there), so only a user's metric reading one is warned of."""
-    return bool(file) and os.path.dirname(os.path.realpath(file)) == _library_dir()
-
-
 def resolve_names(s: Declared) -> Resolved:
     """Every name a formula reads becomes an edge of the dependency graph (dependency → user):
     renamed signals resolve through their alias (warning), deprecated ones warn, names this
-    generation cannot provide make the metric unavailable (not an error), unknown names are errors
-    with a "did you mean"; unknown parents and undeclarable rollups are errors."""
+    generation cannot provide make the metric unavailable (not an error; a ``removed-signal``
+    warning for a user's metric reading a removed signal, ``metrics.unavailable``), unknown names
+    are errors with a "did you mean"; unknown parents and undeclarable rollups are errors."""
     gen, by_name = s.gen, s.by_name
     diags, bad = list(s.diagnostics), set(s.bad)
     known = set(gen.signals) | set(gen.fields) | set(gen.record_fields) | set(gen.spec) | set(by_name) | {"interval"}
@@ -144,54 +128,59 @@ def resolve_names(s: Declared) -> Resolved:
         graph.add_edge(dep, user)
         ref_span.setdefault((dep, user), span)
 
+    def read(name: str, d: ast.MetricDecl, node: ast.Name, optional) -> None:
+        """Resolve one name metric `name` reads (see above)."""
+        reason = unavailable_reason(gen, node.name, elsewhere)
+        if node.name in gen.aliases and gen.aliases[node.name] not in gen.removed:
+            new = gen.aliases[node.name]
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "renamed-signal",
+                    f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
+                    node.span,
+                    hint=f"write `{new}`",
+                )
+            )
+            use(new, name, node.span)
+        elif reason is not None:
+            if node.name not in optional:
+                unavailable.setdefault(name, reason)
+                warning = None if shipped_library(d.span.file) else removed_read(gen, node.name, name, node.span)
+                diags.extend([warning] if warning else [])
+        elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
+            repl = gen.signals[node.name].renamed_to
+            if repl or not shipped_library(d.span.file):  # the library reads it knowingly (sohu-only)
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        "deprecated-signal",
+                        f"metric `{name}` reads deprecated signal `{node.name}`",
+                        node.span,
+                        hint=f"use `{repl}`" if repl else "it may be removed in a later generation",
+                    )
+                )
+            use(node.name, name, node.span)
+        elif node.name not in known and node.name in optional:  # `default(x, d)`: d here (metrics.optional)
+            if node.name not in other_spec:
+                diags.append(optional_unknown(node.name, name, gen.name, did_you_mean(node.name, known), node.span))
+        elif node.name not in known:
+            hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
+            diags.append(
+                Diagnostic(
+                    "error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint
+                )
+            )
+            bad.add(name)
+        elif node.name != "interval":
+            use(node.name, name, node.span)
+
     for name, d in by_name.items():
         graph.add_node(name, kind="metric")
         optional = optional_names(d.expr)  # read only as x of `default(x, d)`: absent here, d is used
         for node in ast.walk(d.expr):
-            if not isinstance(node, ast.Name):
-                continue
-            reason = unavailable_reason(gen, node.name, elsewhere)
-            if node.name in gen.aliases:
-                new = gen.aliases[node.name]
-                diags.append(
-                    Diagnostic(
-                        "warning",
-                        "renamed-signal",
-                        f"`{node.name}` was renamed to `{new}`; metric `{name}` reads `{new}`",
-                        node.span,
-                        hint=f"write `{new}`",
-                    )
-                )
-                use(new, name, node.span)
-            elif reason is not None:
-                if node.name not in optional:
-                    unavailable.setdefault(name, reason)
-            elif node.name in gen.signals and gen.signals[node.name].stability == "deprecated":
-                repl = gen.signals[node.name].renamed_to
-                if repl or not shipped_library(d.span.file):  # the library reads it knowingly (sohu-only)
-                    diags.append(
-                        Diagnostic(
-                            "warning",
-                            "deprecated-signal",
-                            f"metric `{name}` reads deprecated signal `{node.name}`",
-                            node.span,
-                            hint=f"use `{repl}`" if repl else "it may be removed in a later generation",
-                        )
-                    )
-                use(node.name, name, node.span)
-            elif node.name not in known and node.name in optional:  # `default(x, d)`: d here (metrics.optional)
-                if node.name not in other_spec:
-                    diags.append(optional_unknown(node.name, name, gen.name, did_you_mean(node.name, known), node.span))
-            elif node.name not in known:
-                hint = did_you_mean(node.name, known) or "declare it as a signal in the generation YAML, or as a metric"
-                diags.append(
-                    Diagnostic(
-                        "error", "unknown-name", f"unknown name `{node.name}` in metric `{name}`", node.span, hint=hint
-                    )
-                )
-                bad.add(name)
-            elif node.name != "interval":
-                use(node.name, name, node.span)
+            if isinstance(node, ast.Name):
+                read(name, d, node, optional)
         errors = _clause_errors(name, d, by_name)
         diags += errors
         if errors:
@@ -396,30 +385,6 @@ def _type_metric(typer: Typer, name: str, d, compiled: dict, diags: list[Diagnos
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
-
-
-def unavailable_reason(gen: Generation, name: str, elsewhere: dict[str, list[str]]) -> str | None:
-    """Why a signal name that this generation cannot provide makes a metric unavailable (not an error):
-    removed in this generation's lineage, listed but broken here, or defined only on other generations."""
-    if name in gen.removed:
-        return f"signal `{name}` was removed in generation `{gen.removed[name]}`"
-    sig = gen.signals.get(name)
-    if sig is not None and sig.broken:
-        return f"signal `{name}` is listed on `{gen.name}` but known not to count (broken_on)"
-    if sig is None and name not in gen.fields and name in elsewhere:
-        return f"signal `{name}` does not exist on `{gen.name}` (it exists on: {', '.join(elsewhere[name])})"
-    return None
-
-
-def names_in(others, gen: Generation) -> dict[str, list[str]]:
-    """Signal and field names of the generations ``others`` other than ``gen`` (name -> generations)."""
-    out: dict[str, list[str]] = {}
-    for other in others:
-        if other.name == gen.name:
-            continue
-        for n in list(other.signals) + list(other.fields):
-            out.setdefault(n, []).append(other.name)
-    return out
 
 
 def _downstream(graph: nx.DiGraph, bad, by_name) -> set[str]:

@@ -9,7 +9,9 @@ plain dict kept in ``Generation.blocks[<block>]["counter_slots"]``::
 
 Every name must be a counter (or histogram) of the block; anything else is a ``counter-slots`` error
 at the name's place, and so are ``group_constraints`` on a block without ``counter_slots`` (which
-reads every counter at once). Whether the constraints can be met with the slots a plan is given (a
+reads every counter at once). A name that an inherited list holds and the child generation made wrong
+(turned into a gauge, renamed out of the block) is reported at the child's line, naming the parent's.
+Whether the constraints can be met with the slots a plan is given (a
 ``together`` group larger than the slots, a ``together`` group two of whose counters must be
 ``apart``) depends on the slot count (``perfonto plan --slots N``) and is checked by the planner.
 """
@@ -24,8 +26,9 @@ SLOTTED_KINDS = ("counter", "histogram")  # kinds a PMU reads through a counter 
 def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=None) -> dict | None:
     """``block``'s ``counter_slots`` and ``group_constraints`` resolved (module docstring), or None when it
     declares neither. Names that are not counters of the block are reported in ``diags`` and left out;
-    an inherited name that ``gf`` (the generation file) renames follows the rename, one it removes is
-    dropped."""
+    an inherited name that ``gf`` (the renames and removals down the chain) renames follows the rename,
+    one it removes (under either name) is dropped, and so is a group constraint left with one counter by
+    a removal. An inherited list that the child made wrong is reported at the child's line."""
     if block.counter_slots is None and not block.group_constraints:
         return None
     renamed = dict(getattr(gf, "renamed", None) or {})
@@ -95,6 +98,8 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
         )
         if key == "apart" and _fixed_apart(bname, gc.apart, out["fixed"], gloc, src, diags, i):
             continue
+        if len(set(names)) < 2 and _removed_any(bname, getattr(gc, key), renamed, removed):
+            continue  # the generation removed one of its counters: nothing is left to keep together or apart
         if len(set(names)) < 2:
             diags.append(
                 Diagnostic(
@@ -109,6 +114,13 @@ def resolve_counter_slots(bname: str, block, src, diags: list[Diagnostic], gf=No
         (together if key == "together" else apart).append((tuple(dict.fromkeys(names)), src.span(gloc + (key,))))
     out["together"], out["apart"] = tuple(together), tuple(apart)
     return out
+
+
+def _removed_any(bname: str, names, renamed: dict, removed: set) -> bool:
+    """Whether a name of ``names`` (short names of block ``bname``) is of a removed signal, under its
+    own name or the one a rename gave it."""
+    fulls = [f"{bname}.{n}" for n in names]
+    return any(f in removed or renamed.get(f) in removed for f in fulls)
 
 
 def _fixed_apart(bname: str, names, fixed, loc: tuple, src, diags: list[Diagnostic], i: int) -> bool:
@@ -130,29 +142,70 @@ def _fixed_apart(bname: str, names, fixed, loc: tuple, src, diags: list[Diagnost
 
 
 def _names(bname: str, block, moved, names, loc: tuple, src, diags: list[Diagnostic], what: str) -> list[str]:
-    """Full names of the short names in ``names`` that are counters of the block (``moved``: the file's
-    renames, old → new full name, and removals); the others reported."""
+    """Full names of the short names in ``names`` that are counters of the block (``moved``: the
+    renames down the chain, old → new full name, and removals); a name renamed and then removed is
+    dropped as a removed one is; the others reported (``_wrong_name``)."""
     renamed, removed = moved
     ok = []
     for j, n in enumerate(names):
-        full = f"{bname}.{n}"
-        if full in removed:
+        full = renamed.get(f"{bname}.{n}", f"{bname}.{n}")
+        if full in removed or f"{bname}.{n}" in removed:
             continue
-        if full in renamed and renamed[full].startswith(f"{bname}."):
-            n = renamed[full].split(".", 1)[1]
+        if full.startswith(f"{bname}."):
+            n = full.split(".", 1)[1]
         sig = block.signals.get(n)
         if sig is not None and sig.kind in SLOTTED_KINDS:
             ok.append(f"{bname}.{n}")
             continue
-        why = f"is a {sig.kind}, read without a counter slot" if sig is not None else "is not a signal of the block"
-        counters = [k for k, s in block.signals.items() if s.kind in SLOTTED_KINDS]
-        diags.append(
-            Diagnostic(
+        rest = [m for m in names if m != names[j]]
+        diags.append(_wrong_name(bname, block, (n, full), sig, (loc + (j,), rest), src, what))
+    return ok
+
+
+def _wrong_name(bname: str, block, names: tuple[str, str], sig, where: tuple, src, what: str) -> Diagnostic:
+    """The error for a name of a list that is not a counter of the block (``names``: as the list reads
+    after renames, and its full current name; ``where``: the entry's location and the list's other
+    names). When the list is inherited and this file (``src.path``, the child) made the name wrong —
+    turned the signal into another kind, or renamed it into another block — the error is at the
+    child's line, naming the parent's, and says to override the list here."""
+    n, full = names
+    loc, rest = where
+    counters = [k for k, s in block.signals.items() if s.kind in SLOTTED_KINDS]
+    at = src.span(loc)
+    if what == "counter_slots.fixed":
+        override = f"override it in this file: `blocks: {{{bname}: {{counter_slots: {{fixed: [{', '.join(rest)}]}}}}}}`"
+    else:
+        override = f"override `group_constraints` of block `{bname}` in this file without `{n}`"
+    if sig is not None:
+        kind_at = src.positions.get(("blocks", bname, "signals", n, "kind"))
+        if at.file != src.path and kind_at is not None and kind_at.file == src.path:
+            return Diagnostic(
                 "error",
                 "counter-slots",
-                f"block `{bname}`: `{n}` in `{what}` {why}",
-                src.span(loc + (j,)),
-                hint=did_you_mean(n, counters) or f"name a counter of `{bname}`: {', '.join(counters)}",
+                f"`{bname}.{n}` is a {sig.kind} here, read without a counter slot, but the inherited "
+                f"`{what}` of block `{bname}` ({at}) lists it",
+                kind_at,
+                hint=f"{override}, or keep `{bname}.{n}` a counter",
             )
-        )
-    return ok
+        why = f"is a {sig.kind}, read without a counter slot"
+    else:
+        own = src.data.get("renamed") if isinstance(src.data, dict) else None  # this file's renames
+        old = next((k for k, v in (own if isinstance(own, dict) else {}).items() if v == full), None)
+        renamed_at = src.span(("renamed", old)) if old is not None else None
+        if at.file != src.path and renamed_at is not None and renamed_at.file == src.path:
+            return Diagnostic(
+                "error",
+                "counter-slots",
+                f"this file renames `{old}` to `{full}`, out of block `{bname}`, but the inherited `{what}` of "
+                f"block `{bname}` ({at}) lists it" + (f" (as `{n}`)" if f"{bname}.{n}" != old else ""),
+                renamed_at,
+                hint=f"{override}, or rename it within block `{bname}`",
+            )
+        why = "is not a signal of the block"
+    return Diagnostic(
+        "error",
+        "counter-slots",
+        f"block `{bname}`: `{n}` in `{what}` {why}",
+        at,
+        hint=did_you_mean(n, counters) or f"name a counter of `{bname}`: {', '.join(counters)}",
+    )

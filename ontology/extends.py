@@ -7,11 +7,16 @@ Rules (applied from the root of the chain down, one generation at a time):
 - ``removed: [blk.sig, ...]`` deletes the parent's signals (recorded, so metrics that need them are
   reported unavailable with the reason);
 - ``renamed: {old: new}`` moves a signal to a new full name; the old name stays as a deprecated alias;
+  a new name that is taken (a signal of the parent, or one the file declares anew) is an error
+  (``ontology.renames``);
+- a signal a generation declares again under a name an ancestor removed is no longer a removed one;
 - ``generation``, ``description``, ``extends``, ``removed`` and ``renamed`` are never inherited.
 - a signal the child gives another ``unit`` while the parent reads its unit per sample from a
   ``scale_field`` must restate ``scale_field`` (or write ``scale_field: null``): an error otherwise
   (``scale_field_overrides``), since the parent's field would scale the new unit silently.
-Positions travel with the values, so an error in an inherited value points into the parent's file.
+Positions travel with the values, so an error in an inherited value points into the parent's file —
+unless the child's ``kind`` or rename made the value wrong: then at the child's line
+(``ontology.override_sites``, ``ontology.counter_slots``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .model import IDENT_RE
+from .renames import apply_removal, apply_rename, duplicate_targets, signal_names
 from .yaml_source import YamlSource, read_yaml
 
 NOT_INHERITED = ("generation", "description", "extends", "removed", "renamed")
@@ -50,13 +56,6 @@ class Merged:
     texts: dict[str, str]
     lineage: Lineage
     diagnostics: list[Diagnostic]
-
-
-def _split(name: str) -> tuple[str, str] | None:
-    if name.count(".") < 1:
-        return None
-    block, sig = name.split(".", 1)
-    return block, sig
 
 
 def _replaced_whole(loc: tuple) -> bool:
@@ -93,11 +92,6 @@ def _merge(base: dict, over: dict, base_pos: dict, over_pos: dict, prefix: tuple
                 base_pos.pop(k, None)
             for k in over_under.get(loc, ()):
                 base_pos[k] = over_pos[k]
-
-
-def _move_positions(pos: dict, old: tuple, new: tuple) -> None:
-    for k in [k for k in pos if k[: len(old)] == old]:
-        pos[new + k[len(old) :]] = pos.pop(k)
 
 
 def find_parent(name: str, child_path: Path, shipped: Path) -> Path | None:
@@ -271,7 +265,7 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
     gname = str(src.data.get("generation", Path(src.path).stem))
     lineage.chain.append(gname)
     child = {k: v for k, v in src.data.items() if k not in ("removed", "renamed")}
-    before = _signal_names(data)
+    before = signal_names(data)
     lineage.parent_spec = {
         str(k): str(v.get("unit", "")) for k, v in (data.get("spec") or {}).items() if isinstance(v, dict)
     }
@@ -279,12 +273,17 @@ def _merge_generation(src: YamlSource, data: dict, pos: dict, lineage: Lineage, 
     for k in NOT_INHERITED:
         data.pop(k, None)
     _merge(data, child, pos, src.positions, ())
+    for key in ("removed", "renamed"):  # this file's entries, not the parent's (for errors located at them)
+        for k in [k for k in pos if k[:1] == (key,)]:
+            del pos[k]
+        pos.update({k: v for k, v in src.positions.items() if k[:1] == (key,)})
     for removed in src.data.get("removed", []) or []:
-        _apply_removal(src, data, lineage, gname, removed, diags)
+        apply_removal(src, data, lineage, gname, removed, diags)
     for old, new in (src.data.get("renamed") or {}).items():
-        _apply_rename(src, data, pos, lineage, gname, old, new, diags)
-    for s in _signal_names(data) - before:
+        apply_rename(src, data, pos, lineage, before, old, new, diags)
+    for s in signal_names(data) - before:
         lineage.since.setdefault(s, gname)
+        lineage.removed.pop(s, None)  # declared again after an ancestor removed it: a signal here
     _assign_ids(lineage, data, src, gname)
     data["removed"] = list(src.data.get("removed", []) or [])
     data["renamed"] = dict(src.data.get("renamed", {}) or {})
@@ -316,86 +315,6 @@ def scale_field_overrides(src: YamlSource, data: dict) -> list[Diagnostic]:
                     )
                 )
     return out
-
-
-def _has_signal(blocks: dict, sp: tuple[str, str] | None) -> bool:
-    """Whether the split name (block, signal) names a signal of `blocks`."""
-    return sp is not None and sp[0] in blocks and sp[1] in (blocks[sp[0]].get("signals") or {})
-
-
-def _apply_removal(src: YamlSource, data: dict, lineage: Lineage, gname: str, removed, diags: list) -> None:
-    """Delete one signal listed under ``removed`` (an error when the parent has no such signal)."""
-    assert isinstance(src.data, dict), "_read_chain keeps the sources whose document is a mapping"
-    sp = _split(str(removed))
-    blocks = data.get("blocks", {})
-    if not _has_signal(blocks, sp):
-        diags.append(
-            Diagnostic(
-                "error",
-                "unknown-name",
-                f"`removed`: the parent has no signal `{removed}`",
-                src.span(("removed", src.data["removed"].index(removed))),
-                hint=did_you_mean(str(removed), _signal_names(data)) or "list full names `block.signal`",
-            )
-        )
-        return
-    assert sp is not None, "_has_signal"
-    del blocks[sp[0]]["signals"][sp[1]]
-    lineage.removed[str(removed)] = gname
-
-
-def _apply_rename(
-    src: YamlSource, data: dict, pos: dict, lineage: Lineage, gname: str, old, new, diags: list[Diagnostic]
-) -> None:
-    """Move one signal listed under ``renamed`` to its new name (errors when the old signal or the new
-    block does not exist); a signal the child writes under the new name overrides the moved fields."""
-    so, sn = _split(str(old)), _split(str(new))
-    blocks = data.get("blocks", {})
-    loc = ("renamed", old)
-    if not _has_signal(blocks, so):
-        diags.append(
-            Diagnostic(
-                "error",
-                "unknown-name",
-                f"`renamed`: the parent has no signal `{old}`",
-                src.span(loc + ("<key>",)),
-                hint=did_you_mean(str(old), _signal_names(data)) or "list full names `block.signal`",
-            )
-        )
-        return
-    assert so is not None, "_has_signal"
-    if not sn or sn[0] not in blocks:
-        diags.append(
-            Diagnostic(
-                "error",
-                "unknown-name",
-                f"`renamed`: no block `{sn[0] if sn else new}` for the new name `{new}`",
-                src.span(loc),
-            )
-        )
-        return
-    if sn[1] in (blocks[sn[0]].get("signals") or {}) and sn != so:
-        existing = blocks[sn[0]]["signals"][sn[1]]
-        moved = blocks[so[0]]["signals"].pop(so[1])
-        merged = copy.deepcopy(moved)
-        merged.update(existing)  # the child may override fields of the renamed signal
-        blocks[sn[0]]["signals"][sn[1]] = merged
-    else:
-        blocks[sn[0]].setdefault("signals", {})[sn[1]] = blocks[so[0]]["signals"].pop(so[1])
-        _move_positions(pos, ("blocks", so[0], "signals", so[1]), ("blocks", sn[0], "signals", sn[1]))
-    _record_rename(lineage, str(old), str(new), gname)
-
-
-def _record_rename(lineage: Lineage, old: str, new: str, gname: str) -> None:
-    """The lineage after `old` became `new` in generation `gname`: the alias (older aliases of `old`
-    follow it) and the first generation, which the new name keeps."""
-    lineage.aliases[old] = new
-    lineage.renamed_in[old] = gname
-    for a, b in list(lineage.aliases.items()):
-        if b == old:
-            lineage.aliases[a] = new
-    if old in lineage.since:
-        lineage.since[new] = lineage.since[old]
 
 
 def _assign_ids(lineage: Lineage, data: dict, src: YamlSource, gname: str) -> None:
@@ -490,6 +409,7 @@ def _shape_errors(src: YamlSource) -> list[Diagnostic]:
                 continue
             olds.add(k)
             news.add(v)
+        out += duplicate_targets(src)
         for both in sorted(olds & news):
             out.append(
                 Diagnostic(
@@ -500,13 +420,4 @@ def _shape_errors(src: YamlSource) -> list[Diagnostic]:
                     hint="rename in one direction only; a swap needs two generations",
                 )
             )
-    return out
-
-
-def _signal_names(data: dict) -> set[str]:
-    out = set()
-    for b, block in (data.get("blocks") or {}).items():
-        if isinstance(block, dict):
-            for s in block.get("signals") or {}:
-                out.add(f"{b}.{s}")
     return out

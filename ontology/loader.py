@@ -19,6 +19,7 @@ from .diagnostics import Diagnostic, Span, did_you_mean, with_source
 from .generation import Generation, resolve
 from .model import IDENT_RE, GenerationFile
 from .extends import load_chain
+from .override_sites import at_override
 from .yaml_source import YamlSource, read_yaml
 
 
@@ -157,6 +158,7 @@ def _load_path(path: Path) -> tuple[Generation | None, list[Diagnostic]]:
         if gf is not None:
             gen, more = resolve(gf, src, merged.lineage)
             diags += more
+        diags = at_override(diags, src)  # an inherited value the child's override made wrong: at the child's line
     return gen, [with_source(d, merged.texts.get(d.span.file)) for d in diags]
 
 
