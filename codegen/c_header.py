@@ -1,5 +1,10 @@
 """C header of a generation's signals for driver and firmware code: signal IDs, block instance counts,
-register widths and scales, and each packed register's fields (shift, width, mask, scale).
+register widths, wrap moduli and scales, and each packed register's fields (shift, width, mask, scale).
+
+Layout 2 (``PERFONTO_<G>_HEADER_LAYOUT``) appended ``wrap_modulus`` to the signal table's struct: the raw
+count at which a counter declared with a ``wrap_range`` wraps (``kvc.energy``: 1000 J at 1e-6 J per count
+wraps at 1e9 counts, not at 2^32), 0 where it wraps at 2^wrap_width; and a histogram's ``wrap_width`` is
+its bucket registers' (layout 1 wrote 0). ``<g>_raw_delta`` takes a counter's raw increase by that rule.
 
 Names come from the resolved generation, whose identifiers are validated lower-case snake_case by the
 ontology loader; they are still checked here and every string literal is escaped, so a catalog can
@@ -12,17 +17,40 @@ import math
 import re
 
 from perfonto.ontology import kinds
+from perfonto.ontology.lint import c_name
 from perfonto.ontology.resolved import Generation
 
 _IDENT = re.compile(r"^[a-z][a-z0-9_.]*$")
 
+#: The layout of the header's tables; raised when a struct changes (module docstring).
+LAYOUT = 2
+
 
 def _c_ident(name: str) -> str:
-    """Upper-case C identifier; the dot between block and signal becomes a double underscore so that
-    `hbm.read_bytes` and `hbm_read.bytes` stay distinct."""
+    """Upper-case C identifier (``ontology.lint.c_name``): the dot between block and signal becomes a double
+    underscore so that `hbm.read_bytes` and `hbm_read.bytes` stay distinct (`perfonto check` reports names that
+    still meet, `kvc.a__b` and `kvc__a.b`)."""
     if not _IDENT.match(name):
         raise ValueError(f"not a catalog identifier: {name!r}")
-    return name.replace(".", "__").upper()
+    return c_name(name)
+
+
+def _clash(what: str, first, second, ident: str) -> ValueError:
+    """The error for two catalog names (objects with ``name`` and ``span``) that map to one C identifier."""
+    return ValueError(
+        f"{second.span}: {what} `{second.name}` and `{first.name}` ({first.span}) map to the same C identifier "
+        f"{ident}; rename one (`perfonto check` reports this as error[c-identifier])"
+    )
+
+
+def wrap_of(s) -> tuple[int, int]:
+    """``(wrap_width, wrap_modulus)`` of a signal as the header's table gives them: a counter's (or each
+    histogram bucket register's) wrap width in bits, and the raw count it wraps at when a ``wrap_range`` is
+    declared (``ResolvedSignal.modulus``), else 0 (it wraps at 2^wrap_width); (0, 0) for a gauge, a packed
+    register or a counter of unknown width."""
+    if not kinds.of(s).counts or s.wrap_width is None:
+        return 0, 0
+    return s.wrap_width, (s.modulus or 0)
 
 
 def _c_string(text: str) -> str:
@@ -65,6 +93,9 @@ def generate_header(gen: Generation) -> str:
         "",
         "#include <stdint.h>",
         "",
+        f"/* Layout of the tables below: 2 added wrap_modulus to struct {p.lower()}_signal_info. */",
+        f"#define {p}_HEADER_LAYOUT {LAYOUT}u",
+        "",
         "/* Signal kinds. */",
         *(
             f"#define {p}_KIND_{k.name.upper()} {k.c_id}u"
@@ -93,7 +124,7 @@ def generate_header(gen: Generation) -> str:
     for name in sorted(gen.signals, key=ids.get):
         ident = f"{p}_SIG_{_c_ident(name)}"
         if ident in idents:
-            raise ValueError(f"signals `{idents[ident]}` and `{name}` map to the same C identifier {ident}; rename one")
+            raise _clash("signal", gen.signals[idents[ident]], gen.signals[name], ident)
         idents[ident] = name
         lines.append(f"    {ident} = {ids[name]},")
     lines += [
@@ -109,10 +140,25 @@ def generate_header(gen: Generation) -> str:
         + ", ".join(f"{k.name} = {k.c_id}" for k in sorted(kinds.KINDS.values(), key=lambda k: k.c_id) if k.c_id >= 0)
         + " */",
         "    uint8_t width;        /* register width in bits (0 for gauges) */",
-        "    uint8_t wrap_width;   /* bits at which the counter wraps (0: not a counter, or unknown) */",
-        "    uint32_t instances;   /* registers per chip */",
+        "    uint8_t wrap_width;   /* counters: the effective width in bits (histograms: each bucket register's);",
+        "                             0: not a counter, or its width is unknown */",
+        "    uint32_t instances;   /* registers per chip (a histogram's bucket registers included) */",
         "    double scale;         /* raw x scale = value in unit */",
+        "    uint64_t wrap_modulus; /* raw counts at which the counter wraps, from a declared wrap_range (raw values",
+        "                              at or beyond it are invalid); 0: it wraps at 2^wrap_width. Since layout 2 */",
         "};",
+        "",
+        "/* Raw increase of a counter (or of one histogram bucket) from prev to cur: (cur - prev) modulo",
+        "   wrap_modulus, or modulo 2^wrap_width when wrap_modulus is 0; x scale = the increase in unit. */",
+        f"static inline uint64_t {p.lower()}_raw_delta(const struct {p.lower()}_signal_info *s, uint64_t prev, "
+        "uint64_t cur)",
+        "{",
+        "    if (s->wrap_modulus != 0u)",
+        "        return cur >= prev ? cur - prev : cur + (s->wrap_modulus - prev);",
+        "    if (s->wrap_width == 0u || s->wrap_width >= 64u)",
+        "        return cur - prev;",
+        "    return (cur - prev) & ((UINT64_C(1) << s->wrap_width) - 1u);",
+        "}",
         "",
         f"static const struct {p.lower()}_signal_info {p.lower()}_signals[{p}_SIGNAL_COUNT] = {{  /* by id; holes "
         "are zero */",
@@ -123,13 +169,13 @@ def generate_header(gen: Generation) -> str:
                 f"signal `{name}` has {s.instances:,} registers per chip, more than the header's uint32_t holds"
             )
         width = s.width if s.width is not None else 0
-        wrap = s.wrap_width if (s.wrap_width is not None and kinds.of(s).window == "increase") else 0
+        wrap, modulus = wrap_of(s)
         scale = float(s.scale)
         if not math.isfinite(scale):
             raise ValueError(f"signal `{name}` has a non-finite scale")
         lines.append(
             f"    [{ids[name]}] = {{{_c_string(name)}, {_c_string(s.unit_text)}, {kinds.of(s).c_id}u, {width}u, "
-            f"{wrap}u, {s.instances}u, {scale!r}}},"
+            f"{wrap}u, {s.instances}u, {scale!r}, UINT64_C({modulus})}},"
         )
     lines += ["};", ""]
     lines += _field_macros(gen, p)
@@ -146,6 +192,7 @@ def _field_macros(gen: Generation, p: str) -> list[str]:
     if not fields:
         return []
     out = ["/* Fields of packed registers: bits [SHIFT, SHIFT + WIDTH) of the register word; raw x SCALE = value. */"]
+    seen: dict[str, object] = {}
     for f in fields:
         if not (0 <= f.lo <= f.hi < 64):
             raise ValueError(f"field `{f.name}` has bits [{f.lo}, {f.hi}], outside a 64-bit register")
@@ -153,6 +200,8 @@ def _field_macros(gen: Generation, p: str) -> list[str]:
         if not math.isfinite(scale):
             raise ValueError(f"field `{f.name}` has a non-finite scale")
         m = f"{p}_FIELD_{_c_ident(f.name)}"
+        if seen.setdefault(m, f) is not f:
+            raise _clash("field", seen[m], f, m)
         width = f.hi - f.lo + 1
         mask = ((1 << width) - 1) << f.lo
         out += [

@@ -1,15 +1,17 @@
 """Markdown reference of a compiled catalog: every signal and every metric.
 
-For each metric: unit, formula, description, groups, bounds, threshold, parent, source, what it
-depends on and what depends on it. Output is deterministic (sorted, no timestamps) so it can be
-checked into a repository and diffed. Text from catalogs is escaped for Markdown tables.
+For each signal: kind, unit, width (and where it wraps), scale, description, stability and notes.
+For each metric: unit, formula, description, groups, bounds, threshold, parent, server-level rule, source,
+what it depends on (signals, packed fields, spec constants, metrics) and what depends on it. Output is
+deterministic (sorted, no timestamps) so it can be checked into a repository and diffed. Text from
+catalogs is escaped for Markdown tables.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from perfonto.metrics.across_chips import chip_extreme
+from perfonto.metrics.across_chips import chip_extreme, field_deps
 from perfonto.metrics.explain import limits
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_number, fmt_unit
@@ -77,9 +79,44 @@ def _axis_size(b: dict, axis: str, n: int) -> str:
     return str(n)
 
 
+def width_text(s, none: str = "—") -> str:
+    """A signal's register width, and where it wraps when not at that width: at its effective width
+    (``64 (wraps at 40)``) or at a declared ``wrap_range`` (``32 (wraps at 1000000000 counts)``)."""
+    width = "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else none)
+    if s.modulus is not None:
+        width += f" (wraps at {s.modulus} counts)"
+    elif s.wrap_width and s.width and s.wrap_width != s.width:
+        width += f" (wraps at {s.wrap_width})"
+    return width
+
+
+def signal_notes(s) -> str:
+    """What a signal's description cell adds in parentheses: sentinels, reset indicator, unit field, max
+    rate, stability (``deprecated``, ``experimental``, a rename), known not to count, emulator binding."""
+    notes = []
+    if s.sentinel:
+        notes.append("sentinel " + ", ".join(str(v) for v in s.sentinel))
+    if s.reset_indicator:
+        notes.append(
+            f"reset indicator `{_n(s.reset_indicator)}`"
+            + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else "")
+        )
+    if s.scale_field is not None:
+        notes.append(f"unit × {fmt_number(s.scale_field[1])}^`{_n(s.scale_field[0])}` per sample")
+    if s.max_rate is not None:
+        notes.append(f"max rate {fmt_number(s.max_rate)} {_esc(s.unit_text)}/s")
+    if s.stability != "stable":
+        notes.append(_esc(s.stability) + (f", renamed to `{_n(s.renamed_to)}`" if s.renamed_to else ""))
+    if s.broken:
+        notes.append("known not to count here")
+    if getattr(s, "emulator", None) is not None:
+        notes.append(f"emulator {_esc(s.emulator.describe())}")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def _block_section(graph: MetricGraph, block: str) -> list[str]:
     """A block's heading (description, clock domain, instances) and its signals' table (kind, unit,
-    width, scale, description, the metrics that read each)."""
+    width and where it wraps, scale, description with stability and notes, the metrics that read each)."""
     gen = graph.generation
     b = gen.blocks[block]
     axes = ", ".join(f"{a}: {_axis_size(b, a, n)}" for a, n in b["axes"]) or "one per chip"
@@ -95,10 +132,9 @@ def _block_section(graph: MetricGraph, block: str) -> list[str]:
         s = gen.signals[name]
         fields = sorted((f for f in gen.fields.values() if f.register == name), key=lambda f: f.lo)
         users = _users(graph, [name, *(f.name for f in fields)])  # a packed register is read through its fields
-        width = str(s.width) if s.width else "—"
         out.append(
-            f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width} | {fmt_number(s.scale)} | "
-            f"{_esc(s.description)} | {users} |"
+            f"| `{_n(name)}` | {s.kind} | {_esc(s.unit_text)} | {width_text(s)} | {fmt_number(s.scale)} | "
+            f"{_esc(s.description)}{signal_notes(s)} | {users} |"
         )
         for f in fields:  # each field under its register: its bits, unit and the metrics that read it
             out.append(
@@ -165,9 +201,8 @@ def _metric_entry(graph: MetricGraph, name: str) -> list[str]:
     if m.source:
         out.append(f"- **source**: {_esc(m.source)}")
     record_deps = tuple(sorted(p for p in graph.graph.predecessors(name) if p in graph.generation.record_fields))
-    deps = [f"`{_n(d)}`" for d in m.signal_deps + m.spec_deps + record_deps] + [
-        f"[`{_n(d)}`](#{_anchor(d)})" for d in m.metric_deps
-    ]
+    reads = m.signal_deps + tuple(field_deps(graph, name)) + m.spec_deps + record_deps  # a field is no signal_dep
+    deps = [f"`{_n(d)}`" for d in reads] + [f"[`{_n(d)}`](#{_anchor(d)})" for d in m.metric_deps]
     out.append(f"- **depends on**: {', '.join(deps) or '—'}")
     users = graph.dependents(name)
     out.append(f"- **used by**: {', '.join(f'[`{_n(u)}`](#{_anchor(u)})' for u in users) or '—'}")

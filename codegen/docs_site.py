@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfonto.metrics.across_chips import chip_extreme, field_deps
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology.units import fmt_number, fmt_unit
 
-from .docs import _anchor, _axis_size, _code, _esc, _n, spec_table
+from .docs import _anchor, _axis_size, _code, _esc, _n, signal_notes, spec_table, width_text
 from .docs_mermaid import mermaid
 
 YES, NO = "✓", "—"
@@ -62,16 +63,6 @@ def _instances(b: dict) -> str:
     return axes
 
 
-def _width(s) -> str:
-    """A signal's register width, and where it wraps when not at that width."""
-    width = "unknown" if s.wrap_width is None and s.width == "unknown" else (str(s.width) if s.width else NO)
-    if s.modulus is not None:
-        width += f" (wraps at {s.modulus} counts)"
-    elif s.wrap_width and s.width and s.wrap_width != s.width:
-        width += f" (wraps at {s.wrap_width})"
-    return width
-
-
 def _fields_table(gen, block: str) -> list[str]:
     """The packed fields of a block (register, bits, unit, scale, description); none: no table."""
     fields = sorted(f for f in gen.fields if gen.fields[f].block == block)
@@ -94,18 +85,20 @@ def _fields_table(gen, block: str) -> list[str]:
 def _bounds(d, m) -> str:
     """A metric's bounds: the compiled ones (in its unit), else the declared ones, else none."""
     if m is not None and m.bounds:
-        return f"- **bounds**: {fmt_number(m.bounds[0])} .. {fmt_number(m.bounds[1])} {_esc(d.unit)}"
+        unit = "" if d.unit.strip() in ("", "1") else f" {_esc(d.unit)}"  # a plain ratio: "0 .. 3", not "0 .. 3 1"
+        return f"- **bounds**: {fmt_number(m.bounds[0])} .. {fmt_number(m.bounds[1])}{unit}"
     if d.bounds:
         return f"- **bounds**: {fmt_number(d.bounds[0].value)} .. {fmt_number(d.bounds[1].value)}"
     return f"- **bounds**: {NO}"
 
 
-def _level(m) -> str:
-    """What a compiled metric is at server level: per record of a population, a total or a ratio of
-    totals (per instance of its axes)."""
+def _level(m, extreme: str | None = None) -> str:
+    """What a compiled metric is at server level: per record of a population, the ``extreme`` over chips
+    (``metrics.across_chips.chip_extreme``), a total or a ratio of totals (per instance of its axes)."""
     if getattr(m, "population", None):
         return f"- **per record of**: `{_n(m.population)}` (computed from records, at run level)"
-    return f"- **server level**: {'the sum over chips (a total)' if m.degree == 1 else 'a ratio of server totals'}" + (
+    rule = f"the {extreme} over chips" if extreme else "the sum over chips (a total)" if m.degree == 1 else None
+    return f"- **server level**: {rule or 'a ratio of server totals'}" + (
         f"; per instance of {', '.join(f'`{_n(a)}`' for a, _ in m.axes)}" if m.axes else ""
     )
 
@@ -247,8 +240,9 @@ class _Site:
             users = sorted(u for u in g.graph.successors(sname) if u in _all(g)) if sname in g.graph else []
             used = ", ".join(self.metric_link(u) for u in users) or NO
             out.append(
-                f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | {_width(s)} | '
-                f"{fmt_number(s.scale)} | {_esc(s.description)}{self._signal_notes(s)} | {avail} | {used} |"
+                f'| <a id="{_anchor(sname)}"></a>`{_n(sname)}` | {s.kind} | {_esc(s.unit_text) or "1"} | '
+                f"{width_text(s, NO)} | {fmt_number(s.scale)} | {_esc(s.description)}{signal_notes(s)} | "
+                f"{avail} | {used} |"
             )
         out += _fields_table(gen, block)
         out.append("")
@@ -264,28 +258,6 @@ class _Site:
             out += ["| metric | why |", "|---|---|"]
             out += [f"| {self.metric_link(n)} | {_esc(self.status(name, n)[1])} |" for n in missing]
         return out
-
-    @staticmethod
-    def _signal_notes(s) -> str:
-        notes = []
-        if s.sentinel:
-            notes.append("sentinel " + ", ".join(str(v) for v in s.sentinel))
-        if s.reset_indicator:
-            notes.append(
-                f"reset indicator `{_n(s.reset_indicator)}`"
-                + (" (an uptime: reset when it decreases)" if s.reset_kind == "decrease" else "")
-            )
-        if s.scale_field is not None:
-            notes.append(f"unit × {fmt_number(s.scale_field[1])}^`{_n(s.scale_field[0])}` per sample")
-        if s.max_rate is not None:
-            notes.append(f"max rate {fmt_number(s.max_rate)} {_esc(s.unit_text)}/s")
-        if s.stability != "stable":
-            notes.append(_esc(s.stability) + (f", renamed to `{_n(s.renamed_to)}`" if s.renamed_to else ""))
-        if s.broken:
-            notes.append("known not to count here")
-        if getattr(s, "emulator", None) is not None:
-            notes.append(f"emulator {_esc(s.emulator.describe())}")
-        return f" ({'; '.join(notes)})" if notes else ""
 
     def _signal_status(self, gen: str, signal: str) -> str:
         g = self.graphs[gen].generation
@@ -321,7 +293,7 @@ class _Site:
             _esc(d.description) or "(no description)",
             "",
         ]
-        out += self._facts(d, m)
+        out += self._facts(d, m, chip_extreme(g, name) if m is not None else None)
         if m is not None:
             out += self._dependencies(name, m, g)
         out += ["", "| generation | available |", "|---|---|"]
@@ -333,9 +305,10 @@ class _Site:
         out.append("")
         return out
 
-    def _facts(self, d, m) -> list[str]:
+    def _facts(self, d, m, extreme: str | None = None) -> list[str]:
         """A metric's unit, formula, source, bounds, threshold, parent, groups and level (from its
-        declaration ``d`` and, when it compiled, the metric ``m``)."""
+        declaration ``d`` and, when it compiled, the metric ``m``; ``extreme``: its server value is the max
+        or min over chips)."""
         unit = _esc(d.unit) + (f" ({_esc(fmt_unit(m.unit))})" if m is not None else "")
         out = [
             f"- **unit**: {unit}",
@@ -350,14 +323,13 @@ class _Site:
             out.append(f"- **parent**: {self.metric_link(d.parent) if d.parent in self.decl else _esc(d.parent)}")
         out.append(f"- **groups**: {', '.join(f'[{_esc(x)}]({_file(x)}.md)' for x in _groups_of(d))}")
         if m is not None:
-            out.append(_level(m))
+            out.append(_level(m, extreme))
         return out
 
     def _dependencies(self, name: str, m, g: MetricGraph) -> list[str]:
         """What a compiled metric depends on (signals, spec constants, metrics) and the metrics using it."""
-        deps = [self._dep_link(x, g) for x in m.signal_deps + m.spec_deps] + [
-            self.metric_link(x) for x in m.metric_deps
-        ]
+        reads = m.signal_deps + tuple(field_deps(g, name)) + m.spec_deps  # a packed field is in no signal_deps
+        deps = [self._dep_link(x, g) for x in reads] + [self.metric_link(x) for x in m.metric_deps]
         users = sorted(n for n in g.graph.successors(name) if n in _all(g)) if name in g.graph else []
         return [
             f"- **depends on**: {', '.join(deps) or NO}",

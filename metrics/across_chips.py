@@ -92,7 +92,8 @@ def chip_extreme(graph, name: str) -> str | None:
     """``max`` or ``min`` when a metric's value over several chips (a server, a rack, a pod) is an extreme
     of its chips' values rather than a ratio of totals: a declared ``rollup max|min``, or a metric that
     reads no other metric and whose every signal is a gauge combined across chips by ``max``
-    (``across_chips: max``: the hottest chip's temperature); else None. A formula that decreases with
+    (``across_chips: max``: the hottest chip's temperature) or a packed field (fields combine by max:
+    ``ontology.kinds.FIELD``); else None. A formula that decreases with
     such a gauge (``100 - power.temperature``) would be the min over chips: the shipped catalog has none.
     For reports, so that such a column is not read as a ratio of totals."""
     m = graph.metrics.get(name)
@@ -103,8 +104,16 @@ def chip_extreme(graph, name: str) -> str | None:
     if m.metric_deps:  # built on other metrics: what it does with the gauge is not known here
         return None
     gen = graph.generation
-    reads = [gen.signals[s] for s in m.signal_deps if s in gen.signals]
-    rules = {getattr(s, "across_chips", None) for s in reads}
-    if reads and all(s.kind == "gauge" for s in reads) and len(rules) == 1 and next(iter(rules)) in ("max", "min"):
+    reads = [s for s in m.signal_deps if s in gen.signals] + field_deps(graph, name)  # fields combine by max
+    rules = {kinds.across_rule(gen, s) for s in reads}
+    levels = all(s in gen.fields or gen.signals[s].kind == "gauge" for s in reads)
+    if reads and levels and len(rules) == 1 and next(iter(rules)) in ("max", "min"):
         return next(iter(rules))
     return None
+
+
+def field_deps(graph, name: str) -> list[str]:
+    """The packed fields metric ``name`` reads directly (``kvc.ctrl.mode``), sorted: a compiled metric's
+    ``signal_deps`` hold signals only."""
+    g = graph.graph
+    return sorted(p for p in g.predecessors(name) if p in graph.generation.fields) if name in g else []

@@ -39,11 +39,26 @@ def limits(m, esc=str) -> list[tuple[str, str]]:
     (the Markdown reference escapes it; ``explain`` writes it as it is)."""
     out = []
     if m.bounds:
-        out.append(("bounds", f"{m.bounds[0]:g} .. {m.bounds[1]:g} {esc(m.unit_text)}"))
+        out.append(("bounds", f"{m.bounds[0]:g} .. {m.bounds[1]:g}{_unit(m, esc)}"))
     if m.threshold:
         op, v, msg = m.threshold
-        out.append(("threshold", f"{esc(op)} {v:g} {esc(m.unit_text)}: {esc(msg)}"))
+        out.append(("threshold", f"{esc(op)} {v:g}{_unit(m, esc)}: {esc(msg)}"))
     return out
+
+
+def _unit(m, esc) -> str:
+    """`` <unit>`` after a number, nothing for a plain ratio (``[1]``: "0 .. 3", not "0 .. 3 1")."""
+    return "" if m.unit_text.strip() in ("", "1") else f" {esc(m.unit_text)}"
+
+
+def _level_kind(graph: MetricGraph, name: str) -> str:
+    """What a metric whose server value is an extreme over chips reads: gauges, packed fields or both."""
+    from .across_chips import field_deps
+
+    fields = bool(field_deps(graph, name))
+    gauges = any(s in graph.generation.signals for s in graph.all_metrics[name].signal_deps)
+    what = " and ".join(w for w, on in (("gauge", gauges), ("packed field", fields)) if on)
+    return f"{what} combined across chips"
 
 
 def availability(name: str, catalog_dir=None) -> dict[str, str]:
@@ -285,7 +300,7 @@ def explain(graph: MetricGraph, name: str, catalog_dir=None) -> str:
         out.append(
             "server level: "
             + (
-                f"the {extreme} over chips (a {'declared rollup' if m.rollup else 'gauge combined across chips'}"
+                f"the {extreme} over chips (a {'declared rollup' if m.rollup else _level_kind(graph, name)}"
                 f" by {extreme}), not a ratio of totals"
                 if extreme
                 else "sum over chips (a total)"

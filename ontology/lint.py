@@ -87,6 +87,65 @@ def _short_wrap(gen: Generation, s) -> Diagnostic | None:
     )
 
 
+def summed_temperature(gen: Generation, s) -> Diagnostic | None:
+    """A gauge in a unit of temperature that declares ``across_chips: sum``: a temperature is intensive,
+    so the sum over chips is no temperature at all (two chips at 70 and 80 degC read 150 degC at server
+    level); the hottest chip (``max``) or the mean (``avg``) is what a server-level temperature means."""
+    if s.kind != "gauge" or s.across_chips != "sum" or not s.unit_text:
+        return None
+    try:
+        dims = dict(gen.registry.Quantity(1, s.unit).dimensionality)
+    except Exception:  # a unit pint cannot make a quantity of: nothing to say
+        return None
+    if dims != {"[temperature]": 1}:
+        return None
+    return Diagnostic(
+        "warning",
+        "lint-summed-temperature",
+        f"gauge `{s.name}` is a temperature ({s.unit_text}) summed across chips (`across_chips: sum`): "
+        "its server-level value is no temperature (two chips at 70 and 80 read 150)",
+        s.span,
+        hint="write `across_chips: max` (the hottest chip) or `across_chips: avg`",
+    )
+
+
+def c_name(name: str) -> str:
+    """A catalog name as the generated C header spells it (``codegen.c_header``): upper case, each dot a
+    double underscore (``hbm.read_bytes`` → ``HBM__READ_BYTES``)."""
+    return name.replace(".", "__").upper()
+
+
+def _c_name_clashes(gen: Generation) -> list[Diagnostic]:
+    """Signals (and packed fields) whose C header identifiers are the same (``kvc.a__b`` and ``kvc__a.b`` are
+    both ``KVC__A__B``): the header cannot be generated. Reported at the later one (a parent's names first,
+    then this file's in line order), naming the earlier."""
+    out: list[Diagnostic] = []
+    for what, table in (("signal", gen.signals), ("packed field", gen.fields)):
+        order = {n: i for i, n in enumerate(table)}
+
+        def place(n: str, table=table, order=order) -> tuple[int, int, int]:
+            sp = table[n].span
+            own = bool(sp.file) and _same(sp.file, gen.source_file)
+            return (1, sp.line, sp.col) if own else (0, order[n], 0)
+
+        seen: dict[str, str] = {}
+        for name in sorted(table, key=place):
+            first = seen.setdefault(c_name(name), name)
+            if first != name:
+                out.append(
+                    Diagnostic(
+                        "error",
+                        "c-identifier",
+                        f"{what} `{name}` and `{first}` ({table[first].span}) map to the same C header identifier "
+                        f"`{c_name(name)}` (a dot is written `__`): `perfonto codegen --target c-header` cannot "
+                        "tell them apart",
+                        table[name].span,
+                        hint="rename one of them (avoid `__` in block, signal and field names)",
+                    )
+                )
+    return out
+
+
 def _seconds(x: float) -> str:
     for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if x >= f:
@@ -120,7 +179,8 @@ def _same(a: str, b) -> bool:
 
 
 def lint_generation(gen: Generation) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
+    """The lint diagnostics of a resolved generation (module docstring), and names that meet in the C header."""
+    out: list[Diagnostic] = _c_name_clashes(gen)
     reg = gen.registry
     for new, old in misspelt_overrides(gen):
         out.append(
@@ -155,6 +215,7 @@ def lint_generation(gen: Generation) -> list[Diagnostic]:
                 )
             )
     out += [d for s in gen.signals.values() if (d := _short_wrap(gen, s)) is not None]
+    out += [d for s in gen.signals.values() if (d := summed_temperature(gen, s)) is not None]
     for name, s in gen.signals.items():
         if kinds.of(s).counts and s.unit_text:
             if is_rate(reg, s.unit):

@@ -60,7 +60,7 @@ def test_c_header_compiles(tmp_path, gen_name):
         f"(int)perfonto_{gen_name}_signals[0].width + PERFONTO_{gen_name.upper()}_SIGNAL_COUNT * 0; }}\n"
     )
     proc = subprocess.run(
-        [cc, "-fsyntax-only", "-std=c99", "-Wall", "-Wextra", "-Werror", str(main)],
+        [cc, "-fsyntax-only", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", str(main)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
