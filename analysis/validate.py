@@ -5,11 +5,14 @@ from the ground truth alone (``truth_table``), and the checks of an evaluated ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from .evaluate import Evaluation
+
+if TYPE_CHECKING:
+    from perfonto.metrics.graph import MetricGraph
 
 
 def _peak(gen, name: str, unit: str) -> float:
@@ -106,6 +109,33 @@ def truth_table(gen, gt: dict) -> dict[str, Callable[[], float]]:
     if "vpu" in busy:
         t["vpu.utilization"] = lambda: 100 * busy["vpu"] / (n * d)
     return t
+
+
+def emulated_part(graph: MetricGraph) -> tuple[MetricGraph, dict[str, str]]:
+    """``(part, unavailable)``: the metrics of ``graph`` an emulated dump can feed, and every other
+    metric with its reason. A signal without an ``emulator:`` binding has no column in an emulated dump
+    (``emulator.signals``): a metric reading it, directly, through a packed field or through other
+    metrics, is left out ("reads `kvc.block_sizes`, which the emulator does not produce (no `emulator:`
+    binding)"), as ``perfonto run`` leaves it out; ``default(x, d)`` over such an x reads d and stays.
+    The metrics the generation cannot provide (``graph.unavailable``) are listed too."""
+    import networkx as nx
+
+    from perfonto.metrics.catalog import select_metrics
+    from perfonto.metrics.optional import fill_defaults
+
+    gen, given = graph.generation, dict(graph.unavailable)
+    unbound = {n for n, s in gen.signals.items() if s.emulator is None}
+    register = {n: n for n in unbound} | {f: fd.register for f, fd in gen.fields.items() if fd.register in unbound}
+    graph = fill_defaults(graph, set(register))
+    gone = {}
+    for name in graph.all_metrics:
+        lacking = sorted({register[n] for n in nx.ancestors(graph.graph, name) if n in register})
+        if lacking:
+            names = ", ".join(f"`{n}`" for n in lacking[:6]) + (" …" if len(lacking) > 6 else "")
+            gone[name] = f"reads {names}, which the emulator does not produce (no `emulator:` binding)"
+    if gone:
+        graph = select_metrics(graph, [n for n in graph.all_metrics if n not in gone])
+    return graph, given | gone
 
 
 @dataclass

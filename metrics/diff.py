@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import networkx as nx
+
 from perfonto.metrics.compiler import compile_files
-from perfonto.ontology.diff import diff_signals
+from perfonto.ontology.diff import SERVER_LEVEL, diff_signals
 from perfonto.ontology.resolved import Generation
 
 
@@ -31,12 +33,17 @@ def diff_generations(old: Generation, new: Generation, graphs: tuple = (None, No
             why.append(f"axes {mo.axes} -> {mn.axes}")
         deps_old = set(mo.signal_deps)
         deps_new = set(mn.signal_deps)
+        reads = nx.ancestors(gn.graph, name)  # through other metrics too; a `rollup max` is its chips' extreme
         for r in sd.renamed:
             if r["from"] in deps_old and r["to"] in deps_new:
                 why.append(f"reads `{r['to']}` (renamed from `{r['from']}`)")
         for c in sd.changed:  # a wider register or more instances behind a rollup keep the meaning
             if c["signal"] in deps_new and c["field"] in ("unit", "kind"):
                 why.append(f"`{c['signal']}` {c['field']} {c['old']} -> {c['new']}")
+            elif c["field"] in SERVER_LEVEL and mn.rollup not in ("max", "min") and c["signal"] in reads:
+                how = "reads" if c["signal"] in deps_new else "reads, through other metrics,"
+                change = f"{c['field']} {c['old']} -> {c['new']}"
+                why.append(f"{how} `{c['signal']}`, {change}: its server-level value changes")
         if why:
             changed.append({"metric": name, "why": why})
     return {

@@ -15,14 +15,14 @@ the rule: greedy with affinity, proven or searched exhaustively on small inputs)
 metrics that cannot be measured consistently (their counters do not fit one group) and, per counter,
 its **read cap**: half the shortest time in which it can wrap, (R − 1) / (max_rate / scale) / 2 s,
 with R = 2^effective width (or the raw modulus of a ``wrap_range``) and max_rate the declared one
-(or a cycle counter's clock plus 1 %, ``metrics.windows.max_rate``). Reading at least that often keeps every
-read pair inside half a wrap, where an increase is unambiguous (``metrics.windows`` rule 4b).
+(or a cycle counter's clock plus 1 %, ``metrics.windows.max_rate``; lacking both, the block's peak that
+``check`` warns with: ``metrics.plan_caps``). Reading at least that often keeps every read pair inside half
+a wrap, where an increase is unambiguous (``metrics.windows`` rule 4b).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import math
 from dataclasses import dataclass
 
 import networkx as nx
@@ -32,27 +32,12 @@ from perfonto.ontology.diagnostics import did_you_mean
 from perfonto.ontology.errors import PerfontoError
 
 from .graph import MetricGraph
+from .plan_caps import ReadCap, read_cap, uncapped
 from .plan_pack import Need, Rules, covers, pack, split, union
-from .windows import max_rate
 
 
 class PlanError(PerfontoError):
     """A plan that cannot be made: an unknown metric, or constraints no grouping can meet."""
-
-
-@dataclass(frozen=True)
-class ReadCap:
-    """How often a counter must be read. ``cap_s``: (range − 1) / raw rate / 2 in seconds, None when it
-    cannot be told (``note`` says why); ``range_raw``: raw counts before it wraps; ``max_rate``: in its
-    unit per second; ``raw_rate``: max_rate / scale, raw counts per second."""
-
-    signal: str
-    range_raw: int | None
-    max_rate: float | None
-    unit: str
-    raw_rate: float | None
-    cap_s: float | None
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +92,12 @@ class Plan:
         caps = [c.cap_s for c in self.caps.values() if c.cap_s is not None]
         return min(caps) if caps else None
 
+    @property
+    def uncapped(self) -> tuple[str, ...]:
+        """The counters read whose wrap time is unknown (``plan_caps.uncapped``): the read interval leaves
+        them out."""
+        return uncapped(self.caps)
+
     def to_json(self) -> dict:
         """The plan as JSON-ready data (the ``--json`` document and the collector config's body)."""
         return {
@@ -115,6 +106,7 @@ class Plan:
             "metrics": list(self.metrics),
             "optimal": self.optimal,
             "read_interval_s": self.read_interval_s,
+            "uncapped": list(self.uncapped),
             "passes": [
                 {
                     "pass": p.index,
@@ -131,32 +123,19 @@ class Plan:
                 {"metric": i.metric, "reason": i.reason, "passes": list(i.passes)} for i in self.inconsistent
             ],
             "read_caps": {
-                n: {"range_raw": c.range_raw, "max_rate": c.max_rate, "unit": c.unit, "cap_s": c.cap_s, "note": c.note}
+                n: {
+                    "range_raw": c.range_raw,
+                    "max_rate": c.max_rate,
+                    "unit": c.unit,
+                    "cap_s": c.cap_s,
+                    "note": c.note,
+                    "peak": c.peak,
+                }
                 for n, c in sorted(self.caps.items())
             },
             "inputs": {m: list(v) for m, v in self.inputs.items()},
             "one_pass_slots": dict(self.one_pass_slots),
         }
-
-
-def read_cap(gen, sig) -> ReadCap:
-    """``sig``'s read cap (``ReadCap``): (R − 1) / (max_rate / scale) / 2 s, R = the raw modulus of a
-    ``wrap_range`` or 2^(effective width); source: a counter that grows at most r raw counts per second
-    wraps no sooner than (R − 1) / r s after a read, and a read pair within half of that is unambiguous."""
-    unit = sig.unit_text
-    rate = max_rate(gen, sig)
-    rng = sig.modulus if sig.modulus else (2**sig.wrap_width if sig.wrap_width else None)
-    if rng is None:
-        return ReadCap(sig.name, None, rate, unit, None, None, "width unknown: a decrease is read as a reset")
-    if sig.scale_field is not None:
-        return ReadCap(sig.name, rng, rate, unit, None, None, f"unit set per sample by `{sig.scale_field[0]}`")
-    if rate is None or rate <= 0:
-        return ReadCap(sig.name, rng, None, unit, None, None, "no max_rate declared")
-    raw = rate / sig.scale
-    cap = (rng - 1) / raw / 2
-    if not math.isfinite(cap):  # a tiny max_rate: past any float, and JSON has no Infinity
-        return ReadCap(sig.name, rng, rate, unit, raw, None, "never wraps at its max_rate (cap beyond 1e308 s)")
-    return ReadCap(sig.name, rng, rate, unit, raw, cap)
 
 
 def plan_groups(catalog, metrics, slots: int | None = None) -> Plan:

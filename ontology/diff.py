@@ -1,8 +1,11 @@
 """Compatibility diff between two resolved generations (signals only), with Weaver-style policies.
 
-A change is an *error* when a stable signal changes unit, or disappears without having gone through
-deprecation (``stability: deprecated`` in the old generation, or a rename that keeps an alias);
-everything else is reported for information. Source of the policy idea: OpenTelemetry Weaver's
+A change is an *error* when a stable signal changes unit or kind, changes how its values combine across
+chips (``across_chips``, ``counted_by``: every metric reading it changes its server-level value under the
+same name), goes back from stable to experimental, or disappears without having gone through deprecation
+(``stability: deprecated`` in the old generation, or a rename that keeps an alias); everything else
+(``sentinel``, ``max_rate``, ``reset_indicator``, a deprecation, the description, …) is reported for
+information, each change with what it does (``EFFECT``). Source of the policy idea: OpenTelemetry Weaver's
 registry compatibility checks against the previous release.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from . import kinds
 from .generation import Generation, ResolvedSignal
 from .resolved import ResolvedConstant
 from .units import UnitError, conversion_factor, parse_unit
@@ -27,6 +31,7 @@ class SignalDiff:
 
 
 def _props(s: ResolvedSignal) -> dict:
+    """The properties a diff compares, as JSON values (``max_rate`` with its unit, ``sentinel`` a list)."""
     return {
         "kind": s.kind,
         "unit": s.unit_text,
@@ -34,7 +39,29 @@ def _props(s: ResolvedSignal) -> dict:
         "wrap_width": s.wrap_width if s.wrap_width != s.width else None,
         "scale": s.scale,
         "scope": ", ".join(f"{a}: {n}" for a, n in s.axes) or "chip",
+        "across_chips": s.across_chips,
+        "counted_by": s.counted_by if kinds.of(s).counts else None,
+        "sentinel": list(s.sentinel),
+        "max_rate": None if s.max_rate is None else f"{s.max_rate:.6g} {s.unit_text or '1'}/s",
+        "reset_indicator": s.reset_indicator,
+        "stability": s.stability,
+        "description": " ".join(s.description.split()),
     }
+
+
+#: What a change of each property does to the values read through the signal (shown beside the change).
+EFFECT = {
+    "across_chips": "server-level values of the metrics reading it change",
+    "counted_by": "server-level values of the metrics reading it change",
+    "sentinel": "which raw values the reader nulls as no value changes",
+    "max_rate": "which windows count as ambiguous (window rule 4b) and the read-interval cap change",
+    "reset_indicator": "which windows count as spanning a reset (null) changes",
+    "stability": "no value changes; deprecation is the step before removal",
+    "description": "documentation only",
+}
+
+#: Fields whose change on a stable signal changes server-level values under the same name: a policy error.
+SERVER_LEVEL = ("across_chips", "counted_by")
 
 
 def diff_signals(old: Generation, new: Generation) -> SignalDiff:
@@ -70,27 +97,42 @@ def diff_signals(old: Generation, new: Generation) -> SignalDiff:
 
 
 def _compare_props(d: SignalDiff, old: Generation, new: Generation, o: str, n: str) -> None:
-    """The properties that differ between old signal `o` and new signal `n`; a stable signal that
-    changes unit or kind is an error."""
+    """The properties that differ between old signal `o` and new signal `n`, each with its ``effect`` (where
+    ``EFFECT`` gives one) and ``policy`` (``error`` or ``information``); a stable signal that changes unit,
+    kind, across-chip rule or ``counted_by``, or goes back to experimental, is an error."""
     po, pn = _props(old.signals[o]), _props(new.signals[n])
+    stable = old.signals[o].stability == "stable"
     for key in po:
-        if po[key] == pn[key]:
-            continue
-        d.changed.append({"signal": n, "field": key, "old": po[key], "new": pn[key]})
-        stable = old.signals[o].stability == "stable"
-        if (
-            key == "unit"
-            and stable
-            and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1")
-        ):
-            d.errors.append(
-                f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
-                "deprecate it and add a new signal instead"
-            )
-        if key == "kind" and stable:
-            d.errors.append(
-                f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal"
-            )
+        if po[key] == pn[key] or (key in SERVER_LEVEL and po["kind"] != pn["kind"]):
+            continue  # a kind change is its own error (a counter's rule follows from its kind)
+        error = _policy_error(old, n, key, po, pn) if stable else None
+        entry = {"signal": n, "field": key, "old": po[key], "new": pn[key]}
+        if key in EFFECT:
+            entry["effect"] = EFFECT[key]
+        entry["policy"] = "information" if error is None else "error"
+        d.changed.append(entry)
+        if error is not None:
+            d.errors.append(error)
+
+
+def _policy_error(old: Generation, n: str, key: str, po: dict, pn: dict) -> str | None:
+    """The policy error of stable signal ``n`` changing ``key`` from ``po[key]`` to ``pn[key]``, or None
+    when the change is allowed (a wider register, more instances, a sentinel, a deprecation, …)."""
+    if key == "unit" and old.registry.parse_units(po["unit"] or "1") != old.registry.parse_units(pn["unit"] or "1"):
+        return (
+            f"stable signal `{n}` changes unit from {po['unit']} to {pn['unit']}; "
+            "deprecate it and add a new signal instead"
+        )
+    if key == "kind":
+        return f"stable signal `{n}` changes kind from {po['kind']} to {pn['kind']}; deprecate it and add a new signal"
+    if key in SERVER_LEVEL:
+        return (
+            f"stable signal `{n}` changes {key} from {po[key]} to {pn[key]}: every metric reading it changes its "
+            "server-level value under the same name; deprecate it and add a new signal instead"
+        )
+    if key == "stability" and pn[key] == "experimental":
+        return f"stable signal `{n}` goes back to experimental; keep it stable, or deprecate it and add a new signal"
+    return None
 
 
 def _compare_spec(d: SignalDiff, old: Generation, new: Generation) -> None:

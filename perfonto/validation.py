@@ -12,7 +12,7 @@ from pathlib import Path
 from perfonto import emulator
 from perfonto.analysis.evaluate import evaluate_dump
 from perfonto.analysis.records import record_metrics
-from perfonto.analysis.validate import Check, check_run
+from perfonto.analysis.validate import Check, check_run, emulated_part
 from perfonto.codegen.python_evaluator import generate, load
 from perfonto.metrics.catalog import load_catalog
 from perfonto.ontology.diagnostics import CatalogError
@@ -26,9 +26,10 @@ WORKLOADS = [
 
 def validate(
     generation: str | None = "sohu", workloads=None, log=lambda s: None, catalog=None
-) -> tuple[list[Check], float]:
-    """Emulate every workload (``WORKLOADS`` by default) on the catalog's generation and check it;
-    returns the checks and the elapsed seconds.
+) -> tuple[list[Check], float, dict[str, str]]:
+    """Emulate every workload (``WORKLOADS`` by default) on the catalog's generation and check the metrics
+    an emulated dump can feed; returns the checks, the elapsed seconds and the other metrics with their
+    reasons (``analysis.validate.emulated_part``: a signal without an emulator binding).
 
     Raises:
         CatalogError: the catalog does not compile (or names an unknown generation).
@@ -37,7 +38,7 @@ def validate(
     cat = load_catalog(catalog, generation)
     if cat.errors or cat.graph is None:
         raise CatalogError(cat.diagnostics)
-    graph = cat.graph
+    graph, unavailable = emulated_part(cat.graph)
     ev_mod = load(generate(graph))
     checks: list[Check] = []
     for wl in workloads or WORKLOADS:
@@ -64,4 +65,4 @@ def validate(
             f"{label}: {len(mine)} metrics checked, worst {worst.metric if worst else '-'} "
             f"{(worst.error if worst else 0) * 100:.4f} %"
         )
-    return checks, time.perf_counter() - t0
+    return checks, time.perf_counter() - t0, unavailable

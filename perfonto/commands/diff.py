@@ -39,7 +39,7 @@ def cmd_diff(args) -> int:
             f"signals renamed ({len(s['renamed'])}): "
             + (", ".join(f"{r['from']} -> {r['to']}" for r in s["renamed"]) or "-")
         )
-        _section("signals changed", s["changed"], lambda c: f"{c['signal']}: {c['field']} {c['old']} -> {c['new']}")
+        _section("signals changed", s["changed"], _change_line)
         _section(
             "spec constants changed", doc["spec"], lambda c: f"{c['constant']}: {c['old'] or '-'} -> {c['new'] or '-'}"
         )
@@ -74,6 +74,14 @@ def _folder_graph(catalog: str | None, gen):
         return None
     cat = load_catalog(catalog, gen.name)
     return cat.graph if cat.generation is not None else None
+
+
+def _change_line(c: dict) -> str:
+    """``signal: field old -> new``, then what the change does and whether the policy allows it (a sentinel
+    list as ``[65535]``, an empty one or no value as ``none``)."""
+    old, new = ("none" if v is None or v == [] else v for v in (c["old"], c["new"]))
+    why = "; ".join(x for x in (c.get("effect"), "policy error" if c.get("policy") == "error" else None) if x)
+    return f"{c['signal']}: {c['field']} {old} -> {new}" + (f" ({why})" if why else "")
 
 
 def _section(title: str, entries: list, line) -> None:

@@ -92,7 +92,21 @@ def _write_config(path: str, doc: dict, force: bool = False) -> None:
 
 
 def _s(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.6g} s"
+    """Seconds as text: ``1.07374 s``; below a second in ms, µs or ns (``10.4856 µs``, not ``1.04856e-05 s``)."""
+    if x is None:
+        return "unknown"
+    for unit, f in (("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if f <= x < f * 1e3:
+            return f"{x / f:.6g} {unit}"
+    return f"{x:.6g} s"
+
+
+def _uncapped(names: tuple[str, ...], capped: bool) -> str:
+    """The headline's word on the counters whose wrap time is unknown, which the read interval leaves out."""
+    if not names or not capped:
+        return ""
+    shown = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
+    return f" (the cap leaves out {len(names)} counter(s) of unknown rate or width: {shown})"
 
 
 def render(plan) -> str:
@@ -107,6 +121,7 @@ def render(plan) -> str:
             if plan.read_interval_s is not None
             else "no read-interval cap (no counter read with a known width and max_rate)"
         )
+        + _uncapped(plan.uncapped, plan.read_interval_s is not None)
     ]
     for p in plan.passes:
         out.append(f"pass {p.index} (read interval cap {_s(p.read_interval_s)}):")

@@ -1,5 +1,7 @@
 """``perfonto validate``: metrics against the emulator's ground truth on several workloads (exit 1 if
-any error exceeds 0.5 %); the last line is the worst error."""
+any error exceeds 0.5 %); the last line is the worst error. Metrics the emulator cannot feed (a signal
+without an ``emulator:`` binding, the normal case for a next generation's new counters) are listed as
+unavailable with the reason, on stderr, as ``perfonto run`` lists them."""
 
 from __future__ import annotations
 
@@ -25,9 +27,15 @@ def cmd_validate(args) -> int:
     from perfonto.ontology.diagnostics import CatalogError
 
     try:
-        checks, elapsed = validate(args.generation, catalog=args.catalog, log=lambda s: err.print(s, markup=False))
+        checks, elapsed, unavailable = validate(
+            args.generation, catalog=args.catalog, log=lambda s: err.print(s, markup=False)
+        )
     except CatalogError as exc:
         raise catalog_failure(exc, args) from None
+    if unavailable:
+        err.print("Unavailable metrics (on this generation, or not fed by the emulator):", markup=False)
+        for name, why in sorted(unavailable.items()):
+            err.print(f"  • {name}: {why}", markup=False)
     if not checks:
         raise CommandError("no metric of the catalog has a ground-truth counterpart; nothing was checked", 1)
     bad = [c for c in checks if not np.isfinite(c.error) or c.error > 5e-3]
@@ -37,6 +45,7 @@ def cmd_validate(args) -> int:
             json.dumps(
                 {
                     "checks": [vars(c) | {"error": c.error} for c in checks],
+                    "unavailable": dict(sorted(unavailable.items())),
                     "failed": len(bad),
                     "elapsed_s": elapsed,
                     "worst": {"workload": worst.workload, "metric": worst.metric, "error": worst.error},
