@@ -3,6 +3,11 @@
 Top-down level 1 is the set of metrics in group ``topdown`` whose unit is a share (percent or ratio)
 and that have no parent; their children (``parent`` clauses) are the drill-down. The dominant
 bottleneck is the level-1 node with the largest share of cycles (Yasin, ISPASS 2014).
+
+A threshold is crossed when the metric crosses its own bound and each ancestor on its ``parent`` chain
+that declares a threshold crosses its own too: the top-down method drills into a node only below a
+parent past its threshold (Intel's TMA metrics: "the node's parent needs to pass the threshold"; perf's
+``MetricThreshold`` repeats the parents' conditions, which the importers carry by ``parent``).
 """
 
 from __future__ import annotations
@@ -61,6 +66,65 @@ def _crossed(op: str, value: float, limit: float) -> bool:
     }[op]
 
 
+def _past(graph: MetricGraph, name: str, values: dict) -> bool | None:
+    """Whether ``name``'s value is past its own threshold; None when it has no threshold or no scalar, finite
+    value."""
+    v, thr = values.get(name), graph.metrics[name].threshold
+    if thr is None or v is None or np.ndim(v) != 0 or not np.isfinite(float(v)):
+        return None
+    op, limit, _ = thr
+    return _crossed(op, float(v), limit)
+
+
+def _ancestors_past(graph: MetricGraph, name: str, values: dict) -> tuple[bool, list[str]]:
+    """(no ancestor of ``name`` with a threshold is under it, the ancestors with a threshold but no value)."""
+    unknown: list[str] = []
+    seen = {name}
+    p = graph.metrics[name].parent
+    while p is not None and p not in seen and p in graph.metrics:
+        seen.add(p)
+        if graph.metrics[p].threshold is not None:
+            past = _past(graph, p, values)
+            if past is False:
+                return False, unknown
+            if past is None:
+                unknown.append(p)
+        p = graph.metrics[p].parent
+    return True, unknown
+
+
+def thresholds_crossed(graph: MetricGraph, values: dict) -> list[tuple[str, float, str]]:
+    """(metric, value, message) of each metric past its threshold at the level of ``values`` (metric →
+    value), where every ancestor on its ``parent`` chain that declares a threshold is past its own too
+    (module docstring): fetch latency at 12 % > 10 % under a frontend bound of 14 % < 15 % is not crossed.
+    An ancestor without a value cannot be checked: the metric is listed, and its message says so."""
+    out = []
+    for name, m in graph.metrics.items():
+        if not m.threshold or not _past(graph, name, values):
+            continue
+        ok, unknown = _ancestors_past(graph, name, values)
+        if not ok:
+            continue
+        msg = m.threshold[2]
+        if unknown:
+            msg += f" (the threshold of {', '.join(unknown)} above it is not checked: no value)"
+        out.append((name, float(values[name]), msg))
+    return out
+
+
+def bottleneck_label(graph: MetricGraph, name: str, values: dict) -> str:
+    """How the report names the dominant bottleneck ``name``: its threshold's message when it is past its
+    threshold, the message marked as under it when it is not (an imported message such as
+    ``Frontend_Bound(%) > 15`` would read as true at 14 %), else the metric's name."""
+    thr = graph.metrics[name].threshold
+    if thr is None:
+        return name
+    if _past(graph, name, values) is False:
+        unit = " %" if graph.metrics[name].unit_text in ("percent", "%") else ""
+        return f"{thr[2]} (under its threshold {thr[0]} {thr[1]:g}{unit})"
+    return thr[2]
+
+
 def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=None) -> Analysis:
     """Top-down split, bottleneck, thresholds (server level) and the window checks (bounds, top-down
     sums) — over ``ev.window``, or taken from ``checks`` (``analysis.checks.WindowChecks``) when the
@@ -72,20 +136,13 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
     label = ""
     children: dict[str, float] = {}
     if bottleneck:
-        thr = graph.metrics[bottleneck].threshold
-        label = thr[2] if thr else bottleneck
+        label = bottleneck_label(graph, bottleneck, ev.server)
         children = {
             n: float(ev.server[n])
             for n, m in graph.metrics.items()
             if m.parent == bottleneck and np.ndim(ev.server[n]) == 0
         }
-    crossed = []
-    for name, m in graph.metrics.items():
-        if m.threshold and np.ndim(ev.server[name]) == 0:
-            v = float(ev.server[name])
-            op, limit, msg = m.threshold
-            if np.isfinite(v) and _crossed(op, v, limit):
-                crossed.append((name, v, msg))
+    crossed = thresholds_crossed(graph, ev.server)
     violations: list[BoundViolation] = []
     counts: dict[str, int] = {}
     if checks is not None:

@@ -32,11 +32,12 @@ from perfonto.ontology.units import UnitError, conversion_factor, parse_unit
 
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceMetric
+from .library import compile_with_library, library_graph, overlap, with_library
 from .lint import lint_catalog
 from .names import group, quote
 from .ontology_doc import ontology_doc
 from .translate import Printer, RefInfo, apply_scale, number
-from .units import base_units, map_label, unit_text
+from .units import base_units, map_label, scaled_unit, unit_text
 from perfonto.ontology.errors import PerfontoError
 
 COUNTER_WIDTH = 64
@@ -61,6 +62,7 @@ class Outcome:
     unit: str = ""
     reason: str = ""  # rejection reason
     unit_note: str = ""  # a source unit that could not be applied, and why
+    library: bool = False  # left out of the metrics file: the shipped library defines it alike
 
 
 @dataclass
@@ -114,16 +116,32 @@ def build(cat: SourceCatalog, out_dir: Path) -> BuiltGeneration:
 
     metrics_path = out_dir / f"{cat.generation}.metrics"
     graph = _compile_until_clean(gen, cat, decls, outcomes, findings, str(metrics_path))
-    text = _file_text(cat, decls, outcomes)
+    omit = _beside_library(cat, gen, graph, decls, outcomes)
+    text = _file_text(cat, decls, outcomes, omit or set())
     metrics_path.write_text(text, encoding="utf-8")
-    graph = compile_files(gen, [metrics_path])
+    graph = compile_files(gen, [metrics_path]) if omit is None else compile_with_library(gen, metrics_path)
     for d in graph.errors:  # pragma: no cover - _compile_until_clean leaves none
         findings.append(Finding("compile", "", d.render(), "error"))
     _record_compiled(cat, decls, outcomes, graph)
+    for key in omit or ():
+        outcomes[key].library = True
     _tree_and_warning_findings(cat, outcomes, graph, findings)
     return BuiltGeneration(
         cat.generation, yaml_path, metrics_path, gen, graph, outcomes, findings, signals, consts, names, list(cat.archs)
     )
+
+
+def _beside_library(cat: SourceCatalog, gen: Generation, graph, decls: dict, outcomes: dict) -> set[str] | None:
+    """None when commands compile the folder without the shipped metric library; else the metrics the
+    library defines alike, to leave out of the file; those it defines otherwise are rejected
+    (``interop.library``)."""
+    if not cat.extends or not with_library(gen):
+        return None
+    names = {k: cat.metrics[k].name for k in decls if k not in outcomes}
+    same, differ = overlap(cat, names, graph, library_graph(gen))
+    for key, why in differ.items():
+        outcomes[key] = Outcome(key, cat.metrics[key].name, "rejected", cat.metrics[key].weight, reason=why)
+    return same
 
 
 def _write_ontology(cat: SourceCatalog, doc: dict, out_dir: Path) -> Path:
@@ -243,7 +261,7 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
     elif m.unit_text:
         unit_note = note or f"source unit `{m.unit_text}` has no pint equivalent"
     if status != "with_unit" and m.scale != 1.0:
-        declared, k = _scaled_unit(reg, base, m.scale, m.key, findings)
+        declared, k = scaled_unit(reg, base, m.scale, m.key, findings)
     if unit_note:
         unit_note += f"; imported in [{declared}]"
         findings.append(Finding("unit-not-applied", m.key, unit_note, "info"))
@@ -275,47 +293,6 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
     }
 
 
-PREFIXES = [
-    ("p", 1e-12),
-    ("n", 1e-9),
-    ("u", 1e-6),
-    ("m", 1e-3),
-    ("k", 1e3),
-    ("M", 1e6),
-    ("G", 1e9),
-    ("T", 1e12),
-    ("P", 1e15),
-    ("Ki", 2.0**10),
-    ("Mi", 2.0**20),
-    ("Gi", 2.0**30),
-]
-
-
-def _scaled_unit(reg, base, scale: float, key: str, findings: list[Finding]) -> tuple[str, float]:
-    """Declared unit and factor for a displayed value ``formula × scale`` whose label could not be used:
-    a plain number stays a number (× scale); else a prefix of the base unit that is the scale
-    (``1e-9`` on ``event/second`` → ``Gevent/second``, exact in pint terms); else × scale, flagged."""
-    text = unit_text(base)
-    if base.dimensionless:
-        return "1", scale
-    for p, f in PREFIXES:
-        cand = p + text
-        try:
-            if abs(conversion_factor(reg, base, parse_unit(reg, cand)) - scale) <= 1e-12 * scale:
-                return cand, 1.0
-        except UnitError:
-            continue
-    findings.append(
-        Finding(
-            "unit-scale",
-            key,
-            f"the source scales the value by {scale:g}, which no prefix of {text} "
-            f"expresses: the value is kept as displayed, i.e. {scale:g} × the quantity in {text}",
-        )
-    )
-    return text, scale
-
-
 def _decl_text(m: SourceMetric, dcl: dict, cat: SourceCatalog, parent_name: str | None) -> str:
     lines = [f"metric {m.name} [{dcl['unit']}] = {dcl['text']}"]
     if m.description:
@@ -332,10 +309,12 @@ def _decl_text(m: SourceMetric, dcl: dict, cat: SourceCatalog, parent_name: str 
     return "\n".join(lines) + "\n"
 
 
-def _render(cat: SourceCatalog, decls: dict, outcomes: dict) -> tuple[str, dict[str, tuple[int, int]]]:
+def _render(
+    cat: SourceCatalog, decls: dict, outcomes: dict, omit: set[str] | frozenset[str] = frozenset()
+) -> tuple[str, dict[str, tuple[int, int]]]:
     parts, spans, line = [], {}, 1
     for key, dcl in decls.items():
-        if key in outcomes:
+        if key in outcomes or key in omit:
             continue
         m = cat.metrics[key]
         pname = None
@@ -350,8 +329,8 @@ def _render(cat: SourceCatalog, decls: dict, outcomes: dict) -> tuple[str, dict[
     return "\n".join(parts), spans
 
 
-def _file_text(cat: SourceCatalog, decls: dict, outcomes: dict) -> str:
-    body, _ = _render(cat, decls, outcomes)
+def _file_text(cat: SourceCatalog, decls: dict, outcomes: dict, omit: set[str]) -> str:
+    body, _ = _render(cat, decls, outcomes, omit)
     head = (
         f"# Generated by `perfonto import {cat.format}` from {_safe_comment(Path(cat.path).name)} "
         f"(sha256 {_digest(cat.path)}); re-import rather than edit.\n"

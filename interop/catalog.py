@@ -49,6 +49,12 @@ class SourceConstant:
     unit: str = "1"
     may_be_zero: bool = False  # a flag (smt_on), or a property the tool reads as 0 when unknown
     scope: str = "system"  # instance, chip or system (perfonto's own export says which)
+    given: bool = False  # the value was given on the command line (--constant NAME=VALUE)
+    importer_default: bool = False  # the value is the importer's guess (the file does not give it)
+
+
+#: The ``source`` of a constant whose value was given on the command line.
+GIVEN = "given on the command line (--constant)"
 
 
 @dataclass
@@ -136,7 +142,18 @@ class SourceCatalog:
         c = self.constants.get(key)
         if c is None:
             (value, why), prov = default, "assumed"
-            if name in overrides:
-                value, why, prov = overrides[name], "given on the command line (--constant)", "claimed"
-            c = self.constants[key] = SourceConstant(key, name, value, description, why, prov, may_be_zero=may_be_zero)
+            given = name in overrides
+            if given:
+                value, why, prov = overrides[name], GIVEN, "claimed"
+            c = self.constants[key] = SourceConstant(
+                key,
+                name,
+                value,
+                description,
+                why,
+                prov,
+                may_be_zero=may_be_zero,
+                given=given,
+                importer_default=not given,
+            )
         return c

@@ -202,7 +202,13 @@ def parse(text: str, flavour: str = "perf"):
     except UnexpectedInput as exc:  # pragma: no cover - lark has no other subclasses today
         raise ParseError(str(exc).splitlines()[0], text, getattr(exc, "pos_in_stream", 0) or 0) from None
     if _depth(tree) > MAX_DEPTH:
-        raise ParseError(f"the formula is nested more than {MAX_DEPTH} levels deep", text, 0)
+        raise ParseError(
+            f"the formula is nested more than {MAX_DEPTH} levels deep (each operator of a chain such as "
+            f"`a + b + c` nests one level: a sum of more than {MAX_DEPTH} terms is refused too; split it into "
+            "metrics of fewer terms)",
+            text,
+            0,
+        )
     try:
         return _ToTree(text, flavour).transform(tree)
     except VisitError as exc:

@@ -60,7 +60,8 @@ TRANSLATIONS = [
     "SYSTEM_TSC_FREQ is the TSC's ticks in the window where the BaseFormula reads `tsc` (perf's msr@tsc@): "
     "`spec.system_tsc_freq * (interval / 1 s)`; elsewhere the frequency in Hz",
     "other Intel constants are machine values: dimensionless `spec.*` constants with assumed values",
-    "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent`",
+    "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent` (the "
+    "analysis counts a threshold as crossed only where its parents' are crossed too)",
     "events are counters with unit `event` and width 64 (the metrics file gives neither)",
 ]
 
@@ -72,6 +73,12 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     metrics = data.get("Metrics") if isinstance(data, dict) else data
     if not isinstance(metrics, list):
         raise ValueError(f"{path}: an Intel perfmon metrics file has a `Metrics` list")
+    keys = {k for e in metrics if isinstance(e, dict) for k in e}
+    if "MetricExpr" in keys and "Formula" not in keys:
+        raise ValueError(
+            f"{path}: a Linux perf pmu-events file (its metrics have perf's `MetricExpr`, not Intel's `Formula`): "
+            "import it with `perfonto import perf`"
+        )
     info = data.get("Header", {}).get("Info", "") if isinstance(data, dict) else ""
     cat = SourceCatalog(
         "intel",
@@ -120,7 +127,37 @@ class _Reader:
             self._metric(e, children)
         for e in sorted(entries, key=_level):
             self._threshold(e)
+        self._note_no_perf_name()
         return self.cat
+
+    def _note_no_perf_name(self) -> None:
+        """A warning naming the events that get no perf name (a modifier: ``:c1``, ``:i1:c1``, ``:USER`` …,
+        which perf spells ``…/cmask=1/``, ``:u``): a perf stat capture cannot feed them, nor the metrics that
+        read them, directly or through another metric (a migrator lost Memory_Bound and Core_Bound so)."""
+        bare = {k for k, ev in self.cat.events.items() if "perf" not in ev.sources}
+        if not bare:
+            return
+        lost: set[str] = set()
+        grew = True
+        while grew:
+            grew = False
+            for m in self.cat.metrics.values():
+                if m.expr is not None and m.key not in lost:
+                    if ir.leaves(m.expr, ir.Event) & bare or ir.leaves(m.expr, ir.Ref) & lost:
+                        lost.add(m.key)
+                        grew = True
+        names = sorted(self.cat.metrics[k].name for k in lost)
+        self.cat.findings.append(
+            Finding(
+                "no-perf-name",
+                "",
+                f"{len(bare)} event(s) with a modifier get no perf name (this importer does not derive perf's "
+                f"`event/cmask=1/`, `:u`, `:k` spellings): {', '.join(sorted(bare))}; a perf stat capture cannot feed "
+                f"them, nor the {len(names)} metric(s) that read them: {', '.join(names[:12])}"
+                + (" …" if len(names) > 12 else "")
+                + " (a generation that extends the imported one can give those signals `sources: {perf: …}`)",
+            )
+        )
 
     def _metric(self, e: dict, children: set[str]) -> None:
         """One metric entry into the catalog: its groups, its tree parent (checked), its formula translated."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from perfonto.ontology.generation import Generation
 
-from .catalog import SourceCatalog
+from .catalog import GIVEN, SourceCatalog
 
 
 def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
@@ -25,7 +25,7 @@ def ontology_doc(cat: SourceCatalog, parent: Generation | None) -> dict:
     doc: dict = {"generation": cat.generation, "description": cat.description}
     if parent is not None:
         doc["extends"] = parent.name
-        doc["clock_domains"] = {}
+        doc["clock_domains"] = _given_clocks(cat, parent)
     else:
         doc["clock_domains"] = _clock_domains_doc(cat, domains)
     doc["spec"] = spec
@@ -88,8 +88,18 @@ def _spec_doc(cat: SourceCatalog, parent: Generation | None, domains: set) -> di
             "scope": c.scope,
         }
         for c in cat.constants.values()
-        if (parent is None or f"spec.{c.name}" not in parent.spec)
+        if (parent is None or f"spec.{c.name}" not in parent.spec or c.given)
         and not (c.name.startswith("clock.") and c.name[6:] in domains)
+    }
+
+
+def _given_clocks(cat: SourceCatalog, parent: Generation) -> dict:
+    """The parent's clock domains whose frequency was given on the command line (``--constant
+    clock.core=…``, in Hz): only the frequency, merged onto the parent's domain."""
+    return {
+        d: {"frequency": {"value": hz / 1e9, "unit": "GHz", "provenance": prov, "source": src}}
+        for d, (hz, prov, src) in sorted(cat.clocks.items())
+        if src == GIVEN and d in parent.clock_domains
     }
 
 

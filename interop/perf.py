@@ -22,19 +22,26 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
   clause (bound × scale); conjuncts that repeat an ancestor's threshold are carried by ``parent``;
   anything else is reported as not expressible;
 - ``MetricGroup`` (``;``-separated) → ``groups``; a group ``<metric>_group`` (perf's convention for
-  the TMA tree) → ``parent <metric>``;
+  the TMA tree) → ``parent <metric>``; a metric of a perf top-down level (``TopdownL1``, ``tma_L2_group``
+  …) that is a share (``ScaleUnit`` ``100%``) also gets group ``topdown``, so that the analysis reads
+  perf's TMA tree as Intel's;
 - ``ArchStdEvent`` entries take the architecture-standard metric (jevents.py: fields of the entry
   override those of the standard one, looked up by lower-case name). The arm64 standard top-down
   metrics (``arch/arm64/sbsa.json``) are built in; ``--arch-std FILE`` adds others;
-- ``source_count(ev)`` is the number of PMU instances aggregated into ``ev`` (1 for imported events;
-  the block's instance count when importing against a generation, where ``x / source_count(x)`` is
-  ``avg(x)`` and a bare instanced event is ``sum(x)``, perf aggregating uncore PMUs by summing);
+- ``source_count(ev)`` is the number of PMU instances aggregated into ``ev``: the block's instance count
+  for a generation's signal or perfonto's own tagged event (``x / source_count(x)`` is then ``avg(x)``
+  and a bare instanced event is ``sum(x)``, perf aggregating uncore PMUs by summing); a plain perf
+  file's event has no instance count (it depends on the machine and on ``perf stat -a``), so its
+  metric is rejected with that reason (``x / source_count(x)`` over a PerPkg event is ``avg(x)``);
 - ``PerPkg`` (on a metric or an event definition): perf counts the event once per package (socket or
   die) and, system-wide, sums it over the packages. Its events are signals of a block of their own,
   ``<pmu>_package``, with an instance axis ``package`` sized by the capture (``from_data``: ``perf stat
   --per-socket`` gives one instance per socket, aggregated output one), read in formulas as ``sum(x)``;
   their perf names are kept as ``sources: {perf: …}`` like every event's;
 - ``%`` (integer remainder) and ``strcmp_cpuid_str`` have no counterpart: those metrics are rejected.
+
+The expression language is translated in ``interop.perf_formula``; the built-in tables (arm64 standard
+metrics, assumed ``#literal`` values, the report's translation notes) are in ``interop.perf_tables``.
 """
 
 from __future__ import annotations
@@ -46,101 +53,17 @@ from perfonto.ontology.generation import Generation
 from perfonto.ontology.loader import load_generation
 
 from . import ir
-from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric, Threshold
-from .exprparse import ParseError, SBin, SCall, SId, SIf, SLit, SNeg, SNum, parse, perf_symbol
+from .catalog import GIVEN, Finding, SourceCatalog, SourceConstant, SourceMetric
+from .exprparse import ParseError, parse, perf_symbol
 from .names import NameTable, ident, metric_name
+from .perf_formula import Formulas
+from .perf_tables import ARM64_SBSA, TRANSLATIONS, encoding, load_arch_std
 from .perf_tags import tag as _tag, tagged_event
 from .source_io import load_json
-from .thresholds import ancestors, split
+from .thresholds import perf_thresholds
 from .units import split_scale_unit
 
-# arm64 architecture-standard top-down metrics: tools/perf/pmu-events/arch/arm64/sbsa.json at
-# torvalds/linux 602bf18307981f3bfd9ebf19921791a4256d3fd1 (formulas and fields; descriptions ours).
-ARM64_SBSA = {
-    "frontend_bound": {
-        "MetricName": "frontend_bound",
-        "MetricExpr": "stall_slot_frontend / (#slots * cpu_cycles)",
-        "MetricGroup": "Default;TopdownL1",
-        "ScaleUnit": "100%",
-        "BriefDescription": "Share of issue slots stalled by the frontend (top-down level 1)",
-    },
-    "bad_speculation": {
-        "MetricName": "bad_speculation",
-        "MetricExpr": "(1 - op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
-        "MetricGroup": "Default;TopdownL1",
-        "ScaleUnit": "100%",
-        "BriefDescription": "Share of issue slots spent on operations that did not retire (top-down level 1)",
-    },
-    "retiring": {
-        "MetricName": "retiring",
-        "MetricExpr": "(op_retired / op_spec) * (1 - stall_slot / (#slots * cpu_cycles))",
-        "MetricGroup": "Default;TopdownL1",
-        "ScaleUnit": "100%",
-        "BriefDescription": "Share of issue slots that retired operations (top-down level 1)",
-    },
-    "backend_bound": {
-        "MetricName": "backend_bound",
-        "MetricExpr": "stall_slot_backend / (#slots * cpu_cycles)",
-        "MetricGroup": "Default;TopdownL1",
-        "ScaleUnit": "100%",
-        "BriefDescription": "Share of issue slots stalled by the backend (top-down level 1)",
-    },
-}
-
-LITERAL_DEFAULTS = {
-    "slots": (
-        5.0,
-        "issue slots per cycle; perf reads the PMU's caps/slots. 5 as on Neoverse N2, which this file's formulas "
-        "special-case",
-    ),
-    "smt_on": (1.0, "1 when SMT is on; perf reads it from sysfs"),
-    "core_wide": (1.0, "1 when events count for the whole core"),
-    "num_cpus": (8.0, "CPUs of the machine"),
-    "num_cpus_online": (8.0, "online CPUs"),
-    "num_cores": (8.0, "cores"),
-    "num_dies": (1.0, "dies"),
-    "num_packages": (1.0, "packages (sockets)"),
-    "system_tsc_freq": (2.5e9, "TSC frequency in Hz"),
-}
-
-TRANSLATIONS = [
-    "perf `/` by zero gives NaN; perfonto's `/` gives null: same meaning, kept as `/`",
-    "perf `d_ratio(a, b)` is 0 when b is 0: written `a / b if b != 0 else 0`",
-    "perf `a if c else b` takes b only when c is exactly 0: written `a if c != 0 else b` (a NaN condition takes a in "
-    "perf, null in perfonto)",
-    "perf `<`, `>` give 1/0 and `&`, `|`, `^` are logical: written as comparisons and `and`/`or`, `1 if … else 0` "
-    "where used as numbers",
-    "perf `#literal`s are machine values: dimensionless `spec.*` constants with assumed values (see the generated "
-    "YAML)",
-    "perf `duration_time` (seconds) is `interval`",
-    "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided "
-    "back",
-    "ScaleUnit `<scale><unit>`: the declared unit is the label's pint unit and the value stays expression × scale",
-    "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried "
-    "by `parent`",
-    "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines "
-    "them with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
-    "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a "
-    "scale is read as its value / scale",
-]
-
-
-def _encoding(e: dict) -> str:
-    """`` (EventCode 0x3c, UMask 0x2)``: a defined event's encoding for its signal's description, or ""."""
-    parts = [f"{k} {e[k]}" for k in ("EventCode", "UMask", "Unit", "ConfigCode") if str(e.get(k) or "").strip()]
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def load_arch_std(path: str | Path) -> dict[str, dict]:
-    """An architecture-standard JSON file (events or metrics) as ``{lower-case name: entry}``."""
-    data = load_json(path, "architecture-standard file")
-    out = {}
-    for e in data if isinstance(data, list) else []:
-        if isinstance(e, dict):
-            for k in ("MetricName", "EventName"):
-                if isinstance(e.get(k), str):
-                    out[e[k].lower()] = e
-    return out
+TMA_LEVEL = re.compile(r"topdownl\d+|tma_l\d+_group")  # perf's groups of a top-down (TMA) level
 
 
 def read(
@@ -176,7 +99,7 @@ def read(
     return _Reader(cat, data, std, parent_gen, constants or {}).run()
 
 
-class _Reader:
+class _Reader(Formulas):
     def __init__(self, cat: SourceCatalog, data: list, std: dict, gen: Generation | None, overrides: dict[str, float]):
         self.cat, self.data, self.std, self.gen, self.overrides = cat, data, std, gen, overrides
         self.entries: dict[str, dict] = {}  # metric key -> merged entry
@@ -231,9 +154,16 @@ class _Reader:
             self.lower[key.lower()] = key
         for key, entry in self.entries.items():
             self._metric(key, entry)
+        for m in cat.metrics.values():  # perf's TMA levels (TopdownL1, tma_L2_group …): shares of perfonto's tree
+            if (
+                any(TMA_LEVEL.fullmatch(g.lower()) for g in m.groups)
+                and m.unit_text == "%"
+                and "topdown" not in m.groups
+            ):
+                m.groups.append("topdown")
         for args in duplicates:
             self._reject(*args)
-        self._thresholds()
+        perf_thresholds(self.cat, self.entries, self.lower)
         self._note_unused_events()
         return cat
 
@@ -242,7 +172,7 @@ class _Reader:
         program it) and its perfonto tag (perfonto's own export)."""
         desc, tag = _tag(str(e.get("BriefDescription") or e.get("PublicDescription") or ""))
         if not tag:
-            desc += _encoding(e)
+            desc += encoding(e)
         self.defined_events[str(e["EventName"]).lower()] = desc
         self.event_defs[str(e["EventName"]).lower()] = (e, tag)
 
@@ -287,11 +217,14 @@ class _Reader:
         if m:
             desc, prov, source = m.group(1).strip(), m.group(2), m.group(3)
         desc, tag = _tag(desc)
+        given = name in self.overrides  # the command line's value, in the unit the constant is written in
+        if given:
+            value, scale, prov, source = self.overrides[name], 1.0, "claimed", GIVEN
         if name.startswith("clock.") and label and label.endswith("_cycle/s"):  # a clock domain's frequency
             self.cat.clocks[name[6:]] = (value * scale, prov, source)
         if self.gen is not None and f"spec.{name}" in self.gen.spec:
             c = self.gen.spec[f"spec.{name}"]
-            if abs(c.value - value * scale) > 1e-9 * max(abs(c.value), 1e-300):
+            if not given and abs(c.value - value * scale) > 1e-9 * max(abs(c.value), 1e-300):
                 self.cat.findings.append(
                     Finding(
                         "constant-mismatch",
@@ -300,8 +233,9 @@ class _Reader:
                         f"{c.value:g} in generation {self.gen.name}; the generation's value is used",
                     )
                 )
-            value, scale = c.value, 1.0
-            label = c.unit_text
+            # the generation's value and unit; a given value (in that unit) is written over the generation's
+            value, scale, label = (self.overrides[name] if given else c.value), 1.0, c.unit_text
+            tag = {"scope": c.scope.value}
         self.cat.constants[key.lower()] = SourceConstant(
             key.lower(),
             name,
@@ -311,24 +245,11 @@ class _Reader:
             prov,
             label or "1",
             scope=tag.get("scope", "system") if tag.get("scope") in ("instance", "chip", "system") else "system",
+            given=given,
         )
         self.const_metrics[key.lower()] = key.lower()
         return True
 
-    def _literal(self, lit: str) -> ir.Node:
-        name = ident(lit)
-        key = "#" + lit.lower()
-        self.cat.assumed_constant(
-            key,
-            name,
-            f"perf literal #{lit}",
-            LITERAL_DEFAULTS.get(name, (1.0, "a perf literal this importer does not know; 1 assumed")),
-            self.overrides,
-            may_be_zero=name in ("smt_on", "core_wide") or name not in LITERAL_DEFAULTS,
-        )
-        return ir.Const(key)
-
-    # -- events ------------------------------------------------------------------------------------
     def _event(self, raw: str, default_pmu: str) -> ir.Node:
         sym = perf_symbol(raw)
         low = sym.lower()
@@ -342,9 +263,20 @@ class _Reader:
                     return node if s.scale == 1.0 else ir.Bin("/", node, ir.Num(s.scale))  # perf reads the raw count
                 if cand in self.gen.spec:
                     c = self.gen.spec[cand]
+                    given = cand[5:] in self.overrides  # in the generation's unit, written over its value
                     self.cat.constants.setdefault(
                         cand,
-                        SourceConstant(cand, cand[5:], c.value, c.description, c.source, c.provenance, c.unit_text),
+                        SourceConstant(
+                            cand,
+                            cand[5:],
+                            self.overrides[cand[5:]] if given else c.value,
+                            c.description,
+                            GIVEN if given else c.source,
+                            "claimed" if given else c.provenance,
+                            c.unit_text,
+                            scope=c.scope.value,
+                            given=given,
+                        ),
                     )
                     return ir.Const(cand)
         if low in self.event_defs and self.event_defs[low][1]:  # perfonto's own export: the signal as it was
@@ -362,6 +294,15 @@ class _Reader:
         desc = self.defined_events.get(plain) or f"perf event {sym} (not defined in {Path(self.cat.path).name})"
         event = self.cat.event(low, block, name, desc, defined)
         event.sources.setdefault("perf", sym)  # perf stat's column, kept as written
+        if "?" in sym:  # perf's runtime parameter (`hv_24x7@PM_PB_CYC\,chip\=?@`): one event per value at run time
+            self.cat.findings.append(
+                Finding(
+                    "runtime-parameter",
+                    event.key,
+                    f"`{sym}` has perf's runtime parameter `?`, which perf expands to one event per value (chip=0, "
+                    "chip=1 …): imported as one event named without it, which such per-value columns do not feed",
+                )
+            )
         if per_pkg and event.block == block:
             event.axes = {"package": "from_data"}  # as many packages as the capture has (--per-socket: S0, S1, …)
         elif per_pkg and not event.axes:
@@ -379,16 +320,20 @@ class _Reader:
         entry, tag = self.event_defs[low]
         return tagged_event(self.cat, low, entry, tag, self.defined_events.get(low, ""))
 
-    def _instances(self, key: str) -> int:
+    def _instances(self, key: str) -> int | None:
+        """The instances of event ``key`` (1 without an instance axis), or None when the file does not say:
+        an event of a plain perf file, or an axis sized by the capture (``from_data``)."""
         if self.gen is not None and key in self.gen.signals:
             return self.gen.signals[key].instances
         ev = self.cat.events.get(key)
-        if ev is not None and ev.axes:
-            n = 1
-            for size in ev.axes.values():
-                n *= size if isinstance(size, int) else 1  # `from_data`: unknown until a capture is read
-            return n
-        return 1
+        if ev is None or not (ev.axes or key in self.event_defs and self.event_defs[key][1]):
+            return None  # neither a generation's signal nor perfonto's own tagged event
+        n = 1
+        for size in ev.axes.values():
+            if not isinstance(size, int):  # `from_data`: unknown until a capture is read
+                return None
+            n *= size
+        return n
 
     # -- formulas ----------------------------------------------------------------------------------
     def _metric(self, key: str, entry: dict) -> None:
@@ -447,146 +392,3 @@ class _Reader:
             m.problem = str(exc)
         finally:
             self.per_pkg = False
-
-    def _expr(self, t, pmu: str) -> ir.Node:
-        num = lambda x: ir.as_number(self._expr(x, pmu))  # noqa: E731
-        cond = lambda x: ir.as_truth(self._expr(x, pmu))  # noqa: E731
-        if isinstance(t, SNum):
-            return ir.Num(t.value)
-        if isinstance(t, SLit):
-            return self._literal(t.name)
-        if isinstance(t, SId):
-            return self._name(t, pmu)
-        if isinstance(t, SNeg):
-            return ir.Neg(num(t.operand))
-        if isinstance(t, SIf):
-            return ir.If(num(t.then), cond(t.cond), num(t.other))
-        if isinstance(t, SCall):
-            return self._call(t, pmu, num)
-        if isinstance(t, SBin):
-            return self._bin(t, pmu, num, cond)
-        raise ir.Unsupported(f"perf construct `{t}` is not supported")
-
-    def _name(self, t: SId, pmu: str) -> ir.Node:
-        """A name: the window length, a constant metric, another metric of the file, or else an event."""
-        low = perf_symbol(t.name).lower()
-        if low == "duration_time":
-            return ir.Interval()
-        if low in self.const_metrics:
-            return ir.Const(self.const_metrics[low])
-        if low in self.lower:
-            return ir.Ref(self.lower[low])
-        return self._event(t.name, pmu)
-
-    def _bin(self, t: SBin, pmu: str, num, cond) -> ir.Node:
-        """A binary operator: arithmetic, comparisons, and `&`, `|`, `^` over conditions (`%` unsupported)."""
-        op = t.op
-        if op == "%":
-            raise ir.Unsupported("perf `%` (integer remainder) has no counterpart in perfonto's language")
-        if op == "/" and isinstance(t.right, SCall) and t.right.fn == "source_count":
-            return self._per_source(t, pmu, num)
-        if op in "+-*/":
-            a, b = num(t.left), num(t.right)
-            if (
-                op == "*"
-                and isinstance(a, ir.Bin)
-                and a.op == "/"
-                and isinstance(a.right, ir.Num)
-                and isinstance(b, ir.Num)
-                and a.right.value == b.value
-            ):
-                return a.left  # (value / scale) * scale: perfonto's own export of a scaled event
-            return ir.Bin(op, a, b)
-        if op in ("<", ">"):
-            return ir.Bin(op, num(t.left), num(t.right))
-        if op == "&":
-            return ir.Bin("and", cond(t.left), cond(t.right))
-        if op == "|":
-            return ir.Bin("or", cond(t.left), cond(t.right))
-        if op == "^":
-            a, b = cond(t.left), cond(t.right)
-            return ir.Bin("and", ir.Bin("or", a, b), ir.Not(ir.Bin("and", a, b)))
-        raise ir.Unsupported(f"perf construct `{t}` is not supported")
-
-    def _call(self, t: SCall, pmu: str, num) -> ir.Node:
-        fn, args = t.fn, t.args
-        if fn in ("min", "max"):
-            if len(args) != 2:
-                raise ir.Unsupported(f"perf `{fn}` takes two arguments")
-            return ir.Call(fn, (num(args[0]), num(args[1])))
-        if fn == "d_ratio":
-            if len(args) != 2:
-                raise ir.Unsupported("perf `d_ratio` takes two arguments")
-            return ir.SafeDiv(num(args[0]), num(args[1]))
-        if fn == "source_count":
-            node = self._expr(args[0], pmu)
-            keys = ir.leaves(node, ir.Event)
-            return ir.Num(float(self._instances(next(iter(keys))) if keys else 1))
-        if fn == "has_event":
-            sym = perf_symbol(args[0].name).lower() if isinstance(args[0], SId) else "event"
-            key = "has_event:" + sym
-            self.cat.constants.setdefault(
-                key,
-                SourceConstant(
-                    key,
-                    "has_" + ident(sym),
-                    1.0,
-                    f"perf has_event({sym}): 1 when the PMU has the event",
-                    "depends on the machine; 1 assumed",
-                    may_be_zero=True,
-                ),
-            )
-            return ir.Const(key)
-        raise ir.Unsupported(f"perf `{fn}()` has no counterpart in perfonto's language (it depends on the running CPU)")
-
-    def _per_source(self, t: SBin, pmu: str, num) -> ir.Node:
-        """``x / source_count(x)``: the mean over the PMU instances summed into ``x``."""
-        left = num(t.left)
-        count = self._call(t.right, pmu, num)
-        inner = _unsum(left)
-        keys = ir.leaves(inner, ir.Event) if inner is not None else set()
-        by_data = any(n == "from_data" for k in keys if k in self.cat.events for n in self.cat.events[k].axes.values())
-        if inner is not None and (count.value > 1 or by_data):  # by_data: as many packages as the capture has
-            blocks = {self.cat.events[k].block for k in keys}
-            if len(blocks) == 1:
-                return ir.Rollup("avg", inner)
-        return ir.Bin("/", left, count)
-
-    # -- thresholds ---------------------------------------------------------------------------------
-    def _thresholds(self) -> None:
-        def resolve(name: str) -> str | None:
-            return self.lower.get(perf_symbol(name).lower())
-
-        metrics = self.cat.metrics
-        for key in sorted(self.entries, key=lambda k: len(ancestors(metrics, k))):  # ancestors first
-            m = metrics[key]
-            text = str(self.entries[key].get("MetricThreshold", "") or "").strip()
-            if not text or m.expr is None:
-                continue
-            try:
-                tree = parse(text, "perf")
-            except ParseError as exc:
-                m.threshold_problem = f"MetricThreshold syntax: {exc}"
-                continue
-            own, implied, other = split(tree, key, metrics, resolve)
-            if own is None or other:
-                m.threshold_problem = (
-                    f"MetricThreshold `{text}` is not `<metric> <op> <number>` (and ancestors'): "
-                    f"perfonto's threshold clause compares the metric itself with one bound"
-                )
-                self.cat.findings.append(Finding("threshold-not-translated", key, m.threshold_problem, "warning"))
-                continue
-            m.threshold = Threshold(own[1], own[2], f"perf MetricThreshold: {text}", implied)
-
-
-def _unsum(n: ir.Node) -> ir.Node | None:
-    """``sum(a) + sum(b)`` → ``a + b`` (linear combinations of summed events), else None."""
-    if isinstance(n, ir.Rollup) and n.fn == "sum":
-        return n.arg
-    if isinstance(n, ir.Bin) and n.op in "+-":
-        a, b = _unsum(n.left), _unsum(n.right)
-        return None if a is None or b is None else ir.Bin(n.op, a, b)
-    if isinstance(n, ir.Bin) and n.op == "*" and isinstance(n.left, ir.Num):
-        b = _unsum(n.right)
-        return None if b is None else ir.Bin("*", n.left, b)
-    return None

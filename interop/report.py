@@ -55,8 +55,9 @@ class ImportReport:
 
     def renamed(self) -> list[tuple[str, str, str]]:
         """(source name, perfonto name, why) for each metric whose name had to change beyond case and
-        separators: characters a name cannot hold (``héllo wörld``, ``../x``), an empty name, or a
-        suffix that keeps it apart from another (``ok1_3``) — a migrator found these in the JSON only."""
+        separators (CamelCase words split included): characters a name cannot hold (``héllo wörld``,
+        ``../x``, ``..``), an empty name, or a suffix that keeps it apart from another (``ok1_3``,
+        rocprof's ``FetchSize`` beside ``FETCH_SIZE``) — a migrator found these in the JSON only."""
         import re
 
         from .names import metric_name
@@ -68,9 +69,9 @@ class ImportReport:
                 if o is not None and o.status == "rejected":  # listed with the rejected, under its reason
                     continue
                 key = src.split("#")[0]
-                plain = re.fullmatch(r"[A-Za-z0-9_. -]+", key) is not None
-                if key and plain and name == metric_name(key.lower()):
-                    continue
+                plain = re.fullmatch(r"[A-Za-z0-9_. -]*[A-Za-z0-9][A-Za-z0-9_. -]*", key) is not None
+                if key and plain and name in (metric_name(key.lower()), metric_name(key, camel=True)):
+                    continue  # case and separators only (`MfmaFlops` → mfma_flops)
                 why = (
                     " (an empty name)"
                     if not key
@@ -80,6 +81,15 @@ class ImportReport:
                 )
                 out.append((key, name, why))
         return out
+
+    def from_library(self) -> list[dict]:
+        """The metrics left out of the written file because the shipped metric library, which commands
+        compile with a folder extending a shipped generation, defines them with the same values."""
+        return [
+            {"metric": o.key, "name": o.name, "generation": g.generation}
+            for g, o in self._outcomes()
+            if o.library and o.status != "rejected"
+        ]
 
     def rejected(self) -> list[dict]:
         return [
@@ -113,6 +123,16 @@ class ImportReport:
             if m.threshold_problem
         ]
 
+    def constants(self, given: bool) -> list[dict]:
+        """The machine constants that decide the numbers but that the file does not give: those given on the
+        command line (``given``), or else the importer's assumed values (override with ``--constant``)."""
+        rows: dict[tuple, dict] = {}
+        for cat in self.catalogs:
+            for c in cat.constants.values():
+                if (c.given if given else c.importer_default and not c.given) and (c.name, c.value) not in rows:
+                    rows[(c.name, c.value)] = {"name": c.name, "value": c.value, "unit": c.unit, "why": c.source}
+        return list(rows.values())
+
     def translations(self) -> list[str]:
         return self.catalogs[0].translations if self.catalogs else []
 
@@ -135,12 +155,15 @@ class ImportReport:
                 for g in self.generations
             ],
             "rejected": self.rejected(),
+            "from_library": self.from_library(),
             "units_not_applied": self.units_not_applied(),
             "thresholds_not_translated": self.thresholds_not_translated(),
             "findings": [{"generation": gname, **f.to_json()} for gname, f in self.findings()],
             "translations": self.translations(),
             "names": {g.generation: g.names for g in self.generations},
             "unused_constants": list(self.unused_constants),
+            "given_constants": self.constants(given=True),
+            "assumed_constants": self.constants(given=False),
         }
 
     def _name_lines(self) -> list[str]:
@@ -152,6 +175,21 @@ class ImportReport:
             lines += [f"    - {src!r} → {name}{why}" for src, name, why in renamed[:12]]
             if len(renamed) > 12:
                 lines.append(f"    … {len(renamed) - 12} more")
+        for given, head in (
+            (True, "constants given (--constant)"),
+            (
+                False,
+                "constants assumed (the file does not "
+                "give them; they decide the values: override with --constant NAME=VALUE)",
+            ),
+        ):
+            rows = self.constants(given)
+            if rows:
+                lines.append(f"  {head}:")
+                lines += [
+                    f"    - {r['name']} = {r['value']:g}{_unit(r['unit'])}" + ("" if given else f": {r['why']}")
+                    for r in rows
+                ]
         if self.unused_constants:
             known = sorted({c.name for cat in self.catalogs for c in cat.constants.values()})
             lines.append(
@@ -194,6 +232,14 @@ class ImportReport:
             f" — {'OK' if self.ok else 'below the 95 % needed (exit 1; the files are written for inspection)'}"
         )
         lines += self._name_lines()
+        lib = self.from_library()
+        if lib:
+            names = ", ".join(r["name"] for r in lib[:8]) + (" …" if len(lib) > 8 else "")
+            lines.append(
+                f"  {len(lib)} metric(s) the shipped metric library defines with the same values are left out of the "
+                f"metrics file (commands compile a folder extending {self.catalogs[0].extends} with the library, and a "
+                f"metric is defined once): {names}"
+            )
         multi = len(self.generations) > 1
         rej = _grouped(self.rejected(), "reason")
         if rej:
@@ -220,6 +266,10 @@ def _grouped(rows: list[dict], field: str) -> dict[tuple[str, str], list[str]]:
     for r in rows:
         out.setdefault((r["metric"], r[field]), []).append(r["generation"])
     return out
+
+
+def _unit(unit: str) -> str:
+    return "" if unit in ("1", "") else f" {unit}"
 
 
 def _gens(gens: list[str], multi: bool) -> str:

@@ -50,7 +50,10 @@ def load_json(path: str | Path, what: str = "catalog file"):
             f"{path}: the JSON is nested too deeply to read (more than {MAX_DEPTH} levels is not a catalog)"
         ) from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}") from None
+        msg = exc.msg[: -len(" at")] + " here" if exc.msg.endswith(" at") else exc.msg  # json's "… starting at"
+        raise ValueError(
+            f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {msg} (is the file complete? fix it or copy it again)"
+        ) from None
     except ValueError as exc:  # an integer past Python's digit limit
         raise ValueError(f"{path}: malformed JSON: {exc}") from None
     if not _depth_ok(doc):

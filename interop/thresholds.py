@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .catalog import SourceMetric
-from .exprparse import SBin, SId, SNeg, SNum
+from .catalog import Finding, SourceCatalog, SourceMetric, Threshold
+from .exprparse import ParseError, SBin, SId, SNeg, SNum, parse, perf_symbol
 
 FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -82,3 +82,32 @@ def _conjuncts(t, out: list) -> None:
 
 def _repeats(m: SourceMetric, cmp: tuple) -> bool:
     return m.threshold is not None and m.threshold.op == cmp[1] and m.threshold.value == cmp[2]
+
+
+def perf_thresholds(cat: SourceCatalog, entries: dict[str, dict], lower: dict[str, str]) -> None:
+    """Each perf metric's ``MetricThreshold`` (``entries``: metric key → its entry; ``lower``: lower-case
+    name → key) as its ``threshold``, or its ``threshold_problem`` and a finding when it cannot be held."""
+
+    def resolve(name: str) -> str | None:
+        return lower.get(perf_symbol(name).lower())
+
+    metrics = cat.metrics
+    for key in sorted(entries, key=lambda k: len(ancestors(metrics, k))):  # ancestors first
+        m = metrics[key]
+        text = str(entries[key].get("MetricThreshold", "") or "").strip()
+        if not text or m.expr is None:
+            continue
+        try:
+            tree = parse(text, "perf")
+        except ParseError as exc:
+            m.threshold_problem = f"MetricThreshold syntax: {exc}"
+            continue
+        own, implied, other = split(tree, key, metrics, resolve)
+        if own is None or other:
+            m.threshold_problem = (
+                f"MetricThreshold `{text}` is not `<metric> <op> <number>` (and ancestors'): "
+                f"perfonto's threshold clause compares the metric itself with one bound"
+            )
+            cat.findings.append(Finding("threshold-not-translated", key, m.threshold_problem, "warning"))
+            continue
+        m.threshold = Threshold(own[1], own[2], f"perf MetricThreshold: {text}", implied)

@@ -24,7 +24,9 @@ import re
 
 import pint
 
-from perfonto.ontology.units import UnitError, parse_unit
+from perfonto.ontology.units import UnitError, conversion_factor, parse_unit
+
+from .catalog import Finding
 
 _SCALE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 _FIXED = {
@@ -87,3 +89,44 @@ def unit_text(u: pint.Unit) -> str:
 
 def base_units(reg: pint.UnitRegistry, u: pint.Unit) -> pint.Unit:
     return reg.Quantity(1.0, u).to_base_units().units
+
+
+PREFIXES = [
+    ("p", 1e-12),
+    ("n", 1e-9),
+    ("u", 1e-6),
+    ("m", 1e-3),
+    ("k", 1e3),
+    ("M", 1e6),
+    ("G", 1e9),
+    ("T", 1e12),
+    ("P", 1e15),
+    ("Ki", 2.0**10),
+    ("Mi", 2.0**20),
+    ("Gi", 2.0**30),
+]
+
+
+def scaled_unit(reg, base, scale: float, key: str, findings: list[Finding]) -> tuple[str, float]:
+    """Declared unit and factor for a displayed value ``formula × scale`` whose label could not be used:
+    a plain number stays a number (× scale); else a prefix of the base unit that is the scale
+    (``1e-9`` on ``event/second`` → ``Gevent/second``, exact in pint terms); else × scale, flagged."""
+    text = unit_text(base)
+    if base.dimensionless:
+        return "1", scale
+    for p, f in PREFIXES:
+        cand = p + text
+        try:
+            if abs(conversion_factor(reg, base, parse_unit(reg, cand)) - scale) <= 1e-12 * scale:
+                return cand, 1.0
+        except UnitError:
+            continue
+    findings.append(
+        Finding(
+            "unit-scale",
+            key,
+            f"the source scales the value by {scale:g}, which no prefix of {text} "
+            f"expresses: the value is kept as displayed, i.e. {scale:g} × the quantity in {text}",
+        )
+    )
+    return text, scale

@@ -69,7 +69,7 @@ def test_real_file_imports_with_units_and_report(perf_import):
     assert graph.metrics["ipc"].unit_text == "1"
     # ArchStdEvent: the override's formula, the standard's name, unit and groups
     fb = graph.metrics["frontend_bound"]
-    assert fb.unit_text == "percent" and set(fb.groups) == {"Default", "TopdownL1"}
+    assert fb.unit_text == "percent" and set(fb.groups) == {"Default", "TopdownL1", "topdown"}
     assert "backend_bound" in graph.metrics  # no MetricExpr in the file: the standard formula
     doc = report.to_json()
     assert doc["ok"] and doc["rejected"] == [] and any(f["code"] == "undefined-event" for f in doc["findings"])

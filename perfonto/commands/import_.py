@@ -32,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("file", help="the catalog file")
     output_options(
         p,
-        out_help=SHARED_OUT_HELP.format(what="folder for the generated YAML, .metrics file and report", runs="imports"),
+        out_help=SHARED_OUT_HELP.format(what="folder for the generated YAML, .metrics file and report", runs="imports")
+        + " (but `--catalog DIR` compiles every metrics file of a folder against one generation: import each "
+        "generation you will analyse with into a folder of its own)",
         force_help=SHARED_FORCE_HELP,
         json_help="print the report as one JSON document on stdout",
     )
@@ -40,7 +42,9 @@ def register(sub) -> None:
     p.add_argument(
         "--generation",
         default=None,
-        help="perf only: resolve event names against this generation (e.g. sohu, for perfonto's own export)",
+        help="perf only: resolve event names against this generation (e.g. sohu, for perfonto's own export); a "
+        "generation extending a shipped one is used with the shipped metric library, so the file's metrics that the "
+        "library defines with the same values are not written again",
     )
     p.add_argument(
         "--constant",
@@ -84,6 +88,12 @@ def cmd_import(args) -> int:
     if args.generation and args.format != "perf":
         err.print("error: --generation applies to perf files only", markup=False)
         return 2
+    if Path(args.file).is_dir():  # the real error, before --out's (`import perf . --out b`: "--out lies inside")
+        from perfonto.interop import FORMAT_NAMES, ImportReport
+
+        report = ImportReport(args.format, args.file)
+        report.error = f"{args.file}: is a folder, not a {FORMAT_NAMES[args.format]} file: give the catalog file"
+        return _print(report, report.to_json(), report.render(), args.json, err)
     from perfonto.outputs import output_folder
 
     class _NotWritten(Exception):
@@ -106,12 +116,38 @@ def cmd_import(args) -> int:
             doc = _moved(report.to_json(), tmp, out)
             if report.error:
                 raise _NotWritten
+            others = _other_generations(out, doc)
+            if others:
+                doc["folder_shared_with"] = others
             (tmp / _report_name(out, doc)).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     except _NotWritten:
         pass
     text = report.render().replace(str(tmp), str(out))  # paths where the files are now, never the temporary folder
-    if args.json:
+    if doc.get("folder_shared_with"):
+        text += (
+            f"\n  note: {out} also holds the import of {', '.join(doc['folder_shared_with'])}: `--catalog {out}` "
+            "compiles every metrics file of the folder against one generation, so the folder serves as storage; "
+            "import each generation into a folder of its own to analyse with it"
+        )
+    return _print(report, doc, text, args.json, err)
+
+
+def _print(report, doc: dict, text: str, as_json: bool, err) -> int:
+    """The report on stdout as JSON (``--json``) or as text on stderr; the exit code."""
+    if as_json:
         print(json.dumps(doc, indent=2))
     else:
         err.print(text, markup=False)
     return 0 if report.ok else 1
+
+
+def _other_generations(out, doc: dict) -> list[str]:
+    """The generations of the other imports already in folder ``out`` (their import reports)."""
+    mine = {str(g.get("generation")) for g in doc.get("generations") or []}
+    found: set[str] = set()
+    for p in sorted(Path(out).glob("import-report*.json")):
+        try:
+            found |= {str(g.get("generation")) for g in json.loads(p.read_text(encoding="utf-8"))["generations"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return sorted(found - mine)

@@ -26,15 +26,6 @@ from .points import Target
 from .pool import fill, workers
 from .scenarios import Scenario, _quantity, run_kwargs
 
-_OPS = {
-    "<": lambda v, t: v < t,
-    "<=": lambda v, t: v <= t,
-    ">": lambda v, t: v > t,
-    ">=": lambda v, t: v >= t,
-    "==": lambda v, t: v == t,
-    "!=": lambda v, t: v != t,
-}
-
 
 def spec_of(sc: Scenario | None) -> dict:
     """A scenario's spec overrides as full name → (value, unit)."""
@@ -47,27 +38,22 @@ def diagnose(graph, values: dict, per_chip: dict | None = None, chips=()) -> dic
     ``values``: metric → server-level value (NaN or missing: null); only the metrics ``graph``
     compiles are read. ``findings``: sorted names of the metrics whose threshold is crossed.
     """
-    from perfonto.analysis.bottleneck import drill_down, topdown_level1
+    from perfonto.analysis.bottleneck import bottleneck_label, drill_down, thresholds_crossed, topdown_level1
     from perfonto.analysis.headline import headline
 
     server = {n: float(values.get(n, math.nan)) if values.get(n) is not None else math.nan for n in graph.metrics}
     level1 = {n: server[n] for n in topdown_level1(graph) if math.isfinite(server[n])}
     bottleneck = max(level1, key=level1.get) if level1 else None
-    thr = graph.metrics[bottleneck].threshold if bottleneck else None
     analysis = SimpleNamespace(
         topdown=level1,
         bottleneck=bottleneck,
-        bottleneck_label=thr[2] if thr else (bottleneck or ""),
+        bottleneck_label=bottleneck_label(graph, bottleneck, server) if bottleneck else "",
         drilldown=drill_down(graph, server),
     )
     pc = {n: np.asarray(v, np.float64) for n, v in (per_chip or {}).items() if n in graph.metrics}
     ev = SimpleNamespace(server=server, per_chip=pc, chips=np.asarray(chips, np.int64))
     h = headline(graph, ev, analysis, None)
-    findings = sorted(
-        n
-        for n, m in graph.metrics.items()
-        if m.threshold and not m.axes and math.isfinite(server[n]) and _OPS[m.threshold[0]](server[n], m.threshold[1])
-    )
+    findings = sorted(n for n, _, _ in thresholds_crossed(graph, server))  # as analyze: the parent chain's too
     return {
         "headline": h["metric"] if h else None,
         "message": h["message"] if h else None,
