@@ -27,9 +27,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from perfonto.capture.dump_grid import ClockReset
+
 from .align import ClockFit
 from .chip_load import counter_analysis
-from .run_files import Run, RunError, read_parquet
+from .run_files import ChipsMissing, Run, RunError, read_parquet
 
 STRAGGLER_MIN_WAIT = 0.005
 
@@ -124,8 +126,15 @@ def _sample_times(run: Run, dump=None) -> tuple[np.ndarray, np.ndarray]:
 
 def aligned_trace(run: Run, fits: dict[int, ClockFit]):
     """``trace.parquet`` with ``host_start_ns`` and ``host_end_ns`` (float64): device events mapped
-    through their chip's clock fit, host events as they are."""
+    through their chip's clock fit, host events as they are. Piecewise clocks (``fit_clocks``) map with
+    each span's submission as a hint (``analysis.clock_run.map_trace``, as ``perfonto align`` and the
+    timeline do), so a span after a device-clock reset lands in its own epoch, not NaN as ambiguous."""
+    from .clock_fit import ChipClock
 
+    if fits and all(isinstance(f, ChipClock) for f in fits.values()):
+        from .clock_run import map_trace  # imports this module
+
+        return map_trace(run, fits)  # type: ignore[arg-type]
     t = read_parquet(run.file("trace.parquet"))
     dev = text(t, "clock") == "device"
     chip = t.column("chip").to_numpy()
@@ -170,6 +179,11 @@ def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
     waits_for = np.zeros((chips, chips))
     skew_steps: dict[int, float] = {}
     detail = "op" if coll.any() else "step"
+    unmapped = 0
+    if coll.any():  # a call with an arrival of no host time (after a clock reset): its last arrival is unknown
+        lost = np.unique(trace.column("instance").to_numpy()[coll & ~np.isfinite(hs)])
+        unmapped = len(lost)
+        coll &= ~np.isin(trace.column("instance").to_numpy(), lost)
     if coll.any():
         inst = trace.column("instance").to_numpy()[coll]
         c, a, st = chip[coll], hs[coll], step[coll]
@@ -224,6 +238,7 @@ def collective_analysis(trace, chips: int, duration_ns: float) -> dict:
     sk = np.array(list(skew_steps.values())) if skew_steps else np.zeros(0)
     return {
         "detail": detail,
+        "unmapped_calls": unmapped,
         "wait_s": [float(x * 1e-9) for x in wait],
         "waits_for": {
             str(i): {str(j): float(waits_for[i, j] * 1e-9) for j in np.flatnonzero(waits_for[i] > 0)}
@@ -263,8 +278,8 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
     the longest chip's span of samples on the host timeline.
 
     Raises:
-        RunError: the run lacks the sync reads or the counters, a chip of the counters has no
-            sync reads, or the chips are not numbered 0 .. N-1.
+        RunError: the run lacks the sync reads or the counters, or a chip of the counters has no
+            sync reads; ``ChipsMissing`` (a RunError): the chips are not numbered 0 .. N-1.
     """
     run = path if isinstance(path, Run) else Run.open(path)
     fits = fit_clocks(run)
@@ -277,11 +292,7 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
             )
     chips = len(fits)
     if sorted(fits) != list(range(chips)):  # waits, blame and links are indexed by chip number
-        raise RunError(
-            f"{run.file('sync.parquet')}: the chips are numbered {', '.join(map(str, sorted(fits)))}; the multi-chip "
-            f"analysis needs them numbered 0 .. {chips - 1} in the counters, sync reads and trace — renumber them, "
-            "or leave out --sync to skip it"
-        )
+        raise ChipsMissing(run.file("sync.parquet"), sorted(fits), dump is not None)
     try:
         duration_ns = run.duration_ns
     except RunError:
@@ -294,7 +305,10 @@ def analyse(path, gen=None, threshold: float = 0.9, with_alignment: bool = True,
         out["alignment"] = alignment_errors(run, fits, dump)
     if run.file("trace.parquet").exists():
         out["collective"] = collective_analysis(aligned_trace(run, fits), chips, duration_ns)
-    out.update(counter_analysis(run, fits, gen, threshold, dump, windows))
+    try:
+        out.update(counter_analysis(run, fits, gen, threshold, dump, windows))
+    except ClockReset as exc:  # the clocks and the trace align across a reset; the counters' windows cannot
+        out["counters_skipped"] = f"load imbalance and saturation (from the counters' windows) are skipped: {exc}"
     return out
 
 

@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from perfonto.metrics.graph import MetricGraph
 from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
-from perfonto.capture.topology import Topology
+from perfonto.capture.topology import Topology, TopologyError
 
 from .bottleneck import analyse
 from .capture import Capture, Report, evaluable, fleet_steps_note, plan_capture
@@ -28,6 +30,7 @@ from .fleet import rollups
 from .findings import findings
 from .headline import headline
 from .records import record_metrics
+from .report_json import format_value
 
 
 def analyse_fleet(
@@ -63,10 +66,17 @@ def analyse_fleet(
     if topology is not None:  # every chip placed, before anything is evaluated
         for host, chips in plan.chip_numbers.items():
             for c in chips:
-                topology.of(host, int(c))
+                _place(topology, plan, host, int(c))
+    held = plan.rows_present
     log(
-        f"{plan.rows:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
-        f"{plan.n_grid} samples each; engine {engine}"
+        f"{held:,} sample rows: {sum(plan.chips.values())} chips on {len(plan.groups)} host(s), "
+        + (
+            f"{plan.n_grid} samples each"
+            if held == plan.rows
+            else f"on a grid of {plan.n_grid} samples ({plan.rows - held:,} of its {plan.rows:,} chip slots "
+            "without a row)"
+        )
+        + f"; engine {engine}"
     )
     meta = {"generation": gen.name, "catalog_hash": graph.content_hash}
     if engine == "spark":
@@ -97,7 +107,8 @@ def analyse_fleet(
     ev = res.evaluation
     analysis = analyse(evaluated, ev, checks=res.checks)
     fleet = rollups(evaluated, evaluator, res, topology, top=top)
-    notes = list(plan.notes) + fleet.notes + fleet_steps_note(capture.ground_truth)
+    notes = server_cut(graph, ev, res.sums, fleet) + list(plan.notes) + fleet.notes
+    notes += fleet_steps_note(capture.ground_truth)
     if topology is not None:
         notes += _placed_without_rows(topology, plan) + _racks_in_two_pods(topology)
     records = None
@@ -133,6 +144,66 @@ def analyse_fleet(
     report.outputs = {"metrics": str(out_metrics)} if out_metrics else {}
     report.rows = res.rows
     return report
+
+
+SERVER_COVERAGE = 0.9  # a server level over less of the run than this (and less than some chip's own) is noted
+
+
+def server_cut(graph: MetricGraph, ev, sums, fleet) -> list[str]:
+    """A note when the server level (the windows valid on every chip) covers under ``SERVER_COVERAGE`` of the
+    run for some metric while some chips' own valid windows cover more: it names the chips (hosts) that cut
+    it, and points at the fleet table, whose rows read each chip over its own windows (a fleet trial's
+    headline read 410,847 tok/s over half the run where the fleet row read 455,910)."""
+    from .engine_levels import chip_values
+
+    cov = {m: c for m, c in ev.coverage.items() if np.ndim(ev.server[m]) == 0 and np.isfinite(ev.server[m])}
+    if not cov or not sums or min(cov.values()) >= SERVER_COVERAGE:
+        return []
+    low = sorted((m for m, c in cov.items() if c < SERVER_COVERAGE), key=lambda m: (cov[m], m))
+    worst = low[0]
+    dirty = frozenset().union(*[s.dirty for s in sums])
+    _, dt = chip_values(sums, frozenset(sums[0].deps[worst] & dirty))
+    cut = np.flatnonzero(dt < 0.99 * dt.max())
+    if not len(cut):
+        return []  # every chip's own windows are as short: the server level is what the chips hold
+    labels = fleet.nodes["chip"]
+    hosts = [p[0] for p in fleet.place]
+    named: list[str] = []
+    for i in cut:  # a host all of whose chips cut it is named once
+        mine = [j for j in range(len(hosts)) if hosts[j] == hosts[i]]
+        whole = bool(hosts[i]) and all(j in cut for j in mine)
+        share = (max(dt[j] for j in mine) if whole else dt[i]) / dt.max() * 100
+        name = f"{hosts[i]} (all its chips, {share:.1f} %)" if whole else f"{labels[i]} ({share:.1f} %)"
+        if name not in named:
+            named.append(name)
+    shown = "tokens_per_second" if "tokens_per_second" in low else worst
+    unit = graph.metrics[shown].unit_text
+    return [
+        f"the server level (the first table, the headline and the findings) reads the windows valid on every one "
+        f"of the {len(dt)} chips: {cov[worst] * 100:.1f} % of the run for {worst}"
+        + (f" and {len(low) - 1} more metric(s)" if len(low) > 1 else "")
+        + f", because {', '.join(named[:8])}{' …' if len(named) > 8 else ''} "
+        f"ha{'s' if len(named) == 1 else 've'} fewer valid windows (in brackets: as a share of the longest chip's); "
+        "the host, rack, pod and fleet tables read each chip over its own valid windows — for the fleet's figures "
+        f"read its fleet row ({shown}: {format_value(fleet.values['fleet'][shown][0], unit)} there, "
+        f"{format_value(ev.server[shown], unit)} at the server level)"
+    ]
+
+
+def _place(topology: Topology, plan: DumpPlan, host: str | None, chip: int) -> None:
+    """Check that ``topology`` places chip ``chip`` of ``host``; a dump that names no host is placed by rows
+    with an empty host, which an error for it says (it showed a host named ``).
+
+    Raises:
+        TopologyError: the topology does not place the chip."""
+    if host is None and ("", chip) not in topology.place and ("", None) not in topology.place:
+        raise TopologyError(
+            f"{topology.path}: the dump {plan.label} names no host (no `host` column, no host=… folder in its "
+            f"path), so its chips are placed by rows with an empty host, and none places chip {chip}: add a row "
+            "with an empty host (and an empty chip for every chip), or give the dump its host (a `host` column, "
+            "or its host=… folder)"
+        )
+    topology.of(host, chip)
 
 
 def _placed_without_rows(topology: Topology, plan: DumpPlan) -> list[str]:

@@ -19,6 +19,30 @@ class RunError(PerfontoError, ValueError):
     """A run folder without the files the analysis needs."""
 
 
+class ChipsMissing(RunError):
+    """The run's chips are not numbered 0 .. N − 1 (a chip without rows: dead, or its capture lost; or a
+    capture numbered from another chip): the multi-chip analysis, indexed by chip number, cannot run.
+    ``skipped``: the note a report that goes on without that analysis gives."""
+
+    def __init__(self, where, chips: list[int], with_counters: bool):
+        gone = sorted(set(range(max(chips) + 1)) - set(chips))
+        what = "sync reads or counter rows" if with_counters else "sync reads"
+        said = (
+            f"{where}: the chips are numbered {', '.join(map(str, chips))}; the multi-chip analysis (collective "
+            f"waits, the straggler, skew, load imbalance) indexes them and needs them numbered 0 .. {len(chips) - 1}"
+            + (
+                f", and chip(s) {', '.join(map(str, gone))} have no {what} (a dead chip, or its capture lost?)"
+                if gone
+                else ""
+            )
+        )
+        super().__init__(
+            said + " — if the numbers are only shifted, renumber the chip column of the run's files; a missing "
+            "chip's data cannot be replaced by renumbering"
+        )
+        self.skipped = said + ": it is skipped, and the rest of the report is over the chips with rows"
+
+
 def read_parquet(path, columns: list[str] | None = None, schema_only: bool = False):
     """A run's Parquet file (its table, or only its schema), a file pyarrow cannot read refused naming it.
 
@@ -113,4 +137,4 @@ class Run:
         return self.files.get(name, self.path / name)
 
 
-__all__ = ["MANIFEST", "Run", "RunError", "read_parquet"]
+__all__ = ["MANIFEST", "ChipsMissing", "Run", "RunError", "read_parquet"]

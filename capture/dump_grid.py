@@ -118,16 +118,8 @@ def _grid(
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
     same = np.diff(ci) == 0
-    if np.any(np.diff(ts_sorted)[same] <= 0):
-        k = int(np.flatnonzero(same & (np.diff(ts_sorted) <= 0))[0])  # sorted by time within each chip
-        a, b = sorted((int(order[k]), int(order[k + 1])))  # the two rows, in the file's order
-        what = "a duplicate sample" if ts[a] == ts[b] else "out of order"
-        name = row_name if row_name is not None else (lambda r: f"row {r + 1}")
-        at = f"{name(a)} is at {ts[a]} ns, {name(b)} at {ts[b]} ns" if name(a) else "duplicate or out-of-order samples"
-        raise DumpError(
-            f"{p}: timestamps of chip {label[int(ci[k])]} do not increase: {at} ({what}; {rows_counted(p)}); "
-            "drop the repeated sample or sort the rows by time"
-        )
+    name = row_name if row_name is not None else (lambda r: f"row {r + 1}")
+    _check_distinct(p, ts, order, ci, same, label, name)
     if counts.min() < 2:
         c = int(np.argmin(counts))
         raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
@@ -136,14 +128,18 @@ def _grid(
         if np.any(grid < 0):
             raise DumpError(f"{p}: negative sample numbers")
         if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(f"{p}: sample numbers of one chip do not increase")
+            k = int(np.flatnonzero(same & (np.diff(grid) <= 0))[0])
+            raise ClockReset.of(p, chip_idx, ts, int(ci[k]), label, name, "their sample numbers go back") or DumpError(
+                f"{p}: sample numbers of chip {label[int(ci[k])]} do not increase with its timestamps"
+            )
         grid = grid - (grid.min() if sample_base is None else sample_base)
     elif period > 0:
         grid = _steps(ts_sorted, same, period)
         if np.any(np.diff(grid)[same] <= 0):
-            raise DumpError(
-                f"{p}: two samples of one chip fall on the same {period} ns grid point; is sample_period_ns right?"
-            )
+            k = int(np.flatnonzero(same & (np.diff(grid) <= 0))[0])
+            raise ClockReset.of(
+                p, chip_idx, ts, int(ci[k]), label, name, f"two fall on one {period} ns grid point"
+            ) or (_too_close(p, label[int(ci[k])], ts, order[k], order[k + 1], period, name))
     else:
         if not np.all(counts == counts[0]):
             raise DumpError(
@@ -166,6 +162,67 @@ def _grid(
             have = np.nonzero(present[:, c])[0]
             stamps[:, c] = np.rint(np.interp(np.arange(S), have, stamps[have, c].astype(np.float64))).astype(np.int64)
     return Grid(keys, host_names, order, ci, grid, stamps, present, counts, label)
+
+
+def _check_distinct(p, ts, order, ci, same, label: list[str], name) -> None:
+    """Refuse two samples of one chip at the same timestamp (rows ``order``: by chip, then time).
+
+    Raises:
+        DumpError: naming the chip and both rows (``name``: row index → its name in the file)."""
+    ts_sorted = ts[order]
+    if not np.any(np.diff(ts_sorted)[same] <= 0):
+        return
+    k = int(np.flatnonzero(same & (np.diff(ts_sorted) <= 0))[0])  # sorted by time within each chip
+    a, b = sorted((int(order[k]), int(order[k + 1])))  # the two rows, in the file's order
+    what = "a duplicate sample" if ts[a] == ts[b] else "out of order"
+    at = f"{name(a)} is at {ts[a]} ns, {name(b)} at {ts[b]} ns" if name(a) else "duplicate or out-of-order samples"
+    raise DumpError(
+        f"{p}: timestamps of chip {label[int(ci[k])]} do not increase: {at} ({what}; {rows_counted(p)}); "
+        "drop the repeated sample or sort the rows by time"
+    )
+
+
+class ClockReset(DumpError):
+    """A chip's timestamps go back in the rows' own order and, placed in time order, its samples collide: a
+    device-clock reset (or two captures of the chip mixed), which the sampling grid cannot read across."""
+
+    @classmethod
+    def of(cls, p, chip_idx: np.ndarray, ts: np.ndarray, c: int, label: list[str], name, why: str):
+        """The error for chip column ``c`` when its rows (in the order given) step back in time, else None.
+        ``name``: row index → how the message names it ("" where rows have no file number); ``why``: what
+        the time order did to its samples."""
+        rows = np.flatnonzero(chip_idx == c)
+        back = np.flatnonzero(np.diff(ts[rows]) < 0)
+        if not len(back):
+            return None
+        a, b = int(rows[back[0]]), int(rows[back[0] + 1])
+        where = (
+            f" at {name(b)} ({int(ts[a])} ns in {name(a)}, then {int(ts[b])} ns; {rows_counted(p)})"
+            if name(b)
+            else (f" ({int(ts[a])} ns, then {int(ts[b])} ns)")
+        )
+        more = len(back) - 1
+        return cls(
+            f"{p}: the timestamps of chip {label[c]} go back{where}"
+            + (f" and in {more} more place(s)" if more else "")
+            + f": it looks like a device-clock reset (or rows of two captures of the chip mixed). Placed in time "
+            f"order, the samples before and after it interleave ({why}), and a window across a reset has no known "
+            "length, so the dump cannot be placed on one sampling grid. Analyse the rows before and after the "
+            "reset apart (split the dump there), or stamp the samples with a clock that does not reset (for a run "
+            "folder with sync reads, `perfonto align RUN` maps every sample to host time: `host_ns` in "
+            "aligned_counters.parquet)"
+        )
+
+
+def _too_close(p, who: str, ts: np.ndarray, a: int, b: int, period: int, name) -> DumpError:
+    """Two samples of chip ``who`` (rows ``a``, ``b``, consecutive in time) under half a period apart."""
+    a, b = sorted((int(a), int(b)))
+    at = f" ({name(a)} at {int(ts[a])} ns, {name(b)} at {int(ts[b])} ns)" if name(a) else ""
+    return DumpError(
+        f"{p}: two samples of chip {who} are {abs(int(ts[b]) - int(ts[a]))} ns apart{at}, under half the "
+        f"{period} ns sample period, so they fall on the same grid point; is sample_period_ns right (the "
+        "metadata's, or --sample-period)?"
+    )
 
 
 DRIFT = 0.25  # a step within ±25 % of the sample period is one period: a drifting timer is not a gap

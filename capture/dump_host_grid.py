@@ -128,3 +128,36 @@ def row_order_grid(g: Grid, S: int) -> Grid:
         g.counts,
         g.label,
     )
+
+
+def missing_chip_notes(plan: DumpPlan) -> list[str]:
+    """A note on the chips a dump's hosts lack (a dead chip, a lost capture): chips the metadata's ``chips``
+    (each host's chips, as the emulator and ``perfonto run`` write it) numbers but that have no rows, and
+    hosts with fewer chips than most hosts have. Nothing is refused: every level reads the chips with rows."""
+    have = {h: sorted({int(c) for c in nums}) for h, nums in plan.chip_numbers.items() if len(nums)}
+    if not have:
+        return []
+    counts = [len(v) for v in have.values()]
+    meta = plan.meta.get("chips")
+    known = isinstance(meta, int) and not isinstance(meta, bool) and meta > 0
+    if known and max(max(v) for v in have.values()) >= meta:  # numbers past it: the metadata counts something else
+        known = False
+    full = int(meta) if known else max(set(counts), key=lambda n: (counts.count(n), n))  # else most hosts' count
+    short = {h: [c for c in range(full) if c not in v] for h, v in have.items() if len(v) < full}
+    if not short:
+        return []
+    said = f"the dump's metadata says `chips: {full}`" if known else f"most hosts have {full}"
+    if list(have) == [None]:
+        gone = short[None]
+        return [
+            f"{plan.label}: chip {', '.join(map(str, gone))} of {full} ha{'s' if len(gone) == 1 else 've'} no rows "
+            f"({said}; "
+            f"chips with rows: {', '.join(map(str, have[None]))}): a dead chip, or its capture lost? The server level "
+            "and every table are over the chips with rows"
+        ]
+    each = [f"{h} (no rows for chip {', '.join(map(str, g))})" for h, g in sorted(short.items())]
+    return [
+        f"{plan.label}: {len(short)} host(s) have fewer chips than the others ({said}): {', '.join(each[:8])}"
+        f"{' …' if len(each) > 8 else ''}: a dead chip, or its capture lost? Those hosts' rollups (and their "
+        "racks' and pods') are over the chips with rows"
+    ]

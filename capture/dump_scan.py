@@ -35,7 +35,7 @@ from .dump import (
     generation_hint,
 )
 from .dump_grid import Stamps, _grid, drift_note, time_reversals
-from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid
+from .dump_host_grid import HostGrid, _increasing, _on_dump_grid, _regular_grid, missing_chip_notes
 from .dump_io import (
     PARQUET,
     DumpError,
@@ -49,7 +49,7 @@ from .dump_io import (
     read_one,
     two_layouts,
 )
-from .partitions import segment
+from .partitions import folder_keys, segment
 
 CHUNK_ROWS = 32_768
 
@@ -97,8 +97,13 @@ class DumpPlan:
 
     @property
     def rows(self) -> int:
-        """Sample rows of the whole dump on the grid (chips × grid points)."""
+        """Sample rows of the whole dump on the grid (chips × grid points), the slots a reader sizes for."""
         return sum(self.chips.values()) * self.n_grid
+
+    @property
+    def rows_present(self) -> int:
+        """Sample rows the dump holds (``rows`` less the grid points its chips have no sample at)."""
+        return sum(int(np.sum(g.grid.counts)) for g in self.grids.values())
 
 
 def _schema(path: Path, gen: Generation) -> tuple[pa.Schema, np.ndarray | None, pa.Table | None]:
@@ -200,6 +205,7 @@ def plan_dump(
     if not plan.long:
         _check_same_columns(plan, found)
     _scan_grid(plan)
+    plan.notes += missing_chip_notes(plan)
     return plan
 
 
@@ -251,7 +257,7 @@ def _add_file(found: _Found, f: Path, schema: pa.Schema, ends, table, root: Path
     found.meta = found.meta or m
     if m.get("generation") is not None:
         found.gens.setdefault(str(m["generation"]), str(f))
-    part_cols = _partition_columns(f, root)
+    part_cols = {**(folder_keys(root) if root is not None else {}), **_partition_columns(f, root)}
     check_unique_columns(f, list(schema.names))
     cols = list(schema.names) + [k for k in part_cols if k not in schema.names]
     found.names += [c for c in cols if c not in found.names]

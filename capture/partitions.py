@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 
 from .dump_io import DumpError
 
-__all__ = ["PathEscapeError", "MAX_SEGMENT_BYTES", "segment", "value", "inside"]
+__all__ = ["PathEscapeError", "MAX_SEGMENT_BYTES", "segment", "value", "folder_keys", "inside"]
 
 MAX_SEGMENT_BYTES = 200  # file systems allow 255 bytes per component; leave room for a temporary suffix
 
@@ -53,6 +53,18 @@ def segment(key: str, val: object, *, what: str = "") -> str:
 def value(text: str) -> str:
     """A partition value read from a folder name (``a%2Fb`` → ``a/b``); the inverse of ``segment``."""
     return unquote(text)
+
+
+def folder_keys(folder: Path) -> dict[str, str]:
+    """The ``key=value`` components of a folder's own path (``F/counters/host=h000`` → ``{"host": "h000"}``),
+    decoded: a dump given as one partition's folder keeps the keys its files would have read from a
+    folder above them, as a file given on its own does."""
+    out = {}
+    for part in Path(folder).parts:
+        k, eq, v = part.partition("=")
+        if eq and k:
+            out[k] = value(v)
+    return out
 
 
 def inside(path: Path, root: Path) -> Path:

@@ -82,8 +82,10 @@ class Bridger:
     def __init__(self, gen) -> None:
         self.gen = gen
         self.carry: dict[str, Carry] = {}
-        self.unbridged: dict[tuple[str, str], list] = {}  # (signal, why) -> [count, first chip, first sample]
+        # (signal, why) -> [count, first chip, first sample, every chip with such a gap] (chips as host/chip)
+        self.unbridged: dict[tuple[str, str], list] = {}
         self.chips = np.zeros(0, np.int64)
+        self.hosts = None
 
     def piece(self, dump, first: int) -> Piece:
         """Bridge the piece ``dump`` whose first sample is sample ``first`` of the run (for a piece after the
@@ -180,7 +182,7 @@ class Bridger:
             closed = np.zeros_like(closed)
         out.closed[name] = closed.reshape((C,) + sizes)
         out.ended[name] = (closes & ~closed).reshape((C,) + sizes)
-        self.chips = dump.chips
+        self.chips, self.hosts = dump.chips, getattr(dump, "hosts", None)
         self._carry(name, c, raw, ts, ok, ind, bad, last, first)
 
     def _empty(self, raw, ind) -> Carry:
@@ -244,42 +246,70 @@ class Bridger:
             return range_delta(prev, cur, sig.modulus)
         return modular_delta(prev, cur, sig.wrap_width)
 
+    @staticmethod
+    def _who(chips, hosts, col: int) -> str:
+        """Chip column ``col`` as the notes name it: ``host/chip`` in a dump of hosts (every host has a chip 2)."""
+        return f"{hosts[col]}/{int(chips[col])}" if hosts is not None else str(int(chips[col]))
+
     def _count(self, name: str, mask, why: str, dump, cc, samples) -> None:
         if not mask.any():
             return
-        rec = self.unbridged.setdefault((name, why), [0, None, None])
+        rec = self.unbridged.setdefault((name, why), [0, None, None, set()])
+        hosts = getattr(dump, "hosts", None)
         if rec[0] == 0:
             i = int(np.argmax(mask))
             at = "from" if why in (INCREMENTS, LOST) else "closing at"
-            rec[1], rec[2] = int(dump.chips[cc[i]]), f"{at} sample {int(samples[i])}"
+            rec[1], rec[2] = self._who(dump.chips, hosts, int(cc[i])), f"{at} sample {int(samples[i])}"
         rec[0] += int(mask.sum())
+        rec[3].update(self._who(dump.chips, hosts, int(c)) for c in np.unique(np.asarray(cc)[np.asarray(mask)]))
 
     def notes(self) -> list[str]:
-        """One note per signal and reason of the gaps left out of the run totals (the gaps still open count
-        as never closing: call when the run has been read)."""
-        out = []
+        """Notes on the gaps left out of the run totals (the gaps still open count as never closing: call when
+        the run has been read): one per reason and set of chips, naming every signal it cuts (a chip that stops
+        reporting cuts every counter at once: one note, not one per signal)."""
         for name, c in self.carry.items():
             if c.open.any():
                 col, i = np.argwhere(c.open)[0][0], tuple(np.argwhere(c.open)[0])
-                rec = self.unbridged.setdefault((name, "at the end of the run (it never closes)"), [0, None, None])
+                why = "at the end of the run (it never closes)"
+                rec = self.unbridged.setdefault((name, why), [0, None, None, set()])
                 rec[0] += int(c.open.sum())
-                rec[1] = int(self.chips[col]) if rec[1] is None else rec[1]
+                rec[1] = self._who(self.chips, self.hosts, int(col)) if rec[1] is None else rec[1]
                 rec[2] = f"from sample {int(c.w0[i] + 1)}" if rec[2] is None else rec[2]
-        for (name, why), (n, chip, sample) in sorted(self.unbridged.items()):
-            if why == LOST:
-                out.append(
-                    f"{name}: {n} gap(s) of missing samples, {INCREMENTS} (first: chip {chip}, {sample}): "
-                    "the gap's windows are left out of the run and server totals; the window after it, whose own "
-                    "increment the tool printed, is null in the window table (its start is missing) but counted in "
-                    "the run totals"
+                rec[3].update(
+                    self._who(self.chips, self.hosts, int(k))
+                    for k in np.flatnonzero(c.open.reshape(len(c.open), -1).any(axis=1))
                 )
-                continue
-            out.append(
-                f"{name}: {n} gap(s) of missing samples not bridged in the run totals, {why} (first: chip {chip}, "
-                f"{sample}): "
-                "their windows are left out of the run and server totals"
-            )
-        return out
+        groups: dict[tuple, list[tuple[str, int]]] = {}
+        for (name, why), (n, chip, sample, chips) in sorted(self.unbridged.items()):
+            groups.setdefault((why, chip, sample, frozenset(chips)), []).append((name, n))
+        return [_gap_note(names, why, chip, sample, chips) for (why, chip, sample, chips), names in groups.items()]
+
+
+def _gap_note(names: list[tuple[str, int]], why: str, chip: str, sample: str, chips: frozenset) -> str:
+    """One note on the gaps of ``names`` ((signal, gaps) each) left out for ``why`` on ``chips``."""
+    if len(names) == 1:
+        name, n = names[0]
+        where = f"{n} gap(s) of missing samples"
+    else:
+        shown = ", ".join(s for s, _ in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        name, where = f"{len(names)} signals ({shown})", "gaps of missing samples"
+    on = sorted(chips)
+    if len(names) > 1:
+        where += (
+            f" on chip {on[0]}"
+            if len(on) == 1
+            else f" on {len(on)} chips ({', '.join(on[:6])}{' …' if len(on) > 6 else ''})"
+        )
+    if why == LOST:
+        return (
+            f"{name}: {where}, {INCREMENTS} (first: chip {chip}, {sample}): the gap's windows are left out of the run "
+            "and server totals; the window after it, whose own increment the tool printed, is null in the window table "
+            "(its start is missing) but counted in the run totals"
+        )
+    return (
+        f"{name}: {where} not bridged in the run totals, {why} (first: chip {chip}, {sample}): "
+        "their windows are left out of the run and server totals"
+    )
 
 
 def bridge_dump(dump, gen) -> tuple[dict[str, np.ndarray], list[str]]:

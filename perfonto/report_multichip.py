@@ -76,6 +76,8 @@ def render_multichip(mc: dict, console: Console) -> None:
             "(whole or in part); forward-pass start skew max "
             f"{ms_text(sk['exec_start_max_s'])}"
         )
+    if mc.get("counters_skipped"):  # a device-clock reset in the counters (analysis.crosschip.analyse)
+        console.print(f"  {mc['counters_skipped']}", style="yellow", markup=False, highlight=False)
     imb = mc.get("imbalance", {})
     if imb:
         from perfonto.analysis.chip_load import IMBALANCE_LABEL, imbalance_note
