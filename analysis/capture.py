@@ -30,7 +30,7 @@ from perfonto.metrics.graph import MetricGraph
 from .bottleneck import Analysis, analyse
 from .engine import evaluate_capture
 from .evaluate import Evaluation
-from .findings import findings
+from .findings import findings, name_slow_links
 from .headline import headline
 
 
@@ -518,7 +518,7 @@ def analyse_capture(
         notes,
         populations=populations,
         headline=(head := headline(evaluated, ev, analysis, multichip)),
-        findings=findings(graph, ev, analysis, head),
+        findings=name_slow_links(graph, findings(graph, ev, analysis, head), multichip),  # a slow link: the cause
         attribution=per["attribution"],
         groups=per["groups"],
         ops=per["ops"],

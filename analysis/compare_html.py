@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import math
 
+from .compare_runs import undecided
 from .html_report import SCRIPT, STYLE, e
 
 __all__ = ["SECTIONS", "render", "roofline_arrows"]
@@ -75,13 +76,13 @@ def roofline_arrows(base_report: dict, run_report: dict):
     return pic
 
 
-def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
-    pct = round(100 * res["confidence"])
+def _metric_rows(res: dict) -> list[str]:
+    """One table row per metric compared: baseline, run, unit, change, interval, verdict (changes first)."""
     rows = []
     for name, m in sorted(res["metrics"].items(), key=lambda kv: (kv[1]["verdict"] == "no change", kv[0])):
         lo, hi = m["relative_interval"]
         cls = {"increased": "up", "decreased": "down"}.get(m["verdict"], "dim")
-        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
+        told = not undecided(m)  # no interval where the windows (or records) cannot tell
         interval = f"[{100 * lo:+.2f} %, {100 * hi:+.2f} %]" if told and lo is not None and hi is not None else "—"
         change = "new" if m["relative"] is None else _num(100 * m["relative"], "+.2f") + " %"
         rows.append(
@@ -91,6 +92,12 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
             f'<td class="num">{e(interval)}</td><td class="{cls}" data-verdict="{e(m["verdict"])}">'
             f"{e(m['verdict'])}</td></tr>"
         )
+    return rows
+
+
+def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
+    pct = round(100 * res["confidence"])
+    rows = _metric_rows(res)
     head = "".join(
         f"<th>{h}</th>"
         for h in (
@@ -99,11 +106,19 @@ def _block(res: dict, k: int, base_report: dict, run_report: dict) -> str:
             "run",
             "unit",
             "change",
-            f"{pct} % interval (run-level change, bootstrap over windows)",
+            f"{pct} % interval (run-level change; bootstrap over windows, or over request records)",
             "verdict",
         )
     )
-    out = [f'<section id="metrics{k}"><h2>Metrics</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>']
+    over = [n for n, m in res["metrics"].items() if m.get("over") == "records"]
+    said = (
+        f'<p class="dim">Request-level metrics ({e(", ".join(over))}) have no window series: their interval is a '
+        "block bootstrap over each run's request records (requests, or token gaps for ITL, in time slices), "
+        "where the records are at hand.</p>"
+        if over
+        else ""
+    )
+    out = [f'<section id="metrics{k}"><h2>Metrics</h2>{said}<table><tr>{head}</tr>{"".join(rows)}</table></section>']
     if res["topdown"]:
         bars = []
         for node, (a, b) in res["topdown"].items():

@@ -20,6 +20,11 @@ windows weigh unequally in the run's totals. Direction-free on purpose: whether 
 is better depends on the metric (tokens/s, TTFT), so ``regressions`` takes a signed threshold per metric
 (``mfu:-5`` fails on a drop of more than 5 %, ``ttft_p99:+10`` on a rise of more than 10 %).
 
+A request-level metric (TTFT, TPOT, ITL, E2E: one value over request records, ``population`` in report.json) has
+no window series: its interval is a block bootstrap over each run's request records (``analysis.compare_records``),
+and where the records are not at hand it has none and its verdict says so (``no interval: …``); a
+``--fail-on-regression`` rule on it then fails when the change is past it, as for too few windows.
+
 Metrics with a value in one run only are listed (``only_in``), not dropped; a metric whose unit differs
 between the runs (two catalogs' metrics of one name: ``mfu`` in percent and in 1) is not compared but
 listed (``units_differ``), and a gate on it is a usage error; the top-down shares and the
@@ -49,6 +54,7 @@ __all__ = [
     "run_interval",
     "finite",
     "regressions",
+    "undecided",
 ]
 
 
@@ -241,7 +247,7 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
     """One metric's comparison (``compare``'s ``metrics`` entry): run-level values ``a`` → ``b``, the window
     values ``wa``, ``wb`` (None where a run has none), ``boot`` the bootstrap's ``n_boot``, ``confidence``,
     ``seed``."""
-    rel = (b - a) / abs(a) if a else None  # no relative change from a baseline of 0
+    rel = (b - a) / abs(a) if a else 0.0 if b == a else None  # none from a baseline of 0, but 0 → 0 is +0 %
     change = lo = hi = math.nan
     rel_lo = rel_hi = None
     if wa is not None and wb is not None:
@@ -293,7 +299,9 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
         if base.generation == other.generation
         else f"runs of different generations ({base.generation} → {other.generation}): metrics matched by name"
     )
-    metrics, only, units = {}, {}, {}
+    from .compare_records import is_request_level, record_metric
+
+    metrics, only, units, records = {}, {}, {}, {}  # records: each run's request records, read once
     names = list(dict.fromkeys(list(base.report["metrics"]) + list(other.report["metrics"])))
     for name in names:
         a, b = base.value(name), other.value(name)
@@ -307,6 +315,8 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             continue
         boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
         metrics[name] = _metric(a, b, base.windows.get(name), other.windows.get(name), base.unit(name), boot)
+        if is_request_level(base.report, name) or is_request_level(other.report, name):  # no window series
+            metrics[name] |= record_metric(base, other, name, boot, records)
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
     topdown = {n: [(base.report.get("topdown") or {}).get(n), (other.report.get("topdown") or {}).get(n)] for n in td}
     return {
@@ -345,12 +355,18 @@ def finite(doc):
     return doc
 
 
+def undecided(m: dict) -> bool:
+    """Whether a compared metric ``m`` has no verdict on its change: too few windows or records to tell, or
+    a request-level metric without its records (``no interval: …``)."""
+    return m["verdict"].startswith(("too few", "no interval"))
+
+
 def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
     """The rules (metric, signed percent) that ``result`` crosses: a negative percent is crossed by a drop of
     more than its size, a positive one by a rise of more than it, where the verdict says the change is
-    beyond the noise, or where the run-level change is past it and there are too few windows to tell
-    (a gate that cannot decide fails, saying so). Raises ``CompareError`` for a metric the runs do not
-    both have."""
+    beyond the noise, or where the run-level change is past it and there are too few windows (or records) to
+    tell, or no interval (a request-level metric without its records): a gate that cannot decide fails, saying
+    so. Raises ``CompareError`` for a metric the runs do not both have."""
     out = []
     for name, pct in rules:
         m = result["metrics"].get(name)
@@ -375,7 +391,7 @@ def regressions(result: dict, rules: list[tuple[str, float]]) -> list[str]:
         past = (pct < 0 and rel < pct) or (pct > 0 and rel > pct)
         if m["verdict"] in ("increased", "decreased") and past:
             out.append(f"{name}: {rel:+.2f} % ({m['baseline']:.6g} → {m['value']:.6g} {m['unit']}), past {pct:+g} %")
-        elif m["verdict"].startswith("too few") and past:  # a gate that cannot tell does not pass silently
+        elif undecided(m) and past:  # a gate that cannot tell does not pass silently
             out.append(
                 f"{name}: {rel:+.2f} % ({m['baseline']:.6g} → {m['value']:.6g} {m['unit']}), past {pct:+g} %, not "
                 f"told from the noise: {m['verdict']}"

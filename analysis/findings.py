@@ -174,6 +174,48 @@ def _num(v: float) -> float | None:
     return float(v) if math.isfinite(v) else None
 
 
+#: The block whose links the multi-chip analysis checks for a slow one (``analysis.chip_load``: ``c2c.*``).
+LINK_BLOCK = "c2c."
+
+
+def name_slow_links(graph, found: list[dict], multichip: dict | None) -> list[dict]:
+    """``found`` (``findings``) with each link finding — a rule whose ``busy`` metric is a link metric, e.g.
+    "bound by link transfer" — saying that the slow link(s) the multi-chip analysis found
+    (``multichip["slow_links"]``, ``analysis.chip_load``) are the cause, and naming them (``caveat``). A
+    throttled link keeps the ring's other links waiting for it, so their mean busy share is low while the
+    time goes to that link: reading it as latency ("more link bandwidth does not help") is the wrong advice.
+    Unchanged without a slow link; the dicts are changed in place and returned."""
+    slow = [s for s in (multichip or {}).get("slow_links") or [] if isinstance(s, dict)]
+    if not slow:
+        return found
+    rules = {r.metric: r for r in getattr(graph, "findings", []) or []}
+    for f in found:
+        busy = getattr(rules.get(f.get("metric")), "busy", None)
+        if isinstance(busy, str) and busy.startswith(LINK_BLOCK):
+            f["caveat"] = _slow_link_text(slow, busy, f)
+    return found
+
+
+def _slow_link_text(slow: list[dict], busy: str, finding: dict) -> str:
+    """The cause in words: the slow links (the slowest four), their rate and busy time against the median link's."""
+    worst = sorted(slow, key=lambda s: s.get("rate_ratio", 1.0))[:4]
+    named = "; ".join(
+        f"chip {s['chip']} link {s['link']} carries its bytes at {s['rate_ratio'] * 100:.0f} % of the median "
+        f"link's rate (busy {s['busy_s']:.3g} s, the median link {s['median_busy_s']:.3g} s)"
+        for s in worst
+    )
+    more = f" and {len(slow) - len(worst)} more" if len(slow) > len(worst) else ""
+    mean = (finding.get("evidence") or {}).get(busy)
+    unit = (finding.get("evidence_units") or {}).get(busy, "")
+    unit = " %" if unit in ("percent", "%") else f" {unit}" if unit else ""
+    of = f" ({busy} = {mean:.4g}{unit} is the mean over the links)" if isinstance(mean, (int, float)) else ""
+    return (
+        f"a slow or throttled link is the cause: {named}{more}. The collectives wait for it, so the other links "
+        f"sit idle through much of the share{of}: not latency, but that link's transfers — repair, reseat or "
+        "replace it (or route around it); at the median link's rate its busy time would fall toward the others'"
+    )
+
+
 def findings(graph, ev, analysis, headline: dict | None) -> list[dict]:
     """The findings of a run (module docstring), the headline's first, then by estimated gain.
 
@@ -314,4 +356,4 @@ def check_findings(found, where: str) -> list[dict]:
     return found
 
 
-__all__ = ["check_findings", "estimated_gain", "findings"]
+__all__ = ["check_findings", "estimated_gain", "findings", "name_slow_links"]

@@ -89,8 +89,9 @@ def _short_time(seconds: float) -> str:
 
 def fmt(v, unit: str = "") -> str:
     """A value as the report prints it (``report_json.format_value``, the terminal report's formatter too),
-    HTML-escaped."""
-    return e(format_value(v, unit))
+    HTML-escaped; ``—`` where it is not computable (JSON's ``null`` is not a word for the page)."""
+    text = format_value(v, unit)
+    return "—" if text == "null" else e(text)
 
 
 def si(v, unit: str) -> str:
@@ -250,12 +251,18 @@ def _findings(found: list[dict]) -> str:
 
 
 def _ops(r: dict, pics: dict) -> str:
+    from .html_cautions import side_bound_note
+
     ops = r.get("ops")
     if not ops:
-        return (
-            '<section id="ops"><h2>Per op</h2><p class="dim">No per-op attribution: the capture has no trace with '
-            "device op spans.</p></section>"
+        engine = r.get("engine")
+        why = (
+            f"the {e(engine)} engine (a dump analysed in pieces) does not attribute the counters to the trace's op "
+            "spans; analyse the capture again with <code>--engine memory</code> for the per-op table and roofline"
+            if engine in ("embedded", "spark")
+            else "the capture has no trace with device op spans"
         )
+        return f'<section id="ops"><h2>Per op</h2><p class="dim">No per-op attribution: {why}.</p></section>'
     rows = []
     for row in ops.get("rows", []):
         err = ((row.get("error") or {}).get("matrix_flops" if row.get("work") == "matrix" else "hbm_bytes") or {}).get(
@@ -291,6 +298,7 @@ def _ops(r: dict, pics: dict) -> str:
             rows,
             "ops",
         ),
+        side_bound_note(ops.get("rows", [])),
     ]
     if "roofline" in pics:
         out.append(
@@ -306,6 +314,8 @@ def _ops(r: dict, pics: dict) -> str:
 
 
 def _err_text(err, row: dict) -> str:
+    if row.get("determined") is False:  # the windows cannot tell its work from another op class's
+        return '<span class="warn">not determined</span>'
     if row.get("reliable") is False:
         return '<span class="warn">approximate</span>'
     if err is None:
@@ -377,6 +387,8 @@ def _chip_rows(r: dict, names: list[str]) -> list[str]:
 
 
 def _multichip(r: dict, pics: dict) -> str:
+    from .html_cautions import multichip_cautions
+
     mc = r.get("multichip")
     out = ['<section id="multichip"><h2>Multi-chip</h2>']
     if not mc:
@@ -414,6 +426,7 @@ def _multichip(r: dict, pics: dict) -> str:
                 + (f" — {e(imbalance_note(imb))}" if imbalance_note(imb) else "")
                 + "</p>"
             )
+        out.append(multichip_cautions(mc))
         for sl in mc.get("slow_links") or []:
             out.append(
                 f'<p class="warn">Slow link: chip {e(sl["chip"])} link {e(sl["link"])} at '
@@ -442,6 +455,8 @@ def _multichip(r: dict, pics: dict) -> str:
 
 
 def _timeline(timeline: str | None) -> str:
+    from urllib.parse import quote  # a file name with `#`, `?` or `%` is a path, not a fragment or a query
+
     if timeline is None:
         body = (
             '<p class="dim">No timeline was written beside this report (the run has no trace and sync reads, or '
@@ -450,8 +465,8 @@ def _timeline(timeline: str | None) -> str:
     else:
         body = (
             f"<p>The correlated timeline (host calls, submissions, PCIe transfers, every chip's ops and collectives, "
-            f'metric counter tracks) is <a id="timeline-file" href="{e(timeline)}">{e(timeline)}</a>, next to this '
-            f'file. Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener '
+            f'metric counter tracks) is <a id="timeline-file" href="{e(quote(timeline))}">{e(timeline)}</a>, next to '
+            f'this file. Open <a id="perfetto" href="{PERFETTO}" target="_blank" rel="noopener '
             'noreferrer">ui.perfetto.dev</a> and '
             "choose <em>Open trace file</em> (the trace stays on your machine: Perfetto's UI loads it in the "
             "browser).</p>"
@@ -460,14 +475,17 @@ def _timeline(timeline: str | None) -> str:
 
 
 def _notes(r: dict) -> str:
+    from .html_cautions import run_cautions
+
     items = [f"<li><code>{e(k)}</code>: {e(v)}</li>" for k, v in sorted((r.get("unavailable") or {}).items())]
     notes = [f"<li>{e(n)}</li>" for n in r.get("notes") or []]
-    out = '<section id="notes"><h2>Notes</h2>'
+    cautions = run_cautions(r)
+    out = f'<section id="notes"><h2>Notes</h2>{cautions}'
     if items:
         out += f"<p>Unavailable metrics:</p><ul>{''.join(items)}</ul>"
     if notes:
         out += f"<ul>{''.join(notes)}</ul>"
-    if not items and not notes:
+    if not items and not notes and not cautions:
         out += '<p class="dim">None.</p>'
     return out + "</section>"
 

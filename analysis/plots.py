@@ -10,8 +10,10 @@ and, for the time series, its ``metrics.parquet``:
 - ``links``: chip × link utilisation (share of link cycles spent transmitting).
 
 Every ``Picture`` keeps the numbers it plots in ``data`` (the test checks them against the report's
-tables). Figures are built without pyplot (no global state); output is deterministic: fixed SVG
-ids (``svg.hashsalt``), text as paths, no dates in the metadata.
+tables). Every text taken from the data (op, host, metric, ceiling and model names) is drawn literally
+(``literal``): matplotlib reads a ``$…$`` pair as TeX math, and ``$`` is in real kernel names. Figures are
+built without pyplot (no global state); output is deterministic: fixed SVG ids (``svg.hashsalt``), text as
+paths, no dates in the metadata.
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ class Picture:
     def svg(self) -> str:
         """The figure as SVG text (self-contained: glyphs as paths)."""
         return self._save("svg").decode("utf-8")
+
+
+def literal(text) -> str:
+    """``text`` as matplotlib draws it literally: each ``$`` escaped (``\\$``), so a ``$…$`` pair in a name from
+    the data (CUDA's ``$__internal_…`` helpers, compiler symbols) is neither parsed as math — an unknown command
+    would abort the whole page — nor drawn as italic math instead of the name."""
+    return str(text).replace("$", r"\$")
 
 
 def _figure(w: float, h: float):
@@ -130,7 +139,7 @@ def roofline_picture(report: dict) -> Picture | None:
         )
         ax.set_ylabel("performance [FLOP/s] (one chip while the op runs)")
         title = f"Roofline — {report.get('model') or 'capture'} on {report.get('generation')}"
-        ax.set_title(title)
+        ax.set_title(literal(title))
         ax.grid(True, which="major", lw=0.3, alpha=0.5)
         ax.legend(
             loc="upper left",
@@ -167,7 +176,7 @@ def _memory_roofs(ax, memory: list, x0: float, peak: float, color: str = "#33333
         ax.plot([x0, xr], [x0 * m["value"], peak], color=color, lw=1.3, ls=ls)
         xl = x0 * 2.0
         ax.annotate(
-            f"{m['name']} {_si(m['value'], 'B/s')}",
+            literal(f"{m['name']} {_si(m['value'], 'B/s')}"),
             (xl, xl * m["value"]),
             xytext=(2, 6),
             textcoords="offset points",
@@ -191,7 +200,7 @@ def _compute_roofs(ax, compute: list, memory: list, x1: float) -> None:
             ls="-" if i == 0 else ":",
         )
         ax.annotate(
-            f"{c['name']} peak {_si(c['value'], 'FLOP/s')}",
+            literal(f"{c['name']} peak {_si(c['value'], 'FLOP/s')}"),
             (x1, c["value"]),
             xytext=(-4, 3),
             textcoords="offset points",
@@ -225,7 +234,7 @@ def _op_marks(ax, rows: list) -> None:
             linewidth=0.5,
             alpha=0.85,
             zorder=3,
-            label=f"{r['op']} ({r['work']}{', link roof' if r.get('roof') == 'link' else ''})",
+            label=literal(f"{r['op']} ({r['work']}{', link roof' if r.get('roof') == 'link' else ''})"),
         )
 
 
@@ -270,7 +279,7 @@ def topdown_picture(report: dict, table) -> Picture | None:
         ax.stackplot(
             s["time_s"],
             ys,
-            labels=[n.removeprefix("topdown.") for n in s["nodes"]],
+            labels=[literal(n.removeprefix("topdown.")) for n in s["nodes"]],
             colors=COLORS[: len(ys)],
             linewidth=0,
         )
@@ -279,7 +288,7 @@ def topdown_picture(report: dict, table) -> Picture | None:
         ax.set_xlabel("time [s] (window end, from the first sample)")
         ax.set_ylabel("share of core cycles [%]")
         title = "Top-down level 1 over time (mean over chips)"
-        ax.set_title(title)
+        ax.set_title(title)  # a fixed title: no text from the data
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     return Picture("topdown", title, fig, s)
 
@@ -316,12 +325,12 @@ def _matrix(data: dict, name: str, title: str, xlabel: str, ylabel: str, cbar: s
         )
         ax.set_xticks(
             range(len(xt)),
-            labels=xt,
+            labels=[literal(x) for x in xt],
             rotation=60 if len(max(map(str, xt), key=len)) > 3 else 0,
             ha="right" if len(max(map(str, xt), key=len)) > 3 else "center",
             fontsize=7,
         )
-        ax.set_yticks(range(len(yt)), labels=yt, fontsize=7)
+        ax.set_yticks(range(len(yt)), labels=[literal(y) for y in yt], fontsize=7)
         if vals.size <= 400:
             for (i, j), v in np.ndenumerate(vals):
                 if np.isfinite(v):
@@ -407,6 +416,7 @@ __all__ = [
     "Picture",
     "heatmap_data",
     "heatmap_picture",
+    "literal",
     "links_picture",
     "pictures",
     "roofline_picture",

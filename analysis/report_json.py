@@ -71,8 +71,8 @@ def report_json(report) -> dict:
     ``metrics`` {name: {value, unit}} (record metrics with their
     population; unavailable ones with the reason), ``bottleneck``, ``topdown``, ``drilldown``, thresholds, bounds
     violations, null windows, coverage, ``unavailable``, ``per_chip``, ``outputs``, ``timings_s``, ``multichip``,
-    ``time_split``, ``headline`` (``analysis.headline``), the attribution sections
-    (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
+    ``time_split``, ``forward_passes`` (an emulated run's), ``headline`` (``analysis.headline``), the attribution
+    sections (``per_group_json``), ``notes`` when a reader ignored something, and for an emulated run its
     ``assumptions`` and ``claim`` (``Report.context``)."""
     graph = report.evaluated
     metrics = _metrics_json(report)
@@ -112,6 +112,7 @@ def report_json(report) -> dict:
         }
         | per_group_json(report)
         | ({"notes": report.notes} if report.notes else {})
+        | _forward_passes(getattr(report, "ground_truth", None))
         | ({"energy_checks": report.energy} if getattr(report, "energy", None) else {})
         | ({"steady_state": report.steady_state} if getattr(report, "steady_state", None) else {})
         | (  # a multiplexed capture: per metric, the window values whose inputs were never counted together
@@ -249,6 +250,15 @@ def per_group_json(report) -> dict:
     if getattr(report, "links", None) is not None:
         out["links"] = report.links
     return out
+
+
+def _forward_passes(gt: dict | None) -> dict:
+    """``forward_passes`` {steps, whole} of an emulated run (its ground truth's ``steps`` and ``whole_steps``): a
+    run of few passes has spiky window-level token rates, which the terminal and HTML reports say."""
+    steps = (gt or {}).get("steps")
+    if not isinstance(steps, (int, float)) or isinstance(steps, bool):
+        return {}
+    return {"forward_passes": {"steps": int(steps), "whole": bool((gt or {}).get("whole_steps"))}}
 
 
 def _context(ctx: dict | None) -> dict:

@@ -204,13 +204,15 @@ def _compare(gen: str, preset: str | None) -> dict | None:
     }
 
 
-def run_context(gen, gt: dict) -> dict:
+def run_context(gen, gt: dict, source: str = "ground_truth.json") -> dict:
     """``{"assumptions": [...], "preset_says": [...], "claim": {...} | None}`` for a run's report: its
     modelling assumptions (``modelling_assumptions`` with its preset's list; ``preset_says``: that list
     alone, the preset's words with their reasons) and, when ``gen``'s family has a public claim,
     ``claim_comparison`` under the run's preset with the run's own figures beside it
     (``run_tokens_per_second``, and ``run_ratio`` when the run is the claim's scenario:
-    ``scenario_matches``)."""
+    ``scenario_matches``). When the ground truth (read from ``source``) names no model, or one this
+    emulator does not know (a file from another version, or written by hand), the comparison is
+    skipped and ``notes`` says why: the run's own figures cannot be set beside the claim's scenario."""
     name = gen if isinstance(gen, str) else gen.name
     preset = gt.get("preset")
     try:
@@ -233,11 +235,19 @@ def run_context(gen, gt: dict) -> dict:
     claim = family_claim(gen)
     if claim is None or preset == "custom":
         return out
-    cmp = claim_comparison(name, preset)
-    from .models import get_model
+    from .models import MODELS, get_model
 
+    model = gt.get("model")
+    if not isinstance(model, str) or model not in MODELS:
+        said = f"names the model {model!r}, which this perfonto does not know" if model else "names no `model`"
+        out["notes"] = [
+            f"{source}: {said}, so the comparison with the public claim (the claim's own scenario under the "
+            f"run's preset) is skipped; known models: {', '.join(sorted({m.name for m in MODELS.values()}))}"
+        ]
+        return out
+    cmp = claim_comparison(name, preset)
     same = (
-        get_model(gt.get("model", "")).name == get_model(str(claim["model"])).name
+        get_model(model).name == get_model(str(claim["model"])).name
         and gt.get("chips") == claim["chips"]
         and (gt.get("isl"), gt.get("osl")) == (claim["isl"], claim["osl"])
         and gt.get("dtype") == claim["dtype"]

@@ -323,6 +323,7 @@ def analyze_job(
                     log=log,
                 )
                 report.notes += _in_memory_only(capture, by) + _replaced_engine(engine, topology, plan.rows)
+                _record_populations(capture, report)
                 timings |= report.timings
                 outputs["metrics"] = str(tmp / "metrics")
                 _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
@@ -345,7 +346,9 @@ def analyze_job(
             ):  # an emulated run: what it assumed
                 from perfonto.emulator.claim import run_context
 
-                report.context = run_context(graph.generation, capture.ground_truth)
+                gt_file = inputs.get("ground_truth.json") or "ground_truth.json"
+                report.context = run_context(graph.generation, capture.ground_truth, gt_file)
+                report.notes += report.context.pop("notes", [])  # e.g. a model it does not know: no claim
             timings |= report.timings
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
         return report
@@ -389,11 +392,28 @@ def _inputs(capture: Capture) -> dict[str, str | None]:
     return inputs
 
 
+def _record_populations(capture: Capture, report: Report) -> None:
+    """The request-level metrics' record counts and "capped by the run length" warnings of a report the
+    embedded engine made (the in-memory engine makes them as it evaluates), from the request records."""
+    if capture.requests is None or not report.records or report.populations is not None:
+        return
+    from perfonto.analysis.records import record_populations
+    from perfonto.metrics.population import read_records
+
+    rec = read_records(capture.requests, report.evaluated.generation)
+    report.populations = record_populations(report.evaluated, rec, report.records)
+
+
 def _in_memory_only(capture: Capture, by: tuple[str, ...]) -> list[str]:
     """Notes on what the embedded and Spark engines leave to the in-memory engine."""
     notes = []
     if by:
         notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
+    if capture.trace is not None and "op" not in by:
+        notes.append(
+            "the per-op attribution (the counters to the trace's op spans) is made by the in-memory engine only "
+            "(--engine memory)"
+        )
     if capture.requests is not None and capture.steady_state is not None:
         notes.append(
             "the steady-state window (--steady-state) and the energy-sensor checks are evaluated by the "

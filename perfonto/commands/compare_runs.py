@@ -1,6 +1,7 @@
 """``perfonto compare-runs BASELINE RUN [RUN …] [--json] [--confidence C] [--fail-on-regression METRIC:PCT]``:
 each run against the baseline (``analysis.compare_runs``): every metric with its change, a moving-block
-bootstrap interval over windows and a verdict; metrics with a value in one run only; the top-down
+bootstrap interval over windows (for a request-level metric, TTFT/TPOT/ITL/E2E, a block bootstrap over the runs'
+request records: ``analysis.compare_records``) and a verdict; metrics with a value in one run only; the top-down
 shares and the per-op time shares side by side.
 
 Exit 0; 1 when a folder cannot be read or the runs are of different catalogs, or when a
@@ -129,6 +130,14 @@ def _render(res: dict, out, show_all: bool) -> None:
             "is the run-level value's",
             markup=False,
         )
+    over = [n for n, m in res["metrics"].items() if m.get("over") == "records"]
+    if over:
+        out.print(
+            f"request-level metrics ({', '.join(over[:6])}{', …' if len(over) > 6 else ''}) have no window series: "
+            "their interval is a block bootstrap over each run's request records (requests, or token gaps for "
+            "ITL, in time slices), where the records are at hand",
+            markup=False,
+        )
     if res.get("note"):
         out.print(f"note: {res['note']}", markup=False)
     quiet = len(res["metrics"]) - shown
@@ -162,6 +171,7 @@ def _change_table(res: dict, pct: int, show_all: bool):
     """(the table of changed metrics — every metric with ``show_all`` —, rows in it, rows marked ``*``)."""
     from rich.table import Table
 
+    from perfonto.analysis.compare_runs import undecided
     from perfonto.report_format import plain
 
     t = Table()
@@ -176,7 +186,7 @@ def _change_table(res: dict, pct: int, show_all: bool):
         if not show_all and m["verdict"] == "no change":
             continue
         lo, hi = m["relative_interval"]
-        told = not m["verdict"].startswith("too few")  # no interval where the windows cannot tell
+        told = not undecided(m)  # no interval where the windows (or records) cannot tell
         interval = f"[{_pct(lo)}, {_pct(hi)}] %" if told and lo is not None and hi is not None else "—"
         change = "new (baseline 0)" if m["relative"] is None else f"{_pct(m['relative'])} %"
         mark = " *" if m.get("differs") else ""
