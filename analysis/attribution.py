@@ -23,14 +23,21 @@ apportioned: a group's value is their time-weighted mean over the group's spans.
 In a window that a group ``g`` shares with others, the truth lies in ``[0, D_w]``, so
 ``|A_g − truth_g| ≤ B_g = Σ_{shared w} max(A_gw, D_w − A_gw)`` — a hard bound, whatever the rates
 (``bound`` in the result). It is loose when windows are much longer than ops (1 ms windows over
-40 µs ops); the working estimate (``estimate``) is split-half: the difference between the group's
-attribution with rates fitted on the even windows only and on the odd windows only — large where
-the windows cannot tell two classes apart (ops that always run next to each other). On the emulator (Llama-3-70B on 8
-chips, Llama-3.1-8B on 2, 1 ms windows) the per-op-class FLOPs and HBM bytes of the op classes that carry at least 1 %
-of either are within 2 % of the ground truth (``tests/test_attribution_emulator.py``). Ops that always run next to each
-other in the same window — once per step, such as the LM head and the transfer of the sampled
-tokens — cannot be told apart by the windows: they may swap their work (under 1 % of the run's
-total there), which the hard bound covers and op-boundary snapshots remove.
+40 µs ops); the working estimate (``estimate``) is the larger of two, at most the bound: the split-half
+difference between the group's attribution with rates fitted on the even windows only and on the odd
+windows only, and the *spread* of the rates the windows allow (``analysis.separability``: every rate
+vector that explains the windows as well as the fitted one, within the fit's misfit). The spread is
+what catches op classes whose time shares move together in every window: under a closed loop every
+step is alike and each 1 ms window holds ten layers of the same op sequence, so a misfit of a few per
+cent moves their counts by several times themselves, while both halves of a split-half share that
+collinearity and agree (a 5 s closed-loop Llama-3.1-8B run: split-half 0.1–3 %, errors −70 … +425 %,
+spread 60 % … 10×). Where the rate model is rejected (plain time weighting) the estimate is the bound. On the
+emulator (Llama-3-70B on 8 chips, Llama-3.1-8B on 2, 1 ms windows) the per-op-class FLOPs and HBM
+bytes of the op classes that carry at least 1 % of either are within 2 % of the ground truth
+(``tests/test_attribution_emulator.py``). Ops that always run next to each other in the same window
+— once per step, such as the LM head and the transfer of the sampled tokens — cannot be told apart by
+the windows: they may swap their work (under 1 % of the run's total there), which the hard bound
+covers and op-boundary snapshots remove (where the fit is exact, the spread cannot see it).
 
 **Exact attribution.** With counter snapshots taken at op boundaries (trigger-on-marker; the
 collector format's ``snapshots`` dump), the snapshots are merged into the sample stream: every
@@ -47,7 +54,9 @@ import numpy as np
 from perfonto.metrics.windows import Windows
 from perfonto.ontology import kinds
 
+from .apportion import add_to_grouping, chip_shares, gauge_means
 from .ratefit import fit_rates
+from .separability import class_times, conditioning, group_class_times, spread
 from .spans import NO_SPAN, Spans, group_order
 
 FREQUENT = 8  # spans per step from which an op class gets a rate per step
@@ -201,25 +210,6 @@ def _clusters(chips: list[_Chip], cell_class: np.ndarray) -> list[list[int]]:
     return out
 
 
-def _apportion(
-    ch: _Chip, rates: np.ndarray, cell: np.ndarray, n_cells: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shares (n, k) of each triple and (W, k) of each window's gap for ``k`` counters with ``rates``
-    (cells + 1, k), and the fitted prediction of each window's increase (W, k; NaN where a window
-    falls back to time weighting)."""
-    Mw = ch.window_matrix()
-    wt = ch.to[:, None] * rates[cell[ch.ts]]
-    gw = ch.gap[:, None] * rates[n_cells][None, :]
-    S = Mw @ wt + gw
-    fall = ~(S > 0)
-    if fall.any():  # nothing fitted in the window: time weighting
-        wt = np.where(fall[ch.tw], ch.to[:, None], wt)
-        gw = np.where(fall, ch.gap[:, None], gw)
-    denom = Mw @ wt + gw
-    denom = np.where(denom > 0, denom, 1.0)
-    return wt / denom[ch.tw], gw / denom, np.where(fall, np.nan, S)
-
-
 def _chip_windows(dump, w: Windows) -> list[tuple[int, np.ndarray, dict]]:
     out = []
     for ci, c in enumerate(dump.chips):
@@ -299,7 +289,7 @@ def _attribute_stream(chips, spans: Spans, by, names, counters, fit) -> dict[str
         out[g]._gi = gi  # type: ignore[attr-defined]
     for name in names:
         if name not in counters:
-            _mean(name, data, out)
+            gauge_means(name, data, out)
     counted = [n for n in names if n in counters]
     if counted:
         fit.update(_counters(counted, data, clusters, cell, cell_class, cell_seg, n_cells, out, pure))
@@ -316,17 +306,26 @@ def _pure(ch: _Chip) -> bool:
 
 def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, pure) -> dict[str, dict]:
     """Fit, apportion and sum every counter in ``names`` into every grouping of ``out``; the error
-    estimate is the difference between the attributions with rates fitted on the even and on the
-    odd windows alone (split-half). Returns the fit's quality per counter (``Attribution.fit``)."""
-    rates_of, resid = _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure)
+    estimate is the larger of the split-half difference (rates fitted on the even and on the odd
+    windows alone) and the spread of the rates the windows allow (``analysis.separability``), at most
+    the hard bound. Returns the fit's quality per counter (``Attribution.fit``)."""
+    rates_of, resid, conds = _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure)
     shapes = [data[0].values[n].shape[1:] for n in names]
     widths = [int(np.prod(sh)) for sh in shapes]
     col_sig = np.repeat(np.arange(len(names)), widths)
     edges = np.r_[0, np.cumsum(widths)]
     for ci, ch in enumerate(data):
-        sh = _chip_shares(ch, names, rates_of[ci], cell, n_cells, col_sig, edges, pure)
+        sh = chip_shares(ch, names, rates_of[ci], cell, n_cells, col_sig, edges, pure)
         for g, tot in out.items():
-            _add_to_grouping(tot, g, ch, sh, names, shapes, edges)
+            add_to_grouping(tot, g, ch, sh, names, shapes, edges)
+    for tot in out.values() if not pure else ():  # the spread of the rates the windows allow (analysis.separability)
+        gi, K = tot._gi, len(tot.groups)  # type: ignore[attr-defined]
+        S = sum(
+            spread(c, group_class_times([data[i] for i in grp], gi, K, cell, cell_class), len(names))
+            for grp, c in conds
+        )
+        for j, name in enumerate(names):
+            tot.estimate[name] = np.minimum(tot.bound[name], np.maximum(tot.estimate[name], S[:, j]))
 
     def model(x):
         return "exact" if pure else ("fitted" if x <= TRUST else "approximate" if x <= REJECT else "time-weighted")
@@ -334,13 +333,16 @@ def _counters(names, data, clusters, cell, cell_class, cell_seg, n_cells, out, p
     return {n: {"residual": float(x), "model": model(x)} for n, x in zip(names, resid)}
 
 
-def _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure) -> tuple[dict, np.ndarray]:
+def _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pure) -> tuple[dict, np.ndarray, list]:
     """Per chip, the rates (all windows, even windows, odd windows) fitted on its cluster of chips
-    (all ones when every window is pure), and per counter the largest relative residual of a fit."""
+    (all ones when every window is pure); per counter the largest relative residual of a fit; per
+    cluster its chips and the conditioning of its fit (``analysis.separability``; a counter whose
+    model is rejected gets an unbounded spread: plain time weighting, only the hard bound holds)."""
     from scipy import sparse
 
     rates_of = {}
     resid = np.zeros(len(names))
+    conds = []
     for grp in clusters:
         if pure:
             r = (np.ones((n_cells + 1, len(names))),) * 3
@@ -350,99 +352,22 @@ def _fit_cluster_rates(names, data, clusters, cell_class, cell_seg, n_cells, pur
             odd = (np.concatenate([np.arange(len(data[i].gap)) for i in grp]) % 2 == 1)[:, None]
             r = [fit_rates(T, x, cell_class, cell_seg) for x in (D, np.where(odd, np.nan, D), np.where(odd, D, np.nan))]
             ok = np.isfinite(D)
-            err = np.where(ok, D - T @ r[0], 0.0)
+            pred = T @ r[0]
+            err = np.where(ok, D - pred, 0.0)
             rel = np.sqrt((err**2).sum(axis=0) / np.maximum((np.where(ok, D, 0.0) ** 2).sum(axis=0), 1e-300))
             resid = np.maximum(resid, rel)
             bad = rel > REJECT  # the model does not hold: plain time weighting
+            cond = conditioning(class_times(T, cell_class), D, np.where(bad[None, :], np.inf, pred))
+            conds.append((grp, cond))
             r = tuple(np.where(bad[None, :], 1.0, x) for x in r)
         for i in grp:
             rates_of[i] = r
-    return rates_of, resid
-
-
-@dataclass
-class _Shares:
-    """One chip's counters apportioned with its rates: ``X`` per (span, window) and counter column,
-    ``Xg`` the gap's column totals, ``AD`` per (span, window) and counter (instance totals ``D``),
-    ``bound_gap`` the gap's hard bound, ``halves`` the split-half shares (none when pure)."""
-
-    X: np.ndarray
-    Xg: np.ndarray
-    AD: np.ndarray
-    D: np.ndarray
-    bound_gap: np.ndarray
-    halves: list
-
-
-def _chip_shares(ch: _Chip, names, rates, cell, n_cells, col_sig, edges, pure) -> _Shares:
-    """Apportion chip ``ch``'s window values to its spans and gap with ``rates`` (all, even, odd)."""
-    W = len(ch.gap)
-    F = np.concatenate([np.nan_to_num(ch.values[n].reshape(W, -1), nan=0.0) for n in names], axis=1)
-    D = np.stack([F[:, edges[j] : edges[j + 1]].sum(axis=1) for j in range(len(names))], axis=1)
-    r_all, r_even, r_odd = rates
-    share_t, share_g, _ = _apportion(ch, r_all, cell, n_cells)
-    halves = [_apportion(ch, r, cell, n_cells)[:2] for r in (r_even, r_odd)] if not pure else []
-    X = share_t[:, col_sig] * F[ch.tw]
-    Xg = (share_g[:, col_sig] * F).sum(axis=0)
-    AD = share_t * D[ch.tw]
-    gap_shared = ((ch.gap > 0) & (ch.gap < ch.length - 0.5))[:, None]
-    A_gap = share_g * D
-    bound_gap = np.where(gap_shared, np.maximum(A_gap, D - A_gap), 0.0).sum(axis=0)
-    return _Shares(X, Xg, AD, D, bound_gap, halves)
-
-
-def _add_to_grouping(tot: GroupTotals, g: str, ch: _Chip, sh: _Shares, names, shapes, edges) -> None:
-    """Add one chip's apportioned counters to grouping ``g``'s totals: the sums per group, the hard
-    bound (windows a group shares) and the split-half estimate."""
-    K = len(tot.groups)
-    Gm, M, pg, pw, Tp = ch.group_matrices(g, tot._gi, K)  # type: ignore[attr-defined]
-    amt = np.asarray(Gm @ sh.X)
-    amt[K - 1] += sh.Xg
-    A = np.asarray(M @ sh.AD)  # (P, k) per (group, window) pair
-    Dp = sh.D[pw]
-    shared = (Tp < ch.length[pw] - 0.5)[:, None]
-    b_p = np.where(shared, np.maximum(A, Dp - A), 0.0)
-    bound = np.stack([np.bincount(pg, weights=b_p[:, j], minlength=K) for j in range(len(names))], axis=1)
-    bound[K - 1] += sh.bound_gap
-    est = np.zeros((K, len(names)))
-    if sh.halves:
-        (te, ge), (to_, go) = sh.halves
-        half = [np.asarray(Gm @ (st * sh.D[ch.tw])) for st in (te, to_)]
-        half[0][K - 1] += (ge * sh.D).sum(axis=0)
-        half[1][K - 1] += (go * sh.D).sum(axis=0)
-        est = np.abs(half[0] - half[1])
-    for j, name in enumerate(names):
-        v = amt[:, edges[j] : edges[j + 1]].reshape((K,) + shapes[j])
-        tot.sums[name] = tot.sums[name] + v if name in tot.sums else v
-        tot.bound[name] = tot.bound.get(name, 0.0) + bound[:, j]
-        tot.estimate[name] = tot.estimate.get(name, 0.0) + est[:, j]
+    return rates_of, resid, conds
 
 
 def _total(v: np.ndarray) -> np.ndarray:
     """(W,) instance total of window values (NaN where any instance is null)."""
     return v.reshape(v.shape[0], -1).sum(axis=1)
-
-
-def _mean(name, data, out) -> None:
-    for g, tot in out.items():
-        K = len(tot.groups)
-        num = den = None
-        for ch in data:
-            v = ch.values[name]
-            W = len(ch.gap)
-            flat = v.reshape(W, -1)
-            ok = np.isfinite(flat)
-            x = np.where(ok, flat, 0.0)
-            gi = tot._gi[ch.ts]  # type: ignore[attr-defined]
-            n = np.stack([np.bincount(gi, weights=ch.to * x[ch.tw, j], minlength=K) for j in range(flat.shape[1])], 1)
-            d = np.stack([np.bincount(gi, weights=ch.to * ok[ch.tw, j], minlength=K) for j in range(flat.shape[1])], 1)
-            n[K - 1] += ch.gap @ x
-            d[K - 1] += ch.gap @ ok
-            num = n if num is None else num + n
-            den = d if den is None else den + d
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-        tot.means[name] = m.reshape((K,) + data[0].values[name].shape[1:])
 
 
 __all__ = ["Attribution", "FREQUENT", "GroupTotals", "attribute", "overlaps"]

@@ -206,7 +206,7 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
         DumpError: the snapshot dump cannot be read.
     """
     from .attribution import attribute
-    from .roofline import op_rows, signal_sets
+    from .roofline import op_rows, signal_sets, undetermined_notes
     from .snapshots import merged_windows, read_snapshots
     from .spans import AttributionError, read_spans
 
@@ -246,9 +246,13 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
     work_sets = (sets["hbm_bytes"], sets["matrix_flops"] + sets["vector_flops"])
     for r in rows:
         names = sets["hbm_bytes"] + sets["matrix_flops" if r["work"] == "matrix" else "vector_flops"]
-        r["reliable"] = att.reliable(names) and all(_separable(att.groupings["op"], r["op"], w) for w in work_sets)
+        r["reliable"] = (
+            r["determined"]
+            and att.reliable(names)
+            and all(_separable(att.groupings["op"], r["op"], w) for w in work_sets)
+        )
     result["ops"] = rows
-    result["notes"] += att.notes + _fit_notes(att, sets)
+    result["notes"] += att.notes + _fit_notes(att, sets) + undetermined_notes(gen, att.groupings["op"], rows)
     for g in groupings:
         result["notes"] += bounds_note(gms[g], graph)
     return result

@@ -22,6 +22,15 @@ placed against the link roof instead: intensity = work ÷ transmitted link bytes
 ``B`` = ``spec.c2c.peak_bandwidth`` — its time is set by the links, and against HBM it would look
 like an HBM-bound op far below its roof. Ops that do no floating-point work (host transfers, a pure
 gather) have no position.
+
+An op class whose figures the windows do not pin down (``determined`` false, ``undetermined`` naming what)
+gets no work, FLOPs, position or top-down bound (its cycle counters are split by the same windows): an
+amount is pinned when its attribution error estimate is at most ``PINNED`` of it, or when even the amount
+plus its estimate is under ``PINNED`` of what an op of its time would carry at the run's mean rate (a
+norm's stray matrix FLOPs). Where op classes' time shares move together in every window (steps all alike,
+as under a closed loop) the estimate is several times the amount (``analysis.separability``) and a point
+on the roofline would be a guess. Its ``side`` is left out too (``undetermined``: ``side``) where the
+intensity's range within the estimates lies across the ridge point.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ from perfonto.ontology import kinds
 from .attribution import GroupTotals
 from .spans import NO_SPAN
 
+#: an attributed amount is pinned down when its error estimate is at most this share of it (module docstring)
+PINNED = 0.5
 #: memory ceilings: block -> (spec constant, label)
 MEMORY = {"hbm": ("spec.hbm.peak_bandwidth", "HBM"), "sram": ("spec.sram.peak_bandwidth", "SRAM")}
 #: the link roof: a collective's bytes go over the chip-to-chip links (the chip's total transmit peak)
@@ -150,7 +161,9 @@ def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
     (memory | link | compute) and ``bound`` (the dominant top-down node, from ``bound``); ``roof`` (``HBM``,
     or ``link`` for a collective: an op whose transmitted link bytes at the link peak take longer than its
     HBM bytes at the HBM peak, placed at FLOP per link byte against the link roof), ``link_bytes`` (B),
-    ``link_bytes_per_s`` and ``link_utilization`` (of the link peak, collectives only)."""
+    ``link_bytes_per_s`` and ``link_utilization`` (of the link peak, collectives only); ``determined`` and
+    ``undetermined`` (what the windows do not pin down: ``hbm_bytes``, ``matrix_flops``, ``vector_flops`` —
+    then work, FLOPs, the position and the top-down bound are None — or ``side``, module docstring)."""
     run = _run(gen, totals)
     rows = [_op_row(run, k, label, bound) for k, label in enumerate(totals.groups) if label != NO_SPAN]
     rows.sort(key=lambda r: -r["time_s"])
@@ -173,6 +186,7 @@ class _Run:
     all_mat: float
     all_vec: float
     all_link: float
+    all_hbm: float
 
 
 def _run(gen, totals: GroupTotals) -> _Run:
@@ -190,6 +204,7 @@ def _run(gen, totals: GroupTotals) -> _Run:
         _amount(totals, sets["matrix_flops"], slice(None), gen, "FLOP"),
         _amount(totals, sets["vector_flops"], slice(None), gen, "FLOP"),
         _amount(totals, sets["link_bytes"], slice(None), gen, "B"),
+        _amount(totals, sets["hbm_bytes"], slice(None), gen, "B"),
     )
 
 
@@ -222,13 +237,55 @@ def _op_row(run: _Run, k: int, label: str, bound: list | None) -> dict:
         "link_bytes": link if link_ok else 0.0,
         "link_bytes_per_s": None,
         "link_utilization": None,
+        "determined": True,
+        "undetermined": [],
     }
+    loose = _unpinned(run, k, work)
+    if loose:  # the windows do not tell this op's work or bytes from its neighbours': no place on the roofline
+        row.update(work=None, precision=None, flops=None, bound=None, determined=False, undetermined=loose)
+        return row
     # a collective: its link bytes at the link peak take longer than its HBM bytes at the HBM peak,
     # so the link roof is the one that bounds it (an all-reduce reads and writes HBM too)
     hbm, link_peak = run.hbm, run.link_peak
     collective = bool(work) and link_ok and bool(link_peak) and bool(hbm) and link / link_peak >= byts / hbm
     _place(row, run, flops, byts, link, collective, _ceiling(run.cs, work, prec))
+    if row["side"] is not None and not collective and _across_ridge(run, k, row, flops, byts):
+        row.update(side=None, determined=False, undetermined=["side"])
     return row
+
+
+def _unpinned(run: _Run, k: int, work: str | None) -> list[str]:
+    """The ``signal_sets`` entries of op class ``k`` that the windows do not pin down (module docstring),
+    where that leaves its row undetermined: the matrix FLOPs of an op not found doing matrix work (or the
+    vector FLOPs of one found doing neither), or the HBM bytes of an op found doing work (its intensity's
+    denominator) — significant work has an estimate under half of it, so it is pinned. An op with no work
+    and no doubt about it keeps its row whatever its bytes (a host transfer). Empty when determined."""
+    share = float(run.totals.time_s[k]) / run.total_time if run.total_time > 0 else 0.0
+    check = [("hbm_bytes", "B", run.all_hbm)]
+    if work != "matrix":
+        check.append(("matrix_flops", "FLOP", run.all_mat))
+    if work is None:
+        check.append(("vector_flops", "FLOP", run.all_vec))
+    out = []
+    for key, unit, total in check:
+        amount = _amount(run.totals, run.sets[key], k, run.gen, unit)
+        est = _amount(run.totals, run.sets[key], k, run.gen, unit, "estimate")
+        if not (est <= PINNED * amount or amount + est <= PINNED * share * total):
+            out.append(key)
+    if work is None and out == ["hbm_bytes"]:
+        return []  # no work, and no doubt about that: its bytes place it nowhere
+    return out
+
+
+def _across_ridge(run: _Run, k: int, row: dict, flops: float, byts: float) -> bool:
+    """Whether op ``k``'s intensity, with its ``flops`` and HBM ``byts`` each anywhere within their error
+    estimates, can lie on either side of its ridge point."""
+    key = "matrix_flops" if row["work"] == "matrix" else "vector_flops"
+    ef = _amount(run.totals, run.sets[key], k, run.gen, "FLOP", "estimate")
+    eb = _amount(run.totals, run.sets["hbm_bytes"], k, run.gen, "B", "estimate")
+    lo = (flops - ef) / (byts + eb) if byts + eb > 0 else np.inf
+    hi = (flops + ef) / (byts - eb) if byts > eb else np.inf
+    return bool(lo < row["ridge"] <= hi)
 
 
 def _significant_amount(run: _Run, counters: str, k: int, unit: str, total: float) -> tuple[float, bool]:
@@ -277,6 +334,61 @@ def _place(row: dict, run: _Run, flops: float, byts: float, link: float, collect
                 row["efficiency"] = row["flops_per_s"] / att
 
 
+WORDS = {"hbm_bytes": "HBM bytes", "matrix_flops": "matrix FLOPs", "vector_flops": "vector FLOPs"}
+
+
+def undetermined_notes(gen, totals: GroupTotals, rows: list[dict]) -> list[str]:
+    """The report notes on the op rows that are not ``determined``: which counters of which op classes the
+    windows cannot tell apart, how far off they may be, and the cure (op-boundary snapshots)."""
+    loose = [r for r in rows if not r.get("determined", True)]
+    amounts = [r for r in loose if r["undetermined"] != ["side"]]
+    sides = [r for r in loose if r["undetermined"] == ["side"]]
+    sets = signal_sets(gen)
+    cure = (
+        "op-boundary counter snapshots give exact per-op figures (perfonto run --op-snapshots, "
+        "perfonto analyze --snapshots)"
+    )
+    out = []
+    if amounts:
+        keys = [x for x in WORDS if any(x in r["undetermined"] for r in amounts)]
+        counters = [n for x in keys for n in sets[x] if n in totals.sums]
+        key = "hbm_bytes" if "hbm_bytes" in keys else keys[0]
+        unit = "B" if key == "hbm_bytes" else "FLOP"
+        rel = []  # the named ops' error estimates of that amount, relative to it
+        for r in amounts[:NAMED]:
+            k = totals.groups.index(r["op"])
+            a, e = (_amount(totals, sets[key], k, gen, unit, w) for w in ("sums", "estimate"))
+            if key in r["undetermined"] and a > 0:
+                rel.append(e / a)
+        size = (
+            f"error estimates of their {WORDS[key]} {min(rel) * 100:,.0f} % to {max(rel) * 100:,.0f} % of the "
+            "attributed amounts"
+            if rel
+            else "error estimates larger than the amounts"
+        )
+        out.append(
+            f"per-op figures not determined for {_names(amounts)}: the counter windows cannot tell their "
+            f"{', '.join(WORDS[x] for x in keys)} ({', '.join(counters)}) apart — they hold these op classes in "
+            "nearly fixed proportions (ops that always run together, or every step alike as under a closed loop), "
+            f"or no rate per op class fits them, so the split among them is not pinned down ({size}, report.json "
+            "ops.rows[].error); their work, intensity, roofline side and top-down bound are left out "
+            f"(ops.rows[].determined: false); {cure}"
+        )
+    if sides:
+        out.append(
+            f"roofline side not determined for {_names(sides)}: within the attribution's error estimates their "
+            f"intensity can lie on either side of the ridge point (ops.rows[].undetermined: side); {cure}"
+        )
+    return out
+
+
+NAMED = 8  # op classes a note names
+
+
+def _names(rows: list[dict], most: int = NAMED) -> str:
+    return ", ".join(r["op"] for r in rows[:most]) + (f" and {len(rows) - most} more" if len(rows) > most else "")
+
+
 def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | None:
     compute = [c for c in cs if c["kind"] == "compute"]
     if work == "vector":
@@ -287,4 +399,4 @@ def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | 
     return None
 
 
-__all__ = ["MEMORY", "ceilings", "op_rows", "signal_sets"]
+__all__ = ["MEMORY", "PINNED", "ceilings", "op_rows", "signal_sets", "undetermined_notes"]

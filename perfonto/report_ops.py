@@ -47,7 +47,8 @@ def render_ops(result: Report, console: Console) -> None:
         eff = pct(r["efficiency"])
         side = f"{r['side']} ({r['ceiling']})" if r["side"] else "—"
         bound = (r["bound"] or "—").removeprefix("topdown.")
-        name = plain(r["op"] if r.get("reliable", True) else f"≈ {r['op']}")
+        mark = "" if r.get("reliable", True) else "? " if r.get("determined") is False else "≈ "
+        name = plain(mark + r["op"])
         t.add_row(name, share, r["work"] or "—", si_text(r["flops_per_s"], "FLOP/s"), inten, eff, side, bound)
     console.print(t)
     same = {"memory": "topdown.memory_bound", "compute": "topdown.compute_bound", "link": "topdown.interconnect_bound"}
@@ -61,9 +62,16 @@ def render_ops(result: Report, console: Console) -> None:
                 style="dim",
             )
         )
-    if any(not r.get("reliable", True) for r in ops[:TOP_OPS]):
+    if any(r.get("determined") is False for r in ops[:TOP_OPS]):
         console.print(
-            "[dim]≈: approximate — the per-op rate model does not fit these windows (see the note below)[/dim]"
+            "[dim]?: not determined — the windows cannot tell this op class's work from another's (their time "
+            "shares move together); its work, intensity and side are left out: --op-snapshots gives exact "
+            "figures (see the note below)[/dim]"
+        )
+    if any(not r.get("reliable", True) and r.get("determined") is not False for r in ops[:TOP_OPS]):
+        console.print(
+            "[dim]≈: approximate — part of the work the windows give this op class could be another's (see the "
+            "note below)[/dim]"
         )
     if len(ops) > TOP_OPS:
         console.print(f"[dim]… {len(ops) - TOP_OPS} more op classes in report.json (ops.rows)[/dim]")

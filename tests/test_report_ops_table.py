@@ -95,5 +95,9 @@ def test_an_op_the_windows_cannot_tell_from_its_neighbours_is_not_reliable(tmp_p
     truth = json.loads((out / "ground_truth.json").read_text())["by_op"]
     norm = rows["ffn_norm"]
     assert truth["ffn_norm"]["flops"] == 0  # no matrix work in truth
-    assert norm["work"] == "vector" or (norm["reliable"] is False and "≈ ffn_norm" in text), norm
+    assert (
+        norm["work"] == "vector"
+        or (norm["reliable"] is False and "≈ ffn_norm" in text)
+        or (norm["determined"] is False and norm["work"] is None and "? ffn_norm" in text)  # left out, not guessed
+    ), norm
     assert rows["ffn_gate_up"]["reliable"] is True  # the GEMMs themselves are told apart
