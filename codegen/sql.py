@@ -525,21 +525,38 @@ def parquet_source(path: str, hive: bool = False) -> exp.Expression:
     return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=args))
 
 
+def _is_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _glob_files(pattern: str) -> tuple:
+    """(the folder above the pattern's first wildcard, the files it matches, sorted): the Hive partitions
+    (``host=…``) of a glob over a partitioned dump lie below that folder, as in a folder given whole."""
+    import glob
+    from pathlib import Path
+
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if _is_glob(part)), len(parts))
+    root = Path(*parts[:fixed]) if fixed else Path(".")
+    return root, sorted(Path(f) for f in glob.glob(pattern, recursive=True) if f.endswith((".parquet", ".pq")))
+
+
 def dump_source(path: str) -> tuple[exp.Expression, bool]:
-    """A Parquet dump as DuckDB reads it — a file, a glob, or a folder read recursively with its Hive
-    partitions (``host=…/``) as columns — and whether its rows name their ``host``."""
+    """A Parquet dump as DuckDB reads it — a file, a glob, or a folder read recursively — with its Hive
+    partitions (``host=…/``, in a folder or below a glob's fixed part) as columns, and whether its rows
+    name their ``host``."""
     from pathlib import Path
 
     import pyarrow.parquet as pq
 
     p = Path(path)
-    if p.is_dir():
-        files = sorted(p.rglob("*.parquet"))
-        hive = any("=" in part for f in files[:1] for part in f.relative_to(p).parts[:-1])
-        host = any(part.startswith("host=") for f in files[:1] for part in f.relative_to(p).parts[:-1])
+    if p.is_dir() or _is_glob(path):
+        root, files = (p, sorted(p.rglob("*.parquet"))) if p.is_dir() else _glob_files(path)
+        hive = any("=" in part for f in files[:1] for part in f.relative_to(root).parts[:-1])
+        host = any(part.startswith("host=") for f in files[:1] for part in f.relative_to(root).parts[:-1])
         if files and not host:
             host = "host" in pq.read_schema(files[0]).names
-        return parquet_source(str(p / "**" / "*.parquet"), hive=hive), host
+        return parquet_source(str(p / "**" / "*.parquet") if p.is_dir() else path, hive=hive), host
     try:
         host = p.is_file() and "host" in pq.read_schema(p).names
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError

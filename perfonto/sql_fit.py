@@ -30,12 +30,19 @@ class Fit:
 
 
 def dump_columns(path: str) -> list[str] | None:
-    """The column names of the dump at ``path`` (a Parquet file, or a folder of them: its first file), or
-    None when there is no such file to read (the query is written for a dump that is not there yet)."""
+    """The column names of the dump at ``path`` (a Parquet file, or a folder or glob of them: its first file),
+    or None when there is no such file to read (the query is written for a dump that is not there yet)."""
     import pyarrow.parquet as pq
 
+    import glob
+
     p = Path(path)
-    first = next(iter(sorted(p.rglob("*.parquet"))), None) if p.is_dir() else p if p.is_file() else None
+    if p.is_dir():
+        first = next(iter(sorted(p.rglob("*.parquet"))), None)
+    elif p.is_file():
+        first = p
+    else:  # a glob (or nothing there yet)
+        first = next(iter(sorted(Path(f) for f in glob.glob(path, recursive=True) if Path(f).is_file())), None)
     if first is None:
         return None
     try:

@@ -111,3 +111,54 @@ def test_a_whole_dump_gets_the_unfitted_query(run, tmp_path, capsys):
     assert main(["codegen", "--target", "sql", "--counters", str(run.counters_path), "--out", str(tmp_path / "g")]) == 0
     sql = (tmp_path / "g" / "sohu.sql").read_text()
     assert "Not here" not in sql and "one column per instance" not in sql
+
+
+def test_a_glob_over_a_hive_tree_keeps_its_hosts(tmp_path, sohu, capsys, monkeypatch):
+    """``--counters 'fleet/counters/*/*.parquet'``: the query read the glob without its ``host=`` partitions,
+    so the hosts' chip 0 became one chip (1,502 windows per chip instead of 500, windows numbered -1, 4,008
+    of 0 s); it now reads them as the folder given whole does, and gives the same table."""
+    from perfonto.emulator.fleet import FleetSpec, generate_fleet
+
+    generate_fleet(sohu, FleetSpec(2, 2), tmp_path / "fleet", duration_s=0.1, sample_period_s=2e-3, warmup_steps=50)
+    monkeypatch.chdir(tmp_path)  # a relative glob, as a user types it
+    tables = []
+    for i, counters in enumerate(("fleet/counters/*/*.parquet", "fleet/counters")):
+        args = ["codegen", "--target", "sql", "--counters", counters, "--sample-period", "2ms", "--out", f"g{i}"]
+        assert main(args) == 0
+        tables.append(duckdb.sql((tmp_path / f"g{i}" / "sohu.sql").read_text()).df())
+    capsys.readouterr()
+    glob_t, folder_t = tables
+    sizes = glob_t.groupby(["host", "chip"]).size().to_dict()
+    assert set(sizes) == {("h000", 0), ("h000", 1), ("h001", 0), ("h001", 1)} and len(set(sizes.values())) == 1
+    assert (glob_t.window >= 0).all() and (glob_t.interval_s > 0).all()
+    key = ["host", "chip", "window"]
+    a, b = glob_t.sort_values(key).reset_index(drop=True), folder_t.sort_values(key).reset_index(drop=True)
+    assert list(a.columns) == list(b.columns)
+    np.testing.assert_allclose(a["mfu"].to_numpy(float), b["mfu"].to_numpy(float), rtol=1e-12, equal_nan=True)
+
+
+def test_spark_counters_is_a_table_name_not_a_path(run, tmp_path, capsys):
+    """``--dialect spark --counters run/counters.parquet`` became the table `run/counters`.`parquet` without a
+    word; a path is now refused, saying how to make the view the query reads (registers as LONG)."""
+    args = ["codegen", "--target", "sql", "--dialect", "spark", "--counters", str(run.counters_path)]
+    assert main([*args, "--out", str(tmp_path / "g")]) == 1
+    err = capsys.readouterr().err
+    assert "takes the name of a table or view, not a path" in err and "counters_frame(spark" in err
+    assert not (tmp_path / "g").exists()
+    assert (
+        main(
+            [
+                "codegen",
+                "--target",
+                "sql",
+                "--dialect",
+                "spark",
+                "--counters",
+                "lake.counters",
+                "--out",
+                str(tmp_path / "h"),
+            ]
+        )
+        == 0
+    )
+    assert "FROM `lake`.`counters`" in (tmp_path / "h" / "sohu.spark.sql").read_text()
