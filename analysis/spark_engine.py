@@ -109,9 +109,13 @@ def _start(master: str, app: str, kernel: bool = False):
         s = b.getOrCreate()
     except Exception as exc:  # no Java, a JVM that does not start: one line, not the gateway's traceback
         msg = " ".join(str(exc).split())[:300]
-        raise DumpError(
-            f"--engine spark: Spark did not start on {master!r} ({msg}); Java 17 must be installed"
-        ) from None
+        hint = (
+            "a YARN master needs HADOOP_CONF_DIR or YARN_CONF_DIR set to the cluster's configuration"
+            if master.startswith("yarn")
+            else "is the master URL right (local[N], spark://HOST:PORT, yarn, k8s://…)? Java 17 must be installed "
+            "(the Java messages above say which)"
+        )
+        raise DumpError(f"--engine spark: Spark did not start on {master!r} ({msg}); {hint}") from None
     s.sparkContext.setLogLevel("ERROR")
     return s
 

@@ -77,12 +77,15 @@ def _parquet_parts(plan: DumpPlan) -> list[Path]:
 def _host_plan(plan: DumpPlan, host) -> bytes:
     """The plan of one host — its parts, chips and placement on the whole dump's grid (``plan.grids``),
     the dump's grid length and first sample — pickled for the executor that evaluates it; the
-    generation is left out (not picklable: the executor puts back its graph's)."""
+    generation is left out (not picklable: the executor puts back its graph's). Each part's path is made
+    absolute: an executor of a standalone cluster runs in its worker's own folder, where a path relative
+    to the driver's names nothing (a relative dump ended in "internal error: FileNotFoundError")."""
     import copy
+    import dataclasses
 
     p = copy.copy(plan)
     p.gen, p.multiplex, p.notes = None, None, []
-    p.groups = {host: plan.groups[host]}
+    p.groups = {host: [dataclasses.replace(part, path=Path(part.path).absolute()) for part in plan.groups[host]]}
     p.chips = {host: plan.chips[host]}
     p.chip_numbers = {host: plan.chip_numbers[host]}
     p.grids = {host: plan.grids[host]} if host in plan.grids else {}

@@ -346,7 +346,8 @@ def generate_rollup_sql(
         notes.append("No --topology-table: rack and pod are NULL, so there is no rack or pod level.")
     notes.append(
         "Gaps: a window null from a missing sample is left out of the run totals; perfonto analyze bridges a "
-        "counter's gap from the running totals on either side, so over a dump with gaps these totals are lower."
+        "counter's gap from the running totals on either side, so over a dump with gaps the totals differ (lower) "
+        "and so do the rates (over the windows left, either way)."
     )
     count = len(q.expressions) - keys
     return generated_text(graph, "fleet rollup query", flags, q, count, src.dialect, pretty, tuple(notes))

@@ -324,6 +324,7 @@ def analyze_job(
                 )
                 report.notes += _in_memory_only(capture, by) + _replaced_engine(engine, topology, plan.rows)
                 _record_populations(capture, report)
+                _emulated_context(graph, capture, inputs, report)
                 timings |= report.timings
                 outputs["metrics"] = str(tmp / "metrics")
                 _write_products(graph, report, tmp, final, src, outputs, _ordered(timings), metrics_file=False)
@@ -341,14 +342,7 @@ def analyze_job(
             )
             if multiplexed:
                 report.notes += _multiplexed_in_memory(engine, topology)
-            if (
-                capture.ground_truth is not None and "preset" in capture.ground_truth
-            ):  # an emulated run: what it assumed
-                from perfonto.emulator.claim import run_context
-
-                gt_file = inputs.get("ground_truth.json") or "ground_truth.json"
-                report.context = run_context(graph.generation, capture.ground_truth, gt_file)
-                report.notes += report.context.pop("notes", [])  # e.g. a model it does not know: no claim
+            _emulated_context(graph, capture, inputs, report)
             timings |= report.timings
             _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
         return report
@@ -392,6 +386,19 @@ def _inputs(capture: Capture) -> dict[str, str | None]:
     return inputs
 
 
+def _emulated_context(graph, capture: Capture, inputs: dict, report: Report) -> None:
+    """An emulated run's context in ``report`` — its preset, assumptions, the public claim it is compared
+    with, the offline queue — whatever engine evaluated it (the embedded and Spark engines left it out with
+    no note); a ground truth naming a model perfonto does not know gives a note, not a claim."""
+    if capture.ground_truth is None or "preset" not in capture.ground_truth:
+        return
+    from perfonto.emulator.claim import run_context
+
+    gt_file = inputs.get("ground_truth.json") or "ground_truth.json"
+    report.context = run_context(graph.generation, capture.ground_truth, gt_file)
+    report.notes += report.context.pop("notes", [])
+
+
 def _record_populations(capture: Capture, report: Report) -> None:
     """The request-level metrics' record counts and "capped by the run length" warnings of a report the
     embedded engine made (the in-memory engine makes them as it evaluates), from the request records."""
@@ -411,8 +418,8 @@ def _in_memory_only(capture: Capture, by: tuple[str, ...]) -> list[str]:
         notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
     if capture.trace is not None and "op" not in by:
         notes.append(
-            "the per-op attribution (the counters to the trace's op spans) is made by the in-memory engine only "
-            "(--engine memory)"
+            "the per-op attribution (the counters to the trace's op spans) and the trace's time split (compute, "
+            "communication, overlap, idle) are made by the in-memory engine only (--engine memory)"
         )
     if capture.requests is not None and capture.steady_state is not None:
         notes.append(

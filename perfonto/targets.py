@@ -87,6 +87,8 @@ def _sql(cat, options) -> Emitted:
             graph, flat, absent, notes = fitted.graph, fitted.flat, fitted.absent, fitted.notes
     else:
         source = counters or "counters"
+        _refuse_spark_path(source)
+        notes = SPARK_TABLE_NOTES
     period = None if options["sample_period"] is None else int(round(options["sample_period"] * 1e9))
     name = gen.name + (".rollup" if options["rollup"] else "") + ("" if dialect == "duckdb" else f".{dialect}")
     again = _sql_options(options)
@@ -108,6 +110,34 @@ def _sql(cat, options) -> Emitted:
             notes=notes,
         )
     return Emitted({f"{name}.sql": text})
+
+
+#: What the Spark query's header says of the table it reads (a data engineer's own session read the registers
+#: with Spark's inferred DECIMAL(20,0) for uint64, and a register >= 2^63 failed with CAST_OVERFLOW).
+SPARK_TABLE_NOTES = (
+    "Spark: the table needs columns host, chip, timestamp_ns and the signals' registers read as LONG (BIGINT), not "
+    "the DECIMAL(20,0) Spark infers for a uint64 column;",
+    "perfonto.analysis.spark_engine.counters_frame(spark, PATH, generation) reads a Parquet dump so "
+    "(.createOrReplaceTempView), and a dump without host takes SELECT '' AS host, * FROM it.",
+)
+
+
+def _refuse_spark_path(counters: str) -> None:
+    """``--dialect spark --counters`` names a table or view: a file or folder path (``run/counters.parquet``
+    became the table `run/counters`.`parquet`) is refused, saying how to make the view.
+
+    Raises:
+        ValueError: ``counters`` names a file or folder, or looks like a path.
+    """
+    from pathlib import Path
+
+    if Path(counters).exists() or "/" in counters or counters.endswith((".parquet", ".pq", ".csv", ".arrow")):
+        raise ValueError(
+            f"--dialect spark --counters takes the name of a table or view, not a path ({counters!r}): read the dump "
+            "in Spark with its registers as LONG — perfonto.analysis.spark_engine.counters_frame(spark, path, "
+            "generation).createOrReplaceTempView('counters') — and give --counters counters (the default), or run "
+            "perfonto analyze DUMP --engine spark"
+        )
 
 
 def _sql_options(options) -> str:

@@ -79,7 +79,9 @@ def test_cli_writes_duckdb_and_spark_sql(tmp_path, dump, sohu, capsys):
     body = spark.split("\n", 2)[2]
     sqlglot.parse_one(body.rstrip().rstrip(";"), read="spark")  # valid Spark SQL
     assert "HUGEINT" not in spark and "INT128" not in spark and "READ_PARQUET" not in spark.upper()
-    assert "`hbm.read_bandwidth`" in spark and "DECIMAL" not in spark  # 64-bit integers with explicit wraps
+    query = "\n".join(ln for ln in spark.splitlines() if not ln.startswith("--"))
+    assert "`hbm.read_bandwidth`" in query and "DECIMAL" not in query  # 64-bit integers with explicit wraps
+    assert "read as LONG" in spark.split("WITH", 1)[0]  # the header says how to read the registers
     assert "EXPLODE(SEQUENCE(" not in spark or "_u(" not in spark
 
 

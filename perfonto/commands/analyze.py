@@ -108,7 +108,7 @@ def register(sub) -> None:
         "`mismeasured` (default), or flag: the value kept and marked",
     )
     a.add_argument(
-        "--spark-master", default="local[2]", metavar="URL", help="with --engine spark: the master (default: local[2])"
+        "--spark-master", default=None, metavar="URL", help="with --engine spark: the master (default: local[2])"
     )
     a.add_argument(
         "--chunk-rows",
@@ -235,6 +235,22 @@ def _tool_catalog(args, fmt: str) -> None:
         )
 
 
+def _spark_master(args) -> str:
+    """``--spark-master``, which only ``--engine spark`` reads (default ``local[2]``); given with another
+    engine it would be ignored in silence — the job run here, not on the cluster — so it is refused.
+
+    Raises:
+        CommandError: ``--spark-master`` without ``--engine spark`` (a usage error).
+    """
+    if args.spark_master is not None and args.engine != "spark":
+        raise CommandError(
+            f"--spark-master {args.spark_master} applies to --engine spark only (this analysis would run here, "
+            f"with --engine {args.engine}): add --engine spark",
+            2,
+        )
+    return args.spark_master or "local[2]"
+
+
 def _analyze(args, capture, metrics: list[str] | None):
     """The analysis job (``job.analyze_job``) over ``capture`` into ``--out``, with a progress bar on
     stderr; its failures as command errors (2: an unknown metric; 1: a capture, catalog or output that
@@ -263,7 +279,7 @@ def _analyze(args, capture, metrics: list[str] | None):
                 metrics=metrics,
                 topology=topology,
                 engine=args.engine,
-                spark_master=args.spark_master,
+                spark_master=_spark_master(args),
                 chunk_rows=args.chunk_rows,
                 progress=bar,
                 by=args.by,
