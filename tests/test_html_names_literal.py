@@ -189,3 +189,25 @@ def test_the_terminal_cautions_are_on_the_page(page):
     differ = [r["op"] for r in doc["ops"]["rows"] if r["side"] == "memory" and r["bound"] == "topdown.compute_bound"]
     if differ:
         assert "Roofline side and bound differ for " in text and differ[0] in text
+
+
+def test_whatif_series_names_are_drawn_literally():
+    """A what-if sweep's series is named by its knobs' values (a model, a generation's file): a `$…$` in one
+    crashed the figure in matplotlib's mathtext as in the reports' pictures."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfonto.whatif.plots import _plot_lines
+
+    fig, axes = plt.subplots(3)
+    rows = [{"tokens_per_second": 1.0, "ttft_p50_s": 0.1, "itl_p50_s": 0.01, "mfu": 0.5}] * 2
+    _plot_lines(axes, [1, 2], rows, r"generation=gen$\badcmd{x}$")
+    axes[0].legend()
+    axes[1].legend()
+    fig.savefig(io.BytesIO(), format="png")  # drew the name as math: ParseFatalException
+    assert axes[0].get_legend().get_texts()[0].get_text() == r"generation=gen\$\badcmd{x}\$"
+    plt.close(fig)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
+from perfonto.analysis.plots import literal  # names drawn as written: a `$…$` in one is no math
+
 from .knobs import KnobError
 
 COLOURS = {"compute": "#1f77b4", "memory": "#d62728", "interconnect": "#2ca02c", "host": "#9467bd", "idle": "#7f7f7f"}
@@ -51,11 +53,12 @@ def _label(v) -> str:
 
 def _plot_lines(axes, xs: list, rows: list[dict], name: str | None) -> None:
     """One series' lines: tokens/s, TTFT and ITL p50, MFU in percent."""
-    axes[0].plot(xs, [r.get("tokens_per_second") for r in rows], marker="o", label=name)
+    shown = None if name is None else literal(name)
+    axes[0].plot(xs, [r.get("tokens_per_second") for r in rows], marker="o", label=shown)
     axes[1].plot(
-        xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {name or ''}".strip()
+        xs, [r.get("ttft_p50_s") for r in rows], marker="o", linestyle="--", label=f"TTFT p50 {shown or ''}".strip()
     )
-    axes[1].plot(xs, [r.get("itl_p50_s") for r in rows], marker="s", label=f"ITL p50 {name or ''}".strip())
+    axes[1].plot(xs, [r.get("itl_p50_s") for r in rows], marker="s", label=f"ITL p50 {shown or ''}".strip())
     axes[2].plot(xs, [(r.get("mfu") or 0) * 100 if r.get("mfu") is not None else None for r in rows], marker="o")
 
 
@@ -102,7 +105,7 @@ def _mark_crossings(axes, crossings: list[dict], x, numeric: bool) -> None:
         for ax in axes:
             ax.axvline(at, color="black", linestyle=":", linewidth=1)
         axes[0].annotate(
-            f"{c['from']} → {c['to']}\n{at:.4g} {x.unit}".rstrip(),
+            literal(f"{c['from']} → {c['to']}\n{at:.4g} {x.unit}".rstrip()),
             (at, 1),
             xycoords=("data", "axes fraction"),
             xytext=(4, -4),
@@ -224,10 +227,10 @@ def _draw_comparison(axes, cmp, n: int) -> None:
     ):
         a = [e["a"].get(fig_name) or 0 for e in cmp.entries]
         b = [e["b"].get(fig_name) or 0 for e in cmp.entries]
-        ax.bar([i - w / 2 for i in idx], a, w, label=cmp.a)
-        ax.bar([i + w / 2 for i in idx], b, w, label=cmp.b)
+        ax.bar([i - w / 2 for i in idx], a, w, label=literal(cmp.a))
+        ax.bar([i + w / 2 for i in idx], b, w, label=literal(cmp.b))
         ax.set_ylabel(title)
-        ax.set_xticks(idx, labels, fontsize=7)
+        ax.set_xticks(idx, [literal(t) for t in labels], fontsize=7)
         ax.legend(fontsize=8)
     for i, e in enumerate(cmp.entries):
         r = e["ratio"]["benchmark_tokens_per_second"]
@@ -235,7 +238,7 @@ def _draw_comparison(axes, cmp, n: int) -> None:
             drv = (e["drives"] or "").split(":")[0]
             top = max(e["a"].get("benchmark_tokens_per_second") or 0, e["b"].get("benchmark_tokens_per_second") or 0)
             axes[0].annotate(
-                f"×{r:.2f}\n{drv}",
+                literal(f"×{r:.2f}\n{drv}"),
                 (i, top),
                 xytext=(0, 3),
                 textcoords="offset points",
@@ -243,7 +246,7 @@ def _draw_comparison(axes, cmp, n: int) -> None:
                 va="bottom",
                 fontsize=7,
             )
-    axes[0].set_title(f"{cmp.b} vs {cmp.a}: ratio and the assumption that moves it most", fontsize=9)
+    axes[0].set_title(literal(f"{cmp.b} vs {cmp.a}: ratio and the assumption that moves it most"), fontsize=9)
     axes[0].margins(y=0.25)
 
 
