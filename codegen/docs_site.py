@@ -20,6 +20,7 @@ Mermaid labels are quoted and entity-escaped.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from perfonto.metrics.across_chips import chip_extreme, field_deps
@@ -40,6 +41,12 @@ def _file(name: str) -> str:
 def _all(g: MetricGraph) -> dict:
     """Window metrics and, where the compiler has them, metrics over request records."""
     return getattr(g, "all_metrics", g.metrics)
+
+
+def _where(gen: str) -> str:
+    """The generation that removed a signal, as ``Generation.removed`` names it (an identifier, or a derived
+    generation's "name (why)")."""
+    return f"`{gen}`" if re.fullmatch(r"[A-Za-z0-9_.]+", gen) else _esc(gen)
 
 
 def _groups_of(decl) -> tuple[str, ...]:
@@ -260,11 +267,18 @@ class _Site:
         return out
 
     def _signal_status(self, gen: str, signal: str) -> str:
+        """A signal's cell for generation ``gen``: ✓, "as `new`" (renamed there), "removed in `g`" (that
+        generation or an ancestor removed it, under this name or under the name a rename gave it), or —."""
         g = self.graphs[gen].generation
         if signal in g.signals and not g.signals[signal].broken:
             return YES
-        if signal in g.aliases:
-            return f"as `{_n(g.aliases[signal])}`"
+        now = g.aliases.get(signal, signal)
+        if now in g.removed:  # never "as `new`" for a new name this generation or an ancestor removed
+            return f"removed in {_where(g.removed[now])}" + (
+                f" (renamed to `{_n(now)}` before)" if now != signal else ""
+            )
+        if now != signal:
+            return f"as `{_n(now)}`"
         return NO
 
     def group_page(self, group: str) -> str:

@@ -187,9 +187,9 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
         if name in known:
             continue
         if name in graph.unavailable:
-            notes.append(
-                f"{src.path}: finding `{rule.metric}` left out: `{name}` is unavailable ({graph.unavailable[name]})"
-            )
+            note = f"{src.path}: finding `{rule.metric}` left out: `{name}` is unavailable ({graph.unavailable[name]})"
+            if note not in notes:  # a metric named twice (as evidence and next) leaves the rule out once
+                notes.append(note)
         else:
             diags.append(
                 _err(

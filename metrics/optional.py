@@ -13,7 +13,9 @@
 Typing (``type_default``, called by ``metrics.infer``): two arguments, both quantities; d is converted
 to x's unit by an explicit factor, and a unit d cannot be converted to is an error at d's file:line:col.
 A bare ``0`` fits every unit (zero bytes, zero seconds and zero events are all 0). A literal d takes x's
-chip degree (``default(ok, 0)`` is 0 per chip); a measured d must have x's degree.
+chip degree (``default(ok, 0)`` is 0 per chip), also where this generation lacks x's signal: the degree x
+has on the nearest generation that declares it (``absent_degree``), so that
+``default(sum(c2c.retries), 0 event) / seq.elapsed_cycles`` stays a ratio; a measured d must have x's degree.
 
 Run and server levels keep their rule (``metrics.levels``): the totals of a metric are summed over the
 windows where every input it reads is valid, the optional ones included; only an absent input is
@@ -23,8 +25,10 @@ replaced for the whole run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfonto.dsl import ast
@@ -37,6 +41,7 @@ if TYPE_CHECKING:  # the graph imports the compiler's stages; only for annotatio
     from .infer import Typer, _T
 
 __all__ = [
+    "absent_degree",
     "fill_defaults",
     "missing_names",
     "optional_names",
@@ -76,7 +81,14 @@ def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
                 e.args[1].span,
                 hint="e.g. `default(mxu.flops_fp4, 0 FLOP)`",
             )
-        return _T(d.node, d.unit, d.literal, d.inst, d.total, d.sparsity)
+        node = d.node
+        if d.literal:  # it stands for x: x's chip degree (`default(sum(x), 0 B) / seq.elapsed_cycles` is a ratio)
+            deg = absent_degree(typer, e.args[0], missing)
+            if deg is not None and deg != node.degree:
+                from .infer import _scale_literal
+
+                node = _scale_literal(node, deg)
+        return _T(node, d.unit, d.literal, d.inst, d.total, d.sparsity)
     x, d = typer.expr(e.args[0]), typer.expr(e.args[1])
     operands += [x, d]
     for t, sub in ((x, e.args[0]), (d, e.args[1])):
@@ -93,6 +105,90 @@ def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
     deg = typer._same_degree(x, d, e.span, "default")
     axes = typer._join(x.node.axes, d.node.axes, e.span)
     return _T(ir.Op("default", (x.node, d.node), axes, deg), x.unit, sparsity=x.sparsity)
+
+
+def absent_degree(typer: "Typer", x: ast.Expr, missing: list[str]) -> int | None:
+    """The chip degree ``x`` has where it is captured, though this generation lacks the names ``missing``
+    it reads: x typed with each of them declared as the nearest generation that declares it does (its
+    lineage, this one first, then the other shipped generations; ``_declaring``), its unit read in this
+    generation's units. None where one is declared nowhere known here (a metric, a typo) or x does not
+    type so: the default then keeps its own degree."""
+    from .infer import Fail
+
+    gen = typer.gen
+    tables: dict[str, dict[str, Any]] = {
+        "signals": dict(gen.signals),
+        "spec": dict(gen.spec),
+        "fields": dict(gen.fields),
+    }
+    for name in missing:
+        here = gen.aliases.get(name, name)
+        if here in gen.signals:
+            continue  # listed but known not to count: typed as declared
+        found = next((f for g in _declaring(gen) if (f := _declared(g, gen.registry, name, here))), None)
+        if found is None:
+            return None
+        tables[found[0]][here] = found[1]
+    saved = typer.gen, typer.trace, typer.warnings
+    borrowed = dataclasses.replace(gen, signals=tables["signals"], spec=tables["spec"], fields=tables["fields"])
+    typer.gen, typer.trace, typer.warnings = borrowed, None, []
+    try:
+        return typer.expr(x).node.degree
+    except Fail:
+        return None
+    finally:
+        typer.gen, typer.trace, typer.warnings = saved
+
+
+def _declared(other, registry, name: str, here: str) -> tuple[str, Any] | None:
+    """``(table, declaration)`` of ``name`` (``here`` after this generation's renames) in generation
+    ``other``, its unit re-read in ``registry``; None where ``other`` has no such signal, field or constant."""
+    from perfonto.ontology.units import UnitError, parse_unit
+
+    for key in dict.fromkeys((here, name, other.aliases.get(here, here), other.aliases.get(name, name))):
+        for table in ("signals", "fields", "spec"):
+            decl = getattr(other, table).get(key)
+            if decl is None or getattr(decl, "broken", False):
+                continue
+            try:
+                unit = parse_unit(registry, decl.unit_text) if decl.unit_text else registry.dimensionless
+            except UnitError:
+                return None
+            return table, dataclasses.replace(decl, unit=unit)
+    return None
+
+
+def _declaring(gen) -> Iterator:
+    """The generations that may declare what ``gen`` lacks, nearest first: its lineage (``gen``'s own
+    file's generation, then its parents, from the files beside it or the shipped ones), then the other
+    shipped generations. Those that do not load are left out."""
+    from perfonto.ontology.loader import shipped_generations
+
+    folder = Path(gen.source_file).parent if gen.source_file else None
+    folder = folder if folder is not None and folder.is_dir() else None
+    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _yamls(folder)) if folder else ()
+    for name in dict.fromkeys((*reversed(gen.lineage or (gen.name,)), *shipped_generations())):
+        other = _load(str(folder or ""), name, stamp)
+        if other is not None:
+            yield other
+
+
+def _yamls(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.y*ml") if p.is_file())
+
+
+@functools.lru_cache(maxsize=16)
+def _load(folder: str, name: str, stamp: tuple):
+    """Generation ``name`` as the YAML files of ``folder`` declare it, else the shipped one (``stamp``: the
+    folder's files and their modification times, so an edited file is read again)."""
+    from perfonto.ontology.loader import catalog_dir, load_generation, load_generation_files
+
+    if folder:
+        gen, _ = load_generation_files(_yamls(Path(folder)), name)
+        if gen is not None:
+            return gen
+    shipped = catalog_dir() / f"{name}.yaml"
+    return load_generation(shipped)[0] if shipped.is_file() else None
 
 
 def missing_names(typer: "Typer", x: ast.Expr) -> list[str]:

@@ -9,8 +9,11 @@ and every mapped time carries an error bound (``analysis.clock_run``). Writes ``
 their submit bracket, the errors against a ground truth and the analysis),
 ``RUN/aligned_counters.parquet`` (``chip``, ``timestamp_ns``, ``host_ns``, ``host_err_ns``,
 ``unmappable``) and ``RUN/aligned_trace.parquet`` (the trace with ``host_start_ns``, ``host_end_ns``,
-their ``…_err_ns`` bounds, ``unmappable`` and ``outside_submit``). Exit 0 when it produced them, 1
-when the run folder lacks what it needs."""
+their ``…_err_ns`` bounds, ``unmappable`` and ``outside_submit``). A chip without rows (a dead chip, or
+its capture lost: chips 0, 1, 3 of four) is named in ``notes``; the chips present are aligned, and the
+cross-chip analysis, which indexes the chips 0 … N − 1, is skipped where their numbers have a gap
+(``skipped``), as ``perfonto analyze`` skips it. Exit 0 when it produced them, 1 when the run folder lacks
+what it needs."""
 
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ def cmd_align(args) -> int:
     from pathlib import Path
 
     from perfonto.analysis.clock_run import alignment_summary, map_counters, map_trace
-    from perfonto.analysis.crosschip import analyse, fit_clocks
+    from perfonto.analysis.crosschip import fit_clocks
     from perfonto.analysis.run_files import Run, RunError
     from perfonto.outputs import atomic_path, record_outputs, write_file
     from ..report_multichip import render_multichip
@@ -69,12 +72,7 @@ def cmd_align(args) -> int:
         run = Run.open(args.run)
         fits = fit_clocks(run, args.device_processing_ns)
         _check_chips(run, fits)
-        if sorted(fits) != list(range(len(fits))):
-            raise RunError(
-                f"{run.file('sync.parquet')}: chips {', '.join(map(str, sorted(fits)))}; the cross-chip analysis "
-                f"needs them numbered 0 … {len(fits) - 1} without gaps: renumber the chip column of the run's files"
-            )
-        doc = analyse(run.path, gen=_generation(args, run), threshold=args.saturation, with_alignment=False)
+        doc = _cross_chip(run, fits, args)
         counters = map_counters(run, fits)
         trace = map_trace(run, fits) if run.file("trace.parquet").exists() else None
         doc["alignment"] = alignment_summary(run, fits, counters, trace)
@@ -99,7 +97,10 @@ def cmd_align(args) -> int:
         return 0
     out = stdout()
     _render_alignment(doc["alignment"], out)
-    render_multichip(doc, out)
+    for note in doc.get("notes", []):
+        out.print(f"note: {note}", style="yellow", markup=False, highlight=False)
+    if "skipped" not in doc:
+        render_multichip(doc, out)
     out.print("[dim]outputs: " + ", ".join(f"{k}={v}" for k, v in doc["outputs"].items()) + "[/dim]")
     return 0
 
@@ -115,6 +116,32 @@ def _finite(o):
     if isinstance(o, float) and not math.isfinite(o):
         return None
     return o
+
+
+def _cross_chip(run, fits, args) -> dict:
+    """The cross-chip analysis (``perfonto.analysis.crosschip.analyse``) of the run's chips, and ``notes``
+    naming the chips without rows. Each chip's clock fit stands alone, so the chips present are aligned
+    whatever is missing; the analysis, which indexes the chips 0 … N − 1, is skipped (``skipped``: why)
+    when their numbers have a gap (a dead chip, or its capture lost), as ``perfonto analyze`` skips it."""
+    from perfonto.analysis.crosschip import analyse
+    from perfonto.analysis.run_files import ChipsMissing
+
+    gen = _generation(args, run)  # a --catalog that does not load is refused whatever the chips
+    chips = sorted(fits)
+    counted = run.meta.get("chips")
+    notes = []
+    if isinstance(counted, int) and not isinstance(counted, bool) and counted > chips[-1] + 1:
+        after = ", ".join(map(str, range(chips[-1] + 1, counted)))
+        notes.append(
+            f"{run.file('counters.parquet')}: the run's metadata counts {counted} chips, and chip(s) {after} have no "
+            "sync reads, counter rows or device events (a dead chip, or its capture lost?): the chips present are "
+            "aligned"
+        )
+    if chips != list(range(len(chips))):  # _check_chips: a chip without sync reads has no other rows either
+        skipped = ChipsMissing(run.file("sync.parquet"), chips, True).skipped
+        return {"chips": len(chips), "skipped": skipped, "notes": [skipped, *notes]}
+    doc = analyse(run.path, gen=gen, threshold=args.saturation, with_alignment=False)
+    return doc | ({"notes": notes} if notes else {})
 
 
 def _check_chips(run, fits) -> None:
