@@ -556,7 +556,8 @@ def dump_source(path: str) -> tuple[exp.Expression, bool]:
         host = any(part.startswith("host=") for f in files[:1] for part in f.relative_to(root).parts[:-1])
         if files and not host:
             host = "host" in pq.read_schema(files[0]).names
-        return parquet_source(str(p / "**" / "*.parquet") if p.is_dir() else path, hive=hive), host
+        source = parquet_source(str(p / "**" / "*.parquet") if p.is_dir() else path, hive=hive)
+        return _own_host(source, root, host)
     try:
         host = p.is_file() and "host" in pq.read_schema(p).names
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
@@ -564,4 +565,17 @@ def dump_source(path: str) -> tuple[exp.Expression, bool]:
             f"{p}: not a Parquet file ({' '.join(str(exc).split())[:160]}); --counters takes the dump's Parquet "
             "file or folder"
         ) from None
-    return parquet_source(str(p)), host
+    return _own_host(parquet_source(str(p)), p.parent, host)
+
+
+def _own_host(source: exp.Expression, folder, host: bool) -> tuple[exp.Expression, bool]:
+    """``(source, host)``, where a dump with no host of its own lies in a ``host=NAME`` folder (one partition
+    of a fleet's dump, given alone): its rows get that host, as ``perfonto analyze`` reads them (the query
+    named it ``''``)."""
+    from perfonto.capture.partitions import folder_keys
+
+    name = None if host else folder_keys(folder).get("host")
+    if name is None:
+        return source, host
+    q = exp.select(_alias(exp.Literal.string(str(name)), "host"), exp.Star()).from_(source, copy=False)
+    return exp.Subquery(this=q, alias=exp.TableAlias(this=exp.to_identifier("c"))), True

@@ -87,7 +87,8 @@ def _sql(cat, options) -> Emitted:
             graph, flat, absent, notes = fitted.graph, fitted.flat, fitted.absent, fitted.notes
     else:
         source = counters or "counters"
-        _refuse_spark_path(source)
+        if counters:  # the default is the table `counters`, whatever folders the working one holds
+            _refuse_spark_path(counters)
         notes = SPARK_TABLE_NOTES
     period = None if options["sample_period"] is None else int(round(options["sample_period"] * 1e9))
     name = gen.name + (".rollup" if options["rollup"] else "") + ("" if dialect == "duckdb" else f".{dialect}")
@@ -123,15 +124,14 @@ SPARK_TABLE_NOTES = (
 
 
 def _refuse_spark_path(counters: str) -> None:
-    """``--dialect spark --counters`` names a table or view: a file or folder path (``run/counters.parquet``
-    became the table `run/counters`.`parquet`) is refused, saying how to make the view.
+    """``--dialect spark --counters`` names a table or view: a path (``run/counters.parquet`` became the table
+    `run/counters`.`parquet`) is refused, saying how to make the view. Told by its text alone — a path
+    separator or a dump file's extension — not by what is on disk (a folder named like the table is no path).
 
     Raises:
-        ValueError: ``counters`` names a file or folder, or looks like a path.
+        ValueError: ``counters`` reads as a path.
     """
-    from pathlib import Path
-
-    if Path(counters).exists() or "/" in counters or counters.endswith((".parquet", ".pq", ".csv", ".arrow")):
+    if "/" in counters or "\\" in counters or counters.endswith((".parquet", ".pq", ".csv", ".arrow")):
         raise ValueError(
             f"--dialect spark --counters takes the name of a table or view, not a path ({counters!r}): read the dump "
             "in Spark with its registers as LONG — perfonto.analysis.spark_engine.counters_frame(spark, path, "

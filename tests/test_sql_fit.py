@@ -162,3 +162,38 @@ def test_spark_counters_is_a_table_name_not_a_path(run, tmp_path, capsys):
         == 0
     )
     assert "FROM `lake`.`counters`" in (tmp_path / "h" / "sohu.spark.sql").read_text()
+
+
+def test_spark_default_table_in_a_folder_holding_counters(tmp_path, capsys, monkeypatch):
+    """The default table `counters` is no path, whatever the working folder holds: the query was refused in
+    any folder with a `counters/` folder (a fleet's layout), its advice to give the default it had."""
+    (tmp_path / "counters").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["codegen", "--target", "sql", "--dialect", "spark", "--out", "g"]) == 0
+    assert main(["codegen", "--target", "sql", "--dialect", "spark", "--counters", "counters", "--out", "h"]) == 0
+    capsys.readouterr()
+
+
+def test_one_host_folder_keeps_its_host(tmp_path, sohu, capsys):
+    """A fleet's `host=h001` folder (or a file in it) given alone: analyze names its rows' host h001, and the
+    query named it ''."""
+    from perfonto.emulator.fleet import FleetSpec, generate_fleet
+
+    generate_fleet(sohu, FleetSpec(2, 2), tmp_path / "fleet", duration_s=0.05, sample_period_s=2e-3, warmup_steps=50)
+    folder = tmp_path / "fleet" / "counters" / "host=h001"
+    for i, counters in enumerate((folder, next(folder.glob("*.parquet")))):
+        args = [
+            "codegen",
+            "--target",
+            "sql",
+            "--counters",
+            str(counters),
+            "--sample-period",
+            "2ms",
+            "--out",
+            str(tmp_path / f"g{i}"),
+        ]
+        assert main(args) == 0
+        got = duckdb.sql((tmp_path / f"g{i}" / "sohu.sql").read_text()).df()
+        assert set(got.host) == {"h001"} and set(got.chip) == {0, 1}, counters
+    capsys.readouterr()
