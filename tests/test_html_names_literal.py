@@ -211,3 +211,23 @@ def test_whatif_series_names_are_drawn_literally():
     fig.savefig(io.BytesIO(), format="png")  # drew the name as math: ParseFatalException
     assert axes[0].get_legend().get_texts()[0].get_text() == r"generation=gen\$\badcmd{x}\$"
     plt.close(fig)
+
+
+def test_whatif_categorical_ticks_are_drawn_literally():
+    """A sweep with no numeric knob has its values as x ticks: a `$…$` in one still crashed the figure."""
+    import io
+    from types import SimpleNamespace
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfonto.whatif.plots import _x_axis
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 2])
+    _x_axis(ax, SimpleNamespace(values=["gen$\\badcmd{x}$", "b200"], name="generation", unit=""), numeric=False)
+    fig.savefig(io.BytesIO(), format="png")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["gen\\$\\badcmd{x}\\$", "b200"]
+    plt.close(fig)

@@ -47,7 +47,8 @@ def _figure(p: Path, panels: int, figsize: tuple, **kw):
     plt.close(fig)
 
 
-def _label(v) -> str:
+def _text(v) -> str:
+    """A knob's value as text (a float to 4 significant digits)."""
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
@@ -89,7 +90,7 @@ def _plot_series(axes, result, x, numeric: bool, others: list) -> None:
     for key, rows in series.items():
         rows = sorted(rows, key=lambda r: r[x.name] if numeric else pos.get(r[x.name], 0))
         xs = [r[x.name] if numeric else pos.get(r[x.name], 0) for r in rows]
-        name = ", ".join(f"{k.name}={_label(v)}" for k, v in zip(others, key)) or None
+        name = ", ".join(f"{k.name}={_text(v)}" for k, v in zip(others, key)) or None
         _plot_lines(axes, xs, rows, name)
         fixed = dict(zip((k.name for k in others), key))
         at = {tuple(c["grid"]): c["at"] for c in result.crossings if c["series"] == fixed and c["at"] is not None}
@@ -127,7 +128,7 @@ def _label_panels(axes, rows: list[dict]) -> None:
 
     seen = sorted({r.get("bottleneck") for r in rows if r.get("bottleneck")})
     axes[3].legend(
-        handles=[Patch(color=COLOURS.get(b, "#bbbbbb"), label=b) for b in seen],
+        handles=[Patch(color=COLOURS.get(b, "#bbbbbb"), label=literal(b)) for b in seen],
         loc="upper center",
         bbox_to_anchor=(0.5, -0.6),
         ncol=max(len(seen), 1),
@@ -151,7 +152,7 @@ def _x_axis(ax, x, numeric: bool) -> None:
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(ScalarFormatter())
     else:
-        ax.set_xticks(range(len(x.values)), [_label(v) for v in x.values])
+        ax.set_xticks(range(len(x.values)), [literal(_text(v)) for v in x.values])
     ax.set_xlabel(f"{x.name}" + (f" [{x.unit}]" if x.unit else ""))
 
 
@@ -216,7 +217,7 @@ def _draw_comparison(axes, cmp, n: int) -> None:
     """Tokens/s and ITL p50 of both generations, side by side per workload, with the ratio and the
     assumption that moves it most above each pair."""
     labels = [
-        "\n".join(f"{k}={_label(v)}" for k, v in sorted(e["workload"].items()) if k not in ("requests",))
+        "\n".join(f"{k}={_text(v)}" for k, v in sorted(e["workload"].items()) if k not in ("requests",))
         for e in cmp.entries
     ]
     idx = list(range(n))
