@@ -119,7 +119,7 @@ def _grid(
     label = [f"{host_names[k[0]]}/{k[1]}" if host is not None else str(k[1]) for k in keys]
     same = np.diff(ci) == 0
     name = row_name if row_name is not None else (lambda r: f"row {r + 1}")
-    _check_distinct(p, ts, order, ci, same, label, name)
+    _check_distinct(p, ts, order, ci, same, label, name, chip_idx)
     if counts.min() < 2:
         c = int(np.argmin(counts))
         raise DumpError(f"{p}: chip {label[c]} has {int(counts.min())} sample(s); a window needs two")
@@ -164,8 +164,10 @@ def _grid(
     return Grid(keys, host_names, order, ci, grid, stamps, present, counts, label)
 
 
-def _check_distinct(p, ts, order, ci, same, label: list[str], name) -> None:
-    """Refuse two samples of one chip at the same timestamp (rows ``order``: by chip, then time).
+def _check_distinct(p, ts, order, ci, same, label: list[str], name, chip_idx) -> None:
+    """Refuse two samples of one chip at the same timestamp (rows ``order``: by chip, then time). Where the
+    chip's rows step back in the file's own order, the repeat is a device-clock reset, its stamps restarting
+    on the same period (``ClockReset``), not a duplicate sample: sorting would interleave the two runs.
 
     Raises:
         DumpError: naming the chip and both rows (``name``: row index → its name in the file)."""
@@ -173,6 +175,9 @@ def _check_distinct(p, ts, order, ci, same, label: list[str], name) -> None:
     if not np.any(np.diff(ts_sorted)[same] <= 0):
         return
     k = int(np.flatnonzero(same & (np.diff(ts_sorted) <= 0))[0])  # sorted by time within each chip
+    reset = ClockReset.of(p, chip_idx, ts, int(ci[k]), label, name, "their stamps repeat")
+    if reset is not None:
+        raise reset
     a, b = sorted((int(order[k]), int(order[k + 1])))  # the two rows, in the file's order
     what = "a duplicate sample" if ts[a] == ts[b] else "out of order"
     at = f"{name(a)} is at {ts[a]} ns, {name(b)} at {ts[b]} ns" if name(a) else "duplicate or out-of-order samples"

@@ -61,6 +61,27 @@ def test_a_device_clock_reset_in_the_counters_is_named_with_its_chip_row_and_ste
         assert "is sample_period_ns right" not in msg  # the period is right: that was the wrong cause
 
 
+def test_a_reset_that_repeats_the_stamps_exactly_is_a_reset_not_a_duplicate(sohu, tmp_path):
+    """The common reset: the clock restarts at 0 on the same period, so its stamps repeat exactly (0 … 2 ms,
+    then 0 … 2 ms). It was "a duplicate sample … sort the rows by time", and sorting interleaves the runs."""
+    t = pa.table(
+        {
+            "chip": pa.array([0] * 6, pa.int32()),
+            "timestamp_ns": pa.array([0, PERIOD, 2 * PERIOD, 0, PERIOD, 2 * PERIOD], pa.int64()),
+            "seq.elapsed_cycles": pa.array([0, 1, 2, 3, 4, 5], pa.uint64()),
+        },
+        metadata={"perfonto": json.dumps({"generation": "sohu", "sample_period_ns": PERIOD})},
+    )
+    p = tmp_path / "repeat.parquet"
+    pq.write_table(t, p)
+    for read in (lambda: read_counters(str(p), sohu), lambda: plan_dump(str(p), sohu)):
+        with pytest.raises(ClockReset) as e:
+            read()
+        msg = str(e.value)
+        assert msg.startswith(f"{p}: the timestamps of chip 0 go back at row 4 (2000000 ns in row 3, then 0 ns")
+        assert "their stamps repeat" in msg and "sort the rows" not in msg
+
+
 def test_two_samples_too_close_name_the_chip_and_rows(sohu, tmp_path):
     # no step back: chip 0's samples at 0, 1, 1.3 (under half a period after 1 ms), 3 ms — the period is the question
     t = pa.table(
