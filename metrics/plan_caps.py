@@ -3,9 +3,10 @@ it never wraps more than once between two reads.
 
 A counter's **read cap** is half the shortest time in which it can wrap, (R − 1) / (max_rate / scale) / 2 s,
 with R = 2^effective width (or the raw modulus of a ``wrap_range``) and max_rate the declared one (or a
-cycle counter's clock plus 1 %, ``ontology.rates.max_rate``). A counter of an amount with neither takes the
-estimate ``perfonto check`` warns with (``lint-wrap-period``): the lowest peak among its block's spec
-constants in its unit per second (``ontology.rates.peak_rate``), named in the cap's ``peak`` and note. A
+cycle counter's clock plus 1 %, ``ontology.rates.max_rate``). A counter of an amount with neither takes its
+block's peak among the spec constants in its unit per second (``ontology.rates.peak_rate``), named in the
+cap's ``peak`` and note — the highest one, the fastest the counter can go (``perfonto check``'s
+``lint-wrap-period`` warns at the lowest, what even the smallest peak wraps). A
 16-bit byte counter at a 200 GB/s block peak wraps every 21 µs: a plan that left it out headlined a
 read interval of 1.07 s beside check's warning. What is still unknown (a count of events with no
 ``max_rate``, a width of ``unknown``) is left out of the read interval and listed (``uncapped``).
@@ -48,9 +49,9 @@ def read_cap(gen, sig) -> ReadCap:
         return ReadCap(sig.name, None, rate, unit, None, None, "width unknown: a decrease is read as a reset")
     if sig.scale_field is not None:
         return ReadCap(sig.name, rng, rate, unit, None, None, f"unit set per sample by `{sig.scale_field[0]}`")
-    if rate is None and (found := peak_rate(gen, sig)) is not None:
-        rate, peak = found
-        note = f"no max_rate declared; at its block's peak `{peak}`, as check's lint-wrap-period estimates"
+    if rate is None and (found := peak_rate(gen, sig, highest=True)) is not None:
+        rate, peak = found  # the fastest the counter can go: a read interval must hold there
+        note = f"no max_rate declared; at its block's highest peak `{peak}`"
     if rate is None or rate <= 0:
         return ReadCap(sig.name, rng, None, unit, None, None, "no max_rate declared")
     raw = rate / sig.scale

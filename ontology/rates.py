@@ -25,14 +25,16 @@ def max_rate(gen: Generation, sig) -> float | None:
     return float(reg.Quantity(clock.value, clock.unit).to(sig.unit / reg.second).magnitude) * (1 + CLOCK_HEADROOM)
 
 
-def peak_rate(gen: Generation, sig) -> tuple[float, str] | None:
+def peak_rate(gen: Generation, sig, highest: bool = False) -> tuple[float, str] | None:
     """(rate in the counter's unit per second, the constant's name) for a counter of an amount (bytes, FLOPs;
     not a dimensionless count, which a frequency would match) whose own ``max_rate`` the
     catalog does not give and whose clock does not bound it: the lowest peak among its block's spec constants in
     its unit per second (``spec.noc.link_peak_bandwidth`` for ``noc.tx_bytes`` in bytes), per instance — a
     ``scope: instance`` constant as it is, a chip-scope one divided by the block's instances (its total over
-    them). The lowest, so that a catalog lint reading it flags only what even the smallest peak wraps; None
-    when the block has no such constant. An architect's 24-bit byte counter on a 512 GB/s link (it wraps
+    them). The lowest, so that a catalog lint reading it flags only what even the smallest peak wraps; with
+    ``highest``, the highest, for a read interval that must hold at the fastest rate the counter can reach
+    (``mxu.flops_fp8`` at the FP8 peak, not the BF16 one: a cap twice too long); None when the block has no
+    such constant. An architect's 24-bit byte counter on a 512 GB/s link (it wraps
     every 33 µs) passed check without a word and read 0.84 % for links 48.8 % busy."""
     from .resolved import Scope
 
@@ -50,7 +52,7 @@ def peak_rate(gen: Generation, sig) -> tuple[float, str] | None:
         if q.dimensionality != want:
             continue
         rate = float(q.to(sig.unit / reg.second).magnitude) / (1 if c.scope is Scope.instance else n)
-        if best is None or rate < best[0]:
+        if best is None or (rate > best[0] if highest else rate < best[0]):
             best = (rate, name)
     return best
 

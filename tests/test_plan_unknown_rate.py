@@ -98,3 +98,24 @@ def test_plan_and_check_use_one_estimate(folder, capsys):
     capsys.readouterr()
     main(["plan", "--catalog", str(folder), "--metrics", "bw"])
     assert capsys.readouterr().out.splitlines()[0].endswith("read every 10.4856 µs or more often")
+
+
+def test_a_block_with_two_peaks_is_read_at_the_faster(tmp_path):
+    """A read interval must hold at the fastest rate the counter can reach: with a 400 GB/s and a 100 GB/s
+    peak in the block, the cap is taken at 400 GB/s (the lowest peak gave sohu's mxu.flops_fp8 a cap twice
+    too long, at the BF16 peak), while check's lint still warns at the lowest (what even it wraps)."""
+    from perfonto.ontology.rates import peak_rate
+
+    d = tmp_path / "cat"
+    d.mkdir()
+    slow = (
+        "  pmu.peak_read_bandwidth: {value: 100, unit: GB/s, provenance: assumed, source: test, description: reads}\n"
+    )
+    (d / "tiny.yaml").write_text(GEN.replace("blocks:\n", slow + "blocks:\n", 1))
+    (d / "t.metrics").write_text(METRICS)
+    cat = load_catalog(d, "tiny")
+    assert not cat.errors, [x.render() for x in cat.errors]
+    sig = cat.generation.signals["pmu.bytes"]
+    assert peak_rate(cat.generation, sig) == (pytest.approx(5e10), "spec.pmu.peak_read_bandwidth")  # 100 / 2 ports
+    b = plan_groups(cat, ALL).caps["pmu.bytes"]
+    assert b.peak == "spec.pmu.peak_bandwidth" and b.cap_s == pytest.approx(BYTES_CAP, rel=1e-12)
