@@ -313,6 +313,13 @@ def _wide_columns(t: pa.Table, p: str, gen: Generation, notes: list[str]) -> dic
     return out
 
 
+def flat_indices(sig) -> list[int]:
+    """The ``name[i]`` index of each of ``sig``'s instances in a dump's flat layout, in instance order:
+    0 … n−1, or on a block with ``slots`` the present slots' numbers (a dump of every slot and one of the
+    present slots only both number a column by its slot). The rule the dump reader and the SQL target share."""
+    return list(sig.slots) if sig.slots is not None else list(range(sig.instances))
+
+
 def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
     """The ``name[i]`` indices to read, in instance order: 0 … n−1; on a block with ``slots``, the
     present slots' flat indices, read from a dump of every slot or of the present slots only."""
@@ -325,7 +332,7 @@ def _flat_order(p: str, base: str, sig, cols: dict[int, str]) -> list[int]:
             f"the generation declares {sig.instances} instances, `{base}[0]` … `{base}[{sig.instances - 1}]`"
         )
     if have == list(range(sig.full_instances)) or have == sorted(sig.slots):
-        return list(sig.slots)
+        return flat_indices(sig)
     raise DumpError(
         f"{p}: per-instance columns of `{base}` are {', '.join(cols[i] for i in have)}; the block has "
         f"{sig.full_instances} slots of which {sig.instances} are present: write `{base}[0]` … "

@@ -27,6 +27,8 @@ from sqlglot import exp
 from perfonto.metrics.graph import MetricGraph
 from perfonto.ontology import kinds
 
+from perfonto.capture.dump import flat_indices
+
 from .plan import max_rate, plan, register_class
 
 
@@ -136,8 +138,8 @@ class Windows:
                     null = exp.Cast(this=exp.Null(), to=exp.DataType.build("UBIGINT", dialect="duckdb"))
                     out.append(_alias(self._register(null), c))
                     continue
-                if name in self.flat:  # the flat layout: instance k is its own column
-                    out.append(_alias(self._register(_col(f"{name}[{k}]")), c))
+                if name in self.flat:  # the flat layout: instance k is its own column, numbered by its slot
+                    out.append(_alias(self._register(_col(f"{name}[{flat_indices(sig)[k]}]")), c))
                     continue
                 e = exp.Bracket(this=_col(name), expressions=[_int(k)], offset=0) if sig.axes else _col(name)
                 if sig.slots is not None:  # a dump of every slot, or of the present ones only

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfonto.capture.dump import flat_indices
 from perfonto.metrics.graph import MetricGraph
 
 #: The columns of the collector format that are not signals.
@@ -98,7 +99,7 @@ def _layout(gen, have: set[str]) -> tuple[set[str], set[str], list[str]]:
     for name, sig in gen.signals.items():
         if name in have:
             continue
-        per = [f"{name}[{k}]" for k in range(sig.instances)] if sig.axes else []
+        per = [f"{name}[{k}]" for k in flat_indices(sig)] if sig.axes else []  # as the dump reader numbers them
         got = [c for c in per if c in have]
         if per and len(got) == len(per):
             flat.add(name)

@@ -197,3 +197,66 @@ def test_one_host_folder_keeps_its_host(tmp_path, sohu, capsys):
         got = duckdb.sql((tmp_path / f"g{i}" / "sohu.sql").read_text()).df()
         assert set(got.host) == {"h001"} and set(got.chip) == {0, 1}, counters
     capsys.readouterr()
+
+
+SLOT_BASE = """\
+generation: base
+description: 8 memory channels
+clock_domains:
+  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
+blocks:
+  mem:
+    description: memory channels
+    clock: core
+    instances: {channel: 8}
+    signals:
+      read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
+"""
+SLOT_SKU = """\
+generation: sku
+description: 4 of 8 channels
+extends: base
+blocks:
+  mem:
+    slots: {channel: [0, 2, 4, 6]}
+"""
+
+
+@pytest.mark.parametrize("form", ["every slot", "present slots"])
+def test_a_slotted_signal_in_the_flat_layout_reads_its_slots(tmp_path, capsys, form):
+    """A binned part (channels 0, 2, 4, 6 of 8) in the flat layout: `name[s]` is slot s, in a dump of every
+    slot or of the present ones. The query read columns 0-3 (1, 2, 3, 4 MB/s where analyze read 1, 3, 5,
+    7), or refused the present-slots dump as feeding no metric."""
+    cat = tmp_path / "cat"
+    cat.mkdir()
+    (cat / "base.yaml").write_text(SLOT_BASE)
+    (cat / "sku.yaml").write_text(SLOT_SKU)
+    (cat / "m.metrics").write_text(
+        'metric mem.bw [B/s] = mem.read_bytes / interval\n  "Bytes per second per channel."\n'
+    )
+    n = 20
+    cols = {"chip": np.zeros(n, np.int32), "timestamp_ns": np.arange(n, dtype=np.int64) * 1_000_000}
+    for c in range(8) if form == "every slot" else (0, 2, 4, 6):  # channel c reads (c + 1) kB per ms
+        cols[f"mem.read_bytes[{c}]"] = (np.arange(n) * (c + 1) * 1000).astype(np.uint32)
+    dump = tmp_path / "d.parquet"
+    pq.write_table(pa.table(cols), dump)
+    common = ["--catalog", str(cat), "--generation", "sku", "--no-library"]
+    args = [
+        "codegen",
+        "--target",
+        "sql",
+        "--counters",
+        str(dump),
+        "--sample-period",
+        "1ms",
+        "--out",
+        str(tmp_path / "g"),
+    ]
+    assert main([*args, *common]) == 0
+    got = duckdb.sql((tmp_path / "g" / "sku.sql").read_text()).df()
+    assert main(["analyze", str(dump), "--out", str(tmp_path / "a"), *common]) == 0
+    capsys.readouterr()
+    want = pq.read_table(tmp_path / "a" / "metrics.parquet").to_pandas()
+    by_hand = [1e6, 3e6, 5e6, 7e6]  # slots 0, 2, 4, 6: (s + 1) kB per ms
+    assert [list(v) for v in want["mem.bw"]] == [by_hand] * (n - 1)
+    assert [list(v) for v in got.sort_values("window")["mem.bw"]] == [by_hand] * (n - 1)
