@@ -1,7 +1,11 @@
 """Checks over every window, added up piece by piece: bound violations and the top-down tree's sums
-(``analysis.bottleneck.analyse`` and ``check_tree`` make the same checks over all windows at once;
-the results are the same: counts add up, the first violations are taken in window-then-chip order,
-the worst top-down error is kept with its window and chip)."""
+(``analysis.bottleneck.analyse`` and ``check_tree`` make the same checks over all windows at once of a
+whole catalog; the results are the same: counts add up, the first violations are taken in window-then-chip
+order, the worst top-down error is kept with its window and chip).
+
+A level of the top-down tree is summed only where all of it is evaluated (``summed_levels``): with
+``--metrics`` naming a child without its parent, or one node of a level without its siblings, or a capture
+that cannot feed a sibling, the sum cannot be checked and that level is left out (it is not a violation)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,25 @@ import numpy as np
 from perfonto.metrics.graph import MetricGraph
 
 from .bottleneck import BoundViolation, _as_fraction, tree_children
+
+
+_SHARE = ("percent", "%", "ratio", "1")
+
+
+def summed_levels(graph: MetricGraph) -> dict[str | None, list[str]]:
+    """The levels of the top-down tree (``tree_children``) whose sum can be checked over ``graph``'s metrics:
+    the parent is evaluated (level 1 has none) and so is every top-down share the catalog declares under
+    that parent and can compute (``graph`` may be the part of the catalog ``--metrics`` selected:
+    ``metrics.catalog.select_metrics`` keeps every declaration)."""
+    declared: dict[str | None, set[str]] = {}
+    for n, d in graph.declarations.items():
+        if "topdown" in d.groups and d.unit in _SHARE and n not in graph.unavailable:
+            declared.setdefault(d.parent, set()).add(n)
+    return {
+        parent: names
+        for parent, names in tree_children(graph).items()
+        if (parent is None or parent in graph.metrics) and declared.get(parent, set()) <= set(names)
+    }
 
 
 def _first_true(bad: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +99,7 @@ class WindowChecks:
             if len(listed) > 2 * self.max_listed:  # only the first max_listed (window, then chip) can be shown
                 listed.sort(key=lambda r: (r[0], r[1]))
                 del listed[self.max_listed :]
-        for parent, names in tree_children(self.graph).items():
+        for parent, names in summed_levels(self.graph).items():
             total = sum(_as_fraction(self.graph, n, values[n]) for n in names)
             want = 1.0 if parent is None else _as_fraction(self.graph, parent, values[parent])
             err = np.nan_to_num(np.abs(total - want), nan=0.0)

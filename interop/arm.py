@@ -12,9 +12,14 @@ Translation:
 - ``units`` text → pint: ``percent of cycles/operations`` → percent (the formula's trailing ``* 100``
   is removed, value kept), ``MPKI`` → ``event/kevent`` (the ``* 1000`` removed), ``per cycle``,
   ``per branch``, ``per TLB access``, ``per cache access`` → ``event/event``;
-- metric groups → ``groups``; the decision tree: root metrics get group ``topdown``; every metric of
-  a group listed under a root's ``next_items`` gets that root as ``parent`` (the first root that
-  lists it; a metric under two roots keeps the first and the other is reported);
+- metric groups → ``groups``; the decision tree: every metric of a group listed under a root's
+  ``next_items`` gets that root as ``parent`` (the first root that lists it; a metric under two roots
+  keeps the first and the other is reported). The roots are perfonto's top-down level 1 (group
+  ``topdown``: shares that add up to 100 %, with a dominant bottleneck and a sum check) only where they
+  partition the slots: all in ``percent of slots`` (Arm's Topdown L1 on Neoverse V1 and N2: frontend
+  bound, bad speculation, retiring, backend bound). Neoverse N1's roots, frontend- and backend-stalled
+  cycles in ``percent of cycles``, are two stall counts whose rest is the cycles not stalled: they stay
+  out of group ``topdown``, with a note;
 - ``product_configuration.num_slots`` / ``num_bus_slots`` → spec constants (as given, ``claimed``).
 """
 
@@ -34,7 +39,9 @@ TRANSLATIONS = [
     "Arm `units` text is mapped to pint (percent, MPKI → event/kevent, `per <x>` → event/event) and the formula's "
     "own ×100 / ×1000 removed, value kept",
     "Arm formulas are plain arithmetic; division by zero is read as NaN, i.e. perfonto's null",
-    "the top-down decision tree: roots get group `topdown`, metrics of a root's next groups get it as `parent`",
+    "the top-down decision tree: metrics of a root's next groups get it as `parent`; the roots get group `topdown` "
+    "(perfonto's top-down level 1, summed to 100 %) only when all are in `percent of slots` (a partition of the "
+    "slots)",
     "events are counters with unit `event` and width 64 (the specification gives no width)",
 ]
 
@@ -59,7 +66,7 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
     _read_constants(cat, prod, constants)
     groups = _metric_groups(data)
     tree = ((data.get("methodologies") or {}).get("topdown_methodology") or {}).get("decision_tree") or {}
-    roots = list(tree.get("root_nodes") or [])
+    roots = _level1(cat, list(tree.get("root_nodes") or []), data["metrics"])
     parent = _tree_parents(path, data, tree, cat)
     names = NameTable()
     for key, body in data["metrics"].items():
@@ -104,6 +111,26 @@ def _read_constants(cat: SourceCatalog, prod: dict, constants: dict[str, float] 
             cat.constants[field] = SourceConstant(
                 field, field, value, f"Arm product configuration `{field}`", why, "claimed"
             )
+
+
+def _level1(cat: SourceCatalog, roots: list, metrics: dict) -> list:
+    """The decision tree's roots that are perfonto's top-down level 1: all of them where every one is a
+    share of the slots (``percent of slots``, so that they add up to 100 %), else none, with a note."""
+    units = {r: str(metrics[r].get("units") or "") if isinstance(metrics.get(r), dict) else "" for r in roots}
+    if all(u.strip().lower() == "percent of slots" for u in units.values()):
+        return roots
+    listed = ", ".join(f"{r} in {u or 'no unit'}" for r, u in units.items())
+    cat.findings.append(
+        Finding(
+            "topdown-not-partition",
+            "",
+            f"the decision tree's roots ({listed}) are not shares of the slots that add up to 100 %: they are not "
+            "made perfonto's top-down level 1 (group `topdown`, summed and ranked as a partition); their next "
+            "metrics keep them as `parent`",
+            "info",
+        )
+    )
+    return []
 
 
 def _metric_groups(data: dict) -> dict[str, list[str]]:

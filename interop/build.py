@@ -37,7 +37,7 @@ from .lint import lint_catalog
 from .names import group, quote
 from .ontology_doc import ontology_doc
 from .translate import Printer, RefInfo, apply_scale, number
-from .units import base_units, map_label, scaled_unit, unit_text
+from .units import as_given, base_units, map_label, scaled_unit, unit_text
 from perfonto.ontology.errors import PerfontoError
 
 COUNTER_WIDTH = 64
@@ -245,17 +245,24 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
     if u is None:
         raise ir.Unsupported("the formula is a condition, not a value")
     base = base_units(reg, u)
-    label, note = map_label(reg, m.unit_text)
+    label, note = map_label(reg, m.unit_text, cat.clock)
     status, declared, k, unit_note = "without_unit", unit_text(base), 1.0, ""
+    expr = m.expr
     if label is not None:
         target = parse_unit(reg, label)
         try:
             f = conversion_factor(reg, base, target)
         except UnitError:
-            unit_note = (
-                f"source unit `{m.unit_text}` ({label}) is not the dimension the formula gives from event counts "
-                f"({unit_text(base)})"
-            )
+            given = as_given(reg, base, target)
+            if given is None:
+                unit_note = (
+                    f"source unit `{m.unit_text}` ({label}) is not the dimension the formula gives from event counts "
+                    f"({unit_text(base)})"
+                )
+            else:
+                status, declared, k = "with_unit", label, m.scale
+                expr = ir.Bin("*", expr, ir.Num(1.0, unit_text(given)))
+                findings.append(_as_given_finding(m, label, base, given))
         else:
             status, declared, k = "with_unit", label, m.scale / f
     elif m.unit_text:
@@ -265,7 +272,7 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
     if unit_note:
         unit_note += f"; imported in [{declared}]"
         findings.append(Finding("unit-not-applied", m.key, unit_note, "info"))
-    expr, how = apply_scale(m.expr, k)
+    expr, how = apply_scale(expr, k)
     if how:
         sev = "warning" if declared == "percent" and "removed" not in how else "info"
         findings.append(Finding("unit-scale", m.key, f"{m.unit_text or declared}: {how}", sev))
@@ -291,6 +298,17 @@ def _declare(m: SourceMetric, cat: SourceCatalog, printer: Printer, reg, finding
         "unit_note": unit_note,
         "threshold": thr,
     }
+
+
+def _as_given_finding(m: SourceMetric, label: str, base, given) -> Finding:
+    """The note for a metric declared in the source's unit that its event counts cannot give (``as_given``)."""
+    return Finding(
+        "unit-as-given",
+        m.key,
+        f"source unit `{m.unit_text}`: the formula's event counts and durations give {unit_text(base)}, not {label}; "
+        f"the value (the source's) is declared in {label} as the source states it: `× 1 [{unit_text(given)}]`",
+        "info",
+    )
 
 
 def _decl_text(m: SourceMetric, dcl: dict, cat: SourceCatalog, parent_name: str | None) -> str:

@@ -15,13 +15,18 @@ Translation:
 - the formula language is C-like (``a if c else b``, ``min``/``max``); a condition is true when non-zero
   (``smt_on`` → ``spec.hyperthreading_on != 0``); division by zero is not defined by the README and is
   read as IEEE NaN (as perf, which runs these formulas after Intel's ``create_perf_json.py``), i.e. null;
-- constants are machine values: dimensionless ``spec`` constants with assumed values, except
+- constants are machine values: ``spec`` constants with assumed values (``SYSTEM_TSC_FREQ`` in Hz, the others
+  dimensionless), except
   ``DURATIONTIMEINMILLISECONDS`` and ``DURATIONTIMEINSECONDS``, which are the window's duration as a
   number (``interval / 1 ms``, ``interval / 1 s``), and ``SYSTEM_TSC_FREQ`` where the metric's
   ``BaseFormula`` reads it as ``tsc`` — the TSC's ticks in the window (Linux perf's version of the same
-  metrics reads ``msr@tsc@``, a count over the interval): ``spec.system_tsc_freq × interval / 1 s``;
-  elsewhere (EMON-style ``a / b * c`` frequencies) it is the frequency in Hz;
-- ``UnitOfMeasure`` ``percent`` → percent, ``per instruction`` → ``event/event``; empty → no unit;
+  metrics reads ``msr@tsc@``, a count over the interval), counted as events as ``CPU_CLK_UNHALTED.REF_TSC``
+  counts them: ``spec.system_tsc_freq × interval × 1 event``, so that ``REF_TSC / ticks`` is a number of
+  CPUs; elsewhere (EMON-style ``a / b * c / 1e9`` frequencies) it is the frequency as a number of Hz
+  (``spec.system_tsc_freq / 1 Hz``: the formulas convert units by literal factors, as with durations);
+- ``UnitOfMeasure`` ``percent`` → percent, ``per instruction`` → ``event/event``; empty → the unit the
+  description ends with where it is a quantity (``[GB / sec]``, ``[GHz]``, ``in Watts``, ``(in core
+  cycles)``: declared as the source states it, ``interop.units.as_given``), else no unit;
 - the threshold's own comparison → ``threshold``; conjuncts that repeat an ancestor's condition are
   carried by ``parent``; disjunctions and conditions on other metrics are reported, not translated;
 - TMA tree nodes get the group ``topdown`` (level-1 nodes are perfonto's top-down level 1); ``$issue``
@@ -33,12 +38,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from perfonto.ontology.units import parse_unit, registry_for
+
 from . import ir
 from .catalog import Finding, SourceCatalog, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
 from .source_io import load_json
 from .thresholds import comparison, split
+from .units import as_given, map_label
 
 CONSTANT_DEFAULTS = {
     "HYPERTHREADING_ON": (1.0, "1 when Hyper-Threading is on (the collecting tool supplies it)"),
@@ -48,7 +56,10 @@ CONSTANT_DEFAULTS = {
     "CORES_PER_SOCKET": (8.0, "cores per socket"),
     "CHAS_PER_SOCKET": (8.0, "CHA units per socket"),
 }
+CONSTANT_UNITS = {"SYSTEM_TSC_FREQ": "Hz"}  # the others are counts and flags
 DURATIONS = {"DURATIONTIMEINMILLISECONDS": "ms", "DURATIONTIMEINSECONDS": "s"}
+#: A unit a description states at its end (``… [GB / sec]``, ``… in Watts``, ``… (in core cycles)``).
+_DESCRIBED_UNIT = re.compile(r"(?:\[([^\[\]]+)\]|\(?\bin ([A-Za-z][A-Za-z ]{0,20}?)\)?)\s*\.?\s*$")
 
 TRANSLATIONS = [
     "Intel formulas give percent values: declared [percent], the leading `100 *` removed (perfonto stores the "
@@ -57,9 +68,13 @@ TRANSLATIONS = [
     "Intel `a if c else b` takes b when c is 0: written `a if c != 0 else b`",
     "Intel division by zero (undefined in the README) is read as NaN, i.e. perfonto's null",
     "DURATIONTIMEINMILLISECONDS is the window duration as a number of ms: `interval / 1 ms`",
-    "SYSTEM_TSC_FREQ is the TSC's ticks in the window where the BaseFormula reads `tsc` (perf's msr@tsc@): "
-    "`spec.system_tsc_freq * (interval / 1 s)`; elsewhere the frequency in Hz",
+    "SYSTEM_TSC_FREQ (Hz) is the TSC's ticks in the window where the BaseFormula reads `tsc` (perf's msr@tsc@), "
+    "counted as events as CPU_CLK_UNHALTED.REF_TSC counts them: `spec.system_tsc_freq * interval * 1 [event]`; "
+    "elsewhere the frequency as a number of Hz (`spec.system_tsc_freq / 1 [Hz]`, as durations are numbers)",
     "other Intel constants are machine values: dimensionless `spec.*` constants with assumed values",
+    "a metric without UnitOfMeasure takes the unit its description ends with (`[GB / sec]`, `in Watts`, "
+    "`(in core cycles)`), where that is a quantity: declared in it as the source states it (durations are "
+    "numbers in Intel formulas and events are counts, so the formula cannot give it)",
     "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent` (the "
     "analysis counts a threshold as crossed only where its parents' are crossed too)",
     "events are counters with unit `event` and width 64 (the metrics file gives neither)",
@@ -98,6 +113,7 @@ class _Reader:
         self.by_legacy: dict[str, str] = {}
         self.by_name: dict[str, str] = {}
         self.entries: dict[str, dict] = {}  # MetricName in lower case -> its entry
+        self.registry = registry_for((cat.clock,))  # to read units the descriptions state
 
     def run(self) -> SourceCatalog:
         entries = []
@@ -163,7 +179,7 @@ class _Reader:
         """One metric entry into the catalog: its groups, its tree parent (checked), its formula translated."""
         key = e["MetricName"]
         formula = str(e.get("Formula", "")).strip()
-        unit = str(e.get("UnitOfMeasure", "") or "").strip() or None
+        unit = str(e.get("UnitOfMeasure", "") or "").strip() or self._described_unit(e)
         parent = e.get("ParentCategory")
         m = SourceMetric(
             key,
@@ -193,6 +209,20 @@ class _Reader:
             m.problem = f"syntax: {exc}"
         except ir.Unsupported as exc:
             m.problem = str(exc)
+
+    def _described_unit(self, e: dict) -> str | None:
+        """The unit a metric's description ends with (``[GB / sec]``, ``in Watts``), where it names a
+        quantity other than a count or a share (``Average CPU Utilization (percentage)`` is a fraction); else
+        None."""
+        m = _DESCRIBED_UNIT.search(str(e.get("BriefDescription", "") or ""))
+        text = m and (m.group(1) or m.group(2) or "").strip()
+        if not text:
+            return None
+        reg = self.registry
+        label, _ = map_label(reg, text, self.cat.clock)
+        if label is None or as_given(reg, reg.event, parse_unit(reg, label)) is None:
+            return None
+        return text
 
     def _aliases(self, e: dict) -> dict[str, ir.Node]:
         """The formula's aliases: each listed event and constant (registered in the catalog) by its alias."""
@@ -232,7 +262,7 @@ class _Reader:
         the metric's ``BaseFormula`` reads ``tsc`` (``tsc_ticks``) else in Hz, any other as a spec constant."""
         if name.upper() in DURATIONS:
             return ir.Bin("/", ir.Interval(), ir.Num(1.0, DURATIONS[name.upper()]))
-        self.cat.assumed_constant(
+        c = self.cat.assumed_constant(
             name,
             ident(name),
             f"Intel constant {name}",
@@ -240,8 +270,12 @@ class _Reader:
             self.overrides,
             may_be_zero=name.upper() == "HYPERTHREADING_ON" or name.upper() not in CONSTANT_DEFAULTS,
         )
+        c.unit = CONSTANT_UNITS.get(name.upper(), c.unit)
         if name.upper() == "SYSTEM_TSC_FREQ" and tsc_ticks:  # ticks in the window: CPUs_Utilized = REF_TSC / it
-            return ir.Bin("*", ir.Const(name), ir.Bin("/", ir.Interval(), ir.Num(1.0, "s")))
+            # counted as events, as CPU_CLK_UNHALTED.REF_TSC counts them: REF_TSC / ticks is a number of CPUs
+            return ir.Bin("*", ir.Bin("*", ir.Const(name), ir.Interval()), ir.Num(1.0, "event"))
+        if c.unit != "1":  # a number of its unit, as Intel formulas read durations (`a / b * c / 1e9` GHz)
+            return ir.Bin("/", ir.Const(name), ir.Num(1.0, c.unit))
         return ir.Const(name)
 
     def _expr(self, t, aliases: dict[str, ir.Node]) -> ir.Node:

@@ -10,10 +10,13 @@ cycles), so the mapping is chosen in that world:
 | ``per cycle``, ``per branch``, ``per cache access`` … (Arm) | ``event/event`` | a ratio of two counts |
 | ``per instruction`` (Intel), ``conflicts/access`` | ``event/event`` | a ratio of two counts |
 | ``cycles`` | ``event`` | cycles are counted like any event |
-| anything pint parses (``GB/s``, ``ns``, ``W``; ``/sec`` read as ``/s``) | itself | |
+| ``core clocks``, ``core cycles`` | ``core_cycle`` | the imported clock domain's cycles |
+| anything pint parses (``GB/s``, ``ns``, ``W``, ``Watts``; ``/sec`` read as ``/s``) | itself | |
 
 A label that maps to nothing is reported ("unit … has no pint equivalent") and the metric is
-imported without a unit. Sources: perf's ``ScaleUnit`` (``<scale><unit>``, parsed like
+imported without a unit. A label whose dimension event counts cannot give (bytes, joules, a clock's
+cycles, a frequency from durations the source reads as plain numbers) is declared as the source
+states it (``as_given``). Sources: perf's ``ScaleUnit`` (``<scale><unit>``, parsed like
 ``perf_pmu__convert_scale``: a leading C float, the rest is the unit), Intel's ``UnitOfMeasure``,
 Arm's ``units``, rocprofiler's ``Unit: …`` in descriptions.
 """
@@ -54,8 +57,9 @@ def split_scale_unit(text: str) -> tuple[float, str]:
     return float(m.group(1)), m.group(2)
 
 
-def map_label(reg: pint.UnitRegistry, label: str | None) -> tuple[str | None, str]:
-    """A source unit label → (pint unit text or None, note). ``None`` with a note when unmappable."""
+def map_label(reg: pint.UnitRegistry, label: str | None, clock: str | None = None) -> tuple[str | None, str]:
+    """A source unit label → (pint unit text or None, note). ``None`` with a note when unmappable.
+    ``clock``: the imported clock domain, whose ``<clock> clocks`` / ``<clock> cycles`` are ``<clock>_cycle``."""
     if label is None or not label.strip():
         return None, ""
     t = label.strip()
@@ -64,13 +68,37 @@ def map_label(reg: pint.UnitRegistry, label: str | None) -> tuple[str | None, st
         return _FIXED[low], ""
     if low.startswith("percent"):
         return "percent", ""
+    if clock and re.fullmatch(rf"{re.escape(clock.lower())}[ _-](clock|cycle)s?", low):
+        return f"{clock}_cycle", ""
     if low.startswith("per ") or re.fullmatch(r"[a-z_ ]+/[a-z_ ]+", low) and not _parses(reg, t):
         return "event/event", f"`{t}` is a ratio of two counts"
     cand = re.sub(r"/sec\b", "/s", t)
     cand = re.sub(r"\s+per\s+sec(ond)?\b", "/s", cand)
-    if _parses(reg, cand):
-        return cand, ""
+    for c in (cand, cand.lower()):  # perf's `1Watts`: pint knows `watts`, not `Watts`
+        if _parses(reg, c):
+            return c, ""
     return None, f"unit `{t}` has no pint equivalent"
+
+
+#: The dimensions an imported formula is made of: counters (``event``) and the window's duration.
+_COUNTED = {"[event]", "[time]"}
+
+
+def as_given(reg: pint.UnitRegistry, base: pint.Unit, target: pint.Unit) -> pint.Unit | None:
+    """The unit ``target / base`` that declares a formula of unit ``base`` in the source's unit ``target``
+    where event counts cannot give it, else None (the mismatch is kept and reported).
+
+    That is the case when the formula is made of event counts and durations only, and the source's unit
+    is a quantity that is no count of events: bytes (``MiB``, ``GB/s``), energy (``W``), work (``FLOP``), a
+    clock's cycles, or time (``GHz``, ``s``, where the source reads durations as plain numbers). The
+    value is the source's: ``formula × 1 [target/base]``. A dimensionless target (``%``, a ratio) or one
+    counted in events (``cycles``) is no such case: the formula could give it, so a mismatch is real."""
+    dims = dict(reg.Quantity(1.0, target).dimensionality)
+    if not dims or "[event]" in dims:
+        return None
+    if not set(reg.Quantity(1.0, base).dimensionality) <= _COUNTED:
+        return None
+    return target / base
 
 
 def _parses(reg, text: str) -> bool:
