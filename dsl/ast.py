@@ -84,6 +84,7 @@ class Threshold:
     value: Bound
     message: str
     span: Span = field(compare=False)
+    when_parent: bool = False  # ``threshold > 10 % when parent:`` — crossed only where the parent's is too
 
 
 @dataclass(frozen=True)

@@ -232,8 +232,13 @@ class _ToAst(Transformer):
         return ("bounds", (items[1], items[3]))
 
     def threshold(self, items):
-        _, op, bound, _, msg = items
-        return ("threshold", ast.Threshold(str(op), bound, _unquote(msg), self._span_of(items[0], items[-1])))
+        op, bound, msg = items[1], items[2], items[-1]
+        gated = len(items) == 6  # `threshold OP BOUND when parent : "msg"`
+        span = self._span_of(items[0], items[-1])
+        return ("threshold", ast.Threshold(str(op), bound, _unquote(msg), span, when_parent=gated))
+
+    def when_parent(self, items):
+        return True
 
     def parent(self, items):
         return ("parent", (str(items[1]), self._tspan(items[1])))

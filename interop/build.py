@@ -320,7 +320,9 @@ def _decl_text(m: SourceMetric, dcl: dict, cat: SourceCatalog, parent_name: str 
         lines.append("  groups " + ", ".join(gs))
     if dcl["threshold"] is not None:
         op, v, msg = dcl["threshold"]
-        lines.append(f"  threshold {op} {'-' if v < 0 else ''}{number(v)}: {quote(msg)}")
+        # the source's condition repeats its ancestors' (TMA): crossed only under a parent past its own
+        gated = " when parent" if parent_name and m.threshold is not None and m.threshold.implied else ""
+        lines.append(f"  threshold {op} {'-' if v < 0 else ''}{number(v)}{gated}: {quote(msg)}")
     if parent_name:
         lines.append(f"  parent {parent_name}")
     lines.append(f"  source {quote(f'{cat.format} {Path(cat.path).name}: {m.origin or m.key} = {m.formula}')}")

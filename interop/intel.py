@@ -75,8 +75,8 @@ TRANSLATIONS = [
     "a metric without UnitOfMeasure takes the unit its description ends with (`[GB / sec]`, `in Watts`, "
     "`(in core cycles)`), where that is a quantity: declared in it as the source states it (durations are "
     "numbers in Intel formulas and events are counts, so the formula cannot give it)",
-    "the TMA tree (Level, ParentCategory) is `parent`; ancestors' threshold conjuncts are carried by `parent` (the "
-    "analysis counts a threshold as crossed only where its parents' are crossed too)",
+    "the TMA tree (Level, ParentCategory) is `parent`; a threshold with its ancestors' conjuncts is written "
+    "`threshold … when parent` (crossed only where its parents' are crossed too)",
     "events are counters with unit `event` and width 64 (the metrics file gives neither)",
 ]
 

@@ -19,7 +19,8 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
   to a metric whose value was rescaled is divided back;
 - ``ScaleUnit`` ``<scale><unit>``: displayed value = expression × scale → declared unit, value kept;
 - ``MetricThreshold`` (compares unscaled values): the metric's own comparison becomes a ``threshold``
-  clause (bound × scale); conjuncts that repeat an ancestor's threshold are carried by ``parent``;
+  clause (bound × scale); conjuncts that repeat an ancestor's threshold are carried by ``parent`` and
+  the clause is written ``when parent``;
   anything else is reported as not expressible;
 - ``MetricGroup`` (``;``-separated) → ``groups``; a group ``<metric>_group`` (perf's convention for
   the TMA tree) → ``parent <metric>``; a metric of a perf top-down level (``TopdownL1``, ``tma_L2_group``

@@ -114,10 +114,33 @@ def export(graph: MetricGraph) -> PerfExport:
         used_specs |= writer.specs
         used_events |= writer.events
         done.append(_metric_entry(name, m, d, text, scale, out.lost))
+    _with_parents_conditions(graph, done)
     consts = [_constant_entry(gen, s) for s in sorted(used_specs)]
     out.events = [event_entry(gen, n) for n in sorted(used_events)]
     out.entries = out.events + consts + sorted(done, key=lambda e: e["MetricName"])
     return out
+
+
+def _with_parents_conditions(graph: MetricGraph, entries: list[dict]) -> None:
+    """A ``threshold … when parent`` as perf writes a TMA node's: its own comparison and, joined by ``&``, its
+    parent's whole ``MetricThreshold`` (``tma_fetch_latency > 0.1 & tma_frontend_bound > 0.15``), so that
+    perf highlights it only under a parent past its own, and the re-import reads it back ``when parent``."""
+    by_name = {e["MetricName"]: e for e in entries}
+    own = {n: e["MetricThreshold"] for n, e in by_name.items() if "MetricThreshold" in e}
+    done: dict[str, str] = {}
+
+    def whole(name: str, seen: frozenset = frozenset()) -> str:
+        if name in done:
+            return done[name]
+        m, text = graph.metrics[name], own[name]
+        p = m.parent
+        if m.threshold_when_parent and p in own and p not in seen:
+            text = f"{text} & {whole(p, seen | {name})}"
+        done[name] = text
+        return text
+
+    for name in own:
+        by_name[name]["MetricThreshold"] = whole(name)
 
 
 def _skip_reason(m, d, skipped: dict[str, str]) -> str | None:

@@ -70,8 +70,8 @@ TRANSLATIONS = [
     "perf metric references use the referenced metric's unscaled value: a reference to a rescaled metric is divided "
     "back",
     "ScaleUnit `<scale><unit>`: the declared unit is the label's pint unit and the value stays expression × scale",
-    "MetricThreshold compares unscaled values: the bound is multiplied by the scale; ancestor conjuncts are carried "
-    "by `parent` (the analysis counts a threshold as crossed only where its parents' are crossed too)",
+    "MetricThreshold compares unscaled values: the bound is multiplied by the scale; with ancestor conjuncts it is "
+    "written `threshold … when parent` (crossed only where its parents' are crossed too)",
     "events are counters with unit `event` and width 64 (the metrics file defines neither), unless the file defines "
     "them with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
     "perf's top-down levels (groups TopdownL1, TopdownL2 …, tma_L1_group …) in percent get group `topdown`: a node "

@@ -4,7 +4,8 @@ perfonto's ``threshold OP bound`` compares the metric itself with one number. Bo
 node's threshold as a conjunction: the node's own comparison, and the conditions of its ancestors
 (Intel's README: "'P' requires that the node's parent needs to pass the threshold"; perf's TMA
 metrics repeat the parents' conditions). ``split`` finds the own comparison and the conjuncts that
-repeat an ancestor's own threshold — those are carried by the ``parent`` clause; anything else
+repeat an ancestor's own threshold — those are carried by the ``parent`` clause and the threshold is
+written ``when parent`` (crossed only where the parent chain's are); anything else
 (a disjunction, a condition on another metric) cannot be expressed and is reported.
 """
 

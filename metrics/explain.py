@@ -42,7 +42,8 @@ def limits(m, esc=str) -> list[tuple[str, str]]:
         out.append(("bounds", f"{m.bounds[0]:g} .. {m.bounds[1]:g}{_unit(m, esc)}"))
     if m.threshold:
         op, v, msg = m.threshold
-        out.append(("threshold", f"{esc(op)} {v:g}{_unit(m, esc)}: {esc(msg)}"))
+        gated = " when parent" if getattr(m, "threshold_when_parent", False) else ""  # as the metric file says it
+        out.append(("threshold", f"{esc(op)} {v:g}{_unit(m, esc)}{gated}: {esc(msg)}"))
     return out
 
 

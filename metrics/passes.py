@@ -325,6 +325,7 @@ def infer_units(s: Available) -> Typed:
             from_records=from_records,
             group_rule=typer.group_rule and not from_records,
             reads_leader=typer.leader_of.get(name, False),
+            threshold_when_parent=bool(d.threshold and d.threshold.when_parent),
         )
     diags += _parent_units(compiled, by_name)
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))

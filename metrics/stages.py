@@ -60,6 +60,7 @@ class CompiledMetric:
         False  # a per-chip time over a leader-counted count: server times are the groups' (metrics.levels)
     )
     reads_leader: bool = False  # reads a leader-counted signal (counted_by: leader), directly or through a metric
+    threshold_when_parent: bool = False  # `threshold … when parent:` crossed only under a parent past its own
 
 
 @dataclass(frozen=True)
