@@ -9,10 +9,12 @@ shows a new null signal (the new classes start from the old class's sums), so th
 sums are over exactly the windows ``metrics.levels`` would use.
 
 ``combine`` rolls per-chip run-level values up to a group of chips as ``metrics.windows.server_level``
-does (counters summed, gauges by their ``across_chips`` rule, packed fields by their maximum, the
-interval the chips' mean, per-chip constants × the number of chips; a leader-counted counter — steps,
-tokens, requests — as the sum of its leaders' rates × that interval, so that a chip whose samples stop
-early changes neither its group's tokens/s nor its step time) — from sums and maxima, so that a
+does over the windows valid on every chip (counters summed, gauges by their ``across_chips`` rule, packed
+fields by their maximum, the interval the chips' mean, per-chip constants × the number of chips) — except
+that a leader-counted amount (``ontology.kinds.leader_counted``: steps, tokens, requests) is the sum of its
+leaders' rates × that interval: the chips' own windows differ in length where one's samples stop early,
+and a count only the leader made must not be read over the others' time (over the windows valid on every
+chip the two rules agree) — from sums and maxima, so that a
 rollup of rollups (rack of hosts, pod of racks) is the rollup of the chips.
 """
 
@@ -156,7 +158,7 @@ def combine(
     for name, v in values.items():
         rule = kinds.across_rule(gen, name)
         shape = (n_groups,) + v.shape[1:]
-        if _leader_counted(gen, name):
+        if kinds.leader_counted(gen, name):
             # each leader's count over its own time, the rates summed over the node's leaders, × the node's
             # interval: a chip that stopped reporting early shortens the mean interval, and a count only the
             # leader made must not be read over it (a dead non-leader chip made its host 14 % faster)
@@ -180,9 +182,3 @@ def combine(
                 acc = acc / n.reshape((-1,) + (1,) * (v.ndim - 1))
         out[name] = acc
     return out, interval, n
-
-
-def _leader_counted(gen, name: str) -> bool:
-    """A counter only a group's leader chip counts (``counted_by: leader``: steps, tokens, requests)."""
-    sig = gen.signals.get(name)
-    return sig is not None and sig.counted_by == "leader" and kinds.of(sig).window == "increase"

@@ -100,7 +100,7 @@ def _groups(gen, k: int, key, mapping: dict[str, list[str]], run: list, agg: dic
     chips' leader flag (``chip_run``: a leader-counted counter advanced), the node's number of groups
     (``nodes``: leaders, at least 1) and, in ``nodes_g``, each chip-measured time scaled by groups /
     chips (``metrics.levels.group_inputs``)."""
-    lead = [c for s in sorted(key) if s in gen.signals and gen.signals[s].counted_by == "leader" for c in mapping[s]]
+    lead = [c for s in sorted(key) if kinds.leader_counted(gen, s) for c in mapping[s]]
     if lead:
         total = exp.Coalesce(this=_col(lead[0]), expressions=[_num(0.0)])
         for c in lead[1:]:
@@ -143,7 +143,7 @@ def _class_columns(gen, k: int, key: frozenset, wins, tot: list, run: list, agg:
     mapping: dict[str, list[str]] = {}
     for s in sorted(key):
         summed, rule = _summed(gen, s), kinds.across_rule(gen, s)
-        leader = s in gen.signals and gen.signals[s].counted_by == "leader"
+        leader = kinds.leader_counted(gen, s)
         mapping[s] = []
         for c in wins.input_cols.get(s, []):
             name = f"k{k}_{c}"

@@ -123,8 +123,7 @@ def leaders(gen, values: dict[str, np.ndarray]) -> np.ndarray | None:
     no leader-counted counter (then every chip is its own group)."""
     lead = None
     for name, v in values.items():
-        sig = gen.signals.get(name)
-        if sig is None or sig.counted_by != "leader":
+        if not kinds.leader_counted(gen, name):
             continue
         v = np.asarray(v, dtype=np.float64)
         adv = np.nan_to_num(v.reshape(v.shape[0], -1), nan=0.0).sum(axis=1) > 0
@@ -139,7 +138,7 @@ def leader_chips(gen, run: Windows) -> int:
     per_chip = {
         n: np.asarray(v).reshape(v.shape[0], C, -1).sum(axis=0)
         for n, v in run.values.items()
-        if n in gen.signals and gen.signals[n].counted_by == "leader"
+        if kinds.leader_counted(gen, n)
     }
     lead = leaders(gen, per_chip)
     return C if lead is None else max(int(lead.sum()), 1)

@@ -148,6 +148,15 @@ def across_rule(gen, name: str) -> str:
     return row.across if row.across != "declared" else gen.signals[name].across_chips
 
 
+def leader_counted(gen, name: str) -> bool:
+    """Whether ``name`` is an amount only a group's leader chip counts (``counted_by: leader``: steps,
+    tokens, requests) and that adds up over a run (its row's ``run`` is ``sum``: a counter, or a
+    histogram's buckets): the rollups read it as its leaders' rates (``analysis.level_sums.combine``, the
+    rollup SQL), and the leader chips are those where it advanced (``metrics.levels.leaders``)."""
+    sig = gen.signals.get(name)
+    return sig is not None and sig.counted_by == "leader" and of(sig).run == "sum"
+
+
 def chip_degree(signal) -> int:
     """How a signal scales with the number of chips at server level, the compiler's rule for a name
     read in a metric (``metrics.infer``): 1 when its values add up across chips (its ``across_chips``
@@ -173,6 +182,7 @@ __all__ = [
     "UnsupportedKind",
     "across_rule",
     "chip_degree",
+    "leader_counted",
     "of",
     "register",
     "row_of",
