@@ -28,7 +28,7 @@ from perfonto.ontology.diagnostics import CatalogError, Diagnostic
 from perfonto.ontology.errors import PerfontoError
 
 from perfonto.api_emulate import Emulation as Emulation, emulate as emulate  # re-exported (perfonto.emulate)
-from perfonto.api_words import reworded
+from perfonto.api_words import in_api_words, reworded
 
 Error = PerfontoError  # perfonto.Error: the base of every error perfonto raises for bad input
 
@@ -380,6 +380,7 @@ def evaluate(
         report = analyse_capture(graph, capture, metrics=metrics, evaluator=catalog.evaluator())
     except PerfontoError as exc:
         raise reworded(exc) from exc.__cause__
+    report.notes = [in_api_words(n) for n in report.notes]  # the notes in the API's words too
     return Result(report, frozenset(graph.all_metrics) - set(report.evaluated.all_metrics))
 
 

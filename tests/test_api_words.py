@@ -32,6 +32,13 @@ from perfonto.cli import main
         ("check the path given to --trace (the trace)", "check the path given to trace= (the trace)"),
         ("x (text); --sync takes the sync reads", "x (text); sync= takes the sync reads"),
         ("a coarser unit (--timestamp-unit, timestamp_unit=), or", "a coarser unit (timestamp_unit=), or"),
+        ("give --sample-period 2ms", 'give sample_period="2ms"'),
+        ("give --sample-period 100us.", 'give sample_period="100us".'),
+        ("use --generation=sohu", "use load_catalog(generation='sohu')"),
+        ("--trace=trace.parquet is not", "trace='trace.parquet' is not"),
+        ("--catalog=my/dir here", "load_catalog('my/dir') here"),
+        ("run `perfonto analyze --trace FILE` again", "run `perfonto analyze --trace FILE` again"),  # a command
+        ("give --timestamp-unit us or timestamp_unit=us", "give timestamp_unit='us' or timestamp_unit=us"),
         # other tools' flags, and perfonto options the API has no keyword for, stay
         ("profile with `ncu --metrics gpu__time_duration.sum`", "profile with `ncu --metrics gpu__time_duration.sum`"),
         ("`perf stat --append`", "`perf stat --append`"),
