@@ -206,7 +206,8 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
         DumpError: the snapshot dump cannot be read.
     """
     from .attribution import attribute
-    from .roofline import op_rows, signal_sets, undetermined_notes
+    from .op_notes import undetermined_notes
+    from .roofline import op_rows, signal_sets
     from .snapshots import merged_windows, read_snapshots
     from .spans import AttributionError, read_spans
 
@@ -258,18 +259,20 @@ def analyse_groups(graph: MetricGraph, evaluator, dump, w, trace, by=(), snapsho
     return result
 
 
-#: An op class whose split-half estimate of a work counter exceeds this share of what it was given cannot
-#: be told apart from its neighbours by the windows (``analysis.attribution``: ops always in the same windows).
+#: An op class whose error estimate of a work counter (``analysis.attribution``: the larger of the split-half
+#: difference and the spread of the rates the windows allow) exceeds this share of what it was given cannot be
+#: told apart from its neighbours by the windows, and is marked approximate (≈). Stricter than the roofline's
+#: ``PINNED`` (half), past which its work and side are left out altogether.
 SPLIT_HALF_TOL = 0.25
 
 
 def _separable(totals, op: str, names) -> bool:
-    """Whether the windows told op class ``op``'s work of one kind (``names``: its HBM byte counters, or its
-    FLOP counters) apart from its neighbours': the split-half estimate (rates fitted on even against odd
-    windows) of the set's total is within ``SPLIT_HALF_TOL`` of what the op was given, and an op given
-    none of it has an estimate below that share of its kind's largest op. A what-if audit's decode run gave
-    RMSNorm 1.48 TFLOP of matrix work (truth: none), marked reliable, because the rate model fit the windows
-    while the norm always ran beside its GEMMs; a review found the LM head given 0 FLOP (truth 4 TFLOP)
+    """Whether the windows told op class ``op``'s work of one kind (``names``: its HBM byte counters, or its FLOP
+    counters) apart from its neighbours': the error estimate of the set's total (split-half difference or spread
+    of the rates, ``analysis.separability``) is within ``SPLIT_HALF_TOL`` of what the op was given, and an op
+    given none of it has an estimate below that share of its kind's largest op. A what-if audit's decode run
+    gave RMSNorm 1.48 TFLOP of matrix work (truth: none), marked reliable, because the rate model fit the
+    windows while the norm always ran beside its GEMMs; a review found the LM head given 0 FLOP (truth 4 TFLOP)
     still reliable, and a GEMM marked ≈ for a stray 1e5 FLOP of a precision it does not run."""
     if op not in totals.groups:
         return True

@@ -146,10 +146,10 @@ def _amount(totals: GroupTotals, names: list[str], k, gen, unit: str, what: str 
 
 
 def significant(amount: float, estimate: float, total: float) -> bool:
-    """Attributed work counts as the op's own when it exceeds twice its error estimate and 0.01 %
-    of the run's total: windowed attribution leaks a little of the neighbours' work into ops that
-    do none (a norm never runs the matrix engine)."""
-    return amount > 2.0 * estimate and amount > 1e-4 * total
+    """Attributed work counts as the op's own when its error estimate is under ``PINNED`` of it (the rule
+    that pins an amount, ``_unpinned``) and it is over 0.01 % of the run's total: windowed attribution
+    leaks a little of the neighbours' work into ops that do none (a norm never runs the matrix engine)."""
+    return estimate < PINNED * amount and amount > 1e-4 * total
 
 
 def op_rows(gen, totals: GroupTotals, bound: list | None = None) -> list[dict]:
@@ -334,61 +334,6 @@ def _place(row: dict, run: _Run, flops: float, byts: float, link: float, collect
                 row["efficiency"] = row["flops_per_s"] / att
 
 
-WORDS = {"hbm_bytes": "HBM bytes", "matrix_flops": "matrix FLOPs", "vector_flops": "vector FLOPs"}
-
-
-def undetermined_notes(gen, totals: GroupTotals, rows: list[dict]) -> list[str]:
-    """The report notes on the op rows that are not ``determined``: which counters of which op classes the
-    windows cannot tell apart, how far off they may be, and the cure (op-boundary snapshots)."""
-    loose = [r for r in rows if not r.get("determined", True)]
-    amounts = [r for r in loose if r["undetermined"] != ["side"]]
-    sides = [r for r in loose if r["undetermined"] == ["side"]]
-    sets = signal_sets(gen)
-    cure = (
-        "op-boundary counter snapshots give exact per-op figures (perfonto run --op-snapshots, "
-        "perfonto analyze --snapshots)"
-    )
-    out = []
-    if amounts:
-        keys = [x for x in WORDS if any(x in r["undetermined"] for r in amounts)]
-        counters = [n for x in keys for n in sets[x] if n in totals.sums]
-        key = "hbm_bytes" if "hbm_bytes" in keys else keys[0]
-        unit = "B" if key == "hbm_bytes" else "FLOP"
-        rel = []  # the named ops' error estimates of that amount, relative to it
-        for r in amounts[:NAMED]:
-            k = totals.groups.index(r["op"])
-            a, e = (_amount(totals, sets[key], k, gen, unit, w) for w in ("sums", "estimate"))
-            if key in r["undetermined"] and a > 0:
-                rel.append(e / a)
-        size = (
-            f"error estimates of their {WORDS[key]} {min(rel) * 100:,.0f} % to {max(rel) * 100:,.0f} % of the "
-            "attributed amounts"
-            if rel
-            else "error estimates larger than the amounts"
-        )
-        out.append(
-            f"per-op figures not determined for {_names(amounts)}: the counter windows cannot tell their "
-            f"{', '.join(WORDS[x] for x in keys)} ({', '.join(counters)}) apart — they hold these op classes in "
-            "nearly fixed proportions (ops that always run together, or every step alike as under a closed loop), "
-            f"or no rate per op class fits them, so the split among them is not pinned down ({size}, report.json "
-            "ops.rows[].error); their work, intensity, roofline side and top-down bound are left out "
-            f"(ops.rows[].determined: false); {cure}"
-        )
-    if sides:
-        out.append(
-            f"roofline side not determined for {_names(sides)}: within the attribution's error estimates their "
-            f"intensity can lie on either side of the ridge point (ops.rows[].undetermined: side); {cure}"
-        )
-    return out
-
-
-NAMED = 8  # op classes a note names
-
-
-def _names(rows: list[dict], most: int = NAMED) -> str:
-    return ", ".join(r["op"] for r in rows[:most]) + (f" and {len(rows) - most} more" if len(rows) > most else "")
-
-
 def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | None:
     compute = [c for c in cs if c["kind"] == "compute"]
     if work == "vector":
@@ -399,4 +344,4 @@ def _ceiling(cs: list[dict], work: str | None, precision: str | None) -> dict | 
     return None
 
 
-__all__ = ["MEMORY", "PINNED", "ceilings", "op_rows", "signal_sets", "undetermined_notes"]
+__all__ = ["MEMORY", "PINNED", "ceilings", "op_rows", "signal_sets"]
