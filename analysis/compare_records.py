@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from perfonto.metrics.population import gap_instants
+
 MIN_BLOCKS = 10  # time slices with records, per run, for an interval (``compare_runs.MIN_WINDOWS``)
 
 __all__ = ["MIN_BLOCKS", "is_request_level", "record_metric"]
@@ -98,12 +100,7 @@ def _instants(gen, rec, path: Path) -> dict[str, np.ndarray]:
                 out[rname] = rec.fields[first]
             continue
         col = pq.read_table(path, columns=[gen.record_fields[src].field]).column(0).to_pylist()
-        ends = []
-        for t in col:
-            t = np.asarray([] if t is None else t, dtype=np.float64)
-            starts = np.flatnonzero(np.r_[True, np.diff(t) != 0]) if t.size else t.astype(np.intp)
-            ends.append(t[starts][1:])  # the emissions after the first close the gaps
-        closing = np.concatenate(ends) if ends else np.zeros(0)
+        closing = gap_instants([np.asarray([] if t is None else t, dtype=np.float64) for t in col])
         if closing.size == rec.size(rname):
             out[rname] = closing
     return out

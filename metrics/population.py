@@ -110,7 +110,7 @@ def emission_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for t in times:
         if t.size < 2:
             continue
-        starts = np.flatnonzero(np.r_[True, np.diff(t) != 0])  # first instant of each emission
+        starts = _emissions(t)
         if starts.size < 2:
             continue
         counts = np.diff(np.r_[starts, t.size])
@@ -119,6 +119,18 @@ def emission_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if not durs:
         return np.zeros(0), np.zeros(0)
     return np.concatenate(durs), np.concatenate(toks)
+
+
+def _emissions(t: np.ndarray) -> np.ndarray:
+    """The index of the first instant of each emission of one record's instants ``t`` (``emission_gaps``)."""
+    return np.flatnonzero(np.r_[True, np.diff(t) != 0])
+
+
+def gap_instants(times: list[np.ndarray]) -> np.ndarray:
+    """The instant each gap of ``emission_gaps(times)`` closes — its closing emission's — in the same order,
+    (G,) float64: when a token gap's value is known (``analysis.compare_records`` places it in time)."""
+    ends = [t[_emissions(t)][1:] for t in times if t.size >= 2]
+    return np.concatenate(ends) if ends else np.zeros(0)
 
 
 def _consistent(gen, fields: dict, lists: dict) -> None:
