@@ -147,7 +147,7 @@ def _compile(
         yamls = sorted(
             p
             for p in list(d.glob("*.yaml")) + list(d.glob("*.yml"))
-            if not p.name.endswith((".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml"))
+            if not p.name.endswith(SIDE_YAML)
         )
         files = sorted(d.glob("*.metrics"))
         rules_only = any(p.name.endswith((".findings.yaml", ".findings.yml")) for p in d.glob("*.y*ml"))
@@ -252,6 +252,10 @@ def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:
     return out
 
 
+#: YAML files of a catalog folder that are not ontology files: test vectors and finding rules.
+SIDE_YAML = (".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml")
+
+
 def folder_generation(yamls: list[Path]) -> str | None:
     """The generation a catalog folder is about: the one its other YAML files do not extend, when
     there is exactly one such; None otherwise (unreadable files are left to the loader to report)."""
@@ -259,13 +263,15 @@ def folder_generation(yamls: list[Path]) -> str | None:
 
     names, parents = [], set()
     for p in yamls:
+        if Path(p).name.endswith(SIDE_YAML):  # test vectors and finding rules name a generation, declare none
+            continue
         src = read_yaml(p)  # guarded against alias bombs, deep nesting and bad bytes
         doc = src.data if not src.diagnostics else None
         if isinstance(doc, dict) and isinstance(doc.get("generation"), str):
             names.append(doc["generation"])
             if isinstance(doc.get("extends"), str):
                 parents.add(doc["extends"])
-    leaves = [n for n in names if n not in parents]
+    leaves = list(dict.fromkeys(n for n in names if n not in parents))
     return leaves[0] if len(leaves) == 1 else None
 
 
