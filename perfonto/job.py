@@ -416,11 +416,15 @@ def _in_memory_only(capture: Capture, by: tuple[str, ...]) -> list[str]:
     notes = []
     if by:
         notes.append(f"--by {','.join(by)} is evaluated by the in-memory engine only (--engine memory)")
-    if capture.trace is not None and "op" not in by:
-        notes.append(
-            "the per-op attribution (the counters to the trace's op spans) and the trace's time split (compute, "
-            "communication, overlap, idle) are made by the in-memory engine only (--engine memory)"
-        )
+    if capture.trace is not None:
+        split = "the trace's time split (compute, communication, overlap, idle)"
+        if "op" in by:  # the per-op attribution is said by the --by note
+            notes.append(f"{split} is made by the in-memory engine only (--engine memory)")
+        else:
+            notes.append(
+                f"the per-op attribution (the counters to the trace's op spans) and {split} are made by the "
+                "in-memory engine only (--engine memory)"
+            )
     if capture.requests is not None and capture.steady_state is not None:
         notes.append(
             "the steady-state window (--steady-state) and the energy-sensor checks are evaluated by the "

@@ -24,3 +24,15 @@ def test_the_embedded_engine_reports_the_emulated_runs_context(tmp_path, capsys)
         assert key in mem and emb.get(key) == mem[key], key
     assert mem["time_split"] is not None and emb.get("time_split") is None
     assert "the trace's time split (compute, communication, overlap, idle) are made by the in-memory engine" in text
+
+
+def test_with_by_op_the_time_split_is_still_named(tmp_path, capsys):
+    """With ``--by op`` the note on the per-op attribution gave way to the --by one, and the time split
+    the embedded engine skips went unsaid."""
+    run = tmp_path / "r"
+    assert main(["run", "--duration", "300ms", "--chips", "2", "--out", str(run)]) == 0
+    assert main(["analyze", str(run), "--engine", "embedded", "--by", "op", "--out", str(tmp_path / "e")]) == 0
+    said = capsys.readouterr()
+    text = " ".join((said.out + said.err).split())
+    assert "--by op is evaluated by the in-memory engine only" in text
+    assert "the trace's time split (compute, communication, overlap, idle) is made by the in-memory engine" in text
