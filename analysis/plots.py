@@ -19,6 +19,7 @@ paths, no dates in the metadata.
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class Picture:
     def __post_init__(self):
         import matplotlib
 
-        with matplotlib.rc_context(RC):  # lay out once, then freeze: every save gives the same bytes
+        with matplotlib.rc_context(RC), _no_glyph_warnings():  # lay out once, then freeze: same bytes each save
             self.figure.canvas.draw()
             self.figure.set_layout_engine("none")
 
@@ -58,7 +59,7 @@ class Picture:
 
         buf = io.BytesIO()
         meta = {"Date": None} if fmt == "svg" else {"Software": "perfonto (matplotlib)"}
-        with matplotlib.rc_context(RC):
+        with matplotlib.rc_context(RC), _no_glyph_warnings():
             self.figure.savefig(buf, format=fmt, metadata=meta)
         return buf.getvalue()
 
@@ -69,6 +70,18 @@ class Picture:
     def svg(self) -> str:
         """The figure as SVG text (self-contained: glyphs as paths)."""
         return self._save("svg").decode("utf-8")
+
+
+@contextmanager
+def _no_glyph_warnings():
+    """matplotlib's "Glyph … missing from font" warning left unprinted: a name from the data with a tab or a
+    CJK character drew a box and printed the UserWarning, with matplotlib's source path, on stderr four
+    times (the page's tables show the name as it is)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        yield
 
 
 def literal(text) -> str:

@@ -231,3 +231,14 @@ def test_whatif_categorical_ticks_are_drawn_literally():
     fig.savefig(io.BytesIO(), format="png")
     assert [t.get_text() for t in ax.get_xticklabels()] == ["gen\\$\\badcmd{x}\\$", "b200"]
     plt.close(fig)
+
+
+def test_a_glyph_the_font_lacks_prints_no_matplotlib_warning(recwarn):
+    """A host name with a tab or CJK characters drew boxes and printed matplotlib's "Glyph … missing from
+    font" UserWarning, with its source path, on stderr."""
+    from perfonto.analysis.plots import Picture, _figure
+
+    fig, ax = _figure(3, 2)
+    ax.set_title("host\twith tab 主机")
+    Picture("x", "t", fig).png()
+    assert not [w for w in recwarn if "missing from font" in str(w.message)]
