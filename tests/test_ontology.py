@@ -85,7 +85,7 @@ def test_good_fixture_loads(tmp_path):
         (GOOD.replace("clock: core", "clock: cor"), "unknown-clock", 8, 12, "did you mean `core`"),
         (GOOD.replace("unit: core_cycle", "unit: furlongs"), "unknown-unit", 11, 42, "furlongs"),
         (GOOD.replace(", width: 32", ""), "counter-width", 11, 20, "needs a `width`"),
-        (GOOD.replace("instances: {core: 2}", "instances: {core: 2"), "yaml-syntax", 10, 12, "malformed YAML"),
+        (GOOD.replace("instances: {core: 2}", "instances: {core: 2"), "yaml-syntax", 10, 12, "flow mapping at 9:16)"),
         (GOOD.replace("generation: tiny\n", ""), "missing-field", 1, 1, "missing field `generation`"),
     ],
 )
