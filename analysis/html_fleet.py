@@ -43,7 +43,8 @@ def _fleet_section(r: dict, fleet: dict, names: list[str]) -> str:
     for level in LEVELS:
         if level in levels:
             where = places if level == "host" else {}
-            out.append(_level(level, levels[level], shown, units, fleet.get("extreme") or {}, where))
+            marks = {n: "mean" for n in fleet.get("mean") or []} | (fleet.get("extreme") or {})
+            out.append(_level(level, levels[level], shown, units, marks, where))
     out.append(_spread(fleet, shown, units))
     out.append(_nodes_out(fleet, shown, units))
     return "".join(out) + "</section>"
@@ -53,7 +54,7 @@ def _level(level: str, rows: list[dict], names: list[str], units: dict, extreme:
     """One level's table: a row per node (the first ``MAX_ROWS``; for hosts, their rack and pod when the
     topology gives them), a column per metric; a column whose node value is the extreme of its chips'
     says so in its header."""
-    marked = any(extreme.get(n) for n in names)
+    marked = any(extreme.get(n) in ("max", "min") for n in names)
     where = [k for k in ("rack", "pod") if any(p.get(k) for p in places.values())]
     head = [level, *where, "chips"] + [n + (f" ({extreme[n]})" if extreme.get(n) else "") for n in names]
     body = []
@@ -67,6 +68,7 @@ def _level(level: str, rows: list[dict], names: list[str], units: dict, extreme:
     if len(rows) > MAX_ROWS:
         body.append(f'<tr><td colspan="{len(head)}">… {len(rows) - MAX_ROWS} more in report.json</td></tr>')
     said = "; (max) and (min) columns: the extreme over those chips" if marked else ""
+    said += "; (mean) columns: the mean over those chips, not their sum" if "mean" in extreme.values() else ""
     return (
         f'<h3 id="fleet-{e(level)}">Per {e(level)} ({len(rows)})</h3><p class="dim">Ratios of totals over each '
         f"node's chips{said}.</p>" + _wide(_table(head, body, f"fleet-{level}"))

@@ -279,9 +279,10 @@ def fleet_json(fleet, graph) -> dict:
     pods whose chips stand out as a group: ``analysis.fleet_nodes``; for a leader-counted metric, tokens/s,
     over the nodes' hosts: ``hosts`` and ``over: hosts`` in place of ``chips``), ``chips`` [{host, chip, rack, pod}],
     ``extreme`` {metric: max|min} (a node's value is the extreme over its chips, not a ratio of totals:
-    ``metrics.across_chips.chip_extreme``) and ``interval_scale`` [metric] (a unit whose zero is not its
+    ``metrics.across_chips.chip_extreme``), ``mean`` [metric] (the mean over its chips: a gauge combined by
+    ``avg``, ``chip_mean``) and ``interval_scale`` [metric] (a unit whose zero is not its
     base unit's, degC: a difference is said in the unit, never as a percent)."""
-    from perfonto.metrics.across_chips import chip_extreme
+    from perfonto.metrics.across_chips import chip_extreme, chip_mean
     from perfonto.ontology.units import is_interval_scale
 
     scalar = [n for n, m in graph.metrics.items() if not m.axes]
@@ -304,6 +305,7 @@ def fleet_json(fleet, graph) -> dict:
         "nodes_out": fleet.nodes_out,
         "chips": [{"host": h, "chip": c, "rack": r, "pod": p} for h, c, r, p in fleet.place],
         "extreme": {n: x for n in scalar if (x := chip_extreme(graph, n))},
+        "mean": [n for n in scalar if chip_mean(graph, n)],
         "interval_scale": [n for n in scalar if is_interval_scale(graph.metrics[n].unit)],
     }
 

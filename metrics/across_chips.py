@@ -112,6 +112,20 @@ def chip_extreme(graph, name: str) -> str | None:
     return None
 
 
+def chip_mean(graph, name: str) -> bool:
+    """Whether a metric's value over several chips is the *mean* of its chips' values: it reads no other
+    metric and every signal it reads is a gauge combined across chips by ``avg`` (the batch in flight, the
+    KV-cache tokens held). A fleet row of such a level is a per-chip (per-server, in lock step) figure beside
+    rates that are the fleet's sums — 1,230 requests in flight beside 210 requests/s — and the reports say
+    so, as they mark an extreme (``chip_extreme``)."""
+    m = graph.metrics.get(name)
+    if m is None or m.rollup or m.metric_deps:
+        return False
+    gen = graph.generation
+    reads = [s for s in m.signal_deps if s in gen.signals]
+    return bool(reads) and all(gen.signals[s].kind == "gauge" and kinds.across_rule(gen, s) == "avg" for s in reads)
+
+
 def field_deps(graph, name: str) -> list[str]:
     """The packed fields metric ``name`` reads directly (``kvc.ctrl.mode``), sorted: a compiled metric's
     ``signal_deps`` hold signals only."""

@@ -35,11 +35,12 @@ def _level_table(fleet, graph, names: list[str], level: str, max_rows: int) -> T
     """One level's fleet table: a row per node (the first ``max_rows``), a column per metric of ``names``;
     a column whose node value is the extreme of its chips' (``metrics.across_chips.chip_extreme``: a
     ``rollup max|min``, or a gauge combined by ``max``) says so, not read as a ratio of totals."""
-    from perfonto.metrics.across_chips import chip_extreme
+    from perfonto.metrics.across_chips import chip_extreme, chip_mean
 
     nodes = fleet.nodes[level]
-    extreme = {n: chip_extreme(graph, n) for n in names}
-    said = "; (max) and (min) columns: the extreme over those chips" if any(extreme.values()) else ""
+    extreme = {n: chip_extreme(graph, n) or ("mean" if chip_mean(graph, n) else None) for n in names}
+    said = "; (max) and (min) columns: the extreme over those chips" if {"max", "min"} & set(extreme.values()) else ""
+    said += "; (mean) columns: the mean over those chips, not their sum" if "mean" in extreme.values() else ""
     t = Table(
         title=f"Fleet — per {level} ({len(nodes)}; ratios of totals over each node's chips{said})",
         title_justify="left",

@@ -90,3 +90,12 @@ def test_explain_says_the_field_combines_by_max(graph):
     text = explain(graph, "f.mode")
     assert "server level: the max over chips (a packed field combined across chips by max)" in text
     assert "bounds: 0 .. 3\n" in text
+
+
+def test_a_gauge_averaged_across_chips_is_marked_mean_in_the_fleet_tables(library):
+    """The fleet row's batch size (1,230 requests in flight: a per-server level, the mean over its chips)
+    stood beside 210 requests/s (the fleet's sum) with no word; a gauge combined by ``avg`` is marked."""
+    from perfonto.metrics.across_chips import chip_extreme, chip_mean
+
+    assert chip_mean(library, "batch_size") and chip_extreme(library, "batch_size") is None
+    assert not chip_mean(library, "tokens_per_second") and not chip_mean(library, "power.temperature_peak")
