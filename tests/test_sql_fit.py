@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfonto import emulator
+from helpers import MEM8_YAML
 from perfonto.cli import main
 
 duckdb = pytest.importorskip("duckdb")
@@ -199,19 +200,6 @@ def test_one_host_folder_keeps_its_host(tmp_path, sohu, capsys):
     capsys.readouterr()
 
 
-SLOT_BASE = """\
-generation: base
-description: 8 memory channels
-clock_domains:
-  core: {frequency: {value: 1, unit: GHz, provenance: assumed}}
-blocks:
-  mem:
-    description: memory channels
-    clock: core
-    instances: {channel: 8}
-    signals:
-      read_bytes: {kind: counter, unit: B, width: 32, description: bytes read}
-"""
 SLOT_SKU = """\
 generation: sku
 description: 4 of 8 channels
@@ -229,7 +217,7 @@ def test_a_slotted_signal_in_the_flat_layout_reads_its_slots(tmp_path, capsys, f
     7), or refused the present-slots dump as feeding no metric."""
     cat = tmp_path / "cat"
     cat.mkdir()
-    (cat / "base.yaml").write_text(SLOT_BASE)
+    (cat / "base.yaml").write_text(MEM8_YAML)
     (cat / "sku.yaml").write_text(SLOT_SKU)
     (cat / "m.metrics").write_text(
         'metric mem.bw [B/s] = mem.read_bytes / interval\n  "Bytes per second per channel."\n'
