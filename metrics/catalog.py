@@ -144,11 +144,7 @@ def _compile(
                     )
                 ],
             )
-        yamls = sorted(
-            p
-            for p in list(d.glob("*.yaml")) + list(d.glob("*.yml"))
-            if not p.name.endswith(SIDE_YAML)
-        )
+        yamls = sorted(p for p in list(d.glob("*.yaml")) + list(d.glob("*.yml")) if not p.name.endswith(SIDE_YAML))
         files = sorted(d.glob("*.metrics"))
         rules_only = any(p.name.endswith((".findings.yaml", ".findings.yml")) for p in d.glob("*.y*ml"))
         if not yamls and not files and not rules_only:  # a folder of finding rules: the shipped catalog, its rules

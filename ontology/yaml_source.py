@@ -140,6 +140,16 @@ def _compose(text: str) -> list:
         return list(yaml.compose_all(text, Loader=yaml.SafeLoader))
 
 
+def _syntax_message(exc) -> str:
+    """PyYAML's syntax error in words, with where the structure it was reading began when that is another
+    line (an unclosed ``{`` is found only on a later line: "while parsing a flow mapping at 18:20")."""
+    msg = f"malformed YAML: {exc.problem or exc.context}"
+    opened = exc.context_mark if exc.problem_mark is not None else None
+    if opened is not None and exc.context and opened.line != exc.problem_mark.line:
+        msg += f" ({exc.context} at {opened.line + 1}:{opened.column + 1})"
+    return msg
+
+
 def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
     """Parse one YAML file. Never raises for bad input: problems are in ``.diagnostics``.
 
@@ -206,11 +216,7 @@ def read_yaml(path: str | Path, text: str | None = None) -> YamlSource:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         span = _span(spath, mark) if mark else Span(spath, 1, 1)
-        msg = f"malformed YAML: {exc.problem or exc.context}"
-        opened = exc.context_mark if exc.problem_mark is not None else None
-        if opened is not None and exc.context and opened.line != exc.problem_mark.line:
-            # where the structure it was reading began: an unclosed `{` is found only on a later line
-            msg += f" ({exc.context} at {opened.line + 1}:{opened.column + 1})"
+        msg = _syntax_message(exc)
         lines = text.splitlines() or [""]
         if mark and mark.line >= len(lines):  # the end of the stream: the last line, not one past it
             span = Span(spath, len(lines), len(lines[-1]) + 1)
