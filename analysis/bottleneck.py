@@ -83,7 +83,10 @@ def _ancestors_past(graph: MetricGraph, name: str, values: dict) -> tuple[bool, 
     unknown: list[str] = []
     seen = {name}
     p = graph.metrics[name].parent
-    while p is not None and p not in seen and p in graph.metrics:
+    while p is not None and p not in seen:
+        if p not in graph.metrics:  # not evaluated (left out of --metrics, or the capture cannot feed it)
+            unknown.append(p)
+            break
         seen.add(p)
         if graph.metrics[p].threshold is not None:
             past = _past(graph, p, values)

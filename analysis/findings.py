@@ -271,8 +271,9 @@ def _ordered(graph, out: list[dict], first: str | None) -> list[dict]:
     children: dict[str, list[str]] = {}
     for n in names:
         m = graph.all_metrics.get(n)
-        p = getattr(m, "parent", None)
-        while p is not None:  # every ancestor holds this node's share
+        p, seen = getattr(m, "parent", None), {n}
+        while p is not None and p not in seen:  # every ancestor holds this node's share (a loop: check refuses it)
+            seen.add(p)
             if p in names:
                 children.setdefault(p, []).append(n)
             p = getattr(graph.all_metrics.get(p), "parent", None)

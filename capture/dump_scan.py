@@ -488,6 +488,11 @@ def _scan_grid(plan: DumpPlan) -> None:
     (compactly for a regular host), so that the key columns are read once."""
     end, count_max, base, counts = 0, 0, None, set()
     local = {}
+    if not plan.groups:  # an empty file (no rows at all: no host or chip to group them by)
+        raise DumpError(
+            f"{plan.label}: no sample rows; a window needs two samples of each chip: give a dump with at least "
+            "two samples per chip"
+        )
     for host in plan.groups:
         chip, hs, ts, sample, per_part = _group_keys(plan, host, reversals=True)
         if len(ts) < 2:

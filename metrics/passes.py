@@ -327,8 +327,45 @@ def infer_units(s: Available) -> Typed:
             reads_leader=typer.leader_of.get(name, False),
             threshold_when_parent=bool(d.threshold and d.threshold.when_parent),
         )
-    diags += _parent_units(compiled, by_name)
+    diags += _parent_units(compiled, by_name) + _parent_cycles(compiled, by_name)
     return advance(Typed, s, diagnostics=tuple(diags), compiled=frozen(compiled))
+
+
+def _parent_cycles(compiled: dict[str, CompiledMetric], by_name) -> list[Diagnostic]:
+    """An error per loop of ``parent`` clauses (a metric its own parent, or two each other's), at the
+    clause of the loop's first metric in name order: a tree walked up from a node never ended (analyze
+    hung in the findings' order; check said 0 errors)."""
+    out, seen_loops = [], set()
+    for name in sorted(compiled):
+        chain, p = [name], compiled[name].parent
+        while p is not None and p in compiled and p not in chain:
+            chain.append(p)
+            p = compiled[p].parent
+        if p is None or p not in chain:
+            continue
+        loop = chain[chain.index(p) :]
+        key = frozenset(loop)
+        if key in seen_loops:
+            continue
+        seen_loops.add(key)
+        first = min(loop)
+        d = by_name[first]
+        out.append(
+            Diagnostic(
+                "error",
+                "parent-cycle",
+                f"the `parent` clauses of {' → '.join(f'`{n}`' for n in _from(loop, first))} → `{first}` form a loop: "
+                "a top-down tree has a root",
+                d.parent_span or d.span,
+                hint=f"drop or change the `parent` clause of `{first}` (or of another metric of the loop)",
+            )
+        )
+    return out
+
+
+def _from(loop: list[str], first: str) -> list[str]:
+    i = loop.index(first)
+    return loop[i:] + loop[:i]
 
 
 def _parent_units(compiled: dict[str, CompiledMetric], by_name) -> list[Diagnostic]:

@@ -73,6 +73,7 @@ CODES: dict[str, str] = {
     "arity": "a function called with the wrong number of arguments",
     "cycle": "metrics depend on each other in a cycle",
     "rollup": "a declared rollup other than max or min, or a rollup over nothing",
+    "parent-cycle": "a metric is its own ancestor through `parent` clauses (the top-down tree has a loop)",
     "parent-unit": "a top-down child whose unit is not of its parent's dimension (children are shares of it)",
     "unit-mismatch": "units that cannot be converted (declared unit, addition, comparison)",
     "axes-mismatch": "an operation between values over different instance axes, not rolled up",
