@@ -226,6 +226,23 @@ def _events(w: np.ndarray | None) -> int | None:
     return None if w is None else int(np.count_nonzero(np.isfinite(w) & (w != 0)))
 
 
+#: The verdict on a metric constant over every window of each run (a per-run draw, e.g. the emulator's seed
+#: splitting bytes over HBM stacks): its interval has zero width, and the run-to-run spread is not measured.
+CONSTANT = (
+    "no interval: constant over each run's windows, so the windows measure no noise; a value drawn once per run "
+    "(a seed) varies between runs — compare repeated runs"
+)
+
+
+def _constant(w: np.ndarray | None) -> bool:
+    """Whether a window series holds one value (up to round-off) wherever it has one."""
+    if w is None:
+        return False
+    v = np.asarray(w, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return v.size >= MIN_WINDOWS and float(np.ptp(v)) <= 1e-9 * max(float(np.max(np.abs(v))), 1e-300)
+
+
 def _verdict(
     lo: float, hi: float, a: float | None, b: float | None, nz_a: int | None = None, nz_b: int | None = None
 ) -> str:
@@ -243,10 +260,13 @@ def _verdict(
     return "no change"
 
 
-def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, unit: str, boot: dict) -> dict:
+def _metric(
+    a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, unit: str, boot: dict, same_gen: bool = True
+) -> dict:
     """One metric's comparison (``compare``'s ``metrics`` entry): run-level values ``a`` → ``b``, the window
     values ``wa``, ``wb`` (None where a run has none), ``boot`` the bootstrap's ``n_boot``, ``confidence``,
-    ``seed``."""
+    ``seed``; ``same_gen``: the runs are of one generation, so a value constant over each run's windows that
+    differs between them is a per-run draw (``CONSTANT``), not a spec constant the what-if changed."""
     rel = (b - a) / abs(a) if a else 0.0 if b == a else None  # none from a baseline of 0, but 0 → 0 is +0 %
     change = lo = hi = math.nan
     rel_lo = rel_hi = None
@@ -264,6 +284,8 @@ def _metric(a: float, b: float, wa: np.ndarray | None, wb: np.ndarray | None, un
         verdict = _verdict(lo, hi, a, b, _events(wa), _events(wb))
     else:
         verdict = _verdict(rel_lo, rel_hi, a, b, _events(wa), _events(wb))
+    if same_gen and verdict in ("increased", "decreased") and _constant(wa) and _constant(wb):
+        verdict = CONSTANT  # a zero-width interval: the windows show no noise, not that there is none
     moved = ("increased", "decreased")
     window_verdict = _verdict(lo, hi, mean_a, mean_b) if mean_a is not None else None
     return {
@@ -314,7 +336,8 @@ def compare(base: RunValues, other: RunValues, *, confidence: float = 0.95, n_bo
             units[name] = [base.unit(name), other.unit(name)]
             continue
         boot = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
-        metrics[name] = _metric(a, b, base.windows.get(name), other.windows.get(name), base.unit(name), boot)
+        same = base.generation == other.generation
+        metrics[name] = _metric(a, b, base.windows.get(name), other.windows.get(name), base.unit(name), boot, same)
         if is_request_level(base.report, name) or is_request_level(other.report, name):  # no window series
             metrics[name] |= record_metric(base, other, name, boot, records)
     td = sorted(set(base.report.get("topdown") or {}) | set(other.report.get("topdown") or {}))
