@@ -4,6 +4,8 @@ listed in ``interop.perf``'s docstring."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from . import ir
 from .catalog import SourceCatalog, SourceConstant
 from .exprparse import SBin, SCall, SId, SIf, SLit, SNeg, SNum, perf_symbol
@@ -11,20 +13,22 @@ from .names import ident
 from .perf_tables import LITERAL_DEFAULTS
 
 
-class Formulas:
+class Formulas(ABC):
     """perf's expression language, for ``interop.perf``'s reader (which gives ``cat``, ``overrides``,
-    ``const_metrics``, ``lower``, ``_event`` and ``_instances``)."""
+    ``const_metrics``, ``lower``, and implements the hooks ``_event`` and ``_instances``)."""
 
     cat: SourceCatalog
     overrides: dict[str, float]
     const_metrics: dict[str, str]  # lower-case name -> constant key
     lower: dict[str, str]  # lower-case name -> metric key
 
+    @abstractmethod
     def _event(self, raw: str, default_pmu: str) -> ir.Node:
-        raise NotImplementedError  # the reader's
+        """An event of a formula as an input node (the reader's: it knows the file's events)."""
 
+    @abstractmethod
     def _instances(self, key: str) -> int | None:
-        raise NotImplementedError  # the reader's
+        """How many instances a metric's events have, None where unknown (the reader's)."""
 
     def _literal(self, lit: str) -> ir.Node:
         name = ident(lit)
