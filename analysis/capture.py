@@ -22,7 +22,8 @@ from typing import Callable
 
 
 from perfonto.capture.dump_io import DumpError
-from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan, plan_dump
+from perfonto.capture.dump_plan import DumpPlan
+from perfonto.capture.dump_scan import CHUNK_ROWS, plan_dump
 from perfonto.codegen.evaluator_cache import evaluator as cached_evaluator
 from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.graph import MetricGraph

@@ -35,7 +35,8 @@ from typing import Callable
 import numpy as np
 
 from perfonto.capture.dump import CounterDump
-from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.dump_plan import DumpPlan
+from perfonto.capture.dump_scan import CHUNK_ROWS
 from perfonto.capture.partitions import inside, segment
 from perfonto.capture.pieces import Chunk, iter_chunks
 from perfonto.metrics.graph import MetricGraph

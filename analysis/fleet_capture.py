@@ -20,7 +20,8 @@ from typing import Callable
 import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
-from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.dump_plan import DumpPlan
+from perfonto.capture.dump_scan import CHUNK_ROWS
 from perfonto.capture.topology import Topology, TopologyError
 
 from .bottleneck import analyse

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Callable
 
 from perfonto.capture.dump_io import DumpError
-from perfonto.capture.dump_scan import CHUNK_ROWS, DumpPlan
+from perfonto.capture.dump_plan import DumpPlan
+from perfonto.capture.dump_scan import CHUNK_ROWS
 from perfonto.capture.no_pandas import pandas_blocked
 from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.windows import Windows

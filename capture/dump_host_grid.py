@@ -13,7 +13,7 @@ import numpy as np
 from .dump_grid import Grid
 
 if TYPE_CHECKING:
-    from .dump_scan import DumpPlan
+    from .dump_plan import DumpPlan
 
 
 @dataclass

@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 
 from .dump import CounterDump
 from .dump_io import ARROW, damaged, read_one
-from .dump_scan import CHUNK_ROWS, DumpPlan, Part, host_grid
+from .dump_plan import DumpPlan, Part, host_grid
+from .dump_scan import CHUNK_ROWS
 from .pieces_placed import placed_pieces
 
 

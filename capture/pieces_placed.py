@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 
 from .dump import CounterDump, _keys, _long_columns, _pivot, _wide_columns
 from .dump_host_grid import HostGrid, row_order_grid
-from .dump_scan import DumpPlan, Part, _key_columns, _read
+from .dump_plan import DumpPlan, Part, _read
+from .dump_scan_grid import _key_columns
 
 
 def placed_pieces(

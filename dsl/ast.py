@@ -74,7 +74,7 @@ Expr = Number | Name | Unary | Binary | Call | IfElse
 
 
 # A literal in a ``bounds`` or ``threshold`` clause is a ``Number`` like any other; only its reading differs:
-# a bare number there is in the metric's own unit (``metrics.infer.Typer._bound``).
+# a bare number there is in the metric's own unit (``metrics.infer_metric._bound``).
 Bound = Number
 
 

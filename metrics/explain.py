@@ -7,7 +7,8 @@ import networkx as nx
 
 from perfonto.dsl.printer import to_text
 from perfonto.metrics.graph import MetricGraph
-from perfonto.metrics.infer import Fail, Typer
+from perfonto.metrics.infer import Typer
+from perfonto.metrics.infer_typed import Fail
 from perfonto.ontology import kinds
 from perfonto.ontology.units import fmt_unit
 

@@ -7,11 +7,9 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
 - axes: an operation between values over different instance axes is an error unless one side has
   none (a chip-level value broadcasts over a block's instances). ``sum/avg/min/max(x)`` roll up all of
   x's instance axes.
-- scope of spec constants: a per-instance constant (``scope: instance``) carries its block's axes and
-  may not meet a chip-wide amount (a counter or chip-level total) until rolled up —
-  ``sum(spec.die.peak_bw)`` is the chip's total; a chip-scope constant of a block with instances is a
-  chip-wide capacity and may not meet a per-instance value of that block — so dividing a chip-wide
-  measurement by a per-die peak, or a per-stack measurement by a chip-wide peak, is a compile error.
+- scope of spec constants: a per-instance constant may not meet a chip-wide amount until rolled up,
+  nor a chip-wide capacity a per-instance value of its block (``metrics.infer_scope``, with the other
+  rules between the operands of one operation).
 - chip degree: counters and per-chip spec constants have degree 1 (they add up across chips), the
   interval and ratios degree 0; ``*`` adds degrees, ``/`` subtracts; adding unlike degrees is an error
   (a literal adapts to its partner). A metric's degree must be 0 (evaluated as a ratio of server
@@ -24,85 +22,36 @@ Rules (each enforced with a diagnostic that points at the offending sub-expressi
   ``group_rule`` and at server level its times are the groups' times — the mean over each group's
   chips, which run in lockstep — so a step latency reads the same on a group of 8 chips as on one
   (``metrics.levels``).
+
+This module types the names and operators of an expression (``Typer``); a metric declaration is typed
+in ``metrics.infer_metric``, function calls in ``metrics.infer_calls`` (``default`` in
+``metrics.optional``), ``**`` in ``metrics.powers``, the rules between the operands of one operation
+in ``metrics.infer_scope``; the typed values and the error they raise (``_T``, ``Fail``) are in
+``metrics.infer_typed``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import pint
 
 from perfonto.dsl import ast
-from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
+from perfonto.ontology.diagnostics import Diagnostic, Span
 from perfonto.ontology.resolved import Generation
 from perfonto.ontology import kinds
 from perfonto.ontology.resolved import Scope
-from perfonto.ontology.units import UnitError, conversion_factor, dimensionality, fmt_unit, is_rate, parse_unit
+from perfonto.ontology.units import UnitError, conversion_factor, fmt_unit, parse_unit
 
-from .rollup_rules import ROLL_HINT, after_division, level_rate_error, roll_set, roll_warning
+from .rollup_rules import after_division
 
 from . import ir
-from .across_chips import group_check, is_frequency, is_share, reads_leader
-from .optional import type_default
+from .across_chips import group_check
+from .infer_calls import type_call
+from .infer_metric import type_metric
+from .infer_scope import check_division, check_scope
+from .infer_typed import POP, Fail, _T, _scale_literal
 from .powers import type_power
 
-ROLLUPS = {"sum", "avg", "min", "max"}
-POPULATION_REDUCTIONS = {"p50", "p90", "p99", "mean", "count"}  # over a record population only; nulls ignored
-FUNCTIONS = ROLLUPS | POPULATION_REDUCTIONS | {"clamp", "abs", "default"}
-POP = "population."  # axis-name prefix of record populations
 CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-# rule of ``_check_meetings`` -> the error's (code, message, hint)
-_MEETINGS = {
-    "population": (
-        "population",
-        "a per-record value meets a per-window quantity",
-        "record fields (request.*, token_gap.*) combine with each other and with constants; "
-        "reduce them first (p50, p99, mean, count)",
-    ),
-    "instance": (
-        "scope",
-        "a per-instance spec constant meets a chip-wide amount",
-        ROLL_HINT + ", or compare the constant with a per-instance measurement",
-    ),
-}
-
-
-class Fail(Exception):
-    def __init__(self, diagnostic: Diagnostic):
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
-
-
-class _T:
-    """A typed sub-expression: IR node, its unit (None for booleans), and whether it is a bare literal."""
-
-    __slots__ = ("node", "unit", "literal", "inst", "total", "sparsity", "rolls")
-
-    def __init__(
-        self,
-        node: ir.Node,
-        unit: pint.Unit | None,
-        literal: bool = False,
-        inst: bool = False,
-        total: frozenset = frozenset(),
-        sparsity: frozenset = frozenset(),
-    ):
-        self.node, self.unit, self.literal = node, unit, literal
-        self.sparsity = sparsity  # {"dense"} / {"sparse"} for FLOP quantities that declare it
-        self.inst = inst  # derived from a per-instance spec constant, not rolled up
-        self.total = total  # instance axes this value is a chip-wide capacity over (chip-scope constants)
-        # (axis, size, "sum" | "mean", from a spec constant?) of each roll-up inside the value (``_check_rolls``)
-        self.rolls: frozenset = frozenset()
-
-    @property
-    def is_bool(self) -> bool:
-        return self.unit is None
-
-    @property
-    def qty(self) -> pint.Unit:
-        """The unit of a quantity: for operands already checked not to be conditions (``_need_number``)."""
-        assert self.unit is not None, "a quantity, not a condition"
-        return self.unit
 
 
 class Typer:
@@ -155,117 +104,9 @@ class Typer:
 
     # -- metric --------------------------------------------------------------------------------
     def metric(self, d: ast.MetricDecl, compiled: dict):
-        """Type one metric. Chip-scope spec constants are per-chip amounts (scaled with the number of
-        chips at server level) unless that would make the metric scale as chips^k with k not 0 or 1;
-        then the fewest constants that must be read per chip (a clock used to convert cycles to time,
-        say) are taken as chip-independent."""
-        chip_consts = sorted(
-            {
-                n.name
-                for n in ast.walk(d.expr)
-                if isinstance(n, ast.Name) and n.name in self.gen.spec and self.gen.spec[n.name].scope is Scope.chip
-            }
-        )
-        first: Fail | None = None
-        import itertools
-
-        for k in range(len(chip_consts) + 1):
-            for subset in itertools.combinations(chip_consts, k):
-                self.intensive = set(subset)
-                trace: list | None = None if self.trace is None else []
-                saved, self.trace = self.trace, trace
-                try:
-                    out = self._metric(d, compiled)
-                    if saved is not None and trace is not None:  # both lists, or both None
-                        saved.extend(trace)
-                    self.trace = saved
-                    return out
-                except Fail as f:
-                    self.trace = saved
-                    if f.diagnostic.code != "chip-degree":
-                        raise
-                    first = first or f
-        assert first is not None, "every subset failed, the first (the empty subset) included"
-        raise first
-
-    def _metric(self, d: ast.MetricDecl, compiled: dict):
-        self.compiled = compiled
-        self.warnings = []
-        self.metric_name = d.name
-        self.group_rule = any(
-            getattr(compiled.get(n.name), "group_rule", False) for n in ast.walk(d.expr) if isinstance(n, ast.Name)
-        )
-        declared = self.unit(d.unit, d.unit_span)
-        t = self.expr(d.expr)
-        self.leader_of[d.name] = reads_leader(self, d.expr)
-        if not t.is_bool:
-            self._gauge_rate_check(d, t, declared)
-            self.sparsity_of[d.name] = t.sparsity
-            self.rolls_of[d.name] = (t.rolls, t.total)
-        if t.is_bool:
-            raise self.fail(
-                "bool-metric",
-                f"metric `{d.name}` is a condition, not a quantity",
-                d.expr.span,
-                hint="use it inside `a if cond else b`",
-            )
-        f = self.factor(
-            t.qty,
-            declared,
-            d.unit_span,
-            f"metric `{d.name}` is declared in [{d.unit}] but its formula gives {fmt_unit(t.qty)}",
-        )
-        node = t.node if f == 1.0 else self._mul_const(t.node, f)
-        if node.degree == 1 and (is_frequency(self.reg, declared) or is_share(self.reg, declared)):
-            # a clock rate or a share (a percent): the mean over chips, never their sum — a chip time over the
-            # window's wall-clock time is device-seconds over device-seconds at every level
-            node = ir.Op("div", (node, ir.Const(1.0, chip_power=1, degree=1, origin="chip")), node.axes, 0)
-        if node.degree not in (0, 1):
-            raise self.fail(
-                "chip-degree",
-                f"metric `{d.name}` scales as chips^{node.degree} at server level",
-                d.expr.span,
-                hint="a metric is either a per-chip amount that adds across chips (bytes/s) or a ratio of such amounts",
-            )
-        bounds = None
-        if d.bounds:
-            bounds = (self._bound(d.bounds[0], declared), self._bound(d.bounds[1], declared))
-            if bounds[0] > bounds[1]:
-                raise self.fail(
-                    "bounds-order",
-                    f"bounds of `{d.name}` are reversed ({d.bounds[0].value} > {d.bounds[1].value})",
-                    d.bounds[0].span,
-                    hint="write `bounds LOW .. HIGH`",
-                )
-        threshold = None
-        if d.threshold:
-            threshold = (d.threshold.op, self._bound(d.threshold.value, declared), d.threshold.message)
-        return node, declared, bounds, threshold
-
-    def _gauge_rate_check(self, d: ast.MetricDecl, t: _T, declared: pint.Unit) -> None:
-        """A gauge holding a rate is averaged over the window, never accumulated: a metric that declares
-        the rate's amount (B for a B/s gauge) is told so by name."""
-        e_dim = dimensionality(self.reg, t.qty)
-        want = dimensionality(self.reg, declared)
-        if e_dim == want:
-            return
-        sec = dimensionality(self.reg, self.reg.second)
-        for node in ast.walk(d.expr):
-            if isinstance(node, ast.Name) and node.name in self.gen.signals:
-                s = self.gen.signals[node.name]
-                if kinds.of(s).window == "mean" and is_rate(self.reg, s.unit) and e_dim * sec == want:
-                    raise self.fail(
-                        "unit-mismatch",
-                        f"`{node.name}` is a gauge holding a rate ({s.unit_text}): it is averaged over the "
-                        f"window, not accumulated, so `{d.name}` cannot be an amount in [{d.unit}]",
-                        node.span,
-                        hint="declare a rate, or multiply by `interval` if the time integral is really meant",
-                    )
-
-    def _bound(self, b: ast.Bound, declared: pint.Unit) -> float:
-        if b.unit is None:
-            return b.value
-        return b.value * self.factor(self.unit(b.unit, b.span), declared, b.span, "bound")
+        """Type the metric ``d`` (``metrics.infer_metric.type_metric``): its IR node, declared unit, bounds
+        and threshold; ``compiled`` holds the metrics typed before it."""
+        return type_metric(self, d, compiled)
 
     @staticmethod
     def _mul_const(node: ir.Node, f: float) -> ir.Node:
@@ -343,71 +184,7 @@ class Typer:
     def _binary(self, e: ast.Binary) -> _T:
         operands: list[_T] = []
         out = self._binary_typed(e, operands)
-        return self._scope(out, operands, e.span)
-
-    def _scope(self, out: _T, operands: list, span: Span) -> _T:
-        """Scope rules between spec constants and measurements (see the module docstring): each rule is
-        about two different operands, checked in one pass over them (``max`` may have 100,000)."""
-        self._check_meetings(operands, span)
-        self._check_totals(operands, span)
-        sp = [t.sparsity for t in operands if t.sparsity]
-        if len(sp) >= 2 and len(frozenset().union(*sp)) > 1:
-            raise self.fail(
-                "sparsity",
-                "dense FLOPs meet a sparse peak (or the reverse)",
-                span,
-                hint="compare dense work with the dense peak; vendors' sparse peaks are twice the dense figure",
-            )
-        out.sparsity = frozenset().union(*sp) if sp else frozenset()
-        out.inst = any(t.inst for t in operands) and bool(out.node.axes)
-        if not (isinstance(out.node, ir.Op) and out.node.op == "div"):  # a division set its own (after_division)
-            out.total = frozenset().union(*(t.total for t in operands)) if operands else frozenset()
-            out.rolls = frozenset().union(*(t.rolls for t in operands)) if operands else frozenset()
-        return out
-
-    def _check_division(self, op: str, a: _T, b: _T, span: Span) -> None:
-        """``metrics.rollup_rules`` on ``a op b``: a level over the window's duration is an error; a mean over
-        an instance axis against a chip-wide total over it is a warning (``self.warnings``)."""
-        err = level_rate_error(op, a.node, b.node, self.gen, self.compiled, span)
-        if err is not None:
-            raise Fail(err)
-        if op == "/":
-            w = roll_warning(roll_set(a.rolls, a.total, self.gen), roll_set(b.rolls, b.total, self.gen), span)
-            if w is not None:
-                self.warnings.append(w)
-
-    def _check_meetings(self, operands: list, span: Span) -> None:
-        """Kinds of operand that never meet (``_MEETINGS``): a per-record value and a quantity read from
-        windows; a per-instance spec constant and a chip-wide amount."""
-        per_record = [any(x.startswith(POP) for x, _ in t.node.axes) for t in operands]
-        meets = {
-            "population": any(per_record)
-            and any(not p and _reads_windows(t.node, self.compiled) for p, t in zip(per_record, operands)),
-            "instance": any(a.inst for a in operands)
-            and any(not b.node.axes and not b.literal and b.node.degree >= 1 and not b.inst for b in operands),
-        }
-        for rule, met in meets.items():
-            if met:
-                code, message, hint = _MEETINGS[rule]
-                raise self.fail(code, message, span, hint=hint)
-
-    def _check_totals(self, operands: list, span: Span) -> None:
-        """A chip-wide total over an axis never meets another operand's per-instance value over that axis."""
-        totals: dict[str, int] = {}  # axis -> how many operands are chip-wide totals over it
-        for a in operands:
-            for ax in a.total:
-                totals[ax] = totals.get(ax, 0) + 1
-        if not totals:
-            return
-        for b in operands:
-            clash = {ax for ax, _ in b.node.axes if totals.get(ax, 0) - (ax in b.total) > 0}  # another operand's total
-            if clash and not b.literal:
-                raise self.fail(
-                    "scope",
-                    f"a chip-wide spec constant meets a per-instance value (over {', '.join(sorted(clash))})",
-                    span,
-                    hint="roll the measurement up with sum() first, or use a per-instance constant (scope: instance)",
-                )
+        return check_scope(self, out, operands, e.span)
 
     def _binary_typed(self, e: ast.Binary, operands: list) -> _T:
         if e.op in ("and", "or"):
@@ -431,7 +208,7 @@ class Typer:
         if e.op in ("*", "/"):
             group_check(self, e, a, b)
         if e.op in ("*", "/"):
-            self._check_division(e.op, a, b, e.span)
+            check_division(self, e.op, a, b, e.span)
         if e.op == "*":
             return _T(
                 ir.Op("mul", (a.node, b.node), axes, a.node.degree + b.node.degree),
@@ -452,7 +229,7 @@ class Typer:
 
     def _ifelse(self, e: ast.IfElse) -> _T:
         operands: list = []
-        return self._scope(self._ifelse_typed(e, operands), operands, e.span)
+        return check_scope(self, self._ifelse_typed(e, operands), operands, e.span)
 
     def _ifelse_typed(self, e: ast.IfElse, operands: list) -> _T:
         c = self.expr(e.cond)
@@ -470,119 +247,7 @@ class Typer:
         return _T(ir.Op("where", (c.node, a.node, b.node), axes, deg), a.unit)
 
     def _call(self, e: ast.Call) -> _T:
-        operands: list = []
-        out = self._call_typed(e, operands)
-        if e.func in ROLLUPS and len(e.args) == 1:
-            return out
-        return self._scope(out, operands, e.span)
-
-    def _call_typed(self, e: ast.Call, operands: list) -> _T:
-        f = e.func
-        if f not in FUNCTIONS:
-            raise self.fail(
-                "unknown-function",
-                f"unknown function `{f}`",
-                e.span,
-                hint=did_you_mean(f, FUNCTIONS) or f"functions: {', '.join(sorted(FUNCTIONS))}",
-            )
-        if f == "default":
-            return type_default(self, e, operands)
-        args = [self.expr(a) for a in e.args]
-        operands += args
-        for t, sub in zip(args, e.args):
-            self._need_number(t, sub.span, f"`{f}`")
-        if f in POPULATION_REDUCTIONS:
-            return self._population_reduction(e, args)
-        if f in ROLLUPS and len(args) == 1:
-            return self._rollup(e, args[0])
-        if f in ("sum", "avg"):
-            raise self.fail(
-                "arity",
-                f"`{f}` takes one argument: it rolls up a block's instances",
-                e.span,
-                hint=f"`{f}(a) + {f}(b)` for two signals; element-wise functions are min, max, clamp, abs",
-            )
-        if f == "abs":
-            if len(args) != 1:
-                raise self.fail("arity", "`abs` takes one argument", e.span)
-            (t,) = args
-            return _T(ir.Op("abs", (t.node,), t.node.axes, t.node.degree), t.unit)
-        return self._elementwise(e, args)
-
-    def _population_reduction(self, e: ast.Call, args: list) -> _T:
-        """``p50``, ``mean``, ``count``, ...: one per-record value reduced over its records."""
-        f = e.func
-        if len(args) != 1 or not any(a.startswith(POP) for a, _ in args[0].node.axes):
-            raise self.fail(
-                "rollup",
-                f"`{f}` takes one per-record value (a metric over request or token_gap records)",
-                e.span,
-                hint="e.g. `p50(ttft)` where ttft is computed from `request.*` fields",
-            )
-        (t,) = args
-        return _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit if f != "count" else self.reg.dimensionless)
-
-    def _rollup(self, e: ast.Call, t: _T) -> _T:
-        """``sum``, ``avg``, ``min``, ``max`` of one argument: a roll-up over the value's instance axes
-        (a per-instance constant rolls up to value x count, or the value itself)."""
-        f = e.func
-        if not t.node.axes:
-            raise self.fail(
-                "rollup",
-                f"`{f}({_short(e.args[0])})` has nothing to roll up: the value has no instance axes",
-                e.span,
-                hint="rollups apply to signals of blocks with instances (hbm stacks, c2c links, mxu cores)",
-            )
-        if _constant_only(t.node):  # a per-instance constant: sum is value x count, avg/min/max the value
-            n_inst = 1
-            for _, size in t.node.axes:
-                n_inst *= size
-            count = ir.Const(float(n_inst) if f == "sum" else 1.0, origin="count")
-            node = ir.Op("mul", (t.node, count), (), t.node.degree)
-            total = frozenset(a for a, _ in t.node.axes) if f == "sum" else frozenset()
-            out = _T(node, t.unit, total=total, sparsity=t.sparsity)
-            out.rolls = t.rolls | {(a, n, "sum" if f == "sum" else "mean", True) for a, n in t.node.axes}
-            return out
-        out = _T(ir.Rollup(f, t.node, (), t.node.degree), t.unit, sparsity=t.sparsity)
-        out.rolls = t.rolls | {(a, n, "sum" if f == "sum" else "mean", False) for a, n in t.node.axes}
-        return out
-
-    def _elementwise(self, e: ast.Call, args: list) -> _T:
-        """``min``, ``max`` (two or more arguments) and ``clamp`` (x, lo, hi), element by element, in
-        the first argument's unit."""
-        f = e.func
-        want = 3 if f == "clamp" else None
-        if (want and len(args) != want) or (not want and len(args) < 2):
-            raise self.fail(
-                "arity",
-                f"`{f}` takes "
-                f"{'three arguments (x, lo, hi)' if want else 'one argument (rollup) or two or more (element-wise)'}",
-                e.span,
-            )
-        first = args[0]
-        out = [first] + [
-            self._same_unit(first, t, sub, f"the arguments of `{f}` have unlike units")[1]
-            for t, sub in zip(args[1:], e.args[1:])
-        ]
-        degrees = {t.node.degree for t in out if not t.literal}
-        if len(degrees) > 1:
-            raise self.fail(
-                "chip-degree",
-                f"`{f}` combines a quantity that adds up across chips with one that does not",
-                e.span,
-                hint="make all arguments per-chip amounts, or all ratios",
-            )
-        deg = degrees.pop() if degrees else 0
-        axes: ir.Axes = ()
-        for t in out:
-            axes = self._join(axes, t.node.axes, e.span)
-        nodes = [self._adapt(t, deg) for t in out]
-        if f == "clamp":
-            return _T(ir.Op("clamp", tuple(nodes), axes, deg), first.unit)
-        while len(nodes) > 1:  # a balanced tree of pairs: log2(n) deep, so max of 100,000 arguments never recurses deep
-            pairs = [ir.Op(f, (a, b), axes, deg) for a, b in zip(nodes[0::2], nodes[1::2])]
-            nodes = pairs + nodes[len(pairs) * 2 :]
-        return _T(nodes[0], first.unit)
+        return type_call(self, e)
 
     # -- helpers -------------------------------------------------------------------------------
     def _need_number(self, t: _T, span: Span, what: str) -> None:
@@ -634,33 +299,6 @@ class Typer:
         )
 
 
-def _scale_literal(node: ir.Node, degree: int) -> ir.Node:
-    """Give a literal sub-expression chip degree ``degree``: multiply it by chips**degree at server level."""
-    if isinstance(node, ir.Const) and node.chip_power == 0:
-        return dataclasses.replace(node, chip_power=degree, degree=degree)
-    return ir.Op("mul", (node, ir.Const(1.0, chip_power=degree, degree=degree, origin="chip")), node.axes, degree)
-
-
-def _reads_windows(node: ir.Node, compiled: dict) -> bool:
-    """True when the value comes from counter windows (signals, interval, window metrics)."""
-    if isinstance(node, ir.Interval):
-        return True
-    if isinstance(node, ir.Input):
-        return not any(a.startswith(POP) for a, _ in node.axes)
-    if isinstance(node, ir.MetricRef):
-        m = compiled.get(node.metric)
-        return m is not None and getattr(m, "population", None) is None and not getattr(m, "from_records", False)
-    return any(_reads_windows(c, compiled) for c in ir.children(node))
-
-
-def _constant_only(node: ir.Node) -> bool:
-    if isinstance(node, ir.Const):
-        return True
-    if isinstance(node, (ir.Op, ir.Rollup)):
-        return all(_constant_only(c) for c in ir.children(node))
-    return False
-
-
 def _fmt_axes(axes: ir.Axes) -> str:
     return ", ".join(f"{a}[{n}]" for a, n in axes)
 
@@ -668,7 +306,3 @@ def _fmt_axes(axes: ir.Axes) -> str:
 def _dim(reg, u) -> str:
     d = str(reg.Quantity(1, u).dimensionality)
     return "dimensionless" if d == "dimensionless" else d
-
-
-def _short(e: ast.Expr) -> str:
-    return e.name if isinstance(e, ast.Name) else "…"

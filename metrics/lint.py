@@ -35,7 +35,7 @@ from perfonto.ontology.diagnostics import Diagnostic
 from perfonto.ontology import kinds
 
 from . import ir
-from .infer import POP
+from .infer_typed import POP
 from .stages import Typed, advance, frozen
 
 

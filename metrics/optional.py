@@ -38,7 +38,8 @@ from . import ir
 
 if TYPE_CHECKING:  # the graph imports the compiler's stages; only for annotations here
     from .graph import MetricGraph
-    from .infer import Typer, _T
+    from .infer import Typer
+    from .infer_typed import _T
 
 __all__ = [
     "absent_degree",
@@ -57,9 +58,9 @@ def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
     alone where x reads a signal this generation does not have (``missing_names``: the metric is
     compiled with the default, not made unavailable); d then needs its own unit (``0 FLOP``).
 
-    Raises ``infer.Fail`` (code ``arity``, ``type``, ``unit-mismatch`` or ``chip-degree``) pointing at the
+    Raises ``infer_typed.Fail`` (code ``arity``, ``type``, ``unit-mismatch`` or ``chip-degree``) pointing at the
     call or at d."""
-    from .infer import _T
+    from .infer_typed import _T
 
     if len(e.args) != 2:
         raise typer.fail(
@@ -85,7 +86,7 @@ def type_default(typer: "Typer", e: ast.Call, operands: list) -> "_T":
         if d.literal:  # it stands for x: x's chip degree (`default(sum(x), 0 B) / seq.elapsed_cycles` is a ratio)
             deg = absent_degree(typer, e.args[0], missing)
             if deg is not None and deg != node.degree:
-                from .infer import _scale_literal
+                from .infer_typed import _scale_literal
 
                 node = _scale_literal(node, deg)
         return _T(node, d.unit, d.literal, d.inst, d.total, d.sparsity)
@@ -113,7 +114,7 @@ def absent_degree(typer: "Typer", x: ast.Expr, missing: list[str]) -> int | None
     lineage, this one first, then the other shipped generations; ``_declaring``), its unit read in this
     generation's units. None where one is declared nowhere known here (a metric, a typo) or x does not
     type so: the default then keeps its own degree."""
-    from .infer import Fail
+    from .infer_typed import Fail
 
     gen = typer.gen
     tables: dict[str, dict[str, Any]] = {

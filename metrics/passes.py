@@ -15,7 +15,9 @@ import networkx as nx
 from perfonto.dsl import ast
 from perfonto.ontology.diagnostics import Diagnostic, Span, did_you_mean
 
-from .infer import Fail, Typer, _reads_windows
+from .infer import Typer
+from .infer_scope import _reads_windows
+from .infer_typed import Fail
 from .optional import optional_names, optional_unknown
 from .stages import Available, CompiledMetric, Declared, Graphed, Parsed, Resolved, Typed, advance, frozen
 from .unavailable import names_in, removed_read, shipped_library, unavailable_reason

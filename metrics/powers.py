@@ -24,7 +24,8 @@ from perfonto.ontology.units import fmt_unit
 from . import ir
 
 if TYPE_CHECKING:
-    from .infer import Typer, _T
+    from .infer import Typer
+    from .infer_typed import _T
 
 __all__ = ["type_power"]
 
@@ -32,10 +33,10 @@ __all__ = ["type_power"]
 def type_power(typer: "Typer", e: ast.Binary, a: "_T", b: "_T", axes: ir.Axes) -> "_T":
     """``a ** b`` typed: the IR ``Op("pow", (a, b))`` with its unit (module docstring).
 
-    Raises ``infer.Fail``: ``type`` (exponent out of range, an exponent that adds up across chips),
+    Raises ``infer_typed.Fail``: ``type`` (exponent out of range, an exponent that adds up across chips),
     ``unit-mismatch`` (a fractional power of a quantity, a dimensioned exponent, a dimensioned base
     under a per-sample exponent)."""
-    from .infer import _T
+    from .infer_typed import _T
 
     if isinstance(e.right, ast.Number) and e.right.unit is None:
         p = e.right.value
