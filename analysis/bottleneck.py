@@ -78,38 +78,74 @@ def _past(graph: MetricGraph, name: str, values: dict) -> bool | None:
     return _crossed(op, float(v), limit)
 
 
-def _ancestors_past(graph: MetricGraph, name: str, values: dict) -> tuple[bool, list[str]]:
-    """(no ancestor of ``name`` with a threshold is under it, the ancestors with a threshold but no value)."""
-    unknown: list[str] = []
+def _past_where(graph: MetricGraph, name: str, values: dict, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(past, known) of ``name`` against its own threshold, per element of ``shape``: known where its value
+    there is finite (a value of another shape, or none, is known nowhere)."""
+    v, (op, limit, _) = values.get(name), graph.metrics[name].threshold
+    if v is None or np.shape(v) != shape:
+        return np.zeros(shape, bool), np.zeros(shape, bool)
+    v = np.asarray(v, dtype=np.float64)
+    known = np.isfinite(v)
+    return known & _crossed(op, np.where(known, v, 0.0), limit), known
+
+
+def parent_gate(
+    graph: MetricGraph, name: str, values: dict, shape: tuple = (), among=True
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The gate of a ``threshold … when parent`` on ``name`` (module docstring), per element of ``shape``
+    (``()`` for server-level scalars; ``(chips,)`` for per-chip values): (shut: some ancestor on the
+    ``parent`` chain that declares a threshold is under it there, unknown: none is under it but one has no
+    value there, the ancestors with no value where the gate is not shut, of the elements ``among`` — a
+    mask, every element by default). One ancestor that is not evaluated (left out of ``--metrics``) ends
+    the walk: what lies above it is not known either."""
+    shut, unknown = np.zeros(shape, bool), np.zeros(shape, bool)
+    missing: list[tuple[str, np.ndarray]] = []
     seen = {name}
     p = graph.metrics[name].parent
     while p is not None and p not in seen:
-        if p not in graph.metrics:  # not evaluated (left out of --metrics, or the capture cannot feed it)
-            unknown.append(p)
+        if p not in graph.metrics:
+            missing.append((p, np.ones(shape, bool)))
             break
         seen.add(p)
         if graph.metrics[p].threshold is not None:
-            past = _past(graph, p, values)
-            if past is False:
-                return False, unknown
-            if past is None:
-                unknown.append(p)
+            past, known = _past_where(graph, p, values, shape)
+            shut |= known & ~past
+            if not known.all():
+                missing.append((p, ~known))
         p = graph.metrics[p].parent
-    return True, unknown
+    for _, where in missing:
+        unknown |= where
+    unknown &= ~shut
+    return shut, unknown, [p for p, where in missing if (where & ~shut & among).any()]
+
+
+def crossed_where(
+    graph: MetricGraph, name: str, values: dict, shape: tuple = ()
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Whether ``name``'s threshold is crossed, per element of ``shape`` (``parent_gate``'s): (crossed: past
+    its own bound, and for a ``when parent`` threshold under no ancestor past its own with every one known,
+    unchecked: past its own bound and under no ancestor below its own, but with an ancestor's value unknown,
+    the ancestors unknown there). The one rule of ``thresholds_crossed`` (server level) and the fleet's
+    share of chips past a threshold (per chip)."""
+    past, _ = _past_where(graph, name, values, shape)
+    if not graph.metrics[name].threshold_when_parent:
+        return past, np.zeros(shape, bool), []
+    shut, unknown, names = parent_gate(graph, name, values, shape, among=past)
+    return past & ~shut & ~unknown, past & unknown, names
 
 
 def thresholds_crossed(graph: MetricGraph, values: dict) -> list[tuple[str, float, str]]:
     """(metric, value, message) of each metric past its threshold at the level of ``values`` (metric →
     value) — for a ``when parent`` threshold, where every ancestor on its ``parent`` chain that declares a
-    threshold is past its own too (module docstring): an imported fetch latency at 12 % > 10 % under a
-    frontend bound of 14 % < 15 % is not crossed. An ancestor without a value cannot be checked: the metric
-    is listed, and its message says so."""
+    threshold is past its own too (module docstring, ``crossed_where``): an imported fetch latency at 12 %
+    > 10 % under a frontend bound of 14 % < 15 % is not crossed. An ancestor without a value cannot be
+    checked: the metric is listed, and its message says so."""
     out = []
     for name, m in graph.metrics.items():
-        if not m.threshold or not _past(graph, name, values):
+        if not m.threshold:
             continue
-        ok, unknown = _ancestors_past(graph, name, values) if m.threshold_when_parent else (True, [])
-        if not ok:
+        crossed, unchecked, unknown = crossed_where(graph, name, values)
+        if not (crossed or unchecked):
             continue
         msg = m.threshold[2]
         if unknown:

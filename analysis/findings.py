@@ -15,7 +15,10 @@ share — chips in lock step finish a step together, so the step shortens by the
 the emulator, ``perfonto findings --reproject`` (``perfonto.whatif.reproject``) repeats it without
 the cause and adds the measured gain beside the estimate.
 
-A crossed threshold with no rule is still a finding, with no estimate ("no rule sizes it").
+A crossed threshold with no rule is still a finding, with no estimate ("no rule sizes it"). A rule fires on
+the evidence it has: an evidence metric with no value on this run (unavailable on the generation, not
+evaluated, or null) is named in ``evidence_unread`` with the reason, a share it cannot read leaves the gain
+unknown, and a ``next`` metric unavailable here is not suggested.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ def _share(graph, ev, rule) -> tuple[float, str]:
     """(the rule's share of time as a fraction, what it was read on in words: the server level, or for
     ``chip_max`` the largest per-chip share — chip 3's, or alike on chips 0–2, 4–7 where several tie
     within ``TIED``; ``host/chip`` when the capture names hosts)."""
+    if rule.share not in graph.all_metrics:  # unavailable on this generation: no share to size the gain
+        return float("nan"), "the server-level share"
     if rule.over == "chip_max" and rule.share in ev.per_chip and len(ev.chips):
         per = np.asarray(ev.per_chip[rule.share], np.float64).reshape(len(ev.chips), -1)[:, 0]
         if np.isfinite(per).any():
@@ -112,7 +117,22 @@ def estimated_gain(share: float) -> float | None:
     return share / (1.0 - share)
 
 
+def _unread(graph, ev, names) -> dict[str, str]:
+    """Of the metrics a rule reads (``names``), those with no server-level value on this run, and why: one
+    unavailable on this generation (``graph.unavailable``'s reason), one not evaluated, or one that has no
+    value. The finding still fires on what it has, and says what it could not read."""
+    out = {}
+    for n in dict.fromkeys(names):
+        if n not in graph.all_metrics:
+            why = graph.unavailable.get(n)
+            out[n] = f"unavailable: {why}" if why else "not evaluated"
+        elif not math.isfinite(_server(ev, n)):
+            out[n] = "no value on this run"
+    return out
+
+
 def _finding(graph, ev, rule, value: float, message: str) -> dict:
+    unread = _unread(graph, ev, [*rule.evidence, *([rule.share] if rule.share else [])])
     out = {
         "metric": rule.metric,
         "title": rule.title,
@@ -122,7 +142,8 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         "why": rule.why,
         "evidence": {n: _num(_server(ev, n)) for n in rule.evidence},
         "evidence_units": {n: graph.all_metrics[n].unit_text for n in rule.evidence if n in graph.all_metrics},
-        "next": list(rule.next),
+        "evidence_unread": {n: unread[n] for n in rule.evidence if n in unread},
+        "next": [n for n in rule.next if n in graph.all_metrics],  # one unavailable here cannot be looked at
         "share": None,
         "share_basis": None,
         "estimated_gain": None,
@@ -136,6 +157,7 @@ def _finding(graph, ev, rule, value: float, message: str) -> dict:
         out["estimated_gain"] = gain
         out["estimate"] = (
             "the share of time is not known on this run"
+            + (f" ({rule.share}: {unread[rule.share]})" if rule.share not in graph.all_metrics else "")
             if gain is None
             else f"it takes {s * 100:.1f} % of the time ({out['share_basis']}): removing it would shorten the step "
             "many times over, past what an estimate from its share can size; look at what sets it (its level-2 split)"
@@ -158,7 +180,7 @@ def _idle_caveat(graph, ev, rule, share: float) -> str | None:
     the time the links or HBM work) far below the share of time blamed on them means most of the share
     is something else (``idle_why``) — a what-if audit's decode run blamed 36.4 % of the time on link
     transfer with the links busy 0.43 % of it, and its re-projection gained +0.4 %, not +57 %."""
-    if not rule.busy or not math.isfinite(share) or share <= 0:
+    if not rule.busy or rule.busy not in graph.all_metrics or not math.isfinite(share) or share <= 0:
         return None
     busy = _fraction(graph, rule.busy, _server(ev, rule.busy))
     if not math.isfinite(busy) or busy >= BUSY_OF_SHARE * share:

@@ -6,7 +6,9 @@ the summed run-level inputs of its chips (``analysis.level_sums.combine``: count
 their ``across_chips`` rule, the interval the chips' mean, per-chip constants × the number of chips),
 each chip over its own valid windows. The sums are carried, so a rack is exactly the rollup of its
 hosts and the fleet of its pods. Spread: p50, p99 and max of the per-chip values and the share of
-chips past the metric's threshold; a metric that reads a count only each tensor-parallel group's
+chips past the metric's threshold (for a ``threshold … when parent``, as ``analysis.bottleneck`` judges it:
+on a chip whose parent chain is past its own there too; a chip whose parent has no value is counted
+apart, ``unchecked``); a metric that reads a count only each tensor-parallel group's
 leader chip keeps (``counted_by: leader``: tokens, steps) is spread over the hosts' rollups instead
 (``over: hosts``; its outliers name hosts, chip null), since the other chips count none. Outliers:
 per metric, up to ``top`` chips on either side of the fleet's median — ``high`` and ``low`` —
@@ -34,7 +36,7 @@ from perfonto.metrics.graph import MetricGraph
 from perfonto.metrics.levels import group_inputs, group_scale
 from perfonto.capture.topology import UNPLACED, Topology
 
-from .bottleneck import _crossed
+from .bottleneck import _crossed, crossed_where
 from .engine import EngineResult, chip_values, with_nan_inputs
 from .level_sums import combine
 
@@ -123,10 +125,11 @@ def rollups(
         if m in by_leader:  # counted by each group's leader chip only: spread over the hosts that hold a leader
             hv = np.where(led, np.asarray(f.values["host"][m], np.float64), np.nan)
             by_host[m] = hv
-            f.spread[m], f.outliers[m] = _spread(meta, hv, hosts_place, top)
+            gate = _gate(graph, m, f.values["host"], hv.shape)  # its parent's value on each host
+            f.spread[m], f.outliers[m] = _spread(meta, hv, hosts_place, top, gate)
             f.spread[m]["over"] = "hosts"
             continue
-        f.spread[m], f.outliers[m] = _spread(meta, v, place, top)
+        f.spread[m], f.outliers[m] = _spread(meta, v, place, top, _gate(graph, m, ev.per_chip, v.shape))
     _nodes_out(f, ev, node_of, by_leader, by_host)
     return f
 
@@ -266,7 +269,18 @@ def _evaluate_by_chips(gen, evaluator, rolled: dict, interval: np.ndarray, n: np
     return out
 
 
-def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
+def _gate(graph: MetricGraph, name: str, values: dict, shape: tuple):
+    """``analysis.bottleneck.crossed_where`` of ``name`` per chip (or host) of ``values``, for ``_spread``;
+    None where the metric has no threshold."""
+    return crossed_where(graph, name, values, shape) if graph.metrics[name].threshold else None
+
+
+def _spread(meta, v: np.ndarray, place, top: int, gate=None) -> tuple[dict, dict]:
+    """The spread of one metric's values ``v`` (one per chip, or per host) and the chips that stand out
+    (module docstring). ``gate``: ``crossed_where`` of the metric over the same chips, which the share past
+    its threshold counts — for a ``when parent`` threshold only the chips whose parent chain is past its own
+    there; a chip past its own bound whose parent has no value there is counted apart (``unchecked``, with
+    the ``parents`` not known), not as crossed. Without one, a chip crosses on its own bound."""
     ok = np.isfinite(v)
     if not ok.any():
         return {"p50": None, "p99": None, "max": None, "chips": 0, "stand_out": {"high": 0, "low": 0}}, {
@@ -278,12 +292,17 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
     spread = {"p50": p50, "p99": float(np.percentile(x, 99)), "max": float(x.max()), "chips": int(ok.sum())}
     if meta.threshold:
         op, limit, msg = meta.threshold
+        crossed, unchecked, parents = gate if gate is not None else (ok & _own(op, v, limit), ok & False, [])
         spread["threshold"] = {
             "op": op,
             "limit": float(limit),
             "message": msg,
-            "share_of_chips": float(np.mean([_crossed(op, float(y), limit) for y in x])),
+            "share_of_chips": float(np.count_nonzero(crossed & ok) / x.size),
         }
+        if getattr(meta, "threshold_when_parent", False):
+            spread["threshold"]["when_parent"] = True
+        if (unchecked & ok).any():
+            spread["threshold"]["unchecked"] = {"count": int(np.count_nonzero(unchecked & ok)), "parents": parents}
     mad = float(np.median(np.abs(x - p50)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if mad > 0:
@@ -317,6 +336,12 @@ def _spread(meta, v: np.ndarray, place, top: int) -> tuple[dict, dict]:
                 }
             )
     return spread, out
+
+
+def _own(op: str, v: np.ndarray, limit: float) -> np.ndarray:
+    """Where ``v`` crosses ``limit`` on its own (NaN nowhere)."""
+    with np.errstate(invalid="ignore"):
+        return _crossed(op, v, limit)
 
 
 def _a_role(away: np.ndarray, place) -> bool:

@@ -39,8 +39,20 @@ def members(o: dict) -> str:
 
 
 def past(thr: dict | None) -> str:
-    """The share of chips past a metric's threshold, with the threshold: ``12.5 % (> 80)``; empty without one."""
-    return f"{thr['share_of_chips'] * 100:.1f} % ({thr['op']} {thr['limit']:g})" if thr else ""
+    """The share of chips past a metric's threshold, with the threshold: ``12.5 % (> 80)``; a ``when parent``
+    threshold says so (``25.0 % (> 5 when parent)``: chips whose parent is past its own too), and the chips
+    past the bound whose parent had no value, not counted, are named with that parent (``; 1 more past it,
+    not checked: t.root has no value there``). Empty without a threshold."""
+    if not thr:
+        return ""
+    gated = " when parent" if thr.get("when_parent") else ""
+    text = f"{thr['share_of_chips'] * 100:.1f} % ({thr['op']} {thr['limit']:g}{gated})"
+    un = thr.get("unchecked")
+    if isinstance(un, dict) and un.get("count"):
+        who = ", ".join(str(p) for p in un.get("parents") or []) or "its parent"
+        verb = "have" if len(un.get("parents") or []) > 1 else "has"
+        text += f"; {un['count']} more past it, not checked: {who} {verb} no value there"
+    return text
 
 
 def host_places(chips: Iterable[tuple]) -> dict[str, dict[str, str | None]]:

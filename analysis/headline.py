@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bottleneck import _crossed
+from .bottleneck import crossed_where
 from .evaluate import chip_names
 
 PEER_WAIT = "topdown.interconnect.peer_wait"
@@ -82,8 +82,8 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
     m = graph.metrics.get(PEER_WAIT)
     if m is not None and m.threshold is not None:
         v = _value(ev.server[PEER_WAIT])
-        op, limit, _ = m.threshold
-        if np.isfinite(v) and _crossed(op, v, limit):
+        crossed, _, _ = crossed_where(graph, PEER_WAIT, ev.server)  # a `when parent` threshold: under its parent's
+        if np.isfinite(v) and bool(crossed):
             chip = waited_on(graph, ev, multichip)
             col = _waited_on_column(graph, ev, multichip)
             per_host = waited_on_per_host(graph, ev) if multichip is None else []

@@ -234,7 +234,11 @@ def _findings(found: list[dict]) -> str:
         gain = f.get("estimated_gain")
         gain = gain if isinstance(gain, (int, float)) and math.isfinite(gain) else None
         units = f.get("evidence_units") if isinstance(f.get("evidence_units"), dict) else {}  # older: bare numbers
-        ev = ", ".join(f"{k} = {format_value(v, units.get(k, ''))}" for k, v in (f.get("evidence") or {}).items())
+        unread = f.get("evidence_unread") if isinstance(f.get("evidence_unread"), dict) else {}
+        ev = ", ".join(
+            f"{k}: not read ({unread[k]})" if k in unread else f"{k} = {format_value(v, units.get(k, ''))}"
+            for k, v in (f.get("evidence") or {}).items()
+        )
         trs.append(
             f'<tr data-finding="{e(f["metric"])}"><td>{e(f["title"])}</td>'
             f"<td>{'' if gain is None else e(gain_text(gain))}</td><td>{e(f.get('estimate') or '')}"

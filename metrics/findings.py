@@ -22,7 +22,9 @@ wait of the chip that waits longest. ``remove`` names the emulator's knobs (``sl
 findings --reproject``.
 
 A rule whose metric (or any metric it names) does not exist is an error naming the file, line and
-column; a rule over a metric unavailable on this generation is left out with a note.
+column; a rule over a metric unavailable on this generation is left out with a note. A rule whose share,
+busy, evidence or next metric is unavailable here still fires on what it has, with a note: its finding
+names the evidence it could not read (``analysis.findings``), and its gain is unknown without its share.
 """
 
 from __future__ import annotations
@@ -176,8 +178,9 @@ def _rule(item, src, loc, diags: list) -> tuple[FindingRule | None, bool]:
 
 
 def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool:
-    """Whether every metric the rule names exists (an unknown one is an error; one unavailable on this
-    generation leaves the rule out with a note); the share metric must be a percent or a fraction."""
+    """Whether the rule can be kept: every metric it names exists (an unknown one is an error); its own
+    metric unavailable on this generation leaves it out with a note, another one it names is noted and the
+    rule kept; the share and busy metrics must be a percent or a fraction."""
     known = graph.all_metrics
     named = [("metric", rule.metric)] + ([("share", rule.share)] if rule.share else [])
     named += [("busy", rule.busy)] if rule.busy else []
@@ -187,18 +190,23 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
         if name in known:
             continue
         if name in graph.unavailable:
-            note = f"{src.path}: finding `{rule.metric}` left out: `{name}` is unavailable ({graph.unavailable[name]})"
-            if note not in notes:  # a metric named twice (as evidence and next) leaves the rule out once
+            why = graph.unavailable[name]
+            if key == "metric":  # its trigger: the rule can never fire on this generation
+                note = f"{src.path}: finding `{rule.metric}` left out: `{name}` is unavailable ({why})"
+                ok = False
+            else:  # it fires on what it has, and the finding names what it could not read (analysis.findings)
+                note = f"{src.path}: finding `{rule.metric}` fires without `{name}`: unavailable ({why})"
+            if note not in notes:  # a metric named twice (as evidence and next) is noted once
                 notes.append(note)
-        else:
-            diags.append(
-                _err(
-                    "finding-unknown-metric",
-                    f"finding `{rule.title}` names unknown metric `{name}`",
-                    src.span(loc + (key,)),
-                    did_you_mean(name, known) or "name a metric of the catalog (perfonto explain --list)",
-                )
+            continue
+        diags.append(
+            _err(
+                "finding-unknown-metric",
+                f"finding `{rule.title}` names unknown metric `{name}`",
+                src.span(loc + (key,)),
+                did_you_mean(name, known) or "name a metric of the catalog (perfonto explain --list)",
             )
+        )
         ok = False
     if ok and known[rule.metric].threshold is None:
         diags.append(
@@ -214,7 +222,7 @@ def _check(rule: FindingRule, graph, src, loc, diags: list, notes: list) -> bool
         ("share", rule.share, "a share of the chips' time"),
         ("busy", rule.busy, "how much of the time the resource works"),
     ):
-        if ok and of and known[of].unit_text not in SHARE_UNITS:
+        if ok and of in known and known[of].unit_text not in SHARE_UNITS:  # an unavailable one is not read
             diags.append(
                 _err(
                     "finding-share-unit",

@@ -234,10 +234,7 @@ def _bottleneck(graph, a, console: Console) -> None:
         for child, v in a.children.items():
             console.print(f"  └ {child} = {value_text(v, graph.metrics[child].unit_text)}")
         if a.drilldown and a.drilldown[0][0] != a.bottleneck:  # two rules, two answers: say which is which
-            from perfonto.analysis.bottleneck import _crossed
-
-            thr = graph.metrics[a.bottleneck].threshold
-            past = thr is not None and _crossed(thr[0], float(a.topdown[a.bottleneck]), thr[1])
+            past = a.bottleneck in {n for n, _, _ in a.thresholds}  # as the thresholds list judges it
             console.print(
                 "  (the largest level-1 share; the drill-down follows the nodes past their "
                 + ("thresholds instead)" if past else f"thresholds instead, which {a.bottleneck} is not)")
@@ -326,12 +323,16 @@ def render_guided(found: list[dict], console: Console) -> None:
             who = f"this finding and {', '.join(within['with'])} make" if within.get("with") else "this finding makes"
             console.print(plain(f"      within: {within['title']}{of}; {who} up nearly all of it"))
         units = f.get("evidence_units") or {}  # a report.json from before units were kept: bare numbers
+        unread = f.get("evidence_unread") if isinstance(f.get("evidence_unread"), dict) else {}
         ev = ", ".join(
             f"{k} = {'null' if v is None else value_text(v, units[k]) if k in units else number_text(v)}"
             for k, v in (f.get("evidence") or {}).items()
+            if k not in unread
         )
         if ev:
             console.print(plain(f"      evidence: {ev}"))
+        if unread:  # the rule fired on the evidence it had
+            console.print(plain("      evidence not read: " + "; ".join(f"{k} ({why})" for k, why in unread.items())))
         if f.get("next"):
             console.print(plain(f"      look next at: {', '.join(f['next'])}"))
 
