@@ -2,7 +2,8 @@
 
 Top-down level 1 is the set of metrics in group ``topdown`` whose unit is a share (percent or ratio)
 and that have no parent; their children (``parent`` clauses) are the drill-down. The dominant
-bottleneck is the level-1 node with the largest share of cycles (Yasin, ISPASS 2014).
+bottleneck is the level-1 node with the largest share of cycles (Yasin, ISPASS 2014) that is not useful work
+(group ``useful``: TMA's Retiring, as the importers mark it).
 
 A threshold is crossed when the metric crosses its own bound — and, for one declared ``threshold … when
 parent:``, when each ancestor on its ``parent`` chain that declares a threshold crosses its own too: the
@@ -55,6 +56,13 @@ def topdown_level1(graph: MetricGraph) -> list[str]:
         for n, m in graph.metrics.items()
         if "topdown" in m.groups and m.parent is None and m.unit_text in ("percent", "%", "ratio", "1")
     ]
+
+
+def stall_shares(graph: MetricGraph, topdown: dict[str, float]) -> dict[str, float]:
+    """The level-1 shares the dominant bottleneck is chosen among: the finite ones, less useful work — a node of
+    group ``useful``, as an imported TMA tree marks Retiring (``interop.perf_topdown``): slots that retired work
+    are not a stall, so a run retiring 60 % of its slots is bound by its largest stall."""
+    return {k: v for k, v in topdown.items() if np.isfinite(v) and "useful" not in graph.metrics[k].groups}
 
 
 def _crossed(op: str, value: float, limit: float) -> bool:
@@ -173,7 +181,7 @@ def analyse(graph: MetricGraph, ev: Evaluation, max_listed: int = 20, checks=Non
     windows were evaluated in pieces."""
     level1 = topdown_level1(graph)
     td = {n: float(ev.server[n]) for n in level1 if np.ndim(ev.server[n]) == 0}
-    finite = {k: v for k, v in td.items() if np.isfinite(v)}
+    finite = stall_shares(graph, td)
     bottleneck = max(finite, key=finite.get) if finite else None
     label = ""
     children: dict[str, float] = {}

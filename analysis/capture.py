@@ -29,6 +29,7 @@ from perfonto.metrics.catalog import select_metrics
 from perfonto.metrics.graph import MetricGraph
 
 from .bottleneck import Analysis, analyse
+from .checks import level1_not_summed
 from .engine import evaluate_capture
 from .evaluate import Evaluation
 from .findings import findings, name_slow_links
@@ -455,6 +456,7 @@ def analyse_capture(
         read = {a for n in gone if n in graph.graph for a in nx.ancestors(graph.graph, n)} & set(plan.absent)
         log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(read)} signal(s) they read")
     analysis = analyse(evaluated, ev, checks=res.checks)
+    notes += [why for why in [level1_not_summed(evaluated)] if why]  # a partial level 1: its sum not checked
     records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
         rec, records = read_and_evaluate(evaluated, capture.requests)

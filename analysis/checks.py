@@ -5,7 +5,9 @@ order, the worst top-down error is kept with its window and chip).
 
 A level of the top-down tree is summed only where all of it is evaluated (``summed_levels``): with
 ``--metrics`` naming a child without its parent, or one node of a level without its siblings, or a capture
-that cannot feed a sibling, the sum cannot be checked and that level is left out (it is not a violation)."""
+that cannot feed a sibling, the sum cannot be checked and that level is left out (it is not a violation); so
+is a level 1 the catalog marks partial (group ``topdown_partial``); the report's notes say so
+(``level1_not_summed``)."""
 
 from __future__ import annotations
 
@@ -31,8 +33,24 @@ def summed_levels(graph: MetricGraph) -> dict[str | None, list[str]]:
     return {
         parent: names
         for parent, names in tree_children(graph).items()
-        if (parent is None or parent in graph.metrics) and declared.get(parent, set()) <= set(names)
+        if (parent is None or parent in graph.metrics)
+        and declared.get(parent, set()) <= set(names)
+        and not (parent is None and any("topdown_partial" in graph.metrics[n].groups for n in names))
     }
+
+
+def level1_not_summed(graph: MetricGraph) -> str | None:
+    """Why the level-1 top-down shares are not checked to add up to 100 % (None where they are): the catalog
+    gives only part of level 1 (group ``topdown_partial``, which the importers write: ``interop.perf_topdown``),
+    or only part of it is evaluated (``--metrics``, ``summed_levels``)."""
+    level1 = tree_children(graph).get(None, [])
+    if not level1 or None in summed_levels(graph):
+        return None
+    if any("topdown_partial" in graph.metrics[n].groups for n in level1):
+        why = "the catalog gives only part of level 1 (group topdown_partial)"
+    else:
+        why = "only part of level 1 is evaluated"
+    return f"top-down level 1 ({', '.join(level1)}) not checked to add up to 100 %: {why}"
 
 
 def _first_true(bad: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -33,6 +33,7 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceConstant, SourceMetric
 from .exprparse import ParseError, SBin, SId, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
+from .perf_topdown import mark_level1
 from .source_io import load_json
 
 TRANSLATIONS = [
@@ -78,6 +79,7 @@ def read(path: str | Path, generation: str, constants: dict[str, float] | None =
             cat.findings.append(
                 Finding("unknown-metric", key, "the decision tree names a metric the file does not define")
             )
+    mark_level1(cat)  # Retiring is useful work; a partial level 1 is not summed (interop.perf_topdown)
     return cat
 
 

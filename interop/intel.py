@@ -44,6 +44,7 @@ from . import ir
 from .catalog import Finding, SourceCatalog, SourceMetric, Threshold
 from .exprparse import ParseError, SBin, SCall, SId, SIf, SNeg, SNum, parse
 from .names import NameTable, ident, metric_name
+from .perf_topdown import mark_level1
 from .source_io import load_json
 from .thresholds import comparison, split
 from .units import as_given, map_label
@@ -144,6 +145,7 @@ class _Reader:
         for e in sorted(entries, key=_level):
             self._threshold(e)
         self._note_no_perf_name()
+        mark_level1(self.cat)  # Retiring is useful work; a partial level 1 is not summed (interop.perf_topdown)
         return self.cat
 
     def _note_no_perf_name(self) -> None:

@@ -25,7 +25,9 @@ Semantics, from perf's own sources (``tools/perf/util/expr.y``, ``expr.l``, ``pm
 - ``MetricGroup`` (``;``-separated) → ``groups``; a group ``<metric>_group`` (perf's convention for
   the TMA tree) → ``parent <metric>``; a metric of a perf top-down level (``TopdownL1``, ``tma_L2_group``
   …) that is a share (``ScaleUnit`` ``100%``) also gets group ``topdown``, so that the analysis reads
-  perf's TMA tree as Intel's;
+  perf's TMA tree as Intel's; of its level 1, the retiring node gets group ``useful`` (useful work, not
+  a bottleneck) and, where the file gives only some of the four categories, each node ``topdown_partial``
+  (its sum is not checked): ``interop.perf_topdown``;
 - ``ArchStdEvent`` entries take the architecture-standard metric (jevents.py: fields of the entry
   override those of the standard one, looked up by lower-case name). The arm64 standard top-down
   metrics (``arch/arm64/sbsa.json``) are built in; ``--arch-std FILE`` adds others;
@@ -60,6 +62,7 @@ from .names import NameTable, ident, metric_name
 from .perf_formula import Formulas
 from .perf_tables import ARM64_SBSA, TRANSLATIONS, encoding, load_arch_std
 from .perf_tags import tag as _tag, tagged_event
+from .perf_topdown import mark_level1
 from .source_io import load_json
 from .thresholds import perf_thresholds
 from .units import split_scale_unit
@@ -162,6 +165,7 @@ class _Reader(Formulas):
                 and "topdown" not in m.groups
             ):
                 m.groups.append("topdown")
+        mark_level1(cat)  # retiring is useful work; a partial level 1 is not summed (interop.perf_topdown)
         for args in duplicates:
             self._reject(*args)
         perf_thresholds(self.cat, self.entries, self.lower)

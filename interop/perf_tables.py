@@ -76,6 +76,9 @@ TRANSLATIONS = [
     "them with perfonto's tag (its own export): then with their unit, scale, width, instances and kind",
     "perf's top-down levels (groups TopdownL1, TopdownL2 …, tma_L1_group …) in percent get group `topdown`: a node "
     "without a parent is perfonto's top-down level 1, and a `<metric>_group` member its child in the drill-down",
+    "of perf's top-down level 1, retiring (useful work, not a stall) gets group `useful`, which the dominant "
+    "bottleneck is not chosen among; where the file gives only some of the four level-1 categories, each level-1 "
+    "node gets group `topdown_partial` and their sum to 100 % is not checked",
     "a perf metric reads an event's raw count (perf reverses the event's ScaleUnit first): a defined event with a "
     "scale is read as its value / scale",
 ]

@@ -221,7 +221,9 @@ def test_perf_topdown_levels_are_perfontos_topdown_tree(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     want = {"frontend_bound": 20.0, "backend_bound": 15.0, "bad_speculation": 19.5, "retiring": 45.5}
     assert doc["topdown"] == pytest.approx(want, rel=1e-12)
-    assert doc["bottleneck"] == "retiring" and doc["topdown_tree_violations"] == []
+    # retiring (45.5 %) is useful work, not a stall: the bottleneck is the largest stall, frontend 20 % > bad
+    # speculation 19.5 % > backend 15 % (interop.perf_topdown marks retiring `useful`)
+    assert doc["bottleneck"] == "frontend_bound" and doc["topdown_tree_violations"] == []
 
 
 def test_intel_events_with_a_modifier_are_named_with_the_metrics_a_perf_capture_cannot_feed(tmp_path):
