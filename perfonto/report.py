@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from perfonto.analysis.bottleneck import tree_children
+from perfonto.analysis.bottleneck import stall_shares, tree_children
 from perfonto.analysis.capture import Report
 
 from perfonto.analysis.findings import GAIN_SHOWN_MAX, gain_text
@@ -349,7 +349,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
         for header in shown.values():
             pc.add_column(plain(header), justify="right")  # the catalog's text: never markup
         if a.topdown:
-            pc.add_column("dominant top-down node", justify="left", no_wrap=True)
+            pc.add_column("dominant top-down node", justify="left", no_wrap=True)  # the largest stall (stall_shares)
         for ci in range(len(ev.chips)):
             row = [_chip_label(ev, ci)]
             row += [
@@ -357,7 +357,7 @@ def _per_chip(graph, ev, a, console: Console) -> None:
             ]
             if a.topdown:
                 shares = {n: finite(ev.per_chip[n][ci]) for n in a.topdown}
-                fin = {k: v for k, v in shares.items() if v is not None}
+                fin = stall_shares(graph, {k: v for k, v in shares.items() if v is not None})  # useful work is no stall
                 dom = max(fin, key=fin.get) if fin else "—"
                 row.append(f"{dom.removeprefix('topdown.')} {fin[dom]:.1f} %" if fin else "—")
             pc.add_row(*row)

@@ -88,3 +88,15 @@ def test_metrics_choosing_part_of_level1_says_it_skipped(tmp_path, capsys):
     assert doc["topdown_tree_violations"] == []
     (note,) = _skip_notes(doc)
     assert "only part of level 1 is evaluated" in note
+
+
+def test_per_chip_dominant_node_is_the_largest_stall(tmp_path, capsys):
+    """The terminal's per-chip column names the largest stall too (bad speculation 15 %), not retiring's 60 %."""
+    csv = tmp_path / "tma_perf.csv"
+    csv.write_text("".join(f"{t}.000100000,{v},,{ev},1000000000,100.00,,\n" for t in (1, 2) for ev, v in ROWS.items()))
+    catalog = _catalog(tmp_path, TMA, "tma")
+    capsys.readouterr()
+    assert main(["analyze", str(csv), "--catalog", str(catalog), "--out", str(tmp_path / "o"), "--force"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("Per chip (run level)") :]
+    assert "tma_bad_speculation 15.0 %" in table and "tma_retiring 60.0 %" not in table
