@@ -458,17 +458,17 @@ def generated_text(
 ) -> str:
     """A generated query's text: a header comment naming ``what`` it is, the generation, the catalog hash,
     the number of ``metrics`` it computes and the command that regenerates it (``flags``: the options
-    after ``--target sql``, e.g. `` --rollup --dialect spark``), a comment line per note (what the query
-    leaves out; a note that is not one printable line is dropped, so no text ends the comment), then the
-    query (``sql_text``)."""
+    after ``--target sql``, shell-quoted, e.g. `` --rollup --dialect spark``; a line break or ``*/`` in them
+    is escaped, ``sql_header``), a comment line per note (what the query leaves out; a note that is not one
+    printable line is dropped, so no text ends the comment), then the query (``sql_text``)."""
+    from .sql_header import comment_note, regenerate_line
+
     gen = graph.generation
-    if not flags.isprintable():  # a line break would end the comment: say less rather than let text out
-        flags = " with the options that made it"
     header = (
         f"-- perfonto generated {what} ({dialect}); generation {gen.name}, catalog hash {graph.content_hash}, "
-        f"{metrics} metrics.\n-- Do not edit: regenerate with `perfonto codegen --target sql{flags}`.\n"
+        f"{metrics} metrics.\n" + regenerate_line(flags)
     )
-    header += "".join(f"-- {note}\n" for note in notes if note.isprintable())
+    header += "".join(f"-- {line}\n" for line in map(comment_note, notes) if line is not None)
     if (
         not gen.name.replace("_", "").isalnum() or not graph.content_hash.isalnum()
     ):  # pragma: no cover - validated names

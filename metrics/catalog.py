@@ -60,7 +60,8 @@ def load_catalog(
     A folder whose generation extends a shipped one, or that has no YAML (the shipped generation),
     gets the shipped metric library as well as its own metric files, unless ``library`` is False;
     ``notes`` says which metric files were compiled. ``generation=None``: the
-    folder's generation (the one no other file of the folder extends), else ``sohu``.
+    folder's generation (the one no other file of the folder extends; several such are an error naming
+    them, ``ontology.loader.load_generation_files``), ``sohu`` for a folder without ontology YAML.
 
     ``cache``: read and write the compiled catalog in perfonto's cache (``metrics.catalog_cache``;
     None: unless ``PERFONTO_NO_CACHE`` is set). A hit returns what compiling the same files with the
@@ -113,7 +114,7 @@ def _compile(
     """``load_catalog`` without the cache."""
     from perfonto.ontology.files import FileReadError, check_path, is_dir
     from perfonto.ontology.lint import lint_generation
-    from perfonto.ontology.loader import load_generation, load_generation_files, shipped_generations
+    from perfonto.ontology.loader import SIDE_YAML, load_generation, load_generation_files, shipped_generations
 
     from .compiler import compile_files, library_files
     from .report_check import report_diagnostics
@@ -162,11 +163,10 @@ def _compile(
                     )
                 ],
             )
-        if generation is None:
-            generation = folder_generation(yamls) or "sohu"
-        if yamls:
+        if yamls:  # generation None: the folder's own, or an error naming its generations when it holds several
             gen, diags = load_generation_files(yamls, generation)
         else:
+            generation = generation or "sohu"
             gen, diags = load_generation(generation)
             notes.append(f"no ontology YAML in {d}; using the shipped generation `{generation}`")
     if gen is None:
@@ -246,29 +246,6 @@ def lint_metrics(graph: MetricGraph) -> list[Diagnostic]:
                 )
             )
     return out
-
-
-#: YAML files of a catalog folder that are not ontology files: test vectors and finding rules.
-SIDE_YAML = (".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml")
-
-
-def folder_generation(yamls: list[Path]) -> str | None:
-    """The generation a catalog folder is about: the one its other YAML files do not extend, when
-    there is exactly one such; None otherwise (unreadable files are left to the loader to report)."""
-    from perfonto.ontology.yaml_source import read_yaml
-
-    names, parents = [], set()
-    for p in yamls:
-        if Path(p).name.endswith(SIDE_YAML):  # test vectors and finding rules name a generation, declare none
-            continue
-        src = read_yaml(p)  # guarded against alias bombs, deep nesting and bad bytes
-        doc = src.data if not src.diagnostics else None
-        if isinstance(doc, dict) and isinstance(doc.get("generation"), str):
-            names.append(doc["generation"])
-            if isinstance(doc.get("extends"), str):
-                parents.add(doc["extends"])
-    leaves = list(dict.fromkeys(n for n in names if n not in parents))
-    return leaves[0] if len(leaves) == 1 else None
 
 
 class UnknownMetric(PerfontoError, KeyError):

@@ -3,7 +3,8 @@
 Entry points:
 - ``load_generation(name_or_path)`` — a shipped generation by name (``"sohu"``) or a YAML path.
 - ``load_generation_files(paths, name)`` — pick generation ``name`` among several files (``perfonto
-  check --catalog DIR``).
+  check --catalog DIR``); ``name=None``: the folder's own (``folder_generations``), an error naming
+  the candidates when it holds several.
 Both return ``(Generation | None, diagnostics)`` and never raise on bad input.
 """
 
@@ -185,9 +186,18 @@ def load_generation(name_or_path: str | Path) -> tuple[Generation | None, list[D
     return _load_path(shipped)
 
 
-def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | None, list[Diagnostic]]:
+def load_generation_files(paths: list[Path], name: str | None) -> tuple[Generation | None, list[Diagnostic]]:
     """Among the YAML files ``paths``, load the one declaring ``generation: name`` (parents are looked
-    up next to it first, then among the shipped generations)."""
+    up next to it first, then among the shipped generations).
+
+    ``name=None``: the folder's generation — the one generation no other file extends
+    (``folder_generations``). Two or more such (siblings that both extend ``sohu``) are an
+    ``unknown-generation`` error naming each and ``--generation`` (``unchosen``): loading ``sohu``
+    instead reported that no file declares `sohu`, a name the user never gave."""
+    if name is None:
+        name, diag = _folder_choice(paths)
+        if diag is not None:
+            return None, [diag]
     diags: list[Diagnostic] = []
     names = []
     found: list[tuple[Path, YamlSource]] = []  # the files declaring `name`: one, or the duplicate is an error
@@ -254,3 +264,71 @@ def load_generation_files(paths: list[Path], name: str) -> tuple[Generation | No
         )
     )
     return None, diags
+
+
+#: YAML files of a catalog folder that declare no generation: test vectors and finding rules.
+SIDE_YAML = (".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml")
+
+#: The start of the message of the error for a folder of several generations and none named (``unchosen``).
+UNCHOSEN = "the catalog folder holds several generations and none was named"
+
+
+def folder_generations(paths: list[Path]) -> list[tuple[str, Path]]:
+    """The generations the YAML files ``paths`` of a catalog folder declare that no other of them extends
+    — the candidates for the folder's generation when none is named — each with its file, in file order.
+    Side files (test vectors, finding rules) and files that do not read are left out (loading reports
+    them)."""
+    return _leaves(*_declared(paths))
+
+
+def _leaves(declared: list[tuple[str, Path]], parents: set[str]) -> list[tuple[str, Path]]:
+    leaves: dict[str, Path] = {}
+    for n, p in declared:
+        if n not in parents:
+            leaves.setdefault(n, p)
+    return list(leaves.items())
+
+
+def _declared(paths: list[Path]) -> tuple[list[tuple[str, Path]], set[str]]:
+    """Each generation the files ``paths`` declare, with its file, in file order; and the generations
+    they extend."""
+    declared: list[tuple[str, Path]] = []
+    parents: set[str] = set()
+    for p in sorted(Path(q) for q in paths):
+        if p.name.endswith(SIDE_YAML):
+            continue
+        src = read_yaml(p)  # guarded against alias bombs, deep nesting and bad bytes
+        doc = src.data if not src.diagnostics else None
+        if isinstance(doc, dict) and isinstance(doc.get("generation"), str):
+            declared.append((doc["generation"], p))
+            if isinstance(doc.get("extends"), str):
+                parents.add(doc["extends"])
+    return declared, parents
+
+
+def _folder_choice(paths: list[Path]) -> tuple[str, Diagnostic | None]:
+    """The generation to load among ``paths`` when none is named: the folder's one leaf; with none (the
+    files extend each other in a cycle) the first declared, whose loading reports the cycle; with no
+    declared generation ``sohu`` (loading reports why the files declare none); with several, an error."""
+    declared, parents = _declared(paths)
+    leaves = _leaves(declared, parents)
+    if len(leaves) == 1:
+        return leaves[0][0], None
+    if not leaves:
+        return (declared[0][0] if declared else "sohu"), None
+    folder = Path(sorted(Path(q) for q in paths)[0]).parent
+    listed = ", ".join(f"`{n}` ({p.name})" for n, p in leaves[:-1]) + f" and `{leaves[-1][0]}` ({leaves[-1][1].name})"
+    return "", Diagnostic(
+        "error",
+        "unknown-generation",
+        f"{UNCHOSEN}: {listed}, which no other file of it extends",
+        Span(str(folder)),
+        hint=f"generations found: {', '.join(n for n, _ in leaves)}; pick one with --generation NAME "
+        f"(e.g. --generation {leaves[0][0]})",
+    )
+
+
+def unchosen(diagnostics) -> Diagnostic | None:
+    """The error of ``load_generation_files(paths, None)`` for a folder of several generations (the
+    caller names none), among ``diagnostics``; None when there is none."""
+    return next((d for d in diagnostics if d.code == "unknown-generation" and d.message.startswith(UNCHOSEN)), None)

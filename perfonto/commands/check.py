@@ -24,7 +24,8 @@ def cmd_check(args) -> int:
     from perfonto.metrics.catalog import load_catalog
 
     cat = load_catalog(args.catalog, args.generation, library=not args.no_library)
-    if cat.generation is None and args.catalog is None and any(d.code == "unknown-generation" for d in cat.diagnostics):
+    none_named = args.catalog is None or args.generation is None  # a folder of several generations: name one
+    if cat.generation is None and none_named and any(d.code == "unknown-generation" for d in cat.diagnostics):
         raise CommandError(f"no generation named `{args.generation}`", 2, cat.diagnostics)
     name = cat.generation.name if cat.generation is not None else (args.generation or "sohu")
     if cat.generation is not None:  # what the emulator counts for each signal: names and units it knows

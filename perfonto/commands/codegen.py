@@ -107,6 +107,10 @@ def _codegen(args) -> list[Path]:
         )
     _refuse_unsized(cat, args.target)
     files = target.emit(cat, target.options_from(args)).files
+    if args.target == "sql":  # the header's regenerate line: the emitter gives the query's options, these the rest
+        from perfonto.codegen.sql_header import with_command_options
+
+        files = {name: with_command_options(text, command_options(args)) for name, text in files.items()}
     from ..outputs import output_folder
 
     inputs = {"catalog": str(args.catalog)} if getattr(args, "catalog", None) else None
@@ -115,6 +119,21 @@ def _codegen(args) -> list[Path]:
         for name, text in files.items():
             write_file(tmp / name, text)
     return [out / name for name in files]
+
+
+def command_options(args) -> str:
+    """The options of a ``codegen`` command line that say where its output goes and which catalog it is of —
+    ``--out``, ``--catalog``, ``--generation``, ``--no-library`` — as the user gave them (paths as given),
+    shell-quoted, for a generated file's "regenerate with" line; the target's own options (``--dialect``,
+    ``--counters``, …) are the emitter's to give. A value that starts with ``-`` is written ``--out=-x``,
+    which argparse reads as the value. ``--force``, ``--json`` and ``--no-cache`` change no output: left out."""
+    import shlex
+
+    given = [("--out", args.out), ("--catalog", args.catalog), ("--generation", args.generation)]
+    words = [f"{flag}{'=' if v.startswith('-') else ' '}{shlex.quote(v)}" for flag, v in given if v is not None]
+    if getattr(args, "no_library", False):
+        words.append("--no-library")
+    return "".join(f" {w}" for w in words)
 
 
 SIZED_TARGETS = ("python", "sql", "c-header", "collector")  # what fixes every instance axis' size in its output

@@ -13,11 +13,51 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class CommandError(PerfontoError):
     """A command could not do its job. ``code`` is the exit code (2 usage, 1 failure); ``diagnostics``
-    are printed to stderr, and under ``--json`` a JSON document describing the failure goes to stdout."""
+    are printed to stderr, and under ``--json`` a JSON document describing the failure goes to stdout.
+
+    A catalog folder of several generations given without ``--generation`` (the loader's ``unchosen``
+    error among ``diagnostics``) is a usage error whose message asks for ``--generation``, whatever the
+    command wrote: each command's own wording named the default, `sohu`, which the user never gave."""
 
     def __init__(self, message: str, code: int = 1, diagnostics=()):
+        diagnostics = list(diagnostics)
+        which = _unchosen(diagnostics)
+        if which is not None:
+            message = f"{which.span.file} holds several generations (listed above): pick one with --generation NAME"
+            code = 2
         super().__init__(message)
-        self.message, self.code, self.diagnostics = message, code, list(diagnostics)
+        self.message, self.code, self.diagnostics = message, code, diagnostics
+
+
+def _unchosen(diagnostics: list):
+    """The loader's error for a folder of several generations and none named, among ``diagnostics``."""
+    if not any(getattr(d, "code", None) == "unknown-generation" for d in diagnostics):
+        return None  # the loader is not imported for every error
+    from perfonto.ontology.loader import unchosen
+
+    return unchosen(diagnostics)
+
+
+def folder_choice(catalog: str | None) -> str | None:
+    """The generation of the catalog folder ``catalog`` when none is named: the one its other YAML files do
+    not extend (``ontology.loader.folder_generations``); None without a folder, or when it declares none.
+
+    Raises:
+        CommandError: the folder holds several such generations (a usage error naming them and
+            ``--generation``).
+    """
+    from pathlib import Path
+
+    from perfonto.ontology.files import is_dir
+    from perfonto.ontology.loader import folder_generations, load_generation_files
+
+    if catalog is None or not is_dir(catalog):
+        return None
+    yamls = sorted(p for p in [*Path(catalog).glob("*.yaml"), *Path(catalog).glob("*.yml")])
+    leaves = folder_generations(yamls)
+    if len(leaves) > 1:
+        raise CommandError("", 2, load_generation_files(yamls, None)[1])
+    return leaves[0][0] if leaves else None
 
 
 GENERATION_HELP = "hardware generation (default: sohu, or the --catalog folder's)"

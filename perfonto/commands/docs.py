@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import HELP
-from .common import catalog_options, CommandError, output_options, stderr
+from .common import catalog_options, CommandError, folder_choice, output_options, stderr
 
 
 def register(sub) -> None:
@@ -28,7 +28,7 @@ def register(sub) -> None:
 def cmd_docs(args) -> int:
     import json
 
-    from perfonto.metrics.catalog import folder_generation, load_catalog
+    from perfonto.metrics.catalog import load_catalog
     from perfonto.ontology.loader import shipped_generations
 
     from ..outputs import OutputError, output_folder, relocate
@@ -36,10 +36,8 @@ def cmd_docs(args) -> int:
 
     err = stderr()
     chosen = args.generation
-    from perfonto.ontology.files import is_dir
-
-    if chosen is None and args.catalog is not None and is_dir(args.catalog):
-        chosen = folder_generation(sorted(Path(args.catalog).glob("*.yaml")))
+    if chosen is None:
+        chosen = folder_choice(args.catalog)  # a usage error when the folder holds several generations
     chosen = chosen or "sohu"
     names = shipped_generations()
     if chosen not in names:

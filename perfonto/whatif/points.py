@@ -95,26 +95,21 @@ def base_generation(target: Target):
     Raises:
         KnobError: it does not load (the loader's first messages).
     """
-    from perfonto.ontology.loader import load_generation, load_generation_files
+    from perfonto.ontology.loader import SIDE_YAML, folder_generations, load_generation, load_generation_files
 
+    shown = target.generation or "sohu"
     if target.catalog is None:
         gen, diags = load_generation(target.generation or "sohu")
     else:
-        from perfonto.metrics.catalog import folder_generation
-
         d = Path(target.catalog)
-        yamls = sorted(
-            p
-            for p in [*d.glob("*.yaml"), *d.glob("*.yml")]
-            if not p.name.endswith((".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml"))
-        )
+        yamls = sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith(SIDE_YAML))
         if not d.is_dir() or not yamls:
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
-        name = target.generation or folder_generation(yamls) or "sohu"
-        gen, diags = load_generation_files(yamls, name)
+        gen, diags = load_generation_files(yamls, target.generation)  # None: the folder's own
+        leaves = [n for n, _ in folder_generations(yamls)]
+        shown = target.generation or (leaves[0] if len(leaves) == 1 else f"of {d}")
     if gen is None:
         msgs = "; ".join(_located(d) for d in diags if d.severity == "error")[:600]
-        shown = target.generation or (name if target.catalog is not None else "sohu")
         raise KnobError(f"generation `{shown}` does not load: {msgs}")
     return gen
 
