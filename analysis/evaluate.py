@@ -32,6 +32,7 @@ class Evaluation:
     coverage: dict[str, float]
     hosts: np.ndarray | None = None  # host of each chip column, when the dump names hosts
     mismeasured: dict[str, np.ndarray] | None = None  # metric -> (W, C) inputs never counted together (multiplexed)
+    leader_only: tuple[str, ...] = ()  # metrics nulled per chip off the leader chips (metrics.levels.leader_only)
 
 
 def chip_names(ev) -> list[str]:
@@ -42,6 +43,22 @@ def chip_names(ev) -> list[str]:
     if hosts is None or not any(str(h) for h in hosts):
         return chips
     return [f"{h}/{c}" for h, c in zip(hosts, chips)]
+
+
+def leader_only_note(ev) -> list[str]:
+    """The report's note on the metrics that have no per-chip value off the leader chips (``Evaluation.
+    leader_only``), naming them and the leaders; empty when there are none."""
+    names = sorted(getattr(ev, "leader_only", ()) or ())
+    if not names:
+        return []
+    first = np.asarray(ev.per_chip[names[0]]).reshape(len(ev.chips), -1)[:, 0] if names[0] in ev.per_chip else None
+    lead = [] if first is None else [c for c, x in zip(chip_names(ev), first) if np.isfinite(x)]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return [
+        f"{shown}: per chip, a value on the leader chip{'s' if len(lead) > 1 else ''} of each group only "
+        f"({', '.join(lead[:8]) or 'none with a value'}): tokens, steps and requests are counted once per group, "
+        "by its leader, and the other chips of the group worked on the same ones"
+    ]
 
 
 def load_evaluator(path: str | Path):
@@ -83,6 +100,7 @@ def evaluate_windows(graph: MetricGraph, evaluator, w: Windows, dump) -> Evaluat
         null_reasons(graph, w, window),
         levels.coverage,
         dump.hosts,
+        leader_only=levels.leader_only,
     )
 
 
