@@ -73,17 +73,21 @@ def tma(tmp_path_factory):
     return d / "out"
 
 
+#: One interval's counts for the TMA tree (by hand: slots = 4 × 2000 / 2 = 4000; frontend 560 / 4000 = 14 %).
+ROWS = {
+    "cpu_clk_unhalted.thread": 1000,
+    "cpu_clk_unhalted.thread_any": 2000,
+    "idq_uops_not_delivered.core": 560,
+    "idq_uops_not_delivered.cycles_0_uops_deliv.core": 120,
+    "uops_retired.retire_slots": 2400,
+    "uops_issued.any": 2800,
+    "int_misc.recovery_cycles": 50,
+    "fetch_bw": 80,
+}
+
+
 def _analyze(tma, tmp_path, capsys, fetch_bw: int, metrics: str | None):
-    rows = {
-        "cpu_clk_unhalted.thread": 1000,
-        "cpu_clk_unhalted.thread_any": 2000,
-        "idq_uops_not_delivered.core": 560,
-        "idq_uops_not_delivered.cycles_0_uops_deliv.core": 120,
-        "uops_retired.retire_slots": 2400,
-        "uops_issued.any": 2800,
-        "int_misc.recovery_cycles": 50,
-        "fetch_bw": fetch_bw,
-    }
+    rows = {**ROWS, "fetch_bw": fetch_bw}
     csv = tmp_path / "tma_perf.csv"
     csv.write_text("".join(f"{t}.000100000,{v},,{ev},1000000000,100.00,,\n" for t in (1, 2) for ev, v in rows.items()))
     argv = ["analyze", str(csv), "--catalog", str(tma), "--out", str(tmp_path / "o"), "--json"]

@@ -19,18 +19,8 @@ import pytest
 from perfonto.cli import main
 from perfonto.interop import import_file
 
-from test_checks_partial_tree import TMA
+from test_checks_partial_tree import ROWS, TMA
 
-ROWS = {
-    "cpu_clk_unhalted.thread": 1000,
-    "cpu_clk_unhalted.thread_any": 2000,
-    "idq_uops_not_delivered.core": 560,
-    "idq_uops_not_delivered.cycles_0_uops_deliv.core": 120,
-    "uops_retired.retire_slots": 2400,
-    "uops_issued.any": 2800,
-    "int_misc.recovery_cycles": 50,
-    "fetch_bw": 80,
-}
 PARTIAL = [e for e in TMA if e["MetricName"] not in ("tma_retiring", "tma_bad_speculation", "tma_backend_bound")] + [
     {
         "MetricName": "tma_backend_bound",
