@@ -156,6 +156,12 @@ def test_a_symlinked_out_writes_where_it_points_and_leaves_no_links(tmp_path):
 
 
 # -- 2. single-file outputs are atomic -------------------------------------------------------------------------
+#: The environment of a child run under a small disk (``_with_small_disk``): no perfonto cache, and no bytecode
+#: written — a module the child compiled had its .pyc cut at the size limit (the write's EFBIG is ignored), and
+#: every later import of it, in any test, failed with "EOFError: marshal data too short".
+SMALL_DISK_ENV = {"PERFONTO_NO_CACHE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def _with_small_disk(limit: int):
     """A child whose files may not grow past ``limit`` bytes (RLIMIT_FSIZE; SIGXFSZ ignored so the write
     fails with EFBIG, as a full disk fails with ENOSPC)."""
@@ -186,7 +192,7 @@ def test_a_write_that_fails_midway_leaves_the_old_output_whole(tmp_path, monkeyp
     import sys
 
     out = tmp_path / name
-    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    env = {**os.environ, **SMALL_DISK_ENV}
 
     def perfonto(**kw):
         return subprocess.run(
@@ -362,7 +368,7 @@ def test_timeline_and_align_writes_that_fail_leave_the_old_files_whole(tmp_path)
     import subprocess
     import sys
 
-    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    env = {**os.environ, **SMALL_DISK_ENV}
     run = tmp_path / "run"
     assert main(["run", "--duration", "100ms", "--chips", "2", "--out", str(run)]) == 0
     for args, name in (
@@ -393,7 +399,7 @@ def test_coverage_out_under_a_small_disk_leaves_the_old_table_whole(tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, "PERFONTO_NO_CACHE": "1"}
+    env = {**os.environ, **SMALL_DISK_ENV}
     args = [
         sys.executable,
         "-m",
