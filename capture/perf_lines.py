@@ -51,16 +51,24 @@ class PerfStat:
 LOCALE_HINT = "perf ran in a locale other than C? Rerun it as `LC_ALL=C perf stat …`"
 
 
-def _number(text: str, path: str, line: int, what: str) -> float:
+def _number(text: str, path: str, line: int, what: str, col: tuple[int, int] | None = None) -> float:
     """``text`` as a float: perf's CSV and JSON write numbers without digit groups (``%.2f``), so a ',' in one
-    is a decimal comma, refused with ``LOCALE_HINT``; the report's grouped counts go through ``_c_form``."""
+    is a decimal comma, refused with ``LOCALE_HINT``; the report's grouped counts go through ``_c_form``.
+    ``col``: (field, column) where the CSV reader has them, named in the error."""
     try:
         v = float(text)
     except ValueError:
         if "," in text:
             raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` has a decimal comma: {LOCALE_HINT}") from None
+        if col is None:
+            raise DumpError(
+                f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?"
+            ) from None
+        marker = " or a marker (`<not counted>`, `<not supported>`)" if what == "count" else ""
         raise DumpError(
-            f"{path}:{line}: the {what} `{text[:40]}` is not a number; is this `perf stat` output?"
+            f"{path}:{line}: the {what} `{text[:40]}` is not a number (field {col[0]}, column {col[1]}): perf stat "
+            f"writes a number{marker} there. Was the line edited, or another program's output mixed in? Give "
+            "the file as `perf stat -x, -o FILE` wrote it"
         ) from None
     if not math.isfinite(v):
         raise DumpError(f"{path}:{line}: the {what} `{text[:40]}` is not a finite number")

@@ -73,6 +73,7 @@ import pyarrow as pa
 from .dump_io import DumpError
 from .formats import export_text, file_head
 from .instances import axis_of, check_labels
+from .perf_csv import read_csv
 from .perf_lines import _AGG, IDLE, MARKERS, PerfLine, PerfStat, _count, _enabled, _not_enabled, _number
 from .perf_report import _HUMAN, _HUMAN_I, _human, _human_interval
 from .perf_table import UNITS, _base, collector_table, perf_instances
@@ -99,19 +100,7 @@ def read_perf_stat(path: str | Path) -> PerfStat:
         return _one_mode(_json(out, body))
     if _HUMAN_I.match(body[0][1]):
         return _one_mode(_human_interval(out, body))
-    sep = _separator(body[0][1], p, body[0][0])
-    width = None
-    for n, ln in body:
-        f = [x.strip() for x in ln.split(sep)]
-        if width is None:
-            width = len(f)
-        elif len(f) != width:
-            raise DumpError(
-                f"{p}:{n}: {len(f)} field(s) where line {body[0][0]} has {width}: a line cut short or two outputs "
-                "in one file? Give one `perf stat -x,` run's output"
-            )
-        out.lines.append(_csv_line(f, p, n))
-    return _one_mode(out)
+    return _one_mode(read_csv(out, body))
 
 
 def _one_mode(out: PerfStat) -> PerfStat:
@@ -135,57 +124,6 @@ def _one_mode(out: PerfStat) -> PerfStat:
                 )
             prev = x
     return out
-
-
-def _separator(line: str, p: str, n: int) -> str:
-    """The ``-x`` separator of the first counter line: the candidate that splits it into the most fields
-    (ties in the order below). perf 6.1 in de_DE with ``-x';'`` writes ``0.200241885;107,20;msec;task-clock;…``:
-    its commas are decimal commas, so taking the first separator found (',') split the line inside its
-    numbers and the error named a field, not the locale."""
-    found = [sep for sep in (",", ";", "\t", "|", ":") if sep in line]
-    if found:
-        return max(found, key=line.count)  # max keeps the first of equal counts
-    raise DumpError(f"{p}:{n}: no field separator; write the file with `perf stat -x, -o FILE`")
-
-
-def _csv_line(f: list[str], p: str, n: int) -> PerfLine:
-    i = 0
-    t = None
-    if f and re.fullmatch(r"-\d+\.\d{9}", f[0]):
-        raise DumpError(
-            f"{p}:{n}: the time stamp {f[0]} is negative; perf's -I time stamps count seconds from the start"
-        )
-    if f and re.fullmatch(r"\d+\.\d{9}", f[0]):  # perf prints -I time stamps with nine decimals (%3d.%09d)
-        t = _number(f[0], p, n, "time stamp")
-        i = 1
-    where = ""
-    if i < len(f) and _AGG.match(f[i]):
-        where = f[i]
-        i += 1
-        if not where.startswith("CPU") and i < len(f) and f[i].isdigit() and len(f) - i >= 6:
-            i += 1  # the number of CPUs aggregated (--per-core, --per-die, --per-socket, --per-node)
-    if len(f) - i < 3:
-        raise DumpError(
-            f"{p}:{n}: {len(f)} field(s); perf stat's CSV lines hold a value, a unit and an event "
-            "(and with -I a time stamp first): was the file written with `perf stat -x,`?"
-        )
-    raw, unit, event = f[i], f[i + 1], f[i + 2]
-    if re.fullmatch(r"[\d.,]+", unit) or re.fullmatch(r"[\d.,]+", event):
-        raise DumpError(
-            f"{p}:{n}: field {i + 2} or {i + 3} is a number where perf stat's CSV has the unit and the event "
-            "(a line cut short, or not `perf stat -x,` output?)"
-        )
-    if not event:
-        raise DumpError(f"{p}:{n}: field {i + 3} (the event name) is empty")
-    value, state = _count(raw, event, p, n)
-    if unit not in UNITS and not re.fullmatch(r"[A-Za-z%/]+", unit):
-        raise DumpError(
-            f"{p}:{n}: field {i + 2} `{unit[:20]}` is not a unit perf prints (msec, usec, nsec, sec or empty)"
-        )
-    enabled = _enabled(f[i + 4], p, n) if len(f) > i + 4 and f[i + 4] else 100.0
-    run = _number(f[i + 3], p, n, "run time") if len(f) > i + 4 and f[i + 3] and f[i + 4] else None
-    value, state = _not_enabled(value, state, run, enabled)
-    return PerfLine(t, where, value, unit, event, state, enabled, n, run)
 
 
 _JSON_WHERE = ("cpu", "core", "die", "socket", "node", "cache", "cluster", "thread")
@@ -275,7 +213,9 @@ def sniff(path) -> bool:
         return isinstance(first, dict) and "event" in first and "counter-value" in first
     pat = re.compile(
         r"^\s*(\d+\.\d{9}[,;]\S|[\d.]+,(msec|usec|nsec|sec)?,[A-Za-z][\w:/=-]*,\d+,"
-        r"|[\d.,]+;(msec|usec|nsec|sec)?;[A-Za-z][\w:/=,-]*;\d+;|<not (counted|supported)>[,;])"
+        r"|[\d.,]+;(msec|usec|nsec|sec)?;[A-Za-z][\w:/=,-]*;\d+;|<not (counted|supported)>[,;]"
+        # -I in a decimal-comma locale: the time stamp `0,100206995`, then (-x,) a value split at its comma
+        r"|\d+,\d{9};\S|\d+,\d{9},(\d+,\d+,(msec|usec|nsec|sec)|\d+,|<not (counted|supported)>,),[A-Za-z])"
     )
 
     def human_interval(ln: str) -> bool:  # perf stat -I without -x: a time stamp, then a report line

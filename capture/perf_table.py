@@ -42,12 +42,21 @@ def _read_modifiers(ps: PerfStat, mapping: dict, notes: list[str]) -> None:
 
 
 def _note_unmapped(ps: PerfStat, mapping: dict, notes: list[str]) -> None:
-    """A note listing (the first 8 of) the events no signal reads."""
-    unmapped = sorted({x.event for x in ps.lines if x.event not in mapping})
-    if unmapped:
+    """Notes listing (the first 8 of) the events no signal reads: apart, those perf printed
+    ``<not supported>`` in every interval (the machine cannot count them: a VM without PMU access has no
+    cycles or instructions, whatever the catalog reads)."""
+    unmapped = {x.event for x in ps.lines if x.event not in mapping}
+    never = sorted(unmapped - {x.event for x in ps.lines if x.state != "not supported"})
+    read = sorted(unmapped - set(never))
+    if never:
         notes.append(
-            f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(unmapped[:8])}"
-            + (" …" if len(unmapped) > 8 else "")
+            f"{ps.path}: perf events `<not supported>` in every interval (the machine cannot count them, e.g. a "
+            f"VM without PMU access): {', '.join(never[:8])}" + (" …" if len(never) > 8 else "")
+        )
+    if read:
+        notes.append(
+            f"{ps.path}: perf events no signal reads (`sources: {{perf: …}}`): {', '.join(read[:8])}"
+            + (" …" if len(read) > 8 else "")
         )
 
 
@@ -59,7 +68,7 @@ def _unsupported(ps: PerfStat, mapping: dict, notes: list[str]) -> list[str]:
     )
     if never:
         notes.append(
-            f"{ps.path}: not supported on the machine that ran perf: {', '.join(never)} "
+            f"{ps.path}: `<not supported>` in every interval on the machine that ran perf: {', '.join(never)} "
             "(the metrics that read them are unavailable)"
         )
     return never

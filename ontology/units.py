@@ -171,8 +171,28 @@ def _parse_unit(reg: pint.UnitRegistry, text: str) -> pint.Unit:
     try:
         q = reg.parse_units(t)
     except Exception as exc:  # pint raises several exception types for bad input
-        raise UnitError(f"unknown unit {text!r}: {exc}") from None
+        raise UnitError(f"unknown unit {text!r}: {exc}{_did_you_mean(reg, t)}") from None
     return q
+
+
+def _did_you_mean(reg: pint.UnitRegistry, text: str) -> str:
+    """ "; did you mean `cpu_cycle`?" for the first name of ``text`` that ``reg`` does not define: a cycle
+    (``cycle``, ``cycles``, ``core_cycles``) is counted in a clock domain's ``<domain>_cycle``, so those are
+    offered first; else the registry's closest unit names. "" when none is close."""
+    import difflib
+
+    cycles = [cycle_unit(d) for d in _DOMAINS.get(id(reg), ())]
+    for name in re.findall(r"[A-Za-zµ_][A-Za-z0-9µ_]*", text):
+        if name in reg:
+            continue
+        if re.search(r"cycles?$", name, re.I) and cycles:
+            close = difflib.get_close_matches(name, cycles, n=3, cutoff=0.0)
+        else:
+            close = difflib.get_close_matches(name, list(reg), n=3, cutoff=0.75)  # the unit names, cycles included
+        if close:
+            return "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+        return ""
+    return ""
 
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
