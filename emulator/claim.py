@@ -82,7 +82,8 @@ def modelling_assumptions(gt: dict, named: tuple[str, ...] = ()) -> list[str]:
         par.append(f"PP{mp['pp']}")
     if mp.get("dp", 1) > 1:
         par.append(f"DP{mp['dp']}")
-    out.append(f"mapping {' × '.join(par)} over {gt.get('chips', '?')} chips")
+    chips = gt.get("chips", "?")
+    out.append(f"mapping {' × '.join(par)} over {chips} chip{'' if chips == 1 else 's'}")
     out.append(
         f"engine: up to {gt.get('max_batch')} requests and {gt.get('token_budget')} tokens per step, "
         f"{'chunked' if gt.get('chunked_prefill') else 'whole'} prompts (preset `{gt.get('preset')}`)"
@@ -204,6 +205,17 @@ def _compare(gen: str, preset: str | None) -> dict | None:
     }
 
 
+def _mapping(gt: dict):
+    """The run's mapping (``ground_truth.json``'s ``mapping``), or None where it is missing or malformed
+    (a file from another version): the preset's statements then give its mapping rule."""
+    from .parallel import Mapping
+
+    try:
+        return Mapping(**gt["mapping"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def run_context(gen, gt: dict, source: str = "ground_truth.json") -> dict:
     """``{"assumptions": [...], "preset_says": [...], "claim": {...} | None}`` for a run's report: its
     modelling assumptions (``modelling_assumptions`` with its preset's list; ``preset_says``: that list
@@ -219,7 +231,7 @@ def run_context(gen, gt: dict, source: str = "ground_truth.json") -> dict:
         prof = profile(gt["engine_profile"]) if gt.get("engine_profile") else None
         if preset != "custom":
             chosen = resolve(gen, preset)
-            named = chosen.stated(prof) + (prof.foreign_note(chosen.family) if prof is not None else ())
+            named = chosen.stated(prof, _mapping(gt)) + (prof.foreign_note(chosen.family) if prof is not None else ())
         else:
             named = ()
     except ValueError:

@@ -46,19 +46,35 @@ class Preset:
 
     @property
     def named(self) -> tuple[str, ...]:
-        """Every assumption of the preset in words: the execution model's, then the engine's."""
-        return self.model_named + tuple(t for t, _ in self.engine_named)
+        """Every assumption of the preset in words: the execution model's, then the engine's; the
+        layout (``{layout}``) as the preset's mapping rule, for any chip count (``stated`` with a mapping
+        says the run's own)."""
+        return self.stated()
 
-    def stated(self, profile=None) -> tuple[str, ...]:
+    def stated(self, profile=None, mapping: Mapping | None = None) -> tuple[str, ...]:
         """The preset's assumptions in words, with the engine's (kernel constants, scheduler) replaced by
         ``profile``'s (an ``engine_profiles.EngineProfile``: its ``named``) when one is given, so that a run
         with ``--engine-profile`` never states the preset's engine beside the profile's; a statement kept
-        unless named fields are set stays where the profile sets none of them (its constant still applies)."""
+        unless named fields are set stays where the profile sets none of them (its constant still applies).
+        ``{layout}`` in a statement is ``mapping`` in words (``layout_words``: one chip, TP, EP, PP, DP as
+        run), or the preset's mapping rule when no mapping is given."""
+        model = tuple(t.replace("{layout}", self._layout(mapping)) for t in self.model_named)
         if profile is None:
-            return self.named
+            return model + tuple(t for t, _ in self.engine_named)
         sets = set(profile.kernels)
         kept = tuple(t for t, unless in self.engine_named if unless and not unless & sets)
-        return self.model_named + kept + tuple(profile.named)
+        return model + kept + tuple(profile.named)
+
+    def _layout(self, mapping: Mapping | None) -> str:
+        overlapped = bool(self.assumptions.overlap_collectives)
+        if mapping is not None:
+            return layout_words(mapping, overlapped)
+        if self.mapping == "dp":
+            return "each chip a data-parallel replica serving its own requests: no chip-to-chip traffic"
+        return (
+            "tensor parallel over the chips (MoE models: data-parallel attention, routed experts expert-parallel): "
+            f"collectives {_overlap(overlapped)}"
+        )
 
     def apply(self, hw: Hardware) -> Hardware:
         """``hw`` with the preset's hardware overrides."""
@@ -84,6 +100,44 @@ class Preset:
         if self.mapping == "dp":
             return Mapping(tp=1, dp=chips)
         return Mapping.default(m, chips)
+
+
+def _overlap(overlapped: bool) -> str:
+    return "overlapped with compute" if overlapped else "not overlapped with compute"
+
+
+def layout_words(mp: Mapping, overlapped: bool = False) -> str:
+    """``mp`` in words, with its chip-to-chip traffic (``overlapped``: whether collectives overlap
+    compute): "the whole model on one chip (TP1): no chip-to-chip traffic", "tensor parallel over the 8
+    chips (TP8): ring all-reduces not overlapped with compute", "8 data-parallel replicas, each chip
+    serving its own requests: no chip-to-chip traffic", and their combinations."""
+    if mp.chips == 1:
+        return "the whole model on one chip (TP1): no chip-to-chip traffic"
+    parts = []
+    the = "the " if mp.tp == mp.chips else ""
+    if mp.tp > 1 and mp.attn_dp:
+        parts.append(
+            f"data-parallel attention on {the}{mp.tp} chips, the routed experts expert-parallel over them "
+            f"(EP{mp.ep}): all-to-all dispatch and combine {_overlap(overlapped)}"
+        )
+    elif mp.tp > 1:
+        ep = f", experts EP{mp.ep}" if mp.ep > 1 else ""
+        parts.append(
+            f"tensor parallel over {the}{mp.tp} chips (TP{mp.tp}{ep}): ring all-reduces {_overlap(overlapped)}"
+        )
+    if mp.pp > 1:
+        parts.append(f"{mp.pp} pipeline stages (PP{mp.pp}): activations sent from stage to stage")
+    if mp.dp > 1:
+        alone = mp.tp * mp.pp == 1
+        parts.append(
+            f"{mp.dp} data-parallel replicas"
+            + (
+                ", each chip serving its own requests: no chip-to-chip traffic"
+                if alone
+                else " serving their own requests"
+            )
+        )
+    return "; ".join(parts)
 
 
 @lru_cache(maxsize=None)
@@ -190,6 +244,7 @@ def _with_figures(preset: Preset, gen: Generation | str) -> tuple[str, ...]:
         "hbm_bw": f"{hw.hbm_bw / 1e12:g}",
         "c2c_bw": f"{hw.c2c_bw / 1e12:g}",
         "hbm_capacity": f"{hw.hbm_capacity / 1e9:g}",
+        "layout": "{layout}",  # the run's mapping: filled by Preset.stated
     }
     labels = {
         "spec.mxu.peak_flops_fp8": "the FP8 peak",

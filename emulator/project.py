@@ -230,7 +230,7 @@ def project(
         eng,
         rank_kv_capacity(cfg, eng),
         fig,
-        (() if custom else p.stated(prof if engine_profile is not None else None))
+        (() if custom else p.stated(prof if engine_profile is not None else None, cfg.mapping))
         + (prof.foreign_note(p.family) if engine_profile is not None else ())
         + _math_note(cfg),
         cfg,

@@ -36,7 +36,9 @@ class Span:
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """A problem found in a catalog, with where it is and what to do about it."""
+    """A problem found in a catalog, with where it is and what to do about it: ``severity``, ``code``
+    (stable, e.g. ``unknown-generation``), ``message``, ``span`` (file, line, column), ``hint`` (what to do;
+    "" when none) and ``source_line`` (the text of the line, shown under the location by ``render``)."""
 
     severity: Severity
     code: str
@@ -71,6 +73,10 @@ class Diagnostic:
         return "\n".join(out)
 
     def to_json(self) -> dict:
+        """The diagnostic as a JSON object: ``severity`` (``error`` or ``warning``), ``code``,
+        ``message``, where it is (``file``, ``line``, ``col``: 1-based; 0 where not known) and ``hint``
+        (what to do; "" when none). ``source_line`` (the line of the file shown under ``render``'s
+        location) is left out."""
         return {
             "severity": self.severity,
             "code": self.code,
@@ -148,10 +154,18 @@ def escaped(text) -> str:
 
 
 def did_you_mean(word: str, candidates) -> str:
-    """A "did you mean …?" hint for ``word`` among ``candidates``, or "" when nothing is close."""
+    """A "did you mean …?" hint for ``word`` among ``candidates``, or "" when nothing is close; where nothing is
+    close as written, the names are compared case-insensitively (``Llama3-70B`` → `llama3-70b`, ``SOHU`` →
+    `sohu`). A hint only: names still match exactly."""
     import difflib
 
-    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    names = [str(c) for c in candidates]
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    if not close:
+        lower: dict[str, str] = {}
+        for n in names:
+            lower.setdefault(n.lower(), n)
+        close = [lower[c] for c in difflib.get_close_matches(str(word).lower(), list(lower), n=3, cutoff=0.6)]
     if not close:
         return ""
     return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?"

@@ -11,4 +11,5 @@ __all__ = ["PerfontoError"]
 
 
 class PerfontoError(Exception):
-    """Bad input perfonto refused; the message says what and what to do."""
+    """Bad input perfonto refused; the message says what and what to do. Public name: ``perfonto.Error``
+    (this class: ``help()`` and tracebacks show ``PerfontoError``)."""

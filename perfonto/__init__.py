@@ -2,7 +2,11 @@
 metric is derived from those signals, checked and documented, and every capture becomes the same
 report. This module is the public Python API (see the guide ``api.md``: ``load_catalog``,
 ``evaluate``, ``emulate``); the CLI calls only it and the layers' public functions. The names are
-imported on first use, so ``import perfonto`` stays cheap."""
+imported on first use, so ``import perfonto`` stays cheap.
+
+``perfonto.Error``, the base of every error perfonto raises for bad input, is the class
+``perfonto.ontology.errors.PerfontoError`` under its public name: ``help(perfonto.Error)`` and tracebacks
+show it as ``PerfontoError``; ``except perfonto.Error`` catches it and all its subclasses."""
 
 from __future__ import annotations
 

@@ -30,7 +30,9 @@ from perfonto.ontology.errors import PerfontoError
 from perfonto.api_emulate import Emulation as Emulation, emulate as emulate  # re-exported (perfonto.emulate)
 from perfonto.api_words import in_api_words, reworded
 
-Error = PerfontoError  # perfonto.Error: the base of every error perfonto raises for bad input
+# perfonto.Error: the base of every error perfonto raises for bad input — the same class as PerfontoError, the
+# name help() and tracebacks show (the package docstring says so)
+Error = PerfontoError
 
 # the package's public names (it lists them, so that ``import perfonto`` need not import this module)
 __all__ = [name for name in perfonto.__all__ if name != "__version__"]
@@ -477,9 +479,12 @@ class Result:
 
     @cached_property
     def window(self) -> pa.Table:
-        """One row per window and chip: ``window`` (its index), ``chip`` (``host`` too for a fleet),
-        ``interval_s`` (the window's length in s), then a column per metric in its unit (``unit``);
-        null where a value cannot be computed, a fixed-size list for a per-instance metric."""
+        """One row per window and chip: ``window`` (its index), ``host`` (a fleet only), ``chip``,
+        ``start_ns`` (the window's start on the chip's clock, ns), ``interval_s`` (the window's length in s),
+        then a column per metric in its unit (``unit``) — null where a value cannot be computed, a
+        fixed-size list for a per-instance metric — and ``out_of_bounds`` (per row, the metrics outside
+        their declared bounds; ``mismeasured`` too for a multiplexed capture: the metrics whose inputs
+        ran in different counter groups)."""
         from perfonto.analysis.evaluate import metrics_table
 
         return metrics_table(self.report.evaluation, self.report.evaluated)

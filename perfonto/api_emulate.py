@@ -101,6 +101,24 @@ def _checked_knobs(knobs: dict, rules: dict) -> dict:
     return {k: _checked(k, v, rules) if k in rules and v is not None else v for k, v in knobs.items()}
 
 
+def _check_model(model) -> None:
+    """Refuse a ``model`` the emulator does not know, before the run, with a case-insensitive
+    did-you-mean (``"Llama-3.1-8B"`` → ``llama-3.1-8b``: names are matched exactly).
+
+    Raises:
+        WorkloadError: a ``perfonto.Error`` and ``ValueError``, naming the model and the known ones."""
+    from perfonto.emulator import MODELS
+    from perfonto.emulator.knobs import WorkloadError
+
+    from perfonto.ontology.diagnostics import did_you_mean
+
+    if isinstance(model, str) and model not in MODELS:
+        hint = did_you_mean(model, sorted(MODELS))
+        raise WorkloadError(
+            f"emulate: unknown model {model!r}; " + (f"{hint} " if hint else "") + f"known: {', '.join(sorted(MODELS))}"
+        )
+
+
 def _api_words(message: str) -> str:
     """An output-folder refusal (``perfonto.outputs``, written for the CLI) in the API's words."""
     for cli, api in (
@@ -211,6 +229,7 @@ def emulate(
     made = [folder] if out is None else [d for d in (folder, *folder.parents) if not d.exists()]
     try:
         with _output_folder(folder, force, catalog, command) as tmp:
+            _check_model(model)  # after the folder's guard (its refusal first, as before), before the run
             res = emulator.run(cat.generation, duration_s=duration_s, sample_period_s=period_s, out_dir=tmp, **args)
     except BaseException:
         _remove_empty(made)

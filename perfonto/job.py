@@ -133,7 +133,8 @@ def run_job(
     graph = cat.graph
     timings = {"compile": t_compile}
     final = Path(out)
-    with output_folder(final, command=command, force=force) as tmp:
+    expected = run_outputs(graph.generation.name, by, bool(emu_args.get("op_snapshots")))
+    with output_folder(final, command=command, force=force, expected=expected) as tmp:
         t0 = time.perf_counter()
         log(
             f"emulating {model} on {chips} x {graph.generation.name}, {emu_args['duration_s']:g} s simulated, "
@@ -183,6 +184,25 @@ def run_job(
             outputs["snapshots"] = str(emu.snapshots_path)
         _write_products(graph, report, tmp, final, src, outputs, _ordered(timings))
     return report
+
+
+#: the files ``emulator.run`` writes into its folder, whatever the run (``snapshots.parquet`` too with ``op_snapshots``)
+EMULATOR_OUTPUTS = ("counters.parquet", "requests.parquet", "sync.parquet", "trace.parquet", "ground_truth.json")
+
+
+def run_outputs(generation: str, by: tuple[str, ...] = (), op_snapshots: bool = False) -> list[str]:
+    """The files ``run_job`` surely writes (relative to its folder): the emulator's (``snapshots.parquet``
+    with ``op_snapshots``), the evaluator, the docs of ``generation``, the metrics (per ``by`` grouping too)
+    and the report; checked against a user's files before the run (``outputs.check_expected``)."""
+    return [
+        *EMULATOR_OUTPUTS,
+        *(["snapshots.parquet"] if op_snapshots else []),
+        "evaluator.py",
+        f"docs/{generation}.md",
+        "metrics.parquet",
+        *(f"metrics_by_{b}.parquet" for b in by),
+        "report.json",
+    ]
 
 
 def _emulation_args(run: Callable, **kwargs) -> dict:
@@ -444,4 +464,4 @@ def _ordered(t: dict) -> dict:
     return {k: t[k] for k in order if k in t} | {k: v for k, v in t.items() if k not in order}
 
 
-__all__ = ["JobResult", "analyze_job", "compile_catalog", "run_job"]
+__all__ = ["JobResult", "analyze_job", "compile_catalog", "run_job", "run_outputs"]

@@ -190,13 +190,7 @@ def _carry_user_files(p: Path, tmp: Path, ours_kept: set[str] = frozenset(), gen
     if generated_ok and _manifest(p) is None:  # no manifest says what is perfonto's: a generated file the new
         # output replaces is not a user's (codegen into the repository's schemas/)
         user = [f for f in user if not (f in new and f != MANIFEST and _generated(p / f))]
-    new_dirs = {str(Path(n).parent) for n in new} | set(_dirs(tmp))
-    clash = [f for f in user if f in new or f in new_dirs or any(f.startswith(n + os.sep) for n in new)]
-    if clash:
-        raise OutputError(
-            f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
-            "move the file away, or choose another --out"
-        )
+    _refuse_clash(p, user, new, set(_dirs(tmp)))
     (tmp / CARRIED).write_text(json.dumps(user), encoding="utf-8")  # written first: a failure moves them back
     for f in user:
         _make_parents(p, tmp, Path(f).parent)
@@ -206,6 +200,36 @@ def _carry_user_files(p: Path, tmp: Path, ours_kept: set[str] = frozenset(), gen
         if not (tmp / d).exists() and not any(True for _ in (p / d).iterdir()) and d not in our_dirs:
             _make_parents(p, tmp, Path(d))
     return user
+
+
+def _refuse_clash(p: Path, user: list[str], new: set[str], new_dirs: set[str] = frozenset()) -> None:
+    """Refuse a user's file of ``p`` (``user``, relative paths) that has the name of one of the new outputs
+    (``new``), of a folder of them, or of something inside one (an output where the user has a folder).
+
+    Raises:
+        OutputError: naming the first such file and what to do."""
+    dirs = {str(Path(n).parent) for n in new} | set(new_dirs)
+    clash = [f for f in user if f in new or f in dirs or any(f.startswith(n + os.sep) for n in new)]
+    if clash:
+        raise OutputError(
+            f"{p / clash[0]}: perfonto did not write this file and its new output has the same name; "
+            "move the file away, or choose another --out"
+        )
+
+
+def check_expected(p: Path, expected) -> None:
+    """Before any work: refuse a file of the existing folder ``p`` that perfonto did not write (by its
+    manifest) and that has the name of one of the outputs the command will write (``expected``, relative
+    paths, e.g. ``report.json``, ``docs/sohu.md``), so that a ``--force`` run is refused before it
+    emulates and evaluates rather than after (the same check runs again when the folder is committed).
+
+    Raises:
+        OutputError: as ``_carry_user_files``."""
+    new = {str(e) for e in expected}
+    if not new or not p.is_dir():
+        return
+    user = sorted(_files(p) - _written_before(p, new) - {MANIFEST})
+    _refuse_clash(p, user, new)
 
 
 def _make_parents(src_root: Path, dst_root: Path, rel: Path) -> None:
@@ -231,6 +255,7 @@ def output_folder(
     force: bool = False,
     inputs: dict | None = None,
     accumulate: bool = False,
+    expected=(),
 ):
     """Write a folder atomically: yields a temporary sibling to write into, which becomes ``path``
     (with its manifest) when the block ends without an exception; on an exception, a Ctrl-C or a
@@ -250,6 +275,9 @@ def output_folder(
     catalogs, into one folder, each replacing only its own files; and a file of the new output's name that
     perfonto generated (``GENERATED_MARKS``) is replaced even where no manifest lists it.
 
+    ``expected``: the outputs (relative paths) the command will surely write: a user's file of one of those
+    names is refused on entry (``check_expected``), before the block's work, not only when it ends.
+
     Raises:
         OutputError: see ``check_target`` and ``check_inputs``; the folder is being written by another
             process; the parent cannot be created; a user's file has the name of a new output.
@@ -257,6 +285,7 @@ def output_folder(
     p = _real_target(path, force, inputs)
     if not accumulate:  # an accumulating command (codegen, import) keeps what the folder held
         _refuse_other_command(p, command, force)
+        check_expected(p, expected)
     lock = _lock(p)
     run_id = uuid.uuid4().hex[:12]
     tmp = p.parent / f".{p.name}.tmp-{run_id}"

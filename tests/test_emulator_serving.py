@@ -325,7 +325,8 @@ def test_tp_that_does_not_split_the_heads_is_refused_with_the_possible_degrees()
         Mapping(tp=1024).check(m)
     Mapping(tp=16).check(m)  # KV heads replicated over 16: as engines run it
     Mapping(tp=8, ep=8, attn_dp=True).check(get_model("qwen3-235b-a22b"))  # attention data-parallel: TP1 attention
-    assert main(["project", "--generation", "h200", "--model", "llama-3.3-70b", "--chips", "3", "--json"]) == 1
+    # a layout that does not split: a usage error, as in run
+    assert main(["project", "--generation", "h200", "--model", "llama-3.3-70b", "--chips", "3", "--json"]) == 2
 
 
 def test_draft_tokens_are_bounded():

@@ -172,6 +172,26 @@ def mapping_from_args(args, chips: int, model: str):
     return Mapping(tp=tp, pp=pp, dp=dp, ep=args.ep or tp, attn_dp=bool(attn_dp and tp > 1))
 
 
+def _usage_mapping(args, preset):
+    """``mapping_from_args``, and that mapping (or ``preset``'s for ``--chips``) checked against the model
+    before any projection: a chip count or ``--tp/--pp/--dp/--ep`` the model does not split over is a bad
+    combination of options, a usage error (exit 2) as ``run`` gives it; a model that does not fit in memory
+    is found by the projection (exit 1).
+
+    Raises:
+        CommandError: exit 2, the mapping's refusal."""
+    from perfonto.emulator.models import get_model
+    from perfonto.emulator.parallel import MappingError
+
+    try:
+        mapping = mapping_from_args(args, args.chips, args.model)
+        m = get_model(args.model)
+        (mapping or preset.mapping_for(m, args.chips)).check(m)
+    except MappingError as exc:
+        raise CommandError(_why(exc), 2) from None
+    return mapping
+
+
 def _fmt_s(v) -> str:
     """A duration in ms or s; ``—`` when null or NaN."""
     from perfonto.report_format import finite
@@ -196,11 +216,11 @@ def cmd_project(args) -> int:
     apply_mapping_option(args)
     try:
         args.generation = _generation(args)
-        mapping = mapping_from_args(args, args.chips, args.model)
         try:
-            resolve(args.generation, args.preset)  # unknown preset: fail early, as the usage error it is
+            chosen_preset = resolve(args.generation, args.preset)  # unknown preset: fail early, a usage error
         except PresetError as exc:
             raise CommandError(_why(exc), 2) from None
+        mapping = _usage_mapping(args, chosen_preset)
         claim = family_claim(args.generation)
         names = preset_names(args.generation) if claim else [args.preset]
         chosen = args.preset or (names[0] if claim else None)
@@ -245,17 +265,11 @@ def _generation(args):
     if args.catalog is None and args.generation is None:
         return "sohu"
     if args.catalog is None:
-        from perfonto.ontology.diagnostics import did_you_mean
-        from perfonto.ontology.loader import shipped_generations
+        from .workload_args import unknown_generation
 
-        if args.generation not in shipped_generations():  # a usage error, as for run (exit 2)
-            hint = did_you_mean(args.generation, shipped_generations())
-            raise CommandError(
-                f"no generation named `{args.generation}`"
-                + (f"; {hint}" if hint else f"; shipped: {', '.join(shipped_generations())}")
-                + " (a generation of your own: --catalog DIR)",
-                2,
-            )
+        refused = unknown_generation(args.generation)
+        if refused is not None:
+            raise refused
         return args.generation
     from perfonto.whatif.cliargs import target_of
     from perfonto.whatif.points import base_generation
@@ -330,7 +344,11 @@ def _claim_doc(args, claim: dict, results: dict, main) -> dict:
     return {
         **doc,
         "needs": need,
-        "assumptions_needed": list(resolve(args.generation, "claim").named) if "claim" in results else [],
+        "assumptions_needed": (
+            list(resolve(args.generation, "claim").stated(mapping=results["claim"].mapping))
+            if "claim" in results
+            else []
+        ),
         "compared_figure": (
             "steady_tokens_per_second (the server at full load: its largest batch, still admitting prompts)"
         ),

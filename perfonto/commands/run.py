@@ -23,7 +23,7 @@ from .common import (
     stderr,
     stdout,
 )
-from .workload_args import workload_options
+from .workload_args import unknown_generation, workload_options
 from .project import add_scenario_args, scenario_of
 
 DEFAULT_OUT = "perfonto-out"
@@ -169,6 +169,10 @@ def cmd_run(args) -> int:
             f"no window would fit",
             2,
         )
+    if getattr(args, "catalog", None) is None and getattr(args, "generation", None):
+        refused = unknown_generation(args.generation)  # before the catalog compiles: with a did-you-mean
+        if refused is not None:
+            raise refused
     bar = _Progress(enabled=not args.json)
     try:
         result = run_job(

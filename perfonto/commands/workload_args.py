@@ -1,12 +1,14 @@
 """The workload and emulation options the projecting, emulating and what-if commands share (``--model``,
 ``--chips``, ``--isl``, ``--rate``, ``--draft-tokens``, …): each declared once, with its help text and argparse
-type, so every command describes and checks it the same way."""
+type, so every command describes and checks it the same way; a model or generation name no shipped one has is
+refused with a case-insensitive did-you-mean (``ontology.diagnostics.did_you_mean``, ``unknown_generation``)."""
 
 from __future__ import annotations
 
 import argparse
 
 from .common import duration, non_negative_int, positive_int
+from perfonto.ontology.diagnostics import did_you_mean
 
 #: ``--acceptance`` when ``--draft-tokens`` is given without it (a typical draft acceptance rate).
 DEFAULT_ACCEPTANCE = 0.7
@@ -157,13 +159,49 @@ def workload_options(p, *names: str, fill_later: bool = False, **given: dict) ->
     for name in names:
         kw = {**specs[name], **given.get(name, {})}
         if callable(kw.get("choices")):  # the models: the emulator loads only for a command that checks them
-            kw["choices"] = kw["choices"]()
+            kw["type"] = _one_of(kw.pop("choices")())
         what, note = kw.pop("what"), kw.pop("note", None)
         note = note if note is not None else kw["default"]
         if fill_later:
             kw["default"] = None
         target = exclusive if exclusive is not None and name in ("rate", "concurrency") else p
         target.add_argument("--" + name.replace("_", "-"), help=f"{what} (default: {note})", **kw)
+
+
+def unknown_generation(name: str):
+    """The usage error (exit 2) for ``--generation NAME`` without ``--catalog`` when no shipped generation
+    is named so — with a case-insensitive did-you-mean (``SOHU`` → ``sohu``), else the shipped names — and
+    checked before any work (``run`` and ``project`` refuse it alike); None for a shipped name (a
+    ``CommandError`` otherwise)."""
+    from perfonto.ontology.loader import shipped_generations
+
+    from .common import CommandError, shipped_folder_hint
+
+    shipped = shipped_generations()
+    if name in shipped:
+        return None
+    hint = did_you_mean(name, shipped)
+    return CommandError(
+        f"no generation named `{name}`"
+        + (f"; {hint}" if hint else f"; shipped: {', '.join(shipped)}")
+        + (shipped_folder_hint(name) or " (a generation of your own: --catalog DIR)"),
+        2,
+    )
+
+
+def _one_of(names: list[str]):
+    """An argparse type: one of ``names`` exactly, else "invalid choice: 'X'; did you mean `x`?; choose from
+    …" (argparse's ``choices`` names no close one)."""
+
+    def parse(text: str) -> str:
+        if text in names:
+            return text
+        hint = did_you_mean(text, names)
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r}" + (f"; {hint}" if hint else "") + f" (choose from {', '.join(names)})"
+        )
+
+    return parse
 
 
 def _probability(text: str) -> float:
@@ -219,5 +257,6 @@ __all__ = [
     "DTYPES",
     "PROJECTED_REQUESTS",
     "request_rate",
+    "unknown_generation",
     "workload_options",
 ]
