@@ -30,7 +30,7 @@ from perfonto.metrics.graph import MetricGraph
 
 from .bottleneck import Analysis, analyse
 from .checks import level1_not_summed
-from .evaluate import leader_only_note
+from .evaluate import leader_note
 from .engine import evaluate_capture
 from .evaluate import Evaluation
 from .findings import findings, name_slow_links
@@ -458,7 +458,7 @@ def analyse_capture(
         log(f"{len(gone)} metric(s) unavailable: the dump lacks {len(read)} signal(s) they read")
     analysis = analyse(evaluated, ev, checks=res.checks)
     notes += [why for why in [level1_not_summed(evaluated)] if why]  # a partial level 1: its sum not checked
-    notes += leader_only_note(ev)
+    notes += leader_note(ev)
     records = populations = None
     if capture.requests is not None and evaluated.record_metrics:
         rec, records = read_and_evaluate(evaluated, capture.requests)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from perfonto.capture.pieces import iter_chunks
-from perfonto.metrics.levels import group_inputs, group_scale, leader_only
+from perfonto.metrics.levels import group_inputs, group_scale, leader_counts
 from perfonto.metrics.bridge import totals
 from perfonto.metrics.windows import prepare
 
@@ -42,10 +42,8 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
     per_chip: dict[str, np.ndarray] = {}
     server: dict[str, np.ndarray] = {}
     coverage: dict[str, float] = {}
-    chip_signals: dict[str, np.ndarray] = {}
     for key, names in keys.items():
         vals, dt = chip_values(sums, key)
-        chip_signals.update({n: v for n, v in vals.items() if n not in chip_signals})
         per_chip.update(_chip_level(graph, evaluator, names, vals, dt, C))
         if key in srv_sums:
             vals, dt = run_values(graph.generation, *srv_sums[key]), srv_sums[key][1]
@@ -54,14 +52,14 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
             server[n] = values[n]
             coverage[n] = kept / total_time if total_time > 0 else 0.0
     _extremes(st, per_chip, server, coverage)
-    lead_only = leader_only(graph, per_chip, chip_signals, deps)
+    quiet = leader_counts(graph, chip_values(sums, frozenset())[0], deps)  # over every window (leader_counts)
     chips = np.concatenate([plan.chip_numbers[h] for h in plan.groups]) if C else np.zeros(0, np.int64)
     hosts = (
         None
         if list(plan.groups) == [None]
         else np.array([h for h, c in plan.chips.items() for _ in range(c)], dtype=object)
     )
-    return Evaluation(None, {}, per_chip, server, chips, st.nulls, coverage, hosts, leader_only=lead_only)
+    return Evaluation(None, {}, per_chip, server, chips, st.nulls, coverage, hosts, quiet=quiet)
 
 
 def _classes(graph, deps: dict, sums: list[ChipSums]) -> dict[frozenset, list[str]]:

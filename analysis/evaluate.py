@@ -32,7 +32,7 @@ class Evaluation:
     coverage: dict[str, float]
     hosts: np.ndarray | None = None  # host of each chip column, when the dump names hosts
     mismeasured: dict[str, np.ndarray] | None = None  # metric -> (W, C) inputs never counted together (multiplexed)
-    leader_only: tuple[str, ...] = ()  # metrics nulled per chip off the leader chips (metrics.levels.leader_only)
+    quiet: object = None  # metrics.levels.LeaderCounts: chips counting no leader-counted amount, or None
 
 
 def chip_names(ev) -> list[str]:
@@ -45,19 +45,21 @@ def chip_names(ev) -> list[str]:
     return [f"{h}/{c}" for h, c in zip(hosts, chips)]
 
 
-def leader_only_note(ev) -> list[str]:
-    """The report's note on the metrics that have no per-chip value off the leader chips (``Evaluation.
-    leader_only``), naming them and the leaders; empty when there are none."""
-    names = sorted(getattr(ev, "leader_only", ()) or ())
-    if not names:
+def leader_note(ev) -> list[str]:
+    """The report's note on the per-chip values of leader-counted metrics (``Evaluation.quiet``,
+    ``metrics.levels.leader_counts``) that read 0 on the chips that count none of those amounts, naming
+    the metrics and the chips; empty when there are none."""
+    q = getattr(ev, "quiet", None)
+    if q is None or not q.metrics or not q.quiet:
         return []
-    first = np.asarray(ev.per_chip[names[0]]).reshape(len(ev.chips), -1)[:, 0] if names[0] in ev.per_chip else None
-    lead = [] if first is None else [c for c, x in zip(chip_names(ev), first) if np.isfinite(x)]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    names = chip_names(ev)
+    chips = [names[i] for i in q.quiet if i < len(names)]
+    shown = ", ".join(q.metrics[:6]) + (f" and {len(q.metrics) - 6} more" if len(q.metrics) > 6 else "")
+    where = ", ".join(chips[:8]) + (f" and {len(chips) - 8} more" if len(chips) > 8 else "")
     return [
-        f"{shown}: per chip, a value on the leader chip{'s' if len(lead) > 1 else ''} of each group only "
-        f"({', '.join(lead[:8]) or 'none with a value'}): tokens, steps and requests are counted once per group, "
-        "by its leader, and the other chips of the group worked on the same ones"
+        f"{shown}: tokens, steps and requests are counted once per group, by its leader chip; per chip, "
+        f"{'chip' if len(chips) == 1 else 'chips'} {where} counted none over the run and read 0 or no value "
+        "there — not their group's leader (the leader's value covers the group), or idle"
     ]
 
 
@@ -100,7 +102,7 @@ def evaluate_windows(graph: MetricGraph, evaluator, w: Windows, dump) -> Evaluat
         null_reasons(graph, w, window),
         levels.coverage,
         dump.hosts,
-        leader_only=levels.leader_only,
+        quiet=levels.quiet,
     )
 
 

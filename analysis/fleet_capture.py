@@ -26,7 +26,7 @@ from perfonto.capture.topology import Topology, TopologyError
 
 from .bottleneck import analyse
 from .checks import level1_not_summed
-from .evaluate import leader_only_note
+from .evaluate import leader_note
 from .capture import Capture, Report, evaluable, fleet_steps_note, plan_capture
 from .engine import evaluate_capture
 from .fleet import rollups
@@ -113,7 +113,7 @@ def analyse_fleet(
     notes = server_cut(graph, ev, res.sums, fleet) + list(plan.notes) + fleet.notes
     notes += fleet_steps_note(capture.ground_truth)
     notes += [why for why in [level1_not_summed(evaluated)] if why]  # a partial level 1: its sum not checked
-    notes += leader_only_note(ev)
+    notes += leader_note(ev)
     if topology is not None:
         notes += _placed_without_rows(topology, plan) + _racks_in_two_pods(topology)
     records = None

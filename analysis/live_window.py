@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfonto.metrics.graph import MetricGraph
-from perfonto.metrics.levels import leader_only, signal_deps
+from perfonto.metrics.levels import signal_deps
 
 from .engine_levels import _chip_level
 from .level_sums import run_values
@@ -130,7 +130,6 @@ class SpanSums:
         for m in self.names:
             classes.setdefault(self.deps[m] & dirty, []).append(m)
         out: dict[str, np.ndarray] = {}
-        chip_signals: dict[str, np.ndarray] = {}
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for key, names in classes.items():
@@ -141,10 +140,8 @@ class SpanSums:
                     S = A.sum(axis=0)
                 dt = S[:, -1]
                 vals = run_values(self.graph.generation, self.evaluator.input_sums(S), dt)
-                chip_signals.update({n: v for n, v in vals.items() if n not in chip_signals})
                 out.update(_chip_level(self.graph, self.evaluator, names, vals, dt, C))
             for m, how in self.rollup.items():
                 ext = np.stack([b.extremes[m] for b in self.ring])
                 out[m] = (np.nanmax if how == "max" else np.nanmin)(ext, axis=0)
-        leader_only(self.graph, out, chip_signals, self.deps)  # as analyze's per-chip level: none off the leaders
         return out

@@ -32,7 +32,7 @@ class Levels:
     per_chip: dict[str, np.ndarray]
     server: dict[str, np.ndarray]
     coverage: dict[str, float]
-    leader_only: tuple[str, ...] = ()  # metrics with no per-chip value off the leader chips (``leader_only``)
+    quiet: "LeaderCounts | None" = None  # chips on which a leader-counted amount never advanced (``leader_counts``)
 
 
 def signal_deps(graph: MetricGraph) -> dict[str, set[str]]:
@@ -78,12 +78,10 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
     server: dict[str, np.ndarray] = {}
     coverage: dict[str, float] = {}
     total_time = float(w.interval.sum(axis=0).mean()) if w.interval.size else 0.0
-    chip_signals: dict[str, np.ndarray] = {}
     for key, names in groups.items():
         reads = set().union(*[deps[n] for n in names])
         bad = _invalid(window_level, key, reads)
         run = run_level(w, gen, ~bad if key else None)
-        chip_signals.update({n: v[0] for n, v in run.values.items() if n not in chip_signals})
         out = evaluate(run.values, run.interval, run.chips)
         common = ~server_bad(bad, spans(window_level, reads)) if key else None
         run_all = run_level(w, gen, common)
@@ -117,29 +115,33 @@ def evaluate_levels(graph: MetricGraph, w: Windows, evaluate: EvalFn, window_val
                     per_chip[n] = fn(v, axis=0)
                     server[n] = fn(per_chip[n], axis=0)
             coverage[n] = 1.0
-    return Levels(per_chip, server, coverage, leader_only(graph, per_chip, chip_signals, deps))
+    whole = run_level(w, gen)  # every window: whether a chip counts tokens at all, not this class's valid ones
+    return Levels(per_chip, server, coverage, leader_counts(graph, {n: v[0] for n, v in whole.values.items()}, deps))
 
 
-def leader_only(graph: MetricGraph, per_chip: dict, chip_signals: dict, deps: dict | None = None) -> tuple[str, ...]:
-    """Null, in place, the per-chip values (C, …) of the metrics that read an amount only a group's leader
-    chip counts (``kinds.leader_counted``: tokens, steps, requests) on the chips that are not leaders, and
-    return those metrics' names. Such a chip counts none of them: its ``tokens_per_second`` of 0 read as a
-    chip that served nothing, where it served every token of its group (the leader's value is the group's).
-    ``chip_signals``: per-chip run-level signal values (C, …) that tell the leaders (``leaders``); nothing
-    is nulled where none of them is leader-counted, or where every chip (or none) is a leader."""
-    lead = leaders(
-        graph.generation, {n: v for n, v in chip_signals.items() if kinds.leader_counted(graph.generation, n)}
-    )
+@dataclass(frozen=True)
+class LeaderCounts:
+    """The metrics that read an amount only a group's leader chip counts (``kinds.leader_counted``: tokens,
+    steps, requests) and the chip columns on which no such amount advanced over the run (``leader_counts``)."""
+
+    metrics: tuple[str, ...]
+    quiet: tuple[int, ...]
+
+
+def leader_counts(graph: MetricGraph, chip_signals: dict, deps: dict | None = None) -> LeaderCounts | None:
+    """Which per-chip values of leader-counted metrics read 0 because the chip counts none of those amounts:
+    a chip that is not its group's leader (its group's tokens are counted once, by the leader) — or a leader
+    that did nothing; the capture cannot tell which, so the values stay (an idle group's 0 is true) and the
+    report says so (``analysis.evaluate.leader_note``). ``chip_signals``: per-chip run-level signal values
+    (C, …) over every window (``run_level`` unmasked: a null window elsewhere must not hide a leader's
+    count). None where no leader-counted amount is read, or where every chip (or none) advanced."""
+    gen = graph.generation
+    lead = leaders(gen, {n: v for n, v in chip_signals.items() if kinds.leader_counted(gen, n)})
     if lead is None or lead.all() or not lead.any():
-        return ()
+        return None
     deps = signal_deps(graph) if deps is None else deps
-    names = tuple(n for n in per_chip if any(kinds.leader_counted(graph.generation, s) for s in deps.get(n, ())))
-    for n in names:
-        v = np.array(per_chip[n], dtype=np.float64)
-        if v.shape[:1] == lead.shape:
-            v[~lead] = np.nan
-            per_chip[n] = v
-    return names
+    names = tuple(sorted(n for n in graph.metrics if any(kinds.leader_counted(gen, s) for s in deps.get(n, ()))))
+    return LeaderCounts(names, tuple(int(i) for i in np.flatnonzero(~lead))) if names else None
 
 
 def leaders(gen, values: dict[str, np.ndarray]) -> np.ndarray | None:

@@ -94,9 +94,8 @@ def test_tokens_per_second_over_100_windows_is_the_tokens_counted_over_its_time(
         for s in ("seq.input_tokens", "seq.output_tokens")
     ).reshape(len(block.chips))
     want = tokens / ((T[-1] - T[-1 - n]) * 1e-9)
-    want[want == 0] = np.nan  # a chip that counts no tokens (not its group's leader) has no value, as in analyze
     got = snap.values["tokens_per_second"]
-    assert (got > 0).any() and np.isnan(got).sum() == len(got) - 1  # one leader
+    assert (got > 0).any()
     np.testing.assert_allclose(got, want, rtol=1e-9)
     latest = LiveMetrics(graph, live.evaluator, "h0")  # the default: the latest 1 ms window
     latest.push(block)
