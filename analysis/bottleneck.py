@@ -76,16 +76,6 @@ def _crossed(op: str, value: float, limit: float) -> bool:
     }[op]
 
 
-def _past(graph: MetricGraph, name: str, values: dict) -> bool | None:
-    """Whether ``name``'s value is past its own threshold; None when it has no threshold or no scalar, finite
-    value."""
-    v, thr = values.get(name), graph.metrics[name].threshold
-    if thr is None or v is None or np.ndim(v) != 0 or not np.isfinite(float(v)):
-        return None
-    op, limit, _ = thr
-    return _crossed(op, float(v), limit)
-
-
 def _past_where(graph: MetricGraph, name: str, values: dict, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
     """(past, known) of ``name`` against its own threshold, per element of ``shape``: known where its value
     there is finite (a value of another shape, or none, is known nowhere)."""
@@ -169,7 +159,8 @@ def bottleneck_label(graph: MetricGraph, name: str, values: dict) -> str:
     thr = graph.metrics[name].threshold
     if thr is None:
         return name
-    if _past(graph, name, values) is False:
+    past, known = _past_where(graph, name, values, ())
+    if bool(known) and not bool(past):  # under it, with a value (no value: the message as it is)
         unit = " %" if graph.metrics[name].unit_text in ("percent", "%") else ""
         return f"{thr[2]} (under its threshold {thr[0]} {thr[1]:g}{unit})"
     return thr[2]

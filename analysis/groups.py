@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from perfonto.metrics.graph import MetricGraph
 
 from .attribution import Attribution, GroupTotals
-from .bottleneck import topdown_level1
+from .bottleneck import stall_shares, topdown_level1
 
 
 @dataclass
@@ -39,11 +39,12 @@ class GroupMetrics:
     source: str = "windows"
 
     def dominant(self, graph: MetricGraph) -> list[str | None]:
-        """The level-1 top-down node with the largest share in each group (None where all are null)."""
+        """The level-1 top-down stall with the largest share in each group (``bottleneck.stall_shares``: useful
+        work, an imported tree's Retiring, is no bound); None where all are null."""
         level1 = [n for n in topdown_level1(graph) if n in self.values]
         out: list[str | None] = []
         for k in range(len(self.groups)):
-            v = {n: float(self.values[n][k]) for n in level1 if np.isfinite(self.values[n][k])}
+            v = stall_shares(graph, {n: float(self.values[n][k]) for n in level1})
             out.append(max(v, key=v.get) if v else None)
         return out
 

@@ -82,7 +82,9 @@ def headline(graph, ev, analysis, multichip: dict | None = None) -> dict | None:
     m = graph.metrics.get(PEER_WAIT)
     if m is not None and m.threshold is not None:
         v = _value(ev.server[PEER_WAIT])
-        crossed, _, _ = crossed_where(graph, PEER_WAIT, ev.server)  # a `when parent` threshold: under its parent's
+        # a `when parent` threshold is crossed only under a parent past its own; one whose parent has no value
+        # (listed "not checked" among the thresholds) makes no headline
+        crossed, _, _ = crossed_where(graph, PEER_WAIT, ev.server)
         if np.isfinite(v) and bool(crossed):
             chip = waited_on(graph, ev, multichip)
             col = _waited_on_column(graph, ev, multichip)

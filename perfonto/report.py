@@ -236,7 +236,7 @@ def _bottleneck(graph, a, console: Console) -> None:
         if a.drilldown and a.drilldown[0][0] != a.bottleneck:  # two rules, two answers: say which is which
             past = a.bottleneck in {n for n, _, _ in a.thresholds}  # as the thresholds list judges it
             console.print(
-                "  (the largest level-1 share; the drill-down follows the nodes past their "
+                "  (the largest level-1 stall; the drill-down follows the nodes past their "
                 + ("thresholds instead)" if past else f"thresholds instead, which {a.bottleneck} is not)")
             )
     if a.drilldown:

@@ -452,8 +452,8 @@ def test_fleet_text_report_sits_before_the_outputs_line_and_marks_extremes(
     rack = text[text.index("Fleet — per rack") : text.index("Spread across chips")]
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     first = (doc.get("drilldown") or [{}])[0].get("metric")
-    # the largest level-1 share and the drill-down past the thresholds differ here: the text says which is which
-    assert first and first != doc["bottleneck"] and "the largest level-1 share" in " ".join(text.split())
+    # the largest level-1 stall and the drill-down past the thresholds differ here: the text says which is which
+    assert first and first != doc["bottleneck"] and "the largest level-1 stall" in " ".join(text.split())
     nodes = text[text.index("Racks and pods that stand out") :]
     line = next(ln for ln in nodes.splitlines() if "power.temperature_mean" in ln)
     assert "degC (+15.0" in line and "%" not in line  # a difference in degC: a percent of a Celsius reading is not

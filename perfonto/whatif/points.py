@@ -107,10 +107,11 @@ def base_generation(target: Target):
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
         gen, diags = load_generation_files(yamls, target.generation)  # None: the folder's own
         leaves = [n for n, _ in folder_generations(yamls)]
-        shown = target.generation or (leaves[0] if len(leaves) == 1 else f"of {d}")
+        shown = target.generation or (leaves[0] if len(leaves) == 1 else None)
     if gen is None:
         msgs = "; ".join(_located(d) for d in diags if d.severity == "error")[:600]
-        raise KnobError(f"generation `{shown}` does not load: {msgs}")
+        what = f"generation `{shown}`" if shown else f"the catalog folder {target.catalog}"
+        raise KnobError(f"{what} does not load: {msgs}")
     return gen
 
 

@@ -38,12 +38,19 @@ def diagnose(graph, values: dict, per_chip: dict | None = None, chips=()) -> dic
     ``values``: metric → server-level value (NaN or missing: null); only the metrics ``graph``
     compiles are read. ``findings``: sorted names of the metrics whose threshold is crossed.
     """
-    from perfonto.analysis.bottleneck import bottleneck_label, drill_down, thresholds_crossed, topdown_level1
+    from perfonto.analysis.bottleneck import (
+        bottleneck_label,
+        drill_down,
+        stall_shares,
+        thresholds_crossed,
+        topdown_level1,
+    )
     from perfonto.analysis.headline import headline
 
     server = {n: float(values.get(n, math.nan)) if values.get(n) is not None else math.nan for n in graph.metrics}
     level1 = {n: server[n] for n in topdown_level1(graph) if math.isfinite(server[n])}
-    bottleneck = max(level1, key=level1.get) if level1 else None
+    stalls = stall_shares(graph, level1)  # useful work (group `useful`) is no bottleneck
+    bottleneck = max(stalls, key=stalls.get) if stalls else None
     analysis = SimpleNamespace(
         topdown=level1,
         bottleneck=bottleneck,
