@@ -90,3 +90,17 @@ def test_per_chip_dominant_node_is_the_largest_stall(tmp_path, capsys):
     out = capsys.readouterr().out
     table = out[out.index("Per chip (run level)") :]
     assert "tma_bad_speculation 15.0 %" in table and "tma_retiring 60.0 %" not in table
+
+
+def test_per_op_bound_is_the_largest_stall(tmp_path):
+    """The per-op 'bound' column (``GroupMetrics.dominant``) skips useful work as the bottleneck does: an op
+    retiring 60 % of its slots is bound by its largest stall (bad speculation 15 %), not by retiring."""
+    import numpy as np
+
+    from perfonto.analysis.groups import GroupMetrics
+    from perfonto.metrics.catalog import load_catalog
+
+    graph = load_catalog(_catalog(tmp_path, TMA, "tma"), None, library=False).graph
+    shares = {"tma_frontend_bound": 14.0, "tma_bad_speculation": 15.0, "tma_retiring": 60.0, "tma_backend_bound": 11.0}
+    gm = GroupMetrics("op", ["gemm"], np.ones(1), np.ones(1), {n: np.array([v]) for n, v in shares.items()})
+    assert gm.dominant(graph) == ["tma_bad_speculation"]
