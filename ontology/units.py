@@ -183,7 +183,7 @@ def _did_you_mean(reg: pint.UnitRegistry, text: str) -> str:
 
     cycles = [cycle_unit(d) for d in _DOMAINS.get(id(reg), ())]
     for name in re.findall(r"[A-Za-zµ_][A-Za-z0-9µ_]*", text):
-        if name in reg:
+        if _defined(reg, name):
             continue
         if re.search(r"cycles?$", name, re.I) and cycles:
             close = difflib.get_close_matches(name, cycles, n=3, cutoff=0.0)
@@ -193,6 +193,15 @@ def _did_you_mean(reg: pint.UnitRegistry, text: str) -> str:
             return "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
         return ""
     return ""
+
+
+def _defined(reg: pint.UnitRegistry, name: str) -> bool:
+    """Whether ``reg`` defines the unit ``name``; pint's own test parses it and raises on some names (``nan``:
+    "cannot have a scaling factor"), which count as not defined."""
+    try:
+        return name in reg
+    except Exception:  # pint raises several exception types for names it cannot parse
+        return False
 
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
