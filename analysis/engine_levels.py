@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from perfonto.ontology import kinds
 from perfonto.capture.pieces import iter_chunks
 from perfonto.metrics.levels import group_inputs, group_scale, leader_counts
 from perfonto.metrics.bridge import totals
@@ -42,8 +43,12 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
     per_chip: dict[str, np.ndarray] = {}
     server: dict[str, np.ndarray] = {}
     coverage: dict[str, float] = {}
+    counted: dict[str, np.ndarray] = {}  # per chip, the most of each leader-counted amount any class counted
     for key, names in keys.items():
         vals, dt = chip_values(sums, key)
+        for n, v in vals.items():
+            if kinds.leader_counted(graph.generation, n):
+                counted[n] = v if n not in counted else np.fmax(counted[n], v)
         per_chip.update(_chip_level(graph, evaluator, names, vals, dt, C))
         if key in srv_sums:
             vals, dt = run_values(graph.generation, *srv_sums[key]), srv_sums[key][1]
@@ -52,7 +57,7 @@ def _levels(graph, evaluator, st: _Pass, chunk_rows, progress) -> Evaluation:
             server[n] = values[n]
             coverage[n] = kept / total_time if total_time > 0 else 0.0
     _extremes(st, per_chip, server, coverage)
-    quiet = leader_counts(graph, chip_values(sums, frozenset())[0], deps)  # over every window (leader_counts)
+    quiet = leader_counts(graph, counted, deps)  # any class's count: one class's null windows hide no leader
     chips = np.concatenate([plan.chip_numbers[h] for h in plan.groups]) if C else np.zeros(0, np.int64)
     hosts = (
         None
