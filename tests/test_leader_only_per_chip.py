@@ -64,3 +64,32 @@ def test_no_note_when_every_chip_counts(tmp_path):
     assert main(["run", "--duration", "100ms", "--chips", "1", "--out", str(out), "--json"]) == 0
     doc = json.loads((out / "report.json").read_text())
     assert not [n for n in doc.get("notes", []) if "counted once per group" in n]
+
+
+def test_a_null_window_of_another_signal_hides_no_leader(fleet, sohu):
+    """The chips that count none are found over every window: an HBM counter null exactly in the windows where
+    the leader's tokens advanced (one metric class's windows) left it counting none in a first version."""
+    import copy
+
+    import numpy as np
+
+    from perfonto.capture.dump import read_counters
+    from perfonto.codegen.evaluator_cache import evaluator as cached
+    from perfonto.metrics.catalog import load_catalog
+    from perfonto.metrics.levels import evaluate_levels
+    from perfonto.metrics.windows import prepare
+
+    graph = load_catalog(None, "sohu").graph
+    host = next(p for p in (fleet / "counters").iterdir() if p.name.startswith("host="))
+    w = prepare(read_counters(str(host), graph.generation), graph.generation)
+    tok = w.values["seq.output_tokens"]
+    adv = np.nan_to_num(tok).reshape(tok.shape[0], tok.shape[1], -1).sum(axis=2) > 0
+    (lead,) = np.flatnonzero(adv.any(axis=0))
+    w2 = copy.copy(w)
+    w2.values, w2.null = dict(w.values), dict(w.null)
+    v = w.values["hbm.read_bytes"].copy()
+    n = w.null.get("hbm.read_bytes", np.zeros(v.shape, np.uint8)).copy()
+    v[adv[:, lead], lead], n[adv[:, lead], lead] = np.nan, 1
+    w2.values["hbm.read_bytes"], w2.null["hbm.read_bytes"] = v, n
+    levels = evaluate_levels(graph, w2, cached(graph)[0].evaluate)
+    assert levels.quiet is not None and lead not in levels.quiet.quiet and len(levels.quiet.quiet) == 3
