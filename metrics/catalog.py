@@ -114,7 +114,7 @@ def _compile(
     """``load_catalog`` without the cache."""
     from perfonto.ontology.files import FileReadError, check_path, is_dir
     from perfonto.ontology.lint import lint_generation
-    from perfonto.ontology.loader import SIDE_YAML, load_generation, load_generation_files, shipped_generations
+    from perfonto.ontology.loader import folder_yamls, load_generation, load_generation_files, shipped_generations
 
     from .compiler import compile_files, library_files
     from .report_check import report_diagnostics
@@ -145,7 +145,7 @@ def _compile(
                     )
                 ],
             )
-        yamls = sorted(p for p in list(d.glob("*.yaml")) + list(d.glob("*.yml")) if not p.name.endswith(SIDE_YAML))
+        yamls = folder_yamls(d)
         files = sorted(d.glob("*.metrics"))
         rules_only = any(p.name.endswith((".findings.yaml", ".findings.yml")) for p in d.glob("*.y*ml"))
         if not yamls and not files and not rules_only:  # a folder of finding rules: the shipped catalog, its rules

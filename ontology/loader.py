@@ -273,6 +273,13 @@ SIDE_YAML = (".vectors.yaml", ".vectors.yml", ".findings.yaml", ".findings.yml")
 UNCHOSEN = "the catalog folder holds several generations and none was named"
 
 
+def folder_yamls(folder: str | Path) -> list[Path]:
+    """The ontology YAML files of a catalog folder (``*.yaml``, ``*.yml``), sorted; side files (test
+    vectors, finding rules: ``SIDE_YAML``) left out."""
+    d = Path(folder)
+    return sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith(SIDE_YAML))
+
+
 def folder_generations(paths: list[Path]) -> list[tuple[str, Path]]:
     """The generations the YAML files ``paths`` of a catalog folder declare that no other of them extends
     — the candidates for the folder's generation when none is named — each with its file, in file order.

@@ -46,14 +46,12 @@ def folder_choice(catalog: str | None) -> str | None:
         CommandError: the folder holds several such generations (a usage error naming them and
             ``--generation``).
     """
-    from pathlib import Path
-
     from perfonto.ontology.files import is_dir
-    from perfonto.ontology.loader import folder_generations, load_generation_files
+    from perfonto.ontology.loader import folder_generations, folder_yamls, load_generation_files
 
     if catalog is None or not is_dir(catalog):
         return None
-    yamls = sorted(p for p in [*Path(catalog).glob("*.yaml"), *Path(catalog).glob("*.yml")])
+    yamls = folder_yamls(catalog)
     leaves = folder_generations(yamls)
     if len(leaves) > 1:
         raise CommandError("", 2, load_generation_files(yamls, None)[1])

@@ -95,14 +95,14 @@ def base_generation(target: Target):
     Raises:
         KnobError: it does not load (the loader's first messages).
     """
-    from perfonto.ontology.loader import SIDE_YAML, folder_generations, load_generation, load_generation_files
+    from perfonto.ontology.loader import folder_generations, folder_yamls, load_generation, load_generation_files
 
     shown = target.generation or "sohu"
     if target.catalog is None:
         gen, diags = load_generation(target.generation or "sohu")
     else:
         d = Path(target.catalog)
-        yamls = sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.endswith(SIDE_YAML))
+        yamls = folder_yamls(d)
         if not d.is_dir() or not yamls:
             raise KnobError(f"{d}: not a catalog folder with ontology *.yaml files")
         gen, diags = load_generation_files(yamls, target.generation)  # None: the folder's own
